@@ -1,0 +1,39 @@
+# MarginLab: `make run` starts the app on the bundled demo data; `make test` installs test needs and runs the tests.
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+
+.PHONY: run test lint bench browser-deps clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+
+$(VENV)/.runtime: requirements.txt | $(BIN)/python
+	$(BIN)/pip install -q -r requirements.txt
+	touch $@
+
+$(VENV)/.dev: requirements.txt requirements-dev.txt | $(BIN)/python
+	$(BIN)/pip install -q -r requirements-dev.txt
+	touch $@ $(VENV)/.runtime
+
+run: $(VENV)/.runtime
+	$(BIN)/streamlit run app/main.py
+
+# Debian's Chromium drives the browser tests (never a downloaded browser build).
+browser-deps:
+	@command -v chromium >/dev/null 2>&1 || { \
+	  echo "installing Debian's chromium for the browser tests"; \
+	  apt-get update -q >/dev/null && apt-get install -y -q chromium chromium-driver >/dev/null; }
+
+test: $(VENV)/.dev browser-deps
+	$(BIN)/pytest
+
+lint: $(VENV)/.dev
+	$(BIN)/ruff check core storage app tests benchmarks
+
+bench: $(VENV)/.dev
+	for f in benchmarks/bench_*.py; do echo "== $$f"; $(BIN)/python $$f || exit 1; done
+
+clean:
+	rm -rf $(VENV) .pytest_cache .hypothesis

@@ -1,0 +1,341 @@
+"""The contract every MarginLab solver follows (see DESIGN.md, "Solvers").
+
+A solver owns a growable :class:`~core.kernels.DataStore` of examples and a
+:class:`~core.kernels.KernelCache`.  Examples are added to the store with
+``add_points`` (unlabelled pool items, held-out points, ...) and *learned* one
+at a time with ``learn(i, y)``; only learned examples can carry weight.
+
+Conventions shared by all solvers (standard C-SVC dual, handbook §15.5):
+
+    max_a  W(a) = sum_i a_i - 1/2 sum_ij a_i a_j y_i y_j K_ij
+    s.t.   0 <= a_i <= C,  sum_i y_i a_i = 0   (the equality only with a bias)
+    f(x)   = sum_i a_i y_i K(x_i, x) + b
+
+``dual_coef_`` holds the signed coefficients a_i y_i of ``support_`` (a_i > 0).
+``kkt_gap()`` is the largest violating pair of LASVM (Bordes et al. 2005,
+eq. 5): with g_i = y_i - sum_j a_j y_j K_ij and signed bounds
+A_i = min(0, C y_i), B_i = max(0, C y_i),
+
+    gap = max_{i: a_i y_i < B_i} g_i  -  min_{j: a_j y_j > A_j} g_j
+
+which is <= tau exactly when the solution is tau-approximate.  Solvers
+without a bias (``ramp``) override it with the single-variable violation.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import time
+import warnings
+from dataclasses import asdict, dataclass, field
+from typing import Any, ClassVar
+
+import numpy as np
+
+from core.kernels import DataStore, Kernel, KernelCache, resolve_gamma
+
+STATE_FORMAT = 1
+
+
+class ConvergenceWarning(UserWarning):
+    """An iteration cap was hit; the solution is usable but not tau-optimal."""
+
+
+class IterationLimitError(RuntimeError):
+    """An iteration cap was hit and the solver was asked to raise (``on_max_iter="raise"``)."""
+
+
+@dataclass
+class StepResult:
+    """What one ``learn`` / ``unlearn`` / ``finish`` call did (cf. scipy's OptimizeResult).
+
+    status: ``"ok"``, ``"unchanged"`` (nothing to do), ``"max_iter"`` (cap hit,
+    warned) or ``"skipped"`` (the solver chose not to take the example in).
+    """
+
+    status: str = "ok"
+    iterations: int = 0
+    kernel_evals: int = 0
+    seconds: float = 0.0
+    kkt_gap: float = float("nan")
+    message: str = ""
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def success(self) -> bool:
+        return self.status in ("ok", "unchanged", "skipped")
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+class StepTimer:
+    """Fills the timing and kernel-evaluation fields of a StepResult."""
+
+    def __init__(self, solver: OnlineSolver):
+        self.solver = solver
+
+    def __enter__(self) -> StepTimer:
+        self.t0 = time.perf_counter()
+        self.k0 = self.solver.n_kernel_evals
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.seconds = time.perf_counter() - self.t0
+        self.kernel_evals = self.solver.n_kernel_evals - self.k0
+
+    def result(self, **kw) -> StepResult:
+        return StepResult(seconds=self.seconds, kernel_evals=self.kernel_evals, **kw)
+
+
+class OnlineSolver:
+    """Base class: the data store, kernel cache, labels and the shared read-outs.
+
+    Subclasses implement ``learn``, ``unlearn``, ``coefficients`` (support
+    indices, signed coefficients, bias) and the ``_state_arrays`` /
+    ``_load_state_arrays`` pair; ``finish`` defaults to a no-op.
+    """
+
+    name: ClassVar[str] = "base"
+    exact_unlearn: ClassVar[bool] = False
+    has_bias: ClassVar[bool] = True
+
+    def __init__(self, X: np.ndarray | None = None, *, kernel: str = "rbf", C: float = 1.0,
+                 gamma: float | str = "scale", degree: int = 3, coef0: float = 1.0,
+                 tol: float = 1e-3, cache_bytes: int = 256 * 2**20, max_iter: int = 100_000,
+                 on_max_iter: str = "warn", random_state: int | None = None):
+        if not (np.isfinite(C) and C > 0):
+            raise ValueError(f"C must be a positive finite number, got {C!r}")
+        if not (np.isfinite(tol) and tol > 0):
+            raise ValueError(f"tol must be a positive finite number, got {tol!r}")
+        if on_max_iter not in ("warn", "raise"):
+            raise ValueError("on_max_iter must be 'warn' or 'raise'")
+        if int(max_iter) < 1:
+            raise ValueError("max_iter must be at least 1")
+        self.C = float(C)
+        self.tol = float(tol)
+        self.max_iter = int(max_iter)
+        self.on_max_iter = on_max_iter
+        self.random_state = random_state
+        self.rng = np.random.default_rng(random_state)
+        self._kernel_spec = dict(name=kernel, gamma=gamma, degree=int(degree), coef0=float(coef0))
+        self.store = DataStore()
+        self.kernel: Kernel | None = None
+        self.cache: KernelCache | None = None
+        self.cache_bytes = int(cache_bytes)
+        self.y = np.zeros(0)  # +1/-1 for learned examples, 0 otherwise
+        self.learned_order: list[int] = []  # store indices in the order they were learned
+        if X is not None:
+            self.add_points(X)
+
+    # -- data store -------------------------------------------------------
+    def add_points(self, X: np.ndarray) -> np.ndarray:
+        """Append examples to the store (unlabelled); return their indices."""
+        X = np.atleast_2d(np.asarray(X, dtype=np.float64))
+        if self.kernel is None:
+            spec = dict(self._kernel_spec)
+            spec["gamma"] = resolve_gamma(spec["gamma"], X)
+            self.kernel = Kernel(**spec)
+            self.cache = KernelCache(self.kernel, self.store, self.cache_bytes)
+        idx = self.store.append(X)
+        self.y = np.concatenate([self.y, np.zeros(len(idx))])
+        self._on_store_grown(len(idx))
+        return idx
+
+    def _on_store_grown(self, n_new: int) -> None:
+        """Hook for subclasses that keep per-example arrays."""
+
+    @property
+    def n_points(self) -> int:
+        return len(self.store)
+
+    def _check_learnable(self, i: int, y: float) -> tuple[int, float]:
+        i = int(i)
+        if not 0 <= i < len(self.store):
+            raise IndexError(f"example {i} is not in the store (size {len(self.store)})")
+        if y not in (-1, 1, -1.0, 1.0):
+            raise ValueError(f"label must be -1 or +1, got {y!r}")
+        if self.y[i] != 0:
+            raise ValueError(f"example {i} has already been learned")
+        return i, float(y)
+
+    def _check_unlearnable(self, i: int) -> int:
+        i = int(i)
+        if not 0 <= i < len(self.store) or self.y[i] == 0:
+            raise ValueError(f"example {i} has not been learned")
+        return i
+
+    def _iteration_cap(self, what: str, iterations: int) -> str:
+        """Called when a loop reaches ``max_iter``: raise or warn, never stop silently."""
+        msg = f"{self.name}: {what} stopped at the iteration cap ({iterations}); the solution may not be tau-optimal"
+        if self.on_max_iter == "raise":
+            raise IterationLimitError(msg)
+        warnings.warn(msg, ConvergenceWarning, stacklevel=3)
+        return msg
+
+    # -- the contract -----------------------------------------------------
+    def learn(self, i: int, y: float) -> StepResult:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def unlearn(self, i: int) -> StepResult:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def finish(self) -> StepResult:
+        return StepResult(status="unchanged", message="nothing to finish")
+
+    def coefficients(self) -> tuple[np.ndarray, np.ndarray, float]:  # pragma: no cover
+        """(support indices, signed coefficients a_i y_i, bias b)."""
+        raise NotImplementedError
+
+    @property
+    def support_(self) -> np.ndarray:
+        return self.coefficients()[0]
+
+    @property
+    def dual_coef_(self) -> np.ndarray:
+        return self.coefficients()[1]
+
+    @property
+    def intercept_(self) -> float:
+        return self.coefficients()[2]
+
+    @property
+    def n_support_(self) -> int:
+        return len(self.support_)
+
+    @property
+    def n_bound_(self) -> int:
+        """Support vectors at the upper bound C."""
+        coef = self.dual_coef_
+        return int(np.sum(np.abs(coef) >= self.C * (1 - 1e-12)))
+
+    @property
+    def n_kernel_evals(self) -> int:
+        return 0 if self.cache is None else self.cache.n_evals
+
+    @property
+    def labelled_(self) -> np.ndarray:
+        return np.asarray(self.learned_order, dtype=np.intp)
+
+    def decision_function(self, idx=None, X: np.ndarray | None = None) -> np.ndarray:
+        """f for stored indices ``idx`` (default: all), or for new points ``X``."""
+        sv, coef, b = self.coefficients()
+        if X is not None:
+            X = np.atleast_2d(np.asarray(X, dtype=np.float64))
+            if len(sv) == 0 or self.cache is None:
+                return np.full(len(X), b)
+            return self.cache.against(X, sv) @ coef + b
+        idx = np.arange(len(self.store)) if idx is None else np.asarray(idx, dtype=np.intp).reshape(-1)
+        if len(sv) == 0 or len(idx) == 0:
+            return np.full(len(idx), b)
+        return self.cache.block(idx, sv) @ coef + b
+
+    # -- diagnostics (not counted as kernel evaluations) -----------------
+    def _uncounted_block(self, rows, cols) -> np.ndarray:
+        n0 = self.cache.n_evals
+        try:
+            return self.cache.block(rows, cols)
+        finally:
+            self.cache.n_evals = n0
+
+    def dual_objective(self) -> float:
+        """W(a) = sum a_i - 1/2 a^T Q a at the current coefficients."""
+        sv, coef, _ = self.coefficients()
+        if len(sv) == 0:
+            return 0.0
+        K = self._uncounted_block(sv, sv)
+        return float(np.sum(np.abs(coef)) - 0.5 * coef @ K @ coef)
+
+    def kkt_gap(self) -> float:
+        """Largest violating pair over the learned examples (0 when none learned)."""
+        L = self.labelled_
+        if len(L) == 0:
+            return 0.0
+        sv, coef, _ = self.coefficients()
+        y = self.y[L]
+        beta = np.zeros(len(self.store))
+        beta[sv] = coef
+        beta = beta[L]
+        g = y.copy()
+        if len(sv):
+            g -= self._uncounted_block(L, sv) @ coef
+        A = np.minimum(0.0, self.C * y)
+        B = np.maximum(0.0, self.C * y)
+        eps = 1e-12 * self.C
+        up = beta < B - eps
+        down = beta > A + eps
+        if not up.any() or not down.any():
+            return 0.0
+        return float(max(0.0, g[up].max() - g[down].min()))
+
+    # -- state ------------------------------------------------------------
+    def _state_arrays(self) -> dict[str, np.ndarray]:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def _load_state_arrays(self, arrays: dict[str, np.ndarray], meta: dict) -> None:  # pragma: no cover
+        raise NotImplementedError
+
+    def get_params(self) -> dict[str, Any]:
+        return dict(kernel=self._kernel_spec["name"], C=self.C, gamma=self._kernel_spec["gamma"],
+                    degree=self._kernel_spec["degree"], coef0=self._kernel_spec["coef0"], tol=self.tol,
+                    cache_bytes=self.cache_bytes, max_iter=self.max_iter, on_max_iter=self.on_max_iter,
+                    random_state=self.random_state)
+
+    def to_state(self, include_data: bool = True) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+        """Plain arrays + a JSON-able dict; ``include_data=False`` leaves out the store's X."""
+        arrays = {f"s_{k}": np.asarray(v) for k, v in self._state_arrays().items()}
+        arrays["y"] = self.y.copy()
+        arrays["learned_order"] = self.labelled_.copy()
+        if include_data:
+            arrays["X"] = np.array(self.store.X)
+        meta = {"format": STATE_FORMAT, "solver": self.name, "params": self.get_params(),
+                "kernel": None if self.kernel is None else self.kernel.to_dict(),
+                "n_points": len(self.store), "kernel_evals": self.n_kernel_evals,
+                "rng": self.rng.bit_generator.state}
+        json.dumps(meta)  # fail early if anything is not JSON-able
+        return arrays, meta
+
+    @classmethod
+    def from_state(cls, arrays: dict[str, np.ndarray], meta: dict[str, Any],
+                   X: np.ndarray | None = None) -> OnlineSolver:
+        """Rebuild a solver; pass ``X`` when the state was saved without data."""
+        if meta.get("solver") != cls.name:
+            raise ValueError(f"state is for solver {meta.get('solver')!r}, not {cls.name!r}")
+        params = dict(meta["params"])
+        params["gamma"] = meta["kernel"]["gamma"] if meta.get("kernel") else params["gamma"]
+        kernel = params.pop("kernel")
+        obj = cls(kernel=kernel, **params)
+        data = arrays["X"] if "X" in arrays else X
+        if data is None and meta["n_points"] > 0:
+            raise ValueError("this state was saved without its data: pass X")
+        if data is not None and len(data):
+            if len(data) != meta["n_points"]:
+                raise ValueError(f"state has {meta['n_points']} points, X has {len(data)}")
+            obj.add_points(data)
+        obj.y = np.array(arrays["y"], dtype=np.float64)
+        obj.learned_order = [int(i) for i in arrays["learned_order"]]
+        obj.rng.bit_generator.state = meta["rng"]
+        obj._load_state_arrays({k[2:]: v for k, v in arrays.items() if k.startswith("s_")}, meta)
+        if obj.cache is not None:
+            obj.cache.n_evals = int(meta.get("kernel_evals", 0))
+        return obj
+
+    def save(self, file, include_data: bool = True) -> None:
+        """Write the state with ``numpy.savez`` (meta as a JSON string; no pickle)."""
+        arrays, meta = self.to_state(include_data)
+        np.savez(file, __meta__=np.array(json.dumps(meta)), **arrays)
+
+    @staticmethod
+    def load(file, X: np.ndarray | None = None) -> OnlineSolver:
+        from core.solvers import solver_class
+
+        with np.load(file, allow_pickle=False) as z:
+            meta = json.loads(str(z["__meta__"]))
+            arrays = {k: z[k] for k in z.files if k != "__meta__"}
+        return solver_class(meta["solver"]).from_state(arrays, meta, X)
+
+    def state_bytes(self, include_data: bool = True) -> bytes:
+        buf = io.BytesIO()
+        self.save(buf, include_data)
+        return buf.getvalue()
