@@ -184,6 +184,15 @@ class OnlineSolver:
     def finish(self) -> StepResult:
         return StepResult(status="unchanged", message="nothing to finish")
 
+    def revisit(self, i: int) -> StepResult:
+        """Present an already-learned example again (a later epoch).
+
+        Exact solvers are already optimal on what they learned, so the default
+        does nothing; LASVM runs PROCESS on it again.
+        """
+        self._check_unlearnable(i)
+        return StepResult(status="unchanged", message="solution already exact")
+
     def coefficients(self) -> tuple[np.ndarray, np.ndarray, float]:  # pragma: no cover
         """(support indices, signed coefficients a_i y_i, bias b)."""
         raise NotImplementedError
