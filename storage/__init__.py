@@ -1,0 +1,116 @@
+"""MarginLab storage: the whole labelling state in one SQLAlchemy database.
+
+Typical use, once per process::
+
+    from storage import make_engine, init_db
+    engine = make_engine()          # $MARGINLAB_DATABASE_URL or the user's data folder
+    init_db(engine)
+
+then call the repository functions with that engine; each runs its own short
+transaction and returns plain values.
+"""
+
+from storage.csv_input import ParsedDataset, parse_csv, read_csv_table
+from storage.engine import (
+    DATABASE_URL_ENV,
+    database_url,
+    init_db,
+    make_engine,
+    make_sessionmaker,
+    schema_version,
+)
+from storage.errors import (
+    DatasetValidationError,
+    DuplicateDatasetError,
+    DuplicateLabelError,
+    NotFoundError,
+    SchemaVersionError,
+    SessionClosedError,
+    StorageError,
+)
+from storage.export import EXPORT_FORMATS, export_labels, import_csv, import_labelled_export
+from storage.models import SCHEMA_VERSION
+from storage.repository import (
+    Comparison,
+    ComparisonInfo,
+    DatasetInfo,
+    DisplayInfo,
+    InvalidLabelError,
+    LabelEvent,
+    SessionInfo,
+    Snapshot,
+    close_session,
+    delete_dataset,
+    get_dataset,
+    get_or_create_annotator,
+    get_session,
+    import_dataset,
+    label_events,
+    labelled_items,
+    latest_snapshot,
+    list_annotators,
+    list_comparisons,
+    list_datasets,
+    list_sessions,
+    load_comparison,
+    load_dataset_arrays,
+    record_label,
+    reopen_session,
+    save_comparison,
+    save_snapshot,
+    start_session,
+    undo_last_label,
+)
+
+__all__ = [
+    "DATABASE_URL_ENV",
+    "EXPORT_FORMATS",
+    "SCHEMA_VERSION",
+    "Comparison",
+    "ComparisonInfo",
+    "DatasetInfo",
+    "DatasetValidationError",
+    "DisplayInfo",
+    "DuplicateDatasetError",
+    "DuplicateLabelError",
+    "InvalidLabelError",
+    "LabelEvent",
+    "NotFoundError",
+    "ParsedDataset",
+    "SchemaVersionError",
+    "SessionClosedError",
+    "SessionInfo",
+    "Snapshot",
+    "StorageError",
+    "close_session",
+    "database_url",
+    "delete_dataset",
+    "export_labels",
+    "get_dataset",
+    "get_or_create_annotator",
+    "get_session",
+    "import_csv",
+    "import_dataset",
+    "import_labelled_export",
+    "init_db",
+    "label_events",
+    "labelled_items",
+    "latest_snapshot",
+    "list_annotators",
+    "list_comparisons",
+    "list_datasets",
+    "list_sessions",
+    "load_comparison",
+    "load_dataset_arrays",
+    "make_engine",
+    "make_sessionmaker",
+    "parse_csv",
+    "read_csv_table",
+    "record_label",
+    "reopen_session",
+    "save_comparison",
+    "save_snapshot",
+    "schema_version",
+    "start_session",
+    "undo_last_label",
+]

@@ -1,0 +1,164 @@
+"""Database URL, engine and schema-version handling.
+
+This is the only module that knows which database is behind the URL. SQLite
+gets foreign keys, write-ahead logging and a busy timeout on every new
+connection, and transactions that are going to write take the write lock up
+front (``BEGIN IMMEDIATE``) so that concurrent writers wait for each other
+instead of failing with "database is locked". Any other SQLAlchemy URL (for
+example PostgreSQL) is used as it is.
+
+Use one engine per process (``make_engine``), created after any fork, and one
+short session per unit of work::
+
+    engine = make_engine()
+    init_db(engine)
+    SessionLocal = make_sessionmaker(engine)
+    with SessionLocal.begin() as session:
+        ...
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import Engine, create_engine, event, inspect, select
+from sqlalchemy.engine import make_url
+from sqlalchemy.orm import Session, sessionmaker
+
+from storage.errors import SchemaVersionError
+from storage.models import SCHEMA_VERSION, Base, SchemaInfo
+
+DATABASE_URL_ENV = "MARGINLAB_DATABASE_URL"
+DATABASE_FILENAME = "marginlab.db"
+
+#: milliseconds a SQLite connection waits for another writer before giving up
+SQLITE_BUSY_TIMEOUT_MS = 60_000
+
+#: execution option marking a transaction that will write (see ``writer``)
+WRITE_OPTION = "marginlab_writes"
+
+
+def default_data_dir() -> Path:
+    """The per-user data folder (XDG on Linux), created if missing."""
+    from platformdirs import user_data_dir
+
+    folder = Path(user_data_dir("marginlab", appauthor=False))
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
+def database_url() -> str:
+    """The database URL: ``$MARGINLAB_DATABASE_URL`` or a SQLite file in the data folder."""
+    url = os.environ.get(DATABASE_URL_ENV, "").strip()
+    if url:
+        return url
+    return f"sqlite:///{default_data_dir() / DATABASE_FILENAME}"
+
+
+def is_sqlite(engine_or_url: Engine | str) -> bool:
+    if isinstance(engine_or_url, Engine):
+        return engine_or_url.dialect.name == "sqlite"
+    return make_url(engine_or_url).get_backend_name() == "sqlite"
+
+
+def make_engine(url: str | None = None, **engine_kwargs: Any) -> Engine:
+    """Create the process's engine for ``url`` (default: ``database_url()``)."""
+    url = url or database_url()
+    if not is_sqlite(url):
+        engine_kwargs.setdefault("pool_pre_ping", True)
+        return create_engine(url, **engine_kwargs)
+
+    database = make_url(url).database
+    if database and database != ":memory:" and not database.startswith("file:"):
+        Path(database).expanduser().parent.mkdir(parents=True, exist_ok=True)
+    engine = create_engine(url, **engine_kwargs)
+    _configure_sqlite(engine)
+    return engine
+
+
+def _configure_sqlite(engine: Engine) -> None:
+    @event.listens_for(engine, "connect")
+    def _on_connect(dbapi_connection: Any, _record: Any) -> None:
+        # SQLAlchemy emits BEGIN itself (see _on_begin); the driver must not.
+        dbapi_connection.isolation_level = None
+        cursor = dbapi_connection.cursor()
+        try:
+            cursor.execute(f"PRAGMA busy_timeout = {SQLITE_BUSY_TIMEOUT_MS}")
+            cursor.execute("PRAGMA foreign_keys = ON")
+            cursor.execute("PRAGMA journal_mode = WAL")
+            # FULL: a commit that returned survives a power cut, not only a crash.
+            cursor.execute("PRAGMA synchronous = FULL")
+        finally:
+            cursor.close()
+
+    @event.listens_for(engine, "begin")
+    def _on_begin(connection: Any) -> None:
+        if connection.get_execution_options().get(WRITE_OPTION):
+            # take the write lock now, so the busy timeout applies; a deferred
+            # transaction that read first could not wait for it later
+            connection.exec_driver_sql("BEGIN IMMEDIATE")
+        else:
+            connection.exec_driver_sql("BEGIN")
+
+
+def writer(engine: Engine) -> Engine:
+    """A view of ``engine`` whose transactions are marked as writing.
+
+    On SQLite they start with ``BEGIN IMMEDIATE``; elsewhere the mark is ignored.
+    """
+    if engine.get_execution_options().get(WRITE_OPTION):
+        return engine
+    return engine.execution_options(**{WRITE_OPTION: True})
+
+
+def make_sessionmaker(engine: Engine, *, writes: bool = True) -> sessionmaker[Session]:
+    """A sessionmaker for short units of work (``with SessionLocal.begin() as s:``).
+
+    ``writes=True`` (the default) makes each transaction take the write lock at
+    its start on SQLite, which is what a unit of work that writes wants.
+    """
+    bind = writer(engine) if writes else engine
+    return sessionmaker(bind=bind, expire_on_commit=False)
+
+
+def schema_version(engine: Engine) -> int | None:
+    """The schema version recorded in the database, or None for an empty database."""
+    with engine.connect() as connection:
+        if not inspect(connection).has_table(SchemaInfo.__tablename__):
+            return None
+        return connection.execute(select(SchemaInfo.version)).scalar()
+
+
+def init_db(engine: Engine) -> int:
+    """Create missing tables and record/check the schema version; return it.
+
+    Raises ``SchemaVersionError`` (before changing anything) when the database
+    was written by a newer MarginLab.
+    """
+    with writer(engine).begin() as connection:
+        recorded: int | None = None
+        if inspect(connection).has_table(SchemaInfo.__tablename__):
+            recorded = connection.execute(select(SchemaInfo.version)).scalar()
+        if recorded is not None and recorded > SCHEMA_VERSION:
+            raise SchemaVersionError(
+                f"The database {_describe(engine)} has schema version {recorded}, "
+                f"but this MarginLab understands only up to version {SCHEMA_VERSION}. "
+                "It was written by a newer MarginLab: upgrade MarginLab, or point "
+                f"{DATABASE_URL_ENV} at another database."
+            )
+        if recorded is not None and recorded < SCHEMA_VERSION:
+            raise SchemaVersionError(
+                f"The database {_describe(engine)} has schema version {recorded} and "
+                f"this MarginLab needs version {SCHEMA_VERSION}; no migration from "
+                f"version {recorded} exists."
+            )
+        Base.metadata.create_all(connection)
+        if recorded is None:
+            connection.execute(SchemaInfo.__table__.insert().values(id=1, version=SCHEMA_VERSION))
+    return SCHEMA_VERSION
+
+
+def _describe(engine: Engine) -> str:
+    return engine.url.render_as_string(hide_password=True)

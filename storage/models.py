@@ -1,0 +1,219 @@
+"""Typed SQLAlchemy models: the whole MarginLab state in one database.
+
+Arrays are stored as plain bytes (little-endian float64 feature matrices,
+``numpy.savez`` archives for model snapshots), never pickled. Deleting a
+dataset removes everything that hangs off it through ``ON DELETE CASCADE``.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+from sqlalchemy import (
+    JSON,
+    CheckConstraint,
+    DateTime,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    LargeBinary,
+    SmallInteger,
+    String,
+    Text,
+    TypeDecorator,
+    UniqueConstraint,
+)
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+#: bump when the tables change; ``init_db`` refuses databases from a newer version
+SCHEMA_VERSION = 1
+
+DISPLAY_KINDS = ("table", "image", "text")
+SESSION_STATUSES = ("active", "closed")
+LABEL_VALUES = (-1, 0, 1)  # negative, skip, positive
+
+
+def utc_now() -> dt.datetime:
+    return dt.datetime.now(dt.UTC)
+
+
+class UTCDateTime(TypeDecorator[dt.datetime]):
+    """Timezone-aware UTC datetimes on every backend (SQLite keeps no zone)."""
+
+    impl = DateTime(timezone=True)
+    cache_ok = True
+
+    def process_bind_param(self, value: dt.datetime | None, dialect: Any) -> dt.datetime | None:
+        if value is None:
+            return None
+        if value.tzinfo is None:
+            raise ValueError("naive datetime given; use timezone-aware UTC datetimes")
+        value = value.astimezone(dt.UTC)
+        return value.replace(tzinfo=None) if dialect.name == "sqlite" else value
+
+    def process_result_value(self, value: dt.datetime | None, dialect: Any) -> dt.datetime | None:
+        if value is None:
+            return None
+        if value.tzinfo is None:
+            return value.replace(tzinfo=dt.UTC)
+        return value.astimezone(dt.UTC)
+
+
+class Base(DeclarativeBase):
+    type_annotation_map = {
+        dict[str, Any]: JSON,
+        list[str]: JSON,
+        dt.datetime: UTCDateTime,
+    }
+
+
+class SchemaInfo(Base):
+    """A single row recording which schema version wrote the database."""
+
+    __tablename__ = "schema_info"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    version: Mapped[int] = mapped_column(Integer)
+
+
+class Dataset(Base):
+    __tablename__ = "datasets"
+    __table_args__ = (
+        CheckConstraint("display_kind IN ('table', 'image', 'text')", name="ck_dataset_display_kind"),
+        CheckConstraint("n_rows > 0 AND n_features > 0", name="ck_dataset_shape"),
+    )
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    name: Mapped[str] = mapped_column(String(200))
+    source: Mapped[str] = mapped_column(Text, default="")
+    feature_names: Mapped[list[str]]
+    n_rows: Mapped[int]
+    n_features: Mapped[int]
+    #: the feature matrix, row-major little-endian float64 (n_rows * n_features * 8 bytes)
+    features: Mapped[bytes] = mapped_column(LargeBinary)
+    #: optional true labels for evaluation, one signed byte (+1/-1) per row
+    true_labels: Mapped[bytes | None] = mapped_column(LargeBinary)
+    display_kind: Mapped[str] = mapped_column(String(16), default="table")
+    image_width: Mapped[int | None]
+    image_height: Mapped[int | None]
+    #: name of the text column shown for each item, when display_kind == "text"
+    text_column: Mapped[str | None] = mapped_column(String(200))
+    #: sha256 over features, names, true labels and item keys/texts
+    content_hash: Mapped[str] = mapped_column(String(64), unique=True)
+    #: free-form extras, e.g. how the label column was mapped to +1/-1
+    meta: Mapped[dict[str, Any]] = mapped_column(default=dict)
+    created_at: Mapped[dt.datetime] = mapped_column(default=utc_now)
+
+
+class Item(Base):
+    __tablename__ = "items"
+    __table_args__ = (UniqueConstraint("dataset_id", "position", name="uq_item_position"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    dataset_id: Mapped[int] = mapped_column(ForeignKey("datasets.id", ondelete="CASCADE"))
+    #: row index in the dataset's feature matrix, 0..n-1
+    position: Mapped[int]
+    external_key: Mapped[str | None] = mapped_column(String(500))
+    display_text: Mapped[str | None] = mapped_column(Text)
+
+
+class Annotator(Base):
+    __tablename__ = "annotators"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    name: Mapped[str] = mapped_column(String(200), unique=True)
+    created_at: Mapped[dt.datetime] = mapped_column(default=utc_now)
+
+
+class LabellingSession(Base):
+    __tablename__ = "labelling_sessions"
+    __table_args__ = (
+        CheckConstraint("status IN ('active', 'closed')", name="ck_session_status"),
+        Index("ix_session_dataset_status", "dataset_id", "status"),
+    )
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    dataset_id: Mapped[int] = mapped_column(ForeignKey("datasets.id", ondelete="CASCADE"))
+    annotator_id: Mapped[int] = mapped_column(ForeignKey("annotators.id"))
+    strategy: Mapped[str] = mapped_column(String(64))
+    solver: Mapped[str] = mapped_column(String(64))
+    solver_params: Mapped[dict[str, Any]] = mapped_column(default=dict)
+    seed: Mapped[int | None]
+    status: Mapped[str] = mapped_column(String(16), default="active")
+    created_at: Mapped[dt.datetime] = mapped_column(default=utc_now)
+    updated_at: Mapped[dt.datetime] = mapped_column(default=utc_now)
+
+
+class Label(Base):
+    """One answer of an annotator: +1, -1 or 0 (skip), with its provenance.
+
+    Undo sets ``undone_at`` instead of deleting, so the audit trail stays. At
+    most one *active* (not undone) label exists per (session, item).
+    """
+
+    __tablename__ = "labels"
+    __table_args__ = (
+        CheckConstraint("value IN (-1, 0, 1)", name="ck_label_value"),
+        Index("ix_label_session_order", "session_id", "id"),
+    )
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    session_id: Mapped[int] = mapped_column(ForeignKey("labelling_sessions.id", ondelete="CASCADE"))
+    item_id: Mapped[int] = mapped_column(ForeignKey("items.id", ondelete="CASCADE"), index=True)
+    annotator_id: Mapped[int] = mapped_column(ForeignKey("annotators.id"), index=True)
+    value: Mapped[int] = mapped_column(SmallInteger)
+    created_at: Mapped[dt.datetime] = mapped_column(default=utc_now)
+    strategy: Mapped[str] = mapped_column(String(64))
+    solver: Mapped[str] = mapped_column(String(64))
+    #: f(x) the model gave the item when it was asked (None before the first model)
+    decision_value: Mapped[float | None] = mapped_column(Float)
+    #: number of labels the model had learned before this one
+    model_version: Mapped[int]
+    update_ms: Mapped[float | None] = mapped_column(Float)
+    query_ms: Mapped[float | None] = mapped_column(Float)
+    undone_at: Mapped[dt.datetime | None]
+
+
+# At most one active label per (session, item): a partial unique index, which
+# SQLite and PostgreSQL both support.
+Index(
+    "uq_active_label_per_item",
+    Label.session_id,
+    Label.item_id,
+    unique=True,
+    sqlite_where=Label.undone_at.is_(None),
+    postgresql_where=Label.undone_at.is_(None),
+)
+
+
+class ModelSnapshot(Base):
+    """Model state after the first ``n_events`` active label events of a session."""
+
+    __tablename__ = "model_snapshots"
+    __table_args__ = (Index("ix_snapshot_session_events", "session_id", "n_events"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    session_id: Mapped[int] = mapped_column(ForeignKey("labelling_sessions.id", ondelete="CASCADE"))
+    n_events: Mapped[int]
+    #: id of the last label event the snapshot reflects (None when n_events == 0)
+    last_label_id: Mapped[int | None]
+    #: ``numpy.savez`` archive; loaded with ``allow_pickle=False``
+    arrays: Mapped[bytes] = mapped_column(LargeBinary)
+    meta: Mapped[dict[str, Any]] = mapped_column(default=dict)
+    created_at: Mapped[dt.datetime] = mapped_column(default=utc_now)
+
+
+class ComparisonResult(Base):
+    """A side-by-side comparison of query strategies: tidy rows + summary."""
+
+    __tablename__ = "comparison_results"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    dataset_id: Mapped[int | None] = mapped_column(ForeignKey("datasets.id", ondelete="CASCADE"), index=True)
+    config: Mapped[dict[str, Any]] = mapped_column(default=dict)
+    #: tidy rows as CSV text (header + one line per row)
+    rows_csv: Mapped[str] = mapped_column(Text)
+    summary: Mapped[dict[str, Any]] = mapped_column(default=dict)
+    created_at: Mapped[dt.datetime] = mapped_column(default=utc_now)

@@ -1,0 +1,1016 @@
+"""Repository functions: one short transaction per call.
+
+Every function takes the process's engine (or a sessionmaker bound to it),
+opens its own transaction, and returns plain values: small frozen dataclasses,
+dicts and numpy arrays, never ORM objects that would need a live session.
+When a function that writes returns, its transaction has been committed.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import io
+import json
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from sqlalchemy import Engine, delete, func, insert, select, update
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session, sessionmaker
+
+from storage.engine import writer
+from storage.errors import (
+    DatasetValidationError,
+    DuplicateDatasetError,
+    DuplicateLabelError,
+    NotFoundError,
+    SessionClosedError,
+    StorageError,
+)
+from storage.models import (
+    LABEL_VALUES,
+    SESSION_STATUSES,
+    Annotator,
+    ComparisonResult,
+    Dataset,
+    Item,
+    Label,
+    LabellingSession,
+    ModelSnapshot,
+    utc_now,
+)
+from storage.validation import validate_dataset
+
+EngineLike = Engine | sessionmaker[Session]
+
+#: model snapshots kept per session (older ones are deleted when a new one is saved)
+SNAPSHOTS_KEPT = 3
+
+
+class InvalidLabelError(StorageError, ValueError):
+    """A label value or item index that cannot be recorded."""
+
+
+# --------------------------------------------------------------------------- results
+
+
+@dataclass(frozen=True)
+class DatasetInfo:
+    id: int
+    name: str
+    source: str
+    n_items: int
+    n_features: int
+    feature_names: tuple[str, ...]
+    has_true_labels: bool
+    display_kind: str
+    image_shape: tuple[int, int] | None  # (width, height)
+    text_column: str | None
+    content_hash: str
+    meta: dict[str, Any]
+    created_at: dt.datetime
+
+
+@dataclass(frozen=True)
+class DisplayInfo:
+    """How the items of a dataset are shown."""
+
+    kind: str  # "table" | "image" | "text"
+    image_shape: tuple[int, int] | None  # (width, height)
+    text_column: str | None
+    item_keys: tuple[str | None, ...] | None  # None when no item has a key
+    display_values: tuple[str | None, ...] | None  # None when no item has a text
+
+
+@dataclass(frozen=True)
+class SessionInfo:
+    id: int
+    dataset_id: int
+    dataset_name: str
+    annotator: str
+    strategy: str
+    solver: str
+    params: dict[str, Any]
+    seed: int | None
+    status: str
+    created_at: dt.datetime
+    updated_at: dt.datetime
+    n_labels: int  # active positive/negative labels
+    n_skips: int  # active skips
+
+
+@dataclass(frozen=True)
+class LabelEvent:
+    label_id: int
+    session_id: int
+    item_index: int
+    value: int  # +1, -1, or 0 for a skip
+    annotator: str
+    created_at: dt.datetime
+    strategy: str
+    solver: str
+    decision_value: float | None
+    model_version: int
+    update_ms: float | None
+    query_ms: float | None
+    undone_at: dt.datetime | None = None
+
+    @property
+    def is_skip(self) -> bool:
+        return self.value == 0
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    n_events: int
+    arrays: dict[str, np.ndarray]
+    meta: dict[str, Any]
+    last_label_id: int | None
+    created_at: dt.datetime
+
+    def __iter__(self) -> Iterator[Any]:  # allows ``n, arrays, meta = latest_snapshot(...)``
+        return iter((self.n_events, self.arrays, self.meta))
+
+
+@dataclass(frozen=True)
+class ComparisonInfo:
+    id: int
+    dataset_id: int | None
+    config: dict[str, Any]
+    summary: dict[str, Any]
+    created_at: dt.datetime
+
+
+@dataclass(frozen=True)
+class Comparison:
+    id: int
+    dataset_id: int | None
+    config: dict[str, Any]
+    rows: pd.DataFrame = field(compare=False)
+    summary: dict[str, Any]
+    created_at: dt.datetime
+
+
+# --------------------------------------------------------------------------- transactions
+
+
+def as_engine(engine: EngineLike) -> Engine:
+    if isinstance(engine, Engine):
+        return engine
+    if isinstance(engine, sessionmaker):
+        bind = engine.kw.get("bind")
+        if isinstance(bind, Engine):
+            return bind
+    raise TypeError("expected an Engine or a sessionmaker bound to one")
+
+
+@contextmanager
+def reading(engine: EngineLike) -> Iterator[Session]:
+    """A short read-only unit of work."""
+    with Session(as_engine(engine), expire_on_commit=False) as session, session.begin():
+        yield session
+
+
+@contextmanager
+def writing(engine: EngineLike) -> Iterator[Session]:
+    """A short unit of work that writes; committed when the block ends without error."""
+    with Session(writer(as_engine(engine)), expire_on_commit=False) as session, session.begin():
+        yield session
+
+
+# --------------------------------------------------------------------------- datasets
+
+
+def import_dataset(
+    engine: EngineLike,
+    *,
+    name: str,
+    X: Any,
+    feature_names: Sequence[str],
+    y_true: Any = None,
+    source: str = "",
+    display_kind: str = "table",
+    image_shape: tuple[int, int] | None = None,
+    text_column: str | None = None,
+    display_values: Sequence[Any] | None = None,
+    item_keys: Sequence[Any] | None = None,
+    meta: dict[str, Any] | None = None,
+) -> int:
+    """Validate and store a dataset with one item per row; return its id.
+
+    Nothing is written when validation fails (``DatasetValidationError`` names
+    the row/column). Importing identical content again raises
+    ``DuplicateDatasetError`` carrying the existing dataset's id.
+    """
+    valid = validate_dataset(
+        name=name,
+        X=X,
+        feature_names=feature_names,
+        y_true=y_true,
+        display_kind=display_kind,
+        image_shape=image_shape,
+        text_column=text_column,
+        display_values=display_values,
+        item_keys=item_keys,
+    )
+    meta_json = _jsonable(meta or {}, "meta")
+    try:
+        with writing(engine) as session:
+            _raise_if_duplicate(session, valid.content_hash)
+            n_rows, n_features = valid.X.shape
+            dataset = Dataset(
+                name=valid.name,
+                source=str(source or ""),
+                feature_names=list(valid.feature_names),
+                n_rows=n_rows,
+                n_features=n_features,
+                features=valid.X.astype("<f8", copy=False).tobytes(),
+                true_labels=None if valid.y_true is None else valid.y_true.astype("<i1").tobytes(),
+                display_kind=valid.display_kind,
+                image_width=valid.image_shape[0] if valid.image_shape else None,
+                image_height=valid.image_shape[1] if valid.image_shape else None,
+                text_column=valid.text_column,
+                content_hash=valid.content_hash,
+                meta=meta_json,
+            )
+            session.add(dataset)
+            session.flush()
+            keys = valid.item_keys or (None,) * n_rows
+            texts = valid.display_values or (None,) * n_rows
+            session.execute(
+                insert(Item),
+                [
+                    {
+                        "dataset_id": dataset.id,
+                        "position": position,
+                        "external_key": keys[position],
+                        "display_text": texts[position],
+                    }
+                    for position in range(n_rows)
+                ],
+            )
+            return dataset.id
+    except IntegrityError:
+        # another process imported the same content between our check and insert
+        with reading(engine) as session:
+            _raise_if_duplicate(session, valid.content_hash)
+        raise
+
+
+def _raise_if_duplicate(session: Session, digest: str) -> None:
+    existing = session.execute(select(Dataset.id, Dataset.name).where(Dataset.content_hash == digest)).first()
+    if existing is not None:
+        raise DuplicateDatasetError(
+            f"This data was already imported as dataset {existing.id} ('{existing.name}').",
+            dataset_id=existing.id,
+        )
+
+
+_DATASET_COLUMNS = (
+    Dataset.id,
+    Dataset.name,
+    Dataset.source,
+    Dataset.n_rows,
+    Dataset.n_features,
+    Dataset.feature_names,
+    Dataset.true_labels.is_not(None).label("has_true_labels"),
+    Dataset.display_kind,
+    Dataset.image_width,
+    Dataset.image_height,
+    Dataset.text_column,
+    Dataset.content_hash,
+    Dataset.meta,
+    Dataset.created_at,
+)
+
+
+def _dataset_info(row: Any) -> DatasetInfo:
+    shape = (row.image_width, row.image_height) if row.image_width is not None else None
+    return DatasetInfo(
+        id=row.id,
+        name=row.name,
+        source=row.source,
+        n_items=row.n_rows,
+        n_features=row.n_features,
+        feature_names=tuple(row.feature_names),
+        has_true_labels=bool(row.has_true_labels),
+        display_kind=row.display_kind,
+        image_shape=shape,
+        text_column=row.text_column,
+        content_hash=row.content_hash,
+        meta=dict(row.meta or {}),
+        created_at=row.created_at,
+    )
+
+
+def list_datasets(engine: EngineLike) -> list[DatasetInfo]:
+    """All datasets, oldest first (metadata only, no feature matrices)."""
+    with reading(engine) as session:
+        rows = session.execute(select(*_DATASET_COLUMNS).order_by(Dataset.id)).all()
+    return [_dataset_info(row) for row in rows]
+
+
+def get_dataset(engine: EngineLike, dataset_id: int) -> DatasetInfo:
+    with reading(engine) as session:
+        row = session.execute(select(*_DATASET_COLUMNS).where(Dataset.id == dataset_id)).first()
+    if row is None:
+        raise NotFoundError(f"Dataset {dataset_id} does not exist.")
+    return _dataset_info(row)
+
+
+def load_dataset_arrays(
+    engine: EngineLike, dataset_id: int
+) -> tuple[np.ndarray, np.ndarray | None, list[str], DisplayInfo]:
+    """``(X, y_true or None, feature_names, display_info)`` of a dataset.
+
+    X is a fresh, writable float64 array of shape (n_items, n_features); row i
+    is item i. y_true holds +1/-1 as int8.
+    """
+    with reading(engine) as session:
+        dataset = session.get(Dataset, dataset_id)
+        if dataset is None:
+            raise NotFoundError(f"Dataset {dataset_id} does not exist.")
+        items = session.execute(
+            select(Item.external_key, Item.display_text).where(Item.dataset_id == dataset_id).order_by(Item.position)
+        ).all()
+        X = np.frombuffer(dataset.features, dtype="<f8").reshape(dataset.n_rows, dataset.n_features)
+        X = X.astype(np.float64, copy=True)
+        y_true = None
+        if dataset.true_labels is not None:
+            y_true = np.frombuffer(dataset.true_labels, dtype="<i1").astype(np.int8, copy=True)
+        keys = tuple(row.external_key for row in items)
+        texts = tuple(row.display_text for row in items)
+        display = DisplayInfo(
+            kind=dataset.display_kind,
+            image_shape=((dataset.image_width, dataset.image_height) if dataset.image_width is not None else None),
+            text_column=dataset.text_column,
+            item_keys=keys if any(key is not None for key in keys) else None,
+            display_values=texts if any(text is not None for text in texts) else None,
+        )
+        return X, y_true, list(dataset.feature_names), display
+
+
+def delete_dataset(engine: EngineLike, dataset_id: int) -> None:
+    """Delete a dataset with its items, sessions, labels, snapshots and comparisons."""
+    with writing(engine) as session:
+        deleted = session.execute(delete(Dataset).where(Dataset.id == dataset_id)).rowcount
+    if not deleted:
+        raise NotFoundError(f"Dataset {dataset_id} does not exist.")
+
+
+# --------------------------------------------------------------------------- annotators
+
+
+def get_or_create_annotator(engine: EngineLike, name: str) -> int:
+    """The id of the annotator called ``name`` (surrounding spaces ignored), created if new."""
+    name = _annotator_name(name)
+    for _attempt in range(2):
+        try:
+            with writing(engine) as session:
+                return _annotator_id(session, name)
+        except IntegrityError:
+            continue  # created concurrently by another process: read it next time
+    with reading(engine) as session:
+        return session.execute(select(Annotator.id).where(Annotator.name == name)).scalar_one()
+
+
+def list_annotators(engine: EngineLike) -> list[str]:
+    with reading(engine) as session:
+        return list(session.execute(select(Annotator.name).order_by(Annotator.name)).scalars())
+
+
+def _annotator_name(name: Any) -> str:
+    if not isinstance(name, str) or not name.strip():
+        raise StorageError("An annotator needs a non-empty name.")
+    return name.strip()
+
+
+def _annotator_id(session: Session, name: str) -> int:
+    found = session.execute(select(Annotator.id).where(Annotator.name == name)).scalar()
+    if found is not None:
+        return found
+    annotator = Annotator(name=name)
+    session.add(annotator)
+    session.flush()
+    return annotator.id
+
+
+# --------------------------------------------------------------------------- sessions
+
+
+def start_session(
+    engine: EngineLike,
+    *,
+    dataset_id: int,
+    annotator: str,
+    strategy: str,
+    solver: str,
+    params: dict[str, Any] | None = None,
+    seed: int | None = None,
+) -> int:
+    """Start a labelling session on a dataset; return its id."""
+    annotator = _annotator_name(annotator)
+    strategy = _non_empty(strategy, "strategy")
+    solver = _non_empty(solver, "solver")
+    params_json = _jsonable(params or {}, "params")
+    if seed is not None:
+        seed = int(seed)
+    with writing(engine) as session:
+        if session.get(Dataset, dataset_id) is None:
+            raise NotFoundError(f"Dataset {dataset_id} does not exist.")
+        labelling_session = LabellingSession(
+            dataset_id=dataset_id,
+            annotator_id=_annotator_id(session, annotator),
+            strategy=strategy,
+            solver=solver,
+            solver_params=params_json,
+            seed=seed,
+            status="active",
+        )
+        session.add(labelling_session)
+        session.flush()
+        return labelling_session.id
+
+
+def _session_query() -> Any:
+    label_counts = (
+        select(
+            Label.session_id,
+            func.count().filter(Label.value != 0).label("n_labels"),
+            func.count().filter(Label.value == 0).label("n_skips"),
+        )
+        .where(Label.undone_at.is_(None))
+        .group_by(Label.session_id)
+        .subquery()
+    )
+    return (
+        select(
+            LabellingSession,
+            Dataset.name.label("dataset_name"),
+            Annotator.name.label("annotator_name"),
+            func.coalesce(label_counts.c.n_labels, 0).label("n_labels"),
+            func.coalesce(label_counts.c.n_skips, 0).label("n_skips"),
+        )
+        .join(Dataset, Dataset.id == LabellingSession.dataset_id)
+        .join(Annotator, Annotator.id == LabellingSession.annotator_id)
+        .outerjoin(label_counts, label_counts.c.session_id == LabellingSession.id)
+    )
+
+
+def _session_info(row: Any) -> SessionInfo:
+    s: LabellingSession = row.LabellingSession
+    return SessionInfo(
+        id=s.id,
+        dataset_id=s.dataset_id,
+        dataset_name=row.dataset_name,
+        annotator=row.annotator_name,
+        strategy=s.strategy,
+        solver=s.solver,
+        params=dict(s.solver_params or {}),
+        seed=s.seed,
+        status=s.status,
+        created_at=s.created_at,
+        updated_at=s.updated_at,
+        n_labels=int(row.n_labels),
+        n_skips=int(row.n_skips),
+    )
+
+
+def list_sessions(
+    engine: EngineLike,
+    dataset_id: int | None = None,
+    status: str | None = None,
+    annotator: str | None = None,
+) -> list[SessionInfo]:
+    """Sessions, most recently updated first, optionally filtered."""
+    if status is not None and status not in SESSION_STATUSES:
+        raise StorageError(f"Session status '{status}' is not one of {', '.join(SESSION_STATUSES)}.")
+    query = _session_query()
+    if dataset_id is not None:
+        query = query.where(LabellingSession.dataset_id == dataset_id)
+    if status is not None:
+        query = query.where(LabellingSession.status == status)
+    if annotator is not None:
+        query = query.where(Annotator.name == annotator.strip())
+    query = query.order_by(LabellingSession.updated_at.desc(), LabellingSession.id.desc())
+    with reading(engine) as session:
+        rows = session.execute(query).all()
+        return [_session_info(row) for row in rows]
+
+
+def get_session(engine: EngineLike, session_id: int) -> SessionInfo:
+    with reading(engine) as session:
+        row = session.execute(_session_query().where(LabellingSession.id == session_id)).first()
+        if row is None:
+            raise NotFoundError(f"Session {session_id} does not exist.")
+        return _session_info(row)
+
+
+def close_session(engine: EngineLike, session_id: int) -> None:
+    _set_session_status(engine, session_id, "closed")
+
+
+def reopen_session(engine: EngineLike, session_id: int) -> None:
+    _set_session_status(engine, session_id, "active")
+
+
+def _set_session_status(engine: EngineLike, session_id: int, status: str) -> None:
+    with writing(engine) as session:
+        changed = session.execute(
+            update(LabellingSession)
+            .where(LabellingSession.id == session_id)
+            .values(status=status, updated_at=utc_now())
+        ).rowcount
+    if not changed:
+        raise NotFoundError(f"Session {session_id} does not exist.")
+
+
+def _active_session_row(session: Session, session_id: int) -> LabellingSession:
+    labelling_session = session.get(LabellingSession, session_id)
+    if labelling_session is None:
+        raise NotFoundError(f"Session {session_id} does not exist.")
+    if labelling_session.status != "active":
+        raise SessionClosedError(f"Session {session_id} is closed; reopen it to change its labels.")
+    return labelling_session
+
+
+# --------------------------------------------------------------------------- labels
+
+
+def record_label(
+    engine: EngineLike,
+    session_id: int,
+    *,
+    item_index: int,
+    value: int,
+    annotator: str,
+    strategy: str,
+    solver: str,
+    decision_value: float | None = None,
+    model_version: int = 0,
+    update_ms: float | None = None,
+    query_ms: float | None = None,
+) -> LabelEvent:
+    """Record +1, -1 or 0 (skip) for an item; committed when this returns.
+
+    Raises ``DuplicateLabelError`` when the item already has an active label in
+    the session (a double submit), ``SessionClosedError`` for a closed session.
+    """
+    value = _label_value(value)
+    item_index = _item_index(item_index)
+    annotator = _annotator_name(annotator)
+    strategy = _non_empty(strategy, "strategy")
+    solver = _non_empty(solver, "solver")
+    decision = _optional_float(decision_value, "decision_value")
+    update_time = _optional_float(update_ms, "update_ms")
+    query_time = _optional_float(query_ms, "query_ms")
+    model_version = int(model_version)
+    try:
+        with writing(engine) as session:
+            labelling_session = _active_session_row(session, session_id)
+            item_id = _item_id(session, labelling_session.dataset_id, item_index)
+            _raise_if_labelled(session, session_id, item_id, item_index)
+            now = utc_now()
+            label = Label(
+                session_id=session_id,
+                item_id=item_id,
+                annotator_id=_annotator_id(session, annotator),
+                value=value,
+                created_at=now,
+                strategy=strategy,
+                solver=solver,
+                decision_value=decision,
+                model_version=model_version,
+                update_ms=update_time,
+                query_ms=query_time,
+            )
+            session.add(label)
+            labelling_session.updated_at = now
+            session.flush()
+            label_id = label.id
+    except IntegrityError:
+        # a concurrent submit of the same item won the race (not possible on
+        # SQLite, where writers are serialized, but possible elsewhere)
+        with reading(engine) as session:
+            dataset_id = session.execute(
+                select(LabellingSession.dataset_id).where(LabellingSession.id == session_id)
+            ).scalar_one()
+            _raise_if_labelled(session, session_id, _item_id(session, dataset_id, item_index), item_index)
+        raise
+    return LabelEvent(
+        label_id=label_id,
+        session_id=session_id,
+        item_index=item_index,
+        value=value,
+        annotator=annotator,
+        created_at=now,
+        strategy=strategy,
+        solver=solver,
+        decision_value=decision,
+        model_version=model_version,
+        update_ms=update_time,
+        query_ms=query_time,
+    )
+
+
+def _label_value(value: Any) -> int:
+    if isinstance(value, bool | np.bool_) or not isinstance(value, int | np.integer | float):
+        raise InvalidLabelError(f"A label must be +1, -1 or 0 (skip), got {value!r}.")
+    if value not in LABEL_VALUES:
+        raise InvalidLabelError(f"A label must be +1, -1 or 0 (skip), got {value!r}.")
+    return int(value)
+
+
+def _item_index(item_index: Any) -> int:
+    if isinstance(item_index, bool | np.bool_) or not isinstance(item_index, int | np.integer):
+        raise InvalidLabelError(f"An item index must be an integer, got {item_index!r}.")
+    return int(item_index)
+
+
+def _item_id(session: Session, dataset_id: int, item_index: int) -> int:
+    item_id = session.execute(
+        select(Item.id).where(Item.dataset_id == dataset_id, Item.position == item_index)
+    ).scalar()
+    if item_id is None:
+        n_items = session.execute(select(Dataset.n_rows).where(Dataset.id == dataset_id)).scalar()
+        raise InvalidLabelError(f"Item {item_index} does not exist: dataset {dataset_id} has items 0 to {n_items - 1}.")
+    return item_id
+
+
+def _raise_if_labelled(session: Session, session_id: int, item_id: int, item_index: int) -> None:
+    existing = session.execute(
+        select(Label.id, Label.value).where(
+            Label.session_id == session_id, Label.item_id == item_id, Label.undone_at.is_(None)
+        )
+    ).first()
+    if existing is not None:
+        answer = {1: "positive", -1: "negative", 0: "skipped"}[existing.value]
+        raise DuplicateLabelError(
+            f"Item {item_index} already has a label in session {session_id} "
+            f"({answer}, label {existing.id}); undo it first to change it.",
+            session_id=session_id,
+            item_index=item_index,
+            label_id=existing.id,
+        )
+
+
+def undo_last_label(engine: EngineLike, session_id: int) -> LabelEvent | None:
+    """Mark the session's most recent active label as undone; return it (None if none).
+
+    The row stays (with ``undone_at`` set) for the audit trail. Snapshots that
+    reflected it are deleted.
+    """
+    with writing(engine) as session:
+        _active_session_row(session, session_id)
+        last_id = session.execute(
+            select(func.max(Label.id)).where(Label.session_id == session_id, Label.undone_at.is_(None))
+        ).scalar()
+        if last_id is None:
+            return None
+        now = utc_now()
+        session.execute(update(Label).where(Label.id == last_id).values(undone_at=now))
+        remaining = _count_active_events(session, session_id)
+        session.execute(
+            delete(ModelSnapshot).where(ModelSnapshot.session_id == session_id, ModelSnapshot.n_events > remaining)
+        )
+        session.execute(update(LabellingSession).where(LabellingSession.id == session_id).values(updated_at=now))
+        row = session.execute(_events_query().where(Label.id == last_id)).one()
+        return _label_event(row)
+
+
+def _events_query() -> Any:
+    return (
+        select(
+            Label.id,
+            Label.session_id,
+            Item.position,
+            Label.value,
+            Annotator.name,
+            Label.created_at,
+            Label.strategy,
+            Label.solver,
+            Label.decision_value,
+            Label.model_version,
+            Label.update_ms,
+            Label.query_ms,
+            Label.undone_at,
+        )
+        .join(Item, Item.id == Label.item_id)
+        .join(Annotator, Annotator.id == Label.annotator_id)
+    )
+
+
+def _label_event(row: Any) -> LabelEvent:
+    return LabelEvent(
+        label_id=row.id,
+        session_id=row.session_id,
+        item_index=row.position,
+        value=row.value,
+        annotator=row.name,
+        created_at=row.created_at,
+        strategy=row.strategy,
+        solver=row.solver,
+        decision_value=row.decision_value,
+        model_version=row.model_version,
+        update_ms=row.update_ms,
+        query_ms=row.query_ms,
+        undone_at=row.undone_at,
+    )
+
+
+def label_events(
+    engine: EngineLike,
+    session_id: int,
+    include_skips: bool = True,
+    include_undone: bool = False,
+) -> list[LabelEvent]:
+    """The session's label events in the order they were given.
+
+    By default only active (not undone) events; ``include_undone=True`` gives
+    the full audit trail.
+    """
+    query = _events_query().where(Label.session_id == session_id)
+    if not include_undone:
+        query = query.where(Label.undone_at.is_(None))
+    if not include_skips:
+        query = query.where(Label.value != 0)
+    with reading(engine) as session:
+        if session.get(LabellingSession, session_id) is None:
+            raise NotFoundError(f"Session {session_id} does not exist.")
+        rows = session.execute(query.order_by(Label.id)).all()
+    return [_label_event(row) for row in rows]
+
+
+def labelled_items(engine: EngineLike, session_id: int) -> dict[int, int]:
+    """``{item_index: value}`` of the session's active events (skips as 0)."""
+    return {event.item_index: event.value for event in label_events(engine, session_id)}
+
+
+def _count_active_events(session: Session, session_id: int) -> int:
+    return session.execute(
+        select(func.count()).where(Label.session_id == session_id, Label.undone_at.is_(None))
+    ).scalar_one()
+
+
+# --------------------------------------------------------------------------- snapshots
+
+
+def save_snapshot(
+    engine: EngineLike,
+    session_id: int,
+    *,
+    n_events: int,
+    arrays: dict[str, np.ndarray],
+    meta: dict[str, Any] | None = None,
+    keep: int = SNAPSHOTS_KEPT,
+) -> int:
+    """Store the model state after the first ``n_events`` active events of a session.
+
+    ``n_events`` counts events as ``label_events(include_skips=True)`` lists
+    them. Arrays are saved with ``numpy.savez`` (object arrays are refused);
+    ``meta`` must be JSON-able. Only the ``keep`` most recent snapshots of the
+    session are kept. Returns the snapshot id.
+    """
+    blob = _save_arrays(arrays)
+    meta_json = _jsonable(meta or {}, "meta")
+    n_events = int(n_events)
+    if n_events < 0:
+        raise StorageError("n_events cannot be negative.")
+    with writing(engine) as session:
+        if session.get(LabellingSession, session_id) is None:
+            raise NotFoundError(f"Session {session_id} does not exist.")
+        active = _count_active_events(session, session_id)
+        if n_events > active:
+            raise StorageError(f"Session {session_id} has {active} label events; a snapshot cannot reflect {n_events}.")
+        last_label_id = _nth_active_label_id(session, session_id, n_events)
+        snapshot = ModelSnapshot(
+            session_id=session_id,
+            n_events=n_events,
+            last_label_id=last_label_id,
+            arrays=blob,
+            meta=meta_json,
+        )
+        session.add(snapshot)
+        session.flush()
+        stale = (
+            select(ModelSnapshot.id)
+            .where(ModelSnapshot.session_id == session_id)
+            .order_by(ModelSnapshot.n_events.desc(), ModelSnapshot.id.desc())
+            .offset(max(int(keep), 1))
+        )
+        stale_ids = list(session.execute(stale).scalars())
+        if stale_ids:
+            session.execute(delete(ModelSnapshot).where(ModelSnapshot.id.in_(stale_ids)))
+        return snapshot.id
+
+
+def latest_snapshot(engine: EngineLike, session_id: int) -> Snapshot | None:
+    """The most advanced snapshot that still matches the session's events, or None.
+
+    Unpacks as ``n_events, arrays, meta``; rebuild by loading it and replaying
+    ``label_events(...)[n_events:]``.
+    """
+    with reading(engine) as session:
+        candidates = session.execute(
+            select(ModelSnapshot)
+            .where(ModelSnapshot.session_id == session_id)
+            .order_by(ModelSnapshot.n_events.desc(), ModelSnapshot.id.desc())
+        ).scalars()
+        for snapshot in candidates:
+            if _nth_active_label_id(session, session_id, snapshot.n_events) == snapshot.last_label_id:
+                return Snapshot(
+                    n_events=snapshot.n_events,
+                    arrays=_load_arrays(snapshot.arrays),
+                    meta=dict(snapshot.meta or {}),
+                    last_label_id=snapshot.last_label_id,
+                    created_at=snapshot.created_at,
+                )
+    return None
+
+
+def _nth_active_label_id(session: Session, session_id: int, n_events: int) -> int | None:
+    if n_events == 0:
+        return None
+    return session.execute(
+        select(Label.id)
+        .where(Label.session_id == session_id, Label.undone_at.is_(None))
+        .order_by(Label.id)
+        .offset(n_events - 1)
+        .limit(1)
+    ).scalar()
+
+
+def _save_arrays(arrays: dict[str, np.ndarray]) -> bytes:
+    if not isinstance(arrays, dict):
+        raise StorageError("arrays must be a dict of name -> numpy array.")
+    checked: dict[str, np.ndarray] = {}
+    for name, value in arrays.items():
+        if not isinstance(name, str) or not name or name in ("file", "allow_pickle"):
+            raise StorageError(f"{name!r} cannot be used as a snapshot array name.")
+        array = np.asarray(value)
+        if array.dtype.hasobject:
+            raise StorageError(f"Snapshot array '{name}' holds Python objects; only plain arrays are stored.")
+        checked[name] = array
+    buffer = io.BytesIO()
+    np.savez(buffer, allow_pickle=False, **checked)
+    return buffer.getvalue()
+
+
+def _load_arrays(blob: bytes) -> dict[str, np.ndarray]:
+    with np.load(io.BytesIO(blob), allow_pickle=False) as archive:
+        return {name: archive[name] for name in archive.files}
+
+
+# --------------------------------------------------------------------------- comparisons
+
+
+def save_comparison(
+    engine: EngineLike,
+    dataset_id: int | None,
+    config: dict[str, Any],
+    rows: pd.DataFrame,
+    summary: dict[str, Any],
+) -> int:
+    """Store a strategy comparison (tidy rows + summary); return its id."""
+    if not isinstance(rows, pd.DataFrame):
+        raise StorageError("rows must be a pandas DataFrame.")
+    config_json = _jsonable(config or {}, "config")
+    summary_json = _jsonable(summary or {}, "summary")
+    rows_csv = rows.to_csv(index=False)
+    with writing(engine) as session:
+        if dataset_id is not None and session.get(Dataset, dataset_id) is None:
+            raise NotFoundError(f"Dataset {dataset_id} does not exist.")
+        result = ComparisonResult(dataset_id=dataset_id, config=config_json, rows_csv=rows_csv, summary=summary_json)
+        session.add(result)
+        session.flush()
+        return result.id
+
+
+def list_comparisons(engine: EngineLike, dataset_id: int | None = None) -> list[ComparisonInfo]:
+    """Stored comparisons, newest first."""
+    query = select(
+        ComparisonResult.id,
+        ComparisonResult.dataset_id,
+        ComparisonResult.config,
+        ComparisonResult.summary,
+        ComparisonResult.created_at,
+    ).order_by(ComparisonResult.id.desc())
+    if dataset_id is not None:
+        query = query.where(ComparisonResult.dataset_id == dataset_id)
+    with reading(engine) as session:
+        rows = session.execute(query).all()
+    return [
+        ComparisonInfo(
+            id=row.id,
+            dataset_id=row.dataset_id,
+            config=dict(row.config or {}),
+            summary=dict(row.summary or {}),
+            created_at=row.created_at,
+        )
+        for row in rows
+    ]
+
+
+def load_comparison(engine: EngineLike, comparison_id: int) -> Comparison:
+    with reading(engine) as session:
+        result = session.get(ComparisonResult, comparison_id)
+        if result is None:
+            raise NotFoundError(f"Comparison {comparison_id} does not exist.")
+        rows = pd.read_csv(io.StringIO(result.rows_csv), float_precision="round_trip")
+        return Comparison(
+            id=result.id,
+            dataset_id=result.dataset_id,
+            config=dict(result.config or {}),
+            rows=rows,
+            summary=dict(result.summary or {}),
+            created_at=result.created_at,
+        )
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def _non_empty(value: Any, what: str) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise StorageError(f"{what} must be a non-empty name.")
+    return value.strip()
+
+
+def _optional_float(value: Any, what: str) -> float | None:
+    if value is None:
+        return None
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise StorageError(f"{what} must be a number or None, got {value!r}.") from None
+    if not np.isfinite(number):
+        return None if np.isnan(number) else number
+    return number
+
+
+def _plain(value: Any) -> Any:
+    """``value`` as plain JSON types; numpy values unwrapped, NaN/inf become None."""
+    if isinstance(value, dict):
+        return {str(key): _plain(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain(item) for item in value]
+    if isinstance(value, np.ndarray):
+        return _plain(value.tolist())
+    if isinstance(value, np.generic):
+        return _plain(value.item())
+    if isinstance(value, float) and not np.isfinite(value):
+        return None
+    if isinstance(value, dt.datetime | dt.date):
+        return value.isoformat()
+    return value
+
+
+def _jsonable(value: dict[str, Any], what: str) -> dict[str, Any]:
+    """A JSON round-trip copy of ``value`` (numpy values unwrapped, NaN/inf as null)."""
+    if not isinstance(value, dict):
+        raise StorageError(f"{what} must be a dict.")
+    try:
+        return json.loads(json.dumps(_plain(value), allow_nan=False))
+    except (TypeError, ValueError) as error:
+        raise StorageError(f"{what} cannot be stored as JSON: {error}") from None
+
+
+__all__ = [
+    "Comparison",
+    "ComparisonInfo",
+    "DatasetInfo",
+    "DatasetValidationError",
+    "DisplayInfo",
+    "InvalidLabelError",
+    "LabelEvent",
+    "SessionInfo",
+    "Snapshot",
+    "as_engine",
+    "close_session",
+    "delete_dataset",
+    "get_dataset",
+    "get_or_create_annotator",
+    "get_session",
+    "import_dataset",
+    "label_events",
+    "labelled_items",
+    "latest_snapshot",
+    "list_annotators",
+    "list_comparisons",
+    "list_datasets",
+    "list_sessions",
+    "load_comparison",
+    "load_dataset_arrays",
+    "reading",
+    "record_label",
+    "reopen_session",
+    "save_comparison",
+    "save_snapshot",
+    "start_session",
+    "undo_last_label",
+    "writing",
+]

@@ -1,0 +1,239 @@
+"""Validation of a dataset before anything is written.
+
+``validate_dataset`` turns whatever the caller passed (lists, arrays) into the
+exact arrays that are stored, or raises ``DatasetValidationError`` with a
+message naming the row and column. Row numbers here are item indices
+(0-based), the same numbers the rest of the app uses for items.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from storage.errors import DatasetValidationError
+from storage.models import DISPLAY_KINDS
+
+MAX_NAME_LENGTH = 200
+
+
+@dataclass(frozen=True)
+class ValidDataset:
+    """A dataset that passed validation, ready to be stored."""
+
+    name: str
+    X: np.ndarray  # float64, C-contiguous, shape (n, d), all finite
+    feature_names: tuple[str, ...]
+    y_true: np.ndarray | None  # int8 of +1/-1, or None
+    display_kind: str
+    image_shape: tuple[int, int] | None  # (width, height)
+    text_column: str | None
+    item_keys: tuple[str | None, ...] | None
+    display_values: tuple[str | None, ...] | None
+    content_hash: str
+
+
+def validate_dataset(
+    *,
+    name: str,
+    X: Any,
+    feature_names: Sequence[str],
+    y_true: Any = None,
+    display_kind: str = "table",
+    image_shape: tuple[int, int] | None = None,
+    text_column: str | None = None,
+    display_values: Sequence[Any] | None = None,
+    item_keys: Sequence[Any] | None = None,
+) -> ValidDataset:
+    name = _validate_name(name)
+    names = _validate_feature_names(feature_names)
+    matrix = _validate_matrix(X, names)
+    n_rows = matrix.shape[0]
+    labels = None if y_true is None else _validate_true_labels(y_true, n_rows)
+    keys = None if item_keys is None else _validate_item_keys(item_keys, n_rows)
+    values = None if display_values is None else _validate_texts(display_values, n_rows)
+    kind, shape, text_col = _validate_display(display_kind, image_shape, text_column, names, values)
+    return ValidDataset(
+        name=name,
+        X=matrix,
+        feature_names=names,
+        y_true=labels,
+        display_kind=kind,
+        image_shape=shape,
+        text_column=text_col,
+        item_keys=keys,
+        display_values=values,
+        content_hash=content_hash(matrix, names, labels, keys, values),
+    )
+
+
+def content_hash(
+    X: np.ndarray,
+    feature_names: Sequence[str],
+    y_true: np.ndarray | None,
+    item_keys: Sequence[str | None] | None,
+    display_values: Sequence[str | None] | None,
+) -> str:
+    """sha256 over everything that makes two datasets "the same data"."""
+    digest = hashlib.sha256(b"marginlab-dataset-v1\0")
+    digest.update(json.dumps([list(X.shape), list(feature_names)]).encode())
+    digest.update(np.ascontiguousarray(X, dtype="<f8").tobytes())
+    digest.update(b"\0y" + (b"-" if y_true is None else np.asarray(y_true, "<i1").tobytes()))
+    digest.update(b"\0k" + json.dumps(None if item_keys is None else list(item_keys)).encode())
+    digest.update(b"\0t" + json.dumps(None if display_values is None else list(display_values)).encode())
+    return digest.hexdigest()
+
+
+def _validate_name(name: Any) -> str:
+    if not isinstance(name, str) or not name.strip():
+        raise DatasetValidationError("The dataset needs a non-empty name.")
+    name = name.strip()
+    if len(name) > MAX_NAME_LENGTH:
+        raise DatasetValidationError(f"The dataset name is longer than {MAX_NAME_LENGTH} characters.")
+    return name
+
+
+def _validate_feature_names(feature_names: Any) -> tuple[str, ...]:
+    if feature_names is None or isinstance(feature_names, str):
+        raise DatasetValidationError("feature_names must be a list of column names.")
+    names = list(feature_names)
+    if not names:
+        raise DatasetValidationError("The dataset has no feature columns.")
+    seen: dict[str, int] = {}
+    cleaned = []
+    for column, raw in enumerate(names):
+        if not isinstance(raw, str) or not raw.strip():
+            raise DatasetValidationError(f"Feature column {column} has an empty name.")
+        feature = raw.strip()
+        if feature in seen:
+            raise DatasetValidationError(f"Duplicate feature name '{feature}' (columns {seen[feature]} and {column}).")
+        seen[feature] = column
+        cleaned.append(feature)
+    return tuple(cleaned)
+
+
+def _validate_matrix(X: Any, names: tuple[str, ...]) -> np.ndarray:
+    n_features = len(names)
+    if not isinstance(X, np.ndarray) and hasattr(X, "to_numpy"):  # pandas
+        X = X.to_numpy()
+    if isinstance(X, np.ndarray) and X.dtype.kind in "fiu" and X.ndim == 2:
+        matrix = X.astype(np.float64, copy=True)
+    else:
+        if isinstance(X, np.ndarray) and X.ndim != 2:
+            raise DatasetValidationError(f"The feature matrix must be 2-D (rows x columns), got {X.ndim}-D.")
+        rows = X.tolist() if isinstance(X, np.ndarray) else list(X)
+        for row_index, row in enumerate(rows):
+            if isinstance(row, str) or not isinstance(row, Sequence | np.ndarray):
+                raise DatasetValidationError(
+                    f"Row {row_index} is not a list of values; the feature matrix must be 2-D."
+                )
+            if len(row) != n_features:
+                raise DatasetValidationError(
+                    f"Row {row_index} has {len(row)} values, but there are {n_features} feature columns."
+                )
+        matrix = np.empty((len(rows), n_features), dtype=np.float64)
+        for row_index, row in enumerate(rows):
+            for column, value in enumerate(row):
+                matrix[row_index, column] = _to_number(value, row_index, names[column])
+    if matrix.ndim != 2:
+        raise DatasetValidationError(f"The feature matrix must be 2-D, got {matrix.ndim}-D.")
+    if matrix.shape[0] == 0:
+        raise DatasetValidationError("The dataset has no rows.")
+    if matrix.shape[1] != n_features:
+        raise DatasetValidationError(
+            f"The feature matrix has {matrix.shape[1]} columns but {n_features} feature names were given."
+        )
+    finite = np.isfinite(matrix)
+    if not finite.all():
+        row_index, column = (int(v) for v in np.argwhere(~finite)[0])
+        value = matrix[row_index, column]
+        what = "a missing value" if math.isnan(value) else f"{value}, not a finite number"
+        raise DatasetValidationError(f"Row {row_index}, column '{names[column]}': {what}.")
+    return np.ascontiguousarray(matrix)
+
+
+def _to_number(value: Any, row_index: int, column: str) -> float:
+    if value is None:
+        raise DatasetValidationError(f"Row {row_index}, column '{column}': a missing value.")
+    if isinstance(value, bool | np.bool_):
+        raise DatasetValidationError(f"Row {row_index}, column '{column}': {value!r} is a boolean, not a number.")
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise DatasetValidationError(f"Row {row_index}, column '{column}': {value!r} is not a number.") from None
+    return number
+
+
+def _validate_true_labels(y_true: Any, n_rows: int) -> np.ndarray:
+    values = list(y_true.tolist() if isinstance(y_true, np.ndarray) else y_true)
+    if len(values) != n_rows:
+        raise DatasetValidationError(f"There are {len(values)} true labels but {n_rows} rows.")
+    labels = np.empty(n_rows, dtype=np.int8)
+    for row_index, value in enumerate(values):
+        if isinstance(value, bool | np.bool_) or value not in (1, -1):
+            raise DatasetValidationError(f"Row {row_index}: true label {value!r} is not +1 or -1.")
+        labels[row_index] = int(value)
+    classes = set(labels.tolist())
+    if len(classes) < 2:
+        only = "+1" if classes == {1} else "-1"
+        raise DatasetValidationError(f"The true labels have a single class ({only}); at least two classes are needed.")
+    return labels
+
+
+def _validate_item_keys(item_keys: Sequence[Any], n_rows: int) -> tuple[str | None, ...]:
+    keys = _validate_texts(item_keys, n_rows, what="item keys")
+    first_row: dict[str, int] = {}
+    for row_index, key in enumerate(keys):
+        if key is None:
+            continue
+        if key in first_row:
+            raise DatasetValidationError(f"Duplicate item key '{key}' in rows {first_row[key]} and {row_index}.")
+        first_row[key] = row_index
+    return keys
+
+
+def _validate_texts(values: Sequence[Any], n_rows: int, what: str = "display values") -> tuple[str | None, ...]:
+    texts = list(values.tolist() if isinstance(values, np.ndarray) else values)
+    if len(texts) != n_rows:
+        raise DatasetValidationError(f"There are {len(texts)} {what} but {n_rows} rows.")
+    cleaned: list[str | None] = []
+    for value in texts:
+        if value is None or (isinstance(value, float) and math.isnan(value)):
+            cleaned.append(None)
+        else:
+            cleaned.append(str(value))
+    return tuple(cleaned)
+
+
+def _validate_display(
+    display_kind: str,
+    image_shape: Any,
+    text_column: str | None,
+    names: tuple[str, ...],
+    display_values: tuple[str | None, ...] | None,
+) -> tuple[str, tuple[int, int] | None, str | None]:
+    if display_kind not in DISPLAY_KINDS:
+        raise DatasetValidationError(f"Display kind '{display_kind}' is not one of {', '.join(DISPLAY_KINDS)}.")
+    shape = None
+    if display_kind == "image":
+        if image_shape is None or len(image_shape) != 2:
+            raise DatasetValidationError("An image dataset needs image_shape=(width, height).")
+        width, height = (int(v) for v in image_shape)
+        if width <= 0 or height <= 0 or width * height != len(names):
+            raise DatasetValidationError(
+                f"Images of {width}x{height} need {width * height} feature columns, the dataset has {len(names)}."
+            )
+        shape = (width, height)
+    if display_kind == "text":
+        if display_values is None:
+            raise DatasetValidationError("A text dataset needs a display text for every item.")
+        text_column = (text_column or "text").strip() or "text"
+    else:
+        text_column = text_column.strip() if text_column else None
+    return display_kind, shape, text_column
