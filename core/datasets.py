@@ -390,9 +390,19 @@ def load_csv(source, label_column: str | None = None, positive=None, feature_col
     # pandas pads short rows with empty cells (found below as missing values) and
     # keeps an over-long row's extra fields as an index; catch the latter here.
     if not isinstance(df.index, pd.RangeIndex):
-        raise DataError(f"{source_name}: some rows have more fields than the header "
-                        f"({len(header)} columns); check the delimiter and quoting")
+        where = ""
+        for line_no, row in enumerate(csv.reader(io.StringIO(text), delimiter=sep), start=1):
+            if len(row) > len(header):
+                where = f"line {line_no} has {len(row)} fields but the header has {len(header)}"
+                break
+        raise DataError(f"{source_name}: {where or 'some rows have more fields than the header'}; "
+                        "check the delimiter and quoting")
     columns = list(df.columns)
+    if len(columns) == 1 and sep == ",":
+        for other, label in ((";", "semicolons"), ("\t", "tabs")):
+            if other in columns[0]:
+                raise DataError(f"{source_name}: the header has a single column {columns[0]!r}; the file seems to "
+                                f"be separated by {label}, not commas")
 
     def require(col, role):
         if col not in columns:
