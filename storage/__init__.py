@@ -10,7 +10,6 @@ then call the repository functions with that engine; each runs its own short
 transaction and returns plain values.
 """
 
-from storage.csv_input import ParsedDataset, parse_csv, read_csv_table
 from storage.engine import (
     DATABASE_URL_ENV,
     database_url,
@@ -28,7 +27,8 @@ from storage.errors import (
     SessionClosedError,
     StorageError,
 )
-from storage.export import EXPORT_FORMATS, export_labels, import_csv, import_labelled_export
+from storage.export import EXPORT_FORMATS, export_labels
+from storage.importing import import_csv, import_labelled_export, import_loaded_dataset
 from storage.models import SCHEMA_VERSION
 from storage.repository import (
     Comparison,
@@ -76,7 +76,6 @@ __all__ = [
     "InvalidLabelError",
     "LabelEvent",
     "NotFoundError",
-    "ParsedDataset",
     "SchemaVersionError",
     "SessionClosedError",
     "SessionInfo",
@@ -92,6 +91,7 @@ __all__ = [
     "import_csv",
     "import_dataset",
     "import_labelled_export",
+    "import_loaded_dataset",
     "init_db",
     "label_events",
     "labelled_items",
@@ -104,8 +104,6 @@ __all__ = [
     "load_dataset_arrays",
     "make_engine",
     "make_sessionmaker",
-    "parse_csv",
-    "read_csv_table",
     "record_label",
     "reopen_session",
     "save_comparison",

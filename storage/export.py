@@ -5,8 +5,8 @@ features (one column per feature name), the label (+1, -1, or 0 for a skip)
 and its provenance (annotator, session, time, strategy, solver, the decision
 value the model gave the item when it was asked, model version, timings).
 Numbers are written with ``repr`` so they read back exactly:
-``import_labelled_export`` turns an export back into a dataset whose true
-labels are the exported labels.
+``storage.importing.import_labelled_export`` turns an export back into a
+dataset whose true labels are the exported labels.
 
 CSV layout: provenance columns, then the feature columns under their own
 names (a feature whose name clashes with a provenance column is written as
@@ -22,24 +22,14 @@ import json
 import math
 import os
 from collections.abc import Sequence
-from pathlib import Path
 from typing import IO, Any
 
 import numpy as np
 from sqlalchemy import select
 
-from storage.csv_input import (
-    CsvSource,
-    CsvTable,
-    decode_text,
-    numeric_matrix,
-    parse_csv,
-    read_csv_table,
-    read_source_bytes,
-)
-from storage.errors import DatasetValidationError, StorageError
+from storage.errors import StorageError
 from storage.models import Annotator, Dataset, Item, Label, LabellingSession
-from storage.repository import EngineLike, import_dataset, reading
+from storage.repository import EngineLike, reading
 
 EXPORT_FORMATS = ("csv", "jsonl")
 
@@ -241,189 +231,3 @@ def _number(value: float | None) -> str:
 
 def _json_number(value: float | None) -> float | None:
     return None if value is None or not math.isfinite(value) else value
-
-
-# --------------------------------------------------------------------------- import
-
-
-def import_csv(
-    engine: EngineLike,
-    source: CsvSource,
-    *,
-    name: str | None = None,
-    label_column: str | None = None,
-    positive: Any = None,
-    feature_columns: Sequence[str] | None = None,
-    key_column: str | None = None,
-    text_column: str | None = None,
-    display_kind: str | None = None,
-    image_shape: tuple[int, int] | None = None,
-    encoding: str = "utf-8",
-    delimiter: str = ",",
-) -> int:
-    """Parse and import a CSV file as a dataset; return its id.
-
-    Everything is checked before anything is written; a malformed file raises
-    ``DatasetValidationError`` naming the row/column and leaves the database
-    unchanged. ``source`` is a path, bytes or a file object.
-    """
-    parsed = parse_csv(
-        source,
-        label_column=label_column,
-        positive=positive,
-        feature_columns=feature_columns,
-        key_column=key_column,
-        text_column=text_column,
-        encoding=encoding,
-        delimiter=delimiter,
-    )
-    source_name = _source_name(source)
-    if display_kind is None:
-        display_kind = "image" if image_shape is not None else "text" if text_column else "table"
-    return import_dataset(
-        engine,
-        name=name or Path(source_name).stem or "dataset",
-        X=parsed.X,
-        feature_names=parsed.feature_names,
-        y_true=parsed.y_true,
-        source=source_name,
-        display_kind=display_kind,
-        image_shape=image_shape,
-        text_column=parsed.text_column,
-        display_values=parsed.display_values,
-        item_keys=parsed.item_keys,
-        meta=parsed.meta,
-    )
-
-
-def import_labelled_export(
-    engine: EngineLike,
-    source: CsvSource,
-    *,
-    name: str,
-    fmt: str | None = None,
-    display_kind: str = "table",
-    image_shape: tuple[int, int] | None = None,
-) -> int:
-    """Import an ``export_labels`` file as a new dataset whose true labels are the labels.
-
-    Items keep their order, keys, display texts and exact feature values.
-    Skipped rows (label 0) cannot be true labels and are refused.
-    """
-    source_name = _source_name(source)
-    if fmt is None:
-        fmt = "jsonl" if source_name.lower().endswith((".jsonl", ".ndjson")) else "csv"
-    if fmt not in EXPORT_FORMATS:
-        raise StorageError(f"Export format '{fmt}' is not one of {', '.join(EXPORT_FORMATS)}.")
-    if fmt == "csv":
-        X, names, labels, keys, texts = _read_export_csv(source)
-    else:
-        X, names, labels, keys, texts = _read_export_jsonl(source)
-    return import_dataset(
-        engine,
-        name=name,
-        X=X,
-        feature_names=names,
-        y_true=labels,
-        source=source_name,
-        display_kind=display_kind,
-        image_shape=image_shape,
-        text_column="display_text" if display_kind == "text" else None,
-        display_values=texts,
-        item_keys=keys,
-    )
-
-
-def _read_export_csv(source: CsvSource) -> tuple[np.ndarray, list[str], np.ndarray, Any, Any]:
-    table = read_csv_table(source)
-    missing = [c for c in ("item_index", "label") if c not in table.header]
-    if missing:
-        raise DatasetValidationError(f"This is not a MarginLab export: column {_quote(missing)} is missing.")
-    feature_headers = [c for c in table.header if c not in RESERVED_COLUMNS]
-    if not feature_headers:
-        raise DatasetValidationError("The export has no feature columns (it was exported without features).")
-    X = numeric_matrix(table, feature_headers)
-    names = [h.removeprefix(FEATURE_PREFIX) for h in feature_headers]
-    labels = _export_labels(table.column("label"), table)
-    keys = _optional_texts(table, "item_key")
-    texts = _optional_texts(table, "display_text")
-    return X, names, labels, keys, texts
-
-
-def _read_export_jsonl(source: CsvSource) -> tuple[np.ndarray, list[str], np.ndarray, Any, Any]:
-    text = decode_text(read_source_bytes(source), "utf-8")
-    records = []
-    for line_number, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError as error:
-            raise DatasetValidationError(f"Line {line_number} is not valid JSON: {error.msg}.") from None
-        if not isinstance(record, dict) or "features" not in record or "label" not in record:
-            raise DatasetValidationError(
-                f"Line {line_number} is not a MarginLab export record with 'features' and 'label'."
-            )
-        records.append((line_number, record))
-    if not records:
-        raise DatasetValidationError("The file is empty.")
-    names = list(records[0][1]["features"])
-    X = np.empty((len(records), len(names)))
-    labels = np.empty(len(records), dtype=np.int8)
-    for row_index, (line_number, record) in enumerate(records):
-        features = record["features"]
-        if list(features) != names:
-            raise DatasetValidationError(
-                f"Line {line_number}: its features ({_quote(list(features))}) differ from the first line's."
-            )
-        for j, feature in enumerate(names):
-            value = features[feature]
-            if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-                raise DatasetValidationError(
-                    f"Line {line_number}, feature '{feature}': {value!r} is not a finite number."
-                )
-            X[row_index, j] = value
-        label = record["label"]
-        if label not in (1, -1) or isinstance(label, bool):
-            raise DatasetValidationError(
-                f"Line {line_number}: label {label!r} is not +1 or -1 (export without skips to re-import)."
-            )
-        labels[row_index] = label
-    keys = [r.get("item_key") for _, r in records]
-    texts = [r.get("display_text") for _, r in records]
-    return (
-        X,
-        names,
-        labels,
-        keys if any(k is not None for k in keys) else None,
-        texts if any(t is not None for t in texts) else None,
-    )
-
-
-def _export_labels(cells: list[str], table: CsvTable) -> np.ndarray:
-    labels = np.empty(len(cells), dtype=np.int8)
-    for row_index, cell in enumerate(cells):
-        if cell.strip() not in ("1", "-1", "+1"):
-            raise DatasetValidationError(
-                f"Column 'label', {table.where(row_index)}: '{cell}' is not +1 or -1 "
-                "(export without skips to re-import)."
-            )
-        labels[row_index] = int(cell)
-    return labels
-
-
-def _optional_texts(table: CsvTable, column: str) -> list[str | None] | None:
-    if column not in table.header:
-        return None
-    values = [cell if cell != "" else None for cell in table.column(column)]
-    return values if any(v is not None for v in values) else None
-
-
-def _source_name(source: Any) -> str:
-    if isinstance(source, str | os.PathLike):
-        return Path(source).name
-    return str(getattr(source, "name", "") or "")
-
-
-def _quote(names: Sequence[str]) -> str:
-    return ", ".join(f"'{n}'" for n in names)
