@@ -1,0 +1,30 @@
+"""MarginLab's Streamlit entry point: ``streamlit run app/main.py``.
+
+The pages live in ``app/views/``; each reads like a description of its screen.
+What they do is in ``app/service.py`` (sessions, labels, comparisons, exports)
+and ``app/charts.py`` (figures), which tests call without a browser.
+"""
+
+import sys
+from pathlib import Path
+
+# ``streamlit run app/main.py`` puts app/ on the import path, not the project root.
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+import streamlit as st  # noqa: E402
+
+from app import ui  # noqa: E402
+
+st.set_page_config(page_title="MarginLab", page_icon=":material/label:", layout="wide")
+ui.init_state()
+
+VIEWS = Path(__file__).resolve().parent / "views"
+pages = [
+    st.Page(VIEWS / "data.py", title="Data", icon=":material/table_view:"),
+    st.Page(VIEWS / "label.py", title="Label", icon=":material/label:", default=True),
+    st.Page(VIEWS / "compare.py", title="Compare", icon=":material/compare_arrows:"),
+    st.Page(VIEWS / "export.py", title="Export", icon=":material/download:"),
+]
+st.navigation(pages).run()

@@ -1,0 +1,81 @@
+"""Compare: heuristics side by side on a dataset with true labels (the labels play the oracle)."""
+
+import streamlit as st
+
+from app import charts, ui
+from app.service import COMPARE_STRATEGIES, DEFAULT_SOLVER, SOLVERS, ServiceError
+
+svc = ui.service()
+st.title("Compare heuristics")
+
+labelled = [d for d in svc.datasets() if d.has_true_labels]
+if not labelled:
+    st.info("No dataset with true labels yet: add one on the Data page.")
+    st.stop()
+names = {d.id: f"{d.name} ({d.n_items} items)" for d in labelled}
+
+with st.form("compare"):
+    dataset_id = st.selectbox("Dataset", list(names), format_func=names.get)
+    strategies = st.multiselect("Heuristics", COMPARE_STRATEGIES, default=["near-boundary", "random"],
+                                help="'gradient' peeks at the true labels: a simulation-only yardstick.")
+    solver = st.selectbox("Solver", ["default for each heuristic", *SOLVERS],
+                          help="Defaults: " + ", ".join(f"{k} → {v}" for k, v in DEFAULT_SOLVER.items()))
+    cols = st.columns(4)
+    budget = cols[0].number_input("Label budget", min_value=4, value=60, step=10,
+                                  help="Counts every label, the initial ones included.")
+    seeds = cols[1].number_input("Seeds", min_value=1, value=3, step=1)
+    initial = cols[2].number_input("Initial labels", min_value=2, value=4, step=1)
+    test_fraction = cols[3].number_input("Evaluation share", min_value=0.1, max_value=0.9, value=0.3, step=0.05)
+    run_clicked = st.form_submit_button("Run the comparison", type="primary")
+
+if run_clicked:
+    bar = st.progress(0.0, text="starting…")
+
+    def _progress(fraction: float, text: str = "") -> None:
+        bar.progress(min(max(float(fraction), 0.0), 1.0), text=text or f"{fraction:.0%}")
+
+    try:
+        st.session_state.comparison_id = svc.run_comparison(
+            dataset_id, strategies=strategies, solver=None if solver.startswith("default") else solver,
+            budget=int(budget), seeds=int(seeds), initial=int(initial), test_fraction=float(test_fraction),
+            progress=_progress)
+        bar.progress(1.0, text="done")
+    except (ServiceError, ValueError) as error:
+        bar.empty()
+        st.error(str(error))
+
+stored = svc.comparisons()
+if not stored:
+    st.info("No comparison stored yet.")
+    st.stop()
+labels = {c.id: f"#{c.id} · {c.config.get('dataset', '?')} · {', '.join(c.config.get('strategies', []))} · "
+                f"budget {c.config.get('budget')} × {c.config.get('seeds')} seeds · {c.created_at:%Y-%m-%d %H:%M}"
+          for c in stored}
+current = st.session_state.comparison_id if st.session_state.comparison_id in labels else next(iter(labels))
+chosen = st.selectbox("Stored comparisons", list(labels), index=list(labels).index(current),
+                      format_func=labels.get, key="comparison_picker")
+st.session_state.comparison_id = chosen
+result = svc.comparison(chosen)
+rows = result.rows
+
+overlay = None
+if result.dataset_id is not None and st.toggle("Overlay the labelling sessions on this dataset", value=True):
+    overlay = svc.session_curves(result.dataset_id)
+    if overlay.empty:
+        st.caption("No labelling session with an evaluation curve on this dataset yet.")
+    else:
+        st.caption("Sessions use their own held-out split, so their curves are indicative next to the bands.")
+
+left, right = st.columns(2)
+left.plotly_chart(charts.learning_curve_figure(rows, "auc", title="Test AUC vs labels (mean ± std over seeds)",
+                                               overlay=overlay), key="curve_auc")
+right.plotly_chart(charts.learning_curve_figure(rows, "n_sv", title="Support vectors vs labels (mean ± std)",
+                                                overlay=overlay, overlay_metric="n_sv"), key="curve_sv")
+st.plotly_chart(charts.latency_figure(rows), key="latency")
+
+st.subheader("Summary")
+st.dataframe(svc.summary_frame(result), hide_index=True, width="stretch", key="summary_table")
+st.download_button("Download the tidy rows (CSV)", rows.to_csv(index=False).encode(),
+                   file_name=f"comparison-{chosen}.csv", mime="text/csv", key="download_rows")
+with st.expander("Configuration"):
+    st.json(result.config)

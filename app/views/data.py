@@ -1,0 +1,88 @@
+"""Data: the datasets in the database; add a bundled one or upload a CSV."""
+
+import pandas as pd
+import streamlit as st
+
+from app import ui
+from app.service import ServiceError
+from core.datasets import BUNDLED, DataError
+from storage.errors import StorageError
+
+svc = ui.service()
+st.title("Data")
+
+datasets = svc.datasets()
+st.subheader("Datasets in the database")
+st.dataframe(
+    pd.DataFrame([{
+        "id": d.id, "name": d.name, "items": d.n_items, "features": d.n_features,
+        "true labels": "yes" if d.has_true_labels else "no",
+        "shown as": d.display_kind + (f" {d.image_shape[0]}×{d.image_shape[1]}" if d.image_shape else ""),
+        "scaling": d.meta.get("scaling", "none"), "source": d.source,
+    } for d in datasets]),
+    hide_index=True, width="stretch", key="datasets_table")
+st.caption("True labels are used only to draw the evaluation ROC curve and for simulations on the "
+           "Compare page; they are never shown while labelling.")
+
+
+def _report(result) -> None:
+    (st.success if result.created else st.info)(result.message)
+
+
+bundled_tab, upload_tab = st.tabs(["Bundled dataset", "Upload a CSV"])
+
+with bundled_tab, st.form("bundled"):
+    key = st.selectbox("Dataset", list(BUNDLED), format_func=lambda k: BUNDLED[k].title)
+    info = BUNDLED[key]
+    st.caption(f"{info.description} Source: {info.source}; licence {info.licence}.")
+    positive = st.selectbox("Positive class", [str(v) for v in info.positive_values],
+                            index=[str(v) for v in info.positive_values].index(str(info.default_positive)),
+                            help="For digits: the digit labelled positive; every other digit is negative.")
+    scaling = st.radio("Scaling", ["none", "standard"], horizontal=True, key="bundled_scaling")
+    if st.form_submit_button("Add to the database", type="primary"):
+        try:
+            value = int(positive) if key == "digits" else positive
+            _report(svc.import_bundled(key, positive=value, scaling=scaling,
+                                       name=f"{key}: {positive} vs rest" if key == "digits" else None))
+        except (DataError, StorageError, ServiceError) as error:
+            st.error(str(error))
+
+with upload_tab:
+    upload = st.file_uploader("CSV file (UTF-8, header row)", type=["csv"], key="upload")
+    if upload is not None:
+        data = upload.getvalue()
+        preview = svc.preview_csv(data)
+        st.caption(f"{preview.n_rows} rows, {len(preview.header)} columns; the first {len(preview.frame)}:")
+        st.dataframe(preview.frame, hide_index=True, width="stretch", height=240)
+        columns = preview.header
+        with st.form("upload_form"):
+            name = st.text_input("Name", value=upload.name.rsplit(".", 1)[0])
+            label_column = st.selectbox("True-label column (optional)", ["(none)", *columns],
+                                        help="Used for evaluation and simulations only, never shown "
+                                             "to the labeller.")
+            positive = st.text_input("Positive value of the label column",
+                                     help="Leave empty for 0/1 or -1/+1 labels; other values become negative.")
+            key_column = st.selectbox("Item key column (optional)", ["(none)", *columns])
+            display = st.radio("Show each item as", ["table", "image", "text"], horizontal=True,
+                               format_func={"table": "a table row", "image": "an image built from the features",
+                                            "text": "a text column"}.get)
+            w_col, h_col, t_col = st.columns(3)
+            width = w_col.number_input("Image width", min_value=1, value=8)
+            height = h_col.number_input("Image height", min_value=1, value=8)
+            text_column = t_col.selectbox("Text column", ["(none)", *columns])
+            features = st.multiselect("Feature columns (empty: every other column)", columns)
+            scaling = st.radio("Scaling", ["none", "standard"], horizontal=True, key="upload_scaling")
+            constant = st.radio("Constant columns", ["error", "drop"], horizontal=True,
+                                format_func={"error": "refuse the file", "drop": "leave them out"}.get)
+            if st.form_submit_button("Import", type="primary"):
+                try:
+                    _report(svc.import_csv(
+                        data, name=name, feature_columns=features or None,
+                        label_column=None if label_column == "(none)" else label_column,
+                        positive=positive.strip() or None, display=display,
+                        image_shape=(int(width), int(height)),
+                        text_column=None if text_column == "(none)" else text_column,
+                        key_column=None if key_column == "(none)" else key_column,
+                        scaling=scaling, constant_columns=constant, source=upload.name))
+                except (DataError, StorageError, ServiceError) as error:
+                    st.error(str(error))

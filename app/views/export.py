@@ -1,0 +1,58 @@
+"""Export: labelled sets with provenance (CSV, JSONL) and the model state of a session."""
+
+import io
+
+import pandas as pd
+import streamlit as st
+
+from app import ui
+
+svc = ui.service()
+st.title("Export")
+
+datasets = {d.id: d.name for d in svc.datasets()}
+sessions = svc.sessions()
+annotators = svc.annotators()
+
+st.subheader("Labelled items")
+cols = st.columns(3)
+dataset_id = cols[0].selectbox("Dataset", [None, *datasets], format_func=lambda i: "all" if i is None else
+                               f"#{i} {datasets[i]}", key="export_dataset")
+session_choices = [s for s in sessions if dataset_id is None or s.dataset_id == dataset_id]
+session_id = cols[1].selectbox(
+    "Session", [None, *[s.id for s in session_choices]], key="export_session",
+    format_func=lambda i: "all" if i is None else next(
+        f"#{s.id} · {s.dataset_name} · {s.strategy} · {s.annotator}" for s in session_choices if s.id == i))
+annotator = cols[2].selectbox("Annotator", [None, *annotators], format_func=lambda a: "all" if a is None else a,
+                              key="export_annotator")
+include_skips = st.checkbox("Include skipped items", value=False)
+
+filters = dict(session_id=session_id, annotator=annotator, dataset_id=dataset_id, include_skips=include_skips)
+csv_bytes = svc.export_labels("csv", **filters)
+jsonl_bytes = svc.export_labels("jsonl", **filters)
+frame = pd.read_csv(io.BytesIO(csv_bytes)) if csv_bytes.strip() else pd.DataFrame()
+st.caption(f"{len(frame)} labelled items match. Each row carries who labelled it and when, the heuristic and "
+           "solver that asked, the score the model gave it, the model version and the timings.")
+if len(frame):
+    st.dataframe(frame.head(50), hide_index=True, width="stretch", height=260, key="export_preview")
+left, right = st.columns(2)
+left.download_button("Download CSV", csv_bytes, file_name="marginlab-labels.csv", mime="text/csv",
+                     type="primary", disabled=not len(frame), key="download_csv", width="stretch")
+right.download_button("Download JSONL", jsonl_bytes, file_name="marginlab-labels.jsonl",
+                      mime="application/jsonl", disabled=not len(frame), key="download_jsonl", width="stretch")
+
+st.subheader("Model state of a session")
+if not sessions:
+    st.info("No labelling session yet.")
+    st.stop()
+model_session = st.selectbox(
+    "Session", [s.id for s in sessions], key="model_session",
+    format_func=lambda i: next(f"#{s.id} · {s.dataset_name} · {s.strategy} / {s.solver} · {s.n_labels} labels"
+                               for s in sessions if s.id == i))
+run = svc.open_session(model_session)
+st.caption("A NumPy .npz file: the solver's arrays (support vectors, coefficients, labels, the stored points) "
+           "and a JSON `__meta__` entry (solver, kernel, parameters, session). Load it with "
+           "`numpy.load(path, allow_pickle=False)` or `core.solvers.base.OnlineSolver.load(path)`.")
+st.download_button("Download the model state (.npz)", run.model_state(),
+                   file_name=f"marginlab-session-{model_session}-model.npz", mime="application/octet-stream",
+                   key="download_model")
