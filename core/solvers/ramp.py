@@ -1,0 +1,371 @@
+"""OnlineSVMR: online training of a ramp-loss SVM (Wang & Vucetic, ICDM 2009).
+
+The ramp loss with parameter s < 1 is the difference of two hinges,
+
+    R_s(z) = H_1(z) - H_s(z),     H_t(z) = max(0, t - z),     z = y f(x),
+
+so the primal  J(w) = 1/2 ||w||^2 + C sum_i R_s(y_i f(x_i))  is a convex part
+(the hinge SVM) plus a concave part (- C sum H_s).  The Concave-Convex
+Procedure (CCCP) linearises the concave part at the current solution:
+
+    beta_i = C  if y_i f(x_i) < s,   beta_i = 0  otherwise          (eq. 10)
+
+and the convex sub-problem is a hinge SVM in which an example with
+beta_i = C carries the extra linear term C y_i f(x_i).  For such an example
+C H_1(z) + C z = C max(1, z) is flat while z <= 1, so as long as it stays on
+the wrong side of the margin its net weight (alpha_i - beta_i) is exactly 0:
+it simply drops out of the sub-problem.  Following the paper we therefore
+solve the hinge SVM on the active set
+
+    V = {i : y_i f(x_i) >= s}
+
+and give every example outside V the weight 0.  (The reduction is exact
+unless an example with beta_i = C would be pushed past z = 1 within one
+sub-problem, where its net weight could turn negative; the next CCCP
+re-assignment of V puts such an example back into V anyway.)
+
+The model has no bias (as in the paper), f(x) = sum_i a_i y_i K(x_i, x), so
+the dual of the sub-problem on V,
+
+    max_a  W(a) = sum_{i in V} a_i - 1/2 sum_{i,j in V} a_i a_j y_i y_j K_ij,
+    0 <= a_i <= C,
+
+has no equality constraint and is solved by single-variable SMO steps
+(eqs. 12-15): pick the example that violates its KKT condition the most
+(eq. 13, greedy working-set rule) and maximise W over its a_i alone,
+
+    a_i <- clip(a_i + (1 - y_i f_i) / K_ii, 0, C),
+
+then update every maintained decision value with the kernel row of i.
+
+Online step (``learn``): the new example joins the stored working set; it
+enters V if y f(x) >= s, otherwise its weight stays 0.  Then SMO and CCCP
+iterations alternate until V is a fixed point of eq. 10 and KKT holds on V:
+examples whose margin fell below s leave V and are decrementally unlearned
+(their a_i set to 0 with the corresponding decision-value update), examples
+whose margin rose to s or above re-enter V with a_i = 0.
+
+Stopping rules (as in the paper): SMO stops when the largest single-variable
+KKT violation on V is at most ``tol`` (1e-3 by default); CCCP stops when V
+no longer changes, or when the relative progress of the ramp objective J
+between two CCCP iterations is at most ``progress_tol`` (1e-5 by default).
+When the progress rule fires, V is no longer allowed to grow: members whose
+margin is below s are still removed (followed by SMO) until none is left, so
+that every learned example with y f(x) < s has weight 0 at the end of every
+step.  V can only shrink in that phase, so it terminates.
+
+Optional removal step (Algorithm 2): only the ``max_nonsv`` non-support
+vectors (a_i = 0) closest to the boundary (smallest |f(x)|) are kept in the
+working set; the others are dropped for good (they stay learned, with weight
+0, but are no longer re-examined by CCCP).
+
+Decision values: the solver keeps f(x_j) for *every* example in the data
+store (learned or not), updated by full kernel rows ``cache.row(i)`` of the
+examples whose weight changed, so ``decision_function(idx)`` and
+``in_ramp_region`` (what OnlineASVMR's query rule needs) cost no kernel
+evaluations.  A periodic re-synchronisation recomputes them from scratch so
+that rounding errors cannot accumulate over long streams.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+import numpy as np
+
+from core.solvers.base import OnlineSolver, StepResult, StepTimer
+
+
+class OnlineSVMR(OnlineSolver):
+    """Ramp-loss SVM trained online by SMO-style learning/unlearning under CCCP.
+
+    Parameters (besides those of :class:`~core.solvers.base.OnlineSolver`)
+    ----------
+    ramp_s : float, default -1.0
+        The ramp parameter s < 1 (eq. 10); examples with y f(x) < s get weight 0.
+    max_nonsv : int or None, default 1000
+        Algorithm 2: keep at most this many non-support vectors (the ones with
+        the smallest |f(x)|) in the working set; ``None`` keeps all.
+    progress_tol : float, default 1e-5
+        CCCP stops when the ramp objective changes by at most this fraction.
+    max_cccp : int, default 100
+        Cap on CCCP outer iterations per step (raises or warns via ``on_max_iter``).
+    resync_every : int, default 50_000
+        Recompute all decision values from scratch after this many weight updates.
+
+    ``max_iter`` caps the SMO steps of one ``learn`` / ``unlearn`` call.
+    """
+
+    name: ClassVar[str] = "ramp"
+    exact_unlearn: ClassVar[bool] = False
+    has_bias: ClassVar[bool] = False
+
+    def __init__(self, X: np.ndarray | None = None, *, ramp_s: float = -1.0, max_nonsv: int | None = 1000,
+                 progress_tol: float = 1e-5, max_cccp: int = 100, resync_every: int = 50_000, **params):
+        ramp_s = float(ramp_s)
+        if not (np.isfinite(ramp_s) and ramp_s < 1.0):
+            raise ValueError(f"ramp_s must be a finite number below 1, got {ramp_s!r}")
+        if max_nonsv is not None and (int(max_nonsv) != max_nonsv or max_nonsv < 0):
+            raise ValueError(f"max_nonsv must be a non-negative integer or None, got {max_nonsv!r}")
+        if not (np.isfinite(progress_tol) and progress_tol >= 0):
+            raise ValueError(f"progress_tol must be a non-negative number, got {progress_tol!r}")
+        if int(max_cccp) < 1 or int(resync_every) < 1:
+            raise ValueError("max_cccp and resync_every must be at least 1")
+        self.ramp_s = ramp_s
+        self.max_nonsv = None if max_nonsv is None else int(max_nonsv)
+        self.progress_tol = float(progress_tol)
+        self.max_cccp = int(max_cccp)
+        self.resync_every = int(resync_every)
+        # per-store-index arrays (grown in _on_store_grown)
+        self.alpha = np.zeros(0)            # unsigned weights a_i, 0 <= a_i <= C
+        self.f = np.zeros(0)                # maintained f(x_j) for every stored example
+        self.in_working = np.zeros(0, bool)  # learned and kept (not removed by Algorithm 2)
+        self.in_V = np.zeros(0, bool)       # active set V of eq. 10 (subset of the working set)
+        self._updates_since_sync = 0
+        self.n_removed_ = 0                 # examples dropped by the removal step so far
+        super().__init__(X, **params)
+
+    # -- per-example arrays ------------------------------------------------
+    def _on_store_grown(self, n_new: int) -> None:
+        n_old = len(self.alpha)
+        self.alpha = np.concatenate([self.alpha, np.zeros(n_new)])
+        self.in_working = np.concatenate([self.in_working, np.zeros(n_new, bool)])
+        self.in_V = np.concatenate([self.in_V, np.zeros(n_new, bool)])
+        f_new = np.zeros(n_new)
+        sv = np.flatnonzero(self.alpha[:n_old] > 0)
+        if len(sv):
+            coef = self.alpha[sv] * self.y[sv]
+            f_new = self.cache.block(np.arange(n_old, n_old + n_new), sv) @ coef
+        self.f = np.concatenate([self.f, f_new])
+
+    def get_params(self) -> dict[str, Any]:
+        params = super().get_params()
+        params.update(ramp_s=self.ramp_s, max_nonsv=self.max_nonsv, progress_tol=self.progress_tol,
+                      max_cccp=self.max_cccp, resync_every=self.resync_every)
+        return params
+
+    # -- elementary operations ---------------------------------------------
+    def _set_alpha(self, i: int, new: float) -> None:
+        """Change a_i and update every maintained f with the kernel row of i."""
+        delta = new - self.alpha[i]
+        if delta == 0.0:
+            return
+        self.alpha[i] = new
+        self.f += (delta * self.y[i]) * self.cache.row(i)
+        self._updates_since_sync += 1
+
+    def _violations(self, V: np.ndarray) -> np.ndarray:
+        """Single-variable KKT violations on V (no bias): with g_i = 1 - y_i f_i,
+        a_i < C needs g_i <= 0 and a_i > 0 needs g_i >= 0."""
+        g = 1.0 - self.y[V] * self.f[V]
+        a = self.alpha[V]
+        up = np.where(a < self.C, g, 0.0)
+        down = np.where(a > 0.0, -g, 0.0)
+        return np.maximum(np.maximum(up, down), 0.0)
+
+    def _smo(self, budget: int) -> tuple[int, bool]:
+        """Single-variable SMO on V until the largest KKT violation is <= tol.
+
+        Returns (steps taken, whether the step budget ran out).
+        """
+        V = np.flatnonzero(self.in_V)
+        steps = 0
+        if len(V) == 0:
+            return 0, False
+        diag = self.cache.diag(V)
+        while True:
+            viol = self._violations(V)
+            k = int(np.argmax(viol))  # eq. 13: the most violating example
+            if viol[k] <= self.tol:
+                return steps, False
+            if steps >= budget:
+                return steps, True
+            i = int(V[k])
+            a = self.alpha[i]
+            g = 1.0 - self.y[i] * self.f[i]
+            kii = diag[k]
+            if kii > 1e-12:
+                new = min(max(a + g / kii, 0.0), self.C)  # eqs. 14-15: clipped Newton step
+            else:  # K_ii = 0: the example contributes nothing to f; W is linear in a_i
+                new = self.C if g > 0 else 0.0
+            if new == a:  # no representable progress (extreme C): stop rather than spin
+                return steps, False
+            self._set_alpha(i, new)
+            steps += 1
+
+    def _ramp_objective(self) -> float:
+        """J = 1/2 ||w||^2 + C sum_i R_s(y_i f(x_i)) over all learned examples."""
+        sv = np.flatnonzero(self.alpha > 0)
+        w2 = float((self.alpha[sv] * self.y[sv]) @ self.f[sv]) if len(sv) else 0.0  # no bias: ||w||^2 = sum_i c_i f_i
+        L = self.y != 0
+        z = self.y[L] * self.f[L]
+        ramp = np.maximum(0.0, 1.0 - z) - np.maximum(0.0, self.ramp_s - z)
+        return 0.5 * w2 + self.C * float(ramp.sum())
+
+    def _cccp(self) -> tuple[int, int, str, str]:
+        """Alternate SMO on V and the CCCP re-assignment of V (eq. 10).
+
+        Returns (SMO steps, CCCP iterations, status, message).
+        """
+        steps = 0
+        J_prev = None
+        grow = True  # False once the progress rule fired: V may then only shrink
+        for outer in range(1, self.max_cccp + 1):
+            taken, capped = self._smo(self.max_iter - steps)
+            steps += taken
+            if capped:
+                return steps, outer, "max_iter", self._iteration_cap("SMO", steps)
+            z = self.y * self.f
+            keep = self.in_working & (z >= self.ramp_s)  # eq. 10: beta_i = 0
+            leave = self.in_V & ~keep
+            join = (keep & ~self.in_V) if grow else np.zeros_like(keep)
+            if not leave.any() and not join.any():
+                return steps, outer, "ok", ""
+            if grow:
+                J = self._ramp_objective()
+                if J_prev is not None and abs(J_prev - J) <= self.progress_tol * max(abs(J_prev), 1e-300):
+                    grow = False
+                    join[:] = False
+                    if not leave.any():
+                        return steps, outer, "ok", "CCCP stopped on relative progress"
+                J_prev = J
+            # decremental unlearning of the examples leaving V (beta_i = C): a_i -> 0
+            for i in np.flatnonzero(leave):
+                self._set_alpha(int(i), 0.0)
+            self.in_V[leave] = False
+            self.in_V[join] = True  # entering examples start at a_i = 0
+        return steps, self.max_cccp, "max_iter", self._iteration_cap("CCCP", self.max_cccp)
+
+    def _remove_far_nonsv(self) -> int:
+        """Algorithm 2: keep only the max_nonsv non-SVs with the smallest |f(x)|."""
+        if self.max_nonsv is None:
+            return 0
+        nonsv = np.flatnonzero(self.in_working & (self.alpha == 0))
+        if len(nonsv) <= self.max_nonsv:
+            return 0
+        order = np.argsort(np.abs(self.f[nonsv]), kind="stable")
+        drop = nonsv[order[self.max_nonsv:]]
+        self.in_working[drop] = False
+        self.in_V[drop] = False
+        self.n_removed_ += len(drop)
+        return len(drop)
+
+    def _resync(self) -> None:
+        """Recompute every maintained f from the current weights (bounds rounding drift)."""
+        sv = np.flatnonzero(self.alpha > 0)
+        f = np.zeros(len(self.store))
+        for start in range(0, len(sv), 256):
+            chunk = sv[start:start + 256]
+            f += (self.alpha[chunk] * self.y[chunk]) @ self.cache.rows(chunk)
+        self.f = f
+        self._updates_since_sync = 0
+
+    def _restore(self) -> dict[str, Any]:
+        steps, outer, status, msg = self._cccp()
+        removed = self._remove_far_nonsv()
+        if self._updates_since_sync >= self.resync_every:
+            self._resync()
+        return dict(iterations=steps, status=status, message=msg,
+                    extra=dict(cccp_iterations=outer, removed=removed, n_sv=int(np.sum(self.alpha > 0)),
+                               n_active=int(self.in_V.sum()), n_working=int(self.in_working.sum())))
+
+    # -- the contract --------------------------------------------------------
+    def learn(self, i: int, y: float) -> StepResult:
+        """OnlineSVMR step: add example i with label y, then restore optimality.
+
+        The example enters V if y f(x_i) >= s (eq. 10), otherwise it is kept
+        with weight 0; SMO/CCCP iterations then restore the KKT conditions on V.
+        """
+        i, y = self._check_learnable(i, y)
+        with StepTimer(self) as timer:
+            self.y[i] = y
+            self.learned_order.append(i)
+            self.in_working[i] = True
+            entered = bool(y * self.f[i] >= self.ramp_s)
+            self.in_V[i] = entered
+            out = self._restore()
+        out["extra"]["entered_V"] = entered
+        return timer.result(kkt_gap=self._max_violation(), **out)
+
+    def unlearn(self, i: int) -> StepResult:
+        """Remove example i: set its weight to 0 (updating f), forget its label,
+        and re-optimise with SMO/CCCP.
+
+        Not exact: the ramp-loss problem is non-convex and CCCP finds a local
+        optimum that depends on the learning history, so the result is a
+        KKT point of the remaining data but need not equal retraining without i.
+        """
+        i = self._check_unlearnable(i)
+        with StepTimer(self) as timer:
+            self._set_alpha(i, 0.0)
+            self.in_working[i] = False
+            self.in_V[i] = False
+            self.y[i] = 0.0
+            self.learned_order.remove(i)
+            out = self._restore()
+        return timer.result(kkt_gap=self._max_violation(), **out)
+
+    def coefficients(self) -> tuple[np.ndarray, np.ndarray, float]:
+        sv = np.flatnonzero(self.alpha > 0)
+        return sv, self.alpha[sv] * self.y[sv], 0.0
+
+    def decision_function(self, idx=None, X: np.ndarray | None = None) -> np.ndarray:
+        """f for stored indices ``idx`` (default: all; maintained, no kernel
+        evaluations) or for new points ``X`` (computed against the SVs)."""
+        if X is not None:
+            return super().decision_function(X=X)
+        if idx is None:
+            return self.f.copy()
+        return self.f[np.asarray(idx, dtype=np.intp).reshape(-1)].copy()
+
+    def in_ramp_region(self, idx=None, X: np.ndarray | None = None) -> np.ndarray:
+        """Boolean mask |f(x)| <= 1: where OnlineASVMR asks for a label."""
+        return np.abs(self.decision_function(idx, X=X)) <= 1.0
+
+    # -- diagnostics -------------------------------------------------------
+    def _max_violation(self) -> float:
+        V = np.flatnonzero(self.in_V)
+        return float(self._violations(V).max()) if len(V) else 0.0
+
+    def kkt_gap(self) -> float:
+        """Largest single-variable KKT violation on V, with f recomputed from
+        scratch (not from the maintained values): for a_i < C, max(0, 1 - y_i f_i);
+        for a_i > 0, max(0, y_i f_i - 1)."""
+        V = np.flatnonzero(self.in_V)
+        if len(V) == 0:
+            return 0.0
+        sv, coef, _ = self.coefficients()
+        fV = np.zeros(len(V))
+        if len(sv):
+            for start in range(0, len(V), 2048):
+                fV[start:start + 2048] = self._uncounted_block(V[start:start + 2048], sv) @ coef
+        g = 1.0 - self.y[V] * fV
+        a = self.alpha[V]
+        viol = np.maximum(np.where(a < self.C, g, 0.0), np.where(a > 0, -g, 0.0))
+        return float(max(0.0, viol.max()))
+
+    def dual_objective(self) -> float:
+        """W(a) of the hinge sub-problem on V (every a_i > 0 belongs to V)."""
+        return super().dual_objective()
+
+    @property
+    def active_set_(self) -> np.ndarray:
+        """Indices of V (learned examples with y f(x) >= s that are still kept)."""
+        return np.flatnonzero(self.in_V)
+
+    # -- state -------------------------------------------------------------
+    def _state_arrays(self) -> dict[str, np.ndarray]:
+        return dict(alpha=self.alpha.copy(), f=self.f.copy(), in_working=self.in_working.copy(),
+                    in_V=self.in_V.copy(),
+                    counters=np.array([self._updates_since_sync, self.n_removed_], dtype=np.int64))
+
+    def _load_state_arrays(self, arrays: dict[str, np.ndarray], meta: dict) -> None:
+        n = len(self.store)
+        for key in ("alpha", "f", "in_working", "in_V"):
+            if len(arrays[key]) != n:
+                raise ValueError(f"state array {key!r} has length {len(arrays[key])}, expected {n}")
+        self.alpha = np.array(arrays["alpha"], dtype=np.float64)
+        self.f = np.array(arrays["f"], dtype=np.float64)
+        self.in_working = np.array(arrays["in_working"], dtype=bool)
+        self.in_V = np.array(arrays["in_V"], dtype=bool)
+        self._updates_since_sync, self.n_removed_ = (int(v) for v in arrays["counters"])

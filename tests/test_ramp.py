@@ -1,0 +1,359 @@
+"""Tests of the ramp-loss solver OnlineSVMR (core/solvers/ramp.py).
+
+References: the dense no-bias QP of tests/reference.py (cvxopt), scikit-learn's
+SVC (hinge loss, for the sparsity comparison), analytic one-point cases, and
+KKT conditions checked with decision values recomputed from scratch.
+"""
+
+from __future__ import annotations
+
+import io
+import warnings
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from core.solvers import ConvergenceWarning, IterationLimitError, OnlineSolver, make_solver
+from core.solvers.ramp import OnlineSVMR
+from tests.reference import dense_svm_dual
+
+
+def gaussians(n, sep, seed, flip=0.0):
+    rng = np.random.default_rng(seed)
+    y = np.where(rng.random(n) < 0.5, -1.0, 1.0)
+    X = rng.normal(size=(n, 2)) + sep / 2 * y[:, None] * np.array([1.0, 0.0])
+    if flip:
+        y = np.where(rng.random(n) < flip, -y, y)
+    return X, y
+
+
+def checkerboard(n, cells, seed, flip=0.0):
+    rng = np.random.default_rng(seed)
+    X = rng.random((n, 2))
+    cell = np.floor(X * cells).astype(int)
+    y = np.where((cell[:, 0] + cell[:, 1]) % 2 == 0, 1.0, -1.0)
+    if flip:
+        y = np.where(rng.random(n) < flip, -y, y)
+    return X, y
+
+
+def learn_all(solver, y, order=None):
+    for i in range(len(y)) if order is None else order:
+        solver.learn(int(i), y[i])
+    return solver
+
+
+def recomputed_f(solver, idx):
+    """f(x_idx) from the support vectors, computed independently of the solver's maintained values."""
+    sv, coef, b = solver.coefficients()
+    K = solver.kernel(solver.store.X[idx], solver.store.X[sv]) if len(sv) else np.zeros((len(idx), 0))
+    return K @ coef + b
+
+
+def assert_ramp_invariants(solver, tol_extra=1e-9):
+    L = solver.labelled_
+    z = solver.y[L] * recomputed_f(solver, L)
+    a = solver.alpha[L]
+    assert np.all(np.isfinite(solver.f)) and np.all(np.isfinite(solver.alpha))
+    assert np.all((a >= 0) & (a <= solver.C))
+    # eq. 10: every learned example with y f(x) < s carries no weight
+    assert np.all(a[z < solver.ramp_s - tol_extra] == 0)
+    # maintained decision values agree with a recomputation
+    np.testing.assert_allclose(solver.decision_function(L), recomputed_f(solver, L),
+                               rtol=0, atol=1e-8 * max(1, solver.C))
+    # weight only inside V; KKT on V within tol
+    assert np.all(solver.alpha[~solver.in_V] == 0)
+    assert solver.kkt_gap() <= solver.tol + tol_extra * max(1.0, solver.C)
+
+
+# -- analytic cases ------------------------------------------------------------
+@pytest.mark.parametrize("C, expected", [(10.0, 1.0), (0.25, 0.25)])
+def test_single_example_analytic(C, expected):
+    # one example, K_ii = 1 (rbf): W(a) = a - a^2/2 on [0, C] -> a = min(1, C), f(x) = a
+    s = make_solver("ramp", np.array([[0.3, -0.2]]), C=C, gamma=1.0)
+    r = s.learn(0, 1)
+    assert r.status == "ok" and r.iterations == 1
+    np.testing.assert_allclose(s.alpha[0], expected)
+    np.testing.assert_allclose(s.decision_function([0]), [expected])
+    assert s.intercept_ == 0.0 and s.kkt_gap() == 0.0
+    np.testing.assert_allclose(s.dual_objective(), expected - expected**2 / 2)
+
+
+def test_orthogonal_examples_are_independent():
+    # linear kernel, orthogonal points: K = diag(4, 1), no bias -> a_i = min(C, 1 / K_ii)
+    X = np.array([[2.0, 0.0], [0.0, 1.0], [0.0, 0.0]])
+    s = make_solver("ramp", X, kernel="linear", C=0.5)
+    s.learn(0, 1)
+    s.learn(1, -1)
+    np.testing.assert_allclose(s.alpha[:2], [0.25, 0.5])
+    np.testing.assert_allclose(s.decision_function(), [1.0, -0.5, 0.0])
+    # a zero vector has K_ii = 0: it gets the bound C harmlessly and f is unchanged
+    s.learn(2, 1)
+    assert np.all(np.isfinite(s.alpha)) and s.alpha[2] == 0.5
+    np.testing.assert_allclose(s.decision_function(), [1.0, -0.5, 0.0])
+
+
+def test_far_misclassified_example_is_ignored():
+    # after a confident model exists, a mislabelled example deep in the other class has y f < -1:
+    # it is stored but stays out of V with weight 0 (eq. 10)
+    X = np.array([[0.0, 0.0], [0.05, 0.0], [-0.05, 0.0], [0.02, 0.01]])
+    s = make_solver("ramp", X, kernel="rbf", gamma=1.0, C=10.0)
+    for i in range(3):
+        s.learn(i, 1)
+    assert s.decision_function([3])[0] > 1
+    r = s.learn(3, -1)
+    assert r.extra["entered_V"] is False
+    assert s.alpha[3] == 0 and not s.in_V[3]
+    assert_ramp_invariants(s)
+
+
+# -- agreement with the dense no-bias QP when V is everything -------------------
+@pytest.mark.parametrize("tol, rel", [(1e-3, 1e-4), (1e-7, 1e-8)])
+@pytest.mark.parametrize("seed", [1, 2])
+def test_equals_dense_qp_when_V_is_all(tol, rel, seed):
+    X, y = gaussians(150, sep=5.0, seed=seed)
+    C = 1.0
+    s = make_solver("ramp", X, C=C, gamma=0.5, tol=tol, max_nonsv=None)
+    learn_all(s, y)
+    L = s.labelled_
+    assert s.in_V[L].all(), "precondition: no example left V on this problem"
+    K = s.kernel(X, X)
+    ref = dense_svm_dual(K, y, C, bias=False)
+    assert abs(s.dual_objective() - ref.objective) <= rel * abs(ref.objective)
+    np.testing.assert_allclose(s.decision_function(), ref.decision(K, y), atol=30 * tol)
+    assert s.kkt_gap() <= tol * (1 + 1e-6)
+    # the reference itself satisfies the same single-variable KKT conditions
+    g = 1 - y * ref.decision(K, y)
+    viol = np.maximum(np.where(ref.alpha < C - 1e-7, g, 0), np.where(ref.alpha > 1e-7, -g, 0))
+    assert viol.max() < 1e-4
+
+
+def test_learning_order_does_not_matter_when_V_is_all():
+    X, y = gaussians(80, sep=5.0, seed=3)
+    objs = []
+    for seed in range(3):
+        order = np.random.default_rng(seed).permutation(len(y))
+        s = learn_all(make_solver("ramp", X, C=2.0, gamma=0.5, tol=1e-8, max_nonsv=None), y, order)
+        assert s.in_V[s.labelled_].all()
+        objs.append(s.dual_objective())
+    np.testing.assert_allclose(objs, objs[0], rtol=1e-9)
+
+
+# -- ramp behaviour on noisy data ---------------------------------------------------
+def test_zero_weight_below_s_after_every_step():
+    X, y = gaussians(250, sep=1.5, seed=5, flip=0.15)
+    s = make_solver("ramp", X, C=5.0, gamma=1.0)
+    excluded = 0
+    for i in range(len(y)):
+        r = s.learn(i, y[i])
+        assert r.status == "ok" and np.isfinite(r.kkt_gap) and r.kkt_gap <= s.tol
+        if i % 25 == 24:
+            assert_ramp_invariants(s)
+    assert_ramp_invariants(s)
+    L = s.labelled_
+    excluded = np.sum(y[L] * recomputed_f(s, L) < -1)
+    assert excluded > 0, "the test needs examples beyond the ramp to mean anything"
+
+
+@pytest.mark.parametrize("data", ["gaussians", "checkerboard"])
+def test_sparser_than_hinge_svm_at_similar_accuracy(data):
+    from sklearn.svm import SVC
+
+    if data == "gaussians":
+        X, y = gaussians(800, sep=2.0, seed=11, flip=0.2)
+        Xt, yt = gaussians(2000, sep=2.0, seed=12)
+        C, gamma = 1.0, 0.5
+    else:
+        X, y = checkerboard(1200, 2, seed=13, flip=0.15)
+        Xt, yt = checkerboard(2000, 2, seed=14)
+        C, gamma = 3.0, 4.0
+    s = learn_all(make_solver("ramp", X, C=C, gamma=gamma), y)
+    ref = SVC(C=C, kernel="rbf", gamma=gamma, tol=1e-3).fit(X, y)
+    acc_ramp = np.mean(np.sign(s.decision_function(X=Xt)) == yt)
+    acc_svc = ref.score(Xt, yt)
+    assert s.n_support_ <= 0.5 * len(ref.support_), (s.n_support_, len(ref.support_))
+    assert acc_ramp >= acc_svc - 0.02, (acc_ramp, acc_svc)
+    assert_ramp_invariants(s)
+
+
+def test_removal_step_keeps_the_closest_non_svs():
+    X, y = gaussians(300, sep=3.0, seed=7, flip=0.1)
+    m = 20
+    s = make_solver("ramp", X, C=1.0, gamma=0.5, max_nonsv=m)
+    for i in range(len(y)):
+        s.learn(i, y[i])
+        nonsv = np.flatnonzero(s.in_working & (s.alpha == 0))
+        assert len(nonsv) <= m
+    assert s.n_removed_ > 0
+    learned = np.zeros(len(y), bool)
+    learned[s.labelled_] = True
+    dropped = learned & ~s.in_working
+    assert dropped.sum() == s.n_removed_
+    assert np.all(s.alpha[dropped] == 0)
+    assert_ramp_invariants(s)
+
+
+# -- read-outs for OnlineASVMR ----------------------------------------------------
+def test_decision_values_for_pool_and_new_points():
+    X, y = gaussians(120, sep=2.0, seed=2, flip=0.1)
+    s = make_solver("ramp", X[:80], C=1.0, gamma=0.5)
+    learn_all(s, y[:40])
+    # unlabelled pool points (40..79) have maintained f too
+    np.testing.assert_allclose(s.decision_function(), recomputed_f(s, np.arange(80)), atol=1e-10)
+    np.testing.assert_allclose(s.decision_function(X=X[80:]), s.kernel(X[80:], X[s.support_]) @ s.dual_coef_)
+    # the store grows after learning started: the new points get their f as well
+    idx = s.add_points(X[80:])
+    np.testing.assert_allclose(s.decision_function(idx), s.decision_function(X=X[80:]), atol=1e-10)
+    for i in idx[:20]:
+        s.learn(int(i), y[i])
+    np.testing.assert_allclose(s.decision_function(), recomputed_f(s, np.arange(120)), atol=1e-10)
+    region = s.in_ramp_region()
+    assert region.dtype == bool and region.shape == (120,)
+    np.testing.assert_array_equal(region, np.abs(s.decision_function()) <= 1)
+    np.testing.assert_array_equal(s.in_ramp_region([3, 5]), region[[3, 5]])
+    assert 0 < region.sum() < 120
+
+
+# -- unlearning ------------------------------------------------------------------
+def test_unlearn_restores_kkt_and_forgets_the_example():
+    X, y = gaussians(100, sep=1.5, seed=9, flip=0.15)
+    s = learn_all(make_solver("ramp", X, C=2.0, gamma=1.0), y)
+    sv = s.support_
+    for i in sv[:5]:
+        r = s.unlearn(int(i))
+        assert r.success
+        assert s.alpha[i] == 0 and s.y[i] == 0 and int(i) not in s.learned_order
+        assert_ramp_invariants(s)
+    with pytest.raises(ValueError):
+        s.unlearn(int(sv[0]))
+    s.learn(int(sv[0]), y[sv[0]])  # can be learned again
+    assert_ramp_invariants(s)
+
+
+def test_unlearn_everything_gives_the_empty_model():
+    X, y = gaussians(20, sep=2.0, seed=4)
+    s = learn_all(make_solver("ramp", X, C=1.0, gamma=0.5), y)
+    for i in list(s.learned_order):
+        s.unlearn(i)
+    assert len(s.support_) == 0
+    np.testing.assert_allclose(s.decision_function(), 0.0, atol=1e-12)
+
+
+def test_unlearn_when_V_is_all_matches_the_qp_without_the_example():
+    # the sub-problem on a fixed V is convex: if V stays everything, unlearning equals retraining
+    X, y = gaussians(60, sep=5.0, seed=6)
+    s = learn_all(make_solver("ramp", X, C=1.0, gamma=0.5, tol=1e-8, max_nonsv=None), y)
+    i = int(s.support_[0])
+    s.unlearn(i)
+    keep = np.setdiff1d(np.arange(60), [i])
+    assert s.in_V[keep].all()
+    K = s.kernel(X[keep], X[keep])
+    ref = dense_svm_dual(K, y[keep], 1.0, bias=False)
+    np.testing.assert_allclose(s.dual_objective(), ref.objective, rtol=1e-7)
+
+
+# -- iteration caps, validation -------------------------------------------------
+def test_iteration_cap_raises_or_warns():
+    X, y = gaussians(60, sep=0.5, seed=8)
+    s = make_solver("ramp", X, C=100.0, gamma=2.0, max_iter=1, on_max_iter="raise")
+    s.learn(0, y[0])  # one step suffices for the first example
+    with pytest.raises(IterationLimitError):
+        for i in range(1, 60):
+            s.learn(i, y[i])
+    s = make_solver("ramp", X, C=100.0, gamma=2.0, max_iter=1, on_max_iter="warn")
+    statuses = []
+    with pytest.warns(ConvergenceWarning):
+        for i in range(60):
+            statuses.append(s.learn(i, y[i]).status)
+    assert "max_iter" in statuses
+    assert np.all(np.isfinite(s.f))
+
+
+@pytest.mark.parametrize("kw", [dict(ramp_s=1.0), dict(ramp_s=np.nan), dict(max_nonsv=-1), dict(max_nonsv=2.5),
+                                dict(progress_tol=-1.0), dict(max_cccp=0)])
+def test_bad_parameters(kw):
+    with pytest.raises(ValueError):
+        OnlineSVMR(np.zeros((2, 2)), **kw)
+
+
+def test_registry_and_contract():
+    s = make_solver("ramp", np.eye(3))
+    assert isinstance(s, OnlineSVMR) and s.name == "ramp" and s.has_bias is False
+    with pytest.raises(ValueError):
+        s.learn(0, 2)
+    s.learn(0, 1)
+    with pytest.raises(ValueError):
+        s.learn(0, 1)
+    with pytest.raises(IndexError):
+        s.learn(7, 1)
+
+
+# -- state round trip ------------------------------------------------------------
+@pytest.mark.parametrize("include_data", [True, False])
+def test_state_round_trip(include_data):
+    X, y = gaussians(150, sep=1.5, seed=10, flip=0.15)
+    s = make_solver("ramp", X, C=2.0, gamma=1.0, max_nonsv=15, ramp_s=-0.5, random_state=3)
+    learn_all(s, y[:100])
+    buf = io.BytesIO()
+    s.save(buf, include_data=include_data)
+    buf.seek(0)
+    t = OnlineSolver.load(buf, X=None if include_data else X)
+    assert isinstance(t, OnlineSVMR)
+    assert t.ramp_s == -0.5 and t.max_nonsv == 15 and t.C == 2.0
+    np.testing.assert_array_equal(t.decision_function(), s.decision_function())
+    np.testing.assert_array_equal(t.decision_function(X=X[:7] + 0.1), s.decision_function(X=X[:7] + 0.1))
+    np.testing.assert_array_equal(t.in_V, s.in_V)
+    np.testing.assert_array_equal(t.in_working, s.in_working)
+    assert t.learned_order == s.learned_order and t.n_kernel_evals == s.n_kernel_evals
+    assert t.dual_objective() == s.dual_objective()
+    # both continue identically
+    for i in range(100, 150):
+        s.learn(i, y[i])
+        t.learn(i, y[i])
+    np.testing.assert_array_equal(t.alpha, s.alpha)
+    np.testing.assert_array_equal(t.decision_function(), s.decision_function())
+
+
+# -- property tests --------------------------------------------------------------
+@st.composite
+def small_problems(draw):
+    n = draw(st.integers(1, 14))
+    grid = draw(st.sampled_from([2, 3, 50]))  # a coarse grid gives many duplicate points
+    pts = draw(st.lists(st.tuples(st.integers(0, grid), st.integers(0, grid)), min_size=n, max_size=n))
+    X = np.array(pts, dtype=float) / grid
+    labels = draw(st.lists(st.sampled_from([-1.0, 1.0]), min_size=n, max_size=n))
+    y = np.array(labels)
+    if draw(st.booleans()):  # a single class first
+        y = np.sort(y)
+    C = draw(st.sampled_from([1e-8, 1e-3, 1.0, 1e3, 1e8]))
+    kernel = draw(st.sampled_from(["rbf", "linear", "poly"]))
+    gamma = draw(st.sampled_from([0.1, 1.0, 30.0]))
+    s_param = draw(st.sampled_from([-1.0, -0.3, 0.0]))
+    n_unlearn = draw(st.integers(0, 3))
+    return X, y, C, kernel, gamma, s_param, n_unlearn
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(small_problems())
+def test_property_no_nan_terminates(problem):
+    X, y, C, kernel, gamma, s_param, n_unlearn = problem
+    s = make_solver("ramp", X, C=C, kernel=kernel, gamma=gamma, ramp_s=s_param, max_iter=3000,
+                    max_nonsv=4)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)  # documented: a cap may be hit for extreme C
+        results = [s.learn(i, y[i]) for i in range(len(y))]
+        for i in list(s.learned_order)[:n_unlearn]:
+            results.append(s.unlearn(i))
+    for r in results:
+        assert r.status in ("ok", "max_iter")
+        assert np.isfinite(r.kkt_gap) and np.isfinite(r.seconds)
+    assert np.all(np.isfinite(s.f)) and np.all(np.isfinite(s.alpha))
+    assert np.all((s.alpha >= 0) & (s.alpha <= C))
+    assert np.isfinite(s.dual_objective()) and np.isfinite(s.kkt_gap())
+    if all(r.status == "ok" for r in results):
+        L = s.labelled_
+        z = s.y[L] * recomputed_f(s, L)
+        assert np.all(s.alpha[L][z < s_param - 1e-9 * max(1.0, C)] == 0)
+        assert s.kkt_gap() <= s.tol + 1e-9 * max(1.0, C) * max(1.0, np.abs(s.kernel.diag(X)).max())
