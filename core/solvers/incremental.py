@@ -1,0 +1,919 @@
+"""Exact incremental learning and decremental unlearning for SVMs.
+
+Cauwenberghs & Poggio (2001), in the design and notation of Laskov, Gehl,
+Krüger & Müller, "Incremental Support Vector Learning: Analysis,
+Implementation and Applications", JMLR 7 (2006).  Equation numbers in the
+comments refer to that paper.
+
+Notation (binary C-SVC, ``IncrementalSVM``)::
+
+    Q_ij = y_i y_j K(x_i, x_j)
+    g_i  = sum_j Q_ij a_j + y_i b - 1  =  y_i f(x_i) - 1          (margin)
+    S = {i : 0 < a_i < C, g_i = 0}   margin vectors
+    E = {i : a_i = C,     g_i <= 0}  error vectors
+    O = {i : a_i = 0,     g_i >= 0}  other (reserve) vectors
+
+Only *learned* examples belong to S, E or O.  Learning an example c raises
+a_c from 0 while S, b and a_S move so that g_S = 0 and sum_i y_i a_i = 0 keep
+holding (eqs. 6–9):
+
+    [db; da_S] = beta * da_c,   beta = -R [y_c; Q_Sc],   R = Q~^{-1},
+    Q~ = [[0, y_S^T], [y_S, Q_SS]]                     (bordered matrix)
+    dg_i = gamma_i * da_c,      gamma_i = Q_ic + [y_i, Q_iS] beta
+
+Each minor iteration takes the largest step that keeps every other example's
+KKT condition (eqs. 10–14) and records which of the four cases limited it:
+c reaches the margin (1), c reaches C (2), a margin vector reaches 0 or C
+(3), an error or other vector reaches the margin (4).  R is updated
+recursively when S gains (eqs. 15–17) or loses (eq. 22) a member.
+Unlearning drives a_c back to 0 with the same machinery, then drops c.
+
+Storage (§5.3): the kernel rows of the margin vectors over the learned
+examples are kept as one contiguous row-major block ``_Ks`` (|S| x n_learned),
+so gamma for all learned examples is a single gaxpy over those rows (eq. 30)
+and no submatrix is gathered with fancy indexing in a minor iteration.
+
+``IncrementalOneClassSVM`` is the one-class variant (§3, eqs. 23–24, Alg. 2).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, ClassVar
+
+import numpy as np
+
+from core.solvers.base import OnlineSolver, StepResult, StepTimer
+
+# set membership codes of learned examples
+SET_S, SET_E, SET_O, SET_CAND = 0, 1, 2, 3
+_SET_NAMES = {SET_S: "S", SET_E: "E", SET_O: "O", SET_CAND: "candidate"}
+
+# driving modes: raise a_c until c satisfies its KKT condition (learning, or
+# repairing an O example with g < 0); lower a_c until it does (repairing an E
+# example with g > 0); lower a_c to 0 whatever happens to g_c (unlearning).
+_LEARN, _LOWER, _REMOVE = "learn", "lower", "unlearn"
+
+
+class IncrementalSVM(OnlineSolver):
+    """Exact incremental / decremental C-SVC (Cauwenberghs & Poggio; Laskov et al. 2006).
+
+    Parameters (besides those of :class:`~core.solvers.base.OnlineSolver`)
+    ----------
+    max_learned : int or None
+        Learning with a limited window (§6.1): when this many examples are
+        learned, the least relevant one (smallest a_i; ties: the oldest) is
+        unlearned before a new example is learned.  ``None``: unlimited.
+    resync_every : int
+        After this many learn/unlearn calls, the margins g and the inverse R
+        are recomputed from scratch (and a_S, b refined by one Newton step)
+        so that long runs stay exact.  A cheap drift probe of R·Q~ ≈ I every
+        ``probe_every`` calls triggers the same re-sync earlier.
+    kappa_tol : float
+        An example whose kappa (eq. 17) is below ``kappa_tol * K(x, x)`` is
+        linearly dependent on the margin vectors in feature space (a duplicate,
+        say) and never enters S (see ``_enter``).
+
+    Raises ``IterationLimitError`` only when ``on_max_iter="raise"`` and a
+    learn/unlearn needs more than ``max_iter`` minor iterations; otherwise a
+    ``ConvergenceWarning`` is issued and the step reports ``status="max_iter"``.
+    """
+
+    name: ClassVar[str] = "incremental"
+    exact_unlearn: ClassVar[bool] = True
+    has_bias: ClassVar[bool] = True
+    _offset: ClassVar[float] = 1.0  # g_i = y_i f(x_i) - offset
+    _eq_target: ClassVar[float] = 0.0  # sum_i y_i a_i = target
+
+    def __init__(self, X: np.ndarray | None = None, *, max_learned: int | None = None,
+                 resync_every: int = 500, probe_every: int = 10, kappa_tol: float = 1e-10, **params):
+        if max_learned is not None and int(max_learned) < 2:
+            raise ValueError("max_learned must be at least 2 (or None for no window)")
+        if int(resync_every) < 1 or int(probe_every) < 1:
+            raise ValueError("resync_every and probe_every must be at least 1")
+        if not (np.isfinite(kappa_tol) and kappa_tol > 0):
+            raise ValueError("kappa_tol must be a positive number")
+        self.max_learned = None if max_learned is None else int(max_learned)
+        self.resync_every = int(resync_every)
+        self.probe_every = int(probe_every)
+        self.kappa_tol = float(kappa_tol)
+        self._reset_model()
+        super().__init__(X, **params)
+
+    # ------------------------------------------------------------------ state
+    def _reset_model(self, cap_learned: int = 64, cap_margin: int = 16) -> None:
+        self._nL = 0  # number of learned examples (positions 0.._nL-1)
+        self._m = 0  # |S|
+        self._pidx = np.zeros(cap_learned, dtype=np.intp)  # store index of each position
+        self._py = np.zeros(cap_learned)  # label
+        self._pa = np.zeros(cap_learned)  # alpha
+        self._pg = np.zeros(cap_learned)  # margin g
+        self._pst = np.zeros(cap_learned, dtype=np.int8)  # set membership
+        self._pseq = np.zeros(cap_learned, dtype=np.int64)  # learning sequence number (tie-breaks)
+        self._slot = np.full(cap_learned, -1, dtype=np.intp)  # row of _Ks / slot in S, -1 if not in S
+        self._Spos = np.zeros(cap_margin, dtype=np.intp)  # position of each S slot
+        self._Ks = np.zeros((cap_margin, cap_learned))  # kernel rows of S over learned (§5.3)
+        self._R = np.zeros((cap_margin + 1, cap_margin + 1))  # R = Q~^{-1}, active (m+1)x(m+1)
+        self._b = 0.0
+        self._seq = 0
+        self._since_sync = 0
+        self._since_probe = 0
+        self._n_resync = 0
+        self._pos_of = np.full(len(getattr(self, "store", ())), -1, dtype=np.intp)
+
+    def _on_store_grown(self, n_new: int) -> None:
+        self._pos_of = np.concatenate([self._pos_of, np.full(n_new, -1, dtype=np.intp)])
+
+    def get_params(self) -> dict[str, Any]:
+        p = super().get_params()
+        p.update(max_learned=self.max_learned, resync_every=self.resync_every,
+                 probe_every=self.probe_every, kappa_tol=self.kappa_tol)
+        return p
+
+    def _grow_learned(self) -> None:
+        cap = len(self._pidx)
+        if self._nL < cap:
+            return
+        new = 2 * cap
+        for nm in ("_pidx", "_py", "_pa", "_pg", "_pst", "_pseq", "_slot"):
+            old = getattr(self, nm)
+            arr = np.full(new, -1, dtype=old.dtype) if nm == "_slot" else np.zeros(new, dtype=old.dtype)
+            arr[:cap] = old
+            setattr(self, nm, arr)
+        Ks = np.zeros((self._Ks.shape[0], new))
+        Ks[:, :cap] = self._Ks
+        self._Ks = Ks
+
+    def _grow_margin(self) -> None:
+        cap = len(self._Spos)
+        if self._m < cap:
+            return
+        new = 2 * cap
+        Spos = np.zeros(new, dtype=np.intp)
+        Spos[:cap] = self._Spos
+        Ks = np.zeros((new, self._Ks.shape[1]))
+        Ks[:cap] = self._Ks
+        R = np.zeros((new + 1, new + 1))
+        R[: cap + 1, : cap + 1] = self._R
+        self._Spos, self._Ks, self._R = Spos, Ks, R
+
+    # --------------------------------------------------------- kernel access
+    def _kernel_row(self, i: int) -> np.ndarray:
+        """K(x_i, x_j) for the learned examples j (by position), length n_learned.
+
+        Full store rows come from the cache when the store is not much larger
+        than the learned set (or the row is cached already); otherwise only the
+        learned columns are evaluated, so a large unlabelled pool is not paid
+        for on every label.
+        """
+        idxL = self._pidx[: self._nL]
+        if len(self.store) <= 2 * self._nL + 16:
+            return self.cache.row(i)[idxL]
+        return np.array(self.cache.entries(i, idxL))
+
+    def _kernel_scale(self) -> float:
+        d = self.cache.diag(self._pidx[: self._nL]) if self._nL else np.ones(1)
+        return float(max(1e-300, np.max(d)))
+
+    # ----------------------------------------------------- S-set bookkeeping
+    def _S_add(self, k: int, beta_k: np.ndarray | None, kappa: float, krow: np.ndarray) -> None:
+        """Add position k to S and update R (eqs. 15–17); first member: explicit inverse."""
+        self._grow_margin()
+        m, nL = self._m, self._nL
+        R = self._R
+        if m == 0:
+            # Q~ = [[0, y_k], [y_k, K_kk]]  =>  R = [[-K_kk, y_k], [y_k, 0]]   (y_k^2 = 1)
+            yk = self._py[k]
+            R[0, 0], R[0, 1], R[1, 0], R[1, 1] = -krow[k], yk, yk, 0.0
+        else:
+            R[: m + 2, m + 1] = 0.0
+            R[m + 1, : m + 2] = 0.0
+            v = np.empty(m + 2)
+            v[: m + 1] = beta_k
+            v[m + 1] = 1.0
+            R[: m + 2, : m + 2] += np.outer(v, v) / kappa  # eq. 16
+        self._Ks[m, :nL] = krow
+        self._Spos[m] = k
+        self._slot[k] = m
+        self._m = m + 1
+        self._pst[k] = SET_S
+        self._pg[k] = 0.0
+
+    def _S_remove(self, k: int) -> None:
+        """Remove position k from S and update R (eq. 22): R_ij -= R_ik R_kj / R_kk."""
+        j = int(self._slot[k])
+        m, nL = self._m, self._nL
+        r = j + 1
+        if m > 1:
+            Ra = self._R[: m + 1, : m + 1]
+            col = Ra[:, r].copy()
+            Ra -= np.outer(col, col) / col[r]  # R is symmetric
+            last = m  # R index of the last slot
+            if r != last:
+                Ra[r, :] = Ra[last, :]
+                Ra[:, r] = Ra[:, last]
+                self._Ks[j, :nL] = self._Ks[m - 1, :nL]
+                moved = self._Spos[m - 1]
+                self._Spos[j] = moved
+                self._slot[moved] = j
+        self._slot[k] = -1
+        self._m = m - 1
+
+    def _sensitivity(self, yc: float, kS: np.ndarray) -> np.ndarray:
+        """beta = -R [y_c; Q_Sc] (eq. 7) for a driven example with kernel values kS against S."""
+        m = self._m
+        S = self._Spos[:m]
+        rhs = np.empty(m + 1)
+        rhs[0] = yc
+        rhs[1:] = self._py[S] * yc * kS
+        return -(self._R[: m + 1, : m + 1] @ rhs)
+
+    # --------------------------------------------------- learned-set storage
+    def _append(self, i: int, y: float) -> int:
+        self._grow_learned()
+        p = self._nL
+        self._nL += 1
+        self._pidx[p] = i
+        self._py[p] = y
+        self._pa[p] = 0.0
+        self._pg[p] = 0.0
+        self._pst[p] = SET_CAND
+        self._pseq[p] = self._seq
+        self._slot[p] = -1
+        self._seq += 1
+        self._pos_of[i] = p
+        self.y[i] = y
+        self.learned_order.append(i)
+        return p
+
+    def _new_column(self, p: int, krow: np.ndarray) -> None:
+        """Kernel values of the new learned position p against S (a column of _Ks)."""
+        m = self._m
+        if m:
+            self._Ks[:m, p] = krow[self._Spos[:m]]
+
+    def _delete_position(self, p: int) -> None:
+        """Drop learned position p (not in S, a_p = 0); the last position moves into its place."""
+        i = int(self._pidx[p])
+        q = self._nL - 1
+        if p != q:
+            for nm in ("_pidx", "_py", "_pa", "_pg", "_pst", "_pseq", "_slot"):
+                arr = getattr(self, nm)
+                arr[p] = arr[q]
+            self._pos_of[self._pidx[p]] = p
+            m = self._m
+            if m:
+                self._Ks[:m, p] = self._Ks[:m, q]
+            if self._slot[p] >= 0:
+                self._Spos[self._slot[p]] = p
+        self._slot[q] = -1
+        self._nL = q
+        self._pos_of[i] = -1
+        self.y[i] = 0.0
+        self.learned_order.remove(i)
+
+    def _margin_of(self, p: int, krow: np.ndarray) -> float:
+        """g_p from scratch: y_p (sum_j a_j y_j K_pj + b) - offset."""
+        nL = self._nL
+        coef = self._pa[:nL] * self._py[:nL]
+        return float(self._py[p] * (krow @ coef + self._b) - self._offset)
+
+    # ------------------------------------------------------------ the drive
+    def _drive(self, p: int, mode: str, krow_p: np.ndarray | None = None) -> tuple[int, str]:
+        """Move a_p (status 'candidate') until its KKT condition holds (learn/lower) or a_p = 0 (unlearn).
+
+        Returns (minor iterations, message).
+        """
+        C = self.C
+        y = self._py
+        d = 1.0 if mode == _LEARN else -1.0
+        if krow_p is None:
+            krow_p = self._kernel_row(int(self._pidx[p]))
+        yp = float(y[p])
+        scale = self._kernel_scale()
+        eps_gamma = 1e-11 * scale
+        eps_kappa_p = self.kappa_tol * max(float(krow_p[p]), 1e-300)
+        eps_beta = 1e-12
+        kkt_slack = 1e-9
+        nL = self._nL
+        blocked = np.zeros(nL, dtype=bool)
+        prev: tuple[str, int, bool] | None = None
+        iters = 0
+        msg = ""
+        self._last_cases = []
+        while True:
+            if iters >= self.max_iter:
+                msg = self._iteration_cap(f"{mode} of example {int(self._pidx[p])}", iters)
+                self._last_status = "max_iter"
+                break
+            iters += 1
+            m = self._m
+            st = self._pst[:nL]
+            g = self._pg[:nL]
+            a = self._pa[:nL]
+            yl = y[:nL]
+            S = self._Spos[:m]
+            if m == 0:
+                # §4.1, eqs. 25–28: with S empty only the bias moves.  db = d y_p t,
+                # dg_i = y_i db; the direction is the one in which the example that
+                # enters S can absorb the change of a_p under sum_i y_i a_i = target.
+                beta = None
+                dg = yl * (d * yp)
+            else:
+                beta = self._sensitivity(yp, krow_p[S])  # eq. 7
+                gamma = yl * (yp * krow_p + (yl[S] * beta[1:]) @ self._Ks[:m, :nL] + beta[0])  # eqs. 8, 30
+                gamma[S] = 0.0
+                dg = gamma * d
+
+            best_t, best = math.inf, None  # (t, rank, seq, kind, k)
+
+            def offer(t: float, rank: int, k: int, kind: str) -> None:
+                nonlocal best_t, best
+                key = (t, rank, int(self._pseq[k]))
+                if best is None or key < best[:3]:
+                    best_t = t
+                    best = (t, rank, int(self._pseq[k]), kind, k)
+
+            # case 1 (eq. 10): the driven example reaches the margin
+            if mode != _REMOVE:
+                rate = dg[p]
+                thresh = 0.5 if m == 0 else max(eps_kappa_p, eps_gamma)
+                if mode == _LEARN and rate > thresh:
+                    offer(max(0.0, -g[p] / rate), 0, p, "c_margin")
+                elif mode == _LOWER and rate < -thresh:
+                    offer(max(0.0, g[p] / -rate), 0, p, "c_margin")
+            # case 2 (eq. 11): the driven example reaches its bound
+            if m > 0:
+                offer(C - a[p] if mode == _LEARN else a[p], 1, p, "c_bound")
+                # case 3 (eq. 12): a margin vector reaches 0 or C
+                da = beta[1:] * d
+                aS = a[S]
+                with np.errstate(divide="ignore", invalid="ignore"):
+                    t3 = np.where(da > eps_beta, (C - aS) / da, np.where(da < -eps_beta, aS / -da, np.inf))
+                t3 = np.maximum(t3, 0.0)
+                if t3.size:
+                    tmin = t3.min()
+                    if np.isfinite(tmin):
+                        ties = np.flatnonzero(t3 == tmin)
+                        k = int(S[ties[np.argmin(self._pseq[S[ties]])]])
+                        offer(float(tmin), 2, k, "leave")
+            # case 4 (eqs. 13–14): an error or other vector reaches the margin
+            cand_E = (st == SET_E) & ~blocked & (dg > eps_gamma) & (g <= kkt_slack)
+            cand_O = (st == SET_O) & ~blocked & (dg < -eps_gamma) & (g >= -kkt_slack)
+            with np.errstate(divide="ignore", invalid="ignore"):
+                t4 = np.where(cand_E | cand_O, np.maximum(-g / dg, 0.0), np.inf)
+            if t4.size:
+                tmin = t4.min()
+                if np.isfinite(tmin):
+                    ties = np.flatnonzero(t4 == tmin)
+                    k = int(ties[np.argmin(self._pseq[ties])])
+                    offer(float(tmin), 3, k, "enter")
+
+            if best is None:
+                # Only possible when unlearning with S empty and nothing left to absorb
+                # a_p: then a_p is rounding residue of the equality constraint.
+                if mode == _REMOVE and a[p] <= 1e-9 * C:
+                    a[p] = 0.0
+                    self._last_cases.append("residue")
+                    break
+                msg = self._iteration_cap(f"{mode} of example {int(self._pidx[p])} (no admissible step)", iters)
+                self._last_status = "max_iter"
+                break
+
+            t, _, _, kind, k = best
+            # apply the step
+            if m == 0:
+                self._b += d * yp * t
+                g += dg * t
+            else:
+                a[p] += d * t
+                a[S] += beta[1:] * (d * t)
+                self._b += beta[0] * d * t
+                g += dg * t
+                g[S] = 0.0
+            self._last_cases.append(kind)
+            zero = t == 0.0
+
+            if kind == "c_margin":
+                g[p] = 0.0
+                if a[p] <= 0.0:
+                    a[p] = 0.0
+                    st[p] = SET_O
+                elif a[p] >= C:
+                    a[p] = C
+                    st[p] = SET_E
+                elif m == 0:
+                    self._S_add(p, None, 1.0, krow_p)
+                else:
+                    self._S_add(p, beta, float(gamma[p]), krow_p)  # kappa_p = gamma_p
+                break
+            if kind == "c_bound":
+                if mode == _LEARN:
+                    a[p] = C
+                    st[p] = SET_E
+                else:
+                    a[p] = 0.0
+                    st[p] = SET_O
+                break
+            if kind == "leave":
+                up = beta[1 + self._slot[k]] * d > 0
+                a[k] = C if up else 0.0
+                self._S_remove(k)
+                st[k] = SET_E if up else SET_O
+                g[k] = 0.0
+                if zero and prev is not None and prev[:2] == ("enter", k):
+                    # §4.2: no immediate cycling — k entered S in the previous iteration and
+                    # would leave it again without any progress: keep it out of S for now.
+                    blocked[k] = True
+                else:
+                    blocked[:] = False
+                prev = ("leave", k, zero)
+                continue
+            # kind == "enter"
+            g[k] = 0.0
+            if zero and prev is not None and prev[0] == "leave" and prev[1] == k:
+                blocked[k] = True  # §4.2: it just left S with no progress; do not bring it back at once
+                prev = ("blocked", k, zero)
+                continue
+            if self._enter(k):
+                blocked[:] = False
+            else:
+                blocked[k] = True
+            prev = ("enter", k, zero)
+        return iters, msg
+
+    def _enter(self, k: int) -> bool:
+        """Bring E/O position k into S unless its kappa (eq. 17) is ~0.
+
+        A kappa near zero means x_k is (numerically) linearly dependent on the
+        margin vectors in the bordered feature space — a duplicate, or a point
+        collinear with them under a linear kernel.  Then Q~ with k added is
+        singular, and, for the same reason, gamma_k = 0 for every driven example:
+        g_k no longer moves while S is unchanged.  The paper's remedy is not to
+        add such a point to S; it stays in E or O at g_k = 0 (which satisfies its
+        KKT condition) and is blocked until S changes.
+        """
+        krow = self._kernel_row(int(self._pidx[k]))
+        m = self._m
+        if m == 0:
+            self._S_add(k, None, 1.0, krow)
+            return True
+        S = self._Spos[:m]
+        beta_k = self._sensitivity(float(self._py[k]), krow[S])
+        yk = float(self._py[k])
+        kappa = float(krow[k] + yk * beta_k[0] + (self._py[S] * yk * krow[S]) @ beta_k[1:])  # eq. 17
+        if not np.isfinite(kappa) or kappa <= self.kappa_tol * max(float(krow[k]), 1e-300):
+            return False
+        self._S_add(k, beta_k, kappa, krow)
+        return True
+
+    # ------------------------------------------------------------- repair
+    def _violations(self) -> np.ndarray:
+        nL = self._nL
+        st, g = self._pst[:nL], self._pg[:nL]
+        v = np.zeros(nL)
+        v[st == SET_O] = np.maximum(0.0, -g[st == SET_O])
+        v[st == SET_E] = np.maximum(0.0, g[st == SET_E])
+        v[st == SET_S] = np.abs(g[st == SET_S])
+        return v
+
+    def _repair(self, tol: float = 1e-10, passes: int = 3) -> int:
+        """Drive every learned example whose (maintained) KKT condition is violated back to it.
+
+        This is the incremental step applied to an example already learned:
+        an O example with g < 0 is driven up, an E example with g > 0 down.
+        It closes the small violations that rounding or a blocked dependent
+        point may leave, and initialises the one-class problem (Alg. 2).
+        """
+        iters = 0
+        for _ in range(passes):
+            v = self._violations()
+            bad = np.flatnonzero(v > tol)
+            if not len(bad):
+                break
+            for k_seq in np.sort(self._pseq[bad]):
+                nL = self._nL
+                k = int(np.flatnonzero(self._pseq[:nL] == k_seq)[0])
+                st, g = self._pst[k], self._pg[k]
+                if st == SET_O and g < -tol:
+                    mode = _LEARN
+                elif st == SET_E and g > tol:
+                    mode = _LOWER
+                else:
+                    continue
+                self._pst[k] = SET_CAND
+                it, _ = self._drive(k, mode)
+                iters += it
+                if self._pst[k] == SET_CAND:  # cap hit: leave it where it is
+                    self._pst[k] = SET_E if self._pa[k] >= self.C else SET_O
+        return iters
+
+    # ------------------------------------------------------------ re-sync
+    def _Qtilde(self) -> np.ndarray:
+        m = self._m
+        S = self._Spos[:m]
+        yS = self._py[S]
+        Qt = np.empty((m + 1, m + 1))
+        Qt[0, 0] = 0.0
+        Qt[0, 1:] = yS
+        Qt[1:, 0] = yS
+        Qt[1:, 1:] = np.outer(yS, yS) * self._Ks[:m, S]
+        return Qt
+
+    def _probe_drift(self) -> float:
+        """Cheap estimate of |R Q~ - I| with one fixed probe vector (O(|S|^2))."""
+        m = self._m
+        if m == 0:
+            return 0.0
+        v = np.cos(np.arange(m + 1) * 1.234567 + 0.5)
+        return float(np.max(np.abs(self._R[: m + 1, : m + 1] @ (self._Qtilde() @ v) - v)) / np.max(np.abs(v)))
+
+    def _resync(self) -> None:
+        """Recompute g and R from scratch, refine (b, a_S) by one Newton step, repair."""
+        nL, m = self._nL, self._m
+        self._n_resync += 1
+        self._since_sync = 0
+        if nL == 0:
+            return
+        idxL = self._pidx[:nL]
+        y, a = self._py[:nL], self._pa[:nL]
+        S = self._Spos[:m]
+        h = np.zeros(nL)
+        if m:
+            h += (a[S] * y[S]) @ self._Ks[:m, :nL]
+        other = np.flatnonzero((a > 0) & (self._slot[:nL] < 0))
+        if len(other):
+            h += (a[other] * y[other]) @ self.cache.block(idxL[other], idxL)
+        g = y * (h + self._b) - self._offset
+        if m:
+            try:
+                R = np.linalg.inv(self._Qtilde())
+                if np.all(np.isfinite(R)):
+                    self._R[: m + 1, : m + 1] = R
+            except np.linalg.LinAlgError:  # keep the recursive R
+                pass
+            # Newton step on the equality and g_S = 0: Q~ [db; da_S] = -[sum y a - target; g_S]
+            r = np.empty(m + 1)
+            r[0] = float(a @ y) - self._eq_target
+            r[1:] = g[S]
+            delta = -(self._R[: m + 1, : m + 1] @ r)
+            if np.all(np.isfinite(delta)) and np.max(np.abs(delta[1:]), initial=0.0) <= 1e-6 * self.C:
+                a[S] = np.clip(a[S] + delta[1:], 0.0, self.C)
+                self._b += delta[0]
+                g += y * (delta[0] + (y[S] * delta[1:]) @ self._Ks[:m, :nL])
+            g[S] = 0.0
+        self._pg[:nL] = g
+        self._repair()
+
+    def _after_update(self) -> None:
+        self._since_sync += 1
+        self._since_probe += 1
+        drift = 0.0
+        if self._since_probe >= self.probe_every:
+            self._since_probe = 0
+            drift = self._probe_drift()
+        if self._since_sync >= self.resync_every or drift > 1e-8:
+            self._resync()
+        elif self._violations().max(initial=0.0) > 1e-10:
+            self._repair()
+
+    # -------------------------------------------------------- the contract
+    def _gap_maintained(self) -> float:
+        """LASVM's largest violating pair (base ``kkt_gap``) from the maintained margins."""
+        nL = self._nL
+        if nL == 0:
+            return 0.0
+        y, a, g = self._py[:nL], self._pa[:nL], self._pg[:nL]
+        G = y - y * g - y * self._offset + self._b  # y_i - sum_j a_j y_j K_ij
+        beta = a * y
+        A, B = np.minimum(0.0, self.C * y), np.maximum(0.0, self.C * y)
+        eps = 1e-12 * self.C
+        up, down = beta < B - eps, beta > A + eps
+        if not up.any() or not down.any():
+            return 0.0
+        return float(max(0.0, G[up].max() - G[down].min()))
+
+    def _result(self, timer: StepTimer, iters: int, msg: str, p: int | None, **extra) -> StepResult:
+        status = self._last_status
+        info = dict(n_S=self._m, n_E=int(np.sum(self._pst[: self._nL] == SET_E)),
+                    n_learned=self._nL, cases=list(self._last_cases), **extra)
+        if p is not None and p < self._nL:
+            info["set"] = _SET_NAMES[int(self._pst[p])]
+        return timer.result(status=status, iterations=iters, kkt_gap=self._gap_maintained(),
+                            message=msg, extra=info)
+
+    def _evict_for_window(self) -> tuple[int, list]:
+        """§6.1: unlearn the least relevant example (smallest a_i, ties → oldest)."""
+        nL = self._nL
+        order = np.lexsort((self._pseq[:nL], self._pa[:nL]))
+        victim = int(self._pidx[order[0]])
+        it, _ = self._remove(victim)
+        return it, [victim]
+
+    def learn(self, i: int, y: float) -> StepResult:
+        i, y = self._check_learnable(i, y)
+        self._last_status, self._last_cases = "ok", []
+        with StepTimer(self) as tm:
+            iters, evicted = 0, []
+            if self.max_learned is not None and self._nL >= self.max_learned:
+                iters, evicted = self._evict_for_window()
+            p = self._append(i, y)
+            krow = self._kernel_row(i)
+            self._new_column(p, krow)
+            g = self._margin_of(p, krow)
+            self._pg[p] = g
+            msg = ""
+            if g >= -1e-12:
+                self._pst[p] = SET_O  # already satisfies its KKT condition with a_p = 0
+            else:
+                it, msg = self._drive(p, _LEARN, krow)
+                iters += it
+                if self._pst[p] == SET_CAND:
+                    self._pst[p] = SET_E if self._pa[p] >= self.C else SET_O
+            self._after_update()
+        p = int(self._pos_of[i])
+        return self._result(tm, iters, msg, p, evicted=evicted)
+
+    def _remove(self, i: int) -> tuple[int, str]:
+        p = int(self._pos_of[i])
+        iters, msg = 0, ""
+        if self._pst[p] == SET_S:
+            self._S_remove(p)
+        self._pst[p] = SET_CAND
+        if self._pa[p] > 0:
+            iters, msg = self._drive(p, _REMOVE)
+        self._pa[p] = 0.0
+        self._delete_position(int(self._pos_of[i]))
+        return iters, msg
+
+    def unlearn(self, i: int) -> StepResult:
+        i = self._check_unlearnable(i)
+        self._last_status, self._last_cases = "ok", []
+        with StepTimer(self) as tm:
+            iters, msg = self._remove(i)
+            self._after_update()
+        return self._result(tm, iters, msg, None, removed=i)
+
+    def coefficients(self) -> tuple[np.ndarray, np.ndarray, float]:
+        nL = self._nL
+        a = self._pa[:nL]
+        sv = np.flatnonzero(a > 0)
+        idx = self._pidx[sv]
+        order = np.argsort(idx, kind="stable")
+        return idx[order].astype(np.intp), (a[sv] * self._py[sv])[order], float(self._b)
+
+    # ------------------------------------------------------------ read-outs
+    @property
+    def alpha_(self) -> np.ndarray:
+        """a_i of every learned example, in ``labelled_`` order."""
+        L = self.labelled_
+        return self._pa[self._pos_of[L]] if len(L) else np.zeros(0)
+
+    def sets(self) -> dict[str, np.ndarray]:
+        """Store indices of the margin (S), error (E) and other (O) vectors."""
+        nL = self._nL
+        st = self._pst[:nL]
+        return {nm: np.sort(self._pidx[:nL][st == code]) for code, nm in
+                ((SET_S, "S"), (SET_E, "E"), (SET_O, "O"))}
+
+    def margins(self) -> np.ndarray:
+        """Maintained g_i = y_i f(x_i) - 1 of the learned examples, in ``labelled_`` order."""
+        L = self.labelled_
+        return self._pg[self._pos_of[L]] if len(L) else np.zeros(0)
+
+    def _exact_margins(self) -> np.ndarray:
+        """g recomputed from scratch (diagnostic; kernel evaluations not counted)."""
+        nL = self._nL
+        if nL == 0:
+            return np.zeros(0)
+        sv, coef, b = self.coefficients()
+        idxL = self._pidx[:nL]
+        f = np.full(nL, b)
+        if len(sv):
+            f += self._uncounted_block(idxL, sv) @ coef
+        return self._py[:nL] * f - self._offset
+
+    def kkt_violation(self) -> float:
+        """Largest violation of the KKT conditions with the solver's own bias.
+
+        O (a=0): g >= 0;  S (0<a<C): g = 0;  E (a=C): g <= 0, with g computed
+        from scratch; classification is by the value of a_i (not the stored sets),
+        so an inconsistency between a and the sets also shows up.
+        """
+        nL = self._nL
+        if nL == 0:
+            return 0.0
+        g = self._exact_margins()
+        a = self._pa[:nL]
+        at0, atC = a <= 0.0, a >= self.C
+        free = ~at0 & ~atC
+        v = np.concatenate([np.maximum(0.0, -g[at0]), np.maximum(0.0, g[atC]), np.abs(g[free])])
+        return float(v.max(initial=0.0))
+
+    def equality_residual(self) -> float:
+        nL = self._nL
+        return float(abs(self._pa[:nL] @ self._py[:nL] - self._eq_target)) if nL else 0.0
+
+    # --------------------------------------------------------------- state
+    def _state_arrays(self) -> dict[str, np.ndarray]:
+        nL, m = self._nL, self._m
+        return {
+            "pidx": self._pidx[:nL].astype(np.int64), "alpha": self._pa[:nL].copy(),
+            "g": self._pg[:nL].copy(), "status": self._pst[:nL].astype(np.int64),
+            "seq": self._pseq[:nL].copy(), "S": self._Spos[:m].astype(np.int64),
+            "R": self._R[: m + 1, : m + 1].copy(),
+            "scalars": np.array([self._b, self._seq, self._since_sync, self._since_probe, self._n_resync,
+                                 self.C], dtype=np.float64),
+        }
+
+    def _load_state_arrays(self, arrays: dict[str, np.ndarray], meta: dict) -> None:
+        pidx = np.asarray(arrays["pidx"], dtype=np.intp)
+        nL = len(pidx)
+        S = np.asarray(arrays["S"], dtype=np.intp)
+        m = len(S)
+        cap_l = max(64, 1 << max(0, int(nL - 1).bit_length()))
+        cap_m = max(16, 1 << max(0, int(m - 1).bit_length()))
+        self._reset_model(cap_l, cap_m)
+        self._pos_of = np.full(len(self.store), -1, dtype=np.intp)
+        self._nL = nL
+        self._pidx[:nL] = pidx
+        self._py[:nL] = self.y[pidx]
+        self._pa[:nL] = arrays["alpha"]
+        self._pg[:nL] = arrays["g"]
+        self._pst[:nL] = arrays["status"]
+        self._pseq[:nL] = arrays["seq"]
+        self._pos_of[pidx] = np.arange(nL)
+        sc = np.asarray(arrays["scalars"], dtype=np.float64)
+        self._b = float(sc[0])
+        self._seq, self._since_sync, self._since_probe, self._n_resync = (int(v) for v in sc[1:5])
+        self.C = float(sc[5])
+        self._m = m
+        self._Spos[:m] = S
+        self._slot[S] = np.arange(m)
+        self._R[: m + 1, : m + 1] = arrays["R"]
+        for j, k in enumerate(S):  # kernel rows are exact: recomputing them changes nothing
+            self._Ks[j, :nL] = self._kernel_row(int(pidx[k]))
+
+
+class IncrementalOneClassSVM(IncrementalSVM):
+    """Incremental one-class SVM (Laskov et al. 2006, §3, eqs. 23–24, Algorithm 2).
+
+    Dual:  min_a 1/2 a^T K a   s.t.  0 <= a_i <= C,  sum_i a_i = 1,
+    with C = 1/(nu n).  The margins are g_i = sum_j K_ij a_j + mu, and the same
+    S/E/O machinery as the binary solver applies with every y_i = +1 (eq. 24).
+    ``learn(i)`` takes no label: it learns an unlabelled example of the store.
+
+    Sign convention (as scikit-learn's ``OneClassSVM``):
+    ``decision_function(x) = sum_i a_i K(x_i, x) - rho`` with rho = -mu, so it is
+    **positive inside** the estimated support (normal) and **negative outside**
+    (anomalous); ``anomaly_score = -decision_function``: **larger = more anomalous**.
+
+    Parameters: ``nu`` (fraction of outliers, 0 < nu <= 1) or ``C``.  With ``nu``,
+    C = 1/(nu · N) where N is the number of points in the store when the first
+    example is learned (the cold-start use: put the pool in the store, learn
+    it one by one).  Until ceil(1/C) examples are learned the constraints
+    cannot all hold; every learned example then carries a_i = C (a kernel
+    density ranking) and rho is the largest sum_j K_ij a_j.  When the
+    ceil(1/C)-th example arrives it takes the remaining weight and the solution
+    is made optimal by driving each KKT violator (Algorithm 2's initialisation
+    followed by incremental steps).
+    """
+
+    name: ClassVar[str] = "incremental-oneclass"
+    exact_unlearn: ClassVar[bool] = True
+    _offset: ClassVar[float] = 0.0
+    _eq_target: ClassVar[float] = 1.0
+
+    def __init__(self, X: np.ndarray | None = None, *, nu: float | None = None, **params):
+        if nu is not None and not (0 < nu <= 1):
+            raise ValueError(f"nu must lie in (0, 1], got {nu!r}")
+        self.nu = None if nu is None else float(nu)
+        self._C_fixed = nu is None
+        super().__init__(X, **params)
+
+    def get_params(self) -> dict[str, Any]:
+        p = super().get_params()
+        p["nu"] = self.nu
+        return p
+
+    def _n_feasible(self) -> int:
+        return max(1, math.ceil(1.0 / self.C - 1e-9))
+
+    def _fix_C(self) -> None:
+        if not self._C_fixed:
+            self.C = 1.0 / (self.nu * max(1, len(self.store)))
+            self._C_fixed = True
+
+    def _set_infeasible_phase(self) -> None:
+        """Fewer than ceil(1/C) examples: all at a = C (E), mu = -max_i sum_j K_ij a_j."""
+        nL = self._nL
+        while self._m:
+            self._S_remove(int(self._Spos[self._m - 1]))
+        self._pa[:nL] = self.C
+        self._pst[:nL] = SET_E
+        idxL = self._pidx[:nL]
+        h = self.C * self.cache.block(idxL, idxL).sum(axis=0) if nL else np.zeros(0)
+        self._b = -float(h.max()) if nL else 0.0
+        self._pg[:nL] = h + self._b
+
+    def learn(self, i: int, y: float | None = None) -> StepResult:
+        """Learn unlabelled example ``i`` (``y`` is ignored; kept for the common signature)."""
+        i, _ = self._check_learnable(i, 1.0)
+        self._fix_C()
+        self._last_status, self._last_cases = "ok", []
+        with StepTimer(self) as tm:
+            iters, evicted, msg = 0, [], ""
+            if self.max_learned is not None and self._nL >= self.max_learned:
+                iters, evicted = self._evict_for_window()
+            n0 = self._n_feasible()
+            p = self._append(i, 1.0)
+            krow = self._kernel_row(i)
+            self._new_column(p, krow)
+            nL = self._nL
+            if nL < n0:
+                self._pa[p] = self.C
+                self._pst[p] = SET_E
+                h = self._pg[:nL] - self._b
+                h[:nL - 1] += self.C * krow[: nL - 1]
+                h[p] = krow @ self._pa[:nL]
+                self._b = -float(h.max())
+                self._pg[:nL] = h + self._b
+            elif nL == n0 and self._m == 0 and np.all(self._pa[: nL - 1] >= self.C):
+                # Algorithm 2 initialisation: the first ceil(1/C)-1 examples carry C,
+                # this one the remaining weight; then drive the KKT violators.
+                rem = 1.0 - (nL - 1) * self.C
+                h = self._pg[:nL] - self._b
+                h[: nL - 1] += rem * krow[: nL - 1]
+                self._pa[p] = rem
+                h[p] = krow @ self._pa[:nL]
+                if rem >= self.C * (1 - 1e-12):
+                    self._pa[p] = self.C
+                    self._pst[p] = SET_E
+                    self._b = -float(h.max())
+                    self._pg[:nL] = h + self._b
+                else:
+                    self._b = -float(h[p])
+                    self._pg[:nL] = h + self._b
+                    self._S_add(p, None, 1.0, krow)
+                iters += self._repair(tol=1e-12, passes=5)
+            else:
+                g = float(krow @ self._pa[:nL] + self._b)
+                self._pg[p] = g
+                if g >= -1e-12:
+                    self._pst[p] = SET_O
+                else:
+                    it, msg = self._drive(p, _LEARN, krow)
+                    iters += it
+                    if self._pst[p] == SET_CAND:
+                        self._pst[p] = SET_E if self._pa[p] >= self.C else SET_O
+            if self._nL >= n0:
+                self._after_update()
+        return self._result(tm, iters, msg, int(self._pos_of[i]), evicted=evicted)
+
+    def _remove(self, i: int) -> tuple[int, str]:
+        if self._nL - 1 >= self._n_feasible():
+            return super()._remove(i)
+        p = int(self._pos_of[i])
+        if self._pst[p] == SET_S:
+            self._S_remove(p)
+        self._pa[p] = 0.0
+        self._delete_position(p)
+        self._set_infeasible_phase()
+        return 0, "fewer than 1/C examples remain: every example carries a = C"
+
+    def unlearn(self, i: int) -> StepResult:
+        i = self._check_unlearnable(i)
+        self._last_status, self._last_cases = "ok", []
+        with StepTimer(self) as tm:
+            iters, msg = self._remove(i)
+            if self._nL >= self._n_feasible():
+                self._after_update()
+        return self._result(tm, iters, msg, None, removed=i)
+
+    @property
+    def rho_(self) -> float:
+        return -self._b
+
+    def anomaly_score(self, idx=None, X: np.ndarray | None = None) -> np.ndarray:
+        """rho - sum_i a_i K(x_i, x): larger = more anomalous (= -decision_function)."""
+        return -self.decision_function(idx, X)
+
+    def dual_objective(self) -> float:
+        """The one-class dual objective 1/2 a^T K a (minimised)."""
+        sv, coef, _ = self.coefficients()
+        if len(sv) == 0:
+            return 0.0
+        return float(0.5 * coef @ self._uncounted_block(sv, sv) @ coef)
+
+    def kkt_violation(self) -> float:
+        """As for the binary solver, with g_i = sum_j K_ij a_j + mu (= decision value)."""
+        return super().kkt_violation()
+
+    def _state_arrays(self) -> dict[str, np.ndarray]:
+        arr = super()._state_arrays()
+        arr["C_fixed"] = np.array(int(self._C_fixed))
+        return arr
+
+    def _load_state_arrays(self, arrays: dict[str, np.ndarray], meta: dict) -> None:
+        super()._load_state_arrays(arrays, meta)
+        self._C_fixed = bool(int(arrays["C_fixed"]))
