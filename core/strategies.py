@@ -1,0 +1,461 @@
+"""Query strategies: which unlabelled item to ask about next.
+
+Every strategy is a small pure function ``strategy(model, pool, rng, **params)``
+(in the style of modAL) that returns a :class:`Query` record, or ``None`` when
+there is nothing left to ask.  ``model`` is any object with
+``decision_function(idx)`` over store indices (every solver in
+:mod:`core.solvers`); ``pool`` is a :class:`Pool` view of the unlabelled items
+(or just an array of candidate indices); ``rng`` is a ``numpy.random.Generator``.
+The functions never change the model, the pool or anything else except the
+generator's state.
+
+Names, meanings and default solvers (DESIGN.md, "Query strategies"):
+
+================== ===================================================================== ==============
+name               picks                                                                  default solver
+================== ===================================================================== ==============
+largest-positive   the item with the largest f(x) (Laskov et al. 2006, §6.2)              incremental
+near-boundary      the item with the smallest |f(x)| over the whole pool                  incremental
+                   (Laskov et al. §6.2; Bordes et al. 2005, eq. 13)
+randomized-search  M random items (default 59), the one with the smallest |f(x)|          lasvm
+                   (Bordes et al. §4.3, "ACTIVE")
+autoactive         draw items until 5 lie within 1 + delta/2 of the boundary (at most     lasvm
+                   100), the one with the smallest |f(x)| (Bordes et al. §4.4)
+ramp-region        the pool walked as a stream in a seeded order; an item is asked about  ramp
+                   only when |f(x)| <= 1, otherwise passed over (Wang & Vucetic,
+                   Algorithm 3, OnlineASVMR)
+random             an unlabelled item uniformly at random                                 lasvm
+gradient           the most misclassified item, smallest y f(x) given the true label y     lasvm
+                   (Bordes et al. eq. 12): needs the true labels, simulations only
+================== ===================================================================== ==============
+
+Cold start (before both classes have a label) uses :data:`COLD_STARTS`:
+``random`` (the default) or ``one-class`` (Laskov et al. §6.2: rank the pool by
+a one-class incremental SVM and ask about the most anomalous items first).
+
+Why ``random`` is the default cold start: it makes no assumption about which
+class is rare or how it lies in feature space.  The one-class ranking pays off
+when the positive class is the anomalous one (intrusions among normal traffic,
+the setting of Laskov et al.), but it first asks about outliers, which on a
+balanced problem or a task whose positives are typical points (digit 8 among
+other digits) are often odd items of either class; it also needs a one-class
+fit (a nu and a kernel) before the first question can be shown.  Random draws
+are unbiased, free, and keep comparisons against the ``random`` baseline fair
+because every strategy shares the same start.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+STRATEGY_NAMES = ("largest-positive", "near-boundary", "randomized-search", "autoactive",
+                  "ramp-region", "random", "gradient")
+
+DEFAULT_SOLVER = {
+    "largest-positive": "incremental",
+    "near-boundary": "incremental",
+    "randomized-search": "lasvm",
+    "autoactive": "lasvm",
+    "gradient": "lasvm",
+    "random": "lasvm",
+    "ramp-region": "ramp",
+}
+
+COLD_STARTS = ("random", "one-class")
+DEFAULT_COLD_START = "random"
+
+# Bordes et al. (2005) §4.3: the best of 59 random draws lies in the best 5% of
+# the pool with probability 1 - 0.95**59 > 0.95.
+DEFAULT_SAMPLE_SIZE = 59
+# Bordes et al. §4.4 (AUTOACTIVE): stop once 5 draws lie within 1 + delta/2 of
+# the boundary, never draw more than 100.
+AUTOACTIVE_ENOUGH = 5
+AUTOACTIVE_MAX_DRAWS = 100
+
+
+@dataclass
+class Query:
+    """One question to the analyst.
+
+    ``score`` is the decision value f(x) the model gave the item when it was
+    asked.  ``passed_over`` counts items a stream strategy (``ramp-region``)
+    looked at and dismissed without a label before this one; ``drawn`` holds
+    the items a sampling strategy drew (the query is the best of them);
+    ``cursor`` is the stream position just after the asked item.
+    """
+
+    index: int
+    score: float
+    strategy: str
+    reason: str
+    passed_over: int = 0
+    drawn: np.ndarray | None = None
+    cursor: int | None = None
+    cold_start: bool = False
+    query_ms: float = float("nan")
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-able summary (without the drawn sample)."""
+        return {"index": int(self.index), "score": float(self.score), "strategy": self.strategy,
+                "reason": self.reason, "passed_over": int(self.passed_over),
+                "n_drawn": None if self.drawn is None else int(len(self.drawn)),
+                "cold_start": bool(self.cold_start), "query_ms": float(self.query_ms)}
+
+
+class Pool:
+    """The items a strategy may ask about, and their current decision values when known.
+
+    ``available``: boolean mask over the model's store (True = unlabelled and
+    not skipped).  ``scores``: f over the whole store when the caller keeps it
+    current (the loop does for pools up to a few tens of thousands of items);
+    otherwise ``None`` and strategies score only the items they look at.
+    ``oracle_y``: true labels over the store (simulations only, ``gradient``).
+    """
+
+    def __init__(self, available: np.ndarray, scores: np.ndarray | None = None,
+                 oracle_y: np.ndarray | None = None):
+        self.available = np.asarray(available, dtype=bool)
+        self.scores = scores
+        self.oracle_y = oracle_y
+        self._candidates: np.ndarray | None = None
+        self.n_available = int(np.count_nonzero(self.available))
+
+    @classmethod
+    def from_candidates(cls, candidates, n: int, **kw) -> Pool:
+        mask = np.zeros(n, dtype=bool)
+        mask[np.asarray(candidates, dtype=np.intp)] = True
+        return cls(mask, **kw)
+
+    @property
+    def candidates(self) -> np.ndarray:
+        if self._candidates is None:
+            self._candidates = np.flatnonzero(self.available)
+        return self._candidates
+
+    def __len__(self) -> int:
+        return self.n_available
+
+    def decision(self, model, idx) -> np.ndarray:
+        """Current f for store indices ``idx``: from the kept scores, else from the model."""
+        idx = np.asarray(idx, dtype=np.intp).reshape(-1)
+        if self.scores is not None:
+            return np.asarray(self.scores)[idx]
+        if len(idx) == 0:
+            return np.zeros(0)
+        return np.asarray(model.decision_function(idx), dtype=np.float64)
+
+    def sample(self, rng: np.random.Generator, m: int) -> np.ndarray:
+        """Up to ``m`` distinct available items drawn uniformly, in draw order.
+
+        When most of the store is available, draws store indices and rejects
+        the unavailable ones (O(m), independent of the pool size); otherwise
+        draws from the list of candidates.
+        """
+        m = int(min(m, self.n_available))
+        if m <= 0:
+            return np.zeros(0, dtype=np.intp)
+        n = len(self.available)
+        if self.n_available >= n // 2 and n > 4 * m:
+            picked: list[int] = []
+            seen: set[int] = set()
+            while len(picked) < m:
+                for i in rng.integers(0, n, size=2 * (m - len(picked)) + 4):
+                    i = int(i)
+                    if self.available[i] and i not in seen:
+                        seen.add(i)
+                        picked.append(i)
+                        if len(picked) == m:
+                            break
+            return np.asarray(picked, dtype=np.intp)
+        return rng.choice(self.candidates, size=m, replace=False).astype(np.intp)
+
+
+def _as_pool(model, pool) -> Pool:
+    if isinstance(pool, Pool):
+        return pool
+    cand = np.asarray(pool, dtype=np.intp).reshape(-1)
+    n = getattr(model, "n_points", None)
+    n = int(n) if n is not None else (int(cand.max()) + 1 if len(cand) else 0)
+    return Pool.from_candidates(cand, n)
+
+
+# ---------------------------------------------------------------------------
+# Strategies over the whole pool
+# ---------------------------------------------------------------------------
+
+def largest_positive(model, pool, rng: np.random.Generator | None = None) -> Query | None:
+    """The unlabelled item with the largest f(x) (Laskov et al. 2006, §6.2)."""
+    pool = _as_pool(model, pool)
+    cand = pool.candidates
+    if len(cand) == 0:
+        return None
+    f = pool.decision(model, cand)
+    k = int(np.argmax(f))
+    return Query(int(cand[k]), float(f[k]), "largest-positive",
+                 f"largest decision value f = {f[k]:+.3f} among {len(cand)} unlabelled items")
+
+
+def near_boundary(model, pool, rng: np.random.Generator | None = None) -> Query | None:
+    """The unlabelled item closest to the boundary, smallest |f(x)|, over the whole pool.
+
+    Laskov et al. §6.2; Bordes et al. eq. (13): k* = argmin_k |f(x_k)|.
+    Exact: every unlabelled item is compared (ties go to the lowest index).
+    """
+    pool = _as_pool(model, pool)
+    cand = pool.candidates
+    if len(cand) == 0:
+        return None
+    f = pool.decision(model, cand)
+    k = int(np.argmin(np.abs(f)))
+    return Query(int(cand[k]), float(f[k]), "near-boundary",
+                 f"closest to the boundary, |f| = {abs(f[k]):.3f}, among all {len(cand)} unlabelled items")
+
+
+def random_query(model, pool, rng: np.random.Generator) -> Query | None:
+    """An unlabelled item drawn uniformly at random."""
+    pool = _as_pool(model, pool)
+    drawn = pool.sample(rng, 1)
+    if len(drawn) == 0:
+        return None
+    i = int(drawn[0])
+    return Query(i, float(pool.decision(model, [i])[0]), "random",
+                 f"drawn uniformly from {pool.n_available} unlabelled items")
+
+
+def gradient(model, pool, rng: np.random.Generator | None = None, *, sample_size: int | None = None
+             ) -> Query | None:
+    """The most misclassified item, argmin_k y_k f(x_k) (Bordes et al. eq. 12).
+
+    Needs the true labels (``pool.oracle_y``), so it exists for simulations
+    only.  ``sample_size=None`` searches the whole pool; an integer M applies
+    the rule to M random items instead (Bordes et al. §4.3).
+    """
+    pool = _as_pool(model, pool)
+    if pool.oracle_y is None:
+        raise ValueError("the 'gradient' strategy needs the true labels (oracle_y): "
+                         "it picks the most misclassified item and can only run in simulations")
+    if sample_size is None:
+        cand = pool.candidates
+    else:
+        if rng is None:
+            raise ValueError("gradient with a sample size needs a random generator")
+        cand = pool.sample(rng, int(sample_size))
+    if len(cand) == 0:
+        return None
+    f = pool.decision(model, cand)
+    margin = np.asarray(pool.oracle_y, dtype=np.float64)[cand] * f
+    k = int(np.argmin(margin))
+    where = f"all {len(cand)} unlabelled items" if sample_size is None else f"{len(cand)} random items"
+    return Query(int(cand[k]), float(f[k]), "gradient",
+                 f"most misclassified given its true label, y f = {margin[k]:+.3f}, among {where}",
+                 drawn=None if sample_size is None else cand)
+
+
+# ---------------------------------------------------------------------------
+# Sampling strategies (LASVM, Bordes et al. 2005)
+# ---------------------------------------------------------------------------
+
+def randomized_search(model, pool, rng: np.random.Generator, *, sample_size: int = DEFAULT_SAMPLE_SIZE
+                      ) -> Query | None:
+    """LASVM ACTIVE with randomized search (Bordes et al. §4.3).
+
+    Draws M unlabelled items (default 59) and returns the one with the
+    smallest |f(x)| among them; only the drawn items are scored.
+    """
+    if int(sample_size) < 1:
+        raise ValueError(f"sample_size must be at least 1, got {sample_size!r}")
+    pool = _as_pool(model, pool)
+    drawn = pool.sample(rng, int(sample_size))
+    if len(drawn) == 0:
+        return None
+    f = pool.decision(model, drawn)
+    k = int(np.argmin(np.abs(f)))
+    return Query(int(drawn[k]), float(f[k]), "randomized-search",
+                 f"closest to the boundary, |f| = {abs(f[k]):.3f}, among {len(drawn)} random items",
+                 drawn=drawn)
+
+
+def autoactive_delta(model) -> float:
+    """The delta of the AUTOACTIVE window 1 + delta/2.
+
+    LASVM keeps it as ``delta_`` (the gap of the most violating pair after the
+    last REPROCESS, Bordes et al. §3.2).  Solvers without it (the exact
+    incremental and active-set solvers, ramp) satisfy the KKT conditions to
+    within their tolerance ``tol``, so ``tol`` bounds their gap and is used
+    instead; a model without either gets 0 (the window is the margin |f| <= 1).
+    """
+    delta = getattr(model, "delta_", None)
+    if delta is None or not np.isfinite(delta):
+        delta = getattr(model, "tol", 0.0)
+    return max(0.0, float(delta))
+
+
+def autoactive(model, pool, rng: np.random.Generator, *, enough: int = AUTOACTIVE_ENOUGH,
+               max_draws: int = AUTOACTIVE_MAX_DRAWS, delta: float | None = None,
+               block: int = 20) -> Query | None:
+    """LASVM AUTOACTIVE (Bordes et al. §4.4).
+
+    Draws unlabelled items at random and stops as soon as ``enough`` (5) of
+    them lie within 1 + delta/2 of the boundary, or after ``max_draws`` (100);
+    returns the drawn item with the smallest |f(x)|.  Items are scored in
+    blocks of ``block`` draws; the draws after the stopping one are discarded,
+    so the result is that of drawing one item at a time.
+    """
+    if int(enough) < 1 or int(max_draws) < 1:
+        raise ValueError("enough and max_draws must be at least 1")
+    pool = _as_pool(model, pool)
+    if delta is None:
+        delta = autoactive_delta(model)
+    window = 1.0 + 0.5 * float(delta)
+    order = pool.sample(rng, int(max_draws))
+    if len(order) == 0:
+        return None
+    scores: list[np.ndarray] = []
+    inside = 0
+    stop = len(order)
+    for start in range(0, len(order), max(1, int(block))):
+        f = pool.decision(model, order[start:start + block])
+        hits = np.flatnonzero(np.abs(f) <= window)
+        if inside + len(hits) >= enough:
+            stop = start + int(hits[enough - inside - 1]) + 1
+            scores.append(f[: stop - start])
+            break
+        inside += len(hits)
+        scores.append(f)
+    drawn = order[:stop]
+    f = np.concatenate(scores)[:stop]
+    k = int(np.argmin(np.abs(f)))
+    n_in = int(np.count_nonzero(np.abs(f) <= window))
+    why = "enough items near the boundary" if n_in >= enough else "draw limit reached"
+    return Query(int(drawn[k]), float(f[k]), "autoactive",
+                 f"closest to the boundary, |f| = {abs(f[k]):.3f}, among {len(drawn)} random items "
+                 f"({why}: {n_in} within 1 + delta/2 = {window:.3f})", drawn=drawn,
+                 extra={"window": window, "n_within": n_in})
+
+
+# ---------------------------------------------------------------------------
+# Stream gating (OnlineASVMR, Wang & Vucetic, Algorithm 3)
+# ---------------------------------------------------------------------------
+
+def ramp_region(model, pool, rng: np.random.Generator | None = None, *, order: np.ndarray,
+                cursor: int = 0, threshold: float = 1.0, block: int | None = None) -> Query | None:
+    """OnlineASVMR stream gating (Wang & Vucetic, Algorithm 3).
+
+    The pool is a stream in the fixed ``order`` (a seeded permutation of the
+    store, kept by the caller); the walk starts at position ``cursor``.  Each
+    available item is looked at in turn: it is asked about only when it lies
+    in the ramp region |f(x)| <= ``threshold`` (1), otherwise it is passed
+    over without a label (``Query.passed_over`` counts those).  Items already
+    labelled or skipped are stepped over without counting.
+
+    Deviation from the paper: Algorithm 3 reads each item of an endless stream
+    once.  A labelling pool is finite, so at the end of the order the walk
+    starts a new pass over the items still unlabelled; when one whole pass
+    finds no item in the ramp region the function returns ``None`` (nothing
+    left that the model is unsure about: a stopping signal).
+    """
+    pool = _as_pool(model, pool)
+    order = np.asarray(order, dtype=np.intp)
+    n = len(order)
+    if n == 0 or pool.n_available == 0:
+        return None
+    if block is None:
+        block = 4096 if pool.scores is not None else 64
+    pos = int(cursor) % n
+    walked = 0
+    passed = 0
+    while walked < n:
+        stop = min(n, pos + block, pos + (n - walked))
+        seg = order[pos:stop]
+        seg_avail = seg[pool.available[seg]]
+        if len(seg_avail):
+            f = pool.decision(model, seg_avail)
+            hit = np.flatnonzero(np.abs(f) <= threshold)
+            if len(hit):
+                k = int(hit[0])
+                i = int(seg_avail[k])
+                passed += k
+                at = pos + int(np.flatnonzero(seg == i)[0])
+                region = "stream order" if not np.isfinite(threshold) else f"|f| = {abs(f[k]):.3f} <= {threshold:g}"
+                return Query(i, float(f[k]), "ramp-region",
+                             f"next item of the stream inside the ramp region ({region}); "
+                             f"{passed} passed over without a label", passed_over=passed,
+                             cursor=(at + 1) % n)
+            passed += len(seg_avail)
+        walked += stop - pos
+        pos = stop % n
+    return None
+
+
+# ---------------------------------------------------------------------------
+# Cold start: the one-class anomaly ranking (Laskov et al. 2006, §6.2)
+# ---------------------------------------------------------------------------
+
+def one_class_ranking(X: np.ndarray, rng: np.random.Generator, *, nu: float = 0.1, max_fit: int = 500,
+                      **solver_params) -> np.ndarray:
+    """Pool indices ordered from the most to the least anomalous.
+
+    Fits the one-class incremental SVM (Laskov et al. §3, Algorithm 2) on at
+    most ``max_fit`` items drawn at random (all of them for small pools) and
+    ranks the whole pool by its decision value, lowest (most anomalous) first.
+    Fitting on a sample bounds the cost on large pools; the ranking still
+    covers every item.
+    """
+    from core.solvers.incremental import IncrementalOneClassSVM
+
+    X = np.asarray(X, dtype=np.float64)
+    n = len(X)
+    if n == 0:
+        return np.zeros(0, dtype=np.intp)
+    fit = np.sort(rng.choice(n, size=min(n, int(max_fit)), replace=False))
+    model = IncrementalOneClassSVM(X[fit], nu=nu, **solver_params)
+    for i in range(len(fit)):
+        model.learn(i)
+    scores = np.asarray(model.decision_function(X=X), dtype=np.float64)
+    return np.argsort(scores, kind="stable").astype(np.intp)
+
+
+def one_class_cold_start(model, pool, rng: np.random.Generator | None = None, *, ranking: np.ndarray
+                         ) -> Query | None:
+    """The most anomalous available item of a one-class ``ranking`` (see :func:`one_class_ranking`)."""
+    pool = _as_pool(model, pool)
+    ranking = np.asarray(ranking, dtype=np.intp)
+    avail = ranking[pool.available[ranking]]
+    if len(avail) == 0:
+        return None
+    i = int(avail[0])
+    rank = int(np.flatnonzero(ranking == i)[0])
+    return Query(i, float(pool.decision(model, [i])[0]), "one-class",
+                 f"most anomalous unlabelled item by the one-class SVM (rank {rank + 1} of {len(ranking)})")
+
+
+STRATEGIES: dict[str, Callable[..., Query | None]] = {
+    "largest-positive": largest_positive,
+    "near-boundary": near_boundary,
+    "randomized-search": randomized_search,
+    "autoactive": autoactive,
+    "ramp-region": ramp_region,
+    "random": random_query,
+    "gradient": gradient,
+}
+
+# Strategies that need the decision value of every unlabelled item; the others
+# score only the items they draw or walk past.
+WHOLE_POOL = frozenset({"largest-positive", "near-boundary"})
+
+
+def get_strategy(name: str) -> Callable[..., Query | None]:
+    if name not in STRATEGIES:
+        raise ValueError(f"unknown strategy {name!r}; choose one of {', '.join(STRATEGY_NAMES)}")
+    return STRATEGIES[name]
+
+
+__all__ = ["AUTOACTIVE_ENOUGH", "AUTOACTIVE_MAX_DRAWS", "COLD_STARTS", "DEFAULT_COLD_START", "DEFAULT_SAMPLE_SIZE",
+           "DEFAULT_SOLVER", "Pool", "Query", "STRATEGIES", "STRATEGY_NAMES", "autoactive", "autoactive_delta",
+           "get_strategy", "gradient", "largest_positive", "near_boundary", "one_class_cold_start",
+           "one_class_ranking", "ramp_region", "random_query", "randomized_search"]
