@@ -477,7 +477,11 @@ class IncrementalSVM(OnlineSolver):
         v[st == SET_S] = np.abs(g[st == SET_S])
         return v
 
-    def _repair(self, tol: float = 1e-10, passes: int = 3) -> int:
+    def _repair_tol(self) -> float:
+        """Violations below this are rounding: the margins are sums of terms of size up to C·max K."""
+        return 1e-10 * max(1.0, self.C * self._kernel_scale())
+
+    def _repair(self, tol: float | None = None, passes: int = 3) -> int:
         """Drive every learned example whose (maintained) KKT condition is violated back to it.
 
         This is the incremental step applied to an example already learned:
@@ -485,6 +489,7 @@ class IncrementalSVM(OnlineSolver):
         It closes the small violations that rounding or a blocked dependent
         point may leave, and initialises the one-class problem (Alg. 2).
         """
+        tol = self._repair_tol() if tol is None else tol
         iters = 0
         for _ in range(passes):
             v = self._violations()
@@ -538,13 +543,16 @@ class IncrementalSVM(OnlineSolver):
         idxL = self._pidx[:nL]
         y, a = self._py[:nL], self._pa[:nL]
         S = self._Spos[:m]
-        h = np.zeros(nL)
-        if m:
-            h += (a[S] * y[S]) @ self._Ks[:m, :nL]
+        h_other = np.zeros(nL)
         other = np.flatnonzero((a > 0) & (self._slot[:nL] < 0))
         if len(other):
-            h += (a[other] * y[other]) @ self.cache.block(idxL[other], idxL)
-        g = y * (h + self._b) - self._offset
+            h_other = (a[other] * y[other]) @ self.cache.block(idxL[other], idxL)
+
+        def margins() -> np.ndarray:
+            h = h_other + ((a[S] * y[S]) @ self._Ks[:m, :nL] if m else 0.0)
+            return y * (h + self._b) - self._offset
+
+        g = margins()
         if m:
             try:
                 R = np.linalg.inv(self._Qtilde())
@@ -552,16 +560,29 @@ class IncrementalSVM(OnlineSolver):
                     self._R[: m + 1, : m + 1] = R
             except np.linalg.LinAlgError:  # keep the recursive R
                 pass
-            # Newton step on the equality and g_S = 0: Q~ [db; da_S] = -[sum y a - target; g_S]
-            r = np.empty(m + 1)
-            r[0] = float(a @ y) - self._eq_target
-            r[1:] = g[S]
-            delta = -(self._R[: m + 1, : m + 1] @ r)
-            if np.all(np.isfinite(delta)) and np.max(np.abs(delta[1:]), initial=0.0) <= 1e-6 * self.C:
-                a[S] = np.clip(a[S] + delta[1:], 0.0, self.C)
+            # Newton steps on the equality and g_S = 0: Q~ [db; da_S] = -[sum y a - target; g_S].
+            # A step is kept only if it stays inside the box and reduces the residual.
+            for _ in range(2):
+                r = np.empty(m + 1)
+                r[0] = float(a @ y) - self._eq_target
+                r[1:] = g[S]
+                res = np.max(np.abs(r))
+                if res == 0.0:
+                    break
+                delta = -(self._R[: m + 1, : m + 1] @ r)
+                new_aS = a[S] + delta[1:]
+                if not (np.all(np.isfinite(delta)) and new_aS.min() >= 0.0 and new_aS.max() <= self.C):
+                    break
+                old_aS, old_b = a[S].copy(), self._b
+                a[S] = new_aS
                 self._b += delta[0]
-                g += y * (delta[0] + (y[S] * delta[1:]) @ self._Ks[:m, :nL])
-            g[S] = 0.0
+                g_new = margins()
+                r[0] = float(a @ y) - self._eq_target
+                r[1:] = g_new[S]
+                if np.max(np.abs(r)) >= res:
+                    a[S], self._b = old_aS, old_b
+                    break
+                g = g_new
         self._pg[:nL] = g
         self._repair()
 
@@ -574,7 +595,7 @@ class IncrementalSVM(OnlineSolver):
             drift = self._probe_drift()
         if self._since_sync >= self.resync_every or drift > 1e-8:
             self._resync()
-        elif self._violations().max(initial=0.0) > 1e-10:
+        elif self._violations().max(initial=0.0) > self._repair_tol():
             self._repair()
 
     # -------------------------------------------------------- the contract
@@ -644,7 +665,24 @@ class IncrementalSVM(OnlineSolver):
             iters, msg = self._drive(p, _REMOVE)
         self._pa[p] = 0.0
         self._delete_position(int(self._pos_of[i]))
+        self._snap_single_class()
         return iters, msg
+
+    def _snap_single_class(self) -> None:
+        """With one class left, sum_i y_i a_i = 0 forces every a_i = 0: clear the rounding residue."""
+        nL = self._nL
+        if nL == 0:
+            return
+        y = self._py[:nL]
+        if not np.all(y == y[0]) or not np.any(self._pa[:nL] > 0):
+            return
+        while self._m:
+            self._S_remove(int(self._Spos[self._m - 1]))
+        self._pa[:nL] = 0.0
+        self._pst[:nL] = SET_O
+        if y[0] * self._b < 1.0:
+            self._b = float(y[0])
+        self._pg[:nL] = y * self._b - 1.0
 
     def unlearn(self, i: int) -> StepResult:
         i = self._check_unlearnable(i)
@@ -855,7 +893,7 @@ class IncrementalOneClassSVM(IncrementalSVM):
                     self._b = -float(h[p])
                     self._pg[:nL] = h + self._b
                     self._S_add(p, None, 1.0, krow)
-                iters += self._repair(tol=1e-12, passes=5)
+                iters += self._repair(passes=5)
             else:
                 g = float(krow @ self._pa[:nL] + self._b)
                 self._pg[p] = g
@@ -869,6 +907,9 @@ class IncrementalOneClassSVM(IncrementalSVM):
             if self._nL >= n0:
                 self._after_update()
         return self._result(tm, iters, msg, int(self._pos_of[i]), evicted=evicted)
+
+    def _snap_single_class(self) -> None:
+        """Not applicable: every example of the one-class problem has y = +1."""
 
     def _remove(self, i: int) -> tuple[int, str]:
         if self._nL - 1 >= self._n_feasible():
