@@ -1,0 +1,533 @@
+"""The active-learning loop: a pool, a solver, a query strategy and a history.
+
+>>> loop = ActiveLearningLoop(X, strategy="near-boundary")      # doctest: +SKIP
+>>> q = loop.next_query()          # ask about item q.index
+>>> row = loop.teach(q.index, +1)  # learned at once; the history grows by one row
+>>> loop.undo()                    # exactly as if the label had never been given
+
+Design notes
+------------
+* **Queries are a function of the events.**  The generator used for the query
+  after k events is seeded with ``(seed, k)``; ``next_query()`` is therefore
+  idempotent until it is answered, comes back unchanged after ``undo()``, and
+  a loop rebuilt with :meth:`ActiveLearningLoop.from_events` asks the same
+  questions.  ``rng`` is the generator of the current step.
+* **Pool scores are kept current incrementally.**  After every change of the
+  model, with beta = signed coefficients before and after (``coefficients()``),
+  f_pool += K(pool, changed) @ delta_beta + delta_b, the kernel rows coming
+  from the solver's row cache (``cache.rows``; rows the solver has usually
+  just computed itself).  This keeps ``near-boundary`` exact over the whole
+  pool at the cost of one pass over the changed rows.  Pools larger than
+  ``TRACK_LIMIT`` items are not tracked: sampling strategies score only what
+  they draw, whole-pool strategies rescore the pool, and ``n_in_margin`` is
+  not recorded (NaN).
+* **Undo is exact.**  Solvers with ``exact_unlearn`` (incremental,
+  active-set) unlearn the example.  For the others the loop keeps, for each
+  label, a copy of the solver from before it (sharing the data store and
+  kernel cache) within a memory budget and restores it; beyond the budget (or for pools
+  above ``TRACK_LIMIT``, where copying per-example arrays on every label would
+  dominate the update time) it rebuilds the solver by re-learning the
+  remaining labels in order, which gives the identical state because solvers
+  are deterministic given their ``random_state``.
+* **Cold start.**  Until both classes have a label (and at least ``initial``
+  labels have been given) the cold-start rule picks the items: ``random`` or
+  ``one-class`` (see :mod:`core.strategies` for why ``random`` is the default).
+  For ``ramp-region`` the cold start takes the next item of its stream, which
+  is a random item.
+* When there is nothing left to ask (every item labelled or skipped, or
+  ``ramp-region`` finds no item in its ramp region in a whole pass)
+  ``next_query()`` returns ``None``.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import time
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import numpy as np
+
+from core.solvers import make_solver, solver_class
+from core.strategies import (
+    COLD_STARTS,
+    DEFAULT_COLD_START,
+    DEFAULT_SOLVER,
+    WHOLE_POOL,
+    Pool,
+    Query,
+    get_strategy,
+    one_class_cold_start,
+    one_class_ranking,
+    ramp_region,
+    random_query,
+)
+
+TRACK_LIMIT = 50_000  # largest pool whose decision values are kept current
+DEFAULT_UNDO_MEMORY = 64 * 2**20  # bytes of solver snapshots kept for undo (non-exact solvers)
+
+
+@dataclass
+class HistoryRow:
+    """What one label did (one row per ``teach``).
+
+    ``score``: the decision value the model gave the item when it was asked
+    (before learning it).  ``n_sv`` / ``n_bound``: support vectors in total and
+    at the bound C after learning.  ``n_in_margin``: items still unlabelled
+    (and not skipped) with |f| < 1, a stopping signal (NaN when the pool is too
+    large to track).  ``update_ms``: the solver's ``learn`` plus keeping the
+    pool's scores current.  ``query_ms``: computing the query that asked for
+    this item (NaN when the item was taught without being asked).  ``auc`` /
+    ``accuracy``: on the evaluation set, NaN without one.  ``seen``: items the
+    strategy has looked at so far (asked or passed over; ``ramp-region``).
+    """
+
+    step: int
+    item: int
+    label: int
+    n_labels: int
+    asked_by: str
+    score: float
+    n_sv: int
+    n_bound: int
+    n_in_margin: float
+    update_ms: float
+    query_ms: float
+    kernel_evals: int
+    auc: float
+    accuracy: float
+    seen: int
+    status: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class _UndoEntry:
+    kind: str  # "teach" or "skip"
+    item: int
+    label: int
+    was_skipped: bool
+    cursor: int
+    seen: int
+    passes: int
+    snapshot: Any = None  # a copy of the solver from before the label (non-exact solvers)
+    snapshot_bytes: int = 0
+
+
+def _copy_solver(solver) -> tuple[Any, int]:
+    """A copy of the solver that shares its data store and kernel cache; and its size in bytes.
+
+    The store only grows and the cache is a function of the store, so sharing
+    them is safe; everything else (coefficients, gradients, factorisations,
+    the solver's random generator) is copied, so learning from the copy
+    continues exactly as the original did.  (A ``to_state`` / ``from_state``
+    round trip restores the coefficients but may rebuild internal matrices
+    with different rounding, so later steps could drift from a replay.)
+    """
+    memo = {id(solver.store): solver.store}
+    if solver.cache is not None:
+        memo[id(solver.cache)] = solver.cache
+    if solver.kernel is not None:
+        memo[id(solver.kernel)] = solver.kernel
+    clone = copy.deepcopy(solver, memo)
+    size = sum(v.nbytes for v in vars(clone).values() if isinstance(v, np.ndarray))
+    return clone, int(size)
+
+
+class ActiveLearningLoop:
+    """Owns the pool, the solver, the query strategy, the random generator and the history.
+
+    Parameters
+    ----------
+    X : (n, d) array, the pool; item i is row i (and index i of the solver's store).
+    strategy : a name from :data:`core.strategies.STRATEGY_NAMES`.
+    solver : a solver name; ``None`` takes the strategy's default (``DEFAULT_SOLVER``).
+    solver_params : keyword arguments of the solver (kernel, C, gamma, ...);
+        ``random_state`` defaults to ``seed``.
+    strategy_params : keyword arguments of the strategy (e.g. ``sample_size``).
+    seed : seeds the queries (see the module notes) and the ramp-region stream.
+    cold_start : ``"random"`` (default) or ``"one-class"``.
+    initial : at least this many labels are chosen by the cold-start rule.
+    eval_X, eval_y : an evaluation set with true labels (+1/-1): ROC AUC and
+        accuracy after every label.
+    oracle_y : the pool's true labels, for simulations (needed by ``gradient``).
+    track_scores : keep the pool's decision values current (default: when the
+        pool has at most ``TRACK_LIMIT`` items).
+    undo_memory : bytes of solver snapshots kept for undo of non-exact solvers.
+    """
+
+    def __init__(self, X, *, strategy: str = "near-boundary", solver: str | None = None,
+                 solver_params: dict | None = None, strategy_params: dict | None = None, seed: int = 0,
+                 cold_start: str = DEFAULT_COLD_START, initial: int = 0, eval_X=None, eval_y=None,
+                 oracle_y=None, track_scores: bool | None = None, undo_memory: int = DEFAULT_UNDO_MEMORY):
+        self.strategy = strategy
+        self._strategy_fn = get_strategy(strategy)
+        if cold_start not in COLD_STARTS:
+            raise ValueError(f"unknown cold start {cold_start!r}; choose one of {', '.join(COLD_STARTS)}")
+        self.X = np.atleast_2d(np.asarray(X, dtype=np.float64))
+        if self.X.ndim != 2 or len(self.X) == 0:
+            raise ValueError(f"the pool must be a non-empty (n, d) array, got shape {np.shape(X)}")
+        n = len(self.X)
+        self.solver_name = solver or DEFAULT_SOLVER[strategy]
+        solver_class(self.solver_name)  # unknown names fail here, with the list of names
+        self.solver_params = dict(solver_params or {})
+        self.solver_params.setdefault("random_state", int(seed))
+        self.strategy_params = dict(strategy_params or {})
+        self.seed = int(seed)
+        self.cold_start = cold_start
+        self.initial = int(initial)
+        if oracle_y is not None:
+            oracle_y = self._check_labels(oracle_y, n, "oracle_y")
+        if strategy == "gradient" and oracle_y is None:
+            raise ValueError("the 'gradient' strategy needs the true labels (oracle_y): "
+                             "it picks the most misclassified item and can only run in simulations")
+        self.oracle_y = oracle_y
+        if (eval_X is None) != (eval_y is None):
+            raise ValueError("give both eval_X and eval_y, or neither")
+        self.eval_X = None if eval_X is None else np.atleast_2d(np.asarray(eval_X, dtype=np.float64))
+        self.eval_y = None if eval_y is None else self._check_labels(eval_y, len(self.eval_X), "eval_y")
+        self.track_scores = (n <= TRACK_LIMIT) if track_scores is None else bool(track_scores)
+        self.undo_memory = int(undo_memory)
+
+        self.solver = make_solver(self.solver_name, self.X, **self.solver_params)
+        self._label = np.zeros(n, dtype=np.int8)
+        self._skipped = np.zeros(n, dtype=bool)
+        self._available = np.ones(n, dtype=bool)
+        self._n_pos = 0
+        self._n_neg = 0
+        self.events: list[tuple[int, int]] = []
+        self.history: list[HistoryRow] = []
+        self._undo: list[_UndoEntry] = []
+        self._snapshot_bytes = 0
+        self._pending: Query | None = None
+        self._ranking: np.ndarray | None = None
+        self.seen = 0
+        self.cursor = 0
+        self.passes = 0
+        self._order = (np.random.default_rng([self.seed, 0x5EED]).permutation(n).astype(np.intp)
+                       if strategy == "ramp-region" else None)
+        self._beta = np.zeros(n)
+        self._b = 0.0
+        self._f: np.ndarray | None = None
+        if self.track_scores:
+            sv, coef, b = self.solver.coefficients()
+            self._beta[np.asarray(sv, dtype=np.intp)] = coef
+            self._b = float(b)
+            self._f = np.asarray(self.solver.decision_function(np.arange(n)), dtype=np.float64).copy()
+        self.rng = self._step_rng()
+
+    # ------------------------------------------------------------------
+    @staticmethod
+    def _check_labels(y, n: int, what: str) -> np.ndarray:
+        y = np.asarray(y, dtype=np.float64).reshape(-1)
+        if len(y) != n:
+            raise ValueError(f"{what} has {len(y)} labels for {n} items")
+        if not np.all(np.isin(y, (-1.0, 1.0))):
+            bad = np.flatnonzero(~np.isin(y, (-1.0, 1.0)))[0]
+            raise ValueError(f"{what} must contain only -1 and +1; item {bad} is {y[bad]!r}")
+        return y
+
+    def config(self) -> dict[str, Any]:
+        """The keyword arguments that rebuild this loop (with X and the evaluation data)."""
+        return dict(strategy=self.strategy, solver=self.solver_name, solver_params=dict(self.solver_params),
+                    strategy_params=dict(self.strategy_params), seed=self.seed, cold_start=self.cold_start,
+                    initial=self.initial, track_scores=self.track_scores, undo_memory=self.undo_memory)
+
+    def _step_rng(self) -> np.random.Generator:
+        return np.random.default_rng([self.seed, len(self.events)])
+
+    # ------------------------------------------------------------------ read-outs
+    @property
+    def n_labels(self) -> int:
+        return self._n_pos + self._n_neg
+
+    @property
+    def n_items(self) -> int:
+        return len(self.X)
+
+    @property
+    def labelled_mask(self) -> np.ndarray:
+        return self._label != 0
+
+    @property
+    def skipped_mask(self) -> np.ndarray:
+        return self._skipped.copy()
+
+    @property
+    def labels(self) -> np.ndarray:
+        """+1 / -1 for labelled items, 0 otherwise."""
+        return self._label.copy()
+
+    @property
+    def in_cold_start(self) -> bool:
+        return self._n_pos == 0 or self._n_neg == 0 or self.n_labels < self.initial
+
+    def pool_scores(self) -> np.ndarray:
+        """The current decision value of every pool item (a copy)."""
+        if self._f is not None:
+            return self._f.copy()
+        return np.asarray(self.solver.decision_function(np.arange(self.n_items)), dtype=np.float64)
+
+    def refresh_scores(self) -> None:
+        """Recompute the kept pool scores from scratch (they are kept current anyway)."""
+        if self._f is not None:
+            self._f = np.asarray(self.solver.decision_function(np.arange(self.n_items)), dtype=np.float64).copy()
+
+    def history_frame(self):
+        """The history as a pandas DataFrame (one row per label)."""
+        import pandas as pd
+
+        cols = list(HistoryRow.__dataclass_fields__)
+        return pd.DataFrame([r.to_dict() for r in self.history], columns=cols)
+
+    def _pool(self) -> Pool:
+        return Pool(self._available, scores=self._f, oracle_y=self.oracle_y)
+
+    # ------------------------------------------------------------------ queries
+    def next_query(self) -> Query | None:
+        """The item to ask about next (the same one until it is answered), or None."""
+        if self._pending is not None:
+            return self._pending
+        if not self._available.any():
+            return None
+        self.rng = rng = self._step_rng()
+        t0 = time.perf_counter()
+        pool = self._pool()
+        cold = self.in_cold_start
+        if self.strategy == "ramp-region":
+            q = ramp_region(self.solver, pool, rng, order=self._order, cursor=self.cursor,
+                            threshold=np.inf if cold else float(self.strategy_params.get("threshold", 1.0)))
+            if q is not None and cold:
+                q.reason = "cold start: next item of the stream (random order)"
+        elif cold and self.cold_start == "one-class":
+            if self._ranking is None:
+                self._ranking = one_class_ranking(self.X, np.random.default_rng([self.seed, 0x0C5]),
+                                                  **self._one_class_params())
+            q = one_class_cold_start(self.solver, pool, rng, ranking=self._ranking)
+        elif cold:
+            q = random_query(self.solver, pool, rng)
+            if q is not None:
+                q.reason = "cold start: " + q.reason
+        else:
+            if self._f is None and self.strategy in WHOLE_POOL:
+                pool.scores = self.pool_scores()
+            q = self._strategy_fn(self.solver, pool, rng, **self.strategy_params)
+        if q is None:
+            return None
+        q.cold_start = cold
+        if cold and self.strategy != "ramp-region":
+            q.strategy = f"{q.strategy} (cold start)" if q.strategy != "one-class" else "one-class (cold start)"
+        elif cold:
+            q.strategy = "ramp-region (cold start)"
+        q.query_ms = 1e3 * (time.perf_counter() - t0)
+        self._pending = q
+        return q
+
+    def _one_class_params(self) -> dict[str, Any]:
+        keep = ("kernel", "gamma", "degree", "coef0", "tol", "cache_bytes")
+        return {k: v for k, v in self.solver_params.items() if k in keep}
+
+    # ------------------------------------------------------------------ answers
+    def _check_item(self, i) -> int:
+        if isinstance(i, bool) or not isinstance(i, (int, np.integer)):
+            raise TypeError(f"item must be an integer index, got {i!r}")
+        i = int(i)
+        if not 0 <= i < self.n_items:
+            raise IndexError(f"item {i} is not in the pool (0..{self.n_items - 1})")
+        if self._label[i] != 0:
+            raise ValueError(f"item {i} is already labelled ({int(self._label[i]):+d})")
+        return i
+
+    def _answered(self, i: int) -> tuple[Query | None, _UndoEntry]:
+        """Bookkeeping shared by teach and skip: stream position and the undo record."""
+        q = self._pending if (self._pending is not None and self._pending.index == i) else None
+        entry = _UndoEntry(kind="", item=i, label=0, was_skipped=bool(self._skipped[i]), cursor=self.cursor,
+                           seen=self.seen, passes=self.passes)
+        if q is not None:
+            self.seen += q.passed_over + 1
+            if q.cursor is not None:
+                if q.cursor <= self.cursor:  # the walk went past the end of the order
+                    self.passes += 1
+                self.cursor = q.cursor
+        return q, entry
+
+    def teach(self, i, y) -> HistoryRow:
+        """Learn label ``y`` (+1 / -1) for item ``i``; returns the new history row."""
+        i = self._check_item(i)
+        if y not in (-1, 1) or isinstance(y, bool):
+            raise ValueError(f"label must be -1 or +1, got {y!r}")
+        y = int(y)
+        score = float(self._f[i]) if self._f is not None else float(self.solver.decision_function([i])[0])
+        q, entry = self._answered(i)
+        entry.kind, entry.label = "teach", y
+        if not self.solver.exact_unlearn and self.track_scores and self.undo_memory > 0:
+            entry.snapshot, entry.snapshot_bytes = _copy_solver(self.solver)
+            self._snapshot_bytes += entry.snapshot_bytes
+            self._trim_snapshots()
+        k0 = self.solver.n_kernel_evals
+        t0 = time.perf_counter()
+        step = self.solver.learn(i, y)
+        self._sync_scores()
+        update_ms = 1e3 * (time.perf_counter() - t0)
+        kernel_evals = self.solver.n_kernel_evals - k0
+        self._label[i] = y
+        self._available[i] = False
+        self._skipped[i] = False
+        if y > 0:
+            self._n_pos += 1
+        else:
+            self._n_neg += 1
+        self.events.append((i, y))
+        self._undo.append(entry)
+        self._pending = None
+        self.rng = self._step_rng()
+        auc, acc = self._evaluate()
+        sv, coef, _ = self.solver.coefficients()
+        row = HistoryRow(
+            step=len(self.events), item=i, label=y, n_labels=self.n_labels,
+            asked_by=q.strategy if q is not None else "analyst", score=score,
+            n_sv=int(len(sv)), n_bound=int(np.sum(np.abs(coef) >= self.solver.C * (1 - 1e-9))),
+            n_in_margin=self._n_in_margin(), update_ms=update_ms,
+            query_ms=q.query_ms if q is not None else float("nan"), kernel_evals=int(kernel_evals),
+            auc=auc, accuracy=acc, seen=self.seen, status=getattr(step, "status", "ok"))
+        self.history.append(row)
+        return row
+
+    def skip(self, i) -> None:
+        """Pass over item ``i`` without a label; it is not asked about again (until undone)."""
+        i = self._check_item(i)
+        if self._skipped[i]:
+            raise ValueError(f"item {i} is already skipped")
+        q, entry = self._answered(i)
+        entry.kind = "skip"
+        self._skipped[i] = True
+        self._available[i] = False
+        self.events.append((i, 0))
+        self._undo.append(entry)
+        self._pending = None
+        self.rng = self._step_rng()
+
+    def undo(self) -> tuple[int, int]:
+        """Take back the last label or skip, exactly; returns that event (item, label)."""
+        if not self._undo:
+            raise ValueError("nothing to undo")
+        entry = self._undo.pop()
+        i = entry.item
+        if entry.kind == "teach":
+            if self.solver.exact_unlearn:
+                self.solver.unlearn(i)
+            elif entry.snapshot is not None:
+                self._snapshot_bytes -= entry.snapshot_bytes
+                self.solver = entry.snapshot
+            else:
+                self._replay_solver([e for e in self.events[:-1] if e[1] != 0])
+            self._sync_scores()
+            if entry.label > 0:
+                self._n_pos -= 1
+            else:
+                self._n_neg -= 1
+            self._label[i] = 0
+            self.history.pop()
+        self._skipped[i] = entry.was_skipped
+        self._available[i] = not entry.was_skipped
+        self.cursor, self.seen, self.passes = entry.cursor, entry.seen, entry.passes
+        event = self.events.pop()
+        self._pending = None
+        self.rng = self._step_rng()
+        return event
+
+    # ------------------------------------------------------------------ internals
+    def _trim_snapshots(self) -> None:
+        """Drop the oldest snapshots beyond the memory budget (their undo falls back to replay)."""
+        for e in self._undo:
+            if self._snapshot_bytes <= self.undo_memory:
+                break
+            if e.snapshot is not None:
+                e.snapshot = None
+                self._snapshot_bytes -= e.snapshot_bytes
+
+    def _replay_solver(self, labels: list[tuple[int, int]]) -> None:
+        """A fresh solver that learns ``labels`` in order: the state the loop had after them."""
+        solver = make_solver(self.solver_name, self.X, **self.solver_params)
+        for i, y in labels:
+            solver.learn(i, y)
+        self.solver = solver
+
+    def _sync_scores(self) -> None:
+        """f_pool += K(pool, changed) @ delta_beta + delta_b (see the module notes)."""
+        if self._f is None:
+            return
+        sv, coef, b = self.solver.coefficients()
+        beta = np.zeros(self.n_items)
+        beta[np.asarray(sv, dtype=np.intp)] = coef
+        delta = beta - self._beta
+        changed = np.flatnonzero(delta)
+        if len(changed):
+            rows = self.solver.cache.rows(changed)[:, : self.n_items]
+            self._f += delta[changed] @ rows
+        db = float(b) - self._b
+        if db != 0.0:
+            self._f += db
+        self._beta = beta
+        self._b = float(b)
+
+    def _n_in_margin(self) -> float:
+        if self._f is None:
+            return float("nan")
+        return float(np.count_nonzero(np.abs(self._f[self._available]) < 1.0))
+
+    def _evaluate(self) -> tuple[float, float]:
+        if self.eval_X is None:
+            return float("nan"), float("nan")
+        from core.metrics import accuracy, roc_auc
+
+        f = np.asarray(self.solver.decision_function(X=self.eval_X), dtype=np.float64)
+        pred = np.where(f >= 0, 1.0, -1.0)
+        return roc_auc(self.eval_y, f), accuracy(self.eval_y, pred)
+
+    # ------------------------------------------------------------------ rebuilding
+    @classmethod
+    def from_events(cls, events, X, **config) -> ActiveLearningLoop:
+        """Rebuild a loop by replaying (item, label) events (label 0 = skip).
+
+        With the same configuration the result equals the loop that produced
+        the events: same labels, same solver state, same decision values and
+        the same history (timings aside).  Each event is preceded by the query
+        the loop would have shown, so stream positions are reproduced too.
+        """
+        loop = cls(X, **config)
+        loop.replay(events)
+        return loop
+
+    def replay(self, events) -> None:
+        """Apply (item, label) events in order (label 0 = skip)."""
+        for i, y in events:
+            i, y = int(i), int(y)
+            self.next_query()
+            if y == 0:
+                self.skip(i)
+            else:
+                self.teach(i, y)
+
+    def to_state(self) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+        """Plain arrays + a JSON-able dict: the events and the configuration.
+
+        :meth:`from_state` replays the events (the data and any evaluation set
+        are passed again), which rebuilds the loop exactly.
+        """
+        arrays = {"events": np.asarray(self.events, dtype=np.int64).reshape(-1, 2)}
+        meta = {"format": 1, "config": self.config(), "n_items": self.n_items}
+        json.dumps(meta)
+        return arrays, meta
+
+    @classmethod
+    def from_state(cls, arrays: dict[str, np.ndarray], meta: dict[str, Any], X, **data) -> ActiveLearningLoop:
+        if int(meta.get("n_items", len(X))) != len(X):
+            raise ValueError(f"the state is for a pool of {meta['n_items']} items, X has {len(X)}")
+        return cls.from_events(arrays["events"].tolist(), X, **meta["config"], **data)
+
+
+__all__ = ["ActiveLearningLoop", "HistoryRow", "TRACK_LIMIT"]
