@@ -1,0 +1,136 @@
+"""``python -m core`` in a subprocess, on real CSV files (good and malformed)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from sklearn.svm import SVC
+
+from core.datasets import make_gaussians, standardize, stratified_split
+from core.metrics import roc_auc
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def run_cli(*args, timeout=300):
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    return subprocess.run([sys.executable, "-m", "core", *map(str, args)], capture_output=True, text=True,
+                          cwd=ROOT, env=env, timeout=timeout)
+
+
+@pytest.fixture(scope="module")
+def gauss_csv(tmp_path_factory):
+    X, y = make_gaussians(200, np.random.default_rng(0), separation=2.5, n_features=3)
+    path = tmp_path_factory.mktemp("cli") / "gauss.csv"
+    lines = ["f1,f2,f3,outcome"] + [",".join(repr(float(v)) for v in row) + f",{'sick' if t > 0 else 'well'}"
+                                    for row, t in zip(X, y, strict=True)]
+    path.write_text("\n".join(lines) + "\n")
+    return path, X, y
+
+
+def test_fit_json_reports_the_design_fields_and_matches_sklearn(gauss_csv):
+    path, X, y = gauss_csv
+    r = run_cli("fit", "--data", path, "--label-column", "outcome", "--positive", "sick", "--solver", "lasvm",
+                "--kernel", "rbf", "--C", "1", "--gamma", "0.5", "--scale", "standard", "--test-fraction", "0.25",
+                "--seed", "3", "--json")
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    for key in ("accuracy", "auc", "n_sv", "fit_seconds", "kernel_evals", "dual_objective", "solver", "n_train",
+                "n_test"):
+        assert key in out, key
+    assert out["solver"] == "lasvm" and out["n_train"] == 150 and out["n_test"] == 50
+    assert out["n_sv"] > 0 and out["kernel_evals"] > 0 and out["dual_objective"] > 0 and out["fit_seconds"] >= 0
+    # the same split and scaling, fitted by scikit-learn's SVC, as an independent reference
+    train, test = stratified_split(y, 0.25, np.random.default_rng(3))
+    Xtr, mean, scale = standardize(X[train])
+    Xte = (X[test] - mean) / scale
+    sk = SVC(kernel="rbf", C=1.0, gamma=0.5).fit(Xtr, y[train])
+    assert abs(out["accuracy"] - sk.score(Xte, y[test])) <= 0.04
+    assert abs(out["auc"] - roc_auc(y[test], sk.decision_function(Xte))) <= 0.03
+    assert out["accuracy"] > 0.8
+
+
+def test_fit_table_output(gauss_csv):
+    path, _, _ = gauss_csv
+    r = run_cli("fit", "--data", path, "--label-column", "outcome", "--solver", "ramp")
+    assert r.returncode == 0, r.stderr
+    for words in ("accuracy (test)", "ROC AUC (test)", "support vectors", "kernel evaluations", "dual objective",
+                  "positive: well"):  # default positive: the larger label value ('well' > 'sick')
+        assert words in r.stdout
+    assert r.stderr == ""
+
+
+def test_fit_bundled_without_a_file():
+    r = run_cli("fit", "--data", "bundled:breast-cancer", "--scale", "standard", "--json")
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    assert out["positive"] == "malignant" and out["n_train"] + out["n_test"] == 569
+    assert out["auc"] > 0.95
+
+
+def write(tmp_path, name, data: bytes):
+    p = tmp_path / name
+    p.write_bytes(data)
+    return p
+
+
+# (file contents, extra arguments, text the one-line message must contain)
+BAD = {
+    "missing file": (None, [], "file not found"),
+    "missing column": (b"x,y\n1,a\n2,b\n", ["--label-column", "target"], "label column 'target' not found"),
+    "non-numeric": (b"x,z,y\n1,2,a\n3,abc,b\n", ["--label-column", "y"],
+                    "non-numeric value 'abc' in column 'z', row 2"),
+    "three classes": (b"x,y\n1,a\n2,b\n3,c\n4,a\n", ["--label-column", "y"], "has 3 classes ('a', 'b', 'c')"),
+    "one class": (b"x,y\n1,a\n2,a\n", ["--label-column", "y"], "only one class ('a')"),
+    "ragged": (b"x,y\n1,a\n2,b,3\n3,a\n", ["--label-column", "y"], "line 3 has 3 fields but the header has 2"),
+    "empty": (b"", ["--label-column", "y"], "the file is empty"),
+    "not utf-8": ("x,y\n1,caf\xe9\n2,b\n".encode("latin-1"), ["--label-column", "y"], "not UTF-8"),
+    "positive absent": (b"x,y\n1,a\n2,b\n", ["--label-column", "y", "--positive", "c"],
+                        "positive value 'c' does not occur"),
+    "no label column": (b"x,y\n1,a\n2,b\n", [], "--label-column is required"),
+}
+
+
+@pytest.mark.parametrize("case", list(BAD))
+def test_fit_bad_input_one_line_exit_2(tmp_path, case):
+    data, extra, expected = BAD[case]
+    path = tmp_path / "missing.csv" if data is None else write(tmp_path, "bad.csv", data)
+    r = run_cli("fit", "--data", path, *extra)
+    assert r.returncode == 2
+    assert r.stdout == ""
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1, r.stderr
+    assert lines[0].startswith("error: ") and expected in lines[0], lines[0]
+    assert "Traceback" not in r.stderr
+
+
+def test_bad_arguments_exit_2():
+    r = run_cli("fit", "--data", "bundled:digits", "--C", "-1")
+    assert r.returncode == 2 and "positive number" in r.stderr
+    r = run_cli("fit", "--data", "bundled:digits", "--solver", "svmlight")
+    assert r.returncode == 2 and "invalid choice" in r.stderr
+    r = run_cli("fit", "--data", "bundled:nothing")
+    assert r.returncode == 2 and "unknown bundled dataset 'nothing'" in r.stderr
+
+
+def test_compare_argument_parsing():
+    from core.cli import build_parser
+
+    args = build_parser().parse_args(
+        ["compare", "--data", "d.csv", "--label-column", "y", "--positive", "1", "--strategies",
+         "near-boundary,random", "--solver", "incremental", "--kernel", "rbf", "--C", "10", "--gamma", "0.5",
+         "--scale", "standard", "--budget", "50", "--seeds", "4", "--initial", "4", "--test-fraction", "0.3",
+         "--out", "r.csv", "--json"])
+    assert args.strategies == "near-boundary,random" and args.solver == "incremental"
+    assert (args.budget, args.seeds, args.initial, args.test_fraction) == (50, 4, 4, 0.3)
+    assert (args.C, args.gamma, args.scale, args.out, args.json) == (10.0, 0.5, "standard", "r.csv", True)
+    defaults = build_parser().parse_args(["compare", "--data", "d.csv", "--strategies", "random", "--budget", "9"])
+    assert defaults.solver is None and defaults.gamma == "scale"
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["compare", "--data", "d.csv", "--strategies", "random"])  # --budget required
