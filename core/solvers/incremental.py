@@ -387,7 +387,9 @@ class IncrementalSVM(OnlineSolver):
                 g += dg * t
             else:
                 a[p] += d * t
-                a[S] += beta[1:] * (d * t)
+                # margin vectors tied with the limiting one land on a bound up to rounding:
+                # keep the box exact (the equality moves by rounding only)
+                a[S] = np.clip(a[S] + beta[1:] * (d * t), 0.0, C)
                 self._b += beta[0] * d * t
                 g += dg * t
                 g[S] = 0.0
@@ -805,6 +807,11 @@ class IncrementalOneClassSVM(IncrementalSVM):
     ``decision_function(x) = sum_i a_i K(x_i, x) - rho`` with rho = -mu, so it is
     **positive inside** the estimated support (normal) and **negative outside**
     (anomalous); ``anomaly_score = -decision_function``: **larger = more anomalous**.
+
+    Note that a learned example with a_i = C contributes C·K(x_i, x_i) to its own
+    value, so an isolated learned point under a narrow RBF kernel may still
+    score as normal; scores of points that are in the store but not learned
+    (or of new points) have no such self-term.
 
     Parameters: ``nu`` (fraction of outliers, 0 < nu <= 1) or ``C``.  With ``nu``,
     C = 1/(nu · N) where N is the number of points in the store when the first
