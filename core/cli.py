@@ -129,8 +129,9 @@ def build_parser() -> argparse.ArgumentParser:
                       help="labels per run, the initial ones included")
     cmp_.add_argument("--seeds", type=_positive_int, default=3, help="number of seeds (default 3)")
     cmp_.add_argument("--initial", type=_positive_int, default=None, metavar="N0",
-                      help="labels drawn at random before the strategy takes over")
-    cmp_.add_argument("--test-fraction", type=_fraction, default=0.25, help="held-out fraction (default 0.25)")
+                      help="labels drawn at random before the strategy takes over (default: the experiment's)")
+    cmp_.add_argument("--test-fraction", type=_fraction, default=None,
+                      help="held-out fraction, stratified per seed (default: the experiment's)")
     cmp_.add_argument("--out", metavar="results.csv", help="write the tidy per-label rows to this CSV file")
     cmp_.add_argument("--jobs", type=_positive_int, default=1, help="seeds run in parallel processes (default 1)")
     cmp_.add_argument("--json", action="store_true", help="print the summary as JSON")
@@ -246,7 +247,34 @@ def format_fit(result: dict[str, Any]) -> str:
 
 # -- compare -----------------------------------------------------------------------
 
-def run_compare(args: argparse.Namespace):
+def _jsonable(value: Any) -> Any:
+    """Plain JSON values: NaN/inf -> null, numpy scalars -> Python numbers."""
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, np.ndarray):
+        return [_jsonable(v) for v in value.tolist()]
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    if value is None or isinstance(value, str):
+        return value
+    if isinstance(value, (int, np.integer)):
+        return int(value)
+    if isinstance(value, (float, np.floating)):
+        return _json_number(value)
+    try:
+        import pandas as pd
+
+        if pd.isna(value):
+            return None
+    except (TypeError, ValueError):
+        pass
+    return str(value)
+
+
+def run_compare(args: argparse.Namespace) -> str:
+    """Run ``core.experiment.run_comparison`` and return what to print (summary table or JSON)."""
     try:
         from core import experiment
     except ImportError as exc:
@@ -257,11 +285,31 @@ def run_compare(args: argparse.Namespace):
     if len(set(strategies)) != len(strategies):
         raise CLIError(f"--strategies lists a strategy twice: {args.strategies}")
     ds = load_data(args)
-    return experiment.run_comparison(
-        ds.X, ds.y, strategies=strategies, solver=args.solver, budget=args.budget, seeds=args.seeds,
-        initial=args.initial, test_fraction=args.test_fraction, scale=args.scale, kernel=args.kernel, C=args.C,
-        gamma=args.gamma, degree=args.degree, coef0=args.coef0, tol=args.tol, n_jobs=args.jobs, out=args.out,
-        json_output=args.json, dataset_name=ds.name)
+    X = ds.X
+    if args.scale == "standard":
+        # Unsupervised and label-free, so scaling over all items (pool and held-out part) leaks no labels.
+        X = standardize(X)[0]
+    solver_params = dict(kernel=args.kernel, C=args.C, gamma=args.gamma, degree=args.degree, coef0=args.coef0,
+                         tol=args.tol)
+    optional = {}
+    if args.initial is not None:
+        optional["initial"] = args.initial
+    if args.test_fraction is not None:
+        optional["test_fraction"] = args.test_fraction
+    result = experiment.run_comparison(X, ds.y, strategies=strategies, solver=args.solver,
+                                       solver_params=solver_params, budget=args.budget, seeds=args.seeds,
+                                       n_jobs=args.jobs, **optional)
+    if args.out:
+        result.to_csv(args.out)
+    if args.json:
+        payload = {"dataset": ds.name, "positive": ds.classes[1] if ds.classes else None,
+                   "config": result.config, "summary": result.summary.to_dict(orient="records"),
+                   "references": result.references.to_dict(orient="records"), "out": args.out}
+        return json.dumps(_jsonable(payload))
+    text = f"{ds.name}: {len(ds)} items, positive {ds.classes[1] if ds.classes else '+1'}\n{result.summary_text()}"
+    if args.out:
+        text += f"\nrows written to {args.out}"
+    return text
 
 
 # -- entry point -------------------------------------------------------------------

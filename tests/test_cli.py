@@ -134,3 +134,45 @@ def test_compare_argument_parsing():
     assert defaults.solver is None and defaults.gamma == "scale"
     with pytest.raises(SystemExit):
         build_parser().parse_args(["compare", "--data", "d.csv", "--strategies", "random"])  # --budget required
+
+
+def need_experiment():
+    import importlib.util
+
+    if importlib.util.find_spec("core.experiment") is None:
+        pytest.skip("core.experiment has not landed yet")
+
+
+def test_compare_writes_tidy_rows_and_json_summary(gauss_csv, tmp_path):
+    need_experiment()
+    import pandas as pd
+
+    path, _, _ = gauss_csv
+    out = tmp_path / "results.csv"
+    r = run_cli("compare", "--data", path, "--label-column", "outcome", "--positive", "sick", "--strategies",
+                "near-boundary,random", "--C", "1", "--gamma", "0.5", "--scale", "standard", "--budget", "20",
+                "--seeds", "2", "--initial", "4", "--test-fraction", "0.3", "--out", out, "--json")
+    assert r.returncode == 0, r.stderr
+    summary = json.loads(r.stdout)
+    by_strategy = {row["strategy"]: row for row in summary["summary"]}
+    assert set(by_strategy) == {"near-boundary", "random"}
+    for row in by_strategy.values():
+        assert row["n_seeds"] == 2 and 0.0 < row["alc_mean"] <= 1.2
+    assert by_strategy["near-boundary"]["solver"] == "incremental"  # the strategy's default solver
+    rows = pd.read_csv(out)
+    assert list(rows.columns[:9]) == ["strategy", "solver", "seed", "n_labels", "auc", "accuracy", "n_sv",
+                                      "update_ms", "query_ms"]
+    assert rows["n_labels"].max() == 20 and set(rows["seed"]) == {0, 1}
+    assert len(rows) == 2 * 2 * 20  # strategies x seeds x labels
+
+
+def test_compare_table_and_errors(gauss_csv):
+    need_experiment()
+    path, _, _ = gauss_csv
+    r = run_cli("compare", "--data", path, "--label-column", "outcome", "--strategies", "random",
+                "--solver", "lasvm", "--budget", "12", "--seeds", "1")
+    assert r.returncode == 0, r.stderr
+    assert "ALC" in r.stdout and "random" in r.stdout
+    r = run_cli("compare", "--data", path, "--label-column", "outcome", "--strategies", "psychic,random",
+                "--budget", "12", "--seeds", "1")
+    assert r.returncode == 2 and r.stderr.count("\n") == 1 and "unknown strategy 'psychic'" in r.stderr
