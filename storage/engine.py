@@ -20,6 +20,9 @@ short session per unit of work::
 from __future__ import annotations
 
 import os
+import random
+import sqlite3
+import time
 from pathlib import Path
 from typing import Any
 
@@ -96,11 +99,37 @@ def _configure_sqlite(engine: Engine) -> None:
     @event.listens_for(engine, "begin")
     def _on_begin(connection: Any) -> None:
         if connection.get_execution_options().get(WRITE_OPTION):
-            # take the write lock now, so the busy timeout applies; a deferred
-            # transaction that read first could not wait for it later
-            connection.exec_driver_sql("BEGIN IMMEDIATE")
+            _begin_immediate(connection.connection.driver_connection)
         else:
             connection.exec_driver_sql("BEGIN")
+
+
+def _begin_immediate(dbapi_connection: Any) -> None:
+    """Start a write transaction, taking SQLite's write lock up front.
+
+    Taking the lock at BEGIN means a writer never has to upgrade a read
+    snapshot later (which fails at once with "database is locked"). While
+    another process holds the lock we poll with short randomized waits instead
+    of SQLite's busy handler, whose waits grow to 100 ms and let a busy writer
+    starve the others for seconds; we give up only after the busy timeout.
+    """
+    deadline = time.monotonic() + SQLITE_BUSY_TIMEOUT_MS / 1000
+    longest_wait = 0.0005
+    dbapi_connection.execute("PRAGMA busy_timeout = 0")
+    try:
+        while True:
+            try:
+                dbapi_connection.execute("BEGIN IMMEDIATE")
+                return
+            except sqlite3.OperationalError as error:
+                if "locked" not in str(error) and "busy" not in str(error):
+                    raise
+                if time.monotonic() >= deadline:
+                    raise
+            time.sleep(random.uniform(0.0, longest_wait))
+            longest_wait = min(longest_wait * 2, 0.004)
+    finally:
+        dbapi_connection.execute(f"PRAGMA busy_timeout = {SQLITE_BUSY_TIMEOUT_MS}")
 
 
 def writer(engine: Engine) -> Engine:

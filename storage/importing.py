@@ -1,6 +1,7 @@
 """Importing files as datasets: CSV files, loaded datasets, and label exports.
 
-CSV parsing and checking is ``core.datasets.load_csv``'s job; its ``DataError``
+CSV parsing and checking is ``core.datasets.load_csv``'s job (imported when
+first needed, with pandas, so that labelling processes start quickly); its ``DataError``
 (which names the row, column and value) is re-raised as
 ``DatasetValidationError`` with the same message. Everything is checked
 before anything is written, so a rejected file leaves the database unchanged.
@@ -18,9 +19,7 @@ from pathlib import Path
 from typing import IO, Any
 
 import numpy as np
-import pandas as pd
 
-from core.datasets import DataError, load_csv
 from storage.errors import DatasetValidationError, StorageError
 from storage.export import EXPORT_FORMATS, FEATURE_PREFIX, RESERVED_COLUMNS
 from storage.repository import EngineLike, import_dataset
@@ -49,6 +48,8 @@ def import_csv(
     ``DatasetValidationError`` naming the row/column for a malformed file and
     ``DuplicateDatasetError`` when the same data was imported before.
     """
+    from core.datasets import DataError, load_csv
+
     try:
         dataset = load_csv(
             source,
@@ -149,6 +150,10 @@ def _read_export_csv(data: bytes, source_name: str) -> tuple[np.ndarray, list[st
     feature_headers = [h for h in header if h not in RESERVED_COLUMNS]
     if not feature_headers:
         raise DatasetValidationError(f"{source_name}: the export has no feature columns (exported without features).")
+    import pandas as pd
+
+    from core.datasets import DataError, load_csv
+
     named = io.BytesIO(data)
     named.name = source_name
     try:

@@ -40,7 +40,7 @@ def utc_now() -> dt.datetime:
 
 
 class UTCDateTime(TypeDecorator[dt.datetime]):
-    """Timezone-aware UTC datetimes on every backend (SQLite keeps no zone)."""
+    """Timezone-aware UTC datetimes on every backend, also those that store no zone."""
 
     impl = DateTime(timezone=True)
     cache_ok = True
@@ -50,8 +50,7 @@ class UTCDateTime(TypeDecorator[dt.datetime]):
             return None
         if value.tzinfo is None:
             raise ValueError("naive datetime given; use timezone-aware UTC datetimes")
-        value = value.astimezone(dt.UTC)
-        return value.replace(tzinfo=None) if dialect.name == "sqlite" else value
+        return value.astimezone(dt.UTC)
 
     def process_result_value(self, value: dt.datetime | None, dialect: Any) -> dt.datetime | None:
         if value is None:

@@ -14,10 +14,9 @@ import json
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 from sqlalchemy import Engine, delete, func, insert, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
@@ -44,6 +43,9 @@ from storage.models import (
     utc_now,
 )
 from storage.validation import validate_dataset
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 EngineLike = Engine | sessionmaker[Session]
 
@@ -593,8 +595,8 @@ def record_label(
             session.flush()
             label_id = label.id
     except IntegrityError:
-        # a concurrent submit of the same item won the race (not possible on
-        # SQLite, where writers are serialized, but possible elsewhere)
+        # a concurrent submit of the same item won the race between our check
+        # and our insert (possible where writers are not serialized)
         with reading(engine) as session:
             dataset_id = session.execute(
                 select(LabellingSession.dataset_id).where(LabellingSession.id == session_id)
@@ -876,6 +878,8 @@ def save_comparison(
     summary: dict[str, Any],
 ) -> int:
     """Store a strategy comparison (tidy rows + summary); return its id."""
+    import pandas as pd  # only comparisons need pandas; labelling processes start faster without it
+
     if not isinstance(rows, pd.DataFrame):
         raise StorageError("rows must be a pandas DataFrame.")
     config_json = _jsonable(config or {}, "config")
@@ -916,11 +920,13 @@ def list_comparisons(engine: EngineLike, dataset_id: int | None = None) -> list[
 
 
 def load_comparison(engine: EngineLike, comparison_id: int) -> Comparison:
+    import pandas as pd
+
     with reading(engine) as session:
         result = session.get(ComparisonResult, comparison_id)
         if result is None:
             raise NotFoundError(f"Comparison {comparison_id} does not exist.")
-        rows = pd.read_csv(io.StringIO(result.rows_csv), float_precision="round_trip")
+        rows = pd.read_csv(io.StringIO(result.rows_csv))
         return Comparison(
             id=result.id,
             dataset_id=result.dataset_id,

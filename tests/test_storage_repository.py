@@ -1,0 +1,403 @@
+"""Storage repository: datasets, sessions, labels with undo, snapshots, comparisons."""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from sqlalchemy import func, select
+
+import storage
+from storage.models import Base, Label, ModelSnapshot
+
+
+@pytest.fixture
+def engine(tmp_path):
+    engine = storage.make_engine(f"sqlite:///{tmp_path / 'marginlab.db'}")
+    storage.init_db(engine)
+    yield engine
+    engine.dispose()
+
+
+def row_counts(engine) -> dict[str, int]:
+    with engine.connect() as connection:
+        return {
+            table.name: connection.execute(select(func.count()).select_from(table)).scalar_one()
+            for table in Base.metadata.sorted_tables
+        }
+
+
+def small_dataset(engine, n=30, d=3, seed=0, **kwargs) -> int:
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((n, d))
+    y = np.where(X[:, 0] > 0, 1, -1)
+    y[0], y[1] = 1, -1
+    kwargs.setdefault("name", f"demo-{seed}")
+    return storage.import_dataset(engine, X=X, feature_names=[f"f{j}" for j in range(d)], y_true=y, **kwargs)
+
+
+def label(engine, session_id, item_index, value=1, **kwargs):
+    defaults = dict(
+        annotator="ada",
+        strategy="near-boundary",
+        solver="incremental",
+        decision_value=0.25,
+        model_version=0,
+        update_ms=1.5,
+        query_ms=0.5,
+    )
+    defaults.update(kwargs)
+    return storage.record_label(engine, session_id, item_index=item_index, value=value, **defaults)
+
+
+def new_session(engine, dataset_id, **kwargs):
+    defaults = dict(annotator="ada", strategy="near-boundary", solver="incremental", params={"C": 1.0}, seed=7)
+    defaults.update(kwargs)
+    return storage.start_session(engine, dataset_id=dataset_id, **defaults)
+
+
+# -- datasets -------------------------------------------------------------------
+
+
+def test_import_and_load_dataset_roundtrip(engine):
+    rng = np.random.default_rng(1)
+    X = rng.standard_normal((12, 4)) * 1e-300  # subnormal-ish values survive exactly
+    X[0, 0] = np.nextafter(1.0, 2.0)
+    y = np.array([1, -1] * 6)
+    keys = [f"id-{i}" for i in range(12)]
+    texts = [f"text {i}" for i in range(12)]
+    dataset_id = storage.import_dataset(
+        engine,
+        name="  notes ",
+        X=X,
+        feature_names=["a", "b", "c", "d"],
+        y_true=y,
+        source="notes.csv",
+        display_kind="text",
+        text_column="body",
+        display_values=texts,
+        item_keys=keys,
+    )
+    X2, y2, names, display = storage.load_dataset_arrays(engine, dataset_id)
+    assert X2.dtype == np.float64 and X2.flags.writeable
+    np.testing.assert_array_equal(X2, X)
+    np.testing.assert_array_equal(y2, y)
+    assert names == ["a", "b", "c", "d"]
+    assert display.kind == "text" and display.text_column == "body"
+    assert display.item_keys == tuple(keys) and display.display_values == tuple(texts)
+    info = storage.get_dataset(engine, dataset_id)
+    assert (info.name, info.n_items, info.n_features, info.has_true_labels) == ("notes", 12, 4, True)
+    assert [d.id for d in storage.list_datasets(engine)] == [dataset_id]
+    assert info.created_at.tzinfo is not None
+
+
+def test_image_dataset_and_no_true_labels(engine):
+    X = np.arange(2 * 6, dtype=float).reshape(2, 6)
+    dataset_id = storage.import_dataset(
+        engine, name="tiny images", X=X, feature_names=[f"p{i}" for i in range(6)], display_kind="image",
+        image_shape=(3, 2),
+    )
+    X2, y2, _names, display = storage.load_dataset_arrays(engine, dataset_id)
+    assert y2 is None and display.image_shape == (3, 2) and display.item_keys is None
+    assert storage.get_dataset(engine, dataset_id).has_true_labels is False
+    np.testing.assert_array_equal(X2, X)
+
+
+def test_same_content_twice_is_refused_with_the_existing_id(engine):
+    first = small_dataset(engine, name="first")
+    before = row_counts(engine)
+    with pytest.raises(storage.DuplicateDatasetError) as caught:
+        small_dataset(engine, name="second name, same data")
+    assert caught.value.dataset_id == first
+    assert "dataset 1" in str(caught.value)
+    assert row_counts(engine) == before
+    small_dataset(engine, seed=1)  # different data is fine
+
+
+BAD_ARRAYS = [
+    (dict(X=[[1.0, 2.0], [3.0]]), "Row 1 has 1 values"),
+    (dict(X=[[1.0, 2.0], [3.0, "abc"]]), "Row 1, column 'b': 'abc' is not a number"),
+    (dict(X=[[1.0, 2.0], [3.0, None]]), "Row 1, column 'b': a missing value"),
+    (dict(X=np.array([[1.0, 2.0], [3.0, np.nan]])), "Row 1, column 'b': a missing value"),
+    (dict(X=np.array([[1.0, np.inf], [3.0, 4.0]])), "Row 0, column 'b': inf, not a finite number"),
+    (dict(X=np.ones((2, 2)), feature_names=["a", "a"]), "Duplicate feature name 'a' (columns 0 and 1)"),
+    (dict(X=np.ones((2, 2)), feature_names=["a", " "]), "Feature column 1 has an empty name"),
+    (dict(X=np.ones((2, 2)), feature_names=["a"]), "2 columns but 1 feature names"),
+    (dict(X=np.ones((0, 2))), "no rows"),
+    (dict(X=np.ones(2)), "must be 2-D"),
+    (dict(y_true=[1, 1]), "single class (+1)"),
+    (dict(y_true=[1, 0]), "Row 1: true label 0 is not +1 or -1"),
+    (dict(y_true=[1]), "1 true labels but 2 rows"),
+    (dict(item_keys=["k", "k"]), "Duplicate item key 'k' in rows 0 and 1"),
+    (dict(display_kind="video"), "Display kind 'video'"),
+    (dict(display_kind="image", image_shape=(3, 3)), "need 9 feature columns"),
+    (dict(display_kind="text"), "needs a display text"),
+    (dict(name=""), "non-empty name"),
+]
+
+
+@pytest.mark.parametrize("override, message", BAD_ARRAYS)
+def test_invalid_arrays_name_the_problem_and_write_nothing(engine, override, message):
+    small_dataset(engine)
+    before = row_counts(engine)
+    arguments = dict(name="bad", X=np.array([[1.0, 2.0], [3.0, 4.0]]), feature_names=["a", "b"], y_true=None)
+    arguments.update(override)
+    with pytest.raises(storage.DatasetValidationError) as caught:
+        storage.import_dataset(engine, **arguments)
+    assert message in str(caught.value)
+    assert row_counts(engine) == before
+
+
+def test_delete_dataset_removes_everything_hanging_off_it(engine):
+    keep = small_dataset(engine, seed=5)
+    keep_session = new_session(engine, keep)
+    label(engine, keep_session, 0)
+    before = row_counts(engine)
+
+    doomed = small_dataset(engine, seed=6)
+    session_id = new_session(engine, doomed)
+    for i in range(5):
+        label(engine, session_id, i, value=1 if i % 2 else -1)
+    storage.save_snapshot(engine, session_id, n_events=5, arrays={"alpha": np.ones(3)}, meta={})
+    storage.save_comparison(engine, doomed, {"budget": 10}, pd.DataFrame({"auc": [0.5]}), {})
+    storage.delete_dataset(engine, doomed)
+
+    assert row_counts(engine) == before
+    with pytest.raises(storage.NotFoundError):
+        storage.get_dataset(engine, doomed)
+    with pytest.raises(storage.NotFoundError):
+        storage.delete_dataset(engine, doomed)
+    assert [e.item_index for e in storage.label_events(engine, keep_session)] == [0]
+
+
+# -- sessions and labels --------------------------------------------------------------
+
+
+def test_sessions_list_filter_and_close(engine):
+    dataset_id = small_dataset(engine)
+    other = small_dataset(engine, seed=2)
+    first = new_session(engine, dataset_id, params={"C": np.float64(2.0), "gamma": "scale"})
+    second = new_session(engine, dataset_id, annotator="bob", strategy="random", solver="lasvm")
+    third = new_session(engine, other)
+    label(engine, first, 3, value=1)
+    label(engine, first, 4, value=0)
+
+    info = storage.get_session(engine, first)
+    assert (info.annotator, info.strategy, info.solver, info.seed) == ("ada", "near-boundary", "incremental", 7)
+    assert info.params == {"C": 2.0, "gamma": "scale"}
+    assert (info.n_labels, info.n_skips, info.status) == (1, 1, "active")
+    assert {s.id for s in storage.list_sessions(engine, dataset_id=dataset_id)} == {first, second}
+    assert [s.id for s in storage.list_sessions(engine, annotator="bob")] == [second]
+
+    storage.close_session(engine, second)
+    assert {s.id for s in storage.list_sessions(engine, status="active")} == {first, third}
+    assert storage.get_session(engine, second).status == "closed"
+    with pytest.raises(storage.SessionClosedError):
+        label(engine, second, 0)
+    storage.reopen_session(engine, second)
+    label(engine, second, 0)
+    with pytest.raises(storage.NotFoundError):
+        storage.get_session(engine, 999)
+    assert set(storage.list_annotators(engine)) == {"ada", "bob"}
+
+
+def test_record_label_keeps_provenance(engine):
+    dataset_id = small_dataset(engine)
+    session_id = new_session(engine, dataset_id)
+    event = label(
+        engine, session_id, 17, value=-1, annotator="carol", strategy="randomized-search", solver="lasvm",
+        decision_value=-0.75, model_version=4, update_ms=2.5, query_ms=1.25,
+    )
+    [stored] = storage.label_events(engine, session_id)
+    assert stored == event
+    assert (stored.item_index, stored.value, stored.annotator) == (17, -1, "carol")
+    assert (stored.strategy, stored.solver, stored.decision_value) == ("randomized-search", "lasvm", -0.75)
+    assert (stored.model_version, stored.update_ms, stored.query_ms) == (4, 2.5, 1.25)
+    assert stored.created_at.tzinfo is not None and stored.undone_at is None
+
+
+def test_double_submit_stores_one_label_and_says_so(engine):
+    dataset_id = small_dataset(engine)
+    session_id = new_session(engine, dataset_id)
+    first = label(engine, session_id, 17, value=1)
+    with pytest.raises(storage.DuplicateLabelError) as caught:
+        label(engine, session_id, 17, value=-1)
+    assert str(caught.value).startswith(f"Item 17 already has a label in session {session_id}")
+    assert caught.value.label_id == first.label_id and caught.value.item_index == 17
+    assert [(e.item_index, e.value) for e in storage.label_events(engine, session_id)] == [(17, 1)]
+    assert row_counts(engine)["labels"] == 1
+    # the same item in another session is a different label
+    other = new_session(engine, dataset_id)
+    label(engine, other, 17, value=-1)
+
+
+def test_concurrent_double_submit_from_threads_stores_one_label(engine):
+    dataset_id = small_dataset(engine)
+    session_id = new_session(engine, dataset_id)
+    barrier = threading.Barrier(6)
+    outcomes: list[str] = []
+
+    def submit():
+        barrier.wait()
+        try:
+            label(engine, session_id, 5, value=1)
+            outcomes.append("stored")
+        except storage.DuplicateLabelError:
+            outcomes.append("duplicate")
+
+    threads = [threading.Thread(target=submit) for _ in range(6)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert sorted(outcomes) == ["duplicate"] * 5 + ["stored"]
+    assert len(storage.label_events(engine, session_id)) == 1
+
+
+@pytest.mark.parametrize("value", [2, -2, 0.5, True, "1", None])
+def test_label_value_must_be_plus_minus_one_or_skip(engine, value):
+    session_id = new_session(engine, small_dataset(engine))
+    with pytest.raises(storage.InvalidLabelError, match=r"\+1, -1 or 0"):
+        label(engine, session_id, 0, value=value)
+    assert row_counts(engine)["labels"] == 0
+
+
+def test_item_index_out_of_range(engine):
+    session_id = new_session(engine, small_dataset(engine, n=30))
+    with pytest.raises(storage.InvalidLabelError, match="Item 30 does not exist: dataset 1 has items 0 to 29"):
+        label(engine, session_id, 30)
+    with pytest.raises(storage.NotFoundError, match="Session 99"):
+        label(engine, 99, 0)
+
+
+def test_undo_marks_the_last_label_and_allows_relabelling(engine):
+    session_id = new_session(engine, small_dataset(engine))
+    label(engine, session_id, 3, value=1)
+    label(engine, session_id, 8, value=0)
+    last = label(engine, session_id, 5, value=-1)
+
+    undone = storage.undo_last_label(engine, session_id)
+    assert undone.label_id == last.label_id and undone.undone_at is not None
+    assert [(e.item_index, e.value) for e in storage.label_events(engine, session_id)] == [(3, 1), (8, 0)]
+    assert [(e.item_index, e.value) for e in storage.label_events(engine, session_id, include_skips=False)] == [(3, 1)]
+    trail = storage.label_events(engine, session_id, include_undone=True)
+    assert [(e.item_index, e.undone_at is not None) for e in trail] == [(3, False), (8, False), (5, True)]
+
+    label(engine, session_id, 5, value=1)  # the undone item can be labelled again
+    assert storage.labelled_items(engine, session_id) == {3: 1, 8: 0, 5: 1}
+    assert storage.undo_last_label(engine, session_id).item_index == 5
+    assert storage.undo_last_label(engine, session_id).item_index == 8
+    assert storage.undo_last_label(engine, session_id).item_index == 3
+    assert storage.undo_last_label(engine, session_id) is None
+    assert row_counts(engine)["labels"] == 4  # nothing deleted: the audit trail stays
+
+
+# -- snapshots ------------------------------------------------------------------
+
+
+def test_snapshot_roundtrip_and_invalidation_by_undo(engine):
+    session_id = new_session(engine, small_dataset(engine))
+    assert storage.latest_snapshot(engine, session_id) is None
+    for i in range(4):
+        label(engine, session_id, i, value=1 if i % 2 else -1)
+    arrays = {"alpha": np.linspace(0, 1, 5), "support": np.array([0, 2, 3], dtype=np.int64), "b": np.float64(0.5)}
+    storage.save_snapshot(engine, session_id, n_events=2, arrays=arrays, meta={"solver": "incremental"})
+    storage.save_snapshot(engine, session_id, n_events=4, arrays={"alpha": np.ones(4)}, meta={"k": 4})
+
+    n_events, loaded, meta = storage.latest_snapshot(engine, session_id)
+    assert n_events == 4 and meta == {"k": 4}
+    np.testing.assert_array_equal(loaded["alpha"], np.ones(4))
+
+    storage.undo_last_label(engine, session_id)  # the n_events=4 snapshot no longer applies
+    snapshot = storage.latest_snapshot(engine, session_id)
+    assert snapshot.n_events == 2 and snapshot.meta == {"solver": "incremental"}
+    for name, array in arrays.items():
+        np.testing.assert_array_equal(snapshot.arrays[name], array)
+        assert snapshot.arrays[name].dtype == np.asarray(array).dtype
+
+    label(engine, session_id, 10, value=1)
+    assert storage.latest_snapshot(engine, session_id).n_events == 2
+    with pytest.raises(storage.StorageError, match="cannot reflect 9"):
+        storage.save_snapshot(engine, session_id, n_events=9, arrays={}, meta={})
+
+
+def test_snapshots_refuse_objects_and_keep_only_recent_ones(engine):
+    session_id = new_session(engine, small_dataset(engine))
+    with pytest.raises(storage.StorageError, match="Python objects"):
+        storage.save_snapshot(engine, session_id, n_events=0, arrays={"bad": np.array([{}, 1], dtype=object)})
+    for i in range(6):
+        label(engine, session_id, i, value=1)
+        storage.save_snapshot(engine, session_id, n_events=i + 1, arrays={"n": np.array([i])}, meta={})
+    with engine.connect() as connection:
+        kept = connection.execute(select(ModelSnapshot.n_events).order_by(ModelSnapshot.n_events)).scalars().all()
+    assert kept == [4, 5, 6]
+
+
+# -- comparisons ----------------------------------------------------------------
+
+
+def test_comparison_roundtrip(engine):
+    dataset_id = small_dataset(engine)
+    rows = pd.DataFrame(
+        {
+            "strategy": ["random", "near-boundary"],
+            "solver": ["lasvm", "incremental"],
+            "seed": [0, 1],
+            "n_labels": [10, 10],
+            "auc": [0.1 + 0.2, np.nan],
+            "update_ms": [1e-9, 3.5],
+        }
+    )
+    config = {"strategies": ["random", "near-boundary"], "budget": np.int64(10)}
+    comparison_id = storage.save_comparison(engine, dataset_id, config, rows, {"aulc": {"random": np.float64(0.7)}})
+    loaded = storage.load_comparison(engine, comparison_id)
+    pd.testing.assert_frame_equal(loaded.rows, rows, check_dtype=False)
+    assert loaded.rows["auc"][0] == 0.1 + 0.2
+    assert loaded.config == {"strategies": ["random", "near-boundary"], "budget": 10}
+    assert loaded.summary == {"aulc": {"random": 0.7}}
+    assert [c.id for c in storage.list_comparisons(engine, dataset_id)] == [comparison_id]
+    assert storage.list_comparisons(engine, dataset_id + 1) == []
+
+
+# -- property: any sequence of labels and undos matches a plain list -------------
+
+operations = st.lists(
+    st.one_of(st.tuples(st.just("label"), st.integers(0, 9), st.sampled_from([-1, 0, 1])), st.just(("undo",))),
+    max_size=25,
+)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(ops=operations)
+def test_label_and_undo_sequences_match_a_reference_list(engine, ops):
+    datasets = storage.list_datasets(engine)  # the engine fixture is shared by the examples
+    dataset_id = datasets[0].id if datasets else small_dataset(engine, n=10)
+    session_id = new_session(engine, dataset_id)
+    expected: list[tuple[int, int]] = []
+    for op in ops:
+        if op[0] == "undo":
+            undone = storage.undo_last_label(engine, session_id)
+            assert (undone is None) == (not expected)
+            if expected:
+                assert (undone.item_index, undone.value) == expected.pop()
+        else:
+            _, item, value = op
+            if any(i == item for i, _ in expected):
+                with pytest.raises(storage.DuplicateLabelError):
+                    label(engine, session_id, item, value=value)
+            else:
+                label(engine, session_id, item, value=value, model_version=len(expected))
+                expected.append((item, value))
+        events = storage.label_events(engine, session_id)
+        assert [(e.item_index, e.value) for e in events] == expected
+    with engine.connect() as connection:
+        active_per_item = connection.execute(
+            select(Label.item_id, func.count())
+            .where(Label.session_id == session_id, Label.undone_at.is_(None))
+            .group_by(Label.item_id)
+        ).all()
+    assert all(count == 1 for _, count in active_per_item)
