@@ -48,8 +48,9 @@ def label_forever(url: str, session_id: int, start: int, stop: int, annotator: s
     for item_index in range(start, stop):
         out.write(f"begin {item_index}\n")
         out.flush()
-        event = storage.record_label(engine, session_id, item_index=item_index, annotator=annotator,
-                                     **expected_label(item_index))
+        event = storage.record_label(
+            engine, session_id, item_index=item_index, annotator=annotator, **expected_label(item_index)
+        )
         out.write(f"done {item_index} {event.label_id}\n")
         out.flush()
     out.write("finished\n")
@@ -89,8 +90,9 @@ def database(tmp_path):
     engine = storage.make_engine(url)
     storage.init_db(engine)
     rng = np.random.default_rng(0)
-    dataset_id = storage.import_dataset(engine, name="big", X=rng.standard_normal((N_ITEMS, 4)),
-                                        feature_names=["a", "b", "c", "d"])
+    dataset_id = storage.import_dataset(
+        engine, name="big", X=rng.standard_normal((N_ITEMS, 4)), feature_names=["a", "b", "c", "d"]
+    )
     yield url, engine, dataset_id
     engine.dispose()
 
@@ -105,8 +107,9 @@ def check_events_are_complete(events, annotator: str) -> None:
 
 def test_sigkill_leaves_exactly_the_labels_whose_commit_returned(database):
     url, engine, dataset_id = database
-    session_id = storage.start_session(engine, dataset_id=dataset_id, annotator="ada", strategy="near-boundary",
-                                       solver="incremental")
+    session_id = storage.start_session(
+        engine, dataset_id=dataset_id, annotator="ada", strategy="near-boundary", solver="incremental"
+    )
     rng = random.Random(1234)
     returned: list[tuple[int, int]] = []  # (item_index, label_id) whose record_label returned
     start = 0
@@ -158,13 +161,13 @@ def test_four_processes_labelling_at_once_lose_nothing(database, tmp_path):
     per_worker = 60
     go_file = tmp_path / "go"
     sessions = [
-        storage.start_session(engine, dataset_id=dataset_id, annotator=f"annotator {k}", strategy="random",
-                              solver="lasvm")
+        storage.start_session(
+            engine, dataset_id=dataset_id, annotator=f"annotator {k}", strategy="random", solver="lasvm"
+        )
         for k in range(4)
     ]
     workers = [
-        spawn_worker("label-when-go", url, session_id, k * per_worker, (k + 1) * per_worker, f"annotator {k}",
-                     go_file)
+        spawn_worker("label-when-go", url, session_id, k * per_worker, (k + 1) * per_worker, f"annotator {k}", go_file)
         for k, session_id in enumerate(sessions)
     ]
     go_file.touch()

@@ -84,7 +84,10 @@ def test_schema_compiles_for_postgresql_with_the_partial_unique_index():
         ddl.append(str(CreateTable(table).compile(dialect=dialect)))
         ddl.extend(str(CreateIndex(index).compile(dialect=dialect)) for index in table.indexes)
     joined = "\n".join(ddl)
-    assert "CREATE UNIQUE INDEX uq_active_label_per_item ON labels (session_id, item_id) WHERE undone_at IS NULL" in joined
+    partial_index = (
+        "CREATE UNIQUE INDEX uq_active_label_per_item ON labels (session_id, item_id) WHERE undone_at IS NULL"
+    )
+    assert partial_index in joined
     assert "ON DELETE CASCADE" in joined and "BYTEA" in joined
 
 

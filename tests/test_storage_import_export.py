@@ -63,11 +63,11 @@ MALFORMED = {
 
 @pytest.mark.parametrize("case", MALFORMED, ids=list(MALFORMED))
 def test_malformed_csv_names_the_row_or_column_and_changes_nothing(engine, db_path, case):
-    good = storage.import_csv(engine, GOOD_CSV, name="good", label_column="label", key_column="id",
-                              display_column="text")
+    good = storage.import_csv(
+        engine, GOOD_CSV, name="good", label_column="label", key_column="id", display_column="text"
+    )
     session_id = storage.start_session(engine, dataset_id=good, annotator="ada", strategy="random", solver="lasvm")
-    storage.record_label(engine, session_id, item_index=0, value=1, annotator="ada", strategy="random",
-                         solver="lasvm")
+    storage.record_label(engine, session_id, item_index=0, value=1, annotator="ada", strategy="random", solver="lasvm")
     before = database_state(engine, db_path)
 
     data, expected = MALFORMED[case]
@@ -82,8 +82,9 @@ def test_malformed_csv_names_the_row_or_column_and_changes_nothing(engine, db_pa
 
 
 def test_import_csv_keeps_keys_texts_and_label_mapping(engine):
-    dataset_id = storage.import_csv(engine, GOOD_CSV, name="mail", label_column="label", positive="spam",
-                                    key_column="id", display_column="text")
+    dataset_id = storage.import_csv(
+        engine, GOOD_CSV, name="mail", label_column="label", positive="spam", key_column="id", display_column="text"
+    )
     X, y, names, display = storage.load_dataset_arrays(engine, dataset_id)
     np.testing.assert_array_equal(X, [[1.5, 2.0], [-3.0, 4e-3], [0.0, 1.0]])
     np.testing.assert_array_equal(y, [1, -1, 1])
@@ -93,8 +94,15 @@ def test_import_csv_keeps_keys_texts_and_label_mapping(engine):
     info = storage.get_dataset(engine, dataset_id)
     assert info.meta["classes"] == {"negative": "ham", "positive": "spam"}
     with pytest.raises(storage.DuplicateDatasetError) as caught:
-        storage.import_csv(engine, GOOD_CSV, name="again", label_column="label", positive="spam",
-                           key_column="id", display_column="text")
+        storage.import_csv(
+            engine,
+            GOOD_CSV,
+            name="again",
+            label_column="label",
+            positive="spam",
+            key_column="id",
+            display_column="text",
+        )
     assert caught.value.dataset_id == dataset_id
 
 
@@ -117,19 +125,41 @@ def labelled_dataset(engine, *, feature_names=("x0", "x1", "x2"), n=40, seed=0, 
     X[0, 0] = 0.1 + 0.2
     keys = [f"item,{i}" if i % 3 else f'"q{i}"' for i in range(n)]
     texts = [f"line one\nline two {i}" if i % 2 else f"ünïcødé {i}" for i in range(n)]
-    dataset_id = storage.import_dataset(engine, name=f"set {seed}", X=X, feature_names=list(feature_names),
-                                        item_keys=keys, display_kind="text", display_values=texts)
+    dataset_id = storage.import_dataset(
+        engine,
+        name=f"set {seed}",
+        X=X,
+        feature_names=list(feature_names),
+        item_keys=keys,
+        display_kind="text",
+        display_values=texts,
+    )
     sessions = []
     for k, annotator in enumerate(annotators):
-        session_id = storage.start_session(engine, dataset_id=dataset_id, annotator=annotator,
-                                           strategy="near-boundary", solver="incremental", params={"C": 1})
+        session_id = storage.start_session(
+            engine,
+            dataset_id=dataset_id,
+            annotator=annotator,
+            strategy="near-boundary",
+            solver="incremental",
+            params={"C": 1},
+        )
         sessions.append(session_id)
         for step, item in enumerate(range(k, n, 2)):
             value = (1, -1, 0)[step % 3] if step > 1 else (1, -1)[step]
-            storage.record_label(engine, session_id, item_index=item, value=value, annotator=annotator,
-                                 strategy="near-boundary", solver="incremental",
-                                 decision_value=None if step == 0 else step / 7, model_version=step,
-                                 update_ms=0.5 * step, query_ms=None)
+            storage.record_label(
+                engine,
+                session_id,
+                item_index=item,
+                value=value,
+                annotator=annotator,
+                strategy="near-boundary",
+                solver="incremental",
+                decision_value=None if step == 0 else step / 7,
+                model_version=step,
+                update_ms=0.5 * step,
+                query_ms=None,
+            )
     return dataset_id, sessions, X, keys, texts
 
 
@@ -141,8 +171,7 @@ def test_export_then_reimport_gives_the_same_items_labels_and_features(engine, f
     events = storage.label_events(engine, session_id, include_skips=False)
     items = [e.item_index for e in events]
 
-    new_id = storage.import_labelled_export(engine, exported.encode(), name="re-imported", fmt=fmt,
-                                            display_kind="text")
+    new_id = storage.import_labelled_export(engine, exported.encode(), name="re-imported", fmt=fmt, display_kind="text")
     X2, y2, names, display = storage.load_dataset_arrays(engine, new_id)
     assert names == ["x0", "label", "annotator"]
     np.testing.assert_array_equal(X2, X[items])  # bit for bit
@@ -155,8 +184,15 @@ def test_csv_export_columns_and_provenance(engine):
     dataset_id, sessions, X, keys, _texts = labelled_dataset(engine)
     rows = list(csv.DictReader(io.StringIO(storage.export_labels(engine, session_id=sessions[1]))))
     events = storage.label_events(engine, sessions[1], include_skips=False)
-    assert list(rows[0])[:7] == ["dataset_id", "dataset_name", "session_id", "label_id", "item_index", "item_key",
-                                 "display_text"]
+    assert list(rows[0])[:7] == [
+        "dataset_id",
+        "dataset_name",
+        "session_id",
+        "label_id",
+        "item_index",
+        "item_key",
+        "display_text",
+    ]
     assert list(rows[0])[7:10] == ["x0", "x1", "x2"]
     assert len(rows) == len(events)
     for row, event in zip(rows, events, strict=True):

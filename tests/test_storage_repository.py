@@ -98,7 +98,11 @@ def test_import_and_load_dataset_roundtrip(engine):
 def test_image_dataset_and_no_true_labels(engine):
     X = np.arange(2 * 6, dtype=float).reshape(2, 6)
     dataset_id = storage.import_dataset(
-        engine, name="tiny images", X=X, feature_names=[f"p{i}" for i in range(6)], display_kind="image",
+        engine,
+        name="tiny images",
+        X=X,
+        feature_names=[f"p{i}" for i in range(6)],
+        display_kind="image",
         image_shape=(3, 2),
     )
     X2, y2, _names, display = storage.load_dataset_arrays(engine, dataset_id)
@@ -209,8 +213,17 @@ def test_record_label_keeps_provenance(engine):
     dataset_id = small_dataset(engine)
     session_id = new_session(engine, dataset_id)
     event = label(
-        engine, session_id, 17, value=-1, annotator="carol", strategy="randomized-search", solver="lasvm",
-        decision_value=-0.75, model_version=4, update_ms=2.5, query_ms=1.25,
+        engine,
+        session_id,
+        17,
+        value=-1,
+        annotator="carol",
+        strategy="randomized-search",
+        solver="lasvm",
+        decision_value=-0.75,
+        model_version=4,
+        update_ms=2.5,
+        query_ms=1.25,
     )
     [stored] = storage.label_events(engine, session_id)
     assert stored == event
