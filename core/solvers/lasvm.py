@@ -1,0 +1,755 @@
+"""LASVM: online SVM with PROCESS / REPROCESS and a finishing step.
+
+Bordes, Ertekin, Weston, Bottou, "Fast Kernel Classifiers with Online and
+Active Learning", JMLR 6 (2005), §3.
+
+Notation of the paper (§3.1).  The solver works with *signed* coefficients
+alpha_i = a_i y_i, box bounds
+
+    A_i = min(0, C y_i) <= alpha_i <= B_i = max(0, C y_i),    sum_i alpha_i = 0,
+
+and gradients of the dual W(alpha) = sum_i alpha_i y_i - 1/2 sum_ij alpha_i alpha_j K_ij,
+
+    g_i = y_i - sum_j alpha_j K_ij .
+
+A pair (i, j) is *tau-violating* when alpha_i < B_i, alpha_j > A_j and
+g_i - g_j > tau.  The solution is tau-approximate when no such pair exists.
+
+The solver keeps a current set S of examples (the potential support vectors)
+together with everything that is needed to update it without touching the rest
+of the data store, so that one online step costs O(|S| · n_features):
+
+* the signed coefficients and gradients of the members of S;
+* the kernel matrix K(S, S), grown and shrunk as examples enter and leave S;
+* a contiguous copy of the members' feature vectors (see ``_kernel_rows``).
+
+``learn(i, y)`` is one iteration of online LASVM (§3.2): PROCESS(i) then one
+REPROCESS.  ``revisit(i)`` is the same on an already-learned example (later
+epochs).  ``finish()`` is the finishing step: REPROCESS until delta <= tau,
+with LIBSVM-style shrinking.  The current bias ``b_`` and gap ``delta_``
+(eq. 10) and ``decision_function`` on arbitrary store indices are what the
+selection criteria of §4 (gradient, active, autoactive, randomized search)
+need.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+import numpy as np
+
+from core.solvers.base import OnlineSolver, StepResult, StepTimer
+
+_INITIAL_CAPACITY = 64
+_DECISION_CHUNK_ENTRIES = 1 << 22  # kernel entries per block when scoring many points
+
+
+class LASVM(OnlineSolver):
+    """Online LASVM (Bordes et al. 2005) over a growable data store.
+
+    Parameters (besides those of :class:`~core.solvers.base.OnlineSolver`)
+    ----------
+    curvature_floor : float, default 1e-12
+        Curvature guard of the direction search: the denominator
+        K_ii + K_jj - 2 K_ij of the step (§3.2, step lambda) is floored at this
+        value when it is not larger (duplicate points, or rounding on nearly
+        equal points).  The paper assumes a strictly positive curvature; with the
+        floor the unconstrained step becomes huge and is clipped by the box
+        bounds, which is the correct limit of a flat direction (as in LIBSVM).
+    shrinking : bool, default True
+        Shrinking during the finishing step: members of S that sit at a bound
+        and whose gradient lies beyond the current extreme gradients are set
+        aside (their gradients are not updated); they are brought back, with
+        gradients recomputed from K(S, S), before convergence is declared.
+    final_check : bool, default True
+        At the end of ``finish()``, recompute the gradients of the learned
+        examples that REPROCESS removed from S and put back the ones that now
+        violate the tau-optimality conditions, then continue.  This goes beyond
+        the paper (whose finishing step only makes S tau-optimal), so that after
+        ``finish()`` the whole learned set is tau-optimal (the largest violating
+        pair over every learned example is <= tol).  ``final_check=False``
+        gives the paper's finishing step exactly.
+
+    ``tol`` is the paper's tau.  ``max_iter`` caps the number of REPROCESS
+    steps of one ``finish()`` / ``unlearn()`` call; reaching it warns or raises
+    (``on_max_iter``).
+
+    ``unlearn`` is approximate (LASVM is not an exact incremental method); see
+    its docstring.
+    """
+
+    name: ClassVar[str] = "lasvm"
+    exact_unlearn: ClassVar[bool] = False
+    has_bias: ClassVar[bool] = True
+    check_block_bytes: ClassVar[int] = 128 * 2**20
+
+    def __init__(self, X: np.ndarray | None = None, *, curvature_floor: float = 1e-12,
+                 shrinking: bool = True, final_check: bool = True, **params: Any):
+        if not (np.isfinite(curvature_floor) and curvature_floor > 0):
+            raise ValueError(f"curvature_floor must be a positive finite number, got {curvature_floor!r}")
+        self.curvature_floor = float(curvature_floor)
+        self.shrinking = bool(shrinking)
+        self.final_check = bool(final_check)
+        self._reset_set()
+        super().__init__(X, **params)
+
+    # ------------------------------------------------------------------
+    # the current set S (positions 0..n-1; 0..n_active-1 are not shrunk)
+    # ------------------------------------------------------------------
+    def _reset_set(self) -> None:
+        self._cap = 0
+        self._n = 0
+        self._n_active = 0
+        self._S = np.empty(0, dtype=np.intp)  # store index of each position
+        self._alpha = np.empty(0)  # signed coefficients alpha_s = a_s y_s
+        self._g = np.empty(0)  # gradients g_s = y_s - sum_t alpha_t K_st
+        self._ys = np.empty(0)
+        self._lo = np.empty(0)  # A_s = min(0, C y_s)
+        self._hi = np.empty(0)  # B_s = max(0, C y_s)
+        # 0 where alpha_s < B_s (resp. alpha_s > A_s), -inf (resp. +inf) otherwise:
+        # argmax(g + up_pen) is the i of §3.2, argmin(g + down_pen) the j
+        self._up_pen = np.empty(0)
+        self._down_pen = np.empty(0)
+        self._sqS = np.empty(0)  # squared norms of the members (for the rbf kernel)
+        self._buf = np.empty(0)
+        self._K = np.empty((0, 0))  # K(S, S)
+        self._XS = np.empty((0, 0))  # feature vectors of the members, contiguous
+        self._where: dict[int, int] = {}  # store index -> position in S
+        self._b = 0.0
+        self._delta = 0.0
+        self._check_block = None
+
+    def _per_member(self) -> tuple[np.ndarray, ...]:
+        return (self._S, self._alpha, self._g, self._ys, self._lo, self._hi, self._up_pen, self._down_pen,
+                self._sqS)
+
+    def _reserve(self, need: int) -> None:
+        if need <= self._cap:
+            return
+        cap = max(need, 2 * self._cap, _INITIAL_CAPACITY)
+        n = self._n
+        d = self.store.n_features or 0
+
+        def grow(a: np.ndarray) -> np.ndarray:
+            out = np.zeros(cap, dtype=a.dtype)
+            out[:n] = a[:n]
+            return out
+
+        (self._S, self._alpha, self._g, self._ys, self._lo, self._hi, self._up_pen, self._down_pen,
+         self._sqS) = (grow(a) for a in self._per_member())
+        self._buf = np.empty(cap)
+        K = np.zeros((cap, cap))
+        K[:n, :n] = self._K[:n, :n]
+        self._K = K
+        XS = np.zeros((cap, d))
+        if n:
+            XS[:n] = self._XS[:n]
+        self._XS = XS
+        self._cap = cap
+
+    def _set_pen(self, p: int) -> None:
+        a = self._alpha[p]
+        self._up_pen[p] = 0.0 if a < self._hi[p] else -np.inf
+        self._down_pen[p] = 0.0 if a > self._lo[p] else np.inf
+
+    def _count_evals(self, k: int) -> None:
+        self.cache.n_evals += int(k)
+
+    def _kernel(self, Xa: np.ndarray, sqa: np.ndarray, Xb: np.ndarray, sqb: np.ndarray) -> np.ndarray:
+        """K(Xa, Xb) (same kernel as ``self.kernel``, computed in place; not counted here).
+
+        The solver computes K(x_k, S) against its own contiguous copy of the
+        members' feature vectors rather than with ``cache.block`` over store
+        indices: gathering X[S] from the store on every online step would copy
+        |S| x n_features numbers each time, which dominates a step on
+        high-dimensional data.  Never a row over the whole store (the store
+        may be a pool of millions of items).
+        """
+        G = Xa @ Xb.T
+        kern = self.kernel
+        if kern.name == "linear":
+            return G
+        if kern.name == "poly":
+            G *= kern.gamma
+            G += kern.coef0
+            return np.power(G, int(kern.degree), out=G)
+        # rbf: exp(-gamma * max(0, |a|^2 + |b|^2 - 2 <a, b>))
+        G *= 2.0
+        G -= sqa[:, None]
+        G -= sqb[None, :]
+        np.minimum(G, 0.0, out=G)
+        G *= kern.gamma
+        return np.exp(G, out=G)
+
+    def _kernel_rows(self, ks: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """K(x_ks, S) and K(x_ks, x_ks), counted as kernel evaluations."""
+        n = self._n
+        m = len(ks)
+        Xk = self.store.X[ks]
+        sqk = self.store.sq_norms[ks]
+        K_kS = self._kernel(Xk, sqk, self._XS[:n], self._sqS[:n]) if n else np.empty((m, 0))
+        if m == 1:
+            K_kk = np.ones((1, 1)) if self.kernel.name == "rbf" else np.atleast_2d(self.kernel.diag(Xk))
+        else:
+            K_kk = self._kernel(Xk, sqk, Xk, sqk)
+            K_kk = 0.5 * (K_kk + K_kk.T)
+            K_kk[np.diag_indices_from(K_kk)] = self.kernel.diag(Xk)
+        self._count_evals(m * n + m * (m + 1) // 2)
+        return K_kS, K_kk
+
+    def _insert(self, ks: np.ndarray, K_kS: np.ndarray, K_kk: np.ndarray) -> None:
+        """Add examples ks to S with alpha = 0 and their gradient (PROCESS step 2)."""
+        if self._n_active != self._n:  # pragma: no cover - internal invariant
+            raise RuntimeError("insertion into S while members are shrunk")
+        m = len(ks)
+        if m == 1:
+            self._insert_one(int(ks[0]), K_kS[0], float(K_kk[0, 0]))
+            return
+        n = self._n
+        self._reserve(n + m)
+        K = self._K
+        K[n:n + m, :n] = K_kS
+        K[:n, n:n + m] = K_kS.T
+        K[n:n + m, n:n + m] = K_kk
+        y = self.y[ks]
+        self._S[n:n + m] = ks
+        self._alpha[n:n + m] = 0.0
+        self._ys[n:n + m] = y
+        self._lo[n:n + m] = np.minimum(0.0, self.C * y)
+        self._hi[n:n + m] = np.maximum(0.0, self.C * y)
+        # alpha = 0: a positive example can only go up, a negative one only down
+        self._up_pen[n:n + m] = np.where(y > 0, 0.0, -np.inf)
+        self._down_pen[n:n + m] = np.where(y > 0, np.inf, 0.0)
+        # g_k = y_k - sum_{s in S} alpha_s K_ks (PROCESS step 2)
+        self._g[n:n + m] = y - K_kS @ self._alpha[:n] if n else y
+        self._XS[n:n + m] = self.store.X[ks]
+        self._sqS[n:n + m] = self.store.sq_norms[ks]
+        for t in range(m):
+            self._where[int(ks[t])] = n + t
+        self._n = self._n_active = n + m
+
+    def _insert_one(self, k: int, K_kS: np.ndarray, K_kk: float) -> None:
+        """``_insert`` for a single example, with scalar bookkeeping (the online hot path)."""
+        n = self._n
+        if n == self._cap:
+            self._reserve(n + 1)
+        K = self._K
+        K[n, :n] = K_kS
+        K[:n, n] = K_kS
+        K[n, n] = K_kk
+        y = float(self.y[k])
+        self._S[n] = k
+        self._alpha[n] = 0.0
+        self._ys[n] = y
+        if y > 0:  # alpha = 0 = A_k: can only go up
+            self._lo[n], self._hi[n], self._up_pen[n], self._down_pen[n] = 0.0, self.C, 0.0, np.inf
+        else:  # alpha = 0 = B_k: can only go down
+            self._lo[n], self._hi[n], self._up_pen[n], self._down_pen[n] = -self.C, 0.0, -np.inf, 0.0
+        # g_k = y_k - sum_{s in S} alpha_s K_ks (PROCESS step 2)
+        self._g[n] = y - float(K_kS @ self._alpha[:n]) if n else y
+        self._XS[n] = self.store.X[k]
+        self._sqS[n] = self.store.sq_norms[k]
+        self._where[k] = n
+        self._n = self._n_active = n + 1
+
+    def _move(self, src: int, dst: int) -> None:
+        """Copy everything of position src into position dst (src becomes free)."""
+        n = self._n
+        K = self._K
+        K[dst, :n] = K[src, :n]
+        K[:n, dst] = K[:n, src]  # K[dst, dst] now holds the old K[src, src]
+        for arr in self._per_member():
+            arr[dst] = arr[src]
+        self._XS[dst] = self._XS[src]
+        self._where[int(self._S[dst])] = dst
+
+    def _swap(self, p: int, q: int) -> None:
+        if p == q:
+            return
+        n = self._n
+        K = self._K
+        K[[p, q], :n] = K[[q, p], :n]
+        K[:n, [p, q]] = K[:n, [q, p]]
+        for arr in self._per_member():
+            arr[p], arr[q] = arr[q], arr[p]
+        self._XS[[p, q]] = self._XS[[q, p]]
+        self._where[int(self._S[p])] = p
+        self._where[int(self._S[q])] = q
+
+    def _remove(self, p: int) -> None:
+        """Take position p out of S (its coefficient must be 0)."""
+        del self._where[int(self._S[p])]
+        na, n = self._n_active, self._n
+        if p < na:
+            if p != na - 1:
+                self._move(na - 1, p)
+            if na - 1 != n - 1:
+                self._move(n - 1, na - 1)
+            self._n_active = na - 1
+        elif p != n - 1:
+            self._move(n - 1, p)
+        self._n = n - 1
+
+    # ------------------------------------------------------------------
+    # the direction search of §3.2
+    # ------------------------------------------------------------------
+    def _argmax_up(self) -> int:
+        """i = argmax g_s over s in S with alpha_s < B_s (-1 if none)."""
+        na = self._n_active
+        if na == 0:
+            return -1
+        buf = self._buf[:na]
+        np.add(self._g[:na], self._up_pen[:na], out=buf)
+        i = int(buf.argmax())
+        return i if buf[i] != -np.inf else -1
+
+    def _argmin_down(self) -> int:
+        """j = argmin g_s over s in S with alpha_s > A_s (-1 if none)."""
+        na = self._n_active
+        if na == 0:
+            return -1
+        buf = self._buf[:na]
+        np.add(self._g[:na], self._down_pen[:na], out=buf)
+        j = int(buf.argmin())
+        return j if buf[j] != np.inf else -1
+
+    def _extremes(self) -> tuple[int, int]:
+        return self._argmax_up(), self._argmin_down()
+
+    def _step(self, i: int, j: int) -> None:
+        """alpha_i += lambda, alpha_j -= lambda and the gradient update (§3.2, PROCESS 5 / REPROCESS 3)."""
+        K = self._K
+        a = self._alpha
+        curvature = K[i, i] + K[j, j] - 2.0 * K[i, j]
+        if not curvature > self.curvature_floor:  # curvature guard (see class docstring)
+            curvature = self.curvature_floor
+        room_i = self._hi[i] - a[i]
+        room_j = a[j] - self._lo[j]
+        lam = min((self._g[i] - self._g[j]) / curvature, room_i, room_j)
+        # coefficients that reach a bound are set to it exactly, so that
+        # "alpha_s = 0" of the removal test and the bound tests stay exact
+        a[i] = self._hi[i] if lam >= room_i else a[i] + lam
+        a[j] = self._lo[j] if lam >= room_j else a[j] - lam
+        self._set_pen(i)
+        self._set_pen(j)
+        na = self._n_active
+        # g_s <- g_s - lambda (K_is - K_js) for every (non-shrunk) s in S
+        buf = self._buf[:na]
+        np.subtract(K[i, :na], K[j, :na], out=buf)
+        buf *= lam
+        self._g[:na] -= buf
+
+    def _set_bias(self, i: int, j: int) -> None:
+        """b and delta of eq. 10 from the extreme pair (one-sided when a side is empty)."""
+        if i >= 0 and j >= 0:
+            g_i, g_j = float(self._g[i]), float(self._g[j])
+            self._b = 0.5 * (g_i + g_j)
+            self._delta = g_i - g_j
+        elif i >= 0:  # nothing can decrease (e.g. one class only): b in [g_i, +inf)
+            self._b = float(self._g[i])
+            self._delta = 0.0
+        elif j >= 0:  # nothing can increase: b in (-inf, g_j]
+            self._b = float(self._g[j])
+            self._delta = 0.0
+        else:
+            self._delta = 0.0
+
+    def _process(self, k: int) -> bool:
+        """LASVM PROCESS(k) (§3.2); returns whether a step was taken."""
+        if k in self._where:  # 1) bail out if k in S
+            return False
+        K_kS, K_kk = self._kernel_rows(np.array([k]))
+        self._insert(np.array([k]), K_kS, K_kk)  # 2) alpha_k = 0, g_k, S = S + {k}
+        p = self._n - 1
+        # 3) pair k with the extreme of the other side
+        if self.y[k] > 0:
+            i, j = p, self._argmin_down()
+        else:
+            i, j = self._argmax_up(), p
+        # 4) bail out if (i, j) is not a tau-violating pair
+        if i < 0 or j < 0 or not self._g[i] - self._g[j] > self.tol:
+            return False
+        self._step(i, j)  # 5) direction search
+        return True
+
+    def _reprocess(self) -> bool:
+        """LASVM REPROCESS (§3.2); returns whether a step was taken.
+
+        b and delta (eq. 10) are also refreshed when REPROCESS bails out
+        (no tau-violating pair): the finishing loop "repeat REPROCESS until
+        delta <= tau" needs the current delta either way.
+        """
+        i, j = self._extremes()  # 1)
+        if i < 0 or j < 0 or not self._g[i] - self._g[j] > self.tol:  # 2) bail out
+            self._set_bias(i, j)
+            return False
+        self._step(i, j)  # 3)
+        i, j = self._extremes()  # 4) new extremes ...
+        self._set_bias(i, j)  # 5) eq. 10 with g_i, g_j of step 4 (taken before positions move)
+        self._remove_blatant(i, j)  # 4) ... and removal of blatant non support vectors
+        return True
+
+    def _remove_blatant(self, i: int, j: int) -> int:
+        """REPROCESS step 4: drop s with alpha_s = 0 and y_s = -1, g_s >= g_i or y_s = +1, g_s <= g_j.
+
+        A criterion whose extreme does not exist (no member can move that way)
+        is not applied, so a single-class S is kept.  i and j themselves are
+        never dropped (alpha_i < B_i rules out a negative example at 0, and
+        likewise for j).
+        """
+        zero = np.flatnonzero(self._alpha[: self._n_active] == 0.0)
+        if len(zero) == 0:
+            return 0
+        g = self._g[zero]
+        ys = self._ys[zero]
+        drop = np.zeros(len(zero), dtype=bool)
+        if i >= 0:
+            drop |= (ys < 0) & (g >= self._g[i])
+        if j >= 0:
+            drop |= (ys > 0) & (g <= self._g[j])
+        positions = zero[drop]
+        for p in positions[::-1]:  # highest position first: moved-in members are never pending
+            self._remove(int(p))
+        return len(positions)
+
+    # ------------------------------------------------------------------
+    # the contract
+    # ------------------------------------------------------------------
+    def learn(self, i: int, y: float) -> StepResult:
+        """One online LASVM iteration: PROCESS(i) followed by one REPROCESS (§3.2)."""
+        i, y = self._check_learnable(i, y)
+        timer = StepTimer(self)
+        with timer:
+            self.y[i] = y
+            self.learned_order.append(i)
+            stepped = int(self._process(i))
+            stepped += int(self._reprocess())
+        return timer.result(status="ok", iterations=stepped, kkt_gap=self._delta,
+                            extra={"n_set": self._n, "b": self._b})
+
+    def revisit(self, i: int) -> StepResult:
+        """A later epoch: PROCESS(i) on an already-learned example, then one REPROCESS."""
+        i = self._check_unlearnable(i)
+        timer = StepTimer(self)
+        with timer:
+            stepped = int(self._process(i))
+            stepped += int(self._reprocess())
+        return timer.result(status="ok", iterations=stepped, kkt_gap=self._delta,
+                            extra={"n_set": self._n, "b": self._b})
+
+    def unlearn(self, i: int) -> StepResult:
+        """Remove example ``i`` — approximately (LASVM is not an exact incremental method).
+
+        If ``i`` is in S with a non-zero coefficient, its coefficient is driven
+        to 0 by pair steps with other members of S that keep the equality
+        constraint sum_s alpha_s = 0 (each step moves alpha_i towards 0 and the
+        partner with the most favourable gradient the other way, up to the
+        partner's bound); then ``i`` leaves S and REPROCESS runs until
+        delta <= tau on S.  Learned examples outside S are not revisited, so
+        the result is tau-optimal on S but is not guaranteed to equal training
+        without ``i`` (``finish()`` afterwards makes the whole learned set
+        tau-optimal again).  The active-learning loop undoes a label by
+        restoring the saved pre-label state, which is exact.
+        """
+        i = self._check_unlearnable(i)
+        timer = StepTimer(self)
+        its = 0
+        status, msg = "ok", ""
+        with timer:
+            p = self._where.get(i, -1)
+            if p >= 0:
+                its += self._drive_to_zero(p)
+                self._remove(self._where[i])
+            self.y[i] = 0.0
+            self.learned_order.remove(i)
+            n_rep, status, msg = self._reprocess_until_tau("unlearn")
+            its += n_rep
+        return timer.result(status=status, iterations=its, kkt_gap=self._delta, message=msg,
+                            extra={"n_set": self._n, "b": self._b})
+
+    def _drive_to_zero(self, p: int) -> int:
+        """Pair steps that bring alpha_p to 0 while keeping sum alpha = 0 (used by ``unlearn``)."""
+        a, g, K = self._alpha, self._g, self._K
+        n = self._n
+        steps = 0
+        while a[p] != 0.0 and steps <= n:
+            others = np.ones(n, dtype=bool)
+            others[p] = False
+            if a[p] > 0:  # partner m goes up: alpha_m += lam, alpha_p -= lam
+                cand = others & (a[:n] < self._hi[:n])
+                if not cand.any():
+                    break
+                m = int(np.argmax(np.where(cand, g[:n], -np.inf)))
+                room_m = self._hi[m] - a[m]
+                lam = min(a[p], room_m)
+                a[p] = 0.0 if lam >= a[p] else a[p] - lam
+                a[m] = self._hi[m] if lam >= room_m else a[m] + lam
+                g[:n] -= lam * (K[m, :n] - K[p, :n])
+            else:  # partner m goes down: alpha_m -= lam, alpha_p += lam
+                cand = others & (a[:n] > self._lo[:n])
+                if not cand.any():
+                    break
+                m = int(np.argmin(np.where(cand, g[:n], np.inf)))
+                room_m = a[m] - self._lo[m]
+                lam = min(-a[p], room_m)
+                a[p] = 0.0 if lam >= -a[p] else a[p] + lam
+                a[m] = self._lo[m] if lam >= room_m else a[m] - lam
+                g[:n] -= lam * (K[p, :n] - K[m, :n])
+            steps += 1
+        if a[p] != 0.0:
+            # sum alpha = 0 holds up to rounding only, so a remainder of the
+            # order of rounding can be left with no partner: set it to 0 and
+            # recompute the gradients exactly
+            a[p] = 0.0
+            self._refresh_gradients()
+        return steps
+
+    def finish(self) -> StepResult:
+        """Finishing step (§3.2): REPROCESS until delta <= tau, with shrinking.
+
+        With ``final_check`` (default) learned examples that left S are checked
+        afterwards and violators re-enter S (see the class docstring).
+        """
+        timer = StepTimer(self)
+        with timer:
+            try:
+                its, status, msg, rounds = self._finish_loop()
+            finally:
+                self._check_block = None
+        return timer.result(status=status, iterations=its, kkt_gap=self._delta, message=msg,
+                            extra={"n_set": self._n, "b": self._b, "check_rounds": rounds})
+
+    def _reprocess_until_tau(self, what: str, its_done: int = 0) -> tuple[int, str, str]:
+        """REPROCESS until delta <= tau (with shrinking if enabled); returns (steps, status, message)."""
+        its = 0
+        shrink_every = max(10, min(self._n, 1000))
+        since_shrink = 0
+        unshrunk_near = False
+        while True:
+            if its_done + its >= self.max_iter:
+                self._unshrink()
+                self._set_bias(*self._extremes())
+                return its, "max_iter", self._iteration_cap(what, its_done + its)
+            if self.shrinking and since_shrink >= shrink_every:
+                self._shrink()
+                since_shrink = 0
+            stepped = self._reprocess()
+            its += stepped
+            since_shrink += 1
+            if self._delta <= self.tol:
+                if self._n_active == self._n:
+                    return its, "ok", ""
+                self._unshrink()
+                self._set_bias(*self._extremes())
+                if self._delta <= self.tol:
+                    return its, "ok", ""
+            elif not unshrunk_near and self._n_active < self._n and self._delta <= 10 * self.tol:
+                self._unshrink()  # once near the end, as LIBSVM does
+                unshrunk_near = True
+            if not stepped and self._delta > self.tol:  # cannot happen; guards an endless loop
+                return its, "ok", "no tau-violating pair although delta > tau"
+
+    def _finish_loop(self) -> tuple[int, str, str, int]:
+        its = 0
+        rounds = 0
+        while True:
+            n_rep, status, msg = self._reprocess_until_tau("finishing", its)
+            its += n_rep
+            if status != "ok":
+                return its, status, msg, rounds
+            # gradients were updated incrementally: recompute them exactly from K(S, S)
+            self._refresh_gradients()
+            self._set_bias(*self._extremes())
+            if self._delta > self.tol:
+                continue
+            if not self.final_check:
+                return its, "ok", "", rounds
+            rounds += 1
+            if not self._reinsert_violators():
+                return its, "ok", "", rounds
+
+    def _reinsert_violators(self) -> bool:
+        """Learned examples outside S whose gradient violates tau-optimality re-enter S."""
+        learned = self.labelled_
+        n = self._n
+        out = learned[~np.isin(learned, self._S[:n])] if len(learned) else learned
+        if len(out) == 0:
+            return False
+        i, j = self._extremes()
+        g_up = self._g[i] if i >= 0 else -np.inf
+        g_down = self._g[j] if j >= 0 else np.inf
+        y_out = self.y[out]
+        g_out = y_out - self._outside_scores(out)
+        # outside S alpha = 0: a positive example can only go up, a negative one only down
+        pos, neg = y_out > 0, y_out < 0
+        g_up_all = max(g_up, g_out[pos].max()) if pos.any() else g_up
+        g_down_all = min(g_down, g_out[neg].min()) if neg.any() else g_down
+        viol = (pos & (g_out - g_down_all > self.tol)) | (neg & (g_up_all - g_out > self.tol))
+        if not viol.any():
+            return False
+        ks = out[viol]
+        K_kS, K_kk = self._kernel_rows(ks)
+        self._insert(ks, K_kS, K_kk)
+        return True
+
+    def _outside_scores(self, out: np.ndarray) -> np.ndarray:
+        """sum_s alpha_s K(x_k, x_s) for examples k outside S (the final check of ``finish``).
+
+        The block K(out, support vectors) is kept for the next check round of
+        the same ``finish()`` call (within ``check_block_bytes``), so that a
+        second round only computes the entries of rows and columns it has not
+        seen.  The budget is fixed and separate from the kernel-row cache, so
+        ``cache_bytes`` never changes results.
+        """
+        n = self._n
+        sv_pos = np.flatnonzero(self._alpha[:n] != 0.0)
+        coef = self._alpha[sv_pos]
+        sv = self._S[sv_pos]
+        scores = np.zeros(len(out))
+        if len(sv) == 0:
+            return scores
+        X, sq = self.store.X, self.store.sq_norms
+
+        def block(rows, col_pos):
+            self._count_evals(len(rows) * len(col_pos))
+            return self._kernel(X[rows], sq[rows], self._XS[col_pos], self._sqS[col_pos])
+
+        cached = self._check_block
+        if cached is None:
+            Kb = np.empty((len(out), len(sv)))
+            chunk = max(1, _DECISION_CHUNK_ENTRIES // len(sv))
+            for s in range(0, len(out), chunk):
+                Kb[s:s + chunk] = block(out[s:s + chunk], sv_pos)
+            scores = Kb @ coef
+            if Kb.nbytes <= self.check_block_bytes:
+                self._check_block = ({int(k): r for r, k in enumerate(out)},
+                                     {int(k): c for c, k in enumerate(sv)}, Kb)
+            return scores
+        rows_at, cols_at, Kb = cached
+        rpos = np.array([rows_at.get(int(k), -1) for k in out], dtype=np.intp)
+        cpos = np.array([cols_at.get(int(k), -1) for k in sv], dtype=np.intp)
+        hr, hc = rpos >= 0, cpos >= 0
+        if hr.any():
+            if hc.any():
+                scores[hr] += Kb[np.ix_(rpos[hr], cpos[hc])] @ coef[hc]
+            if (~hc).any():
+                scores[hr] += block(out[hr], sv_pos[~hc]) @ coef[~hc]
+        if (~hr).any():
+            scores[~hr] = block(out[~hr], sv_pos) @ coef
+        return scores
+
+    def _shrink(self) -> None:
+        """Set aside bounded members of the active part whose gradient is beyond the extremes."""
+        i, j = self._extremes()
+        if i < 0 or j < 0:
+            return
+        na = self._n_active
+        a, g = self._alpha[:na], self._g[:na]
+        g_max, g_min = self._g[i], self._g[j]
+        only_down = a >= self._hi[:na]  # at B: can only decrease
+        only_up = a <= self._lo[:na]  # at A: can only increase
+        out = (only_down & (g > g_max)) | (only_up & (g < g_min))
+        for p in np.flatnonzero(out)[::-1]:
+            self._swap(int(p), self._n_active - 1)
+            self._n_active -= 1
+
+    def _unshrink(self) -> None:
+        """Bring shrunk members back with their gradients recomputed from K(S, S)."""
+        na, n = self._n_active, self._n
+        if na < n:
+            self._g[na:n] = self._ys[na:n] - self._K[na:n, :n] @ self._alpha[:n]
+            self._n_active = n
+
+    def _refresh_gradients(self) -> None:
+        n = self._n
+        self._n_active = n
+        if n:
+            self._g[:n] = self._ys[:n] - self._K[:n, :n] @ self._alpha[:n]
+
+    # ------------------------------------------------------------------
+    # read-outs
+    # ------------------------------------------------------------------
+    @property
+    def b_(self) -> float:
+        """Current bias b of eq. 10."""
+        return self._b
+
+    @property
+    def delta_(self) -> float:
+        """Current gap delta = g_i - g_j of eq. 10 over S (0 when one side is empty)."""
+        return self._delta
+
+    @property
+    def set_size_(self) -> int:
+        """Number of examples in the current set S (support vectors and candidates)."""
+        return self._n
+
+    @property
+    def set_indices_(self) -> np.ndarray:
+        return self._S[: self._n].copy()
+
+    def coefficients(self) -> tuple[np.ndarray, np.ndarray, float]:
+        n = self._n
+        a = self._alpha[:n]
+        nz = a != 0.0
+        return self._S[:n][nz].copy(), a[nz].copy(), self._b
+
+    def decision_function(self, idx=None, X: np.ndarray | None = None) -> np.ndarray:
+        """f = sum_s alpha_s K(x_s, x) + b for store indices ``idx`` (default: all) or new points ``X``.
+
+        Kernel values K(x, S) come from ``cache.block`` / ``cache.against``
+        (counted, never cached rows over the store), in chunks so that scoring
+        a pool of millions of items never builds a huge matrix.
+        """
+        n = self._n
+        a = self._alpha[:n]
+        nz = a != 0.0
+        sv, coef = self._S[:n][nz], a[nz]
+        if X is not None:
+            Z = np.atleast_2d(np.asarray(X, dtype=np.float64))
+            count = len(Z)
+        else:
+            idx = np.arange(len(self.store)) if idx is None else np.asarray(idx, dtype=np.intp).reshape(-1)
+            count = len(idx)
+        out = np.full(count, self._b)
+        if len(sv) == 0 or count == 0:
+            return out
+        chunk = max(1, _DECISION_CHUNK_ENTRIES // len(sv))
+        for s in range(0, count, chunk):
+            if X is not None:
+                Kb = self.cache.against(Z[s:s + chunk], sv)
+            else:
+                Kb = self.cache.block(idx[s:s + chunk], sv)
+            out[s:s + chunk] += Kb @ coef
+        return out
+
+    # ------------------------------------------------------------------
+    # state
+    # ------------------------------------------------------------------
+    def get_params(self) -> dict[str, Any]:
+        params = super().get_params()
+        params.update(curvature_floor=self.curvature_floor, shrinking=self.shrinking,
+                      final_check=self.final_check)
+        return params
+
+    def _state_arrays(self) -> dict[str, np.ndarray]:
+        n = self._n
+        return {"set": self._S[:n].copy(), "alpha": self._alpha[:n].copy(), "grad": self._g[:n].copy(),
+                "scalars": np.array([self._b, self._delta])}
+
+    def _load_state_arrays(self, arrays: dict[str, np.ndarray], meta: dict) -> None:
+        self._reset_set()
+        S = np.asarray(arrays["set"], dtype=np.intp)
+        if len(S):
+            if np.any(self.y[S] == 0):
+                raise ValueError("state lists an unlearned example in the current set")
+            # K(S, S) is recomputed (not saved, to keep states small); the
+            # coefficients, gradients, b and delta are restored exactly, so
+            # decision values are identical; later updates agree up to rounding.
+            _, K_SS = self._kernel_rows(S)
+            self._insert(S, np.empty((len(S), 0)), K_SS)
+            self._alpha[: len(S)] = arrays["alpha"]
+            self._g[: len(S)] = arrays["grad"]
+            for p in range(len(S)):
+                self._set_pen(p)
+        self._b, self._delta = (float(v) for v in arrays["scalars"])

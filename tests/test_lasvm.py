@@ -1,0 +1,365 @@
+"""LASVM (Bordes et al. 2005) against independent references.
+
+References: the dense QP of ``tests/reference.py`` (cvxopt), scikit-learn's
+SVC (same kernel, C, gamma, tolerance), analytic toy cases, and the base
+class's ``kkt_gap`` which recomputes every gradient from scratch (so it checks
+the gradients the solver maintains incrementally).
+"""
+
+from __future__ import annotations
+
+import io
+import warnings
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from core.solvers import ConvergenceWarning, IterationLimitError, make_solver
+from core.solvers.base import OnlineSolver
+from core.solvers.lasvm import LASVM
+from tests.reference import dense_svm_dual
+
+SVC = pytest.importorskip("sklearn.svm").SVC
+
+
+def moons(n, noise=0.3, seed=0):
+    rng = np.random.default_rng(seed)
+    t = rng.uniform(0, np.pi, n)
+    y = np.where(rng.random(n) < 0.5, 1.0, -1.0)
+    X = np.where(y[:, None] > 0, np.c_[np.cos(t), np.sin(t)], np.c_[1 - np.cos(t), 0.5 - np.sin(t)])
+    return X + noise * rng.standard_normal((n, 2)), y
+
+
+def blobs(n, sep=2.0, d=2, seed=0):
+    rng = np.random.default_rng(seed)
+    y = np.where(rng.random(n) < 0.5, 1.0, -1.0)
+    X = rng.standard_normal((n, d)) + sep / 2 * y[:, None] * np.eye(d)[0]
+    return X, y
+
+
+def train(X, y, order=None, epochs=1, finish=True, **params):
+    s = LASVM(X, **params)
+    order = np.arange(len(X)) if order is None else order
+    for i in order:
+        s.learn(int(i), y[i])
+    for _ in range(epochs - 1):
+        for i in order:
+            s.revisit(int(i))
+    if finish:
+        s.finish()
+    return s
+
+
+def gap_slack(s: LASVM) -> float:
+    return s.tol * (1 + 1e-9) + 1e-12
+
+
+# ----------------------------------------------------------------------
+# finishing: tau-optimality and agreement with the dense QP
+# ----------------------------------------------------------------------
+@pytest.mark.parametrize("kernel,C,gamma", [("rbf", 1.0, 1.0), ("rbf", 10.0, 2.0), ("linear", 0.5, 1.0),
+                                            ("poly", 1.0, 0.5)])
+@pytest.mark.parametrize("tol", [1e-3, 1e-6])
+def test_finish_matches_dense_qp(kernel, C, gamma, tol):
+    X, y = moons(80, seed=1)
+    order = np.random.default_rng(3).permutation(len(X))
+    s = train(X, y, order, kernel=kernel, C=C, gamma=gamma, degree=3, coef0=1.0, tol=tol)
+    assert s.kkt_gap() <= gap_slack(s)  # recomputed from scratch
+    assert s.delta_ <= s.tol
+    K = s.kernel(X, X)
+    ref = dense_svm_dual(K, y, C)
+    W = s.dual_objective()
+    assert W <= ref.objective + 1e-6 * max(1.0, abs(ref.objective))  # the QP optimum is an upper bound
+    assert ref.objective - W <= 10 * tol * max(1.0, abs(ref.objective))
+    sv, coef, b = s.coefficients()
+    assert np.all(np.sign(coef) == y[sv])
+    assert np.all(np.abs(coef) <= C * (1 + 1e-12))
+    assert abs(coef.sum()) <= 1e-9 * C * len(X)
+    f = s.decision_function(np.arange(len(X)))
+    f_ref = ref.decision(K, y)
+    assert np.max(np.abs(f - f_ref)) <= (2e-2 if tol == 1e-3 else 1e-4)
+
+
+def test_maintained_gradients_match_recomputed_ones_online():
+    X, y = moons(120, seed=2)
+    s = train(X, y, np.random.default_rng(0).permutation(len(X)), finish=False, C=5.0, gamma=1.0)
+    S = s.set_indices_
+    sv, coef, b = s.coefficients()
+    g = y[S] - s.kernel(X[S], X[sv]) @ coef
+    np.testing.assert_allclose(s._g[: len(S)], g, atol=1e-10)
+    # delta_ and b_ (eq. 10) are the extreme pair over S
+    pos = {k: p for p, k in enumerate(S)}
+    beta = np.array([coef[list(sv).index(k)] if k in set(sv) else 0.0 for k in S])
+    up = beta < np.maximum(0, s.C * y[S])
+    down = beta > np.minimum(0, s.C * y[S])
+    assert s.delta_ == pytest.approx(g[up].max() - g[down].min(), abs=1e-10)
+    assert s.b_ == pytest.approx((g[up].max() + g[down].min()) / 2, abs=1e-10)
+    assert len(pos) == len(S)
+
+
+def test_analytic_two_points():
+    # x = -1 (y = -1), x = +1 (y = +1), linear kernel, C large: alpha = 1/2, f(x) = x
+    X = np.array([[-1.0], [1.0]])
+    s = train(X, np.array([-1.0, 1.0]), kernel="linear", C=100.0, tol=1e-9)
+    sv, coef, b = s.coefficients()
+    np.testing.assert_allclose(coef[np.argsort(sv)], [-0.5, 0.5], atol=1e-12)
+    assert b == pytest.approx(0.0, abs=1e-12)
+    np.testing.assert_allclose(s.decision_function(X=np.array([[-3.0], [0.25], [2.0]])), [-3.0, 0.25, 2.0])
+    assert s.dual_objective() == pytest.approx(0.5)
+
+
+def test_paper_finishing_without_final_check_is_tau_optimal_on_S():
+    X, y = moons(150, seed=4)
+    s = train(X, y, np.random.default_rng(1).permutation(len(X)), C=10.0, gamma=1.0, final_check=False)
+    assert s.delta_ <= s.tol
+    S = s.set_indices_
+    sv, coef, _ = s.coefficients()
+    g = y[S] - s.kernel(X[S], X[sv]) @ coef
+    beta = dict(zip(sv.tolist(), coef.tolist(), strict=True))
+    a = np.array([beta.get(int(k), 0.0) for k in S])
+    up = a < np.maximum(0, s.C * y[S])
+    down = a > np.minimum(0, s.C * y[S])
+    assert g[up].max() - g[down].min() <= s.tol + 1e-12
+
+
+def test_shrinking_does_not_change_the_optimum():
+    X, y = moons(200, seed=5)
+    order = np.random.default_rng(2).permutation(len(X))
+    a = train(X, y, order, C=10.0, gamma=2.0, tol=1e-6, shrinking=True)
+    b = train(X, y, order, C=10.0, gamma=2.0, tol=1e-6, shrinking=False)
+    assert a.kkt_gap() <= gap_slack(a) and b.kkt_gap() <= gap_slack(b)
+    assert a.dual_objective() == pytest.approx(b.dual_objective(), rel=1e-6)
+
+
+# ----------------------------------------------------------------------
+# against scikit-learn's SVC
+# ----------------------------------------------------------------------
+def test_accuracy_and_decision_values_match_svc():
+    X, y = moons(2300, noise=0.35, seed=7)
+    Xtr, ytr, Xte, yte = X[:300], y[:300], X[300:], y[300:]
+    s = train(Xtr, ytr, np.random.default_rng(0).permutation(300), C=10.0, gamma=1.0, tol=1e-3)
+    clf = SVC(C=10.0, gamma=1.0, tol=1e-3).fit(Xtr, ytr)
+    f = s.decision_function(X=Xte)
+    acc = np.mean(np.where(f >= 0, 1.0, -1.0) == yte)
+    acc_svc = clf.score(Xte, yte)
+    assert abs(acc - acc_svc) <= 0.005
+    np.testing.assert_allclose(f, clf.decision_function(Xte), atol=2e-2)
+    assert abs(s.n_support_ - clf.n_support_.sum()) <= 0.05 * clf.n_support_.sum() + 2
+
+
+def test_single_epoch_without_finishing_is_already_accurate():
+    X, y = blobs(1500, sep=3.0, seed=8)
+    Xtr, ytr, Xte, yte = X[:500], y[:500], X[500:], y[500:]
+    s = train(Xtr, ytr, finish=False, C=1.0, gamma=0.5)
+    acc = np.mean(np.where(s.decision_function(X=Xte) >= 0, 1, -1) == yte)
+    acc_svc = SVC(C=1.0, gamma=0.5).fit(Xtr, ytr).score(Xte, yte)
+    assert acc >= acc_svc - 0.03
+
+
+def test_more_epochs_reduce_the_gap_before_finishing():
+    X, y = moons(300, seed=9)
+    order = np.random.default_rng(4).permutation(len(X))
+    one = train(X, y, order, epochs=1, finish=False, C=10.0, gamma=1.0)
+    three = train(X, y, order, epochs=3, finish=False, C=10.0, gamma=1.0)
+    assert three.kkt_gap() < one.kkt_gap()
+    r = three.finish()
+    assert r.status == "ok" and three.kkt_gap() <= gap_slack(three)
+
+
+# ----------------------------------------------------------------------
+# kernel access: cache budget, large stores
+# ----------------------------------------------------------------------
+def test_cache_budget_zero_gives_identical_results():
+    X, y = moons(250, seed=10)
+    order = np.random.default_rng(5).permutation(len(X))
+    a = train(X, y, order, C=3.0, gamma=1.5, cache_bytes=0)
+    b = train(X, y, order, C=3.0, gamma=1.5, cache_bytes=1 << 30)
+    idx = np.arange(len(X))
+    assert np.array_equal(a.decision_function(idx), b.decision_function(idx))
+    assert np.array_equal(a.support_, b.support_)
+    assert a.n_kernel_evals == b.n_kernel_evals
+
+
+def test_learn_never_touches_the_whole_store():
+    rng = np.random.default_rng(11)
+    pool = rng.standard_normal((50_000, 5))
+    s = LASVM(pool, C=1.0, gamma=0.2)
+    y = np.where(pool[:, 0] > 0, 1.0, -1.0)
+    for i in range(40):
+        before = s.set_size_
+        r = s.learn(i, y[i])
+        assert r.kernel_evals <= before + 1  # K(x_i, S) and K(x_i, x_i) only
+    cand = rng.choice(len(pool), 59, replace=False)
+    k0 = s.n_kernel_evals
+    f = s.decision_function(cand)
+    assert s.n_kernel_evals - k0 == 59 * s.n_support_
+    sv, coef, b = s.coefficients()
+    np.testing.assert_allclose(f, s.kernel(pool[cand], pool[sv]) @ coef + b, atol=1e-12)
+    assert s.cache.n_cached_rows == 0
+
+
+def test_registry_name():
+    s = make_solver("lasvm", np.zeros((2, 1)))
+    assert isinstance(s, LASVM) and s.name == "lasvm" and not s.exact_unlearn
+
+
+# ----------------------------------------------------------------------
+# unlearn, revisit, errors, caps
+# ----------------------------------------------------------------------
+def test_unlearn_then_finish_matches_retraining_without():
+    X, y = moons(70, seed=12)
+    s = train(X, y, np.random.default_rng(6).permutation(len(X)), C=2.0, gamma=1.0, tol=1e-6)
+    sv, coef, _ = s.coefficients()
+    k = int(sv[np.argmax(np.abs(coef))])
+    r = s.unlearn(k)
+    assert r.success and k not in s.support_ and s.y[k] == 0 and k not in s.learned_order
+    assert abs(s.dual_coef_.sum()) <= 1e-9 * len(X)  # equality constraint kept
+    assert s.delta_ <= s.tol
+    s.finish()
+    keep = np.array([i for i in range(len(X)) if i != k])
+    ref = dense_svm_dual(s.kernel(X[keep], X[keep]), y[keep], 2.0)
+    assert s.dual_objective() == pytest.approx(ref.objective, rel=1e-6)
+    assert s.kkt_gap() <= gap_slack(s)
+
+
+def test_unlearn_everything_and_relearn():
+    X, y = moons(30, seed=13)
+    s = train(X, y, C=1.0, gamma=1.0)
+    for i in np.random.default_rng(7).permutation(len(X)):
+        s.unlearn(int(i))
+        assert np.all(np.isfinite(s.decision_function()))
+        assert abs(s.dual_coef_.sum()) <= 1e-9 * len(X)
+    assert s.n_support_ == 0 and s.set_size_ == 0 and len(s.learned_order) == 0
+    for i in range(len(X)):
+        s.learn(i, y[i])
+    s.finish()
+    assert s.kkt_gap() <= gap_slack(s)
+
+
+def test_single_class_first():
+    X, y = moons(60, seed=14)
+    order = np.argsort(-y, kind="stable")  # every positive example before any negative one
+    s = LASVM(X, C=1.0, gamma=1.0)
+    for i in order[y[order] > 0]:
+        s.learn(int(i), 1.0)
+        assert np.all(s.decision_function() > 0)  # one class seen: f is the positive constant b
+        assert s.n_support_ == 0
+    for i in order[y[order] < 0]:
+        s.learn(int(i), -1.0)
+    s.finish()
+    assert s.kkt_gap() <= gap_slack(s)
+
+
+def test_revisit_and_errors():
+    X, y = moons(20, seed=15)
+    s = LASVM(X, C=1.0, gamma=1.0)
+    s.learn(0, y[0])
+    with pytest.raises(ValueError, match="already been learned"):
+        s.learn(0, y[0])
+    with pytest.raises(ValueError, match="has not been learned"):
+        s.unlearn(5)
+    with pytest.raises(ValueError, match="has not been learned"):
+        s.revisit(5)
+    with pytest.raises(ValueError, match="label"):
+        s.learn(1, 0.5)
+    with pytest.raises(ValueError, match="curvature_floor"):
+        LASVM(X, curvature_floor=0.0)
+    assert s.revisit(0).iterations == 0  # in S: PROCESS bails out, nothing to REPROCESS
+
+
+def test_iteration_cap_warns_or_raises():
+    X, y = moons(200, seed=16)
+    s = train(X, y, finish=False, C=10.0, gamma=1.0, max_iter=2)
+    assert s.kkt_gap() > s.tol
+    with pytest.warns(ConvergenceWarning):
+        r = s.finish()
+    assert r.status == "max_iter" and not r.success and "cap" in r.message
+    s2 = train(X, y, finish=False, C=10.0, gamma=1.0, max_iter=2, on_max_iter="raise")
+    with pytest.raises(IterationLimitError):
+        s2.finish()
+
+
+# ----------------------------------------------------------------------
+# state round trip
+# ----------------------------------------------------------------------
+@pytest.mark.parametrize("finish", [False, True])
+def test_state_round_trip(finish):
+    X, y = moons(120, seed=17)
+    s = train(X, y, np.random.default_rng(8).permutation(len(X)), finish=finish, C=4.0, gamma=1.3,
+              shrinking=False)
+    buf = io.BytesIO()
+    s.save(buf)
+    buf.seek(0)
+    t = OnlineSolver.load(buf)
+    assert isinstance(t, LASVM) and t.shrinking is False
+    idx = np.arange(len(X))
+    assert np.array_equal(s.decision_function(idx), t.decision_function(idx))
+    assert (t.b_, t.delta_) == (s.b_, s.delta_)
+    assert np.array_equal(s.set_indices_, t.set_indices_)
+    assert t.n_kernel_evals == s.n_kernel_evals
+    # both carry on the same way (up to the rounding of the recomputed K(S, S))
+    extra = np.random.default_rng(1).standard_normal((5, 2))
+    for solver in (s, t):
+        new = solver.add_points(extra)
+        for k in new:
+            solver.learn(int(k), 1.0 if extra[k - len(X), 0] > 0.5 else -1.0)
+        solver.finish()
+    np.testing.assert_allclose(s.decision_function(), t.decision_function(), atol=1e-8)
+    # saved without data
+    arrays, meta = s.to_state(include_data=False)
+    u = LASVM.from_state(arrays, meta, X=np.vstack([X, extra]))
+    assert np.array_equal(u.decision_function(), s.decision_function())
+
+
+# ----------------------------------------------------------------------
+# property tests
+# ----------------------------------------------------------------------
+@st.composite
+def problems(draw):
+    n = draw(st.integers(2, 14))
+    d = draw(st.integers(1, 3))
+    shape = draw(st.sampled_from(["grid", "collinear", "duplicates"]))
+    ints = st.integers(-3, 3)
+    if shape == "collinear":
+        t = np.array(draw(st.lists(ints, min_size=n, max_size=n)), dtype=float)
+        X = t[:, None] * np.linspace(0.5, 1.0, d)[None, :]
+    else:
+        X = np.array(draw(st.lists(st.lists(ints, min_size=d, max_size=d), min_size=n, max_size=n)),
+                     dtype=float) / 2
+        if shape == "duplicates":
+            X[n // 2:] = X[: n - n // 2]
+    y = np.array(draw(st.lists(st.sampled_from([-1.0, 1.0]), min_size=n, max_size=n)))
+    order = np.array(draw(st.permutations(range(n))))
+    if draw(st.booleans()):  # a single class first
+        order = order[np.argsort(-y[order], kind="stable")]
+    C = draw(st.sampled_from([1e-6, 1e-3, 1.0, 1e3, 1e6]))
+    kernel = draw(st.sampled_from(["linear", "rbf", "poly"]))
+    return X, y, order, C, kernel
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(problems())
+def test_property_no_nan_terminates_and_is_tau_optimal(problem):
+    X, y, order, C, kernel = problem
+    s = LASVM(X, C=C, kernel=kernel, gamma=0.5, degree=2, max_iter=20_000)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no iteration cap on these small problems
+        for i in order:
+            r = s.learn(int(i), y[i])
+            assert np.isfinite(r.kkt_gap)
+            assert np.all(np.isfinite(s.decision_function()))
+        r = s.finish()
+    assert r.status == "ok"
+    sv, coef, b = s.coefficients()
+    assert np.isfinite(b) and np.all(np.isfinite(coef))
+    assert np.all(np.abs(coef) <= C * (1 + 1e-12)) and np.all(np.sign(coef) == y[sv])
+    Kmax = float(np.max(np.abs(s.kernel(X, X))))
+    assert abs(coef.sum()) <= 1e-9 * C * len(X)
+    assert s.kkt_gap() <= s.tol + 1e-12 * C * Kmax * len(X) + 1e-12
+    # unlearn half of them: still finite, constraint kept
+    for i in order[: len(order) // 2]:
+        s.unlearn(int(i))
+        assert np.all(np.isfinite(s.decision_function()))
+    assert abs(s.dual_coef_.sum()) <= 1e-9 * C * len(X)
