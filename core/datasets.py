@@ -306,9 +306,27 @@ def _is_missing(values: pd.Series) -> np.ndarray:
     return values.str.strip().str.lower().isin(MISSING_TOKENS).to_numpy()
 
 
-def _describe_row(i: int) -> str:
-    """Data row i (0-based) as users count it: row i+1, line i+2 of the file (line 1 = header)."""
-    return f"row {i + 1} (line {i + 2} of the file)"
+def _describe_row(i: int, lines: list[int] | None = None) -> str:
+    """Data row i (0-based) as users count it: row i+1, and its line in the file (line 1 = header)."""
+    if lines is None:
+        return f"row {i + 1}"
+    return f"row {i + 1} (line {lines[i]} of the file)"
+
+
+def _row_lines(text: str, sep: str, n_rows: int) -> list[int] | None:
+    """The file line on which each data row starts (blank lines skipped, quoted newlines allowed)."""
+    lines = []
+    reader = csv.reader(io.StringIO(text), delimiter=sep)
+    start = 1
+    try:
+        for row in reader:
+            if row and any(cell.strip() for cell in row):
+                lines.append(start)
+            start = reader.line_num + 1
+    except csv.Error:
+        return None
+    lines = lines[1:]  # the header
+    return lines if len(lines) == n_rows else None
 
 
 def _normalise_label(value) -> Any:
@@ -387,6 +405,7 @@ def load_csv(source, label_column: str | None = None, positive=None, feature_col
     df.columns = [str(c).strip() for c in df.columns]
     if len(df) == 0:
         raise DataError(f"{source_name}: the file has a header but no data rows")
+    lines = _row_lines(text, sep, len(df))
     # pandas pads short rows with empty cells (found below as missing values) and
     # keeps an over-long row's extra fields as an index; catch the latter here.
     if not isinstance(df.index, pd.RangeIndex):
@@ -397,6 +416,15 @@ def load_csv(source, label_column: str | None = None, positive=None, feature_col
                 break
         raise DataError(f"{source_name}: {where or 'some rows have more fields than the header'}; "
                         "check the delimiter and quoting")
+    # Columns without a name: drop them when they are empty throughout (trailing
+    # separators, as spreadsheets write them), otherwise ask for a name.
+    if len(header) == df.shape[1]:
+        for pos, (col, title) in enumerate(zip(list(df.columns), header, strict=True), start=1):
+            if title == "":
+                if _is_missing(df[col]).all():
+                    df = df.drop(columns=col)
+                else:
+                    raise DataError(f"{source_name}: column {pos} has no name in the header line")
     columns = list(df.columns)
     if len(columns) == 1 and sep == ",":
         for other, label in ((";", "semicolons"), ("\t", "tabs")):
@@ -437,7 +465,7 @@ def load_csv(source, label_column: str | None = None, positive=None, feature_col
         missing = _is_missing(raw)
         if missing.any():
             i = int(np.flatnonzero(missing)[0])
-            raise DataError(f"{source_name}: missing value in column {col!r}, {_describe_row(i)}"
+            raise DataError(f"{source_name}: missing value in column {col!r}, {_describe_row(i, lines)}"
                             + (f" ({int(missing.sum())} missing in this column)" if missing.sum() > 1 else ""))
         values = pd.to_numeric(raw.str.strip(), errors="coerce").to_numpy(dtype=np.float64)
         bad = ~np.isfinite(values)
@@ -447,7 +475,7 @@ def load_csv(source, label_column: str | None = None, positive=None, feature_col
             hint = ""
             if np.isnan(values).all():
                 hint = " (a text column? leave it out of the features or use it as the display column)"
-            raise DataError(f"{source_name}: {what} value {raw.iloc[i]!r} in column {col!r}, {_describe_row(i)}"
+            raise DataError(f"{source_name}: {what} value {raw.iloc[i]!r} in column {col!r}, {_describe_row(i, lines)}"
                             + hint)
         X[:, j] = values
 
@@ -470,7 +498,7 @@ def load_csv(source, label_column: str | None = None, positive=None, feature_col
     y = None
     classes = None
     if label_column is not None:
-        y, classes = _binary_labels(df[label_column], label_column, positive, one_vs_rest, source_name)
+        y, classes = _binary_labels(df[label_column], label_column, positive, one_vs_rest, source_name, lines)
 
     display_values = None
     display_kind = "table"
@@ -492,7 +520,7 @@ def load_csv(source, label_column: str | None = None, positive=None, feature_col
         for i, key in enumerate(item_keys):
             if key in seen_keys:
                 raise DataError(f"{source_name}: duplicate key {key!r} in column {key_column!r}, "
-                                f"{_describe_row(seen_keys[key])} and {_describe_row(i)}")
+                                f"{_describe_row(seen_keys[key], lines)} and {_describe_row(i, lines)}")
             seen_keys[key] = i
 
     return Dataset(name=name, X=X, y=y, feature_names=list(feature_columns), display_kind=display_kind,
@@ -500,12 +528,12 @@ def load_csv(source, label_column: str | None = None, positive=None, feature_col
                    source=source_name, description="", classes=classes, dropped_columns=dropped)
 
 
-def _binary_labels(raw: pd.Series, column: str, positive, one_vs_rest: bool, source_name: str
-                   ) -> tuple[np.ndarray, tuple[Any, Any]]:
+def _binary_labels(raw: pd.Series, column: str, positive, one_vs_rest: bool, source_name: str,
+                   lines: list[int] | None = None) -> tuple[np.ndarray, tuple[Any, Any]]:
     missing = _is_missing(raw)
     if missing.any():
         i = int(np.flatnonzero(missing)[0])
-        raise DataError(f"{source_name}: missing label in column {column!r}, {_describe_row(i)}")
+        raise DataError(f"{source_name}: missing label in column {column!r}, {_describe_row(i, lines)}")
     keys = [_normalise_label(v) for v in raw]
     numeric = all(isinstance(k, float) for k in keys)
     if not numeric:  # mixed columns compare as text ("1" and "a")

@@ -253,6 +253,20 @@ def test_csv_malformed_inputs_are_named(tmp_path, case):
     assert issubclass(DataError, ValueError)
 
 
+def test_csv_line_numbers_follow_the_file(tmp_path):
+    # a blank line and a quoted field spanning two lines shift the file lines against the rows
+    text = 'x,note,y\n1,"two\nlines",a\n\n2,ok,b\n3,ok,zz\nbad,ok,a\n'
+    with pytest.raises(DataError, match=r"non-numeric value 'bad' in column 'x', row 4 \(line 7 of the file\)"):
+        load_csv(write(tmp_path, text), label_column="y", display_column="note", one_vs_rest=True, positive="a")
+
+
+def test_csv_unnamed_columns(tmp_path):
+    ds = load_csv(write(tmp_path, "x,y,\n1,a,\n2,b,\n"), label_column="y")  # trailing separators
+    assert ds.feature_names == ["x"]
+    with pytest.raises(DataError, match="column 2 has no name"):
+        load_csv(write(tmp_path, "x,,y\n1,5,a\n2,6,b\n"), label_column="y")
+
+
 def test_csv_missing_file(tmp_path):
     with pytest.raises(DataError, match="file not found"):
         load_csv(tmp_path / "nope.csv")
