@@ -263,3 +263,16 @@ def test_lasvm_epochs_revisit_each_example():
     sk = SVC(kernel="rbf", C=1.0, gamma=0.1).fit(Xtr, ytr)
     assert abs(two.score(Xte, yte) - sk.score(Xte, yte)) <= 0.02
     assert two.kkt_gap_ <= 1e-3 + 1e-9
+
+
+def test_solver_unlearn_removes_the_example(solver_name):
+    Xtr, ytr, Xte, yte = banana_split(5)
+    clf = OnlineSVC(solver=solver_name, gamma=0.1, random_state=0).fit(Xtr, ytr)
+    before = clf.score(Xte, yte)
+    k = int(clf.support_[0])
+    clf.unlearn(k)
+    assert k not in clf.support_
+    assert np.isfinite(clf.decision_function(Xte)).all()
+    assert clf.score(Xte, yte) >= before - 0.05  # one example out of 250 barely matters
+    with pytest.raises(ValueError, match="not been learned"):
+        clf.unlearn(k)
