@@ -208,7 +208,10 @@ class KernelCache:
             new = np.concatenate([r, ext])
             self._forget(i)
         else:
-            new = self.block([i], np.arange(n))[0]
+            # the whole store as it is (a view): gathering X[arange(n)] would copy it on every new row
+            X, sq = self.store.X, self.store.sq_norms
+            self.n_evals += n
+            new = self.kernel(X[i:i + 1], X, sq_a=sq[i:i + 1], sq_b=sq)[0]
         new.flags.writeable = False
         self._remember(i, new)
         return new

@@ -48,6 +48,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 import numpy as np
+from scipy.linalg.blas import daxpy
 
 from core.solvers import make_solver, solver_class
 from core.strategies import (
@@ -466,8 +467,11 @@ class ActiveLearningLoop:
         delta = beta - self._beta
         changed = np.flatnonzero(delta)
         if len(changed):
-            rows = self.solver.cache.rows(changed)[:, : self.n_items]
-            self._f += delta[changed] @ rows
+            # one in-place axpy per changed row, straight from the cache (no stacking copy)
+            cache, f, n = self.solver.cache, self._f, self.n_items
+            for j in changed:
+                row = cache.row(int(j))
+                daxpy(row if len(row) == n else row[:n], f, a=float(delta[j]))
         db = float(b) - self._b
         if db != 0.0:
             self._f += db
