@@ -67,6 +67,7 @@ from core.strategies import (
 
 TRACK_LIMIT = 50_000  # largest pool whose decision values are kept current
 DEFAULT_UNDO_MEMORY = 64 * 2**20  # bytes of solver snapshots kept for undo (non-exact solvers)
+ROW_BUFFER_BYTES = 128 * 2**20  # kernel rows kept contiguous for the pool-score update
 
 
 @dataclass
@@ -213,6 +214,8 @@ class ActiveLearningLoop:
         self._beta = np.zeros(n)
         self._b = 0.0
         self._f: np.ndarray | None = None
+        self._slots: dict[int, int] = {}  # store index -> row of _rowbuf
+        self._rowbuf: np.ndarray | None = None
         if self.track_scores:
             sv, coef, b = self.solver.coefficients()
             self._beta[np.asarray(sv, dtype=np.intp)] = coef
@@ -458,25 +461,59 @@ class ActiveLearningLoop:
         self.solver = solver
 
     def _sync_scores(self) -> None:
-        """f_pool += K(pool, changed) @ delta_beta + delta_b (see the module notes)."""
+        """f_pool += K(pool, changed) @ delta_beta + delta_b (see the module notes).
+
+        Kernel rows of items that have carried a coefficient are copied into a
+        contiguous buffer (within ``ROW_BUFFER_BYTES``), so the update is one
+        matrix-vector product over the buffer; rows that do not fit are added
+        one in-place axpy at a time straight from the solver's cache.
+        """
         if self._f is None:
             return
         sv, coef, b = self.solver.coefficients()
-        beta = np.zeros(self.n_items)
+        n = self.n_items
+        beta = np.zeros(n)
         beta[np.asarray(sv, dtype=np.intp)] = coef
         delta = beta - self._beta
         changed = np.flatnonzero(delta)
         if len(changed):
-            # one in-place axpy per changed row, straight from the cache (no stacking copy)
-            cache, f, n = self.solver.cache, self._f, self.n_items
-            for j in changed:
-                row = cache.row(int(j))
-                daxpy(row if len(row) == n else row[:n], f, a=float(delta[j]))
+            cache, f = self.solver.cache, self._f
+            slots = self._slots
+            weights = np.zeros(len(slots) + len(changed))
+            used = False
+            for j in changed.tolist():
+                k = slots.get(j)
+                if k is None:
+                    row = cache.row(j)
+                    row = row if len(row) == n else row[:n]
+                    if (len(slots) + 1) * n * 8 <= ROW_BUFFER_BYTES:
+                        k = self._buffer_row(j, row)
+                    else:
+                        daxpy(row, f, a=float(delta[j]))
+                        continue
+                weights[k] = delta[j]
+                used = True
+            if used:
+                m = len(slots)
+                f += weights[:m] @ self._rowbuf[:m]
         db = float(b) - self._b
         if db != 0.0:
             self._f += db
         self._beta = beta
         self._b = float(b)
+
+    def _buffer_row(self, j: int, row: np.ndarray) -> int:
+        k = len(self._slots)
+        if self._rowbuf is None or k >= len(self._rowbuf):
+            cap = max(16, 2 * k)
+            cap = min(cap, max(k + 1, ROW_BUFFER_BYTES // (8 * self.n_items)))
+            grown = np.empty((cap, self.n_items))
+            if self._rowbuf is not None:
+                grown[:k] = self._rowbuf[:k]
+            self._rowbuf = grown
+        self._rowbuf[k] = row
+        self._slots[j] = k
+        return k
 
     def _n_in_margin(self) -> float:
         if self._f is None:
