@@ -57,11 +57,65 @@ def label_forever(url: str, session_id: int, start: int, stop: int, annotator: s
     out.flush()
 
 
+def loop_config(info: storage.SessionInfo) -> dict:
+    return dict(strategy=info.strategy, solver=info.solver, seed=info.seed, solver_params=info.params)
+
+
+def skip_or_true_label(item_index: int, y_true: np.ndarray) -> int:
+    return 0 if item_index % 7 == 0 else int(y_true[item_index])
+
+
+def label_with_the_loop(url: str, session_id: int) -> None:
+    """Resume the session as the app does (rebuild from the events), then label what the loop asks.
+
+    Prints "begin i" before and "done i label_id" after each ``record_label``
+    returned; the label is committed before the loop learns it and asks again.
+    """
+    from core.loop import ActiveLearningLoop
+
+    engine = storage.make_engine(url)
+    info = storage.get_session(engine, session_id)
+    X, y_true, _names, _display = storage.load_dataset_arrays(engine, info.dataset_id)
+    events = [(e.item_index, e.value) for e in storage.label_events(engine, session_id)]
+    loop = ActiveLearningLoop.from_events(events, X, **loop_config(info))
+    out = sys.stdout
+    update_ms = None
+    while (query := loop.next_query()) is not None:
+        value = skip_or_true_label(query.index, y_true)
+        out.write(f"begin {query.index}\n")
+        out.flush()
+        event = storage.record_label(
+            engine,
+            session_id,
+            item_index=query.index,
+            value=value,
+            annotator=info.annotator,
+            strategy=query.strategy,
+            solver=info.solver,
+            decision_value=query.score,
+            model_version=len(loop.events),
+            update_ms=update_ms,
+            query_ms=query.query_ms,
+        )
+        out.write(f"done {query.index} {event.label_id}\n")
+        out.flush()
+        started = time.perf_counter()
+        if value == 0:
+            loop.skip(query.index)
+        else:
+            loop.teach(query.index, value)
+        update_ms = (time.perf_counter() - started) * 1e3
+    out.write("finished\n")
+    out.flush()
+
+
 def worker_main(argv: list[str]) -> None:
-    command, url, session_id, start, stop, annotator = argv[:6]
-    if command == "label":
-        label_forever(url, int(session_id), int(start), int(stop), annotator)
-    elif command == "label-when-go":
+    command, url, session_id = argv[:3]
+    if command == "loop":
+        label_with_the_loop(url, int(session_id))
+        return
+    start, stop, annotator = argv[3:6]
+    if command == "label-when-go":
         go_file = Path(argv[6])
         while not go_file.exists():
             time.sleep(0.005)
@@ -106,54 +160,86 @@ def check_events_are_complete(events, annotator: str) -> None:
 
 
 def test_sigkill_leaves_exactly_the_labels_whose_commit_returned(database):
-    url, engine, dataset_id = database
+    """Kill a process labelling with a real loop at random moments, five times.
+
+    After each kill the database holds exactly the labels whose ``record_label``
+    returned (plus, at most, the one whose commit completed just before the
+    kill, before the child could report it), complete rows only; a loop
+    rebuilt from them is the loop that learned those labels: it asks the same
+    items, with the same scores, in the same order.
+    """
+    from core.datasets import make_gaussians
+    from core.loop import ActiveLearningLoop
+
+    url, engine, _big = database
+    X, y = make_gaussians(300, np.random.default_rng(3), separation=2.0)
+    dataset_id = storage.import_dataset(engine, name="gaussians", X=X, feature_names=["x1", "x2"], y_true=y)
     session_id = storage.start_session(
-        engine, dataset_id=dataset_id, annotator="ada", strategy="near-boundary", solver="incremental"
+        engine,
+        dataset_id=dataset_id,
+        annotator="ada",
+        strategy="near-boundary",
+        solver="incremental",
+        params={"kernel": "rbf", "C": 10.0, "gamma": 0.5},
+        seed=11,
     )
     rng = random.Random(1234)
     returned: list[tuple[int, int]] = []  # (item_index, label_id) whose record_label returned
-    start = 0
-    kills = 0
     for _round in range(5):
-        worker = spawn_worker("label", url, session_id, start, N_ITEMS, "ada")
-        # wait until it is labelling, then kill it at a random moment
-        first = worker.stdout.readline()
+        worker = spawn_worker("loop", url, session_id)
+        first = worker.stdout.readline()  # it is labelling: kill it at a random moment
         assert first.startswith("begin"), first + worker.stderr.read()
-        time.sleep(rng.uniform(0.0, 0.2))
+        time.sleep(rng.uniform(0.0, 0.3))
         worker.send_signal(signal.SIGKILL)
-        kills += 1
         output, _errors = worker.communicate()
+        assert worker.returncode == -signal.SIGKILL
         in_flight = None
-        lines = (first + output).splitlines(keepends=True)
-        for line in lines:
+        for line in (first + output).splitlines(keepends=True):
             if not line.endswith("\n"):
                 continue  # cut off by the kill: not a report that the commit returned
             parts = line.split()
-            if parts and parts[0] == "begin":
+            if parts[0] == "begin":
                 in_flight = int(parts[1])
-            elif parts and parts[0] == "done":
+            elif parts[0] == "done":
                 returned.append((int(parts[1]), int(parts[2])))
                 in_flight = None
-        assert worker.returncode == -signal.SIGKILL
 
-        events = storage.label_events(engine, session_id)
-        stored = [(e.item_index, e.label_id) for e in events]
-        # every returned label is there; at most the one in flight when the kill came is extra
+        stored = [(e.item_index, e.label_id) for e in storage.label_events(engine, session_id)]
         assert stored[: len(returned)] == returned
         extra = stored[len(returned) :]
         assert len(extra) <= 1
         if extra:
             assert extra[0][0] == in_flight
-            returned.append(extra[0])  # its commit completed; the print did not
-        check_events_are_complete(events, "ada")
-        start = returned[-1][0] + 1 if returned else 0
+            returned.append(extra[0])  # committed; the kill came before the child could say so
+    assert len(returned) >= 5
 
-    assert kills == 5 and len(returned) > 0
     with engine.connect() as connection:
         assert connection.execute(text("PRAGMA integrity_check")).scalar() == "ok"
-    # the database stays usable: labelling resumes where it stopped
-    event = storage.record_label(engine, session_id, item_index=start, annotator="ada", **expected_label(start))
-    assert storage.label_events(engine, session_id)[-1] == event
+    info = storage.get_session(engine, session_id)
+    events = storage.label_events(engine, session_id)
+    # a loop learning the stored labels one by one asks exactly the stored items, with the stored scores
+    reference = ActiveLearningLoop(X, **loop_config(info))
+    for event in events:
+        query = reference.next_query()
+        assert event.item_index == query.index
+        assert event.value == skip_or_true_label(query.index, y)
+        assert event.model_version == len(reference.events)
+        assert (event.strategy, event.solver, event.annotator) == (query.strategy, "incremental", "ada")
+        if np.isfinite(query.score):
+            assert event.decision_value == query.score
+        else:
+            assert event.decision_value is None or not np.isfinite(event.decision_value)
+        if event.value == 0:
+            reference.skip(query.index)
+        else:
+            reference.teach(query.index, event.value)
+    rebuilt = ActiveLearningLoop.from_events([(e.item_index, e.value) for e in events], X, **loop_config(info))
+    np.testing.assert_array_equal(rebuilt.labels, reference.labels)
+    np.testing.assert_array_equal(rebuilt.skipped_mask, reference.skipped_mask)
+    for got, want in zip(rebuilt.solver.coefficients(), reference.solver.coefficients(), strict=True):
+        np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(rebuilt.pool_scores(), reference.pool_scores())
+    assert rebuilt.next_query().index == reference.next_query().index
 
 
 def test_four_processes_labelling_at_once_lose_nothing(database, tmp_path):
