@@ -97,17 +97,32 @@ BAD = {
 }
 
 
+# These go through a real subprocess; the rest call the same entry point in-process (faster).
+SUBPROCESS_CASES = ("missing file", "missing column", "non-numeric", "three classes")
+
+
+def check_one_error_line(returncode, stdout, stderr, expected):
+    assert returncode == 2
+    assert stdout == ""
+    lines = stderr.strip().splitlines()
+    assert len(lines) == 1, stderr
+    assert lines[0].startswith("error: ") and expected in lines[0], lines[0]
+    assert "Traceback" not in stderr
+
+
 @pytest.mark.parametrize("case", list(BAD))
-def test_fit_bad_input_one_line_exit_2(tmp_path, case):
+def test_fit_bad_input_one_line_exit_2(tmp_path, case, capsys):
+    from core.cli import main
+
     data, extra, expected = BAD[case]
     path = tmp_path / "missing.csv" if data is None else write(tmp_path, "bad.csv", data)
-    r = run_cli("fit", "--data", path, *extra)
-    assert r.returncode == 2
-    assert r.stdout == ""
-    lines = r.stderr.strip().splitlines()
-    assert len(lines) == 1, r.stderr
-    assert lines[0].startswith("error: ") and expected in lines[0], lines[0]
-    assert "Traceback" not in r.stderr
+    if case in SUBPROCESS_CASES:
+        r = run_cli("fit", "--data", path, *extra)
+        check_one_error_line(r.returncode, r.stdout, r.stderr, expected)
+    else:
+        code = main(["fit", "--data", str(path), *extra])
+        captured = capsys.readouterr()
+        check_one_error_line(code, captured.out, captured.err, expected)
 
 
 def test_bad_arguments_exit_2():
