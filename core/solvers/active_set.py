@@ -1,0 +1,796 @@
+"""Active-set SVM after Scheinberg's INCAS method.
+
+K. Scheinberg, "An efficient implementation of an active set method for SVMs",
+JMLR 7 (2006).  The paper is cited by its steps ("Step 1", "Step 2"); the
+equation numbers of the paper are not reproduced here.
+
+Problem (the C-SVC dual of ``core.solvers.base``, written as a minimisation)::
+
+    min_a  1/2 a^T Q a + lin^T a      Q_ij = y_i y_j K_ij,  lin = -e
+    s.t.   y^T a = 0,  0 <= a <= C
+
+The learned examples are partitioned into
+
+* I0 — a_i = 0,  Ic — a_i = C  (the *bounded* variables), and
+* Is — the free variables, 0 <= a_i <= C, whose reduced problem is solved
+  exactly.
+
+**Step 1** (reduced problem).  With the bounded variables fixed, the free ones
+solve the equality-constrained QP
+
+    min  1/2 a_s^T Q_ss a_s + a_s^T (q_s + lin_s)   s.t.  y_s^T a_s = d,
+
+where q_s = y_s * f_out(x_s) is the contribution of the bounded variables to
+the gradient and d = -sum_{i bounded} y_i a_i.  Its KKT system is
+Q_ss a_s + b y_s = -(q_s + lin_s), y_s^T a_s = d: the bias b is the multiplier
+of the equality constraint.  The solver moves from the current a_s towards the
+reduced optimum and stops at the first bound hit (ratio test); the blocking
+variable leaves Is for I0 or Ic and Step 1 is repeated.
+
+**Step 2** (pricing).  At a reduced optimum the reduced costs of the bounded
+variables are r_i = g_i + y_i b = y_i f(x_i) - 1 (g = Q a + lin): s_0 = r on
+I0 must be >= 0 and xi_c = -r on Ic must be >= 0.  The most violated variable
+enters Is.  Pricing runs over a subset of the bounded variables (shrinking:
+those whose reduced cost is more than ``shrink_margin`` on the right side are
+set aside) and over all of them before optimality is declared.  The
+contribution of the non-free variables to every f(x_i) — the paper's stored
+products Q_0c e and Q_cc e — is kept in one vector and updated with a single
+kernel row whenever a variable enters or leaves Ic.
+
+**The factorisation.**  Deviation from the paper: the solver factors
+H_ss = Q_ss + rho y_s y_s^T = R^T R (R upper triangular) instead of Q_ss.  On
+the feasible directions (y_s^T d = 0) both matrices are the same quadratic
+form, and H_ss a_s = Q_ss a_s + rho y_s d turns the KKT system above into one
+with H_ss (the multiplier shifts by rho d), so the solution is unchanged.  The
+gain: H_ss is positive definite exactly when the reduced KKT matrix is
+nonsingular, whereas Q_ss is only semi-definite in the common case of a linear
+kernel with as many free vectors as features plus one (the bias direction),
+which is a perfectly well-posed reduced problem.  rho is fixed when the first
+example is learned (the mean kernel diagonal, so H is well scaled).
+
+R is updated, never refactorised: a variable is appended by one triangular
+solve (new column of R), and removed by deleting its column and restoring the
+triangular form with Givens rotations (``scipy.linalg.qr_delete``), both
+O(n_s^2).
+
+**Semi-definite case.**  A variable j whose new pivot
+delta = H_jj - h_j^T H_ss^{-1} h_j is <= ``pivot_tol`` * H_jj is never added to
+the factor, which therefore stays positive definite.  Such a j is linearly
+dependent in feature space on the free set together with the bias direction:
+there is a v with Q v = 0 and y^T v = 0 on Is + {j} (v = (-H^{-1} h_j, 1), up to
+a bias correction that keeps y^T v = 0 exactly).  Along v the objective is
+linear with slope r_j, the reduced cost that made j enter, and the gradient of
+every free variable moves by a common multiple of y (a shift of b only), so Is
+stays at its reduced optimum.  The solver therefore moves along v — with the
+curvature delta taken into account when it is not exactly zero — until the
+first bound is hit: if j reaches its opposite bound it changes side without
+entering Is; otherwise a free variable with a nonzero coefficient in v leaves
+Is, after which j is no longer dependent and enters normally.  Refusing the
+pivot is thus safe: no step is lost, the objective decreases by |r_j| per unit
+step, and the factor never becomes (numerically) singular.  Duplicated points
+and linear kernels with more points than dimensions are handled this way.
+
+**Incremental mode.**  ``learn(i, y)`` adds i to I0 (a_i = 0 keeps the current
+solution feasible and optimal for every other variable); only i can be
+violated, so it is priced alone and, if it is, enters and Step 1 / Step 2 run
+from the current (warm) solution.  ``unlearn(i)`` is exact: a variable at 0 is
+simply dropped; otherwise a linear penalty M is added to lin_i so that the
+optimum of the penalised problem has a_i = 0 (M is raised until it does), the
+active-set iterations drive a_i to 0 from the current solution, and i is
+dropped.  The KKT conditions of the remaining variables are then exactly those
+of the problem without i (a variable at 0 contributes nothing to any
+gradient), so the result equals retraining without i.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, ClassVar
+
+import numpy as np
+from scipy.linalg import blas, qr_delete
+
+from core.solvers.base import OnlineSolver, StepResult, StepTimer
+
+I0, IS, IC, REMOVED = 0, 1, 2, -1  # partition codes per learned example
+_GIVENS_IN_PYTHON = 6  # tails up to this length are rotated in Python (cheaper than the call overhead)
+_SHRINK_MIN_FREE = 16  # selective pricing only pays with a free set at least this large
+_BOUND_EPS = 1e-12  # relative to C: a target this close to a bound counts as inside the box
+
+
+def _solve_upper(R: np.ndarray, rhs: np.ndarray, trans: bool) -> np.ndarray:
+    """Solve R x = rhs (trans=False) or R^T x = rhs (trans=True), R upper triangular."""
+    if len(rhs) == 0:
+        return np.zeros(0)
+    return blas.dtrsv(R, rhs, trans=1 if trans else 0)
+
+
+def _delete_column(R: np.ndarray, pos: int) -> np.ndarray:
+    """Factor of H without row/column ``pos``: delete column pos of R, re-triangularise with Givens rotations.
+
+    Removing column pos leaves R upper Hessenberg from column pos on; one
+    rotation of rows (k, k+1) per k >= pos zeroes the subdiagonal entry, and the
+    rotations leave R^T R unchanged.  O(n (n - pos)).  Short tails are rotated
+    here; longer ones by LAPACK-style compiled code (``scipy.linalg.qr_delete``
+    with an identity Q, whose update is not needed).
+    """
+    n = R.shape[0]
+    if pos == n - 1:
+        return np.asfortranarray(R[: n - 1, : n - 1])
+    if n - 1 - pos > _GIVENS_IN_PYTHON:
+        _, R1 = qr_delete(np.eye(n), R, pos, which="col", overwrite_qr=True, check_finite=False)
+        return np.asfortranarray(R1[: n - 1])
+    M = np.delete(R, pos, axis=1)
+    for k in range(pos, n - 1):
+        a, b = M[k, k], M[k + 1, k]
+        r = math.hypot(a, b)
+        if r == 0.0:
+            continue
+        c, s = a / r, b / r
+        top = M[k, k:].copy()
+        bottom = M[k + 1, k:]
+        M[k, k:] = c * top + s * bottom
+        M[k + 1, k:] = c * bottom - s * top
+    return np.asfortranarray(M[: n - 1])
+
+
+class ActiveSetSVM(OnlineSolver):
+    """Scheinberg's active-set method (INCAS) with Cholesky updates and an incremental mode.
+
+    Parameters (besides those of :class:`~core.solvers.base.OnlineSolver`)
+    ----------
+    pivot_tol : float, default 1e-10
+        A variable whose new pivot of the factor is <= pivot_tol times its
+        diagonal is treated as linearly dependent (see the module docstring).
+    shrink_margin : float, default 0.5
+        Shrinking: bounded variables whose reduced cost satisfies its sign
+        condition by more than this margin (in units of y f(x) - 1) are left
+        out of selective pricing until the next full pricing.
+
+    ``tol`` bounds the KKT violation: each reduced cost may be violated by at
+    most tol / 2, so the largest violating pair (``kkt_gap``) is <= tol.
+    ``max_iter`` caps the iterations (a Step 1 move or a variable entering)
+    of one ``learn`` / ``learn_many`` / ``unlearn`` / ``finish`` call.
+    """
+
+    name: ClassVar[str] = "active-set"
+    exact_unlearn: ClassVar[bool] = True
+
+    def __init__(self, X: np.ndarray | None = None, *, pivot_tol: float = 1e-10,
+                 shrink_margin: float = 0.5, **params):
+        if not (np.isfinite(pivot_tol) and 0 < pivot_tol < 1):
+            raise ValueError(f"pivot_tol must lie in (0, 1), got {pivot_tol!r}")
+        if not (np.isfinite(shrink_margin) and shrink_margin >= 0):
+            raise ValueError(f"shrink_margin must be a non-negative number, got {shrink_margin!r}")
+        self.pivot_tol = float(pivot_tol)
+        self.shrink_margin = float(shrink_margin)
+        self._reset_slots()
+        super().__init__(X, **params)
+
+    # -- per-example storage ("slots": one per learned example) -------------
+    def _reset_slots(self) -> None:
+        self._slot_of = np.full(0, -1, dtype=np.intp)  # store index -> slot
+        self._sidx = np.zeros(0, dtype=np.intp)  # slot -> store index
+        self._sy = np.zeros(0)  # labels
+        self._a = np.zeros(0)  # alpha (unsigned)
+        self._lin = np.zeros(0)  # linear term of the objective (-1; + M while unlearning)
+        self._fc = np.zeros(0)  # f_out: sum over non-free j of a_j y_j K(x_slot, x_j)
+        self._kd = np.zeros(0)  # K(x, x)
+        self._status = np.zeros(0, dtype=np.int8)
+        self._priced = np.zeros(0, dtype=bool)  # shrinking: bounded variables in selective pricing
+        self._n_slots = 0
+        self._free_slots: list[int] = []
+        # the free set Is in factor order, its rows of K over the slots, and R
+        self._S_buf = np.zeros(16, dtype=np.intp)  # free slots in factor order (first _nfree entries)
+        self._S_row_buf = np.zeros(16, dtype=np.intp)  # storage row of each free variable in _KS
+        self._nfree = 0
+        self._KS = np.zeros((0, 0))
+        self._R = np.zeros((0, 0), order="F")
+        self.b_ = 0.0
+        self._rho = 0.0
+        self._at_reduced_opt = True
+        self.n_iter_ = 0
+        self.n_factor_updates_ = 0
+        self.n_singular_steps_ = 0
+
+    def _on_store_grown(self, n_new: int) -> None:
+        self._slot_of = np.concatenate([self._slot_of, np.full(n_new, -1, dtype=np.intp)])
+
+    @property
+    def _n_s(self) -> int:
+        return self._nfree
+
+    @property
+    def _S(self) -> np.ndarray:
+        return self._S_buf[: self._nfree]
+
+    @property
+    def _S_row(self) -> np.ndarray:
+        return self._S_row_buf[: self._nfree]
+
+    def _set_free(self, slots: np.ndarray, rows: np.ndarray) -> None:
+        m = len(slots)
+        cap = max(16, 2 * m)
+        self._S_buf = np.zeros(cap, dtype=np.intp)
+        self._S_row_buf = np.zeros(cap, dtype=np.intp)
+        self._S_buf[:m] = slots
+        self._S_row_buf[:m] = rows
+        self._nfree = m
+
+    def _reserve_slots(self, m: int) -> None:
+        need = self._n_slots + m
+        cap = len(self._sidx)
+        if need <= cap:
+            return
+        new = max(need, 2 * cap, 64)
+
+        def grow(arr, fill=0):
+            out = np.full(new, fill, dtype=arr.dtype)
+            out[:cap] = arr
+            return out
+
+        self._sidx = grow(self._sidx)
+        self._sy = grow(self._sy)
+        self._a = grow(self._a)
+        self._lin = grow(self._lin, -1.0)
+        self._fc = grow(self._fc)
+        self._kd = grow(self._kd)
+        self._status = grow(self._status, REMOVED)
+        self._priced = grow(self._priced, False)
+        KS = np.zeros((self._KS.shape[0], new))
+        KS[:, :cap] = self._KS
+        self._KS = KS
+
+    def _reserve_rows(self) -> None:
+        rows, cols = self._KS.shape
+        if self._n_s < rows:
+            return
+        KS = np.zeros((max(2 * rows, 16), cols))
+        KS[:rows] = self._KS
+        self._KS = KS
+
+    def _kernel_row(self, i: int) -> np.ndarray:
+        """K(x_i, x_slot) for every slot.
+
+        When the store is not much larger than the learned set, the full store
+        row goes through the cache (it is likely to be needed again); otherwise
+        only the learned columns are computed (a large unlabelled pool).
+        """
+        cols = self._sidx[: self._n_slots]
+        if len(self.store) <= 4 * self._n_slots:
+            return self.cache.row(i)[cols]
+        return self.cache.entries(i, cols)
+
+    def _new_slots(self, idx: np.ndarray, ys: np.ndarray) -> np.ndarray:
+        """Put learned examples into I0 (a = 0): the current solution stays feasible."""
+        m = len(idx)
+        self._reserve_slots(m)
+        slots = np.empty(m, dtype=np.intp)
+        for p in range(m):
+            slots[p] = self._free_slots.pop() if self._free_slots else self._n_slots
+            if slots[p] == self._n_slots:
+                self._n_slots += 1
+        self._sidx[slots] = idx
+        self._sy[slots] = ys
+        self._a[slots] = 0.0
+        self._lin[slots] = -1.0
+        self._status[slots] = I0
+        self._priced[slots] = True
+        self._kd[slots] = self.cache.diag(idx)
+        self._slot_of[idx] = slots
+        ns = self._n_slots
+        # Kernel values against the free set and the non-free support (for f_out).
+        out_sv = np.flatnonzero((self._status[:ns] != IS) & (self._a[:ns] > 0))
+        cols = np.concatenate([self._sidx[self._S], self._sidx[out_sv]])
+        if len(cols):
+            Kb = self.cache.block(idx, cols)
+            n_s = self._n_s
+            self._KS[self._S_row[:, None], slots[None, :]] = Kb[:, :n_s].T
+            self._fc[slots] = Kb[:, n_s:] @ (self._a[out_sv] * self._sy[out_sv])
+        else:
+            self._fc[slots] = 0.0
+        return slots
+
+    def _release_slot(self, k: int) -> None:
+        self._slot_of[self._sidx[k]] = -1
+        self._status[k] = REMOVED
+        self._a[k] = 0.0
+        self._lin[k] = -1.0
+        self._priced[k] = False
+        self._free_slots.append(int(k))
+
+    # -- the factor R^T R = H_ss = Q_ss + rho y_s y_s^T -------------------------
+    def _h_column(self, j: int) -> tuple[np.ndarray, float]:
+        """Column of H for j against the free set, and H_jj."""
+        yS = self._sy[self._S]
+        col = self._KS[self._S_row, j]
+        return yS * self._sy[j] * (col + self._rho), self._kd[j] + self._rho
+
+    def _solve_H2(self, rhs1: np.ndarray, rhs2: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """H^{-1} rhs1 and H^{-1} rhs2 with two triangular solves on a two-column right-hand side."""
+        B = np.empty((len(rhs1), 2), order="F")
+        B[:, 0] = rhs1
+        B[:, 1] = rhs2
+        Z = blas.dtrsm(1.0, self._R, B, trans_a=1, overwrite_b=1)
+        X = blas.dtrsm(1.0, self._R, Z, overwrite_b=1)
+        return X[:, 0], X[:, 1]
+
+    def _solve_H(self, rhs: np.ndarray) -> np.ndarray:
+        return _solve_upper(self._R, _solve_upper(self._R, rhs, trans=True), trans=False)
+
+    def _append_free(self, j: int, r_col: np.ndarray, pivot_sq: float, row: np.ndarray) -> None:
+        """Append j to Is: one new column of R (O(n_s^2)), its kernel row, f_out update."""
+        n = self._n_s
+        R = np.zeros((n + 1, n + 1), order="F")
+        R[:n, :n] = self._R
+        R[:n, n] = r_col
+        R[n, n] = np.sqrt(pivot_sq)
+        self._R = R
+        self._reserve_rows()
+        ns = self._n_slots
+        self._KS[n, :ns] = row
+        if self._a[j] != 0.0:  # its contribution moves from f_out into the free part
+            self._fc[:ns] -= (self._a[j] * self._sy[j]) * row
+        if n == len(self._S_buf):
+            self._S_buf = np.concatenate([self._S_buf, np.zeros(n, dtype=np.intp)])
+            self._S_row_buf = np.concatenate([self._S_row_buf, np.zeros(n, dtype=np.intp)])
+        self._S_buf[n] = j
+        self._S_row_buf[n] = n
+        self._nfree = n + 1
+        self._status[j] = IS
+        self.n_factor_updates_ += 1
+
+    def _drop_free(self, pos: int, at_upper: bool) -> None:
+        """Move the free variable at factor position ``pos`` to its bound (I0 or Ic)."""
+        k = int(self._S[pos])
+        row_store = int(self._S_row[pos])
+        ns = self._n_slots
+        n = self._n_s
+        if at_upper:
+            self._a[k] = self.C
+            self._fc[:ns] += (self.C * self._sy[k]) * self._KS[row_store, :ns]
+            self._status[k] = IC
+        else:
+            self._a[k] = 0.0
+            self._status[k] = I0
+        self._priced[k] = True
+        self._R = _delete_column(self._R, pos)
+        last = n - 1
+        if row_store != last:  # keep the stored kernel rows compact
+            self._KS[row_store, :ns] = self._KS[last, :ns]
+            self._S_row[self._S_row == last] = row_store
+        self._S_buf[pos: n - 1] = self._S_buf[pos + 1: n]
+        self._S_row_buf[pos: n - 1] = self._S_row_buf[pos + 1: n]
+        self._nfree = n - 1
+        self.n_factor_updates_ += 1
+
+    def factor_error(self, relative: bool = True) -> float:
+        """max |R^T R - H_ss| against H_ss computed afresh (relative to max |H_ss| by default)."""
+        if self._n_s == 0:
+            return 0.0
+        idx = self._sidx[self._S]
+        yS = self._sy[self._S]
+        H = (yS[:, None] * yS[None, :]) * (self._uncounted_block(idx, idx) + self._rho)
+        err = float(np.max(np.abs(self._R.T @ self._R - H)))
+        return err / float(np.max(np.abs(H))) if relative else err
+
+    # -- gradients and pricing --------------------------------------------------
+    def _f_out_plus_free(self, cols: np.ndarray | None) -> np.ndarray:
+        """f(x) - b for the given slots (all slots when cols is None)."""
+        ns = self._n_slots
+        n = self._n_s
+        if n == 0:
+            return self._fc[:ns].copy() if cols is None else self._fc[cols]
+        coef = np.zeros(n)
+        coef[self._S_row] = self._a[self._S] * self._sy[self._S]
+        if cols is None:
+            return coef @ self._KS[:n, :ns] + self._fc[:ns]
+        if 3 * len(cols) < ns:
+            return coef @ self._KS[:n][:, cols] + self._fc[cols]
+        return (coef @ self._KS[:n, :ns] + self._fc[:ns])[cols]
+
+    def _gradient(self, cols: np.ndarray) -> np.ndarray:
+        return self._sy[cols] * self._f_out_plus_free(cols) + self._lin[cols]
+
+    def _price(self, full: bool) -> tuple[int | None, bool]:
+        """Step 2: the most violated bounded variable (or None), and whether pricing was full.
+
+        Selective pricing (shrinking) runs over the bounded variables that the
+        last full pricing found within ``shrink_margin`` of violating their
+        condition; it is used only when it saves work (a large free set and a
+        small priced subset), otherwise every bounded variable is priced with
+        one product over the stored kernel rows.  With Is empty, b is set here.
+        """
+        ns = self._n_slots
+        n = self._n_s
+        if ns == 0:
+            self.b_ = 0.0
+            return None, True
+        st = self._status[:ns]
+        if n == 0:
+            cols = np.flatnonzero(st >= 0)
+            if len(cols) == 0:
+                self.b_ = 0.0
+                return None, True
+            g = self._gradient(cols)
+            return self._price_empty(cols, g, st[cols] == IC, True), True
+        if not full and n >= _SHRINK_MIN_FREE:
+            subset = self._priced[:ns] & ((st == I0) | (st == IC))
+            m = int(np.count_nonzero(subset))
+            if 3 * m < ns:
+                if m == 0:
+                    return None, False
+                cols = np.flatnonzero(subset)
+                r = self._gradient(cols) + self._sy[cols] * self.b_  # reduced costs y f - 1
+                viol = np.where(st[cols] == IC, r, -r)
+                p = int(np.argmax(viol))
+                return (int(cols[p]) if viol[p] > 0.5 * self.tol else None), False
+        coef = self._a[self._S] * self._sy[self._S]
+        f = coef @ self._KS[self._S_row, :ns] if n < 8 else self._free_coef_rows(coef) @ self._KS[:n, :ns]
+        f += self._fc[:ns]
+        f += self.b_
+        r = self._sy[:ns] * f + self._lin[:ns]  # reduced costs y f - 1
+        viol = np.where(st == IC, r, -r)  # s_0 = r on I0, xi_c = -r on Ic: violated when < 0
+        viol[st < 0] = -np.inf
+        viol[self._S] = -np.inf
+        self._priced[:ns] = viol >= -self.shrink_margin
+        p = int(np.argmax(viol))
+        return (p if viol[p] > 0.5 * self.tol else None), True
+
+    def _free_coef_rows(self, coef: np.ndarray) -> np.ndarray:
+        """Signed coefficients of the free variables in the storage order of their kernel rows."""
+        out = np.empty(len(coef))
+        out[self._S_row] = coef
+        return out
+
+    def _price_empty(self, cols, g, at_upper, full) -> int | None:
+        """Pricing with Is empty: b only has to lie in an interval.
+
+        Every bounded variable bounds b from one side: with q = -y g, a variable
+        at 0 with y = +1 or at C with y = -1 needs b >= q, the others b <= q.
+        When the interval is empty, the variable giving the largest lower bound
+        enters Is; Step 1 on that single variable pins b there, and the next
+        pricing brings in its partner (the maximal violating pair).
+        """
+        y = self._sy[cols]
+        q = -y * g
+        lower = (y > 0) != at_upper
+        lo = q[lower].max() if lower.any() else -np.inf
+        hi = q[~lower].min() if (~lower).any() else np.inf
+        if full:
+            slack = np.where(lower, lo - q, q - hi)
+            self._priced[cols] = ~np.isfinite(slack) | (slack <= self.shrink_margin)
+        if lo - hi > self.tol:
+            return int(cols[lower][np.argmax(q[lower])])
+        if np.isfinite(lo) and np.isfinite(hi):
+            self.b_ = float(0.5 * (lo + hi))
+        elif np.isfinite(lo):
+            self.b_ = float(lo)
+        elif np.isfinite(hi):
+            self.b_ = float(hi)
+        else:
+            self.b_ = 0.0
+        return None
+
+    def _settle_bias(self) -> None:
+        """When no free variable lies strictly inside the box, b is only known to lie in an interval.
+
+        (Step 1 on such an Is pins b at one end.)  Take the midpoint, as
+        LIBSVM does, so the decision values are those of the usual convention.
+        """
+        if self._n_s == 0:
+            return
+        eps = _BOUND_EPS * self.C
+        aS = self._a[self._S]
+        if np.any((aS > eps) & (aS < self.C - eps)):
+            return
+        ns = self._n_slots
+        cols = np.flatnonzero(self._status[:ns] != REMOVED)
+        g = self._gradient(cols)
+        at_upper = self._a[cols] >= self.C - eps
+        y = self._sy[cols]
+        q = -y * g
+        lower = (y > 0) != at_upper
+        lo = q[lower].max() if lower.any() else -np.inf
+        hi = q[~lower].min() if (~lower).any() else np.inf
+        if np.isfinite(lo) and np.isfinite(hi) and lo <= hi:
+            self.b_ = float(0.5 * (lo + hi))
+
+    # -- Step 1 -----------------------------------------------------------------
+    def _step1(self) -> int:
+        """Move towards the reduced optimum on Is; drop variables that block. Returns iterations."""
+        its = 0
+        C = self.C
+        eps = _BOUND_EPS * C
+        while self._n_s:
+            its += 1
+            S = self._S
+            yS = self._sy[S]
+            aS = self._a[S]
+            ns = self._n_slots
+            d = float(yS @ aS - self._sy[:ns] @ self._a[:ns])  # -sum of y a over the bounded variables
+            rhs = -(yS * self._fc[S] + self._lin[S])
+            p, w = self._solve_H2(rhs, yS)
+            yw = float(yS @ w)
+            beta = (float(yS @ p) - d) / yw
+            target = p - beta * w
+            bias = beta + self._rho * d  # H a = Q a + rho y d shifts the multiplier by rho d
+            # a target within rounding of a bound counts as inside (p and beta w may cancel)
+            slack = eps + 64 * np.finfo(float).eps * (np.abs(p) + np.abs(beta * w))
+            low = target < -slack
+            high = target > C + slack
+            if not (low.any() or high.any()):
+                self._a[S] = np.clip(target, 0.0, C)
+                self.b_ = float(bias)
+                self._at_reduced_opt = True
+                return its
+            delta = target - aS
+            t = np.full(len(S), np.inf)
+            t[low] = aS[low] / (aS[low] - target[low])
+            t[high] = (C - aS[high]) / (target[high] - aS[high])
+            pos = int(np.argmin(t))
+            step = min(max(float(t[pos]), 0.0), 1.0)
+            self._a[S] = np.clip(aS + step * delta, 0.0, C)
+            self._drop_free(pos, at_upper=bool(high[pos]))
+        self._at_reduced_opt = True  # Is empty: b is set by pricing
+        return its
+
+    # -- entering a variable ------------------------------------------------------
+    def _enter(self, j: int) -> int:
+        """Bring bounded variable j into Is (Step 2 -> Step 1). Returns iterations used."""
+        self._at_reduced_opt = False
+        row = self._kernel_row(self._sidx[j])
+        if self._n_s == 0:
+            self._append_free(j, np.zeros(0), self._kd[j] + self._rho, row)
+            return 1
+        its = 0
+        C = self.C
+        eps = _BOUND_EPS * C
+        while True:
+            its += 1
+            h, Hjj = self._h_column(j)
+            r_col = _solve_upper(self._R, h, trans=True)
+            pivot_sq = Hjj - float(r_col @ r_col)
+            if pivot_sq > self.pivot_tol * Hjj or self._n_s == 0:  # (with Is empty, pivot_sq = H_jj > 0)
+                self._append_free(j, r_col, pivot_sq, row)
+                return its
+            # Dependent variable: move along the zero-curvature direction v (module docstring).
+            self.n_singular_steps_ += 1
+            S = self._S
+            yS = self._sy[S]
+            u = _solve_upper(self._R, r_col, trans=False)  # H^{-1} h_j
+            w = self._solve_H(yS)
+            yw = float(yS @ w)
+            c = (float(yS @ u) - self._sy[j]) / yw  # keeps y^T v = 0 exactly
+            vS = -u + c * w
+            g_j = float(self._gradient(np.array([j]))[0])
+            r_j = g_j + self._sy[j] * self.b_
+            if r_j == 0.0:
+                return its
+            sigma = -1.0 if r_j > 0 else 1.0
+            curvature = max(pivot_sq, 0.0) + c * c * yw
+            t_curv = abs(r_j) / curvature if pivot_sq > 0 and curvature > 0 else np.inf
+            aS = self._a[S]
+            dS = sigma * vS
+            t_S = np.full(len(S), np.inf)
+            dec = dS < 0
+            inc = dS > 0
+            t_S[dec] = aS[dec] / -dS[dec]
+            t_S[inc] = (C - aS[inc]) / dS[inc]
+            pos = int(np.argmin(t_S)) if len(S) else -1
+            t_blk = float(t_S[pos]) if len(S) else np.inf
+            t_j = (C - self._a[j]) if sigma > 0 else self._a[j]
+            step = min(t_curv, t_blk, t_j)
+            new_aj = self._a[j] + sigma * step
+            if step == t_j:
+                new_aj = C if sigma > 0 else 0.0
+            self._a[S] = np.clip(aS + step * dS, 0.0, C)
+            ns = self._n_slots
+            self._fc[:ns] += ((new_aj - self._a[j]) * self._sy[j]) * row
+            self._a[j] = new_aj
+            self.b_ -= sigma * step * c  # gradient on Is moved by step*sigma*c*y_s: a bias shift
+            if step == t_j:  # j changes side without entering Is
+                self._status[j] = IC if sigma > 0 else I0
+                self._priced[j] = True
+                return its
+            if step == t_curv:  # interior minimum along v: j enters with its (small) pivot
+                self._append_free(j, r_col, pivot_sq, row)
+                return its
+            # a free variable hit its bound: it leaves, then j is tried again
+            self._a[S[pos]] = 0.0 if dS[pos] < 0 else C
+            self._drop_free(pos, at_upper=dS[pos] > 0)
+            if abs(self._a[j] - (C if sigma > 0 else 0.0)) <= eps:
+                self._a[j] = C if sigma > 0 else 0.0
+
+    # -- the optimisation loop --------------------------------------------------------
+    def _optimise(self, what: str, its: int = 0) -> tuple[int, str, str]:
+        """Alternate Step 1 and Step 2 until no variable violates its condition by more than tol/2."""
+        status, message = "ok", ""
+        while True:
+            if self._n_s and not self._at_reduced_opt:
+                its += self._step1()
+            j, was_full = self._price(full=False)
+            if j is None and not was_full:
+                j, _ = self._price(full=True)  # full pricing before declaring optimality
+            if j is None:
+                self._settle_bias()
+                break
+            its += self._enter(j)
+            if its >= self.max_iter:
+                if self._n_s and not self._at_reduced_opt:
+                    its += self._step1()  # leave a reduced optimum behind (finite: Is only shrinks)
+                message = self._iteration_cap(what, its)
+                status = "max_iter"
+                break
+        self.n_iter_ += its
+        return its, status, message
+
+    # -- the contract -------------------------------------------------------------------
+    def _start(self) -> None:
+        if self._rho <= 0.0:
+            diag = self.cache.diag(np.arange(len(self.store)))
+            m = float(np.mean(diag)) if len(diag) else 0.0
+            self._rho = m if np.isfinite(m) and m > 0 else 1.0
+
+    def learn(self, i: int, y: float) -> StepResult:
+        """Learn example i: it enters I0; Step 2 decides whether anything changes."""
+        i, y = self._check_learnable(i, y)
+        with StepTimer(self) as tm:
+            self._start()
+            self.y[i] = y
+            self.learned_order.append(i)
+            k = int(self._new_slots(np.array([i]), np.array([y]))[0])
+            its, status, message = 0, "ok", ""
+            if self._n_s and self._at_reduced_opt:
+                # the others are still optimal: only the new variable can be violated
+                r = float(self._gradient(np.array([k]))[0]) + y * self.b_
+                if r >= -0.5 * self.tol:
+                    status = "unchanged"
+                else:
+                    its = self._enter(k)
+                    its, status, message = self._optimise("learn", its)
+            else:
+                its, status, message = self._optimise("learn")
+                if its == 0:
+                    status = "unchanged"
+        return tm.result(status=status, iterations=its, message=message,
+                         extra={"n_free": self._n_s, "n_at_C": self.n_at_upper_})
+
+    def learn_many(self, idx, ys) -> StepResult:
+        """Learn several examples at once (all enter I0, then one optimisation)."""
+        idx = np.asarray(idx, dtype=np.intp).reshape(-1)
+        ys = np.asarray(ys, dtype=np.float64).reshape(-1)
+        if len(idx) != len(ys):
+            raise ValueError("idx and ys must have the same length")
+        if len(np.unique(idx)) != len(idx):
+            raise ValueError("an example appears twice in idx")
+        for i, y in zip(idx, ys, strict=True):
+            self._check_learnable(i, y)
+        with StepTimer(self) as tm:
+            self._start()
+            self.y[idx] = ys
+            self.learned_order.extend(int(i) for i in idx)
+            self._new_slots(idx, ys)
+            its, status, message = self._optimise("learn_many")
+        return tm.result(status=status, iterations=its, message=message,
+                         extra={"n_free": self._n_s, "n_at_C": self.n_at_upper_})
+
+    def unlearn(self, i: int) -> StepResult:
+        """Remove example i exactly (see the module docstring)."""
+        i = self._check_unlearnable(i)
+        with StepTimer(self) as tm:
+            k = int(self._slot_of[i])
+            its, status, message = 0, "ok", ""
+            if self._a[k] > 0.0 or self._status[k] == IS:
+                self._at_reduced_opt = False
+                r = float(self._gradient(np.array([k]))[0]) + self._sy[k] * self.b_
+                penalty = 2.0 * (1.0 + abs(r)) + 1.0
+                for _ in range(60):
+                    self._lin[k] = -1.0 + penalty
+                    self._at_reduced_opt = False
+                    its, status, message = self._optimise("unlearn", its)
+                    if status != "ok":
+                        break
+                    if self._a[k] <= _BOUND_EPS * self.C:
+                        break
+                    penalty *= 8.0
+                if self._status[k] == IS:
+                    pos = int(np.flatnonzero(self._S == k)[0])
+                    self._a[k] = 0.0
+                    self._drop_free(pos, at_upper=False)
+                elif self._a[k] != 0.0:  # only after an iteration cap: release it from f_out
+                    row = self._kernel_row(i)
+                    self._fc[: self._n_slots] -= (self._a[k] * self._sy[k]) * row
+                    self._a[k] = 0.0
+            else:
+                status = "unchanged"
+            self._release_slot(k)
+            self.y[i] = 0.0
+            self.learned_order.remove(i)
+            if self._n_s == 0 and self._n_slots:
+                self._price(full=True)  # with Is empty b comes from the bounded variables
+            else:
+                self._settle_bias()
+        return tm.result(status=status, iterations=its, message=message,
+                         extra={"n_free": self._n_s, "n_at_C": self.n_at_upper_})
+
+    def finish(self) -> StepResult:
+        """Full pricing: confirm optimality (or continue after an iteration cap)."""
+        with StepTimer(self) as tm:
+            its, status, message = 0, "unchanged", "solution already optimal"
+            if self.learned_order:
+                its, status, message = self._optimise("finish")
+                if its == 0 and status == "ok":
+                    status, message = "unchanged", "solution already optimal"
+        return tm.result(status=status, iterations=its, message=message, kkt_gap=self.kkt_gap())
+
+    # -- read-outs ---------------------------------------------------------------------
+    def coefficients(self) -> tuple[np.ndarray, np.ndarray, float]:
+        ns = self._n_slots
+        sv = np.flatnonzero((self._a[:ns] > 0) & (self._status[:ns] != REMOVED))
+        order = np.argsort(self._sidx[sv], kind="stable")
+        sv = sv[order]
+        return self._sidx[sv].copy(), self._a[sv] * self._sy[sv], float(self.b_)
+
+    @property
+    def n_free_(self) -> int:
+        """Number of free variables (the set Is, factor size)."""
+        return self._n_s
+
+    @property
+    def n_at_upper_(self) -> int:
+        """Number of variables in Ic (a = C)."""
+        return int(np.sum(self._status[: self._n_slots] == IC))
+
+    @property
+    def free_indices_(self) -> np.ndarray:
+        return self._sidx[self._S].copy()
+
+    # -- state -------------------------------------------------------------------------
+    def get_params(self) -> dict[str, Any]:
+        params = super().get_params()
+        params.update(pivot_tol=self.pivot_tol, shrink_margin=self.shrink_margin)
+        return params
+
+    def _state_arrays(self) -> dict[str, np.ndarray]:
+        ns = self._n_slots
+        live = np.flatnonzero(self._status[:ns] != REMOVED)
+        return {
+            "index": self._sidx[live].copy(),
+            "alpha": self._a[live].copy(),
+            "status": self._status[live].astype(np.int8),
+            "free_order": self._sidx[self._S].copy(),
+            "scalars": np.array([self.b_, self._rho, float(self.n_iter_)]),
+        }
+
+    def _load_state_arrays(self, arrays: dict[str, np.ndarray], meta: dict) -> None:
+        self._reset_slots()
+        self._slot_of = np.full(len(self.store), -1, dtype=np.intp)
+        b, rho, n_iter = (float(v) for v in arrays["scalars"])
+        self._rho = rho
+        self.n_iter_ = int(n_iter)
+        index = np.asarray(arrays["index"], dtype=np.intp)
+        if len(index) == 0:
+            self.b_ = b
+            return
+        slots = self._new_slots(index, self.y[index])  # Is empty here: only labels and diagonals
+        self._a[slots] = np.asarray(arrays["alpha"], dtype=np.float64)
+        status = np.asarray(arrays["status"], dtype=np.int8)
+        self._status[slots] = np.where(status == IS, I0, status)
+        # f_out from the non-free support, computed afresh
+        out_sv = slots[(status != IS) & (self._a[slots] > 0)]
+        if len(out_sv):
+            self._fc[slots] = self.cache.block(index, self._sidx[out_sv]) @ (self._a[out_sv] * self._sy[out_sv])
+        # Is in its stored order; R from a fresh Cholesky factorisation of H_ss (deterministic)
+        free = self._slot_of[np.asarray(arrays["free_order"], dtype=np.intp)]
+        if len(free):
+            rows = self.cache.block(self._sidx[free], index)  # slots are 0..m-1 in index order
+            self._KS = np.zeros((max(16, len(free)), len(self._sidx)))
+            self._KS[: len(free), slots] = rows
+            yS = self._sy[free]
+            H = (yS[:, None] * yS[None, :]) * (rows[:, free] + rho)
+            self._R = np.asfortranarray(np.linalg.cholesky(H).T)
+            self._set_free(free.astype(np.intp), np.arange(len(free), dtype=np.intp))
+            self._status[free] = IS
+        self.b_ = b
+        self._at_reduced_opt = True
