@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from core.datasets import make_banana, make_gaussians
 from core.loop import ActiveLearningLoop
@@ -228,3 +230,29 @@ def test_gradient_runs_with_an_oracle():
     assert loop.n_labels == 25
     # after the cold start each query was the most misclassified unlabelled item
     assert loop.history[-1].asked_by == "gradient"
+
+
+@settings(max_examples=8, deadline=None)
+@given(st.lists(st.sampled_from(["ask", "ask", "ask", "other", "skip", "undo"]), min_size=5, max_size=60),
+       st.sampled_from(["incremental", "lasvm"]))
+def test_random_sequences_of_answers_keep_scores_current_and_rebuildable(data, ops, solver):
+    X, y, _, _ = data
+    cfg = dict(strategy="near-boundary", solver=solver, seed=1, solver_params={"C": 10.0})
+    loop = ActiveLearningLoop(X, **cfg)
+    rng = np.random.default_rng(len(ops))
+    for op in ops:
+        q = loop.next_query()
+        if op == "undo":
+            if loop.events:
+                loop.undo()
+        elif op == "skip":
+            loop.skip(q.index)
+        elif op == "other":  # the analyst labels an item of their own choosing
+            i = int(rng.choice(np.flatnonzero(~loop.labelled_mask)))
+            loop.teach(i, int(y[i]))
+        else:
+            loop.teach(q.index, int(y[q.index]))
+    np.testing.assert_allclose(loop.pool_scores(), fresh_scores(loop), rtol=0, atol=1e-9)
+    again = ActiveLearningLoop.from_events(loop.events, X, **cfg)
+    assert np.array_equal(again.labels, loop.labels)
+    np.testing.assert_allclose(fresh_scores(again), fresh_scores(loop), rtol=0, atol=1e-9)
