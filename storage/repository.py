@@ -571,32 +571,42 @@ def record_label(
     update_time = _optional_float(update_ms, "update_ms")
     query_time = _optional_float(query_ms, "query_ms")
     model_version = int(model_version)
+    now = utc_now()
     try:
         with writing(engine) as session:
-            labelling_session = _active_session_row(session, session_id)
-            item_id = _item_id(session, labelling_session.dataset_id, item_index)
-            _raise_if_labelled(session, session_id, item_id, item_index)
-            now = utc_now()
-            label = Label(
-                session_id=session_id,
-                item_id=item_id,
-                annotator_id=_annotator_id(session, annotator),
-                value=value,
-                created_at=now,
-                strategy=strategy,
-                solver=solver,
-                decision_value=decision,
-                model_version=model_version,
-                update_ms=update_time,
-                query_ms=query_time,
-            )
-            session.add(label)
-            labelling_session.updated_at = now
-            session.flush()
-            label_id = label.id
+            # one statement finds the session, checks it is open and finds the item
+            target = session.execute(
+                select(LabellingSession.status, LabellingSession.dataset_id, Item.id.label("item_id"))
+                .outerjoin(Item, (Item.dataset_id == LabellingSession.dataset_id) & (Item.position == item_index))
+                .where(LabellingSession.id == session_id)
+            ).first()
+            if target is None:
+                raise NotFoundError(f"Session {session_id} does not exist.")
+            if target.status != "active":
+                raise SessionClosedError(f"Session {session_id} is closed; reopen it to change its labels.")
+            if target.item_id is None:
+                _item_id(session, target.dataset_id, item_index)  # raises, naming the valid range
+            # a second active label for the item violates the partial unique index
+            label_id = session.execute(
+                insert(Label)
+                .values(
+                    session_id=session_id,
+                    item_id=target.item_id,
+                    annotator_id=_annotator_id(session, annotator),
+                    value=value,
+                    created_at=now,
+                    strategy=strategy,
+                    solver=solver,
+                    decision_value=decision,
+                    model_version=model_version,
+                    update_ms=update_time,
+                    query_ms=query_time,
+                )
+                .returning(Label.id)
+            ).scalar_one()
+            session.execute(update(LabellingSession).where(LabellingSession.id == session_id).values(updated_at=now))
     except IntegrityError:
-        # a concurrent submit of the same item won the race between our check
-        # and our insert (possible where writers are not serialized)
+        # most likely a double submit: say so plainly (nothing was written)
         with reading(engine) as session:
             dataset_id = session.execute(
                 select(LabellingSession.dataset_id).where(LabellingSession.id == session_id)

@@ -46,7 +46,10 @@ def test_sqlite_connections_get_foreign_keys_wal_and_busy_timeout(tmp_path):
         assert connection.execute(text("PRAGMA foreign_keys")).scalar() == 1
         assert connection.execute(text("PRAGMA journal_mode")).scalar() == "wal"
         assert connection.execute(text("PRAGMA busy_timeout")).scalar() == SQLITE_BUSY_TIMEOUT_MS
+        assert connection.execute(text("PRAGMA synchronous")).scalar() == 2  # FULL: commits survive power loss
     engine.dispose()
+    with pytest.raises(ValueError, match="sqlite_synchronous"):
+        storage.make_engine(f"sqlite:///{tmp_path / 'x.db'}", sqlite_synchronous="OFF")
 
 
 def test_init_db_is_idempotent_and_records_the_version(tmp_path):
