@@ -191,3 +191,20 @@ def test_compare_table_and_errors(gauss_csv):
     r = run_cli("compare", "--data", path, "--label-column", "outcome", "--strategies", "psychic,random",
                 "--budget", "12", "--seeds", "1")
     assert r.returncode == 2 and r.stderr.count("\n") == 1 and "unknown strategy 'psychic'" in r.stderr
+
+
+def test_fit_in_process_options(tmp_path, capsys):
+    from core.cli import main
+
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(60, 2))
+    digit = np.where(X[:, 0] > 0.5, "a", np.where(X[:, 0] < -0.5, "b", "c"))
+    path = tmp_path / "three.csv"
+    path.write_text("u,v,cls\n" + "".join(f"{a},{b},{c}\n" for (a, b), c in zip(X, digit, strict=True)))
+    code = main(["fit", "--data", str(path), "--label-column", "cls", "--positive", "a", "--one-vs-rest",
+                 "--solver", "incremental", "--test-fraction", "0", "--json"])
+    out = json.loads(capsys.readouterr().out)
+    assert code == 0
+    assert out["evaluated_on"] == "train" and out["n_test"] == 0 and out["n_train"] == 60
+    assert out["positive"] == "a" and out["negative"] == "rest"
+    assert out["accuracy"] > 0.9

@@ -7,6 +7,8 @@ import io
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from core.datasets import (
     BUNDLED,
@@ -317,3 +319,26 @@ def test_stratified_split_keeps_class_ratio():
     assert sorted(small[te]) == [-1, 1] and sorted(small[tr]) == [-1, -1, 1]  # one of each class held out
     tr, te = stratified_split(y, 0.0, rng())
     assert len(te) == 0 and len(tr) == 100
+
+
+# -- robustness: arbitrary text gives a Dataset or a DataError, never another exception --
+
+
+CELL = st.one_of(st.sampled_from(["", "1", "-2.5", "1e3", "x", "NA", "inf", " 3 ", '"4"', "a,b", "é"]),
+                 st.text(alphabet=',"\n;\t ab01.-', max_size=4))
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.lists(CELL, min_size=0, max_size=4), min_size=0, max_size=6),
+       st.sampled_from([None, "c0", "c1", "missing"]))
+def test_csv_arbitrary_content_fails_only_with_data_error(rows, label):
+    header = "c0,c1,c2"
+    text = header + "\n" + "\n".join(",".join(r) for r in rows)
+    try:
+        ds = load_csv(text.encode(), label_column=label)
+    except DataError as exc:
+        assert str(exc)
+        return
+    assert np.isfinite(ds.X).all() and ds.X.shape[0] >= 1
+    if ds.y is not None:
+        assert set(np.unique(ds.y)) == {-1.0, 1.0}
