@@ -299,14 +299,17 @@ def test_state_round_trip(finish):
     assert (t.b_, t.delta_) == (s.b_, s.delta_)
     assert np.array_equal(s.set_indices_, t.set_indices_)
     assert t.n_kernel_evals == s.n_kernel_evals
-    # both carry on the same way (up to the rounding of the recomputed K(S, S))
+    # both carry on: K(S, S) is recomputed on load, so rounding may change a
+    # pair choice; both end tau-optimal on the same problem
     extra = np.random.default_rng(1).standard_normal((5, 2))
     for solver in (s, t):
         new = solver.add_points(extra)
         for k in new:
             solver.learn(int(k), 1.0 if extra[k - len(X), 0] > 0.5 else -1.0)
         solver.finish()
-    np.testing.assert_allclose(s.decision_function(), t.decision_function(), atol=1e-8)
+        assert solver.kkt_gap() <= gap_slack(solver)
+    assert t.dual_objective() == pytest.approx(s.dual_objective(), rel=1e-3)
+    np.testing.assert_allclose(s.decision_function(), t.decision_function(), atol=2e-2)
     # saved without data
     arrays, meta = s.to_state(include_data=False)
     u = LASVM.from_state(arrays, meta, X=np.vstack([X, extra]))

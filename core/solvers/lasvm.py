@@ -63,8 +63,9 @@ class LASVM(OnlineSolver):
         gradients recomputed from K(S, S), before convergence is declared.
     final_check : bool, default True
         At the end of ``finish()``, recompute the gradients of the learned
-        examples that REPROCESS removed from S and put back the ones that now
-        violate the tau-optimality conditions, then continue.  This goes beyond
+        examples that REPROCESS removed from S; the ones that now violate the
+        tau-optimality conditions go through PROCESS + REPROCESS again (an
+        extra epoch restricted to them), then finishing resumes.  This goes beyond
         the paper (whose finishing step only makes S tau-optimal), so that after
         ``finish()`` the whole learned set is tau-optimal (the largest violating
         pair over every learned example is <= tol).  ``final_check=False``
@@ -118,6 +119,7 @@ class LASVM(OnlineSolver):
         self._b = 0.0
         self._delta = 0.0
         self._check_block = None
+        self._ext = None  # cached (i, j) of _extremes
 
     def _per_member(self) -> tuple[np.ndarray, ...]:
         return (self._S, self._alpha, self._g, self._ys, self._lo, self._hi, self._up_pen, self._down_pen,
@@ -227,6 +229,7 @@ class LASVM(OnlineSolver):
         for t in range(m):
             self._where[int(ks[t])] = n + t
         self._n = self._n_active = n + m
+        self._ext = None
 
     def _insert_one(self, k: int, K_kS: np.ndarray, K_kk: float) -> None:
         """``_insert`` for a single example, with scalar bookkeeping (the online hot path)."""
@@ -251,6 +254,7 @@ class LASVM(OnlineSolver):
         self._sqS[n] = self.store.sq_norms[k]
         self._where[k] = n
         self._n = self._n_active = n + 1
+        self._ext = None
 
     def _move(self, src: int, dst: int) -> None:
         """Copy everything of position src into position dst (src becomes free)."""
@@ -273,6 +277,7 @@ class LASVM(OnlineSolver):
         for arr in self._per_member():
             arr[p], arr[q] = arr[q], arr[p]
         self._XS[[p, q]] = self._XS[[q, p]]
+        self._ext = None
         self._where[int(self._S[p])] = p
         self._where[int(self._S[q])] = q
 
@@ -289,6 +294,7 @@ class LASVM(OnlineSolver):
         elif p != n - 1:
             self._move(n - 1, p)
         self._n = n - 1
+        self._ext = None
 
     # ------------------------------------------------------------------
     # the direction search of §3.2
@@ -314,7 +320,10 @@ class LASVM(OnlineSolver):
         return j if buf[j] != np.inf else -1
 
     def _extremes(self) -> tuple[int, int]:
-        return self._argmax_up(), self._argmin_down()
+        """(i, j) of §3.2; kept until S, a coefficient or a gradient changes."""
+        if self._ext is None:
+            self._ext = (self._argmax_up(), self._argmin_down())
+        return self._ext
 
     def _step(self, i: int, j: int) -> None:
         """alpha_i += lambda, alpha_j -= lambda and the gradient update (§3.2, PROCESS 5 / REPROCESS 3)."""
@@ -328,10 +337,19 @@ class LASVM(OnlineSolver):
         lam = min((self._g[i] - self._g[j]) / curvature, room_i, room_j)
         # coefficients that reach a bound are set to it exactly, so that
         # "alpha_s = 0" of the removal test and the bound tests stay exact
-        a[i] = self._hi[i] if lam >= room_i else a[i] + lam
-        a[j] = self._lo[j] if lam >= room_j else a[j] - lam
-        self._set_pen(i)
-        self._set_pen(j)
+        if lam >= room_i:
+            a[i] = self._hi[i]
+            self._up_pen[i] = -np.inf
+        else:
+            a[i] += lam
+        self._down_pen[i] = 0.0  # alpha_i > A_i now
+        if lam >= room_j:
+            a[j] = self._lo[j]
+            self._down_pen[j] = np.inf
+        else:
+            a[j] -= lam
+        self._up_pen[j] = 0.0  # alpha_j < B_j now
+        self._ext = None
         na = self._n_active
         # g_s <- g_s - lambda (K_is - K_js) for every (non-shrunk) s in S
         buf = self._buf[:na]
@@ -358,8 +376,13 @@ class LASVM(OnlineSolver):
         """LASVM PROCESS(k) (§3.2); returns whether a step was taken."""
         if k in self._where:  # 1) bail out if k in S
             return False
-        K_kS, K_kk = self._kernel_rows(np.array([k]))
-        self._insert(np.array([k]), K_kS, K_kk)  # 2) alpha_k = 0, g_k, S = S + {k}
+        n = self._n
+        Xk = self.store.X[k:k + 1]
+        sqk = self.store.sq_norms[k:k + 1]
+        K_kS = self._kernel(Xk, sqk, self._XS[:n], self._sqS[:n])[0] if n else np.empty(0)
+        K_kk = 1.0 if self.kernel.name == "rbf" else float(self.kernel.diag(Xk)[0])
+        self._count_evals(n + 1)
+        self._insert_one(k, K_kS, K_kk)  # 2) alpha_k = 0, g_k, S = S + {k}
         p = self._n - 1
         # 3) pair k with the extreme of the other side
         if self.y[k] > 0:
@@ -397,16 +420,14 @@ class LASVM(OnlineSolver):
         never dropped (alpha_i < B_i rules out a negative example at 0, and
         likewise for j).
         """
-        zero = np.flatnonzero(self._alpha[: self._n_active] == 0.0)
+        zero = (self._alpha[: self._n_active] == 0.0).nonzero()[0]
         if len(zero) == 0:
             return 0
+        g_i = self._g[i] if i >= 0 else np.inf  # an absent extreme disables its criterion
+        g_j = self._g[j] if j >= 0 else -np.inf
         g = self._g[zero]
-        ys = self._ys[zero]
-        drop = np.zeros(len(zero), dtype=bool)
-        if i >= 0:
-            drop |= (ys < 0) & (g >= self._g[i])
-        if j >= 0:
-            drop |= (ys > 0) & (g <= self._g[j])
+        negative = self._ys[zero] < 0
+        drop = np.where(negative, g >= g_i, g <= g_j)
         positions = zero[drop]
         for p in positions[::-1]:  # highest position first: moved-in members are never pending
             self._remove(int(p))
@@ -485,6 +506,7 @@ class LASVM(OnlineSolver):
                 a[p] = 0.0 if lam >= a[p] else a[p] - lam
                 a[m] = self._hi[m] if lam >= room_m else a[m] + lam
                 g[:n] -= lam * (K[m, :n] - K[p, :n])
+                self._set_pen(m)
             else:  # partner m goes down: alpha_m -= lam, alpha_p += lam
                 cand = others & (a[:n] > self._lo[:n])
                 if not cand.any():
@@ -495,7 +517,9 @@ class LASVM(OnlineSolver):
                 a[p] = 0.0 if lam >= -a[p] else a[p] + lam
                 a[m] = self._lo[m] if lam >= room_m else a[m] - lam
                 g[:n] -= lam * (K[p, :n] - K[m, :n])
+                self._set_pen(m)
             steps += 1
+        self._ext = None
         if a[p] != 0.0:
             # sum alpha = 0 holds up to rounding only, so a remainder of the
             # order of rounding can be left with no partner: set it to 0 and
@@ -565,16 +589,24 @@ class LASVM(OnlineSolver):
             if not self.final_check:
                 return its, "ok", "", rounds
             rounds += 1
-            if not self._reinsert_violators():
+            violators = self._outside_violators()
+            if len(violators) == 0:
                 return its, "ok", "", rounds
+            # an extra pass restricted to the violators, as a later epoch would
+            # make it: PROCESS then REPROCESS for each, then finishing again
+            for k in violators:
+                if its >= self.max_iter:
+                    break
+                its += int(self._process(int(k)))
+                its += int(self._reprocess())
 
-    def _reinsert_violators(self) -> bool:
-        """Learned examples outside S whose gradient violates tau-optimality re-enter S."""
+    def _outside_violators(self) -> np.ndarray:
+        """Learned examples outside S whose gradient violates tau-optimality (in learning order)."""
         learned = self.labelled_
         n = self._n
         out = learned[~np.isin(learned, self._S[:n])] if len(learned) else learned
         if len(out) == 0:
-            return False
+            return out
         i, j = self._extremes()
         g_up = self._g[i] if i >= 0 else -np.inf
         g_down = self._g[j] if j >= 0 else np.inf
@@ -585,12 +617,7 @@ class LASVM(OnlineSolver):
         g_up_all = max(g_up, g_out[pos].max()) if pos.any() else g_up
         g_down_all = min(g_down, g_out[neg].min()) if neg.any() else g_down
         viol = (pos & (g_out - g_down_all > self.tol)) | (neg & (g_up_all - g_out > self.tol))
-        if not viol.any():
-            return False
-        ks = out[viol]
-        K_kS, K_kk = self._kernel_rows(ks)
-        self._insert(ks, K_kS, K_kk)
-        return True
+        return out[viol]
 
     def _outside_scores(self, out: np.ndarray) -> np.ndarray:
         """sum_s alpha_s K(x_k, x_s) for examples k outside S (the final check of ``finish``).
@@ -652,6 +679,7 @@ class LASVM(OnlineSolver):
         for p in np.flatnonzero(out)[::-1]:
             self._swap(int(p), self._n_active - 1)
             self._n_active -= 1
+        self._ext = None
 
     def _unshrink(self) -> None:
         """Bring shrunk members back with their gradients recomputed from K(S, S)."""
@@ -659,10 +687,12 @@ class LASVM(OnlineSolver):
         if na < n:
             self._g[na:n] = self._ys[na:n] - self._K[na:n, :n] @ self._alpha[:n]
             self._n_active = n
+            self._ext = None
 
     def _refresh_gradients(self) -> None:
         n = self._n
         self._n_active = n
+        self._ext = None
         if n:
             self._g[:n] = self._ys[:n] - self._K[:n, :n] @ self._alpha[:n]
 
@@ -745,11 +775,14 @@ class LASVM(OnlineSolver):
                 raise ValueError("state lists an unlearned example in the current set")
             # K(S, S) is recomputed (not saved, to keep states small); the
             # coefficients, gradients, b and delta are restored exactly, so
-            # decision values are identical; later updates agree up to rounding.
+            # decision values are identical.  Later updates see K(S, S) up to
+            # rounding, which can change a pair choice: they reach an equally
+            # tau-optimal solution, not necessarily the bit-identical one.
             _, K_SS = self._kernel_rows(S)
             self._insert(S, np.empty((len(S), 0)), K_SS)
             self._alpha[: len(S)] = arrays["alpha"]
             self._g[: len(S)] = arrays["grad"]
             for p in range(len(S)):
                 self._set_pen(p)
+            self._ext = None
         self._b, self._delta = (float(v) for v in arrays["scalars"])
