@@ -53,6 +53,9 @@ _SET_NAMES = {SET_S: "S", SET_E: "E", SET_O: "O", SET_CAND: "candidate"}
 # repairing an O example with g < 0); lower a_c until it does (repairing an E
 # example with g > 0); lower a_c to 0 whatever happens to g_c (unlearning).
 _LEARN, _LOWER, _REMOVE = "learn", "lower", "unlearn"
+# a kappa below this fraction of the terms it is computed from loses digits to
+# cancellation: R is then recomputed from scratch instead of recursively
+_ILL_CONDITIONED = 1e-4
 
 
 class IncrementalSVM(OnlineSolver):
@@ -70,7 +73,8 @@ class IncrementalSVM(OnlineSolver):
         so that long runs stay exact.  A cheap drift probe of R·Q~ ≈ I every
         ``probe_every`` calls triggers the same re-sync earlier.
     kappa_tol : float
-        An example whose kappa (eq. 17) is below ``kappa_tol * K(x, x)`` is
+        An example whose kappa (eq. 17) is below ``kappa_tol`` times the size of
+        the terms it is the difference of (K(x, x) and |[y_k, Q_kS]|·|beta_k|) is
         linearly dependent on the margin vectors in feature space (a duplicate,
         say) and never enters S (see ``_enter``).
 
@@ -86,7 +90,7 @@ class IncrementalSVM(OnlineSolver):
     _eq_target: ClassVar[float] = 0.0  # sum_i y_i a_i = target
 
     def __init__(self, X: np.ndarray | None = None, *, max_learned: int | None = None,
-                 resync_every: int = 500, probe_every: int = 10, kappa_tol: float = 1e-10, **params):
+                 resync_every: int = 500, probe_every: int = 1, kappa_tol: float = 1e-9, **params):
         if max_learned is not None and int(max_learned) < 2:
             raise ValueError("max_learned must be at least 2 (or None for no window)")
         if int(resync_every) < 1 or int(probe_every) < 1:
@@ -119,6 +123,7 @@ class IncrementalSVM(OnlineSolver):
         self._since_sync = 0
         self._since_probe = 0
         self._n_resync = 0
+        self._n_refresh = 0
         self._pos_of = np.full(len(getattr(self, "store", ())), -1, dtype=np.intp)
 
     def _on_store_grown(self, n_new: int) -> None:
@@ -204,10 +209,14 @@ class IncrementalSVM(OnlineSolver):
         j = int(self._slot[k])
         m, nL = self._m, self._nL
         r = j + 1
+        refresh = False
         if m > 1:
             Ra = self._R[: m + 1, : m + 1]
             col = Ra[:, r].copy()
             Ra -= np.outer(col, col) / col[r]  # R is symmetric
+            # R_kk = 1/kappa_k of k against the rest: a large one means k was nearly
+            # dependent and the downdate cancels badly; recompute R afterwards
+            refresh = abs(col[r]) * self._kernel_scale() * _ILL_CONDITIONED > 1.0
             last = m  # R index of the last slot
             if r != last:
                 Ra[r, :] = Ra[last, :]
@@ -218,6 +227,8 @@ class IncrementalSVM(OnlineSolver):
                 self._slot[moved] = j
         self._slot[k] = -1
         self._m = m - 1
+        if refresh:
+            self._refresh_R()
 
     def _sensitivity(self, yc: float, kS: np.ndarray) -> np.ndarray:
         """beta = -R [y_c; Q_Sc] (eq. 7) for a driven example with kernel values kS against S."""
@@ -291,8 +302,7 @@ class IncrementalSVM(OnlineSolver):
             krow_p = self._kernel_row(int(self._pidx[p]))
         yp = float(y[p])
         scale = self._kernel_scale()
-        eps_gamma = 1e-11 * scale
-        eps_kappa_p = self.kappa_tol * max(float(krow_p[p]), 1e-300)
+        kpp = abs(float(krow_p[p]))
         eps_beta = 1e-12
         kkt_slack = 1e-9
         nL = self._nL
@@ -319,11 +329,16 @@ class IncrementalSVM(OnlineSolver):
                 # enters S can absorb the change of a_p under sum_i y_i a_i = target.
                 beta = None
                 dg = yl * (d * yp)
+                eps_gamma = 0.0
             else:
                 beta = self._sensitivity(yp, krow_p[S])  # eq. 7
                 gamma = yl * (yp * krow_p + (yl[S] * beta[1:]) @ self._Ks[:m, :nL] + beta[0])  # eqs. 8, 30
                 gamma[S] = 0.0
                 dg = gamma * d
+                # gamma_i is a sum of terms of size up to scale·(1 + |beta_S|_1) + |beta_b|;
+                # below a small multiple of that it is rounding: the example does not move.
+                bsum = scale * (1.0 + np.abs(beta[1:]).sum()) + abs(beta[0])
+                eps_gamma = 1e-11 * bsum
 
             best_t, best = math.inf, None  # (t, rank, seq, kind, k)
 
@@ -337,7 +352,8 @@ class IncrementalSVM(OnlineSolver):
             # case 1 (eq. 10): the driven example reaches the margin
             if mode != _REMOVE:
                 rate = dg[p]
-                thresh = 0.5 if m == 0 else max(eps_kappa_p, eps_gamma)
+                # kappa_p = gamma_p (eq. 17) must be clearly non-zero for p to enter S
+                thresh = 0.5 if m == 0 else max(self.kappa_tol * (kpp + bsum), eps_gamma)
                 if mode == _LEARN and rate > thresh:
                     offer(max(0.0, -g[p] / rate), 0, p, "c_margin")
                 elif mode == _LOWER and rate < -thresh:
@@ -408,6 +424,8 @@ class IncrementalSVM(OnlineSolver):
                     self._S_add(p, None, 1.0, krow_p)
                 else:
                     self._S_add(p, beta, float(gamma[p]), krow_p)  # kappa_p = gamma_p
+                    if gamma[p] <= _ILL_CONDITIONED * (kpp + bsum):
+                        self._refresh_R()
                 break
             if kind == "c_bound":
                 if mode == _LEARN:
@@ -456,18 +474,45 @@ class IncrementalSVM(OnlineSolver):
         KKT condition) and is blocked until S changes.
         """
         krow = self._kernel_row(int(self._pidx[k]))
-        m = self._m
-        if m == 0:
+        if self._m == 0:
             self._S_add(k, None, 1.0, krow)
             return True
-        S = self._Spos[:m]
-        beta_k = self._sensitivity(float(self._py[k]), krow[S])
-        yk = float(self._py[k])
-        kappa = float(krow[k] + yk * beta_k[0] + (self._py[S] * yk * krow[S]) @ beta_k[1:])  # eq. 17
-        if not np.isfinite(kappa) or kappa <= self.kappa_tol * max(float(krow[k]), 1e-300):
+        beta_k, kappa, size = self._kappa_of(k, krow)
+        if kappa <= _ILL_CONDITIONED * size:
+            # kappa is a small difference of large terms: decide with a fresh inverse,
+            # not with one that recursive updates may have perturbed
+            self._refresh_R()
+            beta_k, kappa, size = self._kappa_of(k, krow)
+        if not np.isfinite(kappa) or kappa <= self.kappa_tol * max(size, 1e-300):
             return False
         self._S_add(k, beta_k, kappa, krow)
+        if kappa <= _ILL_CONDITIONED * size:
+            self._refresh_R()  # eq. 16 divides by kappa: do not carry its rounding forward
         return True
+
+    def _kappa_of(self, k: int, krow: np.ndarray) -> tuple[np.ndarray, float, float]:
+        """beta_k = -R [y_k; Q_Sk] and kappa_k = Q_kk + [y_k, Q_kS] beta_k (eq. 17), with the size
+        of the terms kappa is the difference of."""
+        S = self._Spos[: self._m]
+        yk = float(self._py[k])
+        beta_k = self._sensitivity(yk, krow[S])
+        qkS = self._py[S] * yk * krow[S]
+        kappa = float(krow[k] + yk * beta_k[0] + qkS @ beta_k[1:])
+        size = abs(float(krow[k])) + abs(beta_k[0]) + float(np.abs(qkS) @ np.abs(beta_k[1:]))
+        return beta_k, kappa, size
+
+    def _refresh_R(self) -> None:
+        """R = Q~^{-1} from scratch (after an ill-conditioned recursive update)."""
+        m = self._m
+        if m == 0:
+            return
+        try:
+            R = np.linalg.inv(self._Qtilde())
+        except np.linalg.LinAlgError:  # keep the recursive R
+            return
+        if np.all(np.isfinite(R)):
+            self._R[: m + 1, : m + 1] = R
+            self._n_refresh += 1
 
     # ------------------------------------------------------------- repair
     def _violations(self) -> np.ndarray:
