@@ -27,9 +27,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from core.loop import ActiveLearningLoop
+from core.metrics import roc_auc, roc_curve
 from storage import repository as repo
 from storage.engine import init_db, make_engine
-from storage.errors import DuplicateDatasetError, DuplicateLabelError, StorageError
+from storage.errors import DuplicateDatasetError, DuplicateLabelError
 
 #: heuristics an analyst can label with (``gradient`` needs the true labels: simulation only)
 LABEL_STRATEGIES = ("near-boundary", "largest-positive", "randomized-search", "autoactive", "ramp-region", "random")
@@ -52,8 +54,6 @@ DEFAULT_C = 1.0
 DEFAULT_GAMMA = "scale"
 #: share of a dataset with true labels held out to draw the live ROC curve and AUC
 EVAL_FRACTION = 0.3
-#: a model snapshot is stored every this many label events, so a resume replays few events
-SNAPSHOT_EVERY = 50
 
 DEMO_NAME = "digits: 8 vs rest"
 
@@ -98,12 +98,6 @@ class Answer:
 
 
 # --------------------------------------------------------------------------- helpers
-
-
-def _core_loop():
-    from core.loop import ActiveLearningLoop
-
-    return ActiveLearningLoop
 
 
 def scale_features(X: np.ndarray, scaling: str) -> np.ndarray:
@@ -188,6 +182,8 @@ class LabellingRun:
         self.last_update_ms: float | None = None
         self.last_message: Outcome | None = None
         self._prequential_auc: list[float] = []
+        self.version = 0  # changes with every label, skip, undo or rebuild (keys the cached read-outs)
+        self._cache: dict[str, tuple[int, Any]] = {}
         self._rebuild()
 
     # -- construction -----------------------------------------------------
@@ -217,30 +213,30 @@ class LabellingRun:
                 )
             pairs.append((self.pool_of_item[event.item_index], int(event.value)))
             self.answers.append(Answer(event.item_index, int(event.value), event.decision_value))
-        Loop = _core_loop()
-        self.loop = Loop.from_events(pairs, X=self.X[self.pool_items], **self._loop_config())
+        self.loop = ActiveLearningLoop.from_events(pairs, X=self.X[self.pool_items], **self._loop_config())
         self._prequential_auc = []
         for k in range(len(self.answers)):
             self._extend_prequential(k)
         self.last_update_ms = None
+        self.version += 1
         self._ask()
 
     def _ask(self) -> None:
-        t0 = time.perf_counter()
+        """Compute (or fetch: queries are a function of the events) the item to show next."""
         query = self.loop.next_query()
-        query_ms = (time.perf_counter() - t0) * 1e3
         if query is None:
             self.shown = None
             return
         pool_index = int(query.index)
-        score = getattr(query, "score", None)
+        score = float(query.score)
+        query_ms = float(query.query_ms)
         self.shown = ShownItem(
             item_index=int(self.pool_items[pool_index]),
             pool_index=pool_index,
-            score=None if score is None or not np.isfinite(score) else float(score),
-            strategy=self.info.strategy,
-            reason=str(getattr(query, "reason", "") or ""),
-            query_ms=query_ms,
+            score=score if np.isfinite(score) else None,
+            strategy=str(query.strategy),
+            reason=str(query.reason or ""),
+            query_ms=query_ms if np.isfinite(query_ms) else None,
         )
 
     # -- the three answers and undo -----------------------------------------
@@ -285,8 +281,8 @@ class LabellingRun:
                 self.loop.teach(shown.pool_index, value)
             self.last_update_ms = (time.perf_counter() - t0) * 1e3
             self._extend_prequential(len(self.answers) - 1)
+            self.version += 1
             self._ask()
-            self._maybe_snapshot()
             return self._tell(Outcome(True, f"Item {shown.item_index}: {VALUE_NAMES[value]}."))
 
     def positive(self, item_index: int | None = None) -> Outcome:
@@ -309,27 +305,16 @@ class LabellingRun:
                 self._rebuild()  # another tab labelled meanwhile: follow the database
             else:
                 self.answers.pop()
-                self.loop.undo()
+                self.loop.undo()  # exact: unlearn, or the solver state from before the label
                 del self._prequential_auc[len(self.answers):]
-                pool_index = self.pool_of_item[event.item_index]
-                self.shown = ShownItem(
-                    item_index=event.item_index, pool_index=pool_index, score=event.decision_value,
-                    strategy=event.strategy, reason="shown again after Undo", query_ms=None)
+                self.last_update_ms = None
+                self.version += 1
+                self._ask()  # the loop asks the same question again
             return self._tell(Outcome(True, f"Undid {VALUE_NAMES[event.value]} on item {event.item_index}."))
 
     def _tell(self, outcome: Outcome) -> Outcome:
         self.last_message = outcome
         return outcome
-
-    def _maybe_snapshot(self) -> None:
-        n = len(self.answers)
-        if n and n % SNAPSHOT_EVERY == 0:
-            arrays, meta = self.loop.solver.to_state(include_data=False)
-            meta = dict(meta, n_events=n)
-            try:
-                repo.save_snapshot(self.engine, self.session_id, n_events=n, arrays=arrays, meta=meta)
-            except StorageError:
-                pass  # a snapshot only speeds up resuming; the events are the record
 
     # -- read-outs ------------------------------------------------------------
     @property
@@ -347,22 +332,26 @@ class LabellingRun:
     @property
     def n_seen(self) -> int | None:
         """Items the stream walked past (ramp-region), or None for other heuristics."""
-        seen = getattr(self.loop, "seen", None)
-        if seen is None:
-            return None
-        if isinstance(seen, (int, np.integer)):
-            return int(seen)
-        try:
-            return int(np.count_nonzero(seen)) if np.ndim(seen) else int(seen)
-        except TypeError:
-            return len(seen)
+        return int(self.loop.seen) if self.info.strategy == "ramp-region" else None
 
     @property
     def has_evaluation(self) -> bool:
         return len(self.eval_items) > 0
 
+    def _cached(self, name: str, compute):
+        with self.lock:
+            hit = self._cache.get(name)
+            if hit is not None and hit[0] == self.version:
+                return hit[1]
+            value = compute()
+            self._cache[name] = (self.version, value)
+            return value
+
     def history(self) -> pd.DataFrame:
-        """One row per label event: n_labels, n_sv, n_bound, n_in_margin, auc, update/query ms."""
+        """One row per label: n_labels, score, n_sv, n_bound, n_in_margin, auc, update/query ms, seen."""
+        return self._cached("history", self._history)
+
+    def _history(self) -> pd.DataFrame:
         frame = self.loop.history_frame()
         frame = frame.copy()
         if not self.has_evaluation and len(frame):
@@ -374,8 +363,6 @@ class LabellingRun:
 
     def _extend_prequential(self, k: int) -> None:
         """AUC of the scores the model gave items when it asked, over the first k+1 events."""
-        from core.metrics import roc_auc
-
         while len(self._prequential_auc) <= k:
             upto = len(self._prequential_auc) + 1
             pairs = [(a.value, a.score) for a in self.answers[:upto] if a.value != 0 and a.score is not None]
@@ -386,9 +373,14 @@ class LabellingRun:
                 self._prequential_auc.append(float(roc_auc(labels, np.array([p[1] for p in pairs]))))
 
     def roc(self) -> tuple[np.ndarray, np.ndarray, float, str] | None:
-        """(fpr, tpr, auc, title) of the live ROC curve, or None while one class is missing."""
-        from core.metrics import roc_auc, roc_curve
+        """(fpr, tpr, auc, title) of the live ROC curve, or None while one class is missing.
 
+        On the evaluation split when the dataset has true labels; otherwise from the
+        scores the model gave each labelled item when it asked about it.
+        """
+        return self._cached("roc", self._roc)
+
+    def _roc(self) -> tuple[np.ndarray, np.ndarray, float, str] | None:
         if self.has_evaluation:
             y = self.y_true[self.eval_items]
             scores = self.loop.solver.decision_function(X=self.X[self.eval_items])
@@ -610,7 +602,12 @@ class MarginLab:
         }
         session_id = repo.start_session(self.engine, dataset_id=dataset_id, annotator=str(annotator).strip(),
                                         strategy=strategy, solver=solver, params=params, seed=int(seed))
-        return self.open_session(session_id)
+        try:
+            return self.open_session(session_id)
+        except Exception as error:
+            # a session whose model cannot be built is closed at once, not left to fail on every resume
+            repo.close_session(self.engine, session_id)
+            raise ServiceError(f"The session could not start: {error}") from error
 
     def open_session(self, session_id: int) -> LabellingRun:
         """The live run of a session: the one in memory, or rebuilt from the database."""

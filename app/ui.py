@@ -19,6 +19,7 @@ DEFAULTS = {
     "annotator": "",
     "outcome": None,  # the last Positive/Negative/Skip/Undo outcome
     "comparison_id": None,
+    "start_error": None,
 }
 
 

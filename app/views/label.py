@@ -10,45 +10,53 @@ st.title("Label")
 
 datasets = svc.datasets()
 sessions = svc.sessions()
-if st.session_state.session_id is None and sessions:
-    st.session_state.session_id = sessions[0].id  # resume the most recent session
 
-# -- choose a session ----------------------------------------------------------------------------
-choices = {s.id: f"#{s.id} · {s.dataset_name} · {s.strategy} / {s.solver} · {s.annotator} · "
-                 f"{s.n_labels} labels" for s in sessions}
+
+def _start_session() -> None:
+    """Form callback: start the session before the page is drawn again, then show it."""
+    state = st.session_state
+    gamma = state.new_gamma.strip()
+    try:
+        run = svc.start_session(
+            dataset_id=state.new_dataset, annotator=state.new_annotator, strategy=state.new_strategy,
+            solver=None if state.new_solver.startswith("default") else state.new_solver, C=state.new_C,
+            gamma=gamma if gamma == "scale" else float(gamma), seed=int(state.new_seed))
+    except (ServiceError, ValueError) as error:
+        state.start_error = str(error)
+        return
+    state.start_error = None
+    state.annotator = state.new_annotator
+    state.session_id = state.session_picker = run.session_id
+    state.outcome = None
+
+
+# -- choose a session (the most recent one is resumed) ---------------------------------------------
+ids = [s.id for s in sessions]
+if st.session_state.get("session_picker") not in ids:
+    st.session_state.session_picker = st.session_state.session_id if st.session_state.session_id in ids \
+        else (ids[0] if ids else None)
 top_left, top_right = st.columns([3, 2], vertical_alignment="bottom")
-if choices:
-    current = st.session_state.session_id if st.session_state.session_id in choices else next(iter(choices))
-    picked = top_left.selectbox("Session", list(choices), index=list(choices).index(current),
-                                format_func=choices.get, key="session_picker")
-    st.session_state.session_id = picked
+if ids:
+    labels = {s.id: f"#{s.id} · {s.dataset_name} · {s.strategy} / {s.solver} · {s.annotator}" for s in sessions}
+    top_left.selectbox("Session", ids, format_func=labels.get, key="session_picker")
+st.session_state.session_id = st.session_state.session_picker
 
 with top_right.popover("New session", icon=":material/add:", width="stretch"), \
         st.form("new_session", border=False):
-    annotator = st.text_input("Annotator", value=st.session_state.annotator, placeholder="your name")
-    dataset_id = st.selectbox("Dataset", [d.id for d in datasets],
-                              format_func={d.id: f"{d.name} ({d.n_items} items)" for d in datasets}.get)
-    strategy = st.selectbox("Heuristic", LABEL_STRATEGIES, help="How the next item is chosen.")
-    solver = st.selectbox("Solver", ["default for the heuristic", *SOLVERS],
-                          help="Defaults: " + ", ".join(f"{k} → {v}" for k, v in DEFAULT_SOLVER.items()
-                                                        if k in LABEL_STRATEGIES))
+    st.text_input("Annotator", value=st.session_state.annotator, placeholder="your name", key="new_annotator")
+    st.selectbox("Dataset", [d.id for d in datasets], key="new_dataset",
+                 format_func={d.id: f"{d.name} ({d.n_items} items)" for d in datasets}.get)
+    st.selectbox("Heuristic", LABEL_STRATEGIES, help="How the next item is chosen.", key="new_strategy")
+    st.selectbox("Solver", ["default for the heuristic", *SOLVERS], key="new_solver",
+                 help="Defaults: " + ", ".join(f"{k} → {v}" for k, v in DEFAULT_SOLVER.items()
+                                               if k in LABEL_STRATEGIES))
     c_col, g_col, s_col = st.columns(3)
-    C = c_col.number_input("C", min_value=1e-4, value=DEFAULT_C, format="%g")
-    gamma = g_col.text_input("gamma", value="scale", help="'scale' = 1 / (features × variance), or a number")
-    seed = s_col.number_input("Seed", min_value=0, value=0, step=1)
-    if st.form_submit_button("Start labelling", type="primary"):
-        try:
-            run = svc.start_session(
-                dataset_id=dataset_id, annotator=annotator, strategy=strategy,
-                solver=None if solver.startswith("default") else solver, C=C,
-                gamma=gamma if gamma.strip() == "scale" else float(gamma), seed=int(seed))
-        except (ServiceError, ValueError) as error:
-            st.error(str(error))
-        else:
-            st.session_state.annotator = annotator
-            st.session_state.session_id = run.session_id
-            st.session_state.outcome = None
-            st.rerun()
+    c_col.number_input("C", min_value=1e-4, value=DEFAULT_C, format="%g", key="new_C")
+    g_col.text_input("gamma", value="scale", key="new_gamma", help="'scale' = 1 / (features × variance), or a number")
+    s_col.number_input("Seed", min_value=0, value=0, step=1, key="new_seed")
+    st.form_submit_button("Start labelling", type="primary", key="start_session", on_click=_start_session)
+if st.session_state.get("start_error"):
+    st.error(st.session_state.start_error)
 
 if st.session_state.session_id is None:
     st.info("Start a session with **New session**: the bundled handwritten digits (8 vs the rest) are ready.")
@@ -68,7 +76,7 @@ def _undo(session_id: int) -> None:
 def labelling_panel(session_id: int) -> None:
     run = svc.open_session(session_id)
     shown = run.shown
-    item_col, chart_col = st.columns([2, 3], gap="large")
+    item_col, chart_col = st.columns([5, 7], gap="large")
     with item_col:
         if shown is None:
             st.success("Every item of the pool has been answered.")
@@ -79,17 +87,17 @@ def labelling_panel(session_id: int) -> None:
             ui.show_item(run, shown.item_index)
             score = "not scored yet (cold start)" if shown.score is None else f"f(x) = {shown.score:+.3f}"
             st.caption(f"Chosen by **{shown.strategy}**: {score}. {shown.reason}")
-        buttons = st.columns(4)
         disabled = shown is None
         item = None if shown is None else shown.item_index
-        buttons[0].button("Positive", shortcut="P", type="primary", width="stretch", disabled=disabled,
-                          on_click=_answer, args=(session_id, 1, item), key="positive")
-        buttons[1].button("Negative", shortcut="N", width="stretch", disabled=disabled,
-                          on_click=_answer, args=(session_id, -1, item), key="negative")
-        buttons[2].button("Skip", shortcut="S", width="stretch", disabled=disabled,
-                          on_click=_answer, args=(session_id, 0, item), key="skip")
-        buttons[3].button("Undo", shortcut="U", width="stretch", disabled=not run.answers,
-                          on_click=_undo, args=(session_id,), key="undo")
+        with st.container(horizontal=True, key="answer_buttons"):
+            st.button("Positive", shortcut="P", type="primary", disabled=disabled, on_click=_answer,
+                      args=(session_id, 1, item), key="positive")
+            st.button("Negative", shortcut="N", disabled=disabled, on_click=_answer,
+                      args=(session_id, -1, item), key="negative")
+            st.button("Skip", shortcut="S", disabled=disabled, on_click=_answer,
+                      args=(session_id, 0, item), key="skip")
+            st.button("Undo", shortcut="U", disabled=not run.answers, on_click=_undo,
+                      args=(session_id,), key="undo")
         ui.show_outcome()
         update = "–" if run.last_update_ms is None else f"{run.last_update_ms:.1f} ms"
         query = "–" if shown is None or shown.query_ms is None else f"{shown.query_ms:.1f} ms"

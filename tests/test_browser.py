@@ -1,0 +1,217 @@
+"""The app in a real browser: Debian's Chromium, headless, driven by Playwright.
+
+A real ``streamlit run`` server is started on a free port with a temporary
+database; the test labels items with the keyboard shortcuts, takes a
+screenshot, stops the server, starts a new one on the same database and finds
+the session resumed with the same labels.
+
+Chromium comes from the system packages (``make browser-deps`` installs it);
+it is never downloaded at run time. If it is missing the test fails and says so.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+
+pytestmark = pytest.mark.browser
+
+
+# --------------------------------------------------------------------------- harness (also used by benchmarks/)
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+class AppServer:
+    """``streamlit run app/main.py`` on 127.0.0.1 with its own database, as a subprocess."""
+
+    def __init__(self, database_url: str, log_path: Path, port: int | None = None):
+        self.database_url = database_url
+        self.log_path = Path(log_path)
+        self.port = port or free_port()
+        self.process: subprocess.Popen | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self, timeout: float = 90.0) -> AppServer:
+        env = dict(os.environ, MARGINLAB_DATABASE_URL=self.database_url, PYTHONUNBUFFERED="1")
+        command = [sys.executable, "-m", "streamlit", "run", str(ROOT / "app" / "main.py"),
+                   "--server.port", str(self.port), "--server.address", "127.0.0.1",
+                   "--server.headless", "true", "--browser.gatherUsageStats", "false",
+                   "--server.fileWatcherType", "none"]
+        self._log = open(self.log_path, "ab")
+        self.process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=self._log, stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"the app server exited with {self.process.returncode}:\n{self.log()}")
+            try:
+                with urllib.request.urlopen(f"{self.url}/_stcore/health", timeout=2) as response:
+                    if response.read().strip() == b"ok":
+                        return self
+            except OSError:
+                pass
+            time.sleep(0.2)
+        self.stop()
+        raise RuntimeError(f"the app server did not answer /_stcore/health within {timeout:.0f} s:\n{self.log()}")
+
+    def stop(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait(timeout=15)
+        self.process = None
+        if getattr(self, "_log", None):
+            self._log.close()
+            self._log = None
+
+    def log(self) -> str:
+        try:
+            return self.log_path.read_text(errors="replace")[-4000:]
+        except OSError:
+            return ""
+
+    def __enter__(self) -> AppServer:
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+
+def require_chromium() -> str:
+    """The system Chromium's path; fails (not skips) with what to do when it is missing."""
+    if not (os.path.isfile(CHROMIUM) and os.access(CHROMIUM, os.X_OK)):
+        found = shutil.which("chromium")
+        if found is None:
+            pytest.fail(f"Debian's Chromium is not installed at {CHROMIUM}; run `make browser-deps` "
+                        "(apt-get install chromium) and run the tests again.", pytrace=False)
+        return found
+    return CHROMIUM
+
+
+def launch_browser(playwright):
+    return playwright.chromium.launch(executable_path=require_chromium(), headless=True, args=CHROMIUM_ARGS)
+
+
+def wait_for_app(page, timeout_ms: int = 60_000) -> None:
+    """Wait until no script run is going on (the app root carries the run state)."""
+    page.wait_for_selector("[data-testid='stApp'][data-test-script-state='notRunning']", timeout=timeout_ms)
+
+
+def item_caption(page) -> str:
+    return page.locator(".st-key-item_caption").inner_text(timeout=30_000).strip()
+
+
+def shown_item_index(page) -> int:
+    match = re.search(r"Item (\d+)", item_caption(page))
+    assert match, f"no item caption on screen: {item_caption(page)!r}"
+    return int(match.group(1))
+
+
+def progress_labels(page) -> int:
+    text = page.locator(".st-key-progress").inner_text(timeout=30_000)
+    match = re.search(r"(\d+)\s+labels", text)
+    assert match, f"no progress read-out: {text!r}"
+    return int(match.group(1))
+
+
+def start_session_in_ui(page, annotator: str, strategy: str | None = None) -> None:
+    """Open the New session popover, enter the annotator and start (defaults: digits, first heuristic)."""
+    page.get_by_role("button", name=re.compile("New session")).click()
+    field = page.get_by_label("Annotator")
+    field.fill(annotator)
+    if strategy is not None:
+        page.get_by_role("combobox", name="Heuristic").click()
+        page.get_by_role("option", name=strategy, exact=True).click()
+    page.get_by_role("button", name="Start labelling").click()
+    page.wait_for_selector(".st-key-item_caption", timeout=60_000)
+    wait_for_app(page)
+
+
+def press_label_key(page, key: str, previous_caption: str, timeout_ms: int = 30_000) -> None:
+    """Press a shortcut key (focus on the page body) and wait until another item is on screen."""
+    page.locator("body").press(key)
+    page.wait_for_function(
+        "(old) => { const el = document.querySelector('.st-key-item_caption');"
+        " return el && el.innerText.trim() !== old; }", arg=previous_caption, timeout=timeout_ms)
+
+
+# --------------------------------------------------------------------------- the test
+
+
+def test_label_with_keys_then_restart_resumes_the_session(tmp_path):
+    from playwright.sync_api import sync_playwright
+
+    from storage import repository as repo
+    from storage.engine import make_engine
+
+    db_url = f"sqlite:///{tmp_path / 'marginlab.db'}"
+    n_keys = 6
+    with sync_playwright() as playwright:
+        browser = launch_browser(playwright)
+        try:
+            with AppServer(db_url, tmp_path / "server1.log") as server:
+                page = browser.new_page(viewport={"width": 1400, "height": 1000})
+                page.goto(server.url)
+                wait_for_app(page)
+                start_session_in_ui(page, "browser tester")
+                page.mouse.click(5, 5)  # move focus out of any input so the shortcuts reach the buttons
+                keys = ["P", "N", "N", "P", "N", "N"][:n_keys]
+                asked = []
+                for key in keys:
+                    before = item_caption(page)
+                    asked.append(shown_item_index(page))
+                    press_label_key(page, key.lower(), before)
+                wait_for_app(page)
+                assert progress_labels(page) == n_keys
+                page.screenshot(path=str(tmp_path / "label.png"), full_page=True)
+                assert (tmp_path / "label.png").stat().st_size > 10_000
+                shown_before_restart = shown_item_index(page)
+
+            engine = make_engine(db_url)
+            (session,) = repo.list_sessions(engine)
+            events = repo.label_events(engine, session.id)
+            assert [e.item_index for e in events] == asked
+            assert [e.value for e in events] == [1 if k == "P" else -1 for k in keys]
+            assert session.annotator == "browser tester"
+            engine.dispose()
+
+            with AppServer(db_url, tmp_path / "server2.log") as server:
+                page = browser.new_page(viewport={"width": 1400, "height": 1000})
+                page.goto(server.url)
+                wait_for_app(page)
+                page.wait_for_selector(".st-key-progress", timeout=60_000)
+                assert progress_labels(page) == n_keys
+                # the rebuilt model asks about the same item the first server was showing
+                assert shown_item_index(page) == shown_before_restart
+                # and labelling goes on from there
+                before = item_caption(page)
+                page.mouse.click(5, 5)
+                press_label_key(page, "n", before)
+                wait_for_app(page)
+                assert progress_labels(page) == n_keys + 1
+        finally:
+            browser.close()
