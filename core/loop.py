@@ -178,6 +178,8 @@ class ActiveLearningLoop:
         self.solver_params = dict(solver_params or {})
         self.solver_params.setdefault("random_state", int(seed))
         self.strategy_params = dict(strategy_params or {})
+        if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+            raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
         self.seed = int(seed)
         self.cold_start = cold_start
         self.initial = int(initial)
@@ -191,6 +193,8 @@ class ActiveLearningLoop:
             raise ValueError("give both eval_X and eval_y, or neither")
         self.eval_X = None if eval_X is None else np.atleast_2d(np.asarray(eval_X, dtype=np.float64))
         self.eval_y = None if eval_y is None else self._check_labels(eval_y, len(self.eval_X), "eval_y")
+        if self.eval_X is not None and self.eval_X.shape[1] != self.X.shape[1]:
+            raise ValueError(f"eval_X has {self.eval_X.shape[1]} features, the pool has {self.X.shape[1]}")
         self.track_scores = (n <= TRACK_LIMIT) if track_scores is None else bool(track_scores)
         self.undo_memory = int(undo_memory)
 

@@ -219,6 +219,12 @@ def test_bad_input_is_refused(data):
         ActiveLearningLoop(X, strategy="nearest")
     with pytest.raises(ValueError, match="unknown solver"):
         ActiveLearningLoop(X, solver="svmlight")
+    with pytest.raises(ValueError, match="seed"):
+        ActiveLearningLoop(X, seed=-1)
+    with pytest.raises(ValueError, match="features"):
+        ActiveLearningLoop(X, eval_X=np.zeros((3, 5)), eval_y=np.ones(3))
+    with pytest.raises(ValueError, match="only -1 and \\+1"):
+        ActiveLearningLoop(X, eval_X=X[:3], eval_y=[0, 1, 1])
     assert loop.undo() == (3, 1)
     with pytest.raises(ValueError, match="nothing to undo"):
         loop.undo()
