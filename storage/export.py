@@ -21,7 +21,7 @@ import io
 import json
 import math
 import os
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import IO, Any
 
 import numpy as np
@@ -144,81 +144,104 @@ def _write(
     if fmt == "csv":
         _write_csv(stream, rows, datasets, feature_names)
     else:
-        _write_jsonl(stream, rows, datasets)
+        _write_jsonl(stream, rows, datasets, include_features=bool(feature_names))
+
+
+def _dataset_runs(chunk: Sequence[Any]) -> Iterator[tuple[int, Sequence[Any]]]:
+    """(dataset id, rows) for each run of consecutive rows from one dataset."""
+    start = 0
+    while start < len(chunk):
+        dataset_id = chunk[start].dataset_id
+        stop = start
+        while stop < len(chunk) and chunk[stop].dataset_id == dataset_id:
+            stop += 1
+        yield dataset_id, chunk[start:stop]
+        start = stop
+
+
+def _feature_values(run: Sequence[Any], X: np.ndarray) -> np.ndarray:
+    """The run's feature rows as decimal texts (numpy's shortest exact repr), in one vectorised step."""
+    positions = np.fromiter((row.position for row in run), dtype=np.intp, count=len(run))
+    return X[positions].astype(str)
+
+
+def _feature_texts(chunk: Sequence[Any], datasets: Any, feature_names: list[str]) -> list[list[str]]:
+    """Each row's values for ``feature_names`` (the union over datasets), "" where absent."""
+    texts: list[list[str]] = []
+    for dataset_id, run in _dataset_runs(chunk):
+        _name, names, X = datasets[dataset_id]
+        values = _feature_values(run, X)
+        if names != feature_names:
+            full = np.full((len(run), len(feature_names)), "", dtype=values.dtype)
+            full[:, [feature_names.index(n) for n in names]] = values
+            values = full
+        texts.extend(values.tolist())
+    return texts
 
 
 def _write_csv(stream: IO[str], rows: Sequence[Any], datasets: Any, feature_names: list[str]) -> None:
     writer = csv.writer(stream, lineterminator="\n")
     feature_headers = [FEATURE_PREFIX + n if n in RESERVED_COLUMNS else n for n in feature_names]
     writer.writerow([*ITEM_COLUMNS, *feature_headers, *PROVENANCE_COLUMNS])
-    column_of: dict[int, list[int]] = {
-        did: [feature_names.index(n) for n in names] for did, (_, names, _X) in datasets.items()
-    }
-    blank = [""] * len(feature_names)
     for start in range(0, len(rows), _CHUNK_ROWS):
-        out_rows = []
-        for row in rows[start : start + _CHUNK_ROWS]:
-            name, _names, X = datasets[row.dataset_id]
-            features = blank
-            if X is not None and feature_names:
-                features = list(blank)
-                for position, value in zip(column_of[row.dataset_id], X[row.position].tolist(), strict=True):
-                    features[position] = repr(value)
-            out_rows.append(
-                [
-                    row.dataset_id,
-                    name,
-                    row.session_id,
-                    row.id,
-                    row.position,
-                    _text(row.external_key),
-                    _text(row.display_text),
-                    *features,
-                    row.value,
-                    row.name,
-                    row.created_at.isoformat(),
-                    row.strategy,
-                    row.solver,
-                    _number(row.decision_value),
-                    row.model_version,
-                    _number(row.update_ms),
-                    _number(row.query_ms),
-                ]
-            )
-        writer.writerows(out_rows)
+        chunk = rows[start : start + _CHUNK_ROWS]
+        features = _feature_texts(chunk, datasets, feature_names) if feature_names else [[]] * len(chunk)
+        writer.writerows(
+            [
+                row.dataset_id,
+                datasets[row.dataset_id][0],
+                row.session_id,
+                row.id,
+                row.position,
+                _text(row.external_key),
+                _text(row.display_text),
+                *row_features,
+                row.value,
+                row.name,
+                row.created_at.isoformat(),
+                row.strategy,
+                row.solver,
+                _number(row.decision_value),
+                row.model_version,
+                _number(row.update_ms),
+                _number(row.query_ms),
+            ]
+            for row, row_features in zip(chunk, features, strict=True)
+        )
 
 
-def _write_jsonl(stream: IO[str], rows: Sequence[Any], datasets: Any) -> None:
-    dumps = json.JSONEncoder(ensure_ascii=False, allow_nan=False).encode
+def _write_jsonl(stream: IO[str], rows: Sequence[Any], datasets: Any, include_features: bool) -> None:
+    encoded: dict[str | None, str] = {None: "null"}
+
+    def text(value: str | None) -> str:  # JSON string literal, memoised (names repeat on every row)
+        found = encoded.get(value)
+        if found is None:
+            found = encoded[value] = json.dumps(value, ensure_ascii=False)
+        return found
+
     for start in range(0, len(rows), _CHUNK_ROWS):
-        lines = []
-        for row in rows[start : start + _CHUNK_ROWS]:
-            name, names, X = datasets[row.dataset_id]
-            record: dict[str, Any] = {
-                "dataset_id": row.dataset_id,
-                "dataset_name": name,
-                "session_id": row.session_id,
-                "label_id": row.id,
-                "item_index": row.position,
-                "item_key": row.external_key,
-                "display_text": row.display_text,
-            }
-            if X is not None:
-                record["features"] = dict(zip(names, X[row.position].tolist(), strict=True))
-            record.update(
-                label=row.value,
-                annotator=row.name,
-                labelled_at=row.created_at.isoformat(),
-                strategy=row.strategy,
-                solver=row.solver,
-                decision_value=_json_number(row.decision_value),
-                model_version=row.model_version,
-                update_ms=_json_number(row.update_ms),
-                query_ms=_json_number(row.query_ms),
-            )
-            lines.append(dumps(record))
-        if lines:
-            stream.write("\n".join(lines) + "\n")
+        chunk = rows[start : start + _CHUNK_ROWS]
+        features = [""] * len(chunk)
+        if include_features:
+            features = []
+            for dataset_id, run in _dataset_runs(chunk):
+                _name, names, X = datasets[dataset_id]
+                keys = [text(name) + ": " for name in names]
+                features.extend(
+                    ', "features": {' + ", ".join(k + v for k, v in zip(keys, row_values, strict=True)) + "}"
+                    for row_values in _feature_values(run, X).tolist()
+                )
+        lines = [
+            f'{{"dataset_id": {row.dataset_id}, "dataset_name": {text(datasets[row.dataset_id][0])}, '
+            f'"session_id": {row.session_id}, "label_id": {row.id}, "item_index": {row.position}, '
+            f'"item_key": {text(row.external_key)}, "display_text": {text(row.display_text)}{row_features}, '
+            f'"label": {row.value}, "annotator": {text(row.name)}, "labelled_at": "{row.created_at.isoformat()}", '
+            f'"strategy": {text(row.strategy)}, "solver": {text(row.solver)}, '
+            f'"decision_value": {_json_number(row.decision_value)}, "model_version": {row.model_version}, '
+            f'"update_ms": {_json_number(row.update_ms)}, "query_ms": {_json_number(row.query_ms)}}}\n'
+            for row, row_features in zip(chunk, features, strict=True)
+        ]
+        stream.write("".join(lines))
 
 
 def _text(value: str | None) -> str:
@@ -229,5 +252,5 @@ def _number(value: float | None) -> str:
     return "" if value is None else repr(float(value))
 
 
-def _json_number(value: float | None) -> float | None:
-    return None if value is None or not math.isfinite(value) else value
+def _json_number(value: float | None) -> str:
+    return "null" if value is None or not math.isfinite(value) else repr(float(value))
