@@ -12,7 +12,8 @@ default, which afterwards also re-checks the learned examples that left S
 (``final_check=True``: tau-optimal over every learned example).  Seconds are
 the best of ``--repeats`` interleaved runs (the machine may be shared), and
 include building the solver's data store.  SVC does not report kernel
-evaluations.
+evaluations.  BLAS runs single-threaded (``OPENBLAS_NUM_THREADS=1`` unless set),
+as libsvm does.
 
 Table 2 — pools of 10k, 100k and 1M synthetic items (20 features); after 300
 labels, the time of one ``learn`` plus one ``decision_function`` over 59
@@ -22,12 +23,18 @@ over the measured labels.  Target: <= 5 ms median, flat in the pool size.
 
 from __future__ import annotations
 
-import argparse
-import sys
-import time
-from pathlib import Path
+import os
 
-import numpy as np
+# one BLAS thread: libsvm (SVC) runs on one core, so LASVM's kernel rows do too
+# (set before NumPy loads; an explicit OPENBLAS_NUM_THREADS wins)
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+import argparse  # noqa: E402
+import sys  # noqa: E402
+import time  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+import numpy as np  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -68,6 +75,7 @@ def compare(title, data, C, gamma, tol, repeats, seed=0):
         runs["lasvm 1 epoch + finishing + final check (default)"].append(
             run_lasvm(Xtr, ytr, Xte, yte, C, gamma, tol, seed + rep, final_check=True))
     print(f"\n{title}")
+    print(f"  OPENBLAS_NUM_THREADS={os.environ.get('OPENBLAS_NUM_THREADS')}")
     print(f"  train {len(Xtr)} x {Xtr.shape[1]}, test {len(Xte)}; rbf kernel, C={C:g}, gamma={gamma:.6g}, "
           f"tol={tol:g}; seconds = best of {repeats}; accuracy/SVs/evals of the first run")
     head = f"  {'solver':<52} {'accuracy':>9} {'Δacc pts':>9} {'SVs':>6} {'kernel evals':>13} {'seconds':>8} " \

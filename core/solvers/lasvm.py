@@ -21,7 +21,7 @@ of the data store, so that one online step costs O(|S| · n_features):
 
 * the signed coefficients and gradients of the members of S;
 * the kernel matrix K(S, S), grown and shrunk as examples enter and leave S;
-* a contiguous copy of the members' feature vectors (see ``_kernel_rows``).
+* a contiguous copy of the members' feature vectors (see ``_kernel``).
 
 ``learn(i, y)`` is one iteration of online LASVM (§3.2): PROCESS(i) then one
 REPROCESS.  ``revisit(i)`` is the same on an already-learned example (later
