@@ -95,6 +95,7 @@ from core.solvers.base import OnlineSolver, StepResult, StepTimer
 I0, IS, IC, REMOVED = 0, 1, 2, -1  # partition codes per learned example
 _GIVENS_IN_PYTHON = 6  # tails up to this length are rotated in Python (cheaper than the call overhead)
 _SHRINK_MIN_FREE = 16  # selective pricing only pays with a free set at least this large
+_ROUNDING = 64 * np.finfo(float).eps
 _BOUND_EPS = 1e-12  # relative to C: a target this close to a bound counts as inside the box
 
 
@@ -103,6 +104,12 @@ def _solve_upper(R: np.ndarray, rhs: np.ndarray, trans: bool) -> np.ndarray:
     if len(rhs) == 0:
         return np.zeros(0)
     return blas.dtrsv(R, rhs, trans=1 if trans else 0)
+
+
+def _into_box(x: np.ndarray, C: float) -> np.ndarray:
+    """x clipped to [0, C] (in place; np.clip has a large constant overhead on short arrays)."""
+    np.maximum(x, 0.0, out=x)
+    return np.minimum(x, C, out=x)
 
 
 def _delete_column(R: np.ndarray, pos: int) -> np.ndarray:
@@ -177,6 +184,10 @@ class ActiveSetSVM(OnlineSolver):
         self._fc = np.zeros(0)  # f_out: sum over non-free j of a_j y_j K(x_slot, x_j)
         self._kd = np.zeros(0)  # K(x, x)
         self._status = np.zeros(0, dtype=np.int8)
+        # pricing signs: violation = sgn * (y f - 1) with sgn = -1 on I0, +1 on Ic, 0 otherwise,
+        # stored as sgn * y and sgn * lin so that pricing is a handful of vector operations
+        self._sgn_y = np.zeros(0)
+        self._sgn_lin = np.zeros(0)
         self._priced = np.zeros(0, dtype=bool)  # shrinking: bounded variables in selective pricing
         self._n_slots = 0
         self._free_slots: list[int] = []
@@ -189,6 +200,8 @@ class ActiveSetSVM(OnlineSolver):
         self.b_ = 0.0
         self._rho = 0.0
         self._at_reduced_opt = True
+        self._dirty = False  # moved by bordered updates since the last Step 1 solve
+        self._w = None  # cached H_ss^{-1} y_s
         self.n_iter_ = 0
         self.n_factor_updates_ = 0
         self.n_singular_steps_ = 0
@@ -236,6 +249,8 @@ class ActiveSetSVM(OnlineSolver):
         self._fc = grow(self._fc)
         self._kd = grow(self._kd)
         self._status = grow(self._status, REMOVED)
+        self._sgn_y = grow(self._sgn_y)
+        self._sgn_lin = grow(self._sgn_lin)
         self._priced = grow(self._priced, False)
         KS = np.zeros((self._KS.shape[0], new))
         KS[:, :cap] = self._KS
@@ -275,6 +290,7 @@ class ActiveSetSVM(OnlineSolver):
         self._a[slots] = 0.0
         self._lin[slots] = -1.0
         self._status[slots] = I0
+        self._refresh_sign(slots)
         self._priced[slots] = True
         self._kd[slots] = self.cache.diag(idx)
         self._slot_of[idx] = slots
@@ -291,11 +307,18 @@ class ActiveSetSVM(OnlineSolver):
             self._fc[slots] = 0.0
         return slots
 
+    def _refresh_sign(self, k) -> None:
+        st = self._status[k]
+        sgn = np.where(st == I0, -1.0, np.where(st == IC, 1.0, 0.0))
+        self._sgn_y[k] = sgn * self._sy[k]
+        self._sgn_lin[k] = sgn * self._lin[k]
+
     def _release_slot(self, k: int) -> None:
         self._slot_of[self._sidx[k]] = -1
         self._status[k] = REMOVED
         self._a[k] = 0.0
         self._lin[k] = -1.0
+        self._refresh_sign(k)
         self._priced[k] = False
         self._free_slots.append(int(k))
 
@@ -338,6 +361,8 @@ class ActiveSetSVM(OnlineSolver):
         self._S_row_buf[n] = n
         self._nfree = n + 1
         self._status[j] = IS
+        self._refresh_sign(j)
+        self._w = None
         self.n_factor_updates_ += 1
 
     def _drop_free(self, pos: int, at_upper: bool) -> None:
@@ -350,11 +375,14 @@ class ActiveSetSVM(OnlineSolver):
             self._a[k] = self.C
             self._fc[:ns] += (self.C * self._sy[k]) * self._KS[row_store, :ns]
             self._status[k] = IC
+            self._refresh_sign(k)
         else:
             self._a[k] = 0.0
             self._status[k] = I0
+            self._refresh_sign(k)
         self._priced[k] = True
         self._R = _delete_column(self._R, pos)
+        self._w = None
         last = n - 1
         if row_store != last:  # keep the stored kernel rows compact
             self._KS[row_store, :ns] = self._KS[last, :ns]
@@ -421,21 +449,18 @@ class ActiveSetSVM(OnlineSolver):
                 if m == 0:
                     return None, False
                 cols = np.flatnonzero(subset)
-                r = self._gradient(cols) + self._sy[cols] * self.b_  # reduced costs y f - 1
-                viol = np.where(st[cols] == IC, r, -r)
+                viol = self._sgn_y[cols] * (self._f_out_plus_free(cols) + self.b_) + self._sgn_lin[cols]
                 p = int(np.argmax(viol))
                 return (int(cols[p]) if viol[p] > 0.5 * self.tol else None), False
         coef = self._a[self._S] * self._sy[self._S]
         f = coef @ self._KS[self._S_row, :ns] if n < 8 else self._free_coef_rows(coef) @ self._KS[:n, :ns]
         f += self._fc[:ns]
         f += self.b_
-        r = self._sy[:ns] * f + self._lin[:ns]  # reduced costs y f - 1
-        viol = np.where(st == IC, r, -r)  # s_0 = r on I0, xi_c = -r on Ic: violated when < 0
-        viol[st < 0] = -np.inf
-        viol[self._S] = -np.inf
-        self._priced[:ns] = viol >= -self.shrink_margin
-        p = int(np.argmax(viol))
-        return (p if viol[p] > 0.5 * self.tol else None), True
+        f *= self._sgn_y[:ns]
+        f += self._sgn_lin[:ns]  # = sgn (y f - 1): s_0 on I0, xi_c on Ic (negated), 0 on Is
+        np.greater_equal(f, -self.shrink_margin, out=self._priced[:ns])
+        p = int(np.argmax(f))
+        return (p if f[p] > 0.5 * self.tol else None), True
 
     def _free_coef_rows(self, coef: np.ndarray) -> np.ndarray:
         """Signed coefficients of the free variables in the storage order of their kernel rows."""
@@ -516,13 +541,15 @@ class ActiveSetSVM(OnlineSolver):
             target = p - beta * w
             bias = beta + self._rho * d  # H a = Q a + rho y d shifts the multiplier by rho d
             # a target within rounding of a bound counts as inside (p and beta w may cancel)
-            slack = eps + 64 * np.finfo(float).eps * (np.abs(p) + np.abs(beta * w))
+            slack = eps + _ROUNDING * (np.abs(p) + np.abs(beta * w))
             low = target < -slack
             high = target > C + slack
             if not (low.any() or high.any()):
-                self._a[S] = np.clip(target, 0.0, C)
+                self._a[S] = _into_box(target, C)
                 self.b_ = float(bias)
                 self._at_reduced_opt = True
+                self._dirty = False
+                self._w = w
                 return its
             delta = target - aS
             t = np.full(len(S), np.inf)
@@ -530,46 +557,63 @@ class ActiveSetSVM(OnlineSolver):
             t[high] = (C - aS[high]) / (target[high] - aS[high])
             pos = int(np.argmin(t))
             step = min(max(float(t[pos]), 0.0), 1.0)
-            self._a[S] = np.clip(aS + step * delta, 0.0, C)
+            self._a[S] = _into_box(aS + step * delta, C)
             self._drop_free(pos, at_upper=bool(high[pos]))
         self._at_reduced_opt = True  # Is empty: b is set by pricing
         return its
 
     # -- entering a variable ------------------------------------------------------
     def _enter(self, j: int) -> int:
-        """Bring bounded variable j into Is (Step 2 -> Step 1). Returns iterations used."""
-        self._at_reduced_opt = False
+        """Bring the violated bounded variable j into play (Step 2 -> Step 1). Returns iterations used.
+
+        Is is at its reduced optimum (g_s = -b y_s).  Step 1 on Is + {j} moves
+        from there along v = (-H^{-1} h_j + c H^{-1} y_s, 1) (c keeps y^T v = 0):
+        the reduced optimum of Is + {j} is at step t* = |r_j| / (v^T Q v), where
+        v^T Q v = delta + c^2 y_s^T H^{-1} y_s and delta is j's new pivot.  The
+        ratio test over Is and j's own bound gives the first bound hit.  This is
+        the paper's Step 1 after adding j, computed in bordered form *before*
+        j's column enters the factor, so a variable that crosses straight to
+        its other bound never touches the factor (same iterates, fewer
+        updates).  Along v the gradient of every free variable changes by a
+        multiple of y_s only (Q v = c y on Is), i.e. Is stays at its reduced
+        optimum with the bias shifted; this is what makes the dependent case
+        (delta ~ 0, see the module docstring) safe.
+        """
         row = self._kernel_row(self._sidx[j])
-        if self._n_s == 0:
+        if self._n_s == 0:  # H_jj = K_jj + rho > 0; Step 1 on {j} then pins b
             self._append_free(j, np.zeros(0), self._kd[j] + self._rho, row)
+            self._at_reduced_opt = False
             return 1
         its = 0
         C = self.C
-        eps = _BOUND_EPS * C
+        yj = self._sy[j]
         while True:
             its += 1
+            if self._n_s == 0:
+                self._append_free(j, np.zeros(0), self._kd[j] + self._rho, row)
+                self._at_reduced_opt = False
+                return its
+            S = self._S
+            yS = self._sy[S]
             h, Hjj = self._h_column(j)
             r_col = _solve_upper(self._R, h, trans=True)
             pivot_sq = Hjj - float(r_col @ r_col)
-            if pivot_sq > self.pivot_tol * Hjj or self._n_s == 0:  # (with Is empty, pivot_sq = H_jj > 0)
-                self._append_free(j, r_col, pivot_sq, row)
-                return its
-            # Dependent variable: move along the zero-curvature direction v (module docstring).
-            self.n_singular_steps_ += 1
-            S = self._S
-            yS = self._sy[S]
+            dependent = pivot_sq <= self.pivot_tol * Hjj
             u = _solve_upper(self._R, r_col, trans=False)  # H^{-1} h_j
-            w = self._solve_H(yS)
+            w = self._w_free()  # H^{-1} y_s
             yw = float(yS @ w)
-            c = (float(yS @ u) - self._sy[j]) / yw  # keeps y^T v = 0 exactly
-            vS = -u + c * w
-            g_j = float(self._gradient(np.array([j]))[0])
-            r_j = g_j + self._sy[j] * self.b_
+            c = (float(yS @ u) - yj) / yw  # keeps y^T v = 0 exactly
+            vS = c * w - u
+            # reduced cost of j: f(x_j) from the free part (stored column) and f_out
+            f_j = float((self._a[S] * yS) @ self._KS[self._S_row, j]) + self._fc[j]
+            r_j = yj * (f_j + self.b_) + self._lin[j]
             if r_j == 0.0:
                 return its
             sigma = -1.0 if r_j > 0 else 1.0
             curvature = max(pivot_sq, 0.0) + c * c * yw
-            t_curv = abs(r_j) / curvature if pivot_sq > 0 and curvature > 0 else np.inf
+            if dependent:
+                self.n_singular_steps_ += 1
+            t_curv = abs(r_j) / curvature if pivot_sq > 0.0 and curvature > 0.0 else np.inf
             aS = self._a[S]
             dS = sigma * vS
             t_S = np.full(len(S), np.inf)
@@ -577,30 +621,37 @@ class ActiveSetSVM(OnlineSolver):
             inc = dS > 0
             t_S[dec] = aS[dec] / -dS[dec]
             t_S[inc] = (C - aS[inc]) / dS[inc]
-            pos = int(np.argmin(t_S)) if len(S) else -1
-            t_blk = float(t_S[pos]) if len(S) else np.inf
+            pos = int(np.argmin(t_S))
+            t_blk = float(t_S[pos])
             t_j = (C - self._a[j]) if sigma > 0 else self._a[j]
             step = min(t_curv, t_blk, t_j)
             new_aj = self._a[j] + sigma * step
             if step == t_j:
                 new_aj = C if sigma > 0 else 0.0
-            self._a[S] = np.clip(aS + step * dS, 0.0, C)
+            self._a[S] = _into_box(aS + step * dS, C)
             ns = self._n_slots
-            self._fc[:ns] += ((new_aj - self._a[j]) * self._sy[j]) * row
+            if new_aj != self._a[j]:
+                self._fc[:ns] += ((new_aj - self._a[j]) * yj) * row
             self._a[j] = new_aj
-            self.b_ -= sigma * step * c  # gradient on Is moved by step*sigma*c*y_s: a bias shift
-            if step == t_j:  # j changes side without entering Is
+            self.b_ -= sigma * step * c  # the gradient on Is moved by sigma*step*c*y_s: a bias shift
+            self._dirty = True
+            if step == t_j:  # j crosses to its other bound without entering Is
                 self._status[j] = IC if sigma > 0 else I0
+                self._refresh_sign(j)
                 self._priced[j] = True
                 return its
-            if step == t_curv:  # interior minimum along v: j enters with its (small) pivot
+            if step == t_curv:  # reduced optimum of Is + {j}: j enters the factor
                 self._append_free(j, r_col, pivot_sq, row)
                 return its
-            # a free variable hit its bound: it leaves, then j is tried again
+            # a free variable hit its bound first: it leaves Is, and j is tried again
             self._a[S[pos]] = 0.0 if dS[pos] < 0 else C
             self._drop_free(pos, at_upper=dS[pos] > 0)
-            if abs(self._a[j] - (C if sigma > 0 else 0.0)) <= eps:
-                self._a[j] = C if sigma > 0 else 0.0
+
+    def _w_free(self) -> np.ndarray:
+        """H_ss^{-1} y_s, kept until Is changes."""
+        if self._w is None:
+            self._w = self._solve_H(self._sy[self._S])
+        return self._w
 
     # -- the optimisation loop --------------------------------------------------------
     def _optimise(self, what: str, its: int = 0) -> tuple[int, str, str]:
@@ -612,6 +663,11 @@ class ActiveSetSVM(OnlineSolver):
             j, was_full = self._price(full=False)
             if j is None and not was_full:
                 j, _ = self._price(full=True)  # full pricing before declaring optimality
+            if j is None and self._dirty and self._n_s:
+                # the last moves were bordered updates: confirm with a fresh Step 1 solve, then price again
+                self._at_reduced_opt = False
+                self._dirty = False
+                continue
             if j is None:
                 self._settle_bias()
                 break
@@ -687,6 +743,7 @@ class ActiveSetSVM(OnlineSolver):
                 penalty = 2.0 * (1.0 + abs(r)) + 1.0
                 for _ in range(60):
                     self._lin[k] = -1.0 + penalty
+                    self._refresh_sign(k)
                     self._at_reduced_opt = False
                     its, status, message = self._optimise("unlearn", its)
                     if status != "ok":
@@ -792,5 +849,6 @@ class ActiveSetSVM(OnlineSolver):
             self._R = np.asfortranarray(np.linalg.cholesky(H).T)
             self._set_free(free.astype(np.intp), np.arange(len(free), dtype=np.intp))
             self._status[free] = IS
+        self._refresh_sign(slots)
         self.b_ = b
         self._at_reduced_opt = True
