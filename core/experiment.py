@@ -331,7 +331,10 @@ def summarise(runs: pd.DataFrame, rows: pd.DataFrame, strategies: list[str]) -> 
             "wins": None if s == BASELINE else w, "ties": None if s == BASELINE else t,
             "losses": None if s == BASELINE else lo,
         })
-    return pd.DataFrame(out)
+    df = pd.DataFrame(out)
+    for c in ("wins", "ties", "losses"):  # whole numbers, None for the baseline itself
+        df[c] = pd.Series([d[c] for d in out], dtype=object)
+    return df
 
 
 def format_summary(summary: pd.DataFrame) -> str:
