@@ -56,6 +56,24 @@ def gap_slack(s: LASVM) -> float:
     return s.tol * (1 + 1e-9) + 1e-12
 
 
+def check_invariants(s: LASVM) -> None:
+    """The solver's bookkeeping of S agrees with a recomputation from the store."""
+    n = s.set_size_
+    S = s._S[:n]
+    X = s.store.X
+    assert s._n_active == n
+    assert s._where == {int(k): p for p, k in enumerate(S)}
+    assert s._zeros == {int(k) for k, a in zip(S, s._alpha[:n], strict=True) if a == 0.0}
+    assert np.all(s.y[S] != 0)
+    np.testing.assert_allclose(s._K[:n, :n], s.kernel(X[S], X[S]), atol=1e-12)
+    np.testing.assert_array_equal(s._XS[:n], X[S])
+    a, lo, hi = s._alpha[:n], s._lo[:n], s._hi[:n]
+    assert np.all((lo <= a) & (a <= hi))
+    np.testing.assert_array_equal(s._up_pen[:n] == 0.0, a < hi)
+    np.testing.assert_array_equal(s._down_pen[:n] == 0.0, a > lo)
+    np.testing.assert_allclose(s._g[:n], s.y[S] - s._K[:n, :n] @ a, atol=1e-9)
+
+
 # ----------------------------------------------------------------------
 # finishing: tau-optimality and agreement with the dense QP
 # ----------------------------------------------------------------------
@@ -80,6 +98,30 @@ def test_finish_matches_dense_qp(kernel, C, gamma, tol):
     f = s.decision_function(np.arange(len(X)))
     f_ref = ref.decision(K, y)
     assert np.max(np.abs(f - f_ref)) <= (2e-2 if tol == 1e-3 else 1e-4)
+
+
+def test_bookkeeping_stays_consistent_through_every_operation():
+    X, y = moons(90, seed=20)
+    rng = np.random.default_rng(9)
+    s = LASVM(X, C=3.0, gamma=1.0)
+    for i in rng.permutation(60):
+        s.learn(int(i), y[i])
+        check_invariants(s)
+    for i in rng.permutation(60)[:20]:
+        s.revisit(int(i))
+    check_invariants(s)
+    s.finish()
+    check_invariants(s)
+    for i in list(s.support_[:5]) + [int(k) for k in s.learned_order[:3]]:
+        if s.y[i] != 0:
+            s.unlearn(int(i))
+            check_invariants(s)
+    t = OnlineSolver.load(io.BytesIO(s.state_bytes()))
+    check_invariants(t)
+    for i in range(60, 90):
+        t.learn(i, y[i])
+    t.finish()
+    check_invariants(t)
 
 
 def test_maintained_gradients_match_recomputed_ones_online():

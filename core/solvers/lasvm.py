@@ -92,6 +92,8 @@ class LASVM(OnlineSolver):
         self.shrinking = bool(shrinking)
         self.final_check = bool(final_check)
         self._reset_set()
+        self._X_store = np.empty((0, 0))
+        self._sq_store = np.empty(0)
         super().__init__(X, **params)
 
     # ------------------------------------------------------------------
@@ -120,6 +122,7 @@ class LASVM(OnlineSolver):
         self._delta = 0.0
         self._check_block = None
         self._ext = None  # cached (i, j) of _extremes
+        self._zeros: set[int] = set()  # store indices of the members with alpha = 0
 
     def _per_member(self) -> tuple[np.ndarray, ...]:
         return (self._S, self._alpha, self._g, self._ys, self._lo, self._hi, self._up_pen, self._down_pen,
@@ -154,6 +157,17 @@ class LASVM(OnlineSolver):
         self._up_pen[p] = 0.0 if a < self._hi[p] else -np.inf
         self._down_pen[p] = 0.0 if a > self._lo[p] else np.inf
 
+    def _on_store_grown(self, n_new: int) -> None:
+        # read-only views of the store's arrays, refreshed whenever it grows
+        self._X_store = self.store.X
+        self._sq_store = self.store.sq_norms
+
+    def _note_zero(self, p: int) -> None:
+        if self._alpha[p] == 0.0:
+            self._zeros.add(int(self._S[p]))
+        else:
+            self._zeros.discard(int(self._S[p]))
+
     def _count_evals(self, k: int) -> None:
         self.cache.n_evals += int(k)
 
@@ -187,8 +201,8 @@ class LASVM(OnlineSolver):
         """K(x_ks, S) and K(x_ks, x_ks), counted as kernel evaluations."""
         n = self._n
         m = len(ks)
-        Xk = self.store.X[ks]
-        sqk = self.store.sq_norms[ks]
+        Xk = self._X_store[ks]
+        sqk = self._sq_store[ks]
         K_kS = self._kernel(Xk, sqk, self._XS[:n], self._sqS[:n]) if n else np.empty((m, 0))
         if m == 1:
             K_kk = np.ones((1, 1)) if self.kernel.name == "rbf" else np.atleast_2d(self.kernel.diag(Xk))
@@ -224,10 +238,11 @@ class LASVM(OnlineSolver):
         self._down_pen[n:n + m] = np.where(y > 0, np.inf, 0.0)
         # g_k = y_k - sum_{s in S} alpha_s K_ks (PROCESS step 2)
         self._g[n:n + m] = y - K_kS @ self._alpha[:n] if n else y
-        self._XS[n:n + m] = self.store.X[ks]
-        self._sqS[n:n + m] = self.store.sq_norms[ks]
+        self._XS[n:n + m] = self._X_store[ks]
+        self._sqS[n:n + m] = self._sq_store[ks]
         for t in range(m):
             self._where[int(ks[t])] = n + t
+            self._zeros.add(int(ks[t]))
         self._n = self._n_active = n + m
         self._ext = None
 
@@ -250,9 +265,10 @@ class LASVM(OnlineSolver):
             self._lo[n], self._hi[n], self._up_pen[n], self._down_pen[n] = -self.C, 0.0, -np.inf, 0.0
         # g_k = y_k - sum_{s in S} alpha_s K_ks (PROCESS step 2)
         self._g[n] = y - float(K_kS @ self._alpha[:n]) if n else y
-        self._XS[n] = self.store.X[k]
-        self._sqS[n] = self.store.sq_norms[k]
+        self._XS[n] = self._X_store[k]
+        self._sqS[n] = self._sq_store[k]
         self._where[k] = n
+        self._zeros.add(k)
         self._n = self._n_active = n + 1
         self._ext = None
 
@@ -283,7 +299,9 @@ class LASVM(OnlineSolver):
 
     def _remove(self, p: int) -> None:
         """Take position p out of S (its coefficient must be 0)."""
-        del self._where[int(self._S[p])]
+        k = int(self._S[p])
+        del self._where[k]
+        self._zeros.discard(k)
         na, n = self._n_active, self._n
         if p < na:
             if p != na - 1:
@@ -349,6 +367,11 @@ class LASVM(OnlineSolver):
         else:
             a[j] -= lam
         self._up_pen[j] = 0.0  # alpha_j < B_j now
+        for p in (i, j):
+            if a[p] == 0.0:
+                self._zeros.add(int(self._S[p]))
+            else:
+                self._zeros.discard(int(self._S[p]))
         self._ext = None
         na = self._n_active
         # g_s <- g_s - lambda (K_is - K_js) for every (non-shrunk) s in S
@@ -377,8 +400,8 @@ class LASVM(OnlineSolver):
         if k in self._where:  # 1) bail out if k in S
             return False
         n = self._n
-        Xk = self.store.X[k:k + 1]
-        sqk = self.store.sq_norms[k:k + 1]
+        Xk = self._X_store[k:k + 1]
+        sqk = self._sq_store[k:k + 1]
         K_kS = self._kernel(Xk, sqk, self._XS[:n], self._sqS[:n])[0] if n else np.empty(0)
         K_kk = 1.0 if self.kernel.name == "rbf" else float(self.kernel.diag(Xk)[0])
         self._count_evals(n + 1)
@@ -420,17 +443,17 @@ class LASVM(OnlineSolver):
         never dropped (alpha_i < B_i rules out a negative example at 0, and
         likewise for j).
         """
-        zero = (self._alpha[: self._n_active] == 0.0).nonzero()[0]
-        if len(zero) == 0:
+        if not self._zeros:
             return 0
+        na = self._n_active
+        zero = [p for p in map(self._where.__getitem__, self._zeros) if p < na]
         g_i = self._g[i] if i >= 0 else np.inf  # an absent extreme disables its criterion
         g_j = self._g[j] if j >= 0 else -np.inf
-        g = self._g[zero]
-        negative = self._ys[zero] < 0
-        drop = np.where(negative, g >= g_i, g <= g_j)
-        positions = zero[drop]
-        for p in positions[::-1]:  # highest position first: moved-in members are never pending
-            self._remove(int(p))
+        g, ys = self._g, self._ys
+        positions = [p for p in zero if (g[p] >= g_i if ys[p] < 0 else g[p] <= g_j)]
+        positions.sort(reverse=True)  # highest position first: moved-in members are never pending
+        for p in positions:
+            self._remove(p)
         return len(positions)
 
     # ------------------------------------------------------------------
@@ -507,6 +530,7 @@ class LASVM(OnlineSolver):
                 a[m] = self._hi[m] if lam >= room_m else a[m] + lam
                 g[:n] -= lam * (K[m, :n] - K[p, :n])
                 self._set_pen(m)
+                self._note_zero(m)
             else:  # partner m goes down: alpha_m -= lam, alpha_p += lam
                 cand = others & (a[:n] > self._lo[:n])
                 if not cand.any():
@@ -518,6 +542,7 @@ class LASVM(OnlineSolver):
                 a[m] = self._lo[m] if lam >= room_m else a[m] - lam
                 g[:n] -= lam * (K[p, :n] - K[m, :n])
                 self._set_pen(m)
+                self._note_zero(m)
             steps += 1
         self._ext = None
         if a[p] != 0.0:
@@ -784,5 +809,6 @@ class LASVM(OnlineSolver):
             self._g[: len(S)] = arrays["grad"]
             for p in range(len(S)):
                 self._set_pen(p)
+                self._note_zero(p)
             self._ext = None
         self._b, self._delta = (float(v) for v in arrays["scalars"])
