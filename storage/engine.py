@@ -39,6 +39,9 @@ DATABASE_FILENAME = "marginlab.db"
 #: milliseconds a SQLite connection waits for another writer before giving up
 SQLITE_BUSY_TIMEOUT_MS = 60_000
 
+#: accepted values of ``make_engine(sqlite_synchronous=...)``
+SQLITE_SYNCHRONOUS_MODES = ("FULL", "EXTRA", "NORMAL")
+
 #: execution option marking a transaction that will write (see ``writer``)
 WRITE_OPTION = "marginlab_writes"
 
@@ -64,9 +67,6 @@ def is_sqlite(engine_or_url: Engine | str) -> bool:
     if isinstance(engine_or_url, Engine):
         return engine_or_url.dialect.name == "sqlite"
     return make_url(engine_or_url).get_backend_name() == "sqlite"
-
-
-SQLITE_SYNCHRONOUS_MODES = ("FULL", "EXTRA", "NORMAL")
 
 
 def make_engine(url: str | None = None, *, sqlite_synchronous: str = "FULL", **engine_kwargs: Any) -> Engine:

@@ -111,3 +111,19 @@ def test_storage_imports_neither_streamlit_nor_the_solvers():
     for path in STORAGE_DIR.glob("*.py"):
         source = path.read_text()
         assert not re.search(r"^\s*(import|from)\s+(streamlit|core\.solvers|core\.loop|app)\b", source, re.M), path.name
+
+
+def test_sessionmaker_units_of_work_and_repository_calls_share_the_engine(tmp_path):
+    from storage.models import Annotator
+
+    engine = storage.make_engine(f"sqlite:///{tmp_path / 'm.db'}")
+    storage.init_db(engine)
+    SessionLocal = storage.make_sessionmaker(engine)
+    with SessionLocal.begin() as session:
+        session.add(Annotator(name="grace"))
+    with pytest.raises(RuntimeError), SessionLocal.begin() as session:
+        session.add(Annotator(name="rolled back"))
+        raise RuntimeError("the unit of work fails: nothing of it is kept")
+    assert storage.list_annotators(SessionLocal) == ["grace"]
+    assert storage.get_or_create_annotator(SessionLocal, " grace ") == storage.get_or_create_annotator(engine, "grace")
+    engine.dispose()
