@@ -110,12 +110,14 @@ def test_far_misclassified_example_is_ignored():
 
 
 # -- agreement with the dense no-bias QP when V is everything -------------------
+@pytest.mark.parametrize("newton", [True, False])
 @pytest.mark.parametrize("tol, rel", [(1e-3, 1e-4), (1e-7, 1e-8)])
 @pytest.mark.parametrize("seed", [1, 2])
-def test_equals_dense_qp_when_V_is_all(tol, rel, seed):
+def test_equals_dense_qp_when_V_is_all(tol, rel, seed, newton):
+    # newton=False: the paper's single-variable SMO alone; True: with the Newton steps on the free set
     X, y = gaussians(150, sep=5.0, seed=seed)
     C = 1.0
-    s = make_solver("ramp", X, C=C, gamma=0.5, tol=tol, max_nonsv=None)
+    s = make_solver("ramp", X, C=C, gamma=0.5, tol=tol, max_nonsv=None, newton_steps=newton)
     learn_all(s, y)
     L = s.labelled_
     assert s.in_V[L].all(), "precondition: no example left V on this problem"
@@ -128,6 +130,29 @@ def test_equals_dense_qp_when_V_is_all(tol, rel, seed):
     g = 1 - y * ref.decision(K, y)
     viol = np.maximum(np.where(ref.alpha < C - 1e-7, g, 0), np.where(ref.alpha > 1e-7, -g, 0))
     assert viol.max() < 1e-4
+
+
+def test_newton_steps_reach_the_dense_qp_solution(monkeypatch):
+    # large C: many free variables, where single-variable SMO crawls and the Newton step is taken
+    X, y = gaussians(120, sep=5.0, seed=1)
+    C = 100.0
+    outcomes = []
+    original = OnlineSVMR._newton_free_step
+
+    def spy(self, F):
+        out = original(self, F)
+        outcomes.append(out)
+        return out
+
+    monkeypatch.setattr(OnlineSVMR, "_newton_free_step", spy)
+    s = learn_all(make_solver("ramp", X, C=C, gamma=0.5, tol=1e-6, max_nonsv=None), y)
+    assert "full" in outcomes
+    assert s.in_V[s.labelled_].all()
+    K = s.kernel(X, X)
+    ref = dense_svm_dual(K, y, C, bias=False)
+    np.testing.assert_allclose(s.dual_objective(), ref.objective, rtol=1e-7)
+    np.testing.assert_allclose(s.decision_function(), ref.decision(K, y), atol=1e-4)
+    assert s.kkt_gap() <= 1e-6 * (1 + 1e-6)
 
 
 def test_learning_order_does_not_matter_when_V_is_all():
