@@ -124,6 +124,7 @@ class IncrementalSVM(OnlineSolver):
         self._since_probe = 0
         self._n_resync = 0
         self._n_refresh = 0
+        self._kscale: float | None = None
         self._pos_of = np.full(len(getattr(self, "store", ())), -1, dtype=np.intp)
 
     def _on_store_grown(self, n_new: int) -> None:
@@ -177,8 +178,11 @@ class IncrementalSVM(OnlineSolver):
         return np.array(self.cache.entries(i, idxL))
 
     def _kernel_scale(self) -> float:
-        d = self.cache.diag(self._pidx[: self._nL]) if self._nL else np.ones(1)
-        return float(max(1e-300, np.max(d)))
+        """max K(x_i, x_i) over the learned examples (kept up to date on learn; an upper bound after unlearn)."""
+        if self._kscale is None:
+            d = self.cache.diag(self._pidx[: self._nL]) if self._nL else np.ones(1)
+            self._kscale = float(max(1e-300, np.max(d)))
+        return self._kscale
 
     # ----------------------------------------------------- S-set bookkeeping
     def _S_add(self, k: int, beta_k: np.ndarray | None, kappa: float, krow: np.ndarray) -> None:
@@ -255,6 +259,8 @@ class IncrementalSVM(OnlineSolver):
         self._pos_of[i] = p
         self.y[i] = y
         self.learned_order.append(i)
+        if self._kscale is not None:
+            self._kscale = max(self._kscale, float(self.cache.diag(i)))
         return p
 
     def _new_column(self, p: int, krow: np.ndarray) -> None:
@@ -364,10 +370,12 @@ class IncrementalSVM(OnlineSolver):
                 # case 3 (eq. 12): a margin vector reaches 0 or C
                 da = beta[1:] * d
                 aS = a[S]
-                with np.errstate(divide="ignore", invalid="ignore"):
-                    t3 = np.where(da > eps_beta, (C - aS) / da, np.where(da < -eps_beta, aS / -da, np.inf))
-                t3 = np.maximum(t3, 0.0)
-                if t3.size:
+                t3 = np.full(m, np.inf)
+                up, down = da > eps_beta, da < -eps_beta
+                t3[up] = (C - aS[up]) / da[up]
+                t3[down] = aS[down] / -da[down]
+                np.maximum(t3, 0.0, out=t3)
+                if m:
                     tmin = t3.min()
                     if np.isfinite(tmin):
                         ties = np.flatnonzero(t3 == tmin)
@@ -376,12 +384,12 @@ class IncrementalSVM(OnlineSolver):
             # case 4 (eqs. 13–14): an error or other vector reaches the margin
             cand_E = (st == SET_E) & ~blocked & (dg > eps_gamma) & (g <= kkt_slack)
             cand_O = (st == SET_O) & ~blocked & (dg < -eps_gamma) & (g >= -kkt_slack)
-            with np.errstate(divide="ignore", invalid="ignore"):
-                t4 = np.where(cand_E | cand_O, np.maximum(-g / dg, 0.0), np.inf)
-            if t4.size:
+            cand = np.flatnonzero(cand_E | cand_O)
+            if len(cand):
+                t4 = np.maximum(-g[cand] / dg[cand], 0.0)
                 tmin = t4.min()
                 if np.isfinite(tmin):
-                    ties = np.flatnonzero(t4 == tmin)
+                    ties = cand[t4 == tmin]
                     k = int(ties[np.argmin(self._pseq[ties])])
                     offer(float(tmin), 3, k, "enter")
 
