@@ -355,23 +355,14 @@ class LASVM(OnlineSolver):
         lam = min((self._g[i] - self._g[j]) / curvature, room_i, room_j)
         # coefficients that reach a bound are set to it exactly, so that
         # "alpha_s = 0" of the removal test and the bound tests stay exact
-        if lam >= room_i:
-            a[i] = self._hi[i]
-            self._up_pen[i] = -np.inf
-        else:
-            a[i] += lam
-        self._down_pen[i] = 0.0  # alpha_i > A_i now
-        if lam >= room_j:
-            a[j] = self._lo[j]
-            self._down_pen[j] = np.inf
-        else:
-            a[j] -= lam
-        self._up_pen[j] = 0.0  # alpha_j < B_j now
-        for p in (i, j):
-            if a[p] == 0.0:
-                self._zeros.add(int(self._S[p]))
-            else:
-                self._zeros.discard(int(self._S[p]))
+        a[i] = self._hi[i] if lam >= room_i else a[i] + lam
+        a[j] = self._lo[j] if lam >= room_j else a[j] - lam
+        # (a step below the rounding of alpha can leave it unchanged: the
+        # flags are recomputed from the values rather than assumed)
+        self._set_pen(i)
+        self._set_pen(j)
+        self._note_zero(i)
+        self._note_zero(j)
         self._ext = None
         na = self._n_active
         # g_s <- g_s - lambda (K_is - K_js) for every (non-shrunk) s in S
