@@ -44,7 +44,9 @@ def _empty(title: str, note: str, height: int = 260) -> Figure:
     layout["yaxis"] = {"visible": False}
     layout["annotations"] = [{"text": note, "showarrow": False, "x": 0.5, "y": 0.5, "xref": "paper",
                               "yref": "paper", "font": {"color": "#718096"}}]
-    return {"data": [], "layout": layout}
+    # one empty trace: Plotly refuses a figure whose data list is empty
+    return {"data": [{"type": "scatter", "x": [], "y": [], "hoverinfo": "skip", "showlegend": False}],
+            "layout": layout}
 
 
 def _values(series) -> list:

@@ -625,34 +625,45 @@ class MarginLab:
 
     # -- comparisons -------------------------------------------------------------
     def run_comparison(self, dataset_id: int, *, strategies: Sequence[str], solver: str | None = None,
-                       budget: int = 60, seeds: int = 3, initial: int | None = None, C: float = DEFAULT_C,
+                       budget: int = 60, seeds: int = 3, initial: int = 10, C: float = DEFAULT_C,
                        gamma: float | str = DEFAULT_GAMMA, test_fraction: float = 0.3,
                        progress: Callable[[float, str], None] | None = None) -> int:
-        """Run a comparison with the true labels as the oracle; store and return its id."""
+        """Run a comparison with the true labels as the oracle; store it and return its id.
+
+        ``progress(fraction, description)`` is called after each run.
+        """
         from core.experiment import run_comparison
 
         dataset = self.dataset(dataset_id)
         if not dataset.has_true_labels:
             raise ServiceError(f"Dataset '{dataset.name}' has no true labels; a comparison needs them.")
-        if not strategies:
-            raise ServiceError("Choose at least one heuristic.")
+        strategies = [s for s in strategies]
+        unknown = [s for s in strategies if s not in COMPARE_STRATEGIES]
+        if unknown or not strategies:
+            raise ServiceError("Choose at least one heuristic among " + ", ".join(COMPARE_STRATEGIES) + ".")
         X, y, _, _ = repo.load_dataset_arrays(self.engine, dataset_id)
         X = scale_features(X, dataset.meta.get("scaling", "none"))
-        kwargs: dict[str, Any] = dict(strategies=list(strategies), solver=solver or None,
-                                      solver_params={"kernel": "rbf", "C": float(C), "gamma": gamma},
-                                      budget=int(budget), seeds=int(seeds), test_fraction=float(test_fraction))
-        if initial is not None:
-            kwargs["initial"] = int(initial)
-        if progress is not None:
-            kwargs["progress"] = progress
-        result = run_comparison(X, np.asarray(y, dtype=float), **kwargs)
-        rows = result.rows if hasattr(result, "rows") else result.frame
-        summary = result.summary
-        summary_records = summary.to_dict(orient="records") if isinstance(summary, pd.DataFrame) else summary
-        config = dict(kwargs, dataset=dataset.name, seeds=int(seeds))
-        config.pop("progress", None)
-        return repo.save_comparison(self.engine, dataset_id, config, rows,
-                                    {"rows": summary_records} if isinstance(summary_records, list) else summary_records)
+
+        def report(done: int, total: int, description: str) -> None:
+            if progress is not None:
+                progress(done / max(total, 1), f"{done}/{total} runs · {description}")
+
+        result = run_comparison(X, np.asarray(y, dtype=float), strategies=strategies, solver=solver or None,
+                                solver_params={"kernel": "rbf", "C": float(C), "gamma": gamma},
+                                budget=int(budget), seeds=int(seeds), initial=int(initial),
+                                test_fraction=float(test_fraction), progress=report)
+        config = dict(result.config, dataset=dataset.name, dataset_id=dataset_id,
+                      scaling=dataset.meta.get("scaling", "none"))
+        summary = {"summary": result.summary.to_dict(orient="records"),
+                   "runs": result.runs.to_dict(orient="records"),
+                   "references": result.references.to_dict(orient="records")}
+        return repo.save_comparison(self.engine, dataset_id, config, result.rows, summary)
+
+    @staticmethod
+    def summary_frame(comparison: repo.Comparison) -> pd.DataFrame:
+        """The per-heuristic summary table of a stored comparison."""
+        frame = pd.DataFrame(comparison.summary.get("summary", []))
+        return frame
 
     def comparisons(self, dataset_id: int | None = None) -> list[repo.ComparisonInfo]:
         return repo.list_comparisons(self.engine, dataset_id)

@@ -24,15 +24,16 @@ with st.form("compare"):
     budget = cols[0].number_input("Label budget", min_value=4, value=60, step=10,
                                   help="Counts every label, the initial ones included.")
     seeds = cols[1].number_input("Seeds", min_value=1, value=3, step=1)
-    initial = cols[2].number_input("Initial labels", min_value=2, value=4, step=1)
+    initial = cols[2].number_input("Initial labels", min_value=0, value=10, step=1,
+                                   help="Chosen at random (cold start) before the heuristic takes over.")
     test_fraction = cols[3].number_input("Evaluation share", min_value=0.1, max_value=0.9, value=0.3, step=0.05)
     run_clicked = st.form_submit_button("Run the comparison", type="primary")
 
 if run_clicked:
     bar = st.progress(0.0, text="starting…")
 
-    def _progress(fraction: float, text: str = "") -> None:
-        bar.progress(min(max(float(fraction), 0.0), 1.0), text=text or f"{fraction:.0%}")
+    def _progress(fraction: float, text: str) -> None:
+        bar.progress(min(max(float(fraction), 0.0), 1.0), text=text)
 
     try:
         st.session_state.comparison_id = svc.run_comparison(
@@ -48,9 +49,16 @@ stored = svc.comparisons()
 if not stored:
     st.info("No comparison stored yet.")
     st.stop()
-labels = {c.id: f"#{c.id} · {c.config.get('dataset', '?')} · {', '.join(c.config.get('strategies', []))} · "
-                f"budget {c.config.get('budget')} × {c.config.get('seeds')} seeds · {c.created_at:%Y-%m-%d %H:%M}"
-          for c in stored}
+
+
+def _describe(c) -> str:
+    seeds = c.config.get("seeds")
+    n_seeds = len(seeds) if isinstance(seeds, list) else seeds
+    return (f"#{c.id} · {c.config.get('dataset', '?')} · {', '.join(c.config.get('strategies', []))} · "
+            f"budget {c.config.get('budget')} × {n_seeds} seeds · {c.created_at:%Y-%m-%d %H:%M}")
+
+
+labels = {c.id: _describe(c) for c in stored}
 current = st.session_state.comparison_id if st.session_state.comparison_id in labels else next(iter(labels))
 chosen = st.selectbox("Stored comparisons", list(labels), index=list(labels).index(current),
                       format_func=labels.get, key="comparison_picker")

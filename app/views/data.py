@@ -31,15 +31,16 @@ def _report(result) -> None:
 
 bundled_tab, upload_tab = st.tabs(["Bundled dataset", "Upload a CSV"])
 
-with bundled_tab, st.form("bundled"):
-    key = st.selectbox("Dataset", list(BUNDLED), format_func=lambda k: BUNDLED[k].title)
+with bundled_tab:
+    key = st.selectbox("Dataset", list(BUNDLED), format_func=lambda k: BUNDLED[k].title, key="bundled_name")
     info = BUNDLED[key]
     st.caption(f"{info.description} Source: {info.source}; licence {info.licence}.")
-    positive = st.selectbox("Positive class", [str(v) for v in info.positive_values],
-                            index=[str(v) for v in info.positive_values].index(str(info.default_positive)),
+    values = [str(v) for v in info.positive_values]
+    positive = st.selectbox("Positive class", values, index=values.index(str(info.default_positive)),
+                            key=f"bundled_positive_{key}",
                             help="For digits: the digit labelled positive; every other digit is negative.")
     scaling = st.radio("Scaling", ["none", "standard"], horizontal=True, key="bundled_scaling")
-    if st.form_submit_button("Add to the database", type="primary"):
+    if st.button("Add to the database", type="primary", key="bundled_add"):
         try:
             value = int(positive) if key == "digits" else positive
             _report(svc.import_bundled(key, positive=value, scaling=scaling,

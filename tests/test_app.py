@@ -1,0 +1,376 @@
+"""The Streamlit app through ``streamlit.testing.v1.AppTest`` (no browser), page by page.
+
+Every test runs the real entry point ``app/main.py`` against its own temporary
+SQLite database (``MARGINLAB_DATABASE_URL``) and checks what ended up in the
+database, not only that the page rendered.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from app.service import DEMO_NAME, MarginLab
+from storage import repository as repo
+
+MAIN = str(Path(__file__).resolve().parent.parent / "app" / "main.py")
+TIMEOUT = 120
+
+
+@pytest.fixture
+def db_url(tmp_path, monkeypatch):
+    url = f"sqlite:///{tmp_path / 'app.db'}"
+    monkeypatch.setenv("MARGINLAB_DATABASE_URL", url)
+    return url
+
+
+def start_app() -> AppTest:
+    at = AppTest.from_file(MAIN, default_timeout=TIMEOUT).run()
+    assert not at.exception, at.exception
+    return at
+
+
+def texts(at: AppTest) -> list[str]:
+    return [m.value for m in at.markdown] + [c.value for c in at.caption]
+
+
+def shown_item(at: AppTest) -> int:
+    for text in texts(at):
+        match = re.match(r"\*\*Item (\d+)\*\*", text)
+        if match:
+            return int(match.group(1))
+    raise AssertionError(f"no item on the Label page: {texts(at)}")
+
+
+def progress(at: AppTest) -> tuple[int, int]:
+    for text in texts(at):
+        match = re.match(r"\*\*(\d+)\*\* labels \(\d+ positive\) · \*\*(\d+)\*\* skips", text)
+        if match:
+            return int(match.group(1)), int(match.group(2))
+    raise AssertionError(f"no progress read-out: {texts(at)}")
+
+
+def start_session(at: AppTest, annotator: str = "ada", strategy: str = "near-boundary", dataset_id=None) -> None:
+    at.text_input(key="new_annotator").input(annotator)
+    at.selectbox(key="new_strategy").select(strategy)
+    if dataset_id is not None:
+        at.selectbox(key="new_dataset").select(dataset_id)
+    at.button(key="start_session").click().run()
+    assert not at.exception, at.exception
+    assert not at.error, [e.value for e in at.error]
+
+
+def service(url: str) -> MarginLab:
+    return MarginLab.from_url(url)
+
+
+# --------------------------------------------------------------------------- first start and every page
+
+
+def test_first_start_imports_the_demo_and_every_page_renders(db_url):
+    at = start_app()
+    assert [t.value for t in at.title] == ["Label"]  # the default page
+    engine = service(db_url).engine
+    (demo,) = repo.list_datasets(engine)
+    assert demo.name == DEMO_NAME and demo.n_items == 1797 and demo.has_true_labels
+    assert demo.display_kind == "image" and demo.image_shape == (8, 8)
+
+    for page, title in (("views/data.py", "Data"), ("views/compare.py", "Compare heuristics"),
+                        ("views/export.py", "Export"), ("views/label.py", "Label")):
+        at.switch_page(page).run()
+        assert not at.exception, (page, at.exception)
+        assert [t.value for t in at.title] == [title]
+    # a second start of the app does not import the demo again
+    start_app()
+    assert len(repo.list_datasets(engine)) == 1
+
+
+# --------------------------------------------------------------------------- Label
+
+
+def test_label_with_the_buttons_undo_skip_and_switch_pages(db_url):
+    at = start_app()
+    start_session(at, "ada", "near-boundary")
+    engine = service(db_url).engine
+    (session,) = repo.list_sessions(engine)
+    assert (session.annotator, session.strategy, session.solver) == ("ada", "near-boundary", "incremental")
+    assert len(at.get("plotly_chart")) == 4
+
+    y_true = repo.load_dataset_arrays(engine, session.dataset_id)[1]
+    asked, given = [], []
+    while len(given) < 8 or len(set(given[-3:])) < 2 and len(given) < 40:
+        # label following the true labels until both classes are in and a few more
+        item = shown_item(at)
+        value = int(y_true[item])
+        asked.append(item)
+        given.append(value)
+        at.button(key="positive" if value == 1 else "negative").click().run()
+        assert not at.exception, at.exception
+        if len(given) >= 8 and {1, -1} <= set(given[:-3]):
+            break
+    n = len(given)
+    events = repo.label_events(engine, session.id)
+    assert [e.item_index for e in events] == asked
+    assert [e.value for e in events] == given
+    assert progress(at) == (n, 0)
+    assert all(e.decision_value is not None for e in events)
+    # provenance: cold-start picks say so; once both classes are labelled the heuristic asks
+    assert {1, -1} <= set(given)
+    for k, event in enumerate(events):
+        expected = "near-boundary" if {1, -1} <= set(given[:k]) else "random (cold start)"
+        assert event.strategy == expected, (k, given[: k + 1], event.strategy)
+
+    # Undo: the label is gone from the database and the same item is asked again
+    at.button(key="undo").click().run()
+    assert not at.exception
+    assert len(repo.label_events(engine, session.id)) == n - 1
+    assert shown_item(at) == asked[-1]
+    assert progress(at) == (n - 1, 0)
+
+    at.button(key="skip").click().run()
+    events = repo.label_events(engine, session.id)
+    assert [e.value for e in events][-1] == 0 and events[-1].item_index == asked[-1]
+    assert progress(at) == (n - 1, 1)
+    after_skip = shown_item(at)
+
+    # switching pages and back shows the same session and item
+    at.switch_page("views/data.py").run()
+    assert not at.exception
+    at.switch_page("views/label.py").run()
+    assert not at.exception
+    assert progress(at) == (n - 1, 1)
+    assert shown_item(at) == after_skip
+
+
+def test_new_tab_resumes_the_most_recent_session(db_url):
+    at = start_app()
+    start_session(at, "ada", "random")
+    for key in ("positive", "negative", "negative"):
+        at.button(key=key).click().run()
+    shown = shown_item(at)
+    second_tab = start_app()  # a fresh browser session on the same server
+    assert progress(second_tab) == (3, 0)
+    assert shown_item(second_tab) == shown
+
+
+def test_session_on_a_dataset_without_true_labels_titles_the_roc_as_scores_when_asked(db_url, tmp_path):
+    svc = service(db_url)
+    svc.ensure_demo_dataset()
+    rng = np.random.default_rng(0)
+    X = np.vstack([rng.normal(-1, 1, (30, 3)), rng.normal(1, 1, (30, 3))])
+    texts_column = [f"message number {k}" for k in range(60)]
+    csv = "a,b,c,text\n" + "\n".join(f"{x[0]},{x[1]},{x[2]},{t}" for x, t in zip(X, texts_column, strict=True))
+    result = svc.import_csv(csv.encode(), name="messages", display="text", text_column="text")
+    assert result.created
+    at = start_app()
+    start_session(at, "bo", "near-boundary", dataset_id=result.dataset_id)
+    item = shown_item(at)
+    assert any(t == f"message number {item}" for t in texts(at))  # shown as its text
+    truth = (np.arange(60) >= 30).astype(int) * 2 - 1
+    for _ in range(6):
+        item = shown_item(at)
+        at.button(key="positive" if truth[item] == 1 else "negative").click().run()
+        assert not at.exception
+    (session,) = [s for s in repo.list_sessions(svc.engine) if s.dataset_id == result.dataset_id]
+    run = svc.open_session(session.id)
+    assert not run.has_evaluation
+    roc = run.roc()
+    if roc is not None:
+        assert "when it was asked" in roc[3]
+    figures = at.get("plotly_chart")
+    assert len(figures) == 4
+
+
+# --------------------------------------------------------------------------- service guarantees behind the page
+
+
+def _labelled_run(svc: MarginLab, strategy: str, n: int, seed: int = 0):
+    dataset_id = svc.ensure_demo_dataset() or svc.datasets()[0].id
+    run = svc.start_session(dataset_id=dataset_id, annotator="cy", strategy=strategy, seed=seed)
+    for _ in range(n):
+        item = run.shown.item_index
+        run.answer(int(run.y_true[item]), item_index=item)
+    return run
+
+
+def test_double_submit_stores_one_label_and_says_so(db_url):
+    svc = service(db_url)
+    run = _labelled_run(svc, "near-boundary", 3)
+    item = run.shown.item_index
+    first = run.answer(-1, item_index=item)
+    second = run.answer(-1, item_index=item)  # the same click delivered twice
+    assert first.ok and not second.ok
+    assert "already answered" in second.message
+    events = repo.label_events(svc.engine, run.session_id)
+    assert [e.item_index for e in events].count(item) == 1 and len(events) == 4
+
+    # a second process holding a stale view of the session submits the same item
+    other = MarginLab(svc.engine)
+    stale = other.open_session(run.session_id)
+    item = run.shown.item_index
+    assert stale.shown.item_index == item
+    assert run.answer(1, item_index=item).ok
+    outcome = stale.answer(1, item_index=item)
+    assert not outcome.ok and "already" in outcome.message
+    assert len(repo.label_events(svc.engine, run.session_id)) == 5
+    assert len(stale.answers) == 5  # the stale view followed the database
+    np.testing.assert_allclose(stale.loop.pool_scores(), run.loop.pool_scores(), atol=1e-9)
+
+
+@pytest.mark.parametrize("strategy", ["near-boundary", "randomized-search", "ramp-region"])
+def test_undo_restores_the_exact_previous_model(db_url, strategy):
+    svc = service(db_url)
+    run = _labelled_run(svc, strategy, 12)
+    before = run.loop.pool_scores()
+    shown = run.shown
+    assert run.answer(1, item_index=shown.item_index).ok
+    assert not np.allclose(run.loop.pool_scores(), before)
+    assert run.undo().ok
+    np.testing.assert_allclose(run.loop.pool_scores(), before, rtol=0, atol=1e-9)
+    assert run.shown.item_index == shown.item_index
+    assert len(repo.label_events(svc.engine, run.session_id)) == 12
+
+
+def test_restart_rebuilds_the_same_labels_and_model(db_url):
+    svc = service(db_url)
+    run = _labelled_run(svc, "near-boundary", 15)
+    run.skip(item_index=run.shown.item_index)
+    restarted = service(db_url).open_session(run.session_id)  # a new process on the same file
+    assert restarted is not run
+    assert [(a.item_index, a.value) for a in restarted.answers] == [(a.item_index, a.value) for a in run.answers]
+    np.testing.assert_allclose(restarted.loop.pool_scores(), run.loop.pool_scores(), rtol=0, atol=1e-9)
+    assert restarted.shown.item_index == run.shown.item_index
+    assert restarted.n_labels == 15 and restarted.n_skips == 1
+
+
+# --------------------------------------------------------------------------- Data
+
+
+def test_data_page_adds_a_bundled_dataset_once(db_url):
+    at = start_app()
+    at.switch_page("views/data.py").run()
+    at.selectbox(key="bundled_name").select("breast-cancer").run()
+    assert at.selectbox(key="bundled_positive_breast-cancer").value == "malignant"
+    at.button(key="bundled_add").click().run()
+    assert not at.exception, at.exception
+    engine = service(db_url).engine
+    datasets = {d.name: d for d in repo.list_datasets(engine)}
+    assert sorted(datasets) == sorted([DEMO_NAME, "breast-cancer"])
+    cancer = datasets["breast-cancer"]
+    assert cancer.n_items == 569 and cancer.has_true_labels and cancer.display_kind == "table"
+    assert any("Imported" in s.value for s in at.success)
+    # the same data again: a message naming the existing dataset, nothing added
+    at.button(key="bundled_add").click().run()
+    assert not at.exception
+    assert len(repo.list_datasets(engine)) == 2
+    assert any("already imported" in i.value for i in at.info)
+    # a session on it shows each item as a compact table row
+    at.switch_page("views/label.py").run()
+    start_session(at, "di", "random", dataset_id=cancer.id)
+    assert any(len(df.value) == cancer.n_features for df in at.dataframe)
+
+
+def test_csv_errors_name_the_row_and_column_and_change_nothing(db_url):
+    from core.datasets import DataError
+
+    svc = service(db_url)
+    svc.ensure_demo_dataset()
+    bad = b"a,b,label\n1,2,yes\n3,oops,no\n5,6,yes\n"
+    with pytest.raises(DataError) as error:
+        svc.import_csv(bad, name="bad", label_column="label", positive="yes")
+    message = str(error.value)
+    assert "'b'" in message or "column b" in message
+    assert "row 2" in message
+    assert len(svc.datasets()) == 1
+    good = b"a,b,label\n1,2,yes\n3,4,no\n5,6,yes\n7,9,maybe\n"
+    result = svc.import_csv(good, name="good", label_column="label", positive="yes", scaling="standard")
+    info = svc.dataset(result.dataset_id)
+    assert info.has_true_labels and info.meta["scaling"] == "standard"
+    y = repo.load_dataset_arrays(svc.engine, result.dataset_id)[1]
+    assert y.tolist() == [1, -1, 1, -1]
+
+
+# --------------------------------------------------------------------------- Compare
+
+
+def test_compare_page_runs_stores_and_reloads_a_comparison(db_url):
+    svc = service(db_url)
+    run = _labelled_run(svc, "near-boundary", 6)  # a labelling session to overlay
+    at = start_app()
+    at.switch_page("views/compare.py").run()
+    assert not at.exception
+    at.multiselect[0].set_value(["near-boundary", "random"])
+    numbers = {n.label: n for n in at.number_input}
+    numbers["Label budget"].set_value(16)
+    numbers["Seeds"].set_value(2)
+    numbers["Initial labels"].set_value(6)
+    [b for b in at.button if b.label == "Run the comparison"][0].click().run()
+    assert not at.exception, at.exception
+    (stored,) = svc.comparisons()
+    comparison = svc.comparison(stored.id)
+    rows = comparison.rows
+    assert set(rows["strategy"]) == {"near-boundary", "random"}
+    assert set(rows["seed"]) == {0, 1}
+    assert rows.groupby(["strategy", "seed"])["n_labels"].max().eq(16).all()
+    summary = svc.summary_frame(comparison)
+    assert list(summary["strategy"]) == ["near-boundary", "random"]
+    assert len(at.get("plotly_chart")) == 3
+    assert any(len(df.value) == 2 for df in at.dataframe)  # the summary table
+    overlay = svc.session_curves(run.info.dataset_id)
+    assert set(overlay["session"]) == {f"session {run.session_id} (cy, near-boundary)"}
+    assert overlay["n_labels"].max() == 6
+
+    # reloading the page shows the stored comparison again
+    again = start_app()
+    again.switch_page("views/compare.py").run()
+    assert not again.exception
+    assert len(again.get("plotly_chart")) == 3
+
+
+# --------------------------------------------------------------------------- Export
+
+
+def test_export_page_and_files_carry_labels_provenance_and_model_state(db_url):
+    import io
+    import json
+
+    from core.solvers.base import OnlineSolver
+
+    svc = service(db_url)
+    run = _labelled_run(svc, "near-boundary", 9)
+    run.skip(item_index=run.shown.item_index)
+    at = start_app()
+    at.switch_page("views/export.py").run()
+    assert not at.exception, at.exception
+    assert len(at.get("download_button")) == 3
+
+    import pandas as pd
+
+    frame = pd.read_csv(io.BytesIO(svc.export_labels("csv", session_id=run.session_id)))
+    assert len(frame) == 9  # skips left out
+    labelled = [a for a in run.answers if a.value != 0]
+    assert frame["item_index"].tolist() == [a.item_index for a in labelled]
+    assert frame["label"].tolist() == [a.value for a in labelled]
+    assert set(frame["annotator"]) == {"cy"} and frame["labelled_at"].notna().all()
+    np.testing.assert_allclose(frame["decision_value"], [a.score for a in labelled], rtol=0, atol=1e-12)
+    assert frame["model_version"].tolist() == list(range(9))
+    jsonl = svc.export_labels("jsonl", annotator="cy", include_skips=True).decode().strip().splitlines()
+    assert len(jsonl) == 10
+    records = [json.loads(line) for line in jsonl]
+    assert [r["item_index"] for r in records] == [a.item_index for a in run.answers]
+    assert records[-1]["label"] == 0
+
+    blob = run.model_state()
+    with np.load(io.BytesIO(blob), allow_pickle=False) as archive:
+        meta = json.loads(str(archive["__meta__"]))
+        pool_items = archive["pool_items"]
+    assert meta["session_id"] == run.session_id and meta["n_labels"] == 9
+    solver = OnlineSolver.load(io.BytesIO(blob))
+    X_eval = run.X[run.eval_items]
+    np.testing.assert_allclose(solver.decision_function(X=X_eval), run.loop.solver.decision_function(X=X_eval),
+                               rtol=0, atol=1e-9)
+    np.testing.assert_array_equal(pool_items, run.pool_items)
