@@ -87,6 +87,22 @@ def main() -> None:
               f"{np.mean(auc_at) if auc_at else np.nan:>10.4f}   {rr.final_auc.mean():>9.4f} "
               f"{rr.final_n_sv.mean():>9.1f}")
 
+    print("\n== support vectors where each run first reaches the AUC that random ends with (same seed)")
+    print(f"  {'strategy':<18} {'labels':>8} {'SVs there':>10}   (random: {args.budget} labels, "
+          f"{runs[runs.strategy == 'random'].final_n_sv.mean():.1f} SVs, AUC "
+          f"{runs[runs.strategy == 'random'].final_auc.mean():.4f})")
+    final_random = runs[runs.strategy == "random"].set_index("seed")["final_auc"]
+    for s in ("randomized-search", "autoactive", "near-boundary", "ramp-region"):
+        labels, svs = [], []
+        for seed, target in final_random.items():
+            g = rows[(rows.strategy == s) & (rows.seed == seed)].sort_values("n_labels")
+            hit = g[g.auc >= target]
+            if len(hit):
+                labels.append(int(hit.n_labels.iloc[0]))
+                svs.append(int(hit.n_sv.iloc[0]))
+        print(f"  {s:<18} {np.mean(labels) if labels else np.nan:>8.1f} {np.mean(svs) if svs else np.nan:>10.1f}   "
+              f"(reached on {len(labels)}/{len(final_random)} seeds)")
+
     print("\n== ramp-region: labels asked vs items seen (asked + passed over without a label)")
     rp = runs[runs.strategy == "ramp-region"]
     for r in rp.itertuples():
