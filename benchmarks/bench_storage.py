@@ -108,8 +108,8 @@ def bench_record_latency(folder: Path, n_labels: int, synchronous: str = "FULL")
     return timings
 
 
-def writer_process(url: str, session_id: int, first: int, count: int, go_file: str) -> None:
-    engine = storage.make_engine(url)
+def writer_process(url: str, session_id: int, first: int, count: int, go_file: str, synchronous: str) -> None:
+    engine = storage.make_engine(url, sqlite_synchronous=synchronous)
     record(engine, session_id, first, annotator=f"writer {session_id}")  # warm-up, counted as a label
     while not os.path.exists(go_file):
         time.sleep(0.001)
@@ -122,14 +122,26 @@ def writer_process(url: str, session_id: int, first: int, count: int, go_file: s
     print(json.dumps({"start": started, "end": time.time(), "labels": count - 1, "latencies": latencies}))
 
 
-def bench_concurrent_writers(folder: Path, n_writers: int, per_writer: int) -> dict[str, float]:
-    url, engine = new_database(folder, "concurrent.db")
+def bench_concurrent_writers(
+    folder: Path, n_writers: int, per_writer: int, synchronous: str = "FULL"
+) -> dict[str, float]:
+    url, engine = new_database(folder, f"concurrent-{synchronous}.db", synchronous)
     dataset_id = make_dataset(engine, n_writers * per_writer, 10)
     sessions = [start(engine, dataset_id, annotator=f"writer {k}") for k in range(n_writers)]
-    go_file = folder / "go"
+    go_file = folder / f"go-{synchronous}"
     workers = [
         subprocess.Popen(
-            [sys.executable, __file__, "--writer", url, str(sid), str(k * per_writer), str(per_writer), str(go_file)],
+            [
+                sys.executable,
+                __file__,
+                "--writer",
+                url,
+                str(sid),
+                str(k * per_writer),
+                str(per_writer),
+                str(go_file),
+                synchronous,
+            ],
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
@@ -236,11 +248,11 @@ def bench_export(folder: Path, n_rows: int, n_features: int) -> dict[str, float]
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="smaller sizes, for a smoke run")
-    parser.add_argument("--writer", nargs=5, help=argparse.SUPPRESS)
+    parser.add_argument("--writer", nargs=6, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.writer:
-        url, session_id, first, count, go_file = args.writer
-        writer_process(url, int(session_id), int(first), int(count), go_file)
+        url, session_id, first, count, go_file, synchronous = args.writer
+        writer_process(url, int(session_id), int(first), int(count), go_file, synchronous)
         return
 
     n_latency = 300 if args.quick else 2000
@@ -251,6 +263,7 @@ def main() -> None:
         latency = bench_record_latency(folder, n_latency)
         latency_normal = bench_record_latency(folder, n_latency, "NORMAL")
         concurrent = bench_concurrent_writers(folder, 4, per_writer)
+        concurrent_normal = bench_concurrent_writers(folder, 4, per_writer, "NORMAL")
         rebuild = bench_rebuild(folder, 1000)
         export = bench_export(folder, n_export, 10)
 
@@ -273,6 +286,12 @@ def main() -> None:
             "  record_label under 4 writers, median / p95",
             f"{concurrent['median_ms']:.1f} / {concurrent['p95_ms']:.1f} ms",
             "",
+        ),
+        (
+            "4 concurrent writers, synchronous=NORMAL",
+            f"{concurrent_normal['labels_per_second']:.0f} labels/s",
+            f"median / p95 {concurrent_normal['median_ms']:.1f} / {concurrent_normal['p95_ms']:.1f} ms, "
+            f"{concurrent_normal['lost']} lost",
         ),
         ("rebuild 1,000-label session: read events", f"{rebuild['events_ms']:.1f} ms", "label_events()"),
         ("  load dataset, session, snapshot", f"{rebuild['dataset_ms']:.1f} ms", "2,000 x 2 dataset"),
