@@ -425,7 +425,13 @@ class ActiveLearningLoop:
         entry = self._undo.pop()
         i = entry.item
         if entry.kind == "teach":
-            if self.solver.exact_unlearn:
+            if self.n_labels == 1:
+                # back to nothing learned: a fresh solver is exactly what a rebuild has (with no
+                # examples the bias is arbitrary, and a solver may keep the one it last had)
+                self.solver = make_solver(self.solver_name, self.X, **self.solver_params)
+                if entry.snapshot is not None:
+                    self._snapshot_bytes -= entry.snapshot_bytes
+            elif self.solver.exact_unlearn:
                 self.solver.unlearn(i)
             elif entry.snapshot is not None:
                 self._snapshot_bytes -= entry.snapshot_bytes
