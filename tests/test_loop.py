@@ -262,3 +262,18 @@ def test_random_sequences_of_answers_keep_scores_current_and_rebuildable(data, o
     again = ActiveLearningLoop.from_events(loop.events, X, **cfg)
     assert np.array_equal(again.labels, loop.labels)
     np.testing.assert_allclose(fresh_scores(again), fresh_scores(loop), rtol=0, atol=1e-9)
+
+
+@pytest.mark.parametrize("solver", ["incremental", "lasvm", "ramp"])
+def test_undoing_every_label_gives_back_the_initial_loop(data, solver):
+    X, y, _, _ = data
+    loop = ActiveLearningLoop(X, strategy="random", solver=solver, seed=2)
+    first = loop.next_query()
+    run(loop, y, 6)
+    for _ in range(6):
+        loop.undo()
+    fresh = ActiveLearningLoop(X, strategy="random", solver=solver, seed=2)
+    assert loop.n_labels == 0 and loop.events == []
+    assert np.array_equal(fresh_scores(loop), fresh_scores(fresh))
+    assert np.array_equal(loop.pool_scores(), fresh.pool_scores())
+    assert loop.next_query().index == first.index
