@@ -34,6 +34,7 @@ from storage.errors import SchemaVersionError
 from storage.models import SCHEMA_VERSION, Base, SchemaInfo
 
 DATABASE_URL_ENV = "MARGINLAB_DATABASE_URL"
+SQLITE_SYNCHRONOUS_ENV = "MARGINLAB_SQLITE_SYNCHRONOUS"
 DATABASE_FILENAME = "marginlab.db"
 
 #: milliseconds a SQLite connection waits for another writer before giving up
@@ -69,16 +70,21 @@ def is_sqlite(engine_or_url: Engine | str) -> bool:
     return make_url(engine_or_url).get_backend_name() == "sqlite"
 
 
-def make_engine(url: str | None = None, *, sqlite_synchronous: str = "FULL", **engine_kwargs: Any) -> Engine:
+def make_engine(url: str | None = None, *, sqlite_synchronous: str | None = None, **engine_kwargs: Any) -> Engine:
     """Create the process's engine for ``url`` (default: ``database_url()``).
 
-    ``sqlite_synchronous``: ``FULL`` (default) makes every commit that returned
-    survive a power cut; ``NORMAL`` still survives any crash of the process
-    but may lose the last commits on a power cut or OS crash, for a faster commit.
+    ``sqlite_synchronous`` (default ``$MARGINLAB_SQLITE_SYNCHRONOUS`` or
+    ``FULL``): with ``FULL`` every commit that returned survives a power cut
+    (one fsync per commit); ``NORMAL`` survives any crash of the process but
+    may lose the last commits on a power cut or OS crash, for a faster commit.
     """
     url = url or database_url()
+    sqlite_synchronous = (sqlite_synchronous or os.environ.get(SQLITE_SYNCHRONOUS_ENV) or "FULL").strip()
     if sqlite_synchronous.upper() not in SQLITE_SYNCHRONOUS_MODES:
-        raise ValueError(f"sqlite_synchronous must be one of {', '.join(SQLITE_SYNCHRONOUS_MODES)}")
+        raise ValueError(
+            f"sqlite_synchronous ({SQLITE_SYNCHRONOUS_ENV}) must be one of {', '.join(SQLITE_SYNCHRONOUS_MODES)}, "
+            f"not {sqlite_synchronous!r}"
+        )
     if not is_sqlite(url):
         engine_kwargs.setdefault("pool_pre_ping", True)
         return create_engine(url, **engine_kwargs)

@@ -172,7 +172,7 @@ def test_sigkill_leaves_exactly_the_labels_whose_commit_returned(database):
     from core.loop import ActiveLearningLoop
 
     url, engine, _big = database
-    X, y = make_gaussians(300, np.random.default_rng(3), separation=2.0)
+    X, y = make_gaussians(2000, np.random.default_rng(3), separation=2.0)
     dataset_id = storage.import_dataset(engine, name="gaussians", X=X, feature_names=["x1", "x2"], y_true=y)
     session_id = storage.start_session(
         engine,
@@ -185,14 +185,17 @@ def test_sigkill_leaves_exactly_the_labels_whose_commit_returned(database):
     )
     rng = random.Random(1234)
     returned: list[tuple[int, int]] = []  # (item_index, label_id) whose record_label returned
+    kills = 0
     for _round in range(5):
         worker = spawn_worker("loop", url, session_id)
         first = worker.stdout.readline()  # it is labelling: kill it at a random moment
         assert first.startswith("begin"), first + worker.stderr.read()
         time.sleep(rng.uniform(0.0, 0.3))
         worker.send_signal(signal.SIGKILL)
-        output, _errors = worker.communicate()
-        assert worker.returncode == -signal.SIGKILL
+        output, errors = worker.communicate()
+        # (a child that answered the whole pool before the kill came exits normally)
+        assert worker.returncode in (-signal.SIGKILL, 0), errors
+        kills += worker.returncode == -signal.SIGKILL
         in_flight = None
         for line in (first + output).splitlines(keepends=True):
             if not line.endswith("\n"):
@@ -211,7 +214,7 @@ def test_sigkill_leaves_exactly_the_labels_whose_commit_returned(database):
         if extra:
             assert extra[0][0] == in_flight
             returned.append(extra[0])  # committed; the kill came before the child could say so
-    assert len(returned) >= 5
+    assert kills >= 1 and len(returned) >= 5
 
     with engine.connect() as connection:
         assert connection.execute(text("PRAGMA integrity_check")).scalar() == "ok"

@@ -39,7 +39,8 @@ def test_default_database_lives_in_the_user_data_folder(monkeypatch, tmp_path):
     assert (tmp_path / "xdg" / "marginlab").is_dir()
 
 
-def test_sqlite_connections_get_foreign_keys_wal_and_busy_timeout(tmp_path):
+def test_sqlite_connections_get_foreign_keys_wal_and_busy_timeout(tmp_path, monkeypatch):
+    monkeypatch.delenv("MARGINLAB_SQLITE_SYNCHRONOUS", raising=False)
     engine = storage.make_engine(f"sqlite:///{tmp_path / 'nested' / 'folder' / 'm.db'}")
     storage.init_db(engine)
     with engine.connect() as connection:
@@ -50,6 +51,11 @@ def test_sqlite_connections_get_foreign_keys_wal_and_busy_timeout(tmp_path):
     engine.dispose()
     with pytest.raises(ValueError, match="sqlite_synchronous"):
         storage.make_engine(f"sqlite:///{tmp_path / 'x.db'}", sqlite_synchronous="OFF")
+    monkeypatch.setenv("MARGINLAB_SQLITE_SYNCHRONOUS", "normal")
+    engine = storage.make_engine(f"sqlite:///{tmp_path / 'normal.db'}")
+    with engine.connect() as connection:
+        assert connection.execute(text("PRAGMA synchronous")).scalar() == 1
+    engine.dispose()
 
 
 def test_init_db_is_idempotent_and_records_the_version(tmp_path):
