@@ -220,12 +220,18 @@ class ActiveLearningLoop:
         self._f: np.ndarray | None = None
         self._slots: dict[int, int] = {}  # store index -> row of _rowbuf
         self._rowbuf: np.ndarray | None = None
-        if self.track_scores:
-            sv, coef, b = self.solver.coefficients()
-            self._beta[np.asarray(sv, dtype=np.intp)] = coef
-            self._b = float(b)
-            self._f = np.asarray(self.solver.decision_function(np.arange(n)), dtype=np.float64).copy()
+        self._init_scores()
         self.rng = self._step_rng()
+
+    def _init_scores(self) -> None:
+        """Score the pool from scratch (the loop's start, or back to nothing learned)."""
+        if not self.track_scores:
+            return
+        sv, coef, b = self.solver.coefficients()
+        self._beta = np.zeros(self.n_items)
+        self._beta[np.asarray(sv, dtype=np.intp)] = coef
+        self._b = float(b)
+        self._f = np.asarray(self.solver.decision_function(np.arange(self.n_items)), dtype=np.float64).copy()
 
     # ------------------------------------------------------------------
     @staticmethod
@@ -431,6 +437,7 @@ class ActiveLearningLoop:
                 self.solver = make_solver(self.solver_name, self.X, **self.solver_params)
                 if entry.snapshot is not None:
                     self._snapshot_bytes -= entry.snapshot_bytes
+                self._init_scores()
             elif self.solver.exact_unlearn:
                 self.solver.unlearn(i)
             elif entry.snapshot is not None:
