@@ -41,5 +41,9 @@ class DuplicateLabelError(StorageError):
         self.label_id = label_id
 
 
+class InvalidLabelError(StorageError, ValueError):
+    """A label value or item index that cannot be recorded."""
+
+
 class SessionClosedError(StorageError):
     """A label was recorded or undone in a session that has been closed."""

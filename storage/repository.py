@@ -26,6 +26,7 @@ from storage.errors import (
     DatasetValidationError,
     DuplicateDatasetError,
     DuplicateLabelError,
+    InvalidLabelError,
     NotFoundError,
     SessionClosedError,
     StorageError,
@@ -51,10 +52,6 @@ EngineLike = Engine | sessionmaker[Session]
 
 #: model snapshots kept per session (older ones are deleted when a new one is saved)
 SNAPSHOTS_KEPT = 3
-
-
-class InvalidLabelError(StorageError, ValueError):
-    """A label value or item index that cannot be recorded."""
 
 
 # --------------------------------------------------------------------------- results
