@@ -1,17 +1,17 @@
-"""Export labelled items to CSV / JSON Lines, and import CSV files.
+"""Export labelled items to CSV / JSON Lines.
 
 An export row is one active label: the item (index, key, display text), its
 features (one column per feature name), the label (+1, -1, or 0 for a skip)
 and its provenance (annotator, session, time, strategy, solver, the decision
 value the model gave the item when it was asked, model version, timings).
-Numbers are written with ``repr`` so they read back exactly:
+Numbers are written as their shortest exact decimal, so they read back bit for bit:
 ``storage.importing.import_labelled_export`` turns an export back into a
 dataset whose true labels are the exported labels.
 
-CSV layout: provenance columns, then the feature columns under their own
-names (a feature whose name clashes with a provenance column is written as
-``feature:<name>``). JSONL layout: one object per line with the features
-nested under ``"features"``.
+CSV layout: the item columns, the feature columns under their own names (a
+feature whose name clashes with another column is written as
+``feature:<name>``), then the label and provenance columns. JSONL layout: one
+object per line, the features nested under ``"features"``.
 """
 
 from __future__ import annotations
