@@ -125,6 +125,7 @@ class IncrementalSVM(OnlineSolver):
         self._n_resync = 0
         self._n_refresh = 0
         self._kscale: float | None = None
+        self._resync_pending = False
         self._pos_of = np.full(len(getattr(self, "store", ())), -1, dtype=np.intp)
 
     def _on_store_grown(self, n_new: int) -> None:
@@ -312,7 +313,27 @@ class IncrementalSVM(OnlineSolver):
         eps_beta = 1e-12
         kkt_slack = 1e-9
         nL = self._nL
-        blocked = np.zeros(nL, dtype=bool)
+        ykp = yp * krow_p
+        # watch_i = +1 for E, -1 for O examples whose margin may limit the step (case 4):
+        # dg_i * watch_i > 0 means g_i moves towards 0.  Examples that violate their KKT
+        # condition (pending repair) and blocked ones are not watched.
+        st0, g0 = self._pst[:nL], self._pg[:nL]
+        watch = np.where((st0 == SET_E) & (g0 <= kkt_slack), 1.0, 0.0)
+        watch[(st0 == SET_O) & (g0 >= -kkt_slack)] = -1.0
+        blocked: list[int] = []
+
+        def unblock() -> None:
+            for j in blocked:
+                if self._pst[j] == SET_E:
+                    watch[j] = 1.0
+                elif self._pst[j] == SET_O:
+                    watch[j] = -1.0
+            blocked.clear()
+
+        def block(j: int) -> None:
+            watch[j] = 0.0
+            blocked.append(j)
+
         prev: tuple[str, int, bool] | None = None
         iters = 0
         msg = ""
@@ -338,7 +359,10 @@ class IncrementalSVM(OnlineSolver):
                 eps_gamma = 0.0
             else:
                 beta = self._sensitivity(yp, krow_p[S])  # eq. 7
-                gamma = yl * (yp * krow_p + (yl[S] * beta[1:]) @ self._Ks[:m, :nL] + beta[0])  # eqs. 8, 30
+                gamma = (yl[S] * beta[1:]) @ self._Ks[:m, :nL]  # eq. 30: gaxpy over the rows of S
+                gamma += ykp
+                gamma += beta[0]
+                gamma *= yl  # eq. 8
                 gamma[S] = 0.0
                 dg = gamma * d
                 # gamma_i is a sum of terms of size up to scale·(1 + |beta_S|_1) + |beta_b|;
@@ -375,23 +399,23 @@ class IncrementalSVM(OnlineSolver):
                 t3[up] = (C - aS[up]) / da[up]
                 t3[down] = aS[down] / -da[down]
                 np.maximum(t3, 0.0, out=t3)
-                if m:
-                    tmin = t3.min()
-                    if np.isfinite(tmin):
-                        ties = np.flatnonzero(t3 == tmin)
-                        k = int(S[ties[np.argmin(self._pseq[S[ties]])]])
-                        offer(float(tmin), 2, k, "leave")
+                j3 = int(np.argmin(t3)) if m else 0
+                if m and t3[j3] < np.inf:
+                    tmin = t3[j3]
+                    ties = np.flatnonzero(t3 == tmin)
+                    if len(ties) > 1:
+                        j3 = int(ties[np.argmin(self._pseq[S[ties]])])
+                    offer(float(tmin), 2, int(S[j3]), "leave")
             # case 4 (eqs. 13–14): an error or other vector reaches the margin
-            cand_E = (st == SET_E) & ~blocked & (dg > eps_gamma) & (g <= kkt_slack)
-            cand_O = (st == SET_O) & ~blocked & (dg < -eps_gamma) & (g >= -kkt_slack)
-            cand = np.flatnonzero(cand_E | cand_O)
+            cand = np.flatnonzero(watch * dg > eps_gamma)
             if len(cand):
-                t4 = np.maximum(-g[cand] / dg[cand], 0.0)
-                tmin = t4.min()
-                if np.isfinite(tmin):
-                    ties = cand[t4 == tmin]
-                    k = int(ties[np.argmin(self._pseq[ties])])
-                    offer(float(tmin), 3, k, "enter")
+                t4 = -g[cand] / dg[cand]
+                np.maximum(t4, 0.0, out=t4)
+                j4 = int(np.argmin(t4))
+                tmin = t4[j4]
+                ties = cand[t4 == tmin]
+                k = int(ties[np.argmin(self._pseq[ties])]) if len(ties) > 1 else int(cand[j4])
+                offer(float(tmin), 3, k, "enter")
 
             if best is None:
                 # Only possible when unlearning with S empty and nothing left to absorb
@@ -452,21 +476,23 @@ class IncrementalSVM(OnlineSolver):
                 if zero and prev is not None and prev[:2] == ("enter", k):
                     # §4.2: no immediate cycling — k entered S in the previous iteration and
                     # would leave it again without any progress: keep it out of S for now.
-                    blocked[k] = True
+                    block(k)
                 else:
-                    blocked[:] = False
+                    unblock()
+                    watch[k] = 1.0 if up else -1.0
                 prev = ("leave", k, zero)
                 continue
             # kind == "enter"
             g[k] = 0.0
             if zero and prev is not None and prev[0] == "leave" and prev[1] == k:
-                blocked[k] = True  # §4.2: it just left S with no progress; do not bring it back at once
+                block(k)  # §4.2: it just left S with no progress; do not bring it back at once
                 prev = ("blocked", k, zero)
                 continue
             if self._enter(k):
-                blocked[:] = False
+                watch[k] = 0.0
+                unblock()
             else:
-                blocked[k] = True
+                block(k)
             prev = ("enter", k, zero)
         return iters, msg
 
@@ -521,6 +547,8 @@ class IncrementalSVM(OnlineSolver):
         if np.all(np.isfinite(R)):
             self._R[: m + 1, : m + 1] = R
             self._n_refresh += 1
+            # the margins were moved with the perturbed inverse: recompute them at the end of this update
+            self._resync_pending = True
 
     # ------------------------------------------------------------- repair
     def _violations(self) -> np.ndarray:
@@ -593,6 +621,7 @@ class IncrementalSVM(OnlineSolver):
         nL, m = self._nL, self._m
         self._n_resync += 1
         self._since_sync = 0
+        self._resync_pending = False
         if nL == 0:
             return
         idxL = self._pidx[:nL]
@@ -641,15 +670,29 @@ class IncrementalSVM(OnlineSolver):
         self._pg[:nL] = g
         self._repair()
 
+    def _margin_drift(self) -> float:
+        """Exact |g_S| from the stored rows of S (O(|S| n_learned)): the margins of S must be 0."""
+        m, nL = self._m, self._nL
+        if m == 0:
+            return 0.0
+        S = self._Spos[:m]
+        coef = self._pa[:nL] * self._py[:nL]
+        gS = self._py[S] * (self._Ks[:m, :nL] @ coef + self._b) - self._offset
+        return float(np.max(np.abs(gS)))
+
     def _after_update(self) -> None:
+        """Drift control: probe R·Q~ ≈ I and the exact margins of S; re-sync when they drift,
+        after an ill-conditioned inverse update, or every ``resync_every`` updates."""
         self._since_sync += 1
         self._since_probe += 1
         drift = 0.0
         if self._since_probe >= self.probe_every:
             self._since_probe = 0
-            drift = self._probe_drift()
-        if self._since_sync >= self.resync_every or drift > 1e-8:
+            drift = max(self._probe_drift(), self._margin_drift() / max(1.0, self.C * self._kernel_scale()))
+        if self._resync_pending or self._since_sync >= self.resync_every or drift > 1e-8:
             self._resync()
+            if self._resync_pending:  # the repair inside needed an ill-conditioned update itself
+                self._resync()
         elif self._violations().max(initial=0.0) > self._repair_tol():
             self._repair()
 
