@@ -411,3 +411,38 @@ def test_long_run_with_frequent_resync_stays_exact():
     if len(np.unique(y[learned])) == 2:
         sol, f_ref = reference_on(s, X, y, learned, 3.0)
         assert rel_close(s.dual_objective(), sol.objective, 1e-6)
+
+
+def test_dependent_points_never_enter_the_margin_set():
+    # linear kernel in 2-D: with the bias, at most 3 margin vectors are linearly
+    # independent in the bordered system; duplicates and collinear points must be
+    # kept out of S by the kappa guard (eq. 17), so Q~ stays invertible.
+    rng = np.random.default_rng(21)
+    base = rng.normal(size=(12, 2))
+    X = np.vstack([base, base, base[:6] * 0.5 + base[6:] * 0.5])  # duplicates and midpoints (collinear)
+    y = np.where(X[:, 0] - X[:, 1] + 0.3 * rng.normal(size=len(X)) > 0, 1.0, -1.0)
+    s = IncrementalSVM(X, kernel="linear", C=5.0)
+    for i in rng.permutation(len(X)):
+        s.learn(i, y[i])
+        assert len(s.sets()["S"]) <= 3
+        assert s.kkt_violation() <= 1e-8
+        if s._m:
+            assert np.linalg.cond(s._Qtilde()) < 1e12
+    sol, _ = reference_on(s, X, y, np.arange(len(X)), 5.0)
+    assert rel_close(s.dual_objective(), sol.objective, 1e-6)
+
+
+def test_store_can_grow_between_labels():
+    X, y = two_blobs(40, seed=22)
+    s = IncrementalSVM(X[:10], kernel="rbf", C=1.0, gamma=GAMMA)
+    for i in range(10):
+        s.learn(i, y[i])
+    s.add_points(X[10:25])
+    for i in range(10, 25):
+        s.learn(i, y[i])
+    s.add_points(X[25:])
+    for i in range(25, 40):
+        s.learn(i, y[i])
+    assert s.kkt_violation() <= 1e-8
+    _, f_ref = reference_on(s, X, y, np.arange(40), 1.0)
+    np.testing.assert_allclose(s.decision_function(), f_ref, atol=1e-5)
