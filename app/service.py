@@ -384,12 +384,12 @@ class LabellingRun:
         if self.has_evaluation:
             y = self.y_true[self.eval_items]
             scores = self.loop.solver.decision_function(X=self.X[self.eval_items])
-            title = f"ROC on the evaluation split ({len(y)} held-out items)"
+            title = f"ROC · evaluation split ({len(y)} held-out items)"
         else:
             pairs = [(a.value, a.score) for a in self.answers if a.value != 0 and a.score is not None]
             y = np.array([p[0] for p in pairs])
             scores = np.array([p[1] for p in pairs], dtype=float)
-            title = f"ROC from the scores the model gave each item when it was asked ({len(y)} labels)"
+            title = f"ROC · scores the model gave each item when it was asked<br>({len(y)} labels)"
         if len(y) < 2 or len(set(np.asarray(y).tolist())) < 2 or not np.all(np.isfinite(scores)):
             return None
         curve = roc_curve(y, scores)

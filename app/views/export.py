@@ -34,7 +34,10 @@ frame = pd.read_csv(io.BytesIO(csv_bytes)) if csv_bytes.strip() else pd.DataFram
 st.caption(f"{len(frame)} labelled items match. Each row carries who labelled it and when, the heuristic and "
            "solver that asked, the score the model gave it, the model version and the timings.")
 if len(frame):
-    st.dataframe(frame.head(50), hide_index=True, width="stretch", height=260, key="export_preview")
+    first = [c for c in ("item_index", "item_key", "label", "annotator", "labelled_at", "strategy", "solver",
+                         "decision_value", "model_version", "session_id", "dataset_name") if c in frame]
+    preview = frame[first + [c for c in frame.columns if c not in first]]
+    st.dataframe(preview.head(50), hide_index=True, width="stretch", height=260, key="export_preview")
 left, right = st.columns(2)
 left.download_button("Download CSV", csv_bytes, file_name="marginlab-labels.csv", mime="text/csv",
                      type="primary", disabled=not len(frame), key="download_csv", width="stretch")

@@ -1,5 +1,7 @@
 """Label: start or resume a session, answer the item the model asks about, watch it learn."""
 
+import time
+
 import streamlit as st
 
 from app import charts, ui
@@ -63,6 +65,9 @@ if st.session_state.session_id is None:
     st.stop()
 
 
+ITEM_FIRST_PAUSE_S = 0.03
+
+
 # -- the labelling panel: a fragment, so a click reruns only this part -------------------------------
 def _answer(session_id: int, value: int, item_index: int) -> None:
     st.session_state.outcome = svc.open_session(session_id).answer(value, item_index=item_index)
@@ -76,7 +81,7 @@ def _undo(session_id: int) -> None:
 def labelling_panel(session_id: int) -> None:
     run = svc.open_session(session_id)
     shown = run.shown
-    item_col, chart_col = st.columns([5, 7], gap="large")
+    item_col, chart_col = st.columns([1, 1], gap="large")
     with item_col:
         if shown is None:
             st.success("Every item of the pool has been answered.")
@@ -107,6 +112,9 @@ def labelling_panel(session_id: int) -> None:
         progress += f" · pool {len(run.pool_items)} items"
         st.container(key="progress").markdown(progress)
         st.caption(f"Model update {update} · next query {query} · solver {run.info.solver}")
+    # Hand the item to the browser before building the charts: the deltas above are
+    # sent by the server's event loop, which the chart work below would hold up.
+    time.sleep(ITEM_FIRST_PAUSE_S)
     with chart_col:
         history = run.history()
         top = st.columns(2)
