@@ -31,7 +31,7 @@ from core.loop import ActiveLearningLoop
 from core.metrics import roc_auc, roc_curve
 from storage import repository as repo
 from storage.engine import init_db, make_engine
-from storage.errors import DuplicateDatasetError, DuplicateLabelError
+from storage.errors import DuplicateDatasetError, DuplicateLabelError, StorageError
 
 #: heuristics an analyst can label with (``gradient`` needs the true labels: simulation only)
 LABEL_STRATEGIES = ("near-boundary", "largest-positive", "randomized-search", "autoactive", "ramp-region", "random")
@@ -273,6 +273,8 @@ class LabellingRun:
                 # stored once already (another tab or process): take the database's view
                 self._rebuild()
                 return self._tell(Outcome(False, f"{error} Nothing was recorded twice.", "warning"))
+            except StorageError as error:  # e.g. the session was closed meanwhile
+                return self._tell(Outcome(False, f"Nothing was recorded: {error}", "error"))
             self.answers.append(Answer(shown.item_index, value, shown.score))
             t0 = time.perf_counter()
             if value == 0:
@@ -297,7 +299,10 @@ class LabellingRun:
     def undo(self) -> Outcome:
         """Undo the last label or skip: storage first, then the loop; the item is shown again."""
         with self.lock:
-            event = repo.undo_last_label(self.engine, self.session_id)
+            try:
+                event = repo.undo_last_label(self.engine, self.session_id)
+            except StorageError as error:
+                return self._tell(Outcome(False, f"Nothing was undone: {error}", "error"))
             if event is None:
                 return self._tell(Outcome(False, "Nothing to undo.", "warning"))
             last = self.answers[-1] if self.answers else None
@@ -579,8 +584,10 @@ class MarginLab:
         return ImportResult(dataset_id, True, f"Imported '{kw['name']}' as dataset {dataset_id}.")
 
     # -- sessions ----------------------------------------------------------------
-    def sessions(self, dataset_id: int | None = None, annotator: str | None = None) -> list[repo.SessionInfo]:
-        return repo.list_sessions(self.engine, dataset_id=dataset_id, annotator=annotator)
+    def sessions(self, dataset_id: int | None = None, annotator: str | None = None,
+                 status: str | None = None) -> list[repo.SessionInfo]:
+        """Sessions, most recently updated first."""
+        return repo.list_sessions(self.engine, dataset_id=dataset_id, annotator=annotator, status=status)
 
     def start_session(self, *, dataset_id: int, annotator: str, strategy: str, solver: str | None = None,
                       C: float = DEFAULT_C, gamma: float | str = DEFAULT_GAMMA, seed: int = 0,

@@ -374,3 +374,17 @@ def test_export_page_and_files_carry_labels_provenance_and_model_state(db_url):
     np.testing.assert_allclose(solver.decision_function(X=X_eval), run.loop.solver.decision_function(X=X_eval),
                                rtol=0, atol=1e-9)
     np.testing.assert_array_equal(pool_items, run.pool_items)
+
+
+def test_a_closed_session_refuses_labels_with_a_message(db_url):
+    svc = service(db_url)
+    run = _labelled_run(svc, "random", 2)
+    repo.close_session(svc.engine, run.session_id)
+    outcome = run.answer(1, item_index=run.shown.item_index)
+    assert not outcome.ok and outcome.kind == "error" and "Nothing was recorded" in outcome.message
+    assert not run.undo().ok
+    assert len(repo.label_events(svc.engine, run.session_id)) == 2
+    assert run.n_labels == 2
+    at = start_app()  # the Label page offers active sessions only
+    assert [s.id for s in svc.sessions(status="active")] == []
+    assert any("Start a session" in i.value for i in at.info)

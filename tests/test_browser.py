@@ -215,3 +215,13 @@ def test_label_with_keys_then_restart_resumes_the_session(tmp_path):
                 assert progress_labels(page) == n_keys + 1
         finally:
             browser.close()
+
+
+def test_a_missing_chromium_fails_with_instructions(monkeypatch):
+    """Without Debian's Chromium the browser test must fail (and say how to install it), not skip."""
+    import tests.test_browser as harness
+
+    monkeypatch.setattr(harness, "CHROMIUM", "/nonexistent/chromium")
+    monkeypatch.setattr(harness.shutil, "which", lambda name: None)
+    with pytest.raises(pytest.fail.Exception, match="make browser-deps"):
+        harness.require_chromium()

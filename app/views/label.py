@@ -11,7 +11,7 @@ svc = ui.service()
 st.title("Label")
 
 datasets = svc.datasets()
-sessions = svc.sessions()
+sessions = svc.sessions(status="active")
 
 
 def _start_session() -> None:
@@ -40,7 +40,8 @@ if st.session_state.get("session_picker") not in ids:
 top_left, top_right = st.columns([3, 2], vertical_alignment="bottom")
 if ids:
     labels = {s.id: f"#{s.id} · {s.dataset_name} · {s.strategy} / {s.solver} · {s.annotator}" for s in sessions}
-    top_left.selectbox("Session", ids, format_func=labels.get, key="session_picker")
+    top_left.selectbox("Session", ids, format_func=labels.get, key="session_picker",
+                       on_change=lambda: st.session_state.update(outcome=None))
 st.session_state.session_id = st.session_state.session_picker
 
 with top_right.popover("New session", icon=":material/add:", width="stretch"), \
