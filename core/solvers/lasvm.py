@@ -77,6 +77,12 @@ class LASVM(OnlineSolver):
 
     ``unlearn`` is approximate (LASVM is not an exact incremental method); see
     its docstring.
+
+    Known limitation: the paper's first-order pair choice (the most violating
+    pair) converges slowly when C is large on a low-rank kernel matrix (linear
+    or polynomial kernels on few features, duplicated points): each step is
+    short and the iterates zigzag.  Such runs can reach ``max_iter``, which
+    warns (or raises), never stops silently.
     """
 
     name: ClassVar[str] = "lasvm"
