@@ -118,6 +118,9 @@ class IncrementalSVM(OnlineSolver):
         self._Spos = np.zeros(cap_margin, dtype=np.intp)  # position of each S slot
         self._Ks = np.zeros((cap_margin, cap_learned))  # kernel rows of S over learned (§5.3)
         self._R = np.zeros((cap_margin + 1, cap_margin + 1))  # R = Q~^{-1}, active (m+1)x(m+1)
+        n_features = getattr(getattr(self, "store", None), "n_features", None) or 0
+        self._XL = np.zeros((cap_learned, n_features))  # learned examples, contiguous (see _kernel_row)
+        self._sqL = np.zeros(cap_learned)
         self._b = 0.0
         self._seq = 0
         self._since_sync = 0
@@ -150,6 +153,11 @@ class IncrementalSVM(OnlineSolver):
         Ks = np.zeros((self._Ks.shape[0], new))
         Ks[:, :cap] = self._Ks
         self._Ks = Ks
+        XL = np.zeros((new, self._XL.shape[1]))
+        XL[:cap] = self._XL
+        sqL = np.zeros(new)
+        sqL[:cap] = self._sqL
+        self._XL, self._sqL = XL, sqL
 
     def _grow_margin(self) -> None:
         cap = len(self._Spos)
@@ -173,10 +181,16 @@ class IncrementalSVM(OnlineSolver):
         learned columns are evaluated, so a large unlabelled pool is not paid
         for on every label.
         """
-        idxL = self._pidx[: self._nL]
-        if len(self.store) <= 2 * self._nL + 16:
-            return self.cache.row(i)[idxL]
-        return np.array(self.cache.entries(i, idxL))
+        nL = self._nL
+        if len(self.store) <= 2 * nL + 16:
+            return self.cache.row(i)[self._pidx[:nL]]
+        # Large pool: evaluate against the contiguous copy of the learned examples
+        # (§5.3 keeps what the solver works on contiguous) instead of gathering their
+        # rows out of the store for every kernel row; counted like any evaluation.
+        self.cache.n_evals += nL
+        X = self.store.X
+        return self.kernel(X[i:i + 1], self._XL[:nL], sq_a=self.store.sq_norms[i:i + 1],
+                           sq_b=self._sqL[:nL])[0]
 
     def _kernel_scale(self) -> float:
         """max K(x_i, x_i) over the learned examples (kept up to date on learn; an upper bound after unlearn)."""
@@ -246,8 +260,12 @@ class IncrementalSVM(OnlineSolver):
 
     # --------------------------------------------------- learned-set storage
     def _append(self, i: int, y: float) -> int:
+        if self._XL.shape[1] != self.store.n_features:
+            self._XL = np.zeros((len(self._pidx), self.store.n_features))
         self._grow_learned()
         p = self._nL
+        self._XL[p] = self.store.X[i]
+        self._sqL[p] = self.store.sq_norms[i]
         self._nL += 1
         self._pidx[p] = i
         self._py[p] = y
@@ -275,7 +293,7 @@ class IncrementalSVM(OnlineSolver):
         i = int(self._pidx[p])
         q = self._nL - 1
         if p != q:
-            for nm in ("_pidx", "_py", "_pa", "_pg", "_pst", "_pseq", "_slot"):
+            for nm in ("_pidx", "_py", "_pa", "_pg", "_pst", "_pseq", "_slot", "_XL", "_sqL"):
                 arr = getattr(self, nm)
                 arr[p] = arr[q]
             self._pos_of[self._pidx[p]] = p
@@ -879,6 +897,10 @@ class IncrementalSVM(OnlineSolver):
         self._pst[:nL] = arrays["status"]
         self._pseq[:nL] = arrays["seq"]
         self._pos_of[pidx] = np.arange(nL)
+        if nL:
+            self._XL = np.zeros((len(self._pidx), self.store.n_features))
+            self._XL[:nL] = self.store.X[pidx]
+            self._sqL[:nL] = self.store.sq_norms[pidx]
         sc = np.asarray(arrays["scalars"], dtype=np.float64)
         self._b = float(sc[0])
         self._seq, self._since_sync, self._since_probe, self._n_resync = (int(v) for v in sc[1:5])
