@@ -42,6 +42,7 @@ from tests.test_browser import (  # noqa: E402
     progress_labels,
     shown_item_index,
     start_session_in_ui,
+    upload_csv_in_ui,
     wait_for_app,
 )
 
@@ -102,6 +103,10 @@ def screenshots(page, base_url: str, folder: Path) -> list[Path]:
     page.goto(f"{base_url}/data")
     page.wait_for_selector("text=Datasets in the database", timeout=60_000)
     shot("data")
+    upload_csv_in_ui(page, base_url, ROOT / "assets" / "breast_cancer.csv", label_column="diagnosis",
+                     positive="malignant", key_column="id")
+    page.wait_for_selector("text=Imported 'breast_cancer'", timeout=60_000)
+    shot("data-upload")
     page.goto(f"{base_url}/compare")
     page.wait_for_selector("text=Run the comparison", timeout=60_000)
     wait_for_app(page)

@@ -225,3 +225,63 @@ def test_a_missing_chromium_fails_with_instructions(monkeypatch):
     monkeypatch.setattr(harness.shutil, "which", lambda name: None)
     with pytest.raises(pytest.fail.Exception, match="make browser-deps"):
         harness.require_chromium()
+
+
+def choose(page, label: str, option: str) -> None:
+    """Pick ``option`` in the Streamlit selectbox labelled ``label``."""
+    box = page.get_by_role("combobox", name=label)
+    box.click()
+    box.press_sequentially(option)  # long option lists are virtualised: filter first
+    page.get_by_role("option", name=option, exact=True).click()
+
+
+def upload_csv_in_ui(page, base_url: str, path: Path, *, label_column: str | None = None,
+                     positive: str = "", key_column: str | None = None) -> None:
+    page.goto(f"{base_url}/data")
+    page.wait_for_selector("text=Datasets in the database", timeout=60_000)
+    wait_for_app(page)
+    page.get_by_role("tab", name="Upload a CSV").click()
+    page.locator("input[type='file']").set_input_files(str(path))
+    page.wait_for_selector("text=Positive value of the label column", timeout=60_000)
+    wait_for_app(page)
+    if label_column:
+        choose(page, "True-label column (optional)", label_column)
+    if positive:
+        page.get_by_role("textbox", name="Positive value of the label column").fill(positive)
+    if key_column:
+        choose(page, "Item key column (optional)", key_column)
+    page.get_by_role("button", name="Import", exact=True).click()
+    wait_for_app(page)
+
+
+def test_upload_a_csv_and_see_errors_that_name_row_and_column(tmp_path):
+    from playwright.sync_api import sync_playwright
+
+    from storage import repository as repo
+    from storage.engine import make_engine
+
+    db_url = f"sqlite:///{tmp_path / 'marginlab.db'}"
+    bad = tmp_path / "bad.csv"
+    bad.write_text("a,b,label\n1,2,yes\n3,oops,no\n5,6,yes\n")
+    with sync_playwright() as playwright:
+        browser = launch_browser(playwright)
+        try:
+            with AppServer(db_url, tmp_path / "server.log") as server:
+                page = browser.new_page(viewport={"width": 1400, "height": 1400})
+                upload_csv_in_ui(page, server.url, ROOT / "assets" / "breast_cancer.csv",
+                                 label_column="diagnosis", positive="malignant", key_column="id")
+                page.wait_for_selector("text=Imported 'breast_cancer'", timeout=60_000)
+                upload_csv_in_ui(page, server.url, bad, label_column="label", positive="yes")
+                error = page.locator("[data-testid='stAlertContentError']").inner_text(timeout=60_000)
+                assert "row 2" in error and "b" in error, error
+        finally:
+            browser.close()
+    engine = make_engine(db_url)
+    datasets = {d.name: d for d in repo.list_datasets(engine)}
+    assert set(datasets) == {"digits: 8 vs rest", "breast_cancer"}  # the bad file changed nothing
+    cancer = datasets["breast_cancer"]
+    assert cancer.n_items == 569 and cancer.n_features == 30 and cancer.has_true_labels
+    X, y, _, display = repo.load_dataset_arrays(engine, cancer.id)
+    assert int((y == 1).sum()) == 212  # malignant cases in the Wisconsin diagnostic set
+    assert display.item_keys[0] == "case_001"
+    engine.dispose()
