@@ -276,7 +276,16 @@ class LASVM(OnlineSolver):
         self._where[k] = n
         self._zeros.add(k)
         self._n = self._n_active = n + 1
-        self._ext = None
+        if self._ext is not None:
+            # the extremes over S + {k} follow from those over S: k can only
+            # move up (y_k = +1) or only down (y_k = -1); on a tie the earlier
+            # position wins, as with argmax/argmin
+            i, j = self._ext
+            g_k = self._g[n]
+            if y > 0 and (i < 0 or g_k > self._g[i]):
+                self._ext = (n, j)
+            elif y < 0 and (j < 0 or g_k < self._g[j]):
+                self._ext = (i, n)
 
     def _move(self, src: int, dst: int) -> None:
         """Copy everything of position src into position dst (src becomes free)."""
@@ -406,9 +415,9 @@ class LASVM(OnlineSolver):
         p = self._n - 1
         # 3) pair k with the extreme of the other side
         if self.y[k] > 0:
-            i, j = p, self._argmin_down()
+            i, j = p, self._extremes()[1]
         else:
-            i, j = self._argmax_up(), p
+            i, j = self._extremes()[0], p
         # 4) bail out if (i, j) is not a tau-violating pair
         if i < 0 or j < 0 or not self._g[i] - self._g[j] > self.tol:
             return False
