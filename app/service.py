@@ -19,7 +19,6 @@ import io
 import json
 import re
 import threading
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -246,6 +245,12 @@ class LabellingRun:
         ``item_index`` is the item the person saw when they pressed the button;
         when it is no longer the shown item (a double click, a second tab), the
         request is refused with a message instead of labelling an item nobody saw.
+
+        The stored provenance describes the model that asked: its decision value
+        for the item, its version (the number of answers it had learned), the
+        milliseconds its last update took and those it took to choose this item.
+        (The label is committed before its own update runs, so that update's
+        time is stored with the next label.)
         """
         value = int(value)
         if value not in (1, -1, 0):
@@ -276,12 +281,12 @@ class LabellingRun:
             except StorageError as error:  # e.g. the session was closed meanwhile
                 return self._tell(Outcome(False, f"Nothing was recorded: {error}", "error"))
             self.answers.append(Answer(shown.item_index, value, shown.score))
-            t0 = time.perf_counter()
             if value == 0:
                 self.loop.skip(shown.pool_index)
+                self.last_update_ms = None  # a skip leaves the model as it is
             else:
-                self.loop.teach(shown.pool_index, value)
-            self.last_update_ms = (time.perf_counter() - t0) * 1e3
+                row = self.loop.teach(shown.pool_index, value)
+                self.last_update_ms = float(row.update_ms)  # solver update + pool scores kept current
             self._extend_prequential(len(self.answers) - 1)
             self.version += 1
             self._ask()
