@@ -466,7 +466,12 @@ class LASVM(OnlineSolver):
     # the contract
     # ------------------------------------------------------------------
     def learn(self, i: int, y: float) -> StepResult:
-        """One online LASVM iteration: PROCESS(i) followed by one REPROCESS (§3.2)."""
+        """One online LASVM iteration: PROCESS(i) followed by one REPROCESS (§3.2).
+
+        Costs O(|S| · n_features) whatever the size of the store.  The
+        result's ``kkt_gap`` is delta over S (eq. 10), as is ``delta_``; the
+        gap over every learned example is ``kkt_gap()``.
+        """
         i, y = self._check_learnable(i, y)
         timer = StepTimer(self)
         with timer:
