@@ -388,3 +388,34 @@ def test_a_closed_session_refuses_labels_with_a_message(db_url):
     at = start_app()  # the Label page offers active sessions only
     assert [s.id for s in svc.sessions(status="active")] == []
     assert any("Start a session" in i.value for i in at.info)
+
+
+def test_ramp_region_progress_counts_the_items_the_stream_has_seen(db_url):
+    at = start_app()
+    start_session(at, "ra", "ramp-region")
+    for key in ("negative", "positive", "negative", "negative", "skip"):
+        at.button(key=key).click().run()
+        assert not at.exception
+    svc = service(db_url)
+    (session,) = repo.list_sessions(svc.engine)
+    assert session.solver == "ramp"
+    run = svc.open_session(session.id)
+    seen_text = [t for t in texts(at) if "items seen by the stream" in t]
+    assert seen_text, texts(at)
+    seen = int(re.search(r"\*\*(\d+)\*\* items seen", seen_text[0]).group(1))
+    assert seen == run.n_seen >= 5  # asked items count as seen, passed-over ones too
+    assert progress(at) == (4, 1)
+
+
+def test_a_standardised_dataset_is_labelled_on_scaled_features(db_url):
+    svc = service(db_url)
+    rng = np.random.default_rng(1)
+    X = rng.normal([100.0, -5.0], [20.0, 0.1], size=(40, 2))
+    y = np.where(X[:, 0] > 100, "big", "small")
+    csv = "u,v,kind\n" + "\n".join(f"{a},{b},{c}" for (a, b), c in zip(X, y, strict=True))
+    result = svc.import_csv(csv.encode(), name="scaled", label_column="kind", positive="big", scaling="standard")
+    run = svc.start_session(dataset_id=result.dataset_id, annotator="sc", strategy="random")
+    np.testing.assert_allclose(run.X.mean(axis=0), 0, atol=1e-12)
+    np.testing.assert_allclose(run.X.std(axis=0), 1, atol=1e-12)
+    np.testing.assert_allclose(run.X_raw, X, rtol=1e-15)  # the database keeps the raw values
+    assert run.item_features(0).iloc[0].tolist() == pytest.approx(X[0].tolist())
