@@ -129,6 +129,7 @@ class IncrementalSVM(OnlineSolver):
         self._n_refresh = 0
         self._kscale: float | None = None
         self._resync_pending = False
+        self._moved = False  # a drive took a step since the last drift check
         self._pos_of = np.full(len(getattr(self, "store", ())), -1, dtype=np.intp)
 
     def _on_store_grown(self, n_new: int) -> None:
@@ -331,7 +332,7 @@ class IncrementalSVM(OnlineSolver):
         eps_beta = 1e-12
         kkt_slack = 1e-9
         nL = self._nL
-        ykp = yp * krow_p
+        ykp_d = (yp * d) * krow_p
         # watch_i = +1 for E, -1 for O examples whose margin may limit the step (case 4):
         # dg_i * watch_i > 0 means g_i moves towards 0.  Examples that violate their KKT
         # condition (pending repair) and blocked ones are not watched.
@@ -377,12 +378,13 @@ class IncrementalSVM(OnlineSolver):
                 eps_gamma = 0.0
             else:
                 beta = self._sensitivity(yp, krow_p[S])  # eq. 7
-                gamma = (yl[S] * beta[1:]) @ self._Ks[:m, :nL]  # eq. 30: gaxpy over the rows of S
-                gamma += ykp
-                gamma += beta[0]
-                gamma *= yl  # eq. 8
-                gamma[S] = 0.0
-                dg = gamma * d
+                bd = beta * d  # d(b, a_S)/dt for the step t >= 0 taken along the drive
+                # dg/dt = d * gamma: eq. 8 with eq. 30, one gaxpy over the contiguous rows of S
+                dg = (yl[S] * bd[1:]) @ self._Ks[:m, :nL]
+                dg += ykp_d
+                dg += bd[0]
+                dg *= yl
+                dg[S] = 0.0
                 # gamma_i is a sum of terms of size up to scale·(1 + |beta_S|_1) + |beta_b|;
                 # below a small multiple of that it is rounding: the example does not move.
                 bsum = scale * (1.0 + np.abs(beta[1:]).sum()) + abs(beta[0])
@@ -410,12 +412,12 @@ class IncrementalSVM(OnlineSolver):
             if m > 0:
                 offer(C - a[p] if mode == _LEARN else a[p], 1, p, "c_bound")
                 # case 3 (eq. 12): a margin vector reaches 0 or C
-                da = beta[1:] * d
+                da = bd[1:]
                 aS = a[S]
-                t3 = np.full(m, np.inf)
-                up, down = da > eps_beta, da < -eps_beta
-                t3[up] = (C - aS[up]) / da[up]
-                t3[down] = aS[down] / -da[down]
+                absda = np.abs(da)
+                t3 = np.where(da > 0, C - aS, aS)
+                t3 /= np.maximum(absda, eps_beta)
+                t3[absda <= eps_beta] = np.inf
                 np.maximum(t3, 0.0, out=t3)
                 j3 = int(np.argmin(t3)) if m else 0
                 if m and t3[j3] < np.inf:
@@ -447,6 +449,7 @@ class IncrementalSVM(OnlineSolver):
                 break
 
             t, _, _, kind, k = best
+            self._moved = True
             # apply the step
             if m == 0:
                 self._b += d * yp * t
@@ -455,8 +458,8 @@ class IncrementalSVM(OnlineSolver):
                 a[p] += d * t
                 # margin vectors tied with the limiting one land on a bound up to rounding:
                 # keep the box exact (the equality moves by rounding only)
-                a[S] = np.clip(a[S] + beta[1:] * (d * t), 0.0, C)
-                self._b += beta[0] * d * t
+                a[S] = np.clip(a[S] + bd[1:] * t, 0.0, C)
+                self._b += bd[0] * t
                 g += dg * t
                 g[S] = 0.0
             self._last_cases.append(kind)
@@ -473,8 +476,9 @@ class IncrementalSVM(OnlineSolver):
                 elif m == 0:
                     self._S_add(p, None, 1.0, krow_p)
                 else:
-                    self._S_add(p, beta, float(gamma[p]), krow_p)  # kappa_p = gamma_p
-                    if gamma[p] <= _ILL_CONDITIONED * (kpp + bsum):
+                    kappa_p = float(dg[p] * d)  # kappa_p = gamma_p (eq. 17)
+                    self._S_add(p, beta, kappa_p, krow_p)
+                    if kappa_p <= _ILL_CONDITIONED * (kpp + bsum):
                         self._refresh_R()
                 break
             if kind == "c_bound":
@@ -703,6 +707,9 @@ class IncrementalSVM(OnlineSolver):
         after an ill-conditioned inverse update, or every ``resync_every`` updates."""
         self._since_sync += 1
         self._since_probe += 1
+        if not self._moved and not self._resync_pending and self._since_sync < self.resync_every:
+            return  # nothing but a new O example: no margin or inverse has changed
+        self._moved = False
         drift = 0.0
         if self._since_probe >= self.probe_every:
             self._since_probe = 0
@@ -721,11 +728,14 @@ class IncrementalSVM(OnlineSolver):
         if nL == 0:
             return 0.0
         y, a, g = self._py[:nL], self._pa[:nL], self._pg[:nL]
-        G = y - y * g - y * self._offset + self._b  # y_i - sum_j a_j y_j K_ij
-        beta = a * y
-        A, B = np.minimum(0.0, self.C * y), np.maximum(0.0, self.C * y)
+        # LASVM's g_i = y_i - sum_j a_j y_j K_ij = b - y_i (g_i + offset - 1); a_i y_i can grow
+        # when (y_i > 0, a_i < C) or (y_i < 0, a_i > 0), shrink in the mirrored cases
+        G = self._b - y * (g + (self._offset - 1.0))
         eps = 1e-12 * self.C
-        up, down = beta < B - eps, beta > A + eps
+        below, above = a < self.C - eps, a > eps
+        pos = y > 0
+        up = np.where(pos, below, above)
+        down = np.where(pos, above, below)
         if not up.any() or not down.any():
             return 0.0
         return float(max(0.0, G[up].max() - G[down].min()))
