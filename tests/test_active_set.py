@@ -371,9 +371,12 @@ def test_property_no_nan_terminates_and_optimal(n, n_dup, kernel, C, dim, seed, 
     for i in order:
         s.learn(int(i), y[i])
         assert np.isfinite(s.intercept_)
+        s.check_invariants()
+        assert s.kkt_gap() <= 1e-8 * max(1.0, C)  # every learn returns an optimal solution
     gone = [int(i) for i in rng.choice(m, size=min(n_unlearn, m - 1), replace=False)]
     for i in gone:
         s.unlearn(i)
+        s.check_invariants()
     s.finish()
     keep = np.setdiff1d(np.arange(m), gone)
     f = s.decision_function(np.arange(m))

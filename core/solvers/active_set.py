@@ -27,6 +27,17 @@ of the equality constraint.  The solver moves from the current a_s towards the
 reduced optimum and stops at the first bound hit (ratio test); the blocking
 variable leaves Is for I0 or Ic and Step 1 is repeated.
 
+The Step 1 that follows a variable j entering (Step 2) starts from the reduced
+optimum of Is, so its whole path is the ray along one direction v (see
+``_enter``); the solver computes that step in bordered form before adding j's
+column to the factor.  The iterates are the paper's; the difference is that a
+variable whose step ends at its opposite bound (0 -> C, typical of noisy data)
+crosses without an add-and-drop of the factor.  After a chain of such bordered
+moves, a full Step 1 solve confirms the reduced optimum before optimality is
+declared.  With Is empty, the entering variable alone is pinned by the
+equality constraint and Step 1 only fixes b, so the next pricing brings in its
+partner (the maximal violating pair, as in SMO).
+
 **Step 2** (pricing).  At a reduced optimum the reduced costs of the bounded
 variables are r_i = g_i + y_i b = y_i f(x_i) - 1 (g = Q a + lin): s_0 = r on
 I0 must be >= 0 and xi_c = -r on Ic must be >= 0.  The most violated variable
@@ -50,8 +61,9 @@ example is learned (the mean kernel diagonal, so H is well scaled).
 
 R is updated, never refactorised: a variable is appended by one triangular
 solve (new column of R), and removed by deleting its column and restoring the
-triangular form with Givens rotations (``scipy.linalg.qr_delete``), both
-O(n_s^2).
+triangular form with Givens rotations (short tails in Python, longer ones with
+``scipy.linalg.qr_delete``), both O(n_s^2).  ``factor_error()`` measures
+R^T R against H_ss computed afresh.
 
 **Semi-definite case.**  A variable j whose new pivot
 delta = H_jj - h_j^T H_ss^{-1} h_j is <= ``pivot_tol`` * H_jj is never added to
@@ -79,7 +91,19 @@ optimum of the penalised problem has a_i = 0 (M is raised until it does), the
 active-set iterations drive a_i to 0 from the current solution, and i is
 dropped.  The KKT conditions of the remaining variables are then exactly those
 of the problem without i (a variable at 0 contributes nothing to any
-gradient), so the result equals retraining without i.
+gradient), so the result equals retraining without i.  ``learn_many`` puts
+several examples into I0 at once and optimises once (the batch path; a cold
+start is ``learn_many`` on everything).
+
+**Bias.**  b is the multiplier of Step 1.  When no free variable lies strictly
+inside the box, b is only known to lie in an interval (set by the bounded
+variables); the solver then reports its midpoint, as LIBSVM does.
+
+**Tolerance.**  Each reduced cost may be violated by at most tol / 2, so the
+largest violating pair of ``kkt_gap()`` is <= tol at every return (except after
+an iteration cap, which warns or raises).  Between those checks the solution
+is the exact optimum of the partition it has found: with a small tol it agrees
+with an interior-point QP solve to rounding.
 """
 
 from __future__ import annotations
@@ -96,6 +120,7 @@ I0, IS, IC, REMOVED = 0, 1, 2, -1  # partition codes per learned example
 _GIVENS_IN_PYTHON = 6  # tails up to this length are rotated in Python (cheaper than the call overhead)
 _SHRINK_MIN_FREE = 16  # selective pricing only pays with a free set at least this large
 _ROUNDING = 64 * np.finfo(float).eps
+_NOISE_FACTOR = 1e4  # pricing ignores violations below this many rounding errors of f (see _threshold)
 _BOUND_EPS = 1e-12  # relative to C: a target this close to a bound counts as inside the box
 
 
@@ -127,7 +152,9 @@ def _delete_column(R: np.ndarray, pos: int) -> np.ndarray:
     if n - 1 - pos > _GIVENS_IN_PYTHON:
         _, R1 = qr_delete(np.eye(n), R, pos, which="col", overwrite_qr=True, check_finite=False)
         return np.asfortranarray(R1[: n - 1])
-    M = np.delete(R, pos, axis=1)
+    M = np.empty((n, n - 1))
+    M[:, :pos] = R[:, :pos]
+    M[:, pos:] = R[:, pos + 1:]
     for k in range(pos, n - 1):
         a, b = M[k, k], M[k + 1, k]
         r = math.hypot(a, b)
@@ -199,8 +226,10 @@ class ActiveSetSVM(OnlineSolver):
         self._R = np.zeros((0, 0), order="F")
         self.b_ = 0.0
         self._rho = 0.0
+        self._kmax = 0.0  # largest K(x, x) learned so far: scale of the rounding error of f
         self._at_reduced_opt = True
         self._dirty = False  # moved by bordered updates since the last Step 1 solve
+        self._priced_valid = False  # the shrinking subset is up to date
         self._w = None  # cached H_ss^{-1} y_s
         self.n_iter_ = 0
         self.n_factor_updates_ = 0
@@ -293,6 +322,7 @@ class ActiveSetSVM(OnlineSolver):
         self._refresh_sign(slots)
         self._priced[slots] = True
         self._kd[slots] = self.cache.diag(idx)
+        self._kmax = max(self._kmax, float(np.max(self._kd[slots])) if m else 0.0)
         self._slot_of[idx] = slots
         ns = self._n_slots
         # Kernel values against the free set and the non-free support (for f_out).
@@ -308,6 +338,12 @@ class ActiveSetSVM(OnlineSolver):
         return slots
 
     def _refresh_sign(self, k) -> None:
+        if isinstance(k, (int, np.integer)):
+            st = self._status[k]
+            sgn = -1.0 if st == I0 else (1.0 if st == IC else 0.0)
+            self._sgn_y[k] = sgn * self._sy[k]
+            self._sgn_lin[k] = sgn * self._lin[k]
+            return
         st = self._status[k]
         sgn = np.where(st == I0, -1.0, np.where(st == IC, 1.0, 0.0))
         self._sgn_y[k] = sgn * self._sy[k]
@@ -442,7 +478,7 @@ class ActiveSetSVM(OnlineSolver):
                 return None, True
             g = self._gradient(cols)
             return self._price_empty(cols, g, st[cols] == IC, True), True
-        if not full and n >= _SHRINK_MIN_FREE:
+        if not full and n >= _SHRINK_MIN_FREE and self._priced_valid:
             subset = self._priced[:ns] & ((st == I0) | (st == IC))
             m = int(np.count_nonzero(subset))
             if 3 * m < ns:
@@ -451,22 +487,40 @@ class ActiveSetSVM(OnlineSolver):
                 cols = np.flatnonzero(subset)
                 viol = self._sgn_y[cols] * (self._f_out_plus_free(cols) + self.b_) + self._sgn_lin[cols]
                 p = int(np.argmax(viol))
-                return (int(cols[p]) if viol[p] > 0.5 * self.tol else None), False
-        coef = self._a[self._S] * self._sy[self._S]
-        f = coef @ self._KS[self._S_row, :ns] if n < 8 else self._free_coef_rows(coef) @ self._KS[:n, :ns]
+                return (int(cols[p]) if viol[p] > self._threshold() else None), False
+        S = self._S
+        f = self._free_coef_rows(self._a[S] * self._sy[S]) @ self._KS[:n, :ns]
         f += self._fc[:ns]
         f += self.b_
         f *= self._sgn_y[:ns]
         f += self._sgn_lin[:ns]  # = sgn (y f - 1): s_0 on I0, xi_c on Ic (negated), 0 on Is
-        np.greater_equal(f, -self.shrink_margin, out=self._priced[:ns])
+        if n >= _SHRINK_MIN_FREE // 2:  # the priced subset is only used with a large free set
+            np.greater_equal(f, -self.shrink_margin, out=self._priced[:ns])
+            self._priced_valid = True
+        else:
+            self._priced_valid = False
         p = int(np.argmax(f))
-        return (p if f[p] > 0.5 * self.tol else None), True
+        return (p if f[p] > self._threshold() else None), True
 
     def _free_coef_rows(self, coef: np.ndarray) -> np.ndarray:
         """Signed coefficients of the free variables in the storage order of their kernel rows."""
         out = np.empty(len(coef))
         out[self._S_row] = coef
         return out
+
+    def _threshold(self) -> float:
+        """Smallest violation that makes a variable enter: tol / 2, or the rounding level of f if larger.
+
+        f(x) sums terms a_j y_j K_ij, so it carries a rounding error of order
+        eps * sum_j a_j * max K (amplified by the conditioning of H_ss).  With
+        a huge C and a tight tol the requested tolerance can lie below that
+        level; a "violation" there is noise (typically an exact duplicate of a
+        free vector, which would be swapped in and out forever), so the
+        threshold never goes below ``_NOISE_FACTOR`` times that error.
+        """
+        ns = self._n_slots
+        noise = _NOISE_FACTOR * np.finfo(float).eps * float(np.sum(self._a[:ns])) * self._kmax
+        return max(0.5 * self.tol, noise)
 
     def _price_empty(self, cols, g, at_upper, full) -> int | None:
         """Pricing with Is empty: b only has to lie in an interval.
@@ -485,7 +539,7 @@ class ActiveSetSVM(OnlineSolver):
         if full:
             slack = np.where(lower, lo - q, q - hi)
             self._priced[cols] = ~np.isfinite(slack) | (slack <= self.shrink_margin)
-        if lo - hi > self.tol:
+        if lo - hi > 2.0 * self._threshold():
             return int(cols[lower][np.argmax(q[lower])])
         if np.isfinite(lo) and np.isfinite(hi):
             self.b_ = float(0.5 * (lo + hi))
@@ -534,6 +588,17 @@ class ActiveSetSVM(OnlineSolver):
             aS = self._a[S]
             ns = self._n_slots
             d = float(yS @ aS - self._sy[:ns] @ self._a[:ns])  # -sum of y a over the bounded variables
+            if len(S) == 1 and -eps <= yS[0] * d <= C + eps:
+                # one free variable: the equality pins it (a_j = y_j d) and Step 1 only sets b,
+                # from r_j = y_j (f_j + b) + lin_j = 0
+                j = int(S[0])
+                self._a[j] = min(max(float(yS[0] * d), 0.0), C)
+                f_j = self._a[j] * yS[0] * self._kd[j] + self._fc[j]
+                self.b_ = float(-self._lin[j] * yS[0] - f_j)
+                self._at_reduced_opt = True
+                self._dirty = False
+                self._w = None
+                return its
             rhs = -(yS * self._fc[S] + self._lin[S])
             p, w = self._solve_H2(rhs, yS)
             yw = float(yS @ w)
@@ -549,7 +614,7 @@ class ActiveSetSVM(OnlineSolver):
                 self.b_ = float(bias)
                 self._at_reduced_opt = True
                 self._dirty = False
-                self._w = w
+                self._w = (yS, w, yw)
                 return its
             delta = target - aS
             t = np.full(len(S), np.inf)
@@ -586,71 +651,85 @@ class ActiveSetSVM(OnlineSolver):
             return 1
         its = 0
         C = self.C
-        yj = self._sy[j]
+        yj = float(self._sy[j])
+        Hjj = float(self._kd[j]) + self._rho
+        aj0 = float(self._a[j])  # j's contribution to f_out is brought up to date once, on exit
+        aj = aj0
         while True:
             its += 1
-            if self._n_s == 0:
-                self._append_free(j, np.zeros(0), self._kd[j] + self._rho, row)
+            if self._n_s == 0:  # every free variable left: j is the only one, Step 1 pins b
+                self._a[j] = aj
+                self._fc[: self._n_slots] += ((aj - aj0) * yj) * row  # _append_free then removes a_j
+                self._append_free(j, np.zeros(0), Hjj, row)
                 self._at_reduced_opt = False
-                return its
+                return its + self._step1()
             S = self._S
-            yS = self._sy[S]
-            h, Hjj = self._h_column(j)
+            yS, w, yw = self._w_free()  # y_s, H^{-1} y_s, y_s^T H^{-1} y_s
+            aS = self._a[S]
+            K_sj = self._KS[self._S_row, j]
+            h = yS * (yj * (K_sj + self._rho))  # column of H_ss + {j}
             r_col = _solve_upper(self._R, h, trans=True)
             pivot_sq = Hjj - float(r_col @ r_col)
-            dependent = pivot_sq <= self.pivot_tol * Hjj
             u = _solve_upper(self._R, r_col, trans=False)  # H^{-1} h_j
-            w = self._w_free()  # H^{-1} y_s
-            yw = float(yS @ w)
             c = (float(yS @ u) - yj) / yw  # keeps y^T v = 0 exactly
-            vS = c * w - u
-            # reduced cost of j: f(x_j) from the free part (stored column) and f_out
-            f_j = float((self._a[S] * yS) @ self._KS[self._S_row, j]) + self._fc[j]
+            # reduced cost of j (f_out(j) still holds a_j0)
+            f_j = float((aS * yS) @ K_sj) + self._fc[j] + (aj - aj0) * yj * self._kd[j]
             r_j = yj * (f_j + self.b_) + self._lin[j]
-            if r_j == 0.0:
+            dependent = pivot_sq <= self.pivot_tol * Hjj
+            interior = 0.0 < aj < C
+            if r_j == 0.0 and not interior:  # nothing to gain (j is where it was priced)
+                break
+            if r_j == 0.0 and not dependent:  # j is at the reduced optimum of Is + {j}
+                self._a[j] = aj
+                self._fc[: self._n_slots] += ((aj - aj0) * yj) * row  # _append_free then removes a_j
+                self._append_free(j, r_col, pivot_sq, row)
                 return its
-            sigma = -1.0 if r_j > 0 else 1.0
+            # (r_j == 0 and dependent: the objective is flat along v; slide j towards 0 until a bound)
+            sigma = -1.0 if r_j >= 0 else 1.0
             curvature = max(pivot_sq, 0.0) + c * c * yw
             if dependent:
                 self.n_singular_steps_ += 1
             t_curv = abs(r_j) / curvature if pivot_sq > 0.0 and curvature > 0.0 else np.inf
-            aS = self._a[S]
-            dS = sigma * vS
-            t_S = np.full(len(S), np.inf)
-            dec = dS < 0
-            inc = dS > 0
-            t_S[dec] = aS[dec] / -dS[dec]
-            t_S[inc] = (C - aS[inc]) / dS[inc]
+            dS = c * w - u  # v_s
+            if sigma < 0:
+                dS = -dS
+            lim = np.where(dS < 0, aS, C - aS)
+            absd = np.abs(dS)
+            t_S = np.divide(lim, absd, out=np.full(len(S), np.inf), where=absd > 0)
             pos = int(np.argmin(t_S))
             t_blk = float(t_S[pos])
-            t_j = (C - self._a[j]) if sigma > 0 else self._a[j]
+            t_j = (C - aj) if sigma > 0 else aj
             step = min(t_curv, t_blk, t_j)
-            new_aj = self._a[j] + sigma * step
-            if step == t_j:
-                new_aj = C if sigma > 0 else 0.0
+            far = C if sigma > 0 else 0.0
+            reaches_far = step == t_j or abs(aj + sigma * step - far) <= _BOUND_EPS * C  # (ties go to j)
+            aj = far if reaches_far else aj + sigma * step
             self._a[S] = _into_box(aS + step * dS, C)
-            ns = self._n_slots
-            if new_aj != self._a[j]:
-                self._fc[:ns] += ((new_aj - self._a[j]) * yj) * row
-            self._a[j] = new_aj
             self.b_ -= sigma * step * c  # the gradient on Is moved by sigma*step*c*y_s: a bias shift
             self._dirty = True
-            if step == t_j:  # j crosses to its other bound without entering Is
+            if reaches_far:  # j crosses to its other bound without entering Is
                 self._status[j] = IC if sigma > 0 else I0
                 self._refresh_sign(j)
                 self._priced[j] = True
-                return its
+                break
             if step == t_curv:  # reduced optimum of Is + {j}: j enters the factor
+                self._a[j] = aj
+                self._fc[: self._n_slots] += ((aj - aj0) * yj) * row  # _append_free then removes a_j
                 self._append_free(j, r_col, pivot_sq, row)
                 return its
             # a free variable hit its bound first: it leaves Is, and j is tried again
             self._a[S[pos]] = 0.0 if dS[pos] < 0 else C
             self._drop_free(pos, at_upper=dS[pos] > 0)
+        if aj != aj0:
+            self._fc[: self._n_slots] += ((aj - aj0) * yj) * row
+        self._a[j] = aj
+        return its
 
-    def _w_free(self) -> np.ndarray:
-        """H_ss^{-1} y_s, kept until Is changes."""
+    def _w_free(self) -> tuple[np.ndarray, np.ndarray, float]:
+        """y_s, H_ss^{-1} y_s and y_s^T H_ss^{-1} y_s, kept until Is changes."""
         if self._w is None:
-            self._w = self._solve_H(self._sy[self._S])
+            yS = self._sy[self._S]
+            w = self._solve_H(yS)
+            self._w = (yS, w, float(yS @ w))
         return self._w
 
     # -- the optimisation loop --------------------------------------------------------
@@ -700,7 +779,7 @@ class ActiveSetSVM(OnlineSolver):
             if self._n_s and self._at_reduced_opt:
                 # the others are still optimal: only the new variable can be violated
                 r = float(self._gradient(np.array([k]))[0]) + y * self.b_
-                if r >= -0.5 * self.tol:
+                if r >= -self._threshold():
                     status = "unchanged"
                 else:
                     its = self._enter(k)
@@ -780,6 +859,34 @@ class ActiveSetSVM(OnlineSolver):
                 if its == 0 and status == "ok":
                     status, message = "unchanged", "solution already optimal"
         return tm.result(status=status, iterations=its, message=message, kkt_gap=self.kkt_gap())
+
+    def check_invariants(self) -> None:
+        """Raise AssertionError if the internal bookkeeping is inconsistent (for tests and debugging).
+
+        Partition and values agree (I0: a = 0, Ic: a = C, Is: 0 <= a <= C and
+        the factor order), y^T a = 0, f_out matches a fresh computation, and the
+        pricing signs match the partition.
+        """
+        ns = self._n_slots
+        st = self._status[:ns]
+        a = self._a[:ns]
+        assert np.all(a[st == I0] == 0.0), "a variable in I0 is not at 0"
+        assert np.all(a[st == IC] == self.C), "a variable in Ic is not at C"
+        assert np.all(a[st == REMOVED] == 0.0)
+        assert np.all((a >= 0.0) & (a <= self.C))
+        assert sorted(np.flatnonzero(st == IS).tolist()) == sorted(self._S.tolist())
+        assert sorted(self._S_row.tolist()) == list(range(self._n_s))
+        live = st != REMOVED
+        scale = max(1.0, self.C * int(live.sum()))
+        assert abs(float(self._sy[:ns][live] @ a[live])) <= 1e-10 * scale, "y^T a != 0"
+        if ns:
+            idx = self._sidx[:ns]
+            out = np.flatnonzero(live & (st != IS) & (a > 0))
+            fc = self._uncounted_block(idx, self._sidx[out]) @ (a[out] * self._sy[out]) if len(out) else 0.0
+            err = np.abs(fc - self._fc[:ns])[live]
+            assert err.size == 0 or err.max() <= 1e-9 * scale, f"f_out drifted by {err.max()}"
+            sgn = np.where(st == I0, -1.0, np.where(st == IC, 1.0, 0.0))
+            assert np.array_equal(self._sgn_y[:ns], sgn * self._sy[:ns])
 
     # -- read-outs ---------------------------------------------------------------------
     def coefficients(self) -> tuple[np.ndarray, np.ndarray, float]:

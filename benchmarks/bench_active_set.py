@@ -1,0 +1,152 @@
+"""Active-set (INCAS) solver side by side with scikit-learn's SVC and the ``incremental`` solver.
+
+Tasks: a clean checkerboard (rbf), a noisy checkerboard with 15% flipped labels
+(rbf, many bounded support vectors) and two overlapping Gaussian classes with a
+linear kernel.  For every solver: seconds, iterations, support vectors
+(free / at C), test accuracy, and the relative difference of the dual objective
+from SVC's (both solve the same problem; tol = 1e-3 everywhere).
+
+``active-set`` is run two ways: one ``learn`` per example then ``finish()``
+(the way ``OnlineSVC`` and the labelling loop drive it), and ``learn_many``
+(all examples enter I0 at once, one optimisation).  ``incremental`` learns one
+example at a time (its only mode).
+
+Target (issue 6): on the noisy tasks, active-set faster than ``incremental``
+and within 2x of SVC.
+
+    .venv/bin/python benchmarks/bench_active_set.py [--n 3000] [--quick]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+
+import numpy as np
+from sklearn.svm import SVC
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from core.solvers import make_solver  # noqa: E402
+
+
+def checkerboard(n, flip, seed, cells=4):
+    rng = np.random.default_rng(seed)
+    X = rng.uniform(0.0, 1.0, (n, 2))
+    y = np.where((np.floor(X[:, 0] * cells) + np.floor(X[:, 1] * cells)) % 2 == 0, 1.0, -1.0)
+    flipped = rng.random(n) < flip
+    y[flipped] *= -1
+    return X, y
+
+
+def gaussians(n, seed, dim=5, sep=0.6):
+    rng = np.random.default_rng(seed)
+    y = np.where(rng.random(n) < 0.5, 1.0, -1.0)
+    X = rng.normal(size=(n, dim)) + sep * y[:, None] * np.ones(dim) / np.sqrt(dim)
+    return X, y
+
+
+def dual_objective(sv, coef, K):
+    return float(np.abs(coef).sum() - 0.5 * coef @ K[np.ix_(sv, sv)] @ coef)
+
+
+def run_svc(task):
+    X, y, Xt, yt, kernel, C, gamma = task["data"]
+    t0 = time.perf_counter()
+    clf = SVC(C=C, kernel=kernel, gamma=gamma, tol=1e-3, cache_size=500).fit(X, y)
+    secs = time.perf_counter() - t0
+    coef = clf.dual_coef_[0]
+    return dict(seconds=secs, iterations=int(np.sum(clf.n_iter_)), sv=clf.support_, coef=coef,
+                acc=float(np.mean(clf.predict(Xt) == yt)))
+
+
+def run_online(task, solver, mode):
+    X, y, Xt, yt, kernel, C, gamma = task["data"]
+    s = make_solver(solver, X, kernel=kernel, C=C, gamma=gamma, tol=1e-3)
+    iters = 0
+    t0 = time.perf_counter()
+    if mode == "learn_many":
+        iters += s.learn_many(np.arange(len(y)), y).iterations
+    else:
+        for i in range(len(y)):
+            iters += s.learn(i, y[i]).iterations
+    iters += s.finish().iterations
+    secs = time.perf_counter() - t0
+    sv, coef, b = s.coefficients()
+    pred = np.where(s.decision_function(X=Xt) >= 0, 1.0, -1.0)
+    return dict(seconds=secs, iterations=iters, sv=sv, coef=coef, acc=float(np.mean(pred == yt)),
+                gap=s.kkt_gap())
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--n", type=int, default=3000, help="training points per task (default 3000)")
+    ap.add_argument("--quick", action="store_true", help="small problems (smoke run)")
+    ap.add_argument("--skip-incremental-learn", action="store_true",
+                    help="do not run the incremental solver (it can be slow on large noisy tasks)")
+    args = ap.parse_args()
+    n = 400 if args.quick else args.n
+    n_test = 2000
+
+    tasks = []
+    X, y = checkerboard(n, 0.0, seed=1)
+    Xt, yt = checkerboard(n_test, 0.0, seed=101)
+    tasks.append(dict(name="checkerboard clean (rbf)", data=(X, y, Xt, yt, "rbf", 10.0, 10.0)))
+    X, y = checkerboard(n, 0.15, seed=2)
+    Xt, yt = checkerboard(n_test, 0.0, seed=102)  # accuracy against the clean board
+    tasks.append(dict(name="checkerboard 15% flipped (rbf)", data=(X, y, Xt, yt, "rbf", 1.0, 10.0)))
+    X, y = gaussians(n, seed=3)
+    Xt, yt = gaussians(n_test, seed=103)
+    tasks.append(dict(name="overlapping Gaussians (linear)", data=(X, y, Xt, yt, "linear", 1.0, 1.0)))
+
+    try:
+        make_solver("incremental", np.zeros((1, 2)))
+        have_incremental = not args.skip_incremental_learn
+    except (ImportError, ModuleNotFoundError):
+        have_incremental = False
+
+    header = (f"{'task':32s} {'solver':28s} {'seconds':>8s} {'x SVC':>6s} {'iters':>8s} {'SV free':>8s} "
+              f"{'SV at C':>8s} {'test acc':>8s} {'dW/W vs SVC':>12s}")
+    print(f"n = {n} training points per task, {n_test} test points; tol = 1e-3")
+    print(header)
+    print("-" * len(header))
+    summary = []
+    for task in tasks:
+        X, y, Xt, yt, kernel, C, gamma = task["data"]
+        K = make_solver("active-set", X, kernel=kernel, gamma=gamma).cache.kernel(X, X)
+        runs = [("SVC (libsvm)", lambda t=task: run_svc(t)),
+                ("active-set learn x n", lambda t=task: run_online(t, "active-set", "learn")),
+                ("active-set learn_many", lambda t=task: run_online(t, "active-set", "learn_many"))]
+        if have_incremental:
+            runs.append(("incremental learn x n", lambda t=task: run_online(t, "incremental", "learn")))
+        results = {}
+        for label, fn in runs:
+            r = fn()
+            results[label] = r
+            r["W"] = dual_objective(r["sv"], r["coef"], K)
+        W_ref = results["SVC (libsvm)"]["W"]
+        t_ref = results["SVC (libsvm)"]["seconds"]
+        for label, r in results.items():
+            at_c = int(np.sum(np.abs(r["coef"]) >= C * (1 - 1e-9)))
+            free = len(r["sv"]) - at_c
+            print(f"{task['name']:32s} {label:28s} {r['seconds']:8.3f} {r['seconds'] / t_ref:6.2f} "
+                  f"{r['iterations']:8d} {free:8d} {at_c:8d} {r['acc']:8.4f} {(r['W'] - W_ref) / abs(W_ref):12.2e}")
+        if not have_incremental:
+            print(f"{task['name']:32s} {'incremental learn x n':28s} {'not available':>8s}")
+        summary.append((task["name"], results))
+        print()
+    print("Target (noisy tasks): active-set faster than incremental, and within 2x of SVC")
+    for name, results in summary[1:]:
+        t_svc = results["SVC (libsvm)"]["seconds"]
+        inc = results.get("incremental learn x n")
+        for label in ("active-set learn x n", "active-set learn_many"):
+            t = results[label]["seconds"]
+            vs_inc = f"{inc['seconds'] / t:.2f}x faster than incremental" if inc else "incremental not available"
+            ok_svc = "within" if t <= 2 * t_svc else "NOT within"
+            print(f"  {name:32s} {label:24s} {t / t_svc:5.2f}x SVC ({ok_svc} 2x); {vs_inc}")
+
+
+if __name__ == "__main__":
+    main()
