@@ -435,3 +435,17 @@ def test_huge_C_degenerate_case_hits_the_cap_with_a_warning():
     for i in range(4):
         t.learn(i, y[i])
     assert t.finish().status == "ok" and t.kkt_gap() <= t.tol
+
+
+def test_decision_function_in_chunks_and_for_new_points(monkeypatch):
+    import core.solvers.lasvm as lasvm_module
+
+    X, y = moons(150, seed=21)
+    s = train(X, y, C=2.0, gamma=1.0)
+    whole = s.decision_function()
+    monkeypatch.setattr(lasvm_module, "_DECISION_CHUNK_ENTRIES", 7)  # a few rows per block
+    np.testing.assert_allclose(s.decision_function(), whole, atol=1e-12)
+    np.testing.assert_allclose(s.decision_function(X=X), whole, atol=1e-12)
+    sv, coef, b = s.coefficients()
+    np.testing.assert_allclose(whole, s.kernel(X, X[sv]) @ coef + b, atol=1e-12)
+    assert s.decision_function([]).shape == (0,)
