@@ -446,3 +446,23 @@ def test_store_can_grow_between_labels():
     assert s.kkt_violation() <= 1e-8
     _, f_ref = reference_on(s, X, y, np.arange(40), 1.0)
     np.testing.assert_allclose(s.decision_function(), f_ref, atol=1e-5)
+
+
+def test_learned_kernel_budget_does_not_change_the_solution():
+    # rows of entering examples come from the kept learned-kernel matrix, from
+    # recomputation (budget 0), or switch from one to the other when the learned
+    # set outgrows the budget (64 positions fit 40,000 bytes, 128 do not)
+    X, y = two_blobs(90, seed=23)
+    runs = []
+    for budget in (128 * 2**20, 0, 40_000):
+        s = IncrementalSVM(X, kernel="rbf", C=2.0, gamma=GAMMA, learned_kernel_bytes=budget)
+        for i in range(len(X)):
+            s.learn(i, y[i])
+        for i in range(0, 90, 7):
+            s.unlearn(i)
+        assert s.kkt_violation() <= 1e-8
+        runs.append((s.dual_objective(), s.decision_function(), s._KLL is None))
+    assert [r[2] for r in runs] == [False, True, True]
+    for obj, f, _ in runs[1:]:
+        assert rel_close(obj, runs[0][0], 1e-10)
+        np.testing.assert_allclose(f, runs[0][1], atol=1e-9)

@@ -77,6 +77,12 @@ class IncrementalSVM(OnlineSolver):
         the terms it is the difference of (K(x, x) and |[y_k, Q_kS]|·|beta_k|) is
         linearly dependent on the margin vectors in feature space (a duplicate,
         say) and never enters S (see ``_enter``).
+    learned_kernel_bytes : int
+        Memory for the kernel matrix among the learned examples.  Every learned
+        example's kernel row is computed once when it is learned; keeping those
+        rows (while they fit in this budget) means an example re-entering S
+        costs no kernel evaluation.  Beyond the budget, rows of entering
+        examples are recomputed (through the kernel cache), as in §5.3.
 
     Raises ``IterationLimitError`` only when ``on_max_iter="raise"`` and a
     learn/unlearn needs more than ``max_iter`` minor iterations; otherwise a
@@ -90,7 +96,8 @@ class IncrementalSVM(OnlineSolver):
     _eq_target: ClassVar[float] = 0.0  # sum_i y_i a_i = target
 
     def __init__(self, X: np.ndarray | None = None, *, max_learned: int | None = None,
-                 resync_every: int = 500, probe_every: int = 1, kappa_tol: float = 1e-9, **params):
+                 resync_every: int = 500, probe_every: int = 1, kappa_tol: float = 1e-9,
+                 learned_kernel_bytes: int = 128 * 2**20, **params):
         if max_learned is not None and int(max_learned) < 2:
             raise ValueError("max_learned must be at least 2 (or None for no window)")
         if int(resync_every) < 1 or int(probe_every) < 1:
@@ -101,6 +108,9 @@ class IncrementalSVM(OnlineSolver):
         self.resync_every = int(resync_every)
         self.probe_every = int(probe_every)
         self.kappa_tol = float(kappa_tol)
+        if int(learned_kernel_bytes) < 0:
+            raise ValueError("learned_kernel_bytes must be >= 0")
+        self.learned_kernel_bytes = int(learned_kernel_bytes)
         self._reset_model()
         super().__init__(X, **params)
 
@@ -121,6 +131,9 @@ class IncrementalSVM(OnlineSolver):
         n_features = getattr(getattr(self, "store", None), "n_features", None) or 0
         self._XL = np.zeros((cap_learned, n_features))  # learned examples, contiguous (see _kernel_row)
         self._sqL = np.zeros(cap_learned)
+        # kernel matrix among the learned examples (by position), while it fits its budget
+        self._KLL: np.ndarray | None = (np.zeros((cap_learned, cap_learned))
+                                        if cap_learned ** 2 * 8 <= self.learned_kernel_bytes else None)
         self._b = 0.0
         self._seq = 0
         self._since_sync = 0
@@ -138,7 +151,8 @@ class IncrementalSVM(OnlineSolver):
     def get_params(self) -> dict[str, Any]:
         p = super().get_params()
         p.update(max_learned=self.max_learned, resync_every=self.resync_every,
-                 probe_every=self.probe_every, kappa_tol=self.kappa_tol)
+                 probe_every=self.probe_every, kappa_tol=self.kappa_tol,
+                 learned_kernel_bytes=self.learned_kernel_bytes)
         return p
 
     def _grow_learned(self) -> None:
@@ -154,6 +168,13 @@ class IncrementalSVM(OnlineSolver):
         Ks = np.zeros((self._Ks.shape[0], new))
         Ks[:, :cap] = self._Ks
         self._Ks = Ks
+        if self._KLL is not None:
+            if new ** 2 * 8 <= self.learned_kernel_bytes:
+                KLL = np.zeros((new, new))
+                KLL[:cap, :cap] = self._KLL
+                self._KLL = KLL
+            else:  # over budget: from now on rows of entering examples are recomputed
+                self._KLL = None
         XL = np.zeros((new, self._XL.shape[1]))
         XL[:cap] = self._XL
         sqL = np.zeros(new)
@@ -192,6 +213,12 @@ class IncrementalSVM(OnlineSolver):
         X = self.store.X
         return self.kernel(X[i:i + 1], self._XL[:nL], sq_a=self.store.sq_norms[i:i + 1],
                            sq_b=self._sqL[:nL])[0]
+
+    def _learned_row(self, k: int) -> np.ndarray:
+        """Kernel row of learned position k over the learned examples (kept, or recomputed)."""
+        if self._KLL is not None:
+            return self._KLL[k, : self._nL]
+        return self._kernel_row(int(self._pidx[k]))
 
     def _kernel_scale(self) -> float:
         """max K(x_i, x_i) over the learned examples (kept up to date on learn; an upper bound after unlearn)."""
@@ -288,6 +315,10 @@ class IncrementalSVM(OnlineSolver):
         m = self._m
         if m:
             self._Ks[:m, p] = krow[self._Spos[:m]]
+        if self._KLL is not None:
+            nL = self._nL
+            self._KLL[p, :nL] = krow
+            self._KLL[:nL, p] = krow
 
     def _delete_position(self, p: int) -> None:
         """Drop learned position p (not in S, a_p = 0); the last position moves into its place."""
@@ -303,6 +334,9 @@ class IncrementalSVM(OnlineSolver):
                 self._Ks[:m, p] = self._Ks[:m, q]
             if self._slot[p] >= 0:
                 self._Spos[self._slot[p]] = p
+            if self._KLL is not None:
+                self._KLL[p, : q + 1] = self._KLL[q, : q + 1]
+                self._KLL[: q + 1, p] = self._KLL[: q + 1, q]
         self._slot[q] = -1
         self._nL = q
         self._pos_of[i] = -1
@@ -325,7 +359,7 @@ class IncrementalSVM(OnlineSolver):
         y = self._py
         d = 1.0 if mode == _LEARN else -1.0
         if krow_p is None:
-            krow_p = self._kernel_row(int(self._pidx[p]))
+            krow_p = self._learned_row(p)
         yp = float(y[p])
         scale = self._kernel_scale()
         kpp = abs(float(krow_p[p]))
@@ -419,22 +453,22 @@ class IncrementalSVM(OnlineSolver):
                 t3 /= np.maximum(absda, eps_beta)
                 t3[absda <= eps_beta] = np.inf
                 np.maximum(t3, 0.0, out=t3)
-                j3 = int(np.argmin(t3)) if m else 0
+                j3 = int(t3.argmin()) if m else 0
                 if m and t3[j3] < np.inf:
                     tmin = t3[j3]
-                    ties = np.flatnonzero(t3 == tmin)
+                    ties = (t3 == tmin).nonzero()[0]
                     if len(ties) > 1:
-                        j3 = int(ties[np.argmin(self._pseq[S[ties]])])
+                        j3 = int(ties[self._pseq[S[ties]].argmin()])
                     offer(float(tmin), 2, int(S[j3]), "leave")
             # case 4 (eqs. 13–14): an error or other vector reaches the margin
-            cand = np.flatnonzero(watch * dg > eps_gamma)
+            cand = (watch * dg > eps_gamma).nonzero()[0]
             if len(cand):
                 t4 = -g[cand] / dg[cand]
                 np.maximum(t4, 0.0, out=t4)
-                j4 = int(np.argmin(t4))
+                j4 = int(t4.argmin())
                 tmin = t4[j4]
                 ties = cand[t4 == tmin]
-                k = int(ties[np.argmin(self._pseq[ties])]) if len(ties) > 1 else int(cand[j4])
+                k = int(ties[self._pseq[ties].argmin()]) if len(ties) > 1 else int(cand[j4])
                 offer(float(tmin), 3, k, "enter")
 
             if best is None:
@@ -458,7 +492,10 @@ class IncrementalSVM(OnlineSolver):
                 a[p] += d * t
                 # margin vectors tied with the limiting one land on a bound up to rounding:
                 # keep the box exact (the equality moves by rounding only)
-                a[S] = np.clip(a[S] + bd[1:] * t, 0.0, C)
+                aS_new = a[S] + bd[1:] * t
+                np.maximum(aS_new, 0.0, out=aS_new)
+                np.minimum(aS_new, C, out=aS_new)
+                a[S] = aS_new
                 self._b += bd[0] * t
                 g += dg * t
                 g[S] = 0.0
@@ -529,7 +566,7 @@ class IncrementalSVM(OnlineSolver):
         add such a point to S; it stays in E or O at g_k = 0 (which satisfies its
         KKT condition) and is blocked until S changes.
         """
-        krow = self._kernel_row(int(self._pidx[k]))
+        krow = self._learned_row(k)
         if self._m == 0:
             self._S_add(k, None, 1.0, krow)
             return True
@@ -652,7 +689,8 @@ class IncrementalSVM(OnlineSolver):
         h_other = np.zeros(nL)
         other = np.flatnonzero((a > 0) & (self._slot[:nL] < 0))
         if len(other):
-            h_other = (a[other] * y[other]) @ self.cache.block(idxL[other], idxL)
+            rows = self._KLL[other, :nL] if self._KLL is not None else self.cache.block(idxL[other], idxL)
+            h_other = (a[other] * y[other]) @ rows
 
         def margins() -> np.ndarray:
             h = h_other + ((a[S] * y[S]) @ self._Ks[:m, :nL] if m else 0.0)
@@ -919,8 +957,10 @@ class IncrementalSVM(OnlineSolver):
         self._Spos[:m] = S
         self._slot[S] = np.arange(m)
         self._R[: m + 1, : m + 1] = arrays["R"]
+        if self._KLL is not None and nL:
+            self._KLL[:nL, :nL] = self.cache.block(pidx, pidx)
         for j, k in enumerate(S):  # kernel rows are exact: recomputing them changes nothing
-            self._Ks[j, :nL] = self._kernel_row(int(pidx[k]))
+            self._Ks[j, :nL] = self._learned_row(int(k))
 
 
 class IncrementalOneClassSVM(IncrementalSVM):
@@ -985,7 +1025,8 @@ class IncrementalOneClassSVM(IncrementalSVM):
         self._pa[:nL] = self.C
         self._pst[:nL] = SET_E
         idxL = self._pidx[:nL]
-        h = self.C * self.cache.block(idxL, idxL).sum(axis=0) if nL else np.zeros(0)
+        K = self._KLL[:nL, :nL] if self._KLL is not None else self.cache.block(idxL, idxL)
+        h = self.C * K.sum(axis=0) if nL else np.zeros(0)
         self._b = -float(h.max()) if nL else 0.0
         self._pg[:nL] = h + self._b
 
