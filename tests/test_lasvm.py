@@ -85,8 +85,11 @@ def check_invariants(s: LASVM) -> None:
 def test_finish_matches_dense_qp(kernel, C, gamma, tol):
     X, y = moons(80, seed=1)
     order = np.random.default_rng(3).permutation(len(X))
-    s = train(X, y, order, kernel=kernel, C=C, gamma=gamma, degree=3, coef0=1.0, tol=tol)
+    s = train(X, y, order, finish=False, kernel=kernel, C=C, gamma=gamma, degree=3, coef0=1.0, tol=tol)
+    r = s.finish()
+    assert r.status == "ok" and r.iterations > 0
     assert s.kkt_gap() <= gap_slack(s)  # recomputed from scratch
+    assert r.kkt_gap == pytest.approx(s.kkt_gap(), abs=1e-9)
     assert s.delta_ <= s.tol
     K = s.kernel(X, X)
     ref = dense_svm_dual(K, y, C)

@@ -128,6 +128,7 @@ class LASVM(OnlineSolver):
         self._delta = 0.0
         self._check_block = None
         self._ext = None  # cached (i, j) of _extremes
+        self._full_gap: float | None = None  # gap over every learned example (final check)
         self._zeros: set[int] = set()  # store indices of the members with alpha = 0
 
     def _per_member(self) -> tuple[np.ndarray, ...]:
@@ -568,16 +569,22 @@ class LASVM(OnlineSolver):
         """Finishing step (§3.2): REPROCESS until delta <= tau, with shrinking.
 
         With ``final_check`` (default) learned examples that left S are checked
-        afterwards and violators re-enter S (see the class docstring).
+        afterwards and violators go through PROCESS + REPROCESS again (see the
+        class docstring).  The result's ``kkt_gap`` is then the largest
+        violating pair over every learned example (what ``kkt_gap()``
+        recomputes), otherwise delta over S.  ``iterations`` counts the
+        PROCESS / REPROCESS steps taken.
         """
         timer = StepTimer(self)
+        self._full_gap = None
         with timer:
             try:
                 its, status, msg, rounds = self._finish_loop()
             finally:
                 self._check_block = None
-        return timer.result(status=status, iterations=its, kkt_gap=self._delta, message=msg,
-                            extra={"n_set": self._n, "b": self._b, "check_rounds": rounds})
+        gap = self._delta if self._full_gap is None or status != "ok" else self._full_gap
+        return timer.result(status=status, iterations=its, kkt_gap=gap, message=msg,
+                            extra={"n_set": self._n, "b": self._b, "delta": self._delta, "check_rounds": rounds})
 
     def _reprocess_until_tau(self, what: str, its_done: int = 0) -> tuple[int, str, str]:
         """REPROCESS until delta <= tau (with shrinking if enabled); returns (steps, status, message)."""
@@ -642,6 +649,7 @@ class LASVM(OnlineSolver):
         n = self._n
         out = learned[~np.isin(learned, self._S[:n])] if len(learned) else learned
         if len(out) == 0:
+            self._full_gap = self._delta
             return out
         i, j = self._extremes()
         g_up = self._g[i] if i >= 0 else -np.inf
@@ -653,6 +661,7 @@ class LASVM(OnlineSolver):
         g_up_all = max(g_up, g_out[pos].max()) if pos.any() else g_up
         g_down_all = min(g_down, g_out[neg].min()) if neg.any() else g_down
         viol = (pos & (g_out - g_down_all > self.tol)) | (neg & (g_up_all - g_out > self.tol))
+        self._full_gap = float(max(0.0, g_up_all - g_down_all)) if np.isfinite(g_up_all - g_down_all) else 0.0
         return out[viol]
 
     def _outside_scores(self, out: np.ndarray) -> np.ndarray:
