@@ -58,7 +58,7 @@ def _values(series) -> list:
 def roc_figure(roc: tuple[np.ndarray, np.ndarray, float, str] | None, *, has_evaluation: bool) -> Figure:
     """The live ROC curve; ``roc`` is ``(fpr, tpr, auc, title)`` or None while one class is missing."""
     if roc is None:
-        title = "ROC · evaluation split" if has_evaluation else "ROC · scores when asked"
+        title = "ROC · held-out items" if has_evaluation else "ROC · scores when asked"
         return _empty(title, "needs a positive and a negative label")
     fpr, tpr, auc, title = roc
     data = [
@@ -105,7 +105,7 @@ def support_vector_figure(history: pd.DataFrame) -> Figure:
 
 
 def margin_figure(history: pd.DataFrame) -> Figure:
-    title = "Unlabelled items inside the margin (|f| < 1)"
+    title = "Unlabelled items with |f| < 1"
     frame = _by_labels(history)
     if frame.empty or "n_in_margin" not in frame or frame["n_in_margin"].isna().all():
         return _empty(title, "no label yet")

@@ -394,7 +394,7 @@ class LabellingRun:
         if self.has_evaluation:
             y = self.y_true[self.eval_items]
             scores = self.loop.solver.decision_function(X=self.X[self.eval_items])
-            title = f"ROC · evaluation split ({len(y)} held-out items)"
+            title = f"ROC · {len(y)} held-out items"
         else:
             pairs = [(a.value, a.score) for a in self.answers if a.value != 0 and a.score is not None]
             y = np.array([p[0] for p in pairs])

@@ -89,7 +89,9 @@ def screenshots(page, base_url: str, folder: Path) -> list[Path]:
     def shot(name: str) -> None:
         wait_for_app(page)
         time.sleep(1.0)  # let the charts finish drawing
-        # the app scrolls inside its own container: make the window as tall as the content
+        # the app scrolls inside its own container: back to the top, then make the window
+        # as tall as the content
+        page.evaluate("() => document.querySelectorAll('*').forEach(e => { if (e.scrollTop) e.scrollTop = 0; })")
         height = page.evaluate("() => { const c = document.querySelector(\"[data-testid='stMainBlockContainer']\");"
                                " return c ? c.getBoundingClientRect().top + c.scrollHeight + 40 : 1000; }")
         page.set_viewport_size({"width": 1400, "height": int(min(max(height, 1000), 4000))})
