@@ -153,7 +153,14 @@ def test_learn_then_unlearn_equals_retrain_without():
     K = kernel_matrix("rbf", X[keep])
     ref = dense_svm_dual(K, y[keep], C)
     assert s.dual_objective() == pytest.approx(ref.objective, rel=1e-9)
-    assert_kkt(s, X[keep], y[keep], C, "rbf", tol=1e-8) if False else None
+    # KKT on the remaining examples, from the coefficients alone
+    alpha_k = alpha_of(s, 60)[keep]
+    assert np.all(alpha_of(s, 60)[removed] == 0)
+    yf = y[keep] * (kernel_matrix("rbf", X[keep]) @ (alpha_k * y[keep]) + s.intercept_)
+    assert np.all(yf[alpha_k == 0] >= 1 - 1e-8)
+    assert np.all(yf[alpha_k >= C * (1 - 1e-12)] <= 1 + 1e-8)
+    free_k = (alpha_k > 0) & (alpha_k < C * (1 - 1e-12))
+    np.testing.assert_allclose(yf[free_k], 1.0, atol=1e-8)
     assert set(s.labelled_.tolist()) == set(keep.tolist())
     assert s.y[removed].tolist() == [0.0] * len(removed)
     # an unlearned example can be learned again: back to the full solution

@@ -118,8 +118,10 @@ from core.solvers.base import OnlineSolver, StepResult, StepTimer
 
 I0, IS, IC, REMOVED = 0, 1, 2, -1  # partition codes per learned example
 _GIVENS_IN_PYTHON = 6  # tails up to this length are rotated in Python (cheaper than the call overhead)
-_SHRINK_MIN_FREE = 16  # selective pricing only pays with a free set at least this large
-_ROUNDING = 64 * np.finfo(float).eps
+_SHRINK_MIN_FREE = 8  # selective pricing only pays with a free set at least this large
+_EPS = float(np.finfo(float).eps)
+_ROUNDING = 64 * _EPS
+_TINY = 1e-200  # |direction| floor in ratio tests: C / _TINY is finite and larger than any step
 _NOISE_FACTOR = 1e4  # pricing ignores violations below this many rounding errors of f (see _threshold)
 _BOUND_EPS = 1e-12  # relative to C: a target this close to a bound counts as inside the box
 
@@ -217,6 +219,7 @@ class ActiveSetSVM(OnlineSolver):
         self._sgn_lin = np.zeros(0)
         self._priced = np.zeros(0, dtype=bool)  # shrinking: bounded variables in selective pricing
         self._n_slots = 0
+        self._slots_are_store_order = True  # slot k holds store index k for every k (no gather needed)
         self._free_slots: list[int] = []
         # the free set Is in factor order, its rows of K over the slots, and R
         self._S_buf = np.zeros(16, dtype=np.intp)  # free slots in factor order (first _nfree entries)
@@ -300,10 +303,13 @@ class ActiveSetSVM(OnlineSolver):
         row goes through the cache (it is likely to be needed again); otherwise
         only the learned columns are computed (a large unlabelled pool).
         """
-        cols = self._sidx[: self._n_slots]
-        if len(self.store) <= 4 * self._n_slots:
-            return self.cache.row(i)[cols]
-        return self.cache.entries(i, cols)
+        ns = self._n_slots
+        if len(self.store) <= 4 * ns:
+            row = self.cache.row(i)
+            if ns == len(row) and self._slots_are_store_order:
+                return row
+            return row[self._sidx[:ns]]
+        return self.cache.entries(i, self._sidx[:ns])
 
     def _new_slots(self, idx: np.ndarray, ys: np.ndarray) -> np.ndarray:
         """Put learned examples into I0 (a = 0): the current solution stays feasible."""
@@ -315,6 +321,7 @@ class ActiveSetSVM(OnlineSolver):
             if slots[p] == self._n_slots:
                 self._n_slots += 1
         self._sidx[slots] = idx
+        self._slots_are_store_order = self._slots_are_store_order and bool(np.array_equal(idx, slots))
         self._sy[slots] = ys
         self._a[slots] = 0.0
         self._lin[slots] = -1.0
@@ -481,7 +488,7 @@ class ActiveSetSVM(OnlineSolver):
         if not full and n >= _SHRINK_MIN_FREE and self._priced_valid:
             subset = self._priced[:ns] & ((st == I0) | (st == IC))
             m = int(np.count_nonzero(subset))
-            if 3 * m < ns:
+            if 2 * m < ns:
                 if m == 0:
                     return None, False
                 cols = np.flatnonzero(subset)
@@ -519,7 +526,7 @@ class ActiveSetSVM(OnlineSolver):
         threshold never goes below ``_NOISE_FACTOR`` times that error.
         """
         ns = self._n_slots
-        noise = _NOISE_FACTOR * np.finfo(float).eps * float(np.sum(self._a[:ns])) * self._kmax
+        noise = _NOISE_FACTOR * _EPS * float(self._a[:ns].sum()) * self._kmax
         return max(0.5 * self.tol, noise)
 
     def _price_empty(self, cols, g, at_upper, full) -> int | None:
@@ -693,9 +700,8 @@ class ActiveSetSVM(OnlineSolver):
             dS = c * w - u  # v_s
             if sigma < 0:
                 dS = -dS
-            lim = np.where(dS < 0, aS, C - aS)
-            absd = np.abs(dS)
-            t_S = np.divide(lim, absd, out=np.full(len(S), np.inf), where=absd > 0)
+            lim = np.where(dS < 0, aS, C - aS)  # distance to the bound each free variable moves to
+            t_S = lim / np.maximum(np.abs(dS), _TINY)  # (a variable that does not move never blocks)
             pos = int(np.argmin(t_S))
             t_blk = float(t_S[pos])
             t_j = (C - aj) if sigma > 0 else aj
