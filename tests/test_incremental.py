@@ -202,7 +202,10 @@ def dense_one_class(K, C):
     a = np.clip(np.array(sol["x"]).ravel(), 0.0, C)
     h = K @ a
     free = (a > 1e-6 * C) & (a < C * (1 - 1e-6))
-    rho = float(np.median(h[free]))
+    if free.any():
+        rho = float(np.median(h[free]))
+    else:  # rho lies in [max over a = C of h, min over a = 0 of h]; report the lower end
+        rho = float(h[a >= C * (1 - 1e-6)].max())
     return a, 0.5 * a @ K @ a, rho
 
 
@@ -466,3 +469,45 @@ def test_learned_kernel_budget_does_not_change_the_solution():
     for obj, f, _ in runs[1:]:
         assert rel_close(obj, runs[0][0], 1e-10)
         np.testing.assert_allclose(f, runs[0][1], atol=1e-9)
+
+
+def test_unlearning_everything_and_learning_again():
+    X, y = two_blobs(20, seed=24)
+    s = IncrementalSVM(X, kernel="rbf", C=1.0, gamma=GAMMA)
+    for i in range(20):
+        s.learn(i, y[i])
+    for i in np.random.default_rng(1).permutation(20):
+        assert s.unlearn(i).status == "ok"
+        assert s.kkt_violation() <= 1e-8
+    assert len(s.labelled_) == 0 and s.n_support_ == 0
+    for i in range(20):
+        s.learn(i, y[i])
+    sol, f_ref = reference_on(s, X, y, np.arange(20), 1.0)
+    assert rel_close(s.dual_objective(), sol.objective, 1e-6)
+    np.testing.assert_allclose(s.decision_function(), f_ref, atol=1e-5)
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 10_000), n=st.integers(3, 16), nu=st.sampled_from([0.1, 0.3, 0.6, 1.0]),
+       duplicates=st.booleans())
+def test_property_one_class(seed, n, nu, duplicates):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, 2))
+    if duplicates:
+        X = X[rng.integers(0, max(1, n // 2), size=n)]
+    kernel = ["rbf", "linear"][seed % 2]
+    oc = IncrementalOneClassSVM(X, kernel=kernel, gamma=GAMMA, nu=nu, max_iter=5_000, on_max_iter="raise")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for i in rng.permutation(n):
+            oc.learn(i)
+            assert np.all(np.isfinite(oc.decision_function()))
+            if len(oc.labelled_) >= oc._n_feasible():
+                assert oc.kkt_violation() <= 1e-8
+                assert abs(oc.alpha_.sum() - 1.0) <= 1e-9
+        _, obj, _ = dense_one_class(kernel_matrix(oc, X), oc.C)
+        assert rel_close(oc.dual_objective(), obj, 1e-6)
+        for i in rng.permutation(n)[: n // 2]:
+            oc.unlearn(i)
+            if len(oc.labelled_) >= oc._n_feasible():
+                assert oc.kkt_violation() <= 1e-8
