@@ -34,6 +34,27 @@ so gamma for all learned examples is a single gaxpy over those rows (eq. 30)
 and no submatrix is gathered with fancy indexing in a minor iteration.
 
 ``IncrementalOneClassSVM`` is the one-class variant (§3, eqs. 23–24, Alg. 2).
+
+Where this implementation adds to or departs from the paper, and why:
+
+* Drift control.  R is updated recursively and g incrementally, so rounding
+  accumulates.  After every update that moved anything, |R·Q~ - I| is probed
+  with one vector and the margins of S are recomputed exactly from their
+  stored rows (both O(|S| n)); on drift, after an ill-conditioned inverse
+  update (kappa or R_kk showing heavy cancellation), and every
+  ``resync_every`` updates, g and R are recomputed from scratch, (b, a_S)
+  refined by a Newton step on g_S = 0 and the equality, and any remaining
+  KKT violator is driven back by the incremental step itself (``_repair``).
+* Dependent examples (kappa ≈ 0, eq. 17) never enter S (``_enter``); an
+  example that would leave or re-enter S with a zero-length step right after
+  the opposite move is blocked instead (no immediate cycling, §4.2).
+* Kernel rows: besides the rows of S (§5.3), the kernel matrix among the
+  learned examples is kept while it fits ``learned_kernel_bytes`` (every such
+  row is computed once anyway, when the example is learned), and when the
+  store is a large unlabelled pool, rows over the learned examples are
+  evaluated against a contiguous copy of them rather than gathered from the
+  store each time.  Both only save kernel evaluations; the results are the
+  same up to rounding.
 """
 
 from __future__ import annotations
@@ -69,9 +90,10 @@ class IncrementalSVM(OnlineSolver):
         unlearned before a new example is learned.  ``None``: unlimited.
     resync_every : int
         After this many learn/unlearn calls, the margins g and the inverse R
-        are recomputed from scratch (and a_S, b refined by one Newton step)
-        so that long runs stay exact.  A cheap drift probe of R·Q~ ≈ I every
-        ``probe_every`` calls triggers the same re-sync earlier.
+        are recomputed from scratch (and a_S, b refined by a Newton step)
+        so that long runs stay exact.  Cheap drift probes (R·Q~ ≈ I and the
+        exact margins of S) every ``probe_every`` updates that moved anything
+        trigger the same re-sync earlier.
     kappa_tol : float
         An example whose kappa (eq. 17) is below ``kappa_tol`` times the size of
         the terms it is the difference of (K(x, x) and |[y_k, Q_kS]|·|beta_k|) is
@@ -562,9 +584,11 @@ class IncrementalSVM(OnlineSolver):
         margin vectors in the bordered feature space — a duplicate, or a point
         collinear with them under a linear kernel.  Then Q~ with k added is
         singular, and, for the same reason, gamma_k = 0 for every driven example:
-        g_k no longer moves while S is unchanged.  The paper's remedy is not to
-        add such a point to S; it stays in E or O at g_k = 0 (which satisfies its
-        KKT condition) and is blocked until S changes.
+        g_k no longer moves while S is unchanged.  Such a point is therefore not
+        added to S (it would make Q~ singular); it stays in E or O at g_k = 0,
+        which satisfies its KKT condition, and is blocked from case 4 until S
+        changes.  Should rounding leave it slightly violating later, the repair
+        step (``_repair``) drives it back like any other example.
         """
         krow = self._learned_row(k)
         if self._m == 0:
