@@ -53,6 +53,8 @@ DEFAULT_C = 1.0
 DEFAULT_GAMMA = "scale"
 #: share of a dataset with true labels held out to draw the live ROC curve and AUC
 EVAL_FRACTION = 0.3
+#: ... and at most this many items (the live evaluation stays cheap on large datasets)
+EVAL_MAX_ITEMS = 2000
 
 DEMO_NAME = "digits: 8 vs rest"
 
@@ -111,13 +113,16 @@ def scale_features(X: np.ndarray, scaling: str) -> np.ndarray:
     return scaled[0] if isinstance(scaled, tuple) else scaled
 
 
-def evaluation_split(y_true: np.ndarray, fraction: float, seed: int) -> tuple[np.ndarray, np.ndarray]:
+def evaluation_split(y_true: np.ndarray, fraction: float, seed: int,
+                     max_items: int = EVAL_MAX_ITEMS) -> tuple[np.ndarray, np.ndarray]:
     """(pool items, evaluation items): a stratified split drawn with ``seed``.
 
-    Each class keeps at least one item on each side, so the ROC curve on the
+    ``fraction`` of each class is held out, at most ``max_items`` in all. Each
+    class keeps at least one item on each side, so the ROC curve on the
     evaluation items is defined and both classes can still be found in the pool.
     """
     rng = np.random.default_rng(seed)
+    fraction = min(float(fraction), max_items / max(len(y_true), 1))
     held = []
     for cls in (-1, 1):
         members = np.flatnonzero(y_true == cls)
@@ -180,24 +185,27 @@ class LabellingRun:
         self.shown: ShownItem | None = None
         self.last_update_ms: float | None = None
         self.last_message: Outcome | None = None
-        self._prequential_auc: list[float] = []
+        # (auc, accuracy) after each label, aligned with the loop's history rows
+        self._row_metrics: list[tuple[float, float]] = []
+        # evaluation split: kernel columns K(eval items, pool item) of the items that became support vectors
+        self._eval_columns = np.zeros((len(self.eval_items), 0))
+        self._eval_column_of: dict[int, int] = {}
         self.version = 0  # changes with every label, skip, undo or rebuild (keys the cached read-outs)
         self._cache: dict[str, tuple[int, Any]] = {}
         self._rebuild()
 
     # -- construction -----------------------------------------------------
     def _loop_config(self) -> dict[str, Any]:
-        config: dict[str, Any] = dict(
+        # The evaluation split is scored here, not by the loop (``eval_X``): the loop
+        # would compute K(evaluation items, support vectors) afresh after every label,
+        # while the kernel columns of a support vector never change and are kept below.
+        return dict(
             strategy=self.info.strategy,
             solver=self.info.solver,
             solver_params=self.solver_params or None,
             strategy_params=self.strategy_params or None,
             seed=self.seed,
         )
-        if len(self.eval_items):
-            config["eval_X"] = self.X[self.eval_items]
-            config["eval_y"] = self.y_true[self.eval_items].astype(float)
-        return config
 
     def _rebuild(self) -> None:
         """Rebuild the loop from the stored label events (the database is the truth)."""
@@ -212,10 +220,16 @@ class LabellingRun:
                 )
             pairs.append((self.pool_of_item[event.item_index], int(event.value)))
             self.answers.append(Answer(event.item_index, int(event.value), event.decision_value))
-        self.loop = ActiveLearningLoop.from_events(pairs, X=self.X[self.pool_items], **self._loop_config())
-        self._prequential_auc = []
-        for k in range(len(self.answers)):
-            self._extend_prequential(k)
+        # ActiveLearningLoop.replay, with the evaluation after every label
+        self.loop = ActiveLearningLoop(self.X[self.pool_items], **self._loop_config())
+        self._row_metrics = []
+        for k, (pool_index, value) in enumerate(pairs):
+            self.loop.next_query()
+            if value == 0:
+                self.loop.skip(pool_index)
+            else:
+                self.loop.teach(pool_index, value)
+                self._row_metrics.append(self._metrics(upto=k + 1))
         self.last_update_ms = None
         self.version += 1
         self._ask()
@@ -287,7 +301,7 @@ class LabellingRun:
             else:
                 row = self.loop.teach(shown.pool_index, value)
                 self.last_update_ms = float(row.update_ms)  # solver update + pool scores kept current
-            self._extend_prequential(len(self.answers) - 1)
+                self._row_metrics.append(self._metrics(upto=len(self.answers)))
             self.version += 1
             self._ask()
             return self._tell(Outcome(True, f"Item {shown.item_index}: {VALUE_NAMES[value]}."))
@@ -316,7 +330,8 @@ class LabellingRun:
             else:
                 self.answers.pop()
                 self.loop.undo()  # exact: unlearn, or the solver state from before the label
-                del self._prequential_auc[len(self.answers):]
+                if event.value != 0:
+                    self._row_metrics.pop()
                 self.last_update_ms = None
                 self.version += 1
                 self._ask()  # the loop asks the same question again
@@ -362,25 +377,43 @@ class LabellingRun:
         return self._cached("history", self._history)
 
     def _history(self) -> pd.DataFrame:
-        frame = self.loop.history_frame()
-        frame = frame.copy()
-        if not self.has_evaluation and len(frame):
-            labelled = frame["n_labels"].to_numpy() if "n_labels" in frame else np.arange(1, len(frame) + 1)
-            auc = [self._prequential_auc[n - 1] if 0 < n <= len(self._prequential_auc) else np.nan
-                   for n in labelled]
-            frame["auc"] = auc
+        frame = self.loop.history_frame().copy()
+        if len(frame):
+            frame["auc"] = [m[0] for m in self._row_metrics]
+            frame["accuracy"] = [m[1] for m in self._row_metrics]
         return frame
 
-    def _extend_prequential(self, k: int) -> None:
-        """AUC of the scores the model gave items when it asked, over the first k+1 events."""
-        while len(self._prequential_auc) <= k:
-            upto = len(self._prequential_auc) + 1
-            pairs = [(a.value, a.score) for a in self.answers[:upto] if a.value != 0 and a.score is not None]
-            labels = np.array([p[0] for p in pairs])
-            if len(pairs) < 2 or len(set(labels.tolist())) < 2:
-                self._prequential_auc.append(np.nan)
-            else:
-                self._prequential_auc.append(float(roc_auc(labels, np.array([p[1] for p in pairs]))))
+    def evaluation_scores(self) -> np.ndarray:
+        """f(x) of the current model for every evaluation item."""
+        sv, coef, b = self.loop.solver.coefficients()
+        sv = np.asarray(sv, dtype=np.intp)
+        if len(sv) == 0:
+            return np.full(len(self.eval_items), float(b))
+        new = [int(i) for i in sv if int(i) not in self._eval_column_of]
+        if new:
+            columns = self.loop.solver.kernel(self.X[self.eval_items], self.X[self.pool_items[new]])
+            for k, i in enumerate(new):
+                self._eval_column_of[i] = self._eval_columns.shape[1] + k
+            self._eval_columns = np.hstack([self._eval_columns, columns])
+        K = self._eval_columns[:, [self._eval_column_of[int(i)] for i in sv]]
+        return K @ np.asarray(coef, dtype=np.float64) + float(b)
+
+    def _asked_scores(self, upto: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """(labels, scores the model gave the items when it asked) of the first ``upto`` answers."""
+        pairs = [(a.value, a.score) for a in self.answers[:upto] if a.value != 0 and a.score is not None]
+        return (np.array([p[0] for p in pairs], dtype=float), np.array([p[1] for p in pairs], dtype=float))
+
+    def _metrics(self, upto: int) -> tuple[float, float]:
+        """(AUC, accuracy) after a label: on the evaluation split, or else the AUC of the
+        scores given when asked over the labels so far (accuracy undefined then)."""
+        if self.has_evaluation:
+            y = self.y_true[self.eval_items]
+            f = self.evaluation_scores()
+            return float(roc_auc(y, f)), float(np.mean(np.where(f >= 0, 1, -1) == y))
+        y, scores = self._asked_scores(upto)
+        if len(y) < 2 or len(np.unique(y)) < 2:
+            return float("nan"), float("nan")
+        return float(roc_auc(y, scores)), float("nan")
 
     def roc(self) -> tuple[np.ndarray, np.ndarray, float, str] | None:
         """(fpr, tpr, auc, title) of the live ROC curve, or None while one class is missing.
@@ -393,17 +426,14 @@ class LabellingRun:
     def _roc(self) -> tuple[np.ndarray, np.ndarray, float, str] | None:
         if self.has_evaluation:
             y = self.y_true[self.eval_items]
-            scores = self.loop.solver.decision_function(X=self.X[self.eval_items])
+            scores = self.evaluation_scores()
             title = f"ROC · {len(y)} held-out items"
         else:
-            pairs = [(a.value, a.score) for a in self.answers if a.value != 0 and a.score is not None]
-            y = np.array([p[0] for p in pairs])
-            scores = np.array([p[1] for p in pairs], dtype=float)
+            y, scores = self._asked_scores()
             title = f"ROC · scores the model gave each item when it was asked<br>({len(y)} labels)"
-        if len(y) < 2 or len(set(np.asarray(y).tolist())) < 2 or not np.all(np.isfinite(scores)):
+        if len(y) < 2 or len(np.unique(y)) < 2 or not np.all(np.isfinite(scores)):
             return None
-        curve = roc_curve(y, scores)
-        fpr, tpr = curve[0], curve[1]
+        fpr, tpr, _ = roc_curve(y, scores)
         return np.asarray(fpr), np.asarray(tpr), float(roc_auc(y, scores)), title
 
     def item_features(self, item_index: int) -> pd.DataFrame:
@@ -629,6 +659,10 @@ class MarginLab:
                 run = LabellingRun(self, session_id)
                 self._runs[int(session_id)] = run
             return run
+
+    def is_open(self, session_id: int) -> bool:
+        """Whether the session's run is in memory (opening it otherwise replays its labels)."""
+        return int(session_id) in self._runs
 
     def forget_runs(self) -> None:
         """Drop the in-memory runs (the next open rebuilds from the database, as after a restart)."""

@@ -231,6 +231,10 @@ def test_undo_restores_the_exact_previous_model(db_url, strategy):
     assert not np.allclose(run.loop.pool_scores(), before)
     assert run.undo().ok
     np.testing.assert_allclose(run.loop.pool_scores(), before, rtol=0, atol=1e-9)
+    X_eval = run.X[run.eval_items]
+    np.testing.assert_allclose(run.evaluation_scores(), run.loop.solver.decision_function(X=X_eval),
+                               rtol=0, atol=1e-9)
+    assert len(run.history()) == run.n_labels
     assert run.shown.item_index == shown.item_index
     assert len(repo.label_events(svc.engine, run.session_id)) == 12
 
@@ -245,6 +249,17 @@ def test_restart_rebuilds_the_same_labels_and_model(db_url):
     np.testing.assert_allclose(restarted.loop.pool_scores(), run.loop.pool_scores(), rtol=0, atol=1e-9)
     assert restarted.shown.item_index == run.shown.item_index
     assert restarted.n_labels == 15 and restarted.n_skips == 1
+    # the learning curve is rebuilt too, and the evaluation scores are the model's decision values
+    live, rebuilt = run.history(), restarted.history()
+    np.testing.assert_allclose(rebuilt["auc"], live["auc"], rtol=0, atol=1e-12)
+    np.testing.assert_allclose(rebuilt["n_sv"], live["n_sv"])
+    X_eval = run.X[run.eval_items]
+    np.testing.assert_allclose(run.evaluation_scores(), run.loop.solver.decision_function(X=X_eval),
+                               rtol=0, atol=1e-9)
+    from core.metrics import roc_auc
+
+    assert live["auc"].iloc[-1] == pytest.approx(roc_auc(run.y_true[run.eval_items],
+                                                         run.loop.solver.decision_function(X=X_eval)))
 
 
 # --------------------------------------------------------------------------- Data

@@ -129,6 +129,9 @@ def labelling_panel(session_id: int) -> None:
         bottom[1].plotly_chart(charts.margin_figure(history), config={"displayModeBar": False}, key="margin")
 
 
+if not svc.is_open(st.session_state.session_id):
+    with st.spinner("Rebuilding the session from its stored labels…"):
+        svc.open_session(st.session_state.session_id)
 labelling_panel(st.session_state.session_id)
 st.caption("Keys: **P** positive · **N** negative · **S** skip · **U** undo. "
            "Every answer is saved before the next item appears.")
