@@ -99,7 +99,7 @@ def test_far_misclassified_example_is_ignored():
     # after a confident model exists, a mislabelled example deep in the other class has y f < -1:
     # it is stored but stays out of V with weight 0 (eq. 10)
     X = np.array([[0.0, 0.0], [0.05, 0.0], [-0.05, 0.0], [0.02, 0.01]])
-    s = make_solver("ramp", X, kernel="rbf", gamma=1.0, C=10.0)
+    s = make_solver("ramp", X, kernel="rbf", gamma=1.0, C=10.0, hinge_warmup=0)
     for i in range(3):
         s.learn(i, 1)
     assert s.decision_function([3])[0] > 1
@@ -169,7 +169,7 @@ def test_learning_order_does_not_matter_when_V_is_all():
 # -- ramp behaviour on noisy data ---------------------------------------------------
 def test_zero_weight_below_s_after_every_step():
     X, y = gaussians(250, sep=1.5, seed=5, flip=0.15)
-    s = make_solver("ramp", X, C=5.0, gamma=1.0)
+    s = make_solver("ramp", X, C=5.0, gamma=1.0, hinge_warmup=0)
     excluded = 0
     for i in range(len(y)):
         r = s.learn(i, y[i])
@@ -180,6 +180,24 @@ def test_zero_weight_below_s_after_every_step():
     L = s.labelled_
     excluded = np.sum(y[L] * recomputed_f(s, L) < -1)
     assert excluded > 0, "the test needs examples beyond the ramp to mean anything"
+
+
+def test_hinge_warmup_then_cccp():
+    # during the warm-up every learned example stays in V (the hinge SVM, checked against the
+    # dense QP); from the warm-up count on, eq. 10 excludes the examples below s
+    X, y = gaussians(120, sep=1.0, seed=15, flip=0.2)
+    s = make_solver("ramp", X, C=5.0, gamma=1.0, tol=1e-6, hinge_warmup=80, max_nonsv=None)
+    learn_all(s, y[:79])
+    L = s.labelled_
+    assert s.in_V[L].all()
+    z = y[L] * recomputed_f(s, L)
+    assert np.any((z < -1) & (s.alpha[L] > 0)), "warm-up keeps weight on examples beyond the ramp"
+    K = s.kernel(X[L], X[L])
+    np.testing.assert_allclose(s.dual_objective(), dense_svm_dual(K, y[L], 5.0, bias=False).objective, rtol=1e-6)
+    for i in range(79, 120):
+        s.learn(i, y[i])
+    assert not s.in_V[s.labelled_].all()
+    assert_ramp_invariants(s)
 
 
 @pytest.mark.parametrize("data", ["gaussians", "checkerboard"])
@@ -297,7 +315,7 @@ def test_iteration_cap_raises_or_warns():
 
 
 @pytest.mark.parametrize("kw", [dict(ramp_s=1.0), dict(ramp_s=np.nan), dict(max_nonsv=-1), dict(max_nonsv=2.5),
-                                dict(progress_tol=-1.0), dict(max_cccp=0)])
+                                dict(progress_tol=-1.0), dict(max_cccp=0), dict(hinge_warmup=-1)])
 def test_bad_parameters(kw):
     with pytest.raises(ValueError):
         OnlineSVMR(np.zeros((2, 2)), **kw)
@@ -319,14 +337,14 @@ def test_registry_and_contract():
 @pytest.mark.parametrize("include_data", [True, False])
 def test_state_round_trip(include_data):
     X, y = gaussians(150, sep=1.5, seed=10, flip=0.15)
-    s = make_solver("ramp", X, C=2.0, gamma=1.0, max_nonsv=15, ramp_s=-0.5, random_state=3)
+    s = make_solver("ramp", X, C=2.0, gamma=1.0, max_nonsv=15, ramp_s=-0.5, random_state=3, hinge_warmup=20)
     learn_all(s, y[:100])
     buf = io.BytesIO()
     s.save(buf, include_data=include_data)
     buf.seek(0)
     t = OnlineSolver.load(buf, X=None if include_data else X)
     assert isinstance(t, OnlineSVMR)
-    assert t.ramp_s == -0.5 and t.max_nonsv == 15 and t.C == 2.0
+    assert t.ramp_s == -0.5 and t.max_nonsv == 15 and t.C == 2.0 and t.hinge_warmup == 20
     np.testing.assert_array_equal(t.decision_function(), s.decision_function())
     np.testing.assert_array_equal(t.decision_function(X=X[:7] + 0.1), s.decision_function(X=X[:7] + 0.1))
     np.testing.assert_array_equal(t.in_V, s.in_V)
@@ -357,15 +375,16 @@ def small_problems(draw):
     gamma = draw(st.sampled_from([0.1, 1.0, 30.0]))
     s_param = draw(st.sampled_from([-1.0, -0.3, 0.0]))
     n_unlearn = draw(st.integers(0, 3))
-    return X, y, C, kernel, gamma, s_param, n_unlearn
+    warmup = draw(st.sampled_from([0, 5]))
+    return X, y, C, kernel, gamma, s_param, n_unlearn, warmup
 
 
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(small_problems())
 def test_property_no_nan_terminates(problem):
-    X, y, C, kernel, gamma, s_param, n_unlearn = problem
+    X, y, C, kernel, gamma, s_param, n_unlearn, warmup = problem
     s = make_solver("ramp", X, C=C, kernel=kernel, gamma=gamma, ramp_s=s_param, max_iter=3000,
-                    max_nonsv=4)
+                    max_nonsv=4, hinge_warmup=warmup)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)  # documented: a cap may be hit for extreme C
         results = [s.learn(i, y[i]) for i in range(len(y))]
@@ -377,7 +396,7 @@ def test_property_no_nan_terminates(problem):
     assert np.all(np.isfinite(s.f)) and np.all(np.isfinite(s.alpha))
     assert np.all((s.alpha >= 0) & (s.alpha <= C))
     assert np.isfinite(s.dual_objective()) and np.isfinite(s.kkt_gap())
-    if all(r.status == "ok" for r in results):
+    if all(r.status == "ok" for r in results) and len(s.learned_order) >= warmup:
         L = s.labelled_
         z = s.y[L] * recomputed_f(s, L)
         assert np.all(s.alpha[L][z < s_param - 1e-9 * max(1.0, C)] == 0)
