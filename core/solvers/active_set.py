@@ -103,7 +103,16 @@ variables); the solver then reports its midpoint, as LIBSVM does.
 largest violating pair of ``kkt_gap()`` is <= tol at every return (except after
 an iteration cap, which warns or raises).  Between those checks the solution
 is the exact optimum of the partition it has found: with a small tol it agrees
-with an interior-point QP solve to rounding.
+with an interior-point QP solve to rounding.  Deviation: the entering
+threshold never drops below the rounding level of f (about 1e4 * eps * sum(a) *
+max K(x, x)); below it a "violation" is noise, and with a huge C and a tight tol
+an exact duplicate of a free vector would otherwise be swapped in and out
+forever.
+
+**Iterations** (``n_iter_``, ``StepResult.iterations``): one per Step 1 solve
+or bordered entering step (each ends at a bound hit or at a reduced optimum).
+``n_factor_updates_`` counts the rows added to and removed from R,
+``n_singular_steps_`` the entering steps of dependent variables.
 """
 
 from __future__ import annotations
@@ -334,10 +343,17 @@ class ActiveSetSVM(OnlineSolver):
         ns = self._n_slots
         # Kernel values against the free set and the non-free support (for f_out).
         out_sv = np.flatnonzero((self._status[:ns] != IS) & (self._a[:ns] > 0))
+        n_s = self._n_s
+        if m == 1 and n_s + len(out_sv) and len(self.store) <= 4 * ns:
+            # one example and a store not much larger than the learned set: take its full
+            # (cached) kernel row, which Step 2 needs anyway if the example enters
+            row = self._kernel_row(int(idx[0]))
+            self._KS[self._S_row, slots[0]] = row[self._S]
+            self._fc[slots[0]] = row[out_sv] @ (self._a[out_sv] * self._sy[out_sv])
+            return slots
         cols = np.concatenate([self._sidx[self._S], self._sidx[out_sv]])
         if len(cols):
             Kb = self.cache.block(idx, cols)
-            n_s = self._n_s
             self._KS[self._S_row[:, None], slots[None, :]] = Kb[:, :n_s].T
             self._fc[slots] = Kb[:, n_s:] @ (self._a[out_sv] * self._sy[out_sv])
         else:
