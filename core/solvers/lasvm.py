@@ -42,6 +42,7 @@ from core.solvers.base import OnlineSolver, StepResult, StepTimer
 
 _INITIAL_CAPACITY = 64
 _DECISION_CHUNK_ENTRIES = 1 << 22  # kernel entries per block when scoring many points
+_CHECK_CHUNK_ENTRIES = 1 << 16  # kernel entries per block of the final check (stays in cache)
 
 
 class LASVM(OnlineSolver):
@@ -200,6 +201,23 @@ class LASVM(OnlineSolver):
         G *= 2.0
         G -= sqa[:, None]
         G -= sqb[None, :]
+        np.minimum(G, 0.0, out=G)
+        G *= kern.gamma
+        return np.exp(G, out=G)
+
+    def _kernel_row(self, k: int, n: int) -> np.ndarray:
+        """K(x_k, S[:n]) as in ``_kernel``, with a matrix-vector product (the online hot path)."""
+        G = self._XS[:n] @ self._X_store[k]
+        kern = self.kernel
+        if kern.name == "linear":
+            return G
+        if kern.name == "poly":
+            G *= kern.gamma
+            G += kern.coef0
+            return np.power(G, int(kern.degree), out=G)
+        G *= 2.0
+        G -= self._sq_store[k]
+        G -= self._sqS[:n]
         np.minimum(G, 0.0, out=G)
         G *= kern.gamma
         return np.exp(G, out=G)
@@ -408,8 +426,7 @@ class LASVM(OnlineSolver):
             return False
         n = self._n
         Xk = self._X_store[k:k + 1]
-        sqk = self._sq_store[k:k + 1]
-        K_kS = self._kernel(Xk, sqk, self._XS[:n], self._sqS[:n])[0] if n else np.empty(0)
+        K_kS = self._kernel_row(k, n) if n else np.empty(0)
         K_kk = 1.0 if self.kernel.name == "rbf" else float(self.kernel.diag(Xk)[0])
         self._count_evals(n + 1)
         self._insert_one(k, K_kS, K_kk)  # 2) alpha_k = 0, g_k, S = S + {k}
@@ -689,7 +706,7 @@ class LASVM(OnlineSolver):
         cached = self._check_block
         if cached is None:
             Kb = np.empty((len(out), len(sv)))
-            chunk = max(1, _DECISION_CHUNK_ENTRIES // len(sv))
+            chunk = max(1, _CHECK_CHUNK_ENTRIES // len(sv))
             for s in range(0, len(out), chunk):
                 Kb[s:s + chunk] = block(out[s:s + chunk], sv_pos)
             scores = Kb @ coef
@@ -703,7 +720,9 @@ class LASVM(OnlineSolver):
         hr, hc = rpos >= 0, cpos >= 0
         if hr.any():
             if hc.any():
-                scores[hr] += Kb[np.ix_(rpos[hr], cpos[hc])] @ coef[hc]
+                coef_cached = np.zeros(Kb.shape[1])
+                coef_cached[cpos[hc]] = coef[hc]
+                scores[hr] += (Kb @ coef_cached)[rpos[hr]]
             if (~hc).any():
                 scores[hr] += block(out[hr], sv_pos[~hc]) @ coef[~hc]
         if (~hr).any():
