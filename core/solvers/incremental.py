@@ -389,6 +389,7 @@ class IncrementalSVM(OnlineSolver):
         kkt_slack = 1e-9
         nL = self._nL
         ykp_d = (yp * d) * krow_p
+        seq_p = int(self._pseq[p])
         # watch_i = +1 for E, -1 for O examples whose margin may limit the step (case 4):
         # dg_i * watch_i > 0 means g_i moves towards 0.  Examples that violate their KKT
         # condition (pending repair) and blocked ones are not watched.
@@ -446,27 +447,23 @@ class IncrementalSVM(OnlineSolver):
                 bsum = scale * (1.0 + np.abs(beta[1:]).sum()) + abs(beta[0])
                 eps_gamma = 1e-11 * bsum
 
-            best_t, best = math.inf, None  # (t, rank, seq, kind, k)
-
-            def offer(t: float, rank: int, k: int, kind: str) -> None:
-                nonlocal best_t, best
-                key = (t, rank, int(self._pseq[k]))
-                if best is None or key < best[:3]:
-                    best_t = t
-                    best = (t, rank, int(self._pseq[k]), kind, k)
-
+            # candidate events as (t, case rank, seq of the example, kind, position); the smallest
+            # wins: shortest step, then case order, then the oldest example (deterministic ties)
+            best = None
             # case 1 (eq. 10): the driven example reaches the margin
             if mode != _REMOVE:
-                rate = dg[p]
+                rate = float(dg[p])
                 # kappa_p = gamma_p (eq. 17) must be clearly non-zero for p to enter S
                 thresh = 0.5 if m == 0 else max(self.kappa_tol * (kpp + bsum), eps_gamma)
                 if mode == _LEARN and rate > thresh:
-                    offer(max(0.0, -g[p] / rate), 0, p, "c_margin")
+                    best = (max(0.0, -float(g[p]) / rate), 0, seq_p, "c_margin", p)
                 elif mode == _LOWER and rate < -thresh:
-                    offer(max(0.0, g[p] / -rate), 0, p, "c_margin")
-            # case 2 (eq. 11): the driven example reaches its bound
+                    best = (max(0.0, float(g[p]) / -rate), 0, seq_p, "c_margin", p)
             if m > 0:
-                offer(C - a[p] if mode == _LEARN else a[p], 1, p, "c_bound")
+                # case 2 (eq. 11): the driven example reaches its bound
+                t2 = C - float(a[p]) if mode == _LEARN else float(a[p])
+                if best is None or (t2, 1) < best[:2]:
+                    best = (t2, 1, seq_p, "c_bound", p)
                 # case 3 (eq. 12): a margin vector reaches 0 or C
                 da = bd[1:]
                 aS = a[S]
@@ -475,23 +472,27 @@ class IncrementalSVM(OnlineSolver):
                 t3 /= np.maximum(absda, eps_beta)
                 t3[absda <= eps_beta] = np.inf
                 np.maximum(t3, 0.0, out=t3)
-                j3 = int(t3.argmin()) if m else 0
-                if m and t3[j3] < np.inf:
-                    tmin = t3[j3]
+                j3 = int(t3.argmin())
+                tmin = float(t3[j3])
+                if tmin < math.inf and (tmin, 2) <= best[:2]:
                     ties = (t3 == tmin).nonzero()[0]
                     if len(ties) > 1:
                         j3 = int(ties[self._pseq[S[ties]].argmin()])
-                    offer(float(tmin), 2, int(S[j3]), "leave")
+                    k3 = int(S[j3])
+                    cand3 = (tmin, 2, int(self._pseq[k3]), "leave", k3)
+                    if cand3 < best:
+                        best = cand3
             # case 4 (eqs. 13–14): an error or other vector reaches the margin
             cand = (watch * dg > eps_gamma).nonzero()[0]
             if len(cand):
                 t4 = -g[cand] / dg[cand]
                 np.maximum(t4, 0.0, out=t4)
                 j4 = int(t4.argmin())
-                tmin = t4[j4]
-                ties = cand[t4 == tmin]
-                k = int(ties[self._pseq[ties].argmin()]) if len(ties) > 1 else int(cand[j4])
-                offer(float(tmin), 3, k, "enter")
+                tmin = float(t4[j4])
+                if best is None or (tmin, 3) < best[:2]:
+                    ties = cand[t4 == tmin]
+                    k = int(ties[self._pseq[ties].argmin()]) if len(ties) > 1 else int(cand[j4])
+                    best = (tmin, 3, int(self._pseq[k]), "enter", k)
 
             if best is None:
                 # Only possible when unlearning with S empty and nothing left to absorb
