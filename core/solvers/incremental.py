@@ -821,6 +821,13 @@ class IncrementalSVM(OnlineSolver):
         return it, [victim]
 
     def learn(self, i: int, y: float) -> StepResult:
+        """Learn store example ``i`` with label ``y`` exactly (incremental step of C&P / Laskov et al.).
+
+        The step record's ``iterations`` counts minor iterations (set changes),
+        ``extra["cases"]`` lists which case limited each of them, ``extra["set"]``
+        is where the example ended (S, E or O) and ``extra["evicted"]`` the
+        example a full window unlearned first.
+        """
         i, y = self._check_learnable(i, y)
         self._last_status, self._last_cases = "ok", []
         with StepTimer(self) as tm:
@@ -874,6 +881,10 @@ class IncrementalSVM(OnlineSolver):
         self._pg[:nL] = y * self._b - 1.0
 
     def unlearn(self, i: int) -> StepResult:
+        """Remove example ``i`` exactly: a_i is driven to 0 (decremental step), then i is dropped.
+
+        The result equals training without ``i`` (up to rounding).
+        """
         i = self._check_unlearnable(i)
         self._last_status, self._last_cases = "ok", []
         with StepTimer(self) as tm:
