@@ -336,6 +336,31 @@ def test_iteration_cap_warns_or_raises():
     r = ActiveSetSVM(X, kernel="rbf", C=1.0, gamma=GAMMA, max_iter=2, on_max_iter="raise")
     with pytest.raises(IterationLimitError):
         r.learn_many(np.arange(40), y)
+    r.check_invariants()
+
+
+def test_iteration_cap_during_unlearn_keeps_a_consistent_state():
+    X, y = two_gaussians(40, 0.3, seed=1)
+    full = train(X, y, 1.0, "rbf")
+    victim = int(full.support_[np.argmax(np.abs(full.dual_coef_))])  # a bounded support vector
+    s = train(X, y, 1.0, "rbf")
+    s.max_iter = 1
+    capped = 0
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        for _ in range(200):  # the cap may stop the drive before a_i = 0: then i is still learned
+            res = s.unlearn(victim)
+            capped += res.status == "max_iter"
+            s.check_invariants()
+            assert np.all(np.isfinite(s.decision_function(np.arange(40))))
+            if victim not in s.labelled_.tolist():
+                break
+    assert victim not in s.labelled_.tolist() and capped >= 1
+    s.max_iter = 100_000
+    s.finish()  # continues the optimisation the cap interrupted
+    keep = np.setdiff1d(np.arange(40), [victim])
+    ref = dense_svm_dual(kernel_matrix("rbf", X[keep]), y[keep], 1.0)
+    assert s.dual_objective() == pytest.approx(ref.objective, rel=1e-9)
 
 
 def test_registry_and_contract():

@@ -833,7 +833,12 @@ class ActiveSetSVM(OnlineSolver):
                          extra={"n_free": self._n_s, "n_at_C": self.n_at_upper_})
 
     def unlearn(self, i: int) -> StepResult:
-        """Remove example i exactly (see the module docstring)."""
+        """Remove example i exactly (see the module docstring).
+
+        If the iteration cap is reached before a_i has been driven to 0, the
+        example stays learned (the solution remains feasible and consistent),
+        the cap warns or raises, and calling ``unlearn(i)`` again continues.
+        """
         i = self._check_unlearnable(i)
         with StepTimer(self) as tm:
             k = int(self._slot_of[i])
@@ -842,24 +847,31 @@ class ActiveSetSVM(OnlineSolver):
                 self._at_reduced_opt = False
                 r = float(self._gradient(np.array([k]))[0]) + self._sy[k] * self.b_
                 penalty = 2.0 * (1.0 + abs(r)) + 1.0
-                for _ in range(60):
-                    self._lin[k] = -1.0 + penalty
+                try:
+                    for _ in range(60):
+                        self._lin[k] = -1.0 + penalty
+                        self._refresh_sign(k)
+                        self._at_reduced_opt = False
+                        its, status, message = self._optimise("unlearn", its)
+                        if status != "ok" or self._a[k] <= _BOUND_EPS * self.C:
+                            break
+                        penalty *= 8.0
+                finally:  # also when the cap raises: the objective is the plain dual again
+                    self._lin[k] = -1.0
                     self._refresh_sign(k)
                     self._at_reduced_opt = False
-                    its, status, message = self._optimise("unlearn", its)
-                    if status != "ok":
-                        break
-                    if self._a[k] <= _BOUND_EPS * self.C:
-                        break
-                    penalty *= 8.0
+                if self._a[k] > _BOUND_EPS * self.C:  # the cap stopped the drive: keep i learned
+                    if self._n_s:
+                        its += self._step1()
+                    return tm.result(status="max_iter", iterations=its,
+                                     message=message + f"; example {i} is still learned (call unlearn again)",
+                                     extra={"n_free": self._n_s, "n_at_C": self.n_at_upper_})
                 if self._status[k] == IS:
                     pos = int(np.flatnonzero(self._S == k)[0])
                     self._a[k] = 0.0
                     self._drop_free(pos, at_upper=False)
-                elif self._a[k] != 0.0:  # only after an iteration cap: release it from f_out
-                    row = self._kernel_row(i)
-                    self._fc[: self._n_slots] -= (self._a[k] * self._sy[k]) * row
-                    self._a[k] = 0.0
+                    self._at_reduced_opt = False
+                    its += self._step1()  # (a_k was ~0: the rest is already at its reduced optimum)
             else:
                 status = "unchanged"
             self._release_slot(k)
