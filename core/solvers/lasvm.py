@@ -79,6 +79,10 @@ class LASVM(OnlineSolver):
     ``unlearn`` is approximate (LASVM is not an exact incremental method); see
     its docstring.
 
+    Memory: K(S, S) is kept dense, O(|S|^2) (with 1.5x headroom), next to
+    |S| x n_features feature values; nothing is kept per store item beyond
+    the base class's labels.
+
     Known limitation: the paper's first-order pair choice (the most violating
     pair) converges slowly when C is large on a low-rank kernel matrix (linear
     or polynomial kernels on few features, duplicated points): each step is
@@ -139,7 +143,7 @@ class LASVM(OnlineSolver):
     def _reserve(self, need: int) -> None:
         if need <= self._cap:
             return
-        cap = max(need, 2 * self._cap, _INITIAL_CAPACITY)
+        cap = max(need, self._cap + self._cap // 2, _INITIAL_CAPACITY)  # K(S, S) is cap x cap
         n = self._n
         d = self.store.n_features or 0
 
