@@ -452,3 +452,27 @@ def test_decision_function_in_chunks_and_for_new_points(monkeypatch):
     sv, coef, b = s.coefficients()
     np.testing.assert_allclose(whole, s.kernel(X, X[sv]) @ coef + b, atol=1e-12)
     assert s.decision_function([]).shape == (0,)
+
+
+def test_copy_sharing_the_store_is_small_and_independent():
+    # the active-learning loop snapshots non-exact solvers with a deepcopy that shares the store
+    import copy
+
+    rng = np.random.default_rng(22)
+    pool = rng.standard_normal((20_000, 4))
+    y = np.where(pool[:, 0] + pool[:, 1] > 0, 1.0, -1.0)
+    s = LASVM(pool, C=1.0, gamma=0.3)
+    for i in range(40):
+        s.learn(i, y[i])
+    memo = {id(s.store): s.store, id(s.cache): s.cache, id(s.kernel): s.kernel}
+    clone = copy.deepcopy(s, memo)
+    per_item = sum(v.nbytes for k, v in vars(clone).items() if isinstance(v, np.ndarray) and k != "y")
+    assert per_item < 200_000  # O(|S|^2), nothing of the pool's size
+    cand = np.arange(100, 200)
+    before = s.decision_function(cand)
+    for i in range(40, 80):
+        clone.learn(i, y[i])
+    np.testing.assert_array_equal(s.decision_function(cand), before)
+    for i in range(40, 80):
+        s.learn(i, y[i])
+    np.testing.assert_array_equal(s.decision_function(cand), clone.decision_function(cand))

@@ -103,8 +103,6 @@ class LASVM(OnlineSolver):
         self.shrinking = bool(shrinking)
         self.final_check = bool(final_check)
         self._reset_set()
-        self._X_store = np.empty((0, 0))
-        self._sq_store = np.empty(0)
         super().__init__(X, **params)
 
     # ------------------------------------------------------------------
@@ -169,10 +167,16 @@ class LASVM(OnlineSolver):
         self._up_pen[p] = 0.0 if a < self._hi[p] else -np.inf
         self._down_pen[p] = 0.0 if a > self._lo[p] else np.inf
 
-    def _on_store_grown(self, n_new: int) -> None:
-        # read-only views of the store's arrays, refreshed whenever it grows
-        self._X_store = self.store.X
-        self._sq_store = self.store.sq_norms
+    # (the solver keeps no reference to the store's arrays, only to the store:
+    # a copy that shares the store, as the active-learning loop makes for
+    # undo, then copies nothing of the size of the pool)
+    @property
+    def _X_store(self) -> np.ndarray:
+        return self.store.X
+
+    @property
+    def _sq_store(self) -> np.ndarray:
+        return self.store.sq_norms
 
     def _note_zero(self, p: int) -> None:
         if self._alpha[p] == 0.0:
