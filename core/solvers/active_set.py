@@ -127,7 +127,7 @@ from core.solvers.base import OnlineSolver, StepResult, StepTimer
 
 I0, IS, IC, REMOVED = 0, 1, 2, -1  # partition codes per learned example
 _GIVENS_IN_PYTHON = 6  # tails up to this length are rotated in Python (cheaper than the call overhead)
-_SHRINK_MIN_FREE = 8  # selective pricing only pays with a free set at least this large
+_SHRINK_MIN_FREE = 32  # selective pricing only pays with a free set at least this large
 _EPS = float(np.finfo(float).eps)
 _ROUNDING = 64 * _EPS
 _TINY = 1e-200  # |direction| floor in ratio tests: C / _TINY is finite and larger than any step
@@ -315,8 +315,8 @@ class ActiveSetSVM(OnlineSolver):
         ns = self._n_slots
         if len(self.store) <= 4 * ns:
             row = self.cache.row(i)
-            if ns == len(row) and self._slots_are_store_order:
-                return row
+            if self._slots_are_store_order:  # slot k is store index k
+                return row if ns == len(row) else row[:ns]
             return row[self._sidx[:ns]]
         return self.cache.entries(i, self._sidx[:ns])
 
@@ -342,15 +342,18 @@ class ActiveSetSVM(OnlineSolver):
         self._slot_of[idx] = slots
         ns = self._n_slots
         # Kernel values against the free set and the non-free support (for f_out).
-        out_sv = np.flatnonzero((self._status[:ns] != IS) & (self._a[:ns] > 0))
         n_s = self._n_s
-        if m == 1 and n_s + len(out_sv) and len(self.store) <= 4 * ns:
+        if m == 1 and len(self.store) <= 4 * ns:
             # one example and a store not much larger than the learned set: take its full
             # (cached) kernel row, which Step 2 needs anyway if the example enters
             row = self._kernel_row(int(idx[0]))
-            self._KS[self._S_row, slots[0]] = row[self._S]
-            self._fc[slots[0]] = row[out_sv] @ (self._a[out_sv] * self._sy[out_sv])
+            S = self._S
+            K_s = row[S]
+            self._KS[self._S_row, slots[0]] = K_s
+            # f_out = sum over all learned minus the free part (cheaper than gathering the bounded support)
+            self._fc[slots[0]] = row @ (self._a[:ns] * self._sy[:ns]) - K_s @ (self._a[S] * self._sy[S])
             return slots
+        out_sv = np.flatnonzero((self._status[:ns] != IS) & (self._a[:ns] > 0))
         cols = np.concatenate([self._sidx[self._S], self._sidx[out_sv]])
         if len(cols):
             Kb = self.cache.block(idx, cols)
@@ -504,7 +507,7 @@ class ActiveSetSVM(OnlineSolver):
         if not full and n >= _SHRINK_MIN_FREE and self._priced_valid:
             subset = self._priced[:ns] & ((st == I0) | (st == IC))
             m = int(np.count_nonzero(subset))
-            if 2 * m < ns:
+            if 4 * m < ns:  # (gathering the subset's kernel columns costs more than a dense product)
                 if m == 0:
                     return None, False
                 cols = np.flatnonzero(subset)
