@@ -259,6 +259,15 @@ def test_decision_values_for_pool_and_new_points():
     assert 0 < region.sum() < 120
 
 
+def test_cache_budget_zero_gives_the_same_model():
+    X, y = gaussians(150, sep=1.5, seed=16, flip=0.15)
+    a = learn_all(make_solver("ramp", X, C=3.0, gamma=1.0), y)
+    b = learn_all(make_solver("ramp", X, C=3.0, gamma=1.0, cache_bytes=0), y)
+    np.testing.assert_array_equal(a.alpha, b.alpha)
+    np.testing.assert_array_equal(a.decision_function(), b.decision_function())
+    assert b.n_kernel_evals > a.n_kernel_evals
+
+
 # -- unlearning ------------------------------------------------------------------
 def test_unlearn_restores_kkt_and_forgets_the_example():
     X, y = gaussians(100, sep=1.5, seed=9, flip=0.15)
