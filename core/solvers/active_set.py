@@ -126,7 +126,7 @@ from scipy.linalg import blas, qr_delete
 from core.solvers.base import OnlineSolver, StepResult, StepTimer
 
 I0, IS, IC, REMOVED = 0, 1, 2, -1  # partition codes per learned example
-_GIVENS_IN_PYTHON = 6  # tails up to this length are rotated in Python (cheaper than the call overhead)
+_GIVENS_IN_PYTHON = 2  # tails up to this length are rotated in Python (cheaper than the call overhead)
 _SHRINK_MIN_FREE = 32  # selective pricing only pays with a free set at least this large
 _EPS = float(np.finfo(float).eps)
 _ROUNDING = 64 * _EPS
@@ -172,10 +172,8 @@ def _delete_column(R: np.ndarray, pos: int) -> np.ndarray:
         if r == 0.0:
             continue
         c, s = a / r, b / r
-        top = M[k, k:].copy()
-        bottom = M[k + 1, k:]
-        M[k, k:] = c * top + s * bottom
-        M[k + 1, k:] = c * bottom - s * top
+        block = M[k:k + 2, k:]
+        block[...] = np.array(((c, s), (-s, c))) @ block
     return np.asfortranarray(M[: n - 1])
 
 
