@@ -401,8 +401,13 @@ class ActiveSetSVM(OnlineSolver):
     def _solve_H(self, rhs: np.ndarray) -> np.ndarray:
         return _solve_upper(self._R, _solve_upper(self._R, rhs, trans=True), trans=False)
 
-    def _append_free(self, j: int, r_col: np.ndarray, pivot_sq: float, row: np.ndarray) -> None:
-        """Append j to Is: one new column of R (O(n_s^2)), its kernel row, f_out update."""
+    def _append_free(self, j: int, r_col: np.ndarray, pivot_sq: float, row: np.ndarray,
+                     f_out_contribution: float | None = None) -> None:
+        """Append j to Is: one new column of R (O(n_s^2)), its kernel row, f_out update.
+
+        f_out loses j's contribution, a_j y_j K(., x_j) by default, or
+        ``f_out_contribution`` y_j K(., x_j) when f_out still holds an older value of a_j.
+        """
         n = self._n_s
         R = np.zeros((n + 1, n + 1), order="F")
         R[:n, :n] = self._R
@@ -412,8 +417,9 @@ class ActiveSetSVM(OnlineSolver):
         self._reserve_rows()
         ns = self._n_slots
         self._KS[n, :ns] = row
-        if self._a[j] != 0.0:  # its contribution moves from f_out into the free part
-            self._fc[:ns] -= (self._a[j] * self._sy[j]) * row
+        held = self._a[j] if f_out_contribution is None else f_out_contribution
+        if held != 0.0:  # its contribution moves from f_out into the free part
+            self._fc[:ns] -= (held * self._sy[j]) * row
         if n == len(self._S_buf):
             self._S_buf = np.concatenate([self._S_buf, np.zeros(n, dtype=np.intp)])
             self._S_row_buf = np.concatenate([self._S_row_buf, np.zeros(n, dtype=np.intp)])
@@ -683,8 +689,7 @@ class ActiveSetSVM(OnlineSolver):
             its += 1
             if self._n_s == 0:  # every free variable left: j is the only one, Step 1 pins b
                 self._a[j] = aj
-                self._fc[: self._n_slots] += ((aj - aj0) * yj) * row  # _append_free then removes a_j
-                self._append_free(j, np.zeros(0), Hjj, row)
+                self._append_free(j, np.zeros(0), Hjj, row, f_out_contribution=aj0)
                 self._at_reduced_opt = False
                 return its + self._step1()
             S = self._S
@@ -705,8 +710,7 @@ class ActiveSetSVM(OnlineSolver):
                 break
             if r_j == 0.0 and not dependent:  # j is at the reduced optimum of Is + {j}
                 self._a[j] = aj
-                self._fc[: self._n_slots] += ((aj - aj0) * yj) * row  # _append_free then removes a_j
-                self._append_free(j, r_col, pivot_sq, row)
+                self._append_free(j, r_col, pivot_sq, row, f_out_contribution=aj0)
                 return its
             # (r_j == 0 and dependent: the objective is flat along v; slide j towards 0 until a bound)
             sigma = -1.0 if r_j >= 0 else 1.0
@@ -736,8 +740,7 @@ class ActiveSetSVM(OnlineSolver):
                 break
             if step == t_curv:  # reduced optimum of Is + {j}: j enters the factor
                 self._a[j] = aj
-                self._fc[: self._n_slots] += ((aj - aj0) * yj) * row  # _append_free then removes a_j
-                self._append_free(j, r_col, pivot_sq, row)
+                self._append_free(j, r_col, pivot_sq, row, f_out_contribution=aj0)
                 return its
             # a free variable hit its bound first: it leaves Is, and j is tried again
             self._a[S[pos]] = 0.0 if dS[pos] < 0 else C
