@@ -14,7 +14,12 @@ example at a time (its only mode).
 Target (issue 6): on the noisy tasks, active-set faster than ``incremental``
 and within 2x of SVC.
 
+The Python solvers spend their time in many small NumPy/BLAS calls; a
+multi-threaded BLAS can make those slower (thread hand-offs) and inflates CPU
+seconds.  SVC does not use BLAS.  Run it both ways to see the effect:
+
     .venv/bin/python benchmarks/bench_active_set.py [--n 3000] [--quick]
+    OPENBLAS_NUM_THREADS=1 .venv/bin/python benchmarks/bench_active_set.py
 """
 
 from __future__ import annotations

@@ -516,7 +516,7 @@ class ActiveSetSVM(OnlineSolver):
                     return None, False
                 cols = np.flatnonzero(subset)
                 viol = self._sgn_y[cols] * (self._f_out_plus_free(cols) + self.b_) + self._sgn_lin[cols]
-                p = int(np.argmax(viol))
+                p = int(viol.argmax())
                 return (int(cols[p]) if viol[p] > self._threshold() else None), False
         S = self._S
         f = self._free_coef_rows(self._a[S] * self._sy[S]) @ self._KS[:n, :ns]
@@ -529,7 +529,7 @@ class ActiveSetSVM(OnlineSolver):
             self._priced_valid = True
         else:
             self._priced_valid = False
-        p = int(np.argmax(f))
+        p = int(f.argmax())
         return (p if f[p] > self._threshold() else None), True
 
     def _free_coef_rows(self, coef: np.ndarray) -> np.ndarray:
@@ -650,7 +650,7 @@ class ActiveSetSVM(OnlineSolver):
             t = np.full(len(S), np.inf)
             t[low] = aS[low] / (aS[low] - target[low])
             t[high] = (C - aS[high]) / (target[high] - aS[high])
-            pos = int(np.argmin(t))
+            pos = int(t.argmin())
             step = min(max(float(t[pos]), 0.0), 1.0)
             self._a[S] = _into_box(aS + step * delta, C)
             self._drop_free(pos, at_upper=bool(high[pos]))
@@ -723,7 +723,7 @@ class ActiveSetSVM(OnlineSolver):
                 dS = -dS
             lim = np.where(dS < 0, aS, C - aS)  # distance to the bound each free variable moves to
             t_S = lim / np.maximum(np.abs(dS), _TINY)  # (a variable that does not move never blocks)
-            pos = int(np.argmin(t_S))
+            pos = int(t_S.argmin())
             t_blk = float(t_S[pos])
             t_j = (C - aj) if sigma > 0 else aj
             step = min(t_curv, t_blk, t_j)
