@@ -315,9 +315,17 @@ class LabellingRun:
     def skip(self, item_index: int | None = None) -> Outcome:
         return self.answer(0, item_index=item_index)
 
-    def undo(self) -> Outcome:
-        """Undo the last label or skip: storage first, then the loop; the item is shown again."""
+    def undo(self, *, last_item_index: int | None = None) -> Outcome:
+        """Undo the last label or skip: storage first, then the loop; the item is shown again.
+
+        ``last_item_index`` is the item whose answer the person saw as the last one
+        when they pressed Undo; a second, stale Undo (a double click) is refused.
+        """
         with self.lock:
+            if last_item_index is not None and (not self.answers
+                                                or self.answers[-1].item_index != int(last_item_index)):
+                return self._tell(Outcome(False, f"The answer on item {last_item_index} was already undone; "
+                                                 "the second click was ignored.", "warning"))
             try:
                 event = repo.undo_last_label(self.engine, self.session_id)
             except StorageError as error:

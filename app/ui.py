@@ -73,7 +73,7 @@ def show_item(run: LabellingRun, item_index: int) -> None:
     text = run.item_text(item_index)
     if text is not None:
         with st.container(border=True):
-            st.markdown(text)
+            st.text(text)  # the item's own words: plain text, no Markdown interpretation
         return
     row = run.item_features(item_index).T.reset_index()
     row.columns = ["feature", "value"]

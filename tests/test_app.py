@@ -54,6 +54,13 @@ def progress(at: AppTest) -> tuple[int, int]:
     raise AssertionError(f"no progress read-out: {texts(at)}")
 
 
+def click(at: AppTest, name: str) -> None:
+    """Click the Positive / Negative / Skip / Undo button (their keys carry the item)."""
+    (button,) = [b for b in at.button if b.key and b.key.startswith(f"{name}_")]
+    button.click().run()
+    assert not at.exception, at.exception
+
+
 def start_session(at: AppTest, annotator: str = "ada", strategy: str = "near-boundary", dataset_id=None) -> None:
     at.text_input(key="new_annotator").input(annotator)
     at.selectbox(key="new_strategy").select(strategy)
@@ -108,7 +115,7 @@ def test_label_with_the_buttons_undo_skip_and_switch_pages(db_url):
         value = int(y_true[item])
         asked.append(item)
         given.append(value)
-        at.button(key="positive" if value == 1 else "negative").click().run()
+        click(at, "positive" if value == 1 else "negative")
         assert not at.exception, at.exception
         if len(given) >= 8 and {1, -1} <= set(given[:-3]):
             break
@@ -125,13 +132,13 @@ def test_label_with_the_buttons_undo_skip_and_switch_pages(db_url):
         assert event.strategy == expected, (k, given[: k + 1], event.strategy)
 
     # Undo: the label is gone from the database and the same item is asked again
-    at.button(key="undo").click().run()
+    click(at, "undo")
     assert not at.exception
     assert len(repo.label_events(engine, session.id)) == n - 1
     assert shown_item(at) == asked[-1]
     assert progress(at) == (n - 1, 0)
 
-    at.button(key="skip").click().run()
+    click(at, "skip")
     events = repo.label_events(engine, session.id)
     assert [e.value for e in events][-1] == 0 and events[-1].item_index == asked[-1]
     assert progress(at) == (n - 1, 1)
@@ -150,7 +157,7 @@ def test_new_tab_resumes_the_most_recent_session(db_url):
     at = start_app()
     start_session(at, "ada", "random")
     for key in ("positive", "negative", "negative"):
-        at.button(key=key).click().run()
+        click(at, key)
     shown = shown_item(at)
     second_tab = start_app()  # a fresh browser session on the same server
     assert progress(second_tab) == (3, 0)
@@ -169,11 +176,11 @@ def test_session_on_a_dataset_without_true_labels_titles_the_roc_as_scores_when_
     at = start_app()
     start_session(at, "bo", "near-boundary", dataset_id=result.dataset_id)
     item = shown_item(at)
-    assert any(t == f"message number {item}" for t in texts(at))  # shown as its text
+    assert [t.value for t in at.text] == [f"message number {item}"]  # shown as its text
     truth = (np.arange(60) >= 30).astype(int) * 2 - 1
     for _ in range(6):
         item = shown_item(at)
-        at.button(key="positive" if truth[item] == 1 else "negative").click().run()
+        click(at, "positive" if truth[item] == 1 else "negative")
         assert not at.exception
     (session,) = [s for s in repo.list_sessions(svc.engine) if s.dataset_id == result.dataset_id]
     run = svc.open_session(session.id)
@@ -207,6 +214,14 @@ def test_double_submit_stores_one_label_and_says_so(db_url):
     assert "already answered" in second.message
     events = repo.label_events(svc.engine, run.session_id)
     assert [e.item_index for e in events].count(item) == 1 and len(events) == 4
+
+    # a double click on Undo undoes one answer only
+    last = run.answers[-1].item_index
+    assert run.undo(last_item_index=last).ok
+    second_undo = run.undo(last_item_index=last)
+    assert not second_undo.ok and "already undone" in second_undo.message
+    assert len(repo.label_events(svc.engine, run.session_id)) == 3
+    assert run.answer(-1, item_index=last).ok  # the undone item is asked again
 
     # a second process holding a stale view of the session submits the same item
     other = MarginLab(svc.engine)
@@ -409,7 +424,7 @@ def test_ramp_region_progress_counts_the_items_the_stream_has_seen(db_url):
     at = start_app()
     start_session(at, "ra", "ramp-region")
     for key in ("negative", "positive", "negative", "negative", "skip"):
-        at.button(key=key).click().run()
+        click(at, key)
         assert not at.exception
     svc = service(db_url)
     (session,) = repo.list_sessions(svc.engine)

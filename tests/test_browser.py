@@ -187,6 +187,17 @@ def test_label_with_keys_then_restart_resumes_the_session(tmp_path):
                     press_label_key(page, key.lower(), before)
                 wait_for_app(page)
                 assert progress_labels(page) == n_keys
+                # a double click stores one label (the second click is refused or dropped)
+                before = item_caption(page)
+                asked.append(shown_item_index(page))
+                keys.append("N")
+                page.get_by_role("button", name="Negative").dblclick()
+                page.wait_for_function(
+                    "(old) => document.querySelector('.st-key-item_caption').innerText.trim() !== old",
+                    arg=before, timeout=30_000)
+                time.sleep(1.0)  # give a second, stale rerun time to arrive
+                wait_for_app(page)
+                assert progress_labels(page) == n_keys + 1
                 page.screenshot(path=str(tmp_path / "label.png"), full_page=True)
                 assert (tmp_path / "label.png").stat().st_size > 10_000
                 shown_before_restart = shown_item_index(page)
@@ -196,6 +207,7 @@ def test_label_with_keys_then_restart_resumes_the_session(tmp_path):
             events = repo.label_events(engine, session.id)
             assert [e.item_index for e in events] == asked
             assert [e.value for e in events] == [1 if k == "P" else -1 for k in keys]
+            n_keys += 1  # the double click
             assert session.annotator == "browser tester"
             engine.dispose()
 

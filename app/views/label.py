@@ -74,8 +74,8 @@ def _answer(session_id: int, value: int, item_index: int) -> None:
     st.session_state.outcome = svc.open_session(session_id).answer(value, item_index=item_index)
 
 
-def _undo(session_id: int) -> None:
-    st.session_state.outcome = svc.open_session(session_id).undo()
+def _undo(session_id: int, last_item: int | None) -> None:
+    st.session_state.outcome = svc.open_session(session_id).undo(last_item_index=last_item)
 
 
 @st.fragment
@@ -84,26 +84,34 @@ def labelling_panel(session_id: int) -> None:
     shown = run.shown
     item_col, chart_col = st.columns([1, 1], gap="large")
     with item_col:
-        if shown is None:
-            st.success("Every item of the pool has been answered.")
-        else:
-            key = run.item_key(shown.item_index)
-            st.container(key="item_caption").markdown(
-                f"**Item {shown.item_index}**" + (f" · `{key}`" if key else ""))
-            ui.show_item(run, shown.item_index)
-            score = "not scored yet (cold start)" if shown.score is None else f"f(x) = {shown.score:+.3f}"
-            st.caption(f"Chosen by **{shown.strategy}**: {score}. {shown.reason}")
+        # The item goes in this box, above the buttons, but is written after them: the
+        # browser then never shows an item while the buttons still belong to the one before.
+        item_box = st.container()
         disabled = shown is None
         item = None if shown is None else shown.item_index
+        last = run.answers[-1].item_index if run.answers else None
+        # Keys name the item. A second click of a double click that reaches the server
+        # after the next item was drawn belongs to a button that no longer exists and is
+        # dropped; one that arrives before carries the old item and the service refuses it.
         with st.container(horizontal=True, key="answer_buttons"):
             st.button("Positive", shortcut="P", type="primary", disabled=disabled, on_click=_answer,
-                      args=(session_id, 1, item), key="positive")
+                      args=(session_id, 1, item), key=f"positive_{item}")
             st.button("Negative", shortcut="N", disabled=disabled, on_click=_answer,
-                      args=(session_id, -1, item), key="negative")
+                      args=(session_id, -1, item), key=f"negative_{item}")
             st.button("Skip", shortcut="S", disabled=disabled, on_click=_answer,
-                      args=(session_id, 0, item), key="skip")
-            st.button("Undo", shortcut="U", disabled=not run.answers, on_click=_undo,
-                      args=(session_id,), key="undo")
+                      args=(session_id, 0, item), key=f"skip_{item}")
+            st.button("Undo", shortcut="U", disabled=last is None, on_click=_undo,
+                      args=(session_id, last), key=f"undo_{last}")
+        with item_box:
+            if shown is None:
+                st.success("Every item of the pool has been answered.")
+            else:
+                key = run.item_key(shown.item_index)
+                st.container(key="item_caption").markdown(
+                    f"**Item {shown.item_index}**" + (f" · `{key}`" if key else ""))
+                ui.show_item(run, shown.item_index)
+                score = "not scored yet (cold start)" if shown.score is None else f"f(x) = {shown.score:+.3f}"
+                st.caption(f"Chosen by **{shown.strategy}**: {score}. {shown.reason}")
         ui.show_outcome()
         update = "–" if run.last_update_ms is None else f"{run.last_update_ms:.1f} ms"
         query = "–" if shown is None or shown.query_ms is None else f"{shown.query_ms:.1f} ms"
