@@ -130,6 +130,7 @@ _GIVENS_IN_PYTHON = 2  # tails up to this length are rotated in Python (cheaper 
 _SHRINK_MIN_FREE = 32  # selective pricing only pays with a free set at least this large
 _EPS = float(np.finfo(float).eps)
 _ROUNDING = 64 * _EPS
+_MAX_BORDERED_MOVES = 32  # a fresh Step 1 solve confirms the optimum after this many bordered moves
 _TINY = 1e-200  # |direction| floor in ratio tests: C / _TINY is finite and larger than any step
 _NOISE_FACTOR = 1e4  # pricing ignores violations below this many rounding errors of f (see _threshold)
 _BOUND_EPS = 1e-12  # relative to C: a target this close to a bound counts as inside the box
@@ -234,11 +235,12 @@ class ActiveSetSVM(OnlineSolver):
         self._nfree = 0
         self._KS = np.zeros((0, 0))
         self._R = np.zeros((0, 0), order="F")
-        self.b_ = 0.0
+        self.b_ = 0.0  # the multiplier of y^T a = 0 in Step 1 (the bias when a free variable is strictly inside)
+        self._b_reported = None  # the bias reported instead of b_ when b is only known up to an interval
         self._rho = 0.0
         self._kmax = 0.0  # largest K(x, x) learned so far: scale of the rounding error of f
         self._at_reduced_opt = True
-        self._dirty = False  # moved by bordered updates since the last Step 1 solve
+        self._dirty = 0  # bordered moves since the last Step 1 solve
         self._priced_valid = False  # the shrinking subset is up to date
         self._w = None  # cached H_ss^{-1} y_s
         self.n_iter_ = 0
@@ -584,9 +586,12 @@ class ActiveSetSVM(OnlineSolver):
     def _settle_bias(self) -> None:
         """When no free variable lies strictly inside the box, b is only known to lie in an interval.
 
-        (Step 1 on such an Is pins b at one end.)  Take the midpoint, as
+        (Step 1 on such an Is pins b at one end.)  Report the midpoint, as
         LIBSVM does, so the decision values are those of the usual convention.
+        The multiplier ``b_`` itself is kept: the bordered entering step relies
+        on g_s = -b y_s for the free set.
         """
+        self._b_reported = None
         if self._n_s == 0:
             return
         eps = _BOUND_EPS * self.C
@@ -603,7 +608,7 @@ class ActiveSetSVM(OnlineSolver):
         lo = q[lower].max() if lower.any() else -np.inf
         hi = q[~lower].min() if (~lower).any() else np.inf
         if np.isfinite(lo) and np.isfinite(hi) and lo <= hi:
-            self.b_ = float(0.5 * (lo + hi))
+            self._b_reported = float(0.5 * (lo + hi))
 
     # -- Step 1 -----------------------------------------------------------------
     def _step1(self) -> int:
@@ -626,7 +631,7 @@ class ActiveSetSVM(OnlineSolver):
                 f_j = self._a[j] * yS[0] * self._kd[j] + self._fc[j]
                 self.b_ = float(-self._lin[j] * yS[0] - f_j)
                 self._at_reduced_opt = True
-                self._dirty = False
+                self._dirty = 0
                 self._w = None
                 return its
             rhs = -(yS * self._fc[S] + self._lin[S])
@@ -643,7 +648,7 @@ class ActiveSetSVM(OnlineSolver):
                 self._a[S] = _into_box(target, C)
                 self.b_ = float(bias)
                 self._at_reduced_opt = True
-                self._dirty = False
+                self._dirty = 0
                 self._w = (yS, w, yw)
                 return its
             delta = target - aS
@@ -732,7 +737,7 @@ class ActiveSetSVM(OnlineSolver):
             aj = far if reaches_far else aj + sigma * step
             self._a[S] = _into_box(aS + step * dS, C)
             self.b_ -= sigma * step * c  # the gradient on Is moved by sigma*step*c*y_s: a bias shift
-            self._dirty = True
+            self._dirty += 1
             if reaches_far:  # j crosses to its other bound without entering Is
                 self._status[j] = IC if sigma > 0 else I0
                 self._refresh_sign(j)
@@ -762,16 +767,17 @@ class ActiveSetSVM(OnlineSolver):
     def _optimise(self, what: str, its: int = 0) -> tuple[int, str, str]:
         """Alternate Step 1 and Step 2 until no variable violates its condition by more than tol/2."""
         status, message = "ok", ""
+        self._b_reported = None
         while True:
             if self._n_s and not self._at_reduced_opt:
                 its += self._step1()
             j, was_full = self._price(full=False)
             if j is None and not was_full:
                 j, _ = self._price(full=True)  # full pricing before declaring optimality
-            if j is None and self._dirty and self._n_s:
-                # the last moves were bordered updates: confirm with a fresh Step 1 solve, then price again
+            if j is None and self._n_s and self._dirty > (0 if what == "finish" else _MAX_BORDERED_MOVES):
+                # many moves were bordered updates: confirm with a fresh Step 1 solve, then price again
                 self._at_reduced_opt = False
-                self._dirty = False
+                self._dirty = 0
                 continue
             if j is None:
                 self._settle_bias()
@@ -807,6 +813,8 @@ class ActiveSetSVM(OnlineSolver):
                 r = float(self._gradient(np.array([k]))[0]) + y * self.b_
                 if r >= -self._threshold():
                     status = "unchanged"
+                    if self._b_reported is not None:  # the new example may narrow b's interval
+                        self._settle_bias()
                 else:
                     its = self._enter(k)
                     its, status, message = self._optimise("learn", its)
@@ -932,7 +940,8 @@ class ActiveSetSVM(OnlineSolver):
         sv = np.flatnonzero((self._a[:ns] > 0) & (self._status[:ns] != REMOVED))
         order = np.argsort(self._sidx[sv], kind="stable")
         sv = sv[order]
-        return self._sidx[sv].copy(), self._a[sv] * self._sy[sv], float(self.b_)
+        b = self.b_ if self._b_reported is None else self._b_reported
+        return self._sidx[sv].copy(), self._a[sv] * self._sy[sv], float(b)
 
     @property
     def n_free_(self) -> int:
@@ -962,16 +971,18 @@ class ActiveSetSVM(OnlineSolver):
             "alpha": self._a[live].copy(),
             "status": self._status[live].astype(np.int8),
             "free_order": self._sidx[self._S].copy(),
-            "scalars": np.array([self.b_, self._rho, float(self.n_iter_)]),
+            "scalars": np.array([self.b_, self._rho, float(self.n_iter_),
+                                 np.nan if self._b_reported is None else self._b_reported]),
         }
 
     def _load_state_arrays(self, arrays: dict[str, np.ndarray], meta: dict) -> None:
         self._reset_slots()
         self._slot_of = np.full(len(self.store), -1, dtype=np.intp)
-        b, rho, n_iter = (float(v) for v in arrays["scalars"])
+        b, rho, n_iter, b_reported = (float(v) for v in arrays["scalars"])
         self._rho = rho
         self.n_iter_ = int(n_iter)
         index = np.asarray(arrays["index"], dtype=np.intp)
+        self._b_reported = None if np.isnan(b_reported) else b_reported
         if len(index) == 0:
             self.b_ = b
             return
