@@ -749,11 +749,13 @@ class MarginLab:
         return repo.list_annotators(self.engine)
 
     def export_labels(self, fmt: str, *, session_id: int | None = None, annotator: str | None = None,
-                      dataset_id: int | None = None, include_skips: bool = False) -> bytes:
+                      dataset_id: int | None = None, include_skips: bool = False,
+                      include_features: bool = True) -> bytes:
+        """Labelled items with provenance as CSV or JSONL bytes (``storage.export``)."""
         from storage.export import export_labels
 
         out = export_labels(self.engine, fmt=fmt, session_id=session_id, annotator=annotator or None,
-                            dataset_id=dataset_id, include_skips=include_skips)
+                            dataset_id=dataset_id, include_skips=include_skips, include_features=include_features)
         if isinstance(out, str):
             return out.encode("utf-8")
         if isinstance(out, bytes):

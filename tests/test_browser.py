@@ -225,6 +225,25 @@ def test_label_with_keys_then_restart_resumes_the_session(tmp_path):
                 press_label_key(page, "n", before)
                 wait_for_app(page)
                 assert progress_labels(page) == n_keys + 1
+
+                # the Export page hands out the labels and the model state as files
+                page.goto(f"{server.url}/export")
+                page.wait_for_selector("text=Model state of a session", timeout=60_000)
+                wait_for_app(page)
+                with page.expect_download() as download:
+                    page.get_by_role("button", name="Download CSV").click()
+                csv_path = tmp_path / "labels.csv"
+                download.value.save_as(csv_path)
+                lines = csv_path.read_text().strip().splitlines()
+                assert len(lines) == 1 + n_keys + 1 and "annotator" in lines[0]
+                with page.expect_download() as download:
+                    page.get_by_role("button", name="Download the model state (.npz)").click()
+                model_path = tmp_path / "model.npz"
+                download.value.save_as(model_path)
+                from core.solvers.base import OnlineSolver
+
+                solver = OnlineSolver.load(model_path)
+                assert solver.name == "incremental" and len(solver.learned_order) == n_keys + 1
         finally:
             browser.close()
 

@@ -28,21 +28,24 @@ annotator = cols[2].selectbox("Annotator", [None, *annotators], format_func=lamb
 include_skips = st.checkbox("Include skipped items", value=False)
 
 filters = dict(session_id=session_id, annotator=annotator, dataset_id=dataset_id, include_skips=include_skips)
-csv_bytes = svc.export_labels("csv", **filters)
-jsonl_bytes = svc.export_labels("jsonl", **filters)
-frame = pd.read_csv(io.BytesIO(csv_bytes)) if csv_bytes.strip() else pd.DataFrame()
+listing = svc.export_labels("csv", include_features=False, **filters)
+frame = pd.read_csv(io.BytesIO(listing)) if listing.strip() else pd.DataFrame()
 st.caption(f"{len(frame)} labelled items match. Each row carries who labelled it and when, the heuristic and "
-           "solver that asked, the score the model gave it, the model version and the timings.")
+           "solver that asked, the score the model gave it, the model version and the timings; the files "
+           "add the item's feature values.")
 if len(frame):
     first = [c for c in ("item_index", "item_key", "label", "annotator", "labelled_at", "strategy", "solver",
                          "decision_value", "model_version", "session_id", "dataset_name") if c in frame]
     preview = frame[first + [c for c in frame.columns if c not in first]]
     st.dataframe(preview.head(50), hide_index=True, width="stretch", height=260, key="export_preview")
 left, right = st.columns(2)
-left.download_button("Download CSV", csv_bytes, file_name="marginlab-labels.csv", mime="text/csv",
-                     type="primary", disabled=not len(frame), key="download_csv", width="stretch")
-right.download_button("Download JSONL", jsonl_bytes, file_name="marginlab-labels.jsonl",
-                      mime="application/jsonl", disabled=not len(frame), key="download_jsonl", width="stretch")
+# the files are written when a button is pressed, not on every visit of the page
+left.download_button("Download CSV", lambda: svc.export_labels("csv", **filters), file_name="marginlab-labels.csv",
+                     mime="text/csv", type="primary", disabled=not len(frame), key="download_csv", width="stretch",
+                     on_click="ignore")
+right.download_button("Download JSONL", lambda: svc.export_labels("jsonl", **filters),
+                      file_name="marginlab-labels.jsonl", mime="application/jsonl", disabled=not len(frame),
+                      key="download_jsonl", width="stretch", on_click="ignore")
 
 st.subheader("Model state of a session")
 if not sessions:
@@ -52,10 +55,10 @@ model_session = st.selectbox(
     "Session", [s.id for s in sessions], key="model_session",
     format_func=lambda i: next(f"#{s.id} · {s.dataset_name} · {s.strategy} / {s.solver} · {s.n_labels} labels"
                                for s in sessions if s.id == i))
-run = svc.open_session(model_session)
+
 st.caption("A NumPy .npz file: the solver's arrays (support vectors, coefficients, labels, the stored points) "
            "and a JSON `__meta__` entry (solver, kernel, parameters, session). Load it with "
            "`numpy.load(path, allow_pickle=False)` or `core.solvers.base.OnlineSolver.load(path)`.")
-st.download_button("Download the model state (.npz)", run.model_state(),
+st.download_button("Download the model state (.npz)", lambda: svc.open_session(model_session).model_state(),
                    file_name=f"marginlab-session-{model_session}-model.npz", mime="application/octet-stream",
-                   key="download_model")
+                   key="download_model", on_click="ignore")

@@ -6,6 +6,7 @@ import streamlit as st
 
 from app import charts, ui
 from app.service import DEFAULT_C, DEFAULT_SOLVER, LABEL_STRATEGIES, SOLVERS, ServiceError
+from storage.errors import StorageError
 
 svc = ui.service()
 st.title("Label")
@@ -23,7 +24,7 @@ def _start_session() -> None:
             dataset_id=state.new_dataset, annotator=state.new_annotator, strategy=state.new_strategy,
             solver=None if state.new_solver.startswith("default") else state.new_solver, C=state.new_C,
             gamma=gamma if gamma == "scale" else float(gamma), seed=int(state.new_seed))
-    except (ServiceError, ValueError) as error:
+    except (ServiceError, StorageError, ValueError) as error:
         state.start_error = str(error)
         return
     state.start_error = None
