@@ -32,11 +32,12 @@ optimum of Is, so its whole path is the ray along one direction v (see
 ``_enter``); the solver computes that step in bordered form before adding j's
 column to the factor.  The iterates are the paper's; the difference is that a
 variable whose step ends at its opposite bound (0 -> C, typical of noisy data)
-crosses without an add-and-drop of the factor.  After a chain of such bordered
-moves, a full Step 1 solve confirms the reduced optimum before optimality is
-declared.  With Is empty, the entering variable alone is pinned by the
-equality constraint and Step 1 only fixes b, so the next pricing brings in its
-partner (the maximal violating pair, as in SMO).
+crosses without an add-and-drop of the factor.  Bordered moves keep Is at its
+reduced optimum exactly (up to rounding); a full Step 1 solve re-derives it
+after every ``_MAX_BORDERED_MOVES`` of them and in ``finish()``.  With Is
+empty, the entering variable alone is pinned by the equality constraint and
+Step 1 only fixes b, so the next pricing brings in its partner (the maximal
+violating pair, as in SMO).
 
 **Step 2** (pricing).  At a reduced optimum the reduced costs of the bounded
 variables are r_i = g_i + y_i b = y_i f(x_i) - 1 (g = Q a + lin): s_0 = r on
