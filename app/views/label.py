@@ -31,6 +31,7 @@ def _start_session() -> None:
     state.annotator = state.new_annotator
     state.session_id = state.session_picker = run.session_id
     state.outcome = None
+    state.new_session_popover = False  # close the popover: the new session's first item is waiting
 
 
 # -- choose a session (the most recent one is resumed) ---------------------------------------------
@@ -45,7 +46,8 @@ if ids:
                        on_change=lambda: st.session_state.update(outcome=None))
 st.session_state.session_id = st.session_state.session_picker
 
-with top_right.popover("New session", icon=":material/add:", width="stretch"), \
+with top_right.popover("New session", icon=":material/add:", width="stretch", key="new_session_popover",
+                       on_change="rerun"), \
         st.form("new_session", border=False):
     st.text_input("Annotator", value=st.session_state.annotator, placeholder="your name", key="new_annotator")
     st.selectbox("Dataset", [d.id for d in datasets], key="new_dataset",
