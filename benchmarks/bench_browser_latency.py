@@ -123,7 +123,7 @@ def screenshots(page, base_url: str, folder: Path) -> list[Path]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--labels", type=int, default=40, help="labels to time (at least 30)")
+    parser.add_argument("--labels", type=int, default=60, help="labels to time (at least 30)")
     parser.add_argument("--pause", type=float, default=0.3, help="seconds between the screen settling and the next key")
     parser.add_argument("--screenshots", type=Path, default=None, help="folder for a screenshot of every page")
     args = parser.parse_args()

@@ -449,3 +449,27 @@ def test_a_standardised_dataset_is_labelled_on_scaled_features(db_url):
     np.testing.assert_allclose(run.X.std(axis=0), 1, atol=1e-12)
     np.testing.assert_allclose(run.X_raw, X, rtol=1e-15)  # the database keeps the raw values
     assert run.item_features(0).iloc[0].tolist() == pytest.approx(X[0].tolist())
+
+
+def test_learning_curve_bands_are_mean_and_std_over_seeds():
+    import pandas as pd
+
+    from app import charts
+
+    rng = np.random.default_rng(3)
+    rows = pd.DataFrame([{"strategy": s, "solver": "lasvm", "seed": seed, "n_labels": n, "auc": rng.random(),
+                          "n_sv": rng.integers(1, 9), "update_ms": rng.random(), "query_ms": rng.random()}
+                         for s in ("random", "near-boundary") for seed in range(4) for n in range(1, 6)])
+    bands = charts.curve_bands(rows, "auc")
+    for (series, n), part in rows.groupby(["strategy", "n_labels"]):
+        band = bands[(bands["series"] == series) & (bands["n_labels"] == n)].iloc[0]
+        assert band["mean"] == pytest.approx(part["auc"].mean())
+        assert band["std"] == pytest.approx(part["auc"].std(ddof=1))
+    figure = charts.learning_curve_figure(rows, "auc")
+    named = [trace["name"] for trace in figure["data"] if "name" in trace]
+    assert named == ["near-boundary", "random"]  # one mean line per heuristic, each with its band
+    assert len(figure["data"]) == 4
+    import plotly.graph_objects as go
+
+    go.Figure(figure)  # a valid Plotly figure
+    go.Figure(charts.latency_figure(rows))
