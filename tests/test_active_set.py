@@ -110,8 +110,10 @@ def test_analytic_two_points():
     s.learn(0, 1)
     s.learn(1, -1)
     sv, coef, b = s.coefficients()
-    np.testing.assert_allclose(coef, [0.5, -0.5][: len(coef)] if sv[0] == 0 else [-0.5, 0.5], atol=1e-14)
+    assert sv.tolist() == [0, 1]
+    np.testing.assert_allclose(coef, [0.5, -0.5], atol=1e-14)
     assert b == pytest.approx(0.0, abs=1e-14)
+    np.testing.assert_allclose(s.decision_function(X=np.array([[2.0], [0.25]])), [2.0, 0.25], atol=1e-14)
     assert s.dual_objective() == pytest.approx(0.5, abs=1e-14)
 
 
