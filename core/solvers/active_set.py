@@ -247,6 +247,7 @@ class ActiveSetSVM(OnlineSolver):
         self.n_iter_ = 0
         self.n_factor_updates_ = 0
         self.n_singular_steps_ = 0
+        self.n_selective_pricings_ = 0
 
     def _on_store_grown(self, n_new: int) -> None:
         self._slot_of = np.concatenate([self._slot_of, np.full(n_new, -1, dtype=np.intp)])
@@ -518,6 +519,7 @@ class ActiveSetSVM(OnlineSolver):
                 if m == 0:
                     return None, False
                 cols = np.flatnonzero(subset)
+                self.n_selective_pricings_ += 1
                 viol = self._sgn_y[cols] * (self._f_out_plus_free(cols) + self.b_) + self._sgn_lin[cols]
                 p = int(viol.argmax())
                 return (int(cols[p]) if viol[p] > self._threshold() else None), False
