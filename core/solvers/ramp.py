@@ -77,12 +77,13 @@ that rounding errors cannot accumulate over long streams.
 
 from __future__ import annotations
 
+import warnings
 from typing import Any, ClassVar
 
 import numpy as np
 from scipy.linalg import cho_factor, cho_solve
 
-from core.solvers.base import OnlineSolver, StepResult, StepTimer
+from core.solvers.base import ConvergenceWarning, OnlineSolver, StepResult, StepTimer
 
 # SMO steps between attempts of the Newton step on the free variables, and the
 # largest free set for which it is attempted (it costs |F|^3 + |F| store-length updates).
@@ -261,7 +262,10 @@ class OnlineSVMR(OnlineSolver):
                 new = min(max(a + g[k] / kii, 0.0), self.C)  # eqs. 14-15: clipped Newton step
             else:  # K_ii = 0: the example contributes nothing to f; W is linear in a_i
                 new = self.C if g[k] > 0 else 0.0
-            if new == a:  # no representable progress (extreme C): stop rather than spin
+            if new == a:  # no representable progress (extreme C): stop rather than spin, but say so
+                warnings.warn(f"{self.name}: SMO cannot make progress in floating point (a_i = {a:.3g}, "
+                              f"violation {viol[k]:.3g}); the solution may not be tau-optimal",
+                              ConvergenceWarning, stacklevel=4)
                 return steps, False
             self._set_alpha(i, new)
             u[k] = 1.0 if new < self.C else 0.0
