@@ -200,6 +200,32 @@ def test_hinge_warmup_then_cccp():
     assert_ramp_invariants(s)
 
 
+def test_progress_rule_keeps_the_invariants():
+    # a loose progress tolerance makes CCCP stop growing V early: V may then only shrink, and
+    # every step must still end with zero weight below s and KKT on V
+    X, y = gaussians(300, sep=1.5, seed=5, flip=0.15)
+    s = make_solver("ramp", X, C=5.0, gamma=1.0, progress_tol=0.5, hinge_warmup=0)
+    messages = []
+    for i in range(len(y)):
+        r = s.learn(i, y[i])
+        messages.append(r.message)
+        assert r.status == "ok" and r.kkt_gap <= s.tol
+    assert any("relative progress" in m for m in messages)
+    assert_ramp_invariants(s)
+
+
+def test_cccp_cap_raises_or_warns():
+    X, y = gaussians(200, sep=1.0, seed=17, flip=0.2)
+    s = make_solver("ramp", X, C=10.0, gamma=2.0, max_cccp=1, on_max_iter="raise", hinge_warmup=0)
+    with pytest.raises(IterationLimitError, match="CCCP"):
+        for i in range(len(y)):
+            s.learn(i, y[i])
+    s = make_solver("ramp", X, C=10.0, gamma=2.0, max_cccp=1, hinge_warmup=0)
+    with pytest.warns(ConvergenceWarning, match="CCCP"):
+        statuses = [s.learn(i, y[i]).status for i in range(len(y))]
+    assert "max_iter" in statuses and np.all(np.isfinite(s.f))
+
+
 @pytest.mark.parametrize("data", ["gaussians", "checkerboard"])
 def test_sparser_than_hinge_svm_at_similar_accuracy(data):
     from sklearn.svm import SVC

@@ -358,7 +358,7 @@ class OnlineSVMR(OnlineSolver):
             leave = self.in_V & ~keep
             join = (keep & ~self.in_V) if grow else np.zeros_like(keep)
             if not leave.any() and not join.any():
-                return steps, outer, "ok", ""
+                return steps, outer, "ok", "" if grow else "CCCP stopped on relative progress"
             if grow:
                 J = self._ramp_objective()
                 if J_prev is not None and abs(J_prev - J) <= self.progress_tol * max(abs(J_prev), 1e-300):
