@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from app.service import DEMO_NAME, MarginLab
+from app.service import DEFAULT_SOLVER, DEMO_NAME, MarginLab
 from storage import repository as repo
 
 MAIN = str(Path(__file__).resolve().parent.parent / "app" / "main.py")
@@ -195,9 +195,9 @@ def test_session_on_a_dataset_without_true_labels_titles_the_roc_as_scores_when_
 # --------------------------------------------------------------------------- service guarantees behind the page
 
 
-def _labelled_run(svc: MarginLab, strategy: str, n: int, seed: int = 0):
+def _labelled_run(svc: MarginLab, strategy: str, n: int, seed: int = 0, solver: str | None = None):
     dataset_id = svc.ensure_demo_dataset() or svc.datasets()[0].id
-    run = svc.start_session(dataset_id=dataset_id, annotator="cy", strategy=strategy, seed=seed)
+    run = svc.start_session(dataset_id=dataset_id, annotator="cy", strategy=strategy, seed=seed, solver=solver)
     for _ in range(n):
         item = run.shown.item_index
         run.answer(int(run.y_true[item]), item_index=item)
@@ -254,9 +254,13 @@ def test_undo_restores_the_exact_previous_model(db_url, strategy):
     assert len(repo.label_events(svc.engine, run.session_id)) == 12
 
 
-def test_restart_rebuilds_the_same_labels_and_model(db_url):
+@pytest.mark.parametrize("strategy, solver", [
+    ("near-boundary", None), ("largest-positive", None), ("randomized-search", None), ("autoactive", None),
+    ("ramp-region", None), ("random", None), ("near-boundary", "active-set"), ("near-boundary", "lasvm"),
+])
+def test_restart_rebuilds_the_same_labels_and_model(db_url, strategy, solver):
     svc = service(db_url)
-    run = _labelled_run(svc, "near-boundary", 15)
+    run = _labelled_run(svc, strategy, 15, solver=solver)
     run.skip(item_index=run.shown.item_index)
     restarted = service(db_url).open_session(run.session_id)  # a new process on the same file
     assert restarted is not run
@@ -264,6 +268,7 @@ def test_restart_rebuilds_the_same_labels_and_model(db_url):
     np.testing.assert_allclose(restarted.loop.pool_scores(), run.loop.pool_scores(), rtol=0, atol=1e-9)
     assert restarted.shown.item_index == run.shown.item_index
     assert restarted.n_labels == 15 and restarted.n_skips == 1
+    assert restarted.loop.solver.name == (solver or DEFAULT_SOLVER[strategy])
     # the learning curve is rebuilt too, and the evaluation scores are the model's decision values
     live, rebuilt = run.history(), restarted.history()
     np.testing.assert_allclose(rebuilt["auc"], live["auc"], rtol=0, atol=1e-12)
