@@ -28,6 +28,7 @@ import pandas as pd
 
 from core.loop import ActiveLearningLoop
 from core.metrics import roc_auc, roc_curve
+from core.strategies import DEFAULT_SOLVER  # default solver of each heuristic (DESIGN.md)
 from storage import repository as repo
 from storage.engine import init_db, make_engine
 from storage.errors import DuplicateDatasetError, DuplicateLabelError, StorageError
@@ -38,16 +39,6 @@ LABEL_STRATEGIES = ("near-boundary", "largest-positive", "randomized-search", "a
 COMPARE_STRATEGIES = (*LABEL_STRATEGIES, "gradient")
 #: solvers the Label page offers
 SOLVERS = ("incremental", "lasvm", "ramp", "active-set")
-#: default solver of each heuristic (DESIGN.md, "Query strategies")
-DEFAULT_SOLVER = {
-    "largest-positive": "incremental",
-    "near-boundary": "incremental",
-    "randomized-search": "lasvm",
-    "autoactive": "lasvm",
-    "gradient": "lasvm",
-    "random": "lasvm",
-    "ramp-region": "ramp",
-}
 #: defaults for the RBF kernel: C = 1 and gamma = 1 / (n_features * Var(X)) ("scale")
 DEFAULT_C = 1.0
 DEFAULT_GAMMA = "scale"
