@@ -34,6 +34,23 @@ Design notes
   ``one-class`` (see :mod:`core.strategies` for why ``random`` is the default).
   For ``ramp-region`` the cold start takes the next item of its stream, which
   is a random item.
+* **Evaluation is cheap.**  With an evaluation set, the kernel column
+  K(evaluation items, x_j) of every pool item j that has carried a coefficient
+  is computed once (one item at a time, so its value does not depend on what
+  else was computed with it) and kept within ``EVAL_BUFFER_BYTES``; after a
+  label the evaluation scores are f = K(eval, sv) @ coef + b over the current
+  support vectors, gathered from the kept columns: no kernel evaluation unless
+  an item becomes a support vector for the first time.
+* **Snapshots.**  :meth:`ActiveLearningLoop.to_state` saves the whole loop as
+  plain arrays + JSON (the solver's own ``to_state(include_data=False)``, the
+  events, history, undo records, stream position, cold-start ranking and the
+  kept pool scores); :meth:`from_state` restores it without replaying, and the
+  restored loop continues exactly as the original would (same decision values,
+  queries and undo).  For non-exact solvers the snapshot also carries the
+  solver state from before the most recent label(s) (``previous``), so undo
+  right after a resume restores it; undo further back than that replays the
+  remaining labels from scratch, as the original loop does beyond its undo
+  memory.
 * When there is nothing left to ask (every item labelled or skipped, or
   ``ramp-region`` finds no item in its ramp region in a whole pass)
   ``next_query()`` returns ``None``.
@@ -50,6 +67,7 @@ from typing import Any
 import numpy as np
 from scipy.linalg.blas import daxpy
 
+from core.metrics import accuracy, roc_auc
 from core.solvers import make_solver, solver_class
 from core.strategies import (
     COLD_STARTS,
@@ -68,6 +86,9 @@ from core.strategies import (
 TRACK_LIMIT = 50_000  # largest pool whose decision values are kept current
 DEFAULT_UNDO_MEMORY = 64 * 2**20  # bytes of solver snapshots kept for undo (non-exact solvers)
 ROW_BUFFER_BYTES = 128 * 2**20  # kernel rows kept contiguous for the pool-score update
+EVAL_BUFFER_BYTES = 64 * 2**20  # kernel columns K(evaluation items, x_j) kept for the evaluation
+STATE_FORMAT = 2  # 1: events only (rebuilt by replay); 2: the full loop state
+_UNDO_FIELDS = ("teach", "item", "label", "was_skipped", "cursor", "seen", "passes")
 
 
 @dataclass
@@ -117,6 +138,7 @@ class _UndoEntry:
     passes: int
     snapshot: Any = None  # a copy of the solver from before the label (non-exact solvers)
     snapshot_bytes: int = 0
+    state: Any = None  # the same as (arrays, meta) of the solver's to_state, after a resume
 
 
 def _copy_solver(solver) -> tuple[Any, int]:
@@ -220,6 +242,9 @@ class ActiveLearningLoop:
         self._f: np.ndarray | None = None
         self._slots: dict[int, int] = {}  # store index -> row of _rowbuf
         self._rowbuf: np.ndarray | None = None
+        self._eval_sq = (None if self.eval_X is None else np.einsum("ij,ij->i", self.eval_X, self.eval_X))
+        self._eval_slot: dict[int, int] = {}  # store index -> row of _eval_cols
+        self._eval_cols = np.empty((0, 0 if self.eval_X is None else len(self.eval_X)))
         self._init_scores()
         self.rng = self._step_rng()
 
@@ -443,6 +468,8 @@ class ActiveLearningLoop:
             elif entry.snapshot is not None:
                 self._snapshot_bytes -= entry.snapshot_bytes
                 self.solver = entry.snapshot
+            elif entry.state is not None:  # kept in a snapshot of the loop (see to_state)
+                self.solver = solver_class(self.solver_name).from_state(*entry.state, X=self.X)
             else:
                 self._replay_solver([e for e in self.events[:-1] if e[1] != 0])
             self._sync_scores()
@@ -537,12 +564,54 @@ class ActiveLearningLoop:
             return float("nan")
         return float(np.count_nonzero(np.abs(self._f[self._available]) < 1.0))
 
+    def evaluation_scores(self) -> np.ndarray | None:
+        """f(x) of the current model for every evaluation item (None without an evaluation set).
+
+        K(eval, sv) @ coef + b from the kept kernel columns (see the module notes).
+        """
+        if self.eval_X is None:
+            return None
+        sv, coef, b = self.solver.coefficients()
+        sv = np.asarray(sv, dtype=np.intp)
+        if len(sv) == 0:
+            return np.full(len(self.eval_X), float(b))
+        slots = self._eval_columns(sv)
+        if slots is None:  # beyond the buffer: computed for this call only
+            cols = self.solver.kernel(self.X[sv], self.eval_X, sq_b=self._eval_sq)
+        else:
+            cols = self._eval_cols[slots]
+        return np.asarray(coef, dtype=np.float64) @ cols + float(b)
+
+    def _eval_columns(self, sv: np.ndarray) -> np.ndarray | None:
+        """Rows of ``_eval_cols`` holding K(x_j, eval) for j in ``sv`` (computed when missing)."""
+        slot = self._eval_slot
+        new = [int(j) for j in sv.tolist() if j not in slot]
+        if new:
+            n_eval = len(self.eval_X)
+            need = len(slot) + len(new)
+            if need * n_eval * 8 > EVAL_BUFFER_BYTES:
+                # keep only the current support vectors' columns, if they fit
+                if len(sv) * n_eval * 8 > EVAL_BUFFER_BYTES:
+                    return None
+                keep = [int(j) for j in sv.tolist() if j in slot]
+                self._eval_cols = self._eval_cols[[slot[j] for j in keep]]
+                self._eval_slot = slot = {j: k for k, j in enumerate(keep)}
+                need = len(slot) + len(new)
+            if need > len(self._eval_cols):
+                grown = np.empty((max(16, 2 * need), n_eval))
+                grown[: len(slot)] = self._eval_cols[: len(slot)]
+                self._eval_cols = grown
+            kernel, X = self.solver.kernel, self.X
+            for j in new:  # one item at a time: a column's value does not depend on the others
+                k = len(slot)
+                self._eval_cols[k] = kernel(X[j:j + 1], self.eval_X, sq_b=self._eval_sq)[0]
+                slot[j] = k
+        return np.fromiter((slot[j] for j in sv.tolist()), dtype=np.intp, count=len(sv))
+
     def _evaluate(self) -> tuple[float, float]:
         if self.eval_X is None:
             return float("nan"), float("nan")
-        from core.metrics import accuracy, roc_auc
-
-        f = np.asarray(self.solver.decision_function(X=self.eval_X), dtype=np.float64)
+        f = self.evaluation_scores()
         pred = np.where(f >= 0, 1.0, -1.0)
         return roc_auc(self.eval_y, f), accuracy(self.eval_y, pred)
 
@@ -570,22 +639,139 @@ class ActiveLearningLoop:
             else:
                 self.teach(i, y)
 
-    def to_state(self) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
-        """Plain arrays + a JSON-able dict: the events and the configuration.
+    def to_state(self, *, previous: int = 1) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+        """The whole loop as plain arrays + a JSON-able dict (no pickle; the pool is not included).
 
-        :meth:`from_state` replays the events (the data and any evaluation set
-        are passed again), which rebuilds the loop exactly.
+        ``previous``: for non-exact solvers, how many of the solver states from
+        before the most recent labels to include (those the loop holds in
+        memory), so that many undos after :meth:`from_state` restore a state
+        instead of replaying every label.
         """
-        arrays = {"events": np.asarray(self.events, dtype=np.int64).reshape(-1, 2)}
-        meta = {"format": 1, "config": self.config(), "n_items": self.n_items}
-        json.dumps(meta)
+        arrays: dict[str, np.ndarray] = {
+            "events": np.asarray(self.events, dtype=np.int64).reshape(-1, 2),
+            "label": self._label.copy(),
+            "skipped": self._skipped.copy(),
+            "undo": np.array([[e.kind == "teach", e.item, e.label, e.was_skipped, e.cursor, e.seen, e.passes]
+                              for e in self._undo], dtype=np.int64).reshape(-1, len(_UNDO_FIELDS)),
+        }
+        numeric = [f for f in HistoryRow.__dataclass_fields__ if f not in ("asked_by", "status")]
+        arrays["history"] = np.array([[getattr(r, f) for f in numeric] for r in self.history],
+                                     dtype=np.float64).reshape(-1, len(numeric))
+        solver_arrays, solver_meta = self.solver.to_state(include_data=False)
+        arrays.update({f"solver.{k}": v for k, v in solver_arrays.items()})
+        meta: dict[str, Any] = {
+            "format": STATE_FORMAT, "config": self.config(), "n_items": self.n_items,
+            "n_features": int(self.X.shape[1]), "solver": solver_meta,
+            "seen": self.seen, "cursor": self.cursor, "passes": self.passes,
+            "history_fields": numeric, "asked_by": [r.asked_by for r in self.history],
+            "status": [r.status for r in self.history], "previous": [],
+        }
+        if self._f is not None:
+            arrays["pool_f"] = self._f.copy()
+            arrays["pool_beta"] = self._beta.copy()
+            arrays["row_slots"] = np.fromiter(self._slots, dtype=np.int64, count=len(self._slots))
+            meta["pool_b"] = self._b
+        if self._ranking is not None:
+            arrays["ranking"] = np.asarray(self._ranking)
+        if not self.solver.exact_unlearn:
+            for pos in range(len(self._undo) - 1, -1, -1):
+                if len(meta["previous"]) >= previous:
+                    break
+                entry = self._undo[pos]
+                if entry.kind != "teach":
+                    continue
+                if entry.snapshot is not None:
+                    prev_arrays, prev_meta = entry.snapshot.to_state(include_data=False)
+                elif entry.state is not None:
+                    prev_arrays, prev_meta = entry.state
+                else:
+                    break  # older states are not held either: undo replays, as in the original
+                k = len(meta["previous"])
+                arrays.update({f"previous{k}.{name}": v for name, v in prev_arrays.items()})
+                meta["previous"].append({"undo_position": pos, "solver": prev_meta})
+        json.dumps(meta)  # fail early if anything is not JSON-able
         return arrays, meta
 
     @classmethod
     def from_state(cls, arrays: dict[str, np.ndarray], meta: dict[str, Any], X, **data) -> ActiveLearningLoop:
+        """The loop saved by :meth:`to_state`, over the same pool ``X`` (and evaluation data, if any).
+
+        ``data``: ``eval_X``, ``eval_y``, ``oracle_y`` as given to the original.
+        A state of format 1 (events only) is rebuilt by replaying its events.
+        """
+        X = np.atleast_2d(np.asarray(X, dtype=np.float64))
         if int(meta.get("n_items", len(X))) != len(X):
             raise ValueError(f"the state is for a pool of {meta['n_items']} items, X has {len(X)}")
-        return cls.from_events(arrays["events"].tolist(), X, **meta["config"], **data)
+        if int(meta.get("format", 1)) == 1:
+            return cls.from_events(arrays["events"].tolist(), X, **meta["config"], **data)
+        if int(meta["format"]) != STATE_FORMAT:
+            raise ValueError(f"unknown loop state format {meta['format']!r}")
+        if int(meta["n_features"]) != X.shape[1]:
+            raise ValueError(f"the state is for {meta['n_features']} features, X has {X.shape[1]}")
+        loop = cls(X, **meta["config"], **data)
+        loop._load_state(arrays, meta)
+        return loop
+
+    def _load_state(self, arrays: dict[str, np.ndarray], meta: dict[str, Any]) -> None:
+        n = self.n_items
+        events = [(int(i), int(y)) for i, y in np.asarray(arrays["events"]).reshape(-1, 2)]
+        label = np.asarray(arrays["label"], dtype=np.int8)
+        skipped = np.asarray(arrays["skipped"], dtype=bool)
+        # the masks must be those the events give (a snapshot that does not fit its events is refused)
+        expect_label, expect_skip = np.zeros(n, dtype=np.int8), np.zeros(n, dtype=bool)
+        for i, y in events:
+            if y == 0:
+                expect_skip[i] = True
+            else:
+                expect_label[i], expect_skip[i] = y, False
+        if len(label) != n or not (np.array_equal(label, expect_label) and np.array_equal(skipped, expect_skip)):
+            raise ValueError("the loop state's labels do not match its events")
+        prefix = "solver."
+        solver = solver_class(self.solver_name).from_state(
+            {k[len(prefix):]: v for k, v in arrays.items() if k.startswith(prefix)}, meta["solver"], X=self.X)
+        learned = np.flatnonzero(solver.y)
+        if len(solver.y) != n or not np.array_equal(solver.y[learned], label[learned].astype(np.float64)):
+            raise ValueError("the solver state's learned examples do not match the loop's labels")
+        self.solver = solver
+        self.events = events
+        self._label, self._skipped = label.copy(), skipped.copy()
+        self._available = (label == 0) & ~skipped
+        self._n_pos, self._n_neg = int(np.sum(label > 0)), int(np.sum(label < 0))
+        self._undo = [_UndoEntry(kind="teach" if r[0] else "skip", item=int(r[1]), label=int(r[2]),
+                                 was_skipped=bool(r[3]), cursor=int(r[4]), seen=int(r[5]), passes=int(r[6]))
+                      for r in np.asarray(arrays["undo"], dtype=np.int64).reshape(-1, len(_UNDO_FIELDS))]
+        if len(self._undo) != len(events):
+            raise ValueError("the loop state has one undo record per event")
+        for k, prev in enumerate(meta.get("previous", [])):
+            name = f"previous{k}."
+            self._undo[int(prev["undo_position"])].state = (
+                {key[len(name):]: v for key, v in arrays.items() if key.startswith(name)}, prev["solver"])
+        fields = list(meta["history_fields"])
+        rows = np.asarray(arrays["history"], dtype=np.float64).reshape(-1, len(fields))
+        ints = {f for f, spec in HistoryRow.__dataclass_fields__.items() if spec.type in ("int", int)}
+        self.history = [
+            HistoryRow(**{f: (int(v) if f in ints else float(v)) for f, v in zip(fields, row, strict=True)},
+                       asked_by=str(asked), status=str(status))
+            for row, asked, status in zip(rows, meta["asked_by"], meta["status"], strict=True)]
+        self.seen, self.cursor, self.passes = int(meta["seen"]), int(meta["cursor"]), int(meta["passes"])
+        if "ranking" in arrays:
+            self._ranking = np.asarray(arrays["ranking"]).copy()
+        if self.track_scores and "pool_f" in arrays:
+            self._f = np.array(arrays["pool_f"], dtype=np.float64)
+            self._beta = np.array(arrays["pool_beta"], dtype=np.float64)
+            self._b = float(meta["pool_b"])
+            # the kept kernel rows, in the order the original kept them (so later updates sum
+            # in the same order); computed by cache.row as they were, not counted as the
+            # solver's work (its counter is the saved one)
+            evals = self.solver.cache.n_evals
+            for j in np.asarray(arrays["row_slots"], dtype=np.intp).tolist():
+                row = self.solver.cache.row(j)
+                self._buffer_row(j, row if len(row) == n else row[:n])
+            self.solver.cache.n_evals = evals
+        else:
+            self._init_scores()
+        self._pending = None
+        self.rng = self._step_rng()
 
 
-__all__ = ["ActiveLearningLoop", "HistoryRow", "TRACK_LIMIT"]
+__all__ = ["ActiveLearningLoop", "HistoryRow", "STATE_FORMAT", "TRACK_LIMIT"]
