@@ -63,11 +63,16 @@ import math
 from typing import Any, ClassVar
 
 import numpy as np
+from scipy.linalg import blas as _blas
 
 from core.solvers.base import OnlineSolver, StepResult, StepTimer
 
 # set membership codes of learned examples
 SET_S, SET_E, SET_O, SET_CAND = 0, 1, 2, 3
+# KKT violation of a learned example, by set: max(lo·g, hi·g, 0) gives |g| on S (g = 0),
+# g on E (g <= 0), -g on O (g >= 0) and 0 for the example being driven
+_VIOL_LO = np.array([1.0, 1.0, -1.0, 0.0])
+_VIOL_HI = np.array([-1.0, 1.0, -1.0, 0.0])
 _SET_NAMES = {SET_S: "S", SET_E: "E", SET_O: "O", SET_CAND: "candidate"}
 
 # driving modes: raise a_c until c satisfies its KKT condition (learning, or
@@ -148,8 +153,11 @@ class IncrementalSVM(OnlineSolver):
         self._pseq = np.zeros(cap_learned, dtype=np.int64)  # learning sequence number (tie-breaks)
         self._slot = np.full(cap_learned, -1, dtype=np.intp)  # row of _Ks / slot in S, -1 if not in S
         self._Spos = np.zeros(cap_margin, dtype=np.intp)  # position of each S slot
+        self._yS = np.zeros(cap_margin)  # label of each S slot (contiguous, for eqs. 7 and 30)
         self._Ks = np.zeros((cap_margin, cap_learned))  # kernel rows of S over learned (§5.3)
-        self._R = np.zeros((cap_margin + 1, cap_margin + 1))  # R = Q~^{-1}, active (m+1)x(m+1)
+        # R = Q~^{-1}, (m+1)x(m+1), symmetric, stored at its exact size and C-contiguous so that
+        # R.T is a Fortran-contiguous view BLAS can update in place (eqs. 16 and 22)
+        self._R = np.zeros((1, 1))
         n_features = getattr(getattr(self, "store", None), "n_features", None) or 0
         self._XL = np.zeros((cap_learned, n_features))  # learned examples, contiguous (see _kernel_row)
         self._sqL = np.zeros(cap_learned)
@@ -163,6 +171,7 @@ class IncrementalSVM(OnlineSolver):
         self._n_resync = 0
         self._n_refresh = 0
         self._kscale: float | None = None
+        self._probe = np.zeros(0)  # fixed probe vector of _probe_drift
         self._resync_pending = False
         self._moved = False  # a drive took a step since the last drift check
         self._pos_of = np.full(len(getattr(self, "store", ())), -1, dtype=np.intp)
@@ -210,31 +219,29 @@ class IncrementalSVM(OnlineSolver):
         new = 2 * cap
         Spos = np.zeros(new, dtype=np.intp)
         Spos[:cap] = self._Spos
+        yS = np.zeros(new)
+        yS[:cap] = self._yS
         Ks = np.zeros((new, self._Ks.shape[1]))
         Ks[:cap] = self._Ks
-        R = np.zeros((new + 1, new + 1))
-        R[: cap + 1, : cap + 1] = self._R
-        self._Spos, self._Ks, self._R = Spos, Ks, R
+        self._Spos, self._yS, self._Ks = Spos, yS, Ks
 
     # --------------------------------------------------------- kernel access
     def _kernel_row(self, i: int) -> np.ndarray:
-        """K(x_i, x_j) for the learned examples j (by position), length n_learned.
+        """K(x_i, x_j) for a learned store example i against the learned examples j (by position).
 
-        Full store rows come from the cache when the store is not much larger
-        than the learned set (or the row is cached already); otherwise only the
-        learned columns are evaluated, so a large unlabelled pool is not paid
-        for on every label.
+        §5.3: the solver works on kernel rows over the learned examples only, evaluated
+        against their contiguous copy ``_XL`` — never over the whole store, whose
+        unlabelled pool can be many times larger.  Only when the learned-kernel
+        matrix is over its budget (rows of entering examples are then needed again
+        later) and the store is not much larger than the learned set are full store
+        rows taken through the LRU kernel cache.
         """
         nL = self._nL
-        if len(self.store) <= 2 * nL + 16:
+        if self._KLL is None and len(self.store) <= 2 * nL + 16:
             return self.cache.row(i)[self._pidx[:nL]]
-        # Large pool: evaluate against the contiguous copy of the learned examples
-        # (§5.3 keeps what the solver works on contiguous) instead of gathering their
-        # rows out of the store for every kernel row; counted like any evaluation.
         self.cache.n_evals += nL
-        X = self.store.X
-        return self.kernel(X[i:i + 1], self._XL[:nL], sq_a=self.store.sq_norms[i:i + 1],
-                           sq_b=self._sqL[:nL])[0]
+        p = int(self._pos_of[i])
+        return self.kernel(self._XL[p:p + 1], self._XL[:nL], sq_a=self._sqL[p:p + 1], sq_b=self._sqL[:nL])[0]
 
     def _learned_row(self, k: int) -> np.ndarray:
         """Kernel row of learned position k over the learned examples (kept, or recomputed)."""
@@ -254,20 +261,22 @@ class IncrementalSVM(OnlineSolver):
         """Add position k to S and update R (eqs. 15–17); first member: explicit inverse."""
         self._grow_margin()
         m, nL = self._m, self._nL
-        R = self._R
+        yk = self._py[k]
         if m == 0:
             # Q~ = [[0, y_k], [y_k, K_kk]]  =>  R = [[-K_kk, y_k], [y_k, 0]]   (y_k^2 = 1)
-            yk = self._py[k]
-            R[0, 0], R[0, 1], R[1, 0], R[1, 1] = -krow[k], yk, yk, 0.0
+            R = np.array([[-krow[k], yk], [yk, 0.0]])
         else:
-            R[: m + 2, m + 1] = 0.0
-            R[m + 1, : m + 2] = 0.0
+            # eq. 16: R <- [[R, 0], [0, 0]] + [beta_k; 1][beta_k; 1]^T / kappa, a rank-one BLAS update
+            R = np.zeros((m + 2, m + 2))
+            R[: m + 1, : m + 1] = self._R
             v = np.empty(m + 2)
             v[: m + 1] = beta_k
             v[m + 1] = 1.0
-            R[: m + 2, : m + 2] += np.outer(v, v) / kappa  # eq. 16
+            _blas.dger(1.0 / kappa, v, v, a=R.T, overwrite_a=1)
+        self._R = R
         self._Ks[m, :nL] = krow
         self._Spos[m] = k
+        self._yS[m] = yk
         self._slot[k] = m
         self._m = m + 1
         self._pst[k] = SET_S
@@ -280,20 +289,25 @@ class IncrementalSVM(OnlineSolver):
         r = j + 1
         refresh = False
         if m > 1:
-            Ra = self._R[: m + 1, : m + 1]
-            col = Ra[:, r].copy()
-            Ra -= np.outer(col, col) / col[r]  # R is symmetric
+            R = self._R
+            col = R[:, r].copy()
+            # R is symmetric: one rank-one BLAS update in place on its Fortran view
+            _blas.dger(-1.0 / col[r], col, col, a=R.T, overwrite_a=1)
             # R_kk = 1/kappa_k of k against the rest: a large one means k was nearly
             # dependent and the downdate cancels badly; recompute R afterwards
             refresh = abs(col[r]) * self._kernel_scale() * _ILL_CONDITIONED > 1.0
             last = m  # R index of the last slot
             if r != last:
-                Ra[r, :] = Ra[last, :]
-                Ra[:, r] = Ra[:, last]
+                R[r, :] = R[last, :]
+                R[:, r] = R[:, last]
                 self._Ks[j, :nL] = self._Ks[m - 1, :nL]
                 moved = self._Spos[m - 1]
                 self._Spos[j] = moved
+                self._yS[j] = self._yS[m - 1]
                 self._slot[moved] = j
+            self._R = R[:m, :m].copy()
+        else:
+            self._R = np.zeros((1, 1))
         self._slot[k] = -1
         self._m = m - 1
         if refresh:
@@ -302,11 +316,11 @@ class IncrementalSVM(OnlineSolver):
     def _sensitivity(self, yc: float, kS: np.ndarray) -> np.ndarray:
         """beta = -R [y_c; Q_Sc] (eq. 7) for a driven example with kernel values kS against S."""
         m = self._m
-        S = self._Spos[:m]
         rhs = np.empty(m + 1)
         rhs[0] = yc
-        rhs[1:] = self._py[S] * yc * kS
-        return -(self._R[: m + 1, : m + 1] @ rhs)
+        np.multiply(self._yS[:m], kS, out=rhs[1:])
+        rhs[1:] *= yc
+        return -(self._R @ rhs)
 
     # --------------------------------------------------- learned-set storage
     def _append(self, i: int, y: float) -> int:
@@ -376,33 +390,40 @@ class IncrementalSVM(OnlineSolver):
         """Move a_p (status 'candidate') until its KKT condition holds (learn/lower) or a_p = 0 (unlearn).
 
         Returns (minor iterations, message).
+
+        The loop body is written for a small, fixed number of NumPy calls per minor
+        iteration (its cost is call overhead, not arithmetic, for the sizes of an
+        active-learning session): views are taken once per drive, gamma of every
+        learned example is one gemv over the contiguous rows of S (eq. 30), and R
+        is updated in place by BLAS rank-one updates (``_S_add``, ``_S_remove``).
         """
         C = self.C
-        y = self._py
         d = 1.0 if mode == _LEARN else -1.0
         if krow_p is None:
             krow_p = self._learned_row(p)
+        nL = self._nL
+        # views of the learned-example arrays: stable for the whole drive (only _append reallocates them)
+        y, st, g, a, pseq = self._py[:nL], self._pst[:nL], self._pg[:nL], self._pa[:nL], self._pseq[:nL]
         yp = float(y[p])
+        ypd = yp * d
         scale = self._kernel_scale()
         kpp = abs(float(krow_p[p]))
         eps_beta = 1e-12
         kkt_slack = 1e-9
-        nL = self._nL
-        ykp_d = (yp * d) * krow_p
-        seq_p = int(self._pseq[p])
+        ykp_d = ypd * krow_p[:nL]  # y_p d K_pj: the driven example's own term of eq. 8, divided by y_j
+        seq_p = int(pseq[p])
         # watch_i = +1 for E, -1 for O examples whose margin may limit the step (case 4):
         # dg_i * watch_i > 0 means g_i moves towards 0.  Examples that violate their KKT
         # condition (pending repair) and blocked ones are not watched.
-        st0, g0 = self._pst[:nL], self._pg[:nL]
-        watch = np.where((st0 == SET_E) & (g0 <= kkt_slack), 1.0, 0.0)
-        watch[(st0 == SET_O) & (g0 >= -kkt_slack)] = -1.0
+        watch = np.where((st == SET_E) & (g <= kkt_slack), 1.0, 0.0)
+        watch[(st == SET_O) & (g >= -kkt_slack)] = -1.0
         blocked: list[int] = []
 
         def unblock() -> None:
             for j in blocked:
-                if self._pst[j] == SET_E:
+                if st[j] == SET_E:
                     watch[j] = 1.0
-                elif self._pst[j] == SET_O:
+                elif st[j] == SET_O:
                     watch[j] = -1.0
             blocked.clear()
 
@@ -410,172 +431,192 @@ class IncrementalSVM(OnlineSolver):
             watch[j] = 0.0
             blocked.append(j)
 
+        rate = np.empty(nL)  # watch * dg
+        q = np.empty(nL)
+        off = np.empty(nL, dtype=bool)
         prev: tuple[str, int, bool] | None = None
         iters = 0
         msg = ""
-        self._last_cases = []
-        while True:
-            if iters >= self.max_iter:
-                msg = self._iteration_cap(f"{mode} of example {int(self._pidx[p])}", iters)
-                self._last_status = "max_iter"
-                break
-            iters += 1
-            m = self._m
-            st = self._pst[:nL]
-            g = self._pg[:nL]
-            a = self._pa[:nL]
-            yl = y[:nL]
-            S = self._Spos[:m]
-            if m == 0:
-                # §4.1, eqs. 25–28: with S empty only the bias moves.  db = d y_p t,
-                # dg_i = y_i db; the direction is the one in which the example that
-                # enters S can absorb the change of a_p under sum_i y_i a_i = target.
-                beta = None
-                dg = yl * (d * yp)
-                eps_gamma = 0.0
-            else:
-                beta = self._sensitivity(yp, krow_p[S])  # eq. 7
-                bd = beta * d  # d(b, a_S)/dt for the step t >= 0 taken along the drive
-                # dg/dt = d * gamma: eq. 8 with eq. 30, one gaxpy over the contiguous rows of S
-                dg = (yl[S] * bd[1:]) @ self._Ks[:m, :nL]
-                dg += ykp_d
-                dg += bd[0]
-                dg *= yl
-                dg[S] = 0.0
-                # gamma_i is a sum of terms of size up to scale·(1 + |beta_S|_1) + |beta_b|;
-                # below a small multiple of that it is rounding: the example does not move.
-                bsum = scale * (1.0 + np.abs(beta[1:]).sum()) + abs(beta[0])
-                eps_gamma = 1e-11 * bsum
-
-            # candidate events as (t, case rank, seq of the example, kind, position); the smallest
-            # wins: shortest step, then case order, then the oldest example (deterministic ties)
-            best = None
-            # case 1 (eq. 10): the driven example reaches the margin
-            if mode != _REMOVE:
-                rate = float(dg[p])
-                # kappa_p = gamma_p (eq. 17) must be clearly non-zero for p to enter S
-                thresh = 0.5 if m == 0 else max(self.kappa_tol * (kpp + bsum), eps_gamma)
-                if mode == _LEARN and rate > thresh:
-                    best = (max(0.0, -float(g[p]) / rate), 0, seq_p, "c_margin", p)
-                elif mode == _LOWER and rate < -thresh:
-                    best = (max(0.0, float(g[p]) / -rate), 0, seq_p, "c_margin", p)
-            if m > 0:
-                # case 2 (eq. 11): the driven example reaches its bound
-                t2 = C - float(a[p]) if mode == _LEARN else float(a[p])
-                if best is None or (t2, 1) < best[:2]:
-                    best = (t2, 1, seq_p, "c_bound", p)
-                # case 3 (eq. 12): a margin vector reaches 0 or C
-                da = bd[1:]
-                aS = a[S]
-                absda = np.abs(da)
-                t3 = np.where(da > 0, C - aS, aS)
-                t3 /= np.maximum(absda, eps_beta)
-                t3[absda <= eps_beta] = np.inf
-                np.maximum(t3, 0.0, out=t3)
-                j3 = int(t3.argmin())
-                tmin = float(t3[j3])
-                if tmin < math.inf and (tmin, 2) <= best[:2]:
-                    ties = (t3 == tmin).nonzero()[0]
-                    if len(ties) > 1:
-                        j3 = int(ties[self._pseq[S[ties]].argmin()])
-                    k3 = int(S[j3])
-                    cand3 = (tmin, 2, int(self._pseq[k3]), "leave", k3)
-                    if cand3 < best:
-                        best = cand3
-            # case 4 (eqs. 13–14): an error or other vector reaches the margin
-            cand = (watch * dg > eps_gamma).nonzero()[0]
-            if len(cand):
-                t4 = -g[cand] / dg[cand]
-                np.maximum(t4, 0.0, out=t4)
-                j4 = int(t4.argmin())
-                tmin = float(t4[j4])
-                if best is None or (tmin, 3) < best[:2]:
-                    ties = cand[t4 == tmin]
-                    k = int(ties[self._pseq[ties].argmin()]) if len(ties) > 1 else int(cand[j4])
-                    best = (tmin, 3, int(self._pseq[k]), "enter", k)
-
-            if best is None:
-                # Only possible when unlearning with S empty and nothing left to absorb
-                # a_p: then a_p is rounding residue of the equality constraint.
-                if mode == _REMOVE and a[p] <= 1e-9 * C:
-                    a[p] = 0.0
-                    self._last_cases.append("residue")
+        cases: list[str] = []
+        self._last_cases = cases
+        errstate = np.errstate(divide="ignore", invalid="ignore")
+        errstate.__enter__()
+        try:
+            while True:
+                if iters >= self.max_iter:
+                    msg = self._iteration_cap(f"{mode} of example {int(self._pidx[p])}", iters)
+                    self._last_status = "max_iter"
                     break
-                msg = self._iteration_cap(f"{mode} of example {int(self._pidx[p])} (no admissible step)", iters)
-                self._last_status = "max_iter"
-                break
-
-            t, _, _, kind, k = best
-            self._moved = True
-            # apply the step
-            if m == 0:
-                self._b += d * yp * t
-                g += dg * t
-            else:
-                a[p] += d * t
-                # margin vectors tied with the limiting one land on a bound up to rounding:
-                # keep the box exact (the equality moves by rounding only)
-                aS_new = a[S] + bd[1:] * t
-                np.maximum(aS_new, 0.0, out=aS_new)
-                np.minimum(aS_new, C, out=aS_new)
-                a[S] = aS_new
-                self._b += bd[0] * t
-                g += dg * t
-                g[S] = 0.0
-            self._last_cases.append(kind)
-            zero = t == 0.0
-
-            if kind == "c_margin":
-                g[p] = 0.0
-                if a[p] <= 0.0:
-                    a[p] = 0.0
-                    st[p] = SET_O
-                elif a[p] >= C:
-                    a[p] = C
-                    st[p] = SET_E
-                elif m == 0:
-                    self._S_add(p, None, 1.0, krow_p)
+                iters += 1
+                m = self._m
+                if m == 0:
+                    # §4.1, eqs. 25–28: with S empty only the bias moves.  db = d y_p t,
+                    # dg_i = y_i db; the direction is the one in which the example that
+                    # enters S can absorb the change of a_p under sum_i y_i a_i = target.
+                    beta = bd = S = aS = None
+                    dg = y * ypd
+                    eps_gamma = bsum = 0.0
                 else:
-                    kappa_p = float(dg[p] * d)  # kappa_p = gamma_p (eq. 17)
-                    self._S_add(p, beta, kappa_p, krow_p)
-                    if kappa_p <= _ILL_CONDITIONED * (kpp + bsum):
-                        self._refresh_R()
-                break
-            if kind == "c_bound":
-                if mode == _LEARN:
-                    a[p] = C
-                    st[p] = SET_E
+                    S = self._Spos[:m]
+                    yS = self._yS[:m]
+                    # eq. 7 along the drive: bd = d beta = -R d [y_p; Q_Sp], Q_Sp = y_S y_p K_Sp
+                    rhs = np.empty(m + 1)
+                    rhs[0] = ypd
+                    np.multiply(yS, ykp_d.take(S), out=rhs[1:])
+                    bd = self._R @ rhs
+                    np.negative(bd, out=bd)
+                    beta = bd if d > 0 else -bd
+                    da = bd[1:]
+                    # dg/dt = d gamma (eq. 8) for every learned example by one gaxpy over the
+                    # contiguous rows of S (eq. 30): y_j (sum_s da_s y_s K_sj + d y_p K_pj + db)
+                    dg = (yS * da) @ self._Ks[:m, :nL]
+                    dg += ykp_d
+                    dg += bd[0]
+                    dg *= y
+                    dg[S] = 0.0
+                    # gamma_i is a sum of terms of size up to scale·(1 + |beta_S|_1) + |beta_b|;
+                    # below a small multiple of that it is rounding: the example does not move.
+                    bsum = scale * (1.0 + _blas.dasum(da)) + abs(float(bd[0]))
+                    eps_gamma = 1e-11 * bsum
+
+                # candidate events as (t, case rank, seq of the example, kind, position); the smallest
+                # wins: shortest step, then case order, then the oldest example (deterministic ties)
+                best = None
+                # case 1 (eq. 10): the driven example reaches the margin
+                if mode != _REMOVE:
+                    rate_p = float(dg[p])
+                    # kappa_p = gamma_p (eq. 17) must be clearly non-zero for p to enter S
+                    thresh = 0.5 if m == 0 else max(self.kappa_tol * (kpp + bsum), eps_gamma)
+                    if mode == _LEARN and rate_p > thresh:
+                        best = (max(0.0, -float(g[p]) / rate_p), 0, seq_p, "c_margin", p)
+                    elif mode == _LOWER and rate_p < -thresh:
+                        best = (max(0.0, float(g[p]) / -rate_p), 0, seq_p, "c_margin", p)
+                if m > 0:
+                    # case 2 (eq. 11): the driven example reaches its bound
+                    t2 = C - float(a[p]) if mode == _LEARN else float(a[p])
+                    if best is None or (t2, 1) < best[:2]:
+                        best = (t2, 1, seq_p, "c_bound", p)
+                    # case 3 (eq. 12): a margin vector reaches C (da > 0) or 0 (da < 0);
+                    # one whose |da| <= eps_beta does not move (t = inf)
+                    aS = a.take(S)
+                    t3 = (da > 0.0) * C
+                    t3 -= aS
+                    t3 /= da
+                    t3[np.abs(da) <= eps_beta] = math.inf
+                    np.maximum(t3, 0.0, out=t3)
+                    j3 = int(t3.argmin())
+                    tmin = float(t3[j3])
+                    if tmin < math.inf and (tmin, 2) <= best[:2]:
+                        ties = (t3 == tmin).nonzero()[0]
+                        if len(ties) > 1:
+                            j3 = int(ties[pseq.take(S.take(ties)).argmin()])
+                        k3 = int(S[j3])
+                        cand3 = (tmin, 2, int(pseq[k3]), "leave", k3)
+                        if cand3 < best:
+                            best = cand3
+                # case 4 (eqs. 13–14): an error or other vector reaches the margin, t = -g_i / dg_i
+                # over the watched examples moving towards it (watch_i dg_i > eps_gamma)
+                # (the smallest t is the largest q = g_i / dg_i; q is -inf where not admissible)
+                np.multiply(watch, dg, out=rate)
+                np.divide(g, dg, out=q)
+                np.less_equal(rate, eps_gamma, out=off)
+                np.copyto(q, -math.inf, where=off)
+                k4 = int(q.argmax())
+                q4 = float(q[k4])
+                tmin = max(0.0, -q4)
+                if q4 > -math.inf and (best is None or (tmin, 3) < best[:2]):
+                    # ties at the same t (all of t <= 0 count as t = 0): the oldest example
+                    tie = np.greater_equal(q, 0.0, out=off) if q4 >= 0.0 else np.equal(q, q4, out=off)
+                    if np.count_nonzero(tie) > 1:
+                        ties = tie.nonzero()[0]
+                        k4 = int(ties[pseq.take(ties).argmin()])
+                    best = (tmin, 3, int(pseq[k4]), "enter", k4)
+
+                if best is None:
+                    # Only possible when unlearning with S empty and nothing left to absorb
+                    # a_p: then a_p is rounding residue of the equality constraint.
+                    if mode == _REMOVE and a[p] <= 1e-9 * C:
+                        a[p] = 0.0
+                        cases.append("residue")
+                        break
+                    msg = self._iteration_cap(f"{mode} of example {int(self._pidx[p])} (no admissible step)",
+                                              iters)
+                    self._last_status = "max_iter"
+                    break
+
+                t, _, _, kind, k = best
+                self._moved = True
+                # apply the step
+                if m == 0:
+                    self._b += ypd * t
+                    _blas.daxpy(dg, g, a=t)  # g += dg t, in place
                 else:
-                    a[p] = 0.0
-                    st[p] = SET_O
-                break
-            if kind == "leave":
-                up = beta[1 + self._slot[k]] * d > 0
-                a[k] = C if up else 0.0
-                self._S_remove(k)
-                st[k] = SET_E if up else SET_O
+                    a[p] += d * t
+                    # margin vectors tied with the limiting one land on a bound up to rounding:
+                    # keep the box exact (the equality moves by rounding only)
+                    aS += da * t
+                    np.maximum(aS, 0.0, out=aS)
+                    np.minimum(aS, C, out=aS)
+                    a[S] = aS
+                    self._b += float(bd[0]) * t
+                    _blas.daxpy(dg, g, a=t)  # g += dg t, in place
+                    g[S] = 0.0
+                cases.append(kind)
+                zero = t == 0.0
+
+                if kind == "c_margin":
+                    g[p] = 0.0
+                    if a[p] <= 0.0:
+                        a[p] = 0.0
+                        st[p] = SET_O
+                    elif a[p] >= C:
+                        a[p] = C
+                        st[p] = SET_E
+                    elif m == 0:
+                        self._S_add(p, None, 1.0, krow_p)
+                    else:
+                        kappa_p = float(dg[p] * d)  # kappa_p = gamma_p (eq. 17)
+                        self._S_add(p, beta, kappa_p, krow_p)
+                        if kappa_p <= _ILL_CONDITIONED * (kpp + bsum):
+                            self._refresh_R()
+                    break
+                if kind == "c_bound":
+                    if mode == _LEARN:
+                        a[p] = C
+                        st[p] = SET_E
+                    else:
+                        a[p] = 0.0
+                        st[p] = SET_O
+                    break
+                if kind == "leave":
+                    up = bd[1 + self._slot[k]] > 0
+                    a[k] = C if up else 0.0
+                    self._S_remove(k)
+                    st[k] = SET_E if up else SET_O
+                    g[k] = 0.0
+                    if zero and prev is not None and prev[:2] == ("enter", k):
+                        # §4.2: no immediate cycling — k entered S in the previous iteration and
+                        # would leave it again without any progress: keep it out of S for now.
+                        block(k)
+                    else:
+                        unblock()
+                        watch[k] = 1.0 if up else -1.0
+                    prev = ("leave", k, zero)
+                    continue
+                # kind == "enter"
                 g[k] = 0.0
-                if zero and prev is not None and prev[:2] == ("enter", k):
-                    # §4.2: no immediate cycling — k entered S in the previous iteration and
-                    # would leave it again without any progress: keep it out of S for now.
-                    block(k)
-                else:
+                if zero and prev is not None and prev[0] == "leave" and prev[1] == k:
+                    block(k)  # §4.2: it just left S with no progress; do not bring it back at once
+                    prev = ("blocked", k, zero)
+                    continue
+                if self._enter(k):
+                    watch[k] = 0.0
                     unblock()
-                    watch[k] = 1.0 if up else -1.0
-                prev = ("leave", k, zero)
-                continue
-            # kind == "enter"
-            g[k] = 0.0
-            if zero and prev is not None and prev[0] == "leave" and prev[1] == k:
-                block(k)  # §4.2: it just left S with no progress; do not bring it back at once
-                prev = ("blocked", k, zero)
-                continue
-            if self._enter(k):
-                watch[k] = 0.0
-                unblock()
-            else:
-                block(k)
-            prev = ("enter", k, zero)
+                else:
+                    block(k)
+                prev = ("enter", k, zero)
+        finally:
+            errstate.__exit__(None, None, None)
         return iters, msg
 
     def _enter(self, k: int) -> bool:
@@ -629,7 +670,7 @@ class IncrementalSVM(OnlineSolver):
         except np.linalg.LinAlgError:  # keep the recursive R
             return
         if np.all(np.isfinite(R)):
-            self._R[: m + 1, : m + 1] = R
+            self._R = np.ascontiguousarray(R)
             self._n_refresh += 1
             # the margins were moved with the perturbed inverse: recompute them at the end of this update
             self._resync_pending = True
@@ -638,11 +679,12 @@ class IncrementalSVM(OnlineSolver):
     def _violations(self) -> np.ndarray:
         nL = self._nL
         st, g = self._pst[:nL], self._pg[:nL]
-        v = np.zeros(nL)
-        v[st == SET_O] = np.maximum(0.0, -g[st == SET_O])
-        v[st == SET_E] = np.maximum(0.0, g[st == SET_E])
-        v[st == SET_S] = np.abs(g[st == SET_S])
-        return v
+        v = _VIOL_LO.take(st)
+        v *= g
+        w = _VIOL_HI.take(st)
+        w *= g
+        np.maximum(v, w, out=v)
+        return np.maximum(v, 0.0, out=v)
 
     def _repair_tol(self) -> float:
         """Violations below this are rounding: the margins are sums of terms of size up to C·max K."""
@@ -684,21 +726,32 @@ class IncrementalSVM(OnlineSolver):
     def _Qtilde(self) -> np.ndarray:
         m = self._m
         S = self._Spos[:m]
-        yS = self._py[S]
+        yS = self._yS[:m]
         Qt = np.empty((m + 1, m + 1))
         Qt[0, 0] = 0.0
         Qt[0, 1:] = yS
         Qt[1:, 0] = yS
-        Qt[1:, 1:] = np.outer(yS, yS) * self._Ks[:m, S]
+        np.multiply(self._Ks[:m].take(S, axis=1), yS[:, None] * yS, out=Qt[1:, 1:])
         return Qt
 
     def _probe_drift(self) -> float:
-        """Cheap estimate of |R Q~ - I| with one fixed probe vector (O(|S|^2))."""
+        """Cheap estimate of |R Q~ - I| with one fixed probe vector (O(|S|^2)); Q~ v without forming Q~."""
         m = self._m
         if m == 0:
             return 0.0
-        v = np.cos(np.arange(m + 1) * 1.234567 + 0.5)
-        return float(np.max(np.abs(self._R[: m + 1, : m + 1] @ (self._Qtilde() @ v) - v)) / np.max(np.abs(v)))
+        if len(self._probe) < m + 1:
+            n = max(2 * len(self._probe), m + 1)
+            self._probe = np.cos(np.arange(n) * 1.234567 + 0.5)  # fixed, max |v| > 0.87 from n = 1
+        v = self._probe[: m + 1]
+        S, yS = self._Spos[:m], self._yS[:m]
+        u = np.empty(m + 1)
+        u[0] = yS @ v[1:]
+        np.dot(self._Ks[:m].take(S, axis=1), yS * v[1:], out=u[1:])
+        u[1:] += v[0]
+        u[1:] *= yS
+        r = self._R @ u
+        r -= v
+        return float(np.abs(r).max()) / float(np.abs(v).max())
 
     def _resync(self) -> None:
         """Recompute g and R from scratch, refine (b, a_S) by one Newton step, repair."""
@@ -726,7 +779,7 @@ class IncrementalSVM(OnlineSolver):
             try:
                 R = np.linalg.inv(self._Qtilde())
                 if np.all(np.isfinite(R)):
-                    self._R[: m + 1, : m + 1] = R
+                    self._R = np.ascontiguousarray(R)
             except np.linalg.LinAlgError:  # keep the recursive R
                 pass
             # Newton steps on the equality and g_S = 0: Q~ [db; da_S] = -[sum y a - target; g_S].
@@ -738,7 +791,7 @@ class IncrementalSVM(OnlineSolver):
                 res = np.max(np.abs(r))
                 if res == 0.0:
                     break
-                delta = -(self._R[: m + 1, : m + 1] @ r)
+                delta = -(self._R @ r)
                 new_aS = a[S] + delta[1:]
                 if not (np.all(np.isfinite(delta)) and new_aS.min() >= 0.0 and new_aS.max() <= self.C):
                     break
@@ -760,10 +813,12 @@ class IncrementalSVM(OnlineSolver):
         m, nL = self._m, self._nL
         if m == 0:
             return 0.0
-        S = self._Spos[:m]
         coef = self._pa[:nL] * self._py[:nL]
-        gS = self._py[S] * (self._Ks[:m, :nL] @ coef + self._b) - self._offset
-        return float(np.max(np.abs(gS)))
+        gS = self._Ks[:m, :nL] @ coef
+        gS += self._b
+        gS *= self._yS[:m]
+        gS -= self._offset
+        return float(np.abs(gS).max())
 
     def _after_update(self) -> None:
         """Drift control: probe R·Q~ ≈ I and the exact margins of S; re-sync when they drift,
@@ -793,19 +848,21 @@ class IncrementalSVM(OnlineSolver):
         y, a, g = self._py[:nL], self._pa[:nL], self._pg[:nL]
         # LASVM's g_i = y_i - sum_j a_j y_j K_ij = b - y_i (g_i + offset - 1); a_i y_i can grow
         # when (y_i > 0, a_i < C) or (y_i < 0, a_i > 0), shrink in the mirrored cases
-        G = self._b - y * (g + (self._offset - 1.0))
+        G = g + (self._offset - 1.0)
+        G *= y
+        np.subtract(self._b, G, out=G)
         eps = 1e-12 * self.C
         below, above = a < self.C - eps, a > eps
         pos = y > 0
-        up = np.where(pos, below, above)
-        down = np.where(pos, above, below)
-        if not up.any() or not down.any():
+        g_up = float(G.max(where=np.where(pos, below, above), initial=-math.inf))
+        g_down = float(G.min(where=np.where(pos, above, below), initial=math.inf))
+        if g_up == -math.inf or g_down == math.inf:
             return 0.0
-        return float(max(0.0, G[up].max() - G[down].min()))
+        return max(0.0, g_up - g_down)
 
     def _result(self, timer: StepTimer, iters: int, msg: str, p: int | None, **extra) -> StepResult:
         status = self._last_status
-        info = dict(n_S=self._m, n_E=int(np.sum(self._pst[: self._nL] == SET_E)),
+        info = dict(n_S=self._m, n_E=int(np.count_nonzero(self._pst[: self._nL] == SET_E)),
                     n_learned=self._nL, cases=list(self._last_cases), **extra)
         if p is not None and p < self._nL:
             info["set"] = _SET_NAMES[int(self._pst[p])]
@@ -959,7 +1016,7 @@ class IncrementalSVM(OnlineSolver):
             "pidx": self._pidx[:nL].astype(np.int64), "alpha": self._pa[:nL].copy(),
             "g": self._pg[:nL].copy(), "status": self._pst[:nL].astype(np.int64),
             "seq": self._pseq[:nL].copy(), "S": self._Spos[:m].astype(np.int64),
-            "R": self._R[: m + 1, : m + 1].copy(),
+            "R": self._R.copy(),
             "scalars": np.array([self._b, self._seq, self._since_sync, self._since_probe, self._n_resync,
                                  self.C], dtype=np.float64),
         }
@@ -992,7 +1049,8 @@ class IncrementalSVM(OnlineSolver):
         self._m = m
         self._Spos[:m] = S
         self._slot[S] = np.arange(m)
-        self._R[: m + 1, : m + 1] = arrays["R"]
+        self._yS[:m] = self._py[S]
+        self._R = np.array(arrays["R"], dtype=np.float64, order="C").reshape(m + 1, m + 1)
         if self._KLL is not None and nL:
             self._KLL[:nL, :nL] = self.cache.block(pidx, pidx)
         for j, k in enumerate(S):  # kernel rows are exact: recomputing them changes nothing
