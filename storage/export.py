@@ -25,27 +25,16 @@ from collections.abc import Iterator, Sequence
 from typing import IO, Any
 
 import numpy as np
-from sqlalchemy import select
 
 from storage.errors import StorageError
-from storage.models import Annotator, Dataset, Item, Label, LabellingSession
-from storage.repository import EngineLike, reading
+from storage.models import LABEL_PROVENANCE_COLUMNS, Annotator, Dataset, Item, Label, LabellingSession
+from storage.repository import EngineLike, events_query, reading
 
 EXPORT_FORMATS = ("csv", "jsonl")
 
 #: columns every export row has, in order (features come between these two groups)
 ITEM_COLUMNS = ("dataset_id", "dataset_name", "session_id", "label_id", "item_index", "item_key", "display_text")
-PROVENANCE_COLUMNS = (
-    "label",
-    "annotator",
-    "labelled_at",
-    "strategy",
-    "solver",
-    "decision_value",
-    "model_version",
-    "update_ms",
-    "query_ms",
-)
+PROVENANCE_COLUMNS = ("label", "annotator", "labelled_at", *LABEL_PROVENANCE_COLUMNS)
 RESERVED_COLUMNS = frozenset(ITEM_COLUMNS + PROVENANCE_COLUMNS + ("features",))
 FEATURE_PREFIX = "feature:"
 
@@ -71,25 +60,8 @@ def export_labels(
     if fmt not in EXPORT_FORMATS:
         raise StorageError(f"Export format '{fmt}' is not one of {', '.join(EXPORT_FORMATS)}.")
     query = (
-        select(
-            Label.id,
-            Label.session_id,
-            LabellingSession.dataset_id,
-            Item.position,
-            Item.external_key,
-            Item.display_text,
-            Label.value,
-            Annotator.name,
-            Label.created_at,
-            Label.strategy,
-            Label.solver,
-            Label.decision_value,
-            Label.model_version,
-            Label.update_ms,
-            Label.query_ms,
-        )
-        .join(Item, Item.id == Label.item_id)
-        .join(Annotator, Annotator.id == Label.annotator_id)
+        events_query()
+        .add_columns(LabellingSession.dataset_id, Item.external_key, Item.display_text)
         .join(LabellingSession, LabellingSession.id == Label.session_id)
         .where(Label.undone_at.is_(None))
         .order_by(LabellingSession.dataset_id, Label.session_id, Label.id)

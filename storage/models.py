@@ -175,6 +175,9 @@ class Label(Base):
     undone_at: Mapped[dt.datetime | None]
 
 
+#: ``Label`` columns that say how the answer was asked for; label events and exports carry them under these names
+LABEL_PROVENANCE_COLUMNS = ("strategy", "solver", "decision_value", "model_version", "update_ms", "query_ms")
+
 # At most one active label per (session, item): a partial unique index, which
 # SQLite and PostgreSQL both support.
 Index(

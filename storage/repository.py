@@ -4,6 +4,7 @@ Every function takes the process's engine (or a sessionmaker bound to it),
 opens its own transaction, and returns plain values: small frozen dataclasses,
 dicts and numpy arrays, never ORM objects that would need a live session.
 When a function that writes returns, its transaction has been committed.
+The public names are re-exported by the ``storage`` package (see its ``__all__``).
 """
 
 from __future__ import annotations
@@ -23,7 +24,6 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from storage.engine import writer
 from storage.errors import (
-    DatasetValidationError,
     DuplicateDatasetError,
     DuplicateLabelError,
     InvalidLabelError,
@@ -32,6 +32,7 @@ from storage.errors import (
     StorageError,
 )
 from storage.models import (
+    LABEL_PROVENANCE_COLUMNS,
     LABEL_VALUES,
     SESSION_STATUSES,
     Annotator,
@@ -530,11 +531,16 @@ def _set_session_status(engine: EngineLike, session_id: int, status: str) -> Non
 
 def _active_session_row(session: Session, session_id: int) -> LabellingSession:
     labelling_session = session.get(LabellingSession, session_id)
-    if labelling_session is None:
-        raise NotFoundError(f"Session {session_id} does not exist.")
-    if labelling_session.status != "active":
-        raise SessionClosedError(f"Session {session_id} is closed; reopen it to change its labels.")
+    _check_open(session_id, None if labelling_session is None else labelling_session.status)
     return labelling_session
+
+
+def _check_open(session_id: int, status: str | None) -> None:
+    """Raise unless the session exists (``status`` is not None) and is active."""
+    if status is None:
+        raise NotFoundError(f"Session {session_id} does not exist.")
+    if status != "active":
+        raise SessionClosedError(f"Session {session_id} is closed; reopen it to change its labels.")
 
 
 # --------------------------------------------------------------------------- labels
@@ -562,13 +568,18 @@ def record_label(
     value = _label_value(value)
     item_index = _item_index(item_index)
     annotator = _annotator_name(annotator)
-    strategy = _non_empty(strategy, "strategy")
-    solver = _non_empty(solver, "solver")
-    decision = _optional_float(decision_value, "decision_value")
-    update_time = _optional_float(update_ms, "update_ms")
-    query_time = _optional_float(query_ms, "query_ms")
-    model_version = int(model_version)
     now = utc_now()
+    # the label's own columns, stored and returned alike
+    answer = dict(
+        value=value,
+        created_at=now,
+        strategy=_non_empty(strategy, "strategy"),
+        solver=_non_empty(solver, "solver"),
+        decision_value=_optional_float(decision_value, "decision_value"),
+        model_version=int(model_version),
+        update_ms=_optional_float(update_ms, "update_ms"),
+        query_ms=_optional_float(query_ms, "query_ms"),
+    )
     try:
         with writing(engine) as session:
             # one statement finds the session, checks it is open and finds the item
@@ -577,10 +588,7 @@ def record_label(
                 .outerjoin(Item, (Item.dataset_id == LabellingSession.dataset_id) & (Item.position == item_index))
                 .where(LabellingSession.id == session_id)
             ).first()
-            if target is None:
-                raise NotFoundError(f"Session {session_id} does not exist.")
-            if target.status != "active":
-                raise SessionClosedError(f"Session {session_id} is closed; reopen it to change its labels.")
+            _check_open(session_id, None if target is None else target.status)
             if target.item_id is None:
                 _item_id(session, target.dataset_id, item_index)  # raises, naming the valid range
             # a second active label for the item violates the partial unique index
@@ -590,14 +598,7 @@ def record_label(
                     session_id=session_id,
                     item_id=target.item_id,
                     annotator_id=_annotator_id(session, annotator),
-                    value=value,
-                    created_at=now,
-                    strategy=strategy,
-                    solver=solver,
-                    decision_value=decision,
-                    model_version=model_version,
-                    update_ms=update_time,
-                    query_ms=query_time,
+                    **answer,
                 )
                 .returning(Label.id)
             ).scalar_one()
@@ -610,20 +611,7 @@ def record_label(
             ).scalar_one()
             _raise_if_labelled(session, session_id, _item_id(session, dataset_id, item_index), item_index)
         raise
-    return LabelEvent(
-        label_id=label_id,
-        session_id=session_id,
-        item_index=item_index,
-        value=value,
-        annotator=annotator,
-        created_at=now,
-        strategy=strategy,
-        solver=solver,
-        decision_value=decision,
-        model_version=model_version,
-        update_ms=update_time,
-        query_ms=query_time,
-    )
+    return LabelEvent(label_id=label_id, session_id=session_id, item_index=item_index, annotator=annotator, **answer)
 
 
 def _label_value(value: Any) -> int:
@@ -687,26 +675,26 @@ def undo_last_label(engine: EngineLike, session_id: int) -> LabelEvent | None:
             delete(ModelSnapshot).where(ModelSnapshot.session_id == session_id, ModelSnapshot.n_events > remaining)
         )
         session.execute(update(LabellingSession).where(LabellingSession.id == session_id).values(updated_at=now))
-        row = session.execute(_events_query().where(Label.id == last_id)).one()
+        row = session.execute(events_query().where(Label.id == last_id)).one()
         return _label_event(row)
 
 
-def _events_query() -> Any:
+#: ``LabelEvent`` fields that are columns of ``Label`` under the same name
+EVENT_LABEL_FIELDS = ("value", "created_at", *LABEL_PROVENANCE_COLUMNS, "undone_at")
+
+
+def events_query() -> Any:
+    """Select every label event with its item index and annotator name (rows for ``_label_event``).
+
+    Add ``where``/``order_by`` clauses, or further columns and joins (the export does).
+    """
     return (
         select(
             Label.id,
             Label.session_id,
             Item.position,
-            Label.value,
             Annotator.name,
-            Label.created_at,
-            Label.strategy,
-            Label.solver,
-            Label.decision_value,
-            Label.model_version,
-            Label.update_ms,
-            Label.query_ms,
-            Label.undone_at,
+            *(getattr(Label, name) for name in EVENT_LABEL_FIELDS),
         )
         .join(Item, Item.id == Label.item_id)
         .join(Annotator, Annotator.id == Label.annotator_id)
@@ -718,16 +706,8 @@ def _label_event(row: Any) -> LabelEvent:
         label_id=row.id,
         session_id=row.session_id,
         item_index=row.position,
-        value=row.value,
         annotator=row.name,
-        created_at=row.created_at,
-        strategy=row.strategy,
-        solver=row.solver,
-        decision_value=row.decision_value,
-        model_version=row.model_version,
-        update_ms=row.update_ms,
-        query_ms=row.query_ms,
-        undone_at=row.undone_at,
+        **{name: getattr(row, name) for name in EVENT_LABEL_FIELDS},
     )
 
 
@@ -742,7 +722,7 @@ def label_events(
     By default only active (not undone) events; ``include_undone=True`` gives
     the full audit trail.
     """
-    query = _events_query().where(Label.session_id == session_id)
+    query = events_query().where(Label.session_id == session_id)
     if not include_undone:
         query = query.where(Label.undone_at.is_(None))
     if not include_skips:
@@ -991,39 +971,3 @@ def _jsonable(value: dict[str, Any], what: str) -> dict[str, Any]:
     except (TypeError, ValueError) as error:
         raise StorageError(f"{what} cannot be stored as JSON: {error}") from None
 
-
-__all__ = [
-    "Comparison",
-    "ComparisonInfo",
-    "DatasetInfo",
-    "DatasetValidationError",
-    "DisplayInfo",
-    "InvalidLabelError",
-    "LabelEvent",
-    "SessionInfo",
-    "Snapshot",
-    "as_engine",
-    "close_session",
-    "delete_dataset",
-    "get_dataset",
-    "get_or_create_annotator",
-    "get_session",
-    "import_dataset",
-    "label_events",
-    "labelled_items",
-    "latest_snapshot",
-    "list_annotators",
-    "list_comparisons",
-    "list_datasets",
-    "list_sessions",
-    "load_comparison",
-    "load_dataset_arrays",
-    "reading",
-    "record_label",
-    "reopen_session",
-    "save_comparison",
-    "save_snapshot",
-    "start_session",
-    "undo_last_label",
-    "writing",
-]

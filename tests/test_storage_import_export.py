@@ -3,18 +3,17 @@
 from __future__ import annotations
 
 import csv
-import hashlib
 import io
 import json
 from pathlib import Path
 
 import numpy as np
 import pytest
-from sqlalchemy import func, select
 
 import storage
 from core.datasets import load_bundled
-from storage.models import Base
+from tests.test_storage_engine import file_digest
+from tests.test_storage_repository import label, new_session, row_counts, sqlite_engine
 
 
 @pytest.fixture
@@ -24,23 +23,11 @@ def db_path(tmp_path) -> Path:
 
 @pytest.fixture
 def engine(db_path):
-    engine = storage.make_engine(f"sqlite:///{db_path}")
-    storage.init_db(engine)
-    yield engine
-    engine.dispose()
+    yield from sqlite_engine(db_path)
 
 
 def database_state(engine, db_path: Path) -> tuple[dict[str, int], str]:
-    with engine.connect() as connection:
-        counts = {
-            table.name: connection.execute(select(func.count()).select_from(table)).scalar_one()
-            for table in Base.metadata.sorted_tables
-        }
-    digest = hashlib.sha256()
-    for suffix in ("", "-wal"):
-        part = Path(f"{db_path}{suffix}")
-        digest.update(part.read_bytes() if part.exists() else b"<absent>")
-    return counts, digest.hexdigest()
+    return row_counts(engine), file_digest(db_path)
 
 
 GOOD_CSV = b"id,a,b,text,label\nr1,1.5,2,first,spam\nr2,-3,4e-3,second,ham\nr3,0,1,third,spam\n"
@@ -136,26 +123,19 @@ def labelled_dataset(engine, *, feature_names=("x0", "x1", "x2"), n=40, seed=0, 
     )
     sessions = []
     for k, annotator in enumerate(annotators):
-        session_id = storage.start_session(
-            engine,
-            dataset_id=dataset_id,
-            annotator=annotator,
-            strategy="near-boundary",
-            solver="incremental",
-            params={"C": 1},
-        )
+        # near-boundary with the incremental solver (the helpers' defaults)
+        session_id = new_session(engine, dataset_id, annotator=annotator, params={"C": 1}, seed=None)
         sessions.append(session_id)
         for step, item in enumerate(range(k, n, 2)):
             value = (1, -1, 0)[step % 3] if step > 1 else (1, -1)[step]
-            storage.record_label(
+            decision_value = None if step == 0 else step / 7
+            label(
                 engine,
                 session_id,
-                item_index=item,
+                item,
                 value=value,
                 annotator=annotator,
-                strategy="near-boundary",
-                solver="incremental",
-                decision_value=None if step == 0 else step / 7,
+                decision_value=decision_value,
                 model_version=step,
                 update_ms=0.5 * step,
                 query_ms=None,

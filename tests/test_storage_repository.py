@@ -15,12 +15,17 @@ import storage
 from storage.models import Base, Label, ModelSnapshot
 
 
-@pytest.fixture
-def engine(tmp_path):
-    engine = storage.make_engine(f"sqlite:///{tmp_path / 'marginlab.db'}")
+def sqlite_engine(path):
+    """Yield the engine of a new MarginLab database in the SQLite file ``path``; dispose of it afterwards."""
+    engine = storage.make_engine(f"sqlite:///{path}")
     storage.init_db(engine)
     yield engine
     engine.dispose()
+
+
+@pytest.fixture
+def engine(tmp_path):
+    yield from sqlite_engine(tmp_path / "marginlab.db")
 
 
 def row_counts(engine) -> dict[str, int]:
