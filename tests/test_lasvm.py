@@ -476,3 +476,71 @@ def test_copy_sharing_the_store_is_small_and_independent():
     for i in range(40, 80):
         s.learn(i, y[i])
     np.testing.assert_array_equal(s.decision_function(cand), clone.decision_function(cand))
+
+
+# ----------------------------------------------------------------------
+# the final check of finish(): bounds, exhaustive agreement, admission
+# ----------------------------------------------------------------------
+def exhaustive_outside(s: LASVM):
+    """Largest violating pair over every learned example and the violators outside S, from scratch."""
+    L = s.labelled_
+    n = s.set_size_
+    S = s._S[:n]
+    sv, coef, _ = s.coefficients()
+    X = s.store.X
+    g_all = s.y[L] - s.kernel(X[L], X[sv]) @ coef
+    alpha = np.zeros(len(s.store))
+    alpha[S] = s._alpha[:n]
+    a, yl = alpha[L], s.y[L]
+    up = a < np.maximum(0.0, s.C * yl)
+    down = a > np.minimum(0.0, s.C * yl)
+    g_up, g_down = g_all[up].max(), g_all[down].min()
+    outside = ~np.isin(L, S)
+    viol = outside & (((yl > 0) & (g_all - g_down > s.tol)) | ((yl < 0) & (g_up - g_all > s.tol)))
+    return max(0.0, g_up - g_down), set(L[viol].tolist()), dict(zip(L.tolist(), g_all.tolist(), strict=True))
+
+
+def test_final_check_skips_by_a_valid_bound_and_agrees_with_an_exhaustive_check(monkeypatch):
+    import core.solvers.lasvm as lasvm_module
+
+    rounds = []
+    original = lasvm_module._FinalCheck.violators
+
+    def checked(self):
+        found, excess = original(self)
+        s = self.s
+        gap, viol, g_true = exhaustive_outside(s)
+        assert self.full_gap == pytest.approx(gap, abs=1e-9)
+        assert set(found.tolist()) == viol
+        assert np.all(excess > s.tol)
+        # every outside example's recorded gradient is within its bound of the true one
+        inside = set(s.set_indices_.tolist())
+        for p, k in enumerate(self.L.tolist()):
+            if k not in inside:
+                assert abs(g_true[k] - self.g[p]) <= self.radius[p] + 1e-9
+        rounds.append((len(found), self.n_skipped))
+        return found, excess
+
+    monkeypatch.setattr(lasvm_module._FinalCheck, "violators", checked)
+    X, y = moons(400, seed=0)
+    s = train(X, y, np.random.default_rng(0).permutation(len(X)), C=10.0, gamma=1.0)
+    assert len(rounds) >= 3 and rounds[0][0] > 0 and rounds[-1][0] == 0
+    assert rounds[0][1] == 0 and sum(skipped for _, skipped in rounds[1:]) > 0  # later rounds skip
+    assert s.kkt_gap() <= gap_slack(s)
+    check_invariants(s)
+
+
+@pytest.mark.parametrize("at_once", [True, False])
+@pytest.mark.parametrize("kernel", ["rbf", "poly"])
+def test_final_check_admits_violators_at_once_or_one_by_one(monkeypatch, at_once, kernel):
+    monkeypatch.setattr(LASVM, "_admit_at_once", lambda self, m: at_once)
+    X, y = moons(300, seed=23)
+    order = np.random.default_rng(2).permutation(len(X))
+    s = train(X, y, order, finish=False, C=10.0, gamma=1.0, kernel=kernel, degree=3)
+    assert s.kkt_gap() > s.tol
+    r = s.finish()
+    assert r.status == "ok" and r.extra["check_rounds"] >= 2  # violators were admitted
+    assert s.kkt_gap() <= gap_slack(s) and r.kkt_gap == pytest.approx(s.kkt_gap(), abs=1e-9)
+    check_invariants(s)
+    ref = dense_svm_dual(s.kernel(X, X), y, 10.0)
+    assert ref.objective - s.dual_objective() <= 10 * s.tol * max(1.0, abs(ref.objective))

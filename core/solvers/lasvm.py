@@ -43,6 +43,8 @@ from core.solvers.base import OnlineSolver, StepResult, StepTimer
 _INITIAL_CAPACITY = 64
 _DECISION_CHUNK_ENTRIES = 1 << 22  # kernel entries per block when scoring many points
 _CHECK_CHUNK_ENTRIES = 1 << 16  # kernel entries per block of the final check (stays in cache)
+_FEW_ZEROS = 32  # up to this many members at alpha = 0, the removal test loops over them
+_BATCH_ADMIT_MIN = 256  # the final check admits up to max(this, 2 |S|) violators to S at once
 
 
 class LASVM(OnlineSolver):
@@ -64,13 +66,17 @@ class LASVM(OnlineSolver):
         gradients recomputed from K(S, S), before convergence is declared.
     final_check : bool, default True
         At the end of ``finish()``, recompute the gradients of the learned
-        examples that REPROCESS removed from S; the ones that now violate the
-        tau-optimality conditions go through PROCESS + REPROCESS again (an
-        extra epoch restricted to them), then finishing resumes.  This goes beyond
-        the paper (whose finishing step only makes S tau-optimal), so that after
-        ``finish()`` the whole learned set is tau-optimal (the largest violating
-        pair over every learned example is <= tol).  ``final_check=False``
-        gives the paper's finishing step exactly.
+        examples that REPROCESS removed from S (one blocked product
+        K(outside, support vectors)); the ones that now violate the
+        tau-optimality conditions enter S again, together (or, when there are
+        many more of them than members of S, one by one through PROCESS +
+        REPROCESS, an extra epoch restricted to them), then finishing resumes.
+        Later rounds skip the examples that a bound proves harmless (see
+        ``_FinalCheck``).  This goes beyond the paper (whose finishing step
+        only makes S tau-optimal), so that after ``finish()`` the whole
+        learned set is tau-optimal (the largest violating pair over every
+        learned example is <= tol).  ``final_check=False`` gives the paper's
+        finishing step exactly.
 
     ``tol`` is the paper's tau.  ``max_iter`` caps the number of REPROCESS
     steps of one ``finish()`` / ``unlearn()`` call; reaching it warns or raises
@@ -129,7 +135,6 @@ class LASVM(OnlineSolver):
         self._where: dict[int, int] = {}  # store index -> position in S
         self._b = 0.0
         self._delta = 0.0
-        self._check_block = None
         self._ext = None  # cached (i, j) of _extremes
         self._full_gap: float | None = None  # gap over every learned example (final check)
         self._zeros: set[int] = set()  # store indices of the members with alpha = 0
@@ -359,71 +364,87 @@ class LASVM(OnlineSolver):
     # ------------------------------------------------------------------
     # the direction search of §3.2
     # ------------------------------------------------------------------
-    def _argmax_up(self) -> int:
-        """i = argmax g_s over s in S with alpha_s < B_s (-1 if none)."""
-        na = self._n_active
-        if na == 0:
-            return -1
-        buf = self._buf[:na]
-        np.add(self._g[:na], self._up_pen[:na], out=buf)
-        i = int(buf.argmax())
-        return i if buf[i] != -np.inf else -1
-
-    def _argmin_down(self) -> int:
-        """j = argmin g_s over s in S with alpha_s > A_s (-1 if none)."""
-        na = self._n_active
-        if na == 0:
-            return -1
-        buf = self._buf[:na]
-        np.add(self._g[:na], self._down_pen[:na], out=buf)
-        j = int(buf.argmin())
-        return j if buf[j] != np.inf else -1
-
     def _extremes(self) -> tuple[int, int]:
-        """(i, j) of §3.2; kept until S, a coefficient or a gradient changes."""
-        if self._ext is None:
-            self._ext = (self._argmax_up(), self._argmin_down())
-        return self._ext
+        """(i, j) of §3.2, -1 where none (kept until S, a coefficient or a gradient changes).
+
+        i = argmax g_s over s in S with alpha_s < B_s, j = argmin g_s over s
+        in S with alpha_s > A_s: argmax(g + up_pen), argmin(g + down_pen) over
+        the maintained arrays (ties: the earlier position).
+        """
+        ext = self._ext
+        if ext is None:
+            na = self._n_active
+            if na == 0:
+                ext = (-1, -1)
+            else:
+                g, buf = self._g[:na], self._buf[:na]
+                np.add(g, self._up_pen[:na], out=buf)
+                i = int(buf.argmax())
+                if buf.item(i) == -np.inf:
+                    i = -1
+                np.add(g, self._down_pen[:na], out=buf)
+                j = int(buf.argmin())
+                if buf.item(j) == np.inf:
+                    j = -1
+                ext = (i, j)
+            self._ext = ext
+        return ext
 
     def _step(self, i: int, j: int) -> None:
         """alpha_i += lambda, alpha_j -= lambda and the gradient update (§3.2, PROCESS 5 / REPROCESS 3)."""
-        K = self._K
-        a = self._alpha
-        curvature = K[i, i] + K[j, j] - 2.0 * K[i, j]
+        K, a, g = self._K, self._alpha, self._g
+        K_i, K_j = K[i], K[j]
+        curvature = K_i.item(i) + K_j.item(j) - 2.0 * K_i.item(j)
         if not curvature > self.curvature_floor:  # curvature guard (see class docstring)
             curvature = self.curvature_floor
-        room_i = self._hi[i] - a[i]
-        room_j = a[j] - self._lo[j]
-        lam = min((self._g[i] - self._g[j]) / curvature, room_i, room_j)
+        a_i, a_j = a.item(i), a.item(j)
+        lo, hi = self._lo, self._hi
+        hi_i, lo_j = hi.item(i), lo.item(j)
+        room_i = hi_i - a_i
+        room_j = a_j - lo_j
+        lam = min((g.item(i) - g.item(j)) / curvature, room_i, room_j)
         # coefficients that reach a bound are set to it exactly, so that
         # "alpha_s = 0" of the removal test and the bound tests stay exact
-        a[i] = self._hi[i] if lam >= room_i else a[i] + lam
-        a[j] = self._lo[j] if lam >= room_j else a[j] - lam
+        a_i = hi_i if lam >= room_i else a_i + lam
+        a_j = lo_j if lam >= room_j else a_j - lam
+        a[i] = a_i
+        a[j] = a_j
         # (a step below the rounding of alpha can leave it unchanged: the
         # flags are recomputed from the values rather than assumed)
-        self._set_pen(i)
-        self._set_pen(j)
-        self._note_zero(i)
-        self._note_zero(j)
+        up, down = self._up_pen, self._down_pen
+        up[i] = 0.0 if a_i < hi_i else -np.inf
+        down[i] = 0.0 if a_i > lo.item(i) else np.inf
+        up[j] = 0.0 if a_j < hi.item(j) else -np.inf
+        down[j] = 0.0 if a_j > lo_j else np.inf
+        zeros, S = self._zeros, self._S
+        if a_i == 0.0:
+            zeros.add(S.item(i))
+        else:
+            zeros.discard(S.item(i))
+        if a_j == 0.0:
+            zeros.add(S.item(j))
+        else:
+            zeros.discard(S.item(j))
         self._ext = None
         na = self._n_active
         # g_s <- g_s - lambda (K_is - K_js) for every (non-shrunk) s in S
         buf = self._buf[:na]
-        np.subtract(K[i, :na], K[j, :na], out=buf)
+        np.subtract(K_i[:na], K_j[:na], out=buf)
         buf *= lam
-        self._g[:na] -= buf
+        g[:na] -= buf
 
     def _set_bias(self, i: int, j: int) -> None:
         """b and delta of eq. 10 from the extreme pair (one-sided when a side is empty)."""
+        g = self._g
         if i >= 0 and j >= 0:
-            g_i, g_j = float(self._g[i]), float(self._g[j])
+            g_i, g_j = g.item(i), g.item(j)
             self._b = 0.5 * (g_i + g_j)
             self._delta = g_i - g_j
         elif i >= 0:  # nothing can decrease (e.g. one class only): b in [g_i, +inf)
-            self._b = float(self._g[i])
+            self._b = g.item(i)
             self._delta = 0.0
         elif j >= 0:  # nothing can increase: b in (-inf, g_j]
-            self._b = float(self._g[j])
+            self._b = g.item(j)
             self._delta = 0.0
         else:
             self._delta = 0.0
@@ -433,19 +454,20 @@ class LASVM(OnlineSolver):
         if k in self._where:  # 1) bail out if k in S
             return False
         n = self._n
-        Xk = self._X_store[k:k + 1]
         K_kS = self._kernel_row(k, n) if n else np.empty(0)
-        K_kk = 1.0 if self.kernel.name == "rbf" else float(self.kernel.diag(Xk)[0])
+        if self.kernel.name == "rbf":
+            K_kk = 1.0
+        else:
+            K_kk = float(self.kernel.diag(self._X_store[k:k + 1])[0])
         self._count_evals(n + 1)
         self._insert_one(k, K_kS, K_kk)  # 2) alpha_k = 0, g_k, S = S + {k}
-        p = self._n - 1
         # 3) pair k with the extreme of the other side
-        if self.y[k] > 0:
-            i, j = p, self._extremes()[1]
+        if self._ys.item(n) > 0:
+            i, j = n, self._extremes()[1]
         else:
-            i, j = self._extremes()[0], p
+            i, j = self._extremes()[0], n
         # 4) bail out if (i, j) is not a tau-violating pair
-        if i < 0 or j < 0 or not self._g[i] - self._g[j] > self.tol:
+        if i < 0 or j < 0 or not self._g.item(i) - self._g.item(j) > self.tol:
             return False
         self._step(i, j)  # 5) direction search
         return True
@@ -458,13 +480,14 @@ class LASVM(OnlineSolver):
         delta <= tau" needs the current delta either way.
         """
         i, j = self._extremes()  # 1)
-        if i < 0 or j < 0 or not self._g[i] - self._g[j] > self.tol:  # 2) bail out
+        if i < 0 or j < 0 or not self._g.item(i) - self._g.item(j) > self.tol:  # 2) bail out
             self._set_bias(i, j)
             return False
         self._step(i, j)  # 3)
         i, j = self._extremes()  # 4) new extremes ...
         self._set_bias(i, j)  # 5) eq. 10 with g_i, g_j of step 4 (taken before positions move)
-        self._remove_blatant(i, j)  # 4) ... and removal of blatant non support vectors
+        if self._zeros:
+            self._remove_blatant(i, j)  # 4) ... and removal of blatant non support vectors
         return True
 
     def _remove_blatant(self, i: int, j: int) -> int:
@@ -475,15 +498,29 @@ class LASVM(OnlineSolver):
         never dropped (alpha_i < B_i rules out a negative example at 0, and
         likewise for j).
         """
-        if not self._zeros:
+        zeros = self._zeros
+        if not zeros:
             return 0
         na = self._n_active
-        zero = [p for p in map(self._where.__getitem__, self._zeros) if p < na]
-        g_i = self._g[i] if i >= 0 else np.inf  # an absent extreme disables its criterion
-        g_j = self._g[j] if j >= 0 else -np.inf
         g, ys = self._g, self._ys
-        positions = [p for p in zero if (g[p] >= g_i if ys[p] < 0 else g[p] <= g_j)]
-        positions.sort(reverse=True)  # highest position first: moved-in members are never pending
+        g_i = g.item(i) if i >= 0 else np.inf  # an absent extreme disables its criterion
+        g_j = g.item(j) if j >= 0 else -np.inf
+        if len(zeros) <= _FEW_ZEROS:  # usually: a handful of members at alpha = 0
+            where = self._where
+            positions = []
+            for k in zeros:
+                p = where[k]
+                if p < na:
+                    g_p = g.item(p)
+                    if (g_p >= g_i) if ys.item(p) < 0 else (g_p <= g_j):
+                        positions.append(p)
+            if not positions:
+                return 0
+            positions.sort(reverse=True)  # highest position first: moved-in members are never pending
+        else:  # many (e.g. after the final check admitted a batch): over the arrays
+            g_a, y_a = g[:na], ys[:na]
+            drop = (self._alpha[:na] == 0.0) & np.where(y_a < 0, g_a >= g_i, g_a <= g_j)
+            positions = np.flatnonzero(drop)[::-1].tolist()
         for p in positions:
             self._remove(p)
         return len(positions)
@@ -603,10 +640,7 @@ class LASVM(OnlineSolver):
         timer = StepTimer(self)
         self._full_gap = None
         with timer:
-            try:
-                its, status, msg, rounds = self._finish_loop()
-            finally:
-                self._check_block = None
+            its, status, msg, rounds = self._finish_loop()
         gap = self._delta if self._full_gap is None or status != "ok" else self._full_gap
         return timer.result(status=status, iterations=its, kkt_gap=gap, message=msg,
                             extra={"n_set": self._n, "b": self._b, "delta": self._delta, "check_rounds": rounds})
@@ -644,6 +678,7 @@ class LASVM(OnlineSolver):
     def _finish_loop(self) -> tuple[int, str, str, int]:
         its = 0
         rounds = 0
+        check = _FinalCheck(self) if self.final_check else None
         while True:
             n_rep, status, msg = self._reprocess_until_tau("finishing", its)
             its += n_rep
@@ -654,88 +689,44 @@ class LASVM(OnlineSolver):
             self._set_bias(*self._extremes())
             if self._delta > self.tol:
                 continue
-            if not self.final_check:
+            if check is None:
                 return its, "ok", "", rounds
             rounds += 1
-            violators = self._outside_violators()
+            violators, violation = check.violators()
+            self._full_gap = check.full_gap
             if len(violators) == 0:
                 return its, "ok", "", rounds
-            # an extra pass restricted to the violators, as a later epoch would
-            # make it: PROCESS then REPROCESS for each, then finishing again
-            for k in violators:
-                if its >= self.max_iter:
-                    break
-                its += int(self._process(int(k)))
-                its += int(self._reprocess())
+            if its >= self.max_iter:
+                continue  # _reprocess_until_tau reports the cap
+            n = self._n
+            if self._admit_at_once(len(violators)):
+                # all violators enter S at once with alpha = 0 (PROCESS step 2
+                # for each), with K(violators, S) taken from the check's block;
+                # then finishing resumes (REPROCESS only: the most violating
+                # pair first, which needs fewer steps than pairing each
+                # newcomer with an extreme as PROCESS steps 3-5 do)
+                K_VS = check.kernel(violators, self._S[:n])
+                m = len(violators)
+                XV, sqV = self._X_store[violators], self._sq_store[violators]
+                K_VV = self._kernel(XV, sqV, XV, sqV)
+                K_VV = 0.5 * (K_VV + K_VV.T)
+                K_VV[np.diag_indices_from(K_VV)] = self.kernel.diag(XV)
+                self._count_evals(m * (m + 1) // 2)
+                self._insert(violators, K_VS, K_VV)
+            else:
+                # many violators (S was far from the optimum over the learned
+                # set): an extra epoch restricted to them, PROCESS then
+                # REPROCESS for each (most violating first), keeps S, and
+                # K(S, S), from growing by all of them at once
+                for k in violators[np.argsort(-violation, kind="stable")]:
+                    if its >= self.max_iter:
+                        break
+                    its += int(self._process(int(k)))
+                    its += int(self._reprocess())
 
-    def _outside_violators(self) -> np.ndarray:
-        """Learned examples outside S whose gradient violates tau-optimality (in learning order)."""
-        learned = self.labelled_
-        n = self._n
-        out = learned[~np.isin(learned, self._S[:n])] if len(learned) else learned
-        if len(out) == 0:
-            self._full_gap = self._delta
-            return out
-        i, j = self._extremes()
-        g_up = self._g[i] if i >= 0 else -np.inf
-        g_down = self._g[j] if j >= 0 else np.inf
-        y_out = self.y[out]
-        g_out = y_out - self._outside_scores(out)
-        # outside S alpha = 0: a positive example can only go up, a negative one only down
-        pos, neg = y_out > 0, y_out < 0
-        g_up_all = max(g_up, g_out[pos].max()) if pos.any() else g_up
-        g_down_all = min(g_down, g_out[neg].min()) if neg.any() else g_down
-        viol = (pos & (g_out - g_down_all > self.tol)) | (neg & (g_up_all - g_out > self.tol))
-        self._full_gap = float(max(0.0, g_up_all - g_down_all)) if np.isfinite(g_up_all - g_down_all) else 0.0
-        return out[viol]
-
-    def _outside_scores(self, out: np.ndarray) -> np.ndarray:
-        """sum_s alpha_s K(x_k, x_s) for examples k outside S (the final check of ``finish``).
-
-        The block K(out, support vectors) is kept for the next check round of
-        the same ``finish()`` call (within ``check_block_bytes``), so that a
-        second round only computes the entries of rows and columns it has not
-        seen.  The budget is fixed and separate from the kernel-row cache, so
-        ``cache_bytes`` never changes results.
-        """
-        n = self._n
-        sv_pos = np.flatnonzero(self._alpha[:n] != 0.0)
-        coef = self._alpha[sv_pos]
-        sv = self._S[sv_pos]
-        scores = np.zeros(len(out))
-        if len(sv) == 0:
-            return scores
-        X, sq = self.store.X, self.store.sq_norms
-
-        def block(rows, col_pos):
-            self._count_evals(len(rows) * len(col_pos))
-            return self._kernel(X[rows], sq[rows], self._XS[col_pos], self._sqS[col_pos])
-
-        cached = self._check_block
-        if cached is None:
-            Kb = np.empty((len(out), len(sv)))
-            chunk = max(1, _CHECK_CHUNK_ENTRIES // len(sv))
-            for s in range(0, len(out), chunk):
-                Kb[s:s + chunk] = block(out[s:s + chunk], sv_pos)
-            scores = Kb @ coef
-            if Kb.nbytes <= self.check_block_bytes:
-                self._check_block = ({int(k): r for r, k in enumerate(out)},
-                                     {int(k): c for c, k in enumerate(sv)}, Kb)
-            return scores
-        rows_at, cols_at, Kb = cached
-        rpos = np.array([rows_at.get(int(k), -1) for k in out], dtype=np.intp)
-        cpos = np.array([cols_at.get(int(k), -1) for k in sv], dtype=np.intp)
-        hr, hc = rpos >= 0, cpos >= 0
-        if hr.any():
-            if hc.any():
-                coef_cached = np.zeros(Kb.shape[1])
-                coef_cached[cpos[hc]] = coef[hc]
-                scores[hr] += (Kb @ coef_cached)[rpos[hr]]
-            if (~hc).any():
-                scores[hr] += block(out[hr], sv_pos[~hc]) @ coef[~hc]
-        if (~hr).any():
-            scores[~hr] = block(out[~hr], sv_pos) @ coef
-        return scores
+    def _admit_at_once(self, n_violators: int) -> bool:
+        """Whether the final check's violators enter S together (else one by one, see ``_finish_loop``)."""
+        return n_violators <= max(_BATCH_ADMIT_MIN, 2 * self._n)
 
     def _shrink(self) -> None:
         """Set aside bounded members of the active part whose gradient is beyond the extremes."""
@@ -859,3 +850,166 @@ class LASVM(OnlineSolver):
                 self._note_zero(p)
             self._ext = None
         self._b, self._delta = (float(v) for v in arrays["scalars"])
+
+
+class _FinalCheck:
+    """The final check of ``LASVM.finish()`` (one per call): gradients of the learned examples outside S.
+
+    Outside S an example has alpha = 0, so it can take part in a
+    tau-violating pair only one way: a positive one as i (it can go up), a
+    negative one as j.  Round 1 computes every outside gradient exactly, with
+    one blocked product K(outside, support vectors).  Later rounds skip the
+    examples that provably cannot matter, by a bound: with w = sum_s alpha_s
+    phi(x_s), g_k = y_k - <w, phi(x_k)>, so between two rounds
+
+        |g_k(now) - g_k(then)| <= ||w_now - w_then|| sqrt(K_kk),
+
+    and ||w_now - w_then||^2 = ||w_now||^2 - 2 <w_now, w_then> + ||w_then||^2
+    follows from quantities already known: ||w||^2 = sum_{s in S} alpha_s (y_s - g_s)
+    and <w_now, w_then> = sum_{s in S_now} alpha_s^now (y_s - g_s^then), since
+    every member of S now was in S at the last round or was one of that
+    round's violators, whose gradients were computed exactly.  An example
+    keeps the gradient of its last exact evaluation and the sum of these
+    distances since; a positive one whose bound stays <= the largest g_i over
+    S (a negative one: >= the smallest g_j) is neither a violator nor the
+    extreme of the largest violating pair, so the gap over every learned
+    example (``full_gap``) is still exact.  The others are evaluated again;
+    kernel values of the round-1 block are reused (within
+    ``LASVM.check_block_bytes``, a fixed budget separate from the kernel-row
+    cache, so ``cache_bytes`` never changes results).
+    """
+
+    def __init__(self, solver: LASVM):
+        self.s = solver
+        self.L = solver.labelled_  # learning order
+        self.sorter = np.argsort(self.L, kind="stable")
+        self.g = np.zeros(len(self.L))  # gradient at the last exact evaluation
+        self.radius = np.full(len(self.L), np.inf)  # bound on ||w_now - w_then|| since then
+        self.w_sq = 0.0  # ||w||^2 at the last round
+        self.w_abs = 0.0  # sum of |alpha_s (y_s - g_s)| (rounding scale of w_sq)
+        self.full_gap = 0.0
+        self.n_skipped = 0  # outside examples the last round proved harmless without evaluating them
+        if solver.kernel.name == "rbf":
+            self.root_diag = None  # K_kk = 1
+        else:
+            X = solver._X_store[self.L]
+            solver._count_evals(len(self.L))
+            self.root_diag = np.sqrt(np.maximum(solver.kernel.diag(X), 0.0))
+        self.block: tuple[dict[int, int], dict[int, int], np.ndarray] | None = None
+
+    def _positions(self, idx: np.ndarray) -> np.ndarray:
+        return self.sorter[np.searchsorted(self.L, idx, sorter=self.sorter)]
+
+    def violators(self) -> tuple[np.ndarray, np.ndarray]:
+        """Outside examples that violate tau-optimality (learning order) and by how much; sets ``full_gap``."""
+        s = self.s
+        n = s._n
+        S, alpha, g_S, y_S = s._S[:n], s._alpha[:n], s._g[:n], s._ys[:n]
+        pos_S = self._positions(S)
+        # distance moved by w since the last round
+        w_sq = float(alpha @ (y_S - g_S))
+        w_abs = float(np.abs(alpha) @ np.abs(y_S - g_S))
+        if np.all(self.radius[pos_S] == 0.0):
+            before = y_S - self.g[pos_S]
+            cross = float(alpha @ before)
+            scale = w_abs + 2.0 * float(np.abs(alpha) @ np.abs(before)) + self.w_abs
+            moved = np.sqrt(max(0.0, w_sq - 2.0 * cross + self.w_sq) + 1e-10 * scale)
+        else:  # round 1 (or, defensively, a member with no exact gradient then)
+            moved = np.inf
+        self.radius += moved
+        self.g[pos_S] = g_S
+        self.radius[pos_S] = 0.0
+        self.w_sq, self.w_abs = w_sq, w_abs
+
+        i, j = s._extremes()
+        g_up = float(s._g[i]) if i >= 0 else -np.inf
+        g_down = float(s._g[j]) if j >= 0 else np.inf
+        outside = np.ones(len(self.L), dtype=bool)
+        outside[pos_S] = False
+        out = np.flatnonzero(outside)  # positions in L, learning order
+        y_out = s.y[self.L[out]]
+        bound = self.radius[out]
+        if self.root_diag is not None:  # (K_kk = 0: phi(x_k) = 0 and g_k = y_k never changes)
+            root = self.root_diag[out]
+            bound = np.where(root > 0.0, bound * np.where(root > 0.0, root, 1.0), 0.0)
+        g_then = self.g[out]
+        slack = 1e-9 * (1.0 + np.abs(g_then))
+        with np.errstate(invalid="ignore"):  # inf - inf never occurs: radius is finite or g_up/g_down is
+            harmless = np.where(y_out > 0, g_then + bound + slack <= g_up, g_then - bound - slack >= g_down)
+        ev = out[~harmless]
+        self.n_skipped = int(harmless.sum())
+        if len(ev):
+            sv_pos = np.flatnonzero(alpha != 0.0)
+            self.g[ev] = s.y[self.L[ev]] - self.scores(self.L[ev], S[sv_pos], alpha[sv_pos])
+            self.radius[ev] = 0.0
+        y_ev = s.y[self.L[ev]]
+        g_ev = self.g[ev]
+        pos, neg = y_ev > 0, y_ev < 0
+        g_up_all = max(g_up, float(g_ev[pos].max())) if pos.any() else g_up
+        g_down_all = min(g_down, float(g_ev[neg].min())) if neg.any() else g_down
+        excess = np.where(pos, g_ev - g_down_all, g_up_all - g_ev)
+        viol = excess > s.tol
+        gap = g_up_all - g_down_all
+        self.full_gap = float(max(0.0, gap)) if np.isfinite(gap) else 0.0
+        return self.L[ev[viol]], excess[viol]
+
+    def scores(self, rows: np.ndarray, cols: np.ndarray, coef: np.ndarray) -> np.ndarray:
+        """sum_c coef_c K(x_rows, x_c) for members ``cols`` of S (store indices), reusing the kept block."""
+        if len(cols) == 0:
+            return np.zeros(len(rows))
+        if self.block is None:
+            return self.kernel(rows, cols) @ coef
+        rows_at, cols_at, Kb = self.block
+        rpos = np.fromiter((rows_at.get(k, -1) for k in rows.tolist()), dtype=np.intp, count=len(rows))
+        cpos = np.fromiter((cols_at.get(k, -1) for k in cols.tolist()), dtype=np.intp, count=len(cols))
+        hr, hc = rpos >= 0, cpos >= 0
+        out = np.zeros(len(rows))
+        if hr.any():
+            if hc.any():  # one product over the whole kept block, then the rows wanted
+                kept = np.zeros(Kb.shape[1])
+                kept[cpos[hc]] = coef[hc]
+                out[hr] = (Kb @ kept)[rpos[hr]]
+            if not hc.all():
+                out[hr] += self.kernel(rows[hr], cols[~hc]) @ coef[~hc]
+        if not hr.all():
+            out[~hr] = self.kernel(rows[~hr], cols) @ coef
+        return out
+
+    def kernel(self, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
+        """K(x_rows, x_cols) for store indices (cols: members of S), from the kept block where it has them.
+
+        Entries not in the block are computed (counted).  The first call
+        keeps its block when it fits ``check_block_bytes``.
+        """
+        s = self.s
+        where = s._where
+        col_pos = np.fromiter((where[k] for k in cols.tolist()), dtype=np.intp, count=len(cols))
+        X, sq = s._X_store, s._sq_store
+
+        def compute(r: np.ndarray, cp: np.ndarray) -> np.ndarray:
+            out = np.empty((len(r), len(cp)))
+            chunk = max(1, _CHECK_CHUNK_ENTRIES // max(1, len(cp)))
+            for a in range(0, len(r), chunk):
+                rr = r[a:a + chunk]
+                out[a:a + chunk] = s._kernel(X[rr], sq[rr], s._XS[cp], s._sqS[cp])
+            s._count_evals(len(r) * len(cp))
+            return out
+
+        if self.block is None:
+            K = compute(rows, col_pos)
+            if K.nbytes <= s.check_block_bytes:
+                self.block = ({k: r for r, k in enumerate(rows.tolist())},
+                              {k: c for c, k in enumerate(cols.tolist())}, K)
+            return K
+        rows_at, cols_at, Kb = self.block
+        rpos = np.fromiter((rows_at.get(k, -1) for k in rows.tolist()), dtype=np.intp, count=len(rows))
+        cpos = np.fromiter((cols_at.get(k, -1) for k in cols.tolist()), dtype=np.intp, count=len(cols))
+        hr, hc = rpos >= 0, cpos >= 0
+        K = np.empty((len(rows), len(cols)))
+        if hr.any() and hc.any():
+            K[np.ix_(hr, hc)] = Kb[np.ix_(rpos[hr], cpos[hc])]
+        if hr.any() and not hc.all():
+            K[np.ix_(hr, ~hc)] = compute(rows[hr], col_pos[~hc])
+        if not hr.all():
+            K[~hr] = compute(rows[~hr], col_pos)
+        return K
