@@ -411,6 +411,7 @@ class IncrementalSVM(OnlineSolver):
         eps_beta = 1e-12
         kkt_slack = 1e-9
         ykp_d = ypd * krow_p[:nL]  # y_p d K_pj: the driven example's own term of eq. 8, divided by y_j
+        neg_ykp_d = -ykp_d
         seq_p = int(pseq[p])
         # watch_i = +1 for E, -1 for O examples whose margin may limit the step (case 4):
         # dg_i * watch_i > 0 means g_i moves towards 0.  Examples that violate their KKT
@@ -453,7 +454,7 @@ class IncrementalSVM(OnlineSolver):
                     # §4.1, eqs. 25–28: with S empty only the bias moves.  db = d y_p t,
                     # dg_i = y_i db; the direction is the one in which the example that
                     # enters S can absorb the change of a_p under sum_i y_i a_i = target.
-                    beta = bd = S = aS = None
+                    bd = S = aS = None
                     dg = y * ypd
                     eps_gamma = bsum = 0.0
                 else:
@@ -461,19 +462,17 @@ class IncrementalSVM(OnlineSolver):
                     yS = self._yS[:m]
                     # eq. 7 along the drive: bd = d beta = -R d [y_p; Q_Sp], Q_Sp = y_S y_p K_Sp
                     rhs = np.empty(m + 1)
-                    rhs[0] = ypd
-                    np.multiply(yS, ykp_d.take(S), out=rhs[1:])
+                    rhs[0] = -ypd
+                    np.multiply(yS, neg_ykp_d.take(S), out=rhs[1:])
                     bd = self._R @ rhs
-                    np.negative(bd, out=bd)
-                    beta = bd if d > 0 else -bd
                     da = bd[1:]
                     # dg/dt = d gamma (eq. 8) for every learned example by one gaxpy over the
-                    # contiguous rows of S (eq. 30): y_j (sum_s da_s y_s K_sj + d y_p K_pj + db)
+                    # contiguous rows of S (eq. 30): y_j (sum_s da_s y_s K_sj + d y_p K_pj + db).
+                    # For j in S it is 0 up to rounding; g_S is set to exactly 0 after the step.
                     dg = (yS * da) @ self._Ks[:m, :nL]
                     dg += ykp_d
                     dg += bd[0]
                     dg *= y
-                    dg[S] = 0.0
                     # gamma_i is a sum of terms of size up to scale·(1 + |beta_S|_1) + |beta_b|;
                     # below a small multiple of that it is rounding: the example does not move.
                     bsum = scale * (1.0 + _blas.dasum(da)) + abs(float(bd[0]))
@@ -554,7 +553,7 @@ class IncrementalSVM(OnlineSolver):
                     a[p] += d * t
                     # margin vectors tied with the limiting one land on a bound up to rounding:
                     # keep the box exact (the equality moves by rounding only)
-                    aS += da * t
+                    _blas.daxpy(da, aS, a=t)  # a_S += da t, in place
                     np.maximum(aS, 0.0, out=aS)
                     np.minimum(aS, C, out=aS)
                     a[S] = aS
@@ -576,7 +575,7 @@ class IncrementalSVM(OnlineSolver):
                         self._S_add(p, None, 1.0, krow_p)
                     else:
                         kappa_p = float(dg[p] * d)  # kappa_p = gamma_p (eq. 17)
-                        self._S_add(p, beta, kappa_p, krow_p)
+                        self._S_add(p, bd * d, kappa_p, krow_p)  # with beta_p = bd / d
                         if kappa_p <= _ILL_CONDITIONED * (kpp + bsum):
                             self._refresh_R()
                     break
@@ -642,7 +641,7 @@ class IncrementalSVM(OnlineSolver):
             # not with one that recursive updates may have perturbed
             self._refresh_R()
             beta_k, kappa, size = self._kappa_of(k, krow)
-        if not np.isfinite(kappa) or kappa <= self.kappa_tol * max(size, 1e-300):
+        if not math.isfinite(kappa) or kappa <= self.kappa_tol * max(size, 1e-300):
             return False
         self._S_add(k, beta_k, kappa, krow)
         if kappa <= _ILL_CONDITIONED * size:
@@ -652,12 +651,17 @@ class IncrementalSVM(OnlineSolver):
     def _kappa_of(self, k: int, krow: np.ndarray) -> tuple[np.ndarray, float, float]:
         """beta_k = -R [y_k; Q_Sk] and kappa_k = Q_kk + [y_k, Q_kS] beta_k (eq. 17), with the size
         of the terms kappa is the difference of."""
-        S = self._Spos[: self._m]
+        m = self._m
         yk = float(self._py[k])
-        beta_k = self._sensitivity(yk, krow[S])
-        qkS = self._py[S] * yk * krow[S]
-        kappa = float(krow[k] + yk * beta_k[0] + qkS @ beta_k[1:])
-        size = abs(float(krow[k])) + abs(beta_k[0]) + float(np.abs(qkS) @ np.abs(beta_k[1:]))
+        rhs = np.empty(m + 1)  # [y_k; Q_Sk]
+        rhs[0] = yk
+        np.multiply(self._yS[:m], krow.take(self._Spos[:m]), out=rhs[1:])
+        rhs[1:] *= yk
+        beta_k = self._R @ rhs
+        np.negative(beta_k, out=beta_k)
+        kkk = float(krow[k])
+        kappa = kkk + float(rhs @ beta_k)
+        size = abs(kkk) + float(np.abs(rhs) @ np.abs(beta_k))
         return beta_k, kappa, size
 
     def _refresh_R(self) -> None:
