@@ -953,6 +953,31 @@ class IncrementalSVM(OnlineSolver):
             self._after_update()
         return self._result(tm, iters, msg, None, removed=i)
 
+    def decision_function(self, idx=None, X: np.ndarray | None = None) -> np.ndarray:
+        """f for stored indices ``idx`` (default: all), or for new points ``X``.
+
+        Stored indices are scored in blocks of rows against a contiguous copy of
+        the support vectors, so scoring a large pool never gathers a copy of it
+        (which would also push the solver's own arrays out of the CPU caches just
+        before the next label is learned).  Same kernel evaluations, counted alike.
+        """
+        if X is not None or self.cache is None:
+            return super().decision_function(idx, X)
+        sv, coef, b = self.coefficients()
+        idx = np.arange(len(self.store)) if idx is None else np.asarray(idx, dtype=np.intp).reshape(-1)
+        if len(sv) == 0 or len(idx) == 0:
+            return np.full(len(idx), b)
+        self.cache.n_evals += len(idx) * len(sv)
+        Xs, sq = self.store.X, self.store.sq_norms
+        X_sv, sq_sv = Xs[sv], sq[sv]
+        f = np.empty(len(idx))
+        block = 256
+        for start in range(0, len(idx), block):
+            rows = idx[start:start + block]
+            f[start:start + block] = self.kernel(Xs[rows], X_sv, sq_a=sq[rows], sq_b=sq_sv) @ coef
+        f += b
+        return f
+
     def coefficients(self) -> tuple[np.ndarray, np.ndarray, float]:
         nL = self._nL
         a = self._pa[:nL]
