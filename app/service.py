@@ -10,11 +10,19 @@ The order of a label is fixed: the label is committed through ``storage``
 first, then the loop learns it, then the next query is computed. A label is
 therefore durable before the screen moves on, and a crash between the two
 leaves a database from which the same model is rebuilt.
+
+Resuming is fast: every ``SNAPSHOT_EVERY`` answers (and when a session is
+closed) the whole loop is saved as a model snapshot (``ActiveLearningLoop.to_state``:
+plain arrays + JSON). A session is rebuilt from its latest snapshot plus the
+events after it; when there is no snapshot, or it does not cover exactly the
+stored events (count, label ids, items and values, configuration, pool), every
+event is replayed instead.
 """
 
 from __future__ import annotations
 
 import csv
+import hashlib
 import io
 import json
 import re
@@ -46,6 +54,11 @@ DEFAULT_GAMMA = "scale"
 EVAL_FRACTION = 0.3
 #: ... and at most this many items (the live evaluation stays cheap on large datasets)
 EVAL_MAX_ITEMS = 2000
+
+#: a snapshot of the loop is stored after every this many answers (labels and skips)
+SNAPSHOT_EVERY = 25
+#: format of the service's part of a snapshot's meta
+SNAPSHOT_FORMAT = 1
 
 DEMO_NAME = "digits: 8 vs rest"
 
@@ -87,6 +100,7 @@ class Answer:
     item_index: int
     value: int
     score: float | None
+    label_id: int | None = None  # the stored label's id (checks that a snapshot covers these events)
 
 
 # --------------------------------------------------------------------------- helpers
@@ -176,20 +190,19 @@ class LabellingRun:
         self.shown: ShownItem | None = None
         self.last_update_ms: float | None = None
         self.last_message: Outcome | None = None
-        # (auc, accuracy) after each label, aligned with the loop's history rows
-        self._row_metrics: list[tuple[float, float]] = []
-        # evaluation split: kernel columns K(eval items, pool item) of the items that became support vectors
-        self._eval_columns = np.zeros((len(self.eval_items), 0))
-        self._eval_column_of: dict[int, int] = {}
+        #: answers the last rebuild took from a snapshot (None: every event was replayed)
+        self.resumed_from: int | None = None
+        #: how the last rebuild went (from a snapshot, or why every event was replayed)
+        self.resume_note = ""
+        self._asked_metrics: list[tuple[float, float]] = []  # see _history
+        #: answers covered by the last snapshot this run saved or resumed from
+        self.snapshot_events: int | None = None
         self.version = 0  # changes with every label, skip, undo or rebuild (keys the cached read-outs)
         self._cache: dict[str, tuple[int, Any]] = {}
         self._rebuild()
 
     # -- construction -----------------------------------------------------
     def _loop_config(self) -> dict[str, Any]:
-        # The evaluation split is scored here, not by the loop (``eval_X``): the loop
-        # would compute K(evaluation items, support vectors) afresh after every label,
-        # while the kernel columns of a support vector never change and are kept below.
         return dict(
             strategy=self.info.strategy,
             solver=self.info.solver,
@@ -198,8 +211,24 @@ class LabellingRun:
             seed=self.seed,
         )
 
+    def _loop_data(self) -> dict[str, Any]:
+        """The pool, and the evaluation split the loop scores after every label (cheaply: it keeps
+        the kernel columns of support vectors)."""
+        data: dict[str, Any] = {"X": self.X[self.pool_items]}
+        if self.has_evaluation:
+            data["eval_X"] = self.X[self.eval_items]
+            data["eval_y"] = self.y_true[self.eval_items].astype(np.float64)
+        return data
+
+    def _pool_digest(self) -> str:
+        return hashlib.sha256(np.ascontiguousarray(self.pool_items, dtype=np.int64).tobytes()).hexdigest()
+
     def _rebuild(self) -> None:
-        """Rebuild the loop from the stored label events (the database is the truth)."""
+        """Rebuild the loop from the stored label events (the database is the truth).
+
+        From the latest snapshot plus the events after it when the snapshot matches
+        the events; otherwise by replaying every event.
+        """
         events = repo.label_events(self.engine, self.session_id)
         pairs = []
         self.answers = []
@@ -210,20 +239,78 @@ class LabellingRun:
                     "labelling pool (it belongs to the evaluation split)."
                 )
             pairs.append((self.pool_of_item[event.item_index], int(event.value)))
-            self.answers.append(Answer(event.item_index, int(event.value), event.decision_value))
-        # ActiveLearningLoop.replay, with the evaluation after every label
-        self.loop = ActiveLearningLoop(self.X[self.pool_items], **self._loop_config())
-        self._row_metrics = []
-        for k, (pool_index, value) in enumerate(pairs):
-            self.loop.next_query()
-            if value == 0:
-                self.loop.skip(pool_index)
-            else:
-                self.loop.teach(pool_index, value)
-                self._row_metrics.append(self._metrics(upto=k + 1))
+            self.answers.append(Answer(event.item_index, int(event.value), event.decision_value, event.label_id))
+        self._asked_metrics = []
+        data = self._loop_data()
+        self.loop, self.resumed_from = self._from_snapshot(pairs, data), None
+        if self.loop is not None:
+            self.resumed_from = len(self.loop.events)
+            self.snapshot_events = self.resumed_from
+        else:
+            self.loop = ActiveLearningLoop(**data, **self._loop_config())
+        self.loop.replay(pairs[len(self.loop.events):])
         self.last_update_ms = None
         self.version += 1
         self._ask()
+        if len(pairs) - (self.resumed_from or 0) >= SNAPSHOT_EVERY:
+            self.save_snapshot()  # the next resume need not replay these again
+
+    def _from_snapshot(self, pairs: list[tuple[int, int]], data: dict[str, Any]) -> ActiveLearningLoop | None:
+        """The loop restored from the latest snapshot, if it covers exactly the first events; else None."""
+        snapshot = repo.latest_snapshot(self.engine, self.session_id)
+        if snapshot is None:
+            self.resume_note = "no snapshot: every event replayed"
+            return None
+        n, arrays, meta = snapshot
+        mine, loop_meta = meta.get("service", {}), meta.get("loop", {})
+        covered = np.asarray(arrays.get("events", np.zeros((0, 2))), dtype=np.int64).reshape(-1, 2)
+        solver_params = dict(self.solver_params)
+        solver_params.setdefault("random_state", self.seed)  # as the loop completes it
+        expected = dict(strategy=self.info.strategy, solver=self.info.solver, solver_params=solver_params,
+                        strategy_params=self.strategy_params, seed=self.seed)
+        saved = loop_meta.get("config", {})
+        problem = None
+        if mine.get("format") != SNAPSHOT_FORMAT:
+            problem = "unknown snapshot format"
+        elif n > len(pairs) or len(covered) != n:
+            problem = f"the snapshot covers {n} answers, the session has {len(pairs)}"
+        elif mine.get("label_ids") != [a.label_id for a in self.answers[:n]]:
+            problem = "the snapshot's label ids are not the session's first labels"
+        elif covered.tolist() != [list(p) for p in pairs[:n]]:
+            problem = "the snapshot's items or values are not the session's"
+        elif mine.get("pool_digest") != self._pool_digest():
+            problem = "the snapshot is for another labelling pool"
+        elif any(saved.get(k) != v for k, v in expected.items()):
+            problem = "the snapshot is for another configuration"
+        if problem is None:
+            try:
+                loop = ActiveLearningLoop.from_state(arrays, loop_meta, **data)
+            except (ValueError, KeyError, TypeError, IndexError) as error:
+                problem = f"the snapshot could not be read ({error})"
+        if problem is not None:
+            self.resume_note = f"{problem}: every event replayed"
+            return None
+        self.resume_note = f"resumed from the snapshot after {n} answers"
+        return loop
+
+    def save_snapshot(self) -> int | None:
+        """Store the loop as a model snapshot covering the answers so far; returns its id.
+
+        Called every ``SNAPSHOT_EVERY`` answers and when the session is closed. A
+        failure to store it changes nothing else (the next resume replays more events).
+        """
+        with self.lock:
+            arrays, loop_meta = self.loop.to_state()
+            n = len(self.answers)
+            meta = {"loop": loop_meta, "service": {
+                "format": SNAPSHOT_FORMAT, "label_ids": [a.label_id for a in self.answers],
+                "pool_digest": self._pool_digest(), "n_labels": self.n_labels}}
+        try:
+            snapshot_id = repo.save_snapshot(self.engine, self.session_id, n_events=n, arrays=arrays, meta=meta)
+        except StorageError:
+            return None
+        self.snapshot_events = n
+        return snapshot_id
 
     def _ask(self) -> None:
         """Compute (or fetch: queries are a function of the events) the item to show next."""
@@ -274,7 +361,7 @@ class LabellingRun:
                 return self._tell(Outcome(False, f"Item {item_index} is no longer the item on screen; "
                                                  "nothing was recorded.", "warning"))
             try:
-                repo.record_label(
+                stored = repo.record_label(
                     self.engine, self.session_id, item_index=shown.item_index, value=value,
                     annotator=self.info.annotator, strategy=shown.strategy, solver=self.info.solver,
                     decision_value=shown.score, model_version=len(self.answers),
@@ -285,16 +372,17 @@ class LabellingRun:
                 return self._tell(Outcome(False, f"{error} Nothing was recorded twice.", "warning"))
             except StorageError as error:  # e.g. the session was closed meanwhile
                 return self._tell(Outcome(False, f"Nothing was recorded: {error}", "error"))
-            self.answers.append(Answer(shown.item_index, value, shown.score))
+            self.answers.append(Answer(shown.item_index, value, shown.score, getattr(stored, "label_id", None)))
             if value == 0:
                 self.loop.skip(shown.pool_index)
                 self.last_update_ms = None  # a skip leaves the model as it is
             else:
                 row = self.loop.teach(shown.pool_index, value)
                 self.last_update_ms = float(row.update_ms)  # solver update + pool scores kept current
-                self._row_metrics.append(self._metrics(upto=len(self.answers)))
             self.version += 1
             self._ask()
+            if len(self.answers) % SNAPSHOT_EVERY == 0:
+                self.save_snapshot()
             return self._tell(Outcome(True, f"Item {shown.item_index}: {VALUE_NAMES[value]}."))
 
     def positive(self, item_index: int | None = None) -> Outcome:
@@ -329,12 +417,21 @@ class LabellingRun:
             else:
                 self.answers.pop()
                 self.loop.undo()  # exact: unlearn, or the solver state from before the label
-                if event.value != 0:
-                    self._row_metrics.pop()
+                del self._asked_metrics[self.n_labels:]
                 self.last_update_ms = None
                 self.version += 1
                 self._ask()  # the loop asks the same question again
             return self._tell(Outcome(True, f"Undid {VALUE_NAMES[event.value]} on item {event.item_index}."))
+
+    def close(self) -> Outcome:
+        """Close the session: store a snapshot of the model first, then mark the session closed."""
+        with self.lock:
+            self.save_snapshot()
+            try:
+                repo.close_session(self.engine, self.session_id)
+            except StorageError as error:
+                return self._tell(Outcome(False, f"The session was not closed: {error}", "error"))
+            return self._tell(Outcome(True, f"Session {self.session_id} closed."))
 
     def _tell(self, outcome: Outcome) -> Outcome:
         self.last_message = outcome
@@ -377,25 +474,21 @@ class LabellingRun:
 
     def _history(self) -> pd.DataFrame:
         frame = self.loop.history_frame().copy()
-        if len(frame):
-            frame["auc"] = [m[0] for m in self._row_metrics]
-            frame["accuracy"] = [m[1] for m in self._row_metrics]
+        if len(frame) and not self.has_evaluation:
+            # no true labels: the AUC of the scores given when asked, over the labels so far
+            # (one entry per label, kept: answers are only appended, or popped by undo)
+            metrics = self._asked_metrics
+            if len(metrics) < len(frame):
+                upto = [k + 1 for k, a in enumerate(self.answers) if a.value != 0]
+                metrics.extend(self._metrics(upto=u) for u in upto[len(metrics):])
+            frame["auc"] = [m[0] for m in metrics[: len(frame)]]
+            frame["accuracy"] = [m[1] for m in metrics[: len(frame)]]
         return frame
 
     def evaluation_scores(self) -> np.ndarray:
-        """f(x) of the current model for every evaluation item."""
-        sv, coef, b = self.loop.solver.coefficients()
-        sv = np.asarray(sv, dtype=np.intp)
-        if len(sv) == 0:
-            return np.full(len(self.eval_items), float(b))
-        new = [int(i) for i in sv if int(i) not in self._eval_column_of]
-        if new:
-            columns = self.loop.solver.kernel(self.X[self.eval_items], self.X[self.pool_items[new]])
-            for k, i in enumerate(new):
-                self._eval_column_of[i] = self._eval_columns.shape[1] + k
-            self._eval_columns = np.hstack([self._eval_columns, columns])
-        K = self._eval_columns[:, [self._eval_column_of[int(i)] for i in sv]]
-        return K @ np.asarray(coef, dtype=np.float64) + float(b)
+        """f(x) of the current model for every evaluation item (kept by the loop)."""
+        scores = self.loop.evaluation_scores()
+        return np.zeros(0) if scores is None else scores
 
     def _asked_scores(self, upto: int | None = None) -> tuple[np.ndarray, np.ndarray]:
         """(labels, scores the model gave the items when it asked) of the first ``upto`` answers."""
@@ -403,12 +496,9 @@ class LabellingRun:
         return (np.array([p[0] for p in pairs], dtype=float), np.array([p[1] for p in pairs], dtype=float))
 
     def _metrics(self, upto: int) -> tuple[float, float]:
-        """(AUC, accuracy) after a label: on the evaluation split, or else the AUC of the
-        scores given when asked over the labels so far (accuracy undefined then)."""
-        if self.has_evaluation:
-            y = self.y_true[self.eval_items]
-            f = self.evaluation_scores()
-            return float(roc_auc(y, f)), float(np.mean(np.where(f >= 0, 1, -1) == y))
+        """(AUC, accuracy) after the first ``upto`` answers without an evaluation split: the AUC
+        of the scores given when asked over the labels so far (accuracy undefined then).
+        With an evaluation split the loop records both after every label."""
         y, scores = self._asked_scores(upto)
         if len(y) < 2 or len(np.unique(y)) < 2:
             return float("nan"), float("nan")
@@ -658,6 +748,15 @@ class MarginLab:
                 run = LabellingRun(self, session_id)
                 self._runs[int(session_id)] = run
             return run
+
+    def close_session(self, session_id: int) -> Outcome:
+        """Close a session (a snapshot of its model is stored first when it is in memory)."""
+        with self._runs_lock:
+            run = self._runs.pop(int(session_id), None)
+        if run is not None:
+            return run.close()
+        repo.close_session(self.engine, session_id)
+        return Outcome(True, f"Session {session_id} closed.")
 
     def is_open(self, session_id: int) -> bool:
         """Whether the session's run is in memory (opening it otherwise replays its labels)."""

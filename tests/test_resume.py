@@ -236,3 +236,181 @@ def test_evaluation_beyond_the_column_budget(data, monkeypatch):
     assert loop.history[-1].n_sv > 6
     np.testing.assert_allclose(loop.evaluation_scores(), loop.solver.decision_function(X=Xe), rtol=0, atol=1e-9)
     assert len(loop._eval_slot) <= 6
+
+
+# --------------------------------------------------------------------------- the app's sessions
+
+
+@pytest.fixture
+def lab(tmp_path):
+    from app.service import MarginLab
+
+    url = f"sqlite:///{tmp_path / 'resume.db'}"
+    svc = MarginLab.from_url(url)
+    svc.ensure_demo_dataset()
+    return url, svc
+
+
+def label_session(svc, strategy, solver, n, seed=0):
+    """Answer ``n`` items with the true labels, skipping every 11th and undoing after every 17th."""
+    dataset_id = svc.datasets()[0].id
+    run = svc.start_session(dataset_id=dataset_id, annotator="ida", strategy=strategy, solver=solver, seed=seed)
+    for k in range(n):
+        item = run.shown.item_index
+        assert run.answer(0 if k % 11 == 10 else int(run.y_true[item]), item_index=item).ok
+        if k % 17 == 16:
+            assert run.undo().ok
+    return run
+
+
+def assert_same_run(a, b):
+    assert [(x.item_index, x.value, x.label_id) for x in a.answers] == \
+        [(x.item_index, x.value, x.label_id) for x in b.answers]
+    np.testing.assert_allclose(a.loop.pool_scores(), b.loop.pool_scores(), rtol=0, atol=1e-12)
+    np.testing.assert_allclose(a.loop.solver.decision_function(np.arange(a.loop.n_items)),
+                               b.loop.solver.decision_function(np.arange(b.loop.n_items)), rtol=0, atol=1e-12)
+    np.testing.assert_allclose(a.evaluation_scores(), b.evaluation_scores(), rtol=0, atol=1e-12)
+    assert a.shown.item_index == b.shown.item_index
+    ha, hb = a.history().drop(columns=NOT_COMPARED), b.history().drop(columns=NOT_COMPARED)
+    for column in ha.columns:
+        if ha[column].dtype.kind == "f":
+            np.testing.assert_allclose(ha[column], hb[column], rtol=0, atol=1e-12, err_msg=column)
+        else:
+            assert ha[column].tolist() == hb[column].tolist(), column
+
+
+@pytest.mark.parametrize(("strategy", "solver"), [("near-boundary", "incremental"), ("randomized-search", "lasvm"),
+                                                  ("ramp-region", "ramp"), ("near-boundary", "active-set")])
+def test_a_restarted_app_resumes_from_the_latest_snapshot(lab, strategy, solver):
+    from app.service import SNAPSHOT_EVERY, MarginLab
+    from storage import repository as repo
+
+    url, svc = lab
+    run = label_session(svc, strategy, solver, 2 * SNAPSHOT_EVERY + 12)
+    n = len(run.answers)
+    snapshot = repo.latest_snapshot(svc.engine, run.session_id)
+    assert snapshot is not None and snapshot.n_events == run.snapshot_events
+    assert snapshot.n_events % SNAPSHOT_EVERY == 0 and n - SNAPSHOT_EVERY < snapshot.n_events < n
+
+    restarted = MarginLab.from_url(url).open_session(run.session_id)
+    assert restarted.resumed_from == snapshot.n_events  # from the snapshot, not a full replay
+    assert_same_run(restarted, run)
+    # undo back past the snapshot goes as in the live run (which has every state in memory)
+    for _ in range(n - snapshot.n_events + 2):
+        assert restarted.undo().ok
+        run.loop.undo()  # the live run follows without touching the database
+        run.answers.pop()
+    run._ask()
+    run.version += 1  # its cached read-outs are stale
+    assert_same_run(restarted, run)
+    # the undo removed the stale snapshot: the next resume starts from an older one (or replays)
+    third = MarginLab.from_url(url).open_session(run.session_id)
+    assert third.resumed_from is None or third.resumed_from < snapshot.n_events
+    assert_same_run(third, run)
+    # labelling goes on alike
+    for other in (third, run):
+        for _ in range(5):
+            item = other.shown.item_index
+            if other is run:  # the live run learns what the third process stored
+                run.loop.next_query()
+                run.loop.teach(other.shown.pool_index, int(run.y_true[item]))
+                run.answers.append(third.answers[len(run.answers)])
+                run._ask()
+                run.version += 1
+            else:
+                assert other.answer(int(other.y_true[item]), item_index=item).ok
+    assert_same_run(third, run)
+
+
+def test_a_snapshot_that_does_not_match_the_events_is_not_used(lab):
+    from app.service import MarginLab
+    from storage import repository as repo
+
+    url, svc = lab
+    run = label_session(svc, "randomized-search", "lasvm", 20)
+    run.save_snapshot()
+    n, arrays, meta = repo.latest_snapshot(svc.engine, run.session_id)
+    assert n == len(run.answers)
+
+    def resume_with(arrays, meta):
+        repo.save_snapshot(svc.engine, run.session_id, n_events=n, arrays=arrays, meta=meta)
+        return MarginLab.from_url(url).open_session(run.session_id)
+
+    flipped = dict(arrays, events=arrays["events"] * np.array([1, -1]))  # other values, same count
+    other_ids = json.loads(json.dumps(meta))
+    other_ids["service"]["label_ids"][3] += 1000
+    other_config = json.loads(json.dumps(meta))
+    other_config["loop"]["config"]["seed"] += 1
+    for bad_arrays, bad_meta, why in [(flipped, meta, "items or values"), (arrays, other_ids, "label ids"),
+                                      (arrays, other_config, "configuration")]:
+        resumed = resume_with(bad_arrays, bad_meta)
+        assert resumed.resumed_from is None and why in resumed.resume_note
+        assert_same_run(resumed, run)
+    good = resume_with(arrays, meta)
+    assert good.resumed_from == n
+    assert_same_run(good, run)
+
+
+def test_closing_a_session_stores_a_snapshot_of_everything(lab):
+    from app.service import MarginLab
+    from storage import repository as repo
+
+    url, svc = lab
+    run = label_session(svc, "near-boundary", "incremental", 13)
+    assert repo.latest_snapshot(svc.engine, run.session_id) is None  # fewer answers than SNAPSHOT_EVERY
+    assert svc.close_session(run.session_id).ok
+    snapshot = repo.latest_snapshot(svc.engine, run.session_id)
+    assert snapshot.n_events == len(run.answers)
+    assert repo.get_session(svc.engine, run.session_id).status == "closed"
+    reopened = MarginLab.from_url(url).open_session(run.session_id)
+    assert reopened.resumed_from == len(run.answers)
+    assert_same_run(reopened, run)
+
+
+def test_the_label_is_stored_before_the_loop_learns_it(lab, monkeypatch):
+    from storage import repository as repo
+
+    url, svc = lab
+    run = label_session(svc, "near-boundary", "incremental", 3)
+    seen = []
+    teach = run.loop.teach
+
+    def spy(i, y):
+        seen.append(len(repo.label_events(svc.engine, run.session_id)))
+        return teach(i, y)
+
+    monkeypatch.setattr(run.loop, "teach", spy)
+    item = run.shown.item_index
+    assert run.answer(1, item_index=item).ok
+    assert seen == [len(run.answers)]
+
+
+def test_without_true_labels_the_curve_is_the_auc_of_the_scores_when_asked(lab):
+    from app.service import MarginLab
+
+    url, svc = lab
+    rng = np.random.default_rng(0)
+    X = np.vstack([rng.normal(-1, 1, (40, 3)), rng.normal(1, 1, (40, 3))])
+    truth = np.repeat([-1, 1], 40)
+    csv = "a,b,c\n" + "\n".join(f"{x[0]},{x[1]},{x[2]}" for x in X)
+    dataset_id = svc.import_csv(csv.encode(), name="plain").dataset_id
+    run = svc.start_session(dataset_id=dataset_id, annotator="jo", strategy="near-boundary")
+    assert not run.has_evaluation
+    for k in range(14):
+        item = run.shown.item_index
+        run.answer(0 if k == 5 else int(truth[item]), item_index=item)
+        if k in (8, 9):
+            run.history()  # read while labelling, then undo: the kept values must follow
+            run.undo()
+    history = run.history()
+    labelled = [a for a in run.answers if a.value != 0]
+    assert len(history) == len(labelled)
+    for k in range(len(labelled)):
+        y = np.array([a.value for a in labelled[: k + 1]], dtype=float)
+        s = np.array([a.score for a in labelled[: k + 1]], dtype=float)
+        expected = roc_auc(y, s) if len(np.unique(y)) == 2 else np.nan
+        np.testing.assert_allclose(history["auc"].iloc[k], expected, rtol=0, atol=1e-12)
+    run.save_snapshot()
+    resumed = MarginLab.from_url(url).open_session(run.session_id)
+    assert resumed.resumed_from == len(run.answers)
+    assert_same_run(resumed, run)
