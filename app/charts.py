@@ -18,6 +18,9 @@ Figure = dict[str, Any]
 
 PALETTE = ("#2b6cb0", "#c05621", "#2f855a", "#6b46c1", "#b7791f", "#c53030", "#319795", "#718096")
 GRID = "#e2e8f0"
+#: a legend in the plot's top left corner, for the small live charts
+INSIDE_LEGEND = {"orientation": "v", "x": 0.02, "y": 0.98, "xanchor": "left", "yanchor": "top",
+                 "bgcolor": "rgba(255,255,255,0.7)", "font": {"size": 11}}
 
 
 def _layout(title: str, *, height: int = 260, xtitle: str | None = None, ytitle: str | None = None,
@@ -86,9 +89,17 @@ def auc_figure(history: pd.DataFrame, *, has_evaluation: bool) -> Figure:
     frame = _by_labels(history)
     if frame.empty or "auc" not in frame or frame["auc"].isna().all():
         return _empty(title, "needs a positive and a negative label")
-    data = [{"type": "scatter", "x": _values(frame["n_labels"]), "y": _values(frame["auc"]),
-             "mode": "lines+markers", "marker": {"size": 4}, "line": {"color": PALETTE[0]}, "name": "AUC"}]
-    return {"data": data, "layout": _layout(title, xtitle="labels", ytitle="AUC")}
+    auc = _values(frame["auc"])
+    data = [{"type": "scatter", "x": _values(frame["n_labels"]), "y": auc,
+             "mode": "lines+markers", "marker": {"size": 4}, "line": {"color": PALETTE[0]}, "name": "AUC",
+             "showlegend": False}]
+    # The axis always spans chance (0.5) to perfect (1): an autoscaled axis would blow a
+    # wobble of 0.46-0.50 up to the full height of the chart.
+    low = min([0.5, *(v for v in auc if v is not None)])
+    layout = _layout(title, xtitle="labels", ytitle="AUC", yaxis={"range": [max(0.0, low - 0.02), 1.02]})
+    layout["shapes"] = [{"type": "line", "xref": "paper", "x0": 0, "x1": 1, "yref": "y", "y0": 0.5, "y1": 0.5,
+                         "line": {"color": "#cbd5e0", "dash": "dot", "width": 1}}]
+    return {"data": data, "layout": layout}
 
 
 def support_vector_figure(history: pd.DataFrame) -> Figure:
@@ -101,7 +112,10 @@ def support_vector_figure(history: pd.DataFrame) -> Figure:
     if "n_bound" in frame:
         data.append({"type": "scatter", "x": _values(frame["n_labels"]), "y": _values(frame["n_bound"]),
                      "mode": "lines", "name": "at the bound C", "line": {"color": PALETTE[1], "dash": "dash"}})
-    return {"data": data, "layout": _layout(title, xtitle="labels", ytitle="support vectors")}
+    # legend inside the top left corner (the counts start at 0 there): below the plot it
+    # would sit on the x-axis title
+    return {"data": data, "layout": _layout(title, xtitle="labels", ytitle="support vectors",
+                                            yaxis={"rangemode": "tozero"}, legend=INSIDE_LEGEND)}
 
 
 def margin_figure(history: pd.DataFrame) -> Figure:

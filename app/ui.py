@@ -8,6 +8,7 @@ The engine lives inside one ``MarginLab`` service per process and database URL
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 import streamlit as st
 
 from app.service import LabellingRun, MarginLab
@@ -37,6 +38,115 @@ def service() -> MarginLab:
     except SchemaVersionError as error:
         st.error(str(error))
         st.stop()
+
+
+#: smallest C the New session form accepts (any positive C is a valid SVM; the solvers take 1e-6 and 1e6)
+C_MIN = 1e-12
+
+
+def parse_gamma(text: str) -> float | str:
+    """The gamma field of the New session form: ``scale`` or a positive number.
+
+    Raises ``ValueError`` with a message for the person who typed it.
+    """
+    value = str(text).strip()
+    if value.lower() in ("", "scale"):
+        return "scale"
+    try:
+        gamma = float(value)
+    except ValueError:
+        raise ValueError(f"gamma must be 'scale' or a positive number such as 0.01, not '{value}'.") from None
+    if not np.isfinite(gamma) or gamma <= 0:
+        raise ValueError(f"gamma must be 'scale' or a positive number such as 0.01, not '{value}'.")
+    return gamma
+
+
+def why_chosen(shown) -> str:
+    """One line under the item: which heuristic asked, its score, and its reason."""
+    score = "not scored yet" if shown.score is None else f"f(x) = {shown.score:+.3f}"
+    reason = str(shown.reason or "").strip()
+    return f"Chosen by **{shown.strategy}** · {score}" + (f" · {reason}" if reason else "")
+
+
+def live_roc(run: LabellingRun):
+    """The live ROC curve, or None until both a positive and a negative label are in.
+
+    Before that the model has not seen both classes, and the curve (a diagonal
+    of a constant score, or the trace of a one-class model) says nothing.
+    """
+    if run.n_positive == 0 or run.n_positive == run.n_labels:
+        return None
+    return run.roc()
+
+
+def data_error_text(error: Exception, filename: str | None) -> str:
+    """A data error message naming the uploaded file (the loader only sees bytes and says 'data')."""
+    text = str(error)
+    if filename and text.startswith("data: "):
+        return f"{filename}: {text[len('data: '):]}"
+    return text
+
+
+def unreadable_csv(preview, filename: str) -> str | None:
+    """Why an uploaded file cannot be imported at all (no header, no rows), or None."""
+    if not any(str(h).strip() for h in preview.header):
+        return f"{filename}: the file is empty (a CSV needs a header row and at least one data row)."
+    if preview.n_rows == 0:
+        return f"{filename}: the file has a header but no data rows."
+    return None
+
+
+SUMMARY_NOTE = ("ALC: area under the test-AUC learning curve, normalised (0 = chance, 1 = the full-data AUC from "
+                "the first label); mean ± std over seeds. \"To 95 %\": labels until the test AUC first reached "
+                "95 % of the full-data AUC (mean over the seeds that did; how many did). W/T/L: seeds on which "
+                "the heuristic's ALC beat, tied or lost to random.")
+
+
+def _number(value) -> float | None:
+    try:
+        value = float(value)
+    except (TypeError, ValueError):
+        return None
+    return None if np.isnan(value) else value
+
+
+def summary_table(summary: pd.DataFrame) -> pd.DataFrame:
+    """The comparison summary with readable headers and cells (no raw None / NaN)."""
+    if summary is None or summary.empty:
+        return pd.DataFrame()
+
+    def pm(mean, std) -> str:
+        mean, std = _number(mean), _number(std)
+        return "–" if mean is None else f"{mean:.3f} ± {std or 0.0:.3f}"
+
+    def reach(labels, reached, seeds) -> str:
+        labels, reached = _number(labels), int(_number(reached) or 0)
+        return "never" if labels is None or reached == 0 else f"{labels:.0f} ({reached}/{int(seeds)} seeds)"
+
+    def pair(a, b) -> str:
+        a, b = _number(a), _number(b)
+        return "–" if a is None else f"{a:.2f} / {b:.2f}"
+
+    def wtl(r) -> str:
+        w, t, lo = _number(r.get("wins")), _number(r.get("ties")), _number(r.get("losses"))
+        return "baseline" if w is None else f"{w:.0f} / {t or 0:.0f} / {lo or 0:.0f}"
+
+    rows = []
+    for r in summary.to_dict(orient="records"):
+        seeds = _number(r.get("n_seeds")) or 0
+        rows.append({
+            "heuristic": r.get("strategy"), "solver": r.get("solver"), "seeds": int(seeds),
+            "ALC": pm(r.get("alc_mean"), r.get("alc_std")),
+            "ALC (log2 labels)": pm(r.get("alc_log2_mean"), r.get("alc_log2_std")),
+            "to 95 %": reach(r.get("labels_95"), r.get("reached_95"), seeds),
+            "to 99 %": reach(r.get("labels_99"), r.get("reached_99"), seeds),
+            "final AUC": _number(r.get("final_auc")), "full-data AUC": _number(r.get("reference_auc")),
+            "support vectors": _number(r.get("final_n_sv")),
+            "update ms p50 / p95": pair(r.get("update_ms_median"), r.get("update_ms_p95")),
+            "query ms p50 / p95": pair(r.get("query_ms_median"), r.get("query_ms_p95")),
+            "vs random W / T / L": wtl(r),
+        })
+    return pd.DataFrame(rows)
 
 
 def init_state() -> None:

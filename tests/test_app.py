@@ -11,6 +11,7 @@ import re
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 from streamlit.testing.v1 import AppTest
 
@@ -478,3 +479,118 @@ def test_learning_curve_bands_are_mean_and_std_over_seeds():
 
     go.Figure(figure)  # a valid Plotly figure
     go.Figure(charts.latency_figure(rows))
+
+
+# --------------------------------------------------------------------------- found by using the app
+
+
+def _chart_texts(at: AppTest, index: int) -> str:
+    """The JSON spec of the ``index``-th Plotly chart on the page (titles, annotations, traces)."""
+    return at.get("plotly_chart")[index].proto.spec
+
+
+def test_keys_do_not_label_while_the_new_session_form_is_open(db_url):
+    """The New session popover covers the item: Positive/Negative/Skip/Undo (and their
+    shortcut keys) are disabled while it is open, and come back when it closes."""
+    at = start_app()
+    start_session(at, "ada", "random")
+    click(at, "positive")
+    at.session_state["new_session_popover"] = True  # the person opened New session
+    at.run()
+    assert not at.exception, at.exception
+    buttons = {b.key.split("_")[0]: b for b in at.button if b.key and b.key.split("_")[0] in
+               ("positive", "negative", "skip", "undo")}
+    assert set(buttons) == {"positive", "negative", "skip", "undo"}
+    assert all(b.disabled for b in buttons.values()), {k: b.disabled for k, b in buttons.items()}
+    assert any("paused while **New session** is open" in t for t in texts(at))
+    at.session_state["new_session_popover"] = False
+    at.run()
+    buttons = [b for b in at.button if b.key and b.key.split("_")[0] in ("positive", "negative", "skip", "undo")]
+    assert not any(b.disabled for b in buttons)
+
+
+def test_gamma_that_is_not_a_number_is_refused_with_a_clear_message(db_url):
+    at = start_app()
+    at.text_input(key="new_gamma").input("abc")
+    at.text_input(key="new_annotator").input("ada")
+    at.button(key="start_session").click().run()
+    assert not at.exception, at.exception
+    errors = [e.value for e in at.error]
+    assert errors and "gamma must be 'scale' or a positive number" in errors[0] and "'abc'" in errors[0], errors
+    assert repo.list_sessions(service(db_url).engine) == []
+    at.text_input(key="new_gamma").input("-2")
+    at.button(key="start_session").click().run()
+    assert "gamma must be 'scale' or a positive number" in at.error[0].value
+    assert repo.list_sessions(service(db_url).engine) == []
+
+
+@pytest.mark.parametrize("C, gamma", [(1e-6, "1e-9"), (1e6, "1e3")])
+def test_extreme_C_and_gamma_start_and_label(db_url, C, gamma):
+    at = start_app()
+    at.number_input(key="new_C").set_value(C)
+    at.text_input(key="new_gamma").input(gamma)
+    start_session(at, "ada", "near-boundary")
+    (session,) = repo.list_sessions(service(db_url).engine)
+    assert session.params["solver_params"]["C"] == C and session.params["solver_params"]["gamma"] == float(gamma)
+    for key in ("positive", "negative", "negative", "positive"):
+        click(at, key)
+    assert progress(at) == (4, 0)
+
+
+def test_roc_waits_for_a_positive_and_a_negative_label(db_url):
+    """Before both classes are labelled the live ROC says so, like the AUC chart,
+    instead of drawing the diagonal of an untrained model as 'AUC 0.500'."""
+    at = start_app()
+    start_session(at, "ada", "random")
+    for key in (None, "negative", "negative"):
+        if key:
+            click(at, key)
+        roc = _chart_texts(at, 0)
+        assert "needs a positive and a negative label" in roc and "AUC 0.500" not in roc
+    click(at, "positive")
+    roc = _chart_texts(at, 0)
+    assert "needs a positive and a negative label" not in roc and "AUC " in roc
+
+
+def test_compare_summary_has_readable_headers_and_no_raw_none(db_url):
+    svc = service(db_url)
+    dataset_id = svc.ensure_demo_dataset()
+    svc.run_comparison(dataset_id, strategies=["near-boundary", "random"], budget=8, seeds=2, initial=4)
+    at = start_app()
+    at.switch_page("views/compare.py").run()
+    assert not at.exception, at.exception
+    (table,) = [df.value for df in at.dataframe if "heuristic" in df.value.columns]
+    assert list(table["heuristic"]) == ["near-boundary", "random"]
+    for column in ("ALC", "to 95 %", "final AUC", "vs random W / T / L"):
+        assert column in table.columns
+    assert table.loc[table["heuristic"] == "random", "vs random W / T / L"].item() == "baseline"
+    cells = table.astype(str).to_numpy().ravel()
+    assert not any(c in ("None", "nan") for c in cells), cells
+    assert any(c.startswith("ALC: area under the test-AUC learning curve") for c in texts(at))
+
+
+def test_live_charts_do_not_mislead():
+    from app import charts
+
+    history = pd.DataFrame({"n_labels": [1, 2, 3, 4], "auc": [0.50, 0.47, 0.46, 0.49],
+                            "n_sv": [1, 2, 3, 4], "n_bound": [0, 1, 1, 2], "n_in_margin": [9, 8, 7, 6]})
+    auc = charts.auc_figure(history, has_evaluation=True)["layout"]
+    low, high = auc["yaxis"]["range"]
+    assert low <= 0.46 and high >= 1.0  # a wobble below chance is drawn next to chance and 1, not blown up
+    sv = charts.support_vector_figure(history)["layout"]
+    assert sv["legend"]["y"] > 0  # the legend sits in the plot, not on the x-axis title below it
+
+
+def test_upload_helpers_name_the_file_and_refuse_empty_files(db_url):
+    from app import ui
+    from core.datasets import DataError
+
+    svc = service(db_url)
+    assert ui.unreadable_csv(svc.preview_csv(b""), "empty.csv") == (
+        "empty.csv: the file is empty (a CSV needs a header row and at least one data row).")
+    assert "no data rows" in ui.unreadable_csv(svc.preview_csv(b"a,b,label\n"), "head.csv")
+    assert ui.unreadable_csv(svc.preview_csv(b"a,b,label\n1,2,yes\n"), "ok.csv") is None
+    with pytest.raises(DataError) as error:
+        svc.import_csv(b"a,b,label\n1,2,yes\n3,oops,no\n", name="bad", label_column="label", positive="yes")
+    text = ui.data_error_text(error.value, "bad.csv")
+    assert text.startswith("bad.csv: ") and "'oops'" in text and "row 2" in text

@@ -18,12 +18,11 @@ sessions = svc.sessions(status="active")
 def _start_session() -> None:
     """Form callback: start the session before the page is drawn again, then show it."""
     state = st.session_state
-    gamma = state.new_gamma.strip()
     try:
         run = svc.start_session(
             dataset_id=state.new_dataset, annotator=state.new_annotator, strategy=state.new_strategy,
             solver=None if state.new_solver.startswith("default") else state.new_solver, C=state.new_C,
-            gamma=gamma if gamma == "scale" else float(gamma), seed=int(state.new_seed))
+            gamma=ui.parse_gamma(state.new_gamma), seed=int(state.new_seed))
     except (ServiceError, StorageError, ValueError) as error:
         state.start_error = str(error)
         return
@@ -57,7 +56,9 @@ with top_right.popover("New session", icon=":material/add:", width="stretch", ke
                  help="Defaults: " + ", ".join(f"{k} → {v}" for k, v in DEFAULT_SOLVER.items()
                                                if k in LABEL_STRATEGIES))
     c_col, g_col, s_col = st.columns(3)
-    c_col.number_input("C", min_value=1e-4, value=DEFAULT_C, format="%g", key="new_C")
+    c_col.number_input("C", min_value=ui.C_MIN, value=DEFAULT_C, format="%g", key="new_C",
+                       help="Penalty on margin violations: small C, smoother boundary; large C, fewer errors "
+                            "on the labelled items.")
     g_col.text_input("gamma", value="scale", key="new_gamma", help="'scale' = 1 / (features × variance), or a number")
     s_col.number_input("Seed", min_value=0, value=0, step=1, key="new_seed")
     st.form_submit_button("Start labelling", type="primary", key="start_session", on_click=_start_session)
@@ -90,7 +91,10 @@ def labelling_panel(session_id: int) -> None:
         # The item goes in this box, above the buttons, but is written after them: the
         # browser then never shows an item while the buttons still belong to the one before.
         item_box = st.container()
-        disabled = shown is None
+        # While the New session form is open it covers the item: a shortcut key typed
+        # there must not label an item nobody is looking at.
+        form_open = bool(st.session_state.get("new_session_popover"))
+        disabled = shown is None or form_open
         item = None if shown is None else shown.item_index
         last = run.answers[-1].item_index if run.answers else None
         # Keys name the item. A second click of a double click that reaches the server
@@ -103,7 +107,7 @@ def labelling_panel(session_id: int) -> None:
                       args=(session_id, -1, item), key=f"negative_{item}")
             st.button("Skip", shortcut="S", disabled=disabled, on_click=_answer,
                       args=(session_id, 0, item), key=f"skip_{item}")
-            st.button("Undo", shortcut="U", disabled=last is None, on_click=_undo,
+            st.button("Undo", shortcut="U", disabled=last is None or form_open, on_click=_undo,
                       args=(session_id, last), key=f"undo_{last}")
         with item_box:
             if shown is None:
@@ -113,8 +117,9 @@ def labelling_panel(session_id: int) -> None:
                 st.container(key="item_caption").markdown(
                     f"**Item {shown.item_index}**" + (f" · `{key}`" if key else ""))
                 ui.show_item(run, shown.item_index)
-                score = "not scored yet (cold start)" if shown.score is None else f"f(x) = {shown.score:+.3f}"
-                st.caption(f"Chosen by **{shown.strategy}**: {score}. {shown.reason}")
+                st.caption(ui.why_chosen(shown))
+        if form_open:
+            st.caption("Labelling is paused while **New session** is open.")
         ui.show_outcome()
         update = "–" if run.last_update_ms is None else f"{run.last_update_ms:.1f} ms"
         query = "–" if shown is None or shown.query_ms is None else f"{shown.query_ms:.1f} ms"
@@ -130,7 +135,7 @@ def labelling_panel(session_id: int) -> None:
     with chart_col:
         history = run.history()
         top = st.columns(2)
-        top[0].plotly_chart(charts.roc_figure(run.roc(), has_evaluation=run.has_evaluation),
+        top[0].plotly_chart(charts.roc_figure(ui.live_roc(run), has_evaluation=run.has_evaluation),
                             config={"displayModeBar": False}, key="roc")
         top[1].plotly_chart(charts.auc_figure(history, has_evaluation=run.has_evaluation),
                             config={"displayModeBar": False}, key="auc")
