@@ -82,7 +82,11 @@ right.plotly_chart(charts.learning_curve_figure(rows, "n_sv", title="Support vec
 st.plotly_chart(charts.latency_figure(rows), key="latency")
 
 st.subheader("Summary")
-st.dataframe(svc.summary_frame(result), hide_index=True, width="stretch", key="summary_table")
+st.dataframe(ui.summary_table(svc.summary_frame(result)), hide_index=True, width="stretch", key="summary_table",
+             column_config={c: st.column_config.NumberColumn(format="%.3f")
+                            for c in ("final AUC", "full-data AUC")} | {
+                 "support vectors": st.column_config.NumberColumn(format="%.1f")})
+st.caption(ui.SUMMARY_NOTE)
 st.download_button("Download the tidy rows (CSV)", rows.to_csv(index=False).encode(),
                    file_name=f"comparison-{chosen}.csv", mime="text/csv", key="download_rows")
 with st.expander("Configuration"):

@@ -53,6 +53,10 @@ with upload_tab:
     if upload is not None:
         data = upload.getvalue()
         preview = svc.preview_csv(data)
+        problem = ui.unreadable_csv(preview, upload.name)
+        if problem:
+            st.error(problem)
+            st.stop()
         st.caption(f"{preview.n_rows} rows, {len(preview.header)} columns; the first {len(preview.frame)}:")
         st.dataframe(preview.frame, hide_index=True, width="stretch", height=240)
         columns = preview.header
@@ -86,4 +90,4 @@ with upload_tab:
                         key_column=None if key_column == "(none)" else key_column,
                         scaling=scaling, constant_columns=constant, source=upload.name))
                 except (DataError, StorageError, ServiceError) as error:
-                    st.error(str(error))
+                    st.error(ui.data_error_text(error, upload.name))
