@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import sys
 import time
 from collections.abc import Sequence
@@ -273,6 +274,18 @@ def _jsonable(value: Any) -> Any:
     return str(value)
 
 
+def _check_writable(path: str) -> None:
+    """Fail early when ``--out`` cannot be written (missing folder, a folder, no permission)."""
+    target = os.path.abspath(path)
+    folder = os.path.dirname(target)
+    if os.path.isdir(target):
+        raise CLIError(f"--out {path} is a folder; give a file name such as results.csv")
+    if not os.path.isdir(folder):
+        raise CLIError(f"--out {path}: the folder {folder} does not exist")
+    if not os.access(folder, os.W_OK) or (os.path.exists(target) and not os.access(target, os.W_OK)):
+        raise CLIError(f"--out {path}: no permission to write there")
+
+
 def run_compare(args: argparse.Namespace) -> str:
     """Run ``core.experiment.run_comparison`` and return what to print (summary table or JSON)."""
     try:
@@ -284,6 +297,8 @@ def run_compare(args: argparse.Namespace) -> str:
         raise CLIError("--strategies is empty: give comma-separated strategy names")
     if len(set(strategies)) != len(strategies):
         raise CLIError(f"--strategies lists a strategy twice: {args.strategies}")
+    if args.out:
+        _check_writable(args.out)  # before the runs, not after minutes of work
     ds = load_data(args)
     X = ds.X
     if args.scale == "standard":
@@ -328,6 +343,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (CLIError, DataError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_USAGE
+    except BrokenPipeError:
+        # the reader went away (``| head``): stop quietly, as command line tools do
+        # (the closed pipe is pointed at /dev/null so the flush at exit cannot fail again)
+        try:
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        except (OSError, ValueError):
+            pass
+        return 0
     except (ValueError, OSError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_USAGE

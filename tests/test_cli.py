@@ -208,3 +208,30 @@ def test_fit_in_process_options(tmp_path, capsys):
     assert out["evaluated_on"] == "train" and out["n_test"] == 0 and out["n_train"] == 60
     assert out["positive"] == "a" and out["negative"] == "rest"
     assert out["accuracy"] > 0.9
+
+
+def test_compare_checks_out_before_running(gauss_csv, tmp_path):
+    """A folder that does not exist is reported at once, in one line, before any run."""
+    need_experiment()
+    path, _, _ = gauss_csv
+    out = tmp_path / "missing-folder" / "rows.csv"
+    r = run_cli("compare", "--data", path, "--label-column", "outcome", "--strategies", "random",
+                "--budget", "12", "--seeds", "1", "--out", out)
+    assert r.returncode == 2 and r.stderr.count("\n") == 1, r.stderr
+    assert "does not exist" in r.stderr and str(out.parent) in r.stderr
+    r = run_cli("compare", "--data", path, "--label-column", "outcome", "--strategies", "random",
+                "--budget", "12", "--seeds", "1", "--out", tmp_path)
+    assert r.returncode == 2 and "is a folder" in r.stderr
+
+
+def test_a_closed_pipe_ends_quietly(gauss_csv):
+    """``python -m core fit ... | head -c 10``: no 'error: Broken pipe' once the reader has gone."""
+    path, _, _ = gauss_csv
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    process = subprocess.Popen([sys.executable, "-m", "core", "fit", "--data", str(path), "--label-column",
+                                "outcome", "--solver", "lasvm"], cwd=ROOT, env=env,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    process.stdout.close()  # the reader goes away before the table is printed
+    _, stderr = process.communicate(timeout=300)
+    assert process.returncode == 0, stderr
+    assert b"Broken pipe" not in stderr and b"error" not in stderr, stderr
