@@ -73,6 +73,8 @@ SET_S, SET_E, SET_O, SET_CAND = 0, 1, 2, 3
 # g on E (g <= 0), -g on O (g >= 0) and 0 for the example being driven
 _VIOL_LO = np.array([1.0, 1.0, -1.0, 0.0])
 _VIOL_HI = np.array([-1.0, 1.0, -1.0, 0.0])
+# direction in which g of an E (+1) or O (-1) example moves towards the margin, by set
+_WATCH = np.array([0.0, 1.0, -1.0, 0.0])
 _SET_NAMES = {SET_S: "S", SET_E: "E", SET_O: "O", SET_CAND: "candidate"}
 
 # driving modes: raise a_c until c satisfies its KKT condition (learning, or
@@ -416,8 +418,8 @@ class IncrementalSVM(OnlineSolver):
         # watch_i = +1 for E, -1 for O examples whose margin may limit the step (case 4):
         # dg_i * watch_i > 0 means g_i moves towards 0.  Examples that violate their KKT
         # condition (pending repair) and blocked ones are not watched.
-        watch = np.where((st == SET_E) & (g <= kkt_slack), 1.0, 0.0)
-        watch[(st == SET_O) & (g >= -kkt_slack)] = -1.0
+        watch = _WATCH.take(st)
+        watch[watch * g > kkt_slack] = 0.0
         blocked: list[int] = []
 
         def unblock() -> None:
@@ -464,7 +466,7 @@ class IncrementalSVM(OnlineSolver):
                     rhs = np.empty(m + 1)
                     rhs[0] = -ypd
                     np.multiply(yS, neg_ykp_d.take(S), out=rhs[1:])
-                    bd = self._R @ rhs
+                    bd = self._R.dot(rhs)
                     da = bd[1:]
                     # dg/dt = d gamma (eq. 8) for every learned example by one gaxpy over the
                     # contiguous rows of S (eq. 30): y_j (sum_s da_s y_s K_sj + d y_p K_pj + db).
@@ -498,21 +500,28 @@ class IncrementalSVM(OnlineSolver):
                     # case 3 (eq. 12): a margin vector reaches C (da > 0) or 0 (da < 0);
                     # one whose |da| <= eps_beta does not move (t = inf)
                     aS = a.take(S)
-                    t3 = (da > 0.0) * C
+                    t3 = np.heaviside(da, 0.0)  # (C [da > 0] - a_S) / da, clipped at 0
+                    t3 *= C
                     t3 -= aS
                     t3 /= da
-                    t3[np.abs(da) <= eps_beta] = math.inf
                     np.maximum(t3, 0.0, out=t3)
                     j3 = int(t3.argmin())
                     tmin = float(t3[j3])
                     if tmin < math.inf and (tmin, 2) <= best[:2]:
-                        ties = (t3 == tmin).nonzero()[0]
-                        if len(ties) > 1:
-                            j3 = int(ties[pseq.take(S.take(ties)).argmin()])
-                        k3 = int(S[j3])
-                        cand3 = (tmin, 2, int(pseq[k3]), "leave", k3)
-                        if cand3 < best:
-                            best = cand3
+                        if np.count_nonzero(t3 == tmin) > 1 or not abs(float(da[j3])) > eps_beta:
+                            # a tie, or a non-moving one won: exclude the non-moving ones
+                            # (|da| <= eps_beta, 0/0 included), then the oldest of the tied
+                            t3[~(np.abs(da) > eps_beta)] = math.inf
+                            j3 = int(t3.argmin())
+                            tmin = float(t3[j3])
+                            ties = (t3 == tmin).nonzero()[0]
+                            if len(ties) > 1:
+                                j3 = int(ties[pseq.take(S.take(ties)).argmin()])
+                        if tmin < math.inf and (tmin, 2) <= best[:2]:
+                            k3 = int(S[j3])
+                            cand3 = (tmin, 2, int(pseq[k3]), "leave", k3)
+                            if cand3 < best:
+                                best = cand3
                 # case 4 (eqs. 13–14): an error or other vector reaches the margin, t = -g_i / dg_i
                 # over the watched examples moving towards it (watch_i dg_i > eps_gamma)
                 # (the smallest t is the largest q = g_i / dg_i; q is -inf where not admissible)
