@@ -9,8 +9,9 @@ Numbers are written as their shortest exact decimal, so they read back bit for b
 dataset whose true labels are the exported labels.
 
 CSV layout: the item columns, the feature columns under their own names (a
-feature whose name clashes with another column is written as
-``feature:<name>``), then the label and provenance columns. JSONL layout: one
+feature whose name clashes with another column, or itself starts with
+``feature:``, is written as ``feature:<name>``, so that removing one prefix
+always gives the name back), then the label and provenance columns. JSONL layout: one
 object per line, the features nested under ``"features"``.
 """
 
@@ -151,9 +152,13 @@ def _feature_texts(chunk: Sequence[Any], datasets: Any, feature_names: list[str]
     return texts
 
 
+def _needs_prefix(feature_name: str) -> bool:
+    return feature_name in RESERVED_COLUMNS or feature_name.startswith(FEATURE_PREFIX)
+
+
 def _write_csv(stream: IO[str], rows: Sequence[Any], datasets: Any, feature_names: list[str]) -> None:
     writer = csv.writer(stream, lineterminator="\n")
-    feature_headers = [FEATURE_PREFIX + n if n in RESERVED_COLUMNS else n for n in feature_names]
+    feature_headers = [FEATURE_PREFIX + n if _needs_prefix(n) else n for n in feature_names]
     writer.writerow([*ITEM_COLUMNS, *feature_headers, *PROVENANCE_COLUMNS])
     for start in range(0, len(rows), _CHUNK_ROWS):
         chunk = rows[start : start + _CHUNK_ROWS]

@@ -12,6 +12,7 @@ from __future__ import annotations
 import datetime as dt
 import io
 import json
+import zipfile
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -800,6 +801,9 @@ def save_snapshot(
 def latest_snapshot(engine: EngineLike, session_id: int) -> Snapshot | None:
     """The most advanced snapshot that still matches the session's events, or None.
 
+    A snapshot whose data are not plain arrays (objects would need unpickling,
+    which is never done) or cannot be read is passed over.
+
     Unpacks as ``n_events, arrays, meta``; rebuild by loading it and replaying
     ``label_events(...)[n_events:]``.
     """
@@ -810,14 +814,19 @@ def latest_snapshot(engine: EngineLike, session_id: int) -> Snapshot | None:
             .order_by(ModelSnapshot.n_events.desc(), ModelSnapshot.id.desc())
         ).scalars()
         for snapshot in candidates:
-            if _nth_active_label_id(session, session_id, snapshot.n_events) == snapshot.last_label_id:
-                return Snapshot(
-                    n_events=snapshot.n_events,
-                    arrays=_load_arrays(snapshot.arrays),
-                    meta=dict(snapshot.meta or {}),
-                    last_label_id=snapshot.last_label_id,
-                    created_at=snapshot.created_at,
-                )
+            if _nth_active_label_id(session, session_id, snapshot.n_events) != snapshot.last_label_id:
+                continue
+            try:
+                arrays = _load_arrays(snapshot.arrays)
+            except StorageError:
+                continue  # not plain arrays (never unpickled): an older snapshot, or replaying the events, serves
+            return Snapshot(
+                n_events=snapshot.n_events,
+                arrays=arrays,
+                meta=dict(snapshot.meta or {}),
+                last_label_id=snapshot.last_label_id,
+                created_at=snapshot.created_at,
+            )
     return None
 
 
@@ -850,8 +859,12 @@ def _save_arrays(arrays: dict[str, np.ndarray]) -> bytes:
 
 
 def _load_arrays(blob: bytes) -> dict[str, np.ndarray]:
-    with np.load(io.BytesIO(blob), allow_pickle=False) as archive:
-        return {name: archive[name] for name in archive.files}
+    """The arrays of a ``numpy.savez`` archive; ``StorageError`` if it holds objects or is not an archive."""
+    try:
+        with np.load(io.BytesIO(blob), allow_pickle=False) as archive:
+            return {name: archive[name] for name in archive.files}
+    except (ValueError, OSError, EOFError, zipfile.BadZipFile) as error:
+        raise StorageError(f"A model snapshot is not a plain-array archive ({error}).") from None
 
 
 # --------------------------------------------------------------------------- comparisons

@@ -42,6 +42,10 @@ def test_default_database_lives_in_the_user_data_folder(monkeypatch, tmp_path):
 def test_sqlite_connections_get_foreign_keys_wal_and_busy_timeout(tmp_path, monkeypatch):
     monkeypatch.delenv("MARGINLAB_SQLITE_SYNCHRONOUS", raising=False)
     engine = storage.make_engine(f"sqlite:///{tmp_path / 'nested' / 'folder' / 'm.db'}")
+    # a connection's very first transaction, a read (a write transaction sets the busy timeout again as it ends)
+    with engine.connect() as connection:
+        assert connection.execute(text("PRAGMA busy_timeout")).scalar() == SQLITE_BUSY_TIMEOUT_MS
+        assert connection.execute(text("PRAGMA foreign_keys")).scalar() == 1
     storage.init_db(engine)
     with engine.connect() as connection:
         assert connection.execute(text("PRAGMA foreign_keys")).scalar() == 1
@@ -67,12 +71,20 @@ def test_init_db_is_idempotent_and_records_the_version(tmp_path):
     engine.dispose()
 
 
-def test_a_database_from_a_newer_version_is_refused_clearly_and_left_alone(tmp_path):
+@pytest.mark.parametrize(
+    "recorded, expected",
+    [
+        (SCHEMA_VERSION + 1, [f"only up to version {SCHEMA_VERSION}", "newer MarginLab"]),
+        (SCHEMA_VERSION - 1, [f"needs version {SCHEMA_VERSION}", "no migration"]),
+    ],
+    ids=["newer", "older"],
+)
+def test_a_database_from_another_version_is_refused_clearly_and_left_alone(tmp_path, recorded, expected):
     path = tmp_path / "m.db"
     engine = storage.make_engine(f"sqlite:///{path}")
     storage.init_db(engine)
     with engine.begin() as connection:
-        connection.execute(update(SchemaInfo).values(version=SCHEMA_VERSION + 1))
+        connection.execute(update(SchemaInfo).values(version=recorded))
     engine.dispose()
     before = file_digest(path)
 
@@ -80,8 +92,8 @@ def test_a_database_from_a_newer_version_is_refused_clearly_and_left_alone(tmp_p
     with pytest.raises(storage.SchemaVersionError) as caught:
         storage.init_db(engine)
     message = str(caught.value)
-    assert f"schema version {SCHEMA_VERSION + 1}" in message
-    assert f"only up to version {SCHEMA_VERSION}" in message and "newer MarginLab" in message
+    for fragment in [f"schema version {recorded}", *expected]:
+        assert fragment in message, message
     engine.dispose()
     assert file_digest(path) == before
 

@@ -160,6 +160,23 @@ def test_export_then_reimport_gives_the_same_items_labels_and_features(engine, f
     assert display.display_values == tuple(texts[i] for i in items)
 
 
+def test_csv_feature_names_that_look_like_other_columns_survive_export_and_reimport(engine):
+    names = ["label", "feature:label", "feature:x", "x"]
+    X = np.arange(16.0).reshape(4, 4)
+    dataset_id = storage.import_dataset(engine, name="clashing names", X=X, feature_names=names)
+    session_id = new_session(engine, dataset_id)
+    for item in range(4):
+        label(engine, session_id, item, value=1 if item % 2 else -1)
+    exported = storage.export_labels(engine, session_id=session_id)
+    header = exported.splitlines()[0].split(",")
+    assert len(header) == len(set(header))  # one column per feature, none written twice
+    new_id = storage.import_labelled_export(engine, exported.encode(), name="back", fmt="csv")
+    X2, y2, names2, _display = storage.load_dataset_arrays(engine, new_id)
+    assert names2 == names
+    np.testing.assert_array_equal(X2, X)
+    np.testing.assert_array_equal(y2, [-1, 1, -1, 1])
+
+
 def test_csv_export_columns_and_provenance(engine):
     dataset_id, sessions, X, keys, _texts = labelled_dataset(engine)
     rows = list(csv.DictReader(io.StringIO(storage.export_labels(engine, session_id=sessions[1]))))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import threading
 
 import numpy as np
@@ -10,6 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sqlalchemy import func, select
+from sqlalchemy.orm import Session
 
 import storage
 from storage.models import Base, Label, ModelSnapshot
@@ -353,6 +355,40 @@ def test_snapshots_refuse_objects_and_keep_only_recent_ones(engine):
     with engine.connect() as connection:
         kept = connection.execute(select(ModelSnapshot.n_events).order_by(ModelSnapshot.n_events)).scalars().all()
     assert kept == [4, 5, 6]
+
+
+UNPICKLED: list[str] = []
+
+
+def _record_unpickling() -> str:
+    UNPICKLED.append("unpickled")
+    return "payload"
+
+
+class Tripwire:
+    """An object that notes when it is unpickled."""
+
+    def __reduce__(self):
+        return (_record_unpickling, ())
+
+
+def test_a_snapshot_holding_pickled_objects_is_never_unpickled(engine):
+    session_id = new_session(engine, small_dataset(engine))
+    for i in range(2):
+        label(engine, session_id, i)
+    storage.save_snapshot(engine, session_id, n_events=1, arrays={"alpha": np.ones(2)}, meta={"plain": True})
+    buffer = io.BytesIO()
+    np.savez(buffer, alpha=np.array([Tripwire()], dtype=object), allow_pickle=True)
+    last_label_id = storage.label_events(engine, session_id)[-1].label_id
+    with Session(engine) as session, session.begin():  # as if written by something else
+        session.add(
+            ModelSnapshot(session_id=session_id, n_events=2, last_label_id=last_label_id, arrays=buffer.getvalue())
+        )
+    UNPICKLED.clear()
+    snapshot = storage.latest_snapshot(engine, session_id)
+    assert UNPICKLED == []
+    assert snapshot.n_events == 1 and snapshot.meta == {"plain": True}  # the object snapshot is passed over
+    np.testing.assert_array_equal(snapshot.arrays["alpha"], np.ones(2))
 
 
 # -- comparisons ----------------------------------------------------------------
