@@ -34,6 +34,7 @@ need.
 
 from __future__ import annotations
 
+import time
 from typing import Any, ClassVar
 
 import numpy as np
@@ -44,7 +45,7 @@ _INITIAL_CAPACITY = 64
 _DECISION_CHUNK_ENTRIES = 1 << 22  # kernel entries per block when scoring many points
 _CHECK_CHUNK_ENTRIES = 1 << 16  # kernel entries per block of the final check (stays in cache)
 _FEW_ZEROS = 32  # up to this many members at alpha = 0, the removal test loops over them
-_BATCH_ADMIT_MIN = 256  # the final check admits up to max(this, 2 |S|) violators to S at once
+_BATCH_ADMIT_MIN = 256  # one round of the final check admits up to max(this, 2 |S|) violators to S
 
 
 class LASVM(OnlineSolver):
@@ -350,6 +351,7 @@ class LASVM(OnlineSolver):
         del self._where[k]
         self._zeros.discard(k)
         na, n = self._n_active, self._n
+        ext = self._ext
         if p < na:
             if p != na - 1:
                 self._move(na - 1, p)
@@ -359,7 +361,15 @@ class LASVM(OnlineSolver):
         elif p != n - 1:
             self._move(n - 1, p)
         self._n = n - 1
-        self._ext = None
+        # the extremes stay the same members unless p was one of them (the
+        # blatant non-support vectors of REPROCESS never are); only the
+        # member that moved from na - 1 into p changes position (extremes are
+        # never shrunk).  On a tie in g the kept extreme may then not be the
+        # earliest position, which is an equally valid choice.
+        if ext is not None and p < na and p not in ext:
+            self._ext = tuple(p if q == na - 1 else q for q in ext)
+        else:
+            self._ext = None
 
     # ------------------------------------------------------------------
     # the direction search of §3.2
@@ -536,14 +546,17 @@ class LASVM(OnlineSolver):
         gap over every learned example is ``kkt_gap()``.
         """
         i, y = self._check_learnable(i, y)
-        timer = StepTimer(self)
-        with timer:
-            self.y[i] = y
-            self.learned_order.append(i)
-            stepped = int(self._process(i))
-            stepped += int(self._reprocess())
-        return timer.result(status="ok", iterations=stepped, kkt_gap=self._delta,
-                            extra={"n_set": self._n, "b": self._b})
+        # (StepTimer's bookkeeping inline: this is the online hot path)
+        t0 = time.perf_counter()
+        cache = self.cache
+        evals0 = cache.n_evals
+        self.y[i] = y
+        self.learned_order.append(i)
+        stepped = int(self._process(i))
+        stepped += int(self._reprocess())
+        return StepResult(status="ok", iterations=stepped, kernel_evals=cache.n_evals - evals0,
+                          seconds=time.perf_counter() - t0, kkt_gap=self._delta,
+                          extra={"n_set": self._n, "b": self._b})
 
     def revisit(self, i: int) -> StepResult:
         """A later epoch: PROCESS(i) on an already-learned example, then one REPROCESS."""
@@ -698,35 +711,36 @@ class LASVM(OnlineSolver):
                 return its, "ok", "", rounds
             if its >= self.max_iter:
                 continue  # _reprocess_until_tau reports the cap
-            n = self._n
-            if self._admit_at_once(len(violators)):
-                # all violators enter S at once with alpha = 0 (PROCESS step 2
-                # for each), with K(violators, S) taken from the check's block;
-                # then finishing resumes (REPROCESS only: the most violating
-                # pair first, which needs fewer steps than pairing each
-                # newcomer with an extreme as PROCESS steps 3-5 do)
-                K_VS = check.kernel(violators, self._S[:n])
-                m = len(violators)
-                XV, sqV = self._X_store[violators], self._sq_store[violators]
-                K_VV = self._kernel(XV, sqV, XV, sqV)
-                K_VV = 0.5 * (K_VV + K_VV.T)
-                K_VV[np.diag_indices_from(K_VV)] = self.kernel.diag(XV)
-                self._count_evals(m * (m + 1) // 2)
-                self._insert(violators, K_VS, K_VV)
-            else:
-                # many violators (S was far from the optimum over the learned
-                # set): an extra epoch restricted to them, PROCESS then
-                # REPROCESS for each (most violating first), keeps S, and
-                # K(S, S), from growing by all of them at once
-                for k in violators[np.argsort(-violation, kind="stable")]:
-                    if its >= self.max_iter:
-                        break
-                    its += int(self._process(int(k)))
-                    its += int(self._reprocess())
+            # the violators enter S together with alpha = 0 (PROCESS step 2
+            # for each), with K(violators, S) from the check's block, and
+            # finishing resumes: REPROCESS picks the most violating pair
+            # first, which takes fewer steps than pairing each newcomer with
+            # an extreme (PROCESS steps 3-5).  When S was far from the optimum
+            # over the learned set there can be many more violators than
+            # members: then only the most violating ones enter (at most
+            # ``_admission_limit()``), so that K(S, S) stays of the size of
+            # the solution; the next round finds the others again if they
+            # still violate.
+            limit = self._admission_limit()
+            if len(violators) > limit:
+                violators = violators[np.sort(np.argsort(-violation, kind="stable")[:limit])]
+            self._admit(violators, check)
 
-    def _admit_at_once(self, n_violators: int) -> bool:
-        """Whether the final check's violators enter S together (else one by one, see ``_finish_loop``)."""
-        return n_violators <= max(_BATCH_ADMIT_MIN, 2 * self._n)
+    def _admission_limit(self) -> int:
+        """How many violators one round of the final check lets into S at most."""
+        return max(_BATCH_ADMIT_MIN, 2 * self._n)
+
+    def _admit(self, ks: np.ndarray, check: _FinalCheck) -> None:
+        """Insert learned examples ks into S (alpha = 0), K(ks, S) from the final check's block."""
+        n = self._n
+        K_kS = check.kernel(ks, self._S[:n])
+        m = len(ks)
+        Xk, sqk = self._X_store[ks], self._sq_store[ks]
+        K_kk = self._kernel(Xk, sqk, Xk, sqk)
+        K_kk = 0.5 * (K_kk + K_kk.T)
+        K_kk[np.diag_indices_from(K_kk)] = self.kernel.diag(Xk)
+        self._count_evals(m * (m + 1) // 2)
+        self._insert(ks, K_kS, K_kk)
 
     def _shrink(self) -> None:
         """Set aside bounded members of the active part whose gradient is beyond the extremes."""
@@ -988,10 +1002,11 @@ class _FinalCheck:
 
         def compute(r: np.ndarray, cp: np.ndarray) -> np.ndarray:
             out = np.empty((len(r), len(cp)))
+            XS, sqS = s._XS[cp], s._sqS[cp]  # gathered once, not per chunk
             chunk = max(1, _CHECK_CHUNK_ENTRIES // max(1, len(cp)))
             for a in range(0, len(r), chunk):
                 rr = r[a:a + chunk]
-                out[a:a + chunk] = s._kernel(X[rr], sq[rr], s._XS[cp], s._sqS[cp])
+                out[a:a + chunk] = s._kernel(X[rr], sq[rr], XS, sqS)
             s._count_evals(len(r) * len(cp))
             return out
 
