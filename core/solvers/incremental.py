@@ -31,7 +31,12 @@ Unlearning drives a_c back to 0 with the same machinery, then drops c.
 Storage (§5.3): the kernel rows of the margin vectors over the learned
 examples are kept as one contiguous row-major block ``_Ks`` (|S| x n_learned),
 so gamma for all learned examples is a single gaxpy over those rows (eq. 30)
-and no submatrix is gathered with fancy indexing in a minor iteration.
+and no submatrix is gathered with fancy indexing in a minor iteration.  R is
+kept at its exact size, C-contiguous, so that the rank-one updates of eqs. 16
+and 22 run in place as one BLAS call each on its (Fortran-contiguous)
+transpose, which equals R (symmetric, up to the rounding of those updates:
+a few ulps, far below the drift the probe checks for).  Kernel rows are only ever evaluated over the
+learned examples (a contiguous copy of them), never over the whole store.
 
 ``IncrementalOneClassSVM`` is the one-class variant (§3, eqs. 23–24, Alg. 2).
 
@@ -50,11 +55,18 @@ Where this implementation adds to or departs from the paper, and why:
   the opposite move is blocked instead (no immediate cycling, §4.2).
 * Kernel rows: besides the rows of S (§5.3), the kernel matrix among the
   learned examples is kept while it fits ``learned_kernel_bytes`` (every such
-  row is computed once anyway, when the example is learned), and when the
-  store is a large unlabelled pool, rows over the learned examples are
-  evaluated against a contiguous copy of them rather than gathered from the
-  store each time.  Both only save kernel evaluations; the results are the
-  same up to rounding.
+  row is computed once anyway, when the example is learned), so an example
+  re-entering S costs no kernel evaluation.  This only saves kernel
+  evaluations; the results are the same up to rounding.
+* gamma is computed for every learned example, not only for the E and O
+  candidates of case 4: the one gemv over the contiguous rows of S (eq. 30)
+  costs less than gathering the candidates' columns would, and the few
+  extra entries (those of S, which are 0 up to rounding) are simply not
+  watched.
+* Empty S (§4.1, eqs. 25–28): only b moves, so an example driven up with
+  a_c = 0 that reaches the margin first joins O with g_c = 0 (its KKT
+  condition holds); otherwise the example of E or O that reaches the margin
+  first becomes the first margin vector, R = [[-K_kk, y_k], [y_k, 0]].
 """
 
 from __future__ import annotations
