@@ -305,6 +305,18 @@ def test_upload_a_csv_and_see_errors_that_name_row_and_column(tmp_path):
                 upload_csv_in_ui(page, server.url, bad, label_column="label", positive="yes")
                 error = page.locator("[data-testid='stAlertContentError']").inner_text(timeout=60_000)
                 assert "row 2" in error and "b" in error, error
+                assert error.startswith("bad.csv: "), error  # the file the person uploaded, by name
+                # an empty file is refused at once, without an import form to fill in
+                empty = tmp_path / "empty.csv"
+                empty.write_bytes(b"")
+                page.goto(f"{server.url}/data")
+                page.wait_for_selector("text=Datasets in the database", timeout=60_000)
+                wait_for_app(page)
+                page.get_by_role("tab", name="Upload a CSV").click()
+                page.locator("input[type='file']").set_input_files(str(empty))
+                page.wait_for_selector("text=empty.csv: the file is empty", timeout=60_000)
+                wait_for_app(page)
+                assert page.get_by_role("button", name="Import", exact=True).count() == 0
         finally:
             browser.close()
     engine = make_engine(db_url)
@@ -315,4 +327,49 @@ def test_upload_a_csv_and_see_errors_that_name_row_and_column(tmp_path):
     X, y, _, display = repo.load_dataset_arrays(engine, cancer.id)
     assert int((y == 1).sum()) == 212  # malignant cases in the Wisconsin diagnostic set
     assert display.item_keys[0] == "case_001"
+    engine.dispose()
+
+
+def test_shortcut_keys_do_nothing_while_new_session_is_open(tmp_path):
+    """Keys typed while the New session form covers the item must not label it unseen."""
+    from playwright.sync_api import sync_playwright
+
+    from app.service import MarginLab
+    from storage import repository as repo
+
+    db_url = f"sqlite:///{tmp_path / 'marginlab.db'}"
+    svc = MarginLab.from_url(db_url)
+    dataset_id = svc.ensure_demo_dataset()
+    session_id = svc.start_session(dataset_id=dataset_id, annotator="ada", strategy="random").session_id
+    svc.engine.dispose()
+    with sync_playwright() as playwright:
+        browser = launch_browser(playwright)
+        try:
+            with AppServer(db_url, tmp_path / "server.log") as server:
+                page = browser.new_page(viewport={"width": 1400, "height": 1000})
+                page.goto(server.url)
+                wait_for_app(page)
+                page.wait_for_selector(".st-key-progress", timeout=60_000)
+                shown = shown_item_index(page)
+                page.get_by_role("button", name=re.compile("New session")).click()
+                page.wait_for_selector("text=Labelling is paused while", timeout=30_000)
+                wait_for_app(page)
+                page.get_by_role("button", name="Start labelling").focus()
+                for key in "npsu":
+                    page.keyboard.press(key)
+                time.sleep(1.0)
+                wait_for_app(page)
+                assert progress_labels(page) == 0 and shown_item_index(page) == shown
+                page.keyboard.press("Escape")  # close the form: the keys label again
+                page.wait_for_selector("text=Labelling is paused while", state="detached", timeout=30_000)
+                wait_for_app(page)
+                page.mouse.click(5, 5)
+                press_label_key(page, "n", item_caption(page))
+                wait_for_app(page)
+                assert progress_labels(page) == 1
+        finally:
+            browser.close()
+    engine = MarginLab.from_url(db_url).engine
+    events = repo.label_events(engine, session_id)
+    assert [(e.item_index, e.value) for e in events] == [(shown, -1)]
     engine.dispose()
