@@ -528,3 +528,32 @@ def test_runs_are_deterministic_with_ties():
     assert states[0].keys() == states[1].keys()
     for k in states[0]:
         np.testing.assert_array_equal(states[0][k], states[1][k])
+
+
+def test_kernel_rows_cover_the_learned_examples_only():
+    # §5.3: a new label costs one kernel row over the learned examples, never one over
+    # the whole store, whether the unlabelled rest of the store is large or small
+    X, y = two_blobs(100, seed=26)
+    s = IncrementalSVM(X, kernel="rbf", C=1.0, gamma=GAMMA)
+    s.learn(0, y[0])  # the first label also evaluates the store's diagonal once
+    for i in range(1, 80):
+        res = s.learn(i, y[i])
+        assert res.kernel_evals == len(s.labelled_)
+    _, f_ref = reference_on(s, X, y, np.arange(80), 1.0)
+    np.testing.assert_allclose(s.decision_function(), f_ref, atol=1e-5)
+
+
+def test_decision_function_in_row_blocks_matches_the_dense_formula():
+    # more stored points than one scoring block (256 rows), in an arbitrary order
+    X, y = two_blobs(700, seed=27)
+    s = IncrementalSVM(X, kernel="rbf", C=1.0, gamma=GAMMA)
+    for i in range(40):
+        s.learn(i, y[i])
+    sv, coef, b = s.coefficients()
+    idx = np.random.default_rng(3).permutation(len(X))
+    n0 = s.n_kernel_evals
+    f = s.decision_function(idx)
+    assert s.n_kernel_evals - n0 == len(idx) * len(sv)
+    np.testing.assert_allclose(f, kernel_matrix(s, X[idx], X[sv]) @ coef + b, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(s.decision_function(), kernel_matrix(s, X, X[sv]) @ coef + b, rtol=0, atol=1e-12)
+    assert s.decision_function([]).shape == (0,)
