@@ -23,12 +23,38 @@ INSIDE_LEGEND = {"orientation": "v", "x": 0.02, "y": 0.98, "xanchor": "left", "y
                  "bgcolor": "rgba(255,255,255,0.7)", "font": {"size": 11}}
 
 
+#: characters per title line on the small live charts (four share half the page width)
+LIVE_TITLE_CHARS = 30
+
+
+def wrap_title(title: str, width: int | None) -> str:
+    """Break a chart title into lines of at most ``width`` characters at spaces (Plotly
+    does not wrap titles: a long one runs off a narrow chart and is cut)."""
+    if not width:
+        return title
+    lines = []
+    for part in title.split("<br>"):
+        line = ""
+        for word in part.split():
+            if line and len(line) + 1 + len(word) > width:
+                lines.append(line)
+                line = word
+            else:
+                line = f"{line} {word}" if line else word
+        lines.append(line)
+    return "<br>".join(lines)
+
+
 def _layout(title: str, *, height: int = 260, xtitle: str | None = None, ytitle: str | None = None,
-            **extra) -> dict[str, Any]:
+            wrap: int | None = LIVE_TITLE_CHARS, **extra) -> dict[str, Any]:
+    title = wrap_title(title, wrap)
+    # Room for three title lines on every live chart, so the plots side by side stay aligned
+    # whatever their titles' lengths.
+    top = 40 if not wrap else 72
     layout: dict[str, Any] = {
-        "title": {"text": title, "font": {"size": 13}},
-        "height": height,
-        "margin": {"l": 10, "r": 10, "t": 40, "b": 10},
+        "title": {"text": title, "font": {"size": 13}, "y": 1.0, "yanchor": "top", "pad": {"t": 8}},
+        "height": height + top - 40,
+        "margin": {"l": 10, "r": 10, "t": top, "b": 10},
         "xaxis": {"title": {"text": xtitle or ""}, "gridcolor": GRID},
         "yaxis": {"title": {"text": ytitle or ""}, "gridcolor": GRID},
         "legend": {"orientation": "h", "y": -0.3},
@@ -41,8 +67,8 @@ def _layout(title: str, *, height: int = 260, xtitle: str | None = None, ytitle:
     return layout
 
 
-def _empty(title: str, note: str, height: int = 260) -> Figure:
-    layout = _layout(title, height=height)
+def _empty(title: str, note: str, height: int = 260, wrap: int | None = LIVE_TITLE_CHARS) -> Figure:
+    layout = _layout(title, height=height, wrap=wrap)
     layout["xaxis"] = {"visible": False}
     layout["yaxis"] = {"visible": False}
     layout["annotations"] = [{"text": note, "showarrow": False, "x": 0.5, "y": 0.5, "xref": "paper",
@@ -132,6 +158,11 @@ def margin_figure(history: pd.DataFrame) -> Figure:
 # --------------------------------------------------------------------------- comparisons
 
 
+#: axis titles for the metrics of the tidy comparison rows
+METRIC_NAMES = {"auc": "test AUC", "accuracy": "test accuracy", "n_sv": "support vectors",
+                "n_bound": "support vectors at the bound C", "n_in_margin": "unlabelled items with |f| < 1"}
+
+
 def _rgba(color: str, alpha: float) -> str:
     color = color.lstrip("#")
     r, g, b = (int(color[k:k + 2], 16) for k in (0, 2, 4))
@@ -157,7 +188,7 @@ def learning_curve_figure(rows: pd.DataFrame, metric: str = "auc", *, title: str
     """Mean ± std bands over seeds for each heuristic; stored sessions overlaid as dashed lines."""
     title = title or f"{metric} vs labels (mean ± std over seeds)"
     if rows is None or len(rows) == 0 or metric not in rows:
-        return _empty(title, "no results", height=380)
+        return _empty(title, "no results", height=380, wrap=None)
     data: list[dict[str, Any]] = []
     bands = curve_bands(rows.dropna(subset=[metric]), metric)
     for k, (series, part) in enumerate(bands.groupby("series", sort=True)):
@@ -180,7 +211,7 @@ def learning_curve_figure(rows: pd.DataFrame, metric: str = "auc", *, title: str
             data.append({"type": "scatter", "x": _values(part["n_labels"]), "y": _values(part[overlay_metric]),
                          "mode": "lines", "name": str(name),
                          "line": {"color": PALETTE[(k + 4) % len(PALETTE)], "dash": "dash", "width": 1.5}})
-    layout = _layout(title, height=380, xtitle="labels", ytitle=metric)
+    layout = _layout(title, height=380, xtitle="labels", ytitle=METRIC_NAMES.get(metric, metric), wrap=None)
     layout["margin"]["t"] = 50
     return {"data": data, "layout": layout}
 
@@ -189,7 +220,7 @@ def latency_figure(rows: pd.DataFrame) -> Figure:
     """Median and 95th percentile of update and query milliseconds per heuristic."""
     title = "Latency per label (median and 95th percentile, ms)"
     if rows is None or len(rows) == 0 or "update_ms" not in rows:
-        return _empty(title, "no results", height=340)
+        return _empty(title, "no results", height=340, wrap=None)
     data_rows = rows.assign(series=_series_name(rows))
     data = []
     for k, (column, label) in enumerate((("update_ms", "update"), ("query_ms", "query"))):
@@ -201,6 +232,6 @@ def latency_figure(rows: pd.DataFrame) -> Figure:
                      "marker": {"color": PALETTE[k]}})
         data.append({"type": "bar", "x": names, "y": _values(stats[0.95]), "name": f"{label} p95",
                      "marker": {"color": _rgba(PALETTE[k], 0.45)}})
-    layout = _layout(title, height=340, ytitle="ms", barmode="group")
+    layout = _layout(title, height=340, ytitle="ms", barmode="group", wrap=None)
     layout["margin"]["t"] = 50
     return {"data": data, "layout": layout}

@@ -594,3 +594,26 @@ def test_upload_helpers_name_the_file_and_refuse_empty_files(db_url):
         svc.import_csv(b"a,b,label\n1,2,yes\n3,oops,no\n", name="bad", label_column="label", positive="yes")
     text = ui.data_error_text(error.value, "bad.csv")
     assert text.startswith("bad.csv: ") and "'oops'" in text and "row 2" in text
+
+
+def test_chart_titles_fit_their_charts_and_axes_are_named():
+    """Long titles (the ROC of the scores when asked) are wrapped instead of running off a
+    narrow live chart, the live plots share one top margin, and the Compare axes say what
+    they measure."""
+    from app import charts
+
+    history = pd.DataFrame({"n_labels": [1, 2, 3], "auc": [0.5, 0.6, 0.7], "n_sv": [1, 2, 3],
+                            "n_bound": [0, 1, 1], "n_in_margin": [9, 8, 7]})
+    roc = (np.array([0.0, 0.5, 1.0]), np.array([0.0, 1.0, 1.0]), 0.75,
+           "ROC · scores the model gave each item when it was asked<br>(8 labels)")
+    figures = [charts.roc_figure(roc, has_evaluation=False), charts.auc_figure(history, has_evaluation=False),
+               charts.support_vector_figure(history), charts.margin_figure(history)]
+    for figure in figures:
+        title = figure["layout"]["title"]["text"]
+        assert all(len(line) <= charts.LIVE_TITLE_CHARS for line in title.split("<br>")), title
+    assert len({f["layout"]["margin"]["t"] for f in figures}) == 1
+    assert len({f["layout"]["height"] for f in figures}) == 1
+    rows = pd.DataFrame({"strategy": ["random"] * 2, "solver": ["lasvm"] * 2, "seed": [0, 0],
+                         "n_labels": [1, 2], "auc": [0.5, 0.6], "n_sv": [1, 2]})
+    assert charts.learning_curve_figure(rows, "auc")["layout"]["yaxis"]["title"]["text"] == "test AUC"
+    assert charts.learning_curve_figure(rows, "n_sv")["layout"]["yaxis"]["title"]["text"] == "support vectors"
