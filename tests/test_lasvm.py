@@ -545,3 +545,29 @@ def test_final_check_admits_violators_all_or_the_most_violating_first(monkeypatc
     check_invariants(s)
     ref = dense_svm_dual(s.kernel(X, X), y, 10.0)
     assert ref.objective - s.dual_objective() <= 10 * s.tol * max(1.0, abs(ref.objective))
+
+
+def test_copy_sharing_the_store_allocates_nothing_of_the_pool_size():
+    # the solver keeps views of the store's arrays between steps; a copy that
+    # shares the store must not duplicate them
+    import copy
+    import tracemalloc
+
+    rng = np.random.default_rng(24)
+    pool = rng.standard_normal((40_000, 8))  # 2.56 MB (the labels, copied, are 0.32 MB)
+    y = np.where(pool[:, 0] > 0, 1.0, -1.0)
+    s = LASVM(pool, C=1.0, gamma=0.3)
+    for i in range(30):
+        s.learn(i, y[i])
+    memo = {id(s.store): s.store, id(s.cache): s.cache, id(s.kernel): s.kernel}
+    tracemalloc.start()
+    try:
+        clone = copy.deepcopy(s, memo)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 1_000_000
+    for i in range(30, 60):
+        clone.learn(i, y[i])
+        s.learn(i, y[i])
+    np.testing.assert_array_equal(clone.decision_function(np.arange(100)), s.decision_function(np.arange(100)))

@@ -109,6 +109,7 @@ class LASVM(OnlineSolver):
         self.curvature_floor = float(curvature_floor)
         self.shrinking = bool(shrinking)
         self.final_check = bool(final_check)
+        self._views: tuple[np.ndarray, np.ndarray] | None = None
         self._reset_set()
         super().__init__(X, **params)
 
@@ -173,16 +174,29 @@ class LASVM(OnlineSolver):
         self._up_pen[p] = 0.0 if a < self._hi[p] else -np.inf
         self._down_pen[p] = 0.0 if a > self._lo[p] else np.inf
 
-    # (the solver keeps no reference to the store's arrays, only to the store:
-    # a copy that shares the store, as the active-learning loop makes for
-    # undo, then copies nothing of the size of the pool)
+    # Views of the store's arrays are kept between steps (building them costs
+    # about a microsecond each, several times per online step) and renewed
+    # when the store has grown.  They are not part of the solver's state: a
+    # copy that shares the store, as the active-learning loop makes for undo,
+    # must copy nothing of the size of the pool (``__getstate__``).
     @property
     def _X_store(self) -> np.ndarray:
-        return self.store.X
+        return self._store_views()[0]
 
     @property
     def _sq_store(self) -> np.ndarray:
-        return self.store.sq_norms
+        return self._store_views()[1]
+
+    def _store_views(self) -> tuple[np.ndarray, np.ndarray]:
+        views = self._views
+        if views is None or len(views[1]) != len(self.store):
+            views = self._views = (self.store.X, self.store.sq_norms)
+        return views
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = self.__dict__.copy()
+        state["_views"] = None
+        return state
 
     def _note_zero(self, p: int) -> None:
         if self._alpha[p] == 0.0:
@@ -221,7 +235,8 @@ class LASVM(OnlineSolver):
 
     def _kernel_row(self, k: int, n: int) -> np.ndarray:
         """K(x_k, S[:n]) as in ``_kernel``, with a matrix-vector product (the online hot path)."""
-        G = self._XS[:n] @ self._X_store[k]
+        X, sq = self._store_views()
+        G = self._XS[:n] @ X[k]
         kern = self.kernel
         if kern.name == "linear":
             return G
@@ -230,7 +245,7 @@ class LASVM(OnlineSolver):
             G += kern.coef0
             return np.power(G, int(kern.degree), out=G)
         G *= 2.0
-        G -= self._sq_store[k]
+        G -= sq.item(k)
         G -= self._sqS[:n]
         np.minimum(G, 0.0, out=G)
         G *= kern.gamma
@@ -304,8 +319,9 @@ class LASVM(OnlineSolver):
             self._lo[n], self._hi[n], self._up_pen[n], self._down_pen[n] = -self.C, 0.0, -np.inf, 0.0
         # g_k = y_k - sum_{s in S} alpha_s K_ks (PROCESS step 2)
         self._g[n] = y - float(K_kS @ self._alpha[:n]) if n else y
-        self._XS[n] = self._X_store[k]
-        self._sqS[n] = self._sq_store[k]
+        X, sq = self._store_views()
+        self._XS[n] = X[k]
+        self._sqS[n] = sq.item(k)
         self._where[k] = n
         self._zeros.add(k)
         self._n = self._n_active = n + 1
