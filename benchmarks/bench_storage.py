@@ -108,13 +108,28 @@ def bench_record_latency(folder: Path, n_labels: int, synchronous: str = "FULL")
     return timings
 
 
-def bench_disk_sync(folder: Path, repeats: int = 200) -> list[float]:
-    """The disk's own cost of a durable commit: append 4 KiB, fdatasync (ms)."""
+def wal_bytes_per_label(folder: Path, n_labels: int = 10) -> float:
+    """Bytes one record_label appends to the write-ahead log (what its commit must flush)."""
+    _url, engine = new_database(folder, "wal-size.db")
+    session_id = start(engine, make_dataset(engine, n_labels + 20, 10))
+    for i in range(20):
+        record(engine, session_id, i)
+    with sqlite3.connect(folder / "wal-size.db", isolation_level=None) as connection:
+        connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")  # empty log: each commit below appends its frames
+    for i in range(20, 20 + n_labels):
+        record(engine, session_id, i)
+    size = (folder / "wal-size.db-wal").stat().st_size
+    engine.dispose()
+    return size / n_labels
+
+
+def bench_disk_sync(folder: Path, block: int = 4096, repeats: int = 200) -> list[float]:
+    """The disk's own cost of a durable commit: append ``block`` bytes, fdatasync (ms)."""
     timings = []
-    descriptor = os.open(folder / "sync-probe", os.O_WRONLY | os.O_CREAT | os.O_APPEND)
+    descriptor = os.open(folder / f"sync-probe-{block}", os.O_WRONLY | os.O_CREAT | os.O_APPEND)
     try:
         for _ in range(repeats):
-            os.write(descriptor, b"\0" * 4096)
+            os.write(descriptor, b"\0" * block)
             started = time.perf_counter()
             os.fdatasync(descriptor)
             timings.append((time.perf_counter() - started) * 1e3)
@@ -282,6 +297,8 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="marginlab-bench-") as tmp:
         folder = Path(tmp)
         disk_sync = bench_disk_sync(folder)
+        commit_bytes = wal_bytes_per_label(folder)
+        disk_sync_commit = bench_disk_sync(folder, block=round(commit_bytes))
         latency = bench_record_latency(folder, n_latency)
         latency_normal = bench_record_latency(folder, n_latency, "NORMAL")
         concurrent = bench_concurrent_writers(folder, 4, per_writer)
@@ -296,6 +313,11 @@ def main() -> None:
             "disk: 4 KiB append + fdatasync, median",
             f"{statistics.median(disk_sync):.2f} ms",
             "the floor of a durable commit on this disk",
+        ),
+        (
+            f"  the same for one label's log frames ({commit_bytes / 1024:.1f} KiB)",
+            f"{statistics.median(disk_sync_commit):.2f} ms",
+            "what a record_label commit writes and flushes",
         ),
         ("record_label median (1 writer)", f"{median:.2f} ms", f"{verdict}: target <= {TARGET_RECORD_MS:.0f} ms"),
         ("record_label p95 (1 writer)", f"{percentile(latency, 95):.2f} ms", f"{n_latency} labels"),
