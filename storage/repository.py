@@ -656,18 +656,23 @@ def _raise_if_labelled(session: Session, session_id: int, item_id: int, item_ind
         )
 
 
-def undo_last_label(engine: EngineLike, session_id: int) -> LabelEvent | None:
+def undo_last_label(engine: EngineLike, session_id: int, *, label_id: int | None = None) -> LabelEvent | None:
     """Mark the session's most recent active label as undone; return it (None if none).
 
     The row stays (with ``undone_at`` set) for the audit trail. Snapshots that
     reflected it are deleted.
+
+    ``label_id``: undo only if that label is still the session's most recent
+    active one. A repeated or stale Undo (a double click, a second tab that
+    has not seen the first Undo) then changes nothing and returns None, in the
+    same transaction as the check, instead of undoing the label before it.
     """
     with writing(engine) as session:
         _active_session_row(session, session_id)
         last_id = session.execute(
             select(func.max(Label.id)).where(Label.session_id == session_id, Label.undone_at.is_(None))
         ).scalar()
-        if last_id is None:
+        if last_id is None or (label_id is not None and last_id != label_id):
             return None
         now = utc_now()
         session.execute(update(Label).where(Label.id == last_id).values(undone_at=now))

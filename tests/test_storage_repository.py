@@ -316,6 +316,17 @@ def test_undo_marks_the_last_label_and_allows_relabelling(engine):
     assert row_counts(engine)["labels"] == 4  # nothing deleted: the audit trail stays
 
 
+def test_undo_of_a_given_label_happens_once_and_only_while_it_is_the_last(engine):
+    session_id = new_session(engine, small_dataset(engine))
+    first, second = label(engine, session_id, 3), label(engine, session_id, 8, value=-1)
+    assert storage.undo_last_label(engine, session_id, label_id=first.label_id) is None  # not the last one
+    assert storage.undo_last_label(engine, session_id, label_id=second.label_id).label_id == second.label_id
+    assert storage.undo_last_label(engine, session_id, label_id=second.label_id) is None  # a second click
+    assert storage.labelled_items(engine, session_id) == {3: 1}
+    trail = storage.label_events(engine, session_id, include_undone=True)
+    assert [(e.item_index, e.undone_at is not None) for e in trail] == [(3, False), (8, True)]
+
+
 # -- snapshots ------------------------------------------------------------------
 
 
