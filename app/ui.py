@@ -87,6 +87,16 @@ def data_error_text(error: Exception, filename: str | None) -> str:
     return text
 
 
+@st.cache_data(max_entries=4, show_spinner=False)
+def _preview(_service: MarginLab, data: bytes):
+    return _service.preview_csv(data)
+
+
+def csv_preview(service: MarginLab, data: bytes):
+    """The preview of an uploaded file, parsed once per file (the Data page reruns on every choice)."""
+    return _preview(service, data)
+
+
 def unreadable_csv(preview, filename: str) -> str | None:
     """Why an uploaded file cannot be imported at all (no header, no rows), or None."""
     if not any(str(h).strip() for h in preview.header):

@@ -273,14 +273,17 @@ def upload_csv_in_ui(page, base_url: str, path: Path, *, label_column: str | Non
     wait_for_app(page)
     page.get_by_role("tab", name="Upload a CSV").click()
     page.locator("input[type='file']").set_input_files(str(path))
-    page.wait_for_selector("text=Positive value of the label column", timeout=60_000)
+    page.wait_for_selector("text=True-label column (optional)", timeout=60_000)
     wait_for_app(page)
     if label_column:
         choose(page, "True-label column (optional)", label_column)
+        wait_for_app(page)
     if positive:
-        page.get_by_role("textbox", name="Positive value of the label column").fill(positive)
+        choose(page, "Positive value of the label column", positive)
+        wait_for_app(page)
     if key_column:
         choose(page, "Item key column (optional)", key_column)
+        wait_for_app(page)
     page.get_by_role("button", name="Import", exact=True).click()
     wait_for_app(page)
 
@@ -306,6 +309,12 @@ def test_upload_a_csv_and_see_errors_that_name_row_and_column(tmp_path):
                 error = page.locator("[data-testid='stAlertContentError']").inner_text(timeout=60_000)
                 assert "row 2" in error and "b" in error, error
                 assert error.startswith("bad.csv: "), error  # the file the person uploaded, by name
+                # only the fields of the chosen display are shown
+                assert page.get_by_role("spinbutton", name="Image width").count() == 0
+                assert page.get_by_role("combobox", name="Text column").count() == 0
+                page.get_by_text("an image built from the features", exact=True).click()
+                page.get_by_role("spinbutton", name="Image width").wait_for(timeout=30_000)
+                assert page.get_by_role("combobox", name="Text column").count() == 0
                 # an empty file is refused at once, without an import form to fill in
                 empty = tmp_path / "empty.csv"
                 empty.write_bytes(b"")

@@ -52,7 +52,7 @@ with upload_tab:
     upload = st.file_uploader("CSV file (UTF-8, header row)", type=["csv"], key="upload")
     if upload is not None:
         data = upload.getvalue()
-        preview = svc.preview_csv(data)
+        preview = ui.csv_preview(svc, data)
         problem = ui.unreadable_csv(preview, upload.name)
         if problem:
             st.error(problem)
@@ -60,33 +60,47 @@ with upload_tab:
         st.caption(f"{preview.n_rows} rows, {len(preview.header)} columns; the first {len(preview.frame)}:")
         st.dataframe(preview.frame, hide_index=True, width="stretch", height=240)
         columns = preview.header
-        with st.form("upload_form"):
-            name = st.text_input("Name", value=upload.name.rsplit(".", 1)[0])
+        # Plain widgets, not a form: the fields that matter appear as the choices are made
+        # (the positive value lists the label column's values; image or text fields only
+        # for that display).
+        with st.container(border=True):
+            name = st.text_input("Name", value=upload.name.rsplit(".", 1)[0], key=f"upload_name_{upload.name}")
             label_column = st.selectbox("True-label column (optional)", ["(none)", *columns],
                                         help="Used for evaluation and simulations only, never shown "
                                              "to the labeller.")
-            positive = st.text_input("Positive value of the label column",
-                                     help="Leave empty for 0/1 or -1/+1 labels; other values become negative.")
-            key_column = st.selectbox("Item key column (optional)", ["(none)", *columns])
+            positive = None
+            if label_column != "(none)":
+                values = svc.column_values(data, label_column)
+                positive = st.selectbox(
+                    "Positive value of the label column", values, index=len(values) - 1 if values else None,
+                    help="Items with this value are positive; every other value is negative.")
+            key_column = st.selectbox("Item key column (optional)", ["(none)", *columns],
+                                      help="A name or id shown with each item and kept in the exports.")
             display = st.radio("Show each item as", ["table", "image", "text"], horizontal=True,
                                format_func={"table": "a table row", "image": "an image built from the features",
                                             "text": "a text column"}.get)
-            w_col, h_col, t_col = st.columns(3)
-            width = w_col.number_input("Image width", min_value=1, value=8)
-            height = h_col.number_input("Image height", min_value=1, value=8)
-            text_column = t_col.selectbox("Text column", ["(none)", *columns])
-            features = st.multiselect("Feature columns (empty: every other column)", columns)
+            width = height = 8
+            text_column = None
+            if display == "image":
+                w_col, h_col = st.columns(2)
+                width = w_col.number_input("Image width", min_value=1, value=8)
+                height = h_col.number_input("Image height", min_value=1, value=8)
+            elif display == "text":
+                text_column = st.selectbox("Text column", columns, index=None, placeholder="choose the column",
+                                           help="Shown as plain text; not used as a feature.")
+            features = st.multiselect(
+                "Feature columns (empty: every other column)", columns,
+                help="Empty: every column except the label, key and text columns.")
             scaling = st.radio("Scaling", ["none", "standard"], horizontal=True, key="upload_scaling")
             constant = st.radio("Constant columns", ["error", "drop"], horizontal=True,
                                 format_func={"error": "refuse the file", "drop": "leave them out"}.get)
-            if st.form_submit_button("Import", type="primary"):
+            if st.button("Import", type="primary", key="upload_import"):
                 try:
                     _report(svc.import_csv(
                         data, name=name, feature_columns=features or None,
                         label_column=None if label_column == "(none)" else label_column,
-                        positive=positive.strip() or None, display=display,
-                        image_shape=(int(width), int(height)),
-                        text_column=None if text_column == "(none)" else text_column,
+                        positive=positive, display=display, image_shape=(int(width), int(height)),
+                        text_column=text_column,
                         key_column=None if key_column == "(none)" else key_column,
                         scaling=scaling, constant_columns=constant, source=upload.name))
                 except (DataError, StorageError, ServiceError) as error:
