@@ -454,10 +454,10 @@ class LASVM(OnlineSolver):
         self._ext = None
         na = self._n_active
         # g_s <- g_s - lambda (K_is - K_js) for every (non-shrunk) s in S
-        buf = self._buf[:na]
+        buf, g_a = self._buf[:na], g[:na]
         np.subtract(K_i[:na], K_j[:na], out=buf)
         buf *= lam
-        g[:na] -= buf
+        np.subtract(g_a, buf, out=g_a)  # (not g[:na] -= buf, which also copies the result back)
 
     def _set_bias(self, i: int, j: int) -> None:
         """b and delta of eq. 10 from the extreme pair (one-sided when a side is empty)."""
