@@ -57,6 +57,8 @@ EVAL_MAX_ITEMS = 2000
 
 #: a snapshot of the loop is stored after every this many answers (labels and skips)
 SNAPSHOT_EVERY = 25
+#: ... with the solver states from before this many of the last labels (lasvm, ramp: see save_snapshot)
+SNAPSHOT_UNDO_STATES = 5
 #: format of the service's part of a snapshot's meta
 SNAPSHOT_FORMAT = 1
 
@@ -252,12 +254,12 @@ class LabellingRun:
         self.last_update_ms = None
         self.version += 1
         self._ask()
-        if len(pairs) - (self.resumed_from or 0) >= SNAPSHOT_EVERY:
+        if self.service.use_snapshots and len(pairs) - (self.resumed_from or 0) >= SNAPSHOT_EVERY:
             self.save_snapshot()  # the next resume need not replay these again
 
     def _from_snapshot(self, pairs: list[tuple[int, int]], data: dict[str, Any]) -> ActiveLearningLoop | None:
         """The loop restored from the latest snapshot, if it covers exactly the first events; else None."""
-        snapshot = repo.latest_snapshot(self.engine, self.session_id)
+        snapshot = repo.latest_snapshot(self.engine, self.session_id) if self.service.use_snapshots else None
         if snapshot is None:
             self.resume_note = "no snapshot: every event replayed"
             return None
@@ -300,7 +302,9 @@ class LabellingRun:
         failure to store it changes nothing else (the next resume replays more events).
         """
         with self.lock:
-            arrays, loop_meta = self.loop.to_state()
+            # with the solver states from before the last few labels (non-exact solvers), so
+            # that many undos after a resume restore a state instead of replaying every label
+            arrays, loop_meta = self.loop.to_state(previous=SNAPSHOT_UNDO_STATES)
             n = len(self.answers)
             meta = {"loop": loop_meta, "service": {
                 "format": SNAPSHOT_FORMAT, "label_ids": [a.label_id for a in self.answers],
@@ -582,8 +586,10 @@ class CsvPreview:
 class MarginLab:
     """Everything the pages do, over one engine (one per process and database)."""
 
-    def __init__(self, engine):
+    def __init__(self, engine, *, use_snapshots: bool = True):
         self.engine = engine
+        #: resume sessions from their latest snapshot (False: always replay every event)
+        self.use_snapshots = bool(use_snapshots)
         self._runs: dict[int, LabellingRun] = {}
         self._runs_lock = threading.Lock()
 

@@ -28,7 +28,10 @@ Design notes
   above ``TRACK_LIMIT``, where copying per-example arrays on every label would
   dominate the update time) it rebuilds the solver by re-learning the
   remaining labels in order, which gives the identical state because solvers
-  are deterministic given their ``random_state``.
+  are deterministic given their ``random_state``.  Labels applied by
+  :meth:`ActiveLearningLoop.replay` (rebuilding) keep the solver's
+  ``to_state`` instead of a copy, and so does a snapshot of the loop for the
+  last labels before it (see below): undo restores those with ``from_state``.
 * **Cold start.**  Until both classes have a label (and at least ``initial``
   labels have been given) the cold-start rule picks the items: ``random`` or
   ``one-class`` (see :mod:`core.strategies` for why ``random`` is the default).
@@ -141,6 +144,33 @@ class _UndoEntry:
     state: Any = None  # the same as (arrays, meta) of the solver's to_state, after a resume
 
 
+_IMMUTABLE = (int, float, str, bool, type(None), np.integer, np.floating, np.bool_)
+
+
+def _is_immutable(value) -> bool:
+    return isinstance(value, _IMMUTABLE) or (type(value) is tuple and all(isinstance(x, _IMMUTABLE) for x in value))
+
+
+def _copy_value(value, memo: dict[int, Any]):
+    """What ``copy.deepcopy`` gives, with cheap paths for arrays and flat containers of immutables."""
+    key = id(value)
+    if key in memo:
+        return memo[key]
+    if _is_immutable(value):
+        return value
+    if type(value) is np.ndarray:
+        clone = value.copy(order="K")
+    elif type(value) in (list, set) and all(isinstance(x, _IMMUTABLE) for x in value):
+        clone = type(value)(value)
+    elif type(value) is dict and all(isinstance(k, _IMMUTABLE) and isinstance(v, _IMMUTABLE)
+                                     for k, v in value.items()):
+        clone = dict(value)
+    else:
+        clone = copy.deepcopy(value, memo)
+    memo[key] = clone
+    return clone
+
+
 def _copy_solver(solver) -> tuple[Any, int]:
     """A copy of the solver that shares its data store and kernel cache; and its size in bytes.
 
@@ -148,15 +178,21 @@ def _copy_solver(solver) -> tuple[Any, int]:
     them is safe; everything else (coefficients, gradients, factorisations,
     the solver's random generator) is copied, so learning from the copy
     continues exactly as the original did.  (A ``to_state`` / ``from_state``
-    round trip restores the coefficients but may rebuild internal matrices
-    with different rounding, so later steps could drift from a replay.)
+    round trip restores the coefficients exactly but rebuilds internal
+    matrices such as LASVM's K(S, S); the tests find the later steps
+    identical, but only a copy guarantees it, so the live loop copies.)
+    The copy is ``copy.deepcopy`` of each attribute, except that arrays and
+    flat lists / sets / dicts of numbers are copied directly: deepcopy walks
+    a list of a thousand learned indices item by item, which made the copy
+    the largest part of a label's update time.
     """
-    memo = {id(solver.store): solver.store}
+    memo: dict[int, Any] = {id(solver.store): solver.store}
     if solver.cache is not None:
         memo[id(solver.cache)] = solver.cache
     if solver.kernel is not None:
         memo[id(solver.kernel)] = solver.kernel
-    clone = copy.deepcopy(solver, memo)
+    clone = copy.copy(solver)
+    clone.__dict__ = {name: _copy_value(value, memo) for name, value in vars(solver).items()}
     size = sum(v.nbytes for v in vars(clone).values() if isinstance(v, np.ndarray))
     return clone, int(size)
 
@@ -230,6 +266,7 @@ class ActiveLearningLoop:
         self.history: list[HistoryRow] = []
         self._undo: list[_UndoEntry] = []
         self._snapshot_bytes = 0
+        self._replaying = False
         self._pending: Query | None = None
         self._ranking: np.ndarray | None = None
         self.seen = 0
@@ -403,7 +440,13 @@ class ActiveLearningLoop:
         q, entry = self._answered(i)
         entry.kind, entry.label = "teach", y
         if not self.solver.exact_unlearn and self.track_scores and self.undo_memory > 0:
-            entry.snapshot, entry.snapshot_bytes = _copy_solver(self.solver)
+            if self._replaying:
+                # rebuilding: the solver's own state (a few small arrays) instead of a full copy,
+                # restored by from_state if this label is undone (as after a resume, see to_state)
+                entry.state = self.solver.to_state(include_data=False)
+                entry.snapshot_bytes = sum(np.asarray(v).nbytes for v in entry.state[0].values())
+            else:
+                entry.snapshot, entry.snapshot_bytes = _copy_solver(self.solver)
             self._snapshot_bytes += entry.snapshot_bytes
             self._trim_snapshots()
         k0 = self.solver.n_kernel_evals
@@ -460,7 +503,7 @@ class ActiveLearningLoop:
                 # back to nothing learned: a fresh solver is exactly what a rebuild has (with no
                 # examples the bias is arbitrary, and a solver may keep the one it last had)
                 self.solver = make_solver(self.solver_name, self.X, **self.solver_params)
-                if entry.snapshot is not None:
+                if entry.snapshot is not None or entry.state is not None:
                     self._snapshot_bytes -= entry.snapshot_bytes
                 self._init_scores()
             elif self.solver.exact_unlearn:
@@ -468,7 +511,8 @@ class ActiveLearningLoop:
             elif entry.snapshot is not None:
                 self._snapshot_bytes -= entry.snapshot_bytes
                 self.solver = entry.snapshot
-            elif entry.state is not None:  # kept in a snapshot of the loop (see to_state)
+            elif entry.state is not None:  # kept as the solver's state (see replay and to_state)
+                self._snapshot_bytes -= entry.snapshot_bytes
                 self.solver = solver_class(self.solver_name).from_state(*entry.state, X=self.X)
             else:
                 self._replay_solver([e for e in self.events[:-1] if e[1] != 0])
@@ -493,8 +537,8 @@ class ActiveLearningLoop:
         for e in self._undo:
             if self._snapshot_bytes <= self.undo_memory:
                 break
-            if e.snapshot is not None:
-                e.snapshot = None
+            if e.snapshot is not None or e.state is not None:
+                e.snapshot = e.state = None
                 self._snapshot_bytes -= e.snapshot_bytes
 
     def _replay_solver(self, labels: list[tuple[int, int]]) -> None:
@@ -630,14 +674,24 @@ class ActiveLearningLoop:
         return loop
 
     def replay(self, events) -> None:
-        """Apply (item, label) events in order (label 0 = skip)."""
-        for i, y in events:
-            i, y = int(i), int(y)
-            self.next_query()
-            if y == 0:
-                self.skip(i)
-            else:
-                self.teach(i, y)
+        """Apply (item, label) events in order (label 0 = skip).
+
+        For non-exact solvers, the state kept for undoing each replayed label is
+        the solver's ``to_state`` (a few small arrays) rather than a full copy
+        of the solver, whose kernel matrices made copying the larger part of
+        rebuilding; undo restores it with ``from_state``.
+        """
+        self._replaying = True
+        try:
+            for i, y in events:
+                i, y = int(i), int(y)
+                self.next_query()
+                if y == 0:
+                    self.skip(i)
+                else:
+                    self.teach(i, y)
+        finally:
+            self._replaying = False
 
     def to_state(self, *, previous: int = 1) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
         """The whole loop as plain arrays + a JSON-able dict (no pickle; the pool is not included).
