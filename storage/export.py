@@ -11,8 +11,8 @@ dataset whose true labels are the exported labels.
 CSV layout: the item columns, the feature columns under their own names (a
 feature whose name clashes with another column, or itself starts with
 ``feature:``, is written as ``feature:<name>``, so that removing one prefix
-always gives the name back), then the label and provenance columns. JSONL layout: one
-object per line, the features nested under ``"features"``.
+always gives the name back), then the label and provenance columns. JSONL
+layout: one object per line, the features nested under ``"features"``.
 """
 
 from __future__ import annotations
