@@ -557,3 +557,19 @@ def test_decision_function_in_row_blocks_matches_the_dense_formula():
     np.testing.assert_allclose(f, kernel_matrix(s, X[idx], X[sv]) @ coef + b, rtol=0, atol=1e-12)
     np.testing.assert_allclose(s.decision_function(), kernel_matrix(s, X, X[sv]) @ coef + b, rtol=0, atol=1e-12)
     assert s.decision_function([]).shape == (0,)
+
+
+@pytest.mark.parametrize("scenario,seed,n", [("duplicates", 92, 8), ("duplicates", 1372, 8)])
+def test_margin_vector_that_does_not_move_never_hides_case_3(scenario, seed, n):
+    # duplicated points give margin vectors with da = 0 exactly at a = 0, so the
+    # case-3 step of such a vector is 0/0; it must be excluded (t = inf), never
+    # allowed to hide the margin vector that does limit the step (found by the
+    # property test below; a KKT violation of about 1 after a learn)
+    X, y, C, kernel, order = make_problem(scenario, seed, n)
+    s = IncrementalSVM(X, kernel=kernel, C=C, gamma=GAMMA, max_iter=5_000, on_max_iter="raise")
+    for i in order:
+        assert s.learn(i, y[i]).status == "ok"
+        assert s.kkt_violation() <= 1e-8 * max(1.0, C)
+    if len(np.unique(y)) == 2:
+        sol, _ = reference_on(s, X, y, order, C)
+        assert rel_close(s.dual_objective(), sol.objective, 1e-6)

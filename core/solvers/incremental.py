@@ -186,6 +186,7 @@ class IncrementalSVM(OnlineSolver):
         self._n_refresh = 0
         self._kscale: float | None = None
         self._probe = np.zeros(0)  # fixed probe vector of _probe_drift
+        self._pos_in_seq_order = True  # learned positions in learning order (until a deletion moves one)
         self._resync_pending = False
         self._moved = False  # a drive took a step since the last drift check
         self._pos_of = np.full(len(getattr(self, "store", ())), -1, dtype=np.intp)
@@ -375,6 +376,7 @@ class IncrementalSVM(OnlineSolver):
         i = int(self._pidx[p])
         q = self._nL - 1
         if p != q:
+            self._pos_in_seq_order = False
             for nm in ("_pidx", "_py", "_pa", "_pg", "_pst", "_pseq", "_slot", "_XL", "_sqL"):
                 arr = getattr(self, nm)
                 arr[p] = arr[q]
@@ -425,7 +427,9 @@ class IncrementalSVM(OnlineSolver):
         eps_beta = 1e-12
         kkt_slack = 1e-9
         ykp_d = ypd * krow_p[:nL]  # y_p d K_pj: the driven example's own term of eq. 8, divided by y_j
-        neg_ykp_d = -ykp_d
+        d_Qp = ykp_d * y  # d Q_jp, gathered over S for eq. 7
+        # positions in learning order: the first of equal largest q is the oldest example
+        in_seq_order = self._pos_in_seq_order
         seq_p = int(pseq[p])
         # watch_i = +1 for E, -1 for O examples whose margin may limit the step (case 4):
         # dg_i * watch_i > 0 means g_i moves towards 0.  Examples that violate their KKT
@@ -476,9 +480,10 @@ class IncrementalSVM(OnlineSolver):
                     yS = self._yS[:m]
                     # eq. 7 along the drive: bd = d beta = -R d [y_p; Q_Sp], Q_Sp = y_S y_p K_Sp
                     rhs = np.empty(m + 1)
-                    rhs[0] = -ypd
-                    np.multiply(yS, neg_ykp_d.take(S), out=rhs[1:])
+                    rhs[0] = ypd
+                    d_Qp.take(S, out=rhs[1:])
                     bd = self._R.dot(rhs)
+                    np.negative(bd, out=bd)
                     da = bd[1:]
                     # dg/dt = d gamma (eq. 8) for every learned example by one gaxpy over the
                     # contiguous rows of S (eq. 30): y_j (sum_s da_s y_s K_sj + d y_p K_pj + db).
@@ -518,22 +523,25 @@ class IncrementalSVM(OnlineSolver):
                     t3 /= da
                     np.maximum(t3, 0.0, out=t3)
                     j3 = int(t3.argmin())
+                    masked = False
+                    if not abs(float(da[j3])) > eps_beta:
+                        # a non-moving one came first (or a 0/0 = nan, which argmin returns
+                        # first): exclude the non-moving ones (|da| <= eps_beta) and look again
+                        t3[~(np.abs(da) > eps_beta)] = math.inf
+                        masked = True
+                        j3 = int(t3.argmin())
                     tmin = float(t3[j3])
                     if tmin < math.inf and (tmin, 2) <= best[:2]:
-                        if np.count_nonzero(t3 == tmin) > 1 or not abs(float(da[j3])) > eps_beta:
-                            # a tie, or a non-moving one won: exclude the non-moving ones
-                            # (|da| <= eps_beta, 0/0 included), then the oldest of the tied
-                            t3[~(np.abs(da) > eps_beta)] = math.inf
-                            j3 = int(t3.argmin())
-                            tmin = float(t3[j3])
+                        if np.count_nonzero(t3 == tmin) > 1:
+                            if not masked:  # non-moving ones may be among the tied
+                                t3[~(np.abs(da) > eps_beta)] = math.inf
                             ties = (t3 == tmin).nonzero()[0]
-                            if len(ties) > 1:
+                            if len(ties) > 1:  # the oldest of the tied
                                 j3 = int(ties[pseq.take(S.take(ties)).argmin()])
-                        if tmin < math.inf and (tmin, 2) <= best[:2]:
-                            k3 = int(S[j3])
-                            cand3 = (tmin, 2, int(pseq[k3]), "leave", k3)
-                            if cand3 < best:
-                                best = cand3
+                        k3 = int(S[j3])
+                        cand3 = (tmin, 2, int(pseq[k3]), "leave", k3)
+                        if cand3 < best:
+                            best = cand3
                 # case 4 (eqs. 13–14): an error or other vector reaches the margin, t = -g_i / dg_i
                 # over the watched examples moving towards it (watch_i dg_i > eps_gamma)
                 # (the smallest t is the largest q = g_i / dg_i; q is -inf where not admissible)
@@ -546,10 +554,11 @@ class IncrementalSVM(OnlineSolver):
                 tmin = max(0.0, -q4)
                 if q4 > -math.inf and (best is None or (tmin, 3) < best[:2]):
                     # ties at the same t (all of t <= 0 count as t = 0): the oldest example
-                    tie = np.greater_equal(q, 0.0, out=off) if q4 >= 0.0 else np.equal(q, q4, out=off)
-                    if np.count_nonzero(tie) > 1:
-                        ties = tie.nonzero()[0]
-                        k4 = int(ties[pseq.take(ties).argmin()])
+                    if q4 >= 0.0 or not in_seq_order:
+                        tie = np.greater_equal(q, 0.0, out=off) if q4 >= 0.0 else np.equal(q, q4, out=off)
+                        if np.count_nonzero(tie) > 1:
+                            ties = tie.nonzero()[0]
+                            k4 = int(ties[pseq.take(ties).argmin()])
                     best = (tmin, 3, int(pseq[k4]), "enter", k4)
 
                 if best is None:
@@ -1088,6 +1097,7 @@ class IncrementalSVM(OnlineSolver):
         self._pst[:nL] = arrays["status"]
         self._pseq[:nL] = arrays["seq"]
         self._pos_of[pidx] = np.arange(nL)
+        self._pos_in_seq_order = bool(np.all(np.diff(self._pseq[:nL]) > 0))
         if nL:
             self._XL = np.zeros((len(self._pidx), self.store.n_features))
             self._XL[:nL] = self.store.X[pidx]
