@@ -112,6 +112,15 @@ SUMMARY_NOTE = ("ALC: area under the test-AUC learning curve, normalised (0 = ch
                 "the heuristic's ALC beat, tied or lost to random.")
 
 
+def comparison_problem(budget: int, initial: int) -> str | None:
+    """Why a comparison with these counts would compare nothing, or None."""
+    if initial >= budget:
+        return (f"The {initial} initial labels use the whole budget of {budget}: every label would be "
+                "drawn at random and the heuristics would never choose an item. Lower the initial labels "
+                "or raise the budget.")
+    return None
+
+
 def _number(value) -> float | None:
     try:
         value = float(value)

@@ -617,3 +617,16 @@ def test_chart_titles_fit_their_charts_and_axes_are_named():
                          "n_labels": [1, 2], "auc": [0.5, 0.6], "n_sv": [1, 2]})
     assert charts.learning_curve_figure(rows, "auc")["layout"]["yaxis"]["title"]["text"] == "test AUC"
     assert charts.learning_curve_figure(rows, "n_sv")["layout"]["yaxis"]["title"]["text"] == "support vectors"
+
+
+def test_a_budget_spent_on_initial_labels_is_refused_before_running(db_url):
+    at = start_app()
+    at.switch_page("views/compare.py").run()
+    numbers = {n.label: n for n in at.number_input}
+    numbers["Label budget"].set_value(8)
+    numbers["Initial labels"].set_value(10)
+    [b for b in at.button if b.label == "Run the comparison"][0].click().run()
+    assert not at.exception, at.exception
+    errors = [e.value for e in at.error]
+    assert errors and "10 initial labels use the whole budget of 8" in errors[0], errors
+    assert service(db_url).comparisons() == []

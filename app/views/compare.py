@@ -29,7 +29,10 @@ with st.form("compare"):
     test_fraction = cols[3].number_input("Evaluation share", min_value=0.1, max_value=0.9, value=0.3, step=0.05)
     run_clicked = st.form_submit_button("Run the comparison", type="primary")
 
-if run_clicked:
+problem = ui.comparison_problem(int(budget), int(initial)) if run_clicked else None
+if problem:
+    st.error(problem)
+elif run_clicked:
     bar = st.progress(0.0, text="starting…")
 
     def _progress(fraction: float, text: str) -> None:
