@@ -299,6 +299,12 @@ def test_single_class_first():
     assert s.kkt_gap() <= gap_slack(s)
 
 
+def test_finish_with_nothing_learned():
+    assert LASVM().finish().status == "ok"
+    s = LASVM(np.zeros((3, 2)))
+    assert s.finish().status == "ok" and s.kkt_gap() == 0.0
+
+
 def test_revisit_and_errors():
     X, y = moons(20, seed=15)
     s = LASVM(X, C=1.0, gamma=1.0)
@@ -571,3 +577,45 @@ def test_copy_sharing_the_store_allocates_nothing_of_the_pool_size():
         clone.learn(i, y[i])
         s.learn(i, y[i])
     np.testing.assert_array_equal(clone.decision_function(np.arange(100)), s.decision_function(np.arange(100)))
+
+
+@pytest.mark.parametrize("seed", range(20, 36))
+def test_random_operation_sequences_keep_finish_tau_optimal(seed):
+    # learn / revisit / unlearn / finish in random order on small problems with
+    # duplicate and zero vectors (a zero vector has K_kk = 0 under the linear
+    # and, with coef0 = 0, polynomial kernels); after every finish the whole
+    # learned set is tau-optimal
+    rng = np.random.default_rng(seed)
+    n, d = int(rng.integers(3, 40)), int(rng.integers(1, 4))
+    X = np.round(rng.standard_normal((n, d)) * 2) / 2
+    if rng.random() < 0.3:
+        X[n // 2:] = X[: n - n // 2]
+    y = np.where(rng.random(n) < 0.5, 1.0, -1.0)
+    kernel = str(rng.choice(["rbf", "linear", "poly"]))
+    C = float(rng.choice([0.01, 1.0, 10.0, 100.0]))
+    s = LASVM(X, C=C, kernel=kernel, gamma=0.7, degree=2, coef0=0.0, max_iter=20_000,
+              shrinking=bool(rng.random() < 0.7))
+    Kmax = float(np.max(np.abs(s.kernel(X, X))))
+    learned: set[int] = set()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        for _ in range(3 * n):
+            op = rng.random()
+            new = [i for i in range(n) if i not in learned]
+            if op < 0.6 and new:
+                i = int(rng.choice(new))
+                s.learn(i, y[i])
+                learned.add(i)
+            elif op < 0.75 and learned:
+                s.revisit(int(rng.choice(sorted(learned))))
+            elif op < 0.85 and learned:
+                i = int(rng.choice(sorted(learned)))
+                s.unlearn(i)
+                learned.discard(i)
+            else:
+                r = s.finish()
+                if r.status == "ok":
+                    slack = s.tol + 1e-12 * C * Kmax * n + 1e-12
+                    assert s.kkt_gap() <= slack and r.kkt_gap <= slack
+            check_invariants(s)
+    assert np.all(np.isfinite(s.decision_function()))

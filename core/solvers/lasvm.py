@@ -707,7 +707,7 @@ class LASVM(OnlineSolver):
     def _finish_loop(self) -> tuple[int, str, str, int]:
         its = 0
         rounds = 0
-        check = _FinalCheck(self) if self.final_check else None
+        check = _FinalCheck(self) if self.final_check and self.learned_order else None
         while True:
             n_rep, status, msg = self._reprocess_until_tau("finishing", its)
             its += n_rep
@@ -959,9 +959,10 @@ class _FinalCheck:
         out = np.flatnonzero(outside)  # positions in L, learning order
         y_out = s.y[self.L[out]]
         bound = self.radius[out]
-        if self.root_diag is not None:  # (K_kk = 0: phi(x_k) = 0 and g_k = y_k never changes)
-            root = self.root_diag[out]
-            bound = np.where(root > 0.0, bound * np.where(root > 0.0, root, 1.0), 0.0)
+        if self.root_diag is not None:
+            # (K_kk = 0: phi(x_k) = 0, g_k = y_k never changes; but an
+            # example not evaluated yet has an infinite radius and no value)
+            bound = bound * np.where(bound == np.inf, 1.0, self.root_diag[out])
         g_then = self.g[out]
         slack = 1e-9 * (1.0 + np.abs(g_then))
         with np.errstate(invalid="ignore"):  # inf - inf never occurs: radius is finite or g_up/g_down is
