@@ -200,6 +200,36 @@ def test_hinge_warmup_then_cccp():
     assert_ramp_invariants(s)
 
 
+@pytest.mark.parametrize("seed", [3, 4])
+def test_paper_algorithm_every_step_ends_at_a_cccp_fixed_point(seed):
+    # newton_steps=False, hinge_warmup=0: the paper's OnlineSVMR.  After every learn and unlearn
+    # V is exactly the eq. 10 set {y f >= s} of the learned examples (f recomputed from scratch),
+    # and the weights solve the hinge sub-problem on V: the dense no-bias QP on V has the same
+    # dual objective and the same decision values.
+    X, y = gaussians(70, sep=1.5, seed=seed, flip=0.2)
+    C = 5.0
+    s = make_solver("ramp", X, C=C, gamma=1.0, tol=1e-7, newton_steps=False, hinge_warmup=0, max_nonsv=None,
+                    progress_tol=0.0)
+    rng = np.random.default_rng(seed)
+    excluded_seen = False
+    for step, i in enumerate(rng.permutation(len(y))):
+        s.learn(int(i), y[i])
+        if step > 10 and step % 7 == 0:
+            s.unlearn(int(rng.choice(s.learned_order)))
+        L = s.labelled_
+        z = y[L] * recomputed_f(s, L)
+        in_eq10 = z >= s.ramp_s
+        np.testing.assert_array_equal(s.in_V[L], in_eq10)
+        assert np.all(s.alpha[L][~in_eq10] == 0)
+        excluded_seen |= bool((~in_eq10).any())
+        V = s.active_set_
+        K = s.kernel(X[V], X[V])
+        ref = dense_svm_dual(K, y[V], C, bias=False)
+        np.testing.assert_allclose(s.dual_objective(), ref.objective, rtol=1e-6, atol=1e-9)
+        np.testing.assert_allclose(recomputed_f(s, V), ref.decision(K, y[V]), atol=1e-4)
+    assert excluded_seen, "the test needs examples that leave V to mean anything"
+
+
 def test_progress_rule_keeps_the_invariants():
     # a loose progress tolerance makes CCCP stop growing V early: V may then only shrink, and
     # every step must still end with zero weight below s and KKT on V
@@ -262,6 +292,27 @@ def test_removal_step_keeps_the_closest_non_svs():
     assert dropped.sum() == s.n_removed_
     assert np.all(s.alpha[dropped] == 0)
     assert_ramp_invariants(s)
+
+
+def test_removal_step_drops_the_farthest_non_svs():
+    # Algorithm 2: whenever examples are dropped, none of the non-SVs kept is farther from the
+    # boundary (larger |f|) than any dropped one
+    X, y = gaussians(200, sep=2.0, seed=9, flip=0.15)
+    m = 15
+    s = make_solver("ramp", X, C=2.0, gamma=0.5, max_nonsv=m, hinge_warmup=0)
+    checked = 0
+    for i in range(len(y)):
+        before = s.in_working.copy()
+        before[i] = True
+        s.learn(i, y[i])
+        dropped = np.flatnonzero(before & ~s.in_working)
+        kept_nonsv = np.flatnonzero(s.in_working & (s.alpha == 0))
+        assert len(kept_nonsv) <= m
+        if len(dropped) and len(kept_nonsv):
+            f = np.abs(recomputed_f(s, np.concatenate([dropped, kept_nonsv])))
+            assert f[: len(dropped)].min() >= f[len(dropped):].max() - 1e-9
+            checked += 1
+    assert checked > 10
 
 
 # -- read-outs for OnlineASVMR ----------------------------------------------------

@@ -234,3 +234,38 @@ def test_one_class_cold_start_follows_the_ranking():
     ranking = np.array([3, 1, 4, 0, 2])
     q = one_class_cold_start(FixedScores(f), pool_of(f, labelled=[3]), ranking=ranking)
     assert q.index == 1 and q.strategy == "one-class"
+
+
+def test_ramp_region_with_the_ramp_solver_on_a_rare_class():
+    # OnlineASVMR end to end (Algorithm 3) on a stream with 10% positives: every asked item lies in
+    # the solver's own ramp region when it is asked, every item passed over lies outside it, and
+    # the score recorded is the solver's f(x) at that moment
+    from core.solvers import make_solver
+
+    rng = np.random.default_rng(4)
+    n = 400
+    y = np.where(rng.random(n) < 0.1, 1.0, -1.0)
+    X = rng.normal(size=(n, 2)) + 1.5 * (y[:, None] > 0)
+    solver = make_solver("ramp", X, C=10.0, gamma=1.0)
+    order = rng.permutation(n)
+    available = np.ones(n, dtype=bool)
+    cursor, asked, passed_total = 0, 0, 0
+    while asked < 60:
+        cold = not ((solver.y > 0).any() and (solver.y < 0).any())
+        q = ramp_region(solver, Pool(available), order=order, cursor=cursor,
+                        threshold=np.inf if cold else 1.0, block=16)
+        if q is None:
+            break
+        walk = np.roll(order, -cursor)
+        walk = walk[available[walk]]
+        passed = walk[: q.passed_over]
+        assert walk[q.passed_over] == q.index
+        assert q.score == solver.decision_function([q.index])[0]
+        if not cold:
+            assert solver.in_ramp_region([q.index])[0]
+            assert not solver.in_ramp_region(passed).any()
+            passed_total += len(passed)
+        solver.learn(q.index, y[q.index])
+        available[q.index] = False
+        cursor, asked = q.cursor, asked + 1
+    assert asked == 60 and passed_total > 0 and (solver.y[solver.labelled_] > 0).sum() >= 2
