@@ -157,6 +157,20 @@ def test_analytic_two_points():
     assert s.dual_objective() == pytest.approx(0.5)
 
 
+@pytest.mark.parametrize("final_check", [True, False])
+def test_reported_gap_is_never_negative_when_delta_is(final_check):
+    # x = -1 (y = -1), x = +1 (y = +1), linear kernel, C = 0.01: both at the
+    # bound, g_i = -1 + 2C, g_j = 1 - 2C, so delta = g_i - g_j = -2 + 4C < 0;
+    # no pair violates, the gap is 0
+    s = LASVM(np.array([[-1.0], [1.0]]), kernel="linear", C=0.01, final_check=final_check)
+    s.learn(0, -1.0)
+    r_learn = s.learn(1, 1.0)
+    r = s.finish()
+    assert s.delta_ == pytest.approx(-2.0 + 4 * 0.01)  # eq. 10 keeps its sign
+    assert r_learn.kkt_gap == 0.0 and r.kkt_gap == 0.0 == s.kkt_gap()
+    np.testing.assert_allclose(s.dual_coef_[np.argsort(s.support_)], [-0.01, 0.01])
+
+
 def test_paper_finishing_without_final_check_is_tau_optimal_on_S():
     X, y = moons(150, seed=4)
     s = train(X, y, np.random.default_rng(1).permutation(len(X)), C=10.0, gamma=1.0, final_check=False)

@@ -459,6 +459,15 @@ class LASVM(OnlineSolver):
         buf *= lam
         np.subtract(g_a, buf, out=g_a)  # (not g[:na] -= buf, which also copies the result back)
 
+    def _gap_on_S(self) -> float:
+        """The largest violating pair over S, max(0, delta): a step result's ``kkt_gap``.
+
+        delta = g_i - g_j of eq. 10 is negative when S is optimal with room to
+        spare (e.g. every member at a bound); ``delta_`` keeps that signed
+        value, while a gap, like ``kkt_gap()``, is never negative.
+        """
+        return max(0.0, self._delta)
+
     def _set_bias(self, i: int, j: int) -> None:
         """b and delta of eq. 10 from the extreme pair (one-sided when a side is empty)."""
         g = self._g
@@ -558,8 +567,9 @@ class LASVM(OnlineSolver):
         """One online LASVM iteration: PROCESS(i) followed by one REPROCESS (§3.2).
 
         Costs O(|S| · n_features) whatever the size of the store.  The
-        result's ``kkt_gap`` is delta over S (eq. 10), as is ``delta_``; the
-        gap over every learned example is ``kkt_gap()``.
+        result's ``kkt_gap`` is the largest violating pair over S, max(0,
+        delta) with delta of eq. 10 (``delta_``); the gap over every learned
+        example is ``kkt_gap()``.
         """
         i, y = self._check_learnable(i, y)
         # (StepTimer's bookkeeping inline: this is the online hot path)
@@ -571,7 +581,7 @@ class LASVM(OnlineSolver):
         stepped = int(self._process(i))
         stepped += int(self._reprocess())
         return StepResult(status="ok", iterations=stepped, kernel_evals=cache.n_evals - evals0,
-                          seconds=time.perf_counter() - t0, kkt_gap=self._delta,
+                          seconds=time.perf_counter() - t0, kkt_gap=self._gap_on_S(),
                           extra={"n_set": self._n, "b": self._b})
 
     def revisit(self, i: int) -> StepResult:
@@ -581,7 +591,7 @@ class LASVM(OnlineSolver):
         with timer:
             stepped = int(self._process(i))
             stepped += int(self._reprocess())
-        return timer.result(status="ok", iterations=stepped, kkt_gap=self._delta,
+        return timer.result(status="ok", iterations=stepped, kkt_gap=self._gap_on_S(),
                             extra={"n_set": self._n, "b": self._b})
 
     def unlearn(self, i: int) -> StepResult:
@@ -611,7 +621,7 @@ class LASVM(OnlineSolver):
             self.learned_order.remove(i)
             n_rep, status, msg = self._reprocess_until_tau("unlearn")
             its += n_rep
-        return timer.result(status=status, iterations=its, kkt_gap=self._delta, message=msg,
+        return timer.result(status=status, iterations=its, kkt_gap=self._gap_on_S(), message=msg,
                             extra={"n_set": self._n, "b": self._b})
 
     def _drive_to_zero(self, p: int) -> int:
@@ -670,7 +680,7 @@ class LASVM(OnlineSolver):
         self._full_gap = None
         with timer:
             its, status, msg, rounds = self._finish_loop()
-        gap = self._delta if self._full_gap is None or status != "ok" else self._full_gap
+        gap = self._gap_on_S() if self._full_gap is None or status != "ok" else self._full_gap
         return timer.result(status=status, iterations=its, kkt_gap=gap, message=msg,
                             extra={"n_set": self._n, "b": self._b, "delta": self._delta, "check_rounds": rounds})
 
