@@ -193,8 +193,12 @@ class KernelCache:
             self._diag = np.concatenate([self._diag, self.kernel.diag(self.store.X[start:n])])
         return self._diag[idx]
 
-    def row(self, i: int) -> np.ndarray:
-        """K(x_i, x_j) for all j in the store (read-only; do not modify)."""
+    def row(self, i: int, keep: bool = True) -> np.ndarray:
+        """K(x_i, x_j) for all j in the store (read-only; do not modify).
+
+        ``keep=False`` returns a cached row when there is one but does not
+        cache a newly computed row (for rows that are unlikely to be needed again).
+        """
         i = int(i)
         n = len(self.store)
         r = self._rows.get(i)
@@ -213,7 +217,8 @@ class KernelCache:
             self.n_evals += n
             new = self.kernel(X[i:i + 1], X, sq_a=sq[i:i + 1], sq_b=sq)[0]
         new.flags.writeable = False
-        self._remember(i, new)
+        if keep:
+            self._remember(i, new)
         return new
 
     def rows(self, idx) -> np.ndarray:
