@@ -90,6 +90,32 @@ class LASVM(OnlineSolver):
     |S| x n_features feature values; nothing is kept per store item beyond
     the base class's labels.
 
+    Kernel values.  The paper's implementation reads kernel rows through a
+    row cache.  Here every value the direction search needs, K(s, t) for s, t
+    in S, is kept in K(S, S) itself, grown by PROCESS (one row K(x_k, S) per
+    new member) and shrunk by REPROCESS's removals, so the search never
+    recomputes a kernel value and never misses; the store-wide
+    ``KernelCache`` is not used for learning (``cache_bytes`` changes
+    nothing, as the tests check).  Only the final check computes values
+    outside K(S, S), in blocks of its own.
+
+    Where this follows the paper and where it does not (§3.2):
+
+    * PROCESS and REPROCESS are the paper's steps, including "bail out" in
+      PROCESS step 4 (k stays in S) and the removal of blatant non-support
+      vectors after a REPROCESS step; b and delta of eq. 10 are also updated
+      when REPROCESS bails out (finishing needs the current delta).  A
+      removal criterion whose extreme does not exist (nobody can move that
+      way) is not applied, and b is one-sided then (``_set_bias``).
+    * S starts empty rather than seeded with a few examples of each class:
+      PROCESS finds no partner until both classes are present.
+    * The curvature guard, shrinking during finishing, the exact
+      recomputation of the gradients from K(S, S) at the end of finishing,
+      and the final check are additions (see the parameters).
+    * A step result's ``kkt_gap`` is max(0, delta); ``delta_`` keeps the
+      signed delta of eq. 10, which is negative when S is optimal with room
+      to spare.
+
     Known limitation: the paper's first-order pair choice (the most violating
     pair) converges slowly when C is large on a low-rank kernel matrix (linear
     or polynomial kernels on few features, duplicated points): each step is
