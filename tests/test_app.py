@@ -630,3 +630,16 @@ def test_a_budget_spent_on_initial_labels_is_refused_before_running(db_url):
     errors = [e.value for e in at.error]
     assert errors and "10 initial labels use the whole budget of 8" in errors[0], errors
     assert service(db_url).comparisons() == []
+
+
+def test_the_datasets_table_lists_a_dataset_as_soon_as_it_is_imported(db_url):
+    at = start_app()
+    at.switch_page("views/data.py").run()
+    at.selectbox(key="bundled_name").select("breast-cancer").run()
+    at.button(key="bundled_add").click().run()
+    assert not at.exception, at.exception
+    (table,) = [df.value for df in at.dataframe if "shown as" in df.value.columns]
+    assert sorted(table["name"]) == sorted([DEMO_NAME, "breast-cancer"])
+    assert any("Imported 'breast-cancer'" in s.value for s in at.success)
+    at.run()  # the message is said once, not on every later visit
+    assert not any("Imported" in s.value for s in at.success)

@@ -369,6 +369,13 @@ def test_shortcut_keys_do_nothing_while_new_session_is_open(tmp_path):
                 time.sleep(1.0)
                 wait_for_app(page)
                 assert progress_labels(page) == 0 and shown_item_index(page) == shown
+                # a mistake in the form is reported inside the form, where the person is looking
+                page.get_by_role("textbox", name="gamma").fill("abc")
+                page.get_by_role("textbox", name="Annotator").fill("bea")
+                page.get_by_role("button", name="Start labelling").click()
+                page.locator("[data-testid='stPopoverBody'] [data-testid='stAlertContentError']").filter(
+                    has_text="gamma must be 'scale' or a positive number").wait_for(timeout=30_000)
+                wait_for_app(page)
                 page.keyboard.press("Escape")  # close the form: the keys label again
                 page.wait_for_selector("text=Labelling is paused while", state="detached", timeout=30_000)
                 wait_for_app(page)

@@ -25,8 +25,19 @@ st.caption("True labels are used only to draw the evaluation ROC curve and for s
            "Compare page; they are never shown while labelling.")
 
 
-def _report(result) -> None:
-    (st.success if result.created else st.info)(result.message)
+def _report(result, where: str) -> None:
+    """Say what the import did; after a new import draw the page again so the table above lists it."""
+    st.session_state.data_notice = (where, result.created, result.message)
+    if result.created:
+        st.rerun()
+    _notice(where)
+
+
+def _notice(where: str) -> None:
+    notice = st.session_state.get("data_notice")
+    if notice and notice[0] == where:
+        (st.success if notice[1] else st.info)(notice[2])
+        st.session_state.data_notice = None
 
 
 bundled_tab, upload_tab = st.tabs(["Bundled dataset", "Upload a CSV"])
@@ -44,9 +55,10 @@ with bundled_tab:
         try:
             value = int(positive) if key == "digits" else positive
             _report(svc.import_bundled(key, positive=value, scaling=scaling,
-                                       name=f"{key}: {positive} vs rest" if key == "digits" else None))
+                                       name=f"{key}: {positive} vs rest" if key == "digits" else None), "bundled")
         except (DataError, StorageError, ServiceError) as error:
             st.error(str(error))
+    _notice("bundled")
 
 with upload_tab:
     upload = st.file_uploader("CSV file (UTF-8, header row)", type=["csv"], key="upload")
@@ -102,6 +114,7 @@ with upload_tab:
                         positive=positive, display=display, image_shape=(int(width), int(height)),
                         text_column=text_column,
                         key_column=None if key_column == "(none)" else key_column,
-                        scaling=scaling, constant_columns=constant, source=upload.name))
+                        scaling=scaling, constant_columns=constant, source=upload.name), "upload")
                 except (DataError, StorageError, ServiceError) as error:
                     st.error(ui.data_error_text(error, upload.name))
+            _notice("upload")

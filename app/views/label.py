@@ -62,8 +62,9 @@ with top_right.popover("New session", icon=":material/add:", width="stretch", ke
     g_col.text_input("gamma", value="scale", key="new_gamma", help="'scale' = 1 / (features × variance), or a number")
     s_col.number_input("Seed", min_value=0, value=0, step=1, key="new_seed")
     st.form_submit_button("Start labelling", type="primary", key="start_session", on_click=_start_session)
-if st.session_state.get("start_error"):
-    st.error(st.session_state.start_error)
+    if st.session_state.get("start_error"):
+        # inside the form, next to the fields to correct (the popover would hide it on the page)
+        st.error(st.session_state.start_error)
 
 if st.session_state.session_id is None:
     st.info("Start a session with **New session**: the bundled handwritten digits (8 vs the rest) are ready.")
