@@ -374,6 +374,77 @@ def test_iteration_cap_during_unlearn_keeps_a_consistent_state():
     assert s.dual_objective() == pytest.approx(ref.objective, rel=1e-9)
 
 
+def test_calls_after_an_iteration_cap_continue_the_optimisation(tmp_path):
+    """After a call stopped at its cap, the next learn / unlearn optimises everything, not only its example.
+
+    (Before the fix, a learn after a capped call priced only the new example and
+    returned "unchanged" with the KKT gap still far above tol.)
+    """
+    X, y = two_gaussians(60, 0.5, seed=1)
+    tol = 1e-8
+
+    def capped():
+        s = ActiveSetSVM(X, kernel="rbf", C=1.0, gamma=GAMMA, tol=tol, max_iter=10)
+        with pytest.warns(ConvergenceWarning):
+            assert s.learn_many(np.arange(58), y[:58]).status == "max_iter"
+        assert s.kkt_gap() > 100 * tol  # far from optimal
+        s.max_iter = 100_000
+        return s
+
+    ref = dense_svm_dual(kernel_matrix("rbf", X[:59]), y[:59], 1.0)
+    s = capped()
+    res = s.learn(58, y[58])
+    assert res.success and s.kkt_gap() <= tol
+    assert s.dual_objective() == pytest.approx(ref.objective, rel=1e-9)
+    s.check_invariants()
+    # the same through a saved state (the flag is part of the state)
+    path = tmp_path / "capped.npz"
+    capped().save(path)
+    t = OnlineSolver.load(path)
+    assert t.learn(58, y[58]).success and t.kkt_gap() <= tol
+    assert t.dual_objective() == pytest.approx(ref.objective, rel=1e-9)
+    # unlearning an example at 0 after a capped call
+    s = capped()
+    zero = int(np.flatnonzero(alpha_of(s, 60)[:58] == 0)[0])
+    assert s.unlearn(zero).success and s.kkt_gap() <= tol
+    keep = np.setdiff1d(np.arange(58), [zero])
+    ref = dense_svm_dual(kernel_matrix("rbf", X[keep]), y[keep], 1.0)
+    assert s.dual_objective() == pytest.approx(ref.objective, rel=1e-9)
+    s.check_invariants()
+
+
+def test_learn_many_does_not_fill_the_cache_and_gives_the_same_model():
+    X, y = two_gaussians(80, 0.3, seed=4)
+    one = train(X, y, 1.0, "rbf")
+    many = ActiveSetSVM(X, kernel="rbf", C=1.0, gamma=GAMMA, tol=1e-10)
+    many.learn_many(np.arange(80), y)
+    many.finish()
+    assert many.cache.n_cached_rows == 0 and one.cache.n_cached_rows > 0
+    np.testing.assert_allclose(many.decision_function(np.arange(80)), one.decision_function(np.arange(80)),
+                               atol=1e-8)
+    # KernelCache.row(keep=False) gives the same row, and uses a cached one when there is one
+    cache = many.cache
+    r = cache.row(5, keep=False)
+    assert cache.n_cached_rows == 0
+    np.testing.assert_array_equal(r, Kernel("rbf", GAMMA)(X[5:6], X)[0])
+    kept = cache.row(5)
+    evals = cache.n_evals
+    assert cache.row(5, keep=False) is kept and cache.n_evals == evals
+
+
+def test_estimator_fit_uses_the_batch_path():
+    from core.estimator import OnlineSVC
+
+    X, y = two_gaussians(70, 0.4, seed=11)
+    clf = OnlineSVC(solver="active-set", C=1.0, gamma=GAMMA, tol=1e-10, random_state=0).fit(X, y)
+    assert len(clf.step_results_) == 2  # learn_many + finish
+    svc = sklearn_svm.SVC(C=1.0, kernel="rbf", gamma=GAMMA, tol=1e-10).fit(X, y)
+    np.testing.assert_allclose(clf.decision_function(X), svc.decision_function(X), atol=1e-6)
+    # the same model as one learn per example
+    s = train(X[clf.learning_order_], y[clf.learning_order_], 1.0, "rbf")
+    np.testing.assert_allclose(clf.decision_function(X), s.decision_function(X=X), atol=1e-8)
+
+
 def test_registry_and_contract():
     X, y = two_gaussians(20, 1.0, seed=0)
     s = make_solver("active-set", X, C=1.0)

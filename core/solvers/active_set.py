@@ -241,6 +241,7 @@ class ActiveSetSVM(OnlineSolver):
         self._rho = 0.0
         self._kmax = 0.0  # largest K(x, x) learned so far: scale of the rounding error of f
         self._at_reduced_opt = True
+        self._optimal = True  # the last optimisation ended at a tol-optimum (not at an iteration cap)
         self._dirty = 0  # bordered moves since the last Step 1 solve
         self._priced_valid = False  # the shrinking subset is up to date
         self._w = None  # cached H_ss^{-1} y_s
@@ -812,11 +813,13 @@ class ActiveSetSVM(OnlineSolver):
                 continue
             if j is None:
                 self._settle_bias()
+                self._optimal = True
                 break
             its += self._enter(j)
             if its >= self.max_iter:
                 if self._n_s and not self._at_reduced_opt:
                     its += self._step1()  # leave a reduced optimum behind (finite: Is only shrinks)
+                self._optimal = False  # (set before the cap can raise) the next call continues
                 message = self._iteration_cap(what, its)
                 status = "max_iter"
                 break
@@ -839,7 +842,7 @@ class ActiveSetSVM(OnlineSolver):
             self.learned_order.append(i)
             k = int(self._new_slots(np.array([i]), np.array([y]))[0])
             its, status, message = 0, "ok", ""
-            if self._n_s and self._at_reduced_opt:
+            if self._n_s and self._at_reduced_opt and self._optimal:
                 # the others are still optimal: only the new variable can be violated
                 r = float(self._gradient(np.array([k]))[0]) + y * self.b_
                 if r >= -self._threshold():
@@ -885,6 +888,9 @@ class ActiveSetSVM(OnlineSolver):
         If the iteration cap is reached before a_i has been driven to 0, the
         example stays learned (the solution remains feasible and consistent),
         the cap warns or raises, and calling ``unlearn(i)`` again continues.
+        After an earlier call stopped at its cap, ``learn`` and ``unlearn``
+        optimise over every variable (not only the one that changed), so each
+        call that returns without reaching the cap leaves a tol-optimal model.
         """
         i = self._check_unlearnable(i)
         with StepTimer(self) as tm:
@@ -919,12 +925,16 @@ class ActiveSetSVM(OnlineSolver):
                     self._drop_free(pos, at_upper=False)
                     self._at_reduced_opt = False
                     its += self._step1()  # (a_k was ~0: the rest is already at its reduced optimum)
+                resume = False
             else:
                 status = "unchanged"
+                resume = not self._optimal  # an earlier call stopped at its cap: continue from here
             self._release_slot(k)
             self.y[i] = 0.0
             self.learned_order.remove(i)
-            if self._n_s == 0 and self._n_slots:
+            if resume and self._n_slots:
+                its, status, message = self._optimise("unlearn", its)
+            elif self._n_s == 0 and self._n_slots:
                 self._price(full=True)  # with Is empty b comes from the bounded variables
             else:
                 self._settle_bias()
@@ -1007,13 +1017,16 @@ class ActiveSetSVM(OnlineSolver):
             "status": self._status[live].astype(np.int8),
             "free_order": self._sidx[self._S].copy(),
             "scalars": np.array([self.b_, self._rho, float(self.n_iter_),
-                                 np.nan if self._b_reported is None else self._b_reported]),
+                                 np.nan if self._b_reported is None else self._b_reported,
+                                 float(self._optimal)]),
         }
 
     def _load_state_arrays(self, arrays: dict[str, np.ndarray], meta: dict) -> None:
         self._reset_slots()
         self._slot_of = np.full(len(self.store), -1, dtype=np.intp)
-        b, rho, n_iter, b_reported = (float(v) for v in arrays["scalars"])
+        scalars = [float(v) for v in arrays["scalars"]]
+        b, rho, n_iter, b_reported = scalars[:4]
+        optimal = scalars[4] != 0.0 if len(scalars) > 4 else True  # (older states: saved at an optimum)
         self._rho = rho
         self.n_iter_ = int(n_iter)
         index = np.asarray(arrays["index"], dtype=np.intp)
@@ -1043,3 +1056,4 @@ class ActiveSetSVM(OnlineSolver):
         self._refresh_sign(slots)
         self.b_ = b
         self._at_reduced_opt = True
+        self._optimal = optimal
