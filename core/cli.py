@@ -286,6 +286,14 @@ def _check_writable(path: str) -> None:
         raise CLIError(f"--out {path}: no permission to write there")
 
 
+def _default_initial(experiment) -> int | None:
+    """``run_comparison``'s default number of initial (random) labels."""
+    import inspect
+
+    default = inspect.signature(experiment.run_comparison).parameters.get("initial")
+    return None if default is None or default.default is inspect.Parameter.empty else int(default.default)
+
+
 def run_compare(args: argparse.Namespace) -> str:
     """Run ``core.experiment.run_comparison`` and return what to print (summary table or JSON)."""
     try:
@@ -299,6 +307,11 @@ def run_compare(args: argparse.Namespace) -> str:
         raise CLIError(f"--strategies lists a strategy twice: {args.strategies}")
     if args.out:
         _check_writable(args.out)  # before the runs, not after minutes of work
+    initial = args.initial if args.initial is not None else _default_initial(experiment)
+    if initial is not None and initial >= args.budget:
+        print(f"warning: the {initial} initial labels use the whole --budget {args.budget}: every label is "
+              "drawn at random and the strategies never choose an item (lower --initial or raise --budget)",
+              file=sys.stderr)
     ds = load_data(args)
     X = ds.X
     if args.scale == "standard":

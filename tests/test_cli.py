@@ -235,3 +235,15 @@ def test_a_closed_pipe_ends_quietly(gauss_csv):
     _, stderr = process.communicate(timeout=300)
     assert process.returncode == 0, stderr
     assert b"Broken pipe" not in stderr and b"error" not in stderr, stderr
+
+
+def test_compare_warns_when_the_initial_labels_use_the_whole_budget(gauss_csv):
+    need_experiment()
+    path, _, _ = gauss_csv
+    r = run_cli("compare", "--data", path, "--label-column", "outcome", "--strategies", "near-boundary",
+                "--budget", "6", "--seeds", "1")  # the default 10 initial labels exceed the budget
+    assert r.returncode == 0, r.stderr
+    assert "warning: the 10 initial labels use the whole --budget 6" in r.stderr
+    r = run_cli("compare", "--data", path, "--label-column", "outcome", "--strategies", "near-boundary",
+                "--budget", "6", "--seeds", "1", "--initial", "2")
+    assert r.returncode == 0 and "warning" not in r.stderr, r.stderr
