@@ -94,7 +94,10 @@ dropped.  The KKT conditions of the remaining variables are then exactly those
 of the problem without i (a variable at 0 contributes nothing to any
 gradient), so the result equals retraining without i.  ``learn_many`` puts
 several examples into I0 at once and optimises once (the batch path; a cold
-start is ``learn_many`` on everything).
+start is ``learn_many`` on everything; ``OnlineSVC.fit`` uses it).  Pricing
+only the new example is valid only when the previous call ended at an optimum:
+after a call stopped at its iteration cap, the next ``learn`` / ``unlearn``
+prices every variable (``_optimal``, kept in the saved state).
 
 **Bias.**  b is the multiplier of Step 1.  When no free variable lies strictly
 inside the box, b is only known to lie in an interval (set by the bounded
@@ -418,6 +421,11 @@ class ActiveSetSVM(OnlineSolver):
 
         f_out loses j's contribution, a_j y_j K(., x_j) by default, or
         ``f_out_contribution`` y_j K(., x_j) when f_out still holds an older value of a_j.
+
+        R is reallocated at its new size rather than kept in a preallocated
+        buffer: the BLAS triangular solves need a contiguous Fortran array, and
+        a view into a larger buffer would be copied on every solve instead of
+        once per update (the copy is O(n_s^2), like the update itself).
         """
         n = self._n_s
         R = np.zeros((n + 1, n + 1), order="F")
