@@ -18,9 +18,10 @@ Figure = dict[str, Any]
 
 PALETTE = ("#2b6cb0", "#c05621", "#2f855a", "#6b46c1", "#b7791f", "#c53030", "#319795", "#718096")
 GRID = "#e2e8f0"
-#: a legend in the plot's top left corner, for the small live charts
-INSIDE_LEGEND = {"orientation": "v", "x": 0.02, "y": 0.98, "xanchor": "left", "yanchor": "top",
-                 "bgcolor": "rgba(255,255,255,0.7)", "font": {"size": 11}}
+#: a one-line legend just above the plot, under a one-line title (the live charts keep
+#: room for three title lines), where it covers neither the data nor the x-axis title
+ABOVE_LEGEND = {"orientation": "h", "x": 0, "y": 1.02, "xanchor": "left", "yanchor": "bottom",
+                "font": {"size": 10}, "itemwidth": 30}
 
 
 #: characters per title line on the small live charts (four share half the page width)
@@ -137,11 +138,10 @@ def support_vector_figure(history: pd.DataFrame) -> Figure:
              "name": "total", "line": {"color": PALETTE[0]}}]
     if "n_bound" in frame:
         data.append({"type": "scatter", "x": _values(frame["n_labels"]), "y": _values(frame["n_bound"]),
-                     "mode": "lines", "name": "at the bound C", "line": {"color": PALETTE[1], "dash": "dash"}})
-    # legend inside the top left corner (the counts start at 0 there): below the plot it
-    # would sit on the x-axis title
+                     "mode": "lines", "name": "at bound C", "line": {"color": PALETTE[1], "dash": "dash"}})
+    # legend above the plot: below it, it would sit on the x-axis title
     return {"data": data, "layout": _layout(title, xtitle="labels", ytitle="support vectors",
-                                            yaxis={"rangemode": "tozero"}, legend=INSIDE_LEGEND)}
+                                            yaxis={"rangemode": "tozero"}, legend=ABOVE_LEGEND)}
 
 
 def margin_figure(history: pd.DataFrame) -> Figure:
