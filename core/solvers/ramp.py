@@ -111,7 +111,10 @@ class OnlineSVMR(OnlineSolver):
     newton_steps : bool, default True
         Accelerate SMO with occasional Newton steps on the free variables (see
         ``_newton_free_step``; a documented deviation from the paper).  ``False``
-        runs the paper's single-variable SMO alone.
+        runs the paper's single-variable SMO alone.  Same model either way
+        (same stopping rule); on a 3,000-point 15%-noise checkerboard with
+        C = 10, gamma = 40 the Newton steps cut the SMO steps from 1.39 M to
+        0.12 M and the time about fivefold; at C = 1 they change little.
     hinge_warmup : int, default 50
         While fewer than this many examples are learned, every example stays in
         V (beta = 0: the plain hinge SVM); CCCP starts from that solution once
@@ -121,7 +124,10 @@ class OnlineSVMR(OnlineSolver):
         online, it keeps a few early noisy labels with large weights from
         pushing later correct examples below s for good (on the 15%-noise
         checkerboard with C = 10, gamma = 20 this is the difference between
-        92% and 98% test accuracy).  0 gives the paper's algorithm.
+        92% and 98% test accuracy, and the warm start ends at the lower ramp
+        objective J, 37,561 against 45,373: a better local optimum, not a
+        different problem; at C = 10, gamma = 40 and at C = 1, gamma = 80 both
+        starts reach the same model).  0 gives the paper's algorithm.
 
     ``max_iter`` caps the SMO steps of one ``learn`` / ``unlearn`` call.
     """
