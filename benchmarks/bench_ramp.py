@@ -2,6 +2,7 @@
 
     .venv/bin/python benchmarks/bench_ramp.py            # full run (10k checkerboard, 5k Gaussians)
     .venv/bin/python benchmarks/bench_ramp.py --n 2000   # smaller, quicker
+    .venv/bin/python benchmarks/bench_ramp.py --sweep-C 1,3,10   # also the SV ratio against C
 
 Data (core.datasets):
 * checkerboard: 4x4 cells on [0, 1]^2, training labels with 15% flipped
@@ -46,6 +47,11 @@ removal step or the hinge warm-up, leaves the C = 1 model unchanged.  Note
 also that SVC's validation accuracy separates C = 1 from C = 10 by 0.2
 points on 2,000 noisy validation points, well inside its sampling error
 (about 0.9 points), so which C is "SVC's best" is itself close to a coin toss.
+Measured on seed 0 (``--sweep-C 1,3,10``): at gamma = 80 the SV ratio is
+0.40, 0.30 and 0.22 for C = 1, 3 and 10, the ramp model always at least as
+accurate as SVC.  A batch CCCP started from the full no-bias hinge solution
+and run to a fixed point (no progress rule, no removal step) ends at C = 1
+with 1,973 SVs and J = 3,967.9, against 1,950 SVs and J = 3,967.5 online.
 """
 
 from __future__ import annotations
@@ -145,6 +151,9 @@ def main() -> None:
                     help="comma-separated values of max_nonsv (Algorithm 2) to run; 'none' keeps all")
     ap.add_argument("--warmup", type=int, default=None,
                     help="hinge_warmup of the ramp solver (default: the solver's default)")
+    ap.add_argument("--sweep-C", default="",
+                    help="comma-separated C values: also run SVC and ramp at each C with the gamma of (b) "
+                         "on the checkerboard (how the SV ratio depends on C), e.g. 1,3,10")
     ap.add_argument("--pure-smo", action="store_true",
                     help="also run the paper's single-variable SMO without Newton steps (slow at large C)")
     args = ap.parse_args()
@@ -174,6 +183,16 @@ def main() -> None:
                 print(f"target (SVs <= 1/3 of SVC's at equal or better accuracy), {ramps[0][0]}: "
                       f"{r['n_sv']} vs {svc['n_sv']} / 3 = {svc['n_sv'] / 3:.0f}; "
                       f"accuracy {r['acc']:.4f} vs {svc['acc']:.4f} -> {'met' if ok else 'NOT met'}", flush=True)
+        if with_target and args.sweep_C:
+            gamma = best(grid)[1]
+            print(f"\n== {title}: SV ratio against C at gamma = {gamma:g} (ramp max_nonsv={nonsv_settings[0]})")
+            print(f"{'C':>6}{'SVC SVs':>9}{'SVC acc':>9}{'ramp SVs':>10}{'ramp acc':>10}{'SV ratio':>10}"
+                  f"{'band/SVC':>10}")
+            for c in (float(v) for v in args.sweep_C.split(",")):
+                sv_ = run_svc(X, y, Xt, yt, c, gamma)
+                rr = run_ramp(X, y, Xt, yt, c, gamma, nonsv_settings[0], warmup)
+                print(f"{c:>6g}{sv_['n_sv']:>9}{sv_['acc']:>9.4f}{rr['n_sv']:>10}{rr['acc']:>10.4f}"
+                      f"{rr['n_sv'] / sv_['n_sv']:>10.3f}{rr['n_band'] / sv_['n_sv']:>10.2f}", flush=True)
 
     # -- checkerboard, 15% flipped labels, clean test set ---------------------
     X, y = make_checkerboard(args.n, rng, flip=0.15)
