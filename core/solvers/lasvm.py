@@ -243,7 +243,19 @@ class LASVM(OnlineSolver):
         high-dimensional data.  Never a row over the whole store (the store
         may be a pool of millions of items).
         """
-        G = Xa @ Xb.T
+        return self._kernel_from_inner(Xa @ Xb.T, sqa[:, None], sqb[None, :])
+
+    def _kernel_row(self, k: int, n: int) -> np.ndarray:
+        """K(x_k, S[:n]) as in ``_kernel``, with a matrix-vector product (the online hot path)."""
+        X, sq = self._store_views()
+        return self._kernel_from_inner(self._XS[:n] @ X[k], sq.item(k), self._sqS[:n])
+
+    def _kernel_from_inner(self, G: np.ndarray, sqa, sqb) -> np.ndarray:
+        """Turn inner products ``G = <a, b>`` into kernel values in place.
+
+        ``sqa`` and ``sqb`` are the squared norms |a|^2 and |b|^2, already shaped
+        to broadcast against ``G`` (used by the rbf kernel only).
+        """
         kern = self.kernel
         if kern.name == "linear":
             return G
@@ -253,26 +265,8 @@ class LASVM(OnlineSolver):
             return np.power(G, int(kern.degree), out=G)
         # rbf: exp(-gamma * max(0, |a|^2 + |b|^2 - 2 <a, b>))
         G *= 2.0
-        G -= sqa[:, None]
-        G -= sqb[None, :]
-        np.minimum(G, 0.0, out=G)
-        G *= kern.gamma
-        return np.exp(G, out=G)
-
-    def _kernel_row(self, k: int, n: int) -> np.ndarray:
-        """K(x_k, S[:n]) as in ``_kernel``, with a matrix-vector product (the online hot path)."""
-        X, sq = self._store_views()
-        G = self._XS[:n] @ X[k]
-        kern = self.kernel
-        if kern.name == "linear":
-            return G
-        if kern.name == "poly":
-            G *= kern.gamma
-            G += kern.coef0
-            return np.power(G, int(kern.degree), out=G)
-        G *= 2.0
-        G -= sq.item(k)
-        G -= self._sqS[:n]
+        G -= sqa
+        G -= sqb
         np.minimum(G, 0.0, out=G)
         G *= kern.gamma
         return np.exp(G, out=G)
