@@ -121,6 +121,14 @@ def wait_for_app(page, timeout_ms: int = 60_000) -> None:
     page.wait_for_selector("[data-testid='stApp'][data-test-script-state='notRunning']", timeout=timeout_ms)
 
 
+def open_app(browser, url: str):
+    """A new page showing the app at ``url``, once its first script run has finished."""
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    page.goto(url)
+    wait_for_app(page)
+    return page
+
+
 def item_caption(page) -> str:
     return page.locator(".st-key-item_caption").inner_text(timeout=30_000).strip()
 
@@ -174,9 +182,7 @@ def test_label_with_keys_then_restart_resumes_the_session(tmp_path):
         browser = launch_browser(playwright)
         try:
             with AppServer(db_url, tmp_path / "server1.log") as server:
-                page = browser.new_page(viewport={"width": 1400, "height": 1000})
-                page.goto(server.url)
-                wait_for_app(page)
+                page = open_app(browser, server.url)
                 start_session_in_ui(page, "browser tester")
                 page.mouse.click(5, 5)  # move focus out of any input so the shortcuts reach the buttons
                 keys = ["P", "N", "N", "P", "N", "N"][:n_keys]
@@ -212,9 +218,7 @@ def test_label_with_keys_then_restart_resumes_the_session(tmp_path):
             engine.dispose()
 
             with AppServer(db_url, tmp_path / "server2.log") as server:
-                page = browser.new_page(viewport={"width": 1400, "height": 1000})
-                page.goto(server.url)
-                wait_for_app(page)
+                page = open_app(browser, server.url)
                 page.wait_for_selector(".st-key-progress", timeout=60_000)
                 assert progress_labels(page) == n_keys
                 # the rebuilt model asks about the same item the first server was showing
@@ -355,9 +359,7 @@ def test_shortcut_keys_do_nothing_while_new_session_is_open(tmp_path):
         browser = launch_browser(playwright)
         try:
             with AppServer(db_url, tmp_path / "server.log") as server:
-                page = browser.new_page(viewport={"width": 1400, "height": 1000})
-                page.goto(server.url)
-                wait_for_app(page)
+                page = open_app(browser, server.url)
                 page.wait_for_selector(".st-key-progress", timeout=60_000)
                 shown = shown_item_index(page)
                 page.get_by_role("button", name=re.compile("New session")).click()
