@@ -499,20 +499,18 @@ class ActiveLearningLoop:
         entry = self._undo.pop()
         i = entry.item
         if entry.kind == "teach":
+            if entry.snapshot is not None or entry.state is not None:
+                self._snapshot_bytes -= entry.snapshot_bytes  # the entry leaves the undo stack
             if self.n_labels == 1:
                 # back to nothing learned: a fresh solver is exactly what a rebuild has (with no
                 # examples the bias is arbitrary, and a solver may keep the one it last had)
                 self.solver = make_solver(self.solver_name, self.X, **self.solver_params)
-                if entry.snapshot is not None or entry.state is not None:
-                    self._snapshot_bytes -= entry.snapshot_bytes
                 self._init_scores()
             elif self.solver.exact_unlearn:
                 self.solver.unlearn(i)
             elif entry.snapshot is not None:
-                self._snapshot_bytes -= entry.snapshot_bytes
                 self.solver = entry.snapshot
             elif entry.state is not None:  # kept as the solver's state (see replay and to_state)
-                self._snapshot_bytes -= entry.snapshot_bytes
                 self.solver = solver_class(self.solver_name).from_state(*entry.state, X=self.X)
             else:
                 self._replay_solver([e for e in self.events[:-1] if e[1] != 0])
