@@ -55,7 +55,7 @@ def parse_gamma(text: str) -> float | str:
     try:
         gamma = float(value)
     except ValueError:
-        raise ValueError(f"gamma must be 'scale' or a positive number such as 0.01, not '{value}'.") from None
+        gamma = float("nan")  # not a number: refused below with the same message
     if not np.isfinite(gamma) or gamma <= 0:
         raise ValueError(f"gamma must be 'scale' or a positive number such as 0.01, not '{value}'.")
     return gamma

@@ -596,6 +596,22 @@ def test_upload_helpers_name_the_file_and_refuse_empty_files(db_url):
     assert text.startswith("bad.csv: ") and "'oops'" in text and "row 2" in text
 
 
+@pytest.mark.parametrize("text", ["abc", "0", "-2", "inf", "nan", "1e400"])
+def test_parse_gamma_refuses_what_is_not_a_positive_number_with_one_message(text):
+    from app import ui
+
+    with pytest.raises(ValueError) as error:
+        ui.parse_gamma(text)
+    assert str(error.value) == f"gamma must be 'scale' or a positive number such as 0.01, not '{text}'."
+
+
+def test_parse_gamma_reads_scale_and_positive_numbers():
+    from app import ui
+
+    assert ui.parse_gamma("") == ui.parse_gamma(" Scale ") == "scale"
+    assert ui.parse_gamma(" 0.5 ") == 0.5 and ui.parse_gamma("1e-9") == 1e-9
+
+
 def test_chart_titles_fit_their_charts_and_axes_are_named():
     """Long titles (the ROC of the scores when asked) are wrapped instead of running off a
     narrow live chart, the live plots share one top margin, and the Compare axes say what
