@@ -116,8 +116,7 @@ def scale_features(X: np.ndarray, scaling: str) -> np.ndarray:
         raise ServiceError(f"Unknown scaling '{scaling}'; choose 'none' or 'standard'.")
     from core.datasets import standardize
 
-    scaled = standardize(np.asarray(X, dtype=np.float64))
-    return scaled[0] if isinstance(scaled, tuple) else scaled
+    return standardize(X)[0]  # (scaled X, mean, scale)
 
 
 def evaluation_split(y_true: np.ndarray, fraction: float, seed: int,

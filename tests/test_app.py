@@ -612,6 +612,18 @@ def test_parse_gamma_reads_scale_and_positive_numbers():
     assert ui.parse_gamma(" 0.5 ") == 0.5 and ui.parse_gamma("1e-9") == 1e-9
 
 
+def test_scale_features_standardises_columns_or_leaves_them():
+    from app.service import ServiceError, scale_features
+
+    X = np.array([[1, 10, 5], [3, 20, 5], [5, 60, 5]])
+    scaled = scale_features(X, "standard")
+    assert np.allclose(scaled.mean(axis=0), 0.0) and np.allclose(scaled.std(axis=0), [1.0, 1.0, 0.0])
+    plain = scale_features(X, "none")
+    assert plain.dtype == np.float64 and np.array_equal(plain, X)
+    with pytest.raises(ServiceError):
+        scale_features(X, "minmax")
+
+
 def test_chart_titles_fit_their_charts_and_axes_are_named():
     """Long titles (the ROC of the scores when asked) are wrapped instead of running off a
     narrow live chart, the live plots share one top margin, and the Compare axes say what
