@@ -476,7 +476,7 @@ class LabellingRun:
         return self._cached("history", self._history)
 
     def _history(self) -> pd.DataFrame:
-        frame = self.loop.history_frame().copy()
+        frame = self.loop.history_frame()  # a new frame on every call: ours to change
         if len(frame) and not self.has_evaluation:
             # no true labels: the AUC of the scores given when asked, over the labels so far
             # (one entry per label, kept: answers are only appended, or popped by undo)
