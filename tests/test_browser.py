@@ -270,13 +270,18 @@ def choose(page, label: str, option: str) -> None:
     page.get_by_role("option", name=option, exact=True).click()
 
 
-def upload_csv_in_ui(page, base_url: str, path: Path, *, label_column: str | None = None,
-                     positive: str = "", key_column: str | None = None) -> None:
+def choose_file_to_upload(page, base_url: str, path: Path) -> None:
+    """Open the Data page's upload tab and give the file chooser ``path``."""
     page.goto(f"{base_url}/data")
     page.wait_for_selector("text=Datasets in the database", timeout=60_000)
     wait_for_app(page)
     page.get_by_role("tab", name="Upload a CSV").click()
     page.locator("input[type='file']").set_input_files(str(path))
+
+
+def upload_csv_in_ui(page, base_url: str, path: Path, *, label_column: str | None = None,
+                     positive: str = "", key_column: str | None = None) -> None:
+    choose_file_to_upload(page, base_url, path)
     page.wait_for_selector("text=True-label column (optional)", timeout=60_000)
     wait_for_app(page)
     if label_column:
@@ -322,11 +327,7 @@ def test_upload_a_csv_and_see_errors_that_name_row_and_column(tmp_path):
                 # an empty file is refused at once, without an import form to fill in
                 empty = tmp_path / "empty.csv"
                 empty.write_bytes(b"")
-                page.goto(f"{server.url}/data")
-                page.wait_for_selector("text=Datasets in the database", timeout=60_000)
-                wait_for_app(page)
-                page.get_by_role("tab", name="Upload a CSV").click()
-                page.locator("input[type='file']").set_input_files(str(empty))
+                choose_file_to_upload(page, server.url, empty)
                 page.wait_for_selector("text=empty.csv: the file is empty", timeout=60_000)
                 wait_for_app(page)
                 assert page.get_by_role("button", name="Import", exact=True).count() == 0
