@@ -1,7 +1,7 @@
 """MarginLab's Streamlit entry point: ``streamlit run app/main.py``.
 
 The pages live in ``app/views/``; each reads like a description of its screen.
-What they do is in ``app/service.py`` (sessions, labels, comparisons, exports)
+What they do is in ``app/services/`` (datasets, sessions, labels, comparisons, exports)
 and ``app/charts.py`` (figures), which tests call without a browser.
 """
 

@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from app.service import LabellingRun, MarginLab
+from app.services import LabellingRun, MarginLab
 from storage.engine import database_url
 from storage.errors import SchemaVersionError
 

@@ -3,7 +3,7 @@
 import streamlit as st
 
 from app import charts, ui
-from app.service import COMPARE_STRATEGIES, DEFAULT_SOLVER, SOLVERS, ServiceError
+from app.services import COMPARE_STRATEGIES, DEFAULT_SOLVER, SOLVERS, ServiceError
 
 svc = ui.service()
 st.title("Compare heuristics")

@@ -4,7 +4,7 @@ import pandas as pd
 import streamlit as st
 
 from app import ui
-from app.service import ServiceError
+from app.services import ServiceError
 from core.datasets import BUNDLED, DataError
 from storage.errors import StorageError
 

@@ -5,7 +5,7 @@ import time
 import streamlit as st
 
 from app import charts, ui
-from app.service import DEFAULT_C, DEFAULT_SOLVER, LABEL_STRATEGIES, SOLVERS, ServiceError
+from app.services import DEFAULT_C, DEFAULT_SOLVER, LABEL_STRATEGIES, SOLVERS, ServiceError
 from storage.errors import StorageError
 
 svc = ui.service()

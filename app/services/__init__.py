@@ -1,0 +1,43 @@
+"""The labelling-session service: what the pages do, without Streamlit.
+
+``MarginLab`` is one per process and database. It imports datasets, starts and
+resumes labelling sessions, runs comparisons and produces exports; each concern
+has its own module here:
+
+- ``common``: the heuristics and solvers offered, defaults, ``ServiceError``, ``Outcome``
+- ``datasets``: bundled datasets and CSV uploads (preview, checks, import)
+- ``sessions``: start, open, close labelling sessions
+- ``labelling``: ``LabellingRun``, one session brought to life (labels, skips, undo)
+- ``snapshots``: model snapshots, so a session resumes without replaying every label
+- ``readouts``: what the Label page shows of a run (history, ROC curve, the item)
+- ``comparisons``: heuristics side by side with the true labels as the oracle
+- ``exports``: labelled items with provenance as CSV or JSONL
+- ``marginlab``: ``MarginLab``, which brings them together over one engine
+"""
+
+from app.services.common import (
+    COMPARE_STRATEGIES,
+    DEFAULT_C,
+    DEFAULT_GAMMA,
+    DEFAULT_SOLVER,
+    DEMO_NAME,
+    EVAL_FRACTION,
+    EVAL_MAX_ITEMS,
+    LABEL_STRATEGIES,
+    SOLVERS,
+    VALUE_NAMES,
+    Outcome,
+    ServiceError,
+    scale_features,
+)
+from app.services.datasets import CsvPreview, ImportResult
+from app.services.labelling import Answer, LabellingRun, ShownItem, evaluation_split
+from app.services.marginlab import MarginLab
+from app.services.snapshots import SNAPSHOT_EVERY, SNAPSHOT_FORMAT, SNAPSHOT_UNDO_STATES
+
+__all__ = [
+    "COMPARE_STRATEGIES", "DEFAULT_C", "DEFAULT_GAMMA", "DEFAULT_SOLVER", "DEMO_NAME", "EVAL_FRACTION",
+    "EVAL_MAX_ITEMS", "LABEL_STRATEGIES", "SNAPSHOT_EVERY", "SNAPSHOT_FORMAT", "SNAPSHOT_UNDO_STATES", "SOLVERS",
+    "VALUE_NAMES", "Answer", "CsvPreview", "ImportResult", "LabellingRun", "MarginLab", "Outcome", "ServiceError",
+    "ShownItem", "evaluation_split", "scale_features",
+]

@@ -1,0 +1,81 @@
+"""Comparisons of heuristics with the true labels as the oracle, stored and reloaded."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import numpy as np
+import pandas as pd
+
+from app.services.common import COMPARE_STRATEGIES, DEFAULT_C, DEFAULT_GAMMA, ServiceError, scale_features
+from storage import repository as repo
+
+
+class Comparisons:
+    """The comparison part of ``MarginLab``."""
+
+    def run_comparison(self, dataset_id: int, *, strategies: Sequence[str], solver: str | None = None,
+                       budget: int = 60, seeds: int = 3, initial: int = 10, C: float = DEFAULT_C,
+                       gamma: float | str = DEFAULT_GAMMA, test_fraction: float = 0.3,
+                       progress: Callable[[float, str], None] | None = None) -> int:
+        """Run a comparison with the true labels as the oracle; store it and return its id.
+
+        ``progress(fraction, description)`` is called after each run.
+        """
+        from core.experiment import run_comparison
+
+        dataset = self.dataset(dataset_id)
+        if not dataset.has_true_labels:
+            raise ServiceError(f"Dataset '{dataset.name}' has no true labels; a comparison needs them.")
+        strategies = [s for s in strategies]
+        unknown = [s for s in strategies if s not in COMPARE_STRATEGIES]
+        if unknown or not strategies:
+            raise ServiceError("Choose at least one heuristic among " + ", ".join(COMPARE_STRATEGIES) + ".")
+        X, y, _, _ = repo.load_dataset_arrays(self.engine, dataset_id)
+        X = scale_features(X, dataset.meta.get("scaling", "none"))
+
+        def report(done: int, total: int, description: str) -> None:
+            if progress is not None:
+                progress(done / max(total, 1), f"{done}/{total} runs · {description}")
+
+        result = run_comparison(X, np.asarray(y, dtype=float), strategies=strategies, solver=solver or None,
+                                solver_params={"kernel": "rbf", "C": float(C), "gamma": gamma},
+                                budget=int(budget), seeds=int(seeds), initial=int(initial),
+                                test_fraction=float(test_fraction), progress=report)
+        config = dict(result.config, dataset=dataset.name, dataset_id=dataset_id,
+                      scaling=dataset.meta.get("scaling", "none"))
+        summary = {"summary": result.summary.to_dict(orient="records"),
+                   "runs": result.runs.to_dict(orient="records"),
+                   "references": result.references.to_dict(orient="records")}
+        return repo.save_comparison(self.engine, dataset_id, config, result.rows, summary)
+
+    @staticmethod
+    def summary_frame(comparison: repo.Comparison) -> pd.DataFrame:
+        """The per-heuristic summary table of a stored comparison."""
+        frame = pd.DataFrame(comparison.summary.get("summary", []))
+        return frame
+
+    def comparisons(self, dataset_id: int | None = None) -> list[repo.ComparisonInfo]:
+        return repo.list_comparisons(self.engine, dataset_id)
+
+    def comparison(self, comparison_id: int) -> repo.Comparison:
+        return repo.load_comparison(self.engine, comparison_id)
+
+    def session_curves(self, dataset_id: int) -> pd.DataFrame:
+        """Learning curves of the stored labelling sessions on a dataset (for the Compare overlay)."""
+        frames = []
+        for info in self.sessions(dataset_id=dataset_id):
+            if info.n_labels < 2:
+                continue
+            run = self.open_session(info.id)
+            history = run.history()
+            if "auc" not in history or history["auc"].isna().all():
+                continue
+            frames.append(pd.DataFrame({
+                "session": f"session {info.id} ({info.annotator}, {info.strategy})",
+                "n_labels": history["n_labels"].to_numpy(),
+                "auc": history["auc"].to_numpy(),
+                "n_sv": history["n_sv"].to_numpy() if "n_sv" in history else np.nan,
+            }))
+        return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(
+            columns=["session", "n_labels", "auc", "n_sv"])

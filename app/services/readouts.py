@@ -1,0 +1,137 @@
+"""What the Label page reads off a labelling session: counts, history, ROC curve, the item itself."""
+
+from __future__ import annotations
+
+import io
+import json
+
+import numpy as np
+import pandas as pd
+
+from core.metrics import roc_auc, roc_curve
+
+
+class RunReadouts:
+    """The read-out half of ``LabellingRun`` (see ``app.services.labelling``)."""
+
+    @property
+    def n_labels(self) -> int:
+        return sum(1 for a in self.answers if a.value != 0)
+
+    @property
+    def n_skips(self) -> int:
+        return sum(1 for a in self.answers if a.value == 0)
+
+    @property
+    def n_positive(self) -> int:
+        return sum(1 for a in self.answers if a.value == 1)
+
+    @property
+    def n_seen(self) -> int | None:
+        """Items the stream walked past (ramp-region), or None for other heuristics."""
+        return int(self.loop.seen) if self.info.strategy == "ramp-region" else None
+
+    @property
+    def has_evaluation(self) -> bool:
+        return len(self.eval_items) > 0
+
+    def _cached(self, name: str, compute):
+        with self.lock:
+            hit = self._cache.get(name)
+            if hit is not None and hit[0] == self.version:
+                return hit[1]
+            value = compute()
+            self._cache[name] = (self.version, value)
+            return value
+
+    def history(self) -> pd.DataFrame:
+        """One row per label: n_labels, score, n_sv, n_bound, n_in_margin, auc, update/query ms, seen."""
+        return self._cached("history", self._history)
+
+    def _history(self) -> pd.DataFrame:
+        frame = self.loop.history_frame()  # a new frame on every call: ours to change
+        if len(frame) and not self.has_evaluation:
+            # no true labels: the AUC of the scores given when asked, over the labels so far
+            # (one entry per label, kept: answers are only appended, or popped by undo)
+            metrics = self._asked_metrics
+            if len(metrics) < len(frame):
+                upto = [k + 1 for k, a in enumerate(self.answers) if a.value != 0]
+                metrics.extend(self._metrics(upto=u) for u in upto[len(metrics):])
+            frame["auc"] = [m[0] for m in metrics[: len(frame)]]
+            frame["accuracy"] = [m[1] for m in metrics[: len(frame)]]
+        return frame
+
+    def evaluation_scores(self) -> np.ndarray:
+        """f(x) of the current model for every evaluation item (kept by the loop)."""
+        scores = self.loop.evaluation_scores()
+        return np.zeros(0) if scores is None else scores
+
+    def _asked_scores(self, upto: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """(labels, scores the model gave the items when it asked) of the first ``upto`` answers."""
+        pairs = [(a.value, a.score) for a in self.answers[:upto] if a.value != 0 and a.score is not None]
+        return (np.array([p[0] for p in pairs], dtype=float), np.array([p[1] for p in pairs], dtype=float))
+
+    def _metrics(self, upto: int) -> tuple[float, float]:
+        """(AUC, accuracy) after the first ``upto`` answers without an evaluation split: the AUC
+        of the scores given when asked over the labels so far (accuracy undefined then).
+        With an evaluation split the loop records both after every label."""
+        y, scores = self._asked_scores(upto)
+        if len(y) < 2 or len(np.unique(y)) < 2:
+            return float("nan"), float("nan")
+        return float(roc_auc(y, scores)), float("nan")
+
+    def roc(self) -> tuple[np.ndarray, np.ndarray, float, str] | None:
+        """(fpr, tpr, auc, title) of the live ROC curve, or None while one class is missing.
+
+        On the evaluation split when the dataset has true labels; otherwise from the
+        scores the model gave each labelled item when it asked about it.
+        """
+        return self._cached("roc", self._roc)
+
+    def _roc(self) -> tuple[np.ndarray, np.ndarray, float, str] | None:
+        if self.has_evaluation:
+            y = self.y_true[self.eval_items]
+            scores = self.evaluation_scores()
+            title = f"ROC · {len(y)} held-out items"
+        else:
+            y, scores = self._asked_scores()
+            title = f"ROC · scores the model gave each item when it was asked<br>({len(y)} labels)"
+        if len(y) < 2 or len(np.unique(y)) < 2 or not np.all(np.isfinite(scores)):
+            return None
+        fpr, tpr, _ = roc_curve(y, scores)
+        return np.asarray(fpr), np.asarray(tpr), float(roc_auc(y, scores)), title
+
+    def item_features(self, item_index: int) -> pd.DataFrame:
+        """The item's raw feature values as a one-row frame (for the compact table view)."""
+        return pd.DataFrame([self.X_raw[item_index]], columns=self.feature_names)
+
+    def item_image(self, item_index: int) -> np.ndarray | None:
+        """The item as a grey image in [0, 1] when the dataset is displayed as images."""
+        if self.display.kind != "image" or not self.display.image_shape:
+            return None
+        width, height = self.display.image_shape
+        pixels = np.asarray(self.X_raw[item_index], dtype=float)[: width * height]
+        lo, hi = float(pixels.min()), float(pixels.max())
+        pixels = (pixels - lo) / (hi - lo) if hi > lo else np.zeros_like(pixels)
+        return pixels.reshape(height, width)
+
+    def item_text(self, item_index: int) -> str | None:
+        if self.display.display_values is None:
+            return None
+        return self.display.display_values[item_index]
+
+    def item_key(self, item_index: int) -> str | None:
+        if self.display.item_keys is None:
+            return None
+        return self.display.item_keys[item_index]
+
+    def model_state(self) -> bytes:
+        """The session's model as an .npz file: solver arrays + JSON meta (no pickle)."""
+        arrays, meta = self.loop.solver.to_state(include_data=True)
+        meta = dict(meta, session_id=self.session_id, dataset_id=self.info.dataset_id,
+                    dataset=self.dataset.name, strategy=self.info.strategy, n_events=len(self.answers),
+                    n_labels=self.n_labels, pool_items="array pool_items: dataset row of each store row",
+                    scaling=self.scaling)
+        buffer = io.BytesIO()
+        np.savez(buffer, __meta__=np.array(json.dumps(meta)), pool_items=self.pool_items, **arrays)
+        return buffer.getvalue()

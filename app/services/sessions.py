@@ -1,0 +1,79 @@
+"""Labelling sessions: start, open (the live run, rebuilt from the database when needed), close."""
+
+from __future__ import annotations
+
+from app.services.common import (
+    DEFAULT_C,
+    DEFAULT_GAMMA,
+    EVAL_FRACTION,
+    LABEL_STRATEGIES,
+    SOLVERS,
+    Outcome,
+    ServiceError,
+)
+from app.services.labelling import LabellingRun
+from core.strategies import DEFAULT_SOLVER
+from storage import repository as repo
+
+
+class Sessions:
+    """The session part of ``MarginLab``: one live ``LabellingRun`` per open session and process."""
+
+    def sessions(self, dataset_id: int | None = None, annotator: str | None = None,
+                 status: str | None = None) -> list[repo.SessionInfo]:
+        """Sessions, most recently updated first."""
+        return repo.list_sessions(self.engine, dataset_id=dataset_id, annotator=annotator, status=status)
+
+    def start_session(self, *, dataset_id: int, annotator: str, strategy: str, solver: str | None = None,
+                      C: float = DEFAULT_C, gamma: float | str = DEFAULT_GAMMA, seed: int = 0,
+                      scaling: str | None = None, eval_fraction: float = EVAL_FRACTION,
+                      strategy_params: dict | None = None) -> LabellingRun:
+        if strategy not in LABEL_STRATEGIES:
+            raise ServiceError(f"Unknown heuristic '{strategy}'; choose one of {', '.join(LABEL_STRATEGIES)}.")
+        solver = solver or DEFAULT_SOLVER[strategy]
+        if solver not in SOLVERS:
+            raise ServiceError(f"Unknown solver '{solver}'; choose one of {', '.join(SOLVERS)}.")
+        if not annotator or not str(annotator).strip():
+            raise ServiceError("Enter the annotator's name.")
+        dataset = self.dataset(dataset_id)
+        params = {
+            "solver_params": {"kernel": "rbf", "C": float(C), "gamma": gamma},
+            "strategy_params": dict(strategy_params or {}),
+            "scaling": scaling if scaling is not None else dataset.meta.get("scaling", "none"),
+            "eval_fraction": float(eval_fraction) if dataset.has_true_labels else 0.0,
+        }
+        session_id = repo.start_session(self.engine, dataset_id=dataset_id, annotator=str(annotator).strip(),
+                                        strategy=strategy, solver=solver, params=params, seed=int(seed))
+        try:
+            return self.open_session(session_id)
+        except Exception as error:
+            # a session whose model cannot be built is closed at once, not left to fail on every resume
+            repo.close_session(self.engine, session_id)
+            raise ServiceError(f"The session could not start: {error}") from error
+
+    def open_session(self, session_id: int) -> LabellingRun:
+        """The live run of a session: the one in memory, or rebuilt from the database."""
+        with self._runs_lock:
+            run = self._runs.get(int(session_id))
+            if run is None:
+                run = LabellingRun(self, session_id)
+                self._runs[int(session_id)] = run
+            return run
+
+    def close_session(self, session_id: int) -> Outcome:
+        """Close a session (a snapshot of its model is stored first when it is in memory)."""
+        with self._runs_lock:
+            run = self._runs.pop(int(session_id), None)
+        if run is not None:
+            return run.close()
+        repo.close_session(self.engine, session_id)
+        return Outcome(True, f"Session {session_id} closed.")
+
+    def is_open(self, session_id: int) -> bool:
+        """Whether the session's run is in memory (opening it otherwise replays its labels)."""
+        return int(session_id) in self._runs
+
+    def forget_runs(self) -> None:
+        """Drop the in-memory runs (the next open rebuilds from the database, as after a restart)."""
+        with self._runs_lock:
+            self._runs.clear()

@@ -1,0 +1,93 @@
+"""Model snapshots of a labelling session: resume without replaying every label.
+
+Every ``SNAPSHOT_EVERY`` answers (and when a session is closed) the whole loop
+is saved as a model snapshot (``ActiveLearningLoop.to_state``: plain arrays +
+JSON). A session is rebuilt from its latest snapshot plus the events after it;
+when there is no snapshot, or it does not cover exactly the stored events
+(count, label ids, items and values, configuration, pool), every event is
+replayed instead.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+import numpy as np
+
+from core.loop import ActiveLearningLoop
+from storage import repository as repo
+from storage.errors import StorageError
+
+#: a snapshot of the loop is stored after every this many answers (labels and skips)
+SNAPSHOT_EVERY = 25
+#: ... with the solver states from before this many of the last labels (lasvm, ramp: see save_snapshot)
+SNAPSHOT_UNDO_STATES = 5
+#: format of the service's part of a snapshot's meta
+SNAPSHOT_FORMAT = 1
+
+
+class RunSnapshots:
+    """The snapshot half of ``LabellingRun`` (see ``app.services.labelling``)."""
+
+    def _pool_digest(self) -> str:
+        return hashlib.sha256(np.ascontiguousarray(self.pool_items, dtype=np.int64).tobytes()).hexdigest()
+
+    def _from_snapshot(self, pairs: list[tuple[int, int]], data: dict[str, Any]) -> ActiveLearningLoop | None:
+        """The loop restored from the latest snapshot, if it covers exactly the first events; else None."""
+        snapshot = repo.latest_snapshot(self.engine, self.session_id) if self.service.use_snapshots else None
+        if snapshot is None:
+            self.resume_note = "no snapshot: every event replayed"
+            return None
+        n, arrays, meta = snapshot
+        mine, loop_meta = meta.get("service", {}), meta.get("loop", {})
+        covered = np.asarray(arrays.get("events", np.zeros((0, 2))), dtype=np.int64).reshape(-1, 2)
+        solver_params = dict(self.solver_params)
+        solver_params.setdefault("random_state", self.seed)  # as the loop completes it
+        expected = dict(strategy=self.info.strategy, solver=self.info.solver, solver_params=solver_params,
+                        strategy_params=self.strategy_params, seed=self.seed)
+        saved = loop_meta.get("config", {})
+        problem = None
+        if mine.get("format") != SNAPSHOT_FORMAT:
+            problem = "unknown snapshot format"
+        elif n > len(pairs) or len(covered) != n:
+            problem = f"the snapshot covers {n} answers, the session has {len(pairs)}"
+        elif mine.get("label_ids") != [a.label_id for a in self.answers[:n]]:
+            problem = "the snapshot's label ids are not the session's first labels"
+        elif covered.tolist() != [list(p) for p in pairs[:n]]:
+            problem = "the snapshot's items or values are not the session's"
+        elif mine.get("pool_digest") != self._pool_digest():
+            problem = "the snapshot is for another labelling pool"
+        elif any(saved.get(k) != v for k, v in expected.items()):
+            problem = "the snapshot is for another configuration"
+        if problem is None:
+            try:
+                loop = ActiveLearningLoop.from_state(arrays, loop_meta, **data)
+            except (ValueError, KeyError, TypeError, IndexError) as error:
+                problem = f"the snapshot could not be read ({error})"
+        if problem is not None:
+            self.resume_note = f"{problem}: every event replayed"
+            return None
+        self.resume_note = f"resumed from the snapshot after {n} answers"
+        return loop
+
+    def save_snapshot(self) -> int | None:
+        """Store the loop as a model snapshot covering the answers so far; returns its id.
+
+        Called every ``SNAPSHOT_EVERY`` answers and when the session is closed. A
+        failure to store it changes nothing else (the next resume replays more events).
+        """
+        with self.lock:
+            # with the solver states from before the last few labels (non-exact solvers), so
+            # that many undos after a resume restore a state instead of replaying every label
+            arrays, loop_meta = self.loop.to_state(previous=SNAPSHOT_UNDO_STATES)
+            n = len(self.answers)
+            meta = {"loop": loop_meta, "service": {
+                "format": SNAPSHOT_FORMAT, "label_ids": [a.label_id for a in self.answers],
+                "pool_digest": self._pool_digest(), "n_labels": self.n_labels}}
+        try:
+            snapshot_id = repo.save_snapshot(self.engine, self.session_id, n_events=n, arrays=arrays, meta=meta)
+        except StorageError:
+            return None
+        self.snapshot_events = n
+        return snapshot_id
