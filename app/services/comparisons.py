@@ -68,6 +68,8 @@ class Comparisons:
             if info.n_labels < 2:
                 continue
             run = self.open_session(info.id)
+            if run.problem is not None:  # no model to draw (the Label page says why)
+                continue
             history = run.history()
             if "auc" not in history or history["auc"].isna().all():
                 continue

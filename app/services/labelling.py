@@ -12,6 +12,7 @@ leaves a database from which the same model is rebuilt. Resuming is fast: see
 
 from __future__ import annotations
 
+import logging
 import threading
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -27,6 +28,11 @@ from storage.errors import DuplicateLabelError, StorageError
 
 if TYPE_CHECKING:
     from app.services.marginlab import MarginLab
+
+logger = logging.getLogger(__name__)
+
+#: at most this many characters of an error's own text are shown in a message
+CAUSE_CHARS = 300
 
 
 @dataclass(frozen=True)
@@ -83,23 +89,20 @@ class LabellingRun(RunSnapshots, RunReadouts):
         self.lock = threading.RLock()
         self.info = repo.get_session(self.engine, self.session_id)
         self.dataset = repo.get_dataset(self.engine, self.info.dataset_id)
-        X, y_true, feature_names, display = repo.load_dataset_arrays(self.engine, self.info.dataset_id)
-        self.X_raw = X
-        self.y_true = None if y_true is None else np.asarray(y_true, dtype=np.int64)
-        self.feature_names = list(feature_names)
-        self.display = display
         params = dict(self.info.params or {})
         self.scaling = params.get("scaling", self.dataset.meta.get("scaling", "none"))
-        self.X = scale_features(X, self.scaling)
         self.seed = 0 if self.info.seed is None else int(self.info.seed)
         self.eval_fraction = float(params.get("eval_fraction", EVAL_FRACTION))
-        if self.y_true is not None and self.eval_fraction > 0:
-            self.pool_items, self.eval_items = evaluation_split(self.y_true, self.eval_fraction, self.seed)
-        else:
-            self.pool_items, self.eval_items = np.arange(len(X), dtype=np.intp), np.zeros(0, dtype=np.intp)
-        self.pool_of_item = {int(item): k for k, item in enumerate(self.pool_items)}
         self.solver_params = dict(params.get("solver_params", {}))
         self.strategy_params = dict(params.get("strategy_params", {}))
+        self.X_raw = self.X = self.y_true = self.display = None  # the arrays: see _load_arrays
+        self.feature_names: list[str] = []
+        self.pool_items = self.eval_items = np.zeros(0, dtype=np.intp)
+        self.pool_of_item: dict[int, int] = {}
+        self.loop: ActiveLearningLoop | None = None
+        #: why this session's model cannot be used (None while it can): see _cannot_go_on
+        self.problem: str | None = None
+        self.problem_cause: str | None = None  # the error's own text, within ``problem``
         self.answers: list[Answer] = []
         self.shown: ShownItem | None = None
         self.last_update_ms: float | None = None
@@ -114,6 +117,20 @@ class LabellingRun(RunSnapshots, RunReadouts):
         self.version = 0  # changes with every label, skip, undo or rebuild (keys the cached read-outs)
         self._cache: dict[str, tuple[int, Any]] = {}
         self._rebuild()
+
+    def _load_arrays(self) -> None:
+        """The dataset's features (scaled as the session asks) and the pool / evaluation split."""
+        X, y_true, feature_names, display = repo.load_dataset_arrays(self.engine, self.info.dataset_id)
+        self.X_raw = X
+        self.y_true = None if y_true is None else np.asarray(y_true, dtype=np.int64)
+        self.feature_names = list(feature_names)
+        self.display = display
+        self.X = scale_features(X, self.scaling)
+        if self.y_true is not None and self.eval_fraction > 0:
+            self.pool_items, self.eval_items = evaluation_split(self.y_true, self.eval_fraction, self.seed)
+        else:
+            self.pool_items, self.eval_items = np.arange(len(X), dtype=np.intp), np.zeros(0, dtype=np.intp)
+        self.pool_of_item = {int(item): k for k, item in enumerate(self.pool_items)}
 
     # -- construction -----------------------------------------------------
     def _loop_config(self) -> dict[str, Any]:
@@ -138,8 +155,21 @@ class LabellingRun(RunSnapshots, RunReadouts):
         """Rebuild the loop from the stored label events (the database is the truth).
 
         From the latest snapshot plus the events after it when the snapshot matches
-        the events; otherwise by replaying every event.
+        the events; otherwise by replaying every event. When the model cannot be
+        rebuilt (whatever the cause: data stored before today's import checks, a
+        stored configuration this version refuses, a solver error) the run says so
+        in ``problem`` and keeps its labels, instead of failing every page that opens it.
         """
+        try:
+            self._replay_events()
+        except Exception as error:
+            self._keep_stored_answers()
+            self._cannot_go_on(error, f"Session {self.session_id}'s model could not be rebuilt from its "
+                                      f"{len(self.answers)} stored answers")
+
+    def _replay_events(self) -> None:
+        if self.X is None:
+            self._load_arrays()
         events = repo.label_events(self.engine, self.session_id)
         pairs = []
         self.answers = []
@@ -160,11 +190,45 @@ class LabellingRun(RunSnapshots, RunReadouts):
         else:
             self.loop = ActiveLearningLoop(**data, **self._loop_config())
         self.loop.replay(pairs[len(self.loop.events):])
+        self._check_decision_values([pool_index for pool_index, value in pairs if value != 0])
         self.last_update_ms = None
         self.version += 1
         self._ask()
         if self.service.use_snapshots and len(pairs) - (self.resumed_from or 0) >= SNAPSHOT_EVERY:
             self.save_snapshot()  # the next resume need not replay these again
+
+    def _check_decision_values(self, pool_indices: list[int]) -> None:
+        """Refuse a model whose decision values on these (labelled) items are not finite numbers."""
+        if not pool_indices:
+            return
+        values = np.asarray(self.loop.solver.decision_function(np.asarray(pool_indices, dtype=np.intp)), dtype=float)
+        if not np.all(np.isfinite(values)):
+            raise ServiceError("the model's decision values are not finite numbers (features too large for the "
+                               "kernel?)")
+
+    def _keep_stored_answers(self) -> None:
+        """Read the answers again from the database (a failed rebuild may have stopped half-way)."""
+        try:
+            self.answers = [Answer(e.item_index, int(e.value), e.decision_value, e.label_id)
+                            for e in repo.label_events(self.engine, self.session_id)]
+        except Exception:  # the database too: keep what this run knew
+            logger.exception("session %s: the stored answers could not be read", self.session_id)
+
+    def _cannot_go_on(self, error: Exception, what: str) -> Outcome:
+        """Drop the model, keep the labels, and say why: ``what`` happened, and the error's own text."""
+        logger.error("session %s: %s", self.session_id, what, exc_info=error)
+        cause = str(error).strip() if isinstance(error, ServiceError | StorageError) else \
+            f"{type(error).__name__}: {str(error).strip()}"
+        if len(cause) > CAUSE_CHARS:
+            cause = cause[:CAUSE_CHARS] + "…"
+        self.problem_cause = cause
+        self.problem = (f"{what} ({cause}). Its labels are kept: export them on the Export page, or close "
+                        "this session and start a new one.")
+        self.loop = None
+        self.shown = None
+        self.last_update_ms = None
+        self.version += 1
+        return self._tell(Outcome(False, self.problem, "error"))
 
     def _ask(self) -> None:
         """Compute (or fetch: queries are a function of the events) the item to show next."""
@@ -202,6 +266,8 @@ class LabellingRun(RunSnapshots, RunReadouts):
         if value not in (1, -1, 0):
             raise ServiceError(f"A label is +1, -1 or 0 (skip), not {value}.")
         with self.lock:
+            if self.problem is not None:
+                return self._tell(Outcome(False, self.problem, "error"))
             shown = self.shown
             if shown is None:
                 return self._tell(Outcome(False, "Every item in the pool has been answered.", "warning"))
@@ -227,17 +293,26 @@ class LabellingRun(RunSnapshots, RunReadouts):
             except StorageError as error:  # e.g. the session was closed meanwhile
                 return self._tell(Outcome(False, f"Nothing was recorded: {error}", "error"))
             self.answers.append(Answer(shown.item_index, value, shown.score, getattr(stored, "label_id", None)))
-            if value == 0:
-                self.loop.skip(shown.pool_index)
-                self.last_update_ms = None  # a skip leaves the model as it is
-            else:
-                row = self.loop.teach(shown.pool_index, value)
-                self.last_update_ms = float(row.update_ms)  # solver update + pool scores kept current
-            self.version += 1
-            self._ask()
+            try:
+                self._learn(shown, value)
+            except Exception as error:
+                return self._cannot_go_on(error, f"Item {shown.item_index} ({VALUE_NAMES[value]}) is saved, but "
+                                                 f"session {self.session_id}'s model could not learn it")
             if len(self.answers) % SNAPSHOT_EVERY == 0:
                 self.save_snapshot()
             return self._tell(Outcome(True, f"Item {shown.item_index}: {VALUE_NAMES[value]}."))
+
+    def _learn(self, shown: ShownItem, value: int) -> None:
+        """The loop learns a stored answer, then asks its next question."""
+        if value == 0:
+            self.loop.skip(shown.pool_index)
+            self.last_update_ms = None  # a skip leaves the model as it is
+        else:
+            row = self.loop.teach(shown.pool_index, value)
+            self._check_decision_values([shown.pool_index])
+            self.last_update_ms = float(row.update_ms)  # solver update + pool scores kept current
+        self.version += 1
+        self._ask()
 
     def positive(self, item_index: int | None = None) -> Outcome:
         return self.answer(1, item_index=item_index)
@@ -255,6 +330,8 @@ class LabellingRun(RunSnapshots, RunReadouts):
         when they pressed Undo; a second, stale Undo (a double click) is refused.
         """
         with self.lock:
+            if self.problem is not None:
+                return self._tell(Outcome(False, self.problem, "error"))
             if last_item_index is not None and (not self.answers
                                                 or self.answers[-1].item_index != int(last_item_index)):
                 return self._tell(Outcome(False, f"The answer on item {last_item_index} was already undone; "
@@ -280,7 +357,8 @@ class LabellingRun(RunSnapshots, RunReadouts):
     def close(self) -> Outcome:
         """Close the session: store a snapshot of the model first, then mark the session closed."""
         with self.lock:
-            self.save_snapshot()
+            if self.problem is None:
+                self.save_snapshot()
             try:
                 repo.close_session(self.engine, self.session_id)
             except StorageError as error:

@@ -8,6 +8,7 @@ import json
 import numpy as np
 import pandas as pd
 
+from app.services.common import ServiceError
 from core.metrics import roc_auc, roc_curve
 
 
@@ -29,7 +30,9 @@ class RunReadouts:
     @property
     def n_seen(self) -> int | None:
         """Items the stream walked past (ramp-region), or None for other heuristics."""
-        return int(self.loop.seen) if self.info.strategy == "ramp-region" else None
+        if self.loop is None or self.info.strategy != "ramp-region":
+            return None
+        return int(self.loop.seen)
 
     @property
     def has_evaluation(self) -> bool:
@@ -49,6 +52,8 @@ class RunReadouts:
         return self._cached("history", self._history)
 
     def _history(self) -> pd.DataFrame:
+        if self.loop is None:  # no model (see LabellingRun.problem): no history to draw
+            return pd.DataFrame()
         frame = self.loop.history_frame()  # a new frame on every call: ours to change
         if len(frame) and not self.has_evaluation:
             # no true labels: the AUC of the scores given when asked, over the labels so far
@@ -63,7 +68,7 @@ class RunReadouts:
 
     def evaluation_scores(self) -> np.ndarray:
         """f(x) of the current model for every evaluation item (kept by the loop)."""
-        scores = self.loop.evaluation_scores()
+        scores = None if self.loop is None else self.loop.evaluation_scores()
         return np.zeros(0) if scores is None else scores
 
     def _asked_scores(self, upto: int | None = None) -> tuple[np.ndarray, np.ndarray]:
@@ -89,6 +94,8 @@ class RunReadouts:
         return self._cached("roc", self._roc)
 
     def _roc(self) -> tuple[np.ndarray, np.ndarray, float, str] | None:
+        if self.loop is None:
+            return None
         if self.has_evaluation:
             y = self.y_true[self.eval_items]
             scores = self.evaluation_scores()
@@ -127,6 +134,8 @@ class RunReadouts:
 
     def model_state(self) -> bytes:
         """The session's model as an .npz file: solver arrays + JSON meta (no pickle)."""
+        if self.loop is None:
+            raise ServiceError(self.problem or f"Session {self.session_id} has no model.")
         arrays, meta = self.loop.solver.to_state(include_data=True)
         meta = dict(meta, session_id=self.session_id, dataset_id=self.info.dataset_id,
                     dataset=self.dataset.name, strategy=self.info.strategy, n_events=len(self.answers),

@@ -45,11 +45,15 @@ class Sessions:
         session_id = repo.start_session(self.engine, dataset_id=dataset_id, annotator=str(annotator).strip(),
                                         strategy=strategy, solver=solver, params=params, seed=int(seed))
         try:
-            return self.open_session(session_id)
+            run = self.open_session(session_id)
+            problem = run.problem_cause
         except Exception as error:
+            problem = str(error)
+        if problem is not None:
             # a session whose model cannot be built is closed at once, not left to fail on every resume
-            repo.close_session(self.engine, session_id)
-            raise ServiceError(f"The session could not start: {error}") from error
+            self.close_session(session_id)
+            raise ServiceError(f"The session could not start: {problem}")
+        return run
 
     def open_session(self, session_id: int) -> LabellingRun:
         """The live run of a session: the one in memory, or rebuilt from the database."""
@@ -68,6 +72,11 @@ class Sessions:
             return run.close()
         repo.close_session(self.engine, session_id)
         return Outcome(True, f"Session {session_id} closed.")
+
+    def known_problem(self, session_id: int) -> str | None:
+        """Why the session's model cannot be used, when its run is in memory and knows it; else None."""
+        run = self._runs.get(int(session_id))
+        return None if run is None else run.problem
 
     def is_open(self, session_id: int) -> bool:
         """Whether the session's run is in memory (opening it otherwise replays its labels)."""

@@ -39,6 +39,14 @@ class RunSnapshots:
         if snapshot is None:
             self.resume_note = "no snapshot: every event replayed"
             return None
+        try:
+            return self._restore(snapshot, pairs, data)
+        except Exception as error:  # whatever is wrong with it, the stored events rebuild the model
+            self.resume_note = (f"the snapshot could not be read ({type(error).__name__}: {error}): "
+                                "every event replayed")
+            return None
+
+    def _restore(self, snapshot, pairs: list[tuple[int, int]], data: dict[str, Any]) -> ActiveLearningLoop | None:
         n, arrays, meta = snapshot
         mine, loop_meta = meta.get("service", {}), meta.get("loop", {})
         covered = np.asarray(arrays.get("events", np.zeros((0, 2))), dtype=np.int64).reshape(-1, 2)
@@ -60,14 +68,10 @@ class RunSnapshots:
             problem = "the snapshot is for another labelling pool"
         elif any(saved.get(k) != v for k, v in expected.items()):
             problem = "the snapshot is for another configuration"
-        if problem is None:
-            try:
-                loop = ActiveLearningLoop.from_state(arrays, loop_meta, **data)
-            except (ValueError, KeyError, TypeError, IndexError) as error:
-                problem = f"the snapshot could not be read ({error})"
         if problem is not None:
             self.resume_note = f"{problem}: every event replayed"
             return None
+        loop = ActiveLearningLoop.from_state(arrays, loop_meta, **data)
         self.resume_note = f"resumed from the snapshot after {n} answers"
         return loop
 
@@ -78,6 +82,8 @@ class RunSnapshots:
         failure to store it changes nothing else (the next resume replays more events).
         """
         with self.lock:
+            if self.loop is None:  # no model to store (see LabellingRun.problem)
+                return None
             # with the solver states from before the last few labels (non-exact solvers), so
             # that many undos after a resume restore a state instead of replaying every label
             arrays, loop_meta = self.loop.to_state(previous=SNAPSHOT_UNDO_STATES)

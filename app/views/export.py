@@ -59,6 +59,10 @@ model_session = st.selectbox(
 st.caption("A NumPy .npz file: the solver's arrays (support vectors, coefficients, labels, the stored points) "
            "and a JSON `__meta__` entry (solver, kernel, parameters, session). Load it with "
            "`numpy.load(path, allow_pickle=False)` or `core.solvers.base.OnlineSolver.load(path)`.")
+problem = svc.known_problem(model_session)
+if problem is not None:
+    st.error(problem)
+    st.stop()
 st.download_button("Download the model state (.npz)", lambda: svc.open_session(model_session).model_state(),
                    file_name=f"marginlab-session-{model_session}-model.npz", mime="application/octet-stream",
                    key="download_model", on_click="ignore")

@@ -83,9 +83,24 @@ def _undo(session_id: int, last_item: int | None) -> None:
     st.session_state.outcome = svc.open_session(session_id).undo(last_item_index=last_item)
 
 
+def _close(session_id: int) -> None:
+    st.session_state.outcome = svc.close_session(session_id)
+    st.session_state.session_id = None  # the most recent active session is shown instead
+
+
+def session_without_model(run) -> None:
+    """A session whose model cannot be rebuilt: why, what is kept, and a way out."""
+    st.error(run.problem)
+    st.caption(f"Stored: {run.n_labels} labels ({run.n_positive} positive) and {run.n_skips} skips.")
+    st.button("Close this session", key="close_broken_session", on_click=_close, args=(run.session_id,))
+
+
 @st.fragment
 def labelling_panel(session_id: int) -> None:
     run = svc.open_session(session_id)
+    if run.problem is not None:
+        session_without_model(run)
+        return
     shown = run.shown
     item_col, chart_col = st.columns([1, 1], gap="large")
     with item_col:

@@ -1,0 +1,180 @@
+"""The app when things go wrong: sessions whose model cannot be rebuilt, failures of the database
+or the disk, parameters that are not numbers. Each test stores the trouble directly (as an older
+version, another process or a full disk would leave it) and drives the real entry point with
+``streamlit.testing.v1.AppTest`` or the service the pages call.
+"""
+
+from __future__ import annotations
+
+import io
+
+import numpy as np
+import pandas as pd
+import pytest
+from sqlalchemy import text
+
+from app.services import EVAL_FRACTION, MarginLab, evaluation_split
+from storage import repository as repo
+from tests import test_app
+from tests.test_app import start_app
+
+db_url = test_app.db_url  # the same fixture: a temporary SQLite file in MARGINLAB_DATABASE_URL
+
+N_LABELS = 6
+
+
+def two_blobs(n: int = 80, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    X = np.vstack([rng.normal(-1, 1, (n // 2, 3)), rng.normal(1, 1, (n // 2, 3))])
+    y = np.repeat([-1, 1], n // 2)
+    return X, y
+
+
+def stored_session(engine, *, strategy: str = "near-boundary", solver: str = "incremental", name: str = "blobs",
+                   true_labels: bool = False, n_labels: int = N_LABELS) -> int:
+    """Two blobs and a session with ``n_labels`` labels (alternating the blobs), written straight to the database.
+
+    With ``true_labels`` the dataset has them, and the session holds out an evaluation split.
+    """
+    X, y = two_blobs()
+    dataset_id = repo.import_dataset(engine, name=name, X=X, feature_names=["a", "b", "c"],
+                                     y_true=y if true_labels else None)
+    eval_fraction = EVAL_FRACTION if true_labels else 0.0
+    session_id = repo.start_session(engine, dataset_id=dataset_id, annotator="ada", strategy=strategy, solver=solver,
+                                    params={"solver_params": {"kernel": "rbf", "C": 1.0, "gamma": "scale"},
+                                            "scaling": "none", "eval_fraction": eval_fraction}, seed=0)
+    pool = evaluation_split(y, eval_fraction, 0)[0] if true_labels else np.arange(len(y))
+    negatives, positives = pool[y[pool] == -1], pool[y[pool] == 1]
+    for k in range(n_labels):
+        item = int(negatives[k // 2] if k % 2 == 0 else positives[k // 2])
+        repo.record_label(engine, session_id, item_index=item, value=int(y[item]), annotator="ada",
+                          strategy=strategy, solver=solver)
+    return session_id
+
+
+def overwrite_features(engine, dataset_id: int, X: np.ndarray) -> None:
+    """Replace a dataset's stored feature matrix, as a version without today's import checks could have left it."""
+    with engine.begin() as connection:
+        connection.execute(text("UPDATE datasets SET features = :blob WHERE id = :id"),
+                           {"blob": np.ascontiguousarray(X, dtype="<f8").tobytes(), "id": dataset_id})
+
+
+def error_texts(at) -> list[str]:
+    return [e.value for e in at.error]
+
+
+# --------------------------------------------------------------------------- a model that cannot be rebuilt
+
+
+def _retired_heuristic(engine) -> int:
+    """A session stored with a heuristic this version does not know (the loop refuses to build)."""
+    session_id = stored_session(engine)
+    with engine.begin() as connection:
+        connection.execute(text("UPDATE labelling_sessions SET strategy = 'retired-heuristic' WHERE id = :id"),
+                           {"id": session_id})
+    return session_id
+
+
+def _solver_error_during_replay(engine, monkeypatch) -> int:
+    """The solver fails while the stored labels are replayed."""
+    from core.solvers.incremental import IncrementalSVM
+
+    def failing_learn(self, i, y):
+        raise FloatingPointError("overflow in the kernel row")
+
+    monkeypatch.setattr(IncrementalSVM, "learn", failing_learn)
+    return stored_session(engine)
+
+
+def _poisoned_data(engine) -> int:
+    """Features near the largest double, stored before the import refused them (squares overflow)."""
+    session_id = stored_session(engine, strategy="near-boundary", solver="lasvm", true_labels=True)
+    X, _ = two_blobs()
+    dataset_id = repo.get_session(engine, session_id).dataset_id
+    overwrite_features(engine, dataset_id, np.clip(X, -1.7, 1.7) * 1e308)
+    return session_id
+
+
+CAUSES = {"retired heuristic": lambda engine, mp: _retired_heuristic(engine),
+          "solver error during replay": _solver_error_during_replay,
+          "poisoned data": lambda engine, mp: _poisoned_data(engine)}
+
+
+@pytest.mark.parametrize("cause", list(CAUSES))
+def test_a_session_whose_model_cannot_be_rebuilt_opens_with_a_message_and_keeps_its_labels(db_url, monkeypatch,
+                                                                                          cause):
+    svc = MarginLab.from_url(db_url)
+    svc.ensure_demo_dataset()
+    session_id = CAUSES[cause](svc.engine, monkeypatch)  # the most recent session: the one `/` opens
+
+    at = start_app()
+    assert not at.exception, at.exception
+    run = svc.open_session(session_id)
+    if run.problem is None:
+        # the model was rebuilt after all (a solver that copes with the data): it must then be usable
+        assert cause == "poisoned data"
+        assert np.all(np.isfinite(run.loop.pool_scores()))
+        return
+    (message,) = error_texts(at)
+    assert f"Session {session_id}" in message and "could not be rebuilt" in message
+    assert f"{N_LABELS} stored answers" in message and "Export" in message
+    # nothing to answer: no answer buttons, no charts
+    assert not [b for b in at.button if b.key and b.key.startswith(("positive_", "negative_", "skip_"))]
+    assert not at.get("plotly_chart")
+    # the labels are intact and exportable
+    assert len(repo.label_events(svc.engine, session_id)) == N_LABELS
+    exported = pd.read_csv(io.BytesIO(svc.export_labels("csv", session_id=session_id, include_features=False)))
+    assert len(exported) == N_LABELS
+    # a label or an undo on it is refused with the same message, and changes nothing
+    assert not run.answer(1).ok and "could not be rebuilt" in run.answer(1).message
+    assert not run.undo().ok
+    assert len(repo.label_events(svc.engine, session_id)) == N_LABELS
+    # the other pages still render (Compare overlays the sessions of a dataset; Export lists them)
+    for page in ("views/export.py", "views/compare.py", "views/data.py"):
+        at.switch_page(page).run()
+        assert not at.exception, (page, at.exception)
+        if page == "views/export.py":  # its model state cannot be offered: the page says why
+            assert at.selectbox(key="model_session").value == session_id
+            assert error_texts(at) == [message]
+
+    # closing it lets `/` open the next session instead
+    at.switch_page("views/label.py").run()
+    at.button(key="close_broken_session").click().run()
+    assert not at.exception, at.exception
+    assert repo.get_session(svc.engine, session_id).status == "closed"
+    assert len(repo.label_events(svc.engine, session_id)) == N_LABELS
+    assert not error_texts(start_app())
+
+
+def test_a_snapshot_that_cannot_be_read_is_passed_over_and_the_labels_replayed(db_url):
+    svc = MarginLab.from_url(db_url)
+    session_id = stored_session(svc.engine)
+    repo.save_snapshot(svc.engine, session_id, n_events=N_LABELS, arrays={"events": np.zeros((N_LABELS, 2))},
+                       meta={"service": ["not", "a", "mapping"], "loop": 7})
+    run = svc.open_session(session_id)
+    assert run.problem is None
+    assert "every event replayed" in run.resume_note
+    assert run.n_labels == N_LABELS and run.shown is not None
+    assert run.answer(1, item_index=run.shown.item_index).ok
+
+
+def test_a_label_the_model_cannot_learn_is_kept_and_the_session_says_why(db_url, monkeypatch):
+    from core.solvers.incremental import IncrementalSVM
+
+    svc = MarginLab.from_url(db_url)
+    session_id = stored_session(svc.engine)
+    run = svc.open_session(session_id)
+    item = run.shown.item_index
+
+    def failing_learn(self, i, y):
+        raise FloatingPointError("overflow in the kernel row")
+
+    monkeypatch.setattr(IncrementalSVM, "learn", failing_learn)
+    outcome = run.answer(1, item_index=item)
+    assert not outcome.ok and outcome.kind == "error"
+    assert outcome.message.startswith(f"Item {item} (positive) is saved, but session {session_id}'s model could not")
+    assert "FloatingPointError: overflow in the kernel row" in outcome.message
+    assert run.problem == outcome.message and run.shown is None
+    events = repo.label_events(svc.engine, session_id)
+    assert len(events) == N_LABELS + 1 and events[-1].item_index == item
+    assert run.n_labels == N_LABELS + 1
