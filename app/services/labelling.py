@@ -336,15 +336,23 @@ class LabellingRun(RunSnapshots, RunReadouts):
                                                 or self.answers[-1].item_index != int(last_item_index)):
                 return self._tell(Outcome(False, f"The answer on item {last_item_index} was already undone; "
                                                  "the second click was ignored.", "warning"))
+            last = self.answers[-1] if self.answers else None
             try:
-                event = repo.undo_last_label(self.engine, self.session_id)
+                # only if the answer this run knows as the last is still the session's last: an
+                # answer given meanwhile by another process is not this person's to undo
+                event = repo.undo_last_label(self.engine, self.session_id,
+                                             label_id=None if last is None else last.label_id)
             except StorageError as error:
                 return self._tell(Outcome(False, f"Nothing was undone: {error}", "error"))
+            if event is None and last is not None:
+                self._rebuild()  # follow the database
+                return self._tell(Outcome(
+                    False, f"Nothing was undone: another tab or process has answered since item "
+                           f"{last.item_index}, or undone that answer; the session is shown as stored.", "warning"))
             if event is None:
                 return self._tell(Outcome(False, "Nothing to undo.", "warning"))
-            last = self.answers[-1] if self.answers else None
-            if last is None or last.item_index != event.item_index:
-                self._rebuild()  # another tab labelled meanwhile: follow the database
+            if last is None or last.label_id != event.label_id:
+                self._rebuild()  # an answer without its id (older run): follow the database
             else:
                 self.answers.pop()
                 self.loop.undo()  # exact: unlearn, or the solver state from before the label
