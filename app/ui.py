@@ -11,7 +11,8 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from app.services import LabellingRun, MarginLab
+from app.services import LabellingRun, MarginLab, ServiceError
+from app.services.common import gamma_value
 from storage.engine import database_url
 from storage.errors import SchemaVersionError
 
@@ -45,20 +46,15 @@ C_MIN = 1e-12
 
 
 def parse_gamma(text: str) -> float | str:
-    """The gamma field of the New session form: ``scale`` or a positive number.
+    """The gamma field of the New session form: ``scale``, ``auto`` or a positive number.
 
     Raises ``ValueError`` with a message for the person who typed it.
     """
     value = str(text).strip()
-    if value.lower() in ("", "scale"):
-        return "scale"
     try:
-        gamma = float(value)
-    except ValueError:
-        gamma = float("nan")  # not a number: refused below with the same message
-    if not np.isfinite(gamma) or gamma <= 0:
-        raise ValueError(f"gamma must be 'scale' or a positive number such as 0.01, not '{value}'.")
-    return gamma
+        return gamma_value(value or "scale")
+    except ServiceError:
+        raise ValueError(f"gamma must be 'scale' or a positive number such as 0.01, not '{value}'.") from None
 
 
 def why_chosen(shown) -> str:

@@ -178,3 +178,24 @@ def test_a_label_the_model_cannot_learn_is_kept_and_the_session_says_why(db_url,
     events = repo.label_events(svc.engine, session_id)
     assert len(events) == N_LABELS + 1 and events[-1].item_index == item
     assert run.n_labels == N_LABELS + 1
+
+
+# --------------------------------------------------------------------------- parameters that are not numbers
+
+
+@pytest.mark.parametrize("field, value", [
+    ("C", float("nan")), ("C", float("inf")), ("C", -1.0), ("C", 0.0), ("C", "abc"),
+    ("gamma", float("nan")), ("gamma", float("-inf")), ("gamma", 0.0), ("gamma", "often"),
+    ("seed", float("nan")), ("seed", -1), ("seed", 1.5),
+])
+def test_a_parameter_that_is_not_a_valid_number_is_refused_before_a_session_is_stored(db_url, field, value):
+    from app.services import ServiceError
+
+    svc = MarginLab.from_url(db_url)
+    dataset_id = svc.ensure_demo_dataset()
+    with pytest.raises(ServiceError) as refused:
+        svc.start_session(dataset_id=dataset_id, annotator="ada", strategy="near-boundary", **{field: value})
+    message = str(refused.value)
+    assert message.startswith(f"{field} must be "), message
+    assert repr(value) in message or str(value) in message, message
+    assert svc.sessions() == []  # nothing stored, not even a closed session

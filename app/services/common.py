@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -17,6 +18,8 @@ SOLVERS = ("incremental", "lasvm", "ramp", "active-set")
 #: defaults for the RBF kernel: C = 1 and gamma = 1 / (n_features * Var(X)) ("scale")
 DEFAULT_C = 1.0
 DEFAULT_GAMMA = "scale"
+#: gamma by name: "scale" = 1 / (n_features * Var(X)), "auto" = 1 / n_features (as in scikit-learn)
+GAMMA_NAMES = ("scale", "auto")
 #: share of a dataset with true labels held out to draw the live ROC curve and AUC
 EVAL_FRACTION = 0.3
 #: ... and at most this many items (the live evaluation stays cheap on large datasets)
@@ -27,8 +30,9 @@ DEMO_NAME = "digits: 8 vs rest"
 VALUE_NAMES = {1: "positive", -1: "negative", 0: "skip"}
 
 __all__ = ["COMPARE_STRATEGIES", "DEFAULT_C", "DEFAULT_GAMMA", "DEFAULT_SOLVER", "DEMO_NAME", "EVAL_FRACTION",
-           "EVAL_MAX_ITEMS", "LABEL_STRATEGIES", "SOLVERS", "VALUE_NAMES", "Outcome", "ServiceError",
-           "scale_features"]
+           "EVAL_MAX_ITEMS", "GAMMA_NAMES", "LABEL_STRATEGIES", "SOLVERS", "VALUE_NAMES", "Outcome", "ServiceError",
+           "gamma_value", "positive_number", "scale_features", "scaling_name",
+           "whole_number"]
 
 
 class ServiceError(Exception):
@@ -44,12 +48,54 @@ class Outcome:
     kind: str = "info"  # "info", "warning" or "error"
 
 
-def scale_features(X: np.ndarray, scaling: str) -> np.ndarray:
-    """``none`` or ``standard`` (zero mean, unit variance per column; constant columns left at 0)."""
+def scaling_name(scaling: str | None) -> str:
+    """``none`` (also for None or "") or ``standard``; anything else is refused, naming the choices."""
     if scaling in (None, "", "none"):
-        return np.asarray(X, dtype=np.float64)
+        return "none"
     if scaling != "standard":
         raise ServiceError(f"Unknown scaling '{scaling}'; choose 'none' or 'standard'.")
+    return scaling
+
+
+def scale_features(X: np.ndarray, scaling: str) -> np.ndarray:
+    """``none`` or ``standard`` (zero mean, unit variance per column; constant columns left at 0)."""
+    if scaling_name(scaling) == "none":
+        return np.asarray(X, dtype=np.float64)
     from core.datasets import standardize
 
     return standardize(X)[0]  # (scaled X, mean, scale)
+
+
+def positive_number(value: Any, name: str) -> float:
+    """``value`` as a positive finite float; otherwise a ``ServiceError`` naming the parameter and the value."""
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        number = float("nan")
+    if isinstance(value, bool) or not np.isfinite(number) or number <= 0:
+        raise ServiceError(f"{name} must be a positive finite number, not {value!r}.")
+    return number
+
+
+def gamma_value(value: Any) -> float | str:
+    """The RBF kernel's gamma: one of ``GAMMA_NAMES`` or a positive finite number."""
+    if isinstance(value, str) and value.strip().lower() in GAMMA_NAMES:
+        return value.strip().lower()
+    try:
+        return positive_number(value, "gamma")
+    except ServiceError:
+        names = ", ".join(f"'{n}'" for n in GAMMA_NAMES)
+        raise ServiceError(f"gamma must be {names} or a positive finite number, not {value!r}.") from None
+
+
+def whole_number(value: Any, name: str, *, low: int = 0, high: int | None = None) -> int:
+    """``value`` as an int in [low, high]; otherwise a ``ServiceError`` naming the parameter and the value."""
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        number = float("nan")
+    if isinstance(value, bool) or not np.isfinite(number) or number != int(number) or number < low \
+            or (high is not None and number > high):
+        bound = f"from {low} to {high}" if high is not None else f"of at least {low}"
+        raise ServiceError(f"{name} must be a whole number {bound}, not {value!r}.")
+    return int(number)

@@ -11,7 +11,7 @@ from typing import Any
 
 import pandas as pd
 
-from app.services.common import DEMO_NAME, ServiceError
+from app.services.common import DEMO_NAME, ServiceError, scaling_name
 from storage import repository as repo
 from storage.errors import DuplicateDatasetError
 
@@ -139,8 +139,7 @@ class Datasets:
 
     def _import_loaded(self, data, *, name: str | None, scaling: str, source: str = "",
                        extra_meta: dict | None = None, text_column: str | None = None) -> ImportResult:
-        if scaling not in ("none", "standard"):
-            raise ServiceError(f"Unknown scaling '{scaling}'; choose 'none' or 'standard'.")
+        scaling = scaling_name(scaling)
         kind = data.display_kind or "table"
         meta: dict[str, Any] = dict(extra_meta or {}, scaling=scaling)
         if data.classes:

@@ -10,6 +10,10 @@ from app.services.common import (
     SOLVERS,
     Outcome,
     ServiceError,
+    gamma_value,
+    positive_number,
+    scaling_name,
+    whole_number,
 )
 from app.services.labelling import LabellingRun
 from core.strategies import DEFAULT_SOLVER
@@ -35,15 +39,21 @@ class Sessions:
             raise ServiceError(f"Unknown solver '{solver}'; choose one of {', '.join(SOLVERS)}.")
         if not annotator or not str(annotator).strip():
             raise ServiceError("Enter the annotator's name.")
+        # every parameter is checked before the session is stored: a refusal leaves nothing behind
+        C, gamma, seed = positive_number(C, "C"), gamma_value(gamma), whole_number(seed, "seed")
+        eval_fraction = float(eval_fraction)
+        if not 0.0 <= eval_fraction < 1.0:
+            raise ServiceError(f"The evaluation share must be at least 0 and less than 1, not {eval_fraction!r}.")
         dataset = self.dataset(dataset_id)
+        scaling = scaling_name(scaling if scaling is not None else dataset.meta.get("scaling", "none"))
         params = {
-            "solver_params": {"kernel": "rbf", "C": float(C), "gamma": gamma},
+            "solver_params": {"kernel": "rbf", "C": C, "gamma": gamma},
             "strategy_params": dict(strategy_params or {}),
-            "scaling": scaling if scaling is not None else dataset.meta.get("scaling", "none"),
-            "eval_fraction": float(eval_fraction) if dataset.has_true_labels else 0.0,
+            "scaling": scaling,
+            "eval_fraction": eval_fraction if dataset.has_true_labels else 0.0,
         }
         session_id = repo.start_session(self.engine, dataset_id=dataset_id, annotator=str(annotator).strip(),
-                                        strategy=strategy, solver=solver, params=params, seed=int(seed))
+                                        strategy=strategy, solver=solver, params=params, seed=seed)
         try:
             run = self.open_session(session_id)
             problem = run.problem_cause
