@@ -199,3 +199,26 @@ def test_a_parameter_that_is_not_a_valid_number_is_refused_before_a_session_is_s
     assert message.startswith(f"{field} must be "), message
     assert repr(value) in message or str(value) in message, message
     assert svc.sessions() == []  # nothing stored, not even a closed session
+
+
+# --------------------------------------------------------------------------- uploads
+
+
+def test_a_csv_cell_longer_than_128_kib_is_previewed_like_any_other(db_url):
+    import csv
+
+    long_text = "word " * 40_000  # 200,000 characters in one quoted cell
+    rows = [f'{k},{k % 2},"{long_text if k == 1 else "short"}"' for k in range(6)]
+    data = ("a,label,text\n" + "\n".join(rows) + "\n").encode()
+    svc = MarginLab.from_url(db_url)
+    limit = csv.field_size_limit()
+    preview = svc.preview_csv(data)
+    assert preview.n_rows == 6 and preview.header == ["a", "label", "text"]
+    assert preview.frame["text"].iloc[1] == long_text
+    assert svc.column_values(data, "label") == ["0", "1"]
+    assert svc.column_values(data, "text")[-1] == long_text.strip()
+    assert csv.field_size_limit() >= limit  # never lowered for the rest of the process
+    # and the import agrees with the preview
+    result = svc.import_csv(data, name="long", feature_columns=["a"], label_column="label", display="text",
+                            text_column="text", positive="1")
+    assert result.created

@@ -31,6 +31,19 @@ class CsvPreview:
     notes: list[str] = field(default_factory=list)
 
 
+def _csv_text(data: bytes) -> io.StringIO:
+    """An uploaded file as text for ``csv.reader``, whose cells may be as long as the file.
+
+    Python's csv module refuses cells over ``csv.field_size_limit()`` (128 KiB by
+    default) while the import (pandas) takes them; no cell can be longer than the
+    file, so the limit is raised to the file's length (never lowered: it is per process).
+    """
+    text = data.decode("utf-8", errors="replace")
+    if csv.field_size_limit() < len(text):
+        csv.field_size_limit(len(text))
+    return io.StringIO(text, newline="")
+
+
 def _unique(names: list[str]) -> list[str]:
     seen: dict[str, int] = {}
     out = []
@@ -76,8 +89,7 @@ class Datasets:
 
     def preview_csv(self, data: bytes, n: int = 20) -> CsvPreview:
         """Header and the first rows of an uploaded CSV as text cells (checked only on import)."""
-        text = data.decode("utf-8", errors="replace")
-        reader = csv.reader(io.StringIO(text, newline=""))
+        reader = csv.reader(_csv_text(data))
         header = next(reader, [])
         rows = []
         n_rows = 0
@@ -93,7 +105,7 @@ class Datasets:
 
     def column_values(self, data: bytes, column: str, limit: int = 50) -> list[str]:
         """Distinct values of one column of an uploaded CSV (to choose the positive class)."""
-        reader = csv.DictReader(io.StringIO(data.decode("utf-8", errors="replace"), newline=""))
+        reader = csv.DictReader(_csv_text(data))
         seen: dict[str, None] = {}
         for row in reader:
             value = (row.get(column) or "").strip()
