@@ -173,7 +173,7 @@ def show_outcome() -> None:
     outcome = st.session_state.get("outcome")
     if outcome is None:
         return
-    if outcome.ok:
+    if outcome.ok and outcome.kind == "info":
         st.caption(outcome.message)
     elif outcome.kind == "error":
         st.error(outcome.message)

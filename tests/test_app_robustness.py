@@ -222,3 +222,87 @@ def test_a_csv_cell_longer_than_128_kib_is_previewed_like_any_other(db_url):
     result = svc.import_csv(data, name="long", feature_columns=["a"], label_column="label", display="text",
                             text_column="text", positive="1")
     assert result.created
+
+
+# --------------------------------------------------------------------------- a full disk
+
+
+def fill_the_disk_before(engine, monkeypatch, function_name: str) -> None:
+    """Let the database grow no more while ``repo.<function_name>`` runs.
+
+    SQLite's ``max_page_count`` set to the current size on every connection: whatever
+    needs a new page fails with SQLite's own "database or disk is full".
+    """
+    from sqlalchemy import event
+
+    original = getattr(repo, function_name)
+
+    def full_while_it_runs(*args, **kwargs):
+        with engine.connect() as connection:
+            pages = connection.execute(text("PRAGMA page_count")).scalar()
+
+        def limit(dbapi_connection, _record):
+            dbapi_connection.execute(f"PRAGMA max_page_count = {pages}")
+
+        event.listen(engine, "connect", limit)
+        engine.dispose()  # every connection from now on is a new one, limited
+        try:
+            return original(*args, **kwargs)
+        finally:  # room again afterwards
+            event.remove(engine, "connect", limit)
+            engine.dispose()
+
+    monkeypatch.setattr(repo, function_name, full_while_it_runs)
+
+
+def test_a_full_disk_when_the_snapshot_is_stored_keeps_the_label_and_says_so(db_url, monkeypatch):
+    from app.services import SNAPSHOT_EVERY
+
+    svc = MarginLab.from_url(db_url)
+    session_id = stored_session(svc.engine, n_labels=SNAPSHOT_EVERY - 1)
+    run = svc.open_session(session_id)
+    assert repo.latest_snapshot(svc.engine, session_id) is None
+    fill_the_disk_before(svc.engine, monkeypatch, "save_snapshot")
+    item = run.shown.item_index
+    outcome = run.answer(1, item_index=item)  # the 25th answer: a snapshot is due
+    assert outcome.ok and outcome.kind == "warning", outcome
+    assert outcome.message.startswith(f"Item {item}: positive (saved).")
+    assert "model snapshot could not be stored" in outcome.message
+    assert "database or disk is full" in outcome.message
+    assert "OperationalError" not in outcome.message and "INSERT" not in outcome.message
+    events = repo.label_events(svc.engine, session_id)
+    assert len(events) == SNAPSHOT_EVERY and events[-1].item_index == item
+    assert repo.latest_snapshot(svc.engine, session_id) is None
+    # labelling goes on: the next answer is stored and learned
+    assert run.problem is None and run.shown is not None
+    nxt = run.shown.item_index
+    assert run.answer(-1, item_index=nxt).ok
+    assert len(repo.label_events(svc.engine, session_id)) == SNAPSHOT_EVERY + 1
+    # the Label page shows such an outcome as a warning, not as the usual small caption
+    at = start_app()
+    at.session_state["outcome"] = outcome
+    at.run()
+    assert [w.value for w in at.warning] == [outcome.message]
+
+
+def test_a_full_disk_when_the_label_is_stored_records_nothing_and_says_so(db_url, monkeypatch):
+    import sqlite3
+
+    from sqlalchemy.exc import OperationalError
+
+    svc = MarginLab.from_url(db_url)
+    session_id = stored_session(svc.engine)
+    run = svc.open_session(session_id)
+    item = run.shown.item_index
+
+    def full(*args, **kwargs):
+        raise OperationalError("INSERT INTO labels ...", {}, sqlite3.OperationalError("database or disk is full"))
+
+    monkeypatch.setattr(repo, "record_label", full)
+    outcome = run.answer(1, item_index=item)
+    assert not outcome.ok and outcome.kind == "error"
+    assert outcome.message == ("Nothing was recorded: the database could not be written (database or disk is "
+                               "full).")
+    assert run.shown.item_index == item and len(run.answers) == N_LABELS  # still asked, nothing learned
+    monkeypatch.undo()
+    assert run.answer(1, item_index=item).ok

@@ -31,7 +31,7 @@ VALUE_NAMES = {1: "positive", -1: "negative", 0: "skip"}
 
 __all__ = ["COMPARE_STRATEGIES", "DEFAULT_C", "DEFAULT_GAMMA", "DEFAULT_SOLVER", "DEMO_NAME", "EVAL_FRACTION",
            "EVAL_MAX_ITEMS", "GAMMA_NAMES", "LABEL_STRATEGIES", "SOLVERS", "VALUE_NAMES", "Outcome", "ServiceError",
-           "gamma_value", "positive_number", "scale_features", "scaling_name",
+           "database_trouble", "gamma_value", "positive_number", "scale_features", "scaling_name",
            "whole_number"]
 
 
@@ -99,3 +99,11 @@ def whole_number(value: Any, name: str, *, low: int = 0, high: int | None = None
         bound = f"from {low} to {high}" if high is not None else f"of at least {low}"
         raise ServiceError(f"{name} must be a whole number {bound}, not {value!r}.")
     return int(number)
+
+
+def database_trouble(error: Exception) -> str:
+    """What a database error says, without the statement and parameters SQLAlchemy adds (e.g. the
+    driver's "database or disk is full")."""
+    cause = getattr(error, "orig", None) or error
+    lines = str(cause).strip().splitlines()
+    return lines[0] if lines else type(cause).__name__

@@ -18,8 +18,17 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+from sqlalchemy.exc import SQLAlchemyError
 
-from app.services.common import EVAL_FRACTION, EVAL_MAX_ITEMS, VALUE_NAMES, Outcome, ServiceError, scale_features
+from app.services.common import (
+    EVAL_FRACTION,
+    EVAL_MAX_ITEMS,
+    VALUE_NAMES,
+    Outcome,
+    ServiceError,
+    database_trouble,
+    scale_features,
+)
 from app.services.readouts import RunReadouts
 from app.services.snapshots import SNAPSHOT_EVERY, RunSnapshots
 from core.loop import ActiveLearningLoop
@@ -292,15 +301,23 @@ class LabellingRun(RunSnapshots, RunReadouts):
                 return self._tell(Outcome(False, f"{error} Nothing was recorded twice.", "warning"))
             except StorageError as error:  # e.g. the session was closed meanwhile
                 return self._tell(Outcome(False, f"Nothing was recorded: {error}", "error"))
+            except SQLAlchemyError as error:  # e.g. the disk is full
+                logger.warning("session %s: the label was not stored: %s", self.session_id, error)
+                return self._tell(Outcome(False, "Nothing was recorded: the database could not be written "
+                                                 f"({database_trouble(error)}).", "error"))
             self.answers.append(Answer(shown.item_index, value, shown.score, getattr(stored, "label_id", None)))
             try:
                 self._learn(shown, value)
             except Exception as error:
                 return self._cannot_go_on(error, f"Item {shown.item_index} ({VALUE_NAMES[value]}) is saved, but "
                                                  f"session {self.session_id}'s model could not learn it")
-            if len(self.answers) % SNAPSHOT_EVERY == 0:
-                self.save_snapshot()
-            return self._tell(Outcome(True, f"Item {shown.item_index}: {VALUE_NAMES[value]}."))
+            said = f"Item {shown.item_index}: {VALUE_NAMES[value]}"
+            if len(self.answers) % SNAPSHOT_EVERY == 0 and self.save_snapshot() is None and self.snapshot_error:
+                return self._tell(Outcome(
+                    True, f"{said} (saved). The model snapshot could not be stored ({self.snapshot_error}); "
+                          "labelling goes on, and the next start replays the answers since the last snapshot.",
+                    "warning"))
+            return self._tell(Outcome(True, f"{said}."))
 
     def _learn(self, shown: ShownItem, value: int) -> None:
         """The loop learns a stored answer, then asks its next question."""
@@ -344,6 +361,10 @@ class LabellingRun(RunSnapshots, RunReadouts):
                                              label_id=None if last is None else last.label_id)
             except StorageError as error:
                 return self._tell(Outcome(False, f"Nothing was undone: {error}", "error"))
+            except SQLAlchemyError as error:
+                logger.warning("session %s: the undo was not stored: %s", self.session_id, error)
+                return self._tell(Outcome(False, "Nothing was undone: the database could not be written "
+                                                 f"({database_trouble(error)}).", "error"))
             if event is None and last is not None:
                 self._rebuild()  # follow the database
                 return self._tell(Outcome(
@@ -369,8 +390,8 @@ class LabellingRun(RunSnapshots, RunReadouts):
                 self.save_snapshot()
             try:
                 repo.close_session(self.engine, self.session_id)
-            except StorageError as error:
-                return self._tell(Outcome(False, f"The session was not closed: {error}", "error"))
+            except (StorageError, SQLAlchemyError) as error:
+                return self._tell(Outcome(False, f"The session was not closed: {database_trouble(error)}", "error"))
             return self._tell(Outcome(True, f"Session {self.session_id} closed."))
 
     def _tell(self, outcome: Outcome) -> Outcome:

@@ -11,10 +11,13 @@ replayed instead.
 from __future__ import annotations
 
 import hashlib
+import logging
 from typing import Any
 
 import numpy as np
+from sqlalchemy.exc import SQLAlchemyError
 
+from app.services.common import database_trouble
 from core.loop import ActiveLearningLoop
 from storage import repository as repo
 from storage.errors import StorageError
@@ -26,9 +29,14 @@ SNAPSHOT_UNDO_STATES = 5
 #: format of the service's part of a snapshot's meta
 SNAPSHOT_FORMAT = 1
 
+logger = logging.getLogger(__name__)
+
 
 class RunSnapshots:
     """The snapshot half of ``LabellingRun`` (see ``app.services.labelling``)."""
+
+    #: why the last snapshot could not be stored (None when it was)
+    snapshot_error: str | None = None
 
     def _pool_digest(self) -> str:
         return hashlib.sha256(np.ascontiguousarray(self.pool_items, dtype=np.int64).tobytes()).hexdigest()
@@ -79,7 +87,8 @@ class RunSnapshots:
         """Store the loop as a model snapshot covering the answers so far; returns its id.
 
         Called every ``SNAPSHOT_EVERY`` answers and when the session is closed. A
-        failure to store it changes nothing else (the next resume replays more events).
+        failure to store it (a full disk) changes nothing else: the next resume
+        replays more events; ``snapshot_error`` says what went wrong.
         """
         with self.lock:
             if self.loop is None:  # no model to store (see LabellingRun.problem)
@@ -93,7 +102,10 @@ class RunSnapshots:
                 "pool_digest": self._pool_digest(), "n_labels": self.n_labels}}
         try:
             snapshot_id = repo.save_snapshot(self.engine, self.session_id, n_events=n, arrays=arrays, meta=meta)
-        except StorageError:
+        except (StorageError, SQLAlchemyError, OSError) as error:  # e.g. the disk is full
+            logger.warning("session %s: the model snapshot was not stored: %s", self.session_id, error)
+            self.snapshot_error = database_trouble(error)
             return None
+        self.snapshot_error = None
         self.snapshot_events = n
         return snapshot_id
