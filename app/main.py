@@ -14,6 +14,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 import streamlit as st  # noqa: E402
+from sqlalchemy.exc import SQLAlchemyError  # noqa: E402
 
 from app import ui  # noqa: E402
 
@@ -27,4 +28,8 @@ pages = [
     st.Page(VIEWS / "compare.py", title="Compare", icon=":material/compare_arrows:"),
     st.Page(VIEWS / "export.py", title="Export", icon=":material/download:"),
 ]
-st.navigation(pages).run()
+try:
+    st.navigation(pages).run()
+except SQLAlchemyError as error:  # the database failed while a page was drawn
+    ui.logger.error("the database failed", exc_info=error)
+    ui.database_failed(error)

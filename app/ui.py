@@ -7,14 +7,20 @@ The engine lives inside one ``MarginLab`` service per process and database URL
 
 from __future__ import annotations
 
+import logging
+
 import numpy as np
 import pandas as pd
 import streamlit as st
+from sqlalchemy.exc import SQLAlchemyError
 
 from app.services import LabellingRun, MarginLab, ServiceError
 from app.services.common import gamma_value
+from app.services.database import database_problem
 from storage.engine import database_url
-from storage.errors import SchemaVersionError
+from storage.errors import StorageError
+
+logger = logging.getLogger(__name__)
 
 DEFAULTS = {
     "session_id": None,  # the labelling session shown on the Label page
@@ -33,12 +39,22 @@ def _service_for(url: str) -> MarginLab:
 
 
 def service() -> MarginLab:
-    """The process's service for ``$MARGINLAB_DATABASE_URL`` (default: SQLite in the data folder)."""
+    """The process's service for ``$MARGINLAB_DATABASE_URL`` (default: SQLite in the data folder).
+
+    A database that cannot be used (another program's file, a damaged one, a newer schema)
+    gets a page that says so, and the page stops there.
+    """
     try:
         return _service_for(database_url())
-    except SchemaVersionError as error:
-        st.error(str(error))
+    except (ServiceError, StorageError, SQLAlchemyError) as error:
+        logger.error("the database cannot be used", exc_info=error)
+        database_failed(error)
         st.stop()
+
+
+def database_failed(error: Exception) -> None:
+    """Say that the database cannot be opened or used (no traceback, no server path)."""
+    st.error(database_problem(error))
 
 
 #: smallest C the New session form accepts (any positive C is a valid SVM; the solvers take 1e-6 and 1e6)

@@ -306,3 +306,70 @@ def test_a_full_disk_when_the_label_is_stored_records_nothing_and_says_so(db_url
     assert run.shown.item_index == item and len(run.answers) == N_LABELS  # still asked, nothing learned
     monkeypatch.undo()
     assert run.answer(1, item_index=item).ok
+
+
+# --------------------------------------------------------------------------- a database that is not MarginLab's
+
+
+def files_beside(path) -> dict[str, bytes]:
+    """Every file in the database's folder with its bytes (a -wal or -shm file appearing is a change too)."""
+    return {p.name: p.read_bytes() for p in sorted(path.parent.iterdir()) if p.is_file()}
+
+
+def every_page_says(at, words: str) -> None:
+    for page in ("views/label.py", "views/data.py", "views/compare.py", "views/export.py"):
+        at.switch_page(page).run()
+        assert not at.exception, (page, at.exception)
+        errors = error_texts(at)
+        assert len(errors) == 1 and words in errors[0], (page, errors)
+
+
+def test_a_file_that_is_not_a_database_gets_a_clear_page_and_is_left_as_it_was(tmp_path, monkeypatch):
+    path = tmp_path / "marginlab.db"
+    path.write_bytes(b"these are the minutes of the meeting, not a database\n" * 200)
+    monkeypatch.setenv("MARGINLAB_DATABASE_URL", f"sqlite:///{path}")
+    before = files_beside(path)
+    at = start_app()
+    every_page_says(at, "is not a SQLite database, or it is damaged")
+    assert "marginlab.db" in error_texts(at)[0] and str(tmp_path) not in error_texts(at)[0]
+    assert files_beside(path) == before
+    from app.services import ServiceError
+
+    with pytest.raises(ServiceError, match="is not a SQLite database"):
+        MarginLab.from_url(f"sqlite:///{path}")
+    assert files_beside(path) == before
+
+
+def test_another_program_s_sqlite_file_is_refused_without_being_touched(tmp_path, monkeypatch):
+    import sqlite3
+
+    path = tmp_path / "contacts.sqlite"
+    with sqlite3.connect(path) as connection:
+        connection.execute("CREATE TABLE contacts (name TEXT, phone TEXT)")
+        connection.execute("INSERT INTO contacts VALUES ('Ada', '555-0100')")
+    connection.close()
+    monkeypatch.setenv("MARGINLAB_DATABASE_URL", f"sqlite:///{path}")
+    before = files_beside(path)
+    at = start_app()
+    every_page_says(at, "belongs to another program")
+    assert "contacts" in error_texts(at)[0]
+    assert files_beside(path) == before  # no MarginLab table, no switch to WAL, no -wal/-shm file
+    with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as connection:
+        assert [r[0] for r in connection.execute("SELECT name FROM sqlite_master")] == ["contacts"]
+        assert connection.execute("PRAGMA journal_mode").fetchone()[0] == "delete"
+    connection.close()
+
+
+def test_a_damaged_marginlab_database_gets_a_clear_page(tmp_path, monkeypatch):
+    path = tmp_path / "marginlab.db"
+    url = f"sqlite:///{path}"
+    svc = MarginLab.from_url(url)
+    svc.ensure_demo_dataset()
+    svc.engine.dispose()
+    with open(path, "r+b") as handle:  # keep the header and the schema page, spoil every page after them
+        size = handle.seek(0, 2)
+        handle.seek(4096)
+        handle.write(b"\xa5" * (size - 4096))
+    monkeypatch.setenv("MARGINLAB_DATABASE_URL", url)
+    at = start_app()
+    every_page_says(at, "database disk image is malformed")

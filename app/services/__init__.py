@@ -4,7 +4,8 @@
 resumes labelling sessions, runs comparisons and produces exports; each concern
 has its own module here:
 
-- ``common``: the heuristics and solvers offered, defaults, ``ServiceError``, ``Outcome``
+- ``common``: the heuristics and solvers offered, defaults, checks of parameters, ``ServiceError``, ``Outcome``
+- ``database``: a database that is not MarginLab's is refused before anything touches it
 - ``datasets``: bundled datasets and CSV uploads (preview, checks, import)
 - ``sessions``: start, open, close labelling sessions
 - ``labelling``: ``LabellingRun``, one session brought to life (labels, skips, undo)
@@ -30,6 +31,7 @@ from app.services.common import (
     ServiceError,
     scale_features,
 )
+from app.services.database import DatabaseRefusedError
 from app.services.datasets import CsvPreview, ImportResult
 from app.services.labelling import Answer, LabellingRun, ShownItem, evaluation_split
 from app.services.marginlab import MarginLab
@@ -38,6 +40,6 @@ from app.services.snapshots import SNAPSHOT_EVERY, SNAPSHOT_FORMAT, SNAPSHOT_UND
 __all__ = [
     "COMPARE_STRATEGIES", "DEFAULT_C", "DEFAULT_GAMMA", "DEFAULT_SOLVER", "DEMO_NAME", "EVAL_FRACTION",
     "EVAL_MAX_ITEMS", "LABEL_STRATEGIES", "SNAPSHOT_EVERY", "SNAPSHOT_FORMAT", "SNAPSHOT_UNDO_STATES", "SOLVERS",
-    "VALUE_NAMES", "Answer", "CsvPreview", "ImportResult", "LabellingRun", "MarginLab", "Outcome", "ServiceError",
-    "ShownItem", "evaluation_split", "scale_features",
+    "VALUE_NAMES", "Answer", "CsvPreview", "DatabaseRefusedError", "ImportResult", "LabellingRun", "MarginLab",
+    "Outcome", "ServiceError", "ShownItem", "evaluation_split", "scale_features",
 ]

@@ -10,11 +10,12 @@ from __future__ import annotations
 import threading
 
 from app.services.comparisons import Comparisons
+from app.services.database import refuse_foreign_database
 from app.services.datasets import Datasets
 from app.services.exports import Exports
 from app.services.labelling import LabellingRun
 from app.services.sessions import Sessions
-from storage.engine import init_db, make_engine
+from storage.engine import database_url, init_db, make_engine
 
 
 class MarginLab(Datasets, Sessions, Comparisons, Exports):
@@ -29,6 +30,12 @@ class MarginLab(Datasets, Sessions, Comparisons, Exports):
 
     @classmethod
     def from_url(cls, url: str | None = None) -> MarginLab:
+        """The service over the database at ``url`` (default: ``storage.engine.database_url()``).
+
+        Raises ``DatabaseRefusedError`` for a file that is not MarginLab's, untouched.
+        """
+        url = url or database_url()
+        refuse_foreign_database(url)
         engine = make_engine(url)
         init_db(engine)
         return cls(engine)
