@@ -17,7 +17,9 @@ import streamlit as st  # noqa: E402
 from sqlalchemy.exc import SQLAlchemyError  # noqa: E402
 
 from app import ui  # noqa: E402
+from app.launch import keep_error_details_on_the_server  # noqa: E402
 
+keep_error_details_on_the_server()
 st.set_page_config(page_title="MarginLab", page_icon=":material/label:", layout="wide")
 ui.init_state()
 

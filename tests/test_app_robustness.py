@@ -373,3 +373,18 @@ def test_a_damaged_marginlab_database_gets_a_clear_page(tmp_path, monkeypatch):
     monkeypatch.setenv("MARGINLAB_DATABASE_URL", url)
     at = start_app()
     every_page_says(at, "database disk image is malformed")
+
+
+def test_an_unexpected_error_shows_no_details_in_the_browser_and_is_logged(db_url, monkeypatch, caplog):
+    def broken(self):
+        raise RuntimeError("secret detail at /srv/marginlab/secret.py")
+
+    monkeypatch.setattr(MarginLab, "datasets", broken)
+    monkeypatch.chdir("/")  # wherever the server was started: .streamlit/config.toml is not read
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_file(test_app.MAIN, default_timeout=test_app.TIMEOUT).run()
+    (shown,) = at.exception
+    assert "secret" not in shown.message and "/srv" not in shown.message
+    assert not shown.stack_trace and "RuntimeError" not in str(shown.proto)
+    assert "secret detail at /srv/marginlab/secret.py" in caplog.text  # the server's log keeps it
