@@ -9,6 +9,7 @@ milliseconds per chart, which the Label page would pay after every label.
 
 from __future__ import annotations
 
+import html
 from typing import Any
 
 import numpy as np
@@ -163,6 +164,12 @@ METRIC_NAMES = {"auc": "test AUC", "accuracy": "test accuracy", "n_sv": "support
                 "n_bound": "support vectors at the bound C", "n_in_margin": "unlabelled items with |f| < 1"}
 
 
+def plotly_text(text: object) -> str:
+    """``text`` shown as it is in a Plotly name or title: Plotly reads tags such as ``<a href>``
+    and ``<b>`` in them, and decodes entities, so ``<``, ``>`` and ``&`` become entities."""
+    return html.escape(str(text), quote=False)
+
+
 def _rgba(color: str, alpha: float) -> str:
     color = color.lstrip("#")
     r, g, b = (int(color[k:k + 2], 16) for k in (0, 2, 4))
@@ -201,7 +208,8 @@ def learning_curve_figure(rows: pd.DataFrame, metric: str = "auc", *, title: str
                      "fillcolor": _rgba(color, 0.15), "line": {"width": 0}, "hoverinfo": "skip",
                      "showlegend": False, "legendgroup": str(series)})
         data.append({"type": "scatter", "x": _values(x), "y": _values(mean), "mode": "lines",
-                     "line": {"color": color, "width": 2}, "name": str(series), "legendgroup": str(series)})
+                     "line": {"color": color, "width": 2}, "name": plotly_text(series),
+                     "legendgroup": str(series)})
     overlay_metric = overlay_metric or metric
     if overlay is not None and len(overlay) and overlay_metric in overlay:
         for k, (name, part) in enumerate(overlay.groupby("session", sort=True)):
@@ -209,7 +217,7 @@ def learning_curve_figure(rows: pd.DataFrame, metric: str = "auc", *, title: str
             if part.empty:
                 continue
             data.append({"type": "scatter", "x": _values(part["n_labels"]), "y": _values(part[overlay_metric]),
-                         "mode": "lines", "name": str(name),
+                         "mode": "lines", "name": plotly_text(name),
                          "line": {"color": PALETTE[(k + 4) % len(PALETTE)], "dash": "dash", "width": 1.5}})
     layout = _layout(title, height=380, xtitle="labels", ytitle=METRIC_NAMES.get(metric, metric), wrap=None)
     layout["margin"]["t"] = 50
@@ -227,7 +235,7 @@ def latency_figure(rows: pd.DataFrame) -> Figure:
         if column not in data_rows or data_rows[column].isna().all():
             continue
         stats = data_rows.groupby("series")[column].quantile([0.5, 0.95]).unstack()
-        names = [str(s) for s in stats.index]
+        names = [plotly_text(s) for s in stats.index]
         data.append({"type": "bar", "x": names, "y": _values(stats[0.5]), "name": f"{label} median",
                      "marker": {"color": PALETTE[k]}})
         data.append({"type": "bar", "x": names, "y": _values(stats[0.95]), "name": f"{label} p95",

@@ -8,6 +8,7 @@ The engine lives inside one ``MarginLab`` service per process and database URL
 from __future__ import annotations
 
 import logging
+import re
 
 import numpy as np
 import pandas as pd
@@ -38,6 +39,29 @@ def _service_for(url: str) -> MarginLab:
     return service
 
 
+#: ASCII punctuation: CommonMark lets a backslash make any of these a literal character
+_PUNCTUATION = re.compile(r"([!-/:-@\[-`{-~])")
+#: where Streamlit's Markdown finds links, emoji and icons in text whose escapes are already
+#: resolved (GFM autolinks ``http://``, ``www.``, ``a@b.c``; ``:smile:``, ``:material/home:``)
+_SHORTCUTS = re.compile(r"(?<=[:@])(?=\S)|(?<=www)(?=\.)", re.IGNORECASE)
+#: U+2060 WORD JOINER: invisible, and breaks those patterns
+WORD_JOINER = "\u2060"
+
+
+def plain(text: object) -> str:
+    """``text`` shown as it is by an element that renders Markdown (``st.error``, ``st.caption``,
+    ``st.markdown``, ...): no link, image, emphasis, code, HTML, math, directive, emoji or icon can
+    come out of it.
+
+    Every user-controlled string (file, column and dataset names, item keys and text,
+    annotator names, messages that quote them) goes through this before such an element.
+    Every ASCII punctuation character is backslash-escaped; autolinks, emoji and icons are
+    found after escapes are resolved, so an invisible word joiner follows each ``:`` and ``@``
+    that something follows, and separates ``www`` from a following ``.``.
+    """
+    return _PUNCTUATION.sub(r"\\\1", _SHORTCUTS.sub(WORD_JOINER, str(text)))
+
+
 def service() -> MarginLab:
     """The process's service for ``$MARGINLAB_DATABASE_URL`` (default: SQLite in the data folder).
 
@@ -54,7 +78,7 @@ def service() -> MarginLab:
 
 def database_failed(error: Exception) -> None:
     """Say that the database cannot be opened or used (no traceback, no server path)."""
-    st.error(database_problem(error))
+    st.error(plain(database_problem(error)))
 
 
 #: smallest C the New session form accepts (any positive C is a valid SVM; the solvers take 1e-6 and 1e6)
@@ -77,7 +101,7 @@ def why_chosen(shown) -> str:
     """One line under the item: which heuristic asked, its score, and its reason."""
     score = "not scored yet" if shown.score is None else f"f(x) = {shown.score:+.3f}"
     reason = str(shown.reason or "").strip()
-    return f"Chosen by **{shown.strategy}** · {score}" + (f" · {reason}" if reason else "")
+    return f"Chosen by **{plain(shown.strategy)}** · {plain(score)}" + (f" · {plain(reason)}" if reason else "")
 
 
 def live_roc(run: LabellingRun):
@@ -190,11 +214,11 @@ def show_outcome() -> None:
     if outcome is None:
         return
     if outcome.ok and outcome.kind == "info":
-        st.caption(outcome.message)
+        st.caption(plain(outcome.message))
     elif outcome.kind == "error":
-        st.error(outcome.message)
+        st.error(plain(outcome.message))
     else:
-        st.warning(outcome.message)
+        st.warning(plain(outcome.message))
 
 
 def pixel_image(pixels: np.ndarray, cell: int = 20) -> np.ndarray:

@@ -16,7 +16,7 @@ from sqlalchemy import text
 from app.services import EVAL_FRACTION, MarginLab, evaluation_split
 from storage import repository as repo
 from tests import test_app
-from tests.test_app import start_app
+from tests.test_app import shown, start_app
 
 db_url = test_app.db_url  # the same fixture: a temporary SQLite file in MARGINLAB_DATABASE_URL
 
@@ -60,7 +60,7 @@ def overwrite_features(engine, dataset_id: int, X: np.ndarray) -> None:
 
 
 def error_texts(at) -> list[str]:
-    return [e.value for e in at.error]
+    return shown(at.error)
 
 
 # --------------------------------------------------------------------------- a model that cannot be rebuilt
@@ -282,7 +282,7 @@ def test_a_full_disk_when_the_snapshot_is_stored_keeps_the_label_and_says_so(db_
     at = start_app()
     at.session_state["outcome"] = outcome
     at.run()
-    assert [w.value for w in at.warning] == [outcome.message]
+    assert shown(at.warning) == [outcome.message]
 
 
 def test_a_full_disk_when_the_label_is_stored_records_nothing_and_says_so(db_url, monkeypatch):

@@ -46,7 +46,7 @@ elif run_clicked:
         bar.progress(1.0, text="done")
     except (ServiceError, ValueError) as error:
         bar.empty()
-        st.error(str(error))
+        st.error(ui.plain(error))
 
 stored = svc.comparisons()
 if not stored:

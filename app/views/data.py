@@ -36,7 +36,7 @@ def _report(result, where: str) -> None:
 def _notice(where: str) -> None:
     notice = st.session_state.get("data_notice")
     if notice and notice[0] == where:
-        (st.success if notice[1] else st.info)(notice[2])
+        (st.success if notice[1] else st.info)(ui.plain(notice[2]))
         st.session_state.data_notice = None
 
 
@@ -57,7 +57,7 @@ with bundled_tab:
             _report(svc.import_bundled(key, positive=value, scaling=scaling,
                                        name=f"{key}: {positive} vs rest" if key == "digits" else None), "bundled")
         except (DataError, StorageError, ServiceError) as error:
-            st.error(str(error))
+            st.error(ui.plain(error))
     _notice("bundled")
 
 with upload_tab:
@@ -67,7 +67,7 @@ with upload_tab:
         preview = ui.csv_preview(svc, data)
         problem = ui.unreadable_csv(preview, upload.name)
         if problem:
-            st.error(problem)
+            st.error(ui.plain(problem))
             st.stop()
         st.caption(f"{preview.n_rows} rows, {len(preview.header)} columns; the first {len(preview.frame)}:")
         st.dataframe(preview.frame, hide_index=True, width="stretch", height=240)
@@ -116,5 +116,5 @@ with upload_tab:
                         key_column=None if key_column == "(none)" else key_column,
                         scaling=scaling, constant_columns=constant, source=upload.name), "upload")
                 except (DataError, StorageError, ServiceError) as error:
-                    st.error(ui.data_error_text(error, upload.name))
+                    st.error(ui.plain(ui.data_error_text(error, upload.name)))
             _notice("upload")

@@ -61,7 +61,7 @@ st.caption("A NumPy .npz file: the solver's arrays (support vectors, coefficient
            "`numpy.load(path, allow_pickle=False)` or `core.solvers.base.OnlineSolver.load(path)`.")
 problem = svc.known_problem(model_session)
 if problem is not None:
-    st.error(problem)
+    st.error(ui.plain(problem))
     st.stop()
 st.download_button("Download the model state (.npz)", lambda: svc.open_session(model_session).model_state(),
                    file_name=f"marginlab-session-{model_session}-model.npz", mime="application/octet-stream",

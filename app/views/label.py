@@ -64,7 +64,7 @@ with top_right.popover("New session", icon=":material/add:", width="stretch", ke
     st.form_submit_button("Start labelling", type="primary", key="start_session", on_click=_start_session)
     if st.session_state.get("start_error"):
         # inside the form, next to the fields to correct (the popover would hide it on the page)
-        st.error(st.session_state.start_error)
+        st.error(ui.plain(st.session_state.start_error))
 
 if st.session_state.session_id is None:
     st.info("Start a session with **New session**: the bundled handwritten digits (8 vs the rest) are ready.")
@@ -90,7 +90,7 @@ def _close(session_id: int) -> None:
 
 def session_without_model(run) -> None:
     """A session whose model cannot be rebuilt: why, what is kept, and a way out."""
-    st.error(run.problem)
+    st.error(ui.plain(run.problem))
     st.caption(f"Stored: {run.n_labels} labels ({run.n_positive} positive) and {run.n_skips} skips.")
     st.button("Close this session", key="close_broken_session", on_click=_close, args=(run.session_id,))
 
@@ -131,7 +131,7 @@ def labelling_panel(session_id: int) -> None:
             else:
                 key = run.item_key(shown.item_index)
                 st.container(key="item_caption").markdown(
-                    f"**Item {shown.item_index}**" + (f" · `{key}`" if key else ""))
+                    f"**Item {shown.item_index}**" + (f" · {ui.plain(key)}" if key else ""))
                 ui.show_item(run, shown.item_index)
                 st.caption(ui.why_chosen(shown))
         if form_open:
@@ -144,7 +144,7 @@ def labelling_panel(session_id: int) -> None:
             progress += f" · **{run.n_seen}** items seen by the stream"
         progress += f" · pool {len(run.pool_items)} items"
         st.container(key="progress").markdown(progress)
-        st.caption(f"Model update {update} · next query {query} · solver {run.info.solver}")
+        st.caption(f"Model update {update} · next query {query} · solver {ui.plain(run.info.solver)}")
     # Hand the item to the browser before building the charts: the deltas above are
     # sent by the server's event loop, which the chart work below would hold up.
     time.sleep(ITEM_FIRST_PAUSE_S)
