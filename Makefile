@@ -17,8 +17,10 @@ $(VENV)/.dev: requirements.txt requirements-dev.txt | $(BIN)/python
 	$(BIN)/pip install -q -r requirements-dev.txt
 	touch $@ $(VENV)/.runtime
 
+# Bound to this machine only (app/.streamlit/config.toml says so too); to share the app on a
+# network on purpose, run streamlit yourself with --server.address.
 run: $(VENV)/.runtime
-	$(BIN)/streamlit run app/main.py
+	$(BIN)/streamlit run app/main.py --server.address 127.0.0.1
 
 # Debian's Chromium drives the browser tests (never a downloaded browser build).
 browser-deps:

@@ -1,7 +1,8 @@
-"""Settings that keep the app safe wherever it is started from.
+"""Settings that keep the app safe however it is started.
 
-Streamlit reads ``.streamlit/config.toml`` from the current directory only, so
-what must hold everywhere is set here, in code.
+``app/.streamlit/config.toml`` (beside the main script, so read wherever the
+server is started from) sets them too; this holds when the script runs without
+it, as under ``streamlit.testing``.
 """
 
 from __future__ import annotations

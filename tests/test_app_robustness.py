@@ -380,7 +380,7 @@ def test_an_unexpected_error_shows_no_details_in_the_browser_and_is_logged(db_ur
         raise RuntimeError("secret detail at /srv/marginlab/secret.py")
 
     monkeypatch.setattr(MarginLab, "datasets", broken)
-    monkeypatch.chdir("/")  # wherever the server was started: .streamlit/config.toml is not read
+    monkeypatch.chdir("/")  # AppTest reads no config file beside the script: the code must set it
     from streamlit.testing.v1 import AppTest
 
     at = AppTest.from_file(test_app.MAIN, default_timeout=test_app.TIMEOUT).run()

@@ -1,5 +1,7 @@
 """Safe by default, checked where it matters: in a real browser and on the real server.
 
+- The server listens on 127.0.0.1 only, wherever it is started from (Streamlit reads a
+  config.toml beside the main script; the one in the current directory is not needed).
 - Every user-controlled string (dataset, file, column and annotator names, item keys, messages
   that quote them) is shown as plain text: a dataset named like a Markdown link and image,
   columns and keys with backticks, HTML tags: headless Chromium finds no link, no image and
@@ -8,15 +10,23 @@
 
 from __future__ import annotations
 
+import ipaddress
+import os
 import re
+import subprocess
+import sys
+import time
+import urllib.request
 
 import numpy as np
 import pytest
 
 from tests.test_browser import (
+    ROOT,
     AppServer,
     choose,
     choose_file_to_upload,
+    free_port,
     item_caption,
     launch_browser,
     open_app,
@@ -171,3 +181,59 @@ def test_plain_keeps_every_character_and_leaves_no_markup():
         # and nothing for the autolink, emoji and icon finders that run after escapes are resolved
         unescaped = re.sub(r"\\(.)", r"\1", escaped)
         assert not re.search(r"https?://|www\.|@\w|:\w", unescaped, re.IGNORECASE), unescaped
+
+
+# --------------------------------------------------------------------------- the address the server listens on
+
+
+def listening_addresses(port: int) -> set[str]:
+    """The local addresses with a TCP socket listening on ``port`` (from /proc/net/tcp and tcp6)."""
+    found = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        with open(table) as handle:
+            for line in handle.readlines()[1:]:
+                local, state = line.split()[1], line.split()[3]
+                address, port_hex = local.split(":")
+                if state == "0A" and int(port_hex, 16) == port:  # 0A: LISTEN
+                    raw = bytes.fromhex(address)
+                    # /proc prints each 32-bit word in host (little-endian) order
+                    words = b"".join(raw[k:k + 4][::-1] for k in range(0, len(raw), 4))
+                    found.add(str(ipaddress.ip_address(words)))
+    return found
+
+
+@pytest.mark.parametrize("how", ["streamlit run", "python -m streamlit run"])
+def test_the_server_listens_on_127_0_0_1_only_when_started_from_another_directory(tmp_path, how):
+    port = free_port()
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    env = dict(os.environ, HOME=str(elsewhere), MARGINLAB_DATABASE_URL=f"sqlite:///{tmp_path / 'm.db'}",
+               PYTHONUNBUFFERED="1")
+    env.pop("STREAMLIT_SERVER_ADDRESS", None)
+    streamlit = [str(os.path.join(os.path.dirname(sys.executable), "streamlit"))] if how == "streamlit run" \
+        else [sys.executable, "-m", "streamlit"]
+    command = [*streamlit, "run", str(ROOT / "app" / "main.py"), "--server.port", str(port),
+               "--server.headless", "true", "--server.fileWatcherType", "none"]
+    log = open(tmp_path / "server.log", "wb")
+    server = subprocess.Popen(command, cwd=elsewhere, env=env, stdout=log, stderr=subprocess.STDOUT)
+    try:
+        deadline = time.monotonic() + 90
+        while time.monotonic() < deadline:
+            assert server.poll() is None, (tmp_path / "server.log").read_text()
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/_stcore/health", timeout=2) as response:
+                    if response.read().strip() == b"ok":
+                        break
+            except OSError:
+                time.sleep(0.2)
+        else:
+            raise AssertionError("the server did not answer:\n" + (tmp_path / "server.log").read_text())
+        assert listening_addresses(port) == {"127.0.0.1"}
+    finally:
+        server.terminate()
+        try:
+            server.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait(timeout=15)
+        log.close()
