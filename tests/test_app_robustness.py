@@ -388,3 +388,60 @@ def test_an_unexpected_error_shows_no_details_in_the_browser_and_is_logged(db_ur
     assert "secret" not in shown.message and "/srv" not in shown.message
     assert not shown.stack_trace and "RuntimeError" not in str(shown.proto)
     assert "secret detail at /srv/marginlab/secret.py" in caplog.text  # the server's log keeps it
+
+
+# --------------------------------------------------------------------------- what a comparison may cost
+
+
+@pytest.fixture
+def no_comparison_runs(monkeypatch):
+    """Fail at once if a comparison starts (instead of letting a refused one run for hours)."""
+    import core.experiment
+
+    def started(*args, **kwargs):
+        raise AssertionError("the comparison started")
+
+    monkeypatch.setattr(core.experiment, "run_comparison", started)
+
+
+@pytest.mark.parametrize("asked, named", [
+    (dict(budget=10_000), "at most 500 labels per run"),
+    (dict(seeds=1_000), "at most 10 seeds"),
+    (dict(budget=500, seeds=10, strategies=["near-boundary", "random", "gradient", "autoactive"]),
+     "heuristics × seeds × budget × training items"),
+    (dict(C=float("nan")), "C must be a positive finite number"),
+    (dict(gamma=float("inf")), "gamma must be"),
+    (dict(test_fraction=1.0), "evaluation share"),
+    (dict(initial=-1), "initial labels must be a whole number"),
+])
+def test_a_comparison_over_the_limits_is_refused_before_it_starts(db_url, no_comparison_runs, asked, named):
+    from app.services import ServiceError
+
+    svc = MarginLab.from_url(db_url)
+    dataset_id = svc.ensure_demo_dataset()
+    request = dict(strategies=["near-boundary", "random"], budget=60, seeds=3) | asked
+    with pytest.raises(ServiceError) as refused:
+        svc.run_comparison(dataset_id, **request)
+    assert named in str(refused.value), str(refused.value)
+    if "training items" in named:
+        from app.services.comparisons import COMPARE_MAX_WORK
+
+        assert f"{COMPARE_MAX_WORK:,}" in str(refused.value)
+    assert svc.comparisons() == []
+
+
+def test_the_compare_page_offers_no_more_than_the_limits_and_names_the_one_exceeded(db_url, no_comparison_runs):
+    from app.services.comparisons import COMPARE_MAX_BUDGET, COMPARE_MAX_SEEDS
+
+    at = start_app()
+    at.switch_page("views/compare.py").run()
+    numbers = {n.label: n for n in at.number_input}
+    assert numbers["Label budget"].max == COMPARE_MAX_BUDGET and numbers["Seeds"].max == COMPARE_MAX_SEEDS
+    numbers["Label budget"].set_value(COMPARE_MAX_BUDGET)
+    numbers["Seeds"].set_value(COMPARE_MAX_SEEDS)
+    at.multiselect[0].set_value(["near-boundary", "random", "gradient", "autoactive"])
+    [b for b in at.button if b.label == "Run the comparison"][0].click().run()
+    assert not at.exception, at.exception
+    (error,) = error_texts(at)
+    assert "heuristics × seeds × budget × training items" in error and "python -m core compare" in error
+    assert MarginLab.from_url(db_url).comparisons() == []

@@ -7,12 +7,53 @@ from collections.abc import Callable, Sequence
 import numpy as np
 import pandas as pd
 
-from app.services.common import COMPARE_STRATEGIES, DEFAULT_C, DEFAULT_GAMMA, ServiceError, scale_features
+from app.services.common import (
+    COMPARE_STRATEGIES,
+    DEFAULT_C,
+    DEFAULT_GAMMA,
+    ServiceError,
+    gamma_value,
+    positive_number,
+    scale_features,
+    whole_number,
+)
 from storage import repository as repo
+
+# What one comparison started from the app may cost. It runs inside a request of a server
+# others share: every seed of every heuristic labels up to the budget, scoring the training
+# items after each label, and every seed also trains a model on all of them (the full-data
+# reference). Measured on a loaded 2-core machine: 6-15 µs per unit of COMPARE_MAX_WORK, so a
+# comparison at the limit takes a few minutes. Larger ones: ``python -m core compare``.
+#: labels per run (the initial ones included)
+COMPARE_MAX_BUDGET = 500
+#: seeds per heuristic
+COMPARE_MAX_SEEDS = 10
+#: training items (the dataset less its evaluation share)
+COMPARE_MAX_TRAINING_ITEMS = 20_000
+#: heuristics × seeds × budget × training items
+COMPARE_MAX_WORK = 20_000_000
+
+LARGER = "run larger comparisons with `python -m core compare`"
 
 
 class Comparisons:
     """The comparison part of ``MarginLab``."""
+
+    @staticmethod
+    def _check_comparison(n_items: int, n_strategies: int, budget: int, seeds: int, test_fraction: float) -> None:
+        """Refuse, naming the limit, a comparison this server should not run (see COMPARE_MAX_*)."""
+        if not 0.0 < test_fraction < 1.0:
+            raise ServiceError(f"The evaluation share must be between 0 and 1, not {test_fraction!r}.")
+        training = n_items - int(round(test_fraction * n_items))
+        work = n_strategies * seeds * budget * training
+        if training > COMPARE_MAX_TRAINING_ITEMS:
+            raise ServiceError(f"A comparison here may use at most {COMPARE_MAX_TRAINING_ITEMS:,} training items; "
+                               f"this dataset has {training:,} after the evaluation share. {LARGER.capitalize()}.")
+        if work > COMPARE_MAX_WORK:
+            raise ServiceError(
+                f"heuristics × seeds × budget × training items = {n_strategies} × {seeds} × {budget} × "
+                f"{training:,} = {work:,} is over the {COMPARE_MAX_WORK:,} a comparison here may use: lower "
+                f"one of them, or {LARGER}.")
 
     def run_comparison(self, dataset_id: int, *, strategies: Sequence[str], solver: str | None = None,
                        budget: int = 60, seeds: int = 3, initial: int = 10, C: float = DEFAULT_C,
@@ -31,6 +72,13 @@ class Comparisons:
         unknown = [s for s in strategies if s not in COMPARE_STRATEGIES]
         if unknown or not strategies:
             raise ServiceError("Choose at least one heuristic among " + ", ".join(COMPARE_STRATEGIES) + ".")
+        C, gamma = positive_number(C, "C"), gamma_value(gamma)
+        budget = whole_number(budget, f"The budget (at most {COMPARE_MAX_BUDGET} labels per run)", low=2,
+                              high=COMPARE_MAX_BUDGET)
+        seeds = whole_number(seeds, f"The number of seeds (at most {COMPARE_MAX_SEEDS} seeds)", low=1,
+                             high=COMPARE_MAX_SEEDS)
+        initial = whole_number(initial, "The initial labels", high=budget)
+        self._check_comparison(dataset.n_items, len(strategies), budget, seeds, float(test_fraction))
         X, y, _, _ = repo.load_dataset_arrays(self.engine, dataset_id)
         X = scale_features(X, dataset.meta.get("scaling", "none"))
 
@@ -39,8 +87,8 @@ class Comparisons:
                 progress(done / max(total, 1), f"{done}/{total} runs · {description}")
 
         result = run_comparison(X, np.asarray(y, dtype=float), strategies=strategies, solver=solver or None,
-                                solver_params={"kernel": "rbf", "C": float(C), "gamma": gamma},
-                                budget=int(budget), seeds=int(seeds), initial=int(initial),
+                                solver_params={"kernel": "rbf", "C": C, "gamma": gamma},
+                                budget=budget, seeds=seeds, initial=initial,
                                 test_fraction=float(test_fraction), progress=report)
         config = dict(result.config, dataset=dataset.name, dataset_id=dataset_id,
                       scaling=dataset.meta.get("scaling", "none"))

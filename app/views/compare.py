@@ -4,6 +4,7 @@ import streamlit as st
 
 from app import charts, ui
 from app.services import COMPARE_STRATEGIES, DEFAULT_SOLVER, SOLVERS, ServiceError
+from app.services.comparisons import COMPARE_MAX_BUDGET, COMPARE_MAX_SEEDS
 
 svc = ui.service()
 st.title("Compare heuristics")
@@ -21,9 +22,9 @@ with st.form("compare"):
     solver = st.selectbox("Solver", ["default for each heuristic", *SOLVERS],
                           help="Defaults: " + ", ".join(f"{k} → {v}" for k, v in DEFAULT_SOLVER.items()))
     cols = st.columns(4)
-    budget = cols[0].number_input("Label budget", min_value=4, value=60, step=10,
+    budget = cols[0].number_input("Label budget", min_value=4, max_value=COMPARE_MAX_BUDGET, value=60, step=10,
                                   help="Counts every label, the initial ones included.")
-    seeds = cols[1].number_input("Seeds", min_value=1, value=3, step=1)
+    seeds = cols[1].number_input("Seeds", min_value=1, max_value=COMPARE_MAX_SEEDS, value=3, step=1)
     initial = cols[2].number_input("Initial labels", min_value=0, value=10, step=1,
                                    help="Chosen at random (cold start) before the heuristic takes over.")
     test_fraction = cols[3].number_input("Evaluation share", min_value=0.1, max_value=0.9, value=0.3, step=0.05)
