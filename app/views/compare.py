@@ -37,7 +37,7 @@ elif run_clicked:
     bar = st.progress(0.0, text="starting…")
 
     def _progress(fraction: float, text: str) -> None:
-        bar.progress(min(max(float(fraction), 0.0), 1.0), text=text)
+        bar.progress(min(max(float(fraction), 0.0), 1.0), text=ui.plain(text))
 
     try:
         st.session_state.comparison_id = svc.run_comparison(
