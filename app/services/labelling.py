@@ -127,6 +127,7 @@ class LabellingRun(RunSnapshots, RunReadouts):
         self._cache: dict[str, tuple[int, Any]] = {}
         self._rebuild()
 
+    # -- construction -----------------------------------------------------
     def _load_arrays(self) -> None:
         """The dataset's features (scaled as the session asks) and the pool / evaluation split."""
         X, y_true, feature_names, display = repo.load_dataset_arrays(self.engine, self.info.dataset_id)
@@ -141,7 +142,6 @@ class LabellingRun(RunSnapshots, RunReadouts):
             self.pool_items, self.eval_items = np.arange(len(X), dtype=np.intp), np.zeros(0, dtype=np.intp)
         self.pool_of_item = {int(item): k for k, item in enumerate(self.pool_items)}
 
-    # -- construction -----------------------------------------------------
     def _loop_config(self) -> dict[str, Any]:
         return dict(
             strategy=self.info.strategy,
