@@ -13,21 +13,15 @@ import pytest
 import storage
 from core.datasets import load_bundled
 from tests.test_storage_engine import file_digest
-from tests.test_storage_repository import label, new_session, row_counts, sqlite_engine
+from tests.test_storage_repository import database_digest, label, new_session, row_counts
+
+# ``engine`` (tests/conftest.py) is a new MarginLab database, on SQLite and on PostgreSQL.
 
 
-@pytest.fixture
-def db_path(tmp_path) -> Path:
-    return tmp_path / "marginlab.db"
-
-
-@pytest.fixture
-def engine(db_path):
-    yield from sqlite_engine(db_path)
-
-
-def database_state(engine, db_path: Path) -> tuple[dict[str, int], str]:
-    return row_counts(engine), file_digest(db_path)
+def database_state(engine) -> tuple[dict[str, int], str, str | None]:
+    """Row counts, a digest of every row and, for a SQLite file, a digest of the file's bytes."""
+    on_disk = file_digest(Path(engine.url.database)) if engine.dialect.name == "sqlite" else None
+    return row_counts(engine), database_digest(engine), on_disk
 
 
 GOOD_CSV = b"id,a,b,text,label\nr1,1.5,2,first,spam\nr2,-3,4e-3,second,ham\nr3,0,1,third,spam\n"
@@ -49,13 +43,13 @@ MALFORMED = {
 
 
 @pytest.mark.parametrize("case", MALFORMED, ids=list(MALFORMED))
-def test_malformed_csv_names_the_row_or_column_and_changes_nothing(engine, db_path, case):
+def test_malformed_csv_names_the_row_or_column_and_changes_nothing(engine, case):
     good = storage.import_csv(
         engine, GOOD_CSV, name="good", label_column="label", key_column="id", display_column="text"
     )
     session_id = storage.start_session(engine, dataset_id=good, annotator="ada", strategy="random", solver="lasvm")
     storage.record_label(engine, session_id, item_index=0, value=1, annotator="ada", strategy="random", solver="lasvm")
-    before = database_state(engine, db_path)
+    before = database_state(engine)
 
     data, expected = MALFORMED[case]
     upload = io.BytesIO(data)
@@ -65,7 +59,7 @@ def test_malformed_csv_names_the_row_or_column_and_changes_nothing(engine, db_pa
     message = str(caught.value)
     for fragment in expected:
         assert fragment in message, message
-    assert database_state(engine, db_path) == before
+    assert database_state(engine) == before
 
 
 def test_import_csv_keeps_keys_texts_and_label_mapping(engine):

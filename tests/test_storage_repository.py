@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import io
 import threading
 
@@ -16,18 +17,7 @@ from sqlalchemy.orm import Session
 import storage
 from storage.models import Base, Label, ModelSnapshot
 
-
-def sqlite_engine(path):
-    """Yield the engine of a new MarginLab database in the SQLite file ``path``; dispose of it afterwards."""
-    engine = storage.make_engine(f"sqlite:///{path}")
-    storage.init_db(engine)
-    yield engine
-    engine.dispose()
-
-
-@pytest.fixture
-def engine(tmp_path):
-    yield from sqlite_engine(tmp_path / "marginlab.db")
+# ``engine`` (tests/conftest.py) is a new MarginLab database, on SQLite and on PostgreSQL.
 
 
 def row_counts(engine) -> dict[str, int]:
@@ -36,6 +26,17 @@ def row_counts(engine) -> dict[str, int]:
             table.name: connection.execute(select(func.count()).select_from(table)).scalar_one()
             for table in Base.metadata.sorted_tables
         }
+
+
+def database_digest(engine) -> str:
+    """sha256 over every row of every MarginLab table, in primary-key order: equal digests, equal contents."""
+    digest = hashlib.sha256()
+    with engine.connect() as connection:
+        for table in Base.metadata.sorted_tables:
+            digest.update(f"\0{table.name}\0".encode())
+            for row in connection.execute(select(table).order_by(*table.primary_key.columns)):
+                digest.update(repr(tuple(row)).encode())
+    return digest.hexdigest()
 
 
 def small_dataset(engine, n=30, d=3, seed=0, **kwargs) -> int:
