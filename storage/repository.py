@@ -20,10 +20,10 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from sqlalchemy import Engine, delete, func, insert, select, update
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy.exc import DBAPIError, IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
-from storage.engine import writer
+from storage.engine import corruption_error, writer
 from storage.errors import (
     DuplicateDatasetError,
     DuplicateLabelError,
@@ -172,15 +172,28 @@ def as_engine(engine: EngineLike) -> Engine:
 @contextmanager
 def reading(engine: EngineLike) -> Iterator[Session]:
     """A short read-only unit of work."""
-    with Session(as_engine(engine), expire_on_commit=False) as session, session.begin():
+    with _damage_named(engine), Session(as_engine(engine), expire_on_commit=False) as session, session.begin():
         yield session
 
 
 @contextmanager
 def writing(engine: EngineLike) -> Iterator[Session]:
     """A short unit of work that writes; committed when the block ends without error."""
-    with Session(writer(as_engine(engine)), expire_on_commit=False) as session, session.begin():
-        yield session
+    with _damage_named(engine), Session(writer(as_engine(engine)), expire_on_commit=False) as session:
+        with session.begin():
+            yield session
+
+
+@contextmanager
+def _damage_named(engine: EngineLike) -> Iterator[None]:
+    """Turn a driver error that says the database is damaged into ``CorruptDatabaseError``; others pass."""
+    try:
+        yield
+    except DBAPIError as error:
+        corrupt = corruption_error(as_engine(engine), error)
+        if corrupt is None:
+            raise
+        raise corrupt from error
 
 
 # --------------------------------------------------------------------------- datasets
