@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 
-.PHONY: run test lint bench browser-deps clean
+.PHONY: run test lint bench browser-deps postgres-deps clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -28,7 +28,13 @@ browser-deps:
 	  echo "installing Debian's chromium for the browser tests"; \
 	  apt-get update -q >/dev/null && apt-get install -y -q chromium chromium-driver >/dev/null; }
 
-test: $(VENV)/.dev browser-deps
+# Debian's PostgreSQL server: the storage tests start a throwaway cluster of their own with its initdb/pg_ctl.
+postgres-deps:
+	@ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || { \
+	  echo "installing Debian's postgresql for the storage tests"; \
+	  apt-get update -q >/dev/null && apt-get install -y -q postgresql >/dev/null; }
+
+test: $(VENV)/.dev browser-deps postgres-deps
 	$(BIN)/pytest
 
 lint: $(VENV)/.dev

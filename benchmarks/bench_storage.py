@@ -8,6 +8,11 @@ Run from the repository root::
 Prints one table. Everything happens in temporary SQLite files (WAL,
 synchronous=FULL, as the app uses them, so the figures include an fsync per
 commit); one line shows record_label with synchronous=NORMAL for comparison.
+
+``--postgresql URL`` adds the label latency and the four concurrent writers on
+a PostgreSQL database (``postgresql+psycopg://...``) next to SQLite's; the
+benchmark drops MarginLab's tables there before each measurement, so give it
+a database of its own.
 """
 
 from __future__ import annotations
@@ -24,14 +29,14 @@ import time
 from pathlib import Path
 
 import numpy as np
-from sqlalchemy import insert, select
+from sqlalchemy import insert, select, text
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
 
 import storage  # noqa: E402
-from storage.models import Item, Label, utc_now  # noqa: E402
+from storage.models import Base, Item, Label, utc_now  # noqa: E402
 from storage.repository import writing  # noqa: E402
 
 TARGET_RECORD_MS = 5.0
@@ -41,9 +46,14 @@ def percentile(values: list[float], q: float) -> float:
     return float(np.percentile(np.asarray(values), q))
 
 
-def new_database(folder: Path, name: str, synchronous: str = "FULL") -> tuple[str, object]:
-    url = f"sqlite:///{folder / name}"
+def new_database(folder: Path, name: str, synchronous: str = "FULL", server_url: str | None = None):
+    """(url, engine) of a new MarginLab database: a SQLite file in ``folder``, or ``server_url`` emptied first."""
+    url = server_url or f"sqlite:///{folder / name}"
     engine = storage.make_engine(url, sqlite_synchronous=synchronous)
+    if server_url:
+        with engine.begin() as connection:
+            Base.metadata.drop_all(connection)
+            connection.execute(text("DROP TABLE IF EXISTS alembic_version"))
     storage.init_db(engine)
     return url, engine
 
@@ -94,8 +104,10 @@ def record(engine, session_id: int, item_index: int, annotator: str = "bench"):
 # -- measurements -----------------------------------------------------------------
 
 
-def bench_record_latency(folder: Path, n_labels: int, synchronous: str = "FULL") -> list[float]:
-    _url, engine = new_database(folder, f"latency-{synchronous}.db", synchronous)
+def bench_record_latency(
+    folder: Path, n_labels: int, synchronous: str = "FULL", server_url: str | None = None
+) -> list[float]:
+    _url, engine = new_database(folder, f"latency-{synchronous}.db", synchronous, server_url)
     session_id = start(engine, make_dataset(engine, n_labels + 20, 10))
     for i in range(20):  # warm-up: connection, statement caches
         record(engine, session_id, i)
@@ -153,9 +165,9 @@ def writer_process(url: str, session_id: int, first: int, count: int, go_file: s
 
 
 def bench_concurrent_writers(
-    folder: Path, n_writers: int, per_writer: int, synchronous: str = "FULL"
+    folder: Path, n_writers: int, per_writer: int, synchronous: str = "FULL", server_url: str | None = None
 ) -> dict[str, float]:
-    url, engine = new_database(folder, f"concurrent-{synchronous}.db", synchronous)
+    url, engine = new_database(folder, f"concurrent-{synchronous}.db", synchronous, server_url)
     dataset_id = make_dataset(engine, n_writers * per_writer, 10)
     sessions = [start(engine, dataset_id, annotator=f"writer {k}") for k in range(n_writers)]
     go_file = folder / f"go-{synchronous}"
@@ -284,6 +296,7 @@ def bench_export(folder: Path, n_rows: int, n_features: int) -> dict[str, float]
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="smaller sizes, for a smoke run")
+    parser.add_argument("--postgresql", metavar="URL", help="also measure on this PostgreSQL database (emptied)")
     parser.add_argument("--writer", nargs=6, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.writer:
@@ -305,6 +318,9 @@ def main() -> None:
         concurrent_normal = bench_concurrent_writers(folder, 4, per_writer, "NORMAL")
         rebuild = bench_rebuild(folder, 1000)
         export = bench_export(folder, n_export, 10)
+        if args.postgresql:
+            latency_pg = bench_record_latency(folder, n_latency, server_url=args.postgresql)
+            concurrent_pg = bench_concurrent_writers(folder, 4, per_writer, server_url=args.postgresql)
 
     median = statistics.median(latency)
     verdict = "met" if median <= TARGET_RECORD_MS else "MISSED"
@@ -363,6 +379,20 @@ def main() -> None:
             f"{export['jsonl_mb']:.1f} MB, 10 features; {export['jsonl_cpu_s']:.2f} s CPU",
         ),
     ]
+    if args.postgresql:
+        rows += [
+            (
+                "PostgreSQL: record_label median / p95 (1 writer)",
+                f"{statistics.median(latency_pg):.2f} / {percentile(latency_pg, 95):.2f} ms",
+                f"{n_latency} labels; the server's own commit settings",
+            ),
+            (
+                "PostgreSQL: 4 concurrent writers, sustained",
+                f"{concurrent_pg['labels_per_second']:.0f} labels/s",
+                f"median / p95 {concurrent_pg['median_ms']:.1f} / {concurrent_pg['p95_ms']:.1f} ms, "
+                f"{concurrent_pg['lost']} lost",
+            ),
+        ]
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     print(
         f"MarginLab storage benchmark (SQLite {sqlite3.sqlite_version}, WAL, synchronous=FULL; "

@@ -19,14 +19,17 @@ from storage.engine import (
     schema_version,
 )
 from storage.errors import (
+    CorruptDatabaseError,
     DatasetValidationError,
     DuplicateDatasetError,
     DuplicateLabelError,
     InvalidLabelError,
     NotFoundError,
+    NotMarginLabDatabaseError,
     SchemaVersionError,
     SessionClosedError,
     StorageError,
+    UnusableDatabaseError,
 )
 from storage.export import EXPORT_FORMATS, export_labels
 from storage.importing import import_csv, import_labelled_export, import_loaded_dataset
@@ -68,6 +71,7 @@ __all__ = [
     "SCHEMA_VERSION",
     "Comparison",
     "ComparisonInfo",
+    "CorruptDatabaseError",
     "DatasetInfo",
     "DatasetValidationError",
     "DisplayInfo",
@@ -76,11 +80,13 @@ __all__ = [
     "InvalidLabelError",
     "LabelEvent",
     "NotFoundError",
+    "NotMarginLabDatabaseError",
     "SchemaVersionError",
     "SessionClosedError",
     "SessionInfo",
     "Snapshot",
     "StorageError",
+    "UnusableDatabaseError",
     "close_session",
     "database_url",
     "delete_dataset",

@@ -23,15 +23,17 @@ import os
 import random
 import sqlite3
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import Engine, create_engine, event, inspect, select
+from sqlalchemy import Connection, Engine, create_engine, event, inspect, select, text
 from sqlalchemy.engine import make_url
+from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session, sessionmaker
 
-from storage.errors import SchemaVersionError
-from storage.models import SCHEMA_VERSION, Base, SchemaInfo
+from storage.errors import CorruptDatabaseError, NotMarginLabDatabaseError, SchemaVersionError
+from storage.models import SCHEMA_VERSION, SchemaInfo
 
 DATABASE_URL_ENV = "MARGINLAB_DATABASE_URL"
 SQLITE_SYNCHRONOUS_ENV = "MARGINLAB_SQLITE_SYNCHRONOUS"
@@ -106,7 +108,7 @@ def _configure_sqlite(engine: Engine, synchronous: str) -> None:
         try:
             cursor.execute(f"PRAGMA busy_timeout = {SQLITE_BUSY_TIMEOUT_MS}")
             cursor.execute("PRAGMA foreign_keys = ON")
-            cursor.execute("PRAGMA journal_mode = WAL")
+            # none of these writes to the file; init_db switches a MarginLab database to WAL once
             cursor.execute(f"PRAGMA synchronous = {synchronous}")
         finally:
             cursor.close()
@@ -176,32 +178,169 @@ def schema_version(engine: Engine) -> int | None:
 
 
 def init_db(engine: Engine) -> int:
-    """Create missing tables and record/check the schema version; return it.
+    """Make the database a MarginLab database at the newest schema; return its schema version.
 
-    Raises ``SchemaVersionError`` (before changing anything) when the database
-    was written by a newer MarginLab.
+    An empty database (a new or empty SQLite file, an empty PostgreSQL
+    database) gets every table; a MarginLab database from an older version is
+    migrated (Alembic, ``storage.migrations``), all in one transaction. Before
+    anything is written, and then without changing a byte, it raises:
+
+    - ``CorruptDatabaseError`` for a damaged, truncated or non-database file;
+    - ``NotMarginLabDatabaseError`` for a database with tables but no MarginLab schema;
+    - ``SchemaVersionError`` for a database written by a newer MarginLab.
+
+    A SQLite file is switched to write-ahead logging only once it is known to be MarginLab's.
     """
-    with writer(engine).begin() as connection:
-        recorded: int | None = None
-        if inspect(connection).has_table(SchemaInfo.__tablename__):
-            recorded = connection.execute(select(SchemaInfo.version)).scalar()
-        if recorded is not None and recorded > SCHEMA_VERSION:
-            raise SchemaVersionError(
-                f"The database {_describe(engine)} has schema version {recorded}, "
-                f"but this MarginLab understands only up to version {SCHEMA_VERSION}. "
-                "It was written by a newer MarginLab: upgrade MarginLab, or point "
-                f"{DATABASE_URL_ENV} at another database."
-            )
-        if recorded is not None and recorded < SCHEMA_VERSION:
-            raise SchemaVersionError(
-                f"The database {_describe(engine)} has schema version {recorded} and "
-                f"this MarginLab needs version {SCHEMA_VERSION}; no migration from "
-                f"version {recorded} exists."
-            )
-        Base.metadata.create_all(connection)
-        if recorded is None:
-            connection.execute(SchemaInfo.__table__.insert().values(id=1, version=SCHEMA_VERSION))
+    from storage import migrations  # Alembic loads where a database is opened, not in every process using one
+
+    try:
+        if is_sqlite(engine):
+            _refuse_damaged_sqlite_file(engine)
+        with engine.connect() as connection:  # a look that writes nothing
+            _marginlab_state(connection, engine)
+        if is_sqlite(engine):
+            _use_write_ahead_log(engine)
+        with writer(engine).begin() as connection:
+            if connection.dialect.name == "postgresql":
+                # processes starting together on an empty database create the tables once, one after the other
+                connection.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": MIGRATION_LOCK_KEY})
+            state = _marginlab_state(connection, engine)
+            if state.recorded is not None and state.revision is None:
+                migrations.stamp_baseline(connection)  # created before migrations: schema version 1
+            migrations.upgrade_to_head(connection)
+    except DBAPIError as error:
+        corrupt = corruption_error(engine, error)
+        if corrupt is None:
+            raise
+        raise corrupt from error
     return SCHEMA_VERSION
+
+
+#: key of the PostgreSQL advisory lock that init_db holds while it migrates
+MIGRATION_LOCK_KEY = 0x4D4C_0001
+
+
+@dataclass(frozen=True)
+class _State:
+    recorded: int | None  # schema_info.version, None for an empty database
+    revision: str | None  # alembic_version, None before migrations or for an empty database
+
+
+def _marginlab_state(connection: Connection, engine: Engine) -> _State:
+    """What ``init_db`` finds; raises (having changed nothing) for a database it must not touch."""
+    from storage import migrations
+    tables = set(inspect(connection).get_table_names())
+    if not tables:
+        return _State(recorded=None, revision=None)
+    where = _describe(engine)
+    recorded = None
+    if SchemaInfo.__tablename__ in tables:
+        columns = {column["name"] for column in inspect(connection).get_columns(SchemaInfo.__tablename__)}
+        if {"id", "version"} <= columns:
+            recorded = connection.execute(select(SchemaInfo.version).where(SchemaInfo.id == 1)).scalar()
+    if not isinstance(recorded, int):
+        shown = ", ".join(sorted(tables)[:8]) + (", …" if len(tables) > 8 else "")
+        raise NotMarginLabDatabaseError(
+            f"The database {where} is not a MarginLab database: it has tables ({shown}) but no MarginLab "
+            f"schema record. MarginLab has not changed it. Point {DATABASE_URL_ENV} at a new file or an "
+            "empty database."
+        )
+    revision = migrations.current_revision(connection) if "alembic_version" in tables else None
+    if recorded > SCHEMA_VERSION or (revision is not None and migrations.schema_version_of(revision) is None):
+        raise SchemaVersionError(
+            f"The database {where} has schema version {recorded}"
+            + (f" (revision {revision})" if revision else "")
+            + f", but this MarginLab understands only up to version {SCHEMA_VERSION}. "
+            "It was written by a newer MarginLab: upgrade MarginLab, or point "
+            f"{DATABASE_URL_ENV} at another database."
+        )
+    if recorded not in migrations.known_schema_versions():
+        raise SchemaVersionError(
+            f"The database {where} has schema version {recorded} and "
+            f"this MarginLab needs version {SCHEMA_VERSION}; no migration from "
+            f"version {recorded} exists."
+        )
+    if revision is None:
+        missing = [table for table in migrations.baseline_tables() if table not in tables]
+        if recorded != 1 or missing:
+            raise NotMarginLabDatabaseError(
+                f"The database {where} has a MarginLab schema record (version {recorded}) but not "
+                f"MarginLab's tables{' (' + ', '.join(missing) + ' missing)' if missing else ''}. "
+                f"MarginLab has not changed it. Point {DATABASE_URL_ENV} at a new file or an empty database."
+            )
+    return _State(recorded=recorded, revision=revision)
+
+
+# --------------------------------------------------------------------------- damaged databases
+
+SQLITE_HEADER = b"SQLite format 3\x00"
+#: result codes (low byte) of a damaged file or one that is not a database
+SQLITE_CORRUPT, SQLITE_NOTADB = 11, 26
+#: SQLSTATEs of data or an index PostgreSQL found damaged
+POSTGRESQL_CORRUPTION_STATES = ("XX001", "XX002")
+
+
+def _sqlite_file(engine: Engine) -> Path | None:
+    database = engine.url.database
+    if not database or database == ":memory:" or database.startswith("file:"):
+        return None
+    return Path(database).expanduser()
+
+
+def _refuse_damaged_sqlite_file(engine: Engine) -> None:
+    """Raise ``CorruptDatabaseError`` for a file that is not a SQLite database or is shorter than its header says.
+
+    Reads the first 100 bytes only. A truncated database would otherwise
+    open, and fail later on the first page past the cut. The length is not
+    checked while a write-ahead log holds pages the file has yet to receive.
+    """
+    path = _sqlite_file(engine)
+    if path is None or not path.is_file():
+        return
+    size = path.stat().st_size
+    if size == 0:
+        return  # a new, empty file
+    with path.open("rb") as stream:
+        header = stream.read(100)
+    where = _describe(engine)
+    if len(header) < 100 or not header.startswith(SQLITE_HEADER):
+        raise _corrupt(where, "it is not a SQLite database (its first bytes are not a SQLite header)")
+    page_size = int.from_bytes(header[16:18], "big")
+    page_size = 65536 if page_size == 1 else page_size
+    change_counter, page_count, valid_for = header[24:28], int.from_bytes(header[28:32], "big"), header[92:96]
+    wal = Path(f"{path}-wal")
+    wal_pending = wal.is_file() and wal.stat().st_size > 0
+    if change_counter == valid_for and not wal_pending and size < page_count * page_size:
+        raise _corrupt(
+            where,
+            f"it is truncated: its header counts {page_count} pages of {page_size} bytes "
+            f"({page_count * page_size} bytes) but the file has {size} bytes",
+        )
+
+
+def corruption_error(engine: Engine, error: DBAPIError) -> CorruptDatabaseError | None:
+    """A ``CorruptDatabaseError`` for a driver error that says the database is damaged, else None."""
+    original = error.orig
+    code = getattr(original, "sqlite_errorcode", None)
+    if isinstance(code, int) and code & 0xFF in (SQLITE_CORRUPT, SQLITE_NOTADB):
+        return _corrupt(_describe(engine), f"the database engine says: {original}")
+    if getattr(original, "sqlstate", None) in POSTGRESQL_CORRUPTION_STATES:
+        return _corrupt(_describe(engine), f"the database server says: {original}")
+    return None
+
+
+def _corrupt(where: str, why: str) -> CorruptDatabaseError:
+    return CorruptDatabaseError(
+        f"The database {where} is damaged or is not a MarginLab database: {why}. "
+        f"MarginLab has not changed it. Restore it from a backup, or point {DATABASE_URL_ENV} at another database."
+    )
+
+
+def _use_write_ahead_log(engine: Engine) -> None:
+    """Switch a SQLite database to write-ahead logging; it stays so for every later connection."""
+    with engine.connect() as connection:
+        # on the driver's connection, outside a transaction (the mode cannot change inside one)
+        connection.connection.driver_connection.execute("PRAGMA journal_mode = WAL")
 
 
 def _describe(engine: Engine) -> str:

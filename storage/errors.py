@@ -11,8 +11,20 @@ class StorageError(Exception):
     """Base class for every error the storage layer raises on purpose."""
 
 
-class SchemaVersionError(StorageError):
+class UnusableDatabaseError(StorageError):
+    """The database cannot be opened as a MarginLab database; it was left exactly as it was."""
+
+
+class SchemaVersionError(UnusableDatabaseError):
     """The database file was written by a different (usually newer) MarginLab."""
+
+
+class NotMarginLabDatabaseError(UnusableDatabaseError):
+    """The database holds tables, but not a MarginLab schema (another program's database)."""
+
+
+class CorruptDatabaseError(UnusableDatabaseError):
+    """The database file is damaged, truncated, or not a database at all."""
 
 
 class NotFoundError(StorageError, LookupError):

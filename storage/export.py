@@ -13,6 +13,19 @@ feature whose name clashes with another column, or itself starts with
 ``feature:``, is written as ``feature:<name>``, so that removing one prefix
 always gives the name back), then the label and provenance columns. JSONL
 layout: one object per line, the features nested under ``"features"``.
+
+CSV cells are escaped against spreadsheet formula injection, as OWASP
+recommends: a text cell (dataset name, item key, display text, annotator,
+strategy, solver, feature name in the header) that starts with ``=``, ``+``,
+``-``, ``@``, a tab or a carriage return gets a leading single quote, so that a
+spreadsheet shows it as text instead of running it as a formula. A cell that
+is a plain decimal number (``-1.5``, ``+2``, ``-3e-7``) is left as it is, and
+so are the numbers MarginLab writes (features, labels, scores, timings). A
+text whose first characters are single quotes followed by one of those
+characters gets one more quote, so the escaping can always be undone:
+``unescape_cell`` (used when an export is imported) removes exactly the
+quote that was added. Open the file as comma-separated text (RFC 4180
+quoting); JSONL is not meant for spreadsheets and is written unescaped.
 """
 
 from __future__ import annotations
@@ -22,6 +35,7 @@ import io
 import json
 import math
 import os
+import re
 from collections.abc import Iterator, Sequence
 from typing import IO, Any
 
@@ -40,6 +54,26 @@ RESERVED_COLUMNS = frozenset(ITEM_COLUMNS + PROVENANCE_COLUMNS + ("features",))
 FEATURE_PREFIX = "feature:"
 
 _CHUNK_ROWS = 5_000
+
+#: first characters that make a spreadsheet read a cell as a formula (OWASP, "CSV Injection")
+FORMULA_TRIGGERS = ("=", "+", "-", "@", "\t", "\r")
+_DECIMAL_NUMBER = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?")
+
+
+def _spreadsheet_would_run(text: str) -> bool:
+    """True for a text that starts (after any single quotes) with a formula trigger and is not a plain number."""
+    bare = text.lstrip("'")
+    return bare[:1] in FORMULA_TRIGGERS and bare != "" and _DECIMAL_NUMBER.fullmatch(bare) is None
+
+
+def escape_cell(text: str) -> str:
+    """``text`` as a CSV cell a spreadsheet shows as text (a leading single quote where needed)."""
+    return "'" + text if _spreadsheet_would_run(text) else text
+
+
+def unescape_cell(cell: str) -> str:
+    """The text ``escape_cell`` turned into ``cell``: removes the single quote it added, and only that one."""
+    return cell[1:] if cell.startswith("'") and _spreadsheet_would_run(cell[1:]) else cell
 
 
 def export_labels(
@@ -157,16 +191,24 @@ def _needs_prefix(feature_name: str) -> bool:
 
 
 def _write_csv(stream: IO[str], rows: Sequence[Any], datasets: Any, feature_names: list[str]) -> None:
-    writer = csv.writer(stream, lineterminator="\n")
-    feature_headers = [FEATURE_PREFIX + n if _needs_prefix(n) else n for n in feature_names]
+    writer = csv.writer(stream, lineterminator="\r\n")  # RFC 4180; a lone CR in a cell is then quoted too
+    feature_headers = [escape_cell(FEATURE_PREFIX + n if _needs_prefix(n) else n) for n in feature_names]
     writer.writerow([*ITEM_COLUMNS, *feature_headers, *PROVENANCE_COLUMNS])
+    escaped: dict[str, str] = {}
+
+    def name(value: str) -> str:  # escaped, memoised (names repeat on every row)
+        found = escaped.get(value)
+        if found is None:
+            found = escaped[value] = escape_cell(value)
+        return found
+
     for start in range(0, len(rows), _CHUNK_ROWS):
         chunk = rows[start : start + _CHUNK_ROWS]
         features = _feature_texts(chunk, datasets, feature_names) if feature_names else [[]] * len(chunk)
         writer.writerows(
             [
                 row.dataset_id,
-                datasets[row.dataset_id][0],
+                name(datasets[row.dataset_id][0]),
                 row.session_id,
                 row.id,
                 row.position,
@@ -174,10 +216,10 @@ def _write_csv(stream: IO[str], rows: Sequence[Any], datasets: Any, feature_name
                 _text(row.display_text),
                 *row_features,
                 row.value,
-                row.name,
+                name(row.name),
                 row.created_at.isoformat(),
-                row.strategy,
-                row.solver,
+                name(row.strategy),
+                name(row.solver),
                 _number(row.decision_value),
                 row.model_version,
                 _number(row.update_ms),
@@ -222,7 +264,7 @@ def _write_jsonl(stream: IO[str], rows: Sequence[Any], datasets: Any, include_fe
 
 
 def _text(value: str | None) -> str:
-    return "" if value is None else value
+    return "" if value is None else escape_cell(value)
 
 
 def _number(value: float | None) -> str:

@@ -21,7 +21,7 @@ from typing import IO, Any
 import numpy as np
 
 from storage.errors import DatasetValidationError, StorageError
-from storage.export import EXPORT_FORMATS, FEATURE_PREFIX, RESERVED_COLUMNS
+from storage.export import EXPORT_FORMATS, FEATURE_PREFIX, RESERVED_COLUMNS, unescape_cell
 from storage.repository import EngineLike, import_dataset
 
 FileSource = str | os.PathLike[str] | bytes | IO[bytes] | IO[str]
@@ -165,9 +165,10 @@ def _read_export_csv(data: bytes, source_name: str) -> tuple[np.ndarray, list[st
     texts = pd.read_csv(
         io.BytesIO(data), usecols=["item_key", "display_text"], dtype=str, keep_default_na=False, encoding="utf-8-sig"
     )
-    keys = [key if key != "" else None for key in texts["item_key"]]
-    display = [text if text != "" else None for text in texts["display_text"]]
-    names = [h.removeprefix(FEATURE_PREFIX) for h in feature_headers]
+    # undo the export's escaping against spreadsheet formulas (storage.export.escape_cell)
+    keys = [unescape_cell(key) if key != "" else None for key in texts["item_key"]]
+    display = [unescape_cell(text) if text != "" else None for text in texts["display_text"]]
+    names = [unescape_cell(h).removeprefix(FEATURE_PREFIX) for h in feature_headers]
     return (
         dataset.X,
         names,

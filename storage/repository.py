@@ -20,10 +20,10 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from sqlalchemy import Engine, delete, func, insert, select, update
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy.exc import DBAPIError, IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
-from storage.engine import writer
+from storage.engine import corruption_error, writer
 from storage.errors import (
     DuplicateDatasetError,
     DuplicateLabelError,
@@ -45,7 +45,7 @@ from storage.models import (
     ModelSnapshot,
     utc_now,
 )
-from storage.validation import validate_dataset
+from storage.validation import storable_text, validate_dataset
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -172,15 +172,28 @@ def as_engine(engine: EngineLike) -> Engine:
 @contextmanager
 def reading(engine: EngineLike) -> Iterator[Session]:
     """A short read-only unit of work."""
-    with Session(as_engine(engine), expire_on_commit=False) as session, session.begin():
+    with _damage_named(engine), Session(as_engine(engine), expire_on_commit=False) as session, session.begin():
         yield session
 
 
 @contextmanager
 def writing(engine: EngineLike) -> Iterator[Session]:
     """A short unit of work that writes; committed when the block ends without error."""
-    with Session(writer(as_engine(engine)), expire_on_commit=False) as session, session.begin():
-        yield session
+    with _damage_named(engine), Session(writer(as_engine(engine)), expire_on_commit=False) as session:
+        with session.begin():
+            yield session
+
+
+@contextmanager
+def _damage_named(engine: EngineLike) -> Iterator[None]:
+    """Turn a driver error that says the database is damaged into ``CorruptDatabaseError``; others pass."""
+    try:
+        yield
+    except DBAPIError as error:
+        corrupt = corruption_error(as_engine(engine), error)
+        if corrupt is None:
+            raise
+        raise corrupt from error
 
 
 # --------------------------------------------------------------------------- datasets
@@ -219,13 +232,14 @@ def import_dataset(
         item_keys=item_keys,
     )
     meta_json = _jsonable(meta or {}, "meta")
+    source_text = storable_text(str(source or ""), "The source name")
     try:
         with writing(engine) as session:
             _raise_if_duplicate(session, valid.content_hash)
             n_rows, n_features = valid.X.shape
             dataset = Dataset(
                 name=valid.name,
-                source=str(source or ""),
+                source=source_text,
                 feature_names=list(valid.feature_names),
                 n_rows=n_rows,
                 n_features=n_features,
@@ -369,14 +383,8 @@ def delete_dataset(engine: EngineLike, dataset_id: int) -> None:
 def get_or_create_annotator(engine: EngineLike, name: str) -> int:
     """The id of the annotator called ``name`` (surrounding spaces ignored), created if new."""
     name = _annotator_name(name)
-    for _attempt in range(2):
-        try:
-            with writing(engine) as session:
-                return _annotator_id(session, name)
-        except IntegrityError:
-            continue  # created concurrently by another process: read it next time
-    with reading(engine) as session:
-        return session.execute(select(Annotator.id).where(Annotator.name == name)).scalar_one()
+    with writing(engine) as session:
+        return _annotator_id(session, name)
 
 
 def list_annotators(engine: EngineLike) -> list[str]:
@@ -387,17 +395,29 @@ def list_annotators(engine: EngineLike) -> list[str]:
 def _annotator_name(name: Any) -> str:
     if not isinstance(name, str) or not name.strip():
         raise StorageError("An annotator needs a non-empty name.")
-    return name.strip()
+    return storable_text(
+        name.strip(), "The annotator name", max_length=Annotator.__table__.c.name.type.length, error=StorageError
+    )
 
 
 def _annotator_id(session: Session, name: str) -> int:
-    found = session.execute(select(Annotator.id).where(Annotator.name == name)).scalar()
+    """The id of the annotator ``name``, created if new, within the caller's transaction.
+
+    Two transactions may create the same new name at once where writers do not
+    take turns (PostgreSQL): the insert runs in a savepoint, and the loser of
+    the race rolls back only that and reads the winner's row.
+    """
+    query = select(Annotator.id).where(Annotator.name == name)
+    found = session.execute(query).scalar()
     if found is not None:
         return found
-    annotator = Annotator(name=name)
-    session.add(annotator)
-    session.flush()
-    return annotator.id
+    try:
+        with session.begin_nested():
+            annotator = Annotator(name=name)
+            session.add(annotator)
+        return annotator.id
+    except IntegrityError:
+        return session.execute(query).scalar_one()
 
 
 # --------------------------------------------------------------------------- sessions
@@ -531,7 +551,13 @@ def _set_session_status(engine: EngineLike, session_id: int, status: str) -> Non
 
 
 def _active_session_row(session: Session, session_id: int) -> LabellingSession:
-    labelling_session = session.get(LabellingSession, session_id)
+    """The open session's row, locked until the transaction ends (raises if missing or closed).
+
+    The lock makes changes to one session's labels take turns on servers
+    whose writers run side by side (PostgreSQL: ``FOR NO KEY UPDATE``, which
+    labels being inserted do not wait for); a file database's writers take turns anyway.
+    """
+    labelling_session = session.get(LabellingSession, session_id, with_for_update={"key_share": True})
     _check_open(session_id, None if labelling_session is None else labelling_session.status)
     return labelling_session
 
@@ -946,9 +972,11 @@ def load_comparison(engine: EngineLike, comparison_id: int) -> Comparison:
 
 
 def _non_empty(value: Any, what: str) -> str:
+    """A strategy or solver name: non-empty, as long as the ``labels``/``labelling_sessions`` columns allow."""
     if not isinstance(value, str) or not value.strip():
         raise StorageError(f"{what} must be a non-empty name.")
-    return value.strip()
+    length = Label.__table__.c[what].type.length
+    return storable_text(value.strip(), f"The {what} name", max_length=length, error=StorageError)
 
 
 def _optional_float(value: Any, what: str) -> float | None:

@@ -17,10 +17,27 @@ from typing import Any
 
 import numpy as np
 
-from storage.errors import DatasetValidationError
-from storage.models import DISPLAY_KINDS
+from storage.errors import DatasetValidationError, StorageError
+from storage.models import DISPLAY_KINDS, Dataset, Item
 
-MAX_NAME_LENGTH = 200
+MAX_NAME_LENGTH = Dataset.__table__.c.name.type.length
+MAX_ITEM_KEY_LENGTH = Item.__table__.c.external_key.type.length
+MAX_TEXT_COLUMN_LENGTH = Dataset.__table__.c.text_column.type.length
+
+
+def storable_text(
+    value: str, what: str, *, max_length: int | None = None, error: type[StorageError] = DatasetValidationError
+) -> str:
+    """``value`` itself when every supported database stores it as it is; else ``error`` naming ``what``.
+
+    PostgreSQL refuses NUL characters in text and text longer than its
+    column; a file database would keep both: both are refused everywhere.
+    """
+    if "\x00" in value:
+        raise error(f"{what} contains a NUL character (\\x00), which cannot be stored.")
+    if max_length is not None and len(value) > max_length:
+        raise error(f"{what} is longer than {max_length} characters ({len(value)}).")
+    return value
 
 
 @dataclass(frozen=True)
@@ -93,10 +110,7 @@ def content_hash(
 def _validate_name(name: Any) -> str:
     if not isinstance(name, str) or not name.strip():
         raise DatasetValidationError("The dataset needs a non-empty name.")
-    name = name.strip()
-    if len(name) > MAX_NAME_LENGTH:
-        raise DatasetValidationError(f"The dataset name is longer than {MAX_NAME_LENGTH} characters.")
-    return name
+    return storable_text(name.strip(), "The dataset name", max_length=MAX_NAME_LENGTH)
 
 
 def _validate_feature_names(feature_names: Any) -> tuple[str, ...]:
@@ -192,6 +206,8 @@ def _validate_item_keys(item_keys: Sequence[Any], n_rows: int) -> tuple[str | No
     for row_index, key in enumerate(keys):
         if key is None:
             continue
+        if len(key) > MAX_ITEM_KEY_LENGTH:
+            storable_text(key, f"Row {row_index}: the item key", max_length=MAX_ITEM_KEY_LENGTH)
         if key in first_row:
             raise DatasetValidationError(f"Duplicate item key '{key}' in rows {first_row[key]} and {row_index}.")
         first_row[key] = row_index
@@ -203,11 +219,14 @@ def _validate_texts(values: Sequence[Any], n_rows: int, what: str = "display val
     if len(texts) != n_rows:
         raise DatasetValidationError(f"There are {len(texts)} {what} but {n_rows} rows.")
     cleaned: list[str | None] = []
-    for value in texts:
+    for row_index, value in enumerate(texts):
         if value is None or (isinstance(value, float) and math.isnan(value)):
             cleaned.append(None)
-        else:
-            cleaned.append(str(value))
+            continue
+        text = str(value)
+        if "\x00" in text:
+            storable_text(text, f"Row {row_index}: the {what.removesuffix('s')}")
+        cleaned.append(text)
     return tuple(cleaned)
 
 
@@ -236,4 +255,6 @@ def _validate_display(
         text_column = (text_column or "text").strip() or "text"
     else:
         text_column = text_column.strip() if text_column else None
+    if text_column is not None:
+        storable_text(text_column, "The text column name", max_length=MAX_TEXT_COLUMN_LENGTH)
     return display_kind, shape, text_column

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import hashlib
 import re
+import sqlite3
 from pathlib import Path
 
+import numpy as np
 import pytest
-from sqlalchemy import text, update
+from sqlalchemy import inspect, text, update
 from sqlalchemy.dialects import postgresql
 from sqlalchemy.schema import CreateIndex, CreateTable
 
@@ -144,4 +146,165 @@ def test_sessionmaker_units_of_work_and_repository_calls_share_the_engine(tmp_pa
         raise RuntimeError("the unit of work fails: nothing of it is kept")
     assert storage.list_annotators(SessionLocal) == ["grace"]
     assert storage.get_or_create_annotator(SessionLocal, " grace ") == storage.get_or_create_annotator(engine, "grace")
+    engine.dispose()
+
+
+# -- databases that are not MarginLab's, or damaged: refused, and left exactly as they were ----------------
+
+
+def sqlite_files(path: Path) -> dict[str, bytes | None]:
+    """The bytes of the database file and of every file SQLite may keep beside it (None: absent)."""
+    parts = {}
+    for suffix in ("", "-wal", "-shm", "-journal"):
+        part = Path(f"{path}{suffix}")
+        parts[suffix] = part.read_bytes() if part.exists() else None
+    return parts
+
+
+def other_programs_tables(connection) -> None:
+    connection.execute("CREATE TABLE customers (id INTEGER PRIMARY KEY, name TEXT)")
+    connection.execute("CREATE TABLE orders (id INTEGER PRIMARY KEY, customer INTEGER, total REAL)")
+    connection.execute("INSERT INTO customers (name) VALUES ('Ada'), ('Grace')")
+
+
+def schema_info_without_a_row(connection) -> None:
+    connection.execute("CREATE TABLE schema_info (id INTEGER PRIMARY KEY, version INTEGER)")
+    connection.execute("CREATE TABLE notes (body TEXT)")
+
+
+def schema_info_row_without_marginlab_tables(connection) -> None:
+    connection.execute("CREATE TABLE schema_info (id INTEGER PRIMARY KEY, version INTEGER)")
+    connection.execute("INSERT INTO schema_info VALUES (1, 1)")
+
+
+@pytest.mark.parametrize(
+    "make, expected",
+    [
+        (other_programs_tables, ["not a MarginLab database", "customers, orders", "no MarginLab schema record"]),
+        (schema_info_without_a_row, ["not a MarginLab database", "notes, schema_info"]),
+        (schema_info_row_without_marginlab_tables, ["not MarginLab's tables", "datasets"]),
+    ],
+    ids=["other tables", "schema_info without its row", "schema_info without the tables"],
+)
+def test_another_programs_sqlite_file_is_refused_without_changing_a_byte(tmp_path, make, expected):
+    path = tmp_path / "shop.db"
+    with sqlite3.connect(path) as connection:
+        make(connection)
+    connection.close()
+    before = sqlite_files(path)
+    assert before[""][18:20] == b"\x01\x01"  # a rollback-journal database
+
+    engine = storage.make_engine(f"sqlite:///{path}")
+    with pytest.raises(storage.NotMarginLabDatabaseError) as caught:
+        storage.init_db(engine)
+    engine.dispose()
+    message = str(caught.value)
+    for fragment in [*expected, "has not changed it", DATABASE_URL_ENV]:
+        assert fragment in message, message
+    assert isinstance(caught.value, storage.UnusableDatabaseError)
+    assert sqlite_files(path) == before  # not a byte changed: no table added, not switched to WAL
+
+
+def test_another_programs_postgresql_database_is_refused_and_left_alone(postgresql_database):
+    engine = storage.make_engine(postgresql_database)
+    try:
+        with engine.begin() as connection:
+            connection.execute(text("CREATE TABLE customers (id SERIAL PRIMARY KEY, name TEXT)"))
+            connection.execute(text("INSERT INTO customers (name) VALUES ('Ada')"))
+        with pytest.raises(storage.NotMarginLabDatabaseError, match=r"tables \(customers\) but no MarginLab"):
+            storage.init_db(engine)
+        with engine.connect() as connection:
+            assert inspect(connection).get_table_names() == ["customers"]
+            assert connection.execute(text("SELECT name FROM customers")).scalars().all() == ["Ada"]
+    finally:
+        engine.dispose()
+
+
+def marginlab_file(path: Path, n_items: int = 3000) -> None:
+    """A MarginLab database with a dataset of some hundred kilobytes, a session and labels, all in the file."""
+    engine = storage.make_engine(f"sqlite:///{path}")
+    storage.init_db(engine)
+    X = np.random.default_rng(0).standard_normal((n_items, 12))
+    dataset_id = storage.import_dataset(engine, name="big", X=X, feature_names=[f"f{j}" for j in range(12)])
+    session_id = storage.start_session(
+        engine, dataset_id=dataset_id, annotator="ada", strategy="random", solver="lasvm"
+    )
+    for item in range(40):
+        storage.record_label(engine, session_id, item_index=item, value=1, annotator="ada", strategy="random",
+                             solver="lasvm")  # fmt: skip
+    engine.dispose()  # the last connection closes: the write-ahead log is copied into the file and removed
+    assert not Path(f"{path}-wal").exists()
+
+
+def random_bytes(path: Path) -> None:
+    path.write_bytes(np.random.default_rng(1).bytes(8192))
+
+
+def csv_text(path: Path) -> None:
+    path.write_text("id,name\n1,Ada\n2,Grace\n")
+
+
+def truncated(path: Path) -> None:
+    marginlab_file(path)
+    data = path.read_bytes()
+    path.write_bytes(data[: len(data) // 2])
+
+
+def cut_inside_the_header(path: Path) -> None:
+    marginlab_file(path)
+    path.write_bytes(path.read_bytes()[:60])
+
+
+@pytest.mark.parametrize(
+    "make, reason",
+    [
+        (random_bytes, "not a SQLite database"),
+        (csv_text, "not a SQLite database"),
+        (truncated, "truncated"),
+        (cut_inside_the_header, "not a SQLite database"),
+    ],
+    ids=["random bytes", "a CSV file", "truncated", "cut inside the header"],
+)
+def test_a_damaged_or_foreign_file_is_refused_as_corrupt_without_changing_a_byte(tmp_path, make, reason):
+    path = tmp_path / "marginlab.db"
+    make(path)
+    before = sqlite_files(path)
+    engine = storage.make_engine(f"sqlite:///{path}")
+    with pytest.raises(storage.CorruptDatabaseError) as caught:
+        storage.init_db(engine)
+    engine.dispose()
+    message = str(caught.value)
+    for fragment in ["is damaged or is not a MarginLab database", reason, "has not changed it", DATABASE_URL_ENV]:
+        assert fragment in message, message
+    assert sqlite_files(path) == before
+
+
+def test_a_damaged_page_found_later_is_reported_as_corrupt(tmp_path):
+    path = tmp_path / "marginlab.db"
+    marginlab_file(path)
+    with sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True) as connection:
+        page_size = connection.execute("PRAGMA page_size").fetchone()[0]
+        root = connection.execute("SELECT rootpage FROM sqlite_master WHERE name = 'labels'").fetchone()[0]
+    connection.close()
+    with path.open("r+b") as stream:  # the labels table's first page becomes noise
+        stream.seek((root - 1) * page_size)
+        stream.write(np.random.default_rng(2).bytes(page_size))
+
+    engine = storage.make_engine(f"sqlite:///{path}")
+    storage.init_db(engine)  # the schema and the datasets are intact
+    assert [d.name for d in storage.list_datasets(engine)] == ["big"]
+    with pytest.raises(storage.CorruptDatabaseError, match="is damaged or is not a MarginLab database") as caught:
+        storage.label_events(engine, 1)
+    assert "malformed" in str(caught.value)
+    engine.dispose()
+
+
+def test_an_empty_file_becomes_a_new_marginlab_database(tmp_path):
+    path = tmp_path / "marginlab.db"
+    path.touch()
+    engine = storage.make_engine(f"sqlite:///{path}")
+    assert storage.init_db(engine) == SCHEMA_VERSION
+    assert storage.list_datasets(engine) == []
+    with engine.connect() as connection:
+        assert connection.execute(text("PRAGMA journal_mode")).scalar() == "wal"
     engine.dispose()

@@ -9,25 +9,22 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 import storage
 from core.datasets import load_bundled
+from storage.export import FORMULA_TRIGGERS, escape_cell, unescape_cell
 from tests.test_storage_engine import file_digest
-from tests.test_storage_repository import label, new_session, row_counts, sqlite_engine
+from tests.test_storage_repository import database_digest, label, new_session, row_counts
+
+# ``engine`` (tests/conftest.py) is a new MarginLab database, on SQLite and on PostgreSQL.
 
 
-@pytest.fixture
-def db_path(tmp_path) -> Path:
-    return tmp_path / "marginlab.db"
-
-
-@pytest.fixture
-def engine(db_path):
-    yield from sqlite_engine(db_path)
-
-
-def database_state(engine, db_path: Path) -> tuple[dict[str, int], str]:
-    return row_counts(engine), file_digest(db_path)
+def database_state(engine) -> tuple[dict[str, int], str, str | None]:
+    """Row counts, a digest of every row and, for a SQLite file, a digest of the file's bytes."""
+    on_disk = file_digest(Path(engine.url.database)) if engine.dialect.name == "sqlite" else None
+    return row_counts(engine), database_digest(engine), on_disk
 
 
 GOOD_CSV = b"id,a,b,text,label\nr1,1.5,2,first,spam\nr2,-3,4e-3,second,ham\nr3,0,1,third,spam\n"
@@ -49,13 +46,13 @@ MALFORMED = {
 
 
 @pytest.mark.parametrize("case", MALFORMED, ids=list(MALFORMED))
-def test_malformed_csv_names_the_row_or_column_and_changes_nothing(engine, db_path, case):
+def test_malformed_csv_names_the_row_or_column_and_changes_nothing(engine, case):
     good = storage.import_csv(
         engine, GOOD_CSV, name="good", label_column="label", key_column="id", display_column="text"
     )
     session_id = storage.start_session(engine, dataset_id=good, annotator="ada", strategy="random", solver="lasvm")
     storage.record_label(engine, session_id, item_index=0, value=1, annotator="ada", strategy="random", solver="lasvm")
-    before = database_state(engine, db_path)
+    before = database_state(engine)
 
     data, expected = MALFORMED[case]
     upload = io.BytesIO(data)
@@ -65,7 +62,7 @@ def test_malformed_csv_names_the_row_or_column_and_changes_nothing(engine, db_pa
     message = str(caught.value)
     for fragment in expected:
         assert fragment in message, message
-    assert database_state(engine, db_path) == before
+    assert database_state(engine) == before
 
 
 def test_import_csv_keeps_keys_texts_and_label_mapping(engine):
@@ -240,3 +237,101 @@ def test_export_to_a_file_and_reimport_from_the_path(engine, tmp_path):
         storage.import_labelled_export(engine, skipped, name="skips")
     with pytest.raises(storage.DatasetValidationError, match="not a MarginLab label export"):
         storage.import_labelled_export(engine, GOOD_CSV, name="not an export")
+
+
+# -- CSV cells a spreadsheet would run as formulas ----------------------------------------------
+
+ESCAPED = [
+    ("=HYPERLINK(\"http://example.com\",\"click\")", "'=HYPERLINK(\"http://example.com\",\"click\")"),
+    ("+cmd|' /C calc'!A0", "'+cmd|' /C calc'!A0"),
+    ("-2+3", "'-2+3"),
+    ("@SUM(A1:A9)", "'@SUM(A1:A9)"),
+    ("\t=1+1", "'\t=1+1"),
+    ("\r=1+1", "'\r=1+1"),
+    ("-", "'-"),
+    ("-inf", "'-inf"),
+    ("'=1+1", "''=1+1"),  # a quote the text already had is kept: one more is added
+    ("''@x", "'''@x"),
+    # left as they are
+    ("-1.5", "-1.5"),
+    ("+2", "+2"),
+    ("-3e-7", "-3e-7"),
+    ("-.5", "-.5"),
+    ("'-1.5", "'-1.5"),
+    ("'hello", "'hello"),
+    ("'", "'"),
+    ("", ""),
+    ("a=b", "a=b"),
+    (" =1+1", " =1+1"),
+]
+
+
+@pytest.mark.parametrize("text, cell", ESCAPED, ids=[repr(text) for text, _ in ESCAPED])
+def test_csv_cells_that_a_spreadsheet_would_run_get_a_leading_quote_that_import_removes(text, cell):
+    assert escape_cell(text) == cell
+    assert unescape_cell(cell) == text
+
+
+@given(st.text(alphabet=st.sampled_from(["'", "=", "+", "-", "@", "\t", "\r", "1", ".", "e", "x", " "]), max_size=8))
+def test_escaping_is_undone_exactly_and_leaves_no_formula_at_the_start(text):
+    cell = escape_cell(text)
+    assert unescape_cell(cell) == text
+    assert cell[:1] not in FORMULA_TRIGGERS or float(cell) == float(text)  # only plain numbers start so
+
+
+HOSTILE_KEYS = ["=1+1", "+cmd|' /C calc'!A0", "-2+3", "@SUM(A1)", "\t=tab", "\r=cr", "-1.5", "'=quoted", "plain", None]
+HOSTILE_TEXTS = ['=HYPERLINK("http://example.com","x")', "@me", "-", "+", "'@x", "fine", "-7", "\t", "=", "x"]
+HOSTILE_FEATURES = ["=f", "+g", "-1.5", "@h", "'=i", "label"]
+
+
+def test_hostile_cells_are_escaped_in_the_csv_and_come_back_unchanged_on_reimport(engine):
+    n = len(HOSTILE_KEYS)
+    rng = np.random.default_rng(5)
+    X = rng.standard_normal((n, len(HOSTILE_FEATURES)))
+    X[:, 0] = -np.abs(X[:, 0]) - 1.0  # negative numbers stay numbers
+    dataset_id = storage.import_dataset(
+        engine,
+        name="=IMPORTXML(\"http://example.com\",\"//a\")",
+        X=X,
+        feature_names=HOSTILE_FEATURES,
+        item_keys=HOSTILE_KEYS,
+        display_kind="text",
+        display_values=HOSTILE_TEXTS,
+    )
+    session_id = new_session(engine, dataset_id, annotator="@annotator", strategy="=strategy", solver="+solver")
+    for item in range(n):
+        label(engine, session_id, item, value=1 if item % 2 else -1, annotator="@annotator", strategy="=strategy",
+              solver="+solver", decision_value=-0.25 - item, update_ms=1.0)  # fmt: skip
+    exported = storage.export_labels(engine, session_id=session_id)
+
+    header, *rows = list(csv.reader(io.StringIO(exported)))
+    assert header[7:13] == ["'=f", "'+g", "-1.5", "'@h", "''=i", "feature:label"]
+    for item, row in enumerate(rows):
+        cells = dict(zip(header, row, strict=True))
+        assert cells["dataset_name"] == "'=IMPORTXML(\"http://example.com\",\"//a\")"
+        assert cells["item_key"] == ("" if HOSTILE_KEYS[item] is None else escape_cell(HOSTILE_KEYS[item]))
+        assert cells["display_text"] == escape_cell(HOSTILE_TEXTS[item])
+        assert (cells["annotator"], cells["strategy"], cells["solver"]) == ("'@annotator", "'=strategy", "'+solver")
+        assert cells["decision_value"] == repr(-0.25 - item) and float(cells["'=f"]) == X[item, 0] < 0
+        for cell in row:  # nothing a spreadsheet would run, anywhere: what starts so is a plain number
+            assert cell[:1] not in FORMULA_TRIGGERS or np.isfinite(float(cell)), (header, row)
+    assert rows[6][header.index("item_key")] == "-1.5"  # a number-like key is left as it is
+
+    new_id = storage.import_labelled_export(engine, exported.encode(), name="back", fmt="csv", display_kind="text")
+    X2, y2, names, display = storage.load_dataset_arrays(engine, new_id)
+    assert names == HOSTILE_FEATURES
+    np.testing.assert_array_equal(X2, X)
+    np.testing.assert_array_equal(y2, [1 if item % 2 else -1 for item in range(n)])
+    assert display.item_keys == tuple(HOSTILE_KEYS)
+    assert display.display_values == tuple(HOSTILE_TEXTS)
+
+
+def test_jsonl_export_is_not_escaped(engine):
+    dataset_id = storage.import_dataset(
+        engine, name="=name", X=np.eye(2), feature_names=["=f", "g"], item_keys=["@k", "-j"]
+    )
+    session_id = new_session(engine, dataset_id, annotator="=ada")
+    label(engine, session_id, 0, annotator="=ada")
+    [record] = [json.loads(line) for line in storage.export_labels(engine, fmt="jsonl").splitlines()]
+    assert (record["dataset_name"], record["item_key"], record["annotator"]) == ("=name", "@k", "=ada")
+    assert list(record["features"]) == ["=f", "g"]

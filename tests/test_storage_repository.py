@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import hashlib
 import io
+import re
 import threading
 
 import numpy as np
@@ -16,18 +18,7 @@ from sqlalchemy.orm import Session
 import storage
 from storage.models import Base, Label, ModelSnapshot
 
-
-def sqlite_engine(path):
-    """Yield the engine of a new MarginLab database in the SQLite file ``path``; dispose of it afterwards."""
-    engine = storage.make_engine(f"sqlite:///{path}")
-    storage.init_db(engine)
-    yield engine
-    engine.dispose()
-
-
-@pytest.fixture
-def engine(tmp_path):
-    yield from sqlite_engine(tmp_path / "marginlab.db")
+# ``engine`` (tests/conftest.py) is a new MarginLab database, on SQLite and on PostgreSQL.
 
 
 def row_counts(engine) -> dict[str, int]:
@@ -36,6 +27,17 @@ def row_counts(engine) -> dict[str, int]:
             table.name: connection.execute(select(func.count()).select_from(table)).scalar_one()
             for table in Base.metadata.sorted_tables
         }
+
+
+def database_digest(engine) -> str:
+    """sha256 over every row of every MarginLab table, in primary-key order: equal digests, equal contents."""
+    digest = hashlib.sha256()
+    with engine.connect() as connection:
+        for table in Base.metadata.sorted_tables:
+            digest.update(f"\0{table.name}\0".encode())
+            for row in connection.execute(select(table).order_by(*table.primary_key.columns)):
+                digest.update(repr(tuple(row)).encode())
+    return digest.hexdigest()
 
 
 def small_dataset(engine, n=30, d=3, seed=0, **kwargs) -> int:
@@ -163,6 +165,58 @@ def test_invalid_arrays_name_the_problem_and_write_nothing(engine, override, mes
     assert row_counts(engine) == before
 
 
+TEXT_EVERY_DATABASE_REFUSES = [
+    (dict(name="n" * 201), storage.DatasetValidationError, "The dataset name is longer than 200 characters (201)"),
+    (dict(name="a\x00b"), storage.DatasetValidationError, "The dataset name contains a NUL character"),
+    (dict(item_keys=["k", "k" * 501]), storage.DatasetValidationError, "Row 1: the item key is longer than 500"),
+    (dict(item_keys=["k\x00", "j"]), storage.DatasetValidationError, "Row 0: the item key contains a NUL character"),
+    (
+        dict(display_kind="text", display_values=["a", "b\x00"]),
+        storage.DatasetValidationError,
+        "Row 1: the display value contains a NUL character",
+    ),
+    (
+        dict(display_kind="text", display_values=["a", "b"], text_column="t" * 201),
+        storage.DatasetValidationError,
+        "The text column name is longer than 200",
+    ),
+    (dict(source="file\x00.csv"), storage.DatasetValidationError, "The source name contains a NUL character"),
+]
+
+
+@pytest.mark.parametrize("override, error, message", TEXT_EVERY_DATABASE_REFUSES)
+def test_text_a_database_cannot_store_is_refused_alike_on_every_database(engine, override, error, message):
+    """PostgreSQL refuses NUL characters and text longer than its columns; SQLite would keep them."""
+    small_dataset(engine)
+    before = database_digest(engine)
+    arguments = dict(name="bad", X=np.array([[1.0, 2.0], [3.0, 4.0]]), feature_names=["a", "b"])
+    arguments.update(override)
+    with pytest.raises(error) as caught:
+        storage.import_dataset(engine, **arguments)
+    assert message in str(caught.value)
+    assert database_digest(engine) == before
+
+
+@pytest.mark.parametrize(
+    "override, message",
+    [
+        (dict(annotator="a" * 201), "The annotator name is longer than 200 characters (201)"),
+        (dict(annotator="ada\x00"), "The annotator name contains a NUL character"),
+        (dict(strategy="s" * 65), "The strategy name is longer than 64 characters (65)"),
+        (dict(solver="lasvm\x00"), "The solver name contains a NUL character"),
+    ],
+)
+def test_annotator_strategy_and_solver_names_a_database_cannot_store_are_refused(engine, override, message):
+    dataset_id = small_dataset(engine)
+    session_id = new_session(engine, dataset_id)
+    before = database_digest(engine)
+    with pytest.raises(storage.StorageError, match=re.escape(message)):
+        new_session(engine, dataset_id, **override)
+    with pytest.raises(storage.StorageError, match=re.escape(message)):
+        label(engine, session_id, 0, **override)
+    assert database_digest(engine) == before
+
+
 def test_delete_dataset_removes_everything_hanging_off_it(engine):
     keep = small_dataset(engine, seed=5)
     keep_session = new_session(engine, keep)
@@ -276,6 +330,55 @@ def test_concurrent_double_submit_from_threads_stores_one_label(engine):
         thread.join()
     assert sorted(outcomes) == ["duplicate"] * 5 + ["stored"]
     assert len(storage.label_events(engine, session_id)) == 1
+
+
+def run_at_once(n_threads: int, work) -> list:
+    """Call ``work(k)`` for k = 0..n-1 in n threads released together; return the results (or exceptions)."""
+    barrier = threading.Barrier(n_threads)
+    results: list = [None] * n_threads
+
+    def run(k):
+        barrier.wait()
+        try:
+            results[k] = work(k)
+        except Exception as error:  # noqa: BLE001 - the test inspects what each thread got
+            results[k] = error
+
+    threads = [threading.Thread(target=run, args=(k,)) for k in range(n_threads)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return results
+
+
+def test_a_new_annotator_labelling_in_several_sessions_at_once_is_created_once(engine):
+    dataset_id = small_dataset(engine)
+    sessions = [new_session(engine, dataset_id, annotator="owner") for _ in range(6)]
+    events = run_at_once(6, lambda k: label(engine, sessions[k], k, annotator="newcomer"))
+    assert all(isinstance(event, storage.LabelEvent) for event in events), events
+    assert sorted(storage.list_annotators(engine)) == ["newcomer", "owner"]
+    for k, session_id in enumerate(sessions):
+        assert [(e.item_index, e.annotator) for e in storage.label_events(engine, session_id)] == [(k, "newcomer")]
+    ids = run_at_once(4, lambda k: storage.get_or_create_annotator(engine, "late arrival"))
+    assert len(set(ids)) == 1 and isinstance(ids[0], int), ids
+
+
+def test_concurrent_undos_each_undo_a_different_label(engine):
+    session_id = new_session(engine, small_dataset(engine))
+    labelled = [label(engine, session_id, item).label_id for item in range(6)]
+    undone = run_at_once(6, lambda k: storage.undo_last_label(engine, session_id))
+    assert sorted(event.label_id for event in undone) == labelled  # each label undone exactly once
+    assert storage.label_events(engine, session_id) == []
+
+
+def test_concurrent_guarded_undos_of_the_same_label_undo_it_once(engine):
+    session_id = new_session(engine, small_dataset(engine))
+    label(engine, session_id, 3)
+    last = label(engine, session_id, 4)
+    undone = run_at_once(6, lambda k: storage.undo_last_label(engine, session_id, label_id=last.label_id))
+    assert [event.label_id for event in undone if event is not None] == [last.label_id], undone
+    assert storage.labelled_items(engine, session_id) == {3: 1}
 
 
 @pytest.mark.parametrize("value", [2, -2, 0.5, True, "1", None])

@@ -1,0 +1,220 @@
+"""Schema migrations (Alembic): from an empty database and from schema version 1, on SQLite and PostgreSQL.
+
+Schema version 1 is the schema MarginLab wrote with ``create_all`` before it
+had migrations; ``tests/data/storage_schema_v1_*.sql`` hold that DDL as it
+was, so that these tests keep checking the upgrade from a real version-1
+database when the models change.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import io
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+from alembic.autogenerate import compare_metadata
+from alembic.migration import MigrationContext
+from sqlalchemy import MetaData, func, select, text
+
+import storage
+from storage import migrations
+from storage.models import SCHEMA_VERSION, Base, SchemaInfo
+
+DATA = Path(__file__).resolve().parent / "data"
+REPO_ROOT = Path(__file__).resolve().parent.parent
+
+
+def schema_differences(engine) -> list:
+    """Alembic's autogenerate comparison of the database with the models (empty: the same schema)."""
+    with engine.connect() as connection:
+        context = MigrationContext.configure(connection, opts={"compare_type": True})
+        return compare_metadata(context, Base.metadata)
+
+
+def recorded_revision(engine) -> str | None:
+    with engine.connect() as connection:
+        return migrations.current_revision(connection)
+
+
+def test_upgrade_of_an_empty_database_gives_exactly_the_models_schema(database_url):
+    engine = storage.make_engine(database_url)
+    try:
+        assert storage.init_db(engine) == SCHEMA_VERSION
+        assert schema_differences(engine) == []
+        assert recorded_revision(engine) == migrations.head_revision()
+        assert storage.schema_version(engine) == SCHEMA_VERSION
+        assert migrations.schema_version_of(migrations.head_revision()) == SCHEMA_VERSION
+        # a second start finds nothing to do
+        assert storage.init_db(engine) == SCHEMA_VERSION
+        with engine.connect() as connection:
+            assert connection.execute(select(func.count()).select_from(SchemaInfo)).scalar_one() == 1
+    finally:
+        engine.dispose()
+
+
+def create_schema_v1(engine) -> None:
+    """What MarginLab's init_db did before migrations: the version-1 tables and the schema_info row."""
+    script = (DATA / f"storage_schema_v1_{engine.dialect.name}.sql").read_text()
+    statements = [part.strip() for part in script.split("\n;\n")]
+    with engine.begin() as connection:
+        for statement in statements:
+            lines = [line for line in statement.splitlines() if not line.startswith("--")]
+            if any(line.strip() for line in lines):
+                connection.exec_driver_sql("\n".join(lines))
+        connection.execute(text("INSERT INTO schema_info (id, version) VALUES (1, 1)"))
+
+
+def version_1_rows() -> dict[str, list[dict]]:
+    """A dataset with items, an annotator, a session with labels (one undone), a snapshot and a comparison."""
+    at = dt.datetime(2025, 5, 17, 9, 30, 15, 123456, tzinfo=dt.UTC)
+    X = np.array([[0.1 + 0.2, -1e-300], [2.5, 1e300], [-0.0, 7.0]])
+    snapshot = io.BytesIO()
+    np.savez(snapshot, alpha=np.array([0.5, -0.25]), support=np.array([0, 2]))
+    return {
+        "datasets": [
+            dict(
+                id=1, name="notes ünïcødé", source="notes.csv", feature_names=["a", "=b"], n_rows=3, n_features=2,
+                features=X.astype("<f8").tobytes(), true_labels=np.array([1, -1, 1], "<i1").tobytes(),
+                display_kind="text", image_width=None, image_height=None, text_column="body",
+                content_hash="c" * 64, meta={"classes": {"negative": "ham", "positive": "spam"}}, created_at=at,
+            )
+        ],
+        "items": [
+            dict(id=k + 1, dataset_id=1, position=k, external_key=f"key-{k}", display_text=f"text\n{k}")
+            for k in range(3)
+        ],
+        "annotators": [dict(id=1, name="ada", created_at=at)],
+        "labelling_sessions": [
+            dict(
+                id=1, dataset_id=1, annotator_id=1, strategy="near-boundary", solver="incremental",
+                solver_params={"C": 1.0, "gamma": "scale"}, seed=7, status="active", created_at=at, updated_at=at,
+            )
+        ],
+        "labels": [
+            dict(
+                id=k + 1, session_id=1, item_id=k + 1, annotator_id=1, value=(1, -1, 0)[k], created_at=at,
+                strategy="near-boundary", solver="incremental", decision_value=None if k == 0 else k / 3,
+                model_version=k, update_ms=0.5 * k, query_ms=1.25, undone_at=at if k == 2 else None,
+            )
+            for k in range(3)
+        ],
+        "model_snapshots": [
+            dict(id=1, session_id=1, n_events=2, last_label_id=2, arrays=snapshot.getvalue(), meta={"k": 2},
+                 created_at=at)
+        ],
+        "comparison_results": [
+            dict(id=1, dataset_id=1, config={"budget": 10}, rows_csv="strategy,auc\nrandom,0.5\n",
+                 summary={"aulc": {"random": 0.7}}, created_at=at)
+        ],
+    }  # fmt: skip
+
+
+def table_rows(engine, tables: list[str]) -> dict[str, list[dict]]:
+    """Every row of ``tables`` as the database holds them now (reflected, so independent of the models)."""
+    reflected = MetaData()
+    with engine.connect() as connection:
+        reflected.reflect(connection, only=tables)
+        return {
+            name: [dict(row._mapping) for row in connection.execute(select(table).order_by(*table.primary_key))]
+            for name, table in reflected.tables.items()
+        }
+
+
+def test_upgrade_of_a_schema_version_1_database_keeps_every_row(database_url):
+    engine = storage.make_engine(database_url)
+    try:
+        create_schema_v1(engine)
+        reflected = MetaData()
+        with engine.begin() as connection:
+            reflected.reflect(connection)
+            for table in reflected.sorted_tables:
+                rows = version_1_rows().get(table.name)
+                if rows:
+                    connection.execute(table.insert(), rows)
+            if engine.dialect.name == "postgresql":  # rows were given their ids: move the sequences past them
+                for table in reflected.sorted_tables:
+                    connection.execute(
+                        text(f"SELECT setval(pg_get_serial_sequence('{table.name}', 'id'), max(id)) FROM {table.name}")
+                    )
+        before = table_rows(engine, list(version_1_rows()))
+        assert storage.schema_version(engine) == 1 and recorded_revision(engine) is None
+
+        assert storage.init_db(engine) == SCHEMA_VERSION
+        assert recorded_revision(engine) == migrations.head_revision()
+        assert schema_differences(engine) == []
+        after = table_rows(engine, list(version_1_rows()))
+        for table, rows in before.items():  # every version-1 value of every row is still there
+            assert len(after[table]) == len(rows), table
+            for old, new in zip(rows, after[table], strict=True):
+                assert {column: new[column] for column in old if column in new} == old, table
+
+        # and the repository reads them as before
+        X, y, names, display = storage.load_dataset_arrays(engine, 1)
+        np.testing.assert_array_equal(X, np.frombuffer(version_1_rows()["datasets"][0]["features"]).reshape(3, 2))
+        assert names == ["a", "=b"] and list(y) == [1, -1, 1] and display.item_keys == ("key-0", "key-1", "key-2")
+        events = storage.label_events(engine, 1)
+        assert [(e.item_index, e.value, e.decision_value) for e in events] == [(0, 1, None), (1, -1, 1 / 3)]
+        snapshot = storage.latest_snapshot(engine, 1)
+        assert snapshot.n_events == 2 and list(snapshot.arrays["support"]) == [0, 2]
+        assert storage.load_comparison(engine, 1).summary == {"aulc": {"random": 0.7}}
+        # and new rows get new ids
+        event = storage.record_label(
+            engine, 1, item_index=2, value=1, annotator="bob", strategy="random", solver="lasvm"
+        )
+        assert event.label_id == 4
+    finally:
+        engine.dispose()
+
+
+def test_a_database_with_a_revision_from_a_newer_marginlab_is_refused_and_left_alone(database_url):
+    engine = storage.make_engine(database_url)
+    try:
+        storage.init_db(engine)
+        with engine.begin() as connection:
+            connection.execute(text("UPDATE alembic_version SET version_num = 'f00d_from_the_future'"))
+        before = table_rows(engine, ["alembic_version", "schema_info"])
+        with pytest.raises(storage.SchemaVersionError, match="newer MarginLab") as caught:
+            storage.init_db(engine)
+        assert "f00d_from_the_future" in str(caught.value)
+        assert table_rows(engine, ["alembic_version", "schema_info"]) == before
+    finally:
+        engine.dispose()
+
+
+def open_database(url: str) -> None:
+    """Child process: wait for the go file, then open (initialise) the database."""
+    go_file = Path(os.environ["MARGINLAB_TEST_GO_FILE"])
+    while not go_file.exists():
+        time.sleep(0.005)
+    engine = storage.make_engine(url)
+    print(storage.init_db(engine))
+    engine.dispose()
+
+
+def test_processes_opening_one_empty_database_at_once_create_it_once(database_url, tmp_path):
+    go_file = tmp_path / "go"
+    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT), "MARGINLAB_TEST_GO_FILE": str(go_file)}
+    opening = f"from tests.test_storage_migrations import open_database; open_database({database_url!r})"
+    command = [sys.executable, "-c", opening]
+    children = [
+        subprocess.Popen(command, cwd=REPO_ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        for _ in range(4)
+    ]
+    go_file.touch()
+    results = [child.communicate(timeout=120) for child in children]
+    for child, (output, errors) in zip(children, results, strict=True):
+        assert child.returncode == 0, errors
+        assert output.strip() == str(SCHEMA_VERSION)
+    engine = storage.make_engine(database_url)
+    try:
+        assert schema_differences(engine) == []
+        with engine.connect() as connection:
+            assert connection.execute(select(func.count()).select_from(SchemaInfo)).scalar_one() == 1
+    finally:
+        engine.dispose()
