@@ -344,4 +344,9 @@ def _use_write_ahead_log(engine: Engine) -> None:
 
 
 def _describe(engine: Engine) -> str:
-    return engine.url.render_as_string(hide_password=True)
+    """How a message names the database: a SQLite file by its name only (no server path reaches a page)."""
+    url = engine.url
+    if url.get_backend_name() == "sqlite":
+        return f"file '{Path(url.database).name}'" if url.database and url.database != ":memory:" else "in memory"
+    where = f"'{url.database}'" if url.database else "(default database)"
+    return f"{where} on {url.host}" if url.host else where

@@ -330,12 +330,12 @@ def test_a_file_that_is_not_a_database_gets_a_clear_page_and_is_left_as_it_was(t
     monkeypatch.setenv("MARGINLAB_DATABASE_URL", f"sqlite:///{path}")
     before = files_beside(path)
     at = start_app()
-    every_page_says(at, "is not a SQLite database, or it is damaged")
+    every_page_says(at, "is not a SQLite database")
     assert "marginlab.db" in error_texts(at)[0] and str(tmp_path) not in error_texts(at)[0]
     assert files_beside(path) == before
-    from app.services import ServiceError
+    from storage.errors import CorruptDatabaseError
 
-    with pytest.raises(ServiceError, match="is not a SQLite database"):
+    with pytest.raises(CorruptDatabaseError, match="is not a SQLite database"):
         MarginLab.from_url(f"sqlite:///{path}")
     assert files_beside(path) == before
 
@@ -351,7 +351,7 @@ def test_another_program_s_sqlite_file_is_refused_without_being_touched(tmp_path
     monkeypatch.setenv("MARGINLAB_DATABASE_URL", f"sqlite:///{path}")
     before = files_beside(path)
     at = start_app()
-    every_page_says(at, "belongs to another program")
+    every_page_says(at, "is not a MarginLab database")
     assert "contacts" in error_texts(at)[0]
     assert files_beside(path) == before  # no MarginLab table, no switch to WAL, no -wal/-shm file
     with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as connection:

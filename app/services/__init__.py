@@ -31,7 +31,6 @@ from app.services.common import (
     ServiceError,
     scale_features,
 )
-from app.services.database import DatabaseRefusedError
 from app.services.datasets import CsvPreview, ImportResult
 from app.services.labelling import Answer, LabellingRun, ShownItem, evaluation_split
 from app.services.marginlab import MarginLab
@@ -40,6 +39,6 @@ from app.services.snapshots import SNAPSHOT_EVERY, SNAPSHOT_FORMAT, SNAPSHOT_UND
 __all__ = [
     "COMPARE_STRATEGIES", "DEFAULT_C", "DEFAULT_GAMMA", "DEFAULT_SOLVER", "DEMO_NAME", "EVAL_FRACTION",
     "EVAL_MAX_ITEMS", "LABEL_STRATEGIES", "SNAPSHOT_EVERY", "SNAPSHOT_FORMAT", "SNAPSHOT_UNDO_STATES", "SOLVERS",
-    "VALUE_NAMES", "Answer", "CsvPreview", "DatabaseRefusedError", "ImportResult", "LabellingRun", "MarginLab",
+    "VALUE_NAMES", "Answer", "CsvPreview", "ImportResult", "LabellingRun", "MarginLab",
     "Outcome", "ServiceError", "ShownItem", "evaluation_split", "scale_features",
 ]

@@ -10,7 +10,6 @@ from __future__ import annotations
 import threading
 
 from app.services.comparisons import Comparisons
-from app.services.database import refuse_foreign_database
 from app.services.datasets import Datasets
 from app.services.exports import Exports
 from app.services.labelling import LabellingRun
@@ -32,10 +31,10 @@ class MarginLab(Datasets, Sessions, Comparisons, Exports):
     def from_url(cls, url: str | None = None) -> MarginLab:
         """The service over the database at ``url`` (default: ``storage.engine.database_url()``).
 
-        Raises ``DatabaseRefusedError`` for a file that is not MarginLab's, untouched.
+        Raises ``storage.errors.UnusableDatabaseError`` for a database that is not MarginLab's, is
+        damaged or is newer than this version; storage refuses it before changing anything.
         """
         url = url or database_url()
-        refuse_foreign_database(url)
         engine = make_engine(url)
         init_db(engine)
         return cls(engine)
