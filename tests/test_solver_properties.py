@@ -1,0 +1,94 @@
+"""Every solver at the edges of its input: parameter checks, data range, NaN-proof loops, properties.
+
+* Parameters: every numeric parameter that is not a number, not finite or
+  outside its documented range is refused with a ValueError naming the
+  parameter and the value, before anything is computed.
+* Data: examples whose kernel values leave the range the solvers compute in
+  are refused at ``add_points`` (naming the example), and nothing is added.
+"""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+
+from core.kernels import Kernel
+from core.solvers import SOLVER_NAMES, make_solver
+
+X_SMALL = np.array([[0.0, 1.0], [1.0, 0.0], [2.0, 1.0], [-1.0, 0.5]])
+Y_SMALL = np.array([1.0, -1.0, 1.0, -1.0])
+
+
+# -- parameters ---------------------------------------------------------------------------
+BAD_PARAMETERS = [
+    ("C", float("nan")), ("C", float("inf")), ("C", 0.0), ("C", -1.0), ("C", 1e300), ("C", 1e-300),
+    ("C", "1.0"), ("C", None),
+    ("tol", float("nan")), ("tol", float("inf")), ("tol", 0.0), ("tol", -1e-3), ("tol", 1.0), ("tol", 1e300),
+    ("gamma", float("nan")), ("gamma", float("inf")), ("gamma", 0.0), ("gamma", -2.0), ("gamma", "wide"),
+    ("coef0", float("nan")), ("coef0", float("inf")), ("coef0", -float("inf")),
+    ("degree", float("nan")), ("degree", 0), ("degree", 2.5), ("degree", float("inf")),
+    ("max_iter", float("nan")), ("max_iter", float("inf")), ("max_iter", 0), ("max_iter", 2.5),
+    ("max_iter", True),
+    ("cache_bytes", -1), ("cache_bytes", float("nan")), ("cache_bytes", 1.5),
+]
+
+
+@pytest.mark.parametrize("solver", SOLVER_NAMES)
+@pytest.mark.parametrize(("param", "value"), BAD_PARAMETERS, ids=[f"{p}={v!r}" for p, v in BAD_PARAMETERS])
+def test_a_bad_numeric_parameter_is_refused_naming_it_and_its_value(solver, param, value):
+    params = dict(kernel="poly", C=1.0, gamma=0.5, degree=3, coef0=1.0, tol=1e-3)
+    params[param] = value
+    with pytest.raises(ValueError, match=re.escape(param)) as err:
+        make_solver(solver, **params)
+    assert repr(value) in str(err.value)
+
+
+@pytest.mark.parametrize("solver", SOLVER_NAMES)
+def test_a_tolerance_that_accepts_the_empty_model_is_refused(solver):
+    """tol >= 1 on the margin accepts the model without support vectors for any data (issue: --tol 1e300)."""
+    with pytest.raises(ValueError, match=r"tol must be > 0 and < 1, got 1e\+300.*without support vectors"):
+        make_solver(solver, X_SMALL, tol=1e300)
+    s = make_solver(solver, X_SMALL, kernel="linear", C=10.0, tol=0.5)  # the largest meaningful tol works
+    for i, y in enumerate(Y_SMALL):
+        s.learn(i, y)
+    s.finish()
+    assert s.n_support_ > 0
+
+
+def test_a_negative_coef0_is_refused_for_the_polynomial_kernel_only():
+    with pytest.raises(ValueError, match=r"coef0 must be >= 0 for the poly kernel.*-1\.0"):
+        Kernel("poly", gamma=1.0, coef0=-1.0)
+    Kernel("rbf", gamma=1.0, coef0=-1.0)  # (coef0 does not enter these kernels)
+    Kernel("linear", gamma=1.0, coef0=-1.0)
+
+
+@pytest.mark.parametrize("solver", SOLVER_NAMES)
+def test_the_lasvm_hang_reproducer_of_the_issue_is_refused_up_front(solver):
+    """Issue: 2 points, poly kernel, C=1e-300, gamma=1e300 made LASVM's finishing loop spin forever."""
+    with pytest.raises(ValueError, match=r"C must be >= 1e-100 and <= 1e\+100, got 1e-300"):
+        make_solver(solver, np.array([[1.0], [-1.0]]), kernel="poly", C=1e-300, gamma=1e300)
+    with pytest.raises(ValueError, match=r"example 0: with the poly kernel .*C \* K\(x, x\) = inf"):
+        make_solver(solver, np.array([[1.0], [-1.0]]), kernel="poly", C=1.0, gamma=1e300)
+
+
+# -- data range -----------------------------------------------------------------------------
+@pytest.mark.parametrize("solver", SOLVER_NAMES)
+@pytest.mark.parametrize(("kernel", "scale", "what"), [
+    ("rbf", 1e200, r"example 5: its squared norm .* above 1e\+300 \(largest \|value\| 1e\+200\)"),
+    ("linear", 1e60, r"example 5: with the linear kernel .*C \* K\(x, x\) = 2e\+120 is above 1e\+100"),
+    ("poly", 1e40, r"example 5: with the poly kernel .* above 1e\+100"),
+])
+def test_examples_whose_kernel_values_overflow_are_refused_and_nothing_is_added(solver, kernel, scale, what):
+    s = make_solver(solver, X_SMALL, kernel=kernel, C=1.0, gamma=0.5)
+    s.learn(0, 1.0)
+    s.learn(1, -1.0)
+    before = s.decision_function()
+    bad = np.array([[0.5, 0.5], [scale, scale]])
+    with pytest.raises(ValueError, match=what):
+        s.add_points(bad)
+    assert s.n_points == len(X_SMALL)
+    np.testing.assert_array_equal(s.decision_function(), before)
+    s.add_points(bad[:1])  # the solver is still usable
+    assert s.n_points == len(X_SMALL) + 1
