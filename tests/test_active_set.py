@@ -374,6 +374,33 @@ def test_iteration_cap_during_unlearn_keeps_a_consistent_state():
     assert s.dual_objective() == pytest.approx(ref.objective, rel=1e-9)
 
 
+def test_unlearn_stopped_by_the_cap_before_a_reaches_0_returns_a_timed_step_record():
+    """The early return of unlearn (example still learned) used to happen inside the timer's
+    with-block and raised AttributeError ('StepTimer' object has no attribute 'seconds')."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(40, 2))
+    y = np.where(X[:, 0] + 0.8 * rng.normal(size=40) > 0, 1.0, -1.0)
+    s = ActiveSetSVM(X, kernel="rbf", C=10.0, gamma=GAMMA, tol=1e-10)
+    s.learn_many(np.arange(40), y)
+    s.max_iter = 1
+    with pytest.warns(ConvergenceWarning):
+        res = s.unlearn(25)
+    assert res.status == "max_iter" and not res.success
+    assert "example 25 is still learned" in res.message
+    assert res.seconds > 0 and res.kernel_evals >= 0
+    assert 25 in s.labelled_.tolist()
+    s.check_invariants()
+    s.max_iter = 100_000
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        while 25 in s.labelled_.tolist():  # calling unlearn again continues
+            s.unlearn(25)
+    assert s.kkt_gap() <= s.tol
+    keep = np.setdiff1d(np.arange(40), [25])
+    ref = dense_svm_dual(kernel_matrix("rbf", X[keep]), y[keep], 10.0)
+    assert s.dual_objective() == pytest.approx(ref.objective, rel=1e-9)
+
+
 def test_calls_after_an_iteration_cap_continue_the_optimisation(tmp_path):
     """After a call stopped at its cap, the next learn / unlearn optimises everything, not only its example.
 

@@ -902,52 +902,57 @@ class ActiveSetSVM(OnlineSolver):
         """
         i = self._check_unlearnable(i)
         with StepTimer(self) as tm:
-            k = int(self._slot_of[i])
-            its, status, message = 0, "ok", ""
-            if self._a[k] > 0.0 or self._status[k] == IS:
-                self._at_reduced_opt = False
-                r = float(self._gradient(np.array([k]))[0]) + self._sy[k] * self.b_
-                penalty = 2.0 * (1.0 + abs(r)) + 1.0
-                try:
-                    for _ in range(60):
-                        self._lin[k] = -1.0 + penalty
-                        self._refresh_sign(k)
-                        self._at_reduced_opt = False
-                        its, status, message = self._optimise("unlearn", its)
-                        if status != "ok" or self._a[k] <= _BOUND_EPS * self.C:
-                            break
-                        penalty *= 8.0
-                finally:  # also when the cap raises: the objective is the plain dual again
-                    self._lin[k] = -1.0
-                    self._refresh_sign(k)
-                    self._at_reduced_opt = False
-                if self._a[k] > _BOUND_EPS * self.C:  # the cap stopped the drive: keep i learned
-                    if self._n_s:
-                        its += self._step1()
-                    return tm.result(status="max_iter", iterations=its,
-                                     message=message + f"; example {i} is still learned (call unlearn again)",
-                                     extra={"n_free": self._n_s, "n_at_C": self.n_at_upper_})
-                if self._status[k] == IS:
-                    pos = int(np.flatnonzero(self._S == k)[0])
-                    self._a[k] = 0.0
-                    self._drop_free(pos, at_upper=False)
-                    self._at_reduced_opt = False
-                    its += self._step1()  # (a_k was ~0: the rest is already at its reduced optimum)
-                resume = False
-            else:
-                status = "unchanged"
-                resume = not self._optimal  # an earlier call stopped at its cap: continue from here
-            self._release_slot(k)
-            self.y[i] = 0.0
-            self.learned_order.remove(i)
-            if resume and self._n_slots:
-                its, status, message = self._optimise("unlearn", its)
-            elif self._n_s == 0 and self._n_slots:
-                self._price(full=True)  # with Is empty b comes from the bounded variables
-            else:
-                self._settle_bias()
+            its, status, message = self._unlearn(i)
         return tm.result(status=status, iterations=its, message=message,
                          extra={"n_free": self._n_s, "n_at_C": self.n_at_upper_})
+
+    def _unlearn(self, i: int) -> tuple[int, str, str]:
+        """The work of ``unlearn``: (iterations, status, message)."""
+        k = int(self._slot_of[i])
+        its, status, message = 0, "ok", ""
+        if self._a[k] > 0.0 or self._status[k] == IS:
+            self._at_reduced_opt = False
+            r = float(self._gradient(np.array([k]))[0]) + self._sy[k] * self.b_
+            penalty = 2.0 * (1.0 + abs(r)) + 1.0
+            try:
+                for _ in range(60):
+                    self._lin[k] = -1.0 + penalty
+                    self._refresh_sign(k)
+                    self._at_reduced_opt = False
+                    its, status, message = self._optimise("unlearn", its)
+                    if status != "ok" or self._a[k] <= _BOUND_EPS * self.C:
+                        break
+                    penalty *= 8.0
+            finally:  # also when the cap raises: the objective is the plain dual again
+                self._lin[k] = -1.0
+                self._refresh_sign(k)
+                self._at_reduced_opt = False
+            if self._a[k] > _BOUND_EPS * self.C:  # the cap stopped the drive: keep i learned
+                if self._n_s:
+                    its += self._step1()
+                if status != "max_iter":  # (every penalty tried: a stop of its own kind, never a silent one)
+                    message = self._iteration_cap(f"unlearn of example {i} (penalty raised 60 times)", its)
+                return its, "max_iter", message + f"; example {i} is still learned (call unlearn again)"
+            if self._status[k] == IS:
+                pos = int(np.flatnonzero(self._S == k)[0])
+                self._a[k] = 0.0
+                self._drop_free(pos, at_upper=False)
+                self._at_reduced_opt = False
+                its += self._step1()  # (a_k was ~0: the rest is already at its reduced optimum)
+            resume = False
+        else:
+            status = "unchanged"
+            resume = not self._optimal  # an earlier call stopped at its cap: continue from here
+        self._release_slot(k)
+        self.y[i] = 0.0
+        self.learned_order.remove(i)
+        if resume and self._n_slots:
+            its, status, message = self._optimise("unlearn", its)
+        elif self._n_s == 0 and self._n_slots:
+            self._price(full=True)  # with Is empty b comes from the bounded variables
+        else:
+            self._settle_bias()
+        return its, status, message
 
     def finish(self) -> StepResult:
         """Full pricing: confirm optimality (or continue after an iteration cap)."""
