@@ -758,13 +758,16 @@ class ActiveSetSVM(OnlineSolver):
             dS -= u  # v_s = c w - u, in the direction j moves
             if sigma < 0:
                 np.negative(dS, out=dS)
-            # ratio test: distance to the bound each free variable moves to, over its speed
-            # (a variable that does not move never blocks)
+            # ratio test: distance to the bound each free variable moves to, over its speed.
+            # A variable that does not move (dS exactly 0 or -0.0, as with exact ties) never
+            # blocks: otherwise one sitting at C would win with step 0 and, its direction not
+            # being > 0, be sent to 0 (y^T a would jump by C).
             t_S = C - aS
             np.copyto(t_S, aS, where=dS < 0)
             speed = np.abs(dS)
             np.maximum(speed, _TINY, out=speed)
             t_S /= speed
+            np.copyto(t_S, math.inf, where=dS == 0.0)
             pos = int(t_S.argmin())
             t_blk = float(t_S[pos])
             t_j = (C - aj) if sigma > 0 else aj
