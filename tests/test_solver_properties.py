@@ -5,17 +5,21 @@
   parameter and the value, before anything is computed.
 * Data: examples whose kernel values leave the range the solvers compute in
   are refused at ``add_points`` (naming the example), and nothing is added.
+* Loops that NaN cannot defeat: a NaN put into a solver's state ends the next
+  call within its cap, with a warning or a ``NumericalError``.
 """
 
 from __future__ import annotations
 
 import re
+import warnings
 
 import numpy as np
 import pytest
 
 from core.kernels import Kernel
 from core.solvers import SOLVER_NAMES, make_solver
+from core.solvers.base import ConvergenceWarning, NumericalError
 
 X_SMALL = np.array([[0.0, 1.0], [1.0, 0.0], [2.0, 1.0], [-1.0, 0.5]])
 Y_SMALL = np.array([1.0, -1.0, 1.0, -1.0])
@@ -94,3 +98,46 @@ def test_examples_whose_kernel_values_overflow_are_refused_and_nothing_is_added(
     np.testing.assert_array_equal(s.decision_function(), before)
     s.add_points(bad[:1])  # the solver is still usable
     assert s.n_points == len(X_SMALL) + 1
+
+
+# -- loops that NaN cannot defeat -----------------------------------------------------------
+# The checks above keep non-finite values out; these tests put a NaN into a solver's own state
+# (a stand-in for arithmetic gone wrong) and require that the next call ends, within its cap,
+# with a ConvergenceWarning or a NumericalError, and never with status "ok".
+X_NAN = np.array([[0.0, 1.0], [1.0, 0.0], [2.0, 1.0], [-1.0, 0.5], [0.5, 0.5], [1.5, -1.0], [0.2, 0.9]])
+Y_NAN = np.array([1.0, -1.0, 1.0, -1.0, 1.0, -1.0, 1.0])
+
+
+def trained(solver: str):
+    s = make_solver(solver, X_NAN, kernel="poly", C=1.0, gamma=0.5, max_iter=1000)
+    for i in range(len(Y_NAN) - 1):
+        s.learn(i, Y_NAN[i])
+    return s
+
+
+@pytest.mark.timeout(60)
+def test_lasvm_finishing_ends_at_its_cap_when_the_gradients_are_nan():
+    """The issue's hang: with a NaN in the gradients (there from a NaN kernel value) no pair ever
+    violates by more than tau, no step is taken, and the finishing loop never ended."""
+    s = trained("lasvm")
+    s._g[: s._n] = np.nan
+    with pytest.warns(ConvergenceWarning, match=r"finishing \(delta is nan\)"):
+        res = s.finish()
+    assert res.status == "max_iter" and not res.success
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize(("solver", "poison"), [
+    ("ramp", lambda s: s.f.__setitem__(slice(None), np.nan)),
+])
+def test_a_nan_in_the_state_ends_the_next_step_with_an_error_or_a_warning(solver, poison):
+    s = trained(solver)
+    poison(s)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            res = s.learn(len(Y_NAN) - 1, Y_NAN[-1])
+        except NumericalError:
+            return
+    assert res.status in ("max_iter", "inexact"), res.status
+    assert any(issubclass(w.category, ConvergenceWarning) for w in caught)

@@ -83,7 +83,7 @@ from typing import Any, ClassVar
 import numpy as np
 from scipy.linalg import cho_factor, cho_solve
 
-from core.solvers.base import ConvergenceWarning, OnlineSolver, StepResult, StepTimer
+from core.solvers.base import ConvergenceWarning, NumericalError, OnlineSolver, StepResult, StepTimer
 
 # SMO steps between attempts of the Newton step on the free variables, and the
 # largest free set for which it is attempted (it costs |F|^3 + |F| store-length updates).
@@ -409,6 +409,8 @@ class OnlineSVMR(OnlineSolver):
         removed = self._remove_far_nonsv()
         if self._updates_since_sync >= self.resync_every:
             self._resync()
+        if not np.isfinite(self.f.sum() + self.alpha.sum()):  # (one pass each; NaN or inf anywhere shows)
+            raise NumericalError(f"{self.name}: non-finite decision values or weights (non-finite arithmetic)")
         return dict(iterations=steps, status=status, message=msg,
                     extra=dict(cccp_iterations=outer, removed=removed, n_sv=int(np.sum(self.alpha > 0)),
                                n_active=int(self.in_V.sum()), n_working=int(self.in_working.sum())))
