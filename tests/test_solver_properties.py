@@ -5,6 +5,7 @@
   parameter and the value, before anything is computed.
 * Data: examples whose kernel values leave the range the solvers compute in
   are refused at ``add_points`` (naming the example), and nothing is added.
+* Cases the property tests found, each with the fix it needed.
 * Loops that NaN cannot defeat: a NaN put into a solver's state ends the next
   call within its cap, with a warning or a ``NumericalError``.
 """
@@ -100,6 +101,64 @@ def test_examples_whose_kernel_values_overflow_are_refused_and_nothing_is_added(
     assert s.n_points == len(X_SMALL) + 1
 
 
+# -- cases the property tests below found (each failed before its fix) -------------------------
+EPS = float(np.finfo(float).eps)
+
+
+def rounding_slack(s) -> float:
+    """The rounding level of the KKT gap: its margins y_i - sum_j a_j y_j K_ij - b sum terms of size
+    up to 1, |b| and a_j |K_ij| (the active-set solver documents that its entering threshold never
+    drops below 1e4 eps sum(a) max K), with kernel values that carry their own rounding: the rbf
+    kernel's squared distance ||x||^2 + ||z||^2 - 2<x, z> is known to about 4 eps ||x||^2."""
+    sv, coef, b = s.coefficients()
+    kmax = float(np.max(np.abs(s.cache.diag(np.arange(s.n_points))))) if s.n_points else 0.0
+    kernel_rounding = 0.0
+    if s.kernel is not None and s.kernel.name == "rbf" and s.n_points:
+        kernel_rounding = 8 * EPS * s.kernel.gamma * float(np.max(s.store.sq_norms))
+    total = float(np.sum(np.abs(coef)))
+    return 2e4 * EPS * (1.0 + abs(b) + total * kmax) + 2 * total * kernel_rounding
+
+
+def learn_in_order(solver, X, y, order, **params):
+    s = make_solver(solver, X, **params)
+    for i in order:
+        s.learn(int(i), y[i])
+    return s
+
+
+def test_active_set_unlearn_reprices_when_the_rounding_floor_of_its_threshold_drops():
+    """K = 1 everywhere (rbf, gamma = 1e-300) and C = 1e100: the optimum priced with a threshold at
+    the rounding level of sum(a) ~ 1e16 was kept after unlearning took sum(a) to 0 (gap 2, "ok")."""
+    X = np.random.default_rng(3).normal(size=(7, 2))
+    y = np.array([-1.0, -1.0, -1.0, -1.0, -1.0, 1.0, 1.0])
+    s = learn_in_order("active-set", X, y, [6, 4, 0, 5, 2, 1, 3], kernel="rbf", gamma=1e-300, C=1e100, tol=1e-10)
+    res = s.unlearn(6)
+    assert res.status == "ok" and s.kkt_gap() <= s.tol + rounding_slack(s)
+
+
+def test_active_set_coefficients_far_below_C_are_not_taken_for_0():
+    """C K(x, x) ~ 1e50 puts the coefficients ~1e-61, far below 1e-12 C: unlearning a duplicate
+    used to treat them as 0 (equality broken, gap 0.22 with status "ok")."""
+    X = np.array([[1.89053382e-21, -5.22748441e-21], [-4.13063543e-21, -2.44146738e-20],
+                  [-4.13063543e-21, -2.44146738e-20]])
+    y = np.array([-1.0, 1.0, 1.0])
+    s = learn_in_order("active-set", X, y, [2, 0, 1], kernel="poly", degree=1, coef0=0.0, gamma=1e100, C=1e-10,
+                       tol=1e-10)
+    res = s.unlearn(2)
+    assert res.status == "ok" and s.kkt_gap() <= s.tol + rounding_slack(s)
+    assert abs(float(np.sum(s.dual_coef_))) <= 1e-12 * float(np.sum(np.abs(s.dual_coef_)))
+
+
+def test_active_set_recomputes_f_out_when_its_rounding_could_hide_a_violation():
+    """An example at C with K(x, x) = 4e6 leaves ~1e-9 of rounding in f_out after it is unlearned;
+    with tol = 1e-10 the remaining optimum was reported with a KKT gap of 2.8e-10."""
+    X = np.array([[2000.0], [-1000.0], [2000.0]])
+    y = np.array([-1.0, -1.0, 1.0])
+    s = learn_in_order("active-set", X, y, [0, 2, 1], kernel="linear", C=1.0, tol=1e-10)
+    res = s.unlearn(0)
+    assert res.status == "ok" and s.kkt_gap() <= s.tol + rounding_slack(s)
+
+
 # -- loops that NaN cannot defeat -----------------------------------------------------------
 # The checks above keep non-finite values out; these tests put a NaN into a solver's own state
 # (a stand-in for arithmetic gone wrong) and require that the next call ends, within its cap,
@@ -128,6 +187,7 @@ def test_lasvm_finishing_ends_at_its_cap_when_the_gradients_are_nan():
 
 @pytest.mark.timeout(60)
 @pytest.mark.parametrize(("solver", "poison"), [
+    ("active-set", lambda s: s._fc.__setitem__(slice(0, s._n_slots), np.nan)),
     ("ramp", lambda s: s.f.__setitem__(slice(None), np.nan)),
 ])
 def test_a_nan_in_the_state_ends_the_next_step_with_an_error_or_a_warning(solver, poison):
