@@ -159,6 +159,33 @@ def test_active_set_recomputes_f_out_when_its_rounding_could_hide_a_violation():
     assert res.status == "ok" and s.kkt_gap() <= s.tol + rounding_slack(s)
 
 
+def test_incremental_unlearn_repairs_violators_hidden_by_a_repair_tolerance_relative_to_C():
+    """Duplicates with opposite labels at C K(x, x) ~ 1e30: after unlearning one of them the other
+    violated its KKT condition by 2, below a repair tolerance of 1e-10 C max K = 1.7e20 ("ok")."""
+    X = np.array([[-8.01931425e19], [-1.32435900e20], [-1.32435900e20], [-8.01931425e19], [-1.32435900e20]])
+    y = np.array([-1.0, 1.0, -1.0, -1.0, -1.0])
+    s = learn_in_order("incremental", X, y, [0, 1, 3, 2, 4], kernel="linear", C=1e-10, tol=1e-10)
+    res = s.unlearn(2)
+    assert res.status == "inexact" or s.kkt_gap() <= s.tol + rounding_slack(s)
+
+
+def test_incremental_never_reports_ok_with_a_gap_it_did_not_reach():
+    """A nearly constant kernel ((1e-10 <x, z> + 1)^3 on an integer grid) with C = 1e10 is beyond
+    the resolution of the bordered inverse: the steps used to end with NaN coefficients or with
+    status "ok" and a KKT gap of 1 to 78.  Now every step is finite, and "ok" means within tol."""
+    rng = np.random.default_rng(13)
+    X = rng.integers(-2, 3, size=(22, 3)).astype(float)
+    y = rng.choice([-1.0, 1.0], size=22)
+    s = make_solver("incremental", X, kernel="poly", gamma=1e-10, C=1e10, tol=1e-3, max_iter=200)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        for i in rng.permutation(22)[:12]:
+            res = s.learn(int(i), y[i])
+            assert np.all(np.isfinite(s.dual_coef_)) and np.isfinite(s.intercept_)
+            if res.status == "ok":
+                assert s.kkt_gap() <= s.tol + rounding_slack(s)
+
+
 # -- loops that NaN cannot defeat -----------------------------------------------------------
 # The checks above keep non-finite values out; these tests put a NaN into a solver's own state
 # (a stand-in for arithmetic gone wrong) and require that the next call ends, within its cap,
@@ -187,6 +214,7 @@ def test_lasvm_finishing_ends_at_its_cap_when_the_gradients_are_nan():
 
 @pytest.mark.timeout(60)
 @pytest.mark.parametrize(("solver", "poison"), [
+    ("incremental", lambda s: s._pg.__setitem__(slice(0, s._nL), np.nan)),
     ("active-set", lambda s: s._fc.__setitem__(slice(0, s._n_slots), np.nan)),
     ("ramp", lambda s: s.f.__setitem__(slice(None), np.nan)),
 ])
