@@ -1,4 +1,4 @@
-"""Every solver at the edges of its input: parameter checks and data range.
+"""Every solver at the edges of its input: parameter checks, data range, NaN-proof loops, properties.
 
 * Parameters: every numeric parameter that is not a number, not finite or
   outside its documented range is refused with a ValueError naming the
@@ -8,6 +8,7 @@
 * Cases the property tests found, each with the fix it needed.
 * Loops that NaN cannot defeat: a NaN put into a solver's state ends the next
   call within its cap, with a warning or a ``NumericalError``.
+* Properties (hypothesis) over extreme but finite inputs, for every solver.
 """
 
 from __future__ import annotations
@@ -17,6 +18,8 @@ import warnings
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from core.kernels import Kernel
 from core.solvers import SOLVER_NAMES, make_solver
@@ -99,6 +102,17 @@ def test_examples_whose_kernel_values_overflow_are_refused_and_nothing_is_added(
     np.testing.assert_array_equal(s.decision_function(), before)
     s.add_points(bad[:1])  # the solver is still usable
     assert s.n_points == len(X_SMALL) + 1
+
+
+@pytest.mark.parametrize("solver", SOLVER_NAMES)
+def test_data_whose_kernel_values_underflow_is_refused_but_all_zero_kernel_values_are_not(solver):
+    with pytest.raises(ValueError, match=r"examples 0\.\.3: with the linear kernel .* the largest K\(x, x\) of the "
+                                         r"data is 5e-200, below 1e-100: the kernel values would underflow"):
+        make_solver(solver, X_SMALL * 1e-100, kernel="linear")
+    s = make_solver(solver, np.zeros((4, 2)), kernel="linear")  # K = 0 exactly: f is the bias alone
+    for i, y in enumerate(Y_SMALL):
+        s.learn(i, y)
+    assert np.all(np.isfinite(s.decision_function()))
 
 
 # -- cases the property tests below found (each failed before its fix) -------------------------
@@ -229,3 +243,78 @@ def test_a_nan_in_the_state_ends_the_next_step_with_an_error_or_a_warning(solver
             return
     assert res.status in ("max_iter", "inexact"), res.status
     assert any(issubclass(w.category, ConvergenceWarning) for w in caught)
+
+
+# -- properties over extreme but finite inputs ---------------------------------------------
+MAGNITUDES = [1e-300, 1e-150, 1e-20, 1e-3, 1.0, 1e3, 1e20, 1e50, 1e150]
+C_VALUES = [1e-100, 1e-10, 1e-4, 1.0, 1e4, 1e10, 1e100]
+GAMMAS = [1e-300, 1e-100, 1e-10, 0.5, 1e10, 1e100, 1e300]
+OK_STATUSES = {"ok", "unchanged", "skipped"}
+EXACT = {"incremental", "active-set"}
+
+
+@st.composite
+def problems(draw):
+    """Small labelled sets: integer grids (exact ties) or normal draws, scaled by a magnitude
+    from 1e-300 to 1e150, with duplicated rows (also with the other label)."""
+    n = draw(st.integers(2, 16))
+    dim = draw(st.integers(1, 3))
+    seed = draw(st.integers(0, 2**32 - 1))
+    rng = np.random.default_rng(seed)
+    if draw(st.booleans()):
+        X = rng.integers(-2, 3, size=(n, dim)).astype(float)
+    else:
+        X = rng.normal(size=(n, dim))
+    X *= draw(st.sampled_from(MAGNITUDES))
+    y = rng.choice([-1.0, 1.0], size=n)
+    n_dup = draw(st.integers(0, 3))
+    if n_dup:
+        pick = rng.integers(0, n, size=n_dup)
+        X = np.vstack([X, X[pick]])
+        y = np.r_[y, rng.choice([-1.0, 1.0], size=n_dup)]
+    params = dict(kernel=draw(st.sampled_from(["linear", "rbf", "poly"])), C=draw(st.sampled_from(C_VALUES)),
+                  gamma=draw(st.sampled_from(GAMMAS)), degree=draw(st.sampled_from([1, 2, 3])),
+                  coef0=draw(st.sampled_from([0.0, 1.0, 1e3])), tol=draw(st.sampled_from([1e-10, 1e-3, 0.5])))
+    return X, y, params, rng
+
+
+def check_state(s, res, solver, what):
+    """No NaN anywhere; a status that says ok comes with a KKT gap within tol (exact solvers)."""
+    assert res.status in OK_STATUSES | {"max_iter", "inexact"}, (what, res.status)
+    sv, coef, b = s.coefficients()
+    assert np.all(np.isfinite(coef)) and np.isfinite(b), (what, res.status)
+    assert np.all(np.isfinite(s.decision_function())), what
+    assert np.isfinite(s.dual_objective())
+    gap = s.kkt_gap()
+    assert np.isfinite(gap), what
+    assert res.success == (res.status in OK_STATUSES)
+    if solver in EXACT and res.status in OK_STATUSES:
+        assert gap <= s.tol + rounding_slack(s), (what, res.status, gap)
+
+
+@pytest.mark.parametrize("solver", SOLVER_NAMES)
+@settings(max_examples=75, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(problem=problems())
+def test_extreme_but_finite_inputs_give_finite_models_and_honest_statuses(solver, problem):
+    """Magnitudes 1e-300..1e150, C and gamma over 200 decades, exact ties and duplicates: either a
+    documented ValueError up front, or every step ends with finite coefficients, bias, decision
+    values and KKT gap, and a status "ok" of an exact solver is backed by a KKT gap within tol.
+    A NumericalError would fail the test: on inputs that pass the checks it must not happen.
+    max_iter is small so that the run stays short; a cap warns (ConvergenceWarning)."""
+    X, y, params, rng = problem
+    try:
+        s = make_solver(solver, X, max_iter=300, **params)
+    except ValueError as err:  # refused up front: the documented range check names what is wrong
+        assert re.search(r"^(C|tol|kernel \w+|examples? \d+(\.\.\d+)?: )", str(err)), str(err)
+        return
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        for i in rng.permutation(len(y)):
+            check_state(s, s.learn(int(i), y[i]), solver, f"learn {i}")
+        check_state(s, s.finish(), solver, "finish")
+        if solver == "lasvm":  # exact after finishing
+            res = s.finish()
+            if res.status == "ok":
+                assert s.kkt_gap() <= s.tol + rounding_slack(s), ("finish", s.kkt_gap())
+        for i in rng.permutation(len(y))[: len(y) // 3]:
+            check_state(s, s.unlearn(int(i)), solver, f"unlearn {i}")
