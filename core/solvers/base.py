@@ -210,7 +210,9 @@ class StepResult:
     warned), ``"inexact"`` (the solver could not bring its KKT gap within tol in
     floating point, warned) or ``"skipped"`` (the solver chose not to take the
     example in).  Every status but ``"max_iter"`` and ``"inexact"`` comes with a
-    finite model whose KKT gap is within tol for the exact solvers.
+    finite model, whose KKT gap, for the exact solvers, is within tol (or within
+    the rounding level of the decision values where that is larger, as each
+    solver documents).
     """
 
     status: str = "ok"
