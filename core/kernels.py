@@ -37,12 +37,33 @@ class Kernel:
     coef0: float = 1.0
 
     def __post_init__(self) -> None:
+        """Refuse parameters that are not numbers, not finite or outside the kernel's domain.
+
+        gamma > 0 and finite; coef0 finite, and >= 0 for ``poly`` (with a negative
+        coef0 the polynomial kernel is not positive semi-definite, which every
+        solver assumes); degree an integer, >= 1 for ``poly``.  Each message
+        names the parameter and the value.
+        """
         if self.name not in KERNEL_NAMES:
             raise ValueError(f"unknown kernel {self.name!r}; choose one of {', '.join(KERNEL_NAMES)}")
-        if not np.isfinite(self.gamma) or self.gamma <= 0:
+
+        def real(param: str, value) -> float:
+            if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
+                raise ValueError(f"kernel {param} must be a number, got {value!r}")
+            if not np.isfinite(value):
+                raise ValueError(f"kernel {param} must be a finite number, got {value!r}")
+            return float(value)
+
+        if real("gamma", self.gamma) <= 0:
             raise ValueError(f"kernel gamma must be a positive finite number, got {self.gamma!r}")
-        if self.name == "poly" and (int(self.degree) != self.degree or self.degree < 1):
-            raise ValueError(f"polynomial degree must be a positive integer, got {self.degree!r}")
+        coef0 = real("coef0", self.coef0)
+        if self.name == "poly" and coef0 < 0:
+            raise ValueError(f"kernel coef0 must be >= 0 for the poly kernel (a negative coef0 makes it "
+                             f"indefinite), got {self.coef0!r}")
+        degree = real("degree", self.degree)
+        lowest = 1 if self.name == "poly" else 0
+        if degree != int(degree) or degree < lowest:
+            raise ValueError(f"kernel degree must be an integer >= {lowest}, got {self.degree!r}")
 
     def __call__(self, A: np.ndarray, B: np.ndarray, *, sq_a: np.ndarray | None = None,
                  sq_b: np.ndarray | None = None) -> np.ndarray:

@@ -135,6 +135,38 @@ def test_incremental_in_any_order_equals_batch():
     np.testing.assert_allclose(s.decision_function(np.arange(70)), f_batch, atol=1e-8)
 
 
+def integer_grid_problem(seed):
+    """The recipe of the exact-ties report: integer-grid points, random labels, a C from four decades."""
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(6, 30))
+    C = float(rng.choice([1e-4, 1e-2, 1.0, 100.0]))
+    X = rng.integers(-2, 3, size=(n, 2)).astype(float)
+    y = rng.choice([-1.0, 1.0], size=n)
+    return X, y, C, rng.permutation(n)
+
+
+@pytest.mark.parametrize("seed", [416, 448])
+def test_exact_ties_a_free_variable_that_does_not_move_never_blocks_the_ratio_test(seed):
+    """A free variable sitting at a bound with direction exactly 0 (or -0.0) won the ratio test
+    with step 0 and was sent to the other bound: y^T a jumped by C and every later learn hit the
+    cap (seed 416 of this recipe: 14 calls capped, |y^T a| / C = 1.0, KKT gap 2.0)."""
+    X, y, C, order = integer_grid_problem(seed)
+    s = ActiveSetSVM(X, kernel="poly", C=C, gamma=GAMMA, tol=1e-10, max_iter=20_000, on_max_iter="raise")
+    inc = solver_class("incremental")(X, kernel="poly", C=C, gamma=GAMMA)
+    for i in order:
+        assert s.learn(int(i), y[i]).status != "max_iter"
+        inc.learn(int(i), y[i])
+        s.check_invariants()
+        assert abs(float(np.sum(s.dual_coef_))) <= 1e-12 * C * len(y)
+        assert s.kkt_gap() <= 1e-10
+    ref = dense_svm_dual(Kernel("poly", GAMMA)(X, X), y, C)
+    assert s.dual_objective() == pytest.approx(ref.objective, rel=1e-8, abs=1e-12 * C)
+    assert s.dual_objective() == pytest.approx(inc.dual_objective(), rel=1e-10, abs=1e-14 * C)
+    # w is unique (b need not be, with no free vector): compare f - b
+    np.testing.assert_allclose(s.decision_function() - s.intercept_, inc.decision_function() - inc.intercept_,
+                               atol=1e-8)
+
+
 def test_learn_then_unlearn_equals_retrain_without():
     X, y = two_gaussians(60, 0.4, seed=8)
     C = 1.0
@@ -371,6 +403,33 @@ def test_iteration_cap_during_unlearn_keeps_a_consistent_state():
     s.finish()  # continues the optimisation the cap interrupted
     keep = np.setdiff1d(np.arange(40), [victim])
     ref = dense_svm_dual(kernel_matrix("rbf", X[keep]), y[keep], 1.0)
+    assert s.dual_objective() == pytest.approx(ref.objective, rel=1e-9)
+
+
+def test_unlearn_stopped_by_the_cap_before_a_reaches_0_returns_a_timed_step_record():
+    """The early return of unlearn (example still learned) used to happen inside the timer's
+    with-block and raised AttributeError ('StepTimer' object has no attribute 'seconds')."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(40, 2))
+    y = np.where(X[:, 0] + 0.8 * rng.normal(size=40) > 0, 1.0, -1.0)
+    s = ActiveSetSVM(X, kernel="rbf", C=10.0, gamma=GAMMA, tol=1e-10)
+    s.learn_many(np.arange(40), y)
+    s.max_iter = 1
+    with pytest.warns(ConvergenceWarning):
+        res = s.unlearn(25)
+    assert res.status == "max_iter" and not res.success
+    assert "example 25 is still learned" in res.message
+    assert res.seconds > 0 and res.kernel_evals >= 0
+    assert 25 in s.labelled_.tolist()
+    s.check_invariants()
+    s.max_iter = 100_000
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        while 25 in s.labelled_.tolist():  # calling unlearn again continues
+            s.unlearn(25)
+    assert s.kkt_gap() <= s.tol
+    keep = np.setdiff1d(np.arange(40), [25])
+    ref = dense_svm_dual(kernel_matrix("rbf", X[keep]), y[keep], 10.0)
     assert s.dual_objective() == pytest.approx(ref.objective, rel=1e-9)
 
 

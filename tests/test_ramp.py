@@ -132,6 +132,32 @@ def test_equals_dense_qp_when_V_is_all(tol, rel, seed, newton):
     assert viol.max() < 1e-4
 
 
+def test_gain_working_set_picks_the_largest_dual_gain_not_the_largest_violation():
+    """eq. 13: the step of example 0 (violation 1.0) is clipped by its curvature K_00 = 4 to a gain
+    of 0.125; example 1 (violation 0.9, K_11 = 0.25) gains 0.775 and is the one the paper's rule takes."""
+    s = make_solver("ramp", np.array([[2.0], [0.5]]), kernel="linear", C=1.0, working_set="gain")
+    V = np.array([0, 1])
+    g = np.array([1.0, 0.9])
+    assert s._largest_gain(V, g, np.array([4.0, 0.25])) == 1
+    assert int(np.argmax(g)) == 0  # what the default rule (largest violation) takes
+
+
+@pytest.mark.parametrize("newton", [True, False])
+def test_gain_working_set_reaches_the_dense_qp_solution_when_V_is_all(newton):
+    X, y = gaussians(150, sep=5.0, seed=1)
+    tol = 1e-7
+    s = make_solver("ramp", X, C=1.0, gamma=0.5, tol=tol, max_nonsv=None, newton_steps=newton, working_set="gain")
+    learn_all(s, y)
+    assert s.in_V[s.labelled_].all(), "precondition: no example left V on this problem"
+    K = s.kernel(X, X)
+    ref = dense_svm_dual(K, y, 1.0, bias=False)
+    assert abs(s.dual_objective() - ref.objective) <= 1e-8 * abs(ref.objective)
+    np.testing.assert_allclose(s.decision_function(), ref.decision(K, y), atol=10 * tol)
+    assert s.kkt_gap() <= tol * (1 + 1e-6)
+    with pytest.raises(ValueError, match="working_set must be 'violation' or 'gain', got 'random'"):
+        make_solver("ramp", X, working_set="random")
+
+
 def test_newton_steps_reach_the_dense_qp_solution(monkeypatch):
     # large C: many free variables, where single-variable SMO crawls and the Newton step is taken
     X, y = gaussians(120, sep=5.0, seed=1)

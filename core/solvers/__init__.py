@@ -12,6 +12,7 @@ import importlib
 from core.solvers.base import (
     ConvergenceWarning,
     IterationLimitError,
+    NumericalError,
     OnlineSolver,
     StepResult,
 )
@@ -36,5 +37,5 @@ def make_solver(name: str, X=None, **params) -> OnlineSolver:
     return solver_class(name)(X, **params)
 
 
-__all__ = ["ConvergenceWarning", "IterationLimitError", "OnlineSolver", "SOLVER_NAMES",
+__all__ = ["ConvergenceWarning", "IterationLimitError", "NumericalError", "OnlineSolver", "SOLVER_NAMES",
            "StepResult", "make_solver", "solver_class"]

@@ -111,7 +111,15 @@ with an interior-point QP solve to rounding.  Deviation: the entering
 threshold never drops below the rounding level of f (about 1e4 * eps * sum(a) *
 max K(x, x)); below it a "violation" is noise, and with a huge C and a tight tol
 an exact duplicate of a free vector would otherwise be swapped in and out
-forever.
+forever.  That floor falls when sum(a) does (an unlearned example carried much
+of it): a call that leaves the threshold below the one its last optimum was
+priced with prices every variable again.  f_out is updated incrementally and
+keeps the rounding of every coefficient it once held; a bound on that error
+is kept, and f_out is recomputed from the non-free support before optimality
+is declared whenever the bound reaches a quarter of the threshold.  "At the
+bound 0" is judged relative to the coefficients themselves, not to C: with a
+large C K(x, x) they can lie many decades below C.  A non-finite reduced
+cost, coefficient or bias raises ``NumericalError`` (never "ok").
 
 **Iterations** (``n_iter_``, ``StepResult.iterations``): one per Step 1 solve
 or bordered entering step (each ends at a bound hit or at a reduced optimum).
@@ -127,7 +135,7 @@ from typing import Any, ClassVar
 import numpy as np
 from scipy.linalg import blas, qr_delete
 
-from core.solvers.base import OnlineSolver, StepResult, StepTimer
+from core.solvers.base import NumericalError, OnlineSolver, StepResult, StepTimer
 
 I0, IS, IC, REMOVED = 0, 1, 2, -1  # partition codes per learned example
 _GIVENS_IN_PYTHON = 2  # tails up to this length are rotated in Python (cheaper than the call overhead)
@@ -137,7 +145,10 @@ _ROUNDING = 64 * _EPS
 _MAX_BORDERED_MOVES = 32  # a fresh Step 1 solve confirms the optimum after this many bordered moves
 _TINY = 1e-200  # |direction| floor in ratio tests: C / _TINY is finite and larger than any step
 _NOISE_FACTOR = 1e4  # pricing ignores violations below this many rounding errors of f (see _threshold)
-_BOUND_EPS = 1e-12  # relative to C: a target this close to a bound counts as inside the box
+# a coefficient this close to a bound, relative to C for the bound C and relative to the size of
+# the coefficients themselves for the bound 0, counts as at the bound (the coefficients can lie
+# many decades below C when C K(x, x) is large: then a margin relative to C would swallow them)
+_BOUND_EPS = 1e-12
 
 
 def _solve_upper(R: np.ndarray, rhs: np.ndarray, trans: bool) -> np.ndarray:
@@ -223,6 +234,9 @@ class ActiveSetSVM(OnlineSolver):
         self._a = np.zeros(0)  # alpha (unsigned)
         self._lin = np.zeros(0)  # linear term of the objective (-1; + M while unlearning)
         self._fc = np.zeros(0)  # f_out: sum over non-free j of a_j y_j K(x_slot, x_j)
+        # bounds on |f_out| and on the rounding error its updates have accumulated (_note_f_out)
+        self._fc_size = 0.0
+        self._fc_err = 0.0
         self._kd = np.zeros(0)  # K(x, x)
         self._status = np.zeros(0, dtype=np.int8)
         # pricing signs: violation = sgn * (y f - 1) with sgn = -1 on I0, +1 on Ic, 0 otherwise,
@@ -245,6 +259,7 @@ class ActiveSetSVM(OnlineSolver):
         self._kmax = 0.0  # largest K(x, x) learned so far: scale of the rounding error of f
         self._at_reduced_opt = True
         self._optimal = True  # the last optimisation ended at a tol-optimum (not at an iteration cap)
+        self._optimal_threshold = 0.0  # the entering threshold that optimum was certified with
         self._dirty = 0  # bordered moves since the last Step 1 solve
         self._priced_valid = False  # the shrinking subset is up to date
         self._w = None  # cached H_ss^{-1} y_s
@@ -253,6 +268,7 @@ class ActiveSetSVM(OnlineSolver):
         self.n_factor_updates_ = 0
         self.n_singular_steps_ = 0
         self.n_selective_pricings_ = 0
+        self.n_f_out_refreshes_ = 0
 
     def _on_store_grown(self, n_new: int) -> None:
         self._slot_of = np.concatenate([self._slot_of, np.full(n_new, -1, dtype=np.intp)])
@@ -363,7 +379,10 @@ class ActiveSetSVM(OnlineSolver):
             K_s = row[S]
             self._KS[self._S_row, slots[0]] = K_s
             # f_out = sum over all learned minus the free part (cheaper than gathering the bounded support)
-            self._fc[slots[0]] = row @ (self._a[:ns] * self._sy[:ns]) - K_s @ (self._a[S] * self._sy[S])
+            coef = self._a[:ns] * self._sy[:ns]
+            self._fc[slots[0]] = row @ coef - K_s @ (self._a[S] * self._sy[S])
+            # (the free part cancels: it rounds like the whole sum)
+            self._fc_err = max(self._fc_err, 4.0 * _EPS * float(np.abs(row) @ np.abs(coef)))
             return slots
         out_sv = np.flatnonzero((self._status[:ns] != IS) & (self._a[:ns] > 0))
         cols = np.concatenate([self._sidx[self._S], self._sidx[out_sv]])
@@ -439,6 +458,7 @@ class ActiveSetSVM(OnlineSolver):
         held = self._a[j] if f_out_contribution is None else f_out_contribution
         if held != 0.0:  # its contribution moves from f_out into the free part
             self._fc[:ns] -= (held * self._sy[j]) * row
+            self._note_f_out(held)
         if n == len(self._S_buf):
             self._S_buf = np.concatenate([self._S_buf, np.zeros(n, dtype=np.intp)])
             self._S_row_buf = np.concatenate([self._S_row_buf, np.zeros(n, dtype=np.intp)])
@@ -459,6 +479,7 @@ class ActiveSetSVM(OnlineSolver):
         if at_upper:
             self._a[k] = self.C
             self._fc[:ns] += (self.C * self._sy[k]) * self._KS[row_store, :ns]
+            self._note_f_out(self.C)
             self._status[k] = IC
             self._refresh_sign(k)
         else:
@@ -537,6 +558,7 @@ class ActiveSetSVM(OnlineSolver):
                 self.n_selective_pricings_ += 1
                 viol = self._sgn_y[cols] * (self._f_out_plus_free(cols) + self.b_) + self._sgn_lin[cols]
                 p = int(viol.argmax())
+                self._check_priced(viol[p])
                 return (int(cols[p]) if viol[p] > self._threshold() else None), False
         S = self._S
         f = self._free_coef_rows(self._a[S] * self._sy[S]) @ self._KS[:n, :ns]
@@ -550,6 +572,7 @@ class ActiveSetSVM(OnlineSolver):
         else:
             self._priced_valid = False
         p = int(f.argmax())
+        self._check_priced(f[p])
         return (p if f[p] > self._threshold() else None), True
 
     def _free_coef_rows(self, coef: np.ndarray) -> np.ndarray:
@@ -574,6 +597,65 @@ class ActiveSetSVM(OnlineSolver):
             return half_tol
         noise = _NOISE_FACTOR * _EPS * float(self._a[:ns].sum()) * self._kmax
         return max(half_tol, noise)
+
+    def _note_f_out(self, delta: float) -> None:
+        """Account for one update f_out += delta y_j K(., x_j) in the bound on f_out's rounding error.
+
+        Each entry changes by at most |delta| max K (so |f_out| stays below the running
+        sum of those changes) and the update and the addition round by eps times their sizes.
+        """
+        change = abs(delta) * self._kmax
+        self._fc_size += change
+        self._fc_err += _EPS * (change + self._fc_size)
+
+    def _f_out_too_noisy(self) -> bool:
+        """Whether f_out's rounding bound has grown to a quarter of the entering threshold.
+
+        Coefficients that were large once (an example at C with a large K(x, x), later
+        unlearned or moved into Is) leave their rounding in f_out after they are gone; a tight
+        tol can lie below it.  Recomputing f_out (``_refresh_f_out``) clears it.
+        """
+        return self._fc_err > 0.25 * self._threshold()
+
+    def _refresh_f_out(self) -> None:
+        """f_out recomputed from the non-free support (its kernel evaluations are counted)."""
+        ns = self._n_slots
+        st, a, y = self._status[:ns], self._a[:ns], self._sy[:ns]
+        live = np.flatnonzero(st != REMOVED)
+        out = np.flatnonzero((st != REMOVED) & (st != IS) & (a > 0))
+        self._fc[:ns] = 0.0
+        if len(out) and len(live):
+            self._fc[live] = self.cache.block(self._sidx[live], self._sidx[out]) @ (a[out] * y[out])
+        self._fc_size = float(a[out].sum()) * self._kmax
+        self._fc_err = 4.0 * _EPS * self._fc_size
+        self._at_reduced_opt = False  # Step 1 solves with f_out on the free set
+        self._priced_valid = False
+        self.n_f_out_refreshes_ += 1
+
+    def _check_priced(self, largest: float) -> None:
+        """argmax returns the first NaN: a NaN reduced cost must not pass for "no violation"."""
+        if not math.isfinite(largest):
+            raise NumericalError(f"{self.name}: a reduced cost is {largest} (non-finite arithmetic)")
+
+    def _check_finite(self, what: str) -> None:
+        """Never declare an optimum with non-finite coefficients or bias (see ``NumericalError``)."""
+        S = self._S
+        if not (math.isfinite(self.b_) and np.all(np.isfinite(self._a[S]))):
+            raise NumericalError(f"{self.name}: {what} produced a non-finite coefficient or bias")
+
+    def _zero_level(self) -> float:
+        """A coefficient at most this large is 0 up to rounding: _BOUND_EPS times the largest one."""
+        ns = self._n_slots
+        return _BOUND_EPS * float(self._a[:ns].max(initial=0.0))
+
+    def _threshold_fell(self) -> bool:
+        """Whether the entering threshold is now below the one the last optimum was certified with.
+
+        Above tol / 2 the threshold is the rounding level of f, which scales with sum(a): when
+        coefficients shrink (an unlearned example carried much of sum(a)), variables that were
+        within the old level of optimality may violate the new one, so everything is priced again.
+        """
+        return self._threshold() < self._optimal_threshold
 
     def _price_empty(self, cols, g, at_upper, full) -> int | None:
         """Pricing with Is empty: b only has to lie in an interval.
@@ -617,7 +699,7 @@ class ActiveSetSVM(OnlineSolver):
             return
         eps = _BOUND_EPS * self.C
         aS = self._a[self._S]
-        if np.any((aS > eps) & (aS < self.C - eps)):
+        if np.any((aS > _BOUND_EPS * aS.max()) & (aS < self.C - eps)):
             return
         ns = self._n_slots
         cols = np.flatnonzero(self._status[:ns] != REMOVED)
@@ -644,7 +726,7 @@ class ActiveSetSVM(OnlineSolver):
             aS = self._a[S]
             ns = self._n_slots
             d = float(yS @ aS - self._sy[:ns] @ self._a[:ns])  # -sum of y a over the bounded variables
-            if len(S) == 1 and -eps <= yS[0] * d <= C + eps:
+            if len(S) == 1 and -_BOUND_EPS * max(abs(d), aS[0]) <= yS[0] * d <= C + eps:
                 # one free variable: the equality pins it (a_j = y_j d) and Step 1 only sets b,
                 # from r_j = y_j (f_j + b) + lin_j = 0
                 j = int(S[0])
@@ -662,9 +744,9 @@ class ActiveSetSVM(OnlineSolver):
             target = p - beta * w
             bias = beta + self._rho * d  # H a = Q a + rho y d shifts the multiplier by rho d
             # a target within rounding of a bound counts as inside (p and beta w may cancel)
-            slack = eps + _ROUNDING * (np.abs(p) + np.abs(beta * w))
-            low = target < -slack
-            high = target > C + slack
+            rounding = _ROUNDING * (np.abs(p) + np.abs(beta * w))
+            low = target < -(rounding + _BOUND_EPS * max(float(np.abs(target).max()), float(aS.max())))
+            high = target > C + (rounding + eps)
             if not (low.any() or high.any()):
                 self._a[S] = _into_box(target, C)
                 self.b_ = float(bias)
@@ -758,19 +840,23 @@ class ActiveSetSVM(OnlineSolver):
             dS -= u  # v_s = c w - u, in the direction j moves
             if sigma < 0:
                 np.negative(dS, out=dS)
-            # ratio test: distance to the bound each free variable moves to, over its speed
-            # (a variable that does not move never blocks)
+            # ratio test: distance to the bound each free variable moves to, over its speed.
+            # A variable that does not move (dS exactly 0 or -0.0, as with exact ties) never
+            # blocks: otherwise one sitting at C would win with step 0 and, its direction not
+            # being > 0, be sent to 0 (y^T a would jump by C).
             t_S = C - aS
             np.copyto(t_S, aS, where=dS < 0)
             speed = np.abs(dS)
             np.maximum(speed, _TINY, out=speed)
             t_S /= speed
+            np.copyto(t_S, math.inf, where=dS == 0.0)
             pos = int(t_S.argmin())
             t_blk = float(t_S[pos])
             t_j = (C - aj) if sigma > 0 else aj
             step = min(t_curv, t_blk, t_j)
             far = C if sigma > 0 else 0.0
-            reaches_far = step == t_j or abs(aj + sigma * step - far) <= _BOUND_EPS * C  # (ties go to j)
+            # (ties go to j; "close" relative to C at C, relative to a_j itself at 0)
+            reaches_far = step == t_j or abs(aj + sigma * step - far) <= _BOUND_EPS * (C if sigma > 0 else aj)
             aj = far if reaches_far else aj + sigma * step
             blocker_up = dS[pos] > 0  # (before dS is reused for the new values)
             dS *= step
@@ -792,6 +878,7 @@ class ActiveSetSVM(OnlineSolver):
             self._drop_free(pos, at_upper=blocker_up)
         if aj != aj0:
             self._fc[: self._n_slots] += ((aj - aj0) * yj) * row
+            self._note_f_out(aj - aj0)
         self._a[j] = aj
         return its
 
@@ -808,6 +895,7 @@ class ActiveSetSVM(OnlineSolver):
         """Alternate Step 1 and Step 2 until no variable violates its condition by more than tol/2."""
         status, message = "ok", ""
         self._b_reported = None
+        refreshed = False
         while True:
             if self._n_s and not self._at_reduced_opt:
                 its += self._step1()
@@ -819,9 +907,16 @@ class ActiveSetSVM(OnlineSolver):
                 self._at_reduced_opt = False
                 self._dirty = 0
                 continue
+            if j is None and not refreshed and self._f_out_too_noisy():
+                # f_out's accumulated rounding could hide a violation: recompute it, price again
+                self._refresh_f_out()
+                refreshed = True
+                continue
             if j is None:
                 self._settle_bias()
+                self._check_finite(what)
                 self._optimal = True
+                self._optimal_threshold = self._threshold()
                 break
             its += self._enter(j)
             if its >= self.max_iter:
@@ -850,7 +945,8 @@ class ActiveSetSVM(OnlineSolver):
             self.learned_order.append(i)
             k = int(self._new_slots(np.array([i]), np.array([y]))[0])
             its, status, message = 0, "ok", ""
-            if self._n_s and self._at_reduced_opt and self._optimal:
+            if (self._n_s and self._at_reduced_opt and self._optimal and not self._threshold_fell()
+                    and not self._f_out_too_noisy()):
                 # the others are still optimal: only the new variable can be violated
                 r = float(self._gradient(np.array([k]))[0]) + y * self.b_
                 if r >= -self._threshold():
@@ -902,52 +998,61 @@ class ActiveSetSVM(OnlineSolver):
         """
         i = self._check_unlearnable(i)
         with StepTimer(self) as tm:
-            k = int(self._slot_of[i])
-            its, status, message = 0, "ok", ""
-            if self._a[k] > 0.0 or self._status[k] == IS:
-                self._at_reduced_opt = False
-                r = float(self._gradient(np.array([k]))[0]) + self._sy[k] * self.b_
-                penalty = 2.0 * (1.0 + abs(r)) + 1.0
-                try:
-                    for _ in range(60):
-                        self._lin[k] = -1.0 + penalty
-                        self._refresh_sign(k)
-                        self._at_reduced_opt = False
-                        its, status, message = self._optimise("unlearn", its)
-                        if status != "ok" or self._a[k] <= _BOUND_EPS * self.C:
-                            break
-                        penalty *= 8.0
-                finally:  # also when the cap raises: the objective is the plain dual again
-                    self._lin[k] = -1.0
-                    self._refresh_sign(k)
-                    self._at_reduced_opt = False
-                if self._a[k] > _BOUND_EPS * self.C:  # the cap stopped the drive: keep i learned
-                    if self._n_s:
-                        its += self._step1()
-                    return tm.result(status="max_iter", iterations=its,
-                                     message=message + f"; example {i} is still learned (call unlearn again)",
-                                     extra={"n_free": self._n_s, "n_at_C": self.n_at_upper_})
-                if self._status[k] == IS:
-                    pos = int(np.flatnonzero(self._S == k)[0])
-                    self._a[k] = 0.0
-                    self._drop_free(pos, at_upper=False)
-                    self._at_reduced_opt = False
-                    its += self._step1()  # (a_k was ~0: the rest is already at its reduced optimum)
-                resume = False
-            else:
-                status = "unchanged"
-                resume = not self._optimal  # an earlier call stopped at its cap: continue from here
-            self._release_slot(k)
-            self.y[i] = 0.0
-            self.learned_order.remove(i)
-            if resume and self._n_slots:
-                its, status, message = self._optimise("unlearn", its)
-            elif self._n_s == 0 and self._n_slots:
-                self._price(full=True)  # with Is empty b comes from the bounded variables
-            else:
-                self._settle_bias()
+            its, status, message = self._unlearn(i)
         return tm.result(status=status, iterations=its, message=message,
                          extra={"n_free": self._n_s, "n_at_C": self.n_at_upper_})
+
+    def _unlearn(self, i: int) -> tuple[int, str, str]:
+        """The work of ``unlearn``: (iterations, status, message)."""
+        k = int(self._slot_of[i])
+        its, status, message = 0, "ok", ""
+        if self._a[k] > 0.0 or self._status[k] == IS:
+            self._at_reduced_opt = False
+            r = float(self._gradient(np.array([k]))[0]) + self._sy[k] * self.b_
+            penalty = 2.0 * (1.0 + abs(r)) + 1.0
+            try:
+                for _ in range(60):
+                    self._lin[k] = -1.0 + penalty
+                    self._refresh_sign(k)
+                    self._at_reduced_opt = False
+                    its, status, message = self._optimise("unlearn", its)
+                    if status != "ok" or self._a[k] <= self._zero_level():
+                        break
+                    penalty *= 8.0
+            finally:  # also when the cap raises: the objective is the plain dual again
+                self._lin[k] = -1.0
+                self._refresh_sign(k)
+                self._at_reduced_opt = False
+            if self._a[k] > self._zero_level():  # the cap stopped the drive: keep i learned
+                if self._n_s:
+                    its += self._step1()
+                if status != "max_iter":  # (every penalty tried: a stop of its own kind, never a silent one)
+                    message = self._iteration_cap(f"unlearn of example {i} (penalty raised 60 times)", its)
+                return its, "max_iter", message + f"; example {i} is still learned (call unlearn again)"
+            if self._status[k] == IS:
+                pos = int(np.flatnonzero(self._S == k)[0])
+                self._a[k] = 0.0
+                self._drop_free(pos, at_upper=False)
+                self._at_reduced_opt = False
+                its += self._step1()  # (a_k was ~0: the rest is already at its reduced optimum)
+            resume = False
+        else:
+            status = "unchanged"
+            resume = not self._optimal  # an earlier call stopped at its cap: continue from here
+        self._release_slot(k)
+        self.y[i] = 0.0
+        self.learned_order.remove(i)
+        # the rest was optimal up to the threshold of its last pricing; when a_i was among the
+        # largest coefficients, the rounding floor of that threshold has dropped with it
+        # (after a cap the next call continues anyway)
+        resume = resume or (status != "max_iter" and (self._threshold_fell() or self._f_out_too_noisy()))
+        if resume and self._n_slots:
+            its, status, message = self._optimise("unlearn", its)
+        elif self._n_s == 0 and self._n_slots:
+            self._price(full=True)  # with Is empty b comes from the bounded variables
+        else:
+            self._settle_bias()
+        return its, status, message
 
     def finish(self) -> StepResult:
         """Full pricing: confirm optimality (or continue after an iteration cap)."""
@@ -1050,6 +1155,8 @@ class ActiveSetSVM(OnlineSolver):
         out_sv = slots[(status != IS) & (self._a[slots] > 0)]
         if len(out_sv):
             self._fc[slots] = self.cache.block(index, self._sidx[out_sv]) @ (self._a[out_sv] * self._sy[out_sv])
+        self._fc_size = float(self._a[out_sv].sum()) * self._kmax
+        self._fc_err = 4.0 * _EPS * self._fc_size
         # Is in its stored order; R from a fresh Cholesky factorisation of H_ss (deterministic)
         free = self._slot_of[np.asarray(arrays["free_order"], dtype=np.intp)]
         if len(free):

@@ -20,6 +20,28 @@ A_i = min(0, C y_i), B_i = max(0, C y_i),
 
 which is <= tau exactly when the solution is tau-approximate.  Solvers
 without a bias (``ramp``) override it with the single-variable violation.
+
+Parameters are checked when a solver is made, and each refusal is a
+``ValueError`` that names the parameter and the value:
+
+* C: a finite number in [1e-100, 1e100].
+* tol (tau): a finite number in (0, 1).  It bounds the KKT violation in units
+  of the margin y f(x) - 1.  Every example violates its condition by 1 at the
+  model without support vectors (a = 0, b = 0), so a tol of 1 or more accepts
+  that model for any data: such a tol is refused rather than answered with
+  an empty model.  A tol below the rounding level of the decision values is
+  accepted; each solver documents what it then does (the exact solvers stop at
+  the rounding level, the iterative ones at ``max_iter`` with a warning).
+* kernel parameters (``Kernel``): gamma > 0 and finite, coef0 finite (>= 0
+  for ``poly``), degree an integer (>= 1 for ``poly``).
+* max_iter an integer >= 1, cache_bytes an integer >= 0.
+
+Data are checked when they enter the store (``add_points``, see
+``check_kernel_range``): an example with ||x||^2 > 1e300, K(x, x) > 1e100,
+C * K(x, x) > 1e100 or (rbf) gamma ||x||^2 > 1e9 is refused, naming the
+example, and so is data whose largest K(x, x) is positive but below 1e-100, so
+that decision values, dual objectives and the solvers' linear systems neither
+overflow nor underflow.
 """
 
 from __future__ import annotations
@@ -38,8 +60,142 @@ from core.kernels import DataStore, Kernel, KernelCache, resolve_gamma
 STATE_FORMAT = 1
 
 
+# -- parameter and data checks at the solver's edge -----------------------------
+C_RANGE = (1e-100, 1e100)
+TOL_MAX = 1.0
+TOL_RULE = ("tol bounds the KKT violation in units of the margin y f(x) - 1; at tol >= 1 the model "
+            "without support vectors is accepted for any data")
+# Largest K(x, x) and C * K(x, x) of an example: the decision values are sums of n terms of at
+# most C * K(x, x), and kernel values and those sums enter products and squares (dual objective,
+# curvatures, the solvers' KKT systems and factors) that must stay far from overflow.
+MAX_KERNEL = 1e100
+MAX_C_TIMES_K = 1e100
+# Smallest largest K(x, x) of a store (unless every kernel value is exactly 0): below it the
+# kernel values and their products underflow (the decision values are the bias alone).
+MIN_KERNEL = 1e-100
+# Largest squared norm ||x||^2: the rbf kernel forms ||x||^2 + ||z||^2 - 2 <x, z>.
+MAX_SQ_NORM = 1e300
+# Largest gamma ||x||^2 for the rbf kernel: that squared distance carries a rounding error of
+# about 4 eps ||x||^2, so its kernel values are exact to about 4 eps gamma ||x||^2 (1e-6 here).
+MAX_RBF_GAMMA_SQ = 1e9
+
+
+def check_real(name: str, value, *, low: float | None = None, high: float | None = None,
+               low_open: bool = False, high_open: bool = False, why: str = "") -> float:
+    """``value`` as a float, or a ValueError naming the parameter and the value."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise ValueError(f"{name} must be a number, got {value!r}")
+    v = float(value)
+    if not np.isfinite(v):
+        raise ValueError(f"{name} must be a finite number, got {value!r}")
+    too_low = low is not None and (v <= low if low_open else v < low)
+    too_high = high is not None and (v >= high if high_open else v > high)
+    if too_low or too_high:
+        lo = "" if low is None else f"{'>' if low_open else '>='} {low:g}"
+        hi = "" if high is None else f"{'<' if high_open else '<='} {high:g}"
+        rule = " and ".join(part for part in (lo, hi) if part)
+        raise ValueError(f"{name} must be {rule}, got {value!r}" + (f" ({why})" if why else ""))
+    return v
+
+
+def check_integer(name: str, value, *, low: int | None = None) -> int:
+    """``value`` as an int (integral floats accepted), or a ValueError naming the parameter and the value."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise ValueError(f"{name} must be an integer, got {value!r}")
+    if not np.isfinite(value) or float(value) != int(value):
+        raise ValueError(f"{name} must be an integer, got {value!r}")
+    v = int(value)
+    if low is not None and v < low:
+        raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
+    return v
+
+
+def kernel_bound(kernel: Kernel, X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(||x||^2, B(x)) per row, with |K(x, z)| <= max(B(x), B(z)) for every z.
+
+    The kernels are positive semi-definite (``Kernel`` refuses a negative
+    coef0 for ``poly``), so |K(x, z)| <= sqrt(K(x, x) K(z, z)): B is K(x, x),
+    which is 1 for rbf.
+    """
+    with np.errstate(over="ignore", invalid="ignore"):
+        sq = np.einsum("ij,ij->i", X, X)
+        if kernel.name == "rbf":
+            return sq, np.ones(len(X))
+        if kernel.name == "linear":
+            return sq, sq.copy()
+        return sq, (kernel.gamma * sq + kernel.coef0) ** int(kernel.degree)
+
+
+def check_kernel_range(kernel: Kernel, X: np.ndarray, C: float, first_index: int = 0,
+                       largest_so_far: float = 0.0) -> float:
+    """Refuse examples whose kernel values the solvers cannot compute with.
+
+    Every solver works with decision values f(x) = sum_i a_i y_i K(x_i, x) + b,
+    0 <= a_i <= C, and with their squares and products.  An example passes when
+    ||x||^2 <= 1e300 (so that the rbf kernel's squared distance is finite),
+    K(x, x) <= 1e100 and C * K(x, x) <= 1e100 (so that f, the dual objective and
+    the solvers' linear systems stay far from overflow whatever the number of
+    examples), and, for rbf, gamma ||x||^2 <= 1e9: the squared distance
+    ||x||^2 + ||z||^2 - 2<x, z> carries a rounding error of about
+    4 eps ||x||^2, so beyond that the kernel values (even K(x, x) = 1) lose
+    more than 6 of their 16 digits.  Over the whole store, the largest K(x, x)
+    must be 0 (every kernel value is then 0) or at least 1e-100, so that kernel
+    values and their products do not underflow; ``largest_so_far`` is that
+    largest value before X, and the new one is returned.  Outside these ranges
+    no solver can certify a model: rescale the features, or change C or gamma.
+    The message names the example (its store index), the value and the
+    parameters.
+    """
+    sq, bound = kernel_bound(kernel, X)
+    with np.errstate(over="ignore", invalid="ignore"):
+        bad_sq = ~(sq <= MAX_SQ_NORM)
+        bad_k = ~((bound <= MAX_KERNEL) & (C * bound <= MAX_C_TIMES_K))
+        bad_rbf = ~(kernel.gamma * sq <= MAX_RBF_GAMMA_SQ) if kernel.name == "rbf" else np.zeros_like(bad_sq)
+    largest = max(largest_so_far, float(bound.max(initial=0.0)))
+    kernel_text = (f"the {kernel.name} kernel (gamma={kernel.gamma:g}, degree={kernel.degree}, "
+                   f"coef0={kernel.coef0:g})")
+    first = {name: int(np.flatnonzero(bad)[0]) for name, bad in
+             (("sq", bad_sq), ("rbf", bad_rbf), ("k", bad_k)) if bad.any()}
+    with np.errstate(over="ignore"):
+        if "sq" in first:
+            i = first["sq"]
+            where, why = i, (f"its squared norm ||x||^2 = {sq[i]:.3g} is above {MAX_SQ_NORM:g} (largest |value| "
+                             f"{np.abs(X[i]).max():.3g}); rescale the features")
+        elif 0.0 < largest < MIN_KERNEL:
+            where, why = None, (f"with {kernel_text} the largest K(x, x) of the data is {largest:.3g}, below "
+                                f"{MIN_KERNEL:g}: the kernel values would underflow; rescale the features or "
+                                f"raise gamma")
+        elif "rbf" in first:
+            i = first["rbf"]
+            where, why = i, (f"with the rbf kernel, gamma * ||x||^2 = {kernel.gamma * sq[i]:.3g} "
+                             f"(gamma={kernel.gamma:g}) is above {MAX_RBF_GAMMA_SQ:g}: the squared distances "
+                             f"||x||^2 + ||z||^2 - 2<x, z> would lose the kernel values to rounding; center or "
+                             f"rescale the features, or lower gamma")
+        elif "k" in first:
+            i = first["k"]
+            what = (f"K(x, x) = {bound[i]:.3g} is above {MAX_KERNEL:g}" if not bound[i] <= MAX_KERNEL else
+                    f"K(x, x) = {bound[i]:.3g} and C = {C:g}, so C * K(x, x) = {C * bound[i]:.3g} is above "
+                    f"{MAX_C_TIMES_K:g}")
+            where, why = i, f"with {kernel_text} {what}; rescale the features or lower C or gamma"
+        else:
+            return largest
+    label = (f"examples {first_index}..{first_index + len(X) - 1}" if where is None
+             else f"example {first_index + where}")
+    raise ValueError(f"{label}: {why}")
+
+
 class ConvergenceWarning(UserWarning):
     """An iteration cap was hit; the solution is usable but not tau-optimal."""
+
+
+class NumericalError(ValueError):
+    """A solver's arithmetic produced a non-finite value although its inputs passed every check.
+
+    Raised instead of returning a model with NaN or infinite coefficients, bias or
+    decision values (a solver never reports "ok" with such a state).  The checks at
+    the edge (``check_kernel_range``) are meant to make this unreachable; the solver
+    object that raised it must not be used further (restore a saved state).
+    """
 
 
 class IterationLimitError(RuntimeError):
@@ -51,7 +207,12 @@ class StepResult:
     """What one ``learn`` / ``unlearn`` / ``finish`` call did (cf. scipy's OptimizeResult).
 
     status: ``"ok"``, ``"unchanged"`` (nothing to do), ``"max_iter"`` (cap hit,
-    warned) or ``"skipped"`` (the solver chose not to take the example in).
+    warned), ``"inexact"`` (the solver could not bring its KKT gap within tol in
+    floating point, warned) or ``"skipped"`` (the solver chose not to take the
+    example in).  Every status but ``"max_iter"`` and ``"inexact"`` comes with a
+    finite model, whose KKT gap, for the exact solvers, is within tol (or within
+    the rounding level of the decision values where that is larger, as each
+    solver documents).
     """
 
     status: str = "ok"
@@ -105,25 +266,27 @@ class OnlineSolver:
                  gamma: float | str = "scale", degree: int = 3, coef0: float = 1.0,
                  tol: float = 1e-3, cache_bytes: int = 256 * 2**20, max_iter: int = 100_000,
                  on_max_iter: str = "warn", random_state: int | None = None):
-        if not (np.isfinite(C) and C > 0):
-            raise ValueError(f"C must be a positive finite number, got {C!r}")
-        if not (np.isfinite(tol) and tol > 0):
-            raise ValueError(f"tol must be a positive finite number, got {tol!r}")
+        self.C = check_real("C", C, low=C_RANGE[0], high=C_RANGE[1])
+        self.tol = check_real("tol", tol, low=0.0, high=TOL_MAX, low_open=True, high_open=True,
+                              why=TOL_RULE)
         if on_max_iter not in ("warn", "raise"):
-            raise ValueError("on_max_iter must be 'warn' or 'raise'")
-        if int(max_iter) < 1:
-            raise ValueError("max_iter must be at least 1")
-        self.C = float(C)
-        self.tol = float(tol)
-        self.max_iter = int(max_iter)
+            raise ValueError(f"on_max_iter must be 'warn' or 'raise', got {on_max_iter!r}")
+        self.max_iter = check_integer("max_iter", max_iter, low=1)
+        self.cache_bytes = check_integer("cache_bytes", cache_bytes, low=0)
+        if not (gamma in ("scale", "auto") if isinstance(gamma, str) else True):
+            raise ValueError(f"gamma must be a positive number, 'scale' or 'auto', got {gamma!r}")
+        # the kernel itself is made when the first data arrive ("scale" needs them);
+        # its parameters are checked now, with a stand-in gamma for "scale" / "auto"
+        Kernel(name=kernel, gamma=1.0 if isinstance(gamma, str) else gamma, degree=degree, coef0=coef0)
         self.on_max_iter = on_max_iter
         self.random_state = random_state
         self.rng = np.random.default_rng(random_state)
-        self._kernel_spec = dict(name=kernel, gamma=gamma, degree=int(degree), coef0=float(coef0))
+        self._kernel_spec = dict(name=kernel, gamma=gamma if isinstance(gamma, str) else float(gamma),
+                                 degree=int(degree), coef0=float(coef0))
         self.store = DataStore()
+        self._largest_kernel_diag = 0.0  # the largest K(x, x) in the store (see check_kernel_range)
         self.kernel: Kernel | None = None
         self.cache: KernelCache | None = None
-        self.cache_bytes = int(cache_bytes)
         self.y = np.zeros(0)  # +1/-1 for learned examples, 0 otherwise
         self.learned_order: list[int] = []  # store indices in the order they were learned
         if X is not None:
@@ -131,14 +294,27 @@ class OnlineSolver:
 
     # -- data store -------------------------------------------------------
     def add_points(self, X: np.ndarray) -> np.ndarray:
-        """Append examples to the store (unlabelled); return their indices."""
+        """Append examples to the store (unlabelled); return their indices.
+
+        Raises ``ValueError`` (and adds nothing) for a value that is not finite or
+        an example whose kernel values leave the range the solvers compute in
+        (see ``check_kernel_range``).
+        """
         X = np.atleast_2d(np.asarray(X, dtype=np.float64))
-        if self.kernel is None:
+        kernel = self.kernel
+        if kernel is None:
             spec = dict(self._kernel_spec)
             spec["gamma"] = resolve_gamma(spec["gamma"], X)
-            self.kernel = Kernel(**spec)
+            kernel = Kernel(**spec)
+        if X.ndim == 2 and X.size and np.all(np.isfinite(X)):  # (the store names a non-finite value)
+            largest = check_kernel_range(kernel, X, self.C, len(self.store), self._largest_kernel_diag)
+        else:
+            largest = self._largest_kernel_diag
+        if self.kernel is None:
+            self.kernel = kernel
             self.cache = KernelCache(self.kernel, self.store, self.cache_bytes)
         idx = self.store.append(X)
+        self._largest_kernel_diag = largest
         self.y = np.concatenate([self.y, np.zeros(len(idx))])
         self._on_store_grown(len(idx))
         return idx
@@ -171,6 +347,14 @@ class OnlineSolver:
         msg = f"{self.name}: {what} stopped at the iteration cap ({iterations}); the solution may not be tau-optimal"
         if self.on_max_iter == "raise":
             raise IterationLimitError(msg)
+        warnings.warn(msg, ConvergenceWarning, stacklevel=3)
+        return msg
+
+    def _not_tau_optimal(self, what: str) -> str:
+        """Called when a solver cannot bring its KKT gap within tol in floating point (status
+        ``"inexact"``): warn, never stop silently.  (Not raised with ``on_max_iter="raise"``:
+        no iteration cap was hit; the model is finite and usable.)"""
+        msg = f"{self.name}: {what}; the solution is not tau-optimal"
         warnings.warn(msg, ConvergenceWarning, stacklevel=3)
         return msg
 

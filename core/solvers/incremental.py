@@ -21,12 +21,21 @@ holding (eqs. 6–9):
     Q~ = [[0, y_S^T], [y_S, Q_SS]]                     (bordered matrix)
     dg_i = gamma_i * da_c,      gamma_i = Q_ic + [y_i, Q_iS] beta
 
-Each minor iteration takes the largest step that keeps every other example's
-KKT condition (eqs. 10–14) and records which of the four cases limited it:
-c reaches the margin (1), c reaches C (2), a margin vector reaches 0 or C
-(3), an error or other vector reaches the margin (4).  R is updated
-recursively when S gains (eqs. 15–17) or loses (eq. 22) a member.
-Unlearning drives a_c back to 0 with the same machinery, then drops c.
+Each minor iteration follows Algorithm 1 (``_drive``): the sensitivities
+beta (eq. 7) and gamma (eqs. 8–9) along the direction of the drive
+(``_sensitivities``); the largest step that keeps every KKT condition
+(``_largest_step``), the smallest of
+
+    eq. 10  a margin vector reaches 0 or C:        a_s + beta_s t in [0, C]
+    eq. 11  an error or other vector reaches the margin:      g_i + gamma_i t = 0
+    eq. 12  c reaches the margin:                             g_c + gamma_c t = 0
+    eq. 13  c reaches its bound:                              a_c + t = C  (0 when lowering)
+
+(recorded in ``StepResult.extra["cases"]`` as "leave", "enter", "c_margin"
+and "c_bound"); the step itself (``_apply_step``); and the bookkeeping of
+the example that limited it (``_update_sets``): R is updated recursively
+when S gains (eqs. 15–17) or loses (eq. 22) a member.  Unlearning drives
+a_c back to 0 with the same machinery, then drops c.
 
 Storage (§5.3): the kernel rows of the margin vectors over the learned
 examples are kept as one contiguous row-major block ``_Ks`` (|S| x n_learned),
@@ -35,10 +44,13 @@ and no submatrix is gathered with fancy indexing in a minor iteration.  R is
 kept at its exact size, C-contiguous, so that the rank-one updates of eqs. 16
 and 22 run in place as one BLAS call each on its (Fortran-contiguous)
 transpose, which equals R (symmetric, up to the rounding of those updates:
-a few ulps, far below the drift the probe checks for).  Kernel rows are only ever evaluated over the
-learned examples (a contiguous copy of them), never over the whole store.
+a few ulps, far below the drift the probe checks for).  Kernel rows are only
+ever evaluated over the learned examples (a contiguous copy of them), never
+over the whole store.
 
-``IncrementalOneClassSVM`` is the one-class variant (§3, eqs. 23–24, Alg. 2).
+``IncrementalOneClassSVM`` applies the same machinery to a one-class problem
+(§3, Algorithm 2), the nu-one-class SVM (see its docstring for how it relates
+to the paper's eq. 23).
 
 Where this implementation adds to or departs from the paper, and why:
 
@@ -59,7 +71,7 @@ Where this implementation adds to or departs from the paper, and why:
   re-entering S costs no kernel evaluation.  This only saves kernel
   evaluations; the results are the same up to rounding.
 * gamma is computed for every learned example, not only for the E and O
-  candidates of case 4: the one gemv over the contiguous rows of S (eq. 30)
+  candidates of eq. 11: the one gemv over the contiguous rows of S (eq. 30)
   costs less than gathering the candidates' columns would, and the few
   extra entries (those of S, which are 0 up to rounding) are simply not
   watched.
@@ -67,17 +79,30 @@ Where this implementation adds to or departs from the paper, and why:
   a_c = 0 that reaches the margin first joins O with g_c = 0 (its KKT
   condition holds); otherwise the example of E or O that reaches the margin
   first becomes the first margin vector, R = [[-K_kk, y_k], [y_k, 0]].
+* Certified steps.  Exact in exact arithmetic, the recursion can still lose
+  the optimum to rounding when the bordered kernel matrix is singular beyond
+  what ``kappa_tol`` detects (a nearly constant kernel with a large C, say).
+  Each learn / unlearn therefore ends with a check (``_certify``): the
+  maintained largest violating pair, sum_i y_i a_i, the exact margins of S and
+  a bound on the rounding the maintained margins have accumulated must all be
+  within ``tol`` (or the rounding level of the margins, 2e4 eps max(1, |b|,
+  sum a max K), where that is larger); otherwise everything is recomputed
+  from scratch (``_resync``), and a step that still fails reports status
+  "inexact" with a ConvergenceWarning.  A status "ok" is thus backed by a KKT
+  gap within tol, and ``finish()`` after an "inexact" or capped step tries
+  again from scratch.  A non-finite coefficient raises ``NumericalError``.
 """
 
 from __future__ import annotations
 
 import math
-from typing import Any, ClassVar
+from dataclasses import dataclass
+from typing import Any, ClassVar, NamedTuple
 
 import numpy as np
 from scipy.linalg import blas as _blas
 
-from core.solvers.base import OnlineSolver, StepResult, StepTimer
+from core.solvers.base import NumericalError, OnlineSolver, StepResult, StepTimer
 
 # set membership codes of learned examples
 SET_S, SET_E, SET_O, SET_CAND = 0, 1, 2, 3
@@ -96,6 +121,92 @@ _LEARN, _LOWER, _REMOVE = "learn", "lower", "unlearn"
 # a kappa below this fraction of the terms it is computed from loses digits to
 # cancellation: R is then recomputed from scratch instead of recursively
 _ILL_CONDITIONED = 1e-4
+# an E or O example whose margin is on the wrong side by more than this is pending repair, not watched
+_KKT_SLACK = 1e-9
+# a margin vector whose |da_s| per unit step is at most this does not move (eq. 10)
+_EPS_BETA = 1e-12
+_EPS = float(np.finfo(float).eps)
+
+
+class _Event(NamedTuple):
+    """What limits a step (eqs. 10-13): the step length t, the case, the learning sequence number
+    of the example concerned, the kind and the position k of that example.  Compared as a tuple:
+    the shortest step first, then the case (0: the driven example reaches the margin, eq. 12;
+    1: it reaches its bound, eq. 13; 2: a margin vector reaches a bound, eq. 10; 3: an error or
+    other vector reaches the margin, eq. 11), then the oldest example (deterministic ties)."""
+
+    t: float
+    case: int
+    seq: int
+    kind: str  # "c_margin" (eq. 12), "c_bound" (eq. 13), "leave" (eq. 10), "enter" (eq. 11)
+    k: int
+
+
+class _Move(NamedTuple):
+    """The set change of the previous minor iteration (for §4.2, no immediate cycling)."""
+
+    kind: str  # "leave", "enter" or "blocked"
+    k: int
+    zero: bool  # the step was of length 0
+
+
+@dataclass(slots=True)
+class _Sensitivities:
+    """Per unit step of the driven coefficient: beta = d [db; da_S] (eq. 7, None with S empty) and
+    dg = d gamma for every learned example (eqs. 8-9); ``size`` is the scale of the terms gamma is
+    a difference of and ``rounding`` the level below which a gamma is rounding."""
+
+    m: int
+    S: np.ndarray | None
+    aS: np.ndarray | None  # a_S before the step
+    beta: np.ndarray | None
+    dg: np.ndarray
+    size: float
+    rounding: float
+
+
+@dataclass(slots=True)
+class _Drive:
+    """One drive of a_p (learn: up; lower or unlearn: down, d = -1): constants, views of the
+    learned-example arrays (valid for the whole drive), work buffers and the watch list of
+    eq. 11 with the examples blocked by §4.2."""
+
+    p: int
+    mode: str
+    d: float
+    yp_d: float
+    krow_p: np.ndarray
+    nL: int
+    y: np.ndarray
+    st: np.ndarray
+    g: np.ndarray
+    a: np.ndarray
+    pseq: np.ndarray
+    scale: float  # max K(x, x) over the learned examples
+    kpp: float  # |K(x_p, x_p)|
+    ykp_d: np.ndarray  # y_p d K_pj
+    d_Qp: np.ndarray  # d Q_jp
+    in_seq_order: bool  # positions are in learning order (the first of equal values is the oldest)
+    seq_p: int
+    watch: np.ndarray  # +1 (E) / -1 (O): direction in which g_i moves towards the margin; 0: not watched
+    blocked: list[int]
+    rate: np.ndarray
+    q: np.ndarray
+    off: np.ndarray
+    prev: _Move | None
+    cases: list[str]
+
+    def block(self, k: int) -> None:
+        self.watch[k] = 0.0
+        self.blocked.append(k)
+
+    def unblock(self) -> None:
+        for j in self.blocked:
+            if self.st[j] == SET_E:
+                self.watch[j] = 1.0
+            elif self.st[j] == SET_O:
+                self.watch[j] = -1.0
+        self.blocked.clear()
 
 
 class IncrementalSVM(OnlineSolver):
@@ -189,6 +300,13 @@ class IncrementalSVM(OnlineSolver):
         self._pos_in_seq_order = True  # learned positions in learning order (until a deletion moves one)
         self._resync_pending = False
         self._moved = False  # a drive took a step since the last drift check
+        self._exact = True  # the last learn / unlearn ended with status "ok" (see finish)
+        # bounds on the size of the steps the maintained margins have taken since they were last
+        # computed from scratch, and on the rounding error those steps have accumulated
+        self._g_size = 0.0
+        self._g_err = 0.0
+        self._drift_measured: float | None = None  # |g_S| measured since the last change (see _certified)
+        self._gap_checked: float | None = None  # the maintained gap the last certification computed
         self._pos_of = np.full(len(getattr(self, "store", ())), -1, dtype=np.intp)
 
     def _on_store_grown(self, n_new: int) -> None:
@@ -306,11 +424,15 @@ class IncrementalSVM(OnlineSolver):
         if m > 1:
             R = self._R
             col = R[:, r].copy()
-            # R is symmetric: one rank-one BLAS update in place on its Fortran view
-            _blas.dger(-1.0 / col[r], col, col, a=R.T, overwrite_a=1)
-            # R_kk = 1/kappa_k of k against the rest: a large one means k was nearly
-            # dependent and the downdate cancels badly; recompute R afterwards
-            refresh = abs(col[r]) * self._kernel_scale() * _ILL_CONDITIONED > 1.0
+            R_kk = float(col[r])
+            if R_kk > 0.0 and math.isfinite(R_kk):
+                # R is symmetric: one rank-one BLAS update in place on its Fortran view
+                _blas.dger(-1.0 / R_kk, col, col, a=R.T, overwrite_a=1)
+                # R_kk = 1/kappa_k of k against the rest: a large one means k was nearly
+                # dependent and the downdate cancels badly; recompute R afterwards
+                refresh = R_kk * self._kernel_scale() * _ILL_CONDITIONED > 1.0
+            else:  # R_kk = 1/kappa_k > 0 in exact arithmetic: the recursive R has broken down
+                refresh = True
             last = m  # R index of the last slot
             if r != last:
                 R[r, :] = R[last, :]
@@ -328,14 +450,18 @@ class IncrementalSVM(OnlineSolver):
         if refresh:
             self._refresh_R()
 
-    def _sensitivity(self, yc: float, kS: np.ndarray) -> np.ndarray:
-        """beta = -R [y_c; Q_Sc] (eq. 7) for a driven example with kernel values kS against S."""
-        m = self._m
-        rhs = np.empty(m + 1)
-        rhs[0] = yc
-        np.multiply(self._yS[:m], kS, out=rhs[1:])
-        rhs[1:] *= yc
-        return -(self._R @ rhs)
+    def _eq7(self, y_c: float, Q_c: np.ndarray, S: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """(beta, eta) of eq. 7: eta = [y_c; Q_Sc], beta = -R eta = [db; da_S] per unit change of
+        a_c that keeps g_S = 0 and sum_i y_i a_i fixed.  Q_Sc = y_S y_c K_Sc is c's column against
+        S: ``Q_c`` itself, or ``Q_c[S]`` (gathered straight into eta) when S is given."""
+        eta = np.empty(self._m + 1)
+        eta[0] = y_c
+        if S is None:
+            eta[1:] = Q_c
+        else:
+            Q_c.take(S, out=eta[1:])
+        beta = self._R.dot(eta)
+        return np.negative(beta, out=beta), eta
 
     # --------------------------------------------------- learned-set storage
     def _append(self, i: int, y: float) -> int:
@@ -402,251 +528,287 @@ class IncrementalSVM(OnlineSolver):
         return float(self._py[p] * (krow @ coef + self._b) - self._offset)
 
     # ------------------------------------------------------------ the drive
+    # Algorithm 1 of Laskov et al. (2006), one minor iteration at a time: the sensitivities of
+    # b, a_S and every margin g to the driven coefficient (eqs. 7-9), the largest step that
+    # keeps every KKT condition (eqs. 10-13), the step itself, and the bookkeeping of the set
+    # that changed (eqs. 15-17 and 22; no immediate cycling, §4.2).
     def _drive(self, p: int, mode: str, krow_p: np.ndarray | None = None) -> tuple[int, str]:
         """Move a_p (status 'candidate') until its KKT condition holds (learn/lower) or a_p = 0 (unlearn).
 
         Returns (minor iterations, message).
 
-        The loop body is written for a small, fixed number of NumPy calls per minor
-        iteration (its cost is call overhead, not arithmetic, for the sizes of an
-        active-learning session): views are taken once per drive, gamma of every
-        learned example is one gemv over the contiguous rows of S (eq. 30), and R
-        is updated in place by BLAS rank-one updates (``_S_add``, ``_S_remove``).
+        A minor iteration costs a small, fixed number of NumPy calls (for the sizes of an
+        active-learning session its cost is call overhead, not arithmetic): the views are
+        taken once per drive (``_Drive``), gamma of every learned example is one gemv over
+        the contiguous rows of S (eq. 30), and R is updated in place by BLAS rank-one updates
+        (``_S_add``, ``_S_remove``).
         """
-        C = self.C
-        d = 1.0 if mode == _LEARN else -1.0
-        if krow_p is None:
-            krow_p = self._learned_row(p)
-        nL = self._nL
-        # views of the learned-example arrays: stable for the whole drive (only _append reallocates them)
-        y, st, g, a, pseq = self._py[:nL], self._pst[:nL], self._pg[:nL], self._pa[:nL], self._pseq[:nL]
-        yp = float(y[p])
-        ypd = yp * d
-        scale = self._kernel_scale()
-        kpp = abs(float(krow_p[p]))
-        eps_beta = 1e-12
-        kkt_slack = 1e-9
-        ykp_d = ypd * krow_p[:nL]  # y_p d K_pj: the driven example's own term of eq. 8, divided by y_j
-        d_Qp = ykp_d * y  # d Q_jp, gathered over S for eq. 7
-        # positions in learning order: the first of equal largest q is the oldest example
-        in_seq_order = self._pos_in_seq_order
-        seq_p = int(pseq[p])
-        # watch_i = +1 for E, -1 for O examples whose margin may limit the step (case 4):
-        # dg_i * watch_i > 0 means g_i moves towards 0.  Examples that violate their KKT
-        # condition (pending repair) and blocked ones are not watched.
-        watch = _WATCH.take(st)
-        watch[watch * g > kkt_slack] = 0.0
-        blocked: list[int] = []
-
-        def unblock() -> None:
-            for j in blocked:
-                if st[j] == SET_E:
-                    watch[j] = 1.0
-                elif st[j] == SET_O:
-                    watch[j] = -1.0
-            blocked.clear()
-
-        def block(j: int) -> None:
-            watch[j] = 0.0
-            blocked.append(j)
-
-        rate = np.empty(nL)  # watch * dg
-        q = np.empty(nL)
-        off = np.empty(nL, dtype=bool)
-        prev: tuple[str, int, bool] | None = None
+        drive = self._start_drive(p, mode, krow_p)
         iters = 0
         msg = ""
-        cases: list[str] = []
-        self._last_cases = cases
-        errstate = np.errstate(divide="ignore", invalid="ignore")
-        errstate.__enter__()
-        try:
+        self._last_cases = drive.cases
+        with np.errstate(divide="ignore", invalid="ignore"):
             while True:
                 if iters >= self.max_iter:
                     msg = self._iteration_cap(f"{mode} of example {int(self._pidx[p])}", iters)
                     self._last_status = "max_iter"
                     break
                 iters += 1
-                m = self._m
-                if m == 0:
-                    # §4.1, eqs. 25–28: with S empty only the bias moves.  db = d y_p t,
-                    # dg_i = y_i db; the direction is the one in which the example that
-                    # enters S can absorb the change of a_p under sum_i y_i a_i = target.
-                    bd = S = aS = None
-                    dg = y * ypd
-                    eps_gamma = bsum = 0.0
-                else:
-                    S = self._Spos[:m]
-                    yS = self._yS[:m]
-                    # eq. 7 along the drive: bd = d beta = -R d [y_p; Q_Sp], Q_Sp = y_S y_p K_Sp
-                    rhs = np.empty(m + 1)
-                    rhs[0] = ypd
-                    d_Qp.take(S, out=rhs[1:])
-                    bd = self._R.dot(rhs)
-                    np.negative(bd, out=bd)
-                    da = bd[1:]
-                    # dg/dt = d gamma (eq. 8) for every learned example by one gaxpy over the
-                    # contiguous rows of S (eq. 30): y_j (sum_s da_s y_s K_sj + d y_p K_pj + db).
-                    # For j in S it is 0 up to rounding; g_S is set to exactly 0 after the step.
-                    dg = (yS * da) @ self._Ks[:m, :nL]
-                    dg += ykp_d
-                    dg += bd[0]
-                    dg *= y
-                    # gamma_i is a sum of terms of size up to scale·(1 + |beta_S|_1) + |beta_b|;
-                    # below a small multiple of that it is rounding: the example does not move.
-                    bsum = scale * (1.0 + _blas.dasum(da)) + abs(float(bd[0]))
-                    eps_gamma = 1e-11 * bsum
-
-                # candidate events as (t, case rank, seq of the example, kind, position); the smallest
-                # wins: shortest step, then case order, then the oldest example (deterministic ties)
-                best = None
-                # case 1 (eq. 10): the driven example reaches the margin
-                if mode != _REMOVE:
-                    rate_p = float(dg[p])
-                    # kappa_p = gamma_p (eq. 17) must be clearly non-zero for p to enter S
-                    thresh = 0.5 if m == 0 else max(self.kappa_tol * (kpp + bsum), eps_gamma)
-                    if mode == _LEARN and rate_p > thresh:
-                        best = (max(0.0, -float(g[p]) / rate_p), 0, seq_p, "c_margin", p)
-                    elif mode == _LOWER and rate_p < -thresh:
-                        best = (max(0.0, float(g[p]) / -rate_p), 0, seq_p, "c_margin", p)
-                if m > 0:
-                    # case 2 (eq. 11): the driven example reaches its bound
-                    t2 = C - float(a[p]) if mode == _LEARN else float(a[p])
-                    if best is None or (t2, 1) < best[:2]:
-                        best = (t2, 1, seq_p, "c_bound", p)
-                    # case 3 (eq. 12): a margin vector reaches C (da > 0) or 0 (da < 0);
-                    # one whose |da| <= eps_beta does not move (t = inf)
-                    aS = a.take(S)
-                    t3 = np.heaviside(da, 0.0)  # (C [da > 0] - a_S) / da, clipped at 0
-                    t3 *= C
-                    t3 -= aS
-                    t3 /= da
-                    np.maximum(t3, 0.0, out=t3)
-                    j3 = int(t3.argmin())
-                    masked = False
-                    if not abs(float(da[j3])) > eps_beta:
-                        # a non-moving one came first (or a 0/0 = nan, which argmin returns
-                        # first): exclude the non-moving ones (|da| <= eps_beta) and look again
-                        t3[~(np.abs(da) > eps_beta)] = math.inf
-                        masked = True
-                        j3 = int(t3.argmin())
-                    tmin = float(t3[j3])
-                    if tmin < math.inf and (tmin, 2) <= best[:2]:
-                        if np.count_nonzero(t3 == tmin) > 1:
-                            if not masked:  # non-moving ones may be among the tied
-                                t3[~(np.abs(da) > eps_beta)] = math.inf
-                            ties = (t3 == tmin).nonzero()[0]
-                            if len(ties) > 1:  # the oldest of the tied
-                                j3 = int(ties[pseq.take(S.take(ties)).argmin()])
-                        k3 = int(S[j3])
-                        cand3 = (tmin, 2, int(pseq[k3]), "leave", k3)
-                        if cand3 < best:
-                            best = cand3
-                # case 4 (eqs. 13–14): an error or other vector reaches the margin, t = -g_i / dg_i
-                # over the watched examples moving towards it (watch_i dg_i > eps_gamma)
-                # (the smallest t is the largest q = g_i / dg_i; q is -inf where not admissible)
-                np.multiply(watch, dg, out=rate)
-                np.divide(g, dg, out=q)
-                np.less_equal(rate, eps_gamma, out=off)
-                np.copyto(q, -math.inf, where=off)
-                k4 = int(q.argmax())
-                q4 = float(q[k4])
-                tmin = max(0.0, -q4)
-                if q4 > -math.inf and (best is None or (tmin, 3) < best[:2]):
-                    # ties at the same t (all of t <= 0 count as t = 0): the oldest example
-                    if q4 >= 0.0 or not in_seq_order:
-                        tie = np.greater_equal(q, 0.0, out=off) if q4 >= 0.0 else np.equal(q, q4, out=off)
-                        if np.count_nonzero(tie) > 1:
-                            ties = tie.nonzero()[0]
-                            k4 = int(ties[pseq.take(ties).argmin()])
-                    best = (tmin, 3, int(pseq[k4]), "enter", k4)
-
-                if best is None:
+                sens = self._sensitivities(drive)
+                if sens is None:
+                    msg = self._inexact(f"{mode} of example {int(self._pidx[p])}: the inverse R of the "
+                                        f"bordered kernel matrix is not finite even when recomputed")
+                    break
+                event = self._largest_step(drive, sens)
+                if event is None:
                     # Only possible when unlearning with S empty and nothing left to absorb
                     # a_p: then a_p is rounding residue of the equality constraint.
-                    if mode == _REMOVE and a[p] <= 1e-9 * C:
-                        a[p] = 0.0
-                        cases.append("residue")
+                    if mode == _REMOVE and drive.a[p] <= 1e-9 * self.C:
+                        drive.a[p] = 0.0
+                        drive.cases.append("residue")
                         break
                     msg = self._iteration_cap(f"{mode} of example {int(self._pidx[p])} (no admissible step)",
                                               iters)
                     self._last_status = "max_iter"
                     break
-
-                t, _, _, kind, k = best
-                self._moved = True
-                # apply the step
-                if m == 0:
-                    self._b += ypd * t
-                    _blas.daxpy(dg, g, a=t)  # g += dg t, in place
-                else:
-                    a[p] += d * t
-                    # margin vectors tied with the limiting one land on a bound up to rounding:
-                    # keep the box exact (the equality moves by rounding only)
-                    _blas.daxpy(da, aS, a=t)  # a_S += da t, in place
-                    np.maximum(aS, 0.0, out=aS)
-                    np.minimum(aS, C, out=aS)
-                    a[S] = aS
-                    self._b += float(bd[0]) * t
-                    _blas.daxpy(dg, g, a=t)  # g += dg t, in place
-                    g[S] = 0.0
-                cases.append(kind)
-                zero = t == 0.0
-
-                if kind == "c_margin":
-                    g[p] = 0.0
-                    if a[p] <= 0.0:
-                        a[p] = 0.0
-                        st[p] = SET_O
-                    elif a[p] >= C:
-                        a[p] = C
-                        st[p] = SET_E
-                    elif m == 0:
-                        self._S_add(p, None, 1.0, krow_p)
-                    else:
-                        kappa_p = float(dg[p] * d)  # kappa_p = gamma_p (eq. 17)
-                        self._S_add(p, bd * d, kappa_p, krow_p)  # with beta_p = bd / d
-                        if kappa_p <= _ILL_CONDITIONED * (kpp + bsum):
-                            self._refresh_R()
+                if not math.isfinite(event.t):  # (NaN margins: never applied)
+                    msg = self._inexact(f"{mode} of example {int(self._pidx[p])}: the step length is {event.t}")
                     break
-                if kind == "c_bound":
-                    if mode == _LEARN:
-                        a[p] = C
-                        st[p] = SET_E
-                    else:
-                        a[p] = 0.0
-                        st[p] = SET_O
+                self._apply_step(drive, sens, event.t)
+                drive.cases.append(event.kind)
+                if self._update_sets(drive, sens, event):
                     break
-                if kind == "leave":
-                    up = bd[1 + self._slot[k]] > 0
-                    a[k] = C if up else 0.0
-                    self._S_remove(k)
-                    st[k] = SET_E if up else SET_O
-                    g[k] = 0.0
-                    if zero and prev is not None and prev[:2] == ("enter", k):
-                        # §4.2: no immediate cycling — k entered S in the previous iteration and
-                        # would leave it again without any progress: keep it out of S for now.
-                        block(k)
-                    else:
-                        unblock()
-                        watch[k] = 1.0 if up else -1.0
-                    prev = ("leave", k, zero)
-                    continue
-                # kind == "enter"
-                g[k] = 0.0
-                if zero and prev is not None and prev[0] == "leave" and prev[1] == k:
-                    block(k)  # §4.2: it just left S with no progress; do not bring it back at once
-                    prev = ("blocked", k, zero)
-                    continue
-                if self._enter(k):
-                    watch[k] = 0.0
-                    unblock()
-                else:
-                    block(k)
-                prev = ("enter", k, zero)
-        finally:
-            errstate.__exit__(None, None, None)
         return iters, msg
+
+    def _start_drive(self, p: int, mode: str, krow_p: np.ndarray | None) -> _Drive:
+        """The constants and views of one drive of a_p (see ``_Drive``)."""
+        if krow_p is None:
+            krow_p = self._learned_row(p)
+        nL = self._nL
+        # views of the learned-example arrays: stable for the whole drive (only _append reallocates them)
+        y, st, g, a, pseq = self._py[:nL], self._pst[:nL], self._pg[:nL], self._pa[:nL], self._pseq[:nL]
+        d = 1.0 if mode == _LEARN else -1.0
+        yp_d = float(y[p]) * d
+        ykp_d = yp_d * krow_p[:nL]  # y_p d K_pj: the driven example's own term of eq. 8, divided by y_j
+        # watch_i = +1 for E, -1 for O examples whose margin may limit the step (eq. 11):
+        # dg_i * watch_i > 0 means g_i moves towards 0.  Examples that violate their KKT
+        # condition (pending repair) and blocked ones are not watched.
+        watch = _WATCH.take(st)
+        watch[watch * g > _KKT_SLACK] = 0.0
+        return _Drive(p=p, mode=mode, d=d, yp_d=yp_d, krow_p=krow_p, nL=nL, y=y, st=st, g=g, a=a, pseq=pseq,
+                      scale=self._kernel_scale(), kpp=abs(float(krow_p[p])), ykp_d=ykp_d, d_Qp=ykp_d * y,
+                      in_seq_order=self._pos_in_seq_order, seq_p=int(pseq[p]), watch=watch, blocked=[],
+                      rate=np.empty(nL), q=np.empty(nL), off=np.empty(nL, dtype=bool), prev=None, cases=[])
+
+    def _sensitivities(self, drive: _Drive) -> _Sensitivities | None:
+        """[db; da_S] (eq. 7) and dg (eqs. 8-9) per unit step t of a_p in the drive's direction.
+
+        With S empty (§4.1, eqs. 25-28) only the bias moves: db = d y_p t, dg_i = y_i db; the
+        direction is the one in which the example that enters S can absorb the change of a_p
+        under sum_i y_i a_i = target.  None when R is not finite even after it is recomputed.
+        """
+        m = self._m
+        if m == 0:
+            return _Sensitivities(0, None, None, None, drive.y * drive.yp_d, 0.0, 0.0)
+        S = self._Spos[:m]
+        # eq. 7 along the drive: d beta = -R d [y_p; Q_Sp], Q_Sp = y_S y_p K_Sp
+        beta, _ = self._eq7(drive.yp_d, drive.d_Qp, S)
+        da = beta[1:]
+        # gamma_i is a sum of terms of size up to scale·(1 + |beta_S|_1) + |beta_b|;
+        # below a small multiple of that it is rounding: the example does not move.
+        size = drive.scale * (1.0 + _blas.dasum(da)) + abs(float(beta[0]))
+        if not math.isfinite(size):  # a recursive update broke R: recompute it, once
+            if not self._refresh_R():
+                return None
+            beta, _ = self._eq7(drive.yp_d, drive.d_Qp, S)
+            da = beta[1:]
+            size = drive.scale * (1.0 + _blas.dasum(da)) + abs(float(beta[0]))
+            if not math.isfinite(size):
+                return None
+        # dg/dt = d gamma (eqs. 8-9) for every learned example by one gaxpy over the contiguous
+        # rows of S (eq. 30): y_j (sum_s da_s y_s K_sj + d y_p K_pj + db).  For j in S it is 0
+        # up to rounding; g_S is set to exactly 0 after the step.
+        nL = drive.nL
+        dg = (self._yS[:m] * da) @ self._Ks[:m, :nL]
+        dg += drive.ykp_d
+        dg += beta[0]
+        dg *= drive.y
+        return _Sensitivities(m, S, drive.a.take(S), beta, dg, size, 1e-11 * size)  # (positional: hot path)
+
+    def _largest_step(self, drive: _Drive, sens: _Sensitivities) -> _Event | None:
+        """The largest step t >= 0 that keeps every KKT condition, and what limits it (eqs. 10-13).
+
+        Candidates compare as ``_Event`` tuples (t, case, learning sequence of the example): the
+        shortest step wins, then the case, then the oldest example, so that ties are broken the
+        same way on every machine.  None when nothing limits the step.
+        """
+        p, mode, m = drive.p, drive.mode, sens.m
+        g, dg = drive.g, sens.dg
+        best: _Event | None = None
+        # eq. 12: the driven example reaches the margin (g_p + gamma_p t = 0)
+        if mode != _REMOVE:
+            rate_p = float(dg[p])
+            # kappa_p = gamma_p (eq. 17) must be clearly non-zero for p to enter S
+            thresh = 0.5 if m == 0 else max(self.kappa_tol * (drive.kpp + sens.size), sens.rounding)
+            if mode == _LEARN and rate_p > thresh:
+                best = _Event(max(0.0, -float(g[p]) / rate_p), 0, drive.seq_p, "c_margin", p)
+            elif mode == _LOWER and rate_p < -thresh:
+                best = _Event(max(0.0, float(g[p]) / -rate_p), 0, drive.seq_p, "c_margin", p)
+        if m > 0:
+            # eq. 13: the driven example reaches its bound (C when learning, 0 otherwise)
+            t2 = self.C - float(drive.a[p]) if mode == _LEARN else float(drive.a[p])
+            if best is None or (t2, 1) < best[:2]:
+                best = _Event(t2, 1, drive.seq_p, "c_bound", p)
+            best = self._eq10_margin_vector_bound(drive, sens, best)
+        return self._eq11_reaches_margin(drive, sens, best)
+
+    def _eq10_margin_vector_bound(self, drive: _Drive, sens: _Sensitivities, best: _Event) -> _Event:
+        """Eq. 10: a margin vector reaches C (da > 0) or 0 (da < 0); one with |da| <= 1e-12 does not move."""
+        S, da, aS = sens.S, sens.beta[1:], sens.aS
+        t3 = np.heaviside(da, 0.0)  # (C [da > 0] - a_S) / da, clipped at 0
+        t3 *= self.C
+        t3 -= aS
+        t3 /= da
+        np.maximum(t3, 0.0, out=t3)
+        j3 = int(t3.argmin())
+        masked = False
+        if not abs(float(da[j3])) > _EPS_BETA:
+            # a non-moving one came first (or a 0/0 = nan, which argmin returns first):
+            # exclude the non-moving ones (|da| <= eps) and look again
+            t3[~(np.abs(da) > _EPS_BETA)] = math.inf
+            masked = True
+            j3 = int(t3.argmin())
+        tmin = float(t3[j3])
+        if tmin < math.inf and (tmin, 2) <= best[:2]:
+            if np.count_nonzero(t3 == tmin) > 1:
+                if not masked:  # non-moving ones may be among the tied
+                    t3[~(np.abs(da) > _EPS_BETA)] = math.inf
+                ties = (t3 == tmin).nonzero()[0]
+                if len(ties) > 1:  # the oldest of the tied
+                    j3 = int(ties[drive.pseq.take(S.take(ties)).argmin()])
+            k3 = int(S[j3])
+            leave = _Event(tmin, 2, int(drive.pseq[k3]), "leave", k3)
+            if leave < best:
+                return leave
+        return best
+
+    def _eq11_reaches_margin(self, drive: _Drive, sens: _Sensitivities, best: _Event | None) -> _Event | None:
+        """Eq. 11: an error or other vector reaches the margin, t = -g_i / dg_i, over the watched
+        examples moving towards it (watch_i dg_i > rounding); the smallest t is the largest
+        q = g_i / dg_i (q is -inf where not admissible)."""
+        rate, q, off, g, dg = drive.rate, drive.q, drive.off, drive.g, sens.dg
+        np.multiply(drive.watch, dg, out=rate)
+        np.divide(g, dg, out=q)
+        np.less_equal(rate, sens.rounding, out=off)
+        np.copyto(q, -math.inf, where=off)
+        k4 = int(q.argmax())
+        q4 = float(q[k4])
+        tmin = max(0.0, -q4)
+        if q4 > -math.inf and (best is None or (tmin, 3) < best[:2]):
+            # ties at the same t (all of t <= 0 count as t = 0): the oldest example
+            if q4 >= 0.0 or not drive.in_seq_order:
+                tie = np.greater_equal(q, 0.0, out=off) if q4 >= 0.0 else np.equal(q, q4, out=off)
+                if np.count_nonzero(tie) > 1:
+                    ties = tie.nonzero()[0]
+                    k4 = int(ties[drive.pseq.take(ties).argmin()])
+            return _Event(tmin, 3, int(drive.pseq[k4]), "enter", k4)
+        return best
+
+    def _apply_step(self, drive: _Drive, sens: _Sensitivities, t: float) -> None:
+        """a_p += d t; b, a_S and every g move by their sensitivities times t (eqs. 6 and 8)."""
+        self._moved = True
+        a, g = drive.a, drive.g
+        if sens.m == 0:
+            self._b += drive.yp_d * t
+            _blas.daxpy(sens.dg, g, a=t)  # g += dg t, in place
+            self._note_margin_step(sens.dg, t)
+            return
+        S, beta, aS = sens.S, sens.beta, sens.aS
+        a[drive.p] += drive.d * t
+        # margin vectors tied with the limiting one land on a bound up to rounding:
+        # keep the box exact (the equality moves by rounding only)
+        _blas.daxpy(beta[1:], aS, a=t)  # a_S += da t, in place
+        np.maximum(aS, 0.0, out=aS)
+        np.minimum(aS, self.C, out=aS)
+        a[S] = aS
+        self._b += float(beta[0]) * t
+        _blas.daxpy(sens.dg, g, a=t)  # g += dg t, in place
+        g[S] = 0.0
+        self._note_margin_step(sens.dg, t)
+
+    def _note_margin_step(self, dg: np.ndarray, t: float) -> None:
+        """Account for g += dg t in the bound on the maintained margins' rounding error.
+
+        A margin that went through large intermediate values (a drive with C K(x, x) large
+        whose steps later cancel) keeps their rounding: when the bound reaches a quarter of
+        the gap a step may leave, the margins are recomputed (``_after_update``)."""
+        change = abs(t * float(dg[_blas.idamax(dg)])) if len(dg) else 0.0
+        self._g_size += change
+        self._g_err += _EPS * (change + self._g_size)
+
+    def _update_sets(self, drive: _Drive, sens: _Sensitivities, event: _Event) -> bool:
+        """Move the example that limited the step to its new set; True when the drive is over.
+
+        R grows by eqs. 15-17 when a member joins S and shrinks by eq. 22 when one leaves.
+        §4.2, no immediate cycling: a member that would leave S with a zero step right after
+        entering it (or re-enter right after leaving) is kept where it is and blocked from
+        eq. 11 until S changes.
+        """
+        C, p, k = self.C, drive.p, event.k
+        a, g, st = drive.a, drive.g, drive.st
+        zero = event.t == 0.0
+        if event.kind == "c_margin":
+            g[p] = 0.0
+            if a[p] <= 0.0:
+                a[p] = 0.0
+                st[p] = SET_O
+            elif a[p] >= C:
+                a[p] = C
+                st[p] = SET_E
+            elif sens.m == 0:
+                self._S_add(p, None, 1.0, drive.krow_p)
+            else:
+                kappa_p = float(sens.dg[p] * drive.d)  # kappa_p = gamma_p (eq. 17)
+                self._S_add(p, sens.beta * drive.d, kappa_p, drive.krow_p)  # beta_p = (d beta) / d
+                if kappa_p <= _ILL_CONDITIONED * (drive.kpp + sens.size):
+                    self._refresh_R()
+            return True
+        if event.kind == "c_bound":
+            if drive.mode == _LEARN:
+                a[p] = C
+                st[p] = SET_E
+            else:
+                a[p] = 0.0
+                st[p] = SET_O
+            return True
+        prev = drive.prev
+        if event.kind == "leave":
+            up = sens.beta[1 + self._slot[k]] > 0
+            a[k] = C if up else 0.0
+            self._S_remove(k)
+            st[k] = SET_E if up else SET_O
+            g[k] = 0.0
+            if zero and prev is not None and prev.kind == "enter" and prev.k == k:
+                # k entered S in the previous iteration and would leave it again without progress
+                drive.block(k)
+            else:
+                drive.unblock()
+                drive.watch[k] = 1.0 if up else -1.0
+            drive.prev = _Move("leave", k, zero)
+            return False
+        # event.kind == "enter"
+        g[k] = 0.0
+        if zero and prev is not None and prev.kind == "leave" and prev.k == k:
+            drive.block(k)  # it just left S with no progress: do not bring it back at once
+            drive.prev = _Move("blocked", k, zero)
+            return False
+        if self._enter(k):
+            drive.watch[k] = 0.0
+            drive.unblock()
+        else:
+            drive.block(k)
+        drive.prev = _Move("enter", k, zero)
+        return False
 
     def _enter(self, k: int) -> bool:
         """Bring E/O position k into S unless its kappa (eq. 17) is ~0.
@@ -657,7 +819,7 @@ class IncrementalSVM(OnlineSolver):
         singular, and, for the same reason, gamma_k = 0 for every driven example:
         g_k no longer moves while S is unchanged.  Such a point is therefore not
         added to S (it would make Q~ singular); it stays in E or O at g_k = 0,
-        which satisfies its KKT condition, and is blocked from case 4 until S
+        which satisfies its KKT condition, and is blocked from eq. 11 until S
         changes.  Should rounding leave it slightly violating later, the repair
         step (``_repair``) drives it back like any other example.
         """
@@ -683,31 +845,44 @@ class IncrementalSVM(OnlineSolver):
         of the terms kappa is the difference of."""
         m = self._m
         yk = float(self._py[k])
-        rhs = np.empty(m + 1)  # [y_k; Q_Sk]
-        rhs[0] = yk
-        np.multiply(self._yS[:m], krow.take(self._Spos[:m]), out=rhs[1:])
-        rhs[1:] *= yk
-        beta_k = self._R @ rhs
-        np.negative(beta_k, out=beta_k)
+        Q_Sk = self._yS[:m] * krow.take(self._Spos[:m])
+        Q_Sk *= yk
+        beta_k, eta = self._eq7(yk, Q_Sk)
         kkk = float(krow[k])
-        kappa = kkk + float(rhs @ beta_k)
-        size = abs(kkk) + float(np.abs(rhs) @ np.abs(beta_k))
+        kappa = kkk + float(eta @ beta_k)  # kappa = Q_kk + [y_k, Q_kS] beta_k
+        size = abs(kkk) + float(np.abs(eta) @ np.abs(beta_k))
         return beta_k, kappa, size
 
-    def _refresh_R(self) -> None:
-        """R = Q~^{-1} from scratch (after an ill-conditioned recursive update)."""
+    def _refresh_R(self) -> bool:
+        """R = Q~^{-1} from scratch (after an ill-conditioned or broken recursive update).
+
+        When Q~ cannot be inverted the recursive R is kept if it is finite, and replaced by the
+        pseudo-inverse of Q~ if it is not (Q~ is then numerically singular: the drive goes on
+        with finite numbers and the end-of-step check reports what it reached).  Returns
+        whether R is finite afterwards.
+        """
         m = self._m
         if m == 0:
-            return
+            return True
+        Qt = self._Qtilde()
         try:
-            R = np.linalg.inv(self._Qtilde())
-        except np.linalg.LinAlgError:  # keep the recursive R
-            return
-        if np.all(np.isfinite(R)):
-            self._R = np.ascontiguousarray(R)
-            self._n_refresh += 1
-            # the margins were moved with the perturbed inverse: recompute them at the end of this update
-            self._resync_pending = True
+            R = np.linalg.inv(Qt)
+        except np.linalg.LinAlgError:
+            R = None
+        if R is None or not np.all(np.isfinite(R)):
+            if np.all(np.isfinite(self._R)):
+                return True  # keep the recursive R
+            try:
+                R = np.linalg.pinv(Qt)
+            except np.linalg.LinAlgError:
+                return False
+            if not np.all(np.isfinite(R)):
+                return False
+        self._R = np.ascontiguousarray(R)
+        self._n_refresh += 1
+        # the margins were moved with the perturbed inverse: recompute them at the end of this update
+        self._resync_pending = True
+        return True
 
     # ------------------------------------------------------------- repair
     def _violations(self) -> np.ndarray:
@@ -721,8 +896,13 @@ class IncrementalSVM(OnlineSolver):
         return np.maximum(v, 0.0, out=v)
 
     def _repair_tol(self) -> float:
-        """Violations below this are rounding: the margins are sums of terms of size up to C·max K."""
-        return 1e-10 * max(1.0, self.C * self._kernel_scale())
+        """Violations below this are rounding: the margins are sums of terms of size up to C·max K.
+
+        Never more than a quarter of the gap a step may leave (``_gap_allowed``): when C·max K
+        is large the coefficients can still be small (a ≈ 1/K), and a violation the size of the
+        margins themselves must be repaired, not taken for rounding.
+        """
+        return min(1e-10 * max(1.0, self.C * self._kernel_scale()), 0.25 * self._gap_allowed())
 
     def _repair(self, tol: float | None = None, passes: int = 3) -> int:
         """Drive every learned example whose (maintained) KKT condition is violated back to it.
@@ -734,6 +914,7 @@ class IncrementalSVM(OnlineSolver):
         """
         tol = self._repair_tol() if tol is None else tol
         iters = 0
+        self._drift_measured = None
         for _ in range(passes):
             v = self._violations()
             bad = np.flatnonzero(v > tol)
@@ -791,6 +972,7 @@ class IncrementalSVM(OnlineSolver):
         """Recompute g and R from scratch, refine (b, a_S) by one Newton step, repair."""
         nL, m = self._nL, self._m
         self._n_resync += 1
+        self._drift_measured = None
         self._since_sync = 0
         self._resync_pending = False
         if nL == 0:
@@ -840,6 +1022,8 @@ class IncrementalSVM(OnlineSolver):
                     break
                 g = g_new
         self._pg[:nL] = g
+        self._g_size = 0.0
+        self._g_err = 4.0 * _EPS * max(1.0, abs(self._b), float(a.sum()) * self._kernel_scale())
         self._repair()
 
     def _margin_drift(self) -> float:
@@ -854,24 +1038,35 @@ class IncrementalSVM(OnlineSolver):
         gS -= self._offset
         return float(np.abs(gS).max())
 
-    def _after_update(self) -> None:
+    def _after_update(self) -> bool:
         """Drift control: probe R·Q~ ≈ I and the exact margins of S; re-sync when they drift,
-        after an ill-conditioned inverse update, or every ``resync_every`` updates."""
+        after an ill-conditioned inverse update, or every ``resync_every`` updates.
+
+        Returns whether anything may have changed since the last check (a step, a re-sync)."""
         self._since_sync += 1
         self._since_probe += 1
         if not self._moved and not self._resync_pending and self._since_sync < self.resync_every:
-            return  # nothing but a new O example: no margin or inverse has changed
+            return False  # nothing but a new O example: no margin or inverse has changed
         self._moved = False
-        drift = 0.0
+        drifted = False
+        self._drift_measured = None
         if self._since_probe >= self.probe_every:
             self._since_probe = 0
-            drift = max(self._probe_drift(), self._margin_drift() / max(1.0, self.C * self._kernel_scale()))
-        if self._resync_pending or self._since_sync >= self.resync_every or drift > 1e-8:
+            # the margins of S must be 0: relative to their scale, and never by as much as the
+            # gap the step is allowed to leave (with C K(x, x) large the relative test alone
+            # would let the margins drift by more than tol)
+            margin = self._margin_drift()
+            allowed = self._gap_allowed()
+            drifted = (self._probe_drift() > 1e-8 or margin > 1e-8 * max(1.0, self.C * self._kernel_scale())
+                       or margin > 0.5 * allowed or self._g_err > 0.25 * allowed)
+            self._drift_measured = margin
+        if self._resync_pending or self._since_sync >= self.resync_every or drifted:
             self._resync()
             if self._resync_pending:  # the repair inside needed an ill-conditioned update itself
                 self._resync()
         elif self._violations().max(initial=0.0) > self._repair_tol():
             self._repair()
+        return True
 
     # -------------------------------------------------------- the contract
     def _gap_maintained(self) -> float:
@@ -894,14 +1089,89 @@ class IncrementalSVM(OnlineSolver):
             return 0.0
         return max(0.0, g_up - g_down)
 
+    def _inexact(self, what: str) -> str:
+        """Stop what cannot be done exactly in floating point with status "inexact" (warned)."""
+        self._last_status = "inexact"
+        return self._not_tau_optimal(what)
+
+    def _gap_allowed(self, sum_a: float | None = None) -> float:
+        """tol, or the rounding level of the margins where that is larger (as in the active-set
+        solver): they sum terms a_j K_ij, b and 1, each known to about eps of its size."""
+        if sum_a is None:
+            sum_a = float(self._pa[: self._nL].sum())
+        return max(self.tol, 2e4 * _EPS * max(1.0, abs(self._b), sum_a * self._kernel_scale()))
+
+    def _certify(self, what: str, changed: bool = True) -> str:
+        """End of a learn / unlearn: a finite model, and status "ok" only with the KKT gap within tol.
+
+        Exact in exact arithmetic, the steps can still lose the optimum to rounding when the
+        bordered kernel matrix is near singular beyond what ``kappa_tol`` detects.  When the
+        (maintained) largest violating pair exceeds ``_gap_allowed()`` (or the equality, the
+        exact margins of S or the margins' rounding bound say the maintained state cannot be
+        trusted), margins and R are recomputed from scratch and the violators driven back
+        (``_resync``, twice at most); if that does not help the step reports "inexact" with a
+        ConvergenceWarning.  A non-finite coefficient, bias or margin raises ``NumericalError``.
+        Returns a message ("" if none).
+        """
+        if not changed and self._exact:
+            return ""  # (a new O example: the model did not change)
+        nL = self._nL
+        for attempt in range(3):
+            sum_a = float(self._pa[:nL].sum())  # (not finite if any a_i is not)
+            if not math.isfinite(sum_a + self._b) or self._last_status != "ok" or self._certified(sum_a):
+                break
+            if attempt == 2:
+                return self._inexact(f"{what}: the KKT gap ({self._gap_checked:.3g}), sum_i y_i a_i (off by "
+                                     f"{self.equality_residual():.3g}) or the margins are not within tol "
+                                     f"{self.tol:g} after recomputing the margins and R from scratch")
+            # (a second re-sync starts from the smaller numbers the first one left)
+            self._resync()
+            self._gap_checked = None
+        if not math.isfinite(float(self._pa[:nL].sum()) + self._b + float(self._pg[:nL].sum())):
+            raise NumericalError(f"{self.name}: {what} produced a non-finite coefficient, bias or margin")
+        return ""
+
+    def _certified(self, sum_a: float) -> bool:
+        """The maintained largest violating pair, sum_i y_i a_i = target, the margins' rounding bound
+        and the exact margins of S (which the steps set to 0) are all within what a step may leave
+        (``_gap_allowed``)."""
+        allowed = self._gap_allowed(sum_a)
+        self._gap_checked = self._gap_maintained()
+        if not (self._gap_checked <= allowed and self._g_err <= 0.25 * allowed
+                and self.equality_residual() <= 1e3 * _EPS * sum_a):
+            return False
+        drift = self._margin_drift() if self._drift_measured is None else self._drift_measured
+        return drift <= 0.5 * allowed
+
+    def _kkt_applies(self) -> bool:
+        """Whether the KKT conditions (and the gap) describe the current model (see the one-class variant)."""
+        return True
+
+    def finish(self) -> StepResult:
+        """Nothing to do after a learn / unlearn that ended with status "ok": the solution is exact.
+
+        After one that stopped at its iteration cap or ended "inexact", the margins and R are
+        recomputed from scratch, every violator is driven back (``_resync``) and the result is
+        checked again (status "ok", or "inexact" / "max_iter" with a warning).
+        """
+        if self._exact or self._nL == 0 or not self._kkt_applies():
+            return StepResult(status="unchanged", message="solution already exact",
+                              kkt_gap=self._gap_maintained() if self._kkt_applies() else 0.0)
+        self._last_status, self._last_cases, self._gap_checked = "ok", [], None
+        with StepTimer(self) as tm:
+            self._resync()
+            msg = self._certify("finish")
+        return self._result(tm, 0, msg, None)
+
     def _result(self, timer: StepTimer, iters: int, msg: str, p: int | None, **extra) -> StepResult:
         status = self._last_status
+        self._exact = status == "ok"
         info = dict(n_S=self._m, n_E=int(np.count_nonzero(self._pst[: self._nL] == SET_E)),
                     n_learned=self._nL, cases=list(self._last_cases), **extra)
         if p is not None and p < self._nL:
             info["set"] = _SET_NAMES[int(self._pst[p])]
-        return timer.result(status=status, iterations=iters, kkt_gap=self._gap_maintained(),
-                            message=msg, extra=info)
+        gap = self._gap_maintained() if self._gap_checked is None else self._gap_checked  # (one O(n) pass)
+        return timer.result(status=status, iterations=iters, kkt_gap=gap, message=msg, extra=info)
 
     def _evict_for_window(self) -> tuple[int, list]:
         """§6.1: unlearn the least relevant example (smallest a_i, ties → oldest)."""
@@ -920,7 +1190,7 @@ class IncrementalSVM(OnlineSolver):
         example a full window unlearned first.
         """
         i, y = self._check_learnable(i, y)
-        self._last_status, self._last_cases = "ok", []
+        self._last_status, self._last_cases, self._gap_checked = "ok", [], None
         with StepTimer(self) as tm:
             iters, evicted = 0, []
             if self.max_learned is not None and self._nL >= self.max_learned:
@@ -938,7 +1208,8 @@ class IncrementalSVM(OnlineSolver):
                 iters += it
                 if self._pst[p] == SET_CAND:
                     self._pst[p] = SET_E if self._pa[p] >= self.C else SET_O
-            self._after_update()
+            changed = self._after_update()
+            msg = msg or self._certify(f"learn of example {i}", changed)
         p = int(self._pos_of[i])
         return self._result(tm, iters, msg, p, evicted=evicted)
 
@@ -977,10 +1248,11 @@ class IncrementalSVM(OnlineSolver):
         The result equals training without ``i`` (up to rounding).
         """
         i = self._check_unlearnable(i)
-        self._last_status, self._last_cases = "ok", []
+        self._last_status, self._last_cases, self._gap_checked = "ok", [], None
         with StepTimer(self) as tm:
             iters, msg = self._remove(i)
-            self._after_update()
+            changed = self._after_update()
+            msg = msg or self._certify(f"unlearn of example {i}", changed)
         return self._result(tm, iters, msg, None, removed=i)
 
     def decision_function(self, idx=None, X: np.ndarray | None = None) -> np.ndarray:
@@ -1077,7 +1349,7 @@ class IncrementalSVM(OnlineSolver):
             "seq": self._pseq[:nL].copy(), "S": self._Spos[:m].astype(np.int64),
             "R": self._R.copy(),
             "scalars": np.array([self._b, self._seq, self._since_sync, self._since_probe, self._n_resync,
-                                 self.C], dtype=np.float64),
+                                 self.C, float(self._exact)], dtype=np.float64),
         }
 
     def _load_state_arrays(self, arrays: dict[str, np.ndarray], meta: dict) -> None:
@@ -1106,6 +1378,7 @@ class IncrementalSVM(OnlineSolver):
         self._b = float(sc[0])
         self._seq, self._since_sync, self._since_probe, self._n_resync = (int(v) for v in sc[1:5])
         self.C = float(sc[5])
+        self._exact = bool(sc[6]) if len(sc) > 6 else True  # (older states were saved exact)
         self._m = m
         self._Spos[:m] = S
         self._slot[S] = np.arange(m)
@@ -1118,12 +1391,21 @@ class IncrementalSVM(OnlineSolver):
 
 
 class IncrementalOneClassSVM(IncrementalSVM):
-    """Incremental one-class SVM (Laskov et al. 2006, §3, eqs. 23–24, Algorithm 2).
+    """Incremental one-class SVM: the incremental machinery of Laskov et al. (2006, §3,
+    Algorithm 2) applied to the nu-one-class SVM of Schölkopf et al. (2001).
 
     Dual:  min_a 1/2 a^T K a   s.t.  0 <= a_i <= C,  sum_i a_i = 1,
     with C = 1/(nu n).  The margins are g_i = sum_j K_ij a_j + mu, and the same
-    S/E/O machinery as the binary solver applies with every y_i = +1 (eq. 24).
+    S/E/O machinery as the binary solver applies with every y_i = +1.
     ``learn(i)`` takes no label: it learns an unlabelled example of the store.
+
+    This class does not implement the paper's eq. 23; it solves the
+    nu-one-class SVM dual above.  The hypersphere form of the one-class problem
+    (support vector data description) adds the linear term
+    -sum_i a_i K(x_i, x_i) to that objective; with sum_i a_i = 1 the term is a
+    constant when K(x, x) is the same for every x, so for the rbf kernel the
+    two have the same solution, while for the linear and polynomial kernels
+    they differ.
 
     Sign convention (as scikit-learn's ``OneClassSVM``):
     ``decision_function(x) = sum_i a_i K(x_i, x) - rho`` with rho = -mu, so it is
@@ -1188,7 +1470,7 @@ class IncrementalOneClassSVM(IncrementalSVM):
         """Learn unlabelled example ``i`` (``y`` is ignored; kept for the common signature)."""
         i, _ = self._check_learnable(i, 1.0)
         self._fix_C()
-        self._last_status, self._last_cases = "ok", []
+        self._last_status, self._last_cases, self._gap_checked = "ok", [], None
         with StepTimer(self) as tm:
             iters, evicted, msg = 0, [], ""
             if self.max_learned is not None and self._nL >= self.max_learned:
@@ -1235,11 +1517,16 @@ class IncrementalOneClassSVM(IncrementalSVM):
                     if self._pst[p] == SET_CAND:
                         self._pst[p] = SET_E if self._pa[p] >= self.C else SET_O
             if self._nL >= n0:
-                self._after_update()
+                changed = self._after_update()
+                msg = msg or self._certify(f"learn of example {i}", changed)
         return self._result(tm, iters, msg, int(self._pos_of[i]), evicted=evicted)
 
     def _snap_single_class(self) -> None:
         """Not applicable: every example of the one-class problem has y = +1."""
+
+    def _kkt_applies(self) -> bool:
+        """Below ceil(1/C) learned examples every a_i = C and no KKT point exists yet."""
+        return self._nL >= self._n_feasible()
 
     def _remove(self, i: int) -> tuple[int, str]:
         if self._nL - 1 >= self._n_feasible():
@@ -1254,11 +1541,12 @@ class IncrementalOneClassSVM(IncrementalSVM):
 
     def unlearn(self, i: int) -> StepResult:
         i = self._check_unlearnable(i)
-        self._last_status, self._last_cases = "ok", []
+        self._last_status, self._last_cases, self._gap_checked = "ok", [], None
         with StepTimer(self) as tm:
             iters, msg = self._remove(i)
             if self._nL >= self._n_feasible():
-                self._after_update()
+                changed = self._after_update()
+                msg = msg or self._certify(f"unlearn of example {i}", changed)
         return self._result(tm, iters, msg, None, removed=i)
 
     @property

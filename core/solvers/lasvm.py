@@ -710,8 +710,10 @@ class LASVM(OnlineSolver):
         shrink_every = max(10, min(self._n, 1000))
         since_shrink = 0
         unshrunk_near = False
+        passes = 0  # (every pass counts towards the cap, also one that takes no step)
         while True:
-            if its_done + its >= self.max_iter:
+            passes += 1
+            if its_done + its >= self.max_iter or passes > self.max_iter:
                 self._unshrink()
                 self._set_bias(*self._extremes())
                 return its, "max_iter", self._iteration_cap(what, its_done + its)
@@ -733,12 +735,19 @@ class LASVM(OnlineSolver):
                 unshrunk_near = True
             if not stepped and self._delta > self.tol:  # cannot happen; guards an endless loop
                 return its, "ok", "no tau-violating pair although delta > tau"
+            if not stepped and not self._delta <= self.tol:  # delta is NaN: no step will ever be taken
+                self._unshrink()
+                return its, "max_iter", self._iteration_cap(f"{what} (delta is {self._delta})", its_done + its)
 
     def _finish_loop(self) -> tuple[int, str, str, int]:
         its = 0
         rounds = 0
         check = _FinalCheck(self) if self.final_check and self.learned_order else None
+        passes = 0
         while True:
+            passes += 1
+            if passes > self.max_iter:  # (each pass normally takes steps; a cap that NaN cannot defeat)
+                return its, "max_iter", self._iteration_cap("finishing", its), rounds
             n_rep, status, msg = self._reprocess_until_tau("finishing", its)
             its += n_rep
             if status != "ok":
