@@ -1,80 +1,81 @@
-"""``OnlineSVC``: any MarginLab solver behind scikit-learn's classifier conventions.
+"""``OnlineSVC``: any MarginLab solver behind scikit-learn's classifier API.
 
 >>> clf = OnlineSVC(solver="incremental", C=10.0, random_state=0).fit(X, y)   # doctest: +SKIP
 >>> clf.predict(X_test), clf.decision_function(X_test), clf.n_support_         # doctest: +SKIP
 >>> clf.partial_fit(X_more, y_more).unlearn(3)                                 # doctest: +SKIP
 
-scikit-learn is not required.  Conventions followed: ``__init__`` only stores
-its parameters; ``get_params``/``set_params``; fitted attributes end in an
-underscore; ``classes_`` holds the two label values in sorted order and
-``classes_[1]`` is the positive class (+1 to the solver); ``dual_coef_`` holds
-a_i y_i with that sign convention.
+``OnlineSVC`` is a scikit-learn estimator (``BaseEstimator`` + ``ClassifierMixin``):
+input is checked with scikit-learn's own validation utilities, it declares
+itself binary-only in its tags, and ``sklearn.utils.estimator_checks.check_estimator``
+passes for every solver.  scikit-learn supplies the conventions and the checks
+only; the model is always learned by a MarginLab solver.
 
-Positions.  Every training example gets a *position*: its place in the order
-in which it was given to the solver (``fit`` shuffles the training set with
-``random_state`` first; ``partial_fit`` appends in the order given).
-``support_`` and ``unlearn(k)`` speak of positions; ``learning_order_[k]``
-is the row of the training data (counted over all ``partial_fit`` calls)
-that sits at position k.  Internally the position is the solver's data-store
-index.
+Labels: ``classes_`` holds the two label values in sorted order (any two
+values: ints, strings, ...); ``classes_[1]`` is the positive class (+1 to the
+solver) and ``dual_coef_`` holds a_i y_i with that sign convention.
+
+Rows.  As in scikit-learn's ``SVC``, ``support_`` holds row indices into the
+training data: the X given to ``fit``, or the rows of every ``partial_fit``
+call since the first, counted on (the second call's first row is
+``len(X_first)``).  ``unlearn(i)`` takes such a row index.  This holds by
+construction: the solver's data store holds the training rows in that order
+(store index = row index), and ``fit`` only *learns* them in a random order
+(seeded by ``random_state``), which ``learning_order_`` records.
 """
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
+from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.exceptions import NotFittedError
+from sklearn.utils.multiclass import check_classification_targets, type_of_target
+from sklearn.utils.validation import check_is_fitted, validate_data
 
 from core.solvers import SOLVER_NAMES, make_solver, solver_class
 from core.solvers.base import OnlineSolver, StepResult
 
+# Sparse formats the solvers' data store takes as they are (scipy.sparse), e.g. ("csr",).
+# Empty: dense input only, and scikit-learn's validate_data refuses sparse input with a
+# TypeError that says so.  This one switch drives every validate_data call and the
+# input_tags.sparse tag, so that check_estimator tests whichever is declared; X is passed
+# to the solver exactly as validate_data returns it (no densifying in this module).
+SPARSE_FORMATS: tuple[str, ...] = ()
 
-class NotFittedError(ValueError, AttributeError):
-    """The estimator is used before ``fit`` or ``partial_fit`` (as scikit-learn's)."""
+
+def _accept_sparse() -> list[str] | bool:
+    return list(SPARSE_FORMATS) if SPARSE_FORMATS else False
 
 
-def _check_X(X, n_features: int | None = None, what: str = "X") -> np.ndarray:
+def _first_non_finite(values, name: str) -> str:
+    """Where the first NaN/inf of ``values`` is ('' if it cannot be located), for an error message."""
     try:
-        X = np.asarray(X, dtype=np.float64)
-    except (TypeError, ValueError) as exc:
-        raise ValueError(f"{what} must be numeric: {exc}") from None
-    if X.ndim == 1:
-        raise ValueError(f"{what} must be two-dimensional (n_samples, n_features); got a 1-D array of "
-                         f"{X.shape[0]} values — reshape it with X.reshape(-1, 1) or X.reshape(1, -1)")
-    if X.ndim != 2:
-        raise ValueError(f"{what} must be two-dimensional, got shape {X.shape}")
-    if X.shape[1] == 0:
-        raise ValueError(f"{what} has no features")
-    bad = ~np.isfinite(X)
-    if bad.any():
-        i, j = (int(v) for v in np.argwhere(bad)[0])
-        raise ValueError(f"{what} contains a non-finite value ({X[i, j]}) at row {i}, column {j}")
-    if n_features is not None and X.shape[1] != n_features:
-        raise ValueError(f"{what} has {X.shape[1]} features, but the model was fitted with {n_features}")
-    return X
-
-
-def _check_y(y, n: int) -> np.ndarray:
-    y = np.asarray(y)
-    if y.ndim != 1:
-        y = y.reshape(-1) if y.ndim == 2 and 1 in y.shape else y
-    if y.ndim != 1:
-        raise ValueError(f"y must be one-dimensional, got shape {y.shape}")
-    if len(y) != n:
-        raise ValueError(f"X has {n} rows but y has {len(y)} labels")
-    if y.dtype.kind == "f" and not np.isfinite(y).all():
-        i = int(np.flatnonzero(~np.isfinite(y))[0])
-        raise ValueError(f"y contains a non-finite value ({y[i]}) at position {i}")
-    if y.dtype.kind == "O" and any(v is None for v in y):
-        raise ValueError("y contains None")
-    return y
+        if hasattr(values, "tocoo"):  # scipy.sparse: only the stored entries can be non-finite
+            coo = values.tocoo()
+            bad = np.flatnonzero(~np.isfinite(coo.data))
+            if len(bad) == 0:
+                return ""
+            order = np.lexsort((coo.col[bad], coo.row[bad]))
+            k = bad[order[0]]
+            return f"first at row {int(coo.row[k])}, column {int(coo.col[k])}: {coo.data[k]}"
+        columns = getattr(values, "columns", None)
+        arr = np.asarray(values, dtype=np.float64)
+        bad = np.argwhere(~np.isfinite(arr))
+        if len(bad) == 0:
+            return ""
+        if arr.ndim == 1:
+            return f"first at position {int(bad[0][0])}: {arr[tuple(bad[0])]}"
+        i, j = (int(v) for v in bad[0][:2])
+        column = f"column {j}" + (f" ({columns[j]!r})" if columns is not None else "")
+        return f"first at row {i}, {column}: {arr[i, j]}"
+    except (TypeError, ValueError):
+        return ""
 
 
 def _describe(values) -> str:
     return ", ".join(repr(v.item() if hasattr(v, "item") else v) for v in values)
 
 
-class OnlineSVC:
+class OnlineSVC(ClassifierMixin, BaseEstimator):
     """Binary support vector classifier learned one example at a time by a MarginLab solver.
 
     Parameters
@@ -91,6 +92,18 @@ class OnlineSVC:
     random_state : seed of the learning order and of the solver's own randomness.
     degree, coef0 : polynomial-kernel parameters.
     solver_params : extra keyword arguments for the solver (e.g. ``cache_bytes``, ``max_iter``).
+
+    Attributes
+    ----------
+    classes_ : the two labels, sorted; ``classes_[1]`` is the positive class.
+    support_ : row indices of the support vectors into the training data (see
+        the module docstring), grouped by class as in ``SVC`` (``classes_[0]``
+        first), ascending within a class.
+    support_vectors_, dual_coef_ (a_i y_i, shape (1, n_SV)), intercept_ (shape (1,)),
+    n_support_ (per class, in the order of ``classes_``), dual_objective_,
+    n_kernel_evals_, kkt_gap_, n_features_in_ (and feature_names_in_ for a DataFrame).
+    learning_order_ : row indices in the order they were first learned.
+    solver_ : the MarginLab solver; step_results_ : its step records.
     """
 
     def __init__(self, solver: str = "lasvm", kernel: str = "rbf", C: float = 1.0, gamma: float | str = "scale",
@@ -107,126 +120,142 @@ class OnlineSVC:
         self.coef0 = coef0
         self.solver_params = solver_params
 
-    # -- parameters --------------------------------------------------------
-    _PARAM_NAMES = ("solver", "kernel", "C", "gamma", "tol", "epochs", "random_state", "degree", "coef0",
-                    "solver_params")
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.classifier_tags.multi_class = False  # binary only: fit refuses a third class
+        tags.input_tags.sparse = bool(SPARSE_FORMATS)
+        return tags
 
-    def get_params(self, deep: bool = True) -> dict[str, Any]:
-        return {name: getattr(self, name) for name in self._PARAM_NAMES}
+    def __sklearn_is_fitted__(self) -> bool:
+        return hasattr(self, "solver_")
 
-    def set_params(self, **params) -> OnlineSVC:
-        for name, value in params.items():
-            if name not in self._PARAM_NAMES:
-                raise ValueError(f"invalid parameter {name!r} for OnlineSVC; valid: {', '.join(self._PARAM_NAMES)}")
-            setattr(self, name, value)
-        return self
+    # -- input -----------------------------------------------------------------
+    def _validate(self, X, y="no_validation", *, reset: bool):
+        """scikit-learn's ``validate_data``; a NaN/inf message also says where the first one is."""
+        try:
+            return validate_data(self, X, y, reset=reset, accept_sparse=_accept_sparse(), dtype=np.float64)
+        except ValueError as exc:
+            message = str(exc)
+            for name, values in (("X", X), ("y", y)):
+                if message.startswith(f"Input {name} contains") and not isinstance(values, str):
+                    where = _first_non_finite(values, name)
+                    if where:  # on the first line, which says what is wrong
+                        first, _, rest = message.partition("\n")
+                        raise ValueError(f"{first.rstrip('.')} ({where}).\n{rest}".rstrip()) from exc
+            raise
 
-    def __repr__(self) -> str:
-        defaults = OnlineSVC().get_params()
-        changed = [f"{k}={v!r}" for k, v in self.get_params().items() if v != defaults[k]]
-        return f"OnlineSVC({', '.join(changed)})"
+    @staticmethod
+    def _check_two_classes(labels, what: str) -> np.ndarray:
+        """The sorted distinct labels, which must be two: the message names what was found."""
+        target_type = type_of_target(labels, input_name="y")
+        found = np.unique(labels)
+        if target_type != "binary":
+            raise ValueError(f"Only binary classification is supported. The type of the target is {target_type}: "
+                             f"{what} has {len(found)} classes ({_describe(found[:10])}"
+                             f"{', ...' if len(found) > 10 else ''}); OnlineSVC learns exactly two")
+        if len(found) != 2:
+            raise ValueError(f"{what} has only one class ({_describe(found)}); OnlineSVC needs two classes"
+                             + (" (or pass classes=[negative, positive] on the first partial_fit call)"
+                                if what == "the first partial_fit batch" else ""))
+        return found
 
-    # -- fitting -------------------------------------------------------------
-    def _new_solver(self, X: np.ndarray) -> OnlineSolver:
+    def _new_solver(self, X) -> OnlineSolver:
         if not isinstance(self.solver, str):
             raise ValueError(f"solver must be a name ({', '.join(SOLVER_NAMES)}), got {self.solver!r}")
-        if int(self.epochs) != self.epochs or self.epochs < 1:
+        if (isinstance(self.epochs, bool) or not isinstance(self.epochs, (int, np.integer, float, np.floating))
+                or not float(self.epochs).is_integer() or self.epochs < 1):
             raise ValueError(f"epochs must be a positive integer, got {self.epochs!r}")
+        if self.solver_params is not None and not isinstance(self.solver_params, dict):
+            raise ValueError(f"solver_params must be a dict of solver keyword arguments or None, "
+                             f"got {self.solver_params!r}")
         solver_class(self.solver)  # unknown names and import errors surface here, before any work
         params = dict(kernel=self.kernel, C=self.C, gamma=self.gamma, degree=self.degree, coef0=self.coef0,
                       tol=self.tol, random_state=self.random_state)
         params.update(self.solver_params or {})
         return make_solver(self.solver, X, **params)
 
-    def _encode(self, y: np.ndarray) -> np.ndarray:
-        """Labels as -1/+1 (classes_[1] -> +1); unknown values are an error."""
-        pos = y == self.classes_[1]
-        neg = y == self.classes_[0]
+    @staticmethod
+    def _encode(y: np.ndarray, classes: np.ndarray) -> np.ndarray:
+        """Labels as -1/+1 (classes[1] -> +1); values that are not one of the classes are an error."""
+        pos = y == classes[1]
+        neg = y == classes[0]
         unknown = ~(pos | neg)
         if unknown.any():
-            raise ValueError(f"y contains {_describe(np.unique(y[unknown])[:5])}, not one of the classes "
-                             f"({_describe(self.classes_)})")
+            first = int(np.flatnonzero(unknown)[0])
+            raise ValueError(f"y contains {_describe(np.unique(y[unknown])[:5])} (first at position {first}), "
+                             f"not one of the classes ({_describe(classes)})")
         return np.where(pos, 1.0, -1.0)
 
-    def _learn_range(self, first: int, signs: np.ndarray) -> None:
-        for k, s in enumerate(signs):
-            self.step_results_.append(self.solver_.learn(first + k, float(s)))
-
+    # -- fitting -----------------------------------------------------------------
     def fit(self, X, y) -> OnlineSVC:
         """Learn (X, y) from scratch: one example at a time in a random order seeded by ``random_state``.
 
-        A solver with a batch path (``active-set``: ``learn_many``) learns the
-        permuted set in one call (a model as exact, to the same tolerance).
+        The solver's store holds X in row order; only the learning order is
+        shuffled.  A solver with a batch path (``active-set``: ``learn_many``)
+        learns the shuffled set in one call (a model as exact, to the same tolerance).
         """
-        X = _check_X(X)
-        y = _check_y(y, len(X))
-        classes = np.unique(y)
-        if len(classes) != 2:
-            what = "only one class" if len(classes) == 1 else f"{len(classes)} classes"
-            raise ValueError(f"y has {what} ({_describe(classes[:10])}); OnlineSVC needs exactly two")
+        X, y = self._validate(X, y, reset=True)
+        check_classification_targets(y)
+        classes = self._check_two_classes(y, "y")
         rng = np.random.default_rng(self.random_state)
-        order = rng.permutation(len(X))
-        solver = self._new_solver(X[order])
-        self._reset(classes)
+        order = rng.permutation(X.shape[0]).astype(np.intp)
+        signs = self._encode(y, classes)
+        solver = self._new_solver(X)  # store index = row index of X
+        self.classes_ = classes
         self.solver_ = solver
-        self.n_features_in_ = X.shape[1]
-        self.learning_order_ = order.astype(np.intp)
-        self._n_seen = len(X)
-        signs = self._encode(y[order])
+        self.step_results_: list[StepResult] = []
+        self.learning_order_ = order
         if hasattr(solver, "learn_many"):
-            # a solver with a batch path (active-set) learns the whole permuted set in one call:
+            # a solver with a batch path (active-set) learns the whole shuffled set in one call:
             # as exact as one learn per example (same tolerance), far fewer iterations, one step record
-            self.step_results_.append(solver.learn_many(np.arange(len(X)), signs))
+            self.step_results_.append(solver.learn_many(order, signs[order]))
         else:
-            self._learn_range(0, signs)
+            self._learn(order, signs[order])
         for _ in range(1, int(self.epochs)):
-            for k in rng.permutation(len(X)):
-                if self.solver_.y[k] != 0:  # the solver may have skipped an example
-                    self.step_results_.append(self.solver_.revisit(int(k)))
-        self.step_results_.append(self.solver_.finish())
+            for i in rng.permutation(X.shape[0]):
+                if solver.y[i] != 0:  # the solver may have skipped an example
+                    self.step_results_.append(solver.revisit(int(i)))
+        self.step_results_.append(solver.finish())
         return self
 
-    def _reset(self, classes: np.ndarray) -> None:
-        self.classes_ = np.asarray(classes)
-        self.step_results_: list[StepResult] = []
-        self.n_features_in_ = None
-        self.learning_order_ = np.zeros(0, dtype=np.intp)
-        self._n_seen = 0
+    def _learn(self, rows: np.ndarray, signs: np.ndarray) -> None:
+        for i, s in zip(rows, signs, strict=True):
+            self.step_results_.append(self.solver_.learn(int(i), float(s)))
 
     def partial_fit(self, X, y, classes=None) -> OnlineSVC:
         """Append (X, y) to the training data and learn each example in the order given.
 
         The first call fixes ``classes_``: from ``classes`` if given, else from
         the two values in ``y`` (a first batch with a single class needs
-        ``classes``).  ``partial_fit`` does not run the finishing step; call
-        :meth:`finish` when the solver is LASVM and a tau-optimal model is wanted.
+        ``classes``).  Rows are counted over the calls: this call's rows get
+        the row indices that follow the previous calls' rows.  ``partial_fit``
+        does not run the finishing step; call :meth:`finish` when the solver is
+        LASVM and a tau-optimal model is wanted.
         """
         first_call = not hasattr(self, "solver_")
-        X = _check_X(X, None if first_call else self.n_features_in_)
-        y = _check_y(y, len(X))
+        X, y = self._validate(X, y, reset=first_call)
+        check_classification_targets(y)
+        if classes is not None:
+            classes = np.asarray(classes)
+            check_classification_targets(classes)
+            given = self._check_two_classes(classes, "classes")
         if first_call:
-            given = np.unique(np.asarray(classes)) if classes is not None else np.unique(y)
-            if len(given) != 2:
-                if classes is None and len(given) == 1:
-                    raise ValueError(f"the first partial_fit batch has only one class ({_describe(given)}); "
-                                     "pass classes=[negative, positive] on the first call")
-                raise ValueError(f"OnlineSVC needs exactly two classes, got {len(given)} ({_describe(given[:10])})")
+            given = given if classes is not None else self._check_two_classes(y, "the first partial_fit batch")
+            signs = self._encode(y, given)
             solver = self._new_solver(X)
-            self._reset(given)
-            signs = self._encode(y)
+            self.classes_ = given
             self.solver_ = solver
-            first = 0
+            self.step_results_ = []
+            self.learning_order_ = np.zeros(0, dtype=np.intp)
+            rows = np.arange(X.shape[0], dtype=np.intp)
         else:
-            if classes is not None and not np.array_equal(np.unique(np.asarray(classes)), self.classes_):
-                raise ValueError(f"classes {_describe(np.unique(classes))} differ from the fitted classes_ "
+            if classes is not None and not np.array_equal(given, self.classes_):
+                raise ValueError(f"classes ({_describe(given)}) differ from the fitted classes_ "
                                  f"({_describe(self.classes_)})")
-            signs = self._encode(y)
-            first = int(self.solver_.add_points(X)[0]) if len(X) else self.solver_.n_points
-        self.n_features_in_ = X.shape[1]
-        self.learning_order_ = np.concatenate([self.learning_order_,
-                                               np.arange(self._n_seen, self._n_seen + len(X))]).astype(np.intp)
-        self._n_seen += len(X)
-        self._learn_range(first, signs)
+            signs = self._encode(y, self.classes_)  # before anything is added: a wrong label changes nothing
+            rows = np.asarray(self.solver_.add_points(X), dtype=np.intp)
+        self.learning_order_ = np.concatenate([self.learning_order_, rows])
+        self._learn(rows, signs)
         return self
 
     def finish(self) -> OnlineSVC:
@@ -235,51 +264,47 @@ class OnlineSVC:
         self.step_results_.append(self.solver_.finish())
         return self
 
-    def unlearn(self, k: int) -> OnlineSVC:
-        """Remove the example at position ``k`` (see the module docstring) from the model.
+    def unlearn(self, i: int) -> OnlineSVC:
+        """Remove training row ``i`` (a row index as in ``support_``) from the model.
 
         Exact for ``incremental`` and ``active-set`` (the model equals one trained
-        without it); for the other solvers as documented by the solver.
+        without that row); for the other solvers as documented by the solver.
         """
         self._check_fitted()
-        k = int(k)
-        if not 0 <= k < self.solver_.n_points:
-            raise IndexError(f"position {k} is out of range: {self.solver_.n_points} training examples")
-        self.step_results_.append(self.solver_.unlearn(k))
+        i = int(i)
+        n_rows = self.solver_.n_points
+        if not 0 <= i < n_rows:
+            raise IndexError(f"row {i} is out of range: the model was trained on {n_rows} rows")
+        self.step_results_.append(self.solver_.unlearn(i))
         return self
 
-    # -- prediction ---------------------------------------------------------
+    # -- prediction -----------------------------------------------------------------
     def _check_fitted(self) -> None:
-        if not hasattr(self, "solver_"):
-            raise NotFittedError("this OnlineSVC is not fitted yet; call fit or partial_fit first")
+        check_is_fitted(self, msg="This %(name)s instance is not fitted yet: call 'fit' or 'partial_fit' first.")
 
     def decision_function(self, X) -> np.ndarray:
         """f(x) = sum_i a_i y_i K(x_i, x) + b; positive values predict ``classes_[1]``."""
         self._check_fitted()
-        X = _check_X(X, self.n_features_in_)
+        X = self._validate(X, reset=False)
         return self.solver_.decision_function(X=X)
 
     def predict(self, X) -> np.ndarray:
         scores = self.decision_function(X)
         return self.classes_[(scores > 0).astype(np.intp)]
 
-    def score(self, X, y) -> float:
-        """Mean accuracy on (X, y)."""
-        X = _check_X(X, self.n_features_in_ if hasattr(self, "solver_") else None)
-        y = _check_y(y, len(X))
-        return float(np.mean(self.predict(X) == y))
-
-    # -- fitted attributes (read live from the solver) ------------------------
+    # -- fitted attributes (read live from the solver) ---------------------------------
     def _coefficients(self):
+        """(rows, a_i y_i, b), rows grouped by class as in SVC: classes_[0] (a_i y_i < 0) first."""
         self._check_fitted()
         sv, coef, b = self.solver_.coefficients()
         sv = np.asarray(sv, dtype=np.intp)
-        order = np.argsort(sv, kind="stable")
-        return sv[order], np.asarray(coef, dtype=np.float64)[order], float(b)
+        coef = np.asarray(coef, dtype=np.float64)
+        order = np.lexsort((sv, coef > 0))
+        return sv[order], coef[order], float(b)
 
     @property
     def support_(self) -> np.ndarray:
-        """Positions (learning order) of the support vectors, ascending."""
+        """Row indices of the support vectors into the training data (``classes_[0]``'s first)."""
         return self._coefficients()[0]
 
     @property
@@ -303,6 +328,7 @@ class OnlineSVC:
 
     @property
     def dual_objective_(self) -> float:
+        """W(a) = sum_i a_i - 1/2 sum_ij a_i a_j y_i y_j K(x_i, x_j) over the support vectors."""
         self._check_fitted()
         return float(self.solver_.dual_objective())
 
@@ -317,4 +343,4 @@ class OnlineSVC:
         return float(self.solver_.kkt_gap())
 
 
-__all__ = ["NotFittedError", "OnlineSVC"]
+__all__ = ["NotFittedError", "OnlineSVC", "SPARSE_FORMATS"]
