@@ -136,6 +136,7 @@ import numpy as np
 from scipy.linalg import blas, qr_delete
 
 from core.solvers.base import NumericalError, OnlineSolver, StepResult, StepTimer
+from core.threads import single_threaded_blas
 
 I0, IS, IC, REMOVED = 0, 1, 2, -1  # partition codes per learned example
 _GIVENS_IN_PYTHON = 2  # tails up to this length are rotated in Python (cheaper than the call overhead)
@@ -936,6 +937,7 @@ class ActiveSetSVM(OnlineSolver):
             m = float(np.mean(diag)) if len(diag) else 0.0
             self._rho = m if np.isfinite(m) and m > 0 else 1.0
 
+    @single_threaded_blas
     def learn(self, i: int, y: float) -> StepResult:
         """Learn example i: it enters I0; Step 2 decides whether anything changes."""
         i, y = self._check_learnable(i, y)
@@ -963,6 +965,7 @@ class ActiveSetSVM(OnlineSolver):
         return tm.result(status=status, iterations=its, message=message,
                          extra={"n_free": self._n_s, "n_at_C": self.n_at_upper_})
 
+    @single_threaded_blas
     def learn_many(self, idx, ys) -> StepResult:
         """Learn several examples at once (all enter I0, then one optimisation)."""
         idx = np.asarray(idx, dtype=np.intp).reshape(-1)
@@ -986,6 +989,7 @@ class ActiveSetSVM(OnlineSolver):
         return tm.result(status=status, iterations=its, message=message,
                          extra={"n_free": self._n_s, "n_at_C": self.n_at_upper_})
 
+    @single_threaded_blas
     def unlearn(self, i: int) -> StepResult:
         """Remove example i exactly (see the module docstring).
 
@@ -1054,6 +1058,7 @@ class ActiveSetSVM(OnlineSolver):
             self._settle_bias()
         return its, status, message
 
+    @single_threaded_blas
     def finish(self) -> StepResult:
         """Full pricing: confirm optimality (or continue after an iteration cap)."""
         with StepTimer(self) as tm:
@@ -1134,6 +1139,7 @@ class ActiveSetSVM(OnlineSolver):
                                  float(self._optimal)]),
         }
 
+    @single_threaded_blas
     def _load_state_arrays(self, arrays: dict[str, np.ndarray], meta: dict) -> None:
         self._reset_slots()
         self._slot_of = np.full(len(self.store), -1, dtype=np.intp)
