@@ -577,3 +577,23 @@ def drive(p, mode, krow_p, nL, y, st, g, a, pseq, slot, Spos, yS, Ks, Rw, KLL, w
     fstate[F_GSIZE] = g_size
     fstate[F_GERR] = g_err
     return code
+
+
+def warm_up() -> float:
+    """Compile (or load from Numba's cache) the drive with the argument types the solver passes;
+    returns the seconds it took.  ``make`` runs it once after installing, so that the first label
+    a user gives does not wait for the compiler (several seconds; loading the cache: about one)."""
+    import time
+
+    from core.solvers.incremental import IncrementalSVM
+
+    t0 = time.perf_counter()
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(24, 2))
+    y = np.where(X[:, 0] + 0.3 * rng.normal(size=24) > 0, 1.0, -1.0)
+    s = IncrementalSVM(X, kernel="rbf", C=10.0, gamma=0.5)
+    for i in range(len(X)):
+        s.learn(i, y[i])
+    s.unlearn(0)
+    return time.perf_counter() - t0
+
