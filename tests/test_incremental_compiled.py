@@ -306,3 +306,26 @@ def test_an_exact_tie_between_two_events_reaches_the_same_optimum():
     learned = models[0].labelled_
     sol = dense_svm_dual(models[0].kernel(X[learned], X[learned]), y[learned], 0.5)
     assert rel_close(models[0].dual_objective(), sol.objective, 1e-6)
+
+
+@pytest.mark.parametrize("kernel,C", [("rbf", 1.0), ("linear", 100.0)])
+def test_compiled_checks_equal_the_numpy_ones_on_the_same_state(kernel, C):
+    # the drift probes, the largest maintained violation and the maintained gap that end every
+    # learn / unlearn, computed both ways on one state (perturbed so that none of them is 0)
+    X, y = two_blobs(70, seed=12, d=3)
+    s = IncrementalSVM(X, kernel=kernel, C=C, gamma=0.5)
+    for i in range(60):
+        s.learn(i, y[i])
+    assert s._m > 2
+    rng = np.random.default_rng(0)
+    nL = s._nL
+    s._pg[:nL] += 1e-6 * rng.normal(size=nL)
+    s._R = s._R + 1e-9 * rng.normal(size=s._R.shape)
+    s._b += 1e-7
+    values = {}
+    for flag in (True, False):
+        s.compiled = flag
+        values[flag] = (s._margin_drift(), s._probe_drift(), s._max_violation(), s._gap_maintained())
+    for compiled_value, numpy_value in zip(values[True], values[False], strict=True):
+        assert compiled_value > 0
+        assert compiled_value == pytest.approx(numpy_value, rel=1e-9)

@@ -579,6 +579,94 @@ def drive(p, mode, krow_p, nL, y, st, g, a, pseq, slot, Spos, yS, Ks, Rw, KLL, w
     return code
 
 
+# ---- the checks after a learn / unlearn (``_after_update``, ``_certify``): one compiled pass each
+@njit(cache=True, error_model="numpy")
+def margin_drift(Ks, m, nL, a, y, b, yS, offset):
+    """max_s |g_s| from the stored kernel rows of S (``_margin_drift``)."""
+    worst = 0.0
+    for s in range(m):
+        acc = 0.0
+        for j in range(nL):
+            acc += Ks[s, j] * (a[j] * y[j])
+        gs = (acc + b) * yS[s] - offset
+        if abs(gs) > worst or math.isnan(gs):
+            worst = abs(gs)
+    return worst
+
+
+@njit(cache=True, error_model="numpy")
+def probe_drift(R, Ks, Spos, yS, v, m):
+    """|R Q~ v - v| / |v| for the fixed probe v (``_probe_drift``), Q~ v without forming Q~."""
+    if m == 0:
+        return 0.0
+    n = m + 1
+    u = np.empty(n)
+    u0 = 0.0
+    for t in range(m):
+        u0 += yS[t] * v[t + 1]
+    u[0] = u0
+    for s in range(m):
+        acc = 0.0
+        for t in range(m):
+            acc += Ks[s, Spos[t]] * (yS[t] * v[t + 1])
+        u[s + 1] = (acc + v[0]) * yS[s]
+    worst = 0.0
+    vmax = 0.0
+    for i in range(n):
+        acc = 0.0
+        for j in range(n):
+            acc += R[i, j] * u[j]
+        r = abs(acc - v[i])
+        if r > worst or math.isnan(r):
+            worst = r
+        if abs(v[i]) > vmax:
+            vmax = abs(v[i])
+    return worst / vmax
+
+
+@njit(cache=True, error_model="numpy")
+def max_violation(st, g, nL):
+    """Largest KKT violation of the maintained margins by set (``_violations().max()``)."""
+    worst = 0.0
+    for j in range(nL):
+        c = st[j]
+        gj = g[j]
+        if c == SET_S:
+            v = abs(gj)
+        elif c == SET_E:
+            v = gj
+        elif c == SET_O:
+            v = -gj
+        else:
+            v = 0.0
+        if v > worst or math.isnan(v):
+            worst = v
+    return worst
+
+
+@njit(cache=True, error_model="numpy")
+def gap_maintained(y, a, g, b, offset, C, nL):
+    """LASVM's largest violating pair from the maintained margins (``_gap_maintained``)."""
+    eps = 1e-12 * C
+    g_up = -math.inf
+    g_down = math.inf
+    for j in range(nL):
+        G = b - (g[j] + (offset - 1.0)) * y[j]
+        below = a[j] < C - eps
+        above = a[j] > eps
+        if y[j] > 0:
+            up, down = below, above
+        else:
+            up, down = above, below
+        if up and G > g_up:
+            g_up = G
+        if down and G < g_down:
+            g_down = G
+    if g_up == -math.inf or g_down == math.inf:
+        return 0.0
+    return max(0.0, g_up - g_down)
+
+
 def warm_up() -> float:
     """Compile (or load from Numba's cache) the drive with the argument types the solver passes;
     returns the seconds it took.  ``make`` runs it once after installing, so that the first label

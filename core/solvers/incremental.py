@@ -1050,6 +1050,9 @@ class IncrementalSVM(OnlineSolver):
         if len(self._probe) < m + 1:
             n = max(2 * len(self._probe), m + 1)
             self._probe = np.cos(np.arange(n) * 1.234567 + 0.5)  # fixed, max |v| > 0.87 from n = 1
+        jit = self._compiled_checks()
+        if jit is not None:
+            return float(jit.probe_drift(self._R, self._Ks, self._Spos, self._yS, self._probe, m))
         v = self._probe[: m + 1]
         S, yS = self._Spos[:m], self._yS[:m]
         u = np.empty(m + 1)
@@ -1124,6 +1127,9 @@ class IncrementalSVM(OnlineSolver):
         m, nL = self._m, self._nL
         if m == 0:
             return 0.0
+        jit = self._compiled_checks()
+        if jit is not None:
+            return float(jit.margin_drift(self._Ks, m, nL, self._pa, self._py, self._b, self._yS, self._offset))
         coef = self._pa[:nL] * self._py[:nL]
         gS = self._Ks[:m, :nL] @ coef
         gS += self._b
@@ -1157,9 +1163,20 @@ class IncrementalSVM(OnlineSolver):
             self._resync()
             if self._resync_pending:  # the repair inside needed an ill-conditioned update itself
                 self._resync()
-        elif self._violations().max(initial=0.0) > self._repair_tol():
+        elif self._max_violation() > self._repair_tol():
             self._repair()
         return True
+
+    def _max_violation(self) -> float:
+        """``_violations().max()`` (0 with nothing learned)."""
+        jit = self._compiled_checks()
+        if jit is not None:
+            return float(jit.max_violation(self._pst, self._pg, self._nL))
+        return float(self._violations().max(initial=0.0))
+
+    def _compiled_checks(self):
+        """The compiled module when the checks after a step run compiled (``compiled=True``), else None."""
+        return _jit_module() if self.compiled else None
 
     # -------------------------------------------------------- the contract
     def _gap_maintained(self) -> float:
@@ -1167,6 +1184,9 @@ class IncrementalSVM(OnlineSolver):
         nL = self._nL
         if nL == 0:
             return 0.0
+        jit = self._compiled_checks()
+        if jit is not None:
+            return float(jit.gap_maintained(self._py, self._pa, self._pg, self._b, self._offset, self.C, nL))
         y, a, g = self._py[:nL], self._pa[:nL], self._pg[:nL]
         # LASVM's g_i = y_i - sum_j a_j y_j K_ij = b - y_i (g_i + offset - 1); a_i y_i can grow
         # when (y_i > 0, a_i < C) or (y_i < 0, a_i > 0), shrink in the mirrored cases
