@@ -18,8 +18,10 @@ of the symmetric R), where the compiler vectorises them without reordering a
 sum.
 
 The call returns to Python when it needs something only Python has: more room
-in the arrays of S (``GROW``), or a message (iteration cap, a step that cannot
-be taken in floating point).  Its state between calls lives in the small
+in the arrays of S (``GROW``), the kernel row of an example entering S when
+the learned-kernel matrix is not kept (``NEED_ROW``: the step is taken, the
+example's entry into S waits for the row and is done first on the next call),
+or a message (iteration cap, a step that cannot be taken in floating point).  Its state between calls lives in the small
 arrays ``istate`` / ``fstate`` and the watch / blocked / cases buffers.
 """
 
@@ -40,9 +42,11 @@ CASE_NAMES = ("c_margin", "c_bound", "leave", "enter", "residue")
 # the set change of the previous minor iteration (§4.2)
 PREV_NONE, PREV_LEAVE, PREV_ENTER, PREV_BLOCKED = -1, 0, 1, 2
 # return codes
-DONE, CAP, NOSTEP, INEXACT_R, INEXACT_T, GROW = 0, 1, 2, 3, 4, 5
+DONE, CAP, NOSTEP, INEXACT_R, INEXACT_T, GROW, NEED_ROW = 0, 1, 2, 3, 4, 5, 6
 # istate / fstate slots
-I_M, I_ITERS, I_NCASES, I_NBLOCKED, I_MOVED, I_NREFRESH, I_RESYNC, I_PREV_KIND, I_PREV_K, I_PREV_ZERO = range(10)
+(I_M, I_ITERS, I_NCASES, I_NBLOCKED, I_MOVED, I_NREFRESH, I_RESYNC, I_PREV_KIND, I_PREV_K, I_PREV_ZERO,
+ I_PENDING, I_PENDING_ZERO) = range(12)
+N_ISTATE = 12
 F_B, F_GSIZE, F_GERR, F_BAD_T = range(4)
 
 _ILL_CONDITIONED = 1e-4
@@ -197,6 +201,43 @@ def _kappa_of(k, krow, m, y, Spos, yS, Rw, eta, beta_k):
 
 
 @njit(cache=True, error_model="numpy")
+def _enter(k, krow, nL, m, y, st, g, slot, Spos, yS, Ks, Rw, eta, beta_k, kappa_tol):
+    """``IncrementalSVM._enter``: k joins S unless its kappa (eq. 17) is ~0 (dependent on the margin
+    vectors).  Returns (new |S|, entered, R recomputed from scratch)."""
+    refreshed = False
+    if m == 0:
+        return _S_add(k, beta_k, 1.0, krow, nL, m, y, st, g, slot, Spos, yS, Ks, Rw), True, refreshed
+    kappa, ksize = _kappa_of(k, krow, m, y, Spos, yS, Rw, eta, beta_k)
+    if kappa <= _ILL_CONDITIONED * ksize:
+        if refresh_R(Rw, m, Ks, Spos, yS) == 0:
+            refreshed = True
+        kappa, ksize = _kappa_of(k, krow, m, y, Spos, yS, Rw, eta, beta_k)
+    if not math.isfinite(kappa) or kappa <= kappa_tol * max(ksize, 1e-300):
+        return m, False, refreshed
+    m = _S_add(k, beta_k, kappa, krow, nL, m, y, st, g, slot, Spos, yS, Ks, Rw)
+    if kappa <= _ILL_CONDITIONED * ksize:
+        if refresh_R(Rw, m, Ks, Spos, yS) == 0:
+            refreshed = True
+    return m, True, refreshed
+
+
+@njit(cache=True, error_model="numpy")
+def _after_enter(k, entered, watch, blocked, nblocked, st):
+    """Watch list after an entry attempt (§4.2): unblock all when k entered S, else block k."""
+    watch[k] = 0.0
+    if entered:
+        for i in range(nblocked):
+            jb = blocked[i]
+            if st[jb] == SET_E:
+                watch[jb] = 1.0
+            elif st[jb] == SET_O:
+                watch[jb] = -1.0
+        return 0
+    blocked[nblocked] = k
+    return nblocked + 1
+
+
+@njit(cache=True, error_model="numpy")
 def _argmin_first(x, n):
     """np.argmin over x[:n]: the first NaN if there is one, else the first smallest."""
     best = 0
@@ -209,8 +250,8 @@ def _argmin_first(x, n):
 
 
 @njit(cache=True, error_model="numpy")
-def drive(p, mode, krow_p, nL, y, st, g, a, pseq, slot, Spos, yS, Ks, Rw, KLL, watch, blocked, cases,
-          istate, fstate, C, scale, kappa_tol, max_iter, in_seq_order):
+def drive(p, mode, krow_p, nL, y, st, g, a, pseq, slot, Spos, yS, Ks, Rw, KLL, has_kll, row_in, watch, blocked,
+          cases, istate, fstate, C, scale, kappa_tol, max_iter, in_seq_order):
     """Minor iterations of one drive of a_p until it is over or Python is needed (see the module notes)."""
     m = istate[I_M]
     iters = istate[I_ITERS]
@@ -222,6 +263,8 @@ def drive(p, mode, krow_p, nL, y, st, g, a, pseq, slot, Spos, yS, Ks, Rw, KLL, w
     prev_kind = istate[I_PREV_KIND]
     prev_k = istate[I_PREV_K]
     prev_zero = istate[I_PREV_ZERO]
+    pending = istate[I_PENDING]  # an example whose entry into S waited for its kernel row (row_in)
+    pending_zero = istate[I_PENDING_ZERO]
     b = fstate[F_B]
     g_size = fstate[F_GSIZE]
     g_err = fstate[F_GERR]
@@ -248,6 +291,19 @@ def drive(p, mode, krow_p, nL, y, st, g, a, pseq, slot, Spos, yS, Ks, Rw, KLL, w
         if m >= capM or ncases >= cases.shape[0] - 1 or nblocked >= blocked.shape[0] - 1:
             code = GROW
             break
+        if pending >= 0:  # finish the entry of the previous iteration with the row Python computed
+            k = pending
+            m, entered, refreshed = _enter(k, row_in, nL, m, y, st, g, slot, Spos, yS, Ks, Rw, eta, beta_k,
+                                           kappa_tol)
+            if refreshed:
+                n_refresh += 1
+                resync = 1
+            nblocked = _after_enter(k, entered, watch, blocked, nblocked, st)
+            prev_kind = PREV_ENTER
+            prev_k = k
+            prev_zero = pending_zero
+            pending = -1
+            continue
         if iters >= max_iter:
             code = CAP
             break
@@ -528,38 +584,17 @@ def drive(p, mode, krow_p, nL, y, st, g, a, pseq, slot, Spos, yS, Ks, Rw, KLL, w
             prev_zero = zero
             continue
         # _enter: into S unless its kappa (eq. 17) is ~0 (dependent on the margin vectors)
-        krow = KLL[k, :nL]
-        entered = True
-        if m == 0:
-            m = _S_add(k, beta_k, 1.0, krow, nL, m, y, st, g, slot, Spos, yS, Ks, Rw)
-        else:
-            kappa, ksize = _kappa_of(k, krow, m, y, Spos, yS, Rw, eta, beta_k)
-            if kappa <= _ILL_CONDITIONED * ksize:
-                if refresh_R(Rw, m, Ks, Spos, yS) == 0:
-                    n_refresh += 1
-                    resync = 1
-                kappa, ksize = _kappa_of(k, krow, m, y, Spos, yS, Rw, eta, beta_k)
-            if not math.isfinite(kappa) or kappa <= kappa_tol * max(ksize, 1e-300):
-                entered = False
-            else:
-                m = _S_add(k, beta_k, kappa, krow, nL, m, y, st, g, slot, Spos, yS, Ks, Rw)
-                if kappa <= _ILL_CONDITIONED * ksize:
-                    if refresh_R(Rw, m, Ks, Spos, yS) == 0:
-                        n_refresh += 1
-                        resync = 1
-        if entered:
-            watch[k] = 0.0
-            for i in range(nblocked):  # unblock
-                jb = blocked[i]
-                if st[jb] == SET_E:
-                    watch[jb] = 1.0
-                elif st[jb] == SET_O:
-                    watch[jb] = -1.0
-            nblocked = 0
-        else:
-            watch[k] = 0.0
-            blocked[nblocked] = k
-            nblocked += 1
+        if not has_kll:  # its kernel row comes from Python (the kernel layer)
+            pending = k
+            pending_zero = zero
+            code = NEED_ROW
+            break
+        m, entered, refreshed = _enter(k, KLL[k, :nL], nL, m, y, st, g, slot, Spos, yS, Ks, Rw, eta, beta_k,
+                                       kappa_tol)
+        if refreshed:
+            n_refresh += 1
+            resync = 1
+        nblocked = _after_enter(k, entered, watch, blocked, nblocked, st)
         prev_kind = PREV_ENTER
         prev_k = k
         prev_zero = zero
@@ -573,6 +608,8 @@ def drive(p, mode, krow_p, nL, y, st, g, a, pseq, slot, Spos, yS, Ks, Rw, KLL, w
     istate[I_PREV_KIND] = prev_kind
     istate[I_PREV_K] = prev_k
     istate[I_PREV_ZERO] = prev_zero
+    istate[I_PENDING] = pending
+    istate[I_PENDING_ZERO] = pending_zero
     fstate[F_B] = b
     fstate[F_GSIZE] = g_size
     fstate[F_GERR] = g_err

@@ -121,6 +121,13 @@ bound 0" is judged relative to the coefficients themselves, not to C: with a
 large C K(x, x) they can lie many decades below C.  A non-finite reduced
 cost, coefficient or bias raises ``NumericalError`` (never "ok").
 
+**Compiled loops and threads.**  The numerical part of each entering
+iteration (the two triangular solves, the direction, the ratio test) and
+full pricing run as Numba loops (``core.solvers._active_set_jit``); the
+public methods run with one BLAS thread (``core.threads``), so results do not
+depend on the BLAS thread count.  ``finish()`` reports the largest violating
+pair of the maintained gradients; ``kkt_gap()`` recomputes it from scratch.
+
 **Iterations** (``n_iter_``, ``StepResult.iterations``): one per Step 1 solve
 or bordered entering step (each ends at a bound hit or at a reduced optimum).
 ``n_factor_updates_`` counts the rows added to and removed from R,

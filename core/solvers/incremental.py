@@ -79,6 +79,16 @@ Where this implementation adds to or departs from the paper, and why:
   a_c = 0 that reaches the margin first joins O with g_c = 0 (its KKT
   condition holds); otherwise the example of E or O that reaches the margin
   first becomes the first margin vector, R = [[-K_kk, y_k], [y_k, 0]].
+* Compiled minor iterations (``compiled=True``, the default).  A drive's
+  minor iterations cost a few dozen NumPy calls each, whose overhead, not
+  their arithmetic, is the time at the sizes of an active-learning session;
+  ``core.solvers._incremental_jit`` runs the whole drive as one Numba call
+  (the same rules, transcribed), and the checks that end a step as one pass
+  each.  Both paths take the same steps up to rounding; where two events tie
+  exactly (duplicates, two margin vectors moving together), rounding may
+  break the tie differently, and both reach the optimum.  Neither result
+  depends on the BLAS thread count: the compiled loops use no BLAS, and
+  every public method runs with one BLAS thread (``core.threads``).
 * Certified steps.  Exact in exact arithmetic, the recursion can still lose
   the optimum to rounding when the bordered kernel matrix is singular beyond
   what ``kappa_tol`` detects (a nearly constant kernel with a large C, say).
@@ -128,6 +138,7 @@ _KKT_SLACK = 1e-9
 _EPS_BETA = 1e-12
 _EPS = float(np.finfo(float).eps)
 
+_NO_KLL = np.zeros((1, 1))  # stands for the learned-kernel matrix when it is not kept
 _JIT: Any = None  # core.solvers._incremental_jit once imported; False when Numba is not installed
 
 
@@ -255,9 +266,9 @@ class IncrementalSVM(OnlineSolver):
         Run the minor iterations of a drive (Algorithm 1) as one compiled
         call (``core.solvers._incremental_jit``, Numba) instead of one NumPy
         call per operation.  Same steps and set changes, results equal up to
-        rounding; used while the learned-kernel matrix is kept (see
-        ``learned_kernel_bytes``: entering examples read their rows from it)
-        and Numba is installed, the NumPy implementation otherwise.
+        rounding.  The kernel rows of entering examples come from the
+        learned-kernel matrix while it is kept, else from the kernel layer
+        (the compiled call returns for each).
 
     Raises ``IterationLimitError`` only when ``on_max_iter="raise"`` and a
     learn/unlearn needs more than ``max_iter`` minor iterations; otherwise a
@@ -570,7 +581,7 @@ class IncrementalSVM(OnlineSolver):
         the contiguous rows of S (eq. 30), and R is updated in place by BLAS rank-one updates
         (``_S_add``, ``_S_remove``).
         """
-        if self.compiled and self._KLL is not None and _jit_module() is not None:
+        if self.compiled and _jit_module() is not None:
             return self._drive_compiled(p, mode, krow_p)
         drive = self._start_drive(p, mode, krow_p)
         iters = 0
@@ -622,9 +633,11 @@ class IncrementalSVM(OnlineSolver):
         watch = _WATCH.take(st)
         watch[watch * g > _KKT_SLACK] = 0.0
         scale = self._kernel_scale()
-        istate = np.zeros(10, dtype=np.int64)
+        istate = np.zeros(jit.N_ISTATE, dtype=np.int64)
         istate[jit.I_M] = self._m
         istate[jit.I_PREV_KIND] = jit.PREV_NONE
+        istate[jit.I_PENDING] = -1
+        row_in = np.zeros(nL)
         fstate = np.array([self._b, self._g_size, self._g_err, 0.0])
         blocked = np.empty(self._compiled_buffer, dtype=np.intp)
         cases = np.empty(self._compiled_buffer, dtype=np.int64)
@@ -634,12 +647,17 @@ class IncrementalSVM(OnlineSolver):
             cap = len(self._Spos) + 1
             Rw = np.empty((cap, cap))
             Rw[: m + 1, : m + 1] = self._R
+            KLL = self._KLL
             code = jit.drive(p, mode_code, krow_p, nL, self._py[:nL], st, g, self._pa[:nL], self._pseq[:nL],
-                             self._slot[:nL], self._Spos, self._yS, self._Ks, Rw, self._KLL, watch, blocked, cases,
+                             self._slot[:nL], self._Spos, self._yS, self._Ks, Rw,
+                             _NO_KLL if KLL is None else KLL, KLL is not None, row_in, watch, blocked, cases,
                              istate, fstate, self.C, scale, self.kappa_tol, self.max_iter, self._pos_in_seq_order)
             m = int(istate[jit.I_M])
             self._m = m
             self._R = Rw[: m + 1, : m + 1].copy()
+            if code == jit.NEED_ROW:  # an example enters S: its kernel row through the kernel layer
+                row_in[:] = self._learned_row(int(istate[jit.I_PENDING]))
+                continue
             if code != jit.GROW:
                 break
             if m >= len(self._Spos):
