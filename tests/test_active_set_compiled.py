@@ -110,3 +110,20 @@ def test_finish_reports_the_gap_recomputed_from_scratch(kernel, C):
     gap = s.kkt_gap()  # from scratch (not counted)
     assert out.kkt_gap == pytest.approx(gap, abs=1e-9 * max(1.0, C))
     assert out.kkt_gap <= s.tol and s.n_kernel_evals == n_evals
+
+
+def test_move_free_and_add_scaled_match_numpy():
+    rng = np.random.default_rng(8)
+    C = 1.5
+    a = rng.uniform(0, C, size=30)
+    S = rng.permutation(30)[:12].astype(np.intp)
+    dS = rng.normal(size=12) * 3
+    ref = a.copy()
+    ref[S] = np.clip(a[S] + dS * 0.4, 0.0, C)  # (dS *= step; dS += a_S; into the box)
+    jit.move_free(12, S, a, dS, 0.4, C)
+    assert a.tobytes() == ref.tobytes()
+    fc, row = rng.normal(size=40), rng.normal(size=40)
+    ref = fc.copy()
+    ref[:33] += -0.7 * row[:33]
+    jit.add_scaled(fc, 33, -0.7, row)
+    assert fc.tobytes() == ref.tobytes()

@@ -113,6 +113,25 @@ def ratio_test(n, S, a, dS, C, t_S, sigma):
     return best, t_S[best]
 
 
+@njit(cache=True, error_model="numpy")
+def move_free(n, S, a, dS, step, C):
+    """a_s <- a_s + step dS_s for the free set, kept in [0, C] (the bordered Step 1 move)."""
+    for i in range(n):
+        v = a[S[i]] + dS[i] * step
+        if v < 0.0:
+            v = 0.0
+        if v > C:
+            v = C
+        a[S[i]] = v
+
+
+@njit(cache=True, error_model="numpy")
+def add_scaled(out, n, c, row):
+    """out[:n] += c row[:n] (f_out takes a change of one coefficient)."""
+    for i in range(n):
+        out[i] += c * row[i]
+
+
 def warm_up() -> float:
     """Compile (or load from Numba's cache) with the argument types the solver passes (a small
     batch fit, learn and unlearn); returns the seconds it took."""

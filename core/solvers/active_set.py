@@ -879,18 +879,14 @@ class ActiveSetSVM(OnlineSolver):
             # step 0 and, its direction not being > 0, be sent to 0 (y^T a would jump by C).
             pos, t_blk = jit.ratio_test(n, S, self._a, dS_buf, C, t_buf, sigma)
             pos, t_blk = int(pos), float(t_blk)
-            dS = dS_buf[:n]
-            aS = self._a[S]
             t_j = (C - aj) if sigma > 0 else aj
             step = min(t_curv, t_blk, t_j)
             far = C if sigma > 0 else 0.0
             # (ties go to j; "close" relative to C at C, relative to a_j itself at 0)
             reaches_far = step == t_j or abs(aj + sigma * step - far) <= _BOUND_EPS * (C if sigma > 0 else aj)
             aj = far if reaches_far else aj + sigma * step
-            blocker_up = dS[pos] > 0  # (before dS is reused for the new values)
-            dS *= step
-            dS += aS
-            self._a[S] = _into_box(dS, C)
+            blocker_up = dS_buf[pos] > 0
+            jit.move_free(n, S, self._a, dS_buf, step, C)  # a_S += step v_S, in [0, C]
             self.b_ -= sigma * step * c  # the gradient on Is moved by sigma*step*c*y_s: a bias shift
             self._dirty += 1
             if reaches_far:  # j crosses to its other bound without entering Is
@@ -906,7 +902,7 @@ class ActiveSetSVM(OnlineSolver):
             self._a[S[pos]] = C if blocker_up else 0.0
             self._drop_free(pos, at_upper=blocker_up)
         if aj != aj0:
-            self._fc[: self._n_slots] += ((aj - aj0) * yj) * row
+            jit.add_scaled(self._fc, self._n_slots, (aj - aj0) * yj, row)
             self._note_f_out(aj - aj0)
         self._a[j] = aj
         return its
