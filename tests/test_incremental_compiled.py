@@ -333,3 +333,28 @@ def test_compiled_checks_equal_the_numpy_ones_on_the_same_state(kernel, C):
     for compiled_value, numpy_value in zip(values[True], values[False], strict=True):
         assert compiled_value > 0
         assert compiled_value == pytest.approx(numpy_value, rel=1e-9)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 3])
+def test_ill_conditioned_updates_recompute_R_in_python_and_reach_the_same_optimum(seed, monkeypatch):
+    # near-duplicate points (1e-7 apart) and C = 1e4: kappa (eq. 17) is a small difference of large
+    # terms, so R is recomputed from scratch, which the compiled drive hands back to Python
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(40, 2))
+    X[20:] = X[:20] + 1e-7 * rng.normal(size=(20, 2))
+    y = np.where(rng.random(40) < 0.5, 1.0, -1.0)
+    refreshes = []
+    original = IncrementalSVM._refresh_R
+
+    def spy(self):
+        refreshes.append(self.compiled)
+        return original(self)
+
+    monkeypatch.setattr(IncrementalSVM, "_refresh_R", spy)
+    models = [IncrementalSVM(X, kernel="rbf", C=1e4, gamma=0.5, compiled=f) for f in (True, False)]
+    for s in models:
+        for i in range(len(X)):
+            assert s.learn(i, y[i]).status == "ok"
+        assert s.kkt_violation() <= 1e-6 * s.C
+    assert refreshes.count(True) > 0 and refreshes.count(False) > 0
+    assert_same_optimum(*models, rel=1e-9)

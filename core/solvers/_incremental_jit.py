@@ -10,9 +10,12 @@ implementation in ``core/solvers/incremental.py`` (the docstrings there say
 why each rule is what it is); the two agree up to rounding and take the same
 set changes (tests/test_incremental_compiled.py runs both).
 
-Every reduction is an explicit loop in a fixed order and no BLAS is called
-(apart from LAPACK's inverse when R is recomputed), so the result does not
-depend on any thread setting.  The products are written so that their inner
+Every reduction is an explicit loop in a fixed order and no BLAS or LAPACK
+routine is called, so the result does not depend on any thread setting.
+When R must be recomputed from scratch (an ill-conditioned or broken
+recursive update), the call returns and Python does it (``_refresh_R``, the
+same code as the NumPy path): LAPACK's inverse inside compiled code would
+cost every process about a second to load.  The products are written so that their inner
 loops run over contiguous memory (rows of the row-major kernel rows of S and
 of the symmetric R), where the compiler vectorises them without reordering a
 sum.
@@ -21,7 +24,11 @@ The call returns to Python when it needs something only Python has: more room
 in the arrays of S (``GROW``), the kernel row of an example entering S when
 the learned-kernel matrix is not kept (``NEED_ROW``: the step is taken, the
 example's entry into S waits for the row and is done first on the next call),
-or a message (iteration cap, a step that cannot be taken in floating point).  Its state between calls lives in the small
+R recomputed from scratch (``NEED_REFRESH``, at the point where the NumPy path
+recomputes it: before the sensitivities are used, at the end of the
+iteration after an ill-conditioned update, or before an entering example's
+kappa is judged), or a message (iteration cap, a step that cannot be taken
+in floating point).  Its state between calls lives in the small
 arrays ``istate`` / ``fstate`` and the watch / blocked / cases buffers.
 """
 
@@ -42,64 +49,16 @@ CASE_NAMES = ("c_margin", "c_bound", "leave", "enter", "residue")
 # the set change of the previous minor iteration (§4.2)
 PREV_NONE, PREV_LEAVE, PREV_ENTER, PREV_BLOCKED = -1, 0, 1, 2
 # return codes
-DONE, CAP, NOSTEP, INEXACT_R, INEXACT_T, GROW, NEED_ROW = 0, 1, 2, 3, 4, 5, 6
+DONE, CAP, NOSTEP, INEXACT_R, INEXACT_T, GROW, NEED_ROW, NEED_REFRESH = 0, 1, 2, 3, 4, 5, 6, 7
 # istate / fstate slots
-(I_M, I_ITERS, I_NCASES, I_NBLOCKED, I_MOVED, I_NREFRESH, I_RESYNC, I_PREV_KIND, I_PREV_K, I_PREV_ZERO,
- I_PENDING, I_PENDING_ZERO) = range(12)
-N_ISTATE = 12
+(I_M, I_ITERS, I_NCASES, I_NBLOCKED, I_MOVED, I_PREV_KIND, I_PREV_K, I_PREV_ZERO, I_PENDING, I_PENDING_ZERO,
+ I_PENDING_FRESH, I_SENS_FRESH, I_REFRESH) = range(13)
+N_ISTATE = 13
 F_B, F_GSIZE, F_GERR, F_BAD_T = range(4)
 
 _ILL_CONDITIONED = 1e-4
 _EPS_BETA = 1e-12
 _EPS = float(np.finfo(float).eps)
-
-
-@njit(cache=True, error_model="numpy")
-def _all_finite(R, n):
-    for i in range(n):
-        for j in range(n):
-            if not math.isfinite(R[i, j]):
-                return False
-    return True
-
-
-@njit(cache=True, error_model="numpy")
-def refresh_R(Rw, m, Ks, Spos, yS):
-    """R = Q~^{-1} from scratch into Rw[:m+1, :m+1] (``_refresh_R``).
-
-    Returns 0 when R was replaced, 1 when the recursive R was kept (Q~ not invertible,
-    R finite; or S empty) and 2 when no finite R could be had."""
-    if m == 0:
-        return 1
-    n = m + 1
-    Qt = np.empty((n, n))
-    Qt[0, 0] = 0.0
-    for i in range(m):
-        Qt[0, i + 1] = yS[i]
-        Qt[i + 1, 0] = yS[i]
-        for j in range(m):
-            Qt[i + 1, j + 1] = Ks[i, Spos[j]] * (yS[i] * yS[j])
-    ok = True
-    R = Qt
-    try:
-        R = np.linalg.inv(Qt)
-    except Exception:  # noqa: BLE001  (numba: a singular matrix)
-        ok = False
-    if ok and not _all_finite(R, n):
-        ok = False
-    if not ok:
-        if _all_finite(Rw, n):
-            return 1  # keep the recursive R
-        try:
-            R = np.linalg.pinv(Qt)
-        except Exception:  # noqa: BLE001
-            return 2
-        if not _all_finite(R, n):
-            return 2
-    for i in range(n):
-        for j in range(n):
-            Rw[i, j] = R[i, j]
-    return 0
 
 
 @njit(cache=True, error_model="numpy")
@@ -201,24 +160,20 @@ def _kappa_of(k, krow, m, y, Spos, yS, Rw, eta, beta_k):
 
 
 @njit(cache=True, error_model="numpy")
-def _enter(k, krow, nL, m, y, st, g, slot, Spos, yS, Ks, Rw, eta, beta_k, kappa_tol):
+def _enter(k, krow, nL, m, y, st, g, slot, Spos, yS, Ks, Rw, eta, beta_k, kappa_tol, fresh):
     """``IncrementalSVM._enter``: k joins S unless its kappa (eq. 17) is ~0 (dependent on the margin
-    vectors).  Returns (new |S|, entered, R recomputed from scratch)."""
-    refreshed = False
+    vectors).  Returns (new |S|, outcome): 1 entered, 0 not (dependent), -1 R must be recomputed
+    first (kappa is a small difference of large terms; ``fresh``: it has just been), 2 entered
+    and R must be recomputed now (eq. 16 divided by a small kappa)."""
     if m == 0:
-        return _S_add(k, beta_k, 1.0, krow, nL, m, y, st, g, slot, Spos, yS, Ks, Rw), True, refreshed
+        return _S_add(k, beta_k, 1.0, krow, nL, m, y, st, g, slot, Spos, yS, Ks, Rw), 1
     kappa, ksize = _kappa_of(k, krow, m, y, Spos, yS, Rw, eta, beta_k)
-    if kappa <= _ILL_CONDITIONED * ksize:
-        if refresh_R(Rw, m, Ks, Spos, yS) == 0:
-            refreshed = True
-        kappa, ksize = _kappa_of(k, krow, m, y, Spos, yS, Rw, eta, beta_k)
+    if kappa <= _ILL_CONDITIONED * ksize and not fresh:
+        return m, -1
     if not math.isfinite(kappa) or kappa <= kappa_tol * max(ksize, 1e-300):
-        return m, False, refreshed
+        return m, 0
     m = _S_add(k, beta_k, kappa, krow, nL, m, y, st, g, slot, Spos, yS, Ks, Rw)
-    if kappa <= _ILL_CONDITIONED * ksize:
-        if refresh_R(Rw, m, Ks, Spos, yS) == 0:
-            refreshed = True
-    return m, True, refreshed
+    return m, (2 if kappa <= _ILL_CONDITIONED * ksize else 1)
 
 
 @njit(cache=True, error_model="numpy")
@@ -258,8 +213,8 @@ def drive(p, mode, krow_p, nL, y, st, g, a, pseq, slot, Spos, yS, Ks, Rw, KLL, h
     ncases = istate[I_NCASES]
     nblocked = istate[I_NBLOCKED]
     moved_any = istate[I_MOVED]
-    n_refresh = istate[I_NREFRESH]
-    resync = istate[I_RESYNC]
+    pending_fresh = istate[I_PENDING_FRESH]  # R was recomputed for the pending entry
+    sens_fresh = istate[I_SENS_FRESH]  # R was recomputed for this iteration's sensitivities
     prev_kind = istate[I_PREV_KIND]
     prev_k = istate[I_PREV_K]
     prev_zero = istate[I_PREV_ZERO]
@@ -291,18 +246,27 @@ def drive(p, mode, krow_p, nL, y, st, g, a, pseq, slot, Spos, yS, Ks, Rw, KLL, h
         if m >= capM or ncases >= cases.shape[0] - 1 or nblocked >= blocked.shape[0] - 1:
             code = GROW
             break
-        if pending >= 0:  # finish the entry of the previous iteration with the row Python computed
+        if pending >= 0:  # finish the entry of the previous iteration (its row or a fresh R was needed)
             k = pending
-            m, entered, refreshed = _enter(k, row_in, nL, m, y, st, g, slot, Spos, yS, Ks, Rw, eta, beta_k,
-                                           kappa_tol)
-            if refreshed:
-                n_refresh += 1
-                resync = 1
-            nblocked = _after_enter(k, entered, watch, blocked, nblocked, st)
+            if has_kll:
+                m, outcome = _enter(k, KLL[k, :nL], nL, m, y, st, g, slot, Spos, yS, Ks, Rw, eta, beta_k,
+                                    kappa_tol, pending_fresh == 1)
+            else:
+                m, outcome = _enter(k, row_in, nL, m, y, st, g, slot, Spos, yS, Ks, Rw, eta, beta_k, kappa_tol,
+                                    pending_fresh == 1)
+            if outcome == -1:
+                pending_fresh = 1
+                code = NEED_REFRESH
+                break
+            nblocked = _after_enter(k, outcome > 0, watch, blocked, nblocked, st)
             prev_kind = PREV_ENTER
             prev_k = k
             prev_zero = pending_zero
             pending = -1
+            pending_fresh = 0
+            if outcome == 2:
+                code = NEED_REFRESH
+                break
             continue
         if iters >= max_iter:
             code = CAP
@@ -315,31 +279,23 @@ def drive(p, mode, krow_p, nL, y, st, g, a, pseq, slot, Spos, yS, Ks, Rw, KLL, h
             for j in range(nL):
                 dg[j] = y[j] * yp_d
         else:
-            bad = False
-            for attempt in range(2):
-                eta[0] = yp_d
-                for s in range(m):
-                    eta[s + 1] = d_Qp[Spos[s]]
-                _minus_R_times(Rw, m + 1, eta, beta)
-                asum = 0.0
-                for s in range(m):
-                    asum += abs(beta[s + 1])
-                size = scale * (1.0 + asum) + abs(beta[0])
-                if math.isfinite(size):
+            eta[0] = yp_d
+            for s in range(m):
+                eta[s + 1] = d_Qp[Spos[s]]
+            _minus_R_times(Rw, m + 1, eta, beta)
+            asum = 0.0
+            for s in range(m):
+                asum += abs(beta[s + 1])
+            size = scale * (1.0 + asum) + abs(beta[0])
+            if not math.isfinite(size):
+                if sens_fresh == 1:
+                    code = INEXACT_R
                     break
-                if attempt == 1:
-                    bad = True
-                    break
-                res = refresh_R(Rw, m, Ks, Spos, yS)  # a recursive update broke R: recompute it, once
-                if res == 2:
-                    bad = True
-                    break
-                if res == 0:
-                    n_refresh += 1
-                    resync = 1
-            if bad:
-                code = INEXACT_R
+                iters -= 1  # a recursive update broke R: Python recomputes it, once; then this iteration again
+                sens_fresh = 1
+                code = NEED_REFRESH
                 break
+            sens_fresh = 0
             # dg = y_j (sum_s da_s y_s K_sj + d y_p K_pj + db), one pass over each row of S (eq. 30)
             for j in range(nL):
                 dg[j] = 0.0
@@ -533,9 +489,7 @@ def drive(p, mode, krow_p, nL, y, st, g, a, pseq, slot, Spos, yS, Ks, Rw, KLL, h
                     beta_k[i] = beta[i] * d  # beta_p = (d beta) / d
                 m = _S_add(p, beta_k, kappa_p, krow_p, nL, m, y, st, g, slot, Spos, yS, Ks, Rw)
                 if kappa_p <= _ILL_CONDITIONED * (kpp + size):
-                    if refresh_R(Rw, m, Ks, Spos, yS) == 0:
-                        n_refresh += 1
-                        resync = 1
+                    istate[I_REFRESH] = 1  # the drive is over: Python recomputes R on return
             code = DONE
             break
         if bcase == CASE_C_BOUND:
@@ -551,9 +505,6 @@ def drive(p, mode, krow_p, nL, y, st, g, a, pseq, slot, Spos, yS, Ks, Rw, KLL, h
             up = beta[1 + slot[k]] > 0
             a[k] = C if up else 0.0
             m, refresh = _S_remove(k, nL, m, scale, slot, Spos, yS, Ks, Rw, col)
-            if refresh and refresh_R(Rw, m, Ks, Spos, yS) == 0:
-                n_refresh += 1
-                resync = 1
             st[k] = SET_E if up else SET_O
             g[k] = 0.0
             if zero == 1 and prev_kind == PREV_ENTER and prev_k == k:
@@ -572,6 +523,9 @@ def drive(p, mode, krow_p, nL, y, st, g, a, pseq, slot, Spos, yS, Ks, Rw, KLL, h
             prev_kind = PREV_LEAVE
             prev_k = k
             prev_zero = zero
+            if refresh:
+                code = NEED_REFRESH
+                break
             continue
         # bcase == CASE_ENTER
         g[k] = 0.0
@@ -587,24 +541,30 @@ def drive(p, mode, krow_p, nL, y, st, g, a, pseq, slot, Spos, yS, Ks, Rw, KLL, h
         if not has_kll:  # its kernel row comes from Python (the kernel layer)
             pending = k
             pending_zero = zero
+            pending_fresh = 0
             code = NEED_ROW
             break
-        m, entered, refreshed = _enter(k, KLL[k, :nL], nL, m, y, st, g, slot, Spos, yS, Ks, Rw, eta, beta_k,
-                                       kappa_tol)
-        if refreshed:
-            n_refresh += 1
-            resync = 1
-        nblocked = _after_enter(k, entered, watch, blocked, nblocked, st)
+        m, outcome = _enter(k, KLL[k, :nL], nL, m, y, st, g, slot, Spos, yS, Ks, Rw, eta, beta_k, kappa_tol, False)
+        if outcome == -1:  # decide with a fresh inverse: Python recomputes R, then the entry is finished
+            pending = k
+            pending_zero = zero
+            pending_fresh = 1
+            code = NEED_REFRESH
+            break
+        nblocked = _after_enter(k, outcome > 0, watch, blocked, nblocked, st)
         prev_kind = PREV_ENTER
         prev_k = k
         prev_zero = zero
+        if outcome == 2:
+            code = NEED_REFRESH
+            break
     istate[I_M] = m
     istate[I_ITERS] = iters
     istate[I_NCASES] = ncases
     istate[I_NBLOCKED] = nblocked
     istate[I_MOVED] = moved_any
-    istate[I_NREFRESH] = n_refresh
-    istate[I_RESYNC] = resync
+    istate[I_PENDING_FRESH] = pending_fresh
+    istate[I_SENS_FRESH] = sens_fresh
     istate[I_PREV_KIND] = prev_kind
     istate[I_PREV_K] = prev_k
     istate[I_PREV_ZERO] = prev_zero

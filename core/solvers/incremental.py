@@ -658,6 +658,11 @@ class IncrementalSVM(OnlineSolver):
             if code == jit.NEED_ROW:  # an example enters S: its kernel row through the kernel layer
                 row_in[:] = self._learned_row(int(istate[jit.I_PENDING]))
                 continue
+            if code == jit.NEED_REFRESH:  # R from scratch, where the NumPy path recomputes it
+                if not self._refresh_R() and istate[jit.I_SENS_FRESH]:
+                    code = jit.INEXACT_R  # (for the sensitivities: not finite even when recomputed)
+                    break
+                continue
             if code != jit.GROW:
                 break
             if m >= len(self._Spos):
@@ -671,9 +676,8 @@ class IncrementalSVM(OnlineSolver):
         self._g_err = float(fstate[jit.F_GERR])
         if istate[jit.I_MOVED]:
             self._moved = True
-        self._n_refresh += int(istate[jit.I_NREFRESH])
-        if istate[jit.I_RESYNC]:
-            self._resync_pending = True
+        if istate[jit.I_REFRESH]:  # the last step's eq. 16 divided by a small kappa
+            self._refresh_R()
         iters = int(istate[jit.I_ITERS])
         self._last_cases = [jit.CASE_NAMES[c] for c in cases[: istate[jit.I_NCASES]].tolist()]
         what = f"{mode} of example {int(self._pidx[p])}"
