@@ -358,3 +358,16 @@ def test_ill_conditioned_updates_recompute_R_in_python_and_reach_the_same_optimu
         assert s.kkt_violation() <= 1e-6 * s.C
     assert refreshes.count(True) > 0 and refreshes.count(False) > 0
     assert_same_optimum(*models, rel=1e-9)
+
+
+def test_preload_in_the_background_then_learn_compiled(monkeypatch):
+    from core.solvers import _compile
+
+    thread = _compile.preload()
+    spy = DriveSpy(monkeypatch)
+    X, y = two_blobs(30, seed=2)
+    s = IncrementalSVM(X, kernel="rbf", C=1.0, gamma=0.5)
+    for i in range(len(X)):  # (possibly while the preload runs: the path never depends on timing)
+        assert s.learn(i, y[i]).status == "ok"
+    thread.join(timeout=120)
+    assert not thread.is_alive() and spy.calls > 0
