@@ -9,12 +9,15 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 
+# (then the compiled inner loops are compiled once, into Numba's cache, not at the first label)
 $(VENV)/.runtime: requirements.txt | $(BIN)/python
 	$(BIN)/pip install -q -r requirements.txt
+	$(BIN)/python -m core.solvers._compile
 	touch $@
 
 $(VENV)/.dev: requirements.txt requirements-dev.txt | $(BIN)/python
 	$(BIN)/pip install -q -r requirements-dev.txt
+	$(BIN)/python -m core.solvers._compile
 	touch $@ $(VENV)/.runtime
 
 # Bound to this machine only (app/.streamlit/config.toml says so too); to share the app on a

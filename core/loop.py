@@ -85,6 +85,7 @@ from core.strategies import (
     ramp_region,
     random_query,
 )
+from core.threads import single_threaded_blas
 
 TRACK_LIMIT = 50_000  # largest pool whose decision values are kept current
 DEFAULT_UNDO_MEMORY = 64 * 2**20  # bytes of solver snapshots kept for undo (non-exact solvers)
@@ -546,6 +547,7 @@ class ActiveLearningLoop:
             solver.learn(i, y)
         self.solver = solver
 
+    @single_threaded_blas  # a rank-k update per label: one BLAS thread (see core.threads)
     def _sync_scores(self) -> None:
         """f_pool += K(pool, changed) @ delta_beta + delta_b (see the module notes).
 

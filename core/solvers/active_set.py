@@ -121,6 +121,13 @@ bound 0" is judged relative to the coefficients themselves, not to C: with a
 large C K(x, x) they can lie many decades below C.  A non-finite reduced
 cost, coefficient or bias raises ``NumericalError`` (never "ok").
 
+**Compiled loops and threads.**  The numerical part of each entering
+iteration (the two triangular solves, the direction, the ratio test) and
+full pricing run as Numba loops (``core.solvers._active_set_jit``); the
+public methods run with one BLAS thread (``core.threads``), so results do not
+depend on the BLAS thread count.  ``finish()`` reports the largest violating
+pair of the maintained gradients; ``kkt_gap()`` recomputes it from scratch.
+
 **Iterations** (``n_iter_``, ``StepResult.iterations``): one per Step 1 solve
 or bordered entering step (each ends at a bound hit or at a reduced optimum).
 ``n_factor_updates_`` counts the rows added to and removed from R,
@@ -136,6 +143,7 @@ import numpy as np
 from scipy.linalg import blas, qr_delete
 
 from core.solvers.base import NumericalError, OnlineSolver, StepResult, StepTimer
+from core.threads import single_threaded_blas
 
 I0, IS, IC, REMOVED = 0, 1, 2, -1  # partition codes per learned example
 _GIVENS_IN_PYTHON = 2  # tails up to this length are rotated in Python (cheaper than the call overhead)
@@ -149,6 +157,19 @@ _NOISE_FACTOR = 1e4  # pricing ignores violations below this many rounding error
 # the coefficients themselves for the bound 0, counts as at the bound (the coefficients can lie
 # many decades below C when C K(x, x) is large: then a margin relative to C would swallow them)
 _BOUND_EPS = 1e-12
+
+
+_JIT = None
+
+
+def _jit():
+    """The compiled loops (core.solvers._active_set_jit), imported on first use."""
+    global _JIT
+    if _JIT is None:
+        from core.solvers import _active_set_jit
+
+        _JIT = _active_set_jit
+    return _JIT
 
 
 def _solve_upper(R: np.ndarray, rhs: np.ndarray, trans: bool) -> np.ndarray:
@@ -238,6 +259,10 @@ class ActiveSetSVM(OnlineSolver):
         self._fc_size = 0.0
         self._fc_err = 0.0
         self._kd = np.zeros(0)  # K(x, x)
+        # the learned examples' features by slot, contiguous (see _kernel_row), and their squared norms
+        self._XS = np.zeros((0, 0))
+        self._sqS = np.zeros(0)
+        self._row_memo: tuple[int, int, np.ndarray] | None = None  # (store index, slots, row) of _kernel_row
         self._status = np.zeros(0, dtype=np.int8)
         # pricing signs: violation = sgn * (y f - 1) with sgn = -1 on I0, +1 on Ic, 0 otherwise,
         # stored as sgn * y and sgn * lin so that pricing is a handful of vector operations
@@ -312,6 +337,12 @@ class ActiveSetSVM(OnlineSolver):
         self._lin = grow(self._lin, -1.0)
         self._fc = grow(self._fc)
         self._kd = grow(self._kd)
+        d = self.store.n_features or 0
+        XS = np.zeros((new, d))
+        if self._XS.shape == (cap, d):
+            XS[:cap] = self._XS
+        self._XS = XS
+        self._sqS = grow(self._sqS)
         self._status = grow(self._status, REMOVED)
         self._sgn_y = grow(self._sgn_y)
         self._sgn_lin = grow(self._sgn_lin)
@@ -333,7 +364,11 @@ class ActiveSetSVM(OnlineSolver):
 
         When the store is not much larger than the learned set, the full store
         row goes through the cache (it is likely to be needed again); otherwise
-        only the learned columns are computed (a large unlabelled pool).  A
+        only the learned columns are computed (a large unlabelled pool), against
+        the contiguous copy of the learned examples ``_XS`` -- gathering
+        ``X[learned]`` from the store for every entering variable cost more than
+        the kernel row itself -- and the last such row is kept for the next call
+        (a learned example is priced, then enters).  A
         batch start (``learn_many``) takes cached rows but does not cache new
         ones: there almost every variable enters once, goes to a bound and stays
         (on the noisy benchmark tasks 5-25% of the rows are asked for again), so
@@ -346,7 +381,15 @@ class ActiveSetSVM(OnlineSolver):
             if self._slots_are_store_order:  # slot k is store index k
                 return row if ns == len(row) else row[:ns]
             return row[self._sidx[:ns]]
-        return self.cache.entries(i, self._sidx[:ns])
+        memo = self._row_memo
+        if memo is not None and memo[0] == i and memo[1] == ns:
+            return memo[2]
+        k = int(self._slot_of[i])
+        self.cache.n_evals += ns
+        row = self.kernel(self._XS[k:k + 1], self._XS[:ns], sq_a=self._sqS[k:k + 1], sq_b=self._sqS[:ns])[0]
+        row.flags.writeable = False
+        self._row_memo = (int(i), ns, row)
+        return row
 
     def _new_slots(self, idx: np.ndarray, ys: np.ndarray) -> np.ndarray:
         """Put learned examples into I0 (a = 0): the current solution stays feasible."""
@@ -358,6 +401,9 @@ class ActiveSetSVM(OnlineSolver):
             if slots[p] == self._n_slots:
                 self._n_slots += 1
         self._sidx[slots] = idx
+        self._XS[slots] = self.store.X[idx]
+        self._sqS[slots] = self.store.sq_norms[idx]
+        self._row_memo = None  # slots changed
         self._slots_are_store_order = self._slots_are_store_order and bool(np.array_equal(idx, slots))
         self._sy[slots] = ys
         self._a[slots] = 0.0
@@ -371,9 +417,9 @@ class ActiveSetSVM(OnlineSolver):
         ns = self._n_slots
         # Kernel values against the free set and the non-free support (for f_out).
         n_s = self._n_s
-        if m == 1 and len(self.store) <= 4 * ns:
-            # one example and a store not much larger than the learned set: take its full
-            # (cached) kernel row, which Step 2 needs anyway if the example enters
+        if m == 1:
+            # one example: take its kernel row over the slots (the cached store row when the store
+            # is not much larger than the learned set), which Step 2 needs anyway if it enters
             row = self._kernel_row(int(idx[0]))
             S = self._S
             K_s = row[S]
@@ -407,6 +453,7 @@ class ActiveSetSVM(OnlineSolver):
         self._sgn_lin[k] = sgn * self._lin[k]
 
     def _release_slot(self, k: int) -> None:
+        self._row_memo = None
         self._slot_of[self._sidx[k]] = -1
         self._status[k] = REMOVED
         self._a[k] = 0.0
@@ -561,19 +608,14 @@ class ActiveSetSVM(OnlineSolver):
                 self._check_priced(viol[p])
                 return (int(cols[p]) if viol[p] > self._threshold() else None), False
         S = self._S
-        f = self._free_coef_rows(self._a[S] * self._sy[S]) @ self._KS[:n, :ns]
-        f += self._fc[:ns]
-        f += self.b_
-        f *= self._sgn_y[:ns]
-        f += self._sgn_lin[:ns]  # = sgn (y f - 1): s_0 on I0, xi_c on Ic (negated), 0 on Is
-        if n >= _SHRINK_MIN_FREE // 2:  # the priced subset is only used with a large free set
-            np.greater_equal(f, -self.shrink_margin, out=self._priced[:ns])
-            self._priced_valid = True
-        else:
-            self._priced_valid = False
-        p = int(f.argmax())
-        self._check_priced(f[p])
-        return (p if f[p] > self._threshold() else None), True
+        coef_rows = self._free_coef_rows(self._a[S] * self._sy[S])
+        mark = n >= _SHRINK_MIN_FREE // 2  # the priced subset is only used with a large free set
+        # v = sgn (y f - 1): s_0 on I0, xi_c on Ic (negated), 0 on Is; the largest, in one compiled pass
+        p, fp = _jit().price_full(self._KS, coef_rows, n, ns, self._fc, float(self.b_), self._sgn_y, self._sgn_lin,
+                                  self._priced, self.shrink_margin, mark)
+        self._priced_valid = mark
+        self._check_priced(fp)
+        return (int(p) if fp > self._threshold() else None), True
 
     def _free_coef_rows(self, coef: np.ndarray) -> np.ndarray:
         """Signed coefficients of the free variables in the storage order of their kernel rows."""
@@ -798,30 +840,25 @@ class ActiveSetSVM(OnlineSolver):
         linj = float(self._lin[j])
         pivot_floor = self.pivot_tol * Hjj
         fc = self._fc
-        dot = np.dot
+        jit = _jit()
+        cap = self._n_s  # (Is only shrinks inside this loop)
+        r_buf, u_buf, dS_buf, t_buf = np.empty(cap), np.empty(cap), np.empty(cap), np.empty(cap)
         while True:
             its += 1
-            if self._n_s == 0:  # every free variable left: j is the only one, Step 1 pins b
+            n = self._n_s
+            if n == 0:  # every free variable left: j is the only one, Step 1 pins b
                 self._a[j] = aj
                 self._append_free(j, np.zeros(0), Hjj, row, f_out_contribution=aj0)
                 self._at_reduced_opt = False
                 return its + self._step1()
             S = self._S
             yS, w, yw = self._w_free()  # y_s, H^{-1} y_s, y_s^T H^{-1} y_s
-            aS = self._a[S]
-            K_sj = row[S]  # K(x_s, x_j) for the free set, from j's kernel row over the slots
-            h = K_sj + rho
-            h *= yS
-            if yj < 0:
-                np.negative(h, out=h)  # h = y_s y_j (K_sj + rho): the column of H_ss + {j}
-            R = self._R
-            r_col = blas.dtrsv(R, h, trans=1)
-            pivot_sq = Hjj - dot(r_col, r_col)
-            u = blas.dtrsv(R, r_col)  # H^{-1} h_j
-            c = (dot(yS, u) - yj) / yw  # keeps y^T v = 0 exactly
-            # reduced cost of j (f_out(j) still holds a_j0)
-            f_j = dot(aS * yS, K_sj) + fc[j] + (aj - aj0) * yj * kdj
-            r_j = yj * (f_j + self.b_) + linj
+            # r_col: R^T r = h_j with h_j = y_s y_j (K_sj + rho), the column of H_ss + {j} (K_sj from j's
+            # kernel row over the slots); u = H^{-1} h_j; c keeps y^T v = 0 exactly; r_j: reduced cost of
+            # j (f_out(j) still holds a_j0); dS = c w - u (compiled: core.solvers._active_set_jit)
+            pivot_sq, c, r_j = jit.enter_direction(self._R, n, row, S, yS, w, yw, self._a, rho, yj, Hjj, fc[j], aj,
+                                                   aj0, kdj, linj, self.b_, r_buf, u_buf, dS_buf)
+            r_col = r_buf[:n]
             dependent = pivot_sq <= pivot_floor
             if r_j == 0.0:
                 if not 0.0 < aj < C:  # nothing to gain (j is where it was priced)
@@ -836,32 +873,20 @@ class ActiveSetSVM(OnlineSolver):
             if dependent:
                 self.n_singular_steps_ += 1
             t_curv = abs(r_j) / curvature if pivot_sq > 0.0 and curvature > 0.0 else math.inf
-            dS = w * c
-            dS -= u  # v_s = c w - u, in the direction j moves
-            if sigma < 0:
-                np.negative(dS, out=dS)
-            # ratio test: distance to the bound each free variable moves to, over its speed.
-            # A variable that does not move (dS exactly 0 or -0.0, as with exact ties) never
-            # blocks: otherwise one sitting at C would win with step 0 and, its direction not
-            # being > 0, be sent to 0 (y^T a would jump by C).
-            t_S = C - aS
-            np.copyto(t_S, aS, where=dS < 0)
-            speed = np.abs(dS)
-            np.maximum(speed, _TINY, out=speed)
-            t_S /= speed
-            np.copyto(t_S, math.inf, where=dS == 0.0)
-            pos = int(t_S.argmin())
-            t_blk = float(t_S[pos])
+            # ratio test: distance to the bound each free variable moves to, over its speed, along
+            # v_s = c w - u in the direction j moves.  A variable that does not move (dS exactly 0
+            # or -0.0, as with exact ties) never blocks: otherwise one sitting at C would win with
+            # step 0 and, its direction not being > 0, be sent to 0 (y^T a would jump by C).
+            pos, t_blk = jit.ratio_test(n, S, self._a, dS_buf, C, t_buf, sigma)
+            pos, t_blk = int(pos), float(t_blk)
             t_j = (C - aj) if sigma > 0 else aj
             step = min(t_curv, t_blk, t_j)
             far = C if sigma > 0 else 0.0
             # (ties go to j; "close" relative to C at C, relative to a_j itself at 0)
             reaches_far = step == t_j or abs(aj + sigma * step - far) <= _BOUND_EPS * (C if sigma > 0 else aj)
             aj = far if reaches_far else aj + sigma * step
-            blocker_up = dS[pos] > 0  # (before dS is reused for the new values)
-            dS *= step
-            dS += aS
-            self._a[S] = _into_box(dS, C)
+            blocker_up = dS_buf[pos] > 0
+            jit.move_free(n, S, self._a, dS_buf, step, C)  # a_S += step v_S, in [0, C]
             self.b_ -= sigma * step * c  # the gradient on Is moved by sigma*step*c*y_s: a bias shift
             self._dirty += 1
             if reaches_far:  # j crosses to its other bound without entering Is
@@ -877,7 +902,7 @@ class ActiveSetSVM(OnlineSolver):
             self._a[S[pos]] = C if blocker_up else 0.0
             self._drop_free(pos, at_upper=blocker_up)
         if aj != aj0:
-            self._fc[: self._n_slots] += ((aj - aj0) * yj) * row
+            jit.add_scaled(self._fc, self._n_slots, (aj - aj0) * yj, row)
             self._note_f_out(aj - aj0)
         self._a[j] = aj
         return its
@@ -936,6 +961,7 @@ class ActiveSetSVM(OnlineSolver):
             m = float(np.mean(diag)) if len(diag) else 0.0
             self._rho = m if np.isfinite(m) and m > 0 else 1.0
 
+    @single_threaded_blas
     def learn(self, i: int, y: float) -> StepResult:
         """Learn example i: it enters I0; Step 2 decides whether anything changes."""
         i, y = self._check_learnable(i, y)
@@ -963,6 +989,7 @@ class ActiveSetSVM(OnlineSolver):
         return tm.result(status=status, iterations=its, message=message,
                          extra={"n_free": self._n_s, "n_at_C": self.n_at_upper_})
 
+    @single_threaded_blas
     def learn_many(self, idx, ys) -> StepResult:
         """Learn several examples at once (all enter I0, then one optimisation)."""
         idx = np.asarray(idx, dtype=np.intp).reshape(-1)
@@ -986,6 +1013,7 @@ class ActiveSetSVM(OnlineSolver):
         return tm.result(status=status, iterations=its, message=message,
                          extra={"n_free": self._n_s, "n_at_C": self.n_at_upper_})
 
+    @single_threaded_blas
     def unlearn(self, i: int) -> StepResult:
         """Remove example i exactly (see the module docstring).
 
@@ -1054,15 +1082,45 @@ class ActiveSetSVM(OnlineSolver):
             self._settle_bias()
         return its, status, message
 
+    @single_threaded_blas
     def finish(self) -> StepResult:
-        """Full pricing: confirm optimality (or continue after an iteration cap)."""
+        """Full pricing: confirm optimality (or continue after an iteration cap).
+
+        The step record's ``kkt_gap`` is the largest violating pair of the maintained gradients
+        (``_gap_maintained``: O(|Is| n), no kernel evaluation); ``kkt_gap()`` recomputes it from
+        scratch (a kernel block of the learned examples against the support vectors, which on a
+        3,000-example task cost more than the whole optimisation).
+        """
         with StepTimer(self) as tm:
             its, status, message = 0, "unchanged", "solution already optimal"
             if self.learned_order:
                 its, status, message = self._optimise("finish")
                 if its == 0 and status == "ok":
                     status, message = "unchanged", "solution already optimal"
-        return tm.result(status=status, iterations=its, message=message, kkt_gap=self.kkt_gap())
+            gap = self._gap_maintained()
+        return tm.result(status=status, iterations=its, message=message, kkt_gap=gap)
+
+    def _gap_maintained(self) -> float:
+        """``kkt_gap()`` (the base class's largest violating pair) from the maintained gradients.
+
+        f(x) - b of every learned example is f_out plus the free part over the stored kernel rows
+        of Is; f_out's accumulated rounding is kept below a quarter of the entering threshold
+        (``_f_out_too_noisy``), so this differs from the gap recomputed from scratch by rounding.
+        """
+        ns = self._n_slots
+        live = np.flatnonzero(self._status[:ns] != REMOVED)
+        if len(live) == 0:
+            return 0.0
+        y = self._sy[live]
+        beta = self._a[live] * y
+        g = y - self._f_out_plus_free(None)[live]  # y_i - sum_j a_j y_j K_ij
+        C = self.C
+        eps = 1e-12 * C
+        up = beta < np.maximum(0.0, C * y) - eps
+        down = beta > np.minimum(0.0, C * y) + eps
+        if not up.any() or not down.any():
+            return 0.0
+        return float(max(0.0, g[up].max() - g[down].min()))
 
     def check_invariants(self) -> None:
         """Raise AssertionError if the internal bookkeeping is inconsistent (for tests and debugging).
@@ -1134,6 +1192,7 @@ class ActiveSetSVM(OnlineSolver):
                                  float(self._optimal)]),
         }
 
+    @single_threaded_blas
     def _load_state_arrays(self, arrays: dict[str, np.ndarray], meta: dict) -> None:
         self._reset_slots()
         self._slot_of = np.full(len(self.store), -1, dtype=np.intp)

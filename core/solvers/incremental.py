@@ -79,6 +79,16 @@ Where this implementation adds to or departs from the paper, and why:
   a_c = 0 that reaches the margin first joins O with g_c = 0 (its KKT
   condition holds); otherwise the example of E or O that reaches the margin
   first becomes the first margin vector, R = [[-K_kk, y_k], [y_k, 0]].
+* Compiled minor iterations (``compiled=True``, the default).  A drive's
+  minor iterations cost a few dozen NumPy calls each, whose overhead, not
+  their arithmetic, is the time at the sizes of an active-learning session;
+  ``core.solvers._incremental_jit`` runs the whole drive as one Numba call
+  (the same rules, transcribed), and the checks that end a step as one pass
+  each.  Both paths take the same steps up to rounding; where two events tie
+  exactly (duplicates, two margin vectors moving together), rounding may
+  break the tie differently, and both reach the optimum.  Neither result
+  depends on the BLAS thread count: the compiled loops use no BLAS, and
+  every public method runs with one BLAS thread (``core.threads``).
 * Certified steps.  Exact in exact arithmetic, the recursion can still lose
   the optimum to rounding when the bordered kernel matrix is singular beyond
   what ``kappa_tol`` detects (a nearly constant kernel with a large C, say).
@@ -103,6 +113,7 @@ import numpy as np
 from scipy.linalg import blas as _blas
 
 from core.solvers.base import NumericalError, OnlineSolver, StepResult, StepTimer
+from core.threads import single_threaded_blas
 
 # set membership codes of learned examples
 SET_S, SET_E, SET_O, SET_CAND = 0, 1, 2, 3
@@ -126,6 +137,22 @@ _KKT_SLACK = 1e-9
 # a margin vector whose |da_s| per unit step is at most this does not move (eq. 10)
 _EPS_BETA = 1e-12
 _EPS = float(np.finfo(float).eps)
+
+_NO_KLL = np.zeros((1, 1))  # stands for the learned-kernel matrix when it is not kept
+_JIT: Any = None  # core.solvers._incremental_jit once imported; False when Numba is not installed
+
+
+def _jit_module():
+    """The compiled minor iterations (imported on first use: Numba loads in about a second)."""
+    global _JIT
+    if _JIT is None:
+        try:
+            from core.solvers import _incremental_jit
+        except ImportError:  # pragma: no cover - Numba is a pinned dependency
+            _JIT = False
+        else:
+            _JIT = _incremental_jit
+    return _JIT or None
 
 
 class _Event(NamedTuple):
@@ -235,6 +262,13 @@ class IncrementalSVM(OnlineSolver):
         rows (while they fit in this budget) means an example re-entering S
         costs no kernel evaluation.  Beyond the budget, rows of entering
         examples are recomputed (through the kernel cache), as in §5.3.
+    compiled : bool, default True
+        Run the minor iterations of a drive (Algorithm 1) as one compiled
+        call (``core.solvers._incremental_jit``, Numba) instead of one NumPy
+        call per operation.  Same steps and set changes, results equal up to
+        rounding.  The kernel rows of entering examples come from the
+        learned-kernel matrix while it is kept, else from the kernel layer
+        (the compiled call returns for each).
 
     Raises ``IterationLimitError`` only when ``on_max_iter="raise"`` and a
     learn/unlearn needs more than ``max_iter`` minor iterations; otherwise a
@@ -246,10 +280,11 @@ class IncrementalSVM(OnlineSolver):
     has_bias: ClassVar[bool] = True
     _offset: ClassVar[float] = 1.0  # g_i = y_i f(x_i) - offset
     _eq_target: ClassVar[float] = 0.0  # sum_i y_i a_i = target
+    _compiled_buffer: ClassVar[int] = 64  # first size of the compiled drive's cases / blocked lists (grown)
 
     def __init__(self, X: np.ndarray | None = None, *, max_learned: int | None = None,
                  resync_every: int = 500, probe_every: int = 1, kappa_tol: float = 1e-9,
-                 learned_kernel_bytes: int = 128 * 2**20, **params):
+                 learned_kernel_bytes: int = 128 * 2**20, compiled: bool = True, **params):
         if max_learned is not None and int(max_learned) < 2:
             raise ValueError("max_learned must be at least 2 (or None for no window)")
         if int(resync_every) < 1 or int(probe_every) < 1:
@@ -263,6 +298,9 @@ class IncrementalSVM(OnlineSolver):
         if int(learned_kernel_bytes) < 0:
             raise ValueError("learned_kernel_bytes must be >= 0")
         self.learned_kernel_bytes = int(learned_kernel_bytes)
+        if not isinstance(compiled, (bool, np.bool_)):
+            raise ValueError(f"compiled must be True or False, got {compiled!r}")
+        self.compiled = bool(compiled)
         self._reset_model()
         super().__init__(X, **params)
 
@@ -316,7 +354,7 @@ class IncrementalSVM(OnlineSolver):
         p = super().get_params()
         p.update(max_learned=self.max_learned, resync_every=self.resync_every,
                  probe_every=self.probe_every, kappa_tol=self.kappa_tol,
-                 learned_kernel_bytes=self.learned_kernel_bytes)
+                 learned_kernel_bytes=self.learned_kernel_bytes, compiled=self.compiled)
         return p
 
     def _grow_learned(self) -> None:
@@ -543,6 +581,8 @@ class IncrementalSVM(OnlineSolver):
         the contiguous rows of S (eq. 30), and R is updated in place by BLAS rank-one updates
         (``_S_add``, ``_S_remove``).
         """
+        if self.compiled and _jit_module() is not None:
+            return self._drive_compiled(p, mode, krow_p)
         drive = self._start_drive(p, mode, krow_p)
         iters = 0
         msg = ""
@@ -578,6 +618,81 @@ class IncrementalSVM(OnlineSolver):
                 drive.cases.append(event.kind)
                 if self._update_sets(drive, sens, event):
                     break
+        return iters, msg
+
+    def _drive_compiled(self, p: int, mode: str, krow_p: np.ndarray | None) -> tuple[int, str]:
+        """``_drive`` as one compiled call (``core.solvers._incremental_jit.drive``), which returns
+        to Python only to grow the arrays of S or to report a cap or an inexact step."""
+        jit = _jit_module()
+        if krow_p is None:
+            krow_p = self._learned_row(p)
+        nL = self._nL
+        st, g = self._pst[:nL], self._pg[:nL]
+        krow_p = np.ascontiguousarray(krow_p[:nL], dtype=np.float64)
+        # watched E (+1) / O (-1) examples of eq. 11, as in _start_drive
+        watch = _WATCH.take(st)
+        watch[watch * g > _KKT_SLACK] = 0.0
+        scale = self._kernel_scale()
+        istate = np.zeros(jit.N_ISTATE, dtype=np.int64)
+        istate[jit.I_M] = self._m
+        istate[jit.I_PREV_KIND] = jit.PREV_NONE
+        istate[jit.I_PENDING] = -1
+        row_in = np.zeros(nL)
+        fstate = np.array([self._b, self._g_size, self._g_err, 0.0])
+        blocked = np.empty(self._compiled_buffer, dtype=np.intp)
+        cases = np.empty(self._compiled_buffer, dtype=np.int64)
+        mode_code = {_LEARN: jit.MODE_LEARN, _LOWER: jit.MODE_LOWER, _REMOVE: jit.MODE_REMOVE}[mode]
+        while True:
+            m = self._m
+            cap = len(self._Spos) + 1
+            Rw = np.empty((cap, cap))
+            Rw[: m + 1, : m + 1] = self._R
+            KLL = self._KLL
+            code = jit.drive(p, mode_code, krow_p, nL, self._py[:nL], st, g, self._pa[:nL], self._pseq[:nL],
+                             self._slot[:nL], self._Spos, self._yS, self._Ks, Rw,
+                             _NO_KLL if KLL is None else KLL, KLL is not None, row_in, watch, blocked, cases,
+                             istate, fstate, self.C, scale, self.kappa_tol, self.max_iter, self._pos_in_seq_order)
+            m = int(istate[jit.I_M])
+            self._m = m
+            self._R = Rw[: m + 1, : m + 1].copy()
+            if code == jit.NEED_ROW:  # an example enters S: its kernel row through the kernel layer
+                row_in[:] = self._learned_row(int(istate[jit.I_PENDING]))
+                continue
+            if code == jit.NEED_REFRESH:  # R from scratch, where the NumPy path recomputes it
+                if not self._refresh_R() and istate[jit.I_SENS_FRESH]:
+                    code = jit.INEXACT_R  # (for the sensitivities: not finite even when recomputed)
+                    break
+                continue
+            if code != jit.GROW:
+                break
+            if m >= len(self._Spos):
+                self._grow_margin()
+            if istate[jit.I_NCASES] >= len(cases) - 1:
+                cases = np.concatenate([cases, np.empty(len(cases), dtype=np.int64)])
+            if istate[jit.I_NBLOCKED] >= len(blocked) - 1:
+                blocked = np.concatenate([blocked, np.empty(len(blocked), dtype=np.intp)])
+        self._b = float(fstate[jit.F_B])
+        self._g_size = float(fstate[jit.F_GSIZE])
+        self._g_err = float(fstate[jit.F_GERR])
+        if istate[jit.I_MOVED]:
+            self._moved = True
+        if istate[jit.I_REFRESH]:  # the last step's eq. 16 divided by a small kappa
+            self._refresh_R()
+        iters = int(istate[jit.I_ITERS])
+        self._last_cases = [jit.CASE_NAMES[c] for c in cases[: istate[jit.I_NCASES]].tolist()]
+        what = f"{mode} of example {int(self._pidx[p])}"
+        msg = ""
+        if code == jit.CAP:
+            msg = self._iteration_cap(what, iters)
+            self._last_status = "max_iter"
+        elif code == jit.NOSTEP:
+            msg = self._iteration_cap(f"{what} (no admissible step)", iters)
+            self._last_status = "max_iter"
+        elif code == jit.INEXACT_R:
+            msg = self._inexact(f"{what}: the inverse R of the bordered kernel matrix is not finite even when "
+                                f"recomputed")
+        elif code == jit.INEXACT_T:
+            msg = self._inexact(f"{what}: the step length is {float(fstate[jit.F_BAD_T])}")
         return iters, msg
 
     def _start_drive(self, p: int, mode: str, krow_p: np.ndarray | None) -> _Drive:
@@ -957,6 +1072,9 @@ class IncrementalSVM(OnlineSolver):
         if len(self._probe) < m + 1:
             n = max(2 * len(self._probe), m + 1)
             self._probe = np.cos(np.arange(n) * 1.234567 + 0.5)  # fixed, max |v| > 0.87 from n = 1
+        jit = self._compiled_checks()
+        if jit is not None:
+            return float(jit.probe_drift(self._R, self._Ks, self._Spos, self._yS, self._probe, m))
         v = self._probe[: m + 1]
         S, yS = self._Spos[:m], self._yS[:m]
         u = np.empty(m + 1)
@@ -1031,6 +1149,9 @@ class IncrementalSVM(OnlineSolver):
         m, nL = self._m, self._nL
         if m == 0:
             return 0.0
+        jit = self._compiled_checks()
+        if jit is not None:
+            return float(jit.margin_drift(self._Ks, m, nL, self._pa, self._py, self._b, self._yS, self._offset))
         coef = self._pa[:nL] * self._py[:nL]
         gS = self._Ks[:m, :nL] @ coef
         gS += self._b
@@ -1064,9 +1185,20 @@ class IncrementalSVM(OnlineSolver):
             self._resync()
             if self._resync_pending:  # the repair inside needed an ill-conditioned update itself
                 self._resync()
-        elif self._violations().max(initial=0.0) > self._repair_tol():
+        elif self._max_violation() > self._repair_tol():
             self._repair()
         return True
+
+    def _max_violation(self) -> float:
+        """``_violations().max()`` (0 with nothing learned)."""
+        jit = self._compiled_checks()
+        if jit is not None:
+            return float(jit.max_violation(self._pst, self._pg, self._nL))
+        return float(self._violations().max(initial=0.0))
+
+    def _compiled_checks(self):
+        """The compiled module when the checks after a step run compiled (``compiled=True``), else None."""
+        return _jit_module() if self.compiled else None
 
     # -------------------------------------------------------- the contract
     def _gap_maintained(self) -> float:
@@ -1074,6 +1206,9 @@ class IncrementalSVM(OnlineSolver):
         nL = self._nL
         if nL == 0:
             return 0.0
+        jit = self._compiled_checks()
+        if jit is not None:
+            return float(jit.gap_maintained(self._py, self._pa, self._pg, self._b, self._offset, self.C, nL))
         y, a, g = self._py[:nL], self._pa[:nL], self._pg[:nL]
         # LASVM's g_i = y_i - sum_j a_j y_j K_ij = b - y_i (g_i + offset - 1); a_i y_i can grow
         # when (y_i > 0, a_i < C) or (y_i < 0, a_i > 0), shrink in the mirrored cases
@@ -1147,6 +1282,7 @@ class IncrementalSVM(OnlineSolver):
         """Whether the KKT conditions (and the gap) describe the current model (see the one-class variant)."""
         return True
 
+    @single_threaded_blas
     def finish(self) -> StepResult:
         """Nothing to do after a learn / unlearn that ended with status "ok": the solution is exact.
 
@@ -1181,6 +1317,7 @@ class IncrementalSVM(OnlineSolver):
         it, _ = self._remove(victim)
         return it, [victim]
 
+    @single_threaded_blas
     def learn(self, i: int, y: float) -> StepResult:
         """Learn store example ``i`` with label ``y`` exactly (incremental step of C&P / Laskov et al.).
 
@@ -1242,6 +1379,7 @@ class IncrementalSVM(OnlineSolver):
             self._b = float(y[0])
         self._pg[:nL] = y * self._b - 1.0
 
+    @single_threaded_blas
     def unlearn(self, i: int) -> StepResult:
         """Remove example ``i`` exactly: a_i is driven to 0 (decremental step), then i is dropped.
 
@@ -1352,6 +1490,7 @@ class IncrementalSVM(OnlineSolver):
                                  self.C, float(self._exact)], dtype=np.float64),
         }
 
+    @single_threaded_blas
     def _load_state_arrays(self, arrays: dict[str, np.ndarray], meta: dict) -> None:
         pidx = np.asarray(arrays["pidx"], dtype=np.intp)
         nL = len(pidx)
@@ -1466,6 +1605,7 @@ class IncrementalOneClassSVM(IncrementalSVM):
         self._b = -float(h.max()) if nL else 0.0
         self._pg[:nL] = h + self._b
 
+    @single_threaded_blas
     def learn(self, i: int, y: float | None = None) -> StepResult:
         """Learn unlabelled example ``i`` (``y`` is ignored; kept for the common signature)."""
         i, _ = self._check_learnable(i, 1.0)
@@ -1539,6 +1679,7 @@ class IncrementalOneClassSVM(IncrementalSVM):
         self._set_infeasible_phase()
         return 0, "fewer than 1/C examples remain: every example carries a = C"
 
+    @single_threaded_blas
     def unlearn(self, i: int) -> StepResult:
         i = self._check_unlearnable(i)
         self._last_status, self._last_cases, self._gap_checked = "ok", [], None
@@ -1573,6 +1714,7 @@ class IncrementalOneClassSVM(IncrementalSVM):
         arr["C_fixed"] = np.array(int(self._C_fixed))
         return arr
 
+    @single_threaded_blas
     def _load_state_arrays(self, arrays: dict[str, np.ndarray], meta: dict) -> None:
         super()._load_state_arrays(arrays, meta)
         self._C_fixed = bool(int(arrays["C_fixed"]))
