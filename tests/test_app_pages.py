@@ -7,7 +7,9 @@ import re
 
 import numpy as np
 import pandas as pd
+from streamlit.testing.v1 import AppTest
 
+import storage
 from app import charts
 from app.service import MarginLab
 from storage import repository as repo
@@ -152,3 +154,106 @@ def test_the_session_list_shows_the_current_annotators_sessions(db_url):
 def session_choices(at) -> set[int]:
     (picker,) = [s for s in at.selectbox if s.label == "Session"]
     return {int(re.match(r"#(\d+)", option).group(1)) for option in picker.options}
+
+
+# --------------------------------------------------------------------------- new: history, sessions, deletion
+
+
+def labelled(svc, annotator="ada", strategy="near-boundary", n=8):
+    dataset_id = svc.ensure_demo_dataset() or svc.datasets()[0].id
+    run = svc.start_session(dataset_id=dataset_id, annotator=annotator, strategy=strategy)
+    while run.n_labels < n:
+        item = run.shown.item_index
+        run.answer(int(run.y_true[item]), item_index=item)
+    return run
+
+
+def test_the_address_opens_a_session_and_says_when_it_cannot(db_url):
+    svc = MarginLab.from_url(db_url)
+    older, newer = labelled(svc, n=2), labelled(svc, n=3)
+    at = AppTest.from_file(test_app.MAIN, default_timeout=test_app.TIMEOUT)
+    at.query_params["session"] = str(older.session_id)
+    at.run()
+    assert not at.exception, at.exception
+    assert test_app.progress(at) == (2, 0) and test_app.shown_item(at) == older.shown.item_index
+    svc.close_session(older.session_id)
+    at = AppTest.from_file(test_app.MAIN, default_timeout=test_app.TIMEOUT)
+    at.query_params["session"] = str(older.session_id)
+    at.run()
+    assert any(f"Session {older.session_id} is not open for labelling" in w for w in test_app.shown(at.warning))
+    assert test_app.progress(at) == (3, 0)  # the most recent open session instead
+    assert newer.session_id != older.session_id
+
+
+def test_the_history_page_changes_and_removes_answers(db_url):
+    svc = MarginLab.from_url(db_url)
+    run = labelled(svc, n=10)
+    at = AppTest.from_file(test_app.MAIN, default_timeout=test_app.TIMEOUT)
+    at.query_params["session"] = str(run.session_id)
+    at.switch_page("views/history.py").run()
+    assert not at.exception, at.exception
+    assert [t.value for t in at.title] == ["Label history"]
+    (picker,) = [s for s in at.selectbox if s.label == "Answer to change"]
+    target = run.answers[2]
+    picker.select(target.label_id).run()
+    names = run.class_names
+    (change,) = [b for b in at.button if b.label == f"Change to {names[-target.value]}"]
+    change.click().run()
+    assert not at.exception, at.exception
+    assert any(f"Item {target.item_index} changed from {names[target.value]} to {names[-target.value]}" in s
+               for s in test_app.shown(at.success))
+    events = {e.label_id: e.value for e in repo.label_events(svc.engine, run.session_id)}
+    assert events[target.label_id] == -target.value
+    (corrected,) = [df.value for df in at.dataframe if len(df.value) == 1 and "changes" in df.value.columns]
+    assert corrected["changes"].item().startswith(f"{names[target.value]} → {names[-target.value]} by ada at ")
+    # remove another one
+    other = run.answers[4]
+    [s for s in at.selectbox if s.label == "Answer to change"][0].select(other.label_id).run()
+    [b for b in at.button if b.label == "Remove this answer"][0].click().run()
+    assert other.label_id not in {e.label_id for e in repo.label_events(svc.engine, run.session_id)}
+    kinds = [c.kind for c in storage.label_corrections(svc.engine, run.session_id)]
+    assert kinds == ["change", "remove"]
+
+
+def test_sessions_are_renamed_closed_and_reopened(db_url):
+    svc = MarginLab.from_url(db_url)
+    run = labelled(svc, n=2)
+    at = start_app()
+    at.switch_page("views/sessions.py").run()
+    assert not at.exception, at.exception
+    at.text_input(key=f"session_name_{run.session_id}").input("<b>first pass</b>")
+    at.button(key=f"rename_{run.session_id}").click().run()
+    assert repo.get_session(svc.engine, run.session_id).name == "<b>first pass</b>"
+    assert any("is now called '<b>first pass</b>'" in s for s in test_app.shown(at.success))
+    at.button(key=f"close_{run.session_id}").click().run()
+    assert repo.get_session(svc.engine, run.session_id).status == "closed"
+    at.switch_page("views/label.py").run()
+    assert any("Start a session" in i.value for i in at.info)  # no open session left to label
+    at.switch_page("views/sessions.py").run()
+    at.button(key=f"reopen_{run.session_id}").click().run()
+    assert repo.get_session(svc.engine, run.session_id).status == "active"
+    at.switch_page("views/label.py").run()
+    assert test_app.progress(at) == (2, 0)
+    assert any("first pass" in o for o in [s for s in at.selectbox if s.label == "Session"][0].options)
+
+
+def test_deleting_a_dataset_says_what_goes_and_needs_its_name(db_url):
+    svc = MarginLab.from_url(db_url)
+    run = labelled(svc, n=3)
+    cancer = svc.import_bundled("breast-cancer").dataset_id
+    at = start_app()
+    at.switch_page("views/data.py").run()
+    at.selectbox(key="delete_dataset_id").select(run.info.dataset_id).run()
+    (warning,) = test_app.shown(at.warning)
+    assert warning.startswith("Deleting 'digits: 8 vs rest' removes its 1,797 items, 1 labelling session (ada) "
+                              "with 3 stored answers and 0 comparisons"), warning
+    button = at.button(key=f"delete_{run.info.dataset_id}")
+    assert button.disabled
+    at.text_input(key=f"delete_confirm_{run.info.dataset_id}").input("digits").run()
+    assert at.button(key=f"delete_{run.info.dataset_id}").disabled
+    assert len(svc.datasets()) == 2
+    at.text_input(key=f"delete_confirm_{run.info.dataset_id}").input("digits: 8 vs rest").run()
+    at.button(key=f"delete_{run.info.dataset_id}").click().run()
+    assert not at.exception, at.exception
+    assert [d.id for d in svc.datasets()] == [cancer] and repo.list_sessions(svc.engine) == []
+    assert any("Deleted dataset 'digits: 8 vs rest'" in s for s in test_app.shown(at.success))

@@ -214,3 +214,47 @@ def test_change_a_label_made_20_labels_ago_in_the_label_history(tmp_path, strate
     else:
         assert np.array_equal(scores(resumed.loop), scores(from_start))
     svc.engine.dispose()
+
+
+def test_import_labels_from_a_file_on_the_sessions_page(tmp_path):
+    from playwright.sync_api import sync_playwright
+
+    url = f"sqlite:///{tmp_path / 'marginlab.db'}"
+    svc = MarginLab.from_url(url)
+    svc.ensure_demo_dataset()
+    cancer = svc.import_bundled("breast-cancer").dataset_id
+    run = svc.start_session(dataset_id=cancer, annotator="ida", strategy="near-boundary")
+    names, keys = run.class_names, run.display.item_keys
+    pool = [int(i) for i in run.pool_items[:25]]
+    review = tmp_path / "review.csv"
+    review.write_text("case,verdict,notes\n" + "".join(f"{keys[i]},{names[int(run.y_true[i])]},seen\n" for i in pool))
+    bad = tmp_path / "bad.csv"
+    bad.write_text("case,verdict\ncase_000x,malignant\n" + f"{keys[pool[0]]},unsure\n")
+    session_id = run.session_id
+    svc.engine.dispose()
+    with sync_playwright() as playwright:
+        browser = launch_browser(playwright)
+        try:
+            with AppServer(url, tmp_path / "server.log") as server:
+                page = open_app(browser, f"{server.url}/sessions?session={session_id}")
+                page.wait_for_selector("text=Import labels into this session", timeout=60_000)
+                page.locator("input[type='file']").set_input_files(str(bad))
+                page.wait_for_selector("text=Item key column", timeout=60_000)
+                wait_for_app(page)
+                page.get_by_role("button", name="Import labels").click()
+                error = page.locator("[data-testid='stAlertContentError']").inner_text(timeout=60_000)
+                assert "Nothing was imported from bad.csv: 2 rows cannot be used." in error, error
+                assert "row 1: key 'case_000x' is not an item" in error and "row 2: label 'unsure'" in error
+                page.locator("input[type='file']").set_input_files(str(review))
+                wait_for_app(page)
+                page.get_by_role("button", name="Import labels").click()
+                page.wait_for_selector("text=Imported 25 answers from review.csv", timeout=60_000)
+                wait_for_app(page)
+                page.screenshot(path=str(tmp_path / "sessions.png"), full_page=True)
+        finally:
+            browser.close()
+    svc = MarginLab.from_url(url)
+    events = repo.label_events(svc.engine, session_id)
+    assert [(e.item_index, e.value, e.strategy) for e in events] == [(i, int(run.y_true[i]), "imported")
+                                                                      for i in pool]
+    svc.engine.dispose()
