@@ -223,7 +223,7 @@ def annotator_filter(sessions, *, key: str = "all_annotators") -> list:
     if not state.annotator and state.session_id in by_id:
         state.annotator = by_id[state.session_id].annotator
     if len({s.annotator for s in sessions}) > 1 or state.get(key):
-        st.toggle("Every annotator's sessions", key=key,
+        st.toggle("All annotators", key=key,
                   help=f"Off: the sessions of {state.annotator or 'the current annotator'} only.")
     return [s for s in sessions if state.get(key) or not state.annotator or s.annotator == state.annotator
             or s.id == state.session_id]
@@ -279,9 +279,9 @@ def delete_dataset_panel(svc: MarginLab, datasets) -> None:
         if dataset_id is None:
             return
         contents = svc.dataset_contents(dataset_id)
-        st.warning(plain(f"Deleting '{contents.name}' removes {describe_contents(contents)}, with their label "
-                         "histories and model snapshots. This cannot be undone; a copy of the database is the "
-                         "backup."))
+        st.warning(plain(f"Deleting '{contents.name}' removes {describe_contents(contents)}; the sessions' label "
+                         "histories and model snapshots go with them. This cannot be undone; a copy of the "
+                         "database is the backup."))
         typed = st.text_input("Type the dataset's name to confirm", key=f"delete_confirm_{dataset_id}",
                               placeholder=contents.name)
         if st.button("Delete the dataset", type="primary", key=f"delete_{dataset_id}",

@@ -147,7 +147,7 @@ def test_the_session_list_shows_the_current_annotators_sessions(db_url):
     start_session(at, "ada", "random")
     newest = repo.list_sessions(svc.engine)[0].id
     assert session_choices(at) == {mine, newest}
-    [t for t in at.toggle if t.label == "Every annotator's sessions"][0].set_value(True).run()
+    [t for t in at.toggle if t.label == "All annotators"][0].set_value(True).run()
     assert session_choices(at) == {mine, theirs, newest}
 
 

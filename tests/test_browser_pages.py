@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import re
 import time
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -22,8 +21,6 @@ from tests.test_browser import AppServer, item_caption, launch_browser, open_app
 
 pytestmark = pytest.mark.browser
 
-ROOT = Path(__file__).resolve().parent.parent
-SCREENSHOTS = ROOT / "docs" / "screenshots"
 
 
 def prepared(tmp_path, sessions=(("ada", "random"), ("ada", "random")), labels=0):
@@ -191,11 +188,8 @@ def test_change_a_label_made_20_labels_ago_in_the_label_history(tmp_path, strate
                 wait_for_app(page)
                 if solver == "incremental":
                     assert page.get_by_text("unlearned and learned again (exact)").count() == 1
-                page.mouse.click(5, 5)
-                SCREENSHOTS.mkdir(parents=True, exist_ok=True)
                 page.screenshot(path=str(tmp_path / "history.png"), full_page=True)
-                if solver == "incremental":
-                    page.screenshot(path=str(SCREENSHOTS / "history.png"), full_page=True)
+                assert (tmp_path / "history.png").stat().st_size > 10_000
         finally:
             browser.close()
     svc = MarginLab.from_url(url)

@@ -62,8 +62,8 @@ class RunHistory:
 
         Columns: ``label_id``, ``#`` (place among the current answers, None when
         removed or undone), ``item``, ``key``, ``answer`` (class name as it stands),
-        ``as given``, ``when``, ``heuristic``, ``score when asked`` (None during the
-        cold start), ``changes`` (who changed what, when), ``status``.
+        ``as given``, ``status`` (current, removed or undone), ``when``, ``heuristic``,
+        ``score when asked`` (None during the cold start), ``changes`` (who changed what, when).
         """
         events = stored_history.label_history(self.engine, self.session_id)
         given = stored_history.labels_as_given(self.engine, self.session_id)
@@ -85,14 +85,14 @@ class RunHistory:
                 "key": self.item_key(event.item_index) or "",
                 "answer": names[event.value],
                 "as given": names[given.get(event.label_id, event.value)],
+                "status": "current" if current else ("removed" if removed else "undone"),
                 "when": event.created_at,
                 "heuristic": event.strategy,
                 "score when asked": None if COLD_START_MARK in event.strategy else event.decision_value,
                 "changes": "; ".join(self._describe(c) for c in mine),
-                "status": "current" if current else ("removed" if removed else "undone"),
             })
-        return pd.DataFrame(rows, columns=["label_id", "#", "item", "key", "answer", "as given", "when", "heuristic",
-                                           "score when asked", "changes", "status"])
+        return pd.DataFrame(rows, columns=["label_id", "#", "item", "key", "answer", "as given", "status", "when",
+                                           "heuristic", "score when asked", "changes"])
 
     def _describe(self, correction) -> str:
         names = self.class_names
@@ -154,8 +154,9 @@ class RunHistory:
             self.last_update_ms = None
             self.version += 1
             self._ask()
-            how = ("unlearned and learned again (exact)" if correction.exact and old != 0 else
-                   f"the model was rebuilt from the {self.n_labels} labels" if old != 0 else "the model is unchanged")
+            how = ("the model is unchanged" if old == 0 else
+                   f"the model was rebuilt from the {self.n_labels} labels" if not correction.exact else
+                   "unlearned (exact)" if value is None else "unlearned and learned again (exact)")
             said = f"{what}: {how}, {correction.update_ms:.0f} ms."
             if value is None:
                 said += " The item can be asked about again."

@@ -37,7 +37,7 @@ def _start_session() -> None:
 ui.follow_address(sessions)
 if state.session_id not in {s.id for s in sessions}:
     state.session_id = None
-top_left, top_middle, top_right = st.columns([3, 1, 2], vertical_alignment="bottom")
+top_left, top_middle, top_right = st.columns([3, 1.1, 1.9], vertical_alignment="bottom")
 with top_middle:
     mine = ui.annotator_filter(sessions)  # the current annotator's sessions, unless the toggle says every
 if state.session_id is None and mine:
