@@ -54,6 +54,11 @@ Design notes
   right after a resume restores it; undo further back than that replays the
   remaining labels from scratch, as the original loop does beyond its undo
   memory.
+* **Corrections.**  :meth:`ActiveLearningLoop.change_label` and
+  :meth:`remove_label` correct an answer given at any earlier point: exact
+  solvers unlearn it (and learn the new answer), the others relearn the
+  corrected labels in order with a fresh solver; either way the model is the
+  one that learned the corrected answers from the start.
 * When there is nothing left to ask (every item labelled or skipped, or
   ``ramp-region`` finds no item in its ramp region in a whole pass)
   ``next_query()`` returns ``None``.
