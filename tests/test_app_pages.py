@@ -257,3 +257,20 @@ def test_deleting_a_dataset_says_what_goes_and_needs_its_name(db_url):
     assert not at.exception, at.exception
     assert [d.id for d in svc.datasets()] == [cancer] and repo.list_sessions(svc.engine) == []
     assert any("Deleted dataset 'digits: 8 vs rest'" in s for s in test_app.shown(at.success))
+
+
+def test_the_history_of_a_session_whose_model_cannot_be_rebuilt_is_still_readable(db_url):
+    from tests.test_app_robustness import N_LABELS, _retired_heuristic
+
+    svc = MarginLab.from_url(db_url)
+    session_id = _retired_heuristic(svc.engine)
+    at = AppTest.from_file(test_app.MAIN, default_timeout=test_app.TIMEOUT)
+    at.query_params["session"] = str(session_id)
+    at.switch_page("views/history.py").run()
+    assert not at.exception, at.exception
+    assert any("could not be rebuilt" in e for e in test_app.shown(at.error))
+    (table,) = [df.value for df in at.dataframe if "as given" in df.value.columns]
+    assert len(table) == N_LABELS
+    [b for b in at.button if b.label == "Remove this answer"][0].click().run()
+    assert not at.exception, at.exception
+    assert len(repo.label_events(svc.engine, session_id)) == N_LABELS  # refused: nothing changed

@@ -71,6 +71,7 @@ class RunHistory:
         for c in stored_history.label_corrections(self.engine, self.session_id):
             corrections.setdefault(c.label_id, []).append(c)
         names = self.class_names
+        keys = getattr(self.display, "item_keys", None)  # (none when the dataset could not be loaded)
         rows, position = [], 0
         for event in events:
             mine = corrections.get(event.label_id, [])
@@ -82,7 +83,7 @@ class RunHistory:
                 "label_id": event.label_id,
                 "#": position if current else None,
                 "item": event.item_index,
-                "key": self.item_key(event.item_index) or "",
+                "key": (keys[event.item_index] if keys is not None else None) or "",
                 "answer": names[event.value],
                 "as given": names[given.get(event.label_id, event.value)],
                 "status": "current" if current else ("removed" if removed else "undone"),
