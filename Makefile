@@ -1,5 +1,6 @@
 # MarginLab: `make run` starts the app on the bundled demo data; `make test` installs test needs and runs the tests.
 PYTHON ?= python3
+PORT   ?= 8501
 VENV   := .venv
 BIN    := $(VENV)/bin
 
@@ -21,9 +22,9 @@ $(VENV)/.dev: requirements.txt requirements-dev.txt | $(BIN)/python
 	touch $@ $(VENV)/.runtime
 
 # Bound to this machine only (app/.streamlit/config.toml says so too); to share the app on a
-# network on purpose, run streamlit yourself with --server.address.
+# network on purpose, run streamlit yourself with --server.address. `make run PORT=8600` picks the port.
 run: $(VENV)/.runtime
-	$(BIN)/streamlit run app/main.py --server.address 127.0.0.1
+	$(BIN)/streamlit run app/main.py --server.address 127.0.0.1 --server.port $(PORT)
 
 # Debian's Chromium drives the browser tests (never a downloaded browser build).
 browser-deps:

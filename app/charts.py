@@ -19,6 +19,9 @@ Figure = dict[str, Any]
 
 PALETTE = ("#2b6cb0", "#c05621", "#2f855a", "#6b46c1", "#b7791f", "#c53030", "#319795", "#718096")
 GRID = "#e2e8f0"
+#: labelling sessions overlaid on a comparison: dark neutrals none of the heuristics use, and markers
+SESSION_COLORS = ("#1a202c", "#4a5568", "#975a16", "#2c5282")
+SESSION_MARKERS = ("circle-open", "square-open", "diamond-open", "triangle-up-open")
 #: a one-line legend just above the plot, under a one-line title (the live charts keep
 #: room for three title lines), where it covers neither the data nor the x-axis title
 ABOVE_LEGEND = {"orientation": "h", "x": 0, "y": 1.02, "xanchor": "left", "yanchor": "bottom",
@@ -211,15 +214,21 @@ def learning_curve_figure(rows: pd.DataFrame, metric: str = "auc", *, title: str
                      "line": {"color": color, "width": 2}, "name": plotly_text(series),
                      "legendgroup": str(series)})
     overlay_metric = overlay_metric or metric
+    # the comparison's own label axis: a long labelling session is cut there, not stretching the bands
+    low, high = float(np.nanmin(rows["n_labels"])), float(np.nanmax(rows["n_labels"]))
     if overlay is not None and len(overlay) and overlay_metric in overlay:
         for k, (name, part) in enumerate(overlay.groupby("session", sort=True)):
             part = part.dropna(subset=[overlay_metric])
+            part = part[part["n_labels"] <= high]
             if part.empty:
                 continue
+            # a session looks unlike any heuristic: dark dotted line with open markers
             data.append({"type": "scatter", "x": _values(part["n_labels"]), "y": _values(part[overlay_metric]),
-                         "mode": "lines", "name": plotly_text(name),
-                         "line": {"color": PALETTE[(k + 4) % len(PALETTE)], "dash": "dash", "width": 1.5}})
+                         "mode": "lines+markers", "name": plotly_text(name),
+                         "marker": {"symbol": SESSION_MARKERS[k % len(SESSION_MARKERS)], "size": 6},
+                         "line": {"color": SESSION_COLORS[k % len(SESSION_COLORS)], "dash": "dot", "width": 2}})
     layout = _layout(title, height=380, xtitle="labels", ytitle=METRIC_NAMES.get(metric, metric), wrap=None)
+    layout["xaxis"]["range"] = [low - 0.5, high + 0.5]
     layout["margin"]["t"] = 50
     return {"data": data, "layout": layout}
 

@@ -16,22 +16,15 @@ if str(ROOT) not in sys.path:
 import streamlit as st  # noqa: E402
 from sqlalchemy.exc import SQLAlchemyError  # noqa: E402
 
-from app import ui  # noqa: E402
+from app import navigation, ui  # noqa: E402
 from app.launch import keep_error_details_on_the_server  # noqa: E402
 
 keep_error_details_on_the_server()
 st.set_page_config(page_title="MarginLab", page_icon=":material/label:", layout="wide")
 ui.init_state()
 
-VIEWS = Path(__file__).resolve().parent / "views"
-pages = [
-    st.Page(VIEWS / "data.py", title="Data", icon=":material/table_view:"),
-    st.Page(VIEWS / "label.py", title="Label", icon=":material/label:", default=True),
-    st.Page(VIEWS / "compare.py", title="Compare", icon=":material/compare_arrows:"),
-    st.Page(VIEWS / "export.py", title="Export", icon=":material/download:"),
-]
 try:
-    st.navigation(pages).run()
+    st.navigation(navigation.pages()).run()
 except SQLAlchemyError as error:  # the database failed while a page was drawn
     ui.logger.error("the database failed", exc_info=error)
     ui.database_failed(error)

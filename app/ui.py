@@ -15,6 +15,7 @@ import pandas as pd
 import streamlit as st
 from sqlalchemy.exc import SQLAlchemyError
 
+from app import navigation
 from app.services import LabellingRun, MarginLab, ServiceError
 from app.services.common import gamma_value
 from app.services.database import database_problem
@@ -29,6 +30,7 @@ DEFAULTS = {
     "outcome": None,  # the last Positive/Negative/Skip/Undo outcome
     "comparison_id": None,
     "start_error": None,
+    "all_annotators": False,  # the session lists show every annotator's sessions, not only the current one's
 }
 
 
@@ -190,8 +192,9 @@ def summary_table(summary: pd.DataFrame) -> pd.DataFrame:
     for r in summary.to_dict(orient="records"):
         seeds = _number(r.get("n_seeds")) or 0
         rows.append({
-            "heuristic": r.get("strategy"), "solver": r.get("solver"), "seeds": int(seeds),
+            "heuristic": r.get("strategy"), "solver": r.get("solver"),
             "ALC": pm(r.get("alc_mean"), r.get("alc_std")),
+            "vs random W / T / L": wtl(r), "seeds": int(seeds),
             "ALC (log2 labels)": pm(r.get("alc_log2_mean"), r.get("alc_log2_std")),
             "to 95 %": reach(r.get("labels_95"), r.get("reached_95"), seeds),
             "to 99 %": reach(r.get("labels_99"), r.get("reached_99"), seeds),
@@ -199,9 +202,132 @@ def summary_table(summary: pd.DataFrame) -> pd.DataFrame:
             "support vectors": _number(r.get("final_n_sv")),
             "update ms p50 / p95": pair(r.get("update_ms_median"), r.get("update_ms_p95")),
             "query ms p50 / p95": pair(r.get("query_ms_median"), r.get("query_ms_p95")),
-            "vs random W / T / L": wtl(r),
         })
     return pd.DataFrame(rows)
+
+
+def session_label(sessions) -> dict[int, str]:
+    """How a session is named in the lists: number, name (if any), dataset, heuristic / solver, annotator."""
+    return {s.id: f"#{s.id} · " + (f"{s.name} · " if s.name else "") +
+            f"{s.dataset_name} · {s.strategy} / {s.solver} · {s.annotator}" for s in sessions}
+
+
+def annotator_filter(sessions, *, key: str = "all_annotators") -> list:
+    """The sessions of the current annotator (and the one shown), or all of them when the toggle says so.
+
+    The current annotator is the one who started a session in this browser tab, else the annotator of the
+    session shown. The toggle appears when more than one annotator has sessions.
+    """
+    state = st.session_state
+    by_id = {s.id: s for s in sessions}
+    if not state.annotator and state.session_id in by_id:
+        state.annotator = by_id[state.session_id].annotator
+    if len({s.annotator for s in sessions}) > 1 or state.get(key):
+        st.toggle("All annotators", key=key,
+                  help=f"Off: the sessions of {state.annotator or 'the current annotator'} only.")
+    return [s for s in sessions if state.get(key) or not state.annotator or s.annotator == state.annotator
+            or s.id == state.session_id]
+
+
+def show_session(session_id: int | None) -> None:
+    """Make ``session_id`` the session the Label and History pages show, and name it in the address."""
+    st.session_state.session_id = session_id
+    st.session_state.outcome = None
+    navigation.put_session_in_address(session_id)
+
+
+def follow_address(sessions, *, missing: str = "is not open for labelling (it is closed, or not in this "
+                                                "database)") -> None:
+    """Open the session the address names (``?session=N``: a bookmark or a link), if it is among ``sessions``;
+    otherwise say that it ``missing``."""
+    asked = navigation.session_in_address()
+    if asked is None or asked == st.session_state.session_id:
+        return
+    found = next((s for s in sessions if s.id == asked), None)
+    if found is None:
+        st.warning(plain(f"Session {asked} {missing}; the Sessions page lists every session and can reopen a "
+                         "closed one."))
+        return
+    st.session_state.session_id = asked
+    st.session_state.outcome = None
+    if not st.session_state.annotator:
+        st.session_state.annotator = found.annotator
+
+
+def export_default_dataset(sessions, dataset_ids: list[int], session_id: int | None) -> int | None:
+    """The dataset the Export page starts with: the shown session's, else the most recently labelled one, else
+    the first (None only when there is no dataset)."""
+    by_id = {s.id: s for s in sessions}
+    if session_id in by_id and by_id[session_id].dataset_id in dataset_ids:
+        return by_id[session_id].dataset_id
+    labelled = [s.dataset_id for s in sessions if s.n_labels and s.dataset_id in dataset_ids]
+    return labelled[0] if labelled else (dataset_ids[0] if dataset_ids else None)
+
+
+def delete_dataset_panel(svc: MarginLab, datasets) -> None:
+    """Data page: delete a dataset with everything that hangs off it, after saying what goes and asking
+    for its name."""
+    from app.services.housekeeping import describe_contents
+
+    notice = st.session_state.pop("delete_notice", None)
+    if notice:
+        st.success(plain(notice))
+    with st.expander("Delete a dataset"):
+        names = {d.id: f"#{d.id} {d.name}" for d in datasets}
+        dataset_id = st.selectbox("Dataset to delete", list(names), index=None, format_func=names.get,
+                                  placeholder="choose a dataset", key="delete_dataset_id")
+        if dataset_id is None:
+            return
+        contents = svc.dataset_contents(dataset_id)
+        st.warning(plain(f"Deleting '{contents.name}' removes {describe_contents(contents)}; the sessions' label "
+                         "histories and model snapshots go with them. This cannot be undone; a copy of the "
+                         "database is the backup."))
+        typed = st.text_input("Type the dataset's name to confirm", key=f"delete_confirm_{dataset_id}",
+                              placeholder=contents.name)
+        if st.button("Delete the dataset", type="primary", key=f"delete_{dataset_id}",
+                     disabled=typed.strip() != contents.name.strip()):
+            try:
+                outcome = svc.delete_dataset(dataset_id, confirm_name=typed)
+            except (ServiceError, StorageError) as error:
+                st.error(plain(error))
+                return
+            st.session_state.delete_notice = outcome.message
+            st.session_state.pop("delete_dataset_id", None)
+            st.rerun()
+
+
+EXACT_SOLVERS = ("incremental", "active-set")
+
+
+def correction_note(solver: str) -> str:
+    """How a change of an earlier answer reaches the model, for the History page."""
+    if solver in EXACT_SOLVERS:
+        return (f"{solver}: the model unlearns the answer and learns the new one, exactly as if it had been given "
+                "from the start.")
+    return (f"{solver}: the model is rebuilt from every answer in order, with the new one in its place (the same "
+            "model as had it been given from the start).")
+
+
+def history_summary(table: pd.DataFrame, solver: str) -> str:
+    current = table[table["status"] == "current"]
+    labels = int((current["answer"] != "skipped").sum())
+    changed = int((current["changes"].str.len() > 0).sum())
+    removed = int((table["status"] == "removed").sum())
+    return (f"{labels} labels and {len(current) - labels} skips as they stand · {changed} changed · "
+            f"{removed} removed · solver {plain(solver)}")
+
+
+def history_choices(current: pd.DataFrame) -> dict[int, str]:
+    """label id -> "#12 · item 1204 (key) · positive · 14:03:11 · 20 labels ago", newest first."""
+    is_label = (current["answer"] != "skipped").to_numpy()
+    after = is_label[::-1].cumsum()[::-1] - is_label  # labels given after each answer
+    choices = {}
+    for (_, row), ago in zip(current.iloc[::-1].iterrows(), after[::-1], strict=True):
+        key = f" ({row['key']})" if row["key"] else ""
+        when = row["when"].strftime("%H:%M:%S")
+        choices[int(row["label_id"])] = (f"#{row['#']:.0f} · item {row['item']}{key} · {row['answer']} · {when} · "
+                                         f"{ago} label{'s' if ago != 1 else ''} ago")
+    return choices
 
 
 def init_state() -> None:
@@ -240,6 +366,44 @@ def show_item(run: LabellingRun, item_index: int) -> None:
         with st.container(border=True):
             st.text(text)  # the item's own words: plain text, no Markdown interpretation
         return
-    row = run.item_features(item_index).T.reset_index()
-    row.columns = ["feature", "value"]
-    st.dataframe(row, hide_index=True, height=min(36 + 35 * len(row), 320), width="stretch")
+    show_features(run, item_index)
+
+
+#: features of a table item shown before "All N features" is opened
+TOP_FEATURES = 8
+
+
+def feature_table(run: LabellingRun, item_index: int) -> tuple[pd.DataFrame, bool]:
+    """The item's features, most relevant to the current model first, with a 0-1 relevance
+    (relative to the most relevant); and whether that order comes from a model (False: the
+    dataset's order, before the model has support vectors)."""
+    from core.explain import most_relevant
+
+    values = run.item_features(item_index).iloc[0]
+    relevance = run.feature_relevance(item_index)
+    order = most_relevant(relevance, len(values))
+    table = pd.DataFrame({"feature": [str(values.index[j]) for j in order], "value": values.to_numpy()[order]})
+    ranked = relevance is not None and float(np.max(relevance)) > 0
+    table["relevance"] = (np.asarray(relevance)[order] / float(np.max(relevance))) if ranked else np.nan
+    return table, ranked
+
+
+def show_features(run: LabellingRun, item_index: int) -> None:
+    """A table item: its most relevant features first (see ``core.explain``), all of them on demand."""
+    table, ranked = feature_table(run, item_index)
+    columns = {"relevance": st.column_config.ProgressColumn(
+        "relevance", format="%.2f", min_value=0.0, max_value=1.0,
+        help="How much the feature moves the model's decision about this item, relative to the most relevant "
+             "one (linear kernel: |w_j x_j|; rbf: |df/dx_j| times the feature's spread).")}
+    shown = table if len(table) <= TOP_FEATURES else table.head(TOP_FEATURES)
+    if not ranked:
+        shown = shown.drop(columns="relevance")
+    st.dataframe(shown, hide_index=True, height=36 + 35 * len(shown), width="stretch", column_config=columns)
+    if len(table) > len(shown):
+        st.caption("The features that matter most to the model's decision about this item."
+                    if ranked else "The first features; once the model has support vectors, the ones that matter "
+                                   "most to its decision come first.")
+        with st.expander(f"All {len(table)} features"):
+            full = run.item_features(item_index).T.reset_index()
+            full.columns = ["feature", "value"]
+            st.dataframe(full, hide_index=True, height=min(36 + 35 * len(full), 420), width="stretch")

@@ -54,6 +54,11 @@ Design notes
   right after a resume restores it; undo further back than that replays the
   remaining labels from scratch, as the original loop does beyond its undo
   memory.
+* **Corrections.**  :meth:`ActiveLearningLoop.change_label` and
+  :meth:`remove_label` correct an answer given at any earlier point: exact
+  solvers unlearn it (and learn the new answer), the others relearn the
+  corrected labels in order with a fresh solver; either way the model is the
+  one that learned the corrected answers from the start.
 * When there is nothing left to ask (every item labelled or skipped, or
   ``ramp-region`` finds no item in its ramp region in a whole pass)
   ``next_query()`` returns ``None``.
@@ -129,6 +134,24 @@ class HistoryRow:
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+
+@dataclass
+class Correction:
+    """What :meth:`ActiveLearningLoop.change_label` / ``remove_label`` did.
+
+    ``position``: the event's place in ``events`` (0-based); ``old`` / ``new``:
+    the answer before and after (``new`` is None for a removal); ``exact``:
+    the solver unlearned and learned (True) or was rebuilt from the events
+    (False); ``update_ms``: the time it took, pool scores included.
+    """
+
+    position: int
+    item: int
+    old: int
+    new: int | None
+    exact: bool
+    update_ms: float = float("nan")
 
 
 @dataclass
@@ -530,6 +553,115 @@ class ActiveLearningLoop:
         self.rng = self._step_rng()
         return event
 
+    # ------------------------------------------------------------------ corrections of earlier answers
+    def change_label(self, i, y) -> Correction:
+        """Change the label of item ``i`` (given earlier, at any point) to ``y`` (+1 / -1).
+
+        The model becomes the one that had learned the corrected answers from
+        the start.  Solvers with ``exact_unlearn`` (incremental, active-set)
+        unlearn ``i`` and learn it with ``y``: the SVM solution of the corrected
+        labels, to the solver's tolerance.  The others are rebuilt by a fresh
+        solver that learns the corrected labels in their order, which is
+        identical to replaying the corrected events (solvers are deterministic
+        given their ``random_state``).  The event keeps its place; its history
+        row keeps what was measured when it was learned, with the new label.
+        """
+        k, i, old = self._find_event(i)
+        if y not in (-1, 1) or isinstance(y, bool):
+            raise ValueError(f"label must be -1 or +1, got {y!r}")
+        y = int(y)
+        if old == 0:
+            raise ValueError(f"item {i} was skipped, not labelled: remove the skip instead")
+        if old == y:
+            raise ValueError(f"item {i} is already labelled {y:+d}")
+        t0 = time.perf_counter()
+        self.events[k] = (i, y)
+        self._undo[k].label = y
+        if self.solver.exact_unlearn:
+            if self.n_labels == 1:  # its only label: nothing else to keep
+                self.solver = make_solver(self.solver_name, self.X, **self.solver_params)
+            else:
+                self.solver.unlearn(i)
+            self.solver.learn(i, y)
+        else:
+            self._replay_solver([e for e in self.events if e[1] != 0])
+        self._forget_undo_states(after=k)
+        self._label[i] = y
+        self._n_pos += y
+        self._n_neg -= y
+        for row in self.history:
+            if row.item == i:
+                row.label = y
+        return self._corrected(Correction(position=k, item=i, old=old, new=y, exact=self.solver.exact_unlearn), t0)
+
+    def remove_label(self, i) -> Correction:
+        """Take back the label or skip given to item ``i`` earlier; the item returns to the pool.
+
+        As :meth:`change_label`: exact unlearning for solvers with
+        ``exact_unlearn``, otherwise a fresh solver that learns the remaining
+        labels in order.  The history row of a removed label goes; the later
+        rows are renumbered (``step``, ``n_labels``) and keep what was measured.
+        """
+        k, i, old = self._find_event(i)
+        t0 = time.perf_counter()
+        del self.events[k]
+        entry = self._undo.pop(k)
+        if entry.snapshot is not None or entry.state is not None:
+            self._snapshot_bytes -= entry.snapshot_bytes
+        if old != 0:
+            if self.n_labels == 1:
+                self.solver = make_solver(self.solver_name, self.X, **self.solver_params)
+            elif self.solver.exact_unlearn:
+                self.solver.unlearn(i)
+            else:
+                self._replay_solver([e for e in self.events if e[1] != 0])
+            self._forget_undo_states(after=k - 1)
+            if old > 0:
+                self._n_pos -= 1
+            else:
+                self._n_neg -= 1
+            self._label[i] = 0
+        for row in self.history:
+            if row.step > k + 1:
+                row.step -= 1
+                row.n_labels -= old != 0
+        self.history = [row for row in self.history if not (row.item == i and old != 0)]
+        self._skipped[i] = False
+        self._available[i] = True
+        return self._corrected(Correction(position=k, item=i, old=old, new=None, exact=self.solver.exact_unlearn),
+                               t0)
+
+    def _find_event(self, i) -> tuple[int, int, int]:
+        """(position in ``events``, item, answer) of the one event of item ``i``."""
+        if isinstance(i, bool) or not isinstance(i, (int, np.integer)):
+            raise TypeError(f"item must be an integer index, got {i!r}")
+        i = int(i)
+        found = [k for k, (item, _) in enumerate(self.events) if item == i]
+        if not found:
+            raise ValueError(f"item {i} has no label or skip to correct")
+        if len(found) > 1:
+            raise ValueError(f"item {i} has {len(found)} events (skipped, then labelled); undo to change it")
+        k = found[0]
+        return k, i, int(self.events[k][1])
+
+    def _forget_undo_states(self, after: int) -> None:
+        """Drop the kept solver states from before the events after position ``after``: they hold
+        the model with the earlier answer (their undo rebuilds from the corrected events instead)."""
+        for entry in self._undo[after + 1:]:
+            if entry.snapshot is not None or entry.state is not None:
+                self._snapshot_bytes -= entry.snapshot_bytes
+                entry.snapshot = entry.state = None
+
+    def _corrected(self, correction: Correction, t0: float) -> Correction:
+        if self.n_labels == 0:
+            self._init_scores()
+        else:
+            self._sync_scores()
+        self._pending = None
+        self.rng = self._step_rng()
+        correction.update_ms = 1e3 * (time.perf_counter() - t0)
+        return correction
+
     # ------------------------------------------------------------------ internals
     def _trim_snapshots(self) -> None:
         """Drop the oldest snapshots beyond the memory budget (their undo falls back to replay)."""
@@ -828,4 +960,4 @@ class ActiveLearningLoop:
         self.rng = self._step_rng()
 
 
-__all__ = ["ActiveLearningLoop", "HistoryRow", "STATE_FORMAT", "TRACK_LIMIT"]
+__all__ = ["ActiveLearningLoop", "Correction", "HistoryRow", "STATE_FORMAT", "TRACK_LIMIT"]

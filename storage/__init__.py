@@ -32,6 +32,18 @@ from storage.errors import (
     UnusableDatabaseError,
 )
 from storage.export import EXPORT_FORMATS, export_labels
+from storage.history import (
+    DatasetContents,
+    LabelCorrectionInfo,
+    change_label,
+    dataset_contents,
+    label_corrections,
+    label_history,
+    labels_as_given,
+    record_labels,
+    remove_label,
+    rename_session,
+)
 from storage.importing import import_csv, import_labelled_export, import_loaded_dataset
 from storage.models import SCHEMA_VERSION
 from storage.repository import (
@@ -71,6 +83,8 @@ __all__ = [
     "SCHEMA_VERSION",
     "Comparison",
     "ComparisonInfo",
+    "DatasetContents",
+    "LabelCorrectionInfo",
     "CorruptDatabaseError",
     "DatasetInfo",
     "DatasetValidationError",
@@ -87,7 +101,9 @@ __all__ = [
     "Snapshot",
     "StorageError",
     "UnusableDatabaseError",
+    "change_label",
     "close_session",
+    "dataset_contents",
     "database_url",
     "delete_dataset",
     "export_labels",
@@ -99,7 +115,10 @@ __all__ = [
     "import_labelled_export",
     "import_loaded_dataset",
     "init_db",
+    "label_corrections",
     "label_events",
+    "label_history",
+    "labels_as_given",
     "labelled_items",
     "latest_snapshot",
     "list_annotators",
@@ -111,6 +130,9 @@ __all__ = [
     "make_engine",
     "make_sessionmaker",
     "record_label",
+    "record_labels",
+    "remove_label",
+    "rename_session",
     "reopen_session",
     "save_comparison",
     "save_snapshot",

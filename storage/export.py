@@ -1,9 +1,17 @@
 """Export labelled items to CSV / JSON Lines.
 
 An export row is one active label: the item (index, key, display text), its
-features (one column per feature name), the label (+1, -1, or 0 for a skip)
-and its provenance (annotator, session, time, strategy, solver, the decision
-value the model gave the item when it was asked, model version, timings).
+features (one column per feature name), the label under the dataset's own
+class name (``label``, e.g. ``malignant``; ``positive`` / ``negative`` for a
+dataset imported without a label column; ``skipped`` for a skip) and as a
+number (``label_value``: +1, -1, or 0 for a skip), and its provenance
+(annotator, session, time, strategy, solver, the decision value the model
+gave the item when it was asked, model version, timings). The decision value
+is empty for items asked during the cold start (before the model had seen
+both classes, its value is a placeholder such as 0.0 or -1.0, not a score). A
+label changed later in the label history is exported as it stands, with who
+changed it, when, and the answer as first given (``changed_by``,
+``changed_at``, ``label_as_given``; empty for a label never changed).
 Numbers are written as their shortest exact decimal, so they read back bit for bit:
 ``storage.importing.import_labelled_export`` turns an export back into a
 dataset whose true labels are the exported labels.
@@ -40,17 +48,33 @@ from collections.abc import Iterator, Sequence
 from typing import IO, Any
 
 import numpy as np
+from sqlalchemy import select
 
 from storage.errors import StorageError
-from storage.models import LABEL_PROVENANCE_COLUMNS, Annotator, Dataset, Item, Label, LabellingSession
+from storage.models import (
+    LABEL_PROVENANCE_COLUMNS,
+    Annotator,
+    Dataset,
+    Item,
+    Label,
+    LabelCorrection,
+    LabellingSession,
+)
 from storage.repository import EngineLike, events_query, reading
 
 EXPORT_FORMATS = ("csv", "jsonl")
 
 #: columns every export row has, in order (features come between these two groups)
 ITEM_COLUMNS = ("dataset_id", "dataset_name", "session_id", "label_id", "item_index", "item_key", "display_text")
-PROVENANCE_COLUMNS = ("label", "annotator", "labelled_at", *LABEL_PROVENANCE_COLUMNS)
-RESERVED_COLUMNS = frozenset(ITEM_COLUMNS + PROVENANCE_COLUMNS + ("features",))
+PROVENANCE_COLUMNS = ("label", "label_value", "annotator", "labelled_at", *LABEL_PROVENANCE_COLUMNS)
+#: columns of a label changed later in the label history (empty when it never was)
+CORRECTION_COLUMNS = ("changed_by", "changed_at", "label_as_given")
+RESERVED_COLUMNS = frozenset(ITEM_COLUMNS + PROVENANCE_COLUMNS + CORRECTION_COLUMNS + ("features",))
+#: names of the answers of a dataset without class names, and of a skip
+DEFAULT_CLASS_NAMES = {1: "positive", -1: "negative"}
+SKIP_NAME = "skipped"
+#: a strategy name with this in it asked during the cold start (its decision value is a placeholder)
+COLD_START_MARK = "(cold start)"
 FEATURE_PREFIX = "feature:"
 
 _CHUNK_ROWS = 5_000
@@ -96,7 +120,8 @@ def export_labels(
         raise StorageError(f"Export format '{fmt}' is not one of {', '.join(EXPORT_FORMATS)}.")
     query = (
         events_query()
-        .add_columns(LabellingSession.dataset_id, Item.external_key, Item.display_text)
+        .add_columns(LabellingSession.dataset_id, Item.external_key, Item.display_text,
+                     Label.value.label("value_as_given"))
         .join(LabellingSession, LabellingSession.id == Label.session_id)
         .where(Label.undone_at.is_(None))
         .order_by(LabellingSession.dataset_id, Label.session_id, Label.id)
@@ -114,6 +139,7 @@ def export_labels(
         rows = session.execute(query).all()
         dataset_ids = sorted({row.dataset_id for row in rows})
         datasets: dict[int, tuple[str, list[str], np.ndarray | None]] = {}
+        class_names: dict[int, dict[int, str]] = {}
         for did in dataset_ids:
             dataset = session.get(Dataset, did)
             assert dataset is not None
@@ -121,6 +147,8 @@ def export_labels(
             if include_features:
                 X = np.frombuffer(dataset.features, dtype="<f8").reshape(dataset.n_rows, dataset.n_features)
             datasets[did] = (dataset.name, list(dataset.feature_names), X)
+            class_names[did] = _class_names(dataset.meta)
+        changes = _latest_changes(session, sorted({row.session_id for row in rows}))
 
     feature_names: list[str] = []
     if include_features:
@@ -129,16 +157,61 @@ def export_labels(
                 if name not in feature_names:
                     feature_names.append(name)
 
+    labels = _Labels(class_names, changes)
     if out is None:
         buffer = io.StringIO(newline="")
-        _write(buffer, fmt, rows, datasets, feature_names)
+        _write(buffer, fmt, rows, datasets, feature_names, labels)
         return buffer.getvalue()
     if isinstance(out, str | os.PathLike):
         with open(out, "w", encoding="utf-8", newline="") as stream:
-            _write(stream, fmt, rows, datasets, feature_names)
+            _write(stream, fmt, rows, datasets, feature_names, labels)
     else:
-        _write(out, fmt, rows, datasets, feature_names)
+        _write(out, fmt, rows, datasets, feature_names, labels)
     return None
+
+
+def _class_names(meta: dict[str, Any] | None) -> dict[int, str]:
+    """``{+1: positive class name, -1: negative class name, 0: "skipped"}`` of a dataset."""
+    classes = (meta or {}).get("classes") or {}
+    names = {1: str(classes.get("positive") or DEFAULT_CLASS_NAMES[1]),
+             -1: str(classes.get("negative") or DEFAULT_CLASS_NAMES[-1])}
+    if names[1] == names[-1]:  # names that cannot tell the answers apart are no names
+        names = dict(DEFAULT_CLASS_NAMES)
+    return {**names, 0: SKIP_NAME}
+
+
+def _latest_changes(session: Any, session_ids: list[int]) -> dict[int, tuple[str, Any]]:
+    """``{label_id: (who, when)}`` of the newest change of each changed label of these sessions."""
+    if not session_ids:
+        return {}
+    found = session.execute(
+        select(LabelCorrection.label_id, Annotator.name, LabelCorrection.created_at)
+        .join(Annotator, Annotator.id == LabelCorrection.annotator_id)
+        .where(LabelCorrection.session_id.in_(session_ids), LabelCorrection.kind == "change")
+        .order_by(LabelCorrection.id)
+    ).all()
+    return {label_id: (who, when) for label_id, who, when in found}
+
+
+class _Labels:
+    """How a row's label reads: class name, number, correction, and whether its score is a placeholder."""
+
+    def __init__(self, class_names: dict[int, dict[int, str]], changes: dict[int, tuple[str, Any]]):
+        self.class_names = class_names
+        self.changes = changes
+
+    def name(self, row: Any) -> str:
+        return self.class_names[row.dataset_id][row.value]
+
+    def decision_value(self, row: Any) -> float | None:
+        return None if COLD_START_MARK in row.strategy else row.decision_value
+
+    def correction(self, row: Any) -> tuple[str | None, str | None, str | None]:
+        """(changed by, changed at, label as given) or three Nones."""
+        change = self.changes.get(row.id)
+        if change is None:
+            return None, None, None
+        return change[0], change[1].isoformat(), self.class_names[row.dataset_id][row.value_as_given]
 
 
 def _write(
@@ -147,11 +220,12 @@ def _write(
     rows: Sequence[Any],
     datasets: dict[int, tuple[str, list[str], np.ndarray | None]],
     feature_names: list[str],
+    labels: _Labels,
 ) -> None:
     if fmt == "csv":
-        _write_csv(stream, rows, datasets, feature_names)
+        _write_csv(stream, rows, datasets, feature_names, labels)
     else:
-        _write_jsonl(stream, rows, datasets, include_features=bool(feature_names))
+        _write_jsonl(stream, rows, datasets, labels, include_features=bool(feature_names))
 
 
 def _dataset_runs(chunk: Sequence[Any]) -> Iterator[tuple[int, Sequence[Any]]]:
@@ -190,10 +264,11 @@ def _needs_prefix(feature_name: str) -> bool:
     return feature_name in RESERVED_COLUMNS or feature_name.startswith(FEATURE_PREFIX)
 
 
-def _write_csv(stream: IO[str], rows: Sequence[Any], datasets: Any, feature_names: list[str]) -> None:
+def _write_csv(stream: IO[str], rows: Sequence[Any], datasets: Any, feature_names: list[str],
+               labels: _Labels) -> None:
     writer = csv.writer(stream, lineterminator="\r\n")  # RFC 4180; a lone CR in a cell is then quoted too
     feature_headers = [escape_cell(FEATURE_PREFIX + n if _needs_prefix(n) else n) for n in feature_names]
-    writer.writerow([*ITEM_COLUMNS, *feature_headers, *PROVENANCE_COLUMNS])
+    writer.writerow([*ITEM_COLUMNS, *feature_headers, *PROVENANCE_COLUMNS, *CORRECTION_COLUMNS])
     escaped: dict[str, str] = {}
 
     def name(value: str) -> str:  # escaped, memoised (names repeat on every row)
@@ -215,21 +290,23 @@ def _write_csv(stream: IO[str], rows: Sequence[Any], datasets: Any, feature_name
                 _text(row.external_key),
                 _text(row.display_text),
                 *row_features,
+                name(labels.name(row)),
                 row.value,
                 name(row.name),
                 row.created_at.isoformat(),
                 name(row.strategy),
                 name(row.solver),
-                _number(row.decision_value),
+                _number(labels.decision_value(row)),
                 row.model_version,
                 _number(row.update_ms),
                 _number(row.query_ms),
+                *(_text(cell) for cell in labels.correction(row)),
             ]
             for row, row_features in zip(chunk, features, strict=True)
         )
 
 
-def _write_jsonl(stream: IO[str], rows: Sequence[Any], datasets: Any, include_features: bool) -> None:
+def _write_jsonl(stream: IO[str], rows: Sequence[Any], datasets: Any, labels: _Labels, include_features: bool) -> None:
     encoded: dict[str | None, str] = {None: "null"}
 
     def text(value: str | None) -> str:  # JSON string literal, memoised (names repeat on every row)
@@ -254,10 +331,14 @@ def _write_jsonl(stream: IO[str], rows: Sequence[Any], datasets: Any, include_fe
             f'{{"dataset_id": {row.dataset_id}, "dataset_name": {text(datasets[row.dataset_id][0])}, '
             f'"session_id": {row.session_id}, "label_id": {row.id}, "item_index": {row.position}, '
             f'"item_key": {text(row.external_key)}, "display_text": {text(row.display_text)}{row_features}, '
-            f'"label": {row.value}, "annotator": {text(row.name)}, "labelled_at": "{row.created_at.isoformat()}", '
+            f'"label": {text(labels.name(row))}, "label_value": {row.value}, "annotator": {text(row.name)}, '
+            f'"labelled_at": "{row.created_at.isoformat()}", '
             f'"strategy": {text(row.strategy)}, "solver": {text(row.solver)}, '
-            f'"decision_value": {_json_number(row.decision_value)}, "model_version": {row.model_version}, '
-            f'"update_ms": {_json_number(row.update_ms)}, "query_ms": {_json_number(row.query_ms)}}}\n'
+            f'"decision_value": {_json_number(labels.decision_value(row))}, "model_version": {row.model_version}, '
+            f'"update_ms": {_json_number(row.update_ms)}, "query_ms": {_json_number(row.query_ms)}, '
+            + ", ".join(f'"{column}": {text(cell)}'
+                        for column, cell in zip(CORRECTION_COLUMNS, labels.correction(row), strict=True))
+            + "}\n"
             for row, row_features in zip(chunk, features, strict=True)
         ]
         stream.write("".join(lines))

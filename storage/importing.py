@@ -156,9 +156,11 @@ def _read_export_csv(data: bytes, source_name: str) -> tuple[np.ndarray, list[st
 
     named = io.BytesIO(data)
     named.name = source_name
+    # +1 / -1 in label_value; exports from before class names had them in label
+    label_column = "label_value" if "label_value" in header else "label"
     try:
         dataset = load_csv(
-            named, label_column="label", positive=1, feature_columns=feature_headers, constant_columns="keep"
+            named, label_column=label_column, positive=1, feature_columns=feature_headers, constant_columns="keep"
         )
     except DataError as error:
         raise DatasetValidationError(str(error)) from error
@@ -214,7 +216,7 @@ def _read_export_jsonl(data: bytes, source_name: str) -> tuple[np.ndarray, list[
                     f"{source_name}: line {line_number}, feature '{feature}': {value!r} is not a finite number."
                 )
             X[row_index, j] = value
-        label = record["label"]
+        label = record.get("label_value", record["label"])  # exports from before class names: in label
         if isinstance(label, bool) or label not in (1, -1):
             raise DatasetValidationError(
                 f"{source_name}: line {line_number}: label {label!r} is not +1 or -1 (export without skips)."

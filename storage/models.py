@@ -28,7 +28,7 @@ from sqlalchemy import (
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
 #: bump when the tables change; ``init_db`` refuses databases from a newer version
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 DISPLAY_KINDS = ("table", "image", "text")
 SESSION_STATUSES = ("active", "closed")
@@ -143,6 +143,8 @@ class LabellingSession(Base):
     status: Mapped[str] = mapped_column(String(16), default="active")
     created_at: Mapped[dt.datetime] = mapped_column(default=utc_now)
     updated_at: Mapped[dt.datetime] = mapped_column(default=utc_now)
+    #: a name the analyst gave the session (None: it is called by its number)
+    name: Mapped[str | None] = mapped_column(String(200))
 
 
 class Label(Base):
@@ -188,6 +190,43 @@ Index(
     sqlite_where=Label.undone_at.is_(None),
     postgresql_where=Label.undone_at.is_(None),
 )
+
+
+CORRECTION_KINDS = ("change", "remove")
+
+
+class LabelCorrection(Base):
+    """A later change or removal of a label: who did it, when, from which answer to which.
+
+    The label's own row keeps the answer as it was given. A change leaves that
+    row as it is (the session's events read the newest change's ``new_value``);
+    a removal also takes the label back as undo does (``labels.undone_at``), so
+    that the item can be labelled again.
+    """
+
+    __tablename__ = "label_corrections"
+    __table_args__ = (
+        CheckConstraint("kind IN ('change', 'remove')", name="ck_correction_kind"),
+        CheckConstraint("old_value IN (-1, 0, 1)", name="ck_correction_old_value"),
+        CheckConstraint(
+            "(kind = 'remove' AND new_value IS NULL) OR (kind = 'change' AND new_value IN (-1, 1))",
+            name="ck_correction_new_value",
+        ),
+        Index("ix_correction_label", "label_id", "id"),
+        Index("ix_correction_session", "session_id", "id"),
+    )
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    label_id: Mapped[int] = mapped_column(ForeignKey("labels.id", ondelete="CASCADE"))
+    session_id: Mapped[int] = mapped_column(ForeignKey("labelling_sessions.id", ondelete="CASCADE"))
+    #: who made the change
+    annotator_id: Mapped[int] = mapped_column(ForeignKey("annotators.id"))
+    kind: Mapped[str] = mapped_column(String(16))
+    #: the label's answer just before this change (+1, -1, or 0 for a skip)
+    old_value: Mapped[int] = mapped_column(SmallInteger)
+    #: the answer after a change; None for a removal
+    new_value: Mapped[int | None] = mapped_column(SmallInteger)
+    created_at: Mapped[dt.datetime] = mapped_column(default=utc_now)
 
 
 class ModelSnapshot(Base):

@@ -41,6 +41,7 @@ from storage.models import (
     Dataset,
     Item,
     Label,
+    LabelCorrection,
     LabellingSession,
     ModelSnapshot,
     utc_now,
@@ -102,6 +103,7 @@ class SessionInfo:
     updated_at: dt.datetime
     n_labels: int  # active positive/negative labels
     n_skips: int  # active skips
+    name: str | None = None  # the name the analyst gave the session, if any
 
 
 @dataclass(frozen=True)
@@ -498,6 +500,7 @@ def _session_info(row: Any) -> SessionInfo:
         updated_at=s.updated_at,
         n_labels=int(row.n_labels),
         n_skips=int(row.n_skips),
+        name=s.name,
     )
 
 
@@ -715,10 +718,25 @@ def undo_last_label(engine: EngineLike, session_id: int, *, label_id: int | None
 EVENT_LABEL_FIELDS = ("value", "created_at", *LABEL_PROVENANCE_COLUMNS, "undone_at")
 
 
+def current_value() -> Any:
+    """The label's answer as it stands: its newest change (``label_corrections``), else as it was given."""
+    changed = (
+        select(LabelCorrection.new_value)
+        .where(LabelCorrection.label_id == Label.id, LabelCorrection.new_value.is_not(None))
+        .order_by(LabelCorrection.id.desc())
+        .limit(1)
+        .correlate(Label)
+        .scalar_subquery()
+    )
+    return func.coalesce(changed, Label.value)
+
+
 def events_query() -> Any:
     """Select every label event with its item index and annotator name (rows for ``_label_event``).
 
-    Add ``where``/``order_by`` clauses, or further columns and joins (the export does).
+    ``value`` is the answer as it stands (a changed label gives its newest value;
+    ``Label.value`` keeps the answer as it was given). Add ``where``/``order_by``
+    clauses, or further columns and joins (the export does).
     """
     return (
         select(
@@ -726,7 +744,8 @@ def events_query() -> Any:
             Label.session_id,
             Item.position,
             Annotator.name,
-            *(getattr(Label, name) for name in EVENT_LABEL_FIELDS),
+            *(current_value().label("value") if name == "value" else getattr(Label, name)
+              for name in EVENT_LABEL_FIELDS),
         )
         .join(Item, Item.id == Label.item_id)
         .join(Annotator, Annotator.id == Label.annotator_id)

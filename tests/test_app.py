@@ -401,15 +401,21 @@ def test_export_page_and_files_carry_labels_provenance_and_model_state(db_url):
     assert len(frame) == 9  # skips left out
     labelled = [a for a in run.answers if a.value != 0]
     assert frame["item_index"].tolist() == [a.item_index for a in labelled]
-    assert frame["label"].tolist() == [a.value for a in labelled]
+    assert frame["label_value"].tolist() == [a.value for a in labelled]
+    assert frame["label"].astype(str).tolist() == ["8" if a.value == 1 else "rest" for a in labelled]  # class names
     assert set(frame["annotator"]) == {"cy"} and frame["labelled_at"].notna().all()
-    np.testing.assert_allclose(frame["decision_value"], [a.score for a in labelled], rtol=0, atol=1e-12)
+    # the scores the model gave when it asked; none for the cold start, when there was no model to ask
+    cold = frame["strategy"].str.contains("cold start").to_numpy()
+    assert cold.any()  # (this session never left its cold start: no positive among 9 random items)
+    assert frame["decision_value"][cold].isna().all()
+    asked = [a.score for a, c in zip(labelled, cold, strict=True) if not c]
+    np.testing.assert_allclose(frame["decision_value"][~cold], asked, rtol=0, atol=1e-12)
     assert frame["model_version"].tolist() == list(range(9))
     jsonl = svc.export_labels("jsonl", annotator="cy", include_skips=True).decode().strip().splitlines()
     assert len(jsonl) == 10
     records = [json.loads(line) for line in jsonl]
     assert [r["item_index"] for r in records] == [a.item_index for a in run.answers]
-    assert records[-1]["label"] == 0
+    assert records[-1]["label_value"] == 0 and records[-1]["label"] == "skipped"
 
     blob = run.model_state()
     with np.load(io.BytesIO(blob), allow_pickle=False) as archive:

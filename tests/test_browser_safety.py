@@ -153,11 +153,14 @@ def test_user_text_is_shown_as_plain_text_on_every_page(tmp_path):
                 svc.run_comparison(dataset_id, strategies=["random"], budget=8, seeds=1, initial=4)
                 svc.engine.dispose()
                 for path, ready in (("compare", "Stored comparisons"), ("export", "Model state of a session"),
+                                    ("history", "Answer to change"), ("sessions", "Import labels into"),
                                     ("data", "Datasets in the database")):
                     page.goto(f"{server.url}/{path}")
                     page.wait_for_selector(f"text={ready}", timeout=60_000)
                     assert_plain(page, requests, path)
                     if path == "compare":
+                        page.get_by_text("Overlay the labelling sessions on this dataset").click()  # off at first
+                        wait_for_app(page)
                         page.wait_for_selector(".legendtext", timeout=60_000)
                         legend = page.locator(".legendtext").all_text_contents()
                         assert any(HOSTILE in text for text in legend), legend

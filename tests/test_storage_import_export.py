@@ -190,7 +190,9 @@ def test_csv_export_columns_and_provenance(engine):
     assert list(rows[0])[7:10] == ["x0", "x1", "x2"]
     assert len(rows) == len(events)
     for row, event in zip(rows, events, strict=True):
-        assert int(row["item_index"]) == event.item_index and int(row["label"]) == event.value
+        assert int(row["item_index"]) == event.item_index and int(row["label_value"]) == event.value
+        assert row["label"] == {1: "positive", -1: "negative"}[event.value]  # no class names given: these
+        assert row["changed_by"] == row["changed_at"] == row["label_as_given"] == ""
         assert row["item_key"] == keys[event.item_index]
         assert float(row["x1"]) == X[event.item_index, 1]
         assert row["annotator"] == "bob" and int(row["session_id"]) == sessions[1]
@@ -211,8 +213,9 @@ def test_export_filters_and_skips(engine):
     everything = exported(include_skips=True)
     total = sum(len(storage.label_events(engine, s)) for s in sessions + other_sessions)
     assert len(everything) == total
-    assert {r["label"] for r in everything} == {-1, 0, 1}
-    assert all(r["label"] != 0 for r in exported())
+    assert {r["label_value"] for r in everything} == {-1, 0, 1}
+    assert {r["label"] for r in everything} == {"positive", "negative", "skipped"}
+    assert all(r["label_value"] != 0 for r in exported())
     assert {r["annotator"] for r in exported(annotator="bob")} == {"bob"}
     assert {r["dataset_id"] for r in exported(dataset_id=other_dataset)} == {other_dataset}
     assert {r["session_id"] for r in exported(session_id=sessions[0])} == {sessions[0]}

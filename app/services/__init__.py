@@ -9,10 +9,12 @@ has its own module here:
 - ``datasets``: bundled datasets and CSV uploads (preview, checks, import)
 - ``sessions``: start, open, close labelling sessions
 - ``labelling``: ``LabellingRun``, one session brought to life (labels, skips, undo)
+- ``history``: the label history of a run (changes and removals of earlier labels, labels imported from a file)
 - ``snapshots``: model snapshots, so a session resumes without replaying every label
 - ``readouts``: what the Label page shows of a run (history, ROC curve, the item)
 - ``comparisons``: heuristics side by side with the true labels as the oracle
 - ``exports``: labelled items with provenance as CSV or JSONL
+- ``housekeeping``: session names, closing and reopening sessions, deleting a dataset
 - ``marginlab``: ``MarginLab``, which brings them together over one engine
 """
 

@@ -29,6 +29,7 @@ from app.services.common import (
     database_trouble,
     scale_features,
 )
+from app.services.history import RunHistory
 from app.services.readouts import RunReadouts
 from app.services.snapshots import SNAPSHOT_EVERY, RunSnapshots
 from core.loop import ActiveLearningLoop
@@ -88,7 +89,7 @@ def evaluation_split(y_true: np.ndarray, fraction: float, seed: int,
     return pool_items, eval_items
 
 
-class LabellingRun(RunSnapshots, RunReadouts):
+class LabellingRun(RunSnapshots, RunReadouts, RunHistory):
     """A stored labelling session brought to life (see the module docstring)."""
 
     def __init__(self, service: MarginLab, session_id: int):

@@ -12,12 +12,13 @@ import threading
 from app.services.comparisons import Comparisons
 from app.services.datasets import Datasets
 from app.services.exports import Exports
+from app.services.housekeeping import Housekeeping
 from app.services.labelling import LabellingRun
 from app.services.sessions import Sessions
 from storage.engine import database_url, init_db, make_engine
 
 
-class MarginLab(Datasets, Sessions, Comparisons, Exports):
+class MarginLab(Datasets, Sessions, Comparisons, Exports, Housekeeping):
     """Everything the pages do, over one engine (one per process and database)."""
 
     def __init__(self, engine, *, use_snapshots: bool = True):

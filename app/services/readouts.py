@@ -112,6 +112,24 @@ class RunReadouts:
         """The item's raw feature values as a one-row frame (for the compact table view)."""
         return pd.DataFrame([self.X_raw[item_index]], columns=self.feature_names)
 
+    def feature_relevance(self, item_index: int) -> np.ndarray | None:
+        """How much each feature of the item matters to the current model's decision about it
+        (``core.explain.feature_relevance``; spread: the features' standard deviations over the
+        pool, as the model sees them), or None while there is no model to ask."""
+        if self.loop is None:
+            return None
+        from core.explain import feature_relevance
+
+        spread = getattr(self, "_feature_spread", None)
+        if spread is None:  # the pool does not change: once per run
+            with np.errstate(all="ignore"):
+                spread = self.X[self.pool_items].std(axis=0)
+            spread = self._feature_spread = np.where(np.isfinite(spread), spread, 1.0)
+        with np.errstate(all="ignore"):
+            relevance = feature_relevance(self.loop.solver, self.X[item_index], spread=spread)
+        # features too large for the arithmetic have no ranking to offer
+        return relevance if relevance is not None and np.all(np.isfinite(relevance)) else None
+
     def item_image(self, item_index: int) -> np.ndarray | None:
         """The item as a grey image in [0, 1] when the dataset is displayed as images."""
         if self.display.kind != "image" or not self.display.image_shape:

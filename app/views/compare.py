@@ -15,20 +15,24 @@ if not labelled:
     st.stop()
 names = {d.id: f"{d.name} ({d.n_items} items)" for d in labelled}
 
-with st.form("compare"):
-    dataset_id = st.selectbox("Dataset", list(names), format_func=names.get)
+# Plain widgets, not a form: Enter in a field only takes the value; only the button starts a run.
+with st.container(border=True, key="compare_settings"):
+    dataset_id = st.selectbox("Dataset", list(names), format_func=names.get, key="compare_dataset")
     strategies = st.multiselect("Heuristics", COMPARE_STRATEGIES, default=["near-boundary", "random"],
-                                help="'gradient' peeks at the true labels: a simulation-only yardstick.")
-    solver = st.selectbox("Solver", ["default for each heuristic", *SOLVERS],
+                                help="'gradient' peeks at the true labels: a simulation-only yardstick.",
+                                key="compare_strategies")
+    solver = st.selectbox("Solver", ["default for each heuristic", *SOLVERS], key="compare_solver",
                           help="Defaults: " + ", ".join(f"{k} → {v}" for k, v in DEFAULT_SOLVER.items()))
     cols = st.columns(4)
     budget = cols[0].number_input("Label budget", min_value=4, max_value=COMPARE_MAX_BUDGET, value=60, step=10,
-                                  help="Counts every label, the initial ones included.")
-    seeds = cols[1].number_input("Seeds", min_value=1, max_value=COMPARE_MAX_SEEDS, value=3, step=1)
-    initial = cols[2].number_input("Initial labels", min_value=0, value=10, step=1,
+                                  help="Counts every label, the initial ones included.", key="compare_budget")
+    seeds = cols[1].number_input("Seeds", min_value=1, max_value=COMPARE_MAX_SEEDS, value=3, step=1,
+                                 key="compare_seeds")
+    initial = cols[2].number_input("Initial labels", min_value=0, value=10, step=1, key="compare_initial",
                                    help="Chosen at random (cold start) before the heuristic takes over.")
-    test_fraction = cols[3].number_input("Evaluation share", min_value=0.1, max_value=0.9, value=0.3, step=0.05)
-    run_clicked = st.form_submit_button("Run the comparison", type="primary")
+    test_fraction = cols[3].number_input("Evaluation share", min_value=0.1, max_value=0.9, value=0.3, step=0.05,
+                                         key="compare_test_fraction")
+    run_clicked = st.button("Run the comparison", type="primary", key="compare_run")
 
 problem = ui.comparison_problem(int(budget), int(initial)) if run_clicked else None
 if problem:
@@ -40,7 +44,7 @@ elif run_clicked:
         bar.progress(min(max(float(fraction), 0.0), 1.0), text=ui.plain(text))
 
     try:
-        st.session_state.comparison_id = svc.run_comparison(
+        st.session_state.comparison_id = st.session_state.comparison_picker = svc.run_comparison(
             dataset_id, strategies=strategies, solver=None if solver.startswith("default") else solver,
             budget=int(budget), seeds=int(seeds), initial=int(initial), test_fraction=float(test_fraction),
             progress=_progress)
@@ -63,15 +67,19 @@ def _describe(c) -> str:
 
 
 labels = {c.id: _describe(c) for c in stored}
-current = st.session_state.comparison_id if st.session_state.comparison_id in labels else next(iter(labels))
-chosen = st.selectbox("Stored comparisons", list(labels), index=list(labels).index(current),
-                      format_func=labels.get, key="comparison_picker")
+# the picker's own state says which comparison is shown (a run above has just set it to the new one)
+if st.session_state.get("comparison_picker") not in labels:
+    st.session_state.comparison_picker = st.session_state.comparison_id if st.session_state.comparison_id in labels \
+        else next(iter(labels))
+chosen = st.selectbox("Stored comparisons", list(labels), format_func=labels.get, key="comparison_picker")
 st.session_state.comparison_id = chosen
 result = svc.comparison(chosen)
 rows = result.rows
 
 overlay = None
-if result.dataset_id is not None and st.toggle("Overlay the labelling sessions on this dataset", value=True):
+if result.dataset_id is not None and st.toggle("Overlay the labelling sessions on this dataset", value=False,
+                                               key="compare_overlay",
+                                               help="Dotted lines with markers, on the comparison's label axis."):
     overlay = svc.session_curves(result.dataset_id)
     if overlay.empty:
         st.caption("No labelling session with an evaluation curve on this dataset yet.")

@@ -23,6 +23,8 @@ st.dataframe(
     hide_index=True, width="stretch", key="datasets_table")
 st.caption("True labels are used only to draw the evaluation ROC curve and for simulations on the "
            "Compare page; they are never shown while labelling.")
+if datasets:
+    ui.delete_dataset_panel(svc, datasets)
 
 
 def _report(result, where: str) -> None:

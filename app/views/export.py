@@ -16,8 +16,13 @@ annotators = svc.annotators()
 
 st.subheader("Labelled items")
 cols = st.columns(3)
-dataset_id = cols[0].selectbox("Dataset", [None, *datasets], format_func=lambda i: "all" if i is None else
-                               f"#{i} {datasets[i]}", key="export_dataset")
+# One dataset at a time (its own feature columns and class names); every dataset in one file on request.
+choices = [*datasets, None]
+if st.session_state.get("export_dataset", "unset") not in choices:
+    st.session_state.export_dataset = ui.export_default_dataset(sessions, list(datasets), st.session_state.session_id)
+dataset_id = cols[0].selectbox("Dataset", choices, key="export_dataset",
+                               format_func=lambda i: "every dataset in one file (feature columns merged)"
+                               if i is None else f"#{i} {datasets[i]}")
 session_choices = [s for s in sessions if dataset_id is None or s.dataset_id == dataset_id]
 session_id = cols[1].selectbox(
     "Session", [None, *[s.id for s in session_choices]], key="export_session",
@@ -30,11 +35,13 @@ include_skips = st.checkbox("Include skipped items", value=False)
 filters = dict(session_id=session_id, annotator=annotator, dataset_id=dataset_id, include_skips=include_skips)
 listing = svc.export_labels("csv", include_features=False, **filters)
 frame = pd.read_csv(io.BytesIO(listing)) if listing.strip() else pd.DataFrame()
-st.caption(f"{len(frame)} labelled items match. Each row carries who labelled it and when, the heuristic and "
-           "solver that asked, the score the model gave it, the model version and the timings; the files "
-           "add the item's feature values.")
+st.caption(f"{len(frame)} labelled items match. Each row carries the label as the dataset's class name (and as "
+           "+1 / -1 in label_value), who labelled it and when, the heuristic and solver that asked, the score the "
+           "model gave it (empty during the cold start, when there was no model to ask), the model version, the "
+           "timings, and who changed it later in the label history; the files add the item's feature values.")
 if len(frame):
-    first = [c for c in ("item_index", "item_key", "label", "annotator", "labelled_at", "strategy", "solver",
+    first = [c for c in ("item_index", "item_key", "label", "label_value", "annotator", "labelled_at", "strategy",
+                         "solver",
                          "decision_value", "model_version", "session_id", "dataset_name") if c in frame]
     preview = frame[first + [c for c in frame.columns if c not in first]]
     st.dataframe(preview.head(50), hide_index=True, width="stretch", height=260, key="export_preview")

@@ -4,7 +4,7 @@ import time
 
 import streamlit as st
 
-from app import charts, ui
+from app import charts, navigation, ui
 from app.services import DEFAULT_C, DEFAULT_SOLVER, LABEL_STRATEGIES, SOLVERS, ServiceError
 from storage.errors import StorageError
 
@@ -13,11 +13,11 @@ st.title("Label")
 
 datasets = svc.datasets()
 sessions = svc.sessions(status="active")
+state = st.session_state
 
 
 def _start_session() -> None:
     """Form callback: start the session before the page is drawn again, then show it."""
-    state = st.session_state
     try:
         run = svc.start_session(
             dataset_id=state.new_dataset, annotator=state.new_annotator, strategy=state.new_strategy,
@@ -27,23 +27,29 @@ def _start_session() -> None:
         state.start_error = str(error)
         return
     state.start_error = None
-    state.annotator = state.new_annotator
-    state.session_id = state.session_picker = run.session_id
+    state.annotator = state.new_annotator.strip()
+    ui.show_session(run.session_id)
     state.outcome = None
     state.new_session_popover = False  # close the popover: the new session's first item is waiting
 
 
-# -- choose a session (the most recent one is resumed) ---------------------------------------------
-ids = [s.id for s in sessions]
-if st.session_state.get("session_picker") not in ids:
-    st.session_state.session_picker = st.session_state.session_id if st.session_state.session_id in ids \
-        else (ids[0] if ids else None)
-top_left, top_right = st.columns([3, 2], vertical_alignment="bottom")
-if ids:
-    labels = {s.id: f"#{s.id} · {s.dataset_name} · {s.strategy} / {s.solver} · {s.annotator}" for s in sessions}
-    top_left.selectbox("Session", ids, format_func=labels.get, key="session_picker",
-                       on_change=lambda: st.session_state.update(outcome=None))
-st.session_state.session_id = st.session_state.session_picker
+# -- choose a session: the one the address names, else the one shown before, else the most recent -----
+ui.follow_address(sessions)
+if state.session_id not in {s.id for s in sessions}:
+    state.session_id = None
+top_left, top_middle, top_right = st.columns([3, 1.1, 1.9], vertical_alignment="bottom")
+with top_middle:
+    mine = ui.annotator_filter(sessions)  # the current annotator's sessions, unless the toggle says every
+if state.session_id is None and mine:
+    state.session_id = mine[0].id  # the most recently updated
+navigation.put_session_in_address(state.session_id)
+if mine:
+    ids = [s.id for s in mine]
+    # A new widget for every session shown: the keyboard focus leaves with the old one, so the
+    # shortcut keys label at once after a switch instead of typing into the box.
+    key = f"session_picker_{state.session_id}"
+    top_left.selectbox("Session", ids, index=ids.index(state.session_id), format_func=ui.session_label(mine).get,
+                       key=key, on_change=lambda k=key: ui.show_session(state[k]))
 
 with top_right.popover("New session", icon=":material/add:", width="stretch", key="new_session_popover",
                        on_change="rerun"), \
@@ -85,7 +91,7 @@ def _undo(session_id: int, last_item: int | None) -> None:
 
 def _close(session_id: int) -> None:
     st.session_state.outcome = svc.close_session(session_id)
-    st.session_state.session_id = None  # the most recent active session is shown instead
+    ui.show_session(None)  # the most recent active session is shown instead
 
 
 def session_without_model(run) -> None:
@@ -167,3 +173,5 @@ if not svc.is_open(st.session_state.session_id):
 labelling_panel(st.session_state.session_id)
 st.caption("Keys: **P** positive · **N** negative · **S** skip · **U** undo. "
            "Every answer is saved before the next item appears.")
+st.page_link(navigation.view("history"), label="Label history: change or remove any earlier answer",
+             icon=":material/history:", query_params={navigation.SESSION_PARAM: st.session_state.session_id})

@@ -1,0 +1,288 @@
+"""The label history of a session: every answer, changes and removals of earlier ones, labels from elsewhere.
+
+The order is the one of an answer: storage first (the correction with who
+and when, never overwriting the answer as given), then the loop
+(``ActiveLearningLoop.change_label`` / ``remove_label``: exact unlearning for
+incremental and active-set, a rebuild from the corrected events for the
+others), then a model snapshot, so that a restart resumes from exactly the
+corrected model instead of recomputing it.
+"""
+
+from __future__ import annotations
+
+import csv
+import logging
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+from sqlalchemy.exc import SQLAlchemyError
+
+from app.services.common import Outcome, ServiceError, database_trouble
+from storage import history as stored_history
+from storage.errors import StorageError
+
+logger = logging.getLogger(__name__)
+
+#: a strategy name with this in it asked during the cold start: its score is a placeholder, not shown
+COLD_START_MARK = "(cold start)"
+#: the heuristic recorded for labels imported from a file
+IMPORTED = "imported"
+#: at most this many row problems are listed in an import's message
+IMPORT_PROBLEMS_SHOWN = 20
+#: words an import file may use for the answers (besides the dataset's class names, which come first)
+ANSWER_WORDS = {"positive": 1, "pos": 1, "+1": 1, "1": 1, "1.0": 1, "+1.0": 1, "negative": -1, "neg": -1,
+                "-1": -1, "-1.0": -1, "skipped": 0, "skip": 0}
+
+
+@dataclass(frozen=True)
+class ImportPlan:
+    """What an import file holds for a session, checked row by row (nothing stored yet)."""
+
+    answers: list[tuple[int, int]]  # (item index, +1 / -1 / 0), in the file's order
+    already: int  # rows whose item already has that answer in the session
+    problems: list[str]  # one message per row that cannot be imported (empty: it can)
+
+
+class RunHistory:
+    """The label-history half of ``LabellingRun`` (see ``app.services.labelling``)."""
+
+    # -- reading ---------------------------------------------------------------------------
+    @property
+    def class_names(self) -> dict[int, str]:
+        """``{+1: positive class name, -1: negative class name, 0: "skipped"}`` of the session's dataset."""
+        classes = (self.dataset.meta or {}).get("classes") or {}
+        names = {1: str(classes.get("positive") or "positive"), -1: str(classes.get("negative") or "negative")}
+        if names[1] == names[-1]:
+            names = {1: "positive", -1: "negative"}
+        return {**names, 0: "skipped"}
+
+    def label_table(self) -> pd.DataFrame:
+        """Every answer of the session in the order given, also removed ones, with the changes made to it.
+
+        Columns: ``label_id``, ``#`` (place among the current answers, None when
+        removed or undone), ``item``, ``key``, ``answer`` (class name as it stands),
+        ``as given``, ``status`` (current, removed or undone), ``when``, ``heuristic``,
+        ``score when asked`` (None during the cold start), ``changes`` (who changed what, when).
+        """
+        events = stored_history.label_history(self.engine, self.session_id)
+        given = stored_history.labels_as_given(self.engine, self.session_id)
+        corrections: dict[int, list] = {}
+        for c in stored_history.label_corrections(self.engine, self.session_id):
+            corrections.setdefault(c.label_id, []).append(c)
+        names = self.class_names
+        keys = getattr(self.display, "item_keys", None)  # (none when the dataset could not be loaded)
+        rows, position = [], 0
+        for event in events:
+            mine = corrections.get(event.label_id, [])
+            removed = any(c.kind == "remove" for c in mine)
+            current = event.undone_at is None
+            if current:
+                position += 1
+            rows.append({
+                "label_id": event.label_id,
+                "#": position if current else None,
+                "item": event.item_index,
+                "key": (keys[event.item_index] if keys is not None else None) or "",
+                "answer": names[event.value],
+                "as given": names[given.get(event.label_id, event.value)],
+                "status": "current" if current else ("removed" if removed else "undone"),
+                "when": event.created_at,
+                "heuristic": event.strategy,
+                "score when asked": None if COLD_START_MARK in event.strategy else event.decision_value,
+                "changes": "; ".join(self._describe(c) for c in mine),
+            })
+        return pd.DataFrame(rows, columns=["label_id", "#", "item", "key", "answer", "as given", "status", "when",
+                                           "heuristic", "score when asked", "changes"])
+
+    def _describe(self, correction) -> str:
+        names = self.class_names
+        when = f"{correction.created_at:%Y-%m-%d %H:%M:%S}"
+        if correction.kind == "remove":
+            return f"removed by {correction.annotator} at {when}"
+        return (f"{names[correction.old_value]} → {names[correction.new_value]} by {correction.annotator} "
+                f"at {when}")
+
+    # -- changing ----------------------------------------------------------------------------
+    def change_label(self, label_id: int, value: int) -> Outcome:
+        """Change an earlier label to ``value`` (+1 / -1): recorded with who and when, then learned."""
+        return self._correct(int(label_id), int(value))
+
+    def remove_label(self, label_id: int) -> Outcome:
+        """Remove an earlier label or skip: recorded with who and when; the item can be asked about again."""
+        return self._correct(int(label_id), None)
+
+    def _correct(self, label_id: int, value: int | None) -> Outcome:
+        with self.lock:
+            if self.problem is not None:
+                return self._tell(Outcome(False, self.problem, "error"))
+            answer = next((a for a in self.answers if a.label_id == label_id), None)
+            if answer is None:
+                self._rebuild()  # another tab or process may have changed the session: follow the database
+                return self._tell(Outcome(False, f"Label {label_id} is not one of this session's current answers "
+                                                 "(undone or removed meanwhile?); nothing was changed.", "warning"))
+            names = self.class_names
+            old = answer.value
+            try:
+                if value is None:
+                    stored_history.remove_label(self.engine, self.session_id, label_id,
+                                                annotator=self.info.annotator)
+                else:
+                    stored_history.change_label(self.engine, self.session_id, label_id, value=value,
+                                                annotator=self.info.annotator)
+            except StorageError as error:
+                return self._tell(Outcome(False, f"Nothing was changed: {error}", "warning"))
+            except SQLAlchemyError as error:
+                logger.warning("session %s: the correction was not stored: %s", self.session_id, error)
+                return self._tell(Outcome(False, "Nothing was changed: the database could not be written "
+                                                 f"({database_trouble(error)}).", "error"))
+            item, pool_index = answer.item_index, self.pool_of_item[answer.item_index]
+            what = (f"The {names[old]} answer on item {item} was removed" if value is None else
+                    f"Item {item} changed from {names[old]} to {names[value]}")
+            try:
+                if value is None:
+                    correction = self.loop.remove_label(pool_index)
+                    self.answers.remove(answer)
+                else:
+                    correction = self.loop.change_label(pool_index, value)
+                    answer.value = value
+                if self.n_labels:
+                    self._check_decision_values([p for p, v in self.loop.events if v != 0])
+            except Exception as error:
+                return self._cannot_go_on(error, f"{what} (saved), but session {self.session_id}'s model could not "
+                                                 "learn the correction")
+            self._asked_metrics = []  # the AUC of the scores when asked is taken over the labels as they stand
+            self.last_update_ms = None
+            self.version += 1
+            self._ask()
+            how = ("the model is unchanged" if old == 0 else
+                   f"the model was rebuilt from the {self.n_labels} labels" if not correction.exact else
+                   "unlearned (exact)" if value is None else "unlearned and learned again (exact)")
+            said = f"{what}: {how}, {correction.update_ms:.0f} ms."
+            if value is None:
+                said += " The item can be asked about again."
+            if self.save_snapshot() is None and self.snapshot_error:
+                return self._tell(Outcome(True, f"{said} The model snapshot could not be stored "
+                                                f"({self.snapshot_error}); the next start replays the labels.",
+                                          "warning"))
+            return self._tell(Outcome(True, said))
+
+    # -- labels from elsewhere --------------------------------------------------------------------
+    def plan_import(self, data: bytes, *, key_column: str, label_column: str) -> ImportPlan:
+        """Check an import file (a CSV of item key → label) row by row against this session; stores nothing."""
+        from app.services.datasets import _csv_text
+
+        rows = csv.reader(_csv_text(data.decode("utf-8-sig", errors="replace").encode()))
+        header = [h.strip() for h in next(rows, [])]
+        for column in (key_column, label_column):
+            if column not in header:
+                raise ServiceError(f"The file has no column '{column}' (its columns: {', '.join(header) or 'none'}).")
+        k_col, l_col = header.index(key_column), header.index(label_column)
+        items = self._items_by_key()
+        answers_by_word = {word: value for word, value in ANSWER_WORDS.items()}
+        for value, name in self.class_names.items():
+            answers_by_word[name.strip().lower()] = value  # the dataset's own class names come first
+        names = self.class_names
+        current = {a.item_index: a.value for a in self.answers}
+        planned: dict[int, tuple[int, int]] = {}  # item -> (value, row)
+        answers, problems, already = [], [], 0
+        for row_number, cells in enumerate(rows, start=1):
+            if not any(c.strip() for c in cells):
+                continue
+            key = cells[k_col].strip() if k_col < len(cells) else ""
+            word = cells[l_col].strip() if l_col < len(cells) else ""
+            where = f"row {row_number}"
+            if not key:
+                problems.append(f"{where}: no item key in column '{key_column}'.")
+                continue
+            found = items.get(key)
+            if found is None or (isinstance(found, list) and len(found) != 1):
+                problems.append(f"{where}: key '{key}' is not an item of dataset '{self.dataset.name}'." if not found
+                                else f"{where}: key '{key}' names {len(found)} items of the dataset.")
+                continue
+            item = found[0]
+            value = answers_by_word.get(word.lower())
+            if value is None:
+                problems.append(f"{where}: label '{word}' is neither '{names[1]}' (positive) nor '{names[-1]}' "
+                                "(negative).")
+                continue
+            if item not in self.pool_of_item:
+                problems.append(f"{where}: item '{key}' is held out to evaluate this session (the dataset's true "
+                                "labels are used there).")
+                continue
+            if item in planned:
+                if planned[item][0] != value:
+                    problems.append(f"{where}: item '{key}' is '{names[planned[item][0]]}' in row "
+                                    f"{planned[item][1]} and '{names[value]}' here.")
+                continue
+            if item in current:
+                if current[item] == value:
+                    already += 1
+                else:
+                    problems.append(f"{where}: item '{key}' is already '{names[current[item]]}' in this session "
+                                    "(change it in the label history).")
+                continue
+            planned[item] = (value, row_number)
+            answers.append((item, value))
+        return ImportPlan(answers=answers, already=already, problems=problems)
+
+    def _items_by_key(self) -> dict[str, list[int]]:
+        """Item key -> the items with that key (the item's index, as text, when the dataset has no keys)."""
+        keys = self.display.item_keys
+        if keys is None:
+            return {str(i): [i] for i in range(len(self.X_raw))}
+        found: dict[str, list[int]] = {}
+        for i, key in enumerate(keys):
+            if key is not None:
+                found.setdefault(str(key).strip(), []).append(i)
+        return found
+
+    def import_labels(self, data: bytes, *, key_column: str, label_column: str, source: str = "the file") -> Outcome:
+        """Add the labels of an import file to the session, all or none.
+
+        Raises ``ServiceError`` listing the rows that cannot be imported (unknown
+        key or label, an item held out for evaluation, an answer that contradicts
+        one in the file or in the session); nothing is stored then.
+        """
+        with self.lock:
+            if self.problem is not None:
+                raise ServiceError(self.problem)
+            plan = self.plan_import(data, key_column=key_column, label_column=label_column)
+            if plan.problems:
+                shown = plan.problems[:IMPORT_PROBLEMS_SHOWN]
+                more = len(plan.problems) - len(shown)
+                raise ServiceError(f"Nothing was imported from {source}: {len(plan.problems)} row"
+                                   f"{'s' if len(plan.problems) != 1 else ''} cannot be used. "
+                                   + " ".join(shown) + (f" … and {more} more." if more else ""))
+            if not plan.answers:
+                return self._tell(Outcome(True, f"Nothing to import from {source}: its {plan.already} labels are "
+                                                "already in this session.", "info"))
+            try:
+                stored = stored_history.record_labels(
+                    self.engine, self.session_id, plan.answers, annotator=self.info.annotator, strategy=IMPORTED,
+                    solver=self.info.solver, model_version=len(self.answers))
+            except StorageError as error:
+                raise ServiceError(f"Nothing was imported from {source}: {error}") from None
+            except SQLAlchemyError as error:
+                raise ServiceError(f"Nothing was imported from {source}: the database could not be written "
+                                   f"({database_trouble(error)}).") from None
+            from app.services.labelling import Answer
+
+            self.answers.extend(Answer(e.item_index, e.value, None, e.label_id) for e in stored)
+            try:
+                self.loop.replay([(self.pool_of_item[e.item_index], e.value) for e in stored])
+                self._check_decision_values([self.pool_of_item[e.item_index] for e in stored if e.value != 0])
+            except Exception as error:
+                return self._cannot_go_on(error, f"The {len(stored)} imported answers are saved, but session "
+                                                 f"{self.session_id}'s model could not learn them")
+            self.last_update_ms = None
+            self.version += 1
+            self._ask()
+            values = np.array([e.value for e in stored])
+            said = (f"Imported {len(stored)} answers from {source} ({int((values == 1).sum())} "
+                    f"{self.class_names[1]}, {int((values == -1).sum())} {self.class_names[-1]}"
+                    + (f", {int((values == 0).sum())} skipped" if (values == 0).any() else "") + ")"
+                    + (f"; {plan.already} were already here" if plan.already else "") + ".")
+            if self.save_snapshot() is None and self.snapshot_error:
+                said += f" The model snapshot could not be stored ({self.snapshot_error})."
+            return self._tell(Outcome(True, said))

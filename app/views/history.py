@@ -1,0 +1,98 @@
+"""Label history: every answer of a session; change or remove any earlier one."""
+
+import streamlit as st
+
+from app import navigation, ui
+
+svc = ui.service()
+st.title("Label history")
+state = st.session_state
+
+sessions = svc.sessions()  # closed ones too: their history can be read
+if not sessions:
+    st.info("No labelling session yet: start one on the Label page.")
+    st.stop()
+ui.follow_address(sessions, missing="is not in this database")
+if state.session_id not in {s.id for s in sessions}:
+    state.session_id = None
+left, right = st.columns([3, 1], vertical_alignment="bottom")
+with right:
+    mine = ui.annotator_filter(sessions, key="all_annotators_history")
+if state.session_id is None:
+    state.session_id = (mine or sessions)[0].id
+navigation.put_session_in_address(state.session_id)
+ids = [s.id for s in mine] or [state.session_id]
+key = f"history_session_{state.session_id}"
+left.selectbox("Session", ids, index=ids.index(state.session_id), format_func=ui.session_label(sessions).get,
+               key=key, on_change=lambda k=key: ui.show_session(state[k]))
+info = next(s for s in sessions if s.id == state.session_id)
+
+if not svc.is_open(info.id):
+    with st.spinner("Rebuilding the session from its stored labels…"):
+        svc.open_session(info.id)
+run = svc.open_session(info.id)
+if run.problem is not None:
+    st.error(ui.plain(run.problem))
+table = run.label_table()
+current = table[table["status"] == "current"]
+st.caption(ui.history_summary(table, run.info.solver))
+
+
+def _correct(label_id: int, value: int | None) -> None:
+    live = svc.open_session(info.id)
+    state.history_outcome = live.remove_label(label_id) if value is None else live.change_label(label_id, value)
+
+
+with st.container(border=True, key="history_change"):
+    if info.status != "active":
+        st.info("This session is closed: reopen it on the Sessions page to change its answers.")
+    elif current.empty:
+        st.info("No answer yet in this session.")
+    else:
+        choices = ui.history_choices(current)
+        options = list(choices)
+        remembered = state.get("history_picked")
+        # a new widget after every change of the session, so that the box shows the answer as it now stands
+        # (and keeps the answer picked before, while it is still there)
+        pick_key = f"history_pick_{info.id}_{run.version}"
+        picked = st.selectbox("Answer to change", options, format_func=choices.get, key=pick_key,
+                              index=options.index(remembered) if remembered in options else 0,
+                              on_change=lambda: state.update(history_picked=state[pick_key]),
+                              help="Newest first. The model becomes the one that learned the corrected answers "
+                                   "from the start.")
+        state.history_picked = picked
+        row = current[current["label_id"] == picked].iloc[0]
+        value = {name: v for v, name in run.class_names.items()}[row["answer"]]
+        cols = st.columns([1, 1, 2], vertical_alignment="center")
+        if value != 0:
+            other = run.class_names[-value]
+            cols[0].button(f"Change to {other}", type="primary", key=f"change_{picked}", width="stretch",
+                           on_click=_correct, args=(int(picked), -value))
+        cols[1].button("Remove this answer", key=f"remove_{picked}", width="stretch",
+                       on_click=_correct, args=(int(picked), None),
+                       help="Takes the answer back (the item can be asked about again); the original row and "
+                            "who removed it when are kept.")
+        cols[2].caption(ui.correction_note(run.info.solver))
+    outcome = state.get("history_outcome")
+    if outcome is not None:
+        (st.success if outcome.ok and outcome.kind == "info" else
+         st.warning if outcome.kind == "warning" else st.error)(ui.plain(outcome.message))
+        state.history_outcome = None
+
+COLUMNS = {"#": st.column_config.NumberColumn(format="%d"), "item": st.column_config.NumberColumn(format="%d"),
+           "when": st.column_config.DatetimeColumn(format="YYYY-MM-DD HH:mm:ss"),
+           "score when asked": st.column_config.NumberColumn(
+               format="%.3f", help="f(x) of the model when it asked; empty during the cold start and for imported "
+                                   "answers"),
+           "changes": st.column_config.TextColumn(width="large")}
+corrected = table[table["changes"].str.len() > 0]
+if len(corrected):
+    st.markdown("**Changed or removed**")
+    st.dataframe(corrected.drop(columns=["label_id"]).iloc[::-1], hide_index=True, width="stretch",
+                 height=min(36 + 35 * len(corrected), 220), key="history_corrected", column_config=COLUMNS)
+    st.markdown("**Every answer, newest first**")
+st.dataframe(
+    table.drop(columns=["label_id"]).iloc[::-1], hide_index=True, width="stretch", height=420, key="history_table",
+    column_config=COLUMNS)
+st.page_link(navigation.view("label"), label="Back to labelling", icon=":material/label:",
+             query_params={navigation.SESSION_PARAM: info.id}, disabled=info.status != "active")

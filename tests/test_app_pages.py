@@ -1,0 +1,276 @@
+"""The pages as a new user met them: each test here failed before the fix it names (AppTest, no browser;
+the browser-only ones are in tests/test_browser_pages.py)."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pandas as pd
+from streamlit.testing.v1 import AppTest
+
+import storage
+from app import charts
+from app.service import MarginLab
+from storage import repository as repo
+from tests import test_app
+from tests.test_app import click, start_app, start_session
+
+db_url = test_app.db_url  # a temporary SQLite file in MARGINLAB_DATABASE_URL
+
+
+def compare_page(at):
+    at.switch_page("views/compare.py").run()
+    assert not at.exception, at.exception
+
+
+def run_comparison(at, strategies, budget=12, seeds=1, initial=4):
+    at.multiselect[0].set_value(strategies)
+    numbers = {n.label: n for n in at.number_input}
+    numbers["Label budget"].set_value(budget)
+    numbers["Seeds"].set_value(seeds)
+    numbers["Initial labels"].set_value(initial)
+    [b for b in at.button if b.label == "Run the comparison"][0].click().run()
+    assert not at.exception, at.exception
+
+
+# --------------------------------------------------------------------------- Compare
+
+
+def test_after_a_run_the_compare_page_shows_that_comparison(db_url):
+    """The picker kept the previous comparison (a keyed selectbox ignores ``index``)."""
+    svc = MarginLab.from_url(db_url)
+    svc.ensure_demo_dataset()
+    at = start_app()
+    compare_page(at)
+    run_comparison(at, ["near-boundary", "random"])
+    first = svc.comparisons()[0].id
+    assert at.selectbox(key="comparison_picker").value == first
+    run_comparison(at, ["random"], budget=10)
+    newest = svc.comparisons()[0].id
+    assert newest != first
+    assert at.selectbox(key="comparison_picker").value == newest
+    (table,) = [df.value for df in at.dataframe if "heuristic" in df.value.columns]
+    assert list(table["heuristic"]) == ["random"]  # the summary is the new comparison's
+    # choosing an older one still works
+    at.selectbox(key="comparison_picker").select(first).run()
+    (table,) = [df.value for df in at.dataframe if "heuristic" in df.value.columns]
+    assert list(table["heuristic"]) == ["near-boundary", "random"]
+
+
+def test_compare_overlay_is_off_and_the_win_tie_loss_column_comes_early(db_url):
+    svc = MarginLab.from_url(db_url)
+    dataset_id = svc.ensure_demo_dataset()
+    svc.run_comparison(dataset_id, strategies=["near-boundary", "random"], budget=8, seeds=2, initial=4)
+    at = start_app()
+    compare_page(at)
+    (overlay,) = [t for t in at.toggle if t.label.startswith("Overlay the labelling sessions")]
+    assert overlay.value is False
+    (table,) = [df.value for df in at.dataframe if "heuristic" in df.value.columns]
+    assert list(table.columns).index("vs random W / T / L") <= 3  # on screen without scrolling sideways
+
+
+def test_session_overlay_keeps_the_axis_of_the_comparison_and_looks_different():
+    rows = pd.DataFrame([{"strategy": s, "solver": "lasvm", "seed": 0, "n_labels": n, "auc": 0.5 + n / 100,
+                          "n_sv": n} for s in ("near-boundary", "random") for n in range(1, 31)])
+    overlay = pd.DataFrame({"session": ["session 1 (ada, random)"] * 300, "n_labels": np.arange(1, 301),
+                            "auc": np.linspace(0.5, 0.9, 300), "n_sv": np.arange(300)})
+    figure = charts.learning_curve_figure(rows, "auc", overlay=overlay)
+    assert figure["layout"]["xaxis"]["range"][1] <= 31  # the comparison's 30 labels, not the session's 300
+    lines = [t for t in figure["data"] if t.get("mode", "").startswith("lines") and "name" in t]
+    heuristics = [t for t in lines if not t["name"].startswith("session")]
+    (session,) = [t for t in lines if t["name"].startswith("session")]
+    assert session["line"].get("dash") == "dot" and session.get("marker", {}).get("symbol")
+    assert all(session["line"]["color"] != t["line"]["color"] for t in heuristics)
+    assert all(t["line"].get("dash") in (None, "solid") for t in heuristics)
+
+
+# --------------------------------------------------------------------------- Export
+
+
+def test_export_offers_one_dataset_at_a_time(db_url):
+    svc = MarginLab.from_url(db_url)
+    svc.ensure_demo_dataset()
+    cancer = svc.import_bundled("breast-cancer").dataset_id
+    run = svc.start_session(dataset_id=cancer, annotator="ada", strategy="random")
+    for _ in range(3):
+        run.answer(1, item_index=run.shown.item_index)
+    at = start_app()
+    at.switch_page("views/export.py").run()
+    assert not at.exception, at.exception
+    assert at.selectbox(key="export_dataset").value == cancer  # the dataset with labels, not "all"
+    (preview,) = [df.value for df in at.dataframe if "label" in df.value.columns]
+    assert set(preview["label"]) == {"malignant"}  # the dataset's class name
+
+
+# --------------------------------------------------------------------------- Label
+
+
+def wide_dataset(svc, n_features=49):
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(120, n_features))
+    y = np.where(X[:, 7] - 2 * X[:, 30] > 0, 1, -1)
+    header = ",".join(f"f{j}" for j in range(n_features)) + ",label"
+    body = "\n".join(",".join(f"{v:.6f}" for v in row) + f",{'yes' if t == 1 else 'no'}" for row, t in zip(X, y,
+                                                                                                         strict=True))
+    return svc.import_csv((header + "\n" + body + "\n").encode(), name="wide", label_column="label", positive="yes")
+
+
+def test_a_wide_table_item_shows_the_features_that_matter_first(db_url):
+    svc = MarginLab.from_url(db_url)
+    svc.ensure_demo_dataset()
+    dataset_id = wide_dataset(svc).dataset_id
+    at = start_app()
+    start_session(at, "ada", "near-boundary", dataset_id=dataset_id)
+    session_id = repo.list_sessions(svc.engine)[0].id
+    y_true = repo.load_dataset_arrays(svc.engine, dataset_id)[1]
+    for _ in range(12):
+        item = test_app.shown_item(at)
+        click(at, "positive" if y_true[item] == 1 else "negative")
+    item = test_app.shown_item(at)
+    tables = [df.value for df in at.dataframe if "feature" in df.value.columns]
+    top = tables[0]
+    assert len(top) <= 10  # readable without scrolling
+    relevance = MarginLab.from_url(db_url).open_session(session_id).feature_relevance(item)  # the stored model
+    order = np.argsort(-relevance, kind="stable")
+    assert list(top["feature"]) == [f"f{j}" for j in order[: len(top)]]
+    assert len(tables) == 2 and len(tables[1]) == 49  # the rest on demand
+    assert any("All 49 features" in e.label for e in at.expander)
+
+
+def test_the_session_list_shows_the_current_annotators_sessions(db_url):
+    svc = MarginLab.from_url(db_url)
+    dataset_id = svc.ensure_demo_dataset()
+    mine = svc.start_session(dataset_id=dataset_id, annotator="ada", strategy="random").session_id
+    theirs = svc.start_session(dataset_id=dataset_id, annotator="bea", strategy="random").session_id
+    at = start_app()
+    start_session(at, "ada", "random")
+    newest = repo.list_sessions(svc.engine)[0].id
+    assert session_choices(at) == {mine, newest}
+    [t for t in at.toggle if t.label == "All annotators"][0].set_value(True).run()
+    assert session_choices(at) == {mine, theirs, newest}
+
+
+def session_choices(at) -> set[int]:
+    (picker,) = [s for s in at.selectbox if s.label == "Session"]
+    return {int(re.match(r"#(\d+)", option).group(1)) for option in picker.options}
+
+
+# --------------------------------------------------------------------------- new: history, sessions, deletion
+
+
+def labelled(svc, annotator="ada", strategy="near-boundary", n=8):
+    dataset_id = svc.ensure_demo_dataset() or svc.datasets()[0].id
+    run = svc.start_session(dataset_id=dataset_id, annotator=annotator, strategy=strategy)
+    while run.n_labels < n:
+        item = run.shown.item_index
+        run.answer(int(run.y_true[item]), item_index=item)
+    return run
+
+
+def test_the_address_opens_a_session_and_says_when_it_cannot(db_url):
+    svc = MarginLab.from_url(db_url)
+    older, newer = labelled(svc, n=2), labelled(svc, n=3)
+    at = AppTest.from_file(test_app.MAIN, default_timeout=test_app.TIMEOUT)
+    at.query_params["session"] = str(older.session_id)
+    at.run()
+    assert not at.exception, at.exception
+    assert test_app.progress(at) == (2, 0) and test_app.shown_item(at) == older.shown.item_index
+    svc.close_session(older.session_id)
+    at = AppTest.from_file(test_app.MAIN, default_timeout=test_app.TIMEOUT)
+    at.query_params["session"] = str(older.session_id)
+    at.run()
+    assert any(f"Session {older.session_id} is not open for labelling" in w for w in test_app.shown(at.warning))
+    assert test_app.progress(at) == (3, 0)  # the most recent open session instead
+    assert newer.session_id != older.session_id
+
+
+def test_the_history_page_changes_and_removes_answers(db_url):
+    svc = MarginLab.from_url(db_url)
+    run = labelled(svc, n=10)
+    at = AppTest.from_file(test_app.MAIN, default_timeout=test_app.TIMEOUT)
+    at.query_params["session"] = str(run.session_id)
+    at.switch_page("views/history.py").run()
+    assert not at.exception, at.exception
+    assert [t.value for t in at.title] == ["Label history"]
+    (picker,) = [s for s in at.selectbox if s.label == "Answer to change"]
+    target = run.answers[2]
+    picker.select(target.label_id).run()
+    names = run.class_names
+    (change,) = [b for b in at.button if b.label == f"Change to {names[-target.value]}"]
+    change.click().run()
+    assert not at.exception, at.exception
+    assert any(f"Item {target.item_index} changed from {names[target.value]} to {names[-target.value]}" in s
+               for s in test_app.shown(at.success))
+    events = {e.label_id: e.value for e in repo.label_events(svc.engine, run.session_id)}
+    assert events[target.label_id] == -target.value
+    (corrected,) = [df.value for df in at.dataframe if len(df.value) == 1 and "changes" in df.value.columns]
+    assert corrected["changes"].item().startswith(f"{names[target.value]} → {names[-target.value]} by ada at ")
+    # remove another one
+    other = run.answers[4]
+    [s for s in at.selectbox if s.label == "Answer to change"][0].select(other.label_id).run()
+    [b for b in at.button if b.label == "Remove this answer"][0].click().run()
+    assert other.label_id not in {e.label_id for e in repo.label_events(svc.engine, run.session_id)}
+    kinds = [c.kind for c in storage.label_corrections(svc.engine, run.session_id)]
+    assert kinds == ["change", "remove"]
+
+
+def test_sessions_are_renamed_closed_and_reopened(db_url):
+    svc = MarginLab.from_url(db_url)
+    run = labelled(svc, n=2)
+    at = start_app()
+    at.switch_page("views/sessions.py").run()
+    assert not at.exception, at.exception
+    at.text_input(key=f"session_name_{run.session_id}").input("<b>first pass</b>")
+    at.button(key=f"rename_{run.session_id}").click().run()
+    assert repo.get_session(svc.engine, run.session_id).name == "<b>first pass</b>"
+    assert any("is now called '<b>first pass</b>'" in s for s in test_app.shown(at.success))
+    at.button(key=f"close_{run.session_id}").click().run()
+    assert repo.get_session(svc.engine, run.session_id).status == "closed"
+    at.switch_page("views/label.py").run()
+    assert any("Start a session" in i.value for i in at.info)  # no open session left to label
+    at.switch_page("views/sessions.py").run()
+    at.button(key=f"reopen_{run.session_id}").click().run()
+    assert repo.get_session(svc.engine, run.session_id).status == "active"
+    at.switch_page("views/label.py").run()
+    assert test_app.progress(at) == (2, 0)
+    assert any("first pass" in o for o in [s for s in at.selectbox if s.label == "Session"][0].options)
+
+
+def test_deleting_a_dataset_says_what_goes_and_needs_its_name(db_url):
+    svc = MarginLab.from_url(db_url)
+    run = labelled(svc, n=3)
+    cancer = svc.import_bundled("breast-cancer").dataset_id
+    at = start_app()
+    at.switch_page("views/data.py").run()
+    at.selectbox(key="delete_dataset_id").select(run.info.dataset_id).run()
+    (warning,) = test_app.shown(at.warning)
+    assert warning.startswith("Deleting 'digits: 8 vs rest' removes its 1,797 items, 1 labelling session (ada) "
+                              "with 3 stored answers and 0 comparisons"), warning
+    button = at.button(key=f"delete_{run.info.dataset_id}")
+    assert button.disabled
+    at.text_input(key=f"delete_confirm_{run.info.dataset_id}").input("digits").run()
+    assert at.button(key=f"delete_{run.info.dataset_id}").disabled
+    assert len(svc.datasets()) == 2
+    at.text_input(key=f"delete_confirm_{run.info.dataset_id}").input("digits: 8 vs rest").run()
+    at.button(key=f"delete_{run.info.dataset_id}").click().run()
+    assert not at.exception, at.exception
+    assert [d.id for d in svc.datasets()] == [cancer] and repo.list_sessions(svc.engine) == []
+    assert any("Deleted dataset 'digits: 8 vs rest'" in s for s in test_app.shown(at.success))
+
+
+def test_the_history_of_a_session_whose_model_cannot_be_rebuilt_is_still_readable(db_url):
+    from tests.test_app_robustness import N_LABELS, _retired_heuristic
+
+    svc = MarginLab.from_url(db_url)
+    session_id = _retired_heuristic(svc.engine)
+    at = AppTest.from_file(test_app.MAIN, default_timeout=test_app.TIMEOUT)
+    at.query_params["session"] = str(session_id)
+    at.switch_page("views/history.py").run()
+    assert not at.exception, at.exception
+    assert any("could not be rebuilt" in e for e in test_app.shown(at.error))
+    (table,) = [df.value for df in at.dataframe if "as given" in df.value.columns]
+    assert len(table) == N_LABELS
+    [b for b in at.button if b.label == "Remove this answer"][0].click().run()
+    assert not at.exception, at.exception
+    assert len(repo.label_events(svc.engine, session_id)) == N_LABELS  # refused: nothing changed

@@ -1,0 +1,254 @@
+"""The pages in a real browser (Debian's Chromium, headless, driven by Playwright): bookmarkable addresses,
+keyboard focus after switching sessions, the Compare form and Enter, and the label history.
+
+Each test starts ``streamlit run`` on a free port with a database it prepared through the service, drives
+the page as a person would, and then checks the database (and, for the label history, the stored model).
+"""
+
+from __future__ import annotations
+
+import re
+import time
+
+import numpy as np
+import pytest
+
+from app.service import MarginLab
+from core.loop import ActiveLearningLoop
+from storage import history as stored_history
+from storage import repository as repo
+from tests.test_browser import AppServer, item_caption, launch_browser, open_app, shown_item_index, wait_for_app
+
+pytestmark = pytest.mark.browser
+
+
+
+def prepared(tmp_path, sessions=(("ada", "random"), ("ada", "random")), labels=0):
+    """A database with the demo dataset and labelling sessions (the last one is the most recent)."""
+    url = f"sqlite:///{tmp_path / 'marginlab.db'}"
+    svc = MarginLab.from_url(url)
+    dataset_id = svc.ensure_demo_dataset()
+    ids = []
+    for annotator, strategy in sessions:
+        run = svc.start_session(dataset_id=dataset_id, annotator=annotator, strategy=strategy)
+        while run.n_labels < labels:
+            item = run.shown.item_index
+            run.answer(int(run.y_true[item]), item_index=item)
+        ids.append(run.session_id)
+    svc.engine.dispose()
+    return url, ids
+
+
+def heading(page) -> str:
+    return page.locator("h1").first.inner_text(timeout=30_000).strip()
+
+
+def no_page_not_found(page) -> None:
+    time.sleep(0.5)
+    assert page.get_by_text("Page not found").count() == 0, page.url
+
+
+def test_every_page_has_an_address_and_a_link_reopens_its_session(tmp_path):
+    from playwright.sync_api import sync_playwright
+
+    url, (older, newer) = prepared(tmp_path)
+    with sync_playwright() as playwright:
+        browser = launch_browser(playwright)
+        try:
+            with AppServer(url, tmp_path / "server.log") as server:
+                page = open_app(browser, server.url + "/label")
+                no_page_not_found(page)
+                assert heading(page) == "Label"
+                for path, title in (("data", "Data"), ("compare", "Compare heuristics"), ("export", "Export")):
+                    page.goto(f"{server.url}/{path}")
+                    wait_for_app(page)
+                    no_page_not_found(page)
+                    assert heading(page) == title, path
+                # the session is in the address: a link to the older session opens it, not the most recent
+                page.goto(f"{server.url}/label?session={older}")
+                wait_for_app(page)
+                page.wait_for_selector(".st-key-item_caption", timeout=60_000)
+                no_page_not_found(page)
+                shown = shown_item_index(page)
+                page.mouse.click(5, 5)
+                before = item_caption(page)
+                page.keyboard.press("n")
+                page.wait_for_function("(old) => document.querySelector('.st-key-item_caption').innerText.trim()"
+                                       " !== old", arg=before, timeout=30_000)
+                wait_for_app(page)
+                assert f"session={older}" in page.url
+                # and "/" still opens the Label page
+                page.goto(server.url)
+                wait_for_app(page)
+                assert heading(page) == "Label"
+        finally:
+            browser.close()
+    engine = MarginLab.from_url(url).engine
+    assert [(e.item_index, e.value) for e in repo.label_events(engine, older)] == [(shown, -1)]
+    assert repo.label_events(engine, newer) == []
+    engine.dispose()
+
+
+def test_keys_label_right_after_switching_sessions(tmp_path):
+    """After a session is chosen in the Session box the keyboard focus stayed there: N typed "n" into it."""
+    from playwright.sync_api import sync_playwright
+
+    url, (older, newer) = prepared(tmp_path)
+    with sync_playwright() as playwright:
+        browser = launch_browser(playwright)
+        try:
+            with AppServer(url, tmp_path / "server.log") as server:
+                page = open_app(browser, server.url)
+                page.wait_for_selector(".st-key-item_caption", timeout=60_000)
+                box = page.get_by_role("combobox", name="Session")
+                box.click()
+                page.get_by_role("option", name=re.compile(f"^#{older} ")).click()
+                wait_for_app(page)
+                time.sleep(0.5)
+                wait_for_app(page)
+                shown = shown_item_index(page)
+                before = item_caption(page)
+                page.keyboard.press("n")  # straight away, wherever the focus is
+                page.wait_for_function("(old) => document.querySelector('.st-key-item_caption').innerText.trim()"
+                                       " !== old", arg=before, timeout=15_000)
+                wait_for_app(page)
+        finally:
+            browser.close()
+    engine = MarginLab.from_url(url).engine
+    assert [(e.item_index, e.value) for e in repo.label_events(engine, older)] == [(shown, -1)]
+    assert repo.label_events(engine, newer) == []
+    engine.dispose()
+
+
+def test_enter_in_a_compare_field_does_not_start_a_run(tmp_path):
+    from playwright.sync_api import sync_playwright
+
+    url, _ = prepared(tmp_path, sessions=())
+    with sync_playwright() as playwright:
+        browser = launch_browser(playwright)
+        try:
+            with AppServer(url, tmp_path / "server.log") as server:
+                page = open_app(browser, server.url + "/compare")
+                page.wait_for_selector("text=Compare heuristics", timeout=60_000)
+                budget = page.get_by_role("spinbutton", name="Label budget")
+                budget.fill("12")
+                budget.press("Enter")
+                seeds = page.get_by_role("spinbutton", name="Seeds")
+                seeds.fill("1")
+                seeds.press("Enter")
+                time.sleep(2.0)
+                wait_for_app(page)
+                assert MarginLab.from_url(url).comparisons() == []  # nothing started
+                page.get_by_role("button", name="Run the comparison").click()
+                page.wait_for_selector("text=Stored comparisons", timeout=120_000)
+                wait_for_app(page, timeout_ms=120_000)
+                (stored,) = MarginLab.from_url(url).comparisons()
+                assert stored.config["budget"] == 12
+                shown = page.get_by_role("combobox", name="Stored comparisons").input_value()
+                assert shown.startswith(f"#{stored.id} · digits"), shown
+        finally:
+            browser.close()
+
+
+# --------------------------------------------------------------------------- the label history
+
+
+def scores(loop):
+    return loop.solver.decision_function(np.arange(loop.n_items))
+
+
+@pytest.mark.parametrize(("strategy", "solver"), [("near-boundary", "incremental"), ("randomized-search", "lasvm")])
+def test_change_a_label_made_20_labels_ago_in_the_label_history(tmp_path, strategy, solver):
+    from playwright.sync_api import sync_playwright
+
+    url = f"sqlite:///{tmp_path / 'marginlab.db'}"
+    svc = MarginLab.from_url(url)
+    dataset_id = svc.ensure_demo_dataset()
+    run = svc.start_session(dataset_id=dataset_id, annotator="ada", strategy=strategy, solver=solver)
+    while run.n_labels < 26:
+        item = run.shown.item_index
+        run.answer(int(run.y_true[item]), item_index=item)
+    target = [a for a in run.answers if a.value != 0][-21]  # 20 labels were given after it
+    session_id, old = run.session_id, target.value
+    names = run.class_names
+    svc.engine.dispose()
+    with sync_playwright() as playwright:
+        browser = launch_browser(playwright)
+        try:
+            with AppServer(url, tmp_path / "server.log") as server:
+                page = open_app(browser, f"{server.url}/history?session={session_id}")
+                page.wait_for_selector("text=Answer to change", timeout=60_000)
+                box = page.get_by_role("combobox", name="Answer to change")
+                box.click()
+                box.press_sequentially(f"item {target.item_index} ")
+                page.get_by_role("option", name=re.compile(f"item {target.item_index} .*20 labels ago")).click()
+                wait_for_app(page)
+                page.get_by_role("button", name=f"Change to {names[-old]}").click()
+                page.wait_for_selector(f"text=Item {target.item_index} changed from", timeout=60_000)
+                wait_for_app(page)
+                if solver == "incremental":
+                    assert page.get_by_text("unlearned and learned again (exact)").count() == 1
+                page.screenshot(path=str(tmp_path / "history.png"), full_page=True)
+                assert (tmp_path / "history.png").stat().st_size > 10_000
+        finally:
+            browser.close()
+    svc = MarginLab.from_url(url)
+    events = repo.label_events(svc.engine, session_id)
+    assert next(e.value for e in events if e.label_id == target.label_id) == -old
+    (correction,) = stored_history.label_corrections(svc.engine, session_id)
+    assert (correction.annotator, correction.old_value, correction.new_value) == ("ada", old, -old)
+    # the server's model, as it stored it with the correction, is the model of the corrected answers
+    resumed = svc.open_session(session_id)
+    assert resumed.resumed_from == len(events)
+    corrected = [(resumed.pool_of_item[e.item_index], e.value) for e in events]
+    from_start = ActiveLearningLoop.from_events(corrected, **resumed._loop_data(), **resumed._loop_config())
+    if solver == "incremental":
+        np.testing.assert_allclose(scores(resumed.loop), scores(from_start), rtol=0, atol=1e-8)
+        assert resumed.loop.solver.kkt_gap() <= max(resumed.loop.solver.tol, 1e-8)
+    else:
+        assert np.array_equal(scores(resumed.loop), scores(from_start))
+    svc.engine.dispose()
+
+
+def test_import_labels_from_a_file_on_the_sessions_page(tmp_path):
+    from playwright.sync_api import sync_playwright
+
+    url = f"sqlite:///{tmp_path / 'marginlab.db'}"
+    svc = MarginLab.from_url(url)
+    svc.ensure_demo_dataset()
+    cancer = svc.import_bundled("breast-cancer").dataset_id
+    run = svc.start_session(dataset_id=cancer, annotator="ida", strategy="near-boundary")
+    names, keys = run.class_names, run.display.item_keys
+    pool = [int(i) for i in run.pool_items[:25]]
+    review = tmp_path / "review.csv"
+    review.write_text("case,verdict,notes\n" + "".join(f"{keys[i]},{names[int(run.y_true[i])]},seen\n" for i in pool))
+    bad = tmp_path / "bad.csv"
+    bad.write_text("case,verdict\ncase_000x,malignant\n" + f"{keys[pool[0]]},unsure\n")
+    session_id = run.session_id
+    svc.engine.dispose()
+    with sync_playwright() as playwright:
+        browser = launch_browser(playwright)
+        try:
+            with AppServer(url, tmp_path / "server.log") as server:
+                page = open_app(browser, f"{server.url}/sessions?session={session_id}")
+                page.wait_for_selector("text=Import labels into this session", timeout=60_000)
+                page.locator("input[type='file']").set_input_files(str(bad))
+                page.wait_for_selector("text=Item key column", timeout=60_000)
+                wait_for_app(page)
+                page.get_by_role("button", name="Import labels").click()
+                error = page.locator("[data-testid='stAlertContentError']").inner_text(timeout=60_000)
+                assert "Nothing was imported from bad.csv: 2 rows cannot be used." in error, error
+                assert "row 1: key 'case_000x' is not an item" in error and "row 2: label 'unsure'" in error
+                page.locator("input[type='file']").set_input_files(str(review))
+                wait_for_app(page)
+                page.get_by_role("button", name="Import labels").click()
+                page.wait_for_selector("text=Imported 25 answers from review.csv", timeout=60_000)
+                wait_for_app(page)
+                page.screenshot(path=str(tmp_path / "sessions.png"), full_page=True)
+        finally:
+            browser.close()
+    svc = MarginLab.from_url(url)
+    events = repo.label_events(svc.engine, session_id)
+    assert [(e.item_index, e.value, e.strategy) for e in events] == [(i, int(run.y_true[i]), "imported")
+                                                                      for i in pool]
+    svc.engine.dispose()
