@@ -14,15 +14,16 @@ what the cache holds, only on the kernel values.
 Arrays (capacity ``cap`` >= n):
 
 * ``M``  float64 (N_FLOAT, cap): per member alpha, g, y, A, B, K(s, s), |x_s|^2
-  and a scratch row (``ACC``).
+  and a scratch row (``ACC``, partial sums of ``gradients_from_rows``).
 * ``MI`` int64 (N_INT, cap): per member its store index, its row's slot (-1:
   not cached), its column in the current block of new rows (``run`` with
   ``OP_PROCESS``) and a scratch row.
 * ``XS`` float64 (cap, d): the members' feature vectors (for the kernel
   layer's calls; moved with the members).
 * ``pos`` int64 (store size): store index -> position in S, -1 outside S.
-* ``R`` float64 (n_slots, cap) and ``SL`` int64 (2, n_slots): the cached rows,
-  the position owning each slot (-1: free) and its last use (LRU).
+* ``R`` float64 (n_slots, cap) and ``SL`` int64 (3, n_slots): the cached rows,
+  the position owning each slot (-1: free), its last use (LRU) and a stack
+  of the free slots (``SL[FREE, :st[N_FREE]]``).
 * ``st`` int64 and ``fs`` float64: scalars (sizes, extremes, phases, counters;
   b, delta and the parameters).
 
@@ -43,16 +44,16 @@ N_FLOAT = 8
 STORE, SLOT, COL, SCRATCH = range(4)
 N_INT = 4
 # rows of SL
-OWNER, STAMP = 0, 1
+OWNER, STAMP, FREE = 0, 1, 2
 # entries of st
 (N, NA, CLOCK, EXT_OK, EXT_I, EXT_J, REQUEST, PHASE, CURSOR, STEPS, PASSES, SINCE_SHRINK, SHRINK_EVERY,
- UNSHRUNK_NEAR, MAX_ITER, SHRINKING, STEPS_BEFORE, GRAD_FROM, GRAD_T, AFTER, STEPPED, N_ST) = range(22)
+ UNSHRUNK_NEAR, MAX_ITER, SHRINKING, STEPS_BEFORE, GRAD_FROM, AFTER, STEPPED, N_FREE, N_ST) = range(22)
 # entries of fs
 B, DELTA, C, TOL, FLOOR, N_FS = range(6)
 
 # run(): operations and results
-OP_PROCESS, OP_REPROCESS_UNTIL_TAU, OP_GRADIENTS = range(3)
-DONE, NEED_ROW, DONE_MAX_ITER, DONE_NAN, DONE_NO_PAIR, NEED_NEW_ROW = range(6)
+OP_PROCESS, OP_REPROCESS_UNTIL_TAU = range(2)
+DONE, NEED_ROW, DONE_MAX_ITER, DONE_NAN, DONE_NO_PAIR, NEED_NEW_ROW, NEED_GRADIENTS = range(7)
 # phases of OP_PROCESS (per item) and OP_REPROCESS_UNTIL_TAU
 PH_PROCESS, PH_REPROCESS = 0, 1
 PH_LOOP, PH_IN_PASS, PH_UNSHRINK = 0, 1, 2
@@ -139,6 +140,26 @@ def gradients_of_rows(K, coef, out):
         out[r] = acc
 
 
+@njit(cache=True)
+def block_scores(block, rows, cols, extra, extra_col, coef, out):
+    """``gradients_of_rows`` over kernel values partly kept in ``block`` (the final check's).
+
+    out[r] = sum_t coef_t K_rt, t in increasing order, with K_rt =
+    block[rows[r], cols[t]] where cols[t] >= 0, else extra[r, extra_col[t]]
+    (every rows[r] must be >= 0).
+    """
+    for r in range(len(rows)):
+        br = rows[r]
+        acc = 0.0
+        for t in range(len(cols)):
+            bc = cols[t]
+            if bc >= 0:
+                acc += coef[t] * block[br, bc]
+            else:
+                acc += coef[t] * extra[r, extra_col[t]]
+        out[r] = acc
+
+
 # ----------------------------------------------------------------------
 # the row cache
 # ----------------------------------------------------------------------
@@ -151,13 +172,15 @@ def touch(SL, st, slot):
 @njit(cache=True)
 def take_slot(MI, SL, st, p):
     """A slot for the row of position p: a free one, else the least recently used one."""
-    best = 0
-    for s in range(1, SL.shape[1]):
-        if SL[STAMP, s] < SL[STAMP, best]:
-            best = s
-    old = SL[OWNER, best]
-    if old >= 0:
-        MI[SLOT, old] = -1
+    if st[N_FREE] > 0:
+        st[N_FREE] -= 1
+        best = SL[FREE, st[N_FREE]]
+    else:
+        best = 0
+        for s in range(1, SL.shape[1]):
+            if SL[STAMP, s] < SL[STAMP, best]:
+                best = s
+        MI[SLOT, SL[OWNER, best]] = -1
     SL[OWNER, best] = p
     MI[SLOT, p] = best
     touch(SL, st, best)
@@ -175,12 +198,14 @@ def put_row(M, MI, R, SL, st, p, row):
 
 
 @njit(cache=True)
-def free_slot(MI, SL, p):
+def free_slot(MI, SL, st, p):
     slot = MI[SLOT, p]
     if slot >= 0:
         SL[OWNER, slot] = -1
         SL[STAMP, slot] = -1
         MI[SLOT, p] = -1
+        SL[FREE, st[N_FREE]] = slot
+        st[N_FREE] += 1
 
 
 # ----------------------------------------------------------------------
@@ -228,6 +253,70 @@ def insert(M, MI, XS, pos, R, SL, st, fs, k, y, row, k_kk, g_k, xk, sq_k, col):
             st[EXT_I] = n
         elif y < 0 and (j < 0 or g_k < M[G, j]):
             st[EXT_J] = n
+
+
+@njit(cache=True)
+def insert_all(M, MI, XS, pos, R, SL, st, fs, ks, ys, K, k_diag, X, sq):
+    """Add ks[t] to S in order with alpha = 0 (PROCESS step 2 for each, no pairing).
+
+    ``K[t]`` holds K(x_{ks[t]}, x_p) for the members p at the start
+    (columns < n) and for the newcomers (columns n + t').  The state is the
+    one ``insert`` one at a time gives (rows are written a row at a time, not
+    a column at a time).
+    """
+    n0 = st[N]
+    m = len(ks)
+    alpha = M[ALPHA]
+    for t in range(m):  # members, gradients (alpha = 0 for every newcomer) and extremes, in order
+        p = n0 + t
+        k, y = ks[t], ys[t]
+        g_k = gradient_of(K[t], alpha, n0, y)
+        M[ALPHA, p] = 0.0
+        M[G, p] = g_k
+        M[Y, p] = y
+        if y > 0:
+            M[LO, p], M[HI, p] = 0.0, fs[C]
+        else:
+            M[LO, p], M[HI, p] = -fs[C], 0.0
+        M[KDIAG, p] = k_diag[t]
+        M[SQ, p] = sq[k]
+        MI[STORE, p] = k
+        MI[SLOT, p] = -1
+        MI[COL, p] = -1
+        XS[p, :] = X[k]
+        pos[k] = p
+        st[N] = p + 1
+        st[NA] = p + 1
+        if st[EXT_OK] == 1:
+            i, j = st[EXT_I], st[EXT_J]
+            if y > 0 and (i < 0 or g_k > M[G, i]):
+                st[EXT_I] = p
+            elif y < 0 and (j < 0 or g_k < M[G, j]):
+                st[EXT_J] = p
+    for s in range(SL.shape[1]):  # cached rows gain K(x_s, x_k) = K(x_k, x_s)
+        q = SL[OWNER, s]
+        if q >= 0:
+            for t in range(m):
+                R[s, n0 + t] = K[t, q]
+    for t in range(m):  # the newcomers' own rows
+        p = n0 + t
+        slot = take_slot(MI, SL, st, p)
+        for c in range(n0 + m):
+            R[slot, c] = K[t, c]
+        R[slot, p] = k_diag[t]
+
+
+@njit(cache=True)
+def gather(block, rows, cols, out):
+    """out[r, c] = block[rows[r], cols[c]] where both are >= 0 (the other entries are left as they are)."""
+    for r in range(len(rows)):
+        br = rows[r]
+        if br < 0:
+            continue
+        for c in range(len(cols)):
+            bc = cols[c]
+            if bc >= 0:
+                out[r, c] = block[br, bc]
 
 
 @njit(cache=True)
@@ -280,7 +369,7 @@ def remove(M, MI, XS, pos, R, SL, st, p):
     from na - 1 into p changes position (extremes are never shrunk).
     """
     pos[MI[STORE, p]] = -1
-    free_slot(MI, SL, p)
+    free_slot(MI, SL, st, p)
     na, n = st[NA], st[N]
     if p < na:
         if p != na - 1:
@@ -458,38 +547,24 @@ def shrink(M, MI, XS, pos, R, SL, st):
 # gradients recomputed from the kernel rows
 # ----------------------------------------------------------------------
 @njit(cache=True)
-def gradients(M, MI, R, SL, st):
-    """g_s = y_s - sum_t alpha_t K_ts for positions s >= st[GRAD_FROM], from the rows of the support vectors.
+def gradients_from_rows(M, MI, R, a, n, sv):
+    """g_s = y_s - sum_t alpha_t K_ts for positions a <= s < n, from the cached rows of the support vectors ``sv``.
 
-    Resumable: st[GRAD_T] is the next support vector whose row is added; the
-    partial sums wait in M[ACC].  Returns NEED_ROW (st[REQUEST]) or DONE.
-    Each sum runs over t in increasing position, as ``gradient_of`` does.
+    ``sv`` lists the positions t with alpha_t != 0 in increasing order and
+    every one of them must have its row cached.  Each sum runs over t in
+    increasing position, as ``gradient_of`` and ``gradients_of_rows`` do.
     """
-    n, a = st[N], st[GRAD_FROM]
     alpha, acc = M[ALPHA], M[ACC]
-    t = st[GRAD_T]
-    if t == 0:
-        for s in range(a, n):
-            acc[s] = 0.0
-    while t < n:
+    for s in range(a, n):
+        acc[s] = 0.0
+    for t in sv:
         at = alpha[t]
-        if at != 0.0:
-            slot = MI[SLOT, t]
-            if slot < 0:
-                st[GRAD_T] = t
-                st[REQUEST] = t
-                return NEED_ROW
-            touch(SL, st, slot)
-            row = R[slot]
-            for s in range(a, n):
-                acc[s] += at * row[s]
-        t += 1
+        row = R[MI[SLOT, t]]
+        for s in range(a, n):
+            acc[s] += at * row[s]
     g, ys = M[G], M[Y]
     for s in range(a, n):
         g[s] = ys[s] - acc[s]
-    st[GRAD_T] = 0
-    st[EXT_OK] = 0
-    return DONE
 
 
 # ----------------------------------------------------------------------
@@ -510,13 +585,12 @@ def run(op, M, MI, XS, pos, R, SL, st, fs, X, sq, items, labels, block, k_diag, 
       st[STEPS] counts the steps taken.
     * OP_REPROCESS_UNTIL_TAU: REPROCESS until delta <= tau with shrinking
       (st[SHRINKING]) every st[SHRINK_EVERY] passes; at most st[MAX_ITER]
-      steps (counting st[STEPS_BEFORE]) and passes.
-    * OP_GRADIENTS: recompute the gradients of positions >= st[GRAD_FROM].
+      steps (counting st[STEPS_BEFORE]) and passes.  To bring shrunk members
+      back it returns NEED_GRADIENTS: the caller recomputes the gradients of
+      positions >= st[GRAD_FROM], sets st[NA] = st[N] and calls again.
 
     ``row`` is scratch (capacity); ``X``, ``sq`` the store's examples and squared norms.
     """
-    if op == OP_GRADIENTS:
-        return gradients(M, MI, R, SL, st)
     if op == OP_PROCESS:
         first_new = block.shape[1] - len(items)
         while st[CURSOR] < len(items):
@@ -546,10 +620,8 @@ def run(op, M, MI, XS, pos, R, SL, st, fs, X, sq, items, labels, block, k_diag, 
         return DONE
     # OP_REPROCESS_UNTIL_TAU
     while True:
-        if st[PHASE] == PH_UNSHRINK:
-            if gradients(M, MI, R, SL, st) == NEED_ROW:
-                return NEED_ROW
-            st[NA] = st[N]
+        if st[PHASE] == PH_UNSHRINK:  # (the caller has recomputed the gradients of the shrunk members)
+            st[EXT_OK] = 0
             st[PHASE] = PH_LOOP
             after = st[AFTER]
             if after == AFTER_MAX_ITER:
@@ -573,8 +645,8 @@ def run(op, M, MI, XS, pos, R, SL, st, fs, X, sq, items, labels, block, k_diag, 
             st[PASSES] += 1  # (every pass counts towards the cap, also one that takes no step)
             if st[STEPS_BEFORE] + st[STEPS] >= st[MAX_ITER] or st[PASSES] > st[MAX_ITER]:
                 if st[NA] < st[N]:
-                    st[GRAD_FROM], st[GRAD_T], st[AFTER], st[PHASE] = st[NA], 0, AFTER_MAX_ITER, PH_UNSHRINK
-                    continue
+                    st[GRAD_FROM], st[AFTER], st[PHASE] = st[NA], AFTER_MAX_ITER, PH_UNSHRINK
+                    return NEED_GRADIENTS
                 i, j = current_extremes(M, st)
                 set_bias(M, fs, i, j)
                 return DONE_MAX_ITER
@@ -593,16 +665,16 @@ def run(op, M, MI, XS, pos, R, SL, st, fs, X, sq, items, labels, block, k_diag, 
         if delta <= tol:
             if st[NA] == st[N]:
                 return DONE
-            st[GRAD_FROM], st[GRAD_T], st[AFTER], st[PHASE] = st[NA], 0, AFTER_OPTIMAL, PH_UNSHRINK
-            continue
+            st[GRAD_FROM], st[AFTER], st[PHASE] = st[NA], AFTER_OPTIMAL, PH_UNSHRINK
+            return NEED_GRADIENTS
         elif st[UNSHRUNK_NEAR] == 0 and st[NA] < st[N] and delta <= 10.0 * tol:
             # once near the end, as LIBSVM does
-            st[GRAD_FROM], st[GRAD_T], st[AFTER], st[PHASE] = st[NA], 0, AFTER_NEAR, PH_UNSHRINK
-            continue
+            st[GRAD_FROM], st[AFTER], st[PHASE] = st[NA], AFTER_NEAR, PH_UNSHRINK
+            return NEED_GRADIENTS
         if r == 0 and delta > tol:  # cannot happen; guards an endless loop
             return DONE_NO_PAIR
         if r == 0 and not delta <= tol:  # delta is NaN: no step will ever be taken
             if st[NA] < st[N]:
-                st[GRAD_FROM], st[GRAD_T], st[AFTER], st[PHASE] = st[NA], 0, AFTER_NAN, PH_UNSHRINK
-                continue
+                st[GRAD_FROM], st[AFTER], st[PHASE] = st[NA], AFTER_NAN, PH_UNSHRINK
+                return NEED_GRADIENTS
             return DONE_NAN

@@ -39,10 +39,13 @@ kernel value comes from the kernel layer (``self.kernel``, ``self.cache``).
 
 from __future__ import annotations
 
+import functools
+import threading
 import time
 from typing import Any, ClassVar
 
 import numpy as np
+from threadpoolctl import ThreadpoolController
 
 from core.solvers import _lasvm_compiled as nb
 from core.solvers.base import OnlineSolver, StepResult, StepTimer
@@ -52,12 +55,70 @@ _DECISION_CHUNK_ENTRIES = 1 << 22  # kernel entries per block when scoring many 
 _CHECK_CHUNK_ENTRIES = 1 << 17  # kernel entries per block of the final check (1 MiB)
 _BLOCK_ENTRIES = 1 << 17  # kernel entries per block of new rows (learn_sequence, the final check) (1 MiB)
 _MAX_BLOCK_ROWS = 256  # examples per block of learn_sequence
-_BATCH_ADMIT_MIN = 256  # one round of the final check admits up to max(this, 2 |S|) violators to S
+_BATCH_ADMIT_MIN = 128  # one round of the final check admits up to max(this, |S|) violators to S
 _MIN_ROWS = 2  # rows a pair step works on: always kept, whatever the budget
+_SPLIT_MIN_ENTRIES = 9216  # smallest matrix-vector product OpenBLAS splits over threads
 _EMPTY_I = np.empty(0, dtype=np.int64)
 _EMPTY_F = np.empty(0)
 _EMPTY_2D = np.empty((0, 0))
 
+
+
+class _OneBlasThread:
+    """BLAS on one thread while LASVM works, whatever the process's default (as libsvm runs).
+
+    LASVM's kernel products are small (a row K(x, S), blocks of about a
+    MiB): split over threads they mostly wait for each other, and on a busy
+    machine far worse (a 1 x 4,000 row took 2 ms with two BLAS threads on two
+    loaded cores, 40 us on one).  Re-entrant and shared by all threads of the
+    process: the first to enter sets one thread, the last to leave restores
+    the previous setting.
+    """
+
+    _lock = threading.Lock()
+    _depth = 0
+    _controller: ThreadpoolController | None = None
+    _limiter = None
+
+    def __enter__(self) -> None:
+        cls = type(self)
+        with cls._lock:
+            if cls._depth == 0:
+                if cls._controller is None:
+                    cls._controller = ThreadpoolController()
+                cls._limiter = cls._controller.limit(limits=1, user_api="blas")
+            cls._depth += 1
+
+    def __exit__(self, *exc) -> None:
+        cls = type(self)
+        with cls._lock:
+            cls._depth -= 1
+            if cls._depth == 0:
+                cls._limiter.restore_original_limits()
+                cls._limiter = None
+
+
+def _on_one_blas_thread(method):
+    @functools.wraps(method)
+    def wrapper(*args, **kwargs):
+        with _OneBlasThread():
+            return method(*args, **kwargs)
+    return wrapper
+
+
+def _on_one_blas_thread_if_large(method):
+    """``_on_one_blas_thread`` for one online step, unless its products are too small to be split anyway.
+
+    (A step computes rows K(x, S): |S| x n_features products, which OpenBLAS
+    runs on one thread below 9,216 entries; setting the limit costs ~20 us.)
+    """
+    @functools.wraps(method)
+    def wrapper(self, *args, **kwargs):
+        if self._n * (self.store.n_features or 1) < _SPLIT_MIN_ENTRIES:
+            return method(self, *args, **kwargs)
+        with _OneBlasThread():
+            return method(self, *args, **kwargs)
+    return wrapper
 
 class LASVM(OnlineSolver):
     """Online LASVM (Bordes et al. 2005) over a growable data store.
@@ -201,18 +262,26 @@ class LASVM(OnlineSolver):
         """Make the row cache fit the capacity: max(2, cache_bytes / row bytes) rows (most recent kept)."""
         cap, n = self._cap, int(self._st[nb.N])
         n_slots = max(_MIN_ROWS, min(max(cap, _MIN_ROWS), self.cache_bytes // (8 * max(cap, 1))))
-        R = np.empty((n_slots, cap))  # (pages never touched are never resident)
-        SL = np.full((2, n_slots), -1, dtype=np.int64)
         old_R, old_SL = getattr(self, "_R", None), getattr(self, "_SL", None)
+        if old_R is not None and old_R.nbytes + 8 * n_slots * cap > max(self.cache_bytes, 2 * 8 * _MIN_ROWS * cap):
+            # keeping the rows while the new cache is made would take more than the budget:
+            # they are dropped first and computed again when needed
+            old_R = old_SL = self._R = self._SL = None
+        R = np.empty((n_slots, cap))  # (pages never touched are never resident)
+        SL = np.full((3, n_slots), -1, dtype=np.int64)
         self._MI[nb.SLOT, :] = -1
+        kept = 0
         if old_SL is not None and n:
             owned = np.flatnonzero(old_SL[nb.OWNER] >= 0)
             keep = owned[np.argsort(-old_SL[nb.STAMP, owned], kind="stable")[:n_slots]]
-            for new, slot in enumerate(keep.tolist()):
-                p = int(old_SL[nb.OWNER, slot])
-                R[new, :n] = old_R[slot, :n]
-                SL[:, new] = old_SL[:, slot]
-                self._MI[nb.SLOT, p] = new
+            kept = len(keep)
+            R[:kept, :n] = old_R[keep, :n]
+            SL[nb.OWNER, :kept] = old_SL[nb.OWNER, keep]
+            SL[nb.STAMP, :kept] = old_SL[nb.STAMP, keep]
+            self._MI[nb.SLOT, SL[nb.OWNER, :kept]] = np.arange(kept)
+        free = np.arange(n_slots - 1, kept - 1, -1)  # (popped from the end: lowest slot first)
+        SL[nb.FREE, : len(free)] = free
+        self._st[nb.N_FREE] = len(free)
         self._R, self._SL = R, SL
 
     def _reserve(self, need: int) -> None:
@@ -362,8 +431,39 @@ class LASVM(OnlineSolver):
                 self._cache_row(int(self._st[nb.REQUEST]))
             elif code == nb.NEED_NEW_ROW:
                 self._fill_block_row(int(self._st[nb.REQUEST]), items, block, k_diag)
+            elif code == nb.NEED_GRADIENTS:
+                self._gradients(int(self._st[nb.GRAD_FROM]))
             else:
                 return code
+
+    def _gradients(self, a: int) -> None:
+        """g_s = y_s - sum_t alpha_t K(x_s, x_t) for positions s >= a, exactly; the shrunk members are back.
+
+        The sums run over the support vectors t in increasing position.  From
+        the cached rows of the support vectors when all of them are cached (no
+        kernel value computed), else from blocks K(members, support vectors) of
+        the kernel layer: the same sums, so the same numbers.
+        """
+        st, M = self._st, self._M
+        n = self._n
+        sv = np.flatnonzero(M[nb.ALPHA, :n] != 0.0)
+        if np.all(self._MI[nb.SLOT, sv] >= 0):
+            nb.gradients_from_rows(M, self._MI, self._R, a, n, sv)
+        elif len(sv):
+            XS, sq = self._XS[sv], M[nb.SQ, sv]
+            coef = M[nb.ALPHA, sv]
+            sums = np.empty(n - a)
+            chunk = max(1, _BLOCK_ENTRIES // len(sv))
+            for c in range(a, n, chunk):
+                e = min(n, c + chunk)
+                K = self.kernel(self._XS[c:e], XS, sq_a=M[nb.SQ, c:e], sq_b=sq)
+                self._count_evals(K.size)
+                nb.gradients_of_rows(K, coef, sums[c - a:e - a])
+            M[nb.G, a:n] = M[nb.Y, a:n] - sums
+        else:
+            M[nb.G, a:n] = M[nb.Y, a:n]
+        st[nb.NA] = st[nb.N]
+        st[nb.EXT_OK] = 0
 
     def _fill_block_row(self, t: int, items: np.ndarray, block: np.ndarray, k_diag: np.ndarray) -> None:
         """The block row of items[t] (it was in S when the block was made and has left S since).
@@ -439,6 +539,7 @@ class LASVM(OnlineSolver):
             start += m
         return steps
 
+    @_on_one_blas_thread_if_large
     def learn(self, i: int, y: float) -> StepResult:
         """One online LASVM iteration: PROCESS(i) followed by one REPROCESS (§3.2).
 
@@ -459,6 +560,7 @@ class LASVM(OnlineSolver):
                           seconds=time.perf_counter() - t0, kkt_gap=self._gap_on_S(),
                           extra={"n_set": self._n, "b": self._b})
 
+    @_on_one_blas_thread
     def learn_sequence(self, idx, y) -> StepResult:
         """``learn(i, y_i)`` for each i of ``idx`` in order, in one call: the same model, faster.
 
@@ -497,6 +599,7 @@ class LASVM(OnlineSolver):
         return timer.result(status="ok", iterations=steps, kkt_gap=self._gap_on_S(),
                             extra={"n_set": self._n, "b": self._b})
 
+    @_on_one_blas_thread_if_large
     def revisit(self, i: int) -> StepResult:
         """A later epoch: PROCESS(i) on an already-learned example, then one REPROCESS."""
         i = self._check_unlearnable(i)
@@ -506,6 +609,7 @@ class LASVM(OnlineSolver):
         return timer.result(status="ok", iterations=stepped, kkt_gap=self._gap_on_S(),
                             extra={"n_set": self._n, "b": self._b})
 
+    @_on_one_blas_thread
     def revisit_sequence(self, idx) -> StepResult:
         """``revisit(i)`` for each i of ``idx`` in order, in one call (a later epoch; the same model)."""
         idx = np.asarray(idx, dtype=np.int64).reshape(-1)
@@ -520,6 +624,7 @@ class LASVM(OnlineSolver):
     # ------------------------------------------------------------------
     # unlearning
     # ------------------------------------------------------------------
+    @_on_one_blas_thread
     def unlearn(self, i: int) -> StepResult:
         """Remove example ``i`` — approximately (LASVM is not an exact incremental method).
 
@@ -600,6 +705,7 @@ class LASVM(OnlineSolver):
     # ------------------------------------------------------------------
     # finishing
     # ------------------------------------------------------------------
+    @_on_one_blas_thread
     def finish(self) -> StepResult:
         """Finishing step (§3.2): REPROCESS until delta <= tau, with shrinking.
 
@@ -635,12 +741,8 @@ class LASVM(OnlineSolver):
         return its, "max_iter", self._iteration_cap(what, its_done + its)
 
     def _refresh_gradients(self) -> None:
-        """Recompute every gradient of S from the kernel rows of the support vectors (and unshrink)."""
-        st = self._st
-        st[nb.GRAD_FROM], st[nb.GRAD_T] = 0, 0
-        self._run(nb.OP_GRADIENTS)
-        st[nb.NA] = st[nb.N]
-        st[nb.EXT_OK] = 0
+        """Recompute every gradient of S exactly (and bring shrunk members back)."""
+        self._gradients(0)
 
     def _finish_loop(self) -> tuple[int, str, str, int]:
         its = 0
@@ -686,7 +788,7 @@ class LASVM(OnlineSolver):
 
     def _admission_limit(self) -> int:
         """How many violators one round of the final check lets into S at most."""
-        return max(_BATCH_ADMIT_MIN, 2 * self._n)
+        return max(_BATCH_ADMIT_MIN, self._n)
 
     def _admit(self, ks: np.ndarray, check: _FinalCheck) -> None:
         """Insert learned examples ks (outside S) into S in order, with alpha = 0 (PROCESS step 2 for each).
@@ -706,15 +808,8 @@ class LASVM(OnlineSolver):
             K[:, :n0] = check.kernel(part, self._S[:n0])
             K[:, n0:] = self.kernel(X[part], X[part], sq_a=sq[part], sq_b=sq[part])
             self._count_evals(m * m)
-            k_diag = self._diag(part)
-            alpha = self._alpha
-            for t, k in enumerate(part.tolist()):
-                n = self._n
-                row = K[t, : n0 + t]
-                y = float(self.y[k])
-                g_k = nb.gradient_of(row, alpha, n, y)
-                nb.insert(self._M, self._MI, self._XS, self._pos, self._R, self._SL, self._st, self._fs, k, y,
-                          row, k_diag[t], g_k, X[k], sq[k], -1)
+            nb.insert_all(self._M, self._MI, self._XS, self._pos, self._R, self._SL, self._st, self._fs,
+                          part.astype(np.int64), self.y[part], K, self._diag(part), X, sq)
             start += m
 
     # ------------------------------------------------------------------
@@ -952,6 +1047,9 @@ class _FinalCheck:
         if len(cols) == 0 or len(rows) == 0:
             return out
         s = self.s
+        if self.block is not None:
+            self._scores_with_block(rows, cols, coef, out)
+            return out
         keep = None
         if self.block is None:
             budget = min(s.check_block_bytes, s.cache_bytes - s._R.nbytes)
@@ -972,33 +1070,58 @@ class _FinalCheck:
             self.block = keep
         return out
 
+    def _scores_with_block(self, rows: np.ndarray, cols: np.ndarray, coef: np.ndarray, out: np.ndarray) -> None:
+        """``scores`` when a block is kept: its values are read in place, the others computed."""
+        rpos, cpos = self.row_at[rows], self.col_at[cols]
+        missing = np.flatnonzero(cpos < 0)
+        extra_col = np.full(len(cols), -1, dtype=np.int64)
+        extra_col[missing] = np.arange(len(missing))
+        col_pos = self.s._pos[cols[missing]]
+        kept = np.flatnonzero(rpos >= 0)
+        chunk = max(1, _CHECK_CHUNK_ENTRIES // max(1, len(missing)))
+        for a in range(0, len(kept), chunk):
+            part = kept[a:a + chunk]
+            extra = self._compute(rows[part], col_pos)
+            sums = np.empty(len(part))
+            nb.block_scores(self.block, rpos[part], cpos, extra, extra_col, coef, sums)
+            out[part] = sums
+        fresh = np.flatnonzero(rpos < 0)
+        chunk = max(1, _CHECK_CHUNK_ENTRIES // len(cols))
+        for a in range(0, len(fresh), chunk):
+            part = fresh[a:a + chunk]
+            sums = np.empty(len(part))
+            nb.gradients_of_rows(self._compute(rows[part], self.s._pos[cols]), coef, sums)
+            out[part] = sums
+
+    def _compute(self, r: np.ndarray, cp: np.ndarray) -> np.ndarray:
+        """K(x_r, x_{S_p}) for store indices r and positions cp of members, computed (counted) in blocks."""
+        s = self.s
+        X, sq = s._store_views()
+        out = np.empty((len(r), len(cp)))
+        if len(r) == 0 or len(cp) == 0:
+            return out
+        XS, sqS = s._XS[cp], s._M[nb.SQ][cp]  # gathered once, not per chunk
+        chunk = max(1, _CHECK_CHUNK_ENTRIES // len(cp))
+        for a in range(0, len(r), chunk):
+            rr = r[a:a + chunk]
+            out[a:a + chunk] = s.kernel(X[rr], XS, sq_a=sq[rr], sq_b=sqS)
+        s._count_evals(len(r) * len(cp))
+        return out
+
     def kernel(self, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
         """K(x_rows, x_cols) for store indices (cols: members of S), from the kept block where it has them.
 
         Entries not in the block are computed (counted), in blocks of at most
         ``_CHECK_CHUNK_ENTRIES`` values.
         """
-        s = self.s
-        X, sq = s._store_views()
-        col_pos = s._pos[cols]
-
-        def compute(r: np.ndarray, cp: np.ndarray) -> np.ndarray:
-            out = np.empty((len(r), len(cp)))
-            XS, sqS = s._XS[cp], s._M[nb.SQ][cp]  # gathered once, not per chunk
-            chunk = max(1, _CHECK_CHUNK_ENTRIES // max(1, len(cp)))
-            for a in range(0, len(r), chunk):
-                rr = r[a:a + chunk]
-                out[a:a + chunk] = s.kernel(X[rr], XS, sq_a=sq[rr], sq_b=sqS)
-            s._count_evals(len(r) * len(cp))
-            return out
-
+        col_pos = self.s._pos[cols]
+        compute = self._compute
         if self.block is None:
             return compute(rows, col_pos)
         rpos, cpos = self.row_at[rows], self.col_at[cols]
         hr, hc = rpos >= 0, cpos >= 0
         K = np.empty((len(rows), len(cols)))
-        if hr.any() and hc.any():
-            K[np.ix_(hr, hc)] = self.block[np.ix_(rpos[hr], cpos[hc])]
+        nb.gather(self.block, rpos, cpos, K)
         if hr.any() and not hc.all():
             K[np.ix_(hr, ~hc)] = compute(rows[hr], col_pos[~hc])
         if not hr.all():
