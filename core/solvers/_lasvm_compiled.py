@@ -547,24 +547,47 @@ def shrink(M, MI, XS, pos, R, SL, st):
 # gradients recomputed from the kernel rows
 # ----------------------------------------------------------------------
 @njit(cache=True)
-def gradients_from_rows(M, MI, R, a, n, sv):
-    """g_s = y_s - sum_t alpha_t K_ts for positions a <= s < n, from the cached rows of the support vectors ``sv``.
+def gradients_from_rows(M, MI, R, targets, sv):
+    """g_s = y_s - sum_t alpha_t K_st for the positions s in ``targets``, from cached rows; the others are listed.
 
-    ``sv`` lists the positions t with alpha_t != 0 in increasing order and
-    every one of them must have its row cached.  Each sum runs over t in
-    increasing position, as ``gradient_of`` and ``gradients_of_rows`` do.
+    ``sv`` lists the positions t with alpha_t != 0 in increasing order.  A
+    target whose own row is cached is summed along it; when every support
+    vector's row is cached, the other targets are summed along those rows.
+    Either way each sum runs over t in increasing position (as
+    ``gradient_of`` and ``gradients_of_rows`` do).  Returns the targets left
+    (neither their row nor every support vector's row cached), in order.
     """
-    alpha, acc = M[ALPHA], M[ACC]
-    for s in range(a, n):
-        acc[s] = 0.0
+    alpha, g, ys, acc = M[ALPHA], M[G], M[Y], M[ACC]
+    all_sv = True
     for t in sv:
-        at = alpha[t]
-        row = R[MI[SLOT, t]]
-        for s in range(a, n):
-            acc[s] += at * row[s]
-    g, ys = M[G], M[Y]
-    for s in range(a, n):
-        g[s] = ys[s] - acc[s]
+        if MI[SLOT, t] < 0:
+            all_sv = False
+            break
+    left = np.empty(len(targets), dtype=np.int64)
+    n_left = 0
+    for s in targets:
+        slot = MI[SLOT, s]
+        if slot >= 0:
+            row = R[slot]
+            total = 0.0
+            for t in sv:
+                total += alpha[t] * row[t]
+            g[s] = ys[s] - total
+        else:
+            left[n_left] = s
+            n_left += 1
+    if all_sv and n_left > 0:
+        for r in range(n_left):
+            acc[left[r]] = 0.0
+        for t in sv:
+            at = alpha[t]
+            row = R[MI[SLOT, t]]
+            for r in range(n_left):
+                acc[left[r]] += at * row[left[r]]
+        for r in range(n_left):
+            g[left[r]] = ys[left[r]] - acc[left[r]]
+        n_left = 0
+    return left[:n_left]
 
 
 # ----------------------------------------------------------------------

@@ -63,7 +63,6 @@ _EMPTY_F = np.empty(0)
 _EMPTY_2D = np.empty((0, 0))
 
 
-
 class _OneBlasThread:
     """BLAS on one thread while LASVM works, whatever the process's default (as libsvm runs).
 
@@ -120,6 +119,7 @@ def _on_one_blas_thread_if_large(method):
             return method(self, *args, **kwargs)
     return wrapper
 
+
 class LASVM(OnlineSolver):
     """Online LASVM (Bordes et al. 2005) over a growable data store.
 
@@ -141,9 +141,9 @@ class LASVM(OnlineSolver):
         At the end of ``finish()``, recompute the gradients of the learned
         examples that REPROCESS removed from S (blocked products
         K(outside, support vectors)); the ones that now violate the
-        tau-optimality conditions enter S again, together (or, when there are
-        many more of them than members of S, the most violating ones first),
-        then finishing resumes.  Later rounds skip the examples that a bound
+        tau-optimality conditions enter S again, together (at most
+        max(128, |S|) per round, the most violating first), then finishing
+        resumes.  Later rounds skip the examples that a bound
         proves harmless (see ``_FinalCheck``).  This goes beyond the paper
         (whose finishing step only makes S tau-optimal), so that after
         ``finish()`` the whole learned set is tau-optimal (the largest
@@ -179,7 +179,8 @@ class LASVM(OnlineSolver):
       enters S, its own row K(x_k, S) has just been computed (PROCESS needs it
       for g_k), and every cached row gains its entry K(x_s, x_k) = K(x_k, x_s)
       from it.  (The paper's cache keeps rows of any length and extends them
-      on demand; complete rows need no per-row bookkeeping in the inner loop.)
+      on demand (the implementation that came with the paper); complete rows
+      need no per-row bookkeeping in the inner loop.)
     * At least two rows are kept whatever the budget (the pair a step works
       on), so ``cache_bytes=0`` means "recompute every row when needed", not
       "cannot run".
@@ -191,7 +192,14 @@ class LASVM(OnlineSolver):
     n_features feature values, a dozen numbers per member of S and one
     position per store item; O(n) more during ``finish()`` (the final check
     keeps one gradient, radius and position per learned example), and blocks
-    of at most a few MiB while computing kernel rows.
+    of at most a few MiB while computing kernel rows.  K(S, S) is never
+    formed (``benchmarks/bench_lasvm_memory.py`` measures it).
+
+    Speed: the steps run compiled (``_lasvm_compiled``, Numba), returning to
+    Python only for kernel values; ``learn_sequence`` computes the rows of
+    new examples in blocks.  While LASVM works, BLAS runs on one thread (as
+    libsvm does): its products are small, and threads mostly wait for each
+    other, far worse on a busy machine.
 
     Where this follows the paper and where it does not (§3.2):
 
@@ -439,29 +447,29 @@ class LASVM(OnlineSolver):
     def _gradients(self, a: int) -> None:
         """g_s = y_s - sum_t alpha_t K(x_s, x_t) for positions s >= a, exactly; the shrunk members are back.
 
-        The sums run over the support vectors t in increasing position.  From
-        the cached rows of the support vectors when all of them are cached (no
-        kernel value computed), else from blocks K(members, support vectors) of
-        the kernel layer: the same sums, so the same numbers.
+        The sums run over the support vectors t in increasing position: along
+        a member's own cached row, or along the cached rows of the support
+        vectors, else from blocks K(members, support vectors) of the kernel
+        layer -- the same sums, so the same numbers.
         """
         st, M = self._st, self._M
         n = self._n
         sv = np.flatnonzero(M[nb.ALPHA, :n] != 0.0)
-        if np.all(self._MI[nb.SLOT, sv] >= 0):
-            nb.gradients_from_rows(M, self._MI, self._R, a, n, sv)
-        elif len(sv):
-            XS, sq = self._XS[sv], M[nb.SQ, sv]
-            coef = M[nb.ALPHA, sv]
-            sums = np.empty(n - a)
-            chunk = max(1, _BLOCK_ENTRIES // len(sv))
-            for c in range(a, n, chunk):
-                e = min(n, c + chunk)
-                K = self.kernel(self._XS[c:e], XS, sq_a=M[nb.SQ, c:e], sq_b=sq)
-                self._count_evals(K.size)
-                nb.gradients_of_rows(K, coef, sums[c - a:e - a])
-            M[nb.G, a:n] = M[nb.Y, a:n] - sums
-        else:
+        if len(sv) == 0:
             M[nb.G, a:n] = M[nb.Y, a:n]
+        else:
+            left = nb.gradients_from_rows(M, self._MI, self._R, np.arange(a, n), sv)
+            if len(left):
+                XS, sq = self._XS[sv], M[nb.SQ, sv]
+                coef = M[nb.ALPHA, sv]
+                chunk = max(1, _BLOCK_ENTRIES // len(sv))
+                for c in range(0, len(left), chunk):
+                    part = left[c:c + chunk]
+                    K = self.kernel(self._XS[part], XS, sq_a=M[nb.SQ, part], sq_b=sq)
+                    self._count_evals(K.size)
+                    sums = np.empty(len(part))
+                    nb.gradients_of_rows(K, coef, sums)
+                    M[nb.G, part] = M[nb.Y, part] - sums
         st[nb.NA] = st[nb.N]
         st[nb.EXT_OK] = 0
 
