@@ -197,6 +197,8 @@ def _held_bytes(value, skip: set[int]) -> int:
     if isinstance(value, dict):
         return size + sum(_held_bytes(k, skip) + _held_bytes(v, skip) for k, v in value.items())
     if isinstance(value, (list, tuple, set, frozenset)):
+        if all(type(v) in (int, float) for v in value):  # (e.g. the learned indices: no recursion per item)
+            return size + sum(map(sys.getsizeof, value))
         return size + sum(_held_bytes(v, skip) for v in value)
     inner = getattr(value, "__dict__", None)
     return size + (0 if inner is None else _held_bytes(inner, skip))

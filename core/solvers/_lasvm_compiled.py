@@ -9,7 +9,9 @@ engine (``run``) stops, puts the member's position in ``st[REQUEST]`` and
 returns ``NEED_ROW``; the solver computes the row through the kernel layer,
 stores it with ``put_row`` and calls ``run`` again, which resumes where it
 stopped (the phase and counters live in ``st``).  So results never depend on
-what the cache holds, only on the kernel values.
+what the cache holds, only on the kernel values.  (Likewise ``NEED_NEW_ROW``:
+a new example's row K(x, S) that the caller's block lacks, and
+``NEED_GRADIENTS``: gradients of shrunk members, which the caller recomputes.)
 
 Arrays (capacity ``cap`` >= n):
 
