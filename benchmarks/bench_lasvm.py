@@ -18,7 +18,9 @@ call for the pass, kernel rows in blocks: what a one-pass fit uses); and the
 default again with one ``learn`` call per example (the online path).
 Seconds are the best of ``--repeats`` interleaved runs (the machine may be
 shared), and include building the solver's data store; the compiled code is
-loaded once before (its one-time cost is printed).  CPU seconds
+loaded once before (its one-time cost is printed), and each timed run starts
+after a pause of 0.3 s (``settle``: BLAS threads left spinning by the
+previous run's scoring would otherwise be counted).  CPU seconds
 (``time.process_time``) are printed next to wall seconds: on a shared machine
 wall time also counts the time other processes held the cores, so read the
 CPU ratio there.  Targets: LASVM <= 0.5x SVC on the 784-feature digits,
@@ -73,7 +75,18 @@ def warm_up() -> float:
     return time.perf_counter() - t0
 
 
+def settle() -> None:
+    """Let BLAS worker threads go idle before a timed run.
+
+    After a multi-threaded BLAS call (scoring the test set after the previous
+    run) OpenBLAS's worker threads spin for about 0.1 s before sleeping; that
+    spinning would count in the next run's CPU time and take a core from it.
+    """
+    time.sleep(0.3)
+
+
 def run_lasvm(Xtr, ytr, Xte, yte, C, gamma, tol, seed, final_check, sequence=True):
+    settle()
     t0, c0 = time.perf_counter(), time.process_time()
     s = LASVM(Xtr, C=C, gamma=gamma, tol=tol, final_check=final_check)
     order = np.random.default_rng(seed).permutation(len(Xtr))
@@ -92,6 +105,7 @@ def run_lasvm(Xtr, ytr, Xte, yte, C, gamma, tol, seed, final_check, sequence=Tru
 def run_svc(Xtr, ytr, Xte, yte, C, gamma, tol):
     from sklearn.svm import SVC
 
+    settle()
     t0, c0 = time.perf_counter(), time.process_time()
     clf = SVC(C=C, kernel="rbf", gamma=gamma, tol=tol).fit(Xtr, ytr)
     seconds, cpu = time.perf_counter() - t0, time.process_time() - c0

@@ -50,13 +50,14 @@ from threadpoolctl import ThreadpoolController
 from core.solvers import _lasvm_compiled as nb
 from core.solvers.base import OnlineSolver, StepResult, StepTimer
 
-_INITIAL_CAPACITY = 64
+_INITIAL_CAPACITY = 256  # members S has room for at first (capacity doubles when S outgrows it)
 _DECISION_CHUNK_ENTRIES = 1 << 22  # kernel entries per block when scoring many points
 _CHECK_CHUNK_ENTRIES = 1 << 17  # kernel entries per block of the final check (1 MiB)
 _BLOCK_ENTRIES = 1 << 17  # kernel entries per block of new rows (learn_sequence, the final check) (1 MiB)
 _MAX_BLOCK_ROWS = 256  # examples per block of learn_sequence
 _BATCH_ADMIT_MIN = 128  # one round of the final check admits up to max(this, |S|) violators to S
 _MIN_ROWS = 2  # rows a pair step works on: always kept, whatever the budget
+_PAD = 8  # extra entries per row of the per-member arrays and the row cache (one cache line)
 _SPLIT_MIN_ENTRIES = 9216  # smallest matrix-vector product OpenBLAS splits over threads
 _EMPTY_I = np.empty(0, dtype=np.int64)
 _EMPTY_F = np.empty(0)
@@ -254,8 +255,8 @@ class LASVM(OnlineSolver):
         n = int(self._st[nb.N])
         d = self.store.n_features or 0
         old = getattr(self, "_M", None)
-        M = np.zeros((nb.N_FLOAT, cap))
-        MI = np.full((nb.N_INT, cap), -1, dtype=np.int64)
+        M = np.zeros((nb.N_FLOAT, cap + _PAD))
+        MI = np.full((nb.N_INT, cap + _PAD), -1, dtype=np.int64)
         XS = np.zeros((cap, d))
         if n:
             M[:, :n] = old[:, :n]
@@ -269,13 +270,16 @@ class LASVM(OnlineSolver):
     def _resize_rows(self) -> None:
         """Make the row cache fit the capacity: max(2, cache_bytes / row bytes) rows (most recent kept)."""
         cap, n = self._cap, int(self._st[nb.N])
-        n_slots = max(_MIN_ROWS, min(max(cap, _MIN_ROWS), self.cache_bytes // (8 * max(cap, 1))))
+        width = cap + _PAD
+        n_slots = max(_MIN_ROWS, min(max(cap, _MIN_ROWS), self.cache_bytes // (8 * width)))
         old_R, old_SL = getattr(self, "_R", None), getattr(self, "_SL", None)
-        if old_R is not None and old_R.nbytes + 8 * n_slots * cap > max(self.cache_bytes, 2 * 8 * _MIN_ROWS * cap):
+        if old_R is not None and old_R.nbytes + 8 * n_slots * width > max(self.cache_bytes, 2 * 8 * _MIN_ROWS * width):
             # keeping the rows while the new cache is made would take more than the budget:
             # they are dropped first and computed again when needed
             old_R = old_SL = self._R = self._SL = None
-        R = np.empty((n_slots, cap))  # (pages never touched are never resident)
+        # (pages never touched are never resident; rows padded so that walking down a column of
+        # R does not stride by a power of two, which maps every entry to the same cache set)
+        R = np.empty((n_slots, width))
         SL = np.full((3, n_slots), -1, dtype=np.int64)
         self._MI[nb.SLOT, :] = -1
         kept = 0
@@ -294,7 +298,7 @@ class LASVM(OnlineSolver):
 
     def _reserve(self, need: int) -> None:
         if need > self._cap:
-            self._allocate(max(need, self._cap + self._cap // 2, _INITIAL_CAPACITY))
+            self._allocate(max(need, 2 * self._cap, _INITIAL_CAPACITY))
 
     def _on_store_grown(self, n_new: int) -> None:
         self._pos = np.concatenate([self._pos, np.full(n_new, -1, dtype=np.int64)])
@@ -529,23 +533,36 @@ class LASVM(OnlineSolver):
             ys = labels[start:start + m]
             m = len(ks)
             self._reserve(n0 + m)
-            new = ks[self._pos[ks] < 0]
-            block = np.zeros((m, n0 + m))
+            outside = self._pos[ks] < 0
+            block = np.empty((m, n0 + m)) if outside.all() else np.zeros((m, n0 + m))
             k_diag = np.full(m, np.nan)  # (NaN: row not computed, see _lasvm_compiled.run)
-            if len(new):
-                at = np.flatnonzero(self._pos[ks] < 0)
-                block[at, :n0] = self._rows_against_S(new, n0)
-                k_diag[at] = self._diag(new)
-                if m > 1:  # K(x_k, x_k') between the block's examples (for those that entered S before k)
-                    X, sq = self._store_views()
-                    self._count_evals(len(new) * len(new))
-                    block[np.ix_(at, n0 + at)] = self.kernel(X[new], X[new], sq_a=sq[new], sq_b=sq[new])
+            if outside.all():  # (the usual case: slices, no scattering)
+                self._fill_block(ks, n0, block, k_diag)
+            elif outside.any():
+                at = np.flatnonzero(outside)
+                part, part_diag = np.zeros((len(at), n0 + len(at))), np.empty(len(at))
+                self._fill_block(ks[at], n0, part, part_diag)
+                block[at, :n0] = part[:, :n0]
+                block[np.ix_(at, n0 + at)] = part[:, n0:]
+                k_diag[at] = part_diag
             self._MI[nb.COL, :n0] = np.arange(n0)
             st[nb.CURSOR], st[nb.PHASE], st[nb.STEPS] = 0, nb.PH_PROCESS, 0
             self._run(nb.OP_PROCESS, ks, ys, block, k_diag)
             steps += int(st[nb.STEPS])
             start += m
         return steps
+
+    @_on_one_blas_thread_if_large
+    def _fill_block(self, ks: np.ndarray, n0: int, block: np.ndarray, k_diag: np.ndarray) -> None:
+        """block[:, :n0] = K(x_ks, S), block[:, n0:] = K(x_ks, x_ks), k_diag = K(x_k, x_k) (counted)."""
+        m = len(ks)
+        if n0:
+            block[:, :n0] = self._rows_against_S(ks, n0)
+        k_diag[:] = self._diag(ks)
+        if m > 1:  # K(x_k, x_k') between the block's examples (for those that entered S before k)
+            X, sq = self._store_views()
+            self._count_evals(m * m)
+            block[:, n0:] = self.kernel(X[ks], X[ks], sq_a=sq[ks], sq_b=sq[ks])
 
     @_on_one_blas_thread_if_large
     def learn(self, i: int, y: float) -> StepResult:
