@@ -62,17 +62,9 @@ def thread_configuration() -> str:
 
 def warm_up() -> float:
     """Load LASVM's compiled code (cached on disk after the first run) and return the seconds it took."""
-    t0 = time.perf_counter()
-    rng = np.random.default_rng(0)
-    X = rng.standard_normal((60, 3))
-    y = np.where(X[:, 0] > 0, 1.0, -1.0)
-    for final_check in (False, True):
-        s = LASVM(X, C=1.0, gamma=0.5, final_check=final_check)
-        s.learn_sequence(np.arange(40), y[:40])
-        for i in range(40, 60):
-            s.learn(i, y[i])
-        s.finish()
-    return time.perf_counter() - t0
+    from core.solvers.lasvm import warm_up as load_compiled
+
+    return load_compiled()
 
 
 def settle() -> None:

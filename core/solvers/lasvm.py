@@ -39,16 +39,14 @@ kernel value comes from the kernel layer (``self.kernel``, ``self.cache``).
 
 from __future__ import annotations
 
-import functools
-import threading
 import time
 from typing import Any, ClassVar
 
 import numpy as np
-from threadpoolctl import ThreadpoolController
 
 from core.solvers import _lasvm_compiled as nb
 from core.solvers.base import OnlineSolver, StepResult, StepTimer
+from core.threads import single_threaded_blas
 
 _INITIAL_CAPACITY = 256  # members S has room for at first (capacity doubles when S outgrows it)
 _DECISION_CHUNK_ENTRIES = 1 << 22  # kernel entries per block when scoring many points
@@ -58,67 +56,9 @@ _MAX_BLOCK_ROWS = 256  # examples per block of learn_sequence
 _BATCH_ADMIT_MIN = 128  # one round of the final check admits up to max(this, |S|) violators to S
 _MIN_ROWS = 2  # rows a pair step works on: always kept, whatever the budget
 _PAD = 8  # extra entries per row of the per-member arrays and the row cache (one cache line)
-_SPLIT_MIN_ENTRIES = 9216  # smallest matrix-vector product OpenBLAS splits over threads
 _EMPTY_I = np.empty(0, dtype=np.int64)
 _EMPTY_F = np.empty(0)
 _EMPTY_2D = np.empty((0, 0))
-
-
-class _OneBlasThread:
-    """BLAS on one thread while LASVM works, whatever the process's default (as libsvm runs).
-
-    LASVM's kernel products are small (a row K(x, S), blocks of about a
-    MiB): split over threads they mostly wait for each other, and on a busy
-    machine far worse (a 1 x 4,000 row took 2 ms with two BLAS threads on two
-    loaded cores, 40 us on one).  Re-entrant and shared by all threads of the
-    process: the first to enter sets one thread, the last to leave restores
-    the previous setting.
-    """
-
-    _lock = threading.Lock()
-    _depth = 0
-    _controller: ThreadpoolController | None = None
-    _limiter = None
-
-    def __enter__(self) -> None:
-        cls = type(self)
-        with cls._lock:
-            if cls._depth == 0:
-                if cls._controller is None:
-                    cls._controller = ThreadpoolController()
-                cls._limiter = cls._controller.limit(limits=1, user_api="blas")
-            cls._depth += 1
-
-    def __exit__(self, *exc) -> None:
-        cls = type(self)
-        with cls._lock:
-            cls._depth -= 1
-            if cls._depth == 0:
-                cls._limiter.restore_original_limits()
-                cls._limiter = None
-
-
-def _on_one_blas_thread(method):
-    @functools.wraps(method)
-    def wrapper(*args, **kwargs):
-        with _OneBlasThread():
-            return method(*args, **kwargs)
-    return wrapper
-
-
-def _on_one_blas_thread_if_large(method):
-    """``_on_one_blas_thread`` for one online step, unless its products are too small to be split anyway.
-
-    (A step computes rows K(x, S): |S| x n_features products, which OpenBLAS
-    runs on one thread below 9,216 entries; setting the limit costs ~20 us.)
-    """
-    @functools.wraps(method)
-    def wrapper(self, *args, **kwargs):
-        if self._n * (self.store.n_features or 1) < _SPLIT_MIN_ENTRIES:
-            return method(self, *args, **kwargs)
-        with _OneBlasThread():
-            return method(self, *args, **kwargs)
-    return wrapper
 
 
 class LASVM(OnlineSolver):
@@ -198,9 +138,10 @@ class LASVM(OnlineSolver):
 
     Speed: the steps run compiled (``_lasvm_compiled``, Numba), returning to
     Python only for kernel values; ``learn_sequence`` computes the rows of
-    new examples in blocks.  While LASVM works, BLAS runs on one thread (as
-    libsvm does): its products are small, and threads mostly wait for each
-    other, far worse on a busy machine.
+    new examples in blocks.  While LASVM works, BLAS runs on one thread
+    (``core.threads``, as libsvm does): its products are small, and threads
+    mostly wait for each other, far worse on a busy machine (a 1 x 4,000 x 10
+    row took 2 ms with two OpenBLAS threads on two loaded cores, 40 us on one).
 
     Where this follows the paper and where it does not (§3.2):
 
@@ -552,7 +493,7 @@ class LASVM(OnlineSolver):
             start += m
         return steps
 
-    @_on_one_blas_thread_if_large
+    @single_threaded_blas
     def _fill_block(self, ks: np.ndarray, n0: int, block: np.ndarray, k_diag: np.ndarray) -> None:
         """block[:, :n0] = K(x_ks, S), block[:, n0:] = K(x_ks, x_ks), k_diag = K(x_k, x_k) (counted)."""
         m = len(ks)
@@ -564,7 +505,7 @@ class LASVM(OnlineSolver):
             self._count_evals(m * m)
             block[:, n0:] = self.kernel(X[ks], X[ks], sq_a=sq[ks], sq_b=sq[ks])
 
-    @_on_one_blas_thread_if_large
+    @single_threaded_blas
     def learn(self, i: int, y: float) -> StepResult:
         """One online LASVM iteration: PROCESS(i) followed by one REPROCESS (§3.2).
 
@@ -585,7 +526,7 @@ class LASVM(OnlineSolver):
                           seconds=time.perf_counter() - t0, kkt_gap=self._gap_on_S(),
                           extra={"n_set": self._n, "b": self._b})
 
-    @_on_one_blas_thread
+    @single_threaded_blas
     def learn_sequence(self, idx, y) -> StepResult:
         """``learn(i, y_i)`` for each i of ``idx`` in order, in one call: the same model, faster.
 
@@ -624,7 +565,7 @@ class LASVM(OnlineSolver):
         return timer.result(status="ok", iterations=steps, kkt_gap=self._gap_on_S(),
                             extra={"n_set": self._n, "b": self._b})
 
-    @_on_one_blas_thread_if_large
+    @single_threaded_blas
     def revisit(self, i: int) -> StepResult:
         """A later epoch: PROCESS(i) on an already-learned example, then one REPROCESS."""
         i = self._check_unlearnable(i)
@@ -634,7 +575,7 @@ class LASVM(OnlineSolver):
         return timer.result(status="ok", iterations=stepped, kkt_gap=self._gap_on_S(),
                             extra={"n_set": self._n, "b": self._b})
 
-    @_on_one_blas_thread
+    @single_threaded_blas
     def revisit_sequence(self, idx) -> StepResult:
         """``revisit(i)`` for each i of ``idx`` in order, in one call (a later epoch; the same model)."""
         idx = np.asarray(idx, dtype=np.int64).reshape(-1)
@@ -649,7 +590,7 @@ class LASVM(OnlineSolver):
     # ------------------------------------------------------------------
     # unlearning
     # ------------------------------------------------------------------
-    @_on_one_blas_thread
+    @single_threaded_blas
     def unlearn(self, i: int) -> StepResult:
         """Remove example ``i`` — approximately (LASVM is not an exact incremental method).
 
@@ -730,7 +671,7 @@ class LASVM(OnlineSolver):
     # ------------------------------------------------------------------
     # finishing
     # ------------------------------------------------------------------
-    @_on_one_blas_thread
+    @single_threaded_blas
     def finish(self) -> StepResult:
         """Finishing step (§3.2): REPROCESS until delta <= tau, with shrinking.
 
@@ -1152,3 +1093,22 @@ class _FinalCheck:
         if not hr.all():
             K[~hr] = compute(rows[~hr], col_pos)
         return K
+
+
+def warm_up() -> float:
+    """Compile (or load from Numba's cache) LASVM's compiled loops with the argument types the
+    solver passes; returns the seconds it took.  Run once after installing, the first label a user
+    gives does not wait for the compiler (several seconds; loading the cache takes well under one)."""
+    t0 = time.perf_counter()
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((60, 3))
+    y = np.where(X[:, 0] + 0.3 * rng.standard_normal(60) > 0, 1.0, -1.0)
+    for final_check in (False, True):
+        s = LASVM(X, C=1.0, gamma=0.5, final_check=final_check, cache_bytes=8 * 4 * 300)  # (rows evicted too)
+        s.learn_sequence(np.arange(40), y[:40])
+        for i in range(40, 60):
+            s.learn(i, y[i])
+        s.revisit(0)
+        s.finish()
+        s.unlearn(int(s.support_[0]))
+    return time.perf_counter() - t0
