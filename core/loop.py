@@ -212,16 +212,19 @@ class _SolverCopy:
     solver decides what a copy holds: quantities it can recompute from the
     data store, such as LASVM's kernel rows, are left out), ``nbytes``
     everything that copy holds.  ``restore()`` makes the solver again (with
-    the class's ``__setstate__`` when it has one).
+    the class's ``__setstate__`` when it has one) from a fresh copy of the
+    state, so the kept state never changes, however often it is restored.
     """
 
     cls: type
     state: dict[str, Any]
     nbytes: int
+    shared: tuple = ()  # the data store, kernel and kernel cache (shared, never copied)
 
     def restore(self):
         solver = self.cls.__new__(self.cls)
-        state = dict(self.state)
+        memo: dict[int, Any] = {id(obj): obj for obj in self.shared}
+        state = {name: _copy_value(value, memo) for name, value in self.state.items()}
         if hasattr(solver, "__setstate__"):
             solver.__setstate__(state)
         else:
@@ -252,7 +255,7 @@ def _copy_solver(solver) -> _SolverCopy:
     state = solver.__getstate__()
     copied = {name: _copy_value(value, memo) for name, value in state.items()}
     nbytes = _held_bytes(copied, {id(obj) for obj in shared})
-    return _SolverCopy(type(solver), copied, int(nbytes))
+    return _SolverCopy(type(solver), copied, int(nbytes), tuple(shared))
 
 
 class ActiveLearningLoop:

@@ -300,11 +300,14 @@ def test_an_undo_copy_holds_nothing_of_the_pool_size_and_its_size_counts_everyth
     assert peak < X.nbytes / 20  # nothing of the pool's size, not even for a moment
     assert held <= 1.05 * snapshot.nbytes + 4096  # the size the undo budget counts is what the copy holds
     # the restored copy continues exactly as the solver it was copied from
+    then = loop.solver.decision_function(np.arange(500))
     restored = snapshot.restore()
     for i in np.flatnonzero(~loop.labelled_mask)[:15].tolist():
         loop.solver.learn(i, int(y[i]))
         restored.learn(i, int(y[i]))
     assert np.array_equal(restored.decision_function(np.arange(500)), loop.solver.decision_function(np.arange(500)))
+    # and the kept copy did not change: restored again, it is the solver as it was
+    assert np.array_equal(snapshot.restore().decision_function(np.arange(500)), then)
 
 
 def test_undo_copies_grow_with_the_model_not_with_the_pool():
