@@ -23,12 +23,16 @@ Design notes
   not recorded (NaN).
 * **Undo is exact.**  Solvers with ``exact_unlearn`` (incremental,
   active-set) unlearn the example.  For the others the loop keeps, for each
-  label, a copy of the solver from before it (sharing the data store and
-  kernel cache) within a memory budget and restores it; beyond the budget (or for pools
-  above ``TRACK_LIMIT``, where copying per-example arrays on every label would
-  dominate the update time) it rebuilds the solver by re-learning the
-  remaining labels in order, which gives the identical state because solvers
-  are deterministic given their ``random_state``.  Labels applied by
+  label, a copy of the solver from before it and restores it.  The copy
+  shares the data store and kernel cache and holds what the solver's
+  ``__getstate__`` gives (LASVM leaves out its kernel rows, which it
+  recomputes on demand, and everything of the pool's size); the copies are
+  kept within a memory budget that counts everything they hold, and making
+  one is part of the label's measured ``update_ms``.  Beyond the budget (or
+  for pools above ``TRACK_LIMIT``, where copying per-example arrays on every
+  label would dominate the update time) the loop rebuilds the solver by
+  re-learning the remaining labels in order, which gives the identical state
+  because solvers are deterministic given their ``random_state``.  Labels applied by
   :meth:`ActiveLearningLoop.replay` (rebuilding) keep the solver's
   ``to_state`` instead of a copy, and so does a snapshot of the loop for the
   last labels before it (see below): undo restores those with ``from_state``.
@@ -68,6 +72,7 @@ from __future__ import annotations
 
 import copy
 import json
+import sys
 import time
 from dataclasses import asdict, dataclass
 from typing import Any
@@ -109,8 +114,9 @@ class HistoryRow:
     at the bound C after learning.  ``n_in_margin``: items still unlabelled
     (and not skipped) with |f| < 1, a stopping signal (NaN when the pool is too
     large to track).  ``update_ms``: the solver's ``learn`` plus keeping the
-    pool's scores current.  ``query_ms``: computing the query that asked for
-    this item (NaN when the item was taught without being asked).  ``auc`` /
+    pool's scores current (and, for non-exact solvers, copying the solver for
+    undo).  ``query_ms``: computing the query that asked for this item (NaN
+    when the item was taught without being asked).  ``auc`` /
     ``accuracy``: on the evaluation set, NaN without one.  ``seen``: items the
     strategy has looked at so far (asked or passed over; ``ramp-region``).
     """
@@ -163,8 +169,8 @@ class _UndoEntry:
     cursor: int
     seen: int
     passes: int
-    snapshot: Any = None  # a copy of the solver from before the label (non-exact solvers)
-    snapshot_bytes: int = 0
+    snapshot: _SolverCopy | None = None  # the solver from before the label (non-exact solvers)
+    snapshot_bytes: int = 0  # everything the snapshot (or the state) holds
     state: Any = None  # the same as (arrays, meta) of the solver's to_state, after a resume
 
 
@@ -195,30 +201,85 @@ def _copy_value(value, memo: dict[int, Any]):
     return clone
 
 
-def _copy_solver(solver) -> tuple[Any, int]:
-    """A copy of the solver that shares its data store and kernel cache; and its size in bytes.
+def _held_bytes(value, skip: set[int]) -> int:
+    """Bytes held by ``value`` and everything it refers to, except objects whose id is in ``skip``.
 
-    The store only grows and the cache is a function of the store, so sharing
-    them is safe; everything else (coefficients, gradients, factorisations,
-    the solver's random generator) is copied, so learning from the copy
-    continues exactly as the original did.  (A ``to_state`` / ``from_state``
-    round trip restores the coefficients exactly but rebuilds internal
-    matrices such as LASVM's K(S, S); the tests find the later steps
-    identical, but only a copy guarantees it, so the live loop copies.)
-    The copy is ``copy.deepcopy`` of each attribute, except that arrays and
-    flat lists / sets / dicts of numbers are copied directly: deepcopy walks
-    a list of a thousand learned indices item by item, which made the copy
-    the largest part of a label's update time.
+    Arrays count their data, containers and other objects their own size plus
+    what they hold; ``skip`` grows with every object counted, so nothing is
+    counted twice and objects shared with the live solver (given in ``skip``)
+    are not counted at all.
     """
-    memo: dict[int, Any] = {id(solver.store): solver.store}
+    key = id(value)
+    if key in skip:
+        return 0
+    skip.add(key)
+    if isinstance(value, np.ndarray):  # (an array that owns its data counts it in getsizeof)
+        return sys.getsizeof(value) + (0 if value.base is None else _held_bytes(value.base, skip))
+    size = sys.getsizeof(value)
+    if isinstance(value, (str, bytes, int, float, bool, type(None), np.generic)):
+        return size
+    if isinstance(value, dict):
+        return size + sum(_held_bytes(k, skip) + _held_bytes(v, skip) for k, v in value.items())
+    if isinstance(value, (list, tuple, set, frozenset)):
+        if all(type(v) in (int, float) for v in value):  # (e.g. the learned indices: no recursion per item)
+            return size + sum(map(sys.getsizeof, value))
+        return size + sum(_held_bytes(v, skip) for v in value)
+    inner = getattr(value, "__dict__", None)
+    return size + (0 if inner is None else _held_bytes(inner, skip))
+
+
+@dataclass
+class _SolverCopy:
+    """A solver as it was before a label, kept for undo (made by ``_copy_solver``).
+
+    ``state`` is a copy of what the solver's ``__getstate__`` returns (the
+    solver decides what a copy holds: quantities it can recompute from the
+    data store, such as LASVM's kernel rows, are left out), ``nbytes``
+    everything that copy holds.  ``restore()`` makes the solver again (with
+    the class's ``__setstate__`` when it has one) from a fresh copy of the
+    state, so the kept state never changes, however often it is restored.
+    """
+
+    cls: type
+    state: dict[str, Any]
+    nbytes: int
+    shared: tuple = ()  # the data store, kernel and kernel cache (shared, never copied)
+
+    def restore(self):
+        solver = self.cls.__new__(self.cls)
+        memo: dict[int, Any] = {id(obj): obj for obj in self.shared}
+        state = {name: _copy_value(value, memo) for name, value in self.state.items()}
+        if hasattr(solver, "__setstate__"):
+            solver.__setstate__(state)
+        else:
+            solver.__dict__.update(state)
+        return solver
+
+
+def _copy_solver(solver) -> _SolverCopy:
+    """A copy of the solver that shares its data store, kernel and kernel cache, with its size in bytes.
+
+    The store only grows and the kernel cache is a function of the store, so
+    sharing them is safe; everything else the solver's ``__getstate__``
+    returns (coefficients, gradients, factorisations, the solver's random
+    generator) is copied, so learning from the restored copy continues
+    exactly as the original did.  The copy is ``copy.deepcopy`` of each
+    attribute, except that arrays and flat lists / sets / dicts of numbers are
+    copied directly: deepcopy walks a list of a thousand learned indices item
+    by item, which made the copy the largest part of a label's update time.
+    The size counts every object the copy holds (arrays, containers, numbers),
+    so the undo budget bounds what the copies really take.
+    """
+    shared = [solver.store]
     if solver.cache is not None:
-        memo[id(solver.cache)] = solver.cache
+        shared.append(solver.cache)
     if solver.kernel is not None:
-        memo[id(solver.kernel)] = solver.kernel
-    clone = copy.copy(solver)
-    clone.__dict__ = {name: _copy_value(value, memo) for name, value in vars(solver).items()}
-    size = sum(v.nbytes for v in vars(clone).values() if isinstance(v, np.ndarray))
-    return clone, int(size)
+        shared.append(solver.kernel)
+    memo: dict[int, Any] = {id(obj): obj for obj in shared}
+    state = solver.__getstate__()
+    copied = {name: _copy_value(value, memo) for name, value in state.items()}
+    nbytes = _held_bytes(copied, {id(obj) for obj in shared})
+    return _SolverCopy(type(solver), copied, int(nbytes), tuple(shared))
 
 
 class ActiveLearningLoop:
@@ -463,18 +524,19 @@ class ActiveLearningLoop:
         score = float(self._f[i]) if self._f is not None else float(self.solver.decision_function([i])[0])
         q, entry = self._answered(i)
         entry.kind, entry.label = "teach", y
+        k0 = self.solver.n_kernel_evals
+        t0 = time.perf_counter()  # (the undo copy is part of the update's time)
         if not self.solver.exact_unlearn and self.track_scores and self.undo_memory > 0:
             if self._replaying:
                 # rebuilding: the solver's own state (a few small arrays) instead of a full copy,
                 # restored by from_state if this label is undone (as after a resume, see to_state)
                 entry.state = self.solver.to_state(include_data=False)
-                entry.snapshot_bytes = sum(np.asarray(v).nbytes for v in entry.state[0].values())
+                entry.snapshot_bytes = _held_bytes(entry.state, set())
             else:
-                entry.snapshot, entry.snapshot_bytes = _copy_solver(self.solver)
+                entry.snapshot = _copy_solver(self.solver)
+                entry.snapshot_bytes = entry.snapshot.nbytes
             self._snapshot_bytes += entry.snapshot_bytes
             self._trim_snapshots()
-        k0 = self.solver.n_kernel_evals
-        t0 = time.perf_counter()
         step = self.solver.learn(i, y)
         self._sync_scores()
         update_ms = 1e3 * (time.perf_counter() - t0)
@@ -533,7 +595,7 @@ class ActiveLearningLoop:
             elif self.solver.exact_unlearn:
                 self.solver.unlearn(i)
             elif entry.snapshot is not None:
-                self.solver = entry.snapshot
+                self.solver = entry.snapshot.restore()
             elif entry.state is not None:  # kept as the solver's state (see replay and to_state)
                 self.solver = solver_class(self.solver_name).from_state(*entry.state, X=self.X)
             else:
@@ -867,7 +929,7 @@ class ActiveLearningLoop:
                 if entry.kind != "teach":
                     continue
                 if entry.snapshot is not None:
-                    prev_arrays, prev_meta = entry.snapshot.to_state(include_data=False)
+                    prev_arrays, prev_meta = entry.snapshot.restore().to_state(include_data=False)
                 elif entry.state is not None:
                     prev_arrays, prev_meta = entry.state
                 else:

@@ -277,3 +277,68 @@ def test_undoing_every_label_gives_back_the_initial_loop(data, solver):
     assert np.array_equal(fresh_scores(loop), fresh_scores(fresh))
     assert np.array_equal(loop.pool_scores(), fresh.pool_scores())
     assert loop.next_query().index == first.index
+
+
+# ----------------------------------------------------------------------
+# undo copies of non-exact solvers: size, budget, timing
+# ----------------------------------------------------------------------
+def test_an_undo_copy_holds_nothing_of_the_pool_size_and_its_size_counts_everything_it_holds():
+    import tracemalloc
+
+    from core.loop import _copy_solver
+
+    rng = np.random.default_rng(31)
+    X = rng.standard_normal((20_000, 40))  # 6.4 MB
+    y = np.where(X[:, 0] + 0.5 * X[:, 1] > 0, 1, -1)
+    loop = run(ActiveLearningLoop(X, strategy="randomized-search", solver="lasvm", seed=3), y, 25)
+    tracemalloc.start()
+    try:
+        snapshot = _copy_solver(loop.solver)
+        held, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < X.nbytes / 20  # nothing of the pool's size, not even for a moment
+    assert held <= 1.05 * snapshot.nbytes + 4096  # the size the undo budget counts is what the copy holds
+    # the restored copy continues exactly as the solver it was copied from
+    then = loop.solver.decision_function(np.arange(500))
+    restored = snapshot.restore()
+    for i in np.flatnonzero(~loop.labelled_mask)[:15].tolist():
+        loop.solver.learn(i, int(y[i]))
+        restored.learn(i, int(y[i]))
+    assert np.array_equal(restored.decision_function(np.arange(500)), loop.solver.decision_function(np.arange(500)))
+    # and the kept copy did not change: restored again, it is the solver as it was
+    assert np.array_equal(snapshot.restore().decision_function(np.arange(500)), then)
+
+
+def test_undo_copies_grow_with_the_model_not_with_the_pool():
+    rng = np.random.default_rng(32)
+    X = rng.standard_normal((40_000, 5))
+    y = np.where(X[:, 0] + 0.5 * X[:, 1] > 0, 1, -1)
+    items = rng.permutation(5_000)[:60]  # the same labels, in the same order, on both pools
+    kept, support = [], []
+    for n in (5_000, 40_000):
+        loop = ActiveLearningLoop(X[:n], strategy="randomized-search", solver="lasvm", seed=3,
+                                  solver_params={"gamma": 0.2})  # (not "scale": the same kernel on both)
+        for i in items.tolist():
+            loop.teach(i, int(y[i]))
+        kept.append(loop._snapshot_bytes)
+        support.append(loop.solver.support_)
+    assert np.array_equal(support[0], support[1])
+    assert kept[1] <= 1.05 * kept[0]  # 8x the pool, the same model: the same undo memory
+
+
+def test_update_time_includes_the_undo_copy(monkeypatch, data):
+    import time
+
+    import core.loop as loop_module
+
+    copy_solver = loop_module._copy_solver
+
+    def slow_copy(solver):
+        time.sleep(0.05)
+        return copy_solver(solver)
+
+    monkeypatch.setattr(loop_module, "_copy_solver", slow_copy)
+    X, y, _, _ = data
+    loop = run(ActiveLearningLoop(X, strategy="randomized-search", solver="lasvm", seed=5), y, 3)
+    assert all(row.update_ms >= 50.0 for row in loop.history)

@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import threading
 
-from core.solvers import _active_set_jit, _incremental_jit
+from core.solvers import _active_set_jit, _incremental_jit, lasvm
 
 
-def warm_up() -> tuple[float, float]:
-    """Compile or load both solvers' loops; returns the seconds each took."""
-    return _incremental_jit.warm_up(), _active_set_jit.warm_up()
+def warm_up() -> tuple[float, float, float]:
+    """Compile or load the solvers' loops; returns the seconds each took."""
+    return _incremental_jit.warm_up(), _active_set_jit.warm_up(), lasvm.warm_up()
 
 
 def preload() -> threading.Thread:
@@ -32,5 +32,5 @@ def preload() -> threading.Thread:
 
 
 if __name__ == "__main__":
-    inc, act = warm_up()
-    print(f"compiled solver loops ready: incremental {inc:.1f} s, active-set {act:.1f} s")
+    inc, act, las = warm_up()
+    print(f"compiled solver loops ready: incremental {inc:.1f} s, active-set {act:.1f} s, lasvm {las:.1f} s")

@@ -19,17 +19,22 @@ The solver keeps a current set S of examples (the potential support vectors)
 together with everything that is needed to update it without touching the rest
 of the data store, so that one online step costs O(|S| · n_features):
 
-* the signed coefficients and gradients of the members of S;
-* the kernel matrix K(S, S), grown and shrunk as examples enter and leave S;
-* a contiguous copy of the members' feature vectors (see ``_kernel``).
+* the signed coefficients, gradients, bounds and K(s, s) of the members of S;
+* a cache of kernel rows K(s, S) of members, within ``cache_bytes`` (§3.3);
+* a contiguous copy of the members' feature vectors (the kernel layer
+  computes rows K(x, S) from it without gathering S from the store).
 
 ``learn(i, y)`` is one iteration of online LASVM (§3.2): PROCESS(i) then one
-REPROCESS.  ``revisit(i)`` is the same on an already-learned example (later
-epochs).  ``finish()`` is the finishing step: REPROCESS until delta <= tau,
-with LIBSVM-style shrinking.  The current bias ``b_`` and gap ``delta_``
-(eq. 10) and ``decision_function`` on arbitrary store indices are what the
-selection criteria of §4 (gradient, active, autoactive, randomized search)
-need.
+REPROCESS; ``learn_sequence`` does the same for many examples in order (the same
+model, with the kernel rows of the new examples computed in blocks).
+``revisit(i)`` is the same on an already-learned example (later epochs).
+``finish()`` is the finishing step: REPROCESS until delta <= tau, with
+LIBSVM-style shrinking.  The current bias ``b_`` and gap ``delta_`` (eq. 10)
+and ``decision_function`` on arbitrary store indices are what the selection
+criteria of §4 (gradient, active, autoactive, randomized search) need.
+
+The steps themselves run compiled (``core.solvers._lasvm_compiled``); every
+kernel value comes from the kernel layer (``self.kernel``, ``self.cache``).
 """
 
 from __future__ import annotations
@@ -39,13 +44,21 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from core.solvers import _lasvm_compiled as nb
 from core.solvers.base import OnlineSolver, StepResult, StepTimer
+from core.threads import single_threaded_blas
 
-_INITIAL_CAPACITY = 64
+_INITIAL_CAPACITY = 256  # members S has room for at first (capacity doubles when S outgrows it)
 _DECISION_CHUNK_ENTRIES = 1 << 22  # kernel entries per block when scoring many points
-_CHECK_CHUNK_ENTRIES = 1 << 16  # kernel entries per block of the final check (stays in cache)
-_FEW_ZEROS = 32  # up to this many members at alpha = 0, the removal test loops over them
-_BATCH_ADMIT_MIN = 256  # one round of the final check admits up to max(this, 2 |S|) violators to S
+_CHECK_CHUNK_ENTRIES = 1 << 17  # kernel entries per block of the final check (1 MiB)
+_BLOCK_ENTRIES = 1 << 17  # kernel entries per block of new rows (learn_sequence, the final check) (1 MiB)
+_MAX_BLOCK_ROWS = 256  # examples per block of learn_sequence
+_BATCH_ADMIT_MIN = 128  # one round of the final check admits up to max(this, |S|) violators to S
+_MIN_ROWS = 2  # rows a pair step works on: always kept, whatever the budget
+_PAD = 8  # extra entries per row of the per-member arrays and the row cache (one cache line)
+_EMPTY_I = np.empty(0, dtype=np.int64)
+_EMPTY_F = np.empty(0)
+_EMPTY_2D = np.empty((0, 0))
 
 
 class LASVM(OnlineSolver):
@@ -64,20 +77,19 @@ class LASVM(OnlineSolver):
         Shrinking during the finishing step: members of S that sit at a bound
         and whose gradient lies beyond the current extreme gradients are set
         aside (their gradients are not updated); they are brought back, with
-        gradients recomputed from K(S, S), before convergence is declared.
+        gradients recomputed from kernel rows, before convergence is declared.
     final_check : bool, default True
         At the end of ``finish()``, recompute the gradients of the learned
-        examples that REPROCESS removed from S (one blocked product
+        examples that REPROCESS removed from S (blocked products
         K(outside, support vectors)); the ones that now violate the
-        tau-optimality conditions enter S again, together (or, when there are
-        many more of them than members of S, one by one through PROCESS +
-        REPROCESS, an extra epoch restricted to them), then finishing resumes.
-        Later rounds skip the examples that a bound proves harmless (see
-        ``_FinalCheck``).  This goes beyond the paper (whose finishing step
-        only makes S tau-optimal), so that after ``finish()`` the whole
-        learned set is tau-optimal (the largest violating pair over every
-        learned example is <= tol).  ``final_check=False`` gives the paper's
-        finishing step exactly.
+        tau-optimality conditions enter S again, together (at most
+        max(128, |S|) per round, the most violating first), then finishing
+        resumes.  Later rounds skip the examples that a bound
+        proves harmless (see ``_FinalCheck``).  This goes beyond the paper
+        (whose finishing step only makes S tau-optimal), so that after
+        ``finish()`` the whole learned set is tau-optimal (the largest
+        violating pair over every learned example is <= tol).
+        ``final_check=False`` gives the paper's finishing step exactly.
 
     ``tol`` is the paper's tau.  ``max_iter`` caps the number of REPROCESS
     steps of one ``finish()`` / ``unlearn()`` call; reaching it warns or raises
@@ -86,18 +98,50 @@ class LASVM(OnlineSolver):
     ``unlearn`` is approximate (LASVM is not an exact incremental method); see
     its docstring.
 
-    Memory: K(S, S) is kept dense, O(|S|^2) (with 1.5x headroom), next to
-    |S| x n_features feature values; nothing is kept per store item beyond
-    the base class's labels.
+    Kernel values: a row cache within ``cache_bytes``, as in §3.3.  The
+    paper's implementation (like LIBSVM) keeps rows of kernel values in a
+    cache of bounded size, with the examples reordered so that the members of
+    S are contiguous, and discards the least recently used rows when the cache
+    is full.  Here, as there, S occupies positions 0..|S|-1 (a removal moves
+    the last member into the hole; shrinking swaps members to the end), a
+    cached row of member s holds K(s, t) for every position t of S, the
+    direction search reads the rows of its pair (i, j), and rows are evicted
+    least recently used first.  A row that is not cached is computed again
+    when a step needs it, through the kernel layer, so the cache changes how
+    many kernel values are computed, never the model: every gradient is a sum
+    taken one term at a time in increasing position, the same number
+    whichever way its kernel values were obtained.  (This relies on the
+    kernel layer giving K(x, z) with the same bits whatever the call's batch
+    shape, and K(x, z) = K(z, x) bit for bit.)  Differences from the paper's
+    cache, and why:
 
-    Kernel values.  The paper's implementation reads kernel rows through a
-    row cache.  Here every value the direction search needs, K(s, t) for s, t
-    in S, is kept in K(S, S) itself, grown by PROCESS (one row K(x_k, S) per
-    new member) and shrunk by REPROCESS's removals, so the search never
-    recomputes a kernel value and never misses; the store-wide
-    ``KernelCache`` is not used for learning (``cache_bytes`` changes
-    nothing, as the tests check).  Only the final check computes values
-    outside K(S, S), in blocks of its own.
+    * Rows span S only, never the data store (which may be a pool of
+      millions of items), and a cached row is always complete: when an example
+      enters S, its own row K(x_k, S) has just been computed (PROCESS needs it
+      for g_k), and every cached row gains its entry K(x_s, x_k) = K(x_k, x_s)
+      from it.  (The paper's cache keeps rows of any length and extends them
+      on demand (the implementation that came with the paper); complete rows
+      need no per-row bookkeeping in the inner loop.)
+    * At least two rows are kept whatever the budget (the pair a step works
+      on), so ``cache_bytes=0`` means "recompute every row when needed", not
+      "cannot run".
+    * The budget also covers the final check: the block of kernel values its
+      first round computes is kept for later rounds only if it fits in the
+      part of ``cache_bytes`` the rows do not use.
+
+    Memory: the row cache (at most max(cache_bytes, 2 rows)), |S| x
+    n_features feature values, a dozen numbers per member of S and one
+    position per store item; O(n) more during ``finish()`` (the final check
+    keeps one gradient, radius and position per learned example), and blocks
+    of at most a few MiB while computing kernel rows.  K(S, S) is never
+    formed (``benchmarks/bench_lasvm_memory.py`` measures it).
+
+    Speed: the steps run compiled (``_lasvm_compiled``, Numba), returning to
+    Python only for kernel values; ``learn_sequence`` computes the rows of
+    new examples in blocks.  While LASVM works, BLAS runs on one thread
+    (``core.threads``, as libsvm does): its products are small, and threads
+    mostly wait for each other, far worse on a busy machine (a 1 x 4,000 x 10
+    row took 2 ms with two OpenBLAS threads on two loaded cores, 40 us on one).
 
     Where this follows the paper and where it does not (§3.2):
 
@@ -106,12 +150,12 @@ class LASVM(OnlineSolver):
       vectors after a REPROCESS step; b and delta of eq. 10 are also updated
       when REPROCESS bails out (finishing needs the current delta).  A
       removal criterion whose extreme does not exist (nobody can move that
-      way) is not applied, and b is one-sided then (``_set_bias``).
+      way) is not applied, and b is one-sided then (``set_bias``).
     * S starts empty rather than seeded with a few examples of each class:
       PROCESS finds no partner until both classes are present.
     * The curvature guard, shrinking during finishing, the exact
-      recomputation of the gradients from K(S, S) at the end of finishing,
-      and the final check are additions (see the parameters).
+      recomputation of the gradients from kernel rows at the end of
+      finishing, and the final check are additions (see the parameters).
     * A step result's ``kkt_gap`` is max(0, delta); ``delta_`` keeps the
       signed delta of eq. 10, which is negative when S is optimal with room
       to spare.
@@ -126,7 +170,7 @@ class LASVM(OnlineSolver):
     name: ClassVar[str] = "lasvm"
     exact_unlearn: ClassVar[bool] = False
     has_bias: ClassVar[bool] = True
-    check_block_bytes: ClassVar[int] = 128 * 2**20
+    check_block_bytes: ClassVar[int] = 128 * 2**20  # at most this much of cache_bytes for the final check's block
 
     def __init__(self, X: np.ndarray | None = None, *, curvature_floor: float = 1e-12,
                  shrinking: bool = True, final_check: bool = True, **params: Any):
@@ -136,348 +180,268 @@ class LASVM(OnlineSolver):
         self.shrinking = bool(shrinking)
         self.final_check = bool(final_check)
         self._views: tuple[np.ndarray, np.ndarray] | None = None
-        self._reset_set()
+        self._pos = np.empty(0, dtype=np.int64)  # store index -> position in S (-1: not in S)
+        self._full_gap: float | None = None  # gap over every learned example (final check)
         super().__init__(X, **params)
+        self._st = np.zeros(nb.N_ST, dtype=np.int64)
+        self._fs = np.zeros(nb.N_FS)
+        self._fs[nb.C], self._fs[nb.TOL], self._fs[nb.FLOOR] = self.C, self.tol, self.curvature_floor
+        self._allocate(0)
 
     # ------------------------------------------------------------------
     # the current set S (positions 0..n-1; 0..n_active-1 are not shrunk)
     # ------------------------------------------------------------------
-    def _reset_set(self) -> None:
-        self._cap = 0
-        self._n = 0
-        self._n_active = 0
-        self._S = np.empty(0, dtype=np.intp)  # store index of each position
-        self._alpha = np.empty(0)  # signed coefficients alpha_s = a_s y_s
-        self._g = np.empty(0)  # gradients g_s = y_s - sum_t alpha_t K_st
-        self._ys = np.empty(0)
-        self._lo = np.empty(0)  # A_s = min(0, C y_s)
-        self._hi = np.empty(0)  # B_s = max(0, C y_s)
-        # 0 where alpha_s < B_s (resp. alpha_s > A_s), -inf (resp. +inf) otherwise:
-        # argmax(g + up_pen) is the i of §3.2, argmin(g + down_pen) the j
-        self._up_pen = np.empty(0)
-        self._down_pen = np.empty(0)
-        self._sqS = np.empty(0)  # squared norms of the members (for the rbf kernel)
-        self._buf = np.empty(0)
-        self._K = np.empty((0, 0))  # K(S, S)
-        self._XS = np.empty((0, 0))  # feature vectors of the members, contiguous
-        self._where: dict[int, int] = {}  # store index -> position in S
-        self._b = 0.0
-        self._delta = 0.0
-        self._ext = None  # cached (i, j) of _extremes
-        self._full_gap: float | None = None  # gap over every learned example (final check)
-        self._zeros: set[int] = set()  # store indices of the members with alpha = 0
-
-    def _per_member(self) -> tuple[np.ndarray, ...]:
-        return (self._S, self._alpha, self._g, self._ys, self._lo, self._hi, self._up_pen, self._down_pen,
-                self._sqS)
-
-    def _reserve(self, need: int) -> None:
-        if need <= self._cap:
-            return
-        cap = max(need, self._cap + self._cap // 2, _INITIAL_CAPACITY)  # K(S, S) is cap x cap
-        n = self._n
+    def _allocate(self, cap: int) -> None:
+        """Arrays for ``cap`` members, keeping the first n members (rows of the cache: the most recent)."""
+        n = int(self._st[nb.N])
         d = self.store.n_features or 0
-
-        def grow(a: np.ndarray) -> np.ndarray:
-            out = np.zeros(cap, dtype=a.dtype)
-            out[:n] = a[:n]
-            return out
-
-        (self._S, self._alpha, self._g, self._ys, self._lo, self._hi, self._up_pen, self._down_pen,
-         self._sqS) = (grow(a) for a in self._per_member())
-        self._buf = np.empty(cap)
-        K = np.zeros((cap, cap))
-        K[:n, :n] = self._K[:n, :n]
-        self._K = K
+        old = getattr(self, "_M", None)
+        M = np.zeros((nb.N_FLOAT, cap + _PAD))
+        MI = np.full((nb.N_INT, cap + _PAD), -1, dtype=np.int64)
         XS = np.zeros((cap, d))
         if n:
+            M[:, :n] = old[:, :n]
+            MI[:, :n] = self._MI[:, :n]
             XS[:n] = self._XS[:n]
-        self._XS = XS
+        self._M, self._MI, self._XS = M, MI, XS
+        self._rowbuf = np.empty(cap)
         self._cap = cap
+        self._resize_rows()
 
-    def _set_pen(self, p: int) -> None:
-        a = self._alpha[p]
-        self._up_pen[p] = 0.0 if a < self._hi[p] else -np.inf
-        self._down_pen[p] = 0.0 if a > self._lo[p] else np.inf
+    def _resize_rows(self) -> None:
+        """Make the row cache fit the capacity: max(2, cache_bytes / row bytes) rows (most recent kept)."""
+        cap, n = self._cap, int(self._st[nb.N])
+        width = cap + _PAD
+        n_slots = max(_MIN_ROWS, min(max(cap, _MIN_ROWS), self.cache_bytes // (8 * width)))
+        old_R, old_SL = getattr(self, "_R", None), getattr(self, "_SL", None)
+        if old_R is not None and old_R.nbytes + 8 * n_slots * width > max(self.cache_bytes, 2 * 8 * _MIN_ROWS * width):
+            # keeping the rows while the new cache is made would take more than the budget:
+            # they are dropped first and computed again when needed
+            old_R = old_SL = self._R = self._SL = None
+        # (pages never touched are never resident; rows padded so that walking down a column of
+        # R does not stride by a power of two, which maps every entry to the same cache set)
+        R = np.empty((n_slots, width))
+        SL = np.full((3, n_slots), -1, dtype=np.int64)
+        self._MI[nb.SLOT, :] = -1
+        kept = 0
+        if old_SL is not None and n:
+            owned = np.flatnonzero(old_SL[nb.OWNER] >= 0)
+            keep = owned[np.argsort(-old_SL[nb.STAMP, owned], kind="stable")[:n_slots]]
+            kept = len(keep)
+            R[:kept, :n] = old_R[keep, :n]
+            SL[nb.OWNER, :kept] = old_SL[nb.OWNER, keep]
+            SL[nb.STAMP, :kept] = old_SL[nb.STAMP, keep]
+            self._MI[nb.SLOT, SL[nb.OWNER, :kept]] = np.arange(kept)
+        free = np.arange(n_slots - 1, kept - 1, -1)  # (popped from the end: lowest slot first)
+        SL[nb.FREE, : len(free)] = free
+        self._st[nb.N_FREE] = len(free)
+        self._R, self._SL = R, SL
 
-    # Views of the store's arrays are kept between steps (building them costs
-    # about a microsecond each, several times per online step) and renewed
-    # when the store has grown.  They are not part of the solver's state: a
-    # copy that shares the store, as the active-learning loop makes for undo,
-    # must copy nothing of the size of the pool (``__getstate__``).
+    def _reserve(self, need: int) -> None:
+        if need > self._cap:
+            self._allocate(max(need, 2 * self._cap, _INITIAL_CAPACITY))
+
+    def _on_store_grown(self, n_new: int) -> None:
+        self._pos = np.concatenate([self._pos, np.full(n_new, -1, dtype=np.int64)])
+        d = self.store.n_features or 0
+        if hasattr(self, "_XS") and self._XS.shape[1] != d:  # the first data (S is empty)
+            self._XS = np.zeros((self._cap, d))
+
+    # per-member views (positions 0..n-1 are the members)
     @property
-    def _X_store(self) -> np.ndarray:
-        return self._store_views()[0]
+    def _n(self) -> int:
+        return int(self._st[nb.N])
 
     @property
-    def _sq_store(self) -> np.ndarray:
-        return self._store_views()[1]
+    def _n_active(self) -> int:
+        return int(self._st[nb.NA])
 
+    @property
+    def _S(self) -> np.ndarray:
+        return self._MI[nb.STORE]
+
+    @property
+    def _alpha(self) -> np.ndarray:
+        return self._M[nb.ALPHA]
+
+    @property
+    def _g(self) -> np.ndarray:
+        return self._M[nb.G]
+
+    @property
+    def _ys(self) -> np.ndarray:
+        return self._M[nb.Y]
+
+    @property
+    def _lo(self) -> np.ndarray:
+        return self._M[nb.LO]
+
+    @property
+    def _hi(self) -> np.ndarray:
+        return self._M[nb.HI]
+
+    @property
+    def _b(self) -> float:
+        return float(self._fs[nb.B])
+
+    @property
+    def _delta(self) -> float:
+        return float(self._fs[nb.DELTA])
+
+    # Views of the store's arrays are kept between steps and renewed when the
+    # store has grown.  They are not part of the solver's state (see
+    # ``__getstate__``).
     def _store_views(self) -> tuple[np.ndarray, np.ndarray]:
         views = self._views
         if views is None or len(views[1]) != len(self.store):
             views = self._views = (self.store.X, self.store.sq_norms)
         return views
 
+    # ------------------------------------------------------------------
+    # copies: what a copy holds (the active-learning loop keeps one per label for undo)
+    # ------------------------------------------------------------------
     def __getstate__(self) -> dict[str, Any]:
+        """The solver's state without anything it can recompute from the data store.
+
+        Left out: the kernel rows (the row cache starts empty and refills on
+        demand; results do not depend on it), the members' feature vectors and
+        the store-sized position index (rebuilt from the store), views of the
+        store; the labels ``y`` are kept for the learned examples only.  So a
+        copy sharing the store (``copy.deepcopy`` with the store in the memo,
+        or the loop's undo copies) holds O(|S| + labels) numbers, nothing of
+        the size of the pool and nothing quadratic in |S|.
+        """
         state = self.__dict__.copy()
-        state["_views"] = None
+        n = self._n
+        for name in ("_views", "_R", "_SL", "_XS", "_pos", "_rowbuf", "y"):
+            state[name] = None
+        state["_M"] = self._M[: nb.ACC, :n]
+        state["_MI"] = self._MI[: nb.SLOT, :n]
+        state["_y_learned"] = self.y[self.labelled_]
+        state["_cap"] = 0
         return state
 
-    def _note_zero(self, p: int) -> None:
-        if self._alpha[p] == 0.0:
-            self._zeros.add(int(self._S[p]))
-        else:
-            self._zeros.discard(int(self._S[p]))
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        state = dict(state)
+        y_learned = state.pop("_y_learned")
+        self.__dict__.update(state)
+        self.y = np.zeros(len(self.store))
+        self.y[self.labelled_] = y_learned
+        n = self._n
+        M = np.zeros((nb.N_FLOAT, n))
+        M[: nb.ACC] = state["_M"]
+        MI = np.full((nb.N_INT, n), -1, dtype=np.int64)
+        MI[: nb.SLOT] = state["_MI"]
+        self._M, self._MI, self._R, self._SL = M, MI, None, None
+        self._XS = self._store_views()[0][MI[nb.STORE]] if n else np.zeros((0, self.store.n_features or 0))
+        self._pos = np.full(len(self.store), -1, dtype=np.int64)
+        self._pos[MI[nb.STORE]] = np.arange(n)
+        self._allocate(max(n, _INITIAL_CAPACITY))
 
+    # ------------------------------------------------------------------
+    # kernel values (all through the kernel layer)
+    # ------------------------------------------------------------------
     def _count_evals(self, k: int) -> None:
         self.cache.n_evals += int(k)
 
-    def _kernel(self, Xa: np.ndarray, sqa: np.ndarray, Xb: np.ndarray, sqb: np.ndarray) -> np.ndarray:
-        """K(Xa, Xb) (same kernel as ``self.kernel``, computed in place; not counted here).
-
-        The solver computes K(x_k, S) against its own contiguous copy of the
-        members' feature vectors rather than with ``cache.block`` over store
-        indices: gathering X[S] from the store on every online step would copy
-        |S| x n_features numbers each time, which dominates a step on
-        high-dimensional data.  Never a row over the whole store (the store
-        may be a pool of millions of items).
-        """
-        return self._kernel_from_inner(Xa @ Xb.T, sqa[:, None], sqb[None, :])
-
-    def _kernel_row(self, k: int, n: int) -> np.ndarray:
-        """K(x_k, S[:n]) as in ``_kernel``, with a matrix-vector product (the online hot path)."""
+    def _rows_against_S(self, ks: np.ndarray, n: int) -> np.ndarray:
+        """K(x_k, x_t) for store examples ks and the first n members t, counted."""
+        if n == 0 or len(ks) == 0:
+            return np.empty((len(ks), n))
         X, sq = self._store_views()
-        return self._kernel_from_inner(self._XS[:n] @ X[k], sq.item(k), self._sqS[:n])
+        self._count_evals(len(ks) * n)
+        return self.kernel(X[ks], self._XS[:n], sq_a=sq[ks], sq_b=self._M[nb.SQ, :n])
 
-    def _kernel_from_inner(self, G: np.ndarray, sqa, sqb) -> np.ndarray:
-        """Turn inner products ``G = <a, b>`` into kernel values in place.
+    def _diag(self, ks: np.ndarray) -> np.ndarray:
+        """K(x_k, x_k), counted."""
+        self._count_evals(len(ks))
+        return self.kernel.diag(self._store_views()[0][ks])
 
-        ``sqa`` and ``sqb`` are the squared norms |a|^2 and |b|^2, already shaped
-        to broadcast against ``G`` (used by the rbf kernel only).
-        """
-        kern = self.kernel
-        if kern.name == "linear":
-            return G
-        if kern.name == "poly":
-            G *= kern.gamma
-            G += kern.coef0
-            return np.power(G, int(kern.degree), out=G)
-        # rbf: exp(-gamma * max(0, |a|^2 + |b|^2 - 2 <a, b>))
-        G *= 2.0
-        G -= sqa
-        G -= sqb
-        np.minimum(G, 0.0, out=G)
-        G *= kern.gamma
-        return np.exp(G, out=G)
-
-    def _kernel_rows(self, ks: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """K(x_ks, S) and K(x_ks, x_ks), counted as kernel evaluations."""
+    def _cache_row(self, p: int) -> None:
+        """Compute the row K(x_p, S) of member p and put it in the row cache."""
         n = self._n
-        m = len(ks)
-        Xk = self._X_store[ks]
-        sqk = self._sq_store[ks]
-        K_kS = self._kernel(Xk, sqk, self._XS[:n], self._sqS[:n]) if n else np.empty((m, 0))
-        if m == 1:
-            K_kk = np.ones((1, 1)) if self.kernel.name == "rbf" else np.atleast_2d(self.kernel.diag(Xk))
-        else:
-            K_kk = self._kernel(Xk, sqk, Xk, sqk)
-            K_kk = 0.5 * (K_kk + K_kk.T)
-            K_kk[np.diag_indices_from(K_kk)] = self.kernel.diag(Xk)
-        self._count_evals(m * n + m * (m + 1) // 2)
-        return K_kS, K_kk
+        self._count_evals(n)
+        row = self.kernel(self._XS[p:p + 1], self._XS[:n], sq_a=self._M[nb.SQ, p:p + 1],
+                          sq_b=self._M[nb.SQ, :n])[0]
+        nb.put_row(self._M, self._MI, self._R, self._SL, self._st, p, row)
 
-    def _insert(self, ks: np.ndarray, K_kS: np.ndarray, K_kk: np.ndarray) -> None:
-        """Add examples ks to S with alpha = 0 and their gradient (PROCESS step 2)."""
-        if self._n_active != self._n:  # pragma: no cover - internal invariant
-            raise RuntimeError("insertion into S while members are shrunk")
-        m = len(ks)
-        if m == 1:
-            self._insert_one(int(ks[0]), K_kS[0], float(K_kk[0, 0]))
-            return
-        n = self._n
-        self._reserve(n + m)
-        K = self._K
-        K[n:n + m, :n] = K_kS
-        K[:n, n:n + m] = K_kS.T
-        K[n:n + m, n:n + m] = K_kk
-        y = self.y[ks]
-        self._S[n:n + m] = ks
-        self._alpha[n:n + m] = 0.0
-        self._ys[n:n + m] = y
-        self._lo[n:n + m] = np.minimum(0.0, self.C * y)
-        self._hi[n:n + m] = np.maximum(0.0, self.C * y)
-        # alpha = 0: a positive example can only go up, a negative one only down
-        self._up_pen[n:n + m] = np.where(y > 0, 0.0, -np.inf)
-        self._down_pen[n:n + m] = np.where(y > 0, np.inf, 0.0)
-        # g_k = y_k - sum_{s in S} alpha_s K_ks (PROCESS step 2)
-        self._g[n:n + m] = y - K_kS @ self._alpha[:n] if n else y
-        self._XS[n:n + m] = self._X_store[ks]
-        self._sqS[n:n + m] = self._sq_store[ks]
-        for t in range(m):
-            self._where[int(ks[t])] = n + t
-            self._zeros.add(int(ks[t]))
-        self._n = self._n_active = n + m
-        self._ext = None
+    def _row(self, p: int) -> np.ndarray:
+        """The cached row of member p (computed if needed); valid until the next row is cached."""
+        if self._MI[nb.SLOT, p] < 0:
+            self._cache_row(p)
+        slot = int(self._MI[nb.SLOT, p])
+        nb.touch(self._SL, self._st, slot)
+        return self._R[slot]
 
-    def _insert_one(self, k: int, K_kS: np.ndarray, K_kk: float) -> None:
-        """``_insert`` for a single example, with scalar bookkeeping (the online hot path)."""
-        n = self._n
-        if n == self._cap:
-            self._reserve(n + 1)
-        K = self._K
-        K[n, :n] = K_kS
-        K[:n, n] = K_kS
-        K[n, n] = K_kk
-        y = float(self.y[k])
-        self._S[n] = k
-        self._alpha[n] = 0.0
-        self._ys[n] = y
-        if y > 0:  # alpha = 0 = A_k: can only go up
-            self._lo[n], self._hi[n], self._up_pen[n], self._down_pen[n] = 0.0, self.C, 0.0, np.inf
-        else:  # alpha = 0 = B_k: can only go down
-            self._lo[n], self._hi[n], self._up_pen[n], self._down_pen[n] = -self.C, 0.0, -np.inf, 0.0
-        # g_k = y_k - sum_{s in S} alpha_s K_ks (PROCESS step 2)
-        self._g[n] = y - float(K_kS @ self._alpha[:n]) if n else y
+    def _run(self, op: int, items: np.ndarray = _EMPTY_I, labels: np.ndarray = _EMPTY_F,
+             block: np.ndarray = _EMPTY_2D, k_diag: np.ndarray = _EMPTY_F) -> int:
+        """Run a compiled operation, computing the kernel rows it asks for, until it is done."""
         X, sq = self._store_views()
-        self._XS[n] = X[k]
-        self._sqS[n] = sq.item(k)
-        self._where[k] = n
-        self._zeros.add(k)
-        self._n = self._n_active = n + 1
-        if self._ext is not None:
-            # the extremes over S + {k} follow from those over S: k can only
-            # move up (y_k = +1) or only down (y_k = -1); on a tie the earlier
-            # position wins, as with argmax/argmin
-            i, j = self._ext
-            g_k = self._g[n]
-            if y > 0 and (i < 0 or g_k > self._g[i]):
-                self._ext = (n, j)
-            elif y < 0 and (j < 0 or g_k < self._g[j]):
-                self._ext = (i, n)
-
-    def _move(self, src: int, dst: int) -> None:
-        """Copy everything of position src into position dst (src becomes free)."""
-        n = self._n
-        K = self._K
-        K[dst, :n] = K[src, :n]
-        K[:n, dst] = K[:n, src]  # K[dst, dst] now holds the old K[src, src]
-        for arr in self._per_member():
-            arr[dst] = arr[src]
-        self._XS[dst] = self._XS[src]
-        self._where[int(self._S[dst])] = dst
-
-    def _swap(self, p: int, q: int) -> None:
-        if p == q:
-            return
-        n = self._n
-        K = self._K
-        K[[p, q], :n] = K[[q, p], :n]
-        K[:n, [p, q]] = K[:n, [q, p]]
-        for arr in self._per_member():
-            arr[p], arr[q] = arr[q], arr[p]
-        self._XS[[p, q]] = self._XS[[q, p]]
-        self._ext = None
-        self._where[int(self._S[p])] = p
-        self._where[int(self._S[q])] = q
-
-    def _remove(self, p: int) -> None:
-        """Take position p out of S (its coefficient must be 0)."""
-        k = int(self._S[p])
-        del self._where[k]
-        self._zeros.discard(k)
-        na, n = self._n_active, self._n
-        ext = self._ext
-        if p < na:
-            if p != na - 1:
-                self._move(na - 1, p)
-            if na - 1 != n - 1:
-                self._move(n - 1, na - 1)
-            self._n_active = na - 1
-        elif p != n - 1:
-            self._move(n - 1, p)
-        self._n = n - 1
-        # the extremes stay the same members unless p was one of them (the
-        # blatant non-support vectors of REPROCESS never are); only the
-        # member that moved from na - 1 into p changes position (extremes are
-        # never shrunk).  On a tie in g the kept extreme may then not be the
-        # earliest position, which is an equally valid choice.
-        if ext is not None and p < na and p not in ext:
-            self._ext = tuple(p if q == na - 1 else q for q in ext)
-        else:
-            self._ext = None
-
-    # ------------------------------------------------------------------
-    # the direction search of §3.2
-    # ------------------------------------------------------------------
-    def _extremes(self) -> tuple[int, int]:
-        """(i, j) of §3.2, -1 where none (kept until S, a coefficient or a gradient changes).
-
-        i = argmax g_s over s in S with alpha_s < B_s, j = argmin g_s over s
-        in S with alpha_s > A_s: argmax(g + up_pen), argmin(g + down_pen) over
-        the maintained arrays (ties: the earlier position).
-        """
-        ext = self._ext
-        if ext is None:
-            na = self._n_active
-            if na == 0:
-                ext = (-1, -1)
+        while True:
+            code = nb.run(op, self._M, self._MI, self._XS, self._pos, self._R, self._SL, self._st, self._fs,
+                          X, sq, items, labels, block, k_diag, self._rowbuf)
+            if code == nb.NEED_ROW:
+                self._cache_row(int(self._st[nb.REQUEST]))
+            elif code == nb.NEED_NEW_ROW:
+                self._fill_block_row(int(self._st[nb.REQUEST]), items, block, k_diag)
+            elif code == nb.NEED_GRADIENTS:
+                self._gradients(int(self._st[nb.GRAD_FROM]))
             else:
-                g, buf = self._g[:na], self._buf[:na]
-                np.add(g, self._up_pen[:na], out=buf)
-                i = int(buf.argmax())
-                if buf.item(i) == -np.inf:
-                    i = -1
-                np.add(g, self._down_pen[:na], out=buf)
-                j = int(buf.argmin())
-                if buf.item(j) == np.inf:
-                    j = -1
-                ext = (i, j)
-            self._ext = ext
-        return ext
+                return code
 
-    def _step(self, i: int, j: int) -> None:
-        """alpha_i += lambda, alpha_j -= lambda and the gradient update (§3.2, PROCESS 5 / REPROCESS 3)."""
-        K, a, g = self._K, self._alpha, self._g
-        K_i, K_j = K[i], K[j]
-        curvature = K_i.item(i) + K_j.item(j) - 2.0 * K_i.item(j)
-        if not curvature > self.curvature_floor:  # curvature guard (see class docstring)
-            curvature = self.curvature_floor
-        a_i, a_j = a.item(i), a.item(j)
-        lo, hi = self._lo, self._hi
-        hi_i, lo_j = hi.item(i), lo.item(j)
-        room_i = hi_i - a_i
-        room_j = a_j - lo_j
-        lam = min((g.item(i) - g.item(j)) / curvature, room_i, room_j)
-        # coefficients that reach a bound are set to it exactly, so that
-        # "alpha_s = 0" of the removal test and the bound tests stay exact
-        a_i = hi_i if lam >= room_i else a_i + lam
-        a_j = lo_j if lam >= room_j else a_j - lam
-        a[i] = a_i
-        a[j] = a_j
-        # (a step below the rounding of alpha can leave it unchanged: the
-        # flags are recomputed from the values rather than assumed)
-        up, down = self._up_pen, self._down_pen
-        up[i] = 0.0 if a_i < hi_i else -np.inf
-        down[i] = 0.0 if a_i > lo.item(i) else np.inf
-        up[j] = 0.0 if a_j < hi.item(j) else -np.inf
-        down[j] = 0.0 if a_j > lo_j else np.inf
-        zeros, S = self._zeros, self._S
-        if a_i == 0.0:
-            zeros.add(S.item(i))
+    def _gradients(self, a: int) -> None:
+        """g_s = y_s - sum_t alpha_t K(x_s, x_t) for positions s >= a, exactly; the shrunk members are back.
+
+        The sums run over the support vectors t in increasing position: along
+        a member's own cached row, or along the cached rows of the support
+        vectors, else from blocks K(members, support vectors) of the kernel
+        layer -- the same sums, so the same numbers.
+        """
+        st, M = self._st, self._M
+        n = self._n
+        sv = np.flatnonzero(M[nb.ALPHA, :n] != 0.0)
+        if len(sv) == 0:
+            M[nb.G, a:n] = M[nb.Y, a:n]
         else:
-            zeros.discard(S.item(i))
-        if a_j == 0.0:
-            zeros.add(S.item(j))
-        else:
-            zeros.discard(S.item(j))
-        self._ext = None
-        na = self._n_active
-        # g_s <- g_s - lambda (K_is - K_js) for every (non-shrunk) s in S
-        buf, g_a = self._buf[:na], g[:na]
-        np.subtract(K_i[:na], K_j[:na], out=buf)
-        buf *= lam
-        np.subtract(g_a, buf, out=g_a)  # (not g[:na] -= buf, which also copies the result back)
+            left = nb.gradients_from_rows(M, self._MI, self._R, np.arange(a, n), sv)
+            if len(left):
+                XS, sq = self._XS[sv], M[nb.SQ, sv]
+                coef = M[nb.ALPHA, sv]
+                chunk = max(1, _BLOCK_ENTRIES // len(sv))
+                for c in range(0, len(left), chunk):
+                    part = left[c:c + chunk]
+                    K = self.kernel(self._XS[part], XS, sq_a=M[nb.SQ, part], sq_b=sq)
+                    self._count_evals(K.size)
+                    sums = np.empty(len(part))
+                    nb.gradients_of_rows(K, coef, sums)
+                    M[nb.G, part] = M[nb.Y, part] - sums
+        st[nb.NA] = st[nb.N]
+        st[nb.EXT_OK] = 0
+
+    def _fill_block_row(self, t: int, items: np.ndarray, block: np.ndarray, k_diag: np.ndarray) -> None:
+        """The block row of items[t] (it was in S when the block was made and has left S since).
+
+        K(x_k, S) goes into the columns of the current members, and K(x_k', x_k)
+        for the later items k' into k's own column (read once k has entered S).
+        """
+        n = self._n
+        k = items[t:t + 1]
+        block[t, self._MI[nb.COL, :n]] = self._rows_against_S(k, n)[0]
+        k_diag[t] = self._diag(k)[0]
+        later = items[t + 1:]
+        if len(later):
+            X, sq = self._store_views()
+            self._count_evals(len(later))
+            block[t + 1:, block.shape[1] - len(items) + t] = self.kernel(X[later], X[k], sq_a=sq[later],
+                                                                          sq_b=sq[k])[:, 0]
+
+    def _extremes(self) -> tuple[int, int]:
+        """(i, j) of §3.2 over the active members, -1 where none (see ``_lasvm_compiled.extremes``)."""
+        i, j = nb.current_extremes(self._M, self._st)
+        return int(i), int(j)
+
+    def _set_bias(self, i: int, j: int) -> None:
+        nb.set_bias(self._M, self._fs, i, j)
 
     def _gap_on_S(self) -> float:
         """The largest violating pair over S, max(0, delta): a step result's ``kkt_gap``.
@@ -488,101 +452,60 @@ class LASVM(OnlineSolver):
         """
         return max(0.0, self._delta)
 
-    def _set_bias(self, i: int, j: int) -> None:
-        """b and delta of eq. 10 from the extreme pair (one-sided when a side is empty)."""
-        g = self._g
-        if i >= 0 and j >= 0:
-            g_i, g_j = g.item(i), g.item(j)
-            self._b = 0.5 * (g_i + g_j)
-            self._delta = g_i - g_j
-        elif i >= 0:  # nothing can decrease (e.g. one class only): b in [g_i, +inf)
-            self._b = g.item(i)
-            self._delta = 0.0
-        elif j >= 0:  # nothing can increase: b in (-inf, g_j]
-            self._b = g.item(j)
-            self._delta = 0.0
-        else:
-            self._delta = 0.0
-
-    def _process(self, k: int) -> bool:
-        """LASVM PROCESS(k) (§3.2); returns whether a step was taken."""
-        if k in self._where:  # 1) bail out if k in S
-            return False
-        n = self._n
-        K_kS = self._kernel_row(k, n) if n else np.empty(0)
-        if self.kernel.name == "rbf":
-            K_kk = 1.0
-        else:
-            K_kk = float(self.kernel.diag(self._X_store[k:k + 1])[0])
-        self._count_evals(n + 1)
-        self._insert_one(k, K_kS, K_kk)  # 2) alpha_k = 0, g_k, S = S + {k}
-        # 3) pair k with the extreme of the other side
-        if self._ys.item(n) > 0:
-            i, j = n, self._extremes()[1]
-        else:
-            i, j = self._extremes()[0], n
-        # 4) bail out if (i, j) is not a tau-violating pair
-        if i < 0 or j < 0 or not self._g.item(i) - self._g.item(j) > self.tol:
-            return False
-        self._step(i, j)  # 5) direction search
-        return True
-
-    def _reprocess(self) -> bool:
-        """LASVM REPROCESS (§3.2); returns whether a step was taken.
-
-        b and delta (eq. 10) are also refreshed when REPROCESS bails out
-        (no tau-violating pair): the finishing loop "repeat REPROCESS until
-        delta <= tau" needs the current delta either way.
-        """
-        i, j = self._extremes()  # 1)
-        if i < 0 or j < 0 or not self._g.item(i) - self._g.item(j) > self.tol:  # 2) bail out
-            self._set_bias(i, j)
-            return False
-        self._step(i, j)  # 3)
-        i, j = self._extremes()  # 4) new extremes ...
-        self._set_bias(i, j)  # 5) eq. 10 with g_i, g_j of step 4 (taken before positions move)
-        if self._zeros:
-            self._remove_blatant(i, j)  # 4) ... and removal of blatant non support vectors
-        return True
-
-    def _remove_blatant(self, i: int, j: int) -> int:
-        """REPROCESS step 4: drop s with alpha_s = 0 and y_s = -1, g_s >= g_i or y_s = +1, g_s <= g_j.
-
-        A criterion whose extreme does not exist (no member can move that way)
-        is not applied, so a single-class S is kept.  i and j themselves are
-        never dropped (alpha_i < B_i rules out a negative example at 0, and
-        likewise for j).
-        """
-        zeros = self._zeros
-        if not zeros:
-            return 0
-        na = self._n_active
-        g, ys = self._g, self._ys
-        g_i = g.item(i) if i >= 0 else np.inf  # an absent extreme disables its criterion
-        g_j = g.item(j) if j >= 0 else -np.inf
-        if len(zeros) <= _FEW_ZEROS:  # usually: a handful of members at alpha = 0
-            where = self._where
-            positions = []
-            for k in zeros:
-                p = where[k]
-                if p < na:
-                    g_p = g.item(p)
-                    if (g_p >= g_i) if ys.item(p) < 0 else (g_p <= g_j):
-                        positions.append(p)
-            if not positions:
-                return 0
-            positions.sort(reverse=True)  # highest position first: moved-in members are never pending
-        else:  # many (e.g. after the final check admitted a batch): over the arrays
-            g_a, y_a = g[:na], ys[:na]
-            drop = (self._alpha[:na] == 0.0) & np.where(y_a < 0, g_a >= g_i, g_a <= g_j)
-            positions = np.flatnonzero(drop)[::-1].tolist()
-        for p in positions:
-            self._remove(p)
-        return len(positions)
-
     # ------------------------------------------------------------------
-    # the contract
+    # PROCESS + REPROCESS over examples (learn, learn_sequence, revisit)
     # ------------------------------------------------------------------
+    def _process_all(self, items: np.ndarray, labels: np.ndarray) -> int:
+        """PROCESS(k) then one REPROCESS for each k of ``items`` in order; returns the steps taken.
+
+        The kernel rows of the new examples are computed in blocks
+        K(block, S at the block's start + block), so many examples cost a few
+        calls of the kernel layer; the steps are those of ``learn`` one at a
+        time (PROCESS reads K(x_k, S) from the block whatever happened to S in
+        between).  A block row is not computed for an example already in S.
+        """
+        st = self._st
+        steps = 0
+        start = 0
+        while start < len(items):
+            n0 = self._n
+            m = max(1, min(_MAX_BLOCK_ROWS, _BLOCK_ENTRIES // max(n0, 1), max(16, n0 // 4)))
+            ks = items[start:start + m]
+            ys = labels[start:start + m]
+            m = len(ks)
+            self._reserve(n0 + m)
+            outside = self._pos[ks] < 0
+            block = np.empty((m, n0 + m)) if outside.all() else np.zeros((m, n0 + m))
+            k_diag = np.full(m, np.nan)  # (NaN: row not computed, see _lasvm_compiled.run)
+            if outside.all():  # (the usual case: slices, no scattering)
+                self._fill_block(ks, n0, block, k_diag)
+            elif outside.any():
+                at = np.flatnonzero(outside)
+                part, part_diag = np.zeros((len(at), n0 + len(at))), np.empty(len(at))
+                self._fill_block(ks[at], n0, part, part_diag)
+                block[at, :n0] = part[:, :n0]
+                block[np.ix_(at, n0 + at)] = part[:, n0:]
+                k_diag[at] = part_diag
+            self._MI[nb.COL, :n0] = np.arange(n0)
+            st[nb.CURSOR], st[nb.PHASE], st[nb.STEPS] = 0, nb.PH_PROCESS, 0
+            self._run(nb.OP_PROCESS, ks, ys, block, k_diag)
+            steps += int(st[nb.STEPS])
+            start += m
+        return steps
+
+    @single_threaded_blas
+    def _fill_block(self, ks: np.ndarray, n0: int, block: np.ndarray, k_diag: np.ndarray) -> None:
+        """block[:, :n0] = K(x_ks, S), block[:, n0:] = K(x_ks, x_ks), k_diag = K(x_k, x_k) (counted)."""
+        m = len(ks)
+        if n0:
+            block[:, :n0] = self._rows_against_S(ks, n0)
+        k_diag[:] = self._diag(ks)
+        if m > 1:  # K(x_k, x_k') between the block's examples (for those that entered S before k)
+            X, sq = self._store_views()
+            self._count_evals(m * m)
+            block[:, n0:] = self.kernel(X[ks], X[ks], sq_a=sq[ks], sq_b=sq[ks])
+
+    @single_threaded_blas
     def learn(self, i: int, y: float) -> StepResult:
         """One online LASVM iteration: PROCESS(i) followed by one REPROCESS (§3.2).
 
@@ -598,22 +521,76 @@ class LASVM(OnlineSolver):
         evals0 = cache.n_evals
         self.y[i] = y
         self.learned_order.append(i)
-        stepped = int(self._process(i))
-        stepped += int(self._reprocess())
+        stepped = self._process_all(np.array([i], dtype=np.int64), np.array([y]))
         return StepResult(status="ok", iterations=stepped, kernel_evals=cache.n_evals - evals0,
                           seconds=time.perf_counter() - t0, kkt_gap=self._gap_on_S(),
                           extra={"n_set": self._n, "b": self._b})
 
+    @single_threaded_blas
+    def learn_sequence(self, idx, y) -> StepResult:
+        """``learn(i, y_i)`` for each i of ``idx`` in order, in one call: the same model, faster.
+
+        The kernel rows K(x_i, S) that PROCESS needs are computed in blocks
+        of a few MiB (one call of the kernel layer for up to 256 examples)
+        and the steps run compiled without returning to Python, which is
+        what one pass over a training set (``fit``) wants.  Refused as a
+        whole, with nothing learned, if an index is out of range, repeated or
+        already learned, or a label is not -1 / +1.
+        """
+        idx = np.asarray(idx).reshape(-1)
+        labels = np.asarray(y, dtype=np.float64).reshape(-1)
+        if len(idx) != len(labels):
+            raise ValueError(f"learn_sequence got {len(idx)} indices and {len(labels)} labels")
+        if len(idx) and not np.issubdtype(idx.dtype, np.integer):
+            raise ValueError(f"indices must be integers, got dtype {idx.dtype}")
+        idx = idx.astype(np.int64)
+        if len(idx):
+            bad = np.flatnonzero((idx < 0) | (idx >= len(self.store)))
+            if len(bad):
+                raise IndexError(f"example {idx[bad[0]]} is not in the store (size {len(self.store)})")
+            bad = np.flatnonzero((labels != 1.0) & (labels != -1.0))
+            if len(bad):
+                raise ValueError(f"label must be -1 or +1, got {labels[bad[0]]!r} for example {idx[bad[0]]}")
+            learned = np.flatnonzero(self.y[idx] != 0)
+            if len(learned):
+                raise ValueError(f"example {idx[learned[0]]} has already been learned")
+            uniq, counts = np.unique(idx, return_counts=True)
+            if np.any(counts > 1):
+                raise ValueError(f"example {uniq[counts > 1][0]} appears more than once")
+        timer = StepTimer(self)
+        with timer:
+            self.y[idx] = labels
+            self.learned_order.extend(idx.tolist())
+            steps = self._process_all(idx, labels)
+        return timer.result(status="ok", iterations=steps, kkt_gap=self._gap_on_S(),
+                            extra={"n_set": self._n, "b": self._b})
+
+    @single_threaded_blas
     def revisit(self, i: int) -> StepResult:
         """A later epoch: PROCESS(i) on an already-learned example, then one REPROCESS."""
         i = self._check_unlearnable(i)
         timer = StepTimer(self)
         with timer:
-            stepped = int(self._process(i))
-            stepped += int(self._reprocess())
+            stepped = self._process_all(np.array([i], dtype=np.int64), np.array([self.y[i]]))
         return timer.result(status="ok", iterations=stepped, kkt_gap=self._gap_on_S(),
                             extra={"n_set": self._n, "b": self._b})
 
+    @single_threaded_blas
+    def revisit_sequence(self, idx) -> StepResult:
+        """``revisit(i)`` for each i of ``idx`` in order, in one call (a later epoch; the same model)."""
+        idx = np.asarray(idx, dtype=np.int64).reshape(-1)
+        for i in idx.tolist():
+            self._check_unlearnable(i)
+        timer = StepTimer(self)
+        with timer:
+            steps = self._process_all(idx, self.y[idx].copy())
+        return timer.result(status="ok", iterations=steps, kkt_gap=self._gap_on_S(),
+                            extra={"n_set": self._n, "b": self._b})
+
+    # ------------------------------------------------------------------
+    # unlearning
+    # ------------------------------------------------------------------
+    @single_threaded_blas
     def unlearn(self, i: int) -> StepResult:
         """Remove example ``i`` — approximately (LASVM is not an exact incremental method).
 
@@ -633,10 +610,9 @@ class LASVM(OnlineSolver):
         its = 0
         status, msg = "ok", ""
         with timer:
-            p = self._where.get(i, -1)
-            if p >= 0:
-                its += self._drive_to_zero(p)
-                self._remove(self._where[i])
+            if self._pos[i] >= 0:
+                its += self._drive_to_zero(int(self._pos[i]))
+                self._remove(int(self._pos[i]))
             self.y[i] = 0.0
             self.learned_order.remove(i)
             n_rep, status, msg = self._reprocess_until_tau("unlearn")
@@ -644,40 +620,46 @@ class LASVM(OnlineSolver):
         return timer.result(status=status, iterations=its, kkt_gap=self._gap_on_S(), message=msg,
                             extra={"n_set": self._n, "b": self._b})
 
+    def _remove(self, p: int) -> None:
+        nb.remove(self._M, self._MI, self._XS, self._pos, self._R, self._SL, self._st, p)
+
     def _drive_to_zero(self, p: int) -> int:
-        """Pair steps that bring alpha_p to 0 while keeping sum alpha = 0 (used by ``unlearn``)."""
-        a, g, K = self._alpha, self._g, self._K
+        """Pair steps that bring alpha_p to 0 while keeping sum alpha = 0 (used by ``unlearn``).
+
+        (p keeps its position: no member leaves S during these steps.)
+        """
+        a, g, lo, hi = self._alpha, self._g, self._lo, self._hi
         n = self._n
         steps = 0
         while a[p] != 0.0 and steps <= n:
             others = np.ones(n, dtype=bool)
             others[p] = False
             if a[p] > 0:  # partner m goes up: alpha_m += lam, alpha_p -= lam
-                cand = others & (a[:n] < self._hi[:n])
+                cand = others & (a[:n] < hi[:n])
                 if not cand.any():
                     break
                 m = int(np.argmax(np.where(cand, g[:n], -np.inf)))
-                room_m = self._hi[m] - a[m]
+                room_m = hi[m] - a[m]
                 lam = min(a[p], room_m)
                 a[p] = 0.0 if lam >= a[p] else a[p] - lam
-                a[m] = self._hi[m] if lam >= room_m else a[m] + lam
-                g[:n] -= lam * (K[m, :n] - K[p, :n])
-                self._set_pen(m)
-                self._note_zero(m)
+                a[m] = hi[m] if lam >= room_m else a[m] + lam
+                K_m = self._row(m)
+                K_p = self._row(p)
+                g[:n] -= lam * (K_m[:n] - K_p[:n])
             else:  # partner m goes down: alpha_m -= lam, alpha_p += lam
-                cand = others & (a[:n] > self._lo[:n])
+                cand = others & (a[:n] > lo[:n])
                 if not cand.any():
                     break
                 m = int(np.argmin(np.where(cand, g[:n], np.inf)))
-                room_m = a[m] - self._lo[m]
+                room_m = a[m] - lo[m]
                 lam = min(-a[p], room_m)
                 a[p] = 0.0 if lam >= -a[p] else a[p] + lam
-                a[m] = self._lo[m] if lam >= room_m else a[m] - lam
-                g[:n] -= lam * (K[p, :n] - K[m, :n])
-                self._set_pen(m)
-                self._note_zero(m)
+                a[m] = lo[m] if lam >= room_m else a[m] - lam
+                K_m = self._row(m)
+                K_p = self._row(p)
+                g[:n] -= lam * (K_p[:n] - K_m[:n])
             steps += 1
-        self._ext = None
+        self._st[nb.EXT_OK] = 0
         if a[p] != 0.0:
             # sum alpha = 0 holds up to rounding only, so a remainder of the
             # order of rounding can be left with no partner: set it to 0 and
@@ -686,15 +668,18 @@ class LASVM(OnlineSolver):
             self._refresh_gradients()
         return steps
 
+    # ------------------------------------------------------------------
+    # finishing
+    # ------------------------------------------------------------------
+    @single_threaded_blas
     def finish(self) -> StepResult:
         """Finishing step (§3.2): REPROCESS until delta <= tau, with shrinking.
 
         With ``final_check`` (default) learned examples that left S are checked
-        afterwards and violators go through PROCESS + REPROCESS again (see the
-        class docstring).  The result's ``kkt_gap`` is then the largest
-        violating pair over every learned example (what ``kkt_gap()``
-        recomputes), otherwise delta over S.  ``iterations`` counts the
-        PROCESS / REPROCESS steps taken.
+        afterwards and violators enter S again (see the class docstring).  The
+        result's ``kkt_gap`` is then the largest violating pair over every
+        learned example (what ``kkt_gap()`` recomputes), otherwise delta over
+        S.  ``iterations`` counts the REPROCESS steps taken.
         """
         timer = StepTimer(self)
         self._full_gap = None
@@ -706,38 +691,24 @@ class LASVM(OnlineSolver):
 
     def _reprocess_until_tau(self, what: str, its_done: int = 0) -> tuple[int, str, str]:
         """REPROCESS until delta <= tau (with shrinking if enabled); returns (steps, status, message)."""
-        its = 0
-        shrink_every = max(10, min(self._n, 1000))
-        since_shrink = 0
-        unshrunk_near = False
-        passes = 0  # (every pass counts towards the cap, also one that takes no step)
-        while True:
-            passes += 1
-            if its_done + its >= self.max_iter or passes > self.max_iter:
-                self._unshrink()
-                self._set_bias(*self._extremes())
-                return its, "max_iter", self._iteration_cap(what, its_done + its)
-            if self.shrinking and since_shrink >= shrink_every:
-                self._shrink()
-                since_shrink = 0
-            stepped = self._reprocess()
-            its += stepped
-            since_shrink += 1
-            if self._delta <= self.tol:
-                if self._n_active == self._n:
-                    return its, "ok", ""
-                self._unshrink()
-                self._set_bias(*self._extremes())
-                if self._delta <= self.tol:
-                    return its, "ok", ""
-            elif not unshrunk_near and self._n_active < self._n and self._delta <= 10 * self.tol:
-                self._unshrink()  # once near the end, as LIBSVM does
-                unshrunk_near = True
-            if not stepped and self._delta > self.tol:  # cannot happen; guards an endless loop
-                return its, "ok", "no tau-violating pair although delta > tau"
-            if not stepped and not self._delta <= self.tol:  # delta is NaN: no step will ever be taken
-                self._unshrink()
-                return its, "max_iter", self._iteration_cap(f"{what} (delta is {self._delta})", its_done + its)
+        st = self._st
+        st[nb.STEPS] = st[nb.PASSES] = st[nb.SINCE_SHRINK] = st[nb.UNSHRUNK_NEAR] = st[nb.STEPPED] = 0
+        st[nb.SHRINK_EVERY] = max(10, min(self._n, 1000))
+        st[nb.MAX_ITER], st[nb.SHRINKING], st[nb.STEPS_BEFORE] = self.max_iter, int(self.shrinking), its_done
+        st[nb.PHASE] = nb.PH_LOOP
+        code = self._run(nb.OP_REPROCESS_UNTIL_TAU)
+        its = int(st[nb.STEPS])
+        if code == nb.DONE:
+            return its, "ok", ""
+        if code == nb.DONE_NO_PAIR:
+            return its, "ok", "no tau-violating pair although delta > tau"
+        if code == nb.DONE_NAN:
+            return its, "max_iter", self._iteration_cap(f"{what} (delta is {self._delta})", its_done + its)
+        return its, "max_iter", self._iteration_cap(what, its_done + its)
+
+    def _refresh_gradients(self) -> None:
+        """Recompute every gradient of S exactly (and bring shrunk members back)."""
+        self._gradients(0)
 
     def _finish_loop(self) -> tuple[int, str, str, int]:
         its = 0
@@ -752,7 +723,7 @@ class LASVM(OnlineSolver):
             its += n_rep
             if status != "ok":
                 return its, status, msg, rounds
-            # gradients were updated incrementally: recompute them exactly from K(S, S)
+            # gradients were updated incrementally: recompute them exactly from the kernel rows
             self._refresh_gradients()
             self._set_bias(*self._extremes())
             if self._delta > self.tol:
@@ -767,13 +738,13 @@ class LASVM(OnlineSolver):
             if its >= self.max_iter:
                 continue  # _reprocess_until_tau reports the cap
             # the violators enter S together with alpha = 0 (PROCESS step 2
-            # for each), with K(violators, S) from the check's block, and
-            # finishing resumes: REPROCESS picks the most violating pair
-            # first, which takes fewer steps than pairing each newcomer with
-            # an extreme (PROCESS steps 3-5).  When S was far from the optimum
-            # over the learned set there can be many more violators than
-            # members: then only the most violating ones enter (at most
-            # ``_admission_limit()``), so that K(S, S) stays of the size of
+            # for each), with K(violators, S) from the check's block where it
+            # has them, and finishing resumes: REPROCESS picks the most
+            # violating pair first, which takes fewer steps than pairing each
+            # newcomer with an extreme (PROCESS steps 3-5).  When S was far
+            # from the optimum over the learned set there can be many more
+            # violators than members: then only the most violating ones enter
+            # (at most ``_admission_limit()``), so that S stays of the size of
             # the solution; the next round finds the others again if they
             # still violate.
             limit = self._admission_limit()
@@ -783,50 +754,29 @@ class LASVM(OnlineSolver):
 
     def _admission_limit(self) -> int:
         """How many violators one round of the final check lets into S at most."""
-        return max(_BATCH_ADMIT_MIN, 2 * self._n)
+        return max(_BATCH_ADMIT_MIN, self._n)
 
     def _admit(self, ks: np.ndarray, check: _FinalCheck) -> None:
-        """Insert learned examples ks into S (alpha = 0), K(ks, S) from the final check's block."""
-        n = self._n
-        K_kS = check.kernel(ks, self._S[:n])
-        m = len(ks)
-        Xk, sqk = self._X_store[ks], self._sq_store[ks]
-        K_kk = self._kernel(Xk, sqk, Xk, sqk)
-        K_kk = 0.5 * (K_kk + K_kk.T)
-        K_kk[np.diag_indices_from(K_kk)] = self.kernel.diag(Xk)
-        self._count_evals(m * (m + 1) // 2)
-        self._insert(ks, K_kS, K_kk)
+        """Insert learned examples ks (outside S) into S in order, with alpha = 0 (PROCESS step 2 for each).
 
-    def _shrink(self) -> None:
-        """Set aside bounded members of the active part whose gradient is beyond the extremes."""
-        i, j = self._extremes()
-        if i < 0 or j < 0:
-            return
-        na = self._n_active
-        a, g = self._alpha[:na], self._g[:na]
-        g_max, g_min = self._g[i], self._g[j]
-        only_down = a >= self._hi[:na]  # at B: can only decrease
-        only_up = a <= self._lo[:na]  # at A: can only increase
-        out = (only_down & (g > g_max)) | (only_up & (g < g_min))
-        for p in np.flatnonzero(out)[::-1]:
-            self._swap(int(p), self._n_active - 1)
-            self._n_active -= 1
-        self._ext = None
-
-    def _unshrink(self) -> None:
-        """Bring shrunk members back with their gradients recomputed from K(S, S)."""
-        na, n = self._n_active, self._n
-        if na < n:
-            self._g[na:n] = self._ys[na:n] - self._K[na:n, :n] @ self._alpha[:n]
-            self._n_active = n
-            self._ext = None
-
-    def _refresh_gradients(self) -> None:
-        n = self._n
-        self._n_active = n
-        self._ext = None
-        if n:
-            self._g[:n] = self._ys[:n] - self._K[:n, :n] @ self._alpha[:n]
+        K(ks, S) comes from the final check's block where it has the values;
+        each newcomer's row also spans the newcomers before it.  Rows are
+        computed in blocks of at most ``_BLOCK_ENTRIES`` values.
+        """
+        X, sq = self._store_views()
+        self._reserve(self._n + len(ks))
+        start = 0
+        while start < len(ks):
+            n0 = self._n
+            m = max(1, min(len(ks) - start, _BLOCK_ENTRIES // max(n0, 1)))
+            part = ks[start:start + m]
+            K = np.empty((m, n0 + m))
+            K[:, :n0] = check.kernel(part, self._S[:n0])
+            K[:, n0:] = self.kernel(X[part], X[part], sq_a=sq[part], sq_b=sq[part])
+            self._count_evals(m * m)
+            nb.insert_all(self._M, self._MI, self._XS, self._pos, self._R, self._SL, self._st, self._fs,
+                          part.astype(np.int64), self.y[part], K, self._diag(part), X, sq)
+            start += m
 
     # ------------------------------------------------------------------
     # read-outs
@@ -849,6 +799,16 @@ class LASVM(OnlineSolver):
     @property
     def set_indices_(self) -> np.ndarray:
         return self._S[: self._n].copy()
+
+    @property
+    def cached_rows_(self) -> int:
+        """Kernel rows of members held in the row cache now."""
+        return int(np.sum(self._SL[nb.OWNER] >= 0))
+
+    @property
+    def row_cache_bytes_(self) -> int:
+        """Bytes the row cache has reserved (at most max(cache_bytes, 2 rows))."""
+        return int(self._R.nbytes)
 
     def coefficients(self) -> tuple[np.ndarray, np.ndarray, float]:
         n = self._n
@@ -900,25 +860,36 @@ class LASVM(OnlineSolver):
                 "scalars": np.array([self._b, self._delta])}
 
     def _load_state_arrays(self, arrays: dict[str, np.ndarray], meta: dict) -> None:
-        self._reset_set()
-        S = np.asarray(arrays["set"], dtype=np.intp)
-        if len(S):
-            if np.any(self.y[S] == 0):
-                raise ValueError("state lists an unlearned example in the current set")
-            # K(S, S) is recomputed (not saved, to keep states small); the
-            # coefficients, gradients, b and delta are restored exactly, so
-            # decision values are identical.  Later updates see K(S, S) up to
-            # rounding, which can change a pair choice: they reach an equally
-            # tau-optimal solution, not necessarily the bit-identical one.
-            _, K_SS = self._kernel_rows(S)
-            self._insert(S, np.empty((len(S), 0)), K_SS)
-            self._alpha[: len(S)] = arrays["alpha"]
-            self._g[: len(S)] = arrays["grad"]
-            for p in range(len(S)):
-                self._set_pen(p)
-                self._note_zero(p)
-            self._ext = None
-        self._b, self._delta = (float(v) for v in arrays["scalars"])
+        """Members, coefficients, gradients, b and delta exactly as saved; no kernel row is computed.
+
+        The row cache starts empty and every later step computes the rows it
+        needs through the kernel layer, so a restored solver continues exactly
+        as the saved one would have (given the same kernel values).
+        """
+        S = np.asarray(arrays["set"], dtype=np.int64)
+        if len(S) and np.any(self.y[S] == 0):
+            raise ValueError("state lists an unlearned example in the current set")
+        alpha = np.asarray(arrays["alpha"], dtype=np.float64)
+        grad = np.asarray(arrays["grad"], dtype=np.float64)
+        if not (len(alpha) == len(grad) == len(S)) or len(np.unique(S)) != len(S):
+            raise ValueError("state's current set, coefficients and gradients do not fit together")
+        n = len(S)
+        self._st[:] = 0
+        self._allocate(max(n, _INITIAL_CAPACITY))
+        self._pos[:] = -1
+        if n:
+            X, sq = self._store_views()
+            y = self.y[S]
+            M, MI = self._M, self._MI
+            M[nb.ALPHA, :n], M[nb.G, :n], M[nb.Y, :n] = alpha, grad, y
+            M[nb.LO, :n], M[nb.HI, :n] = np.minimum(0.0, self.C * y), np.maximum(0.0, self.C * y)
+            M[nb.KDIAG, :n] = self._diag(S)
+            M[nb.SQ, :n] = sq[S]
+            MI[nb.STORE, :n] = S
+            self._XS[:n] = X[S]
+            self._pos[S] = np.arange(n)
+        self._st[nb.N] = self._st[nb.NA] = n
+        self._fs[nb.B], self._fs[nb.DELTA] = (float(v) for v in arrays["scalars"])
 
 
 class _FinalCheck:
@@ -927,7 +898,7 @@ class _FinalCheck:
     Outside S an example has alpha = 0, so it can take part in a
     tau-violating pair only one way: a positive one as i (it can go up), a
     negative one as j.  Round 1 computes every outside gradient exactly, with
-    one blocked product K(outside, support vectors).  Later rounds skip the
+    blocked products K(outside, support vectors).  Later rounds skip the
     examples that provably cannot matter, by a bound: with w = sum_s alpha_s
     phi(x_s), g_k = y_k - <w, phi(x_k)>, so between two rounds
 
@@ -942,10 +913,13 @@ class _FinalCheck:
     distances since; a positive one whose bound stays <= the largest g_i over
     S (a negative one: >= the smallest g_j) is neither a violator nor the
     extreme of the largest violating pair, so the gap over every learned
-    example (``full_gap``) is still exact.  The others are evaluated again;
-    kernel values of the round-1 block are reused (within
-    ``LASVM.check_block_bytes``, a fixed budget separate from the kernel-row
-    cache, so ``cache_bytes`` never changes results).
+    example (``full_gap``) is still exact.  The others are evaluated again.
+
+    Kernel values of round 1 are kept for later rounds when they fit in the
+    part of the solver's ``cache_bytes`` that its row cache does not use (and
+    in ``check_block_bytes``).  Gradients are sums in increasing position of
+    S (``gradients_of_rows``), so they are the same numbers whether their
+    kernel values were kept or computed again.
     """
 
     def __init__(self, solver: LASVM):
@@ -961,10 +935,16 @@ class _FinalCheck:
         if solver.kernel.name == "rbf":
             self.root_diag = None  # K_kk = 1
         else:
-            X = solver._X_store[self.L]
+            X = solver._store_views()[0]
+            d = max(1, X.shape[1])
+            chunk = max(1, _CHECK_CHUNK_ENTRIES // d)
+            diag = np.concatenate([solver.kernel.diag(X[self.L[a:a + chunk]]) for a in range(0, len(self.L), chunk)])
             solver._count_evals(len(self.L))
-            self.root_diag = np.sqrt(np.maximum(solver.kernel.diag(X), 0.0))
-        self.block: tuple[dict[int, int], dict[int, int], np.ndarray] | None = None
+            self.root_diag = np.sqrt(np.maximum(diag, 0.0))
+        # the kept block: K[row_at[k], col_at[c]] for store indices k (rows) and c (columns)
+        self.block: np.ndarray | None = None
+        self.row_at: np.ndarray | None = None
+        self.col_at: np.ndarray | None = None
 
     def _positions(self, idx: np.ndarray) -> np.ndarray:
         return self.sorter[np.searchsorted(self.L, idx, sorter=self.sorter)]
@@ -1009,7 +989,7 @@ class _FinalCheck:
         ev = out[~harmless]
         self.n_skipped = int(harmless.sum())
         if len(ev):
-            sv_pos = np.flatnonzero(alpha != 0.0)
+            sv_pos = np.flatnonzero(alpha != 0.0)  # (increasing position)
             self.g[ev] = s.y[self.L[ev]] - self.scores(self.L[ev], S[sv_pos], alpha[sv_pos])
             self.radius[ev] = 0.0
         y_ev = s.y[self.L[ev]]
@@ -1024,63 +1004,111 @@ class _FinalCheck:
         return self.L[ev[viol]], excess[viol]
 
     def scores(self, rows: np.ndarray, cols: np.ndarray, coef: np.ndarray) -> np.ndarray:
-        """sum_c coef_c K(x_rows, x_c) for members ``cols`` of S (store indices), reusing the kept block."""
-        if len(cols) == 0:
-            return np.zeros(len(rows))
-        if self.block is None:
-            return self.kernel(rows, cols) @ coef
-        rows_at, cols_at, Kb = self.block
-        rpos = np.fromiter((rows_at.get(k, -1) for k in rows.tolist()), dtype=np.intp, count=len(rows))
-        cpos = np.fromiter((cols_at.get(k, -1) for k in cols.tolist()), dtype=np.intp, count=len(cols))
-        hr, hc = rpos >= 0, cpos >= 0
+        """sum_c coef_c K(x_rows, x_c) over members ``cols`` of S (store indices, increasing position).
+
+        In blocks of rows; the first call keeps its kernel values for later
+        rounds when the whole block fits the budget (see the class docstring).
+        """
         out = np.zeros(len(rows))
-        if hr.any():
-            if hc.any():  # one product over the whole kept block, then the rows wanted
-                kept = np.zeros(Kb.shape[1])
-                kept[cpos[hc]] = coef[hc]
-                out[hr] = (Kb @ kept)[rpos[hr]]
-            if not hc.all():
-                out[hr] += self.kernel(rows[hr], cols[~hc]) @ coef[~hc]
-        if not hr.all():
-            out[~hr] = self.kernel(rows[~hr], cols) @ coef
+        if len(cols) == 0 or len(rows) == 0:
+            return out
+        s = self.s
+        if self.block is not None:
+            self._scores_with_block(rows, cols, coef, out)
+            return out
+        keep = None
+        if self.block is None:
+            budget = min(s.check_block_bytes, s.cache_bytes - s._R.nbytes)
+            if 8 * len(rows) * len(cols) <= budget:
+                keep = np.empty((len(rows), len(cols)))
+        chunk = max(1, _CHECK_CHUNK_ENTRIES // len(cols))
+        for a in range(0, len(rows), chunk):
+            K = self.kernel(rows[a:a + chunk], cols)
+            nb.gradients_of_rows(K, coef, out[a:a + chunk])
+            if keep is not None:
+                keep[a:a + chunk] = K
+        if keep is not None:
+            size = len(s.store)
+            self.row_at = np.full(size, -1, dtype=np.int64)
+            self.row_at[rows] = np.arange(len(rows))
+            self.col_at = np.full(size, -1, dtype=np.int64)
+            self.col_at[cols] = np.arange(len(cols))
+            self.block = keep
+        return out
+
+    def _scores_with_block(self, rows: np.ndarray, cols: np.ndarray, coef: np.ndarray, out: np.ndarray) -> None:
+        """``scores`` when a block is kept: its values are read in place, the others computed."""
+        rpos, cpos = self.row_at[rows], self.col_at[cols]
+        missing = np.flatnonzero(cpos < 0)
+        extra_col = np.full(len(cols), -1, dtype=np.int64)
+        extra_col[missing] = np.arange(len(missing))
+        col_pos = self.s._pos[cols[missing]]
+        kept = np.flatnonzero(rpos >= 0)
+        chunk = max(1, _CHECK_CHUNK_ENTRIES // max(1, len(missing)))
+        for a in range(0, len(kept), chunk):
+            part = kept[a:a + chunk]
+            extra = self._compute(rows[part], col_pos)
+            sums = np.empty(len(part))
+            nb.block_scores(self.block, rpos[part], cpos, extra, extra_col, coef, sums)
+            out[part] = sums
+        fresh = np.flatnonzero(rpos < 0)
+        chunk = max(1, _CHECK_CHUNK_ENTRIES // len(cols))
+        for a in range(0, len(fresh), chunk):
+            part = fresh[a:a + chunk]
+            sums = np.empty(len(part))
+            nb.gradients_of_rows(self._compute(rows[part], self.s._pos[cols]), coef, sums)
+            out[part] = sums
+
+    def _compute(self, r: np.ndarray, cp: np.ndarray) -> np.ndarray:
+        """K(x_r, x_{S_p}) for store indices r and positions cp of members, computed (counted) in blocks."""
+        s = self.s
+        X, sq = s._store_views()
+        out = np.empty((len(r), len(cp)))
+        if len(r) == 0 or len(cp) == 0:
+            return out
+        XS, sqS = s._XS[cp], s._M[nb.SQ][cp]  # gathered once, not per chunk
+        chunk = max(1, _CHECK_CHUNK_ENTRIES // len(cp))
+        for a in range(0, len(r), chunk):
+            rr = r[a:a + chunk]
+            out[a:a + chunk] = s.kernel(X[rr], XS, sq_a=sq[rr], sq_b=sqS)
+        s._count_evals(len(r) * len(cp))
         return out
 
     def kernel(self, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
         """K(x_rows, x_cols) for store indices (cols: members of S), from the kept block where it has them.
 
-        Entries not in the block are computed (counted).  The first call
-        keeps its block when it fits ``check_block_bytes``.
+        Entries not in the block are computed (counted), in blocks of at most
+        ``_CHECK_CHUNK_ENTRIES`` values.
         """
-        s = self.s
-        where = s._where
-        col_pos = np.fromiter((where[k] for k in cols.tolist()), dtype=np.intp, count=len(cols))
-        X, sq = s._X_store, s._sq_store
-
-        def compute(r: np.ndarray, cp: np.ndarray) -> np.ndarray:
-            out = np.empty((len(r), len(cp)))
-            XS, sqS = s._XS[cp], s._sqS[cp]  # gathered once, not per chunk
-            chunk = max(1, _CHECK_CHUNK_ENTRIES // max(1, len(cp)))
-            for a in range(0, len(r), chunk):
-                rr = r[a:a + chunk]
-                out[a:a + chunk] = s._kernel(X[rr], sq[rr], XS, sqS)
-            s._count_evals(len(r) * len(cp))
-            return out
-
+        col_pos = self.s._pos[cols]
+        compute = self._compute
         if self.block is None:
-            K = compute(rows, col_pos)
-            if K.nbytes <= s.check_block_bytes:
-                self.block = ({k: r for r, k in enumerate(rows.tolist())},
-                              {k: c for c, k in enumerate(cols.tolist())}, K)
-            return K
-        rows_at, cols_at, Kb = self.block
-        rpos = np.fromiter((rows_at.get(k, -1) for k in rows.tolist()), dtype=np.intp, count=len(rows))
-        cpos = np.fromiter((cols_at.get(k, -1) for k in cols.tolist()), dtype=np.intp, count=len(cols))
+            return compute(rows, col_pos)
+        rpos, cpos = self.row_at[rows], self.col_at[cols]
         hr, hc = rpos >= 0, cpos >= 0
         K = np.empty((len(rows), len(cols)))
-        if hr.any() and hc.any():
-            K[np.ix_(hr, hc)] = Kb[np.ix_(rpos[hr], cpos[hc])]
+        nb.gather(self.block, rpos, cpos, K)
         if hr.any() and not hc.all():
             K[np.ix_(hr, ~hc)] = compute(rows[hr], col_pos[~hc])
         if not hr.all():
             K[~hr] = compute(rows[~hr], col_pos)
         return K
+
+
+def warm_up() -> float:
+    """Compile (or load from Numba's cache) LASVM's compiled loops with the argument types the
+    solver passes; returns the seconds it took.  Run once after installing, the first label a user
+    gives does not wait for the compiler (several seconds; loading the cache takes well under one)."""
+    t0 = time.perf_counter()
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((60, 3))
+    y = np.where(X[:, 0] + 0.3 * rng.standard_normal(60) > 0, 1.0, -1.0)
+    for final_check in (False, True):
+        s = LASVM(X, C=1.0, gamma=0.5, final_check=final_check, cache_bytes=8 * 4 * 300)  # (rows evicted too)
+        s.learn_sequence(np.arange(40), y[:40])
+        for i in range(40, 60):
+            s.learn(i, y[i])
+        s.revisit(0)
+        s.finish()
+        s.unlearn(int(s.support_[0]))
+    return time.perf_counter() - t0
