@@ -322,7 +322,10 @@ class LASVM(OnlineSolver):
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
-        state = dict(state)
+        # Arrays may arrive read-only (unpickled from a read-only memory map): the solver writes
+        # into its own, so those are copied.
+        state = {name: value.copy() if isinstance(value, np.ndarray) and not value.flags.writeable else value
+                 for name, value in state.items()}
         y_learned = state.pop("_y_learned")
         self.__dict__.update(state)
         self.y = np.zeros(len(self.store))
