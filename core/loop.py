@@ -529,6 +529,73 @@ class ActiveLearningLoop:
         self.rng = self._step_rng()
         return event
 
+    # ------------------------------------------------------------------ shared pools (team projects)
+    def propose(self, exclude=None) -> Query | None:
+        """The item the strategy would ask about if the items in ``exclude`` were not there.
+
+        For several people labelling one pool: each is proposed an item the others
+        do not hold. ``exclude`` is a boolean mask or an array of item indices. Unlike
+        :meth:`next_query`, nothing is kept as pending: the answer is given to
+        :meth:`teach` (or not at all) by whoever holds the item.
+        """
+        pending, self._pending = self._pending, None
+        available = self._available
+        try:
+            if exclude is not None:
+                excluded = np.asarray(exclude)
+                mask = available.copy()
+                if excluded.dtype == bool:
+                    mask &= ~excluded
+                elif excluded.size:
+                    mask[excluded.astype(np.intp)] = False
+                self._available = mask
+            return self.next_query()
+        finally:
+            self._available = available
+            self._pending = pending if pending is not None and available[pending.index] else None
+
+    def unteach(self, i) -> None:
+        """Take item ``i``'s label out of the model, wherever it lies among the labels.
+
+        Exact for solvers with exact unlearning (``unlearn``: the result equals learning
+        the other labels without it); for the others the remaining labels are learned
+        again in their order, which is what a rebuild from them gives. The item becomes
+        available again. Used where an answer is settled later (team projects); the
+        history rows after it keep the counts they had when they were written.
+        """
+        i = int(i)
+        k = next((k for k in range(len(self.events) - 1, -1, -1)
+                  if self.events[k][0] == i and self.events[k][1] != 0), None)
+        if k is None:
+            raise ValueError(f"item {i} has no label to take back")
+        y = self.events[k][1]
+        history_row = sum(1 for item, label in self.events[:k] if label != 0)
+        del self.events[k]
+        del self.history[history_row]
+        del self._undo[k]
+        for entry in self._undo:  # solver copies taken after the label still contain it
+            if entry.snapshot is not None or entry.state is not None:
+                entry.snapshot = entry.state = None
+                self._snapshot_bytes -= entry.snapshot_bytes
+        if self.n_labels == 1:
+            self.solver = make_solver(self.solver_name, self.X, **self.solver_params)
+            self._init_scores()
+        elif self.solver.exact_unlearn:
+            self.solver.unlearn(i)
+            self._sync_scores()
+        else:
+            self._replay_solver([e for e in self.events if e[1] != 0])
+            self._sync_scores()
+        if y > 0:
+            self._n_pos -= 1
+        else:
+            self._n_neg -= 1
+        self._label[i] = 0
+        self._skipped[i] = False
+        self._available[i] = True
+        self._pending = None
+        self.rng = self._step_rng()
+
     # ------------------------------------------------------------------ internals
     def _trim_snapshots(self) -> None:
         """Drop the oldest snapshots beyond the memory budget (their undo falls back to replay)."""

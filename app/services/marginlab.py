@@ -9,15 +9,17 @@ from __future__ import annotations
 
 import threading
 
+from app.services.accounts import Accounts
 from app.services.comparisons import Comparisons
 from app.services.datasets import Datasets
 from app.services.exports import Exports
 from app.services.labelling import LabellingRun
+from app.services.projects import Projects
 from app.services.sessions import Sessions
 from storage.engine import database_url, init_db, make_engine
 
 
-class MarginLab(Datasets, Sessions, Comparisons, Exports):
+class MarginLab(Datasets, Sessions, Comparisons, Exports, Accounts, Projects):
     """Everything the pages do, over one engine (one per process and database)."""
 
     def __init__(self, engine, *, use_snapshots: bool = True):
