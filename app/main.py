@@ -16,7 +16,7 @@ if str(ROOT) not in sys.path:
 import streamlit as st  # noqa: E402
 from sqlalchemy.exc import SQLAlchemyError  # noqa: E402
 
-from app import ui  # noqa: E402
+from app import auth, ui  # noqa: E402
 from app.launch import keep_error_details_on_the_server  # noqa: E402
 
 keep_error_details_on_the_server()
@@ -24,12 +24,31 @@ st.set_page_config(page_title="MarginLab", page_icon=":material/label:", layout=
 ui.init_state()
 
 VIEWS = Path(__file__).resolve().parent / "views"
-pages = [
-    st.Page(VIEWS / "data.py", title="Data", icon=":material/table_view:"),
-    st.Page(VIEWS / "label.py", title="Label", icon=":material/label:", default=True),
-    st.Page(VIEWS / "compare.py", title="Compare", icon=":material/compare_arrows:"),
-    st.Page(VIEWS / "export.py", title="Export", icon=":material/download:"),
-]
+svc = ui.service()
+who = auth.signed_in(svc)
+if who is None:
+    # nobody signed in: the sign-in page, whatever the address asked for, and nothing else
+    st.navigation([st.Page(auth.sign_in_page, title="Sign in", url_path="sign-in", default=True)],
+                  position="hidden").run()
+    st.stop()
+
+auth.sidebar(who)
+together = st.Page(VIEWS / "team_label.py", title="Label together", icon=":material/groups:",
+                   default=not who.is_owner)
+history = st.Page(VIEWS / "history.py", title="My labels", icon=":material/history:")
+if who.is_owner:  # owners: datasets, projects, members, comparisons, export
+    pages = [
+        st.Page(VIEWS / "data.py", title="Data", icon=":material/table_view:"),
+        st.Page(VIEWS / "label.py", title="Label", icon=":material/label:", default=True),
+        together,
+        st.Page(VIEWS / "projects.py", title="Projects", icon=":material/workspaces:"),
+        st.Page(VIEWS / "compare.py", title="Compare", icon=":material/compare_arrows:"),
+        st.Page(VIEWS / "export.py", title="Export", icon=":material/download:"),
+        st.Page(VIEWS / "team.py", title="Team", icon=":material/manage_accounts:"),
+        history,
+    ]
+else:  # annotators: label in their projects, see their own answers
+    pages = [together, history]
 try:
     st.navigation(pages).run()
 except SQLAlchemyError as error:  # the database failed while a page was drawn
