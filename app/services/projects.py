@@ -10,8 +10,10 @@ answer of every member:
   answer. Before each read it catches up with the database: when only new
   answers came (``projects.revision`` moved, ``edits`` did not) it learns those;
   when an answer was undone or settled (``edits`` moved) it takes back exactly
-  what changed (``unteach``: ``unlearn`` where the solver has it, else the
-  remaining labels are learned again in order) and learns the rest.
+  what changed and learns it again (``unteach``: exact ``unlearn`` for the
+  incremental and active-set solvers, whose optimum does not depend on the
+  order); with the other solvers every label is learned again, in label order
+  with the settled answers in place, so every process holds the same model.
 - Items are handed out with a reservation in the database (``item_reservations``,
   one holder per item, with an expiry), so two processes never hand one item to two
   people; the answer itself is refused once an item has every answer it needs.
@@ -152,8 +154,9 @@ class ProjectRun:
         wanted.update(self.settled)
         wanted = {item: value for item, value in wanted.items() if value}
         changed = [item for item, value in self.model_labels.items() if wanted.get(item) != value]
-        if len(changed) > max(8, len(self.model_labels) // 4) and not self.loop.solver.exact_unlearn:
-            # many changes and no exact unlearning: learning the labels again from the start is quicker
+        if changed and not self.loop.solver.exact_unlearn:
+            # no exact unlearning: learn every label again, in label order with the settled answers in
+            # place, so that every process holds the same model whatever it saw happen
             self.loop = ActiveLearningLoop(self.X, **self.loop.config())
             self.model_labels = {}
             changed = []
@@ -208,8 +211,12 @@ class ProjectRun:
                     return None
                 if teams.reserve_item(self.engine, self.project_id, annotator=name, item_index=item,
                                       seconds=self.info.reservation_seconds):
-                    return self._shown(item, second=second, query=query)
-                excluded.add(item)  # someone took it a moment ago
+                    # An answer ends its reservation in the transaction that stores it: an item answered
+                    # since the last look could be reserved again, and the look after reserving shows it.
+                    self.sync()
+                    if self.given(item) < self.needed(item) and item not in self.answered_by(name):
+                        return self._shown(item, second=second, query=query)
+                excluded.add(item)  # someone holds it, or answered it a moment ago
             raise ServiceError("Every item offered was taken by another annotator at the same moment; try again.")
 
     def _candidate(self, excluded: set[int]) -> tuple[int | None, bool, Any]:
