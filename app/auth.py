@@ -76,7 +76,7 @@ def sign_in_page() -> None:
     """The only page an anonymous browser sees."""
     st.title("Sign in")
     st.caption("MarginLab keeps its datasets and labels for signed-in members only.")
-    with st.form("sign_in", border=True, enter_to_submit=True):
+    with st.columns([2, 3])[0], st.form("sign_in", border=True, enter_to_submit=True):
         st.text_input("Name", key="sign_in_name", autocomplete="username")
         st.text_input("Password", type="password", key="sign_in_password", autocomplete="current-password")
         st.form_submit_button("Sign in", type="primary", on_click=_submit, key="sign_in_submit")
@@ -84,8 +84,9 @@ def sign_in_page() -> None:
         st.error(ui.plain(st.session_state.sign_in_error))
     if _oidc_configured():
         st.button("Sign in with the identity provider", on_click=st.login, key="sign_in_oidc")
-    st.caption("First start: the owner account is `owner` (or `MARGINLAB_OWNER_NAME`), with the password from "
-               "`MARGINLAB_OWNER_PASSWORD` or the one printed once in the server's console.")
+    if ui.service().nobody_signed_in_yet():  # a new installation: say how the first owner gets in
+        st.caption("First start: the owner account is `owner` (or `MARGINLAB_OWNER_NAME`), with the password "
+                   "from `MARGINLAB_OWNER_PASSWORD` or the one printed once in the server's console.")
 
 
 def sign_out() -> None:

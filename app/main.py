@@ -3,6 +3,7 @@
 The pages live in ``app/views/``; each reads like a description of its screen.
 What they do is in ``app/services/`` (datasets, sessions, labels, comparisons, exports)
 and ``app/charts.py`` (figures), which tests call without a browser.
+Nobody sees a page before signing in (``app/auth.py``); the pages offered depend on the role.
 """
 
 import sys
@@ -27,9 +28,11 @@ VIEWS = Path(__file__).resolve().parent / "views"
 svc = ui.service()
 who = auth.signed_in(svc)
 if who is None:
-    # nobody signed in: the sign-in page, whatever the address asked for, and nothing else
-    st.navigation([st.Page(auth.sign_in_page, title="Sign in", url_path="sign-in", default=True)],
-                  position="hidden").run()
+    # Nobody signed in: the sign-in page, whatever the address asked for, and nothing else. It answers at
+    # every page's address too, so a link to a page leads there once signed in.
+    st.navigation([st.Page(auth.sign_in_page, title="Sign in", url_path="sign-in", default=True)]
+                  + [st.Page(auth.sign_in_page, title="Sign in", url_path=view.stem) for view in
+                     sorted(VIEWS.glob("*.py"))], position="hidden").run()
     st.stop()
 
 auth.sidebar(who)

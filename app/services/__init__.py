@@ -13,6 +13,8 @@ has its own module here:
 - ``readouts``: what the Label page shows of a run (history, ROC curve, the item)
 - ``comparisons``: heuristics side by side with the true labels as the oracle
 - ``exports``: labelled items with provenance as CSV or JSONL
+- ``accounts``: who may sign in (argon2id hashes, slowed and locked failures), the first owner
+- ``projects``: projects shared by a team: reserved items, one shared model, agreement, settling
 - ``marginlab``: ``MarginLab``, which brings them together over one engine
 """
 

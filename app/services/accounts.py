@@ -142,6 +142,10 @@ class Accounts:
               file=sys.stderr, flush=True)
         return password
 
+    def nobody_signed_in_yet(self) -> bool:
+        """True until the first sign-in of any account (the sign-in page then says how the owner gets in)."""
+        return all(a.last_sign_in_at is None for a in teams.list_accounts(self.engine))
+
     # -- signing in
     def sign_in(self, name: str, password: str) -> Identity:
         """The identity of ``name`` if ``password`` is theirs; ``SignInError`` otherwise (after a pause)."""

@@ -2,7 +2,8 @@
 
 Each concern lives in its own module and is mixed in here: datasets
 (``app.services.datasets``), labelling sessions (``sessions``, with the live
-run in ``labelling``), comparisons (``comparisons``) and exports (``exports``).
+run in ``labelling``), comparisons (``comparisons``), exports (``exports``),
+accounts (``accounts``) and team projects (``projects``).
 """
 
 from __future__ import annotations

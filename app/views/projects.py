@@ -18,14 +18,14 @@ with st.expander("New project", icon=":material/add:", expanded=not svc.projects
     name = st.text_input("Name", key="project_name")
     left, right = st.columns(2)
     dataset_id = left.selectbox("Dataset", [d.id for d in datasets], key="project_dataset",
-                                format_func={d.id: ui.plain(f"{d.name} ({d.n_items} items)") for d in datasets}.get)
+                                format_func={d.id: f"{d.name} ({d.n_items} items)" for d in datasets}.get)
     strategy = right.selectbox("Heuristic", LABEL_STRATEGIES, key="project_strategy")
     solver = left.selectbox("Solver", ["default for the heuristic", *SOLVERS], key="project_solver")
     C = right.number_input("C", min_value=ui.C_MIN, value=DEFAULT_C, format="%g", key="project_C")
     per_item = left.number_input("Answers per item on the overlap share", min_value=1, max_value=10, value=2,
                                  key="project_k", help="2: dual screening. 1: every item is answered once.")
     share = right.slider("Overlap share (% of items answered that many times)", 0, 100, 20, key="project_share")
-    members = st.multiselect("Members", accounts, default=[me.name], format_func=ui.plain, key="project_members")
+    members = st.multiselect("Members", accounts, default=[me.name], key="project_members")
     if st.form_submit_button("Create project", type="primary"):
         try:
             svc.create_project(me, name=name, dataset_id=dataset_id, strategy=strategy,
@@ -44,7 +44,7 @@ if not projects:
     st.info("No project yet.")
     st.stop()
 labels = {p.id: f"{p.name} · {p.dataset_name} · {p.strategy} / {p.solver}" for p in projects}
-project_id = st.selectbox("Project", list(labels), format_func=lambda i: ui.plain(labels[i]), key="project_shown")
+project_id = st.selectbox("Project", list(labels), format_func=labels.get, key="project_shown")
 project = next(p for p in projects if p.id == project_id)
 run = svc.open_project(project_id)
 members = svc.members(project_id)
@@ -58,7 +58,7 @@ st.dataframe(pd.DataFrame([{"member": m, "answers": progress["by_member"].get(m,
              hide_index=True, key="project_members_table")
 with st.form("add_member", border=False):
     left, right = st.columns([3, 1], vertical_alignment="bottom")
-    new_member = left.selectbox("Add a member", [a for a in accounts if a not in members], format_func=ui.plain,
+    new_member = left.selectbox("Add a member", [a for a in accounts if a not in members],
                                 key="project_add_member")
     if right.form_submit_button("Add") and new_member:
         svc.add_member(me, project_id, new_member)

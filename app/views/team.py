@@ -34,7 +34,7 @@ with add, st.form("add_account", clear_on_submit=True):
             st.error(ui.plain(error))
 with change, st.form("reset_account"):
     st.subheader("Reset a password, disable or enable")
-    who = st.selectbox("Account", [a.name for a in accounts], format_func=ui.plain, key="reset_name")
+    who = st.selectbox("Account", [a.name for a in accounts], key="reset_name")
     password = st.text_input("New password", type="password", key="reset_password")
     left, middle, right = st.columns(3)
     try:

@@ -19,7 +19,7 @@ if not projects:
 names = {p.id: f"{p.name} · {p.dataset_name} · {p.strategy} / {p.solver}" for p in projects}
 if st.session_state.get("team_project") not in names:
     st.session_state.team_project = projects[0].id
-st.selectbox("Project", list(names), format_func=lambda i: ui.plain(names[i]), key="team_project",
+st.selectbox("Project", list(names), format_func=names.get, key="team_project",
              on_change=lambda: st.session_state.update(team_outcome=None))
 
 
