@@ -1,6 +1,8 @@
 """Several annotators labelling one project at once, each in a process of their own (as on separate servers).
 
-Every annotator runs the service the "Label together" page calls: take the next item
+Every annotator (a thread of one process sharing one service, as browsers on one app
+server; or a process of its own, as separate servers on one database) runs the service
+the "Label together" page calls: take the next item
 (``ProjectRun.next_item``: catch up with the others' answers, choose, reserve it in
 the database), answer it with the true label, repeat. Reported per database and number
 of annotators: the milliseconds from asking for the next item until it is reserved and
@@ -64,7 +66,33 @@ def annotate(url: str, project_id: int, name: str, labels: int, start, results) 
     svc.engine.dispose()
 
 
-def run_once(url: str, annotators: int, labels: int) -> dict:
+def annotate_in_thread(svc, project_id: int, name: str, labels: int, start, results) -> None:
+    """As ``annotate``, in a thread of one process sharing one service (one app server, several browsers)."""
+    from storage import repository as repo
+
+    run = svc.open_project(project_id)
+    y = repo.load_dataset_arrays(svc.engine, run.info.dataset_id)[1]
+    start.wait()
+    next_ms, answer_ms, given, refused = [], [], [], 0
+    for _ in range(labels):
+        t0 = time.perf_counter()
+        shown = run.next_item(name)
+        t1 = time.perf_counter()
+        if shown is None:
+            break
+        value = int(y[shown.item_index])
+        outcome = run.answer(name, shown.item_index, value, shown)
+        t2 = time.perf_counter()
+        next_ms.append(1e3 * (t1 - t0))
+        answer_ms.append(1e3 * (t2 - t1))
+        if outcome.ok:
+            given.append((shown.item_index, value))
+        else:
+            refused += 1
+    results.put((name, next_ms, answer_ms, given, refused))
+
+
+def run_once(url: str, annotators: int, labels: int, mode: str = "processes") -> dict:
     from app.services import MarginLab
     from app.services.accounts import hash_password
     from storage import teams
@@ -79,10 +107,18 @@ def run_once(url: str, annotators: int, labels: int) -> dict:
     me = svc.sign_in("bench owner", PASSWORD)
     project_id = svc.create_project(me, name=f"bench {annotators} {time.time()}", dataset_id=dataset_id,
                                     strategy=STRATEGY, members=names)
-    context = multiprocessing.get_context("spawn")
-    start, results = context.Barrier(annotators), context.Queue()
-    workers = [context.Process(target=annotate, args=(url, project_id, name, labels, start, results))
-               for name in names]
+    if mode == "threads":
+        import queue
+        import threading
+
+        start, results = threading.Barrier(annotators), queue.Queue()
+        workers = [threading.Thread(target=annotate_in_thread, args=(svc, project_id, name, labels, start, results))
+                   for name in names]
+    else:
+        context = multiprocessing.get_context("spawn")
+        start, results = context.Barrier(annotators), context.Queue()
+        workers = [context.Process(target=annotate, args=(url, project_id, name, labels, start, results))
+                   for name in names]
     wall = time.perf_counter()
     for worker in workers:
         worker.start()
@@ -119,34 +155,39 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         databases = []
         try:
-            for annotators in (1, args.annotators):
-                databases.append(("SQLite file", annotators, f"sqlite:///{Path(tmp) / f'team{annotators}.db'}"))
+            plan = [(1, "processes"), (args.annotators, "threads"), (args.annotators, "processes")]
+            for k, (annotators, mode) in enumerate(plan):
+                databases.append(("SQLite file", annotators, mode, f"sqlite:///{Path(tmp) / f'team{k}.db'}"))
             if args.postgresql:
-                pg_urls = [args.postgresql, args.postgresql]
+                pg_urls = [args.postgresql] * len(plan)
             else:
                 server = PostgresServer(find_postgresql_bindir())
                 server.start()
-                pg_urls = [server.url(server.create_database()) for _ in range(2)]
-            databases += [("PostgreSQL", annotators, pg_url) for annotators, pg_url in
-                          zip((1, args.annotators), pg_urls, strict=True)]
-            rows = [(kind, annotators, run_once(url, annotators, args.labels)) for kind, annotators, url in databases]
+                pg_urls = [server.url(server.create_database()) for _ in plan]
+            databases += [("PostgreSQL", annotators, mode, pg_url) for (annotators, mode), pg_url in
+                          zip(plan, pg_urls, strict=True)]
+            rows = [(kind, annotators, mode, run_once(url, annotators, args.labels, mode))
+                    for kind, annotators, mode, url in databases]
         finally:
             if server is not None:
                 server.stop()
 
-    print(f"{args.annotators} annotators labelling one project at once, each in its own process, through the "
-          f"service ({STRATEGY} / incremental, digits 8 vs rest, 1,797 items, {args.labels} answers each);")
+    print(f"{args.annotators} annotators labelling one project at once through the service ({STRATEGY} / "
+          f"incremental, digits 8 vs rest, 1,797 items, {args.labels} answers each): as threads of one process "
+          "(one app server, one shared model) and as processes of their own (separate servers on one database, "
+          "each process learning every answer);")
     print(f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f} at the end; Python "
           f"{platform.python_version()}; default BLAS threads. One annotator alone is the reference.")
     print()
-    head = (f"{'database':<12} {'annotators':>10} {'answers':>8} {'next p50':>9} {'next p95':>9} {'next max':>9} "
-            f"{'store p50':>10} {'lost/dup':>9} {'twice':>6} {'refused':>8} {'wall s':>7}  target next p95")
+    head = (f"{'database':<12} {'annotators':>10} {'as':>10} {'answers':>8} {'next p50':>9} {'next p95':>9} "
+            f"{'next max':>9} {'store p50':>10} {'lost/dup':>9} {'twice':>6} {'refused':>8} {'wall s':>7}  "
+            "target next p95")
     print(head)
     print("-" * len(head))
-    for kind, annotators, r in rows:
+    for kind, annotators, mode, r in rows:
         p95 = np.percentile(r["next_ms"], 95)
         verdict = "met" if p95 <= TARGET_P95_MS else "MISSED"
-        print(f"{kind:<12} {annotators:>10} {r['answers']:>8} {np.median(r['next_ms']):>9.1f} {p95:>9.1f} "
+        print(f"{kind:<12} {annotators:>10} {mode:>10} {r['answers']:>8} {np.median(r['next_ms']):>9.1f} {p95:>9.1f} "
               f"{r['next_ms'].max():>9.1f} {np.median(r['answer_ms']):>10.1f} {r['lost_or_doubled']:>9} "
               f"{r['twice']:>6} {r['refused']:>8} {r['wall']:>7.1f}  <= {TARGET_P95_MS:.0f} ms {verdict}")
     print()

@@ -65,8 +65,9 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-#: attempts at reserving an item before giving up (each loses only to another member taking that item)
-RESERVE_ATTEMPTS = 8
+#: attempts at reserving an item before giving up (each loses only to another member taking that item,
+#: and each failure looks again at every reservation, so a few suffice even with many members)
+RESERVE_ATTEMPTS = 50
 #: default seconds an item stays reserved for the member it was handed to
 RESERVATION_SECONDS = 600
 
@@ -200,11 +201,11 @@ class ProjectRun:
         with self.lock:
             self.sync()
             mine = self.answered_by(name)
-            held = teams.reservation_of(self.engine, self.project_id, name)
+            reserved = teams.reserved_items(self.engine, self.project_id)  # one read: mine and the others'
+            held = next((item for item, holder in reserved.items() if holder == name), None)
             if held is not None and held not in mine and self.given(held) < self.needed(held):
                 return self._shown(held, second=self.given(held) > 0)
-            others = teams.reserved_items(self.engine, self.project_id, except_annotator=name)
-            excluded = set(others) | mine
+            excluded = {item for item, holder in reserved.items() if holder != name} | mine
             for _ in range(RESERVE_ATTEMPTS):
                 item, second, query = self._candidate(excluded)
                 if item is None:
@@ -216,7 +217,12 @@ class ProjectRun:
                     self.sync()
                     if self.given(item) < self.needed(item) and item not in self.answered_by(name):
                         return self._shown(item, second=second, query=query)
-                excluded.add(item)  # someone holds it, or answered it a moment ago
+                else:  # someone holds it: look again at what everyone holds and has answered
+                    self.sync()
+                    excluded |= {i for i, holder in teams.reserved_items(self.engine, self.project_id).items()
+                                 if holder != name}
+                excluded.add(item)
+                excluded |= self.answered_by(name)
             raise ServiceError("Every item offered was taken by another annotator at the same moment; try again.")
 
     def _candidate(self, excluded: set[int]) -> tuple[int | None, bool, Any]:
