@@ -48,7 +48,8 @@ def signed_in(svc) -> Identity | None:
         except SignInError as error:
             st.session_state.sign_in_error = str(error)
     if valid is None:
-        st.session_state.pop(IDENTITY_KEY, None)
+        if found is not None:  # a sign-in that ended: nothing of it stays for whoever signs in next
+            _forget()
     else:
         st.session_state[IDENTITY_KEY] = valid
     return valid
@@ -89,10 +90,15 @@ def sign_in_page() -> None:
                    "from `MARGINLAB_OWNER_PASSWORD` or the one printed once in the server's console.")
 
 
-def sign_out() -> None:
-    st.session_state.pop(IDENTITY_KEY, None)
-    for key in ("session_id", "session_picker", "team_project", "outcome", "team_outcome"):
+def _forget() -> None:
+    """Drop the identity and what the pages kept for it (the session or project on screen, messages)."""
+    for key in (IDENTITY_KEY, "session_id", "session_picker", "team_project", "outcome", "team_outcome",
+                "model_session", "export_session", "export_annotator"):
         st.session_state.pop(key, None)
+
+
+def sign_out() -> None:
+    _forget()
     if _oidc_configured() and getattr(st.user, "is_logged_in", False):
         st.logout()
 

@@ -6,7 +6,7 @@ labels in a labelling session of their own (``project_members.session_id``), so
 exports, provenance and the undo guard work for them as for any session.
 
 Order of a project's answers. Every answer, undo and settlement of a project
-first locks the project's row (PostgreSQL: ``FOR UPDATE``; a SQLite writer
+first locks the project's row (PostgreSQL: ``FOR UPDATE``; a file database's writer
 holds the whole database anyway), so they take turns: label ids within one
 project grow in the order their transactions commit. A process that has seen
 every answer up to label id L therefore needs only the answers after L to catch

@@ -366,11 +366,23 @@ def test_an_annotator_sees_only_their_projects_and_their_own_history(svc):
 
 def label_in_project(url: str, project_id: int, name: str, rounds: int, start, done, results) -> None:
     """A member in a process of its own: take the next item, answer it, report what was stored."""
+    try:
+        _label_in_project(url, project_id, name, rounds, start, done, results)
+    except BaseException:
+        import traceback
+
+        results.put((name, "failed", traceback.format_exc()))
+        start.abort()
+        done.abort()
+        raise
+
+
+def _label_in_project(url: str, project_id: int, name: str, rounds: int, start, done, results) -> None:
     svc = MarginLab.from_url(url)
     run = svc.open_project(project_id)
     y = repo.load_dataset_arrays(svc.engine, run.info.dataset_id)[1]
     rng = random.Random(name)
-    start.wait()
+    start.wait(timeout=300)
     stored, refused = [], 0
     for _ in range(rounds):
         shown = run.next_item(name)
@@ -382,10 +394,28 @@ def label_in_project(url: str, project_id: int, name: str, rounds: int, start, d
             stored.append((shown.item_index, value))
         else:
             refused += 1
-    done.wait()  # everyone has answered: the shared model of each process catches up with all of it
+    done.wait(timeout=600)  # everyone has answered: the shared model of each process catches up with all of it
     run.sync()
     scores = run.loop.pool_scores()
     results.put((name, stored, refused, sorted(run.model_labels.items()), scores[:50].tolist()))
+
+
+def collect(results, workers, timeout: float = 600.0):
+    """Each worker's report, failing at once when a worker ended without one (its error is in its stderr)."""
+    import queue
+    import time
+
+    deadline, reports = time.monotonic() + timeout, []
+    while len(reports) < len(workers):
+        try:
+            report = results.get(timeout=1.0)
+            assert report[1] != "failed", f"worker {report[0]} failed:\n{report[2]}"
+            reports.append((report[0], report[1:]))
+        except queue.Empty:
+            ended = [w.exitcode for w in workers if w.exitcode not in (None, 0)]
+            assert not ended, f"a worker failed (exit codes {ended}); see its traceback above"
+            assert time.monotonic() < deadline, "the workers did not finish in time"
+    return reports
 
 
 @pytest.mark.parametrize("overlap", [0.0, 0.5])
@@ -402,7 +432,7 @@ def test_four_processes_label_one_project_without_losing_or_doubling_an_answer(e
     for worker in workers:
         worker.start()
     try:
-        reports = {r[0]: r[1:] for r in (results.get(timeout=600) for _ in workers)}
+        reports = dict(collect(results, workers))
     finally:
         for worker in workers:
             worker.join(timeout=60)
