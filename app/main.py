@@ -20,27 +20,17 @@ from sqlalchemy.exc import SQLAlchemyError  # noqa: E402
 from app import auth, ui  # noqa: E402
 from app.launch import keep_error_details_on_the_server  # noqa: E402
 
-keep_error_details_on_the_server()
-st.set_page_config(page_title="MarginLab", page_icon=":material/label:", layout="wide")
-ui.init_state()
-
 VIEWS = Path(__file__).resolve().parent / "views"
-svc = ui.service()
-who = auth.signed_in(svc)
-if who is None:
-    # Nobody signed in: the sign-in page, whatever the address asked for, and nothing else. It answers at
-    # every page's address too, so a link to a page leads there once signed in.
-    st.navigation([st.Page(auth.sign_in_page, title="Sign in", url_path="sign-in", default=True)]
-                  + [st.Page(auth.sign_in_page, title="Sign in", url_path=view.stem) for view in
-                     sorted(VIEWS.glob("*.py"))], position="hidden").run()
-    st.stop()
 
-auth.sidebar(who)
-together = st.Page(VIEWS / "team_label.py", title="Label together", icon=":material/groups:",
-                   default=not who.is_owner)
-history = st.Page(VIEWS / "history.py", title="My labels", icon=":material/history:")
-if who.is_owner:  # owners: datasets, projects, members, comparisons, export
-    pages = [
+
+def signed_in_pages(who) -> list:
+    """The pages of a signed-in person's role."""
+    together = st.Page(VIEWS / "team_label.py", title="Label together", icon=":material/groups:",
+                       default=not who.is_owner)
+    history = st.Page(VIEWS / "history.py", title="My labels", icon=":material/history:")
+    if not who.is_owner:  # annotators: label in their projects, see their own answers
+        return [together, history]
+    return [  # owners: datasets, projects, members, comparisons, export
         st.Page(VIEWS / "data.py", title="Data", icon=":material/table_view:"),
         st.Page(VIEWS / "label.py", title="Label", icon=":material/label:", default=True),
         together,
@@ -50,10 +40,29 @@ if who.is_owner:  # owners: datasets, projects, members, comparisons, export
         st.Page(VIEWS / "team.py", title="Team", icon=":material/manage_accounts:"),
         history,
     ]
-else:  # annotators: label in their projects, see their own answers
-    pages = [together, history]
-try:
-    st.navigation(pages).run()
-except SQLAlchemyError as error:  # the database failed while a page was drawn
-    ui.logger.error("the database failed", exc_info=error)
-    ui.database_failed(error)
+
+
+def run_app() -> None:
+    keep_error_details_on_the_server()
+    st.set_page_config(page_title="MarginLab", page_icon=":material/label:", layout="wide")
+    ui.init_state()
+    who = auth.signed_in(ui.service())
+    if who is None:
+        # Nobody signed in: the sign-in page, whatever the address asked for, and nothing else. It answers
+        # at every page's address too, so a link to a page leads there once signed in.
+        st.navigation([st.Page(auth.sign_in_page, title="Sign in", url_path="sign-in", default=True)]
+                      + [st.Page(auth.sign_in_page, title="Sign in", url_path=view.stem) for view in
+                         sorted(VIEWS.glob("*.py"))], position="hidden").run()
+        return
+    auth.sidebar(who)
+    try:
+        st.navigation(signed_in_pages(who)).run()
+    except SQLAlchemyError as error:  # the database failed while a page was drawn
+        ui.logger.error("the database failed", exc_info=error)
+        ui.database_failed(error)
+
+
+# Streamlit runs this file as __main__ for every page view. A multiprocessing child started from a process
+# that ran it (spawn re-reads the parent's main script as __mp_main__) must not open the app's database.
+if __name__ == "__main__":
+    run_app()
