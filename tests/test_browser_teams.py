@@ -8,14 +8,15 @@
 
 from __future__ import annotations
 
+import os
 import time
+from pathlib import Path
 
 import pytest
 
 from tests.test_browser import (
     OWNER,
     OWNER_PASSWORD,
-    ROOT,
     AppServer,
     ensure_account,
     go_to,
@@ -28,7 +29,12 @@ from tests.test_browser import (
 
 pytestmark = pytest.mark.browser
 
-SCREENSHOTS = ROOT / "docs" / "screenshots"
+
+
+def screenshot_folder(tmp_path) -> Path:
+    """Where screenshots go: ``$MARGINLAB_SCREENSHOTS`` (docs/screenshots refreshes the README's), else tmp_path."""
+    folder = os.environ.get("MARGINLAB_SCREENSHOTS", "").strip()
+    return Path(folder) if folder else tmp_path
 PAGES = ("no-such-page", "", "label", "data", "export", "compare", "projects", "team", "history", "team_label")
 
 
@@ -89,7 +95,7 @@ def test_an_anonymous_browser_sees_the_sign_in_page_and_nothing_else(tmp_path):
                 page.screenshot(path=str(tmp_path / "sign-in.png"))
                 page.goto(server.url)
                 wait_for_app(page)
-                page.screenshot(path=str(SCREENSHOTS / "sign-in.png"))
+                page.screenshot(path=str(screenshot_folder(tmp_path) / "sign-in.png"))
                 # the media and upload endpoints hand out nothing without a page that made them
                 import urllib.error
                 import urllib.request
@@ -212,14 +218,14 @@ def test_two_annotators_in_two_browsers_label_one_project_at_once(tmp_path):
                             " return el && el.innerText.trim() !== old; }", arg=before[name], timeout=60_000)
                         wait_for_app(page)
                 time.sleep(0.5)
-                pages["ann"].screenshot(path=str(SCREENSHOTS / "team-label.png"), full_page=True)
+                pages["ann"].screenshot(path=str(screenshot_folder(tmp_path) / "team-label.png"), full_page=True)
                 # the owner's view of the project: progress and agreement
                 owner_page = browser.new_page(viewport={"width": 1400, "height": 1500})
                 goto(owner_page, f"{server.url}/projects")
                 owner_page.wait_for_selector("text=Agreement", timeout=60_000)
                 wait_for_app(owner_page)
                 assert "Fleiss' kappa" in main_text(owner_page)
-                owner_page.screenshot(path=str(SCREENSHOTS / "projects.png"), full_page=True)
+                owner_page.screenshot(path=str(screenshot_folder(tmp_path) / "projects.png"), full_page=True)
         finally:
             browser.close()
     engine = MarginLab.from_url(url).engine
