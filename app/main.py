@@ -3,6 +3,7 @@
 The pages live in ``app/views/``; each reads like a description of its screen.
 What they do is in ``app/services/`` (datasets, sessions, labels, comparisons, exports)
 and ``app/charts.py`` (figures), which tests call without a browser.
+Nobody sees a page before signing in (``app/auth.py``); the pages offered depend on the role.
 """
 
 import sys
@@ -16,15 +17,32 @@ if str(ROOT) not in sys.path:
 import streamlit as st  # noqa: E402
 from sqlalchemy.exc import SQLAlchemyError  # noqa: E402
 
-from app import navigation, ui  # noqa: E402
+from app import auth, navigation, ui  # noqa: E402
 from app.launch import keep_error_details_on_the_server  # noqa: E402
 
-keep_error_details_on_the_server()
-st.set_page_config(page_title="MarginLab", page_icon=":material/label:", layout="wide")
-ui.init_state()
 
-try:
-    st.navigation(navigation.pages()).run()
-except SQLAlchemyError as error:  # the database failed while a page was drawn
-    ui.logger.error("the database failed", exc_info=error)
-    ui.database_failed(error)
+def run_app() -> None:
+    keep_error_details_on_the_server()
+    st.set_page_config(page_title="MarginLab", page_icon=":material/label:", layout="wide")
+    ui.init_state()
+    who = auth.signed_in(ui.service())
+    if who is None:
+        # Nobody signed in: the sign-in page, whatever the address asked for, and nothing else. It answers
+        # at every page's address too, so a link to a page leads there once signed in.
+        st.navigation([st.Page(auth.sign_in_page, title="Sign in", url_path="sign-in", default=True)]
+                      + [st.Page(auth.sign_in_page, title="Sign in", url_path=name) for name in navigation.PAGES],
+                      position="hidden").run()
+        return
+    auth.sidebar(who)
+    st.session_state.annotator = who.name  # the sessions lists show one's own sessions first
+    try:
+        st.navigation(navigation.pages(is_owner=who.is_owner)).run()
+    except SQLAlchemyError as error:  # the database failed while a page was drawn
+        ui.logger.error("the database failed", exc_info=error)
+        ui.database_failed(error)
+
+
+# Streamlit runs this file as __main__ for every page view. A multiprocessing child started from a process
+# that ran it (spawn re-reads the parent's main script as __mp_main__) must not open the app's database.
+if __name__ == "__main__":
+    run_app()

@@ -1,9 +1,11 @@
 """The pages and their addresses: every page has a stable address that can be bookmarked.
 
-``/data``, ``/label``, ``/history``, ``/sessions``, ``/compare``, ``/export``; the
-root ``/`` opens the Label page (with the same query, so ``/?session=3`` works
-too). The labelling session is in the address (``?session=N``), so a link or a
-bookmark reopens it.
+Owners: ``/data``, ``/label``, ``/history``, ``/sessions``, ``/team_label``,
+``/projects``, ``/compare``, ``/export``, ``/team``, ``/my_labels``; annotators:
+``/team_label`` and ``/my_labels``. The root ``/`` opens the role's first page,
+Label for owners (with the same query, so ``/?session=3`` works too) and Label
+together for annotators. The labelling session is in the address
+(``?session=N``), so a link or a bookmark reopens it.
 """
 
 from __future__ import annotations
@@ -14,15 +16,21 @@ import streamlit as st
 
 VIEWS = Path(__file__).resolve().parent / "views"
 
-#: url path -> (title in the menu, icon), in menu order
+#: url path (= file name in views/) -> (title in the menu, icon), in menu order
 PAGES = {
     "data": ("Data", ":material/table_view:"),
     "label": ("Label", ":material/label:"),
     "history": ("History", ":material/history:"),
     "sessions": ("Sessions", ":material/folder_open:"),
+    "team_label": ("Label together", ":material/groups:"),
+    "projects": ("Projects", ":material/workspaces:"),
     "compare": ("Compare", ":material/compare_arrows:"),
     "export": ("Export", ":material/download:"),
+    "team": ("Team", ":material/manage_accounts:"),
+    "my_labels": ("My labels", ":material/person:"),
 }
+#: the pages an annotator sees (label in their projects, their own answers); owners see every page
+ANNOTATOR_PAGES = ("team_label", "my_labels")
 #: the query parameter that names the labelling session
 SESSION_PARAM = "session"
 
@@ -32,15 +40,17 @@ def view(name: str) -> Path:
     return VIEWS / f"{name}.py"
 
 
-def _home() -> None:
-    """``/``: the Label page, keeping the query (``/?session=3`` opens session 3)."""
-    st.switch_page(view("label"), query_params=st.query_params.to_dict())
+def pages(is_owner: bool = True) -> list:
+    """The pages of a role for ``st.navigation``: each at its own address, and a hidden root that
+    opens the role's first page (Label for owners, keeping the query: ``/?session=3`` opens session 3)."""
+    names = [name for name in PAGES if is_owner or name in ANNOTATOR_PAGES]
+    made = [st.Page(view(name), title=PAGES[name][0], icon=PAGES[name][1], url_path=name) for name in names]
+    first = "label" if is_owner else names[0]
 
+    def home() -> None:
+        st.switch_page(view(first), query_params=st.query_params.to_dict())
 
-def pages() -> list:
-    """The pages for ``st.navigation``: each at its own address, and a hidden root that opens Label."""
-    made = [st.Page(view(name), title=title, icon=icon, url_path=name) for name, (title, icon) in PAGES.items()]
-    root = st.Page(_home, title="MarginLab", url_path="", default=True, visibility="hidden")
+    root = st.Page(home, title="MarginLab", url_path="", default=True, visibility="hidden")
     return [root, *made]
 
 

@@ -38,6 +38,7 @@ DEFAULTS = {
 def _service_for(url: str) -> MarginLab:
     service = MarginLab.from_url(url)
     service.ensure_demo_dataset()
+    service.ensure_owner()  # a new installation's first owner (its password printed once, or from the environment)
     return service
 
 

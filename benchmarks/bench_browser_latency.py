@@ -37,8 +37,10 @@ sys.path.insert(0, str(ROOT))
 
 from tests.test_browser import (  # noqa: E402
     AppServer,
+    goto,
     item_caption,
     launch_browser,
+    open_app,
     progress_labels,
     shown_item_index,
     start_session_in_ui,
@@ -102,20 +104,20 @@ def screenshots(page, base_url: str, folder: Path) -> list[Path]:
         saved.append(path)
 
     shot("label")
-    page.goto(f"{base_url}/data")
+    goto(page, f"{base_url}/data")
     page.wait_for_selector("text=Datasets in the database", timeout=60_000)
     shot("data")
     upload_csv_in_ui(page, base_url, ROOT / "assets" / "breast_cancer.csv", label_column="diagnosis",
                      positive="malignant", key_column="id")
     page.wait_for_selector("text=Imported 'breast_cancer'", timeout=60_000)
     shot("data-upload")
-    page.goto(f"{base_url}/compare")
+    goto(page, f"{base_url}/compare")
     page.wait_for_selector("text=Run the comparison", timeout=60_000)
     wait_for_app(page)
     page.get_by_role("button", name="Run the comparison").click()
     page.wait_for_selector("text=Summary", timeout=600_000)
     shot("compare")
-    page.goto(f"{base_url}/export")
+    goto(page, f"{base_url}/export")
     page.wait_for_selector("text=Model state of a session", timeout=60_000)
     shot("export")
     return saved
@@ -139,10 +141,8 @@ def main() -> None:
             browser = launch_browser(playwright)
             try:
                 with AppServer(db_url, Path(tmp) / "server.log") as server:
-                    page = browser.new_page(viewport={"width": 1400, "height": 1000})
-                    page.goto(server.url)
-                    wait_for_app(page)
-                    start_session_in_ui(page, "benchmark", strategy="near-boundary")
+                    page = open_app(browser, server.url)  # signed in as the first owner
+                    start_session_in_ui(page, "owner", strategy="near-boundary")
                     engine = make_engine(db_url)
                     (dataset,) = repo.list_datasets(engine)
                     y_true = repo.load_dataset_arrays(engine, dataset.id)[1]

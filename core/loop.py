@@ -656,15 +656,16 @@ class ActiveLearningLoop:
                 row.label = y
         return self._corrected(Correction(position=k, item=i, old=old, new=y, exact=self.solver.exact_unlearn), t0)
 
-    def remove_label(self, i) -> Correction:
+    def remove_label(self, i, *, labels_only: bool = False) -> Correction:
         """Take back the label or skip given to item ``i`` earlier; the item returns to the pool.
 
         As :meth:`change_label`: exact unlearning for solvers with
         ``exact_unlearn``, otherwise a fresh solver that learns the remaining
         labels in order.  The history row of a removed label goes; the later
         rows are renumbered (``step``, ``n_labels``) and keep what was measured.
+        ``labels_only``: the item's latest label is removed, whatever skips of it came before.
         """
-        k, i, old = self._find_event(i)
+        k, i, old = self._find_event(i, labels_only=labels_only)
         t0 = time.perf_counter()
         del self.events[k]
         entry = self._undo.pop(k)
@@ -693,14 +694,17 @@ class ActiveLearningLoop:
         return self._corrected(Correction(position=k, item=i, old=old, new=None, exact=self.solver.exact_unlearn),
                                t0)
 
-    def _find_event(self, i) -> tuple[int, int, int]:
-        """(position in ``events``, item, answer) of the one event of item ``i``."""
+    def _find_event(self, i, labels_only: bool = False) -> tuple[int, int, int]:
+        """(position in ``events``, item, answer) of the one event of item ``i`` (of its latest
+        label with ``labels_only``)."""
         if isinstance(i, bool) or not isinstance(i, (int, np.integer)):
             raise TypeError(f"item must be an integer index, got {i!r}")
         i = int(i)
-        found = [k for k, (item, _) in enumerate(self.events) if item == i]
+        found = [k for k, (item, label) in enumerate(self.events) if item == i and (label != 0 or not labels_only)]
         if not found:
-            raise ValueError(f"item {i} has no label or skip to correct")
+            raise ValueError(f"item {i} has no {'label' if labels_only else 'label or skip'} to correct")
+        if labels_only:
+            found = found[-1:]
         if len(found) > 1:
             raise ValueError(f"item {i} has {len(found)} events (skipped, then labelled); undo to change it")
         k = found[0]
@@ -723,6 +727,42 @@ class ActiveLearningLoop:
         self.rng = self._step_rng()
         correction.update_ms = 1e3 * (time.perf_counter() - t0)
         return correction
+
+    # ------------------------------------------------------------------ shared pools (team projects)
+    def propose(self, exclude=None) -> Query | None:
+        """The item the strategy would ask about if the items in ``exclude`` were not there.
+
+        For several people labelling one pool: each is proposed an item the others
+        do not hold. ``exclude`` is a boolean mask or an array of item indices. Unlike
+        :meth:`next_query`, nothing is kept as pending: the answer is given to
+        :meth:`teach` (or not at all) by whoever holds the item.
+        """
+        pending, self._pending = self._pending, None
+        available = self._available
+        try:
+            if exclude is not None:
+                excluded = np.asarray(exclude)
+                mask = available.copy()
+                if excluded.dtype == bool:
+                    mask &= ~excluded
+                elif excluded.size:
+                    mask[excluded.astype(np.intp)] = False
+                self._available = mask
+            return self.next_query()
+        finally:
+            self._available = available
+            self._pending = pending if pending is not None and available[pending.index] else None
+
+    def unteach(self, i) -> None:
+        """Take item ``i``'s label out of the model, wherever it lies among the labels.
+
+        Exact for solvers with exact unlearning (``unlearn``: the result equals learning
+        the other labels without it); for the others the remaining labels are learned
+        again in their order, which is what a rebuild from them gives. The item becomes
+        available again. Used where an answer is settled later (team projects); it is
+        :meth:`remove_label` of the item's (latest) label, an earlier skip of it staying.
+        """
+        self.remove_label(i, labels_only=True)
 
     # ------------------------------------------------------------------ internals
     def _trim_snapshots(self) -> None:

@@ -28,10 +28,12 @@ from sqlalchemy import (
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
 #: bump when the tables change; ``init_db`` refuses databases from a newer version
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 DISPLAY_KINDS = ("table", "image", "text")
 SESSION_STATUSES = ("active", "closed")
+ROLES = ("owner", "annotator")
+PROJECT_STATUSES = ("active", "closed")
 LABEL_VALUES = (-1, 0, 1)  # negative, skip, positive
 
 
@@ -257,4 +259,116 @@ class ComparisonResult(Base):
     #: tidy rows as CSV text (header + one line per row)
     rows_csv: Mapped[str] = mapped_column(Text)
     summary: Mapped[dict[str, Any]] = mapped_column(default=dict)
+    created_at: Mapped[dt.datetime] = mapped_column(default=utc_now)
+
+
+# --------------------------------------------------------------------------- teams (schema version 2)
+
+
+class Account(Base):
+    """A person who can sign in: an annotator with a role and a password hash (argon2id).
+
+    Labels stay under ``annotators``; the account says who may sign in as that
+    annotator. ``password_hash`` is None for an account that signs in only through
+    an identity provider (OIDC). ``session_epoch`` changes when the password
+    changes or the account is disabled, which ends every sign-in made before.
+    """
+
+    __tablename__ = "accounts"
+    __table_args__ = (CheckConstraint("role IN ('owner', 'annotator')", name="ck_account_role"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    annotator_id: Mapped[int] = mapped_column(ForeignKey("annotators.id", ondelete="CASCADE"), unique=True)
+    role: Mapped[str] = mapped_column(String(16))
+    password_hash: Mapped[str | None] = mapped_column(String(255))
+    session_epoch: Mapped[int] = mapped_column(Integer, default=0)
+    failed_attempts: Mapped[int] = mapped_column(Integer, default=0)
+    #: no sign-in is tried before this moment (set after repeated failures)
+    locked_until: Mapped[dt.datetime | None]
+    disabled_at: Mapped[dt.datetime | None]
+    last_sign_in_at: Mapped[dt.datetime | None]
+    created_at: Mapped[dt.datetime] = mapped_column(default=utc_now)
+
+
+class Project(Base):
+    """A dataset labelled by a team: one heuristic, one solver, one shared model.
+
+    ``labels_per_item`` answers are collected on the share ``overlap_share`` of
+    the items (dual screening when 2); every other item gets one answer.
+    ``revision`` changes with every answer, undo and settlement; ``edits`` only
+    with those that change answers already given (undo, settlement), so a process
+    holding the shared model knows whether appending the new answers suffices.
+    """
+
+    __tablename__ = "projects"
+    __table_args__ = (
+        CheckConstraint("status IN ('active', 'closed')", name="ck_project_status"),
+        CheckConstraint("labels_per_item >= 1", name="ck_project_labels_per_item"),
+        CheckConstraint("overlap_share >= 0 AND overlap_share <= 1", name="ck_project_overlap_share"),
+    )
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    name: Mapped[str] = mapped_column(String(200), unique=True)
+    dataset_id: Mapped[int] = mapped_column(ForeignKey("datasets.id", ondelete="CASCADE"), index=True)
+    strategy: Mapped[str] = mapped_column(String(64))
+    solver: Mapped[str] = mapped_column(String(64))
+    params: Mapped[dict[str, Any]] = mapped_column(default=dict)
+    seed: Mapped[int] = mapped_column(Integer, default=0)
+    labels_per_item: Mapped[int] = mapped_column(Integer, default=1)
+    overlap_share: Mapped[float] = mapped_column(Float, default=0.0)
+    #: seconds an item stays reserved for the annotator it was handed to
+    reservation_seconds: Mapped[int] = mapped_column(Integer, default=600)
+    status: Mapped[str] = mapped_column(String(16), default="active")
+    revision: Mapped[int] = mapped_column(Integer, default=0)
+    edits: Mapped[int] = mapped_column(Integer, default=0)
+    created_by: Mapped[int | None] = mapped_column(ForeignKey("annotators.id", ondelete="SET NULL"))
+    created_at: Mapped[dt.datetime] = mapped_column(default=utc_now)
+    updated_at: Mapped[dt.datetime] = mapped_column(default=utc_now)
+
+
+class ProjectMember(Base):
+    """An annotator of a project, with the labelling session that holds their answers."""
+
+    __tablename__ = "project_members"
+    __table_args__ = (UniqueConstraint("project_id", "annotator_id", name="uq_project_member"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    project_id: Mapped[int] = mapped_column(ForeignKey("projects.id", ondelete="CASCADE"))
+    annotator_id: Mapped[int] = mapped_column(ForeignKey("annotators.id", ondelete="CASCADE"), index=True)
+    session_id: Mapped[int] = mapped_column(ForeignKey("labelling_sessions.id", ondelete="CASCADE"), unique=True)
+    created_at: Mapped[dt.datetime] = mapped_column(default=utc_now)
+
+
+class ItemReservation(Base):
+    """An item handed to one annotator of a project until ``expires_at`` (one holder per item)."""
+
+    __tablename__ = "item_reservations"
+    __table_args__ = (
+        UniqueConstraint("project_id", "item_id", name="uq_reservation_item"),
+        UniqueConstraint("project_id", "annotator_id", name="uq_reservation_annotator"),
+    )
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    project_id: Mapped[int] = mapped_column(ForeignKey("projects.id", ondelete="CASCADE"))
+    item_id: Mapped[int] = mapped_column(ForeignKey("items.id", ondelete="CASCADE"))
+    annotator_id: Mapped[int] = mapped_column(ForeignKey("annotators.id", ondelete="CASCADE"))
+    expires_at: Mapped[dt.datetime]
+    created_at: Mapped[dt.datetime] = mapped_column(default=utc_now)
+
+
+class Adjudication(Base):
+    """The owner's settled answer for an item the annotators of a project disagreed on."""
+
+    __tablename__ = "adjudications"
+    __table_args__ = (
+        CheckConstraint("value IN (-1, 1)", name="ck_adjudication_value"),
+        UniqueConstraint("project_id", "item_id", name="uq_adjudication_item"),
+    )
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    project_id: Mapped[int] = mapped_column(ForeignKey("projects.id", ondelete="CASCADE"))
+    item_id: Mapped[int] = mapped_column(ForeignKey("items.id", ondelete="CASCADE"))
+    value: Mapped[int] = mapped_column(SmallInteger)
+    annotator_id: Mapped[int | None] = mapped_column(ForeignKey("annotators.id", ondelete="SET NULL"))
+    note: Mapped[str] = mapped_column(Text, default="")
     created_at: Mapped[dt.datetime] = mapped_column(default=utc_now)

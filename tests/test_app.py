@@ -22,17 +22,59 @@ MAIN = str(Path(__file__).resolve().parent.parent / "app" / "main.py")
 TIMEOUT = 120
 
 
+#: the password of every account the tests sign in with (the first owner's comes from the environment)
+PASSWORD = "test-password-1"
+
+
 @pytest.fixture
 def db_url(tmp_path, monkeypatch):
     url = f"sqlite:///{tmp_path / 'app.db'}"
     monkeypatch.setenv("MARGINLAB_DATABASE_URL", url)
+    monkeypatch.setenv("MARGINLAB_OWNER_PASSWORD", PASSWORD)
     return url
 
 
-def start_app() -> AppTest:
+def ensure_account(url: str, name: str, role: str = "owner", password: str = PASSWORD) -> None:
+    """An account to sign in with (created in the database as an owner would, when missing)."""
+    from app.services.accounts import hash_password
+    from storage import teams
+    from storage.engine import init_db, make_engine
+
+    engine = make_engine(url)
+    try:
+        init_db(engine)
+        if teams.get_account(engine, name) is None:
+            teams.create_account(engine, name=name, role=role, password_hash=hash_password(password))
+    finally:
+        engine.dispose()
+
+
+def sign_in(at: AppTest, name: str, password: str = PASSWORD) -> AppTest:
+    """Sign in through the sign-in page, as a person would."""
+    assert [t.value for t in at.title] == ["Sign in"], [t.value for t in at.title]
+    at.text_input(key="sign_in_name").input(name)
+    at.text_input(key="sign_in_password").input(password)
+    at.button(key="sign_in_submit").click().run()
+    assert not at.exception, at.exception
+    assert at.session_state["identity"].name == name, [e.value for e in at.error]
+    return at
+
+
+def anonymous_app() -> AppTest:
+    """A new browser session on the app, nobody signed in."""
     at = AppTest.from_file(MAIN, default_timeout=TIMEOUT).run()
     assert not at.exception, at.exception
     return at
+
+
+def start_app(user: str = "ada", role: str = "owner") -> AppTest:
+    """A new browser session on the app, signed in as ``user`` (an account created for it when missing)."""
+    import os
+
+    at = AppTest.from_file(MAIN, default_timeout=TIMEOUT).run()
+    assert not at.exception, at.exception
+    ensure_account(os.environ["MARGINLAB_DATABASE_URL"], user, role)
+    return sign_in(at, user)
 
 
 def as_shown(markdown: str) -> str:
@@ -74,7 +116,7 @@ def click(at: AppTest, name: str) -> None:
 
 
 def start_session(at: AppTest, annotator: str = "ada", strategy: str = "near-boundary", dataset_id=None) -> None:
-    at.text_input(key="new_annotator").input(annotator)
+    assert at.session_state["identity"].name == annotator  # labels go under the signed-in name
     at.selectbox(key="new_strategy").select(strategy)
     if dataset_id is not None:
         at.selectbox(key="new_dataset").select(dataset_id)
@@ -185,7 +227,7 @@ def test_session_on_a_dataset_without_true_labels_titles_the_roc_as_scores_when_
     csv = "a,b,c,text\n" + "\n".join(f"{x[0]},{x[1]},{x[2]},{t}" for x, t in zip(X, texts_column, strict=True))
     result = svc.import_csv(csv.encode(), name="messages", display="text", text_column="text")
     assert result.created
-    at = start_app()
+    at = start_app("bo")
     start_session(at, "bo", "near-boundary", dataset_id=result.dataset_id)
     item = shown_item(at)
     assert [t.value for t in at.text] == [f"message number {item}"]  # shown as its text
@@ -317,7 +359,7 @@ def test_data_page_adds_a_bundled_dataset_once(db_url):
     assert any("already imported" in i.value for i in at.info)
     # a session on it shows each item as a compact table row
     at.switch_page("views/label.py").run()
-    start_session(at, "di", "random", dataset_id=cancer.id)
+    start_session(at, "ada", "random", dataset_id=cancer.id)
     assert any(len(df.value) == cancer.n_features for df in at.dataframe)
 
 
@@ -444,7 +486,7 @@ def test_a_closed_session_refuses_labels_with_a_message(db_url):
 
 
 def test_ramp_region_progress_counts_the_items_the_stream_has_seen(db_url):
-    at = start_app()
+    at = start_app("ra")
     start_session(at, "ra", "ramp-region")
     for key in ("negative", "positive", "negative", "negative", "skip"):
         click(at, key)
@@ -529,7 +571,6 @@ def test_keys_do_not_label_while_the_new_session_form_is_open(db_url):
 def test_gamma_that_is_not_a_number_is_refused_with_a_clear_message(db_url):
     at = start_app()
     at.text_input(key="new_gamma").input("abc")
-    at.text_input(key="new_annotator").input("ada")
     at.button(key="start_session").click().run()
     assert not at.exception, at.exception
     errors = shown(at.error)

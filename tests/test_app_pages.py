@@ -3,6 +3,7 @@ the browser-only ones are in tests/test_browser_pages.py)."""
 
 from __future__ import annotations
 
+import os
 import re
 
 import numpy as np
@@ -139,6 +140,8 @@ def test_a_wide_table_item_shows_the_features_that_matter_first(db_url):
 
 
 def test_the_session_list_shows_the_current_annotators_sessions(db_url):
+    """Label lists the signed-in person's own sessions only (answers go under one's own name); Sessions
+    shows them by default and everybody's on request."""
     svc = MarginLab.from_url(db_url)
     dataset_id = svc.ensure_demo_dataset()
     mine = svc.start_session(dataset_id=dataset_id, annotator="ada", strategy="random").session_id
@@ -147,13 +150,23 @@ def test_the_session_list_shows_the_current_annotators_sessions(db_url):
     start_session(at, "ada", "random")
     newest = repo.list_sessions(svc.engine)[0].id
     assert session_choices(at) == {mine, newest}
+    assert not [t for t in at.toggle if t.label == "All annotators"]
+    at.switch_page("views/sessions.py").run()
+    assert not at.exception, at.exception
+    assert listed_sessions(at) == {mine, newest}
     [t for t in at.toggle if t.label == "All annotators"][0].set_value(True).run()
-    assert session_choices(at) == {mine, theirs, newest}
+    assert listed_sessions(at) == {mine, theirs, newest}
 
 
 def session_choices(at) -> set[int]:
     (picker,) = [s for s in at.selectbox if s.label == "Session"]
     return {int(re.match(r"#(\d+)", option).group(1)) for option in picker.options}
+
+
+def listed_sessions(at) -> set[int]:
+    """The sessions the Sessions page lists in its table."""
+    (table,) = [df.value for df in at.dataframe if "annotator" in df.value.columns]
+    return set(int(i) for i in table["id"])
 
 
 # --------------------------------------------------------------------------- new: history, sessions, deletion
@@ -168,18 +181,24 @@ def labelled(svc, annotator="ada", strategy="near-boundary", n=8):
     return run
 
 
+def at_address(session_id: int, user: str = "ada") -> AppTest:
+    """A new browser session opened at an address naming ``session_id``, signed in as ``user`` (the address
+    is kept through the sign-in)."""
+    at = AppTest.from_file(test_app.MAIN, default_timeout=test_app.TIMEOUT)
+    at.query_params["session"] = str(session_id)
+    at.run()
+    assert not at.exception, at.exception
+    test_app.ensure_account(os.environ["MARGINLAB_DATABASE_URL"], user)
+    return test_app.sign_in(at, user)
+
+
 def test_the_address_opens_a_session_and_says_when_it_cannot(db_url):
     svc = MarginLab.from_url(db_url)
     older, newer = labelled(svc, n=2), labelled(svc, n=3)
-    at = AppTest.from_file(test_app.MAIN, default_timeout=test_app.TIMEOUT)
-    at.query_params["session"] = str(older.session_id)
-    at.run()
-    assert not at.exception, at.exception
+    at = at_address(older.session_id)
     assert test_app.progress(at) == (2, 0) and test_app.shown_item(at) == older.shown.item_index
     svc.close_session(older.session_id)
-    at = AppTest.from_file(test_app.MAIN, default_timeout=test_app.TIMEOUT)
-    at.query_params["session"] = str(older.session_id)
-    at.run()
+    at = at_address(older.session_id)
     assert any(f"Session {older.session_id} is not open for labelling" in w for w in test_app.shown(at.warning))
     assert test_app.progress(at) == (3, 0)  # the most recent open session instead
     assert newer.session_id != older.session_id
@@ -188,8 +207,7 @@ def test_the_address_opens_a_session_and_says_when_it_cannot(db_url):
 def test_the_history_page_changes_and_removes_answers(db_url):
     svc = MarginLab.from_url(db_url)
     run = labelled(svc, n=10)
-    at = AppTest.from_file(test_app.MAIN, default_timeout=test_app.TIMEOUT)
-    at.query_params["session"] = str(run.session_id)
+    at = at_address(run.session_id)
     at.switch_page("views/history.py").run()
     assert not at.exception, at.exception
     assert [t.value for t in at.title] == ["Label history"]
@@ -264,8 +282,7 @@ def test_the_history_of_a_session_whose_model_cannot_be_rebuilt_is_still_readabl
 
     svc = MarginLab.from_url(db_url)
     session_id = _retired_heuristic(svc.engine)
-    at = AppTest.from_file(test_app.MAIN, default_timeout=test_app.TIMEOUT)
-    at.query_params["session"] = str(session_id)
+    at = at_address(session_id)
     at.switch_page("views/history.py").run()
     assert not at.exception, at.exception
     assert any("could not be rebuilt" in e for e in test_app.shown(at.error))

@@ -329,7 +329,7 @@ def test_a_file_that_is_not_a_database_gets_a_clear_page_and_is_left_as_it_was(t
     path.write_bytes(b"these are the minutes of the meeting, not a database\n" * 200)
     monkeypatch.setenv("MARGINLAB_DATABASE_URL", f"sqlite:///{path}")
     before = files_beside(path)
-    at = start_app()
+    at = test_app.anonymous_app()  # the database fails before anyone can sign in
     every_page_says(at, "is not a SQLite database")
     assert "marginlab.db" in error_texts(at)[0] and str(tmp_path) not in error_texts(at)[0]
     assert files_beside(path) == before
@@ -350,7 +350,7 @@ def test_another_program_s_sqlite_file_is_refused_without_being_touched(tmp_path
     connection.close()
     monkeypatch.setenv("MARGINLAB_DATABASE_URL", f"sqlite:///{path}")
     before = files_beside(path)
-    at = start_app()
+    at = test_app.anonymous_app()  # the database fails before anyone can sign in
     every_page_says(at, "is not a MarginLab database")
     assert "contacts" in error_texts(at)[0]
     assert files_beside(path) == before  # no MarginLab table, no switch to WAL, no -wal/-shm file
@@ -371,7 +371,7 @@ def test_a_damaged_marginlab_database_gets_a_clear_page(tmp_path, monkeypatch):
         handle.seek(4096)
         handle.write(b"\xa5" * (size - 4096))
     monkeypatch.setenv("MARGINLAB_DATABASE_URL", url)
-    at = start_app()
+    at = test_app.anonymous_app()  # the database fails before anyone can sign in
     every_page_says(at, "database disk image is malformed")
 
 

@@ -30,6 +30,10 @@ CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic"
 
 pytestmark = pytest.mark.browser
 
+#: the account a browser signs in with unless a test says otherwise: the first owner, whose password the
+#: server takes from MARGINLAB_OWNER_PASSWORD
+OWNER, OWNER_PASSWORD = "owner", "browser-test-password"
+
 
 # --------------------------------------------------------------------------- harness (also used by benchmarks/)
 
@@ -55,6 +59,7 @@ class AppServer:
 
     def start(self, timeout: float = 90.0) -> AppServer:
         env = dict(os.environ, MARGINLAB_DATABASE_URL=self.database_url, PYTHONUNBUFFERED="1")
+        env.setdefault("MARGINLAB_OWNER_PASSWORD", OWNER_PASSWORD)  # the first owner: sign in as OWNER
         command = [sys.executable, "-m", "streamlit", "run", str(ROOT / "app" / "main.py"),
                    "--server.port", str(self.port), "--server.address", "127.0.0.1",
                    "--server.headless", "true", "--browser.gatherUsageStats", "false",
@@ -121,12 +126,53 @@ def wait_for_app(page, timeout_ms: int = 60_000) -> None:
     page.wait_for_selector("[data-testid='stApp'][data-test-script-state='notRunning']", timeout=timeout_ms)
 
 
-def open_app(browser, url: str):
-    """A new page showing the app at ``url``, once its first script run has finished."""
-    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+#: the address path of each page (Streamlit's default: the view's file name) and its title in the navigation
+PAGE_TITLES = {"data": "Data", "label": "Label", "history": "History", "sessions": "Sessions",
+               "team_label": "Label together", "projects": "Projects", "compare": "Compare", "export": "Export",
+               "team": "Team", "my_labels": "My labels"}
+
+
+def sign_in(page, user: str = OWNER, password: str = OWNER_PASSWORD) -> None:
+    """Fill in the sign-in page and wait until the app behind it has drawn its first page."""
+    page.get_by_role("textbox", name="Name").fill(user)
+    page.get_by_role("textbox", name="Password").fill(password)
+    page.get_by_role("button", name="Sign in", exact=True).click()
+    page.wait_for_selector("[data-testid='stSidebar'] >> text=Signed in as", timeout=60_000)
+    wait_for_app(page)
+
+
+def go_to(page, title: str) -> None:
+    """Open a page through the navigation (the signed-in browser session goes on)."""
+    page.locator("[data-testid='stSidebarNav']").get_by_role("link", name=title, exact=True).click()
+    wait_for_app(page)
+    page.wait_for_selector(f"h1:has-text('{title}')", timeout=60_000)
+    wait_for_app(page)
+
+
+def goto(page, url: str, user: str = OWNER, password: str = OWNER_PASSWORD) -> None:
+    """Load ``url`` as a new visit: sign in again (a sign-in holds per browser session), then open its page."""
     page.goto(url)
     wait_for_app(page)
+    if page.get_by_role("button", name="Sign in", exact=True).count():
+        sign_in(page, user, password)
+        path = url.split("://", 1)[-1].partition("/")[2].strip("/")
+        if path in PAGE_TITLES:  # the address's page follows the sign-in
+            page.wait_for_selector(f"h1:has-text('{PAGE_TITLES[path]}')", timeout=60_000)
+            wait_for_app(page)
+
+
+def open_app(browser, url: str, user: str = OWNER, password: str = OWNER_PASSWORD):
+    """A new page showing the app at ``url`` signed in as ``user``, once its script run has finished."""
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    goto(page, url, user, password)
     return page
+
+
+def ensure_account(database_url: str, name: str, role: str = "owner", password: str = OWNER_PASSWORD) -> None:
+    """An account to sign in with, created in the database before the server starts."""
+    from tests.test_app import ensure_account as create
+
+    create(database_url, name, role, password)
 
 
 def item_caption(page) -> str:
@@ -149,8 +195,7 @@ def progress_labels(page) -> int:
 def start_session_in_ui(page, annotator: str, strategy: str | None = None) -> None:
     """Open the New session popover, enter the annotator and start (defaults: digits, first heuristic)."""
     page.get_by_role("button", name=re.compile("New session")).click()
-    field = page.get_by_label("Annotator")
-    field.fill(annotator)
+    # the session is the signed-in person's (``annotator``): there is no name to type
     if strategy is not None:
         page.get_by_role("combobox", name="Heuristic").click()
         page.get_by_role("option", name=strategy, exact=True).click()
@@ -181,8 +226,9 @@ def test_label_with_keys_then_restart_resumes_the_session(tmp_path):
     with sync_playwright() as playwright:
         browser = launch_browser(playwright)
         try:
+            ensure_account(db_url, "browser tester")
             with AppServer(db_url, tmp_path / "server1.log") as server:
-                page = open_app(browser, server.url)
+                page = open_app(browser, server.url, "browser tester")
                 start_session_in_ui(page, "browser tester")
                 page.mouse.click(5, 5)  # move focus out of any input so the shortcuts reach the buttons
                 keys = ["P", "N", "N", "P", "N", "N"][:n_keys]
@@ -218,7 +264,7 @@ def test_label_with_keys_then_restart_resumes_the_session(tmp_path):
             engine.dispose()
 
             with AppServer(db_url, tmp_path / "server2.log") as server:
-                page = open_app(browser, server.url)
+                page = open_app(browser, server.url, "browser tester")
                 page.wait_for_selector(".st-key-progress", timeout=60_000)
                 assert progress_labels(page) == n_keys
                 # the rebuilt model asks about the same item the first server was showing
@@ -231,7 +277,7 @@ def test_label_with_keys_then_restart_resumes_the_session(tmp_path):
                 assert progress_labels(page) == n_keys + 1
 
                 # the Export page hands out the labels and the model state as files
-                page.goto(f"{server.url}/export")
+                go_to(page, "Export")
                 page.wait_for_selector("text=Model state of a session", timeout=60_000)
                 wait_for_app(page)
                 with page.expect_download() as download:
@@ -272,7 +318,7 @@ def choose(page, label: str, option: str) -> None:
 
 def choose_file_to_upload(page, base_url: str, path: Path) -> None:
     """Open the Data page's upload tab and give the file chooser ``path``."""
-    page.goto(f"{base_url}/data")
+    goto(page, f"{base_url}/data")
     page.wait_for_selector("text=Datasets in the database", timeout=60_000)
     wait_for_app(page)
     page.get_by_role("tab", name="Upload a CSV").click()
@@ -356,11 +402,12 @@ def test_shortcut_keys_do_nothing_while_new_session_is_open(tmp_path):
     dataset_id = svc.ensure_demo_dataset()
     session_id = svc.start_session(dataset_id=dataset_id, annotator="ada", strategy="random").session_id
     svc.engine.dispose()
+    ensure_account(db_url, "ada")
     with sync_playwright() as playwright:
         browser = launch_browser(playwright)
         try:
             with AppServer(db_url, tmp_path / "server.log") as server:
-                page = open_app(browser, server.url)
+                page = open_app(browser, server.url, "ada")
                 page.wait_for_selector(".st-key-progress", timeout=60_000)
                 shown = shown_item_index(page)
                 page.get_by_role("button", name=re.compile("New session")).click()
@@ -374,7 +421,6 @@ def test_shortcut_keys_do_nothing_while_new_session_is_open(tmp_path):
                 assert progress_labels(page) == 0 and shown_item_index(page) == shown
                 # a mistake in the form is reported inside the form, where the person is looking
                 page.get_by_role("textbox", name="gamma").fill("abc")
-                page.get_by_role("textbox", name="Annotator").fill("bea")
                 page.get_by_role("button", name="Start labelling").click()
                 page.locator("[data-testid='stPopoverBody'] [data-testid='stAlertContentError']").filter(
                     has_text="gamma must be 'scale' or a positive number").wait_for(timeout=30_000)

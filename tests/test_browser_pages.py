@@ -17,15 +17,26 @@ from app.service import MarginLab
 from core.loop import ActiveLearningLoop
 from storage import history as stored_history
 from storage import repository as repo
-from tests.test_browser import AppServer, item_caption, launch_browser, open_app, shown_item_index, wait_for_app
+from tests.test_browser import (
+    AppServer,
+    ensure_account,
+    goto,
+    item_caption,
+    launch_browser,
+    open_app,
+    shown_item_index,
+    wait_for_app,
+)
 
 pytestmark = pytest.mark.browser
 
+USER = "ada"  # an owner account: every page is hers
 
 
-def prepared(tmp_path, sessions=(("ada", "random"), ("ada", "random")), labels=0):
+def prepared(tmp_path, sessions=((USER, "random"), (USER, "random")), labels=0):
     """A database with the demo dataset and labelling sessions (the last one is the most recent)."""
     url = f"sqlite:///{tmp_path / 'marginlab.db'}"
+    ensure_account(url, USER)  # the sessions' annotator signs in (the Label page lists one's own sessions)
     svc = MarginLab.from_url(url)
     dataset_id = svc.ensure_demo_dataset()
     ids = []
@@ -56,17 +67,15 @@ def test_every_page_has_an_address_and_a_link_reopens_its_session(tmp_path):
         browser = launch_browser(playwright)
         try:
             with AppServer(url, tmp_path / "server.log") as server:
-                page = open_app(browser, server.url + "/label")
+                page = open_app(browser, server.url + "/label", user=USER)
                 no_page_not_found(page)
                 assert heading(page) == "Label"
                 for path, title in (("data", "Data"), ("compare", "Compare heuristics"), ("export", "Export")):
-                    page.goto(f"{server.url}/{path}")
-                    wait_for_app(page)
+                    goto(page, f"{server.url}/{path}", user=USER)
                     no_page_not_found(page)
                     assert heading(page) == title, path
                 # the session is in the address: a link to the older session opens it, not the most recent
-                page.goto(f"{server.url}/label?session={older}")
-                wait_for_app(page)
+                goto(page, f"{server.url}/label?session={older}", user=USER)
                 page.wait_for_selector(".st-key-item_caption", timeout=60_000)
                 no_page_not_found(page)
                 shown = shown_item_index(page)
@@ -78,8 +87,7 @@ def test_every_page_has_an_address_and_a_link_reopens_its_session(tmp_path):
                 wait_for_app(page)
                 assert f"session={older}" in page.url
                 # and "/" still opens the Label page
-                page.goto(server.url)
-                wait_for_app(page)
+                goto(page, server.url, user=USER)
                 assert heading(page) == "Label"
         finally:
             browser.close()
@@ -98,7 +106,7 @@ def test_keys_label_right_after_switching_sessions(tmp_path):
         browser = launch_browser(playwright)
         try:
             with AppServer(url, tmp_path / "server.log") as server:
-                page = open_app(browser, server.url)
+                page = open_app(browser, server.url, user=USER)
                 page.wait_for_selector(".st-key-item_caption", timeout=60_000)
                 box = page.get_by_role("combobox", name="Session")
                 box.click()
@@ -128,7 +136,7 @@ def test_enter_in_a_compare_field_does_not_start_a_run(tmp_path):
         browser = launch_browser(playwright)
         try:
             with AppServer(url, tmp_path / "server.log") as server:
-                page = open_app(browser, server.url + "/compare")
+                page = open_app(browser, server.url + "/compare", user=USER)
                 page.wait_for_selector("text=Compare heuristics", timeout=60_000)
                 budget = page.get_by_role("spinbutton", name="Label budget")
                 budget.fill("12")
@@ -162,6 +170,7 @@ def test_change_a_label_made_20_labels_ago_in_the_label_history(tmp_path, strate
     from playwright.sync_api import sync_playwright
 
     url = f"sqlite:///{tmp_path / 'marginlab.db'}"
+    ensure_account(url, USER)  # the sessions' annotator signs in (the Label page lists one's own sessions)
     svc = MarginLab.from_url(url)
     dataset_id = svc.ensure_demo_dataset()
     run = svc.start_session(dataset_id=dataset_id, annotator="ada", strategy=strategy, solver=solver)
@@ -176,7 +185,7 @@ def test_change_a_label_made_20_labels_ago_in_the_label_history(tmp_path, strate
         browser = launch_browser(playwright)
         try:
             with AppServer(url, tmp_path / "server.log") as server:
-                page = open_app(browser, f"{server.url}/history?session={session_id}")
+                page = open_app(browser, f"{server.url}/history?session={session_id}", user=USER)
                 page.wait_for_selector("text=Answer to change", timeout=60_000)
                 box = page.get_by_role("combobox", name="Answer to change")
                 box.click()
@@ -214,6 +223,7 @@ def test_import_labels_from_a_file_on_the_sessions_page(tmp_path):
     from playwright.sync_api import sync_playwright
 
     url = f"sqlite:///{tmp_path / 'marginlab.db'}"
+    ensure_account(url, USER)  # the sessions' annotator signs in (the Label page lists one's own sessions)
     svc = MarginLab.from_url(url)
     svc.ensure_demo_dataset()
     cancer = svc.import_bundled("breast-cancer").dataset_id
@@ -230,7 +240,7 @@ def test_import_labels_from_a_file_on_the_sessions_page(tmp_path):
         browser = launch_browser(playwright)
         try:
             with AppServer(url, tmp_path / "server.log") as server:
-                page = open_app(browser, f"{server.url}/sessions?session={session_id}")
+                page = open_app(browser, f"{server.url}/sessions?session={session_id}", user=USER)
                 page.wait_for_selector("text=Import labels into this session", timeout=60_000)
                 page.locator("input[type='file']").set_input_files(str(bad))
                 page.wait_for_selector("text=Item key column", timeout=60_000)

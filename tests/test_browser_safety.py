@@ -26,7 +26,9 @@ from tests.test_browser import (
     AppServer,
     choose,
     choose_file_to_upload,
+    ensure_account,
     free_port,
+    goto,
     item_caption,
     launch_browser,
     open_app,
@@ -136,7 +138,8 @@ def test_user_text_is_shown_as_plain_text_on_every_page(tmp_path):
                 first = run.shown.item_index
                 keys = repo.load_dataset_arrays(svc.engine, dataset_id)[3].item_keys
                 svc.engine.dispose()
-                page.goto(server.url)
+                ensure_account(db_url, HOSTILE)  # a person whose name is the hostile text, signed in
+                goto(page, server.url, HOSTILE)
                 page.wait_for_selector(".st-key-item_caption", timeout=60_000)
                 caption = visible(item_caption(page))
                 assert caption == f"Item {first} · {keys[first]}", caption
@@ -155,7 +158,7 @@ def test_user_text_is_shown_as_plain_text_on_every_page(tmp_path):
                 for path, ready in (("compare", "Stored comparisons"), ("export", "Model state of a session"),
                                     ("history", "Answer to change"), ("sessions", "Import labels into"),
                                     ("data", "Datasets in the database")):
-                    page.goto(f"{server.url}/{path}")
+                    goto(page, f"{server.url}/{path}", HOSTILE)
                     page.wait_for_selector(f"text={ready}", timeout=60_000)
                     assert_plain(page, requests, path)
                     if path == "compare":

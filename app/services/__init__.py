@@ -15,6 +15,8 @@ has its own module here:
 - ``comparisons``: heuristics side by side with the true labels as the oracle
 - ``exports``: labelled items with provenance as CSV or JSONL
 - ``housekeeping``: session names, closing and reopening sessions, deleting a dataset
+- ``accounts``: who may sign in (argon2id hashes, slowed and locked failures), the first owner
+- ``projects``: projects shared by a team: reserved items, one shared model, agreement, settling
 - ``marginlab``: ``MarginLab``, which brings them together over one engine
 """
 

@@ -104,15 +104,17 @@ class RunHistory:
                 f"at {when}")
 
     # -- changing ----------------------------------------------------------------------------
-    def change_label(self, label_id: int, value: int) -> Outcome:
+    def change_label(self, label_id: int, value: int, *, by: str | None = None) -> Outcome:
         """Change an earlier label to ``value`` (+1 / -1): recorded with who and when, then learned."""
-        return self._correct(int(label_id), int(value))
+        return self._correct(int(label_id), int(value), by=by)
 
-    def remove_label(self, label_id: int) -> Outcome:
+    def remove_label(self, label_id: int, *, by: str | None = None) -> Outcome:
         """Remove an earlier label or skip: recorded with who and when; the item can be asked about again."""
-        return self._correct(int(label_id), None)
+        return self._correct(int(label_id), None, by=by)
 
-    def _correct(self, label_id: int, value: int | None) -> Outcome:
+    def _correct(self, label_id: int, value: int | None, *, by: str | None = None) -> Outcome:
+        """``by``: who makes the correction (the signed-in person); the session's annotator by default."""
+        who = by or self.info.annotator
         with self.lock:
             if self.problem is not None:
                 return self._tell(Outcome(False, self.problem, "error"))
@@ -125,11 +127,10 @@ class RunHistory:
             old = answer.value
             try:
                 if value is None:
-                    stored_history.remove_label(self.engine, self.session_id, label_id,
-                                                annotator=self.info.annotator)
+                    stored_history.remove_label(self.engine, self.session_id, label_id, annotator=who)
                 else:
                     stored_history.change_label(self.engine, self.session_id, label_id, value=value,
-                                                annotator=self.info.annotator)
+                                                annotator=who)
             except StorageError as error:
                 return self._tell(Outcome(False, f"Nothing was changed: {error}", "warning"))
             except SQLAlchemyError as error:
@@ -237,7 +238,8 @@ class RunHistory:
                 found.setdefault(str(key).strip(), []).append(i)
         return found
 
-    def import_labels(self, data: bytes, *, key_column: str, label_column: str, source: str = "the file") -> Outcome:
+    def import_labels(self, data: bytes, *, key_column: str, label_column: str, source: str = "the file",
+                      by: str | None = None) -> Outcome:
         """Add the labels of an import file to the session, all or none.
 
         Raises ``ServiceError`` listing the rows that cannot be imported (unknown
@@ -259,7 +261,7 @@ class RunHistory:
                                                 "already in this session.", "info"))
             try:
                 stored = stored_history.record_labels(
-                    self.engine, self.session_id, plan.answers, annotator=self.info.annotator, strategy=IMPORTED,
+                    self.engine, self.session_id, plan.answers, annotator=by or self.info.annotator, strategy=IMPORTED,
                     solver=self.info.solver, model_version=len(self.answers))
             except StorageError as error:
                 raise ServiceError(f"Nothing was imported from {source}: {error}") from None

@@ -2,23 +2,26 @@
 
 Each concern lives in its own module and is mixed in here: datasets
 (``app.services.datasets``), labelling sessions (``sessions``, with the live
-run in ``labelling``), comparisons (``comparisons``) and exports (``exports``).
+run in ``labelling``), comparisons (``comparisons``), exports (``exports``),
+accounts (``accounts``) and team projects (``projects``).
 """
 
 from __future__ import annotations
 
 import threading
 
+from app.services.accounts import Accounts
 from app.services.comparisons import Comparisons
 from app.services.datasets import Datasets
 from app.services.exports import Exports
 from app.services.housekeeping import Housekeeping
 from app.services.labelling import LabellingRun
+from app.services.projects import Projects
 from app.services.sessions import Sessions
 from storage.engine import database_url, init_db, make_engine
 
 
-class MarginLab(Datasets, Sessions, Comparisons, Exports, Housekeeping):
+class MarginLab(Datasets, Sessions, Comparisons, Exports, Housekeeping, Accounts, Projects):
     """Everything the pages do, over one engine (one per process and database)."""
 
     def __init__(self, engine, *, use_snapshots: bool = True):

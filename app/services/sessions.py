@@ -18,15 +18,20 @@ from app.services.common import (
 from app.services.labelling import LabellingRun
 from core.strategies import DEFAULT_SOLVER
 from storage import repository as repo
+from storage import teams
 
 
 class Sessions:
     """The session part of ``MarginLab``: one live ``LabellingRun`` per open session and process."""
 
     def sessions(self, dataset_id: int | None = None, annotator: str | None = None,
-                 status: str | None = None) -> list[repo.SessionInfo]:
-        """Sessions, most recently updated first."""
-        return repo.list_sessions(self.engine, dataset_id=dataset_id, annotator=annotator, status=status)
+                 status: str | None = None, *, solo: bool = False) -> list[repo.SessionInfo]:
+        """Sessions, most recently updated first; ``solo``: without those holding a project member's answers."""
+        found = repo.list_sessions(self.engine, dataset_id=dataset_id, annotator=annotator, status=status)
+        if solo:
+            in_projects = teams.project_session_ids(self.engine)
+            found = [s for s in found if s.id not in in_projects]
+        return found
 
     def start_session(self, *, dataset_id: int, annotator: str, strategy: str, solver: str | None = None,
                       C: float = DEFAULT_C, gamma: float | str = DEFAULT_GAMMA, seed: int = 0,

@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from app import navigation, ui
+from app import auth, navigation, ui
 
 svc = ui.service()
 st.title("Label history")
@@ -40,7 +40,9 @@ st.caption(ui.history_summary(table, run.info.solver))
 
 def _correct(label_id: int, value: int | None) -> None:
     live = svc.open_session(info.id)
-    state.history_outcome = live.remove_label(label_id) if value is None else live.change_label(label_id, value)
+    who = auth.name()  # the correction is recorded under the signed-in person
+    state.history_outcome = (live.remove_label(label_id, by=who) if value is None
+                             else live.change_label(label_id, value, by=who))
 
 
 with st.container(border=True, key="history_change"):

@@ -4,7 +4,7 @@ import time
 
 import streamlit as st
 
-from app import charts, navigation, ui
+from app import auth, charts, navigation, ui
 from app.services import DEFAULT_C, DEFAULT_SOLVER, LABEL_STRATEGIES, SOLVERS, ServiceError
 from storage.errors import StorageError
 
@@ -12,7 +12,8 @@ svc = ui.service()
 st.title("Label")
 
 datasets = svc.datasets()
-sessions = svc.sessions(status="active")
+me = auth.name()  # every label is stored under the signed-in identity
+sessions = svc.sessions(status="active", annotator=me, solo=True)  # one's own sessions: labels go under one's name
 state = st.session_state
 
 
@@ -20,14 +21,13 @@ def _start_session() -> None:
     """Form callback: start the session before the page is drawn again, then show it."""
     try:
         run = svc.start_session(
-            dataset_id=state.new_dataset, annotator=state.new_annotator, strategy=state.new_strategy,
+            dataset_id=state.new_dataset, annotator=me, strategy=state.new_strategy,
             solver=None if state.new_solver.startswith("default") else state.new_solver, C=state.new_C,
             gamma=ui.parse_gamma(state.new_gamma), seed=int(state.new_seed))
     except (ServiceError, StorageError, ValueError) as error:
         state.start_error = str(error)
         return
     state.start_error = None
-    state.annotator = state.new_annotator.strip()
     ui.show_session(run.session_id)
     state.outcome = None
     state.new_session_popover = False  # close the popover: the new session's first item is waiting
@@ -37,9 +37,8 @@ def _start_session() -> None:
 ui.follow_address(sessions)
 if state.session_id not in {s.id for s in sessions}:
     state.session_id = None
-top_left, top_middle, top_right = st.columns([3, 1.1, 1.9], vertical_alignment="bottom")
-with top_middle:
-    mine = ui.annotator_filter(sessions)  # the current annotator's sessions, unless the toggle says every
+top_left, top_right = st.columns([4.1, 1.9], vertical_alignment="bottom")
+mine = sessions
 if state.session_id is None and mine:
     state.session_id = mine[0].id  # the most recently updated
 navigation.put_session_in_address(state.session_id)
@@ -54,7 +53,6 @@ if mine:
 with top_right.popover("New session", icon=":material/add:", width="stretch", key="new_session_popover",
                        on_change="rerun"), \
         st.form("new_session", border=False):
-    st.text_input("Annotator", value=st.session_state.annotator, placeholder="your name", key="new_annotator")
     st.selectbox("Dataset", [d.id for d in datasets], key="new_dataset",
                  format_func={d.id: f"{d.name} ({d.n_items} items)" for d in datasets}.get)
     st.selectbox("Heuristic", LABEL_STRATEGIES, help="How the next item is chosen.", key="new_strategy")

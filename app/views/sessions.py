@@ -3,7 +3,7 @@
 import pandas as pd
 import streamlit as st
 
-from app import navigation, ui
+from app import auth, navigation, ui
 from app.services import ServiceError
 
 svc = ui.service()
@@ -99,7 +99,8 @@ if upload is not None:
     if st.button("Import labels", type="primary", key=f"labels_import_{info.id}"):
         run = svc.open_session(info.id)
         try:
-            outcome = run.import_labels(data, key_column=key_column, label_column=label_column, source=upload.name)
+            outcome = run.import_labels(data, key_column=key_column, label_column=label_column, source=upload.name,
+                                        by=auth.name())
         except ServiceError as error:
             st.error(ui.plain(error))
         else:

@@ -1,0 +1,472 @@
+"""Projects shared by a team: several annotators, one shared model, reserved items, agreement.
+
+A project is a dataset with a heuristic and a solver. Each member answers in a
+labelling session of their own (``storage.teams``), and one model learns every
+answer of every member:
+
+- The shared model of a process (``ProjectRun``) is the active-learning loop
+  taught, in label order, the *model label* of every answered item: the settled
+  answer when the owner settled it, else the item's first positive/negative
+  answer. Before each read it catches up with the database: when only new
+  answers came (``projects.revision`` moved, ``edits`` did not) it learns those;
+  when an answer was undone or settled (``edits`` moved) it takes back exactly
+  what changed and learns it again (``unteach``: exact ``unlearn`` for the
+  incremental and active-set solvers, whose optimum does not depend on the
+  order); with the other solvers every label is learned again, in label order
+  with the settled answers in place, so every process holds the same model.
+- Items are handed out with a reservation in the database (``item_reservations``,
+  one holder per item, with an expiry), so two processes never hand one item to two
+  people; the answer itself is refused once an item has every answer it needs.
+- On a share of the items (``overlap_share``) the project asks for
+  ``labels_per_item`` answers from different members; those items go to the next
+  member who has not answered them, before new items. Cohen's kappa (per pair of
+  annotators) and Fleiss' kappa (all) are computed over them; the items whose
+  answers differ wait for an owner to settle them, and the model learns the
+  settled answer.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import itertools
+import logging
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from app.services.accounts import Identity, _require_owner
+from app.services.common import (
+    DEFAULT_C,
+    DEFAULT_GAMMA,
+    LABEL_STRATEGIES,
+    SOLVERS,
+    VALUE_NAMES,
+    Outcome,
+    ServiceError,
+    gamma_value,
+    positive_number,
+    scale_features,
+    scaling_name,
+    whole_number,
+)
+from core.agreement import Kappa, cohen_kappa, fleiss_kappa, rating_counts
+from core.loop import ActiveLearningLoop
+from core.strategies import DEFAULT_SOLVER
+from storage import repository as repo
+from storage import teams
+from storage.errors import DuplicateLabelError, StorageError
+
+if TYPE_CHECKING:
+    from app.services.marginlab import MarginLab
+
+logger = logging.getLogger(__name__)
+
+#: attempts at reserving an item before giving up (each loses only to another member taking that item,
+#: and each failure looks again at every reservation, so a few suffice even with many members)
+RESERVE_ATTEMPTS = 50
+#: default seconds an item stays reserved for the member it was handed to
+RESERVATION_SECONDS = 600
+
+
+@dataclass(frozen=True)
+class ProjectItem:
+    """The item handed to a member, and why."""
+
+    item_index: int
+    score: float | None
+    strategy: str
+    reason: str
+    query_ms: float | None
+    second_opinion: bool  # asked because the project wants more than one answer on it
+
+
+@dataclass
+class Agreement:
+    """Agreement on the items that got several answers."""
+
+    fleiss: Kappa | None
+    cohen: dict[tuple[str, str], Kappa]
+    n_overlap_items: int  # items with at least 2 positive/negative answers
+    disagreements: list[int]  # items whose answers differ and that nobody settled yet
+    settled: dict[int, int]
+    per_item: dict[int, dict[str, int]] = field(default_factory=dict)
+
+
+class ProjectRun:
+    """One project's shared model in this process, kept in step with the database."""
+
+    def __init__(self, service: MarginLab, project_id: int):
+        self.service = service
+        self.engine = service.engine
+        self.project_id = int(project_id)
+        self.lock = threading.RLock()
+        self.info = teams.get_project(self.engine, self.project_id)
+        params = dict(self.info.params or {})
+        X, _, self.feature_names, self.display = repo.load_dataset_arrays(self.engine, self.info.dataset_id)
+        self.X_raw = X
+        self.X = scale_features(X, params.get("scaling", "none"))
+        self.solver_params = dict(params.get("solver_params", {}))
+        self.strategy_params = dict(params.get("strategy_params", {}))
+        self._reset()
+
+    def _reset(self) -> None:
+        self.loop = ActiveLearningLoop(self.X, strategy=self.info.strategy, solver=self.info.solver,
+                                       solver_params=self.solver_params or None,
+                                       strategy_params=self.strategy_params or None, seed=self.info.seed)
+        self.seen: tuple[int, int] = (-1, -1)  # (revision, edits) the model reflects
+        self.last_label_id = 0
+        self.answers: dict[int, list[teams.ProjectAnswer]] = {}  # item -> active answers in label order
+        self.settled: dict[int, int] = {}
+        self.model_labels: dict[int, int] = {}  # item -> label the loop learned
+        self.last_update_ms: float | None = None
+
+    # -- keeping up with the database
+    def sync(self) -> None:
+        """Learn what the other members answered since the last look (one cheap read when nothing happened)."""
+        with self.lock:
+            revision = teams.project_revision(self.engine, self.project_id)
+            if revision == self.seen:
+                return
+            if revision[1] != self.seen[1]:  # answers were undone or settled: look at everything
+                self._sync_all()
+            else:
+                seen, new = teams.project_answers(self.engine, self.project_id, after_label_id=self.last_label_id)
+                if seen[1] != self.seen[1]:
+                    self._sync_all()
+                    return
+                for answer in new:
+                    self.answers.setdefault(answer.item_index, []).append(answer)
+                    self.last_label_id = max(self.last_label_id, answer.label_id)
+                self._teach_missing([a.item_index for a in new])
+                self.seen = seen
+
+    def _sync_all(self) -> None:
+        seen, answers = teams.project_answers(self.engine, self.project_id)
+        self.settled = {item: s.value for item, s in teams.settlements(self.engine, self.project_id).items()}
+        self.answers = {}
+        for answer in answers:
+            self.answers.setdefault(answer.item_index, []).append(answer)
+        self.last_label_id = max((a.label_id for a in answers), default=0)
+        wanted = {item: self.model_label(item) for item in self.answers}
+        wanted.update(self.settled)
+        wanted = {item: value for item, value in wanted.items() if value}
+        changed = [item for item, value in self.model_labels.items() if wanted.get(item) != value]
+        if changed and not self.loop.solver.exact_unlearn:
+            # no exact unlearning: learn every label again, in label order with the settled answers in
+            # place, so that every process holds the same model whatever it saw happen
+            self.loop = ActiveLearningLoop(self.X, **self.loop.config())
+            self.model_labels = {}
+            changed = []
+        for item in changed:
+            self.loop.unteach(item)
+            del self.model_labels[item]
+        self._teach_missing([a.item_index for a in answers] + list(self.settled))
+        self.seen = seen
+
+    def model_label(self, item: int) -> int:
+        """What the model learns for an item: the settled answer, else the first positive/negative answer, else 0."""
+        if item in self.settled:
+            return self.settled[item]
+        return next((a.value for a in self.answers.get(item, ()) if a.value != 0), 0)
+
+    def _teach_missing(self, items: list[int]) -> None:
+        """Teach, in the given order, the items whose model label the loop does not have yet."""
+        for item in items:
+            value = self.model_label(item)
+            if value and item not in self.model_labels:
+                t0 = time.perf_counter()
+                self.loop.teach(item, value)
+                self.last_update_ms = 1e3 * (time.perf_counter() - t0)
+                self.model_labels[item] = value
+
+    # -- what a member sees
+    def needed(self, item: int) -> int:
+        return teams.answers_needed(self.info, item)
+
+    def given(self, item: int) -> int:
+        return sum(1 for a in self.answers.get(item, ()) if a.value != 0)
+
+    def answered_by(self, name: str) -> set[int]:
+        return {item for item, answers in self.answers.items() if any(a.annotator == name for a in answers)}
+
+    def next_item(self, name: str) -> ProjectItem | None:
+        """The item for member ``name``: the one they hold, else a second opinion owed, else the model's pick.
+
+        The item is reserved for them in the database before it is returned.
+        """
+        with self.lock:
+            self.sync()
+            mine = self.answered_by(name)
+            reserved = teams.reserved_items(self.engine, self.project_id)  # one read: mine and the others'
+            held = next((item for item, holder in reserved.items() if holder == name), None)
+            if held is not None and held not in mine and self.given(held) < self.needed(held):
+                return self._shown(held, second=self.given(held) > 0)
+            excluded = {item for item, holder in reserved.items() if holder != name} | mine
+            for _ in range(RESERVE_ATTEMPTS):
+                item, second, query = self._candidate(excluded)
+                if item is None:
+                    return None
+                if teams.reserve_item(self.engine, self.project_id, annotator=name, item_index=item,
+                                      seconds=self.info.reservation_seconds):
+                    # An answer ends its reservation in the transaction that stores it: an item answered
+                    # since the last look could be reserved again, and the look after reserving shows it.
+                    self.sync()
+                    if self.given(item) < self.needed(item) and item not in self.answered_by(name):
+                        return self._shown(item, second=second, query=query)
+                else:  # someone holds it: look again at what everyone holds and has answered
+                    self.sync()
+                    excluded |= {i for i, holder in teams.reserved_items(self.engine, self.project_id).items()
+                                 if holder != name}
+                excluded.add(item)
+                excluded |= self.answered_by(name)
+            raise ServiceError("Every item offered was taken by another annotator at the same moment; try again.")
+
+    def _candidate(self, excluded: set[int]) -> tuple[int | None, bool, Any]:
+        owed = [item for item, answers in self.answers.items()
+                if item not in excluded and 0 < self.given(item) < self.needed(item) and item not in self.settled]
+        if owed:
+            first = min(owed, key=lambda item: self.answers[item][0].label_id)  # oldest first
+            return first, True, None
+        mask = np.zeros(self.loop.n_items, dtype=bool)
+        if excluded:
+            mask[np.fromiter(excluded, dtype=np.intp)] = True
+        for item in self.answers:  # every answer it needs is in (also when it was settled)
+            if self.given(item) >= self.needed(item):
+                mask[item] = True
+        query = self.loop.propose(mask)
+        return (None, False, None) if query is None else (int(query.index), False, query)
+
+    def _shown(self, item: int, *, second: bool, query: Any = None) -> ProjectItem:
+        if query is not None:
+            score, strategy, reason, ms = float(query.score), str(query.strategy), str(query.reason or ""), \
+                float(query.query_ms)
+        else:
+            score = float(self.loop.pool_scores()[item]) if self.loop.n_labels else float("nan")
+            strategy = self.info.strategy
+            reason = "another annotator answered it; the project asks for a second opinion" if second \
+                else "reserved for you"
+            ms = float("nan")
+        return ProjectItem(item, score if np.isfinite(score) else None, strategy, reason,
+                           ms if np.isfinite(ms) else None, second)
+
+    def answer(self, name: str, item: int, value: int, shown: ProjectItem | None = None) -> Outcome:
+        """Store member ``name``'s answer to ``item`` (+1, -1, 0 = skip), then learn it with everyone else's."""
+        value = int(value)
+        if value not in (1, -1, 0):
+            raise ServiceError(f"A label is +1, -1 or 0 (skip), not {value}.")
+        with self.lock:
+            try:
+                teams.record_answer(
+                    self.engine, self.project_id, annotator=name, item_index=int(item), value=value,
+                    strategy=shown.strategy if shown else self.info.strategy, solver=self.info.solver,
+                    decision_value=shown.score if shown else None, model_version=len(self.model_labels),
+                    update_ms=self.last_update_ms, query_ms=shown.query_ms if shown else None)
+            except DuplicateLabelError as error:
+                self.sync()
+                return Outcome(False, f"{error} Nothing was recorded twice.", "warning")
+            except teams.ItemTakenError as error:
+                self.sync()
+                return Outcome(False, str(error), "warning")
+            except StorageError as error:
+                return Outcome(False, f"Nothing was recorded: {error}", "error")
+            self.sync()
+            return Outcome(True, f"Item {item}: {VALUE_NAMES[value]}.")
+
+    def undo(self, name: str) -> Outcome:
+        """Undo member ``name``'s most recent answer (only theirs, and only if it is still their last)."""
+        with self.lock:
+            self.sync()
+            last = max((a for answers in self.answers.values() for a in answers if a.annotator == name),
+                       key=lambda a: a.label_id, default=None)
+            if last is None:
+                return Outcome(False, "Nothing to undo.", "warning")
+            try:
+                event = teams.undo_answer(self.engine, self.project_id, annotator=name, label_id=last.label_id)
+            except StorageError as error:
+                return Outcome(False, f"Nothing was undone: {error}", "error")
+            self.sync()
+            if event is None:
+                return Outcome(False, "Nothing was undone: your last answer changed meanwhile (another tab?).",
+                               "warning")
+            teams.reserve_item(self.engine, self.project_id, annotator=name, item_index=event.item_index,
+                               seconds=self.info.reservation_seconds)
+            return Outcome(True, f"Undid {VALUE_NAMES[event.value]} on item {event.item_index}.")
+
+    def settle(self, item: int, value: int, by: str, note: str = "") -> Outcome:
+        with self.lock:
+            teams.settle(self.engine, self.project_id, item_index=int(item), value=int(value), settled_by=by,
+                         note=note)
+            self.sync()
+        return Outcome(True, f"Item {item} settled as {VALUE_NAMES[int(value)]}; the model learned it.")
+
+    # -- read-outs
+    def agreement(self) -> Agreement:
+        with self.lock:
+            self.sync()
+            per_item = {item: {a.annotator: a.value for a in answers if a.value != 0}
+                        for item, answers in self.answers.items()}
+            settled = dict(self.settled)
+        overlap = {item: votes for item, votes in per_item.items() if len(votes) >= 2}
+        k = int(self.info.labels_per_item)
+        fleiss = None
+        if k >= 2:
+            rows = [list(votes.values())[:k] for votes in overlap.values() if len(votes) >= k]
+            fleiss = fleiss_kappa(rating_counts(rows, (-1, 1))) if rows else Kappa(None, 0, None, None, k)
+        cohen = {}
+        names = sorted({name for votes in overlap.values() for name in votes})
+        for first, second in itertools.combinations(names, 2):
+            both = [votes for votes in overlap.values() if first in votes and second in votes]
+            if both:
+                cohen[(first, second)] = cohen_kappa([v[first] for v in both], [v[second] for v in both])
+        disagreements = sorted(item for item, votes in overlap.items()
+                               if len(set(votes.values())) > 1 and item not in settled)
+        return Agreement(fleiss, cohen, len(overlap), disagreements, settled, overlap)
+
+    def progress(self) -> dict[str, Any]:
+        with self.lock:
+            self.sync()
+            by_member: dict[str, int] = {}
+            for answers in self.answers.values():
+                for a in answers:
+                    by_member[a.annotator] = by_member.get(a.annotator, 0) + 1
+            done = sum(1 for item in self.answers if self.given(item) >= self.needed(item))
+            return {"answers": sum(by_member.values()), "by_member": by_member, "items_done": done,
+                    "items": self.loop.n_items, "learned": len(self.model_labels),
+                    "positive": sum(1 for v in self.model_labels.values() if v > 0)}
+
+    def item_image(self, item: int) -> np.ndarray | None:
+        if self.display.kind != "image" or not self.display.image_shape:
+            return None
+        w, h = self.display.image_shape
+        pixels = self.X_raw[item].astype(float)
+        low, high = float(pixels.min()), float(pixels.max())
+        return ((pixels - low) / (high - low) if high > low else np.zeros_like(pixels)).reshape(h, w)
+
+    def item_text(self, item: int) -> str | None:
+        values = self.display.display_values
+        return None if values is None else values[item]
+
+    def item_key(self, item: int) -> str | None:
+        keys = self.display.item_keys
+        return None if keys is None else keys[item]
+
+    def item_features(self, item: int):
+        import pandas as pd
+
+        return pd.DataFrame([self.X_raw[item]], columns=self.feature_names)
+
+    def agreement_csv(self) -> bytes:
+        """One row per item with several answers: each member's answer, whether they agree, the settled answer."""
+        from storage.export import escape_cell
+
+        report = self.agreement()
+        names = sorted({name for votes in report.per_item.values() for name in votes})
+        out = io.StringIO()
+        writer = csv.writer(out, lineterminator="\r\n")
+        writer.writerow(["item_index", "item_key", *[escape_cell(n) for n in names], "agree", "settled"])
+        for item in sorted(report.per_item):
+            votes = report.per_item[item]
+            writer.writerow([item, escape_cell(self.item_key(item) or ""), *[votes.get(n, "") for n in names],
+                             int(len(set(votes.values())) == 1), report.settled.get(item, "")])
+        writer.writerow([])
+        fleiss = report.fleiss
+        writer.writerow(["fleiss_kappa", "" if fleiss is None or fleiss.value is None else f"{fleiss.value:.6f}",
+                         "items", 0 if fleiss is None else fleiss.n_items])
+        for (a, b), kappa in report.cohen.items():
+            writer.writerow(["cohen_kappa", "" if kappa.value is None else f"{kappa.value:.6f}", "items",
+                             kappa.n_items, escape_cell(a), escape_cell(b)])
+        return out.getvalue().encode("utf-8")
+
+
+class Projects:
+    """The project part of ``MarginLab``: one ``ProjectRun`` per project and process."""
+
+    def _project_runs(self) -> dict[int, ProjectRun]:
+        if not hasattr(self, "_projects"):
+            self._projects: dict[int, ProjectRun] = {}
+            self._projects_lock = threading.Lock()
+        return self._projects
+
+    def projects(self, identity: Identity | None = None) -> list[teams.ProjectInfo]:
+        """Every project for an owner; the projects one belongs to for an annotator."""
+        if identity is not None and not identity.is_owner:
+            return teams.list_projects(self.engine, member=identity.name)
+        return teams.list_projects(self.engine)
+
+    def create_project(self, actor: Identity, *, name: str, dataset_id: int, strategy: str,
+                       solver: str | None = None, C: float = DEFAULT_C, gamma: float | str = DEFAULT_GAMMA,
+                       seed: int = 0, labels_per_item: int = 1, overlap_share: float = 0.0,
+                       members: list[str] | tuple[str, ...] = (), reservation_seconds: int = RESERVATION_SECONDS,
+                       scaling: str | None = None) -> int:
+        _require_owner(actor, "create projects")
+        if strategy not in LABEL_STRATEGIES:
+            raise ServiceError(f"Unknown heuristic '{strategy}'; choose one of {', '.join(LABEL_STRATEGIES)}.")
+        solver = solver or DEFAULT_SOLVER[strategy]
+        if solver not in SOLVERS:
+            raise ServiceError(f"Unknown solver '{solver}'; choose one of {', '.join(SOLVERS)}.")
+        C, gamma, seed = positive_number(C, "C"), gamma_value(gamma), whole_number(seed, "seed")
+        labels_per_item = whole_number(labels_per_item, "Answers per item", low=1, high=10)
+        share = float(overlap_share)
+        if not 0.0 <= share <= 1.0:
+            raise ServiceError(f"The share of items answered several times must be from 0 to 1, not {share}.")
+        dataset = self.dataset(dataset_id)
+        scaling = scaling_name(scaling if scaling is not None else dataset.meta.get("scaling", "none"))
+        known = {a.name for a in teams.list_accounts(self.engine)}
+        unknown = [m for m in members if m not in known]
+        if unknown:
+            raise ServiceError(f"No account is named {', '.join(repr(m) for m in unknown)}; add it on the Team page.")
+        params = {"solver_params": {"kernel": "rbf", "C": C, "gamma": gamma}, "strategy_params": {},
+                  "scaling": scaling}
+        try:
+            project_id = teams.create_project(
+                self.engine, name=name, dataset_id=dataset_id, strategy=strategy, solver=solver, params=params,
+                seed=seed, labels_per_item=labels_per_item, overlap_share=share,
+                reservation_seconds=reservation_seconds, created_by=actor.name)
+            for member in members:
+                teams.add_member(self.engine, project_id, member)
+        except StorageError as error:
+            raise ServiceError(str(error)) from None
+        return project_id
+
+    def add_member(self, actor: Identity, project_id: int, name: str) -> None:
+        _require_owner(actor, "add project members")
+        if teams.get_account(self.engine, name) is None:
+            raise ServiceError(f"No account is named '{name}'; add it on the Team page first.")
+        teams.add_member(self.engine, project_id, name)
+
+    def members(self, project_id: int) -> dict[str, int]:
+        return teams.project_members(self.engine, project_id)
+
+    def open_project(self, project_id: int) -> ProjectRun:
+        runs = self._project_runs()
+        with self._projects_lock:
+            run = runs.get(int(project_id))
+            if run is None:
+                run = ProjectRun(self, project_id)
+                runs[int(project_id)] = run
+        return run
+
+    def project_for(self, identity: Identity, project_id: int) -> ProjectRun:
+        """The project's run, for a member (or an owner); ``ServiceError`` for anyone else."""
+        if not identity.is_owner and identity.name not in self.members(project_id):
+            raise ServiceError("You are not a member of this project.")
+        return self.open_project(project_id)
+
+    def settle(self, actor: Identity, project_id: int, item: int, value: int, note: str = "") -> Outcome:
+        _require_owner(actor, "settle disagreements")
+        return self.open_project(project_id).settle(item, value, actor.name, note)
+
+    def agreement_csv(self, actor: Identity, project_id: int) -> bytes:
+        _require_owner(actor, "export agreement")
+        return self.open_project(project_id).agreement_csv()
+
+    def own_history(self, identity: Identity) -> list[repo.LabelEvent]:
+        """Every active answer the signed-in person gave, newest first (theirs only)."""
+        events = []
+        for session in repo.list_sessions(self.engine, annotator=identity.name):
+            events.extend(e for e in repo.label_events(self.engine, session.id) if e.annotator == identity.name)
+        return sorted(events, key=lambda e: e.label_id, reverse=True)

@@ -1,0 +1,108 @@
+"""Projects (owners): a dataset labelled by a team with one shared model; progress, agreement, settling."""
+
+import pandas as pd
+import streamlit as st
+
+from app import auth, ui
+from app.services import DEFAULT_C, LABEL_STRATEGIES, SOLVERS, ServiceError
+
+svc = ui.service()
+me = auth.identity()
+st.title("Projects")
+
+datasets = svc.datasets()
+accounts = [a.name for a in svc.accounts() if not a.disabled]
+
+with st.expander("New project", icon=":material/add:", expanded=not svc.projects(me)), \
+        st.form("new_project", border=False):
+    name = st.text_input("Name", key="project_name")
+    left, right = st.columns(2)
+    dataset_id = left.selectbox("Dataset", [d.id for d in datasets], key="project_dataset",
+                                format_func={d.id: f"{d.name} ({d.n_items} items)" for d in datasets}.get)
+    strategy = right.selectbox("Heuristic", LABEL_STRATEGIES, key="project_strategy")
+    solver = left.selectbox("Solver", ["default for the heuristic", *SOLVERS], key="project_solver")
+    C = right.number_input("C", min_value=ui.C_MIN, value=DEFAULT_C, format="%g", key="project_C")
+    per_item = left.number_input("Answers per item on the overlap share", min_value=1, max_value=10, value=2,
+                                 key="project_k", help="2: dual screening. 1: every item is answered once.")
+    share = right.slider("Overlap share (% of items answered that many times)", 0, 100, 20, key="project_share")
+    members = st.multiselect("Members", accounts, default=[me.name], key="project_members")
+    if st.form_submit_button("Create project", type="primary"):
+        try:
+            svc.create_project(me, name=name, dataset_id=dataset_id, strategy=strategy,
+                               solver=None if solver.startswith("default") else solver, C=C,
+                               labels_per_item=int(per_item), overlap_share=share / 100, members=members)
+            st.session_state.project_notice = f"Project '{name.strip()}' created."
+            st.rerun()
+        except ServiceError as error:
+            st.error(ui.plain(error))
+if st.session_state.get("project_notice"):
+    st.success(ui.plain(st.session_state.project_notice))
+    st.session_state.project_notice = None
+
+projects = svc.projects(me)
+if not projects:
+    st.info("No project yet.")
+    st.stop()
+labels = {p.id: f"{p.name} · {p.dataset_name} · {p.strategy} / {p.solver}" for p in projects}
+project_id = st.selectbox("Project", list(labels), format_func=labels.get, key="project_shown")
+project = next(p for p in projects if p.id == project_id)
+run = svc.open_project(project_id)
+members = svc.members(project_id)
+progress = run.progress()
+
+st.subheader("Progress")
+st.caption(f"{progress['answers']} answers; {progress['items_done']} of {progress['items']} items have every answer "
+           f"they need; the shared model learned {progress['learned']} labels ({progress['positive']} positive). "
+           f"{project.labels_per_item} answers per item on {project.overlap_share:.0%} of the items.")
+st.dataframe(pd.DataFrame([{"member": m, "answers": progress["by_member"].get(m, 0)} for m in members]),
+             hide_index=True, key="project_members_table")
+with st.form("add_member", border=False):
+    left, right = st.columns([3, 1], vertical_alignment="bottom")
+    new_member = left.selectbox("Add a member", [a for a in accounts if a not in members],
+                                key="project_add_member")
+    if right.form_submit_button("Add") and new_member:
+        svc.add_member(me, project_id, new_member)
+        st.rerun()
+
+st.subheader("Agreement")
+report = run.agreement()
+fleiss = report.fleiss
+cols = st.columns(3)
+cols[0].metric("Fleiss' kappa", "–" if fleiss is None or fleiss.value is None else f"{fleiss.value:.3f}",
+               help="All items with the project's number of answers, whoever gave them.")
+cols[1].metric("Items with several answers", report.n_overlap_items)
+cols[2].metric("Waiting to be settled", len(report.disagreements))
+if report.cohen:
+    st.dataframe(pd.DataFrame([{
+        "annotator A": a, "annotator B": b, "items both answered": k.n_items,
+        "Cohen's kappa": None if k.value is None else round(k.value, 4),
+        "observed agreement": None if k.observed is None else round(k.observed, 4),
+    } for (a, b), k in report.cohen.items()]), hide_index=True, key="cohen_table")
+st.caption("Kappa is undefined (–) while every answer falls in one class.")
+st.download_button("Download agreement (CSV)", lambda: svc.agreement_csv(me, project_id),
+                   file_name=f"marginlab-project-{project_id}-agreement.csv", mime="text/csv",
+                   key="download_agreement", on_click="ignore")
+
+st.subheader("Settle disagreements")
+if not report.disagreements:
+    st.caption("No open disagreement.")
+for item in report.disagreements[:10]:
+    with st.container(border=True, key=f"dispute_{item}"):
+        left, right = st.columns([1, 2])
+        with left:
+            ui.show_item(run, item)
+        with right:
+            key = run.item_key(item)
+            st.markdown(f"**Item {item}**" + (f" · {ui.plain(key)}" if key else ""))
+            votes = report.per_item[item]
+            st.markdown(" · ".join(f"{ui.plain(n)}: **{'positive' if v > 0 else 'negative'}**"
+                                   for n, v in sorted(votes.items())))
+            b1, b2 = st.columns(2)
+            if b1.button("Settle as positive", key=f"settle_pos_{item}"):
+                st.session_state.project_notice = svc.settle(me, project_id, item, 1).message
+                st.rerun()
+            if b2.button("Settle as negative", key=f"settle_neg_{item}"):
+                st.session_state.project_notice = svc.settle(me, project_id, item, -1).message
+                st.rerun()
+if len(report.disagreements) > 10:
+    st.caption(f"… and {len(report.disagreements) - 10} more after these.")

@@ -1,0 +1,77 @@
+"""Label together: answer the items of a team project; one shared model learns every member's answers."""
+
+import streamlit as st
+
+from app import auth, ui
+from app.services import ServiceError
+
+svc = ui.service()
+me = auth.identity()
+st.title("Label together")
+
+projects = [p for p in svc.projects(me) if p.status == "active" and me.name in svc.members(p.id)]
+if not projects:
+    st.info("You are not a member of an active project yet." + (
+        " Create one on the **Projects** page and add yourself and your team." if me.is_owner else
+        " Ask an owner of this MarginLab to add you to one."))
+    st.stop()
+
+names = {p.id: f"{p.name} · {p.dataset_name} · {p.strategy} / {p.solver}" for p in projects}
+if st.session_state.get("team_project") not in names:
+    st.session_state.team_project = projects[0].id
+st.selectbox("Project", list(names), format_func=names.get, key="team_project",
+             on_change=lambda: st.session_state.update(team_outcome=None))
+
+
+def _answer(project_id: int, value: int, shown) -> None:
+    run = svc.project_for(me, project_id)
+    st.session_state.team_outcome = run.answer(me.name, shown.item_index, value, shown)
+
+
+def _undo(project_id: int) -> None:
+    st.session_state.team_outcome = svc.project_for(me, project_id).undo(me.name)
+
+
+@st.fragment
+def team_panel(project_id: int) -> None:
+    try:
+        run = svc.project_for(me, project_id)
+        shown = run.next_item(me.name)  # reserved for me until I answer (or it expires)
+    except ServiceError as error:
+        st.error(ui.plain(error))
+        return
+    item = None if shown is None else shown.item_index
+    item_box = st.container()
+    with st.container(horizontal=True, key="team_buttons"):
+        st.button("Positive", shortcut="P", type="primary", disabled=shown is None, on_click=_answer,
+                  args=(project_id, 1, shown), key=f"team_positive_{item}")
+        st.button("Negative", shortcut="N", disabled=shown is None, on_click=_answer,
+                  args=(project_id, -1, shown), key=f"team_negative_{item}")
+        st.button("Skip", shortcut="S", disabled=shown is None, on_click=_answer,
+                  args=(project_id, 0, shown), key=f"team_skip_{item}")
+        st.button("Undo", shortcut="U", on_click=_undo, args=(project_id,), key=f"team_undo_{item}")
+    with item_box:
+        if shown is None:
+            st.success("Nothing is left for you in this project: every item has the answers it needs.")
+        else:
+            key = run.item_key(item)
+            st.container(key="item_caption").markdown(f"**Item {item}**" + (f" · {ui.plain(key)}" if key else ""))
+            ui.show_item(run, item)
+            st.caption(ui.why_chosen(shown))
+    outcome = st.session_state.get("team_outcome")
+    if outcome is not None:
+        (st.caption if outcome.ok else st.warning)(ui.plain(outcome.message))
+    progress = run.progress()
+    mine = progress["by_member"].get(me.name, 0)
+    st.container(key="team_progress").markdown(
+        f"**{mine}** answers by you · project: **{progress['answers']}** answers, {progress['items_done']} of "
+        f"{progress['items']} items done · the shared model learned {progress['learned']} "
+        f"({progress['positive']} positive)")
+    update = "–" if run.last_update_ms is None else f"{run.last_update_ms:.1f} ms"
+    st.caption(f"Last model update {update} · solver {ui.plain(run.info.solver)} · items are reserved for "
+               f"{run.info.reservation_seconds // 60} min for whoever they are handed to")
+
+
+team_panel(st.session_state.team_project)
+st.caption("Keys: **P** positive · **N** negative · **S** skip · **U** undo. Every answer is saved and learned by "
+           "the shared model before your next item appears; nobody else is handed your item meanwhile.")

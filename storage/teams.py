@@ -1,0 +1,625 @@
+"""Repository functions for teams: accounts, projects, item reservations and settled answers.
+
+Like ``storage.repository``: each function runs its own short transaction and
+returns plain values. The answers of a project are ordinary labels: each member
+labels in a labelling session of their own (``project_members.session_id``), so
+exports, provenance and the undo guard work for them as for any session.
+
+Order of a project's answers. Every answer, undo and settlement of a project
+first locks the project's row (PostgreSQL: ``FOR UPDATE``; a file database's writer
+holds the whole database anyway), so they take turns: label ids within one
+project grow in the order their transactions commit. A process that has seen
+every answer up to label id L therefore needs only the answers after L to catch
+up, and ``projects.revision`` / ``projects.edits`` tell it cheaply whether
+anything happened and whether it was only new answers.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import delete, func, insert, select, update
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
+
+from storage.errors import DuplicateLabelError, InvalidLabelError, NotFoundError, StorageError
+from storage.models import (
+    PROJECT_STATUSES,
+    ROLES,
+    Account,
+    Adjudication,
+    Annotator,
+    Dataset,
+    Item,
+    ItemReservation,
+    Label,
+    LabellingSession,
+    Project,
+    ProjectMember,
+    utc_now,
+)
+from storage.repository import (
+    EngineLike,
+    LabelEvent,
+    _annotator_id,
+    _annotator_name,
+    _item_id,
+    _item_index,
+    _jsonable,
+    _label_value,
+    _non_empty,
+    _optional_float,
+    reading,
+    writing,
+)
+from storage.validation import storable_text
+
+
+class DuplicateAccountError(StorageError):
+    """An account with that name exists already."""
+
+
+class ItemTakenError(StorageError):
+    """The item has all the answers the project asks for (another annotator answered it)."""
+
+
+# --------------------------------------------------------------------------- results
+
+
+@dataclass(frozen=True)
+class AccountInfo:
+    id: int
+    annotator_id: int
+    name: str
+    role: str
+    password_hash: str | None
+    session_epoch: int
+    failed_attempts: int
+    locked_until: dt.datetime | None
+    disabled: bool
+    last_sign_in_at: dt.datetime | None
+    created_at: dt.datetime
+
+
+@dataclass(frozen=True)
+class ProjectInfo:
+    id: int
+    name: str
+    dataset_id: int
+    dataset_name: str
+    strategy: str
+    solver: str
+    params: dict[str, Any]
+    seed: int
+    labels_per_item: int
+    overlap_share: float
+    reservation_seconds: int
+    status: str
+    revision: int
+    edits: int
+    created_at: dt.datetime
+
+
+@dataclass(frozen=True)
+class ProjectAnswer:
+    """One active answer of a project member (skips included, as value 0)."""
+
+    label_id: int
+    item_index: int
+    annotator: str
+    value: int
+    session_id: int
+    created_at: dt.datetime
+
+
+@dataclass(frozen=True)
+class Settlement:
+    item_index: int
+    value: int
+    settled_by: str | None
+    note: str
+    created_at: dt.datetime
+
+
+# --------------------------------------------------------------------------- accounts
+
+
+_ACCOUNT_COLUMNS = (Account, Annotator.name)
+
+
+def _account_info(row: Any) -> AccountInfo:
+    account: Account = row.Account
+    return AccountInfo(
+        id=account.id, annotator_id=account.annotator_id, name=row.name, role=account.role,
+        password_hash=account.password_hash, session_epoch=account.session_epoch,
+        failed_attempts=account.failed_attempts, locked_until=account.locked_until,
+        disabled=account.disabled_at is not None, last_sign_in_at=account.last_sign_in_at,
+        created_at=account.created_at,
+    )
+
+
+def _accounts_query() -> Any:
+    return select(*_ACCOUNT_COLUMNS).join(Annotator, Annotator.id == Account.annotator_id)
+
+
+def create_account(engine: EngineLike, *, name: str, role: str, password_hash: str | None) -> AccountInfo:
+    """Create the account of annotator ``name`` (the annotator is created when new)."""
+    name = _annotator_name(name)
+    if role not in ROLES:
+        raise StorageError(f"A role is one of {', '.join(ROLES)}, not {role!r}.")
+    if password_hash is not None:
+        password_hash = storable_text(password_hash, "The password hash", max_length=255, error=StorageError)
+    try:
+        with writing(engine) as session:
+            annotator_id = _annotator_id(session, name)
+            if session.execute(select(Account.id).where(Account.annotator_id == annotator_id)).first():
+                raise DuplicateAccountError(f"An account named '{name}' exists already.")
+            session.add(Account(annotator_id=annotator_id, role=role, password_hash=password_hash,
+                                session_epoch=0, failed_attempts=0))
+    except IntegrityError:  # created by another transaction at the same moment
+        raise DuplicateAccountError(f"An account named '{name}' exists already.") from None
+    account = get_account(engine, name)
+    assert account is not None
+    return account
+
+
+def get_account(engine: EngineLike, name: str) -> AccountInfo | None:
+    """The account of annotator ``name`` (surrounding spaces ignored), or None."""
+    if not isinstance(name, str) or not name.strip():
+        return None
+    with reading(engine) as session:
+        row = session.execute(_accounts_query().where(Annotator.name == name.strip())).first()
+    return None if row is None else _account_info(row)
+
+
+def get_account_by_id(engine: EngineLike, account_id: int) -> AccountInfo | None:
+    with reading(engine) as session:
+        row = session.execute(_accounts_query().where(Account.id == int(account_id))).first()
+    return None if row is None else _account_info(row)
+
+
+def list_accounts(engine: EngineLike) -> list[AccountInfo]:
+    with reading(engine) as session:
+        rows = session.execute(_accounts_query().order_by(Annotator.name)).all()
+    return [_account_info(row) for row in rows]
+
+
+def count_owners(engine: EngineLike) -> int:
+    """Owner accounts that can sign in (not disabled)."""
+    with reading(engine) as session:
+        return session.execute(
+            select(func.count()).select_from(Account).where(Account.role == "owner", Account.disabled_at.is_(None))
+        ).scalar_one()
+
+
+def record_sign_in(engine: EngineLike, account_id: int, *, succeeded: bool,
+                   locked_until: dt.datetime | None = None) -> int:
+    """Note a sign-in: success resets the failure count; a failure adds one (and may lock). Returns the count."""
+    with writing(engine) as session:
+        account = session.get(Account, int(account_id), with_for_update=True)
+        if account is None:
+            raise NotFoundError(f"Account {account_id} does not exist.")
+        if succeeded:
+            account.failed_attempts = 0
+            account.locked_until = None
+            account.last_sign_in_at = utc_now()
+        else:
+            account.failed_attempts += 1
+            account.locked_until = locked_until
+        return account.failed_attempts
+
+
+def set_password_hash(engine: EngineLike, account_id: int, password_hash: str) -> None:
+    """Store a new password hash; every sign-in made before ends (``session_epoch`` changes)."""
+    password_hash = storable_text(password_hash, "The password hash", max_length=255, error=StorageError)
+    _update_account(engine, account_id, password_hash=password_hash, failed_attempts=0, locked_until=None,
+                    session_epoch=Account.session_epoch + 1)
+
+
+def set_account_disabled(engine: EngineLike, account_id: int, disabled: bool) -> None:
+    """Disable (every sign-in ends) or enable an account."""
+    _update_account(engine, account_id, disabled_at=utc_now() if disabled else None,
+                    session_epoch=Account.session_epoch + 1)
+
+
+def set_account_role(engine: EngineLike, account_id: int, role: str) -> None:
+    if role not in ROLES:
+        raise StorageError(f"A role is one of {', '.join(ROLES)}, not {role!r}.")
+    _update_account(engine, account_id, role=role, session_epoch=Account.session_epoch + 1)
+
+
+def _update_account(engine: EngineLike, account_id: int, **values: Any) -> None:
+    with writing(engine) as session:
+        changed = session.execute(update(Account).where(Account.id == int(account_id)).values(**values)).rowcount
+    if not changed:
+        raise NotFoundError(f"Account {account_id} does not exist.")
+
+
+# --------------------------------------------------------------------------- projects
+
+
+def in_overlap(seed: int, share: float, item_index: int) -> bool:
+    """Whether an item is among the share of a project's items that get several answers.
+
+    A hash of (seed, item), so every process and database agrees without storing a list.
+    """
+    if share <= 0:
+        return False
+    if share >= 1:
+        return True
+    digest = hashlib.sha256(f"marginlab-overlap:{int(seed)}:{int(item_index)}".encode()).digest()
+    return int.from_bytes(digest[:8], "big") / 2**64 < share
+
+
+def answers_needed(project: ProjectInfo | Project, item_index: int) -> int:
+    """How many answers (positive or negative) the item needs in the project."""
+    if project.labels_per_item > 1 and in_overlap(project.seed, project.overlap_share, item_index):
+        return int(project.labels_per_item)
+    return 1
+
+
+def _project_query() -> Any:
+    return select(Project, Dataset.name.label("dataset_name")).join(Dataset, Dataset.id == Project.dataset_id)
+
+
+def _project_info(row: Any) -> ProjectInfo:
+    p: Project = row.Project
+    return ProjectInfo(
+        id=p.id, name=p.name, dataset_id=p.dataset_id, dataset_name=row.dataset_name, strategy=p.strategy,
+        solver=p.solver, params=dict(p.params or {}), seed=p.seed, labels_per_item=p.labels_per_item,
+        overlap_share=float(p.overlap_share), reservation_seconds=p.reservation_seconds, status=p.status,
+        revision=p.revision, edits=p.edits, created_at=p.created_at,
+    )
+
+
+def create_project(engine: EngineLike, *, name: str, dataset_id: int, strategy: str, solver: str,
+                   params: dict[str, Any] | None = None, seed: int = 0, labels_per_item: int = 1,
+                   overlap_share: float = 0.0, reservation_seconds: int = 600,
+                   created_by: str | None = None) -> int:
+    """Create a project; return its id. ``StorageError`` names what is wrong, and nothing is written."""
+    if not isinstance(name, str) or not name.strip():
+        raise StorageError("A project needs a non-empty name.")
+    name = storable_text(name.strip(), "The project name", max_length=Project.__table__.c.name.type.length,
+                         error=StorageError)
+    strategy, solver = _non_empty(strategy, "strategy"), _non_empty(solver, "solver")
+    params_json = _jsonable(params or {}, "params")
+    labels_per_item, seed, reservation_seconds = int(labels_per_item), int(seed), int(reservation_seconds)
+    overlap_share = float(overlap_share)
+    if labels_per_item < 1:
+        raise StorageError(f"Answers per item must be at least 1, not {labels_per_item}.")
+    if not 0.0 <= overlap_share <= 1.0:
+        raise StorageError(f"The share of items answered several times must be from 0 to 1, not {overlap_share}.")
+    if reservation_seconds < 1:
+        raise StorageError(f"An item must stay reserved at least 1 second, not {reservation_seconds}.")
+    try:
+        with writing(engine) as session:
+            if session.get(Dataset, dataset_id) is None:
+                raise NotFoundError(f"Dataset {dataset_id} does not exist.")
+            if session.execute(select(Project.id).where(Project.name == name)).first():
+                raise StorageError(f"A project named '{name}' exists already.")
+            project = Project(
+                name=name, dataset_id=dataset_id, strategy=strategy, solver=solver, params=params_json, seed=seed,
+                labels_per_item=labels_per_item, overlap_share=overlap_share,
+                reservation_seconds=reservation_seconds, status="active", revision=0, edits=0,
+                created_by=None if created_by is None else _annotator_id(session, _annotator_name(created_by)),
+            )
+            session.add(project)
+            session.flush()
+            return project.id
+    except IntegrityError:
+        raise StorageError(f"A project named '{name}' exists already.") from None
+
+
+def get_project(engine: EngineLike, project_id: int) -> ProjectInfo:
+    with reading(engine) as session:
+        row = session.execute(_project_query().where(Project.id == int(project_id))).first()
+    if row is None:
+        raise NotFoundError(f"Project {project_id} does not exist.")
+    return _project_info(row)
+
+
+def list_projects(engine: EngineLike, *, member: str | None = None, status: str | None = None) -> list[ProjectInfo]:
+    """Projects, newest first; ``member``: only those the annotator of that name belongs to."""
+    query = _project_query().order_by(Project.id.desc())
+    if member is not None:
+        query = query.join(ProjectMember, ProjectMember.project_id == Project.id).join(
+            Annotator, Annotator.id == ProjectMember.annotator_id).where(Annotator.name == member.strip())
+    if status is not None:
+        if status not in PROJECT_STATUSES:
+            raise StorageError(f"Project status '{status}' is not one of {', '.join(PROJECT_STATUSES)}.")
+        query = query.where(Project.status == status)
+    with reading(engine) as session:
+        return [_project_info(row) for row in session.execute(query).all()]
+
+
+def set_project_status(engine: EngineLike, project_id: int, status: str) -> None:
+    if status not in PROJECT_STATUSES:
+        raise StorageError(f"Project status '{status}' is not one of {', '.join(PROJECT_STATUSES)}.")
+    with writing(engine) as session:
+        changed = session.execute(update(Project).where(Project.id == int(project_id)).values(
+            status=status, updated_at=utc_now(), revision=Project.revision + 1)).rowcount
+    if not changed:
+        raise NotFoundError(f"Project {project_id} does not exist.")
+
+
+def add_member(engine: EngineLike, project_id: int, annotator: str) -> int:
+    """Make ``annotator`` a member of the project; return the labelling session holding their answers.
+
+    A member added twice keeps the session they have.
+    """
+    name = _annotator_name(annotator)
+    try:
+        with writing(engine) as session:
+            project = _locked_project(session, project_id)
+            annotator_id = _annotator_id(session, name)
+            found = session.execute(select(ProjectMember.session_id).where(
+                ProjectMember.project_id == project.id, ProjectMember.annotator_id == annotator_id)).scalar()
+            if found is not None:
+                return found
+            labelling_session = LabellingSession(
+                dataset_id=project.dataset_id, annotator_id=annotator_id, strategy=project.strategy,
+                solver=project.solver, solver_params=dict(project.params or {}), seed=project.seed, status="active")
+            session.add(labelling_session)
+            session.flush()
+            session.add(ProjectMember(project_id=project.id, annotator_id=annotator_id,
+                                      session_id=labelling_session.id))
+            return labelling_session.id
+    except IntegrityError:  # added by another transaction at the same moment
+        with reading(engine) as session:
+            return session.execute(select(ProjectMember.session_id).join(
+                Annotator, Annotator.id == ProjectMember.annotator_id).where(
+                ProjectMember.project_id == int(project_id), Annotator.name == name)).scalar_one()
+
+
+def project_members(engine: EngineLike, project_id: int) -> dict[str, int]:
+    """``{annotator name: session id}`` of a project's members."""
+    with reading(engine) as session:
+        rows = session.execute(
+            select(Annotator.name, ProjectMember.session_id)
+            .join(Annotator, Annotator.id == ProjectMember.annotator_id)
+            .where(ProjectMember.project_id == int(project_id))
+            .order_by(Annotator.name)
+        ).all()
+    return {row.name: row.session_id for row in rows}
+
+
+def project_session_ids(engine: EngineLike) -> set[int]:
+    """The labelling sessions that hold project answers (not sessions of their own)."""
+    with reading(engine) as session:
+        return set(session.execute(select(ProjectMember.session_id)).scalars())
+
+
+def project_revision(engine: EngineLike, project_id: int) -> tuple[int, int]:
+    """``(revision, edits)`` of a project: one cheap read to learn whether anything changed."""
+    with reading(engine) as session:
+        row = session.execute(select(Project.revision, Project.edits).where(Project.id == int(project_id))).first()
+    if row is None:
+        raise NotFoundError(f"Project {project_id} does not exist.")
+    return int(row.revision), int(row.edits)
+
+
+def _answers_query(project_id: int) -> Any:
+    return (
+        select(Label.id, Item.position, Annotator.name, Label.value, Label.session_id, Label.created_at)
+        .join(ProjectMember, ProjectMember.session_id == Label.session_id)
+        .join(Item, Item.id == Label.item_id)
+        .join(Annotator, Annotator.id == Label.annotator_id)
+        .where(ProjectMember.project_id == int(project_id), Label.undone_at.is_(None))
+    )
+
+
+def project_answers(engine: EngineLike, project_id: int, *, after_label_id: int | None = None
+                    ) -> tuple[tuple[int, int], list[ProjectAnswer]]:
+    """The project's ``(revision, edits)`` and its active answers (after ``after_label_id``), in label order.
+
+    Read in one transaction, so the answers are exactly those of that revision.
+    """
+    query = _answers_query(project_id)
+    if after_label_id is not None:
+        query = query.where(Label.id > int(after_label_id))
+    with reading(engine) as session:
+        row = session.execute(select(Project.revision, Project.edits).where(Project.id == int(project_id))).first()
+        if row is None:
+            raise NotFoundError(f"Project {project_id} does not exist.")
+        rows = session.execute(query.order_by(Label.id)).all()
+    answers = [ProjectAnswer(label_id=r.id, item_index=r.position, annotator=r.name, value=int(r.value),
+                             session_id=r.session_id, created_at=r.created_at) for r in rows]
+    return (int(row.revision), int(row.edits)), answers
+
+
+def settlements(engine: EngineLike, project_id: int) -> dict[int, Settlement]:
+    """``{item index: settled answer}`` of a project."""
+    with reading(engine) as session:
+        rows = session.execute(
+            select(Item.position, Adjudication.value, Annotator.name, Adjudication.note, Adjudication.created_at)
+            .join(Item, Item.id == Adjudication.item_id)
+            .outerjoin(Annotator, Annotator.id == Adjudication.annotator_id)
+            .where(Adjudication.project_id == int(project_id))
+        ).all()
+    return {r.position: Settlement(r.position, int(r.value), r.name, r.note, r.created_at) for r in rows}
+
+
+def _locked_project(session: Session, project_id: int) -> Project:
+    """The project's row, locked until the transaction ends: the project's changes take turns."""
+    project = session.get(Project, int(project_id), with_for_update=True)
+    if project is None:
+        raise NotFoundError(f"Project {project_id} does not exist.")
+    return project
+
+
+def _member(session: Session, project: Project, annotator: str) -> tuple[int, int]:
+    """``(annotator id, session id)`` of a member; ``StorageError`` for someone who is not one."""
+    row = session.execute(
+        select(ProjectMember.annotator_id, ProjectMember.session_id)
+        .join(Annotator, Annotator.id == ProjectMember.annotator_id)
+        .where(ProjectMember.project_id == project.id, Annotator.name == annotator)
+    ).first()
+    if row is None:
+        raise StorageError(f"'{annotator}' is not a member of project '{project.name}'.")
+    return row.annotator_id, row.session_id
+
+
+def _bump(session: Session, project: Project, *, edit: bool) -> None:
+    now = utc_now()
+    values: dict[str, Any] = {"revision": Project.revision + 1, "updated_at": now}
+    if edit:
+        values["edits"] = Project.edits + 1
+    session.execute(update(Project).where(Project.id == project.id).values(**values))
+
+
+def record_answer(engine: EngineLike, project_id: int, *, annotator: str, item_index: int, value: int,
+                  strategy: str, solver: str, decision_value: float | None = None, model_version: int = 0,
+                  update_ms: float | None = None, query_ms: float | None = None) -> LabelEvent:
+    """Store a member's answer (+1, -1, or 0 to skip) to an item of the project; committed when this returns.
+
+    Refused, with nothing written: an item that already has every answer the project
+    asks for (``ItemTakenError``: someone else answered it), an item this member has
+    answered (``DuplicateLabelError``), a closed project, someone who is not a member.
+    The member's reservation ends with the answer.
+    """
+    value = _label_value(value)
+    item_index = _item_index(item_index)
+    annotator = _annotator_name(annotator)
+    now = utc_now()
+    answer = dict(
+        value=value, created_at=now, strategy=_non_empty(strategy, "strategy"), solver=_non_empty(solver, "solver"),
+        decision_value=_optional_float(decision_value, "decision_value"), model_version=int(model_version),
+        update_ms=_optional_float(update_ms, "update_ms"), query_ms=_optional_float(query_ms, "query_ms"),
+    )
+    with writing(engine) as session:
+        project = _locked_project(session, project_id)
+        if project.status != "active":
+            raise StorageError(f"Project '{project.name}' is closed; it takes no more answers.")
+        annotator_id, session_id = _member(session, project, annotator)
+        item_id = _item_id(session, project.dataset_id, item_index)
+        mine = session.execute(select(Label.value).where(
+            Label.session_id == session_id, Label.item_id == item_id, Label.undone_at.is_(None))).first()
+        if mine is not None:
+            raise DuplicateLabelError(
+                f"Item {item_index} already has your answer in project '{project.name}'; undo it first to change it.",
+                session_id=session_id, item_index=item_index, label_id=None)
+        given = session.execute(
+            select(func.count()).select_from(Label)
+            .join(ProjectMember, ProjectMember.session_id == Label.session_id)
+            .where(ProjectMember.project_id == project.id, Label.item_id == item_id, Label.undone_at.is_(None),
+                   Label.value != 0)
+        ).scalar_one()
+        if given >= answers_needed(project, item_index):
+            raise ItemTakenError(f"Item {item_index} was answered by another annotator meanwhile; nothing was "
+                                 "recorded.")
+        label_id = session.execute(
+            insert(Label).values(session_id=session_id, item_id=item_id, annotator_id=annotator_id, **answer)
+            .returning(Label.id)
+        ).scalar_one()
+        session.execute(delete(ItemReservation).where(
+            ItemReservation.project_id == project.id, ItemReservation.annotator_id == annotator_id))
+        session.execute(update(LabellingSession).where(LabellingSession.id == session_id).values(updated_at=now))
+        _bump(session, project, edit=False)
+    return LabelEvent(label_id=label_id, session_id=session_id, item_index=item_index, annotator=annotator, **answer)
+
+
+def undo_answer(engine: EngineLike, project_id: int, *, annotator: str, label_id: int) -> LabelEvent | None:
+    """Undo a member's answer ``label_id`` if it is still their most recent active one; else None, changing nothing."""
+    annotator = _annotator_name(annotator)
+    with writing(engine) as session:
+        project = _locked_project(session, project_id)
+        if project.status != "active":
+            raise StorageError(f"Project '{project.name}' is closed; its answers stay as they are.")
+        _, session_id = _member(session, project, annotator)
+        last_id = session.execute(
+            select(func.max(Label.id)).where(Label.session_id == session_id, Label.undone_at.is_(None))).scalar()
+        if last_id is None or last_id != int(label_id):
+            return None
+        now = utc_now()
+        session.execute(update(Label).where(Label.id == last_id).values(undone_at=now))
+        session.execute(update(LabellingSession).where(LabellingSession.id == session_id).values(updated_at=now))
+        _bump(session, project, edit=True)
+        from storage.repository import _label_event, events_query
+
+        return _label_event(session.execute(events_query().where(Label.id == last_id)).one())
+
+
+def settle(engine: EngineLike, project_id: int, *, item_index: int, value: int, settled_by: str,
+           note: str = "") -> None:
+    """Store (or replace) the settled answer of an item."""
+    value = _label_value(value)
+    if value == 0:
+        raise InvalidLabelError("A settled answer is +1 or -1, not a skip.")
+    item_index = _item_index(item_index)
+    settled_by = _annotator_name(settled_by)
+    note = storable_text(str(note or ""), "The note", error=StorageError)
+    with writing(engine) as session:
+        project = _locked_project(session, project_id)
+        item_id = _item_id(session, project.dataset_id, item_index)
+        by = _annotator_id(session, settled_by)
+        session.execute(delete(Adjudication).where(Adjudication.project_id == project.id,
+                                                   Adjudication.item_id == item_id))
+        session.add(Adjudication(project_id=project.id, item_id=item_id, value=value, annotator_id=by, note=note))
+        session.flush()
+        _bump(session, project, edit=True)
+
+
+# --------------------------------------------------------------------------- reservations
+
+
+def reserve_item(engine: EngineLike, project_id: int, *, annotator: str, item_index: int, seconds: int) -> bool:
+    """Hand an item to a member until ``seconds`` from now; False when someone else holds it.
+
+    Expired reservations are cleared first; the member's previous reservation ends.
+    """
+    annotator = _annotator_name(annotator)
+    now = utc_now()
+    with writing(engine) as session:
+        project = session.get(Project, int(project_id))
+        if project is None:
+            raise NotFoundError(f"Project {project_id} does not exist.")
+        annotator_id, _ = _member(session, project, annotator)
+        item_id = _item_id(session, project.dataset_id, _item_index(item_index))
+        session.execute(delete(ItemReservation).where(
+            ItemReservation.project_id == project.id,
+            (ItemReservation.expires_at <= now) | (ItemReservation.annotator_id == annotator_id)))
+        try:
+            with session.begin_nested():
+                session.execute(insert(ItemReservation).values(
+                    project_id=project.id, item_id=item_id, annotator_id=annotator_id,
+                    expires_at=now + dt.timedelta(seconds=int(seconds)), created_at=now))
+        except IntegrityError:
+            return False
+        return True
+
+
+def reservation_of(engine: EngineLike, project_id: int, annotator: str) -> int | None:
+    """The item a member holds (not expired), or None."""
+    with reading(engine) as session:
+        return session.execute(
+            select(Item.position)
+            .join(ItemReservation, ItemReservation.item_id == Item.id)
+            .join(Annotator, Annotator.id == ItemReservation.annotator_id)
+            .where(ItemReservation.project_id == int(project_id), Annotator.name == annotator.strip(),
+                   ItemReservation.expires_at > utc_now())
+        ).scalar()
+
+
+def reserved_items(engine: EngineLike, project_id: int, *, except_annotator: str | None = None) -> dict[int, str]:
+    """``{item index: holder}`` of the project's reservations that have not expired."""
+    query = (
+        select(Item.position, Annotator.name)
+        .join(ItemReservation, ItemReservation.item_id == Item.id)
+        .join(Annotator, Annotator.id == ItemReservation.annotator_id)
+        .where(ItemReservation.project_id == int(project_id), ItemReservation.expires_at > utc_now())
+    )
+    if except_annotator is not None:
+        query = query.where(Annotator.name != except_annotator.strip())
+    with reading(engine) as session:
+        return {row.position: row.name for row in session.execute(query).all()}
+
+
+def release_reservation(engine: EngineLike, project_id: int, annotator: str) -> None:
+    with writing(engine) as session:
+        annotator_id = session.execute(select(Annotator.id).where(Annotator.name == annotator.strip())).scalar()
+        if annotator_id is not None:
+            session.execute(delete(ItemReservation).where(ItemReservation.project_id == int(project_id),
+                                                          ItemReservation.annotator_id == annotator_id))
