@@ -477,6 +477,14 @@ def suggested_gap(labels, pool_size: int, target_recall: float, patience: float 
     return max(1, math.ceil(patience * unlabelled / k_target(found, 0, target_recall)))
 
 
+def check_suggested(labels, pool_size: int, target_recall: float = DEFAULT_TARGET_RECALL,
+                    patience: float = 1.0) -> bool:
+    """Whether a recall check is suggested now, for a session not checking (what :func:`recall_check` says
+    then in ``suggest``, computed without its p-values; simulations call it after every heuristic label)."""
+    gap_needed = suggested_gap(labels, pool_size, target_recall, patience)
+    return gap_needed is not None and labels_since_last_positive(labels) >= gap_needed
+
+
 def recall_check(labels, drawn, check_starts: Sequence[int], *, checking: bool, pool_size: int,
                  target_recall: float = DEFAULT_TARGET_RECALL, confidence: float = DEFAULT_CONFIDENCE,
                  patience: float = 1.0) -> RecallCheck:
@@ -778,9 +786,9 @@ def rule_names(rules: Iterable[RuleSpec]) -> list[str]:
 
 __all__ = ["CHECK_STRATEGY", "DEFAULT_CONFIDENCE", "DEFAULT_RULES", "DEFAULT_TARGET_RECALL", "KNEE_MIN_LABELS",
            "RULE_NAMES", "STABILITY_STEP", "STABILITY_THRESHOLD", "STABILITY_WINDOW", "STOP_SET_SIZE", "CheckRun",
-           "RecallCheck", "RecallEstimate", "RuleSpec", "RuleState", "SessionView", "StabilityTracker",
-           "check_alpha", "check_runs", "check_target", "cohens_kappa", "consecutive_rule", "estimate_from_draws",
-           "estimate_from_model", "estimate_remaining", "evaluate", "gain_curve", "hypergeometric_p_value",
-           "k_target", "knee_point", "knee_rule", "labels_since_last_positive", "margin_rule", "parse_rules",
-           "planned_draws", "platt_scaling", "recall_check", "rule_names", "simulated_analyst", "stability_rule",
-           "statistical_rule", "stop_set", "suggested_gap", "urn_interval"]
+           "RecallCheck", "RecallEstimate", "RuleSpec", "RuleState", "SessionView", "StabilityTracker", "check_alpha",
+           "check_runs", "check_suggested", "check_target", "cohens_kappa", "consecutive_rule", "estimate_from_draws",
+           "estimate_from_model", "estimate_remaining", "evaluate", "gain_curve", "hypergeometric_p_value", "k_target",
+           "knee_point", "knee_rule", "labels_since_last_positive", "margin_rule", "parse_rules", "planned_draws",
+           "platt_scaling", "recall_check", "rule_names", "simulated_analyst", "stability_rule", "statistical_rule",
+           "stop_set", "suggested_gap", "urn_interval"]

@@ -134,6 +134,16 @@ def test_recall_check_phases_and_draws_still_needed():
     assert st.recall_check(labels, drawn, [650], checking=True, pool_size=pool).phase == "heuristic"
 
 
+def test_check_suggested_agrees_with_recall_check():
+    rng = np.random.default_rng(4)
+    for _ in range(200):
+        n = int(rng.integers(1, 400))
+        labels = np.where(rng.random(n) < 0.2, 1, -1)
+        labels[n - int(rng.integers(0, n + 1)):] = -1  # a run of negatives of any length at the end
+        full = st.recall_check(labels, np.zeros(n, dtype=bool), [], checking=False, pool_size=500)
+        assert st.check_suggested(labels, 500) == full.suggest
+
+
 def test_two_checks_in_a_row_keep_their_own_draws():
     heuristic = [1] * 95 + [-1] * 505
     labels, drawn = _history((heuristic, False), ([-1] * 5, True), ([-1] * 7, True))
@@ -156,10 +166,9 @@ def simulate_screening(seed: int, *, pool: int = 1000, positives: int = 100, hid
     score[hide] = rng.normal(size=len(hide))  # ranked like negatives: only random draws find them early
     order = np.argsort(-score)
     labelled = np.zeros(pool, dtype=bool)
-    labels, drawn, starts, checking, cursor, found = [], [], [], False, 0, 0
+    labels, drawn, starts, checking, cursor = [], [], [], False, 0
     while len(labels) < pool:
-        gap_needed = st.suggested_gap(labels, pool, target) if found else None
-        if not checking and (gap_needed is None or st.labels_since_last_positive(labels) < gap_needed):
+        if not checking and not st.check_suggested(labels, pool, target):
             action = "heuristic"  # what recall_check says too (no check on, none suggested), only cheaper
         else:
             action = st.simulated_analyst(st.recall_check(labels, drawn, starts, checking=checking, pool_size=pool,
@@ -181,7 +190,6 @@ def simulate_screening(seed: int, *, pool: int = 1000, positives: int = 100, hid
         labelled[item] = True
         labels.append(int(y[item]))
         drawn.append(action == "draw")
-        found += y[item] > 0
     return sum(v > 0 for v in labels) / positives, len(labels)
 
 
