@@ -27,7 +27,8 @@ then undefined and the full-data reference is not trained).
 With ``stopping=[...]`` (``core.stopping``) every rule runs beside each
 strategy: the heuristic rules watch the run and note the first label at which
 they would stop; the statistical rule changes the session (random draws when
-it asks for a check, back to the strategy when a draw is positive), so it runs
+it asks for a check, back to the strategy when the draws show recall below
+the target), so it runs
 on a branch of the run that starts, from the loop's saved state, when the rule
 first suggests a check.  ``ComparisonResult.stops`` has one row per (strategy,
 seed, rule) with the labels at stop (every label counted, random draws
@@ -210,6 +211,7 @@ class _StopWatch:
                                                 target_recall=setup.target_recall, confidence=setup.confidence,
                                                 patience=setup.patience)
                 action = stop_rules.simulated_analyst(check)
+                checking = checking and check.phase != "failed"  # a failed check sends the session back
                 if action == "heuristic" and exhausted:
                     action = "start"  # nothing left to ask: only random draws can go on
             if action == "stop":
@@ -222,7 +224,6 @@ class _StopWatch:
                 continue
             if action == "draw":
                 item = int(rng.choice(np.flatnonzero(~loop.labelled_mask)))
-                checking = y[item] < 0  # a positive draw ends the check: back to the strategy
             else:
                 checking = False
                 q = loop.next_query()
@@ -326,7 +327,7 @@ def run_comparison(X, y, *, strategies: Iterable[str] | str, solver: str | dict[
                    strategy_params: dict[str, dict] | None = None,
                    cold_start: str = DEFAULT_COLD_START, stopping: str | list | None = None,
                    target_recall: float = stop_rules.DEFAULT_TARGET_RECALL,
-                   confidence: float = stop_rules.DEFAULT_CONFIDENCE) -> ComparisonResult:
+                   confidence: float = stop_rules.DEFAULT_CONFIDENCE, baseline: bool = True) -> ComparisonResult:
     """Run query strategies side by side on the same seeds.
 
     Parameters
@@ -347,6 +348,7 @@ def run_comparison(X, y, *, strategies: Iterable[str] | str, solver: str | dict[
     n_jobs : processes (``concurrent.futures.ProcessPoolExecutor``); 1 runs in-process.
     progress : called as ``progress(done, total, description)`` after each run.
     strategy_params : optional dict strategy -> keyword arguments.
+    baseline : add ``random`` when it is not listed (the wins/ties/losses need it).
     stopping : stopping rules to run beside each strategy (``core.stopping``:
         e.g. ``"statistical,knee,margin,stability,consecutive:50"``), with the
         statistical rule's ``target_recall`` and ``confidence``.
@@ -356,7 +358,7 @@ def run_comparison(X, y, *, strategies: Iterable[str] | str, solver: str | dict[
     if len(X) != len(y):
         raise ValueError(f"X has {len(X)} rows but y has {len(y)} labels")
     strategies = _as_list(strategies)
-    if BASELINE not in strategies:
+    if baseline and BASELINE not in strategies:
         strategies.append(BASELINE)
     seeds = _as_seeds(seeds)
     if int(budget) < 1:
@@ -502,7 +504,7 @@ def summarise(runs: pd.DataFrame, rows: pd.DataFrame, strategies: list[str]) -> 
     steps; wins / ties / losses of ``alc`` against ``random`` seed by seed
     (|difference| <= ``TIE_TOLERANCE`` is a tie).
     """
-    base = runs[runs["strategy"] == BASELINE].set_index("seed")["alc"]
+    base = runs[runs["strategy"] == BASELINE].set_index("seed")["alc"] if len(runs) else pd.Series(dtype=float)
     out = []
     for s in strategies:
         r = runs[runs["strategy"] == s]

@@ -117,7 +117,7 @@ def test_label_with_the_buttons_undo_skip_and_switch_pages(db_url):
     engine = service(db_url).engine
     (session,) = repo.list_sessions(engine)
     assert (session.annotator, session.strategy, session.solver) == ("ada", "near-boundary", "incremental")
-    assert len(at.get("plotly_chart")) == 4
+    assert len(at.get("plotly_chart")) == 5  # ROC, AUC, support vectors, margin, gain curve
 
     y_true = repo.load_dataset_arrays(engine, session.dataset_id)[1]
     asked, given = [], []
@@ -201,7 +201,7 @@ def test_session_on_a_dataset_without_true_labels_titles_the_roc_as_scores_when_
     if roc is not None:
         assert "when it was asked" in roc[3]
     figures = at.get("plotly_chart")
-    assert len(figures) == 4
+    assert len(figures) == 5  # ROC, AUC, support vectors, margin, gain curve
 
 
 # --------------------------------------------------------------------------- service guarantees behind the page

@@ -43,42 +43,78 @@ def test_hypergeometric_p_value_equals_the_brute_force_sum(n, k, urn, before):
                                                                                 rel=1e-9, abs=1e-15)
 
 
-def test_planned_draws_is_the_smallest_sample_that_rejects():
-    for urn, before, alpha in [(400, 95, 0.0304), (2400, 290, 0.0304), (300, 10, 0.05), (50, 1, 0.01)]:
-        n = st.planned_draws(urn, before, 0.95, alpha)
-        big_k = st.k_target(before, 0, 0.95)
-        assert comb_p_value(n, 0, urn, big_k) < alpha
-        assert comb_p_value(n - 1, 0, urn, big_k) >= alpha
+def test_pass_and_fail_draws_by_brute_force():
+    for urn, before, level in [(400, 95, 0.0304), (2400, 290, 0.03), (300, 10, 0.05), (50, 1, 0.01)]:
+        for k in (0, 1, 3):
+            n = st.pass_draws(urn, before, k, 0.95, level)
+            big_k = st.k_target(before, k, 0.95)
+            assert comb_p_value(n, k, urn, big_k) < level
+            assert n == k or comb_p_value(n - 1, k, urn, big_k) >= level
+        design = st.check_design(urn, before, 0.95, level, 0.05)
+        for k in (1, 2, 4):
+            g = design.fail_draws(k)
+            big_k = st.k_target(before, k, 0.95) - 1  # the most positives with recall still at the target
+            if g == -1:
+                assert 1 - comb_p_value(k, k - 1, urn, big_k) >= 0.05
+                continue
+            assert 1 - comb_p_value(g, k - 1, urn, big_k) < 0.05  # P(X >= k) after g draws
+            assert g == urn or 1 - comb_p_value(g + 1, k - 1, urn, big_k) >= 0.05
     # an urn that cannot hold K_tar positives: recall is at the target whatever it holds
-    assert st.planned_draws(3, 95, 0.95, 0.05) == 0
+    assert st.pass_draws(3, 95, 0, 0.95, 0.05) == 0
     assert st.hypergeometric_p_value(0, 0, 3, 95, 0.95) == 0.0
 
 
-def test_check_levels_sum_to_one_minus_confidence():
-    levels = [st.check_alpha(j, 0.95) for j in range(1, 100_001)]
-    assert levels[0] == pytest.approx(0.05 * 6 / math.pi ** 2)
-    assert sum(levels) < 0.05
-    assert sum(levels) == pytest.approx(0.05, rel=1e-4)
+def test_check_budgets_sum_to_one_minus_confidence():
+    shares = [st.check_alpha(j, 0.95) for j in range(1, 60)]
+    assert shares[0] == pytest.approx(0.045) and shares[1] == pytest.approx(0.0025)
+    assert sum(shares) <= 1 - 0.95 and sum(shares) == pytest.approx(0.05, rel=1e-12)
     with pytest.raises(ValueError):
         st.check_alpha(0, 0.95)
 
 
-def test_a_check_at_the_null_boundary_passes_with_probability_below_its_level():
-    # 95 positives found, 400 unlabelled; K_tar = 6 of them are positive: recall 95/101 < 0.95 (H0 holds
-    # at its boundary, where passing is likeliest).  The check draws without replacement until it has
-    # planned draws with no positive; the chance of that must be the hypergeometric P(X = 0) < alpha.
-    urn, before = 400, 95
-    alpha = st.check_alpha(1, 0.95)
-    big_k = st.k_target(before, 0, 0.95)
-    assert big_k == 6
-    n = st.planned_draws(urn, before, 0.95, alpha)
+def simulate_check(urn, before, positives, design, rng, reps):
+    """The check itself, draw by draw over random orders of an urn with ``positives`` positives:
+    the share of orders in which it passes with recall below the target."""
+    misses = 0
+    for _ in range(reps):
+        order = rng.permutation(urn) < positives  # True: a positive
+        k = 0
+        for n in range(0, urn + 1):
+            if n >= design.pass_draws(k):
+                misses += (before + k) < design.target_recall * (before + positives)
+                break
+            if order[n]:
+                k += 1
+                if n + 1 <= design.fail_draws(k):
+                    break  # the draws show recall below the target: back to the heuristic
+    return misses / reps
+
+
+def test_sequential_error_matches_a_simulation_of_the_check():
+    urn, before = 300, 40
+    design = st.CheckDesign(urn, before, 0.95, 0.05, 0.05, "as in the paper", 0.05, float("nan"))
     rng = np.random.default_rng(0)
-    reps = 40_000
-    first_positive = np.array([np.min(rng.permutation(urn)[:big_k]) for _ in range(reps)])  # positions of positives
-    passed = np.mean(first_positive >= n)
-    exact = comb_p_value(n, 0, urn, big_k)
-    assert exact < alpha
-    assert abs(passed - exact) < 4 * math.sqrt(exact * (1 - exact) / reps)
+    reps = 6000
+    exact = st._errors(urn, before, 0.95, 0.05, 0.05, np.array([3, 5, 8, 12]))
+    for positives, p in zip([3, 5, 8, 12], exact, strict=True):
+        simulated = simulate_check(urn, before, positives, design, rng, reps)
+        assert abs(simulated - p) < 4 * math.sqrt(max(p * (1 - p), 1e-4) / reps) + 1e-3, (positives, simulated, p)
+    assert exact[0] > 0.03  # K = 3 = K_tar(0): the first look alone misses about alpha of the time
+
+
+def test_check_design_keeps_the_worst_error_within_its_budget():
+    # the paper's rule, one level at every look: the worst case misses more often than the level
+    worst, _ = st.sequential_error(400, 95, 0.95, 0.05, 0.05)
+    assert worst > 0.055
+    for urn, before, budget in [(400, 95, 0.045), (2600, 340, 0.045), (150, 5, 0.0025), (60, 57, 0.045)]:
+        design = st.check_design(urn, before, 0.95, budget, 0.05)
+        assert design.method == "calibrated" and design.level <= budget
+        assert design.worst_error <= budget
+        assert st.sequential_error(urn, before, 0.95, design.level, 0.05)[0] == pytest.approx(design.worst_error)
+    # above the calibration limit: the union bound over the number of positives drawn
+    big = st.check_design(st.CALIBRATE_MAX_URN + 1, 3000, 0.95, 0.045, 0.05)
+    assert big.method == "union bound" and big.level_at(0) == pytest.approx(0.045 * 6 / math.pi ** 2)
+    assert st.sequential_error(400, 95, 0.95, ("union", 0.045), 0.05)[0] <= 0.045
 
 
 # --------------------------------------------------------------------------- statistical: sessions
@@ -95,15 +131,18 @@ def test_recall_check_phases_and_draws_still_needed():
     pool, heuristic = 1000, [1] * 95 + [-1] * 505  # 600 labels, 95 positives, 400 unlabelled
     labels, drawn = _history((heuristic, False))
     check = st.recall_check(labels, drawn, [], checking=False, pool_size=pool)
-    assert check.phase == "heuristic" and not check.checking
-    planned = st.planned_draws(400, 95, 0.95, st.check_alpha(1, 0.95))
-    assert check.planned == planned and check.needed == planned
+    assert check.phase == "heuristic" and not check.checking and check.design is None
+    # before a check: at least the draws of one look at the whole budget
+    assert check.planned == st.pass_draws(400, 95, 0, 0.95, st.check_alpha(1, 0.95))
     # the heuristic went 505 labels without a positive: N_u / K_tar = 400 / 6 -> a check is suggested
     assert check.gap == 505 and check.gap_needed == math.ceil(400 / 6) and check.suggest
     assert "suggested now" in st.statistical_rule(check).message
 
+    design = st.check_design(400, 95, 0.95, st.check_alpha(1, 0.95), 1 - 0.95)
+    planned = design.pass_draws(0)
     started = st.recall_check(labels, drawn, [600], checking=True, pool_size=pool)
     assert started.phase == "checking" and started.draws == 0 and started.needed == planned
+    assert started.design == design and planned > check.planned  # the calibrated looks need more draws
 
     labels, drawn = _history((heuristic, False), ([-1] * 30, True))
     check = st.recall_check(labels, drawn, [600], checking=True, pool_size=pool)
@@ -115,19 +154,30 @@ def test_recall_check_phases_and_draws_still_needed():
 
     labels, drawn = _history((heuristic, False), ([-1] * planned, True))
     check = st.recall_check(labels, drawn, [600], checking=True, pool_size=pool)
-    assert check.phase == "passed" and check.p_value < check.alpha and st.statistical_rule(check).stop
+    assert check.phase == "passed" and check.p_value < check.level and st.statistical_rule(check).stop
     one_short = st.recall_check(labels[:-1], drawn[:-1], [600], checking=True, pool_size=pool)
     assert one_short.phase == "checking" and one_short.needed == 1
 
-    # a positive draw ends the check: it failed, and the next check tests at the second level
-    labels, drawn = _history((heuristic, False), ([-1] * 10 + [1], True))
+    # a positive late in the draws: the check goes on, with the draws that one positive needs
+    labels, drawn = _history((heuristic, False), ([-1] * 40 + [1], True))
+    going = st.recall_check(labels, drawn, [600], checking=True, pool_size=pool)
+    assert going.phase == "checking" and going.positives_drawn == 1
+    assert going.needed == design.pass_draws(1) - 41 and design.pass_draws(1) > planned
+
+    # a positive this early shows recall below the target (6 positives, the most an urn at the target holds,
+    # give one in the first 3 of 400 draws less than 5% of the time): the check fails, back to the heuristic
+    assert design.fail_draws(1) == 3 and 1 - comb_p_value(3, 0, 400, 6) < 0.05 <= 1 - comb_p_value(4, 0, 400, 6)
+    labels, drawn = _history((heuristic, False), ([-1, -1, 1], True))
     failed = st.recall_check(labels, drawn, [600], checking=True, pool_size=pool)
-    assert failed.phase == "failed" and not failed.checking and not st.statistical_rule(failed).stop
-    labels, drawn = _history((heuristic, False), ([-1] * 10 + [1], True), ([1, -1, -1], False))
+    assert failed.phase == "failed" and not failed.checking and st.simulated_analyst(failed) == "heuristic"
+    assert "below 95%" in st.statistical_rule(failed).message
+    labels, drawn = _history((heuristic, False), ([-1, -1, -1, 1], True))
+    assert st.recall_check(labels, drawn, [600], checking=True, pool_size=pool).phase == "checking"
+    labels, drawn = _history((heuristic, False), ([-1, -1, 1], True), ([1, -1, -1], False))
     later = st.recall_check(labels, drawn, [600], checking=False, pool_size=pool)
     assert later.phase == "heuristic" and later.check_number == 2
     assert later.alpha == pytest.approx(st.check_alpha(2, 0.95))
-    assert later.found_before == 97 and later.urn == 400 - 11 - 3
+    assert later.found_before == 97 and later.urn == 400 - 3 - 3
 
     # a start beyond the labels (undone since) is ignored
     labels, drawn = _history((heuristic, False))
@@ -153,7 +203,7 @@ def test_two_checks_in_a_row_keep_their_own_draws():
     assert check.check_number == 2 and check.draws == 7 and check.urn == 395
 
 
-def simulate_screening(seed: int, *, pool: int = 1000, positives: int = 100, hidden: float = 0.15,
+def simulate_screening(seed: int, *, pool: int = 600, positives: int = 60, hidden: float = 0.15,
                        confidence: float = 0.95, target: float = 0.95) -> tuple[float, int]:
     """A screening session with a fixed ranking that hides some positives among the negatives;
     the analyst follows the statistical rule (heuristic, then checks). Returns (recall, labels) at stop."""
@@ -171,8 +221,10 @@ def simulate_screening(seed: int, *, pool: int = 1000, positives: int = 100, hid
         if not checking and not st.check_suggested(labels, pool, target):
             action = "heuristic"  # what recall_check says too (no check on, none suggested), only cheaper
         else:
-            action = st.simulated_analyst(st.recall_check(labels, drawn, starts, checking=checking, pool_size=pool,
-                                                          target_recall=target, confidence=confidence))
+            check = st.recall_check(labels, drawn, starts, checking=checking, pool_size=pool, target_recall=target,
+                                    confidence=confidence)
+            action = st.simulated_analyst(check)
+            checking = checking and check.phase != "failed"  # a failed check sends the session back
         if action == "stop":
             break
         if action == "start":
@@ -181,7 +233,6 @@ def simulate_screening(seed: int, *, pool: int = 1000, positives: int = 100, hid
             continue
         if action == "draw":
             item = int(rng.choice(np.flatnonzero(~labelled)))
-            checking = y[item] < 0  # a positive draw ends the check
         else:
             checking = False
             while labelled[order[cursor]]:
@@ -199,7 +250,7 @@ def test_statistical_rule_reaches_the_target_in_95_percent_of_seeds():
     assert np.mean(recall >= 0.95) >= 0.95
     # a negative control: at 50% confidence the same sessions stop short of the target far more often,
     # so this simulation can tell a valid rule from an invalid one
-    weak = np.array([simulate_screening(seed, confidence=0.5)[0] for seed in range(100)])
+    weak = np.array([simulate_screening(seed, confidence=0.5)[0] for seed in range(60)])
     assert np.mean(weak >= 0.95) < 0.93
 
 
