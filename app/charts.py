@@ -161,7 +161,8 @@ def margin_figure(history: pd.DataFrame) -> Figure:
 
 #: axis titles for the metrics of the tidy comparison rows
 METRIC_NAMES = {"auc": "test AUC", "accuracy": "test accuracy", "n_sv": "support vectors",
-                "n_bound": "support vectors at the bound C", "n_in_margin": "unlabelled items with |f| < 1"}
+                "n_bound": "support vectors at the bound C", "n_in_margin": "unlabelled items with |f| < 1",
+                "recall": "recall (positives labelled / in the pool)"}
 
 
 def plotly_text(text: object) -> str:
@@ -275,8 +276,9 @@ def gain_figure(gain: pd.DataFrame, estimate=None, target_recall: float | None =
             data.append({"type": "scatter", "x": [x[0], x[-1]], "y": [target_recall * total] * 2, "mode": "lines",
                          "name": f"{100 * target_recall:g}% of the estimate",
                          "line": {"color": "#a0aec0", "dash": "dot", "width": 1}})
-    layout = _layout(title, xtitle="labels", ytitle="positives", yaxis={"rangemode": "tozero"},
-                     legend=ABOVE_LEGEND, wrap=None)
-    layout["margin"]["t"] = 60
+    layout = _layout(title, height=330, xtitle="labels", ytitle="positives", yaxis={"rangemode": "tozero"},
+                     legend={"orientation": "h", "x": 0, "y": -0.28, "xanchor": "left", "yanchor": "top",
+                             "font": {"size": 10}}, wrap=None)
+    layout["margin"]["b"] = 70
     layout["shapes"] = shapes
     return {"data": data, "layout": layout}

@@ -39,10 +39,11 @@ def show(svc, run) -> None:
     left, right = st.columns([1, 1], gap="large")
     with left, st.container(key="stopping_panel"):
         st.markdown("**When can I stop?**")
+        said = status.chosen.message.split(": ", 1)[-1].removesuffix(" — you can stop")
         if status.can_stop:
-            st.success(ui.plain(f"You can stop. {status.chosen.message}"), icon=":material/flag:")
+            st.success(ui.plain(f"You can stop ({status.rule} rule): {said}."), icon=":material/flag:")
         else:
-            st.info(ui.plain(f"Not yet, by the {status.rule} rule. {status.chosen.message}"))
+            st.info(ui.plain(f"Not yet ({status.rule} rule): {said}."))
         st.markdown(ui.plain(status.estimate.in_words()))
         lines = [("✓ " if state.stop else "· ") + ui.plain(state.message) for state in status.states]
         st.caption("  \n".join(lines))

@@ -861,14 +861,19 @@ class RecallEstimate:
     recall_low: float
     recall_high: float
     confidence: float
+    positives_drawn: int | None = None  # for an estimate from random draws
 
     def in_words(self) -> str:
         if not np.isfinite(self.remaining):
             return f"Positives still unlabelled: unknown ({self.description})."
-        return (f"About {self.remaining:.0f} positives still unlabelled ({_pct(self.confidence)} interval "
-                f"{self.remaining_low:.0f}–{self.remaining_high:.0f}); recall {_pct(self.recall)} "
-                f"({_pct(self.recall_low)}–{_pct(self.recall_high)}). Method: {self.method} — "
-                f"{self.description}.")
+        interval = f"{self.remaining_low:.0f}–{self.remaining_high:.0f}"
+        recall = f"recall {_pct(self.recall_low)}–{_pct(self.recall_high)}"
+        if self.positives_drawn == 0:  # no point estimate worth the name: 0, with a wide interval
+            head = f"Positives still unlabelled: {interval} ({_pct(self.confidence)} interval); {recall}"
+        else:
+            head = (f"About {self.remaining:.0f} positives still unlabelled ({_pct(self.confidence)} interval "
+                    f"{interval}); recall {_pct(self.recall)} ({_pct(self.recall_low)}–{_pct(self.recall_high)})")
+        return f"{head}. Method: {self.method} — {self.description}."
 
 
 def _recall(found: int, remaining: float) -> float:
@@ -877,10 +882,11 @@ def _recall(found: int, remaining: float) -> float:
 
 
 def _finish(method: str, description: str, found: int, remaining: float, low: float, high: float,
-            confidence: float) -> RecallEstimate:
+            confidence: float, positives_drawn: int | None = None) -> RecallEstimate:
     return RecallEstimate(method=method, description=description, found=found, remaining=remaining,
                           remaining_low=low, remaining_high=high, recall=_recall(found, remaining),
-                          recall_low=_recall(found, high), recall_high=_recall(found, low), confidence=confidence)
+                          recall_low=_recall(found, high), recall_high=_recall(found, low), confidence=confidence,
+                          positives_drawn=positives_drawn)
 
 
 def urn_interval(urn: int, draws: int, positives: int, confidence: float) -> tuple[int, int]:
@@ -924,7 +930,8 @@ def estimate_from_draws(run: CheckRun, *, found: int, unlabelled: int,
     high = float(min(max(0, k_high - since), unlabelled))
     description = (f"{run.positives} positive{'s' if run.positives != 1 else ''} in {run.draws} items drawn at "
                    f"random from the {run.urn:,} unlabelled when the check started; exact hypergeometric interval")
-    return _finish("random draws", description, found, min(remaining, unlabelled), low, high, confidence)
+    return _finish("random draws", description, found, min(remaining, unlabelled), low, high, confidence,
+                   positives_drawn=run.positives)
 
 
 def platt_scaling(scores, labels) -> tuple[float, float]:

@@ -365,7 +365,7 @@ def test_compare_page_runs_stores_and_reloads_a_comparison(db_url):
     assert rows.groupby(["strategy", "seed"])["n_labels"].max().eq(16).all()
     summary = svc.summary_frame(comparison)
     assert list(summary["strategy"]) == ["near-boundary", "random"]
-    assert len(at.get("plotly_chart")) == 3
+    assert len(at.get("plotly_chart")) == 4  # AUC, support vectors, latency, recall
     assert any(len(df.value) == 2 for df in at.dataframe)  # the summary table
     overlay = svc.session_curves(run.info.dataset_id)
     assert set(overlay["session"]) == {f"session {run.session_id} (cy, near-boundary)"}
@@ -375,7 +375,7 @@ def test_compare_page_runs_stores_and_reloads_a_comparison(db_url):
     again = start_app()
     again.switch_page("views/compare.py").run()
     assert not again.exception
-    assert len(again.get("plotly_chart")) == 3
+    assert len(again.get("plotly_chart")) == 4
 
 
 # --------------------------------------------------------------------------- Export

@@ -183,7 +183,7 @@ def test_label_page_shows_the_stopping_panel_and_runs_a_check(db_url):
     assert any(w.startswith("**When can I stop?**") or "When can I stop?" in w for w in words)
     assert any("margin:" in w and "statistical:" in w and "knee:" in w for w in words)
     assert any("positives still unlabelled" in w and "model-based" in w for w in words)
-    assert [i for i in at.info if "Not yet, by the statistical rule" in as_shown(i.value)]
+    assert [i for i in at.info if "Not yet (statistical rule): " in as_shown(i.value)]
     assert len(at.get("plotly_chart")) == 5  # the four live charts and the gain curve
     at.button(key="start_check").click().run()
     assert not at.exception, at.exception
@@ -197,3 +197,26 @@ def test_label_page_shows_the_stopping_panel_and_runs_a_check(db_url):
     assert any("Skip is not available" in as_shown(w.value) for w in at.warning)
     at.button(key="stop_check").click().run()
     assert not at.exception and not service(db_url).open_session(run.session_id).checking
+
+
+def test_compare_page_shows_the_rules_and_recall_curves(db_url):
+    svc = service(db_url)
+    svc.ensure_demo_dataset()
+    at = AppTest.from_file(MAIN, default_timeout=TIMEOUT).run()
+    at.switch_page("views/compare.py").run()
+    assert not at.exception
+    at.multiselect[0].set_value(["largest-positive"])
+    numbers = {n.label: n for n in at.number_input}
+    numbers["Label budget"].set_value(80)
+    numbers["Seeds"].set_value(2)
+    [b for b in at.button if b.label == "Run the comparison"][0].click().run()
+    assert not at.exception, at.exception
+    (stored,) = svc.comparisons()
+    comparison = svc.comparison(stored.id)
+    assert "recall" in comparison.rows and comparison.config["stopping"] == list(RULE_CHOICES)
+    stops = svc.stop_summary_frame(comparison)
+    assert list(stops["rule"])[:5] == list(RULE_CHOICES) and set(stops["heuristic"]) == {"largest-positive", "random"}
+    raw = comparison.summary["stops"]
+    assert len(raw) == 2 * 2 * 5 and {"n_labels_at_stop", "recall_at_stop", "positives_total"} <= set(raw[0])
+    assert [k.key for k in at.get("plotly_chart")][-1] == "curve_recall"
+    assert any(len(df.value) == len(stops) and "rule" in df.value.columns for df in at.dataframe)
