@@ -10,6 +10,7 @@ has its own module here:
 - ``sessions``: start, open, close labelling sessions
 - ``labelling``: ``LabellingRun``, one session brought to life (labels, skips, undo)
 - ``snapshots``: model snapshots, so a session resumes without replaying every label
+- ``stopping``: when can the analyst stop (the rules' state, the recall check, its random draws)
 - ``readouts``: what the Label page shows of a run (history, ROC curve, the item)
 - ``comparisons``: heuristics side by side with the true labels as the oracle
 - ``exports``: labelled items with provenance as CSV or JSONL

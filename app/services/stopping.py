@@ -93,10 +93,6 @@ def check_settings(rule: str, target_recall: float, confidence: float) -> tuple[
 class RunStopping:
     """The stopping half of ``LabellingRun`` (see ``app.services.labelling``)."""
 
-    def _init_stopping(self) -> None:
-        self.stopping = stopping_settings(self.info.params)
-        self.stability = rules.StabilityTracker(rules.stop_set(len(self.pool_items), self.seed))
-
     # -- reading ---------------------------------------------------------------
     @property
     def checking(self) -> bool:
