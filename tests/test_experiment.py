@@ -223,3 +223,13 @@ def test_stopping_arguments_are_checked():
         run_comparison(X, y, strategies="random", budget=5, seeds=1, stopping="knee", target_recall=1.5)
     with pytest.raises(ValueError, match="test_fraction"):
         run_comparison(X, y, strategies="random", budget=5, seeds=1, test_fraction=1.0)
+
+
+def test_stops_are_the_same_in_parallel_processes():
+    X, y = make_gaussians(300, np.random.default_rng(5), separation=2.0)
+    kw = dict(strategies="largest-positive", budget=150, seeds=2, initial=4, test_fraction=0,
+              stopping="statistical,knee,margin,stability,consecutive:10", target_recall=0.9, confidence=0.9)
+    one = run_comparison(X, y, n_jobs=1, **kw)
+    two = run_comparison(X, y, n_jobs=2, **kw)
+    pd.testing.assert_frame_equal(one.stops, two.stops)
+    pd.testing.assert_frame_equal(one.stop_summary, two.stop_summary)

@@ -102,6 +102,43 @@ def test_sequential_error_matches_a_simulation_of_the_check():
     assert exact[0] > 0.03  # K = 3 = K_tar(0): the first look alone misses about alpha of the time
 
 
+def event_error(urn, before, level, beta, positives, target=0.95):
+    """The same error computed another way: from one boundary to the next, the positives drawn move by
+    hypergeometric increments (scipy.stats.hypergeom) over the items still in the urn."""
+    from scipy import stats
+
+    top = 0
+    while st.k_target(before, top + 1, target) <= positives:
+        top += 1
+    design = st.CheckDesign(urn, before, target, level, beta, "test", level, float("nan"))
+    events = sorted([(design.pass_draws(j), 0, j) for j in range(top + 1)]
+                    + [(design.fail_draws(j), 1, j) for j in range(1, top + 1) if design.fail_draws(j) >= 0])
+    dist = np.zeros(top + 1)
+    dist[0] = 1.0
+    at, error = 0, 0.0
+    for n, kind, j in events:
+        if n > at:
+            new = np.zeros(top + 1)
+            for x in np.flatnonzero(dist):
+                step = np.arange(0, top + 1 - x)
+                new[x + step] += dist[x] * stats.hypergeom.pmf(step, urn - at, positives - x, n - at)
+            dist, at = new, n
+        if kind == 0:
+            error += dist[: j + 1].sum()
+            dist[: j + 1] = 0.0
+        else:
+            dist[j:] = 0.0
+    return error
+
+
+def test_sequential_error_equals_a_computation_with_hypergeometric_steps():
+    for urn, before, level in [(400, 95, 0.05), (250, 30, 0.02), (1200, 200, 0.03)]:
+        ks = np.arange(st.k_target(before, 0, 0.95), st.k_target(before, 0, 0.95) + 12, 3)
+        chain = st._errors(urn, before, 0.95, level, 0.05, ks)
+        steps = [event_error(urn, before, level, 0.05, int(k)) for k in ks]
+        np.testing.assert_allclose(chain, steps, rtol=1e-9, atol=1e-12)
+
+
 def test_check_design_keeps_the_worst_error_within_its_budget():
     # the paper's rule, one level at every look: the worst case misses more often than the level
     worst, _ = st.sequential_error(400, 95, 0.95, 0.05, 0.05)
