@@ -142,7 +142,8 @@ def build_parser() -> argparse.ArgumentParser:
     cmp_.add_argument("--initial", type=_positive_int, default=None, metavar="N0",
                       help="labels drawn at random before the strategy takes over (default: the experiment's)")
     cmp_.add_argument("--test-fraction", type=_fraction, default=None,
-                      help="held-out fraction, stratified per seed (default: the experiment's)")
+                      help="held-out fraction, stratified per seed (default: the experiment's; 0 keeps every item "
+                           "in the pool: recall measures only, no AUC)")
     cmp_.add_argument("--out", metavar="results.csv", help="write the tidy per-label rows to this CSV file")
     stop = cmp_.add_argument_group("stopping rules (core.stopping)")
     stop.add_argument("--stopping", metavar="RULES",
