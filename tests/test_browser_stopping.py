@@ -42,7 +42,8 @@ def label_page_with_a_check(db_url: str, screenshot: Path, n_labels: int = 120, 
     with sync_playwright() as playwright:
         browser = launch_browser(playwright)
         try:
-            with AppServer(db_url, screenshot.parent / "server.log") as server:
+            log = Path(db_url.removeprefix("sqlite:///")).parent / "server.log"  # beside the database
+            with AppServer(db_url, log) as server:
                 page = open_app(browser, server.url)
                 seen["before"] = stopping_text(page)
                 page.get_by_role("button", name="Start the recall check").click()
