@@ -39,7 +39,9 @@ Rules (``RULE_NAMES``; ``parse_rules("statistical,knee,consecutive:50")``):
     alone already needs at least 156 labels, so the guard binds only when
     ``min_labels`` is raised above that.
 ``consecutive:N``
-    ASReview LAB's rule: N negative labels in a row since the last positive.
+    ASReview LAB's rule: N negative labels in a row since the last positive
+    (ASReview's simulation stopper also fires on a run before any positive;
+    here the rule waits for the first positive).
 ``statistical``
     Callaghan & Müller-Hansen (2020), "Statistical stopping criteria for
     automated screening in systematic reviews" (Systematic Reviews 9:273).
