@@ -164,7 +164,8 @@ def margin_figure(history: pd.DataFrame) -> Figure:
 
 #: axis titles for the metrics of the tidy comparison rows
 METRIC_NAMES = {"auc": "test AUC", "accuracy": "test accuracy", "n_sv": "support vectors",
-                "n_bound": "support vectors at the bound C", "n_in_margin": "unlabelled items with |f| < 1"}
+                "n_bound": "support vectors at the bound C", "n_in_margin": "unlabelled items with |f| < 1",
+                "recall": "recall (positives labelled / in the pool)"}
 
 
 def plotly_text(text: object) -> str:
@@ -251,4 +252,42 @@ def latency_figure(rows: pd.DataFrame) -> Figure:
                      "marker": {"color": _rgba(PALETTE[k], 0.45)}})
     layout = _layout(title, height=340, ytitle="ms", barmode="group", wrap=None)
     layout["margin"]["t"] = 50
+    return {"data": data, "layout": layout}
+
+
+# --------------------------------------------------------------------------- stopping
+
+
+def gain_figure(gain: pd.DataFrame, estimate=None, target_recall: float | None = None) -> Figure:
+    """Positives found against labels (the gain curve), random draws of recall checks marked, and the
+    estimated number of positives in the pool (with its interval) when there is an estimate."""
+    title = "Positives found vs labels"
+    if gain is None or len(gain) == 0:
+        return _empty(title, "no label yet")
+    x, found = _values(gain["n_labels"]), _values(gain["found"])
+    data: list[dict[str, Any]] = [{"type": "scatter", "x": x, "y": found, "mode": "lines", "name": "found",
+                                   "line": {"color": PALETTE[0], "width": 2}}]
+    drawn = np.asarray(gain["drawn"], dtype=bool)
+    if drawn.any():
+        data.append({"type": "scatter", "x": [v for v, d in zip(x, drawn, strict=True) if d],
+                     "y": [v for v, d in zip(found, drawn, strict=True) if d], "mode": "markers",
+                     "name": "random draws", "marker": {"color": PALETTE[1], "size": 4}})
+    shapes = []
+    if estimate is not None and np.isfinite(estimate.remaining):
+        total = estimate.found + estimate.remaining
+        low, high = estimate.found + estimate.remaining_low, estimate.found + estimate.remaining_high
+        shapes.append({"type": "rect", "xref": "paper", "x0": 0, "x1": 1, "yref": "y", "y0": low, "y1": high,
+                       "fillcolor": _rgba(PALETTE[2], 0.15), "line": {"width": 0}})
+        data.append({"type": "scatter", "x": [x[0], x[-1]], "y": [total, total], "mode": "lines",
+                     "name": f"estimated in the pool ({estimate.method})",
+                     "line": {"color": PALETTE[2], "dash": "dash", "width": 1.5}})
+        if target_recall:
+            data.append({"type": "scatter", "x": [x[0], x[-1]], "y": [target_recall * total] * 2, "mode": "lines",
+                         "name": f"{100 * target_recall:g}% of the estimate",
+                         "line": {"color": "#a0aec0", "dash": "dot", "width": 1}})
+    layout = _layout(title, height=330, xtitle="labels", ytitle="positives", yaxis={"rangemode": "tozero"},
+                     legend={"orientation": "h", "x": 0, "y": -0.28, "xanchor": "left", "yanchor": "top",
+                             "font": {"size": 10}}, wrap=None)
+    layout["margin"]["b"] = 70
+    layout["shapes"] = shapes
     return {"data": data, "layout": layout}

@@ -203,6 +203,9 @@ def summary_table(summary: pd.DataFrame) -> pd.DataFrame:
             "support vectors": _number(r.get("final_n_sv")),
             "update ms p50 / p95": pair(r.get("update_ms_median"), r.get("update_ms_p95")),
             "query ms p50 / p95": pair(r.get("query_ms_median"), r.get("query_ms_p95")),
+            **({f"to {level} % recall": reach(r.get(f"labels_recall_{level}"), r.get(f"reached_recall_{level}"),
+                                              seeds) for level in (50, 80, 95)}
+               | {"WSS@95": _number(r.get("wss_95"))} if "labels_recall_50" in r else {}),
         })
     return pd.DataFrame(rows)
 

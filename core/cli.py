@@ -58,6 +58,16 @@ def _fraction(text: str) -> float:
     return value
 
 
+def _open_fraction(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number between 0 and 1, got {text!r}") from None
+    if not 0.0 < value < 1.0:
+        raise argparse.ArgumentTypeError(f"expected a number strictly between 0 and 1, got {text!r}")
+    return value
+
+
 def _gamma(text: str) -> float | str:
     if text in ("scale", "auto"):
         return text
@@ -132,8 +142,19 @@ def build_parser() -> argparse.ArgumentParser:
     cmp_.add_argument("--initial", type=_positive_int, default=None, metavar="N0",
                       help="labels drawn at random before the strategy takes over (default: the experiment's)")
     cmp_.add_argument("--test-fraction", type=_fraction, default=None,
-                      help="held-out fraction, stratified per seed (default: the experiment's)")
+                      help="held-out fraction, stratified per seed (default: the experiment's; 0 keeps every item "
+                           "in the pool: recall measures only, no AUC)")
     cmp_.add_argument("--out", metavar="results.csv", help="write the tidy per-label rows to this CSV file")
+    stop = cmp_.add_argument_group("stopping rules (core.stopping)")
+    stop.add_argument("--stopping", metavar="RULES",
+                      help="rules run beside each strategy: statistical, knee, margin, stability, consecutive:N "
+                           "(comma-separated, e.g. statistical,knee,margin,stability,consecutive:50)")
+    stop.add_argument("--target-recall", type=_open_fraction, default=0.95,
+                      help="recall the statistical rule must show (default 0.95)")
+    stop.add_argument("--confidence", type=_open_fraction, default=0.95,
+                      help="confidence of the statistical rule's test (default 0.95)")
+    stop.add_argument("--stops-out", metavar="stops.csv",
+                      help="write one row per strategy, seed and rule (labels and recall at stop) to this CSV file")
     cmp_.add_argument("--jobs", type=_positive_int, default=1, help="seeds run in parallel processes (default 1)")
     cmp_.add_argument("--json", action="store_true", help="print the summary as JSON")
     return parser
@@ -274,16 +295,16 @@ def _jsonable(value: Any) -> Any:
     return str(value)
 
 
-def _check_writable(path: str) -> None:
+def _check_writable(path: str, option: str = "--out") -> None:
     """Fail early when ``--out`` cannot be written (missing folder, a folder, no permission)."""
     target = os.path.abspath(path)
     folder = os.path.dirname(target)
     if os.path.isdir(target):
-        raise CLIError(f"--out {path} is a folder; give a file name such as results.csv")
+        raise CLIError(f"{option} {path} is a folder; give a file name such as results.csv")
     if not os.path.isdir(folder):
-        raise CLIError(f"--out {path}: the folder {folder} does not exist")
+        raise CLIError(f"{option} {path}: the folder {folder} does not exist")
     if not os.access(folder, os.W_OK) or (os.path.exists(target) and not os.access(target, os.W_OK)):
-        raise CLIError(f"--out {path}: no permission to write there")
+        raise CLIError(f"{option} {path}: no permission to write there")
 
 
 def _default_initial(experiment) -> int | None:
@@ -307,6 +328,18 @@ def run_compare(args: argparse.Namespace) -> str:
         raise CLIError(f"--strategies lists a strategy twice: {args.strategies}")
     if args.out:
         _check_writable(args.out)  # before the runs, not after minutes of work
+    stopping = None
+    if args.stopping:
+        from core.stopping import parse_rules
+
+        try:
+            stopping = [str(rule) for rule in parse_rules(args.stopping)]
+        except ValueError as error:
+            raise CLIError(f"--stopping: {error}") from None
+    if args.stops_out:
+        if not stopping:
+            raise CLIError("--stops-out needs --stopping: name the rules whose stops to write")
+        _check_writable(args.stops_out, "--stops-out")
     initial = args.initial if args.initial is not None else _default_initial(experiment)
     if initial is not None and initial >= args.budget:
         print(f"warning: the {initial} initial labels use the whole --budget {args.budget}: every label is "
@@ -324,19 +357,27 @@ def run_compare(args: argparse.Namespace) -> str:
         optional["initial"] = args.initial
     if args.test_fraction is not None:
         optional["test_fraction"] = args.test_fraction
+    if stopping:
+        optional.update(stopping=stopping, target_recall=args.target_recall, confidence=args.confidence)
     result = experiment.run_comparison(X, ds.y, strategies=strategies, solver=args.solver,
                                        solver_params=solver_params, budget=args.budget, seeds=args.seeds,
                                        n_jobs=args.jobs, **optional)
     if args.out:
         result.to_csv(args.out)
+    if args.stops_out:
+        result.stops_to_csv(args.stops_out)
     if args.json:
         payload = {"dataset": ds.name, "positive": ds.classes[1] if ds.classes else None,
                    "config": result.config, "summary": result.summary.to_dict(orient="records"),
                    "references": result.references.to_dict(orient="records"), "out": args.out}
+        if stopping:
+            payload.update(stop_summary=result.stop_summary.to_dict(orient="records"), stops_out=args.stops_out)
         return json.dumps(_jsonable(payload))
     text = f"{ds.name}: {len(ds)} items, positive {ds.classes[1] if ds.classes else '+1'}\n{result.summary_text()}"
     if args.out:
         text += f"\nrows written to {args.out}"
+    if args.stops_out:
+        text += f"\nstops written to {args.stops_out}"
     return text
 
 

@@ -17,6 +17,23 @@ its evaluation AUC normalises the areas under the learning curves (0 = chance,
 Everything is seeded: a run depends only on (data, strategy, solver and its
 parameters, seed, budget, initial, test_fraction), so results are the same
 whether runs go one after another or in parallel processes (``n_jobs``).
+
+Recall (positives labelled / positives in the training pool) is recorded too:
+the summary gives the labels needed to find 50%, 80% and 95% of the positives
+and the work saved over sampling at 95% recall (WSS@95).  These need no
+evaluation set, so ``test_fraction=0`` is allowed (the AUC-based measures are
+then undefined and the full-data reference is not trained).
+
+With ``stopping=[...]`` (``core.stopping``) every rule runs beside each
+strategy: the heuristic rules watch the run and note the first label at which
+they would stop; the statistical rule changes the session (random draws when
+it asks for a check, back to the strategy when the draws show recall below
+the target), so it runs
+on a branch of the run that starts, from the loop's saved state, when the rule
+first suggests a check.  ``ComparisonResult.stops`` has one row per (strategy,
+seed, rule) with the labels at stop (every label counted, random draws
+included; None when the rule did not stop within the budget) and the recall
+then; ``stop_summary`` one row per (strategy, rule).
 """
 
 from __future__ import annotations
@@ -30,14 +47,25 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from core import stopping as stop_rules
 from core.datasets import stratified_split
 from core.loop import ActiveLearningLoop
-from core.metrics import accuracy, labels_to_reach, learning_curve_area, roc_auc
+from core.metrics import (
+    accuracy,
+    labels_to_reach,
+    labels_to_recall,
+    learning_curve_area,
+    roc_auc,
+    work_saved_over_sampling,
+)
 from core.solvers import make_solver
 from core.strategies import DEFAULT_COLD_START, DEFAULT_SOLVER, STRATEGY_NAMES
 
 ROW_COLUMNS = ["strategy", "solver", "seed", "n_labels", "auc", "accuracy", "n_sv", "update_ms", "query_ms"]
-EXTRA_COLUMNS = ["item", "label", "score", "n_bound", "n_in_margin", "seen", "cold_start"]
+EXTRA_COLUMNS = ["item", "label", "score", "n_bound", "n_in_margin", "seen", "cold_start", "recall"]
+STOP_COLUMNS = ["strategy", "solver", "seed", "rule", "n_labels_at_stop", "recall_at_stop", "positives_total"]
+#: recall levels whose labels the summary reports (document review's and ASReview's measures)
+RECALL_LEVELS = (0.5, 0.8, 0.95)
 BASELINE = "random"
 # Two areas under the learning curve (normalised units) closer than this count as a tie.
 TIE_TOLERANCE = 1e-3
@@ -59,13 +87,22 @@ class ComparisonResult:
     references: pd.DataFrame
     summary: pd.DataFrame
     config: dict[str, Any] = field(default_factory=dict)
+    stops: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=STOP_COLUMNS))
+    stop_summary: pd.DataFrame = field(default_factory=pd.DataFrame)
 
     def to_csv(self, path) -> None:
         """Write the tidy rows (the ``compare --out`` file)."""
         self.rows.to_csv(path, index=False)
 
+    def stops_to_csv(self, path) -> None:
+        """Write one row per (strategy, seed, rule) (the ``compare --stops-out`` file)."""
+        self.stops.to_csv(path, index=False)
+
     def summary_text(self) -> str:
-        return format_summary(self.summary)
+        text = format_summary(self.summary)
+        if len(self.stop_summary):
+            text += "\n\n" + format_stop_summary(self.stop_summary, self.config.get("target_recall"))
+        return text
 
 
 def _binary_labels(y) -> np.ndarray:
@@ -86,32 +123,161 @@ def _binary_labels(y) -> np.ndarray:
 
 
 def _split(X: np.ndarray, y: np.ndarray, seed: int, test_fraction: float):
+    """(pool X, pool y, evaluation X, evaluation y); the evaluation part is empty for test_fraction 0."""
     train, test = stratified_split(y, test_fraction, np.random.default_rng([seed, 0xE7A1]))
-    if len(test) == 0:
-        raise ValueError("the evaluation split is empty: use a test fraction above 0")
     return X[train], y[train], X[test], y[test]
 
 
+@dataclass
+class StoppingSetup:
+    """The stopping rules a comparison runs beside each strategy (see ``core.stopping``)."""
+
+    rules: list[stop_rules.RuleSpec]
+    target_recall: float = stop_rules.DEFAULT_TARGET_RECALL
+    confidence: float = stop_rules.DEFAULT_CONFIDENCE
+    patience: float = 1.0
+
+
+class _StopWatch:
+    """Watches one run: the label at which each heuristic rule would first stop, and the branch
+    point of the statistical rule (the loop's state when it first suggests a check)."""
+
+    def __init__(self, setup: StoppingSetup, ytr: np.ndarray, seed: int):
+        self.setup = setup
+        self.ytr = ytr
+        self.n_pool = len(ytr)
+        self.positives = int(np.sum(ytr > 0))
+        self.labels: list[int] = []
+        self.fired: dict[str, tuple[int, float]] = {}
+        self.passive = [r for r in setup.rules if r.name != "statistical"]
+        self.statistical = any(r.name == "statistical" for r in setup.rules)
+        self.branch: tuple[Any, list[int]] | None = None
+        self.tracker = None
+        if any(r.name == "stability" for r in setup.rules):
+            self.tracker = stop_rules.StabilityTracker(stop_rules.stop_set(self.n_pool, seed))
+        self._kappas: list[tuple[int, float]] = []
+
+    def recall(self) -> float:
+        return sum(v > 0 for v in self.labels) / self.positives if self.positives else float("nan")
+
+    def after_label(self, loop: ActiveLearningLoop, row) -> None:
+        self.labels.append(int(row.label))
+        n = len(self.labels)
+        both = 0 < sum(v > 0 for v in self.labels) < n
+        if self.tracker is not None and self.tracker.due(n) and both:
+            stop = self.tracker.stop_set
+            scores = loop.pool_scores()[stop] if loop.track_scores else loop.solver.decision_function(stop)
+            self.tracker.record(n, scores)
+            self._kappas = self.tracker.kappas()
+        for spec in self.passive:
+            key = str(spec)
+            if key in self.fired:
+                continue
+            if spec.name == "margin":
+                state = stop_rules.margin_rule(row.n_in_margin, self.labels, tolerance=spec.param or 0)
+            elif spec.name == "knee":
+                state = stop_rules.knee_rule(self.labels)
+            elif spec.name == "consecutive":
+                state = stop_rules.consecutive_rule(self.labels, int(spec.param))
+            else:
+                state = stop_rules.stability_rule(self._kappas)
+            if state.stop:
+                self.fired[key] = (n, self.recall())
+        if self.statistical and self.branch is None and stop_rules.check_suggested(
+                self.labels, self.n_pool, self.setup.target_recall, self.setup.patience):
+            self.branch = (loop.to_state(), list(self.labels))
+
+    def heuristic_exhausted(self, loop: ActiveLearningLoop) -> None:
+        """The strategy has nothing more to ask: the statistical rule would check now."""
+        if self.statistical and self.branch is None and loop.n_labels < self.n_pool:
+            self.branch = (loop.to_state(), list(self.labels))
+
+    def run_statistical(self, Xtr: np.ndarray, budget: int, seed: int) -> tuple[int, float] | None:
+        """The session the statistical rule makes of the run from its branch point; (labels, recall) at stop."""
+        if self.branch is None:
+            return None
+        (arrays, meta), labels = self.branch
+        setup, y = self.setup, self.ytr
+        loop = ActiveLearningLoop.from_state(arrays, meta, Xtr, oracle_y=y)  # no evaluation: not reported
+        drawn, starts, checking = [False] * len(labels), [], False
+        rng = np.random.default_rng([seed, 0x57A7])
+        exhausted = False
+        while True:
+            if not checking and not exhausted and not stop_rules.check_suggested(
+                    labels, self.n_pool, setup.target_recall, setup.patience):
+                action = "heuristic"  # what recall_check says then, without computing its p-values
+            else:
+                check = stop_rules.recall_check(labels, drawn, starts, checking=checking, pool_size=self.n_pool,
+                                                target_recall=setup.target_recall, confidence=setup.confidence,
+                                                patience=setup.patience)
+                action = stop_rules.simulated_analyst(check)
+                checking = checking and check.phase != "failed"  # a failed check sends the session back
+                if action == "heuristic" and exhausted:
+                    action = "start"  # nothing left to ask: only random draws can go on
+            if action == "stop":
+                return len(labels), sum(v > 0 for v in labels) / self.positives
+            if len(labels) >= budget:
+                return None
+            if action == "start":
+                starts.append(len(labels))
+                checking = True
+                continue
+            if action == "draw":
+                item = int(rng.choice(np.flatnonzero(~loop.labelled_mask)))
+            else:
+                checking = False
+                q = loop.next_query()
+                if q is None:
+                    exhausted = True
+                    continue
+                item = int(q.index)
+            loop.teach(item, int(y[item]))
+            labels.append(int(y[item]))
+            drawn.append(action == "draw")
+
+    def stop_rows(self, base: dict[str, Any], statistical: tuple[int, float] | None) -> list[dict[str, Any]]:
+        out = []
+        for spec in self.setup.rules:
+            hit = statistical if spec.name == "statistical" else self.fired.get(str(spec))
+            out.append({**base, "rule": str(spec), "n_labels_at_stop": None if hit is None else int(hit[0]),
+                        "recall_at_stop": None if hit is None else float(hit[1]), "positives_total": self.positives})
+        return out
+
+
 def _run_strategy(X, y, strategy: str, solver: str, solver_params: dict, strategy_params: dict, budget: int,
-                  seed: int, initial: int, test_fraction: float, cold_start: str) -> list[dict[str, Any]]:
-    """One active-learning run with the true labels as the oracle; one dict per label."""
+                  seed: int, initial: int, test_fraction: float, cold_start: str,
+                  stopping: StoppingSetup | None = None) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """One active-learning run with the true labels as the oracle: one dict per label, one per stopping rule."""
     Xtr, ytr, Xte, yte = _split(X, y, seed, test_fraction)
+    evaluation = dict(eval_X=Xte, eval_y=yte) if len(Xte) else {}
     loop = ActiveLearningLoop(Xtr, strategy=strategy, solver=solver, solver_params=solver_params,
                               strategy_params=strategy_params, seed=seed, cold_start=cold_start,
-                              initial=initial, eval_X=Xte, eval_y=yte, oracle_y=ytr)
+                              initial=initial, oracle_y=ytr, **evaluation)
     budget = min(int(budget), len(Xtr))
+    watch = _StopWatch(stopping, ytr, seed) if stopping is not None else None
     while loop.n_labels < budget:
         q = loop.next_query()
         if q is None:  # pool exhausted, or ramp-region has nothing left in its ramp region
+            if watch is not None:
+                watch.heuristic_exhausted(loop)
             break
-        loop.teach(q.index, int(ytr[q.index]))
-    out = []
+        row = loop.teach(q.index, int(ytr[q.index]))
+        if watch is not None:
+            watch.after_label(loop, row)
+    positives = max(int(np.sum(ytr > 0)), 1)
+    out, found = [], 0
     for r in loop.history:
+        found += r.label > 0
         out.append({"strategy": strategy, "solver": solver, "seed": seed, "n_labels": r.n_labels, "auc": r.auc,
                     "accuracy": r.accuracy, "n_sv": r.n_sv, "update_ms": r.update_ms, "query_ms": r.query_ms,
                     "item": r.item, "label": r.label, "score": r.score, "n_bound": r.n_bound,
-                    "n_in_margin": r.n_in_margin, "seen": r.seen, "cold_start": r.asked_by.endswith("(cold start)")})
-    return out
+                    "n_in_margin": r.n_in_margin, "seen": r.seen, "cold_start": r.asked_by.endswith("(cold start)"),
+                    "recall": found / positives})
+    stops = []
+    if watch is not None:
+        statistical = watch.run_statistical(Xtr, budget, seed) if watch.statistical else None
+        stops = watch.stop_rows({"strategy": strategy, "solver": solver, "seed": seed}, statistical)
+    return out, stops
 
 
 def full_data_reference(X, y, solver: str, solver_params: dict, seed: int, test_fraction: float) -> dict[str, Any]:
@@ -159,7 +325,9 @@ def run_comparison(X, y, *, strategies: Iterable[str] | str, solver: str | dict[
                    initial: int = 10, test_fraction: float = 0.3, n_jobs: int = 1,
                    progress: Callable[[int, int, str], None] | None = None,
                    strategy_params: dict[str, dict] | None = None,
-                   cold_start: str = DEFAULT_COLD_START) -> ComparisonResult:
+                   cold_start: str = DEFAULT_COLD_START, stopping: str | list | None = None,
+                   target_recall: float = stop_rules.DEFAULT_TARGET_RECALL,
+                   confidence: float = stop_rules.DEFAULT_CONFIDENCE, baseline: bool = True) -> ComparisonResult:
     """Run query strategies side by side on the same seeds.
 
     Parameters
@@ -175,23 +343,34 @@ def run_comparison(X, y, *, strategies: Iterable[str] | str, solver: str | dict[
         split, the initial labels and every random choice of its runs.
     initial : labels chosen by the cold-start rule (random) before the
         strategy takes over; the strategy also waits until both classes are labelled.
-    test_fraction : share of the data held out for evaluation (stratified).
+    test_fraction : share of the data held out for evaluation (stratified);
+        0 keeps every item in the pool (no AUC then, recall measures only).
     n_jobs : processes (``concurrent.futures.ProcessPoolExecutor``); 1 runs in-process.
     progress : called as ``progress(done, total, description)`` after each run.
     strategy_params : optional dict strategy -> keyword arguments.
+    baseline : add ``random`` when it is not listed (the wins/ties/losses need it).
+    stopping : stopping rules to run beside each strategy (``core.stopping``:
+        e.g. ``"statistical,knee,margin,stability,consecutive:50"``), with the
+        statistical rule's ``target_recall`` and ``confidence``.
     """
     X = np.atleast_2d(np.asarray(X, dtype=np.float64))
     y = _binary_labels(y)
     if len(X) != len(y):
         raise ValueError(f"X has {len(X)} rows but y has {len(y)} labels")
     strategies = _as_list(strategies)
-    if BASELINE not in strategies:
+    if baseline and BASELINE not in strategies:
         strategies.append(BASELINE)
     seeds = _as_seeds(seeds)
     if int(budget) < 1:
         raise ValueError(f"budget must be at least 1 label, got {budget!r}")
     if int(initial) < 0:
         raise ValueError(f"initial must be >= 0, got {initial!r}")
+    if not 0.0 <= float(test_fraction) < 1.0:
+        raise ValueError(f"test_fraction must lie in [0, 1), got {test_fraction!r}")
+    setup = None
+    if stopping:
+        target_recall, confidence = stop_rules.check_target(target_recall, confidence)
+        setup = StoppingSetup(stop_rules.parse_rules(stopping), target_recall, confidence)
     solver_params = dict(solver_params or {})
     strategy_params = dict(strategy_params or {})
     if isinstance(solver, dict):
@@ -201,13 +380,13 @@ def run_comparison(X, y, *, strategies: Iterable[str] | str, solver: str | dict[
 
     tasks: list[tuple[str, Callable, tuple]] = []
     for seed in seeds:
-        for name in sorted(set(solvers.values())):
+        for name in sorted(set(solvers.values())) if float(test_fraction) > 0 else ():
             tasks.append((f"full-data {name}, seed {seed}", full_data_reference,
                           (X, y, name, solver_params, seed, test_fraction)))
         for s in strategies:
             tasks.append((f"{s} ({solvers[s]}), seed {seed}", _run_strategy,
                           (X, y, s, solvers[s], solver_params, strategy_params.get(s, {}), int(budget), seed,
-                           int(initial), float(test_fraction), cold_start)))
+                           int(initial), float(test_fraction), cold_start, setup)))
 
     results: list[Any] = [None] * len(tasks)
     done = 0
@@ -227,32 +406,56 @@ def run_comparison(X, y, *, strategies: Iterable[str] | str, solver: str | dict[
                 if progress:
                     progress(done, len(tasks), desc)
 
-    refs, rows = [], []
+    refs, rows, stops = [], [], []
     for (_, fn, _), res in zip(tasks, results, strict=True):
         if fn is full_data_reference:
             refs.append(res)
         else:
-            rows.extend(res)
-    references = pd.DataFrame(refs)
+            rows.extend(res[0])
+            stops.extend(res[1])
+    references = pd.DataFrame(refs, columns=["solver", "seed", "auc", "accuracy", "n_sv", "n_train", "seconds"])
     rows_df = pd.DataFrame(rows, columns=ROW_COLUMNS + EXTRA_COLUMNS)
     order = {s: k for k, s in enumerate(strategies)}
     rows_df = rows_df.sort_values(["strategy", "seed", "n_labels"], key=lambda c: c.map(order) if c.name == "strategy"
                                   else c, kind="stable").reset_index(drop=True)
-    runs = run_table(rows_df, references, int(budget))
+    pools = {seed: _pool_counts(y, seed, float(test_fraction)) for seed in seeds}
+    runs = run_table(rows_df, references, int(budget), pools)
     summary = summarise(runs, rows_df, strategies)
     config = dict(strategies=strategies, solvers=solvers, solver_params=solver_params, budget=int(budget),
                   seeds=seeds, initial=int(initial), test_fraction=float(test_fraction), cold_start=cold_start)
-    return ComparisonResult(rows=rows_df, runs=runs, references=references, summary=summary, config=config)
+    stops_df = pd.DataFrame(stops, columns=STOP_COLUMNS)
+    stop_summary = pd.DataFrame()
+    if setup is not None:
+        config.update(stopping=[str(r) for r in setup.rules], target_recall=setup.target_recall,
+                      confidence=setup.confidence)
+        stops_df["n_labels_at_stop"] = stops_df["n_labels_at_stop"].astype("Int64")
+        stops_df = stops_df.sort_values(["strategy", "seed"], key=lambda c: c.map(order) if c.name == "strategy"
+                                        else c, kind="stable").reset_index(drop=True)
+        stop_summary = summarise_stops(stops_df, pools, setup.target_recall, strategies,
+                                       [str(r) for r in setup.rules])
+    return ComparisonResult(rows=rows_df, runs=runs, references=references, summary=summary, config=config,
+                            stops=stops_df, stop_summary=stop_summary)
 
 
-def run_table(rows: pd.DataFrame, references: pd.DataFrame, budget: int) -> pd.DataFrame:
+def _pool_counts(y: np.ndarray, seed: int, test_fraction: float) -> tuple[int, int]:
+    """(items, positives) in the pool of a seed's split (as ``_split`` draws it)."""
+    train, _ = stratified_split(y, test_fraction, np.random.default_rng([seed, 0xE7A1]))
+    return int(len(train)), int(np.sum(y[train] > 0))
+
+
+def run_table(rows: pd.DataFrame, references: pd.DataFrame, budget: int,
+              pools: dict[int, tuple[int, int]] | None = None) -> pd.DataFrame:
     """One row per (strategy, seed): learning-curve areas and labels to reach 95% / 99%.
 
     A run that stopped before the budget (pool exhausted, or ramp-region found
     nothing in its ramp region) keeps its last model: its curve is extended
-    flat to the budget, so all areas cover the same label axis.
+    flat to the budget, so all areas cover the same label axis.  Without a
+    full-data reference (no evaluation set) the AUC measures are NaN / None.
+    With ``pools`` (seed -> (items, positives) of its pool): the labels needed
+    to find 50% / 80% / 95% of the positives and WSS@95 (None when not reached).
     """
     ref = {(r.solver, int(r.seed)): float(r.auc) for r in references.itertuples()}
+    pools = pools or {}
     out = []
     for (strategy, seed), g in rows.groupby(["strategy", "seed"], sort=False):
         g = g.sort_values("n_labels")
@@ -262,17 +465,26 @@ def run_table(rows: pd.DataFrame, references: pd.DataFrame, budget: int) -> pd.D
         if len(n) and n[-1] < budget:
             n, auc, end = np.append(n, budget), np.append(auc, auc[-1]), budget
         solver = g["solver"].iloc[0]
-        r = ref[(solver, int(seed))]
-        out.append({
+        r = ref.get((solver, int(seed)), float("nan"))
+        usable = np.isfinite(r) and r != 0.5
+        record = {
             "strategy": strategy, "solver": solver, "seed": int(seed), "n_labels": int(g["n_labels"].iloc[-1]),
             "budget": end, "reference_auc": r, "final_auc": float(auc[-1]),
             "final_accuracy": float(g["accuracy"].iloc[-1]), "final_n_sv": int(g["n_sv"].iloc[-1]),
-            "alc": learning_curve_area(n, auc, reference=r),
-            "alc_log2": learning_curve_area(n, auc, reference=r, log2=True),
-            "labels_95": labels_to_reach(n, auc, 0.95 * r),
-            "labels_99": labels_to_reach(n, auc, 0.99 * r),
+            "alc": learning_curve_area(n, auc, reference=r) if usable else float("nan"),
+            "alc_log2": learning_curve_area(n, auc, reference=r, log2=True) if usable else float("nan"),
+            "labels_95": labels_to_reach(n, auc, 0.95 * r) if usable else None,
+            "labels_99": labels_to_reach(n, auc, 0.99 * r) if usable else None,
             "labels_asked": int(g["n_labels"].iloc[-1]), "items_seen": int(g["seen"].iloc[-1]),
-        })
+        }
+        if int(seed) in pools:
+            n_items, n_pos = pools[int(seed)]
+            labels = g["label"].to_numpy()
+            record.update(pool_size=n_items, positives_total=n_pos)
+            for level in RECALL_LEVELS:
+                record[f"labels_recall_{round(100 * level)}"] = labels_to_recall(labels, n_pos, level)
+            record["wss_95"] = work_saved_over_sampling(record["labels_recall_95"], n_items, 0.95)
+        out.append(record)
     return pd.DataFrame(out)
 
 
@@ -292,7 +504,7 @@ def summarise(runs: pd.DataFrame, rows: pd.DataFrame, strategies: list[str]) -> 
     steps; wins / ties / losses of ``alc`` against ``random`` seed by seed
     (|difference| <= ``TIE_TOLERANCE`` is a tie).
     """
-    base = runs[runs["strategy"] == BASELINE].set_index("seed")["alc"]
+    base = runs[runs["strategy"] == BASELINE].set_index("seed")["alc"] if len(runs) else pd.Series(dtype=float)
     out = []
     for s in strategies:
         r = runs[runs["strategy"] == s]
@@ -302,9 +514,11 @@ def summarise(runs: pd.DataFrame, rows: pd.DataFrame, strategies: list[str]) -> 
         l95, n95 = _mean_reached(r["labels_95"])
         l99, n99 = _mean_reached(r["labels_99"])
         w = t = lo = 0
+        compared = False
         for seed, a in zip(r["seed"], r["alc"], strict=True):
-            if s == BASELINE or seed not in base.index:
-                continue
+            if s == BASELINE or seed not in base.index or not np.isfinite(a - base[seed]):
+                continue  # (no area without an evaluation set)
+            compared = True
             d = a - base[seed]
             if d > TIE_TOLERANCE:
                 w += 1
@@ -312,6 +526,14 @@ def summarise(runs: pd.DataFrame, rows: pd.DataFrame, strategies: list[str]) -> 
                 lo += 1
             else:
                 t += 1
+        recall_levels = {}
+        for level in RECALL_LEVELS:
+            column = f"labels_recall_{round(100 * level)}"
+            if column in r:
+                value, reached = _mean_reached(r[column])
+                recall_levels[column], recall_levels[f"reached_recall_{round(100 * level)}"] = value, reached
+        if "wss_95" in r:
+            recall_levels["wss_95"] = _mean_reached(r["wss_95"])[0]
         upd = st["update_ms"].to_numpy(dtype=float)
         qry = st["query_ms"].to_numpy(dtype=float)
         qry = qry[np.isfinite(qry)]
@@ -328,8 +550,8 @@ def summarise(runs: pd.DataFrame, rows: pd.DataFrame, strategies: list[str]) -> 
             "update_ms_p95": float(np.percentile(upd, 95)) if len(upd) else float("nan"),
             "query_ms_median": float(np.median(qry)) if len(qry) else float("nan"),
             "query_ms_p95": float(np.percentile(qry, 95)) if len(qry) else float("nan"),
-            "wins": None if s == BASELINE else w, "ties": None if s == BASELINE else t,
-            "losses": None if s == BASELINE else lo,
+            "wins": None if s == BASELINE or not compared else w, "ties": None if s == BASELINE or not compared
+            else t, "losses": None if s == BASELINE or not compared else lo, **recall_levels,
         })
     df = pd.DataFrame(out)
     for c in ("wins", "ties", "losses"):  # whole numbers, None for the baseline itself
@@ -341,22 +563,85 @@ def format_summary(summary: pd.DataFrame) -> str:
     """A plain-text table of the summary (what ``compare`` prints)."""
     head = (f"{'strategy':<18} {'solver':<12} {'ALC':>13} {'ALC log2':>13} {'to 95%':>10} {'to 99%':>10} "
             f"{'AUC':>6} {'SV':>7} {'upd ms p50/p95':>15} {'qry ms p50/p95':>15} {'vs random W/T/L':>16}")
+    recall = "labels_recall_50" in summary
+    if recall:
+        head += f" {'recall 50%':>11} {'recall 80%':>11} {'recall 95%':>11} {'WSS@95':>7}"
     lines = [head, "-" * len(head)]
     for r in summary.itertuples():
         def reach(v, k, n=r.n_seeds):
             return "never" if k == 0 else f"{v:.0f} ({k}/{n})"
-        wtl = "baseline" if r.wins is None or (isinstance(r.wins, float) and np.isnan(r.wins)) \
-            else f"{int(r.wins)}/{int(r.ties)}/{int(r.losses)}"
-        lines.append(
-            f"{r.strategy:<18} {r.solver:<12} {r.alc_mean:>6.3f}±{r.alc_std:<6.3f} "
-            f"{r.alc_log2_mean:>6.3f}±{r.alc_log2_std:<6.3f} {reach(r.labels_95, r.reached_95):>10} "
-            f"{reach(r.labels_99, r.reached_99):>10} {r.final_auc:>6.3f} {r.final_n_sv:>7.1f} "
-            f"{r.update_ms_median:>7.2f}/{r.update_ms_p95:<7.2f} {r.query_ms_median:>7.2f}/{r.query_ms_p95:<7.2f} "
-            f"{wtl:>16}")
+
+        def number(v, fmt):
+            return "n/a" if v is None or not np.isfinite(v) else format(v, fmt)
+        if r.wins is None or (isinstance(r.wins, float) and np.isnan(r.wins)):
+            wtl = "baseline" if r.strategy == BASELINE else "n/a"
+        else:
+            wtl = f"{int(r.wins)}/{int(r.ties)}/{int(r.losses)}"
+        alc = "n/a" if not np.isfinite(r.alc_mean) else f"{r.alc_mean:.3f}±{r.alc_std:.3f}"
+        alc2 = "n/a" if not np.isfinite(r.alc_log2_mean) else f"{r.alc_log2_mean:.3f}±{r.alc_log2_std:.3f}"
+        line = (f"{r.strategy:<18} {r.solver:<12} {alc:>13} {alc2:>13} {reach(r.labels_95, r.reached_95):>10} "
+                f"{reach(r.labels_99, r.reached_99):>10} {number(r.final_auc, '.3f'):>6} {r.final_n_sv:>7.1f} "
+                f"{r.update_ms_median:>7.2f}/{r.update_ms_p95:<7.2f} "
+                f"{r.query_ms_median:>7.2f}/{r.query_ms_p95:<7.2f} {wtl:>16}")
+        if recall:
+            line += (f" {reach(r.labels_recall_50, r.reached_recall_50):>11} "
+                     f"{reach(r.labels_recall_80, r.reached_recall_80):>11} "
+                     f"{reach(r.labels_recall_95, r.reached_recall_95):>11} {number(r.wss_95, '.3f'):>7}")
+        lines.append(line)
     lines.append("ALC: area under the test-AUC learning curve, normalised (0 = chance, 1 = full-data AUC "
                  "from the first label); mean ± std over seeds.")
+    if recall:
+        lines.append("recall X%: labels (initial ones included) until X% of the pool's positives were labelled, "
+                     "mean over the seeds that got there; WSS@95 = (pool - labels to 95%) / pool - 0.05.")
     return "\n".join(lines)
 
 
-__all__ = ["BASELINE", "ComparisonResult", "EXTRA_COLUMNS", "ROW_COLUMNS", "TIE_TOLERANCE", "format_summary",
-           "full_data_reference", "run_comparison", "run_table", "summarise"]
+def summarise_stops(stops: pd.DataFrame, pools: dict[int, tuple[int, int]], target_recall: float,
+                    strategies: list[str], rules: list[str]) -> pd.DataFrame:
+    """One row per (strategy, rule): how often it stopped within the budget, mean labels and recall at stop,
+    how many stops reached the target recall, and the work saved against labelling the whole pool
+    (1 - labels at stop / pool items, mean over the stops)."""
+    out = []
+    for strategy in strategies:
+        for rule in rules:
+            part = stops[(stops["strategy"] == strategy) & (stops["rule"] == rule)]
+            if part.empty:
+                continue
+            hit = part.dropna(subset=["n_labels_at_stop"])
+            labels = hit["n_labels_at_stop"].to_numpy(dtype=float)
+            recall = hit["recall_at_stop"].to_numpy(dtype=float)
+            pool = np.array([pools[int(seed)][0] for seed in hit["seed"]], dtype=float)
+            reached = int(np.sum(recall >= target_recall - 1e-12))
+            out.append({
+                "strategy": strategy, "rule": rule, "n_seeds": int(len(part)), "stopped": int(len(hit)),
+                "labels_at_stop": float(labels.mean()) if len(hit) else float("nan"),
+                "recall_at_stop": float(recall.mean()) if len(hit) else float("nan"),
+                "min_recall_at_stop": float(recall.min()) if len(hit) else float("nan"),
+                "reached_target": reached, "share_reached_target": reached / len(part),
+                "work_saved": float(np.mean(1.0 - labels / pool)) if len(hit) else float("nan"),
+            })
+    return pd.DataFrame(out)
+
+
+def format_stop_summary(summary: pd.DataFrame, target_recall: float | None = None) -> str:
+    """A plain-text table of the per-rule summary (what ``compare --stopping`` prints)."""
+    target = "target" if target_recall is None else f"{100 * target_recall:g}%"
+    head = (f"{'strategy':<18} {'rule':<16} {'stopped':>8} {'labels at stop':>15} {'recall at stop':>15} "
+            f"{'min recall':>10} {'reached ' + target:>14} {'work saved':>11}")
+    lines = [head, "-" * len(head)]
+    for r in summary.itertuples():
+        def number(v, fmt):
+            return "–" if not np.isfinite(v) else format(v, fmt)
+        lines.append(f"{r.strategy:<18} {r.rule:<16} {f'{r.stopped}/{r.n_seeds}':>8} "
+                     f"{number(r.labels_at_stop, '.1f'):>15} {number(r.recall_at_stop, '.3f'):>15} "
+                     f"{number(r.min_recall_at_stop, '.3f'):>10} {f'{r.reached_target}/{r.n_seeds}':>14} "
+                     f"{number(r.work_saved, '.3f'):>11}")
+    lines.append("stopped: seeds where the rule stopped within the budget; labels and recall at stop: mean over "
+                 "those (random draws are labels); reached: seeds that stopped with recall at or above the target; "
+                 "work saved: 1 - labels at stop / pool items, mean over the stops.")
+    return "\n".join(lines)
+
+
+__all__ = ["BASELINE", "RECALL_LEVELS", "STOP_COLUMNS", "ComparisonResult", "EXTRA_COLUMNS", "ROW_COLUMNS",
+           "StoppingSetup", "TIE_TOLERANCE", "format_stop_summary", "format_summary", "full_data_reference",
+           "run_comparison", "run_table", "summarise", "summarise_stops"]

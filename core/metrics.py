@@ -6,6 +6,8 @@ positive when it is > 0 (or True).
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from scipy.stats import rankdata
 
@@ -145,4 +147,30 @@ def labels_to_reach(n_labels, auc, target: float) -> int | None:
     return int(x[hit[0]]) if len(hit) else None
 
 
-__all__ = ["accuracy", "labels_to_reach", "learning_curve_area", "roc_auc", "roc_curve"]
+def labels_to_recall(labels, n_positive: int, recall: float) -> int | None:
+    """Labels given until ``recall`` of the ``n_positive`` positives of the pool were labelled, or None.
+
+    ``labels``: the labels in the order they were given (> 0 is positive).  The
+    level counts ceil(recall * n_positive) positives (computed exactly for
+    decimal levels: 95% of 100 is 95).
+    """
+    if n_positive <= 0:
+        return None
+    from fractions import Fraction
+
+    need = math.ceil(Fraction(str(float(recall))) * int(n_positive))
+    found = np.cumsum(_binary(labels))
+    hit = np.flatnonzero(found >= need)
+    return int(hit[0] + 1) if len(hit) else None
+
+
+def work_saved_over_sampling(n_labels: int | None, n_items: int, recall: float) -> float | None:
+    """WSS at a recall level (Cohen et al. 2006): (items - labels needed) / items - (1 - recall), None when
+    the level was not reached."""
+    if n_labels is None or n_items <= 0:
+        return None
+    return (n_items - n_labels) / n_items - (1.0 - recall)
+
+
+__all__ = ["accuracy", "labels_to_reach", "labels_to_recall", "learning_curve_area", "roc_auc", "roc_curve",
+           "work_saved_over_sampling"]

@@ -553,6 +553,23 @@ def _set_session_status(engine: EngineLike, session_id: int, status: str) -> Non
         raise NotFoundError(f"Session {session_id} does not exist.")
 
 
+def set_session_setting(engine: EngineLike, session_id: int, key: str, value: Any) -> dict[str, Any]:
+    """Set one top-level entry of an open session's settings (``SessionInfo.params``); returns the settings.
+
+    The settings are JSON on the session row; the row is locked while they are
+    read and written, so two changes at once do not lose one another.
+    """
+    if not isinstance(key, str) or not key.strip():
+        raise StorageError("A session setting needs a non-empty name.")
+    value = _jsonable({key: value}, f"The session setting '{key}'")[key]
+    with writing(engine) as session:
+        row = _active_session_row(session, session_id)
+        params = dict(row.solver_params or {})
+        params[key] = value
+        row.solver_params = params
+    return params
+
+
 def _active_session_row(session: Session, session_id: int) -> LabellingSession:
     """The open session's row, locked until the transaction ends (raises if missing or closed).
 

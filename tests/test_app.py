@@ -159,7 +159,7 @@ def test_label_with_the_buttons_undo_skip_and_switch_pages(db_url):
     engine = service(db_url).engine
     (session,) = repo.list_sessions(engine)
     assert (session.annotator, session.strategy, session.solver) == ("ada", "near-boundary", "incremental")
-    assert len(at.get("plotly_chart")) == 4
+    assert len(at.get("plotly_chart")) == 5  # ROC, AUC, support vectors, margin, gain curve
 
     y_true = repo.load_dataset_arrays(engine, session.dataset_id)[1]
     asked, given = [], []
@@ -243,7 +243,7 @@ def test_session_on_a_dataset_without_true_labels_titles_the_roc_as_scores_when_
     if roc is not None:
         assert "when it was asked" in roc[3]
     figures = at.get("plotly_chart")
-    assert len(figures) == 4
+    assert len(figures) == 5  # ROC, AUC, support vectors, margin, gain curve
 
 
 # --------------------------------------------------------------------------- service guarantees behind the page
@@ -407,7 +407,7 @@ def test_compare_page_runs_stores_and_reloads_a_comparison(db_url):
     assert rows.groupby(["strategy", "seed"])["n_labels"].max().eq(16).all()
     summary = svc.summary_frame(comparison)
     assert list(summary["strategy"]) == ["near-boundary", "random"]
-    assert len(at.get("plotly_chart")) == 3
+    assert len(at.get("plotly_chart")) == 4  # AUC, support vectors, latency, recall
     assert any(len(df.value) == 2 for df in at.dataframe)  # the summary table
     overlay = svc.session_curves(run.info.dataset_id)
     assert set(overlay["session"]) == {f"session {run.session_id} (cy, near-boundary)"}
@@ -417,7 +417,7 @@ def test_compare_page_runs_stores_and_reloads_a_comparison(db_url):
     again = start_app()
     again.switch_page("views/compare.py").run()
     assert not again.exception
-    assert len(again.get("plotly_chart")) == 3
+    assert len(again.get("plotly_chart")) == 4
 
 
 # --------------------------------------------------------------------------- Export

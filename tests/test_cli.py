@@ -247,3 +247,42 @@ def test_compare_warns_when_the_initial_labels_use_the_whole_budget(gauss_csv):
     r = run_cli("compare", "--data", path, "--label-column", "outcome", "--strategies", "near-boundary",
                 "--budget", "6", "--seeds", "1", "--initial", "2")
     assert r.returncode == 0 and "warning" not in r.stderr, r.stderr
+
+
+def test_compare_stopping_rules_write_tidy_stops(gauss_csv, tmp_path):
+    need_experiment()
+    import pandas as pd
+
+    path, _, y = gauss_csv
+    stops = tmp_path / "stops.csv"
+    r = run_cli("compare", "--data", path, "--label-column", "outcome", "--positive", "sick", "--strategies",
+                "largest-positive", "--scale", "standard", "--budget", "120", "--seeds", "2", "--test-fraction", "0",
+                "--stopping", "statistical,knee,margin,stability,consecutive:20", "--target-recall", "0.9",
+                "--confidence", "0.9", "--stops-out", stops)
+    assert r.returncode == 0, r.stderr
+    assert "recall 95%" in r.stdout and "WSS@95" in r.stdout  # per strategy, without an evaluation set
+    assert "consecutive:20" in r.stdout and "reached 90%" in r.stdout and f"stops written to {stops}" in r.stdout
+    table = pd.read_csv(stops)
+    assert list(table.columns) == ["strategy", "solver", "seed", "rule", "n_labels_at_stop", "recall_at_stop",
+                                   "positives_total"]
+    assert len(table) == 2 * 2 * 5  # largest-positive and the random baseline, two seeds, five rules
+    assert set(table["positives_total"]) == {int(np.sum(y > 0))}  # every item is in the pool
+    never = table["n_labels_at_stop"].isna()
+    assert (table.loc[never, "recall_at_stop"].isna()).all()
+    assert (table.loc[~never, "n_labels_at_stop"] <= 120).all()
+
+
+def test_compare_stopping_errors(gauss_csv, tmp_path):
+    need_experiment()
+    path, _, _ = gauss_csv
+    base = ("compare", "--data", path, "--label-column", "outcome", "--strategies", "random", "--budget", "12",
+            "--seeds", "1")
+    for extra, words in [(("--stopping", "knee,oracle"), "--stopping: unknown stopping rule 'oracle'"),
+                         (("--stopping", "consecutive"), "consecutive:50"),
+                         (("--stops-out", tmp_path / "s.csv"), "--stops-out needs --stopping"),
+                         (("--stopping", "knee", "--stops-out", tmp_path / "missing" / "s.csv"),
+                          "the folder")]:
+        r = run_cli(*base, *extra)
+        assert r.returncode == 2 and r.stderr.count("\n") == 1 and words in r.stderr, r.stderr
+    r = run_cli(*base, "--stopping", "knee", "--target-recall", "1.2")
+    assert r.returncode == 2 and "--target-recall" in r.stderr

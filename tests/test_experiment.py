@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -94,3 +96,140 @@ def test_bad_arguments_are_refused():
         run_comparison(X, np.arange(40) % 3, strategies="random", budget=5, seeds=1)
     with pytest.raises(ValueError, match="budget"):
         run_comparison(X, y, strategies="random", budget=0, seeds=1)
+
+
+# --------------------------------------------------------------------------- recall and stopping rules
+
+
+@pytest.fixture(scope="module")
+def digits_pool():
+    ds = load_bundled("digits", positive=8)
+    sub = np.random.default_rng(1).choice(len(ds.X), 900, replace=False)
+    from core.datasets import standardize
+
+    return standardize(ds.X[sub])[0], ds.y[sub]
+
+
+@pytest.fixture(scope="module")
+def stopping_comparison(digits_pool):
+    X, y = digits_pool
+    return run_comparison(X, y, strategies=["largest-positive"], budget=450, seeds=[0, 1], test_fraction=0,
+                          stopping="statistical,knee,margin,stability,consecutive:30")
+
+
+def test_test_fraction_zero_reports_recall_without_auc(stopping_comparison, digits_pool):
+    res = stopping_comparison
+    _, y = digits_pool
+    assert res.references.empty and res.rows["auc"].isna().all()
+    positives = int(np.sum(y > 0))
+    for r in res.runs.itertuples():
+        g = res.rows[(res.rows.strategy == r.strategy) & (res.rows.seed == r.seed)]
+        found = np.cumsum(g["label"].to_numpy() > 0)
+        assert r.positives_total == positives and r.pool_size == len(y)
+        assert np.allclose(g["recall"], found / positives)
+        for level in (50, 80, 95):
+            need = math.ceil(level * positives / 100)
+            expected = int(np.argmax(found >= need)) + 1 if found[-1] >= need else None
+            got = getattr(r, f"labels_recall_{level}")
+            assert (None if pd.isna(got) else int(got)) == expected
+        if expected is not None:
+            assert r.wss_95 == pytest.approx((len(y) - expected) / len(y) - 0.05)
+    s = res.summary.set_index("strategy")
+    assert s.loc["largest-positive", "labels_recall_50"] < s.loc["random", "labels_recall_50"]
+    text = format_summary(res.summary)
+    assert "recall 95%" in text and "WSS@95" in text and "n/a" in text
+
+
+def test_stop_rows_are_where_each_rule_first_says_stop(stopping_comparison):
+    from core import stopping as st
+    from core.experiment import STOP_COLUMNS
+
+    res = stopping_comparison
+    assert list(res.stops.columns) == STOP_COLUMNS
+    assert len(res.stops) == 2 * 2 * 5  # strategies (with the random baseline) x seeds x rules
+    for r in res.stops.itertuples():
+        g = res.rows[(res.rows.strategy == r.strategy) & (res.rows.seed == r.seed)]
+        labels, margin = g["label"].to_numpy(), g["n_in_margin"].to_numpy()
+        if r.rule in ("knee", "margin", "consecutive:30"):
+            first = None
+            for n in range(1, len(labels) + 1):
+                state = (st.knee_rule(labels[:n]) if r.rule == "knee" else
+                         st.margin_rule(margin[n - 1], labels[:n]) if r.rule == "margin" else
+                         st.consecutive_rule(labels[:n], 30))
+                if state.stop:
+                    first = n
+                    break
+            assert (None if pd.isna(r.n_labels_at_stop) else int(r.n_labels_at_stop)) == first, r
+        if not pd.isna(r.n_labels_at_stop) and r.rule != "statistical":
+            assert r.recall_at_stop == pytest.approx(g["recall"].iloc[int(r.n_labels_at_stop) - 1])
+        if not pd.isna(r.n_labels_at_stop):
+            assert r.n_labels_at_stop <= 450 and 0 <= r.recall_at_stop <= 1
+    summary = res.stop_summary.set_index(["strategy", "rule"])
+    part = res.stops[(res.stops.strategy == "largest-positive") & (res.stops.rule == "knee")].dropna()
+    assert summary.loc[("largest-positive", "knee"), "stopped"] == len(part)
+    if len(part):
+        assert summary.loc[("largest-positive", "knee"), "labels_at_stop"] == pytest.approx(
+            part.n_labels_at_stop.astype(float).mean())
+    assert "reached 95%" in res.summary_text()
+
+
+def test_statistical_branch_equals_a_session_run_from_scratch(digits_pool):
+    """The statistical rule's session starts from the run's saved loop state at the label where it first
+    suggests a check; replaying the same protocol from a fresh loop must give the same stop."""
+    from core import stopping as st
+    from core.experiment import StoppingSetup, _run_strategy, _split
+    from core.loop import ActiveLearningLoop
+
+    X, y = digits_pool
+    X, y = X[:500], y[:500]
+    setup = StoppingSetup(st.parse_rules("statistical"), 0.9, 0.9)
+    _, stops = _run_strategy(X, y, "largest-positive", "incremental", {}, {}, 500, 3, 10, 0.0, "random", setup)
+    (stop,) = stops
+    # from scratch: the same pool (the split with nothing held out still shuffles it), loop and random draws
+    X, y = _split(X, y, 3, 0.0)[:2]
+    loop = ActiveLearningLoop(X, strategy="largest-positive", solver="incremental", seed=3, initial=10,
+                              oracle_y=y)
+    labels, drawn, starts, checking = [], [], [], False
+    rng = np.random.default_rng([3, 0x57A7])
+    while True:
+        check = st.recall_check(labels, drawn, starts, checking=checking, pool_size=len(X), target_recall=0.9,
+                                confidence=0.9)
+        action = st.simulated_analyst(check)
+        checking = checking and check.phase != "failed"
+        if action == "stop" or len(labels) >= 500:
+            break
+        if action == "start":
+            starts.append(len(labels))
+            checking = True
+            continue
+        if action == "draw":
+            item = int(rng.choice(np.flatnonzero(~loop.labelled_mask)))
+        else:
+            checking = False
+            item = int(loop.next_query().index)
+        loop.teach(item, int(y[item]))
+        labels.append(int(y[item]))
+        drawn.append(action == "draw")
+    assert action == "stop" and any(drawn)  # the check ran and passed
+    assert stop["n_labels_at_stop"] == len(labels)
+    assert stop["recall_at_stop"] == pytest.approx(np.sum(np.array(labels) > 0) / np.sum(y > 0))
+
+
+def test_stopping_arguments_are_checked():
+    X, y = make_gaussians(40, np.random.default_rng(0))
+    with pytest.raises(ValueError, match="unknown stopping rule"):
+        run_comparison(X, y, strategies="random", budget=5, seeds=1, stopping="oracle")
+    with pytest.raises(ValueError, match="target recall"):
+        run_comparison(X, y, strategies="random", budget=5, seeds=1, stopping="knee", target_recall=1.5)
+    with pytest.raises(ValueError, match="test_fraction"):
+        run_comparison(X, y, strategies="random", budget=5, seeds=1, test_fraction=1.0)
+
+
+def test_stops_are_the_same_in_parallel_processes():
+    X, y = make_gaussians(300, np.random.default_rng(5), separation=2.0)
+    kw = dict(strategies="largest-positive", budget=150, seeds=2, initial=4, test_fraction=0,
+              stopping="statistical,knee,margin,stability,consecutive:10", target_recall=0.9, confidence=0.9)
+    one = run_comparison(X, y, n_jobs=1, **kw)
+    two = run_comparison(X, y, n_jobs=2, **kw)
+    pd.testing.assert_frame_equal(one.stops, two.stops)
+    pd.testing.assert_frame_equal(one.stop_summary, two.stop_summary)

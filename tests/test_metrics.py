@@ -127,3 +127,17 @@ def test_labels_to_reach():
     assert labels_to_reach(n, auc, 0.99) == 8
     assert labels_to_reach(n, auc, 0.5) == 4
     assert labels_to_reach(n, auc, 0.999) is None
+
+
+def test_labels_to_recall_and_work_saved_over_sampling():
+    from core.metrics import labels_to_recall, work_saved_over_sampling
+
+    labels = [1, -1, 1, -1, -1, 1, -1, 1]  # 4 of the pool's 5 positives found
+    assert labels_to_recall(labels, 5, 0.5) == 6  # ceil(2.5) = 3 positives, the third at label 6
+    assert labels_to_recall(labels, 5, 0.8) == 8  # 4 positives
+    assert labels_to_recall(labels, 5, 0.95) is None
+    assert labels_to_recall([1] * 95 + [-1], 100, 0.95) == 95  # 95% of 100 is exactly 95, not 96
+    assert labels_to_recall([], 0, 0.5) is None
+    # Cohen et al. (2006): (TN + FN) / N - (1 - recall), the unread items being TN + FN
+    assert work_saved_over_sampling(300, 2000, 0.95) == pytest.approx(1700 / 2000 - 0.05)
+    assert work_saved_over_sampling(None, 2000, 0.95) is None

@@ -11,6 +11,7 @@ has its own module here:
 - ``labelling``: ``LabellingRun``, one session brought to life (labels, skips, undo)
 - ``history``: the label history of a run (changes and removals of earlier labels, labels imported from a file)
 - ``snapshots``: model snapshots, so a session resumes without replaying every label
+- ``stopping``: when can the analyst stop (the rules' state, the recall check, its random draws)
 - ``readouts``: what the Label page shows of a run (history, ROC curve, the item)
 - ``comparisons``: heuristics side by side with the true labels as the oracle
 - ``exports``: labelled items with provenance as CSV or JSONL

@@ -58,10 +58,13 @@ class Comparisons:
     def run_comparison(self, dataset_id: int, *, strategies: Sequence[str], solver: str | None = None,
                        budget: int = 60, seeds: int = 3, initial: int = 10, C: float = DEFAULT_C,
                        gamma: float | str = DEFAULT_GAMMA, test_fraction: float = 0.3,
-                       progress: Callable[[float, str], None] | None = None) -> int:
+                       progress: Callable[[float, str], None] | None = None,
+                       stopping: Sequence[str] | None = None, target_recall: float = 0.95,
+                       confidence: float = 0.95) -> int:
         """Run a comparison with the true labels as the oracle; store it and return its id.
 
-        ``progress(fraction, description)`` is called after each run.
+        ``progress(fraction, description)`` is called after each run.  ``stopping``: rules
+        (``core.stopping``) run beside each heuristic; their stops are stored with the summary.
         """
         from core.experiment import run_comparison
 
@@ -86,15 +89,26 @@ class Comparisons:
             if progress is not None:
                 progress(done / max(total, 1), f"{done}/{total} runs · {description}")
 
+        stop_options = {}
+        if stopping:
+            from core.stopping import check_target, parse_rules
+
+            try:
+                stop_options = dict(stopping=[str(r) for r in parse_rules(list(stopping))],
+                                    target_recall=check_target(target_recall, confidence)[0], confidence=confidence)
+            except ValueError as error:
+                raise ServiceError(f"{str(error)[:1].upper()}{str(error)[1:]}.") from None
         result = run_comparison(X, np.asarray(y, dtype=float), strategies=strategies, solver=solver or None,
                                 solver_params={"kernel": "rbf", "C": C, "gamma": gamma},
                                 budget=budget, seeds=seeds, initial=initial,
-                                test_fraction=float(test_fraction), progress=report)
+                                test_fraction=float(test_fraction), progress=report, **stop_options)
         config = dict(result.config, dataset=dataset.name, dataset_id=dataset_id,
                       scaling=dataset.meta.get("scaling", "none"))
         summary = {"summary": result.summary.to_dict(orient="records"),
                    "runs": result.runs.to_dict(orient="records"),
-                   "references": result.references.to_dict(orient="records")}
+                   "references": result.references.to_dict(orient="records"),
+                   "stop_summary": result.stop_summary.to_dict(orient="records"),
+                   "stops": result.stops.astype(object).where(result.stops.notna(), None).to_dict(orient="records")}
         return repo.save_comparison(self.engine, dataset_id, config, result.rows, summary)
 
     @staticmethod
@@ -102,6 +116,23 @@ class Comparisons:
         """The per-heuristic summary table of a stored comparison."""
         frame = pd.DataFrame(comparison.summary.get("summary", []))
         return frame
+
+    @staticmethod
+    def stop_summary_frame(comparison: repo.Comparison) -> pd.DataFrame:
+        """The per-rule summary of a stored comparison, with readable headers (empty without stopping rules)."""
+        frame = pd.DataFrame(comparison.summary.get("stop_summary", []))
+        if frame.empty:
+            return frame
+        target = comparison.config.get("target_recall", 0.95)
+        out = pd.DataFrame({
+            "heuristic": frame["strategy"], "rule": frame["rule"],
+            "stopped": [f"{s}/{n}" for s, n in zip(frame["stopped"], frame["n_seeds"], strict=True)],
+            "labels at stop": frame["labels_at_stop"], "recall at stop": frame["recall_at_stop"],
+            "lowest recall at stop": frame["min_recall_at_stop"],
+            f"recall ≥ {target:g}": [f"{r}/{n}" for r, n in zip(frame["reached_target"], frame["n_seeds"],
+                                                                  strict=True)],
+            "work saved": frame["work_saved"]})
+        return out
 
     def comparisons(self, dataset_id: int | None = None) -> list[repo.ComparisonInfo]:
         return repo.list_comparisons(self.engine, dataset_id)

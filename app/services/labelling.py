@@ -32,7 +32,9 @@ from app.services.common import (
 from app.services.history import RunHistory
 from app.services.readouts import RunReadouts
 from app.services.snapshots import SNAPSHOT_EVERY, RunSnapshots
+from app.services.stopping import RunStopping, stopping_settings
 from core.loop import ActiveLearningLoop
+from core.stopping import CHECK_STRATEGY
 from storage import repository as repo
 from storage.errors import DuplicateLabelError, StorageError
 
@@ -65,6 +67,7 @@ class Answer:
     value: int
     score: float | None
     label_id: int | None = None  # the stored label's id (checks that a snapshot covers these events)
+    strategy: str | None = None  # the heuristic that asked (core.stopping.CHECK_STRATEGY: a recall check's draw)
 
 
 def evaluation_split(y_true: np.ndarray, fraction: float, seed: int,
@@ -89,7 +92,7 @@ def evaluation_split(y_true: np.ndarray, fraction: float, seed: int,
     return pool_items, eval_items
 
 
-class LabellingRun(RunSnapshots, RunReadouts, RunHistory):
+class LabellingRun(RunSnapshots, RunReadouts, RunHistory, RunStopping):
     """A stored labelling session brought to life (see the module docstring)."""
 
     def __init__(self, service: MarginLab, session_id: int):
@@ -126,6 +129,8 @@ class LabellingRun(RunSnapshots, RunReadouts, RunHistory):
         self.snapshot_events: int | None = None
         self.version = 0  # changes with every label, skip, undo or rebuild (keys the cached read-outs)
         self._cache: dict[str, tuple[int, Any]] = {}
+        self.stopping = stopping_settings(self.info.params)  # see app.services.stopping
+        self.stability = None
         self._rebuild()
 
     # -- construction -----------------------------------------------------
@@ -190,8 +195,11 @@ class LabellingRun(RunSnapshots, RunReadouts, RunHistory):
                     "labelling pool (it belongs to the evaluation split)."
                 )
             pairs.append((self.pool_of_item[event.item_index], int(event.value)))
-            self.answers.append(Answer(event.item_index, int(event.value), event.decision_value, event.label_id))
+            self.answers.append(Answer(event.item_index, int(event.value), event.decision_value, event.label_id,
+                                       event.strategy))
         self._asked_metrics = []
+        self.stopping = stopping_settings(repo.get_session(self.engine, self.session_id).params)
+        self._restore_stopping({}, 0)
         data = self._loop_data()
         self.loop, self.resumed_from = self._from_snapshot(pairs, data), None
         if self.loop is not None:
@@ -199,7 +207,12 @@ class LabellingRun(RunSnapshots, RunReadouts, RunHistory):
             self.snapshot_events = self.resumed_from
         else:
             self.loop = ActiveLearningLoop(**data, **self._loop_config())
-        self.loop.replay(pairs[len(self.loop.events):])
+        positives = sum(1 for _, value in self.loop.events if value > 0)
+        for pair in pairs[len(self.loop.events):]:  # one at a time: the stability rule reads the model as it goes
+            self.loop.replay([pair])
+            positives += pair[1] > 0
+            if pair[1] != 0:
+                self._record_checkpoint_at(self.loop.n_labels, positives)
         self._check_decision_values([pool_index for pool_index, value in pairs if value != 0])
         self.last_update_ms = None
         self.version += 1
@@ -219,7 +232,7 @@ class LabellingRun(RunSnapshots, RunReadouts, RunHistory):
     def _keep_stored_answers(self) -> None:
         """Read the answers again from the database (a failed rebuild may have stopped half-way)."""
         try:
-            self.answers = [Answer(e.item_index, int(e.value), e.decision_value, e.label_id)
+            self.answers = [Answer(e.item_index, int(e.value), e.decision_value, e.label_id, e.strategy)
                             for e in repo.label_events(self.engine, self.session_id)]
         except Exception:  # the database too: keep what this run knew
             logger.exception("session %s: the stored answers could not be read", self.session_id)
@@ -241,8 +254,15 @@ class LabellingRun(RunSnapshots, RunReadouts, RunHistory):
         return self._tell(Outcome(False, self.problem, "error"))
 
     def _ask(self) -> None:
-        """Compute (or fetch: queries are a function of the events) the item to show next."""
+        """Compute (or fetch: queries are a function of the events) the item to show next.
+
+        During a recall check the item shown is a random draw (``app.services.stopping``); the loop
+        is asked all the same, so its pending query is the one a replay of these events has.
+        """
         query = self.loop.next_query()
+        if self.checking:
+            self.shown = self._random_draw()
+            return
         if query is None:
             self.shown = None
             return
@@ -281,6 +301,10 @@ class LabellingRun(RunSnapshots, RunReadouts, RunHistory):
             shown = self.shown
             if shown is None:
                 return self._tell(Outcome(False, "Every item in the pool has been answered.", "warning"))
+            if value == 0 and shown.strategy == CHECK_STRATEGY:
+                return self._tell(Outcome(False, "Skip is not available during the recall check: the test needs an "
+                                                 "answer for every item it draws. Label it, or stop the check.",
+                                          "warning"))
             if item_index is not None and int(item_index) != shown.item_index:
                 already = next((a for a in reversed(self.answers) if a.item_index == int(item_index)), None)
                 if already is not None:
@@ -306,13 +330,17 @@ class LabellingRun(RunSnapshots, RunReadouts, RunHistory):
                 logger.warning("session %s: the label was not stored: %s", self.session_id, error)
                 return self._tell(Outcome(False, "Nothing was recorded: the database could not be written "
                                                  f"({database_trouble(error)}).", "error"))
-            self.answers.append(Answer(shown.item_index, value, shown.score, getattr(stored, "label_id", None)))
+            self.answers.append(Answer(shown.item_index, value, shown.score, getattr(stored, "label_id", None),
+                                       shown.strategy))
             try:
                 self._learn(shown, value)
             except Exception as error:
                 return self._cannot_go_on(error, f"Item {shown.item_index} ({VALUE_NAMES[value]}) is saved, but "
                                                  f"session {self.session_id}'s model could not learn it")
             said = f"Item {shown.item_index}: {VALUE_NAMES[value]}"
+            note = self._after_stopping_answer()
+            if note:
+                said = f"{said}. {note}"
             if len(self.answers) % SNAPSHOT_EVERY == 0 and self.save_snapshot() is None and self.snapshot_error:
                 return self._tell(Outcome(
                     True, f"{said} (saved). The model snapshot could not be stored ({self.snapshot_error}); "
@@ -329,6 +357,7 @@ class LabellingRun(RunSnapshots, RunReadouts, RunHistory):
             row = self.loop.teach(shown.pool_index, value)
             self._check_decision_values([shown.pool_index])
             self.last_update_ms = float(row.update_ms)  # solver update + pool scores kept current
+            self._record_checkpoint_at(self.n_labels, self.n_positive)
         self.version += 1
         self._ask()
 
@@ -379,6 +408,7 @@ class LabellingRun(RunSnapshots, RunReadouts, RunHistory):
                 self.answers.pop()
                 self.loop.undo()  # exact: unlearn, or the solver state from before the label
                 del self._asked_metrics[self.n_labels:]
+                self._forget_stopping_after_undo()
                 self.last_update_ms = None
                 self.version += 1
                 self._ask()  # the loop asks the same question again

@@ -80,6 +80,7 @@ class RunSnapshots:
             self.resume_note = f"{problem}: every event replayed"
             return None
         loop = ActiveLearningLoop.from_state(arrays, loop_meta, **data)
+        self._restore_stopping(arrays, sum(1 for _, value in pairs[:n] if value != 0))
         self.resume_note = f"resumed from the snapshot after {n} answers"
         return loop
 
@@ -96,6 +97,7 @@ class RunSnapshots:
             # with the solver states from before the last few labels (non-exact solvers), so
             # that many undos after a resume restore a state instead of replaying every label
             arrays, loop_meta = self.loop.to_state(previous=SNAPSHOT_UNDO_STATES)
+            arrays.update(self._stopping_arrays())  # the stability rule's checkpoints (app.services.stopping)
             n = len(self.answers)
             meta = {"loop": loop_meta, "service": {
                 "format": SNAPSHOT_FORMAT, "label_ids": [a.label_id for a in self.answers],

@@ -5,6 +5,7 @@ import streamlit as st
 from app import charts, ui
 from app.services import COMPARE_STRATEGIES, DEFAULT_SOLVER, SOLVERS, ServiceError
 from app.services.comparisons import COMPARE_MAX_BUDGET, COMPARE_MAX_SEEDS
+from app.services.stopping import RULE_CHOICES
 
 svc = ui.service()
 st.title("Compare heuristics")
@@ -32,6 +33,9 @@ with st.container(border=True, key="compare_settings"):
                                    help="Chosen at random (cold start) before the heuristic takes over.")
     test_fraction = cols[3].number_input("Evaluation share", min_value=0.1, max_value=0.9, value=0.3, step=0.05,
                                          key="compare_test_fraction")
+    stopping = st.multiselect("Stopping rules", RULE_CHOICES, default=list(RULE_CHOICES), key="compare_stopping",
+                              help="Run beside each heuristic; the statistical rule targets 95% recall at 95% "
+                                   "confidence (its random draws count as labels).")
     run_clicked = st.button("Run the comparison", type="primary", key="compare_run")
 
 problem = ui.comparison_problem(int(budget), int(initial)) if run_clicked else None
@@ -47,7 +51,7 @@ elif run_clicked:
         st.session_state.comparison_id = st.session_state.comparison_picker = svc.run_comparison(
             dataset_id, strategies=strategies, solver=None if solver.startswith("default") else solver,
             budget=int(budget), seeds=int(seeds), initial=int(initial), test_fraction=float(test_fraction),
-            progress=_progress)
+            progress=_progress, stopping=stopping)
         bar.progress(1.0, text="done")
     except (ServiceError, ValueError) as error:
         bar.empty()
@@ -92,6 +96,9 @@ left.plotly_chart(charts.learning_curve_figure(rows, "auc", title="Test AUC vs l
 right.plotly_chart(charts.learning_curve_figure(rows, "n_sv", title="Support vectors vs labels (mean ± std)",
                                                 overlay=overlay, overlay_metric="n_sv"), key="curve_sv")
 st.plotly_chart(charts.latency_figure(rows), key="latency")
+if "recall" in rows:
+    st.plotly_chart(charts.learning_curve_figure(rows, "recall", title="Recall vs labels (mean ± std over seeds)"),
+                    key="curve_recall")
 
 st.subheader("Summary")
 st.dataframe(ui.summary_table(svc.summary_frame(result)), hide_index=True, width="stretch", key="summary_table",
@@ -99,6 +106,16 @@ st.dataframe(ui.summary_table(svc.summary_frame(result)), hide_index=True, width
                             for c in ("final AUC", "full-data AUC")} | {
                  "support vectors": st.column_config.NumberColumn(format="%.1f")})
 st.caption(ui.SUMMARY_NOTE)
+stops = svc.stop_summary_frame(result)
+if not stops.empty:
+    st.subheader("Stopping rules")
+    st.dataframe(stops, hide_index=True, width="stretch", key="stop_summary_table",
+                 column_config={c: st.column_config.NumberColumn(format="%.3f")
+                                for c in ("recall at stop", "lowest recall at stop", "work saved")}
+                 | {"labels at stop": st.column_config.NumberColumn(format="%.1f")})
+    st.caption("Per rule and heuristic: seeds where the rule stopped within the budget, mean labels and recall "
+               "there (random draws of the statistical rule are labels), and the work saved against labelling "
+               "every training item.")
 st.download_button("Download the tidy rows (CSV)", rows.to_csv(index=False).encode(),
                    file_name=f"comparison-{chosen}.csv", mime="text/csv", key="download_rows")
 with st.expander("Configuration"):

@@ -4,7 +4,7 @@ import time
 
 import streamlit as st
 
-from app import auth, charts, navigation, ui
+from app import auth, charts, navigation, stopping_panel, ui
 from app.services import DEFAULT_C, DEFAULT_SOLVER, LABEL_STRATEGIES, SOLVERS, ServiceError
 from storage.errors import StorageError
 
@@ -163,6 +163,7 @@ def labelling_panel(session_id: int) -> None:
         bottom[0].plotly_chart(charts.support_vector_figure(history), config={"displayModeBar": False},
                                key="sv")
         bottom[1].plotly_chart(charts.margin_figure(history), config={"displayModeBar": False}, key="margin")
+    stopping_panel.show(svc, run)  # when can the analyst stop? (estimate, rules, gain curve, recall check)
 
 
 if not svc.is_open(st.session_state.session_id):

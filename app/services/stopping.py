@@ -1,0 +1,278 @@
+"""When can the analyst stop?  The stopping part of a labelling run (the rules are ``core.stopping``).
+
+What is stored: the session's stopping settings on its row (``params["stopping"]``:
+the rule that says "you can stop", the target recall and confidence, the label
+counts at which recall checks were started, and whether one is on), and in every
+label's provenance whether it was a random draw of a check (its heuristic is
+``core.stopping.CHECK_STRATEGY``).  Everything else is derived from the stored
+events, so a restarted app shows the same state.  The stability rule's
+checkpoints (the model's predictions on a fixed stop set every few labels) are
+read off the model while labelling and while replaying events, and are kept in
+the model snapshots, so a resume from a snapshot has them too.
+
+While a check is on, the item shown is drawn at random from the unlabelled
+pool items (skipped ones included) with a generator seeded by the session's
+seed and the number of answers, so the same item comes back after a restart or
+an undo.  The loop is still asked for its own query first: a replay asks it
+before every event, and its pending query must be the same live and replayed.
+Skip is refused during a check (the test needs an answer for every draw).  When
+the draws show recall below the target, the session goes back to its heuristic
+on its own.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from sqlalchemy.exc import SQLAlchemyError
+
+from app.services.common import Outcome, ServiceError
+from core import stopping as rules
+from storage import repository as repo
+from storage.errors import StorageError
+
+logger = logging.getLogger(__name__)
+
+#: the session setting that holds the stopping state
+SETTING = "stopping"
+#: the rules the Label page reports, in this order
+RULE_CHOICES = ("statistical", "knee", "margin", "stability", "consecutive:50")
+DEFAULTS: dict[str, Any] = {"rule": "statistical", "target_recall": rules.DEFAULT_TARGET_RECALL,
+                            "confidence": rules.DEFAULT_CONFIDENCE, "checks": [], "checking": False}
+#: snapshot arrays of the stability rule's checkpoints start with this
+SNAPSHOT_PREFIX = "stopping."
+#: seeds the random draws of a recall check (with the session's seed and the number of answers)
+DRAW_STREAM = 0x57A7
+
+
+@dataclass(frozen=True)
+class StoppingStatus:
+    """What the Label page shows about stopping, after the latest answer."""
+
+    rule: str  # the rule that says "you can stop"
+    target_recall: float
+    confidence: float
+    states: list[rules.RuleState]  # every rule, in RULE_CHOICES order (and the chosen one if it is not there)
+    chosen: rules.RuleState
+    estimate: rules.RecallEstimate
+    check: rules.RecallCheck
+    gain: pd.DataFrame  # n_labels, found, drawn (one row per label)
+
+    @property
+    def can_stop(self) -> bool:
+        return self.chosen.stop
+
+    @property
+    def checking(self) -> bool:
+        return self.check.checking
+
+
+def stopping_settings(params: dict[str, Any] | None) -> dict[str, Any]:
+    """The session's stopping settings with the defaults filled in (sessions from before stopping rules have none)."""
+    stored = dict((params or {}).get(SETTING) or {})
+    out = {**DEFAULTS, **{k: v for k, v in stored.items() if k in DEFAULTS}}
+    out["checks"] = sorted({int(c) for c in out["checks"]})
+    out["checking"] = bool(out["checking"])
+    return out
+
+
+def check_settings(rule: str, target_recall: float, confidence: float) -> tuple[str, float, float]:
+    """A rule name and a target / confidence pair, or a ``ServiceError`` that names what is wrong."""
+    try:
+        (spec,) = rules.parse_rules(str(rule))
+        target_recall, confidence = rules.check_target(target_recall, confidence)
+    except ValueError as error:
+        raise ServiceError(f"{str(error)[:1].upper()}{str(error)[1:]}.") from None
+    return str(spec), target_recall, confidence
+
+
+class RunStopping:
+    """The stopping half of ``LabellingRun`` (see ``app.services.labelling``)."""
+
+    # -- reading ---------------------------------------------------------------
+    @property
+    def checking(self) -> bool:
+        """A recall check is on: the items shown are drawn at random."""
+        return bool(self.stopping["checking"]) and bool(self.stopping["checks"]) \
+            and self.stopping["checks"][-1] <= self.n_labels
+
+    def _labelled_answers(self):
+        return [a for a in self.answers if a.value != 0]
+
+    def _stopping_view(self) -> rules.SessionView:
+        answers = self._labelled_answers()
+        n_in_margin = float("nan")
+        if self.loop is not None and self.loop.track_scores:
+            f = self.loop.pool_scores()
+            available = ~self.loop.labelled_mask & ~self.loop.skipped_mask
+            n_in_margin = float(np.count_nonzero(np.abs(f[available]) < 1.0))
+        return rules.SessionView(
+            labels=np.array([a.value for a in answers], dtype=np.int64),
+            drawn=np.array([a.strategy == rules.CHECK_STRATEGY for a in answers], dtype=bool),
+            check_starts=tuple(self.stopping["checks"]), checking=self.checking, pool_size=len(self.pool_items),
+            n_in_margin=n_in_margin, kappas=tuple(self.stability.kappas()),
+            stop_set_size=len(self.stability.stop_set), stability_step=self.stability.step)
+
+    def stopping_status(self) -> StoppingStatus | None:
+        """Every rule's state, the estimate of the positives still unlabelled and the gain curve (None without a
+        model)."""
+        return self._cached("stopping", self._stopping_status)
+
+    def _stopping_status(self) -> StoppingStatus | None:
+        if self.loop is None:
+            return None
+        view = self._stopping_view()
+        settings = self.stopping
+        names = list(RULE_CHOICES) + ([settings["rule"]] if settings["rule"] not in RULE_CHOICES else [])
+        target, confidence = float(settings["target_recall"]), float(settings["confidence"])
+        states = rules.evaluate(names, view, target_recall=target, confidence=confidence)
+        chosen = states[names.index(settings["rule"])]
+        check = rules.recall_check(view.labels, view.drawn, view.check_starts, checking=view.checking,
+                                   pool_size=view.pool_size, target_recall=target, confidence=confidence)
+        unlabelled = asked = None
+        if self.loop.track_scores:
+            unlabelled = self.loop.pool_scores()[~self.loop.labelled_mask]
+            asked = np.array([np.nan if a.score is None else a.score for a in self._labelled_answers()])
+        estimate = rules.estimate_remaining(view.labels, view.drawn, view.check_starts, pool_size=view.pool_size,
+                                            unlabelled_scores=unlabelled, asked_scores=asked, confidence=confidence)
+        gain = pd.DataFrame({"n_labels": np.arange(1, len(view.labels) + 1),
+                             "found": np.cumsum(view.labels > 0), "drawn": view.drawn})
+        return StoppingStatus(rule=settings["rule"], target_recall=target, confidence=confidence, states=states,
+                              chosen=chosen, estimate=estimate, check=check, gain=gain)
+
+    # -- changing ----------------------------------------------------------------
+    def _store_stopping(self, **changes) -> None:
+        """Store changed settings on the session row first, then take them (raises ServiceError)."""
+        settings = {**self.stopping, **changes}
+        try:
+            repo.set_session_setting(self.engine, self.session_id, SETTING, settings)
+        except StorageError as error:
+            raise ServiceError(f"The stopping settings were not changed: {error}") from None
+        except SQLAlchemyError as error:
+            raise ServiceError("The stopping settings were not changed: the database could not be written.") \
+                from error
+        self.stopping = stopping_settings({SETTING: settings})
+        self.version += 1
+
+    def set_stopping(self, *, rule: str | None = None, target_recall: float | None = None,
+                     confidence: float | None = None) -> Outcome:
+        """Choose the rule that says "you can stop", and the statistical rule's target recall and confidence."""
+        with self.lock:
+            try:
+                rule, target_recall, confidence = check_settings(
+                    self.stopping["rule"] if rule is None else rule,
+                    self.stopping["target_recall"] if target_recall is None else target_recall,
+                    self.stopping["confidence"] if confidence is None else confidence)
+                self._store_stopping(rule=rule, target_recall=target_recall, confidence=confidence)
+            except ServiceError as error:
+                return self._tell(Outcome(False, str(error), "error"))
+            return self._tell(Outcome(True, f"Stopping rule: {rule}; target recall {target_recall:g} at "
+                                            f"{confidence:g} confidence."))
+
+    def start_check(self) -> Outcome:
+        """Start a recall check: from now on the items shown are drawn at random from the unlabelled rest."""
+        with self.lock:
+            if self.problem is not None:
+                return self._tell(Outcome(False, self.problem, "error"))
+            if self.checking:
+                return self._tell(Outcome(False, "A recall check is already on.", "warning"))
+            if not any(a.value > 0 for a in self.answers):
+                return self._tell(Outcome(False, "A recall check needs at least one positive label first.",
+                                          "warning"))
+            try:
+                self._store_stopping(checks=[*self.stopping["checks"], self.n_labels], checking=True)
+            except ServiceError as error:
+                return self._tell(Outcome(False, str(error), "error"))
+            self._ask()
+            return self._tell(Outcome(True, "Recall check started: the next items are drawn at random from the "
+                                            "unlabelled ones. Label each one; Skip is not available."))
+
+    def stop_check(self, message: str = "Recall check stopped: back to the heuristic.") -> Outcome:
+        """End the recall check on the analyst's word (or when its draws show recall below the target)."""
+        with self.lock:
+            if not self.checking:
+                return self._tell(Outcome(False, "No recall check is on.", "warning"))
+            try:
+                self._store_stopping(checking=False)
+            except ServiceError as error:
+                return self._tell(Outcome(False, str(error), "error"))
+            self._ask()
+            return self._tell(Outcome(True, message))
+
+    def _after_stopping_answer(self) -> str | None:
+        """After a label: a check whose draws show recall below the target ends (the session goes back)."""
+        if not self.checking:
+            return None
+        status = self.stopping_status()
+        if status is not None and status.check.phase == "failed":
+            try:
+                self._store_stopping(checking=False)
+            except ServiceError as error:  # the state is derived anyway: the check shows as failed
+                logger.warning("session %s: %s", self.session_id, error)
+            self._ask()
+            return ("The random draws show recall below the target: back to the heuristic. Start a new check "
+                    "when it stops finding positives.")
+        if status is not None and status.check.phase == "passed":
+            return "The recall check passed: you can stop."
+        return None
+
+    def _forget_stopping_after_undo(self) -> None:
+        """An undo took labels back: checkpoints after them go, and so does a check started after them."""
+        self.stability.forget_after(self.n_labels)
+        kept = [c for c in self.stopping["checks"] if c <= self.n_labels]
+        if kept != self.stopping["checks"]:
+            checking = self.stopping["checking"] and len(kept) == len(self.stopping["checks"])
+            try:
+                self._store_stopping(checks=kept, checking=checking)
+            except ServiceError as error:  # derived anyway: starts beyond the labels are ignored
+                logger.warning("session %s: %s", self.session_id, error)
+
+    # -- the random draws ----------------------------------------------------------------
+    def _random_draw(self):
+        """The item a recall check shows now: uniform over the unlabelled pool items, seeded by the answers."""
+        from app.services.labelling import ShownItem
+
+        unlabelled = np.flatnonzero(~self.loop.labelled_mask)
+        if not len(unlabelled):
+            return None
+        pool_index = int(np.random.default_rng([self.seed, len(self.answers), DRAW_STREAM]).choice(unlabelled))
+        score = float(self.loop.pool_scores()[pool_index]) if self.loop.track_scores else \
+            float(self.loop.solver.decision_function([pool_index])[0])
+        check = self.stopping_status().check if self.loop is not None else None
+        needed = f"; at least {check.needed} more to draw" if check is not None and check.needed else ""
+        return ShownItem(item_index=int(self.pool_items[pool_index]), pool_index=pool_index,
+                         score=score if np.isfinite(score) else None, strategy=rules.CHECK_STRATEGY,
+                         reason=f"drawn at random from the {len(unlabelled):,} unlabelled items for the recall "
+                                f"check{needed}", query_ms=None)
+
+    # -- the stability rule's checkpoints ----------------------------------------------------
+    def _record_checkpoint_at(self, n: int, positives: int) -> None:
+        """The model's predictions on the stop set after label ``n`` (``positives`` of them), at a checkpoint."""
+        if self.loop is None or not self.stability.due(n) or not (0 < positives < n):
+            return
+        stop = self.stability.stop_set
+        scores = self.loop.pool_scores()[stop] if self.loop.track_scores else \
+            self.loop.solver.decision_function(stop)
+        self.stability.record(n, scores)
+
+    def _stopping_arrays(self) -> dict[str, np.ndarray]:
+        return {SNAPSHOT_PREFIX + k: v for k, v in self.stability.to_arrays().items()}
+
+    def _restore_stopping(self, arrays: dict[str, np.ndarray], n_labels: int) -> None:
+        """The checkpoints a snapshot kept (covering its first ``n_labels`` labels), if it kept them."""
+        self.stability = rules.StabilityTracker(rules.stop_set(len(self.pool_items), self.seed))
+        mine = {k[len(SNAPSHOT_PREFIX):]: v for k, v in arrays.items() if k.startswith(SNAPSHOT_PREFIX)}
+        if not mine:
+            return
+        kept = rules.StabilityTracker.from_arrays(mine)
+        if np.array_equal(kept.stop_set, self.stability.stop_set) and kept.step == self.stability.step:
+            kept.forget_after(n_labels)
+            self.stability = kept
+
+
+__all__ = ["DEFAULTS", "RULE_CHOICES", "SETTING", "RunStopping", "StoppingStatus", "check_settings",
+           "stopping_settings"]

@@ -1,0 +1,70 @@
+"""The Label page's stopping panel: when can the analyst stop?
+
+The estimate of the positives still unlabelled, every rule's state in words,
+the gain curve, the recall check's buttons and the session's stopping settings.
+What it shows comes from ``LabellingRun.stopping_status()`` (``app.services.stopping``).
+"""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from app import charts, ui
+from app.services.stopping import RULE_CHOICES
+
+CHECK_HELP = ("Draws items at random from the unlabelled ones; each is labelled like any other. The check "
+              "passes when the draws show recall at or above the target with the stated confidence, and ends on "
+              "its own (back to the heuristic) when they show recall below it.")
+
+
+def _start_check(svc, session_id: int) -> None:
+    st.session_state.outcome = svc.open_session(session_id).start_check()
+
+
+def _stop_check(svc, session_id: int) -> None:
+    st.session_state.outcome = svc.open_session(session_id).stop_check()
+
+
+def _apply_settings(svc, session_id: int) -> None:
+    state = st.session_state
+    st.session_state.outcome = svc.open_session(session_id).set_stopping(
+        rule=state.stopping_rule, target_recall=state.stopping_target, confidence=state.stopping_confidence)
+
+
+def show(svc, run) -> None:
+    """Draw the panel for a run that has a model."""
+    status = run.stopping_status()
+    if status is None:
+        return
+    left, right = st.columns([1, 1], gap="large")
+    with left, st.container(key="stopping_panel"):
+        st.markdown("**When can I stop?**")
+        said = status.chosen.message.split(": ", 1)[-1].removesuffix(" — you can stop")
+        if status.can_stop:
+            st.success(ui.plain(f"You can stop ({status.rule} rule): {said}."), icon=":material/flag:")
+        else:
+            st.info(ui.plain(f"Not yet ({status.rule} rule): {said}."))
+        st.markdown(ui.plain(status.estimate.in_words()))
+        lines = [("✓ " if state.stop else "· ") + ui.plain(state.message) for state in status.states]
+        st.caption("  \n".join(lines))
+        buttons = st.container(horizontal=True)
+        if status.checking:
+            buttons.button("Stop the recall check", key="stop_check", on_click=_stop_check,
+                           args=(svc, run.session_id), help="Back to the heuristic; the draws so far are kept.")
+        else:
+            buttons.button("Start the recall check", key="start_check", on_click=_start_check,
+                           args=(svc, run.session_id), disabled=run.n_positive == 0, help=CHECK_HELP,
+                           type="primary" if status.check.suggest else "secondary")
+        with buttons.popover("Stopping settings", icon=":material/tune:"), st.form("stopping_settings", border=False):
+            choices = list(RULE_CHOICES) + ([status.rule] if status.rule not in RULE_CHOICES else [])
+            st.selectbox("Rule that says you can stop", choices, index=choices.index(status.rule),
+                         key="stopping_rule")
+            cols = st.columns(2)
+            cols[0].number_input("Target recall", min_value=0.5, max_value=0.999, value=status.target_recall,
+                                 step=0.01, format="%.3f", key="stopping_target")
+            cols[1].number_input("Confidence", min_value=0.5, max_value=0.999, value=status.confidence,
+                                 step=0.01, format="%.3f", key="stopping_confidence")
+            st.form_submit_button("Apply", on_click=_apply_settings, args=(svc, run.session_id))
+    with right:
+        right.plotly_chart(charts.gain_figure(status.gain, status.estimate, status.target_recall),
+                           config={"displayModeBar": False}, key="gain")

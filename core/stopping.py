@@ -1,0 +1,1042 @@
+"""When can the analyst stop?  Stopping rules and an estimate of the positives still unlabelled.
+
+Every rule here is a pure function of a session's history: the labels in the
+order they were given (+1 / -1; skips are not labels), which of them were random
+draws of a recall check, and a few read-outs of the model (items inside the
+margin, agreement of successive models on a stop set).  No rule reads the true
+labels of unlabelled items.  Each returns a :class:`RuleState`: whether the
+analyst may stop, and the state in words.
+
+Rules (``RULE_NAMES``; ``parse_rules("statistical,knee,consecutive:50")``):
+
+``margin``
+    Schohn & Cohn (2000), "Less is more: active learning with support vector
+    machines": stop when no unlabelled item lies inside the margin (|f(x)| < 1).
+    Vlachos (2008), "A stopping criterion for active learning", studies such
+    confidence-based criteria on unlabelled data.  A tolerance (items allowed
+    inside the margin) is a parameter; the rule waits for both classes.
+``stability``
+    Bloodgood & Vijay-Shanker (2009), "A method for stopping active learning
+    based on stabilizing predictions and the need for user-adjustable
+    stopping": predictions of successive models on a fixed stop set of
+    unlabelled items (drawn once, never labelled for the purpose); stop when
+    Cohen's kappa between successive models, averaged over the last ``window``
+    (3) comparisons, reaches ``threshold`` (0.99).  Models are compared every
+    ``step`` labels (default 10): one label moves an online SVM too little for
+    the agreement of single-label successors to mean anything.  Kappa is
+    undefined when both models predict one class only; such a comparison does
+    not count towards the window.
+``knee``
+    Cormack & Grossman (2016), "Engineering quality and reliability in
+    technology-assisted review" (SIGIR): the knee of the gain curve (positives
+    found against labels) at s labels is the point farthest from the chord from
+    (0, 0) to (s, relret(s)); its slope ratio is
+    rho = (relret(i) / i) / ((relret(s) - relret(i) + 1) / (s - i)); stop when
+    rho >= 156 - min(relret(s), 150), and (the minimum-effort guard) only once
+    at least ``min_labels`` (150) labels were given.  The threshold is 6 once
+    150 positives have been found and higher before, which keeps the rule from
+    firing on a curve with few positives; since rho < s - knee, that threshold
+    alone already needs at least 156 labels, so the guard binds only when
+    ``min_labels`` is raised above that.
+``consecutive:N``
+    ASReview LAB's rule: N negative labels in a row since the last positive
+    (ASReview's simulation stopper also fires on a run before any positive;
+    here the rule waits for the first positive).
+``statistical``
+    Callaghan & Müller-Hansen (2020), "Statistical stopping criteria for
+    automated screening in systematic reviews" (Systematic Reviews 9:273).
+    After the heuristic phase the analyst labels items drawn at random from the
+    unlabelled rest (the urn: N_s items when the check started, r_AL positives
+    found before it).  With k positives among n draws, K_tar =
+    floor((r_AL + k) / target - r_AL) + 1 is the fewest positives the urn must
+    have held for recall to be below the target, and the hypergeometric
+    p-value P(X <= k | N_s, K_tar, n) (``scipy.stats.hypergeom``) tests
+    "recall < target"; the rule stops when it is below the level.  Random
+    draws are labels like any other.  Three choices of ours make the stated
+    confidence hold for the whole session, not only for one test:
+    (1) the paper tests after every draw, and repeated at one level that test
+    stops below the target more often than the level says (8% instead of 5%
+    for an urn of 2,600 items with 340 positives found, computed exactly by
+    :func:`sequential_error`), so the level of every look is lowered until the
+    exact worst case over what the urn may hold is within the check's budget
+    (:func:`check_design`); (2) a check ends, and the session goes back to the
+    heuristic, when its draws show recall below the target (the k-th positive
+    came so early that "recall >= target" is rejected at 1 - confidence):
+    many positives are left, and the heuristic finds them faster than random
+    draws; (3) the j-th check of a session may spend 0.9 (j = 1), then
+    0.1 / 2^(j-1) of 1 - confidence (:func:`check_alpha`), which sum to 1.
+    The rule suggests starting a check when the heuristic has gone
+    ``patience`` * N_u / K_tar labels without a positive (N_u items
+    unlabelled): the mean gap between positives if only K_tar were left, in
+    random order.
+
+:func:`estimate_remaining` gives the positives still unlabelled with an
+interval and the recall it implies: from the random draws of the latest check
+when there are any (an exact hypergeometric interval), otherwise from the
+model (Platt-scaled decision values summed over the unlabelled items), and then
+labelled as model-based: the labelled items were not chosen at random, so that
+estimate carries no guarantee.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from fractions import Fraction
+
+import numpy as np
+from scipy import special, stats
+
+RULE_NAMES = ("statistical", "knee", "margin", "stability", "consecutive")
+DEFAULT_RULES = "statistical,knee,margin,stability,consecutive:50"
+DEFAULT_TARGET_RECALL = 0.95
+DEFAULT_CONFIDENCE = 0.95
+#: provenance (the label's heuristic) of an item drawn at random for the statistical rule's check
+CHECK_STRATEGY = "random (recall check)"
+#: knee rule: labels before the rule may fire (Cormack & Grossman's minimum effort)
+KNEE_MIN_LABELS = 150
+#: stability rule: stop-set size, labels between compared models, comparisons averaged, kappa to reach
+STOP_SET_SIZE = 2000
+STABILITY_STEP = 10
+STABILITY_WINDOW = 3
+STABILITY_THRESHOLD = 0.99
+
+
+# --------------------------------------------------------------------------- rule names
+
+
+@dataclass(frozen=True)
+class RuleSpec:
+    """A rule and its parameter (``consecutive:N`` takes N; ``margin:T`` a tolerance)."""
+
+    name: str
+    param: int | None = None
+
+    def __str__(self) -> str:
+        return self.name if self.param is None else f"{self.name}:{self.param}"
+
+
+def parse_rules(rules: str | Iterable[str | RuleSpec]) -> list[RuleSpec]:
+    """``"statistical,knee,margin,stability,consecutive:50"`` -> rule specs (order kept, repeats refused)."""
+    items = [r.strip() for r in rules.split(",")] if isinstance(rules, str) else list(rules)
+    out: list[RuleSpec] = []
+    for item in items:
+        if isinstance(item, RuleSpec):
+            spec = item
+        elif not item:
+            continue
+        else:
+            name, _, param = str(item).partition(":")
+            name = name.strip()
+            if name not in RULE_NAMES:
+                raise ValueError(f"unknown stopping rule {item!r}; choose from {', '.join(RULE_NAMES)} "
+                                 "(consecutive:N with N a whole number, e.g. consecutive:50)")
+            if name == "consecutive" and not param:
+                raise ValueError("consecutive needs the number of negatives in a row, e.g. consecutive:50")
+            if param and name not in ("consecutive", "margin"):
+                raise ValueError(f"the {name} rule takes no parameter, got {item!r}")
+            value = None
+            if param:
+                try:
+                    value = int(param)
+                except ValueError:
+                    raise ValueError(f"{item!r}: {param!r} is not a whole number") from None
+                if value < (1 if name == "consecutive" else 0):
+                    raise ValueError(f"{item!r}: the number must be at least {1 if name == 'consecutive' else 0}")
+            spec = RuleSpec(name, value)
+        if str(spec) in {str(s) for s in out}:
+            raise ValueError(f"the stopping rule {spec} is listed twice")
+        out.append(spec)
+    if not out:
+        raise ValueError("give at least one stopping rule")
+    return out
+
+
+def check_target(target_recall: float, confidence: float) -> tuple[float, float]:
+    """Both as floats strictly between 0 and 1, or a ValueError naming the bad one."""
+    values = []
+    for name, value in (("target recall", target_recall), ("confidence", confidence)):
+        try:
+            v = float(value)
+        except (TypeError, ValueError):
+            raise ValueError(f"the {name} must be a number between 0 and 1, not {value!r}") from None
+        if not 0.0 < v < 1.0:
+            raise ValueError(f"the {name} must lie strictly between 0 and 1, not {value!r}")
+        values.append(v)
+    return values[0], values[1]
+
+
+# --------------------------------------------------------------------------- rule results
+
+
+@dataclass(frozen=True)
+class RuleState:
+    """One rule's verdict on a session: may the analyst stop, and why, in words."""
+
+    rule: str
+    stop: bool
+    message: str
+    value: float | None = None  # the rule's statistic (items in the margin, slope ratio, kappa, p-value, run)
+    needed: int | None = None  # labels the rule still needs at least (random draws for statistical)
+
+
+def _labels(labels) -> np.ndarray:
+    y = np.asarray(labels, dtype=np.int64).reshape(-1)
+    if y.size and not np.all(np.abs(y) == 1):
+        raise ValueError("labels must be +1 or -1 (skips are not labels)")
+    return y
+
+
+def _both_classes(y: np.ndarray) -> bool:
+    return bool(np.any(y > 0) and np.any(y < 0))
+
+
+def margin_rule(n_in_margin: float, labels, *, tolerance: int = 0) -> RuleState:
+    """Schohn & Cohn (2000): stop when at most ``tolerance`` unlabelled items lie inside the margin."""
+    y = _labels(labels)
+    name = "margin" if not tolerance else f"margin:{tolerance}"
+    if not _both_classes(y):
+        return RuleState(name, False, f"{name}: waits for a positive and a negative label")
+    if n_in_margin is None or not np.isfinite(n_in_margin):
+        return RuleState(name, False, f"{name}: not tracked (the pool is too large to keep every score current)")
+    count = int(n_in_margin)
+    items = "item" if count == 1 else "items"
+    if count <= tolerance:
+        said = "no unlabelled item" if count == 0 else f"{count} unlabelled {items} (tolerance {tolerance})"
+        return RuleState(name, True, f"{name}: {said} inside the margin — you can stop", value=count)
+    return RuleState(name, False, f"{name}: {count} unlabelled {items} inside the margin", value=count)
+
+
+def consecutive_rule(labels, n: int) -> RuleState:
+    """ASReview LAB's rule: ``n`` negatives in a row since the last positive."""
+    y = _labels(labels)
+    name = f"consecutive:{n}"
+    if not np.any(y > 0):
+        return RuleState(name, False, f"{name}: waits for the first positive", value=0, needed=None)
+    run = int(len(y) - 1 - np.flatnonzero(y > 0)[-1])
+    if run >= n:
+        return RuleState(name, True, f"{name}: {run} negatives in a row since the last positive — you can stop",
+                         value=run, needed=0)
+    return RuleState(name, False, f"{name}: {run} negatives in a row since the last positive (stops at {n})",
+                     value=run, needed=n - run)
+
+
+def gain_curve(labels) -> np.ndarray:
+    """Positives found after each label: relret(1..s)."""
+    return np.cumsum(_labels(labels) > 0)
+
+
+def knee_point(gain) -> int | None:
+    """The knee of a gain curve: the label count i (1..s-1) farthest above the chord from (0, 0) to (s, relret(s)).
+
+    The distance of (i, relret(i)) from that line is proportional to
+    relret(i) - i * relret(s) / s; the largest wins (the first of equals).
+    Same point as Kneedle (Satopää et al. 2011) on the curve scaled to the unit square.
+    """
+    g = np.asarray(gain, dtype=np.float64)
+    s = len(g)
+    if s < 2 or g[-1] <= 0:
+        return None
+    i = np.arange(1, s)  # candidate knees; the last point has no slope after it
+    above = g[:-1] - i * (g[-1] / s)
+    k = int(np.argmax(above))
+    return int(i[k]) if above[k] > 0 else None
+
+
+def knee_rule(labels, *, min_labels: int = KNEE_MIN_LABELS) -> RuleState:
+    """Cormack & Grossman (2016) knee method with the adjusted threshold and minimum effort."""
+    g = gain_curve(labels)
+    s, relret = len(g), int(g[-1]) if len(g) else 0
+    threshold = 156 - min(relret, 150)
+    if relret == 0:
+        return RuleState("knee", False, "knee: waits for the first positive")
+    knee = knee_point(g)
+    if knee is None:
+        return RuleState("knee", False, f"knee: no knee in the gain curve yet ({relret} positives in {s} labels)",
+                         needed=max(0, min_labels - s) or None)
+    rho = (g[knee - 1] / knee) / ((relret - g[knee - 1] + 1) / (s - knee))  # slope before / slope after
+    said = f"slope ratio {rho:.1f} at the knee (label {knee}); stops at {threshold}"
+    if s < min_labels:
+        return RuleState("knee", False, f"knee: {said}, after at least {min_labels} labels ({min_labels - s} more)",
+                         value=float(rho), needed=min_labels - s)
+    if rho >= threshold:
+        return RuleState("knee", True, f"knee: {said} — you can stop", value=float(rho), needed=0)
+    return RuleState("knee", False, f"knee: {said}", value=float(rho))
+
+
+# --------------------------------------------------------------------------- stability
+
+
+def cohens_kappa(a, b) -> float:
+    """Cohen's kappa between two binary predictions (NaN when both predict one and the same class only)."""
+    a = np.asarray(a).reshape(-1) > 0
+    b = np.asarray(b).reshape(-1) > 0
+    if len(a) != len(b):
+        raise ValueError(f"{len(a)} predictions against {len(b)}")
+    if len(a) == 0:
+        return float("nan")
+    observed = float(np.mean(a == b))
+    pa, pb = float(np.mean(a)), float(np.mean(b))
+    expected = pa * pb + (1.0 - pa) * (1.0 - pb)
+    if expected >= 1.0:
+        return float("nan")
+    return (observed - expected) / (1.0 - expected)
+
+
+def stop_set(n_items: int, seed: int, size: int = STOP_SET_SIZE) -> np.ndarray:
+    """The stability rule's fixed stop set: ``size`` pool items drawn once at random (sorted)."""
+    rng = np.random.default_rng([int(seed), 0x5709])
+    size = min(int(size), int(n_items))
+    return np.sort(rng.choice(int(n_items), size=size, replace=False)).astype(np.intp)
+
+
+@dataclass
+class StabilityTracker:
+    """Predictions of the model on the stop set every ``step`` labels (the stability rule's history).
+
+    ``record(n_labels, scores)`` after a label brings the count to a multiple
+    of ``step`` (scores: f(x) on the stop set); ``forget_after(n)`` after an
+    undo.  Stored as packed bits (``to_arrays`` / ``from_arrays``: plain arrays).
+    """
+
+    stop_set: np.ndarray
+    step: int = STABILITY_STEP
+    checkpoints: dict[int, np.ndarray] = field(default_factory=dict)
+
+    def due(self, n_labels: int) -> bool:
+        return n_labels > 0 and n_labels % self.step == 0
+
+    def record(self, n_labels: int, scores) -> None:
+        s = np.asarray(scores, dtype=np.float64).reshape(-1)
+        if len(s) != len(self.stop_set):
+            raise ValueError(f"{len(s)} scores for a stop set of {len(self.stop_set)} items")
+        self.checkpoints[int(n_labels)] = s >= 0
+
+    def forget_after(self, n_labels: int) -> None:
+        for k in [k for k in self.checkpoints if k > n_labels]:
+            del self.checkpoints[k]
+
+    def kappas(self) -> list[tuple[int, float]]:
+        """(labels, kappa with the model ``step`` labels before) for each pair of checkpoints ``step`` apart."""
+        keys = sorted(self.checkpoints)
+        return [(k, cohens_kappa(self.checkpoints[k - self.step], self.checkpoints[k]))
+                for k in keys if k - self.step in self.checkpoints]
+
+    def to_arrays(self) -> dict[str, np.ndarray]:
+        keys = sorted(self.checkpoints)
+        bits = np.array([np.packbits(self.checkpoints[k]) for k in keys], dtype=np.uint8).reshape(len(keys), -1)
+        return {"stop_set": np.asarray(self.stop_set, dtype=np.int64), "at": np.asarray(keys, dtype=np.int64),
+                "bits": bits, "step": np.asarray([self.step], dtype=np.int64)}
+
+    @classmethod
+    def from_arrays(cls, arrays: dict[str, np.ndarray]) -> StabilityTracker:
+        stop = np.asarray(arrays["stop_set"], dtype=np.intp)
+        tracker = cls(stop_set=stop, step=int(np.asarray(arrays["step"]).reshape(-1)[0]))
+        for k, row in zip(np.asarray(arrays["at"]).tolist(), np.asarray(arrays["bits"], dtype=np.uint8), strict=True):
+            tracker.checkpoints[int(k)] = np.unpackbits(row)[: len(stop)].astype(bool)
+        return tracker
+
+
+def stability_rule(kappas: Sequence[tuple[int, float]], *, window: int = STABILITY_WINDOW,
+                   threshold: float = STABILITY_THRESHOLD, step: int = STABILITY_STEP,
+                   stop_set_size: int | None = None) -> RuleState:
+    """Bloodgood & Vijay-Shanker (2009): mean kappa of the last ``window`` successive comparisons >= ``threshold``."""
+    on = f" on {stop_set_size:,} stop-set items" if stop_set_size else ""
+    recent = list(kappas)[-window:]
+    defined = [k for _, k in recent if np.isfinite(k)]
+    if len(recent) < window or len(defined) < window:
+        have = len(defined)
+        return RuleState("stability", False,
+                         f"stability: {have} of the {window} comparisons of successive models it averages "
+                         f"(one every {step} labels{on})", needed=(window - have) * step)
+    mean = float(np.mean(defined))
+    said = (f"stability: Cohen's kappa of successive models{on}, mean of the last {window}: {mean:.3f}; "
+            f"stops at {threshold:g}")
+    if mean >= threshold:
+        return RuleState("stability", True, said + " — you can stop", value=mean, needed=0)
+    return RuleState("stability", False, said, value=mean)
+
+
+# --------------------------------------------------------------------------- statistical
+
+
+#: share of 1 - confidence the first check of a session may spend (most sessions need one check)
+FIRST_CHECK_SHARE = 0.9
+
+
+def check_alpha(check_number: int, confidence: float) -> float:
+    """Error budget of the j-th recall check of a session, as a share of 1 - confidence.
+
+    0.9 for the first, then 0.1 / 2^(j-1): 0.05, 0.025, ... (the shares sum to 1), so all
+    the checks of a session together stop below the target with probability at most 1 - confidence.
+    """
+    if check_number < 1:
+        raise ValueError("checks are numbered from 1")
+    share = FIRST_CHECK_SHARE if check_number == 1 else (1.0 - FIRST_CHECK_SHARE) / 2 ** (check_number - 1)
+    return (1.0 - float(confidence)) * share
+
+
+@functools.lru_cache(maxsize=65536)
+def k_target(found_before: int, positives_drawn: int, target_recall: float) -> int:
+    """K_tar: the fewest positives the urn must have held for recall (r_AL + k) / (r_AL + K) < target.
+
+    floor((r_AL + k) / target - r_AL) + 1, in exact rational arithmetic (0.95 is 19/20 here, so
+    19 positives found give K_tar = 2, not a rounding's 1).
+    """
+    tau = Fraction(str(float(target_recall)))
+    return math.floor(Fraction(found_before + positives_drawn) / tau - found_before) + 1
+
+
+def hypergeometric_p_value(draws: int, positives_drawn: int, urn: int, found_before: int,
+                           target_recall: float) -> float:
+    """P(X <= k) for X ~ Hypergeom(urn, K_tar, draws): the p-value of "recall < target" (Callaghan & Müller-Hansen)."""
+    big_k = k_target(found_before, positives_drawn, target_recall)
+    if big_k > urn:  # even an urn of positives only would leave recall at or above the target
+        return 0.0
+    return float(stats.hypergeom.cdf(positives_drawn, urn, big_k, draws))
+
+
+def pass_draws(urn: int, found_before: int, positives: int, target_recall: float, level: float | tuple) -> int:
+    """b_k: the fewest draws at which ``positives`` (k) positives among them reject "recall < target" (p < level)."""
+    return int(_pass_bounds(urn, found_before, target_recall, level, positives)[positives])
+
+
+@functools.lru_cache(maxsize=1024)
+def _pass_bounds(urn: int, before: int, target: float, level: float | tuple, k_max: int) -> np.ndarray:
+    """b_0..b_k_max (non-decreasing), by a bisection over n vectorised across k.
+
+    ``level``: one level for every k, or ``("union", budget)`` for budget * 6 / (pi^2 (k + 1)^2) with k positives.
+    """
+    ks = np.arange(k_max + 1)
+    big = np.array([k_target(before, int(k), target) for k in ks])
+    levels = _levels(level, k_max)
+    immediate = big > urn  # recall stays at the target whatever the urn holds: k draws suffice
+    low, high = ks.copy(), np.full(len(ks), int(urn))
+    while np.any(low < high):  # smallest n in [k, urn] with cdf(k; urn, K_tar(k), n) < level (it falls with n)
+        mid = (low + high) // 2
+        p = np.where(immediate, 0.0, stats.hypergeom.cdf(ks, urn, np.minimum(big, urn), mid))
+        ok = p < levels
+        high = np.where(ok, mid, high)
+        low = np.where(ok, low, mid + 1)
+    out = np.maximum.accumulate(low)
+    out.setflags(write=False)
+    return out
+
+
+@functools.lru_cache(maxsize=1024)
+def _fail_bounds(urn: int, before: int, target: float, beta: float, k_max: int) -> np.ndarray:
+    """g_0..g_k_max: the k-th positive drawn at or before draw g_k shows recall < target at level beta
+    (P(X >= k | K_tar(k) - 1) < beta: the most positives an urn may hold with recall still at the target); -1: never."""
+    ks = np.arange(1, k_max + 1)
+    big = np.minimum(np.array([k_target(before, int(k), target) - 1 for k in ks]), urn)
+    possible = stats.hypergeom.sf(ks - 1, urn, big, ks) < beta
+    low, high = ks.copy(), np.full(len(ks), int(urn))
+    while np.any(low < high):  # largest n in [k, urn] with sf < beta (it rises with n)
+        mid = (low + high + 1) // 2
+        ok = stats.hypergeom.sf(ks - 1, urn, big, mid) < beta
+        low = np.where(ok, mid, low)
+        high = np.where(ok, high, mid - 1)
+    out = np.concatenate([[-1], np.where(possible, low, -1)])
+    out.setflags(write=False)
+    return out
+
+
+def _levels(level: float | tuple, k_max: int) -> np.ndarray:
+    """The level of the look at each number of positives 0..k_max (see ``_pass_bounds``)."""
+    if isinstance(level, tuple):
+        budget = float(level[1])
+        return budget * 6.0 / (math.pi ** 2 * (np.arange(k_max + 1) + 1.0) ** 2)
+    return np.full(k_max + 1, float(level))
+
+
+def _largest_level(before: int, big_k: int, target: float) -> int:
+    """J(K): the largest number of drawn positives k with K_tar(k) <= K (stops at levels 0..J miss the target)."""
+    j = 0
+    while k_target(before, j + 1, target) <= big_k:
+        j += 1
+    return j
+
+
+def _stop_paths(n: int, passes: dict, fails: dict, dist: np.ndarray, error: np.ndarray, top: np.ndarray) -> None:
+    """At draw n: paths that pass (an error where K >= K_tar(j)) or go back leave ``dist`` (in place)."""
+    for j in passes.get(n, ()):
+        error += np.where(top >= j, dist[:, : j + 1].sum(axis=1), 0.0)
+        dist[:, : j + 1] = 0.0
+    for j in fails.get(n, ()):
+        dist[:, j:] = 0.0
+
+
+def sequential_error(urn: int, found_before: int, target_recall: float, level: float | tuple,
+                     beta: float, width: int = 48) -> tuple[float, int | None]:
+    """The largest probability, over the positives K the urn may hold, that a check stops with recall below target.
+
+    The check draws without replacement; after n draws with k positives it
+    passes when n >= b_k (the hypergeometric test at ``level``, per k when a
+    tuple) and goes back to the heuristic when the k-th positive came at or
+    before draw g_k (recall < target shown at ``beta``).  For each K the
+    distribution of the positives drawn is carried draw by draw (a positive
+    comes with probability (K - x) / (urn - n)), for a batch of K at once;
+    a pass at level k is an error when K >= K_tar(k).  K runs from K_tar(0)
+    (below it no stop misses the target) until the error has fallen to a
+    thousandth of the budget's scale and keeps falling.  Returns (worst error, its K).
+    """
+    k0 = k_target(found_before, 0, target_recall)
+    if k0 > urn:
+        return 0.0, None
+    worst, arg = 0.0, None
+    start = k0
+    while start <= urn:
+        ks = np.arange(start, min(start + width, urn + 1))
+        error = _errors(urn, found_before, target_recall, level, beta, ks)
+        k = int(np.argmax(error))
+        if error[k] > worst:
+            worst, arg = float(error[k]), int(ks[k])
+        tail = error[-8:]
+        if len(tail) and tail[-1] < 1e-3 * max(worst, 1e-3) and np.all(np.diff(tail) <= 0):
+            break
+        start += width
+    return worst, arg
+
+
+def _errors(urn: int, found_before: int, target_recall: float, level: float | tuple, beta: float,
+            ks: np.ndarray) -> np.ndarray:
+    """The probability that a check stops below the target, for each number ``ks`` of positives in the urn."""
+    ks = np.asarray(ks, dtype=np.int64)
+    top = np.array([_largest_level(found_before, int(k), target_recall) for k in ks])
+    big_j = int(top.max())
+    b = _pass_bounds(urn, found_before, target_recall, level, big_j)
+    g = _fail_bounds(urn, found_before, target_recall, beta, big_j)
+    passes: dict[int, list[int]] = {}
+    fails: dict[int, list[int]] = {}
+    for j in range(big_j + 1):
+        passes.setdefault(int(b[j]), []).append(j)
+        if j and g[j] >= 0:
+            fails.setdefault(int(g[j]), []).append(j)
+    dist = np.zeros((len(ks), big_j + 1))
+    dist[:, 0] = 1.0
+    error = np.zeros(len(ks))
+    x = np.arange(big_j + 1)[None, :]
+    positives = ks[:, None].astype(np.float64)
+
+    _stop_paths(0, passes, fails, dist, error, top)
+    for n in range(int(b[big_j])):
+        moved = dist * np.clip((positives - x) / (urn - n), 0.0, 1.0)
+        dist -= moved
+        dist[:, 1:] += moved[:, :-1]  # beyond the largest level a path can no longer miss: dropped
+        _stop_paths(n + 1, passes, fails, dist, error, top)
+    return error
+
+
+#: largest urn whose check level is calibrated by :func:`sequential_error` (larger: per-draw-count union bound)
+CALIBRATE_MAX_URN = 20_000
+
+
+@dataclass(frozen=True)
+class CheckDesign:
+    """How one recall check decides: its error budget, the level of each look, and how that level was set."""
+
+    urn: int
+    found_before: int
+    target_recall: float
+    budget: float  # the check's share of 1 - confidence
+    beta: float  # level of the test that sends the session back to the heuristic
+    method: str  # "calibrated" or "union bound"
+    level: float | tuple  # one level for every look (calibrated), or ("union", budget): one per positives drawn
+    worst_error: float  # the largest chance of stopping below the target, over what the urn may hold
+
+    def level_at(self, k: int) -> float:
+        return float(_levels(self.level, k)[k])
+
+    def pass_draws(self, k: int) -> int:
+        return pass_draws(self.urn, self.found_before, k, self.target_recall, self.level)
+
+    def fail_draws(self, k: int) -> int:
+        """g_k (-1 when k positives can never show recall below the target)."""
+        return int(_fail_bounds(self.urn, self.found_before, self.target_recall, self.beta, max(k, 1))[k]) \
+            if k >= 1 else -1
+
+
+@functools.lru_cache(maxsize=256)
+def check_design(urn: int, found_before: int, target_recall: float, budget: float, beta: float) -> CheckDesign:
+    """The design of a check that may stop below the target with probability at most ``budget``.
+
+    Callaghan & Müller-Hansen test after every draw at the same level; taken
+    that way the repeated test stops below the target more often than its
+    level (here 8% at a level of 5% for an urn of 2,600 with 340 positives
+    found).  So the level of the looks is lowered until :func:`sequential_error`
+    (exact) is within ``budget``.  Urns above ``CALIBRATE_MAX_URN`` use a union
+    bound instead (level budget * 6 / (pi^2 (k + 1)^2) with k positives drawn).
+    """
+    if urn > CALIBRATE_MAX_URN:
+        return CheckDesign(urn, found_before, target_recall, budget, beta, "union bound", ("union", budget), budget)
+    level, error = budget, sequential_error(urn, found_before, target_recall, budget, beta)[0]
+    tried = 0
+    while error > budget and tried < 30:  # the error grows about in proportion to the level
+        level *= max(0.5, min(0.98, 0.98 * budget / error))
+        error = sequential_error(urn, found_before, target_recall, level, beta)[0]
+        tried += 1
+    if error > budget:
+        raise ArithmeticError(f"no level keeps the check's error within {budget} (urn {urn})")
+    return CheckDesign(urn, found_before, target_recall, budget, beta, "calibrated", level, error)
+
+
+@dataclass(frozen=True)
+class CheckRun:
+    """One recall check: where it started and what its draws found."""
+
+    start: int  # labels before it
+    draws: int
+    positives: int
+    urn: int  # unlabelled items when it started
+    found_before: int  # positives labelled before it
+    failed_at: int | None = None  # draws after which it showed recall < target (the session went back)
+
+
+def check_runs(labels, drawn, check_starts: Sequence[int], pool_size: int,
+               target_recall: float = DEFAULT_TARGET_RECALL,
+               confidence: float = DEFAULT_CONFIDENCE) -> list[CheckRun]:
+    """The recall checks of a history: each start's consecutive random draws (up to the next start).
+
+    A check ends when it shows recall below the target (its k-th positive came
+    at or before draw g_k); draws after that (the app goes back to the
+    heuristic at once) are not part of it.
+    """
+    y, d = _labels(labels), np.asarray(drawn, dtype=bool).reshape(-1)
+    if len(d) != len(y):
+        raise ValueError(f"{len(y)} labels but {len(d)} draw flags")
+    starts = sorted({int(s) for s in check_starts if 0 <= int(s) <= len(y)})
+    found = np.concatenate([[0], np.cumsum(y > 0)])
+    beta = 1.0 - float(confidence)
+    runs = []
+    for k, start in enumerate(starts):
+        bound = starts[k + 1] if k + 1 < len(starts) else len(y)  # the next check's draws are its own
+        urn, before = int(pool_size) - start, int(found[start])
+        end, positives, failed = start, 0, None
+        while end < bound and d[end]:
+            end += 1
+            if y[end - 1] > 0:
+                positives += 1
+                g = int(_fail_bounds(urn, before, target_recall, beta, positives)[positives])
+                if end - start <= g:
+                    failed = end - start
+                    break
+        runs.append(CheckRun(start=start, draws=end - start, positives=positives, urn=urn, found_before=before,
+                             failed_at=failed))
+    return runs
+
+
+@dataclass(frozen=True)
+class RecallCheck:
+    """The statistical rule's view of a session (see :func:`recall_check`)."""
+
+    phase: str  # "heuristic", "checking", "passed" or "failed" (the current or the last check)
+    checking: bool  # the session is drawing random items now
+    check_number: int  # j of the current (or next) check
+    alpha: float  # its error budget
+    urn: int  # unlabelled items when it started (now, for a check not started yet)
+    found_before: int
+    k_target: int
+    draws: int
+    positives_drawn: int
+    suggest: bool  # the heuristic has stalled: starting a check is suggested
+    gap: int  # labels since the last positive
+    gap_needed: int | None  # gap at which a check is suggested
+    target_recall: float
+    confidence: float
+    last: CheckRun | None = None  # the latest check with draws
+    design: CheckDesign | None = None  # of the current check (None before one is on)
+
+    @property
+    def p_value(self) -> float | None:
+        """The hypergeometric p-value of "recall < target" after the draws so far (None before any draw)."""
+        if self.design is None or not self.draws:
+            return None
+        return hypergeometric_p_value(self.draws, self.positives_drawn, self.urn, self.found_before,
+                                      self.target_recall)
+
+    @property
+    def level(self) -> float:
+        """Level of the current look (the check's budget, a lower bound on the draws, before a check is on)."""
+        return self.design.level_at(self.positives_drawn) if self.design is not None else self.alpha
+
+    @property
+    def planned(self) -> int:
+        """Draws the check needs with its positives so far and none more (before a check: at least this many)."""
+        if self.design is not None:
+            return self.design.pass_draws(self.positives_drawn)
+        return pass_draws(self.urn, self.found_before, 0, self.target_recall, self.alpha)
+
+    @property
+    def needed(self) -> int:
+        """Random draws still to make (0 once the check passed or failed)."""
+        return max(0, self.planned - self.draws) if self.phase in ("checking", "heuristic") else 0
+
+
+def labels_since_last_positive(labels) -> int:
+    y = _labels(labels)
+    pos = np.flatnonzero(y > 0)
+    return int(len(y) - 1 - pos[-1]) if len(pos) else int(len(y))
+
+
+def suggested_gap(labels, pool_size: int, target_recall: float, patience: float = 1.0) -> int | None:
+    """Labels without a positive after which a check is suggested: patience * N_u / K_tar (None before a positive)."""
+    y = _labels(labels)
+    found = int(np.sum(y > 0))
+    if found == 0:
+        return None
+    unlabelled = int(pool_size) - len(y)
+    return max(1, math.ceil(patience * unlabelled / k_target(found, 0, target_recall)))
+
+
+def check_suggested(labels, pool_size: int, target_recall: float = DEFAULT_TARGET_RECALL,
+                    patience: float = 1.0) -> bool:
+    """Whether a recall check is suggested now, for a session not checking (what :func:`recall_check` says
+    then in ``suggest``, computed without its p-values; simulations call it after every heuristic label)."""
+    gap_needed = suggested_gap(labels, pool_size, target_recall, patience)
+    return gap_needed is not None and labels_since_last_positive(labels) >= gap_needed
+
+
+def recall_check(labels, drawn, check_starts: Sequence[int], *, checking: bool, pool_size: int,
+                 target_recall: float = DEFAULT_TARGET_RECALL, confidence: float = DEFAULT_CONFIDENCE,
+                 patience: float = 1.0) -> RecallCheck:
+    """The statistical rule (Callaghan & Müller-Hansen 2020) over a session's history.
+
+    ``labels``: +1 / -1 in the order given; ``drawn``: which were random draws of a
+    check; ``check_starts``: label counts at which checks were started (starts
+    beyond the labels, after an undo, are ignored); ``checking``: the session
+    draws random items now (the last start is the current check);
+    ``pool_size``: items in the pool (labelled, skipped and unlabelled).
+    """
+    target_recall, confidence = check_target(target_recall, confidence)
+    y = _labels(labels)
+    n = len(y)
+    beta = 1.0 - confidence
+    runs = check_runs(y, drawn, check_starts, pool_size, target_recall, confidence)
+    gap = labels_since_last_positive(y)
+    gap_needed = suggested_gap(y, pool_size, target_recall, patience)
+    done = [r for r in runs if r.draws > 0]
+    current = runs[-1] if runs and checking else None
+    if current is not None and current.start + current.draws != n:
+        current = None  # labels other than its draws came after it (or after its failure): it is over
+    last = done[-1] if done else None
+    design = None
+    if current is not None:
+        number = 1 + sum(1 for r in done if r.start < current.start)
+        urn, before = current.urn, current.found_before
+        draws, positives = current.draws, current.positives
+        alpha = check_alpha(number, confidence)
+        design = check_design(urn, before, target_recall, alpha, beta)
+        if current.failed_at is not None:
+            phase = "failed"
+        elif draws >= design.pass_draws(positives):
+            phase = "passed"
+        else:
+            phase = "checking"
+    else:
+        number = 1 + len(done)
+        urn, before, draws, positives = int(pool_size) - n, int(np.sum(y > 0)), 0, 0
+        alpha = check_alpha(number, confidence)
+        phase = "heuristic"
+        if last is not None and last.start + last.draws == n:
+            # the latest labels were the draws of a check that is no longer drawing
+            last_number = sum(1 for r in done if r.start <= last.start)
+            last_design = check_design(last.urn, last.found_before, target_recall,
+                                       check_alpha(last_number, confidence), beta)
+            if last.failed_at is not None:
+                phase = "failed"
+            elif last.draws >= last_design.pass_draws(last.positives):
+                phase = "passed"
+    suggest = (current is None and phase == "heuristic" and gap_needed is not None and gap >= gap_needed)
+    return RecallCheck(phase=phase, checking=current is not None and phase in ("checking", "passed"),
+                       check_number=number, alpha=alpha, urn=urn, found_before=before,
+                       k_target=k_target(before, positives, target_recall), draws=draws, positives_drawn=positives,
+                       suggest=suggest, gap=gap, gap_needed=gap_needed,
+                       target_recall=target_recall, confidence=confidence, last=last, design=design)
+
+
+def _pct(x: float) -> str:
+    return f"{100 * x:.4g}%"
+
+
+def simulated_analyst(check: RecallCheck) -> str:
+    """What an analyst following the statistical rule does next (simulations; the app does the same).
+
+    ``"stop"`` when the check passed; ``"draw"`` a random item while a check is
+    on; ``"start"`` a check when the rule suggests it; otherwise ``"heuristic"``
+    (also right after a check failed: the app switches back on its own).
+    """
+    if check.phase == "passed":
+        return "stop"
+    if check.checking:
+        return "draw"
+    if check.suggest:
+        return "start"
+    return "heuristic"
+
+
+def statistical_rule(check: RecallCheck) -> RuleState:
+    """The statistical rule's state in words (see :func:`recall_check`)."""
+    goal = f"recall ≥ {_pct(check.target_recall)} at {_pct(check.confidence)} confidence"
+    if check.phase == "passed":
+        return RuleState("statistical", True,
+                         f"statistical: {goal} ({check.draws} random draws, {check.positives_drawn} positive; "
+                         f"p = {check.p_value if check.p_value is not None else 0:.4f} < {check.level:.4f}) "
+                         "— you can stop", value=check.p_value, needed=0)
+    if check.phase == "checking":
+        found = "no positive" if not check.positives_drawn else (
+            f"{check.positives_drawn} positive{'s' if check.positives_drawn > 1 else ''}")
+        return RuleState("statistical", False,
+                         f"statistical: draw {check.needed} more random items to test {goal} "
+                         f"({check.draws} drawn, {found} so far; check {check.check_number})",
+                         value=check.p_value, needed=check.needed)
+    if check.phase == "failed":
+        last = check.last
+        return RuleState("statistical", False,
+                         f"statistical: the random draws found {last.positives if last else 0} positives in "
+                         f"{last.draws if last else 0}, which shows recall below {_pct(check.target_recall)}; "
+                         "back to the heuristic, and start a new check when it stops finding positives",
+                         needed=None)
+    if check.gap_needed is None:
+        return RuleState("statistical", False, "statistical: waits for the first positive")
+    when = ("a recall check is suggested now" if check.suggest else
+            f"a recall check is suggested after {check.gap_needed} labels without a positive "
+            f"({check.gap} so far)")
+    return RuleState("statistical", False,
+                     f"statistical: {when}; it would draw at least {check.planned} random items to test {goal}",
+                     value=None, needed=check.planned)
+
+
+# --------------------------------------------------------------------------- all rules
+
+
+@dataclass(frozen=True)
+class SessionView:
+    """What the rules read off a session (no true label of an unlabelled item)."""
+
+    labels: np.ndarray  # +1 / -1 in the order given
+    drawn: np.ndarray  # True for random draws of a recall check
+    check_starts: tuple[int, ...]
+    checking: bool
+    pool_size: int
+    n_in_margin: float = float("nan")  # unlabelled items with |f| < 1 now
+    kappas: tuple[tuple[int, float], ...] = ()
+    stop_set_size: int | None = None
+    stability_step: int = STABILITY_STEP
+
+
+def evaluate(rules: Sequence[RuleSpec] | str, view: SessionView, *, target_recall: float = DEFAULT_TARGET_RECALL,
+             confidence: float = DEFAULT_CONFIDENCE, patience: float = 1.0) -> list[RuleState]:
+    """Every rule's state, in the order of ``rules``."""
+    out = []
+    for spec in parse_rules(rules):
+        if spec.name == "margin":
+            out.append(margin_rule(view.n_in_margin, view.labels, tolerance=spec.param or 0))
+        elif spec.name == "consecutive":
+            out.append(consecutive_rule(view.labels, int(spec.param)))
+        elif spec.name == "knee":
+            out.append(knee_rule(view.labels))
+        elif spec.name == "stability":
+            out.append(stability_rule(view.kappas, step=view.stability_step, stop_set_size=view.stop_set_size))
+        else:
+            out.append(statistical_rule(recall_check(
+                view.labels, view.drawn, view.check_starts, checking=view.checking, pool_size=view.pool_size,
+                target_recall=target_recall, confidence=confidence, patience=patience)))
+    return out
+
+
+# --------------------------------------------------------------------------- estimate
+
+
+@dataclass(frozen=True)
+class RecallEstimate:
+    """Positives still unlabelled (with an interval) and the recall it implies."""
+
+    method: str  # "random draws" or "model-based"
+    description: str
+    found: int
+    remaining: float
+    remaining_low: float
+    remaining_high: float
+    recall: float
+    recall_low: float
+    recall_high: float
+    confidence: float
+    positives_drawn: int | None = None  # for an estimate from random draws
+
+    def in_words(self) -> str:
+        if not np.isfinite(self.remaining):
+            return f"Positives still unlabelled: unknown ({self.description})."
+        interval = f"{self.remaining_low:.0f}–{self.remaining_high:.0f}"
+        recall = f"recall {_pct(self.recall_low)}–{_pct(self.recall_high)}"
+        if self.positives_drawn == 0:  # no point estimate worth the name: 0, with a wide interval
+            head = f"Positives still unlabelled: {interval} ({_pct(self.confidence)} interval); {recall}"
+        else:
+            head = (f"About {self.remaining:.0f} positives still unlabelled ({_pct(self.confidence)} interval "
+                    f"{interval}); recall {_pct(self.recall)} ({_pct(self.recall_low)}–{_pct(self.recall_high)})")
+        return f"{head}. Method: {self.method} — {self.description}."
+
+
+def _recall(found: int, remaining: float) -> float:
+    total = found + remaining
+    return float(found / total) if total > 0 else float("nan")
+
+
+def _finish(method: str, description: str, found: int, remaining: float, low: float, high: float,
+            confidence: float, positives_drawn: int | None = None) -> RecallEstimate:
+    return RecallEstimate(method=method, description=description, found=found, remaining=remaining,
+                          remaining_low=low, remaining_high=high, recall=_recall(found, remaining),
+                          recall_low=_recall(found, high), recall_high=_recall(found, low), confidence=confidence,
+                          positives_drawn=positives_drawn)
+
+
+def urn_interval(urn: int, draws: int, positives: int, confidence: float) -> tuple[int, int]:
+    """Exact two-sided interval for the positives K an urn of ``urn`` items held, from ``positives`` in ``draws``.
+
+    K_low: smallest K with P(X >= k | K) > alpha/2; K_high: largest K with P(X <= k | K) > alpha/2
+    (the hypergeometric analogue of Clopper-Pearson; both tails are monotone in K).
+    """
+    alpha = 1.0 - float(confidence)
+    lo_bound, hi_bound = positives, urn - (draws - positives)
+    lo, hi = lo_bound, hi_bound
+    while lo < hi:  # smallest K whose upper tail at k is above alpha / 2
+        mid = (lo + hi) // 2
+        if positives == 0 or stats.hypergeom.sf(positives - 1, urn, mid, draws) > alpha / 2:
+            hi = mid
+        else:
+            lo = mid + 1
+    k_low = lo
+    lo, hi = lo_bound, hi_bound
+    while lo < hi:  # largest K whose lower tail at k is above alpha / 2
+        mid = (lo + hi + 1) // 2
+        if stats.hypergeom.cdf(positives, urn, mid, draws) > alpha / 2:
+            lo = mid
+        else:
+            hi = mid - 1
+    return int(k_low), int(lo)
+
+
+def estimate_from_draws(run: CheckRun, *, found: int, unlabelled: int,
+                        confidence: float = DEFAULT_CONFIDENCE) -> RecallEstimate:
+    """From a check's random draws: positives the urn held (exact interval), less those labelled since.
+
+    ``found``: positives labelled now (all of the session); every positive
+    labelled since the check started came out of its urn.
+    """
+    since = found - run.found_before
+    point_k = run.positives * run.urn / run.draws
+    k_low, k_high = urn_interval(run.urn, run.draws, run.positives, confidence)
+    remaining = max(0.0, point_k - since)
+    low = float(max(0, k_low - since))
+    high = float(min(max(0, k_high - since), unlabelled))
+    description = (f"{run.positives} positive{'s' if run.positives != 1 else ''} in {run.draws} items drawn at "
+                   f"random from the {run.urn:,} unlabelled when the check started; exact hypergeometric interval")
+    return _finish("random draws", description, found, min(remaining, unlabelled), low, high, confidence,
+                   positives_drawn=run.positives)
+
+
+def platt_scaling(scores, labels, *, max_iter: int = 100) -> tuple[float, float]:
+    """(a, b) of P(y = +1 | f) = 1 / (1 + exp(-(a f + b))), fitted by Platt's method (his smoothed targets).
+
+    Newton's method with a backtracking line search on the cross-entropy, as
+    Lin, Lin & Weng (2007, "A note on Platt's probabilistic outputs for support
+    vector machines") recommend: two parameters, a handful of steps.
+    """
+    f = np.asarray(scores, dtype=np.float64).reshape(-1)
+    y = _labels(labels)
+    n_pos, n_neg = int(np.sum(y > 0)), int(np.sum(y < 0))
+    if n_pos == 0 or n_neg == 0:
+        raise ValueError("Platt scaling needs a positive and a negative label")
+    t = np.where(y > 0, (n_pos + 1.0) / (n_pos + 2.0), 1.0 / (n_neg + 2.0))
+    design = np.column_stack([f, np.ones_like(f)])
+
+    def loss(w: np.ndarray) -> float:
+        z = design @ w
+        return float(np.sum(np.logaddexp(0.0, z) - t * z))  # log(1 + e^z) - t z
+
+    w = np.array([0.0, math.log((n_pos + 1.0) / (n_neg + 1.0))])
+    value = loss(w)
+    for _ in range(max_iter):
+        p = special.expit(design @ w)
+        grad = design.T @ (p - t)
+        if np.max(np.abs(grad)) < 1e-7 * max(1.0, len(f)):
+            break
+        hessian = (design * (p * (1.0 - p))[:, None]).T @ design + 1e-12 * np.eye(2)
+        direction = -np.linalg.solve(hessian, grad)
+        step = 1.0
+        while step > 1e-10:
+            trial = w + step * direction
+            trial_value = loss(trial)
+            if trial_value < value + 1e-4 * step * float(grad @ direction):
+                break
+            step /= 2.0
+        else:
+            break  # no descent left: as good as it gets in floating point
+        w, value = trial, trial_value
+    return float(w[0]), float(w[1])
+
+
+def estimate_from_model(unlabelled_scores, asked_scores, asked_labels, *, found: int,
+                        confidence: float = DEFAULT_CONFIDENCE) -> RecallEstimate:
+    """Model-based: Platt-scaled decision values of the unlabelled items, summed (no guarantee).
+
+    The sigmoid is fitted on the scores the model gave each labelled item when it
+    asked about it (so not on scores of items it had learned).  The interval is
+    normal, with the variance of a sum of independent Bernoulli(p_i) plus that of
+    the fit (delta method: g' H^-1 g, H the Hessian of the fit's log-likelihood,
+    g the gradient of the sum in (a, b)).  It cannot account for the bias of
+    items chosen by a heuristic rather than at random.
+    """
+    f = np.asarray(unlabelled_scores, dtype=np.float64).reshape(-1)
+    s = np.asarray(asked_scores, dtype=np.float64).reshape(-1)
+    y = _labels(asked_labels)
+    keep = np.isfinite(s)
+    s, y = s[keep], y[keep]
+    what = "Platt-scaled decision values of the unlabelled items, summed"
+    if not _both_classes(y):
+        return _finish("model-based", f"{what}: waits for a positive and a negative label scored when asked",
+                       found, float("nan"), float("nan"), float("nan"), confidence)
+    a, b = platt_scaling(s, y)
+    f = f[np.isfinite(f)]
+    p = special.expit(a * f + b)
+    w = p * (1.0 - p)
+    q = special.expit(a * s + b) * (1.0 - special.expit(a * s + b))
+    hessian = np.array([[np.sum(q * s * s), np.sum(q * s)], [np.sum(q * s), np.sum(q)]])
+    grad = np.array([np.sum(w * f), np.sum(w)])
+    fit_var = float(grad @ np.linalg.lstsq(hessian, grad, rcond=None)[0])
+    mean, sd = float(np.sum(p)), float(np.sqrt(np.sum(w) + max(fit_var, 0.0)))
+    z = float(stats.norm.ppf(0.5 + confidence / 2.0))
+    low, high = max(0.0, mean - z * sd), min(float(len(f)), mean + z * sd)
+    return _finish("model-based", f"{what} (no guarantee: the labelled items were chosen by the heuristic, "
+                                  "not at random)", found, mean, low, high, confidence)
+
+
+def estimate_remaining(labels, drawn, check_starts: Sequence[int], *, pool_size: int,
+                       unlabelled_scores=None, asked_scores=None, confidence: float = DEFAULT_CONFIDENCE
+                       ) -> RecallEstimate:
+    """The estimate the app shows: from the latest check's draws when there are any, else model-based."""
+    y = _labels(labels)
+    found = int(np.sum(y > 0))
+    unlabelled = int(pool_size) - len(y)
+    runs = [r for r in check_runs(y, drawn, check_starts, pool_size) if r.draws > 0]
+    if runs:
+        return estimate_from_draws(runs[-1], found=found, unlabelled=unlabelled, confidence=confidence)
+    if unlabelled_scores is None or asked_scores is None:
+        return _finish("model-based", "no model scores", found, float("nan"), float("nan"), float("nan"), confidence)
+    return estimate_from_model(unlabelled_scores, asked_scores, y, found=found, confidence=confidence)
+
+
+def rule_names(rules: Iterable[RuleSpec]) -> list[str]:
+    return [str(r) for r in rules]
+
+
+__all__ = ["CALIBRATE_MAX_URN", "CHECK_STRATEGY", "DEFAULT_CONFIDENCE", "DEFAULT_RULES", "DEFAULT_TARGET_RECALL",
+           "FIRST_CHECK_SHARE", "KNEE_MIN_LABELS", "RULE_NAMES", "STABILITY_STEP", "STABILITY_THRESHOLD",
+           "STABILITY_WINDOW", "STOP_SET_SIZE", "CheckDesign", "CheckRun", "RecallCheck", "RecallEstimate", "RuleSpec",
+           "RuleState", "SessionView", "StabilityTracker", "check_alpha", "check_design", "check_runs",
+           "check_suggested", "check_target", "cohens_kappa", "consecutive_rule", "estimate_from_draws",
+           "estimate_from_model", "estimate_remaining", "evaluate", "gain_curve", "hypergeometric_p_value", "k_target",
+           "knee_point", "knee_rule", "labels_since_last_positive", "margin_rule", "parse_rules", "pass_draws",
+           "platt_scaling", "recall_check", "rule_names", "sequential_error", "simulated_analyst", "stability_rule",
+           "statistical_rule", "stop_set", "suggested_gap", "urn_interval"]

@@ -1,0 +1,488 @@
+"""Stopping rules and recall estimates (core.stopping) on analytic and constructed cases."""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+
+import numpy as np
+import pytest
+from sklearn.linear_model import LogisticRegression
+from sklearn.metrics import cohen_kappa_score
+
+from core import stopping as st
+
+
+def comb_p_value(n: int, k: int, urn: int, big_k: int) -> float:
+    """P(X <= k), X ~ Hypergeom(urn, big_k, n), summed term by term with exact integers."""
+    total = math.comb(urn, n)
+    return float(sum(Fraction(math.comb(big_k, x) * math.comb(urn - big_k, n - x), total) for x in range(k + 1)))
+
+
+# --------------------------------------------------------------------------- statistical: the test itself
+
+
+def test_k_target_is_the_fewest_missed_positives_that_put_recall_below_target():
+    for tau in (0.8, 0.9, 0.95, 0.99):
+        frac = Fraction(str(tau))
+        for before in range(0, 120):
+            for k in range(0, 4):
+                # recall (before + k) / (before + K) < target  <=>  before + k < target * (before + K)
+                brute = next(big_k for big_k in range(0, 10_000) if before + k < frac * (before + big_k))
+                assert st.k_target(before, k, tau) == brute, (tau, before, k)
+    # the rounding trap: 19 / 0.95 is 20.000000000000004 in floating point, K_tar is exactly 2
+    assert st.k_target(19, 0, 0.95) == 2
+    assert st.k_target(0, 0, 0.95) == 1
+
+
+@pytest.mark.parametrize("n, k, urn, before", [(50, 0, 400, 95), (120, 1, 400, 95), (30, 2, 90, 40),
+                                               (200, 0, 1000, 300), (7, 0, 20, 3), (0, 0, 100, 10)])
+def test_hypergeometric_p_value_equals_the_brute_force_sum(n, k, urn, before):
+    big_k = st.k_target(before, k, 0.95)
+    assert st.hypergeometric_p_value(n, k, urn, before, 0.95) == pytest.approx(comb_p_value(n, k, urn, big_k),
+                                                                                rel=1e-9, abs=1e-15)
+
+
+def test_pass_and_fail_draws_by_brute_force():
+    for urn, before, level in [(400, 95, 0.0304), (2400, 290, 0.03), (300, 10, 0.05), (50, 1, 0.01)]:
+        for k in (0, 1, 3):
+            n = st.pass_draws(urn, before, k, 0.95, level)
+            big_k = st.k_target(before, k, 0.95)
+            assert comb_p_value(n, k, urn, big_k) < level
+            assert n == k or comb_p_value(n - 1, k, urn, big_k) >= level
+        design = st.check_design(urn, before, 0.95, level, 0.05)
+        for k in (1, 2, 4):
+            g = design.fail_draws(k)
+            big_k = st.k_target(before, k, 0.95) - 1  # the most positives with recall still at the target
+            if g == -1:
+                assert 1 - comb_p_value(k, k - 1, urn, big_k) >= 0.05
+                continue
+            assert 1 - comb_p_value(g, k - 1, urn, big_k) < 0.05  # P(X >= k) after g draws
+            assert g == urn or 1 - comb_p_value(g + 1, k - 1, urn, big_k) >= 0.05
+    # an urn that cannot hold K_tar positives: recall is at the target whatever it holds
+    assert st.pass_draws(3, 95, 0, 0.95, 0.05) == 0
+    assert st.hypergeometric_p_value(0, 0, 3, 95, 0.95) == 0.0
+
+
+def test_check_budgets_sum_to_one_minus_confidence():
+    shares = [st.check_alpha(j, 0.95) for j in range(1, 60)]
+    assert shares[0] == pytest.approx(0.045) and shares[1] == pytest.approx(0.0025)
+    assert sum(shares) <= 1 - 0.95 and sum(shares) == pytest.approx(0.05, rel=1e-12)
+    with pytest.raises(ValueError):
+        st.check_alpha(0, 0.95)
+
+
+def simulate_check(urn, before, positives, design, rng, reps):
+    """The check itself, draw by draw over random orders of an urn with ``positives`` positives:
+    the share of orders in which it passes with recall below the target."""
+    misses = 0
+    for _ in range(reps):
+        order = rng.permutation(urn) < positives  # True: a positive
+        k = 0
+        for n in range(0, urn + 1):
+            if n >= design.pass_draws(k):
+                misses += (before + k) < design.target_recall * (before + positives)
+                break
+            if order[n]:
+                k += 1
+                if n + 1 <= design.fail_draws(k):
+                    break  # the draws show recall below the target: back to the heuristic
+    return misses / reps
+
+
+def test_sequential_error_matches_a_simulation_of_the_check():
+    urn, before = 300, 40
+    design = st.CheckDesign(urn, before, 0.95, 0.05, 0.05, "as in the paper", 0.05, float("nan"))
+    rng = np.random.default_rng(0)
+    reps = 6000
+    exact = st._errors(urn, before, 0.95, 0.05, 0.05, np.array([3, 5, 8, 12]))
+    for positives, p in zip([3, 5, 8, 12], exact, strict=True):
+        simulated = simulate_check(urn, before, positives, design, rng, reps)
+        assert abs(simulated - p) < 4 * math.sqrt(max(p * (1 - p), 1e-4) / reps) + 1e-3, (positives, simulated, p)
+    assert exact[0] > 0.03  # K = 3 = K_tar(0): the first look alone misses about alpha of the time
+
+
+def event_error(urn, before, level, beta, positives, target=0.95):
+    """The same error computed another way: from one boundary to the next, the positives drawn move by
+    hypergeometric increments (scipy.stats.hypergeom) over the items still in the urn."""
+    from scipy import stats
+
+    top = 0
+    while st.k_target(before, top + 1, target) <= positives:
+        top += 1
+    design = st.CheckDesign(urn, before, target, level, beta, "test", level, float("nan"))
+    events = sorted([(design.pass_draws(j), 0, j) for j in range(top + 1)]
+                    + [(design.fail_draws(j), 1, j) for j in range(1, top + 1) if design.fail_draws(j) >= 0])
+    dist = np.zeros(top + 1)
+    dist[0] = 1.0
+    at, error = 0, 0.0
+    for n, kind, j in events:
+        if n > at:
+            new = np.zeros(top + 1)
+            for x in np.flatnonzero(dist):
+                step = np.arange(0, top + 1 - x)
+                new[x + step] += dist[x] * stats.hypergeom.pmf(step, urn - at, positives - x, n - at)
+            dist, at = new, n
+        if kind == 0:
+            error += dist[: j + 1].sum()
+            dist[: j + 1] = 0.0
+        else:
+            dist[j:] = 0.0
+    return error
+
+
+def test_sequential_error_equals_a_computation_with_hypergeometric_steps():
+    for urn, before, level in [(400, 95, 0.05), (250, 30, 0.02), (1200, 200, 0.03)]:
+        ks = np.arange(st.k_target(before, 0, 0.95), st.k_target(before, 0, 0.95) + 12, 3)
+        chain = st._errors(urn, before, 0.95, level, 0.05, ks)
+        steps = [event_error(urn, before, level, 0.05, int(k)) for k in ks]
+        np.testing.assert_allclose(chain, steps, rtol=1e-9, atol=1e-12)
+
+
+def test_check_design_keeps_the_worst_error_within_its_budget():
+    # the paper's rule, one level at every look: the worst case misses more often than the level
+    worst, _ = st.sequential_error(400, 95, 0.95, 0.05, 0.05)
+    assert worst > 0.055
+    for urn, before, budget in [(400, 95, 0.045), (2600, 340, 0.045), (150, 5, 0.0025), (60, 57, 0.045)]:
+        design = st.check_design(urn, before, 0.95, budget, 0.05)
+        assert design.method == "calibrated" and design.level <= budget
+        assert design.worst_error <= budget
+        assert st.sequential_error(urn, before, 0.95, design.level, 0.05)[0] == pytest.approx(design.worst_error)
+    # above the calibration limit: the union bound over the number of positives drawn
+    big = st.check_design(st.CALIBRATE_MAX_URN + 1, 3000, 0.95, 0.045, 0.05)
+    assert big.method == "union bound" and big.level_at(0) == pytest.approx(0.045 * 6 / math.pi ** 2)
+    assert st.sequential_error(400, 95, 0.95, ("union", 0.045), 0.05)[0] <= 0.045
+
+
+# --------------------------------------------------------------------------- statistical: sessions
+
+
+def _history(*segments):
+    """labels and draw flags from (values, drawn) segments."""
+    labels = np.concatenate([np.asarray(v, dtype=int) for v, _ in segments])
+    drawn = np.concatenate([np.full(len(v), d) for v, d in segments])
+    return labels, drawn
+
+
+def test_recall_check_phases_and_draws_still_needed():
+    pool, heuristic = 1000, [1] * 95 + [-1] * 505  # 600 labels, 95 positives, 400 unlabelled
+    labels, drawn = _history((heuristic, False))
+    check = st.recall_check(labels, drawn, [], checking=False, pool_size=pool)
+    assert check.phase == "heuristic" and not check.checking and check.design is None
+    # before a check: at least the draws of one look at the whole budget
+    assert check.planned == st.pass_draws(400, 95, 0, 0.95, st.check_alpha(1, 0.95))
+    # the heuristic went 505 labels without a positive: N_u / K_tar = 400 / 6 -> a check is suggested
+    assert check.gap == 505 and check.gap_needed == math.ceil(400 / 6) and check.suggest
+    assert "suggested now" in st.statistical_rule(check).message
+
+    design = st.check_design(400, 95, 0.95, st.check_alpha(1, 0.95), 1 - 0.95)
+    planned = design.pass_draws(0)
+    started = st.recall_check(labels, drawn, [600], checking=True, pool_size=pool)
+    assert started.phase == "checking" and started.draws == 0 and started.needed == planned
+    assert started.design == design and planned > check.planned  # the calibrated looks need more draws
+
+    labels, drawn = _history((heuristic, False), ([-1] * 30, True))
+    check = st.recall_check(labels, drawn, [600], checking=True, pool_size=pool)
+    assert check.phase == "checking" and check.draws == 30 and check.needed == planned - 30
+    state = st.statistical_rule(check)
+    assert not state.stop and state.message.startswith(f"statistical: draw {planned - 30} more random items to "
+                                                       "test recall ≥ 95% at 95% confidence")
+    assert check.p_value == pytest.approx(comb_p_value(30, 0, 400, 6))
+
+    labels, drawn = _history((heuristic, False), ([-1] * planned, True))
+    check = st.recall_check(labels, drawn, [600], checking=True, pool_size=pool)
+    assert check.phase == "passed" and check.p_value < check.level and st.statistical_rule(check).stop
+    one_short = st.recall_check(labels[:-1], drawn[:-1], [600], checking=True, pool_size=pool)
+    assert one_short.phase == "checking" and one_short.needed == 1
+
+    # a positive late in the draws: the check goes on, with the draws that one positive needs
+    labels, drawn = _history((heuristic, False), ([-1] * 40 + [1], True))
+    going = st.recall_check(labels, drawn, [600], checking=True, pool_size=pool)
+    assert going.phase == "checking" and going.positives_drawn == 1
+    assert going.needed == design.pass_draws(1) - 41 and design.pass_draws(1) > planned
+
+    # a positive this early shows recall below the target (6 positives, the most an urn at the target holds,
+    # give one in the first 3 of 400 draws less than 5% of the time): the check fails, back to the heuristic
+    assert design.fail_draws(1) == 3 and 1 - comb_p_value(3, 0, 400, 6) < 0.05 <= 1 - comb_p_value(4, 0, 400, 6)
+    labels, drawn = _history((heuristic, False), ([-1, -1, 1], True))
+    failed = st.recall_check(labels, drawn, [600], checking=True, pool_size=pool)
+    assert failed.phase == "failed" and not failed.checking and st.simulated_analyst(failed) == "heuristic"
+    assert "below 95%" in st.statistical_rule(failed).message
+    labels, drawn = _history((heuristic, False), ([-1, -1, -1, 1], True))
+    assert st.recall_check(labels, drawn, [600], checking=True, pool_size=pool).phase == "checking"
+    labels, drawn = _history((heuristic, False), ([-1, -1, 1], True), ([1, -1, -1], False))
+    later = st.recall_check(labels, drawn, [600], checking=False, pool_size=pool)
+    assert later.phase == "heuristic" and later.check_number == 2
+    assert later.alpha == pytest.approx(st.check_alpha(2, 0.95))
+    assert later.found_before == 97 and later.urn == 400 - 3 - 3
+
+    # a start beyond the labels (undone since) is ignored
+    labels, drawn = _history((heuristic, False))
+    assert st.recall_check(labels, drawn, [650], checking=True, pool_size=pool).phase == "heuristic"
+
+
+def test_check_suggested_agrees_with_recall_check():
+    rng = np.random.default_rng(4)
+    for _ in range(200):
+        n = int(rng.integers(1, 400))
+        labels = np.where(rng.random(n) < 0.2, 1, -1)
+        labels[n - int(rng.integers(0, n + 1)):] = -1  # a run of negatives of any length at the end
+        full = st.recall_check(labels, np.zeros(n, dtype=bool), [], checking=False, pool_size=500)
+        assert st.check_suggested(labels, 500) == full.suggest
+
+
+def test_two_checks_in_a_row_keep_their_own_draws():
+    heuristic = [1] * 95 + [-1] * 505
+    labels, drawn = _history((heuristic, False), ([-1] * 5, True), ([-1] * 7, True))
+    runs = st.check_runs(labels, drawn, [600, 605], pool_size=1000)
+    assert [(r.start, r.draws) for r in runs] == [(600, 5), (605, 7)]
+    check = st.recall_check(labels, drawn, [600, 605], checking=True, pool_size=1000)
+    assert check.check_number == 2 and check.draws == 7 and check.urn == 395
+
+
+def simulate_screening(seed: int, *, pool: int = 600, positives: int = 60, hidden: float = 0.15,
+                       confidence: float = 0.95, target: float = 0.95) -> tuple[float, int]:
+    """A screening session with a fixed ranking that hides some positives among the negatives;
+    the analyst follows the statistical rule (heuristic, then checks). Returns (recall, labels) at stop."""
+    rng = np.random.default_rng(seed)
+    y = np.full(pool, -1)
+    y[:positives] = 1
+    rng.shuffle(y)
+    score = rng.normal(size=pool) + 3.0 * (y > 0)
+    hide = rng.choice(np.flatnonzero(y > 0), int(hidden * positives), replace=False)
+    score[hide] = rng.normal(size=len(hide))  # ranked like negatives: only random draws find them early
+    order = np.argsort(-score)
+    labelled = np.zeros(pool, dtype=bool)
+    labels, drawn, starts, checking, cursor = [], [], [], False, 0
+    while len(labels) < pool:
+        if not checking and not st.check_suggested(labels, pool, target):
+            action = "heuristic"  # what recall_check says too (no check on, none suggested), only cheaper
+        else:
+            check = st.recall_check(labels, drawn, starts, checking=checking, pool_size=pool, target_recall=target,
+                                    confidence=confidence)
+            action = st.simulated_analyst(check)
+            checking = checking and check.phase != "failed"  # a failed check sends the session back
+        if action == "stop":
+            break
+        if action == "start":
+            starts.append(len(labels))
+            checking = True
+            continue
+        if action == "draw":
+            item = int(rng.choice(np.flatnonzero(~labelled)))
+        else:
+            checking = False
+            while labelled[order[cursor]]:
+                cursor += 1
+            item = int(order[cursor])
+        labelled[item] = True
+        labels.append(int(y[item]))
+        drawn.append(action == "draw")
+    return sum(v > 0 for v in labels) / positives, len(labels)
+
+
+def test_statistical_rule_reaches_the_target_in_95_percent_of_seeds():
+    results = [simulate_screening(seed) for seed in range(100)]
+    recall = np.array([r for r, _ in results])
+    assert np.mean(recall >= 0.95) >= 0.95
+    # a negative control: at 50% confidence the same sessions stop short of the target far more often,
+    # so this simulation can tell a valid rule from an invalid one
+    weak = np.array([simulate_screening(seed, confidence=0.5)[0] for seed in range(60)])
+    assert np.mean(weak >= 0.95) < 0.93
+
+
+# --------------------------------------------------------------------------- knee, consecutive, margin
+
+
+def piecewise_gain(rates_and_lengths):
+    """Labels whose positives are spread evenly: (positives, labels) per segment."""
+    labels = []
+    for pos, length in rates_and_lengths:
+        seg = -np.ones(length, dtype=int)
+        seg[np.round(np.linspace(0, length - 1, pos)).astype(int)] = 1 if pos else -1
+        labels.extend(seg.tolist())
+    return np.array(labels)
+
+
+def test_knee_point_is_the_point_farthest_from_the_chord():
+    labels = piecewise_gain([(90, 100), (4, 400)])
+    gain = st.gain_curve(labels)
+    s = len(gain)
+    x, g = np.arange(1, s), gain[:-1]
+    # Euclidean distance from the line through (0, 0) and (s, relret), by brute force
+    dist = np.abs(gain[-1] * x - s * g) / math.hypot(gain[-1], s)
+    assert st.knee_point(gain) == int(x[np.argmax(dist)])
+    assert abs(st.knee_point(gain) - 100) <= 2
+
+
+def test_knee_rule_on_a_synthetic_gain_curve():
+    # 180 positives in the first 300 labels, then 3 in the next 600: relret = 183 >= 150, threshold 6
+    labels = piecewise_gain([(180, 300), (3, 600)])
+    state = st.knee_rule(labels)
+    gain = st.gain_curve(labels)
+    knee = st.knee_point(gain)
+    rho = (gain[knee - 1] / knee) / ((gain[-1] - gain[knee - 1] + 1) / (len(gain) - knee))
+    assert state.value == pytest.approx(rho)
+    assert rho >= 6 and state.stop and "you can stop" in state.message
+    # the same shape with few positives needs a far larger slope ratio (156 - relret)
+    few = piecewise_gain([(20, 100), (1, 300)])
+    state = st.knee_rule(few)
+    assert "stops at 135" in state.message and not state.stop
+    # the adjusted threshold alone needs 156 labels: 100 positives first, then 55 or 56 negatives
+    assert not st.knee_rule(piecewise_gain([(100, 100), (0, 55)])).stop
+    assert st.knee_rule(piecewise_gain([(100, 100), (0, 56)])).stop
+    # a larger minimum effort makes the rule wait, whatever the slope ratio
+    state = st.knee_rule(labels, min_labels=1000)
+    assert not state.stop and state.needed == 100 and state.value == pytest.approx(rho)
+    assert not st.knee_rule([-1] * 200).stop
+
+
+def test_consecutive_rule_counts_negatives_since_the_last_positive():
+    assert not st.consecutive_rule([-1] * 80, 50).stop  # no positive yet
+    labels = [1] + [-1] * 49
+    state = st.consecutive_rule(labels, 50)
+    assert not state.stop and state.value == 49 and state.needed == 1
+    state = st.consecutive_rule(labels + [-1], 50)
+    assert state.stop and state.value == 50
+    assert st.consecutive_rule(labels + [-1, 1], 50).value == 0
+
+
+def test_margin_rule():
+    assert not st.margin_rule(0, [-1, -1]).stop  # waits for both classes
+    assert st.margin_rule(0, [1, -1]).stop
+    state = st.margin_rule(12, [1, -1])
+    assert not state.stop and state.message == "margin: 12 unlabelled items inside the margin"
+    assert st.margin_rule(3, [1, -1], tolerance=3).stop
+    assert not st.margin_rule(float("nan"), [1, -1]).stop
+
+
+# --------------------------------------------------------------------------- stability
+
+
+def test_cohens_kappa_matches_scikit_learn():
+    rng = np.random.default_rng(3)
+    for _ in range(20):
+        a = rng.random(300) < rng.random()
+        b = np.where(rng.random(300) < 0.8, a, rng.random(300) < 0.5)
+        if len(set(a)) == 1 and len(set(b)) == 1:
+            continue
+        assert st.cohens_kappa(a, b) == pytest.approx(cohen_kappa_score(a, b))
+    assert math.isnan(st.cohens_kappa(np.zeros(10), np.zeros(10)))  # both constant and equal: undefined
+    assert st.cohens_kappa([1, 0, 1, 0], [1, 0, 1, 0]) == 1.0
+
+
+def test_stability_tracker_and_rule():
+    tracker = st.StabilityTracker(stop_set=np.arange(50), step=10)
+    rng = np.random.default_rng(0)
+    base = rng.normal(size=50)
+    for n, flip in [(10, 20), (20, 5), (30, 0), (40, 0), (50, 0), (60, 0)]:
+        scores = base.copy()
+        scores[:flip] *= -1
+        tracker.record(n, scores)
+    kappas = tracker.kappas()
+    assert [n for n, _ in kappas] == [20, 30, 40, 50, 60]
+    assert kappas[-1][1] == 1.0 and kappas[0][1] < 1.0
+    state = st.stability_rule(kappas, step=10)
+    assert state.stop and state.value == 1.0
+    assert not st.stability_rule(kappas[:3], step=10).stop  # the mean of the last three is below 0.99
+    tracker.forget_after(30)
+    assert sorted(tracker.checkpoints) == [10, 20, 30]
+    again = st.StabilityTracker.from_arrays(tracker.to_arrays())
+    assert again.step == 10 and sorted(again.checkpoints) == [10, 20, 30]
+    for n in (10, 20, 30):
+        assert np.array_equal(again.checkpoints[n], tracker.checkpoints[n])
+    assert not st.stability_rule([(10, float("nan"))] * 3).stop  # undefined kappas do not count
+    with pytest.raises(ValueError):
+        tracker.record(40, np.zeros(3))
+
+
+def test_stop_set_is_fixed_by_the_seed():
+    a, b = st.stop_set(5000, seed=1), st.stop_set(5000, seed=1)
+    assert np.array_equal(a, b) and len(a) == st.STOP_SET_SIZE and len(np.unique(a)) == len(a)
+    assert len(st.stop_set(300, seed=1)) == 300
+
+
+# --------------------------------------------------------------------------- estimates
+
+
+def test_urn_interval_covers_the_truth_in_95_percent_of_samples():
+    rng = np.random.default_rng(5)
+    urn, draws, covered, reps = 600, 120, 0, 600
+    for _ in range(reps):
+        truth = int(rng.integers(0, 40))
+        k = int(np.sum(rng.permutation(urn)[:draws] < truth))
+        low, high = st.urn_interval(urn, draws, k, 0.95)
+        covered += low <= truth <= high
+    assert covered / reps >= 0.95
+    # and the bounds are the exact tail inversions
+    low, high = st.urn_interval(1000, 100, 5, 0.95)
+    assert comb_p_value(100, 5, 1000, high) > 0.025 >= comb_p_value(100, 5, 1000, high + 1)
+    assert 1 - comb_p_value(100, 4, 1000, low) > 0.025 >= 1 - comb_p_value(100, 4, 1000, low - 1)
+
+
+def test_estimate_from_draws_subtracts_the_positives_labelled_since():
+    labels, drawn = _history(([1] * 95 + [-1] * 505, False), ([-1] * 99 + [1], True), ([1, 1, -1], False))
+    est = st.estimate_remaining(labels, drawn, [600], pool_size=1000)
+    assert est.method == "random draws"
+    low, high = st.urn_interval(400, 100, 1, 0.95)
+    assert est.remaining == pytest.approx(max(0.0, 1 * 400 / 100 - 3))
+    assert est.remaining_low == max(0, low - 3) and est.remaining_high == high - 3
+    assert est.recall == pytest.approx(98 / (98 + est.remaining))
+    assert est.recall_low <= est.recall <= est.recall_high
+    assert "random" in est.in_words()
+
+
+def test_platt_scaling_recovers_a_logistic_model():
+    rng = np.random.default_rng(1)
+    f = rng.normal(scale=2.0, size=20_000)
+    y = np.where(rng.random(len(f)) < 1 / (1 + np.exp(-(1.5 * f - 0.5))), 1, -1)
+    a, b = st.platt_scaling(f, y)
+    assert a == pytest.approx(1.5, abs=0.08) and b == pytest.approx(-0.5, abs=0.08)
+    # Platt's smoothed targets barely matter with this many labels: plain logistic regression agrees
+    ref = LogisticRegression(C=1e6).fit(f[:, None], y)
+    assert a == pytest.approx(ref.coef_[0, 0], abs=0.01) and b == pytest.approx(ref.intercept_[0], abs=0.01)
+
+
+def test_model_based_estimate_is_labelled_and_covers_a_calibrated_truth():
+    rng = np.random.default_rng(2)
+    covered = 0
+    for _ in range(40):
+        f = rng.normal(scale=2.0, size=3000)
+        y = np.where(rng.random(len(f)) < 1 / (1 + np.exp(-(f - 1.0))), 1, -1)
+        asked = rng.random(len(f)) < 0.3  # scored when asked, then labelled
+        est = st.estimate_from_model(f[~asked], f[asked], y[asked], found=int(np.sum(y[asked] > 0)))
+        covered += est.remaining_low <= np.sum(y[~asked] > 0) <= est.remaining_high
+        assert est.method == "model-based" and "no guarantee" in est.description
+    assert covered >= 34
+    empty = st.estimate_from_model(np.zeros(5), [0.1, 0.2], [1, 1], found=2)
+    assert math.isnan(empty.remaining) and "unknown" in empty.in_words()
+
+
+# --------------------------------------------------------------------------- names and all rules
+
+
+def test_parse_rules():
+    specs = st.parse_rules("statistical,knee,margin,stability,consecutive:50")
+    assert [str(s) for s in specs] == ["statistical", "knee", "margin", "stability", "consecutive:50"]
+    assert str(st.parse_rules("margin:3")[0]) == "margin:3"
+    for bad, words in [("knee:3", "takes no parameter"), ("consecutive", "consecutive:50"),
+                       ("consecutive:x", "not a whole number"), ("consecutive:0", "at least 1"),
+                       ("oracle", "unknown stopping rule"), ("knee,knee", "twice"), ("", "at least one")]:
+        with pytest.raises(ValueError, match=words):
+            st.parse_rules(bad)
+    with pytest.raises(ValueError, match="target recall"):
+        st.check_target(1.0, 0.95)
+    with pytest.raises(ValueError, match="confidence"):
+        st.check_target(0.95, "high")
+
+
+def test_evaluate_reports_every_rule_in_words():
+    labels = np.array([1] * 40 + [-1] * 200)
+    view = st.SessionView(labels=labels, drawn=np.zeros(len(labels), dtype=bool), check_starts=(),
+                          checking=False, pool_size=2000, n_in_margin=12.0, kappas=((230, 0.95),),
+                          stop_set_size=2000)
+    states = st.evaluate(st.DEFAULT_RULES, view)
+    assert [s.rule for s in states] == ["statistical", "knee", "margin", "stability", "consecutive:50"]
+    assert states[2].message == "margin: 12 unlabelled items inside the margin"
+    assert states[4].stop and not states[2].stop
+    assert all(s.message.startswith(s.rule.split(":")[0]) for s in states)
