@@ -326,7 +326,8 @@ class StabilityTracker:
 
     def to_arrays(self) -> dict[str, np.ndarray]:
         keys = sorted(self.checkpoints)
-        bits = np.array([np.packbits(self.checkpoints[k]) for k in keys], dtype=np.uint8).reshape(len(keys), -1)
+        n_bytes = (len(self.stop_set) + 7) // 8  # (no checkpoint yet: 0 rows of that width)
+        bits = np.array([np.packbits(self.checkpoints[k]) for k in keys], dtype=np.uint8).reshape(len(keys), n_bytes)
         return {"stop_set": np.asarray(self.stop_set, dtype=np.int64), "at": np.asarray(keys, dtype=np.int64),
                 "bits": bits, "step": np.asarray([self.step], dtype=np.int64)}
 

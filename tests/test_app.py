@@ -617,7 +617,7 @@ def test_compare_summary_has_readable_headers_and_no_raw_none(db_url):
     at = start_app()
     at.switch_page("views/compare.py").run()
     assert not at.exception, at.exception
-    (table,) = [df.value for df in at.dataframe if "heuristic" in df.value.columns]
+    (table,) = [df.value for df in at.dataframe if "ALC" in df.value.columns]
     assert list(table["heuristic"]) == ["near-boundary", "random"]
     for column in ("ALC", "to 95 %", "final AUC", "vs random W / T / L"):
         assert column in table.columns

@@ -51,11 +51,11 @@ def test_after_a_run_the_compare_page_shows_that_comparison(db_url):
     newest = svc.comparisons()[0].id
     assert newest != first
     assert at.selectbox(key="comparison_picker").value == newest
-    (table,) = [df.value for df in at.dataframe if "heuristic" in df.value.columns]
+    (table,) = [df.value for df in at.dataframe if "ALC" in df.value.columns]
     assert list(table["heuristic"]) == ["random"]  # the summary is the new comparison's
     # choosing an older one still works
     at.selectbox(key="comparison_picker").select(first).run()
-    (table,) = [df.value for df in at.dataframe if "heuristic" in df.value.columns]
+    (table,) = [df.value for df in at.dataframe if "ALC" in df.value.columns]
     assert list(table["heuristic"]) == ["near-boundary", "random"]
 
 
@@ -67,7 +67,7 @@ def test_compare_overlay_is_off_and_the_win_tie_loss_column_comes_early(db_url):
     compare_page(at)
     (overlay,) = [t for t in at.toggle if t.label.startswith("Overlay the labelling sessions")]
     assert overlay.value is False
-    (table,) = [df.value for df in at.dataframe if "heuristic" in df.value.columns]
+    (table,) = [df.value for df in at.dataframe if "ALC" in df.value.columns]
     assert list(table.columns).index("vs random W / T / L") <= 3  # on screen without scrolling sideways
 
 

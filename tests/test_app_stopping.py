@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from streamlit.testing.v1 import AppTest
 
 from app.service import MarginLab
 from app.services.stopping import RULE_CHOICES, SETTING
 from core import stopping as rules
 from storage import repository as repo
-from tests.test_app import MAIN, TIMEOUT, as_shown, shown_item
+from tests.test_app import as_shown, shown_item, start_app
 
 
 @pytest.fixture
@@ -177,8 +176,7 @@ def test_stability_checkpoints_resume_from_a_snapshot_and_from_a_replay_alike(db
 def test_label_page_shows_the_stopping_panel_and_runs_a_check(db_url):
     svc = service(db_url)
     run = labelled_run(svc, 20)
-    at = AppTest.from_file(MAIN, default_timeout=TIMEOUT).run()
-    assert not at.exception, at.exception
+    at = start_app("cy")  # the session's annotator
     words = [as_shown(c.value) for c in at.caption] + [as_shown(m.value) for m in at.markdown]
     assert any(w.startswith("**When can I stop?**") or "When can I stop?" in w for w in words)
     assert any("margin:" in w and "statistical:" in w and "knee:" in w for w in words)
@@ -202,7 +200,7 @@ def test_label_page_shows_the_stopping_panel_and_runs_a_check(db_url):
 def test_compare_page_shows_the_rules_and_recall_curves(db_url):
     svc = service(db_url)
     svc.ensure_demo_dataset()
-    at = AppTest.from_file(MAIN, default_timeout=TIMEOUT).run()
+    at = start_app()
     at.switch_page("views/compare.py").run()
     assert not at.exception
     at.multiselect[0].set_value(["largest-positive"])

@@ -394,6 +394,10 @@ def test_stability_tracker_and_rule():
     assert not st.stability_rule([(10, float("nan"))] * 3).stop  # undefined kappas do not count
     with pytest.raises(ValueError):
         tracker.record(40, np.zeros(3))
+    # a tracker without any checkpoint yet (a snapshot before the first one) saves and loads too
+    empty = st.StabilityTracker(stop_set=np.arange(50), step=10)
+    again = st.StabilityTracker.from_arrays(empty.to_arrays())
+    assert again.checkpoints == {} and np.array_equal(again.stop_set, empty.stop_set)
 
 
 def test_stop_set_is_fixed_by_the_seed():
