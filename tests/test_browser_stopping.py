@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.test_browser import AppServer, item_caption, launch_browser, open_app, shown_item_index, wait_for_app
+from tests.test_browser import OWNER, AppServer, item_caption, launch_browser, open_app, shown_item_index, wait_for_app
 
 pytestmark = pytest.mark.browser
 
@@ -19,7 +19,7 @@ def prepare_session(db_url: str, n_labels: int) -> tuple[int, object]:
 
     svc = MarginLab.from_url(db_url)
     dataset_id = svc.ensure_demo_dataset() or svc.datasets()[0].id
-    run = svc.start_session(dataset_id=dataset_id, annotator="browser tester", strategy="largest-positive")
+    run = svc.start_session(dataset_id=dataset_id, annotator=OWNER, strategy="largest-positive")
     for _ in range(n_labels):
         item = run.shown.item_index
         assert run.answer(int(run.y_true[item]), item_index=item).ok
