@@ -44,6 +44,7 @@ import numpy as np
 from storage.errors import StorageError
 from storage.models import LABEL_PROVENANCE_COLUMNS, Annotator, Dataset, Item, Label, LabellingSession
 from storage.repository import EngineLike, events_query, reading
+from storage.validation import decode_features
 
 EXPORT_FORMATS = ("csv", "jsonl")
 
@@ -119,7 +120,7 @@ def export_labels(
             assert dataset is not None
             X = None
             if include_features:
-                X = np.frombuffer(dataset.features, dtype="<f8").reshape(dataset.n_rows, dataset.n_features)
+                X = decode_features(dataset.features, dataset.n_rows, dataset.n_features, dataset.meta)
             datasets[did] = (dataset.name, list(dataset.feature_names), X)
 
     feature_names: list[str] = []
@@ -169,7 +170,8 @@ def _dataset_runs(chunk: Sequence[Any]) -> Iterator[tuple[int, Sequence[Any]]]:
 def _feature_values(run: Sequence[Any], X: np.ndarray) -> np.ndarray:
     """The run's feature rows as decimal texts (numpy's shortest exact repr), in one vectorised step."""
     positions = np.fromiter((row.position for row in run), dtype=np.intp, count=len(run))
-    return X[positions].astype(str)
+    rows = X[positions]
+    return (rows.toarray() if hasattr(rows, "toarray") else rows).astype(str)  # sparse: only these rows made dense
 
 
 def _feature_texts(chunk: Sequence[Any], datasets: Any, feature_names: list[str]) -> list[list[str]]:
