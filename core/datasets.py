@@ -410,6 +410,73 @@ def _category_order(values) -> list[str]:
     return sorted(set(values), key=key)
 
 
+@dataclass
+class ColumnProfile:
+    """What a column of a CSV file holds, to offer the right use for it before import."""
+
+    name: str
+    missing: int
+    kind: str  # "number", "category" (text, few distinct values), "text" (many), "smiles", "empty"
+    distinct: int
+    examples: list[str]
+
+
+@dataclass
+class CsvProfile:
+    sep: str
+    decimal: str
+    detected_sep: str
+    detected_decimal: str
+    n_rows: int
+    columns: list[ColumnProfile]
+    frame: pd.DataFrame  # the first rows as text cells
+
+    def of(self, kind: str) -> list[str]:
+        return [c.name for c in self.columns if c.kind == kind]
+
+
+def profile_csv(source, sep: str | None = None, decimal: str | None = None, n_preview: int = 20) -> CsvProfile:
+    """Delimiter, decimal separator and a profile of every column (missing cells, numbers, categories,
+    free text, SMILES by name) of a CSV file; raises :class:`DataError` for a file that cannot be read."""
+    from core import features as feats
+
+    data, source_name = _read_bytes(source)
+    text = _decode(data, source_name)
+    if not text.strip():
+        raise DataError(f"{source_name}: the file is empty")
+    detected_sep, detected_decimal = feats.detect_format(text)
+    sep = sep if sep not in (None, "", "auto") else detected_sep
+    decimal = decimal if decimal not in (None, "", "auto") else (detected_decimal if sep == detected_sep else ".")
+    if csv.field_size_limit() < len(text):
+        csv.field_size_limit(len(text))
+    try:
+        df = pd.read_csv(io.StringIO(text), sep=sep, dtype=str, keep_default_na=False, na_filter=False,
+                         skipinitialspace=True, skip_blank_lines=True, index_col=False)
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, ValueError) as exc:
+        raise DataError(f"{source_name}: cannot parse the CSV ({str(exc).strip()})") from None
+    df.columns = [str(c).strip() for c in df.columns]
+    columns = []
+    for col in df.columns:
+        raw = df[col]
+        m = _is_missing(raw)
+        present = raw[~m].str.strip()
+        distinct = int(present.nunique())
+        values = _numbers(present, decimal) if len(present) else np.zeros(0)
+        if not len(present):
+            kind = "empty"
+        elif np.isfinite(values).all():
+            kind = "number"
+        elif "smiles" in col.lower():
+            kind = "smiles"
+        elif distinct <= ONE_HOT_MAX and present.str.split().str.len().mean() < 3:
+            kind = "category"
+        else:
+            kind = "text"
+        columns.append(ColumnProfile(col, int(m.sum()), kind, distinct, present.head(3).tolist()))
+    return CsvProfile(sep=sep, decimal=decimal, detected_sep=detected_sep, detected_decimal=detected_decimal,
+                      n_rows=len(df), columns=columns, frame=df.head(n_preview))
+
+
 def load_csv(source, label_column: str | None = None, positive=None, feature_columns=None,
              display_column: str | None = None, image_shape: tuple[int, int] | None = None,
              name: str | None = None, *, key_column: str | None = None, constant_columns: str = "drop",
@@ -651,6 +718,15 @@ def load_csv(source, label_column: str | None = None, positive=None, feature_col
             values[m] = fill
             imputed.append(f"{col!r} {int(m.sum())} with the median {_pretty(fill)}")
         X_num[:, j] = values
+    constant_text = [c for c in textual
+                     if len({v.strip() for v, mm in zip(df[c], miss[c], strict=True) if not mm}) <= 1]
+    if constant_text and constant_columns != "error":  # one text value throughout: a constant column
+        keep_cols = [j for j, c in enumerate(feature_columns) if c not in constant_text]
+        X_num = X_num[:, keep_cols]
+        feature_columns = [feature_columns[j] for j in keep_cols]
+        textual = [c for c in textual if c not in constant_text]
+    else:
+        constant_text = []
     if textual:
         parts = []
         for col in textual:
@@ -731,7 +807,9 @@ def load_csv(source, label_column: str | None = None, positive=None, feature_col
     X_dense = X_dense[keep_rows]
     dense_names = list(feature_columns) + onehot_names
     n_numeric = len(feature_columns)
-    dropped: list[str] = []
+    dropped: list[str] = list(constant_text)
+    if constant_text:
+        notices.append(f"dropped {len(constant_text)} constant text column(s): {_values_shown(constant_text, 20)}")
     if len(X_dense) > 1 and constant_columns != "keep" and X_dense.shape[1]:
         constant = [dense_names[j] for j in range(X_dense.shape[1]) if np.all(X_dense[:, j] == X_dense[0, j])]
         if constant:
@@ -744,7 +822,7 @@ def load_csv(source, label_column: str | None = None, positive=None, feature_col
             n_numeric = sum(1 for j in keep if j < n_numeric)
             X_dense = X_dense[:, keep]
             dense_names = [dense_names[j] for j in keep]
-            dropped = constant
+            dropped += constant
             notices.append(f"dropped {len(constant)} constant column(s): {_values_shown(constant, 20)}")
     blocks: list[dict[str, Any]] = []
     if n_numeric:
@@ -929,7 +1007,87 @@ BUNDLED: dict[str, BundledInfo] = {
                "(W. H. Wolberg, W. N. Street, O. L. Mangasarian, 1995)",
         licence="CC BY 4.0",
     ),
+    "arxiv": BundledInfo(
+        name="arxiv",
+        title="arXiv abstracts (documents)",
+        description="993 titles and abstracts of machine-learning and vision papers from arXiv, as TF-IDF "
+                    "features; one category (default cs.RO, robotics: 34 papers, 3.4%) against the rest.",
+        file="arxiv_abstracts.csv.gz",
+        default_positive="cs.RO",
+        positive_values=("cs.RO", "cs.CL", "eess.IV", "cs.AI", "stat.ML", "cs.NE"),
+        source="arXiv metadata (titles, abstracts, categories), a sample of 1,000 papers as collected in the "
+               "'arXiv Paper Abstracts' set (S. Paul, S. Rakshit, 2021)",
+        licence="CC0 1.0 (arXiv metadata)",
+    ),
+    "nci-molecules": BundledInfo(
+        name="nci-molecules",
+        title="NCI molecules (SMILES)",
+        description="4,991 molecules of the NCI open database as Morgan fingerprints (radius 2, 2048 bits; the "
+                    "8 SMILES RDKit cannot read are left out); positive = has a substructure (default: a "
+                    "carboxylic acid, 11%).",
+        file="rdkit:NCI/first_5K.smi",
+        default_positive="carboxylic acid",
+        positive_values=("carboxylic acid", "nitro group", "sulfonamide", "pyridine ring"),
+        source="NCI Open Database, first 5,000 structures as shipped in RDKit's package data "
+               "(rdkit/Data/NCI/first_5K.smi)",
+        licence="public domain (U.S. National Cancer Institute); RDKit BSD-3-Clause",
+    ),
 }
+
+#: substructures (SMARTS) that define the positive class of the bundled molecules
+SUBSTRUCTURES = {
+    "carboxylic acid": "[CX3](=O)[OX2H1]",
+    "nitro group": "[N+](=O)[O-]",
+    "sulfonamide": "S(=O)(=O)N",
+    "pyridine ring": "n1ccccc1",
+}
+
+
+def _load_arxiv(path: Path, category: str, info: BundledInfo) -> Dataset:
+    """The bundled abstracts: title and abstract as one document, ``category`` against the rest."""
+    frame = pd.read_csv(path, dtype=str, keep_default_na=False)
+    found = sorted({c for cats in frame["categories"] for c in cats.split()})
+    if category not in found:
+        raise DataError(f"arxiv: positive must be a category of the set (e.g. {', '.join(info.positive_values)}), "
+                        f"got {category!r}")
+    table = pd.DataFrame({"key": frame["key"], "document": frame["title"] + "\n\n" + frame["abstract"],
+                          "label": ["yes" if category in cats.split() else "no" for cats in frame["categories"]]})
+    ds = load_csv(table.to_csv(index=False).encode(), label_column="label", positive="yes", key_column="key",
+                  text_columns=["document"], name="arxiv")
+    ds.classes = ("rest", category)
+    ds.description = f"{info.description} Positive: {category}."
+    return ds
+
+
+def _load_nci(substructure: str, info: BundledInfo) -> Dataset:
+    """The NCI molecules RDKit ships, labelled by a substructure match (RDKit), as fingerprints."""
+    from rdkit import Chem, RDConfig, RDLogger
+
+    if substructure not in SUBSTRUCTURES:
+        raise DataError(f"nci-molecules: positive must be one of {', '.join(SUBSTRUCTURES)}, got {substructure!r}")
+    path = Path(RDConfig.RDDataDir) / "NCI" / "first_5K.smi"
+    rows = [line.split() for line in path.read_text().splitlines() if line.strip()]
+    query = Chem.MolFromSmarts(SUBSTRUCTURES[substructure])
+    labels = []
+    RDLogger.DisableLog("rdApp.*")
+    try:
+        for smiles, *_ in rows:
+            mol = Chem.MolFromSmiles(smiles)
+            labels.append("" if mol is None else ("yes" if mol.HasSubstructMatch(query) else "no"))
+    finally:
+        RDLogger.EnableLog("rdApp.*")
+    table = pd.DataFrame({"key": [f"nci-{r[1] if len(r) > 1 else i + 1}" for i, r in enumerate(rows)],
+                          "smiles": [r[0] for r in rows], "label": labels})
+    unreadable = table[table["label"] == ""]
+    table = table[table["label"] != ""]
+    ds = load_csv(table.to_csv(index=False).encode(), label_column="label", positive="yes", key_column="key",
+                  smiles_column="smiles", name="nci-molecules")
+    if len(unreadable):
+        ds.notices.insert(0, f"left out {len(unreadable)} SMILES that RDKit cannot read: "
+                             + ", ".join(unreadable["key"].tolist()))
+    ds.classes = ("rest", substructure)
+    ds.description = f"{info.description} Positive: {substructure}."
+    return ds
 
 
 def load_bundled(name: str, positive=None) -> Dataset:
@@ -937,6 +1095,8 @@ def load_bundled(name: str, positive=None) -> Dataset:
 
     ``digits``: positive = one digit (default 8) vs the rest, shown as 8x8 images.
     ``breast-cancer``: positive = ``"malignant"`` (default) or ``"benign"``, shown as a table row.
+    ``arxiv``: positive = an arXiv category (default ``cs.RO``) against the rest, TF-IDF of title + abstract.
+    ``nci-molecules``: positive = a substructure of :data:`SUBSTRUCTURES`, Morgan fingerprints, drawn.
     """
     if name not in BUNDLED:
         raise DataError(f"unknown bundled dataset {name!r}; choose one of {', '.join(BUNDLED)}")
@@ -955,6 +1115,10 @@ def load_bundled(name: str, positive=None) -> Dataset:
         ds.item_keys = [f"digit-{i:04d}" for i in range(len(ds))]
         ds.classes = ("rest", str(digit))
         ds.description = f"{info.description} Positive: digit {digit}."
+    elif name == "arxiv":
+        ds = _load_arxiv(path, str(positive), info)
+    elif name == "nci-molecules":
+        ds = _load_nci(str(positive), info)
     else:
         if str(positive) not in info.positive_values:
             raise DataError(f"breast-cancer: positive must be 'malignant' or 'benign', got {positive!r}")
@@ -965,6 +1129,7 @@ def load_bundled(name: str, positive=None) -> Dataset:
     return ds
 
 
-__all__ = ["ASSETS_DIR", "BUNDLED", "BundledInfo", "DataError", "Dataset", "GENERATORS", "checkerboard_labels",
+__all__ = ["ASSETS_DIR", "BUNDLED", "BundledInfo", "ColumnProfile", "CsvProfile", "DataError", "Dataset", "GENERATORS",
+           "MISSING_POLICIES", "ONE_HOT_MAX", "checkerboard_labels", "profile_csv",
            "load_bundled", "load_csv", "make_banana", "make_checkerboard", "make_gaussians", "make_waveform",
            "standardize", "stratified_split", "waveform_bases"]

@@ -63,6 +63,7 @@ from storage.repository import (
     save_snapshot,
     start_session,
     undo_last_label,
+    update_dataset_meta,
 )
 
 __all__ = [
@@ -108,6 +109,7 @@ __all__ = [
     "list_sessions",
     "load_comparison",
     "load_dataset_arrays",
+    "update_dataset_meta",
     "make_engine",
     "make_sessionmaker",
     "record_label",

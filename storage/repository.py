@@ -373,6 +373,24 @@ def load_dataset_arrays(
         return X, y_true, list(dataset.feature_names), display
 
 
+def update_dataset_meta(engine: EngineLike, dataset_id: int, changes: dict[str, Any]) -> dict[str, Any]:
+    """Set entries of a dataset's ``meta`` (e.g. its evaluation share); returns the new meta.
+
+    The keys that describe how the features are stored cannot be changed here.
+    """
+    changes = _jsonable(dict(changes), "meta")
+    if FEATURE_FORMAT_KEY in changes:
+        raise StorageError(f"'{FEATURE_FORMAT_KEY}' describes the stored features and cannot be changed.")
+    with writing(engine) as session:
+        dataset = session.get(Dataset, dataset_id)
+        if dataset is None:
+            raise NotFoundError(f"Dataset {dataset_id} does not exist.")
+        meta = dict(dataset.meta or {})
+        meta.update(changes)
+        dataset.meta = meta
+    return meta
+
+
 def delete_dataset(engine: EngineLike, dataset_id: int) -> None:
     """Delete a dataset with its items, sessions, labels, snapshots and comparisons."""
     with writing(engine) as session:

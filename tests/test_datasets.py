@@ -137,7 +137,7 @@ def test_bundled_breast_cancer():
 
 
 def test_bundled_listing():
-    assert set(BUNDLED) == {"digits", "breast-cancer"}
+    assert set(BUNDLED) == {"digits", "breast-cancer", "arxiv", "nci-molecules"}
     for name, info in BUNDLED.items():
         assert info.name == name and info.title and info.description and info.licence
 

@@ -244,3 +244,26 @@ def test_molecule_svg_is_an_svg_document():
     svg = molecule_svg("c1ccccc1O")
     assert svg.lstrip().startswith("<?xml") and "<svg" in svg and "</svg>" in svg
     assert molecule_svg("not a molecule") is None
+
+
+# -- bundled documents and molecules ---------------------------------------------------------------
+
+
+def test_bundled_abstracts_and_molecules():
+    from core.datasets import load_bundled
+
+    docs = load_bundled("arxiv")
+    assert sp.isspmatrix_csr(docs.X) and docs.X.shape[0] == 993 and int((docs.y > 0).sum()) == 34
+    assert docs.default_kernel == "linear" and docs.display_kind == "text" and docs.classes == ("rest", "cs.RO")
+    assert docs.display_values[0].startswith("Neural ODEs for Image Segmentation with Level Sets\n\n")
+    with pytest.raises(DataError, match="positive must be a category"):
+        load_bundled("arxiv", positive="hep-th")
+    mols = load_bundled("nci-molecules")
+    assert sp.isspmatrix_csr(mols.X) and mols.X.shape == (4991, 2048) and mols.default_kernel == "tanimoto"
+    assert mols.notices[0].startswith("left out 8 SMILES that RDKit cannot read")
+    from rdkit import Chem
+
+    acid = Chem.MolFromSmarts("[CX3](=O)[OX2H1]")
+    expected = [Chem.MolFromSmiles(s).HasSubstructMatch(acid) for s in mols.display_values]
+    np.testing.assert_array_equal(mols.y > 0, expected)
+    assert int((mols.y > 0).sum()) == 544 and mols.molecule_column == "smiles"
