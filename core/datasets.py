@@ -416,7 +416,8 @@ class ColumnProfile:
 
     name: str
     missing: int
-    kind: str  # "number", "category" (text, few distinct values), "text" (many), "smiles", "empty"
+    kind: str  # "number", "category" (few distinct texts), "text" (sentences), "identifier" (short, many
+    # distinct), "smiles" (by the column's name), "empty"
     distinct: int
     examples: list[str]
 
@@ -468,10 +469,12 @@ def profile_csv(source, sep: str | None = None, decimal: str | None = None, n_pr
             kind = "number"
         elif "smiles" in col.lower():
             kind = "smiles"
-        elif distinct <= ONE_HOT_MAX and present.str.split().str.len().mean() < 3:
-            kind = "category"
-        else:
+        elif present.str.split().str.len().mean() >= 4:  # sentences: documents, log lines
             kind = "text"
+        elif distinct <= ONE_HOT_MAX:
+            kind = "category"
+        else:  # short texts, mostly different: names, ids, keys
+            kind = "identifier"
         columns.append(ColumnProfile(col, int(m.sum()), kind, distinct, present.head(3).tolist()))
     return CsvProfile(sep=sep, decimal=decimal, detected_sep=detected_sep, detected_decimal=detected_decimal,
                       n_rows=len(df), columns=columns, frame=df.head(n_preview))

@@ -267,3 +267,19 @@ def test_bundled_abstracts_and_molecules():
     expected = [Chem.MolFromSmiles(s).HasSubstructMatch(acid) for s in mols.display_values]
     np.testing.assert_array_equal(mols.y > 0, expected)
     assert int((mols.y > 0).sum()) == 544 and mols.molecule_column == "smiles"
+
+
+def test_profile_offers_each_column_for_what_it_holds():
+    from core.datasets import profile_csv
+
+    data = ("id;title;proto;smiles;size;empty\n"
+            + "".join(f"r{i};A study of item number {i} and its neighbours;{'tcp' if i % 2 else 'udp'};CCO;{i},5;\n"
+                      for i in range(30))).encode()
+    profile = profile_csv(data)
+    assert (profile.sep, profile.decimal) == (";", ",")
+    kinds = {c.name: c.kind for c in profile.columns}
+    assert kinds == {"id": "identifier", "title": "text", "proto": "category", "smiles": "smiles",
+                     "size": "number", "empty": "empty"}
+    assert {c.name: c.missing for c in profile.columns}["empty"] == 30
+    forced = profile_csv(data, sep=",")  # an override is used as given
+    assert forced.sep == "," and forced.detected_sep == ";" and len(forced.columns) == 1
