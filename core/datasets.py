@@ -16,6 +16,7 @@ import gzip
 import io
 import os
 import re
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -451,8 +452,10 @@ def profile_csv(source, sep: str | None = None, decimal: str | None = None, n_pr
     if csv.field_size_limit() < len(text):
         csv.field_size_limit(len(text))
     try:
-        df = pd.read_csv(io.StringIO(text), sep=sep, dtype=str, keep_default_na=False, na_filter=False,
-                         skipinitialspace=True, skip_blank_lines=True, index_col=False)
+        with warnings.catch_warnings():  # ragged rows are the import's to report, with their line
+            warnings.simplefilter("ignore", pd.errors.ParserWarning)
+            df = pd.read_csv(io.StringIO(text), sep=sep, dtype=str, keep_default_na=False, na_filter=False,
+                             skipinitialspace=True, skip_blank_lines=True, index_col=False)
     except (pd.errors.ParserError, pd.errors.EmptyDataError, ValueError) as exc:
         raise DataError(f"{source_name}: cannot parse the CSV ({str(exc).strip()})") from None
     df.columns = [str(c).strip() for c in df.columns]
