@@ -921,7 +921,7 @@ def load_csv(source, label_column: str | None = None, positive=None, feature_col
         item_keys = [f"row {i + 1}" for i in np.flatnonzero(keep_rows)]
 
     kernel = "tanimoto" if fingerprint is not None and width == fingerprint.shape[1] else (
-        "linear" if any(b["kind"] == "tfidf" for b in blocks) else "rbf")
+        "linear" if any(b["kind"] in ("tfidf", "svd") for b in blocks) else "rbf")  # cosine: rows of unit length
     options = {"sep": sep, "decimal": decimal, "missing": missing}
     if text_columns:
         options.update(text_columns=list(text_columns), text_analyzer=text_analyzer, text_min_df=text_min_df,
