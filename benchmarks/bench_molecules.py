@@ -45,10 +45,7 @@ def run(X, y, pool, held, strategy: str, kernel: dict, seed: int) -> dict[float,
         times.append(row.update_ms + row.query_ms)
         for share in SHARES:
             if k == int(np.ceil(share * len(pool))):
-                scores = loop.decision_eval() if hasattr(loop, "decision_eval") else None
-                if scores is None:
-                    scores = loop.solver.decision_function(X[held])
-                auc_at[share] = roc_auc(y[held], np.asarray(scores))
+                auc_at[share] = roc_auc(y[held], np.asarray(loop.evaluation_scores()))
     auc_at["ms"] = float(np.median(times))
     return auc_at
 

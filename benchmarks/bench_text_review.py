@@ -10,7 +10,8 @@ is found:
 
 * MarginLab: TF-IDF (word uni+bigrams, sublinear tf, vocabulary over the pool) -> ``largest-positive``
   + ``incremental``, linear kernel.  On the sparse TF-IDF rows when the kernel layer takes CSR
-  matrices; otherwise on a 300-component truncated SVD of them (the table says which).
+  matrices; otherwise on the same TF-IDF values as a dense array (terms in >= 2 documents), or with
+  ``--svd K`` on a K-component truncated SVD (the output says which).
 * ASReview LAB 3.0.8, its default model (``elas_u4``: TF-IDF uni+bigrams with sublinear tf, linear SVM,
   balanced sampling, max querier), through its own ``asreview simulate`` command on the same CSV file.
   ASReview is a benchmark-only reference: its pins clash with MarginLab's (pandas < 3), so this script
@@ -194,6 +195,7 @@ def main() -> None:
     parser.add_argument("--no-asreview", action="store_true")
     parser.add_argument("--sparse-size", type=int, default=10_000)
     parser.add_argument("--sparse-labels", type=int, default=200)
+    parser.add_argument("--svd", type=int, default=0, help="use a K-component SVD reduction of the TF-IDF rows")
     args = parser.parse_args()
 
     import scipy
@@ -205,10 +207,16 @@ def main() -> None:
     n, n_pos = len(docs), int((y > 0).sum())
     T, terms = tfidf_features(docs)
     sparse = sparse_supported()
-    X = T if sparse else svd_reduce(T, min(300, min(T.shape) - 1), seed=0)
-    features = (f"TF-IDF, {len(terms)} terms, sparse CSR" if sparse else
-                f"TF-IDF ({len(terms)} terms) reduced to {X.shape[1]} SVD components (this kernel layer does "
-                "not take CSR yet)")
+    if sparse:
+        X, features = T, f"TF-IDF, {len(terms)} terms, sparse CSR"
+    elif args.svd:
+        X = svd_reduce(T, args.svd, seed=0)
+        features = f"TF-IDF ({len(terms)} terms) reduced to {args.svd} SVD components"
+    else:  # the same model on the same (exact) TF-IDF values, as a dense array of the terms in >= 2 documents
+        T, terms = tfidf_features(docs, min_df=2)
+        X = T.toarray()
+        features = (f"TF-IDF of the {len(terms)} terms found in >= 2 documents, as a DENSE array: this kernel "
+                    "layer does not take CSR rows yet (per-label times are those of dense rows)")
     sys.stdout.reconfigure(line_buffering=True)
     print(f"\n{title}: {n} documents, {n_pos} positives ({n_pos / n:.1%}); seeds 0..{args.seeds - 1}, "
           "priors: one positive + one negative per seed")
