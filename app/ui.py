@@ -276,7 +276,7 @@ def show_item(run: LabellingRun, item_index: int) -> None:
     text = run.item_text(item_index)
     if text is not None:
         contributions = run.term_contributions(item_index)
-        long = len(text) > 1500 or text.count("\n") > 20
+        long = len(text) > 700 or text.count("\n") > 12
         with st.container(border=True, height=DOCUMENT_HEIGHT if long else "content", key="item_text"):
             if contributions:
                 st.markdown(highlighted_markdown(text, contributions))

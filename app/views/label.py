@@ -150,7 +150,7 @@ def labelling_panel(session_id: int) -> None:
         progress += f" · pool {len(run.pool_items)} items"
         if run.y_true is not None:
             progress += (f" · {len(run.eval_items)} held out for evaluation "
-                         f"({run.eval_fraction:.0%} asked)")
+                         f"(share {run.eval_fraction:.0%})")
         st.container(key="progress").markdown(progress)
         st.caption(f"Model update {update} · next query {query} · solver {ui.plain(run.info.solver)}")
     # Hand the item to the browser before building the charts: the deltas above are
