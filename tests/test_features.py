@@ -283,3 +283,33 @@ def test_profile_offers_each_column_for_what_it_holds():
     assert {c.name: c.missing for c in profile.columns}["empty"] == 30
     forced = profile_csv(data, sep=",")  # an override is used as given
     assert forced.sep == "," and forced.detected_sep == ";" and len(forced.columns) == 1
+
+
+def test_the_label_page_term_contributions_add_up_to_the_solver_s_decision_value():
+    """RunDocuments on a real loop (dense TF-IDF rows here): sum_t w_t x_t + b is the solver's f(x)."""
+    from types import SimpleNamespace
+
+    from app.services.documents import RunDocuments
+    from core.loop import ActiveLearningLoop
+
+    docs = ["robot arm grasping objects", "robot legs walking on terrain", "image segmentation network",
+            "language model translation", "robot vision grasping", "speech recognition network"] * 3
+    X, names = tfidf_features(docs)
+    run = RunDocuments()
+    run.dataset = SimpleNamespace(meta={"feature_blocks": [{"kind": "tfidf", "start": 0, "stop": X.shape[1]}]})
+    run.X, run.feature_names = X.toarray(), names
+    run.item_text = lambda i: docs[i]
+    run.loop = ActiveLearningLoop(run.X, strategy="largest-positive", solver="incremental",
+                                  solver_params={"kernel": "linear", "C": 10.0}, seed=0)
+    for i, label in ((0, 1), (2, -1), (1, 1), (3, -1)):
+        run.loop.teach(i, label)
+    f = run.loop.solver.decision_function(np.arange(len(docs)))
+    b = run.loop.solver.coefficients()[2]
+    for i in range(len(docs)):
+        top = run.term_contributions(i, k=10_000)
+        assert abs(sum(v for _, v in top) + b - f[i]) < 1e-9
+    assert run.term_contributions(4, k=1)[0][0] in ("robot", "grasping")  # the positive documents' words
+    assert run.item_svg(0) is None  # not a molecule dataset
+    run.dataset.meta["molecule_column"] = "smiles"
+    run.item_text = lambda i: "c1ccccc1C(=O)O"
+    assert "<svg" in run.item_svg(0)
