@@ -20,8 +20,11 @@ together with everything that is needed to update it without touching the rest
 of the data store, so that one online step costs O(|S| · n_features):
 
 * the signed coefficients and gradients of the members of S;
-* the kernel matrix K(S, S), grown and shrunk as examples enter and leave S;
-* a contiguous copy of the members' feature vectors (see ``_kernel``).
+* the kernel matrix K(S, S), grown and shrunk as examples enter and leave S.
+
+Kernel values come from the kernel layer (``cache.compute`` over store
+indices), where each value is a function of its two examples alone: a K(S, S)
+recomputed after a restart is the same bits as the one grown online.
 
 ``learn(i, y)`` is one iteration of online LASVM (§3.2): PROCESS(i) then one
 REPROCESS.  ``revisit(i)`` is the same on an already-learned example (later
@@ -39,11 +42,10 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from core.kernels import dot, rows_dot
 from core.solvers.base import OnlineSolver, StepResult, StepTimer
 
 _INITIAL_CAPACITY = 64
-_DECISION_CHUNK_ENTRIES = 1 << 22  # kernel entries per block when scoring many points
-_CHECK_CHUNK_ENTRIES = 1 << 16  # kernel entries per block of the final check (stays in cache)
 _FEW_ZEROS = 32  # up to this many members at alpha = 0, the removal test loops over them
 _BATCH_ADMIT_MIN = 256  # one round of the final check admits up to max(this, 2 |S|) violators to S
 
@@ -86,9 +88,8 @@ class LASVM(OnlineSolver):
     ``unlearn`` is approximate (LASVM is not an exact incremental method); see
     its docstring.
 
-    Memory: K(S, S) is kept dense, O(|S|^2) (with 1.5x headroom), next to
-    |S| x n_features feature values; nothing is kept per store item beyond
-    the base class's labels.
+    Memory: K(S, S) is kept dense, O(|S|^2) (with 1.5x headroom); nothing
+    is kept per store item beyond the base class's labels.
 
     Kernel values.  The paper's implementation reads kernel rows through a
     row cache.  Here every value the direction search needs, K(s, t) for s, t
@@ -135,7 +136,6 @@ class LASVM(OnlineSolver):
         self.curvature_floor = float(curvature_floor)
         self.shrinking = bool(shrinking)
         self.final_check = bool(final_check)
-        self._views: tuple[np.ndarray, np.ndarray] | None = None
         self._reset_set()
         super().__init__(X, **params)
 
@@ -156,10 +156,8 @@ class LASVM(OnlineSolver):
         # argmax(g + up_pen) is the i of §3.2, argmin(g + down_pen) the j
         self._up_pen = np.empty(0)
         self._down_pen = np.empty(0)
-        self._sqS = np.empty(0)  # squared norms of the members (for the rbf kernel)
         self._buf = np.empty(0)
         self._K = np.empty((0, 0))  # K(S, S)
-        self._XS = np.empty((0, 0))  # feature vectors of the members, contiguous
         self._where: dict[int, int] = {}  # store index -> position in S
         self._b = 0.0
         self._delta = 0.0
@@ -168,61 +166,31 @@ class LASVM(OnlineSolver):
         self._zeros: set[int] = set()  # store indices of the members with alpha = 0
 
     def _per_member(self) -> tuple[np.ndarray, ...]:
-        return (self._S, self._alpha, self._g, self._ys, self._lo, self._hi, self._up_pen, self._down_pen,
-                self._sqS)
+        return (self._S, self._alpha, self._g, self._ys, self._lo, self._hi, self._up_pen, self._down_pen)
 
     def _reserve(self, need: int) -> None:
         if need <= self._cap:
             return
         cap = max(need, self._cap + self._cap // 2, _INITIAL_CAPACITY)  # K(S, S) is cap x cap
         n = self._n
-        d = self.store.n_features or 0
 
         def grow(a: np.ndarray) -> np.ndarray:
             out = np.zeros(cap, dtype=a.dtype)
             out[:n] = a[:n]
             return out
 
-        (self._S, self._alpha, self._g, self._ys, self._lo, self._hi, self._up_pen, self._down_pen,
-         self._sqS) = (grow(a) for a in self._per_member())
+        (self._S, self._alpha, self._g, self._ys, self._lo, self._hi, self._up_pen,
+         self._down_pen) = (grow(a) for a in self._per_member())
         self._buf = np.empty(cap)
         K = np.zeros((cap, cap))
         K[:n, :n] = self._K[:n, :n]
         self._K = K
-        XS = np.zeros((cap, d))
-        if n:
-            XS[:n] = self._XS[:n]
-        self._XS = XS
         self._cap = cap
 
     def _set_pen(self, p: int) -> None:
         a = self._alpha[p]
         self._up_pen[p] = 0.0 if a < self._hi[p] else -np.inf
         self._down_pen[p] = 0.0 if a > self._lo[p] else np.inf
-
-    # Views of the store's arrays are kept between steps (building them costs
-    # about a microsecond each, several times per online step) and renewed
-    # when the store has grown.  They are not part of the solver's state: a
-    # copy that shares the store, as the active-learning loop makes for undo,
-    # must copy nothing of the size of the pool (``__getstate__``).
-    @property
-    def _X_store(self) -> np.ndarray:
-        return self._store_views()[0]
-
-    @property
-    def _sq_store(self) -> np.ndarray:
-        return self._store_views()[1]
-
-    def _store_views(self) -> tuple[np.ndarray, np.ndarray]:
-        views = self._views
-        if views is None or len(views[1]) != len(self.store):
-            views = self._views = (self.store.X, self.store.sq_norms)
-        return views
-
-    def __getstate__(self) -> dict[str, Any]:
-        state = self.__dict__.copy()
-        state["_views"] = None
-        return state
 
     def _note_zero(self, p: int) -> None:
         if self._alpha[p] == 0.0:
@@ -233,57 +201,21 @@ class LASVM(OnlineSolver):
     def _count_evals(self, k: int) -> None:
         self.cache.n_evals += int(k)
 
-    def _kernel(self, Xa: np.ndarray, sqa: np.ndarray, Xb: np.ndarray, sqb: np.ndarray) -> np.ndarray:
-        """K(Xa, Xb) (same kernel as ``self.kernel``, computed in place; not counted here).
-
-        The solver computes K(x_k, S) against its own contiguous copy of the
-        members' feature vectors rather than with ``cache.block`` over store
-        indices: gathering X[S] from the store on every online step would copy
-        |S| x n_features numbers each time, which dominates a step on
-        high-dimensional data.  Never a row over the whole store (the store
-        may be a pool of millions of items).
-        """
-        return self._kernel_from_inner(Xa @ Xb.T, sqa[:, None], sqb[None, :])
-
     def _kernel_row(self, k: int, n: int) -> np.ndarray:
-        """K(x_k, S[:n]) as in ``_kernel``, with a matrix-vector product (the online hot path)."""
-        X, sq = self._store_views()
-        return self._kernel_from_inner(self._XS[:n] @ X[k], sq.item(k), self._sqS[:n])
+        """K(x_k, S[:n]) (the online hot path; not counted here).
 
-    def _kernel_from_inner(self, G: np.ndarray, sqa, sqb) -> np.ndarray:
-        """Turn inner products ``G = <a, b>`` into kernel values in place.
-
-        ``sqa`` and ``sqb`` are the squared norms |a|^2 and |b|^2, already shaped
-        to broadcast against ``G`` (used by the rbf kernel only).
+        Computed over store indices by the kernel layer, never a row over the
+        whole store (the store may be a pool of millions of items), and never a
+        gathered copy of the members' features.
         """
-        kern = self.kernel
-        if kern.name == "linear":
-            return G
-        if kern.name == "poly":
-            G *= kern.gamma
-            G += kern.coef0
-            return np.power(G, int(kern.degree), out=G)
-        # rbf: exp(-gamma * max(0, |a|^2 + |b|^2 - 2 <a, b>))
-        G *= 2.0
-        G -= sqa
-        G -= sqb
-        np.minimum(G, 0.0, out=G)
-        G *= kern.gamma
-        return np.exp(G, out=G)
+        return self.cache.compute(k, self._S[:n])[0]
 
     def _kernel_rows(self, ks: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """K(x_ks, S) and K(x_ks, x_ks), counted as kernel evaluations."""
         n = self._n
         m = len(ks)
-        Xk = self._X_store[ks]
-        sqk = self._sq_store[ks]
-        K_kS = self._kernel(Xk, sqk, self._XS[:n], self._sqS[:n]) if n else np.empty((m, 0))
-        if m == 1:
-            K_kk = np.ones((1, 1)) if self.kernel.name == "rbf" else np.atleast_2d(self.kernel.diag(Xk))
-        else:
-            K_kk = self._kernel(Xk, sqk, Xk, sqk)
-            K_kk = 0.5 * (K_kk + K_kk.T)
-            K_kk[np.diag_indices_from(K_kk)] = self.kernel.diag(Xk)
+        K_kS = self.cache.compute(ks, self._S[:n]) if n else np.empty((m, 0))
+        K_kk = self.cache.compute(ks, ks)  # (symmetric, with K(x, x) on its diagonal, bit for bit)
         self._count_evals(m * n + m * (m + 1) // 2)
         return K_kS, K_kk
 
@@ -311,9 +243,7 @@ class LASVM(OnlineSolver):
         self._up_pen[n:n + m] = np.where(y > 0, 0.0, -np.inf)
         self._down_pen[n:n + m] = np.where(y > 0, np.inf, 0.0)
         # g_k = y_k - sum_{s in S} alpha_s K_ks (PROCESS step 2)
-        self._g[n:n + m] = y - K_kS @ self._alpha[:n] if n else y
-        self._XS[n:n + m] = self._X_store[ks]
-        self._sqS[n:n + m] = self._sq_store[ks]
+        self._g[n:n + m] = y - rows_dot(K_kS, self._alpha[:n]) if n else y
         for t in range(m):
             self._where[int(ks[t])] = n + t
             self._zeros.add(int(ks[t]))
@@ -338,10 +268,7 @@ class LASVM(OnlineSolver):
         else:  # alpha = 0 = B_k: can only go down
             self._lo[n], self._hi[n], self._up_pen[n], self._down_pen[n] = -self.C, 0.0, -np.inf, 0.0
         # g_k = y_k - sum_{s in S} alpha_s K_ks (PROCESS step 2)
-        self._g[n] = y - float(K_kS @ self._alpha[:n]) if n else y
-        X, sq = self._store_views()
-        self._XS[n] = X[k]
-        self._sqS[n] = sq.item(k)
+        self._g[n] = y - dot(K_kS, self._alpha[:n]) if n else y
         self._where[k] = n
         self._zeros.add(k)
         self._n = self._n_active = n + 1
@@ -364,7 +291,6 @@ class LASVM(OnlineSolver):
         K[:n, dst] = K[:n, src]  # K[dst, dst] now holds the old K[src, src]
         for arr in self._per_member():
             arr[dst] = arr[src]
-        self._XS[dst] = self._XS[src]
         self._where[int(self._S[dst])] = dst
 
     def _swap(self, p: int, q: int) -> None:
@@ -376,7 +302,6 @@ class LASVM(OnlineSolver):
         K[:n, [p, q]] = K[:n, [q, p]]
         for arr in self._per_member():
             arr[p], arr[q] = arr[q], arr[p]
-        self._XS[[p, q]] = self._XS[[q, p]]
         self._ext = None
         self._where[int(self._S[p])] = p
         self._where[int(self._S[q])] = q
@@ -400,10 +325,18 @@ class LASVM(OnlineSolver):
         # the extremes stay the same members unless p was one of them (the
         # blatant non-support vectors of REPROCESS never are); only the
         # member that moved from na - 1 into p changes position (extremes are
-        # never shrunk).  On a tie in g the kept extreme may then not be the
-        # earliest position, which is an equally valid choice.
+        # never shrunk).  On a tie, argmax / argmin take the earliest position:
+        # so does the kept pair, so that it is the pair _extremes() would
+        # compute from scratch (as it does after a restart).
         if ext is not None and p < na and p not in ext:
-            self._ext = tuple(p if q == na - 1 else q for q in ext)
+            i, j = (p if q == na - 1 else q for q in ext)
+            if p != na - 1:  # a member moved into p
+                g = self._g
+                if 0 <= p < i and g[p] + self._up_pen[p] == g[i] + self._up_pen[i]:
+                    i = p
+                if 0 <= p < j and g[p] + self._down_pen[p] == g[j] + self._down_pen[j]:
+                    j = p
+            self._ext = (i, j)
         else:
             self._ext = None
 
@@ -510,10 +443,7 @@ class LASVM(OnlineSolver):
             return False
         n = self._n
         K_kS = self._kernel_row(k, n) if n else np.empty(0)
-        if self.kernel.name == "rbf":
-            K_kk = 1.0
-        else:
-            K_kk = float(self.kernel.diag(self._X_store[k:k + 1])[0])
+        K_kk = 1.0 if self.kernel.name in ("rbf", "tanimoto") else float(self.cache.self_values(k)[0])
         self._count_evals(n + 1)
         self._insert_one(k, K_kS, K_kk)  # 2) alpha_k = 0, g_k, S = S + {k}
         # 3) pair k with the extreme of the other side
@@ -790,10 +720,7 @@ class LASVM(OnlineSolver):
         n = self._n
         K_kS = check.kernel(ks, self._S[:n])
         m = len(ks)
-        Xk, sqk = self._X_store[ks], self._sq_store[ks]
-        K_kk = self._kernel(Xk, sqk, Xk, sqk)
-        K_kk = 0.5 * (K_kk + K_kk.T)
-        K_kk[np.diag_indices_from(K_kk)] = self.kernel.diag(Xk)
+        K_kk = self.cache.compute(ks, ks)
         self._count_evals(m * (m + 1) // 2)
         self._insert(ks, K_kS, K_kk)
 
@@ -817,7 +744,7 @@ class LASVM(OnlineSolver):
         """Bring shrunk members back with their gradients recomputed from K(S, S)."""
         na, n = self._n_active, self._n
         if na < n:
-            self._g[na:n] = self._ys[na:n] - self._K[na:n, :n] @ self._alpha[:n]
+            self._g[na:n] = self._ys[na:n] - rows_dot(self._K[na:n, :n], self._alpha[:n])
             self._n_active = n
             self._ext = None
 
@@ -826,7 +753,7 @@ class LASVM(OnlineSolver):
         self._n_active = n
         self._ext = None
         if n:
-            self._g[:n] = self._ys[:n] - self._K[:n, :n] @ self._alpha[:n]
+            self._g[:n] = self._ys[:n] - rows_dot(self._K[:n, :n], self._alpha[:n])
 
     # ------------------------------------------------------------------
     # read-outs
@@ -856,11 +783,11 @@ class LASVM(OnlineSolver):
         nz = a != 0.0
         return self._S[:n][nz].copy(), a[nz].copy(), self._b
 
-    def decision_function(self, idx=None, X: np.ndarray | None = None) -> np.ndarray:
+    def decision_function(self, idx=None, X=None) -> np.ndarray:
         """f = sum_s alpha_s K(x_s, x) + b for store indices ``idx`` (default: all) or new points ``X``.
 
-        Kernel values K(x, S) come from ``cache.block`` / ``cache.against``
-        (counted, never cached rows over the store), in chunks so that scoring
+        Kernel values K(x, S) come from ``cache.decision`` / ``decision_against``
+        (counted, never cached rows over the store), in blocks so that scoring
         a pool of millions of items never builds a huge matrix.
         """
         n = self._n
@@ -868,22 +795,10 @@ class LASVM(OnlineSolver):
         nz = a != 0.0
         sv, coef = self._S[:n][nz], a[nz]
         if X is not None:
-            Z = np.atleast_2d(np.asarray(X, dtype=np.float64))
-            count = len(Z)
-        else:
-            idx = np.arange(len(self.store)) if idx is None else np.asarray(idx, dtype=np.intp).reshape(-1)
-            count = len(idx)
-        out = np.full(count, self._b)
-        if len(sv) == 0 or count == 0:
-            return out
-        chunk = max(1, _DECISION_CHUNK_ENTRIES // len(sv))
-        for s in range(0, count, chunk):
-            if X is not None:
-                Kb = self.cache.against(Z[s:s + chunk], sv)
-            else:
-                Kb = self.cache.block(idx[s:s + chunk], sv)
-            out[s:s + chunk] += Kb @ coef
-        return out
+            return self.cache.decision_against(X, sv, coef, self._b) if self.cache is not None else np.full(
+                X.shape[0], self._b)
+        idx = np.arange(len(self.store)) if idx is None else np.asarray(idx, dtype=np.intp).reshape(-1)
+        return self.cache.decision(idx, sv, coef, self._b)
 
     # ------------------------------------------------------------------
     # state
@@ -905,11 +820,11 @@ class LASVM(OnlineSolver):
         if len(S):
             if np.any(self.y[S] == 0):
                 raise ValueError("state lists an unlearned example in the current set")
-            # K(S, S) is recomputed (not saved, to keep states small); the
-            # coefficients, gradients, b and delta are restored exactly, so
-            # decision values are identical.  Later updates see K(S, S) up to
-            # rounding, which can change a pair choice: they reach an equally
-            # tau-optimal solution, not necessarily the bit-identical one.
+            # K(S, S) is recomputed (not saved, to keep states small): every
+            # kernel value is a function of its two examples alone (see
+            # core.kernels), so it is the K(S, S) the solver had, bit for bit;
+            # the coefficients, gradients, b and delta are restored exactly, and
+            # the solver continues exactly as it would have.
             _, K_SS = self._kernel_rows(S)
             self._insert(S, np.empty((len(S), 0)), K_SS)
             self._alpha[: len(S)] = arrays["alpha"]
@@ -958,12 +873,11 @@ class _FinalCheck:
         self.w_abs = 0.0  # sum of |alpha_s (y_s - g_s)| (rounding scale of w_sq)
         self.full_gap = 0.0
         self.n_skipped = 0  # outside examples the last round proved harmless without evaluating them
-        if solver.kernel.name == "rbf":
+        if solver.kernel.name in ("rbf", "tanimoto"):
             self.root_diag = None  # K_kk = 1
         else:
-            X = solver._X_store[self.L]
             solver._count_evals(len(self.L))
-            self.root_diag = np.sqrt(np.maximum(solver.kernel.diag(X), 0.0))
+            self.root_diag = np.sqrt(np.maximum(solver.cache.self_values(self.L), 0.0))
         self.block: tuple[dict[int, int], dict[int, int], np.ndarray] | None = None
 
     def _positions(self, idx: np.ndarray) -> np.ndarray:
@@ -976,12 +890,12 @@ class _FinalCheck:
         S, alpha, g_S, y_S = s._S[:n], s._alpha[:n], s._g[:n], s._ys[:n]
         pos_S = self._positions(S)
         # distance moved by w since the last round
-        w_sq = float(alpha @ (y_S - g_S))
-        w_abs = float(np.abs(alpha) @ np.abs(y_S - g_S))
+        w_sq = dot(alpha, y_S - g_S)
+        w_abs = dot(np.abs(alpha), np.abs(y_S - g_S))
         if np.all(self.radius[pos_S] == 0.0):
             before = y_S - self.g[pos_S]
-            cross = float(alpha @ before)
-            scale = w_abs + 2.0 * float(np.abs(alpha) @ np.abs(before)) + self.w_abs
+            cross = dot(alpha, before)
+            scale = w_abs + 2.0 * dot(np.abs(alpha), np.abs(before)) + self.w_abs
             moved = np.sqrt(max(0.0, w_sq - 2.0 * cross + self.w_sq) + 1e-10 * scale)
         else:  # round 1 (or, defensively, a member with no exact gradient then)
             moved = np.inf
@@ -1028,7 +942,7 @@ class _FinalCheck:
         if len(cols) == 0:
             return np.zeros(len(rows))
         if self.block is None:
-            return self.kernel(rows, cols) @ coef
+            return rows_dot(self.kernel(rows, cols), coef)
         rows_at, cols_at, Kb = self.block
         rpos = np.fromiter((rows_at.get(k, -1) for k in rows.tolist()), dtype=np.intp, count=len(rows))
         cpos = np.fromiter((cols_at.get(k, -1) for k in cols.tolist()), dtype=np.intp, count=len(cols))
@@ -1038,11 +952,11 @@ class _FinalCheck:
             if hc.any():  # one product over the whole kept block, then the rows wanted
                 kept = np.zeros(Kb.shape[1])
                 kept[cpos[hc]] = coef[hc]
-                out[hr] = (Kb @ kept)[rpos[hr]]
+                out[hr] = rows_dot(Kb, kept)[rpos[hr]]
             if not hc.all():
-                out[hr] += self.kernel(rows[hr], cols[~hc]) @ coef[~hc]
+                out[hr] += rows_dot(self.kernel(rows[hr], cols[~hc]), coef[~hc])
         if not hr.all():
-            out[~hr] = self.kernel(rows[~hr], cols) @ coef
+            out[~hr] = rows_dot(self.kernel(rows[~hr], cols), coef)
         return out
 
     def kernel(self, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
@@ -1052,22 +966,13 @@ class _FinalCheck:
         keeps its block when it fits ``check_block_bytes``.
         """
         s = self.s
-        where = s._where
-        col_pos = np.fromiter((where[k] for k in cols.tolist()), dtype=np.intp, count=len(cols))
-        X, sq = s._X_store, s._sq_store
 
-        def compute(r: np.ndarray, cp: np.ndarray) -> np.ndarray:
-            out = np.empty((len(r), len(cp)))
-            XS, sqS = s._XS[cp], s._sqS[cp]  # gathered once, not per chunk
-            chunk = max(1, _CHECK_CHUNK_ENTRIES // max(1, len(cp)))
-            for a in range(0, len(r), chunk):
-                rr = r[a:a + chunk]
-                out[a:a + chunk] = s._kernel(X[rr], sq[rr], XS, sqS)
-            s._count_evals(len(r) * len(cp))
-            return out
+        def compute(r: np.ndarray, c: np.ndarray) -> np.ndarray:
+            s._count_evals(len(r) * len(c))
+            return s.cache.compute(r, c)
 
         if self.block is None:
-            K = compute(rows, col_pos)
+            K = compute(rows, cols)
             if K.nbytes <= s.check_block_bytes:
                 self.block = ({k: r for r, k in enumerate(rows.tolist())},
                               {k: c for c, k in enumerate(cols.tolist())}, K)
@@ -1080,7 +985,7 @@ class _FinalCheck:
         if hr.any() and hc.any():
             K[np.ix_(hr, hc)] = Kb[np.ix_(rpos[hr], cpos[hc])]
         if hr.any() and not hc.all():
-            K[np.ix_(hr, ~hc)] = compute(rows[hr], col_pos[~hc])
+            K[np.ix_(hr, ~hc)] = compute(rows[hr], cols[~hc])
         if not hr.all():
-            K[~hr] = compute(rows[~hr], col_pos)
+            K[~hr] = compute(rows[~hr], cols)
         return K
