@@ -874,6 +874,9 @@ def load_csv(source, label_column: str | None = None, positive=None, feature_col
                        "stop": width + fingerprint.shape[1], "radius": int(fingerprint_radius),
                        "bits": int(fingerprint_bits)})
         width += fingerprint.shape[1]
+    if not parts:
+        raise DataError(f"{source_name}: every feature column is constant"
+                        + (f" ({_values_shown(dropped, 20)})" if dropped else ""))
     if any(sp.issparse(p) for p in parts):
         X = sp.hstack([sp.csr_matrix(p) for p in parts], format="csr", dtype=np.float64)
         X.sort_indices()
