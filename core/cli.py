@@ -256,7 +256,13 @@ def run_fit(args: argparse.Namespace) -> dict[str, Any]:
     clf = OnlineSVC(solver=args.solver, kernel=kernel, C=args.C, gamma=args.gamma, tol=args.tol,
                     epochs=args.epochs, random_state=args.seed, degree=args.degree, coef0=args.coef0)
     t0 = time.perf_counter()
-    clf.fit(Xtr, ytr)
+    try:
+        clf.fit(Xtr, ytr)
+    except (TypeError, ValueError) as exc:
+        if not ds.is_sparse:
+            raise
+        raise CLIError(f"fit cannot train on sparse features in this version ({exc}); reduce text with "
+                       "--text-svd K (the labelling app takes them as they are)") from None
     fit_seconds = time.perf_counter() - t0
     scores = clf.decision_function(Xte)
     pred = np.where(scores > 0, 1.0, -1.0)
@@ -394,9 +400,15 @@ def run_compare(args: argparse.Namespace) -> str:
         optional["initial"] = args.initial
     if args.test_fraction is not None:
         optional["test_fraction"] = args.test_fraction
-    result = experiment.run_comparison(X, ds.y, strategies=strategies, solver=args.solver,
-                                       solver_params=solver_params, budget=args.budget, seeds=args.seeds,
-                                       n_jobs=args.jobs, **optional)
+    try:
+        result = experiment.run_comparison(X, ds.y, strategies=strategies, solver=args.solver,
+                                           solver_params=solver_params, budget=args.budget, seeds=args.seeds,
+                                           n_jobs=args.jobs, **optional)
+    except (TypeError, ValueError) as exc:
+        if not ds.is_sparse:
+            raise
+        raise CLIError(f"compare cannot run on sparse features in this version ({exc}); reduce text with "
+                       "--text-svd K (the labelling app takes them as they are)") from None
     if args.out:
         result.to_csv(args.out)
     if args.json:
