@@ -126,14 +126,15 @@ def data_error_text(error: Exception, filename: str | None) -> str:
     return text
 
 
-@st.cache_data(max_entries=4, show_spinner=False)
-def _preview(_service: MarginLab, data: bytes):
-    return _service.preview_csv(data)
+@st.cache_data(max_entries=8, show_spinner=False)
+def _preview(_service: MarginLab, data: bytes, sep: str = "auto", decimal: str = "auto"):
+    return _service.preview_csv(data, sep=sep, decimal=decimal)
 
 
-def csv_preview(service: MarginLab, data: bytes):
-    """The preview of an uploaded file, parsed once per file (the Data page reruns on every choice)."""
-    return _preview(service, data)
+def csv_preview(service: MarginLab, data: bytes, sep: str = "auto", decimal: str = "auto"):
+    """The preview of an uploaded file (delimiter and decimal separator detected unless given), parsed
+    once per file and choice (the Data page reruns on every choice)."""
+    return _preview(service, data, sep, decimal)
 
 
 def unreadable_csv(preview, filename: str) -> str | None:
@@ -357,18 +358,67 @@ def pixel_image(pixels: np.ndarray, cell: int = 20) -> np.ndarray:
     return np.kron(ink, np.ones((cell, cell)))
 
 
+#: a document taller than this (pixels) scrolls inside its box: nothing is cut off
+DOCUMENT_HEIGHT = 360
+_WORD = re.compile(r"\w\w+")
+
+
+def highlighted_markdown(text: str, contributions: list[tuple[str, float]] | None) -> str:
+    """The document as Markdown that shows it as plain text, with the words of the terms that pushed
+    its score up on green and down on red (Streamlit's background directives).
+
+    Every character of the document goes through :func:`plain`, so nothing in it can become
+    Markdown, HTML or a directive; the directives around highlighted words are MarginLab's own.
+    """
+    up: set[str] = set()
+    down: set[str] = set()
+    for term, value in contributions or []:
+        words = term.split(":", 1)[-1].split() if ":" in term else term.split()
+        (up if value > 0 else down).update(w.lower() for w in words)
+    pieces, last = [], 0
+    for match in _WORD.finditer(text):
+        word = match.group(0)
+        colour = "green" if word.lower() in up else "red" if word.lower() in down else None
+        if colour is None:
+            continue
+        pieces.append(plain(text[last:match.start()]))
+        pieces.append(f":{colour}-background[{plain(word)}]")
+        last = match.end()
+    pieces.append(plain(text[last:]))
+    # a line break in the document stays a line break
+    return "".join(pieces).replace("\r\n", "\n").replace("\n", "  \n")
+
+
 def show_item(run: LabellingRun, item_index: int) -> None:
-    """The item as it is meant to be seen: an image, a text, or a compact table row."""
+    """The item as it is meant to be seen: an image, a molecule, a document, or a compact table row."""
     image = run.item_image(item_index)
     if image is not None:
         h, w = image.shape
         cell = max(4, 192 // max(h, w))
         st.image(pixel_image(image, cell), clamp=True, width=w * cell)
         return
+    svg = run.item_svg(item_index)
+    if svg is not None:
+        # RDKit's drawing, shown as an image (never as HTML); the SMILES below as plain text
+        st.image(svg, width=360)
+        st.caption(plain(run.item_text(item_index)))
+        return
     text = run.item_text(item_index)
     if text is not None:
-        with st.container(border=True):
-            st.text(text)  # the item's own words: plain text, no Markdown interpretation
+        contributions = run.term_contributions(item_index)
+        long = len(text) > 700 or text.count("\n") > 12
+        with st.container(border=True, height=DOCUMENT_HEIGHT if long else "content", key="item_text"):
+            if contributions:
+                st.markdown(highlighted_markdown(text, contributions))
+            else:
+                st.text(text)  # the item's own words: plain text, no Markdown interpretation
+        if long:
+            st.caption(f"{len(text):,} characters; scroll the box to read the whole text.")
+        if contributions:
+            ups = [f"{plain(t)} (+{v:.3f})" for t, v in contributions if v > 0][:6]
+            downs = [f"{plain(t)} ({v:.3f})" for t, v in contributions if v < 0][:6]
+            st.caption("Terms that pushed the score up: " + (", ".join(ups) or "none")
+                       + " · down: " + (", ".join(downs) or "none"))
         return
     show_features(run, item_index)
 

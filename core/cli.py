@@ -24,12 +24,15 @@ from typing import Any
 
 import numpy as np
 
-from core.datasets import BUNDLED, DataError, Dataset, load_bundled, load_csv, standardize, stratified_split
+from core.datasets import BUNDLED, DataError, Dataset, load_bundled, load_csv, stratified_split
+from core.features import Standardizer, scale_features
+from core.kernels import KERNEL_NAMES
 from core.metrics import accuracy, roc_auc
 
 EXIT_USAGE = 2
 BUNDLED_PREFIX = "bundled:"
 SOLVERS = ("incremental", "lasvm", "ramp", "active-set")
+KERNEL_CHOICES = tuple(dict.fromkeys((*KERNEL_NAMES, "rbf", "linear", "poly", "tanimoto")))
 
 
 class CLIError(Exception):
@@ -84,20 +87,63 @@ def _positive_int(text: str) -> int:
     return value
 
 
+def _separator(text: str) -> str:
+    names = {"auto": "auto", "comma": ",", "semicolon": ";", "tab": "\t", "\\t": "\t", "pipe": "|"}
+    value = names.get(text, text)
+    if value not in ("auto", ",", ";", "\t", "|"):
+        raise argparse.ArgumentTypeError(f"expected auto, ',', ';', tab or '|', got {text!r}")
+    return value
+
+
+def _decimal(text: str) -> str:
+    if text not in ("auto", ".", ","):
+        raise argparse.ArgumentTypeError(f"expected auto, '.' or ',', got {text!r}")
+    return text
+
+
 def _data_arguments(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("data")
     g.add_argument("--data", required=True, metavar="FILE.csv",
                    help="CSV file with a header row, or bundled:NAME (" + ", ".join(BUNDLED) + ")")
     g.add_argument("--label-column", metavar="COL", help="column holding the class labels (required for a CSV file)")
     g.add_argument("--positive", metavar="VALUE",
-                   help="label value of the positive class (default: the larger of the two values)")
+                   help="label value of the positive class; on a column with more than two values, that value "
+                        "against the rest (default: the larger of two values)")
     g.add_argument("--feature-columns", metavar="A,B,...",
-                   help="comma-separated feature columns (default: every column but the label)")
+                   help="comma-separated numeric feature columns (default: every column but the label; none when "
+                        "--text-column or --smiles-column is given)")
     g.add_argument("--one-vs-rest", action="store_true",
-                   help="with --positive: treat every other label value as negative")
-    g.add_argument("--drop-constant", action="store_true", help="drop constant feature columns instead of failing")
-    g.add_argument("--scale", choices=("none", "standard"), default="none",
-                   help="standardise features (mean and scale from the training part only)")
+                   help="accepted for compatibility: --positive on a many-valued column is already one vs the rest")
+    g.add_argument("--drop-constant", action="store_true",
+                   help="accepted for compatibility: constant feature columns are dropped by default (with a notice)")
+    g.add_argument("--keep-constant", action="store_true", help="keep constant feature columns")
+    g.add_argument("--scale", choices=("none", "standard"), default="standard",
+                   help="standardise the numeric features with statistics of the unlabelled data "
+                        "(default standard; text and fingerprint features are never centred)")
+    g.add_argument("--sep", type=_separator, default="auto", metavar="auto|,|;|tab||",
+                   help="delimiter (default: detected)")
+    g.add_argument("--decimal", type=_decimal, default="auto", metavar="auto|.|,",
+                   help="decimal separator (default: detected; ',' only with another delimiter)")
+    g.add_argument("--missing", choices=("error", "drop", "impute"), default="error",
+                   help="empty/NA cells: error (default; lists every affected column), drop the rows, or impute "
+                        "(median of a number, most frequent category)")
+    g.add_argument("--one-hot", action="append", default=[], metavar="COL",
+                   help="one-hot encode this text-valued column (repeatable)")
+    g.add_argument("--text-column", action="append", default=[], metavar="COL",
+                   help="free-text column as TF-IDF features, kept sparse (repeatable)")
+    g.add_argument("--text-analyzer", choices=("word", "char"), default="word",
+                   help="TF-IDF terms: word uni- and bigrams (default) or character 2-5-grams")
+    g.add_argument("--text-min-df", type=_positive_int, default=1,
+                   help="keep terms found in at least this many documents (default 1)")
+    g.add_argument("--text-max-features", type=_positive_int, default=None,
+                   help="keep at most this many terms (the most frequent)")
+    g.add_argument("--text-svd", type=_positive_int, default=None, metavar="K",
+                   help="reduce the TF-IDF rows to K dense components (truncated SVD)")
+    g.add_argument("--smiles-column", metavar="COL", help="SMILES column as Morgan fingerprints (RDKit)")
+    g.add_argument("--fingerprint-radius", type=int, default=2, help="Morgan radius (default 2)")
+    g.add_argument("--fingerprint-bits", type=_positive_int, default=2048, help="fingerprint length (default 2048)")
+    g.add_argument("--invalid-smiles", choices=("error", "drop"), default="error",
+                   help="rows whose SMILES RDKit cannot read: error (default, lists them) or drop")
 
 
 def _model_arguments(p: argparse.ArgumentParser, solver_default: str | None) -> None:
@@ -105,7 +151,9 @@ def _model_arguments(p: argparse.ArgumentParser, solver_default: str | None) -> 
     g.add_argument("--solver", choices=SOLVERS, default=solver_default,
                    help="solver" + (f" (default: {solver_default})" if solver_default else
                                     " (default: each strategy's own)"))
-    g.add_argument("--kernel", choices=("rbf", "linear", "poly"), default="rbf")
+    g.add_argument("--kernel", choices=KERNEL_CHOICES, default=None,
+                   help="kernel (default: what suits the features: rbf for numbers, linear for documents, "
+                        "tanimoto for fingerprints)")
     g.add_argument("--C", type=_positive_float, default=1.0, help="box constraint (default 1)")
     g.add_argument("--gamma", type=_gamma, default="scale",
                    help="kernel width: a number, 'scale' (default) or 'auto'")
@@ -177,8 +225,26 @@ def load_data(args: argparse.Namespace) -> Dataset:
     features = None
     if args.feature_columns:
         features = [c.strip() for c in args.feature_columns.split(",") if c.strip()]
-    return load_csv(args.data, label_column=args.label_column, positive=args.positive, feature_columns=features,
-                    one_vs_rest=args.one_vs_rest, constant_columns="drop" if args.drop_constant else "error")
+    ds = load_csv(args.data, label_column=args.label_column, positive=args.positive, feature_columns=features,
+                  one_vs_rest=args.one_vs_rest, constant_columns="keep" if args.keep_constant else "drop",
+                  sep=args.sep, decimal=args.decimal, missing=args.missing, one_hot=args.one_hot,
+                  text_columns=args.text_column, text_analyzer=args.text_analyzer, text_min_df=args.text_min_df,
+                  text_max_features=args.text_max_features, text_svd=args.text_svd,
+                  smiles_column=args.smiles_column, fingerprint_radius=args.fingerprint_radius,
+                  fingerprint_bits=args.fingerprint_bits, invalid_smiles=args.invalid_smiles,
+                  seed=getattr(args, "seed", 0))
+    for notice in ds.notices:
+        print(f"note: {notice}", file=sys.stderr)
+    return ds
+
+
+def kernel_for(args: argparse.Namespace, ds: Dataset) -> str:
+    """``--kernel``, or the kernel that suits the features (rbf, linear for documents, tanimoto for bits)."""
+    kernel = args.kernel or ds.default_kernel
+    if kernel not in KERNEL_NAMES:
+        raise CLIError(f"the {kernel} kernel is not available in this version; choose --kernel "
+                       f"{' or '.join(KERNEL_NAMES)} (or reduce text with --text-svd)")
+    return kernel
 
 
 def _json_number(value: Any) -> Any:
@@ -196,19 +262,28 @@ def run_fit(args: argparse.Namespace) -> dict[str, Any]:
     from core.estimator import OnlineSVC
 
     ds = load_data(args)
+    kernel = kernel_for(args, ds)
     rng = np.random.default_rng(args.seed)
     train, test = stratified_split(ds.y, args.test_fraction, rng)
     Xtr, ytr = ds.X[train], ds.y[train]
     if len(np.unique(ytr)) < 2:
         raise CLIError("the training part holds only one class; use more data or a smaller --test-fraction")
     Xte, yte = (ds.X[test], ds.y[test]) if len(test) else (Xtr, ytr)
-    if args.scale == "standard":
-        Xtr, mean, scale = standardize(Xtr)
-        Xte = (Xte - mean) / scale if len(test) else Xtr
-    clf = OnlineSVC(solver=args.solver, kernel=args.kernel, C=args.C, gamma=args.gamma, tol=args.tol,
+    if args.scale == "standard" and not (ds.is_sparse and ds.numeric_columns is None):
+        # statistics of the training part only (the held-out part plays new data); numeric columns only
+        scaler = Standardizer(ds.numeric_columns).fit(Xtr)
+        Xtr = scaler.transform(Xtr)
+        Xte = scaler.transform(Xte) if len(test) else Xtr
+    clf = OnlineSVC(solver=args.solver, kernel=kernel, C=args.C, gamma=args.gamma, tol=args.tol,
                     epochs=args.epochs, random_state=args.seed, degree=args.degree, coef0=args.coef0)
     t0 = time.perf_counter()
-    clf.fit(Xtr, ytr)
+    try:
+        clf.fit(Xtr, ytr)
+    except (TypeError, ValueError) as exc:
+        if not ds.is_sparse:
+            raise
+        raise CLIError(f"fit cannot train on sparse features in this version ({exc}); reduce text with "
+                       "--text-svd K (the labelling app takes them as they are)") from None
     fit_seconds = time.perf_counter() - t0
     scores = clf.decision_function(Xte)
     pred = np.where(scores > 0, 1.0, -1.0)
@@ -218,11 +293,13 @@ def run_fit(args: argparse.Namespace) -> dict[str, Any]:
         "positive": positive,
         "negative": negative,
         "solver": args.solver,
-        "kernel": args.kernel,
+        "kernel": kernel,
         "C": args.C,
         "gamma": clf.solver_.kernel.gamma,
         "scale": args.scale,
         "n_features": int(ds.X.shape[1]),
+        "sparse": bool(ds.is_sparse),
+        "notices": list(ds.notices),
         "n_train": int(len(train)),
         "n_test": int(len(test)),
         "evaluated_on": "test" if len(test) else "train",
@@ -346,11 +423,10 @@ def run_compare(args: argparse.Namespace) -> str:
               "drawn at random and the strategies never choose an item (lower --initial or raise --budget)",
               file=sys.stderr)
     ds = load_data(args)
-    X = ds.X
-    if args.scale == "standard":
-        # Unsupervised and label-free, so scaling over all items (pool and held-out part) leaks no labels.
-        X = standardize(X)[0]
-    solver_params = dict(kernel=args.kernel, C=args.C, gamma=args.gamma, degree=args.degree, coef0=args.coef0,
+    kernel = kernel_for(args, ds)
+    # Unsupervised and label-free, so scaling over all items (pool and held-out part) leaks no labels.
+    X = scale_features(ds.X, args.scale, ds.numeric_columns)
+    solver_params = dict(kernel=kernel, C=args.C, gamma=args.gamma, degree=args.degree, coef0=args.coef0,
                          tol=args.tol)
     optional = {}
     if args.initial is not None:
@@ -359,9 +435,15 @@ def run_compare(args: argparse.Namespace) -> str:
         optional["test_fraction"] = args.test_fraction
     if stopping:
         optional.update(stopping=stopping, target_recall=args.target_recall, confidence=args.confidence)
-    result = experiment.run_comparison(X, ds.y, strategies=strategies, solver=args.solver,
-                                       solver_params=solver_params, budget=args.budget, seeds=args.seeds,
-                                       n_jobs=args.jobs, **optional)
+    try:
+        result = experiment.run_comparison(X, ds.y, strategies=strategies, solver=args.solver,
+                                           solver_params=solver_params, budget=args.budget, seeds=args.seeds,
+                                           n_jobs=args.jobs, **optional)
+    except (TypeError, ValueError) as exc:
+        if not ds.is_sparse:
+            raise
+        raise CLIError(f"compare cannot run on sparse features in this version ({exc}); reduce text with "
+                       "--text-svd K (the labelling app takes them as they are)") from None
     if args.out:
         result.to_csv(args.out)
     if args.stops_out:

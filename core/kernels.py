@@ -1,15 +1,103 @@
 """Kernels, a growable data store and a kernel-row cache.
 
+This is the layer every kernel value in MarginLab comes from.  Solvers, the
+active-learning loop and the scorers obtain K(x_i, x_j) only through it.
+
+Kernels (``Kernel(name=...)``)
+------------------------------
+=========== ================================================ =================================
+name        K(x, z)                                          parameters
+=========== ================================================ =================================
+linear      <x, z>  (the cosine on L2-normalised rows)       —
+rbf         exp(-gamma ||x - z||^2)                          gamma > 0
+poly        (gamma <x, z> + coef0)^degree                    gamma > 0, coef0 >= 0, degree >= 1
+tanimoto    sum_k min(x_k, z_k) / sum_k max(x_k, z_k)       — (non-negative features)
+=========== ================================================ =================================
+
+``tanimoto`` is the MinMax (generalised Tanimoto / Jaccard) similarity, the
+standard similarity of molecular fingerprints: on binary vectors it is
+|x AND z| / |x OR z|.  It is computed as m / (s_x + s_z - m) with
+m = sum_k min(x_k, z_k) and s_x = sum_k x_k (for non-negative vectors
+max(a, b) = a + b - min(a, b)).  K(0, 0) = 1 by definition (two empty
+fingerprints are identical), so K(x, x) = 1 for every x; K(0, z) = 0 for
+z != 0.  It is positive semi-definite on non-negative vectors: Ralaivola,
+Swamidass, Saigo and Baldi, "Graph kernels for chemical informatics", Neural
+Networks 18(8):1093-1110 (2005), prove it for the Tanimoto and MinMax kernels
+(the binary case goes back to Gower, "A general coefficient of similarity and
+some of its properties", Biometrics 27 (1971)); the zero vector, at K = 1 with
+itself and 0 with everything else, keeps the kernel matrix block diagonal
+with positive semi-definite blocks.  Negative features are refused.
+
+Every kernel value is the same bits whatever the path
+-----------------------------------------------------
+A kernel value is a deterministic function of its two feature vectors alone:
+the same bits whether it comes from a cached row, a block of any shape, a
+single entry, a new point scored with ``against``, a dense or a CSR store,
+one thread or many, on any IEEE-754 machine.  Inner products are summed in
+one fixed order by compiled routines (:mod:`core._kernels_jit` explains the
+order and why it holds; ``stripe_reference`` there is the plain-Python
+definition the tests compare with, bit for bit), never by BLAS, whose order
+depends on the CPU's kernels, the block edges and the thread split.  So a
+value that was a cache hit before a restart and is recomputed after it,
+through another path, is identical, and a solver resumed from a snapshot
+continues exactly as if it had never stopped.  The squared norms and
+feature sums the kernels use (``row_terms``) come from the same routine, so
+K(x, x) computed as an entry of a block equals ``diag``, and an rbf K(x, x)
+is exactly 1.  The rbf exp and the polynomial power are computed there too
+(our own exp, not NumPy's, whose SIMD loops differ between CPUs).
+
+Sums that feed solver state use the same order: :func:`dot` and
+:func:`rows_dot` (decision values f = K(x, S) coef + b), and
+:func:`add_weighted_rows` (the loop's pool-score update).
+
+Data (``DataStore``)
+--------------------
+A growable matrix of examples whose indices never change:
+
+* dense ``float64`` (default) or ``float32`` (``dtype="float32"``: half the
+  memory; products and sums are still float64), or a ``scipy.sparse`` CSR
+  matrix (e.g. TF-IDF rows) that is **never densified**: every kernel works on
+  the CSR rows directly, with the same bits as on the dense rows.  A 10k x
+  50k-term TF-IDF pool costs its nonzeros, never n x vocabulary.  rbf on
+  sparse rows uses the stored squared norms; ``linear`` on L2-normalised
+  TF-IDF rows is the cosine similarity.
+* **The pool held once**: ``DataStore(X, copy=False)`` (and the first batch a
+  solver receives when it is read-only, which is how the active-learning
+  loop passes its pool) wraps the caller's matrix as a read-only view instead
+  of copying it, so the loop, the solver and the scorer share one copy (a
+  read-only ``numpy.memmap`` works too).  The caller must not modify a wrapped
+  matrix.  Rows appended later go into a buffer the store owns, which grows in
+  chunks (by half its size); the first append after wrapping copies the
+  wrapped rows into it once.
+* Non-finite values are refused, naming the example and the feature.
+
+Kernel values (``KernelCache``)
+-------------------------------
 Every kernel value a solver uses goes through a :class:`KernelCache`, which
-counts kernel evaluations (one evaluation = one entry K(x_i, x_j)).
+counts kernel evaluations (``n_evals``: one evaluation = one entry K(x_i, x_j)).
 
-* ``KernelCache.row(i)`` returns K(x_i, x_j) for every j in the store, cached
-  with least-recently-used eviction under a byte budget.  Rows are invalidated
-  (extended lazily) when the store grows.
-* ``KernelCache.block(rows, cols)`` computes a sub-matrix without caching,
-  for solvers that must not touch the whole store (LASVM on a large pool).
+* ``row(i)`` — K(x_i, x_j) for every j in the store, cached with
+  least-recently-used eviction under a byte budget; a cached row is extended
+  when the store grows.  ``rows(idx)`` stacks rows.
+* ``block(rows, cols)`` — a sub-matrix, computed (not cached).
+* ``entries(i, cols)`` — from a cached row when there is one, else computed.
+* ``against(Z, cols)`` — K(z, x_cols) for new points z (not in the store),
+  converted to the store's dtype first.
+* ``diag(idx)`` — K(x_i, x_i), kept once computed.
+* ``decision(rows, sv, coef, b)`` / ``decision_against(Z, sv, coef, b)`` —
+  f = sum_s coef_s K(x, x_s) + b in blocks, summed in the fixed order.
 
-A budget of 0 disables caching: results are identical, only slower.
+A budget of 0 disables caching: results are identical bits, only slower.
+
+Threads
+-------
+Large blocks run on every core, small ones on the calling thread
+(:mod:`core.threads`; the bits do not depend on it).  Nothing reads thread
+environment variables.
+
+The first call of each compiled routine compiles it (a few seconds) unless
+Numba's on-disk cache (``cache=True``, in ``core/__pycache__`` or the user's
+cache folder) already holds it.
 """
 
 from __future__ import annotations
@@ -18,17 +106,310 @@ from collections import OrderedDict
 from dataclasses import dataclass
 
 import numpy as np
+import scipy.sparse as sp
 
-KERNEL_NAMES = ("linear", "rbf", "poly")
+from core import _kernels_jit as jit
+from core.threads import run_chunks
+
+KERNEL_NAMES = ("linear", "rbf", "poly", "tanimoto")
+DTYPES = ("float64", "float32")
+_FEW_ROWS = 4  # below this many rows on one side a block is computed one entry at a time
+_DECISION_CHUNK_ENTRIES = 1 << 22  # kernel entries per block when scoring many points
 
 
+# ============================================================================ matrices
+class Rows:
+    """A dense 2-D array or the arrays of a CSR matrix: what the compiled routines read.
+
+    Dense: ``dense`` is a C-contiguous float64 or float32 (n, d) array.
+    Sparse: ``indptr``, ``indices`` (sorted within each row, no duplicates)
+    and ``data`` of a CSR matrix with ``n_features`` columns.
+    """
+
+    __slots__ = ("dense", "indptr", "indices", "data", "n_rows", "n_features", "store", "_inverted")
+
+    def __init__(self, dense=None, indptr=None, indices=None, data=None, n_rows=0, n_features=0, store=None):
+        self.dense, self.indptr, self.indices, self.data = dense, indptr, indices, data
+        self.n_rows, self.n_features = int(n_rows), int(n_features)
+        self.store = store  # the DataStore these rows belong to (it keeps their inverted index)
+        self._inverted = None
+
+    def inverted(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The same sparse rows column by column (CSC arrays: int64 pointers, int32 sorted row indices, data)."""
+        if self.store is not None:
+            return self.store.inverted()
+        if self._inverted is None:
+            self._inverted = _to_columns(self.indptr, self.indices, self.data, self.n_rows, self.n_features)
+        return self._inverted
+
+    @property
+    def sparse(self) -> bool:
+        return self.dense is None
+
+    def widened(self) -> Rows:
+        """The same rows in float64 (exact)."""
+        if self.sparse:
+            return Rows(indptr=self.indptr, indices=self.indices, data=self.data.astype(np.float64),
+                        n_rows=self.n_rows, n_features=self.n_features)
+        return Rows(dense=self.dense.astype(np.float64), n_rows=self.n_rows, n_features=self.n_features)
+
+    @classmethod
+    def of(cls, X) -> Rows:
+        """``X`` as Rows: a dense array or a CSR matrix in canonical form (see ``as_data_matrix``)."""
+        if sp.issparse(X):
+            return cls(indptr=np.asarray(X.indptr, dtype=np.int64), indices=np.asarray(X.indices, dtype=np.int32),
+                       data=X.data, n_rows=X.shape[0], n_features=X.shape[1])
+        return cls(dense=X, n_rows=X.shape[0], n_features=X.shape[1])
+
+
+def _to_columns(indptr, indices, data, n_rows, n_features):
+    M = sp.csr_matrix((data, indices, indptr[: n_rows + 1]), shape=(n_rows, n_features), copy=False).tocsc()
+    M.sort_indices()
+    return (np.ascontiguousarray(M.indptr, dtype=np.int64), np.ascontiguousarray(M.indices, dtype=np.int32),
+            np.ascontiguousarray(M.data))
+
+
+def _float_dtype(dtype) -> np.dtype:
+    if dtype is None:
+        return np.dtype(np.float64)
+    dt = np.dtype(dtype)
+    if dt.name not in DTYPES:
+        raise ValueError(f"dtype must be one of {', '.join(DTYPES)}, got {dtype!r}")
+    return dt
+
+
+def as_data_matrix(X, dtype=None, *, what: str = "examples", first_index: int = 0):
+    """``X`` as a read-only dense C-contiguous array or a canonical CSR matrix, copying only when needed.
+
+    ``dtype``: float64 (default) or float32.  Dense input that already has the
+    dtype and is C-contiguous is returned as a read-only *view* (no copy); a
+    CSR matrix whose data have the dtype and whose indices are sorted without
+    duplicates keeps its arrays (read-only views).  Other sparse formats are
+    converted to CSR.  Raises ``ValueError`` naming the example and feature of
+    a value that is not finite (``first_index`` numbers the examples).
+    """
+    dt = _float_dtype(dtype)
+    if sp.issparse(X):
+        M = X if X.format == "csr" else X.tocsr()
+        if M.ndim != 2:
+            raise ValueError(f"{what} must form a 2-D matrix (n_samples, n_features)")
+        if not np.issubdtype(M.dtype, np.number) or np.issubdtype(M.dtype, np.complexfloating):
+            raise ValueError(f"{what} must be real numbers, got dtype {M.dtype}")
+        if M.shape[1] >= 2**31:
+            raise ValueError(f"{what} have {M.shape[1]} features; at most 2**31 - 1 are supported")
+        canonical = M.has_canonical_format
+        if M.dtype != dt or not canonical:
+            M = sp.csr_matrix(M, dtype=dt, copy=True)
+            M.sum_duplicates()  # (also sorts the indices)
+        data = M.data.view()
+        bad = np.flatnonzero(~np.isfinite(data))
+        if len(bad):
+            row = int(np.searchsorted(M.indptr, bad[0], side="right") - 1)
+            raise ValueError(f"example {first_index + row} has a non-finite value in feature "
+                             f"{int(M.indices[bad[0]])}")
+        views = []
+        for a in (M.data, M.indices, M.indptr):
+            v = a.view()
+            v.flags.writeable = False
+            views.append(v)
+        out = sp.csr_matrix(M.shape, dtype=dt)
+        out.data, out.indices, out.indptr = views
+        return out
+    A = np.asarray(X)
+    if A.dtype == object or not (np.issubdtype(A.dtype, np.number) or A.dtype == bool):
+        try:
+            A = np.asarray(X, dtype=np.float64)
+        except (TypeError, ValueError) as err:
+            raise ValueError(f"{what} must be numbers: {err}") from None
+    if np.issubdtype(A.dtype, np.complexfloating):
+        raise ValueError(f"{what} must be real numbers, got complex values")
+    A = np.atleast_2d(A)
+    if A.ndim != 2:
+        raise ValueError(f"{what} must form a 2-D array (n_samples, n_features), got {A.ndim} dimensions")
+    A = np.ascontiguousarray(A, dtype=dt)
+    if A.size and not np.isfinite(A).all():
+        bad = np.argwhere(~np.isfinite(A))[0]
+        raise ValueError(f"example {first_index + int(bad[0])} has a non-finite value in feature {int(bad[1])}")
+    v = A.view()
+    v.flags.writeable = False
+    return v
+
+
+def _same_format(A: Rows, B: Rows) -> tuple[Rows, Rows]:
+    """Bring two operands to one format and dtype, without changing a single kernel value.
+
+    A dense operand next to a sparse one becomes CSR (a sparse operand is
+    never densified; the dense one is small: new points, or a dense query
+    against a CSR store).  float32 next to float64 is widened to float64,
+    which is exact, and the routines widen every factor anyway.
+    """
+    if A.sparse != B.sparse:
+        if A.sparse:
+            B = Rows.of(as_data_matrix(sp.csr_matrix(B.dense), B.dense.dtype))
+        else:
+            A = Rows.of(as_data_matrix(sp.csr_matrix(A.dense), A.dense.dtype))
+    da = (A.data if A.sparse else A.dense).dtype
+    db = (B.data if B.sparse else B.dense).dtype
+    if da != db:
+        A, B = (A if da == np.float64 else A.widened()), (B if db == np.float64 else B.widened())
+    return A, B
+
+
+# ============================================================================ evaluation
+def _intp(idx) -> np.ndarray:
+    return np.ascontiguousarray(idx, dtype=np.intp).reshape(-1)
+
+
+def row_terms(R: Rows, rows, tanimoto: bool) -> np.ndarray:
+    """Squared norms (or, for tanimoto, feature sums) of rows ``rows`` of R, in the fixed order."""
+    rows = _intp(rows)
+    out = np.empty(len(rows))
+    if len(rows) == 0:
+        return out
+    if R.sparse:
+        jit.routine("csr_row_terms", R.data.dtype.name)(R.indptr, R.indices, R.data, rows, tanimoto, out)
+    else:
+        jit.routine("dense_row_terms", R.dense.dtype.name)(R.dense, rows, tanimoto, out)
+    return out
+
+
+def evaluate(kernel: Kernel, A: Rows, ia, ta, B: Rows, ib, tb) -> np.ndarray:
+    """K(A[ia], B[ib]) of shape (len(ia), len(ib)), float64; ``ta`` / ``tb`` are the rows' terms.
+
+    Chooses the routine (register tiles for blocks, one entry at a time when
+    a side has few rows, CSR rows when the operands are sparse) and the
+    threads; every choice gives the same bits.
+    """
+    ia, ib = _intp(ia), _intp(ib)
+    ta = np.ascontiguousarray(ta, dtype=np.float64)
+    tb = np.ascontiguousarray(tb, dtype=np.float64)
+    m, n = len(ia), len(ib)
+    if m == 0 or n == 0:
+        return np.empty((m, n))
+    A, B = _same_format(A, B)
+    if A.sparse:
+        return _evaluate_sparse(kernel, A, ia, ta, B, ib, tb)
+    if m < n:  # the longer side is split across threads: make it the rows of the output
+        return np.ascontiguousarray(evaluate(kernel, B, ib, tb, A, ia, ta).T)
+    out = np.empty((m, n))
+    args = (kernel.kind, float(kernel.gamma), float(kernel.coef0), int(kernel.degree))
+    # (fewer than 8 features: one short sum per entry; else register tiles, or one entry at a time
+    # against a few rows; the same bits either way)
+    name = "dense_small" if A.n_features < 8 else "dense_rows" if n < _FEW_ROWS else "dense_block"
+    routine = jit.routine(name + ("_min" if kernel.name == "tanimoto" else ""), A.dense.dtype.name)
+
+    def work(a: int, b: int) -> None:
+        routine(A.dense, ia[a:b], ta[a:b], B.dense, ib, tb, *args, out[a:b])
+
+    run_chunks(work, m, float(m) * n * max(1, A.n_features))
+    return out
+
+
+_INVERTED_WIDTH = 1 << 16  # rows of the answering side visited per pass of the inverted-index routine
+
+
+def _evaluate_sparse(kernel: Kernel, A: Rows, ia, ta, B: Rows, ib, tb) -> np.ndarray:
+    """``evaluate`` for CSR rows: the side with fewer rows asks, the other answers.
+
+    When most of the answering side's rows are wanted (a kernel row over a
+    pool, decision values over a pool), it is read through its inverted index
+    (``Rows.inverted``: the work is the number of shared (feature, row)
+    pairs, not the size of the pool); otherwise each asking row is scattered
+    into a work vector and the answering rows' nonzeros are visited.  Both
+    give the bits of the dense sum.
+    """
+    if len(ia) > len(ib):
+        return np.ascontiguousarray(_evaluate_sparse(kernel, B, ib, tb, A, ia, ta).T)
+    m, n = len(ia), len(ib)
+    out = np.empty((m, n))
+    args = (kernel.kind, float(kernel.gamma), float(kernel.coef0), int(kernel.degree))
+    dtype = A.data.dtype.name
+    if 8 * n < B.n_rows:  # a few answering rows: scatter each asking row, visit their nonzeros
+        csr_rows = jit.routine("csr_rows", dtype)
+
+        def scatter(a: int, b: int) -> None:
+            csr_rows(A.indptr, A.indices, A.data, ia[a:b], ta[a:b], B.indptr, B.indices, B.data, ib, tb,
+                     A.n_features, *args, out[a:b])
+
+        nnz_b = float(np.sum(B.indptr[ib + 1] - B.indptr[ib]))
+        run_chunks(scatter, m, float(m) * (nnz_b + 4 * n))
+        return out
+    ptr, row_of, values = B.inverted()
+    routine = jit.routine("csr_rows_inverted", dtype)
+    order = np.argsort(ib, kind="stable")
+    in_order = bool(np.array_equal(order, np.arange(n)))
+    wanted = ib[order]
+    sorted_out = out if in_order else np.empty((m, n))
+    # (work estimate: the shared (feature, row) pairs of the first asking row, times the rows)
+    first = A.indices[A.indptr[ia[0]]:A.indptr[ia[0] + 1]]
+    pairs = float(np.sum(ptr[first + 1] - ptr[first]))
+    start = 0
+    while start < n:
+        j0 = int(wanted[start])
+        stop = int(np.searchsorted(wanted, j0 + _INVERTED_WIDTH, side="left"))
+        cols, t_cols = wanted[start:stop], tb[order[start:stop]]
+        j1 = int(cols[-1]) + 1
+        target = sorted_out if (start, stop) == (0, n) else np.empty((m, stop - start))
+
+        def inverted(a: int, b: int, cols=cols, t_cols=t_cols, target=target, j0=j0, j1=j1) -> None:
+            routine(A.indptr, A.indices, A.data, ia[a:b], ta[a:b], ptr, row_of, values, j0, j1, cols, t_cols,
+                    *args, target[a:b])
+
+        run_chunks(inverted, m, float(m) * (pairs + 2 * (stop - start)))
+        if target is not sorted_out:
+            sorted_out[:, start:stop] = target
+        start = stop
+    if not in_order:
+        out[:, order] = sorted_out
+    return out
+
+
+def rows_dot(M: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """M @ v with each entry summed in the fixed order (not BLAS): decision values from kernel blocks."""
+    M = np.ascontiguousarray(M, dtype=np.float64)
+    v = np.ascontiguousarray(v, dtype=np.float64)
+    if M.ndim != 2 or v.ndim != 1 or M.shape[1] != len(v):
+        raise ValueError(f"rows_dot needs an (m, n) matrix and an n-vector, got {M.shape} and {v.shape}")
+    out = np.empty(M.shape[0])
+    if M.shape[0]:
+        jit.routine("rows_dot")(M, v, out)
+    return out
+
+
+def dot(a: np.ndarray, b: np.ndarray) -> float:
+    """<a, b> of two vectors summed in the fixed order (not BLAS)."""
+    a = np.ascontiguousarray(a, dtype=np.float64).reshape(-1)
+    b = np.ascontiguousarray(b, dtype=np.float64).reshape(-1)
+    if len(a) != len(b):
+        raise ValueError(f"dot needs vectors of one length, got {len(a)} and {len(b)}")
+    return float(jit.routine("dot")(a, b))
+
+
+def add_weighted_rows(f: np.ndarray, rows: np.ndarray, slots, weights) -> None:
+    """f += sum_t weights[t] * rows[slots[t]] in place, summed over t in the fixed (stripe) order.
+
+    Each f[j] gets exactly what ``rows_dot`` gives for the column j of the
+    rows with the weights, plus f[j]: decision values kept current from kernel
+    rows are summed like decision values computed from a block.
+    """
+    if f.dtype != np.float64 or not f.flags.c_contiguous or rows.dtype != np.float64:
+        raise ValueError("add_weighted_rows needs contiguous float64 arrays")
+    slots = _intp(slots)
+    weights = np.ascontiguousarray(weights, dtype=np.float64)
+    if len(slots):
+        jit.routine("add_weighted_rows")(f, rows, slots, weights)
+
+
+# ============================================================================ the kernel
 @dataclass(frozen=True)
 class Kernel:
-    """A positive semi-definite kernel: ``linear``, ``rbf`` or ``poly``.
+    """A positive semi-definite kernel: ``linear``, ``rbf``, ``poly`` or ``tanimoto``.
 
-    rbf:    K(x, z) = exp(-gamma * ||x - z||^2)
-    poly:   K(x, z) = (gamma * <x, z> + coef0) ** degree
-    linear: K(x, z) = <x, z>
+    rbf:      K(x, z) = exp(-gamma * ||x - z||^2)
+    poly:     K(x, z) = (gamma * <x, z> + coef0) ** degree
+    linear:   K(x, z) = <x, z>
+    tanimoto: K(x, z) = sum min(x_k, z_k) / sum max(x_k, z_k), 1 for x = z = 0
+    (non-negative features; see the module docstring)
     """
 
     name: str = "rbf"
@@ -65,34 +446,58 @@ class Kernel:
         if degree != int(degree) or degree < lowest:
             raise ValueError(f"kernel degree must be an integer >= {lowest}, got {self.degree!r}")
 
-    def __call__(self, A: np.ndarray, B: np.ndarray, *, sq_a: np.ndarray | None = None,
-                 sq_b: np.ndarray | None = None) -> np.ndarray:
-        """Kernel matrix K(A, B) of shape (len(A), len(B)), float64."""
-        A = np.atleast_2d(np.asarray(A, dtype=np.float64))
-        B = np.atleast_2d(np.asarray(B, dtype=np.float64))
-        G = A @ B.T
-        if self.name == "linear":
-            return G
-        if self.name == "poly":
-            return (self.gamma * G + self.coef0) ** int(self.degree)
-        if sq_a is None:
-            sq_a = np.einsum("ij,ij->i", A, A)
-        if sq_b is None:
-            sq_b = np.einsum("ij,ij->i", B, B)
-        D = sq_a[:, None] + sq_b[None, :] - 2.0 * G
-        np.maximum(D, 0.0, out=D)  # rounding can make a squared distance slightly negative
-        np.multiply(D, -self.gamma, out=D)
-        return np.exp(D, out=D)
+    @property
+    def kind(self) -> int:
+        return jit.KIND[self.name]
 
-    def diag(self, A: np.ndarray) -> np.ndarray:
-        """K(a, a) for every row a of A."""
-        A = np.atleast_2d(np.asarray(A, dtype=np.float64))
-        if self.name == "rbf":
-            return np.ones(len(A))
-        sq = np.einsum("ij,ij->i", A, A)
-        if self.name == "linear":
-            return sq
-        return (self.gamma * sq + self.coef0) ** int(self.degree)
+    @property
+    def needs_nonnegative(self) -> bool:
+        """Whether the kernel is defined (positive semi-definite) for non-negative features only."""
+        return self.name == "tanimoto"
+
+    def row_terms(self, X) -> np.ndarray:
+        """The per-row terms the kernel combines with inner products: squared norms, or feature sums
+        for ``tanimoto``.  This is what ``sq_a`` / ``sq_b`` of ``__call__`` and ``DataStore.sq_norms``
+        (``DataStore.row_terms``) hold."""
+        R = Rows.of(as_data_matrix(X))
+        return row_terms(R, np.arange(R.n_rows), self.name == "tanimoto")
+
+    def __call__(self, A, B, *, sq_a: np.ndarray | None = None, sq_b: np.ndarray | None = None) -> np.ndarray:
+        """Kernel matrix K(A, B) of shape (len(A), len(B)), float64.
+
+        A and B: dense arrays (float32 stays float32, other types become
+        float64) or CSR matrices.  ``sq_a`` / ``sq_b`` may pass the rows'
+        ``row_terms`` when already known (a store's ``row_terms``); they are
+        computed otherwise.
+        """
+        A, B = self._operand(A), self._operand(B)
+        RA, RB = Rows.of(A), Rows.of(B)
+        if RA.n_features != RB.n_features:
+            raise ValueError(f"A has {RA.n_features} features, B has {RB.n_features}")
+        tanimoto = self.name == "tanimoto"
+        ta = row_terms(RA, np.arange(RA.n_rows), tanimoto) if sq_a is None else sq_a
+        tb = row_terms(RB, np.arange(RB.n_rows), tanimoto) if sq_b is None else sq_b
+        return evaluate(self, RA, np.arange(RA.n_rows), ta, RB, np.arange(RB.n_rows), tb)
+
+    @staticmethod
+    def _operand(X):
+        if sp.issparse(X):
+            return as_data_matrix(X, X.dtype if X.dtype in (np.float32, np.float64) else None)
+        A = np.asarray(X)
+        return as_data_matrix(A, np.float32 if A.dtype == np.float32 else np.float64)
+
+    def diag(self, A) -> np.ndarray:
+        """K(a, a) for every row a of A (the same bits as the diagonal entries of a block)."""
+        return self.diag_from_terms(self.row_terms(A))
+
+    def diag_from_terms(self, terms: np.ndarray) -> np.ndarray:
+        """K(x, x) from the rows' terms t (the inner product <x, x>, or min-sum for tanimoto, is t)."""
+        terms = np.ascontiguousarray(terms, dtype=np.float64).reshape(-1)
+        out = np.empty(len(terms))
+        if len(terms):
+            jit.routine("diag_values")(terms, self.kind, float(self.gamma), float(self.coef0), int(self.degree),
+                                       out)
+        return out
 
     def to_dict(self) -> dict:
         return {"name": self.name, "gamma": float(self.gamma), "degree": int(self.degree),
@@ -104,76 +509,245 @@ class Kernel:
                    coef0=float(d["coef0"]))
 
 
-def resolve_gamma(gamma: float | str, X: np.ndarray) -> float:
-    """``"scale"`` → 1 / (n_features · Var(X)) as in scikit-learn; ``"auto"`` → 1 / n_features."""
-    X = np.asarray(X, dtype=np.float64)
+def resolve_gamma(gamma: float | str, X) -> float:
+    """``"scale"`` → 1 / (n_features · Var(X)) as in scikit-learn; ``"auto"`` → 1 / n_features.
+
+    X may be dense or sparse (the variance over every entry, zeros included).
+    """
     if isinstance(gamma, str):
-        if gamma == "scale":
-            var = float(X.var()) if X.size else 0.0
-            return 1.0 / (X.shape[1] * var) if var > 0 else 1.0
+        if sp.issparse(X):
+            n_features = X.shape[1]
+            size = X.shape[0] * X.shape[1]
+            if gamma == "scale":
+                if size == 0:
+                    return 1.0
+                mean = float(X.sum(dtype=np.float64)) / size
+                var = float(X.multiply(X).sum(dtype=np.float64)) / size - mean * mean
+                return 1.0 / (n_features * var) if var > 0 else 1.0
+        else:
+            X = np.asarray(X, dtype=np.float64)
+            n_features = X.shape[1]
+            if gamma == "scale":
+                var = float(X.var()) if X.size else 0.0
+                return 1.0 / (n_features * var) if var > 0 else 1.0
         if gamma == "auto":
-            return 1.0 / X.shape[1]
+            return 1.0 / n_features
         raise ValueError(f"gamma must be a positive number, 'scale' or 'auto', got {gamma!r}")
     return float(gamma)
 
 
+# ============================================================================ the store
 class DataStore:
-    """A growable float64 matrix of examples; indices never change once given."""
+    """A growable matrix of examples (dense float64/float32, or CSR); indices never change once given.
 
-    def __init__(self, X: np.ndarray | None = None, n_features: int | None = None):
-        self._X = np.empty((0, n_features or 0))
-        self._sq = np.empty(0)
-        self._n = 0
+    ``copy=False`` wraps the first matrix given (here or in the first
+    ``append``) as a read-only view instead of copying it; see the module
+    docstring ("The pool held once").
+    """
+
+    def __init__(self, X=None, n_features: int | None = None, *, dtype=None, copy: bool = True):
+        self.dtype = _float_dtype(dtype)
         self.n_features = n_features
+        self.copy = bool(copy)
+        self._n = 0
+        self._sparse: bool | None = None
+        # dense: _dense is (capacity, d); sparse: _indptr (capacity + 1), _indices/_data (nnz capacity)
+        self._dense: np.ndarray | None = None
+        self._indptr: np.ndarray | None = None
+        self._indices: np.ndarray | None = None
+        self._data: np.ndarray | None = None
+        self._owned = True  # False while the store wraps a caller's matrix
+        self._sq = np.empty(0)  # squared norms (row terms of linear / poly / rbf)
+        self._sums: np.ndarray | None = None  # feature sums (row terms of tanimoto), made when asked for
+        self._arange = np.arange(0, dtype=np.intp)
+        self._inv = None  # (rows covered, CSC arrays) of a sparse store, see inverted()
         if X is not None:
             self.append(X)
 
-    def append(self, X: np.ndarray) -> np.ndarray:
-        """Add rows; return their store indices."""
-        X = np.atleast_2d(np.asarray(X, dtype=np.float64))
-        if X.ndim != 2:
-            raise ValueError("examples must form a 2-D array (n_samples, n_features)")
-        if not np.all(np.isfinite(X)):
-            bad = np.argwhere(~np.isfinite(X))[0]
-            raise ValueError(f"example {bad[0]} has a non-finite value in feature {bad[1]}")
-        if self.n_features is None:
-            self.n_features = X.shape[1]
-            self._X = np.empty((0, self.n_features))
-        if X.shape[1] != self.n_features:
-            raise ValueError(f"expected {self.n_features} features, got {X.shape[1]}")
-        need = self._n + len(X)
-        if need > len(self._X):
-            cap = max(need, 2 * len(self._X), 16)
-            grown = np.empty((cap, self.n_features))
-            grown[: self._n] = self._X[: self._n]
-            sq = np.empty(cap)
-            sq[: self._n] = self._sq[: self._n]
-            self._X, self._sq = grown, sq
-        self._X[self._n:need] = X
-        self._sq[self._n:need] = np.einsum("ij,ij->i", X, X)
-        idx = np.arange(self._n, need)
-        self._n = need
-        return idx
-
+    # -- contents ---------------------------------------------------------
     def __len__(self) -> int:
         return self._n
 
     @property
-    def X(self) -> np.ndarray:
-        """Read-only view of the stored examples."""
-        v = self._X[: self._n]
+    def is_sparse(self) -> bool:
+        return bool(self._sparse)
+
+    @property
+    def wraps_caller_data(self) -> bool:
+        """Whether the rows are (still) the caller's matrix, not a copy."""
+        return self._n > 0 and not self._owned
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes of the stored rows (capacity included; a wrapped matrix and an inverted index count too)."""
+        arrays = (self._dense, self._indptr, self._indices, self._data) + (self._inv[1] if self._inv else ())
+        return int(sum(a.nbytes for a in arrays if a is not None))
+
+    @property
+    def X(self):
+        """The stored examples: a read-only dense view, or a CSR matrix over the stored arrays."""
+        n = self._n
+        if self._sparse:
+            nnz = int(self._indptr[n])
+            return sp.csr_matrix((self._ro(self._data[:nnz]), self._ro(self._indices[:nnz]),
+                                  self._ro(self._indptr[:n + 1])), shape=(n, self.n_features), copy=False)
+        if self._dense is None:
+            return np.empty((0, self.n_features or 0), dtype=self.dtype)
+        return self._ro(self._dense[:n])
+
+    @staticmethod
+    def _ro(a: np.ndarray) -> np.ndarray:
+        v = a.view()
         v.flags.writeable = False
         return v
 
     @property
+    def rows(self) -> Rows:
+        """The stored rows as the compiled routines read them."""
+        n = self._n
+        if self._sparse:
+            return Rows(indptr=self._indptr, indices=self._indices, data=self._data, n_rows=n,
+                        n_features=self.n_features, store=self)
+        return Rows(dense=self._dense if self._dense is not None else np.empty((0, self.n_features or 0)),
+                    n_rows=n, n_features=self.n_features or 0)
+
+    def inverted(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """A sparse store's rows column by column (CSC), kept for kernel rows over the whole store.
+
+        Made on first use and again after the store grew; it holds as many
+        numbers as the store's nonzeros (an inverted index: for each feature,
+        the examples that have it).
+        """
+        if not self._sparse:
+            raise ValueError("a dense store has no inverted index")
+        if self._inv is None or self._inv[0] != self._n:
+            self._inv = (self._n, _to_columns(self._indptr, self._indices, self._data, self._n, self.n_features))
+        return self._inv[1]
+
+    @property
     def sq_norms(self) -> np.ndarray:
+        """||x||^2 of every stored example (summed in the kernels' fixed order)."""
         return self._sq[: self._n]
 
+    @property
+    def feature_sums(self) -> np.ndarray:
+        """sum_k x_k of every stored example (the tanimoto kernel's row terms)."""
+        if self._sums is None or len(self._sums) < self._n:
+            start = 0 if self._sums is None else len(self._sums)
+            new = row_terms(self.rows, np.arange(start, self._n), True)
+            self._sums = new if self._sums is None else np.concatenate([self._sums, new])
+        return self._sums[: self._n]
 
+    def row_terms(self, kernel: Kernel) -> np.ndarray:
+        """The row terms ``kernel`` needs: ``feature_sums`` for tanimoto, else ``sq_norms``."""
+        return self.feature_sums if kernel.name == "tanimoto" else self.sq_norms
+
+    def indices(self) -> np.ndarray:
+        """0..n-1 (a cached array; do not modify)."""
+        if len(self._arange) < self._n:
+            self._arange = np.arange(max(self._n, 2 * len(self._arange)), dtype=np.intp)
+        return self._arange[: self._n]
+
+    def take(self, idx):
+        """Rows ``idx`` as a new dense array or CSR matrix (a copy)."""
+        idx = _intp(idx)
+        return self.X[idx]
+
+    # -- growing -------------------------------------------------------------
+    def prepare(self, X, first_index: int | None = None):
+        """X in this store's format and dtype (``as_data_matrix``), without storing it."""
+        first = self._n if first_index is None else first_index
+        return as_data_matrix(X, self.dtype, first_index=first)
+
+    def append(self, X, *, wrap: bool | None = None) -> np.ndarray:
+        """Add rows; return their store indices.
+
+        ``wrap``: keep a read-only view of X instead of a copy when the store is
+        empty (default: ``not copy``).  Dense rows cannot join a sparse store
+        nor the reverse; a dense batch for a sparse store is converted to CSR.
+        """
+        M = self.prepare(X)
+        sparse_in = sp.issparse(M)
+        if self._sparse is None:
+            if self.n_features is not None and M.shape[1] != self.n_features:
+                raise ValueError(f"expected {self.n_features} features, got {M.shape[1]}")
+            self._sparse = sparse_in
+            self.n_features = int(M.shape[1])
+        if M.shape[1] != self.n_features:
+            raise ValueError(f"expected {self.n_features} features, got {M.shape[1]}")
+        if self._sparse and not sparse_in:
+            M = sp.csr_matrix(M)
+        elif not self._sparse and sparse_in:
+            raise ValueError("this store holds dense rows; pass dense rows (a sparse batch would have to be "
+                             "densified)")
+        m = M.shape[0]
+        start = self._n
+        if self._n == 0 and (not self.copy if wrap is None else wrap):
+            self._wrap(M)
+        else:
+            self._append_owned(M)
+        self._n = start + m
+        idx = np.arange(start, self._n)
+        sq = row_terms(self.rows, idx, False)
+        if len(self._sq) < self._n:
+            grown = np.empty(max(self._n, len(self._sq) + len(self._sq) // 2))
+            grown[:start] = self._sq[:start]
+            self._sq = grown
+        self._sq[start:self._n] = sq
+        if self._sums is not None:
+            self._sums = self._sums[:start]  # extended when next asked for
+        return idx
+
+    def _wrap(self, M) -> None:
+        self._owned = False
+        if sp.issparse(M):
+            R = Rows.of(M)  # (int64 row pointers, int32 column indices: converted if the caller's differ)
+            self._indptr, self._indices, self._data = R.indptr, R.indices, R.data
+        else:
+            self._dense = M
+
+    def _append_owned(self, M) -> None:
+        n, m = self._n, M.shape[0]
+        need = n + m
+        if self._sparse:
+            nnz_old = int(self._indptr[n]) if self._indptr is not None else 0
+            nnz_new = nnz_old + M.nnz
+            if self._indptr is None or not self._owned or need + 1 > len(self._indptr) or nnz_new > len(self._data):
+                old_rows = 0 if self._indptr is None else len(self._indptr)
+                old_nnz = 0 if self._data is None else len(self._data)
+                cap_rows = max(need + 1, old_rows + old_rows // 2, 16)
+                cap_nnz = max(nnz_new, old_nnz + old_nnz // 2, 16)
+                indptr = np.zeros(cap_rows, dtype=np.int64)
+                indices = np.zeros(cap_nnz, dtype=np.int32)
+                data = np.zeros(cap_nnz, dtype=self.dtype)
+                if n:
+                    indptr[: n + 1] = self._indptr[: n + 1]
+                    indices[:nnz_old] = self._indices[:nnz_old]
+                    data[:nnz_old] = self._data[:nnz_old]
+                self._indptr, self._indices, self._data = indptr, indices, data
+                self._owned = True
+            self._indptr[n + 1: need + 1] = nnz_old + M.indptr[1:].astype(np.int64)
+            self._indices[nnz_old:nnz_new] = M.indices
+            self._data[nnz_old:nnz_new] = M.data
+            return
+        if self._dense is None or not self._owned or need > len(self._dense):
+            old = 0 if self._dense is None else len(self._dense)
+            cap = max(need, old + old // 2, 16)
+            grown = np.empty((cap, self.n_features), dtype=self.dtype)
+            if n:
+                grown[:n] = self._dense[:n]
+            self._dense = grown
+            self._owned = True
+        self._dense[n:need] = M
+
+
+# ============================================================================ the cache
 class KernelCache:
     """LRU cache of kernel rows over a :class:`DataStore`, with a byte budget.
 
     ``n_evals`` counts every kernel entry computed (cache hits cost nothing).
+    Every method returns the same bits for the same pair of examples (see the
+    module docstring), so what the cache holds never changes a result.
     """
 
     def __init__(self, kernel: Kernel, store: DataStore, budget_bytes: int = 256 * 2**20):
@@ -190,20 +764,46 @@ class KernelCache:
         self._diag = np.empty(0)
 
     # -- evaluation -------------------------------------------------------
+    def _terms(self) -> np.ndarray:
+        return self.store.row_terms(self.kernel)
+
+    def _store_block(self, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
+        t = self._terms()
+        R = self.store.rows
+        return evaluate(self.kernel, R, rows, t[rows], R, cols, t[cols])
+
     def block(self, rows, cols) -> np.ndarray:
         """K(x_rows, x_cols), computed (not cached) and counted."""
-        rows = np.asarray(rows, dtype=np.intp).reshape(-1)
-        cols = np.asarray(cols, dtype=np.intp).reshape(-1)
-        X, sq = self.store.X, self.store.sq_norms
+        rows, cols = _intp(rows), _intp(cols)
         self.n_evals += len(rows) * len(cols)
-        return self.kernel(X[rows], X[cols], sq_a=sq[rows], sq_b=sq[cols])
+        return self._store_block(rows, cols)
 
-    def against(self, Z: np.ndarray, cols) -> np.ndarray:
-        """K(z, x_cols) for new points z (not in the store), counted."""
-        cols = np.asarray(cols, dtype=np.intp).reshape(-1)
-        Z = np.atleast_2d(np.asarray(Z, dtype=np.float64))
-        self.n_evals += len(Z) * len(cols)
-        return self.kernel(Z, self.store.X[cols], sq_b=self.store.sq_norms[cols])
+    def compute(self, rows, cols) -> np.ndarray:
+        """K(x_rows, x_cols) like ``block`` but not counted (for solvers that count their own evaluations)."""
+        return self._store_block(_intp(rows), _intp(cols))
+
+    def self_values(self, idx) -> np.ndarray:
+        """K(x_i, x_i) for store indices, computed from the stored row terms (not counted, not kept)."""
+        return self.kernel.diag_from_terms(self._terms()[_intp(idx)])
+
+    def _new_points(self, Z) -> tuple[Rows, np.ndarray]:
+        M = self.store.prepare(Z, first_index=0)
+        if M.shape[1] != self.store.n_features:
+            raise ValueError(f"expected {self.store.n_features} features, got {M.shape[1]}")
+        RZ = Rows.of(M)
+        return RZ, row_terms(RZ, np.arange(RZ.n_rows), self.kernel.name == "tanimoto")
+
+    def against(self, Z, cols) -> np.ndarray:
+        """K(z, x_cols) for new points z (not in the store), counted.
+
+        Z (dense or CSR) is converted to the store's dtype first, so a new point
+        equal to a stored example gets that example's kernel values.
+        """
+        cols = _intp(cols)
+        RZ, tz = self._new_points(Z)
+        self.n_evals += RZ.n_rows * len(cols)
+        t = self._terms()
+        return evaluate(self.kernel, RZ, np.arange(RZ.n_rows), tz, self.store.rows, cols, t[cols])
 
     def diag(self, idx) -> np.ndarray:
         """K(x_i, x_i); computed once per example and kept (not counted against the budget)."""
@@ -211,7 +811,8 @@ class KernelCache:
         if len(self._diag) < n:
             start = len(self._diag)
             self.n_evals += n - start
-            self._diag = np.concatenate([self._diag, self.kernel.diag(self.store.X[start:n])])
+            terms = self._terms()[start:n]
+            self._diag = np.concatenate([self._diag, self.kernel.diag_from_terms(terms)])
         return self._diag[idx]
 
     def row(self, i: int, keep: bool = True) -> np.ndarray:
@@ -228,15 +829,15 @@ class KernelCache:
             self.hits += 1
             return r
         self.misses += 1
+        rows = np.array([i], dtype=np.intp)
         if r is not None:  # the store grew since this row was cached: extend it
-            ext = self.block([i], np.arange(len(r), n))[0]
+            ext = self.block(rows, np.arange(len(r), n))[0]
             new = np.concatenate([r, ext])
             self._forget(i)
-        else:
-            # the whole store as it is (a view): gathering X[arange(n)] would copy it on every new row
-            X, sq = self.store.X, self.store.sq_norms
+        else:  # against the whole store: the store's own index range and row terms, nothing gathered
             self.n_evals += n
-            new = self.kernel(X[i:i + 1], X, sq_a=sq[i:i + 1], sq_b=sq)[0]
+            t = self._terms()
+            new = evaluate(self.kernel, self.store.rows, rows, t[rows], self.store.rows, self.store.indices(), t)[0]
         new.flags.writeable = False
         if keep:
             self._remember(i, new)
@@ -244,7 +845,7 @@ class KernelCache:
 
     def rows(self, idx) -> np.ndarray:
         """Stack of ``row(i)`` for i in idx, shape (len(idx), n)."""
-        idx = np.asarray(idx, dtype=np.intp).reshape(-1)
+        idx = _intp(idx)
         if len(idx) == 0:
             return np.empty((0, len(self.store)))
         return np.vstack([self.row(i) for i in idx])
@@ -252,12 +853,45 @@ class KernelCache:
     def entries(self, i: int, cols) -> np.ndarray:
         """K(x_i, x_cols): from a cached row when there is one, else computed."""
         r = self._rows.get(int(i))
-        cols = np.asarray(cols, dtype=np.intp).reshape(-1)
+        cols = _intp(cols)
         if r is not None and (len(cols) == 0 or cols.max() < len(r)):
             self._rows.move_to_end(int(i))
             self.hits += 1
             return r[cols]
         return self.block([i], cols)[0]
+
+    def decision(self, rows, sv, coef, b: float = 0.0) -> np.ndarray:
+        """f = sum_s coef_s K(x_rows, x_sv[s]) + b for store indices, in blocks; counted.
+
+        Each value is summed over the support vectors in the given order with
+        the fixed-order routine, so it is the same bits for any chunking.
+        """
+        rows, sv = _intp(rows), _intp(sv)
+        coef = np.ascontiguousarray(coef, dtype=np.float64)
+        out = np.full(len(rows), float(b))
+        if len(sv) == 0 or len(rows) == 0:
+            return out
+        chunk = max(1, _DECISION_CHUNK_ENTRIES // len(sv))
+        for s in range(0, len(rows), chunk):
+            out[s:s + chunk] = rows_dot(self.block(rows[s:s + chunk], sv), coef) + float(b)
+        return out
+
+    def decision_against(self, Z, sv, coef, b: float = 0.0) -> np.ndarray:
+        """``decision`` for new points Z (dense or CSR), counted."""
+        sv = _intp(sv)
+        coef = np.ascontiguousarray(coef, dtype=np.float64)
+        RZ, tz = self._new_points(Z)
+        out = np.full(RZ.n_rows, float(b))
+        if len(sv) == 0 or RZ.n_rows == 0:
+            return out
+        t = self._terms()
+        chunk = max(1, _DECISION_CHUNK_ENTRIES // len(sv))
+        for s in range(0, RZ.n_rows, chunk):
+            part = np.arange(s, min(RZ.n_rows, s + chunk))
+            self.n_evals += len(part) * len(sv)
+            K = evaluate(self.kernel, RZ, part, tz[part], self.store.rows, sv, t[sv])
+            out[part] = rows_dot(K, coef) + float(b)
+        return out
 
     # -- bookkeeping ------------------------------------------------------
     def _remember(self, i: int, r: np.ndarray) -> None:
@@ -284,3 +918,7 @@ class KernelCache:
     @property
     def cached_bytes(self) -> int:
         return self._bytes
+
+
+__all__ = ["DTYPES", "DataStore", "KERNEL_NAMES", "Kernel", "KernelCache", "Rows", "add_weighted_rows",
+           "as_data_matrix", "dot", "evaluate", "resolve_gamma", "row_terms", "rows_dot"]

@@ -78,8 +78,9 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 import numpy as np
-from scipy.linalg.blas import daxpy
+import scipy.sparse as sp
 
+from core.kernels import add_weighted_rows, as_data_matrix
 from core.metrics import accuracy, roc_auc
 from core.solvers import make_solver, solver_class
 from core.strategies import (
@@ -287,7 +288,11 @@ class ActiveLearningLoop:
 
     Parameters
     ----------
-    X : (n, d) array, the pool; item i is row i (and index i of the solver's store).
+    X : (n, d) array or ``scipy.sparse`` matrix, the pool; item i is row i (and index i of
+        the solver's store).  Held once: the loop keeps a read-only view of X (no copy when X
+        is already float64 and C-contiguous, or a canonical CSR matrix; ``solver_params``
+        ``dtype="float32"`` stores a float32 copy instead) and every solver it makes wraps
+        that same matrix (see :mod:`core.kernels`).  Do not modify X while the loop uses it.
     strategy : a name from :data:`core.strategies.STRATEGY_NAMES`.
     solver : a solver name; ``None`` takes the strategy's default (``DEFAULT_SOLVER``).
     solver_params : keyword arguments of the solver (kernel, C, gamma, ...);
@@ -312,10 +317,12 @@ class ActiveLearningLoop:
         self._strategy_fn = get_strategy(strategy)
         if cold_start not in COLD_STARTS:
             raise ValueError(f"unknown cold start {cold_start!r}; choose one of {', '.join(COLD_STARTS)}")
-        self.X = np.atleast_2d(np.asarray(X, dtype=np.float64))
-        if self.X.ndim != 2 or len(self.X) == 0:
-            raise ValueError(f"the pool must be a non-empty (n, d) array, got shape {np.shape(X)}")
-        n = len(self.X)
+        dtype = (solver_params or {}).get("dtype", "float64")
+        shape = X.shape if sp.issparse(X) else np.shape(X)
+        if len(shape) not in (1, 2) or (len(shape) == 2 and shape[0] == 0) or 0 in shape:
+            raise ValueError(f"the pool must be a non-empty (n, d) array, got shape {shape}")
+        self.X = as_data_matrix(X, dtype, what="the pool")
+        n = self.X.shape[0]
         self.solver_name = solver or DEFAULT_SOLVER[strategy]
         solver_class(self.solver_name)  # unknown names fail here, with the list of names
         self.solver_params = dict(solver_params or {})
@@ -334,8 +341,8 @@ class ActiveLearningLoop:
         self.oracle_y = oracle_y
         if (eval_X is None) != (eval_y is None):
             raise ValueError("give both eval_X and eval_y, or neither")
-        self.eval_X = None if eval_X is None else np.atleast_2d(np.asarray(eval_X, dtype=np.float64))
-        self.eval_y = None if eval_y is None else self._check_labels(eval_y, len(self.eval_X), "eval_y")
+        self.eval_X = None if eval_X is None else as_data_matrix(eval_X, dtype, what="the evaluation items")
+        self.eval_y = None if eval_y is None else self._check_labels(eval_y, self.eval_X.shape[0], "eval_y")
         if self.eval_X is not None and self.eval_X.shape[1] != self.X.shape[1]:
             raise ValueError(f"eval_X has {self.eval_X.shape[1]} features, the pool has {self.X.shape[1]}")
         self.track_scores = (n <= TRACK_LIMIT) if track_scores is None else bool(track_scores)
@@ -364,9 +371,10 @@ class ActiveLearningLoop:
         self._f: np.ndarray | None = None
         self._slots: dict[int, int] = {}  # store index -> row of _rowbuf
         self._rowbuf: np.ndarray | None = None
-        self._eval_sq = (None if self.eval_X is None else np.einsum("ij,ij->i", self.eval_X, self.eval_X))
+        # the evaluation items' row terms (squared norms; feature sums for tanimoto), by the kernel layer
+        self._eval_sq = None if self.eval_X is None else self.solver.kernel.row_terms(self.eval_X)
         self._eval_slot: dict[int, int] = {}  # store index -> row of _eval_cols
-        self._eval_cols = np.empty((0, 0 if self.eval_X is None else len(self.eval_X)))
+        self._eval_cols = np.empty((0, 0 if self.eval_X is None else self.eval_X.shape[0]))
         self._init_scores()
         self.rng = self._step_rng()
 
@@ -407,7 +415,7 @@ class ActiveLearningLoop:
 
     @property
     def n_items(self) -> int:
-        return len(self.X)
+        return self.X.shape[0]
 
     @property
     def labelled_mask(self) -> np.ndarray:
@@ -787,8 +795,11 @@ class ActiveLearningLoop:
 
         Kernel rows of items that have carried a coefficient are copied into a
         contiguous buffer (within ``ROW_BUFFER_BYTES``), so the update is one
-        matrix-vector product over the buffer; rows that do not fit are added
-        one in-place axpy at a time straight from the solver's cache.
+        pass over the buffer (``add_weighted_rows``: summed in the kernel
+        layer's fixed order, over the buffer's rows in the order they were
+        kept, the same bits whatever the threads or the CPU's vector width);
+        rows that do not fit are added one at a time straight from the
+        solver's cache (f += delta * row, two rounded NumPy operations).
         """
         if self._f is None:
             return
@@ -811,13 +822,13 @@ class ActiveLearningLoop:
                     if (len(slots) + 1) * n * 8 <= ROW_BUFFER_BYTES:
                         k = self._buffer_row(j, row)
                     else:
-                        daxpy(row, f, a=float(delta[j]))
+                        f += float(delta[j]) * row
                         continue
                 weights[k] = delta[j]
                 used = True
             if used:
                 m = len(slots)
-                f += weights[:m] @ self._rowbuf[:m]
+                add_weighted_rows(f, self._rowbuf, np.arange(m), weights[:m])
         db = float(b) - self._b
         if db != 0.0:
             self._f += db
@@ -845,27 +856,31 @@ class ActiveLearningLoop:
     def evaluation_scores(self) -> np.ndarray | None:
         """f(x) of the current model for every evaluation item (None without an evaluation set).
 
-        K(eval, sv) @ coef + b from the kept kernel columns (see the module notes).
+        K(eval, sv) @ coef + b from the kept kernel columns (see the module notes),
+        summed in the kernel layer's fixed order: the same bits as
+        ``solver.decision_function(X=eval_X)``.
         """
         if self.eval_X is None:
             return None
         sv, coef, b = self.solver.coefficients()
         sv = np.asarray(sv, dtype=np.intp)
         if len(sv) == 0:
-            return np.full(len(self.eval_X), float(b))
+            return np.full(self.eval_X.shape[0], float(b))
         slots = self._eval_columns(sv)
         if slots is None:  # beyond the buffer: computed for this call only
-            cols = self.solver.kernel(self.X[sv], self.eval_X, sq_b=self._eval_sq)
+            cols, slots = self.solver.kernel(self.X[sv], self.eval_X, sq_b=self._eval_sq), np.arange(len(sv))
         else:
-            cols = self._eval_cols[slots]
-        return np.asarray(coef, dtype=np.float64) @ cols + float(b)
+            cols = self._eval_cols
+        f = np.zeros(self.eval_X.shape[0])
+        add_weighted_rows(f, cols, slots, coef)
+        return f + float(b)
 
     def _eval_columns(self, sv: np.ndarray) -> np.ndarray | None:
         """Rows of ``_eval_cols`` holding K(x_j, eval) for j in ``sv`` (computed when missing)."""
         slot = self._eval_slot
         new = [int(j) for j in sv.tolist() if j not in slot]
         if new:
-            n_eval = len(self.eval_X)
+            n_eval = self.eval_X.shape[0]
             need = len(slot) + len(new)
             if need * n_eval * 8 > EVAL_BUFFER_BYTES:
                 # keep only the current support vectors' columns, if they fit
@@ -987,15 +1002,16 @@ class ActiveLearningLoop:
         ``data``: ``eval_X``, ``eval_y``, ``oracle_y`` as given to the original.
         A state of format 1 (events only) is rebuilt by replaying its events.
         """
-        X = np.atleast_2d(np.asarray(X, dtype=np.float64))
-        if int(meta.get("n_items", len(X))) != len(X):
-            raise ValueError(f"the state is for a pool of {meta['n_items']} items, X has {len(X)}")
+        n_x = X.shape[0] if sp.issparse(X) else len(np.atleast_2d(np.asarray(X)))
+        if int(meta.get("n_items", n_x)) != n_x:
+            raise ValueError(f"the state is for a pool of {meta['n_items']} items, X has {n_x}")
         if int(meta.get("format", 1)) == 1:
             return cls.from_events(arrays["events"].tolist(), X, **meta["config"], **data)
         if int(meta["format"]) != STATE_FORMAT:
             raise ValueError(f"unknown loop state format {meta['format']!r}")
-        if int(meta["n_features"]) != X.shape[1]:
-            raise ValueError(f"the state is for {meta['n_features']} features, X has {X.shape[1]}")
+        n_features = X.shape[1] if sp.issparse(X) else np.atleast_2d(np.asarray(X)).shape[1]
+        if int(meta["n_features"]) != n_features:
+            raise ValueError(f"the state is for {meta['n_features']} features, X has {n_features}")
         loop = cls(X, **meta["config"], **data)
         loop._load_state(arrays, meta)
         return loop

@@ -1,35 +1,112 @@
-"""BLAS threads chosen inside the library, never through environment variables.
+"""Threads, chosen inside the library (never through environment variables).
 
-The exact solvers' per-label work (``learn`` / ``unlearn`` / ``finish``) is
-small algebra: products of a few hundred numbers, rank-one updates of a
-matrix of a few hundred rows.  At these sizes a multi-threaded BLAS costs more
-than it saves (thread hand-offs of tens of microseconds per call, many calls
-per label): the incremental solver's per-label time on a 3,600 x 784 pool was
-6x slower with the default two threads than with one.  And a BLAS result can
-depend on how many threads shared the work, which would make a solver's state
-depend on the machine's settings.
+Two kinds of work, two policies:
 
-:func:`blas_single_thread` is a context (reentrant and thread-safe) that the
-solvers enter in their public methods: while any thread is inside it, the
-BLAS libraries of the process (NumPy's and SciPy's OpenBLAS, found once with
-threadpoolctl) run on one thread; the setting found on entry is restored when
-the last thread leaves.  (A library threaded with OpenMP keeps a limit per
-thread: it is set and restored in each thread that enters.)  Another thread's
-BLAS work meanwhile also runs on one thread: the limit of a pthreads OpenBLAS
-is process-wide.  One module-level set of threadpoolctl controllers is
-reused: entering costs a few microseconds, where ``threadpool_limits(1)``
-(which looks for the libraries again every time) costs about 0.7 ms.
-
-The solvers' hot loops (``core.solvers._compiled``) use no BLAS at all, so
-their results do not depend on the thread setting in any case.
+* **Kernel blocks** (a kernel row over a large pool, K(pool, support vectors),
+  ...) run in MarginLab's compiled routines (:mod:`core._kernels_jit`), which
+  release the GIL; :func:`run_chunks` splits a large block into row ranges and
+  runs them on a shared pool of worker threads, one per core by default
+  (:func:`set_kernel_threads`).  Each kernel value is computed by one thread
+  in a fixed order, so the results are the same bits with 1 thread or many.
+  (A thread pool of our own rather than Numba's ``parallel=True``: Numba's
+  default "workqueue" threading layer aborts the process when two threads call
+  parallel code at once, which the app does whenever two analysts label at
+  the same time.)
+* **Small per-label algebra** (a solver's learn / unlearn / finish: products
+  of a few hundred numbers, rank-one updates) runs with **one BLAS thread**:
+  at these sizes threads cost more than they save (the per-label time of the
+  incremental solver on a 3,600-item pool was 12x slower with the default
+  threads), and a BLAS result can depend on how many threads shared it, which
+  would make a solver's state depend on the machine's load or settings.
+  :func:`blas_single_thread` is a context (reentrant and thread-safe) that the
+  solvers enter in every public method (see ``core.solvers.base``).  While
+  any thread is inside it, the process's BLAS libraries run on one thread
+  (threadpoolctl's controllers, set once on entry and restored when the last
+  thread leaves).
+(A library threaded with OpenMP keeps a limit per thread: it is set and
+restored in each thread that enters.  threadpoolctl lets only one Python
+thread change OpenBLAS's process-wide pool, so the limit is set through the
+library's own call; this module's lock and count keep threads from undoing
+each other's limit.)  The solvers' compiled hot loops use no BLAS at all.
 """
 
 from __future__ import annotations
 
 import functools
+import os
 import threading
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 
+# ---------------------------------------------------------------------------- kernel threads
+_pool_lock = threading.Lock()
+_pool: ThreadPoolExecutor | None = None
+_n_threads: int | None = None
+
+
+def available_cores() -> int:
+    """Cores this process may run on (its CPU affinity), at least 1."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):  # pragma: no cover - platforms without affinity
+        return max(1, os.cpu_count() or 1)
+
+
+def kernel_threads() -> int:
+    """Threads used for a large kernel block (default: every available core)."""
+    return _n_threads if _n_threads is not None else available_cores()
+
+
+def set_kernel_threads(n: int | None) -> None:
+    """Use ``n`` threads for large kernel blocks (``None``: every available core).
+
+    Results do not depend on it; only the speed does.
+    """
+    global _n_threads, _pool
+    if n is not None and (isinstance(n, bool) or not isinstance(n, int) or n < 1):
+        raise ValueError(f"the number of kernel threads must be an integer >= 1 or None, got {n!r}")
+    with _pool_lock:
+        _n_threads = n
+        old, _pool = _pool, None
+    if old is not None:
+        old.shutdown(wait=False)
+
+
+def _executor() -> ThreadPoolExecutor:
+    global _pool
+    with _pool_lock:
+        if _pool is None:
+            _pool = ThreadPoolExecutor(max_workers=kernel_threads(), thread_name_prefix="marginlab-kernel")
+        return _pool
+
+
+def split(n: int, parts: int) -> list[tuple[int, int]]:
+    """``parts`` nearly equal ranges covering 0..n."""
+    parts = max(1, min(parts, n))
+    edges = [n * k // parts for k in range(parts + 1)]
+    return [(edges[k], edges[k + 1]) for k in range(parts) if edges[k] < edges[k + 1]]
+
+
+def run_chunks(work: Callable[[int, int], None], n: int, cost: float, *, min_cost: float = 2e6) -> int:
+    """Call ``work(start, stop)`` over ranges covering 0..n; returns the number of threads used.
+
+    ``cost`` estimates the operations of the whole job; below ``min_cost`` (or
+    with one kernel thread) it runs in the calling thread.  ``work`` must
+    write only its own part of the output.
+    """
+    threads = min(kernel_threads(), n, max(1, int(cost // min_cost)))
+    if threads <= 1:
+        work(0, n)
+        return 1
+    ranges = split(n, threads)
+    futures = [_executor().submit(work, a, b) for a, b in ranges[1:]]
+    work(*ranges[0])  # the calling thread takes a share too
+    for fut in futures:
+        fut.result()
+    return len(ranges)
+
+
+# ---------------------------------------------------------------------------- BLAS threads
 _blas_lock = threading.Lock()
 _blas_depth = 0
 _blas_saved: list[tuple[object, int]] = []
@@ -139,4 +216,5 @@ def single_threaded_blas(method: Callable) -> Callable:
     return wrapper
 
 
-__all__ = ["blas_single_thread", "refresh_blas_libraries", "single_threaded_blas"]
+__all__ = ["available_cores", "blas_single_thread", "kernel_threads", "refresh_blas_libraries", "run_chunks",
+           "set_kernel_threads", "single_threaded_blas", "split"]

@@ -75,6 +75,7 @@ from storage.repository import (
     save_snapshot,
     start_session,
     undo_last_label,
+    update_dataset_meta,
 )
 
 __all__ = [
@@ -127,6 +128,7 @@ __all__ = [
     "list_sessions",
     "load_comparison",
     "load_dataset_arrays",
+    "update_dataset_meta",
     "make_engine",
     "make_sessionmaker",
     "record_label",

@@ -61,6 +61,7 @@ from storage.models import (
     LabellingSession,
 )
 from storage.repository import EngineLike, events_query, reading
+from storage.validation import decode_features
 
 EXPORT_FORMATS = ("csv", "jsonl")
 
@@ -145,7 +146,7 @@ def export_labels(
             assert dataset is not None
             X = None
             if include_features:
-                X = np.frombuffer(dataset.features, dtype="<f8").reshape(dataset.n_rows, dataset.n_features)
+                X = decode_features(dataset.features, dataset.n_rows, dataset.n_features, dataset.meta)
             datasets[did] = (dataset.name, list(dataset.feature_names), X)
             class_names[did] = _class_names(dataset.meta)
         changes = _latest_changes(session, sorted({row.session_id for row in rows}))
@@ -243,7 +244,8 @@ def _dataset_runs(chunk: Sequence[Any]) -> Iterator[tuple[int, Sequence[Any]]]:
 def _feature_values(run: Sequence[Any], X: np.ndarray) -> np.ndarray:
     """The run's feature rows as decimal texts (numpy's shortest exact repr), in one vectorised step."""
     positions = np.fromiter((row.position for row in run), dtype=np.intp, count=len(run))
-    return X[positions].astype(str)
+    rows = X[positions]
+    return (rows.toarray() if hasattr(rows, "toarray") else rows).astype(str)  # sparse: only these rows made dense
 
 
 def _feature_texts(chunk: Sequence[Any], datasets: Any, feature_names: list[str]) -> list[list[str]]:

@@ -38,13 +38,18 @@ def import_csv(
     display_column: str | None = None,
     image_shape: tuple[int, int] | None = None,
     key_column: str | None = None,
-    constant_columns: str = "error",
+    constant_columns: str = "drop",
     one_vs_rest: bool = False,
-    sep: str = ",",
+    sep: str | None = None,
+    scaling: str = "standard",
+    **options: Any,
 ) -> int:
     """Check and import a CSV file (path, bytes or file object) as a dataset; return its id.
 
-    The options are those of ``core.datasets.load_csv``. Raises
+    The options are those of ``core.datasets.load_csv`` (delimiter and decimal
+    separator detected unless given; ``missing``, ``one_hot``, ``text_columns``,
+    ``smiles_column``, ...); ``scaling`` (``standard`` or ``none``) is stored
+    with the dataset and applied by sessions and comparisons. Raises
     ``DatasetValidationError`` naming the row/column for a malformed file and
     ``DuplicateDatasetError`` when the same data was imported before.
     """
@@ -63,10 +68,12 @@ def import_csv(
             constant_columns=constant_columns,
             one_vs_rest=one_vs_rest,
             sep=sep,
+            **options,
         )
     except DataError as error:
         raise DatasetValidationError(str(error)) from error
-    extra = {"label_column": label_column} if label_column else {}
+    extra: dict[str, Any] = {"label_column": label_column} if label_column else {}
+    extra["scaling"] = scaling
     return import_loaded_dataset(engine, dataset, text_column=display_column, meta=extra)
 
 
@@ -87,6 +94,11 @@ def import_loaded_dataset(
         info["dropped_columns"] = list(dataset.dropped_columns)
     if getattr(dataset, "description", ""):
         info["description"] = dataset.description
+    info.update(dataset_meta(dataset))
+    if text_column is None and getattr(dataset, "display_kind", "") == "text":
+        blocks = getattr(dataset, "feature_blocks", None) or []
+        text_column = getattr(dataset, "molecule_column", None) or next(
+            (b["column"] for b in blocks if b.get("kind") in ("tfidf", "svd")), None)
     return import_dataset(
         engine,
         name=name or dataset.name,
@@ -101,6 +113,24 @@ def import_loaded_dataset(
         item_keys=dataset.item_keys,
         meta=info,
     )
+
+
+def dataset_meta(dataset: Any) -> dict[str, Any]:
+    """What a loaded dataset says about its features, kept with it: blocks (which columns came from
+    which text, SMILES or numeric columns), the kernel that suits them, the molecule column, the
+    import's options and notices (JSON values only)."""
+    info: dict[str, Any] = {}
+    if getattr(dataset, "feature_blocks", None):
+        info["feature_blocks"] = [dict(b) for b in dataset.feature_blocks]
+    if getattr(dataset, "default_kernel", "rbf") != "rbf":
+        info["default_kernel"] = dataset.default_kernel
+    if getattr(dataset, "molecule_column", None):
+        info["molecule_column"] = dataset.molecule_column
+    if getattr(dataset, "import_options", None):
+        info["import_options"] = dict(dataset.import_options)
+    if getattr(dataset, "notices", None):
+        info["notices"] = list(dataset.notices)
+    return info
 
 
 def import_labelled_export(

@@ -46,7 +46,7 @@ from storage.models import (
     ModelSnapshot,
     utc_now,
 )
-from storage.validation import storable_text, validate_dataset
+from storage.validation import FEATURE_FORMAT_KEY, decode_features, encode_features, storable_text, validate_dataset
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -234,6 +234,10 @@ def import_dataset(
         item_keys=item_keys,
     )
     meta_json = _jsonable(meta or {}, "meta")
+    features, feature_format = encode_features(valid.X)
+    meta_json.pop(FEATURE_FORMAT_KEY, None)
+    if feature_format != "dense":  # a dense matrix is stored as it always was (no key: older readers agree)
+        meta_json[FEATURE_FORMAT_KEY] = feature_format
     source_text = storable_text(str(source or ""), "The source name")
     try:
         with writing(engine) as session:
@@ -245,7 +249,7 @@ def import_dataset(
                 feature_names=list(valid.feature_names),
                 n_rows=n_rows,
                 n_features=n_features,
-                features=valid.X.astype("<f8", copy=False).tobytes(),
+                features=features,
                 true_labels=None if valid.y_true is None else valid.y_true.astype("<i1").tobytes(),
                 display_kind=valid.display_kind,
                 image_width=valid.image_shape[0] if valid.image_shape else None,
@@ -344,8 +348,9 @@ def load_dataset_arrays(
 ) -> tuple[np.ndarray, np.ndarray | None, list[str], DisplayInfo]:
     """``(X, y_true or None, feature_names, display_info)`` of a dataset.
 
-    X is a fresh, writable float64 array of shape (n_items, n_features); row i
-    is item i. y_true holds +1/-1 as int8.
+    X is a fresh, writable float64 array of shape (n_items, n_features), or a
+    float64 SciPy CSR matrix for a dataset stored sparse (TF-IDF terms,
+    fingerprint bits); row i is item i. y_true holds +1/-1 as int8.
     """
     with reading(engine) as session:
         dataset = session.get(Dataset, dataset_id)
@@ -354,8 +359,7 @@ def load_dataset_arrays(
         items = session.execute(
             select(Item.external_key, Item.display_text).where(Item.dataset_id == dataset_id).order_by(Item.position)
         ).all()
-        X = np.frombuffer(dataset.features, dtype="<f8").reshape(dataset.n_rows, dataset.n_features)
-        X = X.astype(np.float64, copy=True)
+        X = decode_features(dataset.features, dataset.n_rows, dataset.n_features, dataset.meta)
         y_true = None
         if dataset.true_labels is not None:
             y_true = np.frombuffer(dataset.true_labels, dtype="<i1").astype(np.int8, copy=True)
@@ -369,6 +373,24 @@ def load_dataset_arrays(
             display_values=texts if any(text is not None for text in texts) else None,
         )
         return X, y_true, list(dataset.feature_names), display
+
+
+def update_dataset_meta(engine: EngineLike, dataset_id: int, changes: dict[str, Any]) -> dict[str, Any]:
+    """Set entries of a dataset's ``meta`` (e.g. its evaluation share); returns the new meta.
+
+    The keys that describe how the features are stored cannot be changed here.
+    """
+    changes = _jsonable(dict(changes), "meta")
+    if FEATURE_FORMAT_KEY in changes:
+        raise StorageError(f"'{FEATURE_FORMAT_KEY}' describes the stored features and cannot be changed.")
+    with writing(engine) as session:
+        dataset = session.get(Dataset, dataset_id)
+        if dataset is None:
+            raise NotFoundError(f"Dataset {dataset_id} does not exist.")
+        meta = dict(dataset.meta or {})
+        meta.update(changes)
+        dataset.meta = meta
+    return meta
 
 
 def delete_dataset(engine: EngineLike, dataset_id: int) -> None:

@@ -9,13 +9,16 @@ message naming the row and column. Row numbers here are item indices
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import math
+import zipfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import scipy.sparse as sp
 
 from storage.errors import DatasetValidationError, StorageError
 from storage.models import DISPLAY_KINDS, Dataset, Item
@@ -45,7 +48,7 @@ class ValidDataset:
     """A dataset that passed validation, ready to be stored."""
 
     name: str
-    X: np.ndarray  # float64, C-contiguous, shape (n, d), all finite
+    X: Any  # float64, C-contiguous, shape (n, d), all finite; or a canonical float64 CSR matrix
     feature_names: tuple[str, ...]
     y_true: np.ndarray | None  # int8 of +1/-1, or None
     display_kind: str
@@ -100,7 +103,11 @@ def content_hash(
     """sha256 over everything that makes two datasets "the same data"."""
     digest = hashlib.sha256(b"marginlab-dataset-v1\0")
     digest.update(json.dumps([list(X.shape), list(feature_names)]).encode())
-    digest.update(np.ascontiguousarray(X, dtype="<f8").tobytes())
+    if sp.issparse(X):  # the same values as a dense matrix hash differently: the stored form differs
+        digest.update(b"\0csr" + np.asarray(X.indptr, "<i8").tobytes() + np.asarray(X.indices, "<i8").tobytes())
+        digest.update(np.asarray(X.data, "<f8").tobytes())
+    else:
+        digest.update(np.ascontiguousarray(X, dtype="<f8").tobytes())
     digest.update(b"\0y" + (b"-" if y_true is None else np.asarray(y_true, "<i1").tobytes()))
     digest.update(b"\0k" + json.dumps(None if item_keys is None else list(item_keys)).encode())
     digest.update(b"\0t" + json.dumps(None if display_values is None else list(display_values)).encode())
@@ -132,7 +139,65 @@ def _validate_feature_names(feature_names: Any) -> tuple[str, ...]:
     return tuple(cleaned)
 
 
-def _validate_matrix(X: Any, names: tuple[str, ...]) -> np.ndarray:
+def _validate_sparse(X: Any, names: tuple[str, ...]) -> sp.csr_matrix:
+    """A canonical float64 CSR copy (sorted indices, no duplicates, no stored zeros), all values finite."""
+    matrix = sp.csr_matrix(X, dtype=np.float64, copy=True)
+    matrix.sum_duplicates()
+    matrix.eliminate_zeros()
+    matrix.sort_indices()
+    if matrix.shape[0] == 0:
+        raise DatasetValidationError("The dataset has no rows.")
+    if matrix.shape[1] != len(names):
+        raise DatasetValidationError(
+            f"The feature matrix has {matrix.shape[1]} columns but {len(names)} feature names were given."
+        )
+    finite = np.isfinite(matrix.data)
+    if not finite.all():
+        k = int(np.flatnonzero(~finite)[0])
+        row_index = int(np.searchsorted(matrix.indptr, k, side="right") - 1)
+        value = matrix.data[k]
+        what = "a missing value" if math.isnan(value) else f"{value}, not a finite number"
+        raise DatasetValidationError(f"Row {row_index}, column '{names[matrix.indices[k]]}': {what}.")
+    return matrix
+
+
+#: ``Dataset.meta`` key saying how ``features`` is stored: absent or "dense" (raw little-endian float64,
+#: row-major), "csr" (a ``numpy.savez`` archive of data, indices, indptr and shape; loaded without pickle)
+FEATURE_FORMAT_KEY = "feature_format"
+
+
+def encode_features(X: Any) -> tuple[bytes, str]:
+    """The bytes stored for a validated feature matrix and its format ("dense" or "csr")."""
+    if sp.issparse(X):
+        buffer = io.BytesIO()
+        np.savez(buffer, allow_pickle=False, data=np.asarray(X.data, "<f8"), indices=np.asarray(X.indices, "<i4"),
+                 indptr=np.asarray(X.indptr, "<i8"), shape=np.asarray(X.shape, "<i8"))
+        return buffer.getvalue(), "csr"
+    return np.ascontiguousarray(X, dtype="<f8").tobytes(), "dense"
+
+
+def decode_features(blob: bytes, n_rows: int, n_features: int, meta: dict[str, Any] | None) -> Any:
+    """The feature matrix as stored: a fresh writable float64 array, or a float64 CSR matrix."""
+    fmt = (meta or {}).get(FEATURE_FORMAT_KEY, "dense")
+    if fmt == "dense":
+        return np.frombuffer(blob, dtype="<f8").reshape(n_rows, n_features).astype(np.float64, copy=True)
+    if fmt != "csr":
+        raise StorageError(f"Unknown feature format '{fmt}' (this MarginLab reads dense and csr).")
+    try:
+        with np.load(io.BytesIO(blob), allow_pickle=False) as archive:
+            shape = tuple(int(v) for v in archive["shape"])
+            matrix = sp.csr_matrix((archive["data"].astype(np.float64), archive["indices"].astype(np.int32),
+                                    archive["indptr"].astype(np.int64)), shape=shape)
+    except (KeyError, ValueError, OSError, EOFError, zipfile.BadZipFile) as error:
+        raise StorageError(f"The stored sparse feature matrix cannot be read ({error}).") from None
+    if shape != (n_rows, n_features):
+        raise StorageError(f"The stored sparse feature matrix has shape {shape}, not ({n_rows}, {n_features}).")
+    return matrix
+
+
+def _validate_matrix(X: Any, names: tuple[str, ...]) -> Any:
+    if sp.issparse(X):
+        return _validate_sparse(X, names)
     n_features = len(names)
     if not isinstance(X, np.ndarray) and hasattr(X, "to_numpy"):  # pandas
         X = X.to_numpy()

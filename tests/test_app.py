@@ -729,3 +729,39 @@ def test_the_datasets_table_lists_a_dataset_as_soon_as_it_is_imported(db_url):
     assert any("Imported 'breast-cancer'" in s for s in shown(at.success))
     at.run()  # the message is said once, not on every later visit
     assert not any("Imported" in s.value for s in at.success)
+
+
+# --------------------------------------------------------------------------- documents and molecules
+
+
+def test_highlighted_document_is_plain_text_with_marginlab_s_own_highlights():
+    from app import ui
+
+    text = "PTSD [link](http://x.org) <b>bold</b> :red-background[fake]\nafter trauma"
+    md = ui.highlighted_markdown(text, [("trauma", 0.4), ("ptsd", 0.1), ("link", -0.2)])
+    assert md.startswith(":green-background[PTSD] \\[:red-background[link]\\]")
+    assert ":green-background[trauma]" in md and "  \n" in md  # the line break stays one
+    # the document's own brackets, tags and directives are escaped: only our three highlights are directives
+    assert re.findall(r"(?<!\\):(green|red)-background\[", md) == ["green", "red", "green"]
+    assert "\\<b\\>" in md and "\\:\u2060red\\-background\\[fake\\]" in md
+    assert as_shown(ui.highlighted_markdown(text, None)) == text.replace("\n", "  \n")
+
+
+def test_a_document_dataset_is_labelled_with_its_text_shown(db_url):
+    docs = ["Robot arm grasping with tactile sensors", "Image segmentation with convolutional networks",
+            "Legged robot locomotion on rough terrain", "Language models for translation"] * 15
+    csv = "key,text,topic\n" + "".join(f"d{i},{d} number {i},{'robotics' if 'obot' in d else 'other'}\n"
+                                       for i, d in enumerate(docs))
+    svc = service(db_url)
+    result = svc.import_csv(csv.encode(), name="abstracts", label_column="topic", positive="robotics",
+                            key_column="key", text_features=["text"], text_svd=8, eval_fraction=0.0)
+    info = svc.dataset(result.dataset_id)
+    assert info.display_kind == "text" and info.meta["eval_fraction"] == 0.0
+    assert info.meta["feature_blocks"][0]["kind"] == "svd" and info.n_features == 8
+    at = start_app()
+    at.switch_page("views/label.py").run()
+    start_session(at, "di", "largest-positive", dataset_id=result.dataset_id)
+    item = shown_item(at)
+    assert any(t.value == f"{docs[item]} number {item}" for t in at.text)
+    run = svc.open_session(svc.sessions(status="active")[0].id)
+    assert len(run.eval_items) == 0 and len(run.pool_items) == 60  # evaluation share 0: every item in the pool

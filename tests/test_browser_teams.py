@@ -159,6 +159,7 @@ def test_an_annotator_cannot_export_or_read_another_annotator_s_answers(tmp_path
                     page.get_by_role("button", name="Sign in", exact=True).click()
                     page.wait_for_selector("[data-testid='stSidebar'] >> text=Signed in as", timeout=60_000)
                     wait_for_app(page)
+                    page.wait_for_selector("h1", timeout=60_000)  # (the page after the sign-in is drawn)
                     headings = [h.strip() for h in page.locator("h1").all_inner_texts()]
                     assert headings == ["Label together"], (path, headings)
                     assert page.locator("[data-testid='stDownloadButton']").count() == 0, path

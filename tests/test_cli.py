@@ -286,3 +286,65 @@ def test_compare_stopping_errors(gauss_csv, tmp_path):
         assert r.returncode == 2 and r.stderr.count("\n") == 1 and words in r.stderr, r.stderr
     r = run_cli(*base, "--stopping", "knee", "--target-recall", "1.2")
     assert r.returncode == 2 and "--target-recall" in r.stderr
+
+
+# -- untidy tables, documents and molecules --------------------------------------------------------
+
+
+def test_fit_reads_a_semicolon_file_with_decimal_commas_gaps_and_a_ten_class_label(tmp_path, capsys):
+    """The issue's untidy table: semicolons, decimal commas, gaps, a constant column, --positive 8 of ten."""
+    from core.cli import main
+
+    rng = np.random.default_rng(2)
+    n = 200
+    digit = rng.integers(0, 10, n)
+    X = rng.normal(size=(n, 3)) + (digit == 8)[:, None] * 2.5
+    X[:, 2] *= 1000  # a feature on another scale: standardised by default
+    lines = ["alpha;beta;gamma;constant;digit"]
+    for i in range(n):
+        cells = [f"{v:.4f}".replace(".", ",") for v in X[i]]
+        if i % 17 == 3:
+            cells[1] = ""
+        lines.append(";".join(cells + ["7", str(digit[i])]))
+    path = tmp_path / "untidy.csv"
+    path.write_text("\n".join(lines) + "\n")
+    args = ["fit", "--data", str(path), "--label-column", "digit", "--positive", "8", "--solver", "incremental",
+            "--json"]
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert "missing values in 1 column(s), 12 row(s): 'beta' 12 (first: row 4 (line 5 of the file))" in err
+    assert main([*args, "--missing", "impute"]) == 0
+    captured = capsys.readouterr()
+    out = json.loads(captured.out)
+    assert "note: dropped 1 constant column(s): 'constant'" in captured.err
+    assert "note: filled in missing values: 'beta' 12 with the median" in captured.err
+    assert out["positive"] == "8" and out["negative"] == "rest" and out["n_features"] == 3
+    assert out["scale"] == "standard" and out["auc"] > 0.9
+    assert main([*args, "--missing", "drop", "--sep", ",", "--test-fraction", "0"]) == 2
+    assert "seems to be separated by semicolons" in capsys.readouterr().err
+
+
+def test_fit_on_a_text_column_and_on_smiles(tmp_path, capsys):
+    from core.cli import main
+
+    rng = np.random.default_rng(3)
+    topics = {"yes": "trauma ptsd symptoms trajectories resilience anxiety", "no": "software fault defect code"}
+    filler = "study data model results analysis method sample".split()
+    path = tmp_path / "docs.csv"
+    with open(path, "w") as f:
+        f.write("id,abstract,included\n")
+        for i in range(120):
+            label = "yes" if i % 6 == 0 else "no"
+            words = rng.choice(topics[label].split(), 4).tolist() + rng.choice(filler, 6).tolist()
+            f.write(f"{i},\"{' '.join(words)}\",{label}\n")
+    code = main(["fit", "--data", str(path), "--label-column", "included", "--positive", "yes", "--text-column",
+                 "abstract", "--text-svd", "20", "--solver", "incremental", "--json"])
+    captured = capsys.readouterr()
+    assert code == 0, captured.err
+    out = json.loads(captured.out)
+    assert out["n_features"] == 20 and out["auc"] > 0.95
+    assert "note: not used as features: 'id'" in captured.err
+    smiles = tmp_path / "mols.csv"
+    smiles.write_text("smiles,active\nCCO,1\nc1ccccc1,0\nC1CC,1\n")
+    assert main(["fit", "--data", str(smiles), "--label-column", "active", "--smiles-column", "smiles"]) == 2
+    assert "1 invalid SMILES in column 'smiles': row 3 (line 4 of the file): 'C1CC'" in capsys.readouterr().err

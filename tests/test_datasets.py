@@ -137,7 +137,7 @@ def test_bundled_breast_cancer():
 
 
 def test_bundled_listing():
-    assert set(BUNDLED) == {"digits", "breast-cancer"}
+    assert set(BUNDLED) == {"digits", "breast-cancer", "arxiv", "nci-molecules"}
     for name, info in BUNDLED.items():
         assert info.name == name and info.title and info.description and info.licence
 
@@ -165,7 +165,9 @@ def test_csv_good_from_path_bytes_and_filelike(tmp_path):
 
 
 def test_csv_text_column_as_feature_is_rejected_with_a_hint(tmp_path):
-    with pytest.raises(DataError, match=r"non-numeric value 'yes' in column 'label', row 1 \(line 2.*text column"):
+    # every text-valued column is named at once, with one-hot encoding offered for few categories
+    with pytest.raises(DataError, match=r"text instead of numbers in column 'label' \(2 categories: 'no', 'yes'; "
+                                        r"one-hot encode it\), column 'note' \(4 categories.*leave them out"):
         load_csv(write(tmp_path, GOOD))
 
 
@@ -224,9 +226,10 @@ MALFORMED = {
     "blank": (b"\n \n", {}, r"the file is empty"),
     "header only": (b"x,y\n", {}, r"no data rows"),
     "ragged long": (b"x,y\n1,a\n2,b,7\n3,c\n", {}, r"line 3 has 3 fields but the header has 2"),
-    "ragged short": (b"x,z,y\n1,2,a\n2\n", {"label_column": "y"}, r"missing value in column 'z', row 2 \(line 3"),
+    "ragged short": (b"x,z,y\n1,2,a\n2\n", {"label_column": "y"},
+                     r"missing values in 2 column\(s\), 1 row\(s\): 'z' 1 \(first: row 2 \(line 3"),
     "ragged first row": (b"x,y\n1,a,9\n2,b\n", {}, r"line 2 has 3 fields but the header has 2"),
-    "semicolons": (b"x;y\n1;2\n", {}, r"separated by semicolons"),
+    "semicolons": (b"x;y\n1;2\n", {"sep": ","}, r"separated by semicolons, not commas"),
     "duplicate names": (b"x,y,x\n1,a,2\n", {}, r"duplicate column name 'x' \(columns 1 and 3\)"),
     "missing label column": (b"x,y\n1,a\n", {"label_column": "target"}, r"label column 'target' not found.*'x', 'y'"),
     "missing display column": (b"x,y\n1,a\n", {"display_column": "t"}, r"display column 't' not found"),
@@ -234,11 +237,15 @@ MALFORMED = {
                     r"non-numeric value 'oops' in column 'z', row 3 \(line 4"),
     "infinite": (b"x,y\n1,a\ninf,b\n", {"label_column": "y"}, r"infinite value 'inf' in column 'x', row 2"),
     "missing value": (b"x,z,y\n1,2,a\n3,,b\n5,NA,a\n", {"label_column": "y"},
-                      r"missing value in column 'z', row 2 \(line 3 of the file\) \(2 missing"),
-    "missing label": (b"x,y\n1,a\n2,\n3,b\n", {"label_column": "y"}, r"missing label in column 'y', row 2"),
-    "constant": (b"x,c,d,y\n1,5,0,a\n2,5,0,b\n", {"label_column": "y"}, r"constant column\(s\).*'c', 'd'"),
+                      r"missing values in 1 column\(s\), 2 row\(s\): 'z' 2 \(first: row 2 \(line 3 of the file\)\)"),
+    "missing label": (b"x,y\n1,a\n2,\n3,b\n", {"label_column": "y"}, r"missing values.*'y' 1 \(first: row 2"),
+    "missing label impute": (b"x,y\n1,a\n2,\n3,b\n", {"label_column": "y", "missing": "impute"},
+                             r"missing label in column 'y': 1 row\(s\) \(first: row 2.*not imputed"),
+    "constant": (b"x,c,d,y\n1,5,0,a\n2,5,0,b\n", {"label_column": "y", "constant_columns": "error"},
+                 r"constant column\(s\).*'c', 'd'"),
     "one class": (b"x,y\n1,a\n2,a\n", {"label_column": "y"}, r"only one class \('a'\)"),
-    "three classes": (b"x,y\n1,a\n2,b\n3,c\n", {"label_column": "y"}, r"has 3 classes \('a', 'b', 'c'\)"),
+    "three classes": (b"x,y\n1,a\n2,b\n3,c\n", {"label_column": "y"},
+                      r"has 3 classes \('a', 'b', 'c'\); choose the positive value"),
     "positive absent": (b"x,y\n1,0\n2,1\n", {"label_column": "y", "positive": "yes"},
                         r"positive value 'yes' does not occur in label column 'y'; values found: '0', '1'"),
     "label is feature": (b"x,y\n1,0\n2,1\n", {"label_column": "y", "feature_columns": ["x", "y"]},
@@ -276,8 +283,9 @@ def test_csv_missing_file(tmp_path):
 
 def test_csv_constant_columns_can_be_dropped_or_kept(tmp_path):
     p = write(tmp_path, "x,c,y\n1,5,a\n2,5,b\n")
-    ds = load_csv(p, label_column="y", constant_columns="drop")
+    ds = load_csv(p, label_column="y")  # dropped by default, with a notice naming them
     assert ds.feature_names == ["x"] and ds.dropped_columns == ["c"]
+    assert ds.notices == ["dropped 1 constant column(s): 'c'"]
     assert load_csv(p, label_column="y", constant_columns="keep").X.shape == (2, 2)
     with pytest.raises(DataError, match="every feature column is constant"):
         load_csv(write(tmp_path, "c,y\n5,a\n5,b\n"), label_column="y", constant_columns="drop")
@@ -285,8 +293,10 @@ def test_csv_constant_columns_can_be_dropped_or_kept(tmp_path):
 
 def test_csv_one_vs_rest(tmp_path):
     p = write(tmp_path, "x,y\n1,a\n2,b\n3,c\n")
-    ds = load_csv(p, label_column="y", positive="b", one_vs_rest=True)
-    np.testing.assert_array_equal(ds.y, [-1, 1, -1])
+    for flag in (True, False):  # a positive value on a many-valued column is that value against the rest
+        ds = load_csv(p, label_column="y", positive="b", one_vs_rest=flag)
+        np.testing.assert_array_equal(ds.y, [-1, 1, -1])
+        assert ds.classes == ("rest", "b")
 
 
 def test_dataset_validates():

@@ -16,6 +16,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from core.kernels import rows_dot
 from core.solvers import ConvergenceWarning, IterationLimitError, make_solver
 from core.solvers.base import OnlineSolver
 from core.solvers.lasvm import LASVM
@@ -74,9 +75,8 @@ def check_invariants(s: LASVM) -> None:
     for slot in np.flatnonzero(owners >= 0).tolist():
         p = int(owners[slot])
         assert p < n and s._MI[1, p] == slot
-        np.testing.assert_allclose(s._R[slot, :n], K[p], atol=1e-12)
+        np.testing.assert_array_equal(s._R[slot, :n], K[p])  # bit for bit: a row recomputed after a restart is the same
     assert np.all((s._MI[1, :n] < 0) | (owners[np.maximum(s._MI[1, :n], 0)] == np.arange(n)))
-    np.testing.assert_array_equal(s._XS[:n], X[S])
     a, lo, hi = s._alpha[:n], s._lo[:n], s._hi[:n]
     assert np.all((lo <= a) & (a <= hi))
     np.testing.assert_array_equal(lo, np.minimum(0.0, s.C * s.y[S]))
@@ -240,48 +240,6 @@ def test_more_epochs_reduce_the_gap_before_finishing():
 # ----------------------------------------------------------------------
 # kernel access: cache budget, large stores
 # ----------------------------------------------------------------------
-def _entrywise_kernel(self, A, B, *, sq_a=None, sq_b=None):
-    """K(A, B) with each entry summed over the features in order, one feature at a time: the same
-    bits whatever the shape of the call, and K(a, b) == K(b, a) bit for bit -- what LASVM's row
-    cache asks of the kernel layer (``entrywise_kernel``)."""
-    A = np.atleast_2d(np.asarray(A, dtype=np.float64))
-    B = np.atleast_2d(np.asarray(B, dtype=np.float64))
-    G = np.zeros((len(A), len(B)))
-    for f in range(A.shape[1]):
-        if self.name == "rbf":
-            G += np.square(A[:, f, None] - B[None, :, f])
-        else:
-            G += A[:, f, None] * B[None, :, f]
-    if self.name == "rbf":
-        return np.exp(-self.gamma * G)
-    if self.name == "linear":
-        return G
-    return (self.gamma * G + self.coef0) ** int(self.degree)
-
-
-def _entrywise_diag(self, A):
-    A = np.atleast_2d(np.asarray(A, dtype=np.float64))
-    if self.name == "rbf":
-        return np.ones(len(A))
-    sq = np.zeros(len(A))
-    for f in range(A.shape[1]):
-        sq += A[:, f] * A[:, f]
-    return sq if self.name == "linear" else (self.gamma * sq + self.coef0) ** int(self.degree)
-
-
-@pytest.fixture
-def entrywise_kernel(monkeypatch):
-    """Kernel values computed entry by entry in a fixed order (see ``_entrywise_kernel``).
-
-    With it, results that must not depend on the path a kernel value took
-    (cached or computed again, in a row, a block or alone) are compared bit
-    for bit, whatever BLAS the machine has."""
-    from core.kernels import Kernel
-
-    monkeypatch.setattr(Kernel, "__call__", _entrywise_kernel)
-    monkeypatch.setattr(Kernel, "diag", _entrywise_diag)
-
-
 def same_model(a: LASVM, b: LASVM) -> None:
     """Bit for bit: members of S in the same positions, coefficients, gradients, b and delta."""
     n = a.set_size_
@@ -296,7 +254,7 @@ def same_model(a: LASVM, b: LASVM) -> None:
 
 @pytest.mark.parametrize("kernel", ["rbf", "poly"])
 @pytest.mark.parametrize("final_check", [True, False])
-def test_the_cache_budget_changes_the_kernel_evaluations_not_the_model(entrywise_kernel, kernel, final_check):
+def test_the_cache_budget_changes_the_kernel_evaluations_not_the_model(kernel, final_check):
     # no cache (the two working rows only), a few rows, every row; one epoch, a second epoch,
     # finishing with shrinking and the final check (whose block is kept only with a budget)
     X, y = moons(300, seed=10)
@@ -322,7 +280,7 @@ def test_the_cache_budget_changes_the_kernel_evaluations_not_the_model(entrywise
     assert every.cached_rows_ == every.set_size_ and none.cached_rows_ <= 2
 
 
-def test_learn_sequence_is_learn_one_at_a_time(entrywise_kernel, monkeypatch):
+def test_learn_sequence_is_learn_one_at_a_time(monkeypatch):
     X, y = moons(700, noise=0.5, seed=3)
     order = np.random.default_rng(8).permutation(len(X))
     one = LASVM(X, C=5.0, gamma=1.0)
@@ -604,24 +562,26 @@ def test_huge_C_degenerate_case_hits_the_cap_with_a_warning():
 
 
 def test_decision_function_in_chunks_and_for_new_points(monkeypatch):
-    import core.solvers.lasvm as lasvm_module
+    import core.kernels
 
     X, y = moons(150, seed=21)
     s = train(X, y, C=2.0, gamma=1.0)
     whole = s.decision_function()
-    monkeypatch.setattr(lasvm_module, "_DECISION_CHUNK_ENTRIES", 7)  # a few rows per block
-    np.testing.assert_allclose(s.decision_function(), whole, atol=1e-12)
-    np.testing.assert_allclose(s.decision_function(X=X), whole, atol=1e-12)
+    monkeypatch.setattr(core.kernels, "_DECISION_CHUNK_ENTRIES", 7)  # a few rows per block
+    # the same bits in any chunking, for stored indices and for the same points given as new data
+    np.testing.assert_array_equal(s.decision_function(), whole)
+    np.testing.assert_array_equal(s.decision_function(X=X), whole)
     sv, coef, b = s.coefficients()
+    np.testing.assert_array_equal(whole, rows_dot(s.kernel(X, X[sv]), coef) + b)
     np.testing.assert_allclose(whole, s.kernel(X, X[sv]) @ coef + b, atol=1e-12)
     assert s.decision_function([]).shape == (0,)
 
 
-def test_copy_sharing_the_store_is_small_and_independent(entrywise_kernel):
+def test_copy_sharing_the_store_is_small_and_independent():
     # a copy that shares the store (deepcopy with the store in the memo; the active-learning loop
     # keeps such copies for undo) holds O(|S| + labels) numbers: no kernel rows, nothing of the
     # pool's size; restored, it refills its rows on demand and continues exactly as the original
-    # (given kernel values with the same bits however they are computed: ``entrywise_kernel``)
+    # (kernel values have the same bits however they are computed: see core.kernels)
     import copy
 
     rng = np.random.default_rng(22)
@@ -716,7 +676,7 @@ def test_final_check_admits_violators_all_or_the_most_violating_first(monkeypatc
     assert ref.objective - s.dual_objective() <= 10 * s.tol * max(1.0, abs(ref.objective))
 
 
-def test_copy_sharing_the_store_allocates_nothing_of_the_pool_size(entrywise_kernel):
+def test_copy_sharing_the_store_allocates_nothing_of_the_pool_size():
     # the solver keeps views of the store's arrays and a store-sized position index between steps;
     # a copy that shares the store must not duplicate them, not even for a moment
     import copy
@@ -802,16 +762,16 @@ def test_lasvm_runs_blas_on_one_thread_and_gives_the_setting_back(monkeypatch):
 
     from threadpoolctl import threadpool_limits
 
-    from core.kernels import Kernel
+    from core.kernels import KernelCache
 
     seen = []  # BLAS threads during every kernel call LASVM made
-    call = Kernel.__call__
+    call = KernelCache.compute
 
-    def spy(self, A, B, **kwargs):
+    def spy(self, rows, cols):
         seen.append(max(_blas_threads()))
-        return call(self, A, B, **kwargs)
+        return call(self, rows, cols)
 
-    monkeypatch.setattr(Kernel, "__call__", spy)
+    monkeypatch.setattr(KernelCache, "compute", spy)
     X, y = blobs(700, d=40, seed=3)
     errors = []
 

@@ -3,19 +3,31 @@
 A loop restored from a snapshot, given the events after it, must be the loop
 that learned them all: the same decision values on the pool, the same next
 query, the same history and the same undo behaviour, for every solver.
+
+By construction, not by luck: the live run and the resumed one are made to
+differ in everything that must not matter — the kernel and BLAS thread
+counts and the kernel-row cache (large, or none at all, so that every value
+that was a cache hit is recomputed through another path).  Without undo the
+resumed loop is the same loop bit for bit (``np.array_equal``).  An undo
+unlearns (exact solvers) or takes back the pool-score update, which is exact
+in arithmetic but not in rounding, so after an undo the comparison allows
+1e-12.
 """
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 
 import numpy as np
 import pytest
+from threadpoolctl import threadpool_limits
 
 from core.datasets import make_banana
 from core.loop import STATE_FORMAT, ActiveLearningLoop
 from core.metrics import accuracy, roc_auc
+from core.threads import kernel_threads, set_kernel_threads
 
 # history columns that depend on timing or on what the kernel cache happened to hold
 NOT_COMPARED = ["update_ms", "query_ms", "kernel_evals"]
@@ -29,9 +41,33 @@ CASES = [
     ("near-boundary", "active-set"),
     ("random", "active-set"),
     ("near-boundary", "lasvm"),
+    ("random", "lasvm"),
 ]
 IDS = [f"{s}-{v}" for s, v in CASES]
 C_OF = {"incremental": 10.0, "lasvm": 10.0, "ramp": 1.0, "active-set": 10.0}
+LARGE = 256 * 2**20
+# (threads of the live run, threads of the resumed run, cache budget of the live run, of the resumed run)
+VARIANTS = [(1, 2, LARGE, 0), (2, 1, 0, LARGE)]
+VARIANT_IDS = ["threads-1-then-2-cache-large-then-none", "threads-2-then-1-cache-none-then-large"]
+
+
+@contextlib.contextmanager
+def threads(n):
+    """n kernel threads and n BLAS threads (the library still runs a solver's own algebra on one)."""
+    before = kernel_threads()
+    set_kernel_threads(n)
+    try:
+        with threadpool_limits(n):
+            yield
+    finally:
+        set_kernel_threads(before)
+
+
+def with_cache(loop, budget):
+    """The loop's solver with a cache of ``budget`` bytes, emptied (what it held must not matter)."""
+    loop.solver.cache.budget_bytes = budget
+    loop.solver.cache.clear()
+    return loop
 
 
 @pytest.fixture(scope="module")
@@ -93,20 +129,84 @@ def assert_same_loop(a, b):
         assert qa.index == qb.index and qa.strategy == qb.strategy
 
 
-@pytest.mark.parametrize(("strategy", "solver"), CASES, ids=IDS)
-def test_snapshot_plus_later_events_equals_the_loop_that_learned_them_all(data, strategy, solver):
-    X, y, Xe, ye = data
-    cfg = dict(strategy=strategy, solver=solver, seed=4, solver_params={"C": C_OF[solver]})
-    loop = ActiveLearningLoop(X, eval_X=Xe, eval_y=ye, **cfg)
-    answer(loop, y, 45, np.random.default_rng(1))
-    arrays, meta = through_storage(*loop.to_state())
-    assert meta["format"] == STATE_FORMAT and "events" in arrays and "pool_f" in arrays
-    n_snapshot = len(loop.events)
-    answer(loop, y, 25, np.random.default_rng(2))
+def assert_identical_loops(a, b):
+    """``assert_same_loop`` bit for bit: decision values, kept scores, evaluation scores, history."""
+    assert a.events == b.events
+    assert np.array_equal(a.labels, b.labels) and np.array_equal(a.skipped_mask, b.skipped_mask)
+    assert np.array_equal(fresh_scores(a), fresh_scores(b))
+    assert np.array_equal(a.pool_scores(), b.pool_scores())
+    if a.eval_X is not None:
+        assert np.array_equal(a.evaluation_scores(), b.evaluation_scores())
+        # kept columns summed like decision values: the same bits as scoring the evaluation items afresh
+        assert np.array_equal(a.evaluation_scores(), a.solver.decision_function(X=a.eval_X))
+    assert (a.seen, a.cursor, a.passes) == (b.seen, b.cursor, b.passes)
+    ha = a.history_frame().drop(columns=NOT_COMPARED)
+    hb = b.history_frame().drop(columns=NOT_COMPARED)
+    for column in ha.columns:
+        if ha[column].dtype.kind == "f":
+            assert np.array_equal(ha[column], hb[column], equal_nan=True), column
+        else:
+            assert ha[column].tolist() == hb[column].tolist(), column
+    qa, qb = a.next_query(), b.next_query()
+    assert (qa is None) == (qb is None)
+    if qa is not None:
+        assert qa.index == qb.index and qa.score == qb.score
 
-    restored = ActiveLearningLoop.from_state(arrays, meta, X, eval_X=Xe, eval_y=ye)
-    assert restored.events == loop.events[:n_snapshot]
-    restored.replay(loop.events[n_snapshot:])
+
+def answer_without_undo(loop, y, n, rng):
+    for _ in range(n):
+        q = loop.next_query()
+        if q is None:
+            return loop
+        if rng.random() < 0.1:
+            loop.skip(q.index)
+        else:
+            loop.teach(q.index, int(y[q.index]))
+    return loop
+
+
+@pytest.mark.parametrize("variant", VARIANTS, ids=VARIANT_IDS)
+@pytest.mark.parametrize(("strategy", "solver"), CASES, ids=IDS)
+def test_a_resumed_loop_is_the_loop_that_never_stopped_bit_for_bit(data, strategy, solver, variant):
+    """Other thread counts and another cache state after the restart change not a single bit."""
+    X, y, Xe, ye = data
+    live_threads, resumed_threads, live_cache, resumed_cache = variant
+    cfg = dict(strategy=strategy, solver=solver, seed=4, solver_params={"C": C_OF[solver], "cache_bytes": live_cache})
+    with threads(live_threads):
+        loop = ActiveLearningLoop(X, eval_X=Xe, eval_y=ye, **cfg)
+        answer_without_undo(loop, y, 45, np.random.default_rng(1))
+        arrays, meta = through_storage(*loop.to_state())
+        n_snapshot = len(loop.events)
+        answer_without_undo(loop, y, 40, np.random.default_rng(2))
+    with threads(resumed_threads):
+        restored = with_cache(ActiveLearningLoop.from_state(arrays, meta, X, eval_X=Xe, eval_y=ye), resumed_cache)
+        restored.replay(loop.events[n_snapshot:])
+        assert_identical_loops(restored, loop)
+        # ... and both learn on alike
+        answer_without_undo(restored, y, 8, np.random.default_rng(3))
+    with threads(live_threads):
+        answer_without_undo(loop, y, 8, np.random.default_rng(3))
+    assert_identical_loops(restored, loop)
+
+
+@pytest.mark.parametrize("variant", VARIANTS, ids=VARIANT_IDS)
+@pytest.mark.parametrize(("strategy", "solver"), CASES, ids=IDS)
+def test_snapshot_plus_later_events_equals_the_loop_that_learned_them_all(data, strategy, solver, variant):
+    X, y, Xe, ye = data
+    live_threads, resumed_threads, live_cache, resumed_cache = variant
+    cfg = dict(strategy=strategy, solver=solver, seed=4, solver_params={"C": C_OF[solver], "cache_bytes": live_cache})
+    with threads(live_threads):
+        loop = ActiveLearningLoop(X, eval_X=Xe, eval_y=ye, **cfg)
+        answer(loop, y, 45, np.random.default_rng(1))
+        arrays, meta = through_storage(*loop.to_state())
+        assert meta["format"] == STATE_FORMAT and "events" in arrays and "pool_f" in arrays
+        n_snapshot = len(loop.events)
+        answer(loop, y, 25, np.random.default_rng(2))
+
+    with threads(resumed_threads):
+        restored = with_cache(ActiveLearningLoop.from_state(arrays, meta, X, eval_X=Xe, eval_y=ye), resumed_cache)
+        assert restored.events == loop.events[:n_snapshot]
+        restored.replay(loop.events[n_snapshot:])
     assert_same_loop(restored, loop)
 
     # ... and it undoes the same way, back past the snapshot (unlearning, a kept state, or replay)
@@ -280,7 +380,9 @@ def assert_same_run(a, b):
 
 
 @pytest.mark.parametrize(("strategy", "solver"), [("near-boundary", "incremental"), ("randomized-search", "lasvm"),
-                                                  ("ramp-region", "ramp"), ("near-boundary", "active-set")])
+                                                  ("ramp-region", "ramp"), ("near-boundary", "active-set"),
+                                                  ("autoactive", "lasvm"), ("random", "lasvm"),
+                                                  ("near-boundary", "lasvm")])
 def test_a_restarted_app_resumes_from_the_latest_snapshot(lab, strategy, solver):
     from app.service import SNAPSHOT_EVERY, MarginLab
     from storage import repository as repo
@@ -320,6 +422,63 @@ def test_a_restarted_app_resumes_from_the_latest_snapshot(lab, strategy, solver)
             else:
                 assert other.answer(int(other.y_true[item]), item_index=item).ok
     assert_same_run(third, run)
+
+
+@pytest.mark.parametrize("variant", VARIANTS, ids=VARIANT_IDS)
+@pytest.mark.parametrize("strategy", ["randomized-search", "autoactive", "random", "near-boundary"])
+def test_a_restarted_lasvm_session_has_the_same_model_and_next_item_bit_for_bit(lab, strategy, variant):
+    """The issue's symptom: lasvm sessions resumed after a restart with another model and next item.
+
+    The restarted process resumes from the latest snapshot plus the answers after it, with other
+    thread counts and another kernel-cache state than the process that labelled; the model, the
+    kept scores, the evaluation and the item on screen are the same bits.
+    """
+    from app.service import MarginLab
+    from app.services.snapshots import SNAPSHOT_EVERY
+
+    url, svc = lab
+    live_threads, resumed_threads, live_cache, resumed_cache = variant
+    # real-valued features (the bundled digits are small integers, whose inner products are exact in
+    # any summation order and so cannot show a fault of the kind the issue reported)
+    rng = np.random.default_rng(8)
+    X, y = make_banana(400, rng, noise=0.8)
+    X = np.hstack([X, rng.normal(size=(400, 6))]) / 3.0
+    csv = "a,b,c,d,e,f,g,h,label\n" + "\n".join(",".join(repr(float(v)) for v in row) + f",{int(t)}"
+                                                   for row, t in zip(X, y, strict=True))
+    dataset_id = svc.import_csv(csv.encode(), name="real-valued", label_column="label", positive="1").dataset_id
+    with threads(live_threads):
+        run = svc.start_session(dataset_id=dataset_id, annotator="ida", strategy=strategy, solver="lasvm", seed=3)
+        with_cache(run.loop, live_cache)
+        for k in range(2 * SNAPSHOT_EVERY + SNAPSHOT_EVERY - 1):  # (the most answers after a snapshot)
+            item = run.shown.item_index
+            assert run.answer(0 if k % 11 == 10 else int(run.y_true[item]), item_index=item).ok
+    with threads(resumed_threads):
+        restarted = MarginLab.from_url(url).open_session(run.session_id)
+        with_cache(restarted.loop, resumed_cache)
+        assert restarted.resumed_from == 2 * SNAPSHOT_EVERY  # from the snapshot, then the answers after it
+        a, b = run.loop, restarted.loop
+        assert a.events == b.events
+        assert np.array_equal(a.solver.decision_function(), b.solver.decision_function())
+        assert np.array_equal(a.pool_scores(), b.pool_scores())
+        assert np.array_equal(run.evaluation_scores(), restarted.evaluation_scores())
+        assert restarted.shown.item_index == run.shown.item_index
+        ha, hb = run.history().drop(columns=NOT_COMPARED), restarted.history().drop(columns=NOT_COMPARED)
+        for column in ha.columns:
+            if ha[column].dtype.kind == "f":
+                assert np.array_equal(ha[column], hb[column], equal_nan=True), column
+            else:
+                assert ha[column].tolist() == hb[column].tolist(), column
+        # and the next labels go alike
+        for _ in range(15):
+            item = restarted.shown.item_index
+            assert restarted.answer(int(restarted.y_true[item]), item_index=item).ok
+            run.loop.next_query()
+            run.loop.teach(run.shown.pool_index, int(run.y_true[item]))
+            run.answers.append(restarted.answers[len(run.answers)])
+            run._ask()
+            run.version += 1
+            assert restarted.shown.item_index == run.shown.item_index
+        assert np.array_equal(a.solver.decision_function(), b.solver.decision_function())
 
 
 def test_a_snapshot_that_does_not_match_the_events_is_not_used(lab):

@@ -32,10 +32,10 @@ GOOD_CSV = b"id,a,b,text,label\nr1,1.5,2,first,spam\nr2,-3,4e-3,second,ham\nr3,0
 MALFORMED = {
     "wrong encoding": (b"a,b,label\n1,2,x\n3,4,caf\xe9\n", ["not UTF-8", "line 3"]),
     "row too long": (b"a,b,label\n1,2,x\n3,4,y,5\n", ["line 3", "4 fields", "header has 3"]),
-    "row too short": (b"a,b,label\n1,2,x\n3,4\n", ["column 'label'", "row 2"]),
+    "row too short": (b"a,b,label\n1,2,x\n3,4\n", ["missing values", "'label' 1", "row 2"]),
     "non-numeric feature": (b"a,b,label\n1,2,x\n3,zz,y\n", ["'zz'", "column 'b'", "row 2"]),
-    "missing value": (b"a,b,label\n1,2,x\n3,,y\n", ["missing value", "column 'b'", "row 2"]),
-    "NA value": (b"a,b,label\n1,2,x\n3,4,y\nNA,4,x\n", ["missing value", "column 'a'", "row 3"]),
+    "missing value": (b"a,b,label\n1,2,x\n3,,y\n", ["missing value", "'b' 1", "row 2"]),
+    "NA value": (b"a,b,label\n1,2,x\n3,4,y\nNA,4,x\n", ["missing value", "'a' 1", "row 3"]),
     "duplicate column names": (b"a,a,label\n1,2,x\n3,4,y\n", ["duplicate column name 'a'", "columns 1 and 2"]),
     "empty file": (b"", ["empty"]),
     "header only": (b"a,b,label\n", ["no data rows"]),

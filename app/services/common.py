@@ -31,8 +31,8 @@ VALUE_NAMES = {1: "positive", -1: "negative", 0: "skip"}
 
 __all__ = ["COMPARE_STRATEGIES", "DEFAULT_C", "DEFAULT_GAMMA", "DEFAULT_SOLVER", "DEMO_NAME", "EVAL_FRACTION",
            "EVAL_MAX_ITEMS", "GAMMA_NAMES", "LABEL_STRATEGIES", "SOLVERS", "VALUE_NAMES", "Outcome", "ServiceError",
-           "database_trouble", "gamma_value", "positive_number", "scale_features", "scaling_name",
-           "whole_number"]
+           "database_trouble", "gamma_value", "numeric_columns", "positive_number", "scale_features",
+           "scaling_name", "session_kernel", "whole_number"]
 
 
 class ServiceError(Exception):
@@ -57,13 +57,30 @@ def scaling_name(scaling: str | None) -> str:
     return scaling
 
 
-def scale_features(X: np.ndarray, scaling: str) -> np.ndarray:
-    """``none`` or ``standard`` (zero mean, unit variance per column; constant columns left at 0)."""
-    if scaling_name(scaling) == "none":
-        return np.asarray(X, dtype=np.float64)
-    from core.datasets import standardize
+def scale_features(X, scaling: str, numeric_columns=None):
+    """``none`` or ``standard``: zero mean, unit variance of the numeric columns (``numeric_columns``;
+    every column of a dense matrix when None), constant columns left at 0. A sparse matrix stays
+    sparse: its TF-IDF or fingerprint columns are never centred."""
+    from core.features import scale_features as scale
 
-    return standardize(X)[0]  # (scaled X, mean, scale)
+    return scale(X, scaling_name(scaling), numeric_columns)
+
+
+def numeric_columns(meta: dict) -> list[int] | None:
+    """The columns standard scaling applies to, from a dataset's stored feature blocks (None: all)."""
+    blocks = meta.get("feature_blocks")
+    if not blocks:
+        return None
+    return [j for b in blocks if b.get("kind") == "numeric" for j in range(int(b["start"]), int(b["stop"]))]
+
+
+def session_kernel(meta: dict) -> str:
+    """The kernel a new session uses on a dataset: the one that suits its features when this version
+    has it (linear for documents, tanimoto for fingerprints), else rbf."""
+    from core.kernels import KERNEL_NAMES
+
+    kernel = str(meta.get("default_kernel", "rbf"))
+    return kernel if kernel in KERNEL_NAMES else "rbf"
 
 
 def positive_number(value: Any, name: str) -> float:

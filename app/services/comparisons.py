@@ -13,8 +13,10 @@ from app.services.common import (
     DEFAULT_GAMMA,
     ServiceError,
     gamma_value,
+    numeric_columns,
     positive_number,
     scale_features,
+    session_kernel,
     whole_number,
 )
 from storage import repository as repo
@@ -83,7 +85,7 @@ class Comparisons:
         initial = whole_number(initial, "The initial labels", high=budget)
         self._check_comparison(dataset.n_items, len(strategies), budget, seeds, float(test_fraction))
         X, y, _, _ = repo.load_dataset_arrays(self.engine, dataset_id)
-        X = scale_features(X, dataset.meta.get("scaling", "none"))
+        X = scale_features(X, dataset.meta.get("scaling", "none"), numeric_columns(dataset.meta))
 
         def report(done: int, total: int, description: str) -> None:
             if progress is not None:
@@ -99,7 +101,7 @@ class Comparisons:
             except ValueError as error:
                 raise ServiceError(f"{str(error)[:1].upper()}{str(error)[1:]}.") from None
         result = run_comparison(X, np.asarray(y, dtype=float), strategies=strategies, solver=solver or None,
-                                solver_params={"kernel": "rbf", "C": C, "gamma": gamma},
+                                solver_params={"kernel": session_kernel(dataset.meta), "C": C, "gamma": gamma},
                                 budget=budget, seeds=seeds, initial=initial,
                                 test_fraction=float(test_fraction), progress=report, **stop_options)
         config = dict(result.config, dataset=dataset.name, dataset_id=dataset_id,

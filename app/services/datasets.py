@@ -29,6 +29,19 @@ class CsvPreview:
     frame: pd.DataFrame
     n_rows: int
     notes: list[str] = field(default_factory=list)
+    sep: str = ","
+    decimal: str = "."
+    detected_sep: str = ","
+    detected_decimal: str = "."
+    columns: list[Any] = field(default_factory=list)  # core.datasets.ColumnProfile per column
+
+    def of(self, kind: str) -> list[str]:
+        """Columns of one kind: number, category, text, smiles, empty."""
+        return [c.name for c in self.columns if c.kind == kind]
+
+    @property
+    def missing(self) -> dict[str, int]:
+        return {c.name: c.missing for c in self.columns if c.missing}
 
 
 def _csv_text(data: bytes) -> io.StringIO:
@@ -73,7 +86,7 @@ class Datasets:
         """On first start (no dataset at all) import the bundled digits, 8 vs rest."""
         if self.datasets():
             return None
-        return self.import_bundled("digits", positive=8, name=DEMO_NAME).dataset_id
+        return self.import_bundled("digits", positive=8, name=DEMO_NAME, scaling="none").dataset_id
 
     def bundled_names(self) -> list[str]:
         from core.datasets import BUNDLED
@@ -81,15 +94,24 @@ class Datasets:
         return list(BUNDLED)
 
     def import_bundled(self, key: str, *, positive: Any = None, name: str | None = None,
-                       scaling: str = "none") -> ImportResult:
+                       scaling: str = "standard") -> ImportResult:
         from core.datasets import load_bundled
 
         return self._import_loaded(load_bundled(key, positive=positive), name=name, scaling=scaling,
                                    extra_meta={"bundled": key})
 
-    def preview_csv(self, data: bytes, n: int = 20) -> CsvPreview:
-        """Header and the first rows of an uploaded CSV as text cells (checked only on import)."""
-        reader = csv.reader(_csv_text(data))
+    def preview_csv(self, data: bytes, n: int = 20, *, sep: str | None = None, decimal: str | None = None
+                    ) -> CsvPreview:
+        """Header, the first rows as text cells, the delimiter and decimal separator (detected unless
+        given) and what each column holds (checked only on import)."""
+        from core.datasets import DataError, profile_csv
+
+        try:
+            profile = profile_csv(data, sep=sep, decimal=decimal, n_preview=n)
+        except DataError:
+            profile = None
+        fallback = sep if sep not in (None, "", "auto") else ","
+        reader = csv.reader(_csv_text(data), delimiter=profile.sep if profile else fallback)
         header = next(reader, [])
         rows = []
         n_rows = 0
@@ -101,11 +123,15 @@ class Datasets:
                 rows.append((cells + [""] * len(header))[: len(header)])
         names = [h if h else f"(column {k + 1})" for k, h in enumerate(header)]
         frame = pd.DataFrame(rows, columns=_unique(names))
-        return CsvPreview(header=list(header), frame=frame, n_rows=n_rows)
+        if profile is None:
+            return CsvPreview(header=list(header), frame=frame, n_rows=n_rows)
+        return CsvPreview(header=list(header), frame=frame, n_rows=n_rows, sep=profile.sep,
+                          decimal=profile.decimal, detected_sep=profile.detected_sep,
+                          detected_decimal=profile.detected_decimal, columns=profile.columns)
 
-    def column_values(self, data: bytes, column: str, limit: int = 50) -> list[str]:
+    def column_values(self, data: bytes, column: str, limit: int = 50, *, sep: str = ",") -> list[str]:
         """Distinct values of one column of an uploaded CSV (to choose the positive class)."""
-        reader = csv.DictReader(_csv_text(data))
+        reader = csv.DictReader(_csv_text(data), delimiter=sep)
         seen: dict[str, None] = {}
         for row in reader:
             value = (row.get(column) or "").strip()
@@ -118,9 +144,19 @@ class Datasets:
     def import_csv(self, data: bytes, *, name: str, feature_columns: Sequence[str] | None = None,
                    label_column: str | None = None, positive: Any = None, display: str = "table",
                    image_shape: tuple[int, int] | None = None, text_column: str | None = None,
-                   key_column: str | None = None, scaling: str = "none", constant_columns: str = "error",
-                   source: str = "") -> ImportResult:
+                   key_column: str | None = None, scaling: str = "standard", constant_columns: str = "drop",
+                   source: str = "", sep: str | None = None, decimal: str | None = None,
+                   missing: str = "error", one_hot: Sequence[str] | None = None,
+                   text_features: Sequence[str] | None = None, text_analyzer: str = "word",
+                   text_svd: int | None = None, smiles_column: str | None = None, fingerprint_radius: int = 2,
+                   fingerprint_bits: int = 2048, invalid_smiles: str = "error",
+                   eval_fraction: float | None = None) -> ImportResult:
         """Check and import an uploaded CSV; errors name the row or column and change nothing.
+
+        ``text_features``: free-text columns turned into TF-IDF features (``text_column`` is
+        the column *shown*); ``smiles_column``: molecules as Morgan fingerprints. The other
+        options are those of ``core.datasets.load_csv``. ``eval_fraction`` is stored with the
+        dataset: the share held out for evaluation when it has true labels (0: none).
 
         Raises ``core.datasets.DataError`` / ``storage.errors.DatasetValidationError``
         (bad file) or ``ServiceError`` (inconsistent choices).
@@ -133,24 +169,47 @@ class Datasets:
             raise ServiceError("Give the image width and height.")
         if positive in ("", None) and label_column:
             positive = None
+        meta_extra: dict[str, Any] = {"label_column": label_column} if label_column else {}
+        if eval_fraction is not None:
+            from app.services.sessions import eval_share
+
+            meta_extra["eval_fraction"] = eval_share(eval_fraction)
         loaded = load_csv(data, label_column=label_column or None, positive=positive,
                           feature_columns=list(feature_columns) if feature_columns else None,
                           display_column=text_column if display == "text" else None,
                           image_shape=tuple(image_shape) if display == "image" else None,
                           name=name, key_column=key_column or None, constant_columns=constant_columns,
-                          one_vs_rest=bool(label_column) and positive is not None)
+                          one_vs_rest=bool(label_column) and positive is not None, sep=sep, decimal=decimal,
+                          missing=missing, one_hot=list(one_hot or []), text_columns=list(text_features or []),
+                          text_analyzer=text_analyzer, text_svd=text_svd or None,
+                          smiles_column=smiles_column or None, fingerprint_radius=fingerprint_radius,
+                          fingerprint_bits=fingerprint_bits, invalid_smiles=invalid_smiles)
         if display == "image":
             width, height = image_shape
             if width * height != loaded.X.shape[1]:
                 raise ServiceError(
                     f"An image of {width}×{height} needs {width * height} feature columns; "
                     f"{loaded.X.shape[1]} are chosen.")
-        extra = {"label_column": label_column} if label_column else {}
-        return self._import_loaded(loaded, name=name, scaling=scaling, source=source, extra_meta=extra,
-                                   text_column=text_column if display == "text" else None)
+        shown = text_column if display == "text" else None
+        result = self._import_loaded(loaded, name=name, scaling=scaling, source=source, extra_meta=meta_extra,
+                                     text_column=shown)
+        if result.created and loaded.notices:
+            result.message += " " + " ".join(n[0].upper() + n[1:] + "." for n in loaded.notices)
+        return result
+
+    def set_eval_fraction(self, dataset_id: int, fraction: float) -> float:
+        """The share of a dataset with true labels held out for evaluation by the sessions started after
+        (0: every item is in the pool)."""
+        from app.services.sessions import eval_share
+
+        share = eval_share(fraction)
+        repo.update_dataset_meta(self.engine, dataset_id, {"eval_fraction": share})
+        return share
 
     def _import_loaded(self, data, *, name: str | None, scaling: str, source: str = "",
                        extra_meta: dict | None = None, text_column: str | None = None) -> ImportResult:
+        from storage.importing import dataset_meta
+
         scaling = scaling_name(scaling)
         kind = data.display_kind or "table"
         meta: dict[str, Any] = dict(extra_meta or {}, scaling=scaling)
@@ -160,6 +219,11 @@ class Datasets:
             meta["description"] = str(data.description)
         if getattr(data, "dropped_columns", None):
             meta["dropped_columns"] = list(data.dropped_columns)
+        meta.update(dataset_meta(data))
+        if kind == "text" and not text_column:
+            blocks = getattr(data, "feature_blocks", None) or []
+            text_column = getattr(data, "molecule_column", None) or next(
+                (b["column"] for b in blocks if b.get("kind") in ("tfidf", "svd")), None)
         return self._import(
             name=name or data.name, X=data.X, feature_names=list(data.feature_names), y_true=data.y,
             source=source or str(data.source or ""), display_kind=kind,

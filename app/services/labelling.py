@@ -27,9 +27,11 @@ from app.services.common import (
     Outcome,
     ServiceError,
     database_trouble,
+    numeric_columns,
     scale_features,
 )
 from app.services.history import RunHistory
+from app.services.documents import RunDocuments
 from app.services.readouts import RunReadouts
 from app.services.snapshots import SNAPSHOT_EVERY, RunSnapshots
 from app.services.stopping import RunStopping, stopping_settings
@@ -92,7 +94,7 @@ def evaluation_split(y_true: np.ndarray, fraction: float, seed: int,
     return pool_items, eval_items
 
 
-class LabellingRun(RunSnapshots, RunReadouts, RunHistory, RunStopping):
+class LabellingRun(RunSnapshots, RunReadouts, RunHistory, RunStopping, RunDocuments):
     """A stored labelling session brought to life (see the module docstring)."""
 
     def __init__(self, service: MarginLab, session_id: int):
@@ -141,11 +143,11 @@ class LabellingRun(RunSnapshots, RunReadouts, RunHistory, RunStopping):
         self.y_true = None if y_true is None else np.asarray(y_true, dtype=np.int64)
         self.feature_names = list(feature_names)
         self.display = display
-        self.X = scale_features(X, self.scaling)
+        self.X = scale_features(X, self.scaling, numeric_columns(self.dataset.meta))
         if self.y_true is not None and self.eval_fraction > 0:
             self.pool_items, self.eval_items = evaluation_split(self.y_true, self.eval_fraction, self.seed)
         else:
-            self.pool_items, self.eval_items = np.arange(len(X), dtype=np.intp), np.zeros(0, dtype=np.intp)
+            self.pool_items, self.eval_items = np.arange(X.shape[0], dtype=np.intp), np.zeros(0, dtype=np.intp)
         self.pool_of_item = {int(item): k for k, item in enumerate(self.pool_items)}
 
     def _loop_config(self) -> dict[str, Any]:

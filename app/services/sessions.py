@@ -13,12 +13,24 @@ from app.services.common import (
     gamma_value,
     positive_number,
     scaling_name,
+    session_kernel,
     whole_number,
 )
 from app.services.labelling import LabellingRun
 from core.strategies import DEFAULT_SOLVER
 from storage import repository as repo
 from storage import teams
+
+
+def eval_share(value) -> float:
+    """The evaluation share as a number in [0, 1); otherwise a ``ServiceError`` naming the value."""
+    try:
+        share = float(value)
+    except (TypeError, ValueError):
+        share = float("nan")
+    if isinstance(value, bool) or not 0.0 <= share < 1.0:
+        raise ServiceError(f"The evaluation share must be at least 0 and less than 1, not {value!r}.")
+    return share
 
 
 class Sessions:
@@ -35,8 +47,11 @@ class Sessions:
 
     def start_session(self, *, dataset_id: int, annotator: str, strategy: str, solver: str | None = None,
                       C: float = DEFAULT_C, gamma: float | str = DEFAULT_GAMMA, seed: int = 0,
-                      scaling: str | None = None, eval_fraction: float = EVAL_FRACTION,
+                      scaling: str | None = None, eval_fraction: float | None = None,
                       strategy_params: dict | None = None) -> LabellingRun:
+        """Store a new session and bring it to life. ``eval_fraction`` (the share of a dataset with
+        true labels held out to draw the live ROC curve; 0 puts every item in the pool) defaults to
+        the dataset's own (chosen on the Data page), else ``EVAL_FRACTION``."""
         if strategy not in LABEL_STRATEGIES:
             raise ServiceError(f"Unknown heuristic '{strategy}'; choose one of {', '.join(LABEL_STRATEGIES)}.")
         solver = solver or DEFAULT_SOLVER[strategy]
@@ -46,13 +61,13 @@ class Sessions:
             raise ServiceError("Enter the annotator's name.")
         # every parameter is checked before the session is stored: a refusal leaves nothing behind
         C, gamma, seed = positive_number(C, "C"), gamma_value(gamma), whole_number(seed, "seed")
-        eval_fraction = float(eval_fraction)
-        if not 0.0 <= eval_fraction < 1.0:
-            raise ServiceError(f"The evaluation share must be at least 0 and less than 1, not {eval_fraction!r}.")
         dataset = self.dataset(dataset_id)
+        if eval_fraction is None:
+            eval_fraction = dataset.meta.get("eval_fraction", EVAL_FRACTION)
+        eval_fraction = eval_share(eval_fraction)
         scaling = scaling_name(scaling if scaling is not None else dataset.meta.get("scaling", "none"))
         params = {
-            "solver_params": {"kernel": "rbf", "C": C, "gamma": gamma},
+            "solver_params": {"kernel": session_kernel(dataset.meta), "C": C, "gamma": gamma},
             "strategy_params": dict(strategy_params or {}),
             "scaling": scaling,
             "eval_fraction": eval_fraction if dataset.has_true_labels else 0.0,

@@ -4,8 +4,9 @@ import pandas as pd
 import streamlit as st
 
 from app import ui
-from app.services import ServiceError
-from core.datasets import BUNDLED, DataError
+from app.services import EVAL_FRACTION, ServiceError
+from core.datasets import BUNDLED, MISSING_POLICIES, DataError
+from core.features import DELIMITER_NAMES
 from storage.errors import StorageError
 
 svc = ui.service()
@@ -18,11 +19,32 @@ st.dataframe(
         "id": d.id, "name": d.name, "items": d.n_items, "features": d.n_features,
         "true labels": "yes" if d.has_true_labels else "no",
         "shown as": d.display_kind + (f" {d.image_shape[0]}×{d.image_shape[1]}" if d.image_shape else ""),
-        "scaling": d.meta.get("scaling", "none"), "source": d.source,
+        "scaling": d.meta.get("scaling", "none"), "kernel": d.meta.get("default_kernel", "rbf"),
+        "features stored": "sparse" if d.meta.get("feature_format") == "csr" else "dense",
+        "held out for evaluation": f"{d.meta.get('eval_fraction', EVAL_FRACTION):.0%}" if d.has_true_labels else "–",
+        "source": d.source,
     } for d in datasets]),
     hide_index=True, width="stretch", key="datasets_table")
 st.caption("True labels are used only to draw the evaluation ROC curve and for simulations on the "
-           "Compare page; they are never shown while labelling.")
+           "Compare page; they are never shown while labelling. A share of the items of a dataset with true "
+           "labels is held out of the labelling pool to draw that curve.")
+labelled = [d for d in datasets if d.has_true_labels]
+if labelled:
+    with st.expander("Evaluation share of a dataset"):
+        chosen = st.selectbox("Dataset", [d.id for d in labelled], key="eval_dataset",
+                              format_func={d.id: f"{d.name} ({d.n_items} items)" for d in labelled}.get)
+        current = next(d for d in labelled if d.id == chosen).meta.get("eval_fraction", EVAL_FRACTION)
+        share = st.number_input("Held out for evaluation (share of the items; 0: every item is in the pool)",
+                                min_value=0.0, max_value=0.9, value=float(current), step=0.05, format="%.2f",
+                                key=f"eval_share_{chosen}")
+        if st.button("Save", key="eval_save"):
+            try:
+                svc.set_eval_fraction(chosen, share)
+                st.rerun()
+            except (ServiceError, StorageError) as error:
+                st.error(ui.plain(error))
+        st.caption("Sessions started after the change use it; the New session form on the Label page can "
+                   "choose another share for one session.")
 if datasets:
     ui.delete_dataset_panel(svc, datasets)
 
@@ -52,7 +74,8 @@ with bundled_tab:
     positive = st.selectbox("Positive class", values, index=values.index(str(info.default_positive)),
                             key=f"bundled_positive_{key}",
                             help="For digits: the digit labelled positive; every other digit is negative.")
-    scaling = st.radio("Scaling", ["none", "standard"], horizontal=True, key="bundled_scaling")
+    scaling = st.radio("Scaling", ["standard", "none"], horizontal=True, key="bundled_scaling",
+                       help="standard: zero mean and unit variance per feature, from the data itself (no labels).")
     if st.button("Add to the database", type="primary", key="bundled_add"):
         try:
             value = int(positive) if key == "digits" else positive
@@ -62,18 +85,41 @@ with bundled_tab:
             st.error(ui.plain(error))
     _notice("bundled")
 
+SEP_CHOICES = ["auto", ",", ";", "\t", "|"]
+
+
+def _sep_name(value: str, detected: str) -> str:
+    if value == "auto":
+        return f"detected: {DELIMITER_NAMES.get(detected, detected)}"
+    return DELIMITER_NAMES[value]
+
+
 with upload_tab:
     upload = st.file_uploader("CSV file (UTF-8, header row)", type=["csv"], key="upload")
     if upload is not None:
         data = upload.getvalue()
-        preview = ui.csv_preview(svc, data)
-        problem = ui.unreadable_csv(preview, upload.name)
+        detected = ui.csv_preview(svc, data)
+        problem = ui.unreadable_csv(detected, upload.name)
         if problem:
             st.error(ui.plain(problem))
             st.stop()
-        st.caption(f"{preview.n_rows} rows, {len(preview.header)} columns; the first {len(preview.frame)}:")
+        sep_col, dec_col = st.columns(2)
+        sep = sep_col.selectbox("Delimiter", SEP_CHOICES, key=f"upload_sep_{upload.name}",
+                                format_func=lambda v: _sep_name(v, detected.detected_sep))
+        decimal = dec_col.selectbox("Decimal separator", ["auto", ".", ","], key=f"upload_decimal_{upload.name}",
+                                    format_func=lambda v: f"detected: '{detected.detected_decimal}'" if v == "auto"
+                                    else f"'{v}'")
+        preview = detected if (sep, decimal) == ("auto", "auto") else ui.csv_preview(svc, data, sep, decimal)
+        st.caption(f"{preview.n_rows} rows, {len(preview.header)} columns, separated by "
+                   f"{DELIMITER_NAMES.get(preview.sep, preview.sep)}s, decimal separator '{preview.decimal}'; "
+                   f"the first {len(preview.frame)}:")
         st.dataframe(preview.frame, hide_index=True, width="stretch", height=240)
+        if preview.missing:
+            st.warning(ui.plain("Missing values: " + ", ".join(f"'{c}' {k}" for c, k in preview.missing.items())
+                                + ". Choose below whether to refuse the file, leave those rows out or fill the "
+                                "gaps in."))
         columns = preview.header
+        text_like, categories, smiles_like = preview.of("text"), preview.of("category"), preview.of("smiles")
         # Plain widgets, not a form: the fields that matter appear as the choices are made
         # (the positive value lists the label column's values; image or text fields only
         # for that display).
@@ -83,40 +129,103 @@ with upload_tab:
                                         help="Used for evaluation and simulations only, never shown "
                                              "to the labeller.")
             positive = None
+            eval_fraction = None
             if label_column != "(none)":
-                values = svc.column_values(data, label_column)
+                values = svc.column_values(data, label_column, sep=preview.sep)
                 positive = st.selectbox(
                     "Positive value of the label column", values, index=len(values) - 1 if values else None,
-                    help="Items with this value are positive; every other value is negative.")
+                    help="Items with this value are positive; every other value is negative (one against "
+                         "the rest when the column has more than two values).")
+                eval_fraction = st.number_input(
+                    "Held out for evaluation (share of the items; 0: every item is in the pool)", min_value=0.0,
+                    max_value=0.9, value=EVAL_FRACTION, step=0.05, format="%.2f", key="upload_eval_fraction",
+                    help="These items draw the live ROC curve and are never asked about.")
             key_column = st.selectbox("Item key column (optional)", ["(none)", *columns],
                                       help="A name or id shown with each item and kept in the exports.")
+            others = [c for c in columns if c not in (label_column, key_column)]
+            text_features = st.multiselect(
+                "Documents: free-text features (TF-IDF, word uni- and bigrams)", others,
+                default=[c for c in text_like if c in others], key=f"upload_text_{upload.name}",
+                help="Documents: titles, abstracts, log lines. Kept sparse; the item is shown as its text.")
+            smiles_column = st.selectbox(
+                "Molecules: SMILES as Morgan fingerprints (optional)", ["(none)", *others],
+                index=1 + others.index(smiles_like[0]) if smiles_like and smiles_like[0] in others else 0,
+                key=f"upload_smiles_{upload.name}", help="Molecules: the item is drawn with RDKit.")
+            smiles_column = None if smiles_column == "(none)" else smiles_column
+            text_analyzer, text_svd = "word", 0
+            radius, bits, invalid_smiles = 2, 2048, "error"
+            if text_features:
+                t1, t2 = st.columns(2)
+                text_analyzer = t1.radio("Terms", ["word", "char"], horizontal=True, key="upload_analyzer",
+                                         format_func={"word": "words and word pairs",
+                                                      "char": "character 2–5-grams (URLs, identifiers)"}.get)
+                text_svd = t2.number_input("Dense reduction (SVD components, 0: keep sparse)", min_value=0,
+                                           value=0, step=50, key="upload_svd")
+            if smiles_column:
+                m1, m2, m3 = st.columns(3)
+                radius = m1.number_input("Fingerprint radius", min_value=0, max_value=6, value=2, key="upload_radius")
+                bits = m2.number_input("Fingerprint bits", min_value=64, max_value=16384, value=2048, step=64,
+                                       key="upload_bits")
+                invalid_smiles = m3.radio("Invalid SMILES", ["error", "drop"], horizontal=True,
+                                          key="upload_invalid_smiles",
+                                          format_func={"error": "refuse the file (rows listed)",
+                                                       "drop": "leave those rows out"}.get)
+            special = {label_column, key_column, smiles_column, *text_features}
+            one_hot_candidates = [c for c in categories if c not in special]
+            one_hot = []
+            if one_hot_candidates:
+                one_hot = st.multiselect(
+                    "One-hot encode (columns holding a few text values)", one_hot_candidates, default=[],
+                    key=f"upload_onehot_{upload.name}",
+                    help="Each value becomes a 0/1 feature. Not chosen: the column must be left out of the "
+                         "features.")
+                st.caption(ui.plain("Text-valued columns: " + ", ".join(
+                    f"'{c.name}' ({c.distinct} values)" for c in preview.columns if c.name in one_hot_candidates)
+                    + " — encode them one-hot here, or leave them out of the feature columns."))
             display = st.radio("Show each item as", ["table", "image", "text"], horizontal=True,
+                               index=2 if text_features or smiles_column else 0,
                                format_func={"table": "a table row", "image": "an image built from the features",
-                                            "text": "a text column"}.get)
+                                            "text": "a text (documents; molecules are drawn)"}.get)
             width = height = 8
             text_column = None
             if display == "image":
                 w_col, h_col = st.columns(2)
                 width = w_col.number_input("Image width", min_value=1, value=8)
                 height = h_col.number_input("Image height", min_value=1, value=8)
-            elif display == "text":
+            elif display == "text" and not (text_features or smiles_column):
                 text_column = st.selectbox("Text column", columns, index=None, placeholder="choose the column",
                                            help="Shown as plain text; not used as a feature.")
+            numeric_default = "every other numeric column" if not (text_features or smiles_column) else "none"
             features = st.multiselect(
-                "Feature columns (empty: every other column)", columns,
-                help="Empty: every column except the label, key and text columns.")
-            scaling = st.radio("Scaling", ["none", "standard"], horizontal=True, key="upload_scaling")
-            constant = st.radio("Constant columns", ["error", "drop"], horizontal=True,
+                f"Numeric feature columns (empty: {numeric_default})", [c for c in columns if c not in special],
+                help="Empty: every column except the label, key and text columns (none when text or SMILES "
+                     "columns are the features).")
+            c1, c2, c3 = st.columns(3)
+            missing = c1.radio("Missing values", list(MISSING_POLICIES), horizontal=True, key="upload_missing",
+                               format_func={"error": "refuse the file", "drop": "leave the rows out",
+                                            "impute": "fill in (median / most frequent)"}.get)
+            scaling = c2.radio("Scaling", ["standard", "none"], horizontal=True, key="upload_scaling",
+                               help="standard: zero mean and unit variance of the numeric columns, from the "
+                                    "data itself (no labels); text and fingerprint features are never centred.")
+            constant = c3.radio("Constant columns", ["drop", "error"], horizontal=True,
                                 format_func={"error": "refuse the file", "drop": "leave them out"}.get)
             if st.button("Import", type="primary", key="upload_import"):
                 try:
-                    _report(svc.import_csv(
-                        data, name=name, feature_columns=features or None,
-                        label_column=None if label_column == "(none)" else label_column,
-                        positive=positive, display=display, image_shape=(int(width), int(height)),
-                        text_column=text_column,
-                        key_column=None if key_column == "(none)" else key_column,
-                        scaling=scaling, constant_columns=constant, source=upload.name), "upload")
+                    with st.spinner("Checking and importing…"):
+                        result = svc.import_csv(
+                            data, name=name, feature_columns=features or None,
+                            label_column=None if label_column == "(none)" else label_column,
+                            positive=positive, display="table" if display == "text" and text_column is None
+                            and (text_features or smiles_column) else display,
+                            image_shape=(int(width), int(height)), text_column=text_column,
+                            key_column=None if key_column == "(none)" else key_column,
+                            scaling=scaling, constant_columns=constant, source=upload.name, sep=sep,
+                            decimal=decimal, missing=missing, one_hot=one_hot, text_features=text_features,
+                            text_analyzer=text_analyzer, text_svd=int(text_svd) or None,
+                            smiles_column=smiles_column, fingerprint_radius=int(radius),
+                            fingerprint_bits=int(bits), invalid_smiles=invalid_smiles,
+                            eval_fraction=eval_fraction)
+                    _report(result, "upload")
                 except (DataError, StorageError, ServiceError) as error:
                     st.error(ui.plain(ui.data_error_text(error, upload.name)))
             _notice("upload")

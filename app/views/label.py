@@ -23,7 +23,8 @@ def _start_session() -> None:
         run = svc.start_session(
             dataset_id=state.new_dataset, annotator=me, strategy=state.new_strategy,
             solver=None if state.new_solver.startswith("default") else state.new_solver, C=state.new_C,
-            gamma=ui.parse_gamma(state.new_gamma), seed=int(state.new_seed))
+            gamma=ui.parse_gamma(state.new_gamma), seed=int(state.new_seed),
+            eval_fraction=state.get("new_eval_fraction"))
     except (ServiceError, StorageError, ValueError) as error:
         state.start_error = str(error)
         return
@@ -65,6 +66,10 @@ with top_right.popover("New session", icon=":material/add:", width="stretch", ke
                             "on the labelled items.")
     g_col.text_input("gamma", value="scale", key="new_gamma", help="'scale' = 1 / (features × variance), or a number")
     s_col.number_input("Seed", min_value=0, value=0, step=1, key="new_seed")
+    st.number_input("Held out for evaluation (share; empty: the dataset's, see Data)", min_value=0.0, max_value=0.9,
+                    value=None, step=0.05, format="%.2f", key="new_eval_fraction",
+                    help="Items of a dataset with true labels kept out of the pool to draw the live ROC curve; "
+                         "0 puts every item in the pool.")
     st.form_submit_button("Start labelling", type="primary", key="start_session", on_click=_start_session)
     if st.session_state.get("start_error"):
         # inside the form, next to the fields to correct (the popover would hide it on the page)
@@ -147,6 +152,9 @@ def labelling_panel(session_id: int) -> None:
         if run.n_seen is not None and run.info.strategy == "ramp-region":
             progress += f" · **{run.n_seen}** items seen by the stream"
         progress += f" · pool {len(run.pool_items)} items"
+        if run.y_true is not None:
+            progress += (f" · {len(run.eval_items)} held out for evaluation "
+                         f"(share {run.eval_fraction:.0%})")
         st.container(key="progress").markdown(progress)
         st.caption(f"Model update {update} · next query {query} · solver {ui.plain(run.info.solver)}")
     # Hand the item to the browser before building the charts: the deltas above are

@@ -259,9 +259,6 @@ class ActiveSetSVM(OnlineSolver):
         self._fc_size = 0.0
         self._fc_err = 0.0
         self._kd = np.zeros(0)  # K(x, x)
-        # the learned examples' features by slot, contiguous (see _kernel_row), and their squared norms
-        self._XS = np.zeros((0, 0))
-        self._sqS = np.zeros(0)
         self._row_memo: tuple[int, int, np.ndarray] | None = None  # (store index, slots, row) of _kernel_row
         self._status = np.zeros(0, dtype=np.int8)
         # pricing signs: violation = sgn * (y f - 1) with sgn = -1 on I0, +1 on Ic, 0 otherwise,
@@ -337,12 +334,6 @@ class ActiveSetSVM(OnlineSolver):
         self._lin = grow(self._lin, -1.0)
         self._fc = grow(self._fc)
         self._kd = grow(self._kd)
-        d = self.store.n_features or 0
-        XS = np.zeros((new, d))
-        if self._XS.shape == (cap, d):
-            XS[:cap] = self._XS
-        self._XS = XS
-        self._sqS = grow(self._sqS)
         self._status = grow(self._status, REMOVED)
         self._sgn_y = grow(self._sgn_y)
         self._sgn_lin = grow(self._sgn_lin)
@@ -364,10 +355,9 @@ class ActiveSetSVM(OnlineSolver):
 
         When the store is not much larger than the learned set, the full store
         row goes through the cache (it is likely to be needed again); otherwise
-        only the learned columns are computed (a large unlabelled pool), against
-        the contiguous copy of the learned examples ``_XS`` -- gathering
-        ``X[learned]`` from the store for every entering variable cost more than
-        the kernel row itself -- and the last such row is kept for the next call
+        only the learned columns are computed (a large unlabelled pool), by
+        store index through the kernel layer (no gathered copy of the learned
+        examples; dense or sparse), and the last such row is kept for the next call
         (a learned example is priced, then enters).  A
         batch start (``learn_many``) takes cached rows but does not cache new
         ones: there almost every variable enters once, goes to a bound and stays
@@ -384,9 +374,8 @@ class ActiveSetSVM(OnlineSolver):
         memo = self._row_memo
         if memo is not None and memo[0] == i and memo[1] == ns:
             return memo[2]
-        k = int(self._slot_of[i])
         self.cache.n_evals += ns
-        row = self.kernel(self._XS[k:k + 1], self._XS[:ns], sq_a=self._sqS[k:k + 1], sq_b=self._sqS[:ns])[0]
+        row = self.cache.compute(np.array([i]), self._sidx[:ns])[0]  # (free slots' columns are never read)
         row.flags.writeable = False
         self._row_memo = (int(i), ns, row)
         return row
@@ -401,8 +390,6 @@ class ActiveSetSVM(OnlineSolver):
             if slots[p] == self._n_slots:
                 self._n_slots += 1
         self._sidx[slots] = idx
-        self._XS[slots] = self.store.X[idx]
-        self._sqS[slots] = self.store.sq_norms[idx]
         self._row_memo = None  # slots changed
         self._slots_are_store_order = self._slots_are_store_order and bool(np.array_equal(idx, slots))
         self._sy[slots] = ys
@@ -1180,9 +1167,16 @@ class ActiveSetSVM(OnlineSolver):
         return params
 
     def _state_arrays(self) -> dict[str, np.ndarray]:
+        """Everything that steers the next steps, so that a restored solver continues exactly as the
+        saved one would have: the slots as they are laid out (released ones included, and the order
+        they are reused in), the factor R itself (a fresh Cholesky factorisation would round
+        differently from the one updated column by column), f_out with its rounding bounds, and the
+        counters and flags.  Only kernel values are recomputed on loading (they are the same bits,
+        see ``core.kernels``)."""
         ns = self._n_slots
         live = np.flatnonzero(self._status[:ns] != REMOVED)
         return {
+            # (the first format's arrays, which older code reads)
             "index": self._sidx[live].copy(),
             "alpha": self._a[live].copy(),
             "status": self._status[live].astype(np.int8),
@@ -1190,10 +1184,26 @@ class ActiveSetSVM(OnlineSolver):
             "scalars": np.array([self.b_, self._rho, float(self.n_iter_),
                                  np.nan if self._b_reported is None else self._b_reported,
                                  float(self._optimal)]),
+            # the exact layout
+            "slot_index": self._sidx[:ns].astype(np.int64), "slot_y": self._sy[:ns].copy(),
+            "slot_alpha": self._a[:ns].copy(), "slot_lin": self._lin[:ns].copy(),
+            "slot_fc": self._fc[:ns].copy(), "slot_status": self._status[:ns].astype(np.int8),
+            "slot_priced": self._priced[:ns].astype(np.int8),
+            "released": np.asarray(self._free_slots, dtype=np.int64),
+            "free": self._S.astype(np.int64), "free_rows": self._S_row.astype(np.int64),
+            "R": np.array(self._R), "control": np.array([
+                self._fc_size, self._fc_err, self._kmax, float(self._at_reduced_opt), self._optimal_threshold,
+                float(self._dirty), float(self._priced_valid), float(self._slots_are_store_order),
+                float(self._cache_new_rows), float(self.n_factor_updates_), float(self.n_singular_steps_),
+                float(self.n_selective_pricings_), float(self.n_f_out_refreshes_), float(len(self._sidx)),
+                float(self._KS.shape[0])]),
         }
 
     @single_threaded_blas
     def _load_state_arrays(self, arrays: dict[str, np.ndarray], meta: dict) -> None:
+        if "slot_index" in arrays:
+            self._load_exact_state(arrays)
+            return
         self._reset_slots()
         self._slot_of = np.full(len(self.store), -1, dtype=np.intp)
         scalars = [float(v) for v in arrays["scalars"]]
@@ -1231,3 +1241,48 @@ class ActiveSetSVM(OnlineSolver):
         self.b_ = b
         self._at_reduced_opt = True
         self._optimal = optimal
+
+    def _load_exact_state(self, arrays: dict[str, np.ndarray]) -> None:
+        """The state of ``_state_arrays`` exactly as it was saved (kernel values recomputed)."""
+        self._reset_slots()
+        self._slot_of = np.full(len(self.store), -1, dtype=np.intp)
+        b, rho, n_iter, b_reported, optimal = (float(v) for v in arrays["scalars"][:5])
+        control = [float(v) for v in arrays["control"]]
+        sidx = np.asarray(arrays["slot_index"], dtype=np.intp)
+        ns = len(sidx)
+        cap = max(int(control[13]), ns)
+        self._reserve_slots(cap)
+        self._n_slots = ns
+        self._sidx[:ns] = sidx
+        self._sy[:ns] = arrays["slot_y"]
+        self._a[:ns] = arrays["slot_alpha"]
+        self._lin[:ns] = arrays["slot_lin"]
+        self._fc[:ns] = arrays["slot_fc"]
+        self._status[:ns] = arrays["slot_status"]
+        self._priced[:ns] = np.asarray(arrays["slot_priced"]) != 0
+        self._free_slots = [int(k) for k in arrays["released"]]
+        live = np.flatnonzero(self._status[:ns] != REMOVED)
+        self._slot_of[sidx[live]] = live
+        if ns:
+            self._kd[:ns] = self.cache.diag(sidx)
+            self._refresh_sign(np.arange(ns))
+        free = np.asarray(arrays["free"], dtype=np.intp)
+        free_rows = np.asarray(arrays["free_rows"], dtype=np.intp)
+        self._KS = np.zeros((max(int(control[14]), len(free)), cap))
+        if len(free):
+            self._KS[free_rows, :ns] = self.cache.block(sidx[free], sidx)
+        self._set_free(free, free_rows)
+        self._R = np.asfortranarray(np.asarray(arrays["R"], dtype=np.float64).reshape(len(free), len(free)))
+        self.b_, self._rho, self.n_iter_ = b, rho, int(n_iter)
+        self._b_reported = None if np.isnan(b_reported) else b_reported
+        self._optimal = optimal != 0.0
+        (self._fc_size, self._fc_err, self._kmax) = control[0:3]
+        self._at_reduced_opt = control[3] != 0.0
+        self._optimal_threshold = control[4]
+        self._dirty = int(control[5])
+        self._priced_valid = control[6] != 0.0
+        self._slots_are_store_order = control[7] != 0.0
+        self._cache_new_rows = control[8] != 0.0
+        (self.n_factor_updates_, self.n_singular_steps_, self.n_selective_pricings_,
+         self.n_f_out_refreshes_) = (int(v) for v in control[9:13])
+        self._w = None

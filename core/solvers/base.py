@@ -54,8 +54,10 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, ClassVar
 
 import numpy as np
+import scipy.sparse as sp
 
-from core.kernels import DataStore, Kernel, KernelCache, resolve_gamma
+from core.kernels import DTYPES, DataStore, Kernel, KernelCache, Rows, resolve_gamma, row_terms
+from core.threads import single_threaded_blas
 
 STATE_FORMAT = 1
 
@@ -118,12 +120,32 @@ def kernel_bound(kernel: Kernel, X: np.ndarray) -> tuple[np.ndarray, np.ndarray]
     which is 1 for rbf.
     """
     with np.errstate(over="ignore", invalid="ignore"):
-        sq = np.einsum("ij,ij->i", X, X)
-        if kernel.name == "rbf":
-            return sq, np.ones(len(X))
+        R = Rows.of(X)
+        sq = row_terms(R, np.arange(R.n_rows), False)
+        if kernel.name in ("rbf", "tanimoto"):  # (tanimoto: |K| <= 1 on non-negative features)
+            return sq, np.ones(len(sq))
         if kernel.name == "linear":
             return sq, sq.copy()
         return sq, (kernel.gamma * sq + kernel.coef0) ** int(kernel.degree)
+
+
+def _largest_abs(X, i: int) -> float:
+    row = X[i]
+    return float(abs(row).max()) if sp.issparse(row) and row.nnz else float(np.abs(row).max(initial=0.0))
+
+
+def _first_negative(X) -> tuple[int, int, float] | None:
+    """(example, feature, value) of the first negative value of X (dense or CSR), or None."""
+    if sp.issparse(X):
+        bad = np.flatnonzero(X.data < 0)
+        if not len(bad):
+            return None
+        row = int(np.searchsorted(X.indptr, bad[0], side="right") - 1)
+        return row, int(X.indices[bad[0]]), float(X.data[bad[0]])
+    bad = np.argwhere(X < 0)
+    if not len(bad):
+        return None
+    return int(bad[0][0]), int(bad[0][1]), float(X[bad[0][0], bad[0][1]])
 
 
 def check_kernel_range(kernel: Kernel, X: np.ndarray, C: float, first_index: int = 0,
@@ -146,6 +168,11 @@ def check_kernel_range(kernel: Kernel, X: np.ndarray, C: float, first_index: int
     The message names the example (its store index), the value and the
     parameters.
     """
+    if kernel.needs_nonnegative:
+        neg = _first_negative(X)
+        if neg is not None:
+            raise ValueError(f"example {first_index + neg[0]}: the {kernel.name} kernel needs non-negative features "
+                             f"(fingerprint bits or counts), but feature {neg[1]} is {neg[2]!r}")
     sq, bound = kernel_bound(kernel, X)
     with np.errstate(over="ignore", invalid="ignore"):
         bad_sq = ~(sq <= MAX_SQ_NORM)
@@ -160,7 +187,7 @@ def check_kernel_range(kernel: Kernel, X: np.ndarray, C: float, first_index: int
         if "sq" in first:
             i = first["sq"]
             where, why = i, (f"its squared norm ||x||^2 = {sq[i]:.3g} is above {MAX_SQ_NORM:g} (largest |value| "
-                             f"{np.abs(X[i]).max():.3g}); rescale the features")
+                             f"{_largest_abs(X, i):.3g}); rescale the features")
         elif 0.0 < largest < MIN_KERNEL:
             where, why = None, (f"with {kernel_text} the largest K(x, x) of the data is {largest:.3g}, below "
                                 f"{MIN_KERNEL:g}: the kernel values would underflow; rescale the features or "
@@ -262,10 +289,25 @@ class OnlineSolver:
     exact_unlearn: ClassVar[bool] = False
     has_bias: ClassVar[bool] = True
 
+    # Methods that run with one BLAS thread (``core.threads``): per-label algebra is too small for
+    # threads to pay, and a BLAS result may depend on how many threads shared it, which would make
+    # the solver's state depend on the machine's load or settings.  Kernel blocks are threaded by
+    # the kernel layer itself.  Applied to every subclass that defines them.
+    _SINGLE_THREADED: ClassVar[tuple[str, ...]] = (
+        "learn", "unlearn", "revisit", "finish", "decision_function", "kkt_gap", "dual_objective", "add_points",
+        "_load_state_arrays")
+
+    def __init_subclass__(cls, **kwargs) -> None:
+        super().__init_subclass__(**kwargs)
+        for name in OnlineSolver._SINGLE_THREADED:
+            method = cls.__dict__.get(name)
+            if callable(method) and not getattr(method, "__wrapped_single_thread__", False):
+                setattr(cls, name, single_threaded_blas(method))
+
     def __init__(self, X: np.ndarray | None = None, *, kernel: str = "rbf", C: float = 1.0,
                  gamma: float | str = "scale", degree: int = 3, coef0: float = 1.0,
                  tol: float = 1e-3, cache_bytes: int = 256 * 2**20, max_iter: int = 100_000,
-                 on_max_iter: str = "warn", random_state: int | None = None):
+                 on_max_iter: str = "warn", random_state: int | None = None, dtype: str = "float64"):
         self.C = check_real("C", C, low=C_RANGE[0], high=C_RANGE[1])
         self.tol = check_real("tol", tol, low=0.0, high=TOL_MAX, low_open=True, high_open=True,
                               why=TOL_RULE)
@@ -278,12 +320,15 @@ class OnlineSolver:
         # the kernel itself is made when the first data arrive ("scale" needs them);
         # its parameters are checked now, with a stand-in gamma for "scale" / "auto"
         Kernel(name=kernel, gamma=1.0 if isinstance(gamma, str) else gamma, degree=degree, coef0=coef0)
+        if dtype not in DTYPES:
+            raise ValueError(f"dtype must be one of {', '.join(DTYPES)}, got {dtype!r}")
+        self.dtype = dtype
         self.on_max_iter = on_max_iter
         self.random_state = random_state
         self.rng = np.random.default_rng(random_state)
         self._kernel_spec = dict(name=kernel, gamma=gamma if isinstance(gamma, str) else float(gamma),
                                  degree=int(degree), coef0=float(coef0))
-        self.store = DataStore()
+        self.store = DataStore(dtype=dtype)
         self._largest_kernel_diag = 0.0  # the largest K(x, x) in the store (see check_kernel_range)
         self.kernel: Kernel | None = None
         self.cache: KernelCache | None = None
@@ -293,27 +338,32 @@ class OnlineSolver:
             self.add_points(X)
 
     # -- data store -------------------------------------------------------
-    def add_points(self, X: np.ndarray) -> np.ndarray:
+    def add_points(self, X) -> np.ndarray:
         """Append examples to the store (unlabelled); return their indices.
 
-        Raises ``ValueError`` (and adds nothing) for a value that is not finite or
-        an example whose kernel values leave the range the solvers compute in
-        (see ``check_kernel_range``).
+        X: a dense array or a ``scipy.sparse`` matrix (kept sparse, see
+        :mod:`core.kernels`), stored in the solver's ``dtype``.  The first
+        batch of an empty store is wrapped without a copy when it is read-only
+        (the active-learning loop's pool); the caller must not change it.
+        Raises ``ValueError`` (and adds nothing) for a value that is not finite,
+        a negative feature under the tanimoto kernel, or an example whose kernel
+        values leave the range the solvers compute in (see ``check_kernel_range``).
         """
-        X = np.atleast_2d(np.asarray(X, dtype=np.float64))
+        wrap = len(self.store) == 0 and not _writeable(X)
+        X = self.store.prepare(X)
         kernel = self.kernel
         if kernel is None:
             spec = dict(self._kernel_spec)
             spec["gamma"] = resolve_gamma(spec["gamma"], X)
             kernel = Kernel(**spec)
-        if X.ndim == 2 and X.size and np.all(np.isfinite(X)):  # (the store names a non-finite value)
+        if X.shape[0] and X.shape[1]:
             largest = check_kernel_range(kernel, X, self.C, len(self.store), self._largest_kernel_diag)
         else:
             largest = self._largest_kernel_diag
         if self.kernel is None:
             self.kernel = kernel
             self.cache = KernelCache(self.kernel, self.store, self.cache_bytes)
-        idx = self.store.append(X)
+        idx = self.store.append(X, wrap=wrap)
         self._largest_kernel_diag = largest
         self.y = np.concatenate([self.y, np.zeros(len(idx))])
         self._on_store_grown(len(idx))
@@ -411,18 +461,24 @@ class OnlineSolver:
     def labelled_(self) -> np.ndarray:
         return np.asarray(self.learned_order, dtype=np.intp)
 
-    def decision_function(self, idx=None, X: np.ndarray | None = None) -> np.ndarray:
-        """f for stored indices ``idx`` (default: all), or for new points ``X``."""
+    def decision_function(self, idx=None, X=None) -> np.ndarray:
+        """f for stored indices ``idx`` (default: all), or for new points ``X`` (dense or sparse).
+
+        f = sum_s coef_s K(x, x_s) + b over the support vectors in
+        ``coefficients()`` order, summed in the kernel layer's fixed order
+        (``KernelCache.decision``): the same bits for a point however it is
+        reached (a stored index, the same point given as X, in any batch).
+        """
         sv, coef, b = self.coefficients()
         if X is not None:
-            X = np.atleast_2d(np.asarray(X, dtype=np.float64))
+            n = X.shape[0] if sp.issparse(X) else len(np.atleast_2d(np.asarray(X)))
             if len(sv) == 0 or self.cache is None:
-                return np.full(len(X), b)
-            return self.cache.against(X, sv) @ coef + b
+                return np.full(n, b)
+            return self.cache.decision_against(X, sv, coef, b)
         idx = np.arange(len(self.store)) if idx is None else np.asarray(idx, dtype=np.intp).reshape(-1)
         if len(sv) == 0 or len(idx) == 0:
             return np.full(len(idx), b)
-        return self.cache.block(idx, sv) @ coef + b
+        return self.cache.decision(idx, sv, coef, b)
 
     # -- diagnostics (not counted as kernel evaluations) -----------------
     def _uncounted_block(self, rows, cols) -> np.ndarray:
@@ -473,7 +529,7 @@ class OnlineSolver:
         return dict(kernel=self._kernel_spec["name"], C=self.C, gamma=self._kernel_spec["gamma"],
                     degree=self._kernel_spec["degree"], coef0=self._kernel_spec["coef0"], tol=self.tol,
                     cache_bytes=self.cache_bytes, max_iter=self.max_iter, on_max_iter=self.on_max_iter,
-                    random_state=self.random_state)
+                    random_state=self.random_state, dtype=self.dtype)
 
     def to_state(self, include_data: bool = True) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
         """Plain arrays + a JSON-able dict; ``include_data=False`` leaves out the store's X."""
@@ -481,7 +537,12 @@ class OnlineSolver:
         arrays["y"] = self.y.copy()
         arrays["learned_order"] = self.labelled_.copy()
         if include_data:
-            arrays["X"] = np.array(self.store.X)
+            if self.store.is_sparse:
+                Xs = self.store.X
+                arrays.update(X_data=np.array(Xs.data), X_indices=np.array(Xs.indices),
+                              X_indptr=np.array(Xs.indptr), X_shape=np.array(Xs.shape, dtype=np.int64))
+            else:
+                arrays["X"] = np.array(self.store.X)
         meta = {"format": STATE_FORMAT, "solver": self.name, "params": self.get_params(),
                 "kernel": None if self.kernel is None else self.kernel.to_dict(),
                 "n_points": len(self.store), "kernel_evals": self.n_kernel_evals,
@@ -499,12 +560,17 @@ class OnlineSolver:
         params["gamma"] = meta["kernel"]["gamma"] if meta.get("kernel") else params["gamma"]
         kernel = params.pop("kernel")
         obj = cls(kernel=kernel, **params)
-        data = arrays["X"] if "X" in arrays else X
+        if "X_data" in arrays:
+            data = sp.csr_matrix((arrays["X_data"], arrays["X_indices"], arrays["X_indptr"]),
+                                 shape=tuple(int(v) for v in arrays["X_shape"]))
+        else:
+            data = arrays["X"] if "X" in arrays else X
         if data is None and meta["n_points"] > 0:
             raise ValueError("this state was saved without its data: pass X")
-        if data is not None and len(data):
-            if len(data) != meta["n_points"]:
-                raise ValueError(f"state has {meta['n_points']} points, X has {len(data)}")
+        n_data = None if data is None else data.shape[0] if sp.issparse(data) else len(data)
+        if n_data:
+            if n_data != meta["n_points"]:
+                raise ValueError(f"state has {meta['n_points']} points, X has {n_data}")
             obj.add_points(data)
         obj.y = np.array(arrays["y"], dtype=np.float64)
         obj.learned_order = [int(i) for i in arrays["learned_order"]]
@@ -532,3 +598,15 @@ class OnlineSolver:
         buf = io.BytesIO()
         self.save(buf, include_data)
         return buf.getvalue()
+
+
+for _name in OnlineSolver._SINGLE_THREADED:
+    if _name in OnlineSolver.__dict__:
+        setattr(OnlineSolver, _name, single_threaded_blas(OnlineSolver.__dict__[_name]))
+
+
+def _writeable(X) -> bool:
+    """Whether the caller can change X through the object it gave (then the store copies it)."""
+    if sp.issparse(X):
+        return any(getattr(X, a).flags.writeable for a in ("data", "indices", "indptr") if hasattr(X, a))
+    return not isinstance(X, np.ndarray) or bool(X.flags.writeable)

@@ -321,9 +321,6 @@ class IncrementalSVM(OnlineSolver):
         # R = Q~^{-1}, (m+1)x(m+1), symmetric, stored at its exact size and C-contiguous so that
         # R.T is a Fortran-contiguous view BLAS can update in place (eqs. 16 and 22)
         self._R = np.zeros((1, 1))
-        n_features = getattr(getattr(self, "store", None), "n_features", None) or 0
-        self._XL = np.zeros((cap_learned, n_features))  # learned examples, contiguous (see _kernel_row)
-        self._sqL = np.zeros(cap_learned)
         # kernel matrix among the learned examples (by position), while it fits its budget
         self._KLL: np.ndarray | None = (np.zeros((cap_learned, cap_learned))
                                         if cap_learned ** 2 * 8 <= self.learned_kernel_bytes else None)
@@ -377,11 +374,6 @@ class IncrementalSVM(OnlineSolver):
                 self._KLL = KLL
             else:  # over budget: from now on rows of entering examples are recomputed
                 self._KLL = None
-        XL = np.zeros((new, self._XL.shape[1]))
-        XL[:cap] = self._XL
-        sqL = np.zeros(new)
-        sqL[:cap] = self._sqL
-        self._XL, self._sqL = XL, sqL
 
     def _grow_margin(self) -> None:
         cap = len(self._Spos)
@@ -400,19 +392,18 @@ class IncrementalSVM(OnlineSolver):
     def _kernel_row(self, i: int) -> np.ndarray:
         """K(x_i, x_j) for a learned store example i against the learned examples j (by position).
 
-        §5.3: the solver works on kernel rows over the learned examples only, evaluated
-        against their contiguous copy ``_XL`` — never over the whole store, whose
-        unlabelled pool can be many times larger.  Only when the learned-kernel
+        §5.3: the solver works on kernel rows over the learned examples only (computed
+        over their store indices by the kernel layer) — never over the whole store,
+        whose unlabelled pool can be many times larger.  Only when the learned-kernel
         matrix is over its budget (rows of entering examples are then needed again
         later) and the store is not much larger than the learned set are full store
-        rows taken through the LRU kernel cache.
+        rows taken through the LRU kernel cache (the same values, bit for bit).
         """
         nL = self._nL
         if self._KLL is None and len(self.store) <= 2 * nL + 16:
             return self.cache.row(i)[self._pidx[:nL]]
         self.cache.n_evals += nL
-        p = int(self._pos_of[i])
-        return self.kernel(self._XL[p:p + 1], self._XL[:nL], sq_a=self._sqL[p:p + 1], sq_b=self._sqL[:nL])[0]
+        return self.cache.compute(i, self._pidx[:nL])[0]
 
     def _learned_row(self, k: int) -> np.ndarray:
         """Kernel row of learned position k over the learned examples (kept, or recomputed)."""
@@ -503,12 +494,8 @@ class IncrementalSVM(OnlineSolver):
 
     # --------------------------------------------------- learned-set storage
     def _append(self, i: int, y: float) -> int:
-        if self._XL.shape[1] != self.store.n_features:
-            self._XL = np.zeros((len(self._pidx), self.store.n_features))
         self._grow_learned()
         p = self._nL
-        self._XL[p] = self.store.X[i]
-        self._sqL[p] = self.store.sq_norms[i]
         self._nL += 1
         self._pidx[p] = i
         self._py[p] = y
@@ -541,7 +528,7 @@ class IncrementalSVM(OnlineSolver):
         q = self._nL - 1
         if p != q:
             self._pos_in_seq_order = False
-            for nm in ("_pidx", "_py", "_pa", "_pg", "_pst", "_pseq", "_slot", "_XL", "_sqL"):
+            for nm in ("_pidx", "_py", "_pa", "_pg", "_pst", "_pseq", "_slot"):
                 arr = getattr(self, nm)
                 arr[p] = arr[q]
             self._pos_of[self._pidx[p]] = p
@@ -1393,31 +1380,6 @@ class IncrementalSVM(OnlineSolver):
             msg = msg or self._certify(f"unlearn of example {i}", changed)
         return self._result(tm, iters, msg, None, removed=i)
 
-    def decision_function(self, idx=None, X: np.ndarray | None = None) -> np.ndarray:
-        """f for stored indices ``idx`` (default: all), or for new points ``X``.
-
-        Stored indices are scored in blocks of rows against a contiguous copy of
-        the support vectors, so scoring a large pool never gathers a copy of it
-        (which would also push the solver's own arrays out of the CPU caches just
-        before the next label is learned).  Same kernel evaluations, counted alike.
-        """
-        if X is not None or self.cache is None:
-            return super().decision_function(idx, X)
-        sv, coef, b = self.coefficients()
-        idx = np.arange(len(self.store)) if idx is None else np.asarray(idx, dtype=np.intp).reshape(-1)
-        if len(sv) == 0 or len(idx) == 0:
-            return np.full(len(idx), b)
-        self.cache.n_evals += len(idx) * len(sv)
-        Xs, sq = self.store.X, self.store.sq_norms
-        X_sv, sq_sv = Xs[sv], sq[sv]
-        f = np.empty(len(idx))
-        block = 256
-        for start in range(0, len(idx), block):
-            rows = idx[start:start + block]
-            f[start:start + block] = self.kernel(Xs[rows], X_sv, sq_a=sq[rows], sq_b=sq_sv) @ coef
-        f += b
-        return f
-
     def coefficients(self) -> tuple[np.ndarray, np.ndarray, float]:
         nL = self._nL
         a = self._pa[:nL]
@@ -1488,6 +1450,15 @@ class IncrementalSVM(OnlineSolver):
             "R": self._R.copy(),
             "scalars": np.array([self._b, self._seq, self._since_sync, self._since_probe, self._n_resync,
                                  self.C, float(self._exact)], dtype=np.float64),
+            # everything else that steers the next steps (rounding bounds, pending checks, the
+            # kernel scale, the storage layout), so that a restored solver continues exactly as
+            # the saved one would have (see test_resume)
+            "control": np.array([self._g_size, self._g_err, _none_nan(self._kscale),
+                                 _none_nan(self._drift_measured), _none_nan(self._gap_checked),
+                                 float(self._moved), float(self._resync_pending), self._n_refresh,
+                                 len(self._pidx), len(self._Spos), float(self._KLL is not None),
+                                 float(self._pos_in_seq_order)],
+                                dtype=np.float64),
         }
 
     @single_threaded_blas
@@ -1498,7 +1469,17 @@ class IncrementalSVM(OnlineSolver):
         m = len(S)
         cap_l = max(64, 1 << max(0, int(nL - 1).bit_length()))
         cap_m = max(16, 1 << max(0, int(m - 1).bit_length()))
+        control = np.asarray(arrays["control"], dtype=np.float64) if "control" in arrays else None
+        if control is not None:
+            cap_l, cap_m = max(cap_l, int(control[8])), max(cap_m, int(control[9]))
         self._reset_model(cap_l, cap_m)
+        if control is not None:
+            self._g_size, self._g_err = float(control[0]), float(control[1])
+            self._kscale, self._drift_measured, self._gap_checked = (_nan_none(v) for v in control[2:5])
+            self._moved, self._resync_pending = bool(control[5]), bool(control[6])
+            self._n_refresh = int(control[7])
+            if not control[10]:
+                self._KLL = None
         self._pos_of = np.full(len(self.store), -1, dtype=np.intp)
         self._nL = nL
         self._pidx[:nL] = pidx
@@ -1508,11 +1489,8 @@ class IncrementalSVM(OnlineSolver):
         self._pst[:nL] = arrays["status"]
         self._pseq[:nL] = arrays["seq"]
         self._pos_of[pidx] = np.arange(nL)
-        self._pos_in_seq_order = bool(np.all(np.diff(self._pseq[:nL]) > 0))
-        if nL:
-            self._XL = np.zeros((len(self._pidx), self.store.n_features))
-            self._XL[:nL] = self.store.X[pidx]
-            self._sqL[:nL] = self.store.sq_norms[pidx]
+        self._pos_in_seq_order = (bool(control[11]) if control is not None else
+                                  bool(np.all(np.diff(self._pseq[:nL]) > 0)))
         sc = np.asarray(arrays["scalars"], dtype=np.float64)
         self._b = float(sc[0])
         self._seq, self._since_sync, self._since_probe, self._n_resync = (int(v) for v in sc[1:5])
@@ -1527,6 +1505,14 @@ class IncrementalSVM(OnlineSolver):
             self._KLL[:nL, :nL] = self.cache.block(pidx, pidx)
         for j, k in enumerate(S):  # kernel rows are exact: recomputing them changes nothing
             self._Ks[j, :nL] = self._learned_row(int(k))
+
+
+def _none_nan(value: float | None) -> float:
+    return float("nan") if value is None else float(value)
+
+
+def _nan_none(value: float) -> float | None:
+    return None if np.isnan(value) else float(value)
 
 
 class IncrementalOneClassSVM(IncrementalSVM):

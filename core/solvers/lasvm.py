@@ -20,9 +20,12 @@ together with everything that is needed to update it without touching the rest
 of the data store, so that one online step costs O(|S| · n_features):
 
 * the signed coefficients, gradients, bounds and K(s, s) of the members of S;
-* a cache of kernel rows K(s, S) of members, within ``cache_bytes`` (§3.3);
-* a contiguous copy of the members' feature vectors (the kernel layer
-  computes rows K(x, S) from it without gathering S from the store).
+* a cache of kernel rows K(s, S) of members, within ``cache_bytes`` (§3.3).
+
+Kernel values come from the kernel layer by store index (``cache.compute``),
+where each value is a function of its two examples alone: a row recomputed
+after a restart, or after it was evicted, is the same bits as the one
+computed online.
 
 ``learn(i, y)`` is one iteration of online LASVM (§3.2): PROCESS(i) then one
 REPROCESS; ``learn_sequence`` does the same for many examples in order (the same
@@ -49,7 +52,6 @@ from core.solvers.base import OnlineSolver, StepResult, StepTimer
 from core.threads import single_threaded_blas
 
 _INITIAL_CAPACITY = 256  # members S has room for at first (capacity doubles when S outgrows it)
-_DECISION_CHUNK_ENTRIES = 1 << 22  # kernel entries per block when scoring many points
 _CHECK_CHUNK_ENTRIES = 1 << 17  # kernel entries per block of the final check (1 MiB)
 _BLOCK_ENTRIES = 1 << 17  # kernel entries per block of new rows (learn_sequence, the final check) (1 MiB)
 _MAX_BLOCK_ROWS = 256  # examples per block of learn_sequence
@@ -129,8 +131,8 @@ class LASVM(OnlineSolver):
       first round computes is kept for later rounds only if it fits in the
       part of ``cache_bytes`` the rows do not use.
 
-    Memory: the row cache (at most max(cache_bytes, 2 rows)), |S| x
-    n_features feature values, a dozen numbers per member of S and one
+    Memory: the row cache (at most max(cache_bytes, 2 rows)), a dozen
+    numbers per member of S (no copy of their features) and one
     position per store item; O(n) more during ``finish()`` (the final check
     keeps one gradient, radius and position per learned example), and blocks
     of at most a few MiB while computing kernel rows.  K(S, S) is never
@@ -194,16 +196,15 @@ class LASVM(OnlineSolver):
     def _allocate(self, cap: int) -> None:
         """Arrays for ``cap`` members, keeping the first n members (rows of the cache: the most recent)."""
         n = int(self._st[nb.N])
-        d = self.store.n_features or 0
         old = getattr(self, "_M", None)
         M = np.zeros((nb.N_FLOAT, cap + _PAD))
         MI = np.full((nb.N_INT, cap + _PAD), -1, dtype=np.int64)
-        XS = np.zeros((cap, d))
         if n:
             M[:, :n] = old[:, :n]
             MI[:, :n] = self._MI[:, :n]
-            XS[:n] = self._XS[:n]
-        self._M, self._MI, self._XS = M, MI, XS
+        # (the compiled steps can keep the members' feature vectors; they are not kept: every
+        # kernel value comes from the kernel layer by store index, dense or sparse, so XS has no columns)
+        self._M, self._MI, self._XS = M, MI, np.zeros((cap, 0))
         self._rowbuf = np.empty(cap)
         self._cap = cap
         self._resize_rows()
@@ -243,9 +244,6 @@ class LASVM(OnlineSolver):
 
     def _on_store_grown(self, n_new: int) -> None:
         self._pos = np.concatenate([self._pos, np.full(n_new, -1, dtype=np.int64)])
-        d = self.store.n_features or 0
-        if hasattr(self, "_XS") and self._XS.shape[1] != d:  # the first data (S is empty)
-            self._XS = np.zeros((self._cap, d))
 
     # per-member views (positions 0..n-1 are the members)
     @property
@@ -294,7 +292,11 @@ class LASVM(OnlineSolver):
     def _store_views(self) -> tuple[np.ndarray, np.ndarray]:
         views = self._views
         if views is None or len(views[1]) != len(self.store):
-            views = self._views = (self.store.X, self.store.sq_norms)
+            # (no feature columns: the compiled steps copy none, see _allocate; the row terms are
+            # squared norms, or feature sums for tanimoto)
+            n = len(self.store)
+            terms = self.store.row_terms(self.kernel) if self.kernel is not None else np.zeros(n)  # (no data yet)
+            views = self._views = (np.zeros((n, 0)), terms)
         return views
 
     # ------------------------------------------------------------------
@@ -336,7 +338,7 @@ class LASVM(OnlineSolver):
         MI = np.full((nb.N_INT, n), -1, dtype=np.int64)
         MI[: nb.SLOT] = state["_MI"]
         self._M, self._MI, self._R, self._SL = M, MI, None, None
-        self._XS = self._store_views()[0][MI[nb.STORE]] if n else np.zeros((0, self.store.n_features or 0))
+        self._XS = np.zeros((n, 0))
         self._pos = np.full(len(self.store), -1, dtype=np.int64)
         self._pos[MI[nb.STORE]] = np.arange(n)
         self._allocate(max(n, _INITIAL_CAPACITY))
@@ -351,21 +353,20 @@ class LASVM(OnlineSolver):
         """K(x_k, x_t) for store examples ks and the first n members t, counted."""
         if n == 0 or len(ks) == 0:
             return np.empty((len(ks), n))
-        X, sq = self._store_views()
         self._count_evals(len(ks) * n)
-        return self.kernel(X[ks], self._XS[:n], sq_a=sq[ks], sq_b=self._M[nb.SQ, :n])
+        return self.cache.compute(ks, self._MI[nb.STORE, :n])
 
     def _diag(self, ks: np.ndarray) -> np.ndarray:
         """K(x_k, x_k), counted."""
         self._count_evals(len(ks))
-        return self.kernel.diag(self._store_views()[0][ks])
+        return self.cache.self_values(ks)
 
     def _cache_row(self, p: int) -> None:
         """Compute the row K(x_p, S) of member p and put it in the row cache."""
         n = self._n
         self._count_evals(n)
-        row = self.kernel(self._XS[p:p + 1], self._XS[:n], sq_a=self._M[nb.SQ, p:p + 1],
-                          sq_b=self._M[nb.SQ, :n])[0]
+        S = self._MI[nb.STORE, :n]
+        row = self.cache.compute(S[p:p + 1], S)[0]
         nb.put_row(self._M, self._MI, self._R, self._SL, self._st, p, row)
 
     def _row(self, p: int) -> np.ndarray:
@@ -408,12 +409,12 @@ class LASVM(OnlineSolver):
         else:
             left = nb.gradients_from_rows(M, self._MI, self._R, np.arange(a, n), sv)
             if len(left):
-                XS, sq = self._XS[sv], M[nb.SQ, sv]
+                S = self._MI[nb.STORE]
                 coef = M[nb.ALPHA, sv]
                 chunk = max(1, _BLOCK_ENTRIES // len(sv))
                 for c in range(0, len(left), chunk):
                     part = left[c:c + chunk]
-                    K = self.kernel(self._XS[part], XS, sq_a=M[nb.SQ, part], sq_b=sq)
+                    K = self.cache.compute(S[part], S[sv])
                     self._count_evals(K.size)
                     sums = np.empty(len(part))
                     nb.gradients_of_rows(K, coef, sums)
@@ -433,10 +434,8 @@ class LASVM(OnlineSolver):
         k_diag[t] = self._diag(k)[0]
         later = items[t + 1:]
         if len(later):
-            X, sq = self._store_views()
             self._count_evals(len(later))
-            block[t + 1:, block.shape[1] - len(items) + t] = self.kernel(X[later], X[k], sq_a=sq[later],
-                                                                          sq_b=sq[k])[:, 0]
+            block[t + 1:, block.shape[1] - len(items) + t] = self.cache.compute(later, k)[:, 0]
 
     def _extremes(self) -> tuple[int, int]:
         """(i, j) of §3.2 over the active members, -1 where none (see ``_lasvm_compiled.extremes``)."""
@@ -504,9 +503,8 @@ class LASVM(OnlineSolver):
             block[:, :n0] = self._rows_against_S(ks, n0)
         k_diag[:] = self._diag(ks)
         if m > 1:  # K(x_k, x_k') between the block's examples (for those that entered S before k)
-            X, sq = self._store_views()
             self._count_evals(m * m)
-            block[:, n0:] = self.kernel(X[ks], X[ks], sq_a=sq[ks], sq_b=sq[ks])
+            block[:, n0:] = self.cache.compute(ks, ks)
 
     @single_threaded_blas
     def learn(self, i: int, y: float) -> StepResult:
@@ -775,7 +773,7 @@ class LASVM(OnlineSolver):
             part = ks[start:start + m]
             K = np.empty((m, n0 + m))
             K[:, :n0] = check.kernel(part, self._S[:n0])
-            K[:, n0:] = self.kernel(X[part], X[part], sq_a=sq[part], sq_b=sq[part])
+            K[:, n0:] = self.cache.compute(part, part)
             self._count_evals(m * m)
             nb.insert_all(self._M, self._MI, self._XS, self._pos, self._R, self._SL, self._st, self._fs,
                           part.astype(np.int64), self.y[part], K, self._diag(part), X, sq)
@@ -819,34 +817,22 @@ class LASVM(OnlineSolver):
         nz = a != 0.0
         return self._S[:n][nz].copy(), a[nz].copy(), self._b
 
-    def decision_function(self, idx=None, X: np.ndarray | None = None) -> np.ndarray:
+    def decision_function(self, idx=None, X=None) -> np.ndarray:
         """f = sum_s alpha_s K(x_s, x) + b for store indices ``idx`` (default: all) or new points ``X``.
 
-        Kernel values K(x, S) come from ``cache.block`` / ``cache.against``
-        (counted, never cached rows over the store), in chunks so that scoring
-        a pool of millions of items never builds a huge matrix.
+        Kernel values K(x, S) come from ``cache.decision`` / ``decision_against``
+        (counted, never cached rows over the store, summed in the fixed order),
+        in blocks so that scoring a pool of millions of items never builds a
+        huge matrix.
         """
         n = self._n
         a = self._alpha[:n]
         nz = a != 0.0
         sv, coef = self._S[:n][nz], a[nz]
         if X is not None:
-            Z = np.atleast_2d(np.asarray(X, dtype=np.float64))
-            count = len(Z)
-        else:
-            idx = np.arange(len(self.store)) if idx is None else np.asarray(idx, dtype=np.intp).reshape(-1)
-            count = len(idx)
-        out = np.full(count, self._b)
-        if len(sv) == 0 or count == 0:
-            return out
-        chunk = max(1, _DECISION_CHUNK_ENTRIES // len(sv))
-        for s in range(0, count, chunk):
-            if X is not None:
-                Kb = self.cache.against(Z[s:s + chunk], sv)
-            else:
-                Kb = self.cache.block(idx[s:s + chunk], sv)
-            out[s:s + chunk] += Kb @ coef
-        return out
+            return self.cache.decision_against(X, sv, coef, self._b)
+        idx = np.arange(len(self.store)) if idx is None else np.asarray(idx, dtype=np.intp).reshape(-1)
+        return self.cache.decision(idx, sv, coef, self._b)
 
     # ------------------------------------------------------------------
     # state
@@ -889,7 +875,6 @@ class LASVM(OnlineSolver):
             M[nb.KDIAG, :n] = self._diag(S)
             M[nb.SQ, :n] = sq[S]
             MI[nb.STORE, :n] = S
-            self._XS[:n] = X[S]
             self._pos[S] = np.arange(n)
         self._st[nb.N] = self._st[nb.NA] = n
         self._fs[nb.B], self._fs[nb.DELTA] = (float(v) for v in arrays["scalars"])
@@ -938,10 +923,7 @@ class _FinalCheck:
         if solver.kernel.name == "rbf":
             self.root_diag = None  # K_kk = 1
         else:
-            X = solver._store_views()[0]
-            d = max(1, X.shape[1])
-            chunk = max(1, _CHECK_CHUNK_ENTRIES // d)
-            diag = np.concatenate([solver.kernel.diag(X[self.L[a:a + chunk]]) for a in range(0, len(self.L), chunk)])
+            diag = solver.cache.self_values(self.L)
             solver._count_evals(len(self.L))
             self.root_diag = np.sqrt(np.maximum(diag, 0.0))
         # the kept block: K[row_at[k], col_at[c]] for store indices k (rows) and c (columns)
@@ -1065,15 +1047,13 @@ class _FinalCheck:
     def _compute(self, r: np.ndarray, cp: np.ndarray) -> np.ndarray:
         """K(x_r, x_{S_p}) for store indices r and positions cp of members, computed (counted) in blocks."""
         s = self.s
-        X, sq = s._store_views()
         out = np.empty((len(r), len(cp)))
         if len(r) == 0 or len(cp) == 0:
             return out
-        XS, sqS = s._XS[cp], s._M[nb.SQ][cp]  # gathered once, not per chunk
+        cols = s._MI[nb.STORE][cp]
         chunk = max(1, _CHECK_CHUNK_ENTRIES // len(cp))
         for a in range(0, len(r), chunk):
-            rr = r[a:a + chunk]
-            out[a:a + chunk] = s.kernel(X[rr], XS, sq_a=sq[rr], sq_b=sqS)
+            out[a:a + chunk] = s.cache.compute(r[a:a + chunk], cols)
         s._count_evals(len(r) * len(cp))
         return out
 
