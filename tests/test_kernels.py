@@ -82,6 +82,16 @@ def test_inner_products_follow_the_reference_order_bit_for_bit(d, minsum):
     assert np.array_equal(kernel(X32, Y32), expected32)
 
 
+@pytest.mark.parametrize("d", [3001, 3008])
+def test_blocks_wider_than_the_cache_block_follow_the_reference(d):
+    """Many features: the block routine walks B in several column blocks (about 256 KB each)."""
+    X = sample(23, d, seed=d, density=0.9)
+    Y = sample(41, d, seed=d + 1, density=0.9)
+    expected = np.array([[jit.stripe_reference(a, b) for b in Y] for a in X])
+    assert np.array_equal(Kernel("linear")(X, Y), expected)
+    assert np.array_equal(Kernel("linear")(Y, X), expected.T)
+
+
 @pytest.mark.parametrize("name", KERNELS)
 def test_kernel_values_follow_the_reference_for_every_kernel(name):
     kernel = make_kernel(name)
