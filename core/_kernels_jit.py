@@ -328,12 +328,45 @@ def _rows(A, ia, B, ib, out, minsum):
 
 @njit(**_INLINE)
 def _row_loop(A, ia, B, ib, out, minsum, tail):
+    """Four rows of A at a time against each row of B: four independent chains of vector sums
+    (one entry alone waits on the latency of each addition)."""
     d = A.shape[1]
-    for p in range(len(ia)):
+    d8 = d - (d & 7)
+    m, n = len(ia), len(ib)
+    for p in range(0, m - 3, 4):
+        a0 = A[ia[p]]
+        a1 = A[ia[p + 1]]
+        a2 = A[ia[p + 2]]
+        a3 = A[ia[p + 3]]
+        for q in range(n):
+            b = B[ib[q]]
+            s0 = s1 = s2 = s3 = _Z8
+            if minsum:
+                for k in range(0, d8, 8):
+                    s0 = _min8(s0, a0, b, k)
+                    s1 = _min8(s1, a1, b, k)
+                    s2 = _min8(s2, a2, b, k)
+                    s3 = _min8(s3, a3, b, k)
+            else:
+                for k in range(0, d8, 8):
+                    s0 = _mac8(s0, a0, b, k)
+                    s1 = _mac8(s1, a1, b, k)
+                    s2 = _mac8(s2, a2, b, k)
+                    s3 = _mac8(s3, a3, b, k)
+            if tail:
+                out[p, q] = _finish8(s0, a0, b, d8, d, minsum)
+                out[p + 1, q] = _finish8(s1, a1, b, d8, d, minsum)
+                out[p + 2, q] = _finish8(s2, a2, b, d8, d, minsum)
+                out[p + 3, q] = _finish8(s3, a3, b, d8, d, minsum)
+            else:
+                out[p, q] = _sum8(s0)
+                out[p + 1, q] = _sum8(s1)
+                out[p + 2, q] = _sum8(s2)
+                out[p + 3, q] = _sum8(s3)
+    for p in range(m - (m & 3), m):
         a = A[ia[p]]
-        row = out[p]
-        for q in range(len(ib)):
-            row[q] = _dot_main(a, B[ib[q]], d, minsum, tail)
+        for q in range(n):
+            out[p, q] = _dot_dense(a, B[ib[q]], d, minsum)
 
 
 @njit(**_INLINE)

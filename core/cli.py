@@ -95,7 +95,8 @@ def _model_arguments(p: argparse.ArgumentParser, solver_default: str | None) -> 
     g.add_argument("--solver", choices=SOLVERS, default=solver_default,
                    help="solver" + (f" (default: {solver_default})" if solver_default else
                                     " (default: each strategy's own)"))
-    g.add_argument("--kernel", choices=("rbf", "linear", "poly"), default="rbf")
+    g.add_argument("--kernel", choices=("rbf", "linear", "poly", "tanimoto"), default="rbf",
+                   help="kernel (tanimoto: non-negative features such as fingerprint bits)")
     g.add_argument("--C", type=_positive_float, default=1.0, help="box constraint (default 1)")
     g.add_argument("--gamma", type=_gamma, default="scale",
                    help="kernel width: a number, 'scale' (default) or 'auto'")

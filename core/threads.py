@@ -121,24 +121,47 @@ def _controllers() -> Sequence:
 
 def refresh_blas_libraries() -> None:
     """Look for BLAS libraries again (after loading one that was not loaded before)."""
-    global _blas_controllers
+    global _blas_controllers, _setters
     with _blas_lock:
         _blas_controllers = None
+        _setters = None
+
+
+def _raw_thread_setters(lib) -> tuple:
+    """(get, set) of a BLAS library's thread count, as plain C functions where the library has them.
+
+    OpenBLAS through threadpoolctl's controller obeys only the Python thread that first set it
+    (its "controlling thread"), which in a server that labels in several threads would leave the
+    count unchanged without a word; the C functions have no such rule (our own lock orders the
+    calls).  Other libraries go through their controller.
+    """
+    if lib.internal_api == "openblas":
+        layer = getattr(lib, "threading_layer", "")
+        get = lib._get_symbol("omp_get_max_threads" if layer == "openmp" else "openblas_get_num_threads")
+        put = lib._get_symbol("omp_set_num_threads" if layer == "openmp" else "openblas_set_num_threads")
+        if get is not None and put is not None:
+            return get, put
+    return (lambda: lib.num_threads), lib.set_num_threads
+
+
+_setters: list | None = None
 
 
 class _SingleThreadBLAS:
     __slots__ = ()
 
     def __enter__(self):
-        global _blas_depth
+        global _blas_depth, _setters
         with _blas_lock:
             if _blas_depth == 0:
+                if _setters is None:
+                    _setters = [_raw_thread_setters(lib) for lib in _controllers()]
                 saved = []
-                for lib in _controllers():
-                    n = lib.num_threads
+                for get, put in _setters:
+                    n = get()
                     if n != 1:
-                        lib.set_num_threads(1)
-                        saved.append((lib, n))
+                        put(1)
+                        saved.append((put, n))
                 _blas_saved[:] = saved
             _blas_depth += 1
         return self
@@ -148,8 +171,8 @@ class _SingleThreadBLAS:
         with _blas_lock:
             _blas_depth -= 1
             if _blas_depth == 0:
-                for lib, n in _blas_saved:
-                    lib.set_num_threads(n)
+                for put, n in _blas_saved:
+                    put(n)
                 _blas_saved.clear()
         return False
 
