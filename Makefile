@@ -9,12 +9,15 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 
+# (then the kernel routines are compiled into Numba's on-disk cache once, not on the first page load)
 $(VENV)/.runtime: requirements.txt | $(BIN)/python
 	$(BIN)/pip install -q -r requirements.txt
+	$(BIN)/python -c "from core.kernels import compile_routines; compile_routines()"
 	touch $@
 
 $(VENV)/.dev: requirements.txt requirements-dev.txt | $(BIN)/python
 	$(BIN)/pip install -q -r requirements-dev.txt
+	$(BIN)/python -c "from core.kernels import compile_routines; compile_routines(('float64', 'float32'))"
 	touch $@ $(VENV)/.runtime
 
 # Bound to this machine only (app/.streamlit/config.toml says so too); to share the app on a

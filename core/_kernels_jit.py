@@ -700,6 +700,8 @@ _PUBLIC = ("dense_row_terms", "dense_rows", "dense_rows_min", "dense_block", "de
            "dense_small_min", "csr_row_terms",
            "csr_rows", "csr_rows_inverted", "rows_dot", "dot", "add_weighted_rows", "diag_values")
 _python = {name: globals()[name] for name in _PUBLIC}
+ROUTINE_NAMES = _PUBLIC
+FLOAT64_ONLY = ("rows_dot", "dot", "add_weighted_rows", "diag_values")  # (their inputs are float64 sums)
 _dispatchers: dict = {}
 _compile_lock = threading.Lock()
 

@@ -70,6 +70,17 @@ A growable matrix of examples whose indices never change:
   chunks (by half its size); the first append after wrapping copies the
   wrapped rows into it once.
 * Non-finite values are refused, naming the example and the feature.
+* A sparse store answers kernel rows over the whole store through an
+  inverted index (``DataStore.inverted``: for each feature, the examples that
+  have it; as many numbers as the nonzeros, made on first use), so a row costs
+  the (feature, example) pairs it shares, not the size of the pool.
+
+``as_data_matrix(X, dtype)`` gives the canonical read-only form the store
+keeps (a view when nothing needs converting).  Solvers take ``dtype`` as a
+parameter (``"float64"`` or ``"float32"``) and wrap the first batch given to
+an empty store when it is read-only; ``ActiveLearningLoop`` passes its pool
+that way, so pass ``solver_params={"dtype": "float32"}`` to the loop for a
+float32 pool.
 
 Kernel values (``KernelCache``)
 -------------------------------
@@ -83,21 +94,33 @@ counts kernel evaluations (``n_evals``: one evaluation = one entry K(x_i, x_j)).
 * ``entries(i, cols)`` — from a cached row when there is one, else computed.
 * ``against(Z, cols)`` — K(z, x_cols) for new points z (not in the store),
   converted to the store's dtype first.
-* ``diag(idx)`` — K(x_i, x_i), kept once computed.
+* ``diag(idx)`` — K(x_i, x_i), kept once computed (counted once);
+  ``self_values(idx)`` — the same values, neither kept nor counted.
+* ``compute(rows, cols)`` — ``block`` without counting, for solvers that
+  count their own evaluations (LASVM's K(x_k, S), the incremental solver's
+  learned rows).
 * ``decision(rows, sv, coef, b)`` / ``decision_against(Z, sv, coef, b)`` —
   f = sum_s coef_s K(x, x_s) + b in blocks, summed in the fixed order.
+
+``Kernel.__call__(A, B, sq_a=None, sq_b=None)`` computes a kernel matrix of
+any two matrices (dense or CSR) through the same routines; ``sq_a`` /
+``sq_b`` may pass the rows' ``Kernel.row_terms`` (squared norms, or feature
+sums for tanimoto) when already known.
 
 A budget of 0 disables caching: results are identical bits, only slower.
 
 Threads
 -------
 Large blocks run on every core, small ones on the calling thread
-(:mod:`core.threads`; the bits do not depend on it).  Nothing reads thread
+(:mod:`core.threads`, ``set_kernel_threads(n)``; the bits do not depend on
+it).  The solvers' own per-label algebra runs on one BLAS thread (every
+public solver method enters ``blas_single_thread``).  Nothing reads thread
 environment variables.
 
-The first call of each compiled routine compiles it (a few seconds) unless
-Numba's on-disk cache (``cache=True``, in ``core/__pycache__`` or the user's
-cache folder) already holds it.
+The first call of each compiled routine compiles it (seconds; about 40 s for
+all that a session uses on a 2-core machine) unless Numba's on-disk cache
+(``cache=True``, in ``core/__pycache__`` or the user's cache folder) already
+holds it; a process that finds them there loads them in well under a second.
 """
 
 from __future__ import annotations
@@ -114,7 +137,7 @@ from core.threads import run_chunks
 KERNEL_NAMES = ("linear", "rbf", "poly", "tanimoto")
 DTYPES = ("float64", "float32")
 _FEW_ROWS = 4  # below this many rows on one side a block is computed one entry at a time
-_SERIAL_COST = 2e6  # operations below which a block is computed in the calling thread (see core.threads)
+_SERIAL_COST = 1e6  # operations below which a block is computed in the calling thread (see core.threads)
 _DECISION_CHUNK_ENTRIES = 1 << 22  # kernel entries per block when scoring many points
 
 
@@ -968,5 +991,16 @@ class KernelCache:
         return self._bytes
 
 
+def compile_routines(dtypes=("float64",)) -> None:
+    """Compile (or load from Numba's cache) every kernel routine for these feature dtypes.
+
+    ``make run`` and ``make test`` call it once after installing, so that the
+    app's first page and the first test do not wait for the compiler.
+    """
+    for name in jit.ROUTINE_NAMES:
+        for dtype in (("float64",) if name in jit.FLOAT64_ONLY else dtypes):
+            jit.routine(name, dtype)
+
+
 __all__ = ["DTYPES", "DataStore", "KERNEL_NAMES", "Kernel", "KernelCache", "Rows", "add_weighted_rows",
-           "as_data_matrix", "dot", "evaluate", "resolve_gamma", "row_terms", "rows_dot"]
+           "as_data_matrix", "compile_routines", "dot", "evaluate", "resolve_gamma", "row_terms", "rows_dot"]
