@@ -10,7 +10,7 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 
-# (then the compiled inner loops are compiled once, into Numba's cache, not at the first label)
+# (then the compiled inner loops and kernel routines are compiled once, into Numba's cache, not at the first label)
 $(VENV)/.runtime: requirements.txt | $(BIN)/python
 	$(BIN)/pip install -q -r requirements.txt
 	$(BIN)/python -m core.solvers._compile

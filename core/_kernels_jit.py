@@ -328,12 +328,45 @@ def _rows(A, ia, B, ib, out, minsum):
 
 @njit(**_INLINE)
 def _row_loop(A, ia, B, ib, out, minsum, tail):
+    """Four rows of A at a time against each row of B: four independent chains of vector sums
+    (one entry alone waits on the latency of each addition)."""
     d = A.shape[1]
-    for p in range(len(ia)):
+    d8 = d - (d & 7)
+    m, n = len(ia), len(ib)
+    for p in range(0, m - 3, 4):
+        a0 = A[ia[p]]
+        a1 = A[ia[p + 1]]
+        a2 = A[ia[p + 2]]
+        a3 = A[ia[p + 3]]
+        for q in range(n):
+            b = B[ib[q]]
+            s0 = s1 = s2 = s3 = _Z8
+            if minsum:
+                for k in range(0, d8, 8):
+                    s0 = _min8(s0, a0, b, k)
+                    s1 = _min8(s1, a1, b, k)
+                    s2 = _min8(s2, a2, b, k)
+                    s3 = _min8(s3, a3, b, k)
+            else:
+                for k in range(0, d8, 8):
+                    s0 = _mac8(s0, a0, b, k)
+                    s1 = _mac8(s1, a1, b, k)
+                    s2 = _mac8(s2, a2, b, k)
+                    s3 = _mac8(s3, a3, b, k)
+            if tail:
+                out[p, q] = _finish8(s0, a0, b, d8, d, minsum)
+                out[p + 1, q] = _finish8(s1, a1, b, d8, d, minsum)
+                out[p + 2, q] = _finish8(s2, a2, b, d8, d, minsum)
+                out[p + 3, q] = _finish8(s3, a3, b, d8, d, minsum)
+            else:
+                out[p, q] = _sum8(s0)
+                out[p + 1, q] = _sum8(s1)
+                out[p + 2, q] = _sum8(s2)
+                out[p + 3, q] = _sum8(s3)
+    for p in range(m - (m & 3), m):
         a = A[ia[p]]
-        row = out[p]
-        for q in range(len(ib)):
-            row[q] = _dot_main(a, B[ib[q]], d, minsum, tail)
+        for q in range(n):
+            out[p, q] = _dot_dense(a, B[ib[q]], d, minsum)
 
 
 @njit(**_INLINE)
@@ -368,54 +401,59 @@ def _tile_loop(A, ia, B, ib, out, minsum, tail):
     m, n = len(ia), len(ib)
     # (the loop bounds are written m - 3 and n - 1: LLVM vectorises this loop nest several times
     # slower when they are m - (m & 3) and n - (n & 1), and when the leftover columns are done inside it)
-    for p in range(0, m - 3, 4):
-        a0 = A[ia[p]]
-        a1 = A[ia[p + 1]]
-        a2 = A[ia[p + 2]]
-        a3 = A[ia[p + 3]]
-        for q in range(0, n - 1, 2):
-            b0 = B[ib[q]]
-            b1 = B[ib[q + 1]]
-            s00 = s01 = s10 = s11 = s20 = s21 = s30 = s31 = _Z8
-            if minsum:
-                for k in range(0, d8, 8):
-                    s00 = _min8(s00, a0, b0, k)
-                    s01 = _min8(s01, a0, b1, k)
-                    s10 = _min8(s10, a1, b0, k)
-                    s11 = _min8(s11, a1, b1, k)
-                    s20 = _min8(s20, a2, b0, k)
-                    s21 = _min8(s21, a2, b1, k)
-                    s30 = _min8(s30, a3, b0, k)
-                    s31 = _min8(s31, a3, b1, k)
-            else:
-                for k in range(0, d8, 8):
-                    s00 = _mac8(s00, a0, b0, k)
-                    s01 = _mac8(s01, a0, b1, k)
-                    s10 = _mac8(s10, a1, b0, k)
-                    s11 = _mac8(s11, a1, b1, k)
-                    s20 = _mac8(s20, a2, b0, k)
-                    s21 = _mac8(s21, a2, b1, k)
-                    s30 = _mac8(s30, a3, b0, k)
-                    s31 = _mac8(s31, a3, b1, k)
-            if tail:  # (the tail features through a called function: eight inlined copies
-                # make LLVM vectorise the main loop worse and compile for minutes)
-                out[p, q] = _finish8(s00, a0, b0, d8, d, minsum)
-                out[p, q + 1] = _finish8(s01, a0, b1, d8, d, minsum)
-                out[p + 1, q] = _finish8(s10, a1, b0, d8, d, minsum)
-                out[p + 1, q + 1] = _finish8(s11, a1, b1, d8, d, minsum)
-                out[p + 2, q] = _finish8(s20, a2, b0, d8, d, minsum)
-                out[p + 2, q + 1] = _finish8(s21, a2, b1, d8, d, minsum)
-                out[p + 3, q] = _finish8(s30, a3, b0, d8, d, minsum)
-                out[p + 3, q + 1] = _finish8(s31, a3, b1, d8, d, minsum)
-            else:
-                out[p, q] = _sum8(s00)
-                out[p, q + 1] = _sum8(s01)
-                out[p + 1, q] = _sum8(s10)
-                out[p + 1, q + 1] = _sum8(s11)
-                out[p + 2, q] = _sum8(s20)
-                out[p + 2, q + 1] = _sum8(s21)
-                out[p + 3, q] = _sum8(s30)
-                out[p + 3, q + 1] = _sum8(s31)
+    # Column blocks of about 256 KB of B's rows, so that they stay in the CPU cache while every
+    # tile of A's rows passes over them (one pass over a large B per tile would be memory-bound).
+    block = max(2, (262144 // (8 * d)) & ~1)
+    for q_start in range(0, n - 1, block):
+        q_stop = min(n - 1, q_start + block)
+        for p in range(0, m - 3, 4):
+            a0 = A[ia[p]]
+            a1 = A[ia[p + 1]]
+            a2 = A[ia[p + 2]]
+            a3 = A[ia[p + 3]]
+            for q in range(q_start, q_stop, 2):
+                b0 = B[ib[q]]
+                b1 = B[ib[q + 1]]
+                s00 = s01 = s10 = s11 = s20 = s21 = s30 = s31 = _Z8
+                if minsum:
+                    for k in range(0, d8, 8):
+                        s00 = _min8(s00, a0, b0, k)
+                        s01 = _min8(s01, a0, b1, k)
+                        s10 = _min8(s10, a1, b0, k)
+                        s11 = _min8(s11, a1, b1, k)
+                        s20 = _min8(s20, a2, b0, k)
+                        s21 = _min8(s21, a2, b1, k)
+                        s30 = _min8(s30, a3, b0, k)
+                        s31 = _min8(s31, a3, b1, k)
+                else:
+                    for k in range(0, d8, 8):
+                        s00 = _mac8(s00, a0, b0, k)
+                        s01 = _mac8(s01, a0, b1, k)
+                        s10 = _mac8(s10, a1, b0, k)
+                        s11 = _mac8(s11, a1, b1, k)
+                        s20 = _mac8(s20, a2, b0, k)
+                        s21 = _mac8(s21, a2, b1, k)
+                        s30 = _mac8(s30, a3, b0, k)
+                        s31 = _mac8(s31, a3, b1, k)
+                if tail:  # (the tail features through a called function: eight inlined copies
+                    # make LLVM vectorise the main loop worse and compile for minutes)
+                    out[p, q] = _finish8(s00, a0, b0, d8, d, minsum)
+                    out[p, q + 1] = _finish8(s01, a0, b1, d8, d, minsum)
+                    out[p + 1, q] = _finish8(s10, a1, b0, d8, d, minsum)
+                    out[p + 1, q + 1] = _finish8(s11, a1, b1, d8, d, minsum)
+                    out[p + 2, q] = _finish8(s20, a2, b0, d8, d, minsum)
+                    out[p + 2, q + 1] = _finish8(s21, a2, b1, d8, d, minsum)
+                    out[p + 3, q] = _finish8(s30, a3, b0, d8, d, minsum)
+                    out[p + 3, q + 1] = _finish8(s31, a3, b1, d8, d, minsum)
+                else:
+                    out[p, q] = _sum8(s00)
+                    out[p, q + 1] = _sum8(s01)
+                    out[p + 1, q] = _sum8(s10)
+                    out[p + 1, q + 1] = _sum8(s11)
+                    out[p + 2, q] = _sum8(s20)
+                    out[p + 2, q + 1] = _sum8(s21)
+                    out[p + 3, q] = _sum8(s30)
+                    out[p + 3, q + 1] = _sum8(s31)
     m4 = m - (m & 3)
     n2 = n - (n & 1)
     for p in range(m4):  # the last column, when n is odd
@@ -662,6 +700,8 @@ _PUBLIC = ("dense_row_terms", "dense_rows", "dense_rows_min", "dense_block", "de
            "dense_small_min", "csr_row_terms",
            "csr_rows", "csr_rows_inverted", "rows_dot", "dot", "add_weighted_rows", "diag_values")
 _python = {name: globals()[name] for name in _PUBLIC}
+ROUTINE_NAMES = _PUBLIC
+FLOAT64_ONLY = ("rows_dot", "dot", "add_weighted_rows", "diag_values")  # (their inputs are float64 sums)
 _dispatchers: dict = {}
 _compile_lock = threading.Lock()
 

@@ -70,6 +70,17 @@ A growable matrix of examples whose indices never change:
   chunks (by half its size); the first append after wrapping copies the
   wrapped rows into it once.
 * Non-finite values are refused, naming the example and the feature.
+* A sparse store answers kernel rows over the whole store through an
+  inverted index (``DataStore.inverted``: for each feature, the examples that
+  have it; as many numbers as the nonzeros, made on first use), so a row costs
+  the (feature, example) pairs it shares, not the size of the pool.
+
+``as_data_matrix(X, dtype)`` gives the canonical read-only form the store
+keeps (a view when nothing needs converting).  Solvers take ``dtype`` as a
+parameter (``"float64"`` or ``"float32"``) and wrap the first batch given to
+an empty store when it is read-only; ``ActiveLearningLoop`` passes its pool
+that way, so pass ``solver_params={"dtype": "float32"}`` to the loop for a
+float32 pool.
 
 Kernel values (``KernelCache``)
 -------------------------------
@@ -83,21 +94,33 @@ counts kernel evaluations (``n_evals``: one evaluation = one entry K(x_i, x_j)).
 * ``entries(i, cols)`` — from a cached row when there is one, else computed.
 * ``against(Z, cols)`` — K(z, x_cols) for new points z (not in the store),
   converted to the store's dtype first.
-* ``diag(idx)`` — K(x_i, x_i), kept once computed.
+* ``diag(idx)`` — K(x_i, x_i), kept once computed (counted once);
+  ``self_values(idx)`` — the same values, neither kept nor counted.
+* ``compute(rows, cols)`` — ``block`` without counting, for solvers that
+  count their own evaluations (LASVM's K(x_k, S), the incremental solver's
+  learned rows).
 * ``decision(rows, sv, coef, b)`` / ``decision_against(Z, sv, coef, b)`` —
   f = sum_s coef_s K(x, x_s) + b in blocks, summed in the fixed order.
+
+``Kernel.__call__(A, B, sq_a=None, sq_b=None)`` computes a kernel matrix of
+any two matrices (dense or CSR) through the same routines; ``sq_a`` /
+``sq_b`` may pass the rows' ``Kernel.row_terms`` (squared norms, or feature
+sums for tanimoto) when already known.
 
 A budget of 0 disables caching: results are identical bits, only slower.
 
 Threads
 -------
 Large blocks run on every core, small ones on the calling thread
-(:mod:`core.threads`; the bits do not depend on it).  Nothing reads thread
+(:mod:`core.threads`, ``set_kernel_threads(n)``; the bits do not depend on
+it).  The solvers' own per-label algebra runs on one BLAS thread (every
+public solver method enters ``blas_single_thread``).  Nothing reads thread
 environment variables.
 
-The first call of each compiled routine compiles it (a few seconds) unless
-Numba's on-disk cache (``cache=True``, in ``core/__pycache__`` or the user's
-cache folder) already holds it.
+The first call of each compiled routine compiles it (seconds; about 40 s for
+all that a session uses on a 2-core machine) unless Numba's on-disk cache
+(``cache=True``, in ``core/__pycache__`` or the user's cache folder) already
+holds it; a process that finds them there loads them in well under a second.
 """
 
 from __future__ import annotations
@@ -114,6 +137,7 @@ from core.threads import run_chunks
 KERNEL_NAMES = ("linear", "rbf", "poly", "tanimoto")
 DTYPES = ("float64", "float32")
 _FEW_ROWS = 4  # below this many rows on one side a block is computed one entry at a time
+_SERIAL_COST = 1e6  # operations below which a block is computed in the calling thread (see core.threads)
 _DECISION_CHUNK_ENTRIES = 1 << 22  # kernel entries per block when scoring many points
 
 
@@ -256,6 +280,10 @@ def _same_format(A: Rows, B: Rows) -> tuple[Rows, Rows]:
 
 
 # ============================================================================ evaluation
+def _dtype_name(a: np.ndarray) -> str:
+    return "float32" if a.dtype.char == "f" else "float64"
+
+
 def _intp(idx) -> np.ndarray:
     return np.ascontiguousarray(idx, dtype=np.intp).reshape(-1)
 
@@ -267,9 +295,9 @@ def row_terms(R: Rows, rows, tanimoto: bool) -> np.ndarray:
     if len(rows) == 0:
         return out
     if R.sparse:
-        jit.routine("csr_row_terms", R.data.dtype.name)(R.indptr, R.indices, R.data, rows, tanimoto, out)
+        jit.routine("csr_row_terms", _dtype_name(R.data))(R.indptr, R.indices, R.data, rows, tanimoto, out)
     else:
-        jit.routine("dense_row_terms", R.dense.dtype.name)(R.dense, rows, tanimoto, out)
+        jit.routine("dense_row_terms", _dtype_name(R.dense))(R.dense, rows, tanimoto, out)
     return out
 
 
@@ -289,19 +317,29 @@ def evaluate(kernel: Kernel, A: Rows, ia, ta, B: Rows, ib, tb) -> np.ndarray:
     A, B = _same_format(A, B)
     if A.sparse:
         return _evaluate_sparse(kernel, A, ia, ta, B, ib, tb)
-    if m < n:  # the longer side is split across threads: make it the rows of the output
-        return np.ascontiguousarray(evaluate(kernel, B, ib, tb, A, ia, ta).T)
+    if m < n:  # the longer side is split across threads: it makes the rows of the output
+        return np.ascontiguousarray(_evaluate_dense(kernel, B, ib, tb, A, ia, ta).T)
+    return _evaluate_dense(kernel, A, ia, ta, B, ib, tb)
+
+
+def _evaluate_dense(kernel: Kernel, A: Rows, ia, ta, B: Rows, ib, tb) -> np.ndarray:
+    m, n = len(ia), len(ib)
     out = np.empty((m, n))
-    args = (kernel.kind, float(kernel.gamma), float(kernel.coef0), int(kernel.degree))
+    d = A.n_features
     # (fewer than 8 features: one short sum per entry; else register tiles, or one entry at a time
     # against a few rows; the same bits either way)
-    name = "dense_small" if A.n_features < 8 else "dense_rows" if n < _FEW_ROWS else "dense_block"
-    routine = jit.routine(name + ("_min" if kernel.name == "tanimoto" else ""), A.dense.dtype.name)
+    name = "dense_small" if d < 8 else "dense_rows" if n < _FEW_ROWS else "dense_block"
+    routine = jit.routine(name + ("_min" if kernel.name == "tanimoto" else ""), _dtype_name(A.dense))
+    args = kernel.routine_args
+    cost = float(m) * n * max(1, d)
+    if cost < _SERIAL_COST:
+        routine(A.dense, ia, ta, B.dense, ib, tb, *args, out)
+        return out
 
     def work(a: int, b: int) -> None:
         routine(A.dense, ia[a:b], ta[a:b], B.dense, ib, tb, *args, out[a:b])
 
-    run_chunks(work, m, float(m) * n * max(1, A.n_features))
+    run_chunks(work, m, cost)
     return out
 
 
@@ -323,7 +361,7 @@ def _evaluate_sparse(kernel: Kernel, A: Rows, ia, ta, B: Rows, ib, tb) -> np.nda
     m, n = len(ia), len(ib)
     out = np.empty((m, n))
     args = (kernel.kind, float(kernel.gamma), float(kernel.coef0), int(kernel.degree))
-    dtype = A.data.dtype.name
+    dtype = _dtype_name(A.data)
     if 8 * n < B.n_rows:  # a few answering rows: scatter each asking row, visit their nonzeros
         csr_rows = jit.routine("csr_rows", dtype)
 
@@ -451,6 +489,11 @@ class Kernel:
         return jit.KIND[self.name]
 
     @property
+    def routine_args(self) -> tuple[int, float, float, int]:
+        """(kind, gamma, coef0, degree) as the compiled routines take them."""
+        return jit.KIND[self.name], float(self.gamma), float(self.coef0), int(self.degree)
+
+    @property
     def needs_nonnegative(self) -> bool:
         """Whether the kernel is defined (positive semi-definite) for non-negative features only."""
         return self.name == "tanimoto"
@@ -561,6 +604,7 @@ class DataStore:
         self._sums: np.ndarray | None = None  # feature sums (row terms of tanimoto), made when asked for
         self._arange = np.arange(0, dtype=np.intp)
         self._inv = None  # (rows covered, CSC arrays) of a sparse store, see inverted()
+        self._rows_view: Rows | None = None
         if X is not None:
             self.append(X)
 
@@ -604,6 +648,13 @@ class DataStore:
     @property
     def rows(self) -> Rows:
         """The stored rows as the compiled routines read them."""
+        cached = self._rows_view
+        if cached is not None and cached.n_rows == self._n and (cached.dense is self._dense or self._sparse):
+            return cached
+        self._rows_view = self._make_rows()
+        return self._rows_view
+
+    def _make_rows(self) -> Rows:
         n = self._n
         if self._sparse:
             return Rows(indptr=self._indptr, indices=self._indices, data=self._data, n_rows=n,
@@ -640,7 +691,7 @@ class DataStore:
 
     def row_terms(self, kernel: Kernel) -> np.ndarray:
         """The row terms ``kernel`` needs: ``feature_sums`` for tanimoto, else ``sq_norms``."""
-        return self.feature_sums if kernel.name == "tanimoto" else self.sq_norms
+        return self.feature_sums if kernel.name == "tanimoto" else self._sq[: self._n]
 
     def indices(self) -> np.ndarray:
         """0..n-1 (a cached array; do not modify)."""
@@ -687,6 +738,7 @@ class DataStore:
         else:
             self._append_owned(M)
         self._n = start + m
+        self._rows_view = None
         idx = np.arange(start, self._n)
         sq = row_terms(self.rows, idx, False)
         if len(self._sq) < self._n:
@@ -762,6 +814,7 @@ class KernelCache:
         self._rows: OrderedDict[int, np.ndarray] = OrderedDict()
         self._bytes = 0
         self._diag = np.empty(0)
+        self._row_routine = None  # (compiled routine, its kernel arguments) of _one_row
 
     # -- evaluation -------------------------------------------------------
     def _terms(self) -> np.ndarray:
@@ -780,7 +833,25 @@ class KernelCache:
 
     def compute(self, rows, cols) -> np.ndarray:
         """K(x_rows, x_cols) like ``block`` but not counted (for solvers that count their own evaluations)."""
-        return self._store_block(_intp(rows), _intp(cols))
+        rows, cols = _intp(rows), _intp(cols)
+        if len(rows) == 1 and not self.store.is_sparse and len(cols) * (self.store.n_features or 1) < _SERIAL_COST:
+            return self._one_row(rows, cols)[None, :]
+        return self._store_block(rows, cols)
+
+    def _one_row(self, row: np.ndarray, cols: np.ndarray) -> np.ndarray:
+        """K(x_row, x_cols) of a dense store, straight to the compiled routine (the online hot path:
+        the same routine ``evaluate`` takes for one row, without its choices)."""
+        R = self.store.rows
+        t = self._terms()
+        out = np.empty((len(cols), 1))
+        if len(cols):
+            if self._row_routine is None:  # (the store's dtype and width are fixed once it has rows)
+                name = "dense_small" if R.n_features < 8 else "dense_rows"
+                self._row_routine = (jit.routine(name + ("_min" if self.kernel.name == "tanimoto" else ""),
+                                                 _dtype_name(R.dense)), self.kernel.routine_args)
+            routine, args = self._row_routine
+            routine(R.dense, cols, t[cols], R.dense, row, t[row], *args, out)
+        return out[:, 0]
 
     def self_values(self, idx) -> np.ndarray:
         """K(x_i, x_i) for store indices, computed from the stored row terms (not counted, not kept)."""
@@ -920,5 +991,16 @@ class KernelCache:
         return self._bytes
 
 
+def compile_routines(dtypes=("float64",)) -> None:
+    """Compile (or load from Numba's cache) every kernel routine for these feature dtypes.
+
+    ``make run`` and ``make test`` call it once after installing, so that the
+    app's first page and the first test do not wait for the compiler.
+    """
+    for name in jit.ROUTINE_NAMES:
+        for dtype in (("float64",) if name in jit.FLOAT64_ONLY else dtypes):
+            jit.routine(name, dtype)
+
+
 __all__ = ["DTYPES", "DataStore", "KERNEL_NAMES", "Kernel", "KernelCache", "Rows", "add_weighted_rows",
-           "as_data_matrix", "dot", "evaluate", "resolve_gamma", "row_terms", "rows_dot"]
+           "as_data_matrix", "compile_routines", "dot", "evaluate", "resolve_gamma", "row_terms", "rows_dot"]

@@ -87,7 +87,7 @@ def split(n: int, parts: int) -> list[tuple[int, int]]:
     return [(edges[k], edges[k + 1]) for k in range(parts) if edges[k] < edges[k + 1]]
 
 
-def run_chunks(work: Callable[[int, int], None], n: int, cost: float, *, min_cost: float = 2e6) -> int:
+def run_chunks(work: Callable[[int, int], None], n: int, cost: float, *, min_cost: float = 1e6) -> int:
     """Call ``work(start, stop)`` over ranges covering 0..n; returns the number of threads used.
 
     ``cost`` estimates the operations of the whole job; below ``min_cost`` (or

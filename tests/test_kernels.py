@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 import tracemalloc
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -80,6 +81,16 @@ def test_inner_products_follow_the_reference_order_bit_for_bit(d, minsum):
     expected32 = np.array([[reference_kernel(kernel, a, b) if minsum else jit.stripe_reference(a, b)
                             for b in Y32] for a in X32]).reshape(K.shape)
     assert np.array_equal(kernel(X32, Y32), expected32)
+
+
+@pytest.mark.parametrize("d", [3001, 3008])
+def test_blocks_wider_than_the_cache_block_follow_the_reference(d):
+    """Many features: the block routine walks B in several column blocks (about 256 KB each)."""
+    X = sample(23, d, seed=d, density=0.9)
+    Y = sample(41, d, seed=d + 1, density=0.9)
+    expected = np.array([[jit.stripe_reference(a, b) for b in Y] for a in X])
+    assert np.array_equal(Kernel("linear")(X, Y), expected)
+    assert np.array_equal(Kernel("linear")(Y, X), expected.T)
 
 
 @pytest.mark.parametrize("name", KERNELS)
@@ -454,3 +465,52 @@ def test_the_fixed_order_sums_agree_with_each_other_and_the_reference():
     g = np.zeros(5000)
     add_weighted_rows(g, big, np.array([6, 0, 3]), np.array([0.5, -2.0, 1.25]))
     assert np.array_equal(g, rows_dot(np.ascontiguousarray(big[[6, 0, 3]].T), np.array([0.5, -2.0, 1.25])))
+
+
+# --------------------------------------------------------------------------- BLAS threads
+def blas_thread_counts():
+    """Threads of NumPy's and SciPy's BLAS (the ones the solvers use; a test reference such as
+    cvxopt may have loaded a BLAS of its own)."""
+    from threadpoolctl import threadpool_info
+
+    ours = [lib for lib in threadpool_info() if lib["user_api"] == "blas"
+            and Path(lib["filepath"]).parent.name in ("numpy.libs", "scipy.libs")]
+    assert ours
+    return [lib["num_threads"] for lib in ours]
+
+
+def test_solver_steps_run_on_one_blas_thread_whatever_the_caller_set():
+    """Per-label algebra on one BLAS thread, also while another thread holds threadpoolctl's control."""
+    import threading
+    import time
+
+    from core.solvers.incremental import IncrementalSVM
+
+    seen = []
+
+    class Probe(IncrementalSVM):
+        def learn(self, i, y):
+            seen.append(blas_thread_counts())
+            return super().learn(i, y)
+
+    X = np.random.default_rng(0).random((30, 4))
+    s = Probe(X, C=1.0)
+    release = threading.Event()
+
+    def other_thread():
+        with threadpool_limits(2):  # threadpoolctl then obeys this thread only
+            release.wait(5)
+
+    t = threading.Thread(target=other_thread)
+    t.start()
+    time.sleep(0.05)
+    try:
+        with threadpool_limits(2):
+            for i in range(6):
+                s.learn(i, 1.0 if i % 2 else -1.0)
+            after = blas_thread_counts()
+    finally:
+        release.set()
+        t.join()
+    assert seen and all(counts and set(counts) == {1} for counts in seen)
+    assert set(after) == {2}  # restored on the way out

@@ -30,8 +30,8 @@ from app.services.common import (
     numeric_columns,
     scale_features,
 )
-from app.services.history import RunHistory
 from app.services.documents import RunDocuments
+from app.services.history import RunHistory
 from app.services.readouts import RunReadouts
 from app.services.snapshots import SNAPSHOT_EVERY, RunSnapshots
 from app.services.stopping import RunStopping, stopping_settings

@@ -172,7 +172,8 @@ def check_kernel_range(kernel: Kernel, X: np.ndarray, C: float, first_index: int
         neg = _first_negative(X)
         if neg is not None:
             raise ValueError(f"example {first_index + neg[0]}: the {kernel.name} kernel needs non-negative features "
-                             f"(fingerprint bits or counts), but feature {neg[1]} is {neg[2]!r}")
+                             f"(fingerprint bits or counts; do not standardise them), but feature {neg[1]} is "
+                             f"{neg[2]!r}")
     sq, bound = kernel_bound(kernel, X)
     with np.errstate(over="ignore", invalid="ignore"):
         bad_sq = ~(sq <= MAX_SQ_NORM)
