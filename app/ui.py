@@ -36,6 +36,9 @@ DEFAULTS = {
 
 @st.cache_resource(show_spinner="Opening the database…")
 def _service_for(url: str) -> MarginLab:
+    from core.solvers import _compile
+
+    _compile.preload()  # the compiled loops load in the background: the first label does not wait for them
     service = MarginLab.from_url(url)
     service.ensure_demo_dataset()
     service.ensure_owner()  # a new installation's first owner (its password printed once, or from the environment)

@@ -758,7 +758,7 @@ def test_a_document_dataset_is_labelled_with_its_text_shown(db_url):
     info = svc.dataset(result.dataset_id)
     assert info.display_kind == "text" and info.meta["eval_fraction"] == 0.0
     assert info.meta["feature_blocks"][0]["kind"] == "svd" and info.n_features == 8
-    at = start_app()
+    at = start_app("di")
     at.switch_page("views/label.py").run()
     start_session(at, "di", "largest-positive", dataset_id=result.dataset_id)
     item = shown_item(at)
