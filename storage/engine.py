@@ -340,7 +340,21 @@ def _use_write_ahead_log(engine: Engine) -> None:
     """Switch a SQLite database to write-ahead logging; it stays so for every later connection."""
     with engine.connect() as connection:
         # on the driver's connection, outside a transaction (the mode cannot change inside one)
-        connection.connection.driver_connection.execute("PRAGMA journal_mode = WAL")
+        dbapi_connection = connection.connection.driver_connection
+        if dbapi_connection.execute("PRAGMA journal_mode").fetchone()[0].lower() == "wal":
+            return
+        # The change needs the database to itself, and while another process is opening it too
+        # SQLite can answer "database is locked" at once, without its busy handler: wait and retry
+        # as _begin_immediate does, up to the busy timeout.
+        deadline = time.monotonic() + SQLITE_BUSY_TIMEOUT_MS / 1000
+        while True:
+            try:
+                dbapi_connection.execute("PRAGMA journal_mode = WAL").fetchone()
+                return
+            except sqlite3.OperationalError as error:
+                if ("locked" not in str(error) and "busy" not in str(error)) or time.monotonic() >= deadline:
+                    raise
+            time.sleep(random.uniform(0.001, 0.01))
 
 
 def _describe(engine: Engine) -> str:

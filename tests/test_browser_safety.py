@@ -164,8 +164,12 @@ def test_user_text_is_shown_as_plain_text_on_every_page(tmp_path):
                     if path == "compare":
                         page.get_by_text("Overlay the labelling sessions on this dataset").click()  # off at first
                         wait_for_app(page)
-                        page.wait_for_selector(".legendtext", timeout=60_000)
+                        # the page's other charts have legends too: wait for the overlay's entries
+                        deadline = time.monotonic() + 60
                         legend = page.locator(".legendtext").all_text_contents()
+                        while not any(HOSTILE in text for text in legend) and time.monotonic() < deadline:
+                            page.wait_for_timeout(250)
+                            legend = page.locator(".legendtext").all_text_contents()
                         assert any(HOSTILE in text for text in legend), legend
                         assert_plain(page, requests, "compare legend")
                     if path == "data":

@@ -140,6 +140,28 @@ def learn_in_order(solver, X, y, order, **params):
     return s
 
 
+@pytest.mark.parametrize("compiled", [True, False], ids=["compiled", "numpy"])
+def test_incremental_ok_is_backed_by_the_exact_gap_when_margins_are_pinned_to_zero(compiled):
+    """rbf with gamma = 1e-10: K ~ 1 everywhere and the margins differ by ~1e-10.  A member that
+    entered S by a step clipped at t = 0, or left it, had its maintained margin pinned to 0 while
+    the exact one was 1e-9 away; the learn reported "ok" with a true KKT gap of 2-4 tol (in 81
+    of 300 learning orders).  Now every such pin counts against the margins' error bound."""
+    X = np.array([0.12573022, -0.13210486, 0.64042265, 0.10490012, -0.53566937, 0.36159505,
+                  1.30400005, 0.94708096, -0.70373524, -1.26542147, -0.62327446, 0.04132598])[:, None]
+    y = np.array([-1.0, 1.0, 1.0, -1.0, 1.0, 1.0, 1.0, -1.0, -1.0, 1.0, -1.0, 1.0])
+    statuses = set()
+    for seed in range(100):
+        s = make_solver("incremental", X, kernel="rbf", C=1.0, gamma=1e-10, tol=1e-10, compiled=compiled)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            for i in np.random.default_rng(seed).permutation(len(y)):
+                res = s.learn(int(i), y[i])
+                statuses.add(res.status)
+                if res.status == "ok":
+                    assert s.kkt_gap() <= s.tol + rounding_slack(s), (seed, int(i), s.kkt_gap())
+    assert "ok" in statuses
+
+
 def test_active_set_unlearn_reprices_when_the_rounding_floor_of_its_threshold_drops():
     """K = 1 everywhere (rbf, gamma = 1e-300) and C = 1e100: the optimum priced with a threshold at
     the rounding level of sum(a) ~ 1e16 was kept after unlearning took sum(a) to 0 (gap 2, "ok")."""

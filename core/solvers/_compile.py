@@ -25,15 +25,22 @@ def warm_up() -> tuple[float, float, float, float]:
     return kernels, _incremental_jit.warm_up(), _active_set_jit.warm_up(), lasvm.warm_up()
 
 
+_preloading: threading.Thread | None = None
+_preload_lock = threading.Lock()
+
+
 def preload() -> threading.Thread:
-    """Load the compiled loops in a background (daemon) thread and return it.
+    """Load the compiled loops in a background (daemon) thread, once per process, and return it.
 
     A ``learn`` that arrives meanwhile waits for Numba's compiler lock and then runs compiled as
     always: which code path runs never depends on timing.
     """
-    thread = threading.Thread(target=warm_up, name="marginlab-numba-preload", daemon=True)
-    thread.start()
-    return thread
+    global _preloading
+    with _preload_lock:
+        if _preloading is None:
+            _preloading = threading.Thread(target=warm_up, name="marginlab-numba-preload", daemon=True)
+            _preloading.start()
+        return _preloading
 
 
 if __name__ == "__main__":

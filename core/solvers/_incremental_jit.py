@@ -54,7 +54,7 @@ DONE, CAP, NOSTEP, INEXACT_R, INEXACT_T, GROW, NEED_ROW, NEED_REFRESH = 0, 1, 2,
 (I_M, I_ITERS, I_NCASES, I_NBLOCKED, I_MOVED, I_PREV_KIND, I_PREV_K, I_PREV_ZERO, I_PENDING, I_PENDING_ZERO,
  I_PENDING_FRESH, I_SENS_FRESH, I_REFRESH) = range(13)
 N_ISTATE = 13
-F_B, F_GSIZE, F_GERR, F_BAD_T = range(4)
+F_B, F_GSIZE, F_GERR, F_BAD_T, F_OFFSET = range(5)
 
 _ILL_CONDITIONED = 1e-4
 _EPS_BETA = 1e-12
@@ -467,13 +467,14 @@ def drive(p, mode, krow_p, nL, y, st, g, a, pseq, slot, Spos, yS, Ks, Rw, KLL, h
                 imax = j
         change = abs(t * dg[imax]) if nL > 0 else 0.0
         g_size += change
-        g_err += _EPS * (change + g_size)
+        g_err += _EPS * (change + g_size + abs(t) * size)  # (see IncrementalSVM._note_margin_step)
         cases[ncases] = bcase
         ncases += 1
         # ---- bookkeeping (eqs. 15-17, 22; §4.2)
         k = bk
         zero = 1 if t == 0.0 else 0
         if bcase == CASE_C_MARGIN:
+            g_err += abs(g[p])  # (see IncrementalSVM._update_sets)
             g[p] = 0.0
             if a[p] <= 0.0:
                 a[p] = 0.0
@@ -504,6 +505,11 @@ def drive(p, mode, krow_p, nL, y, st, g, a, pseq, slot, Spos, yS, Ks, Rw, KLL, h
         if bcase == CASE_LEAVE:
             up = beta[1 + slot[k]] > 0
             a[k] = C if up else 0.0
+            # its exact margin (held at 0 while in S) counts against the bound: see IncrementalSVM._update_sets
+            acc = 0.0
+            for j in range(nL):
+                acc += Ks[slot[k], j] * (a[j] * y[j])
+            g_err += abs((acc + b) * y[k] - fstate[F_OFFSET])
             m, refresh = _S_remove(k, nL, m, scale, slot, Spos, yS, Ks, Rw, col)
             st[k] = SET_E if up else SET_O
             g[k] = 0.0
@@ -528,6 +534,7 @@ def drive(p, mode, krow_p, nL, y, st, g, a, pseq, slot, Spos, yS, Ks, Rw, KLL, h
                 break
             continue
         # bcase == CASE_ENTER
+        g_err += abs(g[k])  # (a step clipped at t = 0 leaves the margin it had: see IncrementalSVM._update_sets)
         g[k] = 0.0
         if zero == 1 and prev_kind == PREV_LEAVE and prev_k == k:
             watch[k] = 0.0  # it just left S with no progress: do not bring it back at once

@@ -625,7 +625,7 @@ class IncrementalSVM(OnlineSolver):
         istate[jit.I_PREV_KIND] = jit.PREV_NONE
         istate[jit.I_PENDING] = -1
         row_in = np.zeros(nL)
-        fstate = np.array([self._b, self._g_size, self._g_err, 0.0])
+        fstate = np.array([self._b, self._g_size, self._g_err, 0.0, self._offset])
         blocked = np.empty(self._compiled_buffer, dtype=np.intp)
         cases = np.empty(self._compiled_buffer, dtype=np.int64)
         mode_code = {_LEARN: jit.MODE_LEARN, _LOWER: jit.MODE_LOWER, _REMOVE: jit.MODE_REMOVE}[mode]
@@ -823,7 +823,7 @@ class IncrementalSVM(OnlineSolver):
         if sens.m == 0:
             self._b += drive.yp_d * t
             _blas.daxpy(sens.dg, g, a=t)  # g += dg t, in place
-            self._note_margin_step(sens.dg, t)
+            self._note_margin_step(sens.dg, t, sens.size)
             return
         S, beta, aS = sens.S, sens.beta, sens.aS
         a[drive.p] += drive.d * t
@@ -836,17 +836,20 @@ class IncrementalSVM(OnlineSolver):
         self._b += float(beta[0]) * t
         _blas.daxpy(sens.dg, g, a=t)  # g += dg t, in place
         g[S] = 0.0
-        self._note_margin_step(sens.dg, t)
+        self._note_margin_step(sens.dg, t, sens.size)
 
-    def _note_margin_step(self, dg: np.ndarray, t: float) -> None:
+    def _note_margin_step(self, dg: np.ndarray, t: float, size: float) -> None:
         """Account for g += dg t in the bound on the maintained margins' rounding error.
 
         A margin that went through large intermediate values (a drive with C K(x, x) large
-        whose steps later cancel) keeps their rounding: when the bound reaches a quarter of
-        the gap a step may leave, the margins are recomputed (``_after_update``)."""
+        whose steps later cancel) keeps their rounding, and each dg_i is itself a difference
+        of terms of up to ``size`` (eqs. 8-9 with the sensitivities beta of eq. 7, which are
+        huge when Q~ is near singular, e.g. an rbf kernel with a tiny gamma): it carries about
+        eps size of rounding however small it is.  When the bound reaches a quarter of the gap
+        a step may leave, the margins are recomputed (``_after_update``)."""
         change = abs(t * float(dg[_blas.idamax(dg)])) if len(dg) else 0.0
         self._g_size += change
-        self._g_err += _EPS * (change + self._g_size)
+        self._g_err += _EPS * (change + self._g_size + abs(t) * size)
 
     def _update_sets(self, drive: _Drive, sens: _Sensitivities, event: _Event) -> bool:
         """Move the example that limited the step to its new set; True when the drive is over.
@@ -860,6 +863,7 @@ class IncrementalSVM(OnlineSolver):
         a, g, st = drive.a, drive.g, drive.st
         zero = event.t == 0.0
         if event.kind == "c_margin":
+            self._g_err += abs(float(g[p]))  # (see below: "enter")
             g[p] = 0.0
             if a[p] <= 0.0:
                 a[p] = 0.0
@@ -887,6 +891,10 @@ class IncrementalSVM(OnlineSolver):
         if event.kind == "leave":
             up = sens.beta[1 + self._slot[k]] > 0
             a[k] = C if up else 0.0
+            # while in S its maintained margin was held at 0; from here on it is maintained from
+            # 0, so its exact margin (O(n_learned) from its stored row) counts against the bound
+            row = self._Ks[self._slot[k], : drive.nL]
+            self._g_err += abs((float(row @ (a * drive.y)) + self._b) * drive.y[k] - self._offset)
             self._S_remove(k)
             st[k] = SET_E if up else SET_O
             g[k] = 0.0
@@ -899,6 +907,10 @@ class IncrementalSVM(OnlineSolver):
             drive.prev = _Move("leave", k, zero)
             return False
         # event.kind == "enter"
+        # g_k is set to the 0 it reaches; a step clipped at t = 0 leaves the margin it had, which
+        # counts against the maintained margins' error bound, so that the check at the end of the
+        # step recomputes the margins rather than let a real violation pass for a margin vector's 0
+        self._g_err += abs(float(g[k]))
         g[k] = 0.0
         if zero and prev is not None and prev.kind == "leave" and prev.k == k:
             drive.block(k)  # it just left S with no progress: do not bring it back at once
