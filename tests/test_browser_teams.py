@@ -226,7 +226,12 @@ def test_two_annotators_in_two_browsers_label_one_project_at_once(tmp_path):
                 goto(owner_page, f"{server.url}/projects")
                 owner_page.wait_for_selector("text=Agreement", timeout=60_000)
                 wait_for_app(owner_page)
-                assert "Fleiss' kappa" in main_text(owner_page)
+                # (the page may still be drawing its later elements on a busy machine: wait for the metric)
+                owner_page.wait_for_function(
+                    "() => { const app = document.querySelector(\"[data-testid='stApp']\");"
+                    " return app && app.innerText.includes(\"Fleiss' kappa\"); }", timeout=60_000)
+                text = main_text(owner_page)
+                assert "Fleiss' kappa" in text, text
                 owner_page.screenshot(path=str(screenshot_folder(tmp_path) / "projects.png"), full_page=True)
         finally:
             browser.close()
