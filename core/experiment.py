@@ -246,8 +246,11 @@ class _StopWatch:
 
 def _run_strategy(X, y, strategy: str, solver: str, solver_params: dict, strategy_params: dict, budget: int,
                   seed: int, initial: int, test_fraction: float, cold_start: str,
-                  stopping: StoppingSetup | None = None) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """One active-learning run with the true labels as the oracle: one dict per label, one per stopping rule."""
+                  stopping: StoppingSetup | None = None, on_label: Callable[[int, int], None] | None = None
+                  ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """One active-learning run with the true labels as the oracle: one dict per label, one per stopping rule.
+
+    ``on_label(labels, budget)`` is called after every label (progress within the run)."""
     Xtr, ytr, Xte, yte = _split(X, y, seed, test_fraction)
     evaluation = dict(eval_X=Xte, eval_y=yte) if len(Xte) else {}
     loop = ActiveLearningLoop(Xtr, strategy=strategy, solver=solver, solver_params=solver_params,
@@ -264,6 +267,8 @@ def _run_strategy(X, y, strategy: str, solver: str, solver_params: dict, strateg
         row = loop.teach(q.index, int(ytr[q.index]))
         if watch is not None:
             watch.after_label(loop, row)
+        if on_label is not None:
+            on_label(loop.n_labels, budget)
     positives = max(int(np.sum(ytr > 0)), 1)
     out, found = [], 0
     for r in loop.history:
@@ -324,6 +329,7 @@ def run_comparison(X, y, *, strategies: Iterable[str] | str, solver: str | dict[
                    solver_params: dict | None = None, budget: int, seeds: int | Iterable[int],
                    initial: int = 10, test_fraction: float = 0.3, n_jobs: int = 1,
                    progress: Callable[[int, int, str], None] | None = None,
+                   label_progress: Callable[[int, int, str, int, int], None] | None = None,
                    strategy_params: dict[str, dict] | None = None,
                    cold_start: str = DEFAULT_COLD_START, stopping: str | list | None = None,
                    target_recall: float = stop_rules.DEFAULT_TARGET_RECALL,
@@ -347,6 +353,10 @@ def run_comparison(X, y, *, strategies: Iterable[str] | str, solver: str | dict[
         0 keeps every item in the pool (no AUC then, recall measures only).
     n_jobs : processes (``concurrent.futures.ProcessPoolExecutor``); 1 runs in-process.
     progress : called as ``progress(done, total, description)`` after each run.
+    label_progress : called as ``label_progress(done, total, description, labels, budget)``
+        after every label of a heuristic's run (in-process runs only, ``n_jobs=1``): progress
+        within a run.  An exception raised by either callback stops the comparison there
+        (a Cancel): nothing is returned and no run goes on in the background.
     strategy_params : optional dict strategy -> keyword arguments.
     baseline : add ``random`` when it is not listed (the wins/ties/losses need it).
     stopping : stopping rules to run beside each strategy (``core.stopping``:
@@ -392,19 +402,29 @@ def run_comparison(X, y, *, strategies: Iterable[str] | str, solver: str | dict[
     done = 0
     if n_jobs is None or int(n_jobs) <= 1:
         for k, (desc, fn, args) in enumerate(tasks):
-            results[k] = fn(*args)
+            if label_progress is not None and fn is _run_strategy:
+                def on_label(labels: int, budget: int, _done=done, _desc=desc) -> None:
+                    label_progress(_done, len(tasks), _desc, labels, budget)
+
+                results[k] = fn(*args, on_label=on_label)
+            else:
+                results[k] = fn(*args)
             done += 1
             if progress:
                 progress(done, len(tasks), desc)
     else:
         with cf.ProcessPoolExecutor(max_workers=int(n_jobs)) as pool:
             futures = {pool.submit(fn, *args): (k, desc) for k, (desc, fn, args) in enumerate(tasks)}
-            for fut in cf.as_completed(futures):
-                k, desc = futures[fut]
-                results[k] = fut.result()
-                done += 1
-                if progress:
-                    progress(done, len(tasks), desc)
+            try:
+                for fut in cf.as_completed(futures):
+                    k, desc = futures[fut]
+                    results[k] = fut.result()
+                    done += 1
+                    if progress:
+                        progress(done, len(tasks), desc)
+            except BaseException:
+                pool.shutdown(wait=True, cancel_futures=True)  # a cancel or a failure: start no further run
+                raise
 
     refs, rows, stops = [], [], []
     for (_, fn, _), res in zip(tasks, results, strict=True):

@@ -7,6 +7,7 @@ the page as a person would, and then checks the database (and, for the label his
 
 from __future__ import annotations
 
+import os
 import re
 import time
 
@@ -154,6 +155,67 @@ def test_enter_in_a_compare_field_does_not_start_a_run(tmp_path):
                 assert stored.config["budget"] == 12
                 shown = page.get_by_role("combobox", name="Stored comparisons").input_value()
                 assert shown.startswith(f"#{stored.id} · digits"), shown
+        finally:
+            browser.close()
+
+
+def server_cpu_seconds(server) -> float:
+    """CPU time (user + system) the app server's process has used so far (Linux /proc)."""
+    fields = open(f"/proc/{server.process.pid}/stat").read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def test_a_running_comparison_shows_progress_within_its_runs_and_cancel_stops_it(tmp_path):
+    from playwright.sync_api import sync_playwright
+
+    url, _ = prepared(tmp_path, sessions=())
+    with sync_playwright() as playwright:
+        browser = launch_browser(playwright)
+        try:
+            with AppServer(url, tmp_path / "server.log") as server:
+                page = open_app(browser, server.url + "/compare", user=USER)
+                page.wait_for_selector("text=Compare heuristics", timeout=60_000)
+                for name, value in (("Label budget", "500"), ("Seeds", "10")):
+                    field = page.get_by_role("spinbutton", name=name)
+                    field.fill(value)
+                    field.press("Enter")  # (takes the value; only the button starts a run)
+                    wait_for_app(page)
+                page.get_by_role("button", name="Run the comparison").click()
+                # progress within a run: which run, the labels of it done, elapsed and time left
+                bar = page.locator("[data-testid='stProgress']")
+                deadline = time.monotonic() + 120
+                text = ""
+                while time.monotonic() < deadline:
+                    # (the bar shows its text as plain text: invisible word joiners follow each colon)
+                    text = bar.inner_text(timeout=60_000).replace("\u2060", "") if bar.count() else ""
+                    if re.search(r"run \d+/\d+: .* · label \d+/\d+ · .* elapsed, about .* left", text):
+                        break
+                    page.wait_for_timeout(200)
+                assert re.search(r"run \d+/\d+: .* · label \d+/\d+ · .* elapsed, about .* left", text), text
+                first = int(re.search(r"label (\d+)/", text).group(1))
+                page.wait_for_timeout(1500)
+                later = bar.inner_text(timeout=10_000)
+                assert later != text, later  # it moves
+                page.get_by_role("button", name="Cancel").click()
+                page.wait_for_selector("text=Comparison cancelled", timeout=30_000)
+                wait_for_app(page)
+                assert not page.locator("[data-testid='stProgress']").count()
+                assert MarginLab.from_url(url).comparisons() == []  # nothing stored
+                # no work left behind: the server is idle (a comparison still running would use a core)
+                page.wait_for_timeout(1000)
+                before = server_cpu_seconds(server)
+                page.wait_for_timeout(3000)
+                assert server_cpu_seconds(server) - before < 0.3
+                for name, value in (("Label budget", "12"), ("Seeds", "1")):
+                    field = page.get_by_role("spinbutton", name=name)
+                    field.fill(value)
+                    field.press("Enter")
+                    wait_for_app(page)
+                page.get_by_role("button", name="Run the comparison").click()
+                page.wait_for_selector("text=Stored comparisons", timeout=120_000)
+                wait_for_app(page, timeout_ms=120_000)
+                (stored,) = MarginLab.from_url(url).comparisons()
+                assert stored.config["budget"] == 12 and first >= 1
         finally:
             browser.close()
 

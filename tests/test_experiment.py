@@ -233,3 +233,36 @@ def test_stops_are_the_same_in_parallel_processes():
     two = run_comparison(X, y, n_jobs=2, **kw)
     pd.testing.assert_frame_equal(one.stops, two.stops)
     pd.testing.assert_frame_equal(one.stop_summary, two.stop_summary)
+
+
+def test_label_progress_reports_every_label_and_an_exception_from_it_cancels_the_comparison():
+    X, y = make_gaussians(300, np.random.default_rng(3), n_features=4)
+    seen = []
+
+    def on_label(done, total, description, labels, budget):
+        seen.append((done, total, description, labels, budget))
+
+    result = run_comparison(X, y, strategies=["near-boundary"], budget=20, seeds=1, initial=4,
+                            label_progress=on_label)
+    runs = sorted({d for d, *_ in seen})
+    # tasks: the full-data references of incremental and lasvm (no labels), near-boundary, random
+    assert len(result.runs) == 2 and runs == [2, 3]
+    for run in runs:
+        labels = [n for d, _, _, n, _ in seen if d == run]
+        assert labels == list(range(labels[0], 21)) and labels[0] <= 5  # every label, in order, to the budget
+    assert {t for _, t, *_ in seen} == {4} and {b for *_, b in seen} == {20}
+
+    class Cancelled(Exception):
+        pass
+
+    calls = []
+
+    def cancel_at_7(done, total, description, labels, budget):
+        calls.append(labels)
+        if labels == 7:
+            raise Cancelled
+
+    with pytest.raises(Cancelled):
+        run_comparison(X, y, strategies=["near-boundary"], budget=20, seeds=2, initial=4,
+                       label_progress=cancel_at_7)
+    assert calls[-1] == 7 and max(calls) == 7  # nothing ran after the cancel

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+import time
 from collections.abc import Callable, Sequence
 
 import numpy as np
@@ -38,6 +40,13 @@ COMPARE_MAX_WORK = 20_000_000
 LARGER = "run larger comparisons with `python -m core compare`"
 
 
+
+def _clock(seconds: float) -> str:
+    """0:42, 12:05 or 1:02:03."""
+    seconds = int(round(seconds))
+    hours, rest = divmod(seconds, 3600)
+    return f"{hours}:{rest // 60:02d}:{rest % 60:02d}" if hours else f"{rest // 60}:{rest % 60:02d}"
+
 class Comparisons:
     """The comparison part of ``MarginLab``."""
 
@@ -65,7 +74,11 @@ class Comparisons:
                        confidence: float = 0.95) -> int:
         """Run a comparison with the true labels as the oracle; store it and return its id.
 
-        ``progress(fraction, description)`` is called after each run.  ``stopping``: rules
+        ``progress(fraction, description)`` is called after each run and, within a heuristic's
+        run, after its labels (at most about four times a second): the description says which run,
+        how many labels of it are done, the time elapsed and an estimate of the time left.  An
+        exception raised by ``progress`` (Streamlit's, when the page's Cancel is clicked or the tab
+        is closed) stops the comparison there; nothing is stored.  ``stopping``: rules
         (``core.stopping``) run beside each heuristic; their stops are stored with the summary.
         """
         from core.experiment import run_comparison
@@ -87,9 +100,28 @@ class Comparisons:
         X, y, _, _ = repo.load_dataset_arrays(self.engine, dataset_id)
         X = scale_features(X, dataset.meta.get("scaling", "none"), numeric_columns(dataset.meta))
 
-        def report(done: int, total: int, description: str) -> None:
-            if progress is not None:
-                progress(done / max(total, 1), f"{done}/{total} runs · {description}")
+        started = time.monotonic()
+        last_shown = [-math.inf]
+
+        def report(done: int, total: int, description: str, labels: int | None = None,
+                   run_budget: int | None = None) -> None:
+            if progress is None:
+                return
+            now = time.monotonic()
+            within = 0.0 if labels is None else labels / max(run_budget or 1, 1)
+            if labels is not None and now - last_shown[0] < 0.25 and labels < (run_budget or 0):
+                return  # (a label takes milliseconds: the page is told a few times a second)
+            last_shown[0] = now
+            fraction = min((done + within) / max(total, 1), 1.0)
+            elapsed = now - started
+            text = f"{done}/{total} runs done" if labels is None else \
+                f"run {done + 1}/{total}: {description} · label {labels}/{run_budget}"
+            if labels is None:
+                text += f" · {description}"
+            text += f" · {_clock(elapsed)} elapsed"
+            if 0.02 <= fraction < 1.0:
+                text += f", about {_clock(elapsed / fraction * (1.0 - fraction))} left"
+            progress(fraction, text)
 
         stop_options = {}
         if stopping:
@@ -103,7 +135,8 @@ class Comparisons:
         result = run_comparison(X, np.asarray(y, dtype=float), strategies=strategies, solver=solver or None,
                                 solver_params={"kernel": session_kernel(dataset.meta), "C": C, "gamma": gamma},
                                 budget=budget, seeds=seeds, initial=initial,
-                                test_fraction=float(test_fraction), progress=report, **stop_options)
+                                test_fraction=float(test_fraction), progress=report, label_progress=report,
+                                **stop_options)
         config = dict(result.config, dataset=dataset.name, dataset_id=dataset_id,
                       scaling=dataset.meta.get("scaling", "none"))
         summary = {"summary": result.summary.to_dict(orient="records"),

@@ -39,10 +39,14 @@ with st.container(border=True, key="compare_settings"):
     run_clicked = st.button("Run the comparison", type="primary", key="compare_run")
 
 problem = ui.comparison_problem(int(budget), int(initial)) if run_clicked else None
+if st.session_state.get("compare_cancel"):  # (the click's rerun: the run it interrupted has stopped)
+    st.info("Comparison cancelled: it stopped at once and nothing was stored.")
 if problem:
     st.error(problem)
 elif run_clicked:
     bar = st.progress(0.0, text="starting…")
+    # Clicking Cancel (or closing the tab) stops the run at its next progress update, a fraction of a second later
+    st.button("Cancel", key="compare_cancel", help="Stop this comparison; nothing of it is stored.")
 
     def _progress(fraction: float, text: str) -> None:
         bar.progress(min(max(float(fraction), 0.0), 1.0), text=ui.plain(text))
