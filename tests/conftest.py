@@ -27,6 +27,13 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
+
+# The property tests draw the same examples on every run and machine, so that a red run means a change
+# broke something. MARGINLAB_HYPOTHESIS=explore draws new examples each run, to search for new failures.
+settings.register_profile("suite", derandomize=True)
+settings.register_profile("explore", derandomize=False)
+settings.load_profile(os.environ.get("MARGINLAB_HYPOTHESIS", "suite"))
 
 #: the engines every storage guarantee is tested on
 ENGINES = ("sqlite", "postgresql")
