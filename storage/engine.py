@@ -23,6 +23,7 @@ import os
 import random
 import sqlite3
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -126,27 +127,31 @@ def _begin_immediate(dbapi_connection: Any) -> None:
 
     Taking the lock at BEGIN means a writer never has to upgrade a read
     snapshot later (which fails at once with "database is locked"). While
-    another process holds the lock we poll with short randomized waits instead
+    another process holds the lock we poll (``_retry_while_locked``) instead
     of SQLite's busy handler, whose waits grow to 100 ms and let a busy writer
-    starve the others for seconds; we give up only after the busy timeout.
+    starve the others for seconds.
     """
-    deadline = time.monotonic() + SQLITE_BUSY_TIMEOUT_MS / 1000
-    longest_wait = 0.0005
     dbapi_connection.execute("PRAGMA busy_timeout = 0")
     try:
-        while True:
-            try:
-                dbapi_connection.execute("BEGIN IMMEDIATE")
-                return
-            except sqlite3.OperationalError as error:
-                if "locked" not in str(error) and "busy" not in str(error):
-                    raise
-                if time.monotonic() >= deadline:
-                    raise
-            time.sleep(random.uniform(0.0, longest_wait))
-            longest_wait = min(longest_wait * 2, 0.004)
+        _retry_while_locked(lambda: dbapi_connection.execute("BEGIN IMMEDIATE"))
     finally:
         dbapi_connection.execute(f"PRAGMA busy_timeout = {SQLITE_BUSY_TIMEOUT_MS}")
+
+
+def _retry_while_locked(attempt: Callable[[], Any]) -> None:
+    """Run ``attempt`` until SQLite no longer answers "database is locked" (or busy), with short
+    randomized waits between tries; re-raise once the busy timeout has passed."""
+    deadline = time.monotonic() + SQLITE_BUSY_TIMEOUT_MS / 1000
+    longest_wait = 0.0005
+    while True:
+        try:
+            attempt()
+            return
+        except sqlite3.OperationalError as error:
+            if ("locked" not in str(error) and "busy" not in str(error)) or time.monotonic() >= deadline:
+                raise
+        time.sleep(random.uniform(0.0, longest_wait))
+        longest_wait = min(longest_wait * 2, 0.004)
 
 
 def writer(engine: Engine) -> Engine:
@@ -344,17 +349,8 @@ def _use_write_ahead_log(engine: Engine) -> None:
         if dbapi_connection.execute("PRAGMA journal_mode").fetchone()[0].lower() == "wal":
             return
         # The change needs the database to itself, and while another process is opening it too
-        # SQLite can answer "database is locked" at once, without its busy handler: wait and retry
-        # as _begin_immediate does, up to the busy timeout.
-        deadline = time.monotonic() + SQLITE_BUSY_TIMEOUT_MS / 1000
-        while True:
-            try:
-                dbapi_connection.execute("PRAGMA journal_mode = WAL").fetchone()
-                return
-            except sqlite3.OperationalError as error:
-                if ("locked" not in str(error) and "busy" not in str(error)) or time.monotonic() >= deadline:
-                    raise
-            time.sleep(random.uniform(0.001, 0.01))
+        # SQLite can answer "database is locked" at once, without its busy handler: retry.
+        _retry_while_locked(lambda: dbapi_connection.execute("PRAGMA journal_mode = WAL").fetchone())
 
 
 def _describe(engine: Engine) -> str:
