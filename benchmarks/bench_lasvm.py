@@ -35,7 +35,6 @@ over the measured labels.  Target: <= 5 ms median, flat in the pool size.
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import time
 from pathlib import Path
@@ -45,19 +44,9 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks._lasvm_data import DIGITS_TITLE, banana, digits_784  # noqa: E402
+from benchmarks._threads_info import thread_configuration  # noqa: E402
 from core.kernels import resolve_gamma  # noqa: E402
 from core.solvers.lasvm import LASVM  # noqa: E402
-
-THREAD_VARIABLES = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
-
-
-def thread_configuration() -> str:
-    from threadpoolctl import threadpool_info
-
-    env = ", ".join(f"{v}={os.environ.get(v, 'unset')}" for v in THREAD_VARIABLES)
-    libs = "; ".join(f"{d['internal_api']} {d.get('version')} ({d.get('architecture')}): {d['num_threads']} threads"
-                     for d in threadpool_info())
-    return f"{env}; cpus={os.cpu_count()}; BLAS: {libs}"
 
 
 def warm_up() -> float:
@@ -186,7 +175,7 @@ def main(argv=None):
     ap.add_argument("--repeats", type=int, default=3)
     args = ap.parse_args(argv)
     repeats = 1 if args.quick else args.repeats
-    print(f"threads: {thread_configuration()}")
+    print(thread_configuration())
     print(f"LASVM's compiled code loaded in {warm_up():.2f} s (once per process; compiled on the first run ever)")
 
     digits = digits_784(n_train=4000, n_test=1000, seed=0)

@@ -47,7 +47,8 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks._lasvm_data import digits_784  # noqa: E402
-from benchmarks.bench_lasvm import thread_configuration, warm_up  # noqa: E402
+from benchmarks._threads_info import thread_configuration  # noqa: E402
+from benchmarks.bench_lasvm import warm_up  # noqa: E402
 from core.loop import ActiveLearningLoop  # noqa: E402
 from core.solvers.lasvm import LASVM  # noqa: E402
 
@@ -160,7 +161,7 @@ def main(argv=None) -> None:
         warm_up()
         one_pass(n, args.fit_only)
         return
-    print(f"threads: {thread_configuration()}")
+    print(thread_configuration())
     print(f"LASVM's compiled code loaded in {warm_up():.2f} s (before the baselines)")
     print(f"machine: {os.cpu_count()} cpus; load average {os.getloadavg()[0]:.1f} at the start")
     session(100 if args.quick else args.labels)

@@ -39,35 +39,19 @@ PASSWORD = "bench-password"
 
 
 def annotate(url: str, project_id: int, name: str, labels: int, start, results) -> None:
+    """One annotator in a process of its own (a separate server): its own service on the database."""
     from app.services import MarginLab
-    from storage import repository as repo
 
     svc = MarginLab.from_url(url)
-    run = svc.open_project(project_id)
-    y = repo.load_dataset_arrays(svc.engine, run.info.dataset_id)[1]
-    start.wait()
-    next_ms, answer_ms, given, refused = [], [], [], 0
-    for _ in range(labels):
-        t0 = time.perf_counter()
-        shown = run.next_item(name)
-        t1 = time.perf_counter()
-        if shown is None:
-            break
-        value = int(y[shown.item_index])
-        outcome = run.answer(name, shown.item_index, value, shown)
-        t2 = time.perf_counter()
-        next_ms.append(1e3 * (t1 - t0))
-        answer_ms.append(1e3 * (t2 - t1))
-        if outcome.ok:
-            given.append((shown.item_index, value))
-        else:
-            refused += 1
-    results.put((name, next_ms, answer_ms, given, refused))
-    svc.engine.dispose()
+    try:
+        annotate_in_thread(svc, project_id, name, labels, start, results)
+    finally:
+        svc.engine.dispose()
 
 
 def annotate_in_thread(svc, project_id: int, name: str, labels: int, start, results) -> None:
-    """As ``annotate``, in a thread of one process sharing one service (one app server, several browsers)."""
+    """One annotator labelling through ``svc``: in a thread of one process sharing one service (one app
+    server, several browsers), or called by ``annotate`` in a process of its own."""
     from storage import repository as repo
 
     run = svc.open_project(project_id)
