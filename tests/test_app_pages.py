@@ -59,6 +59,29 @@ def test_after_a_run_the_compare_page_shows_that_comparison(db_url):
     assert list(table["heuristic"]) == ["near-boundary", "random"]
 
 
+def test_a_comparison_reports_its_progress_within_each_run(db_url, monkeypatch):
+    """The text says which run, the labels of it done, the time elapsed and left; the page is told a
+    few times a second (here a clock that moves 0.1 s per look: every third label or so is told)."""
+    from app.services import comparisons
+
+    ticks = iter(range(10**6))
+    monkeypatch.setattr(comparisons.time, "monotonic", lambda: 0.1 * next(ticks))
+    svc = MarginLab.from_url(db_url)
+    dataset_id = svc.ensure_demo_dataset()
+    shown = []
+    svc.run_comparison(dataset_id, strategies=["near-boundary"], budget=30, seeds=1, initial=4,
+                       progress=lambda fraction, text: shown.append((fraction, text)))
+    within = [(f, t) for f, t in shown if re.match(r"run \d/4: ", t)]
+    # tasks: the full-data references of incremental and lasvm, near-boundary, random
+    assert [t.split(" runs done")[0] for _, t in shown if " runs done" in t] == ["1/4", "2/4", "3/4", "4/4"]
+    assert {t.split(":")[0] for _, t in within} == {"run 3/4", "run 4/4"}
+    labels = [int(re.search(r"label (\d+)/30 ·", t).group(1)) for _, t in within]
+    assert 5 <= len(labels) < 2 * 30 and labels[-1] == 30  # throttled, and the last label is always told
+    fractions = [f for f, _ in shown]
+    assert fractions == sorted(fractions) and fractions[-1] == 1.0
+    assert all(re.search(r" · \d+:\d\d elapsed(, about \d+:\d\d left)?$", t) for _, t in shown), shown
+
+
 def test_compare_overlay_is_off_and_the_win_tie_loss_column_comes_early(db_url):
     svc = MarginLab.from_url(db_url)
     dataset_id = svc.ensure_demo_dataset()

@@ -129,6 +129,15 @@ def test_keys_label_right_after_switching_sessions(tmp_path):
     engine.dispose()
 
 
+def enter_compare_fields(page, *, budget: int, seeds: int) -> None:
+    """Type the label budget and the number of seeds, each followed by Enter (which only takes the value)."""
+    for name, value in (("Label budget", budget), ("Seeds", seeds)):
+        field = page.get_by_role("spinbutton", name=name)
+        field.fill(str(value))
+        field.press("Enter")
+        wait_for_app(page)
+
+
 def test_enter_in_a_compare_field_does_not_start_a_run(tmp_path):
     from playwright.sync_api import sync_playwright
 
@@ -139,12 +148,7 @@ def test_enter_in_a_compare_field_does_not_start_a_run(tmp_path):
             with AppServer(url, tmp_path / "server.log") as server:
                 page = open_app(browser, server.url + "/compare", user=USER)
                 page.wait_for_selector("text=Compare heuristics", timeout=60_000)
-                budget = page.get_by_role("spinbutton", name="Label budget")
-                budget.fill("12")
-                budget.press("Enter")
-                seeds = page.get_by_role("spinbutton", name="Seeds")
-                seeds.fill("1")
-                seeds.press("Enter")
+                enter_compare_fields(page, budget=12, seeds=1)
                 time.sleep(2.0)
                 wait_for_app(page)
                 assert MarginLab.from_url(url).comparisons() == []  # nothing started
@@ -165,7 +169,7 @@ def server_cpu_seconds(server) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def test_a_running_comparison_shows_progress_within_its_runs_and_cancel_stops_it(tmp_path):
+def test_a_running_comparison_shows_its_progress_and_cancel_stops_it(tmp_path):
     from playwright.sync_api import sync_playwright
 
     url, _ = prepared(tmp_path, sessions=())
@@ -175,26 +179,26 @@ def test_a_running_comparison_shows_progress_within_its_runs_and_cancel_stops_it
             with AppServer(url, tmp_path / "server.log") as server:
                 page = open_app(browser, server.url + "/compare", user=USER)
                 page.wait_for_selector("text=Compare heuristics", timeout=60_000)
-                for name, value in (("Label budget", "500"), ("Seeds", "10")):
-                    field = page.get_by_role("spinbutton", name=name)
-                    field.fill(value)
-                    field.press("Enter")  # (takes the value; only the button starts a run)
-                    wait_for_app(page)
+                enter_compare_fields(page, budget=500, seeds=10)
                 page.get_by_role("button", name="Run the comparison").click()
-                # progress within a run: which run, the labels of it done, elapsed and time left
+                # progress: the runs (or, in a run that lasts, its labels) done, elapsed and time left (the
+                # text within a run is checked in test_comparisons: runs on the demo data take a fraction of
+                # a second, and the bar is told a few times a second)
                 bar = page.locator("[data-testid='stProgress']")
-                deadline = time.monotonic() + 120
-                text = ""
-                while time.monotonic() < deadline:
+
+                def bar_text() -> str:
                     # (the bar shows its text as plain text: invisible word joiners follow each colon)
-                    text = bar.inner_text(timeout=60_000).replace("\u2060", "") if bar.count() else ""
-                    if re.search(r"run \d+/\d+: .* · label \d+/\d+ · .* elapsed, about .* left", text):
-                        break
+                    return bar.inner_text(timeout=60_000).replace("\u2060", "") if bar.count() else ""
+
+                running = r"(\d+/\d+ runs done|run \d+/\d+: .* · label \d+/\d+) · .* elapsed, about .* left"
+                deadline = time.monotonic() + 120
+                text = bar_text()
+                while not re.search(running, text) and time.monotonic() < deadline:
                     page.wait_for_timeout(200)
-                assert re.search(r"run \d+/\d+: .* · label \d+/\d+ · .* elapsed, about .* left", text), text
-                first = int(re.search(r"label (\d+)/", text).group(1))
+                    text = bar_text()
+                assert re.search(running, text), text
                 page.wait_for_timeout(1500)
-                later = bar.inner_text(timeout=10_000)
+                later = bar_text()
                 assert later != text, later  # it moves
                 page.get_by_role("button", name="Cancel").click()
                 page.wait_for_selector("text=Comparison cancelled", timeout=30_000)
@@ -206,16 +210,12 @@ def test_a_running_comparison_shows_progress_within_its_runs_and_cancel_stops_it
                 before = server_cpu_seconds(server)
                 page.wait_for_timeout(3000)
                 assert server_cpu_seconds(server) - before < 0.3
-                for name, value in (("Label budget", "12"), ("Seeds", "1")):
-                    field = page.get_by_role("spinbutton", name=name)
-                    field.fill(value)
-                    field.press("Enter")
-                    wait_for_app(page)
+                enter_compare_fields(page, budget=12, seeds=1)
                 page.get_by_role("button", name="Run the comparison").click()
                 page.wait_for_selector("text=Stored comparisons", timeout=120_000)
                 wait_for_app(page, timeout_ms=120_000)
                 (stored,) = MarginLab.from_url(url).comparisons()
-                assert stored.config["budget"] == 12 and first >= 1
+                assert stored.config["budget"] == 12
         finally:
             browser.close()
 

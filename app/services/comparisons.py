@@ -101,23 +101,24 @@ class Comparisons:
         X = scale_features(X, dataset.meta.get("scaling", "none"), numeric_columns(dataset.meta))
 
         started = time.monotonic()
-        last_shown = [-math.inf]
+        last_shown = -math.inf
 
         def report(done: int, total: int, description: str, labels: int | None = None,
                    run_budget: int | None = None) -> None:
+            nonlocal last_shown
             if progress is None:
                 return
             now = time.monotonic()
-            within = 0.0 if labels is None else labels / max(run_budget or 1, 1)
-            if labels is not None and now - last_shown[0] < 0.25 and labels < (run_budget or 0):
-                return  # (a label takes milliseconds: the page is told a few times a second)
-            last_shown[0] = now
+            if labels is None:
+                within, text = 0.0, f"{done}/{total} runs done · {description}"
+            else:
+                if now - last_shown < 0.25 and labels < run_budget:
+                    return  # (a label takes milliseconds: the page is told a few times a second)
+                within = labels / max(run_budget, 1)
+                text = f"run {done + 1}/{total}: {description} · label {labels}/{run_budget}"
+            last_shown = now
             fraction = min((done + within) / max(total, 1), 1.0)
             elapsed = now - started
-            text = f"{done}/{total} runs done" if labels is None else \
-                f"run {done + 1}/{total}: {description} · label {labels}/{run_budget}"
-            if labels is None:
-                text += f" · {description}"
             text += f" · {_clock(elapsed)} elapsed"
             if 0.02 <= fraction < 1.0:
                 text += f", about {_clock(elapsed / fraction * (1.0 - fraction))} left"
