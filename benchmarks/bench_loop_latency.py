@@ -22,12 +22,14 @@ script runs as installed and prints the thread configuration it measured
 under; the solvers choose one BLAS thread for their per-label algebra
 themselves (core.threads).
 
-Run:  .venv/bin/python benchmarks/bench_loop_latency.py [--quick]
+Run:  .venv/bin/python benchmarks/bench_loop_latency.py [--quick] [--skip-large]
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -129,10 +131,87 @@ def part2(sizes, n_labels: int, warmup: int) -> list[tuple]:
     return out
 
 
+def _memory_mib(field: str) -> float:
+    """A VmHWM / VmRSS figure of this process in MiB (Linux), NaN elsewhere."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith(field + ":"):
+                return int(line.split()[1]) / 1024.0
+    except OSError:
+        pass
+    return float("nan")
+
+
+def part3_one(n: int, d: int, n_before: int, n_timed: int, n_rescored: int) -> dict:
+    """One large pool, in this process (``--part3-pool``): kept scores, then whole-pool rescoring."""
+    rng = np.random.default_rng(3)
+    X, y = make_gaussians(n, rng, separation=2.0, n_features=d)
+    try:  # peak memory from here on: the session, not the making of the data
+        Path("/proc/self/clear_refs").write_text("5")
+    except OSError:
+        pass
+    base = _memory_mib("VmRSS")
+    t0 = time.perf_counter()
+    loop = ActiveLearningLoop(X, strategy="near-boundary", solver="incremental", seed=0)
+    start_s = time.perf_counter() - t0
+    total, cpu = [], []
+    for _ in range(n_before + n_timed):
+        t0, c0 = time.perf_counter(), time.process_time()
+        q = loop.next_query()
+        loop.teach(q.index, int(y[q.index]))
+        total.append(1e3 * (time.perf_counter() - t0))
+        cpu.append(1e3 * (time.process_time() - c0))
+    peak = _memory_mib("VmHWM")
+    kept = dict(total=stats(total[n_before:]), cpu=stats(cpu[n_before:]), tracked=bool(loop.track_scores),
+                n_sv=int(loop.solver.n_support_))
+    # the reference: the same loop from here on with the scores recomputed for every query (what a
+    # loop made with track_scores=False does; replaying the labels into one would rescore per event)
+    loop._f = None
+    loop.track_scores = False
+    ref, ref_cpu = [], []
+    for _ in range(n_rescored):
+        t0, c0 = time.perf_counter(), time.process_time()
+        q = loop.next_query()
+        loop.teach(q.index, int(y[q.index]))
+        ref.append(1e3 * (time.perf_counter() - t0))
+        ref_cpu.append(1e3 * (time.process_time() - c0))
+    return dict(n=n, d=d, start_s=start_s, kept=kept, rescored=dict(total=stats(ref), cpu=stats(ref_cpu)),
+                peak_mib=peak, base_mib=base, features_mib=X.nbytes / 2**20)
+
+
+def part3(pools, n_before: int, n_timed: int, n_rescored: int) -> None:
+    targets = {(100_000, 784): (10.0, 30.0), (1_000_000, 20): (15.0, 40.0)}
+    print(f"{'pool':>14} {'scores':>9} {'labels':>9} {'total ms p50':>12} {'p95':>8} {'CPU ms p50':>11} {'p95':>8}"
+          f" {'peak MiB':>9} {'limit MiB':>9} {'target p50/p95':>15}")
+    for n, d in pools:
+        out = subprocess.run([sys.executable, __file__, "--part3-pool", f"{n},{d},{n_before},{n_timed},{n_rescored}"],
+                             capture_output=True, text=True, check=True)
+        r = json.loads(out.stdout.strip().splitlines()[-1])
+        limit = 1.5 * r["features_mib"] + 300
+        t50, t95 = targets.get((n, d), (float("nan"), float("nan")))
+        k, ref = r["kept"], r["rescored"]
+        name = f"{n // 1000}k x {d}"
+        met = ("" if np.isnan(t50) else " met" if k["total"][0] <= t50 and k["total"][1] <= t95 else " NOT met")
+        print(f"{name:>14} {'kept':>9} {f'{n_before + 1}..{n_before + n_timed}':>9} {k['total'][0]:>12.1f}"
+              f" {k['total'][1]:>8.1f} {k['cpu'][0]:>11.1f} {k['cpu'][1]:>8.1f} {r['peak_mib']:>9.0f} {limit:>9.0f}"
+              f" {(f'{t50:g}/{t95:g}{met}' if met else '-'):>15}")
+        print(f"{name:>14} {'rescored':>9} {f'next {n_rescored}':>9} {ref['total'][0]:>12.1f} {ref['total'][1]:>8.1f}"
+              f" {ref['cpu'][0]:>11.1f} {ref['cpu'][1]:>8.1f}")
+        print(f"{'':>14} features {r['features_mib']:.0f} MiB; resident before the loop {r['base_mib']:.0f} MiB; "
+              f"loop made in {r['start_s']:.2f} s; {k['n_sv']} SVs after {n_before + n_timed} labels; "
+              f"kept over rescored (medians): {ref['total'][0] / k['total'][0]:.0f}x")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--quick", action="store_true", help="smaller runs (for a smoke test)")
+    ap.add_argument("--skip-large", action="store_true", help="leave out part 3 (100k x 784 and 1M x 20 pools)")
+    ap.add_argument("--part3-pool", help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args.part3_pool:
+        n, d, n_before, n_timed, n_rescored = (int(v) for v in args.part3_pool.split(","))
+        print(json.dumps(part3_one(n, d, n_before, n_timed, n_rescored)))
+        return
     print(thread_configuration())
     n_before, n_after, n_naive = (100, 20, 5) if args.quick else (300, 50, 20)
     print("\n== Part 1: near-boundary + incremental vs naive SVC refit "
@@ -157,6 +236,13 @@ def main() -> None:
     for n, kept, p50, p95, u, q, c50, c95, sv in part2(sizes, n_labels, warmup):
         print(f"{n:>10} {str(kept):>11} {p50:>12.2f} {p95:>8.2f} {u:>11.2f} {q:>10.2f} {c50:>11.2f} {c95:>8.2f} "
               f"{sv:>6}")
+    if args.skip_large:
+        return
+    pools = ((20_000, 784), (200_000, 20)) if args.quick else ((100_000, 784), (1_000_000, 20))
+    n_before, n_timed, n_rescored = (30, 20, 3) if args.quick else (100, 50, 5)
+    print("\n== Part 3: near-boundary + incremental on large pools, scores kept current vs the whole pool "
+          "rescored per query (peak memory limit: 1.5 x features + 300 MB)")
+    part3(pools, n_before, n_timed, n_rescored)
 
 
 if __name__ == "__main__":

@@ -17,10 +17,12 @@ Design notes
   f_pool += K(pool, changed) @ delta_beta + delta_b, the kernel rows coming
   from the solver's row cache (``cache.rows``; rows the solver has usually
   just computed itself).  This keeps ``near-boundary`` exact over the whole
-  pool at the cost of one pass over the changed rows.  Pools larger than
-  ``TRACK_LIMIT`` items are not tracked: sampling strategies score only what
-  they draw, whole-pool strategies rescore the pool, and ``n_in_margin`` is
-  not recorded (NaN).
+  pool at the cost of one pass over the changed rows.  The strategies that
+  read every pool item's score (``largest-positive``, ``near-boundary``) are
+  tracked at any pool size: no path rescores the whole pool per query.  The
+  sampling strategies score only what they draw, so pools larger than
+  ``TRACK_LIMIT`` items are not tracked for them (``n_in_margin`` is then not
+  recorded: NaN).
 * **Undo is exact.**  Solvers with ``exact_unlearn`` (incremental,
   active-set) unlearn the example.  For the others the loop keeps, for each
   label, a copy of the solver from before it and restores it.  The copy
@@ -29,8 +31,9 @@ Design notes
   recomputes on demand, and everything of the pool's size); the copies are
   kept within a memory budget that counts everything they hold, and making
   one is part of the label's measured ``update_ms``.  Beyond the budget (or
-  for pools above ``TRACK_LIMIT``, where copying per-example arrays on every
-  label would dominate the update time) the loop rebuilds the solver by
+  for pools above ``UNDO_COPY_LIMIT``, where copying per-example arrays on
+  every label would dominate the update time, or when scores are not
+  tracked) the loop rebuilds the solver by
   re-learning the remaining labels in order, which gives the identical state
   because solvers are deterministic given their ``random_state``.  Labels applied by
   :meth:`ActiveLearningLoop.replay` (rebuilding) keep the solver's
@@ -98,7 +101,8 @@ from core.strategies import (
 )
 from core.threads import single_threaded_blas
 
-TRACK_LIMIT = 50_000  # largest pool whose decision values are kept current
+TRACK_LIMIT = 50_000  # largest pool whose decision values are kept current for the sampling strategies
+UNDO_COPY_LIMIT = 50_000  # largest pool for which a non-exact solver is copied before each label (for undo)
 DEFAULT_UNDO_MEMORY = 64 * 2**20  # bytes of solver snapshots kept for undo (non-exact solvers)
 ROW_BUFFER_BYTES = 128 * 2**20  # kernel rows kept contiguous for the pool-score update
 EVAL_BUFFER_BYTES = 64 * 2**20  # kernel columns K(evaluation items, x_j) kept for the evaluation
@@ -304,8 +308,9 @@ class ActiveLearningLoop:
     eval_X, eval_y : an evaluation set with true labels (+1/-1): ROC AUC and
         accuracy after every label.
     oracle_y : the pool's true labels, for simulations (needed by ``gradient``).
-    track_scores : keep the pool's decision values current (default: when the
-        pool has at most ``TRACK_LIMIT`` items).
+    track_scores : keep the pool's decision values current (default: always for
+        the strategies that read every item's score, otherwise when the pool
+        has at most ``TRACK_LIMIT`` items).
     undo_memory : bytes of solver snapshots kept for undo of non-exact solvers.
     """
 
@@ -345,7 +350,8 @@ class ActiveLearningLoop:
         self.eval_y = None if eval_y is None else self._check_labels(eval_y, self.eval_X.shape[0], "eval_y")
         if self.eval_X is not None and self.eval_X.shape[1] != self.X.shape[1]:
             raise ValueError(f"eval_X has {self.eval_X.shape[1]} features, the pool has {self.X.shape[1]}")
-        self.track_scores = (n <= TRACK_LIMIT) if track_scores is None else bool(track_scores)
+        self.track_scores = ((strategy in WHOLE_POOL or n <= TRACK_LIMIT) if track_scores is None
+                             else bool(track_scores))
         self.undo_memory = int(undo_memory)
 
         self.solver = make_solver(self.solver_name, self.X, **self.solver_params)
@@ -367,6 +373,7 @@ class ActiveLearningLoop:
         self._order = (np.random.default_rng([self.seed, 0x5EED]).permutation(n).astype(np.intp)
                        if strategy == "ramp-region" else None)
         self._beta = np.zeros(n)
+        self._carried = np.zeros(0, dtype=np.intp)  # items whose entry of _beta is not zero (ascending)
         self._b = 0.0
         self._f: np.ndarray | None = None
         self._slots: dict[int, int] = {}  # store index -> row of _rowbuf
@@ -385,6 +392,7 @@ class ActiveLearningLoop:
         sv, coef, b = self.solver.coefficients()
         self._beta = np.zeros(self.n_items)
         self._beta[np.asarray(sv, dtype=np.intp)] = coef
+        self._carried = np.flatnonzero(self._beta)
         self._b = float(b)
         self._f = np.asarray(self.solver.decision_function(np.arange(self.n_items)), dtype=np.float64).copy()
 
@@ -534,7 +542,8 @@ class ActiveLearningLoop:
         entry.kind, entry.label = "teach", y
         k0 = self.solver.n_kernel_evals
         t0 = time.perf_counter()  # (the undo copy is part of the update's time)
-        if not self.solver.exact_unlearn and self.track_scores and self.undo_memory > 0:
+        if (not self.solver.exact_unlearn and self.track_scores and self.n_items <= UNDO_COPY_LIMIT
+                and self.undo_memory > 0):
             if self._replaying:
                 # rebuilding: the solver's own state (a few small arrays) instead of a full copy,
                 # restored by from_state if this label is undone (as after a resume, see to_state)
@@ -805,26 +814,35 @@ class ActiveLearningLoop:
             return
         sv, coef, b = self.solver.coefficients()
         n = self.n_items
-        beta = np.zeros(n)
-        beta[np.asarray(sv, dtype=np.intp)] = coef
-        delta = beta - self._beta
-        changed = np.flatnonzero(delta)
+        # delta over the items that carry a coefficient before or after (ascending, as over the
+        # whole pool): a label costs the support vectors, not passes over the pool
+        sv = np.asarray(sv, dtype=np.intp)
+        carried = np.union1d(self._carried, sv)
+        after = np.zeros(len(carried))
+        after[np.searchsorted(carried, sv)] = coef
+        delta_c = after - self._beta[carried]
+        moved = delta_c != 0.0
+        changed, delta = carried[moved], delta_c[moved]
+        self._beta[carried] = after
+        self._carried = carried[after != 0.0]
         if len(changed):
             cache, f = self.solver.cache, self._f
             slots = self._slots
             weights = np.zeros(len(slots) + len(changed))
             used = False
-            for j in changed.tolist():
+            for j, dj in zip(changed.tolist(), delta.tolist(), strict=True):
                 k = slots.get(j)
                 if k is None:
-                    row = cache.row(j)
+                    buffered = (len(slots) + 1) * n * 8 <= ROW_BUFFER_BYTES
+                    # a row going into the buffer is not also kept in the solver's cache (held once)
+                    row = cache.row(j, keep=not buffered)
                     row = row if len(row) == n else row[:n]
-                    if (len(slots) + 1) * n * 8 <= ROW_BUFFER_BYTES:
+                    if buffered:
                         k = self._buffer_row(j, row)
                     else:
-                        f += float(delta[j]) * row
+                        f += dj * row
                         continue
-                weights[k] = delta[j]
+                weights[k] = dj
                 used = True
             if used:
                 m = len(slots)
@@ -832,7 +850,6 @@ class ActiveLearningLoop:
         db = float(b) - self._b
         if db != 0.0:
             self._f += db
-        self._beta = beta
         self._b = float(b)
 
     def _buffer_row(self, j: int, row: np.ndarray) -> int:
@@ -1063,6 +1080,7 @@ class ActiveLearningLoop:
         if self.track_scores and "pool_f" in arrays:
             self._f = np.array(arrays["pool_f"], dtype=np.float64)
             self._beta = np.array(arrays["pool_beta"], dtype=np.float64)
+            self._carried = np.flatnonzero(self._beta)
             self._b = float(meta["pool_b"])
             # the kept kernel rows, in the order the original kept them (so later updates sum
             # in the same order); computed by cache.row as they were, not counted as the
@@ -1078,4 +1096,4 @@ class ActiveLearningLoop:
         self.rng = self._step_rng()
 
 
-__all__ = ["ActiveLearningLoop", "Correction", "HistoryRow", "STATE_FORMAT", "TRACK_LIMIT"]
+__all__ = ["ActiveLearningLoop", "Correction", "HistoryRow", "STATE_FORMAT", "TRACK_LIMIT", "UNDO_COPY_LIMIT"]

@@ -203,6 +203,33 @@ def test_large_pool_mode_matches_the_tracked_mode(data):
     assert np.isnan(untracked.history[-1].n_in_margin)
 
 
+@pytest.mark.parametrize("strategy, solver", [("near-boundary", "incremental"), ("largest-positive", "incremental"),
+                                              ("near-boundary", "lasvm")])
+def test_whole_pool_strategies_keep_scores_above_the_track_limit(data, monkeypatch, strategy, solver):
+    """Above TRACK_LIMIT a whole-pool strategy still keeps its scores (no rescoring per query): the same
+    queries and scores as a loop that rescores the pool for every query, with rows beyond the row
+    buffer added from the cache, and (for a non-exact solver, which is not copied above
+    UNDO_COPY_LIMIT) undo by replaying."""
+    import core.loop as loop_module
+
+    X, y, _, _ = data
+    monkeypatch.setattr(loop_module, "TRACK_LIMIT", 10)
+    monkeypatch.setattr(loop_module, "UNDO_COPY_LIMIT", 10)
+    monkeypatch.setattr(loop_module, "ROW_BUFFER_BYTES", 6 * len(X) * 8)  # six rows; the others from the cache
+    kept = ActiveLearningLoop(X, strategy=strategy, solver=solver, seed=4)
+    assert kept.track_scores
+    sampled = ActiveLearningLoop(X, strategy="randomized-search", solver=solver, seed=4)
+    assert not sampled.track_scores  # a sampling strategy scores only what it draws
+    rescored = ActiveLearningLoop(X, strategy=strategy, solver=solver, seed=4, track_scores=False)
+    run(kept, y, 45, undo_every=9)
+    run(rescored, y, 45, undo_every=9)
+    assert kept.events == rescored.events
+    assert len(kept._slots) == 6 and len(kept.solver.coefficients()[0]) > 6
+    assert not any(u.snapshot is not None for u in kept._undo)
+    np.testing.assert_allclose(kept.pool_scores(), fresh_scores(kept), rtol=0, atol=1e-9)
+    assert np.isfinite(kept.history[-1].n_in_margin)
+
+
 def test_bad_input_is_refused(data):
     X, y, _, _ = data
     loop = ActiveLearningLoop(X, strategy="near-boundary")
