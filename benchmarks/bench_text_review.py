@@ -1,7 +1,7 @@
 """Document review side by side with ASReview: labels to find 50/80/95% of the positives, per-label time.
 
     python benchmarks/bench_text_review.py [--data FILE.csv --text-column COL --label-column COL --positive V]
-                                           [--seeds 5] [--no-asreview] [--sparse-size 10000]
+                                           [--seeds 5] [--no-asreview] [--diagnose] [--sparse-size 10000]
 
 Task (default): the bundled arXiv abstracts, robotics (cs.RO, 34 of 993 = 3.4%) against the rest; the
 document is title + abstract.  Both tools start from the same two labelled documents per seed (one
@@ -21,6 +21,14 @@ is found:
 Per-label time: MarginLab's solver update + choosing the next document (``update_ms + query_ms``);
 ASReview's time between two consecutive labels in its results table (its retraining + ranking).
 WSS@95 = (documents not read at 95% recall) / n - 0.05.
+
+``--diagnose`` adds rows that explain the gap between the two models, with scikit-learn's solvers
+on the same TF-IDF rows and the same priors (retrained from scratch after every label, largest score
+next; benchmark-only): liblinear's LinearSVC with ASReview's weighting (every label reweights both
+classes: negatives by n_pos / (9.8 n_neg), then all so that they sum to the number of labels), its
+intercept penalised like a weight (liblinear's ``intercept_scaling=1``), with squared hinge (ASReview's
+model) and with the hinge loss; the same weights with an unpenalised bias (SVC, a libsvm model like
+MarginLab's); and the hinge loss with the penalised intercept but without the weights.
 
 A second table (``--sparse-size``) measures the per-label time of largest-positive + incremental on
 synthetic documents: 10,000 documents over a 50,000-term vocabulary (Zipf-distributed words), TF-IDF
@@ -114,6 +122,43 @@ def run_marginlab(X, y: np.ndarray, seed: int) -> tuple[np.ndarray, list[float]]
     return y[order], times
 
 
+DIAGNOSTIC_MODELS = (
+    ("LinearSVC squared hinge, C=0.11, ASReview weights, penalised intercept", "squared_hinge", True),
+    ("LinearSVC hinge, C=0.11, ASReview weights, penalised intercept", "hinge", True),
+    ("SVC linear (free bias), C=0.11, ASReview weights", "svc", True),
+    ("LinearSVC hinge, C=0.11, no weights, penalised intercept", "hinge", False),
+)
+
+
+def run_reference(X, y: np.ndarray, seed: int, loss: str, weighted: bool) -> np.ndarray:
+    """Largest score next, a scikit-learn model retrained from scratch after every label (``--diagnose``)."""
+    from sklearn.svm import SVC, LinearSVC
+
+    pos, neg = priors(y, seed)
+    order = [pos, neg]
+    read = np.zeros(len(y), dtype=bool)
+    read[order] = True
+    n_pos = int((y > 0).sum())
+    K = (X @ X.T).toarray() if loss == "svc" and sp.issparse(X) else (X @ X.T if loss == "svc" else None)
+    while int((y[order] > 0).sum()) < n_pos:
+        yo = y[order]
+        weight = np.ones(len(yo))
+        if weighted:  # ASReview's Balanced(ratio=9.8): negatives n_pos / (9.8 n_neg), then sum = labels
+            weight = np.where(yo > 0, 1.0, (yo > 0).sum() / (9.8 * (yo < 0).sum()))
+            weight *= len(yo) / weight.sum()
+        if loss == "svc":
+            model = SVC(kernel="precomputed", C=0.11).fit(K[np.ix_(order, order)], yo, sample_weight=weight)
+            score = model.decision_function(K[:, order])
+        else:
+            model = LinearSVC(C=0.11, loss=loss, max_iter=100_000).fit(X[order], yo, sample_weight=weight)
+            score = model.decision_function(X)
+        score[read] = -np.inf
+        q = int(np.argmax(score))
+        order.append(q)
+        read[q] = True
+    return y[order]
+
+
 def ensure_asreview() -> Path | None:
     exe = ASREVIEW_VENV / "bin" / "asreview"
     if exe.exists():
@@ -193,6 +238,7 @@ def main() -> None:
     parser.add_argument("--positive", default="1")
     parser.add_argument("--seeds", type=int, default=5)
     parser.add_argument("--no-asreview", action="store_true")
+    parser.add_argument("--diagnose", action="store_true", help="add scikit-learn model variants (see above)")
     parser.add_argument("--sparse-size", type=int, default=10_000)
     parser.add_argument("--sparse-labels", type=int, default=200)
     parser.add_argument("--svd", type=int, default=0, help="use a K-component SVD reduction of the TF-IDF rows")
@@ -232,6 +278,10 @@ def main() -> None:
                 labels, times, _ = run_asreview(exe, docs, y, seed, Path(tmp))
                 rows.append(("ASReview 3.0.8 default (elas_u4: TF-IDF + SVM, max)", seed,
                              recall_labels(labels, n_pos), float(np.median(times)), float(np.percentile(times, 95))))
+            if args.diagnose:
+                for name, loss, weighted in DIAGNOSTIC_MODELS:
+                    labels = run_reference(T, y, seed, loss, weighted)
+                    rows.append((name, seed, recall_labels(labels, n_pos), float("nan"), float("nan")))
     frame = pd.DataFrame([{"tool": t, "seed": s, **{f"to {int(r * 100)}%": v[r] for r in RECALLS},
                            "WSS@95": wss95(v[0.95], n), "ms/label p50": m, "ms/label p95": p}
                           for t, s, v, m, p in rows])
