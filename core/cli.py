@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from core.dask_runs import SCHEDULER_ENV
 from core.datasets import BUNDLED, DataError, Dataset, load_bundled, load_csv, stratified_split
 from core.features import Standardizer, scale_features
 from core.kernels import KERNEL_NAMES
@@ -101,10 +102,12 @@ def _decimal(text: str) -> str:
     return text
 
 
-def _data_arguments(p: argparse.ArgumentParser) -> None:
+def _data_arguments(p: argparse.ArgumentParser, repeatable: bool = False) -> None:
     g = p.add_argument_group("data")
-    g.add_argument("--data", required=True, metavar="FILE.csv",
-                   help="CSV file with a header row, or bundled:NAME (" + ", ".join(BUNDLED) + ")")
+    g.add_argument("--data", required=True, metavar="FILE.csv", action="append" if repeatable else "store",
+                   help="CSV file with a header row, or bundled:NAME (" + ", ".join(BUNDLED) + ")" +
+                        ("; repeat it to run the same study on several datasets (each read with the same "
+                         "options)" if repeatable else ""))
     g.add_argument("--label-column", metavar="COL", help="column holding the class labels (required for a CSV file)")
     g.add_argument("--positive", metavar="VALUE",
                    help="label value of the positive class; on a column with more than two values, that value "
@@ -180,7 +183,7 @@ def build_parser() -> argparse.ArgumentParser:
     cmp_ = sub.add_parser("compare", help="compare query strategies side by side",
                           description="Run active-learning strategies over the same seeds with the true labels "
                                       "as the oracle and report learning curves.")
-    _data_arguments(cmp_)
+    _data_arguments(cmp_, repeatable=True)
     cmp_.add_argument("--strategies", required=True, metavar="a,b,c",
                       help="comma-separated strategy names, e.g. near-boundary,random")
     _model_arguments(cmp_, None)
@@ -203,29 +206,36 @@ def build_parser() -> argparse.ArgumentParser:
                       help="confidence of the statistical rule's test (default 0.95)")
     stop.add_argument("--stops-out", metavar="stops.csv",
                       help="write one row per strategy, seed and rule (labels and recall at stop) to this CSV file")
-    cmp_.add_argument("--jobs", type=_positive_int, default=1, help="seeds run in parallel processes (default 1)")
+    cmp_.add_argument("--jobs", type=_positive_int, default=1,
+                      help="seeds run in parallel processes (default 1); with --scheduler local, the number of "
+                           "workers (default: one per core)")
+    cmp_.add_argument("--scheduler", metavar="ADDRESS|local",
+                      help="run on Dask distributed: 'local' starts a cluster on this machine for the study, an "
+                           "address (tcp://host:8786) uses a running scheduler, 'none' runs here (default: "
+                           f"${SCHEDULER_ENV} if set, else here)")
     cmp_.add_argument("--json", action="store_true", help="print the summary as JSON")
     return parser
 
 
 # -- data ------------------------------------------------------------------------
 
-def load_data(args: argparse.Namespace) -> Dataset:
-    """The dataset named by ``--data`` (a CSV path or ``bundled:NAME``), with binary labels."""
-    if args.data.startswith(BUNDLED_PREFIX):
-        name = args.data[len(BUNDLED_PREFIX):]
+def load_data(args: argparse.Namespace, source: str | None = None, notice_prefix: str = "") -> Dataset:
+    """The dataset named by ``--data`` (or ``source``: a CSV path or ``bundled:NAME``), with binary labels."""
+    source = args.data if source is None else source
+    if source.startswith(BUNDLED_PREFIX):
+        name = source[len(BUNDLED_PREFIX):]
         if name not in BUNDLED:
             raise CLIError(f"unknown bundled dataset {name!r}; choose one of {', '.join(BUNDLED)}")
         return load_bundled(name, positive=args.positive)
-    if not Path(args.data).is_file():
-        raise CLIError(f"file not found: {args.data}" if not Path(args.data).exists() else
-                       f"{args.data} is not a file")
+    if not Path(source).is_file():
+        raise CLIError(f"file not found: {source}" if not Path(source).exists() else
+                       f"{source} is not a file")
     if not args.label_column:
         raise CLIError("--label-column is required: name the column that holds the class labels")
     features = None
     if args.feature_columns:
         features = [c.strip() for c in args.feature_columns.split(",") if c.strip()]
-    ds = load_csv(args.data, label_column=args.label_column, positive=args.positive, feature_columns=features,
+    ds = load_csv(source, label_column=args.label_column, positive=args.positive, feature_columns=features,
                   one_vs_rest=args.one_vs_rest, constant_columns="keep" if args.keep_constant else "drop",
                   sep=args.sep, decimal=args.decimal, missing=args.missing, one_hot=args.one_hot,
                   text_columns=args.text_column, text_analyzer=args.text_analyzer, text_min_df=args.text_min_df,
@@ -234,8 +244,22 @@ def load_data(args: argparse.Namespace) -> Dataset:
                   fingerprint_bits=args.fingerprint_bits, invalid_smiles=args.invalid_smiles,
                   seed=getattr(args, "seed", 0))
     for notice in ds.notices:
-        print(f"note: {notice}", file=sys.stderr)
+        print(f"note: {notice_prefix}{notice}", file=sys.stderr)
     return ds
+
+
+def dataset_names(sources: Sequence[str]) -> list[str]:
+    """What the ``dataset`` column calls each ``--data``: its file name (``digits`` for ``bundled:digits``),
+    or the path as given when two files have the same name."""
+    def short(source: str) -> str:
+        return source[len(BUNDLED_PREFIX):] if source.startswith(BUNDLED_PREFIX) else Path(source).name
+
+    names = [short(s) for s in sources]
+    names = [s if names.count(n) > 1 else n for s, n in zip(sources, names, strict=True)]
+    for k, name in enumerate(names):
+        if name in names[:k]:
+            raise CLIError(f"--data names {sources[k]} twice")
+    return names
 
 
 def kernel_for(args: argparse.Namespace, ds: Dataset) -> str:
@@ -422,12 +446,17 @@ def run_compare(args: argparse.Namespace) -> str:
         print(f"warning: the {initial} initial labels use the whole --budget {args.budget}: every label is "
               "drawn at random and the strategies never choose an item (lower --initial or raise --budget)",
               file=sys.stderr)
-    ds = load_data(args)
-    kernel = kernel_for(args, ds)
-    # Unsupervised and label-free, so scaling over all items (pool and held-out part) leaks no labels.
-    X = scale_features(ds.X, args.scale, ds.numeric_columns)
-    solver_params = dict(kernel=kernel, C=args.C, gamma=args.gamma, degree=args.degree, coef0=args.coef0,
-                         tol=args.tol)
+    sources = args.data if isinstance(args.data, list) else [args.data]
+    names = dataset_names(sources)
+    several = len(sources) > 1
+    datasets, data, per_dataset = {}, {}, {}
+    for source, name in zip(sources, names, strict=True):
+        ds = load_data(args, source, notice_prefix=f"{name}: " if several else "")
+        # Unsupervised and label-free, so scaling over all items (pool and held-out part) leaks no labels.
+        X = scale_features(ds.X, args.scale, ds.numeric_columns)
+        datasets[name], data[name] = ds, (X, ds.y)
+        per_dataset[name] = {"solver_params": dict(kernel=kernel_for(args, ds), C=args.C, gamma=args.gamma,
+                                                   degree=args.degree, coef0=args.coef0, tol=args.tol)}
     optional = {}
     if args.initial is not None:
         optional["initial"] = args.initial
@@ -436,26 +465,40 @@ def run_compare(args: argparse.Namespace) -> str:
     if stopping:
         optional.update(stopping=stopping, target_recall=args.target_recall, confidence=args.confidence)
     try:
-        result = experiment.run_comparison(X, ds.y, strategies=strategies, solver=args.solver,
-                                           solver_params=solver_params, budget=args.budget, seeds=args.seeds,
-                                           n_jobs=args.jobs, **optional)
+        results = experiment.run_study(data, dataset_options=per_dataset, strategies=strategies,
+                                       solver=args.solver, budget=args.budget, seeds=args.seeds, n_jobs=args.jobs,
+                                       scheduler=args.scheduler, **optional)
+    except experiment.SchedulerError as exc:
+        raise CLIError(str(exc)) from None
     except (TypeError, ValueError) as exc:
-        if not ds.is_sparse:
+        if not any(ds.is_sparse for ds in datasets.values()):
             raise
         raise CLIError(f"compare cannot run on sparse features in this version ({exc}); reduce text with "
                        "--text-svd K (the labelling app takes them as they are)") from None
-    if args.out:
-        result.to_csv(args.out)
+    if args.out:  # one dataset: as before; several: with a first column naming the dataset
+        (experiment.study_table(results, "rows") if several else results[names[0]].rows).to_csv(args.out,
+                                                                                                  index=False)
     if args.stops_out:
-        result.stops_to_csv(args.stops_out)
+        (experiment.study_table(results, "stops") if several else results[names[0]].stops).to_csv(
+            args.stops_out, index=False)
     if args.json:
-        payload = {"dataset": ds.name, "positive": ds.classes[1] if ds.classes else None,
-                   "config": result.config, "summary": result.summary.to_dict(orient="records"),
-                   "references": result.references.to_dict(orient="records"), "out": args.out}
-        if stopping:
-            payload.update(stop_summary=result.stop_summary.to_dict(orient="records"), stops_out=args.stops_out)
-        return json.dumps(_jsonable(payload))
-    text = f"{ds.name}: {len(ds)} items, positive {ds.classes[1] if ds.classes else '+1'}\n{result.summary_text()}"
+        payloads = []
+        for name, result in results.items():
+            ds = datasets[name]
+            payload = {"dataset": name if several else ds.name, "positive": ds.classes[1] if ds.classes else None,
+                       "config": result.config, "summary": result.summary.to_dict(orient="records"),
+                       "references": result.references.to_dict(orient="records")}
+            if stopping:
+                payload.update(stop_summary=result.stop_summary.to_dict(orient="records"))
+            payloads.append(payload)
+        extra = {"out": args.out, **({"stops_out": args.stops_out} if stopping else {})}
+        return json.dumps(_jsonable({"datasets": payloads, **extra} if several else {**payloads[0], **extra}))
+    blocks = []
+    for name, result in results.items():
+        ds = datasets[name]
+        blocks.append(f"{name if several else ds.name}: {len(ds)} items, positive "
+                      f"{ds.classes[1] if ds.classes else '+1'}\n{result.summary_text()}")
+    text = "\n\n".join(blocks)
     if args.out:
         text += f"\nrows written to {args.out}"
     if args.stops_out:
@@ -493,4 +536,5 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 0
 
 
-__all__ = ["CLIError", "build_parser", "format_fit", "load_data", "main", "run_compare", "run_fit"]
+__all__ = ["CLIError", "build_parser", "dataset_names", "format_fit", "load_data", "main", "run_compare",
+           "run_fit"]

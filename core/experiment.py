@@ -16,7 +16,9 @@ its evaluation AUC normalises the areas under the learning curves (0 = chance,
 
 Everything is seeded: a run depends only on (data, strategy, solver and its
 parameters, seed, budget, initial, test_fraction), so results are the same
-whether runs go one after another or in parallel processes (``n_jobs``).
+whether runs go one after another, in parallel processes (``n_jobs``) or as
+tasks on a Dask cluster (``scheduler``; ``run_study`` runs several datasets
+with the same options at once).
 
 Recall (positives labelled / positives in the training pool) is recorded too:
 the summary gives the labels needed to find 50%, 80% and 95% of the positives
@@ -40,7 +42,7 @@ from __future__ import annotations
 
 import concurrent.futures as cf
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -48,6 +50,7 @@ import numpy as np
 import pandas as pd
 
 from core import stopping as stop_rules
+from core.dask_runs import SCHEDULER_ENV, SchedulerError, resolve_scheduler, run_on_dask
 from core.datasets import stratified_split
 from core.loop import ActiveLearningLoop
 from core.metrics import (
@@ -325,44 +328,58 @@ def _as_seeds(seeds) -> list[int]:
     return list(dict.fromkeys(out))
 
 
-def run_comparison(X, y, *, strategies: Iterable[str] | str, solver: str | dict[str, str] | None = None,
-                   solver_params: dict | None = None, budget: int, seeds: int | Iterable[int],
-                   initial: int = 10, test_fraction: float = 0.3, n_jobs: int = 1,
-                   progress: Callable[[int, int, str], None] | None = None,
-                   label_progress: Callable[[int, int, str, int, int], None] | None = None,
-                   strategy_params: dict[str, dict] | None = None,
-                   cold_start: str = DEFAULT_COLD_START, stopping: str | list | None = None,
-                   target_recall: float = stop_rules.DEFAULT_TARGET_RECALL,
-                   confidence: float = stop_rules.DEFAULT_CONFIDENCE, baseline: bool = True) -> ComparisonResult:
-    """Run query strategies side by side on the same seeds.
+@dataclass
+class _Plan:
+    """The runs of one comparison (tasks) and what is needed to build its tables from their results."""
 
-    Parameters
-    ----------
-    X : (n, d) features; y : binary labels (+1/-1, 1/0 or booleans), the oracle.
-    strategies : names (list or comma-separated string).  ``random`` is added
-        as the baseline for wins/ties/losses when it is not listed.
-    solver : ``None`` (each strategy's default solver), one solver name for
-        all, or a dict strategy -> solver.
-    solver_params : solver keyword arguments (kernel, C, gamma, ...).
-    budget : labels per run, the initial ones included (capped at the pool size).
-    seeds : a count K (seeds 0..K-1) or a list of seeds; each seed fixes the
-        split, the initial labels and every random choice of its runs.
-    initial : labels chosen by the cold-start rule (random) before the
-        strategy takes over; the strategy also waits until both classes are labelled.
-    test_fraction : share of the data held out for evaluation (stratified);
-        0 keeps every item in the pool (no AUC then, recall measures only).
-    n_jobs : processes (``concurrent.futures.ProcessPoolExecutor``); 1 runs in-process.
-    progress : called as ``progress(done, total, description)`` after each run.
-    label_progress : called as ``label_progress(done, total, description, labels, budget)``
-        after every label of a heuristic's run (in-process runs only, ``n_jobs=1``): progress
-        within a run.  An exception raised by either callback stops the comparison there
-        (a Cancel): nothing is returned and no run goes on in the background.
-    strategy_params : optional dict strategy -> keyword arguments.
-    baseline : add ``random`` when it is not listed (the wins/ties/losses need it).
-    stopping : stopping rules to run beside each strategy (``core.stopping``:
-        e.g. ``"statistical,knee,margin,stability,consecutive:50"``), with the
-        statistical rule's ``target_recall`` and ``confidence``.
-    """
+    y: np.ndarray
+    tasks: list[tuple[str, Callable, tuple]]
+    strategies: list[str]
+    solvers: dict[str, str]
+    seeds: list[int]
+    config: dict[str, Any]
+    setup: StoppingSetup | None
+
+    def result(self, results: list[Any]) -> ComparisonResult:
+        strategies, setup = self.strategies, self.setup
+        refs, rows, stops = [], [], []
+        for (_, fn, _), res in zip(self.tasks, results, strict=True):
+            if fn is full_data_reference:
+                refs.append(res)
+            else:
+                rows.extend(res[0])
+                stops.extend(res[1])
+        references = pd.DataFrame(refs, columns=["solver", "seed", "auc", "accuracy", "n_sv", "n_train", "seconds"])
+        rows_df = pd.DataFrame(rows, columns=ROW_COLUMNS + EXTRA_COLUMNS)
+        order = {s: k for k, s in enumerate(strategies)}
+        rows_df = rows_df.sort_values(["strategy", "seed", "n_labels"], key=lambda c: c.map(order)
+                                      if c.name == "strategy" else c, kind="stable").reset_index(drop=True)
+        test_fraction, budget = self.config["test_fraction"], self.config["budget"]
+        pools = {seed: _pool_counts(self.y, seed, test_fraction) for seed in self.seeds}
+        runs = run_table(rows_df, references, budget, pools)
+        summary = summarise(runs, rows_df, strategies)
+        config = dict(self.config)
+        stops_df = pd.DataFrame(stops, columns=STOP_COLUMNS)
+        stop_summary = pd.DataFrame()
+        if setup is not None:
+            config.update(stopping=[str(r) for r in setup.rules], target_recall=setup.target_recall,
+                          confidence=setup.confidence)
+            stops_df["n_labels_at_stop"] = stops_df["n_labels_at_stop"].astype("Int64")
+            stops_df = stops_df.sort_values(["strategy", "seed"], key=lambda c: c.map(order)
+                                            if c.name == "strategy" else c, kind="stable").reset_index(drop=True)
+            stop_summary = summarise_stops(stops_df, pools, setup.target_recall, strategies,
+                                           [str(r) for r in setup.rules])
+        return ComparisonResult(rows=rows_df, runs=runs, references=references, summary=summary, config=config,
+                                stops=stops_df, stop_summary=stop_summary)
+
+
+def _plan(X, y, *, strategies: Iterable[str] | str, solver: str | dict[str, str] | None = None,
+          solver_params: dict | None = None, budget: int, seeds: int | Iterable[int], initial: int = 10,
+          test_fraction: float = 0.3, strategy_params: dict[str, dict] | None = None,
+          cold_start: str = DEFAULT_COLD_START, stopping: str | list | None = None,
+          target_recall: float = stop_rules.DEFAULT_TARGET_RECALL,
+          confidence: float = stop_rules.DEFAULT_CONFIDENCE, baseline: bool = True) -> _Plan:
+    """Check the arguments of a comparison and list its runs (see :func:`run_comparison`)."""
     X = np.atleast_2d(np.asarray(X, dtype=np.float64))
     y = _binary_labels(y)
     if len(X) != len(y):
@@ -397,7 +414,17 @@ def run_comparison(X, y, *, strategies: Iterable[str] | str, solver: str | dict[
             tasks.append((f"{s} ({solvers[s]}), seed {seed}", _run_strategy,
                           (X, y, s, solvers[s], solver_params, strategy_params.get(s, {}), int(budget), seed,
                            int(initial), float(test_fraction), cold_start, setup)))
+    config = dict(strategies=strategies, solvers=solvers, solver_params=solver_params, budget=int(budget),
+                  seeds=seeds, initial=int(initial), test_fraction=float(test_fraction), cold_start=cold_start)
+    return _Plan(y=y, tasks=tasks, strategies=strategies, solvers=solvers, seeds=seeds, config=config, setup=setup)
 
+
+def _execute(tasks: list[tuple[str, Callable, tuple]], n_jobs: int | None, scheduler: str | None,
+             progress: Callable[[int, int, str], None] | None,
+             label_progress: Callable[[int, int, str, int, int], None] | None) -> list[Any]:
+    """The result of every task, in the tasks' order, wherever they ran."""
+    if scheduler is not None:
+        return run_on_dask(tasks, scheduler, n_jobs, progress)
     results: list[Any] = [None] * len(tasks)
     done = 0
     if n_jobs is None or int(n_jobs) <= 1:
@@ -425,36 +452,102 @@ def run_comparison(X, y, *, strategies: Iterable[str] | str, solver: str | dict[
             except BaseException:
                 pool.shutdown(wait=True, cancel_futures=True)  # a cancel or a failure: start no further run
                 raise
+    return results
 
-    refs, rows, stops = [], [], []
-    for (_, fn, _), res in zip(tasks, results, strict=True):
-        if fn is full_data_reference:
-            refs.append(res)
-        else:
-            rows.extend(res[0])
-            stops.extend(res[1])
-    references = pd.DataFrame(refs, columns=["solver", "seed", "auc", "accuracy", "n_sv", "n_train", "seconds"])
-    rows_df = pd.DataFrame(rows, columns=ROW_COLUMNS + EXTRA_COLUMNS)
-    order = {s: k for k, s in enumerate(strategies)}
-    rows_df = rows_df.sort_values(["strategy", "seed", "n_labels"], key=lambda c: c.map(order) if c.name == "strategy"
-                                  else c, kind="stable").reset_index(drop=True)
-    pools = {seed: _pool_counts(y, seed, float(test_fraction)) for seed in seeds}
-    runs = run_table(rows_df, references, int(budget), pools)
-    summary = summarise(runs, rows_df, strategies)
-    config = dict(strategies=strategies, solvers=solvers, solver_params=solver_params, budget=int(budget),
-                  seeds=seeds, initial=int(initial), test_fraction=float(test_fraction), cold_start=cold_start)
-    stops_df = pd.DataFrame(stops, columns=STOP_COLUMNS)
-    stop_summary = pd.DataFrame()
-    if setup is not None:
-        config.update(stopping=[str(r) for r in setup.rules], target_recall=setup.target_recall,
-                      confidence=setup.confidence)
-        stops_df["n_labels_at_stop"] = stops_df["n_labels_at_stop"].astype("Int64")
-        stops_df = stops_df.sort_values(["strategy", "seed"], key=lambda c: c.map(order) if c.name == "strategy"
-                                        else c, kind="stable").reset_index(drop=True)
-        stop_summary = summarise_stops(stops_df, pools, setup.target_recall, strategies,
-                                       [str(r) for r in setup.rules])
-    return ComparisonResult(rows=rows_df, runs=runs, references=references, summary=summary, config=config,
-                            stops=stops_df, stop_summary=stop_summary)
+
+def run_comparison(X, y, *, strategies: Iterable[str] | str, solver: str | dict[str, str] | None = None,
+                   solver_params: dict | None = None, budget: int, seeds: int | Iterable[int],
+                   initial: int = 10, test_fraction: float = 0.3, n_jobs: int = 1,
+                   progress: Callable[[int, int, str], None] | None = None,
+                   label_progress: Callable[[int, int, str, int, int], None] | None = None,
+                   strategy_params: dict[str, dict] | None = None,
+                   cold_start: str = DEFAULT_COLD_START, stopping: str | list | None = None,
+                   target_recall: float = stop_rules.DEFAULT_TARGET_RECALL,
+                   confidence: float = stop_rules.DEFAULT_CONFIDENCE, baseline: bool = True,
+                   scheduler: str | None = None) -> ComparisonResult:
+    """Run query strategies side by side on the same seeds.
+
+    Parameters
+    ----------
+    X : (n, d) features; y : binary labels (+1/-1, 1/0 or booleans), the oracle.
+    strategies : names (list or comma-separated string).  ``random`` is added
+        as the baseline for wins/ties/losses when it is not listed.
+    solver : ``None`` (each strategy's default solver), one solver name for
+        all, or a dict strategy -> solver.
+    solver_params : solver keyword arguments (kernel, C, gamma, ...).
+    budget : labels per run, the initial ones included (capped at the pool size).
+    seeds : a count K (seeds 0..K-1) or a list of seeds; each seed fixes the
+        split, the initial labels and every random choice of its runs.
+    initial : labels chosen by the cold-start rule (random) before the
+        strategy takes over; the strategy also waits until both classes are labelled.
+    test_fraction : share of the data held out for evaluation (stratified);
+        0 keeps every item in the pool (no AUC then, recall measures only).
+    n_jobs : processes (``concurrent.futures.ProcessPoolExecutor``); 1 runs in-process.
+        With ``scheduler="local"``: the local cluster's workers (default: one per core).
+    progress : called as ``progress(done, total, description)`` after each run.
+    label_progress : called as ``label_progress(done, total, description, labels, budget)``
+        after every label of a heuristic's run (in-process runs only, ``n_jobs=1`` and no
+        scheduler): progress within a run.  An exception raised by either callback stops the
+        comparison there (a Cancel): nothing is returned and no run goes on in the background
+        (on a Dask cluster the runs not yet done are cancelled; one already under way on a
+        worker finishes there and its result is dropped).
+    strategy_params : optional dict strategy -> keyword arguments.
+    baseline : add ``random`` when it is not listed (the wins/ties/losses need it).
+    stopping : stopping rules to run beside each strategy (``core.stopping``:
+        e.g. ``"statistical,knee,margin,stability,consecutive:50"``), with the
+        statistical rule's ``target_recall`` and ``confidence``.
+    scheduler : run on Dask distributed, one task per run: ``"local"`` starts a
+        ``LocalCluster`` of processes on this machine (closed afterwards), any other string is
+        a scheduler address (``tcp://host:8786``); its workers need MarginLab and its
+        requirements.  ``None`` (the default) reads ``$MARGINLAB_DASK_SCHEDULER``; an explicit
+        value wins over it, and ``""`` or ``"none"`` runs here.  The results are the same as
+        in this process (the timing columns aside).  An unreachable scheduler raises
+        :class:`SchedulerError` after ``core.dask_runs.SCHEDULER_TIMEOUT`` (10) seconds.  With
+        ``"local"`` the program that calls this needs the ``if __name__ == "__main__":`` guard
+        (the workers are started as new Python processes).
+    """
+    plan = _plan(X, y, strategies=strategies, solver=solver, solver_params=solver_params, budget=budget,
+                 seeds=seeds, initial=initial, test_fraction=test_fraction, strategy_params=strategy_params,
+                 cold_start=cold_start, stopping=stopping, target_recall=target_recall, confidence=confidence,
+                 baseline=baseline)
+    return plan.result(_execute(plan.tasks, n_jobs, resolve_scheduler(scheduler), progress, label_progress))
+
+
+def run_study(datasets: Mapping[str, tuple[Any, Any]], *, n_jobs: int = 1,
+              progress: Callable[[int, int, str], None] | None = None,
+              label_progress: Callable[[int, int, str, int, int], None] | None = None,
+              scheduler: str | None = None, dataset_options: Mapping[str, dict] | None = None,
+              **options) -> dict[str, ComparisonResult]:
+    """:func:`run_comparison` on several datasets (name -> (X, y)) with the same options
+    (``dataset_options``: name -> options that replace some of them for that dataset, e.g. its kernel).
+
+    The runs of all datasets go to the same place (this process, ``n_jobs`` processes or one Dask
+    scheduler) together; progress counts them all, and with more than one dataset each description
+    starts with the dataset's name.  Returns name -> result, each the same as
+    ``run_comparison(X, y, **options)`` (see :func:`study_table` for one table of them all)."""
+    if not datasets:
+        raise ValueError("give at least one dataset")
+    dataset_options = dataset_options or {}
+    plans = {name: _plan(X, y, **{**options, **dataset_options.get(name, {})})
+             for name, (X, y) in datasets.items()}
+    tasks = []
+    for name, plan in plans.items():
+        prefix = f"{name}: " if len(plans) > 1 else ""
+        tasks.extend((prefix + desc, fn, args) for desc, fn, args in plan.tasks)
+    results = _execute(tasks, n_jobs, resolve_scheduler(scheduler), progress, label_progress)
+    out, start = {}, 0
+    for name, plan in plans.items():
+        out[name] = plan.result(results[start:start + len(plan.tasks)])
+        start += len(plan.tasks)
+    return out
+
+
+def study_table(results: Mapping[str, ComparisonResult], table: str = "rows") -> pd.DataFrame:
+    """One of the results' tables (``rows``, ``runs``, ``summary``, ``stops``, ...) of every dataset of
+    :func:`run_study`, one after another, with the dataset's name in a first column ``dataset``."""
+    frames = [getattr(result, table).assign(dataset=name) for name, result in results.items()]
+    frame = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=["dataset"])
+    return frame[["dataset", *[c for c in frame.columns if c != "dataset"]]]
 
 
 def _pool_counts(y: np.ndarray, seed: int, test_fraction: float) -> tuple[int, int]:
@@ -662,6 +755,7 @@ def format_stop_summary(summary: pd.DataFrame, target_recall: float | None = Non
     return "\n".join(lines)
 
 
-__all__ = ["BASELINE", "RECALL_LEVELS", "STOP_COLUMNS", "ComparisonResult", "EXTRA_COLUMNS", "ROW_COLUMNS",
-           "StoppingSetup", "TIE_TOLERANCE", "format_stop_summary", "format_summary", "full_data_reference",
-           "run_comparison", "run_table", "summarise", "summarise_stops"]
+__all__ = ["BASELINE", "RECALL_LEVELS", "SCHEDULER_ENV", "STOP_COLUMNS", "ComparisonResult",
+           "EXTRA_COLUMNS", "ROW_COLUMNS", "SchedulerError", "StoppingSetup", "TIE_TOLERANCE", "format_stop_summary",
+           "format_summary", "full_data_reference", "resolve_scheduler", "run_comparison", "run_study", "run_table",
+           "study_table", "summarise", "summarise_stops"]

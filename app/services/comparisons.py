@@ -21,6 +21,7 @@ from app.services.common import (
     session_kernel,
     whole_number,
 )
+from core.dask_runs import resolve_scheduler
 from storage import repository as repo
 
 # What one comparison started from the app may cost. It runs inside a request of a server
@@ -49,6 +50,13 @@ def _clock(seconds: float) -> str:
 
 class Comparisons:
     """The comparison part of ``MarginLab``."""
+
+    @staticmethod
+    def comparison_scheduler() -> str | None:
+        """Where comparisons run: ``None`` (in this server's process), ``"local"`` (a Dask cluster
+        started on this machine for each comparison) or the address of a Dask scheduler, from
+        ``$MARGINLAB_DASK_SCHEDULER``."""
+        return resolve_scheduler(None)
 
     @staticmethod
     def _check_comparison(n_items: int, n_strategies: int, budget: int, seeds: int, test_fraction: float) -> None:
@@ -80,8 +88,10 @@ class Comparisons:
         exception raised by ``progress`` (Streamlit's, when the page's Cancel is clicked or the tab
         is closed) stops the comparison there; nothing is stored.  ``stopping``: rules
         (``core.stopping``) run beside each heuristic; their stops are stored with the summary.
+        With ``$MARGINLAB_DASK_SCHEDULER`` set (:meth:`comparison_scheduler`) the runs go to that
+        Dask scheduler, and progress is told after each run only.
         """
-        from core.experiment import run_comparison
+        from core.experiment import SchedulerError, run_comparison
 
         dataset = self.dataset(dataset_id)
         if not dataset.has_true_labels:
@@ -133,11 +143,15 @@ class Comparisons:
                                     target_recall=check_target(target_recall, confidence)[0], confidence=confidence)
             except ValueError as error:
                 raise ServiceError(f"{str(error)[:1].upper()}{str(error)[1:]}.") from None
-        result = run_comparison(X, np.asarray(y, dtype=float), strategies=strategies, solver=solver or None,
-                                solver_params={"kernel": session_kernel(dataset.meta), "C": C, "gamma": gamma},
-                                budget=budget, seeds=seeds, initial=initial,
-                                test_fraction=float(test_fraction), progress=report, label_progress=report,
-                                **stop_options)
+        scheduler = self.comparison_scheduler()
+        try:
+            result = run_comparison(X, np.asarray(y, dtype=float), strategies=strategies, solver=solver or None,
+                                    solver_params={"kernel": session_kernel(dataset.meta), "C": C, "gamma": gamma},
+                                    budget=budget, seeds=seeds, initial=initial,
+                                    test_fraction=float(test_fraction), progress=report, label_progress=report,
+                                    scheduler=scheduler or "none", **stop_options)
+        except SchedulerError as error:
+            raise ServiceError(f"The comparison could not run on Dask: {error}.") from None
         config = dict(result.config, dataset=dataset.name, dataset_id=dataset_id,
                       scaling=dataset.meta.get("scaling", "none"))
         summary = {"summary": result.summary.to_dict(orient="records"),

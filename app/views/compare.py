@@ -37,6 +37,10 @@ with st.container(border=True, key="compare_settings"):
                               help="Run beside each heuristic; the statistical rule targets 95% recall at 95% "
                                    "confidence (its random draws count as labels).")
     run_clicked = st.button("Run the comparison", type="primary", key="compare_run")
+    scheduler = svc.comparison_scheduler()
+    if scheduler:  # (set by whoever runs the server: MARGINLAB_DASK_SCHEDULER)
+        st.caption(ui.plain("Runs on a Dask cluster started for each comparison on this server" if scheduler ==
+                            "local" else f"Runs on Dask scheduler {scheduler}"))
 
 problem = ui.comparison_problem(int(budget), int(initial)) if run_clicked else None
 if st.session_state.get("compare_cancel"):  # (the click's rerun: the run it interrupted has stopped)
