@@ -47,27 +47,11 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks._lasvm_data import digits_784  # noqa: E402
+from benchmarks._memory import MiB, reset_peak, status  # noqa: E402
 from benchmarks._threads_info import thread_configuration  # noqa: E402
 from benchmarks.bench_lasvm import warm_up  # noqa: E402
 from core.loop import ActiveLearningLoop  # noqa: E402
 from core.solvers.lasvm import LASVM  # noqa: E402
-
-MiB = 2**20
-
-
-def status(key: str) -> float:
-    """A VmRSS / VmHWM line of /proc/self/status, in MiB."""
-    with open("/proc/self/status") as f:
-        for line in f:
-            if line.startswith(key + ":"):
-                return int(line.split()[1]) / 1024
-    raise RuntimeError(f"{key} not in /proc/self/status")
-
-
-def reset_peak() -> None:
-    """Make VmHWM start again from the current resident set (Linux >= 4.0)."""
-    with open("/proc/self/clear_refs", "w") as f:
-        f.write("5")
 
 
 def session(n_labels: int, report_every: int = 50) -> None:

@@ -38,6 +38,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from benchmarks._memory import reset_peak, status  # noqa: E402
 from benchmarks._threads_info import thread_configuration  # noqa: E402
 from core.datasets import load_bundled, make_gaussians  # noqa: E402
 from core.loop import ActiveLearningLoop  # noqa: E402
@@ -131,26 +132,12 @@ def part2(sizes, n_labels: int, warmup: int) -> list[tuple]:
     return out
 
 
-def _memory_mib(field: str) -> float:
-    """A VmHWM / VmRSS figure of this process in MiB (Linux), NaN elsewhere."""
-    try:
-        for line in Path("/proc/self/status").read_text().splitlines():
-            if line.startswith(field + ":"):
-                return int(line.split()[1]) / 1024.0
-    except OSError:
-        pass
-    return float("nan")
-
-
 def part3_one(n: int, d: int, n_before: int, n_timed: int, n_rescored: int) -> dict:
     """One large pool, in this process (``--part3-pool``): kept scores, then whole-pool rescoring."""
     rng = np.random.default_rng(3)
     X, y = make_gaussians(n, rng, separation=2.0, n_features=d)
-    try:  # peak memory from here on: the session, not the making of the data
-        Path("/proc/self/clear_refs").write_text("5")
-    except OSError:
-        pass
-    base = _memory_mib("VmRSS")
+    reset_peak(missing_ok=True)  # peak memory from here on: the session, not the making of the data
+    base = status("VmRSS", default=float("nan"))
     t0 = time.perf_counter()
     loop = ActiveLearningLoop(X, strategy="near-boundary", solver="incremental", seed=0)
     start_s = time.perf_counter() - t0
@@ -161,7 +148,7 @@ def part3_one(n: int, d: int, n_before: int, n_timed: int, n_rescored: int) -> d
         loop.teach(q.index, int(y[q.index]))
         total.append(1e3 * (time.perf_counter() - t0))
         cpu.append(1e3 * (time.process_time() - c0))
-    peak = _memory_mib("VmHWM")
+    peak = status("VmHWM", default=float("nan"))
     kept = dict(total=stats(total[n_before:]), cpu=stats(cpu[n_before:]), tracked=bool(loop.track_scores),
                 n_sv=int(loop.solver.n_support_))
     # the reference: the same loop from here on with the scores recomputed for every query (what a

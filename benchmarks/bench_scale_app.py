@@ -32,18 +32,9 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
 
+from benchmarks._memory import status  # noqa: E402
 from benchmarks._threads_info import thread_configuration  # noqa: E402
 from core.datasets import make_gaussians  # noqa: E402
-
-
-def peak_mib() -> float:
-    try:
-        for line in Path("/proc/self/status").read_text().splitlines():
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) / 1024.0
-    except OSError:
-        pass
-    return float("nan")
 
 
 def make_csv(rows: int, features: int) -> bytes:
@@ -110,7 +101,7 @@ def main() -> None:
     print(f"answers 1..{len(answer_ms)} (label stored, model updated, next item chosen): median "
           f"{np.median(answer_ms):.1f} ms, p95 {np.percentile(answer_ms, 95):.1f} ms (first item {first})")
     print(f"resumed from {resumed_from}; same answers and next item as before the restart: {same}")
-    print(f"peak resident memory of this process: {peak_mib():.0f} MiB "
+    print(f"peak resident memory of this process: {status('VmHWM', default=float('nan')):.0f} MiB "
           f"(feature matrix {args.rows * args.features * 8 / 2**20:.0f} MiB as float64)")
 
 
