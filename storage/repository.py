@@ -356,23 +356,37 @@ def load_dataset_arrays(
         dataset = session.get(Dataset, dataset_id)
         if dataset is None:
             raise NotFoundError(f"Dataset {dataset_id} does not exist.")
-        items = session.execute(
-            select(Item.external_key, Item.display_text).where(Item.dataset_id == dataset_id).order_by(Item.position)
-        ).all()
+        keys, texts = _item_keys_and_texts(session, dataset_id)
         X = decode_features(dataset.features, dataset.n_rows, dataset.n_features, dataset.meta)
         y_true = None
         if dataset.true_labels is not None:
             y_true = np.frombuffer(dataset.true_labels, dtype="<i1").astype(np.int8, copy=True)
-        keys = tuple(row.external_key for row in items)
-        texts = tuple(row.display_text for row in items)
         display = DisplayInfo(
             kind=dataset.display_kind,
             image_shape=((dataset.image_width, dataset.image_height) if dataset.image_width is not None else None),
             text_column=dataset.text_column,
-            item_keys=keys if any(key is not None for key in keys) else None,
-            display_values=texts if any(text is not None for text in texts) else None,
+            item_keys=keys,
+            display_values=texts,
         )
         return X, y_true, list(dataset.feature_names), display
+
+
+def _item_keys_and_texts(session: Session, dataset_id: int) -> tuple[tuple | None, tuple | None]:
+    """The items' external keys and display texts in position order; None for a column no item fills.
+
+    Each column is first asked whether any item fills it (one scan inside the database), and
+    read only then, as plain rows rather than ORM objects: a million-item dataset of bare
+    numbers opens without a million Python objects.
+    """
+    mine = Item.dataset_id == dataset_id
+    out = []
+    for column in (Item.external_key, Item.display_text):
+        if session.execute(select(select(Item.id).where(mine, column.is_not(None)).exists())).scalar():
+            rows = session.connection().execute(select(column).where(mine).order_by(Item.position))
+            out.append(tuple(rows.scalars()))
+        else:
+            out.append(None)
+    return out[0], out[1]
 
 
 def update_dataset_meta(engine: EngineLike, dataset_id: int, changes: dict[str, Any]) -> dict[str, Any]:
