@@ -115,6 +115,10 @@ def detect_format(text: str, sample_chars: int = 200_000) -> tuple[str, str]:
 # --------------------------------------------------------------------------- scaling
 
 
+def _every_column(cols: np.ndarray, n_columns: int) -> bool:
+    return len(cols) == n_columns and bool(np.array_equal(cols, np.arange(n_columns)))
+
+
 @dataclass
 class Standardizer:
     """Zero mean, unit variance for the columns ``columns`` (default: all); the others stay as they are.
@@ -138,22 +142,28 @@ class Standardizer:
         if _sparse(X):
             block = X[:, cols].toarray() if len(cols) else np.zeros((X.shape[0], 0))
         else:
-            block = np.asarray(X, dtype=np.float64)[:, cols]
+            block = np.asarray(X, dtype=np.float64)
         if len(block) == 0:
             self.mean_, self.scale_ = np.zeros(len(cols)), np.ones(len(cols))
             return self
-        mean = block.mean(axis=0)
-        scale = block.std(axis=0)
+        if _sparse(X):
+            mean, scale = block.mean(axis=0), block.std(axis=0)
+        else:
+            # column by column, on views: no gathered copy of the matrix (a 100k x 784 pool costs
+            # 0.65 s instead of 3 s); each column is one 1-D reduction, as in a column-ordered copy
+            mean = np.array([block[:, j].mean() for j in cols.tolist()], dtype=np.float64)
+            scale = np.array([block[:, j].std() for j in cols.tolist()], dtype=np.float64)
         scale[~(scale > 1e-12 * np.maximum(1.0, np.abs(mean)))] = 1.0
         self.mean_, self.scale_ = mean, scale
         return self
 
-    def transform(self, X):
+    def transform(self, X, copy: bool = True):
+        """X scaled; ``copy=False`` scales a writable float64 dense X in place (same values)."""
         if self.mean_ is None:
             raise ValueError("Standardizer.transform before fit")
         cols = self._cols(X)
         if len(cols) == 0:
-            return X.copy()
+            return X.copy() if copy else X
         if _sparse(X):
             X = sp.csr_matrix(X, dtype=np.float64)
             rest = np.setdiff1d(np.arange(X.shape[1]), cols)
@@ -163,6 +173,11 @@ class Standardizer:
             out = sp.hstack([sp.csr_matrix(scaled), X[:, rest]], format="csr")
             order = np.argsort(np.concatenate([cols, rest]))
             return out[:, order].tocsr()
+        if _every_column(cols, X.shape[1]):  # every column: no gathered copies
+            in_place = not copy and isinstance(X, np.ndarray) and X.dtype == np.float64 and X.flags.writeable
+            out = np.subtract(X, self.mean_, out=X if in_place else None, dtype=np.float64)
+            out /= self.scale_
+            return out
         X = np.array(X, dtype=np.float64, copy=True)
         X[:, cols] = (X[:, cols] - self.mean_) / self.scale_
         return X
@@ -184,6 +199,19 @@ def scale_features(X, scaling: str, numeric_columns: Sequence[int] | None = None
     if numeric_columns is None and _sparse(X):
         return X
     return Standardizer(numeric_columns).fit_transform(X)
+
+
+def scaled_row_blocks(X, scaling: str, numeric_columns: Sequence[int] | None, *row_sets):
+    """``scale_features(X, scaling, numeric_columns)[rows]`` for each of ``row_sets`` (the same
+    values), without a scaled copy of the whole of X: the statistics come from every row of X,
+    and only the rows asked for are gathered and scaled (in place)."""
+    if scaling in (None, "", "none") or (numeric_columns is None and _sparse(X)):
+        base = scale_features(X, scaling, numeric_columns)
+        return [base[np.asarray(rows, dtype=np.intp)] for rows in row_sets]
+    if scaling != "standard":
+        raise ValueError(f"unknown scaling {scaling!r}; choose 'standard' or 'none'")
+    scaler = Standardizer(numeric_columns).fit(X)
+    return [scaler.transform(X[np.asarray(rows, dtype=np.intp)], copy=False) for rows in row_sets]
 
 
 # --------------------------------------------------------------------------- text

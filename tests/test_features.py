@@ -14,6 +14,7 @@ from core.features import (
     molecule_svg,
     morgan_fingerprints,
     scale_features,
+    scaled_row_blocks,
     svd_reduce,
     term_contributions,
     tfidf_features,
@@ -187,6 +188,44 @@ def test_standardizer_on_sparse_equals_the_dense_computation():
     np.testing.assert_allclose(scaler.transform(sp.csr_matrix(dense)).toarray(), scaler.transform(dense))
     shuffled = Standardizer([1, 3]).fit(dense)
     np.testing.assert_allclose(shuffled.transform(sp.csr_matrix(dense)).toarray(), shuffled.transform(dense))
+
+
+@pytest.mark.parametrize("columns", [None, [0, 1, 2, 3, 4], [1, 3]])
+def test_standardizer_statistics_are_the_column_by_column_reductions(columns):
+    """Each column's mean and deviation are its own 1-D reduction, as over a gathered column-ordered
+    copy (what stored sessions were scaled with), whatever the matrix's layout."""
+    X = np.random.default_rng(4).normal(50.0, 7.0, size=(2001, 5))
+    X[:, 4] = 3.0  # constant: scale 1
+    cols = np.arange(5) if columns is None else np.asarray(columns)
+    gathered = X[:, cols]
+    for layout in (X, np.asfortranarray(X)):
+        scaler = Standardizer(columns).fit(layout)
+        expected_scale = gathered.std(axis=0)
+        expected_scale[~(expected_scale > 1e-12 * np.maximum(1.0, np.abs(gathered.mean(axis=0))))] = 1.0
+        np.testing.assert_array_equal(scaler.mean_, gathered.mean(axis=0))
+        np.testing.assert_array_equal(scaler.scale_, expected_scale)
+
+
+def test_scaled_row_blocks_are_rows_of_the_scaled_matrix_without_scaling_all_of_it():
+    rng = np.random.default_rng(5)
+    dense = rng.normal(10.0, 3.0, size=(300, 4))
+    sparse = sp.hstack([sp.csr_matrix(dense[:, :2]), sp.random(300, 6, density=0.2, random_state=1, format="csr")],
+                       format="csr")
+    pool, held = np.setdiff1d(np.arange(300), [4, 77, 150]), np.array([4, 77, 150])
+    for X, numeric in ((dense, None), (dense, [0, 2]), (sparse, [0, 1]), (sparse, None)):
+        for scaling in ("standard", "none"):
+            whole = scale_features(X, scaling, numeric)
+            blocks = scaled_row_blocks(X, scaling, numeric, pool, held)
+            for rows, block in zip((pool, held), blocks, strict=True):
+                want, got = whole[rows], block
+                if sp.issparse(want):
+                    want, got = want.toarray(), got.toarray()
+                np.testing.assert_array_equal(got, want)
+    before = dense.copy()
+    scaled_row_blocks(dense, "standard", None, pool)
+    np.testing.assert_array_equal(dense, before)  # the raw matrix is left as it was
+    with pytest.raises(ValueError, match="unknown scaling"):
+        scaled_row_blocks(dense, "minmax", None, pool)
 
 
 def test_svd_reduce_refuses_too_many_components():
