@@ -317,7 +317,10 @@ class ActiveLearningLoop:
     def __init__(self, X, *, strategy: str = "near-boundary", solver: str | None = None,
                  solver_params: dict | None = None, strategy_params: dict | None = None, seed: int = 0,
                  cold_start: str = DEFAULT_COLD_START, initial: int = 0, eval_X=None, eval_y=None,
-                 oracle_y=None, track_scores: bool | None = None, undo_memory: int = DEFAULT_UNDO_MEMORY):
+                 oracle_y=None, track_scores: bool | None = None, undo_memory: int = DEFAULT_UNDO_MEMORY,
+                 _solver_state: tuple[dict, dict] | None = None):
+        # _solver_state: (arrays, meta) of a saved solver, for from_state only: the solver is then
+        # rebuilt from it (not made empty first), and the pool scores are left to _load_state
         self.strategy = strategy
         self._strategy_fn = get_strategy(strategy)
         if cold_start not in COLD_STARTS:
@@ -354,7 +357,10 @@ class ActiveLearningLoop:
                              else bool(track_scores))
         self.undo_memory = int(undo_memory)
 
-        self.solver = make_solver(self.solver_name, self.X, **self.solver_params)
+        if _solver_state is None:
+            self.solver = make_solver(self.solver_name, self.X, **self.solver_params)
+        else:
+            self.solver = solver_class(self.solver_name).from_state(*_solver_state, X=self.X)
         self._label = np.zeros(n, dtype=np.int8)
         self._skipped = np.zeros(n, dtype=bool)
         self._available = np.ones(n, dtype=bool)
@@ -378,11 +384,14 @@ class ActiveLearningLoop:
         self._f: np.ndarray | None = None
         self._slots: dict[int, int] = {}  # store index -> row of _rowbuf
         self._rowbuf: np.ndarray | None = None
+        # rows a restored state kept in the buffer, put back (in this order) before the next update
+        self._rows_to_restore: list[int] = []
         # the evaluation items' row terms (squared norms; feature sums for tanimoto), by the kernel layer
         self._eval_sq = None if self.eval_X is None else self.solver.kernel.row_terms(self.eval_X)
         self._eval_slot: dict[int, int] = {}  # store index -> row of _eval_cols
         self._eval_cols = np.empty((0, 0 if self.eval_X is None else self.eval_X.shape[0]))
-        self._init_scores()
+        if _solver_state is None:
+            self._init_scores()
         self.rng = self._step_rng()
 
     def _init_scores(self) -> None:
@@ -812,6 +821,7 @@ class ActiveLearningLoop:
         """
         if self._f is None:
             return
+        self._restore_buffered_rows()
         sv, coef, b = self.solver.coefficients()
         n = self.n_items
         # delta over the items that carry a coefficient before or after (ascending, as over the
@@ -851,6 +861,21 @@ class ActiveLearningLoop:
         if db != 0.0:
             self._f += db
         self._b = float(b)
+
+    def _restore_buffered_rows(self) -> None:
+        """Put back the kernel rows a restored state had buffered, in the order the original kept
+        them (so later updates sum in the same order).  Computed by ``cache.row`` as they were,
+        and not counted as the solver's work (its counter is the saved one).  Done at the first
+        update rather than on restore: opening a session shows its next item without them."""
+        if not self._rows_to_restore:
+            return
+        cache, n = self.solver.cache, self.n_items
+        evals = cache.n_evals
+        for j in self._rows_to_restore:
+            row = cache.row(j, keep=False)
+            self._buffer_row(j, row if len(row) == n else row[:n])
+        cache.n_evals = evals
+        self._rows_to_restore = []
 
     def _buffer_row(self, j: int, row: np.ndarray) -> int:
         k = len(self._slots)
@@ -989,7 +1014,8 @@ class ActiveLearningLoop:
         if self._f is not None:
             arrays["pool_f"] = self._f.copy()
             arrays["pool_beta"] = self._beta.copy()
-            arrays["row_slots"] = np.fromiter(self._slots, dtype=np.int64, count=len(self._slots))
+            kept = [*self._slots, *self._rows_to_restore]
+            arrays["row_slots"] = np.asarray(kept, dtype=np.int64)
             meta["pool_b"] = self._b
         if self._ranking is not None:
             arrays["ranking"] = np.asarray(self._ranking)
@@ -1029,7 +1055,9 @@ class ActiveLearningLoop:
         n_features = X.shape[1] if sp.issparse(X) else np.atleast_2d(np.asarray(X)).shape[1]
         if int(meta["n_features"]) != n_features:
             raise ValueError(f"the state is for {meta['n_features']} features, X has {n_features}")
-        loop = cls(X, **meta["config"], **data)
+        prefix = "solver."
+        solver_arrays = {k[len(prefix):]: v for k, v in arrays.items() if k.startswith(prefix)}
+        loop = cls(X, **meta["config"], **data, _solver_state=(solver_arrays, meta["solver"]))
         loop._load_state(arrays, meta)
         return loop
 
@@ -1047,13 +1075,10 @@ class ActiveLearningLoop:
                 expect_label[i], expect_skip[i] = y, False
         if len(label) != n or not (np.array_equal(label, expect_label) and np.array_equal(skipped, expect_skip)):
             raise ValueError("the loop state's labels do not match its events")
-        prefix = "solver."
-        solver = solver_class(self.solver_name).from_state(
-            {k[len(prefix):]: v for k, v in arrays.items() if k.startswith(prefix)}, meta["solver"], X=self.X)
+        solver = self.solver  # rebuilt from the state by __init__
         learned = np.flatnonzero(solver.y)
         if len(solver.y) != n or not np.array_equal(solver.y[learned], label[learned].astype(np.float64)):
             raise ValueError("the solver state's learned examples do not match the loop's labels")
-        self.solver = solver
         self.events = events
         self._label, self._skipped = label.copy(), skipped.copy()
         self._available = (label == 0) & ~skipped
@@ -1082,14 +1107,7 @@ class ActiveLearningLoop:
             self._beta = np.array(arrays["pool_beta"], dtype=np.float64)
             self._carried = np.flatnonzero(self._beta)
             self._b = float(meta["pool_b"])
-            # the kept kernel rows, in the order the original kept them (so later updates sum
-            # in the same order); computed by cache.row as they were, not counted as the
-            # solver's work (its counter is the saved one)
-            evals = self.solver.cache.n_evals
-            for j in np.asarray(arrays["row_slots"], dtype=np.intp).tolist():
-                row = self.solver.cache.row(j)
-                self._buffer_row(j, row if len(row) == n else row[:n])
-            self.solver.cache.n_evals = evals
+            self._rows_to_restore = np.asarray(arrays["row_slots"], dtype=np.intp).tolist()
         else:
             self._init_scores()
         self._pending = None

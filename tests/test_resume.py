@@ -573,3 +573,33 @@ def test_without_true_labels_the_curve_is_the_auc_of_the_scores_when_asked(lab):
     resumed = MarginLab.from_url(url).open_session(run.session_id)
     assert resumed.resumed_from == len(run.answers)
     assert_same_run(resumed, run)
+
+
+def test_a_restored_loop_puts_its_kept_kernel_rows_back_at_the_first_update(data):
+    """Opening a snapshot computes no pool-wide kernel row (the next item needs only the kept
+    scores); the rows the original had buffered come back, in its order, before the next update."""
+    X, y, _, _ = data
+    loop = ActiveLearningLoop(X, strategy="near-boundary", solver="incremental", seed=4,
+                              solver_params={"C": C_OF["incremental"]})
+    answer_without_undo(loop, y, 30, np.random.default_rng(1))
+    arrays, meta = through_storage(*loop.to_state())
+    assert len(arrays["row_slots"]) > 0
+    restored = ActiveLearningLoop.from_state(arrays, meta, X)
+    evals = restored.solver.cache.n_evals
+    assert restored._rowbuf is None and not restored._slots
+    np.testing.assert_array_equal(restored.pool_scores(), loop.pool_scores())
+    assert restored.next_query().index == loop.next_query().index
+    # a snapshot of the restored loop before any update keeps the rows and their order
+    np.testing.assert_array_equal(through_storage(*restored.to_state())[0]["row_slots"], arrays["row_slots"])
+    restored._restore_buffered_rows()  # (what the first update does first)
+    assert restored.solver.cache.n_evals == evals  # not counted as the solver's work
+    kept = len(loop._slots)
+    assert list(restored._slots) == list(loop._slots)
+    np.testing.assert_array_equal(restored._rowbuf[:kept], loop._rowbuf[:kept])
+    item = loop.next_query().index
+    loop.teach(item, int(y[item]))
+    restored2 = ActiveLearningLoop.from_state(arrays, meta, X)
+    for other in (restored, restored2):  # rows put back before, or by, the update
+        other.teach(item, int(y[item]))
+        assert list(other._slots) == list(loop._slots)
+        np.testing.assert_array_equal(other.pool_scores(), loop.pool_scores())
