@@ -502,6 +502,28 @@ def test_ramp_region_progress_counts_the_items_the_stream_has_seen(db_url):
     assert progress(at) == (4, 1)
 
 
+def test_a_run_holds_its_scaled_features_once_and_finds_any_items_row(db_url):
+    from app.services.common import scale_features
+
+    svc = service(db_url)
+    run = _labelled_run(svc, "near-boundary", 6)
+    whole = scale_features(run.X_raw, run.scaling)
+    assert run.has_evaluation and len(run.pool_items) + len(run.eval_items) == len(run.X_raw)
+    assert np.shares_memory(run.loop.X, run.pool_X)  # the loop and the solver learn on the run's own rows
+    for item in (int(run.pool_items[3]), int(run.eval_items[0]), int(run.eval_items[-1]), len(run.X_raw) - 1):
+        np.testing.assert_array_equal(run.X[item], whole[item])
+    mixed = np.array([run.eval_items[2], run.pool_items[0], run.eval_items[0], run.pool_items[9]])
+    np.testing.assert_array_equal(run.X[mixed], whole[mixed])
+    np.testing.assert_array_equal(np.asarray(run.X), whole)
+    with pytest.raises(IndexError, match="not in this dataset"):
+        run.X[len(run.X_raw)]
+    positions = run.pool_of_item
+    assert positions[int(run.pool_items[5])] == 5 and int(run.eval_items[0]) not in positions
+    assert -1 not in positions and "3" not in positions and len(positions) == len(run.pool_items)
+    with pytest.raises(KeyError):
+        positions[int(run.eval_items[0])]
+
+
 def test_a_standardised_dataset_is_labelled_on_scaled_features(db_url):
     svc = service(db_url)
     rng = np.random.default_rng(1)
@@ -510,8 +532,8 @@ def test_a_standardised_dataset_is_labelled_on_scaled_features(db_url):
     csv = "u,v,kind\n" + "\n".join(f"{a},{b},{c}" for (a, b), c in zip(X, y, strict=True))
     result = svc.import_csv(csv.encode(), name="scaled", label_column="kind", positive="big", scaling="standard")
     run = svc.start_session(dataset_id=result.dataset_id, annotator="sc", strategy="random")
-    np.testing.assert_allclose(run.X.mean(axis=0), 0, atol=1e-12)
-    np.testing.assert_allclose(run.X.std(axis=0), 1, atol=1e-12)
+    np.testing.assert_allclose(np.asarray(run.X).mean(axis=0), 0, atol=1e-12)
+    np.testing.assert_allclose(np.asarray(run.X).std(axis=0), 1, atol=1e-12)
     np.testing.assert_allclose(run.X_raw, X, rtol=1e-15)  # the database keeps the raw values
     assert run.item_features(0).iloc[0].tolist() == pytest.approx(X[0].tolist())
 

@@ -32,7 +32,7 @@ VALUE_NAMES = {1: "positive", -1: "negative", 0: "skip"}
 __all__ = ["COMPARE_STRATEGIES", "DEFAULT_C", "DEFAULT_GAMMA", "DEFAULT_SOLVER", "DEMO_NAME", "EVAL_FRACTION",
            "EVAL_MAX_ITEMS", "GAMMA_NAMES", "LABEL_STRATEGIES", "SOLVERS", "VALUE_NAMES", "Outcome", "ServiceError",
            "database_trouble", "gamma_value", "numeric_columns", "positive_number", "scale_features",
-           "scaling_name", "session_kernel", "whole_number"]
+           "scaled_row_blocks", "scaling_name", "session_kernel", "whole_number"]
 
 
 class ServiceError(Exception):
@@ -64,6 +64,13 @@ def scale_features(X, scaling: str, numeric_columns=None):
     from core.features import scale_features as scale
 
     return scale(X, scaling_name(scaling), numeric_columns)
+
+
+def scaled_row_blocks(X, scaling: str, numeric_columns, *row_sets):
+    """``scale_features(X, ...)[rows]`` for each of ``row_sets``, without scaling the whole of X."""
+    from core.features import scaled_row_blocks as blocks
+
+    return blocks(X, scaling_name(scaling), numeric_columns, *row_sets)
 
 
 def numeric_columns(meta: dict) -> list[int] | None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -13,7 +14,7 @@ class RunDocuments:
     dataset: Any
     loop: Any
     X: Any
-    pool_of_item: dict[int, int]
+    pool_of_item: Mapping[int, int]
     feature_names: list[str]
 
     def _text_blocks(self) -> list[dict]:

@@ -14,10 +14,12 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+import scipy.sparse as sp
 from sqlalchemy.exc import SQLAlchemyError
 
 from app.services.common import (
@@ -28,7 +30,7 @@ from app.services.common import (
     ServiceError,
     database_trouble,
     numeric_columns,
-    scale_features,
+    scaled_row_blocks,
 )
 from app.services.documents import RunDocuments
 from app.services.history import RunHistory
@@ -89,9 +91,82 @@ def evaluation_split(y_true: np.ndarray, fraction: float, seed: int,
         k = int(round(fraction * len(members)))
         k = min(max(k, 1), len(members) - 1) if len(members) > 1 else 0
         held.append(members[:k])
-    eval_items = np.sort(np.concatenate(held)).astype(np.intp)
-    pool_items = np.setdiff1d(np.arange(len(y_true)), eval_items).astype(np.intp)
-    return pool_items, eval_items
+    in_pool = np.ones(len(y_true), dtype=bool)
+    in_pool[np.concatenate(held)] = False
+    return np.flatnonzero(in_pool).astype(np.intp), np.flatnonzero(~in_pool).astype(np.intp)
+
+
+class PoolPositions(Mapping[int, int]):
+    """Dataset item -> its position in the labelling pool, for the pool's items only.
+
+    A read-only mapping over one integer array (a million-item pool costs 8 MB and
+    no Python objects, where a dict costs ~100 MB and a noticeable wait on open).
+    """
+
+    def __init__(self, pool_items: np.ndarray, n_items: int):
+        self._items = np.asarray(pool_items, dtype=np.intp)
+        self._position = np.full(n_items, -1, dtype=np.intp)
+        self._position[self._items] = np.arange(len(self._items))
+
+    def __getitem__(self, item: int) -> int:
+        if isinstance(item, (bool, np.bool_)) or not isinstance(item, (int, np.integer)):
+            raise KeyError(item)
+        if not 0 <= item < len(self._position) or self._position[item] < 0:
+            raise KeyError(item)
+        return int(self._position[item])
+
+    def __contains__(self, item: object) -> bool:
+        try:
+            self[item]  # type: ignore[index]
+        except KeyError:
+            return False
+        return True
+
+    def __iter__(self) -> Iterator[int]:
+        return (int(item) for item in self._items)
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+
+class ScaledItems:
+    """The scaled feature row of any dataset item, read from the pool and evaluation matrices
+    (the loop's own arrays: the scaled features are held once, not also as a whole matrix)."""
+
+    def __init__(self, pool_X, positions: PoolPositions, eval_X, eval_items: np.ndarray, n_items: int):
+        self.pool_X, self.positions, self.eval_X = pool_X, positions, eval_X
+        self.eval_items = np.asarray(eval_items, dtype=np.intp)  # ascending
+        self.shape = (n_items, pool_X.shape[1])
+
+    def _where(self, item: int) -> tuple[bool, int]:
+        """(in the pool, row) of an item."""
+        item = int(item)
+        if item in self.positions:
+            return True, self.positions[item]
+        k = int(np.searchsorted(self.eval_items, item))
+        if k < len(self.eval_items) and self.eval_items[k] == item:
+            return False, k
+        raise IndexError(f"item {item} is not in this dataset (0..{self.shape[0] - 1})")
+
+    def __getitem__(self, item):
+        """The row of one item, or the rows of an array of items (a new matrix, in that order)."""
+        if np.ndim(item) == 0:
+            in_pool, row = self._where(item)
+            return (self.pool_X if in_pool else self.eval_X)[row]
+        where = [self._where(i) for i in np.asarray(item).tolist()]
+        pool_rows = [k for in_pool, k in where if in_pool]
+        eval_rows = [k for in_pool, k in where if not in_pool]
+        parts = [self.pool_X[np.asarray(pool_rows, dtype=np.intp)],
+                 self.eval_X[np.asarray(eval_rows, dtype=np.intp)]]
+        stacked = sp.vstack(parts, format="csr") if sp.issparse(self.pool_X) else np.concatenate(parts)
+        order = np.argsort([not in_pool for in_pool, _ in where], kind="stable")  # pool rows came first
+        return stacked[np.argsort(order, kind="stable")]
+
+    def __array__(self, dtype=None, copy=None):
+        return np.asarray(self[np.arange(self.shape[0])], dtype=dtype)
+
+    def __len__(self) -> int:
+        return self.shape[0]
 
 
 class LabellingRun(RunSnapshots, RunReadouts, RunHistory, RunStopping, RunDocuments):
@@ -111,9 +186,10 @@ class LabellingRun(RunSnapshots, RunReadouts, RunHistory, RunStopping, RunDocume
         self.solver_params = dict(params.get("solver_params", {}))
         self.strategy_params = dict(params.get("strategy_params", {}))
         self.X_raw = self.X = self.y_true = self.display = None  # the arrays: see _load_arrays
+        self.pool_X = self.eval_X = None  # the scaled pool and evaluation rows (the loop's data)
         self.feature_names: list[str] = []
         self.pool_items = self.eval_items = np.zeros(0, dtype=np.intp)
-        self.pool_of_item: dict[int, int] = {}
+        self.pool_of_item: Mapping[int, int] = {}
         self.loop: ActiveLearningLoop | None = None
         #: why this session's model cannot be used (None while it can): see _cannot_go_on
         self.problem: str | None = None
@@ -143,12 +219,16 @@ class LabellingRun(RunSnapshots, RunReadouts, RunHistory, RunStopping, RunDocume
         self.y_true = None if y_true is None else np.asarray(y_true, dtype=np.int64)
         self.feature_names = list(feature_names)
         self.display = display
-        self.X = scale_features(X, self.scaling, numeric_columns(self.dataset.meta))
         if self.y_true is not None and self.eval_fraction > 0:
             self.pool_items, self.eval_items = evaluation_split(self.y_true, self.eval_fraction, self.seed)
         else:
             self.pool_items, self.eval_items = np.arange(X.shape[0], dtype=np.intp), np.zeros(0, dtype=np.intp)
-        self.pool_of_item = {int(item): k for k, item in enumerate(self.pool_items)}
+        self.pool_of_item = PoolPositions(self.pool_items, X.shape[0])
+        # only the pool's and the evaluation's rows are scaled (statistics from every row): the
+        # raw features for display, and the scaled ones once, shared with the loop and solver
+        self.pool_X, self.eval_X = scaled_row_blocks(X, self.scaling, numeric_columns(self.dataset.meta),
+                                                     self.pool_items, self.eval_items)
+        self.X = ScaledItems(self.pool_X, self.pool_of_item, self.eval_X, self.eval_items, X.shape[0])
 
     def _loop_config(self) -> dict[str, Any]:
         return dict(
@@ -162,9 +242,9 @@ class LabellingRun(RunSnapshots, RunReadouts, RunHistory, RunStopping, RunDocume
     def _loop_data(self) -> dict[str, Any]:
         """The pool, and the evaluation split the loop scores after every label (cheaply: it keeps
         the kernel columns of support vectors)."""
-        data: dict[str, Any] = {"X": self.X[self.pool_items]}
+        data: dict[str, Any] = {"X": self.pool_X}
         if self.has_evaluation:
-            data["eval_X"] = self.X[self.eval_items]
+            data["eval_X"] = self.eval_X
             data["eval_y"] = self.y_true[self.eval_items].astype(np.float64)
         return data
 

@@ -123,7 +123,7 @@ class RunReadouts:
         spread = getattr(self, "_feature_spread", None)
         if spread is None:  # the pool does not change: once per run
             with np.errstate(all="ignore"):
-                spread = self.X[self.pool_items].std(axis=0)
+                spread = self.pool_X.std(axis=0)
             spread = self._feature_spread = np.where(np.isfinite(spread), spread, 1.0)
         with np.errstate(all="ignore"):
             relevance = feature_relevance(self.loop.solver, self.X[item_index], spread=spread)
