@@ -886,11 +886,32 @@ class KernelCache:
             self._diag = np.concatenate([self._diag, self.kernel.diag_from_terms(terms)])
         return self._diag[idx]
 
-    def row(self, i: int, keep: bool = True) -> np.ndarray:
+    def compute_row(self, i: int) -> np.ndarray:
+        """K(x_i, x_j) for all j in the store, computed now: nothing cached or counted.
+
+        What :meth:`row` computes on a miss (the same bits); safe to call from another
+        thread while this one works, once the row terms exist (:meth:`ready_for_rows`)
+        and while the store does not grow.
+        """
+        rows = np.array([int(i)], dtype=np.intp)
+        t = self._terms()
+        return evaluate(self.kernel, self.store.rows, rows, t[rows], self.store.rows, self.store.indices(), t)[0]
+
+    def ready_for_rows(self) -> None:
+        """Compute the store's row terms now (before :meth:`compute_row` runs in another thread)."""
+        self._terms()
+
+    def has_row(self, i: int) -> bool:
+        r = self._rows.get(int(i))
+        return r is not None and len(r) == len(self.store)
+
+    def row(self, i: int, keep: bool = True, computed: np.ndarray | None = None) -> np.ndarray:
         """K(x_i, x_j) for all j in the store (read-only; do not modify).
 
         ``keep=False`` returns a cached row when there is one but does not
         cache a newly computed row (for rows that are unlikely to be needed again).
+        ``computed``: the row as :meth:`compute_row` gave it ahead of time (e.g. while an
+        analyst read the item); used, and counted, as if computed here on a miss.
         """
         i = int(i)
         n = len(self.store)
@@ -907,8 +928,7 @@ class KernelCache:
             self._forget(i)
         else:  # against the whole store: the store's own index range and row terms, nothing gathered
             self.n_evals += n
-            t = self._terms()
-            new = evaluate(self.kernel, self.store.rows, rows, t[rows], self.store.rows, self.store.indices(), t)[0]
+            new = computed if computed is not None and len(computed) == n else self.compute_row(i)
         new.flags.writeable = False
         if keep:
             self._remember(i, new)

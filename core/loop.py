@@ -99,13 +99,16 @@ from core.strategies import (
     ramp_region,
     random_query,
 )
-from core.threads import single_threaded_blas
+from core.threads import run_ahead, single_threaded_blas
 
 TRACK_LIMIT = 50_000  # largest pool whose decision values are kept current for the sampling strategies
 UNDO_COPY_LIMIT = 50_000  # largest pool for which a non-exact solver is copied before each label (for undo)
 DEFAULT_UNDO_MEMORY = 64 * 2**20  # bytes of solver snapshots kept for undo (non-exact solvers)
 ROW_BUFFER_BYTES = 128 * 2**20  # kernel rows kept contiguous for the pool-score update
 EVAL_BUFFER_BYTES = 64 * 2**20  # kernel columns K(evaluation items, x_j) kept for the evaluation
+# pools of at least this many entries (n x d, or stored values when sparse) compute the queried
+# item's kernel row while the analyst reads the item (see _compute_row_ahead)
+ROW_AHEAD_MIN_ENTRIES = 2**22
 STATE_FORMAT = 2  # 1: events only (rebuilt by replay); 2: the full loop state
 _UNDO_FIELDS = ("teach", "item", "label", "was_skipped", "cursor", "seen", "passes")
 
@@ -386,6 +389,8 @@ class ActiveLearningLoop:
         self._rowbuf: np.ndarray | None = None
         # rows a restored state kept in the buffer, put back (in this order) before the next update
         self._rows_to_restore: list[int] = []
+        self._row_ahead: tuple[int, Any] | None = None  # (item, Future of its kernel row): see next_query
+        self._row_ahead_min_entries = ROW_AHEAD_MIN_ENTRIES
         # the evaluation items' row terms (squared norms; feature sums for tanimoto), by the kernel layer
         self._eval_sq = None if self.eval_X is None else self.solver.kernel.row_terms(self.eval_X)
         self._eval_slot: dict[int, int] = {}  # store index -> row of _eval_cols
@@ -510,7 +515,37 @@ class ActiveLearningLoop:
             q.strategy = "ramp-region (cold start)"
         q.query_ms = 1e3 * (time.perf_counter() - t0)
         self._pending = q
+        self._compute_row_ahead(q.index)
         return q
+
+    def _compute_row_ahead(self, j: int) -> None:
+        """Start computing K(pool, x_j) in the background: once labelled, the queried item joins
+        the model (a near-boundary item nearly always does) and the score update needs its row.
+        On a large pool that row is the label's main cost (one pass over the feature matrix), and
+        it is computed while the analyst reads the item.  The row is what the solver's cache
+        computes (``compute_row``: the same routine, so the same bits); it is used only for this
+        item, and only by the update (``_sync_scores``), so the model and its history are the same
+        whether or not it is ready in time: it only changes when the work is done."""
+        self._row_ahead = None
+        cache = getattr(self.solver, "cache", None)
+        if self._f is None or cache is None or j in self._slots or j in self._rows_to_restore:
+            return
+        entries = self.X.nnz if sp.issparse(self.X) else self.X.shape[0] * self.X.shape[1]
+        if entries < self._row_ahead_min_entries or cache.has_row(j):
+            return
+        cache.ready_for_rows()
+        self._row_ahead = (int(j), run_ahead(cache.compute_row, int(j)))
+
+    def _take_row_ahead(self, j: int) -> np.ndarray | None:
+        """The row computed ahead for item j (waiting for it if need be), or None."""
+        ahead, self._row_ahead = self._row_ahead, None
+        if ahead is None or ahead[0] != j:
+            self._row_ahead = ahead
+            return None
+        try:
+            return ahead[1].result()
+        except Exception:  # (computed again in this thread, where an error is reported as usual)
+            return None
 
     def _one_class_params(self) -> dict[str, Any]:
         keep = ("kernel", "gamma", "degree", "coef0", "tol", "cache_bytes")
@@ -845,7 +880,7 @@ class ActiveLearningLoop:
                 if k is None:
                     buffered = (len(slots) + 1) * n * 8 <= ROW_BUFFER_BYTES
                     # a row going into the buffer is not also kept in the solver's cache (held once)
-                    row = cache.row(j, keep=not buffered)
+                    row = cache.row(j, keep=not buffered, computed=self._take_row_ahead(j))
                     row = row if len(row) == n else row[:n]
                     if buffered:
                         k = self._buffer_row(j, row)

@@ -36,7 +36,7 @@ import functools
 import os
 import threading
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 
 # ---------------------------------------------------------------------------- kernel threads
 _pool_lock = threading.Lock()
@@ -78,6 +78,21 @@ def _executor() -> ThreadPoolExecutor:
         if _pool is None:
             _pool = ThreadPoolExecutor(max_workers=kernel_threads(), thread_name_prefix="marginlab-kernel")
         return _pool
+
+
+_ahead_pool: ThreadPoolExecutor | None = None
+
+
+def run_ahead(fn: Callable, *args) -> Future:
+    """Start ``fn(*args)`` on the one background worker for work done ahead of need (e.g. the
+    kernel row of the item an analyst is reading); its own thread, so that ``fn`` may use
+    ``run_chunks`` without waiting on itself."""
+    global _ahead_pool
+    with _pool_lock:
+        if _ahead_pool is None:
+            _ahead_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="marginlab-ahead")
+        pool = _ahead_pool
+    return pool.submit(fn, *args)
 
 
 def split(n: int, parts: int) -> list[tuple[int, int]]:

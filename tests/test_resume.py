@@ -603,3 +603,45 @@ def test_a_restored_loop_puts_its_kept_kernel_rows_back_at_the_first_update(data
         other.teach(item, int(y[item]))
         assert list(other._slots) == list(loop._slots)
         np.testing.assert_array_equal(other.pool_scores(), loop.pool_scores())
+
+
+@pytest.mark.parametrize(("live_threads", "ahead_threads"), [(1, 2), (2, 1)])
+def test_a_row_computed_ahead_changes_when_the_work_is_done_not_a_bit_of_the_result(
+        data, live_threads, ahead_threads):
+    """The queried item's kernel row, computed in the background while the analyst reads the
+    item (large pools), gives the loop the same bits as computing it at the update, whatever
+    the thread counts; answers to other items, skips and undos leave it unused or unharmed."""
+    X, y, Xe, ye = data
+    cfg = dict(strategy="near-boundary", solver="incremental", seed=2, solver_params={"C": C_OF["incremental"]})
+    with threads(live_threads):
+        plain = ActiveLearningLoop(X, eval_X=Xe, eval_y=ye, **cfg)
+        plain._row_ahead_min_entries = 2**62  # never
+    with threads(ahead_threads):
+        ahead = ActiveLearningLoop(X, eval_X=Xe, eval_y=ye, **cfg)
+        ahead._row_ahead_min_entries = 0  # always (the pool is small)
+    rng, used = np.random.default_rng(7), 0
+    for _ in range(70):
+        moves = []
+        for loop, n in ((plain, live_threads), (ahead, ahead_threads)):
+            with threads(n):
+                q = loop.next_query()
+                if loop is ahead and ahead._row_ahead is not None:
+                    used += 1
+                    assert ahead._row_ahead[0] == q.index
+                draw = rng.random() if loop is plain else moves[0]
+                moves.append(draw)
+                if draw < 0.08 and loop.n_labels:
+                    loop.undo()
+                elif draw < 0.15:
+                    loop.skip(q.index)
+                elif draw < 0.35:  # an answer to another item than the one asked (as near the boundary)
+                    free = np.flatnonzero(loop._available & (np.arange(loop.n_items) != q.index))
+                    other = int(free[np.argmin(np.abs(loop.pool_scores()[free]))])
+                    loop.teach(other, int(y[other]))
+                else:
+                    loop.teach(q.index, int(y[q.index]))
+        # the same work counted (a row computed ahead is counted when used, as if computed then)
+        assert ahead.solver.cache.n_evals == plain.solver.cache.n_evals
+        assert_identical_loops(ahead, plain)
+        plain.solver.cache.n_evals = ahead.solver.cache.n_evals  # (the check above scored only one of them)
+    assert used > 30  # (the rows were computed ahead, not skipped)
