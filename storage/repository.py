@@ -356,21 +356,25 @@ def load_dataset_arrays(
         dataset = session.get(Dataset, dataset_id)
         if dataset is None:
             raise NotFoundError(f"Dataset {dataset_id} does not exist.")
-        items = session.execute(
-            select(Item.external_key, Item.display_text).where(Item.dataset_id == dataset_id).order_by(Item.position)
-        ).all()
+        # Only the columns some item fills in are read: a dataset without keys or texts (a large table
+        # of numbers) would otherwise bring a row of NULLs per item out of the database at every open.
+        columns = [column for column in (Item.external_key, Item.display_text) if session.execute(
+            select(Item.id).where(Item.dataset_id == dataset_id, column.is_not(None)).limit(1)).first()]
+        values = {column.key: None for column in (Item.external_key, Item.display_text)}
+        if columns:
+            items = session.execute(
+                select(*columns).where(Item.dataset_id == dataset_id).order_by(Item.position)).all()
+            values.update({column.key: tuple(row[k] for row in items) for k, column in enumerate(columns)})
         X = decode_features(dataset.features, dataset.n_rows, dataset.n_features, dataset.meta)
         y_true = None
         if dataset.true_labels is not None:
             y_true = np.frombuffer(dataset.true_labels, dtype="<i1").astype(np.int8, copy=True)
-        keys = tuple(row.external_key for row in items)
-        texts = tuple(row.display_text for row in items)
         display = DisplayInfo(
             kind=dataset.display_kind,
             image_shape=((dataset.image_width, dataset.image_height) if dataset.image_width is not None else None),
             text_column=dataset.text_column,
-            item_keys=keys if any(key is not None for key in keys) else None,
-            display_values=texts if any(text is not None for text in texts) else None,
+            item_keys=values["external_key"],
+            display_values=values["display_text"],
         )
         return X, y_true, list(dataset.feature_names), display
 
