@@ -24,8 +24,8 @@ A large dataset (issue 10): ``--rows 100000 [--features 20]`` makes the syntheti
 CSV of ``benchmarks/bench_scale_app.py`` (label column ``label``, positive ``1``) and uploads it
 on the Data page as a user does (``--via browser``, the default; 30% held out for evaluation,
 standard scaling), or, with ``--via service``, imports it before the server starts through the
-service the pages call (``MarginLab.import_csv``, the same defaults: the browser upload of a
-file of hundreds of MiB is slow in the robot's browser, not in the app). The near-boundary
+service the pages call (``MarginLab.import_csv``, the same defaults; used for 1M rows, 176 MiB:
+uploading a file that large through the robot's browser has not been tried). The near-boundary
 session on it is started in the browser and answered with the keys, as above; target
 p95 <= 150 ms.
 
