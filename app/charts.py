@@ -89,12 +89,37 @@ def _values(series) -> list:
             for v in np.asarray(series, dtype=float)]
 
 
+#: most points of the live ROC curve sent to the browser. The curve has a point per distinct score
+#: of the held-out items (up to 2,000), serialised, sent and redrawn after every label, on a chart a
+#: few hundred pixels wide.
+ROC_POINTS = 500
+
+
+def curve_points(x, y, max_points: int = ROC_POINTS) -> np.ndarray:
+    """Indices of at most ``max_points`` points of the curve through ``(x, y)`` to draw it with: the
+    first and the last, and the first point of each of ``max_points - 2`` equal stretches of the
+    curve's length (``|dx| + |dy|``), so every point left out lies less than 1 / (max_points - 2) of
+    that length along the curve after a drawn one."""
+    x, y, max_points = np.asarray(x, dtype=float), np.asarray(y, dtype=float), max(int(max_points), 3)
+    if len(x) <= max_points:
+        return np.arange(len(x))
+    length = np.concatenate([[0.0], np.cumsum(np.abs(np.diff(x)) + np.abs(np.diff(y)))])
+    if not np.isfinite(length[-1]) or length[-1] <= 0:
+        return np.array([0, len(x) - 1])
+    stretch = np.minimum(np.floor(length / length[-1] * (max_points - 2)), max_points - 3)
+    first = np.flatnonzero(np.diff(stretch, prepend=-1.0) != 0)
+    return np.union1d(first, [len(x) - 1])
+
+
 def roc_figure(roc: tuple[np.ndarray, np.ndarray, float, str] | None, *, has_evaluation: bool) -> Figure:
-    """The live ROC curve; ``roc`` is ``(fpr, tpr, auc, title)`` or None while one class is missing."""
+    """The live ROC curve; ``roc`` is ``(fpr, tpr, auc, title)`` or None while one class is missing.
+    At most ``ROC_POINTS`` of its points are drawn (``curve_points``); the AUC is the whole curve's."""
     if roc is None:
         title = "ROC · held-out items" if has_evaluation else "ROC · scores when asked"
         return _empty(title, "needs a positive and a negative label")
     fpr, tpr, auc, title = roc
+    drawn = curve_points(fpr, tpr)
+    fpr, tpr = np.asarray(fpr)[drawn], np.asarray(tpr)[drawn]
     data = [
         {"type": "scatter", "x": [0, 1], "y": [0, 1], "mode": "lines", "hoverinfo": "skip",
          "line": {"color": "#cbd5e0", "dash": "dot"}, "showlegend": False},

@@ -727,6 +727,48 @@ def test_chart_titles_fit_their_charts_and_axes_are_named():
     assert charts.learning_curve_figure(rows, "n_sv")["layout"]["yaxis"]["title"]["text"] == "support vectors"
 
 
+def test_the_live_roc_curve_of_many_held_out_items_is_drawn_with_a_few_hundred_points(db_url):
+    """The Label page sends the browser at most ``charts.ROC_POINTS`` points of the ROC curve (one per
+    held-out item before: 300,000 after every label on a 1M-row dataset), from (0, 0) to (1, 1), and
+    the AUC of every held-out item."""
+    import json
+
+    from app import charts
+    from benchmarks.bench_scale_app import make_csv
+
+    svc = service(db_url)
+    result = svc.import_csv(make_csv(4000, 3), name="gaussians", label_column="label", positive="1")
+    at = start_app("bo")
+    start_session(at, "bo", "near-boundary", dataset_id=result.dataset_id)
+    (session,) = [s for s in repo.list_sessions(svc.engine) if s.dataset_id == result.dataset_id]
+    truth, given = svc.open_session(session.id).y_true, []
+    while len(set(given)) < 2 or len(given) < 4:
+        given.append(int(truth[shown_item(at)]))
+        click(at, "positive" if given[-1] == 1 else "negative")
+    fpr, tpr, auc, _ = service(db_url).open_session(session.id).roc()  # the page's model, rebuilt
+    assert len(fpr) > 2 * charts.ROC_POINTS  # a point per held-out item (1,200 of them)
+    spec = json.loads(_chart_texts(at, 0))
+    (curve,) = [trace for trace in spec["data"] if str(trace.get("name", "")).startswith("AUC")]
+    assert curve["name"] == f"AUC {auc:.3f}"
+    assert 2 < len(curve["x"]) <= charts.ROC_POINTS and len(curve["y"]) == len(curve["x"])
+    assert (curve["x"][0], curve["y"][0], curve["x"][-1], curve["y"][-1]) == (0, 0, 1, 1)
+    assert np.all(np.diff(curve["x"]) >= 0) and np.all(np.diff(curve["y"]) >= 0)
+
+
+def test_curve_points_leave_out_only_short_stretches():
+    from app.charts import curve_points
+
+    rng = np.random.default_rng(3)
+    for n, limit in ((10, 20), (5000, 100), (30001, 500)):
+        x, y = np.cumsum(rng.exponential(size=n)), np.cumsum(rng.exponential(size=n) * (rng.random(n) < 0.5))
+        kept = curve_points(x, y, limit)
+        assert kept[0] == 0 and kept[-1] == n - 1 and len(kept) <= limit and np.all(np.diff(kept) > 0)
+        length = np.concatenate([[0.0], np.cumsum(np.abs(np.diff(x)) + np.abs(np.diff(y)))])
+        before = kept[np.searchsorted(kept, np.arange(n), side="right") - 1]  # the drawn point at or before
+        assert np.all(length - length[before] < length[-1] / (limit - 2) + 1e-9)
+    assert list(curve_points(np.zeros(4), np.zeros(4), 3)) == [0, 3]
+
+
 def test_a_budget_spent_on_initial_labels_is_refused_before_running(db_url):
     at = start_app()
     at.switch_page("views/compare.py").run()

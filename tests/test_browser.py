@@ -192,10 +192,13 @@ def progress_labels(page) -> int:
     return int(match.group(1))
 
 
-def start_session_in_ui(page, annotator: str, strategy: str | None = None) -> None:
-    """Open the New session popover, enter the annotator and start (defaults: digits, first heuristic)."""
+def start_session_in_ui(page, annotator: str, strategy: str | None = None, dataset: str | None = None) -> None:
+    """Open the New session popover, enter the annotator and start (defaults: digits, first heuristic;
+    ``dataset``: the dataset's option as the form shows it, e.g. ``"scale (100000 items)"``)."""
     page.get_by_role("button", name=re.compile("New session")).click()
     # the session is the signed-in person's (``annotator``): there is no name to type
+    if dataset is not None:
+        choose(page, "Dataset", dataset)
     if strategy is not None:
         page.get_by_role("combobox", name="Heuristic").click()
         page.get_by_role("option", name=strategy, exact=True).click()

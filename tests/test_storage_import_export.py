@@ -90,6 +90,33 @@ def test_import_csv_keeps_keys_texts_and_label_mapping(engine):
     assert caught.value.dataset_id == dataset_id
 
 
+def test_a_dataset_without_keys_or_texts_is_loaded_without_a_row_per_item(engine):
+    """Opening a session loads its dataset: a table of numbers without item keys or texts comes out
+    without a row of NULLs per item (a million of them for a 1M-row dataset); keys without texts
+    come out as keys."""
+    from sqlalchemy import event
+
+    numbers = "a,b,label\n" + "".join(f"{k},{k % 7},{k % 2}\n" for k in range(50))
+    dataset_id = storage.import_csv(engine, numbers.encode(), name="numbers", label_column="label", positive="1")
+    statements = []
+
+    def record(conn, cursor, statement, *rest) -> None:
+        statements.append(statement)
+
+    event.listen(engine, "before_cursor_execute", record)
+    try:
+        X, y, _names, display = storage.load_dataset_arrays(engine, dataset_id)
+    finally:
+        event.remove(engine, "before_cursor_execute", record)
+    assert X.shape == (50, 2) and display.item_keys is None and display.display_values is None
+    per_item = [s for s in statements if "FROM items" in s and "ORDER BY" in s.upper()]  # (a row per item)
+    assert per_item == [], per_item
+    keyed = storage.import_csv(engine, GOOD_CSV, name="keyed", label_column="label", positive="spam",
+                               key_column="id", feature_columns=["a", "b"])
+    display = storage.load_dataset_arrays(engine, keyed)[3]
+    assert display.item_keys == ("r1", "r2", "r3") and display.display_values is None
+
+
 def test_import_a_bundled_image_dataset(engine):
     digits = load_bundled("digits")
     dataset_id = storage.import_loaded_dataset(engine, digits)
