@@ -24,7 +24,7 @@ $(VENV)/.dev: requirements.txt requirements-dev.txt | $(BIN)/python
 # Bound to this machine only (app/.streamlit/config.toml says so too); to share the app on a
 # network on purpose, run streamlit yourself with --server.address. `make run PORT=8600` picks the port.
 run: $(VENV)/.runtime
-	$(BIN)/streamlit run app/main.py --server.address 127.0.0.1 --server.port $(PORT)
+	$(BIN)/python -m app.serve --server.address 127.0.0.1 --server.port $(PORT)
 
 # Debian's Chromium drives the browser tests (never a downloaded browser build).
 browser-deps:

@@ -16,7 +16,7 @@ import streamlit as st
 from sqlalchemy.exc import SQLAlchemyError
 
 from app import navigation
-from app.services import LabellingRun, MarginLab, ServiceError
+from app.services import LabellingRun, MarginLab, ServiceError, startup
 from app.services.common import gamma_value
 from app.services.database import database_problem
 from storage.engine import database_url
@@ -36,13 +36,8 @@ DEFAULTS = {
 
 @st.cache_resource(show_spinner="Opening the database…")
 def _service_for(url: str) -> MarginLab:
-    from core.solvers import _compile
-
-    _compile.preload()  # the compiled loops load in the background: the first label does not wait for them
-    service = MarginLab.from_url(url)
-    service.ensure_demo_dataset()
-    service.ensure_owner()  # a new installation's first owner (its password printed once, or from the environment)
-    return service
+    # opened while the server started (app.serve), or now
+    return startup.take_prepared(url) or startup.open_service(url)
 
 
 #: ASCII punctuation: CommonMark lets a backslash make any of these a literal character

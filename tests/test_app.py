@@ -829,3 +829,35 @@ def test_a_document_dataset_is_labelled_with_its_text_shown(db_url):
     assert any(t.value == f"{docs[item]} number {item}" for t in at.text)
     run = svc.open_session(svc.sessions(status="active")[0].id)
     assert len(run.eval_items) == 0 and len(run.pool_items) == 60  # evaluation share 0: every item in the pool
+
+
+def test_a_warm_start_hands_its_service_to_the_first_page_view_once(tmp_path):
+    from app.services import startup
+
+    import time
+
+    url = f"sqlite:///{tmp_path / 'warm.db'}"
+    before = service(url)
+    older = _labelled_run(before, "near-boundary", 3).session_id
+    latest = _labelled_run(before, "random", 4, seed=1).session_id
+    closed = _labelled_run(before, "random", 2, seed=2).session_id
+    before.close_session(closed)
+    before.engine.dispose()
+    startup.warm_start(url)
+    warm = startup.take_prepared(url)  # (waits for the warm start)
+    assert isinstance(warm, MarginLab) and [d.name for d in warm.datasets()] == [DEMO_NAME]
+    assert startup.take_prepared(url) is None  # once: a cleared cache opens the database anew
+    deadline = time.monotonic() + 120
+    while not warm.is_open(latest) and time.monotonic() < deadline:  # the last session labelled comes back
+        time.sleep(0.05)
+    assert warm.is_open(latest) and not warm.is_open(older) and not warm.is_open(closed)
+    run = warm.open_session(latest)
+    assert len(run.answers) == 4 and run.problem is None
+    warm.engine.dispose()
+    not_a_database = tmp_path / "notes.txt"
+    not_a_database.write_text("not a database\n" * 100)
+    bad = f"sqlite:///{not_a_database}"
+    startup.warm_start(bad)
+    assert startup.take_prepared(bad) is None  # the page view opens it and says what is wrong
+    assert not_a_database.read_text() == "not a database\n" * 100  # left as it was
+    assert startup.take_prepared(f"sqlite:///{tmp_path / 'never.db'}") is None

@@ -45,7 +45,8 @@ def free_port() -> int:
 
 
 class AppServer:
-    """``streamlit run app/main.py`` on 127.0.0.1 with its own database, as a subprocess."""
+    """The app as ``make run`` starts it (``python -m app.serve``: ``streamlit run app/main.py``, warm) on
+    127.0.0.1 with its own database, as a subprocess."""
 
     def __init__(self, database_url: str, log_path: Path, port: int | None = None):
         self.database_url = database_url
@@ -60,7 +61,7 @@ class AppServer:
     def start(self, timeout: float = 90.0) -> AppServer:
         env = dict(os.environ, MARGINLAB_DATABASE_URL=self.database_url, PYTHONUNBUFFERED="1")
         env.setdefault("MARGINLAB_OWNER_PASSWORD", OWNER_PASSWORD)  # the first owner: sign in as OWNER
-        command = [sys.executable, "-m", "streamlit", "run", str(ROOT / "app" / "main.py"),
+        command = [sys.executable, "-m", "app.serve",  # as ``make run`` starts it (streamlit run, warm)
                    "--server.port", str(self.port), "--server.address", "127.0.0.1",
                    "--server.headless", "true", "--browser.gatherUsageStats", "false",
                    "--server.fileWatcherType", "none"]
@@ -299,6 +300,42 @@ def test_label_with_keys_then_restart_resumes_the_session(tmp_path):
                 assert solver.name == "incremental" and len(solver.learned_order) == n_keys + 1
         finally:
             browser.close()
+
+
+def test_the_started_server_opens_its_database_before_the_first_page_view(tmp_path):
+    """``make run``'s server (app.serve) opens the database while it starts: with no browser
+    connected, the demo dataset and the first owner appear; the first page view then uses that
+    service (one demo dataset, one owner, the page signs in)."""
+    from app.service import MarginLab
+
+    url = f"sqlite:///{tmp_path / 'warm.db'}"
+    with AppServer(url, tmp_path / "server.log").start() as server:
+        deadline, ready = time.monotonic() + 90, False
+        while time.monotonic() < deadline and not ready:
+            if (tmp_path / "warm.db").exists():
+                svc = MarginLab.from_url(url)
+                try:
+                    ready = bool(svc.datasets()) and svc.sign_in(OWNER, OWNER_PASSWORD) is not None
+                except Exception:
+                    ready = False
+                finally:
+                    svc.engine.dispose()
+            time.sleep(0.3)
+        assert ready, server.log()
+        require_chromium()
+        from playwright.sync_api import sync_playwright
+
+        with sync_playwright() as pw:
+            browser = launch_browser(pw)
+            page = open_app(browser, server.url)
+            assert page.get_by_role("button", name="Sign out").count() == 1  # signed in
+            browser.close()
+        svc = MarginLab.from_url(url)
+        try:
+            assert len(svc.datasets()) == 1
+        finally:
+            svc.engine.dispose()
+        assert "Traceback" not in server.log(), server.log()[-3000:]
 
 
 def test_a_missing_chromium_fails_with_instructions(monkeypatch):

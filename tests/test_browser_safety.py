@@ -212,7 +212,7 @@ def listening_addresses(port: int) -> set[str]:
     return found
 
 
-@pytest.mark.parametrize("how", ["streamlit run", "python -m streamlit run"])
+@pytest.mark.parametrize("how", ["streamlit run", "python -m streamlit run", "app/serve.py"])
 def test_the_server_listens_on_127_0_0_1_only_when_started_from_another_directory(tmp_path, how):
     port = free_port()
     elsewhere = tmp_path / "elsewhere"
@@ -220,10 +220,13 @@ def test_the_server_listens_on_127_0_0_1_only_when_started_from_another_director
     env = dict(os.environ, HOME=str(elsewhere), MARGINLAB_DATABASE_URL=f"sqlite:///{tmp_path / 'm.db'}",
                PYTHONUNBUFFERED="1")
     env.pop("STREAMLIT_SERVER_ADDRESS", None)
-    streamlit = [str(os.path.join(os.path.dirname(sys.executable), "streamlit"))] if how == "streamlit run" \
-        else [sys.executable, "-m", "streamlit"]
-    command = [*streamlit, "run", str(ROOT / "app" / "main.py"), "--server.port", str(port),
-               "--server.headless", "true", "--server.fileWatcherType", "none"]
+    if how == "app/serve.py":  # what make run starts, here as a script from another directory
+        command = [sys.executable, str(ROOT / "app" / "serve.py")]
+    else:
+        streamlit = [str(os.path.join(os.path.dirname(sys.executable), "streamlit"))] if how == "streamlit run" \
+            else [sys.executable, "-m", "streamlit"]
+        command = [*streamlit, "run", str(ROOT / "app" / "main.py")]
+    command += ["--server.port", str(port), "--server.headless", "true", "--server.fileWatcherType", "none"]
     log = open(tmp_path / "server.log", "wb")
     server = subprocess.Popen(command, cwd=elsewhere, env=env, stdout=log, stderr=subprocess.STDOUT)
     try:

@@ -1,0 +1,85 @@
+"""Opening the process's service, and doing it ahead of the first page view.
+
+``open_service`` is what the first page view of a process does: load the compiled loops in the
+background, open the database (its checks and migrations), add the demo dataset and the first
+owner when they are missing.  ``warm_start`` does the same in a background thread while the server
+starts (``app.serve``, what ``make run`` runs), then reopens the session labelled last (one
+session's arrays in memory, whoever comes first); ``take_prepared`` hands its service to the first
+page view, waiting for it when it is not ready yet, so the database is never opened twice at once.
+A warm start that fails leaves nothing behind: the page view opens the database itself and reports
+what is wrong, as it always did.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+
+from app.services.marginlab import MarginLab
+
+logger = logging.getLogger(__name__)
+
+_lock = threading.Lock()
+_warming: dict[str, threading.Event] = {}  # set when the warm start's service is ready (or failed)
+_prepared: dict[str, MarginLab] = {}
+
+
+def open_service(url: str) -> MarginLab:
+    """The service over the database at ``url``, ready for the pages."""
+    from core.solvers import _compile
+
+    _compile.preload()  # the compiled loops load in the background: the first label does not wait for them
+    service = MarginLab.from_url(url)
+    service.ensure_demo_dataset()
+    service.ensure_owner()  # a new installation's first owner (its password printed once, or from the environment)
+    return service
+
+
+def latest_session(service: MarginLab) -> int | None:
+    """The open labelling session labelled (or changed) last, if any."""
+    from storage import repository as repo
+
+    active = [s for s in repo.list_sessions(service.engine) if s.status == "active"]
+    return max(active, key=lambda s: (s.updated_at, s.id)).id if active else None
+
+
+def _prepare(url: str, ready: threading.Event) -> None:
+    try:
+        service = open_service(url)
+    except Exception as error:  # (the first page view tries again, and says what is wrong)
+        logger.warning("the database could not be opened ahead of the first page view: %s", error)
+        ready.set()
+        return
+    with _lock:
+        _prepared[url] = service
+    ready.set()
+    # then the session labelled last is brought back (snapshot + events), as the first tab after a
+    # restart most often goes back to it; a page that opens it meanwhile waits for this, once
+    try:
+        session_id = latest_session(service)
+        if session_id is not None:
+            service.open_session(session_id)
+    except Exception as error:  # (opening it from its page says what is wrong)
+        logger.warning("the last session could not be reopened ahead of the first page view: %s", error)
+
+
+def warm_start(url: str) -> threading.Event:
+    """Open the service for ``url`` in a background (daemon) thread, once, then reopen the session
+    labelled last; returns the event set when the service is ready (or could not be opened)."""
+    with _lock:
+        ready = _warming.get(url)
+        if ready is None:
+            ready = _warming[url] = threading.Event()
+            threading.Thread(target=_prepare, args=(url, ready), name="marginlab-warm-start", daemon=True).start()
+        return ready
+
+
+def take_prepared(url: str) -> MarginLab | None:
+    """The service a warm start opened for ``url`` (once: later calls get None), waiting for a warm
+    start still under way; None when there was none or it failed."""
+    with _lock:
+        ready = _warming.get(url)
+    if ready is not None:
+        ready.wait()
+    with _lock:
+        return _prepared.pop(url, None)
