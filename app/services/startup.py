@@ -24,11 +24,17 @@ _warming: dict[str, threading.Event] = {}  # set when the warm start's service i
 _prepared: dict[str, MarginLab] = {}
 
 
-def open_service(url: str) -> MarginLab:
-    """The service over the database at ``url``, ready for the pages."""
+def _preload_compiled_loops() -> None:
     from core.solvers import _compile
 
     _compile.preload()  # the compiled loops load in the background: the first label does not wait for them
+
+
+def open_service(url: str, preload: bool = True) -> MarginLab:
+    """The service over the database at ``url``, ready for the pages (``preload``: and the compiled
+    loops loading in the background)."""
+    if preload:
+        _preload_compiled_loops()
     service = MarginLab.from_url(url)
     service.ensure_demo_dataset()
     service.ensure_owner()  # a new installation's first owner (its password printed once, or from the environment)
@@ -45,7 +51,7 @@ def latest_session(service: MarginLab) -> int | None:
 
 def _prepare(url: str, ready: threading.Event) -> None:
     try:
-        service = open_service(url)
+        service = open_service(url, preload=False)  # (the loops load after: the sign-in form waits for this)
     except Exception as error:  # (the first page view tries again, and says what is wrong)
         logger.warning("the database could not be opened ahead of the first page view: %s", error)
         ready.set()
@@ -53,6 +59,7 @@ def _prepare(url: str, ready: threading.Event) -> None:
     with _lock:
         _prepared[url] = service
     ready.set()
+    _preload_compiled_loops()
     # then the session labelled last is brought back (snapshot + events), as the first tab after a
     # restart most often goes back to it; a page that opens it meanwhile waits for this, once
     try:
