@@ -10,7 +10,7 @@ gives the results back in the tasks' order.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import numpy as np
@@ -86,19 +86,11 @@ def run_on_dask(tasks: list[tuple[str, Callable, tuple]], scheduler: str, n_work
         for k, (desc, fn, args) in enumerate(tasks):
             remote = tuple(sent[id(a)] if isinstance(a, np.ndarray) else a for a in args)
             futures[client.submit(fn, *remote, pure=False)] = (k, desc)
-        results: list[Any] = [None] * len(tasks)
-        done = 0
         try:
-            for fut in as_completed(list(futures), loop=client.loop):
-                k, desc = futures[fut]
-                results[k] = fut.result()
-                done += 1
-                if progress:
-                    progress(done, len(tasks), desc)
+            return collect_in_order(as_completed(list(futures), loop=client.loop), futures, progress)
         except BaseException:
             client.cancel(list(futures))  # a cancel or a failure: the runs not yet done are dropped
             raise
-        return results
     finally:
         if client is not None:
             client.close()
@@ -106,9 +98,24 @@ def run_on_dask(tasks: list[tuple[str, Callable, tuple]], scheduler: str, n_work
             cluster.close()
 
 
+def collect_in_order(completed: Iterable, futures: dict[Any, tuple[int, str]],
+                     progress: Callable[[int, int, str], None] | None) -> list[Any]:
+    """The results of ``futures`` (future -> (task index, description)), taken as ``completed`` yields
+    them (Dask's or ``concurrent.futures``' ``as_completed``) and put back in the tasks' order;
+    ``progress(done, total, description)`` after each."""
+    results: list[Any] = [None] * len(futures)
+    for done, fut in enumerate(completed, start=1):
+        k, desc = futures[fut]
+        results[k] = fut.result()
+        if progress:
+            progress(done, len(futures), desc)
+    return results
+
+
 def _first_line(error: BaseException) -> str:
     text = str(error).strip().splitlines()
     return (text[0][:300] if text else "") or type(error).__name__
 
 
-__all__ = ["SCHEDULER_ENV", "SCHEDULER_TIMEOUT", "SchedulerError", "resolve_scheduler", "run_on_dask"]
+__all__ = ["SCHEDULER_ENV", "SCHEDULER_TIMEOUT", "SchedulerError", "collect_in_order", "resolve_scheduler",
+           "run_on_dask"]

@@ -50,7 +50,7 @@ import numpy as np
 import pandas as pd
 
 from core import stopping as stop_rules
-from core.dask_runs import SCHEDULER_ENV, SchedulerError, resolve_scheduler, run_on_dask
+from core.dask_runs import SCHEDULER_ENV, SchedulerError, collect_in_order, resolve_scheduler, run_on_dask
 from core.datasets import stratified_split
 from core.loop import ActiveLearningLoop
 from core.metrics import (
@@ -425,33 +425,25 @@ def _execute(tasks: list[tuple[str, Callable, tuple]], n_jobs: int | None, sched
     """The result of every task, in the tasks' order, wherever they ran."""
     if scheduler is not None:
         return run_on_dask(tasks, scheduler, n_jobs, progress)
-    results: list[Any] = [None] * len(tasks)
-    done = 0
-    if n_jobs is None or int(n_jobs) <= 1:
-        for k, (desc, fn, args) in enumerate(tasks):
-            if label_progress is not None and fn is _run_strategy:
-                def on_label(labels: int, budget: int, _done=done, _desc=desc) -> None:
-                    label_progress(_done, len(tasks), _desc, labels, budget)
-
-                results[k] = fn(*args, on_label=on_label)
-            else:
-                results[k] = fn(*args)
-            done += 1
-            if progress:
-                progress(done, len(tasks), desc)
-    else:
+    if n_jobs is not None and int(n_jobs) > 1:
         with cf.ProcessPoolExecutor(max_workers=int(n_jobs)) as pool:
             futures = {pool.submit(fn, *args): (k, desc) for k, (desc, fn, args) in enumerate(tasks)}
             try:
-                for fut in cf.as_completed(futures):
-                    k, desc = futures[fut]
-                    results[k] = fut.result()
-                    done += 1
-                    if progress:
-                        progress(done, len(tasks), desc)
+                return collect_in_order(cf.as_completed(futures), futures, progress)
             except BaseException:
                 pool.shutdown(wait=True, cancel_futures=True)  # a cancel or a failure: start no further run
                 raise
+    results: list[Any] = [None] * len(tasks)
+    for k, (desc, fn, args) in enumerate(tasks):  # (k runs done before this one)
+        if label_progress is not None and fn is _run_strategy:
+            def on_label(labels: int, budget: int, _done=k, _desc=desc) -> None:
+                label_progress(_done, len(tasks), _desc, labels, budget)
+
+            results[k] = fn(*args, on_label=on_label)
+        else:
+            results[k] = fn(*args)
+        if progress:
+            progress(k + 1, len(tasks), desc)
     return results
 
 
