@@ -115,6 +115,24 @@ def detect_format(text: str, sample_chars: int = 200_000) -> tuple[str, str]:
 # --------------------------------------------------------------------------- scaling
 
 
+def column_means(X: np.ndarray, columns: Sequence[int] | None = None) -> np.ndarray:
+    """The mean of each of ``columns`` (default: all) of a dense X, column by column on views: no
+    gathered copy of the matrix; each column is one 1-D reduction, as over a column-ordered copy."""
+    return _by_column(X, columns, np.mean)
+
+
+def column_stds(X: np.ndarray, columns: Sequence[int] | None = None) -> np.ndarray:
+    """The standard deviation of each column, as :func:`column_means` (a 100k x 784 matrix: 0.65 s
+    where the whole-matrix ``std(axis=0)`` of a gathered copy takes 3 s)."""
+    return _by_column(X, columns, np.std)
+
+
+def _by_column(X, columns, stat) -> np.ndarray:
+    X = np.asarray(X, dtype=np.float64)
+    cols = range(X.shape[1]) if columns is None else np.asarray(columns, dtype=np.intp).tolist()
+    return np.array([stat(X[:, j]) for j in cols], dtype=np.float64)
+
+
 def _every_column(cols: np.ndarray, n_columns: int) -> bool:
     return len(cols) == n_columns and bool(np.array_equal(cols, np.arange(n_columns)))
 
@@ -139,20 +157,14 @@ class Standardizer:
 
     def fit(self, X) -> Standardizer:
         cols = self._cols(X)
-        if _sparse(X):
-            block = X[:, cols].toarray() if len(cols) else np.zeros((X.shape[0], 0))
-        else:
-            block = np.asarray(X, dtype=np.float64)
-        if len(block) == 0:
+        if X.shape[0] == 0:
             self.mean_, self.scale_ = np.zeros(len(cols)), np.ones(len(cols))
             return self
         if _sparse(X):
+            block = X[:, cols].toarray() if len(cols) else np.zeros((X.shape[0], 0))
             mean, scale = block.mean(axis=0), block.std(axis=0)
         else:
-            # column by column, on views: no gathered copy of the matrix (a 100k x 784 pool costs
-            # 0.65 s instead of 3 s); each column is one 1-D reduction, as in a column-ordered copy
-            mean = np.array([block[:, j].mean() for j in cols.tolist()], dtype=np.float64)
-            scale = np.array([block[:, j].std() for j in cols.tolist()], dtype=np.float64)
+            mean, scale = column_means(X, cols), column_stds(X, cols)
         scale[~(scale > 1e-12 * np.maximum(1.0, np.abs(mean)))] = 1.0
         self.mean_, self.scale_ = mean, scale
         return self

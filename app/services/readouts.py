@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 
 from app.services.common import ServiceError
+from core.features import column_stds
 from core.metrics import roc_auc, roc_curve
 
 
@@ -123,9 +124,8 @@ class RunReadouts:
         spread = getattr(self, "_feature_spread", None)
         if spread is None:  # the pool does not change: once per run
             with np.errstate(all="ignore"):
-                pool = self.pool_X  # column by column, on views (no whole-matrix temporary)
-                spread = (np.asarray(pool.std(axis=0)).ravel() if not isinstance(pool, np.ndarray) else
-                          np.array([pool[:, j].std() for j in range(pool.shape[1])], dtype=np.float64))
+                pool = self.pool_X
+                spread = column_stds(pool) if isinstance(pool, np.ndarray) else np.asarray(pool.std(axis=0)).ravel()
             spread = self._feature_spread = np.where(np.isfinite(spread), spread, 1.0)
         with np.errstate(all="ignore"):
             relevance = feature_relevance(self.loop.solver, self.X[item_index], spread=spread)
