@@ -57,9 +57,10 @@ def assert_ramp_invariants(solver, tol_extra=1e-9):
     z = solver.y[L] * recomputed_f(solver, L)
     a = solver.alpha[L]
     assert np.all(np.isfinite(solver.f)) and np.all(np.isfinite(solver.alpha))
-    assert np.all((a >= 0) & (a <= solver.C))
+    assert np.all((a >= 0) & (a <= solver.upper[L]))
     # eq. 10: every learned example with y f(x) < s carries no weight
-    assert np.all(a[z < solver.ramp_s - tol_extra] == 0)
+    s = -np.inf if solver.loss == "hinge" else solver.ramp_s
+    assert np.all(a[z < s - tol_extra] == 0)
     # maintained decision values agree with a recomputation
     np.testing.assert_allclose(solver.decision_function(L), recomputed_f(solver, L),
                                rtol=0, atol=1e-8 * max(1, solver.C))
@@ -138,7 +139,7 @@ def test_gain_working_set_picks_the_largest_dual_gain_not_the_largest_violation(
     s = make_solver("ramp", np.array([[2.0], [0.5]]), kernel="linear", C=1.0, working_set="gain")
     V = np.array([0, 1])
     g = np.array([1.0, 0.9])
-    assert s._largest_gain(V, g, np.array([4.0, 0.25])) == 1
+    assert s._largest_gain(V, g, np.array([4.0, 0.25]), np.array([1.0, 1.0])) == 1
     assert int(np.argmax(g)) == 0  # what the default rule (largest violation) takes
 
 
@@ -427,7 +428,11 @@ def test_iteration_cap_raises_or_warns():
 
 
 @pytest.mark.parametrize("kw", [dict(ramp_s=1.0), dict(ramp_s=np.nan), dict(max_nonsv=-1), dict(max_nonsv=2.5),
-                                dict(progress_tol=-1.0), dict(max_cccp=0), dict(hinge_warmup=-1)])
+                                dict(progress_tol=-1.0), dict(max_cccp=0), dict(hinge_warmup=-1),
+                                dict(loss="squared_hinge"), dict(class_weight="auto"), dict(class_weight={2: 1.0}),
+                                dict(class_weight={1: -1.0}),
+                                dict(class_weight={1: np.nan}), dict(class_weight={-1: "x"}), dict(class_weight=[1, 2]),
+                                dict(class_weight={True: 1.0}), dict(balance_ratio=0.0), dict(balance_ratio=np.inf)])
 def test_bad_parameters(kw):
     with pytest.raises(ValueError):
         OnlineSVMR(np.zeros((2, 2)), **kw)
@@ -513,3 +518,150 @@ def test_property_no_nan_terminates(problem):
         z = s.y[L] * recomputed_f(s, L)
         assert np.all(s.alpha[L][z < s_param - 1e-9 * max(1.0, C)] == 0)
         assert s.kkt_gap() <= s.tol + 1e-9 * max(1.0, C) * max(1.0, np.abs(s.kernel.diag(X)).max())
+
+
+# -- class weights: per-example bounds C w_{y_i} ------------------------------------
+HINGE = dict(loss="hinge", max_nonsv=None)  # V is everything: the hinge SVM without bias
+
+
+def balanced_weights(y, ratio):
+    """The weights of ``class_weight="balanced"`` written out from their definition: the positives'
+    total weight is ``ratio`` times the negatives', and all weights sum to the number of labels."""
+    n_pos, n_neg = int(np.sum(y > 0)), int(np.sum(y < 0))
+    if n_pos == 0 or n_neg == 0:
+        return np.ones(len(y))
+    w_neg = len(y) / ((1 + ratio) * n_neg)  # from n_neg w_- (1 + ratio) = n
+    w = np.where(y > 0, ratio * w_neg * n_neg / n_pos, w_neg)
+    assert np.isclose(w.sum(), len(y)) and np.isclose(w[y > 0].sum(), ratio * w[y < 0].sum())
+    return w
+
+
+def imbalanced(n, seed, share=0.15):
+    rng = np.random.default_rng(seed)
+    y = np.where(rng.random(n) < share, 1.0, -1.0)
+    X = rng.normal(size=(n, 3)) + 1.2 * y[:, None] * np.array([1.0, 0.5, 0.0])
+    return X, y
+
+
+@pytest.mark.parametrize("weights", [{1: 5.0, -1: 0.5}, {"1": 0.2}, {"-1": 3.0, "+1": 1.0}])
+def test_fixed_class_weights_equal_the_dense_qp_with_per_example_bounds(weights):
+    X, y = imbalanced(120, seed=4)
+    C = 0.7
+    s = make_solver("ramp", X, kernel="rbf", gamma=0.5, C=C, tol=1e-7, class_weight=weights, **HINGE)
+    learn_all(s, y)
+    w_pos = next((v for k, v in weights.items() if str(k) in ("1", "+1")), 1.0)
+    w_neg = next((v for k, v in weights.items() if str(k) == "-1"), 1.0)
+    assert s.class_weights_ == (w_pos, w_neg)
+    bounds = C * np.where(y > 0, w_pos, w_neg)
+    np.testing.assert_array_equal(s.upper, bounds)
+    K = s.kernel(X, X)
+    ref = dense_svm_dual(K, y, bounds, bias=False)
+    np.testing.assert_allclose(s.decision_function(), ref.decision(K, y), atol=1e-6)
+    assert abs(s.dual_objective() - ref.objective) <= 1e-8 * abs(ref.objective)
+    assert np.all(s.alpha <= bounds) and s.n_bound_ == int(np.sum(np.isclose(ref.alpha, bounds, rtol=1e-6)))
+    assert_ramp_invariants(s)
+
+
+@pytest.mark.parametrize("ratio", [1.0, 9.8])
+def test_balanced_weights_move_with_every_label_and_each_step_is_the_dense_qp_optimum(ratio):
+    X, y = imbalanced(70, seed=7, share=0.2)
+    C = 0.5
+    s = make_solver("ramp", X, kernel="linear", C=C, tol=1e-8, class_weight="balanced", balance_ratio=ratio, **HINGE)
+    order = np.random.default_rng(1).permutation(len(y))
+    K = s.kernel(X, X)
+    checked = 0
+    for t, i in enumerate(order, start=1):
+        s.learn(int(i), y[i])
+        L = order[:t]
+        w = balanced_weights(y[L], ratio)
+        np.testing.assert_allclose(s.upper[L], C * w, rtol=1e-14)
+        if t % 7 == 0 and len(np.unique(y[L])) == 2:  # the optimum of the problem with today's weights
+            ref = dense_svm_dual(K[np.ix_(L, L)], y[L], C * w, bias=False)
+            np.testing.assert_allclose(s.decision_function(L), ref.decision(K[np.ix_(L, L)], y[L]), atol=1e-6)
+            assert abs(s.dual_objective() - ref.objective) <= 1e-7 * abs(ref.objective)
+            checked += 1
+        assert_ramp_invariants(s)
+    assert checked >= 8
+
+
+def test_balanced_weights_are_one_until_both_classes_are_learned():
+    X, y = imbalanced(10, seed=2)
+    s = make_solver("ramp", X, kernel="linear", C=2.0, class_weight="balanced", balance_ratio=9.8, **HINGE)
+    negatives = np.flatnonzero(y < 0)[:3]
+    for i in negatives:
+        s.learn(int(i), -1)
+        assert s.class_weights_ == (1.0, 1.0)
+    np.testing.assert_array_equal(s.upper[negatives], 2.0)
+    p = int(np.flatnonzero(y > 0)[0])
+    s.learn(p, 1)  # 1 positive, 3 negatives, ratio 9.8: 3 w_- = 4 / 10.8, w_+ = 9.8 * 3 w_-
+    w_pos, w_neg = s.class_weights_
+    assert np.isclose(w_neg, 4 / 10.8 / 3) and np.isclose(w_pos, 9.8 * 4 / 10.8)
+    assert_ramp_invariants(s)
+
+
+def test_linear_kernel_plus_one_with_balanced_weights_is_liblinears_weighted_hinge_svm():
+    # k(x, z) = <x, z> + 1 with no bias is LinearSVC's model with a penalised intercept
+    # (intercept_scaling = 1); the weights of each label passed to scikit-learn explicitly
+    from sklearn.svm import LinearSVC
+
+    X, y = imbalanced(90, seed=11, share=0.1)
+    C, ratio = 0.3, 9.8
+    s = make_solver("ramp", X, kernel="poly", degree=1, gamma=1.0, coef0=1.0, C=C, tol=1e-6,
+                    class_weight="balanced", balance_ratio=ratio, **HINGE)
+    learn_all(s, y)
+    ref = LinearSVC(C=C, loss="hinge", intercept_scaling=1.0, tol=1e-10, max_iter=1_000_000)
+    ref.fit(X, y, sample_weight=balanced_weights(y, ratio))
+    np.testing.assert_allclose(s.decision_function(), ref.decision_function(X), atol=1e-4)
+    assert_ramp_invariants(s)
+
+
+def test_balanced_weights_after_unlearning_equal_learning_without_the_example():
+    X, y = imbalanced(60, seed=5, share=0.25)
+    kw = dict(kernel="rbf", gamma=0.3, C=1.5, tol=1e-9, class_weight="balanced", balance_ratio=3.0, **HINGE)
+    s = learn_all(make_solver("ramp", X, **kw), y)
+    gone = int(np.flatnonzero(y > 0)[2])
+    s.unlearn(gone)
+    rest = np.array([i for i in range(len(y)) if i != gone])
+    t = learn_all(make_solver("ramp", X, **kw), y, order=rest)
+    np.testing.assert_allclose(s.upper, t.upper, rtol=1e-14)
+    np.testing.assert_allclose(s.decision_function(), t.decision_function(), atol=1e-6)
+    assert_ramp_invariants(s)
+
+
+def test_class_weights_survive_the_state_round_trip_and_continue_bit_for_bit():
+    X, y = imbalanced(120, seed=8)
+    s = make_solver("ramp", X, kernel="linear", C=0.4, class_weight="balanced", balance_ratio=9.8, hinge_warmup=10)
+    learn_all(s, y[:60])
+    buf = io.BytesIO()
+    s.save(buf, include_data=False)
+    buf.seek(0)
+    t = OnlineSolver.load(buf, X=X)
+    assert t.class_weight == "balanced" and t.balance_ratio == 9.8
+    np.testing.assert_array_equal(t.upper, s.upper)
+    for i in range(60, 120):
+        s.learn(i, y[i])
+        t.learn(i, y[i])
+    np.testing.assert_array_equal(t.alpha, s.alpha)
+    np.testing.assert_array_equal(t.decision_function(), s.decision_function())
+    fixed = make_solver("ramp", X, kernel="linear", class_weight={1: 4.0, -1: 0.5})
+    learn_all(fixed, y[:20])
+    buf = io.BytesIO()
+    fixed.save(buf)
+    buf.seek(0)
+    restored = OnlineSolver.load(buf)  # the dict went through JSON: its keys are strings now
+    assert restored.class_weights_ == (4.0, 0.5)
+    np.testing.assert_array_equal(restored.upper, fixed.upper)
+
+
+def test_hinge_loss_keeps_an_example_far_on_the_wrong_side_that_the_ramp_drops():
+    # the set-up of test_far_misclassified_example_is_ignored: the ramp gives the surprising label
+    # weight 0, the hinge loss keeps it and is the dense no-bias QP optimum of all four examples
+    X = np.array([[0.0, 0.0], [0.05, 0.0], [-0.05, 0.0], [0.02, 0.01]])
+    y = np.array([1.0, 1.0, 1.0, -1.0])
+    s = make_solver("ramp", X, kernel="rbf", gamma=1.0, C=10.0, hinge_warmup=0, loss="hinge", tol=1e-9)
+    learn_all(s, y)
+    assert s.in_V.all() and s.alpha[3] > 0
+    K = s.kernel(X, X)
+    ref = dense_svm_dual(K, y, 10.0, bias=False)
+    np.testing.assert_allclose(s.decision_function(), ref.decision(K, y), atol=1e-6)
+    assert s.get_params()["loss"] == "hinge"

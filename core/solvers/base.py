@@ -450,9 +450,13 @@ class OnlineSolver:
 
     @property
     def n_bound_(self) -> int:
-        """Support vectors at the upper bound C."""
-        coef = self.dual_coef_
-        return int(np.sum(np.abs(coef) >= self.C * (1 - 1e-12)))
+        """Support vectors at their upper bound (C, or C times the class weight where the solver has one)."""
+        sv, coef, _ = self.coefficients()
+        return int(np.sum(np.abs(coef) >= self._upper_bounds(sv) * (1 - 1e-12)))
+
+    def _upper_bounds(self, idx) -> np.ndarray:
+        """The box bound of the examples ``idx`` (the same C for all; see the ramp solver's class weights)."""
+        return np.full(len(idx), self.C)
 
     @property
     def n_kernel_evals(self) -> int:

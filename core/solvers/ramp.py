@@ -79,8 +79,11 @@ vectors (a_i = 0) closest to the boundary (smallest |f(x)|) are kept in the
 working set; the others are dropped for good (they stay learned, with weight
 0, but are no longer re-examined by CCCP).
 
-Two additions to the paper, both optional and documented where they are
-implemented: (1) Newton steps on the free variables now and then inside SMO
+Additions to the paper, all optional and documented where they are
+implemented: per-class bounds 0 <= a_i <= C w_{y_i} (``class_weight``; with
+``"balanced"`` the weights follow the labels, and every learned example's bound
+moves with its class) and ``loss="hinge"`` (V = everything: the convex SVM
+without bias, the review model of ``core.presets``); (1) Newton steps on the free variables now and then inside SMO
 (``newton_steps``), because single-variable coordinate ascent crawls on
 strongly coupled examples; the KKT stopping rule, hence the certified
 solution, is unchanged; (2) a hinge warm-up (``hinge_warmup``): the first
@@ -154,6 +157,29 @@ class OnlineSVMR(OnlineSolver):
         violation, or the largest increase of W (the paper's eq. 13); see the
         module docstring for the measurement behind the default.
 
+    loss : {"ramp", "hinge"}, default "ramp"
+        ``"hinge"`` keeps every learned example in V whatever its margin (s = -inf):
+        the convex hinge SVM without bias, solved by the same SMO steps, where CCCP
+        has nothing to do.  A mislabelled-looking example then keeps its weight,
+        which is what a review for rare positives wants (a surprising positive is
+        news, not noise).
+    class_weight : None, dict or "balanced", default None
+        Per-class weights: example i has the box 0 <= a_i <= C w_{y_i} and carries
+        C w_{y_i} times its loss in J.  A dict maps the labels 1 and -1 (or "1" and
+        "-1") to fixed weights.  ``"balanced"`` recomputes both weights after every
+        label from the counts of learned examples n_+ and n_-, so that the
+        positives' total weight is ``balance_ratio`` times the negatives' and all
+        weights sum to n = n_+ + n_-:
+
+            w_+ = r n / ((1 + r) n_+),    w_- = n / ((1 + r) n_-)
+
+        (r = 1 is scikit-learn's ``"balanced"``; document-review tools such as
+        ASReview use r = 9.8).  While only one class is learned, both weights are 1.
+        The weights are a function of the learned labels alone, so a restored
+        solver recomputes them and nothing extra is stored.
+    balance_ratio : float, default 1.0
+        r above (only with ``class_weight="balanced"``).
+
     ``max_iter`` caps the SMO steps of one ``learn`` / ``unlearn`` call.
     """
 
@@ -163,7 +189,9 @@ class OnlineSVMR(OnlineSolver):
 
     def __init__(self, X: np.ndarray | None = None, *, ramp_s: float = -1.0, max_nonsv: int | None = 1000,
                  progress_tol: float = 1e-5, max_cccp: int = 100, resync_every: int = 50_000,
-                 newton_steps: bool = True, hinge_warmup: int = 50, working_set: str = "violation", **params):
+                 newton_steps: bool = True, hinge_warmup: int = 50, working_set: str = "violation",
+                 loss: str = "ramp", class_weight: None | str | dict = None, balance_ratio: float = 1.0,
+                 **params):
         ramp_s = float(ramp_s)
         if not (np.isfinite(ramp_s) and ramp_s < 1.0):
             raise ValueError(f"ramp_s must be a finite number below 1, got {ramp_s!r}")
@@ -185,11 +213,21 @@ class OnlineSVMR(OnlineSolver):
         if working_set not in ("violation", "gain"):
             raise ValueError(f"working_set must be 'violation' or 'gain', got {working_set!r}")
         self.working_set = working_set
+        if loss not in ("ramp", "hinge"):
+            raise ValueError(f"loss must be 'ramp' or 'hinge', got {loss!r}")
+        self.loss = loss
+        self._fixed_weights = _check_class_weight(class_weight)
+        self.class_weight = class_weight
+        balance_ratio = float(balance_ratio)
+        if not (np.isfinite(balance_ratio) and 1e-6 <= balance_ratio <= 1e6):
+            raise ValueError(f"balance_ratio must be a number between 1e-6 and 1e6, got {balance_ratio!r}")
+        self.balance_ratio = balance_ratio
         # per-store-index arrays (grown in _on_store_grown)
         self.alpha = np.zeros(0)            # unsigned weights a_i, 0 <= a_i <= C
         self.f = np.zeros(0)                # maintained f(x_j) for every stored example
         self.in_working = np.zeros(0, bool)  # learned and kept (not removed by Algorithm 2)
         self.in_V = np.zeros(0, bool)       # active set V of eq. 10 (subset of the working set)
+        self.upper = np.zeros(0)            # the box bound C w_{y_i} of every learned example (0 otherwise)
         self._updates_since_sync = 0
         self.n_removed_ = 0                 # examples dropped by the removal step so far
         super().__init__(X, **params)
@@ -200,6 +238,7 @@ class OnlineSVMR(OnlineSolver):
         self.alpha = np.concatenate([self.alpha, np.zeros(n_new)])
         self.in_working = np.concatenate([self.in_working, np.zeros(n_new, bool)])
         self.in_V = np.concatenate([self.in_V, np.zeros(n_new, bool)])
+        self.upper = np.concatenate([self.upper, np.zeros(n_new)])
         f_new = np.zeros(n_new)
         sv = np.flatnonzero(self.alpha[:n_old] > 0)
         if len(sv):
@@ -211,8 +250,53 @@ class OnlineSVMR(OnlineSolver):
         params = super().get_params()
         params.update(ramp_s=self.ramp_s, max_nonsv=self.max_nonsv, progress_tol=self.progress_tol,
                       max_cccp=self.max_cccp, resync_every=self.resync_every, newton_steps=self.newton_steps,
-                      hinge_warmup=self.hinge_warmup, working_set=self.working_set)
+                      hinge_warmup=self.hinge_warmup, working_set=self.working_set,
+                      loss=self.loss, class_weight=self.class_weight, balance_ratio=self.balance_ratio)
         return params
+
+    # -- per-class bounds ----------------------------------------------------
+    @property
+    def class_weights_(self) -> tuple[float, float]:
+        """(w_+, w_-) for the labels learned now (see ``class_weight``)."""
+        if self.class_weight is None:
+            return 1.0, 1.0
+        if self._fixed_weights is not None:
+            return self._fixed_weights
+        n_pos = int(np.count_nonzero(self.y > 0))
+        n_neg = int(np.count_nonzero(self.y < 0))
+        if n_pos == 0 or n_neg == 0:
+            return 1.0, 1.0
+        r, n = self.balance_ratio, n_pos + n_neg
+        return r * n / ((1.0 + r) * n_pos), n / ((1.0 + r) * n_neg)
+
+    def _refresh_bounds(self) -> None:
+        """Set every learned example's bound C w_{y_i}; weights that moved move their examples with them.
+
+        An example that sat at its old bound is put at its new one, and one above its new bound
+        comes down to it (its kernel row updates f, one block for all of them).  Any feasible
+        start is valid for the SMO that follows, which restores the KKT conditions on V; this one
+        keeps the bounded examples bounded, which they mostly remain.
+        """
+        w_pos, w_neg = self.class_weights_
+        new = np.where(self.y > 0, self.C * w_pos, np.where(self.y < 0, self.C * w_neg, 0.0))
+        a = self.alpha
+        moved = np.flatnonzero(((a > 0) & (a >= self.upper)) | (a > new))
+        self.upper = new
+        if len(moved) == 0:
+            return
+        delta = new[moved] - a[moved]
+        keep = delta != 0.0
+        moved, delta = moved[keep], delta[keep]
+        if len(moved) == 0:
+            return
+        a[moved] = new[moved]
+        for start in range(0, len(moved), 256):
+            chunk = slice(start, start + 256)
+            self.f += (delta[chunk] * self.y[moved[chunk]]) @ self.cache.rows(moved[chunk])
+        self._updates_since_sync += len(moved)
+
+    def _upper_bounds(self, idx) -> np.ndarray:
+        return self.upper[idx]
 
     # -- elementary operations ---------------------------------------------
     def _set_alpha(self, i: int, new: float) -> None:
@@ -229,7 +313,7 @@ class OnlineSVMR(OnlineSolver):
         a_i < C needs g_i <= 0 and a_i > 0 needs g_i >= 0."""
         g = 1.0 - self.y[V] * self.f[V]
         a = self.alpha[V]
-        up = np.where(a < self.C, g, 0.0)
+        up = np.where(a < self.upper[V], g, 0.0)
         down = np.where(a > 0.0, -g, 0.0)
         return np.maximum(np.maximum(up, down), 0.0)
 
@@ -247,7 +331,8 @@ class OnlineSVMR(OnlineSolver):
             return 0, False
         yV = self.y[V]
         aV = self.alpha[V]
-        u = (aV < self.C).astype(np.float64)
+        CV = self.upper[V]
+        u = (aV < CV).astype(np.float64)
         dn = -(aV > 0).astype(np.float64)
         diag = self.cache.diag(V)
         g = np.empty(len(V))
@@ -259,7 +344,7 @@ class OnlineSVMR(OnlineSolver):
         while True:
             if self.newton_steps and since_newton >= next_newton_check:
                 aV = self.alpha[V]
-                free = (aV > 0) & (aV < self.C)
+                free = (aV > 0) & (aV < CV)
                 n_free = int(free.sum())
                 # only once SMO has spent, since the last one, more steps than the Newton step costs
                 next_newton_check = max(_NEWTON_AFTER, 2 * n_free)
@@ -273,11 +358,11 @@ class OnlineSVMR(OnlineSolver):
                         if done != "blocked":
                             break
                         aV = self.alpha[V]
-                        free = (aV > 0) & (aV < self.C)
+                        free = (aV > 0) & (aV < CV)
                         if not free.any():
                             break
                     aV = self.alpha[V]
-                    u = (aV < self.C).astype(np.float64)
+                    u = (aV < CV).astype(np.float64)
                     dn = -(aV > 0).astype(np.float64)
             np.take(self.f, V, out=g)
             np.multiply(g, yV, out=g)
@@ -291,35 +376,36 @@ class OnlineSVMR(OnlineSolver):
             if steps >= budget:
                 return steps, True
             if self.working_set == "gain":  # eq. 13: the largest increase of W by one variable
-                k = self._largest_gain(V, g, diag)
+                k = self._largest_gain(V, g, diag, CV)
             i = int(V[k])
             a = self.alpha[i]
             kii = diag[k]
+            Ci = CV[k]
             if kii > 1e-12:
-                new = min(max(a + g[k] / kii, 0.0), self.C)  # eqs. 14-15: clipped Newton step
+                new = min(max(a + g[k] / kii, 0.0), Ci)  # eqs. 14-15: clipped Newton step
             else:  # K_ii = 0: the example contributes nothing to f; W is linear in a_i
-                new = self.C if g[k] > 0 else 0.0
+                new = Ci if g[k] > 0 else 0.0
             if new == a:  # no representable progress (extreme C): stop rather than spin, but say so
                 warnings.warn(f"{self.name}: SMO cannot make progress in floating point (a_i = {a:.3g}, "
                               f"violation {viol[k]:.3g}); the solution may not be tau-optimal",
                               ConvergenceWarning, stacklevel=4)
                 return steps, False
             self._set_alpha(i, new)
-            u[k] = 1.0 if new < self.C else 0.0
+            u[k] = 1.0 if new < Ci else 0.0
             dn[k] = -1.0 if new > 0 else 0.0
             steps += 1
             since_newton += 1
 
-    def _largest_gain(self, V: np.ndarray, g: np.ndarray, diag: np.ndarray) -> int:
+    def _largest_gain(self, V: np.ndarray, g: np.ndarray, diag: np.ndarray, upper: np.ndarray) -> int:
         """Position in V of the example whose clipped single-variable step raises W the most (eq. 13).
 
-        With d_i = clip(a_i + g_i / K_ii, 0, C) - a_i the gain is d_i (g_i - K_ii d_i / 2); an
+        With d_i = clip(a_i + g_i / K_ii, 0, C_i) - a_i (``upper`` = C_i on V) the gain is d_i (g_i - K_ii d_i / 2); an
         example with K_ii = 0 moves to the bound g_i points at, with gain g_i d_i.
         """
         a = self.alpha[V]
         with np.errstate(divide="ignore", invalid="ignore"):
             step = np.where(diag > 1e-12, g / diag, np.where(g > 0, np.inf, -np.inf))
-        d = np.clip(a + step, 0.0, self.C)
+        d = np.clip(a + step, 0.0, upper)
         d -= a
         gain = d * (g - 0.5 * np.where(diag > 1e-12, diag, 0.0) * d)
         return int(gain.argmax())
@@ -358,16 +444,17 @@ class OnlineSVMR(OnlineSolver):
         if not np.isfinite(gain_unit) or gain_unit <= 0:
             return "skipped"
         a = self.alpha[F]
+        CF = self.upper[F]
         da = yF * d  # change of the unsigned weights
         with np.errstate(divide="ignore", invalid="ignore"):
-            t_up = np.where(da > 0, (self.C - a) / da, np.inf)
+            t_up = np.where(da > 0, (CF - a) / da, np.inf)
             t_lo = np.where(da < 0, -a / da, np.inf)
         t = float(min(1.0, t_up.min(), t_lo.min()))
         if not t > 0:
             return "skipped"
-        new = np.clip(a + t * da, 0.0, self.C)
+        new = np.clip(a + t * da, 0.0, CF)
         if t < 1.0:  # snap the blocking variable(s) exactly onto their bound
-            new[t_up <= t] = self.C
+            new[t_up <= t] = CF[t_up <= t]
             new[t_lo <= t] = 0.0
         changed = new != a
         if not changed.any():
@@ -379,17 +466,20 @@ class OnlineSVMR(OnlineSolver):
         return "full" if t == 1.0 else "blocked"
 
     def _s_now(self) -> float:
-        """The s of eq. 10, or -inf (hinge loss, V = everything) during the warm-up."""
-        return -np.inf if len(self.learned_order) < self.hinge_warmup else self.ramp_s
+        """The s of eq. 10, or -inf (hinge loss, V = everything) during the warm-up and with ``loss="hinge"``."""
+        if self.loss == "hinge" or len(self.learned_order) < self.hinge_warmup:
+            return -np.inf
+        return self.ramp_s
 
     def _ramp_objective(self) -> float:
-        """J = 1/2 ||w||^2 + C sum_i R_s(y_i f(x_i)) over all learned examples."""
+        """J = 1/2 ||w||^2 + sum_i C_i R_s(y_i f(x_i)) over all learned examples (C_i = C w_{y_i})."""
         sv = np.flatnonzero(self.alpha > 0)
         w2 = float((self.alpha[sv] * self.y[sv]) @ self.f[sv]) if len(sv) else 0.0  # no bias: ||w||^2 = sum_i c_i f_i
         L = self.y != 0
         z = self.y[L] * self.f[L]
-        ramp = np.maximum(0.0, 1.0 - z) - np.maximum(0.0, self.ramp_s - z)
-        return 0.5 * w2 + self.C * float(ramp.sum())
+        s = -np.inf if self.loss == "hinge" else self.ramp_s
+        ramp = np.maximum(0.0, 1.0 - z) - np.maximum(0.0, s - z)
+        return 0.5 * w2 + float(self.upper[L] @ ramp)
 
     def _cccp(self) -> tuple[int, int, str, str]:
         """Alternate SMO on V and the CCCP re-assignment of V (eq. 10).
@@ -471,6 +561,7 @@ class OnlineSVMR(OnlineSolver):
         with StepTimer(self) as timer:
             self.y[i] = y
             self.learned_order.append(i)
+            self._refresh_bounds()
             self.in_working[i] = True
             entered = bool(y * self.f[i] >= self._s_now())
             self.in_V[i] = entered
@@ -493,6 +584,7 @@ class OnlineSVMR(OnlineSolver):
             self.in_V[i] = False
             self.y[i] = 0.0
             self.learned_order.remove(i)
+            self._refresh_bounds()
             out = self._restore()
         return timer.result(kkt_gap=self._max_violation(), **out)
 
@@ -532,7 +624,7 @@ class OnlineSVMR(OnlineSolver):
                 fV[start:start + 2048] = self._uncounted_block(V[start:start + 2048], sv) @ coef
         g = 1.0 - self.y[V] * fV
         a = self.alpha[V]
-        viol = np.maximum(np.where(a < self.C, g, 0.0), np.where(a > 0, -g, 0.0))
+        viol = np.maximum(np.where(a < self.upper[V], g, 0.0), np.where(a > 0, -g, 0.0))
         return float(max(0.0, viol.max()))
 
     def dual_objective(self) -> float:
@@ -560,3 +652,24 @@ class OnlineSVMR(OnlineSolver):
         self.in_working = np.array(arrays["in_working"], dtype=bool)
         self.in_V = np.array(arrays["in_V"], dtype=bool)
         self._updates_since_sync, self.n_removed_ = (int(v) for v in arrays["counters"])
+        w_pos, w_neg = self.class_weights_  # a function of the learned labels (see class_weight)
+        self.upper = np.where(self.y > 0, self.C * w_pos, np.where(self.y < 0, self.C * w_neg, 0.0))
+
+
+def _check_class_weight(class_weight) -> tuple[float, float] | None:
+    """(w_+, w_-) of a fixed ``class_weight`` dict, None for None / "balanced"; a clear error otherwise."""
+    if class_weight is None or (isinstance(class_weight, str) and class_weight == "balanced"):
+        return None
+    if not isinstance(class_weight, dict):
+        raise ValueError(f"class_weight must be None, 'balanced' or a dict of weights for the labels 1 and -1, "
+                         f"got {class_weight!r}")
+    weights = {}
+    for key, value in class_weight.items():
+        label = {"1": 1, "+1": 1, "-1": -1}.get(str(key).strip()) if not isinstance(key, bool) else None
+        if label is None:
+            raise ValueError(f"class_weight keys must be the labels 1 and -1, got {key!r}")
+        w = float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else float("nan")
+        if not (np.isfinite(w) and 1e-6 <= w <= 1e6):
+            raise ValueError(f"class_weight for label {label} must be a number between 1e-6 and 1e6, got {value!r}")
+        weights[label] = w
+    return weights.get(1, 1.0), weights.get(-1, 1.0)
