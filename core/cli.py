@@ -29,6 +29,7 @@ from core.datasets import BUNDLED, DataError, Dataset, load_bundled, load_csv, s
 from core.features import Standardizer, scale_features
 from core.kernels import KERNEL_NAMES
 from core.metrics import accuracy, roc_auc
+from core.presets import PRESETS
 
 EXIT_USAGE = 2
 BUNDLED_PREFIX = "bundled:"
@@ -151,7 +152,12 @@ def _data_arguments(p: argparse.ArgumentParser, repeatable: bool = False) -> Non
 
 def _model_arguments(p: argparse.ArgumentParser, solver_default: str | None) -> None:
     g = p.add_argument_group("model")
-    g.add_argument("--solver", choices=SOLVERS, default=solver_default,
+    g.add_argument("--model", choices=("standard", *PRESETS), default="standard",
+                   help="'review': the model for finding rare relevant documents (ASReview's default model, "
+                        "learned exactly after every label: ramp solver, hinge loss, kernel <x,z>+1, C 0.11, "
+                        "classes re-weighted 9.8:1 after every label); it sets the solver, kernel, C and weights. "
+                        "'standard' (default): the options below")
+    g.add_argument("--solver", choices=SOLVERS, default=None,
                    help="solver" + (f" (default: {solver_default})" if solver_default else
                                     " (default: each strategy's own)"))
     g.add_argument("--kernel", choices=KERNEL_CHOICES, default=None,
@@ -163,6 +169,15 @@ def _model_arguments(p: argparse.ArgumentParser, solver_default: str | None) -> 
     g.add_argument("--degree", type=_positive_int, default=3, help="polynomial degree (default 3)")
     g.add_argument("--coef0", type=float, default=1.0, help="polynomial offset (default 1)")
     g.add_argument("--tol", type=_positive_float, default=1e-3, help="solver tolerance (default 1e-3)")
+    g.add_argument("--class-weight", choices=("none", "balanced"), default="none",
+                   help="ramp solver: 'balanced' weights each class after every label so that the positives "
+                        "together weigh --balance-ratio times the negatives (default none)")
+    g.add_argument("--balance-ratio", type=_positive_float, default=1.0, metavar="R",
+                   help="with --class-weight balanced: the positives' total weight over the negatives' (default 1; "
+                        "ASReview uses 9.8)")
+    g.add_argument("--loss", choices=("ramp", "hinge"), default=None,
+                   help="ramp solver: 'ramp' (default) gives examples far on the wrong side weight 0; 'hinge' keeps "
+                        "them (the convex SVM without bias)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -262,6 +277,52 @@ def dataset_names(sources: Sequence[str]) -> list[str]:
     return names
 
 
+def model_options(args: argparse.Namespace, solver_default: str | None) -> dict:
+    """Resolve ``--model``: the named model's solver (into ``args.solver``) and its solver parameters.
+
+    A named model sets the solver, kernel, C and class weights itself; a flag that would change them is
+    refused rather than silently overridden.
+    """
+    if args.model == "standard":
+        args.solver = args.solver or solver_default
+        return {}
+    preset = PRESETS[args.model]
+    given = [flag for flag, on in (("--kernel", args.kernel is not None), ("--C", args.C != 1.0),
+                                   ("--gamma", args.gamma != "scale"), ("--degree", args.degree != 3),
+                                   ("--coef0", args.coef0 != 1.0), ("--class-weight", args.class_weight != "none"),
+                                   ("--balance-ratio", args.balance_ratio != 1.0), ("--loss", args.loss is not None))
+             if on]
+    if args.solver not in (None, preset["solver"]):
+        given.insert(0, "--solver")
+    if given:
+        raise CLIError(f"--model {args.model} sets the solver, kernel, C and class weights itself; leave out "
+                       f"{', '.join(given)} (or use --model standard)")
+    args.solver = preset["solver"]
+    return dict(preset["solver_params"])
+
+
+def ramp_options(args: argparse.Namespace, solvers: Sequence[str | None]) -> dict:
+    """The ramp solver's own options from the command line; a clear error when another solver would get them."""
+    options = {}
+    if args.class_weight != "none":
+        options["class_weight"] = args.class_weight
+    if args.balance_ratio != 1.0:
+        if args.class_weight != "balanced":
+            raise CLIError("--balance-ratio needs --class-weight balanced")
+        options["balance_ratio"] = args.balance_ratio
+    if args.loss is not None:
+        options["loss"] = args.loss
+        if args.loss == "hinge":
+            options["max_nonsv"] = None  # the hinge problem keeps every example (no removal step)
+    if options and any(solver != "ramp" for solver in solvers):
+        names = ", ".join(sorted({str(s) for s in solvers if s != "ramp"}))
+        flags = " and ".join(f for f, on in (("--class-weight", "class_weight" in options),
+                                             ("--balance-ratio", "balance_ratio" in options),
+                                             ("--loss", "loss" in options)) if on)
+        raise CLIError(f"{flags}: only the ramp solver takes these (add --solver ramp); the run would use {names}")
+    return options
+
+
 def kernel_for(args: argparse.Namespace, ds: Dataset) -> str:
     """``--kernel``, or the kernel that suits the features (rbf, linear for documents, tanimoto for bits)."""
     kernel = args.kernel or ds.default_kernel
@@ -285,8 +346,9 @@ def _json_number(value: Any) -> Any:
 def run_fit(args: argparse.Namespace) -> dict[str, Any]:
     from core.estimator import OnlineSVC
 
+    model_params = model_options(args, "lasvm")
     ds = load_data(args)
-    kernel = kernel_for(args, ds)
+    kernel = model_params.get("kernel") or kernel_for(args, ds)
     rng = np.random.default_rng(args.seed)
     train, test = stratified_split(ds.y, args.test_fraction, rng)
     Xtr, ytr = ds.X[train], ds.y[train]
@@ -299,7 +361,8 @@ def run_fit(args: argparse.Namespace) -> dict[str, Any]:
         Xtr = scaler.transform(Xtr)
         Xte = scaler.transform(Xte) if len(test) else Xtr
     clf = OnlineSVC(solver=args.solver, kernel=kernel, C=args.C, gamma=args.gamma, tol=args.tol,
-                    epochs=args.epochs, random_state=args.seed, degree=args.degree, coef0=args.coef0)
+                    epochs=args.epochs, random_state=args.seed, degree=args.degree, coef0=args.coef0,
+                    solver_params={**ramp_options(args, [args.solver]), **model_params} or None)
     t0 = time.perf_counter()
     try:
         clf.fit(Xtr, ytr)
@@ -318,7 +381,8 @@ def run_fit(args: argparse.Namespace) -> dict[str, Any]:
         "negative": negative,
         "solver": args.solver,
         "kernel": kernel,
-        "C": args.C,
+        "model": args.model,
+        "C": model_params.get("C", args.C),
         "gamma": clf.solver_.kernel.gamma,
         "scale": args.scale,
         "n_features": int(ds.X.shape[1]),
@@ -427,6 +491,10 @@ def run_compare(args: argparse.Namespace) -> str:
         raise CLIError("--strategies is empty: give comma-separated strategy names")
     if len(set(strategies)) != len(strategies):
         raise CLIError(f"--strategies lists a strategy twice: {args.strategies}")
+    model_params = model_options(args, None)
+    unknown = [s for s in strategies if s not in experiment.DEFAULT_SOLVER]
+    solvers_used = [args.solver or experiment.DEFAULT_SOLVER.get(s) for s in strategies if s not in unknown]
+    ramp_options(args, solvers_used)  # before the data are read
     if args.out:
         _check_writable(args.out)  # before the runs, not after minutes of work
     stopping = None
@@ -457,6 +525,7 @@ def run_compare(args: argparse.Namespace) -> str:
         datasets[name], data[name] = ds, (X, ds.y)
         per_dataset[name] = {"solver_params": dict(kernel=kernel_for(args, ds), C=args.C, gamma=args.gamma,
                                                    degree=args.degree, coef0=args.coef0, tol=args.tol)}
+        per_dataset[name]["solver_params"].update(ramp_options(args, solvers_used), **model_params)
     optional = {}
     if args.initial is not None:
         optional["initial"] = args.initial

@@ -48,6 +48,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+import scipy.sparse as sp
 
 from core import stopping as stop_rules
 from core.dask_runs import SCHEDULER_ENV, SchedulerError, collect_in_order, resolve_scheduler, run_on_dask
@@ -255,11 +256,11 @@ def _run_strategy(X, y, strategy: str, solver: str, solver_params: dict, strateg
 
     ``on_label(labels, budget)`` is called after every label (progress within the run)."""
     Xtr, ytr, Xte, yte = _split(X, y, seed, test_fraction)
-    evaluation = dict(eval_X=Xte, eval_y=yte) if len(Xte) else {}
+    evaluation = dict(eval_X=Xte, eval_y=yte) if Xte.shape[0] else {}
     loop = ActiveLearningLoop(Xtr, strategy=strategy, solver=solver, solver_params=solver_params,
                               strategy_params=strategy_params, seed=seed, cold_start=cold_start,
                               initial=initial, oracle_y=ytr, **evaluation)
-    budget = min(int(budget), len(Xtr))
+    budget = min(int(budget), Xtr.shape[0])
     watch = _StopWatch(stopping, ytr, seed) if stopping is not None else None
     while loop.n_labels < budget:
         q = loop.next_query()
@@ -295,14 +296,14 @@ def full_data_reference(X, y, solver: str, solver_params: dict, seed: int, test_
     params.setdefault("random_state", int(seed))
     t0 = time.perf_counter()
     model = make_solver(solver, Xtr, **params)
-    for i in np.random.default_rng([seed, 0xF011]).permutation(len(Xtr)):
+    for i in np.random.default_rng([seed, 0xF011]).permutation(Xtr.shape[0]):
         model.learn(int(i), float(ytr[i]))
     model.finish()
     seconds = time.perf_counter() - t0
     f = np.asarray(model.decision_function(X=Xte), dtype=np.float64)
     return {"solver": solver, "seed": seed, "auc": roc_auc(yte, f),
             "accuracy": accuracy(yte, np.where(f >= 0, 1.0, -1.0)), "n_sv": int(len(model.coefficients()[0])),
-            "n_train": int(len(Xtr)), "seconds": seconds}
+            "n_train": int(Xtr.shape[0]), "seconds": seconds}
 
 
 def _as_list(strategies) -> list[str]:
@@ -380,10 +381,11 @@ def _plan(X, y, *, strategies: Iterable[str] | str, solver: str | dict[str, str]
           target_recall: float = stop_rules.DEFAULT_TARGET_RECALL,
           confidence: float = stop_rules.DEFAULT_CONFIDENCE, baseline: bool = True) -> _Plan:
     """Check the arguments of a comparison and list its runs (see :func:`run_comparison`)."""
-    X = np.atleast_2d(np.asarray(X, dtype=np.float64))
+    # documents and fingerprints stay sparse (CSR rows, as the loop and the kernels take them)
+    X = sp.csr_matrix(X, dtype=np.float64) if sp.issparse(X) else np.atleast_2d(np.asarray(X, dtype=np.float64))
     y = _binary_labels(y)
-    if len(X) != len(y):
-        raise ValueError(f"X has {len(X)} rows but y has {len(y)} labels")
+    if X.shape[0] != len(y):
+        raise ValueError(f"X has {X.shape[0]} rows but y has {len(y)} labels")
     strategies = _as_list(strategies)
     if baseline and BASELINE not in strategies:
         strategies.append(BASELINE)

@@ -15,7 +15,7 @@ import pandas as pd
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from app.service import DEFAULT_SOLVER, DEMO_NAME, MarginLab
+from app.service import DEFAULT_SOLVER, DEMO_NAME, MarginLab, ServiceError
 from storage import repository as repo
 
 MAIN = str(Path(__file__).resolve().parent.parent / "app" / "main.py")
@@ -693,7 +693,7 @@ def test_parse_gamma_reads_scale_and_positive_numbers():
 
 
 def test_scale_features_standardises_columns_or_leaves_them():
-    from app.service import ServiceError, scale_features
+    from app.service import scale_features
 
     X = np.array([[1, 10, 5], [3, 20, 5], [5, 60, 5]])
     scaled = scale_features(X, "standard")
@@ -831,10 +831,49 @@ def test_a_document_dataset_is_labelled_with_its_text_shown(db_url):
     assert len(run.eval_items) == 0 and len(run.pool_items) == 60  # evaluation share 0: every item in the pool
 
 
-def test_a_warm_start_hands_its_service_to_the_first_page_view_once(tmp_path):
-    from app.services import startup
+def test_the_review_model_learns_documents_with_weights_that_follow_the_labels_and_resumes(db_url):
+    docs = ["Robot arm grasping with tactile sensors", "Image segmentation with convolutional networks",
+            "Legged robot locomotion on rough terrain", "Language models for translation",
+            "Speech recognition in noisy rooms", "Graph neural networks for molecules"] * 12
+    csv = "key,text,topic\n" + "".join(f"d{i},{d} number {i},{'robotics' if 'obot' in d else 'other'}\n"
+                                       for i, d in enumerate(docs))
+    svc = service(db_url)
+    result = svc.import_csv(csv.encode(), name="abstracts", label_column="topic", positive="robotics",
+                            key_column="key", text_features=["text"], eval_fraction=0.0)
+    at = start_app("di")
+    at.switch_page("views/label.py").run()
+    at.radio(key="new_model").set_value("review")
+    start_session(at, "di", "largest-positive", dataset_id=result.dataset_id)
+    for _ in range(6):
+        item = shown_item(at)
+        click(at, "positive" if "obot" in docs[item] else "negative")
+    (info,) = [s for s in svc.sessions(status="active") if s.dataset_id == result.dataset_id]
+    assert info.solver == "ramp"
+    run = svc.open_session(info.id)
+    solver = run.loop.solver
+    assert solver.class_weight == "balanced" and solver.balance_ratio == 9.8 and solver.loss == "hinge"
+    labels = np.array([label for _, label in run.loop.events], dtype=float)
+    n_pos, n_neg = int((labels > 0).sum()), int((labels < 0).sum())
+    assert n_pos and n_neg, "the first six answers hold both classes here"
+    # after the last label the positives together weigh 9.8 times the negatives (C = 0.11 each unit)
+    w_pos, w_neg = solver.class_weights_
+    assert np.isclose(w_pos * n_pos, 9.8 * w_neg * n_neg) and np.isclose(w_pos * n_pos + w_neg * n_neg, 6)
+    scores = run.loop.pool_scores().copy()
+    svc.close_session(info.id)
+    svc.engine.dispose()
+    again = service(db_url).open_session(info.id)
+    np.testing.assert_array_equal(again.loop.pool_scores(), scores)
+    with pytest.raises(ServiceError, match="runs on the ramp solver"):
+        svc.start_session(dataset_id=result.dataset_id, annotator="di", strategy="largest-positive",
+                          solver="lasvm", model="review")
+    with pytest.raises(ServiceError, match="Unknown model 'fast'"):
+        svc.start_session(dataset_id=result.dataset_id, annotator="di", strategy="largest-positive", model="fast")
 
+
+def test_a_warm_start_hands_its_service_to_the_first_page_view_once(tmp_path):
     import time
+
+    from app.services import startup
 
     url = f"sqlite:///{tmp_path / 'warm.db'}"
     before = service(url)

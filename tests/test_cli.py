@@ -324,19 +324,26 @@ def test_fit_reads_a_semicolon_file_with_decimal_commas_gaps_and_a_ten_class_lab
     assert "seems to be separated by semicolons" in capsys.readouterr().err
 
 
+def write_documents(path: Path, topics: dict[str, str], *, n: int, every: int, seed: int, words: int,
+                    with_id: bool = False) -> Path:
+    """A CSV of short documents: every ``every``-th is "yes" with its topic words, the rest "no"."""
+    rng = np.random.default_rng(seed)
+    filler = "study data model results analysis method sample".split()
+    with open(path, "w") as f:
+        f.write("id,abstract,included\n" if with_id else "abstract,included\n")
+        for i in range(n):
+            label = "yes" if i % every == 0 else "no"
+            text = " ".join(rng.choice(topics[label].split(), words).tolist() + rng.choice(filler, 6).tolist())
+            f.write((f"{i}," if with_id else "") + f"\"{text}\",{label}\n")
+    return path
+
+
 def test_fit_on_a_text_column_and_on_smiles(tmp_path, capsys):
     from core.cli import main
 
-    rng = np.random.default_rng(3)
-    topics = {"yes": "trauma ptsd symptoms trajectories resilience anxiety", "no": "software fault defect code"}
-    filler = "study data model results analysis method sample".split()
-    path = tmp_path / "docs.csv"
-    with open(path, "w") as f:
-        f.write("id,abstract,included\n")
-        for i in range(120):
-            label = "yes" if i % 6 == 0 else "no"
-            words = rng.choice(topics[label].split(), 4).tolist() + rng.choice(filler, 6).tolist()
-            f.write(f"{i},\"{' '.join(words)}\",{label}\n")
+    path = write_documents(tmp_path / "docs.csv", {"yes": "trauma ptsd symptoms trajectories resilience anxiety",
+                                                    "no": "software fault defect code"}, n=120, every=6, seed=3,
+                           words=4, with_id=True)
     code = main(["fit", "--data", str(path), "--label-column", "included", "--positive", "yes", "--text-column",
                  "abstract", "--text-svd", "20", "--solver", "incremental", "--json"])
     captured = capsys.readouterr()
@@ -348,3 +355,40 @@ def test_fit_on_a_text_column_and_on_smiles(tmp_path, capsys):
     smiles.write_text("smiles,active\nCCO,1\nc1ccccc1,0\nC1CC,1\n")
     assert main(["fit", "--data", str(smiles), "--label-column", "active", "--smiles-column", "smiles"]) == 2
     assert "1 invalid SMILES in column 'smiles': row 3 (line 4 of the file): 'C1CC'" in capsys.readouterr().err
+
+
+def test_compare_runs_the_review_model_on_sparse_documents_and_refuses_what_it_would_override(tmp_path, capsys):
+    """--model review: the ramp solver with the class weights, on the TF-IDF rows as they are (no SVD)."""
+    from core.cli import main
+
+    need_experiment()
+    topics = {"yes": "robot grasping locomotion manipulator tactile", "no": "parsing translation corpus grammar"}
+    path = write_documents(tmp_path / "docs.csv", topics, n=150, every=10, seed=5, words=3)
+    rows = tmp_path / "rows.csv"
+    code = main(["compare", "--data", str(path), "--label-column", "included", "--positive", "yes", "--text-column",
+                 "abstract", "--strategies", "largest-positive", "--budget", "60", "--seeds", "2", "--test-fraction",
+                 "0", "--model", "review", "--out", str(rows), "--json"])
+    captured = capsys.readouterr()
+    assert code == 0, captured.err
+    summary = json.loads(captured.out)
+    import pandas as pd
+
+    table = pd.read_csv(rows)
+    assert set(table["solver"]) == {"ramp"}
+    found = table[table.strategy == "largest-positive"].groupby("seed")["recall"].max()
+    assert (found == 1.0).all(), found  # 15 positives with their own words: all found within 60 labels
+    assert "largest-positive" in json.dumps(summary)
+    for extra, flag in ((["--C", "2"], "--C"), (["--solver", "lasvm"], "--solver"), (["--kernel", "rbf"], "--kernel")):
+        assert main(["compare", "--data", str(path), "--label-column", "included", "--positive", "yes",
+                     "--text-column", "abstract", "--strategies", "largest-positive", "--budget", "20",
+                     "--model", "review", *extra]) == 2
+        err = capsys.readouterr().err
+        assert f"--model review sets the solver, kernel, C and class weights itself; leave out {flag}" in err
+    assert main(["compare", "--data", str(path), "--label-column", "included", "--positive", "yes", "--text-column",
+                 "abstract", "--strategies", "largest-positive,near-boundary", "--budget", "20",
+                 "--class-weight", "balanced"]) == 2
+    err = capsys.readouterr().err
+    assert "--class-weight: only the ramp solver takes these (add --solver ramp); the run would use incremental" in err
+    assert main(["fit", "--data", str(path), "--label-column", "included", "--positive", "yes", "--text-column",
+                 "abstract", "--text-svd", "10", "--solver", "ramp", "--loss", "hinge", "--balance-ratio", "4"]) == 2
+    assert "--balance-ratio needs --class-weight balanced" in capsys.readouterr().err

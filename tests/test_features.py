@@ -324,8 +324,8 @@ def test_profile_offers_each_column_for_what_it_holds():
     assert forced.sep == "," and forced.detected_sep == ";" and len(forced.columns) == 1
 
 
-def test_the_label_page_term_contributions_add_up_to_the_solver_s_decision_value():
-    """RunDocuments on a real loop (dense TF-IDF rows here): sum_t w_t x_t + b is the solver's f(x)."""
+def documents_run(*, dense: bool, solver: str, solver_params: dict):
+    """RunDocuments (the Label page's document readings) on a real loop over 18 short documents."""
     from types import SimpleNamespace
 
     from app.services.documents import RunDocuments
@@ -336,10 +336,16 @@ def test_the_label_page_term_contributions_add_up_to_the_solver_s_decision_value
     X, names = tfidf_features(docs)
     run = RunDocuments()
     run.dataset = SimpleNamespace(meta={"feature_blocks": [{"kind": "tfidf", "start": 0, "stop": X.shape[1]}]})
-    run.X, run.feature_names = X.toarray(), names
+    run.X, run.feature_names = (X.toarray() if dense else X), names
+    run.loop = ActiveLearningLoop(run.X, strategy="largest-positive", solver=solver, solver_params=solver_params,
+                                  seed=0)
+    return run, docs
+
+
+def test_the_label_page_term_contributions_add_up_to_the_solver_s_decision_value():
+    """RunDocuments on a real loop (dense TF-IDF rows here): sum_t w_t x_t + b is the solver's f(x)."""
+    run, docs = documents_run(dense=True, solver="incremental", solver_params={"kernel": "linear", "C": 10.0})
     run.item_text = lambda i: docs[i]
-    run.loop = ActiveLearningLoop(run.X, strategy="largest-positive", solver="incremental",
-                                  solver_params={"kernel": "linear", "C": 10.0}, seed=0)
     for i, label in ((0, 1), (2, -1), (1, 1), (3, -1)):
         run.loop.teach(i, label)
     f = run.loop.solver.decision_function(np.arange(len(docs)))
@@ -352,3 +358,24 @@ def test_the_label_page_term_contributions_add_up_to_the_solver_s_decision_value
     run.dataset.meta["molecule_column"] = "smiles"
     run.item_text = lambda i: "c1ccccc1C(=O)O"
     assert "<svg" in run.item_svg(0)
+
+
+def test_the_review_model_s_term_contributions_add_up_to_its_decision_value_minus_its_constant():
+    """Kernel gamma <x, z> + coef0 (degree 1): f(x) = gamma sum_t w_t x_t + coef0 sum_i coef_i."""
+    from core.presets import DOCUMENT_REVIEW
+
+    params = dict(DOCUMENT_REVIEW["solver_params"], gamma=0.5, coef0=2.0)  # other constants: gamma shows
+    run, docs = documents_run(dense=False, solver=DOCUMENT_REVIEW["solver"], solver_params=params)
+    for i, label in ((0, 1), (2, -1), (1, 1), (3, -1), (5, -1)):
+        run.loop.teach(i, label)
+    f = run.loop.solver.decision_function(np.arange(len(docs)))
+    constant = 2.0 * float(np.sum(run.loop.solver.coefficients()[1]))
+    for i in range(len(docs)):
+        top = run.term_contributions(i, k=10_000)
+        assert abs(sum(v for _, v in top) + constant - f[i]) < 1e-9
+    assert run.term_contributions(4, k=1)[0][0] in ("robot", "grasping")
+    import dataclasses
+
+    # (not this model) a curved kernel has no exact per-term split
+    run.loop.solver.kernel = dataclasses.replace(run.loop.solver.kernel, degree=2)
+    assert run.term_contributions(4) is None

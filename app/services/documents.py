@@ -29,18 +29,27 @@ class RunDocuments:
 
         Exact for a linear kernel on TF-IDF features: f(x) = sum_t w_t x_t + b with w = sum_i
         coef_i x_i over the support vectors, so the contributions of all terms add up to f(x) - b.
+        The same for a polynomial kernel of degree 1 (the review model's <x, z> + 1): f(x) =
+        gamma sum_t w_t x_t + coef0 sum_i coef_i, the second sum playing the bias.
         None when the kernel is not linear, the dataset has no TF-IDF block, or there is no model yet.
         """
         from core.features import linear_weights, term_contributions
 
         blocks = self._text_blocks()
-        if not blocks or self.loop is None or self.loop.solver.kernel.name != "linear":
+        if not blocks or self.loop is None:
+            return None
+        kernel = self.loop.solver.kernel
+        if kernel.name == "linear":
+            scale = 1.0
+        elif kernel.name == "poly" and int(kernel.degree) == 1:
+            scale = float(kernel.gamma)
+        else:
             return None
         support, coef, _ = self.loop.solver.coefficients()
         if len(support) == 0:
             return None
         store = self.loop.X  # the pool rows, as the solver sees them (scaled)
-        w = linear_weights(store, np.asarray(support, dtype=np.intp), np.asarray(coef, dtype=np.float64))
+        w = scale * linear_weights(store, np.asarray(support, dtype=np.intp), np.asarray(coef, dtype=np.float64))
         row = self.X[int(item_index)]
         mask = np.zeros(len(w), dtype=bool)
         for b in blocks:

@@ -17,6 +17,7 @@ from app.services.common import (
     whole_number,
 )
 from app.services.labelling import LabellingRun
+from core.presets import PRESETS
 from core.strategies import DEFAULT_SOLVER
 from storage import repository as repo
 from storage import teams
@@ -48,12 +49,22 @@ class Sessions:
     def start_session(self, *, dataset_id: int, annotator: str, strategy: str, solver: str | None = None,
                       C: float = DEFAULT_C, gamma: float | str = DEFAULT_GAMMA, seed: int = 0,
                       scaling: str | None = None, eval_fraction: float | None = None,
-                      strategy_params: dict | None = None) -> LabellingRun:
+                      strategy_params: dict | None = None, model: str | None = None) -> LabellingRun:
         """Store a new session and bring it to life. ``eval_fraction`` (the share of a dataset with
         true labels held out to draw the live ROC curve; 0 puts every item in the pool) defaults to
-        the dataset's own (chosen on the Data page), else ``EVAL_FRACTION``."""
+        the dataset's own (chosen on the Data page), else ``EVAL_FRACTION``.  ``model="review"`` is
+        ``core.presets.DOCUMENT_REVIEW`` (its own solver, kernel and C; ``C`` and ``gamma`` are not used)."""
         if strategy not in LABEL_STRATEGIES:
             raise ServiceError(f"Unknown heuristic '{strategy}'; choose one of {', '.join(LABEL_STRATEGIES)}.")
+        preset = None
+        if model not in (None, "", "standard"):
+            if model not in PRESETS:
+                raise ServiceError(f"Unknown model '{model}'; choose standard or {', '.join(PRESETS)}.")
+            preset = PRESETS[model]
+            if solver not in (None, preset["solver"]):
+                raise ServiceError(f"The {model} model runs on the {preset['solver']} solver; choose that solver "
+                                   f"or the default, not {solver}.")
+            solver = preset["solver"]
         solver = solver or DEFAULT_SOLVER[strategy]
         if solver not in SOLVERS:
             raise ServiceError(f"Unknown solver '{solver}'; choose one of {', '.join(SOLVERS)}.")
@@ -66,8 +77,11 @@ class Sessions:
             eval_fraction = dataset.meta.get("eval_fraction", EVAL_FRACTION)
         eval_fraction = eval_share(eval_fraction)
         scaling = scaling_name(scaling if scaling is not None else dataset.meta.get("scaling", "none"))
+        solver_params = {"kernel": session_kernel(dataset.meta), "C": C, "gamma": gamma}
+        if preset is not None:
+            solver_params = dict(preset["solver_params"])
         params = {
-            "solver_params": {"kernel": session_kernel(dataset.meta), "C": C, "gamma": gamma},
+            "solver_params": solver_params,
             "strategy_params": dict(strategy_params or {}),
             "scaling": scaling,
             "eval_fraction": eval_fraction if dataset.has_true_labels else 0.0,
