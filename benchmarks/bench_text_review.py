@@ -241,8 +241,10 @@ def per_label_sparse(n_docs: int, vocabulary: int, labels: int, solver: str, sol
         q = loop.next_query()
         row = loop.teach(q.index, int(y[q.index]))
         times.append(row.update_ms + row.query_ms)
-    return {"n": n_docs, "terms": len(names), "nnz": X.nnz, "median": float(np.median(times)),
-            "p95": float(np.percentile(times, 95)), "labels": labels}
+    late = times[-100:] if labels >= 200 else []  # the last 100 labels, when there are more than the first 100
+    return {"n": n_docs, "terms": len(names), "nnz": X.nnz, "median": float(np.median(times[:100])),
+            "p95": float(np.percentile(times[:100], 95)), "labels": labels,
+            "late": (float(np.median(late)), float(np.percentile(late, 95))) if late else None}
 
 
 def main() -> None:
@@ -255,7 +257,8 @@ def main() -> None:
     parser.add_argument("--no-asreview", action="store_true")
     parser.add_argument("--diagnose", action="store_true", help="add scikit-learn model variants (see above)")
     parser.add_argument("--sparse-size", type=int, default=10_000)
-    parser.add_argument("--sparse-labels", type=int, default=200)
+    parser.add_argument("--sparse-labels", type=int, default=200,
+                        help="labels timed on the synthetic documents (the first 100 and, from 200, the last 100)")
     parser.add_argument("--svd", type=int, default=0, help="use a K-component SVD reduction of the TF-IDF rows")
     args = parser.parse_args()
 
@@ -317,9 +320,13 @@ def main() -> None:
         return
     for name, solver, params in reversed(MARGINLAB_MODELS):
         result = per_label_sparse(args.sparse_size, 50_000, args.sparse_labels, solver, params)
+        first = min(result["labels"], 100)
         print(f"  {name}: {result['n']} documents, {result['terms']} terms, {result['nnz']} nonzeros; labels 3-"
-              f"{result['labels'] + 2}: median {result['median']:.2f} ms, p95 {result['p95']:.2f} ms "
+              f"{first + 2}: median {result['median']:.2f} ms, p95 {result['p95']:.2f} ms "
               f"({'met' if result['median'] <= 10 else 'MISSED'})")
+        if result["late"]:
+            print(f"    labels {result['labels'] - 97}-{result['labels'] + 2}: median {result['late'][0]:.2f} ms, "
+                  f"p95 {result['late'][1]:.2f} ms")
 
 
 if __name__ == "__main__":

@@ -528,7 +528,8 @@ class ActiveLearningLoop:
         whether or not it is ready in time: it only changes when the work is done."""
         self._row_ahead = None
         cache = getattr(self.solver, "cache", None)
-        if self._f is None or cache is None or j in self._slots or j in self._rows_to_restore:
+        if (self._f is None or cache is None or j in self._slots or j in self._rows_to_restore
+                or self.solver.keeps_store_scores):
             return
         entries = self.X.nnz if sp.issparse(self.X) else self.X.shape[0] * self.X.shape[1]
         if entries < self._row_ahead_min_entries or cache.has_row(j):
@@ -856,7 +857,8 @@ class ActiveLearningLoop:
         """
         if self._f is None:
             return
-        self._restore_buffered_rows()
+        if not self.solver.keeps_store_scores:  # (the rows are not needed when the solver keeps f itself)
+            self._restore_buffered_rows()
         sv, coef, b = self.solver.coefficients()
         n = self.n_items
         # delta over the items that carry a coefficient before or after (ascending, as over the
@@ -870,6 +872,13 @@ class ActiveLearningLoop:
         changed, delta = carried[moved], delta_c[moved]
         self._beta[carried] = after
         self._carried = carried[after != 0.0]
+        if self.solver.keeps_store_scores:
+            # the solver's own f of every pool item, kept by it from the changes it made (the ramp
+            # solver: with class weights that follow the labels, every bounded coefficient changes
+            # at each label, and it moves them with one pass per class; the rows are not needed here)
+            np.copyto(self._f, self.solver.store_scores()[:n])
+            self._b = float(b)
+            return
         if len(changed):
             cache, f = self.solver.cache, self._f
             slots = self._slots

@@ -665,3 +665,62 @@ def test_hinge_loss_keeps_an_example_far_on_the_wrong_side_that_the_ramp_drops()
     ref = dense_svm_dual(K, y, 10.0, bias=False)
     np.testing.assert_allclose(s.decision_function(), ref.decision(K, y), atol=1e-6)
     assert s.get_params()["loss"] == "hinge"
+
+
+def test_the_sums_of_the_bounded_examples_stay_equal_to_a_recomputation():
+    """u_c (sum of y_i K(x_i, .) over the class-c examples at their bound) carries every bound move."""
+    X, y = imbalanced(150, seed=12, share=0.2)
+    s = make_solver("ramp", X, kernel="rbf", gamma=0.4, C=0.3, class_weight="balanced", balance_ratio=9.8, **HINGE)
+    for t, i in enumerate(np.random.default_rng(2).permutation(len(y)), start=1):
+        s.learn(int(i), y[i])
+        if t % 25 == 0:
+            L = s.labelled_
+            expected_at_bound = (s.alpha > 0) & (s.alpha == s.upper)
+            np.testing.assert_array_equal(s.at_bound, expected_at_bound)
+            K = s.kernel(X, X)
+            for c, of_class in enumerate((y > 0, y < 0)):
+                members = expected_at_bound & of_class
+                np.testing.assert_allclose(s.bound_sums[c], K[:, members] @ y[members], atol=1e-9)
+            assert_ramp_invariants(s)
+            assert s.at_bound[L].sum() > 10  # the sums are exercised: many examples sit at their bound
+
+
+def test_a_state_saved_without_the_bound_sums_is_completed_on_loading():
+    X, y = imbalanced(80, seed=13)
+    s = make_solver("ramp", X, kernel="linear", C=0.5, class_weight="balanced", **HINGE)
+    learn_all(s, y[:50])
+    arrays, meta = s.to_state()
+    del arrays["s_bound_sums"], arrays["s_at_bound"]  # as saved before they were kept
+    t = OnlineSVMR.from_state(arrays, meta)
+    np.testing.assert_array_equal(t.at_bound, s.at_bound)
+    np.testing.assert_allclose(t.bound_sums, s.bound_sums, atol=1e-12)
+    for i in range(50, 80):
+        t.learn(i, y[i])
+    assert_ramp_invariants(t)
+
+
+def test_the_hinge_loss_keeps_every_example_even_with_the_removal_step_configured():
+    """Algorithm 2 drops far non-SVs for good; the hinge problem needs them all (a later model may violate them)."""
+    X, y = imbalanced(160, seed=21, share=0.3)
+    s = make_solver("ramp", X, kernel="linear", C=1.0, loss="hinge", max_nonsv=2, tol=1e-8)
+    learn_all(s, y)
+    assert s.n_removed_ == 0 and s.in_working[s.labelled_].all()
+    K = s.kernel(X, X)
+    ref = dense_svm_dual(K, y, 1.0, bias=False)
+    np.testing.assert_allclose(s.decision_function(), ref.decision(K, y), atol=1e-6)
+
+
+def test_class_weights_given_with_numpy_numbers_are_kept_as_a_plain_copy():
+    X, y = imbalanced(40, seed=22)
+    weights = {np.int64(1): np.float32(3.0), -1: np.float64(0.5)}
+    s = make_solver("ramp", X, kernel="linear", class_weight=weights)
+    weights[-1] = 100.0  # the caller's dict changes later: the solver's weights do not
+    learn_all(s, y)
+    assert s.class_weights_ == (3.0, 0.5) and s.class_weight == {1: 3.0, -1: 0.5}
+    buf = io.BytesIO()
+    s.save(buf)  # JSON-able parameters
+    buf.seek(0)
+    t = OnlineSolver.load(buf)
+    assert t.class_weights_ == (3.0, 0.5)
+    np.testing.assert_array_equal(t.upper, s.upper)
+    assert np.all(t.alpha <= t.upper)

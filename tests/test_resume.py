@@ -27,6 +27,7 @@ from threadpoolctl import threadpool_limits
 from core.datasets import make_banana
 from core.loop import STATE_FORMAT, ActiveLearningLoop
 from core.metrics import accuracy, roc_auc
+from core.presets import DOCUMENT_REVIEW
 from core.threads import kernel_threads, set_kernel_threads
 
 # history columns that depend on timing or on what the kernel cache happened to hold
@@ -42,9 +43,19 @@ CASES = [
     ("random", "active-set"),
     ("near-boundary", "lasvm"),
     ("random", "lasvm"),
+    ("largest-positive", "ramp-review"),  # the review model: class bounds that move with every label
 ]
 IDS = [f"{s}-{v}" for s, v in CASES]
 C_OF = {"incremental": 10.0, "lasvm": 10.0, "ramp": 1.0, "active-set": 10.0}
+
+
+def config(strategy: str, solver: str, seed: int, **solver_params) -> dict:
+    """The loop's arguments for a case; "ramp-review" is the ramp solver with the review model's parameters
+    (core.presets.DOCUMENT_REVIEW)."""
+    if solver == "ramp-review":
+        params = dict(DOCUMENT_REVIEW["solver_params"], **solver_params)
+        return dict(strategy=strategy, solver="ramp", seed=seed, solver_params=params)
+    return dict(strategy=strategy, solver=solver, seed=seed, solver_params={"C": C_OF[solver], **solver_params})
 LARGE = 256 * 2**20
 # (threads of the live run, threads of the resumed run, cache budget of the live run, of the resumed run)
 VARIANTS = [(1, 2, LARGE, 0), (2, 1, 0, LARGE)]
@@ -171,7 +182,7 @@ def test_a_resumed_loop_is_the_loop_that_never_stopped_bit_for_bit(data, strateg
     """Other thread counts and another cache state after the restart change not a single bit."""
     X, y, Xe, ye = data
     live_threads, resumed_threads, live_cache, resumed_cache = variant
-    cfg = dict(strategy=strategy, solver=solver, seed=4, solver_params={"C": C_OF[solver], "cache_bytes": live_cache})
+    cfg = config(strategy, solver, 4, cache_bytes=live_cache)
     with threads(live_threads):
         loop = ActiveLearningLoop(X, eval_X=Xe, eval_y=ye, **cfg)
         answer_without_undo(loop, y, 45, np.random.default_rng(1))
@@ -194,7 +205,7 @@ def test_a_resumed_loop_is_the_loop_that_never_stopped_bit_for_bit(data, strateg
 def test_snapshot_plus_later_events_equals_the_loop_that_learned_them_all(data, strategy, solver, variant):
     X, y, Xe, ye = data
     live_threads, resumed_threads, live_cache, resumed_cache = variant
-    cfg = dict(strategy=strategy, solver=solver, seed=4, solver_params={"C": C_OF[solver], "cache_bytes": live_cache})
+    cfg = config(strategy, solver, 4, cache_bytes=live_cache)
     with threads(live_threads):
         loop = ActiveLearningLoop(X, eval_X=Xe, eval_y=ye, **cfg)
         answer(loop, y, 45, np.random.default_rng(1))
@@ -224,7 +235,7 @@ def test_snapshot_plus_later_events_equals_the_loop_that_learned_them_all(data, 
 @pytest.mark.parametrize(("strategy", "solver"), CASES, ids=IDS)
 def test_snapshot_equals_a_replay_of_all_events(data, strategy, solver):
     X, y, _, _ = data
-    cfg = dict(strategy=strategy, solver=solver, seed=9, solver_params={"C": C_OF[solver]})
+    cfg = config(strategy, solver, 9)
     loop = answer(ActiveLearningLoop(X, **cfg), y, 30, np.random.default_rng(5))
     restored = ActiveLearningLoop.from_state(*through_storage(*loop.to_state()), X)
     replayed = ActiveLearningLoop.from_events(loop.events, X, **cfg)

@@ -289,6 +289,9 @@ class OnlineSolver:
     name: ClassVar[str] = "base"
     exact_unlearn: ClassVar[bool] = False
     has_bias: ClassVar[bool] = True
+    # True when the solver keeps f of every stored example current itself (``store_scores()``): the
+    # active-learning loop then reads those values instead of updating its own from changed coefficients
+    keeps_store_scores: ClassVar[bool] = False
 
     # Methods that run with one BLAS thread (``core.threads``): per-label algebra is too small for
     # threads to pay, and a BLAS result may depend on how many threads shared it, which would make
