@@ -167,7 +167,7 @@ def support_vector_figure(history: pd.DataFrame) -> Figure:
              "name": "total", "line": {"color": PALETTE[0]}}]
     if "n_bound" in frame:
         data.append({"type": "scatter", "x": _values(frame["n_labels"]), "y": _values(frame["n_bound"]),
-                     "mode": "lines", "name": "at bound C", "line": {"color": PALETTE[1], "dash": "dash"}})
+                     "mode": "lines", "name": "at their bound", "line": {"color": PALETTE[1], "dash": "dash"}})
     # legend above the plot: below it, it would sit on the x-axis title
     return {"data": data, "layout": _layout(title, xtitle="labels", ytitle="support vectors",
                                             yaxis={"rangemode": "tozero"}, legend=ABOVE_LEGEND)}

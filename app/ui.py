@@ -135,6 +135,17 @@ def csv_preview(service: MarginLab, data: bytes, sep: str = "auto", decimal: str
     return _preview(service, data, sep, decimal)
 
 
+@st.cache_data(max_entries=8, show_spinner=False)
+def _column_values(_service: MarginLab, data: bytes, column: str, sep: str) -> list[str]:
+    return _service.column_values(data, column, sep=sep)
+
+
+def column_values(service: MarginLab, data: bytes, column: str, sep: str) -> list[str]:
+    """The distinct values of an uploaded file's column (to choose the positive class), read once per
+    file, column and delimiter rather than on every rerun of the Data page."""
+    return _column_values(service, data, column, sep)
+
+
 def unreadable_csv(preview, filename: str) -> str | None:
     """Why an uploaded file cannot be imported at all (no header, no rows), or None."""
     if not any(str(h).strip() for h in preview.header):

@@ -386,6 +386,26 @@ def test_csv_errors_name_the_row_and_column_and_change_nothing(db_url):
 # --------------------------------------------------------------------------- Compare
 
 
+def test_compare_page_runs_the_heuristics_with_the_review_model(db_url):
+    svc = service(db_url)
+    at = start_app()
+    at.switch_page("views/compare.py").run()
+    at.multiselect[0].set_value(["largest-positive", "random"])
+    at.radio(key="compare_model").set_value("review")
+    numbers = {n.label: n for n in at.number_input}
+    numbers["Label budget"].set_value(14)
+    numbers["Seeds"].set_value(1)
+    [b for b in at.button if b.label == "Run the comparison"][0].click().run()
+    assert not at.exception, at.exception
+    assert not at.error, [e.value for e in at.error]
+    (stored,) = svc.comparisons()
+    comparison = svc.comparison(stored.id)
+    assert set(comparison.rows["solver"]) == {"ramp"}
+    assert comparison.config["solver_params"]["class_weight"] == "balanced"
+    with pytest.raises(ServiceError, match="runs on the ramp solver"):
+        svc.run_comparison(stored.dataset_id, strategies=["random"], solver="incremental", model="review")
+
+
 def test_compare_page_runs_stores_and_reloads_a_comparison(db_url):
     svc = service(db_url)
     run = _labelled_run(svc, "near-boundary", 6)  # a labelling session to overlay
@@ -659,6 +679,20 @@ def test_live_charts_do_not_mislead():
     assert low <= 0.46 and high >= 1.0  # a wobble below chance is drawn next to chance and 1, not blown up
     sv = charts.support_vector_figure(history)["layout"]
     assert sv["legend"]["y"] > 0  # the legend sits in the plot, not on the x-axis title below it
+
+
+def test_the_label_column_s_values_are_read_once_per_file_not_on_every_rerun(db_url, monkeypatch):
+    from app import ui
+
+    svc = service(db_url)
+    reads = []
+    original = MarginLab.column_values
+    monkeypatch.setattr(MarginLab, "column_values", lambda self, *a, **k: reads.append(a) or original(self, *a, **k))
+    data = b"a;label\n1;yes\n2;no\n3;maybe\n"
+    for _ in range(3):  # three reruns of the Data page with the same file and choices
+        assert ui.column_values(svc, data, "label", ";") == ["maybe", "no", "yes"]
+    assert len(reads) == 1
+    assert ui.column_values(svc, data, "a", ";") == ["1", "2", "3"] and len(reads) == 2  # another column: read
 
 
 def test_upload_helpers_name_the_file_and_refuse_empty_files(db_url):

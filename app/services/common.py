@@ -90,6 +90,27 @@ def session_kernel(meta: dict) -> str:
     return kernel if kernel in KERNEL_NAMES else "rbf"
 
 
+def model_choice(model: str | None, solver: str | None, meta: dict, C: float, gamma: float | str
+                 ) -> tuple[str | None, dict]:
+    """(solver, solver parameters) for a session or a comparison on a dataset with ``meta``.
+
+    ``model`` "standard" (or None): ``solver`` as given (None: each heuristic's own) with the dataset's
+    kernel, C and gamma.  A named model of ``core.presets`` ("review"): its own solver and parameters;
+    another solver chosen with it is refused, C and gamma are not used.
+    """
+    from core.presets import PRESETS
+
+    if model in (None, "", "standard"):
+        return solver, {"kernel": session_kernel(meta), "C": C, "gamma": gamma}
+    if model not in PRESETS:
+        raise ServiceError(f"Unknown model '{model}'; choose standard or {', '.join(PRESETS)}.")
+    preset = PRESETS[model]
+    if solver not in (None, preset["solver"]):
+        raise ServiceError(f"The {model} model runs on the {preset['solver']} solver; choose that solver or the "
+                           f"default, not {solver}.")
+    return preset["solver"], dict(preset["solver_params"])
+
+
 def positive_number(value: Any, name: str) -> float:
     """``value`` as a positive finite float; otherwise a ``ServiceError`` naming the parameter and the value."""
     try:

@@ -15,10 +15,10 @@ from app.services.common import (
     DEFAULT_GAMMA,
     ServiceError,
     gamma_value,
+    model_choice,
     numeric_columns,
     positive_number,
     scale_features,
-    session_kernel,
     whole_number,
 )
 from core.dask_runs import resolve_scheduler
@@ -79,7 +79,7 @@ class Comparisons:
                        gamma: float | str = DEFAULT_GAMMA, test_fraction: float = 0.3,
                        progress: Callable[[float, str], None] | None = None,
                        stopping: Sequence[str] | None = None, target_recall: float = 0.95,
-                       confidence: float = 0.95) -> int:
+                       confidence: float = 0.95, model: str | None = None) -> int:
         """Run a comparison with the true labels as the oracle; store it and return its id.
 
         ``progress(fraction, description)`` is called after each run and, within a heuristic's
@@ -89,7 +89,8 @@ class Comparisons:
         is closed) stops the comparison there; nothing is stored.  ``stopping``: rules
         (``core.stopping``) run beside each heuristic; their stops are stored with the summary.
         With ``$MARGINLAB_DASK_SCHEDULER`` set (:meth:`comparison_scheduler`) the runs go to that
-        Dask scheduler, and progress is told after each run only.
+        Dask scheduler, and progress is told after each run only.  ``model="review"``: every heuristic
+        runs with the review model (``core.presets``; C and gamma are not used), as in a session.
         """
         from core.experiment import SchedulerError, run_comparison
 
@@ -101,6 +102,7 @@ class Comparisons:
         if unknown or not strategies:
             raise ServiceError("Choose at least one heuristic among " + ", ".join(COMPARE_STRATEGIES) + ".")
         C, gamma = positive_number(C, "C"), gamma_value(gamma)
+        solver, solver_params = model_choice(model, solver or None, dataset.meta, C, gamma)
         budget = whole_number(budget, f"The budget (at most {COMPARE_MAX_BUDGET} labels per run)", low=2,
                               high=COMPARE_MAX_BUDGET)
         seeds = whole_number(seeds, f"The number of seeds (at most {COMPARE_MAX_SEEDS} seeds)", low=1,
@@ -145,8 +147,8 @@ class Comparisons:
                 raise ServiceError(f"{str(error)[:1].upper()}{str(error)[1:]}.") from None
         scheduler = self.comparison_scheduler()
         try:
-            result = run_comparison(X, np.asarray(y, dtype=float), strategies=strategies, solver=solver or None,
-                                    solver_params={"kernel": session_kernel(dataset.meta), "C": C, "gamma": gamma},
+            result = run_comparison(X, np.asarray(y, dtype=float), strategies=strategies, solver=solver,
+                                    solver_params=solver_params,
                                     budget=budget, seeds=seeds, initial=initial,
                                     test_fraction=float(test_fraction), progress=report, label_progress=report,
                                     scheduler=scheduler or "none", **stop_options)

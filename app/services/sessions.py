@@ -11,13 +11,12 @@ from app.services.common import (
     Outcome,
     ServiceError,
     gamma_value,
+    model_choice,
     positive_number,
     scaling_name,
-    session_kernel,
     whole_number,
 )
 from app.services.labelling import LabellingRun
-from core.presets import PRESETS
 from core.strategies import DEFAULT_SOLVER
 from storage import repository as repo
 from storage import teams
@@ -56,30 +55,19 @@ class Sessions:
         ``core.presets.DOCUMENT_REVIEW`` (its own solver, kernel and C; ``C`` and ``gamma`` are not used)."""
         if strategy not in LABEL_STRATEGIES:
             raise ServiceError(f"Unknown heuristic '{strategy}'; choose one of {', '.join(LABEL_STRATEGIES)}.")
-        preset = None
-        if model not in (None, "", "standard"):
-            if model not in PRESETS:
-                raise ServiceError(f"Unknown model '{model}'; choose standard or {', '.join(PRESETS)}.")
-            preset = PRESETS[model]
-            if solver not in (None, preset["solver"]):
-                raise ServiceError(f"The {model} model runs on the {preset['solver']} solver; choose that solver "
-                                   f"or the default, not {solver}.")
-            solver = preset["solver"]
-        solver = solver or DEFAULT_SOLVER[strategy]
-        if solver not in SOLVERS:
+        if solver is not None and solver not in SOLVERS:
             raise ServiceError(f"Unknown solver '{solver}'; choose one of {', '.join(SOLVERS)}.")
         if not annotator or not str(annotator).strip():
             raise ServiceError("Enter the annotator's name.")
         # every parameter is checked before the session is stored: a refusal leaves nothing behind
         C, gamma, seed = positive_number(C, "C"), gamma_value(gamma), whole_number(seed, "seed")
         dataset = self.dataset(dataset_id)
+        solver, solver_params = model_choice(model, solver, dataset.meta, C, gamma)
+        solver = solver or DEFAULT_SOLVER[strategy]
         if eval_fraction is None:
             eval_fraction = dataset.meta.get("eval_fraction", EVAL_FRACTION)
         eval_fraction = eval_share(eval_fraction)
         scaling = scaling_name(scaling if scaling is not None else dataset.meta.get("scaling", "none"))
-        solver_params = {"kernel": session_kernel(dataset.meta), "C": C, "gamma": gamma}
-        if preset is not None:
-            solver_params = dict(preset["solver_params"])
         params = {
             "solver_params": solver_params,
             "strategy_params": dict(strategy_params or {}),

@@ -24,6 +24,11 @@ with st.container(border=True, key="compare_settings"):
                                 key="compare_strategies")
     solver = st.selectbox("Solver", ["default for each heuristic", *SOLVERS], key="compare_solver",
                           help="Defaults: " + ", ".join(f"{k} → {v}" for k, v in DEFAULT_SOLVER.items()))
+    model = st.radio("Model", ["standard", "review"], key="compare_model", horizontal=True,
+                     format_func={"standard": "SVM (the solver above, the dataset's kernel)",
+                                  "review": "Review model: finds rare positives"}.get,
+                     help="The review model (as in New session on the Label page): a linear SVM whose "
+                          "class weights follow the labels, on the ramp solver; it sets its own solver and C.")
     cols = st.columns(4)
     budget = cols[0].number_input("Label budget", min_value=4, max_value=COMPARE_MAX_BUDGET, value=60, step=10,
                                   help="Counts every label, the initial ones included.", key="compare_budget")
@@ -59,7 +64,7 @@ elif run_clicked:
         st.session_state.comparison_id = st.session_state.comparison_picker = svc.run_comparison(
             dataset_id, strategies=strategies, solver=None if solver.startswith("default") else solver,
             budget=int(budget), seeds=int(seeds), initial=int(initial), test_fraction=float(test_fraction),
-            progress=_progress, stopping=stopping)
+            progress=_progress, stopping=stopping, model=model)
         bar.progress(1.0, text="done")
     except (ServiceError, ValueError) as error:
         bar.empty()

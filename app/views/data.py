@@ -131,7 +131,7 @@ with upload_tab:
             positive = None
             eval_fraction = None
             if label_column != "(none)":
-                values = svc.column_values(data, label_column, sep=preview.sep)
+                values = ui.column_values(svc, data, label_column, preview.sep)
                 positive = st.selectbox(
                     "Positive value of the label column", values, index=len(values) - 1 if values else None,
                     help="Items with this value are positive; every other value is negative (one against "
