@@ -724,3 +724,27 @@ def test_class_weights_given_with_numpy_numbers_are_kept_as_a_plain_copy():
     assert t.class_weights_ == (3.0, 0.5)
     np.testing.assert_array_equal(t.upper, s.upper)
     assert np.all(t.alpha <= t.upper)
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(small_problems(), st.sampled_from([1e-6, 1.0, 9.8, 1e6]))
+def test_property_balanced_hinge_is_the_dense_qp_optimum_with_today_s_weights(problem, ratio):
+    """Duplicates, a single class first, extreme C and ratios: the bounds are those of the labels learned
+    so far, and the end satisfies the KKT conditions of that box QP (its optimum: the problem is convex),
+    unless a step said it could not (an iteration cap)."""
+    X, y, C, kernel, gamma, _, n_unlearn, _ = problem
+    s = make_solver("ramp", X, C=C, kernel=kernel, gamma=gamma, max_iter=3000, tol=1e-6,
+                    class_weight="balanced", balance_ratio=ratio, **HINGE)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        results = [s.learn(i, y[i]) for i in range(len(y))]
+        for i in list(s.learned_order)[:n_unlearn]:
+            results.append(s.unlearn(i))
+    assert np.all(np.isfinite(s.f)) and np.all(np.isfinite(s.alpha)) and np.all(np.isfinite(s.bound_sums))
+    L = s.labelled_
+    w = balanced_weights(s.y[L], ratio)
+    np.testing.assert_allclose(s.upper[L], C * w, rtol=1e-12)
+    assert np.all(s.alpha[L] <= s.upper[L]) and np.all(s.alpha >= 0)
+    np.testing.assert_array_equal(s.at_bound, (s.alpha > 0) & (s.alpha == s.upper))
+    if len(L) and all(r.status == "ok" for r in results):
+        assert s.kkt_gap() <= s.tol + 1e-9 * max(1.0, C * w.max()) * max(1.0, np.abs(s.kernel.diag(X)).max())
