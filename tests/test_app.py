@@ -876,6 +876,7 @@ def test_the_review_model_learns_documents_with_weights_that_follow_the_labels_a
                             key_column="key", text_features=["text"], eval_fraction=0.0)
     at = start_app("di")
     at.switch_page("views/label.py").run()
+    assert at.radio(key="new_model").value == "auto"
     at.radio(key="new_model").set_value("review")
     start_session(at, "di", "largest-positive", dataset_id=result.dataset_id)
     for _ in range(6):
@@ -902,6 +903,14 @@ def test_the_review_model_learns_documents_with_weights_that_follow_the_labels_a
                           solver="lasvm", model="review")
     with pytest.raises(ServiceError, match="Unknown model 'fast'"):
         svc.start_session(dataset_id=result.dataset_id, annotator="di", strategy="largest-positive", model="fast")
+    # the form's default, "suited to the data": the review model for documents searched for positives only
+    auto = svc.start_session(dataset_id=result.dataset_id, annotator="di", strategy="largest-positive", model="auto")
+    assert auto.info.solver == "ramp" and auto.solver_params["class_weight"] == "balanced"
+    other = svc.start_session(dataset_id=result.dataset_id, annotator="di", strategy="near-boundary", model="auto")
+    assert other.info.solver == DEFAULT_SOLVER["near-boundary"] and "class_weight" not in other.solver_params
+    numbers = svc.import_bundled("digits", positive=8).dataset_id  # numbers, not documents
+    digits = svc.start_session(dataset_id=numbers, annotator="di", strategy="largest-positive", model="auto")
+    assert digits.info.solver == DEFAULT_SOLVER["largest-positive"] and digits.solver_params["kernel"] == "rbf"
 
 
 def test_a_warm_start_hands_its_service_to_the_first_page_view_once(tmp_path):

@@ -90,20 +90,25 @@ def session_kernel(meta: dict) -> str:
     return kernel if kernel in KERNEL_NAMES else "rbf"
 
 
-def model_choice(model: str | None, solver: str | None, meta: dict, C: float, gamma: float | str
-                 ) -> tuple[str | None, dict]:
+def model_choice(model: str | None, solver: str | None, meta: dict, C: float, gamma: float | str,
+                 strategy: str | None = None) -> tuple[str | None, dict]:
     """(solver, solver parameters) for a session or a comparison on a dataset with ``meta``.
 
     ``model`` "standard" (or None): ``solver`` as given (None: each heuristic's own) with the dataset's
     kernel, C and gamma.  A named model of ``core.presets`` ("review"): its own solver and parameters;
-    another solver chosen with it is refused, C and gamma are not used.
+    another solver chosen with it is refused, C and gamma are not used.  "auto" (the New session
+    form's default): the review model for documents (a dataset with text features) searched with
+    ``largest-positive`` and no solver chosen, otherwise "standard".
     """
     from core.presets import PRESETS
 
+    if model == "auto":
+        documents = any(b.get("kind") in ("tfidf", "svd") for b in meta.get("feature_blocks", []))
+        model = "review" if documents and strategy == "largest-positive" and solver is None else "standard"
     if model in (None, "", "standard"):
         return solver, {"kernel": session_kernel(meta), "C": C, "gamma": gamma}
     if model not in PRESETS:
-        raise ServiceError(f"Unknown model '{model}'; choose standard or {', '.join(PRESETS)}.")
+        raise ServiceError(f"Unknown model '{model}'; choose auto, standard or {', '.join(PRESETS)}.")
     preset = PRESETS[model]
     if solver not in (None, preset["solver"]):
         raise ServiceError(f"The {model} model runs on the {preset['solver']} solver; choose that solver or the "

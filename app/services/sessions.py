@@ -52,7 +52,8 @@ class Sessions:
         """Store a new session and bring it to life. ``eval_fraction`` (the share of a dataset with
         true labels held out to draw the live ROC curve; 0 puts every item in the pool) defaults to
         the dataset's own (chosen on the Data page), else ``EVAL_FRACTION``.  ``model="review"`` is
-        ``core.presets.DOCUMENT_REVIEW`` (its own solver, kernel and C; ``C`` and ``gamma`` are not used)."""
+        ``core.presets.DOCUMENT_REVIEW`` (its own solver, kernel and C; ``C`` and ``gamma`` are not used);
+        ``"auto"`` picks it for documents with largest-positive (``common.model_choice``)."""
         if strategy not in LABEL_STRATEGIES:
             raise ServiceError(f"Unknown heuristic '{strategy}'; choose one of {', '.join(LABEL_STRATEGIES)}.")
         if solver is not None and solver not in SOLVERS:
@@ -62,7 +63,7 @@ class Sessions:
         # every parameter is checked before the session is stored: a refusal leaves nothing behind
         C, gamma, seed = positive_number(C, "C"), gamma_value(gamma), whole_number(seed, "seed")
         dataset = self.dataset(dataset_id)
-        solver, solver_params = model_choice(model, solver, dataset.meta, C, gamma)
+        solver, solver_params = model_choice(model, solver, dataset.meta, C, gamma, strategy)
         solver = solver or DEFAULT_SOLVER[strategy]
         if eval_fraction is None:
             eval_fraction = dataset.meta.get("eval_fraction", EVAL_FRACTION)

@@ -24,7 +24,7 @@ def _start_session() -> None:
             dataset_id=state.new_dataset, annotator=me, strategy=state.new_strategy,
             solver=None if state.new_solver.startswith("default") else state.new_solver, C=state.new_C,
             gamma=ui.parse_gamma(state.new_gamma), seed=int(state.new_seed),
-            eval_fraction=state.get("new_eval_fraction"), model=state.get("new_model", "standard"))
+            eval_fraction=state.get("new_eval_fraction"), model=state.get("new_model", "auto"))
     except (ServiceError, StorageError, ValueError) as error:
         state.start_error = str(error)
         return
@@ -60,14 +60,15 @@ with top_right.popover("New session", icon=":material/add:", width="stretch", ke
     st.selectbox("Solver", ["default for the heuristic", *SOLVERS], key="new_solver",
                  help="Defaults: " + ", ".join(f"{k} → {v}" for k, v in DEFAULT_SOLVER.items()
                                                if k in LABEL_STRATEGIES))
-    st.radio("Model", ["standard", "review"], key="new_model", horizontal=True,
-             format_func={"standard": "SVM (solver, C and gamma below)",
+    st.radio("Model", ["auto", "standard", "review"], key="new_model", horizontal=True,
+             format_func={"auto": "Suited to the data", "standard": "SVM (solver, C and gamma below)",
                           "review": "Review model: finds rare positives"}.get,
              help="The review model suits finding the few relevant documents of a collection with "
                   "largest-positive: a linear SVM that re-weights the two classes after every label so that "
                   "the positives together weigh 9.8 times the negatives (ASReview's default model, learned "
                   "exactly after each label by the ramp solver with the hinge loss). It sets its own solver "
-                  "and C.")
+                  "and C. 'Suited to the data' takes it for documents searched with largest-positive (and no "
+                  "solver chosen), the SVM otherwise.")
     c_col, g_col, s_col = st.columns(3)
     c_col.number_input("C", min_value=ui.C_MIN, value=DEFAULT_C, format="%g", key="new_C",
                        help="Penalty on margin violations: small C, smoother boundary; large C, fewer errors "
