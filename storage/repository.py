@@ -371,6 +371,40 @@ def load_dataset_arrays(
         return X, y_true, list(dataset.feature_names), display
 
 
+def load_feature_rows(engine: EngineLike, dataset_id: int, items: Sequence[int]) -> np.ndarray:
+    """The stored (unscaled) feature rows of ``items``, shape (len(items), n_features), float64.
+
+    For a dataset stored dense, each row is read from the database on its own (a byte range of
+    the stored matrix: ``substr`` in SQLite and PostgreSQL alike), so that a reader needing a few
+    rows for display does not hold the whole matrix.  A sparse dataset is decoded whole (its rows
+    have no fixed place in the stored archive).
+    """
+    items = [int(i) for i in items]
+    with reading(engine) as session:
+        row = session.execute(select(Dataset.n_rows, Dataset.n_features, Dataset.meta)
+                              .where(Dataset.id == dataset_id)).one_or_none()
+        if row is None:
+            raise NotFoundError(f"Dataset {dataset_id} does not exist.")
+        n_rows, n_features, meta = row
+        bad = [i for i in items if not 0 <= i < n_rows]
+        if bad:
+            raise NotFoundError(f"Dataset {dataset_id} has no item {bad[0]} (it has {n_rows} items).")
+        if (meta or {}).get(FEATURE_FORMAT_KEY, "dense") != "dense":
+            blob = session.execute(select(Dataset.features).where(Dataset.id == dataset_id)).scalar_one()
+            X = decode_features(blob, n_rows, n_features, meta)
+            return np.asarray(X[items].toarray(), dtype=np.float64).reshape(len(items), n_features)
+        width = 8 * n_features
+        out = np.empty((len(items), n_features), dtype=np.float64)
+        for k, i in enumerate(items):
+            chunk = session.execute(select(func.substr(Dataset.features, 1 + i * width, width))
+                                    .where(Dataset.id == dataset_id)).scalar_one()
+            if chunk is None or len(chunk) != width:
+                raise StorageError(f"The stored feature matrix of dataset {dataset_id} is shorter than its "
+                                   f"{n_rows} x {n_features} values.")
+            out[k] = np.frombuffer(bytes(chunk), dtype="<f8")
+        return out
+
+
 def _item_keys_and_texts(session: Session, dataset_id: int) -> tuple[tuple | None, tuple | None]:
     """The items' external keys and display texts in position order; None for a column no item fills.
 

@@ -554,8 +554,17 @@ def test_a_standardised_dataset_is_labelled_on_scaled_features(db_url):
     run = svc.start_session(dataset_id=result.dataset_id, annotator="sc", strategy="random")
     np.testing.assert_allclose(np.asarray(run.X).mean(axis=0), 0, atol=1e-12)
     np.testing.assert_allclose(np.asarray(run.X).std(axis=0), 1, atol=1e-12)
-    np.testing.assert_allclose(run.X_raw, X, rtol=1e-15)  # the database keeps the raw values
-    assert run.item_features(0).iloc[0].tolist() == pytest.approx(X[0].tolist())
+    # the database keeps the raw values; the run reads the rows it shows from there (it does not hold them)
+    assert not isinstance(run.X_raw, np.ndarray) and len(run.X_raw) == 40
+    np.testing.assert_allclose(run.X_raw[np.arange(40)], X, rtol=1e-15)
+    assert run.item_features(7).iloc[0].tolist() == pytest.approx(X[7].tolist())
+    assert run.X_raw[7] is run.X_raw[7]  # a row shown again is not read again
+    with pytest.raises(IndexError, match="not in this dataset"):
+        run.X_raw[40]
+    csv_raw = "u,v,kind\n" + "\n".join(f"{a + 1},{b},{c}" for (a, b), c in zip(X, y, strict=True))  # new content
+    unscaled = svc.import_csv(csv_raw.encode(), name="raw", label_column="kind", positive="big", scaling="none")
+    plain = svc.start_session(dataset_id=unscaled.dataset_id, annotator="sc", strategy="random")
+    assert plain.X_raw is plain.X and plain.item_features(3).iloc[0].tolist() == [X[3, 0] + 1, X[3, 1]]
 
 
 def test_learning_curve_bands_are_mean_and_std_over_seeds():

@@ -569,3 +569,24 @@ def test_label_and_undo_sequences_match_a_reference_list(engine, ops):
             .group_by(Label.item_id)
         ).all()
     assert all(count == 1 for _, count in active_per_item)
+
+
+def test_single_feature_rows_are_read_from_the_database_as_stored(engine):
+    """Rows read one by one (a byte range of the stored matrix) are the stored values bit for bit; a sparse
+    dataset's rows come from its decoded matrix; an item that does not exist is named."""
+    import scipy.sparse as sp
+
+    rng = np.random.default_rng(4)
+    X = rng.normal(size=(30, 7)) * 10.0 ** rng.integers(-300, 300, size=(30, 7))  # awkward values, exact bits
+    X[5] = [0.1, -0.0, np.finfo(float).tiny, 1e308, 123456789.0, -7.0, 2.5]
+    dataset_id = storage.import_dataset(engine, name="rows", X=X, feature_names=list("abcdefg"))
+    rows = storage.load_feature_rows(engine, dataset_id, [5, 0, 29, 5])
+    assert rows.dtype == np.float64 and rows.shape == (4, 7)
+    assert rows.tobytes() == X[[5, 0, 29, 5]].tobytes()
+    with pytest.raises(storage.NotFoundError, match="has no item 30"):
+        storage.load_feature_rows(engine, dataset_id, [30])
+    with pytest.raises(storage.NotFoundError):
+        storage.load_feature_rows(engine, dataset_id + 99, [0])
+    S = sp.csr_matrix(np.array([[0.0, 1.5, 0.0], [2.0, 0.0, 0.0], [0.0, 0.0, -3.0]]))
+    sparse_id = storage.import_dataset(engine, name="sparse rows", X=S, feature_names=["x", "y", "z"])
+    np.testing.assert_array_equal(storage.load_feature_rows(engine, sparse_id, [2, 1]), S.toarray()[[2, 1]])

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections import OrderedDict
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -169,6 +170,42 @@ class ScaledItems:
         return self.shape[0]
 
 
+class StoredRows:
+    """The stored (unscaled) feature rows of a dense dataset, read from the database when a page asks
+    for one (``repository.load_feature_rows``): a run of a scaled dataset holds its scaled pool once and
+    not also the raw matrix, which it needs only to show an item's values.  The last few rows are kept."""
+
+    KEEP = 64
+
+    def __init__(self, engine, dataset_id: int, n_items: int, n_features: int):
+        self.engine, self.dataset_id = engine, int(dataset_id)
+        self.shape = (int(n_items), int(n_features))
+        self._kept: OrderedDict[int, np.ndarray] = OrderedDict()
+        self._lock = threading.Lock()  # (pages of several browser tabs may ask at once)
+
+    def __getitem__(self, item):
+        if np.ndim(item) != 0:
+            return repo.load_feature_rows(self.engine, self.dataset_id, np.asarray(item).tolist())
+        item = int(item)
+        if not 0 <= item < self.shape[0]:
+            raise IndexError(f"item {item} is not in this dataset (0..{self.shape[0] - 1})")
+        with self._lock:
+            row = self._kept.get(item)
+            if row is not None:
+                self._kept.move_to_end(item)
+                return row
+        row = repo.load_feature_rows(self.engine, self.dataset_id, [item])[0]
+        row.flags.writeable = False  # shared by whoever asks next
+        with self._lock:
+            self._kept[item] = row
+            while len(self._kept) > self.KEEP:
+                self._kept.popitem(last=False)
+        return row
+
+    def __len__(self) -> int:
+        return self.shape[0]
+
+
 class LabellingRun(RunSnapshots, RunReadouts, RunHistory, RunStopping, RunDocuments):
     """A stored labelling session brought to life (see the module docstring)."""
 
@@ -229,6 +266,12 @@ class LabellingRun(RunSnapshots, RunReadouts, RunHistory, RunStopping, RunDocume
         self.pool_X, self.eval_X = scaled_row_blocks(X, self.scaling, numeric_columns(self.dataset.meta),
                                                      self.pool_items, self.eval_items)
         self.X = ScaledItems(self.pool_X, self.pool_of_item, self.eval_X, self.eval_items, X.shape[0])
+        # the raw values, for showing an item: unscaled, the pool and evaluation rows are the raw rows;
+        # scaled and dense, they are read from the database when shown (the whole matrix is not kept)
+        if self.scaling == "none":
+            self.X_raw = self.X
+        elif not sp.issparse(X):
+            self.X_raw = StoredRows(self.engine, self.info.dataset_id, X.shape[0], X.shape[1])
 
     def _loop_config(self) -> dict[str, Any]:
         return dict(
