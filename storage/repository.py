@@ -344,20 +344,22 @@ def get_dataset(engine: EngineLike, dataset_id: int) -> DatasetInfo:
 
 
 def load_dataset_arrays(
-    engine: EngineLike, dataset_id: int
+    engine: EngineLike, dataset_id: int, writable: bool = True
 ) -> tuple[np.ndarray, np.ndarray | None, list[str], DisplayInfo]:
     """``(X, y_true or None, feature_names, display_info)`` of a dataset.
 
     X is a fresh, writable float64 array of shape (n_items, n_features), or a
     float64 SciPy CSR matrix for a dataset stored sparse (TF-IDF terms,
     fingerprint bits); row i is item i. y_true holds +1/-1 as int8.
+    ``writable=False``: a dense X is a read-only view of the bytes read (one
+    copy of the matrix in memory instead of two while it is gathered from).
     """
     with reading(engine) as session:
         dataset = session.get(Dataset, dataset_id)
         if dataset is None:
             raise NotFoundError(f"Dataset {dataset_id} does not exist.")
         keys, texts = _item_keys_and_texts(session, dataset_id)
-        X = decode_features(dataset.features, dataset.n_rows, dataset.n_features, dataset.meta)
+        X = decode_features(dataset.features, dataset.n_rows, dataset.n_features, dataset.meta, writable)
         y_true = None
         if dataset.true_labels is not None:
             y_true = np.frombuffer(dataset.true_labels, dtype="<i1").astype(np.int8, copy=True)

@@ -176,11 +176,16 @@ def encode_features(X: Any) -> tuple[bytes, str]:
     return np.ascontiguousarray(X, dtype="<f8").tobytes(), "dense"
 
 
-def decode_features(blob: bytes, n_rows: int, n_features: int, meta: dict[str, Any] | None) -> Any:
-    """The feature matrix as stored: a fresh writable float64 array, or a float64 CSR matrix."""
+def decode_features(blob: bytes, n_rows: int, n_features: int, meta: dict[str, Any] | None,
+                    writable: bool = True) -> Any:
+    """The feature matrix as stored: a fresh writable float64 array, or a float64 CSR matrix.
+
+    ``writable=False``: a dense matrix is a read-only view of ``blob`` (no copy), for a reader that
+    only gathers rows from it."""
     fmt = (meta or {}).get(FEATURE_FORMAT_KEY, "dense")
     if fmt == "dense":
-        return np.frombuffer(blob, dtype="<f8").reshape(n_rows, n_features).astype(np.float64, copy=True)
+        view = np.frombuffer(blob, dtype="<f8").reshape(n_rows, n_features)
+        return view.astype(np.float64, copy=True) if writable else view
     if fmt != "csr":
         raise StorageError(f"Unknown feature format '{fmt}' (this MarginLab reads dense and csr).")
     try:

@@ -251,7 +251,9 @@ class LabellingRun(RunSnapshots, RunReadouts, RunHistory, RunStopping, RunDocume
     # -- construction -----------------------------------------------------
     def _load_arrays(self) -> None:
         """The dataset's features (scaled as the session asks) and the pool / evaluation split."""
-        X, y_true, feature_names, display = repo.load_dataset_arrays(self.engine, self.info.dataset_id)
+        # read-only: only rows are gathered from it (the scaled pool and evaluation parts)
+        X, y_true, feature_names, display = repo.load_dataset_arrays(self.engine, self.info.dataset_id,
+                                                                     writable=False)
         self.X_raw = X
         self.y_true = None if y_true is None else np.asarray(y_true, dtype=np.int64)
         self.feature_names = list(feature_names)
