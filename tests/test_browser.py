@@ -328,7 +328,11 @@ def test_the_started_server_opens_its_database_before_the_first_page_view(tmp_pa
         with sync_playwright() as pw:
             browser = launch_browser(pw)
             page = open_app(browser, server.url)
-            assert page.get_by_role("button", name="Sign out").count() == 1  # signed in
+            # signed in: the sidebar's Sign out button arrives with the page (waited for, not counted at
+            # once: the sidebar's elements may be drawn one after the other)
+            sign_out = page.get_by_role("button", name="Sign out")
+            sign_out.wait_for(state="visible", timeout=30_000)
+            assert sign_out.count() == 1
             browser.close()
         svc = MarginLab.from_url(url)
         try:

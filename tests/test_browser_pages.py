@@ -258,7 +258,9 @@ def test_change_a_label_made_20_labels_ago_in_the_label_history(tmp_path, strate
                 page.wait_for_selector(f"text=Item {target.item_index} changed from", timeout=60_000)
                 wait_for_app(page)
                 if solver == "incremental":
-                    assert page.get_by_text("unlearned and learned again (exact)").count() == 1
+                    exact = page.get_by_text("unlearned and learned again (exact)")
+                    exact.wait_for(state="visible", timeout=30_000)
+                    assert exact.count() == 1
                 page.screenshot(path=str(tmp_path / "history.png"), full_page=True)
                 assert (tmp_path / "history.png").stat().st_size > 10_000
         finally:
