@@ -6,7 +6,8 @@ and opens the database (checks, migrations, the demo dataset, the first owner), 
 2-core machine; then, in the background while the server starts, it brings back the open session
 labelled last and loads the compiled loops (``app.services.startup``). The first browser tab
 after a (re)start does not wait for them.
-Runs as a script too (``python path/to/app/serve.py``), from any directory.
+Runs as a script too (``python path/to/app/serve.py``), from any directory.  Files changed under
+a running server are not reloaded unless ``--server.fileWatcherType auto`` is given.
 """
 
 from __future__ import annotations
@@ -37,7 +38,13 @@ def main(argv: list[str] | None = None) -> None:
     warm_start()  # (in this thread, before Streamlit: its Plotly setup peeks at a pandas being imported)
     from streamlit.web import cli
 
-    sys.argv = ["streamlit", "run", str(MAIN), *(sys.argv[1:] if argv is None else argv)]
+    args = list(sys.argv[1:] if argv is None else argv)
+    if not any(a.startswith("--server.fileWatcherType") for a in args):
+        # the app as installed does not reload its modules when files change under it (a reload in the
+        # middle of a session swaps the classes the signed-in sessions hold); --server.fileWatcherType
+        # auto brings Streamlit's reloading back for development
+        args = ["--server.fileWatcherType", "none", *args]
+    sys.argv = ["streamlit", "run", str(MAIN), *args]
     cli.main()
 
 

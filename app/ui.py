@@ -372,6 +372,19 @@ DOCUMENT_HEIGHT = 360
 _WORD = re.compile(r"\w\w+")
 
 
+#: a term is highlighted when it moved the score by at least this share of the largest move in the item
+NOTABLE_SHARE = 0.02
+
+
+def notable_terms(contributions: list[tuple[str, float]] | None) -> list[tuple[str, float]] | None:
+    """The terms worth highlighting: those that moved the item's score by at least ``NOTABLE_SHARE`` of
+    the largest move (common words with weights near zero, shown as "-0.000", are left plain)."""
+    if not contributions:
+        return contributions
+    largest = max(abs(v) for _, v in contributions)
+    return [(t, v) for t, v in contributions if abs(v) >= NOTABLE_SHARE * largest]
+
+
 def highlighted_markdown(text: str, contributions: list[tuple[str, float]] | None) -> str:
     """The document as Markdown that shows it as plain text, with the words of the terms that pushed
     its score up on green and down on red (Streamlit's background directives).
@@ -414,7 +427,7 @@ def show_item(run: LabellingRun, item_index: int) -> None:
         return
     text = run.item_text(item_index)
     if text is not None:
-        contributions = run.term_contributions(item_index)
+        contributions = notable_terms(run.term_contributions(item_index))
         long = len(text) > 700 or text.count("\n") > 12
         with st.container(border=True, height=DOCUMENT_HEIGHT if long else "content", key="item_text"):
             if contributions:

@@ -61,7 +61,7 @@ from storage.models import (
     LabellingSession,
 )
 from storage.repository import EngineLike, events_query, reading
-from storage.validation import decode_features
+from storage.validation import FEATURE_FORMAT_KEY, decode_features
 
 EXPORT_FORMATS = ("csv", "jsonl")
 
@@ -109,10 +109,15 @@ def export_labels(
     annotator: str | None = None,
     dataset_id: int | None = None,
     include_skips: bool = False,
-    include_features: bool = True,
+    include_features: bool | None = True,
     out: str | os.PathLike[str] | IO[str] | None = None,
 ) -> str | None:
     """Export active labels (filtered by session, annotator and/or dataset).
+
+    ``include_features``: True, every dataset's feature values (one column each); False, none;
+    None, those of datasets stored dense only: a dataset stored sparse (documents as TF-IDF terms,
+    molecules as fingerprint bits: tens of thousands of columns) is exported with its text in
+    ``display_text`` and without its feature columns.
 
     Returns the text, or writes it to ``out`` (a path or a text stream) and
     returns None. Rows are ordered by dataset, session and labelling order.
@@ -144,15 +149,18 @@ def export_labels(
         for did in dataset_ids:
             dataset = session.get(Dataset, did)
             assert dataset is not None
+            take = include_features
+            if take is None:
+                take = (dataset.meta or {}).get(FEATURE_FORMAT_KEY, "dense") == "dense"
             X = None
-            if include_features:
+            if take:
                 X = decode_features(dataset.features, dataset.n_rows, dataset.n_features, dataset.meta)
-            datasets[did] = (dataset.name, list(dataset.feature_names), X)
+            datasets[did] = (dataset.name, list(dataset.feature_names) if take else [], X)
             class_names[did] = _class_names(dataset.meta)
         changes = _latest_changes(session, sorted({row.session_id for row in rows}))
 
     feature_names: list[str] = []
-    if include_features:
+    if include_features is not False:
         for did in dataset_ids:
             for name in datasets[did][1]:
                 if name not in feature_names:
@@ -253,6 +261,9 @@ def _feature_texts(chunk: Sequence[Any], datasets: Any, feature_names: list[str]
     texts: list[list[str]] = []
     for dataset_id, run in _dataset_runs(chunk):
         _name, names, X = datasets[dataset_id]
+        if X is None:  # a dataset whose features are left out (see include_features)
+            texts.extend([[""] * len(feature_names) for _ in run])
+            continue
         values = _feature_values(run, X)
         if names != feature_names:
             full = np.full((len(run), len(feature_names)), "", dtype=values.dtype)
@@ -324,6 +335,9 @@ def _write_jsonl(stream: IO[str], rows: Sequence[Any], datasets: Any, labels: _L
             features = []
             for dataset_id, run in _dataset_runs(chunk):
                 _name, names, X = datasets[dataset_id]
+                if X is None:  # a dataset whose features are left out (see include_features)
+                    features.extend([""] * len(run))
+                    continue
                 keys = [text(name) + ": " for name in names]
                 features.extend(
                     ', "features": {' + ", ".join(k + v for k, v in zip(keys, row_values, strict=True)) + "}"

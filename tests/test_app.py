@@ -952,3 +952,11 @@ def test_a_warm_start_hands_its_service_to_the_first_page_view_once(tmp_path):
     assert startup.take_prepared(bad) is None  # the page view opens it and says what is wrong
     assert not_a_database.read_text() == "not a database\n" * 100  # left as it was
     assert startup.take_prepared(f"sqlite:///{tmp_path / 'never.db'}") is None
+
+
+def test_words_that_barely_moved_the_score_are_not_highlighted():
+    from app import ui
+
+    terms = [("robot", 0.4), ("grasping", -0.1), ("the", -0.0004), ("of", 0.003), ("arm", 0.008)]
+    assert ui.notable_terms(terms) == [("robot", 0.4), ("grasping", -0.1), ("arm", 0.008)]
+    assert ui.notable_terms([]) == [] and ui.notable_terms(None) is None

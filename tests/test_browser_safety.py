@@ -250,3 +250,24 @@ def test_the_server_listens_on_127_0_0_1_only_when_started_from_another_director
             server.kill()
             server.wait(timeout=15)
         log.close()
+
+
+def test_the_started_app_does_not_reload_its_modules_unless_asked(monkeypatch):
+    """app.serve passes Streamlit --server.fileWatcherType none unless the caller chose a file watcher."""
+    import sys
+
+    from streamlit.web import cli
+
+    from app import serve
+
+    seen = []
+    monkeypatch.setattr(serve, "warm_start", lambda: None)
+    monkeypatch.setattr(cli, "main", lambda: seen.append(list(sys.argv)))
+    monkeypatch.setattr(sys, "argv", list(sys.argv))
+    serve.main(["--server.port", "8600"])
+    serve.main(["--server.fileWatcherType", "auto", "--server.port", "8600"])
+    serve.main(["--server.fileWatcherType=poll"])
+    assert seen[0][3:] == ["--server.fileWatcherType", "none", "--server.port", "8600"]
+    assert seen[1][3:] == ["--server.fileWatcherType", "auto", "--server.port", "8600"]
+    assert seen[2][3:] == ["--server.fileWatcherType=poll"]
+    assert all(run[:3] == ["streamlit", "run", str(serve.MAIN)] for run in seen)

@@ -84,3 +84,31 @@ def test_labels_on_a_sparse_dataset_export_with_their_feature_values(engine):
 
     record = json.loads(storage.export_labels(engine, fmt="jsonl", session_id=session_id).splitlines()[0])
     np.testing.assert_array_equal([record["features"][n] for n in names], X[2].toarray().ravel())
+
+
+def test_an_export_of_documents_and_table_rows_can_leave_the_terms_out(engine):
+    """include_features=None: a dense dataset's values are exported, a sparse one's text without its term columns."""
+    import csv
+    import json
+
+    docs_id = storage.import_csv(engine, DOCS, name="docs", label_column="included", positive="yes",
+                                 text_columns=["abstract"], key_column="id")
+    table_id = storage.import_dataset(engine, name="table", X=np.array([[1.5, -2.0], [0.25, 8.0]]),
+                                      feature_names=["width", "height"], y_true=[1, -1])
+    for dataset_id, item in ((docs_id, 2), (table_id, 1)):
+        session_id = storage.start_session(engine, dataset_id=dataset_id, annotator="ada", strategy="random",
+                                           solver="incremental")
+        storage.record_label(engine, session_id, item_index=item, value=1, annotator="ada", strategy="random",
+                             solver="incremental")
+    rows = list(csv.DictReader(io.StringIO(storage.export_labels(engine, include_features=None))))
+    assert [r["dataset_name"] for r in rows] == ["docs", "table"]
+    terms = storage.load_dataset_arrays(engine, docs_id)[2]
+    header = list(rows[0])
+    assert "width" in header and "height" in header
+    assert not set(terms) & set(header)  # no term columns
+    assert rows[0]["display_text"] and rows[0]["width"] == "" and rows[1]["width"] == "0.25"
+    records = [json.loads(line) for line in storage.export_labels(engine, fmt="jsonl", include_features=None)
+               .splitlines()]
+    assert "features" not in records[0] and records[1]["features"] == {"width": 0.25, "height": 8.0}
+    every = list(csv.DictReader(io.StringIO(storage.export_labels(engine, include_features=True))))
+    assert set(terms) <= set(every[0])  # asked for: every term, one column each

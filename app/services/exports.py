@@ -14,8 +14,9 @@ class Exports:
 
     def export_labels(self, fmt: str, *, session_id: int | None = None, annotator: str | None = None,
                       dataset_id: int | None = None, include_skips: bool = False,
-                      include_features: bool = True) -> bytes:
-        """Labelled items with provenance as CSV or JSONL bytes (``storage.export``)."""
+                      include_features: bool | None = True) -> bytes:
+        """Labelled items with provenance as CSV or JSONL bytes (``storage.export``; ``include_features``
+        None: the feature values of datasets stored dense only, not the terms of documents)."""
         from storage.export import export_labels
 
         out = export_labels(self.engine, fmt=fmt, session_id=session_id, annotator=annotator or None,

@@ -31,14 +31,22 @@ session_id = cols[1].selectbox(
 annotator = cols[2].selectbox("Annotator", [None, *annotators], format_func=lambda a: "all" if a is None else a,
                               key="export_annotator")
 include_skips = st.checkbox("Include skipped items", value=False)
+all_features = st.checkbox(
+    "Include the terms of documents and the bits of molecules as columns", value=False, key="export_all_features",
+    help="Documents and molecules are exported with their text (display_text); their features are tens of "
+         "thousands of TF-IDF terms or fingerprint bits, one column each, which spreadsheets cannot open. "
+         "Numeric features are always included.")
 
 filters = dict(session_id=session_id, annotator=annotator, dataset_id=dataset_id, include_skips=include_skips)
+files = dict(filters, include_features=True if all_features else None)
 listing = svc.export_labels("csv", include_features=False, **filters)
 frame = pd.read_csv(io.BytesIO(listing)) if listing.strip() else pd.DataFrame()
 st.caption(f"{len(frame)} labelled items match. Each row carries the label as the dataset's class name (and as "
            "+1 / -1 in label_value), who labelled it and when, the heuristic and solver that asked, the score the "
            "model gave it (empty during the cold start, when there was no model to ask), the model version, the "
-           "timings, and who changed it later in the label history; the files add the item's feature values.")
+           "timings, and who changed it later in the label history; the files add the item's numeric feature "
+           "values (documents and molecules: their text, and their terms or bits only when asked for below the "
+           "filters).")
 if len(frame):
     first = [c for c in ("item_index", "item_key", "label", "label_value", "annotator", "labelled_at", "strategy",
                          "solver",
@@ -47,10 +55,10 @@ if len(frame):
     st.dataframe(preview.head(50), hide_index=True, width="stretch", height=260, key="export_preview")
 left, right = st.columns(2)
 # the files are written when a button is pressed, not on every visit of the page
-left.download_button("Download CSV", lambda: svc.export_labels("csv", **filters), file_name="marginlab-labels.csv",
+left.download_button("Download CSV", lambda: svc.export_labels("csv", **files), file_name="marginlab-labels.csv",
                      mime="text/csv", type="primary", disabled=not len(frame), key="download_csv", width="stretch",
                      on_click="ignore")
-right.download_button("Download JSONL", lambda: svc.export_labels("jsonl", **filters),
+right.download_button("Download JSONL", lambda: svc.export_labels("jsonl", **files),
                       file_name="marginlab-labels.jsonl", mime="application/jsonl", disabled=not len(frame),
                       key="download_jsonl", width="stretch", on_click="ignore")
 
