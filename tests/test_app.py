@@ -402,6 +402,7 @@ def test_compare_page_runs_the_heuristics_with_the_review_model(db_url):
     comparison = svc.comparison(stored.id)
     assert set(comparison.rows["solver"]) == {"ramp"}
     assert comparison.config["solver_params"]["class_weight"] == "balanced"
+    assert not [b for b in at.button if b.label == "Cancel"]  # the run is over: nothing left to cancel
     with pytest.raises(ServiceError, match="runs on the ramp solver"):
         svc.run_comparison(stored.dataset_id, strategies=["random"], solver="incremental", model="review")
 

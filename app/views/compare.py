@@ -55,7 +55,8 @@ if problem:
 elif run_clicked:
     bar = st.progress(0.0, text="starting…")
     # Clicking Cancel (or closing the tab) stops the run at its next progress update, a fraction of a second later
-    st.button("Cancel", key="compare_cancel", help="Stop this comparison; nothing of it is stored.")
+    cancel_slot = st.empty()  # (emptied when the run ends: nothing is left to cancel)
+    cancel_slot.button("Cancel", key="compare_cancel", help="Stop this comparison; nothing of it is stored.")
 
     def _progress(fraction: float, text: str) -> None:
         bar.progress(min(max(float(fraction), 0.0), 1.0), text=ui.plain(text))
@@ -66,8 +67,10 @@ elif run_clicked:
             budget=int(budget), seeds=int(seeds), initial=int(initial), test_fraction=float(test_fraction),
             progress=_progress, stopping=stopping, model=model)
         bar.progress(1.0, text="done")
+        cancel_slot.empty()
     except (ServiceError, ValueError) as error:
         bar.empty()
+        cancel_slot.empty()
         st.error(ui.plain(error))
 
 stored = svc.comparisons()
