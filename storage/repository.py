@@ -377,7 +377,7 @@ def load_feature_rows(engine: EngineLike, dataset_id: int, items: Sequence[int])
     """The stored (unscaled) feature rows of ``items``, shape (len(items), n_features), float64.
 
     For a dataset stored dense, each row is read from the database on its own (a byte range of
-    the stored matrix: ``substr`` in SQLite and PostgreSQL alike), so that a reader needing a few
+    the stored matrix, with SQL's ``substr``, which both supported databases have), so that a reader needing a few
     rows for display does not hold the whole matrix.  A sparse dataset is decoded whole (its rows
     have no fixed place in the stored archive).
     """
