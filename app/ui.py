@@ -155,6 +155,25 @@ def unreadable_csv(preview, filename: str) -> str | None:
     return None
 
 
+def runs_without_the_heuristic(rows: pd.DataFrame) -> str | None:
+    """A notice naming the runs (heuristic, seed) in which every label was a cold-start draw, so the
+    heuristic never chose an item (the budget ran out before both classes were found), or None."""
+    if rows is None or rows.empty or "cold_start" not in rows:
+        return None
+    chosen = rows[rows["strategy"] != "random"]
+    if chosen.empty:
+        return None
+    runs = chosen.groupby(["strategy", "seed"])["cold_start"].all()
+    idle = [f"{strategy} (seed {seed})" for (strategy, seed), all_cold in runs.items() if all_cold]
+    if not idle:
+        return None
+    shown = ", ".join(idle[:6]) + (f" and {len(idle) - 6} more" if len(idle) > 6 else "")
+    return (f"In {len(idle)} of {len(runs)} runs every label was drawn at random by the cold start: {shown}. "
+            "The budget ran out before both classes were found, so the heuristic never chose an item and its "
+            "curves there are those of random draws. A larger budget (or a dataset with more positives) lets "
+            "it act.")
+
+
 SUMMARY_NOTE = ("ALC: area under the test-AUC learning curve, normalised (0 = chance, 1 = the full-data AUC from "
                 "the first label); mean ± std over seeds. \"To 95 %\": labels until the test AUC first reached "
                 "95 % of the full-data AUC (mean over the seeds that did; how many did). W/T/L: seeds on which "

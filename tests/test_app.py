@@ -961,3 +961,22 @@ def test_words_that_barely_moved_the_score_are_not_highlighted():
     terms = [("robot", 0.4), ("grasping", -0.1), ("the", -0.0004), ("of", 0.003), ("arm", 0.008)]
     assert ui.notable_terms(terms) == [("robot", 0.4), ("grasping", -0.1), ("arm", 0.008)]
     assert ui.notable_terms([]) == [] and ui.notable_terms(None) is None
+
+
+def test_a_comparison_says_which_runs_never_left_the_cold_start():
+    import pandas as pd
+
+    from app import ui
+
+    rows = pd.DataFrame([
+        {"strategy": "largest-positive", "seed": 0, "cold_start": True},
+        {"strategy": "largest-positive", "seed": 0, "cold_start": True},
+        {"strategy": "largest-positive", "seed": 1, "cold_start": True},
+        {"strategy": "largest-positive", "seed": 1, "cold_start": False},
+        {"strategy": "random", "seed": 0, "cold_start": True},
+    ])
+    notice = ui.runs_without_the_heuristic(rows)
+    assert notice.startswith("In 1 of 2 runs every label was drawn at random by the cold start: "
+                             "largest-positive (seed 0).")
+    assert ui.runs_without_the_heuristic(rows[rows.seed == 1]) is None
+    assert ui.runs_without_the_heuristic(rows.drop(columns="cold_start")) is None
