@@ -980,3 +980,24 @@ def test_a_comparison_says_which_runs_never_left_the_cold_start():
                              "largest-positive (seed 0).")
     assert ui.runs_without_the_heuristic(rows[rows.seed == 1]) is None
     assert ui.runs_without_the_heuristic(rows.drop(columns="cold_start")) is None
+
+
+def test_the_compare_page_shows_the_cold_start_notice_when_no_positive_was_drawn(db_url):
+    svc = service(db_url)
+    rng = np.random.default_rng(8)
+    X = rng.normal(size=(400, 2))
+    y = np.where(np.arange(400) < 3, "yes", "no")  # 3 positives in 400: a short budget finds none
+    csv = "a,b,hit\n" + "\n".join(f"{u},{v},{c}" for (u, v), c in zip(X, y, strict=True))
+    result = svc.import_csv(csv.encode(), name="rare", label_column="hit", positive="yes")
+    at = start_app()
+    at.switch_page("views/compare.py").run()
+    at.selectbox(key="compare_dataset").select(result.dataset_id)
+    at.multiselect[0].set_value(["largest-positive"])
+    numbers = {n.label: n for n in at.number_input}
+    numbers["Label budget"].set_value(12)
+    numbers["Seeds"].set_value(1)
+    [b for b in at.button if b.label == "Run the comparison"][0].click().run()
+    assert not at.exception, at.exception
+    warnings = [w.value for w in at.warning]
+    assert any("every label was drawn at random by the cold start: largest-positive (seed 0)" in as_shown(w)
+               for w in warnings), warnings
