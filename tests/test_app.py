@@ -1001,3 +1001,18 @@ def test_the_compare_page_shows_the_cold_start_notice_when_no_positive_was_drawn
     warnings = [w.value for w in at.warning]
     assert any("every label was drawn at random by the cold start: largest-positive (seed 0)" in as_shown(w)
                for w in warnings), warnings
+
+
+def test_the_comparison_summary_shows_the_recall_columns_early():
+    import pandas as pd
+
+    from app import ui
+
+    summary = pd.DataFrame([{"strategy": "largest-positive", "solver": "ramp", "n_seeds": 2, "alc_mean": 0.5,
+                             "alc_std": 0.1, "labels_recall_50": 105.0, "reached_recall_50": 2,
+                             "labels_recall_80": 305.5, "reached_recall_80": 2, "labels_recall_95": None,
+                             "reached_recall_95": 0, "wss_95": None}])
+    table = ui.summary_table(summary)
+    assert list(table.columns[:8]) == ["heuristic", "solver", "ALC", "vs random W / T / L", "to 50 % recall",
+                                       "to 80 % recall", "to 95 % recall", "WSS@95"]
+    assert table.iloc[0]["to 50 % recall"] == "105 (2/2 seeds)" and table.iloc[0]["to 95 % recall"] == "never"
