@@ -494,7 +494,7 @@ def run_compare(args: argparse.Namespace) -> str:
     model_params = model_options(args, None)
     unknown = [s for s in strategies if s not in experiment.DEFAULT_SOLVER]
     solvers_used = [args.solver or experiment.DEFAULT_SOLVER.get(s) for s in strategies if s not in unknown]
-    ramp_options(args, solvers_used)  # before the data are read
+    ramp_params = ramp_options(args, solvers_used)  # before the data are read
     if args.out:
         _check_writable(args.out)  # before the runs, not after minutes of work
     stopping = None
@@ -525,7 +525,7 @@ def run_compare(args: argparse.Namespace) -> str:
         datasets[name], data[name] = ds, (X, ds.y)
         per_dataset[name] = {"solver_params": dict(kernel=kernel_for(args, ds), C=args.C, gamma=args.gamma,
                                                    degree=args.degree, coef0=args.coef0, tol=args.tol)}
-        per_dataset[name]["solver_params"].update(ramp_options(args, solvers_used), **model_params)
+        per_dataset[name]["solver_params"].update(ramp_params, **model_params)
     optional = {}
     if args.initial is not None:
         optional["initial"] = args.initial

@@ -619,7 +619,7 @@ class ActiveLearningLoop:
         row = HistoryRow(
             step=len(self.events), item=i, label=y, n_labels=self.n_labels,
             asked_by=q.strategy if q is not None else "analyst", score=score,
-            n_sv=int(len(sv)), n_bound=int(np.sum(np.abs(coef) >= self.solver._upper_bounds(sv) * (1 - 1e-9))),
+            n_sv=int(len(sv)), n_bound=self.solver.count_at_bound(sv, coef, rel=1e-9),
             n_in_margin=self._n_in_margin(), update_ms=update_ms,
             query_ms=q.query_ms if q is not None else float("nan"), kernel_evals=int(kernel_evals),
             auc=auc, accuracy=acc, seen=self.seen, status=getattr(step, "status", "ok"))

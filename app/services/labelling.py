@@ -254,7 +254,6 @@ class LabellingRun(RunSnapshots, RunReadouts, RunHistory, RunStopping, RunDocume
         # read-only: only rows are gathered from it (the scaled pool and evaluation parts)
         X, y_true, feature_names, display = repo.load_dataset_arrays(self.engine, self.info.dataset_id,
                                                                      writable=False)
-        self.X_raw = X
         self.y_true = None if y_true is None else np.asarray(y_true, dtype=np.int64)
         self.feature_names = list(feature_names)
         self.display = display
@@ -264,15 +263,18 @@ class LabellingRun(RunSnapshots, RunReadouts, RunHistory, RunStopping, RunDocume
             self.pool_items, self.eval_items = np.arange(X.shape[0], dtype=np.intp), np.zeros(0, dtype=np.intp)
         self.pool_of_item = PoolPositions(self.pool_items, X.shape[0])
         # only the pool's and the evaluation's rows are scaled (statistics from every row): the
-        # raw features for display, and the scaled ones once, shared with the loop and solver
+        # scaled ones are held once, shared with the loop and solver
         self.pool_X, self.eval_X = scaled_row_blocks(X, self.scaling, numeric_columns(self.dataset.meta),
                                                      self.pool_items, self.eval_items)
         self.X = ScaledItems(self.pool_X, self.pool_of_item, self.eval_X, self.eval_items, X.shape[0])
         # the raw values, for showing an item: unscaled, the pool and evaluation rows are the raw rows;
-        # scaled and dense, they are read from the database when shown (the whole matrix is not kept)
+        # scaled and dense, they are read from the database when shown (the whole matrix is not kept);
+        # scaled and sparse, the matrix read (a CSR matrix holds only its stored values)
         if self.scaling == "none":
             self.X_raw = self.X
-        elif not sp.issparse(X):
+        elif sp.issparse(X):
+            self.X_raw = X
+        else:
             self.X_raw = StoredRows(self.engine, self.info.dataset_id, X.shape[0], X.shape[1])
 
     def _loop_config(self) -> dict[str, Any]:

@@ -455,7 +455,12 @@ class OnlineSolver:
     def n_bound_(self) -> int:
         """Support vectors at their upper bound (C, or C times the class weight where the solver has one)."""
         sv, coef, _ = self.coefficients()
-        return int(np.sum(np.abs(coef) >= self._upper_bounds(sv) * (1 - 1e-12)))
+        return self.count_at_bound(sv, coef)
+
+    def count_at_bound(self, sv, coef, rel: float = 1e-12) -> int:
+        """How many of the coefficients ``coef`` of the examples ``sv`` (as ``coefficients()`` gives
+        them) are at their upper bound, to a relative ``rel``."""
+        return int(np.sum(np.abs(coef) >= self._upper_bounds(sv) * (1 - rel)))
 
     def _upper_bounds(self, idx) -> np.ndarray:
         """The box bound of the examples ``idx`` (the same C for all; see the ramp solver's class weights)."""

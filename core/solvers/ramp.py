@@ -292,6 +292,12 @@ class OnlineSVMR(OnlineSolver):
         r, n = self.balance_ratio, n_pos + n_neg
         return r * n / ((1.0 + r) * n_pos), n / ((1.0 + r) * n_neg)
 
+    def _bounds_now(self) -> tuple[tuple[float, float], np.ndarray]:
+        """((C w_+, C w_-), the bound of every stored example: 0 when not learned) for the labels now."""
+        w_pos, w_neg = self.class_weights_
+        bounds = (self.C * w_pos, self.C * w_neg)
+        return bounds, np.where(self.y > 0, bounds[0], np.where(self.y < 0, bounds[1], 0.0))
+
     def _refresh_bounds(self) -> None:
         """Set every learned example's bound C w_{y_i}; weights that moved move their examples with them.
 
@@ -302,9 +308,7 @@ class OnlineSVMR(OnlineSolver):
         that follows, which restores the KKT conditions on V; this one keeps the bounded examples
         bounded, which they mostly remain.
         """
-        w_pos, w_neg = self.class_weights_
-        bounds = (self.C * w_pos, self.C * w_neg)
-        self.upper = np.where(self.y > 0, bounds[0], np.where(self.y < 0, bounds[1], 0.0))
+        bounds, self.upper = self._bounds_now()
         for c, of_class in enumerate((self.y > 0, self.y < 0)):
             change = bounds[c] - self._class_bounds[c]
             if change == 0.0:
@@ -706,9 +710,7 @@ class OnlineSVMR(OnlineSolver):
         self.in_working = np.array(arrays["in_working"], dtype=bool)
         self.in_V = np.array(arrays["in_V"], dtype=bool)
         self._updates_since_sync, self.n_removed_ = (int(v) for v in arrays["counters"])
-        w_pos, w_neg = self.class_weights_  # a function of the learned labels (see class_weight)
-        self._class_bounds = (self.C * w_pos, self.C * w_neg)
-        self.upper = np.where(self.y > 0, self._class_bounds[0], np.where(self.y < 0, self._class_bounds[1], 0.0))
+        self._class_bounds, self.upper = self._bounds_now()  # a function of the learned labels (see class_weight)
         if ("bound_sums" in arrays and np.shape(arrays["bound_sums"]) == (2, n) and "at_bound" in arrays
                 and np.shape(arrays["at_bound"]) == (n,)):
             self.at_bound = np.array(arrays["at_bound"], dtype=bool)
