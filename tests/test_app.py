@@ -125,6 +125,20 @@ def start_session(at: AppTest, annotator: str = "ada", strategy: str = "near-bou
     assert not at.error, [e.value for e in at.error]
 
 
+def run_comparison(at: AppTest, strategies=None, budget=12, seeds=1, initial=4, model=None) -> None:
+    """Fill in the Compare page's form and run the comparison (None: leave a field as the page offers it)."""
+    if strategies is not None:
+        at.multiselect[0].set_value(strategies)
+    if model is not None:
+        at.radio(key="compare_model").set_value(model)
+    numbers = {n.label: n for n in at.number_input}
+    for label, value in (("Label budget", budget), ("Seeds", seeds), ("Initial labels", initial)):
+        if value is not None:
+            numbers[label].set_value(value)
+    [b for b in at.button if b.label == "Run the comparison"][0].click().run()
+    assert not at.exception, at.exception
+
+
 def service(url: str) -> MarginLab:
     return MarginLab.from_url(url)
 
@@ -390,13 +404,7 @@ def test_compare_page_runs_the_heuristics_with_the_review_model(db_url):
     svc = service(db_url)
     at = start_app()
     at.switch_page("views/compare.py").run()
-    at.multiselect[0].set_value(["largest-positive", "random"])
-    at.radio(key="compare_model").set_value("review")
-    numbers = {n.label: n for n in at.number_input}
-    numbers["Label budget"].set_value(14)
-    numbers["Seeds"].set_value(1)
-    [b for b in at.button if b.label == "Run the comparison"][0].click().run()
-    assert not at.exception, at.exception
+    run_comparison(at, ["largest-positive", "random"], budget=14, seeds=1, initial=None, model="review")
     assert not at.error, [e.value for e in at.error]
     (stored,) = svc.comparisons()
     comparison = svc.comparison(stored.id)
@@ -413,13 +421,7 @@ def test_compare_page_runs_stores_and_reloads_a_comparison(db_url):
     at = start_app()
     at.switch_page("views/compare.py").run()
     assert not at.exception
-    at.multiselect[0].set_value(["near-boundary", "random"])
-    numbers = {n.label: n for n in at.number_input}
-    numbers["Label budget"].set_value(16)
-    numbers["Seeds"].set_value(2)
-    numbers["Initial labels"].set_value(6)
-    [b for b in at.button if b.label == "Run the comparison"][0].click().run()
-    assert not at.exception, at.exception
+    run_comparison(at, ["near-boundary", "random"], budget=16, seeds=2, initial=6)
     (stored,) = svc.comparisons()
     comparison = svc.comparison(stored.id)
     rows = comparison.rows
@@ -816,11 +818,7 @@ def test_curve_points_leave_out_only_short_stretches():
 def test_a_budget_spent_on_initial_labels_is_refused_before_running(db_url):
     at = start_app()
     at.switch_page("views/compare.py").run()
-    numbers = {n.label: n for n in at.number_input}
-    numbers["Label budget"].set_value(8)
-    numbers["Initial labels"].set_value(10)
-    [b for b in at.button if b.label == "Run the comparison"][0].click().run()
-    assert not at.exception, at.exception
+    run_comparison(at, budget=8, seeds=None, initial=10)
     errors = [e.value for e in at.error]
     assert errors and "10 initial labels use the whole budget of 8" in errors[0], errors
     assert service(db_url).comparisons() == []
@@ -992,12 +990,7 @@ def test_the_compare_page_shows_the_cold_start_notice_when_no_positive_was_drawn
     at = start_app()
     at.switch_page("views/compare.py").run()
     at.selectbox(key="compare_dataset").select(result.dataset_id)
-    at.multiselect[0].set_value(["largest-positive"])
-    numbers = {n.label: n for n in at.number_input}
-    numbers["Label budget"].set_value(12)
-    numbers["Seeds"].set_value(1)
-    [b for b in at.button if b.label == "Run the comparison"][0].click().run()
-    assert not at.exception, at.exception
+    run_comparison(at, ["largest-positive"], budget=12, seeds=1, initial=None)
     warnings = [w.value for w in at.warning]
     assert any("every label was drawn at random by the cold start: largest-positive (seed 0)" in as_shown(w)
                for w in warnings), warnings

@@ -15,23 +15,13 @@ from app import charts
 from app.service import MarginLab
 from storage import repository as repo
 from tests import test_app
-from tests.test_app import click, start_app, start_session
+from tests.test_app import click, run_comparison, start_app, start_session
 
 db_url = test_app.db_url  # a temporary SQLite file in MARGINLAB_DATABASE_URL
 
 
 def compare_page(at):
     at.switch_page("views/compare.py").run()
-    assert not at.exception, at.exception
-
-
-def run_comparison(at, strategies, budget=12, seeds=1, initial=4):
-    at.multiselect[0].set_value(strategies)
-    numbers = {n.label: n for n in at.number_input}
-    numbers["Label budget"].set_value(budget)
-    numbers["Seeds"].set_value(seeds)
-    numbers["Initial labels"].set_value(initial)
-    [b for b in at.button if b.label == "Run the comparison"][0].click().run()
     assert not at.exception, at.exception
 
 

@@ -9,7 +9,7 @@ from app.service import MarginLab
 from app.services.stopping import RULE_CHOICES, SETTING
 from core import stopping as rules
 from storage import repository as repo
-from tests.test_app import as_shown, shown_item, start_app
+from tests.test_app import as_shown, run_comparison, shown_item, start_app
 
 
 @pytest.fixture
@@ -203,12 +203,7 @@ def test_compare_page_shows_the_rules_and_recall_curves(db_url):
     at = start_app()
     at.switch_page("views/compare.py").run()
     assert not at.exception
-    at.multiselect[0].set_value(["largest-positive"])
-    numbers = {n.label: n for n in at.number_input}
-    numbers["Label budget"].set_value(80)
-    numbers["Seeds"].set_value(2)
-    [b for b in at.button if b.label == "Run the comparison"][0].click().run()
-    assert not at.exception, at.exception
+    run_comparison(at, ["largest-positive"], budget=80, seeds=2, initial=None)
     (stored,) = svc.comparisons()
     comparison = svc.comparison(stored.id)
     assert "recall" in comparison.rows and comparison.config["stopping"] == list(RULE_CHOICES)
