@@ -296,8 +296,12 @@ def full_data_reference(X, y, solver: str, solver_params: dict, seed: int, test_
     params.setdefault("random_state", int(seed))
     t0 = time.perf_counter()
     model = make_solver(solver, Xtr, **params)
-    for i in np.random.default_rng([seed, 0xF011]).permutation(Xtr.shape[0]):
-        model.learn(int(i), float(ytr[i]))
+    order = np.random.default_rng([seed, 0xF011]).permutation(Xtr.shape[0])
+    if solver == "ramp":  # (with a convex loss, all at once: one optimum, see OnlineSVMR.learn_many)
+        model.learn_many(order, ytr[order])
+    else:
+        for i in order:
+            model.learn(int(i), float(ytr[i]))
     model.finish()
     seconds = time.perf_counter() - t0
     f = np.asarray(model.decision_function(X=Xte), dtype=np.float64)

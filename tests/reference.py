@@ -61,3 +61,20 @@ def dense_svm_dual(K: np.ndarray, y: np.ndarray, C: float, bias: bool = True) ->
             b = float((hi_b + lo_b) / 2) if np.isfinite(hi_b) and np.isfinite(lo_b) else float(
                 lo_b if np.isfinite(lo_b) else hi_b)
     return DenseSolution(alpha=alpha, b=b, objective=dual_objective(alpha, y, K))
+
+
+def dense_l2_svm_dual(K: np.ndarray, y: np.ndarray, C) -> DenseSolution:
+    """The squared-hinge (L2-loss) SVM without bias: max sum a - 1/2 a^T (Q + D) a, a >= 0, with
+    D_ii = 1 / (2 C_i) (``C`` a number or one per example), by cvxopt's QP on the dense matrix.
+    ``objective`` is that dual's value; ``decision`` gives f = K (a y), the model without D."""
+    from cvxopt import matrix, solvers
+
+    n = len(y)
+    y = np.asarray(y, dtype=float)
+    ridge = 0.5 / (np.asarray(C, dtype=float) * np.ones(n))
+    Q = (y[:, None] * y[None, :]) * K + np.diag(ridge)
+    opts = {"show_progress": False, "abstol": 1e-12, "reltol": 1e-12, "feastol": 1e-12, "maxiters": 200}
+    sol = solvers.qp(matrix(Q), matrix(-np.ones(n)), matrix(-np.eye(n)), matrix(np.zeros(n)), options=opts)
+    alpha = np.maximum(np.array(sol["x"]).ravel(), 0.0)
+    objective = float(alpha.sum() - 0.5 * alpha @ Q @ alpha)
+    return DenseSolution(alpha=alpha, b=0.0, objective=objective)

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from core.solvers import ConvergenceWarning, IterationLimitError, OnlineSolver, make_solver
 from core.solvers.ramp import OnlineSVMR
-from tests.reference import dense_svm_dual
+from tests.reference import dense_l2_svm_dual, dense_svm_dual
 
 
 def gaussians(n, sep, seed, flip=0.0):
@@ -59,7 +59,7 @@ def assert_ramp_invariants(solver, tol_extra=1e-9):
     assert np.all(np.isfinite(solver.f)) and np.all(np.isfinite(solver.alpha))
     assert np.all((a >= 0) & (a <= solver.upper[L]))
     # eq. 10: every learned example with y f(x) < s carries no weight
-    s = -np.inf if solver.loss == "hinge" else solver.ramp_s
+    s = -np.inf if solver.loss != "ramp" else solver.ramp_s
     assert np.all(a[z < s - tol_extra] == 0)
     # maintained decision values agree with a recomputation
     np.testing.assert_allclose(solver.decision_function(L), recomputed_f(solver, L),
@@ -429,8 +429,8 @@ def test_iteration_cap_raises_or_warns():
 
 @pytest.mark.parametrize("kw", [dict(ramp_s=1.0), dict(ramp_s=np.nan), dict(max_nonsv=-1), dict(max_nonsv=2.5),
                                 dict(progress_tol=-1.0), dict(max_cccp=0), dict(hinge_warmup=-1),
-                                dict(loss="squared_hinge"), dict(class_weight="auto"), dict(class_weight={2: 1.0}),
-                                dict(class_weight={1: -1.0}),
+                                dict(loss="squared"), dict(loss="l2"), dict(class_weight="auto"),
+                                dict(class_weight={2: 1.0}), dict(class_weight={1: -1.0}),
                                 dict(class_weight={1: np.nan}), dict(class_weight={-1: "x"}), dict(class_weight=[1, 2]),
                                 dict(class_weight={True: 1.0}), dict(balance_ratio=0.0), dict(balance_ratio=np.inf)])
 def test_bad_parameters(kw):
@@ -563,21 +563,31 @@ def test_fixed_class_weights_equal_the_dense_qp_with_per_example_bounds(weights)
 
 
 @pytest.mark.parametrize("ratio", [1.0, 9.8])
-def test_balanced_weights_move_with_every_label_and_each_step_is_the_dense_qp_optimum(ratio):
+@pytest.mark.parametrize("loss", ["hinge", "squared_hinge"])
+def test_balanced_weights_move_with_every_label_and_each_step_is_the_dense_qp_optimum(ratio, loss):
+    """Hinge: the box 0 <= a_i <= C w_i (linear kernel); squared hinge: no box, D_ii = 1 / (2 C w_i) (rbf)."""
+    squared = loss == "squared_hinge"
     X, y = imbalanced(70, seed=7, share=0.2)
     C = 0.5
-    s = make_solver("ramp", X, kernel="linear", C=C, tol=1e-8, class_weight="balanced", balance_ratio=ratio, **HINGE)
-    order = np.random.default_rng(1).permutation(len(y))
+    kernel = dict(kernel="rbf", gamma=0.4) if squared else dict(kernel="linear")
+    s = make_solver("ramp", X, C=C, tol=1e-8, class_weight="balanced", balance_ratio=ratio, loss=loss,
+                    max_nonsv=None, **kernel)
+    order = np.random.default_rng(3 if squared else 1).permutation(len(y))
     K = s.kernel(X, X)
     checked = 0
     for t, i in enumerate(order, start=1):
         s.learn(int(i), y[i])
         L = order[:t]
         w = balanced_weights(y[L], ratio)
-        np.testing.assert_allclose(s.upper[L], C * w, rtol=1e-14)
-        if t % 7 == 0 and len(np.unique(y[L])) == 2:  # the optimum of the problem with today's weights
-            ref = dense_svm_dual(K[np.ix_(L, L)], y[L], C * w, bias=False)
-            np.testing.assert_allclose(s.decision_function(L), ref.decision(K[np.ix_(L, L)], y[L]), atol=1e-6)
+        if squared:
+            np.testing.assert_allclose(s.ridge[L], 0.5 / (C * w), rtol=1e-14)
+            assert s.n_bound_ == 0 and not s.at_bound.any()
+        else:
+            np.testing.assert_allclose(s.upper[L], C * w, rtol=1e-14)
+        if t % 7 == 0 and (squared or len(np.unique(y[L])) == 2):  # the optimum with today's weights
+            KL = K[np.ix_(L, L)]
+            ref = dense_l2_svm_dual(KL, y[L], C * w) if squared else dense_svm_dual(KL, y[L], C * w, bias=False)
+            np.testing.assert_allclose(s.decision_function(L), ref.decision(KL, y[L]), atol=1e-6)
             assert abs(s.dual_objective() - ref.objective) <= 1e-7 * abs(ref.objective)
             checked += 1
         assert_ramp_invariants(s)
@@ -599,19 +609,23 @@ def test_balanced_weights_are_one_until_both_classes_are_learned():
     assert_ramp_invariants(s)
 
 
-def test_linear_kernel_plus_one_with_balanced_weights_is_liblinears_weighted_hinge_svm():
+@pytest.mark.parametrize(("loss", "C", "tol", "atol"),
+                         [("hinge", 0.3, 1e-6, 1e-4), ("squared_hinge", 0.11, 1e-9, 1e-7)])
+def test_linear_kernel_plus_one_with_balanced_weights_is_liblinears_weighted_svm(loss, C, tol, atol):
     # k(x, z) = <x, z> + 1 with no bias is LinearSVC's model with a penalised intercept
-    # (intercept_scaling = 1); the weights of each label passed to scikit-learn explicitly
+    # (intercept_scaling = 1); the weights of each label passed to scikit-learn explicitly.  With the
+    # squared hinge, C 0.11 and ratio 9.8 this is ASReview's default model
     from sklearn.svm import LinearSVC
 
     X, y = imbalanced(90, seed=11, share=0.1)
-    C, ratio = 0.3, 9.8
-    s = make_solver("ramp", X, kernel="poly", degree=1, gamma=1.0, coef0=1.0, C=C, tol=1e-6,
-                    class_weight="balanced", balance_ratio=ratio, **HINGE)
+    ratio = 9.8
+    s = make_solver("ramp", X, kernel="poly", degree=1, gamma=1.0, coef0=1.0, C=C, tol=tol,
+                    class_weight="balanced", balance_ratio=ratio, loss=loss, max_nonsv=None)
     learn_all(s, y)
-    ref = LinearSVC(C=C, loss="hinge", intercept_scaling=1.0, tol=1e-10, max_iter=1_000_000)
+    ref = LinearSVC(C=C, loss=loss, intercept_scaling=1.0, tol=1e-10 if loss == "hinge" else 1e-12,
+                    max_iter=1_000_000, random_state=0)
     ref.fit(X, y, sample_weight=balanced_weights(y, ratio))
-    np.testing.assert_allclose(s.decision_function(), ref.decision_function(X), atol=1e-4)
+    np.testing.assert_allclose(s.decision_function(), ref.decision_function(X), atol=atol)
     assert_ramp_invariants(s)
 
 
@@ -628,6 +642,15 @@ def test_balanced_weights_after_unlearning_equal_learning_without_the_example():
     assert_ramp_invariants(s)
 
 
+def learn_both_and_compare_bits(s, t, y, indices):
+    """Two solvers learn the same examples: the same weights and decision values, bit for bit."""
+    for i in indices:
+        s.learn(i, y[i])
+        t.learn(i, y[i])
+    np.testing.assert_array_equal(t.alpha, s.alpha)
+    np.testing.assert_array_equal(t.decision_function(), s.decision_function())
+
+
 def test_class_weights_survive_the_state_round_trip_and_continue_bit_for_bit():
     X, y = imbalanced(120, seed=8)
     s = make_solver("ramp", X, kernel="linear", C=0.4, class_weight="balanced", balance_ratio=9.8, hinge_warmup=10)
@@ -638,11 +661,7 @@ def test_class_weights_survive_the_state_round_trip_and_continue_bit_for_bit():
     t = OnlineSolver.load(buf, X=X)
     assert t.class_weight == "balanced" and t.balance_ratio == 9.8
     np.testing.assert_array_equal(t.upper, s.upper)
-    for i in range(60, 120):
-        s.learn(i, y[i])
-        t.learn(i, y[i])
-    np.testing.assert_array_equal(t.alpha, s.alpha)
-    np.testing.assert_array_equal(t.decision_function(), s.decision_function())
+    learn_both_and_compare_bits(s, t, y, range(60, 120))
     fixed = make_solver("ramp", X, kernel="linear", class_weight={1: 4.0, -1: 0.5})
     learn_all(fixed, y[:20])
     buf = io.BytesIO()
@@ -726,25 +745,184 @@ def test_class_weights_given_with_numpy_numbers_are_kept_as_a_plain_copy():
     assert np.all(t.alpha <= t.upper)
 
 
+def learn_and_unlearn_balanced(problem, ratio, loss_options):
+    """Learn every example of a generated problem with balanced weights, then unlearn some; returns
+    (X, C, the solver, every step's result, the examples learned at the end, their weights)."""
+    X, y, C, kernel, gamma, _, n_unlearn, _ = problem
+    s = make_solver("ramp", X, C=C, kernel=kernel, gamma=gamma, max_iter=3000, tol=1e-6,
+                    class_weight="balanced", balance_ratio=ratio, **loss_options)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        results = [s.learn(i, y[i]) for i in range(len(y))]
+        for i in list(s.learned_order)[:n_unlearn]:
+            results.append(s.unlearn(i))
+    L = s.labelled_
+    return X, C, s, results, L, balanced_weights(s.y[L], ratio)
+
+
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(small_problems(), st.sampled_from([1e-6, 1.0, 9.8, 1e6]))
 def test_property_balanced_hinge_is_the_dense_qp_optimum_with_today_s_weights(problem, ratio):
     """Duplicates, a single class first, extreme C and ratios: the bounds are those of the labels learned
     so far, and the end satisfies the KKT conditions of that box QP (its optimum: the problem is convex),
     unless a step said it could not (an iteration cap)."""
-    X, y, C, kernel, gamma, _, n_unlearn, _ = problem
-    s = make_solver("ramp", X, C=C, kernel=kernel, gamma=gamma, max_iter=3000, tol=1e-6,
-                    class_weight="balanced", balance_ratio=ratio, **HINGE)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", ConvergenceWarning)
-        results = [s.learn(i, y[i]) for i in range(len(y))]
-        for i in list(s.learned_order)[:n_unlearn]:
-            results.append(s.unlearn(i))
+    X, C, s, results, L, w = learn_and_unlearn_balanced(problem, ratio, HINGE)
     assert np.all(np.isfinite(s.f)) and np.all(np.isfinite(s.alpha)) and np.all(np.isfinite(s.bound_sums))
-    L = s.labelled_
-    w = balanced_weights(s.y[L], ratio)
     np.testing.assert_allclose(s.upper[L], C * w, rtol=1e-12)
     assert np.all(s.alpha[L] <= s.upper[L]) and np.all(s.alpha >= 0)
     np.testing.assert_array_equal(s.at_bound, (s.alpha > 0) & (s.alpha == s.upper))
     if len(L) and all(r.status == "ok" for r in results):
         assert s.kkt_gap() <= s.tol + 1e-9 * max(1.0, C * w.max()) * max(1.0, np.abs(s.kernel.diag(X)).max())
+
+
+# -- the squared hinge (L2-loss SVM without bias): no box, D_ii = 1 / (2 C_i) --------------------
+SQUARED = dict(loss="squared_hinge", max_nonsv=None)
+
+
+@pytest.mark.parametrize("C", [1e-3, 0.5, 7.0])
+def test_squared_hinge_single_example_analytic(C):
+    # one example, K_11 = k: a maximises a - a^2 (k + 1 / (2C)) / 2, so a = 1 / (k + 1 / (2C)) and
+    # f(x_1) = a k = 2Ck / (2Ck + 1) (below 1: the squared loss never reaches zero slack)
+    s = make_solver("ramp", np.array([[2.0, 0.0]]), kernel="linear", C=C, tol=1e-12, **SQUARED)
+    s.learn(0, 1.0)
+    k = 4.0
+    assert s.alpha[0] == pytest.approx(1.0 / (k + 0.5 / C), rel=1e-12)
+    assert s.decision_function()[0] == pytest.approx(2 * C * k / (2 * C * k + 1), rel=1e-12)
+    assert np.isinf(s.upper[0]) and s.ridge[0] == 0.5 / C and s.n_bound_ == 0
+
+
+def test_squared_hinge_unlearning_equals_learning_without_the_example_and_the_state_continues_bit_for_bit():
+    X, y = imbalanced(60, seed=5, share=0.25)
+    kw = dict(kernel="rbf", gamma=0.3, C=1.5, tol=1e-9, class_weight="balanced", balance_ratio=3.0, **SQUARED)
+    s = learn_all(make_solver("ramp", X, **kw), y[:40])
+    gone = int(np.flatnonzero(y[:40] > 0)[1])
+    s.unlearn(gone)
+    t = learn_all(make_solver("ramp", X, **kw), y, order=[i for i in range(40) if i != gone])
+    np.testing.assert_allclose(s.decision_function(), t.decision_function(), atol=1e-6)
+    assert_ramp_invariants(s)
+    buf = io.BytesIO()
+    s.save(buf, include_data=False)
+    buf.seek(0)
+    r = OnlineSolver.load(buf, X=X)
+    assert r.loss == "squared_hinge"
+    np.testing.assert_array_equal(r.ridge, s.ridge)
+    learn_both_and_compare_bits(s, r, y, range(40, 60))
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(small_problems(), st.sampled_from([1e-6, 1.0, 9.8, 1e6]))
+def test_property_balanced_squared_hinge_meets_its_kkt_conditions(problem, ratio):
+    """Duplicates (also with opposite labels: K + D stays positive definite), a single class first,
+    extreme C and ratios: finite values, no box, and the KKT conditions of the L2-loss dual with the
+    weights of the labels learned so far, unless a step said it could not (an iteration cap)."""
+    X, C, s, results, L, w = learn_and_unlearn_balanced(problem, ratio, SQUARED)
+    assert np.all(np.isfinite(s.f)) and np.all(np.isfinite(s.alpha)) and np.all(s.alpha >= 0)
+    np.testing.assert_allclose(s.ridge[L], 0.5 / (C * w), rtol=1e-12)
+    unlearned = np.setdiff1d(np.arange(len(s.y)), L)
+    assert np.all(s.alpha[unlearned] == 0) and np.all(s.ridge[unlearned] == 0)
+    if len(L) and all(r.status == "ok" for r in results):
+        scale = max(1.0, np.abs(s.kernel.diag(X)).max()) * max(1.0, float(s.alpha.max()))
+        assert s.kkt_gap() <= s.tol + 1e-9 * scale
+
+
+def test_squared_hinge_on_sparse_rows_equals_the_dense_rows_and_liblinear():
+    """On CSR rows with the kernel <x, z> + 1 the store's f moves by two sparse products (X (X_moved^T dc));
+    with dense rows by kernel rows: the same model, and liblinear's."""
+    import scipy.sparse as sp
+    from sklearn.svm import LinearSVC
+
+    rng = np.random.default_rng(4)
+    dense = rng.random((80, 40)) * (rng.random((80, 40)) < 0.15)  # documents-like: mostly zeros
+    y = np.where(dense[:, :5].sum(axis=1) > np.quantile(dense[:, :5].sum(axis=1), 0.85), 1.0, -1.0)
+    kw = dict(kernel="poly", degree=1, gamma=1.0, coef0=1.0, C=0.11, tol=1e-9, class_weight="balanced",
+              balance_ratio=9.8, **SQUARED)
+    order = rng.permutation(len(y))
+    on_sparse = learn_all(make_solver("ramp", sp.csr_matrix(dense), **kw), y, order=order)
+    on_dense = learn_all(make_solver("ramp", dense, **kw), y, order=order)
+    assert on_sparse.store.is_sparse and not on_dense.store.is_sparse
+    np.testing.assert_allclose(on_sparse.decision_function(), on_dense.decision_function(), atol=1e-7)
+    ref = LinearSVC(C=0.11, loss="squared_hinge", intercept_scaling=1.0, tol=1e-12, max_iter=1_000_000)
+    ref.fit(dense, y, sample_weight=balanced_weights(y, 9.8))
+    np.testing.assert_allclose(on_sparse.decision_function(), ref.decision_function(dense), atol=1e-6)
+    assert_ramp_invariants(on_sparse)
+
+
+def test_squared_hinge_without_the_kept_gram_matrix_reaches_the_same_optimum(monkeypatch):
+    """Above _GRAM_MAX examples in V the SMO steps run over the store as for the other losses."""
+    import core.solvers.ramp as ramp
+
+    X, y = imbalanced(60, seed=9, share=0.2)
+    kw = dict(kernel="rbf", gamma=0.5, C=0.8, tol=1e-9, class_weight="balanced", balance_ratio=9.8, **SQUARED)
+    kept = learn_all(make_solver("ramp", X, **kw), y)
+    monkeypatch.setattr(ramp, "_GRAM_MAX", 0)
+    stepwise = learn_all(make_solver("ramp", X, **kw), y)
+    assert stepwise._gram is None and kept._gram is not None
+    np.testing.assert_allclose(kept.decision_function(), stepwise.decision_function(), atol=1e-7)
+    assert_ramp_invariants(stepwise)
+
+
+def test_squared_hinge_copy_without_the_gram_matrix_continues_bit_for_bit():
+    """A copy (the loop's undo copies) leaves the kept Gram matrix out and computes it again: same bits."""
+    import copy
+
+    X, y = imbalanced(90, seed=14, share=0.2)
+    s = make_solver("ramp", X, kernel="rbf", gamma=0.5, C=0.3, class_weight="balanced", balance_ratio=9.8, **SQUARED)
+    learn_all(s, y[:45])
+    t = copy.deepcopy(s)
+    assert t._gram is None and s._gram is not None and "_gram" in s.__getstate__()
+    learn_both_and_compare_bits(s, t, y, range(45, 90))
+
+
+def test_squared_hinge_newton_steps_on_the_kept_gram_matrix_finish_where_smo_alone_crawls():
+    """Strongly correlated features: single-variable SMO needs thousands of steps per label; the Newton
+    steps on the free weights (all weights above 0) reach tol within the cap, at liblinear's optimum."""
+    from sklearn.svm import LinearSVC
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(300, 3)) @ rng.normal(size=(3, 12)) + 0.05 * rng.normal(size=(300, 12))
+    y = np.where(X[:, 0] + 0.3 * rng.normal(size=300) > 1.0, 1.0, -1.0)
+    kw = dict(kernel="poly", degree=1, gamma=1.0, coef0=1.0, C=0.11, class_weight="balanced", balance_ratio=9.8,
+              tol=1e-6, max_iter=1500, **SQUARED)
+    results = {}
+    for newton in (True, False):
+        s = make_solver("ramp", X, newton_steps=newton, **kw)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            results[newton] = ([s.learn(i, y[i]).status for i in range(len(y))], s)
+    statuses, s = results[True]
+    assert set(statuses) == {"ok"} and "max_iter" in results[False][0]
+    ref = LinearSVC(C=0.11, loss="squared_hinge", intercept_scaling=1.0, tol=1e-12, max_iter=1_000_000,
+                    random_state=0).fit(X, y, sample_weight=balanced_weights(y, 9.8))
+    np.testing.assert_allclose(s.decision_function(), ref.decision_function(X), atol=1e-4)
+    assert_ramp_invariants(s)
+
+
+def test_learn_many_with_the_squared_hinge_is_the_optimum_of_learning_one_at_a_time():
+    X, y = imbalanced(150, seed=16, share=0.15)
+    kw = dict(kernel="poly", degree=1, gamma=1.0, coef0=1.0, C=0.11, tol=1e-9, class_weight="balanced",
+              balance_ratio=9.8, **SQUARED)
+    order = np.random.default_rng(5).permutation(len(y))
+    batch = make_solver("ramp", X, **kw)
+    result = batch.learn_many(order, y[order])
+    one_by_one = learn_all(make_solver("ramp", X, **kw), y, order=order)
+    assert result.status == "ok" and batch.learned_order == one_by_one.learned_order
+    np.testing.assert_array_equal(batch.ridge, one_by_one.ridge)
+    np.testing.assert_allclose(batch.decision_function(), one_by_one.decision_function(), atol=1e-7)
+    assert_ramp_invariants(batch)
+    K = batch.kernel(X, X)
+    ref = dense_l2_svm_dual(K, y, 0.11 * balanced_weights(y, 9.8))
+    np.testing.assert_allclose(batch.decision_function(), ref.decision(K, y), atol=1e-6)
+    with pytest.raises(ValueError, match="twice"):
+        make_solver("ramp", X, **kw).learn_many([1, 2, 1], [1.0, -1.0, 1.0])
+    with pytest.raises(ValueError):
+        batch.learn_many([0], [1.0])  # already learned
+
+
+def test_learn_many_with_the_ramp_loss_is_learning_one_at_a_time():
+    """CCCP follows the order of the examples: the batch is the same steps, bit for bit."""
+    X, y = imbalanced(80, seed=17)
+    kw = dict(kernel="rbf", gamma=0.5, C=2.0, hinge_warmup=10)
+    batch = make_solver("ramp", X, **kw)
+    batch.learn_many(np.arange(60), y[:60])
+    sequential = learn_all(make_solver("ramp", X, **kw), y[:60])
+    learn_both_and_compare_bits(batch, sequential, y, range(60, 80))

@@ -14,15 +14,15 @@ import threading
 import time
 
 from core.kernels import compile_routines
-from core.solvers import _active_set_jit, _incremental_jit, lasvm
+from core.solvers import _active_set_jit, _incremental_jit, _ramp_jit, lasvm
 
 
-def warm_up() -> tuple[float, float, float, float]:
+def warm_up() -> tuple[float, float, float, float, float]:
     """Compile or load the kernel routines and the solvers' loops; returns the seconds each took."""
     start = time.perf_counter()
     compile_routines(("float64", "float32"))
     kernels = time.perf_counter() - start
-    return kernels, _incremental_jit.warm_up(), _active_set_jit.warm_up(), lasvm.warm_up()
+    return kernels, _incremental_jit.warm_up(), _active_set_jit.warm_up(), lasvm.warm_up(), _ramp_jit.warm_up()
 
 
 _preloading: threading.Thread | None = None
@@ -44,6 +44,6 @@ def preload() -> threading.Thread:
 
 
 if __name__ == "__main__":
-    ker, inc, act, las = warm_up()
+    ker, inc, act, las, ramp = warm_up()
     print(f"compiled routines ready: kernels {ker:.1f} s, incremental {inc:.1f} s, active-set {act:.1f} s, "
-          f"lasvm {las:.1f} s")
+          f"lasvm {las:.1f} s, ramp {ramp:.1f} s")

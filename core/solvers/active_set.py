@@ -979,12 +979,7 @@ class ActiveSetSVM(OnlineSolver):
     @single_threaded_blas
     def learn_many(self, idx, ys) -> StepResult:
         """Learn several examples at once (all enter I0, then one optimisation)."""
-        idx = np.asarray(idx, dtype=np.intp).reshape(-1)
-        ys = np.asarray(ys, dtype=np.float64).reshape(-1)
-        if len(idx) != len(ys):
-            raise ValueError("idx and ys must have the same length")
-        if len(np.unique(idx)) != len(idx):
-            raise ValueError("an example appears twice in idx")
+        idx, ys = self._check_batch(idx, ys)
         for i, y in zip(idx, ys, strict=True):
             self._check_learnable(i, y)
         with StepTimer(self) as tm:

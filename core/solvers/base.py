@@ -390,6 +390,17 @@ class OnlineSolver:
             raise ValueError(f"example {i} has already been learned")
         return i, float(y)
 
+    @staticmethod
+    def _check_batch(idx, ys) -> tuple[np.ndarray, np.ndarray]:
+        """``learn_many``'s arguments as arrays: as many labels as indices, no index twice."""
+        idx = np.asarray(idx, dtype=np.intp).reshape(-1)
+        ys = np.asarray(ys, dtype=np.float64).reshape(-1)
+        if len(idx) != len(ys):
+            raise ValueError("idx and ys must have the same length")
+        if len(np.unique(idx)) != len(idx):
+            raise ValueError("an example appears twice in idx")
+        return idx, ys
+
     def _check_unlearnable(self, i: int) -> int:
         i = int(i)
         if not 0 <= i < len(self.store) or self.y[i] == 0:
