@@ -154,7 +154,7 @@ def _model_arguments(p: argparse.ArgumentParser, solver_default: str | None) -> 
     g = p.add_argument_group("model")
     g.add_argument("--model", choices=("standard", *PRESETS), default="standard",
                    help="'review': the model for finding rare relevant documents (ASReview's default model, "
-                        "learned exactly after every label: ramp solver, hinge loss, kernel <x,z>+1, C 0.11, "
+                        "learned exactly after every label: ramp solver, squared hinge, kernel <x,z>+1, C 0.11, "
                         "classes re-weighted 9.8:1 after every label); it sets the solver, kernel, C and weights. "
                         "'standard' (default): the options below")
     g.add_argument("--solver", choices=SOLVERS, default=None,
@@ -175,9 +175,10 @@ def _model_arguments(p: argparse.ArgumentParser, solver_default: str | None) -> 
     g.add_argument("--balance-ratio", type=_positive_float, default=1.0, metavar="R",
                    help="with --class-weight balanced: the positives' total weight over the negatives' (default 1; "
                         "ASReview uses 9.8)")
-    g.add_argument("--loss", choices=("ramp", "hinge"), default=None,
+    g.add_argument("--loss", choices=("ramp", "hinge", "squared_hinge"), default=None,
                    help="ramp solver: 'ramp' (default) gives examples far on the wrong side weight 0; 'hinge' keeps "
-                        "them (the convex SVM without bias)")
+                        "them (the convex SVM without bias); 'squared_hinge' squares the hinge (liblinear's L2-loss "
+                        "SVM, as ASReview)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -290,13 +291,14 @@ def model_options(args: argparse.Namespace, solver_default: str | None) -> dict:
     given = [flag for flag, on in (("--kernel", args.kernel is not None), ("--C", args.C != 1.0),
                                    ("--gamma", args.gamma != "scale"), ("--degree", args.degree != 3),
                                    ("--coef0", args.coef0 != 1.0), ("--class-weight", args.class_weight != "none"),
-                                   ("--balance-ratio", args.balance_ratio != 1.0), ("--loss", args.loss is not None))
+                                   ("--balance-ratio", args.balance_ratio != 1.0), ("--loss", args.loss is not None),
+                                   ("--tol", args.tol != 1e-3 and "tol" in preset["solver_params"]))
              if on]
     if args.solver not in (None, preset["solver"]):
         given.insert(0, "--solver")
     if given:
-        raise CLIError(f"--model {args.model} sets the solver, kernel, C and class weights itself; leave out "
-                       f"{', '.join(given)} (or use --model standard)")
+        raise CLIError(f"--model {args.model} sets the solver, kernel, C, class weights and tolerance itself; "
+                       f"leave out {', '.join(given)} (or use --model standard)")
     args.solver = preset["solver"]
     return dict(preset["solver_params"])
 
@@ -312,8 +314,8 @@ def ramp_options(args: argparse.Namespace, solvers: Sequence[str | None]) -> dic
         options["balance_ratio"] = args.balance_ratio
     if args.loss is not None:
         options["loss"] = args.loss
-        if args.loss == "hinge":
-            options["max_nonsv"] = None  # the hinge problem keeps every example (no removal step)
+        if args.loss != "ramp":
+            options["max_nonsv"] = None  # the (squared) hinge problem keeps every example (no removal step)
     if options and any(solver != "ramp" for solver in solvers):
         names = ", ".join(sorted({str(s) for s in solvers if s != "ramp"}))
         flags = " and ".join(f for f, on in (("--class-weight", "class_weight" in options),

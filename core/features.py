@@ -2,9 +2,9 @@
 
 * :func:`tfidf_features` — text columns as TF-IDF rows (scikit-learn's
   ``TfidfVectorizer``: word unigrams and bigrams with sublinear tf by default,
-  character n-grams as an option), kept as a SciPy CSR matrix: no dense
-  n x vocabulary array is ever built.  The vocabulary is fitted on the whole
-  pool; no label is used.
+  terms in more than 95% of the documents left out, character n-grams as an
+  option), kept as a SciPy CSR matrix: no dense n x vocabulary array is ever
+  built.  The vocabulary is fitted on the whole pool; no label is used.
 * :func:`svd_reduce` — an optional dense reduction (truncated SVD) of such rows.
 * :func:`morgan_fingerprints` — SMILES as Morgan (ECFP-like) bit vectors with
   RDKit, as CSR; invalid SMILES are returned by row, never silently skipped.
@@ -34,7 +34,8 @@ import scipy.sparse as sp
 DELIMITERS = (",", ";", "\t", "|")
 DELIMITER_NAMES = {",": "comma", ";": "semicolon", "\t": "tab", "|": "vertical bar"}
 
-#: TF-IDF defaults (ASReview's and most document-review tools' choice: word uni- and bigrams, sublinear tf)
+#: TF-IDF defaults (ASReview's and most document-review tools' choice: word uni- and bigrams, sublinear tf,
+#: terms in more than 95% of the documents left out)
 TEXT_ANALYZERS = ("word", "char")
 DEFAULT_WORD_NGRAMS = (1, 2)
 DEFAULT_CHAR_NGRAMS = (2, 5)
@@ -230,13 +231,17 @@ def scaled_row_blocks(X, scaling: str, numeric_columns: Sequence[int] | None, *r
 
 
 def tfidf_features(texts: Sequence[str], *, analyzer: str = "word", ngram_range: tuple[int, int] | None = None,
-                   sublinear_tf: bool = True, min_df: int | float = 1, max_features: int | None = None,
-                   prefix: str = "") -> tuple[sp.csr_matrix, list[str]]:
+                   sublinear_tf: bool = True, min_df: int | float = 1, max_df: float = 0.95,
+                   max_features: int | None = None, prefix: str = "") -> tuple[sp.csr_matrix, list[str]]:
     """TF-IDF rows of ``texts`` (CSR, float64, each row of unit length) and their term names.
 
     ``analyzer="word"``: unigrams and bigrams (default ``ngram_range=(1, 2)``);
     ``"char"``: character n-grams within word boundaries (default (2, 5)), for
     URLs, log lines and identifiers.  The vocabulary is fitted on all ``texts``.
+    Terms found in more than ``max_df`` of the documents (95%: "the", "of" in a
+    collection of abstracts) say nothing about any one document and are left out,
+    as ASReview's default features do; when that would leave no term at all (a
+    handful of near-identical documents), they are kept.
     An empty document becomes an all-zero row.  Term names are ``prefix + term``.
     """
     from sklearn.feature_extraction.text import TfidfVectorizer
@@ -245,11 +250,19 @@ def tfidf_features(texts: Sequence[str], *, analyzer: str = "word", ngram_range:
         raise ValueError(f"text analyzer must be one of {', '.join(TEXT_ANALYZERS)}, got {analyzer!r}")
     if ngram_range is None:
         ngram_range = DEFAULT_WORD_NGRAMS if analyzer == "word" else DEFAULT_CHAR_NGRAMS
-    vectorizer = TfidfVectorizer(analyzer="word" if analyzer == "word" else "char_wb", ngram_range=tuple(ngram_range),
-                                 sublinear_tf=sublinear_tf, min_df=min_df, max_features=max_features,
-                                 dtype=np.float64)
+    docs = ["" if t is None else str(t) for t in texts]
+
+    def fitted(max_df: float):
+        vectorizer = TfidfVectorizer(analyzer="word" if analyzer == "word" else "char_wb",
+                                     ngram_range=tuple(ngram_range), sublinear_tf=sublinear_tf, min_df=min_df,
+                                     max_df=max_df, max_features=max_features, dtype=np.float64)
+        return vectorizer, vectorizer.fit_transform(docs)
+
     try:
-        X = vectorizer.fit_transform(["" if t is None else str(t) for t in texts])
+        try:
+            vectorizer, X = fitted(float(max_df))
+        except ValueError:  # nothing left after leaving out the common terms (or max_df below min_df): keep them
+            vectorizer, X = fitted(1.0)
     except ValueError as exc:  # "empty vocabulary; perhaps the documents only contain stop words"
         raise ValueError(f"no terms found in the text ({exc})") from None
     X = sp.csr_matrix(X, dtype=np.float64)

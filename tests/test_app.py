@@ -894,7 +894,7 @@ def test_the_review_model_learns_documents_with_weights_that_follow_the_labels_a
     assert info.solver == "ramp"
     run = svc.open_session(info.id)
     solver = run.loop.solver
-    assert solver.class_weight == "balanced" and solver.balance_ratio == 9.8 and solver.loss == "hinge"
+    assert solver.class_weight == "balanced" and solver.balance_ratio == 9.8 and solver.loss == "squared_hinge"
     labels = np.array([label for _, label in run.loop.events], dtype=float)
     n_pos, n_neg = int((labels > 0).sum()), int((labels < 0).sum())
     assert n_pos and n_neg, "the first six answers hold both classes here"

@@ -378,12 +378,13 @@ def test_compare_runs_the_review_model_on_sparse_documents_and_refuses_what_it_w
     found = table[table.strategy == "largest-positive"].groupby("seed")["recall"].max()
     assert (found == 1.0).all(), found  # 15 positives with their own words: all found within 60 labels
     assert "largest-positive" in json.dumps(summary)
-    for extra, flag in ((["--C", "2"], "--C"), (["--solver", "lasvm"], "--solver"), (["--kernel", "rbf"], "--kernel")):
+    for extra, flag in ((["--C", "2"], "--C"), (["--solver", "lasvm"], "--solver"), (["--kernel", "rbf"], "--kernel"),
+                        (["--tol", "0.01"], "--tol")):
         assert main(["compare", "--data", str(path), "--label-column", "included", "--positive", "yes",
                      "--text-column", "abstract", "--strategies", "largest-positive", "--budget", "20",
                      "--model", "review", *extra]) == 2
         err = capsys.readouterr().err
-        assert f"--model review sets the solver, kernel, C and class weights itself; leave out {flag}" in err
+        assert f"--model review sets the solver, kernel, C, class weights and tolerance itself; leave out {flag}" in err
     assert main(["compare", "--data", str(path), "--label-column", "included", "--positive", "yes", "--text-column",
                  "abstract", "--strategies", "largest-positive,near-boundary", "--budget", "20",
                  "--class-weight", "balanced"]) == 2

@@ -379,3 +379,20 @@ def test_the_review_model_s_term_contributions_add_up_to_its_decision_value_minu
     # (not this model) a curved kernel has no exact per-term split
     run.loop.solver.kernel = dataclasses.replace(run.loop.solver.kernel, degree=2)
     assert run.term_contributions(4) is None
+
+
+def test_terms_in_nearly_every_document_are_left_out_unless_nothing_would_remain():
+    # as ASReview's features (max_df 0.95): "the" is in all 40 documents, "common" in 39 (97.5%), "usual"
+    # in 38 (95%: kept); a handful of identical documents keeps its terms rather than having none
+    docs = [f"the common usual topic{k} word{k % 7}" if k >= 2 else f"the common topic{k} word{k % 7}"
+            for k in range(40)]
+    docs[0] = "the topic0 word0"
+    X, names = tfidf_features(docs)
+    assert "the" not in names and "common" not in names and "usual" in names and "topic3" in names
+    assert "the common" not in names and "common usual" in names  # (bigram in 38 documents: kept)
+    X_all, names_all = tfidf_features(docs, max_df=1.0)
+    assert "the" in names_all and len(names_all) > len(names)
+    np.testing.assert_allclose(np.asarray(abs(X).sum(axis=1) > 0).ravel(), True)
+    same, same_names = tfidf_features(["alpha beta", "alpha beta", "alpha beta"])
+    assert same_names == ["alpha", "alpha beta", "beta"] and same.shape == (3, 3)
+    np.testing.assert_allclose(np.sqrt(np.asarray(same.multiply(same).sum(axis=1))).ravel(), 1.0)

@@ -66,7 +66,7 @@ with top_right.popover("New session", icon=":material/add:", width="stretch", ke
              help="The review model suits finding the few relevant documents of a collection with "
                   "largest-positive: a linear SVM that re-weights the two classes after every label so that "
                   "the positives together weigh 9.8 times the negatives (ASReview's default model, learned "
-                  "exactly after each label by the ramp solver with the hinge loss). It sets its own solver "
+                  "exactly after each label by the ramp solver with the squared hinge). It sets its own solver "
                   "and C. 'Suited to the data' takes it for documents searched with largest-positive (and no "
                   "solver chosen), the SVM otherwise.")
     c_col, g_col, s_col = st.columns(3)
