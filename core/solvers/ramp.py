@@ -482,8 +482,9 @@ class OnlineSVMR(OnlineSolver):
             since_newton += 1
 
     def _smo_on_gram(self, budget: int) -> tuple[int, bool]:
-        """The SMO of ``_smo`` (same steps, same stopping rule), compiled, on V with its kept Gram
-        matrix (V in learning order); then f of the whole store from the weights that moved."""
+        """The SMO steps of ``_smo`` (same working-set rule, same stopping rule), compiled, on V with its
+        kept Gram matrix (V in learning order), with a Newton step after every ``_NEWTON_AFTER`` steps
+        that did not reach tol; then f of the whole store from the weights that moved."""
         members = self._gram_members()
         G = self._gram_for(members)
         yV = self.y[members]
@@ -615,18 +616,10 @@ class OnlineSVMR(OnlineSolver):
         if not np.isfinite(gain_unit) or gain_unit <= 0:
             return "skipped"
         a = self.alpha[F]
-        CF = self.upper[F]
-        da = yF * d  # change of the unsigned weights
-        with np.errstate(divide="ignore", invalid="ignore"):
-            t_up = np.where(da > 0, (CF - a) / da, np.inf)
-            t_lo = np.where(da < 0, -a / da, np.inf)
-        t = float(min(1.0, t_up.min(), t_lo.min()))
-        if not t > 0:
+        step = _step_in_box(a, self.upper[F], yF * d)  # (yF d: the change of the unsigned weights)
+        if step is None:
             return "skipped"
-        new = np.clip(a + t * da, 0.0, CF)
-        if t < 1.0:  # snap the blocking variable(s) exactly onto their bound
-            new[t_up <= t] = CF[t_up <= t]
-            new[t_lo <= t] = 0.0
+        t, new = step
         changed = new != a
         if not changed.any():
             return "skipped"
@@ -923,23 +916,33 @@ def _newton_on_gram(G: np.ndarray, y: np.ndarray, a: np.ndarray, upper: np.ndarr
     gain = float(d @ r)
     if not np.isfinite(gain) or gain <= 0:
         return False
-    aF, uF = a[F], upper[F]
-    da = yF * d
-    with np.errstate(divide="ignore", invalid="ignore"):
-        t_up = np.where(da > 0, (uF - aF) / da, np.inf)
-        t_lo = np.where(da < 0, -aF / da, np.inf)
-    t = float(min(1.0, t_up.min(), t_lo.min()))
-    if not t > 0:
+    aF = a[F]
+    step = _step_in_box(aF, upper[F], yF * d)
+    if step is None:
         return False
-    new = np.clip(aF + t * da, 0.0, uF)
-    new[t_up <= t] = uF[t_up <= t]
-    new[t_lo <= t] = 0.0
+    new = step[1]
     dc = (new - aF) * yF
     if not np.any(dc):
         return False
-    f += (G if len(F) == len(y) else G[:, F]) @ dc
+    f += (G if every else G[:, F]) @ dc
     a[F] = new
     return True
+
+
+def _step_in_box(a: np.ndarray, upper: np.ndarray, da: np.ndarray) -> tuple[float, np.ndarray] | None:
+    """The longest step t <= 1 along ``da`` that keeps 0 <= a <= upper, and the weights there (those
+    that block a step t < 1 put exactly onto their bound); None when no step t > 0 is possible."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        t_up = np.where(da > 0, (upper - a) / da, np.inf)
+        t_lo = np.where(da < 0, -a / da, np.inf)
+    t = float(min(1.0, t_up.min(), t_lo.min()))
+    if not t > 0:
+        return None
+    new = np.clip(a + t * da, 0.0, upper)
+    if t < 1.0:  # snap the blocking variable(s) exactly onto their bound
+        new[t_up <= t] = upper[t_up <= t]
+        new[t_lo <= t] = 0.0
+    return t, new
 
 
 def _check_class_weight(class_weight) -> tuple[float, float] | None:
