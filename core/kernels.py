@@ -552,6 +552,33 @@ class Kernel:
                    coef0=float(d["coef0"]))
 
 
+# dense arrays of up to this many entries take NumPy's X.var() (scikit-learn's gamma="scale", bit for
+# bit); larger ones the same two passes over blocks of about _VARIANCE_BLOCK entries
+VARIANCE_WHOLE = 2**22
+_VARIANCE_BLOCK = 2**18
+
+
+def _entry_variance(X: np.ndarray) -> float:
+    """The variance of every entry of a dense X, in float64.
+
+    ``X.var()`` makes a temporary the size of X (X - mean), which on a 100k x 784 pool is a
+    second 600 MiB at the moment the pool is wrapped; above ``VARIANCE_WHOLE`` entries the mean
+    and the squared deviations are summed over blocks of rows instead (the same value to
+    rounding, and a fixed order: the blocks do not depend on the machine).
+    """
+    if X.size <= VARIANCE_WHOLE:
+        return float(np.asarray(X, dtype=np.float64).var())
+    rows = max(1, _VARIANCE_BLOCK // X.shape[1])
+    starts = range(0, X.shape[0], rows)
+    mean = sum(float(X[s:s + rows].sum(dtype=np.float64)) for s in starts) / X.size
+    squares = 0.0
+    for s in starts:
+        dev = X[s:s + rows].astype(np.float64)  # (a copy of the block: float32 rows become float64)
+        dev -= mean
+        squares += float(np.square(dev, out=dev).sum())
+    return squares / X.size
+
+
 def resolve_gamma(gamma: float | str, X) -> float:
     """``"scale"`` → 1 / (n_features · Var(X)) as in scikit-learn; ``"auto"`` → 1 / n_features.
 
@@ -568,10 +595,10 @@ def resolve_gamma(gamma: float | str, X) -> float:
                 var = float(X.multiply(X).sum(dtype=np.float64)) / size - mean * mean
                 return 1.0 / (n_features * var) if var > 0 else 1.0
         else:
-            X = np.asarray(X, dtype=np.float64)
+            X = np.asarray(X)
             n_features = X.shape[1]
             if gamma == "scale":
-                var = float(X.var()) if X.size else 0.0
+                var = _entry_variance(X) if X.size else 0.0
                 return 1.0 / (n_features * var) if var > 0 else 1.0
         if gamma == "auto":
             return 1.0 / n_features

@@ -514,3 +514,26 @@ def test_solver_steps_run_on_one_blas_thread_whatever_the_caller_set():
         t.join()
     assert seen and all(counts and set(counts) == {1} for counts in seen)
     assert set(after) == {2}  # restored on the way out
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_gamma_scale_of_a_large_pool_makes_no_copy_of_it(dtype):
+    """Above VARIANCE_WHOLE entries the variance is summed block by block: the value of X.var()
+    (to rounding) without a temporary the size of X (a second 600 MiB on a 100k x 784 pool)."""
+    import tracemalloc
+
+    from core.kernels import VARIANCE_WHOLE
+
+    rng = np.random.default_rng(5)
+    X = (3.0 + 2.0 * rng.standard_normal((VARIANCE_WHOLE // 30 + 77, 30))).astype(dtype)
+    expected = 1.0 / (30 * float(np.asarray(X, dtype=np.float64).var()))
+    tracemalloc.start()
+    try:
+        got = resolve_gamma("scale", X)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert got == pytest.approx(expected, rel=1e-12)
+    assert peak < X.nbytes / 4, f"{peak / 2**20:.0f} MiB allocated for a {X.nbytes / 2**20:.0f} MiB pool"
+    small = X[:1000]  # small arrays keep NumPy's own computation, bit for bit
+    assert resolve_gamma("scale", small) == 1.0 / (30 * float(np.asarray(small, dtype=np.float64).var()))
