@@ -620,20 +620,22 @@ def dot(a, b):
     return _dot_dense(a, b, len(a), False)
 
 
-def add_weighted_rows(f, rows, slots, weights):
-    """f[j] += sum_t weights[t] * rows[slots[t], j], the sum over t in the stripe order (stripe t mod 8).
+def add_weighted_rows(f, rows, slots, weights, start, stop):
+    """f[j] += sum_t weights[t] * rows[slots[t], j] for start <= j < stop, the sum over t in the stripe
+    order (stripe t mod 8).
 
     The same bits as ``rows_dot`` of the transposed rows with ``weights``: the
     loop's pool scores and evaluation scores are decision values summed like
     every other.  Entries are processed in chunks whose stripe sums stay in the
     CPU cache; SIMD lanes are entries, so the bits do not depend on the vector
-    width.  A zero weight adds a signed zero to its stripe, which changes
-    nothing, so it is skipped.
+    width, nor on the range (each entry is summed on its own: ranges may run on
+    several threads).  A zero weight adds a signed zero to its stripe, which
+    changes nothing, so it is skipped.
     """
-    n = len(f)
+    n = stop
     chunk = 1024
     work = np.empty((8, chunk))
-    for j0 in range(0, n, chunk):
+    for j0 in range(start, n, chunk):
         j1 = min(n, j0 + chunk)
         work[:, : j1 - j0] = 0.0
         for t in range(len(slots)):
@@ -647,6 +649,28 @@ def add_weighted_rows(f, rows, slots, weights):
             q = j - j0
             f[j] += (((work[0, q] + work[1, q]) + (work[2, q] + work[3, q]))
                      + ((work[4, q] + work[5, q]) + (work[6, q] + work[7, q])))
+
+
+def add_scaled_rows(f, r0, r1, r2, r3, d, k, start, stop):
+    """f[j] = (((f[j] + d[0] r0[j]) + d[1] r1[j]) + ...) over the first k (1..4) rows, start <= j < stop.
+
+    Each product and each sum rounded in turn (no fused multiply-add): the bits of the k NumPy
+    updates ``f += d[t] * r_t`` made one after the other, in one pass over f and without their
+    temporaries.  Each entry on its own: ranges may run on several threads.
+    """
+    d0, d1, d2, d3 = d[0], d[1], d[2], d[3]
+    if k == 1:
+        for j in range(start, stop):
+            f[j] = f[j] + d0 * r0[j]
+    elif k == 2:
+        for j in range(start, stop):
+            f[j] = (f[j] + d0 * r0[j]) + d1 * r1[j]
+    elif k == 3:
+        for j in range(start, stop):
+            f[j] = ((f[j] + d0 * r0[j]) + d1 * r1[j]) + d2 * r2[j]
+    else:
+        for j in range(start, stop):
+            f[j] = (((f[j] + d0 * r0[j]) + d1 * r1[j]) + d2 * r2[j]) + d3 * r3[j]
 
 
 def diag_values(terms, kind, gamma, coef0, degree, out):
@@ -692,16 +716,18 @@ def _signatures(name: str, dtype: str) -> list[tuple]:
     if name == "csr_rows_inverted":
         return [_csr(dt) + (idx, vec) + _csr(dt) + (_i8, _i8, idx, vec) + _params + (out,)]
     return {"rows_dot": [(_ro(_f8, 2), vec, work)], "dot": [(vec, vec)],
-            "add_weighted_rows": [(work, _ro(_f8, 2), idx, vec)],
+            "add_weighted_rows": [(work, _ro(_f8, 2), idx, vec, _i8, _i8)],
+            "add_scaled_rows": [(work, vec, vec, vec, vec, vec, _i8, _i8, _i8)],
             "diag_values": [(vec,) + _params + (work,)]}[name]
 
 
 _PUBLIC = ("dense_row_terms", "dense_rows", "dense_rows_min", "dense_block", "dense_block_min", "dense_small",
            "dense_small_min", "csr_row_terms",
-           "csr_rows", "csr_rows_inverted", "rows_dot", "dot", "add_weighted_rows", "diag_values")
+           "csr_rows", "csr_rows_inverted", "rows_dot", "dot", "add_weighted_rows", "add_scaled_rows", "diag_values")
 _python = {name: globals()[name] for name in _PUBLIC}
 ROUTINE_NAMES = _PUBLIC
-FLOAT64_ONLY = ("rows_dot", "dot", "add_weighted_rows", "diag_values")  # (their inputs are float64 sums)
+# (their inputs are float64 sums)
+FLOAT64_ONLY = ("rows_dot", "dot", "add_weighted_rows", "add_scaled_rows", "diag_values")
 _dispatchers: dict = {}
 _compile_lock = threading.Lock()
 

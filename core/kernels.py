@@ -126,6 +126,7 @@ holds it; a process that finds them there loads them in well under a second.
 from __future__ import annotations
 
 from collections import OrderedDict
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -435,7 +436,28 @@ def add_weighted_rows(f: np.ndarray, rows: np.ndarray, slots, weights) -> None:
     slots = _intp(slots)
     weights = np.ascontiguousarray(weights, dtype=np.float64)
     if len(slots):
-        jit.routine("add_weighted_rows")(f, rows, slots, weights)
+        add = jit.routine("add_weighted_rows")
+        run_chunks(lambda a, b: add(f, rows, slots, weights, a, b), len(f),
+                   float(len(f)) * np.count_nonzero(weights))
+
+
+def add_scaled_rows(f: np.ndarray, rows: Sequence[np.ndarray], deltas: Sequence[float]) -> None:
+    """f += deltas[t] * rows[t] for t = 0, 1, ... in turn, in place: the bits of those NumPy
+    updates made one after the other (each product and sum rounded, no fused multiply-add), in
+    one pass over f per four rows and without a temporary per row."""
+    if f.dtype != np.float64 or not f.flags.c_contiguous:
+        raise ValueError("add_scaled_rows needs a contiguous float64 f")
+    add, n = jit.routine("add_scaled_rows"), len(f)
+    rows = [np.ascontiguousarray(r, dtype=np.float64) for r in rows]
+    if any(len(r) != n for r in rows) or len(rows) != len(deltas):
+        raise ValueError("add_scaled_rows needs one delta per row and rows as long as f")
+    for t in range(0, len(rows), 4):
+        group = rows[t:t + 4]
+        k = len(group)
+        d = np.zeros(4)
+        d[:k] = deltas[t:t + 4]
+        group = group + [group[0]] * (4 - k)  # (unused when k < 4)
+        run_chunks(lambda a, b, g=group, d=d, k=k: add(f, g[0], g[1], g[2], g[3], d, k, a, b), n, float(n) * k)
 
 
 # ============================================================================ the kernel
@@ -932,13 +954,18 @@ class KernelCache:
         r = self._rows.get(int(i))
         return r is not None and len(r) == len(self.store)
 
-    def row(self, i: int, keep: bool = True, computed: np.ndarray | None = None) -> np.ndarray:
+    def row(self, i: int, keep: bool = True, computed: np.ndarray | None = None,
+            spare: frozenset[int] | set[int] = frozenset()) -> np.ndarray:
         """K(x_i, x_j) for all j in the store (read-only; do not modify).
 
         ``keep=False`` returns a cached row when there is one but does not
         cache a newly computed row (for rows that are unlikely to be needed again).
         ``computed``: the row as :meth:`compute_row` gave it ahead of time (e.g. while an
         analyst read the item); used, and counted, as if computed here on a miss.
+        ``spare``: rows not to evict to make room for this one (when only they could make room,
+        the new row is not kept).  A caller that goes through the same rows over and over, more
+        of them than fit, spares them: least-recently-used eviction would then evict each row
+        just before it is needed again, and every access would miss.
         """
         i = int(i)
         n = len(self.store)
@@ -958,7 +985,7 @@ class KernelCache:
             new = computed if computed is not None and len(computed) == n else self.compute_row(i)
         new.flags.writeable = False
         if keep:
-            self._remember(i, new)
+            self._remember(i, new, spare)
         return new
 
     def rows(self, idx) -> np.ndarray:
@@ -1012,9 +1039,22 @@ class KernelCache:
         return out
 
     # -- bookkeeping ------------------------------------------------------
-    def _remember(self, i: int, r: np.ndarray) -> None:
+    def _remember(self, i: int, r: np.ndarray, spare: frozenset[int] | set[int] = frozenset()) -> None:
         if r.nbytes > self.budget_bytes:
             return
+        if spare and self._bytes + r.nbytes > self.budget_bytes:
+            free = self.budget_bytes - self._bytes
+            evictable = []
+            for j, kept in self._rows.items():  # least recently used first
+                if free >= r.nbytes:
+                    break
+                if j not in spare:
+                    evictable.append(j)
+                    free += kept.nbytes
+            if free < r.nbytes:
+                return
+            for j in evictable:
+                self._forget(j)
         while self._bytes + r.nbytes > self.budget_bytes and self._rows:
             self._forget(next(iter(self._rows)))
         self._rows[i] = r
@@ -1049,5 +1089,6 @@ def compile_routines(dtypes=("float64",)) -> None:
             jit.routine(name, dtype)
 
 
-__all__ = ["DTYPES", "DataStore", "KERNEL_NAMES", "Kernel", "KernelCache", "Rows", "add_weighted_rows",
-           "as_data_matrix", "compile_routines", "dot", "evaluate", "resolve_gamma", "row_terms", "rows_dot"]
+__all__ = ["DTYPES", "DataStore", "KERNEL_NAMES", "Kernel", "KernelCache", "Rows", "add_scaled_rows",
+           "add_weighted_rows", "as_data_matrix", "compile_routines", "dot", "evaluate", "resolve_gamma", "row_terms",
+           "rows_dot"]

@@ -83,7 +83,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from core.kernels import add_weighted_rows, as_data_matrix
+from core.kernels import add_scaled_rows, add_weighted_rows, as_data_matrix
 from core.metrics import accuracy, roc_auc
 from core.solvers import make_solver, solver_class
 from core.strategies import (
@@ -852,8 +852,13 @@ class ActiveLearningLoop:
         pass over the buffer (``add_weighted_rows``: summed in the kernel
         layer's fixed order, over the buffer's rows in the order they were
         kept, the same bits whatever the threads or the CPU's vector width);
-        rows that do not fit are added one at a time straight from the
-        solver's cache (f += delta * row, two rounded NumPy operations).
+        rows that do not fit come from the solver's cache and are added in
+        turn, first (``add_scaled_rows``: the bits of f += delta * row, one
+        row after the other, four rows per pass over f).  The cache spares
+        the rows of this update when it makes room: on a large pool whose
+        margin vectors' rows do not all fit, the margin vectors change at
+        every label, and evicting the least recently used row would evict
+        each just before it is needed again.
         """
         if self._f is None:
             return
@@ -884,20 +889,28 @@ class ActiveLearningLoop:
             slots = self._slots
             weights = np.zeros(len(slots) + len(changed))
             used = False
+            spare = frozenset(changed.tolist())
+            rows, deltas = [], []  # rows outside the buffer, added in turn four at a time
             for j, dj in zip(changed.tolist(), delta.tolist(), strict=True):
                 k = slots.get(j)
                 if k is None:
                     buffered = (len(slots) + 1) * n * 8 <= ROW_BUFFER_BYTES
                     # a row going into the buffer is not also kept in the solver's cache (held once)
-                    row = cache.row(j, keep=not buffered, computed=self._take_row_ahead(j))
+                    row = cache.row(j, keep=not buffered, computed=self._take_row_ahead(j), spare=spare)
                     row = row if len(row) == n else row[:n]
                     if buffered:
                         k = self._buffer_row(j, row)
                     else:
-                        f += dj * row
+                        rows.append(row)
+                        deltas.append(dj)
+                        if len(rows) == 4:
+                            add_scaled_rows(f, rows, deltas)
+                            rows, deltas = [], []
                         continue
                 weights[k] = dj
                 used = True
+            if rows:
+                add_scaled_rows(f, rows, deltas)
             if used:
                 m = len(slots)
                 add_weighted_rows(f, self._rowbuf, np.arange(m), weights[:m])

@@ -467,6 +467,73 @@ def test_the_fixed_order_sums_agree_with_each_other_and_the_reference():
     assert np.array_equal(g, rows_dot(np.ascontiguousarray(big[[6, 0, 3]].T), np.array([0.5, -2.0, 1.25])))
 
 
+
+@pytest.mark.parametrize("threads", [1, 2, 3])
+def test_pool_score_updates_have_the_same_bits_on_any_number_of_threads(threads):
+    """The loop's two in-place updates of the pool scores: ``add_scaled_rows`` gives the bits of
+    NumPy's f += d * row made row after row (every product and sum rounded: no fused multiply-add),
+    and both it and ``add_weighted_rows`` give the same bits when the entries are split across
+    threads (each entry summed on its own)."""
+    import core.threads as threads_module
+    from core.kernels import add_scaled_rows
+    from core.threads import set_kernel_threads
+
+    rng = np.random.default_rng(11)
+    n = 1_500_007  # enough entries for the work to be split across the threads
+    f0 = rng.standard_normal(n) * 1e3
+    # magnitudes far apart, where a fused multiply-add or another order would round differently
+    rows = [rng.standard_normal(n) * 10.0 ** rng.uniform(-8, 8, n) for _ in range(6)]
+    deltas = list(rng.standard_normal(6) * 1e-3)
+    expected = f0.copy()
+    for row, d in zip(rows, deltas, strict=True):
+        expected += d * row
+    before = threads_module._n_threads
+    try:
+        set_kernel_threads(threads)
+        for count in (1, 2, 3, 4, 6):  # groups of four rows, and the remainders
+            f = f0.copy()
+            add_scaled_rows(f, rows[:count], deltas[:count])
+            want = f0.copy()
+            for row, d in zip(rows[:count], deltas[:count], strict=True):
+                want += d * row
+            assert np.array_equal(f.view(np.int64), want.view(np.int64)), count
+        R = np.stack(rows)
+        slots, weights = np.array([4, 0, 5, 2]), np.array([0.25, -1.5, 0.0, 3.0])
+        f = f0.copy()
+        add_weighted_rows(f, R, slots, weights)
+        set_kernel_threads(1)
+        g = f0.copy()
+        add_weighted_rows(g, R, slots, weights)
+        assert np.array_equal(f.view(np.int64), g.view(np.int64))
+        np.testing.assert_allclose(f, f0 + weights @ R[slots], rtol=1e-12, atol=1e-9)
+    finally:
+        set_kernel_threads(before)
+    with pytest.raises(ValueError, match="one delta per row"):
+        add_scaled_rows(f0.copy(), rows[:2], deltas[:1])
+
+
+def test_the_cache_spares_the_rows_a_caller_goes_through_again():
+    """Going through more rows than fit, over and over: least-recently-used eviction misses on
+    every access; sparing the rows of the round keeps those that fit, and the rest are computed
+    without being kept.  The values are the same either way."""
+    X = sample(400, 5, seed=4)
+    kernel = make_kernel("rbf")
+    full = kernel(X, X)
+    row_bytes = 400 * 8
+    needed = list(range(10))  # ten rows a round, room for six
+    plain = KernelCache(kernel, DataStore(X), 6 * row_bytes)
+    spared = KernelCache(kernel, DataStore(X), 6 * row_bytes)
+    for _ in range(3):
+        for i in needed:
+            assert np.array_equal(plain.row(i), full[i])
+            assert np.array_equal(spared.row(i, spare=frozenset(needed)), full[i])
+    assert plain.hits == 0  # every row evicted just before it came round again
+    assert spared.hits == 2 * 6 and spared.misses == 10 + 2 * 4
+    # rows outside the spared set are still evicted to make room (least recently used first)
+    spared.row(50, spare=frozenset({0, 1, 2, 3, 4}))
+    assert spared.has_row(50) and spared.has_row(0) and not spared.has_row(5)
+
+
 # --------------------------------------------------------------------------- BLAS threads
 def blas_thread_counts():
     """Threads of NumPy's and SciPy's BLAS (the ones the solvers use; a test reference such as
