@@ -19,10 +19,12 @@ from sqlalchemy.exc import SQLAlchemyError  # noqa: E402
 
 from app import auth, navigation, ui  # noqa: E402
 from app.launch import keep_error_details_on_the_server  # noqa: E402
+from core.process import prefer_small_pages  # noqa: E402
 
 
 def run_app() -> None:
     keep_error_details_on_the_server()
+    prefer_small_pages()  # (when started as `streamlit run app/main.py`; app.serve did it already)
     st.set_page_config(page_title="MarginLab", page_icon=":material/label:", layout="wide")
     ui.init_state()
     who = auth.signed_in(ui.service())

@@ -35,6 +35,9 @@ def warm_start() -> None:
 def main(argv: list[str] | None = None) -> None:
     if str(ROOT) not in sys.path:
         sys.path.insert(0, str(ROOT))
+    from core.process import prefer_small_pages
+
+    prefer_small_pages()  # (before the warm start allocates the session's arrays: see core.process)
     warm_start()  # (in this thread, before Streamlit: its Plotly setup peeks at a pandas being imported)
     from streamlit.web import cli
 

@@ -15,7 +15,8 @@ as a restarted app does (snapshot + events) and shows the next item, and ``--lab
 answered.  Targets (issue 10): import <= 30 s, first query <= 2 s, resume <= 2 s; the restarted
 session's resident memory <= 1.5 x the feature matrix + 300 MB (the peak of the new process that
 opens it, as a restarted app is; what its libraries took before is printed with it).  The first
-process's peak, with the import, is printed too.  No thread variable is set.
+process's peak, with the import, is printed too.  No thread variable is set; each process turns
+NumPy's huge-page advice off as the app's server does (``core.process``).
 """
 
 from __future__ import annotations
@@ -57,12 +58,19 @@ def main() -> None:
     parser.add_argument("--labels", type=int, default=50, help="answers before the restart (default 50)")
     parser.add_argument("--resume", nargs=3, metavar=("URL", "SESSION", "LABELS"), help=argparse.SUPPRESS)
     args = parser.parse_args()
+    # each process set up as the app's server sets itself up (python -m app.serve): NumPy's
+    # huge-page advice off, unless NUMPY_MADVISE_HUGEPAGE says otherwise (core.process)
+    from core.process import prefer_small_pages
+
+    small_pages = prefer_small_pages()
     if args.resume:
         import app.service  # noqa: F401  (the libraries a started app has loaded, before the session)
 
         print(json.dumps(resume_in_this_process(args.resume[0], int(args.resume[1]), int(args.resume[2]))))
         return
     print(thread_configuration())
+    print("NumPy's huge-page advice: " + ("off, as the app's server sets it (core.process)" if small_pages
+                                          else "as NUMPY_MADVISE_HUGEPAGE says"))
 
     from app.service import MarginLab
 
