@@ -62,14 +62,38 @@ def test_a_comparison_reports_its_progress_within_each_run(db_url, monkeypatch):
     svc.run_comparison(dataset_id, strategies=["near-boundary"], budget=30, seeds=1, initial=4,
                        progress=lambda fraction, text: shown.append((fraction, text)))
     within = [(f, t) for f, t in shown if re.match(r"run \d/4: ", t)]
-    # tasks: the full-data references of incremental and lasvm, near-boundary, random
+    # tasks: the full-data references of incremental and lasvm (the 1,258 training items they learn),
+    # then near-boundary and random (their labels)
     assert [t.split(" runs done")[0] for _, t in shown if " runs done" in t] == ["1/4", "2/4", "3/4", "4/4"]
-    assert {t.split(":")[0] for _, t in within} == {"run 3/4", "run 4/4"}
-    labels = [int(re.search(r"label (\d+)/30 ·", t).group(1)) for _, t in within]
+    assert {t.split(":")[0] for _, t in within} == {"run 1/4", "run 2/4", "run 3/4", "run 4/4"}
+    learned = [t for _, t in within if t.startswith(("run 1/4", "run 2/4"))]
+    assert all(re.search(r": full-data \w+, seed 0 · [\d,]+/1,258 training items learned · ", t) for t in learned)
+    assert sum("1,258/1,258" in t for t in learned) == 2  # the last item of each is always told
+    labels = [int(re.search(r"label (\d+)/30 ·", t).group(1)) for _, t in within
+              if t.startswith(("run 3/4", "run 4/4"))]
     assert 5 <= len(labels) < 2 * 30 and labels[-1] == 30  # throttled, and the last label is always told
     fractions = [f for f, _ in shown]
     assert fractions == sorted(fractions) and fractions[-1] == 1.0
     assert all(re.search(r" · \d+:\d\d elapsed(, about \d+:\d\d left)?$", t) for _, t in shown), shown
+
+
+def test_the_compare_page_says_when_the_full_data_reference_learned_a_subsample(db_url, monkeypatch):
+    """On a large dataset the reference learns REFERENCE_MAX_ITEMS of the training items, and the page says
+    so under the summary (here the limit is lowered below the demo's 1,258 training items)."""
+    import core.experiment
+
+    svc = MarginLab.from_url(db_url)
+    svc.ensure_demo_dataset()
+    at = start_app()
+    compare_page(at)
+    run_comparison(at, ["near-boundary"], budget=8, initial=4)
+    assert not any("subsample" in i.value for i in at.info)  # the whole training pool: nothing to say
+    monkeypatch.setattr(core.experiment, "REFERENCE_MAX_ITEMS", 300)
+    run_comparison(at, ["near-boundary"], budget=8, initial=4)
+    (note,) = [i.value for i in at.info if "subsample" in i.value]
+    assert "subsample of 300 of the 1,258 training items" in note.replace("\\", "")
+    stored = svc.comparison(svc.comparisons()[0].id)
+    assert {(r["n_train"], r["n_pool"]) for r in stored.summary["references"]} == {(300, 1258)}
 
 
 def test_compare_overlay_is_off_and_the_win_tie_loss_column_comes_early(db_url):

@@ -245,12 +245,18 @@ def test_label_progress_reports_every_label_and_an_exception_from_it_cancels_the
     result = run_comparison(X, y, strategies=["near-boundary"], budget=20, seeds=1, initial=4,
                             label_progress=on_label)
     runs = sorted({d for d, *_ in seen})
-    # tasks: the full-data references of incremental and lasvm (no labels), near-boundary, random
-    assert len(result.runs) == 2 and runs == [2, 3]
-    for run in runs:
+    # tasks: the full-data references of incremental and lasvm (the training items they learn, one
+    # at a time: 210 of the 300 items), then near-boundary and random (their labels)
+    assert len(result.runs) == 2 and runs == [0, 1, 2, 3]
+    for run in (0, 1):
+        items = [(n, of) for d, _, desc, n, of in seen if d == run]
+        assert items == [(k, 210) for k in range(1, 211)]
+        assert all(desc.startswith("full-data") for d, _, desc, *_ in seen if d == run)
+    for run in (2, 3):
         labels = [n for d, _, _, n, _ in seen if d == run]
         assert labels == list(range(labels[0], 21)) and labels[0] <= 5  # every label, in order, to the budget
-    assert {t for _, t, *_ in seen} == {4} and {b for *_, b in seen} == {20}
+        assert {b for d, *_, b in seen if d == run} == {20}
+    assert {t for _, t, *_ in seen} == {4}
 
     class Cancelled(Exception):
         pass
@@ -265,4 +271,46 @@ def test_label_progress_reports_every_label_and_an_exception_from_it_cancels_the
     with pytest.raises(Cancelled):
         run_comparison(X, y, strategies=["near-boundary"], budget=20, seeds=2, initial=4,
                        label_progress=cancel_at_7)
-    assert calls[-1] == 7 and max(calls) == 7  # nothing ran after the cancel
+    assert calls == list(range(1, 8))  # stopped inside the first reference: nothing ran after the cancel
+
+
+def test_the_full_data_reference_learns_a_stratified_subsample_of_a_large_pool(monkeypatch):
+    """Above REFERENCE_MAX_ITEMS training items the reference learns that many, drawn per class in
+    proportion: the same model as a solver given exactly those rows, and the result says so."""
+    import core.experiment as experiment
+    from core.experiment import full_data_reference, reference_items
+    from core.solvers import make_solver
+
+    y_pool = np.where(np.arange(1000) % 10 == 0, 1.0, -1.0)  # 10% positives
+    picked = reference_items(y_pool, seed=3, limit=200)
+    assert len(picked) == 200 and np.all(np.diff(picked) > 0)
+    assert int(np.sum(y_pool[picked] > 0)) == 20  # the classes in proportion
+    assert np.array_equal(picked, reference_items(y_pool, seed=3, limit=200))  # seeded
+    assert not np.array_equal(picked, reference_items(y_pool, seed=4, limit=200))
+    assert np.array_equal(reference_items(y_pool, seed=3, limit=5000), np.arange(1000))  # small pools: all
+    rare = np.full(1000, -1.0)
+    rare[7] = 1.0
+    assert 7 in reference_items(rare, seed=0, limit=50)  # at least one of each class
+
+    X, y = make_gaussians(600, np.random.default_rng(2), separation=2.0, n_features=3)
+    monkeypatch.setattr(experiment, "REFERENCE_MAX_ITEMS", 150)
+    ref = full_data_reference(X, y, "incremental", {"C": 1.0}, seed=1, test_fraction=0.3)
+    assert (ref["n_train"], ref["n_pool"]) == (150, 420)
+    # the same as the solver learning those rows itself, in the reference's order
+    Xtr, ytr, Xte, yte = experiment._split(X, y, 1, 0.3)
+    rows = reference_items(ytr, 1, 150)
+    solver = make_solver("incremental", Xtr[rows], C=1.0, random_state=1)
+    for i in np.random.default_rng([1, 0xF011]).permutation(150):
+        solver.learn(int(i), float(ytr[rows][i]))
+    solver.finish()
+    from core.metrics import roc_auc
+
+    assert ref["auc"] == pytest.approx(roc_auc(yte, solver.decision_function(X=Xte)), abs=1e-12)
+
+    result = run_comparison(X, y, strategies=["near-boundary"], solver="incremental", budget=15, seeds=[0],
+                            initial=5)
+    assert set(result.references["n_pool"]) == {420}
+    assert "subsample of 150 of the 420 training items" in result.summary_text()
+    monkeypatch.setattr(experiment, "REFERENCE_MAX_ITEMS", 4000)
+    whole = run_comparison(X, y, strategies=["near-boundary"], solver="incremental", budget=15, seeds=[0], initial=5)
+    assert whole.reference_note() is None and "subsample" not in whole.summary_text()

@@ -25,18 +25,22 @@ from core.dask_runs import resolve_scheduler
 from storage import repository as repo
 
 # What one comparison started from the app may cost. It runs inside a request of a server
-# others share: every seed of every heuristic labels up to the budget, scoring the training
-# items after each label, and every seed also trains a model on all of them (the full-data
-# reference). Measured on a loaded 2-core machine: 6-15 µs per unit of COMPARE_MAX_WORK, so a
-# comparison at the limit takes a few minutes. Larger ones: ``python -m core compare``.
+# others share: every seed of every heuristic labels up to the budget, keeping the training items'
+# scores current after each label, and every seed also trains the full-data reference (on at most
+# core.experiment.REFERENCE_MAX_ITEMS of the training items). Measured on a 2-core machine: a
+# 50,000-item dataset (two Gaussians, 20 features; 35,000 training items), 3 heuristics × 3 seeds
+# × 100 labels and the random baseline: 28 s; the bundled digits at the label limit (4 heuristics
+# × 10 seeds × 500 labels): 10 s. Larger ones: ``python -m core compare``.
 #: labels per run (the initial ones included)
 COMPARE_MAX_BUDGET = 500
 #: seeds per heuristic
 COMPARE_MAX_SEEDS = 10
 #: training items (the dataset less its evaluation share)
-COMPARE_MAX_TRAINING_ITEMS = 20_000
+COMPARE_MAX_TRAINING_ITEMS = 50_000
+#: heuristics × seeds × budget: the labels given in all
+COMPARE_MAX_LABELS = 20_000
 #: heuristics × seeds × budget × training items
-COMPARE_MAX_WORK = 20_000_000
+COMPARE_MAX_WORK = 50_000_000
 
 LARGER = "run larger comparisons with `python -m core compare`"
 
@@ -64,10 +68,15 @@ class Comparisons:
         if not 0.0 < test_fraction < 1.0:
             raise ServiceError(f"The evaluation share must be between 0 and 1, not {test_fraction!r}.")
         training = n_items - int(round(test_fraction * n_items))
-        work = n_strategies * seeds * budget * training
+        labels = n_strategies * seeds * budget
+        work = labels * training
         if training > COMPARE_MAX_TRAINING_ITEMS:
             raise ServiceError(f"A comparison here may use at most {COMPARE_MAX_TRAINING_ITEMS:,} training items; "
                                f"this dataset has {training:,} after the evaluation share. {LARGER.capitalize()}.")
+        if labels > COMPARE_MAX_LABELS:
+            raise ServiceError(
+                f"heuristics × seeds × budget = {n_strategies} × {seeds} × {budget} = {labels:,} labels is over the "
+                f"{COMPARE_MAX_LABELS:,} a comparison here may give: lower one of them, or {LARGER}.")
         if work > COMPARE_MAX_WORK:
             raise ServiceError(
                 f"heuristics × seeds × budget × training items = {n_strategies} × {seeds} × {budget} × "
@@ -127,7 +136,11 @@ class Comparisons:
                 if now - last_shown < 0.25 and labels < run_budget:
                     return  # (a label takes milliseconds: the page is told a few times a second)
                 within = labels / max(run_budget, 1)
-                text = f"run {done + 1}/{total}: {description} · label {labels}/{run_budget}"
+                if description.startswith("full-data"):  # (a reference: the training items it has learned)
+                    step = f"{labels:,}/{run_budget:,} training items learned"
+                else:
+                    step = f"label {labels}/{run_budget}"
+                text = f"run {done + 1}/{total}: {description} · {step}"
             last_shown = now
             fraction = min((done + within) / max(total, 1), 1.0)
             elapsed = now - started
@@ -168,6 +181,14 @@ class Comparisons:
         """The per-heuristic summary table of a stored comparison."""
         frame = pd.DataFrame(comparison.summary.get("summary", []))
         return frame
+
+    @staticmethod
+    def reference_note(comparison: repo.Comparison) -> str | None:
+        """Says when the full-data reference of a stored comparison learned a subsample of the training
+        items (``core.experiment.REFERENCE_MAX_ITEMS``), else None."""
+        from core.experiment import reference_note
+
+        return reference_note(comparison.summary.get("references", []))
 
     @staticmethod
     def stop_summary_frame(comparison: repo.Comparison) -> pd.DataFrame:

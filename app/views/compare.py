@@ -122,6 +122,9 @@ st.dataframe(ui.summary_table(svc.summary_frame(result)), hide_index=True, width
                             for c in ("final AUC", "full-data AUC")} | {
                  "support vectors": st.column_config.NumberColumn(format="%.1f")})
 st.caption(ui.SUMMARY_NOTE)
+reference = svc.reference_note(result)
+if reference:
+    st.info(ui.plain(reference))
 idle = ui.runs_without_the_heuristic(rows)
 if idle:
     st.warning(ui.plain(idle))
