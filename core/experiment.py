@@ -129,8 +129,8 @@ def reference_note(references: list[dict]) -> str | None:
     learned, pools = {int(r["n_train"]) for r in cut}, {int(r["n_pool"]) for r in cut}
     of = (f"{min(pools):,}" if len(pools) == 1 else f"{min(pools):,}-{max(pools):,}")
     return (f"The full-data reference learned a stratified random subsample of {min(learned):,} of the {of} "
-            "training items (per seed): learning all of them would take far longer than the runs. AUCs relative "
-            "to the full-data model (ALC, 'to 95%') are relative to it.")
+            "training items (per seed): learning all of them would take far longer than the runs. The figures "
+            "measured against the full-data model (ALC, 'to 95%', 'to 99%') are measured against this one.")
 
 
 def _binary_labels(y) -> np.ndarray:
