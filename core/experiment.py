@@ -320,6 +320,8 @@ def _run_strategy(X, y, strategy: str, solver: str, solver_params: dict, strateg
 # the reference learns a stratified random subsample of this size (the same for every solver of
 # a seed), and the result says so (``references.n_train`` < ``n_pool``).
 REFERENCE_MAX_ITEMS = 4_000
+# how the description of a reference's task starts (its progress counts training items, not labels)
+REFERENCE_TASK = "full-data"
 
 
 def reference_items(y_pool: np.ndarray, seed: int, limit: int | None = None) -> np.ndarray:
@@ -475,7 +477,7 @@ def _plan(X, y, *, strategies: Iterable[str] | str, solver: str | dict[str, str]
     tasks: list[tuple[str, Callable, tuple]] = []
     for seed in seeds:
         for name in sorted(set(solvers.values())) if float(test_fraction) > 0 else ():
-            tasks.append((f"full-data {name}, seed {seed}", full_data_reference,
+            tasks.append((f"{REFERENCE_TASK} {name}, seed {seed}", full_data_reference,
                           (X, y, name, solver_params, seed, test_fraction)))
         for s in strategies:
             tasks.append((f"{s} ({solvers[s]}), seed {seed}", _run_strategy,
@@ -815,8 +817,8 @@ def format_stop_summary(summary: pd.DataFrame, target_recall: float | None = Non
     return "\n".join(lines)
 
 
-__all__ = ["BASELINE", "RECALL_LEVELS", "REFERENCE_COLUMNS", "REFERENCE_MAX_ITEMS", "SCHEDULER_ENV", "STOP_COLUMNS",
-           "ComparisonResult", "EXTRA_COLUMNS", "ROW_COLUMNS", "SchedulerError", "StoppingSetup", "TIE_TOLERANCE",
-           "format_stop_summary", "format_summary", "full_data_reference", "reference_items", "reference_note",
-           "resolve_scheduler", "run_comparison", "run_study", "run_table", "study_table", "summarise",
-           "summarise_stops"]
+__all__ = ["BASELINE", "RECALL_LEVELS", "REFERENCE_COLUMNS", "REFERENCE_MAX_ITEMS", "REFERENCE_TASK", "SCHEDULER_ENV",
+           "STOP_COLUMNS", "ComparisonResult", "EXTRA_COLUMNS", "ROW_COLUMNS", "SchedulerError", "StoppingSetup",
+           "TIE_TOLERANCE", "format_stop_summary", "format_summary", "full_data_reference", "reference_items",
+           "reference_note", "resolve_scheduler", "run_comparison", "run_study", "run_table", "study_table",
+           "summarise", "summarise_stops"]

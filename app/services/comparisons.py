@@ -101,7 +101,7 @@ class Comparisons:
         Dask scheduler, and progress is told after each run only.  ``model="review"``: every heuristic
         runs with the review model (``core.presets``; C and gamma are not used), as in a session.
         """
-        from core.experiment import SchedulerError, run_comparison
+        from core.experiment import REFERENCE_TASK, SchedulerError, run_comparison
 
         dataset = self.dataset(dataset_id)
         if not dataset.has_true_labels:
@@ -136,7 +136,7 @@ class Comparisons:
                 if now - last_shown < 0.25 and labels < run_budget:
                     return  # (a label takes milliseconds: the page is told a few times a second)
                 within = labels / max(run_budget, 1)
-                if description.startswith("full-data"):  # (a reference: the training items it has learned)
+                if description.startswith(REFERENCE_TASK):  # (a reference: the training items it has learned)
                     step = f"{labels:,}/{run_budget:,} training items learned"
                 else:
                     step = f"label {labels}/{run_budget}"
