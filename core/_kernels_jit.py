@@ -468,7 +468,14 @@ def _tile_loop(A, ia, B, ib, out, minsum, tail):
 
 @njit(**_CALLED)
 def _transform(out, ta, tb, kind, gamma, coef0, degree):
-    for p in range(out.shape[0]):
+    m = out.shape[0]
+    if out.shape[1] == 1 and m > 1:
+        # one column (a kernel row asked for as a column, the long side split across threads):
+        # transformed as one vector, so the exponentials are computed several at a time.  The
+        # same bits: the row terms are only added, t + tb[q] == tb[q] + t
+        _transform_row(out.reshape(m), tb[0], ta, kind, gamma, coef0, degree)
+        return
+    for p in range(m):
         _transform_row(out[p], ta[p], tb, kind, gamma, coef0, degree)
 
 

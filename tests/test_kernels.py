@@ -164,6 +164,22 @@ def test_every_path_gives_the_same_bits(name, storage, budget):
 
 
 @pytest.mark.parametrize("name", KERNELS)
+@pytest.mark.parametrize("d", [2, 5, 13])
+def test_a_kernel_row_asked_for_as_a_column_has_the_rows_bits(name, d):
+    """K(pool, x) as one column (transformed as one vector) equals K(x, pool) and the reference."""
+    kernel = make_kernel(name)
+    X = sample(301, d, seed=d, nonnegative=name == "tanimoto")
+    x = X[[17]]
+    column, row = kernel(X, x), kernel(x, X)
+    assert column.shape == (301, 1) and row.shape == (1, 301)
+    assert np.array_equal(column[:, 0], row[0])
+    assert np.array_equal(row[0], [reference_kernel(kernel, x[0], b) for b in X])
+    cache = KernelCache(kernel, DataStore(X), 0)
+    assert np.array_equal(cache.row(17), row[0])
+    assert np.array_equal(cache.block(np.arange(301), np.array([17])), column)
+
+
+@pytest.mark.parametrize("name", KERNELS)
 def test_the_solvers_own_paths_give_the_kernel_layers_bits(name):
     kernel_name = name
     X = np.random.default_rng(3).random((60, 12))
