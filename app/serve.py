@@ -13,6 +13,7 @@ a running server are not reloaded unless ``--server.fileWatcherType auto`` is gi
 from __future__ import annotations
 
 import sys
+import threading
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -32,6 +33,22 @@ def warm_start() -> None:
         print(f"MarginLab: the warm start did not happen ({error}).", file=sys.stderr)
 
 
+def warm_first_page() -> None:
+    """Pay now, in the background while the server starts, two costs that the first page of a process
+    pays otherwise, about 0.2 s on a 2-core machine: Streamlit's first element asks ``inspect.stack()``
+    whether it runs in a REPL, which the first time resolves the file of every loaded module (filled
+    here: ``inspect`` keeps the table), and the first alert with non-ASCII text loads Streamlit's emoji
+    table."""
+    import importlib
+    import inspect
+
+    inspect.getmodule(sys._getframe())
+    try:
+        importlib.import_module("streamlit.emojis")
+    except ImportError:  # (another Streamlit version: nothing to load ahead)
+        pass
+
+
 def main(argv: list[str] | None = None) -> None:
     if str(ROOT) not in sys.path:
         sys.path.insert(0, str(ROOT))
@@ -40,6 +57,8 @@ def main(argv: list[str] | None = None) -> None:
     prefer_small_pages()  # (before the warm start allocates the session's arrays: see core.process)
     warm_start()  # (in this thread, before Streamlit: its Plotly setup peeks at a pandas being imported)
     from streamlit.web import cli
+
+    threading.Thread(target=warm_first_page, name="marginlab-warm-page", daemon=True).start()
 
     args = list(sys.argv[1:] if argv is None else argv)
     if not any(a.startswith("--server.fileWatcherType") for a in args):

@@ -953,6 +953,33 @@ def test_a_warm_start_hands_its_service_to_the_first_page_view_once(tmp_path):
     assert startup.take_prepared(f"sqlite:///{tmp_path / 'never.db'}") is None
 
 
+def test_a_warm_started_item_view_reads_nothing_more_from_the_database(tmp_path, monkeypatch):
+    """``warm_item_view`` (what the warm start does for the session it brings back): the table item's
+    stored row and the features' spread are ready, so the first page's feature table reads no row."""
+    from app import ui
+    from storage import repository as repo
+
+    svc = service(f"sqlite:///{tmp_path / 'warm-view.db'}")
+    data = (Path(__file__).resolve().parent.parent / "assets" / "breast_cancer.csv").read_bytes()
+    dataset_id = svc.import_csv(data, name="breast cancer", label_column="diagnosis", positive="malignant",
+                                key_column="id").dataset_id
+    run = svc.start_session(dataset_id=dataset_id, annotator="cy", strategy="near-boundary", seed=0)
+    for _ in range(6):
+        item = run.shown.item_index
+        assert run.answer(int(run.y_true[item]), item_index=item).ok
+    item = run.shown.item_index
+    expected, _ = ui.feature_table(run, item)  # (reads the row)
+    fresh = service(svc.engine.url.render_as_string(hide_password=False)).open_session(run.session_id)
+    reads = []
+    real = repo.load_feature_rows
+    monkeypatch.setattr(repo, "load_feature_rows", lambda *a, **k: reads.append(a) or real(*a, **k))
+    fresh.warm_item_view(fresh.shown.item_index)
+    assert len(reads) == 1 and fresh.shown.item_index == item
+    table, ranked = ui.feature_table(fresh, item)
+    assert len(reads) == 1 and ranked  # nothing read again
+    pd.testing.assert_frame_equal(table, expected)
+
+
 def test_words_that_barely_moved_the_score_are_not_highlighted():
     from app import ui
 

@@ -264,6 +264,9 @@ def test_label_with_keys_then_restart_resumes_the_session(tmp_path):
             assert [e.item_index for e in events] == asked
             assert [e.value for e in events] == [1 if k == "P" else -1 for k in keys]
             n_keys += 1  # the double click
+            # the stopped server stored a snapshot of the session's model with every answer (the next
+            # start resumes without learning them again)
+            assert repo.latest_snapshot(engine, session.id).n_events == n_keys
             assert session.annotator == "browser tester"
             engine.dispose()
 

@@ -537,6 +537,36 @@ def test_closing_a_session_stores_a_snapshot_of_everything(lab):
     assert_same_run(reopened, run)
 
 
+def test_a_stopping_server_stores_a_snapshot_of_the_sessions_behind_theirs(lab):
+    """``save_snapshots`` (what the app runs when its server stops): a snapshot for each session in
+    memory with answers its latest snapshot does not cover, none for one that is up to date; the
+    next start resumes from it without learning any answer again."""
+    from app.service import SNAPSHOT_EVERY, MarginLab
+    from storage import repository as repo
+
+    url, svc = lab
+    run = label_session(svc, "near-boundary", "incremental", SNAPSHOT_EVERY + 7)
+    assert repo.latest_snapshot(svc.engine, run.session_id).n_events == SNAPSHOT_EVERY
+    assert run.snapshot_is_behind
+    assert svc.save_snapshots() == 1
+    assert repo.latest_snapshot(svc.engine, run.session_id).n_events == len(run.answers)
+    assert not run.snapshot_is_behind and svc.save_snapshots() == 0  # nothing new: nothing stored
+    restarted = MarginLab.from_url(url)
+    reopened = restarted.open_session(run.session_id)
+    assert reopened.resumed_from == len(run.answers)
+    assert_same_run(reopened, run)
+    assert not reopened.snapshot_is_behind and restarted.save_snapshots() == 0
+    # an undo and a new answer: as many answers as the snapshot covers, but not the same ones
+    assert reopened.undo().ok
+    item = reopened.shown.item_index
+    assert reopened.answer(-int(reopened.y_true[item]) or 1, item_index=item).ok
+    assert len(reopened.answers) == len(run.answers) and reopened.snapshot_is_behind
+    assert restarted.save_snapshots() == 1
+    third = MarginLab.from_url(url).open_session(run.session_id)
+    assert third.resumed_from == len(third.answers)
+    assert_same_run(third, reopened)
+
+
 def test_the_label_is_stored_before_the_loop_learns_it(lab, monkeypatch):
     from storage import repository as repo
 

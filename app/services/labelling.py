@@ -240,8 +240,9 @@ class LabellingRun(RunSnapshots, RunReadouts, RunHistory, RunStopping, RunDocume
         #: how the last rebuild went (from a snapshot, or why every event was replayed)
         self.resume_note = ""
         self._asked_metrics: list[tuple[float, float]] = []  # see _history
-        #: answers covered by the last snapshot this run saved or resumed from
+        #: answers covered by the last snapshot this run saved or resumed from (and their label ids)
         self.snapshot_events: int | None = None
+        self.snapshot_label_ids: list[int] | None = None
         self.version = 0  # changes with every label, skip, undo or rebuild (keys the cached read-outs)
         self._cache: dict[str, tuple[int, Any]] = {}
         self.stopping = stopping_settings(self.info.params)  # see app.services.stopping
@@ -334,6 +335,7 @@ class LabellingRun(RunSnapshots, RunReadouts, RunHistory, RunStopping, RunDocume
         if self.loop is not None:
             self.resumed_from = len(self.loop.events)
             self.snapshot_events = self.resumed_from
+            self.snapshot_label_ids = [a.label_id for a in self.answers[:self.resumed_from]]
         else:
             self.loop = ActiveLearningLoop(**data, **self._loop_config())
         positives = sum(1 for _, value in self.loop.events if value > 0)

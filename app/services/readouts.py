@@ -132,6 +132,14 @@ class RunReadouts:
         # features too large for the arithmetic have no ranking to offer
         return relevance if relevance is not None and np.all(np.isfinite(relevance)) else None
 
+    def warm_item_view(self, item_index: int) -> None:
+        """Compute now, and keep, what showing the item reads the first time: a table item's stored
+        row (read from the database when the pool is scaled) and the features' spread.  For a warm
+        start: the first page after a restart then finds them ready."""
+        if self.item_image(item_index) is None and self.item_text(item_index) is None:  # (an image reads its row)
+            self.item_features(item_index)
+            self.feature_relevance(item_index)
+
     def item_image(self, item_index: int) -> np.ndarray | None:
         """The item as a grey image in [0, 1] when the dataset is displayed as images."""
         if self.display.kind != "image" or not self.display.image_shape:

@@ -97,6 +97,24 @@ class Sessions:
                 self._runs[int(session_id)] = run
             return run
 
+    def save_snapshots(self, wait_s: float = 5.0) -> int:
+        """Store a model snapshot of every session in memory whose latest one is behind its answers,
+        and return how many were stored: what the app does when its server stops, so that the next
+        start resumes without learning those answers again.  A session busy for longer than
+        ``wait_s`` is left as it is (its answers are stored; the next start learns them again)."""
+        with self._runs_lock:
+            runs = list(self._runs.values())
+        stored = 0
+        for run in runs:
+            if not run.lock.acquire(timeout=wait_s):
+                continue
+            try:
+                if run.snapshot_is_behind and run.save_snapshot() is not None:
+                    stored += 1
+            finally:
+                run.lock.release()
+        return stored
+
     def close_session(self, session_id: int) -> Outcome:
         """Close a session (a snapshot of its model is stored first when it is in memory)."""
         with self._runs_lock:

@@ -110,4 +110,11 @@ class RunSnapshots:
             return None
         self.snapshot_error = None
         self.snapshot_events = n
+        self.snapshot_label_ids = meta["service"]["label_ids"]
         return snapshot_id
+
+    @property
+    def snapshot_is_behind(self) -> bool:
+        """Whether the run has answers (or changed ones) that its latest snapshot does not cover."""
+        return self.loop is not None and bool(self.answers) and (
+            [a.label_id for a in self.answers] != self.snapshot_label_ids)

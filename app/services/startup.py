@@ -13,8 +13,10 @@ what is wrong, as it always did.
 
 from __future__ import annotations
 
+import atexit
 import logging
 import threading
+import weakref
 
 from app.services.marginlab import MarginLab
 
@@ -39,7 +41,21 @@ def open_service(url: str, preload: bool = True) -> MarginLab:
     service = MarginLab.from_url(url)
     service.ensure_demo_dataset()
     service.ensure_owner()  # a new installation's first owner (its password printed once, or from the environment)
+    atexit.register(_save_snapshots_at_exit, weakref.ref(service))
     return service
+
+
+def _save_snapshots_at_exit(service_ref: weakref.ref) -> None:
+    """When the server stops (Ctrl-C, SIGTERM: Streamlit stops, then the interpreter exits), the
+    sessions in memory store a snapshot of their models, so the next start need not learn their
+    latest answers again.  Nothing depends on it: the answers are stored as they are given."""
+    service = service_ref()
+    if service is None:
+        return
+    try:
+        service.save_snapshots()
+    except Exception as error:  # (the database may be gone by now: the next start replays the answers)
+        logger.warning("the model snapshots were not stored at exit: %s", error)
 
 
 def latest_session(service: MarginLab) -> int | None:
@@ -60,15 +76,19 @@ def _prepare(url: str, ready: threading.Event) -> None:
     with _lock:
         _prepared[url] = service
     ready.set()
-    _preload_compiled_loops()
     # then the session labelled last is brought back (snapshot + events), as the first tab after a
-    # restart most often goes back to it; a page that opens it meanwhile waits for this, once
+    # restart most often goes back to it, with what showing its item reads the first time; a page
+    # that opens it meanwhile waits for this, once.  The compiled loops load after it (a first
+    # label waits for them, at most, not the first page)
     try:
         session_id = latest_session(service)
         if session_id is not None:
-            service.open_session(session_id)
+            run = service.open_session(session_id)
+            if run.shown is not None:
+                run.warm_item_view(run.shown.item_index)
     except Exception as error:  # (opening it from its page says what is wrong)
         logger.warning("the last session could not be reopened ahead of the first page view: %s", error)
+    _preload_compiled_loops()
 
 
 def warm_start(url: str) -> threading.Event:
