@@ -60,8 +60,8 @@ from storage.models import (
     LabelCorrection,
     LabellingSession,
 )
-from storage.repository import EngineLike, events_query, reading
-from storage.validation import FEATURE_FORMAT_KEY, decode_features
+from storage.repository import EngineLike, events_query, reading, stored_features
+from storage.validation import FEATURE_FORMAT_KEY
 
 EXPORT_FORMATS = ("csv", "jsonl")
 
@@ -154,7 +154,7 @@ def export_labels(
                 take = (dataset.meta or {}).get(FEATURE_FORMAT_KEY, "dense") == "dense"
             X = None
             if take:
-                X = decode_features(dataset.features, dataset.n_rows, dataset.n_features, dataset.meta)
+                X = stored_features(session, dataset)
             datasets[did] = (dataset.name, list(dataset.feature_names) if take else [], X)
             class_names[did] = _class_names(dataset.meta)
         changes = _latest_changes(session, sorted({row.session_id for row in rows}))

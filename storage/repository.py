@@ -39,6 +39,7 @@ from storage.models import (
     Annotator,
     ComparisonResult,
     Dataset,
+    DatasetChunk,
     Item,
     Label,
     LabelCorrection,
@@ -249,7 +250,7 @@ def import_dataset(
                 feature_names=list(valid.feature_names),
                 n_rows=n_rows,
                 n_features=n_features,
-                features=features,
+                features=b"",  # (the matrix is stored in pieces: below)
                 true_labels=None if valid.y_true is None else valid.y_true.astype("<i1").tobytes(),
                 display_kind=valid.display_kind,
                 image_width=valid.image_shape[0] if valid.image_shape else None,
@@ -260,6 +261,7 @@ def import_dataset(
             )
             session.add(dataset)
             session.flush()
+            _store_feature_chunks(session, dataset.id, features, n_features, feature_format == "dense")
             keys = valid.item_keys or (None,) * n_rows
             texts = valid.display_values or (None,) * n_rows
             session.execute(
@@ -343,6 +345,57 @@ def get_dataset(engine: EngineLike, dataset_id: int) -> DatasetInfo:
     return _dataset_info(row)
 
 
+#: bytes per stored piece of a feature matrix (a dense one: the most whole rows that fit, at least one)
+FEATURE_CHUNK_BYTES = 1 << 20
+
+
+def _store_feature_chunks(session: Session, dataset_id: int, blob: bytes, n_features: int, dense: bool) -> None:
+    """Store a matrix's bytes as ``DatasetChunk`` pieces (a dense matrix cut at row boundaries)."""
+    width = 8 * n_features
+    step = max(1, FEATURE_CHUNK_BYTES // width) * width if dense else FEATURE_CHUNK_BYTES
+    view = memoryview(blob)
+    for first in range(0, len(view), 16 * step):  # (16 pieces per statement: a few MB at a time)
+        session.execute(insert(DatasetChunk), [
+            {"dataset_id": dataset_id, "start": start, "data": bytes(view[start:start + step])}
+            for start in range(first, min(len(view), first + 16 * step), step)])
+
+
+def _feature_bytes(session: Session, dataset_id: int, n_bytes: int | None) -> bytes | bytearray:
+    """A dataset's stored matrix, put together from its pieces (``n_bytes``: its size when known,
+    filled in place: one copy of the matrix in memory, plus one piece)."""
+    pieces = session.execute(select(DatasetChunk.start, DatasetChunk.data)
+                             .where(DatasetChunk.dataset_id == dataset_id).order_by(DatasetChunk.start)
+                             .execution_options(yield_per=8))
+    if n_bytes is None:
+        parts, end = [], 0
+        for start, data in pieces:
+            _check_piece(dataset_id, start, end)
+            parts.append(data)
+            end += len(data)
+        return b"".join(parts)
+    out = bytearray(n_bytes)
+    end = 0
+    for start, data in pieces:
+        _check_piece(dataset_id, start, end, n_bytes, len(data))
+        out[start:start + len(data)] = data
+        end += len(data)
+    _check_piece(dataset_id, n_bytes, end)
+    return out
+
+
+def stored_features(session: Session, dataset: Dataset, writable: bool = True) -> Any:
+    """A dataset's feature matrix as stored (``storage.validation.decode_features``), read from its pieces."""
+    dense = (dataset.meta or {}).get(FEATURE_FORMAT_KEY, "dense") == "dense"
+    blob = _feature_bytes(session, dataset.id, 8 * dataset.n_rows * dataset.n_features if dense else None)
+    return decode_features(blob, dataset.n_rows, dataset.n_features, dataset.meta, writable)
+
+
+def _check_piece(dataset_id: int, start: int, end: int, n_bytes: int | None = None, length: int = 0) -> None:
+    if start != end or (n_bytes is not None and start + length > n_bytes):
+        raise StorageError(f"The stored feature matrix of dataset {dataset_id} is incomplete or damaged "
+                           f"(a piece at byte {start}, where {end} was expected).")
+
+
 def load_dataset_arrays(
     engine: EngineLike, dataset_id: int, writable: bool = True
 ) -> tuple[np.ndarray, np.ndarray | None, list[str], DisplayInfo]:
@@ -359,7 +412,7 @@ def load_dataset_arrays(
         if dataset is None:
             raise NotFoundError(f"Dataset {dataset_id} does not exist.")
         keys, texts = _item_keys_and_texts(session, dataset_id)
-        X = decode_features(dataset.features, dataset.n_rows, dataset.n_features, dataset.meta, writable)
+        X = stored_features(session, dataset, writable)
         y_true = None
         if dataset.true_labels is not None:
             y_true = np.frombuffer(dataset.true_labels, dtype="<i1").astype(np.int8, copy=True)
@@ -376,10 +429,9 @@ def load_dataset_arrays(
 def load_feature_rows(engine: EngineLike, dataset_id: int, items: Sequence[int]) -> np.ndarray:
     """The stored (unscaled) feature rows of ``items``, shape (len(items), n_features), float64.
 
-    For a dataset stored dense, each row is read from the database on its own (a byte range of
-    the stored matrix, with SQL's ``substr``, which both supported databases have), so that a reader needing a few
-    rows for display does not hold the whole matrix.  A sparse dataset is decoded whole (its rows
-    have no fixed place in the stored archive).
+    For a dataset stored dense, each row is read from the stored piece that holds it (about 1 MB),
+    so that a reader needing a few rows for display does not hold the whole matrix.  A sparse
+    dataset is decoded whole (its rows have no fixed place in the stored archive).
     """
     items = [int(i) for i in items]
     with reading(engine) as session:
@@ -392,18 +444,24 @@ def load_feature_rows(engine: EngineLike, dataset_id: int, items: Sequence[int])
         if bad:
             raise NotFoundError(f"Dataset {dataset_id} has no item {bad[0]} (it has {n_rows} items).")
         if (meta or {}).get(FEATURE_FORMAT_KEY, "dense") != "dense":
-            blob = session.execute(select(Dataset.features).where(Dataset.id == dataset_id)).scalar_one()
-            X = decode_features(blob, n_rows, n_features, meta)
+            X = decode_features(_feature_bytes(session, dataset_id, None), n_rows, n_features, meta)
             return np.asarray(X[items].toarray(), dtype=np.float64).reshape(len(items), n_features)
         width = 8 * n_features
         out = np.empty((len(items), n_features), dtype=np.float64)
+        pieces: dict[int, tuple[int, bytes]] = {}  # (several items in one piece: read once)
         for k, i in enumerate(items):
-            chunk = session.execute(select(func.substr(Dataset.features, 1 + i * width, width))
-                                    .where(Dataset.id == dataset_id)).scalar_one()
-            if chunk is None or len(chunk) != width:
-                raise StorageError(f"The stored feature matrix of dataset {dataset_id} is shorter than its "
-                                   f"{n_rows} x {n_features} values.")
-            out[k] = np.frombuffer(bytes(chunk), dtype="<f8")
+            at = i * width
+            piece = next((p for p in pieces.values() if p[0] <= at and at + width <= p[0] + len(p[1])), None)
+            if piece is None:
+                piece = session.execute(select(DatasetChunk.start, DatasetChunk.data)
+                                        .where(DatasetChunk.dataset_id == dataset_id, DatasetChunk.start <= at)
+                                        .order_by(DatasetChunk.start.desc()).limit(1)).one_or_none()
+                if piece is None or not at + width <= piece[0] + len(piece[1]):
+                    raise StorageError(f"The stored feature matrix of dataset {dataset_id} is shorter than its "
+                                       f"{n_rows} x {n_features} values.")
+                pieces[piece[0]] = piece
+            start, data = piece
+            out[k] = np.frombuffer(data, dtype="<f8", count=n_features, offset=at - start)
         return out
 
 

@@ -185,7 +185,10 @@ def decode_features(blob: bytes, n_rows: int, n_features: int, meta: dict[str, A
     fmt = (meta or {}).get(FEATURE_FORMAT_KEY, "dense")
     if fmt == "dense":
         view = np.frombuffer(blob, dtype="<f8").reshape(n_rows, n_features)
-        return view.astype(np.float64, copy=True) if writable else view
+        if writable:
+            return view.astype(np.float64, copy=True)
+        view.flags.writeable = False  # (over a bytearray too)
+        return view
     if fmt != "csr":
         raise StorageError(f"Unknown feature format '{fmt}' (this MarginLab reads dense and csr).")
     try:

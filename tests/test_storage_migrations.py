@@ -24,7 +24,7 @@ from sqlalchemy import MetaData, func, select, text
 
 import storage
 from storage import migrations
-from storage.models import SCHEMA_VERSION, Base, SchemaInfo
+from storage.models import SCHEMA_VERSION, Base, DatasetChunk, SchemaInfo
 
 DATA = Path(__file__).resolve().parent / "data"
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -149,10 +149,21 @@ def test_upgrade_of_a_schema_version_1_database_keeps_every_row(database_url):
         assert recorded_revision(engine) == migrations.head_revision()
         assert schema_differences(engine) == []
         after = table_rows(engine, list(version_1_rows()))
+        moved = {}  # (schema version 4 stores each feature matrix in pieces: datasets.features is left empty)
+        for row in before["datasets"]:
+            moved[row["id"]] = row.pop("features")
+        for row in after["datasets"]:
+            assert row.pop("features") == b""
         for table, rows in before.items():  # every version-1 value of every row is still there
             assert len(after[table]) == len(rows), table
             for old, new in zip(rows, after[table], strict=True):
                 assert {column: new[column] for column in old if column in new} == old, table
+        with engine.connect() as connection:
+            for dataset_id, blob in moved.items():
+                pieces = connection.execute(select(DatasetChunk.start, DatasetChunk.data)
+                                            .where(DatasetChunk.dataset_id == dataset_id)
+                                            .order_by(DatasetChunk.start)).all()
+                assert b"".join(bytes(data) for _, data in pieces) == bytes(blob) and pieces[0][0] == 0
 
         # and the repository reads them as before
         X, y, names, display = storage.load_dataset_arrays(engine, 1)

@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from sqlalchemy import func, select
+from sqlalchemy import delete, func, select
 from sqlalchemy.orm import Session
 
 import storage
@@ -215,6 +215,41 @@ def test_annotator_strategy_and_solver_names_a_database_cannot_store_are_refused
     with pytest.raises(storage.StorageError, match=re.escape(message)):
         label(engine, session_id, 0, **override)
     assert database_digest(engine) == before
+
+
+def test_a_matrix_of_several_pieces_round_trips_and_any_row_reads_alone(engine):
+    """Stored in pieces of about 1 MB (whole rows each): the matrix comes back bit for bit, and one
+    row, rows at a piece's edges or several rows read alone are the rows of the matrix."""
+    from storage.models import DatasetChunk
+    from storage.repository import FEATURE_CHUNK_BYTES
+
+    rng = np.random.default_rng(3)
+    X = rng.standard_normal((3001, 100))
+    X[7, 3] = -0.0
+    dataset_id = storage.import_dataset(engine, name="wide", X=X, feature_names=[f"f{j}" for j in range(100)])
+    with Session(engine) as session:
+        pieces = session.execute(select(DatasetChunk.start, func.length(DatasetChunk.data))
+                                 .where(DatasetChunk.dataset_id == dataset_id).order_by(DatasetChunk.start)).all()
+    rows_per_piece = FEATURE_CHUNK_BYTES // 800
+    assert len(pieces) == 3 and [start for start, _ in pieces] == [0, rows_per_piece * 800, 2 * rows_per_piece * 800]
+    assert all(length % 800 == 0 for _, length in pieces)  # whole rows in every piece
+    X2, _, _, _ = storage.load_dataset_arrays(engine, dataset_id)
+    assert X2.tobytes() == X.tobytes()
+    view, _, _, _ = storage.load_dataset_arrays(engine, dataset_id, writable=False)
+    assert not view.flags.writeable and view.tobytes() == X.tobytes()
+    edges = [0, rows_per_piece - 1, rows_per_piece, 2 * rows_per_piece, 3000, 7]
+    for i in edges:
+        assert storage.load_feature_rows(engine, dataset_id, [i]).tobytes() == X[i].tobytes()
+    assert storage.load_feature_rows(engine, dataset_id, edges + edges[:2]).tobytes() == X[edges + edges[:2]].tobytes()
+    # a piece gone: reading says so, naming the dataset
+    with Session(engine) as session, session.begin():
+        session.execute(delete(DatasetChunk).where(DatasetChunk.dataset_id == dataset_id,
+                                                   DatasetChunk.start == rows_per_piece * 800))
+    with pytest.raises(storage.StorageError, match=f"dataset {dataset_id}"):
+        storage.load_dataset_arrays(engine, dataset_id)
+    with pytest.raises(storage.StorageError, match=f"dataset {dataset_id}"):
+        storage.load_feature_rows(engine, dataset_id, [rows_per_piece + 5])
+    assert storage.load_feature_rows(engine, dataset_id, [5]).tobytes() == X[5].tobytes()
 
 
 def test_delete_dataset_removes_everything_hanging_off_it(engine):

@@ -466,23 +466,30 @@ def test_four_processes_label_one_project_without_losing_or_doubling_an_answer(e
 
 def test_migration_0003_adds_the_team_tables_to_a_schema_version_2_database_and_goes_back(database_url):
     from alembic import command
-    from sqlalchemy import inspect
+    from sqlalchemy import MetaData, inspect, text
 
     from storage import init_db, make_engine, migrations
-    from tests.test_storage_migrations import recorded_revision, schema_differences
+    from tests.test_storage_migrations import recorded_revision, schema_differences, version_1_rows
 
     engine = make_engine(database_url)
     try:
         with engine.begin() as connection:  # a database at the revision before, with a session and a label
             command.upgrade(migrations.alembic_config(connection), "0002_label_history")
-        session_id = repo.start_session(engine, dataset_id=repo.import_dataset(
-            engine, name="d", X=np.eye(3), feature_names=["a", "b", "c"]), annotator="ann", strategy="random",
-            solver="lasvm")
+            tables = MetaData()  # (a dataset as that revision stored it: its matrix in datasets.features)
+            tables.reflect(connection, only=["datasets", "items"])
+            for name in ("datasets", "items"):
+                connection.execute(tables.tables[name].insert(), version_1_rows()[name])
+            if engine.dialect.name == "postgresql":  # rows were given their ids: move the sequences past them
+                for name in ("datasets", "items"):
+                    connection.execute(text(f"SELECT setval(pg_get_serial_sequence('{name}', 'id'), max(id)) "
+                                            f"FROM {name}"))
+        matrix = version_1_rows()["datasets"][0]["features"]
+        session_id = repo.start_session(engine, dataset_id=1, annotator="ann", strategy="random", solver="lasvm")
         repo.record_label(engine, session_id, item_index=1, value=1, annotator="ann", strategy="random",
                           solver="lasvm")
         assert not inspect(engine).has_table("accounts")
         init_db(engine)
-        assert recorded_revision(engine) == migrations.head_revision()  # 0001 -> 0002_label_history -> 0003_teams
+        assert recorded_revision(engine) == migrations.head_revision()  # 0002_label_history -> 0003_teams -> ...
         assert schema_differences(engine) == []
         assert [e.item_index for e in repo.label_events(engine, session_id)] == [1]
         svc = MarginLab(engine)
@@ -494,5 +501,9 @@ def test_migration_0003_adds_the_team_tables_to_a_schema_version_2_database_and_
         tables = set(inspect(engine).get_table_names())
         assert not tables & {"accounts", "projects", "project_members", "item_reservations", "adjudications"}
         assert [e.item_index for e in repo.label_events(engine, session_id)] == [1]
+        # (on the way down, 0004 put the matrix back where that revision kept it)
+        assert "dataset_chunks" not in tables
+        with engine.connect() as connection:
+            assert bytes(connection.execute(text("SELECT features FROM datasets WHERE id = 1")).scalar_one()) == matrix
     finally:
         engine.dispose()
