@@ -28,7 +28,7 @@ script runs as installed and prints the thread configuration it measured
 under; the solvers choose one BLAS thread for their per-label algebra
 themselves (core.threads).
 
-Run:  .venv/bin/python benchmarks/bench_loop_latency.py [--quick] [--skip-large]
+Run:  .venv/bin/python benchmarks/bench_loop_latency.py [--quick] [--skip-large | --large-only] [--pool-dtype float32]
 """
 
 from __future__ import annotations
@@ -141,14 +141,19 @@ def part2(sizes, n_labels: int, warmup: int) -> list[tuple]:
 PAUSE_S = 0.3  # part 3's reading pause before each answer (as bench_browser_latency's --pause)
 
 
-def part3_one(n: int, d: int, n_before: int, n_timed: int, n_rescored: int) -> dict:
-    """One large pool, in this process (``--part3-pool``): kept scores, then whole-pool rescoring."""
+def part3_one(n: int, d: int, n_before: int, n_timed: int, n_rescored: int, dtype: str = "float64") -> dict:
+    """One large pool, in this process (``--part3-pool``): kept scores, then whole-pool rescoring.
+    ``dtype="float32"``: the pool held as float32 (``solver_params={"dtype": "float32"}``; kernel
+    values still computed in float64)."""
     rng = np.random.default_rng(3)
     X, y = make_gaussians(n, rng, separation=2.0, n_features=d)
+    if dtype == "float32":
+        X = X.astype(np.float32)
     reset_peak(missing_ok=True)  # peak memory from here on: the session, not the making of the data
     base = status("VmRSS", default=float("nan"))
     t0 = time.perf_counter()
-    loop = ActiveLearningLoop(X, strategy="near-boundary", solver="incremental", seed=0)
+    loop = ActiveLearningLoop(X, strategy="near-boundary", solver="incremental", seed=0,
+                              solver_params={"dtype": "float32"} if dtype == "float32" else None)
     start_s = time.perf_counter() - t0
     total, cpu = [], []
     for _ in range(n_before + n_timed):
@@ -186,18 +191,19 @@ def part3_one(n: int, d: int, n_before: int, n_timed: int, n_rescored: int) -> d
                 peak_mib=peak, base_mib=base, features_mib=X.nbytes / 2**20)
 
 
-def part3(pools, n_before: int, n_timed: int, n_rescored: int) -> None:
+def part3(pools, n_before: int, n_timed: int, n_rescored: int, dtype: str = "float64") -> None:
     targets = {(100_000, 784): (10.0, 30.0), (1_000_000, 20): (15.0, 40.0)}
     print(f"{'pool':>14} {'scores':>9} {'labels':>9} {'total ms p50':>12} {'p95':>8} {'CPU ms p50':>11} {'p95':>8}"
           f" {'peak MiB':>9} {'limit MiB':>9} {'target p50/p95':>15}")
     for n, d in pools:
-        out = subprocess.run([sys.executable, __file__, "--part3-pool", f"{n},{d},{n_before},{n_timed},{n_rescored}"],
+        out = subprocess.run([sys.executable, __file__, "--part3-pool",
+                              f"{n},{d},{n_before},{n_timed},{n_rescored},{dtype}"],
                              capture_output=True, text=True, check=True)
         r = json.loads(out.stdout.strip().splitlines()[-1])
         limit = 1.5 * r["features_mib"] + 300
         t50, t95 = targets.get((n, d), (float("nan"), float("nan")))
         k, ref = r["kept"], r["rescored"]
-        name = f"{n // 1000}k x {d}"
+        name = f"{n // 1000}k x {d}" + (" f32" if dtype == "float32" else "")
         met = ("" if np.isnan(t50) else " met" if k["total"][0] <= t50 and k["total"][1] <= t95 else " NOT met")
         print(f"{name:>14} {'kept':>9} {f'{n_before + 1}..{n_before + n_timed}':>9} {k['total'][0]:>12.1f}"
               f" {k['total'][1]:>8.1f} {k['cpu'][0]:>11.1f} {k['cpu'][1]:>8.1f} {r['peak_mib']:>9.0f} {limit:>9.0f}"
@@ -217,13 +223,20 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--quick", action="store_true", help="smaller runs (for a smoke test)")
     ap.add_argument("--skip-large", action="store_true", help="leave out part 3 (100k x 784 and 1M x 20 pools)")
+    ap.add_argument("--large-only", action="store_true", help="only part 3")
+    ap.add_argument("--pool-dtype", choices=("float64", "float32"), default="float64",
+                    help="how part 3 holds its pools (float32: half the memory; kernel values still float64)")
     ap.add_argument("--part3-pool", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.part3_pool:
-        n, d, n_before, n_timed, n_rescored = (int(v) for v in args.part3_pool.split(","))
-        print(json.dumps(part3_one(n, d, n_before, n_timed, n_rescored)))
+        *sizes, dtype = args.part3_pool.split(",")
+        n, d, n_before, n_timed, n_rescored = (int(v) for v in sizes)
+        print(json.dumps(part3_one(n, d, n_before, n_timed, n_rescored, dtype)))
         return
     print(thread_configuration())
+    if args.large_only:
+        run_part3(args)
+        return
     n_before, n_after, n_naive = (100, 20, 5) if args.quick else (300, 50, 20)
     print("\n== Part 1: near-boundary + incremental vs naive SVC refit "
           "(target: median <= 3 ms, p95 <= 8 ms per label, >= 50x faster than the naive loop)")
@@ -249,12 +262,17 @@ def main() -> None:
               f"{sv:>6}")
     if args.skip_large:
         return
+    run_part3(args)
+
+
+def run_part3(args) -> None:
     pools = ((20_000, 784), (200_000, 20)) if args.quick else ((100_000, 784), (1_000_000, 20))
     n_before, n_timed, n_rescored = (30, 20, 3) if args.quick else (100, 50, 5)
     print("\n== Part 3: near-boundary + incremental on large pools, scores kept current vs the whole pool "
           "rescored per query (peak memory limit: 1.5 x features + 300 MB); 'kept+read': answer -> next "
-          f"item after a {PAUSE_S:g} s reading pause per item (the item's kernel row is computed meanwhile)")
-    part3(pools, n_before, n_timed, n_rescored)
+          f"item after a {PAUSE_S:g} s reading pause per item (the item's kernel row is computed meanwhile); "
+          f"pools held as {args.pool_dtype}")
+    part3(pools, n_before, n_timed, n_rescored, args.pool_dtype)
 
 
 if __name__ == "__main__":
