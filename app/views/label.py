@@ -160,9 +160,9 @@ def labelling_panel(session_id: int) -> None:
         progress = f"**{run.n_labels}** labels ({run.n_positive} positive) · **{run.n_skips}** skips"
         if run.n_seen is not None and run.info.strategy == "ramp-region":
             progress += f" · **{run.n_seen}** items seen by the stream"
-        progress += f" · pool {len(run.pool_items)} items"
+        progress += f" · pool {len(run.pool_items):,} items"
         if run.y_true is not None:
-            progress += (f" · {len(run.eval_items)} held out for evaluation "
+            progress += (f" · {len(run.eval_items):,} held out for evaluation "
                          f"(share {run.eval_fraction:.0%})")
         st.container(key="progress").markdown(progress)
         st.caption(f"Model update {update} · next query {query} · solver {ui.plain(run.info.solver)}")
