@@ -191,7 +191,7 @@ def restart_rounds(browser, db_url: str, folder: Path, session_id: int) -> dict[
             continue
         context, port = browser.new_context(), free_port()
         try:
-            restart_and_load(context, db_url, log, session_id, port=port)  # the app used before the restart
+            restart_and_load(context, db_url, log.with_suffix(".before.log"), session_id, port=port)  # used before
             rounds[wait, own_browser] = restart_and_load(context, db_url, log, session_id, port=port)
         finally:
             context.close()

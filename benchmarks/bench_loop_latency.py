@@ -222,8 +222,9 @@ def part3(pools, n_before: int, n_timed: int, n_rescored: int, dtype: str = "flo
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--quick", action="store_true", help="smaller runs (for a smoke test)")
-    ap.add_argument("--skip-large", action="store_true", help="leave out part 3 (100k x 784 and 1M x 20 pools)")
-    ap.add_argument("--large-only", action="store_true", help="only part 3")
+    which = ap.add_mutually_exclusive_group()
+    which.add_argument("--skip-large", action="store_true", help="leave out part 3 (100k x 784 and 1M x 20 pools)")
+    which.add_argument("--large-only", action="store_true", help="only part 3")
     ap.add_argument("--pool-dtype", choices=("float64", "float32"), default="float64",
                     help="how part 3 holds its pools (float32: half the memory; kernel values still float64)")
     ap.add_argument("--part3-pool", help=argparse.SUPPRESS)

@@ -185,8 +185,8 @@ def decode_features(blob: bytes, n_rows: int, n_features: int, meta: dict[str, A
     fmt = (meta or {}).get(FEATURE_FORMAT_KEY, "dense")
     if fmt == "dense":
         view = np.frombuffer(blob, dtype="<f8").reshape(n_rows, n_features)
-        if writable:
-            return view.astype(np.float64, copy=True)
+        if writable:  # (a bytearray put together for this call is the reader's own: no second copy)
+            return view if isinstance(blob, bytearray) else view.astype(np.float64, copy=True)
         view.flags.writeable = False  # (over a bytearray too)
         return view
     if fmt != "csr":

@@ -177,6 +177,12 @@ def test_a_kernel_row_asked_for_as_a_column_has_the_rows_bits(name, d):
     cache = KernelCache(kernel, DataStore(X), 0)
     assert np.array_equal(cache.row(17), row[0])
     assert np.array_equal(cache.block(np.arange(301), np.array([17])), column)
+    # a pool large enough to be split across threads (chunks of the column), against two columns (each
+    # row of the block transformed on its own: the per-row path)
+    big = sample(400_003, d, seed=d + 1, nonnegative=name == "tanimoto")
+    pair = big[[5, 17]]
+    assert np.array_equal(kernel(big, pair[:1])[:, 0], kernel(big, pair)[:, 0])
+    assert np.array_equal(kernel(big, pair[1:])[:, 0], kernel(big, pair)[:, 1])
 
 
 @pytest.mark.parametrize("name", KERNELS)

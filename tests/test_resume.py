@@ -567,6 +567,32 @@ def test_a_stopping_server_stores_a_snapshot_of_the_sessions_behind_theirs(lab):
     assert_same_run(third, reopened)
 
 
+def test_a_corrected_answer_whose_snapshot_was_not_stored_leaves_the_session_behind(lab, monkeypatch):
+    """A correction keeps the answer's label id; when the snapshot after it cannot be stored, the
+    session is still behind its snapshots, and the stopping server stores one."""
+    from app.service import MarginLab
+    from storage import repository as repo
+    from storage.errors import StorageError
+
+    url, svc = lab
+    run = label_session(svc, "near-boundary", "incremental", 9)
+    assert svc.save_snapshots() == 1 and not run.snapshot_is_behind
+    answer = run.answers[3]
+    real = repo.save_snapshot
+
+    def full_disk(*args, **kwargs):
+        raise StorageError("disk full")
+
+    monkeypatch.setattr(repo, "save_snapshot", full_disk)
+    assert run.change_label(answer.label_id, -answer.value or 1).ok
+    assert run.snapshot_is_behind
+    monkeypatch.setattr(repo, "save_snapshot", real)
+    assert svc.save_snapshots() == 1
+    reopened = MarginLab.from_url(url).open_session(run.session_id)
+    assert reopened.resumed_from == len(run.answers)
+    assert_same_run(reopened, run)
+
+
 def test_the_label_is_stored_before_the_loop_learns_it(lab, monkeypatch):
     from storage import repository as repo
 

@@ -183,6 +183,48 @@ def test_upgrade_of_a_schema_version_1_database_keeps_every_row(database_url):
         engine.dispose()
 
 
+def test_upgrade_cuts_large_matrices_into_pieces_that_read_back_bit_for_bit(database_url):
+    """Migration 0004 on matrices of several pieces: a dense one is cut at row boundaries (a meta
+    that names the dense format too), a sparse archive anywhere; both read back as they were."""
+    import scipy.sparse as sp
+    from alembic import command
+
+    from storage.validation import encode_features
+
+    rng = np.random.default_rng(8)
+    dense = rng.standard_normal((3001, 100))
+    sparse = sp.random(4000, 30_000, density=0.004, format="csr", random_state=rng)
+    engine = storage.make_engine(database_url)
+    try:
+        with engine.begin() as connection:  # a database at the revision before, its matrices in datasets.features
+            command.upgrade(migrations.alembic_config(connection), "0003_teams")
+            tables = MetaData()
+            tables.reflect(connection, only=["datasets"])
+            at = dt.datetime(2026, 1, 2, tzinfo=dt.UTC)
+            rows = []
+            for k, (X, meta) in enumerate([(dense, {"feature_format": "dense"}), (sparse, {"feature_format": "csr"})]):
+                blob, _ = encode_features(X)
+                assert len(blob) > 2 * 2**20
+                rows.append(dict(id=k + 1, name=f"m{k}", source="", feature_names=[f"f{j}" for j in range(X.shape[1])],
+                                 n_rows=X.shape[0], n_features=X.shape[1], features=blob, true_labels=None,
+                                 display_kind="table", image_width=None, image_height=None, text_column=None,
+                                 content_hash=str(k) * 64, meta=meta, created_at=at))
+            connection.execute(tables.tables["datasets"].insert(), rows)
+        assert storage.init_db(engine) == SCHEMA_VERSION
+        with engine.connect() as connection:
+            lengths = connection.execute(select(DatasetChunk.start, func.length(DatasetChunk.data))
+                                         .where(DatasetChunk.dataset_id == 1).order_by(DatasetChunk.start)).all()
+        assert len(lengths) == 3 and all(n % 800 == 0 for _, n in lengths)  # whole rows of 100 float64
+        X, _, _, _ = storage.load_dataset_arrays(engine, 1)
+        assert X.tobytes() == dense.tobytes()
+        edges = [0, lengths[1][0] // 800 - 1, lengths[1][0] // 800, 3000]
+        assert storage.load_feature_rows(engine, 1, edges).tobytes() == dense[edges].tobytes()
+        S, _, _, _ = storage.load_dataset_arrays(engine, 2)
+        assert (S != sparse).nnz == 0 and S.shape == sparse.shape
+    finally:
+        engine.dispose()
+
+
 def test_a_database_with_a_revision_from_a_newer_marginlab_is_refused_and_left_alone(database_url):
     engine = storage.make_engine(database_url)
     try:

@@ -155,6 +155,7 @@ class RunHistory:
             self._asked_metrics = []  # the AUC of the scores when asked is taken over the labels as they stand
             self.last_update_ms = None
             self.version += 1
+            self.snapshot_label_ids = None  # (the corrected answer keeps its id: the snapshots are behind)
             self._ask()
             how = ("the model is unchanged" if old == 0 else
                    f"the model was rebuilt from the {self.n_labels} labels" if not correction.exact else

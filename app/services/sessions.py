@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 from app.services.common import (
     DEFAULT_C,
     DEFAULT_GAMMA,
@@ -101,12 +103,17 @@ class Sessions:
         """Store a model snapshot of every session in memory whose latest one is behind its answers,
         and return how many were stored: what the app does when its server stops, so that the next
         start resumes without learning those answers again.  A session busy for longer than
-        ``wait_s`` is left as it is (its answers are stored; the next start learns them again)."""
-        with self._runs_lock:
+        ``wait_s`` in all is left as it is (its answers are stored; the next start learns them again)."""
+        deadline = time.monotonic() + wait_s
+        if not self._runs_lock.acquire(timeout=wait_s):  # (a session being opened holds it)
+            return 0
+        try:
             runs = list(self._runs.values())
+        finally:
+            self._runs_lock.release()
         stored = 0
         for run in runs:
-            if not run.lock.acquire(timeout=wait_s):
+            if not run.lock.acquire(timeout=max(0.0, deadline - time.monotonic())):
                 continue
             try:
                 if run.snapshot_is_behind and run.save_snapshot() is not None:

@@ -56,7 +56,7 @@ def upgrade() -> None:
         n_features, blob, meta = bind.execute(
             sa.select(datasets.c.n_features, datasets.c.features, datasets.c.meta)
             .where(datasets.c.id == dataset_id)).one()
-        dense = "feature_format" not in (meta or {})
+        dense = (meta or {}).get("feature_format", "dense") == "dense"
         batch = []
         for start, data in pieces(blob, n_features, dense):
             batch.append({"dataset_id": dataset_id, "start": start, "data": data})
