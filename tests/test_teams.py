@@ -210,6 +210,21 @@ def fresh_model(run, labels: list[tuple[int, int]]) -> ActiveLearningLoop:
     return loop
 
 
+def test_a_warm_start_brings_back_the_last_solo_session_not_a_projects(svc):
+    from app.services import startup
+
+    y = truth(svc)
+    solo = svc.start_session(dataset_id=svc.datasets()[0].id, annotator="ann", strategy="random", seed=0)
+    item = solo.shown.item_index
+    assert solo.answer(int(y[item]), item_index=item).ok
+    project_id = project(svc)
+    run = svc.open_project(project_id)
+    shown = run.next_item("bob")
+    assert run.answer("bob", shown.item_index, int(y[shown.item_index]), shown).ok  # labelled after the solo one
+    assert teams.project_session_ids(svc.engine)
+    assert startup.latest_session(svc) == solo.session_id
+
+
 def test_members_are_handed_different_items_and_one_model_learns_every_answer(svc):
     project_id = project(svc, members=("ann", "bob", "cy"))
     y = truth(svc)

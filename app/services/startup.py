@@ -59,10 +59,9 @@ def _save_snapshots_at_exit(service_ref: weakref.ref) -> None:
 
 
 def latest_session(service: MarginLab) -> int | None:
-    """The open labelling session labelled (or changed) last, if any."""
-    from storage import repository as repo
-
-    active = [s for s in repo.list_sessions(service.engine) if s.status == "active"]
+    """The open labelling session labelled (or changed) last, if any (not one holding a project's
+    answers: a project is opened as a project, not as a session of its own)."""
+    active = service.sessions(status="active", solo=True)
     return max(active, key=lambda s: (s.updated_at, s.id)).id if active else None
 
 
