@@ -28,7 +28,8 @@ script runs as installed and prints the thread configuration it measured
 under; the solvers choose one BLAS thread for their per-label algebra
 themselves (core.threads).
 
-Run:  .venv/bin/python benchmarks/bench_loop_latency.py [--quick] [--skip-large | --large-only] [--pool-dtype float32]
+Run:  .venv/bin/python benchmarks/bench_loop_latency.py [--quick] [--skip-large | --large-only]
+          [--pool-dtype float32] [--kernel-rows float32]
 """
 
 from __future__ import annotations
@@ -141,10 +142,12 @@ def part2(sizes, n_labels: int, warmup: int) -> list[tuple]:
 PAUSE_S = 0.3  # part 3's reading pause before each answer (as bench_browser_latency's --pause)
 
 
-def part3_one(n: int, d: int, n_before: int, n_timed: int, n_rescored: int, dtype: str = "float64") -> dict:
+def part3_one(n: int, d: int, n_before: int, n_timed: int, n_rescored: int, dtype: str = "float64",
+              kernel_rows: str = "float64") -> dict:
     """One large pool, in this process (``--part3-pool``): kept scores, then whole-pool rescoring.
     ``dtype="float32"``: the pool held as float32 (``solver_params={"dtype": "float32"}``; kernel
-    values still computed in float64)."""
+    values still computed in float64).  ``kernel_rows="float32"``: the kernel rows kept for the
+    pool-score update held as float32 (``ActiveLearningLoop(kernel_rows="float32")``)."""
     rng = np.random.default_rng(3)
     X, y = make_gaussians(n, rng, separation=2.0, n_features=d)
     if dtype == "float32":
@@ -153,7 +156,8 @@ def part3_one(n: int, d: int, n_before: int, n_timed: int, n_rescored: int, dtyp
     base = status("VmRSS", default=float("nan"))
     t0 = time.perf_counter()
     loop = ActiveLearningLoop(X, strategy="near-boundary", solver="incremental", seed=0,
-                              solver_params={"dtype": "float32"} if dtype == "float32" else None)
+                              solver_params={"dtype": "float32"} if dtype == "float32" else None,
+                              kernel_rows=kernel_rows)
     start_s = time.perf_counter() - t0
     total, cpu = [], []
     for _ in range(n_before + n_timed):
@@ -191,19 +195,21 @@ def part3_one(n: int, d: int, n_before: int, n_timed: int, n_rescored: int, dtyp
                 peak_mib=peak, base_mib=base, features_mib=X.nbytes / 2**20)
 
 
-def part3(pools, n_before: int, n_timed: int, n_rescored: int, dtype: str = "float64") -> None:
+def part3(pools, n_before: int, n_timed: int, n_rescored: int, dtype: str = "float64",
+          kernel_rows: str = "float64") -> None:
     targets = {(100_000, 784): (10.0, 30.0), (1_000_000, 20): (15.0, 40.0)}
     print(f"{'pool':>14} {'scores':>9} {'labels':>9} {'total ms p50':>12} {'p95':>8} {'CPU ms p50':>11} {'p95':>8}"
           f" {'peak MiB':>9} {'limit MiB':>9} {'target p50/p95':>15}")
     for n, d in pools:
         out = subprocess.run([sys.executable, __file__, "--part3-pool",
-                              f"{n},{d},{n_before},{n_timed},{n_rescored},{dtype}"],
+                              f"{n},{d},{n_before},{n_timed},{n_rescored},{dtype},{kernel_rows}"],
                              capture_output=True, text=True, check=True)
         r = json.loads(out.stdout.strip().splitlines()[-1])
         limit = 1.5 * r["features_mib"] + 300
         t50, t95 = targets.get((n, d), (float("nan"), float("nan")))
         k, ref = r["kept"], r["rescored"]
-        name = f"{n // 1000}k x {d}" + (" f32" if dtype == "float32" else "")
+        name = (f"{n // 1000}k x {d}" + (" f32" if dtype == "float32" else "")
+                + (" r32" if kernel_rows == "float32" else ""))
         met = ("" if np.isnan(t50) else " met" if k["total"][0] <= t50 and k["total"][1] <= t95 else " NOT met")
         print(f"{name:>14} {'kept':>9} {f'{n_before + 1}..{n_before + n_timed}':>9} {k['total'][0]:>12.1f}"
               f" {k['total'][1]:>8.1f} {k['cpu'][0]:>11.1f} {k['cpu'][1]:>8.1f} {r['peak_mib']:>9.0f} {limit:>9.0f}"
@@ -227,12 +233,14 @@ def main() -> None:
     which.add_argument("--large-only", action="store_true", help="only part 3")
     ap.add_argument("--pool-dtype", choices=("float64", "float32"), default="float64",
                     help="how part 3 holds its pools (float32: half the memory; kernel values still float64)")
+    ap.add_argument("--kernel-rows", choices=("float64", "float32"), default="float64",
+                    help="how part 3's loops hold the kernel rows kept for the pool-score update")
     ap.add_argument("--part3-pool", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.part3_pool:
-        *sizes, dtype = args.part3_pool.split(",")
+        *sizes, dtype, kernel_rows = args.part3_pool.split(",")
         n, d, n_before, n_timed, n_rescored = (int(v) for v in sizes)
-        print(json.dumps(part3_one(n, d, n_before, n_timed, n_rescored, dtype)))
+        print(json.dumps(part3_one(n, d, n_before, n_timed, n_rescored, dtype, kernel_rows)))
         return
     print(thread_configuration())
     if args.large_only:
@@ -272,8 +280,8 @@ def run_part3(args) -> None:
     print("\n== Part 3: near-boundary + incremental on large pools, scores kept current vs the whole pool "
           "rescored per query (peak memory limit: 1.5 x features + 300 MB); 'kept+read': answer -> next "
           f"item after a {PAUSE_S:g} s reading pause per item (the item's kernel row is computed meanwhile); "
-          f"pools held as {args.pool_dtype}")
-    part3(pools, n_before, n_timed, n_rescored, args.pool_dtype)
+          f"pools held as {args.pool_dtype}, kept kernel rows as {args.kernel_rows}")
+    part3(pools, n_before, n_timed, n_rescored, args.pool_dtype, args.kernel_rows)
 
 
 if __name__ == "__main__":

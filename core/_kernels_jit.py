@@ -637,7 +637,8 @@ def add_weighted_rows(f, rows, slots, weights, start, stop):
     CPU cache; SIMD lanes are entries, so the bits do not depend on the vector
     width, nor on the range (each entry is summed on its own: ranges may run on
     several threads).  A zero weight adds a signed zero to its stripe, which
-    changes nothing, so it is skipped.
+    changes nothing, so it is skipped.  float32 rows are widened to float64 before the product
+    (the bits of the float64 rows holding the same values).
     """
     n = stop
     chunk = 1024
@@ -723,7 +724,7 @@ def _signatures(name: str, dtype: str) -> list[tuple]:
     if name == "csr_rows_inverted":
         return [_csr(dt) + (idx, vec) + _csr(dt) + (_i8, _i8, idx, vec) + _params + (out,)]
     return {"rows_dot": [(_ro(_f8, 2), vec, work)], "dot": [(vec, vec)],
-            "add_weighted_rows": [(work, _ro(_f8, 2), idx, vec, _i8, _i8)],
+            "add_weighted_rows": [(work, _ro(_f8, 2), idx, vec, _i8, _i8), (work, _ro(_f4, 2), idx, vec, _i8, _i8)],
             "add_scaled_rows": [(work, vec, vec, vec, vec, vec, _i8, _i8, _i8)],
             "diag_values": [(vec,) + _params + (work,)]}[name]
 

@@ -431,8 +431,8 @@ def add_weighted_rows(f: np.ndarray, rows: np.ndarray, slots, weights) -> None:
     rows with the weights, plus f[j]: decision values kept current from kernel
     rows are summed like decision values computed from a block.
     """
-    if f.dtype != np.float64 or not f.flags.c_contiguous or rows.dtype != np.float64:
-        raise ValueError("add_weighted_rows needs contiguous float64 arrays")
+    if f.dtype != np.float64 or not f.flags.c_contiguous or rows.dtype not in (np.float64, np.float32):
+        raise ValueError("add_weighted_rows needs a contiguous float64 f and float64 or float32 rows")
     slots = _intp(slots)
     weights = np.ascontiguousarray(weights, dtype=np.float64)
     if len(slots):

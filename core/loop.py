@@ -105,6 +105,7 @@ TRACK_LIMIT = 50_000  # largest pool whose decision values are kept current for 
 UNDO_COPY_LIMIT = 50_000  # largest pool for which a non-exact solver is copied before each label (for undo)
 DEFAULT_UNDO_MEMORY = 64 * 2**20  # bytes of solver snapshots kept for undo (non-exact solvers)
 ROW_BUFFER_BYTES = 128 * 2**20  # kernel rows kept contiguous for the pool-score update
+KERNEL_ROW_DTYPES = ("float64", "float32")  # how those rows are held (ActiveLearningLoop(kernel_rows=...))
 EVAL_BUFFER_BYTES = 64 * 2**20  # kernel columns K(evaluation items, x_j) kept for the evaluation
 # pools of at least this many entries (n x d, or stored values when sparse) compute the queried
 # item's kernel row while the analyst reads the item (see _compute_row_ahead)
@@ -315,13 +316,18 @@ class ActiveLearningLoop:
         the strategies that read every item's score, otherwise when the pool
         has at most ``TRACK_LIMIT`` items).
     undo_memory : bytes of solver snapshots kept for undo of non-exact solvers.
+    kernel_rows : how the kernel rows kept for the pool-score update are held: ``"float64"``
+        (default: the kept scores are the solver's decision values bit for bit) or ``"float32"``
+        (half the memory per row, so twice as many fit in the row buffer; each kept row is the
+        float64 row rounded to float32, so a score moves by about 1e-7 of the kernel values per
+        margin vector; the same bits on every run, resumed or not).  The solver is not affected.
     """
 
     def __init__(self, X, *, strategy: str = "near-boundary", solver: str | None = None,
                  solver_params: dict | None = None, strategy_params: dict | None = None, seed: int = 0,
                  cold_start: str = DEFAULT_COLD_START, initial: int = 0, eval_X=None, eval_y=None,
                  oracle_y=None, track_scores: bool | None = None, undo_memory: int = DEFAULT_UNDO_MEMORY,
-                 _solver_state: tuple[dict, dict] | None = None):
+                 kernel_rows: str = "float64", _solver_state: tuple[dict, dict] | None = None):
         # _solver_state: (arrays, meta) of a saved solver, for from_state only: the solver is then
         # rebuilt from it (not made empty first), and the pool scores are left to _load_state
         self.strategy = strategy
@@ -359,6 +365,9 @@ class ActiveLearningLoop:
         self.track_scores = ((strategy in WHOLE_POOL or n <= TRACK_LIMIT) if track_scores is None
                              else bool(track_scores))
         self.undo_memory = int(undo_memory)
+        if kernel_rows not in KERNEL_ROW_DTYPES:
+            raise ValueError(f"kernel_rows must be one of {', '.join(KERNEL_ROW_DTYPES)}, got {kernel_rows!r}")
+        self.kernel_rows = kernel_rows
 
         if _solver_state is None:
             self.solver = make_solver(self.solver_name, self.X, **self.solver_params)
@@ -425,7 +434,8 @@ class ActiveLearningLoop:
         """The keyword arguments that rebuild this loop (with X and the evaluation data)."""
         return dict(strategy=self.strategy, solver=self.solver_name, solver_params=dict(self.solver_params),
                     strategy_params=dict(self.strategy_params), seed=self.seed, cold_start=self.cold_start,
-                    initial=self.initial, track_scores=self.track_scores, undo_memory=self.undo_memory)
+                    initial=self.initial, track_scores=self.track_scores, undo_memory=self.undo_memory,
+                    kernel_rows=self.kernel_rows)
 
     def _step_rng(self) -> np.random.Generator:
         return np.random.default_rng([self.seed, len(self.events)])
@@ -894,7 +904,7 @@ class ActiveLearningLoop:
             for j, dj in zip(changed.tolist(), delta.tolist(), strict=True):
                 k = slots.get(j)
                 if k is None:
-                    buffered = (len(slots) + 1) * n * 8 <= ROW_BUFFER_BYTES
+                    buffered = (len(slots) + 1) * n * self._row_bytes <= ROW_BUFFER_BYTES
                     # a row going into the buffer is not also kept in the solver's cache (held once)
                     row = cache.row(j, keep=not buffered, computed=self._take_row_ahead(j), spare=spare)
                     row = row if len(row) == n else row[:n]
@@ -938,14 +948,18 @@ class ActiveLearningLoop:
         k = len(self._slots)
         if self._rowbuf is None or k >= len(self._rowbuf):
             cap = max(16, 2 * k)
-            cap = min(cap, max(k + 1, ROW_BUFFER_BYTES // (8 * self.n_items)))
-            grown = np.empty((cap, self.n_items))
+            cap = min(cap, max(k + 1, ROW_BUFFER_BYTES // (self._row_bytes * self.n_items)))
+            grown = np.empty((cap, self.n_items), dtype=self.kernel_rows)
             if self._rowbuf is not None:
                 grown[:k] = self._rowbuf[:k]
             self._rowbuf = grown
-        self._rowbuf[k] = row
+        self._rowbuf[k] = row  # (float32 rows: each value rounded to nearest, the same on every run)
         self._slots[j] = k
         return k
+
+    @property
+    def _row_bytes(self) -> int:
+        return 4 if self.kernel_rows == "float32" else 8
 
     def _n_in_margin(self) -> float:
         if self._f is None:

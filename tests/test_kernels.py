@@ -528,6 +528,14 @@ def test_pool_score_updates_have_the_same_bits_on_any_number_of_threads(threads)
         add_weighted_rows(g, R, slots, weights)
         assert np.array_equal(f.view(np.int64), g.view(np.int64))
         np.testing.assert_allclose(f, f0 + weights @ R[slots], rtol=1e-12, atol=1e-9)
+        # float32 rows (the loop's kernel_rows="float32"): the bits of the float64 rows of the same
+        # values, on any number of threads
+        R32 = R.astype(np.float32)
+        h, k = f0.copy(), f0.copy()
+        set_kernel_threads(threads)
+        add_weighted_rows(h, R32, slots, weights)
+        add_weighted_rows(k, R32.astype(np.float64), slots, weights)
+        assert np.array_equal(h.view(np.int64), k.view(np.int64))
     finally:
         set_kernel_threads(before)
     with pytest.raises(ValueError, match="one delta per row"):

@@ -201,6 +201,43 @@ def test_a_resumed_loop_is_the_loop_that_never_stopped_bit_for_bit(data, strateg
 
 
 @pytest.mark.parametrize("variant", VARIANTS, ids=VARIANT_IDS)
+@pytest.mark.parametrize("buffer_rows", [1000, 12])
+@pytest.mark.parametrize(("strategy", "solver"), [("near-boundary", "incremental"), ("largest-positive", "lasvm")])
+def test_float32_kernel_rows_resume_bit_for_bit_and_stay_close_to_the_decision_values(
+        data, strategy, solver, buffer_rows, variant, monkeypatch):
+    """``kernel_rows="float32"``: the kept rows are rounded once, the same way on every run, so a
+    resumed loop (other threads, other cache) is still the loop that never stopped, bit for bit; the
+    kept scores stay within float32 rounding of the solver's decision values (rows in the buffer and,
+    with a buffer of 12 rows, rows added from the solver's cache beside them)."""
+    import core.loop
+
+    X, y, Xe, ye = data
+    monkeypatch.setattr(core.loop, "ROW_BUFFER_BYTES", buffer_rows * len(X) * 4)
+    live_threads, resumed_threads, live_cache, resumed_cache = variant
+    cfg = dict(config(strategy, solver, 4, cache_bytes=live_cache), kernel_rows="float32")
+    with threads(live_threads):
+        loop = ActiveLearningLoop(X, eval_X=Xe, eval_y=ye, **cfg)
+        answer_without_undo(loop, y, 45, np.random.default_rng(1))
+        assert loop._rowbuf.dtype == np.float32 and len(loop._slots) <= buffer_rows
+        arrays, meta = through_storage(*loop.to_state())
+        n_snapshot = len(loop.events)
+        answer_without_undo(loop, y, 40, np.random.default_rng(2))
+        if buffer_rows == 12:  # the buffer is full: the rows of later margin vectors come from the cache
+            assert len(loop._slots) == 12
+    with threads(resumed_threads):
+        restored = with_cache(ActiveLearningLoop.from_state(arrays, meta, X, eval_X=Xe, eval_y=ye), resumed_cache)
+        assert restored.kernel_rows == "float32"
+        restored.replay(loop.events[n_snapshot:])
+        assert np.array_equal(restored.pool_scores(), loop.pool_scores())
+        assert restored.next_query().index == loop.next_query().index
+    exact = fresh_scores(loop)
+    assert not np.array_equal(loop.pool_scores(), exact)  # (rounded rows: not the decision values' bits)
+    np.testing.assert_allclose(loop.pool_scores(), exact, rtol=0, atol=1e-5)
+    with pytest.raises(ValueError, match="kernel_rows"):
+        ActiveLearningLoop(X, kernel_rows="float16")
+
+
+@pytest.mark.parametrize("variant", VARIANTS, ids=VARIANT_IDS)
 @pytest.mark.parametrize(("strategy", "solver"), CASES, ids=IDS)
 def test_snapshot_plus_later_events_equals_the_loop_that_learned_them_all(data, strategy, solver, variant):
     X, y, Xe, ye = data
