@@ -274,11 +274,11 @@ class _StopWatch:
 
 def _run_strategy(X, y, strategy: str, solver: str, solver_params: dict, strategy_params: dict, budget: int,
                   seed: int, initial: int, test_fraction: float, cold_start: str,
-                  stopping: StoppingSetup | None = None, on_label: Callable[[int, int], None] | None = None
+                  stopping: StoppingSetup | None = None, on_step: Callable[[int, int], None] | None = None
                   ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """One active-learning run with the true labels as the oracle: one dict per label, one per stopping rule.
 
-    ``on_label(labels, budget)`` is called after every label (progress within the run)."""
+    ``on_step(labels, budget)`` is called after every label (progress within the run)."""
     Xtr, ytr, Xte, yte = _split(X, y, seed, test_fraction)
     evaluation = dict(eval_X=Xte, eval_y=yte) if Xte.shape[0] else {}
     loop = ActiveLearningLoop(Xtr, strategy=strategy, solver=solver, solver_params=solver_params,
@@ -295,8 +295,8 @@ def _run_strategy(X, y, strategy: str, solver: str, solver_params: dict, strateg
         row = loop.teach(q.index, int(ytr[q.index]))
         if watch is not None:
             watch.after_label(loop, row)
-        if on_label is not None:
-            on_label(loop.n_labels, budget)
+        if on_step is not None:
+            on_step(loop.n_labels, budget)
     positives = max(int(np.sum(ytr > 0)), 1)
     out, found = [], 0
     for r in loop.history:
@@ -340,11 +340,11 @@ def reference_items(y_pool: np.ndarray, seed: int, limit: int | None = None) -> 
 
 
 def full_data_reference(X, y, solver: str, solver_params: dict, seed: int, test_fraction: float,
-                        on_learned: Callable[[int, int], None] | None = None) -> dict[str, Any]:
+                        on_step: Callable[[int, int], None] | None = None) -> dict[str, Any]:
     """The solver trained on the training pool of this seed's split (on a subsample of
     ``REFERENCE_MAX_ITEMS`` of it when larger), scored on its evaluation set.
 
-    ``on_learned(items, total)`` is called after every item learned (progress within the reference;
+    ``on_step(items, total)`` is called after every item learned (progress within the reference;
     an exception from it stops the work there)."""
     Xtr, ytr, Xte, yte = _split(X, y, seed, test_fraction)
     n_pool = int(Xtr.shape[0])
@@ -358,13 +358,13 @@ def full_data_reference(X, y, solver: str, solver_params: dict, seed: int, test_
     order = np.random.default_rng([seed, 0xF011]).permutation(Xtr.shape[0])
     if solver == "ramp":  # (with a convex loss, all at once: one optimum, see OnlineSVMR.learn_many)
         model.learn_many(order, ytr[order])
-        if on_learned is not None:
-            on_learned(len(order), len(order))
+        if on_step is not None:
+            on_step(len(order), len(order))
     else:
         for k, i in enumerate(order, start=1):
             model.learn(int(i), float(ytr[i]))
-            if on_learned is not None:
-                on_learned(k, len(order))
+            if on_step is not None:
+                on_step(k, len(order))
     model.finish()
     seconds = time.perf_counter() - t0
     f = np.asarray(model.decision_function(X=Xte), dtype=np.float64)
@@ -504,11 +504,11 @@ def _execute(tasks: list[tuple[str, Callable, tuple]], n_jobs: int | None, sched
                 raise
     results: list[Any] = [None] * len(tasks)
     for k, (desc, fn, args) in enumerate(tasks):  # (k runs done before this one)
-        if label_progress is not None and fn in (_run_strategy, full_data_reference):
+        if label_progress is not None:  # (a run's labels, or the items a reference learns: both take on_step)
             def on_step(steps: int, of: int, _done=k, _desc=desc) -> None:
                 label_progress(_done, len(tasks), _desc, steps, of)
 
-            results[k] = fn(*args, **{"on_label" if fn is _run_strategy else "on_learned": on_step})
+            results[k] = fn(*args, on_step=on_step)
         else:
             results[k] = fn(*args)
         if progress:
