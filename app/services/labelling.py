@@ -240,8 +240,8 @@ class LabellingRun(RunSnapshots, RunReadouts, RunHistory, RunStopping, RunDocume
         #: how the last rebuild went (from a snapshot, or why every event was replayed)
         self.resume_note = ""
         self._asked_metrics: list[tuple[float, float]] = []  # see _history
-        #: answers covered by the last snapshot this run saved or resumed from (and their label ids)
-        self.snapshot_events: int | None = None
+        #: label ids of the answers the last snapshot this run saved or resumed from covers (None: none,
+        #: or not known since a correction): see ``snapshot_events``, ``snapshot_is_behind``
         self.snapshot_label_ids: list[int] | None = None
         self.version = 0  # changes with every label, skip, undo or rebuild (keys the cached read-outs)
         self._cache: dict[str, tuple[int, Any]] = {}
@@ -334,7 +334,6 @@ class LabellingRun(RunSnapshots, RunReadouts, RunHistory, RunStopping, RunDocume
         self.loop, self.resumed_from = self._from_snapshot(pairs, data), None
         if self.loop is not None:
             self.resumed_from = len(self.loop.events)
-            self.snapshot_events = self.resumed_from
             self.snapshot_label_ids = [a.label_id for a in self.answers[:self.resumed_from]]
         else:
             self.loop = ActiveLearningLoop(**data, **self._loop_config())

@@ -109,9 +109,13 @@ class RunSnapshots:
             self.snapshot_error = database_trouble(error)
             return None
         self.snapshot_error = None
-        self.snapshot_events = n
         self.snapshot_label_ids = meta["service"]["label_ids"]
         return snapshot_id
+
+    @property
+    def snapshot_events(self) -> int | None:
+        """Answers covered by the last snapshot this run saved or resumed from."""
+        return None if self.snapshot_label_ids is None else len(self.snapshot_label_ids)
 
     @property
     def snapshot_is_behind(self) -> bool:
