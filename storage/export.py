@@ -61,7 +61,7 @@ from storage.models import (
     LabellingSession,
 )
 from storage.repository import EngineLike, events_query, reading, stored_features
-from storage.validation import FEATURE_FORMAT_KEY
+from storage.validation import stored_dense
 
 EXPORT_FORMATS = ("csv", "jsonl")
 
@@ -151,7 +151,7 @@ def export_labels(
             assert dataset is not None
             take = include_features
             if take is None:
-                take = (dataset.meta or {}).get(FEATURE_FORMAT_KEY, "dense") == "dense"
+                take = stored_dense(dataset.meta)
             X = None
             if take:
                 X = stored_features(session, dataset)

@@ -47,7 +47,14 @@ from storage.models import (
     ModelSnapshot,
     utc_now,
 )
-from storage.validation import FEATURE_FORMAT_KEY, decode_features, encode_features, storable_text, validate_dataset
+from storage.validation import (
+    FEATURE_FORMAT_KEY,
+    decode_features,
+    encode_features,
+    storable_text,
+    stored_dense,
+    validate_dataset,
+)
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -360,40 +367,31 @@ def _store_feature_chunks(session: Session, dataset_id: int, blob: bytes, n_feat
             for start in range(first, min(len(view), first + 16 * step), step)])
 
 
-def _feature_bytes(session: Session, dataset_id: int, n_bytes: int | None) -> bytes | bytearray:
-    """A dataset's stored matrix, put together from its pieces (``n_bytes``: its size when known,
-    filled in place: one copy of the matrix in memory, plus one piece)."""
-    pieces = session.execute(select(DatasetChunk.start, DatasetChunk.data)
-                             .where(DatasetChunk.dataset_id == dataset_id).order_by(DatasetChunk.start)
+def _stored_matrix(session: Session, dataset_id: int, n_rows: int, n_features: int, meta: dict[str, Any] | None,
+                   writable: bool = True) -> Any:
+    """A dataset's feature matrix as stored (``storage.validation.decode_features``), put together from
+    its pieces in one buffer of its size (one copy of the matrix in memory, plus one piece)."""
+    mine = DatasetChunk.dataset_id == dataset_id
+    size = int(session.execute(select(func.coalesce(func.sum(func.length(DatasetChunk.data)), 0))
+                               .where(mine)).scalar_one())
+    blob, end = bytearray(size), 0
+    pieces = session.execute(select(DatasetChunk.start, DatasetChunk.data).where(mine).order_by(DatasetChunk.start)
                              .execution_options(yield_per=8))
-    if n_bytes is None:
-        parts, end = [], 0
-        for start, data in pieces:
-            _check_piece(dataset_id, start, end)
-            parts.append(data)
-            end += len(data)
-        return b"".join(parts)
-    out = bytearray(n_bytes)
-    end = 0
     for start, data in pieces:
-        _check_piece(dataset_id, start, end, n_bytes, len(data))
-        out[start:start + len(data)] = data
+        if start != end:
+            raise StorageError(f"The stored feature matrix of dataset {dataset_id} is incomplete or damaged "
+                               f"(a piece at byte {start}, where {end} was expected).")
+        blob[end:end + len(data)] = data
         end += len(data)
-    _check_piece(dataset_id, n_bytes, end)
-    return out
+    if stored_dense(meta) and size != 8 * n_rows * n_features:
+        raise StorageError(f"The stored feature matrix of dataset {dataset_id} holds {size:,} bytes, not the "
+                           f"{8 * n_rows * n_features:,} of its {n_rows} x {n_features} values.")
+    return decode_features(blob, n_rows, n_features, meta, writable)
 
 
 def stored_features(session: Session, dataset: Dataset, writable: bool = True) -> Any:
-    """A dataset's feature matrix as stored (``storage.validation.decode_features``), read from its pieces."""
-    dense = (dataset.meta or {}).get(FEATURE_FORMAT_KEY, "dense") == "dense"
-    blob = _feature_bytes(session, dataset.id, 8 * dataset.n_rows * dataset.n_features if dense else None)
-    return decode_features(blob, dataset.n_rows, dataset.n_features, dataset.meta, writable)
-
-
-def _check_piece(dataset_id: int, start: int, end: int, n_bytes: int | None = None, length: int = 0) -> None:
-    if start != end or (n_bytes is not None and start + length > n_bytes):
-        raise StorageError(f"The stored feature matrix of dataset {dataset_id} is incomplete or damaged "
-                           f"(a piece at byte {start}, where {end} was expected).")
+    """``dataset``'s feature matrix as stored, read from its pieces (see ``_stored_matrix``)."""
+    return _stored_matrix(session, dataset.id, dataset.n_rows, dataset.n_features, dataset.meta, writable)
 
 
 def load_dataset_arrays(
@@ -443,8 +441,8 @@ def load_feature_rows(engine: EngineLike, dataset_id: int, items: Sequence[int])
         bad = [i for i in items if not 0 <= i < n_rows]
         if bad:
             raise NotFoundError(f"Dataset {dataset_id} has no item {bad[0]} (it has {n_rows} items).")
-        if (meta or {}).get(FEATURE_FORMAT_KEY, "dense") != "dense":
-            X = decode_features(_feature_bytes(session, dataset_id, None), n_rows, n_features, meta)
+        if not stored_dense(meta):
+            X = _stored_matrix(session, dataset_id, n_rows, n_features, meta)
             return np.asarray(X[items].toarray(), dtype=np.float64).reshape(len(items), n_features)
         width = 8 * n_features
         out = np.empty((len(items), n_features), dtype=np.float64)

@@ -176,6 +176,12 @@ def encode_features(X: Any) -> tuple[bytes, str]:
     return np.ascontiguousarray(X, dtype="<f8").tobytes(), "dense"
 
 
+def stored_dense(meta: dict[str, Any] | None) -> bool:
+    """Whether a matrix stored with this dataset meta is the dense row-major float64 bytes (no feature
+    format named, or "dense")."""
+    return (meta or {}).get(FEATURE_FORMAT_KEY, "dense") == "dense"
+
+
 def decode_features(blob: bytes, n_rows: int, n_features: int, meta: dict[str, Any] | None,
                     writable: bool = True) -> Any:
     """The feature matrix as stored: a fresh writable float64 array, or a float64 CSR matrix.
