@@ -460,6 +460,33 @@ def add_scaled_rows(f: np.ndarray, rows: Sequence[np.ndarray], deltas: Sequence[
         run_chunks(lambda a, b, g=group, d=d, k=k: add(f, g[0], g[1], g[2], g[3], d, k, a, b), n, float(n) * k)
 
 
+def _scores_and_mask(f: np.ndarray, mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    f = np.ascontiguousarray(f, dtype=np.float64).reshape(-1)
+    mask = np.ascontiguousarray(mask, dtype=bool).reshape(-1)
+    if len(f) != len(mask):
+        raise ValueError(f"scores and mask differ in length: {len(f)} and {len(mask)}")
+    return f, mask
+
+
+def masked_argmin_abs(f: np.ndarray, mask: np.ndarray) -> int:
+    """The i with mask[i] whose |f[i]| is smallest (the lowest such i on ties), or -1: one pass over
+    the kept pool scores, where ``np.argmin(np.abs(f[mask]))`` gathers and copies them first."""
+    f, mask = _scores_and_mask(f, mask)
+    return int(jit.routine("masked_argmin_abs")(f, mask))
+
+
+def masked_argmax(f: np.ndarray, mask: np.ndarray) -> int:
+    """The i with mask[i] whose f[i] is largest (the lowest such i on ties), or -1."""
+    f, mask = _scores_and_mask(f, mask)
+    return int(jit.routine("masked_argmax")(f, mask))
+
+
+def masked_count_abs_below(f: np.ndarray, mask: np.ndarray, limit: float) -> int:
+    """The number of i with mask[i] and |f[i]| < limit."""
+    f, mask = _scores_and_mask(f, mask)
+    return int(jit.routine("masked_count_abs_below")(f, mask, float(limit)))
+
+
 # ============================================================================ the kernel
 @dataclass(frozen=True)
 class Kernel:
@@ -1090,5 +1117,5 @@ def compile_routines(dtypes=("float64",)) -> None:
 
 
 __all__ = ["DTYPES", "DataStore", "KERNEL_NAMES", "Kernel", "KernelCache", "Rows", "add_scaled_rows",
-           "add_weighted_rows", "as_data_matrix", "compile_routines", "dot", "evaluate", "resolve_gamma", "row_terms",
-           "rows_dot"]
+           "add_weighted_rows", "as_data_matrix", "compile_routines", "dot", "evaluate", "masked_argmax",
+           "masked_argmin_abs", "masked_count_abs_below", "resolve_gamma", "row_terms", "rows_dot"]

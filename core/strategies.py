@@ -52,6 +52,8 @@ from typing import Any
 
 import numpy as np
 
+from core.kernels import masked_argmax, masked_argmin_abs
+
 STRATEGY_NAMES = ("largest-positive", "near-boundary", "randomized-search", "autoactive",
                   "ramp-region", "random", "gradient")
 
@@ -112,8 +114,8 @@ class Pool:
 
     ``available``: boolean mask over the model's store (True = unlabelled and
     not skipped).  ``scores``: f over the whole store when the caller keeps it
-    current (the loop does for pools up to a few tens of thousands of items);
-    otherwise ``None`` and strategies score only the items they look at.
+    current (the loop does, at any pool size); otherwise ``None`` and
+    strategies score only the items they look at.
     ``oracle_y``: true labels over the store (simulations only, ``gradient``).
     """
 
@@ -139,6 +141,14 @@ class Pool:
 
     def __len__(self) -> int:
         return self.n_available
+
+    @property
+    def kept_scores(self) -> np.ndarray | None:
+        """The kept scores as a float64 vector over the whole store, when there are such."""
+        s = self.scores
+        if isinstance(s, np.ndarray) and s.dtype == np.float64 and s.shape == self.available.shape:
+            return s
+        return None
 
     def decision(self, model, idx) -> np.ndarray:
         """Current f for store indices ``idx``: from the kept scores, else from the model."""
@@ -188,16 +198,26 @@ def _as_pool(model, pool) -> Pool:
 # Strategies over the whole pool
 # ---------------------------------------------------------------------------
 
+def _best(model, pool: Pool, scan: Callable, pick: Callable) -> tuple[int, float]:
+    """The item a whole-pool rule picks and its f: ``scan`` in one pass over the kept scores, else
+    ``pick`` over the candidates' gathered scores (the same item: ties to the lowest index)."""
+    if pool.kept_scores is not None:
+        i = scan(pool.kept_scores, pool.available)
+        return i, float(pool.kept_scores[i])
+    cand = pool.candidates
+    f = pool.decision(model, cand)
+    k = int(pick(f))
+    return int(cand[k]), float(f[k])
+
+
 def largest_positive(model, pool, rng: np.random.Generator | None = None) -> Query | None:
     """The unlabelled item with the largest f(x) (Laskov et al. 2006, §6.2)."""
     pool = _as_pool(model, pool)
-    cand = pool.candidates
-    if len(cand) == 0:
+    if pool.n_available == 0:
         return None
-    f = pool.decision(model, cand)
-    k = int(np.argmax(f))
-    return Query(int(cand[k]), float(f[k]), "largest-positive",
-                 f"largest decision value f = {f[k]:+.3f} among {len(cand)} unlabelled items")
+    i, fi = _best(model, pool, masked_argmax, np.argmax)
+    return Query(i, fi, "largest-positive",
+                 f"largest decision value f = {fi:+.3f} among {pool.n_available} unlabelled items")
 
 
 def near_boundary(model, pool, rng: np.random.Generator | None = None) -> Query | None:
@@ -207,13 +227,11 @@ def near_boundary(model, pool, rng: np.random.Generator | None = None) -> Query 
     Exact: every unlabelled item is compared (ties go to the lowest index).
     """
     pool = _as_pool(model, pool)
-    cand = pool.candidates
-    if len(cand) == 0:
+    if pool.n_available == 0:
         return None
-    f = pool.decision(model, cand)
-    k = int(np.argmin(np.abs(f)))
-    return Query(int(cand[k]), float(f[k]), "near-boundary",
-                 f"closest to the boundary, |f| = {abs(f[k]):.3f}, among all {len(cand)} unlabelled items")
+    i, fi = _best(model, pool, masked_argmin_abs, lambda f: np.argmin(np.abs(f)))
+    return Query(i, fi, "near-boundary",
+                 f"closest to the boundary, |f| = {abs(fi):.3f}, among all {pool.n_available} unlabelled items")
 
 
 def random_query(model, pool, rng: np.random.Generator) -> Query | None:

@@ -230,6 +230,25 @@ def test_whole_pool_strategies_keep_scores_above_the_track_limit(data, monkeypat
     assert np.isfinite(kept.history[-1].n_in_margin)
 
 
+def test_the_row_buffer_is_made_once_and_never_copied(data, monkeypatch):
+    """The kept kernel rows' buffer is allocated whole at the first row (its pages become resident as
+    rows are written) and never replaced by a larger copy: growing it had copied every row kept so far
+    within one label."""
+    import core.loop as loop_module
+
+    X, y, _, _ = data
+    monkeypatch.setattr(loop_module, "ROW_BUFFER_BYTES", 40 * len(X) * 8)
+    loop = ActiveLearningLoop(X, strategy="near-boundary", solver="incremental", seed=1)
+    buffers = []
+    for _ in range(80):
+        run(loop, y, 1)
+        if loop._rowbuf is not None:
+            buffers.append(loop._rowbuf)
+    assert buffers and all(b is buffers[0] for b in buffers)
+    assert buffers[0].shape == (40, len(X)) and len(loop._slots) > 16  # past the old first growth
+    np.testing.assert_allclose(loop.pool_scores(), fresh_scores(loop), rtol=0, atol=1e-9)
+
+
 def test_bad_input_is_refused(data):
     X, y, _, _ = data
     loop = ActiveLearningLoop(X, strategy="near-boundary")

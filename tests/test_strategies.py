@@ -87,6 +87,40 @@ def test_near_boundary_equals_brute_force(values, seed):
     assert abs(f[q.index]) == np.min(np.abs(f[cand]))
 
 
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.sampled_from([0.0, -0.0, 0.5, -0.5, 1.0, -2.0, np.inf, -np.inf]), min_size=1, max_size=40),
+       st.integers(0, 2**31))
+def test_kept_scores_give_the_pick_of_the_gathered_scores(values, seed):
+    """With the scores kept over the whole store, near-boundary and largest-positive read them in one
+    compiled pass; the pick is that of numpy's argmin / argmax over the gathered candidates, ties (many
+    here, infinities and signed zeros included) to the lowest index."""
+    f = np.asarray(values, dtype=float)
+    rng = np.random.default_rng(seed)
+    labelled = rng.choice(len(f), size=rng.integers(0, len(f)), replace=False)
+    cand = np.setdiff1d(np.arange(len(f)), labelled)
+    for fn, pick in ((near_boundary, lambda v: int(np.argmin(np.abs(v)))), (largest_positive, np.argmax)):
+        kept = fn(FixedScores(f), pool_of(f, labelled=labelled, scores=True))
+        gathered = fn(FixedScores(f), pool_of(f, labelled=labelled))
+        if len(cand) == 0:
+            assert kept is None and gathered is None
+            continue
+        assert kept.index == gathered.index == int(cand[pick(f[cand])])
+        assert kept.reason == gathered.reason
+
+
+def test_masked_scans_name_a_length_mismatch_and_an_empty_mask():
+    from core.kernels import masked_argmax, masked_argmin_abs, masked_count_abs_below
+
+    f = np.array([0.5, -0.25, 3.0, -0.75])
+    mask = np.array([True, False, True, True])
+    assert masked_argmin_abs(f, mask) == 0 and masked_argmax(f, mask) == 2
+    assert masked_count_abs_below(f, mask, 1.0) == 2  # 0.5 and -0.75; -0.25 is not available
+    assert masked_argmin_abs(f, np.zeros(4, bool)) == masked_argmax(f, np.zeros(4, bool)) == -1
+    assert masked_count_abs_below(f, np.zeros(4, bool), 1.0) == 0
+    with pytest.raises(ValueError, match="differ in length: 4 and 3"):
+        masked_argmin_abs(f, mask[:3])
+
+
 def test_strategies_return_none_on_an_empty_pool():
     f = [0.1, 0.2]
     m = FixedScores(f)
