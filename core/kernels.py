@@ -1087,6 +1087,10 @@ class KernelCache:
         self._rows[i] = r
         self._bytes += r.nbytes
 
+    def release(self, i: int) -> None:
+        """Stop keeping row i (its caller keeps it elsewhere); nothing is counted."""
+        self._forget(int(i))
+
     def _forget(self, i: int) -> None:
         r = self._rows.pop(i, None)
         if r is not None:

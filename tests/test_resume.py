@@ -222,8 +222,10 @@ def test_float32_kernel_rows_resume_bit_for_bit_and_stay_close_to_the_decision_v
         arrays, meta = through_storage(*loop.to_state())
         n_snapshot = len(loop.events)
         answer_without_undo(loop, y, 40, np.random.default_rng(2))
-        if buffer_rows == 12:  # the buffer is full: the rows of later margin vectors come from the cache
-            assert len(loop._slots) == 12
+        if buffer_rows == 12:
+            # the buffer is full: the rows of later margin vectors come from the cache (or take
+            # the slot of a kept row that stopped changing: see the next test)
+            assert len(loop._slots) == 12 == len(loop._slot_items)
     with threads(resumed_threads):
         restored = with_cache(ActiveLearningLoop.from_state(arrays, meta, X, eval_X=Xe, eval_y=ye), resumed_cache)
         assert restored.kernel_rows == "float32"
@@ -679,6 +681,40 @@ def test_without_true_labels_the_curve_is_the_auc_of_the_scores_when_asked(lab):
     assert_same_run(resumed, run)
 
 
+@pytest.mark.parametrize("variant", VARIANTS, ids=VARIANT_IDS)
+def test_kept_rows_that_stop_changing_give_their_slots_alike_in_a_resumed_loop(variant, monkeypatch):
+    """Once the row buffer is full, the row of an item whose coefficient changes takes the slot of
+    the first kept row whose coefficient did not; the choice depends on the loop's state alone, so a
+    loop resumed from a snapshot (other threads, another cache) keeps the same rows in the same slots
+    and has the same scores, bit for bit, as the loop that never stopped."""
+    import core.loop
+    from core.datasets import make_gaussians
+
+    X, y = make_gaussians(400, np.random.default_rng(5), separation=1.0, n_features=5)  # overlapping
+    monkeypatch.setattr(core.loop, "ROW_BUFFER_BYTES", 6 * len(X) * 8)
+    live_threads, resumed_threads, live_cache, resumed_cache = variant
+    cfg = dict(strategy="near-boundary", solver="incremental", seed=4, solver_params={"cache_bytes": live_cache})
+    with threads(live_threads):
+        loop = ActiveLearningLoop(X, **cfg)
+        answer_without_undo(loop, y, 30, np.random.default_rng(1))
+        arrays, meta = through_storage(*loop.to_state())
+        n_snapshot = len(loop.events)
+        given_up = 0
+        for _ in range(40):
+            before = list(loop._slot_items)
+            answer_without_undo(loop, y, 1, np.random.default_rng(len(loop.events)))
+            given_up += len(set(before) - set(loop._slot_items))
+        assert given_up > 0 and len(loop._slot_items) == 6
+    with threads(resumed_threads):
+        restored = with_cache(ActiveLearningLoop.from_state(arrays, meta, X), resumed_cache)
+        restored.replay(loop.events[n_snapshot:])
+        assert restored._slot_items == loop._slot_items
+        assert np.array_equal(restored.pool_scores().view(np.int64), loop.pool_scores().view(np.int64))
+        assert restored.next_query().index == loop.next_query().index
+    np.testing.assert_allclose(loop.pool_scores(), loop.solver.decision_function(np.arange(len(X))),
+                               rtol=0, atol=1e-9)
+
+
 def test_a_restored_loop_puts_its_kept_kernel_rows_back_at_the_first_update(data):
     """Opening a snapshot computes no pool-wide kernel row (the next item needs only the kept
     scores); the rows the original had buffered come back, in its order, before the next update."""
@@ -698,14 +734,14 @@ def test_a_restored_loop_puts_its_kept_kernel_rows_back_at_the_first_update(data
     restored._restore_buffered_rows()  # (what the first update does first)
     assert restored.solver.cache.n_evals == evals  # not counted as the solver's work
     kept = len(loop._slots)
-    assert list(restored._slots) == list(loop._slots)
+    assert restored._slot_items == loop._slot_items
     np.testing.assert_array_equal(restored._rowbuf[:kept], loop._rowbuf[:kept])
     item = loop.next_query().index
     loop.teach(item, int(y[item]))
     restored2 = ActiveLearningLoop.from_state(arrays, meta, X)
     for other in (restored, restored2):  # rows put back before, or by, the update
         other.teach(item, int(y[item]))
-        assert list(other._slots) == list(loop._slots)
+        assert other._slot_items == loop._slot_items
         np.testing.assert_array_equal(other.pool_scores(), loop.pool_scores())
 
 
