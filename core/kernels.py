@@ -1087,6 +1087,13 @@ class KernelCache:
         self._rows[i] = r
         self._bytes += r.nbytes
 
+    def keep(self, i: int, row: np.ndarray, spare: frozenset[int] | set[int] = frozenset()) -> None:
+        """Keep row i as given (its whole row over the store, computed by :meth:`compute_row` or
+        :meth:`row`: the same bits), when there is room after sparing ``spare``; nothing is counted."""
+        if len(row) == len(self.store) and int(i) not in self._rows:
+            row.flags.writeable = False
+            self._remember(int(i), row, spare)
+
     def release(self, i: int) -> None:
         """Stop keeping row i (its caller keeps it elsewhere); nothing is counted."""
         self._forget(int(i))

@@ -922,7 +922,7 @@ class ActiveLearningLoop:
                                     spare=spare)
                     row = row if len(row) == n else row[:n]
                     if buffered or idle is not None:
-                        k = self._buffer_row(j, row, slot=idle)
+                        k = self._buffer_row(j, row, slot=idle, spare=spare)
                         cache.release(j)  # (held once: a row it had kept goes)
                     else:
                         rows.append(row)
@@ -972,10 +972,15 @@ class ActiveLearningLoop:
                 return k
         return None
 
-    def _buffer_row(self, j: int, row: np.ndarray, slot: int | None = None) -> int:
+    def _buffer_row(self, j: int, row: np.ndarray, slot: int | None = None,
+                    spare: frozenset[int] = frozenset()) -> int:
         """Keep item j's row in the buffer: in the next slot, or in place of the row in ``slot``."""
         if slot is not None:
-            del self._slots[self._slot_items[slot]]
+            given_up = self._slot_items[slot]
+            if self._rowbuf.dtype == np.float64 and getattr(self.solver, "cache", None) is not None:
+                # (the row given up goes to the solver's cache, where there is room: it may change again)
+                self.solver.cache.keep(given_up, self._rowbuf[slot].copy(), spare=spare)
+            del self._slots[given_up]
             self._slot_items[slot] = j
             self._rowbuf[slot] = row
             self._slots[j] = slot

@@ -576,6 +576,27 @@ def test_the_cache_spares_the_rows_a_caller_goes_through_again():
     assert spared.has_row(50) and spared.has_row(0) and not spared.has_row(5)
 
 
+def test_a_row_handed_to_the_cache_is_kept_uncounted_and_released_on_request():
+    """``keep``: a whole row computed elsewhere (the loop's buffer gives one up) is kept as given,
+    within the budget and sparing the rows asked for, without counting an evaluation; a row of the
+    wrong length is not kept; ``release`` drops a row without counting anything."""
+    X = sample(300, 4, seed=9)
+    kernel = make_kernel("rbf")
+    cache = KernelCache(kernel, DataStore(X), 2 * 300 * 8)
+    given = cache.compute_row(7)
+    cache.keep(7, given.copy())
+    evals = cache.n_evals
+    assert cache.has_row(7) and np.array_equal(cache.row(7), given)
+    assert cache.n_evals == evals and cache.hits == 1 and cache.misses == 0
+    cache.keep(8, given[:100].copy())
+    assert not cache.has_row(8)
+    cache.row(3)
+    cache.keep(9, cache.compute_row(9), spare=frozenset({3, 7}))  # no room without evicting 3 or 7
+    assert not cache.has_row(9) and cache.has_row(3) and cache.has_row(7)
+    cache.release(7)
+    assert not cache.has_row(7) and cache.n_evals == evals + 300
+
+
 # --------------------------------------------------------------------------- BLAS threads
 def blas_thread_counts():
     """Threads of NumPy's and SciPy's BLAS (the ones the solvers use; a test reference such as
