@@ -711,7 +711,8 @@ def add_scaled_rows(f, r0, r1, r2, r3, d, k, start, stop):
 
 def masked_argmin_abs(f, mask):
     """The i with mask[i] whose |f[i]| is smallest, the lowest such i on ties; -1 when no mask[i]
-    (what ``np.argmin(np.abs(f[mask]))`` picks, in one pass and without the gathered copy).  The
+    (what ``np.argmin(np.abs(f[mask]))`` picks, in one pass and without the gathered copy; a NaN
+    score, which the solvers never give, is passed over where NumPy would pick it).  The
     running minimum is compared only where it may change (ten times faster than carrying the index
     and the minimum through every item)."""
     best, k = np.inf, -1
@@ -723,7 +724,8 @@ def masked_argmin_abs(f, mask):
 
 
 def masked_argmax(f, mask):
-    """The i with mask[i] whose f[i] is largest, the lowest such i on ties; -1 when no mask[i]."""
+    """The i with mask[i] whose f[i] is largest, the lowest such i on ties; -1 when no mask[i]
+    (a NaN score is passed over, as in ``masked_argmin_abs``)."""
     best, k = -np.inf, -1
     for i in range(len(f)):
         if mask[i] and f[i] > best:

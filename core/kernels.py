@@ -1089,7 +1089,8 @@ class KernelCache:
 
     def keep(self, i: int, row: np.ndarray, spare: frozenset[int] | set[int] = frozenset()) -> None:
         """Keep row i as given (its whole row over the store, computed by :meth:`compute_row` or
-        :meth:`row`: the same bits), when there is room after sparing ``spare``; nothing is counted."""
+        :meth:`row`: the same bits), when there is room after sparing ``spare``; nothing is counted.
+        The array is kept as it is, not copied, and made read-only: the caller gives it up."""
         if len(row) == len(self.store) and int(i) not in self._rows:
             row.flags.writeable = False
             self._remember(int(i), row, spare)

@@ -985,7 +985,7 @@ class ActiveLearningLoop:
             self._rowbuf[slot] = row
             self._slots[j] = slot
             return slot
-        k = len(self._slots)
+        k = len(self._slot_items)
         if self._rowbuf is None:
             # the whole buffer at once, never grown: its pages become resident only as rows are
             # written, and growing meant copying every row kept so far (217 ms at 128 rows of a
@@ -1222,7 +1222,9 @@ class ActiveLearningLoop:
             self._beta = np.array(arrays["pool_beta"], dtype=np.float64)
             self._carried = np.flatnonzero(self._beta)
             self._b = float(meta["pool_b"])
-            self._rows_to_restore = np.asarray(arrays["row_slots"], dtype=np.intp).tolist()
+            # (each item once, within the pool: a slot per row)
+            kept = [int(j) for j in np.asarray(arrays["row_slots"], dtype=np.intp).tolist() if 0 <= j < self.n_items]
+            self._rows_to_restore = list(dict.fromkeys(kept))
         else:
             self._init_scores()
         self._pending = None
