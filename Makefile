@@ -10,20 +10,25 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 
-# (then the compiled inner loops and kernel routines are compiled once, into Numba's cache, not at the first label)
 $(VENV)/.runtime: requirements.txt | $(BIN)/python
 	$(BIN)/pip install -q -r requirements.txt
-	$(BIN)/python -m core.solvers._compile
 	touch $@
 
 $(VENV)/.dev: requirements.txt requirements-dev.txt | $(BIN)/python
 	$(BIN)/pip install -q -r requirements-dev.txt
-	$(BIN)/python -m core.solvers._compile
 	touch $@ $(VENV)/.runtime
+
+# The compiled inner loops and kernel routines, compiled into Numba's cache after installing and again
+# whenever their sources change (an upgrade), not at the app's first label.
+JIT_SOURCES := core/kernels.py core/_kernels_jit.py $(wildcard core/solvers/_*_jit.py) \
+               core/solvers/_lasvm_compiled.py core/solvers/_compile.py
+$(VENV)/.compiled: $(VENV)/.runtime $(JIT_SOURCES)
+	$(BIN)/python -m core.solvers._compile
+	touch $@
 
 # Bound to this machine only (app/.streamlit/config.toml says so too); to share the app on a
 # network on purpose, run streamlit yourself with --server.address. `make run PORT=8600` picks the port.
-run: $(VENV)/.runtime
+run: $(VENV)/.runtime $(VENV)/.compiled
 	$(BIN)/python -m app.serve --server.address 127.0.0.1 --server.port $(PORT)
 
 # Debian's Chromium drives the browser tests (never a downloaded browser build).
@@ -38,13 +43,13 @@ postgres-deps:
 	  echo "installing Debian's postgresql for the storage tests"; \
 	  apt-get update -q >/dev/null && apt-get install -y -q postgresql >/dev/null; }
 
-test: $(VENV)/.dev browser-deps postgres-deps
+test: $(VENV)/.dev $(VENV)/.compiled browser-deps postgres-deps
 	$(BIN)/pytest
 
 lint: $(VENV)/.dev
 	$(BIN)/ruff check core storage app tests benchmarks
 
-bench: $(VENV)/.dev
+bench: $(VENV)/.dev $(VENV)/.compiled
 	for f in benchmarks/bench_*.py; do echo "== $$f"; $(BIN)/python $$f || exit 1; done
 
 clean:
