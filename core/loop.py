@@ -955,6 +955,7 @@ class ActiveLearningLoop:
         for j in self._rows_to_restore:
             row = cache.row(j, keep=False)
             self._buffer_row(j, row if len(row) == n else row[:n])
+            cache.release(j)  # (held once, as when a row first goes into the buffer)
         cache.n_evals = evals
         self._rows_to_restore = []
 
