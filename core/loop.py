@@ -921,9 +921,10 @@ class ActiveLearningLoop:
                     row = cache.row(j, keep=not buffered and idle is None, computed=self._take_row_ahead(j),
                                     spare=spare)
                     row = row if len(row) == n else row[:n]
-                    if buffered or idle is not None:
-                        k = self._buffer_row(j, row, slot=idle, spare=spare)
-                        cache.release(j)  # (held once: a row it had kept goes)
+                    if buffered:
+                        k = self._buffer_row(j, row)
+                    elif idle is not None:
+                        k = self._replace_row(idle, j, row, spare)
                     else:
                         rows.append(row)
                         deltas.append(dj)
@@ -955,7 +956,6 @@ class ActiveLearningLoop:
         for j in self._rows_to_restore:
             row = cache.row(j, keep=False)
             self._buffer_row(j, row if len(row) == n else row[:n])
-            cache.release(j)  # (held once, as when a row first goes into the buffer)
         cache.n_evals = evals
         self._rows_to_restore = []
 
@@ -973,19 +973,23 @@ class ActiveLearningLoop:
                 return k
         return None
 
-    def _buffer_row(self, j: int, row: np.ndarray, slot: int | None = None,
-                    spare: frozenset[int] = frozenset()) -> int:
-        """Keep item j's row in the buffer: in the next slot, or in place of the row in ``slot``."""
-        if slot is not None:
-            given_up = self._slot_items[slot]
-            if self._rowbuf.dtype == np.float64 and getattr(self.solver, "cache", None) is not None:
-                # (the row given up goes to the solver's cache, where there is room: it may change again)
-                self.solver.cache.keep(given_up, self._rowbuf[slot].copy(), spare=spare)
-            del self._slots[given_up]
-            self._slot_items[slot] = j
-            self._rowbuf[slot] = row
-            self._slots[j] = slot
-            return slot
+    def _replace_row(self, slot: int, j: int, row: np.ndarray, spare: frozenset[int]) -> int:
+        """Keep item j's row in ``slot`` of the full buffer, in place of the row there (which goes
+        to the solver's cache, where there is room after sparing ``spare``: it may change again;
+        float32 rows cannot, the solver needs the float64 values)."""
+        given_up = self._slot_items[slot]
+        if self._rowbuf.dtype == np.float64:
+            self.solver.cache.keep(given_up, self._rowbuf[slot].copy(), spare=spare)
+        del self._slots[given_up]
+        self._slot_items[slot] = j
+        self._rowbuf[slot] = row
+        self._slots[j] = slot
+        self.solver.cache.release(j)  # (held once, as by _buffer_row)
+        return slot
+
+    def _buffer_row(self, j: int, row: np.ndarray) -> int:
+        """Keep item j's row in the next slot of the buffer; the solver's cache lets go of it
+        (a row is held once)."""
         k = len(self._slot_items)
         if self._rowbuf is None:
             # the whole buffer at once, never grown: its pages become resident only as rows are
@@ -1000,11 +1004,12 @@ class ActiveLearningLoop:
         self._rowbuf[k] = row  # (float32 rows: each value rounded to nearest, the same on every run)
         self._slots[j] = k
         self._slot_items.append(j)
+        self.solver.cache.release(j)
         return k
 
     @property
     def _row_bytes(self) -> int:
-        return 4 if self.kernel_rows == "float32" else 8
+        return np.dtype(self.kernel_rows).itemsize
 
     def _n_in_margin(self) -> float:
         if self._f is None:
