@@ -424,21 +424,48 @@ def dot(a: np.ndarray, b: np.ndarray) -> float:
     return float(jit.routine("dot")(a, b))
 
 
-def add_weighted_rows(f: np.ndarray, rows: np.ndarray, slots, weights) -> None:
-    """f += sum_t weights[t] * rows[slots[t]] in place, summed over t in the fixed (stripe) order.
+_NO_ROWS = np.empty((0, 0))  # (the buffer of add_weighted_rows when it has no rows)
+EXTRA_ROWS = jit.EXTRA_ROWS  # the rows outside the buffer that add_weighted_rows adds in its one pass
+
+
+def add_weighted_rows(f: np.ndarray, rows: np.ndarray | None, slots, weights, extra_rows: Sequence[np.ndarray] = (),
+                      extra_deltas: Sequence[float] = ()) -> None:
+    """f += extra_deltas[t] * extra_rows[t] for t = 0, 1, ... in turn (as ``add_scaled_rows``), then
+    f += sum_t weights[t] * rows[slots[t]] summed over t in the fixed (stripe) order, in place.
 
     Each f[j] gets exactly what ``rows_dot`` gives for the column j of the
     rows with the weights, plus f[j]: decision values kept current from kernel
-    rows are summed like decision values computed from a block.
+    rows are summed like decision values computed from a block.  Both parts in
+    one pass over f (the last ``EXTRA_ROWS`` extra rows; any before them first,
+    by ``add_scaled_rows``): the same bits as ``add_scaled_rows`` followed by
+    the weighted sum.  ``rows`` may be None when no weight is given.
     """
-    if f.dtype != np.float64 or not f.flags.c_contiguous or rows.dtype not in (np.float64, np.float32):
-        raise ValueError("add_weighted_rows needs a contiguous float64 f and float64 or float32 rows")
+    if f.dtype != np.float64 or not f.flags.c_contiguous:
+        raise ValueError("add_weighted_rows needs a contiguous float64 f")
+    if rows is None:
+        rows = _NO_ROWS
+    if rows.dtype not in (np.float64, np.float32):
+        raise ValueError("add_weighted_rows needs float64 or float32 rows")
     slots = _intp(slots)
     weights = np.ascontiguousarray(weights, dtype=np.float64)
-    if len(slots):
-        add = jit.routine("add_weighted_rows")
-        run_chunks(lambda a, b: add(f, rows, slots, weights, a, b), len(f),
-                   float(len(f)) * np.count_nonzero(weights))
+    if len(slots) != len(weights):
+        raise ValueError("add_weighted_rows needs one weight per slot")
+    n = len(f)
+    extra = [np.ascontiguousarray(r, dtype=np.float64) for r in extra_rows]
+    if any(len(r) != n for r in extra) or len(extra) != len(extra_deltas):
+        raise ValueError("add_weighted_rows needs one delta per extra row and extra rows as long as f")
+    lead = max(0, len(extra) - jit.EXTRA_ROWS)
+    if lead:
+        add_scaled_rows(f, extra[:lead], extra_deltas[:lead])
+    extra, k = extra[lead:], len(extra) - lead
+    used = np.count_nonzero(weights)
+    if not (k or used):
+        return
+    d = np.zeros(jit.EXTRA_ROWS)
+    d[:k] = extra_deltas[lead:]
+    extra = tuple(extra) + (f,) * (jit.EXTRA_ROWS - k)  # (unused beyond the first k)
+    add = jit.routine("add_weighted_rows")
+    run_chunks(lambda a, b: add(f, rows, slots, weights, extra, d, k, a, b), n, float(n) * (used + k))
 
 
 def add_scaled_rows(f: np.ndarray, rows: Sequence[np.ndarray], deltas: Sequence[float]) -> None:
@@ -468,23 +495,52 @@ def _scores_and_mask(f: np.ndarray, mask: np.ndarray) -> tuple[np.ndarray, np.nd
     return f, mask
 
 
+def _masked_scan(name: str, f: np.ndarray, mask: np.ndarray, key) -> int:
+    """Routine ``name``'s pick over f where mask, on the kernel threads: each takes a range, and the
+    ranges' picks are compared in order with a strict ``<`` of ``key`` (so the lowest index wins
+    ties, as in one pass); when no pick has a finite key, the first range's pick that exists (the
+    first item of the mask, as in one pass)."""
+    f, mask = _scores_and_mask(f, mask)
+    scan = jit.routine(name)
+    picks: dict[int, int] = {}
+
+    def work(a: int, b: int) -> None:
+        k = int(scan(f[a:b], mask[a:b]))
+        picks[a] = k + a if k >= 0 else -1
+
+    run_chunks(work, len(f), float(len(f)), min_cost=_SCAN_SPLIT)
+    best, found = np.inf, -1
+    for a in sorted(picks):
+        k = picks[a]
+        if k >= 0 and key(f[k]) < best:
+            best, found = key(f[k]), k
+    if found < 0:
+        found = next((picks[a] for a in sorted(picks) if picks[a] >= 0), -1)
+    return found
+
+
+_SCAN_SPLIT = 2.5e5  # items per thread below which a scan stays on the calling thread
+
+
 def masked_argmin_abs(f: np.ndarray, mask: np.ndarray) -> int:
     """The i with mask[i] whose |f[i]| is smallest (the lowest such i on ties), or -1: one pass over
     the kept pool scores, where ``np.argmin(np.abs(f[mask]))`` gathers and copies them first."""
-    f, mask = _scores_and_mask(f, mask)
-    return int(jit.routine("masked_argmin_abs")(f, mask))
+    return _masked_scan("masked_argmin_abs", f, mask, abs)
 
 
 def masked_argmax(f: np.ndarray, mask: np.ndarray) -> int:
     """The i with mask[i] whose f[i] is largest (the lowest such i on ties), or -1."""
-    f, mask = _scores_and_mask(f, mask)
-    return int(jit.routine("masked_argmax")(f, mask))
+    return _masked_scan("masked_argmax", f, mask, lambda v: -v)
 
 
 def masked_count_abs_below(f: np.ndarray, mask: np.ndarray, limit: float) -> int:
     """The number of i with mask[i] and |f[i]| < limit."""
     f, mask = _scores_and_mask(f, mask)
-    return int(jit.routine("masked_count_abs_below")(f, mask, float(limit)))
+    count = jit.routine("masked_count_abs_below")
+    counts: list[int] = []
+    run_chunks(lambda a, b: counts.append(int(count(f[a:b], mask[a:b], float(limit)))), len(f), float(len(f)),
+               min_cost=_SCAN_SPLIT)
+    return sum(counts)
 
 
 # ============================================================================ the kernel
@@ -1128,6 +1184,6 @@ def compile_routines(dtypes=("float64",)) -> None:
             jit.routine(name, dtype)
 
 
-__all__ = ["DTYPES", "DataStore", "KERNEL_NAMES", "Kernel", "KernelCache", "Rows", "add_scaled_rows",
+__all__ = ["DTYPES", "DataStore", "EXTRA_ROWS", "KERNEL_NAMES", "Kernel", "KernelCache", "Rows", "add_scaled_rows",
            "add_weighted_rows", "as_data_matrix", "compile_routines", "dot", "evaluate", "masked_argmax",
            "masked_argmin_abs", "masked_count_abs_below", "resolve_gamma", "row_terms", "rows_dot"]

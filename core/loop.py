@@ -84,7 +84,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from core.kernels import add_scaled_rows, add_weighted_rows, as_data_matrix, masked_count_abs_below
+from core.kernels import EXTRA_ROWS, add_scaled_rows, add_weighted_rows, as_data_matrix, masked_count_abs_below
 from core.metrics import accuracy, roc_auc
 from core.solvers import make_solver, solver_class
 from core.strategies import (
@@ -874,8 +874,10 @@ class ActiveLearningLoop:
         bits whatever the threads or the CPU's vector width); once the buffer
         is full, a row that changes takes the slot of the first row that did
         not (``_idle_slot``); rows that do not fit come from the solver's cache and are added in
-        turn, first (``add_scaled_rows``: the bits of f += delta * row, one
-        row after the other, four rows per pass over f).  The cache spares
+        turn, first (the bits of f += delta * row, one row after the other), in the same pass over f
+        as the buffer's rows (up to ``EXTRA_ROWS`` of them; any more before, four per pass: at 1M
+        items and label 150 about 17 rows a label, which took five passes over f of their own).  The
+        cache spares
         the rows of this update when it makes room: on a large pool whose
         margin vectors' rows do not all fit, the margin vectors change at
         every label, and evicting the least recently used row would evict
@@ -909,9 +911,8 @@ class ActiveLearningLoop:
             cache, f = self.solver.cache, self._f
             slots = self._slots
             weights = np.zeros(len(slots) + len(changed))
-            used = False
             spare = frozenset(changed.tolist())
-            rows, deltas = [], []  # rows outside the buffer, added in turn four at a time
+            rows, deltas = [], []  # rows outside the buffer, added in turn, in the pass over the buffer
             for j, dj in zip(changed.tolist(), delta.tolist(), strict=True):
                 k = slots.get(j)
                 if k is None:
@@ -928,17 +929,13 @@ class ActiveLearningLoop:
                     else:
                         rows.append(row)
                         deltas.append(dj)
-                        if len(rows) == 4:
-                            add_scaled_rows(f, rows, deltas)
-                            rows, deltas = [], []
+                        if len(rows) == EXTRA_ROWS + 4:  # (rows not kept by the cache are held until added)
+                            add_scaled_rows(f, rows[:4], deltas[:4])
+                            rows, deltas = rows[4:], deltas[4:]
                         continue
                 weights[k] = dj
-                used = True
-            if rows:
-                add_scaled_rows(f, rows, deltas)
-            if used:
-                m = len(slots)
-                add_weighted_rows(f, self._rowbuf, np.arange(m), weights[:m])
+            m = len(slots)
+            add_weighted_rows(f, self._rowbuf, np.arange(m), weights[:m], rows, deltas)
         db = float(b) - self._b
         if db != 0.0:
             self._f += db

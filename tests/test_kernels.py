@@ -24,6 +24,7 @@ from threadpoolctl import threadpool_limits
 
 from core import _kernels_jit as jit
 from core.kernels import (
+    EXTRA_ROWS,
     DataStore,
     Kernel,
     KernelCache,
@@ -548,10 +549,40 @@ def test_pool_score_updates_have_the_same_bits_on_any_number_of_threads(threads)
         add_weighted_rows(h, R32, slots, weights)
         add_weighted_rows(k, R32.astype(np.float64), slots, weights)
         assert np.array_equal(h.view(np.int64), k.view(np.int64))
+        # rows outside the buffer added in the same pass, first: the bits of add_scaled_rows over
+        # them followed by the weighted sum, for none, a few, exactly EXTRA_ROWS and more (the
+        # leading ones then go through add_scaled_rows), with and without weights
+        extra = rows + [r[::-1].copy() for r in rows] + [rows[0] * 0.5]
+        extra_deltas = deltas + [-d for d in deltas] + [7.0]
+        zero = np.zeros(4)
+        for count in (0, 1, 3, EXTRA_ROWS, EXTRA_ROWS + 1, 13):
+            for w in (weights, zero):
+                f = f0.copy()
+                add_weighted_rows(f, R, slots, w, extra[:count], extra_deltas[:count])
+                want = f0.copy()
+                if count:
+                    add_scaled_rows(want, extra[:count], extra_deltas[:count])
+                add_weighted_rows(want, R, slots, w)
+                assert np.array_equal(f.view(np.int64), want.view(np.int64)), count
+        f = f0.copy()
+        add_weighted_rows(f, None, [], [], extra[:2], extra_deltas[:2])  # (no buffer yet)
+        want = f0.copy()
+        add_scaled_rows(want, extra[:2], extra_deltas[:2])
+        assert np.array_equal(f.view(np.int64), want.view(np.int64))
     finally:
         set_kernel_threads(before)
     with pytest.raises(ValueError, match="one delta per row"):
         add_scaled_rows(f0.copy(), rows[:2], deltas[:1])
+    with pytest.raises(ValueError, match="one delta per extra row"):
+        add_weighted_rows(f0.copy(), None, [], [], rows[:2], deltas[:1])
+
+
+def test_an_update_with_no_weight_leaves_a_negative_zero_score_as_it_is():
+    """Adding the weighted sum of no rows would turn a score of -0.0 into +0.0: it is not added."""
+    f = np.array([-0.0, 1.0, -0.0])
+    row = np.array([-0.0, 2.0, -0.0])  # (-0.0 + 1.0 * -0.0 is -0.0)
+    add_weighted_rows(f, np.ones((2, 3)), [0, 1], [0.0, 0.0], [row], [1.0])
+    assert np.signbit(f[0]) and np.signbit(f[2]) and f[1] == 3.0
 
 
 def test_the_cache_spares_the_rows_a_caller_goes_through_again():

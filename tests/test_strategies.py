@@ -108,6 +108,37 @@ def test_kept_scores_give_the_pick_of_the_gathered_scores(values, seed):
         assert kept.reason == gathered.reason
 
 
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.sampled_from([0.0, -0.0, 0.5, -0.5, 1.0, -2.0, np.inf, -np.inf]), min_size=1, max_size=40),
+       st.lists(st.booleans(), min_size=40, max_size=40), st.integers(1, 4))
+def test_masked_scans_split_across_threads_give_the_one_pass_pick(values, available, threads):
+    """On a large pool the scans run on the kernel threads, each over a range; the ranges' picks
+    combine into the pick of one pass (lowest index on ties across ranges, the first available item
+    when every score is infinite, -1 when none is available) and the counts into its count."""
+    import core.kernels as kernels
+    import core.threads as threads_module
+    from core.threads import set_kernel_threads
+
+    f = np.asarray(values, dtype=float)
+    mask = np.asarray(available[: len(f)])
+    cand = np.flatnonzero(mask)
+    before, split = threads_module._n_threads, kernels._SCAN_SPLIT
+    try:
+        set_kernel_threads(threads)
+        kernels._SCAN_SPLIT = 1.0  # (a range per thread at any size)
+        nearest, largest = kernels.masked_argmin_abs(f, mask), kernels.masked_argmax(f, mask)
+        inside = kernels.masked_count_abs_below(f, mask, 1.0)
+    finally:
+        kernels._SCAN_SPLIT = split
+        set_kernel_threads(before)
+    if len(cand) == 0:
+        assert nearest == largest == -1 and inside == 0
+        return
+    assert nearest == int(cand[np.argmin(np.abs(f[cand]))])
+    assert largest == int(cand[np.argmax(f[cand])])
+    assert inside == int(np.count_nonzero(np.abs(f[cand]) < 1.0))
+
+
 def test_masked_scans_name_a_length_mismatch_and_an_empty_mask():
     from core.kernels import masked_argmax, masked_argmin_abs, masked_count_abs_below
 
