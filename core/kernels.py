@@ -1143,6 +1143,10 @@ class KernelCache:
         self._rows[i] = r
         self._bytes += r.nbytes
 
+    def holds(self, i: int) -> bool:
+        """Whether item i's row is in the cache."""
+        return int(i) in self._rows
+
     def keep(self, i: int, row: np.ndarray, spare: frozenset[int] | set[int] = frozenset()) -> None:
         """Keep row i as given (its whole row over the store, computed by :meth:`compute_row` or
         :meth:`row`: the same bits), when there is room after sparing ``spare``; nothing is counted.

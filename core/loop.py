@@ -913,6 +913,7 @@ class ActiveLearningLoop:
             weights = np.zeros(len(slots) + len(changed))
             spare = frozenset(changed.tolist())
             rows, deltas = [], []  # rows outside the buffer, added in turn, in the pass over the buffer
+            uncached = 0
             for j, dj in zip(changed.tolist(), delta.tolist(), strict=True):
                 k = slots.get(j)
                 if k is None:
@@ -929,9 +930,13 @@ class ActiveLearningLoop:
                     else:
                         rows.append(row)
                         deltas.append(dj)
-                        if len(rows) == EXTRA_ROWS + 4:  # (rows not kept by the cache are held until added)
-                            add_scaled_rows(f, rows[:4], deltas[:4])
-                            rows, deltas = rows[4:], deltas[4:]
+                        # a row the cache did not keep is held here until added: at most four of them
+                        # (8 MB each at 1M items); the grouping changes no bit (each entry adds the
+                        # rows in turn), so it may follow the cache's state
+                        uncached += not cache.holds(j)
+                        if uncached == 4 or len(rows) == EXTRA_ROWS + 4:
+                            add_scaled_rows(f, rows, deltas)
+                            rows, deltas, uncached = [], [], 0
                         continue
                 weights[k] = dj
             m = len(slots)

@@ -249,6 +249,33 @@ def test_the_row_buffer_is_made_once_and_never_copied(data, monkeypatch):
     np.testing.assert_allclose(loop.pool_scores(), fresh_scores(loop), rtol=0, atol=1e-9)
 
 
+def test_rows_the_cache_does_not_keep_are_held_four_at_most_and_change_no_bit(data, monkeypatch):
+    """Rows outside the row buffer wait to be added in the buffer's pass; those the solver's cache
+    does not keep (no room) are held only until four of them are waiting.  When they are added
+    changes no bit: a loop whose cache keeps nothing has the scores of one whose cache keeps all."""
+    import core.loop as loop_module
+
+    X, y, _, _ = data
+    monkeypatch.setattr(loop_module, "ROW_BUFFER_BYTES", 2 * len(X) * 8)  # two rows; the others outside
+    given = loop_module.add_weighted_rows
+    waiting = []
+
+    def add_weighted_rows(f, rows, slots, weights, extra_rows=(), extra_deltas=()):
+        if cacheless.solver.cache is not None and f is cacheless._f:
+            waiting.append(sum(not any(r is c for c in cacheless.solver.cache._rows.values()) for r in extra_rows))
+        return given(f, rows, slots, weights, extra_rows, extra_deltas)
+
+    monkeypatch.setattr(loop_module, "add_weighted_rows", add_weighted_rows)
+    cacheless = ActiveLearningLoop(X, strategy="near-boundary", solver="incremental", seed=2,
+                                   solver_params={"cache_bytes": 0})
+    cached = ActiveLearningLoop(X, strategy="near-boundary", solver="incremental", seed=2)
+    run(cacheless, y, 40)
+    run(cached, y, 40)
+    assert cacheless.events == cached.events
+    assert max(waiting) == 3  # (rows were waiting, never four)
+    assert np.array_equal(cacheless.pool_scores().view(np.int64), cached.pool_scores().view(np.int64))
+
+
 def test_bad_input_is_refused(data):
     X, y, _, _ = data
     loop = ActiveLearningLoop(X, strategy="near-boundary")
