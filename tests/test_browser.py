@@ -59,6 +59,9 @@ class AppServer:
         return f"http://127.0.0.1:{self.port}"
 
     def start(self, timeout: float = 90.0) -> AppServer:
+        if self.process is not None and self.process.poll() is None:
+            # (a second start would leave the first server running, and nothing would stop it)
+            raise RuntimeError(f"this app server is already running (pid {self.process.pid})")
         env = dict(os.environ, MARGINLAB_DATABASE_URL=self.database_url, PYTHONUNBUFFERED="1")
         env.setdefault("MARGINLAB_OWNER_PASSWORD", OWNER_PASSWORD)  # the first owner: sign in as OWNER
         command = [sys.executable, "-m", "app.serve",  # as ``make run`` starts it (streamlit run, warm)
@@ -312,7 +315,7 @@ def test_the_started_server_opens_its_database_before_the_first_page_view(tmp_pa
     from app.service import MarginLab
 
     url = f"sqlite:///{tmp_path / 'warm.db'}"
-    with AppServer(url, tmp_path / "server.log").start() as server:
+    with AppServer(url, tmp_path / "server.log") as server:
         deadline, ready = time.monotonic() + 90, False
         while time.monotonic() < deadline and not ready:
             if (tmp_path / "warm.db").exists():
