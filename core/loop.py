@@ -876,11 +876,10 @@ class ActiveLearningLoop:
         not (``_idle_slot``); rows that do not fit come from the solver's cache and are added in
         turn, first (the bits of f += delta * row, one row after the other), in the same pass over f
         as the buffer's rows (up to ``EXTRA_ROWS`` of them; any more before, four per pass: at 1M
-        items and label 150 about 17 rows a label, which took five passes over f of their own).  The
-        cache spares
-        the rows of this update when it makes room: on a large pool whose
-        margin vectors' rows do not all fit, the margin vectors change at
-        every label, and evicting the least recently used row would evict
+        items and label 150 about 17 rows a label, which took five passes over f of their own; rows
+        the cache does not keep are added as soon as four wait).  The cache spares the rows of this
+        update when it makes room: on a large pool whose margin vectors' rows do not all fit, the
+        margin vectors change at every label, and evicting the least recently used row would evict
         each just before it is needed again.
         """
         if self._f is None:
