@@ -84,7 +84,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from core.kernels import EXTRA_ROWS, add_scaled_rows, add_weighted_rows, as_data_matrix, masked_count_abs_below
+from core.kernels import add_scaled_rows, add_weighted_rows, as_data_matrix, masked_count_abs_below
 from core.metrics import accuracy, roc_auc
 from core.solvers import make_solver, solver_class
 from core.strategies import (
@@ -875,7 +875,7 @@ class ActiveLearningLoop:
         is full, a row that changes takes the slot of the first row that did
         not (``_idle_slot``); rows that do not fit come from the solver's cache and are added in
         turn, first (the bits of f += delta * row, one row after the other), in the same pass over f
-        as the buffer's rows (up to ``EXTRA_ROWS`` of them; any more before, four per pass: at 1M
+        as the buffer's rows (up to ``core.kernels.EXTRA_ROWS`` of them; any more before, four per pass: at 1M
         items and label 150 about 17 rows a label, which took five passes over f of their own; rows
         the cache does not keep are added as soon as four wait).  The cache spares the rows of this
         update when it makes room: on a large pool whose margin vectors' rows do not all fit, the
@@ -930,10 +930,11 @@ class ActiveLearningLoop:
                         rows.append(row)
                         deltas.append(dj)
                         # a row the cache did not keep is held here until added: at most four of them
-                        # (8 MB each at 1M items); the grouping changes no bit (each entry adds the
-                        # rows in turn), so it may follow the cache's state
+                        # (8 MB each at 1M items); rows the cache keeps cost nothing to wait, however
+                        # many (add_weighted_rows takes any number); the grouping changes no bit (each
+                        # entry adds the rows in turn), so it may follow the cache's state
                         uncached += not cache.holds(j)
-                        if uncached == 4 or len(rows) == EXTRA_ROWS + 4:
+                        if uncached == 4:
                             add_scaled_rows(f, rows, deltas)
                             rows, deltas, uncached = [], [], 0
                         continue
