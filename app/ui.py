@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import re
+from collections.abc import Callable
 
 import numpy as np
 import pandas as pd
@@ -381,10 +382,20 @@ def show_outcome() -> None:
         st.warning(plain(outcome.message))
 
 
-def pixel_image(pixels: np.ndarray, cell: int = 20) -> np.ndarray:
-    """A grey image in [0, 1] (ink high) as crisp enlarged pixels, dark ink on white."""
-    ink = 1.0 - np.asarray(pixels, dtype=float)
-    return np.kron(ink, np.ones((cell, cell)))
+def pixel_svg(pixels: np.ndarray, cell: int = 20) -> str:
+    """A grey image in [0, 1] (ink high) as an SVG of crisp ``cell``-pixel squares, dark ink on white.
+
+    ``st.image`` puts an SVG into the page itself (a data URL) where a PNG becomes a file the browser
+    fetches after the item has arrived, from a server then busy with the charts: the item would be on
+    screen without its picture for a while."""
+    ink = np.clip(np.nan_to_num(np.asarray(pixels, dtype=float)), 0.0, 1.0)
+    h, w = ink.shape
+    grey = np.rint(255 * (1.0 - ink)).astype(int)
+    cells = "".join(f'<rect x="{x}" y="{y}" width="1" height="1" fill="#{v:02x}{v:02x}{v:02x}"/>'
+                    for (y, x), v in np.ndenumerate(grey) if v < 255)
+    return (f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {w} {h}" width="{w * cell}" '
+            f'height="{h * cell}" shape-rendering="crispEdges"><rect width="{w}" height="{h}" fill="#fff"/>'
+            f"{cells}</svg>")
 
 
 #: a document taller than this (pixels) scrolls inside its box: nothing is cut off
@@ -433,39 +444,60 @@ def highlighted_markdown(text: str, contributions: list[tuple[str, float]] | Non
 
 def show_item(run: LabellingRun, item_index: int) -> None:
     """The item as it is meant to be seen: an image, a molecule, a document, or a compact table row."""
+    item_view(run, item_index)()
+
+
+def item_view(run: LabellingRun, item_index: int) -> Callable[[], None]:
+    """Work out now what showing the item needs; the function returned draws it, with nothing left to
+    compute.  The Label page calls it before it writes the item's first element, so that the item's
+    elements leave the server together and the browser draws them in one pass (elements that leave
+    while Python still works on the next arrive one by one, and the browser draws each arrival)."""
     image = run.item_image(item_index)
     if image is not None:
         h, w = image.shape
         cell = max(4, 192 // max(h, w))
-        st.image(pixel_image(image, cell), clamp=True, width=w * cell)
-        return
+        picture = pixel_svg(image, cell)
+        return lambda: st.image(picture, width=w * cell)
     svg = run.item_svg(item_index)
     if svg is not None:
-        # RDKit's drawing, shown as an image (never as HTML); the SMILES below as plain text
-        st.image(svg, width=360)
-        st.caption(plain(run.item_text(item_index)))
-        return
+        smiles = plain(run.item_text(item_index))
+
+        def molecule() -> None:
+            # RDKit's drawing, shown as an image (never as HTML); the SMILES below as plain text
+            st.image(svg, width=360)
+            st.caption(smiles)
+        return molecule
     text = run.item_text(item_index)
     if text is not None:
-        contributions = notable_terms(run.term_contributions(item_index))
-        long = len(text) > 700 or text.count("\n") > 12
+        return _document_view(run, item_index, text)
+    return _features_view(run, item_index)
+
+
+def _document_view(run: LabellingRun, item_index: int, text: str) -> Callable[[], None]:
+    contributions = notable_terms(run.term_contributions(item_index))
+    long = len(text) > 700 or text.count("\n") > 12
+    marked = highlighted_markdown(text, contributions) if contributions else None
+    terms = None
+    if contributions:
+        ups = [f"{plain(t)} (+{v:.3f})" for t, v in contributions if v > 0][:6]
+        downs = [f"{plain(t)} ({v:.3f})" for t, v in contributions if v < 0][:6]
+        terms = "Terms that pushed the score up: " + (", ".join(ups) or "none") + " · down: " + (", ".join(downs)
+                                                                                                  or "none")
+
+    def document() -> None:
         with st.container(border=True, height=DOCUMENT_HEIGHT if long else "content", key="item_text"):
-            if contributions:
-                st.markdown(highlighted_markdown(text, contributions))
+            if marked is not None:
+                st.markdown(marked)
             else:
                 st.text(text)  # the item's own words: plain text, no Markdown interpretation
         if long:
             st.caption(f"{len(text):,} characters; scroll the box to read the whole text.")
-        if contributions:
-            ups = [f"{plain(t)} (+{v:.3f})" for t, v in contributions if v > 0][:6]
-            downs = [f"{plain(t)} ({v:.3f})" for t, v in contributions if v < 0][:6]
-            st.caption("Terms that pushed the score up: " + (", ".join(ups) or "none")
-                       + " · down: " + (", ".join(downs) or "none"))
-        return
-    show_features(run, item_index)
+        if terms is not None:
+            st.caption(terms)
+    return document
 
 
-#: features of a table item shown before "All N features" is opened
+#: rows of a table item's features in view; the table scrolls to the rest
 TOP_FEATURES = 8
 
 
@@ -475,31 +507,38 @@ def feature_table(run: LabellingRun, item_index: int) -> tuple[pd.DataFrame, boo
     dataset's order, before the model has support vectors)."""
     from core.explain import most_relevant
 
-    values = run.item_features(item_index).iloc[0]
+    row = run.item_features(item_index)
+    names, values = [str(name) for name in row.columns], row.to_numpy()[0]
     relevance = run.feature_relevance(item_index)
     order = most_relevant(relevance, len(values))
-    table = pd.DataFrame({"feature": [str(values.index[j]) for j in order], "value": values.to_numpy()[order]})
     ranked = relevance is not None and float(np.max(relevance)) > 0
-    table["relevance"] = (np.asarray(relevance)[order] / float(np.max(relevance))) if ranked else np.nan
+    share = (np.asarray(relevance)[order] / float(np.max(relevance))) if ranked else np.full(len(order), np.nan)
+    table = pd.DataFrame({"feature": [names[j] for j in order], "value": values[order], "relevance": share})
     return table, ranked
 
 
-def show_features(run: LabellingRun, item_index: int) -> None:
-    """A table item: its most relevant features first (see ``core.explain``), all of them on demand."""
+RELEVANCE_HELP = ("How much the feature moves the model's decision about this item, relative to the most relevant "
+                  "one (linear kernel: |w_j x_j|; rbf: |df/dx_j| times the feature's spread).")
+
+
+def _features_view(run: LabellingRun, item_index: int) -> Callable[[], None]:
+    """A table item: all its features in one table, the most relevant first (see ``core.explain``),
+    ``TOP_FEATURES`` rows in view and the rest a scroll away (one table for the browser to draw)."""
     table, ranked = feature_table(run, item_index)
-    columns = {"relevance": st.column_config.ProgressColumn(
-        "relevance", format="%.2f", min_value=0.0, max_value=1.0,
-        help="How much the feature moves the model's decision about this item, relative to the most relevant "
-             "one (linear kernel: |w_j x_j|; rbf: |df/dx_j| times the feature's spread).")}
-    shown = table if len(table) <= TOP_FEATURES else table.head(TOP_FEATURES)
     if not ranked:
-        shown = shown.drop(columns="relevance")
-    st.dataframe(shown, hide_index=True, height=36 + 35 * len(shown), width="stretch", column_config=columns)
-    if len(table) > len(shown):
-        st.caption("The features that matter most to the model's decision about this item."
-                    if ranked else "The first features; once the model has support vectors, the ones that matter "
-                                   "most to its decision come first.")
-        with st.expander(f"All {len(table)} features"):
-            full = run.item_features(item_index).T.reset_index()
-            full.columns = ["feature", "value"]
-            st.dataframe(full, hide_index=True, height=min(36 + 35 * len(full), 420), width="stretch")
+        table = table.drop(columns="relevance")
+    columns = {"relevance": st.column_config.ProgressColumn("relevance", format="%.2f", min_value=0.0,
+                                                            max_value=1.0, help=RELEVANCE_HELP)}
+    rows = min(len(table), TOP_FEATURES)
+    note = None
+    if len(table) > rows:
+        note = (f"All {len(table)} features, the ones that matter most to the model's decision about this item "
+                "first; scroll the table for the rest." if ranked else
+                f"All {len(table)} features in the dataset's order (scroll the table for the rest); once the model "
+                "has support vectors, the ones that matter most to its decision come first.")
+
+    def features() -> None:
+        st.dataframe(table, hide_index=True, height=36 + 35 * rows, width="stretch", column_config=columns)
+        if note is not None:
+            st.caption(note)
+    return features

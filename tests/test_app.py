@@ -221,6 +221,35 @@ def test_label_with_the_buttons_undo_skip_and_switch_pages(db_url):
     assert shown_item(at) == after_skip
 
 
+def test_an_image_item_is_drawn_in_the_page_itself_pixel_for_pixel(db_url):
+    """A digits item is an SVG inside the page (a data URL: nothing left for the browser to fetch once
+    the item has arrived) drawn from the item's own pixels."""
+    import base64
+
+    from app import ui
+
+    at = start_app()
+    start_session(at, "ada", "near-boundary")
+    item = shown_item(at)
+    (session,) = repo.list_sessions(service(db_url).engine)
+    pixels = service(db_url).open_session(session.id).item_image(item)
+    (url,) = [url for element in at.get("image") for url in element.value]
+    prefix = "data:image/svg+xml;base64,"
+    assert url.startswith(prefix)
+    assert base64.b64decode(url[len(prefix):]).decode() == ui.pixel_svg(pixels, 24)  # 8 x 8, 24-pixel cells
+
+
+def test_pixel_svg_draws_one_square_per_inked_pixel_in_its_grey():
+    from app import ui
+
+    svg = ui.pixel_svg(np.array([[0.0, 1.0, 0.5], [np.nan, 0.25, 2.0]]), cell=10)
+    assert svg.startswith('<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 3 2" width="30" height="20"')
+    cells = re.findall(r'<rect x="(\d+)" y="(\d+)" width="1" height="1" fill="#(\w{6})"/>', svg)
+    # ink 0 (and a missing value) is the white background; more ink is darker; beyond 1 is black
+    assert cells == [("1", "0", "000000"), ("2", "0", "808080"), ("1", "1", "bfbfbf"), ("2", "1", "000000")]
+    assert svg.count("<rect") == 1 + len(cells) and svg.endswith("</svg>")
+
+
 def test_new_tab_resumes_the_most_recent_session(db_url):
     at = start_app()
     start_session(at, "ada", "random")

@@ -7,6 +7,7 @@ import json
 
 import numpy as np
 import pandas as pd
+import scipy.sparse as sp
 
 from app.services.common import ServiceError
 from core.features import column_stds
@@ -111,7 +112,10 @@ class RunReadouts:
 
     def item_features(self, item_index: int) -> pd.DataFrame:
         """The item's raw feature values as a one-row frame (for the compact table view)."""
-        return pd.DataFrame([self.X_raw[item_index]], columns=self.feature_names)
+        row = self.X_raw[item_index]
+        row = row.toarray() if sp.issparse(row) else np.asarray(row)
+        # (from a 2-D array: one block; a list of one row makes a column at a time, ms for a few dozen)
+        return pd.DataFrame(row.reshape(1, -1), columns=self.feature_names)
 
     def feature_relevance(self, item_index: int) -> np.ndarray | None:
         """How much each feature of the item matters to the current model's decision about it

@@ -89,7 +89,11 @@ if st.session_state.session_id is None:
     st.stop()
 
 
-ITEM_FIRST_PAUSE_S = 0.03
+#: seconds the panel waits after the item's elements before it builds the charts: the browser draws
+#: the item (a pass of 40-60 ms on a slow 2-core machine) before the charts arrive and Plotly's
+#: drawing, 30-80 ms a chart there, holds up its next frame (30 ms was too short there: an image
+#: item's next frame then waited behind the charts)
+ITEM_FIRST_PAUSE_S = 0.06
 
 
 # -- the labelling panel: a fragment, so a click reruns only this part -------------------------------
@@ -120,17 +124,30 @@ def labelling_panel(session_id: int) -> None:
         session_without_model(run)
         return
     shown = run.shown
+    # Everything the item's column shows is worked out before its first element is written: the
+    # elements then leave together and the browser draws them in one pass, not one per arrival.
+    draw_item = None if shown is None else ui.item_view(run, shown.item_index)
+    key = None if shown is None else run.item_key(shown.item_index)
+    # While the New session form is open it covers the item: a shortcut key typed
+    # there must not label an item nobody is looking at.
+    form_open = bool(st.session_state.get("new_session_popover"))
+    disabled = shown is None or form_open
+    item = None if shown is None else shown.item_index
+    last = run.answers[-1].item_index if run.answers else None
+    update = "–" if run.last_update_ms is None else f"{run.last_update_ms:.1f} ms"
+    query = "–" if shown is None or shown.query_ms is None else f"{shown.query_ms:.1f} ms"
+    progress = f"**{run.n_labels}** labels ({run.n_positive} positive) · **{run.n_skips}** skips"
+    if run.n_seen is not None and run.info.strategy == "ramp-region":
+        progress += f" · **{run.n_seen}** items seen by the stream"
+    progress += f" · pool {len(run.pool_items):,} items"
+    if run.y_true is not None:
+        progress += (f" · {len(run.eval_items):,} held out for evaluation "
+                     f"(share {run.eval_fraction:.0%})")
     item_col, chart_col = st.columns([1, 1], gap="large")
     with item_col:
         # The item goes in this box, above the buttons, but is written after them: the
         # browser then never shows an item while the buttons still belong to the one before.
-        item_box = st.container()
-        # While the New session form is open it covers the item: a shortcut key typed
-        # there must not label an item nobody is looking at.
-        form_open = bool(st.session_state.get("new_session_popover"))
-        disabled = shown is None or form_open
-        item = None if shown is None else shown.item_index
-        last = run.answers[-1].item_index if run.answers else None
+        item_box = st.container(key="item_view")
         # Keys name the item. A second click of a double click that reaches the server
         # after the next item was drawn belongs to a button that no longer exists and is
         # dropped; one that arrives before carries the old item and the service refuses it.
@@ -147,23 +164,13 @@ def labelling_panel(session_id: int) -> None:
             if shown is None:
                 st.success("Every item of the pool has been answered.")
             else:
-                key = run.item_key(shown.item_index)
                 st.container(key="item_caption").markdown(
                     f"**Item {shown.item_index}**" + (f" · {ui.plain(key)}" if key else ""))
-                ui.show_item(run, shown.item_index)
+                draw_item()
                 st.caption(ui.why_chosen(shown))
         if form_open:
             st.caption("Labelling is paused while **New session** is open.")
         ui.show_outcome()
-        update = "–" if run.last_update_ms is None else f"{run.last_update_ms:.1f} ms"
-        query = "–" if shown is None or shown.query_ms is None else f"{shown.query_ms:.1f} ms"
-        progress = f"**{run.n_labels}** labels ({run.n_positive} positive) · **{run.n_skips}** skips"
-        if run.n_seen is not None and run.info.strategy == "ramp-region":
-            progress += f" · **{run.n_seen}** items seen by the stream"
-        progress += f" · pool {len(run.pool_items):,} items"
-        if run.y_true is not None:
-            progress += (f" · {len(run.eval_items):,} held out for evaluation "
-                         f"(share {run.eval_fraction:.0%})")
         st.container(key="progress").markdown(progress)
         st.caption(f"Model update {update} · next query {query} · solver {ui.plain(run.info.solver)}")
     # Hand the item to the browser before building the charts: the deltas above are

@@ -41,7 +41,10 @@ def team_panel(project_id: int) -> None:
         st.error(ui.plain(error))
         return
     item = None if shown is None else shown.item_index
-    item_box = st.container()
+    # worked out before the first element, so the item's elements leave together (see the Label page)
+    draw_item = None if shown is None else ui.item_view(run, item)
+    key = None if shown is None else run.item_key(item)
+    item_box = st.container(key="item_view")
     with st.container(horizontal=True, key="team_buttons"):
         st.button("Positive", shortcut="P", type="primary", disabled=shown is None, on_click=_answer,
                   args=(project_id, 1, shown), key=f"team_positive_{item}")
@@ -54,9 +57,8 @@ def team_panel(project_id: int) -> None:
         if shown is None:
             st.success("Nothing is left for you in this project: every item has the answers it needs.")
         else:
-            key = run.item_key(item)
             st.container(key="item_caption").markdown(f"**Item {item}**" + (f" · {ui.plain(key)}" if key else ""))
-            ui.show_item(run, item)
+            draw_item()
             st.caption(ui.why_chosen(shown))
     outcome = st.session_state.get("team_outcome")
     if outcome is not None:
