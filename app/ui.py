@@ -398,6 +398,21 @@ def pixel_svg(pixels: np.ndarray, cell: int = 20) -> str:
             f"{cells}</svg>")
 
 
+#: pictures up to this many pixels (64 x 64) go into the page as an SVG, one square per pixel; larger
+#: ones as a PNG (an SVG of 10,000 squares is about 0.6 MB per item, the PNG a few kB)
+SVG_PIXELS = 4096
+
+
+def item_picture(pixels: np.ndarray) -> tuple[str | np.ndarray, int]:
+    """An item's grey image in [0, 1] (ink high) as ``st.image`` takes it, enlarged to about 192 pixels
+    a side, and its width on screen."""
+    h, w = pixels.shape
+    cell = max(4, 192 // max(h, w))
+    if h * w <= SVG_PIXELS:
+        return pixel_svg(pixels, cell), w * cell
+    return np.kron(1.0 - np.nan_to_num(np.asarray(pixels, dtype=float)), np.ones((cell, cell))), w * cell
+
+
 #: a document taller than this (pixels) scrolls inside its box: nothing is cut off
 DOCUMENT_HEIGHT = 360
 _WORD = re.compile(r"\w\w+")
@@ -454,10 +469,8 @@ def item_view(run: LabellingRun, item_index: int) -> Callable[[], None]:
     while Python still works on the next arrive one by one, and the browser draws each arrival)."""
     image = run.item_image(item_index)
     if image is not None:
-        h, w = image.shape
-        cell = max(4, 192 // max(h, w))
-        picture = pixel_svg(image, cell)
-        return lambda: st.image(picture, width=w * cell)
+        picture, width = item_picture(image)
+        return lambda: st.image(picture, width=width, clamp=True)
     svg = run.item_svg(item_index)
     if svg is not None:
         smiles = plain(run.item_text(item_index))

@@ -250,6 +250,16 @@ def test_pixel_svg_draws_one_square_per_inked_pixel_in_its_grey():
     assert svg.count("<rect") == 1 + len(cells) and svg.endswith("</svg>")
 
 
+def test_a_large_picture_is_a_png_and_a_small_one_an_svg():
+    from app import ui
+
+    small, width = ui.item_picture(np.full((64, 64), 0.5))
+    assert isinstance(small, str) and small.startswith("<svg") and width == 64 * 4
+    large, width = ui.item_picture(np.eye(65))  # ink on the diagonal
+    assert isinstance(large, np.ndarray) and large.shape == (65 * 4, 65 * 4) and width == 65 * 4
+    assert large[0, 0] == 0.0 and large[0, 4] == 1.0  # dark ink on white, 4-pixel cells
+
+
 def test_new_tab_resumes_the_most_recent_session(db_url):
     at = start_app()
     start_session(at, "ada", "random")
