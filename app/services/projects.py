@@ -53,6 +53,7 @@ from app.services.common import (
     scaling_name,
     whole_number,
 )
+from app.services.readouts import feature_frame
 from core.agreement import Kappa, cohen_kappa, fleiss_kappa, rating_counts
 from core.loop import ActiveLearningLoop
 from core.strategies import DEFAULT_SOLVER
@@ -355,9 +356,7 @@ class ProjectRun:
         return None if keys is None else keys[item]
 
     def item_features(self, item: int):
-        import pandas as pd
-
-        return pd.DataFrame([self.X_raw[item]], columns=self.feature_names)
+        return feature_frame(self.X_raw[item], self.feature_names)
 
     def agreement_csv(self) -> bytes:
         """One row per item with several answers: each member's answer, whether they agree, the settled answer."""

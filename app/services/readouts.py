@@ -14,6 +14,13 @@ from core.features import column_stds
 from core.metrics import roc_auc, roc_curve
 
 
+def feature_frame(row, feature_names) -> pd.DataFrame:
+    """One item's feature values (a dense or sparse row) as a one-row frame named by ``feature_names``."""
+    row = row.toarray() if sp.issparse(row) else np.asarray(row)
+    # (from a 2-D array: one block; a list of one row makes a column at a time, ms for a few dozen)
+    return pd.DataFrame(row.reshape(1, -1), columns=feature_names)
+
+
 class RunReadouts:
     """The read-out half of ``LabellingRun`` (see ``app.services.labelling``)."""
 
@@ -112,10 +119,7 @@ class RunReadouts:
 
     def item_features(self, item_index: int) -> pd.DataFrame:
         """The item's raw feature values as a one-row frame (for the compact table view)."""
-        row = self.X_raw[item_index]
-        row = row.toarray() if sp.issparse(row) else np.asarray(row)
-        # (from a 2-D array: one block; a list of one row makes a column at a time, ms for a few dozen)
-        return pd.DataFrame(row.reshape(1, -1), columns=self.feature_names)
+        return feature_frame(self.X_raw[item_index], self.feature_names)
 
     def feature_relevance(self, item_index: int) -> np.ndarray | None:
         """How much each feature of the item matters to the current model's decision about it
