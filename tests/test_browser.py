@@ -211,8 +211,19 @@ def start_session_in_ui(page, annotator: str, strategy: str | None = None, datas
     wait_for_app(page)
 
 
+def wait_for_key_button(page, key: str, timeout_ms: int = 30_000) -> None:
+    """Wait until the button whose shortcut is ``key`` is on screen and enabled, as a person waits to see
+    the buttons before pressing.  On a page's first load the browser fetches a button's code after the
+    item's caption is drawn (Streamlit loads each kind of element's code when it first needs it, and
+    shows a placeholder meanwhile): a key pressed before that reaches no button and is lost."""
+    page.wait_for_selector(f".stButton button:has([aria-label='Shortcut {key.upper()}']):enabled",
+                           timeout=timeout_ms)
+
+
 def press_label_key(page, key: str, previous_caption: str, timeout_ms: int = 30_000) -> None:
-    """Press a shortcut key (focus on the page body) and wait until another item is on screen."""
+    """Press a shortcut key (focus on the page body) once its button is on screen, and wait until
+    another item is on screen."""
+    wait_for_key_button(page, key, timeout_ms)
     page.locator("body").press(key)
     page.wait_for_function(
         "(old) => { const el = document.querySelector('.st-key-item_caption');"

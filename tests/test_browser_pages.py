@@ -27,6 +27,7 @@ from tests.test_browser import (
     open_app,
     shown_item_index,
     wait_for_app,
+    wait_for_key_button,
 )
 
 pytestmark = pytest.mark.browser
@@ -82,6 +83,7 @@ def test_every_page_has_an_address_and_a_link_reopens_its_session(tmp_path):
                 shown = shown_item_index(page)
                 page.mouse.click(5, 5)
                 before = item_caption(page)
+                wait_for_key_button(page, "n")  # (a first load: the buttons come just after the item)
                 page.keyboard.press("n")
                 page.wait_for_function("(old) => document.querySelector('.st-key-item_caption').innerText.trim()"
                                        " !== old", arg=before, timeout=30_000)

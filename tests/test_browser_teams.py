@@ -25,6 +25,7 @@ from tests.test_browser import (
     launch_browser,
     shown_item_index,
     wait_for_app,
+    wait_for_key_button,
 )
 
 pytestmark = pytest.mark.browser
@@ -145,6 +146,7 @@ def test_an_annotator_cannot_export_or_read_another_annotator_s_answers(tmp_path
                     before = item_caption(page)
                     mine.append(shown_item_index(page))
                     page.mouse.click(5, 5)
+                    wait_for_key_button(page, key)  # (a first load: the buttons come just after the item)
                     page.locator("body").press(key)
                     page.wait_for_function(
                         "(old) => { const el = document.querySelector('.st-key-item_caption');"
@@ -213,6 +215,7 @@ def test_two_annotators_in_two_browsers_label_one_project_at_once(tmp_path):
                         if name == "bob" and k % 4 == 1:
                             right = not right  # bob sees some items differently
                         page.mouse.click(5, 5)
+                        wait_for_key_button(page, "p" if right else "n")
                         page.locator("body").press("p" if right else "n")
                     for name, page in pages.items():
                         page.wait_for_function(
