@@ -99,6 +99,29 @@ def parse_gamma(text: str) -> float | str:
         raise ValueError(f"gamma must be 'scale' or a positive number such as 0.01, not '{value}'.") from None
 
 
+#: seconds the Label panel waits after the item's elements before it builds the charts: the browser
+#: draws the item (a pass of 40-60 ms on a slow 2-core machine) before the charts arrive and Plotly's
+#: drawing, 30-80 ms a chart there, holds up its next frame (30 ms was too short there: an image
+#: item's next frame then waited behind the charts)
+ITEM_FIRST_PAUSE_S = 0.06
+#: the same, the first time a browser session shows the panel.  The page then has none of its elements'
+#: code yet: the browser fetches each kind's code when it first arrives (a placeholder shows meanwhile),
+#: and Plotly's, 4.7 MB, holds the page for 1.2-1.6 s while it is evaluated on a slow 2-core machine.
+#: Charts sent 0.06 s after the item had a table item's grid and the answer buttons wait behind it
+#: (sign-in click to the whole item 1.5-3.2 s, 100k-item session); sent 1 s after, the grid's and the
+#: buttons' code has arrived and the item is drawn first (0.9-1.3 s).  0.5 s was not enough there.
+FIRST_VIEW_PAUSE_S = 1.0
+
+
+def pause_before_charts(state) -> float:
+    """Seconds the Label panel waits, after writing the item, before it builds the charts:
+    ``FIRST_VIEW_PAUSE_S`` the first time in a browser session (``state``: its session state, which
+    is marked), ``ITEM_FIRST_PAUSE_S`` after that."""
+    first_view = not state.get("label_charts_sent", False)
+    state["label_charts_sent"] = True
+    return FIRST_VIEW_PAUSE_S if first_view else ITEM_FIRST_PAUSE_S
+
+
 def why_chosen(shown) -> str:
     """One line under the item: which heuristic asked, its score, and its reason."""
     score = "not scored yet" if shown.score is None else f"f(x) = {shown.score:+.3f}"

@@ -269,6 +269,18 @@ def test_new_tab_resumes_the_most_recent_session(db_url):
     second_tab = start_app()  # a fresh browser session on the same server
     assert progress(second_tab) == (3, 0)
     assert shown_item(second_tab) == shown
+    # its first view of the panel is marked: the charts waited longer for the browser to draw the item
+    assert second_tab.session_state["label_charts_sent"] is True
+
+
+def test_the_label_panel_waits_longer_before_its_charts_on_a_first_view():
+    from app import ui
+
+    state = {}
+    assert ui.pause_before_charts(state) == ui.FIRST_VIEW_PAUSE_S
+    assert state == {"label_charts_sent": True}
+    assert [ui.pause_before_charts(state) for _ in range(2)] == [ui.ITEM_FIRST_PAUSE_S] * 2
+    assert ui.FIRST_VIEW_PAUSE_S > ui.ITEM_FIRST_PAUSE_S
 
 
 def test_session_on_a_dataset_without_true_labels_titles_the_roc_as_scores_when_asked(db_url, tmp_path):

@@ -89,12 +89,6 @@ if st.session_state.session_id is None:
     st.stop()
 
 
-#: seconds the panel waits after the item's elements before it builds the charts: the browser draws
-#: the item (a pass of 40-60 ms on a slow 2-core machine) before the charts arrive and Plotly's
-#: drawing, 30-80 ms a chart there, holds up its next frame (30 ms was too short there: an image
-#: item's next frame then waited behind the charts)
-ITEM_FIRST_PAUSE_S = 0.06
-
 
 # -- the labelling panel: a fragment, so a click reruns only this part -------------------------------
 def _answer(session_id: int, value: int, item_index: int) -> None:
@@ -174,8 +168,9 @@ def labelling_panel(session_id: int) -> None:
         st.container(key="progress").markdown(progress)
         st.caption(f"Model update {update} · next query {query} · solver {ui.plain(run.info.solver)}")
     # Hand the item to the browser before building the charts: the deltas above are
-    # sent by the server's event loop, which the chart work below would hold up.
-    time.sleep(ITEM_FIRST_PAUSE_S)
+    # sent by the server's event loop, which the chart work below would hold up (and on a page's
+    # first view the browser fetches the item's own code before Plotly's: see ui.pause_before_charts).
+    time.sleep(ui.pause_before_charts(st.session_state))
     with chart_col:
         history = run.history()
         top = st.columns(2)
