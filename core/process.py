@@ -12,6 +12,17 @@ reopening a 1M-row session (reading, gathering and scaling its rows, restoring t
 1.28-1.49 s with it and 1.07-1.08 s without (``benchmarks/bench_scale_app.py --resume``, three
 runs each, alternated).  The entry points therefore switch the advice off, unless the user set
 ``NUMPY_MADVISE_HUGEPAGE`` (NumPy's own switch, read when NumPy is imported), which then decides.
+
+**malloc's mapping threshold is left as glibc sets it** (measured and decided against).  glibc
+raises its threshold to the size of each mapped block freed, so after the first 8 MB kernel row
+over a 1M-item pool is freed, later rows come from the heap, which keeps freed rows for reuse:
+about 150 MiB of a 1M x 20 session's resident memory (after 150 labels, the solver's row cache
+full).  Holding the threshold at 4 MiB (``mallopt(M_MMAP_THRESHOLD)``) gave those back, but then
+every such row is mapped afresh and its 2,048 pages faulted in: at 1M x 20 a label took 42.6 / 87.4
+ms (median / p95) against 34.2 / 66.0 ms, 879 against 1,036 MiB at its peak, and a restarted 1M-row
+app session answered in 55 against 39 ms (``benchmarks/bench_loop_latency.py --part3-pool`` and
+``bench_scale_app.py``, on a 2-core machine).  ``MALLOC_MMAP_THRESHOLD_=4194304`` in the
+environment makes that trade for a process whose memory matters more than its latency.
 """
 
 from __future__ import annotations
