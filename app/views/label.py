@@ -89,7 +89,6 @@ if st.session_state.session_id is None:
     st.stop()
 
 
-
 # -- the labelling panel: a fragment, so a click reruns only this part -------------------------------
 def _answer(session_id: int, value: int, item_index: int) -> None:
     st.session_state.outcome = svc.open_session(session_id).answer(value, item_index=item_index)
