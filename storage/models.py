@@ -29,7 +29,7 @@ from sqlalchemy import (
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
 #: bump when the tables change; ``init_db`` refuses databases from a newer version
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 
 DISPLAY_KINDS = ("table", "image", "text")
 SESSION_STATUSES = ("active", "closed")
@@ -371,6 +371,26 @@ class ItemReservation(Base):
     item_id: Mapped[int] = mapped_column(ForeignKey("items.id", ondelete="CASCADE"))
     annotator_id: Mapped[int] = mapped_column(ForeignKey("annotators.id", ondelete="CASCADE"))
     expires_at: Mapped[dt.datetime]
+    created_at: Mapped[dt.datetime] = mapped_column(default=utc_now)
+
+
+class ProjectSnapshot(Base):
+    """A project's shared model as a process held it: the loop's state after learning ``model_labels``
+    (in ``meta``), when the project was at ``revision`` / ``edits`` and its last answer ``last_label_id``.
+    A process opening the project starts from it and catches up with the answers, undos and
+    settlements after it, as a process that had been running would."""
+
+    __tablename__ = "project_snapshots"
+    __table_args__ = (Index("ix_project_snapshot_revision", "project_id", "revision"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    project_id: Mapped[int] = mapped_column(ForeignKey("projects.id", ondelete="CASCADE"))
+    revision: Mapped[int]
+    edits: Mapped[int]
+    last_label_id: Mapped[int | None]
+    #: ``numpy.savez`` archive; loaded with ``allow_pickle=False``
+    arrays: Mapped[bytes] = mapped_column(LargeBinary)
+    meta: Mapped[dict[str, Any]] = mapped_column(default=dict)
     created_at: Mapped[dt.datetime] = mapped_column(default=utc_now)
 
 

@@ -39,9 +39,11 @@ from storage.models import (
     LabellingSession,
     Project,
     ProjectMember,
+    ProjectSnapshot,
     utc_now,
 )
 from storage.repository import (
+    SNAPSHOTS_KEPT,
     EngineLike,
     LabelEvent,
     _annotator_id,
@@ -50,8 +52,10 @@ from storage.repository import (
     _item_index,
     _jsonable,
     _label_value,
+    _load_arrays,
     _non_empty,
     _optional_float,
+    _save_arrays,
     reading,
     writing,
 )
@@ -112,6 +116,19 @@ class ProjectAnswer:
     annotator: str
     value: int
     session_id: int
+    created_at: dt.datetime
+
+
+@dataclass(frozen=True)
+class ProjectModelSnapshot:
+    """A stored project model: the loop's ``arrays`` and ``meta``, and the project's ``(revision, edits)``
+    and last answer when it was stored."""
+
+    revision: int
+    edits: int
+    last_label_id: int | None
+    arrays: dict[str, Any]
+    meta: dict[str, Any]
     created_at: dt.datetime
 
 
@@ -623,3 +640,49 @@ def release_reservation(engine: EngineLike, project_id: int, annotator: str) -> 
         if annotator_id is not None:
             session.execute(delete(ItemReservation).where(ItemReservation.project_id == int(project_id),
                                                           ItemReservation.annotator_id == annotator_id))
+
+
+# --------------------------------------------------------------------------- project snapshots
+
+
+def save_project_snapshot(engine: EngineLike, project_id: int, *, revision: int, edits: int,
+                          last_label_id: int | None, arrays: dict[str, Any], meta: dict[str, Any] | None = None,
+                          keep: int = SNAPSHOTS_KEPT) -> int:
+    """Store a project's shared model (plain arrays, as ``repository.save_snapshot``; ``meta`` JSON-able)
+    as the project was at ``revision`` / ``edits``; only the ``keep`` most advanced snapshots of the
+    project are kept.  Returns the snapshot id."""
+    blob = _save_arrays(arrays)
+    meta_json = _jsonable(meta or {}, "meta")
+    with writing(engine) as session:
+        if session.get(Project, int(project_id)) is None:
+            raise NotFoundError(f"Project {project_id} does not exist.")
+        snapshot = ProjectSnapshot(project_id=int(project_id), revision=int(revision), edits=int(edits),
+                                   last_label_id=None if last_label_id is None else int(last_label_id),
+                                   arrays=blob, meta=meta_json)
+        session.add(snapshot)
+        session.flush()
+        stale = list(session.execute(
+            select(ProjectSnapshot.id).where(ProjectSnapshot.project_id == int(project_id))
+            .order_by(ProjectSnapshot.revision.desc(), ProjectSnapshot.id.desc()).offset(max(int(keep), 1))
+        ).scalars())
+        if stale:
+            session.execute(delete(ProjectSnapshot).where(ProjectSnapshot.id.in_(stale)))
+        return snapshot.id
+
+
+def latest_project_snapshot(engine: EngineLike, project_id: int) -> ProjectModelSnapshot | None:
+    """The project's most advanced stored model whose arrays can be read (never unpickled), or None."""
+    with reading(engine) as session:
+        candidates = session.execute(
+            select(ProjectSnapshot).where(ProjectSnapshot.project_id == int(project_id))
+            .order_by(ProjectSnapshot.revision.desc(), ProjectSnapshot.id.desc())
+        ).scalars()
+        for snapshot in candidates:
+            try:
+                arrays = _load_arrays(snapshot.arrays)
+            except StorageError:
+                continue  # not plain arrays: an older snapshot, or learning every answer again, serves
+            return ProjectModelSnapshot(revision=snapshot.revision, edits=snapshot.edits,
+                                        last_label_id=snapshot.last_label_id, arrays=arrays,
+                                        meta=dict(snapshot.meta or {}), created_at=snapshot.created_at)
+    return None

@@ -352,6 +352,102 @@ def test_undo_takes_back_only_ones_own_last_answer_and_the_model_forgets_it(svc)
     assert teams.undo_answer(svc.engine, project_id, annotator="bob", label_id=answers[0].label_id) is None
 
 
+def answer_in_turn(run, y, rounds: int, names=("ann", "bob")) -> None:
+    for _ in range(rounds):
+        for name in names:
+            shown = run.next_item(name)
+            assert run.answer(name, shown.item_index, int(y[shown.item_index]), shown).ok
+
+
+@pytest.mark.parametrize("solver", ["incremental", "lasvm"])
+def test_a_project_reopens_from_its_snapshot_with_the_running_process_s_model(svc, solver):
+    from app.services.snapshots import SNAPSHOT_EVERY
+
+    project_id = project(svc, solver=solver)
+    y = truth(svc)
+    run = svc.open_project(project_id)
+    answer_in_turn(run, y, 14)  # 28 labels: a snapshot was stored when the model had learned 25
+    stored = teams.latest_project_snapshot(svc.engine, project_id)
+    assert stored is not None and len(stored.meta["project"]["model_labels"]) == SNAPSHOT_EVERY
+    answer_in_turn(run, y, 2)
+    restarted = MarginLab(svc.engine).open_project(project_id)  # a new server on the same database
+    assert restarted.resume_note == f"resumed from the snapshot after {SNAPSHOT_EVERY} labels"
+    assert restarted.loop.n_labels == SNAPSHOT_EVERY
+    restarted.sync()  # learns the 7 answers after the snapshot, in label order, as the running process did
+    run.sync()
+    assert restarted.model_labels == run.model_labels and len(run.model_labels) == 32
+    np.testing.assert_array_equal(restarted.loop.pool_scores(), run.loop.pool_scores())  # bit for bit
+    _, answers = teams.project_answers(svc.engine, project_id)
+    reference = fresh_model(run, [(a.item_index, a.value) for a in answers])
+    np.testing.assert_allclose(restarted.loop.pool_scores(), reference.pool_scores(), rtol=0, atol=1e-9)
+    # both models pick the same next item (before any reservation)
+    assert restarted.loop.propose().index == run.loop.propose().index
+
+
+@pytest.mark.parametrize("solver", ["incremental", "lasvm"])
+def test_an_undo_after_the_snapshot_is_taken_back_or_the_snapshot_passed_over(svc, solver):
+    project_id = project(svc, solver=solver)
+    y = truth(svc)
+    run = svc.open_project(project_id)
+    answer_in_turn(run, y, 13)
+    assert teams.latest_project_snapshot(svc.engine, project_id) is not None
+    _, answers = teams.project_answers(svc.engine, project_id)
+    first_of_ann = next(a for a in answers if a.annotator == "ann")
+    last_of_ann = max((a for a in answers if a.annotator == "ann"), key=lambda a: a.label_id)
+    # ann undoes her last answer (after the snapshot's 25) through another server: no snapshot after it
+    assert teams.undo_answer(svc.engine, project_id, annotator="ann", label_id=last_of_ann.label_id) is not None
+    restarted = MarginLab(svc.engine).open_project(project_id)
+    if solver == "incremental":  # unlearns exactly: resumes, then takes back what changed
+        assert restarted.resume_note.startswith("resumed from the snapshot")
+    else:  # learns every answer again in label order, as the running process did after the undo
+        assert restarted.resume_note == "answers were undone or settled since the snapshot: every answer learned"
+    restarted.sync()
+    run.sync()
+    assert restarted.model_labels == run.model_labels and first_of_ann.item_index in run.model_labels
+    assert last_of_ann.item_index not in run.model_labels
+    np.testing.assert_allclose(restarted.loop.pool_scores(), run.loop.pool_scores(), rtol=0,
+                               atol=1e-9 if solver == "incremental" else 0)
+
+
+def test_a_stopping_server_stores_the_projects_behind_their_answers_and_odd_snapshots_are_passed_over(svc):
+    import weakref
+
+    from app.services import startup
+
+    project_id = project(svc)
+    y = truth(svc)
+    run = svc.open_project(project_id)
+    answer_in_turn(run, y, 2)
+    assert teams.latest_project_snapshot(svc.engine, project_id) is None
+    # what the server does as it stops (app.services.startup): sessions' snapshots, then projects'
+    startup._save_snapshots_at_exit(weakref.ref(svc))
+    assert not run.snapshot_is_behind and svc.save_project_snapshots() == 0  # nothing new: nothing stored
+    answer_in_turn(run, y, 1, names=("ann",))
+    assert run.snapshot_is_behind and svc.save_project_snapshots() == 1
+    reopened = MarginLab(svc.engine).open_project(project_id)
+    assert reopened.resume_note == "resumed from the snapshot after 5 labels"
+    # a snapshot made with another configuration (here: another seed) is passed over
+    arrays, loop_meta = run.loop.to_state()
+    loop_meta["config"]["seed"] = 99
+    teams.save_project_snapshot(svc.engine, project_id, revision=10**6, edits=0, last_label_id=None,
+                                arrays=arrays, meta={"loop": loop_meta, "project": {"format": 1, "model_labels": []}})
+    other = MarginLab(svc.engine).open_project(project_id)
+    assert other.resume_note == "the snapshot is for another configuration: every answer learned"
+    assert other.loop.n_labels == 0
+    other.sync()
+    np.testing.assert_array_equal(other.loop.pool_scores(), run.loop.pool_scores())
+    # a snapshot whose labels are not its model's is passed over too
+    arrays, loop_meta = run.loop.to_state()
+    wrong = {"loop": loop_meta, "project": {"format": 1, "model_labels": [[0, 1]]}}
+    teams.save_project_snapshot(svc.engine, project_id, revision=10**6 + 1, edits=0, last_label_id=None,
+                                arrays=arrays, meta=wrong)
+    assert MarginLab(svc.engine).open_project(project_id).resume_note.startswith("the snapshot's labels are not")
+    # only the most advanced few are kept, and they go with the project
+    assert len(teams.latest_project_snapshot(svc.engine, project_id).meta["project"]["model_labels"]) == 1
+    with pytest.raises(Exception, match="does not exist"):
+        teams.save_project_snapshot(svc.engine, 10**6, revision=0, edits=0, last_label_id=None, arrays={})
+
+
 def test_an_annotator_sees_only_their_projects_and_their_own_history(svc):
     project_id = project(svc)
     y = truth(svc)

@@ -23,6 +23,13 @@ answer of every member:
   annotators) and Fleiss' kappa (all) are computed over them; the items whose
   answers differ wait for an owner to settle them, and the model learns the
   settled answer.
+- The shared model is stored as a snapshot (``storage.teams.save_project_snapshot``:
+  the loop's state, the labels it learned, the project's revision) every
+  ``SNAPSHOT_EVERY`` labels it learns and when the server stops. A process opening
+  the project starts from the latest snapshot made with its configuration and
+  catches up from there as a running process does (``_sync_all``: what was undone or
+  settled since is taken back, the rest learned), instead of learning every answer
+  again; a snapshot that cannot be read or does not fit is passed over.
 """
 
 from __future__ import annotations
@@ -37,6 +44,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+from sqlalchemy.exc import SQLAlchemyError
 
 from app.services.accounts import Identity, _require_owner
 from app.services.common import (
@@ -54,8 +62,10 @@ from app.services.common import (
     whole_number,
 )
 from app.services.readouts import feature_frame
+from app.services.snapshots import SNAPSHOT_EVERY
 from core.agreement import Kappa, cohen_kappa, fleiss_kappa, rating_counts
 from core.loop import ActiveLearningLoop
+from core.solvers import solver_class
 from core.strategies import DEFAULT_SOLVER
 from storage import repository as repo
 from storage import teams
@@ -71,6 +81,8 @@ logger = logging.getLogger(__name__)
 RESERVE_ATTEMPTS = 50
 #: default seconds an item stays reserved for the member it was handed to
 RESERVATION_SECONDS = 600
+#: format of the project's part of a project snapshot's meta
+PROJECT_SNAPSHOT_FORMAT = 1
 
 
 @dataclass(frozen=True)
@@ -112,18 +124,100 @@ class ProjectRun:
         self.X = scale_features(X, params.get("scaling", "none"))
         self.solver_params = dict(params.get("solver_params", {}))
         self.strategy_params = dict(params.get("strategy_params", {}))
-        self._reset()
+        self.resume_note = "no snapshot: every answer learned"
+        resumed = self._from_snapshot()
+        self._reset(None if resumed is None else resumed[0])
+        if resumed is not None:
+            _, self.model_labels, self.snapshot_seen = resumed
 
-    def _reset(self) -> None:
-        self.loop = ActiveLearningLoop(self.X, strategy=self.info.strategy, solver=self.info.solver,
-                                       solver_params=self.solver_params or None,
-                                       strategy_params=self.strategy_params or None, seed=self.info.seed)
+    def _reset(self, loop: ActiveLearningLoop | None = None) -> None:
+        """The model and its bookkeeping before the first look at the database (``loop``: one restored
+        from a snapshot, else a new one)."""
+        self.loop = loop if loop is not None else ActiveLearningLoop(
+            self.X, strategy=self.info.strategy, solver=self.info.solver, solver_params=self.solver_params or None,
+            strategy_params=self.strategy_params or None, seed=self.info.seed)
         self.seen: tuple[int, int] = (-1, -1)  # (revision, edits) the model reflects
         self.last_label_id = 0
         self.answers: dict[int, list[teams.ProjectAnswer]] = {}  # item -> active answers in label order
         self.settled: dict[int, int] = {}
         self.model_labels: dict[int, int] = {}  # item -> label the loop learned
         self.last_update_ms: float | None = None
+        self.snapshot_seen: tuple[int, int] | None = None  # (revision, edits) of the last snapshot stored or read
+        self.learned_since_snapshot = 0
+
+    # -- snapshots of the shared model
+    def _from_snapshot(self) -> tuple[ActiveLearningLoop, dict[int, int], tuple[int, int]] | None:
+        """The loop, its labels and the project's (revision, edits) from the latest stored snapshot of
+        the project's model, when it was made with this configuration over this pool; None (and
+        ``resume_note`` says why) when there is none to use.  The next ``sync`` catches up from it (see
+        the module notes) as a process that had been running would: the answers after it learned in
+        label order (the same bits as that process), what was undone or settled since unlearned
+        exactly; with a solver that cannot unlearn exactly, a snapshot older than an undo or
+        settlement is passed over."""
+        if not self.service.use_snapshots:
+            return None
+        try:
+            snapshot = teams.latest_project_snapshot(self.engine, self.project_id)
+        except (StorageError, SQLAlchemyError) as error:
+            self.resume_note = f"the snapshots could not be read ({error}): every answer learned"
+            return None
+        if snapshot is None:
+            return None
+        solver_params = dict(self.solver_params)
+        solver_params.setdefault("random_state", self.info.seed)  # (as the loop completes them)
+        expected = dict(strategy=self.info.strategy, solver=self.info.solver, solver_params=solver_params,
+                        strategy_params=self.strategy_params, seed=self.info.seed)
+        try:
+            mine, loop_meta = snapshot.meta.get("project", {}), snapshot.meta.get("loop", {})
+            saved = loop_meta.get("config", {})
+            if mine.get("format") != PROJECT_SNAPSHOT_FORMAT:
+                problem = "unknown snapshot format"
+            elif any(saved.get(key) != value for key, value in expected.items()):
+                problem = "the snapshot is for another configuration"
+            elif (not solver_class(self.info.solver).exact_unlearn
+                  and teams.project_revision(self.engine, self.project_id)[1] != snapshot.edits):
+                # answers were undone or settled since: without exact unlearning a running process
+                # learns every label again in label order, and so does this one
+                problem = "answers were undone or settled since the snapshot"
+            else:
+                loop = ActiveLearningLoop.from_state(snapshot.arrays, loop_meta, X=self.X)
+                labels = {int(item): int(value) for item, value in mine["model_labels"]}
+                learned = loop.labels
+                problem = (None if {int(i): int(learned[i]) for i in np.flatnonzero(learned)} == labels
+                           else "the snapshot's labels are not its model's")
+        except Exception as error:  # whatever is wrong with it, the stored answers rebuild the model
+            problem = f"the snapshot could not be read ({type(error).__name__}: {error})"
+        if problem is not None:
+            self.resume_note = f"{problem}: every answer learned"
+            return None
+        self.resume_note = f"resumed from the snapshot after {len(labels)} labels"
+        return loop, labels, (snapshot.revision, snapshot.edits)
+
+    @property
+    def snapshot_is_behind(self) -> bool:
+        """Whether the model has learned from answers its latest snapshot does not cover."""
+        return self.seen[0] >= 0 and bool(self.model_labels) and self.seen != self.snapshot_seen
+
+    def save_snapshot(self) -> int | None:
+        """Store the shared model as it is (the project at ``self.seen``); returns the snapshot id, or
+        None when there is nothing to store or storing failed (nothing else changes: the next process
+        learns more answers again)."""
+        with self.lock:
+            if self.seen[0] < 0:  # (not caught up with the database yet)
+                return None
+            arrays, loop_meta = self.loop.to_state()
+            meta = {"loop": loop_meta, "project": {
+                "format": PROJECT_SNAPSHOT_FORMAT, "model_labels": [[i, v] for i, v in self.model_labels.items()]}}
+            try:
+                snapshot_id = teams.save_project_snapshot(
+                    self.engine, self.project_id, revision=self.seen[0], edits=self.seen[1],
+                    last_label_id=self.last_label_id or None, arrays=arrays, meta=meta)
+            except (StorageError, SQLAlchemyError, OSError) as error:  # e.g. the disk is full
+                logger.warning("project %s: the model snapshot was not stored: %s", self.project_id, error)
+                return None
+            self.snapshot_seen = self.seen
+            self.learned_since_snapshot = 0
+            return snapshot_id
 
     # -- keeping up with the database
     def sync(self) -> None:
@@ -138,12 +232,14 @@ class ProjectRun:
                 seen, new = teams.project_answers(self.engine, self.project_id, after_label_id=self.last_label_id)
                 if seen[1] != self.seen[1]:
                     self._sync_all()
-                    return
-                for answer in new:
-                    self.answers.setdefault(answer.item_index, []).append(answer)
-                    self.last_label_id = max(self.last_label_id, answer.label_id)
-                self._teach_missing([a.item_index for a in new])
-                self.seen = seen
+                else:
+                    for answer in new:
+                        self.answers.setdefault(answer.item_index, []).append(answer)
+                        self.last_label_id = max(self.last_label_id, answer.label_id)
+                    self._teach_missing([a.item_index for a in new])
+                    self.seen = seen
+            if self.service.use_snapshots and self.learned_since_snapshot >= SNAPSHOT_EVERY:
+                self.save_snapshot()  # the next process need not learn these again
 
     def _sync_all(self) -> None:
         seen, answers = teams.project_answers(self.engine, self.project_id)
@@ -183,6 +279,7 @@ class ProjectRun:
                 self.loop.teach(item, value)
                 self.last_update_ms = 1e3 * (time.perf_counter() - t0)
                 self.model_labels[item] = value
+                self.learned_since_snapshot += 1
 
     # -- what a member sees
     def needed(self, item: int) -> int:
@@ -439,6 +536,29 @@ class Projects:
 
     def members(self, project_id: int) -> dict[str, int]:
         return teams.project_members(self.engine, project_id)
+
+    def save_project_snapshots(self, wait_s: float = 5.0) -> int:
+        """Store a snapshot of every project model in memory that is behind its answers (what the app
+        does when its server stops, as ``save_snapshots`` for sessions); returns how many were stored.
+        A project busy for longer than ``wait_s`` in all is left as it is."""
+        deadline = time.monotonic() + wait_s
+        runs = self._project_runs()
+        if not self._projects_lock.acquire(timeout=wait_s):
+            return 0
+        try:
+            open_runs = list(runs.values())
+        finally:
+            self._projects_lock.release()
+        stored = 0
+        for run in open_runs:
+            if not run.lock.acquire(timeout=max(0.0, deadline - time.monotonic())):
+                continue
+            try:
+                if run.snapshot_is_behind and run.save_snapshot() is not None:
+                    stored += 1
+            finally:
+                run.lock.release()
+        return stored
 
     def open_project(self, project_id: int) -> ProjectRun:
         runs = self._project_runs()

@@ -16,6 +16,7 @@ from __future__ import annotations
 import atexit
 import logging
 import threading
+import time
 import weakref
 
 from app.services.marginlab import MarginLab
@@ -45,15 +46,22 @@ def open_service(url: str, preload: bool = True) -> MarginLab:
     return service
 
 
+#: seconds a stopping server waits in all for busy sessions and projects before it stores their snapshots
+AT_EXIT_WAIT_S = 5.0
+
+
 def _save_snapshots_at_exit(service_ref: weakref.ref) -> None:
     """When the server stops (Ctrl-C, SIGTERM: Streamlit stops, then the interpreter exits), the
-    sessions in memory store a snapshot of their models, so the next start need not learn their
-    latest answers again.  Nothing depends on it: the answers are stored as they are given."""
+    sessions and team projects in memory store a snapshot of their models, so the next start need
+    not learn their latest answers again (at most ``AT_EXIT_WAIT_S`` in all for their locks).
+    Nothing depends on it: the answers are stored as they are given."""
     service = service_ref()
     if service is None:
         return
+    deadline = time.monotonic() + AT_EXIT_WAIT_S
     try:
-        service.save_snapshots()
+        service.save_snapshots(wait_s=AT_EXIT_WAIT_S)
+        service.save_project_snapshots(wait_s=max(0.0, deadline - time.monotonic()))
     except Exception as error:  # (the database may be gone by now: the next start replays the answers)
         logger.warning("the model snapshots were not stored at exit: %s", error)
 
