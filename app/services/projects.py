@@ -62,7 +62,7 @@ from app.services.common import (
     whole_number,
 )
 from app.services.readouts import feature_frame
-from app.services.snapshots import SNAPSHOT_EVERY
+from app.services.snapshots import SNAPSHOT_EVERY, save_behind
 from core.agreement import Kappa, cohen_kappa, fleiss_kappa, rating_counts
 from core.loop import ActiveLearningLoop
 from core.solvers import solver_class
@@ -541,24 +541,7 @@ class Projects:
         """Store a snapshot of every project model in memory that is behind its answers (what the app
         does when its server stops, as ``save_snapshots`` for sessions); returns how many were stored.
         A project busy for longer than ``wait_s`` in all is left as it is."""
-        deadline = time.monotonic() + wait_s
-        runs = self._project_runs()
-        if not self._projects_lock.acquire(timeout=wait_s):
-            return 0
-        try:
-            open_runs = list(runs.values())
-        finally:
-            self._projects_lock.release()
-        stored = 0
-        for run in open_runs:
-            if not run.lock.acquire(timeout=max(0.0, deadline - time.monotonic())):
-                continue
-            try:
-                if run.snapshot_is_behind and run.save_snapshot() is not None:
-                    stored += 1
-            finally:
-                run.lock.release()
-        return stored
+        return save_behind(self._project_runs(), self._projects_lock, wait_s)
 
     def open_project(self, project_id: int) -> ProjectRun:
         runs = self._project_runs()

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import time
-
 from app.services.common import (
     DEFAULT_C,
     DEFAULT_GAMMA,
@@ -19,6 +17,7 @@ from app.services.common import (
     whole_number,
 )
 from app.services.labelling import LabellingRun
+from app.services.snapshots import save_behind
 from core.strategies import DEFAULT_SOLVER
 from storage import repository as repo
 from storage import teams
@@ -104,23 +103,7 @@ class Sessions:
         and return how many were stored: what the app does when its server stops, so that the next
         start resumes without learning those answers again.  A session busy for longer than
         ``wait_s`` in all is left as it is (its answers are stored; the next start learns them again)."""
-        deadline = time.monotonic() + wait_s
-        if not self._runs_lock.acquire(timeout=wait_s):  # (a session being opened holds it)
-            return 0
-        try:
-            runs = list(self._runs.values())
-        finally:
-            self._runs_lock.release()
-        stored = 0
-        for run in runs:
-            if not run.lock.acquire(timeout=max(0.0, deadline - time.monotonic())):
-                continue
-            try:
-                if run.snapshot_is_behind and run.save_snapshot() is not None:
-                    stored += 1
-            finally:
-                run.lock.release()
-        return stored
+        return save_behind(self._runs, self._runs_lock, wait_s)
 
     def close_session(self, session_id: int) -> Outcome:
         """Close a session (a snapshot of its model is stored first when it is in memory)."""

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import threading
+import time
 from typing import Any
 
 import numpy as np
@@ -30,6 +32,30 @@ SNAPSHOT_UNDO_STATES = 5
 SNAPSHOT_FORMAT = 1
 
 logger = logging.getLogger(__name__)
+
+
+def save_behind(runs: dict[int, Any], runs_lock: threading.Lock, wait_s: float) -> int:
+    """Store a snapshot of every run in ``runs`` (labelling sessions' or team projects': each with a
+    ``lock``, ``snapshot_is_behind`` and ``save_snapshot()``) whose latest snapshot is behind its
+    answers, as the app does when its server stops; returns how many were stored.  A run busy for
+    longer than ``wait_s`` in all (``runs_lock`` included: a run being opened holds it) is left as it is."""
+    deadline = time.monotonic() + wait_s
+    if not runs_lock.acquire(timeout=wait_s):
+        return 0
+    try:
+        open_runs = list(runs.values())
+    finally:
+        runs_lock.release()
+    stored = 0
+    for run in open_runs:
+        if not run.lock.acquire(timeout=max(0.0, deadline - time.monotonic())):
+            continue
+        try:
+            if run.snapshot_is_behind and run.save_snapshot() is not None:
+                stored += 1
+        finally:
+            run.lock.release()
+    return stored
 
 
 class RunSnapshots:
