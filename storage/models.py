@@ -376,7 +376,7 @@ class ItemReservation(Base):
 
 class ProjectSnapshot(Base):
     """A project's shared model as a process held it: the loop's state after learning ``model_labels``
-    (in ``meta``), when the project was at ``revision`` / ``edits`` and its last answer ``last_label_id``.
+    (in ``meta``), when the project was at ``revision`` / ``edits``.
     A process opening the project starts from it and catches up with the answers, undos and
     settlements after it, as a process that had been running would."""
 
@@ -387,7 +387,6 @@ class ProjectSnapshot(Base):
     project_id: Mapped[int] = mapped_column(ForeignKey("projects.id", ondelete="CASCADE"))
     revision: Mapped[int]
     edits: Mapped[int]
-    last_label_id: Mapped[int | None]
     #: ``numpy.savez`` archive; loaded with ``allow_pickle=False``
     arrays: Mapped[bytes] = mapped_column(LargeBinary)
     meta: Mapped[dict[str, Any]] = mapped_column(default=dict)

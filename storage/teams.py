@@ -122,11 +122,10 @@ class ProjectAnswer:
 @dataclass(frozen=True)
 class ProjectModelSnapshot:
     """A stored project model: the loop's ``arrays`` and ``meta``, and the project's ``(revision, edits)``
-    and last answer when it was stored."""
+    when it was stored."""
 
     revision: int
     edits: int
-    last_label_id: int | None
     arrays: dict[str, Any]
     meta: dict[str, Any]
     created_at: dt.datetime
@@ -646,7 +645,7 @@ def release_reservation(engine: EngineLike, project_id: int, annotator: str) -> 
 
 
 def save_project_snapshot(engine: EngineLike, project_id: int, *, revision: int, edits: int,
-                          last_label_id: int | None, arrays: dict[str, Any], meta: dict[str, Any] | None = None,
+                          arrays: dict[str, Any], meta: dict[str, Any] | None = None,
                           keep: int = SNAPSHOTS_KEPT) -> int:
     """Store a project's shared model (plain arrays, as ``repository.save_snapshot``; ``meta`` JSON-able)
     as the project was at ``revision`` / ``edits``; only the ``keep`` most advanced snapshots of the
@@ -657,7 +656,6 @@ def save_project_snapshot(engine: EngineLike, project_id: int, *, revision: int,
         if session.get(Project, int(project_id)) is None:
             raise NotFoundError(f"Project {project_id} does not exist.")
         snapshot = ProjectSnapshot(project_id=int(project_id), revision=int(revision), edits=int(edits),
-                                   last_label_id=None if last_label_id is None else int(last_label_id),
                                    arrays=blob, meta=meta_json)
         session.add(snapshot)
         session.flush()
@@ -682,7 +680,6 @@ def latest_project_snapshot(engine: EngineLike, project_id: int) -> ProjectModel
                 arrays = _load_arrays(snapshot.arrays)
             except StorageError:
                 continue  # not plain arrays: an older snapshot, or learning every answer again, serves
-            return ProjectModelSnapshot(revision=snapshot.revision, edits=snapshot.edits,
-                                        last_label_id=snapshot.last_label_id, arrays=arrays,
+            return ProjectModelSnapshot(revision=snapshot.revision, edits=snapshot.edits, arrays=arrays,
                                         meta=dict(snapshot.meta or {}), created_at=snapshot.created_at)
     return None

@@ -429,7 +429,7 @@ def test_a_stopping_server_stores_the_projects_behind_their_answers_and_odd_snap
     # a snapshot made with another configuration (here: another seed) is passed over
     arrays, loop_meta = run.loop.to_state()
     loop_meta["config"]["seed"] = 99
-    teams.save_project_snapshot(svc.engine, project_id, revision=10**6, edits=0, last_label_id=None,
+    teams.save_project_snapshot(svc.engine, project_id, revision=10**6, edits=0,
                                 arrays=arrays, meta={"loop": loop_meta, "project": {"format": 1, "model_labels": []}})
     other = MarginLab(svc.engine).open_project(project_id)
     assert other.resume_note == "the snapshot is for another configuration: every answer learned"
@@ -439,13 +439,13 @@ def test_a_stopping_server_stores_the_projects_behind_their_answers_and_odd_snap
     # a snapshot whose labels are not its model's is passed over too
     arrays, loop_meta = run.loop.to_state()
     wrong = {"loop": loop_meta, "project": {"format": 1, "model_labels": [[0, 1]]}}
-    teams.save_project_snapshot(svc.engine, project_id, revision=10**6 + 1, edits=0, last_label_id=None,
+    teams.save_project_snapshot(svc.engine, project_id, revision=10**6 + 1, edits=0,
                                 arrays=arrays, meta=wrong)
     assert MarginLab(svc.engine).open_project(project_id).resume_note.startswith("the snapshot's labels are not")
     # only the most advanced few are kept, and they go with the project
     assert len(teams.latest_project_snapshot(svc.engine, project_id).meta["project"]["model_labels"]) == 1
     with pytest.raises(Exception, match="does not exist"):
-        teams.save_project_snapshot(svc.engine, 10**6, revision=0, edits=0, last_label_id=None, arrays={})
+        teams.save_project_snapshot(svc.engine, 10**6, revision=0, edits=0, arrays={})
 
 
 def test_an_annotator_sees_only_their_projects_and_their_own_history(svc):

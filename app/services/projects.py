@@ -210,8 +210,8 @@ class ProjectRun:
                 "format": PROJECT_SNAPSHOT_FORMAT, "model_labels": [[i, v] for i, v in self.model_labels.items()]}}
             try:
                 snapshot_id = teams.save_project_snapshot(
-                    self.engine, self.project_id, revision=self.seen[0], edits=self.seen[1],
-                    last_label_id=self.last_label_id or None, arrays=arrays, meta=meta)
+                    self.engine, self.project_id, revision=self.seen[0], edits=self.seen[1], arrays=arrays,
+                    meta=meta)
             except (StorageError, SQLAlchemyError, OSError) as error:  # e.g. the disk is full
                 logger.warning("project %s: the model snapshot was not stored: %s", self.project_id, error)
                 return None

@@ -31,7 +31,6 @@ def upgrade() -> None:
         sa.Column("project_id", sa.Integer(), nullable=False),
         sa.Column("revision", sa.Integer(), nullable=False),
         sa.Column("edits", sa.Integer(), nullable=False),
-        sa.Column("last_label_id", sa.Integer(), nullable=True),
         sa.Column("arrays", sa.LargeBinary(), nullable=False),
         sa.Column("meta", sa.JSON(), nullable=False),
         sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
