@@ -1,4 +1,4 @@
-"""Command line: ``python -m core fit`` and ``python -m core compare`` (see DESIGN.md).
+"""Command line: ``python -m core fit`` and ``python -m core compare`` (docs/cli.md; contract: docs/design.md).
 
 ``fit`` trains an :class:`~core.estimator.OnlineSVC` on a CSV file (or a
 bundled dataset, ``--data bundled:digits``) and reports held-out accuracy and

@@ -9,7 +9,7 @@ there is nothing left to ask.  ``model`` is any object with
 The functions never change the model, the pool or anything else except the
 generator's state.
 
-Names, meanings and default solvers (DESIGN.md, "Query strategies"):
+Names, meanings and default solvers (docs/design.md, "Query strategies"):
 
 ================== ===================================================================== ==============
 name               picks                                                                  default solver

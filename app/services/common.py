@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from core.strategies import DEFAULT_SOLVER  # default solver of each heuristic (DESIGN.md)
+from core.strategies import DEFAULT_SOLVER  # default solver of each heuristic (docs/design.md)
 
 #: heuristics an analyst can label with (``gradient`` needs the true labels: simulation only)
 LABEL_STRATEGIES = ("near-boundary", "largest-positive", "randomized-search", "autoactive", "ramp-region", "random")

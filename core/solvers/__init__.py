@@ -1,6 +1,6 @@
 """Solver registry: ``make_solver("incremental", X, C=1.0, ...)``.
 
-Names (DESIGN.md): ``incremental``, ``lasvm``, ``ramp``, ``active-set``.
+Names (docs/design.md): ``incremental``, ``lasvm``, ``ramp``, ``active-set``.
 Modules are imported on first use so that one solver's import cost is not paid
 by users of another.
 """

@@ -1,4 +1,4 @@
-"""The contract every MarginLab solver follows (see DESIGN.md, "Solvers").
+"""The contract every MarginLab solver follows (see docs/design.md, "Solvers").
 
 A solver owns a growable :class:`~core.kernels.DataStore` of examples and a
 :class:`~core.kernels.KernelCache`.  Examples are added to the store with
