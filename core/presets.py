@@ -14,12 +14,12 @@ the squared hinge loss (no CCCP step is needed: the problem is the convex L2-los
   solution depends a little on the path the solver took, and documents whose scores nearly tie
   came in another order than with liblinear (a label more or less here and there); at 1e-6 the
   model is the optimum to the ranking's precision, and on the four topics of the bundled abstracts
-  MarginLab reads the documents in the same order as ASReview (the README has the figures).
+  MarginLab reads the documents in the same order as ASReview (docs/benchmarks.md has the figures).
 
 The constants are ASReview's own, not tuned on a benchmark; ``benchmarks/bench_text_review.py``
 compares the two tools on the bundled abstracts.  An earlier version used the hinge loss: on the
 four topics of the bundled abstracts it found the positives of two of them sooner and those of
-``cs.CL`` far later (the figures are in the README); ``loss="hinge"`` stays available.
+``cs.CL`` far later (the figures are in docs/benchmarks.md); ``loss="hinge"`` stays available.
 """
 
 from __future__ import annotations

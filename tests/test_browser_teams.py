@@ -33,7 +33,7 @@ pytestmark = pytest.mark.browser
 
 
 def screenshot_folder(tmp_path) -> Path:
-    """Where screenshots go: ``$MARGINLAB_SCREENSHOTS`` (docs/screenshots refreshes the README's), else tmp_path."""
+    """Where screenshots go: ``$MARGINLAB_SCREENSHOTS`` (docs/screenshots refreshes the docs' images), else tmp_path."""
     folder = os.environ.get("MARGINLAB_SCREENSHOTS", "").strip()
     return Path(folder) if folder else tmp_path
 PAGES = ("no-such-page", "", "label", "data", "export", "compare", "projects", "team", "history", "sessions",
