@@ -17,7 +17,7 @@ if str(ROOT) not in sys.path:
 import streamlit as st  # noqa: E402
 from sqlalchemy.exc import SQLAlchemyError  # noqa: E402
 
-from app import auth, navigation, ui  # noqa: E402
+from app import auth, navigation, server_guard, ui  # noqa: E402
 from app.launch import keep_error_details_on_the_server  # noqa: E402
 from core.process import prefer_small_pages  # noqa: E402
 
@@ -29,12 +29,14 @@ def run_app() -> None:
     ui.init_state()
     who = auth.signed_in(ui.service())
     if who is None:
+        server_guard.note_signed_out()  # (nothing uploaded or downloaded without a sign-in: app.server_guard)
         # Nobody signed in: the sign-in page, whatever the address asked for, and nothing else. It answers
         # at every page's address too, so a link to a page leads there once signed in.
         st.navigation([st.Page(auth.sign_in_page, title="Sign in", url_path="sign-in", default=True)]
                       + [st.Page(auth.sign_in_page, title="Sign in", url_path=name) for name in navigation.PAGES],
                       position="hidden").run()
         return
+    server_guard.note_signed_in(who)
     auth.sidebar(who)
     st.session_state.annotator = who.name  # the sessions lists show one's own sessions first
     try:

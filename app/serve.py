@@ -58,6 +58,9 @@ def main(argv: list[str] | None = None) -> None:
     warm_start()  # (in this thread, before Streamlit: its Plotly setup peeks at a pandas being imported)
     from streamlit.web import cli
 
+    from app import server_guard
+
+    server_guard.install()  # uploads, downloads and metrics only for whom they are meant (app.server_guard)
     threading.Thread(target=warm_first_page, name="marginlab-warm-page", daemon=True).start()
 
     args = list(sys.argv[1:] if argv is None else argv)

@@ -138,7 +138,8 @@ if not stops.empty:
     st.caption("Per rule and heuristic: seeds where the rule stopped within the budget, mean labels and recall "
                "there (random draws of the statistical rule are labels), and the work saved against labelling "
                "every training item.")
-st.download_button("Download the tidy rows (CSV)", rows.to_csv(index=False).encode(),
-                   file_name=f"comparison-{chosen}.csv", mime="text/csv", key="download_rows")
+# written when the button is pressed (as every download: app.server_guard serves it to this browser only, briefly)
+st.download_button("Download the tidy rows (CSV)", lambda: rows.to_csv(index=False).encode(),
+                   file_name=f"comparison-{chosen}.csv", mime="text/csv", key="download_rows", on_click="ignore")
 with st.expander("Configuration"):
     st.json(result.config)
