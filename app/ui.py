@@ -494,13 +494,17 @@ def item_view(run: LabellingRun, item_index: int) -> Callable[[], None]:
     if image is not None:
         picture, width = item_picture(image)
         return lambda: st.image(picture, width=width, clamp=True)
-    svg = run.item_svg(item_index)
-    if svg is not None:
+    drawing = run.item_drawing(item_index)
+    if drawing is not None:
         smiles = plain(run.item_text(item_index))
 
         def molecule() -> None:
-            # RDKit's drawing, shown as an image (never as HTML); the SMILES below as plain text
-            st.image(svg, width=360)
+            # RDKit's drawing, shown as an image (never as HTML), or why there is none; the SMILES below as
+            # plain text
+            if drawing.svg is not None:
+                st.image(drawing.svg, width=360)
+            else:
+                st.caption(plain(drawing.note))
             st.caption(smiles)
         return molecule
     text = run.item_text(item_index)

@@ -924,6 +924,31 @@ def test_a_document_dataset_is_labelled_with_its_text_shown(db_url):
     assert len(run.eval_items) == 0 and len(run.pool_items) == 60  # evaluation share 0: every item in the pool
 
 
+def test_a_molecule_too_large_to_draw_is_shown_as_its_smiles_with_a_note(db_url, monkeypatch):
+    from rdkit.Chem.Draw import rdMolDraw2D
+
+    from core import features
+
+    features._drawing.cache_clear()
+    monkeypatch.setattr(rdMolDraw2D, "MolDraw2DSVG", lambda *size: pytest.fail("a drawing was started"))
+    chains = [("C" * (2500 + i)) + ("O" if i % 2 else "N") for i in range(20)]  # every item a long chain
+    csv = "key,smiles,active\n" + "".join(f"m{i},{c},{i % 2}\n" for i, c in enumerate(chains))
+    svc = service(db_url)
+    result = svc.import_csv(csv.encode(), name="chains", label_column="active", positive="1", key_column="key",
+                            smiles_column="smiles", eval_fraction=0.0)
+    at = start_app("mo")
+    at.switch_page("views/label.py").run()
+    start_session(at, "mo", "random", dataset_id=result.dataset_id)
+    item = shown_item(at)
+    notes = [c for c in shown(at.caption) if c.startswith("Not drawn")]
+    assert notes == [f"Not drawn: this molecule has {2501 + item:,} atoms, and molecules are drawn up to "
+                     f"{features.MAX_DRAWN_ATOMS} (a larger drawing would hold the server for seconds to minutes). "
+                     "Its SMILES:"], notes
+    assert chains[item] in shown(at.caption) and not at.get("imgs")
+    click(at, "positive")  # the next item: still no drawing started
+    assert shown_item(at) != item and any(c.startswith("Not drawn") for c in shown(at.caption))
+
+
 def test_the_review_model_learns_documents_with_weights_that_follow_the_labels_and_resumes(db_url):
     docs = ["Robot arm grasping with tactile sensors", "Image segmentation with convolutional networks",
             "Legged robot locomotion on rough terrain", "Language models for translation",
