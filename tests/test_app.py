@@ -875,6 +875,20 @@ def test_a_budget_spent_on_initial_labels_is_refused_before_running(db_url):
     assert service(db_url).comparisons() == []
 
 
+def test_a_file_of_a_million_columns_is_refused_on_the_data_page_before_it_is_read(db_url, tmp_path, monkeypatch):
+    from tests.test_datasets import refused_before_pandas, wide_csv
+
+    data = wide_csv(tmp_path / "wide.csv").read_bytes()
+    at = start_app()
+    at.switch_page("views/data.py").run()
+    refused_before_pandas(monkeypatch)
+    at.file_uploader(key="upload").upload("wide.csv", data, "text/csv").run()
+    assert not at.exception, at.exception
+    assert shown(at.error) == ["wide.csv: 1,000,000 columns; MarginLab reads CSV files of at most 10,000 columns "
+                               "(leave out the columns it does not need)"]
+    assert [df for df in at.dataframe if "shown as" not in df.value.columns] == []  # no preview
+
+
 def test_the_datasets_table_lists_a_dataset_as_soon_as_it_is_imported(db_url):
     at = start_app()
     at.switch_page("views/data.py").run()

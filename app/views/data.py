@@ -98,7 +98,11 @@ with upload_tab:
     upload = st.file_uploader("CSV file (UTF-8, header row)", type=["csv"], key="upload")
     if upload is not None:
         data = upload.getvalue()
-        detected = ui.csv_preview(svc, data)
+        try:
+            detected = ui.csv_preview(svc, data)
+        except DataError as error:  # too wide or too large to read at all: nothing of it was parsed
+            st.error(ui.plain(ui.data_error_text(error, upload.name)))
+            st.stop()
         problem = ui.unreadable_csv(detected, upload.name)
         if problem:
             st.error(ui.plain(problem))

@@ -5,6 +5,7 @@ import streamlit as st
 
 from app import auth, navigation, ui
 from app.services import ServiceError
+from core.datasets import DataError
 
 svc = ui.service()
 st.title("Sessions")
@@ -83,7 +84,11 @@ if info.status != "active":
 upload = st.file_uploader("CSV of item key → label", type=["csv"], key=f"labels_upload_{info.id}")
 if upload is not None:
     data = upload.getvalue()
-    header = svc.preview_csv(data, n=0).header
+    try:
+        header = svc.preview_csv(data, n=0).header
+    except DataError as error:  # too wide or too large to read at all
+        st.error(ui.plain(ui.data_error_text(error, upload.name)))
+        st.stop()
     header = [h.strip().lstrip("\ufeff") for h in header]
     if not any(header):
         st.error(ui.plain(f"{upload.name}: the file is empty (a header row and data rows are needed)."))
@@ -101,7 +106,7 @@ if upload is not None:
         try:
             outcome = run.import_labels(data, key_column=key_column, label_column=label_column, source=upload.name,
                                         by=auth.name())
-        except ServiceError as error:
-            st.error(ui.plain(error))
+        except (ServiceError, DataError) as error:
+            st.error(ui.plain(ui.data_error_text(error, upload.name)))
         else:
             (st.success if outcome.ok else st.error)(ui.plain(outcome.message))
