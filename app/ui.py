@@ -282,7 +282,7 @@ def annotator_filter(sessions, *, key: str = "all_annotators") -> list:
         state.annotator = by_id[state.session_id].annotator
     if len({s.annotator for s in sessions}) > 1 or state.get(key):
         st.toggle("All annotators", key=key,
-                  help=f"Off: the sessions of {state.annotator or 'the current annotator'} only.")
+                  help=f"Off: the sessions of {plain(state.annotator) or 'the current annotator'} only.")
     return [s for s in sessions if state.get(key) or not state.annotator or s.annotator == state.annotator
             or s.id == state.session_id]
 
