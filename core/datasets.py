@@ -311,6 +311,12 @@ MAX_CELLS = 100_000_000  # columns x lines
 _CHUNK = 1 << 20
 
 
+#: the largest |value| of a numeric feature: the solvers need every ||x||^2 <= 1e300
+#: (``core.solvers.base.MAX_SQ_NORM``) and standardising sums the squares of a column; a larger value
+#: imported fine and then no session could start on the dataset
+MAX_FEATURE_VALUE = 1e150
+
+
 class DataTooLarge(DataError):
     """A CSV beyond ``MAX_CSV_BYTES``, ``MAX_COLUMNS`` or ``MAX_CELLS``: refused before it is parsed."""
 
@@ -554,7 +560,7 @@ def load_csv(source, label_column: str | None = None, positive=None, feature_col
              text_columns: Sequence[str] | None = None, text_analyzer: str = "word", text_min_df: int = 1,
              text_max_features: int | None = None, text_svd: int | None = None,
              smiles_column: str | None = None, fingerprint_radius: int = 2, fingerprint_bits: int = 2048,
-             invalid_smiles: str = "error", seed: int = 0) -> Dataset:
+             invalid_smiles: str = "error", seed: int = 0, max_value: float | None = MAX_FEATURE_VALUE) -> Dataset:
     """Read a CSV file into a :class:`Dataset`, checking it cell by cell.
 
     source: a path, the file's bytes, or a file-like object (text or binary).
@@ -588,6 +594,8 @@ def load_csv(source, label_column: str | None = None, positive=None, feature_col
     smiles_column: molecules as SMILES, as Morgan fingerprints (RDKit, sparse,
         ``fingerprint_radius``, ``fingerprint_bits``).  Invalid SMILES are refused
         with their rows unless ``invalid_smiles="drop"``.
+    max_value: the largest |value| of a numeric feature (``MAX_FEATURE_VALUE``: beyond it no session can
+        start on the data); None takes any finite value (re-importing MarginLab's own export as it was).
 
     Raises :class:`DataError` naming the row/column/value for: text that is
     not UTF-8, an empty file, ragged rows, duplicate column names, a missing
@@ -783,6 +791,12 @@ def load_csv(source, label_column: str | None = None, positive=None, feature_col
                 feats._NUMBER_COMMA.match(str(raw.iloc[i]).strip()) else ""
             raise DataError(f"{source_name}: {what} value {raw.iloc[i]!r} in column {col!r}, "
                             f"{_describe_row(i, lines)}{hint}")
+        huge = ~m & (np.abs(values) > max_value) if max_value is not None else np.zeros(len(values), dtype=bool)
+        if huge.any():
+            i = int(np.flatnonzero(huge)[0])
+            raise DataError(f"{source_name}: value {raw.iloc[i]!r} in column {col!r}, {_describe_row(i, lines)} is "
+                            f"too large: feature values must lie within ±{max_value:g} (the solvers square and add "
+                            "them); rescale the column")
         if m.any() and missing == "impute":
             fill = float(np.median(values[~m & keep_rows])) if (~m & keep_rows).any() else 0.0
             values[m] = fill
@@ -1203,7 +1217,7 @@ def load_bundled(name: str, positive=None) -> Dataset:
 
 
 __all__ = ["ASSETS_DIR", "BUNDLED", "BundledInfo", "ColumnProfile", "CsvProfile", "DataError", "DataTooLarge",
-           "Dataset", "GENERATORS", "MAX_CELLS", "MAX_COLUMNS", "MAX_CSV_BYTES", "MISSING_POLICIES", "ONE_HOT_MAX",
-           "check_csv_shape", "checkerboard_labels", "profile_csv",
-           "load_bundled", "load_csv", "make_banana", "make_checkerboard", "make_gaussians", "make_waveform",
-           "standardize", "stratified_split", "waveform_bases"]
+           "Dataset", "GENERATORS", "MAX_CELLS", "MAX_COLUMNS", "MAX_CSV_BYTES", "MAX_FEATURE_VALUE",
+           "MISSING_POLICIES", "ONE_HOT_MAX", "check_csv_shape", "checkerboard_labels", "load_bundled", "load_csv",
+           "make_banana", "make_checkerboard", "make_gaussians", "make_waveform", "profile_csv", "standardize",
+           "stratified_split", "waveform_bases"]

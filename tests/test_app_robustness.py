@@ -184,7 +184,7 @@ def test_a_label_the_model_cannot_learn_is_kept_and_the_session_says_why(db_url,
 
 
 @pytest.mark.parametrize("field, value", [
-    ("C", float("nan")), ("C", float("inf")), ("C", -1.0), ("C", 0.0), ("C", "abc"),
+    ("C", float("nan")), ("C", float("inf")), ("C", -1.0), ("C", 0.0), ("C", "abc"), ("C", 1e308), ("C", 1e-300),
     ("gamma", float("nan")), ("gamma", float("-inf")), ("gamma", 0.0), ("gamma", "often"),
     ("seed", float("nan")), ("seed", -1), ("seed", 1.5),
 ])
@@ -199,6 +199,36 @@ def test_a_parameter_that_is_not_a_valid_number_is_refused_before_a_session_is_s
     assert message.startswith(f"{field} must be "), message
     assert repr(value) in message or str(value) in message, message
     assert svc.sessions() == []  # nothing stored, not even a closed session
+
+
+def test_a_session_refused_once_stored_leaves_nothing_behind(db_url):
+    """gamma = 1e300 passes the form's checks, but no rbf model can be built with it: the start is refused and
+    the stored session goes too (it would be a closed session nobody asked for, failing on every reopening)."""
+    from app.services import ServiceError
+
+    svc = MarginLab.from_url(db_url)
+    dataset_id = svc.ensure_demo_dataset()
+    with pytest.raises(ServiceError, match=r"^The session could not start: .*gamma"):
+        svc.start_session(dataset_id=dataset_id, annotator="ada", strategy="near-boundary", gamma=1e300)
+    assert svc.sessions() == [] and repo.list_sessions(svc.engine) == []
+    assert svc.start_session(dataset_id=dataset_id, annotator="ada", strategy="near-boundary").problem is None
+
+
+def test_a_dataset_with_values_near_1e308_is_refused_at_import(db_url):
+    """Such values imported, and then no session could ever start on the dataset (standardising overflows,
+    ||x||^2 is infinite): they are refused at import, as NaN is, naming the cell."""
+    from core.datasets import DataError
+
+    svc = MarginLab.from_url(db_url)
+    before = [d.id for d in svc.datasets()]
+    rows = "".join(f"{0.1 * k if k != 3 else 1e308},{k % 2}\n" for k in range(40))
+    with pytest.raises(DataError, match=r"value '1e\+308' in column 'x', row 4 \(line 5 of the file\) is too large: "
+                                        r"feature values must lie within ±1e\+150"):
+        svc.import_csv(f"x,y\n{rows}".encode(), name="huge", label_column="y", positive="1")
+    assert [d.id for d in svc.datasets()] == before
+    fine = "".join(f"{1e140 * k},{k % 2}\n" for k in range(40))  # large, but a session can start on it
+    dataset_id = svc.import_csv(f"x,y\n{fine}".encode(), name="large", label_column="y", positive="1").dataset_id
+    assert svc.start_session(dataset_id=dataset_id, annotator="ada", strategy="near-boundary").problem is None
 
 
 # --------------------------------------------------------------------------- uploads
