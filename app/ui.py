@@ -50,6 +50,17 @@ _SHORTCUTS = re.compile(r"(?<=[:@])(?=\S)|(?<=www)(?=\.)", re.IGNORECASE)
 WORD_JOINER = "\u2060"
 
 
+#: characters that reorder the text around them (bidirectional embeddings, overrides and isolates: U+202A-E,
+#: U+2066-9): a name holding U+202E shows backwards and can pass for another ("Trojan Source")
+_BIDI_CONTROLS = re.compile("[\u202a-\u202e\u2066-\u2069]")
+
+
+def visible(text: object) -> str:
+    """``text`` with every bidirectional control character written out as its code point (``[U+202E]``), for
+    elements that show text as it is (options of a select box, table cells, ``st.text``)."""
+    return _BIDI_CONTROLS.sub(lambda found: f"[U+{ord(found.group()):04X}]", str(text))
+
+
 def plain(text: object) -> str:
     """``text`` shown as it is by an element that renders Markdown (``st.error``, ``st.caption``,
     ``st.markdown``, ...): no link, image, emphasis, code, HTML, math, directive, emoji or icon can
@@ -59,9 +70,10 @@ def plain(text: object) -> str:
     annotator names, messages that quote them) goes through this before such an element.
     Every ASCII punctuation character is backslash-escaped; autolinks, emoji and icons are
     found after escapes are resolved, so an invisible word joiner follows each ``:`` and ``@``
-    that something follows, and separates ``www`` from a following ``.``.
+    that something follows, and separates ``www`` from a following ``.``.  Characters that reorder
+    text are written out as their code (:func:`visible`).
     """
-    return _PUNCTUATION.sub(r"\\\1", _SHORTCUTS.sub(WORD_JOINER, str(text)))
+    return _PUNCTUATION.sub(r"\\\1", _SHORTCUTS.sub(WORD_JOINER, visible(text)))
 
 
 def service() -> MarginLab:
@@ -266,8 +278,8 @@ def summary_table(summary: pd.DataFrame) -> pd.DataFrame:
 
 def session_label(sessions) -> dict[int, str]:
     """How a session is named in the lists: number, name (if any), dataset, heuristic / solver, annotator."""
-    return {s.id: f"#{s.id} · " + (f"{s.name} · " if s.name else "") +
-            f"{s.dataset_name} · {s.strategy} / {s.solver} · {s.annotator}" for s in sessions}
+    return {s.id: visible(f"#{s.id} · " + (f"{s.name} · " if s.name else "") +
+                          f"{s.dataset_name} · {s.strategy} / {s.solver} · {s.annotator}") for s in sessions}
 
 
 def annotator_filter(sessions, *, key: str = "all_annotators") -> list:
@@ -331,7 +343,7 @@ def delete_dataset_panel(svc: MarginLab, datasets) -> None:
     if notice:
         st.success(plain(notice))
     with st.expander("Delete a dataset"):
-        names = {d.id: f"#{d.id} {d.name}" for d in datasets}
+        names = {d.id: visible(f"#{d.id} {d.name}") for d in datasets}
         dataset_id = st.selectbox("Dataset to delete", list(names), index=None, format_func=names.get,
                                   placeholder="choose a dataset", key="delete_dataset_id")
         if dataset_id is None:
@@ -383,8 +395,8 @@ def history_choices(current: pd.DataFrame) -> dict[int, str]:
     for (_, row), ago in zip(current.iloc[::-1].iterrows(), after[::-1], strict=True):
         key = f" ({row['key']})" if row["key"] else ""
         when = row["when"].strftime("%H:%M:%S")
-        choices[int(row["label_id"])] = (f"#{row['#']:.0f} · item {row['item']}{key} · {row['answer']} · {when} · "
-                                         f"{ago} label{'s' if ago != 1 else ''} ago")
+        choices[int(row["label_id"])] = visible(f"#{row['#']:.0f} · item {row['item']}{key} · {row['answer']} · "
+                                                f"{when} · {ago} label{'s' if ago != 1 else ''} ago")
     return choices
 
 
@@ -529,7 +541,7 @@ def _document_view(run: LabellingRun, item_index: int, text: str) -> Callable[[]
             if marked is not None:
                 st.markdown(marked)
             else:
-                st.text(text)  # the item's own words: plain text, no Markdown interpretation
+                st.text(visible(text))  # the item's own words: plain text, no Markdown interpretation
         if long:
             st.caption(f"{len(text):,} characters; scroll the box to read the whole text.")
         if terms is not None:

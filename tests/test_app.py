@@ -889,6 +889,33 @@ def test_a_file_of_a_million_columns_is_refused_on_the_data_page_before_it_is_re
     assert [df for df in at.dataframe if "shown as" not in df.value.columns] == []  # no preview
 
 
+#: a name that shows backwards from the override on: "invoice_exe.pdf" on screen, "invoice_fdp.exe" in truth
+REVERSED = "invoice_\u202efdp.exe"
+
+
+def test_characters_that_reorder_text_are_shown_as_their_code(db_url):
+    from app import ui
+
+    assert ui.visible(REVERSED) == "invoice_[U+202E]fdp.exe"
+    assert "\u202e" not in ui.plain(REVERSED) and as_shown(ui.plain(REVERSED)) == "invoice_[U+202E]fdp.exe"
+    for control in "\u202a\u202b\u202c\u202d\u2066\u2067\u2068\u2069":
+        assert ui.visible(f"a{control}b") == f"a[U+{ord(control):04X}]b"
+    assert ui.visible("שלום \u200f world") == "שלום \u200f world"  # right-to-left text and its marks are kept
+    svc = service(db_url)
+    rows = "".join(f"{k * 0.1:.1f},{k % 2}\n" for k in range(20))
+    dataset_id = svc.import_csv(f"x,y\n{rows}".encode(), name=REVERSED, label_column="y", positive="1").dataset_id
+    svc.start_session(dataset_id=dataset_id, annotator="ada", strategy="random")
+    at = start_app()
+    at.switch_page("views/data.py").run()
+    (table,) = [df.value for df in at.dataframe if "shown as" in df.value.columns]
+    assert "invoice_[U+202E]fdp.exe" in list(table["name"])
+    at.switch_page("views/label.py").run()
+    (picker,) = [s for s in at.selectbox if s.label == "Session"]
+    assert all("\u202e" not in option for option in picker.options)
+    assert any("invoice_[U+202E]fdp.exe" in option for option in picker.options), picker.options
+    assert "invoice_[U+202E]fdp.exe (20 items)" in at.selectbox(key="new_dataset").options
+
+
 def test_the_datasets_table_lists_a_dataset_as_soon_as_it_is_imported(db_url):
     at = start_app()
     at.switch_page("views/data.py").run()

@@ -14,7 +14,7 @@ labelled = [d for d in svc.datasets() if d.has_true_labels]
 if not labelled:
     st.info("No dataset with true labels yet: add one on the Data page.")
     st.stop()
-names = {d.id: f"{d.name} ({d.n_items} items)" for d in labelled}
+names = {d.id: ui.visible(f"{d.name} ({d.n_items} items)") for d in labelled}
 
 # Plain widgets, not a form: Enter in a field only takes the value; only the button starts a run.
 with st.container(border=True, key="compare_settings"):

@@ -55,7 +55,7 @@ with top_right.popover("New session", icon=":material/add:", width="stretch", ke
                        on_change="rerun"), \
         st.form("new_session", border=False):
     st.selectbox("Dataset", [d.id for d in datasets], key="new_dataset",
-                 format_func={d.id: f"{d.name} ({d.n_items} items)" for d in datasets}.get)
+                 format_func={d.id: ui.visible(f"{d.name} ({d.n_items} items)") for d in datasets}.get)
     st.selectbox("Heuristic", LABEL_STRATEGIES, help="How the next item is chosen.", key="new_strategy")
     st.selectbox("Solver", ["default for the heuristic", *SOLVERS], key="new_solver",
                  help="Defaults: " + ", ".join(f"{k} → {v}" for k, v in DEFAULT_SOLVER.items()

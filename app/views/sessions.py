@@ -22,7 +22,8 @@ with filters[0]:
 closed_too = filters[1].toggle("Closed sessions too", value=True, key="sessions_closed_too")
 listed = [s for s in mine if closed_too or s.status == "active"]
 st.dataframe(pd.DataFrame([{
-    "id": s.id, "name": s.name or "", "dataset": s.dataset_name, "annotator": s.annotator, "heuristic": s.strategy,
+    "id": s.id, "name": ui.visible(s.name or ""), "dataset": ui.visible(s.dataset_name),
+    "annotator": ui.visible(s.annotator), "heuristic": s.strategy,
     "solver": s.solver, "labels": s.n_labels, "skips": s.n_skips, "status": s.status, "started": s.created_at,
     "last change": s.updated_at} for s in listed]), hide_index=True, width="stretch", key="sessions_table",
     column_config={"started": st.column_config.DatetimeColumn(format="YYYY-MM-DD HH:mm"),

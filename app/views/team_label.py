@@ -16,7 +16,7 @@ if not projects:
         " Ask an owner of this MarginLab to add you to one."))
     st.stop()
 
-names = {p.id: f"{p.name} · {p.dataset_name} · {p.strategy} / {p.solver}" for p in projects}
+names = {p.id: ui.visible(f"{p.name} · {p.dataset_name} · {p.strategy} / {p.solver}") for p in projects}
 if st.session_state.get("team_project") not in names:
     st.session_state.team_project = projects[0].id
 st.selectbox("Project", list(names), format_func=names.get, key="team_project",
