@@ -7,9 +7,11 @@ The engine lives inside one ``MarginLab`` service per process and database URL
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import logging
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 import numpy as np
 import pandas as pd
@@ -90,9 +92,62 @@ def service() -> MarginLab:
         st.stop()
 
 
-def database_failed(error: Exception) -> None:
-    """Say that the database cannot be opened or used (no traceback, no server path)."""
+def database_failed(error: Exception, *, where: str = "page") -> None:
+    """Say that the database cannot be opened or used (no traceback, no server path), with a way on: try
+    again (once the server is back, the disk has room) or, from the menu, another page."""
     st.error(plain(database_problem(error)))
+    st.button("Try again", key=f"try_again_{where}", icon=":material/refresh:")
+
+
+#: what a page says in its own words rather than in Streamlit's error box: the database failed (a server
+#: restarting, a full disk, a damaged page) or refused, or the service refused
+PAGE_ERRORS = (ServiceError, StorageError, SQLAlchemyError)
+#: the session-state key of a failure met by a button's callback, said on the next run of the page
+FAILURE_KEY = "page_failure"
+
+
+@contextlib.contextmanager
+def failures_said(where: str) -> Iterator[None]:
+    """Run a page, or a part of one (a fragment), saying a failure of the database in the app's words
+    (``database_failed``) instead of Streamlit's generic error box; the server's log keeps the traceback."""
+    try:
+        yield
+    except PAGE_ERRORS as error:
+        logger.error("%s: the database failed", where, exc_info=error)
+        database_failed(error, where=where)
+
+
+def page_part(where: str) -> Callable[[Callable], Callable]:
+    """A part of a page run on its own (a fragment) that says a callback's failure (``show_failure``) and its
+    own (``failures_said``) itself: a fragment's rerun runs neither the page nor ``app/main.py``."""
+    def wrap(part: Callable) -> Callable:
+        @functools.wraps(part)
+        def run(*args, **kwargs):
+            show_failure()
+            with failures_said(where):
+                part(*args, **kwargs)
+        return run
+    return wrap
+
+
+def guarded(callback: Callable) -> Callable:
+    """A button's callback whose failure (as ``failures_said``) is kept to be said by ``show_failure`` on
+    the page's next run, instead of Streamlit's error box."""
+    @functools.wraps(callback)
+    def run(*args, **kwargs):
+        try:
+            return callback(*args, **kwargs)
+        except PAGE_ERRORS as error:
+            logger.error("%s: the database failed", callback.__name__, exc_info=error)
+            st.session_state[FAILURE_KEY] = database_problem(error)
+    return run
+
+
+def show_failure() -> None:
+    """Say the failure a callback met (``guarded``), once."""
+    failure = st.session_state.pop(FAILURE_KEY, None)
+    if failure:
+        st.error(plain(failure))
 
 
 #: smallest C the New session form accepts (any positive C is a valid SVM; the solvers take 1e-6 and 1e6)

@@ -338,6 +338,117 @@ def test_a_full_disk_when_the_label_is_stored_records_nothing_and_says_so(db_url
     assert run.answer(1, item_index=item).ok
 
 
+# --------------------------------------------------------------------------- the database failing under a page
+
+
+class Outage:
+    """Every statement on every engine fails with the driver's error while ``down`` (``writes_only``: those
+    that write, as on a full disk), as when a PostgreSQL server restarts under the app."""
+
+    def __init__(self, message: str, *, writes_only: bool = False):
+        self.message, self.writes_only, self.down = message, writes_only, False
+
+    def __call__(self, connection, cursor, statement, parameters, context, executemany):
+        import sqlite3
+
+        if self.down and (not self.writes_only or statement.lstrip().upper().startswith(("INSERT", "UPDATE",
+                                                                                           "DELETE"))):
+            raise sqlite3.OperationalError(self.message)
+
+    def __enter__(self):
+        from sqlalchemy import event
+        from sqlalchemy.engine import Engine
+
+        event.listen(Engine, "before_cursor_execute", self)
+        return self
+
+    def __exit__(self, *exc):
+        from sqlalchemy import event
+        from sqlalchemy.engine import Engine
+
+        event.remove(Engine, "before_cursor_execute", self)
+
+
+def try_again(at) -> None:
+    (button,) = [b for b in at.button if b.key and b.key.startswith("try_again_")]
+    button.click().run()
+
+
+def test_the_database_going_away_mid_labelling_is_said_with_a_way_on(db_url):
+    at = start_app()
+    test_app.start_session(at, "ada", "random")
+    test_app.click(at, "positive")
+    with Outage("server closed the connection unexpectedly") as outage:
+        outage.down = True
+        test_app.click(at, "negative")  # (click asserts that no error box came up)
+        said = error_texts(at)
+        assert any("could not be used just now (server closed the connection unexpectedly)" in e and "Try again"
+                   in e for e in said), said
+        outage.down = False
+        try_again(at)
+    assert not at.exception and not any("just now" in e for e in error_texts(at)), error_texts(at)
+    # the answer given during the outage was refused and said so; the one before it is kept
+    assert error_texts(at) == ["Nothing was recorded: the database could not be written (server closed the "
+                               "connection unexpectedly)."]
+    assert test_app.progress(at) == (1, 0)
+    test_app.click(at, "positive")  # labelling goes on
+    assert test_app.progress(at) == (2, 0) and not error_texts(at)
+
+
+def test_signing_in_while_the_disk_is_full_says_so_and_the_form_stays(db_url):
+    test_app.ensure_account(db_url, "ada")
+    at = test_app.anonymous_app()
+    with Outage("database or disk is full", writes_only=True) as outage:
+        outage.down = True
+        at.text_input(key="sign_in_name").input("ada")
+        at.text_input(key="sign_in_password").input(test_app.PASSWORD)
+        at.button(key="sign_in_submit").click().run()
+        assert not at.exception, at.exception
+        said = error_texts(at)
+        assert any("could not be used just now (database or disk is full)" in e and "free some disk space" in e
+                   for e in said), said
+        assert [t.value for t in at.title] == ["Sign in"] and "identity" not in at.session_state
+    test_app.sign_in(at, "ada")  # room again: the same form signs in
+
+
+def damage_the_labels(path) -> None:
+    """Spoil the second half of the page that holds the labels table (the file's header and schema stay intact,
+    so the database passes the checks at start-up)."""
+    import sqlite3
+
+    with sqlite3.connect(path) as connection:
+        connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        root = connection.execute("SELECT rootpage FROM sqlite_master WHERE name = 'labels'").fetchone()[0]
+        page = connection.execute("PRAGMA page_size").fetchone()[0]
+    connection.close()
+    with open(path, "r+b") as handle:
+        handle.seek((root - 1) * page + page // 2)
+        handle.write(b"\xa5" * (page // 2))
+
+
+def test_a_damaged_page_of_labels_is_said_on_every_page_that_reads_them(db_url, tmp_path):
+    svc = MarginLab.from_url(db_url)
+    session_id = stored_session(svc.engine, n_labels=30)
+    svc.engine.dispose()
+    damage_the_labels(tmp_path / "app.db")
+    at = test_app.anonymous_app()
+    test_app.ensure_account(db_url, "ada")
+    at.text_input(key="sign_in_name").input("ada")
+    at.text_input(key="sign_in_password").input(test_app.PASSWORD)
+    at.button(key="sign_in_submit").click().run()
+    assert not at.exception, at.exception
+    for page in ("views/label.py", "views/history.py", "views/export.py", "views/sessions.py"):
+        at.switch_page(page).run()
+        assert not at.exception, (page, at.exception)
+        said = error_texts(at)
+        assert len(said) == 1 and "is damaged" in said[0] and "database disk image is malformed" in said[0] and \
+            "Restore it from a backup" in said[0], (page, said)
+        assert [b for b in at.button if b.key == "try_again_page"], page  # a way on: try again, or the menu
+    at.switch_page("views/data.py").run()  # the pages that do not read the labels still work
+    assert not at.exception and not error_texts(at)
+    assert session_id
+
+
 # --------------------------------------------------------------------------- a database that is not MarginLab's
 
 

@@ -38,6 +38,7 @@ current = table[table["status"] == "current"]
 st.caption(ui.history_summary(table, run.info.solver))
 
 
+@ui.guarded
 def _correct(label_id: int, value: int | None) -> None:
     live = svc.open_session(info.id)
     who = auth.name()  # the correction is recorded under the signed-in person

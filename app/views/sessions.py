@@ -48,14 +48,17 @@ def _tell(outcome) -> None:
     state.sessions_outcome = outcome
 
 
+@ui.guarded
 def _rename(session_id: int) -> None:
     _tell(svc.rename_session(session_id, state.get(f"session_name_{session_id}", "")))
 
 
+@ui.guarded
 def _close(session_id: int) -> None:
     _tell(svc.close_session(session_id))
 
 
+@ui.guarded
 def _reopen(session_id: int) -> None:
     _tell(svc.reopen_session(session_id))
 
