@@ -20,6 +20,7 @@ import streamlit as st
 
 from app import ui
 from app.services.accounts import Identity, SignInError
+from app.services.database import database_problem
 
 #: the key in ``st.session_state`` that holds the signed-in identity
 IDENTITY_KEY = "identity"
@@ -70,6 +71,9 @@ def _submit() -> None:
         state.sign_in_error = None
     except SignInError as error:
         state.sign_in_error = str(error)
+    except ui.PAGE_ERRORS as error:  # the database could not be used (a full disk, a server restarting)
+        ui.logger.error("a sign-in could not be checked", exc_info=error)
+        state.sign_in_error = database_problem(error)  # (the form stays: sign in again once it passes)
     state.sign_in_password = ""  # the password is not kept in the session
 
 

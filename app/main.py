@@ -15,9 +15,8 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 import streamlit as st  # noqa: E402
-from sqlalchemy.exc import SQLAlchemyError  # noqa: E402
 
-from app import auth, navigation, ui  # noqa: E402
+from app import auth, navigation, server_guard, ui  # noqa: E402
 from app.launch import keep_error_details_on_the_server  # noqa: E402
 from core.process import prefer_small_pages  # noqa: E402
 
@@ -27,21 +26,29 @@ def run_app() -> None:
     prefer_small_pages()  # (when started as `streamlit run app/main.py`; app.serve did it already)
     st.set_page_config(page_title="MarginLab", page_icon=":material/label:", layout="wide")
     ui.init_state()
-    who = auth.signed_in(ui.service())
+    try:
+        who = auth.signed_in(ui.service())
+    except ui.PAGE_ERRORS as error:  # the sign-in could not be checked (the database restarts, the disk is full)
+        ui.logger.error("the sign-in could not be checked", exc_info=error)
+        ui.database_failed(error, where="sign_in_check")
+        return
     if who is None:
+        server_guard.note_signed_out()  # (nothing uploaded or downloaded without a sign-in: app.server_guard)
         # Nobody signed in: the sign-in page, whatever the address asked for, and nothing else. It answers
         # at every page's address too, so a link to a page leads there once signed in.
-        st.navigation([st.Page(auth.sign_in_page, title="Sign in", url_path="sign-in", default=True)]
-                      + [st.Page(auth.sign_in_page, title="Sign in", url_path=name) for name in navigation.PAGES],
-                      position="hidden").run()
+        with ui.failures_said("sign_in_page"):
+            st.navigation([st.Page(auth.sign_in_page, title="Sign in", url_path="sign-in", default=True)]
+                          + [st.Page(auth.sign_in_page, title="Sign in", url_path=name)
+                             for name in navigation.PAGES], position="hidden").run()
         return
+    server_guard.note_signed_in(who)
     auth.sidebar(who)
     st.session_state.annotator = who.name  # the sessions lists show one's own sessions first
-    try:
+    ui.show_failure()  # (what a button's callback met: ui.guarded)
+    # the database failing while a page is drawn (a server restarting, a damaged page of labels): said in the
+    # app's words, with a way on, not in Streamlit's error box
+    with ui.failures_said("page"):
         st.navigation(navigation.pages(is_owner=who.is_owner)).run()
-    except SQLAlchemyError as error:  # the database failed while a page was drawn
-        ui.logger.error("the database failed", exc_info=error)
-        ui.database_failed(error)
 
 
 # Streamlit runs this file as __main__ for every page view. A multiprocessing child started from a process

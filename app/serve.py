@@ -6,6 +6,9 @@ and opens the database (checks, migrations, the demo dataset, the first owner), 
 2-core machine; then, in the background while the server starts, it brings back the open session
 labelled last and loads the compiled loops (``app.services.startup``). The first browser tab
 after a (re)start does not wait for them.
+Uploads, downloads and Streamlit's metrics are guarded here only (``app.server_guard``: uploads from
+signed-in owners only, downloads for the browser session that made them, no metrics): a server started
+with ``streamlit run app/main.py`` serves them as Streamlit does.
 Runs as a script too (``python path/to/app/serve.py``), from any directory.  Files changed under
 a running server are not reloaded unless ``--server.fileWatcherType auto`` is given.
 """
@@ -58,6 +61,9 @@ def main(argv: list[str] | None = None) -> None:
     warm_start()  # (in this thread, before Streamlit: its Plotly setup peeks at a pandas being imported)
     from streamlit.web import cli
 
+    from app import server_guard
+
+    server_guard.install()  # uploads, downloads and metrics only for whom they are meant (app.server_guard)
     threading.Thread(target=warm_first_page, name="marginlab-warm-page", daemon=True).start()
 
     args = list(sys.argv[1:] if argv is None else argv)

@@ -17,14 +17,17 @@ CHECK_HELP = ("Draws items at random from the unlabelled ones; each is labelled 
               "its own (back to the heuristic) when they show recall below it.")
 
 
+@ui.guarded
 def _start_check(svc, session_id: int) -> None:
     st.session_state.outcome = svc.open_session(session_id).start_check()
 
 
+@ui.guarded
 def _stop_check(svc, session_id: int) -> None:
     st.session_state.outcome = svc.open_session(session_id).stop_check()
 
 
+@ui.guarded
 def _apply_settings(svc, session_id: int) -> None:
     state = st.session_state
     st.session_state.outcome = svc.open_session(session_id).set_stopping(

@@ -7,9 +7,11 @@ The engine lives inside one ``MarginLab`` service per process and database URL
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import logging
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 import numpy as np
 import pandas as pd
@@ -50,6 +52,17 @@ _SHORTCUTS = re.compile(r"(?<=[:@])(?=\S)|(?<=www)(?=\.)", re.IGNORECASE)
 WORD_JOINER = "\u2060"
 
 
+#: characters that reorder the text around them (bidirectional embeddings, overrides and isolates: U+202A-E,
+#: U+2066-9): a name holding U+202E shows backwards and can pass for another ("Trojan Source")
+_BIDI_CONTROLS = re.compile("[\u202a-\u202e\u2066-\u2069]")
+
+
+def visible(text: object) -> str:
+    """``text`` with every bidirectional control character written out as its code point (``[U+202E]``), for
+    elements that show text as it is (options of a select box, table cells, ``st.text``)."""
+    return _BIDI_CONTROLS.sub(lambda found: f"[U+{ord(found.group()):04X}]", str(text))
+
+
 def plain(text: object) -> str:
     """``text`` shown as it is by an element that renders Markdown (``st.error``, ``st.caption``,
     ``st.markdown``, ...): no link, image, emphasis, code, HTML, math, directive, emoji or icon can
@@ -59,9 +72,10 @@ def plain(text: object) -> str:
     annotator names, messages that quote them) goes through this before such an element.
     Every ASCII punctuation character is backslash-escaped; autolinks, emoji and icons are
     found after escapes are resolved, so an invisible word joiner follows each ``:`` and ``@``
-    that something follows, and separates ``www`` from a following ``.``.
+    that something follows, and separates ``www`` from a following ``.``.  Characters that reorder
+    text are written out as their code (:func:`visible`).
     """
-    return _PUNCTUATION.sub(r"\\\1", _SHORTCUTS.sub(WORD_JOINER, str(text)))
+    return _PUNCTUATION.sub(r"\\\1", _SHORTCUTS.sub(WORD_JOINER, visible(text)))
 
 
 def service() -> MarginLab:
@@ -78,9 +92,62 @@ def service() -> MarginLab:
         st.stop()
 
 
-def database_failed(error: Exception) -> None:
-    """Say that the database cannot be opened or used (no traceback, no server path)."""
+def database_failed(error: Exception, *, where: str = "page") -> None:
+    """Say that the database cannot be opened or used (no traceback, no server path), with a way on: try
+    again (once the server is back, the disk has room) or, from the menu, another page."""
     st.error(plain(database_problem(error)))
+    st.button("Try again", key=f"try_again_{where}", icon=":material/refresh:")
+
+
+#: what a page says in its own words rather than in Streamlit's error box: the database failed (a server
+#: restarting, a full disk, a damaged page) or refused, or the service refused
+PAGE_ERRORS = (ServiceError, StorageError, SQLAlchemyError)
+#: the session-state key of a failure met by a button's callback, said on the next run of the page
+FAILURE_KEY = "page_failure"
+
+
+@contextlib.contextmanager
+def failures_said(where: str) -> Iterator[None]:
+    """Run a page, or a part of one (a fragment), saying a failure of the database in the app's words
+    (``database_failed``) instead of Streamlit's generic error box; the server's log keeps the traceback."""
+    try:
+        yield
+    except PAGE_ERRORS as error:
+        logger.error("%s: the database failed", where, exc_info=error)
+        database_failed(error, where=where)
+
+
+def page_part(where: str) -> Callable[[Callable], Callable]:
+    """A part of a page run on its own (a fragment) that says a callback's failure (``show_failure``) and its
+    own (``failures_said``) itself: a fragment's rerun runs neither the page nor ``app/main.py``."""
+    def wrap(part: Callable) -> Callable:
+        @functools.wraps(part)
+        def run(*args, **kwargs):
+            show_failure()
+            with failures_said(where):
+                part(*args, **kwargs)
+        return run
+    return wrap
+
+
+def guarded(callback: Callable) -> Callable:
+    """A button's callback whose failure (as ``failures_said``) is kept to be said by ``show_failure`` on
+    the page's next run, instead of Streamlit's error box."""
+    @functools.wraps(callback)
+    def run(*args, **kwargs):
+        try:
+            return callback(*args, **kwargs)
+        except PAGE_ERRORS as error:
+            logger.error("%s: the database failed", callback.__name__, exc_info=error)
+            st.session_state[FAILURE_KEY] = database_problem(error)
+    return run
+
+
+def show_failure() -> None:
+    """Say the failure a callback met (``guarded``), once."""
+    failure = st.session_state.pop(FAILURE_KEY, None)
+    if failure:
+        st.error(plain(failure))
 
 
 #: smallest C the New session form accepts (any positive C is a valid SVM; the solvers take 1e-6 and 1e6)
@@ -266,8 +333,8 @@ def summary_table(summary: pd.DataFrame) -> pd.DataFrame:
 
 def session_label(sessions) -> dict[int, str]:
     """How a session is named in the lists: number, name (if any), dataset, heuristic / solver, annotator."""
-    return {s.id: f"#{s.id} · " + (f"{s.name} · " if s.name else "") +
-            f"{s.dataset_name} · {s.strategy} / {s.solver} · {s.annotator}" for s in sessions}
+    return {s.id: visible(f"#{s.id} · " + (f"{s.name} · " if s.name else "") +
+                          f"{s.dataset_name} · {s.strategy} / {s.solver} · {s.annotator}") for s in sessions}
 
 
 def annotator_filter(sessions, *, key: str = "all_annotators") -> list:
@@ -282,7 +349,7 @@ def annotator_filter(sessions, *, key: str = "all_annotators") -> list:
         state.annotator = by_id[state.session_id].annotator
     if len({s.annotator for s in sessions}) > 1 or state.get(key):
         st.toggle("All annotators", key=key,
-                  help=f"Off: the sessions of {state.annotator or 'the current annotator'} only.")
+                  help=f"Off: the sessions of {plain(state.annotator) or 'the current annotator'} only.")
     return [s for s in sessions if state.get(key) or not state.annotator or s.annotator == state.annotator
             or s.id == state.session_id]
 
@@ -331,7 +398,7 @@ def delete_dataset_panel(svc: MarginLab, datasets) -> None:
     if notice:
         st.success(plain(notice))
     with st.expander("Delete a dataset"):
-        names = {d.id: f"#{d.id} {d.name}" for d in datasets}
+        names = {d.id: visible(f"#{d.id} {d.name}") for d in datasets}
         dataset_id = st.selectbox("Dataset to delete", list(names), index=None, format_func=names.get,
                                   placeholder="choose a dataset", key="delete_dataset_id")
         if dataset_id is None:
@@ -383,8 +450,8 @@ def history_choices(current: pd.DataFrame) -> dict[int, str]:
     for (_, row), ago in zip(current.iloc[::-1].iterrows(), after[::-1], strict=True):
         key = f" ({row['key']})" if row["key"] else ""
         when = row["when"].strftime("%H:%M:%S")
-        choices[int(row["label_id"])] = (f"#{row['#']:.0f} · item {row['item']}{key} · {row['answer']} · {when} · "
-                                         f"{ago} label{'s' if ago != 1 else ''} ago")
+        choices[int(row["label_id"])] = visible(f"#{row['#']:.0f} · item {row['item']}{key} · {row['answer']} · "
+                                                f"{when} · {ago} label{'s' if ago != 1 else ''} ago")
     return choices
 
 
@@ -494,13 +561,17 @@ def item_view(run: LabellingRun, item_index: int) -> Callable[[], None]:
     if image is not None:
         picture, width = item_picture(image)
         return lambda: st.image(picture, width=width, clamp=True)
-    svg = run.item_svg(item_index)
-    if svg is not None:
+    drawing = run.item_drawing(item_index)
+    if drawing is not None:
         smiles = plain(run.item_text(item_index))
 
         def molecule() -> None:
-            # RDKit's drawing, shown as an image (never as HTML); the SMILES below as plain text
-            st.image(svg, width=360)
+            # RDKit's drawing, shown as an image (never as HTML), or why there is none; the SMILES below as
+            # plain text
+            if drawing.svg is not None:
+                st.image(drawing.svg, width=360)
+            else:
+                st.caption(plain(drawing.note))
             st.caption(smiles)
         return molecule
     text = run.item_text(item_index)
@@ -525,7 +596,7 @@ def _document_view(run: LabellingRun, item_index: int, text: str) -> Callable[[]
             if marked is not None:
                 st.markdown(marked)
             else:
-                st.text(text)  # the item's own words: plain text, no Markdown interpretation
+                st.text(visible(text))  # the item's own words: plain text, no Markdown interpretation
         if long:
             st.caption(f"{len(text):,} characters; scroll the box to read the whole text.")
         if terms is not None:

@@ -302,9 +302,40 @@ def stratified_split(y: np.ndarray, test_fraction: float, rng: np.random.Generat
 # CSV loading
 # ---------------------------------------------------------------------------
 
+#: bounds checked before a CSV is parsed.  The parser's time and memory grow with the cells, and with the
+#: columns far beyond the file's size (a 40 MB file of 1,000,000 columns took minutes and 7.6 GB to
+#: preview); a small compressed file can expand to any size (389 KB to 400 MB, 15.9 GB to load).
+MAX_CSV_BYTES = 1 << 30  # the text, once decompressed
+MAX_COLUMNS = 10_000
+MAX_CELLS = 100_000_000  # columns x lines
+_CHUNK = 1 << 20
+
+
+#: the largest |value| of a numeric feature: the solvers need every ||x||^2 <= 1e300
+#: (``core.solvers.base.MAX_SQ_NORM``) and standardising sums the squares of a column; a larger value
+#: imported fine and then no session could start on the dataset
+MAX_FEATURE_VALUE = 1e150
+
+
+class DataTooLarge(DataError):
+    """A CSV beyond ``MAX_CSV_BYTES``, ``MAX_COLUMNS`` or ``MAX_CELLS``: refused before it is parsed."""
+
+
+def _bytes_text(n: int) -> str:
+    return f"{n / (1 << 30):g} GB" if n >= 1 << 30 else f"{n / (1 << 20):g} MB"
+
+
+def _too_many_bytes(name: str, what: str) -> DataTooLarge:
+    return DataTooLarge(f"{name}: {what}; MarginLab reads CSV files of at most {_bytes_text(MAX_CSV_BYTES)} "
+                        "(split the file, or leave out columns it does not need)")
+
+
 def _read_bytes(source) -> tuple[bytes, str]:
-    """Raw bytes of a path, bytes object or file-like, and a name for messages."""
+    """Raw bytes of a path, bytes object or file-like, and a name for messages; more than
+    ``MAX_CSV_BYTES`` (decompressed) is refused before it is held."""
     if isinstance(source, (bytes, bytearray, memoryview)):
+        if len(source) > MAX_CSV_BYTES:
+            raise _too_many_bytes("data", f"{_bytes_text(len(source))}")
         return bytes(source), "data"
     if isinstance(source, (str, os.PathLike)):
         path = Path(source)
@@ -312,19 +343,56 @@ def _read_bytes(source) -> tuple[bytes, str]:
             raise DataError(f"file not found: {path}")
         if path.is_dir():
             raise DataError(f"{path} is a folder, not a CSV file")
-        data = path.read_bytes()
         if path.suffix == ".gz":
-            try:
-                data = gzip.decompress(data)
-            except OSError as exc:
-                raise DataError(f"{path.name}: not a valid gzip file ({exc})") from None
-        return data, path.name
+            return _gunzip(path), path.name
+        if path.stat().st_size > MAX_CSV_BYTES:
+            raise _too_many_bytes(path.name, _bytes_text(path.stat().st_size))
+        return path.read_bytes(), path.name
     if hasattr(source, "read"):
-        data = source.read()
+        name = getattr(source, "name", "data") or "data"
+        data = source.read(MAX_CSV_BYTES + 1)
         if isinstance(data, str):
             data = data.encode("utf-8")
-        return bytes(data), getattr(source, "name", "data") or "data"
+        if len(data) > MAX_CSV_BYTES:
+            raise _too_many_bytes(name, f"more than {_bytes_text(MAX_CSV_BYTES)}")
+        return bytes(data), name
     raise TypeError(f"cannot read CSV from {type(source).__name__}")
+
+
+def _gunzip(path: Path) -> bytes:
+    """A gzip file's contents, in two passes: the first only counts the decompressed bytes (one chunk in
+    memory at a time), so a small file that expands beyond ``MAX_CSV_BYTES`` is refused before its text
+    is held."""
+    try:
+        total = 0
+        with gzip.open(path, "rb") as stream:
+            while chunk := stream.read(_CHUNK):
+                total += len(chunk)
+                if total > MAX_CSV_BYTES:
+                    raise _too_many_bytes(path.name, f"more than {_bytes_text(MAX_CSV_BYTES)} once decompressed "
+                                                     f"(from {_bytes_text(path.stat().st_size)})")
+        with gzip.open(path, "rb") as stream:
+            return stream.read()
+    except (OSError, EOFError) as exc:
+        raise DataError(f"{path.name}: not a valid gzip file ({exc})") from None
+
+
+def check_csv_shape(text: str, sep: str, source_name: str = "data") -> None:
+    """Refuse a CSV text of more than ``MAX_COLUMNS`` columns or ``MAX_CELLS`` cells (its header's
+    fields times its lines) before anything parses it."""
+    end = text.find("\n")
+    first = text if end < 0 else text[:end]
+    columns = first.count(sep) + 1
+    if columns > MAX_COLUMNS and '"' in first:  # a quoted header may hold the delimiter: count its fields
+        columns = len(next(csv.reader([first], delimiter=sep), []))
+    if columns > MAX_COLUMNS:
+        raise DataTooLarge(f"{source_name}: {columns:,} columns; MarginLab reads CSV files of at most "
+                           f"{MAX_COLUMNS:,} columns (leave out the columns it does not need)")
+    lines = text.count("\n") + 1
+    if columns * lines > MAX_CELLS:
+        raise DataTooLarge(f"{source_name}: {columns:,} columns by {lines:,} lines, {columns * lines:,} cells; "
+                           f"MarginLab reads CSV files of at most {MAX_CELLS:,} cells (split the file, or leave "
+                           "out columns it does not need)")
 
 
 def _decode(data: bytes, name: str) -> str:
@@ -449,6 +517,7 @@ def profile_csv(source, sep: str | None = None, decimal: str | None = None, n_pr
     detected_sep, detected_decimal = feats.detect_format(text)
     sep = sep if sep not in (None, "", "auto") else detected_sep
     decimal = decimal if decimal not in (None, "", "auto") else (detected_decimal if sep == detected_sep else ".")
+    check_csv_shape(text, sep, source_name)
     if csv.field_size_limit() < len(text):
         csv.field_size_limit(len(text))
     try:
@@ -491,7 +560,7 @@ def load_csv(source, label_column: str | None = None, positive=None, feature_col
              text_columns: Sequence[str] | None = None, text_analyzer: str = "word", text_min_df: int = 1,
              text_max_features: int | None = None, text_svd: int | None = None,
              smiles_column: str | None = None, fingerprint_radius: int = 2, fingerprint_bits: int = 2048,
-             invalid_smiles: str = "error", seed: int = 0) -> Dataset:
+             invalid_smiles: str = "error", seed: int = 0, max_value: float | None = MAX_FEATURE_VALUE) -> Dataset:
     """Read a CSV file into a :class:`Dataset`, checking it cell by cell.
 
     source: a path, the file's bytes, or a file-like object (text or binary).
@@ -525,6 +594,8 @@ def load_csv(source, label_column: str | None = None, positive=None, feature_col
     smiles_column: molecules as SMILES, as Morgan fingerprints (RDKit, sparse,
         ``fingerprint_radius``, ``fingerprint_bits``).  Invalid SMILES are refused
         with their rows unless ``invalid_smiles="drop"``.
+    max_value: the largest |value| of a numeric feature (``MAX_FEATURE_VALUE``: beyond it no session can
+        start on the data); None takes any finite value (re-importing MarginLab's own export as it was).
 
     Raises :class:`DataError` naming the row/column/value for: text that is
     not UTF-8, an empty file, ragged rows, duplicate column names, a missing
@@ -557,6 +628,7 @@ def load_csv(source, label_column: str | None = None, positive=None, feature_col
     if sep != detected_sep:
         delimiter_hint = (f"the file seems to be separated by {feats.DELIMITER_NAMES[detected_sep]}s, not "
                           f"{feats.DELIMITER_NAMES.get(sep, repr(sep))}s")
+    check_csv_shape(text, sep, source_name)
     if csv.field_size_limit() < len(text):  # a cell can be as long as the file (long documents)
         csv.field_size_limit(len(text))
 
@@ -719,6 +791,12 @@ def load_csv(source, label_column: str | None = None, positive=None, feature_col
                 feats._NUMBER_COMMA.match(str(raw.iloc[i]).strip()) else ""
             raise DataError(f"{source_name}: {what} value {raw.iloc[i]!r} in column {col!r}, "
                             f"{_describe_row(i, lines)}{hint}")
+        huge = ~m & (np.abs(values) > max_value) if max_value is not None else np.zeros(len(values), dtype=bool)
+        if huge.any():
+            i = int(np.flatnonzero(huge)[0])
+            raise DataError(f"{source_name}: value {raw.iloc[i]!r} in column {col!r}, {_describe_row(i, lines)} is "
+                            f"too large: feature values must lie within ±{max_value:g} (the solvers square and add "
+                            "them); rescale the column")
         if m.any() and missing == "impute":
             fill = float(np.median(values[~m & keep_rows])) if (~m & keep_rows).any() else 0.0
             values[m] = fill
@@ -1138,7 +1216,8 @@ def load_bundled(name: str, positive=None) -> Dataset:
     return ds
 
 
-__all__ = ["ASSETS_DIR", "BUNDLED", "BundledInfo", "ColumnProfile", "CsvProfile", "DataError", "Dataset", "GENERATORS",
-           "MISSING_POLICIES", "ONE_HOT_MAX", "checkerboard_labels", "profile_csv",
-           "load_bundled", "load_csv", "make_banana", "make_checkerboard", "make_gaussians", "make_waveform",
-           "standardize", "stratified_split", "waveform_bases"]
+__all__ = ["ASSETS_DIR", "BUNDLED", "BundledInfo", "ColumnProfile", "CsvProfile", "DataError", "DataTooLarge",
+           "Dataset", "GENERATORS", "MAX_CELLS", "MAX_COLUMNS", "MAX_CSV_BYTES", "MAX_FEATURE_VALUE",
+           "MISSING_POLICIES", "ONE_HOT_MAX", "check_csv_shape", "checkerboard_labels", "load_bundled", "load_csv",
+           "make_banana", "make_checkerboard", "make_gaussians", "make_waveform", "profile_csv", "standardize",
+           "stratified_split", "waveform_bases"]

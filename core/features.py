@@ -21,6 +21,7 @@ scikit-learn and RDKit are imported when first needed.
 from __future__ import annotations
 
 import csv
+import functools
 import io
 import re
 from collections import Counter
@@ -361,22 +362,60 @@ def morgan_fingerprints(smiles: Sequence[str], radius: int = DEFAULT_RADIUS, n_b
     return Fingerprints(X=X, valid=np.asarray(valid, dtype=np.intp), invalid=invalid)
 
 
-def molecule_svg(smiles: str, size: tuple[int, int] = (360, 260)) -> str | None:
-    """RDKit's SVG depiction of a molecule, or None when the SMILES does not parse."""
+#: the largest molecule drawn, in heavy atoms.  RDKit's layout of a long chain grows with the cube of its
+#: size (2,000 atoms 11 s, 4,000 atoms 88 s) and holds Python's lock meanwhile, so every other page of the
+#: server would wait; up to a few hundred atoms it takes milliseconds.  Larger ones are shown as SMILES.
+MAX_DRAWN_ATOMS = 200
+#: atoms as a SMILES string writes them: bracket atoms and the organic subset (counted before parsing)
+_SMILES_ATOM = re.compile(r"\[[^\]]*\]|Br|Cl|[BCNOPSFIbcnops]")
+
+
+@dataclass(frozen=True)
+class MoleculeDrawing:
+    """RDKit's SVG of a molecule, or why there is none (``note``, for the reader)."""
+
+    svg: str | None
+    note: str | None = None
+
+
+def molecule_drawing(smiles: str, size: tuple[int, int] = (360, 260)) -> MoleculeDrawing:
+    """The drawing of a molecule, made once per SMILES and size and kept (the Label page asks on every
+    rerun); a molecule of more than ``MAX_DRAWN_ATOMS`` heavy atoms is not drawn, and the note says so."""
+    return _drawing(str(smiles), int(size[0]), int(size[1]))
+
+
+@functools.lru_cache(maxsize=256)
+def _drawing(smiles: str, width: int, height: int) -> MoleculeDrawing:
     from rdkit import Chem, RDLogger
     from rdkit.Chem.Draw import rdMolDraw2D
 
+    written = len(_SMILES_ATOM.findall(smiles))  # (an upper bound of the heavy atoms: no parse of a huge string)
+    if written > MAX_DRAWN_ATOMS:
+        return MoleculeDrawing(None, _too_large(written))
     RDLogger.DisableLog("rdApp.*")
     try:
-        mol = Chem.MolFromSmiles(str(smiles))
+        mol = Chem.MolFromSmiles(smiles)
     finally:
         RDLogger.EnableLog("rdApp.*")
     if mol is None:
-        return None
-    drawer = rdMolDraw2D.MolDraw2DSVG(int(size[0]), int(size[1]))
+        return MoleculeDrawing(None, "RDKit cannot read this SMILES, so it is not drawn.")
+    if mol.GetNumHeavyAtoms() > MAX_DRAWN_ATOMS:
+        return MoleculeDrawing(None, _too_large(mol.GetNumHeavyAtoms()))
+    drawer = rdMolDraw2D.MolDraw2DSVG(width, height)
     drawer.DrawMolecule(mol)
     drawer.FinishDrawing()
-    return drawer.GetDrawingText()
+    return MoleculeDrawing(drawer.GetDrawingText())
+
+
+def _too_large(atoms: int) -> str:
+    return (f"Not drawn: this molecule has {atoms:,} atoms, and molecules are drawn up to {MAX_DRAWN_ATOMS} "
+            "(a larger drawing would hold the server for seconds to minutes). Its SMILES:")
+
+
+def molecule_svg(smiles: str, size: tuple[int, int] = (360, 260)) -> str | None:
+    """RDKit's SVG depiction of a molecule, or None when the SMILES does not parse or the molecule is
+    too large to draw (``molecule_drawing`` says which)."""
+    return molecule_drawing(smiles, size).svg
 
 
 def most_frequent(values: Sequence[str]) -> str:
@@ -386,6 +425,7 @@ def most_frequent(values: Sequence[str]) -> str:
     return sorted(v for v, c in counts.items() if c == top)[0]
 
 
-__all__ = ["DEFAULT_BITS", "DEFAULT_RADIUS", "DELIMITERS", "DELIMITER_NAMES", "Fingerprints", "SCALINGS",
-           "Standardizer", "detect_format", "linear_weights", "molecule_svg", "morgan_fingerprints",
-           "most_frequent", "scale_features", "svd_reduce", "term_contributions", "tfidf_features"]
+__all__ = ["DEFAULT_BITS", "DEFAULT_RADIUS", "DELIMITERS", "DELIMITER_NAMES", "MAX_DRAWN_ATOMS", "Fingerprints",
+           "MoleculeDrawing", "SCALINGS", "Standardizer", "detect_format", "linear_weights", "molecule_drawing",
+           "molecule_svg", "morgan_fingerprints", "most_frequent", "scale_features", "svd_reduce",
+           "term_contributions", "tfidf_features"]

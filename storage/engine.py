@@ -55,7 +55,7 @@ def default_data_dir() -> Path:
     from platformdirs import user_data_dir
 
     folder = Path(user_data_dir("marginlab", appauthor=False))
-    folder.mkdir(parents=True, exist_ok=True)
+    folder.mkdir(mode=0o700, parents=True, exist_ok=True)
     return folder
 
 
@@ -94,10 +94,22 @@ def make_engine(url: str | None = None, *, sqlite_synchronous: str | None = None
 
     database = make_url(url).database
     if database and database != ":memory:" and not database.startswith("file:"):
-        Path(database).expanduser().parent.mkdir(parents=True, exist_ok=True)
+        _create_private(Path(database).expanduser())
     engine = create_engine(url, **engine_kwargs)
     _configure_sqlite(engine, sqlite_synchronous.upper())
     return engine
+
+
+def _create_private(path: Path) -> None:
+    """Create a new SQLite file readable and writable by its owner only (0600; its folder, when new, 0700).
+
+    SQLite would create it with the process's umask, world-readable under the usual 022; its journal
+    and write-ahead log take the database file's permissions. An existing file is left as it is."""
+    try:
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+    except OSError:  # there already, or not creatable here: SQLite opens it or says why it cannot
+        pass
 
 
 def _configure_sqlite(engine: Engine, synchronous: str) -> None:

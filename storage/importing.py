@@ -189,8 +189,10 @@ def _read_export_csv(data: bytes, source_name: str) -> tuple[np.ndarray, list[st
     # +1 / -1 in label_value; exports from before class names had them in label
     label_column = "label_value" if "label_value" in header else "label"
     try:
+        # an export comes back as it was, bit for bit (whatever magnitudes it was stored with)
         dataset = load_csv(
-            named, label_column=label_column, positive=1, feature_columns=feature_headers, constant_columns="keep"
+            named, label_column=label_column, positive=1, feature_columns=feature_headers, constant_columns="keep",
+            max_value=None,
         )
     except DataError as error:
         raise DatasetValidationError(str(error)) from error

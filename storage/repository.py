@@ -662,6 +662,14 @@ def get_session(engine: EngineLike, session_id: int) -> SessionInfo:
         return _session_info(row)
 
 
+def delete_session(engine: EngineLike, session_id: int) -> None:
+    """Delete a session with everything that hangs off it (labels, corrections, snapshots)."""
+    with writing(engine) as session:
+        deleted = session.execute(delete(LabellingSession).where(LabellingSession.id == session_id)).rowcount
+    if not deleted:
+        raise NotFoundError(f"Session {session_id} does not exist.")
+
+
 def close_session(engine: EngineLike, session_id: int) -> None:
     _set_session_status(engine, session_id, "closed")
 

@@ -875,6 +875,47 @@ def test_a_budget_spent_on_initial_labels_is_refused_before_running(db_url):
     assert service(db_url).comparisons() == []
 
 
+def test_a_file_of_a_million_columns_is_refused_on_the_data_page_before_it_is_read(db_url, tmp_path, monkeypatch):
+    from tests.test_datasets import refused_before_pandas, wide_csv
+
+    data = wide_csv(tmp_path / "wide.csv").read_bytes()
+    at = start_app()
+    at.switch_page("views/data.py").run()
+    refused_before_pandas(monkeypatch)
+    at.file_uploader(key="upload").upload("wide.csv", data, "text/csv").run()
+    assert not at.exception, at.exception
+    assert shown(at.error) == ["wide.csv: 1,000,000 columns; MarginLab reads CSV files of at most 10,000 columns "
+                               "(leave out the columns it does not need)"]
+    assert [df for df in at.dataframe if "shown as" not in df.value.columns] == []  # no preview
+
+
+#: a name that shows backwards from the override on: "invoice_exe.pdf" on screen, "invoice_fdp.exe" in truth
+REVERSED = "invoice_\u202efdp.exe"
+
+
+def test_characters_that_reorder_text_are_shown_as_their_code(db_url):
+    from app import ui
+
+    assert ui.visible(REVERSED) == "invoice_[U+202E]fdp.exe"
+    assert "\u202e" not in ui.plain(REVERSED) and as_shown(ui.plain(REVERSED)) == "invoice_[U+202E]fdp.exe"
+    for control in "\u202a\u202b\u202c\u202d\u2066\u2067\u2068\u2069":
+        assert ui.visible(f"a{control}b") == f"a[U+{ord(control):04X}]b"
+    assert ui.visible("שלום \u200f world") == "שלום \u200f world"  # right-to-left text and its marks are kept
+    svc = service(db_url)
+    rows = "".join(f"{k * 0.1:.1f},{k % 2}\n" for k in range(20))
+    dataset_id = svc.import_csv(f"x,y\n{rows}".encode(), name=REVERSED, label_column="y", positive="1").dataset_id
+    svc.start_session(dataset_id=dataset_id, annotator="ada", strategy="random")
+    at = start_app()
+    at.switch_page("views/data.py").run()
+    (table,) = [df.value for df in at.dataframe if "shown as" in df.value.columns]
+    assert "invoice_[U+202E]fdp.exe" in list(table["name"])
+    at.switch_page("views/label.py").run()
+    (picker,) = [s for s in at.selectbox if s.label == "Session"]
+    assert all("\u202e" not in option for option in picker.options)
+    assert any("invoice_[U+202E]fdp.exe" in option for option in picker.options), picker.options
+    assert "invoice_[U+202E]fdp.exe (20 items)" in at.selectbox(key="new_dataset").options
+
+
 def test_the_datasets_table_lists_a_dataset_as_soon_as_it_is_imported(db_url):
     at = start_app()
     at.switch_page("views/data.py").run()
@@ -922,6 +963,31 @@ def test_a_document_dataset_is_labelled_with_its_text_shown(db_url):
     assert any(t.value == f"{docs[item]} number {item}" for t in at.text)
     run = svc.open_session(svc.sessions(status="active")[0].id)
     assert len(run.eval_items) == 0 and len(run.pool_items) == 60  # evaluation share 0: every item in the pool
+
+
+def test_a_molecule_too_large_to_draw_is_shown_as_its_smiles_with_a_note(db_url, monkeypatch):
+    from rdkit.Chem.Draw import rdMolDraw2D
+
+    from core import features
+
+    features._drawing.cache_clear()
+    monkeypatch.setattr(rdMolDraw2D, "MolDraw2DSVG", lambda *size: pytest.fail("a drawing was started"))
+    chains = [("C" * (2500 + i)) + ("O" if i % 2 else "N") for i in range(20)]  # every item a long chain
+    csv = "key,smiles,active\n" + "".join(f"m{i},{c},{i % 2}\n" for i, c in enumerate(chains))
+    svc = service(db_url)
+    result = svc.import_csv(csv.encode(), name="chains", label_column="active", positive="1", key_column="key",
+                            smiles_column="smiles", eval_fraction=0.0)
+    at = start_app("mo")
+    at.switch_page("views/label.py").run()
+    start_session(at, "mo", "random", dataset_id=result.dataset_id)
+    item = shown_item(at)
+    notes = [c for c in shown(at.caption) if c.startswith("Not drawn")]
+    assert notes == [f"Not drawn: this molecule has {2501 + item:,} atoms, and molecules are drawn up to "
+                     f"{features.MAX_DRAWN_ATOMS} (a larger drawing would hold the server for seconds to minutes). "
+                     "Its SMILES:"], notes
+    assert chains[item] in shown(at.caption) and not at.get("imgs")
+    click(at, "positive")  # the next item: still no drawing started
+    assert shown_item(at) != item and any(c.startswith("Not drawn") for c in shown(at.caption))
 
 
 def test_the_review_model_learns_documents_with_weights_that_follow_the_labels_and_resumes(db_url):

@@ -271,6 +271,36 @@ def test_the_history_page_changes_and_removes_answers(db_url):
     assert kinds == ["change", "remove"]
 
 
+#: class names and an annotator name written as Markdown: a link, an image the browser would fetch
+MARKDOWN_POSITIVE, MARKDOWN_NEGATIVE = "![p](http://127.0.0.1:9/pos.png)", "[n](http://127.0.0.1:9/neg) **b**"
+MARKDOWN_NAME = "![a](http://127.0.0.1:9/a.png) :red[x]"
+
+
+def test_class_and_annotator_names_are_plain_text_in_buttons_and_tooltips(db_url):
+    from app.ui import plain
+
+    svc = MarginLab.from_url(db_url)
+    rng = np.random.default_rng(0)
+    rows = "".join(f"{x:.3f},{y:.3f},{MARKDOWN_POSITIVE if k % 2 else MARKDOWN_NEGATIVE}\n"
+                   for k, (x, y) in enumerate(rng.normal(size=(40, 2))))
+    dataset_id = svc.import_csv(f"x,y,label\n{rows}".encode(), name="md", label_column="label",
+                                positive=MARKDOWN_POSITIVE, eval_fraction=0.0).dataset_id
+    svc.start_session(dataset_id=dataset_id, annotator="ada", strategy="random")  # (two annotators)
+    run = svc.start_session(dataset_id=dataset_id, annotator=MARKDOWN_NAME, strategy="random", seed=1)
+    for value in (1, -1, 1):
+        run.answer(value, item_index=run.shown.item_index)
+    at = at_address(run.session_id, user=MARKDOWN_NAME)  # someone whose name is Markdown, signed in
+    at.switch_page("views/history.py").run()
+    assert not at.exception, at.exception
+    (change,) = [b for b in at.button if b.key and b.key.startswith("change_")]
+    other = run.class_names[-run.answers[-1].value]
+    assert change.label == f"Change to {plain(other)}"  # every punctuation mark escaped: no image, no link
+    assert test_app.as_shown(change.label) == f"Change to {other}"
+    # the toggle between one's own sessions and everyone's names the signed-in person in its tooltip
+    toggle = at.toggle(key="all_annotators_history")
+    assert toggle.help == f"Off: the sessions of {plain(MARKDOWN_NAME)} only.", toggle.help
+
+
 def test_sessions_are_renamed_closed_and_reopened(db_url):
     svc = MarginLab.from_url(db_url)
     run = labelled(svc, n=2)

@@ -184,7 +184,7 @@ def test_a_label_the_model_cannot_learn_is_kept_and_the_session_says_why(db_url,
 
 
 @pytest.mark.parametrize("field, value", [
-    ("C", float("nan")), ("C", float("inf")), ("C", -1.0), ("C", 0.0), ("C", "abc"),
+    ("C", float("nan")), ("C", float("inf")), ("C", -1.0), ("C", 0.0), ("C", "abc"), ("C", 1e308), ("C", 1e-300),
     ("gamma", float("nan")), ("gamma", float("-inf")), ("gamma", 0.0), ("gamma", "often"),
     ("seed", float("nan")), ("seed", -1), ("seed", 1.5),
 ])
@@ -199,6 +199,36 @@ def test_a_parameter_that_is_not_a_valid_number_is_refused_before_a_session_is_s
     assert message.startswith(f"{field} must be "), message
     assert repr(value) in message or str(value) in message, message
     assert svc.sessions() == []  # nothing stored, not even a closed session
+
+
+def test_a_session_refused_once_stored_leaves_nothing_behind(db_url):
+    """gamma = 1e300 passes the form's checks, but no rbf model can be built with it: the start is refused and
+    the stored session goes too (it would be a closed session nobody asked for, failing on every reopening)."""
+    from app.services import ServiceError
+
+    svc = MarginLab.from_url(db_url)
+    dataset_id = svc.ensure_demo_dataset()
+    with pytest.raises(ServiceError, match=r"^The session could not start: .*gamma"):
+        svc.start_session(dataset_id=dataset_id, annotator="ada", strategy="near-boundary", gamma=1e300)
+    assert svc.sessions() == [] and repo.list_sessions(svc.engine) == []
+    assert svc.start_session(dataset_id=dataset_id, annotator="ada", strategy="near-boundary").problem is None
+
+
+def test_a_dataset_with_values_near_1e308_is_refused_at_import(db_url):
+    """Such values imported, and then no session could ever start on the dataset (standardising overflows,
+    ||x||^2 is infinite): they are refused at import, as NaN is, naming the cell."""
+    from core.datasets import DataError
+
+    svc = MarginLab.from_url(db_url)
+    before = [d.id for d in svc.datasets()]
+    rows = "".join(f"{0.1 * k if k != 3 else 1e308},{k % 2}\n" for k in range(40))
+    with pytest.raises(DataError, match=r"value '1e\+308' in column 'x', row 4 \(line 5 of the file\) is too large: "
+                                        r"feature values must lie within ±1e\+150"):
+        svc.import_csv(f"x,y\n{rows}".encode(), name="huge", label_column="y", positive="1")
+    assert [d.id for d in svc.datasets()] == before
+    fine = "".join(f"{1e140 * k},{k % 2}\n" for k in range(40))  # large, but a session can start on it
+    dataset_id = svc.import_csv(f"x,y\n{fine}".encode(), name="large", label_column="y", positive="1").dataset_id
+    assert svc.start_session(dataset_id=dataset_id, annotator="ada", strategy="near-boundary").problem is None
 
 
 # --------------------------------------------------------------------------- uploads
@@ -306,6 +336,117 @@ def test_a_full_disk_when_the_label_is_stored_records_nothing_and_says_so(db_url
     assert run.shown.item_index == item and len(run.answers) == N_LABELS  # still asked, nothing learned
     monkeypatch.undo()
     assert run.answer(1, item_index=item).ok
+
+
+# --------------------------------------------------------------------------- the database failing under a page
+
+
+class Outage:
+    """Every statement on every engine fails with the driver's error while ``down`` (``writes_only``: those
+    that write, as on a full disk), as when a PostgreSQL server restarts under the app."""
+
+    def __init__(self, message: str, *, writes_only: bool = False):
+        self.message, self.writes_only, self.down = message, writes_only, False
+
+    def __call__(self, connection, cursor, statement, parameters, context, executemany):
+        import sqlite3
+
+        if self.down and (not self.writes_only or statement.lstrip().upper().startswith(("INSERT", "UPDATE",
+                                                                                           "DELETE"))):
+            raise sqlite3.OperationalError(self.message)
+
+    def __enter__(self):
+        from sqlalchemy import event
+        from sqlalchemy.engine import Engine
+
+        event.listen(Engine, "before_cursor_execute", self)
+        return self
+
+    def __exit__(self, *exc):
+        from sqlalchemy import event
+        from sqlalchemy.engine import Engine
+
+        event.remove(Engine, "before_cursor_execute", self)
+
+
+def try_again(at) -> None:
+    (button,) = [b for b in at.button if b.key and b.key.startswith("try_again_")]
+    button.click().run()
+
+
+def test_the_database_going_away_mid_labelling_is_said_with_a_way_on(db_url):
+    at = start_app()
+    test_app.start_session(at, "ada", "random")
+    test_app.click(at, "positive")
+    with Outage("server closed the connection unexpectedly") as outage:
+        outage.down = True
+        test_app.click(at, "negative")  # (click asserts that no error box came up)
+        said = error_texts(at)
+        assert any("could not be used just now (server closed the connection unexpectedly)" in e and "Try again"
+                   in e for e in said), said
+        outage.down = False
+        try_again(at)
+    assert not at.exception and not any("just now" in e for e in error_texts(at)), error_texts(at)
+    # the answer given during the outage was refused and said so; the one before it is kept
+    assert error_texts(at) == ["Nothing was recorded: the database could not be written (server closed the "
+                               "connection unexpectedly)."]
+    assert test_app.progress(at) == (1, 0)
+    test_app.click(at, "positive")  # labelling goes on
+    assert test_app.progress(at) == (2, 0) and not error_texts(at)
+
+
+def test_signing_in_while_the_disk_is_full_says_so_and_the_form_stays(db_url):
+    test_app.ensure_account(db_url, "ada")
+    at = test_app.anonymous_app()
+    with Outage("database or disk is full", writes_only=True) as outage:
+        outage.down = True
+        at.text_input(key="sign_in_name").input("ada")
+        at.text_input(key="sign_in_password").input(test_app.PASSWORD)
+        at.button(key="sign_in_submit").click().run()
+        assert not at.exception, at.exception
+        said = error_texts(at)
+        assert any("could not be used just now (database or disk is full)" in e and "free some disk space" in e
+                   for e in said), said
+        assert [t.value for t in at.title] == ["Sign in"] and "identity" not in at.session_state
+    test_app.sign_in(at, "ada")  # room again: the same form signs in
+
+
+def damage_the_labels(path) -> None:
+    """Spoil the second half of the page that holds the labels table (the file's header and schema stay intact,
+    so the database passes the checks at start-up)."""
+    import sqlite3
+
+    with sqlite3.connect(path) as connection:
+        connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        root = connection.execute("SELECT rootpage FROM sqlite_master WHERE name = 'labels'").fetchone()[0]
+        page = connection.execute("PRAGMA page_size").fetchone()[0]
+    connection.close()
+    with open(path, "r+b") as handle:
+        handle.seek((root - 1) * page + page // 2)
+        handle.write(b"\xa5" * (page // 2))
+
+
+def test_a_damaged_page_of_labels_is_said_on_every_page_that_reads_them(db_url, tmp_path):
+    svc = MarginLab.from_url(db_url)
+    session_id = stored_session(svc.engine, n_labels=30)
+    svc.engine.dispose()
+    damage_the_labels(tmp_path / "app.db")
+    at = test_app.anonymous_app()
+    test_app.ensure_account(db_url, "ada")
+    at.text_input(key="sign_in_name").input("ada")
+    at.text_input(key="sign_in_password").input(test_app.PASSWORD)
+    at.button(key="sign_in_submit").click().run()
+    assert not at.exception, at.exception
+    for page in ("views/label.py", "views/history.py", "views/export.py", "views/sessions.py"):
+        at.switch_page(page).run()
+        assert not at.exception, (page, at.exception)
+        said = error_texts(at)
+        assert len(said) == 1 and "is damaged" in said[0] and "database disk image is malformed" in said[0] and \
+            "Restore it from a backup" in said[0], (page, said)
+        assert [b for b in at.button if b.key == "try_again_page"], page  # a way on: try again, or the menu
+    at.switch_page("views/data.py").run()  # the pages that do not read the labels still work
+    assert not at.exception and not error_texts(at)
+    assert session_id
 
 
 # --------------------------------------------------------------------------- a database that is not MarginLab's

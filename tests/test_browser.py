@@ -48,10 +48,11 @@ class AppServer:
     """The app as ``make run`` starts it (``python -m app.serve``: ``streamlit run app/main.py``, warm) on
     127.0.0.1 with its own database, as a subprocess."""
 
-    def __init__(self, database_url: str, log_path: Path, port: int | None = None):
+    def __init__(self, database_url: str, log_path: Path, port: int | None = None, args: tuple[str, ...] = ()):
         self.database_url = database_url
         self.log_path = Path(log_path)
         self.port = port or free_port()
+        self.args = tuple(args)  # more Streamlit options (``--server.maxUploadSize 1``)
         self.process: subprocess.Popen | None = None
 
     @property
@@ -67,7 +68,7 @@ class AppServer:
         command = [sys.executable, "-m", "app.serve",  # as ``make run`` starts it (streamlit run, warm)
                    "--server.port", str(self.port), "--server.address", "127.0.0.1",
                    "--server.headless", "true", "--browser.gatherUsageStats", "false",
-                   "--server.fileWatcherType", "none"]
+                   "--server.fileWatcherType", "none", *self.args]
         self._log = open(self.log_path, "ab")
         self.process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=self._log, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + timeout

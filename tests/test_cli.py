@@ -125,6 +125,24 @@ def test_fit_bad_input_one_line_exit_2(tmp_path, case, capsys):
         check_one_error_line(code, captured.out, captured.err, expected)
 
 
+def test_fit_refuses_a_wide_file_and_a_gzip_bomb_before_reading_them(tmp_path, capsys, monkeypatch):
+    import core.datasets
+    from core.cli import main
+    from tests.test_datasets import gzip_bomb, refused_before_pandas, wide_csv
+
+    refused_before_pandas(monkeypatch)
+    wide = wide_csv(tmp_path / "wide.csv")
+    code = main(["fit", "--data", str(wide), "--label-column", "a"])
+    captured = capsys.readouterr()
+    check_one_error_line(code, captured.out, captured.err,
+                         "wide.csv: 1,000,000 columns; MarginLab reads CSV files of at most 10,000 columns")
+    monkeypatch.setattr(core.datasets, "MAX_CSV_BYTES", 8 << 20)
+    bomb = gzip_bomb(tmp_path / "bomb.csv.gz", megabytes=32)
+    code = main(["fit", "--data", str(bomb), "--label-column", "y"])
+    captured = capsys.readouterr()
+    check_one_error_line(code, captured.out, captured.err, "bomb.csv.gz: more than 8 MB once decompressed")
+
+
 def test_bad_arguments_exit_2():
     r = run_cli("fit", "--data", "bundled:digits", "--C", "-1")
     assert r.returncode == 2 and "positive number" in r.stderr

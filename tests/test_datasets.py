@@ -214,6 +214,99 @@ def test_csv_gzip_path(tmp_path):
     assert load_csv(p, label_column="y").X.tolist() == [[1], [2]]
 
 
+def wide_csv(path, columns: int = 1_000_000, rows: int = 6):
+    """A small file of very many columns (2 bytes a cell): the shape that held a server for minutes."""
+    path.write_text(",".join("a" * columns) + "\n" + ("0," * (columns - 1) + "1\n") * rows)
+    return path
+
+
+def gzip_bomb(path, megabytes: int):
+    """A small gzip file that expands to ``megabytes`` MB of a two-column CSV (one compressed megabyte,
+    repeated: a gzip file may hold several members, read one after the other)."""
+    member = gzip.compress(b"0,a\n1,b\n" * (1 << 17), compresslevel=9)  # 1 MB of text in about 1 kB
+    path.write_bytes(gzip.compress(b"x,y\n") + member * megabytes)
+    return path
+
+
+def refused_before_pandas(monkeypatch):
+    import core.datasets
+
+    def parse(*args, **kwargs):
+        raise AssertionError("the file reached pandas")
+    monkeypatch.setattr(core.datasets.pd, "read_csv", parse)
+
+
+def peak_bytes(read) -> int:
+    """The most memory Python held while ``read()`` ran (tracemalloc: deterministic, unlike RSS)."""
+    import tracemalloc
+
+    tracemalloc.start()
+    try:
+        read()
+    finally:
+        peak = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+    return peak
+
+
+def test_a_csv_of_a_million_columns_is_refused_before_it_is_parsed(tmp_path, monkeypatch):
+    from core.datasets import MAX_COLUMNS, DataTooLarge, profile_csv
+
+    path = wide_csv(tmp_path / "wide.csv")
+    refused_before_pandas(monkeypatch)
+    expected = f"1,000,000 columns; MarginLab reads CSV files of at most {MAX_COLUMNS:,} columns"
+    for read in (lambda: load_csv(path, label_column="a"), lambda: profile_csv(path),
+                 lambda: profile_csv(path.read_bytes())):
+        with pytest.raises(DataTooLarge) as refused:
+            read()
+        assert expected in str(refused.value), refused.value
+    assert str(refused.value).startswith("data: ")  # (bytes: the app puts the file's name there)
+
+    def read():
+        with pytest.raises(DataTooLarge, match=f"wide.csv: {expected}"):
+            load_csv(path, label_column="a")
+    size = path.stat().st_size  # 14 MB
+    assert peak_bytes(read) < 5 * size  # the file's bytes and text, nothing per column (it took 7.6 GB)
+    # a quoted header that holds commas counts its fields, not its commas
+    quoted = tmp_path / "quoted.csv"
+    quoted.write_text('"' + "," * (MAX_COLUMNS + 5) + '",y\n1,a\n2,b\n')
+    monkeypatch.undo()
+    assert load_csv(quoted, label_column="y").X.shape == (2, 1)
+
+
+def test_a_csv_of_too_many_cells_is_refused_before_it_is_parsed(tmp_path, monkeypatch):
+    import core.datasets
+    from core.datasets import DataTooLarge
+
+    monkeypatch.setattr(core.datasets, "MAX_CELLS", 1_000)
+    refused_before_pandas(monkeypatch)
+    path = tmp_path / "long.csv"
+    path.write_text("x,y\n" + "1,a\n2,b\n" * 300)
+    with pytest.raises(DataTooLarge, match=r"long.csv: 2 columns by 602 lines, 1,204 cells; MarginLab reads CSV "
+                                           r"files of at most 1,000 cells"):
+        load_csv(path, label_column="y")
+
+
+def test_a_gzip_bomb_is_refused_while_it_expands_without_holding_its_text(tmp_path, monkeypatch):
+    import core.datasets
+    from core.datasets import DataTooLarge
+
+    monkeypatch.setattr(core.datasets, "MAX_CSV_BYTES", 16 << 20)  # (the real bound is 1 GB: the same path)
+    refused_before_pandas(monkeypatch)
+    bomb = gzip_bomb(tmp_path / "bomb.csv.gz", megabytes=64)
+    assert bomb.stat().st_size < 200_000
+
+    def read():
+        with pytest.raises(DataTooLarge, match=r"bomb.csv.gz: more than 16 MB once decompressed \(from 0\.\d+ MB\); "
+                                               r"MarginLab reads CSV files of at most 16 MB"):
+            load_csv(bomb, label_column="y")
+    assert peak_bytes(read) < 8 << 20  # a chunk at a time: never the 16 MB it counted, nor the 64 MB
+    monkeypatch.undo()
+    monkeypatch.setattr(core.datasets, "MAX_CSV_BYTES", 16 << 20)
+    small = gzip_bomb(tmp_path / "small.csv.gz", megabytes=2)  # within the bound: read as before
+    assert load_csv(small, label_column="y").X.shape == (2 * (1 << 18), 1)
+
+
 def test_csv_utf8_bom_and_non_ascii_names(tmp_path):
     ds = load_csv(write(tmp_path, "\ufefftempérature,y\n1,a\n2,b\n"), label_column="y")
     assert ds.feature_names == ["température"]

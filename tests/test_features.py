@@ -285,6 +285,31 @@ def test_molecule_svg_is_an_svg_document():
     assert molecule_svg("not a molecule") is None
 
 
+def test_a_long_molecule_is_refused_by_its_atom_count_before_anything_is_drawn(monkeypatch):
+    """A chain of 2,500 carbons imports fine, but RDKit would need minutes to lay it out (holding the
+    server): it is not drawn, and the note says why; a molecule at the limit is drawn once and kept."""
+    from rdkit.Chem.Draw import rdMolDraw2D
+
+    from core import features
+
+    features._drawing.cache_clear()
+    drawn = []
+    real = rdMolDraw2D.MolDraw2DSVG
+    monkeypatch.setattr(rdMolDraw2D, "MolDraw2DSVG", lambda *size: drawn.append(size) or real(*size))
+    chain = "C" * 2500
+    drawing = features.molecule_drawing(chain)
+    assert drawing.svg is None and molecule_svg(chain) is None
+    assert "2,500 atoms" in drawing.note and f"up to {features.MAX_DRAWN_ATOMS}" in drawing.note
+    assert drawn == []  # refused on its atom count: RDKit never started a drawing
+    too_many_rings = "c1ccccc1" * (features.MAX_DRAWN_ATOMS // 6 + 1)  # 6 atoms a ring, one ring over
+    assert features.molecule_drawing(too_many_rings).svg is None and drawn == []
+    at_limit = "C" * features.MAX_DRAWN_ATOMS
+    first = features.molecule_drawing(at_limit)
+    assert first.svg is not None and "<svg" in first.svg and first.note is None
+    assert features.molecule_drawing(at_limit) is first and len(drawn) == 1  # drawn once, then kept
+    assert features.molecule_drawing("not a molecule").note.startswith("RDKit cannot read")
+
+
 # -- bundled documents and molecules ---------------------------------------------------------------
 
 

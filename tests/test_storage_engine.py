@@ -308,3 +308,31 @@ def test_an_empty_file_becomes_a_new_marginlab_database(tmp_path):
     with engine.connect() as connection:
         assert connection.execute(text("PRAGMA journal_mode")).scalar() == "wal"
     engine.dispose()
+
+
+def test_a_new_sqlite_database_is_readable_by_its_owner_only(tmp_path):
+    """The file holds every label and the password hashes: created 0600 (its new folder 0700) whatever the
+    umask, and its write-ahead log and shared-memory files follow it; an existing file is left as it is."""
+    import os
+    import stat
+
+    old_umask = os.umask(0o022)  # the usual umask: SQLite alone would create the file world-readable
+    try:
+        folder = tmp_path / "data"
+        path = folder / "marginlab.db"
+        engine = storage.make_engine(f"sqlite:///{path}")
+        storage.init_db(engine)
+        with engine.connect() as connection:
+            connection.execute(text("SELECT 1"))
+            modes = {p.name: stat.S_IMODE(p.stat().st_mode) for p in folder.iterdir()}
+        engine.dispose()
+        assert modes and set(modes) >= {"marginlab.db", "marginlab.db-wal"}, modes
+        assert set(modes.values()) == {0o600}, {name: oct(mode) for name, mode in modes.items()}
+        assert stat.S_IMODE(folder.stat().st_mode) == 0o700
+        shared = tmp_path / "shared.db"
+        shared.touch(mode=0o640)
+        os.chmod(shared, 0o640)
+        storage.make_engine(f"sqlite:///{shared}").dispose()
+        assert stat.S_IMODE(shared.stat().st_mode) == 0o640  # the owner's choice for an existing file
+    finally:
+        os.umask(old_umask)

@@ -31,7 +31,7 @@ VALUE_NAMES = {1: "positive", -1: "negative", 0: "skip"}
 
 __all__ = ["COMPARE_STRATEGIES", "DEFAULT_C", "DEFAULT_GAMMA", "DEFAULT_SOLVER", "DEMO_NAME", "EVAL_FRACTION",
            "EVAL_MAX_ITEMS", "GAMMA_NAMES", "LABEL_STRATEGIES", "SOLVERS", "VALUE_NAMES", "Outcome", "ServiceError",
-           "database_trouble", "gamma_value", "numeric_columns", "positive_number", "scale_features",
+           "database_trouble", "gamma_value", "numeric_columns", "penalty_value", "positive_number", "scale_features",
            "scaled_row_blocks", "scaling_name", "session_kernel", "whole_number"]
 
 
@@ -124,6 +124,17 @@ def positive_number(value: Any, name: str) -> float:
         number = float("nan")
     if isinstance(value, bool) or not np.isfinite(number) or number <= 0:
         raise ServiceError(f"{name} must be a positive finite number, not {value!r}.")
+    return number
+
+
+def penalty_value(value: Any) -> float:
+    """The penalty C: a positive number within what the solvers take (``core.solvers.base.C_RANGE``),
+    checked before anything is stored."""
+    from core.solvers.base import C_RANGE
+
+    number = positive_number(value, "C")
+    if not C_RANGE[0] <= number <= C_RANGE[1]:
+        raise ServiceError(f"C must be between {C_RANGE[0]:g} and {C_RANGE[1]:g}, not {value!r}.")
     return number
 
 

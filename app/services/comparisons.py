@@ -17,7 +17,7 @@ from app.services.common import (
     gamma_value,
     model_choice,
     numeric_columns,
-    positive_number,
+    penalty_value,
     scale_features,
     whole_number,
 )
@@ -110,7 +110,7 @@ class Comparisons:
         unknown = [s for s in strategies if s not in COMPARE_STRATEGIES]
         if unknown or not strategies:
             raise ServiceError("Choose at least one heuristic among " + ", ".join(COMPARE_STRATEGIES) + ".")
-        C, gamma = positive_number(C, "C"), gamma_value(gamma)
+        C, gamma = penalty_value(C), gamma_value(gamma)
         solver, solver_params = model_choice(model, solver or None, dataset.meta, C, gamma)
         budget = whole_number(budget, f"The budget (at most {COMPARE_MAX_BUDGET} labels per run)", low=2,
                               high=COMPARE_MAX_BUDGET)

@@ -44,14 +44,18 @@ class CsvPreview:
         return {c.name: c.missing for c in self.columns if c.missing}
 
 
-def _csv_text(data: bytes) -> io.StringIO:
-    """An uploaded file as text for ``csv.reader``, whose cells may be as long as the file.
+def _csv_text(data: bytes, sep: str = ",") -> io.StringIO:
+    """An uploaded file as text for ``csv.reader``, whose cells may be as long as the file; one beyond
+    the columns and cells ``core.datasets`` reads is refused (``DataTooLarge``) before it is read.
 
     Python's csv module refuses cells over ``csv.field_size_limit()`` (128 KiB by
     default) while the import (pandas) takes them; no cell can be longer than the
     file, so the limit is raised to the file's length (never lowered: it is per process).
     """
+    from core.datasets import check_csv_shape
+
     text = data.decode("utf-8", errors="replace")
+    check_csv_shape(text, sep)
     if csv.field_size_limit() < len(text):
         csv.field_size_limit(len(text))
     return io.StringIO(text, newline="")
@@ -103,15 +107,19 @@ class Datasets:
     def preview_csv(self, data: bytes, n: int = 20, *, sep: str | None = None, decimal: str | None = None
                     ) -> CsvPreview:
         """Header, the first rows as text cells, the delimiter and decimal separator (detected unless
-        given) and what each column holds (checked only on import)."""
-        from core.datasets import DataError, profile_csv
+        given) and what each column holds (checked only on import).  Raises ``DataTooLarge`` for a file
+        beyond the bounds of ``core.datasets`` (columns, cells, bytes), before it is parsed."""
+        from core.datasets import DataError, DataTooLarge, profile_csv
 
         try:
             profile = profile_csv(data, sep=sep, decimal=decimal, n_preview=n)
+        except DataTooLarge:
+            raise  # (nothing of it is read: the page says why)
         except DataError:
             profile = None
         fallback = sep if sep not in (None, "", "auto") else ","
-        reader = csv.reader(_csv_text(data), delimiter=profile.sep if profile else fallback)
+        used = profile.sep if profile else fallback
+        reader = csv.reader(_csv_text(data, used), delimiter=used)
         header = next(reader, [])
         rows = []
         n_rows = 0
@@ -131,7 +139,7 @@ class Datasets:
 
     def column_values(self, data: bytes, column: str, limit: int = 50, *, sep: str = ",") -> list[str]:
         """Distinct values of one column of an uploaded CSV (to choose the positive class)."""
-        reader = csv.DictReader(_csv_text(data), delimiter=sep)
+        reader = csv.DictReader(_csv_text(data, sep), delimiter=sep)
         seen: dict[str, None] = {}
         for row in reader:
             value = (row.get(column) or "").strip()

@@ -56,13 +56,20 @@ class RunDocuments:
             mask[int(b["start"]):int(b["stop"])] = True
         return term_contributions(row, np.where(mask, w, 0.0), self.feature_names, k=k)
 
-    def item_svg(self, item_index: int) -> str | None:
-        """RDKit's SVG drawing of the item's molecule (None for other datasets or an unreadable SMILES)."""
+    def item_drawing(self, item_index: int):
+        """The drawing of the item's molecule, or why there is none (``core.features.molecule_drawing``:
+        made once, and only for a molecule small enough); None for an item that is not a molecule."""
         if not self.molecule_column:
             return None
         text = self.item_text(item_index)
         if not text:
             return None
-        from core.features import molecule_svg
+        from core.features import molecule_drawing
 
-        return molecule_svg(text)
+        return molecule_drawing(text)
+
+    def item_svg(self, item_index: int) -> str | None:
+        """RDKit's SVG drawing of the item's molecule (None for other datasets, an unreadable SMILES or a
+        molecule too large to draw)."""
+        drawing = self.item_drawing(item_index)
+        return None if drawing is None else drawing.svg

@@ -56,7 +56,7 @@ from app.services.common import (
     Outcome,
     ServiceError,
     gamma_value,
-    positive_number,
+    penalty_value,
     scale_features,
     scaling_name,
     whole_number,
@@ -504,7 +504,7 @@ class Projects:
         solver = solver or DEFAULT_SOLVER[strategy]
         if solver not in SOLVERS:
             raise ServiceError(f"Unknown solver '{solver}'; choose one of {', '.join(SOLVERS)}.")
-        C, gamma, seed = positive_number(C, "C"), gamma_value(gamma), whole_number(seed, "seed")
+        C, gamma, seed = penalty_value(C), gamma_value(gamma), whole_number(seed, "seed")
         labels_per_item = whole_number(labels_per_item, "Answers per item", low=1, high=10)
         share = float(overlap_share)
         if not 0.0 <= share <= 1.0:

@@ -12,7 +12,7 @@ from app.services.common import (
     ServiceError,
     gamma_value,
     model_choice,
-    positive_number,
+    penalty_value,
     scaling_name,
     whole_number,
 )
@@ -62,7 +62,7 @@ class Sessions:
         if not annotator or not str(annotator).strip():
             raise ServiceError("Enter the annotator's name.")
         # every parameter is checked before the session is stored: a refusal leaves nothing behind
-        C, gamma, seed = positive_number(C, "C"), gamma_value(gamma), whole_number(seed, "seed")
+        C, gamma, seed = penalty_value(C), gamma_value(gamma), whole_number(seed, "seed")
         dataset = self.dataset(dataset_id)
         solver, solver_params = model_choice(model, solver, dataset.meta, C, gamma, strategy)
         solver = solver or DEFAULT_SOLVER[strategy]
@@ -84,8 +84,11 @@ class Sessions:
         except Exception as error:
             problem = str(error)
         if problem is not None:
-            # a session whose model cannot be built is closed at once, not left to fail on every resume
-            self.close_session(session_id)
+            # a session whose model cannot be built is not kept (it would fail on every resume, and a refused
+            # start leaves nothing behind)
+            with self._runs_lock:
+                self._runs.pop(int(session_id), None)
+            repo.delete_session(self.engine, session_id)
             raise ServiceError(f"The session could not start: {problem}")
         return run
 

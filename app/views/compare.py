@@ -14,7 +14,7 @@ labelled = [d for d in svc.datasets() if d.has_true_labels]
 if not labelled:
     st.info("No dataset with true labels yet: add one on the Data page.")
     st.stop()
-names = {d.id: f"{d.name} ({d.n_items} items)" for d in labelled}
+names = {d.id: ui.visible(f"{d.name} ({d.n_items} items)") for d in labelled}
 
 # Plain widgets, not a form: Enter in a field only takes the value; only the button starts a run.
 with st.container(border=True, key="compare_settings"):
@@ -138,7 +138,8 @@ if not stops.empty:
     st.caption("Per rule and heuristic: seeds where the rule stopped within the budget, mean labels and recall "
                "there (random draws of the statistical rule are labels), and the work saved against labelling "
                "every training item.")
-st.download_button("Download the tidy rows (CSV)", rows.to_csv(index=False).encode(),
-                   file_name=f"comparison-{chosen}.csv", mime="text/csv", key="download_rows")
+# written when the button is pressed (as every download: app.server_guard serves it to this browser only, briefly)
+st.download_button("Download the tidy rows (CSV)", lambda: rows.to_csv(index=False).encode(),
+                   file_name=f"comparison-{chosen}.csv", mime="text/csv", key="download_rows", on_click="ignore")
 with st.expander("Configuration"):
     st.json(result.config)

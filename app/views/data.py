@@ -16,13 +16,13 @@ datasets = svc.datasets()
 st.subheader("Datasets in the database")
 st.dataframe(
     pd.DataFrame([{
-        "id": d.id, "name": d.name, "items": d.n_items, "features": d.n_features,
+        "id": d.id, "name": ui.visible(d.name), "items": d.n_items, "features": d.n_features,
         "true labels": "yes" if d.has_true_labels else "no",
         "shown as": d.display_kind + (f" {d.image_shape[0]}×{d.image_shape[1]}" if d.image_shape else ""),
         "scaling": d.meta.get("scaling", "none"), "kernel": d.meta.get("default_kernel", "rbf"),
         "features stored": "sparse" if d.meta.get("feature_format") == "csr" else "dense",
         "held out for evaluation": f"{d.meta.get('eval_fraction', EVAL_FRACTION):.0%}" if d.has_true_labels else "–",
-        "source": d.source,
+        "source": d.source and ui.visible(d.source),
     } for d in datasets]),
     hide_index=True, width="stretch", key="datasets_table")
 st.caption("True labels are used only to draw the evaluation ROC curve and for simulations on the "
@@ -32,7 +32,7 @@ labelled = [d for d in datasets if d.has_true_labels]
 if labelled:
     with st.expander("Evaluation share of a dataset"):
         chosen = st.selectbox("Dataset", [d.id for d in labelled], key="eval_dataset",
-                              format_func={d.id: f"{d.name} ({d.n_items} items)" for d in labelled}.get)
+                              format_func={d.id: ui.visible(f"{d.name} ({d.n_items} items)") for d in labelled}.get)
         current = next(d for d in labelled if d.id == chosen).meta.get("eval_fraction", EVAL_FRACTION)
         share = st.number_input("Held out for evaluation (share of the items; 0: every item is in the pool)",
                                 min_value=0.0, max_value=0.9, value=float(current), step=0.05, format="%.2f",
@@ -98,7 +98,11 @@ with upload_tab:
     upload = st.file_uploader("CSV file (UTF-8, header row)", type=["csv"], key="upload")
     if upload is not None:
         data = upload.getvalue()
-        detected = ui.csv_preview(svc, data)
+        try:
+            detected = ui.csv_preview(svc, data)
+        except DataError as error:  # too wide or too large to read at all: nothing of it was parsed
+            st.error(ui.plain(ui.data_error_text(error, upload.name)))
+            st.stop()
         problem = ui.unreadable_csv(detected, upload.name)
         if problem:
             st.error(ui.plain(problem))

@@ -10,7 +10,7 @@ from app import ui
 svc = ui.service()
 st.title("Export")
 
-datasets = {d.id: d.name for d in svc.datasets()}
+datasets = {d.id: ui.visible(d.name) for d in svc.datasets()}
 sessions = svc.sessions()
 annotators = svc.annotators()
 
@@ -27,8 +27,10 @@ session_choices = [s for s in sessions if dataset_id is None or s.dataset_id == 
 session_id = cols[1].selectbox(
     "Session", [None, *[s.id for s in session_choices]], key="export_session",
     format_func=lambda i: "all" if i is None else next(
-        f"#{s.id} · {s.dataset_name} · {s.strategy} · {s.annotator}" for s in session_choices if s.id == i))
-annotator = cols[2].selectbox("Annotator", [None, *annotators], format_func=lambda a: "all" if a is None else a,
+        ui.visible(f"#{s.id} · {s.dataset_name} · {s.strategy} · {s.annotator}")
+        for s in session_choices if s.id == i))
+annotator = cols[2].selectbox("Annotator", [None, *annotators],
+                              format_func=lambda a: "all" if a is None else ui.visible(a),
                               key="export_annotator")
 include_skips = st.checkbox("Include skipped items", value=False)
 all_features = st.checkbox(
@@ -68,8 +70,8 @@ if not sessions:
     st.stop()
 model_session = st.selectbox(
     "Session", [s.id for s in sessions], key="model_session",
-    format_func=lambda i: next(f"#{s.id} · {s.dataset_name} · {s.strategy} / {s.solver} · {s.n_labels} labels"
-                               for s in sessions if s.id == i))
+    format_func=lambda i: next(ui.visible(f"#{s.id} · {s.dataset_name} · {s.strategy} / {s.solver} · "
+                                          f"{s.n_labels} labels") for s in sessions if s.id == i))
 
 st.caption("A NumPy .npz file: the solver's arrays (support vectors, coefficients, labels, the stored points) "
            "and a JSON `__meta__` entry (solver, kernel, parameters, session). Load it with "

@@ -38,6 +38,7 @@ current = table[table["status"] == "current"]
 st.caption(ui.history_summary(table, run.info.solver))
 
 
+@ui.guarded
 def _correct(label_id: int, value: int | None) -> None:
     live = svc.open_session(info.id)
     who = auth.name()  # the correction is recorded under the signed-in person
@@ -68,7 +69,8 @@ with st.container(border=True, key="history_change"):
         cols = st.columns([1, 1, 2], vertical_alignment="center")
         if value != 0:
             other = run.class_names[-value]
-            cols[0].button(f"Change to {other}", type="primary", key=f"change_{picked}", width="stretch",
+            # a button's label is Markdown: the class name (the dataset's own text) is shown as it is
+            cols[0].button(f"Change to {ui.plain(other)}", type="primary", key=f"change_{picked}", width="stretch",
                            on_click=_correct, args=(int(picked), -value))
         cols[1].button("Remove this answer", key=f"remove_{picked}", width="stretch",
                        on_click=_correct, args=(int(picked), None),

@@ -17,6 +17,7 @@ sessions = svc.sessions(status="active", annotator=me, solo=True)  # one's own s
 state = st.session_state
 
 
+@ui.guarded
 def _start_session() -> None:
     """Form callback: start the session before the page is drawn again, then show it."""
     try:
@@ -55,7 +56,7 @@ with top_right.popover("New session", icon=":material/add:", width="stretch", ke
                        on_change="rerun"), \
         st.form("new_session", border=False):
     st.selectbox("Dataset", [d.id for d in datasets], key="new_dataset",
-                 format_func={d.id: f"{d.name} ({d.n_items} items)" for d in datasets}.get)
+                 format_func={d.id: ui.visible(f"{d.name} ({d.n_items} items)") for d in datasets}.get)
     st.selectbox("Heuristic", LABEL_STRATEGIES, help="How the next item is chosen.", key="new_strategy")
     st.selectbox("Solver", ["default for the heuristic", *SOLVERS], key="new_solver",
                  help="Defaults: " + ", ".join(f"{k} → {v}" for k, v in DEFAULT_SOLVER.items()
@@ -90,14 +91,17 @@ if st.session_state.session_id is None:
 
 
 # -- the labelling panel: a fragment, so a click reruns only this part -------------------------------
+@ui.guarded
 def _answer(session_id: int, value: int, item_index: int) -> None:
     st.session_state.outcome = svc.open_session(session_id).answer(value, item_index=item_index)
 
 
+@ui.guarded
 def _undo(session_id: int, last_item: int | None) -> None:
     st.session_state.outcome = svc.open_session(session_id).undo(last_item_index=last_item)
 
 
+@ui.guarded
 def _close(session_id: int) -> None:
     st.session_state.outcome = svc.close_session(session_id)
     ui.show_session(None)  # the most recent active session is shown instead
@@ -111,6 +115,7 @@ def session_without_model(run) -> None:
 
 
 @st.fragment
+@ui.page_part("label_panel")
 def labelling_panel(session_id: int) -> None:
     run = svc.open_session(session_id)
     if run.problem is not None:

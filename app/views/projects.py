@@ -18,7 +18,7 @@ with st.expander("New project", icon=":material/add:", expanded=not svc.projects
     name = st.text_input("Name", key="project_name")
     left, right = st.columns(2)
     dataset_id = left.selectbox("Dataset", [d.id for d in datasets], key="project_dataset",
-                                format_func={d.id: f"{d.name} ({d.n_items} items)" for d in datasets}.get)
+                                format_func={d.id: ui.visible(f"{d.name} ({d.n_items} items)") for d in datasets}.get)
     strategy = right.selectbox("Heuristic", LABEL_STRATEGIES, key="project_strategy")
     solver = left.selectbox("Solver", ["default for the heuristic", *SOLVERS], key="project_solver")
     C = right.number_input("C", min_value=ui.C_MIN, value=DEFAULT_C, format="%g", key="project_C")
@@ -43,7 +43,7 @@ projects = svc.projects(me)
 if not projects:
     st.info("No project yet.")
     st.stop()
-labels = {p.id: f"{p.name} · {p.dataset_name} · {p.strategy} / {p.solver}" for p in projects}
+labels = {p.id: ui.visible(f"{p.name} · {p.dataset_name} · {p.strategy} / {p.solver}") for p in projects}
 project_id = st.selectbox("Project", list(labels), format_func=labels.get, key="project_shown")
 project = next(p for p in projects if p.id == project_id)
 run = svc.open_project(project_id)

@@ -5,6 +5,7 @@ import streamlit as st
 
 from app import auth, navigation, ui
 from app.services import ServiceError
+from core.datasets import DataError
 
 svc = ui.service()
 st.title("Sessions")
@@ -21,7 +22,8 @@ with filters[0]:
 closed_too = filters[1].toggle("Closed sessions too", value=True, key="sessions_closed_too")
 listed = [s for s in mine if closed_too or s.status == "active"]
 st.dataframe(pd.DataFrame([{
-    "id": s.id, "name": s.name or "", "dataset": s.dataset_name, "annotator": s.annotator, "heuristic": s.strategy,
+    "id": s.id, "name": ui.visible(s.name or ""), "dataset": ui.visible(s.dataset_name),
+    "annotator": ui.visible(s.annotator), "heuristic": s.strategy,
     "solver": s.solver, "labels": s.n_labels, "skips": s.n_skips, "status": s.status, "started": s.created_at,
     "last change": s.updated_at} for s in listed]), hide_index=True, width="stretch", key="sessions_table",
     column_config={"started": st.column_config.DatetimeColumn(format="YYYY-MM-DD HH:mm"),
@@ -46,14 +48,17 @@ def _tell(outcome) -> None:
     state.sessions_outcome = outcome
 
 
+@ui.guarded
 def _rename(session_id: int) -> None:
     _tell(svc.rename_session(session_id, state.get(f"session_name_{session_id}", "")))
 
 
+@ui.guarded
 def _close(session_id: int) -> None:
     _tell(svc.close_session(session_id))
 
 
+@ui.guarded
 def _reopen(session_id: int) -> None:
     _tell(svc.reopen_session(session_id))
 
@@ -83,7 +88,11 @@ if info.status != "active":
 upload = st.file_uploader("CSV of item key → label", type=["csv"], key=f"labels_upload_{info.id}")
 if upload is not None:
     data = upload.getvalue()
-    header = svc.preview_csv(data, n=0).header
+    try:
+        header = svc.preview_csv(data, n=0).header
+    except DataError as error:  # too wide or too large to read at all
+        st.error(ui.plain(ui.data_error_text(error, upload.name)))
+        st.stop()
     header = [h.strip().lstrip("\ufeff") for h in header]
     if not any(header):
         st.error(ui.plain(f"{upload.name}: the file is empty (a header row and data rows are needed)."))
@@ -101,7 +110,7 @@ if upload is not None:
         try:
             outcome = run.import_labels(data, key_column=key_column, label_column=label_column, source=upload.name,
                                         by=auth.name())
-        except ServiceError as error:
-            st.error(ui.plain(error))
+        except (ServiceError, DataError) as error:
+            st.error(ui.plain(ui.data_error_text(error, upload.name)))
         else:
             (st.success if outcome.ok else st.error)(ui.plain(outcome.message))

@@ -12,7 +12,7 @@ st.title("Team")
 
 accounts = svc.accounts()
 st.dataframe(pd.DataFrame([{
-    "name": a.name, "role": a.role, "enabled": not a.disabled, "sign-in": "password" if a.password_hash else
+    "name": ui.visible(a.name), "role": a.role, "enabled": not a.disabled, "sign-in": "password" if a.password_hash else
     "identity provider", "last sign-in": "" if a.last_sign_in_at is None else
     a.last_sign_in_at.strftime("%Y-%m-%d %H:%M UTC"), "failed sign-ins": a.failed_attempts,
 } for a in accounts]), hide_index=True, width="stretch", key="accounts_table")
@@ -34,7 +34,7 @@ with add, st.form("add_account", clear_on_submit=True):
             st.error(ui.plain(error))
 with change, st.form("reset_account"):
     st.subheader("Reset a password, disable or enable")
-    who = st.selectbox("Account", [a.name for a in accounts], key="reset_name")
+    who = st.selectbox("Account", [a.name for a in accounts], key="reset_name", format_func=ui.visible)
     password = st.text_input("New password", type="password", key="reset_password")
     left, middle, right = st.columns(3)
     try:

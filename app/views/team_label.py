@@ -16,23 +16,26 @@ if not projects:
         " Ask an owner of this MarginLab to add you to one."))
     st.stop()
 
-names = {p.id: f"{p.name} · {p.dataset_name} · {p.strategy} / {p.solver}" for p in projects}
+names = {p.id: ui.visible(f"{p.name} · {p.dataset_name} · {p.strategy} / {p.solver}") for p in projects}
 if st.session_state.get("team_project") not in names:
     st.session_state.team_project = projects[0].id
 st.selectbox("Project", list(names), format_func=names.get, key="team_project",
              on_change=lambda: st.session_state.update(team_outcome=None))
 
 
+@ui.guarded
 def _answer(project_id: int, value: int, shown) -> None:
     run = svc.project_for(me, project_id)
     st.session_state.team_outcome = run.answer(me.name, shown.item_index, value, shown)
 
 
+@ui.guarded
 def _undo(project_id: int) -> None:
     st.session_state.team_outcome = svc.project_for(me, project_id).undo(me.name)
 
 
 @st.fragment
+@ui.page_part("team_panel")
 def team_panel(project_id: int) -> None:
     try:
         run = svc.project_for(me, project_id)
