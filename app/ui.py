@@ -393,6 +393,19 @@ def init_state() -> None:
         st.session_state.setdefault(key, value)
 
 
+def preparing_model_notice() -> None:
+    """On a first start, while the background compile has not yet prepared what labelling needs, say
+    so above the item: a label given meanwhile is saved at once and the next item waits for it."""
+    progress = startup.compiled_code_progress()
+    if not progress.preparing_first_labels:
+        return
+    with st.container(key="preparing_model"):
+        st.info(f"Preparing the model for this computer (first start only): {progress.ready_for_labelling} of "
+                f"{progress.for_labelling} parts ready. A label given now is saved at once; the next item "
+                "follows when the model is ready (a minute or two).", icon=":material/hourglass_top:")
+        st.progress(progress.ready_for_labelling / progress.for_labelling)
+
+
 def show_outcome() -> None:
     outcome = st.session_state.get("outcome")
     if outcome is None:

@@ -31,7 +31,17 @@ _prepared: dict[str, MarginLab] = {}
 def _preload_compiled_loops() -> None:
     from core.solvers import _compile
 
-    _compile.preload()  # the compiled loops load in the background: the first label does not wait for them
+    # the compiled loops load in the background (a first start compiles them, the first labels' part first):
+    # the first page does not wait for them
+    _compile.preload()
+
+
+def compiled_code_progress():
+    """How far this process's background preparation of the compiled loops has got (a
+    ``core.solvers._compile.Progress``: on a first start it compiles them, what labelling needs first)."""
+    from core.solvers import _compile
+
+    return _compile.progress()
 
 
 def open_service(url: str, preload: bool = True) -> MarginLab:

@@ -138,6 +138,7 @@ def labelling_panel(session_id: int) -> None:
                      f"(share {run.eval_fraction:.0%})")
     item_col, chart_col = st.columns([1, 1], gap="large")
     with item_col:
+        ui.preparing_model_notice()  # (a first start: what labelling needs is still being compiled)
         # The item goes in this box, above the buttons, but is written after them: the
         # browser then never shows an item while the buttons still belong to the one before.
         item_box = st.container(key="item_view")
