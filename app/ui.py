@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Callable
+from contextlib import contextmanager
 
 import numpy as np
 import pandas as pd
@@ -391,6 +392,19 @@ def history_choices(current: pd.DataFrame) -> dict[int, str]:
 def init_state() -> None:
     for key, value in DEFAULTS.items():
         st.session_state.setdefault(key, value)
+
+
+@contextmanager
+def waiting_for_the_model():
+    """Around an answer that the model learns (a button's callback): while a first start compiles what
+    labelling needs, a spinner with the seconds spent says why the next item has not come yet (the
+    page itself is greyed out until the answer returns)."""
+    if not startup.compiled_code_progress().preparing_first_labels:
+        yield
+        return
+    with st.spinner("Preparing the model for this computer (first start only): your answer is saved, the next "
+                    "item follows when the model is ready…", show_time=True):
+        yield
 
 
 def preparing_model_notice() -> None:

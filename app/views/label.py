@@ -91,7 +91,8 @@ if st.session_state.session_id is None:
 
 # -- the labelling panel: a fragment, so a click reruns only this part -------------------------------
 def _answer(session_id: int, value: int, item_index: int) -> None:
-    st.session_state.outcome = svc.open_session(session_id).answer(value, item_index=item_index)
+    with ui.waiting_for_the_model():
+        st.session_state.outcome = svc.open_session(session_id).answer(value, item_index=item_index)
 
 
 def _undo(session_id: int, last_item: int | None) -> None:

@@ -25,7 +25,8 @@ st.selectbox("Project", list(names), format_func=names.get, key="team_project",
 
 def _answer(project_id: int, value: int, shown) -> None:
     run = svc.project_for(me, project_id)
-    st.session_state.team_outcome = run.answer(me.name, shown.item_index, value, shown)
+    with ui.waiting_for_the_model():
+        st.session_state.team_outcome = run.answer(me.name, shown.item_index, value, shown)
 
 
 def _undo(project_id: int) -> None:
