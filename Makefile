@@ -9,7 +9,7 @@ BIN    := $(VENV)/bin
 $(BIN)/python:
 	@echo "MarginLab: creating the virtual environment $(VENV) and updating its pip (first start only)"
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install --progress-bar on --upgrade pip
 
 # pip says what it collects, downloads and installs as it goes (about a minute or two on a first start)
 $(VENV)/.runtime: requirements.txt | $(BIN)/python
