@@ -1,10 +1,11 @@
 """Opening the process's service, and doing it ahead of the first page view.
 
 ``open_service`` is what the first page view of a process does: load the compiled loops in the
-background, open the database (its checks and migrations), add the demo dataset and the first
-owner when they are missing.  ``warm_start`` does the same in a background thread (``app.serve``,
-what ``make run`` runs, waits for it before the server listens), then loads the compiled loops and
-reopens the session labelled last (one session's arrays in memory, whoever comes first);
+background (compile them, on a new installation's first start), open the database (its checks and
+migrations), add the demo dataset and the first owner when they are missing.  ``warm_start`` does
+the same in a background thread (``app.serve``, what ``make run`` runs, waits for it before the
+server listens), then loads the compiled loops and reopens the session labelled last (one
+session's arrays in memory, whoever comes first);
 ``take_prepared`` hands its service to the first page view, waiting for it when it is not ready
 yet, so the database is never opened twice at once.
 A warm start that fails leaves nothing behind: the page view opens the database itself and reports
