@@ -7,28 +7,34 @@ BIN    := $(VENV)/bin
 .PHONY: run test lint bench browser-deps postgres-deps clean
 
 $(BIN)/python:
+	@echo "MarginLab: creating the virtual environment $(VENV) and updating its pip (first start only)"
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install --progress-bar on --upgrade pip
 
+# pip says what it collects, downloads and installs as it goes (about a minute or two on a first start)
 $(VENV)/.runtime: requirements.txt | $(BIN)/python
-	$(BIN)/pip install -q -r requirements.txt
+	@echo "MarginLab: installing the Python packages of requirements.txt into $(VENV) (first start only)"
+	$(BIN)/pip install --progress-bar on -r requirements.txt
 	touch $@
 
 $(VENV)/.dev: requirements.txt requirements-dev.txt | $(BIN)/python
-	$(BIN)/pip install -q -r requirements-dev.txt
+	@echo "MarginLab: installing the Python packages of requirements-dev.txt into $(VENV) (once)"
+	$(BIN)/pip install --progress-bar on -r requirements-dev.txt
 	touch $@ $(VENV)/.runtime
 
-# The compiled inner loops and kernel routines, compiled into Numba's cache after installing and again
-# whenever their sources change (an upgrade), not at the app's first label.
+# The compiled inner loops and kernel routines, all compiled into Numba's cache (in two processes, with
+# progress) before the tests and benchmarks, and again whenever their sources change (an upgrade).
+# `make run` does not wait for them: the app compiles them in the background at its first start, what
+# the demo's first labels need first (core/solvers/_compile.py), and loads them from the cache later.
 JIT_SOURCES := core/kernels.py core/_kernels_jit.py $(wildcard core/solvers/_*_jit.py) \
-               core/solvers/_lasvm_compiled.py core/solvers/_compile.py
+               core/solvers/_lasvm_compiled.py core/solvers/lasvm.py core/solvers/_compile.py
 $(VENV)/.compiled: $(VENV)/.runtime $(JIT_SOURCES)
 	$(BIN)/python -m core.solvers._compile
 	touch $@
 
 # Bound to this machine only (app/.streamlit/config.toml says so too); to share the app on a
 # network on purpose, run streamlit yourself with --server.address. `make run PORT=8600` picks the port.
-run: $(VENV)/.runtime $(VENV)/.compiled
+run: $(VENV)/.runtime
 	$(BIN)/python -m app.serve --server.address 127.0.0.1 --server.port $(PORT)
 
 # Debian's Chromium drives the browser tests (never a downloaded browser build).

@@ -4,8 +4,10 @@ The same server as ``streamlit run app/main.py`` with the same options, started 
 server listens, it imports what the pages use (NumPy, SciPy, pandas, SQLAlchemy, the services)
 and opens the database (checks, migrations, the demo dataset, the first owner), about 1.5 s on a
 2-core machine; then, in the background while the server starts, it brings back the open session
-labelled last and loads the compiled loops (``app.services.startup``). The first browser tab
-after a (re)start does not wait for them.
+labelled last and loads the compiled loops (``app.services.startup``; a new installation's first
+start compiles them there, what the demo's first labels need first, and says so on the console and
+the labelling pages: ``core.solvers._compile``). The first browser tab after a (re)start does not
+wait for them.
 Uploads, downloads and Streamlit's metrics are guarded here only (``app.server_guard``: uploads from
 signed-in owners only, downloads for the browser session that made them, no metrics): a server started
 with ``streamlit run app/main.py`` serves them as Streamlit does.

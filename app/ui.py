@@ -460,6 +460,32 @@ def init_state() -> None:
         st.session_state.setdefault(key, value)
 
 
+@contextlib.contextmanager
+def waiting_for_the_model():
+    """Around an answer that the model learns (a button's callback): while a first start compiles what
+    labelling needs, a spinner with the seconds spent says why the next item has not come yet (the
+    page itself is greyed out until the answer returns)."""
+    if not startup.compiled_code_progress().preparing_first_labels:
+        yield
+        return
+    with st.spinner("Preparing the model for this computer (first start only): your answer is saved, the next "
+                    "item follows when the model is ready…", show_time=True):
+        yield
+
+
+def preparing_model_notice() -> None:
+    """On a first start, while the background compile has not yet prepared what labelling needs, say
+    so above the item: a label given meanwhile is saved at once and the next item waits for it."""
+    progress = startup.compiled_code_progress()
+    if not progress.preparing_first_labels:
+        return
+    with st.container(key="preparing_model"):
+        st.info(f"Preparing the model for this computer (first start only): {progress.ready_for_labelling} of "
+                f"{progress.for_labelling} parts ready. A label given now is saved at once; the next item "
+                "follows when the model is ready (a minute or two).", icon=":material/hourglass_top:")
+        st.progress(progress.ready_for_labelling / progress.for_labelling)
+
+
 def show_outcome() -> None:
     outcome = st.session_state.get("outcome")
     if outcome is None:

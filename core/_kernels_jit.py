@@ -68,6 +68,7 @@ import numpy as np
 from llvmlite import ir
 from numba import njit, types
 from numba.core import config as numba_config
+from numba.core.compiler_lock import global_compiler_lock
 from numba.extending import intrinsic
 
 LINEAR, POLY, RBF, TANIMOTO = 0, 1, 2, 3
@@ -833,7 +834,8 @@ def routine(name: str, dtype: str = "float64"):
 
     Compiled (or loaded from Numba's on-disk cache) on first use, for the
     types of ``_signatures`` only, with the SLP vectoriser switched on for
-    this compilation alone (see the module docstring); further compilation is
+    this compilation alone (see the module docstring; Numba's compiler lock is
+    held meanwhile, so no other compilation sees the setting); further compilation is
     disabled, so a call with other types raises ``TypeError`` instead of
     compiling a variant without it.
     """
@@ -841,7 +843,9 @@ def routine(name: str, dtype: str = "float64"):
     found = _dispatchers.get(key)
     if found is not None:
         return found
-    with _compile_lock:
+    # Numba's compiler lock too: the vectoriser setting is global, and a solver loop compiled at the same
+    # moment in another thread (the app's background compile, a first label) must not be compiled with it
+    with _compile_lock, global_compiler_lock:
         found = _dispatchers.get(key)
         if found is None:
             saved = numba_config.SLP_VECTORIZE

@@ -1177,17 +1177,6 @@ class KernelCache:
         return self._bytes
 
 
-def compile_routines(dtypes=("float64",)) -> None:
-    """Compile (or load from Numba's cache) every kernel routine for these feature dtypes.
-
-    ``make run`` and ``make test`` call it once after installing, so that the
-    app's first page and the first test do not wait for the compiler.
-    """
-    for name in jit.ROUTINE_NAMES:
-        for dtype in (("float64",) if name in jit.FLOAT64_ONLY else dtypes):
-            jit.routine(name, dtype)
-
-
 __all__ = ["DTYPES", "DataStore", "EXTRA_ROWS", "KERNEL_NAMES", "Kernel", "KernelCache", "Rows", "add_scaled_rows",
-           "add_weighted_rows", "as_data_matrix", "compile_routines", "dot", "evaluate", "masked_argmax",
+           "add_weighted_rows", "as_data_matrix", "dot", "evaluate", "masked_argmax",
            "masked_argmin_abs", "masked_count_abs_below", "resolve_gamma", "row_terms", "rows_dot"]

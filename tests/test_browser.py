@@ -44,6 +44,23 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
+def wait_for_health(url: str, process: subprocess.Popen, timeout: float) -> None:
+    """Wait until the server at ``url`` answers its health check; RuntimeError when ``process`` exits
+    first or ``timeout`` s pass."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"the server's process exited with {process.returncode}")
+        try:
+            with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as response:
+                if response.read().strip() == b"ok":
+                    return
+        except OSError:
+            pass
+        time.sleep(0.2)
+    raise RuntimeError(f"the server did not answer within {timeout:.0f} s")
+
+
 class AppServer:
     """The app as ``make run`` starts it (``python -m app.serve``: ``streamlit run app/main.py``, warm) on
     127.0.0.1 with its own database, as a subprocess."""
@@ -71,17 +88,12 @@ class AppServer:
                    "--server.fileWatcherType", "none", *self.args]
         self._log = open(self.log_path, "ab")
         self.process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=self._log, stderr=subprocess.STDOUT)
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
+        try:
+            wait_for_health(self.url, self.process, timeout)
+            return self
+        except RuntimeError as error:
             if self.process.poll() is not None:
-                raise RuntimeError(f"the app server exited with {self.process.returncode}:\n{self.log()}")
-            try:
-                with urllib.request.urlopen(f"{self.url}/_stcore/health", timeout=2) as response:
-                    if response.read().strip() == b"ok":
-                        return self
-            except OSError:
-                pass
-            time.sleep(0.2)
+                raise RuntimeError(f"the app server exited with {self.process.returncode}:\n{self.log()}") from error
         self.stop()
         raise RuntimeError(f"the app server did not answer /_stcore/health within {timeout:.0f} s:\n{self.log()}")
 

@@ -1,10 +1,11 @@
 """Opening the process's service, and doing it ahead of the first page view.
 
 ``open_service`` is what the first page view of a process does: load the compiled loops in the
-background, open the database (its checks and migrations), add the demo dataset and the first
-owner when they are missing.  ``warm_start`` does the same in a background thread (``app.serve``,
-what ``make run`` runs, waits for it before the server listens), then loads the compiled loops and
-reopens the session labelled last (one session's arrays in memory, whoever comes first);
+background (compile them, on a new installation's first start), open the database (its checks and
+migrations), add the demo dataset and the first owner when they are missing.  ``warm_start`` does
+the same in a background thread (``app.serve``, what ``make run`` runs, waits for it before the
+server listens), then loads the compiled loops and reopens the session labelled last (one
+session's arrays in memory, whoever comes first);
 ``take_prepared`` hands its service to the first page view, waiting for it when it is not ready
 yet, so the database is never opened twice at once.
 A warm start that fails leaves nothing behind: the page view opens the database itself and reports
@@ -31,7 +32,17 @@ _prepared: dict[str, MarginLab] = {}
 def _preload_compiled_loops() -> None:
     from core.solvers import _compile
 
-    _compile.preload()  # the compiled loops load in the background: the first label does not wait for them
+    # the compiled loops load in the background (a first start compiles them, the first labels' part first):
+    # the first page does not wait for them
+    _compile.preload()
+
+
+def compiled_code_progress():
+    """How far this process's background preparation of the compiled loops has got (a
+    ``core.solvers._compile.Progress``: on a first start it compiles them, what labelling needs first)."""
+    from core.solvers import _compile
+
+    return _compile.progress()
 
 
 def open_service(url: str, preload: bool = True) -> MarginLab:

@@ -93,7 +93,8 @@ if st.session_state.session_id is None:
 # -- the labelling panel: a fragment, so a click reruns only this part -------------------------------
 @ui.guarded
 def _answer(session_id: int, value: int, item_index: int) -> None:
-    st.session_state.outcome = svc.open_session(session_id).answer(value, item_index=item_index)
+    with ui.waiting_for_the_model():
+        st.session_state.outcome = svc.open_session(session_id).answer(value, item_index=item_index)
 
 
 @ui.guarded
@@ -143,6 +144,7 @@ def labelling_panel(session_id: int) -> None:
                      f"(share {run.eval_fraction:.0%})")
     item_col, chart_col = st.columns([1, 1], gap="large")
     with item_col:
+        ui.preparing_model_notice()  # (a first start: what labelling needs is still being compiled)
         # The item goes in this box, above the buttons, but is written after them: the
         # browser then never shows an item while the buttons still belong to the one before.
         item_box = st.container(key="item_view")

@@ -26,7 +26,8 @@ st.selectbox("Project", list(names), format_func=names.get, key="team_project",
 @ui.guarded
 def _answer(project_id: int, value: int, shown) -> None:
     run = svc.project_for(me, project_id)
-    st.session_state.team_outcome = run.answer(me.name, shown.item_index, value, shown)
+    with ui.waiting_for_the_model():
+        st.session_state.team_outcome = run.answer(me.name, shown.item_index, value, shown)
 
 
 @ui.guarded
@@ -47,6 +48,7 @@ def team_panel(project_id: int) -> None:
     # worked out before the first element, so the item's elements leave together (see the Label page)
     draw_item = None if shown is None else ui.item_view(run, item)
     key = None if shown is None else run.item_key(item)
+    ui.preparing_model_notice()  # (a first start: what labelling needs is still being compiled)
     item_box = st.container(key="item_view")
     with st.container(horizontal=True, key="team_buttons"):
         st.button("Positive", shortcut="P", type="primary", disabled=shown is None, on_click=_answer,

@@ -673,8 +673,9 @@ def gap_maintained(y, a, g, b, offset, C, nL):
 
 def warm_up() -> float:
     """Compile (or load from Numba's cache) the drive with the argument types the solver passes;
-    returns the seconds it took.  ``make`` runs it once after installing, so that the first label
-    a user gives does not wait for the compiler (several seconds; loading the cache: about one)."""
+    returns the seconds it took.  Part of ``core.solvers._compile``'s plan (the app's background
+    compile at its first start, ``make test``), so that a label does not wait for the compiler
+    (several seconds; loading the cache: about one)."""
     import time
 
     from core.solvers.incremental import IncrementalSVM

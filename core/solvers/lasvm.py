@@ -1080,14 +1080,16 @@ class _FinalCheck:
 
 def warm_up() -> float:
     """Compile (or load from Numba's cache) LASVM's compiled loops with the argument types the
-    solver passes; returns the seconds it took.  Run once after installing, the first label a user
-    gives does not wait for the compiler (several seconds; loading the cache takes well under one)."""
+    solver passes; returns the seconds it took.  Part of ``core.solvers._compile``'s plan, so that a
+    label does not wait for the compiler (several seconds; loading the cache takes well under one).
+    A small cache evicts rows; with a larger one the final check keeps its kernel block for its later
+    rounds (``block_scores``, ``gather``)."""
     t0 = time.perf_counter()
     rng = np.random.default_rng(0)
     X = rng.standard_normal((60, 3))
     y = np.where(X[:, 0] + 0.3 * rng.standard_normal(60) > 0, 1.0, -1.0)
-    for final_check in (False, True):
-        s = LASVM(X, C=1.0, gamma=0.5, final_check=final_check, cache_bytes=8 * 4 * 300)  # (rows evicted too)
+    for final_check, cache_bytes in ((False, 8 * 4 * 300), (True, 8 * 4 * 300), (True, 1 << 20)):
+        s = LASVM(X, C=1.0, gamma=0.5, final_check=final_check, cache_bytes=cache_bytes)
         s.learn_sequence(np.arange(40), y[:40])
         for i in range(40, 60):
             s.learn(i, y[i])
