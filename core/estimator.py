@@ -10,6 +10,11 @@ itself binary-only in its tags, and ``sklearn.utils.estimator_checks.check_estim
 passes for every solver.  scikit-learn supplies the conventions and the checks
 only; the model is always learned by a MarginLab solver.
 
+Input: dense arrays, or ``scipy.sparse`` matrices of any format (taken as CSR, as
+scikit-learn's ``SVC`` takes them, and kept sparse in the solver's store: the solvers
+compute the same kernel values on CSR rows, so the model is the one of the same data
+dense).
+
 Labels: ``classes_`` holds the two label values in sorted order (any two
 values: ints, strings, ...); ``classes_[1]`` is the positive class (+1 to the
 solver) and ``dual_coef_`` holds a_i y_i with that sign convention.
@@ -39,7 +44,7 @@ from core.solvers.base import OnlineSolver, StepResult
 # TypeError that says so.  This one switch drives every validate_data call and the
 # input_tags.sparse tag, so that check_estimator tests whichever is declared; X is passed
 # to the solver exactly as validate_data returns it (no densifying in this module).
-SPARSE_FORMATS: tuple[str, ...] = ()
+SPARSE_FORMATS: tuple[str, ...] = ("csr",)
 
 
 def _accept_sparse() -> list[str] | bool:

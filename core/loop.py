@@ -318,10 +318,14 @@ class ActiveLearningLoop:
         has at most ``TRACK_LIMIT`` items).
     undo_memory : bytes of solver snapshots kept for undo of non-exact solvers.
     kernel_rows : how the kernel rows kept for the pool-score update are held: ``"float64"``
-        (default: the kept scores are the solver's decision values bit for bit) or ``"float32"``
-        (half the memory per row, so twice as many fit in the row buffer; each kept row is the
-        float64 row rounded to float32, so a score moves by about 1e-7 of the kernel values per
-        margin vector; the same bits on every run, resumed or not).  The solver is not affected.
+        (default: a kept score is updated by f += K(x, changed) delta_beta + delta_b at every
+        label, so it equals the solver's decision value up to the rounding of those updates, not
+        bit for bit: on a 4,000-item pool, rbf kernel, 150 labels with each exact solver and
+        LASVM, 88-93% of the scores differed in their last bits, by at most 4.4e-15, 3.5e-15 of
+        max(|f|, 1); ``refresh_scores()`` recomputes them) or ``"float32"`` (half the memory per
+        row, so twice as many fit in the row buffer; each kept row is the float64 row rounded to
+        float32, so a score moves by about 1e-7 of the kernel values per margin vector).  Either
+        way the same bits on every run, resumed or not.  The solver is not affected.
     """
 
     def __init__(self, X, *, strategy: str = "near-boundary", solver: str | None = None,

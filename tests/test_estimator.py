@@ -130,8 +130,6 @@ def test_unfitted_and_bad_input_errors(reference_solver):
         clf.fit(X[:0], y[:0])
     with pytest.raises(ValueError, match="Complex data not supported"):
         clf.fit(X + 1j, y)
-    with pytest.raises(TypeError, match="Sparse data was passed for X, but dense data is required"):
-        clf.fit(sp.csr_matrix(X), y)
     Xbig = X.copy()
     Xbig[13] = 1e200  # finite, but its squared norm is not: the solver's store names the row
     with pytest.raises(ValueError, match=r"example 13: its squared norm"):
@@ -468,7 +466,7 @@ class SparseRecordingSolver(DenseReferenceSolver):
 def test_sparse_input_reaches_the_solver_unchanged_when_the_store_takes_it(monkeypatch):
     monkeypatch.setitem(solvers_pkg._MODULES, "sparse-recording", (__name__, "SparseRecordingSolver"))
     X, y = toy(30, seed=6)
-    assert not OnlineSVC().__sklearn_tags__().input_tags.sparse
+    assert OnlineSVC().__sklearn_tags__().input_tags.sparse  # (the solvers' stores take CSR)
     monkeypatch.setattr(estimator_module, "SPARSE_FORMATS", ("csr",))
     clf = OnlineSVC(solver="sparse-recording", gamma=0.5)
     assert clf.__sklearn_tags__().input_tags.sparse
@@ -484,3 +482,31 @@ def test_sparse_input_reaches_the_solver_unchanged_when_the_store_takes_it(monke
     row, col = Xbad.tocoo().row[7], Xbad.tocoo().col[7]
     with pytest.raises(ValueError, match=rf"Input X contains NaN.*first at row {row}, column {col}"):
         clf.fit(Xbad, y)
+
+
+@pytest.mark.parametrize("name", SOLVERS)
+def test_sparse_input_gives_the_model_of_the_same_data_dense(name):
+    """scipy.sparse input is taken as scikit-learn's estimators take it (accept_sparse: any format
+    becomes CSR) and kept sparse in the solver's store; the solvers compute the same kernel
+    values on CSR rows, so the model and every decision value are the same bits as from the dense
+    array (with gamma given: "scale" takes the variance of a sparse X by another formula, which can
+    differ in the last bits)."""
+    rng = np.random.default_rng(4)
+    X = rng.standard_normal((60, 6))
+    X[rng.random(X.shape) < 0.6] = 0.0
+    y = np.where(X[:, 0] + 0.3 * rng.standard_normal(60) > 0, "pos", "neg")
+    params = dict(solver=name, kernel="rbf", C=2.0, gamma=0.4, random_state=0)
+    dense = OnlineSVC(**params).fit(X, y)
+    sparse = OnlineSVC(**params).fit(sp.csc_matrix(X), y)
+    assert sp.issparse(sparse.solver_.store.X) and sparse.support_vectors_.format == "csr"
+    np.testing.assert_array_equal(sparse.support_, dense.support_)
+    np.testing.assert_array_equal(sparse.dual_coef_, dense.dual_coef_)
+    np.testing.assert_array_equal(sparse.intercept_, dense.intercept_)
+    np.testing.assert_array_equal(sparse.decision_function(sp.csr_array(X[:20])), dense.decision_function(X[:20]))
+    np.testing.assert_array_equal(sparse.predict(X[20:]), dense.predict(sp.coo_matrix(X[20:])))
+    assert sparse.score(sp.csr_matrix(X), y) == dense.score(X, y)
+    grown = OnlineSVC(**params).partial_fit(sp.csr_matrix(X[:30]), y[:30], classes=["neg", "pos"])
+    grown.partial_fit(X[30:], y[30:])  # dense rows join a sparse store
+    reference = OnlineSVC(**params).partial_fit(X[:30], y[:30], classes=["neg", "pos"]).partial_fit(X[30:], y[30:])
+    np.testing.assert_array_equal(grown.dual_coef_, reference.dual_coef_)
+    np.testing.assert_array_equal(grown.decision_function(X), reference.decision_function(X))

@@ -119,6 +119,34 @@ def test_unlearn_equals_retraining_without(kernel):
         assert v not in set(s.labelled_.tolist())
 
 
+@pytest.mark.parametrize("seed,C", [(85, 0.01), (91, 0.01), (105, 1e-3), (149, 0.1)])
+def test_bias_is_the_midpoint_when_no_margin_vector_is_free(seed, C):
+    """Small C: every support vector at C.  The steps left S empty (b where the last drive stopped,
+    at an end of its interval) or holding a margin vector on a bound (at C, or at 3e-18 of
+    rounding), which pins b at an end too; SVC takes the midpoint.  Decision values differed by
+    7e-3 to 0.98 (b 0.97 against SVC's 0.002), and unlearning differed from retraining in b."""
+    from sklearn.svm import SVC
+
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((40, 3)) / 2
+    y = np.sign(X[:, 0] + rng.standard_normal(40) - 0.3)
+    params = dict(kernel="poly", gamma=GAMMA, coef0=1.0, degree=3, C=C)
+    s = IncrementalSVM(X, tol=1e-6, **params)
+    for i in range(40):
+        assert s.learn(i, y[i]).status == "ok"
+    svc = SVC(tol=1e-12, **params).fit(X, y)
+    assert s.intercept_ == pytest.approx(svc.intercept_[0], abs=1e-7)
+    np.testing.assert_allclose(s.decision_function(), svc.decision_function(X), atol=1e-7)
+    assert s.kkt_gap() <= 1e-9
+    j = int(np.random.default_rng(seed).integers(40))
+    assert s.unlearn(j).status == "ok"
+    retrained = IncrementalSVM(X, tol=1e-6, **params)
+    for i in np.flatnonzero(np.arange(40) != j):
+        retrained.learn(int(i), y[i])
+    assert s.intercept_ == pytest.approx(retrained.intercept_, abs=1e-9)
+    np.testing.assert_allclose(s.decision_function(), retrained.decision_function(), atol=1e-9)
+
+
 def test_single_class_first_then_other_class_and_unlearning_back_to_one_class():
     X, y = two_blobs(30, seed=2)
     C = 1.0

@@ -218,6 +218,45 @@ def test_accuracy_and_decision_values_match_svc():
     assert abs(s.n_support_ - clf.n_support_.sum()) <= 0.05 * clf.n_support_.sum() + 2
 
 
+@pytest.mark.parametrize("seed", range(10, 30))
+def test_bias_comes_from_every_learned_example_when_no_coefficient_is_free(seed):
+    """The review's case: with C = 1e-3 no support vector is strictly inside the box, and eq. 10
+    took b from the extremes of S alone; learned examples outside S bound b too.  In 3 of these
+    20 orders b was -0.005 against SVC's -0.997 (9 of 40 training predictions differed) while
+    finish() said "ok": the final check looked at the pair gap only, not at the bias."""
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((40, 3)) / 2
+    y = np.sign(X[:, 0] + rng.standard_normal(40) - 0.3)
+    params = dict(kernel="poly", gamma=0.5, coef0=1.0, degree=3, C=1e-3)
+    clf = SVC(tol=1e-10, **params).fit(X, y)
+    s = train(X, y, np.random.default_rng(seed).permutation(len(X)), finish=False, **params)
+    r = s.finish()
+    assert r.status == "ok" and r.kkt_gap <= s.tol
+    assert s.kkt_gap() <= gap_slack(s)  # with the bias, recomputed from scratch
+    assert s.intercept_ == pytest.approx(clf.intercept_[0], abs=5e-3)
+    np.testing.assert_allclose(s.decision_function(), clf.decision_function(X), atol=5e-3)
+    np.testing.assert_array_equal(np.sign(s.decision_function()), clf.predict(X))
+
+
+def test_kkt_gap_counts_the_violation_with_the_bias():
+    """kkt_gap() is the largest violating pair or the largest violation of y f(x) >= 1 (a < C) and
+    y f(x) <= 1 (a > 0) with the model's own b, whichever is larger.  The paper's finishing step
+    (no final check) keeps eq. 10's b from S, which here misses the learned examples outside S."""
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((40, 3)) / 2
+    y = np.sign(X[:, 0] + rng.standard_normal(40) - 0.3)
+    s = train(X, y, np.random.default_rng(13).permutation(len(X)), kernel="poly", gamma=0.5, coef0=1.0,
+              degree=3, C=1e-3, final_check=False)
+    sv, coef, b = s.coefficients()
+    a = np.zeros(len(y))
+    a[sv] = np.abs(coef)
+    margin = y * s.decision_function() - 1.0
+    violation = np.where(a < s.C * (1 - 1e-12), -margin, 0.0)  # a < C needs y f >= 1
+    violation = np.maximum(violation, np.where(a > 1e-12 * s.C, margin, 0.0))  # a > 0 needs y f <= 1
+    assert violation.max() > 0.9  # b is far outside the interval the outside examples allow
+    assert s.kkt_gap() == pytest.approx(violation.max(), rel=1e-9)
+
+
 def test_single_epoch_without_finishing_is_already_accurate():
     X, y = blobs(1500, sep=3.0, seed=8)
     Xtr, ytr, Xte, yte = X[:500], y[:500], X[500:], y[500:]

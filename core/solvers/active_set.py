@@ -101,25 +101,36 @@ prices every variable (``_optimal``, kept in the saved state).
 
 **Bias.**  b is the multiplier of Step 1.  When no free variable lies strictly
 inside the box, b is only known to lie in an interval (set by the bounded
-variables); the solver then reports its midpoint, as LIBSVM does.
+variables); the solver then reports its midpoint, the rule the solvers share
+(``base.admissible_bias``, LIBSVM's), whether Is is empty or holds only
+coefficients on a bound.  "Strictly inside" is judged against the zero level
+(``_zero_level``, relative to the largest coefficient, so to C as soon as one
+sits at C): a lone 1e-19 that rounding leaves in Is beside coefficients at
+C = 1e-3 is 0, not free.
 
-**Tolerance.**  Each reduced cost may be violated by at most tol / 2, so the
+**Tolerance.** Each reduced cost may be violated by at most tol / 2, so the
 largest violating pair of ``kkt_gap()`` is <= tol at every return (except after
-an iteration cap, which warns or raises).  Between those checks the solution
-is the exact optimum of the partition it has found: with a small tol it agrees
-with an interior-point QP solve to rounding.  Deviation: the entering
-threshold never drops below the rounding level of f (about 1e4 * eps * sum(a) *
-max K(x, x)); below it a "violation" is noise, and with a huge C and a tight tol
-an exact duplicate of a free vector would otherwise be swapped in and out
-forever.  That floor falls when sum(a) does (an unlearned example carried much
-of it): a call that leaves the threshold below the one its last optimum was
-priced with prices every variable again.  f_out is updated incrementally and
-keeps the rounding of every coefficient it once held; a bound on that error
-is kept, and f_out is recomputed from the non-free support before optimality
-is declared whenever the bound reaches a quarter of the threshold.  "At the
-bound 0" is judged relative to the coefficients themselves, not to C: with a
-large C K(x, x) they can lie many decades below C.  A non-finite reduced
-cost, coefficient or bias raises ``NumericalError`` (never "ok").
+an iteration cap, which warns or raises, or with status "inexact", below).
+Between those checks the solution is the exact optimum of the partition it has
+found: with a small tol it agrees with an interior-point QP solve to rounding.
+Deviation: the entering threshold never drops below the rounding level of f
+(about 1e4 * eps * sum(a) * max K(x, x)); below it a "violation" is noise, and
+with a huge C and a tight tol an exact duplicate of a free vector would
+otherwise be swapped in and out forever.  That floor falls when sum(a) does (an
+unlearned example carried much of it): a call that leaves the threshold below
+the one its last optimum was priced with prices every variable again.  Where
+that floor lies above tol / 2 a call can end with a violation between the two:
+its status is then "inexact" (warned), not "ok"; where the floor reaches half
+the margin (C K(x, x) ~ 1e28: one ulp of a coefficient at C moves f by ~1e13),
+the KKT gap is recomputed from scratch before "ok" is said (``_certify``). A
+pivot at the rounding level of H_jj counts as 0 (exact duplicates, see the
+semi-definite case). f_out is updated incrementally and keeps the rounding of
+every coefficient it once held; a bound on that error is kept, and f_out is
+recomputed from the non-free support before optimality is declared whenever the
+bound reaches a quarter of the threshold.  "At the bound 0" is judged relative
+to the coefficients themselves, not to C: with a large C K(x, x) they can lie
+many decades below C. A non-finite reduced cost, coefficient or bias raises
+``NumericalError`` (never "ok").
 
 **Compiled loops and threads.**  The numerical part of each entering
 iteration (the two triangular solves, the direction, the ratio test) and
@@ -142,7 +153,7 @@ from typing import Any, ClassVar
 import numpy as np
 from scipy.linalg import blas, qr_delete
 
-from core.solvers.base import NumericalError, OnlineSolver, StepResult, StepTimer
+from core.solvers.base import NumericalError, OnlineSolver, StepResult, StepTimer, admissible_bias
 from core.threads import single_threaded_blas
 
 I0, IS, IC, REMOVED = 0, 1, 2, -1  # partition codes per learned example
@@ -282,6 +293,7 @@ class ActiveSetSVM(OnlineSolver):
         self._at_reduced_opt = True
         self._optimal = True  # the last optimisation ended at a tol-optimum (not at an iteration cap)
         self._optimal_threshold = 0.0  # the entering threshold that optimum was certified with
+        self._largest_violation = 0.0  # the largest reduced-cost violation that optimum left (see _certify)
         self._dirty = 0  # bordered moves since the last Step 1 solve
         self._priced_valid = False  # the shrinking subset is up to date
         self._w = None  # cached H_ss^{-1} y_s
@@ -573,12 +585,14 @@ class ActiveSetSVM(OnlineSolver):
         n = self._n_s
         if ns == 0:
             self.b_ = 0.0
+            self._largest_violation = 0.0
             return None, True
         st = self._status[:ns]
         if n == 0:
             cols = np.flatnonzero(st >= 0)
             if len(cols) == 0:
                 self.b_ = 0.0
+                self._largest_violation = 0.0
                 return None, True
             g = self._gradient(cols)
             return self._price_empty(cols, g, st[cols] == IC, True), True
@@ -602,6 +616,7 @@ class ActiveSetSVM(OnlineSolver):
                                   self._priced, self.shrink_margin, mark)
         self._priced_valid = mark
         self._check_priced(fp)
+        self._largest_violation = max(0.0, float(fp))
         return (int(p) if fp > self._threshold() else None), True
 
     def _free_coef_rows(self, coef: np.ndarray) -> np.ndarray:
@@ -705,42 +720,35 @@ class ActiveSetSVM(OnlineSolver):
             self._priced[cols] = ~np.isfinite(slack) | (slack <= self.shrink_margin)
         if lo - hi > 2.0 * self._threshold():
             return int(cols[lower][np.argmax(q[lower])])
-        if np.isfinite(lo) and np.isfinite(hi):
-            self.b_ = float(0.5 * (lo + hi))
-        elif np.isfinite(lo):
-            self.b_ = float(lo)
-        elif np.isfinite(hi):
-            self.b_ = float(hi)
-        else:
-            self.b_ = 0.0
+        self.b_ = admissible_bias(q, lower, ~lower)  # the midpoint (no variable is free)
+        self._largest_violation = max(0.0, 0.5 * (lo - hi))
         return None
 
     def _settle_bias(self) -> None:
         """When no free variable lies strictly inside the box, b is only known to lie in an interval.
 
-        (Step 1 on such an Is pins b at one end.)  Report the midpoint, as
-        LIBSVM does, so the decision values are those of the usual convention.
-        The multiplier ``b_`` itself is kept: the bordered entering step relies
-        on g_s = -b y_s for the free set.
+        (Step 1 on such an Is pins b at one end, and with Is empty pricing leaves it wherever the
+        last bound hit did.)  Report the midpoint of the interval over every learned example, the
+        rule the solvers share (``base.admissible_bias``, as LIBSVM), so the decision values are
+        those of the usual convention and unlearning gives the b of retraining.  A coefficient
+        counts as free only above the zero level (``_zero_level``: relative to the largest
+        coefficient, that is to C as soon as one sits at C) and below C: rounding can leave a lone
+        7e-18 in Is beside coefficients at C = 0.1, which is 0, not a free variable.  The multiplier
+        ``b_`` itself is kept: the bordered entering step relies on g_s = -b y_s for the free set.
         """
         self._b_reported = None
-        if self._n_s == 0:
-            return
-        eps = _BOUND_EPS * self.C
-        aS = self._a[self._S]
-        if np.any((aS > _BOUND_EPS * aS.max()) & (aS < self.C - eps)):
-            return
         ns = self._n_slots
         cols = np.flatnonzero(self._status[:ns] != REMOVED)
-        g = self._gradient(cols)
-        at_upper = self._a[cols] >= self.C - eps
+        if len(cols) == 0:
+            return
+        a = self._a[cols]
+        at_upper = a >= self.C * (1.0 - _BOUND_EPS)
+        if np.any(~at_upper & (a > self._zero_level())):
+            return
         y = self._sy[cols]
-        q = -y * g
-        lower = (y > 0) != at_upper
-        lo = q[lower].max() if lower.any() else -np.inf
-        hi = q[~lower].min() if (~lower).any() else np.inf
-        if np.isfinite(lo) and np.isfinite(hi) and lo <= hi:
-            self._b_reported = float(0.5 * (lo + hi))
+        q = -y * self._gradient(cols)  # y - (f - b): the base class's g
+        up = (y > 0) != at_upper  # (at 0 with y = +1 or at C with y = -1: a y can grow, so b >= q)
+        self._b_reported = admissible_bias(q, up, ~up)
 
     # -- Step 1 -----------------------------------------------------------------
     def _step1(self) -> int:
@@ -856,10 +864,24 @@ class ActiveSetSVM(OnlineSolver):
                     return its
             # (r_j == 0 and dependent: the objective is flat along v; slide j towards 0 until a bound)
             sigma = -1.0 if r_j >= 0 else 1.0
-            curvature = max(pivot_sq, 0.0) + c * c * yw
+            # The pivot is H_jj minus a sum of squares of that size: at the rounding level of H_jj it
+            # is 0 (j duplicates free vectors), and so is c: for v = (-u, 1), v^T Q v + rho (y^T v)^2
+            # = delta, so y^T v = 0 already, and u's entries at the rounding level of its largest
+            # are 0 too.  The objective is then linear along v = (-u, 1) and the step ends at a
+            # bound.  Taken as they came, that noise made a curvature (a step of 1e-16 and j in the
+            # factor with a noise pivot), a bias shift of order 1 (c times H's scale), or a free
+            # variable blocking at step 1e-17 (4 points with C K(x, x) ~ 1e28 and a duplicate with
+            # the other label: KKT gap 2 reported "ok").
+            delta = pivot_sq if pivot_sq > _ROUNDING * Hjj else 0.0
+            if delta == 0.0:
+                c = 0.0
+                u, dS = u_buf[:n], dS_buf[:n]
+                np.negative(u, out=dS)
+                dS[np.abs(u) <= _ROUNDING * float(np.abs(u).max(initial=0.0))] = 0.0
+            curvature = delta + c * c * yw
             if dependent:
                 self.n_singular_steps_ += 1
-            t_curv = abs(r_j) / curvature if pivot_sq > 0.0 and curvature > 0.0 else math.inf
+            t_curv = abs(r_j) / curvature if delta > 0.0 and curvature > 0.0 else math.inf
             # ratio test: distance to the bound each free variable moves to, over its speed, along
             # v_s = c w - u in the direction j moves.  A variable that does not move (dS exactly 0
             # or -0.0, as with exact ties) never blocks: otherwise one sitting at C would win with
@@ -964,6 +986,7 @@ class ActiveSetSVM(OnlineSolver):
                 r = float(self._gradient(np.array([k]))[0]) + y * self.b_
                 if r >= -self._threshold():
                     status = "unchanged"
+                    self._largest_violation = max(self._largest_violation, -r)
                     if self._b_reported is not None:  # the new example may narrow b's interval
                         self._settle_bias()
                 else:
@@ -973,6 +996,7 @@ class ActiveSetSVM(OnlineSolver):
                 its, status, message = self._optimise("learn")
                 if its == 0:
                     status = "unchanged"
+        status, message = self._certify(status, message)
         return tm.result(status=status, iterations=its, message=message,
                          extra={"n_free": self._n_s, "n_at_C": self.n_at_upper_})
 
@@ -992,6 +1016,7 @@ class ActiveSetSVM(OnlineSolver):
                 its, status, message = self._optimise("learn_many")
             finally:
                 self._cache_new_rows = True
+        status, message = self._certify(status, message)
         return tm.result(status=status, iterations=its, message=message,
                          extra={"n_free": self._n_s, "n_at_C": self.n_at_upper_})
 
@@ -1009,6 +1034,7 @@ class ActiveSetSVM(OnlineSolver):
         i = self._check_unlearnable(i)
         with StepTimer(self) as tm:
             its, status, message = self._unlearn(i)
+        status, message = self._certify(status, message)
         return tm.result(status=status, iterations=its, message=message,
                          extra={"n_free": self._n_s, "n_at_C": self.n_at_upper_})
 
@@ -1080,7 +1106,39 @@ class ActiveSetSVM(OnlineSolver):
                 if its == 0 and status == "ok":
                     status, message = "unchanged", "solution already optimal"
             gap = self._gap_maintained()
+        status, message = self._certify(status, message)
         return tm.result(status=status, iterations=its, message=message, kkt_gap=gap)
+
+    def _certify(self, status: str, message: str) -> tuple[str, str]:
+        """A call that reached an optimum says "ok" (or "unchanged") only when it is a tol-optimum.
+
+        Pricing ignores violations below the rounding level of f (``_threshold``), so where that
+        level lies above tol / 2 an optimum can leave a variable violated by more than tol / 2
+        (the largest violating pair above tol): the status is then "inexact".  Where the level
+        reaches half the margin itself, the maintained gradients cannot vouch for anything (C
+        K(x, x) ~ 1e28 and an exact duplicate with the other label: one ulp of a coefficient at C
+        moves f by ~1e13), so the KKT gap is recomputed from scratch (``kkt_gap()``, a kernel
+        block of the learned examples against the support vectors: only in that regime) and the
+        status is "inexact" unless it is within tol.  Either way with a warning that says which;
+        the model is finite and the best the solver can tell from rounding, and an iteration cap
+        keeps its own status.
+        """
+        if status not in ("ok", "unchanged"):
+            return status, message
+        threshold = self._threshold()
+        if threshold >= 0.5:
+            gap = self.kkt_gap()
+            if gap <= self.tol:
+                return status, message
+            return "inexact", self._not_tau_optimal(
+                f"the KKT gap is {gap:.3g} (tol {self.tol:g}): the decision values carry rounding errors of up "
+                f"to {threshold:.3g} (1e4 eps sum(a) max K(x, x), sum(a) = {float(self._a[:self._n_slots].sum()):.3g}, "
+                f"max K(x, x) = {self._kmax:.3g}), as large as the margin (rescale the features, or lower C or gamma)")
+        if self._largest_violation > 0.5 * self.tol:
+            return "inexact", self._not_tau_optimal(
+                f"a KKT violation of {self._largest_violation:.3g} remains, above tol / 2 = {0.5 * self.tol:.3g} but "
+                f"within the rounding level {threshold:.3g} of the decision values")
+        return status, message
 
     def _gap_maintained(self) -> float:
         """``kkt_gap()`` (the base class's largest violating pair) from the maintained gradients.
@@ -1191,7 +1249,7 @@ class ActiveSetSVM(OnlineSolver):
                 float(self._dirty), float(self._priced_valid), float(self._slots_are_store_order),
                 float(self._cache_new_rows), float(self.n_factor_updates_), float(self.n_singular_steps_),
                 float(self.n_selective_pricings_), float(self.n_f_out_refreshes_), float(len(self._sidx)),
-                float(self._KS.shape[0])]),
+                float(self._KS.shape[0]), self._largest_violation]),
         }
 
     @single_threaded_blas
@@ -1280,4 +1338,5 @@ class ActiveSetSVM(OnlineSolver):
         self._cache_new_rows = control[8] != 0.0
         (self.n_factor_updates_, self.n_singular_steps_, self.n_selective_pricings_,
          self.n_f_out_refreshes_) = (int(v) for v in control[9:13])
+        self._largest_violation = control[15] if len(control) > 15 else 0.0  # (older states: none recorded)
         self._w = None

@@ -18,8 +18,20 @@ A_i = min(0, C y_i), B_i = max(0, C y_i),
 
     gap = max_{i: a_i y_i < B_i} g_i  -  min_{j: a_j y_j > A_j} g_j
 
-which is <= tau exactly when the solution is tau-approximate.  Solvers
-without a bias (``ramp``) override it with the single-variable violation.
+which is <= tau exactly when the solution is tau-approximate, or the largest
+KKT violation with the model's own bias b where that is larger (see
+``bias_violation``): a tau-approximate solution with a bias outside its
+admissible interval is not a tau-approximate model.  Solvers without a bias
+(``ramp``) override it with the single-variable violation.
+
+The bias (one rule for every solver with one, ``admissible_bias``): an example
+whose signed coefficient can grow (a_i y_i < B_i) needs g_i <= b, one whose
+coefficient can shrink (a_i y_i > A_i) needs g_i >= b.  With a coefficient
+strictly inside its box (a free one, both at once) b is the mean of g over the
+free examples; otherwise b is only known to lie in the interval
+[max of the first kind, min of the second] over every learned example, and the
+solvers report its midpoint, as LIBSVM does (Chang & Lin, "LIBSVM: a library
+for support vector machines", §4.1.5).
 
 Parameters are checked when a solver is made, and each refusal is a
 ``ValueError`` that names the parameter and the value:
@@ -212,6 +224,50 @@ def check_kernel_range(kernel: Kernel, X: np.ndarray, C: float, first_index: int
     raise ValueError(f"{label}: {why}")
 
 
+# -- the bias ----------------------------------------------------------------------
+def bias_interval(g: np.ndarray, up: np.ndarray, down: np.ndarray) -> tuple[float, float]:
+    """[lo, hi]: the biases with which every example meets its KKT condition (see the module docstring).
+
+    With g_i = y_i - sum_j a_j y_j K_ij, y_i f(x_i) - 1 = y_i (b - g_i): an example whose signed
+    coefficient can grow (``up``) needs g_i <= b, one whose coefficient can shrink (``down``) needs
+    g_i >= b.  lo = max g over ``up`` (-inf when none), hi = min g over ``down`` (+inf when none);
+    lo > hi when no bias satisfies every condition (the largest violating pair is then lo - hi).
+    """
+    lo = float(g[up].max()) if up.any() else -np.inf
+    hi = float(g[down].min()) if down.any() else np.inf
+    return lo, hi
+
+
+def admissible_bias(g: np.ndarray, up: np.ndarray, down: np.ndarray) -> float:
+    """The bias by LIBSVM's rule: the mean of g over the free examples (``up & down``: a coefficient
+    strictly inside its box, whose condition is g_i = b), else the midpoint of ``bias_interval``
+    (its finite end when one side is open; 0 when both are)."""
+    free = up & down
+    if free.any():
+        return float(np.mean(g[free]))
+    lo, hi = bias_interval(g, up, down)
+    if np.isfinite(lo) and np.isfinite(hi):
+        return 0.5 * (lo + hi)
+    if np.isfinite(lo):
+        return lo
+    return hi if np.isfinite(hi) else 0.0
+
+
+def bias_violation(g: np.ndarray, up: np.ndarray, down: np.ndarray, b: float) -> float:
+    """The largest KKT violation with the bias b, in units of the margin y f(x) - 1:
+    max(0, max_up g - b, b - min_down g).  At most the largest violating pair (and 0 when
+    that is <= 0) when b follows ``admissible_bias``."""
+    lo, hi = bias_interval(g, up, down)
+    return float(max(0.0, lo - b, b - hi))
+
+
+def movable(beta: np.ndarray, y: np.ndarray, C: float, rel: float = 1e-12) -> tuple[np.ndarray, np.ndarray]:
+    """(up, down): which signed coefficients beta = a y can grow (beta < B = max(0, C y)) and which
+    can shrink (beta > A = min(0, C y)), a coefficient within ``rel`` C of a bound counting as on it."""
+    eps = rel * C
+    return beta < np.maximum(0.0, C * y) - eps, beta > np.minimum(0.0, C * y) + eps
+
+
 class ConvergenceWarning(UserWarning):
     """An iteration cap was hit; the solution is usable but not tau-optimal."""
 
@@ -289,6 +345,9 @@ class OnlineSolver:
     name: ClassVar[str] = "base"
     exact_unlearn: ClassVar[bool] = False
     has_bias: ClassVar[bool] = True
+    # the margin of the KKT conditions: y_i f(x_i) - offset (1 for the C-SVC; 0 for the one-class SVM,
+    # whose labels are all +1)
+    _offset: ClassVar[float] = 1.0
     # True when the solver keeps f of every stored example current itself (``store_scores()``): the
     # active-learning loop then reads those values instead of updating its own from changed coefficients
     keeps_store_scores: ClassVar[bool] = False
@@ -521,11 +580,12 @@ class OnlineSolver:
         return float(np.sum(np.abs(coef)) - 0.5 * coef @ K @ coef)
 
     def kkt_gap(self) -> float:
-        """Largest violating pair over the learned examples (0 when none learned)."""
+        """Largest violating pair over the learned examples, or the largest KKT violation with the
+        model's bias where that is larger (0 when nothing is learned; see the module docstring)."""
         L = self.labelled_
         if len(L) == 0:
             return 0.0
-        sv, coef, _ = self.coefficients()
+        sv, coef, b = self.coefficients()
         y = self.y[L]
         beta = np.zeros(len(self.store))
         beta[sv] = coef
@@ -533,14 +593,13 @@ class OnlineSolver:
         g = y.copy()
         if len(sv):
             g -= self._uncounted_block(L, sv) @ coef
-        A = np.minimum(0.0, self.C * y)
-        B = np.maximum(0.0, self.C * y)
-        eps = 1e-12 * self.C
-        up = beta < B - eps
-        down = beta > A + eps
-        if not up.any() or not down.any():
-            return 0.0
-        return float(max(0.0, g[up].max() - g[down].min()))
+        up, down = movable(beta, y, self.C)
+        lo, hi = bias_interval(g, up, down)
+        pair = lo - hi if np.isfinite(lo) and np.isfinite(hi) else 0.0
+        # (the margin y_i f(x_i) - 1 is y_i (b - g_i); the one-class SVM's f(x_i) - 0, with every
+        # y_i = +1, is (b + 1) - g_i)
+        with_bias = bias_violation(g, up, down, b + 1.0 - self._offset) if self.has_bias else 0.0
+        return float(max(0.0, pair, with_bias))
 
     # -- state ------------------------------------------------------------
     def _state_arrays(self) -> dict[str, np.ndarray]:  # pragma: no cover - abstract

@@ -79,6 +79,13 @@ Where this implementation adds to or departs from the paper, and why:
   a_c = 0 that reaches the margin first joins O with g_c = 0 (its KKT
   condition holds); otherwise the example of E or O that reaches the margin
   first becomes the first margin vector, R = [[-K_kk, y_k], [y_k, 0]].
+* The bias when no margin vector is strictly inside the box (S empty, or
+  its members on a bound after a tie): the drive leaves b at one end of the
+  interval the other examples allow, where the paper keeps it; a step that
+  ends so puts b at the midpoint instead (``_settle_bias``), the rule the
+  solvers share (``base.admissible_bias``, as LIBSVM and SVC), moving such
+  members to E or O.  The decision values are then those of SVC and do not
+  depend on the learning order (they differed by up to 0.98 at C = 1e-3).
 * Compiled minor iterations (``compiled=True``, the default).  A drive's
   minor iterations cost a few dozen NumPy calls each, whose overhead, not
   their arithmetic, is the time at the sizes of an active-learning session;
@@ -112,7 +119,7 @@ from typing import Any, ClassVar, NamedTuple
 import numpy as np
 from scipy.linalg import blas as _blas
 
-from core.solvers.base import NumericalError, OnlineSolver, StepResult, StepTimer
+from core.solvers.base import NumericalError, OnlineSolver, StepResult, StepTimer, admissible_bias, movable
 from core.threads import single_threaded_blas
 
 # set membership codes of learned examples
@@ -1296,6 +1303,7 @@ class IncrementalSVM(OnlineSolver):
         with StepTimer(self) as tm:
             self._resync()
             msg = self._certify("finish")
+            self._settle_bias()
         return self._result(tm, 0, msg, None)
 
     def _result(self, timer: StepTimer, iters: int, msg: str, p: int | None, **extra) -> StepResult:
@@ -1346,6 +1354,7 @@ class IncrementalSVM(OnlineSolver):
                     self._pst[p] = SET_E if self._pa[p] >= self.C else SET_O
             changed = self._after_update()
             msg = msg or self._certify(f"learn of example {i}", changed)
+            self._settle_bias()
         p = int(self._pos_of[i])
         return self._result(tm, iters, msg, p, evicted=evicted)
 
@@ -1361,6 +1370,48 @@ class IncrementalSVM(OnlineSolver):
         self._delete_position(int(self._pos_of[i]))
         self._snap_single_class()
         return iters, msg
+
+    def _settle_bias(self) -> None:
+        """With no margin vector strictly inside the box, b is only known to lie in an interval:
+        put it at the midpoint.
+
+        The drive of §4.1 moves b alone until an example reaches the margin, and a step can also
+        end with its margin vectors on a bound (a tie at C, or a coefficient that is 0 up to
+        rounding), each of which pins b at one end of the interval that the examples allow
+        (every KKT condition holds anywhere inside it).  The solvers share one rule
+        (``base.admissible_bias``, LIBSVM's): the midpoint, so the decision values are those of
+        the usual convention whatever the learning order (and unlearning gives retraining's b).
+        Such margin vectors leave S for E or O (within 1e3 eps of C, or of 0 relative to the
+        largest coefficient, a coefficient is on the bound: the rest is rounding), and the
+        margins move with b (g_i += y_i db); a later drive starts from there, as from any point
+        of the interval.
+        """
+        nL = self._nL
+        if nL == 0:
+            return
+        C = self.C
+        a = self._pa[:nL]
+        if self._m:
+            zero, top = 1e3 * _EPS * float(a.max()), C * (1.0 - 1e3 * _EPS)
+            aS = a[self._Spos[: self._m]]
+            if np.any((aS > zero) & (aS < top)):
+                return  # a free margin vector: b is the multiplier of eq. 6, exactly
+            while self._m:
+                k = int(self._Spos[self._m - 1])
+                self._S_remove(k)
+                a[k] = C if a[k] >= top else 0.0
+                self._pst[k] = SET_E if a[k] == C else SET_O
+        y = self._py[:nL]
+        G = y - y * (self._pg[:nL] + 1.0) + self._b  # the base class's g: b - y (g + 1), as _gap_maintained
+        up, down = movable(a * y, y, C)
+        b = admissible_bias(G, up, down)
+        db = b - self._b
+        if db == 0.0 or not math.isfinite(b):
+            return
+        self._b = b
+        self._pg[:nL] += y * db
+        self._g_size += abs(db)
+        self._g_err += _EPS * (abs(db) + self._g_size)
 
     def _snap_single_class(self) -> None:
         """With one class left, sum_i y_i a_i = 0 forces every a_i = 0: clear the rounding residue."""
@@ -1390,6 +1441,7 @@ class IncrementalSVM(OnlineSolver):
             iters, msg = self._remove(i)
             changed = self._after_update()
             msg = msg or self._certify(f"unlearn of example {i}", changed)
+            self._settle_bias()
         return self._result(tm, iters, msg, None, removed=i)
 
     def coefficients(self) -> tuple[np.ndarray, np.ndarray, float]:
@@ -1658,6 +1710,9 @@ class IncrementalOneClassSVM(IncrementalSVM):
                 changed = self._after_update()
                 msg = msg or self._certify(f"learn of example {i}", changed)
         return self._result(tm, iters, msg, int(self._pos_of[i]), evicted=evicted)
+
+    def _settle_bias(self) -> None:
+        """(The binary rule does not apply: rho follows Algorithm 2, see the class docstring.)"""
 
     def _snap_single_class(self) -> None:
         """Not applicable: every example of the one-class problem has y = +1."""

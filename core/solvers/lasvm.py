@@ -48,7 +48,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from core.solvers import _lasvm_compiled as nb
-from core.solvers.base import OnlineSolver, StepResult, StepTimer
+from core.solvers.base import OnlineSolver, StepResult, StepTimer, admissible_bias, bias_violation
 from core.threads import single_threaded_blas
 
 _INITIAL_CAPACITY = 256  # members S has room for at first (capacity doubles when S outgrows it)
@@ -158,6 +158,17 @@ class LASVM(OnlineSolver):
     * The curvature guard, shrinking during finishing, the exact
       recomputation of the gradients from kernel rows at the end of
       finishing, and the final check are additions (see the parameters).
+    * The bias after ``finish()`` with the final check is not eq. 10's:
+      eq. 10 takes b = (g_i + g_j) / 2 from the extremes over S, and the
+      learned examples outside S (alpha = 0) bound b as well; with no
+      coefficient strictly inside its box the midpoint of S's interval can lie
+      far outside the interval of the whole learned set (b = -0.005 against
+      SVC's -0.997 on 40 points with C = 1e-3).  b then follows the rule the
+      solvers share (``base.admissible_bias``, LIBSVM's): the mean of g over
+      the free members of S, else the midpoint of the interval over every
+      learned example; the final gap includes the violation with that b
+      (``_settle_bias``).  Online steps, ``unlearn`` and ``final_check=False``
+      keep eq. 10 (S is all they know).
     * A step result's ``kkt_gap`` is max(0, delta); ``delta_`` keeps the
       signed delta of eq. 10, which is negative when S is optimal with room
       to spare.
@@ -677,16 +688,17 @@ class LASVM(OnlineSolver):
         """Finishing step (§3.2): REPROCESS until delta <= tau, with shrinking.
 
         With ``final_check`` (default) learned examples that left S are checked
-        afterwards and violators enter S again (see the class docstring).  The
-        result's ``kkt_gap`` is then the largest violating pair over every
-        learned example (what ``kkt_gap()`` recomputes), otherwise delta over
-        S.  ``iterations`` counts the REPROCESS steps taken.
+        afterwards and violators enter S again, and b is set over every learned
+        example (see the class docstring).  The result's ``kkt_gap`` is then
+        the largest violating pair over every learned example, or the
+        violation with b if larger (what ``kkt_gap()`` recomputes), otherwise
+        delta over S.  ``iterations`` counts the REPROCESS steps taken.
         """
         timer = StepTimer(self)
         self._full_gap = None
         with timer:
             its, status, msg, rounds = self._finish_loop()
-        gap = self._gap_on_S() if self._full_gap is None or status != "ok" else self._full_gap
+        gap = self._gap_on_S() if self._full_gap is None or status not in ("ok", "inexact") else self._full_gap
         return timer.result(status=status, iterations=its, kkt_gap=gap, message=msg,
                             extra={"n_set": self._n, "b": self._b, "delta": self._delta, "check_rounds": rounds})
 
@@ -735,7 +747,8 @@ class LASVM(OnlineSolver):
             violators, violation = check.violators()
             self._full_gap = check.full_gap
             if len(violators) == 0:
-                return its, "ok", "", rounds
+                status, msg = self._settle_bias(check)
+                return its, status, msg, rounds
             if its >= self.max_iter:
                 continue  # _reprocess_until_tau reports the cap
             # the violators enter S together with alpha = 0 (PROCESS step 2
@@ -752,6 +765,33 @@ class LASVM(OnlineSolver):
             if len(violators) > limit:
                 violators = violators[np.sort(np.argsort(-violation, kind="stable")[:limit])]
             self._admit(violators, check)
+
+    def _settle_bias(self, check: _FinalCheck) -> tuple[str, str]:
+        """b over every learned example once the final check found no violator; (status, message).
+
+        Eq. 10 takes b from the extremes over S alone; learned examples outside S
+        (alpha = 0) bound b too, and with no coefficient strictly inside its box
+        the midpoint of S's interval can lie far outside the interval of the
+        whole learned set.  b follows the rule shared by the solvers
+        (``base.admissible_bias``): the mean of g over the free members of S,
+        else the midpoint of the interval over every learned example (the
+        check's extremes outside S bound the examples it skipped).  The final
+        gap is the larger of the largest violating pair and the violation with
+        that b; above tol (it cannot be, short of rounding) the status is
+        "inexact".
+        """
+        n = self._n
+        a, g = self._alpha[:n], self._g[:n]
+        up = np.r_[a < self._hi[:n], True, False]  # (as the extremes of §3.2: bounds are exact)
+        down = np.r_[a > self._lo[:n], False, True]
+        g_all = np.r_[g, check.g_up_outside, check.g_down_outside]
+        b = admissible_bias(g_all, up, down)
+        self._fs[nb.B] = b
+        self._full_gap = max(check.full_gap, bias_violation(g_all, up, down, b))
+        if self._full_gap > self.tol:
+            return "inexact", self._not_tau_optimal(f"finishing left a KKT gap of {self._full_gap:.3g} with the "
+                                                    f"bias (tol {self.tol:g})")
+        return "ok", ""
 
     def _admission_limit(self) -> int:
         """How many violators one round of the final check lets into S at most."""
@@ -919,6 +959,7 @@ class _FinalCheck:
         self.w_sq = 0.0  # ||w||^2 at the last round
         self.w_abs = 0.0  # sum of |alpha_s (y_s - g_s)| (rounding scale of w_sq)
         self.full_gap = 0.0
+        self.g_up_outside, self.g_down_outside = -np.inf, np.inf  # extremes of g outside S (last round)
         self.n_skipped = 0  # outside examples the last round proved harmless without evaluating them
         if solver.kernel.name == "rbf":
             self.root_diag = None  # K_kk = 1
@@ -980,8 +1021,11 @@ class _FinalCheck:
         y_ev = s.y[self.L[ev]]
         g_ev = self.g[ev]
         pos, neg = y_ev > 0, y_ev < 0
-        g_up_all = max(g_up, float(g_ev[pos].max())) if pos.any() else g_up
-        g_down_all = min(g_down, float(g_ev[neg].min())) if neg.any() else g_down
+        # (outside S: the evaluated extremes; the skipped examples lie within S's own)
+        self.g_up_outside = float(g_ev[pos].max()) if pos.any() else -np.inf
+        self.g_down_outside = float(g_ev[neg].min()) if neg.any() else np.inf
+        g_up_all = max(g_up, self.g_up_outside)
+        g_down_all = min(g_down, self.g_down_outside)
         excess = np.where(pos, g_ev - g_down_all, g_up_all - g_ev)
         viol = excess > s.tol
         gap = g_up_all - g_down_all

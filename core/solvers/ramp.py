@@ -74,10 +74,23 @@ margin is below s are still removed (followed by SMO) until none is left, so
 that every learned example with y f(x) < s has weight 0 at the end of every
 step.  V can only shrink in that phase, so it terminates.
 
-Optional removal step (Algorithm 2): only the ``max_nonsv`` non-support
-vectors (a_i = 0) closest to the boundary (smallest |f(x)|) are kept in the
-working set; the others are dropped for good (they stay learned, with weight
-0, but are no longer re-examined by CCCP).
+Removal step (Algorithm 2), on by default (``max_nonsv=1000``): only the
+``max_nonsv`` non-support vectors (a_i = 0) closest to the boundary (smallest
+|f(x)|) are kept in the working set; the others are dropped for good (they
+stay learned, with weight 0, but are no longer re-examined by CCCP).  This is
+the paper's approximation, a departure from the ramp-loss problem itself: once
+more than 1000 learned examples carry no weight, a dropped one whose margin
+later falls inside the ramp (or below 1) is not brought back, so the model is a
+CCCP fixed point over the working set, not over every learned example
+(``n_removed_`` counts the dropped ones; ``max_nonsv=None`` keeps them all, and
+CCCP then re-examines every learned example).  Not applied with the (squared)
+hinge loss.
+
+Status.  A step is "ok" only when the largest KKT violation on V is within
+``tol``.  At an extreme C, SMO's clipped Newton step can round to no change
+while the violation is still above tol (C = 1e12, linear kernel, tol = 1e-9:
+violations up to 3e-2 left); the step then reports "inexact" with a
+ConvergenceWarning (``StepResult``), its ``kkt_gap`` the violation left.
 
 Additions to the paper, all optional and documented where they are
 implemented: per-class bounds 0 <= a_i <= C w_{y_i} (``class_weight``; with
@@ -122,14 +135,13 @@ X (X_moved^T dc) + c sum(dc), two sparse products instead of one kernel row per 
 
 from __future__ import annotations
 
-import warnings
 from typing import Any, ClassVar
 
 import numpy as np
 from scipy.linalg import cho_factor, cho_solve
 
 from core.solvers._ramp_jit import BUDGET, STALLED, smo_on_gram
-from core.solvers.base import ConvergenceWarning, NumericalError, OnlineSolver, StepResult, StepTimer
+from core.solvers.base import NumericalError, OnlineSolver, StepResult, StepTimer
 
 # SMO steps between attempts of the Newton step on the free variables, and the
 # largest free set for which it is attempted (it costs |F|^3 + |F| store-length updates).
@@ -149,9 +161,11 @@ class OnlineSVMR(OnlineSolver):
     ramp_s : float, default -1.0
         The ramp parameter s < 1 (eq. 10); examples with y f(x) < s get weight 0.
     max_nonsv : int or None, default 1000
-        Algorithm 2: keep at most this many non-support vectors (the ones with
-        the smallest |f(x)|) in the working set; ``None`` keeps all.  Not applied
-        with ``loss="hinge"``, which keeps every learned example.
+        Algorithm 2, on by default: keep at most this many non-support vectors
+        (the ones with the smallest |f(x)|) in the working set; the others are
+        never re-examined (see the module docstring).  ``None`` keeps all.  Not
+        applied with ``loss="hinge"`` or ``"squared_hinge"``, which keep every
+        learned example.
     progress_tol : float, default 1e-5
         CCCP stops when the ramp objective changes by at most this fraction.
     max_cccp : int, default 100
@@ -274,6 +288,7 @@ class OnlineSVMR(OnlineSolver):
         self.n_removed_ = 0                 # examples dropped by the removal step so far
         self._gram = None                   # K over _gram_idx (V in learning order), squared hinge only
         self._gram_idx = None
+        self._stalled = ""                  # why SMO stopped short of tol in this step (floating point), if it did
         super().__init__(X, **params)
 
     # -- per-example arrays ------------------------------------------------
@@ -470,10 +485,9 @@ class OnlineSVMR(OnlineSolver):
                 new = min(max(a + g[k] / kii, 0.0), Ci)  # eqs. 14-15: clipped Newton step
             else:  # K_ii = 0: the example contributes nothing to f; W is linear in a_i
                 new = Ci if g[k] > 0 else 0.0
-            if new == a:  # no representable progress (extreme C): stop rather than spin, but say so
-                warnings.warn(f"{self.name}: SMO cannot make progress in floating point (a_i = {a:.3g}, "
-                              f"violation {viol[k]:.3g}); the solution may not be tau-optimal",
-                              ConvergenceWarning, stacklevel=4)
+            if new == a:  # no representable progress (extreme C): stop rather than spin (the step says so)
+                self._stalled = (f"SMO cannot make progress in floating point (a_i = {a:.3g}, violation "
+                                 f"{viol[k]:.3g})")
                 return steps, False
             self._set_alpha(i, new)
             u[k] = 1.0 if new < Ci else 0.0
@@ -512,9 +526,8 @@ class OnlineSVMR(OnlineSolver):
             self._move_f(members[moved], (aV[moved] - old[moved]) * yV[moved])
             self.alpha[members[moved]] = aV[moved]
             self._updates_since_sync += int(moved.sum())
-        if status == STALLED:
-            warnings.warn(f"{self.name}: SMO cannot make progress in floating point (violation {viol:.3g}); "
-                          "the solution may not be tau-optimal", ConvergenceWarning, stacklevel=4)
+        if status == STALLED:  # (the step says so)
+            self._stalled = f"SMO cannot make progress in floating point (violation {viol:.3g})"
         return steps, status == BUDGET and steps >= budget
 
     def _gram_members(self) -> np.ndarray:
@@ -723,13 +736,22 @@ class OnlineSVMR(OnlineSolver):
         return f, sums
 
     def _restore(self) -> dict[str, Any]:
+        """CCCP and SMO until the KKT conditions hold on V, then the removal step; the fields of the step
+        record.  Status "ok" only with the largest KKT violation on V within tol: when SMO stalls in
+        floating point (extreme C) the step is "inexact" (warned), as the base contract says."""
+        self._stalled = ""
         steps, outer, status, msg = self._cccp()
         removed = self._remove_far_nonsv()
         if self._updates_since_sync >= self.resync_every:
             self._resync()
         if not np.isfinite(self.f.sum() + self.alpha.sum()):  # (one pass each; NaN or inf anywhere shows)
             raise NumericalError(f"{self.name}: non-finite decision values or weights (non-finite arithmetic)")
-        return dict(iterations=steps, status=status, message=msg,
+        gap = self._max_violation()
+        if status == "ok" and gap > self.tol:
+            status = "inexact"
+            msg = self._not_tau_optimal(f"the largest KKT violation on V is {gap:.3g}, above tol {self.tol:g}"
+                                        + (f" ({self._stalled})" if self._stalled else ""))
+        return dict(iterations=steps, status=status, message=msg, kkt_gap=gap,
                     extra=dict(cccp_iterations=outer, removed=removed, n_sv=int(np.sum(self.alpha > 0)),
                                n_active=int(self.in_V.sum()), n_working=int(self.in_working.sum())))
 
@@ -750,7 +772,7 @@ class OnlineSVMR(OnlineSolver):
             self.in_V[i] = entered
             out = self._restore()
         out["extra"]["entered_V"] = entered
-        return timer.result(kkt_gap=self._max_violation(), **out)
+        return timer.result(**out)
 
     def learn_many(self, idx, ys) -> StepResult:
         """Learn several examples.  With the squared hinge (a convex problem: one optimum whatever the
@@ -773,7 +795,7 @@ class OnlineSVMR(OnlineSolver):
             self.in_V[idx] = True
             self._refresh_bounds()
             out = self._restore()
-        return timer.result(kkt_gap=self._max_violation(), **out)
+        return timer.result(**out)
 
     def unlearn(self, i: int) -> StepResult:
         """Remove example i: set its weight to 0 (updating f), forget its label,
@@ -792,7 +814,7 @@ class OnlineSVMR(OnlineSolver):
             self.learned_order.remove(i)
             self._refresh_bounds()
             out = self._restore()
-        return timer.result(kkt_gap=self._max_violation(), **out)
+        return timer.result(**out)
 
     def coefficients(self) -> tuple[np.ndarray, np.ndarray, float]:
         sv = np.flatnonzero(self.alpha > 0)
