@@ -6,8 +6,11 @@ keeps who is signed in on the server, in the browser session's
 cookie, so there is nothing in the browser to steal or replay, and a reload or a
 new tab asks again. On every page the identity is checked against the database
 (``MarginLab.still_valid``): a sign-in ends after ``SIGN_IN_HOURS``, when the
-account is disabled, or when its password or role changed. Failed sign-ins are
-slowed down and lock the account for a growing time (``app.services.accounts``).
+account is disabled, or when its password or role changed. A fragment, which
+reruns alone, checks too (``rerun_when_signed_out``), and every action that
+writes hands the identity to the service, which checks it against the database
+before it writes. Failed sign-ins are slowed down and lock the name for the
+client they come from, and the client, for a growing time (``app.services.accounts``).
 
 Where an identity provider is configured for Streamlit (``[auth]`` in
 ``.streamlit/secrets.toml``, see Streamlit's ``st.login``), the sign-in page also
@@ -19,7 +22,7 @@ from __future__ import annotations
 import streamlit as st
 
 from app import ui
-from app.services.accounts import Identity, SignInError
+from app.services.accounts import SIGN_IN_ENDED, Identity, SignInError, client_of
 from app.services.database import database_problem
 
 #: the key in ``st.session_state`` that holds the signed-in identity
@@ -51,9 +54,16 @@ def signed_in(svc) -> Identity | None:
     if valid is None:
         if found is not None:  # a sign-in that ended: nothing of it stays for whoever signs in next
             _forget()
+            st.session_state.sign_in_error = SIGN_IN_ENDED
     else:
         st.session_state[IDENTITY_KEY] = valid
     return valid
+
+
+def rerun_when_signed_out(svc) -> None:
+    """In a fragment: when the sign-in has ended, the whole app runs again (to the sign-in page)."""
+    if signed_in(svc) is None:
+        st.rerun()
 
 
 def _oidc_configured() -> bool:
@@ -67,7 +77,9 @@ def _oidc_configured() -> bool:
 def _submit() -> None:
     state = st.session_state
     try:
-        state[IDENTITY_KEY] = ui.service().sign_in(state.get("sign_in_name", ""), state.get("sign_in_password", ""))
+        state[IDENTITY_KEY] = ui.service().sign_in(state.get("sign_in_name", ""), state.get("sign_in_password", ""),
+                                                   client=client_of(st.context.ip_address,
+                                                                    st.context.headers.get("X-Forwarded-For")))
         state.sign_in_error = None
     except SignInError as error:
         state.sign_in_error = str(error)
@@ -89,9 +101,10 @@ def sign_in_page() -> None:
         st.error(ui.plain(st.session_state.sign_in_error))
     if _oidc_configured():
         st.button("Sign in with the identity provider", on_click=st.login, key="sign_in_oidc")
-    if ui.service().nobody_signed_in_yet():  # a new installation: say how the first owner gets in
-        st.caption("First start: the owner account is `owner` (or `MARGINLAB_OWNER_NAME`), with the password "
-                   "from `MARGINLAB_OWNER_PASSWORD` or the one printed once in the server's console.")
+    if ui.service().nobody_signed_in_yet():  # a new installation: say how the first account gets in
+        # (without its name: whoever reaches this page need not learn which account to guess at)
+        st.caption("First start: the first account's name and password are the ones set with "
+                   "`MARGINLAB_OWNER_NAME` and `MARGINLAB_OWNER_PASSWORD`, or printed once in the server's console.")
 
 
 def _forget() -> None:

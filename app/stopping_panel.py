@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from app import charts, ui
+from app import auth, charts, ui
 from app.services.stopping import RULE_CHOICES
 
 CHECK_HELP = ("Draws items at random from the unlabelled ones; each is labelled like any other. The check "
@@ -19,19 +19,20 @@ CHECK_HELP = ("Draws items at random from the unlabelled ones; each is labelled 
 
 @ui.guarded
 def _start_check(svc, session_id: int) -> None:
-    st.session_state.outcome = svc.open_session(session_id).start_check()
+    st.session_state.outcome = svc.open_session(session_id).start_check(by=auth.identity())
 
 
 @ui.guarded
 def _stop_check(svc, session_id: int) -> None:
-    st.session_state.outcome = svc.open_session(session_id).stop_check()
+    st.session_state.outcome = svc.open_session(session_id).stop_check(by=auth.identity())
 
 
 @ui.guarded
 def _apply_settings(svc, session_id: int) -> None:
     state = st.session_state
     st.session_state.outcome = svc.open_session(session_id).set_stopping(
-        rule=state.stopping_rule, target_recall=state.stopping_target, confidence=state.stopping_confidence)
+        rule=state.stopping_rule, target_recall=state.stopping_target, confidence=state.stopping_confidence,
+        by=auth.identity())
 
 
 def show(svc, run) -> None:

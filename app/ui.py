@@ -20,6 +20,7 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from app import navigation
 from app.services import LabellingRun, MarginLab, ServiceError, startup
+from app.services.accounts import Identity
 from app.services.common import gamma_value
 from app.services.database import database_problem
 from storage.engine import database_url
@@ -389,9 +390,9 @@ def export_default_dataset(sessions, dataset_ids: list[int], session_id: int | N
     return labelled[0] if labelled else (dataset_ids[0] if dataset_ids else None)
 
 
-def delete_dataset_panel(svc: MarginLab, datasets) -> None:
+def delete_dataset_panel(svc: MarginLab, datasets, by: Identity) -> None:
     """Data page: delete a dataset with everything that hangs off it, after saying what goes and asking
-    for its name."""
+    for its name (``by``: the signed-in person)."""
     from app.services.housekeeping import describe_contents
 
     notice = st.session_state.pop("delete_notice", None)
@@ -412,7 +413,7 @@ def delete_dataset_panel(svc: MarginLab, datasets) -> None:
         if st.button("Delete the dataset", type="primary", key=f"delete_{dataset_id}",
                      disabled=typed.strip() != contents.name.strip()):
             try:
-                outcome = svc.delete_dataset(dataset_id, confirm_name=typed)
+                outcome = svc.delete_dataset(dataset_id, confirm_name=typed, by=by)
             except (ServiceError, StorageError) as error:
                 st.error(plain(error))
                 return

@@ -29,7 +29,7 @@ from sqlalchemy import (
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
 #: bump when the tables change; ``init_db`` refuses databases from a newer version
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 
 DISPLAY_KINDS = ("table", "image", "text")
 SESSION_STATUSES = ("active", "closed")
@@ -290,6 +290,8 @@ class Account(Base):
     annotator. ``password_hash`` is None for an account that signs in only through
     an identity provider (OIDC). ``session_epoch`` changes when the password
     changes or the account is disabled, which ends every sign-in made before.
+    ``failed_attempts`` counts the failed sign-ins since the last one that succeeded,
+    from anywhere (shown to owners); what locks sign-ins is ``SignInThrottle``.
     """
 
     __tablename__ = "accounts"
@@ -301,11 +303,27 @@ class Account(Base):
     password_hash: Mapped[str | None] = mapped_column(String(255))
     session_epoch: Mapped[int] = mapped_column(Integer, default=0)
     failed_attempts: Mapped[int] = mapped_column(Integer, default=0)
-    #: no sign-in is tried before this moment (set after repeated failures)
-    locked_until: Mapped[dt.datetime | None]
     disabled_at: Mapped[dt.datetime | None]
     last_sign_in_at: Mapped[dt.datetime | None]
     created_at: Mapped[dt.datetime] = mapped_column(default=utc_now)
+
+
+class SignInThrottle(Base):
+    """Sign-in attempts counted under a key (schema version 6): one name from one client, or one client.
+
+    ``key`` is a hash, so that what people type in the name box is not stored.
+    ``failures`` counts attempts since the last successful one (an attempt is
+    counted before its password is checked); ``locked_until``: no attempt under
+    the key is checked before this moment. A row untouched for a day is forgotten.
+    """
+
+    __tablename__ = "sign_in_throttles"
+    __table_args__ = (Index("ix_sign_in_throttle_updated_at", "updated_at"),)
+
+    key: Mapped[str] = mapped_column(String(72), primary_key=True)
+    failures: Mapped[int] = mapped_column(Integer)
+    locked_until: Mapped[dt.datetime | None]
+    updated_at: Mapped[dt.datetime]
 
 
 class Project(Base):

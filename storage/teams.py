@@ -18,10 +18,11 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import delete, func, insert, select, update
+from sqlalchemy import case, delete, func, insert, or_, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
@@ -40,6 +41,7 @@ from storage.models import (
     Project,
     ProjectMember,
     ProjectSnapshot,
+    SignInThrottle,
     utc_now,
 )
 from storage.repository import (
@@ -66,6 +68,18 @@ class DuplicateAccountError(StorageError):
     """An account with that name exists already."""
 
 
+class LastOwnerError(StorageError):
+    """The change would leave no enabled owner."""
+
+
+class SignInLockedError(StorageError):
+    """Sign-ins under a key are locked until ``until``."""
+
+    def __init__(self, until: dt.datetime):
+        super().__init__(f"Sign-ins are locked until {until:%Y-%m-%d %H:%M:%S} UTC.")
+        self.until = until
+
+
 class ItemTakenError(StorageError):
     """The item has all the answers the project asks for (another annotator answered it)."""
 
@@ -82,7 +96,6 @@ class AccountInfo:
     password_hash: str | None
     session_epoch: int
     failed_attempts: int
-    locked_until: dt.datetime | None
     disabled: bool
     last_sign_in_at: dt.datetime | None
     created_at: dt.datetime
@@ -151,7 +164,7 @@ def _account_info(row: Any) -> AccountInfo:
     return AccountInfo(
         id=account.id, annotator_id=account.annotator_id, name=row.name, role=account.role,
         password_hash=account.password_hash, session_epoch=account.session_epoch,
-        failed_attempts=account.failed_attempts, locked_until=account.locked_until,
+        failed_attempts=account.failed_attempts,
         disabled=account.disabled_at is not None, last_sign_in_at=account.last_sign_in_at,
         created_at=account.created_at,
     )
@@ -211,47 +224,134 @@ def count_owners(engine: EngineLike) -> int:
         ).scalar_one()
 
 
-def record_sign_in(engine: EngineLike, account_id: int, *, succeeded: bool,
-                   locked_until: dt.datetime | None = None) -> int:
-    """Note a sign-in: success resets the failure count; a failure adds one (and may lock). Returns the count."""
+def record_sign_in(engine: EngineLike, account_id: int, *, succeeded: bool) -> int:
+    """Note a sign-in: success resets the account's failure count, a failure adds one. Returns the count."""
+    values: dict[str, Any] = (dict(failed_attempts=0, last_sign_in_at=utc_now()) if succeeded
+                              else dict(failed_attempts=Account.failed_attempts + 1))
     with writing(engine) as session:
-        account = session.get(Account, int(account_id), with_for_update=True)
-        if account is None:
-            raise NotFoundError(f"Account {account_id} does not exist.")
-        if succeeded:
-            account.failed_attempts = 0
-            account.locked_until = None
-            account.last_sign_in_at = utc_now()
-        else:
-            account.failed_attempts += 1
-            account.locked_until = locked_until
-        return account.failed_attempts
+        count = session.execute(update(Account).where(Account.id == int(account_id)).values(**values)
+                                .returning(Account.failed_attempts)).scalar()
+    if count is None:
+        raise NotFoundError(f"Account {account_id} does not exist.")
+    return count
 
 
 def set_password_hash(engine: EngineLike, account_id: int, password_hash: str) -> None:
     """Store a new password hash; every sign-in made before ends (``session_epoch`` changes)."""
     password_hash = storable_text(password_hash, "The password hash", max_length=255, error=StorageError)
-    _update_account(engine, account_id, password_hash=password_hash, failed_attempts=0, locked_until=None,
+    _update_account(engine, account_id, password_hash=password_hash, failed_attempts=0,
                     session_epoch=Account.session_epoch + 1)
 
 
 def set_account_disabled(engine: EngineLike, account_id: int, disabled: bool) -> None:
-    """Disable (every sign-in ends) or enable an account."""
+    """Disable (every sign-in ends) or enable an account; ``LastOwnerError`` for the last enabled owner."""
     _update_account(engine, account_id, disabled_at=utc_now() if disabled else None,
                     session_epoch=Account.session_epoch + 1)
 
 
 def set_account_role(engine: EngineLike, account_id: int, role: str) -> None:
+    """Give an account another role (every sign-in ends); ``LastOwnerError`` for the last enabled owner."""
     if role not in ROLES:
         raise StorageError(f"A role is one of {', '.join(ROLES)}, not {role!r}.")
     _update_account(engine, account_id, role=role, session_epoch=Account.session_epoch + 1)
 
 
+def _enabled_owners() -> Any:
+    return select(Account.id).where(Account.role == "owner", Account.disabled_at.is_(None))
+
+
 def _update_account(engine: EngineLike, account_id: int, **values: Any) -> None:
+    """Change an account, in a transaction that leaves at least one enabled owner.
+
+    The enabled owners' rows are locked first, in id order (PostgreSQL: ``FOR UPDATE``; a
+    SQLite writer holds the whole database), so two changes that could each take away an
+    owner take turns, and the second counts the owners the first left.
+    """
     with writing(engine) as session:
+        owners = set(session.execute(_enabled_owners().order_by(Account.id).with_for_update()).scalars())
         changed = session.execute(update(Account).where(Account.id == int(account_id)).values(**values)).rowcount
-    if not changed:
-        raise NotFoundError(f"Account {account_id} does not exist.")
+        if not changed:
+            raise NotFoundError(f"Account {account_id} does not exist.")
+        if int(account_id) in owners and session.execute(
+                select(func.count()).select_from(_enabled_owners().subquery())).scalar_one() == 0:
+            raise LastOwnerError("The last owner cannot be disabled or given another role.")  # (rolled back)
+
+
+# --------------------------------------------------------------------------- sign-in throttles
+
+
+def charge_sign_in(engine: EngineLike, locks: Mapping[str, Callable[[int], float]], *, now: dt.datetime,
+                   forget_before: dt.datetime) -> dt.datetime | None:
+    """Count a sign-in attempt under every key of ``locks`` before its password is checked, all or none.
+
+    ``locks[key](failures)`` is how many seconds the key is locked for once it has ``failures``
+    (0: not locked). Each key's count goes up in a conditional update that only a key not
+    locked at ``now`` passes; the key that reaches its limit is locked in the same transaction,
+    which holds the rows (PostgreSQL: the update's row lock; SQLite: the writer's lock) until it
+    commits. Parallel attempts under one key therefore take turns, and each sees the count and
+    the lock the one before left: no stale read decides a lock. A key untouched since
+    ``forget_before`` starts again from nothing. Raises ``SignInLockedError`` (nothing counted)
+    when a key is locked; returns the latest lock this attempt set, or None.
+    """
+    fresh = or_(SignInThrottle.locked_until.is_(None), SignInThrottle.locked_until <= now)
+    locked_until = None
+    with writing(engine) as session:
+        for key in sorted(locks):  # one order everywhere: two attempts never wait for each other in a circle
+            _ensure_throttle(session, key, now)
+            failures = session.execute(
+                update(SignInThrottle).where(SignInThrottle.key == key, fresh).values(
+                    failures=case((SignInThrottle.updated_at < forget_before, 1), else_=SignInThrottle.failures + 1),
+                    updated_at=now,
+                ).returning(SignInThrottle.failures)
+            ).scalar()
+            if failures is None:
+                until = session.execute(select(SignInThrottle.locked_until).where(SignInThrottle.key == key)).scalar()
+                raise SignInLockedError(until)  # (rolled back: nothing counted)
+            seconds = locks[key](failures)
+            if seconds > 0:
+                until = now + dt.timedelta(seconds=seconds)
+                session.execute(update(SignInThrottle).where(SignInThrottle.key == key).values(locked_until=until))
+                locked_until = until if locked_until is None else max(locked_until, until)
+    _forget_throttles(engine, forget_before, now)
+    return locked_until
+
+
+def clear_sign_in(engine: EngineLike, *, starts_over: str, refunded: str) -> None:
+    """After a successful sign-in: the key ``starts_over`` is forgotten, and ``refunded`` gets back the
+    attempt counted for it (``charge_sign_in`` counted it as failed before the password was checked)."""
+    with writing(engine) as session:
+        for key in sorted((starts_over, refunded)):
+            if key == starts_over:
+                session.execute(delete(SignInThrottle).where(SignInThrottle.key == key))
+            else:
+                session.execute(update(SignInThrottle).where(SignInThrottle.key == key, SignInThrottle.failures > 0)
+                                .values(failures=SignInThrottle.failures - 1))
+
+
+def _ensure_throttle(session: Session, key: str, now: dt.datetime) -> None:
+    """The key's row, created (with nothing counted) when new; a row created at the same moment by another
+    transaction is taken (as ``repository._annotator_id`` does)."""
+    if session.execute(select(SignInThrottle.key).where(SignInThrottle.key == key)).first() is not None:
+        return
+    try:
+        with session.begin_nested():
+            session.add(SignInThrottle(key=key, failures=0, locked_until=None, updated_at=now))
+    except IntegrityError:
+        pass
+
+
+def _forget_throttles(engine: EngineLike, forget_before: dt.datetime, now: dt.datetime) -> None:
+    """Delete the keys untouched since ``forget_before`` and not locked (those another transaction holds
+    are skipped: PostgreSQL's ``SKIP LOCKED``)."""
+    with writing(engine) as session:
+        stale = list(session.execute(
+            select(SignInThrottle.key).where(
+                SignInThrottle.updated_at < forget_before,
+                or_(SignInThrottle.locked_until.is_(None), SignInThrottle.locked_until <= now))
+            .limit(1000).with_for_update(skip_locked=True)
+        ).scalars())
+        if stale:
+            session.execute(delete(SignInThrottle).where(SignInThrottle.key.in_(stale)))
 
 
 # --------------------------------------------------------------------------- projects

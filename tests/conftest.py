@@ -31,8 +31,9 @@ from hypothesis import settings
 
 # The property tests draw the same examples on every run and machine, so that a red run means a change
 # broke something. MARGINLAB_HYPOTHESIS=explore draws new examples each run, to search for new failures.
-settings.register_profile("suite", derandomize=True)
-settings.register_profile("explore", derandomize=False)
+# No example has a deadline: how long one takes depends on the machine's load, not on the code.
+settings.register_profile("suite", derandomize=True, deadline=None)
+settings.register_profile("explore", derandomize=False, deadline=None)
 settings.load_profile(os.environ.get("MARGINLAB_HYPOTHESIS", "suite"))
 
 #: the engines every storage guarantee is tested on

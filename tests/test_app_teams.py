@@ -107,3 +107,45 @@ def test_an_annotator_cannot_reach_the_owner_pages(db_url):
     at.switch_page("views/my_labels.py").run()
     assert titles(at) == ["My labels"] and not at.get("download_button")
     assert PASSWORD  # the accounts above sign in with the tests' password
+
+
+def test_the_sign_in_page_of_a_new_installation_names_no_account(db_url):
+    """Before the first sign-in the page says where the first account's name and password come from,
+    not the name itself: whoever reaches the page need not learn which account to guess at."""
+    import re
+
+    at = anonymous_app()
+    shown = " ".join(test_app.texts(at) + [t.value for t in at.title] + [e.value for e in at.error])
+    assert "MARGINLAB_OWNER_PASSWORD" in shown and "server's console" in shown  # the first-start help is there
+    assert not re.search(r"\bowner\b", shown, flags=re.IGNORECASE), shown
+    assert teams.get_account(MarginLab.from_url(db_url).engine, "owner") is not None  # (the account exists)
+
+
+def test_a_disabled_annotator_pressing_a_key_on_an_open_page_stores_nothing(db_url):
+    """The attack: the owner disables ann, or resets a labeller's password, while their pages are open;
+    they press P. The click's callback runs before the page checks the sign-in (and a fragment's rerun
+    never does): the service refuses the write, and the page then asks them to sign in again."""
+    from app.services.accounts import SIGN_IN_ENDED
+    from app.ui import plain
+
+    ensure_account(db_url, "ann", role="annotator")
+    ensure_account(db_url, "bea")  # an owner who labels on her own
+    owner = start_app("olga")
+    svc = MarginLab.from_url(db_url)
+    me = svc.sign_in("olga", PASSWORD)
+    project_id = svc.create_project(me, name="screening", dataset_id=svc.datasets()[0].id, strategy="random",
+                                    members=["ann"])
+    svc.start_session(dataset_id=svc.datasets()[0].id, annotator="bea", strategy="random")
+    ann, bea = start_app("ann", role="annotator"), start_app("bea")
+    assert titles(ann) == ["Label together"] and titles(bea) == ["Label"]
+    item, labelled = test_app.shown_item(ann), test_app.shown_item(bea)
+    svc.set_disabled(me, "ann", True)
+    svc.change_password(me, "bea", "another-password")
+    [b for b in ann.button if b.key == f"team_positive_{item}"][0].click().run()
+    [b for b in bea.button if b.key == f"positive_{labelled}"][0].click().run()
+    for at in (ann, bea):
+        assert not at.exception, at.exception
+        assert titles(at) == ["Sign in"] and [e.value for e in at.error] == [plain(SIGN_IN_ENDED)]
+    assert teams.project_answers(svc.engine, project_id)[1] == []
+    assert all(repo.label_events(svc.engine, s.id) == [] for s in repo.list_sessions(svc.engine))
+    assert owner.session_state["identity"].name == "olga"  # (the owner's own sign-in holds)

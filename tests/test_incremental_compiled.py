@@ -266,15 +266,16 @@ def test_blas_single_thread_is_reentrant_restores_and_is_thread_safe():
                     with blas_single_thread():
                         if any(n != 1 for n in blas_threads()):
                             errors.append("a thread ran inside the context with more than one BLAS thread")
-                inside.wait(timeout=30)
             except Exception as exc:  # noqa: BLE001  (reported below)
                 errors.append(repr(exc))
+            finally:
+                inside.wait()  # no thread leaves before all have been through their contexts
 
         threads = [threading.Thread(target=worker) for _ in range(4)]
         for t in threads:
             t.start()
         for t in threads:
-            t.join(timeout=60)
+            t.join()
         assert not errors
         assert blas_threads() == before  # restored when the last thread left
 
@@ -369,5 +370,5 @@ def test_preload_in_the_background_then_learn_compiled(monkeypatch):
     s = IncrementalSVM(X, kernel="rbf", C=1.0, gamma=0.5)
     for i in range(len(X)):  # (possibly while the preload runs: the path never depends on timing)
         assert s.learn(i, y[i]).status == "ok"
-    thread.join(timeout=120)
-    assert not thread.is_alive() and spy.calls > 0
+    thread.join()
+    assert spy.calls > 0

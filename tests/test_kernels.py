@@ -643,7 +643,6 @@ def blas_thread_counts():
 def test_solver_steps_run_on_one_blas_thread_whatever_the_caller_set():
     """Per-label algebra on one BLAS thread, also while another thread holds threadpoolctl's control."""
     import threading
-    import time
 
     from core.solvers.incremental import IncrementalSVM
 
@@ -656,15 +655,16 @@ def test_solver_steps_run_on_one_blas_thread_whatever_the_caller_set():
 
     X = np.random.default_rng(0).random((30, 4))
     s = Probe(X, C=1.0)
-    release = threading.Event()
+    entered, release = threading.Event(), threading.Event()
 
     def other_thread():
         with threadpool_limits(2):  # threadpoolctl then obeys this thread only
-            release.wait(5)
+            entered.set()
+            release.wait()
 
     t = threading.Thread(target=other_thread)
     t.start()
-    time.sleep(0.05)
+    entered.wait()
     try:
         with threadpool_limits(2):
             for i in range(6):

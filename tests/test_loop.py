@@ -401,17 +401,20 @@ def test_undo_copies_grow_with_the_model_not_with_the_pool():
 
 
 def test_update_time_includes_the_undo_copy(monkeypatch, data):
-    import time
+    from types import SimpleNamespace
 
     import core.loop as loop_module
 
     copy_solver = loop_module._copy_solver
+    clock = [0.0]  # the loop's clock stands still but while the undo copy is made, which "takes" 50 ms
 
     def slow_copy(solver):
-        time.sleep(0.05)
+        clock[0] += 0.05
         return copy_solver(solver)
 
     monkeypatch.setattr(loop_module, "_copy_solver", slow_copy)
+    monkeypatch.setattr(loop_module, "time", SimpleNamespace(perf_counter=lambda: clock[0]))
     X, y, _, _ = data
     loop = run(ActiveLearningLoop(X, strategy="randomized-search", solver="lasvm", seed=5), y, 3)
-    assert all(row.update_ms >= 50.0 for row in loop.history)
+    assert len(loop.history) == 3
+    assert all(row.update_ms == pytest.approx(50.0, abs=1e-9) for row in loop.history)

@@ -237,7 +237,6 @@ def trained(solver: str):
     return s
 
 
-@pytest.mark.timeout(60)
 def test_lasvm_finishing_ends_at_its_cap_when_the_gradients_are_nan():
     """The issue's hang: with a NaN in the gradients (there from a NaN kernel value) no pair ever
     violates by more than tau, no step is taken, and the finishing loop never ended."""
@@ -248,7 +247,6 @@ def test_lasvm_finishing_ends_at_its_cap_when_the_gradients_are_nan():
     assert res.status == "max_iter" and not res.success
 
 
-@pytest.mark.timeout(60)
 @pytest.mark.parametrize(("solver", "poison"), [
     ("incremental", lambda s: s._pg.__setitem__(slice(0, s._nL), np.nan)),
     ("active-set", lambda s: s._fc.__setitem__(slice(0, s._n_slots), np.nan)),

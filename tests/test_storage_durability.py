@@ -160,14 +160,75 @@ def check_events_are_complete(events, annotator: str) -> None:
             assert getattr(event, name) == value, (event, name)
 
 
-def test_sigkill_leaves_exactly_the_labels_whose_commit_returned(database):
-    """Kill a process labelling with a real loop at random moments, five times.
+def worker_url(url: str, name: str) -> str:
+    """The database URL for a worker; on PostgreSQL its connections carry ``name`` (see ``wait_until_gone``)."""
+    if not url.startswith("postgresql"):
+        return url
+    return f"{url}{'&' if '?' in url else '?'}application_name={name}"
 
-    After each kill the database holds exactly the labels whose ``record_label``
-    returned (plus, at most, the one whose commit completed just before the
-    kill, before the child could report it), complete rows only; a loop
-    rebuilt from them is the loop that learned those labels: it asks the same
-    items, with the same scores, in the same order.
+
+def wait_until_gone(engine, name: str) -> None:
+    """Wait until the server has finished with every connection of a killed worker.
+
+    A client killed just after sending COMMIT does not stop the server from
+    carrying it out: until the server process serving that connection has
+    ended, the label in flight may still appear. (A SQLite commit happens in
+    the killed process itself: there is nothing to wait for.)
+    """
+    if engine.dialect.name != "postgresql":
+        return
+    query = text("SELECT count(*) FROM pg_stat_activity WHERE application_name = :name")
+    deadline = time.monotonic() + 120  # only a guard against a server that never lets go
+    while True:
+        with engine.connect() as connection:
+            if connection.execute(query, {"name": name}).scalar_one() == 0:
+                return
+        assert time.monotonic() < deadline, f"the server still serves the killed worker {name}"
+        time.sleep(0.01)
+
+
+def read_reports(lines) -> tuple[list[tuple[int, int]], int | None]:
+    """``(item, label id)`` of every "done" line, and the item begun but not reported done (None: none)."""
+    returned, in_flight = [], None
+    for line in lines:
+        if not line.endswith("\n"):
+            continue  # cut off by the kill: not a report that the commit returned
+        parts = line.split()
+        if parts[0] == "begin":
+            in_flight = int(parts[1])
+        elif parts[0] == "done":
+            returned.append((int(parts[1]), int(parts[2])))
+            in_flight = None
+    return returned, in_flight
+
+
+def follow(reference, events, y_true) -> None:
+    """The reference loop learns ``events`` one by one; each is what it asks next, with its score."""
+    for event in events:
+        query = reference.next_query()
+        assert event.item_index == query.index
+        assert event.value == skip_or_true_label(query.index, y_true)
+        assert event.model_version == len(reference.events)
+        assert (event.strategy, event.solver, event.annotator) == (query.strategy, "incremental", "ada")
+        if np.isfinite(query.score):
+            assert event.decision_value == query.score
+        else:
+            assert event.decision_value is None or not np.isfinite(event.decision_value)
+        if event.value == 0:
+            reference.skip(query.index)
+        else:
+            reference.teach(query.index, event.value)
+
+
+def test_sigkill_leaves_exactly_the_labels_whose_commit_returned(database):
+    """Kill a process labelling with a real loop, five times, at moments drawn from a seeded generator.
+
+    After each kill (and once the server has finished with the killed process's
+    connection), the labels stored in that round are exactly the ones whose
+    ``record_label`` returned, in order, plus at most the one in flight (its
+    commit completed before the kill but after the last report); nothing stored
+    before is lost or changed; complete rows only. The stored labels are what a
+    loop learning them one by one asks, with the same scores, in the same order.
     """
     from core.datasets import make_gaussians
     from core.loop import ActiveLearningLoop
@@ -184,60 +245,43 @@ def test_sigkill_leaves_exactly_the_labels_whose_commit_returned(database):
         params={"kernel": "rbf", "C": 10.0, "gamma": 0.5},
         seed=11,
     )
+    info = storage.get_session(engine, session_id)
+    reference = ActiveLearningLoop(X, **loop_config(info))
     rng = random.Random(1234)
-    returned: list[tuple[int, int]] = []  # (item_index, label_id) whose record_label returned
-    kills = 0
-    for _round in range(5):
-        worker = spawn_worker("loop", url, session_id)
-        first = worker.stdout.readline()  # it is labelling: kill it at a random moment
-        assert first.startswith("begin"), first + worker.stderr.read()
-        time.sleep(rng.uniform(0.0, 0.3))
+    stored: list[tuple[int, int]] = []  # (item_index, label_id) in the database after the rounds so far
+    for round_ in range(5):
+        name = f"marginlab-sigkill-{round_}"
+        worker = spawn_worker("loop", worker_url(url, name), session_id)
+        # The kill comes after 1 to 3 reported labels: right after a report (the worker is learning or
+        # choosing), or right after the next "begin" (its commit is under way).
+        reports, during_commit = rng.randint(1, 3), rng.random() < 0.5
+        seen, done = [], 0
+        while done < reports or (during_commit and not seen[-1].startswith("begin")):
+            line = worker.stdout.readline()
+            assert line, "the worker ended before it was killed: " + worker.stderr.read()
+            seen.append(line)
+            done += line.startswith("done")
         worker.send_signal(signal.SIGKILL)
         output, errors = worker.communicate()
-        # (a child that answered the whole pool before the kill came exits normally)
-        assert worker.returncode in (-signal.SIGKILL, 0), errors
-        kills += worker.returncode == -signal.SIGKILL
-        in_flight = None
-        for line in (first + output).splitlines(keepends=True):
-            if not line.endswith("\n"):
-                continue  # cut off by the kill: not a report that the commit returned
-            parts = line.split()
-            if parts[0] == "begin":
-                in_flight = int(parts[1])
-            elif parts[0] == "done":
-                returned.append((int(parts[1]), int(parts[2])))
-                in_flight = None
+        assert worker.returncode == -signal.SIGKILL, errors
+        wait_until_gone(engine, name)
+        returned, in_flight = read_reports(seen + output.splitlines(keepends=True))
+        assert len(returned) >= reports
 
-        stored = [(e.item_index, e.label_id) for e in storage.label_events(engine, session_id)]
-        assert stored[: len(returned)] == returned
-        extra = stored[len(returned) :]
-        assert len(extra) <= 1
-        if extra:
-            assert extra[0][0] == in_flight
-            returned.append(extra[0])  # committed; the kill came before the child could say so
-    assert kills >= 1 and len(returned) >= 5
+        now = [(e.item_index, e.label_id) for e in storage.label_events(engine, session_id)]
+        assert now[: len(stored)] == stored  # nothing stored before was lost or changed
+        added = now[len(stored) :]
+        assert added[: len(returned)] == returned  # every label whose commit returned, in order
+        extra = added[len(returned) :]
+        assert extra == [] or (len(extra) == 1 and extra[0][0] == in_flight), (extra, in_flight)
+        # complete rows, each the item a loop that learned the labels before it asks (the same score, ...)
+        follow(reference, storage.label_events(engine, session_id)[len(stored) :], y)
+        stored = now
 
     if engine.dialect.name == "sqlite":
         with engine.connect() as connection:
             assert connection.execute(text("PRAGMA integrity_check")).scalar() == "ok"
-    info = storage.get_session(engine, session_id)
     events = storage.label_events(engine, session_id)
-    # a loop learning the stored labels one by one asks exactly the stored items, with the stored scores
-    reference = ActiveLearningLoop(X, **loop_config(info))
-    for event in events:
-        query = reference.next_query()
-        assert event.item_index == query.index
-        assert event.value == skip_or_true_label(query.index, y)
-        assert event.model_version == len(reference.events)
-        assert (event.strategy, event.solver, event.annotator) == (query.strategy, "incremental", "ada")
-        if np.isfinite(query.score):
-            assert event.decision_value == query.score
-        else:
-            assert event.decision_value is None or not np.isfinite(event.decision_value)
-        if event.value == 0:
-            reference.skip(query.index)
-        else:
-            reference.teach(query.index, event.value)
     rebuilt = ActiveLearningLoop.from_events([(e.item_index, e.value) for e in events], X, **loop_config(info))
     np.testing.assert_array_equal(rebuilt.labels, reference.labels)
     np.testing.assert_array_equal(rebuilt.skipped_mask, reference.skipped_mask)

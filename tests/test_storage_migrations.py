@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
-from sqlalchemy import MetaData, func, select, text
+from sqlalchemy import MetaData, func, inspect, select, text
 
 import storage
 from storage import migrations
@@ -269,5 +269,48 @@ def test_processes_opening_one_empty_database_at_once_create_it_once(database_ur
         assert schema_differences(engine) == []
         with engine.connect() as connection:
             assert connection.execute(select(func.count()).select_from(SchemaInfo)).scalar_one() == 1
+    finally:
+        engine.dispose()
+
+
+def test_migration_0006_keeps_every_account_and_moves_the_lock_to_sign_in_throttles(database_url):
+    """Schema version 6 drops ``accounts.locked_until`` (a lock for everyone: anybody could keep an owner
+    out) for ``sign_in_throttles``; every other value of every account is kept, both ways."""
+    from alembic import command
+
+    from app.services import MarginLab
+    from app.services.accounts import hash_password
+    from storage import teams
+
+    engine = storage.make_engine(database_url)
+    try:
+        with engine.begin() as connection:
+            command.upgrade(migrations.alembic_config(connection), "0005_project_snapshots")
+        teams.create_account(engine, name="olga", role="owner", password_hash=hash_password("a-long-password"))
+        teams.create_account(engine, name="ann", role="annotator", password_hash=None)
+        with engine.begin() as connection:  # ann was locked the way schema version 5 locked
+            connection.execute(text("UPDATE accounts SET failed_attempts = 7, locked_until = :until "
+                                    "WHERE role = 'annotator'"), {"until": dt.datetime(2030, 1, 1, tzinfo=dt.UTC)})
+        before = table_rows(engine, ["accounts", "annotators"])
+        assert storage.init_db(engine) == SCHEMA_VERSION == 6
+        assert schema_differences(engine) == []
+        after = table_rows(engine, ["accounts", "annotators"])
+        assert after["annotators"] == before["annotators"]
+        kept = [{k: v for k, v in row.items() if k != "locked_until"} for row in before["accounts"]]
+        assert after["accounts"] == kept
+        assert table_rows(engine, ["sign_in_throttles"]) == {"sign_in_throttles": []}
+        svc = MarginLab(engine)
+        svc.failure_delay_s = 0
+        assert svc.sign_in("olga", "a-long-password").is_owner
+        assert table_rows(engine, ["sign_in_throttles"])["sign_in_throttles"]  # (counted, then refunded)
+        with engine.begin() as connection:
+            command.downgrade(migrations.alembic_config(connection), "0005_project_snapshots")
+        down = table_rows(engine, ["accounts"])["accounts"]
+        assert [row.pop("locked_until") for row in down] == [None, None]
+        assert [{k: v for k, v in row.items() if k != "last_sign_in_at"} for row in down] == [
+            {k: v for k, v in row.items() if k != "last_sign_in_at"} for row in after["accounts"]]
+        with engine.connect() as connection:
+            assert not inspect(connection).has_table("sign_in_throttles")
+            assert connection.execute(text("SELECT version FROM schema_info")).scalar_one() == 5
     finally:
         engine.dispose()

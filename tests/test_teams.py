@@ -7,20 +7,34 @@ Storage and service tests run on a SQLite file and on the throwaway PostgreSQL s
 
 from __future__ import annotations
 
+import datetime as dt
 import multiprocessing
 import random
+import threading
+from functools import partial
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
 from sklearn.metrics import cohen_kappa_score
 
-from app.services import MarginLab, ServiceError
-from app.services.accounts import FREE_ATTEMPTS, SignInError, hash_password, lock_seconds
+from app.services import MarginLab, ServiceError, accounts
+from app.services.accounts import (
+    CLIENT_FREE_ATTEMPTS,
+    FREE_ATTEMPTS,
+    SIGN_IN_ENDED,
+    SignedOutError,
+    SignInError,
+    Verifications,
+    hash_password,
+    lock_seconds,
+)
 from core.agreement import cohen_kappa, fleiss_kappa, rating_counts
 from core.loop import ActiveLearningLoop
 from storage import repository as repo
 from storage import teams
 from storage.errors import DuplicateLabelError
+from tests.test_storage_repository import run_at_once
 
 PASSWORD = "a-long-password"
 
@@ -132,15 +146,215 @@ def test_repeated_failures_lock_the_account_even_for_the_right_password(svc):
         svc.sign_in("mallory", "guess-guess")
 
 
-def test_a_failed_sign_in_answers_after_a_pause(svc):
-    import time
-
+def test_a_failed_sign_in_answers_after_a_pause(svc, monkeypatch):
+    pauses = []
+    monkeypatch.setattr(accounts, "time", SimpleNamespace(sleep=pauses.append))  # the pauses asked for
     svc.failure_delay_s = 0.3
     owner(svc)
-    start = time.monotonic()
+    assert pauses == []  # (a sign-in that succeeds does not wait)
     with pytest.raises(SignInError):
         svc.sign_in("olga", "not-the-password")
-    assert time.monotonic() - start >= 0.3
+    with pytest.raises(SignInError):
+        svc.sign_in("nobody", "not-the-password")
+    assert pauses == [0.3, 0.3]
+
+
+# -- guessing: parallel guesses, the memory of the checks, telling names apart, locking others out
+
+
+class CountingHasher:
+    """The argon2 hasher, counting its password checks and the most that ran at once."""
+
+    def __init__(self, real):
+        self.real, self.checks, self.running, self.most_at_once = real, 0, 0, 0
+        self._lock = threading.Lock()
+
+    def verify(self, password_hash, password):
+        with self._lock:
+            self.checks += 1
+            self.running += 1
+            self.most_at_once = max(self.most_at_once, self.running)
+        try:
+            return self.real.verify(password_hash, password)
+        finally:
+            with self._lock:
+                self.running -= 1
+
+    def __getattr__(self, name):
+        return getattr(self.real, name)
+
+
+@pytest.fixture
+def hasher(monkeypatch):
+    counting = CountingHasher(accounts._hasher)
+    monkeypatch.setattr(accounts, "_hasher", counting)
+    return counting
+
+
+@pytest.fixture
+def frozen_clock(monkeypatch):
+    """The service's clock stands still: a lock never runs out while a test looks at it."""
+    now = dt.datetime(2026, 3, 1, 12, 0, tzinfo=dt.UTC)
+    monkeypatch.setattr(accounts, "utc_now", lambda: now)
+    return now
+
+
+def guesses_at_once(svc, n: int, name: str, password: str, client: str | None = None) -> list:
+    """``n`` threads released together, each trying ``password`` for ``name``; what each got."""
+    return run_at_once(n, lambda _: svc.sign_in(name, password, client=client))
+
+
+def test_parallel_wrong_passwords_are_counted_in_the_database_and_lock_after_the_free_attempts(
+        svc, hasher, frozen_clock, monkeypatch):
+    """The attack: twelve tabs sending twelve wrong passwords at once. Each attempt is counted before its
+    password is checked, in the database, so only the first FREE_ATTEMPTS are checked at all, one at a
+    time for one name; then the name is locked for that client, even for the right password."""
+    svc.create_account(owner(svc), name="ann", password=PASSWORD)
+    checks_before = hasher.checks
+    results = guesses_at_once(svc, 12, "ann", "guess-guess", client="203.0.113.9")
+    assert all(isinstance(r, SignInError) for r in results), results
+    assert hasher.checks - checks_before <= FREE_ATTEMPTS
+    assert hasher.most_at_once <= accounts.VERIFY_PER_NAME
+    assert sum("Too many failed sign-ins" in str(r) for r in results) >= 12 - FREE_ATTEMPTS
+    checks = hasher.checks
+    with pytest.raises(SignInError, match="Too many failed sign-ins: try again in 30 seconds"):
+        svc.sign_in("ann", PASSWORD, client="203.0.113.9")  # locked: not even checked
+    assert hasher.checks == checks
+    # a second burst, a minute later, when the lock has run out: one more check, and a longer lock
+    later = frozen_clock + dt.timedelta(seconds=31)
+    monkeypatch.setattr(accounts, "utc_now", lambda: later)
+    results = guesses_at_once(svc, 12, "ann", "guess-guess", client="203.0.113.9")
+    assert hasher.checks == checks + 1 and all(isinstance(r, SignInError) for r in results)
+    with pytest.raises(SignInError, match="try again in 60 seconds"):
+        svc.sign_in("ann", PASSWORD, client="203.0.113.9")
+    # the person whose account it is signs in from where they are
+    assert svc.sign_in("ann", PASSWORD, client="198.51.100.7").name == "ann"
+
+
+def test_password_checks_take_turns_per_name_per_client_and_in_all():
+    """Each argon2id check holds 64 MiB: a process runs a bounded number at once, whatever comes in."""
+    turns = Verifications(at_once=3, per_name=1, per_client=2)
+    with turns.turn("ann", "x", 0):
+        with pytest.raises(SignInError, match="Too many sign-ins at once"):
+            with turns.turn("ANN", "y", 0):  # the same name, from elsewhere
+                pass
+        with turns.turn("bob", "x", 0):
+            with pytest.raises(SignInError, match="Too many sign-ins at once"):
+                with turns.turn("cy", "x", 0):  # a third from one client
+                    pass
+            with turns.turn("cy", "y", 0):
+                with pytest.raises(SignInError, match="Too many sign-ins at once"):
+                    with turns.turn("dan", "z", 0):  # a fourth in all
+                        pass
+            with turns.turn("dan", "z", 0):  # (one ended)
+                pass
+    # a sign-in waits for its turn, and gets it when one ends
+    entered, waiting = threading.Event(), threading.Event()
+
+    def wait_for_a_turn():
+        waiting.set()
+        with turns.turn("ann", "q", 60):
+            entered.set()
+
+    with turns.turn("ann", "x", 0):
+        thread = threading.Thread(target=wait_for_a_turn)
+        thread.start()
+        waiting.wait()
+        assert not entered.is_set()
+    thread.join()
+    assert entered.is_set()
+
+
+def test_a_sign_in_without_a_turn_is_refused_without_checking_its_password(svc, hasher):
+    owner(svc)
+    svc.verify_wait_s = 0.0
+    checks = hasher.checks
+    with svc.verifications.turn("olga", "elsewhere", 0):  # a check for olga under way (per name: one)
+        with pytest.raises(SignInError, match="Too many sign-ins at once"):
+            svc.sign_in("olga", PASSWORD, client="here")
+    assert hasher.checks == checks
+
+
+def test_a_name_without_an_account_answers_as_a_name_with_one(svc, hasher, frozen_clock):
+    """The same messages, in the same order, after the same single password check each (a dummy hash
+    for a name without an account): the answers do not tell which names exist."""
+    svc.create_account(owner(svc), name="ann", password=PASSWORD)
+
+    def attempts(name: str, client: str) -> list[tuple[str, int]]:
+        said = []
+        for _ in range(FREE_ATTEMPTS + 2):
+            checks = hasher.checks
+            with pytest.raises(SignInError) as refused:
+                svc.sign_in(name, "guess-guess", client=client)
+            said.append((str(refused.value), hasher.checks - checks))
+        return said
+
+    known, unknown = attempts("ann", "192.0.2.1"), attempts("anne", "192.0.2.2")
+    assert known == unknown
+    assert known[FREE_ATTEMPTS - 1] == ("Wrong name or password. Too many failed sign-ins: try again in 30 seconds.",
+                                        1)
+
+
+def test_nobody_can_keep_an_owner_locked_out_from_elsewhere(svc, frozen_clock):
+    """Failures lock the name for the client they came from, and a client that tries many names is locked
+    itself; the owner signing in from their own place is never stopped by either."""
+    me = owner(svc)
+    svc.create_account(me, name="ann", password=PASSWORD)
+    attacker, office = "203.0.113.9", "198.51.100.7"
+    for _ in range(FREE_ATTEMPTS + 3):
+        with pytest.raises(SignInError):
+            svc.sign_in("olga", "guess-guess", client=attacker)
+    with pytest.raises(SignInError, match="Too many failed sign-ins"):
+        svc.sign_in("olga", PASSWORD, client=attacker)
+    assert svc.sign_in("olga", PASSWORD, client=office).is_owner
+    # one client spraying many names: after CLIENT_FREE_ATTEMPTS failures in a row it is locked, whatever the name
+    sprayer = "203.0.113.10"
+    for k in range(CLIENT_FREE_ATTEMPTS - 1):
+        with pytest.raises(SignInError, match=r"^Wrong name or password\.$"):
+            svc.sign_in(f"name-{k}", "guess-guess", client=sprayer)
+    with pytest.raises(SignInError, match="try again in 30 seconds"):
+        svc.sign_in("yet-another-name", "guess-guess", client=sprayer)
+    with pytest.raises(SignInError, match="Too many failed sign-ins"):
+        svc.sign_in("ann", PASSWORD, client=sprayer)
+    assert svc.sign_in("ann", PASSWORD, client=office).name == "ann"
+    assert lock_seconds(CLIENT_FREE_ATTEMPTS, free=CLIENT_FREE_ATTEMPTS) == 30
+    # a success starts the name over for that client: four failures after it do not lock
+    for _ in range(FREE_ATTEMPTS - 1):
+        with pytest.raises(SignInError, match=r"^Wrong name or password\.$"):
+            svc.sign_in("ann", "guess-guess", client=office)
+    assert svc.sign_in("ann", PASSWORD, client=office).name == "ann"
+    for _ in range(FREE_ATTEMPTS - 1):
+        with pytest.raises(SignInError, match=r"^Wrong name or password\.$"):
+            svc.sign_in("ann", "guess-guess", client=office)
+
+
+def test_the_client_is_the_connection_or_what_a_proxy_on_this_machine_forwarded():
+    assert accounts.client_of("198.51.100.7", "203.0.113.9") == "198.51.100.7"  # a remote peer's header: ignored
+    assert accounts.client_of(None, "203.0.113.9, 10.1.2.3") == "10.1.2.3"  # (the proxy added the last one)
+    assert accounts.client_of(None, "2001:db8::1") == "2001:db8::1"
+    assert accounts.client_of(None, None) is None and accounts.client_of(None, "") is None
+    assert accounts.client_of(None, "203.0.113.9, me-honest") is None  # not an address: not believed
+
+
+def test_failures_untouched_for_a_day_are_forgotten(svc, monkeypatch):
+    day_one = dt.datetime(2026, 3, 1, 12, 0, tzinfo=dt.UTC)
+    monkeypatch.setattr(accounts, "utc_now", lambda: day_one)
+    owner(svc)
+    for _ in range(FREE_ATTEMPTS - 1):
+        with pytest.raises(SignInError, match=r"^Wrong name or password\.$"):
+            svc.sign_in("olga", "guess-guess", client="c")
+    day_two = day_one + accounts.FORGET_AFTER + dt.timedelta(seconds=1)
+    monkeypatch.setattr(accounts, "utc_now", lambda: day_two)
+    for _ in range(FREE_ATTEMPTS - 1):  # counted from nothing again: no lock
+        with pytest.raises(SignInError, match=r"^Wrong name or password\.$"):
+            svc.sign_in("olga", "guess-guess", client="c")
+    from sqlalchemy import func, select
+
+    from storage.models import SignInThrottle
+    from storage.repository import reading
+
+    with reading(svc.engine) as session:  # one row per key, none left over from the day before
+        assert session.execute(select(func.count()).select_from(SignInThrottle)).scalar_one() == 2
 
 
 def test_a_sign_in_ends_when_the_password_changes_or_the_account_is_disabled(svc):
@@ -159,6 +373,94 @@ def test_a_sign_in_ends_when_the_password_changes_or_the_account_is_disabled(svc
         svc.set_disabled(me, "olga", True)
     with pytest.raises(ServiceError, match="current password is wrong"):
         svc.change_password(me, "olga", "new-password-1", current_password="wrong")
+
+
+def test_two_owners_disabling_each_other_at_once_leave_one_owner(svc, monkeypatch):
+    """The attack: two owners disable each other at the same moment. Each change counts the owners in the
+    transaction that makes it, so one of them wins. (The barriers make both read the accounts before
+    either changes anything: the moment at which a check made outside that transaction is fooled.)"""
+    olga, pia = owner(svc), owner(svc, "pia")
+    for name in ("get_account", "count_owners"):
+        read, both_read = getattr(teams, name), threading.Barrier(2)
+
+        def read_then_wait(*args, read=read, both_read=both_read, **kwargs):
+            found = read(*args, **kwargs)
+            both_read.wait()
+            return found
+
+        monkeypatch.setattr(teams, name, read_then_wait)
+    results = [None, None]
+
+    def disable(k, actor, other):
+        try:
+            svc.set_disabled(actor, other, True)
+            results[k] = "done"
+        except ServiceError as error:
+            results[k] = str(error)
+
+    threads = [threading.Thread(target=disable, args=(0, olga, "pia")),
+               threading.Thread(target=disable, args=(1, pia, "olga"))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    monkeypatch.undo()
+    assert sorted(results) == ["The last owner cannot be disabled.", "done"], results
+    enabled = [a.name for a in teams.list_accounts(svc.engine) if a.role == "owner" and not a.disabled]
+    assert len(enabled) == 1 and teams.count_owners(svc.engine) == 1
+    assert svc.sign_in(enabled[0], PASSWORD).is_owner
+    # nor can the last owner lose the role
+    with pytest.raises(teams.LastOwnerError):
+        teams.set_account_role(svc.engine, teams.get_account(svc.engine, enabled[0]).id, "annotator")
+    assert teams.count_owners(svc.engine) == 1
+
+
+def test_a_disabled_or_reset_account_writes_nothing_more(svc):
+    """The attack: the owner disables ann (or resets her password), and ann goes on pressing P / N on the
+    page she still has open. Every action that writes checks her identity in the database first."""
+    me = owner(svc)
+    svc.create_account(me, name="ann", password=PASSWORD)
+    project_id = project(svc, members=("ann", "bob"))
+    dataset_id = svc.datasets()[0].id
+    run = None
+    for end_it in (lambda: svc.set_disabled(me, "ann", True), lambda: svc.change_password(me, "ann", "a-new-password")):
+        ann = svc.sign_in("ann", PASSWORD)
+        if run is None:
+            run = svc.start_session(dataset_id=dataset_id, annotator="ann", strategy="random", by=ann)
+        item = run.shown.item_index
+        assert run.answer(1, item_index=item, by=ann).ok  # while the sign-in holds
+        label_id = run.answers[-1].label_id
+        team = svc.project_for(ann, project_id)
+        shown = team.next_item("ann")
+        stored = [(e.label_id, e.value) for e in repo.label_events(svc.engine, run.session_id)]
+        answers = teams.project_answers(svc.engine, project_id)[1]
+        end_it()
+        refused = [
+            run.answer(-1, item_index=run.shown.item_index, by=ann), run.skip(run.shown.item_index, by=ann),
+            run.undo(last_item_index=item, by=ann), run.change_label(label_id, -1, by=ann),
+            run.remove_label(label_id, by=ann), run.start_check(by=ann), run.set_stopping(rule="knee", by=ann),
+            run.close(by=ann), svc.close_session(run.session_id, by=ann),
+            svc.rename_session(run.session_id, "mine", by=ann),
+            team.answer("ann", shown.item_index, 1, shown, by=ann), team.undo("ann", by=ann),
+        ]
+        assert all(not outcome.ok and outcome.message == SIGN_IN_ENDED for outcome in refused), refused
+        for action in (partial(svc.start_session, dataset_id=dataset_id, annotator="ann", strategy="random", by=ann),
+                       partial(run.import_labels, b"item_index,label\n1,1\n", key_column="item_index",
+                               label_column="label", by=ann),
+                       partial(svc.set_eval_fraction, dataset_id, 0.5, by=ann),
+                       partial(svc.change_password, ann, "ann", "another-password", current_password=PASSWORD)):
+            with pytest.raises(SignedOutError, match="Your sign-in has ended"):
+                action()
+        assert [(e.label_id, e.value) for e in repo.label_events(svc.engine, run.session_id)] == stored
+        assert teams.project_answers(svc.engine, project_id)[1] == answers
+        assert repo.get_session(svc.engine, run.session_id).status == "active"
+        assert len(repo.list_sessions(svc.engine, annotator="ann")) == 1 + 1  # (her solo one and the project's)
+        svc.set_disabled(me, "ann", False)
+    # an owner whose sign-in ended is no owner any more either
+    svc.change_password(me, "olga", "a-new-password", current_password=PASSWORD)
+    with pytest.raises(SignedOutError):
+        svc.create_account(me, name="eve", password=PASSWORD)
+    assert teams.get_account(svc.engine, "eve") is None
 
 
 def test_the_first_start_creates_the_owner_from_the_environment_or_prints_a_password_once(engine, monkeypatch,

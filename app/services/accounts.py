@@ -2,12 +2,35 @@
 
 Passwords are hashed with argon2id (``argon2-cffi``, its default parameters:
 RFC 9106's second recommendation, 64 MiB and 3 passes); only the hash is
-stored. A failed sign-in costs time: every failure waits ``FAILURE_DELAY_S``
-before it answers, and after ``FREE_ATTEMPTS`` failures in a row an account is
-locked for a time that doubles with each further failure, up to
-``LOCK_MAX_S``. Names that have no account are throttled the same way in the
-process's memory, and are checked against a dummy hash, so an answer does not
-tell whether the name exists.
+stored.
+
+Guessing passwords. Failed sign-ins are counted in the database under two keys
+(``storage.teams.charge_sign_in``): the name from one client (its address), and
+the client under any name. After ``FREE_ATTEMPTS`` failures in a row for one
+name from one client, that name is locked *for that client* for a time that
+doubles with each further failure, up to ``LOCK_MAX_S``; a client that fails
+``CLIENT_FREE_ATTEMPTS`` times in a row, whatever the names, is locked the same
+way. An attacker can thus lock out only themselves: the owner signs in from
+elsewhere. The client is the connection's address; for a connection from this
+machine (a reverse proxy in front of the app) it is the address the proxy put
+last in ``X-Forwarded-For`` (``client_of``). An
+attempt is counted before its password is checked, in a conditional update that
+only a key that is not locked passes, and the lock is set in the same
+transaction; so parallel guesses take turns on the count, and no more than
+``FREE_ATTEMPTS`` of them are ever checked before the lock.
+
+A password check runs argon2id, which holds 64 MiB while it runs: a process runs
+at most ``VERIFY_AT_ONCE`` checks at a time, ``VERIFY_PER_NAME`` for one name and
+``VERIFY_PER_CLIENT`` for one client (``Verifications``); others wait their turn.
+Every failure answers after ``FAILURE_DELAY_S``.
+
+Names that have no account go through the same counting, the same lock and the
+same check (against a dummy hash), with the same messages: an answer does not
+tell whether a name exists.
+
+Every action that writes checks its identity against the database first
+(``sign_in_ended``): a disabled account, or one whose password or role changed,
+writes nothing more, whatever page it still has open.
 
 A fresh installation has no account: the first start creates the owner
 (``MARGINLAB_OWNER_NAME``, default "owner") with the password in
@@ -18,16 +41,22 @@ printed once to the server's console.
 from __future__ import annotations
 
 import datetime as dt
+import functools
+import hashlib
+import ipaddress
 import logging
 import os
 import secrets
 import sys
 import threading
 import time
+from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 from argon2 import PasswordHasher
-from argon2.exceptions import InvalidHashError, VerificationError, VerifyMismatchError
+from argon2.exceptions import InvalidHashError, VerificationError
 
 from app.services.common import ServiceError
 from storage import teams
@@ -40,23 +69,42 @@ OWNER_PASSWORD_ENV = "MARGINLAB_OWNER_PASSWORD"
 DEFAULT_OWNER_NAME = "owner"
 #: shortest password an account may have
 MIN_PASSWORD_LENGTH = 8
-#: failures in a row before an account is locked
+#: failures in a row for one name from one client before that name is locked for that client
 FREE_ATTEMPTS = 5
+#: failures in a row from one client, whatever the names, before the client is locked
+CLIENT_FREE_ATTEMPTS = 20
 #: the first lock lasts this long; each further failure doubles it, up to LOCK_MAX_S
 LOCK_FIRST_S = 30.0
 LOCK_MAX_S = 15 * 60.0
+#: failures are forgotten after this long without an attempt
+FORGET_AFTER = dt.timedelta(days=1)
 #: every failed sign-in answers after this pause
 FAILURE_DELAY_S = 0.5
+#: password checks (64 MiB each) a process runs at once: in all, for one name, for one client
+VERIFY_AT_ONCE = 4
+VERIFY_PER_NAME = 1
+VERIFY_PER_CLIENT = 2
+#: how long a sign-in waits for its turn to be checked before it is refused as too busy
+VERIFY_WAIT_S = 10.0
 #: a sign-in holds for this long, at most
 SIGN_IN_HOURS = 12
+#: the client of a sign-in whose address is not known (tests, a local connection)
+UNKNOWN_CLIENT = "unknown"
 
 _hasher = PasswordHasher()
 #: checked for names without an account, so that a wrong name takes as long as a wrong password
 _DUMMY_HASH = _hasher.hash(secrets.token_urlsafe(16))
 
+SIGN_IN_ENDED = ("Your sign-in has ended (it expired, or your account was disabled, or its password or role "
+                 "changed): nothing was recorded. Sign in again.")
+
 
 class SignInError(ServiceError):
     """A sign-in that did not succeed; the message says only what the person may know."""
+
+
+class SignedOutError(ServiceError):
+    """An action by an identity whose sign-in no longer holds; nothing was done."""
 
 
 @dataclass(frozen=True)
@@ -90,25 +138,89 @@ def check_password(password: str, *, name: str | None = None) -> str:
     return password
 
 
-def lock_seconds(failures: int) -> float:
-    """How long an account stays locked after ``failures`` failed sign-ins in a row (0: not locked)."""
-    if failures < FREE_ATTEMPTS:
+def lock_seconds(failures: int, free: int = FREE_ATTEMPTS) -> float:
+    """How long a key stays locked after ``failures`` failed sign-ins in a row (0: not locked)."""
+    if failures < free:
         return 0.0
-    return min(LOCK_FIRST_S * 2.0 ** (failures - FREE_ATTEMPTS), LOCK_MAX_S)
+    return min(LOCK_FIRST_S * 2.0 ** (failures - free), LOCK_MAX_S)
+
+
+def client_of(peer: str | None, forwarded_for: str | None) -> str | None:
+    """The address a sign-in comes from: ``peer`` (the connection's, None when it comes from this
+    machine); for a connection from this machine, the last address of ``X-Forwarded-For`` (the one a
+    reverse proxy in front of the app added: the entries before it are the browser's to make up)."""
+    if peer:
+        return peer
+    last = str(forwarded_for or "").split(",")[-1].strip()
+    try:
+        return str(ipaddress.ip_address(last))
+    except ValueError:
+        return None
+
+
+def throttle_keys(name: str, client: str) -> tuple[str, str]:
+    """The keys a sign-in is counted under: (the name from this client, this client under any name)."""
+    def digest(*parts: str) -> str:
+        return hashlib.sha256("\n".join(parts).encode()).hexdigest()
+
+    return "name:" + digest(name.casefold(), client), "client:" + digest(client)
+
+
+def _try_again(wait: dt.timedelta) -> str:
+    return f"Too many failed sign-ins: try again in {max(int(wait.total_seconds()), 1)} seconds."
+
+
+class Verifications:
+    """Turns for password checks in this process: at most ``per_name`` at once for one name,
+    ``per_client`` for one client and ``at_once`` in all (each argon2id check holds 64 MiB)."""
+
+    def __init__(self, *, at_once: int = VERIFY_AT_ONCE, per_name: int = VERIFY_PER_NAME,
+                 per_client: int = VERIFY_PER_CLIENT):
+        self.at_once, self.per_name, self.per_client = at_once, per_name, per_client
+        self._changed = threading.Condition()
+        self._names: Counter[str] = Counter()
+        self._clients: Counter[str] = Counter()
+        self._running = 0
+
+    @contextmanager
+    def turn(self, name: str, client: str, wait_s: float) -> Iterator[None]:
+        """Hold a turn while the block runs; ``SignInError`` when none comes within ``wait_s``."""
+        name = name.casefold()
+
+        def free() -> bool:
+            return (self._running < self.at_once and self._names[name] < self.per_name
+                    and self._clients[client] < self.per_client)
+
+        with self._changed:
+            if not self._changed.wait_for(free, timeout=wait_s):
+                raise SignInError("Too many sign-ins at once: try again in a moment.")
+            self._running += 1
+            self._names[name] += 1
+            self._clients[client] += 1
+        try:
+            yield
+        finally:
+            with self._changed:
+                self._running -= 1
+                for counts, key in ((self._names, name), (self._clients, client)):
+                    counts[key] -= 1
+                    if counts[key] <= 0:
+                        del counts[key]
+                self._changed.notify_all()
+
+
+#: the process's turns for password checks (one for every service of the process: it bounds its memory)
+VERIFICATIONS = Verifications()
 
 
 class Accounts:
     """The account part of ``MarginLab``."""
 
-    _unknown_failures: dict[str, tuple[int, float]]
-    _unknown_lock: threading.Lock
     #: seconds a failed sign-in waits before answering (tests may shorten it)
     failure_delay_s: float = FAILURE_DELAY_S
-
-    def _failures_by_name(self) -> dict[str, tuple[int, float]]:
-        if not hasattr(self, "_unknown_failures"):
-            self._unknown_failures, self._unknown_lock = {}, threading.Lock()
-        return self._unknown_failures
+    #: seconds a sign-in waits for its turn to be checked
+    verify_wait_s: float = VERIFY_WAIT_S
+    verifications: Verifications = VERIFICATIONS
 
     # -- the first start
     def ensure_owner(self) -> str | None:
@@ -147,31 +259,38 @@ class Accounts:
         return all(a.last_sign_in_at is None for a in teams.list_accounts(self.engine))
 
     # -- signing in
-    def sign_in(self, name: str, password: str) -> Identity:
-        """The identity of ``name`` if ``password`` is theirs; ``SignInError`` otherwise (after a pause)."""
+    def sign_in(self, name: str, password: str, *, client: str | None = None) -> Identity:
+        """The identity of ``name`` if ``password`` is theirs; ``SignInError`` otherwise (after a pause).
+
+        ``client``: the address the attempt comes from (failures are counted and locked per
+        name and client, and per client).
+        """
         name = str(name or "").strip()
         password = str(password or "")
         if not name or not password:
             raise SignInError("Enter your name and password.")
-        account = teams.get_account(self.engine, name)
+        client = str(client or UNKNOWN_CLIENT)[:64]
         now = utc_now()
-        if account is None or account.password_hash is None:
-            self._fail_unknown(name, password)
-        if account.locked_until is not None and account.locked_until > now:
-            wait = (account.locked_until - now).total_seconds()
-            raise SignInError(f"Too many failed sign-ins: try again in {int(wait) + 1} seconds.")
+        for_name, for_client = throttle_keys(name, client)
         try:
-            _hasher.verify(account.password_hash, password)
-        except (VerifyMismatchError, VerificationError, InvalidHashError):
-            failures = account.failed_attempts + 1
-            locked = lock_seconds(failures)
-            teams.record_sign_in(self.engine, account.id, succeeded=False,
-                                 locked_until=now + dt.timedelta(seconds=locked) if locked else None)
+            locked_until = teams.charge_sign_in(
+                self.engine, {for_name: lock_seconds,
+                              for_client: functools.partial(lock_seconds, free=CLIENT_FREE_ATTEMPTS)},
+                now=now, forget_before=now - FORGET_AFTER)
+        except teams.SignInLockedError as locked:
+            raise SignInError(_try_again(locked.until - now)) from None
+        account = teams.get_account(self.engine, name)
+        known = account is not None and account.password_hash is not None
+        with self.verifications.turn(name, client, self.verify_wait_s):
+            right = _verified(account.password_hash if known else _DUMMY_HASH, password) and known
+        if not right:
+            if known:
+                teams.record_sign_in(self.engine, account.id, succeeded=False)
             time.sleep(self.failure_delay_s)
-            if locked:
-                raise SignInError(f"Wrong name or password. Too many failed sign-ins: try again in "
-                                  f"{int(locked)} seconds.") from None
-            raise SignInError("Wrong name or password.") from None
+            if locked_until is not None:
+                raise SignInError(f"Wrong name or password. {_try_again(locked_until - now)}")
+            raise SignInError("Wrong name or password.")
+        teams.clear_sign_in(self.engine, starts_over=for_name, refunded=for_client)
         if account.disabled:
             time.sleep(self.failure_delay_s)
             raise SignInError("This account is disabled; ask an owner of this MarginLab.")
@@ -181,27 +300,6 @@ class Accounts:
             account = teams.get_account_by_id(self.engine, account.id)
         return Identity(account.id, account.name, account.role, account.session_epoch, now)
 
-    def _fail_unknown(self, name: str, password: str):
-        """A name without an account: as slow as a wrong password, throttled per name in memory."""
-        failures = self._failures_by_name()
-        with self._unknown_lock:
-            count, until = failures.get(name.lower(), (0, 0.0))
-            if until > time.monotonic():
-                raise SignInError(f"Too many failed sign-ins: try again in {int(until - time.monotonic()) + 1} "
-                                  "seconds.")
-            count += 1
-            locked = lock_seconds(count)
-            failures[name.lower()] = (count, time.monotonic() + locked if locked else 0.0)
-            if len(failures) > 10_000:  # a flood of names: forget the oldest
-                for key in list(failures)[:5_000]:
-                    failures.pop(key, None)
-        try:
-            _hasher.verify(_DUMMY_HASH, password)
-        except VerificationError:
-            pass
-        time.sleep(self.failure_delay_s)
-        raise SignInError("Wrong name or password.")
-
     def sign_in_external(self, email: str) -> Identity:
         """The identity of an account named like the e-mail address an identity provider (OIDC) vouched for."""
         account = teams.get_account(self.engine, str(email or ""))
@@ -209,6 +307,23 @@ class Accounts:
             raise SignInError(f"No MarginLab account is named {email!r}: ask an owner to add it on the Team page.")
         teams.record_sign_in(self.engine, account.id, succeeded=True)
         return Identity(account.id, account.name, account.role, account.session_epoch, utc_now(), via="oidc")
+
+    def sign_in_ended(self, identity: Identity | None) -> str | None:
+        """Why ``identity`` may not write any more (``SIGN_IN_ENDED``: see ``still_valid``), or None when
+        it may, or when no identity is given (a caller that is not a signed-in person: a script, a test).
+        Every action that writes asks this first, against the database."""
+        return None if identity is None or self.still_valid(identity) is not None else SIGN_IN_ENDED
+
+    def acting(self, identity: Identity | None) -> None:
+        """``SignedOutError`` when ``identity``'s sign-in has ended (``sign_in_ended``); nothing otherwise."""
+        if ended := self.sign_in_ended(identity):
+            raise SignedOutError(ended)
+
+    def require_owner(self, actor: Identity | None, what: str) -> None:
+        """Nothing when ``actor`` is an owner whose sign-in holds; ``ServiceError`` otherwise."""
+        if actor is None or not actor.is_owner:
+            raise ServiceError(f"Only an owner can {what}.")
+        self.acting(actor)
 
     def still_valid(self, identity: Identity | None) -> Identity | None:
         """The identity as the database has it now, or None when the sign-in no longer holds.
@@ -233,7 +348,7 @@ class Accounts:
     def create_account(self, actor: Identity, *, name: str, password: str | None, role: str = "annotator"
                        ) -> teams.AccountInfo:
         """An owner adds an account. ``password`` None: the account signs in through the identity provider only."""
-        _require_owner(actor, "add accounts")
+        self.require_owner(actor, "add accounts")
         if role not in ROLES:
             raise ServiceError(f"A role is one of {', '.join(ROLES)}, not {role!r}.")
         name = str(name or "").strip()
@@ -248,29 +363,36 @@ class Accounts:
     def change_password(self, actor: Identity, account_name: str, password: str, *,
                         current_password: str | None = None) -> None:
         """Set a password: one's own (with the current one), or anyone's as an owner. Other sign-ins end."""
+        self.acting(actor)
         account = teams.get_account(self.engine, account_name)
         if account is None:
             raise ServiceError(f"No account is named '{account_name}'.")
         if account.id != actor.account_id:
-            _require_owner(actor, "change another account's password")
+            self.require_owner(actor, "change another account's password")
         else:
-            try:
-                _hasher.verify(account.password_hash or _DUMMY_HASH, str(current_password or ""))
-            except VerificationError:
+            with self.verifications.turn(account.name, UNKNOWN_CLIENT, self.verify_wait_s):
+                right = _verified(account.password_hash or _DUMMY_HASH, str(current_password or ""))
+            if not right:
                 time.sleep(self.failure_delay_s)
-                raise ServiceError("The current password is wrong; nothing was changed.") from None
+                raise ServiceError("The current password is wrong; nothing was changed.")
         teams.set_password_hash(self.engine, account.id, hash_password(check_password(password, name=account.name)))
 
     def set_disabled(self, actor: Identity, account_name: str, disabled: bool) -> None:
-        _require_owner(actor, "disable accounts")
+        """Disable or enable an account; the last enabled owner stays (checked in the same transaction
+        as the change, so two owners disabling each other at once leave one)."""
+        self.require_owner(actor, "disable accounts")
         account = teams.get_account(self.engine, account_name)
         if account is None:
             raise ServiceError(f"No account is named '{account_name}'.")
-        if disabled and account.role == "owner" and teams.count_owners(self.engine) <= 1:
-            raise ServiceError("The last owner cannot be disabled.")
-        teams.set_account_disabled(self.engine, account.id, disabled)
+        try:
+            teams.set_account_disabled(self.engine, account.id, disabled)
+        except teams.LastOwnerError:
+            raise ServiceError("The last owner cannot be disabled.") from None
 
 
-def _require_owner(actor: Identity | None, what: str) -> None:
-    if actor is None or not actor.is_owner:
-        raise ServiceError(f"Only an owner can {what}.")
+def _verified(password_hash: str, password: str) -> bool:
+    """Whether ``password`` is the one ``password_hash`` was made from (argon2id: 64 MiB while it runs)."""
+    try:
+        return _hasher.verify(password_hash, password)
+    except (VerificationError, InvalidHashError):
+        return False

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
@@ -23,6 +24,9 @@ from app.services.common import (
 )
 from core.dask_runs import resolve_scheduler
 from storage import repository as repo
+
+if TYPE_CHECKING:
+    from app.services.accounts import Identity
 
 # What one comparison started from the app may cost. It runs inside a request of a server
 # others share: every seed of every heuristic labels up to the budget, keeping the training items'
@@ -88,7 +92,7 @@ class Comparisons:
                        gamma: float | str = DEFAULT_GAMMA, test_fraction: float = 0.3,
                        progress: Callable[[float, str], None] | None = None,
                        stopping: Sequence[str] | None = None, target_recall: float = 0.95,
-                       confidence: float = 0.95, model: str | None = None) -> int:
+                       confidence: float = 0.95, model: str | None = None, by: Identity | None = None) -> int:
         """Run a comparison with the true labels as the oracle; store it and return its id.
 
         ``progress(fraction, description)`` is called after each run and, within a heuristic's
@@ -100,9 +104,11 @@ class Comparisons:
         With ``$MARGINLAB_DASK_SCHEDULER`` set (:meth:`comparison_scheduler`) the runs go to that
         Dask scheduler, and progress is told after each run only.  ``model="review"``: every heuristic
         runs with the review model (``core.presets``; C and gamma are not used), as in a session.
+        ``by``: the signed-in person running it; nothing runs, or is stored, once their sign-in has ended.
         """
         from core.experiment import REFERENCE_TASK, SchedulerError, run_comparison
 
+        self.acting(by)
         dataset = self.dataset(dataset_id)
         if not dataset.has_true_labels:
             raise ServiceError(f"Dataset '{dataset.name}' has no true labels; a comparison needs them.")
@@ -174,6 +180,7 @@ class Comparisons:
                    "references": result.references.to_dict(orient="records"),
                    "stop_summary": result.stop_summary.to_dict(orient="records"),
                    "stops": result.stops.astype(object).where(result.stops.notna(), None).to_dict(orient="records")}
+        self.acting(by)  # (it may have run for minutes)
         return repo.save_comparison(self.engine, dataset_id, config, result.rows, summary)
 
     @staticmethod

@@ -7,13 +7,16 @@ import io
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
 from app.services.common import DEMO_NAME, ServiceError, scaling_name
 from storage import repository as repo
 from storage.errors import DuplicateDatasetError
+
+if TYPE_CHECKING:
+    from app.services.accounts import Identity
 
 
 @dataclass
@@ -98,9 +101,10 @@ class Datasets:
         return list(BUNDLED)
 
     def import_bundled(self, key: str, *, positive: Any = None, name: str | None = None,
-                       scaling: str = "standard") -> ImportResult:
+                       scaling: str = "standard", by: Identity | None = None) -> ImportResult:
         from core.datasets import load_bundled
 
+        self.acting(by)
         return self._import_loaded(load_bundled(key, positive=positive), name=name, scaling=scaling,
                                    extra_meta={"bundled": key})
 
@@ -158,8 +162,9 @@ class Datasets:
                    text_features: Sequence[str] | None = None, text_analyzer: str = "word",
                    text_svd: int | None = None, smiles_column: str | None = None, fingerprint_radius: int = 2,
                    fingerprint_bits: int = 2048, invalid_smiles: str = "error",
-                   eval_fraction: float | None = None) -> ImportResult:
-        """Check and import an uploaded CSV; errors name the row or column and change nothing.
+                   eval_fraction: float | None = None, by: Identity | None = None) -> ImportResult:
+        """Check and import an uploaded CSV; errors name the row or column and change nothing (``by``: the
+        signed-in person importing it; ``SignedOutError`` once their sign-in has ended).
 
         ``text_features``: free-text columns turned into TF-IDF features (``text_column`` is
         the column *shown*); ``smiles_column``: molecules as Morgan fingerprints. The other
@@ -171,6 +176,7 @@ class Datasets:
         """
         from core.datasets import load_csv
 
+        self.acting(by)
         if display == "text" and not text_column:
             raise ServiceError("Choose the text column to show for each item.")
         if display == "image" and not image_shape:
@@ -205,11 +211,12 @@ class Datasets:
             result.message += " " + " ".join(n[0].upper() + n[1:] + "." for n in loaded.notices)
         return result
 
-    def set_eval_fraction(self, dataset_id: int, fraction: float) -> float:
+    def set_eval_fraction(self, dataset_id: int, fraction: float, *, by: Identity | None = None) -> float:
         """The share of a dataset with true labels held out for evaluation by the sessions started after
         (0: every item is in the pool)."""
         from app.services.sessions import eval_share
 
+        self.acting(by)
         share = eval_share(fraction)
         repo.update_dataset_meta(self.engine, dataset_id, {"eval_fraction": share})
         return share

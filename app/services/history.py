@@ -13,6 +13,7 @@ from __future__ import annotations
 import csv
 import logging
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
@@ -21,6 +22,9 @@ from sqlalchemy.exc import SQLAlchemyError
 from app.services.common import Outcome, ServiceError, database_trouble
 from storage import history as stored_history
 from storage.errors import StorageError
+
+if TYPE_CHECKING:
+    from app.services.accounts import Identity
 
 logger = logging.getLogger(__name__)
 
@@ -104,18 +108,21 @@ class RunHistory:
                 f"at {when}")
 
     # -- changing ----------------------------------------------------------------------------
-    def change_label(self, label_id: int, value: int, *, by: str | None = None) -> Outcome:
+    def change_label(self, label_id: int, value: int, *, by: Identity | None = None) -> Outcome:
         """Change an earlier label to ``value`` (+1 / -1): recorded with who and when, then learned."""
         return self._correct(int(label_id), int(value), by=by)
 
-    def remove_label(self, label_id: int, *, by: str | None = None) -> Outcome:
+    def remove_label(self, label_id: int, *, by: Identity | None = None) -> Outcome:
         """Remove an earlier label or skip: recorded with who and when; the item can be asked about again."""
         return self._correct(int(label_id), None, by=by)
 
-    def _correct(self, label_id: int, value: int | None, *, by: str | None = None) -> Outcome:
-        """``by``: who makes the correction (the signed-in person); the session's annotator by default."""
-        who = by or self.info.annotator
+    def _correct(self, label_id: int, value: int | None, *, by: Identity | None = None) -> Outcome:
+        """``by``: who makes the correction (the signed-in person, refused once their sign-in ended); the
+        session's annotator by default."""
+        who = by.name if by is not None else self.info.annotator
         with self.lock:
+            if ended := self.service.sign_in_ended(by):
+                return self._tell(Outcome(False, ended, "error"))
             if self.problem is not None:
                 return self._tell(Outcome(False, self.problem, "error"))
             answer = next((a for a in self.answers if a.label_id == label_id), None)
@@ -240,14 +247,16 @@ class RunHistory:
         return found
 
     def import_labels(self, data: bytes, *, key_column: str, label_column: str, source: str = "the file",
-                      by: str | None = None) -> Outcome:
-        """Add the labels of an import file to the session, all or none.
+                      by: Identity | None = None) -> Outcome:
+        """Add the labels of an import file to the session, all or none, under ``by``'s name (the session's
+        annotator by default).
 
         Raises ``ServiceError`` listing the rows that cannot be imported (unknown
         key or label, an item held out for evaluation, an answer that contradicts
-        one in the file or in the session); nothing is stored then.
+        one in the file or in the session), or saying that ``by``'s sign-in ended; nothing is stored then.
         """
         with self.lock:
+            self.service.acting(by)
             if self.problem is not None:
                 raise ServiceError(self.problem)
             plan = self.plan_import(data, key_column=key_column, label_column=label_column)
@@ -262,7 +271,8 @@ class RunHistory:
                                                 "already in this session.", "info"))
             try:
                 stored = stored_history.record_labels(
-                    self.engine, self.session_id, plan.answers, annotator=by or self.info.annotator, strategy=IMPORTED,
+                    self.engine, self.session_id, plan.answers, annotator=by.name if by else self.info.annotator,
+                    strategy=IMPORTED,
                     solver=self.info.solver, model_version=len(self.answers))
             except StorageError as error:
                 raise ServiceError(f"Nothing was imported from {source}: {error}") from None

@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from app.services.common import Outcome, ServiceError
 from storage import history as stored_history
 from storage import repository as repo
 from storage.errors import StorageError
+
+if TYPE_CHECKING:
+    from app.services.accounts import Identity
 
 
 class Housekeeping:
@@ -14,8 +19,10 @@ class Housekeeping:
     def session(self, session_id: int) -> repo.SessionInfo:
         return repo.get_session(self.engine, session_id)
 
-    def rename_session(self, session_id: int, name: str | None) -> Outcome:
-        """Name a session (blank: it is called by its number again)."""
+    def rename_session(self, session_id: int, name: str | None, *, by: Identity | None = None) -> Outcome:
+        """Name a session (blank: it is called by its number again); ``by``: the signed-in person."""
+        if ended := self.sign_in_ended(by):
+            return Outcome(False, ended, "error")
         try:
             stored_history.rename_session(self.engine, session_id, name)
         except StorageError as error:
@@ -27,8 +34,10 @@ class Housekeeping:
         return Outcome(True, f"Session {session_id} is now called '{info.name}'." if info.name else
                        f"Session {session_id} has no name any more.")
 
-    def reopen_session(self, session_id: int) -> Outcome:
+    def reopen_session(self, session_id: int, *, by: Identity | None = None) -> Outcome:
         """Make a closed session active again (it is rebuilt from its labels when opened)."""
+        if ended := self.sign_in_ended(by):
+            return Outcome(False, ended, "error")
         repo.reopen_session(self.engine, session_id)
         return Outcome(True, f"Session {session_id} is open again.")
 
@@ -36,12 +45,13 @@ class Housekeeping:
         """What deleting the dataset removes with it (sessions, labels, comparisons)."""
         return stored_history.dataset_contents(self.engine, dataset_id)
 
-    def delete_dataset(self, dataset_id: int, *, confirm_name: str) -> Outcome:
+    def delete_dataset(self, dataset_id: int, *, confirm_name: str, by: Identity | None = None) -> Outcome:
         """Delete a dataset with its sessions, labels, snapshots and comparisons.
 
         ``confirm_name`` must be the dataset's name: the page asks for it after
-        saying what goes, so that nothing is deleted by a stray click.
+        saying what goes, so that nothing is deleted by a stray click. ``by``: the signed-in person.
         """
+        self.acting(by)
         contents = self.dataset_contents(dataset_id)
         if str(confirm_name).strip() != contents.name.strip():
             raise ServiceError(f"Type the dataset's name, '{contents.name}', to delete it; nothing was deleted.")

@@ -44,6 +44,7 @@ from storage import repository as repo
 from storage.errors import DuplicateLabelError, StorageError
 
 if TYPE_CHECKING:
+    from app.services.accounts import Identity
     from app.services.marginlab import MarginLab
 
 logger = logging.getLogger(__name__)
@@ -409,8 +410,11 @@ class LabellingRun(RunSnapshots, RunReadouts, RunHistory, RunStopping, RunDocume
         )
 
     # -- the three answers and undo -----------------------------------------
-    def answer(self, value: int, *, item_index: int | None = None) -> Outcome:
+    def answer(self, value: int, *, item_index: int | None = None, by: Identity | None = None) -> Outcome:
         """Label the shown item +1 / -1, or skip it (0).
+
+        ``by``: the signed-in person answering; nothing is stored once their sign-in has ended
+        (``Accounts.sign_in_ended``: disabled, password or role changed), whatever their page shows.
 
         ``item_index`` is the item the person saw when they pressed the button;
         when it is no longer the shown item (a double click, a second tab), the
@@ -426,6 +430,8 @@ class LabellingRun(RunSnapshots, RunReadouts, RunHistory, RunStopping, RunDocume
         if value not in (1, -1, 0):
             raise ServiceError(f"A label is +1, -1 or 0 (skip), not {value}.")
         with self.lock:
+            if ended := self.service.sign_in_ended(by):
+                return self._tell(Outcome(False, ended, "error"))
             if self.problem is not None:
                 return self._tell(Outcome(False, self.problem, "error"))
             shown = self.shown
@@ -491,22 +497,24 @@ class LabellingRun(RunSnapshots, RunReadouts, RunHistory, RunStopping, RunDocume
         self.version += 1
         self._ask()
 
-    def positive(self, item_index: int | None = None) -> Outcome:
-        return self.answer(1, item_index=item_index)
+    def positive(self, item_index: int | None = None, *, by: Identity | None = None) -> Outcome:
+        return self.answer(1, item_index=item_index, by=by)
 
-    def negative(self, item_index: int | None = None) -> Outcome:
-        return self.answer(-1, item_index=item_index)
+    def negative(self, item_index: int | None = None, *, by: Identity | None = None) -> Outcome:
+        return self.answer(-1, item_index=item_index, by=by)
 
-    def skip(self, item_index: int | None = None) -> Outcome:
-        return self.answer(0, item_index=item_index)
+    def skip(self, item_index: int | None = None, *, by: Identity | None = None) -> Outcome:
+        return self.answer(0, item_index=item_index, by=by)
 
-    def undo(self, *, last_item_index: int | None = None) -> Outcome:
+    def undo(self, *, last_item_index: int | None = None, by: Identity | None = None) -> Outcome:
         """Undo the last label or skip: storage first, then the loop; the item is shown again.
 
         ``last_item_index`` is the item whose answer the person saw as the last one
-        when they pressed Undo; a second, stale Undo (a double click) is refused.
+        when they pressed Undo; a second, stale Undo (a double click) is refused. ``by``: as for ``answer``.
         """
         with self.lock:
+            if ended := self.service.sign_in_ended(by):
+                return self._tell(Outcome(False, ended, "error"))
             if self.problem is not None:
                 return self._tell(Outcome(False, self.problem, "error"))
             if last_item_index is not None and (not self.answers
@@ -544,9 +552,11 @@ class LabellingRun(RunSnapshots, RunReadouts, RunHistory, RunStopping, RunDocume
                 self._ask()  # the loop asks the same question again
             return self._tell(Outcome(True, f"Undid {VALUE_NAMES[event.value]} on item {event.item_index}."))
 
-    def close(self) -> Outcome:
+    def close(self, *, by: Identity | None = None) -> Outcome:
         """Close the session: store a snapshot of the model first, then mark the session closed."""
         with self.lock:
+            if ended := self.service.sign_in_ended(by):
+                return self._tell(Outcome(False, ended, "error"))
             if self.problem is None:
                 self.save_snapshot()
             try:

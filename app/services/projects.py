@@ -46,7 +46,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from sqlalchemy.exc import SQLAlchemyError
 
-from app.services.accounts import Identity, _require_owner
+from app.services.accounts import Identity
 from app.services.common import (
     DEFAULT_C,
     DEFAULT_GAMMA,
@@ -351,12 +351,16 @@ class ProjectRun:
         return ProjectItem(item, score if np.isfinite(score) else None, strategy, reason,
                            ms if np.isfinite(ms) else None, second)
 
-    def answer(self, name: str, item: int, value: int, shown: ProjectItem | None = None) -> Outcome:
-        """Store member ``name``'s answer to ``item`` (+1, -1, 0 = skip), then learn it with everyone else's."""
+    def answer(self, name: str, item: int, value: int, shown: ProjectItem | None = None, *,
+               by: Identity | None = None) -> Outcome:
+        """Store member ``name``'s answer to ``item`` (+1, -1, 0 = skip), then learn it with everyone else's.
+        ``by``: the signed-in person answering; nothing is stored once their sign-in has ended."""
         value = int(value)
         if value not in (1, -1, 0):
             raise ServiceError(f"A label is +1, -1 or 0 (skip), not {value}.")
         with self.lock:
+            if ended := self.service.sign_in_ended(by):
+                return Outcome(False, ended, "error")
             try:
                 teams.record_answer(
                     self.engine, self.project_id, annotator=name, item_index=int(item), value=value,
@@ -374,9 +378,12 @@ class ProjectRun:
             self.sync()
             return Outcome(True, f"Item {item}: {VALUE_NAMES[value]}.")
 
-    def undo(self, name: str) -> Outcome:
-        """Undo member ``name``'s most recent answer (only theirs, and only if it is still their last)."""
+    def undo(self, name: str, *, by: Identity | None = None) -> Outcome:
+        """Undo member ``name``'s most recent answer (only theirs, and only if it is still their last);
+        ``by``: as for ``answer``."""
         with self.lock:
+            if ended := self.service.sign_in_ended(by):
+                return Outcome(False, ended, "error")
             self.sync()
             last = max((a for answers in self.answers.values() for a in answers if a.annotator == name),
                        key=lambda a: a.label_id, default=None)
@@ -498,7 +505,7 @@ class Projects:
                        seed: int = 0, labels_per_item: int = 1, overlap_share: float = 0.0,
                        members: list[str] | tuple[str, ...] = (), reservation_seconds: int = RESERVATION_SECONDS,
                        scaling: str | None = None) -> int:
-        _require_owner(actor, "create projects")
+        self.require_owner(actor, "create projects")
         if strategy not in LABEL_STRATEGIES:
             raise ServiceError(f"Unknown heuristic '{strategy}'; choose one of {', '.join(LABEL_STRATEGIES)}.")
         solver = solver or DEFAULT_SOLVER[strategy]
@@ -529,7 +536,7 @@ class Projects:
         return project_id
 
     def add_member(self, actor: Identity, project_id: int, name: str) -> None:
-        _require_owner(actor, "add project members")
+        self.require_owner(actor, "add project members")
         if teams.get_account(self.engine, name) is None:
             raise ServiceError(f"No account is named '{name}'; add it on the Team page first.")
         teams.add_member(self.engine, project_id, name)
@@ -559,11 +566,11 @@ class Projects:
         return self.open_project(project_id)
 
     def settle(self, actor: Identity, project_id: int, item: int, value: int, note: str = "") -> Outcome:
-        _require_owner(actor, "settle disagreements")
+        self.require_owner(actor, "settle disagreements")
         return self.open_project(project_id).settle(item, value, actor.name, note)
 
     def agreement_csv(self, actor: Identity, project_id: int) -> bytes:
-        _require_owner(actor, "export agreement")
+        self.require_owner(actor, "export agreement")
         return self.open_project(project_id).agreement_csv()
 
     def own_history(self, identity: Identity) -> list[repo.LabelEvent]:

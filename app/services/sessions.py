@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from app.services.common import (
     DEFAULT_C,
     DEFAULT_GAMMA,
@@ -21,6 +23,9 @@ from app.services.snapshots import save_behind
 from core.strategies import DEFAULT_SOLVER
 from storage import repository as repo
 from storage import teams
+
+if TYPE_CHECKING:
+    from app.services.accounts import Identity
 
 
 def eval_share(value) -> float:
@@ -49,12 +54,15 @@ class Sessions:
     def start_session(self, *, dataset_id: int, annotator: str, strategy: str, solver: str | None = None,
                       C: float = DEFAULT_C, gamma: float | str = DEFAULT_GAMMA, seed: int = 0,
                       scaling: str | None = None, eval_fraction: float | None = None,
-                      strategy_params: dict | None = None, model: str | None = None) -> LabellingRun:
+                      strategy_params: dict | None = None, model: str | None = None,
+                      by: Identity | None = None) -> LabellingRun:
         """Store a new session and bring it to life. ``eval_fraction`` (the share of a dataset with
         true labels held out to draw the live ROC curve; 0 puts every item in the pool) defaults to
         the dataset's own (chosen on the Data page), else ``EVAL_FRACTION``.  ``model="review"`` is
         ``core.presets.DOCUMENT_REVIEW`` (its own solver, kernel and C; ``C`` and ``gamma`` are not used);
-        ``"auto"`` picks it for documents with largest-positive (``common.model_choice``)."""
+        ``"auto"`` picks it for documents with largest-positive (``common.model_choice``).  ``by``: the
+        signed-in person starting it (``SignedOutError`` once their sign-in has ended)."""
+        self.acting(by)
         if strategy not in LABEL_STRATEGIES:
             raise ServiceError(f"Unknown heuristic '{strategy}'; choose one of {', '.join(LABEL_STRATEGIES)}.")
         if solver is not None and solver not in SOLVERS:
@@ -108,8 +116,11 @@ class Sessions:
         ``wait_s`` in all is left as it is (its answers are stored; the next start learns them again)."""
         return save_behind(self._runs, self._runs_lock, wait_s)
 
-    def close_session(self, session_id: int) -> Outcome:
-        """Close a session (a snapshot of its model is stored first when it is in memory)."""
+    def close_session(self, session_id: int, *, by: Identity | None = None) -> Outcome:
+        """Close a session (a snapshot of its model is stored first when it is in memory); ``by``: the
+        signed-in person closing it (refused once their sign-in has ended)."""
+        if ended := self.sign_in_ended(by):
+            return Outcome(False, ended, "error")
         with self._runs_lock:
             run = self._runs.pop(int(session_id), None)
         if run is not None:

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -34,6 +34,9 @@ from app.services.common import Outcome, ServiceError
 from core import stopping as rules
 from storage import repository as repo
 from storage.errors import StorageError
+
+if TYPE_CHECKING:
+    from app.services.accounts import Identity
 
 logger = logging.getLogger(__name__)
 
@@ -159,9 +162,12 @@ class RunStopping:
         self.version += 1
 
     def set_stopping(self, *, rule: str | None = None, target_recall: float | None = None,
-                     confidence: float | None = None) -> Outcome:
-        """Choose the rule that says "you can stop", and the statistical rule's target recall and confidence."""
+                     confidence: float | None = None, by: Identity | None = None) -> Outcome:
+        """Choose the rule that says "you can stop", and the statistical rule's target recall and confidence
+        (``by``: the signed-in person, as for ``answer``)."""
         with self.lock:
+            if ended := self.service.sign_in_ended(by):
+                return self._tell(Outcome(False, ended, "error"))
             try:
                 rule, target_recall, confidence = check_settings(
                     self.stopping["rule"] if rule is None else rule,
@@ -173,9 +179,11 @@ class RunStopping:
             return self._tell(Outcome(True, f"Stopping rule: {rule}; target recall {target_recall:g} at "
                                             f"{confidence:g} confidence."))
 
-    def start_check(self) -> Outcome:
+    def start_check(self, *, by: Identity | None = None) -> Outcome:
         """Start a recall check: from now on the items shown are drawn at random from the unlabelled rest."""
         with self.lock:
+            if ended := self.service.sign_in_ended(by):
+                return self._tell(Outcome(False, ended, "error"))
             if self.problem is not None:
                 return self._tell(Outcome(False, self.problem, "error"))
             if self.checking:
@@ -191,9 +199,12 @@ class RunStopping:
             return self._tell(Outcome(True, "Recall check started: the next items are drawn at random from the "
                                             "unlabelled ones. Label each one; Skip is not available."))
 
-    def stop_check(self, message: str = "Recall check stopped: back to the heuristic.") -> Outcome:
+    def stop_check(self, message: str = "Recall check stopped: back to the heuristic.", *,
+                   by: Identity | None = None) -> Outcome:
         """End the recall check on the analyst's word (or when its draws show recall below the target)."""
         with self.lock:
+            if ended := self.service.sign_in_ended(by):
+                return self._tell(Outcome(False, ended, "error"))
             if not self.checking:
                 return self._tell(Outcome(False, "No recall check is on.", "warning"))
             try:

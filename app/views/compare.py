@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from app import charts, ui
+from app import auth, charts, ui
 from app.services import COMPARE_STRATEGIES, DEFAULT_SOLVER, SOLVERS, ServiceError
 from app.services.comparisons import COMPARE_MAX_BUDGET, COMPARE_MAX_SEEDS
 from app.services.stopping import RULE_CHOICES
@@ -65,7 +65,7 @@ elif run_clicked:
         st.session_state.comparison_id = st.session_state.comparison_picker = svc.run_comparison(
             dataset_id, strategies=strategies, solver=None if solver.startswith("default") else solver,
             budget=int(budget), seeds=int(seeds), initial=int(initial), test_fraction=float(test_fraction),
-            progress=_progress, stopping=stopping, model=model)
+            progress=_progress, stopping=stopping, model=model, by=auth.identity())
         bar.progress(1.0, text="done")
         cancel_slot.empty()
     except (ServiceError, ValueError) as error:

@@ -3,7 +3,7 @@
 import pandas as pd
 import streamlit as st
 
-from app import ui
+from app import auth, ui
 from app.services import EVAL_FRACTION, ServiceError
 from core.datasets import BUNDLED, MISSING_POLICIES, DataError
 from core.features import DELIMITER_NAMES
@@ -39,14 +39,14 @@ if labelled:
                                 key=f"eval_share_{chosen}")
         if st.button("Save", key="eval_save"):
             try:
-                svc.set_eval_fraction(chosen, share)
+                svc.set_eval_fraction(chosen, share, by=auth.identity())
                 st.rerun()
             except (ServiceError, StorageError) as error:
                 st.error(ui.plain(error))
         st.caption("Sessions started after the change use it; the New session form on the Label page can "
                    "choose another share for one session.")
 if datasets:
-    ui.delete_dataset_panel(svc, datasets)
+    ui.delete_dataset_panel(svc, datasets, by=auth.identity())
 
 
 def _report(result, where: str) -> None:
@@ -80,7 +80,8 @@ with bundled_tab:
         try:
             value = int(positive) if key == "digits" else positive
             _report(svc.import_bundled(key, positive=value, scaling=scaling,
-                                       name=f"{key}: {positive} vs rest" if key == "digits" else None), "bundled")
+                                       name=f"{key}: {positive} vs rest" if key == "digits" else None,
+                                       by=auth.identity()), "bundled")
         except (DataError, StorageError, ServiceError) as error:
             st.error(ui.plain(error))
     _notice("bundled")
@@ -228,7 +229,7 @@ with upload_tab:
                             text_analyzer=text_analyzer, text_svd=int(text_svd) or None,
                             smiles_column=smiles_column, fingerprint_radius=int(radius),
                             fingerprint_bits=int(bits), invalid_smiles=invalid_smiles,
-                            eval_fraction=eval_fraction)
+                            eval_fraction=eval_fraction, by=auth.identity())
                     _report(result, "upload")
                 except (DataError, StorageError, ServiceError) as error:
                     st.error(ui.plain(ui.data_error_text(error, upload.name)))

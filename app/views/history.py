@@ -41,7 +41,7 @@ st.caption(ui.history_summary(table, run.info.solver))
 @ui.guarded
 def _correct(label_id: int, value: int | None) -> None:
     live = svc.open_session(info.id)
-    who = auth.name()  # the correction is recorded under the signed-in person
+    who = auth.identity()  # the correction is recorded under the signed-in person (refused once signed out)
     state.history_outcome = (live.remove_label(label_id, by=who) if value is None
                              else live.change_label(label_id, value, by=who))
 

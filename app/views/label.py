@@ -12,7 +12,8 @@ svc = ui.service()
 st.title("Label")
 
 datasets = svc.datasets()
-me = auth.name()  # every label is stored under the signed-in identity
+who = auth.identity()  # every write is checked against it in the service (a sign-in that ended writes nothing)
+me = who.name  # every label is stored under the signed-in identity
 sessions = svc.sessions(status="active", annotator=me, solo=True)  # one's own sessions: labels go under one's name
 state = st.session_state
 
@@ -25,7 +26,7 @@ def _start_session() -> None:
             dataset_id=state.new_dataset, annotator=me, strategy=state.new_strategy,
             solver=None if state.new_solver.startswith("default") else state.new_solver, C=state.new_C,
             gamma=ui.parse_gamma(state.new_gamma), seed=int(state.new_seed),
-            eval_fraction=state.get("new_eval_fraction"), model=state.get("new_model", "auto"))
+            eval_fraction=state.get("new_eval_fraction"), model=state.get("new_model", "auto"), by=who)
     except (ServiceError, StorageError, ValueError) as error:
         state.start_error = str(error)
         return
@@ -94,17 +95,17 @@ if st.session_state.session_id is None:
 @ui.guarded
 def _answer(session_id: int, value: int, item_index: int) -> None:
     with ui.waiting_for_the_model():
-        st.session_state.outcome = svc.open_session(session_id).answer(value, item_index=item_index)
+        st.session_state.outcome = svc.open_session(session_id).answer(value, item_index=item_index, by=who)
 
 
 @ui.guarded
 def _undo(session_id: int, last_item: int | None) -> None:
-    st.session_state.outcome = svc.open_session(session_id).undo(last_item_index=last_item)
+    st.session_state.outcome = svc.open_session(session_id).undo(last_item_index=last_item, by=who)
 
 
 @ui.guarded
 def _close(session_id: int) -> None:
-    st.session_state.outcome = svc.close_session(session_id)
+    st.session_state.outcome = svc.close_session(session_id, by=who)
     ui.show_session(None)  # the most recent active session is shown instead
 
 
@@ -118,6 +119,7 @@ def session_without_model(run) -> None:
 @st.fragment
 @ui.page_part("label_panel")
 def labelling_panel(session_id: int) -> None:
+    auth.rerun_when_signed_out(svc)  # (a fragment reruns alone: the app's own check does not run)
     run = svc.open_session(session_id)
     if run.problem is not None:
         session_without_model(run)

@@ -50,17 +50,17 @@ def _tell(outcome) -> None:
 
 @ui.guarded
 def _rename(session_id: int) -> None:
-    _tell(svc.rename_session(session_id, state.get(f"session_name_{session_id}", "")))
+    _tell(svc.rename_session(session_id, state.get(f"session_name_{session_id}", ""), by=auth.identity()))
 
 
 @ui.guarded
 def _close(session_id: int) -> None:
-    _tell(svc.close_session(session_id))
+    _tell(svc.close_session(session_id, by=auth.identity()))
 
 
 @ui.guarded
 def _reopen(session_id: int) -> None:
-    _tell(svc.reopen_session(session_id))
+    _tell(svc.reopen_session(session_id, by=auth.identity()))
 
 
 with st.container(border=True):
@@ -109,7 +109,7 @@ if upload is not None:
         run = svc.open_session(info.id)
         try:
             outcome = run.import_labels(data, key_column=key_column, label_column=label_column, source=upload.name,
-                                        by=auth.name())
+                                        by=auth.identity())
         except (ServiceError, DataError) as error:
             st.error(ui.plain(ui.data_error_text(error, upload.name)))
         else:

@@ -27,17 +27,18 @@ st.selectbox("Project", list(names), format_func=names.get, key="team_project",
 def _answer(project_id: int, value: int, shown) -> None:
     run = svc.project_for(me, project_id)
     with ui.waiting_for_the_model():
-        st.session_state.team_outcome = run.answer(me.name, shown.item_index, value, shown)
+        st.session_state.team_outcome = run.answer(me.name, shown.item_index, value, shown, by=me)
 
 
 @ui.guarded
 def _undo(project_id: int) -> None:
-    st.session_state.team_outcome = svc.project_for(me, project_id).undo(me.name)
+    st.session_state.team_outcome = svc.project_for(me, project_id).undo(me.name, by=me)
 
 
 @st.fragment
 @ui.page_part("team_panel")
 def team_panel(project_id: int) -> None:
+    auth.rerun_when_signed_out(svc)  # (a fragment reruns alone: the app's own check does not run)
     try:
         run = svc.project_for(me, project_id)
         shown = run.next_item(me.name)  # reserved for me until I answer (or it expires)
