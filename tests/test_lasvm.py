@@ -238,6 +238,21 @@ def test_bias_comes_from_every_learned_example_when_no_coefficient_is_free(seed)
     np.testing.assert_array_equal(np.sign(s.decision_function()), clf.predict(X))
 
 
+@pytest.mark.parametrize("seed,C", [(53, 0.1), (109, 0.01)])
+def test_a_coefficient_left_by_rounding_is_not_free_when_b_is_settled(seed, C):
+    """A pair step left a remainder of 3e-17 in S where 0 was meant; read as a free coefficient it
+    pinned b at an end of its interval (decision values 0.01 and 0.89 away from SVC's at tol 1e-6).
+    As in kkt_gap(), a coefficient within 1e-12 C of its bound is on it."""
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((40, 3)) / 2
+    y = np.sign(X[:, 0] + rng.standard_normal(40) - 0.3)
+    params = dict(kernel="poly", gamma=0.5, coef0=1.0, degree=3, C=C)
+    s = train(X, y, tol=1e-6, **params)
+    clf = SVC(tol=1e-12, **params).fit(X, y)
+    assert s.kkt_gap() <= 1e-6
+    np.testing.assert_allclose(s.decision_function(), clf.decision_function(X), atol=1e-6)
+
+
 def test_kkt_gap_counts_the_violation_with_the_bias():
     """kkt_gap() is the largest violating pair or the largest violation of y f(x) >= 1 (a < C) and
     y f(x) <= 1 (a > 0) with the model's own b, whichever is larger.  The paper's finishing step

@@ -48,7 +48,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from core.solvers import _lasvm_compiled as nb
-from core.solvers.base import OnlineSolver, StepResult, StepTimer, admissible_bias, bias_violation
+from core.solvers.base import OnlineSolver, StepResult, StepTimer, admissible_bias, bias_violation, movable
 from core.threads import single_threaded_blas
 
 _INITIAL_CAPACITY = 256  # members S has room for at first (capacity doubles when S outgrows it)
@@ -774,17 +774,26 @@ class LASVM(OnlineSolver):
         the midpoint of S's interval can lie far outside the interval of the
         whole learned set.  b follows the rule shared by the solvers
         (``base.admissible_bias``): the mean of g over the free members of S,
-        else the midpoint of the interval over every learned example (the
-        check's extremes outside S bound the examples it skipped).  The final
-        gap is the larger of the largest violating pair and the violation with
-        that b; above tol (it cannot be, short of rounding) the status is
-        "inexact".
+        else the midpoint of the interval over every learned example.  As in
+        ``kkt_gap()``, a coefficient within 1e-12 C of a bound is on it: a pair
+        step can leave a remainder of 3e-17 where 0 was meant, which would pass
+        for free and pin b at an end of its interval.  The check's extremes
+        outside S bound the examples it skipped, by S's extremes in exact
+        terms; where the two readings of S differ, the skipped examples are
+        evaluated.  The final gap is the larger of the largest violating pair
+        and the violation with that b; above tol (it cannot be, short of
+        rounding) the status is "inexact".
         """
         n = self._n
-        a, g = self._alpha[:n], self._g[:n]
-        up = np.r_[a < self._hi[:n], True, False]  # (as the extremes of §3.2: bounds are exact)
-        down = np.r_[a > self._lo[:n], False, True]
-        g_all = np.r_[g, check.g_up_outside, check.g_down_outside]
+        a, g, y = self._alpha[:n], self._g[:n], self._ys[:n]
+        up, down = movable(a, y, self.C)
+        g_up_out, g_down_out = check.g_up_outside, check.g_down_outside
+        if not (np.array_equal(up, a < self._hi[:n]) and np.array_equal(down, a > self._lo[:n])):
+            g_skipped, y_skipped = check.skipped_gradients()
+            g_up_out = max(g_up_out, float(g_skipped[y_skipped > 0].max(initial=-np.inf)))
+            g_down_out = min(g_down_out, float(g_skipped[y_skipped < 0].min(initial=np.inf)))
+        g_all = np.r_[g, g_up_out, g_down_out]
+        up, down = np.r_[up, True, False], np.r_[down, False, True]
         b = admissible_bias(g_all, up, down)
         self._fs[nb.B] = b
         self._full_gap = max(check.full_gap, bias_violation(g_all, up, down, b))
@@ -1031,6 +1040,17 @@ class _FinalCheck:
         gap = g_up_all - g_down_all
         self.full_gap = float(max(0.0, gap)) if np.isfinite(gap) else 0.0
         return self.L[ev[viol]], excess[viol]
+
+    def skipped_gradients(self) -> tuple[np.ndarray, np.ndarray]:
+        """(g, y) of the outside examples the last round skipped (proved harmless by a bound), evaluated."""
+        s = self.s
+        n = s._n
+        S, alpha = s._S[:n], s._alpha[:n]
+        outside = np.ones(len(self.L), dtype=bool)
+        outside[self._positions(S)] = False
+        rows = self.L[np.flatnonzero(outside & (self.radius > 0.0))]
+        sv = np.flatnonzero(alpha != 0.0)
+        return s.y[rows] - self.scores(rows, S[sv], alpha[sv]), s.y[rows]
 
     def scores(self, rows: np.ndarray, cols: np.ndarray, coef: np.ndarray) -> np.ndarray:
         """sum_c coef_c K(x_rows, x_c) over members ``cols`` of S (store indices, increasing position).
