@@ -23,6 +23,7 @@ from app.services import LabellingRun, MarginLab, ServiceError, startup
 from app.services.accounts import Identity
 from app.services.common import gamma_value
 from app.services.database import database_problem
+from app.services.display import ItemDisplay
 from storage.engine import database_url
 from storage.errors import StorageError
 
@@ -574,23 +575,24 @@ def highlighted_markdown(text: str, contributions: list[tuple[str, float]] | Non
     return "".join(pieces).replace("\r\n", "\n").replace("\n", "  \n")
 
 
-def show_item(run: LabellingRun, item_index: int) -> None:
+def show_item(items: ItemDisplay, item_index: int) -> None:
     """The item as it is meant to be seen: an image, a molecule, a document, or a compact table row."""
-    item_view(run, item_index)()
+    item_view(items, item_index)()
 
 
-def item_view(run: LabellingRun, item_index: int) -> Callable[[], None]:
+def item_view(items: ItemDisplay, item_index: int) -> Callable[[], None]:
     """Work out now what showing the item needs; the function returned draws it, with nothing left to
-    compute.  The Label page calls it before it writes the item's first element, so that the item's
-    elements leave the server together and the browser draws them in one pass (elements that leave
-    while Python still works on the next arrive one by one, and the browser draws each arrival)."""
-    image = run.item_image(item_index)
+    compute.  ``items``: a session's or a project's ``run.item_display``, both shown alike.  The Label
+    pages call it before they write the item's first element, so that the item's elements leave the
+    server together and the browser draws them in one pass (elements that leave while Python still
+    works on the next arrive one by one, and the browser draws each arrival)."""
+    image = items.image(item_index)
     if image is not None:
         picture, width = item_picture(image)
         return lambda: st.image(picture, width=width, clamp=True)
-    drawing = run.item_drawing(item_index)
+    drawing = items.molecule_drawing(item_index)
     if drawing is not None:
-        smiles = plain(run.item_text(item_index))
+        smiles = plain(items.text(item_index))
 
         def molecule() -> None:
             # RDKit's drawing, shown as an image (never as HTML), or why there is none; the SMILES below as
@@ -601,14 +603,14 @@ def item_view(run: LabellingRun, item_index: int) -> Callable[[], None]:
                 st.caption(plain(drawing.note))
             st.caption(smiles)
         return molecule
-    text = run.item_text(item_index)
+    text = items.text(item_index)
     if text is not None:
-        return _document_view(run, item_index, text)
-    return _features_view(run, item_index)
+        return _document_view(items, item_index, text)
+    return _features_view(items, item_index)
 
 
-def _document_view(run: LabellingRun, item_index: int, text: str) -> Callable[[], None]:
-    contributions = notable_terms(run.term_contributions(item_index))
+def _document_view(items: ItemDisplay, item_index: int, text: str) -> Callable[[], None]:
+    contributions = notable_terms(items.term_contributions(item_index))
     long = len(text) > 700 or text.count("\n") > 12
     marked = highlighted_markdown(text, contributions) if contributions else None
     terms = None
@@ -635,15 +637,15 @@ def _document_view(run: LabellingRun, item_index: int, text: str) -> Callable[[]
 TOP_FEATURES = 8
 
 
-def feature_table(run: LabellingRun, item_index: int) -> tuple[pd.DataFrame, bool]:
+def feature_table(items: ItemDisplay, item_index: int) -> tuple[pd.DataFrame, bool]:
     """The item's features, most relevant to the current model first, with a 0-1 relevance
     (relative to the most relevant); and whether that order comes from a model (False: the
     dataset's order, before the model has support vectors)."""
     from core.explain import most_relevant
 
-    row = run.item_features(item_index)
+    row = items.features(item_index)
     names, values = [str(name) for name in row.columns], row.to_numpy()[0]
-    relevance = run.feature_relevance(item_index)
+    relevance = items.relevance(item_index)
     order = most_relevant(relevance, len(values))
     ranked = relevance is not None and float(np.max(relevance)) > 0
     share = (np.asarray(relevance)[order] / float(np.max(relevance))) if ranked else np.full(len(order), np.nan)
@@ -655,10 +657,10 @@ RELEVANCE_HELP = ("How much the feature moves the model's decision about this it
                   "one (linear kernel: |w_j x_j|; rbf: |df/dx_j| times the feature's spread).")
 
 
-def _features_view(run: LabellingRun, item_index: int) -> Callable[[], None]:
+def _features_view(items: ItemDisplay, item_index: int) -> Callable[[], None]:
     """A table item: all its features in one table, the most relevant first (see ``core.explain``),
     ``TOP_FEATURES`` rows in view and the rest a scroll away (one table for the browser to draw)."""
-    table, ranked = feature_table(run, item_index)
+    table, ranked = feature_table(items, item_index)
     if not ranked:
         table = table.drop(columns="relevance")
     columns = {"relevance": st.column_config.ProgressColumn("relevance", format="%.2f", min_value=0.0,

@@ -232,7 +232,7 @@ def test_an_image_item_is_drawn_in_the_page_itself_pixel_for_pixel(db_url):
     start_session(at, "ada", "near-boundary")
     item = shown_item(at)
     (session,) = repo.list_sessions(service(db_url).engine)
-    pixels = service(db_url).open_session(session.id).item_image(item)
+    pixels = service(db_url).open_session(session.id).item_display.image(item)
     (url,) = [url for element in at.get("image") for url in element.value]
     prefix = "data:image/svg+xml;base64,"
     assert url.startswith(prefix)
@@ -611,14 +611,14 @@ def test_a_standardised_dataset_is_labelled_on_scaled_features(db_url):
     # the database keeps the raw values; the run reads the rows it shows from there (it does not hold them)
     assert not isinstance(run.X_raw, np.ndarray) and len(run.X_raw) == 40
     np.testing.assert_allclose(run.X_raw[np.arange(40)], X, rtol=1e-15)
-    assert run.item_features(7).iloc[0].tolist() == pytest.approx(X[7].tolist())
+    assert run.item_display.features(7).iloc[0].tolist() == pytest.approx(X[7].tolist())
     assert run.X_raw[7] is run.X_raw[7]  # a row shown again is not read again
     with pytest.raises(IndexError, match="not in this dataset"):
         run.X_raw[40]
     csv_raw = "u,v,kind\n" + "\n".join(f"{a + 1},{b},{c}" for (a, b), c in zip(X, y, strict=True))  # new content
     unscaled = svc.import_csv(csv_raw.encode(), name="raw", label_column="kind", positive="big", scaling="none")
     plain = svc.start_session(dataset_id=unscaled.dataset_id, annotator="sc", strategy="random")
-    assert plain.X_raw is plain.X and plain.item_features(3).iloc[0].tolist() == [X[3, 0] + 1, X[3, 1]]
+    assert plain.X_raw is plain.X and plain.item_display.features(3).iloc[0].tolist() == [X[3, 0] + 1, X[3, 1]]
 
 
 def test_learning_curve_bands_are_mean_and_std_over_seeds():
@@ -1071,7 +1071,7 @@ def test_a_warm_start_hands_its_service_to_the_first_page_view_once(tmp_path):
 
 
 def test_a_warm_started_item_view_reads_nothing_more_from_the_database(tmp_path, monkeypatch):
-    """``warm_item_view`` (what the warm start does for the session it brings back): the table item's
+    """``item_display.warm`` (what the warm start does for the session it brings back): the table item's
     stored row and the features' spread are ready, so the first page's feature table reads no row."""
     from app import ui
     from storage import repository as repo
@@ -1085,14 +1085,14 @@ def test_a_warm_started_item_view_reads_nothing_more_from_the_database(tmp_path,
         item = run.shown.item_index
         assert run.answer(int(run.y_true[item]), item_index=item).ok
     item = run.shown.item_index
-    expected, _ = ui.feature_table(run, item)  # (reads the row)
+    expected, _ = ui.feature_table(run.item_display, item)  # (reads the row)
     fresh = service(svc.engine.url.render_as_string(hide_password=False)).open_session(run.session_id)
     reads = []
     real = repo.load_feature_rows
     monkeypatch.setattr(repo, "load_feature_rows", lambda *a, **k: reads.append(a) or real(*a, **k))
-    fresh.warm_item_view(fresh.shown.item_index)
+    fresh.item_display.warm(fresh.shown.item_index)
     assert len(reads) == 1 and fresh.shown.item_index == item
-    table, ranked = ui.feature_table(fresh, item)
+    table, ranked = ui.feature_table(fresh.item_display, item)
     assert len(reads) == 1 and ranked  # nothing read again
     pd.testing.assert_frame_equal(table, expected)
 

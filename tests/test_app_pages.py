@@ -169,7 +169,7 @@ def test_a_wide_table_item_shows_the_features_that_matter_first(db_url):
     tables = [df.value for df in at.dataframe if "feature" in df.value.columns]
     assert len(tables) == 1  # one table holds every feature: the most relevant in view, the rest a scroll away
     (table,) = tables
-    relevance = MarginLab.from_url(db_url).open_session(session_id).feature_relevance(item)  # the stored model
+    relevance = MarginLab.from_url(db_url).open_session(session_id).item_display.relevance(item)  # the stored model
     order = np.argsort(-relevance, kind="stable")
     assert list(table["feature"]) == [f"f{j}" for j in order]
     np.testing.assert_allclose(table["relevance"], relevance[order] / relevance.max())

@@ -4,6 +4,7 @@
 - An annotator sees only the pages of their role: no export, no data, nobody else's answers.
 - Two annotators in two browsers label one project at the same time: every key press is one
   stored answer, and no item is answered twice.
+- Label together shows a document, a molecule and a table row, to the owner and to an annotator.
 """
 
 from __future__ import annotations
@@ -250,3 +251,99 @@ def test_two_annotators_in_two_browsers_label_one_project_at_once(tmp_path):
     for item, names in per_item.items():  # twice only where the project asked for a second answer
         assert len(names) == 1 or (len(set(names)) == 2 and teams.answers_needed(info, item) == 2), (item, names)
     engine.dispose()
+
+
+def kind_database(tmp_path, kind: str) -> tuple[str, int]:
+    """A database with a dataset shown as ``kind`` (tests.test_app_item_display) and a project on it whose
+    members are the owner and the annotator ann."""
+    from app.services import MarginLab
+    from tests.test_app_item_display import import_kind
+
+    url = f"sqlite:///{tmp_path / 'kinds.db'}"
+    ensure_account(url, "ann", role="annotator")
+    ensure_account(url, OWNER, role="owner")
+    svc = MarginLab.from_url(url)
+    dataset_id = import_kind(svc, kind)
+    project_id = svc.create_project(svc.sign_in(OWNER, OWNER_PASSWORD), name=f"{kind} screening",
+                                    dataset_id=dataset_id, strategy="near-boundary", members=[OWNER, "ann"])
+    svc.engine.dispose()
+    return url, project_id
+
+
+def item_box_text(page) -> str:
+    return page.locator(".st-key-item_view").inner_text(timeout=30_000)
+
+
+def assert_item_on_screen(page, kind: str, item: int) -> None:
+    """The browser shows the item's own content in the item's box, and no exception box anywhere."""
+    import base64
+
+    from tests.test_app_item_display import MOLECULES, TABLE_COLUMNS, document, table_rows
+
+    assert page.locator("[data-testid='stException']").count() == 0, main_text(page)
+    box = page.locator(".st-key-item_view")
+    if kind == "text":
+        assert document(item) in page.locator(".st-key-item_text").inner_text(timeout=30_000), item_box_text(page)
+    elif kind == "molecule":
+        from core.features import molecule_svg
+
+        smiles = MOLECULES[item][0]
+        picture = box.locator("img")
+        picture.wait_for(timeout=30_000)
+        page.wait_for_function("(img) => img.complete && img.naturalWidth > 0", arg=picture.element_handle(),
+                               timeout=30_000)  # drawn, not a broken image
+        src = picture.get_attribute("src")
+        prefix = "data:image/svg+xml;base64,"
+        assert src.startswith(prefix) and base64.b64decode(src[len(prefix):]).decode() == molecule_svg(smiles)
+        assert smiles in item_box_text(page).split("\n"), item_box_text(page)
+    else:
+        # the grid is drawn on a canvas; its cells are also in an accessible table inside the canvas
+        # (after an answer the grid's new cells follow the item's caption: wait for them to be the item's)
+        grid = box.locator("[data-testid='stDataFrame']")
+        grid.locator("[data-testid='glide-cell-1-0']").wait_for(state="attached", timeout=30_000)
+        expected = dict(zip(TABLE_COLUMNS, table_rows()[item], strict=True))
+        deadline = time.monotonic() + 30
+        while True:
+            rows = [[cell.text_content() for cell in row.locator("td").all()] for row in grid.locator("tbody tr").all()]
+            shown = {row[0]: float(row[1]) for row in rows if len(row) == 2}
+            if shown == pytest.approx(expected) or time.monotonic() > deadline:
+                break
+            page.wait_for_timeout(200)
+        assert shown == pytest.approx(expected), (item, rows)
+
+
+@pytest.mark.parametrize("kind", ["text", "molecule", "table"])
+@pytest.mark.parametrize("name", [OWNER, "ann"])
+def test_label_together_shows_documents_molecules_and_table_rows_to_owner_and_annotator(tmp_path, kind, name):
+    """The owner (a member) opens Label together; the annotator ann lands on it after signing in."""
+    from playwright.sync_api import sync_playwright
+
+    url, _ = kind_database(tmp_path, kind)
+    with sync_playwright() as playwright:
+        browser = launch_browser(playwright)
+        try:
+            with AppServer(url, tmp_path / "server.log") as server:
+                page = browser.new_page(viewport={"width": 1400, "height": 1000})
+                goto(page, f"{server.url}/team_label" if name == OWNER else server.url, name, OWNER_PASSWORD)
+                page.wait_for_selector("h1:has-text('Label together')", timeout=60_000)
+                # the item, or the exception box that stood in its place
+                page.wait_for_selector(".st-key-item_caption, [data-testid='stException']", timeout=60_000)
+                wait_for_app(page)
+                errors = page.locator("[data-testid='stException']").all_inner_texts()
+                assert not errors, errors
+                first = shown_item_index(page)
+                assert_item_on_screen(page, kind, first)
+                page.screenshot(path=str(tmp_path / f"{kind}-{name}.png"), full_page=True)
+                # an answer: the next item is shown as well
+                page.mouse.click(5, 5)
+                wait_for_key_button(page, "n")
+                before = item_caption(page)
+                page.locator("body").press("n")
+                page.wait_for_function(
+                    "(old) => { const el = document.querySelector('.st-key-item_caption');"
+                    " return el && el.innerText.trim() !== old; }", arg=before, timeout=30_000)
+                wait_for_app(page)
+                assert shown_item_index(page) != first
+                assert_item_on_screen(page, kind, shown_item_index(page))
+        finally:
+            browser.close()

@@ -350,39 +350,40 @@ def test_profile_offers_each_column_for_what_it_holds():
 
 
 def documents_run(*, dense: bool, solver: str, solver_params: dict):
-    """RunDocuments (the Label page's document readings) on a real loop over 18 short documents."""
+    """An ``ItemDisplay`` (what the Label pages show of an item) on a real loop over 18 short documents."""
+    import threading
     from types import SimpleNamespace
 
-    from app.services.documents import RunDocuments
+    from app.services.display import ItemDisplay
     from core.loop import ActiveLearningLoop
 
     docs = ["robot arm grasping objects", "robot legs walking on terrain", "image segmentation network",
             "language model translation", "robot vision grasping", "speech recognition network"] * 3
     X, names = tfidf_features(docs)
-    run = RunDocuments()
-    run.dataset = SimpleNamespace(meta={"feature_blocks": [{"kind": "tfidf", "start": 0, "stop": X.shape[1]}]})
-    run.X, run.feature_names = (X.toarray() if dense else X), names
-    run.loop = ActiveLearningLoop(run.X, strategy="largest-positive", solver=solver, solver_params=solver_params,
-                                  seed=0)
-    return run, docs
+    X = X.toarray() if dense else X
+    loop = ActiveLearningLoop(X, strategy="largest-positive", solver=solver, solver_params=solver_params, seed=0)
+    display = SimpleNamespace(kind="text", image_shape=None, item_keys=None, display_values=docs)
+    items = ItemDisplay(display=display, meta={"feature_blocks": [{"kind": "tfidf", "start": 0, "stop": X.shape[1]}]},
+                        feature_names=names, raw_rows=X, scaled_rows=X, pool_rows=X, model=lambda: loop,
+                        lock=threading.RLock())
+    return items, loop, docs
 
 
 def test_the_label_page_term_contributions_add_up_to_the_solver_s_decision_value():
-    """RunDocuments on a real loop (dense TF-IDF rows here): sum_t w_t x_t + b is the solver's f(x)."""
-    run, docs = documents_run(dense=True, solver="incremental", solver_params={"kernel": "linear", "C": 10.0})
-    run.item_text = lambda i: docs[i]
+    """ItemDisplay on a real loop (dense TF-IDF rows here): sum_t w_t x_t + b is the solver's f(x)."""
+    items, loop, docs = documents_run(dense=True, solver="incremental", solver_params={"kernel": "linear", "C": 10.0})
     for i, label in ((0, 1), (2, -1), (1, 1), (3, -1)):
-        run.loop.teach(i, label)
-    f = run.loop.solver.decision_function(np.arange(len(docs)))
-    b = run.loop.solver.coefficients()[2]
+        loop.teach(i, label)
+    f = loop.solver.decision_function(np.arange(len(docs)))
+    b = loop.solver.coefficients()[2]
     for i in range(len(docs)):
-        top = run.term_contributions(i, k=10_000)
+        top = items.term_contributions(i, k=10_000)
         assert abs(sum(v for _, v in top) + b - f[i]) < 1e-9
-    assert run.term_contributions(4, k=1)[0][0] in ("robot", "grasping")  # the positive documents' words
-    assert run.item_svg(0) is None  # not a molecule dataset
-    run.dataset.meta["molecule_column"] = "smiles"
-    run.item_text = lambda i: "c1ccccc1C(=O)O"
-    assert "<svg" in run.item_svg(0)
+    assert items.term_contributions(4, k=1)[0][0] in ("robot", "grasping")  # the positive documents' words
+    assert items.molecule_svg(0) is None  # not a molecule dataset
+    items.meta["molecule_column"] = "smiles"
+    items.display.display_values = ["c1ccccc1C(=O)O"] * len(docs)
+    assert "<svg" in items.molecule_svg(0)
 
 
 def test_the_review_model_s_term_contributions_add_up_to_its_decision_value_minus_its_constant():
@@ -390,20 +391,20 @@ def test_the_review_model_s_term_contributions_add_up_to_its_decision_value_minu
     from core.presets import DOCUMENT_REVIEW
 
     params = dict(DOCUMENT_REVIEW["solver_params"], gamma=0.5, coef0=2.0)  # other constants: gamma shows
-    run, docs = documents_run(dense=False, solver=DOCUMENT_REVIEW["solver"], solver_params=params)
+    items, loop, docs = documents_run(dense=False, solver=DOCUMENT_REVIEW["solver"], solver_params=params)
     for i, label in ((0, 1), (2, -1), (1, 1), (3, -1), (5, -1)):
-        run.loop.teach(i, label)
-    f = run.loop.solver.decision_function(np.arange(len(docs)))
-    constant = 2.0 * float(np.sum(run.loop.solver.coefficients()[1]))
+        loop.teach(i, label)
+    f = loop.solver.decision_function(np.arange(len(docs)))
+    constant = 2.0 * float(np.sum(loop.solver.coefficients()[1]))
     for i in range(len(docs)):
-        top = run.term_contributions(i, k=10_000)
+        top = items.term_contributions(i, k=10_000)
         assert abs(sum(v for _, v in top) + constant - f[i]) < 1e-9
-    assert run.term_contributions(4, k=1)[0][0] in ("robot", "grasping")
+    assert items.term_contributions(4, k=1)[0][0] in ("robot", "grasping")
     import dataclasses
 
     # (not this model) a curved kernel has no exact per-term split
-    run.loop.solver.kernel = dataclasses.replace(run.loop.solver.kernel, degree=2)
-    assert run.term_contributions(4) is None
+    loop.solver.kernel = dataclasses.replace(loop.solver.kernel, degree=2)
+    assert items.term_contributions(4) is None
 
 
 def test_terms_in_nearly_every_document_are_left_out_unless_nothing_would_remain():

@@ -33,7 +33,7 @@ from app.services.common import (
     numeric_columns,
     scaled_row_blocks,
 )
-from app.services.documents import RunDocuments
+from app.services.display import ItemDisplay
 from app.services.history import RunHistory
 from app.services.readouts import RunReadouts
 from app.services.snapshots import SNAPSHOT_EVERY, RunSnapshots
@@ -207,7 +207,7 @@ class StoredRows:
         return self.shape[0]
 
 
-class LabellingRun(RunSnapshots, RunReadouts, RunHistory, RunStopping, RunDocuments):
+class LabellingRun(RunSnapshots, RunReadouts, RunHistory, RunStopping):
     """A stored labelling session brought to life (see the module docstring)."""
 
     def __init__(self, service: MarginLab, session_id: int):
@@ -229,6 +229,8 @@ class LabellingRun(RunSnapshots, RunReadouts, RunHistory, RunStopping, RunDocume
         self.pool_items = self.eval_items = np.zeros(0, dtype=np.intp)
         self.pool_of_item: Mapping[int, int] = {}
         self.loop: ActiveLearningLoop | None = None
+        #: how an item is shown (the same for a team project's run): see _load_arrays
+        self.item_display: ItemDisplay | None = None
         #: why this session's model cannot be used (None while it can): see _cannot_go_on
         self.problem: str | None = None
         self.problem_cause: str | None = None  # the error's own text, within ``problem``
@@ -278,6 +280,9 @@ class LabellingRun(RunSnapshots, RunReadouts, RunHistory, RunStopping, RunDocume
             self.X_raw = X
         else:
             self.X_raw = StoredRows(self.engine, self.info.dataset_id, X.shape[0], X.shape[1])
+        self.item_display = ItemDisplay(display=display, meta=self.dataset.meta, feature_names=self.feature_names,
+                                        raw_rows=self.X_raw, scaled_rows=self.X, pool_rows=self.pool_X,
+                                        model=lambda: self.loop, lock=self.lock)
 
     def _loop_config(self) -> dict[str, Any]:
         return dict(

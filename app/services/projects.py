@@ -61,7 +61,7 @@ from app.services.common import (
     scaling_name,
     whole_number,
 )
-from app.services.readouts import feature_frame
+from app.services.display import ItemDisplay
 from app.services.snapshots import SNAPSHOT_EVERY, save_behind
 from core.agreement import Kappa, cohen_kappa, fleiss_kappa, rating_counts
 from core.loop import ActiveLearningLoop
@@ -129,6 +129,11 @@ class ProjectRun:
         self._reset(None if resumed is None else resumed[0])
         if resumed is not None:
             _, self.model_labels, self.snapshot_seen = resumed
+        #: how an item is shown: the same as in a labelling session (the loop's pool is every item)
+        self.item_display = ItemDisplay(
+            display=self.display, meta=repo.get_dataset(self.engine, self.info.dataset_id).meta,
+            feature_names=self.feature_names, raw_rows=self.X_raw, scaled_rows=self.X, pool_rows=self.X,
+            model=lambda: self.loop, lock=self.lock)
 
     def _reset(self, loop: ActiveLearningLoop | None = None) -> None:
         """The model and its bookkeeping before the first look at the database (``loop``: one restored
@@ -443,25 +448,6 @@ class ProjectRun:
                     "items": self.loop.n_items, "learned": len(self.model_labels),
                     "positive": sum(1 for v in self.model_labels.values() if v > 0)}
 
-    def item_image(self, item: int) -> np.ndarray | None:
-        if self.display.kind != "image" or not self.display.image_shape:
-            return None
-        w, h = self.display.image_shape
-        pixels = self.X_raw[item].astype(float)
-        low, high = float(pixels.min()), float(pixels.max())
-        return ((pixels - low) / (high - low) if high > low else np.zeros_like(pixels)).reshape(h, w)
-
-    def item_text(self, item: int) -> str | None:
-        values = self.display.display_values
-        return None if values is None else values[item]
-
-    def item_key(self, item: int) -> str | None:
-        keys = self.display.item_keys
-        return None if keys is None else keys[item]
-
-    def item_features(self, item: int):
-        return feature_frame(self.X_raw[item], self.feature_names)
-
     def agreement_csv(self) -> bytes:
         """One row per item with several answers: each member's answer, whether they agree, the settled answer."""
         from storage.export import escape_cell
@@ -473,7 +459,7 @@ class ProjectRun:
         writer.writerow(["item_index", "item_key", *[escape_cell(n) for n in names], "agree", "settled"])
         for item in sorted(report.per_item):
             votes = report.per_item[item]
-            writer.writerow([item, escape_cell(self.item_key(item) or ""), *[votes.get(n, "") for n in names],
+            writer.writerow([item, escape_cell(self.item_display.key(item) or ""), *[votes.get(n, "") for n in names],
                              int(len(set(votes.values())) == 1), report.settled.get(item, "")])
         writer.writerow([])
         fleiss = report.fleiss

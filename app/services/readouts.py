@@ -1,4 +1,5 @@
-"""What the Label page reads off a labelling session: counts, history, ROC curve, the item itself."""
+"""What the Label page reads off a labelling session: counts, history, ROC curve, the model's state
+(the item itself: ``app.services.display``)."""
 
 from __future__ import annotations
 
@@ -7,18 +8,9 @@ import json
 
 import numpy as np
 import pandas as pd
-import scipy.sparse as sp
 
 from app.services.common import ServiceError
-from core.features import column_stds
 from core.metrics import roc_auc, roc_curve
-
-
-def feature_frame(row, feature_names) -> pd.DataFrame:
-    """One item's feature values (a dense or sparse row) as a one-row frame named by ``feature_names``."""
-    row = row.toarray() if sp.issparse(row) else np.asarray(row)
-    # (from a 2-D array: one block; a list of one row makes a column at a time, ms for a few dozen)
-    return pd.DataFrame(row.reshape(1, -1), columns=feature_names)
 
 
 class RunReadouts:
@@ -116,57 +108,6 @@ class RunReadouts:
             return None
         fpr, tpr, _ = roc_curve(y, scores)
         return np.asarray(fpr), np.asarray(tpr), float(roc_auc(y, scores)), title
-
-    def item_features(self, item_index: int) -> pd.DataFrame:
-        """The item's raw feature values as a one-row frame (for the compact table view)."""
-        return feature_frame(self.X_raw[item_index], self.feature_names)
-
-    def feature_relevance(self, item_index: int) -> np.ndarray | None:
-        """How much each feature of the item matters to the current model's decision about it
-        (``core.explain.feature_relevance``; spread: the features' standard deviations over the
-        pool, as the model sees them), or None while there is no model to ask."""
-        if self.loop is None:
-            return None
-        from core.explain import feature_relevance
-
-        spread = getattr(self, "_feature_spread", None)
-        if spread is None:  # the pool does not change: once per run
-            with np.errstate(all="ignore"):
-                pool = self.pool_X
-                spread = column_stds(pool) if isinstance(pool, np.ndarray) else np.asarray(pool.std(axis=0)).ravel()
-            spread = self._feature_spread = np.where(np.isfinite(spread), spread, 1.0)
-        with np.errstate(all="ignore"):
-            relevance = feature_relevance(self.loop.solver, self.X[item_index], spread=spread)
-        # features too large for the arithmetic have no ranking to offer
-        return relevance if relevance is not None and np.all(np.isfinite(relevance)) else None
-
-    def warm_item_view(self, item_index: int) -> None:
-        """Compute now, and keep, what showing the item reads the first time: a table item's stored
-        row (read from the database when the pool is scaled) and the features' spread.  For a warm
-        start: the first page after a restart then finds them ready."""
-        if self.item_image(item_index) is None and self.item_text(item_index) is None:  # (an image reads its row)
-            self.item_features(item_index)
-            self.feature_relevance(item_index)
-
-    def item_image(self, item_index: int) -> np.ndarray | None:
-        """The item as a grey image in [0, 1] when the dataset is displayed as images."""
-        if self.display.kind != "image" or not self.display.image_shape:
-            return None
-        width, height = self.display.image_shape
-        pixels = np.asarray(self.X_raw[item_index], dtype=float)[: width * height]
-        lo, hi = float(pixels.min()), float(pixels.max())
-        pixels = (pixels - lo) / (hi - lo) if hi > lo else np.zeros_like(pixels)
-        return pixels.reshape(height, width)
-
-    def item_text(self, item_index: int) -> str | None:
-        if self.display.display_values is None:
-            return None
-        return self.display.display_values[item_index]
-
-    def item_key(self, item_index: int) -> str | None:
-        if self.display.item_keys is None:
-            return None
-        return self.display.item_keys[item_index]
 
     def model_state(self) -> bytes:
         """The session's model as an .npz file: solver arrays + JSON meta (no pickle)."""

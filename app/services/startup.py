@@ -103,7 +103,7 @@ def _prepare(url: str, ready: threading.Event) -> None:
         if session_id is not None:
             run = service.open_session(session_id)
             if run.shown is not None:
-                run.warm_item_view(run.shown.item_index)
+                run.item_display.warm(run.shown.item_index)
     except Exception as error:  # (opening it from its page says what is wrong)
         logger.warning("the last session could not be reopened ahead of the first page view: %s", error)
     _preload_compiled_loops()

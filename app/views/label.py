@@ -127,8 +127,8 @@ def labelling_panel(session_id: int) -> None:
     shown = run.shown
     # Everything the item's column shows is worked out before its first element is written: the
     # elements then leave together and the browser draws them in one pass, not one per arrival.
-    draw_item = None if shown is None else ui.item_view(run, shown.item_index)
-    key = None if shown is None else run.item_key(shown.item_index)
+    draw_item = None if shown is None else ui.item_view(run.item_display, shown.item_index)
+    key = None if shown is None else run.item_display.key(shown.item_index)
     # While the New session form is open it covers the item: a shortcut key typed
     # there must not label an item nobody is looking at.
     form_open = bool(st.session_state.get("new_session_popover"))

@@ -90,9 +90,9 @@ for item in report.disagreements[:10]:
     with st.container(border=True, key=f"dispute_{item}"):
         left, right = st.columns([1, 2])
         with left:
-            ui.show_item(run, item)
+            ui.show_item(run.item_display, item)
         with right:
-            key = run.item_key(item)
+            key = run.item_display.key(item)
             st.markdown(f"**Item {item}**" + (f" · {ui.plain(key)}" if key else ""))
             votes = report.per_item[item]
             st.markdown(" · ".join(f"{ui.plain(n)}: **{'positive' if v > 0 else 'negative'}**"

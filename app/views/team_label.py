@@ -47,8 +47,8 @@ def team_panel(project_id: int) -> None:
         return
     item = None if shown is None else shown.item_index
     # worked out before the first element, so the item's elements leave together (see the Label page)
-    draw_item = None if shown is None else ui.item_view(run, item)
-    key = None if shown is None else run.item_key(item)
+    draw_item = None if shown is None else ui.item_view(run.item_display, item)
+    key = None if shown is None else run.item_display.key(item)
     ui.preparing_model_notice()  # (a first start: what labelling needs is still being compiled)
     item_box = st.container(key="item_view")
     with st.container(horizontal=True, key="team_buttons"):
