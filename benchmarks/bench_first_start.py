@@ -109,8 +109,8 @@ class Console:
                 return None
             time.sleep(0.2)
 
-    def first_time(self, pattern: re.Pattern) -> float | None:
-        return next((t for t, text in list(self.lines) if pattern.search(text)), None)
+    def first_time(self, pattern: re.Pattern, after: float = 0.0) -> float | None:
+        return next((t for t, text in list(self.lines) if t >= after and pattern.search(text)), None)
 
     def longest_silence(self, until: float) -> tuple[float, str]:
         """The longest stretch without output before ``until`` s, and the line printed before it."""
@@ -225,7 +225,7 @@ def one_start(label: str, clone: Path, env: dict, port: int, browser, log: Path,
         print(f"   (c) first label answered, next item on screen after {figures['first_label']:.1f} s "
               f"({figures['first_label'] - figures['labelable']:.1f} s after (b))", flush=True)
         install = console.first_time(re.compile(r"^MarginLab: installing the Python packages"))
-        installed = console.first_time(re.compile(r"^Successfully installed"))
+        installed = console.first_time(re.compile(r"^Successfully installed"), after=install or 0.0)
         if install is not None and installed is not None:
             figures["install"] = (install, installed)
         if wait_compile:
