@@ -11,10 +11,12 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --progress-bar on --upgrade pip
 
-# pip says what it collects, downloads and installs as it goes (about a minute or two on a first start)
+# pip says what it collects, downloads and installs as it goes (about a minute on a first start).
+# --no-compile: Python byte-compiles a module when it is first imported, so the install does not
+# byte-compile the thousands that the app never imports (that took most of the install's time)
 $(VENV)/.runtime: requirements.txt | $(BIN)/python
 	@echo "MarginLab: installing the Python packages of requirements.txt into $(VENV) (first start only)"
-	$(BIN)/pip install --progress-bar on -r requirements.txt
+	$(BIN)/pip install --progress-bar on --no-compile -r requirements.txt
 	touch $@
 
 $(VENV)/.dev: requirements.txt requirements-dev.txt | $(BIN)/python

@@ -109,8 +109,8 @@ class Console:
                 return None
             time.sleep(0.2)
 
-    def first_time(self, pattern: re.Pattern) -> float | None:
-        return next((t for t, text in list(self.lines) if pattern.search(text)), None)
+    def first_time(self, pattern: re.Pattern, after: float = 0.0) -> float | None:
+        return next((t for t, text in list(self.lines) if t >= after and pattern.search(text)), None)
 
     def longest_silence(self, until: float) -> tuple[float, str]:
         """The longest stretch without output before ``until`` s, and the line printed before it."""
@@ -150,23 +150,27 @@ class LoadSampler:
                 f"on {os.cpu_count()} cores")
 
 
-def to_labelable_item(browser, url: str, name: str, password: str, console: Console) -> tuple[float, bool, object]:
+def to_labelable_item(browser, url: str, name: str, password: str, console: Console, steps: dict
+                      ) -> tuple[float, bool, object]:
     """Sign in; start the default session when the page shows no item; return the seconds since the
     command when the first item's answer buttons were on screen, whether a session had to be started,
-    and the page."""
+    and the page.  ``steps`` gets the times of the way there."""
     page = browser.new_page(viewport={"width": 1400, "height": 1000})
     page.goto(url)
     page.get_by_role("textbox", name="Password").wait_for(timeout=300_000)
+    steps["sign-in form"] = console.elapsed()
     page.get_by_role("textbox", name="Name").fill(name)
     page.get_by_role("textbox", name="Password").fill(password)
     page.get_by_role("button", name="Sign in", exact=True).click()
     page.locator(BUTTONS).or_(page.get_by_text("Start a session with")).first.wait_for(timeout=600_000)
+    steps["signed in, Label page"] = console.elapsed()
     started = False
     if not page.locator(BUTTONS).count():
         # (no session open yet: the newcomer opens New session and starts the one the form offers)
         wait_for_app(page, timeout_ms=600_000)
         page.get_by_role("button", name=re.compile("New session")).click()
         page.get_by_role("button", name="Start labelling").click()
+        steps["Start labelling clicked"] = console.elapsed()
         started = True
     page.wait_for_selector(BUTTONS, timeout=900_000)
     return console.elapsed(), started, page
@@ -208,8 +212,10 @@ def one_start(label: str, clone: Path, env: dict, port: int, browser, log: Path,
             if found is None:
                 raise RuntimeError("make run printed no owner password")
             credentials.update(name=found["name"], password=found["password"])
+        steps: dict = {}
         figures["labelable"], figures["started_session"], page = to_labelable_item(
-            browser, url, credentials["name"], credentials["password"], console)
+            browser, url, credentials["name"], credentials["password"], console, steps)
+        print("   on the way: " + ", ".join(f"{step} {t:.1f} s" for step, t in steps.items()), flush=True)
         figures["notice"] = page.locator(".st-key-preparing_model").count() > 0
         print(f"   (b) signed in, first item labelable after {figures['labelable']:.1f} s"
               f"{' (session started in the page)' if figures['started_session'] else ''}"
@@ -219,7 +225,7 @@ def one_start(label: str, clone: Path, env: dict, port: int, browser, log: Path,
         print(f"   (c) first label answered, next item on screen after {figures['first_label']:.1f} s "
               f"({figures['first_label'] - figures['labelable']:.1f} s after (b))", flush=True)
         install = console.first_time(re.compile(r"^MarginLab: installing the Python packages"))
-        installed = console.first_time(re.compile(r"^Successfully installed"))
+        installed = console.first_time(re.compile(r"^Successfully installed"), after=install or 0.0)
         if install is not None and installed is not None:
             figures["install"] = (install, installed)
         if wait_compile:

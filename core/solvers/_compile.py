@@ -53,7 +53,7 @@ FIRST_LABEL_ROUTINES = ("dense_rows", "diag_values", "add_weighted_rows", "rows_
                         "masked_count_abs_below")
 FIRST_LABEL_SOLVER = "incremental"
 
-HEARTBEAT_S = 10.0  # a compile still going on is mentioned again after this long without news
+HEARTBEAT_S = 8.0  # a compile still going on is mentioned again after this long without news (< 10 s)
 
 
 @dataclass(frozen=True)
