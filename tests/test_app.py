@@ -896,10 +896,13 @@ def test_highlighted_document_is_plain_text_with_marginlab_s_own_highlights():
 
     text = "PTSD [link](http://x.org) <b>bold</b> :red-background[fake]\nafter trauma"
     md = ui.highlighted_markdown(text, [("trauma", 0.4), ("ptsd", 0.1), ("link", -0.2)])
-    assert md.startswith(":green-background[PTSD] \\[:red-background[link]\\]")
-    assert ":green-background[trauma]" in md and "  \n" in md  # the line break stays one
+    up, down = ('{{foreground="{}" background="{}"}}'.format(*ui.TERM_COLOURS[way]) for way in ("up", "down"))
+    assert md.startswith(f":color[PTSD]{up} \\[:color[link]{down}\\]")
+    assert f":color[trauma]{up}" in md and "  \n" in md  # the line break stays one
     # the document's own brackets, tags and directives are escaped: only our three highlights are directives
-    assert re.findall(r"(?<!\\):(green|red)-background\[", md) == ["green", "red", "green"]
+    assert re.findall(r"(?<!\\):color\[\w+\]\{foreground=\"#\w+\" background=\"(#\w+)\"\}", md) == [
+        ui.TERM_COLOURS["up"][1], ui.TERM_COLOURS["down"][1], ui.TERM_COLOURS["up"][1]]
+    assert not re.findall(r"(?<!\\):(green|red)-background\[", md)
     assert "\\<b\\>" in md and "\\:\u2060red\\-background\\[fake\\]" in md
     assert as_shown(ui.highlighted_markdown(text, None)) == text.replace("\n", "  \n")
 
