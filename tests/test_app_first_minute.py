@@ -10,13 +10,82 @@ import re
 import tomllib
 from pathlib import Path
 
+import numpy as np
 import pytest
 
+from app.service import MarginLab
+from storage import repository as repo
 from tests import test_app
+from tests.test_app import (
+    start_app,
+    start_session,
+    texts,
+)
+from tests.test_app_history import import_file
 
 db_url = test_app.db_url  # a temporary SQLite file in MARGINLAB_DATABASE_URL
 
 ROOT = Path(__file__).resolve().parent.parent
+
+
+# --------------------------------------------------------------------------- (d) nothing held out unless asked
+
+
+def test_a_labelling_session_holds_no_item_out_unless_an_evaluation_split_is_asked_for(db_url):
+    at = start_app()
+    start_session(at, "ada", "random")
+    svc = MarginLab.from_url(db_url)
+    (info,) = svc.sessions()
+    run = svc.open_session(info.id)
+    n_items = run.dataset.n_items
+    assert info.params["eval_fraction"] == 0.0 and not run.has_evaluation
+    assert len(run.pool_items) == n_items and len(run.eval_items) == 0
+    assert not any("held out" in t for t in texts(at))
+    # every item can be labelled: a file of answers for items drawn over the whole dataset is imported whole
+    rng = np.random.default_rng(7)
+    items = [int(i) for i in rng.choice(n_items, size=60, replace=False) if i != run.shown.item_index]
+    keys, names = run.display.item_keys, run.class_names
+    rows = [(keys[i], names[int(run.y_true[i])]) for i in items]
+    outcome = run.import_labels(import_file(rows), key_column="item_key", label_column="label")
+    assert outcome.ok, outcome.message
+    assert sorted(e.item_index for e in repo.label_events(svc.engine, info.id)) == sorted(items)
+    # the live curve is drawn from the scores the model gave when it asked
+    assert "scores when asked" in at.get("plotly_chart")[0].proto.spec
+
+    # asked for, under Advanced: that share is held out, and the page says so
+    at.number_input(key="new_eval_fraction").set_value(0.3)
+    at.button(key="start_session").click().run()
+    assert not at.exception and not at.error
+    split = max(svc.sessions(), key=lambda s: s.id)
+    held = svc.open_session(split.id)
+    assert split.params["eval_fraction"] == 0.3 and held.has_evaluation
+    assert len(held.eval_items) == round(0.3 * np.sum(held.y_true > 0)) + round(0.3 * np.sum(held.y_true < 0))
+    assert any(f"{len(held.eval_items):,} held out for evaluation" in t for t in texts(at))
+
+
+def test_a_session_stored_with_a_held_out_split_resumes_with_it(db_url):
+    from app.services import evaluation_split
+
+    svc = MarginLab.from_url(db_url)
+    dataset_id = svc.ensure_demo_dataset()
+    asked = svc.start_session(dataset_id=dataset_id, annotator="ada", strategy="near-boundary", eval_fraction=0.3)
+    # one stored without the share (before it was written down) holds out what it always did: 30 %
+    unwritten = repo.start_session(svc.engine, dataset_id=dataset_id, annotator="ada", strategy="near-boundary",
+                                   solver="incremental", params={"solver_params": {"kernel": "rbf", "C": 1.0,
+                                                                                   "gamma": "scale"},
+                                                                 "scaling": "none"}, seed=0)
+    older = svc.open_session(unwritten)
+    for run in (asked, older):
+        for _ in range(6):
+            item = run.shown.item_index
+            assert run.answer(int(run.y_true[item]), item_index=item).ok
+    expected = evaluation_split(asked.y_true, 0.3, 0)[1]
+    scores = {run.session_id: run.loop.pool_scores().copy() for run in (asked, older)}
+    restarted = MarginLab.from_url(db_url)
+    for session_id in (asked.session_id, unwritten):
+        again = restarted.open_session(session_id)
+        np.testing.assert_array_equal(again.eval_items, expected)
+        np.testing.assert_array_equal(again.loop.pool_scores(), scores[session_id])
 
 
 # --------------------------------------------------------------------------- (e) highlights that can be seen

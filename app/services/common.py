@@ -20,8 +20,13 @@ DEFAULT_C = 1.0
 DEFAULT_GAMMA = "scale"
 #: gamma by name: "scale" = 1 / (n_features * Var(X)), "auto" = 1 / n_features (as in scikit-learn)
 GAMMA_NAMES = ("scale", "auto")
-#: share of a dataset with true labels held out to draw the live ROC curve and AUC
-EVAL_FRACTION = 0.3
+#: share of a dataset with true labels held out of a labelling session to draw the live ROC curve and AUC,
+#: unless the analyst asks for an evaluation split: none (every item can be labelled; the live curve is
+#: drawn from the scores the model gave the labelled items when it asked)
+EVAL_FRACTION = 0.0
+#: the share held out by a session stored without one (the default before the split was asked for):
+#: such a session resumes with the split it was started with
+STORED_EVAL_FRACTION = 0.3
 #: ... and at most this many items (the live evaluation stays cheap on large datasets)
 EVAL_MAX_ITEMS = 2000
 
@@ -30,7 +35,8 @@ DEMO_NAME = "digits: 8 vs rest"
 VALUE_NAMES = {1: "positive", -1: "negative", 0: "skip"}
 
 __all__ = ["COMPARE_STRATEGIES", "DEFAULT_C", "DEFAULT_GAMMA", "DEFAULT_SOLVER", "DEMO_NAME", "EVAL_FRACTION",
-           "EVAL_MAX_ITEMS", "GAMMA_NAMES", "LABEL_STRATEGIES", "SOLVERS", "VALUE_NAMES", "Outcome", "ServiceError",
+           "EVAL_MAX_ITEMS", "GAMMA_NAMES", "LABEL_STRATEGIES", "SOLVERS", "STORED_EVAL_FRACTION",
+           "VALUE_NAMES", "Outcome", "ServiceError",
            "database_trouble", "gamma_value", "numeric_columns", "positive_number", "scale_features",
            "scaled_row_blocks", "scaling_name", "session_kernel", "whole_number"]
 

@@ -133,7 +133,7 @@ def labelling_panel(session_id: int) -> None:
     if run.n_seen is not None and run.info.strategy == "ramp-region":
         progress += f" · **{run.n_seen}** items seen by the stream"
     progress += f" · pool {len(run.pool_items):,} items"
-    if run.y_true is not None:
+    if run.has_evaluation:
         progress += (f" · {len(run.eval_items):,} held out for evaluation "
                      f"(share {run.eval_fraction:.0%})")
     item_col, chart_col = st.columns([1, 1], gap="large")
