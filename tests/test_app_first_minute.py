@@ -12,11 +12,15 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from streamlit.testing.v1 import AppTest
 
-from app.service import MarginLab
+from app.service import MarginLab, ServiceError
 from storage import repository as repo
 from tests import test_app
 from tests.test_app import (
+    click,
+    shown,
+    shown_item,
     start_app,
     start_session,
     texts,
@@ -26,6 +30,127 @@ from tests.test_app_history import import_file
 db_url = test_app.db_url  # a temporary SQLite file in MARGINLAB_DATABASE_URL
 
 ROOT = Path(__file__).resolve().parent.parent
+
+
+# --------------------------------------------------------------------------- (b) the New session form
+
+
+def form_keys(block) -> set[str]:
+    return {w.key for kind in ("selectbox", "text_input", "number_input", "radio") for w in getattr(block, kind)}
+
+
+def test_the_new_session_form_asks_what_a_screener_decides_and_keeps_the_model_under_advanced(db_url):
+    at = start_app()
+    (advanced,) = [e for e in at.expander if e.label == "Advanced"]
+    inside = form_keys(advanced)
+    assert {"new_solver", "new_kernel", "new_C", "new_gamma", "new_loss", "new_tol", "new_seed",
+            "new_eval_fraction"} <= inside
+    assert not {"new_dataset", "new_find", "new_strategy", "new_model"} & inside
+    assert at.text_input(key="new_find").label == "What to find"
+    picker = at.selectbox(key="new_strategy")
+    assert picker.label == "How to pick the next item"
+    assert {"Most likely relevant first", "Most uncertain first", "Random"} <= set(picker.options)
+    assert not {"largest-positive", "near-boundary"} & set(picker.options)
+    model = at.radio(key="new_model")
+    assert model.value == "auto" and model.options[0] == "Suited to the data"
+
+    # the form left as it is starts the session the defaults always started, setting for setting
+    start_session(at, "ada", "largest-positive")
+    svc = MarginLab.from_url(db_url)
+    (from_form,) = svc.sessions()
+    dataset_id = from_form.dataset_id
+    by_defaults = svc.start_session(dataset_id=dataset_id, annotator="ada", strategy="largest-positive").info
+    assert (from_form.solver, from_form.params, from_form.seed) == (by_defaults.solver, by_defaults.params,
+                                                                     by_defaults.seed)
+    assert from_form.params["solver_params"] == {"kernel": "rbf", "C": 1.0, "gamma": "scale"}
+
+
+def test_what_to_find_is_shown_beside_the_buttons_and_advanced_settings_reach_the_solver(db_url):
+    at = start_app()
+    at.text_input(key="new_find").input("loops   that close")
+    at.selectbox(key="new_solver").select("ramp")
+    at.selectbox(key="new_kernel").select("linear")
+    at.selectbox(key="new_loss").select("hinge")
+    at.number_input(key="new_tol").set_value(1e-4)
+    start_session(at, "ada", "near-boundary")
+    (info,) = MarginLab.from_url(db_url).sessions()
+    assert info.solver == "ramp" and info.params["find"] == "loops that close"
+    assert {k: info.params["solver_params"][k] for k in ("kernel", "loss", "tol")} == {
+        "kernel": "linear", "loss": "hinge", "tol": 1e-4}
+    assert "**Positive** means: loops that close" in texts(at)
+    run = MarginLab.from_url(db_url).open_session(info.id)
+    assert (run.loop.solver.kernel.name, run.loop.solver.loss, run.loop.solver.tol) == ("linear", "hinge", 1e-4)
+
+    # without words of one's own, the dataset's positive class says what Positive means
+    fresh = start_app("bo")
+    start_session(fresh, "bo", "random")
+    assert "**Positive** means: 8" in texts(fresh)
+    # a loss for a solver that has none is refused in the form, naming it; nothing is stored
+    fresh.selectbox(key="new_loss").select("squared_hinge")
+    fresh.button(key="start_session").click().run()
+    assert any("The loss is the ramp solver's choice" in e for e in shown(fresh.error)), shown(fresh.error)
+    assert len(MarginLab.from_url(db_url).sessions()) == 2
+
+
+def test_advanced_settings_are_checked_before_anything_is_stored(db_url):
+    svc = MarginLab.from_url(db_url)
+    dataset_id = svc.ensure_demo_dataset()
+    for settings, message in (({"kernel": "sigmoid"}, "Unknown kernel 'sigmoid'"),
+                              ({"loss": "log", "solver": "ramp"}, "Unknown loss 'log'"),
+                              ({"tol": 0.0}, "The tolerance must be a positive"),
+                              ({"tol": 1.5}, "The tolerance must be below 1"),
+                              ({"kernel": "linear", "model": "review"}, "The review model sets its own kernel")):
+        with pytest.raises(ServiceError, match=message):
+            svc.start_session(dataset_id=dataset_id, annotator="ada", strategy="largest-positive", **settings)
+    assert svc.sessions() == []
+
+
+# --------------------------------------------------------------------------- (c) charts that mean something
+
+
+def documents_csv(n: int = 60) -> bytes:
+    docs = ["Robot arm grasping with tactile sensors", "Image segmentation with convolutional networks",
+            "Legged robot locomotion on rough terrain", "Language models for translation",
+            "Speech recognition in noisy rooms", "Graph neural networks for molecules"]
+    rows = "".join(f"d{i},{docs[i % 6]} number {i},{'robotics' if 'obot' in docs[i % 6] else 'other'}\n"
+                   for i in range(n))
+    return ("key,text,topic\n" + rows).encode()
+
+
+def chart_keys(at: AppTest) -> list[str]:
+    return [chart.key for chart in at.get("plotly_chart")]
+
+
+def test_with_the_review_model_the_label_page_shows_positives_found_and_the_stopping_state(db_url):
+    svc = MarginLab.from_url(db_url)
+    svc.ensure_demo_dataset()
+    docs = svc.import_csv(documents_csv(), name="abstracts", label_column="topic", positive="robotics",
+                          key_column="key", text_features=["text"]).dataset_id
+    at = start_app()
+    at.radio(key="new_model").set_value("review")
+    start_session(at, "ada", "largest-positive", dataset_id=docs)
+    truth = repo.load_dataset_arrays(svc.engine, docs)[1]
+    for _ in range(8):
+        click(at, "positive" if truth[shown_item(at)] > 0 else "negative")
+    (info,) = svc.sessions()
+    run = svc.open_session(info.id)
+    # why: with this model every label is a support vector and every unlabelled item lies inside the margin
+    history = run.history()
+    assert list(history["n_sv"]) == list(history["n_labels"])
+    assert history["n_in_margin"].iloc[-1] == len(run.pool_items) - run.n_labels
+    keys = chart_keys(at)
+    assert "sv" not in keys and "margin" not in keys, keys
+    assert {"roc", "auc", "gain"} <= set(keys), keys
+    # the stopping state stands beside the positives found (and once: the panel below keeps the rules)
+    assert len(at.get("plotly_chart")) == 3
+    said = [text for text in shown([*at.info, *at.success]) if "rule)" in text]
+    assert len(said) == 1, said
+    assert any("When can I stop?" in t for t in texts(at))
+
+    # an SVM of its own keeps its support-vector and margin charts (and the gain curve in the panel)
+    digits = start_app("bo")
+    start_session(digits, "bo", "near-boundary")
+    assert sorted(chart_keys(digits)) == ["auc", "gain", "margin", "roc", "sv"]
 
 
 # --------------------------------------------------------------------------- (d) nothing held out unless asked

@@ -204,8 +204,10 @@ def start_session_in_ui(page, annotator: str, strategy: str | None = None, datas
     if dataset is not None:
         choose(page, "Dataset", dataset)
     if strategy is not None:
-        page.get_by_role("combobox", name="Heuristic").click()
-        page.get_by_role("option", name=strategy, exact=True).click()
+        from app.services import STRATEGY_WORDS
+
+        page.get_by_role("combobox", name="How to pick the next item").click()
+        page.get_by_role("option", name=STRATEGY_WORDS[strategy], exact=True).click()
     page.get_by_role("button", name="Start labelling").click()
     page.wait_for_selector(".st-key-item_caption", timeout=60_000)
     wait_for_app(page)
@@ -481,6 +483,7 @@ def test_shortcut_keys_do_nothing_while_new_session_is_open(tmp_path):
                 wait_for_app(page)
                 assert progress_labels(page) == 0 and shown_item_index(page) == shown
                 # a mistake in the form is reported inside the form, where the person is looking
+                page.get_by_text("Advanced", exact=True).click()  # (gamma is among the model's settings)
                 page.get_by_role("textbox", name="gamma").fill("abc")
                 page.get_by_role("button", name="Start labelling").click()
                 page.locator("[data-testid='stPopoverBody'] [data-testid='stAlertContentError']").filter(

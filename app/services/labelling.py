@@ -220,6 +220,8 @@ class LabellingRun(RunSnapshots, RunReadouts, RunHistory, RunStopping, RunDocume
         self.scaling = params.get("scaling", self.dataset.meta.get("scaling", "none"))
         self.seed = 0 if self.info.seed is None else int(self.info.seed)
         self.eval_fraction = float(params.get("eval_fraction", STORED_EVAL_FRACTION))
+        #: what the analyst is looking for, in their words (None: the dataset's positive class)
+        self.find: str | None = params.get("find") or None
         self.solver_params = dict(params.get("solver_params", {}))
         self.strategy_params = dict(params.get("strategy_params", {}))
         self.X_raw = self.X = self.y_true = self.display = None  # the arrays: see _load_arrays

@@ -14,6 +14,7 @@ from app.services.common import (
     model_choice,
     positive_number,
     scaling_name,
+    tuned_params,
     whole_number,
 )
 from app.services.labelling import LabellingRun
@@ -21,6 +22,9 @@ from app.services.snapshots import save_behind
 from core.strategies import DEFAULT_SOLVER
 from storage import repository as repo
 from storage import teams
+
+#: at most this many characters of what the analyst is looking for are kept
+FIND_CHARS = 200
 
 
 def eval_share(value) -> float:
@@ -49,12 +53,19 @@ class Sessions:
     def start_session(self, *, dataset_id: int, annotator: str, strategy: str, solver: str | None = None,
                       C: float = DEFAULT_C, gamma: float | str = DEFAULT_GAMMA, seed: int = 0,
                       scaling: str | None = None, eval_fraction: float | None = None,
-                      strategy_params: dict | None = None, model: str | None = None) -> LabellingRun:
-        """Store a new session and bring it to life. ``eval_fraction`` (the share of a dataset with
-        true labels held out to draw the live ROC curve; 0 puts every item in the pool) defaults to
-        the dataset's own (chosen on the Data page), else ``EVAL_FRACTION``.  ``model="review"`` is
+                      strategy_params: dict | None = None, model: str | None = None, kernel: str | None = None,
+                      loss: str | None = None, tol: float | None = None, find: str | None = None) -> LabellingRun:
+        """Store a new session and bring it to life.
+
+        ``eval_fraction``: the share of a dataset with true labels held out to draw the live ROC curve,
+        when the analyst asks for an evaluation split; None takes the dataset's own (set on the Data page),
+        else ``EVAL_FRACTION`` (none: every item can be labelled, and the live curve is drawn from the
+        scores the model gave the labelled items when it asked).  ``model="review"`` is
         ``core.presets.DOCUMENT_REVIEW`` (its own solver, kernel and C; ``C`` and ``gamma`` are not used);
-        ``"auto"`` picks it for documents with largest-positive (``common.model_choice``)."""
+        ``"auto"`` picks it for documents with largest-positive (``common.model_choice``).  ``kernel``,
+        ``loss`` and ``tol`` are set only when given (``common.tuned_params``): left out, the session is
+        the one the defaults always gave.  ``find``: what the analyst is looking for, in their words
+        (shown beside the answer buttons; empty: the dataset's positive class)."""
         if strategy not in LABEL_STRATEGIES:
             raise ServiceError(f"Unknown heuristic '{strategy}'; choose one of {', '.join(LABEL_STRATEGIES)}.")
         if solver is not None and solver not in SOLVERS:
@@ -63,8 +74,9 @@ class Sessions:
             raise ServiceError("Enter the annotator's name.")
         # every parameter is checked before the session is stored: a refusal leaves nothing behind
         C, gamma, seed = positive_number(C, "C"), gamma_value(gamma), whole_number(seed, "seed")
+        tuned = tuned_params(kernel=kernel, loss=loss, tol=tol, solver=solver or DEFAULT_SOLVER[strategy])
         dataset = self.dataset(dataset_id)
-        solver, solver_params = model_choice(model, solver, dataset.meta, C, gamma, strategy)
+        solver, solver_params = model_choice(model, solver, dataset.meta, C, gamma, strategy, tuned)
         solver = solver or DEFAULT_SOLVER[strategy]
         if eval_fraction is None:
             eval_fraction = dataset.meta.get("eval_fraction", EVAL_FRACTION)
@@ -76,6 +88,9 @@ class Sessions:
             "scaling": scaling,
             "eval_fraction": eval_fraction if dataset.has_true_labels else 0.0,
         }
+        find = " ".join(str(find or "").split())
+        if find:
+            params["find"] = find[:FIND_CHARS]
         session_id = repo.start_session(self.engine, dataset_id=dataset_id, annotator=str(annotator).strip(),
                                         strategy=strategy, solver=solver, params=params, seed=seed)
         try:
