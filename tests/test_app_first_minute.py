@@ -14,13 +14,17 @@ import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from app.service import MarginLab, ServiceError
+from app.service import DEMO_NAME, MarginLab, ServiceError
 from storage import repository as repo
 from tests import test_app
 from tests.test_app import (
+    PASSWORD,
+    anonymous_app,
     click,
+    ensure_account,
     shown,
     shown_item,
+    sign_in,
     start_app,
     start_session,
     texts,
@@ -30,6 +34,73 @@ from tests.test_app_history import import_file
 db_url = test_app.db_url  # a temporary SQLite file in MARGINLAB_DATABASE_URL
 
 ROOT = Path(__file__).resolve().parent.parent
+
+
+# --------------------------------------------------------------------------- (a) the demo after the first sign-in
+
+
+OWNER = "owner"  # the first owner: the server creates it with the password from MARGINLAB_OWNER_PASSWORD
+
+
+def owner_signs_in() -> AppTest:
+    """A new browser session of the first owner, signed in through the sign-in page."""
+    at = anonymous_app()
+    return sign_in(at, OWNER, PASSWORD)
+
+
+def answer_buttons(at: AppTest, item: int) -> dict:
+    return {b.key.split("_")[0]: b for b in at.button if b.key in (f"positive_{item}", f"negative_{item}",
+                                                                     f"skip_{item}")}
+
+
+def forget_the_process() -> None:
+    """As after a restart of the server: the next page view opens the database anew."""
+    from app import ui
+
+    ui._service_for.clear()
+
+
+def test_the_first_owner_finds_the_demo_open_on_its_first_item_after_the_first_sign_in(db_url):
+    at = owner_signs_in()
+    assert [t.value for t in at.title] == ["Label"]
+    item = shown_item(at)
+    buttons = answer_buttons(at, item)
+    assert set(buttons) == {"positive", "negative", "skip"} and not any(b.disabled for b in buttons.values())
+    svc = MarginLab.from_url(db_url)
+    (demo,) = svc.sessions()
+    assert demo.annotator == OWNER and demo.dataset_name == DEMO_NAME and demo.status == "active"
+    assert demo.n_labels == 0 and svc.open_session(demo.id).shown.item_index == item
+    assert demo.strategy == at.selectbox(key="new_strategy").value  # the New session form's defaults
+    # what a person sees: the item can be labelled at once
+    click(at, "positive")
+    assert [(e.item_index, e.value) for e in repo.label_events(svc.engine, demo.id)] == [(item, 1)]
+
+    # once: not again in a second tab, after a restart, or once it is closed
+    owner_signs_in()
+    forget_the_process()
+    owner_signs_in()
+    assert [s.id for s in svc.sessions()] == [demo.id]
+    svc.close_session(demo.id)
+    forget_the_process()
+    again = owner_signs_in()
+    assert [s.id for s in svc.sessions()] == [demo.id]
+    assert any("Start a session with **New session**" in i.value for i in again.info)
+
+
+def test_the_demo_is_the_first_owner_s_alone_and_only_on_a_database_without_sessions(db_url):
+    anonymous_app()  # the server's first start: the demo dataset and the first owner
+    ensure_account(db_url, "ada")  # another owner, and an annotator
+    ensure_account(db_url, "ann", role="annotator")
+    ada = sign_in(anonymous_app(), "ada")
+    assert any("Start a session with **New session**" in i.value for i in ada.info)
+    sign_in(anonymous_app(), "ann")
+    svc = MarginLab.from_url(db_url)
+    assert svc.sessions() == [] and svc.open_demo_session("ada") is None and svc.open_demo_session("ann") is None
+    # a database that holds a session already (here ada's) gets no demo, not even for the first owner
+    start_session(ada, "ada", "random")
+    owner = owner_signs_in()
+    assert [s.annotator for s in svc.sessions()] == ["ada"]
+    assert any("Start a session with **New session**" in i.value for i in owner.info)
 
 
 # --------------------------------------------------------------------------- (b) the New session form

@@ -275,7 +275,9 @@ def test_label_with_keys_then_restart_resumes_the_session(tmp_path):
                 shown_before_restart = shown_item_index(page)
 
             engine = make_engine(db_url)
-            (session,) = repo.list_sessions(engine)
+            # the demo opened for the database's first owner (this tester) at sign-in, and the session started
+            demo, session = sorted(repo.list_sessions(engine), key=lambda s: s.id)
+            assert demo.n_labels == 0 and session.strategy == "near-boundary"
             events = repo.label_events(engine, session.id)
             assert [e.item_index for e in events] == asked
             assert [e.value for e in events] == [1 if k == "P" else -1 for k in keys]

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import threading
+
 from app.services.common import (
     DEFAULT_C,
     DEFAULT_GAMMA,
+    DEMO_NAME,
     EVAL_FRACTION,
     LABEL_STRATEGIES,
     SOLVERS,
@@ -25,6 +28,8 @@ from storage import teams
 
 #: at most this many characters of what the analyst is looking for are kept
 FIND_CHARS = 200
+#: one demo session per database, even when two tabs of the first owner ask for it at the same moment
+_demo_lock = threading.Lock()
 
 
 def eval_share(value) -> float:
@@ -103,6 +108,26 @@ class Sessions:
             self.close_session(session_id)
             raise ServiceError(f"The session could not start: {problem}")
         return run
+
+    def open_demo_session(self, name: str) -> int | None:
+        """The demo, open for a new installation's first owner: when ``name`` is the first owner account
+        (created first, not disabled) and the database holds no labelling session at all (closed ones and
+        a project's count), start one session on the bundled demo dataset with the New session form's
+        defaults and return its id.  Once any session exists, None: the demo is started once, not again
+        on a later sign-in or start, and not for anyone else."""
+        with _demo_lock:
+            if repo.list_sessions(self.engine):
+                return None
+            owners = sorted((a for a in teams.list_accounts(self.engine) if a.role == "owner" and not a.disabled),
+                            key=lambda a: (a.created_at, a.id))
+            if not owners or owners[0].name != name:
+                return None
+            demo = next((d for d in self.datasets() if d.name == DEMO_NAME and d.meta.get("bundled") == "digits"),
+                        None)
+            if demo is None:
+                return None
+            return self.start_session(dataset_id=demo.id, annotator=name, strategy=LABEL_STRATEGIES[0],
+                                      model="auto").session_id
 
     def open_session(self, session_id: int) -> LabellingRun:
         """The live run of a session: the one in memory, or rebuilt from the database."""

@@ -18,6 +18,12 @@ datasets = svc.datasets()
 me = auth.name()  # every label is stored under the signed-in identity
 sessions = svc.sessions(status="active", annotator=me, solo=True)  # one's own sessions: labels go under one's name
 state = st.session_state
+if not sessions and not state.get("demo_asked"):
+    # a new installation's first owner finds the demo open on its first item (started once: svc.open_demo_session)
+    state.demo_asked = True
+    with st.spinner("Opening the demo…"):
+        if svc.open_demo_session(me) is not None:
+            sessions = svc.sessions(status="active", annotator=me, solo=True)
 
 
 def _start_session() -> None:
