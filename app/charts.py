@@ -283,12 +283,14 @@ def latency_figure(rows: pd.DataFrame) -> Figure:
 # --------------------------------------------------------------------------- stopping
 
 
-def gain_figure(gain: pd.DataFrame, estimate=None, target_recall: float | None = None) -> Figure:
+def gain_figure(gain: pd.DataFrame, estimate=None, target_recall: float | None = None,
+                height: int | None = None) -> Figure:
     """Positives found against labels (the gain curve), random draws of recall checks marked, and the
-    estimated number of positives in the pool (with its interval) when there is an estimate."""
+    estimated number of positives in the pool (with its interval) when there is an estimate (``height``:
+    that of the plot; None: 330, and 260 while there is no label)."""
     title = "Positives found vs labels"
     if gain is None or len(gain) == 0:
-        return _empty(title, "no label yet")
+        return _empty(title, "no label yet", height=height or 260)
     x, found = _values(gain["n_labels"]), _values(gain["found"])
     data: list[dict[str, Any]] = [{"type": "scatter", "x": x, "y": found, "mode": "lines", "name": "found",
                                    "line": {"color": PALETTE[0], "width": 2}}]
@@ -310,7 +312,7 @@ def gain_figure(gain: pd.DataFrame, estimate=None, target_recall: float | None =
             data.append({"type": "scatter", "x": [x[0], x[-1]], "y": [target_recall * total] * 2, "mode": "lines",
                          "name": f"{100 * target_recall:g}% of the estimate",
                          "line": {"color": "#a0aec0", "dash": "dot", "width": 1}})
-    layout = _layout(title, height=330, xtitle="labels", ytitle="positives", yaxis={"rangemode": "tozero"},
+    layout = _layout(title, height=height or 330, xtitle="labels", ytitle="positives", yaxis={"rangemode": "tozero"},
                      legend={"orientation": "h", "x": 0, "y": -0.28, "xanchor": "left", "yanchor": "top",
                              "font": {"size": 10}}, wrap=None)
     layout["margin"]["b"] = 70

@@ -35,20 +35,40 @@ def _apply_settings(svc, session_id: int) -> None:
         by=auth.identity())
 
 
-def show(svc, run) -> None:
-    """Draw the panel for a run that has a model."""
+def verdict(run) -> None:
+    """Whether the analyst can stop by the chosen rule, and the estimate of the positives still unlabelled."""
     status = run.stopping_status()
     if status is None:
         return
-    left, right = st.columns([1, 1], gap="large")
-    with left, st.container(key="stopping_panel"):
-        st.markdown("**When can I stop?**")
+    with st.container(key="stopping_verdict"):
         said = status.chosen.message.split(": ", 1)[-1].removesuffix(" — you can stop")
         if status.can_stop:
             st.success(ui.plain(f"You can stop ({status.rule} rule): {said}."), icon=":material/flag:")
         else:
             st.info(ui.plain(f"Not yet ({status.rule} rule): {said}."))
         st.markdown(ui.plain(status.estimate.in_words()))
+
+
+def gain_chart(run, height: int | None = None) -> None:
+    """The positives found against labels (the gain curve), with the estimate of those in the pool."""
+    status = run.stopping_status()
+    if status is None:
+        return
+    st.plotly_chart(charts.gain_figure(status.gain, status.estimate, status.target_recall, height=height),
+                    config={"displayModeBar": False}, key="gain")
+
+
+def show(svc, run, *, above: bool = False) -> None:
+    """Draw the panel for a run that has a model (``above``: its verdict and gain curve are drawn among the
+    live charts already, as ``verdict`` and ``gain_chart``; the panel keeps the rules, the check and the settings)."""
+    status = run.stopping_status()
+    if status is None:
+        return
+    left, right = st.columns([1, 1], gap="large")
+    with left, st.container(key="stopping_panel"):
+        st.markdown("**When can I stop?**")
+        if not above:
+            verdict(run)
         lines = [("✓ " if state.stop else "· ") + ui.plain(state.message) for state in status.states]
         st.caption("  \n".join(lines))
         buttons = st.container(horizontal=True)
@@ -69,6 +89,6 @@ def show(svc, run) -> None:
             cols[1].number_input("Confidence", min_value=0.5, max_value=0.999, value=status.confidence,
                                  step=0.01, format="%.3f", key="stopping_confidence")
             st.form_submit_button("Apply", on_click=_apply_settings, args=(svc, run.session_id))
-    with right:
-        right.plotly_chart(charts.gain_figure(status.gain, status.estimate, status.target_recall),
-                           config={"displayModeBar": False}, key="gain")
+    if not above:
+        with right:
+            gain_chart(run)

@@ -549,9 +549,17 @@ def notable_terms(contributions: list[tuple[str, float]] | None) -> list[tuple[s
     return [(t, v) for t, v in contributions if abs(v) >= NOTABLE_SHARE * largest]
 
 
+#: highlighted document terms: the page's text colour on green (they pushed the score up) or on red (down).
+#: Each background stands at least 3:1 against the page's (#ffffff, app/.streamlit/config.toml: 3.25:1
+#: and 3.42:1, WCAG contrast), so a highlight can be seen, and the words at least 4.5:1 on it (5.0:1 and
+#: 4.8:1), so they can be read.  (Streamlit's :green-background[...] and :red-background[...] are 1.06:1
+#: and 1.10:1 on the light theme: nearly white.)
+TERM_COLOURS = {"up": ("#1a202c", "#38a169"), "down": ("#1a202c", "#f0564f")}
+
+
 def highlighted_markdown(text: str, contributions: list[tuple[str, float]] | None) -> str:
     """The document as Markdown that shows it as plain text, with the words of the terms that pushed
-    its score up on green and down on red (Streamlit's background directives).
+    its score up on green and down on red (``TERM_COLOURS``, Streamlit's color directive).
 
     Every character of the document goes through :func:`plain`, so nothing in it can become
     Markdown, HTML or a directive; the directives around highlighted words are MarginLab's own.
@@ -564,11 +572,12 @@ def highlighted_markdown(text: str, contributions: list[tuple[str, float]] | Non
     pieces, last = [], 0
     for match in _WORD.finditer(text):
         word = match.group(0)
-        colour = "green" if word.lower() in up else "red" if word.lower() in down else None
-        if colour is None:
+        way = "up" if word.lower() in up else "down" if word.lower() in down else None
+        if way is None:
             continue
+        foreground, background = TERM_COLOURS[way]
         pieces.append(plain(text[last:match.start()]))
-        pieces.append(f":{colour}-background[{plain(word)}]")
+        pieces.append(f':color[{plain(word)}]{{foreground="{foreground}" background="{background}"}}')
         last = match.end()
     pieces.append(plain(text[last:]))
     # a line break in the document stays a line break

@@ -397,7 +397,7 @@ def main() -> None:
                                         dataset=f"{dataset.name} ({dataset.n_items} items)" if args.rows else None)
                     y_true = repo.load_dataset_arrays(engine, dataset.id)[1]
                     marks = measure(page, y_true, args.labels, args.pause)
-                    (session,) = repo.list_sessions(engine)
+                    session = max(repo.list_sessions(engine), key=lambda s: s.id)  # (not the demo's)
                     events = repo.label_events(engine, session.id)
                     engine.dispose()
                     shown_before = item_caption(page)

@@ -16,6 +16,11 @@ the squared hinge loss (no CCCP step is needed: the problem is the convex L2-los
   model is the optimum to the ranking's precision, and on the four topics of the bundled abstracts
   MarginLab reads the documents in the same order as ASReview (docs/benchmarks.md has the figures).
 
+The model is not sparse: with the squared hinge and C this small, every labelled document is a
+support vector and every unlabelled one lies inside the margin (|f| < 1), so counts of support
+vectors or of items inside the margin follow the number of labels and say nothing of the model
+(``"sparse": False``; the app draws the positives found against labels instead).
+
 The constants are ASReview's own, not tuned on a benchmark; ``benchmarks/bench_text_review.py``
 compares the two tools on the bundled abstracts.  An earlier version used the hinge loss: on the
 four topics of the bundled abstracts it found the positives of two of them sooner and those of
@@ -30,8 +35,23 @@ DOCUMENT_REVIEW: dict[str, Any] = {
     "solver": "ramp",
     "solver_params": {"kernel": "poly", "degree": 1, "gamma": 1.0, "coef0": 1.0, "C": 0.11, "loss": "squared_hinge",
                       "tol": 1e-6, "max_nonsv": None, "class_weight": "balanced", "balance_ratio": 9.8},
+    "sparse": False,
 }
 
 PRESETS: dict[str, dict[str, Any]] = {"review": DOCUMENT_REVIEW}
 
-__all__ = ["DOCUMENT_REVIEW", "PRESETS"]
+
+def preset_of(solver: str, solver_params: dict[str, Any] | None) -> str | None:
+    """The name of the preset whose solver and parameters these are exactly (None: a model of its own)."""
+    return next((name for name, preset in PRESETS.items()
+                 if solver == preset["solver"] and dict(solver_params or {}) == preset["solver_params"]), None)
+
+
+def is_sparse(solver: str, solver_params: dict[str, Any] | None) -> bool:
+    """Whether the model keeps some labels out of its support vectors and some items out of its margin, so that
+    their counts tell something (every model but a preset declared ``"sparse": False``)."""
+    name = preset_of(solver, solver_params)
+    return name is None or bool(PRESETS[name].get("sparse", True))
+
+
+__all__ = ["DOCUMENT_REVIEW", "PRESETS", "is_sparse", "preset_of"]

@@ -314,9 +314,13 @@ def test_session_on_a_dataset_without_true_labels_titles_the_roc_as_scores_when_
 # --------------------------------------------------------------------------- service guarantees behind the page
 
 
-def _labelled_run(svc: MarginLab, strategy: str, n: int, seed: int = 0, solver: str | None = None):
+def _labelled_run(svc: MarginLab, strategy: str, n: int, seed: int = 0, solver: str | None = None,
+                  eval_fraction: float | None = None):
+    """A session on the demo answered ``n`` times as the true labels say (``eval_fraction``: an evaluation
+    split asked for; none by default)."""
     dataset_id = svc.ensure_demo_dataset() or svc.datasets()[0].id
-    run = svc.start_session(dataset_id=dataset_id, annotator="cy", strategy=strategy, seed=seed, solver=solver)
+    run = svc.start_session(dataset_id=dataset_id, annotator="cy", strategy=strategy, seed=seed, solver=solver,
+                            eval_fraction=eval_fraction)
     for _ in range(n):
         item = run.shown.item_index
         run.answer(int(run.y_true[item]), item_index=item)
@@ -358,7 +362,7 @@ def test_double_submit_stores_one_label_and_says_so(db_url):
 @pytest.mark.parametrize("strategy", ["near-boundary", "randomized-search", "ramp-region"])
 def test_undo_restores_the_exact_previous_model(db_url, strategy):
     svc = service(db_url)
-    run = _labelled_run(svc, strategy, 12)
+    run = _labelled_run(svc, strategy, 12, eval_fraction=0.3)  # (its evaluation scores are checked too)
     before = run.loop.pool_scores()
     shown = run.shown
     assert run.answer(1, item_index=shown.item_index).ok
@@ -379,7 +383,7 @@ def test_undo_restores_the_exact_previous_model(db_url, strategy):
 ])
 def test_restart_rebuilds_the_same_labels_and_model(db_url, strategy, solver):
     svc = service(db_url)
-    run = _labelled_run(svc, strategy, 15, solver=solver)
+    run = _labelled_run(svc, strategy, 15, solver=solver, eval_fraction=0.3)  # (and its evaluation split)
     run.skip(item_index=run.shown.item_index)
     restarted = service(db_url).open_session(run.session_id)  # a new process on the same file
     assert restarted is not run
@@ -504,7 +508,7 @@ def test_export_page_and_files_carry_labels_provenance_and_model_state(db_url):
     from core.solvers.base import OnlineSolver
 
     svc = service(db_url)
-    run = _labelled_run(svc, "near-boundary", 9)
+    run = _labelled_run(svc, "near-boundary", 9, eval_fraction=0.3)  # (the model is compared on held-out items)
     run.skip(item_index=run.shown.item_index)
     at = start_app()
     at.switch_page("views/export.py").run()
@@ -580,7 +584,7 @@ def test_a_run_holds_its_scaled_features_once_and_finds_any_items_row(db_url):
     from app.services.common import scale_features
 
     svc = service(db_url)
-    run = _labelled_run(svc, "near-boundary", 6)
+    run = _labelled_run(svc, "near-boundary", 6, eval_fraction=0.3)  # rows in the pool and held out
     whole = scale_features(run.X_raw, run.scaling)
     assert run.has_evaluation and len(run.pool_items) + len(run.eval_items) == len(run.X_raw)
     assert np.shares_memory(run.loop.X, run.pool_X)  # the loop and the solver learn on the run's own rows
@@ -834,7 +838,9 @@ def test_the_live_roc_curve_of_many_held_out_items_is_drawn_with_a_few_hundred_p
     from benchmarks.bench_scale_app import make_csv
 
     svc = service(db_url)
-    result = svc.import_csv(make_csv(4000, 3), name="gaussians", label_column="label", positive="1")
+    # an evaluation split asked for with the dataset (the share held out when it was uploaded)
+    result = svc.import_csv(make_csv(4000, 3), name="gaussians", label_column="label", positive="1",
+                            eval_fraction=0.3)
     at = start_app("bo")
     start_session(at, "bo", "near-boundary", dataset_id=result.dataset_id)
     (session,) = [s for s in repo.list_sessions(svc.engine) if s.dataset_id == result.dataset_id]
@@ -937,10 +943,13 @@ def test_highlighted_document_is_plain_text_with_marginlab_s_own_highlights():
 
     text = "PTSD [link](http://x.org) <b>bold</b> :red-background[fake]\nafter trauma"
     md = ui.highlighted_markdown(text, [("trauma", 0.4), ("ptsd", 0.1), ("link", -0.2)])
-    assert md.startswith(":green-background[PTSD] \\[:red-background[link]\\]")
-    assert ":green-background[trauma]" in md and "  \n" in md  # the line break stays one
+    up, down = ('{{foreground="{}" background="{}"}}'.format(*ui.TERM_COLOURS[way]) for way in ("up", "down"))
+    assert md.startswith(f":color[PTSD]{up} \\[:color[link]{down}\\]")
+    assert f":color[trauma]{up}" in md and "  \n" in md  # the line break stays one
     # the document's own brackets, tags and directives are escaped: only our three highlights are directives
-    assert re.findall(r"(?<!\\):(green|red)-background\[", md) == ["green", "red", "green"]
+    assert re.findall(r"(?<!\\):color\[\w+\]\{foreground=\"#\w+\" background=\"(#\w+)\"\}", md) == [
+        ui.TERM_COLOURS["up"][1], ui.TERM_COLOURS["down"][1], ui.TERM_COLOURS["up"][1]]
+    assert not re.findall(r"(?<!\\):(green|red)-background\[", md)
     assert "\\<b\\>" in md and "\\:\u2060red\\-background\\[fake\\]" in md
     assert as_shown(ui.highlighted_markdown(text, None)) == text.replace("\n", "  \n")
 

@@ -124,9 +124,10 @@ def import_file(rows, header="item_key,label") -> bytes:
     return ("\ufeff" + header + "\n" + "\n".join(",".join(r) for r in rows) + "\n").encode()
 
 
-def cancer_run(svc):
+def cancer_run(svc, eval_fraction: float | None = None):
     result = svc.import_bundled("breast-cancer", scaling="standard")
-    run = svc.start_session(dataset_id=result.dataset_id, annotator="ida", strategy="near-boundary")
+    run = svc.start_session(dataset_id=result.dataset_id, annotator="ida", strategy="near-boundary",
+                            eval_fraction=eval_fraction)
     return run
 
 
@@ -159,7 +160,7 @@ def test_importing_labels_from_elsewhere(db_url):
 def test_an_import_with_bad_rows_names_each_and_imports_nothing(db_url):
     svc = MarginLab.from_url(db_url)
     svc.ensure_demo_dataset()
-    run = cancer_run(svc)
+    run = cancer_run(svc, eval_fraction=0.3)  # an evaluation split asked for: its items cannot be imported
     keys, names = run.display.item_keys, run.class_names
     pool = [int(i) for i in run.pool_items[:6]]
     held_out = int(run.eval_items[0])

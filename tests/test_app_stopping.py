@@ -23,9 +23,11 @@ def service(url: str) -> MarginLab:
     return MarginLab.from_url(url)
 
 
-def labelled_run(svc: MarginLab, n: int, strategy: str = "largest-positive", seed: int = 0):
+def labelled_run(svc: MarginLab, n: int, strategy: str = "largest-positive", seed: int = 0,
+                 eval_fraction: float | None = None):
     dataset_id = svc.ensure_demo_dataset() or svc.datasets()[0].id
-    run = svc.start_session(dataset_id=dataset_id, annotator="cy", strategy=strategy, seed=seed)
+    run = svc.start_session(dataset_id=dataset_id, annotator="cy", strategy=strategy, seed=seed,
+                            eval_fraction=eval_fraction)
     answer(run, n)
     return run
 
@@ -61,7 +63,8 @@ def test_every_rule_in_words_after_every_label(db_url):
 
 def test_recall_check_draws_at_random_with_provenance_and_comes_back_after_a_restart(db_url):
     svc = service(db_url)
-    run = labelled_run(svc, 30)
+    # (30 % of the items held out: the pool on which the check is still on after the draws below)
+    run = labelled_run(svc, 30, eval_fraction=0.3)
     assert run.start_check().ok and run.checking
     shown = run.shown
     assert shown.strategy == rules.CHECK_STRATEGY and "at random" in shown.reason

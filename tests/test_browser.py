@@ -217,8 +217,10 @@ def start_session_in_ui(page, annotator: str, strategy: str | None = None, datas
     if dataset is not None:
         choose(page, "Dataset", dataset)
     if strategy is not None:
-        page.get_by_role("combobox", name="Heuristic").click()
-        page.get_by_role("option", name=strategy, exact=True).click()
+        from app.services import STRATEGY_WORDS
+
+        page.get_by_role("combobox", name="How to pick the next item").click()
+        page.get_by_role("option", name=STRATEGY_WORDS[strategy], exact=True).click()
     page.get_by_role("button", name="Start labelling").click()
     page.wait_for_selector(".st-key-item_caption", timeout=60_000)
     wait_for_app(page)
@@ -286,7 +288,9 @@ def test_label_with_keys_then_restart_resumes_the_session(tmp_path):
                 shown_before_restart = shown_item_index(page)
 
             engine = make_engine(db_url)
-            (session,) = repo.list_sessions(engine)
+            # the demo opened for the database's first owner (this tester) at sign-in, and the session started
+            demo, session = sorted(repo.list_sessions(engine), key=lambda s: s.id)
+            assert demo.n_labels == 0 and session.strategy == "near-boundary"
             events = repo.label_events(engine, session.id)
             assert [e.item_index for e in events] == asked
             assert [e.value for e in events] == [1 if k == "P" else -1 for k in keys]
@@ -494,6 +498,7 @@ def test_shortcut_keys_do_nothing_while_new_session_is_open(tmp_path):
                 wait_for_app(page)
                 assert progress_labels(page) == 0 and shown_item_index(page) == shown
                 # a mistake in the form is reported inside the form, where the person is looking
+                page.get_by_text("Advanced", exact=True).click()  # (gamma is among the model's settings)
                 page.get_by_role("textbox", name="gamma").fill("abc")
                 page.get_by_role("button", name="Start labelling").click()
                 page.locator("[data-testid='stPopoverBody'] [data-testid='stAlertContentError']").filter(

@@ -31,6 +31,7 @@ from app.services.common import (
     EVAL_MAX_ITEMS,
     LABEL_STRATEGIES,
     SOLVERS,
+    STRATEGY_WORDS,
     VALUE_NAMES,
     Outcome,
     ServiceError,
@@ -44,6 +45,6 @@ from app.services.snapshots import SNAPSHOT_EVERY, SNAPSHOT_FORMAT, SNAPSHOT_UND
 __all__ = [
     "COMPARE_STRATEGIES", "DEFAULT_C", "DEFAULT_GAMMA", "DEFAULT_SOLVER", "DEMO_NAME", "EVAL_FRACTION",
     "EVAL_MAX_ITEMS", "LABEL_STRATEGIES", "SNAPSHOT_EVERY", "SNAPSHOT_FORMAT", "SNAPSHOT_UNDO_STATES", "SOLVERS",
-    "VALUE_NAMES", "Answer", "CsvPreview", "ImportResult", "LabellingRun", "MarginLab",
+    "STRATEGY_WORDS", "VALUE_NAMES", "Answer", "CsvPreview", "ImportResult", "LabellingRun", "MarginLab",
     "Outcome", "ServiceError", "ShownItem", "evaluation_split", "scale_features",
 ]

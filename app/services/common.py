@@ -11,6 +11,15 @@ from core.strategies import DEFAULT_SOLVER  # default solver of each heuristic (
 
 #: heuristics an analyst can label with (``gradient`` needs the true labels: simulation only)
 LABEL_STRATEGIES = ("near-boundary", "largest-positive", "randomized-search", "autoactive", "ramp-region", "random")
+#: how each heuristic picks the next item, in a screener's words (the New session form offers these)
+STRATEGY_WORDS = {
+    "near-boundary": "Most uncertain first",
+    "largest-positive": "Most likely relevant first",
+    "randomized-search": "Most uncertain of a random sample (fast on a large pool)",
+    "autoactive": "Uncertain items found by sampling (fast on a large pool)",
+    "ramp-region": "In turn, asking only about the items the model is unsure of",
+    "random": "Random",
+}
 #: heuristics the Compare page can simulate (the true labels play the oracle)
 COMPARE_STRATEGIES = (*LABEL_STRATEGIES, "gradient")
 #: solvers the Label page offers
@@ -20,8 +29,13 @@ DEFAULT_C = 1.0
 DEFAULT_GAMMA = "scale"
 #: gamma by name: "scale" = 1 / (n_features * Var(X)), "auto" = 1 / n_features (as in scikit-learn)
 GAMMA_NAMES = ("scale", "auto")
-#: share of a dataset with true labels held out to draw the live ROC curve and AUC
-EVAL_FRACTION = 0.3
+#: share of a dataset with true labels held out of a labelling session to draw the live ROC curve and AUC,
+#: unless the analyst asks for an evaluation split: none (every item can be labelled; the live curve is
+#: drawn from the scores the model gave the labelled items when it asked)
+EVAL_FRACTION = 0.0
+#: the share held out by a session stored without one (the default before the split was asked for):
+#: such a session resumes with the split it was started with
+STORED_EVAL_FRACTION = 0.3
 #: ... and at most this many items (the live evaluation stays cheap on large datasets)
 EVAL_MAX_ITEMS = 2000
 
@@ -30,9 +44,10 @@ DEMO_NAME = "digits: 8 vs rest"
 VALUE_NAMES = {1: "positive", -1: "negative", 0: "skip"}
 
 __all__ = ["COMPARE_STRATEGIES", "DEFAULT_C", "DEFAULT_GAMMA", "DEFAULT_SOLVER", "DEMO_NAME", "EVAL_FRACTION",
-           "EVAL_MAX_ITEMS", "GAMMA_NAMES", "LABEL_STRATEGIES", "SOLVERS", "VALUE_NAMES", "Outcome", "ServiceError",
-           "database_trouble", "gamma_value", "numeric_columns", "penalty_value", "positive_number", "scale_features",
-           "scaled_row_blocks", "scaling_name", "session_kernel", "whole_number"]
+           "EVAL_MAX_ITEMS", "GAMMA_NAMES", "LABEL_STRATEGIES", "SOLVERS", "STORED_EVAL_FRACTION", "STRATEGY_WORDS",
+           "VALUE_NAMES", "Outcome", "ServiceError", "database_trouble", "gamma_value", "numeric_columns",
+           "penalty_value", "positive_number", "scale_features", "scaled_row_blocks", "scaling_name", "session_kernel",
+           "tuned_params", "whole_number"]
 
 
 class ServiceError(Exception):
@@ -91,29 +106,65 @@ def session_kernel(meta: dict) -> str:
 
 
 def model_choice(model: str | None, solver: str | None, meta: dict, C: float, gamma: float | str,
-                 strategy: str | None = None) -> tuple[str | None, dict]:
+                 strategy: str | None = None, tuned: dict | None = None) -> tuple[str | None, dict]:
     """(solver, solver parameters) for a session or a comparison on a dataset with ``meta``.
 
     ``model`` "standard" (or None): ``solver`` as given (None: each heuristic's own) with the dataset's
-    kernel, C and gamma.  A named model of ``core.presets`` ("review"): its own solver and parameters;
-    another solver chosen with it is refused, C and gamma are not used.  "auto" (the New session
-    form's default): the review model for documents (a dataset with text features) searched with
-    ``largest-positive`` and no solver chosen, otherwise "standard".
+    kernel, C and gamma, and the ``tuned`` parameters the analyst set (``tuned_params``: a kernel, a
+    loss, a tolerance; none: the solver's defaults).  A named model of ``core.presets`` ("review"): its
+    own solver and parameters; another solver chosen with it is refused, and so are ``tuned`` ones; C
+    and gamma are not used.  "auto" (the New session form's default): the review model for documents
+    (a dataset with text features) searched with ``largest-positive`` and no solver or parameter
+    chosen, otherwise "standard".
     """
     from core.presets import PRESETS
 
+    tuned = dict(tuned or {})
     if model == "auto":
         documents = any(b.get("kind") in ("tfidf", "svd") for b in meta.get("feature_blocks", []))
-        model = "review" if documents and strategy == "largest-positive" and solver is None else "standard"
+        chosen = solver is not None or bool(tuned)
+        model = "review" if documents and strategy == "largest-positive" and not chosen else "standard"
     if model in (None, "", "standard"):
-        return solver, {"kernel": session_kernel(meta), "C": C, "gamma": gamma}
+        return solver, {"kernel": session_kernel(meta), "C": C, "gamma": gamma, **tuned}
     if model not in PRESETS:
         raise ServiceError(f"Unknown model '{model}'; choose auto, standard or {', '.join(PRESETS)}.")
     preset = PRESETS[model]
     if solver not in (None, preset["solver"]):
         raise ServiceError(f"The {model} model runs on the {preset['solver']} solver; choose that solver or the "
                            f"default, not {solver}.")
+    if tuned:
+        raise ServiceError(f"The {model} model sets its own {' and '.join(tuned)}; choose the SVM to set "
+                           f"{'them' if len(tuned) > 1 else 'it'}.")
     return preset["solver"], dict(preset["solver_params"])
+
+
+def tuned_params(*, kernel: str | None = None, loss: str | None = None, tol: Any = None,
+                 solver: str | None = None) -> dict:
+    """The solver parameters an analyst set under Advanced, checked: ``kernel`` (None or "auto": the one
+    that suits the data), ``loss`` (None: the solver's own; only the ramp solver, ``solver``, takes one),
+    ``tol`` (None: the solver's default).  Nothing set gives ``{}``: the defaults, bit for bit."""
+    from core.kernels import KERNEL_NAMES
+    from core.solvers.base import TOL_MAX
+    from core.solvers.ramp import LOSSES
+
+    tuned: dict[str, Any] = {}
+    if kernel not in (None, "", "auto"):
+        if kernel not in KERNEL_NAMES:
+            raise ServiceError(f"Unknown kernel '{kernel}'; choose one of {', '.join(KERNEL_NAMES)}.")
+        tuned["kernel"] = kernel
+    if loss not in (None, ""):
+        if loss not in LOSSES:
+            raise ServiceError(f"Unknown loss '{loss}'; choose one of {', '.join(LOSSES)}.")
+        if solver != "ramp":
+            raise ServiceError(f"The loss is the ramp solver's choice; the {solver} solver learns the hinge loss. "
+                               "Choose the ramp solver, or leave the loss as it is.")
+        tuned["loss"] = loss
+    if tol not in (None, ""):
+        tol = positive_number(tol, "The tolerance")
+        if tol >= TOL_MAX:
+            raise ServiceError(f"The tolerance must be below {TOL_MAX:g}, not {tol:g}.")
+        tuned["tol"] = tol
+    return tuned
 
 
 def positive_number(value: Any, name: str) -> float:

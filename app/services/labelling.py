@@ -24,8 +24,8 @@ import scipy.sparse as sp
 from sqlalchemy.exc import SQLAlchemyError
 
 from app.services.common import (
-    EVAL_FRACTION,
     EVAL_MAX_ITEMS,
+    STORED_EVAL_FRACTION,
     VALUE_NAMES,
     Outcome,
     ServiceError,
@@ -220,7 +220,9 @@ class LabellingRun(RunSnapshots, RunReadouts, RunHistory, RunStopping):
         params = dict(self.info.params or {})
         self.scaling = params.get("scaling", self.dataset.meta.get("scaling", "none"))
         self.seed = 0 if self.info.seed is None else int(self.info.seed)
-        self.eval_fraction = float(params.get("eval_fraction", EVAL_FRACTION))
+        self.eval_fraction = float(params.get("eval_fraction", STORED_EVAL_FRACTION))
+        #: what the analyst is looking for, in their words (None: the dataset's positive class)
+        self.find: str | None = params.get("find") or None
         self.solver_params = dict(params.get("solver_params", {}))
         self.strategy_params = dict(params.get("strategy_params", {}))
         self.X_raw = self.X = self.y_true = self.display = None  # the arrays: see _load_arrays

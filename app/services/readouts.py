@@ -36,6 +36,21 @@ class RunReadouts:
         return int(self.loop.seen)
 
     @property
+    def looking_for(self) -> str | None:
+        """What a Positive answer means: the analyst's own words when the session has them, else the
+        dataset's positive class when it has one (None: neither)."""
+        positive = self.class_names[1]
+        return self.find or (positive if positive != "positive" else None)
+
+    @property
+    def sparse_model(self) -> bool:
+        """Whether counts of support vectors and of items inside the margin tell something of this session's
+        model (not for the review model: every label is a support vector, every item inside the margin)."""
+        from core.presets import is_sparse
+
+        return is_sparse(self.info.solver, self.solver_params)
+
+    @property
     def has_evaluation(self) -> bool:
         return len(self.eval_items) > 0
 

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import threading
 from typing import TYPE_CHECKING
 
 from app.services.common import (
     DEFAULT_C,
     DEFAULT_GAMMA,
+    DEMO_NAME,
     EVAL_FRACTION,
     LABEL_STRATEGIES,
     SOLVERS,
@@ -16,6 +18,7 @@ from app.services.common import (
     model_choice,
     penalty_value,
     scaling_name,
+    tuned_params,
     whole_number,
 )
 from app.services.labelling import LabellingRun
@@ -26,6 +29,11 @@ from storage import teams
 
 if TYPE_CHECKING:
     from app.services.accounts import Identity
+
+#: at most this many characters of what the analyst is looking for are kept
+FIND_CHARS = 200
+#: one demo session per database, even when two tabs of the first owner ask for it at the same moment
+_demo_lock = threading.Lock()
 
 
 def eval_share(value) -> float:
@@ -54,14 +62,21 @@ class Sessions:
     def start_session(self, *, dataset_id: int, annotator: str, strategy: str, solver: str | None = None,
                       C: float = DEFAULT_C, gamma: float | str = DEFAULT_GAMMA, seed: int = 0,
                       scaling: str | None = None, eval_fraction: float | None = None,
-                      strategy_params: dict | None = None, model: str | None = None,
+                      strategy_params: dict | None = None, model: str | None = None, kernel: str | None = None,
+                      loss: str | None = None, tol: float | None = None, find: str | None = None,
                       by: Identity | None = None) -> LabellingRun:
-        """Store a new session and bring it to life. ``eval_fraction`` (the share of a dataset with
-        true labels held out to draw the live ROC curve; 0 puts every item in the pool) defaults to
-        the dataset's own (chosen on the Data page), else ``EVAL_FRACTION``.  ``model="review"`` is
+        """Store a new session and bring it to life.
+
+        ``eval_fraction``: the share of a dataset with true labels held out to draw the live ROC curve,
+        when the analyst asks for an evaluation split; None takes the dataset's own (set on the Data page),
+        else ``EVAL_FRACTION`` (none: every item can be labelled, and the live curve is drawn from the
+        scores the model gave the labelled items when it asked).  ``model="review"`` is
         ``core.presets.DOCUMENT_REVIEW`` (its own solver, kernel and C; ``C`` and ``gamma`` are not used);
-        ``"auto"`` picks it for documents with largest-positive (``common.model_choice``).  ``by``: the
-        signed-in person starting it (``SignedOutError`` once their sign-in has ended)."""
+        ``"auto"`` picks it for documents with largest-positive (``common.model_choice``).  ``kernel``,
+        ``loss`` and ``tol`` are set only when given (``common.tuned_params``): left out, the session is
+        the one the defaults always gave.  ``find``: what the analyst is looking for, in their words
+        (shown beside the answer buttons; empty: the dataset's positive class).  ``by``: the signed-in
+        person starting it (``SignedOutError`` once their sign-in has ended)."""
         self.acting(by)
         if strategy not in LABEL_STRATEGIES:
             raise ServiceError(f"Unknown heuristic '{strategy}'; choose one of {', '.join(LABEL_STRATEGIES)}.")
@@ -71,8 +86,9 @@ class Sessions:
             raise ServiceError("Enter the annotator's name.")
         # every parameter is checked before the session is stored: a refusal leaves nothing behind
         C, gamma, seed = penalty_value(C), gamma_value(gamma), whole_number(seed, "seed")
+        tuned = tuned_params(kernel=kernel, loss=loss, tol=tol, solver=solver or DEFAULT_SOLVER[strategy])
         dataset = self.dataset(dataset_id)
-        solver, solver_params = model_choice(model, solver, dataset.meta, C, gamma, strategy)
+        solver, solver_params = model_choice(model, solver, dataset.meta, C, gamma, strategy, tuned)
         solver = solver or DEFAULT_SOLVER[strategy]
         if eval_fraction is None:
             eval_fraction = dataset.meta.get("eval_fraction", EVAL_FRACTION)
@@ -84,6 +100,9 @@ class Sessions:
             "scaling": scaling,
             "eval_fraction": eval_fraction if dataset.has_true_labels else 0.0,
         }
+        find = " ".join(str(find or "").split())
+        if find:
+            params["find"] = find[:FIND_CHARS]
         session_id = repo.start_session(self.engine, dataset_id=dataset_id, annotator=str(annotator).strip(),
                                         strategy=strategy, solver=solver, params=params, seed=seed)
         try:
@@ -99,6 +118,27 @@ class Sessions:
             repo.delete_session(self.engine, session_id)
             raise ServiceError(f"The session could not start: {problem}")
         return run
+
+    def open_demo_session(self, name: str, by: Identity | None = None) -> int | None:
+        """The demo, open for a new installation's first owner: when ``name`` is the first owner account
+        (created first, not disabled) and the database holds no labelling session at all (closed ones and
+        a project's count), start one session on the bundled demo dataset with the New session form's
+        defaults and return its id.  Once any session exists, None: the demo is started once, not again
+        on a later sign-in or start, and not for anyone else.  ``by``: the signed-in person (checked as
+        every write is)."""
+        with _demo_lock:
+            if repo.list_sessions(self.engine):
+                return None
+            owners = sorted((a for a in teams.list_accounts(self.engine) if a.role == "owner" and not a.disabled),
+                            key=lambda a: (a.created_at, a.id))
+            if not owners or owners[0].name != name:
+                return None
+            demo = next((d for d in self.datasets() if d.name == DEMO_NAME and d.meta.get("bundled") == "digits"),
+                        None)
+            if demo is None:
+                return None
+            return self.start_session(dataset_id=demo.id, annotator=name, strategy=LABEL_STRATEGIES[0],
+                                      model="auto", by=by).session_id
 
     def open_session(self, session_id: int) -> LabellingRun:
         """The live run of a session: the one in memory, or rebuilt from the database."""

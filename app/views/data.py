@@ -26,8 +26,9 @@ st.dataframe(
     } for d in datasets]),
     hide_index=True, width="stretch", key="datasets_table")
 st.caption("True labels are used only to draw the evaluation ROC curve and for simulations on the "
-           "Compare page; they are never shown while labelling. A share of the items of a dataset with true "
-           "labels is held out of the labelling pool to draw that curve.")
+           "Compare page; they are never shown while labelling. No item is held out of a labelling session "
+           "unless an evaluation share is set here (or asked for in New session): those items draw that curve "
+           "and cannot be labelled.")
 labelled = [d for d in datasets if d.has_true_labels]
 if labelled:
     with st.expander("Evaluation share of a dataset"):

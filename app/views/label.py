@@ -5,7 +5,10 @@ import time
 import streamlit as st
 
 from app import auth, charts, navigation, stopping_panel, ui
-from app.services import DEFAULT_C, DEFAULT_SOLVER, LABEL_STRATEGIES, SOLVERS, ServiceError
+from app.services import DEFAULT_C, DEFAULT_SOLVER, LABEL_STRATEGIES, SOLVERS, STRATEGY_WORDS, ServiceError
+from app.services.sessions import FIND_CHARS
+from core.kernels import KERNEL_NAMES
+from core.solvers.ramp import LOSSES
 from storage.errors import StorageError
 
 svc = ui.service()
@@ -16,6 +19,12 @@ who = auth.identity()  # every write is checked against it in the service (a sig
 me = who.name  # every label is stored under the signed-in identity
 sessions = svc.sessions(status="active", annotator=me, solo=True)  # one's own sessions: labels go under one's name
 state = st.session_state
+if not sessions and not state.get("demo_asked"):
+    # a new installation's first owner finds the demo open on its first item (started once: svc.open_demo_session)
+    state.demo_asked = True
+    with st.spinner("Opening the demo…"):
+        if svc.open_demo_session(me, by=who) is not None:
+            sessions = svc.sessions(status="active", annotator=me, solo=True)
 
 
 @ui.guarded
@@ -24,9 +33,11 @@ def _start_session() -> None:
     try:
         run = svc.start_session(
             dataset_id=state.new_dataset, annotator=me, strategy=state.new_strategy,
-            solver=None if state.new_solver.startswith("default") else state.new_solver, C=state.new_C,
+            solver=None if state.new_solver == "default" else state.new_solver, C=state.new_C,
             gamma=ui.parse_gamma(state.new_gamma), seed=int(state.new_seed),
-            eval_fraction=state.get("new_eval_fraction"), model=state.get("new_model", "auto"), by=who)
+            eval_fraction=state.get("new_eval_fraction"), model=state.get("new_model", "auto"),
+            kernel=state.new_kernel, loss=None if state.new_loss == "default" else state.new_loss,
+            tol=state.new_tol, find=state.new_find, by=who)
     except (ServiceError, StorageError, ValueError) as error:
         state.start_error = str(error)
         return
@@ -56,31 +67,57 @@ if mine:
 with top_right.popover("New session", icon=":material/add:", width="stretch", key="new_session_popover",
                        on_change="rerun"), \
         st.form("new_session", border=False):
+    # what a screener decides first; how the model learns under Advanced, with the defaults it always had
     st.selectbox("Dataset", [d.id for d in datasets], key="new_dataset",
                  format_func={d.id: ui.visible(f"{d.name} ({d.n_items} items)") for d in datasets}.get)
-    st.selectbox("Heuristic", LABEL_STRATEGIES, help="How the next item is chosen.", key="new_strategy")
-    st.selectbox("Solver", ["default for the heuristic", *SOLVERS], key="new_solver",
-                 help="Defaults: " + ", ".join(f"{k} → {v}" for k, v in DEFAULT_SOLVER.items()
-                                               if k in LABEL_STRATEGIES))
+    st.text_input("What to find", key="new_find", max_chars=FIND_CHARS,
+                  placeholder="empty: the dataset's positive class",
+                  help="What a Positive answer means, in your words (for example 'randomised trials in adults'). "
+                       "It is shown beside the answer buttons.")
+    st.selectbox("How to pick the next item", LABEL_STRATEGIES, key="new_strategy", format_func=STRATEGY_WORDS.get,
+                 help="Most likely relevant first finds the positives soonest (screening); most uncertain first "
+                      "teaches the model fastest; random gives an unbiased sample.")
     st.radio("Model", ["auto", "standard", "review"], key="new_model", horizontal=True,
-             format_func={"auto": "Suited to the data", "standard": "SVM (solver, C and gamma below)",
+             format_func={"auto": "Suited to the data", "standard": "SVM (settings under Advanced)",
                           "review": "Review model: finds rare positives"}.get,
-             help="The review model suits finding the few relevant documents of a collection with "
-                  "largest-positive: a linear SVM that re-weights the two classes after every label so that "
+             help="The review model suits finding the few relevant documents of a collection, most likely "
+                  "relevant first: a linear SVM that re-weights the two classes after every label so that "
                   "the positives together weigh 9.8 times the negatives (ASReview's default model, learned "
                   "exactly after each label by the ramp solver with the squared hinge). It sets its own solver "
-                  "and C. 'Suited to the data' takes it for documents searched with largest-positive (and no "
-                  "solver chosen), the SVM otherwise.")
-    c_col, g_col, s_col = st.columns(3)
-    c_col.number_input("C", min_value=ui.C_MIN, value=DEFAULT_C, format="%g", key="new_C",
-                       help="Penalty on margin violations: small C, smoother boundary; large C, fewer errors "
-                            "on the labelled items.")
-    g_col.text_input("gamma", value="scale", key="new_gamma", help="'scale' = 1 / (features × variance), or a number")
-    s_col.number_input("Seed", min_value=0, value=0, step=1, key="new_seed")
-    st.number_input("Held out for evaluation (share; empty: the dataset's, see Data)", min_value=0.0, max_value=0.9,
-                    value=None, step=0.05, format="%.2f", key="new_eval_fraction",
-                    help="Items of a dataset with true labels kept out of the pool to draw the live ROC curve; "
-                         "0 puts every item in the pool.")
+                  "and settings. 'Suited to the data' takes it for documents picked most likely relevant first "
+                  "(and nothing set under Advanced), the SVM otherwise.")
+    with st.expander("Advanced"):
+        st.selectbox("Solver", ["default", *SOLVERS], key="new_solver",
+                     format_func=lambda name: "default for the heuristic" if name == "default" else name,
+                     help="Defaults: " + ", ".join(f"{STRATEGY_WORDS[k].lower()} → {v}"
+                                                   for k, v in DEFAULT_SOLVER.items() if k in LABEL_STRATEGIES))
+        k_col, l_col = st.columns(2)
+        k_col.selectbox("Kernel", ["auto", *KERNEL_NAMES], key="new_kernel",
+                        format_func=lambda name: "suited to the data" if name == "auto" else name,
+                        help="Suited to the data: linear for documents, tanimoto for molecules, rbf otherwise.")
+        l_col.selectbox("Loss", ["default", *LOSSES], key="new_loss",
+                        format_func=lambda name: "the solver's own" if name == "default" else name,
+                        help="The ramp solver only: ramp (its own), hinge or squared hinge. The other solvers "
+                             "learn the hinge loss.")
+        c_col, g_col, t_col = st.columns(3)
+        c_col.number_input("C", min_value=ui.C_MIN, value=DEFAULT_C, format="%g", key="new_C",
+                           help="Penalty on margin violations: small C, smoother boundary; large C, fewer errors "
+                                "on the labelled items.")
+        g_col.text_input("gamma", value="scale", key="new_gamma",
+                         help="'scale' = 1 / (features × variance), or a number")
+        t_col.number_input("Tolerance", min_value=ui.C_MIN, max_value=0.999, value=None, format="%g",
+                           key="new_tol", placeholder="0.001",
+                           help="How far the solver may leave the optimality (KKT) conditions, in units of the "
+                                "margin; empty: the solver's default (0.001).")
+        s_col, e_col = st.columns([1, 2])
+        s_col.number_input("Seed", min_value=0, value=0, step=1, key="new_seed")
+        e_col.number_input("Evaluation split (share held out)", min_value=0.0, max_value=0.9, value=None,
+                           step=0.05, format="%.2f", key="new_eval_fraction", placeholder="none",
+                           help="For a dataset with true labels: this share of its items is kept out of the "
+                                "session to draw the live ROC curve. Those items are never asked about and cannot "
+                                "be labelled or imported. Empty: the dataset's share (none unless set on the Data "
+                                "page); the live curve is then drawn from the scores the model gave each labelled "
+                                "item when it asked.")
     st.form_submit_button("Start labelling", type="primary", key="start_session", on_click=_start_session)
     if st.session_state.get("start_error"):
         # inside the form, next to the fields to correct (the popover would hide it on the page)
@@ -141,7 +178,7 @@ def labelling_panel(session_id: int) -> None:
     if run.n_seen is not None and run.info.strategy == "ramp-region":
         progress += f" · **{run.n_seen}** items seen by the stream"
     progress += f" · pool {len(run.pool_items):,} items"
-    if run.y_true is not None:
+    if run.has_evaluation:
         progress += (f" · {len(run.eval_items):,} held out for evaluation "
                      f"(share {run.eval_fraction:.0%})")
     item_col, chart_col = st.columns([1, 1], gap="large")
@@ -170,6 +207,8 @@ def labelling_panel(session_id: int) -> None:
                     f"**Item {shown.item_index}**" + (f" · {ui.plain(key)}" if key else ""))
                 draw_item()
                 st.caption(ui.why_chosen(shown))
+        if run.looking_for:
+            st.container(key="looking_for").caption(f"**Positive** means: {ui.plain(run.looking_for)}")
         if form_open:
             st.caption("Labelling is paused while **New session** is open.")
         ui.show_outcome()
@@ -187,10 +226,19 @@ def labelling_panel(session_id: int) -> None:
         top[1].plotly_chart(charts.auc_figure(history, has_evaluation=run.has_evaluation),
                             config={"displayModeBar": False}, key="auc")
         bottom = st.columns(2)
-        bottom[0].plotly_chart(charts.support_vector_figure(history), config={"displayModeBar": False},
-                               key="sv")
-        bottom[1].plotly_chart(charts.margin_figure(history), config={"displayModeBar": False}, key="margin")
-    stopping_panel.show(svc, run)  # when can the analyst stop? (estimate, rules, gain curve, recall check)
+        if run.sparse_model:
+            bottom[0].plotly_chart(charts.support_vector_figure(history), config={"displayModeBar": False},
+                                   key="sv")
+            bottom[1].plotly_chart(charts.margin_figure(history), config={"displayModeBar": False}, key="margin")
+        else:
+            # every label is a support vector and every item inside the margin (the review model): those
+            # counts follow the labels; the positives found and whether one can stop say what matters
+            with bottom[0]:
+                stopping_panel.gain_chart(run, height=260)  # (the live charts' height)
+            with bottom[1]:
+                stopping_panel.verdict(run)
+    # when can the analyst stop? (estimate, rules, gain curve, recall check)
+    stopping_panel.show(svc, run, above=not run.sparse_model)
 
 
 if not svc.is_open(st.session_state.session_id):

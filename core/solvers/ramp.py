@@ -143,6 +143,9 @@ from scipy.linalg import cho_factor, cho_solve
 from core.solvers._ramp_jit import BUDGET, STALLED, smo_on_gram
 from core.solvers.base import NumericalError, OnlineSolver, StepResult, StepTimer
 
+#: the losses the solver learns: the ramp (Wang & Vucetic), the hinge, the squared hinge (see above)
+LOSSES = ("ramp", "hinge", "squared_hinge")
+
 # SMO steps between attempts of the Newton step on the free variables, and the
 # largest free set for which it is attempted (it costs |F|^3 + |F| store-length updates).
 _NEWTON_AFTER = 20
@@ -257,7 +260,7 @@ class OnlineSVMR(OnlineSolver):
         if working_set not in ("violation", "gain"):
             raise ValueError(f"working_set must be 'violation' or 'gain', got {working_set!r}")
         self.working_set = working_set
-        if loss not in ("ramp", "hinge", "squared_hinge"):
+        if loss not in LOSSES:
             raise ValueError(f"loss must be 'ramp', 'hinge' or 'squared_hinge', got {loss!r}")
         self.loss = loss
         self._squared = loss == "squared_hinge"
