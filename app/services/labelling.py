@@ -437,7 +437,11 @@ class LabellingRun(RunSnapshots, RunReadouts, RunHistory, RunStopping):
         if value not in (1, -1, 0):
             raise ServiceError(f"A label is +1, -1 or 0 (skip), not {value}.")
         with self.lock:
-            if ended := self.service.sign_in_ended(by):
+            try:
+                ended = self.service.sign_in_ended(by)  # (read from the database: it may be down too)
+            except SQLAlchemyError as error:
+                return self._not_recorded(error)
+            if ended:
                 return self._tell(Outcome(False, ended, "error"))
             if self.problem is not None:
                 return self._tell(Outcome(False, self.problem, "error"))
@@ -470,9 +474,7 @@ class LabellingRun(RunSnapshots, RunReadouts, RunHistory, RunStopping):
             except StorageError as error:  # e.g. the session was closed meanwhile
                 return self._tell(Outcome(False, f"Nothing was recorded: {error}", "error"))
             except SQLAlchemyError as error:  # e.g. the disk is full
-                logger.warning("session %s: the label was not stored: %s", self.session_id, error)
-                return self._tell(Outcome(False, "Nothing was recorded: the database could not be written "
-                                                 f"({database_trouble(error)}).", "error"))
+                return self._not_recorded(error)
             self.answers.append(Answer(shown.item_index, value, shown.score, getattr(stored, "label_id", None),
                                        shown.strategy))
             try:
@@ -490,6 +492,12 @@ class LabellingRun(RunSnapshots, RunReadouts, RunHistory, RunStopping):
                           "labelling goes on, and the next start replays the answers since the last snapshot.",
                     "warning"))
             return self._tell(Outcome(True, f"{said}."))
+
+    def _not_recorded(self, error: SQLAlchemyError) -> Outcome:
+        """The answer met a failing database (a full disk, a server restarting): nothing was stored."""
+        logger.warning("session %s: the label was not stored: %s", self.session_id, error)
+        return self._tell(Outcome(False, "Nothing was recorded: the database could not be written "
+                                         f"({database_trouble(error)}).", "error"))
 
     def _learn(self, shown: ShownItem, value: int) -> None:
         """The loop learns a stored answer, then asks its next question."""
