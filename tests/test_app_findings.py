@@ -1,0 +1,49 @@
+"""Smaller things a new user met on the pages: each test here failed before its fix (AppTest and the
+services, no browser)."""
+
+from __future__ import annotations
+
+from app.services import MarginLab
+from tests import test_app
+from tests.test_app import PASSWORD, ensure_account, start_app
+
+db_url = test_app.db_url  # a temporary SQLite file in MARGINLAB_DATABASE_URL
+
+
+def _project_with_answers(svc: MarginLab, me, name: str, answers: dict[str, list[int]]) -> int:
+    """A project whose members gave these answers, in turn, to the same items (second opinions)."""
+    project_id = svc.create_project(me, name=name, dataset_id=svc.datasets()[0].id, strategy="random",
+                                    labels_per_item=2, overlap_share=1.0, members=list(answers))
+    run = svc.open_project(project_id)
+    for member, values in answers.items():
+        for value in values:
+            run.answer(member, run.next_item(member).item_index, value)
+    return project_id
+
+
+def test_the_projects_page_says_kappa_is_undefined_only_beside_an_undefined_kappa(db_url):
+    for member in ("ann", "bob"):
+        ensure_account(db_url, member, role="annotator")
+    svc = MarginLab.from_url(db_url)
+    svc.ensure_demo_dataset()
+    at = start_app("olga")
+    me = svc.sign_in("olga", PASSWORD)
+    # ann: + + - - - ; bob: + - - - - on the same items: Cohen's kappa 0.545, defined
+    _project_with_answers(svc, me, "screening", {"ann": [1, 1, -1, -1, -1], "bob": [1, -1, -1, -1, -1]})
+    at.switch_page("views/projects.py").run()
+    assert not at.exception, at.exception
+    assert not any("undefined" in c.value for c in at.caption), [c.value for c in at.caption]
+    (table,) = [d for d in at.dataframe if "Cohen's kappa" in d.value]
+    assert list(table.value["Cohen's kappa"]) == ["0.545"]
+
+
+def test_after_creating_a_second_project_the_projects_page_shows_it(db_url):
+    at = start_app("olga")
+    svc = MarginLab.from_url(db_url)
+    at.switch_page("views/projects.py").run()
+    for name in ("first", "second"):
+        at.text_input(key="project_name").input(name)
+        at.button(key="FormSubmitter:new_project-Create project").click().run()
+        assert not at.exception, at.exception
+    newest = max(p.id for p in svc.projects())
+    assert at.selectbox(key="project_shown").value == newest
