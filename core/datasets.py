@@ -26,6 +26,8 @@ import numpy as np
 import pandas as pd
 import scipy.sparse as sp
 
+from core.formatting import for_people
+
 ASSETS_DIR = Path(__file__).resolve().parent.parent / "assets"
 
 # Cell contents read as "missing" (pandas' usual NA spellings).
@@ -800,7 +802,7 @@ def load_csv(source, label_column: str | None = None, positive=None, feature_col
         if m.any() and missing == "impute":
             fill = float(np.median(values[~m & keep_rows])) if (~m & keep_rows).any() else 0.0
             values[m] = fill
-            imputed.append(f"{col!r} {int(m.sum())} with the median {_pretty(fill)}")
+            imputed.append(f"{col!r} {int(m.sum())} with the median {for_people(fill)}")
         X_num[:, j] = values
     constant_text = [c for c in textual
                      if len({v.strip() for v, mm in zip(df[c], miss[c], strict=True) if not mm}) <= 1]
