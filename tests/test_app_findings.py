@@ -47,3 +47,41 @@ def test_after_creating_a_second_project_the_projects_page_shows_it(db_url):
         assert not at.exception, at.exception
     newest = max(p.id for p in svc.projects())
     assert at.selectbox(key="project_shown").value == newest
+
+
+def test_an_export_is_named_after_its_dataset_session_and_date(db_url, monkeypatch):
+    import datetime as dt
+    import re
+
+    from streamlit.delta_generator import DeltaGenerator
+
+    names = {}
+    offered = DeltaGenerator.download_button
+
+    def recording(self, label, data, file_name=None, **kw):
+        names[label] = file_name
+        return offered(self, label, data, file_name=file_name, **kw)
+
+    monkeypatch.setattr(DeltaGenerator, "download_button", recording)
+    svc = MarginLab.from_url(db_url)
+    dataset_id = svc.ensure_demo_dataset()
+    session_id = svc.start_session(dataset_id=dataset_id, annotator="ada", strategy="random").session_id
+    at = start_app()
+    at.switch_page("views/export.py").run()
+    at.selectbox(key="export_dataset").select(dataset_id).run()
+    at.selectbox(key="export_session").select(session_id).run()
+    assert not at.exception, at.exception
+    today = dt.date.today().isoformat()
+    dataset = "digits-8-vs-rest"  # (the demo dataset, "digits: 8 vs rest")
+    assert svc.dataset(dataset_id).name == "digits: 8 vs rest"
+    assert names["Download CSV"] == f"{dataset}-session-{session_id}-{today}.csv"
+    assert names["Download JSONL"] == f"{dataset}-session-{session_id}-{today}.jsonl"
+    assert re.fullmatch(r"[A-Za-z0-9._-]+", names["Download CSV"])
+
+
+def test_an_export_file_name_is_safe_on_every_system():
+    from app.services.exports import file_name_safe
+
+    assert file_name_safe("Digits: 8 / rest (v2)") == "Digits-8-rest-v2"
+    assert file_name_safe("../../etc/passwd") == "etc-passwd"
+    assert file_name_safe("über café") == "uber-cafe"
