@@ -319,6 +319,10 @@ _CHUNK = 1 << 20
 MAX_FEATURE_VALUE = 1e150
 
 
+class NotText(DataError):
+    """A file that is not UTF-8 text (a binary file, or text in another encoding): refused before it is parsed."""
+
+
 class DataTooLarge(DataError):
     """A CSV beyond ``MAX_CSV_BYTES``, ``MAX_COLUMNS`` or ``MAX_CELLS``: refused before it is parsed."""
 
@@ -403,7 +407,7 @@ def _decode(data: bytes, name: str) -> str:
     except UnicodeDecodeError as exc:
         line = data[: exc.start].count(b"\n") + 1
         bad = data[exc.start: exc.start + 1]
-        raise DataError(f"{name}: not UTF-8 text: byte 0x{bad.hex()} on line {line} (byte offset {exc.start}); "
+        raise NotText(f"{name}: not UTF-8 text: byte 0x{bad.hex()} on line {line} (byte offset {exc.start}); "
                         "save the file as UTF-8 CSV") from None
 
 

@@ -85,3 +85,39 @@ def test_an_export_file_name_is_safe_on_every_system():
     assert file_name_safe("Digits: 8 / rest (v2)") == "Digits-8-rest-v2"
     assert file_name_safe("../../etc/passwd") == "etc-passwd"
     assert file_name_safe("über café") == "uber-cafe"
+
+
+def data_page_with(name: str, data: bytes):
+    at = start_app()
+    at.switch_page("views/data.py").run()
+    at.file_uploader(key="upload").upload(name, data, "text/csv").run()
+    assert not at.exception, at.exception
+    return at
+
+
+def test_a_binary_upload_is_refused_at_once_with_the_import_message(db_url):
+    from core.datasets import DataError, load_csv
+
+    data = b"a,b,y\n1,2,p\n" + bytes(range(128, 256)) + b"\n"
+    with __import__("pytest").raises(DataError) as refused:  # what the import says of it
+        load_csv(data, label_column="y")
+    at = data_page_with("scan.csv", data)
+    said = str(refused.value).replace("data: ", "scan.csv: ", 1)
+    assert [test_app.as_shown(e.value) for e in at.error] == [said]
+    assert "not UTF-8 text: byte 0x80 on line 3" in said
+    assert not [b for b in at.button if b.key == "upload_import"]  # no import form
+    assert [df for df in at.dataframe if "shown as" not in df.value.columns] == []  # no garbled preview
+
+
+def test_a_one_column_csv_says_what_it_holds_and_what_can_be_done_with_it(db_url):
+    at = data_page_with("scores.csv", b"score\n" + b"".join(f"{k / 7:.3f}\n".encode() for k in range(12)))
+    (note,) = [test_app.as_shown(i.value) for i in at.info if "one column" in i.value]
+    assert note.startswith("scores.csv holds one column only, 'score' (numbers, 12 rows): each item is then that "
+                           "one number, its only feature.")
+    assert "choose its delimiter above" in note
+    words = data_page_with("notes.csv", b"note\n" + b"".join(f"the sample {k} was taken in the morning and "
+                                                             f"stored cold\n".encode() for k in range(12)))
+    (note,) = [test_app.as_shown(i.value) for i in words.info if "one column" in i.value]
+    assert "import it as documents: choose it under 'Documents: free-text features'" in note
+    two = data_page_with("two.csv", b"a,b\n1,2\n3,4\n")
+    assert not [i for i in two.info if "one column" in i.value]

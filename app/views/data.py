@@ -119,6 +119,9 @@ with upload_tab:
                    f"{DELIMITER_NAMES.get(preview.sep, preview.sep)}s, decimal separator '{preview.decimal}'; "
                    f"the first {len(preview.frame)}:")
         st.dataframe(preview.frame, hide_index=True, width="stretch", height=240)
+        single = preview.one_column_note(upload.name)
+        if single:
+            st.info(ui.plain(single))
         if preview.missing:
             st.warning(ui.plain("Missing values: " + ", ".join(f"'{c}' {k}" for c, k in preview.missing.items())
                                 + ". Choose below whether to refuse the file, leave those rows out or fill the "
