@@ -121,3 +121,15 @@ def test_a_one_column_csv_says_what_it_holds_and_what_can_be_done_with_it(db_url
     assert "import it as documents: choose it under 'Documents: free-text features'" in note
     two = data_page_with("two.csv", b"a,b\n1,2\n3,4\n")
     assert not [i for i in two.info if "one column" in i.value]
+
+
+def test_import_messages_name_the_data_page_controls_not_the_loader_options(db_url):
+    at = data_page_with("gaps.csv", b"a,b,y\n1,2,p\n,3,n\n4,5,n\n6,6,p\n")
+    [b for b in at.button if b.key == "upload_import"][0].click().run()
+    assert not at.exception, at.exception
+    (error,) = [test_app.as_shown(e.value) for e in at.error]
+    assert "Leave those rows out (Missing values: 'leave the rows out') or fill the gaps in (Missing values: " \
+           "'fill in (median / most frequent)', the median" in error
+    assert "missing: drop" not in error and "missing: impute" not in error
+    missing = at.radio(key="upload_missing")
+    assert missing.label == "Missing values" and "leave the rows out" in missing.options

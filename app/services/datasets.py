@@ -65,6 +65,17 @@ class CsvPreview:
                 "the file has more columns, choose its delimiter above.")
 
 
+#: the labels of the import form's choices (the Data page), named by the messages that suggest them
+MISSING_CHOICES = {"error": "refuse the file", "drop": "leave the rows out",
+                   "impute": "fill in (median / most frequent)"}
+INVALID_SMILES_CHOICES = {"error": "refuse the file (rows listed)", "drop": "leave those rows out"}
+CONSTANT_CHOICES = {"error": "refuse the file", "drop": "leave them out"}
+FORM_CHOICE_WORDS = {"missing=drop": f"Missing values: '{MISSING_CHOICES['drop']}'",
+                     "missing=impute": f"Missing values: '{MISSING_CHOICES['impute']}'",
+                     "invalid_smiles=drop": f"Invalid SMILES: '{INVALID_SMILES_CHOICES['drop']}'",
+                     "constant_columns=drop": f"Constant columns: '{CONSTANT_CHOICES['drop']}'"}
+
+
 def _csv_text(data: bytes, sep: str = ",") -> io.StringIO:
     """An uploaded file as text for ``csv.reader``, whose cells may be as long as the file; one beyond
     the columns and cells ``core.datasets`` reads is refused (``DataTooLarge``) before it is read.
@@ -215,7 +226,8 @@ class Datasets:
                           missing=missing, one_hot=list(one_hot or []), text_columns=list(text_features or []),
                           text_analyzer=text_analyzer, text_svd=text_svd or None,
                           smiles_column=smiles_column or None, fingerprint_radius=fingerprint_radius,
-                          fingerprint_bits=fingerprint_bits, invalid_smiles=invalid_smiles)
+                          fingerprint_bits=fingerprint_bits, invalid_smiles=invalid_smiles,
+                          choice_words=FORM_CHOICE_WORDS)
         if display == "image":
             width, height = image_shape
             if width * height != loaded.X.shape[1]:
