@@ -133,3 +133,29 @@ def test_import_messages_name_the_data_page_controls_not_the_loader_options(db_u
     assert "missing: drop" not in error and "missing: impute" not in error
     missing = at.radio(key="upload_missing")
     assert missing.label == "Missing values" and "leave the rows out" in missing.options
+
+
+def test_compare_says_what_its_runs_are_and_its_tables_show_no_none(db_url):
+    """3 heuristics × 2 seeds are 10 runs (the random baseline and the full-data reference run on every
+    seed): the progress says so; a stopping rule that never stopped and a recall never reached show "–"."""
+    from app.services.stopping import RULE_CHOICES
+
+    svc = MarginLab.from_url(db_url)
+    dataset_id = svc.ensure_demo_dataset()
+    told = []
+    svc.run_comparison(dataset_id, strategies=["near-boundary", "largest-positive", "randomized-search"], budget=6,
+                       seeds=2, initial=4, stopping=list(RULE_CHOICES), solver="incremental",
+                       progress=lambda fraction, text: told.append(text))
+    done = [t for t in told if " runs done" in t]
+    assert done[-1].startswith("10/10 runs done")
+    assert all("runs: 3 heuristics, the random baseline and 1 full-data reference, each × 2 seeds" in t
+               for t in told), told[-1]
+    at = start_app()
+    at.switch_page("views/compare.py").run()
+    assert not at.exception, at.exception
+    (summary,) = [df.value for df in at.dataframe if "ALC" in df.value.columns]
+    (stops,) = [df.value for df in at.dataframe if "rule" in df.value.columns]
+    for table in (summary, stops):
+        cells = [str(c) for c in table.to_numpy().ravel()]
+        assert not any(c in ("None", "nan", "NaN", "<NA>") for c in cells), cells
+    assert set(stops["labels at stop"]) == {"–"}  # (6 labels: no rule stops)
