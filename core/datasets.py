@@ -26,6 +26,8 @@ import numpy as np
 import pandas as pd
 import scipy.sparse as sp
 
+from core.formatting import for_people
+
 ASSETS_DIR = Path(__file__).resolve().parent.parent / "assets"
 
 # Cell contents read as "missing" (pandas' usual NA spellings).
@@ -317,6 +319,10 @@ _CHUNK = 1 << 20
 MAX_FEATURE_VALUE = 1e150
 
 
+class NotText(DataError):
+    """A file that is not UTF-8 text (a binary file, or text in another encoding): refused before it is parsed."""
+
+
 class DataTooLarge(DataError):
     """A CSV beyond ``MAX_CSV_BYTES``, ``MAX_COLUMNS`` or ``MAX_CELLS``: refused before it is parsed."""
 
@@ -401,7 +407,7 @@ def _decode(data: bytes, name: str) -> str:
     except UnicodeDecodeError as exc:
         line = data[: exc.start].count(b"\n") + 1
         bad = data[exc.start: exc.start + 1]
-        raise DataError(f"{name}: not UTF-8 text: byte 0x{bad.hex()} on line {line} (byte offset {exc.start}); "
+        raise NotText(f"{name}: not UTF-8 text: byte 0x{bad.hex()} on line {line} (byte offset {exc.start}); "
                         "save the file as UTF-8 CSV") from None
 
 
@@ -451,6 +457,9 @@ def _pretty(value) -> str:
 #: a text-valued feature column with at most this many distinct values is offered for one-hot encoding
 ONE_HOT_MAX = 20
 MISSING_POLICIES = ("error", "drop", "impute")
+#: how messages name a choice of ``load_csv`` ("option=value"); the app passes the labels of its form
+CHOICE_WORDS = {"missing=drop": "missing: drop", "missing=impute": "missing: impute",
+                "invalid_smiles=drop": "invalid SMILES: drop", "constant_columns=drop": "drop constant columns"}
 
 
 def _values_shown(values, limit: int = 6) -> str:
@@ -560,10 +569,12 @@ def load_csv(source, label_column: str | None = None, positive=None, feature_col
              text_columns: Sequence[str] | None = None, text_analyzer: str = "word", text_min_df: int = 1,
              text_max_features: int | None = None, text_svd: int | None = None,
              smiles_column: str | None = None, fingerprint_radius: int = 2, fingerprint_bits: int = 2048,
-             invalid_smiles: str = "error", seed: int = 0, max_value: float | None = MAX_FEATURE_VALUE) -> Dataset:
+             invalid_smiles: str = "error", seed: int = 0, max_value: float | None = MAX_FEATURE_VALUE,
+             choice_words: dict[str, str] | None = None) -> Dataset:
     """Read a CSV file into a :class:`Dataset`, checking it cell by cell.
 
     source: a path, the file's bytes, or a file-like object (text or binary).
+    choice_words: how a message names the choice that would get past it (``CHOICE_WORDS``'s keys).
     label_column: optional column of class labels.  With two values, ``positive``
         (default: the larger value, as scikit-learn's ``classes_[1]``) becomes +1;
         with more, ``positive`` must be given and is taken against the rest
@@ -606,6 +617,7 @@ def load_csv(source, label_column: str | None = None, positive=None, feature_col
     from core import features as feats
 
     data, source_name = _read_bytes(source)
+    say = {**CHOICE_WORDS, **(choice_words or {})}
     name = name or (Path(source_name).name.split(".")[0] if source_name != "data" else "data")
     text = _decode(data, source_name)
     if not text.strip():
@@ -754,12 +766,12 @@ def load_csv(source, label_column: str | None = None, positive=None, feature_col
         if missing == "error":
             raise DataError(
                 f"{source_name}: missing values in {len(affected)} column(s), {int(rows_hit.sum())} row(s): "
-                f"{listing}. Leave those rows out (missing: drop) or fill the gaps in (missing: impute, the median "
-                "of a numeric column, the most frequent value of a category)")
+                f"{listing}. Leave those rows out ({say['missing=drop']}) or fill the gaps in "
+                f"({say['missing=impute']}, the median of a numeric column, the most frequent value of a category)")
         if missing == "impute" and label_miss is not None:
             raise DataError(f"{source_name}: missing label in column {label_column!r}: {int(label_miss.sum())} "
                             f"row(s) (first: {_first_row(label_miss, lines)}); labels are not imputed: leave those "
-                            "rows out (missing: drop)")
+                            f"rows out ({say['missing=drop']})")
         if missing == "drop":
             keep_rows = ~rows_hit
             if not keep_rows.any():
@@ -800,7 +812,7 @@ def load_csv(source, label_column: str | None = None, positive=None, feature_col
         if m.any() and missing == "impute":
             fill = float(np.median(values[~m & keep_rows])) if (~m & keep_rows).any() else 0.0
             values[m] = fill
-            imputed.append(f"{col!r} {int(m.sum())} with the median {_pretty(fill)}")
+            imputed.append(f"{col!r} {int(m.sum())} with the median {for_people(fill)}")
         X_num[:, j] = values
     constant_text = [c for c in textual
                      if len({v.strip() for v, mm in zip(df[c], miss[c], strict=True) if not mm}) <= 1]
@@ -874,7 +886,7 @@ def load_csv(source, label_column: str | None = None, positive=None, feature_col
             more = f" and {len(bad_rows) - 10} more" if len(bad_rows) > 10 else ""
             if invalid_smiles == "error":
                 raise DataError(f"{source_name}: {len(bad_rows)} invalid SMILES in column {smiles_column!r}: "
-                                f"{listing}{more}. Fix them, or leave those rows out (invalid SMILES: drop)")
+                                f"{listing}{more}. Fix them, or leave those rows out ({say['invalid_smiles=drop']})")
             notices.append(f"left out {len(bad_rows)} row(s) with invalid SMILES in {smiles_column!r}: "
                            f"{listing}{more}")
         parsed = np.zeros(n, dtype=bool)
@@ -899,7 +911,8 @@ def load_csv(source, label_column: str | None = None, positive=None, feature_col
         if constant:
             if constant_columns == "error":
                 raise DataError(f"{source_name}: constant column(s) carry no information: "
-                                f"{', '.join(repr(c) for c in constant)}; remove them (or drop constant columns)")
+                                f"{', '.join(repr(c) for c in constant)}; "
+                                f"remove them (or {say['constant_columns=drop']})")
             keep = [j for j, c in enumerate(dense_names) if c not in constant]
             if not keep and not text_columns and smiles_column is None:
                 raise DataError(f"{source_name}: every feature column is constant")

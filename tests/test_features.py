@@ -422,3 +422,19 @@ def test_terms_in_nearly_every_document_are_left_out_unless_nothing_would_remain
     same, same_names = tfidf_features(["alpha beta", "alpha beta", "alpha beta"])
     assert same_names == ["alpha", "alpha beta", "beta"] and same.shape == (3, 3)
     np.testing.assert_allclose(np.sqrt(np.asarray(same.multiply(same).sum(axis=1))).ravel(), 1.0)
+
+
+def test_an_imputed_median_is_said_to_four_significant_digits_and_stored_exactly():
+    data = b"a,y\n70.57,p\n70.58,n\n,n\n"
+    ds = load_csv(data, label_column="y", positive="p", missing="impute")
+    assert ds.X[2, 0] == np.median([70.57, 70.58])  # (70.57499999999999: the data keeps every bit)
+    assert "'a' 1 with the median 70.57" in ds.notices[0] and "70.574" not in ds.notices[0]
+
+
+@pytest.mark.parametrize("value, said", [(70.57499999999999, "70.57"), (3.0, "3"), (-2.5, "-2.5"),
+                                         (123456.7, "123500"), (0.000123456, "0.0001235"), (0.1 + 0.2, "0.3"),
+                                         (0.0, "0"), (1e-9, "1e-09")])
+def test_numbers_in_messages_have_four_significant_digits(value, said):
+    from core.formatting import for_people
+
+    assert for_people(value) == said

@@ -56,6 +56,29 @@ def _clock(seconds: float) -> str:
     hours, rest = divmod(seconds, 3600)
     return f"{hours}:{rest // 60:02d}:{rest % 60:02d}" if hours else f"{rest // 60}:{rest % 60:02d}"
 
+def with_decimals(frame: pd.DataFrame, decimals: dict[str, int]) -> pd.DataFrame:
+    """``frame`` with these numeric columns written out to so many decimals, and "–" where a value is
+    missing (a stopping rule that never stopped, a recall never reached): a table never shows None or NaN."""
+    out = frame.copy()
+    for column, places in decimals.items():
+        if column in out:
+            out[column] = ["–" if value is None or pd.isna(value) else f"{float(value):.{places}f}"
+                           for value in out[column]]
+    return out
+
+
+def runs_said(n_strategies: int, with_baseline: bool, n_references: int, n_seeds: int) -> str:
+    """What the runs of a comparison are, e.g. "3 heuristics, the random baseline and 1 full-data reference,
+    each × 10 seeds": the count of runs is then no surprise (50 for 3 heuristics × 10 seeds)."""
+    parts = [f"{n_strategies} heuristic{'s' if n_strategies != 1 else ''}"]
+    if with_baseline:
+        parts.append("the random baseline")
+    if n_references:
+        parts.append(f"{n_references} full-data reference{'s' if n_references != 1 else ''}")
+    listed = parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
+    return f"{listed}, each × {n_seeds} seed{'s' if n_seeds != 1 else ''}"
+
+
 class Comparisons:
     """The comparison part of ``MarginLab``."""
 
@@ -106,7 +129,7 @@ class Comparisons:
         runs with the review model (``core.presets``; C and gamma are not used), as in a session.
         ``by``: the signed-in person running it; nothing runs, or is stored, once their sign-in has ended.
         """
-        from core.experiment import REFERENCE_TASK, SchedulerError, run_comparison
+        from core.experiment import BASELINE, REFERENCE_TASK, SchedulerError, run_comparison
 
         self.acting(by)
         dataset = self.dataset(dataset_id)
@@ -129,6 +152,11 @@ class Comparisons:
 
         started = time.monotonic()
         last_shown = -math.inf
+        with_baseline = BASELINE not in strategies  # (core.experiment adds it)
+
+        def runs(total: int) -> str:  # per seed: the heuristics, the baseline, a reference per solver
+            references = total // seeds - len(strategies) - with_baseline
+            return runs_said(len(strategies), with_baseline, references, seeds)
 
         def report(done: int, total: int, description: str, labels: int | None = None,
                    run_budget: int | None = None) -> None:
@@ -150,7 +178,7 @@ class Comparisons:
             last_shown = now
             fraction = min((done + within) / max(total, 1), 1.0)
             elapsed = now - started
-            text += f" · {_clock(elapsed)} elapsed"
+            text += f" · runs: {runs(total)} · {_clock(elapsed)} elapsed"
             if 0.02 <= fraction < 1.0:
                 text += f", about {_clock(elapsed / fraction * (1.0 - fraction))} left"
             progress(fraction, text)

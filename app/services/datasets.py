@@ -46,6 +46,35 @@ class CsvPreview:
     def missing(self) -> dict[str, int]:
         return {c.name: c.missing for c in self.columns if c.missing}
 
+    def one_column_note(self, filename: str) -> str | None:
+        """What a file of a single column holds and what can be done with it, or None (more columns)."""
+        if len(self.header) != 1 or len(self.columns) != 1:
+            return None
+        column = self.columns[0]
+        holds, use = {
+            "number": ("numbers", "each item is then that one number, its only feature"),
+            "category": (f"{column.distinct} distinct values",
+                         "choose it under 'One-hot encode' to make each value a 0/1 feature"),
+            "text": ("free text", "import it as documents: choose it under 'Documents: free-text features'"),
+            "identifier": ("short texts, nearly all different", "it can name the items ('Item key column') but "
+                           "gives them nothing to learn from: add the columns that describe them"),
+            "smiles": ("SMILES", "import it as molecules: choose it under 'Molecules: SMILES'"),
+        }.get(column.kind, ("nothing", "there is nothing to import"))
+        return (f"{filename} holds one column only, '{column.name}' ({holds}, {self.n_rows} rows): {use}. With no "
+                "true-label column its items can be labelled in a session, not compared on the Compare page. If "
+                "the file has more columns, choose its delimiter above.")
+
+
+#: the labels of the import form's choices (the Data page), named by the messages that suggest them
+MISSING_CHOICES = {"error": "refuse the file", "drop": "leave the rows out",
+                   "impute": "fill in (median / most frequent)"}
+INVALID_SMILES_CHOICES = {"error": "refuse the file (rows listed)", "drop": "leave those rows out"}
+CONSTANT_CHOICES = {"error": "refuse the file", "drop": "leave them out"}
+FORM_CHOICE_WORDS = {"missing=drop": f"Missing values: '{MISSING_CHOICES['drop']}'",
+                     "missing=impute": f"Missing values: '{MISSING_CHOICES['impute']}'",
+                     "invalid_smiles=drop": f"Invalid SMILES: '{INVALID_SMILES_CHOICES['drop']}'",
+                     "constant_columns=drop": f"Constant columns: '{CONSTANT_CHOICES['drop']}'"}
+
 
 def _csv_text(data: bytes, sep: str = ",") -> io.StringIO:
     """An uploaded file as text for ``csv.reader``, whose cells may be as long as the file; one beyond
@@ -113,12 +142,12 @@ class Datasets:
         """Header, the first rows as text cells, the delimiter and decimal separator (detected unless
         given) and what each column holds (checked only on import).  Raises ``DataTooLarge`` for a file
         beyond the bounds of ``core.datasets`` (columns, cells, bytes), before it is parsed."""
-        from core.datasets import DataError, DataTooLarge, profile_csv
+        from core.datasets import DataError, DataTooLarge, NotText, profile_csv
 
         try:
             profile = profile_csv(data, sep=sep, decimal=decimal, n_preview=n)
-        except DataTooLarge:
-            raise  # (nothing of it is read: the page says why)
+        except (DataTooLarge, NotText):
+            raise  # (nothing of it is read: the page says why, before any choice is offered)
         except DataError:
             profile = None
         fallback = sep if sep not in (None, "", "auto") else ","
@@ -197,7 +226,8 @@ class Datasets:
                           missing=missing, one_hot=list(one_hot or []), text_columns=list(text_features or []),
                           text_analyzer=text_analyzer, text_svd=text_svd or None,
                           smiles_column=smiles_column or None, fingerprint_radius=fingerprint_radius,
-                          fingerprint_bits=fingerprint_bits, invalid_smiles=invalid_smiles)
+                          fingerprint_bits=fingerprint_bits, invalid_smiles=invalid_smiles,
+                          choice_words=FORM_CHOICE_WORDS)
         if display == "image":
             width, height = image_shape
             if width * height != loaded.X.shape[1]:

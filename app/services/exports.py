@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import datetime as dt
+import re
+import unicodedata
+
 from app.services.common import ServiceError
 from storage import repository as repo
 
@@ -11,6 +15,18 @@ class Exports:
 
     def annotators(self) -> list[str]:
         return repo.list_annotators(self.engine)
+
+    def export_file_name(self, extension: str, *, dataset_id: int | None = None, session_id: int | None = None,
+                         today: dt.date | None = None) -> str:
+        """The name of an export file: the dataset (every dataset when None), the session when one is
+        chosen, and the date, e.g. ``digits-8-vs-rest-session-3-2026-11-28.csv``; letters, digits, dots,
+        dashes and underscores only (a safe file name on every system)."""
+        dataset = self.dataset(dataset_id).name if dataset_id is not None else "every-dataset"
+        parts = [file_name_safe(dataset) or f"dataset-{dataset_id}"]
+        if session_id is not None:
+            parts.append(f"session-{int(session_id)}")
+        parts.append((today or dt.date.today()).isoformat())
+        return "-".join(parts) + "." + extension
 
     def export_labels(self, fmt: str, *, session_id: int | None = None, annotator: str | None = None,
                       dataset_id: int | None = None, include_skips: bool = False,
@@ -29,3 +45,11 @@ class Exports:
             value = out.getvalue()
             return value.encode("utf-8") if isinstance(value, str) else value
         raise ServiceError(f"unexpected export result {type(out).__name__}")
+
+
+def file_name_safe(text: str, limit: int = 60) -> str:
+    """``text`` as part of a file name: runs of anything but ASCII letters, digits, dots, dashes and
+    underscores become one dash (accents are dropped: é -> e); no leading or trailing dot or dash; at most
+    ``limit`` characters."""
+    ascii_text = unicodedata.normalize("NFKD", text).encode("ascii", "ignore").decode("ascii")
+    return re.sub(r"[^A-Za-z0-9._-]+", "-", ascii_text)[:limit].strip("-.")

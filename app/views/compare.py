@@ -4,7 +4,7 @@ import streamlit as st
 
 from app import auth, charts, ui
 from app.services import COMPARE_STRATEGIES, DEFAULT_SOLVER, SOLVERS, ServiceError
-from app.services.comparisons import COMPARE_MAX_BUDGET, COMPARE_MAX_SEEDS
+from app.services.comparisons import COMPARE_MAX_BUDGET, COMPARE_MAX_SEEDS, with_decimals
 from app.services.stopping import RULE_CHOICES
 
 svc = ui.service()
@@ -117,10 +117,9 @@ if "recall" in rows:
                     key="curve_recall")
 
 st.subheader("Summary")
-st.dataframe(ui.summary_table(svc.summary_frame(result)), hide_index=True, width="stretch", key="summary_table",
-             column_config={c: st.column_config.NumberColumn(format="%.3f")
-                            for c in ("final AUC", "full-data AUC")} | {
-                 "support vectors": st.column_config.NumberColumn(format="%.1f")})
+summary = with_decimals(ui.summary_table(svc.summary_frame(result)),
+                        {"final AUC": 3, "full-data AUC": 3, "WSS@95": 3, "support vectors": 1})
+st.dataframe(summary, hide_index=True, width="stretch", key="summary_table")
 st.caption(ui.SUMMARY_NOTE)
 reference = svc.reference_note(result)
 if reference:
@@ -131,10 +130,9 @@ if idle:
 stops = svc.stop_summary_frame(result)
 if not stops.empty:
     st.subheader("Stopping rules")
-    st.dataframe(stops, hide_index=True, width="stretch", key="stop_summary_table",
-                 column_config={c: st.column_config.NumberColumn(format="%.3f")
-                                for c in ("recall at stop", "lowest recall at stop", "work saved")}
-                 | {"labels at stop": st.column_config.NumberColumn(format="%.1f")})
+    stops = with_decimals(stops, {"labels at stop": 1, "recall at stop": 3, "lowest recall at stop": 3,
+                                  "work saved": 3})
+    st.dataframe(stops, hide_index=True, width="stretch", key="stop_summary_table")
     st.caption("Per rule and heuristic: seeds where the rule stopped within the budget, mean labels and recall "
                "there (random draws of the statistical rule are labels), and the work saved against labelling "
                "every training item.")

@@ -5,6 +5,7 @@ import streamlit as st
 
 from app import auth, ui
 from app.services import EVAL_FRACTION, ServiceError
+from app.services.datasets import CONSTANT_CHOICES, INVALID_SMILES_CHOICES, MISSING_CHOICES
 from core.datasets import BUNDLED, MISSING_POLICIES, DataError
 from core.features import DELIMITER_NAMES
 from storage.errors import StorageError
@@ -120,6 +121,9 @@ with upload_tab:
                    f"{DELIMITER_NAMES.get(preview.sep, preview.sep)}s, decimal separator '{preview.decimal}'; "
                    f"the first {len(preview.frame)}:")
         st.dataframe(preview.frame, hide_index=True, width="stretch", height=240)
+        single = preview.one_column_note(upload.name)
+        if single:
+            st.info(ui.plain(single))
         if preview.missing:
             st.warning(ui.plain("Missing values: " + ", ".join(f"'{c}' {k}" for c, k in preview.missing.items())
                                 + ". Choose below whether to refuse the file, leave those rows out or fill the "
@@ -174,8 +178,7 @@ with upload_tab:
                                        key="upload_bits")
                 invalid_smiles = m3.radio("Invalid SMILES", ["error", "drop"], horizontal=True,
                                           key="upload_invalid_smiles",
-                                          format_func={"error": "refuse the file (rows listed)",
-                                                       "drop": "leave those rows out"}.get)
+                                          format_func=INVALID_SMILES_CHOICES.get)
             special = {label_column, key_column, smiles_column, *text_features}
             one_hot_candidates = [c for c in categories if c not in special]
             one_hot = []
@@ -208,13 +211,12 @@ with upload_tab:
                      "columns are the features).")
             c1, c2, c3 = st.columns(3)
             missing = c1.radio("Missing values", list(MISSING_POLICIES), horizontal=True, key="upload_missing",
-                               format_func={"error": "refuse the file", "drop": "leave the rows out",
-                                            "impute": "fill in (median / most frequent)"}.get)
+                               format_func=MISSING_CHOICES.get)
             scaling = c2.radio("Scaling", ["standard", "none"], horizontal=True, key="upload_scaling",
                                help="standard: zero mean and unit variance of the numeric columns, from the "
                                     "data itself (no labels); text and fingerprint features are never centred.")
             constant = c3.radio("Constant columns", ["drop", "error"], horizontal=True,
-                                format_func={"error": "refuse the file", "drop": "leave them out"}.get)
+                                format_func=CONSTANT_CHOICES.get)
             if st.button("Import", type="primary", key="upload_import"):
                 try:
                     with st.spinner("Checking and importing…"):

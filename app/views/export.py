@@ -56,13 +56,14 @@ if len(frame):
     preview = frame[first + [c for c in frame.columns if c not in first]]
     st.dataframe(preview.head(50), hide_index=True, width="stretch", height=260, key="export_preview")
 left, right = st.columns(2)
+named = dict(dataset_id=dataset_id, session_id=session_id)  # the file: dataset, session and date
 # the files are written when a button is pressed, not on every visit of the page
-left.download_button("Download CSV", lambda: svc.export_labels("csv", **files), file_name="marginlab-labels.csv",
-                     mime="text/csv", type="primary", disabled=not len(frame), key="download_csv", width="stretch",
-                     on_click="ignore")
+left.download_button("Download CSV", lambda: svc.export_labels("csv", **files),
+                     file_name=svc.export_file_name("csv", **named), mime="text/csv", type="primary",
+                     disabled=not len(frame), key="download_csv", width="stretch", on_click="ignore")
 right.download_button("Download JSONL", lambda: svc.export_labels("jsonl", **files),
-                      file_name="marginlab-labels.jsonl", mime="application/jsonl", disabled=not len(frame),
-                      key="download_jsonl", width="stretch", on_click="ignore")
+                      file_name=svc.export_file_name("jsonl", **named), mime="application/jsonl",
+                      disabled=not len(frame), key="download_jsonl", width="stretch", on_click="ignore")
 
 st.subheader("Model state of a session")
 if not sessions:

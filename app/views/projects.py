@@ -28,10 +28,11 @@ with st.expander("New project", icon=":material/add:", expanded=not svc.projects
     members = st.multiselect("Members", accounts, default=[me.name], key="project_members")
     if st.form_submit_button("Create project", type="primary"):
         try:
-            svc.create_project(me, name=name, dataset_id=dataset_id, strategy=strategy,
+            created = svc.create_project(me, name=name, dataset_id=dataset_id, strategy=strategy,
                                solver=None if solver.startswith("default") else solver, C=C,
                                labels_per_item=int(per_item), overlap_share=share / 100, members=members)
             st.session_state.project_notice = f"Project '{name.strip()}' created."
+            st.session_state.project_shown = created  # (the picker's own state: show the new project)
             st.rerun()
         except ServiceError as error:
             st.error(ui.plain(error))
@@ -75,10 +76,13 @@ cols[2].metric("Waiting to be settled", len(report.disagreements))
 if report.cohen:
     st.dataframe(pd.DataFrame([{
         "annotator A": a, "annotator B": b, "items both answered": k.n_items,
-        "Cohen's kappa": None if k.value is None else round(k.value, 4),
-        "observed agreement": None if k.observed is None else round(k.observed, 4),
+        "Cohen's kappa": "–" if k.value is None else f"{k.value:.3f}",
+        "observed agreement": "–" if k.observed is None else f"{k.observed:.3f}",
     } for (a, b), k in report.cohen.items()]), hide_index=True, key="cohen_table")
-st.caption("Kappa is undefined (–) while every answer falls in one class.")
+undefined = [k for k in [fleiss, *report.cohen.values()] if k is None or k.value is None]
+if undefined:
+    st.caption("Kappa is undefined (–) while every answer falls in one class, or no item has been answered "
+               "by all it needs.")
 st.download_button("Download agreement (CSV)", lambda: svc.agreement_csv(me, project_id),
                    file_name=f"marginlab-project-{project_id}-agreement.csv", mime="text/csv",
                    key="download_agreement", on_click="ignore")
