@@ -23,6 +23,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 MAIN = ROOT / "app" / "main.py"
+STARTING = "MarginLab: starting: loading the app and opening its database…"
 
 
 def warm_start() -> None:
@@ -60,6 +61,8 @@ def main(argv: list[str] | None = None) -> None:
     from core.process import prefer_small_pages
 
     prefer_small_pages()  # (before the warm start allocates the session's arrays: see core.process)
+    # (the warm start takes seconds, more on a busy machine, before Streamlit prints its address)
+    print(STARTING, file=sys.stderr, flush=True)
     warm_start()  # (in this thread, before Streamlit: its Plotly setup peeks at a pandas being imported)
     from streamlit.web import cli
 

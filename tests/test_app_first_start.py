@@ -84,3 +84,20 @@ def test_label_together_says_it_too(db_url, monkeypatch):
     button.click().run()
     assert not ann.exception, ann.exception
     assert [text for text in spun if NOTICE in text] == [spun[-1]]
+
+
+def test_the_server_says_it_is_starting_before_its_warm_start(monkeypatch, capsys):
+    """The warm start (imports, the database) runs before Streamlit prints its address: seconds, more
+    on a busy machine, that the console must not spend silent."""
+    from streamlit.web import cli
+
+    from app import serve
+
+    said_before = []
+    monkeypatch.setattr(serve, "warm_start", lambda: said_before.append(capsys.readouterr().err))
+    monkeypatch.setattr(serve, "warm_first_page", lambda: None)
+    monkeypatch.setattr("core.process.prefer_small_pages", lambda: False)  # (NumPy's setting stays as it is)
+    monkeypatch.setattr(cli, "main", lambda: None)
+    monkeypatch.setattr("sys.argv", ["serve"])
+    serve.main([])
+    assert said_before == [serve.STARTING + "\n"]
