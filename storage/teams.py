@@ -264,7 +264,7 @@ def _update_account(engine: EngineLike, account_id: int, **values: Any) -> None:
     """Change an account, in a transaction that leaves at least one enabled owner.
 
     The enabled owners' rows are locked first, in id order (PostgreSQL: ``FOR UPDATE``; a
-    SQLite writer holds the whole database), so two changes that could each take away an
+    file database's writer holds the whole database), so two changes that could each take away an
     owner take turns, and the second counts the owners the first left.
     """
     with writing(engine) as session:
@@ -287,7 +287,7 @@ def charge_sign_in(engine: EngineLike, locks: Mapping[str, Callable[[int], float
     ``locks[key](failures)`` is how many seconds the key is locked for once it has ``failures``
     (0: not locked). Each key's count goes up in a conditional update that only a key not
     locked at ``now`` passes; the key that reaches its limit is locked in the same transaction,
-    which holds the rows (PostgreSQL: the update's row lock; SQLite: the writer's lock) until it
+    which holds the rows (PostgreSQL: the update's row lock; a file database: its writer's lock) until it
     commits. Parallel attempts under one key therefore take turns, and each sees the count and
     the lock the one before left: no stale read decides a lock. A key untouched since
     ``forget_before`` starts again from nothing. Raises ``SignInLockedError`` (nothing counted)
