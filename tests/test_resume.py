@@ -452,6 +452,7 @@ def test_a_restarted_app_resumes_from_the_latest_snapshot(lab, strategy, solver)
         assert restarted.undo().ok
         run.loop.undo()  # the live run follows without touching the database
         run.answers.pop()
+    del run._asked_metrics[run.n_labels:]  # as undo trims the AUC of the scores when asked (no evaluation split)
     run._ask()
     run.version += 1  # its cached read-outs are stale
     assert_same_run(restarted, run)
