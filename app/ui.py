@@ -22,6 +22,7 @@ from app import navigation
 from app.services import LabellingRun, MarginLab, ServiceError, startup
 from app.services.accounts import Identity
 from app.services.common import gamma_value
+from app.services.comparisons import with_decimals
 from app.services.database import database_problem
 from app.services.display import ItemDisplay
 from storage.engine import database_url
@@ -330,7 +331,8 @@ def summary_table(summary: pd.DataFrame) -> pd.DataFrame:
             "update ms p50 / p95": pair(r.get("update_ms_median"), r.get("update_ms_p95")),
             "query ms p50 / p95": pair(r.get("query_ms_median"), r.get("query_ms_p95")),
         })
-    return pd.DataFrame(rows)
+    # numbers to a fixed number of decimals, "–" where missing: the table never shows None or NaN
+    return with_decimals(pd.DataFrame(rows), {"final AUC": 3, "full-data AUC": 3, "WSS@95": 3, "support vectors": 1})
 
 
 def session_label(sessions) -> dict[int, str]:

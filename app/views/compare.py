@@ -117,8 +117,7 @@ if "recall" in rows:
                     key="curve_recall")
 
 st.subheader("Summary")
-summary = with_decimals(ui.summary_table(svc.summary_frame(result)),
-                        {"final AUC": 3, "full-data AUC": 3, "WSS@95": 3, "support vectors": 1})
+summary = ui.summary_table(svc.summary_frame(result))
 st.dataframe(summary, hide_index=True, width="stretch", key="summary_table")
 st.caption(ui.SUMMARY_NOTE)
 reference = svc.reference_note(result)
