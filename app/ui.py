@@ -25,6 +25,7 @@ from app.services.common import gamma_value
 from app.services.comparisons import with_decimals
 from app.services.database import database_problem
 from app.services.display import ItemDisplay
+from core.formatting import signed
 from storage.engine import database_url
 from storage.errors import StorageError
 
@@ -194,7 +195,7 @@ def pause_before_charts(state) -> float:
 
 def why_chosen(shown) -> str:
     """One line under the item: which heuristic asked, its score, and its reason."""
-    score = "not scored yet" if shown.score is None else f"f(x) = {shown.score:+.3f}"
+    score = "not scored yet" if shown.score is None else f"f(x) = {signed(shown.score)}"
     reason = str(shown.reason or "").strip()
     return f"Chosen by **{plain(shown.strategy)}** · {plain(score)}" + (f" · {plain(reason)}" if reason else "")
 
@@ -447,7 +448,8 @@ def history_summary(table: pd.DataFrame, solver: str) -> str:
 
 
 def history_choices(current: pd.DataFrame) -> dict[int, str]:
-    """label id -> "#12 · item 1204 (key) · positive · 14:03:11 · 20 labels ago", newest first."""
+    """label id -> "#12 · item 1204 (key) · positive · 14:03:11 · 20 labels ago", newest first (the newest
+    "latest", an answer with none after it "no label since")."""
     is_label = (current["answer"] != "skipped").to_numpy()
     after = is_label[::-1].cumsum()[::-1] - is_label  # labels given after each answer
     choices = {}
@@ -455,8 +457,32 @@ def history_choices(current: pd.DataFrame) -> dict[int, str]:
         key = f" ({row['key']})" if row["key"] else ""
         when = row["when"].strftime("%H:%M:%S")
         choices[int(row["label_id"])] = visible(f"#{row['#']:.0f} · item {row['item']}{key} · {row['answer']} · "
-                                                f"{when} · {ago} label{'s' if ago != 1 else ''} ago")
+                                                f"{when} · {_since(ago, newest=not choices)}")
     return choices
+
+
+def _since(labels_after: int, newest: bool) -> str:
+    if newest:
+        return "latest"
+    if labels_after == 0:
+        return "no label since"  # only skips came after it
+    return f"{labels_after} label{'s' if labels_after != 1 else ''} ago"
+
+
+def score_cells(table: pd.DataFrame) -> pd.Series:
+    """The "score when asked" column as a person reads it: the model's f(x) with its sign ("+0.412",
+    never "-0.000"), "cold start" while the model could not score yet (a model of one class has no
+    boundary: whatever it said then means nothing), "–" where no score was kept
+    (answers imported from a file)."""
+    cold = table["heuristic"].astype(str).str.contains("cold start", regex=False)
+    return pd.Series(["cold start" if is_cold else "–" if value is None or pd.isna(value) else signed(value)
+                      for value, is_cold in zip(table["score when asked"], cold, strict=True)],
+                     index=table.index, dtype=object)
+
+
+def table_height(rows: int, most: int = 420) -> int:
+    """Pixels for a table of ``rows`` rows (and its header) without empty rows below, at most ``most``."""
+    return min(38 + 35 * max(rows, 1), most)
 
 
 def init_state() -> None:

@@ -21,3 +21,12 @@ def for_people(value: float) -> str:
     if rounded.is_integer():
         return str(int(rounded))
     return f"{rounded:.{max(decimals, 0)}f}".rstrip("0").rstrip(".")
+
+
+def signed(value: float, decimals: int = 3) -> str:
+    """A score with its sign to ``decimals`` places, never a negative zero: 0.1234 -> "+0.123",
+    -0.00002 -> "0.000" (a score that rounds to zero has no side)."""
+    rounded = round(float(value), decimals)
+    if rounded == 0:
+        return f"{0:.{decimals}f}"
+    return f"{rounded:+.{decimals}f}"

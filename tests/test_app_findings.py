@@ -159,3 +159,52 @@ def test_compare_says_what_its_runs_are_and_its_tables_show_no_none(db_url):
         cells = [str(c) for c in table.to_numpy().ravel()]
         assert not any(c in ("None", "nan", "NaN", "<NA>") for c in cells), cells
     assert set(stops["labels at stop"]) == {"–"}  # (6 labels: no rule stops)
+
+
+def test_scores_are_read_as_people_read_them():
+    from core.formatting import signed
+
+    assert signed(0.41249) == "+0.412"
+    assert signed(-0.41251) == "-0.413"
+    assert signed(-0.00002) == "0.000"  # never a negative zero
+    assert signed(0.0) == "0.000"
+    assert signed(2.0, decimals=1) == "+2.0"
+
+
+def test_history_my_labels_and_export_show_no_none_and_no_empty_rows(db_url, monkeypatch):
+    import streamlit as st
+
+    heights = {}
+    drawn = st.dataframe  # (the pages call st.dataframe: a method of the main area, bound at import)
+
+    def recording(data=None, *args, key=None, height="auto", **kw):
+        heights[key] = height
+        return drawn(data, *args, key=key, height=height, **kw)
+
+    monkeypatch.setattr(st, "dataframe", recording)
+    at = start_app()
+    at.switch_page("views/label.py").run()
+    at.button(key="start_session").click().run()
+    for _ in range(3):
+        (negative,) = [b for b in at.button if b.key.startswith("negative_")]
+        negative.click().run()
+        assert not at.exception, at.exception
+    at.switch_page("views/history.py").run()
+    assert not at.exception, at.exception
+    (table,) = [d for d in at.dataframe if "score when asked" in d.value]
+    # the three answers of the cold start: said in words, not an empty "None"
+    assert list(table.value["score when asked"]) == ["cold start"] * 3
+    assert heights["history_table"] <= 38 + 35 * 3  # a header and three rows: no empty rows below them
+    picks = at.selectbox(key=[s.key for s in at.selectbox if s.key.startswith("history_pick_")][0]).options
+    assert picks[0].endswith("· latest") and picks[1].endswith("· 1 label ago"), picks
+    at.switch_page("views/my_labels.py").run()
+    assert not at.exception, at.exception
+    (mine,) = [d for d in at.dataframe if "score when asked" in d.value]
+    assert list(mine.value["score when asked"]) == ["cold start"] * 3
+    assert heights["my_labels"] <= 38 + 35 * 3
+    at.switch_page("views/export.py").run()
+    assert not at.exception, at.exception
+    (preview,) = [d.value for d in at.dataframe if "decision_value" in d.value]
+    assert list(preview["decision_value"]) == [""] * 3  # empty as in the file, not NaN / None
+    assert list(preview["item_key"]) == sorted(preview["item_key"], key=list(preview["item_key"]).index)
+    assert all(key.startswith("digit-") for key in preview["item_key"])  # "digit-0905" keeps its zeros

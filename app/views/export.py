@@ -42,7 +42,8 @@ all_features = st.checkbox(
 filters = dict(session_id=session_id, annotator=annotator, dataset_id=dataset_id, include_skips=include_skips)
 files = dict(filters, include_features=True if all_features else None)
 listing = svc.export_labels("csv", include_features=False, **filters)
-frame = pd.read_csv(io.BytesIO(listing)) if listing.strip() else pd.DataFrame()
+# (as the file has it: an empty cell stays empty, a key keeps its leading zeros)
+frame = pd.read_csv(io.BytesIO(listing), dtype=str, keep_default_na=False) if listing.strip() else pd.DataFrame()
 st.caption(f"{len(frame)} labelled items match. Each row carries the label as the dataset's class name (and as "
            "+1 / -1 in label_value), who labelled it and when, the heuristic and solver that asked, the score the "
            "model gave it (empty during the cold start, when there was no model to ask), the model version, the "

@@ -85,18 +85,19 @@ with st.container(border=True, key="history_change"):
 
 COLUMNS = {"#": st.column_config.NumberColumn(format="%d"), "item": st.column_config.NumberColumn(format="%d"),
            "when": st.column_config.DatetimeColumn(format="YYYY-MM-DD HH:mm:ss"),
-           "score when asked": st.column_config.NumberColumn(
-               format="%.3f", help="f(x) of the model when it asked; empty during the cold start and for imported "
-                                   "answers"),
+           "score when asked": st.column_config.TextColumn(
+               help="f(x) of the model when it asked: positive on the side of the positives. \"cold start\" "
+                    "while the model could not score yet, \"–\" for answers imported from a file"),
            "changes": st.column_config.TextColumn(width="large")}
+table = table.assign(**{"score when asked": ui.score_cells(table)})
 corrected = table[table["changes"].str.len() > 0]
 if len(corrected):
     st.markdown("**Changed or removed**")
     st.dataframe(corrected.drop(columns=["label_id"]).iloc[::-1], hide_index=True, width="stretch",
-                 height=min(36 + 35 * len(corrected), 220), key="history_corrected", column_config=COLUMNS)
+                 height=ui.table_height(len(corrected), most=220), key="history_corrected", column_config=COLUMNS)
     st.markdown("**Every answer, newest first**")
 st.dataframe(
-    table.drop(columns=["label_id"]).iloc[::-1], hide_index=True, width="stretch", height=420, key="history_table",
-    column_config=COLUMNS)
+    table.drop(columns=["label_id"]).iloc[::-1], hide_index=True, width="stretch", height=ui.table_height(len(table)),
+    key="history_table", column_config=COLUMNS)
 st.page_link(navigation.view("label"), label="Back to labelling", icon=":material/label:",
              query_params={navigation.SESSION_PARAM: info.id}, disabled=info.status != "active")

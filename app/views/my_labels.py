@@ -13,11 +13,13 @@ st.title("My labels")
 events = svc.own_history(me)
 st.caption(f"{len(events)} answers by {ui.plain(me.name)}, newest first (undone answers are not listed).")
 if events:
-    st.dataframe(pd.DataFrame([{
+    table = pd.DataFrame([{
         "item": e.item_index, "answer": {1: "positive", -1: "negative", 0: "skip"}[e.value],
         "when": e.created_at.strftime("%Y-%m-%d %H:%M:%S UTC"), "session": e.session_id, "heuristic": e.strategy,
         "solver": e.solver, "score when asked": e.decision_value,
-    } for e in events]), hide_index=True, width="stretch", key="my_labels")
+    } for e in events])
+    st.dataframe(table.assign(**{"score when asked": ui.score_cells(table)}), hide_index=True, width="stretch",
+                 height=ui.table_height(len(table)), key="my_labels")
 
 with st.expander("Change my password"), st.form("change_password", clear_on_submit=True):
     current = st.text_input("Current password", type="password")
