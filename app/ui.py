@@ -67,6 +67,16 @@ def visible(text: object) -> str:
     return _BIDI_CONTROLS.sub(lambda found: f"[U+{ord(found.group()):04X}]", str(text))
 
 
+def visible_cells(frame: pd.DataFrame) -> pd.DataFrame:
+    """``frame`` with every text cell through ``visible`` (a table shows its cells as they are, so a key or a
+    column name from the user's file could otherwise turn the text around it)."""
+    shown = frame.rename(columns=lambda name: visible(name) if isinstance(name, str) else name)
+    for column in shown.columns:
+        if not pd.api.types.is_numeric_dtype(shown[column]) and not pd.api.types.is_datetime64_any_dtype(shown[column]):
+            shown[column] = shown[column].map(lambda cell: visible(cell) if isinstance(cell, str) else cell)
+    return shown
+
+
 def plain(text: object) -> str:
     """``text`` shown as it is by an element that renders Markdown (``st.error``, ``st.caption``,
     ``st.markdown``, ...): no link, image, emphasis, code, HTML, math, directive, emoji or icon can

@@ -924,6 +924,25 @@ def test_characters_that_reorder_text_are_shown_as_their_code(db_url):
     assert "invoice_[U+202E]fdp.exe (20 items)" in at.selectbox(key="new_dataset").options
 
 
+def test_item_keys_that_reorder_text_are_shown_as_their_code_in_history_and_the_export_preview(db_url):
+    svc = service(db_url)
+    rows = "".join(f"{REVERSED}{k},{k * 0.1:.1f},{k % 2}\n" for k in range(20))
+    dataset_id = svc.import_csv(f"id,x,y\n{rows}".encode(), name="keys", label_column="y", positive="1",
+                                key_column="id").dataset_id
+    run = svc.start_session(dataset_id=dataset_id, annotator="ada", strategy="random")
+    for _ in range(2):
+        assert run.answer(-1, item_index=run.shown.item_index).ok
+    at = start_app()
+    at.switch_page("views/history.py").run()
+    assert not at.exception, at.exception
+    (table,) = [df.value for df in at.dataframe if "key" in df.value.columns]
+    assert all(key.startswith("invoice_[U+202E]fdp.exe") for key in table["key"]), list(table["key"])
+    at.switch_page("views/export.py").run()
+    assert not at.exception, at.exception
+    (preview,) = [df.value for df in at.dataframe if "item_key" in df.value.columns]
+    assert all(key.startswith("invoice_[U+202E]fdp.exe") for key in preview["item_key"]), list(preview["item_key"])
+
+
 def test_the_datasets_table_lists_a_dataset_as_soon_as_it_is_imported(db_url):
     at = start_app()
     at.switch_page("views/data.py").run()

@@ -120,7 +120,7 @@ with upload_tab:
         st.caption(f"{preview.n_rows} rows, {len(preview.header)} columns, separated by "
                    f"{DELIMITER_NAMES.get(preview.sep, preview.sep)}s, decimal separator '{preview.decimal}'; "
                    f"the first {len(preview.frame)}:")
-        st.dataframe(preview.frame, hide_index=True, width="stretch", height=240)
+        st.dataframe(ui.visible_cells(preview.frame), hide_index=True, width="stretch", height=240)
         single = preview.one_column_note(upload.name)
         if single:
             st.info(ui.plain(single))

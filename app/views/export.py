@@ -55,7 +55,7 @@ if len(frame):
                          "solver",
                          "decision_value", "model_version", "session_id", "dataset_name") if c in frame]
     preview = frame[first + [c for c in frame.columns if c not in first]]
-    st.dataframe(preview.head(50), hide_index=True, width="stretch", height=260, key="export_preview")
+    st.dataframe(ui.visible_cells(preview.head(50)), hide_index=True, width="stretch", height=260, key="export_preview")
 left, right = st.columns(2)
 named = dict(dataset_id=dataset_id, session_id=session_id)  # the file: dataset, session and date
 # the files are written when a button is pressed, not on every visit of the page

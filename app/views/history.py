@@ -89,7 +89,7 @@ COLUMNS = {"#": st.column_config.NumberColumn(format="%d"), "item": st.column_co
                help="f(x) of the model when it asked: positive on the side of the positives. \"cold start\" "
                     "while the model could not score yet, \"–\" for answers imported from a file"),
            "changes": st.column_config.TextColumn(width="large")}
-table = table.assign(**{"score when asked": ui.score_cells(table)})
+table = ui.visible_cells(table.assign(**{"score when asked": ui.score_cells(table)}))
 corrected = table[table["changes"].str.len() > 0]
 if len(corrected):
     st.markdown("**Changed or removed**")
