@@ -424,7 +424,7 @@ class ClassWeights:
         worst = StepResult(status="ok", kkt_gap=0.0)
         iterations = 0
         try:
-            for i, y in zip(order.tolist(), labels.tolist()):
+            for i, y in zip(order.tolist(), labels.tolist(), strict=True):
                 step = fresh.learn(i, y)
                 iterations += step.iterations
                 if not step.success:

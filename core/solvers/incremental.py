@@ -119,7 +119,15 @@ from typing import Any, ClassVar, NamedTuple
 import numpy as np
 from scipy.linalg import blas as _blas
 
-from core.solvers.base import ClassWeights, NumericalError, OnlineSolver, StepResult, StepTimer, admissible_bias, movable
+from core.solvers.base import (
+    ClassWeights,
+    NumericalError,
+    OnlineSolver,
+    StepResult,
+    StepTimer,
+    admissible_bias,
+    movable,
+)
 from core.threads import single_threaded_blas
 
 # set membership codes of learned examples
@@ -720,7 +728,8 @@ class IncrementalSVM(ClassWeights, OnlineSolver):
         watch = _WATCH.take(st)
         watch[watch * g > _KKT_SLACK] = 0.0
         return _Drive(p=p, mode=mode, d=d, yp_d=yp_d, krow_p=krow_p, nL=nL, y=y, st=st, g=g, a=a, pseq=pseq,
-                      C=self._bounds(nL), scale=self._kernel_scale(), kpp=abs(float(krow_p[p])), ykp_d=ykp_d, d_Qp=ykp_d * y,
+                      C=self._bounds(nL), scale=self._kernel_scale(), kpp=abs(float(krow_p[p])), ykp_d=ykp_d,
+                      d_Qp=ykp_d * y,
                       in_seq_order=self._pos_in_seq_order, seq_p=int(pseq[p]), watch=watch, blocked=[],
                       rate=np.empty(nL), q=np.empty(nL), off=np.empty(nL, dtype=bool), prev=None, cases=[])
 

@@ -48,7 +48,15 @@ from typing import Any, ClassVar
 import numpy as np
 
 from core.solvers import _lasvm_compiled as nb
-from core.solvers.base import ClassWeights, OnlineSolver, StepResult, StepTimer, admissible_bias, bias_violation, movable
+from core.solvers.base import (
+    ClassWeights,
+    OnlineSolver,
+    StepResult,
+    StepTimer,
+    admissible_bias,
+    bias_violation,
+    movable,
+)
 from core.threads import single_threaded_blas
 
 _INITIAL_CAPACITY = 256  # members S has room for at first (capacity doubles when S outgrows it)
