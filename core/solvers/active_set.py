@@ -9,6 +9,10 @@ Problem (the C-SVC dual of ``core.solvers.base``, written as a minimisation)::
     min_a  1/2 a^T Q a + lin^T a      Q_ij = y_i y_j K_ij,  lin = -e
     s.t.   y^T a = 0,  0 <= a <= C
 
+(with class weights, ``class_weight``: 0 <= a_i <= C_i = C w_{y_i}, one bound per example, kept per
+slot; Ic holds the variables at their own bound and the ratio test of Step 1 stops each variable at
+its own — see ``base.ClassWeights``)
+
 The learned examples are partitioned into
 
 * I0 — a_i = 0,  Ic — a_i = C  (the *bounded* variables), and

@@ -11,6 +11,9 @@ Conventions shared by all solvers (standard C-SVC dual, handbook §15.5):
     s.t.   0 <= a_i <= C,  sum_i y_i a_i = 0   (the equality only with a bias)
     f(x)   = sum_i a_i y_i K(x_i, x) + b
 
+With class weights the box is per example, 0 <= a_i <= C w_{y_i} (``ClassWeights``; the ramp
+solver has its own), and C below stands for that bound.
+
 ``dual_coef_`` holds the signed coefficients a_i y_i of ``support_`` (a_i > 0).
 ``kkt_gap()`` is the largest violating pair of LASVM (Bordes et al. 2005,
 eq. 5): with g_i = y_i - sum_j a_j y_j K_ij and signed bounds
@@ -323,10 +326,13 @@ def stepped_balanced_weights(n_pos: int, n_neg: int) -> tuple[float, float]:
 class ClassWeights:
     """Per-class boxes 0 <= a_i <= C w_{y_i} for a solver with a bias (mixin of ``OnlineSolver``).
 
-    The dual becomes the C-SVC dual with one upper bound per example (the per-example C_i of
-    Cauwenberghs & Poggio 2001, eq. 1, and of Laskov et al. 2006, eq. 1; the signed bounds
-    A_i = min(0, C_i y_i), B_i = max(0, C_i y_i) of Bordes et al. 2005, §3.1; the upper bounds
-    u of Scheinberg 2006, eq. 1), with C_i = C w_+ for the positives and C w_- for the negatives.
+    The dual becomes the C-SVC dual with one upper bound per example, 0 <= a_i <= C_i, with
+    C_i = C w_+ for the positives and C w_- for the negatives (scikit-learn's ``SVC(class_weight=...)``,
+    LIBSVM's -wi).  Each solver's algorithm only ever compares a coefficient with its own bound, so the
+    same steps solve it: in Laskov et al. (2006) the bound enters through the set E and eqs. 10 and 13
+    (a margin vector, or the example being learned, reaching its bound); in Bordes et al. (2005) through
+    the signed bounds A_i = min(0, C_i y_i), B_i = max(0, C_i y_i) of §3.1; in Scheinberg (2006) through
+    the set Ic and the ratio test of Step 1.
 
     ``class_weight``: None (w = 1, the problem without weights, bit for bit), a dict of fixed
     weights for the labels 1 and -1 (the box is then fixed for the solver's life), or
@@ -347,7 +353,7 @@ class ClassWeights:
                              {1: self._fixed_weights[0], -1: self._fixed_weights[1]})
         self._weights = self._fixed_weights or (1.0, 1.0)  # the weights the boxes hold now
         self._relearning = False
-        self.n_reweighted_ = 0  # how many times "balanced" weights were re-set (and the model relearned)
+        self.n_reweighted_ = 0  # "balanced" weights re-set (model relearned) since this object was made or loaded
 
     @property
     def class_weights_(self) -> tuple[float, float]:

@@ -13,6 +13,10 @@ Notation (binary C-SVC, ``IncrementalSVM``)::
     E = {i : a_i = C,     g_i <= 0}  error vectors
     O = {i : a_i = 0,     g_i >= 0}  other (reserve) vectors
 
+With class weights (``class_weight``, ``base.ClassWeights``) C is per example, C_i = C w_{y_i}: the
+sets use a_i = C_i, eq. 10 reads a_s + beta_s t in [0, C_s] and eq. 13 a_c + t = C_c; nothing else of
+the algorithm sees C (the compiled drive takes the bound of each learned position).
+
 Only *learned* examples belong to S, E or O.  Learning an example c raises
 a_c from 0 while S, b and a_S move so that g_S = 0 and sum_i y_i a_i = 0 keep
 holding (eqs. 6–9):

@@ -8,6 +8,8 @@ alpha_i = a_i y_i, box bounds
 
     A_i = min(0, C y_i) <= alpha_i <= B_i = max(0, C y_i),    sum_i alpha_i = 0,
 
+(with class weights, ``class_weight``, C is per example, C_i = C w_{y_i}: A_i = min(0, C_i y_i),
+B_i = max(0, C_i y_i), the bounds an example gets when it enters S; see ``base.ClassWeights``)
 and gradients of the dual W(alpha) = sum_i alpha_i y_i - 1/2 sum_ij alpha_i alpha_j K_ij,
 
     g_i = y_i - sum_j alpha_j K_ij .
