@@ -427,21 +427,18 @@ class ClassWeights:
         fresh.n_reweighted_ = self.n_reweighted_
         fresh._class_bounds_changed()
         fresh._relearning = True
-        worst = StepResult(status="ok", kkt_gap=0.0)
-        iterations = 0
+        last, failed, iterations = StepResult(status="ok", kkt_gap=0.0), None, 0
         try:
             for i, y in zip(order.tolist(), labels.tolist(), strict=True):
-                step = fresh.learn(i, y)
-                iterations += step.iterations
-                if not step.success:
-                    worst = step
-                else:
-                    worst = StepResult(status=worst.status, message=worst.message, kkt_gap=step.kkt_gap) \
-                        if worst.success else worst
+                last = fresh.learn(i, y)
+                iterations += last.iterations
+                if not last.success and failed is None:
+                    failed = last  # (reported even if later steps end "ok")
         finally:
             fresh._relearning = False
         self.__dict__.update(fresh.__dict__)
-        return StepResult(status=worst.status, iterations=iterations, kkt_gap=worst.kkt_gap, message=worst.message)
+        return StepResult(status=failed.status if failed else "ok", iterations=iterations, kkt_gap=last.kkt_gap,
+                          message=failed.message if failed else "")
 
 
 class ConvergenceWarning(UserWarning):
