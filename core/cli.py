@@ -170,8 +170,9 @@ def _model_arguments(p: argparse.ArgumentParser, solver_default: str | None) -> 
     g.add_argument("--coef0", type=float, default=1.0, help="polynomial offset (default 1)")
     g.add_argument("--tol", type=_positive_float, default=1e-3, help="solver tolerance (default 1e-3)")
     g.add_argument("--class-weight", choices=("none", "balanced"), default="none",
-                   help="ramp solver: 'balanced' weights each class after every label so that the positives "
-                        "together weigh --balance-ratio times the negatives (default none)")
+                   help="per-class boxes C w_y: 'balanced' weighs each class by the labels given (scikit-learn's "
+                        "n / (2 n_c), re-set when the rounded class ratio changes; with the ramp solver after every "
+                        "label, the positives together weighing --balance-ratio times the negatives) (default none)")
     g.add_argument("--balance-ratio", type=_positive_float, default=1.0, metavar="R",
                    help="with --class-weight balanced: the positives' total weight over the negatives' (default 1; "
                         "ASReview uses 9.8)")
@@ -304,10 +305,10 @@ def model_options(args: argparse.Namespace, solver_default: str | None) -> dict:
 
 
 def ramp_options(args: argparse.Namespace, solvers: Sequence[str | None]) -> dict:
-    """The ramp solver's own options from the command line; a clear error when another solver would get them."""
+    """The ramp solver's own options (and ``--class-weight``, which every solver takes) from the command
+    line; a clear error when another solver would get a ramp-only option."""
     options = {}
-    if args.class_weight != "none":
-        options["class_weight"] = args.class_weight
+    shared = {"class_weight": args.class_weight} if args.class_weight != "none" else {}
     if args.balance_ratio != 1.0:
         if args.class_weight != "balanced":
             raise CLIError("--balance-ratio needs --class-weight balanced")
@@ -318,11 +319,10 @@ def ramp_options(args: argparse.Namespace, solvers: Sequence[str | None]) -> dic
             options["max_nonsv"] = None  # the (squared) hinge problem keeps every example (no removal step)
     if options and any(solver != "ramp" for solver in solvers):
         names = ", ".join(sorted({str(s) for s in solvers if s != "ramp"}))
-        flags = " and ".join(f for f, on in (("--class-weight", "class_weight" in options),
-                                             ("--balance-ratio", "balance_ratio" in options),
+        flags = " and ".join(f for f, on in (("--balance-ratio", "balance_ratio" in options),
                                              ("--loss", "loss" in options)) if on)
         raise CLIError(f"{flags}: only the ramp solver takes these (add --solver ramp); the run would use {names}")
-    return options
+    return {**shared, **options}
 
 
 def kernel_for(args: argparse.Namespace, ds: Dataset) -> str:

@@ -97,6 +97,12 @@ class OnlineSVC(ClassifierMixin, BaseEstimator):
     random_state : seed of the learning order and of the solver's own randomness.
     degree, coef0 : polynomial-kernel parameters.
     solver_params : extra keyword arguments for the solver (e.g. ``cache_bytes``, ``max_iter``).
+    class_weight : None (default), a dict {class label: weight} or ``"balanced"``, as in
+        scikit-learn's ``SVC``: example i gets the box 0 <= a_i <= C w_{y_i}; a class the dict
+        leaves out has weight 1.  ``"balanced"`` is n / (2 n_c) from the labels given to
+        ``fit`` (scikit-learn's meaning, fixed for that fit); with ``partial_fit`` the solver's
+        own ``"balanced"`` weights follow the labels learned so far, re-set when their rounded
+        class ratio changes (``core.solvers.base.ClassWeights``).
 
     Attributes
     ----------
@@ -113,7 +119,7 @@ class OnlineSVC(ClassifierMixin, BaseEstimator):
 
     def __init__(self, solver: str = "lasvm", kernel: str = "rbf", C: float = 1.0, gamma: float | str = "scale",
                  tol: float = 1e-3, epochs: int = 1, random_state: int | None = None, degree: int = 3,
-                 coef0: float = 1.0, solver_params: dict | None = None):
+                 coef0: float = 1.0, solver_params: dict | None = None, class_weight: dict | str | None = None):
         self.solver = solver
         self.kernel = kernel
         self.C = C
@@ -124,6 +130,7 @@ class OnlineSVC(ClassifierMixin, BaseEstimator):
         self.degree = degree
         self.coef0 = coef0
         self.solver_params = solver_params
+        self.class_weight = class_weight
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -164,7 +171,33 @@ class OnlineSVC(ClassifierMixin, BaseEstimator):
                                 if what == "the first partial_fit batch" else ""))
         return found
 
-    def _new_solver(self, X) -> OnlineSolver:
+    def _solver_class_weight(self, classes: np.ndarray, signs: np.ndarray | None):
+        """``class_weight`` for the solver, whose labels are -1 / +1 (classes[1] -> +1): None, a dict
+        {1: w, -1: w}, or "balanced" (``signs``: the labels of ``fit``, whose balanced weights are fixed
+        here; None with ``partial_fit``, where the solver's weights follow its labels)."""
+        cw = self.class_weight
+        if cw is None:
+            return None
+        if isinstance(cw, str):
+            if cw != "balanced":
+                raise ValueError(f"class_weight must be None, 'balanced' or a dict {{class label: weight}}, got {cw!r}")
+            if signs is None:
+                return "balanced"
+            n_pos, n_neg = int(np.sum(signs > 0)), int(np.sum(signs < 0))
+            n = n_pos + n_neg
+            return {1: n / (2.0 * n_pos), -1: n / (2.0 * n_neg)}
+        if not isinstance(cw, dict):
+            raise ValueError(f"class_weight must be None, 'balanced' or a dict {{class label: weight}}, got {cw!r}")
+        weights = {1: 1.0, -1: 1.0}
+        for key, value in cw.items():
+            matches = [k for k, c in ((-1, classes[0]), (1, classes[1])) if key == c]
+            if not matches:
+                raise ValueError(f"class_weight has a weight for {key!r}, which is not one of the classes "
+                                 f"({_describe(classes)})")
+            weights[matches[0]] = value
+        return weights
+
+    def _new_solver(self, X, class_weight=None) -> OnlineSolver:
         if not isinstance(self.solver, str):
             raise ValueError(f"solver must be a name ({', '.join(SOLVER_NAMES)}), got {self.solver!r}")
         if (isinstance(self.epochs, bool) or not isinstance(self.epochs, (int, np.integer, float, np.floating))
@@ -177,6 +210,10 @@ class OnlineSVC(ClassifierMixin, BaseEstimator):
         params = dict(kernel=self.kernel, C=self.C, gamma=self.gamma, degree=self.degree, coef0=self.coef0,
                       tol=self.tol, random_state=self.random_state)
         params.update(self.solver_params or {})
+        if class_weight is not None:
+            if "class_weight" in (self.solver_params or {}):
+                raise ValueError("class_weight is given both as a parameter and in solver_params: give it once")
+            params["class_weight"] = class_weight
         return make_solver(self.solver, X, **params)
 
     @staticmethod
@@ -205,7 +242,7 @@ class OnlineSVC(ClassifierMixin, BaseEstimator):
         rng = np.random.default_rng(self.random_state)
         order = rng.permutation(X.shape[0]).astype(np.intp)
         signs = self._encode(y, classes)
-        solver = self._new_solver(X)  # store index = row index of X
+        solver = self._new_solver(X, self._solver_class_weight(classes, signs))  # store index = row index of X
         self.classes_ = classes
         self.solver_ = solver
         self.step_results_: list[StepResult] = []
@@ -247,7 +284,7 @@ class OnlineSVC(ClassifierMixin, BaseEstimator):
         if first_call:
             given = given if classes is not None else self._check_two_classes(y, "the first partial_fit batch")
             signs = self._encode(y, given)
-            solver = self._new_solver(X)
+            solver = self._new_solver(X, self._solver_class_weight(given, None))
             self.classes_ = given
             self.solver_ = solver
             self.step_results_ = []

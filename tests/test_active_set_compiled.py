@@ -55,26 +55,27 @@ def test_enter_direction_matches_triangular_solves(n, yj):
 
 
 def ratio_reference(aS, dS, C):
-    t = C - aS
+    t = C - aS  # (C: one bound, or the bound of each free variable)
     np.copyto(t, aS, where=dS < 0)
     t /= np.maximum(np.abs(dS), _TINY)
     np.copyto(t, np.inf, where=dS == 0.0)
     return int(t.argmin()), float(t.min())
 
 
+@pytest.mark.parametrize("class_bounds", [(2.0, 2.0), (3.0, 0.5)])
 @pytest.mark.parametrize("sigma", [1.0, -1.0])
-def test_ratio_test_matches_numpy_with_ties_and_still_variables(sigma):
+def test_ratio_test_matches_numpy_with_ties_and_still_variables(sigma, class_bounds):
     rng = np.random.default_rng(3)
-    C = 2.0
     for trial in range(200):
         n = int(rng.integers(1, 12))
         S = rng.permutation(n + 3)[:n].astype(np.intp)
+        ub = rng.choice(class_bounds, size=n + 3)  # each slot's bound: C w_+ or C w_- (class weights)
         a = np.zeros(n + 3)
-        a[S] = rng.choice([0.0, 0.5, 1.0, C], size=n)  # exact ties of distances
+        a[S] = rng.choice([0.0, 0.5, 1.0, 2.0], size=n) * (ub[S] / 2.0)  # exact ties of distances
         dS = rng.choice([-1.0, -0.5, 0.0, -0.0, 0.5, 1.0, 1e-250], size=n)
-        ref_pos, ref_t = ratio_reference(a[S], sigma * dS, C)
+        ref_pos, ref_t = ratio_reference(a[S], sigma * dS, ub[S])
         d = dS.copy()
-        pos, t = jit.ratio_test(n, S, a, d, C, np.empty(n), sigma)
+        pos, t = jit.ratio_test(n, S, a, d, ub, np.empty(n), sigma)
         np.testing.assert_array_equal(d, sigma * dS)  # turned into the direction a_j moves
         assert (pos, t) == (ref_pos, ref_t), trial
 
@@ -112,15 +113,16 @@ def test_finish_reports_the_gap_recomputed_from_scratch(kernel, C):
     assert out.kkt_gap <= s.tol and s.n_kernel_evals == n_evals
 
 
-def test_move_free_and_add_scaled_match_numpy():
+@pytest.mark.parametrize("class_bounds", [(1.5, 1.5), (4.5, 0.25)])
+def test_move_free_and_add_scaled_match_numpy(class_bounds):
     rng = np.random.default_rng(8)
-    C = 1.5
-    a = rng.uniform(0, C, size=30)
+    ub = rng.choice(class_bounds, size=30)  # each slot's bound (class weights: C w_+ or C w_-)
+    a = rng.uniform(0, 1, size=30) * ub
     S = rng.permutation(30)[:12].astype(np.intp)
     dS = rng.normal(size=12) * 3
     ref = a.copy()
-    ref[S] = np.clip(a[S] + dS * 0.4, 0.0, C)  # (dS *= step; dS += a_S; into the box)
-    jit.move_free(12, S, a, dS, 0.4, C)
+    ref[S] = np.clip(a[S] + dS * 0.4, 0.0, ub[S])  # (dS *= step; dS += a_S; into the box)
+    jit.move_free(12, S, a, dS, 0.4, ub)
     assert a.tobytes() == ref.tobytes()
     fc, row = rng.normal(size=40), rng.normal(size=40)
     ref = fc.copy()

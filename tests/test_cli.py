@@ -405,9 +405,35 @@ def test_compare_runs_the_review_model_on_sparse_documents_and_refuses_what_it_w
         assert f"--model review sets the solver, kernel, C, class weights and tolerance itself; leave out {flag}" in err
     assert main(["compare", "--data", str(path), "--label-column", "included", "--positive", "yes", "--text-column",
                  "abstract", "--strategies", "largest-positive,near-boundary", "--budget", "20",
-                 "--class-weight", "balanced"]) == 2
+                 "--class-weight", "balanced", "--balance-ratio", "9.8"]) == 2
     err = capsys.readouterr().err
-    assert "--class-weight: only the ramp solver takes these (add --solver ramp); the run would use incremental" in err
+    assert "--balance-ratio: only the ramp solver takes these (add --solver ramp); the run would use incremental" in err
     assert main(["fit", "--data", str(path), "--label-column", "included", "--positive", "yes", "--text-column",
                  "abstract", "--text-svd", "10", "--solver", "ramp", "--loss", "hinge", "--balance-ratio", "4"]) == 2
     assert "--balance-ratio needs --class-weight balanced" in capsys.readouterr().err
+
+
+def test_class_weight_reaches_every_solver_and_its_saved_state(tmp_path, capsys):
+    """--class-weight balanced gives the incremental, active-set and LASVM solvers per-class boxes (not only
+    the ramp solver); the runs' solvers carry it in their parameters, so a saved state resumes with it."""
+    from core.cli import build_parser, main, ramp_options
+
+    parser = build_parser()
+    for solver in ("incremental", "active-set", "lasvm", "ramp"):
+        args = parser.parse_args(["fit", "--data", "x.csv", "--label-column", "y", "--solver", solver,
+                                  "--class-weight", "balanced"])
+        assert ramp_options(args, [solver]) == {"class_weight": "balanced"}
+    args = parser.parse_args(["fit", "--data", "x.csv", "--label-column", "y"])
+    assert ramp_options(args, ["incremental"]) == {}  # the default: no weights, as before
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(120, 2))
+    label = np.where(X[:, 0] > 1.0, "yes", "no")  # about 16% positives
+    path = tmp_path / "rare.csv"
+    path.write_text("a,b,label\n" + "".join(f"{a},{b},{c}\n" for (a, b), c in zip(X, label, strict=True)))
+    for solver in ("incremental", "active-set", "lasvm"):
+        code = main(["fit", "--data", str(path), "--label-column", "label", "--positive", "yes", "--solver", solver,
+                     "--class-weight", "balanced", "--json"])
+        captured = capsys.readouterr()
+        assert code == 0, captured.err
+        assert {"accuracy", "auc", "n_sv"} <= set(json.loads(captured.out))
+

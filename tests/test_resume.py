@@ -44,6 +44,10 @@ CASES = [
     ("near-boundary", "lasvm"),
     ("random", "lasvm"),
     ("largest-positive", "ramp-review"),  # the review model: class bounds that move with every label
+    # class_weight="balanced": boxes re-set (and the model relearned) when the rounded class ratio changes
+    ("near-boundary", "incremental-balanced"),
+    ("near-boundary", "active-set-balanced"),
+    ("randomized-search", "lasvm-balanced"),
 ]
 IDS = [f"{s}-{v}" for s, v in CASES]
 C_OF = {"incremental": 10.0, "lasvm": 10.0, "ramp": 1.0, "active-set": 10.0}
@@ -51,10 +55,13 @@ C_OF = {"incremental": 10.0, "lasvm": 10.0, "ramp": 1.0, "active-set": 10.0}
 
 def config(strategy: str, solver: str, seed: int, **solver_params) -> dict:
     """The loop's arguments for a case; "ramp-review" is the ramp solver with the review model's parameters
-    (core.presets.DOCUMENT_REVIEW)."""
+    (core.presets.DOCUMENT_REVIEW), "NAME-balanced" the solver NAME with class_weight="balanced"."""
     if solver == "ramp-review":
         params = dict(DOCUMENT_REVIEW["solver_params"], **solver_params)
         return dict(strategy=strategy, solver="ramp", seed=seed, solver_params=params)
+    if solver.endswith("-balanced"):
+        solver = solver.removesuffix("-balanced")
+        solver_params = dict(solver_params, class_weight="balanced")
     return dict(strategy=strategy, solver=solver, seed=seed, solver_params={"C": C_OF[solver], **solver_params})
 LARGE = 256 * 2**20
 # (threads of the live run, threads of the resumed run, cache budget of the live run, of the resumed run)

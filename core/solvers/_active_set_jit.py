@@ -89,10 +89,11 @@ def enter_direction(R, n, row, S, yS, w, yw, a, rho, yj, Hjj, fcj, aj, aj0, kdj,
 
 
 @njit(cache=True, error_model="numpy")
-def ratio_test(n, S, a, dS, C, t_S, sigma):
+def ratio_test(n, S, a, dS, ub, t_S, sigma):
     """Distance of each free variable to the bound it moves to over its speed; variables that do
     not move (dS exactly 0 or -0.0) never block.  dS is first turned into the direction a_j moves
-    (sigma = -1: down).  Returns (position of the first smallest, its t)."""
+    (sigma = -1: down).  ``ub``: the upper bound of each slot (C, or C w_y with class weights).
+    Returns (position of the first smallest, its t)."""
     if sigma < 0:
         for i in range(n):
             dS[i] = -dS[i]
@@ -100,7 +101,7 @@ def ratio_test(n, S, a, dS, C, t_S, sigma):
     for i in range(n):
         ai = a[S[i]]
         d = dS[i]
-        t = ai if d < 0 else C - ai
+        t = ai if d < 0 else ub[S[i]] - ai
         speed = abs(d)
         if speed < _TINY:
             speed = _TINY
@@ -114,14 +115,14 @@ def ratio_test(n, S, a, dS, C, t_S, sigma):
 
 
 @njit(cache=True, error_model="numpy")
-def move_free(n, S, a, dS, step, C):
-    """a_s <- a_s + step dS_s for the free set, kept in [0, C] (the bordered Step 1 move)."""
+def move_free(n, S, a, dS, step, ub):
+    """a_s <- a_s + step dS_s for the free set, kept in [0, ub_s] (the bordered Step 1 move)."""
     for i in range(n):
         v = a[S[i]] + dS[i] * step
         if v < 0.0:
             v = 0.0
-        if v > C:
-            v = C
+        if v > ub[S[i]]:
+            v = ub[S[i]]
         a[S[i]] = v
 
 

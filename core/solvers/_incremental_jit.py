@@ -207,7 +207,9 @@ def _argmin_first(x, n):
 @njit(cache=True, error_model="numpy")
 def drive(p, mode, krow_p, nL, y, st, g, a, pseq, slot, Spos, yS, Ks, Rw, KLL, has_kll, row_in, watch, blocked,
           cases, istate, fstate, C, scale, kappa_tol, max_iter, in_seq_order):
-    """Minor iterations of one drive of a_p until it is over or Python is needed (see the module notes)."""
+    """Minor iterations of one drive of a_p until it is over or Python is needed (see the module notes).
+
+    ``C``: the upper bound of each learned position (C, or C w_y with class weights)."""
     m = istate[I_M]
     iters = istate[I_ITERS]
     ncases = istate[I_NCASES]
@@ -331,7 +333,7 @@ def drive(p, mode, krow_p, nL, y, st, g, a, pseq, slot, Spos, yS, Ks, Rw, KLL, h
                 bseq = seq_p
                 bk = p
         if m > 0:
-            t2 = C - a[p] if mode == MODE_LEARN else a[p]  # eq. 13
+            t2 = C[p] - a[p] if mode == MODE_LEARN else a[p]  # eq. 13
             if (not has_best) or t2 < bt or (t2 == bt and 1 < bcase):
                 has_best = True
                 bt = t2
@@ -347,7 +349,7 @@ def drive(p, mode, krow_p, nL, y, st, g, a, pseq, slot, Spos, yS, Ks, Rw, KLL, h
                     h = 0.0
                 else:
                     h = math.nan
-                v = (h * C - aS[s]) / da
+                v = (h * C[Spos[s]] - aS[s]) / da
                 if v < 0.0:
                     v = 0.0
                 t3[s] = v
@@ -427,7 +429,7 @@ def drive(p, mode, krow_p, nL, y, st, g, a, pseq, slot, Spos, yS, Ks, Rw, KLL, h
                 bk = k4
         if not has_best:
             # only when unlearning with S empty and nothing left to absorb a_p: rounding residue
-            if mode == MODE_REMOVE and a[p] <= 1e-9 * C:
+            if mode == MODE_REMOVE and a[p] <= 1e-9 * C[p]:
                 a[p] = 0.0
                 cases[ncases] = CASE_RESIDUE
                 ncases += 1
@@ -452,8 +454,8 @@ def drive(p, mode, krow_p, nL, y, st, g, a, pseq, slot, Spos, yS, Ks, Rw, KLL, h
                 v = aS[s] + t * beta[s + 1]
                 if v < 0.0:
                     v = 0.0
-                if v > C:
-                    v = C
+                if v > C[Spos[s]]:
+                    v = C[Spos[s]]
                 aS[s] = v
                 a[Spos[s]] = v
             b += beta[0] * t
@@ -479,8 +481,8 @@ def drive(p, mode, krow_p, nL, y, st, g, a, pseq, slot, Spos, yS, Ks, Rw, KLL, h
             if a[p] <= 0.0:
                 a[p] = 0.0
                 st[p] = SET_O
-            elif a[p] >= C:
-                a[p] = C
+            elif a[p] >= C[p]:
+                a[p] = C[p]
                 st[p] = SET_E
             elif m == 0:
                 m = _S_add(p, beta_k, 1.0, krow_p, nL, m, y, st, g, slot, Spos, yS, Ks, Rw)
@@ -495,7 +497,7 @@ def drive(p, mode, krow_p, nL, y, st, g, a, pseq, slot, Spos, yS, Ks, Rw, KLL, h
             break
         if bcase == CASE_C_BOUND:
             if mode == MODE_LEARN:
-                a[p] = C
+                a[p] = C[p]
                 st[p] = SET_E
             else:
                 a[p] = 0.0
@@ -504,7 +506,7 @@ def drive(p, mode, krow_p, nL, y, st, g, a, pseq, slot, Spos, yS, Ks, Rw, KLL, h
             break
         if bcase == CASE_LEAVE:
             up = beta[1 + slot[k]] > 0
-            a[k] = C if up else 0.0
+            a[k] = C[k] if up else 0.0
             # its exact margin (held at 0 while in S) counts against the bound: see IncrementalSVM._update_sets
             acc = 0.0
             for j in range(nL):
@@ -650,13 +652,14 @@ def max_violation(st, g, nL):
 
 @njit(cache=True, error_model="numpy")
 def gap_maintained(y, a, g, b, offset, C, nL):
-    """LASVM's largest violating pair from the maintained margins (``_gap_maintained``)."""
-    eps = 1e-12 * C
+    """LASVM's largest violating pair from the maintained margins (``_gap_maintained``); ``C``: the
+    upper bound of each learned position."""
     g_up = -math.inf
     g_down = math.inf
     for j in range(nL):
         G = b - (g[j] + (offset - 1.0)) * y[j]
-        below = a[j] < C - eps
+        eps = 1e-12 * C[j]
+        below = a[j] < C[j] - eps
         above = a[j] > eps
         if y[j] > 0:
             up, down = below, above

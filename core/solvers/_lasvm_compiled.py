@@ -51,7 +51,7 @@ OWNER, STAMP, FREE = 0, 1, 2
 (N, NA, CLOCK, EXT_OK, EXT_I, EXT_J, REQUEST, PHASE, CURSOR, STEPS, PASSES, SINCE_SHRINK, SHRINK_EVERY,
  UNSHRUNK_NEAR, MAX_ITER, SHRINKING, STEPS_BEFORE, GRAD_FROM, AFTER, STEPPED, N_FREE, N_ST) = range(22)
 # entries of fs
-B, DELTA, C, TOL, FLOOR, N_FS = range(6)
+B, DELTA, C, TOL, FLOOR, C_NEG, N_FS = range(7)  # C: the positives' box C w_+, C_NEG: C w_-
 
 # run(): operations and results
 OP_PROCESS, OP_REPROCESS_UNTIL_TAU = range(2)
@@ -228,7 +228,7 @@ def insert(M, MI, XS, pos, R, SL, st, fs, k, y, row, k_kk, g_k, xk, sq_k, col):
     if y > 0:  # alpha = 0 = A_k: can only go up
         M[LO, n], M[HI, n] = 0.0, fs[C]
     else:  # alpha = 0 = B_k: can only go down
-        M[LO, n], M[HI, n] = -fs[C], 0.0
+        M[LO, n], M[HI, n] = -fs[C_NEG], 0.0
     M[KDIAG, n] = k_kk
     M[SQ, n] = sq_k
     MI[STORE, n] = k
@@ -279,7 +279,7 @@ def insert_all(M, MI, XS, pos, R, SL, st, fs, ks, ys, K, k_diag, X, sq):
         if y > 0:
             M[LO, p], M[HI, p] = 0.0, fs[C]
         else:
-            M[LO, p], M[HI, p] = -fs[C], 0.0
+            M[LO, p], M[HI, p] = -fs[C_NEG], 0.0
         M[KDIAG, p] = k_diag[t]
         M[SQ, p] = sq[k]
         MI[STORE, p] = k

@@ -9,6 +9,10 @@ Problem (the C-SVC dual of ``core.solvers.base``, written as a minimisation)::
     min_a  1/2 a^T Q a + lin^T a      Q_ij = y_i y_j K_ij,  lin = -e
     s.t.   y^T a = 0,  0 <= a <= C
 
+(with class weights, ``class_weight``: 0 <= a_i <= C_i = C w_{y_i}, one bound per example, kept per
+slot; Ic holds the variables at their own bound and the ratio test of Step 1 stops each variable at
+its own — see ``base.ClassWeights``)
+
 The learned examples are partitioned into
 
 * I0 — a_i = 0,  Ic — a_i = C  (the *bounded* variables), and
@@ -153,7 +157,7 @@ from typing import Any, ClassVar
 import numpy as np
 from scipy.linalg import blas, qr_delete
 
-from core.solvers.base import NumericalError, OnlineSolver, StepResult, StepTimer, admissible_bias
+from core.solvers.base import ClassWeights, NumericalError, OnlineSolver, StepResult, StepTimer, admissible_bias
 from core.threads import single_threaded_blas
 
 I0, IS, IC, REMOVED = 0, 1, 2, -1  # partition codes per learned example
@@ -225,7 +229,7 @@ def _delete_column(R: np.ndarray, pos: int) -> np.ndarray:
     return np.asfortranarray(M[: n - 1])
 
 
-class ActiveSetSVM(OnlineSolver):
+class ActiveSetSVM(ClassWeights, OnlineSolver):
     """Scheinberg's active-set method (INCAS) with Cholesky updates and an incremental mode.
 
     Parameters (besides those of :class:`~core.solvers.base.OnlineSolver`)
@@ -248,13 +252,14 @@ class ActiveSetSVM(OnlineSolver):
     exact_unlearn: ClassVar[bool] = True
 
     def __init__(self, X: np.ndarray | None = None, *, pivot_tol: float = 1e-10,
-                 shrink_margin: float = 0.5, **params):
+                 shrink_margin: float = 0.5, class_weight: None | str | dict = None, **params):
         if not (np.isfinite(pivot_tol) and 0 < pivot_tol < 1):
             raise ValueError(f"pivot_tol must lie in (0, 1), got {pivot_tol!r}")
         if not (np.isfinite(shrink_margin) and shrink_margin >= 0):
             raise ValueError(f"shrink_margin must be a non-negative number, got {shrink_margin!r}")
         self.pivot_tol = float(pivot_tol)
         self.shrink_margin = float(shrink_margin)
+        self._init_class_weight(class_weight)
         self._reset_slots()
         super().__init__(X, **params)
 
@@ -263,6 +268,7 @@ class ActiveSetSVM(OnlineSolver):
         self._slot_of = np.full(0, -1, dtype=np.intp)  # store index -> slot
         self._sidx = np.zeros(0, dtype=np.intp)  # slot -> store index
         self._sy = np.zeros(0)  # labels
+        self._ub = np.zeros(0)  # upper bound of alpha: C, or C w_y with class weights (ClassWeights)
         self._a = np.zeros(0)  # alpha (unsigned)
         self._lin = np.zeros(0)  # linear term of the objective (-1; + M while unlearning)
         self._fc = np.zeros(0)  # f_out: sum over non-free j of a_j y_j K(x_slot, x_j)
@@ -342,6 +348,7 @@ class ActiveSetSVM(OnlineSolver):
 
         self._sidx = grow(self._sidx)
         self._sy = grow(self._sy)
+        self._ub = grow(self._ub)
         self._a = grow(self._a)
         self._lin = grow(self._lin, -1.0)
         self._fc = grow(self._fc)
@@ -392,6 +399,15 @@ class ActiveSetSVM(OnlineSolver):
         self._row_memo = (int(i), ns, row)
         return row
 
+    def _slot_bounds(self, ys: np.ndarray) -> np.ndarray:
+        """The upper bounds of coefficients with labels ``ys`` (C w_+ or C w_-; C without weights)."""
+        c_pos, c_neg = self.class_bounds_
+        return np.where(np.asarray(ys) < 0, c_neg, c_pos)
+
+    def _class_bounds_changed(self) -> None:
+        ns = self._n_slots
+        self._ub[:ns] = self._slot_bounds(self._sy[:ns])
+
     def _new_slots(self, idx: np.ndarray, ys: np.ndarray) -> np.ndarray:
         """Put learned examples into I0 (a = 0): the current solution stays feasible."""
         m = len(idx)
@@ -405,6 +421,7 @@ class ActiveSetSVM(OnlineSolver):
         self._row_memo = None  # slots changed
         self._slots_are_store_order = self._slots_are_store_order and bool(np.array_equal(idx, slots))
         self._sy[slots] = ys
+        self._ub[slots] = self._slot_bounds(ys)
         self._a[slots] = 0.0
         self._lin[slots] = -1.0
         self._status[slots] = I0
@@ -523,9 +540,10 @@ class ActiveSetSVM(OnlineSolver):
         ns = self._n_slots
         n = self._n_s
         if at_upper:
-            self._a[k] = self.C
-            self._fc[:ns] += (self.C * self._sy[k]) * self._KS[row_store, :ns]
-            self._note_f_out(self.C)
+            ub = float(self._ub[k])
+            self._a[k] = ub
+            self._fc[:ns] += (ub * self._sy[k]) * self._KS[row_store, :ns]
+            self._note_f_out(ub)
             self._status[k] = IC
             self._refresh_sign(k)
         else:
@@ -637,7 +655,7 @@ class ActiveSetSVM(OnlineSolver):
         """
         ns = self._n_slots
         half_tol = 0.5 * self.tol
-        if _NOISE_FACTOR * _EPS * self.C * ns * self._kmax <= half_tol:  # sum(a) <= C ns: no need to sum
+        if _NOISE_FACTOR * _EPS * max(self.class_bounds_) * ns * self._kmax <= half_tol:  # sum(a) <= C ns
             return half_tol
         noise = _NOISE_FACTOR * _EPS * float(self._a[:ns].sum()) * self._kmax
         return max(half_tol, noise)
@@ -742,7 +760,7 @@ class ActiveSetSVM(OnlineSolver):
         if len(cols) == 0:
             return
         a = self._a[cols]
-        at_upper = a >= self.C * (1.0 - _BOUND_EPS)
+        at_upper = a >= self._ub[cols] * (1.0 - _BOUND_EPS)
         if np.any(~at_upper & (a > self._zero_level())):
             return
         y = self._sy[cols]
@@ -754,20 +772,20 @@ class ActiveSetSVM(OnlineSolver):
     def _step1(self) -> int:
         """Move towards the reduced optimum on Is; drop variables that block. Returns iterations."""
         its = 0
-        C = self.C
-        eps = _BOUND_EPS * C
         while self._n_s:
             its += 1
             S = self._S
             yS = self._sy[S]
             aS = self._a[S]
+            C = self._ub[S]  # the upper bound of each free variable
+            eps = _BOUND_EPS * C
             ns = self._n_slots
             d = float(yS @ aS - self._sy[:ns] @ self._a[:ns])  # -sum of y a over the bounded variables
-            if len(S) == 1 and -_BOUND_EPS * max(abs(d), aS[0]) <= yS[0] * d <= C + eps:
+            if len(S) == 1 and -_BOUND_EPS * max(abs(d), aS[0]) <= yS[0] * d <= C[0] + eps[0]:
                 # one free variable: the equality pins it (a_j = y_j d) and Step 1 only sets b,
                 # from r_j = y_j (f_j + b) + lin_j = 0
                 j = int(S[0])
-                self._a[j] = min(max(float(yS[0] * d), 0.0), C)
+                self._a[j] = min(max(float(yS[0] * d), 0.0), C[0])
                 f_j = self._a[j] * yS[0] * self._kd[j] + self._fc[j]
                 self.b_ = float(-self._lin[j] * yS[0] - f_j)
                 self._at_reduced_opt = True
@@ -794,7 +812,7 @@ class ActiveSetSVM(OnlineSolver):
             delta = target - aS
             t = np.full(len(S), np.inf)
             t[low] = aS[low] / (aS[low] - target[low])
-            t[high] = (C - aS[high]) / (target[high] - aS[high])
+            t[high] = (C[high] - aS[high]) / (target[high] - aS[high])
             pos = int(t.argmin())
             step = min(max(float(t[pos]), 0.0), 1.0)
             self._a[S] = _into_box(aS + step * delta, C)
@@ -825,7 +843,8 @@ class ActiveSetSVM(OnlineSolver):
             self._at_reduced_opt = False
             return 1
         its = 0
-        C = self.C
+        C = float(self._ub[j])  # j's upper bound
+        ub = self._ub
         yj = float(self._sy[j])
         Hjj = float(self._kd[j]) + self._rho
         aj0 = float(self._a[j])  # j's contribution to f_out is brought up to date once, on exit
@@ -886,7 +905,7 @@ class ActiveSetSVM(OnlineSolver):
             # v_s = c w - u in the direction j moves.  A variable that does not move (dS exactly 0
             # or -0.0, as with exact ties) never blocks: otherwise one sitting at C would win with
             # step 0 and, its direction not being > 0, be sent to 0 (y^T a would jump by C).
-            pos, t_blk = jit.ratio_test(n, S, self._a, dS_buf, C, t_buf, sigma)
+            pos, t_blk = jit.ratio_test(n, S, self._a, dS_buf, ub, t_buf, sigma)
             pos, t_blk = int(pos), float(t_blk)
             t_j = (C - aj) if sigma > 0 else aj
             step = min(t_curv, t_blk, t_j)
@@ -895,7 +914,7 @@ class ActiveSetSVM(OnlineSolver):
             reaches_far = step == t_j or abs(aj + sigma * step - far) <= _BOUND_EPS * (C if sigma > 0 else aj)
             aj = far if reaches_far else aj + sigma * step
             blocker_up = dS_buf[pos] > 0
-            jit.move_free(n, S, self._a, dS_buf, step, C)  # a_S += step v_S, in [0, C]
+            jit.move_free(n, S, self._a, dS_buf, step, ub)  # a_S += step v_S, in [0, ub_S]
             self.b_ -= sigma * step * c  # the gradient on Is moved by sigma*step*c*y_s: a bias shift
             self._dirty += 1
             if reaches_far:  # j crosses to its other bound without entering Is
@@ -908,7 +927,7 @@ class ActiveSetSVM(OnlineSolver):
                 self._append_free(j, r_col, pivot_sq, row, f_out_contribution=aj0)
                 return its
             # a free variable hit its bound first: it leaves Is, and j is tried again
-            self._a[S[pos]] = C if blocker_up else 0.0
+            self._a[S[pos]] = ub[S[pos]] if blocker_up else 0.0
             self._drop_free(pos, at_upper=blocker_up)
         if aj != aj0:
             jit.add_scaled(self._fc, self._n_slots, (aj - aj0) * yj, row)
@@ -997,8 +1016,8 @@ class ActiveSetSVM(OnlineSolver):
                 if its == 0:
                     status = "unchanged"
         status, message = self._certify(status, message)
-        return tm.result(status=status, iterations=its, message=message,
-                         extra={"n_free": self._n_s, "n_at_C": self.n_at_upper_})
+        return self._rebalanced(tm.result(status=status, iterations=its, message=message,
+                                          extra={"n_free": self._n_s, "n_at_C": self.n_at_upper_}))
 
     @single_threaded_blas
     def learn_many(self, idx, ys) -> StepResult:
@@ -1017,8 +1036,8 @@ class ActiveSetSVM(OnlineSolver):
             finally:
                 self._cache_new_rows = True
         status, message = self._certify(status, message)
-        return tm.result(status=status, iterations=its, message=message,
-                         extra={"n_free": self._n_s, "n_at_C": self.n_at_upper_})
+        return self._rebalanced(tm.result(status=status, iterations=its, message=message,
+                                          extra={"n_free": self._n_s, "n_at_C": self.n_at_upper_}))
 
     @single_threaded_blas
     def unlearn(self, i: int) -> StepResult:
@@ -1035,8 +1054,8 @@ class ActiveSetSVM(OnlineSolver):
         with StepTimer(self) as tm:
             its, status, message = self._unlearn(i)
         status, message = self._certify(status, message)
-        return tm.result(status=status, iterations=its, message=message,
-                         extra={"n_free": self._n_s, "n_at_C": self.n_at_upper_})
+        return self._rebalanced(tm.result(status=status, iterations=its, message=message,
+                                          extra={"n_free": self._n_s, "n_at_C": self.n_at_upper_}))
 
     def _unlearn(self, i: int) -> tuple[int, str, str]:
         """The work of ``unlearn``: (iterations, status, message)."""
@@ -1154,7 +1173,7 @@ class ActiveSetSVM(OnlineSolver):
         y = self._sy[live]
         beta = self._a[live] * y
         g = y - self._f_out_plus_free(None)[live]  # y_i - sum_j a_j y_j K_ij
-        C = self.C
+        C = self._ub[live]
         eps = 1e-12 * C
         up = beta < np.maximum(0.0, C * y) - eps
         down = beta > np.minimum(0.0, C * y) + eps
@@ -1173,13 +1192,14 @@ class ActiveSetSVM(OnlineSolver):
         st = self._status[:ns]
         a = self._a[:ns]
         assert np.all(a[st == I0] == 0.0), "a variable in I0 is not at 0"
-        assert np.all(a[st == IC] == self.C), "a variable in Ic is not at C"
+        assert np.all(a[st == IC] == self._ub[:ns][st == IC]), "a variable in Ic is not at its bound"
         assert np.all(a[st == REMOVED] == 0.0)
-        assert np.all((a >= 0.0) & (a <= self.C))
+        assert np.all((a >= 0.0) & (a <= self._ub[:ns]))
+        assert np.array_equal(self._ub[:ns][st != REMOVED], self._slot_bounds(self._sy[:ns][st != REMOVED]))
         assert sorted(np.flatnonzero(st == IS).tolist()) == sorted(self._S.tolist())
         assert sorted(self._S_row.tolist()) == list(range(self._n_s))
         live = st != REMOVED
-        scale = max(1.0, self.C * int(live.sum()))
+        scale = max(1.0, max(self.class_bounds_) * int(live.sum()))
         assert abs(float(self._sy[:ns][live] @ a[live])) <= 1e-10 * scale, "y^T a != 0"
         if ns:
             idx = self._sidx[:ns]
@@ -1216,7 +1236,7 @@ class ActiveSetSVM(OnlineSolver):
     # -- state -------------------------------------------------------------------------
     def get_params(self) -> dict[str, Any]:
         params = super().get_params()
-        params.update(pivot_tol=self.pivot_tol, shrink_margin=self.shrink_margin)
+        params.update(pivot_tol=self.pivot_tol, shrink_margin=self.shrink_margin, class_weight=self.class_weight)
         return params
 
     def _state_arrays(self) -> dict[str, np.ndarray]:
@@ -1308,6 +1328,7 @@ class ActiveSetSVM(OnlineSolver):
         self._n_slots = ns
         self._sidx[:ns] = sidx
         self._sy[:ns] = arrays["slot_y"]
+        self._ub[:ns] = self._slot_bounds(self._sy[:ns])
         self._a[:ns] = arrays["slot_alpha"]
         self._lin[:ns] = arrays["slot_lin"]
         self._fc[:ns] = arrays["slot_fc"]

@@ -11,6 +11,9 @@ Conventions shared by all solvers (standard C-SVC dual, handbook §15.5):
     s.t.   0 <= a_i <= C,  sum_i y_i a_i = 0   (the equality only with a bias)
     f(x)   = sum_i a_i y_i K(x_i, x) + b
 
+With class weights the box is per example, 0 <= a_i <= C w_{y_i} (``ClassWeights``; the ramp
+solver has its own), and C below stands for that bound.
+
 ``dual_coef_`` holds the signed coefficients a_i y_i of ``support_`` (a_i > 0).
 ``kkt_gap()`` is the largest violating pair of LASVM (Bordes et al. 2005,
 eq. 5): with g_i = y_i - sum_j a_j y_j K_ij and signed bounds
@@ -60,6 +63,7 @@ from __future__ import annotations
 
 import io
 import json
+import math
 import time
 import warnings
 from dataclasses import asdict, dataclass, field
@@ -261,11 +265,180 @@ def bias_violation(g: np.ndarray, up: np.ndarray, down: np.ndarray, b: float) ->
     return float(max(0.0, lo - b, b - hi))
 
 
-def movable(beta: np.ndarray, y: np.ndarray, C: float, rel: float = 1e-12) -> tuple[np.ndarray, np.ndarray]:
+def movable(beta: np.ndarray, y: np.ndarray, C, rel: float = 1e-12) -> tuple[np.ndarray, np.ndarray]:
     """(up, down): which signed coefficients beta = a y can grow (beta < B = max(0, C y)) and which
-    can shrink (beta > A = min(0, C y)), a coefficient within ``rel`` C of a bound counting as on it."""
+    can shrink (beta > A = min(0, C y)), a coefficient within ``rel`` C of a bound counting as on it
+    (C: one number, or one per example, as with class weights)."""
     eps = rel * C
     return beta < np.maximum(0.0, C * y) - eps, beta > np.minimum(0.0, C * y) + eps
+
+
+# -- class weights: per-class boxes 0 <= a_i <= C w_{y_i} ---------------------------
+WEIGHT_RANGE = (1e-6, 1e6)
+
+
+def check_class_weight(class_weight) -> tuple[float, float] | None:
+    """(w_+, w_-) of a fixed ``class_weight`` dict, None for None / "balanced"; a clear error otherwise."""
+    if class_weight is None or (isinstance(class_weight, str) and class_weight == "balanced"):
+        return None
+    if not isinstance(class_weight, dict):
+        raise ValueError(f"class_weight must be None, 'balanced' or a dict of weights for the labels 1 and -1, "
+                         f"got {class_weight!r}")
+    weights = {}
+    for key, value in class_weight.items():
+        plain_key = int(key) if isinstance(key, np.integer) else key
+        label = ({"1": 1, "+1": 1, "-1": -1}.get(str(plain_key).strip())
+                 if not isinstance(plain_key, (bool, np.bool_)) else None)
+        if label is None:
+            raise ValueError(f"class_weight keys must be the labels 1 and -1, got {key!r}")
+        is_number = isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, (bool, np.bool_))
+        w = float(value) if is_number else float("nan")
+        if not (np.isfinite(w) and WEIGHT_RANGE[0] <= w <= WEIGHT_RANGE[1]):
+            raise ValueError(f"class_weight for label {label} must be a number between 1e-6 and 1e6, got {value!r}")
+        weights[label] = w
+    return weights.get(1, 1.0), weights.get(-1, 1.0)
+
+
+def balanced_weights(n_pos: int, n_neg: int) -> tuple[float, float]:
+    """scikit-learn's ``"balanced"`` weights (w_+, w_-) = (n / (2 n_+), n / (2 n_-)); (1, 1) with one class."""
+    if n_pos <= 0 or n_neg <= 0:
+        return 1.0, 1.0
+    n = n_pos + n_neg
+    return n / (2.0 * n_pos), n / (2.0 * n_neg)
+
+
+def stepped_balanced_weights(n_pos: int, n_neg: int) -> tuple[float, float]:
+    """The ``"balanced"`` weights of the online solvers: scikit-learn's for the ratio n_- / n_+ rounded
+    to the nearest power of 2, rho = 2^round(log2(n_- / n_+)),
+
+        w_+ = (1 + rho) / 2,    w_- = (1 + rho) / (2 rho)
+
+    (scikit-learn's own whenever the ratio is a power of 2, within a factor sqrt(2) of them
+    otherwise); (1, 1) while only one class is learned.  They change only when the rounded ratio
+    does, which is when ``ClassWeights`` relearns the model with the new boxes.
+    """
+    if n_pos <= 0 or n_neg <= 0:
+        return 1.0, 1.0
+    rho = 2.0 ** round(math.log2(n_neg / n_pos))
+    return (1.0 + rho) / 2.0, (1.0 + rho) / (2.0 * rho)
+
+
+class ClassWeights:
+    """Per-class boxes 0 <= a_i <= C w_{y_i} for a solver with a bias (mixin of ``OnlineSolver``).
+
+    The dual becomes the C-SVC dual with one upper bound per example, 0 <= a_i <= C_i, with
+    C_i = C w_+ for the positives and C w_- for the negatives (scikit-learn's ``SVC(class_weight=...)``,
+    LIBSVM's -wi).  Each solver's algorithm only ever compares a coefficient with its own bound, so the
+    same steps solve it: in Laskov et al. (2006) the bound enters through the set E and eqs. 10 and 13
+    (a margin vector, or the example being learned, reaching its bound); in Bordes et al. (2005) through
+    the signed bounds A_i = min(0, C_i y_i), B_i = max(0, C_i y_i) of §3.1; in Scheinberg (2006) through
+    the set Ic and the ratio test of Step 1.
+
+    ``class_weight``: None (w = 1, the problem without weights, bit for bit), a dict of fixed
+    weights for the labels 1 and -1 (the box is then fixed for the solver's life), or
+    ``"balanced"``: the weights follow the learned labels (``stepped_balanced_weights``).  With
+    ``"balanced"`` the weights are re-set at these moments only: after a ``learn``, ``learn_many``
+    or ``unlearn`` whose labels change the rounded class ratio.  The model is then relearned with
+    the new boxes, in learning order (``_relearn``), so that it is always the model of the learned
+    labels under the weights of those labels: a function of the labels alone, which makes undo,
+    corrections and unlearning exact for the exact solvers, and a restored state recompute its
+    weights (nothing extra is stored).
+    """
+
+    def _init_class_weight(self, class_weight) -> None:
+        self._fixed_weights = check_class_weight(class_weight)
+        # kept as a plain copy (labels 1 / -1, floats): the caller's dict may change later, and the
+        # parameters go into the saved state as JSON
+        self.class_weight = (class_weight if self._fixed_weights is None else
+                             {1: self._fixed_weights[0], -1: self._fixed_weights[1]})
+        self._weights = self._fixed_weights or (1.0, 1.0)  # the weights the boxes hold now
+        self._relearning = False
+        self.n_reweighted_ = 0  # "balanced" weights re-set (model relearned) since this object was made or loaded
+
+    @property
+    def class_weights_(self) -> tuple[float, float]:
+        """(w_+, w_-) for the labels learned now (see ``class_weight``)."""
+        if self._fixed_weights is not None:
+            return self._fixed_weights
+        if self.class_weight is None:
+            return 1.0, 1.0
+        return stepped_balanced_weights(int(np.count_nonzero(self.y > 0)), int(np.count_nonzero(self.y < 0)))
+
+    @property
+    def class_bounds_(self) -> tuple[float, float]:
+        """(C w_+, C w_-): the upper bounds of the positives' and the negatives' coefficients."""
+        return self.C * self._weights[0], self.C * self._weights[1]
+
+    def _box_limit(self) -> float:
+        """The largest box bound any example can get (for ``check_kernel_range``)."""
+        if self._fixed_weights is not None:
+            return self.C * max(self._fixed_weights)
+        return self.C
+
+    def _upper_bounds(self, idx) -> np.ndarray:
+        c_pos, c_neg = self.class_bounds_
+        return np.where(self.y[np.asarray(idx, dtype=np.intp)] < 0, c_neg, c_pos)
+
+    def _class_bounds_changed(self) -> None:
+        """Hook: the solver's own copies of the bounds follow ``_weights`` (none by default)."""
+
+    def _sync_class_weights(self) -> None:
+        """Set the weights the boxes hold to those of the labels now (a restored state)."""
+        self._weights = self.class_weights_
+        self._class_bounds_changed()
+
+    def _rebalanced(self, result: StepResult) -> StepResult:
+        """After a step that changed the labels: with ``"balanced"``, re-set the weights if the labels
+        moved them and relearn every learned example with the new boxes."""
+        if self.class_weight != "balanced" or self._relearning:
+            return result
+        weights = self.class_weights_
+        if weights == self._weights:
+            return result
+        t0 = time.perf_counter()
+        evals0 = self.n_kernel_evals
+        self._weights = weights
+        relearned = self._relearn()
+        self.n_reweighted_ += 1
+        worst = relearned if not relearned.success else result
+        message = (f"class weights re-set to w+ = {weights[0]:.6g}, w- = {weights[1]:.6g}; "
+                   f"{len(self.learned_order)} examples relearned")
+        return StepResult(status=worst.status, iterations=result.iterations + relearned.iterations,
+                          kernel_evals=result.kernel_evals + self.n_kernel_evals - evals0,
+                          seconds=result.seconds + time.perf_counter() - t0, kkt_gap=relearned.kkt_gap,
+                          message="; ".join(m for m in (worst.message, message) if m),
+                          extra=dict(result.extra, reweighted=True))
+
+    def _relearn(self) -> StepResult:
+        """The model of the learned examples with the current boxes: a fresh solver with the same
+        parameters, store, kernel cache and generator learns them in their learning order, and
+        takes this one's place."""
+        order = self.labelled_.copy()
+        labels = self.y[order].copy()
+        params = self.get_params()
+        kernel = params.pop("kernel")
+        fresh = type(self)(kernel=kernel, **params)
+        fresh.store, fresh.kernel, fresh.cache = self.store, self.kernel, self.cache
+        fresh._largest_kernel_diag = self._largest_kernel_diag
+        fresh.rng = self.rng
+        fresh.y = np.zeros(len(self.store))
+        fresh._on_store_grown(len(self.store))
+        fresh._weights = self._weights
+        fresh.n_reweighted_ = self.n_reweighted_
+        fresh._class_bounds_changed()
+        fresh._relearning = True
+        last, failed, iterations = StepResult(status="ok", kkt_gap=0.0), None, 0
+        try:
+            for i, y in zip(order.tolist(), labels.tolist(), strict=True):
+                last = fresh.learn(i, y)
+                iterations += last.iterations
+                if not last.success and failed is None:
+                    failed = last  # (reported even if later steps end "ok")
+        finally:
+            fresh._relearning = False
+        self.__dict__.update(fresh.__dict__)
+        return StepResult(status=failed.status if failed else "ok", iterations=iterations, kkt_gap=last.kkt_gap,
+                          message=failed.message if failed else "")
 
 
 class ConvergenceWarning(UserWarning):
@@ -420,7 +593,7 @@ class OnlineSolver:
             spec["gamma"] = resolve_gamma(spec["gamma"], X)
             kernel = Kernel(**spec)
         if X.shape[0] and X.shape[1]:
-            largest = check_kernel_range(kernel, X, self.C, len(self.store), self._largest_kernel_diag)
+            largest = check_kernel_range(kernel, X, self._box_limit(), len(self.store), self._largest_kernel_diag)
         else:
             largest = self._largest_kernel_diag
         if self.kernel is None:
@@ -533,8 +706,12 @@ class OnlineSolver:
         return int(np.sum(np.abs(coef) >= self._upper_bounds(sv) * (1 - rel)))
 
     def _upper_bounds(self, idx) -> np.ndarray:
-        """The box bound of the examples ``idx`` (the same C for all; see the ramp solver's class weights)."""
+        """The box bound of the examples ``idx`` (the same C for all; see ``ClassWeights``)."""
         return np.full(len(idx), self.C)
+
+    def _box_limit(self) -> float:
+        """The largest box bound any example can get (for ``check_kernel_range``)."""
+        return self.C
 
     @property
     def n_kernel_evals(self) -> int:
@@ -593,7 +770,7 @@ class OnlineSolver:
         g = y.copy()
         if len(sv):
             g -= self._uncounted_block(L, sv) @ coef
-        up, down = movable(beta, y, self.C)
+        up, down = movable(beta, y, self._upper_bounds(L))
         lo, hi = bias_interval(g, up, down)
         pair = lo - hi if np.isfinite(lo) and np.isfinite(hi) else 0.0
         # (the margin y_i f(x_i) - 1 is y_i (b - g_i); the one-class SVM's f(x_i) - 0, with every
@@ -658,6 +835,8 @@ class OnlineSolver:
         obj.y = np.array(arrays["y"], dtype=np.float64)
         obj.learned_order = [int(i) for i in arrays["learned_order"]]
         obj.rng.bit_generator.state = meta["rng"]
+        if isinstance(obj, ClassWeights):
+            obj._sync_class_weights()  # a function of the labels (see ClassWeights)
         obj._load_state_arrays({k[2:]: v for k, v in arrays.items() if k.startswith("s_")}, meta)
         if obj.cache is not None:
             obj.cache.n_evals = int(meta.get("kernel_evals", 0))

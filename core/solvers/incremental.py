@@ -13,6 +13,10 @@ Notation (binary C-SVC, ``IncrementalSVM``)::
     E = {i : a_i = C,     g_i <= 0}  error vectors
     O = {i : a_i = 0,     g_i >= 0}  other (reserve) vectors
 
+With class weights (``class_weight``, ``base.ClassWeights``) C is per example, C_i = C w_{y_i}: the
+sets use a_i = C_i, eq. 10 reads a_s + beta_s t in [0, C_s] and eq. 13 a_c + t = C_c; nothing else of
+the algorithm sees C (the compiled drive takes the bound of each learned position).
+
 Only *learned* examples belong to S, E or O.  Learning an example c raises
 a_c from 0 while S, b and a_S move so that g_S = 0 and sum_i y_i a_i = 0 keep
 holding (eqs. 6–9):
@@ -119,7 +123,15 @@ from typing import Any, ClassVar, NamedTuple
 import numpy as np
 from scipy.linalg import blas as _blas
 
-from core.solvers.base import NumericalError, OnlineSolver, StepResult, StepTimer, admissible_bias, movable
+from core.solvers.base import (
+    ClassWeights,
+    NumericalError,
+    OnlineSolver,
+    StepResult,
+    StepTimer,
+    admissible_bias,
+    movable,
+)
 from core.threads import single_threaded_blas
 
 # set membership codes of learned examples
@@ -216,6 +228,7 @@ class _Drive:
     g: np.ndarray
     a: np.ndarray
     pseq: np.ndarray
+    C: np.ndarray  # the upper bound of each learned position (C, or C w_y with class weights)
     scale: float  # max K(x, x) over the learned examples
     kpp: float  # |K(x_p, x_p)|
     ykp_d: np.ndarray  # y_p d K_pj
@@ -243,7 +256,7 @@ class _Drive:
         self.blocked.clear()
 
 
-class IncrementalSVM(OnlineSolver):
+class IncrementalSVM(ClassWeights, OnlineSolver):
     """Exact incremental / decremental C-SVC (Cauwenberghs & Poggio; Laskov et al. 2006).
 
     Parameters (besides those of :class:`~core.solvers.base.OnlineSolver`)
@@ -291,7 +304,8 @@ class IncrementalSVM(OnlineSolver):
 
     def __init__(self, X: np.ndarray | None = None, *, max_learned: int | None = None,
                  resync_every: int = 500, probe_every: int = 1, kappa_tol: float = 1e-9,
-                 learned_kernel_bytes: int = 128 * 2**20, compiled: bool = True, **params):
+                 learned_kernel_bytes: int = 128 * 2**20, compiled: bool = True,
+                 class_weight: None | str | dict = None, **params):
         if max_learned is not None and int(max_learned) < 2:
             raise ValueError("max_learned must be at least 2 (or None for no window)")
         if int(resync_every) < 1 or int(probe_every) < 1:
@@ -308,6 +322,7 @@ class IncrementalSVM(OnlineSolver):
         if not isinstance(compiled, (bool, np.bool_)):
             raise ValueError(f"compiled must be True or False, got {compiled!r}")
         self.compiled = bool(compiled)
+        self._init_class_weight(class_weight)
         self._reset_model()
         super().__init__(X, **params)
 
@@ -358,8 +373,19 @@ class IncrementalSVM(OnlineSolver):
         p = super().get_params()
         p.update(max_learned=self.max_learned, resync_every=self.resync_every,
                  probe_every=self.probe_every, kappa_tol=self.kappa_tol,
-                 learned_kernel_bytes=self.learned_kernel_bytes, compiled=self.compiled)
+                 learned_kernel_bytes=self.learned_kernel_bytes, compiled=self.compiled,
+                 class_weight=self.class_weight)
         return p
+
+    def _bounds(self, nL: int | None = None) -> np.ndarray:
+        """The upper bound of each learned position: C w_+ or C w_- (``ClassWeights``; C without)."""
+        nL = self._nL if nL is None else nL
+        c_pos, c_neg = self.class_bounds_
+        return np.where(self._py[:nL] < 0, c_neg, c_pos)
+
+    def _box_max(self) -> float:
+        """The largest upper bound (C without class weights)."""
+        return max(self.class_bounds_)
 
     def _grow_learned(self) -> None:
         cap = len(self._pidx)
@@ -597,7 +623,7 @@ class IncrementalSVM(OnlineSolver):
                 if event is None:
                     # Only possible when unlearning with S empty and nothing left to absorb
                     # a_p: then a_p is rounding residue of the equality constraint.
-                    if mode == _REMOVE and drive.a[p] <= 1e-9 * self.C:
+                    if mode == _REMOVE and drive.a[p] <= 1e-9 * drive.C[p]:
                         drive.a[p] = 0.0
                         drive.cases.append("residue")
                         break
@@ -636,6 +662,7 @@ class IncrementalSVM(OnlineSolver):
         blocked = np.empty(self._compiled_buffer, dtype=np.intp)
         cases = np.empty(self._compiled_buffer, dtype=np.int64)
         mode_code = {_LEARN: jit.MODE_LEARN, _LOWER: jit.MODE_LOWER, _REMOVE: jit.MODE_REMOVE}[mode]
+        cb = self._bounds(nL)
         while True:
             m = self._m
             cap = len(self._Spos) + 1
@@ -645,7 +672,7 @@ class IncrementalSVM(OnlineSolver):
             code = jit.drive(p, mode_code, krow_p, nL, self._py[:nL], st, g, self._pa[:nL], self._pseq[:nL],
                              self._slot[:nL], self._Spos, self._yS, self._Ks, Rw,
                              _NO_KLL if KLL is None else KLL, KLL is not None, row_in, watch, blocked, cases,
-                             istate, fstate, self.C, scale, self.kappa_tol, self.max_iter, self._pos_in_seq_order)
+                             istate, fstate, cb, scale, self.kappa_tol, self.max_iter, self._pos_in_seq_order)
             m = int(istate[jit.I_M])
             self._m = m
             self._R = Rw[: m + 1, : m + 1].copy()
@@ -705,7 +732,8 @@ class IncrementalSVM(OnlineSolver):
         watch = _WATCH.take(st)
         watch[watch * g > _KKT_SLACK] = 0.0
         return _Drive(p=p, mode=mode, d=d, yp_d=yp_d, krow_p=krow_p, nL=nL, y=y, st=st, g=g, a=a, pseq=pseq,
-                      scale=self._kernel_scale(), kpp=abs(float(krow_p[p])), ykp_d=ykp_d, d_Qp=ykp_d * y,
+                      C=self._bounds(nL), scale=self._kernel_scale(), kpp=abs(float(krow_p[p])), ykp_d=ykp_d,
+                      d_Qp=ykp_d * y,
                       in_seq_order=self._pos_in_seq_order, seq_p=int(pseq[p]), watch=watch, blocked=[],
                       rate=np.empty(nL), q=np.empty(nL), off=np.empty(nL, dtype=bool), prev=None, cases=[])
 
@@ -765,7 +793,7 @@ class IncrementalSVM(OnlineSolver):
                 best = _Event(max(0.0, float(g[p]) / -rate_p), 0, drive.seq_p, "c_margin", p)
         if m > 0:
             # eq. 13: the driven example reaches its bound (C when learning, 0 otherwise)
-            t2 = self.C - float(drive.a[p]) if mode == _LEARN else float(drive.a[p])
+            t2 = float(drive.C[p]) - float(drive.a[p]) if mode == _LEARN else float(drive.a[p])
             if best is None or (t2, 1) < best[:2]:
                 best = _Event(t2, 1, drive.seq_p, "c_bound", p)
             best = self._eq10_margin_vector_bound(drive, sens, best)
@@ -775,7 +803,7 @@ class IncrementalSVM(OnlineSolver):
         """Eq. 10: a margin vector reaches C (da > 0) or 0 (da < 0); one with |da| <= 1e-12 does not move."""
         S, da, aS = sens.S, sens.beta[1:], sens.aS
         t3 = np.heaviside(da, 0.0)  # (C [da > 0] - a_S) / da, clipped at 0
-        t3 *= self.C
+        t3 *= drive.C[S]
         t3 -= aS
         t3 /= da
         np.maximum(t3, 0.0, out=t3)
@@ -838,7 +866,7 @@ class IncrementalSVM(OnlineSolver):
         # keep the box exact (the equality moves by rounding only)
         _blas.daxpy(beta[1:], aS, a=t)  # a_S += da t, in place
         np.maximum(aS, 0.0, out=aS)
-        np.minimum(aS, self.C, out=aS)
+        np.minimum(aS, drive.C[S], out=aS)
         a[S] = aS
         self._b += float(beta[0]) * t
         _blas.daxpy(sens.dg, g, a=t)  # g += dg t, in place
@@ -866,7 +894,7 @@ class IncrementalSVM(OnlineSolver):
         entering it (or re-enter right after leaving) is kept where it is and blocked from
         eq. 11 until S changes.
         """
-        C, p, k = self.C, drive.p, event.k
+        C, p, k = drive.C, drive.p, event.k
         a, g, st = drive.a, drive.g, drive.st
         zero = event.t == 0.0
         if event.kind == "c_margin":
@@ -875,8 +903,8 @@ class IncrementalSVM(OnlineSolver):
             if a[p] <= 0.0:
                 a[p] = 0.0
                 st[p] = SET_O
-            elif a[p] >= C:
-                a[p] = C
+            elif a[p] >= C[p]:
+                a[p] = C[p]
                 st[p] = SET_E
             elif sens.m == 0:
                 self._S_add(p, None, 1.0, drive.krow_p)
@@ -888,7 +916,7 @@ class IncrementalSVM(OnlineSolver):
             return True
         if event.kind == "c_bound":
             if drive.mode == _LEARN:
-                a[p] = C
+                a[p] = C[p]
                 st[p] = SET_E
             else:
                 a[p] = 0.0
@@ -897,7 +925,7 @@ class IncrementalSVM(OnlineSolver):
         prev = drive.prev
         if event.kind == "leave":
             up = sens.beta[1 + self._slot[k]] > 0
-            a[k] = C if up else 0.0
+            a[k] = C[k] if up else 0.0
             # while in S its maintained margin was held at 0; from here on it is maintained from
             # 0, so its exact margin (O(n_learned) from its stored row) counts against the bound
             row = self._Ks[self._slot[k], : drive.nL]
@@ -1023,7 +1051,7 @@ class IncrementalSVM(OnlineSolver):
         is large the coefficients can still be small (a ≈ 1/K), and a violation the size of the
         margins themselves must be repaired, not taken for rounding.
         """
-        return min(1e-10 * max(1.0, self.C * self._kernel_scale()), 0.25 * self._gap_allowed())
+        return min(1e-10 * max(1.0, self._box_max() * self._kernel_scale()), 0.25 * self._gap_allowed())
 
     def _repair(self, tol: float | None = None, passes: int = 3) -> int:
         """Drive every learned example whose (maintained) KKT condition is violated back to it.
@@ -1055,7 +1083,7 @@ class IncrementalSVM(OnlineSolver):
                 it, _ = self._drive(k, mode)
                 iters += it
                 if self._pst[k] == SET_CAND:  # cap hit: leave it where it is
-                    self._pst[k] = SET_E if self._pa[k] >= self.C else SET_O
+                    self._pst[k] = SET_E if self._pa[k] >= self._bounds()[k] else SET_O
         return iters
 
     # ------------------------------------------------------------ re-sync
@@ -1133,7 +1161,7 @@ class IncrementalSVM(OnlineSolver):
                     break
                 delta = -(self._R @ r)
                 new_aS = a[S] + delta[1:]
-                if not (np.all(np.isfinite(delta)) and new_aS.min() >= 0.0 and new_aS.max() <= self.C):
+                if not (np.all(np.isfinite(delta)) and new_aS.min() >= 0.0 and np.all(new_aS <= self._bounds()[S])):
                     break
                 old_aS, old_b = a[S].copy(), self._b
                 a[S] = new_aS
@@ -1184,7 +1212,7 @@ class IncrementalSVM(OnlineSolver):
             # would let the margins drift by more than tol)
             margin = self._margin_drift()
             allowed = self._gap_allowed()
-            drifted = (self._probe_drift() > 1e-8 or margin > 1e-8 * max(1.0, self.C * self._kernel_scale())
+            drifted = (self._probe_drift() > 1e-8 or margin > 1e-8 * max(1.0, self._box_max() * self._kernel_scale())
                        or margin > 0.5 * allowed or self._g_err > 0.25 * allowed)
             self._drift_measured = margin
         if self._resync_pending or self._since_sync >= self.resync_every or drifted:
@@ -1214,15 +1242,16 @@ class IncrementalSVM(OnlineSolver):
             return 0.0
         jit = self._compiled_checks()
         if jit is not None:
-            return float(jit.gap_maintained(self._py, self._pa, self._pg, self._b, self._offset, self.C, nL))
+            return float(jit.gap_maintained(self._py, self._pa, self._pg, self._b, self._offset, self._bounds(nL), nL))
         y, a, g = self._py[:nL], self._pa[:nL], self._pg[:nL]
         # LASVM's g_i = y_i - sum_j a_j y_j K_ij = b - y_i (g_i + offset - 1); a_i y_i can grow
         # when (y_i > 0, a_i < C) or (y_i < 0, a_i > 0), shrink in the mirrored cases
         G = g + (self._offset - 1.0)
         G *= y
         np.subtract(self._b, G, out=G)
-        eps = 1e-12 * self.C
-        below, above = a < self.C - eps, a > eps
+        C = self._bounds(nL)
+        eps = 1e-12 * C
+        below, above = a < C - eps, a > eps
         pos = y > 0
         g_up = float(G.max(where=np.where(pos, below, above), initial=-math.inf))
         g_down = float(G.min(where=np.where(pos, above, below), initial=math.inf))
@@ -1351,12 +1380,12 @@ class IncrementalSVM(OnlineSolver):
                 it, msg = self._drive(p, _LEARN, krow)
                 iters += it
                 if self._pst[p] == SET_CAND:
-                    self._pst[p] = SET_E if self._pa[p] >= self.C else SET_O
+                    self._pst[p] = SET_E if self._pa[p] >= self._bounds()[p] else SET_O
             changed = self._after_update()
             msg = msg or self._certify(f"learn of example {i}", changed)
             self._settle_bias()
         p = int(self._pos_of[i])
-        return self._result(tm, iters, msg, p, evicted=evicted)
+        return self._rebalanced(self._result(tm, iters, msg, p, evicted=evicted))
 
     def _remove(self, i: int) -> tuple[int, str]:
         p = int(self._pos_of[i])
@@ -1389,18 +1418,18 @@ class IncrementalSVM(OnlineSolver):
         nL = self._nL
         if nL == 0:
             return
-        C = self.C
+        C = self._bounds(nL)
         a = self._pa[:nL]
         if self._m:
             zero, top = 1e3 * _EPS * float(a.max()), C * (1.0 - 1e3 * _EPS)
             aS = a[self._Spos[: self._m]]
-            if np.any((aS > zero) & (aS < top)):
+            if np.any((aS > zero) & (aS < top[self._Spos[: self._m]])):
                 return  # a free margin vector: b is the multiplier of eq. 6, exactly
             while self._m:
                 k = int(self._Spos[self._m - 1])
                 self._S_remove(k)
-                a[k] = C if a[k] >= top else 0.0
-                self._pst[k] = SET_E if a[k] == C else SET_O
+                a[k] = C[k] if a[k] >= top[k] else 0.0
+                self._pst[k] = SET_E if a[k] == C[k] else SET_O
         y = self._py[:nL]
         G = y - y * (self._pg[:nL] + 1.0) + self._b  # the base class's g: b - y (g + 1), as _gap_maintained
         up, down = movable(a * y, y, C)
@@ -1442,7 +1471,7 @@ class IncrementalSVM(OnlineSolver):
             changed = self._after_update()
             msg = msg or self._certify(f"unlearn of example {i}", changed)
             self._settle_bias()
-        return self._result(tm, iters, msg, None, removed=i)
+        return self._rebalanced(self._result(tm, iters, msg, None, removed=i))
 
     def coefficients(self) -> tuple[np.ndarray, np.ndarray, float]:
         nL = self._nL
@@ -1495,7 +1524,7 @@ class IncrementalSVM(OnlineSolver):
             return 0.0
         g = self._exact_margins()
         a = self._pa[:nL]
-        at0, atC = a <= 0.0, a >= self.C
+        at0, atC = a <= 0.0, a >= self._bounds(nL)
         free = ~at0 & ~atC
         v = np.concatenate([np.maximum(0.0, -g[at0]), np.maximum(0.0, g[atC]), np.abs(g[free])])
         return float(v.max(initial=0.0))
@@ -1627,6 +1656,8 @@ class IncrementalOneClassSVM(IncrementalSVM):
             raise ValueError(f"nu must lie in (0, 1], got {nu!r}")
         self.nu = None if nu is None else float(nu)
         self._C_fixed = nu is None
+        if params.get("class_weight") is not None:
+            raise ValueError("the one-class SVM learns one class: class_weight must be None")
         super().__init__(X, **params)
 
     def get_params(self) -> dict[str, Any]:
@@ -1705,7 +1736,7 @@ class IncrementalOneClassSVM(IncrementalSVM):
                     it, msg = self._drive(p, _LEARN, krow)
                     iters += it
                     if self._pst[p] == SET_CAND:
-                        self._pst[p] = SET_E if self._pa[p] >= self.C else SET_O
+                        self._pst[p] = SET_E if self._pa[p] >= self._bounds()[p] else SET_O
             if self._nL >= n0:
                 changed = self._after_update()
                 msg = msg or self._certify(f"learn of example {i}", changed)

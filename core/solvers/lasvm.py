@@ -8,6 +8,8 @@ alpha_i = a_i y_i, box bounds
 
     A_i = min(0, C y_i) <= alpha_i <= B_i = max(0, C y_i),    sum_i alpha_i = 0,
 
+(with class weights, ``class_weight``, C is per example, C_i = C w_{y_i}: A_i = min(0, C_i y_i),
+B_i = max(0, C_i y_i), the bounds an example gets when it enters S; see ``base.ClassWeights``)
 and gradients of the dual W(alpha) = sum_i alpha_i y_i - 1/2 sum_ij alpha_i alpha_j K_ij,
 
     g_i = y_i - sum_j alpha_j K_ij .
@@ -48,7 +50,15 @@ from typing import Any, ClassVar
 import numpy as np
 
 from core.solvers import _lasvm_compiled as nb
-from core.solvers.base import OnlineSolver, StepResult, StepTimer, admissible_bias, bias_violation, movable
+from core.solvers.base import (
+    ClassWeights,
+    OnlineSolver,
+    StepResult,
+    StepTimer,
+    admissible_bias,
+    bias_violation,
+    movable,
+)
 from core.threads import single_threaded_blas
 
 _INITIAL_CAPACITY = 256  # members S has room for at first (capacity doubles when S outgrows it)
@@ -63,7 +73,7 @@ _EMPTY_F = np.empty(0)
 _EMPTY_2D = np.empty((0, 0))
 
 
-class LASVM(OnlineSolver):
+class LASVM(ClassWeights, OnlineSolver):
     """Online LASVM (Bordes et al. 2005) over a growable data store.
 
     Parameters (besides those of :class:`~core.solvers.base.OnlineSolver`)
@@ -186,7 +196,8 @@ class LASVM(OnlineSolver):
     check_block_bytes: ClassVar[int] = 128 * 2**20  # at most this much of cache_bytes for the final check's block
 
     def __init__(self, X: np.ndarray | None = None, *, curvature_floor: float = 1e-12,
-                 shrinking: bool = True, final_check: bool = True, **params: Any):
+                 shrinking: bool = True, final_check: bool = True, class_weight: None | str | dict = None,
+                 **params: Any):
         if not (np.isfinite(curvature_floor) and curvature_floor > 0):
             raise ValueError(f"curvature_floor must be a positive finite number, got {curvature_floor!r}")
         self.curvature_floor = float(curvature_floor)
@@ -195,11 +206,18 @@ class LASVM(OnlineSolver):
         self._views: tuple[np.ndarray, np.ndarray] | None = None
         self._pos = np.empty(0, dtype=np.int64)  # store index -> position in S (-1: not in S)
         self._full_gap: float | None = None  # gap over every learned example (final check)
+        self._init_class_weight(class_weight)
         super().__init__(X, **params)
         self._st = np.zeros(nb.N_ST, dtype=np.int64)
         self._fs = np.zeros(nb.N_FS)
-        self._fs[nb.C], self._fs[nb.TOL], self._fs[nb.FLOOR] = self.C, self.tol, self.curvature_floor
+        self._fs[nb.TOL], self._fs[nb.FLOOR] = self.tol, self.curvature_floor
+        self._class_bounds_changed()
         self._allocate(0)
+
+    def _class_bounds_changed(self) -> None:
+        """The boxes of members that enter S from now on: B = C w_+ for a positive, A = -C w_- for a
+        negative (``ClassWeights``; the members already in S keep theirs)."""
+        self._fs[nb.C], self._fs[nb.C_NEG] = self.class_bounds_
 
     # ------------------------------------------------------------------
     # the current set S (positions 0..n-1; 0..n_active-1 are not shrunk)
@@ -534,9 +552,10 @@ class LASVM(OnlineSolver):
         self.y[i] = y
         self.learned_order.append(i)
         stepped = self._process_all(np.array([i], dtype=np.int64), np.array([y]))
-        return StepResult(status="ok", iterations=stepped, kernel_evals=cache.n_evals - evals0,
-                          seconds=time.perf_counter() - t0, kkt_gap=self._gap_on_S(),
-                          extra={"n_set": self._n, "b": self._b})
+        result = StepResult(status="ok", iterations=stepped, kernel_evals=cache.n_evals - evals0,
+                            seconds=time.perf_counter() - t0, kkt_gap=self._gap_on_S(),
+                            extra={"n_set": self._n, "b": self._b})
+        return result if self.class_weight != "balanced" else self._rebalanced(result)
 
     @single_threaded_blas
     def learn_sequence(self, idx, y) -> StepResult:
@@ -574,8 +593,8 @@ class LASVM(OnlineSolver):
             self.y[idx] = labels
             self.learned_order.extend(idx.tolist())
             steps = self._process_all(idx, labels)
-        return timer.result(status="ok", iterations=steps, kkt_gap=self._gap_on_S(),
-                            extra={"n_set": self._n, "b": self._b})
+        return self._rebalanced(timer.result(status="ok", iterations=steps, kkt_gap=self._gap_on_S(),
+                                             extra={"n_set": self._n, "b": self._b}))
 
     @single_threaded_blas
     def revisit(self, i: int) -> StepResult:
@@ -629,8 +648,8 @@ class LASVM(OnlineSolver):
             self.learned_order.remove(i)
             n_rep, status, msg = self._reprocess_until_tau("unlearn")
             its += n_rep
-        return timer.result(status=status, iterations=its, kkt_gap=self._gap_on_S(), message=msg,
-                            extra={"n_set": self._n, "b": self._b})
+        return self._rebalanced(timer.result(status=status, iterations=its, kkt_gap=self._gap_on_S(), message=msg,
+                                             extra={"n_set": self._n, "b": self._b}))
 
     def _remove(self, p: int) -> None:
         nb.remove(self._M, self._MI, self._XS, self._pos, self._R, self._SL, self._st, p)
@@ -786,7 +805,8 @@ class LASVM(OnlineSolver):
         """
         n = self._n
         a, g, y = self._alpha[:n], self._g[:n], self._ys[:n]
-        up, down = movable(a, y, self.C)
+        c_pos, c_neg = self.class_bounds_
+        up, down = movable(a, y, np.where(y < 0, c_neg, c_pos))
         g_up_out, g_down_out = check.g_up_outside, check.g_down_outside
         if not (np.array_equal(up, a < self._hi[:n]) and np.array_equal(down, a > self._lo[:n])):
             g_skipped, y_skipped = check.skipped_gradients()
@@ -889,7 +909,7 @@ class LASVM(OnlineSolver):
     def get_params(self) -> dict[str, Any]:
         params = super().get_params()
         params.update(curvature_floor=self.curvature_floor, shrinking=self.shrinking,
-                      final_check=self.final_check)
+                      final_check=self.final_check, class_weight=self.class_weight)
         return params
 
     def _state_arrays(self) -> dict[str, np.ndarray]:
@@ -920,7 +940,8 @@ class LASVM(OnlineSolver):
             y = self.y[S]
             M, MI = self._M, self._MI
             M[nb.ALPHA, :n], M[nb.G, :n], M[nb.Y, :n] = alpha, grad, y
-            M[nb.LO, :n], M[nb.HI, :n] = np.minimum(0.0, self.C * y), np.maximum(0.0, self.C * y)
+            box = np.where(y < 0, self._fs[nb.C_NEG], self._fs[nb.C])
+            M[nb.LO, :n], M[nb.HI, :n] = np.minimum(0.0, box * y), np.maximum(0.0, box * y)
             M[nb.KDIAG, :n] = self._diag(S)
             M[nb.SQ, :n] = sq[S]
             MI[nb.STORE, :n] = S

@@ -141,7 +141,7 @@ import numpy as np
 from scipy.linalg import cho_factor, cho_solve
 
 from core.solvers._ramp_jit import BUDGET, STALLED, smo_on_gram
-from core.solvers.base import NumericalError, OnlineSolver, StepResult, StepTimer
+from core.solvers.base import NumericalError, OnlineSolver, StepResult, StepTimer, check_class_weight
 
 #: the losses the solver learns: the ramp (Wang & Vucetic), the hinge, the squared hinge (see above)
 LOSSES = ("ramp", "hinge", "squared_hinge")
@@ -264,7 +264,7 @@ class OnlineSVMR(OnlineSolver):
             raise ValueError(f"loss must be 'ramp', 'hinge' or 'squared_hinge', got {loss!r}")
         self.loss = loss
         self._squared = loss == "squared_hinge"
-        self._fixed_weights = _check_class_weight(class_weight)
+        self._fixed_weights = check_class_weight(class_weight)
         # kept as a plain copy (labels 1 / -1, floats): the caller's dict may change later, and the
         # parameters go into the saved state as JSON
         self.class_weight = (class_weight if self._fixed_weights is None else
@@ -968,25 +968,3 @@ def _step_in_box(a: np.ndarray, upper: np.ndarray, da: np.ndarray) -> tuple[floa
         new[t_up <= t] = upper[t_up <= t]
         new[t_lo <= t] = 0.0
     return t, new
-
-
-def _check_class_weight(class_weight) -> tuple[float, float] | None:
-    """(w_+, w_-) of a fixed ``class_weight`` dict, None for None / "balanced"; a clear error otherwise."""
-    if class_weight is None or (isinstance(class_weight, str) and class_weight == "balanced"):
-        return None
-    if not isinstance(class_weight, dict):
-        raise ValueError(f"class_weight must be None, 'balanced' or a dict of weights for the labels 1 and -1, "
-                         f"got {class_weight!r}")
-    weights = {}
-    for key, value in class_weight.items():
-        plain_key = int(key) if isinstance(key, np.integer) else key
-        label = ({"1": 1, "+1": 1, "-1": -1}.get(str(plain_key).strip())
-                 if not isinstance(plain_key, (bool, np.bool_)) else None)
-        if label is None:
-            raise ValueError(f"class_weight keys must be the labels 1 and -1, got {key!r}")
-        is_number = isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, (bool, np.bool_))
-        w = float(value) if is_number else float("nan")
-        if not (np.isfinite(w) and 1e-6 <= w <= 1e6):
-            raise ValueError(f"class_weight for label {label} must be a number between 1e-6 and 1e6, got {value!r}")
-        weights[label] = w
-    return weights.get(1, 1.0), weights.get(-1, 1.0)
