@@ -10,7 +10,9 @@ the labelling pages: ``core.solvers._compile``). The first browser tab after a (
 wait for them.
 Uploads, downloads and Streamlit's metrics are guarded here only (``app.server_guard``: uploads from
 signed-in owners only, downloads for the browser session that made them, no metrics): a server started
-with ``streamlit run app/main.py`` serves them as Streamlit does.
+with ``streamlit run app/main.py`` serves them as Streamlit does. A tab left open across a restart loads
+its page from the new server by itself (``app.reconnect``; under ``streamlit run app/main.py`` it goes
+on showing the old page until clicked).
 Runs as a script too (``python path/to/app/serve.py``), from any directory.  Files changed under
 a running server are not reloaded unless ``--server.fileWatcherType auto`` is given.
 """
@@ -66,9 +68,10 @@ def main(argv: list[str] | None = None) -> None:
     warm_start()  # (in this thread, before Streamlit: its Plotly setup peeks at a pandas being imported)
     from streamlit.web import cli
 
-    from app import server_guard
+    from app import reconnect, server_guard
 
     server_guard.install()  # uploads, downloads and metrics only for whom they are meant (app.server_guard)
+    reconnect.install()  # a tab left open across a restart loads its page from the new server (app.reconnect)
     threading.Thread(target=warm_first_page, name="marginlab-warm-page", daemon=True).start()
 
     args = list(sys.argv[1:] if argv is None else argv)
