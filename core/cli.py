@@ -143,6 +143,9 @@ def _data_arguments(p: argparse.ArgumentParser, repeatable: bool = False) -> Non
                    help="keep at most this many terms (the most frequent)")
     g.add_argument("--text-svd", type=_positive_int, default=None, metavar="K",
                    help="reduce the TF-IDF rows to K dense components (truncated SVD)")
+    g.add_argument("--text-blocks", action="store_true",
+                   help="several --text-column: one vocabulary per column (default: each row's texts joined "
+                        "into one document, title then abstract)")
     g.add_argument("--smiles-column", metavar="COL", help="SMILES column as Morgan fingerprints (RDKit)")
     g.add_argument("--fingerprint-radius", type=int, default=2, help="Morgan radius (default 2)")
     g.add_argument("--fingerprint-bits", type=_positive_int, default=2048, help="fingerprint length (default 2048)")
@@ -256,7 +259,7 @@ def load_data(args: argparse.Namespace, source: str | None = None, notice_prefix
                   one_vs_rest=args.one_vs_rest, constant_columns="keep" if args.keep_constant else "drop",
                   sep=args.sep, decimal=args.decimal, missing=args.missing, one_hot=args.one_hot,
                   text_columns=args.text_column, text_analyzer=args.text_analyzer, text_min_df=args.text_min_df,
-                  text_max_features=args.text_max_features, text_svd=args.text_svd,
+                  text_max_features=args.text_max_features, text_svd=args.text_svd, text_blocks=args.text_blocks,
                   smiles_column=args.smiles_column, fingerprint_radius=args.fingerprint_radius,
                   fingerprint_bits=args.fingerprint_bits, invalid_smiles=args.invalid_smiles,
                   seed=getattr(args, "seed", 0))

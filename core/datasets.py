@@ -567,7 +567,7 @@ def load_csv(source, label_column: str | None = None, positive=None, feature_col
              one_vs_rest: bool = False, sep: str | None = None, decimal: str | None = None,
              missing: str = "error", one_hot: Sequence[str] | None = None,
              text_columns: Sequence[str] | None = None, text_analyzer: str = "word", text_min_df: int = 1,
-             text_max_features: int | None = None, text_svd: int | None = None,
+             text_max_features: int | None = None, text_svd: int | None = None, text_blocks: bool = False,
              smiles_column: str | None = None, fingerprint_radius: int = 2, fingerprint_bits: int = 2048,
              invalid_smiles: str = "error", seed: int = 0, max_value: float | None = MAX_FEATURE_VALUE,
              choice_words: dict[str, str] | None = None) -> Dataset:
@@ -601,7 +601,10 @@ def load_csv(source, label_column: str | None = None, positive=None, feature_col
     text_columns: columns of free text, as TF-IDF features (sparse; see
         :func:`core.features.tfidf_features`); ``text_analyzer`` ``"word"``
         (uni- and bigrams) or ``"char"``; ``text_svd`` components for a dense
-        reduction (truncated SVD) instead.
+        reduction (truncated SVD) instead.  Several text columns (a title and an
+        abstract) are joined into one document per row, one vocabulary for all, as
+        screening tools read a record; ``text_blocks=True`` gives each column its own
+        vocabulary instead (its terms named ``column:term``).
     smiles_column: molecules as SMILES, as Morgan fingerprints (RDKit, sparse,
         ``fingerprint_radius``, ``fingerprint_bits``).  Invalid SMILES are refused
         with their rows unless ``invalid_smiles="drop"``.
@@ -934,9 +937,15 @@ def load_csv(source, label_column: str | None = None, positive=None, feature_col
     texts_kept: dict[str, list[str]] = {}
     for col in text_columns:
         empty = _is_missing(df[col])[keep_rows]
-        docs = ["" if e else str(v) for v, e in zip(df[col][keep_rows], empty, strict=True)]
-        texts_kept[col] = docs
-        prefix = f"{col}:" if len(text_columns) > 1 else ""
+        texts_kept[col] = ["" if e else str(v) for v, e in zip(df[col][keep_rows], empty, strict=True)]
+    separate = text_blocks or len(text_columns) < 2
+    # one document per row of all the text columns (title, then abstract: the record as a screener reads it),
+    # or one vocabulary per column (``text_blocks``)
+    documents = ([(col, texts_kept[col]) for col in text_columns] if separate else
+                 [(text_columns[0], [" ".join(part for part in parts if part)
+                                     for parts in zip(*(texts_kept[c] for c in text_columns), strict=True)])])
+    for col, docs in documents:
+        prefix = f"{col}:" if len(documents) > 1 else ""
         try:
             T, terms = feats.tfidf_features(docs, analyzer=text_analyzer, min_df=text_min_df,
                                             max_features=text_max_features, prefix=prefix)
@@ -950,13 +959,13 @@ def load_csv(source, label_column: str | None = None, positive=None, feature_col
             parts.append(Z)
             names.extend(f"{prefix}svd{k}" for k in range(Z.shape[1]))
             blocks.append({"kind": "svd", "column": col, "start": width, "stop": width + Z.shape[1],
-                           "terms": len(terms)})
+                           "terms": len(terms), **({} if separate else {"columns": list(text_columns)})})
             width += Z.shape[1]
         else:
             parts.append(T)
             names.extend(terms)
             blocks.append({"kind": "tfidf", "column": col, "start": width, "stop": width + T.shape[1],
-                           "analyzer": text_analyzer})
+                           "analyzer": text_analyzer, **({} if separate else {"columns": list(text_columns)})})
             width += T.shape[1]
     if fingerprint is not None:
         parts.append(fingerprint)
@@ -1019,7 +1028,7 @@ def load_csv(source, label_column: str | None = None, positive=None, feature_col
     options = {"sep": sep, "decimal": decimal, "missing": missing}
     if text_columns:
         options.update(text_columns=list(text_columns), text_analyzer=text_analyzer, text_min_df=text_min_df,
-                       text_max_features=text_max_features, text_svd=text_svd)
+                       text_max_features=text_max_features, text_svd=text_svd, text_blocks=bool(text_blocks))
     if smiles_column:
         options.update(smiles_column=smiles_column, fingerprint_radius=int(fingerprint_radius),
                        fingerprint_bits=int(fingerprint_bits), invalid_smiles=invalid_smiles)

@@ -208,3 +208,24 @@ def test_history_my_labels_and_export_show_no_none_and_no_empty_rows(db_url, mon
     assert list(preview["decision_value"]) == [""] * 3  # empty as in the file, not NaN / None
     assert list(preview["item_key"]) == sorted(preview["item_key"], key=list(preview["item_key"]).index)
     assert all(key.startswith("digit-") for key in preview["item_key"])  # "digit-0905" keeps its zeros
+
+
+def test_titles_and_abstracts_are_imported_as_one_document_unless_kept_apart(db_url):
+    topic = ["screening tools", "gene therapy", "deep learning"]
+    rows = "".join(f"{topic[k % 3]} {k},a study of {topic[(k + 1) % 3]} number {k},{'yes' if k % 3 == 0 else 'no'}\n"
+                   for k in range(12))
+    svc = MarginLab.from_url(db_url)
+    for apart in (False, True):
+        at = data_page_with("records.csv", f"title,abstract,included\n{rows}".encode())
+        [s for s in at.selectbox if s.label == "True-label column (optional)"][0].select("included").run()
+        text = at.multiselect(key="upload_text_records.csv")
+        if text.value != ["title", "abstract"]:
+            text.set_value(["title", "abstract"]).run()
+        at.checkbox(key="upload_text_blocks").set_value(apart).run()
+        at.text_input(key="upload_name_records.csv").input(f"records {apart}").run()
+        [b for b in at.button if b.key == "upload_import"][0].click().run()
+        assert not at.exception, at.exception
+        (dataset,) = [d for d in svc.datasets() if d.name == f"records {apart}"]
+        terms = svc.dataset(dataset.id).feature_names
+        assert ("title:screening" in terms and "abstract:screening" in terms) == apart, terms[:8]
+        assert ("screening" in terms) == (not apart)

@@ -164,7 +164,7 @@ def test_text_columns_become_sparse_features_combined_with_numeric_ones(tmp_path
     assert ds.display_values[1] == DOCS[1]
     assert ds.notices == ["not used as features: 'id', 'title', 'year' (name them as feature columns to add them)"]
     both = load_csv(path, label_column="included", positive="yes", text_columns=["abstract", "title"],
-                    feature_columns=["year"])
+                    feature_columns=["year"], text_blocks=True)
     assert sp.isspmatrix_csr(both.X) and both.feature_names[0] == "year"
     assert [b["kind"] for b in both.feature_blocks] == ["numeric", "tfidf", "tfidf"]
     assert both.feature_names[1].startswith("abstract:") and both.feature_names[-1].startswith("title:")
@@ -178,6 +178,43 @@ def test_text_columns_become_sparse_features_combined_with_numeric_ones(tmp_path
     assert isinstance(reduced.X, np.ndarray) and reduced.X.shape == (20, 3)
     empty = np.array([doc == "" for doc in DOCS * 4])
     np.testing.assert_allclose(np.linalg.norm(reduced.X, axis=1), np.where(empty, 0.0, 1.0))
+
+
+def test_several_text_columns_are_read_as_one_document_per_row_by_default(tmp_path):
+    import csv
+
+    path = tmp_path / "records.csv"
+    titles = ["gene therapy trial", "", "screening tools", "deep learning for screening"]
+    abstracts = ["a trial of gene therapy in mice", "no title here", "", "screening with deep nets"]
+    with open(path, "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["title", "abstract", "label"])
+        w.writerows([t, a, k % 2] for k, (t, a) in enumerate(zip(titles, abstracts, strict=True)))
+    joined = load_csv(path, label_column="label", text_columns=["title", "abstract"])
+    assert [b["kind"] for b in joined.feature_blocks] == ["tfidf"]
+    assert joined.feature_blocks[0]["columns"] == ["title", "abstract"]
+    assert not any(":" in name for name in joined.feature_names)  # one vocabulary: "screening" is one term
+    assert joined.feature_names.count("screening") == 1
+    # the same features as one TF-IDF over "title abstract" (empty parts left out)
+    one = load_csv(_one_column_csv(tmp_path, titles, abstracts), label_column="label", text_columns=["doc"])
+    assert joined.feature_names == one.feature_names
+    np.testing.assert_array_equal(joined.X.toarray(), one.X.toarray())
+    assert joined.import_options["text_blocks"] is False
+    apart = load_csv(path, label_column="label", text_columns=["title", "abstract"], text_blocks=True)
+    assert [b["column"] for b in apart.feature_blocks] == ["title", "abstract"] and apart.import_options["text_blocks"]
+    assert "title:screening" in apart.feature_names and "abstract:screening" in apart.feature_names
+
+
+def _one_column_csv(tmp_path, titles, abstracts):
+    import csv
+
+    path = tmp_path / "one.csv"
+    with open(path, "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["doc", "label"])
+        w.writerows([" ".join(p for p in (t, a) if p), k % 2]
+                    for k, (t, a) in enumerate(zip(titles, abstracts, strict=True)))
+    return path
 
 
 def test_standardizer_on_sparse_equals_the_dense_computation():

@@ -189,8 +189,8 @@ class Datasets:
                    source: str = "", sep: str | None = None, decimal: str | None = None,
                    missing: str = "error", one_hot: Sequence[str] | None = None,
                    text_features: Sequence[str] | None = None, text_analyzer: str = "word",
-                   text_svd: int | None = None, smiles_column: str | None = None, fingerprint_radius: int = 2,
-                   fingerprint_bits: int = 2048, invalid_smiles: str = "error",
+                   text_svd: int | None = None, text_blocks: bool = False, smiles_column: str | None = None,
+                   fingerprint_radius: int = 2, fingerprint_bits: int = 2048, invalid_smiles: str = "error",
                    eval_fraction: float | None = None, by: Identity | None = None) -> ImportResult:
         """Check and import an uploaded CSV; errors name the row or column and change nothing (``by``: the
         signed-in person importing it; ``SignedOutError`` once their sign-in has ended).
@@ -224,7 +224,7 @@ class Datasets:
                           name=name, key_column=key_column or None, constant_columns=constant_columns,
                           one_vs_rest=bool(label_column) and positive is not None, sep=sep, decimal=decimal,
                           missing=missing, one_hot=list(one_hot or []), text_columns=list(text_features or []),
-                          text_analyzer=text_analyzer, text_svd=text_svd or None,
+                          text_analyzer=text_analyzer, text_svd=text_svd or None, text_blocks=bool(text_blocks),
                           smiles_column=smiles_column or None, fingerprint_radius=fingerprint_radius,
                           fingerprint_bits=fingerprint_bits, invalid_smiles=invalid_smiles,
                           choice_words=FORM_CHOICE_WORDS)

@@ -162,7 +162,7 @@ with upload_tab:
                 index=1 + others.index(smiles_like[0]) if smiles_like and smiles_like[0] in others else 0,
                 key=f"upload_smiles_{upload.name}", help="Molecules: the item is drawn with RDKit.")
             smiles_column = None if smiles_column == "(none)" else smiles_column
-            text_analyzer, text_svd = "word", 0
+            text_analyzer, text_svd, text_blocks = "word", 0, False
             radius, bits, invalid_smiles = 2, 2048, "error"
             if text_features:
                 t1, t2 = st.columns(2)
@@ -171,6 +171,12 @@ with upload_tab:
                                                       "char": "character 2–5-grams (URLs, identifiers)"}.get)
                 text_svd = t2.number_input("Dense reduction (SVD components, 0: keep sparse)", min_value=0,
                                            value=0, step=50, key="upload_svd")
+                if len(text_features) > 1:
+                    text_blocks = st.checkbox(
+                        "Keep the text columns apart", value=False, key="upload_text_blocks",
+                        help="By default each row's texts are read as one document (a title, then its abstract), "
+                             "with one vocabulary. Apart: a word in the title and the same word in the abstract "
+                             "are two different terms.")
             if smiles_column:
                 m1, m2, m3 = st.columns(3)
                 radius = m1.number_input("Fingerprint radius", min_value=0, max_value=6, value=2, key="upload_radius")
@@ -229,7 +235,7 @@ with upload_tab:
                             key_column=None if key_column == "(none)" else key_column,
                             scaling=scaling, constant_columns=constant, source=upload.name, sep=sep,
                             decimal=decimal, missing=missing, one_hot=one_hot, text_features=text_features,
-                            text_analyzer=text_analyzer, text_svd=int(text_svd) or None,
+                            text_analyzer=text_analyzer, text_svd=int(text_svd) or None, text_blocks=text_blocks,
                             smiles_column=smiles_column, fingerprint_radius=int(radius),
                             fingerprint_bits=int(bits), invalid_smiles=invalid_smiles,
                             eval_fraction=eval_fraction, by=auth.identity())
