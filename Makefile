@@ -28,8 +28,8 @@ $(VENV)/.dev: requirements.txt requirements-dev.txt | $(BIN)/python
 # progress) before the tests and benchmarks, and again whenever their sources change (an upgrade).
 # `make run` does not wait for them: the app compiles them in the background at its first start, what
 # the demo's first labels need first (core/solvers/_compile.py), and loads them from the cache later.
-JIT_SOURCES := core/kernels.py core/_kernels_jit.py $(wildcard core/solvers/_*_jit.py) \
-               core/solvers/_lasvm_compiled.py core/solvers/lasvm.py core/solvers/_compile.py
+# (every module of core/solvers: the solvers' registry there names the module that compiles each one's loops)
+JIT_SOURCES := core/kernels.py core/_kernels_jit.py $(wildcard core/solvers/*.py)
 $(VENV)/.compiled: $(VENV)/.runtime $(JIT_SOURCES)
 	$(BIN)/python -m core.solvers._compile
 	touch $@

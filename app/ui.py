@@ -21,7 +21,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from app import navigation
 from app.services import LabellingRun, MarginLab, ServiceError, startup
 from app.services.accounts import Identity
-from app.services.common import gamma_value
+from app.services.common import BASELINE, EXACT_SOLVERS, gamma_value
 from app.services.comparisons import with_decimals
 from app.services.database import database_problem
 from app.services.display import ItemDisplay
@@ -265,7 +265,7 @@ def runs_without_the_heuristic(rows: pd.DataFrame) -> str | None:
     heuristic never chose an item (the budget ran out before both classes were found), or None."""
     if rows is None or rows.empty or "cold_start" not in rows:
         return None
-    chosen = rows[rows["strategy"] != "random"]
+    chosen = rows[rows["strategy"] != BASELINE]  # (its heuristic is the cold start's random draw)
     if chosen.empty:
         return None
     runs = chosen.groupby(["strategy", "seed"])["cold_start"].all()
@@ -434,9 +434,6 @@ def delete_dataset_panel(svc: MarginLab, datasets, by: Identity) -> None:
             st.session_state.delete_notice = outcome.message
             st.session_state.pop("delete_dataset_id", None)
             st.rerun()
-
-
-EXACT_SOLVERS = ("incremental", "active-set")
 
 
 def correction_note(solver: str) -> str:

@@ -30,10 +30,13 @@ from core.features import Standardizer, scale_features
 from core.kernels import KERNEL_NAMES
 from core.metrics import accuracy, roc_auc
 from core.presets import PRESETS
+from core.solvers import SOLVER_NAMES
+from core.solvers import get as solver_entry
+from core.strategies import STRATEGY_NAMES
 
 EXIT_USAGE = 2
 BUNDLED_PREFIX = "bundled:"
-SOLVERS = ("incremental", "lasvm", "ramp", "active-set")
+SOLVERS = SOLVER_NAMES  # (a live view of the solvers' registry)
 KERNEL_CHOICES = tuple(dict.fromkeys((*KERNEL_NAMES, "rbf", "linear", "poly", "tanimoto")))
 
 
@@ -205,7 +208,8 @@ def build_parser() -> argparse.ArgumentParser:
                                       "as the oracle and report learning curves.")
     _data_arguments(cmp_, repeatable=True)
     cmp_.add_argument("--strategies", required=True, metavar="a,b,c",
-                      help="comma-separated strategy names, e.g. near-boundary,random")
+                      help="comma-separated strategy names, e.g. near-boundary,random; the strategies: "
+                           + ", ".join(STRATEGY_NAMES))
     _model_arguments(cmp_, None)
     cmp_.add_argument("--budget", type=_positive_int, required=True,
                       help="labels per run, the initial ones included")
@@ -308,8 +312,8 @@ def model_options(args: argparse.Namespace, solver_default: str | None) -> dict:
 
 
 def ramp_options(args: argparse.Namespace, solvers: Sequence[str | None]) -> dict:
-    """The ramp solver's own options (and ``--class-weight``, which every solver takes) from the command
-    line; a clear error when another solver would get a ramp-only option."""
+    """The ramp solver's own options from the command line (its registry entry's ``own_params``; a clear
+    error when another solver would get them), and ``--class-weight``, which every solver takes."""
     options = {}
     shared = {"class_weight": args.class_weight} if args.class_weight != "none" else {}
     if args.balance_ratio != 1.0:
@@ -320,11 +324,19 @@ def ramp_options(args: argparse.Namespace, solvers: Sequence[str | None]) -> dic
         options["loss"] = args.loss
         if args.loss != "ramp":
             options["max_nonsv"] = None  # the (squared) hinge problem keeps every example (no removal step)
-    if options and any(solver != "ramp" for solver in solvers):
-        names = ", ".join(sorted({str(s) for s in solvers if s != "ramp"}))
+    given = {"balance_ratio", "loss"} & set(options)
+
+    def takes(solver: str | None) -> bool:
+        return solver in SOLVER_NAMES and given <= solver_entry(solver).own_params
+
+    if given and not all(takes(solver) for solver in solvers):
+        names = ", ".join(sorted({str(s) for s in solvers if not takes(s)}))
         flags = " and ".join(f for f, on in (("--balance-ratio", "balance_ratio" in options),
                                              ("--loss", "loss" in options)) if on)
-        raise CLIError(f"{flags}: only the ramp solver takes these (add --solver ramp); the run would use {names}")
+        takers = [name for name in SOLVER_NAMES if takes(name)]
+        who = (f"only the {' or '.join(takers)} solver takes these (add --solver {takers[0]})" if takers
+               else "no solver takes all of these")
+        raise CLIError(f"{flags}: {who}; the run would use {names}")
     return {**shared, **options}
 
 

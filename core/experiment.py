@@ -50,6 +50,7 @@ import numpy as np
 import pandas as pd
 import scipy.sparse as sp
 
+from core import solvers as solver_registry
 from core import stopping as stop_rules
 from core.dask_runs import SCHEDULER_ENV, SchedulerError, collect_in_order, resolve_scheduler, run_on_dask
 from core.datasets import stratified_split
@@ -63,14 +64,13 @@ from core.metrics import (
     work_saved_over_sampling,
 )
 from core.solvers import make_solver
-from core.strategies import DEFAULT_COLD_START, DEFAULT_SOLVER, STRATEGY_NAMES
+from core.strategies import BASELINE, DEFAULT_COLD_START, DEFAULT_SOLVER, STRATEGY_NAMES
 
 ROW_COLUMNS = ["strategy", "solver", "seed", "n_labels", "auc", "accuracy", "n_sv", "update_ms", "query_ms"]
 EXTRA_COLUMNS = ["item", "label", "score", "n_bound", "n_in_margin", "seen", "cold_start", "recall"]
 STOP_COLUMNS = ["strategy", "solver", "seed", "rule", "n_labels_at_stop", "recall_at_stop", "positives_total"]
 #: recall levels whose labels the summary reports (document review's and ASReview's measures)
 RECALL_LEVELS = (0.5, 0.8, 0.95)
-BASELINE = "random"
 # Two areas under the learning curve (normalised units) closer than this count as a tie.
 TIE_TOLERANCE = 1e-3
 
@@ -356,7 +356,7 @@ def full_data_reference(X, y, solver: str, solver_params: dict, seed: int, test_
     t0 = time.perf_counter()
     model = make_solver(solver, Xtr, **params)
     order = np.random.default_rng([seed, 0xF011]).permutation(Xtr.shape[0])
-    if solver == "ramp":  # (with a convex loss, all at once: one optimum, see OnlineSVMR.learn_many)
+    if solver_registry.get(solver).reference_at_once:  # (ramp: all at once, one optimum; OnlineSVMR.learn_many)
         model.learn_many(order, ytr[order])
         if on_step is not None:
             on_step(len(order), len(order))

@@ -42,8 +42,8 @@ Design notes
 * **Cold start.**  Until both classes have a label (and at least ``initial``
   labels have been given) the cold-start rule picks the items: ``random`` or
   ``one-class`` (see :mod:`core.strategies` for why ``random`` is the default).
-  For ``ramp-region`` the cold start takes the next item of its stream, which
-  is a random item.
+  For a stream strategy (``ramp-region``) the cold start takes the next item
+  of its stream, which is a random item.
 * **Evaluation is cheap.**  With an evaluation set, the kernel column
   K(evaluation items, x_j) of every pool item j that has carried a coefficient
   is computed once (one item at a time, so its value does not depend on what
@@ -84,20 +84,18 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
+from core import strategies
 from core.kernels import add_scaled_rows, add_weighted_rows, as_data_matrix, masked_count_abs_below
 from core.metrics import accuracy, roc_auc
 from core.solvers import make_solver, solver_class
 from core.strategies import (
     COLD_STARTS,
     DEFAULT_COLD_START,
-    DEFAULT_SOLVER,
-    WHOLE_POOL,
+    DEFAULT_STRATEGY,
     Pool,
     Query,
-    get_strategy,
     one_class_cold_start,
     one_class_ranking,
-    ramp_region,
     random_query,
 )
 from core.threads import run_ahead, single_threaded_blas
@@ -302,17 +300,17 @@ class ActiveLearningLoop:
         is already float64 and C-contiguous, or a canonical CSR matrix; ``solver_params``
         ``dtype="float32"`` stores a float32 copy instead) and every solver it makes wraps
         that same matrix (see :mod:`core.kernels`).  Do not modify X while the loop uses it.
-    strategy : a name from :data:`core.strategies.STRATEGY_NAMES`.
-    solver : a solver name; ``None`` takes the strategy's default (``DEFAULT_SOLVER``).
+    strategy : the name of a registered strategy (:data:`core.strategies.STRATEGY_NAMES`).
+    solver : a solver name; ``None`` takes the strategy's default (its entry's ``default_solver``).
     solver_params : keyword arguments of the solver (kernel, C, gamma, ...);
         ``random_state`` defaults to ``seed``.
     strategy_params : keyword arguments of the strategy (e.g. ``sample_size``).
-    seed : seeds the queries (see the module notes) and the ramp-region stream.
+    seed : seeds the queries (see the module notes) and the order of a stream strategy (ramp-region).
     cold_start : ``"random"`` (default) or ``"one-class"``.
     initial : at least this many labels are chosen by the cold-start rule.
     eval_X, eval_y : an evaluation set with true labels (+1/-1): ROC AUC and
         accuracy after every label.
-    oracle_y : the pool's true labels, for simulations (needed by ``gradient``).
+    oracle_y : the pool's true labels, for simulations (needed by ``gradient``: its entry's ``needs_oracle``).
     track_scores : keep the pool's decision values current (default: always for
         the strategies that read every item's score, otherwise when the pool
         has at most ``TRACK_LIMIT`` items).
@@ -328,7 +326,7 @@ class ActiveLearningLoop:
         way the same bits on every run, resumed or not.  The solver is not affected.
     """
 
-    def __init__(self, X, *, strategy: str = "near-boundary", solver: str | None = None,
+    def __init__(self, X, *, strategy: str = DEFAULT_STRATEGY, solver: str | None = None,
                  solver_params: dict | None = None, strategy_params: dict | None = None, seed: int = 0,
                  cold_start: str = DEFAULT_COLD_START, initial: int = 0, eval_X=None, eval_y=None,
                  oracle_y=None, track_scores: bool | None = None, undo_memory: int = DEFAULT_UNDO_MEMORY,
@@ -336,7 +334,7 @@ class ActiveLearningLoop:
         # _solver_state: (arrays, meta) of a saved solver, for from_state only: the solver is then
         # rebuilt from it (not made empty first), and the pool scores are left to _load_state
         self.strategy = strategy
-        self._strategy_fn = get_strategy(strategy)
+        self.strategy_entry = entry = strategies.get(strategy)
         if cold_start not in COLD_STARTS:
             raise ValueError(f"unknown cold start {cold_start!r}; choose one of {', '.join(COLD_STARTS)}")
         dtype = (solver_params or {}).get("dtype", "float64")
@@ -345,7 +343,7 @@ class ActiveLearningLoop:
             raise ValueError(f"the pool must be a non-empty (n, d) array, got shape {shape}")
         self.X = as_data_matrix(X, dtype, what="the pool")
         n = self.X.shape[0]
-        self.solver_name = solver or DEFAULT_SOLVER[strategy]
+        self.solver_name = solver or entry.default_solver
         solver_class(self.solver_name)  # unknown names fail here, with the list of names
         self.solver_params = dict(solver_params or {})
         self.solver_params.setdefault("random_state", int(seed))
@@ -357,9 +355,9 @@ class ActiveLearningLoop:
         self.initial = int(initial)
         if oracle_y is not None:
             oracle_y = self._check_labels(oracle_y, n, "oracle_y")
-        if strategy == "gradient" and oracle_y is None:
-            raise ValueError("the 'gradient' strategy needs the true labels (oracle_y): "
-                             "it picks the most misclassified item and can only run in simulations")
+        if entry.needs_oracle and oracle_y is None:
+            raise ValueError(f"the {strategy!r} strategy needs the true labels (oracle_y): "
+                             "it reads them to choose an item and can only run in simulations")
         self.oracle_y = oracle_y
         if (eval_X is None) != (eval_y is None):
             raise ValueError("give both eval_X and eval_y, or neither")
@@ -367,7 +365,7 @@ class ActiveLearningLoop:
         self.eval_y = None if eval_y is None else self._check_labels(eval_y, self.eval_X.shape[0], "eval_y")
         if self.eval_X is not None and self.eval_X.shape[1] != self.X.shape[1]:
             raise ValueError(f"eval_X has {self.eval_X.shape[1]} features, the pool has {self.X.shape[1]}")
-        self.track_scores = ((strategy in WHOLE_POOL or n <= TRACK_LIMIT) if track_scores is None
+        self.track_scores = ((entry.needs_whole_pool or n <= TRACK_LIMIT) if track_scores is None
                              else bool(track_scores))
         self.undo_memory = int(undo_memory)
         if kernel_rows not in KERNEL_ROW_DTYPES:
@@ -394,7 +392,7 @@ class ActiveLearningLoop:
         self.cursor = 0
         self.passes = 0
         self._order = (np.random.default_rng([self.seed, 0x5EED]).permutation(n).astype(np.intp)
-                       if strategy == "ramp-region" else None)
+                       if entry.streams else None)
         self._beta = np.zeros(n)
         self._carried = np.zeros(0, dtype=np.intp)  # items whose entry of _beta is not zero (ascending)
         self._b = 0.0
@@ -504,9 +502,10 @@ class ActiveLearningLoop:
         t0 = time.perf_counter()
         pool = self._pool()
         cold = self.in_cold_start
-        if self.strategy == "ramp-region":
-            q = ramp_region(self.solver, pool, rng, order=self._order, cursor=self.cursor,
-                            threshold=np.inf if cold else float(self.strategy_params.get("threshold", 1.0)))
+        entry = self.strategy_entry
+        if entry.streams:
+            q = entry.choose(self.solver, pool, rng, order=self._order, cursor=self.cursor,
+                             threshold=np.inf if cold else float(self.strategy_params.get("threshold", 1.0)))
             if q is not None and cold:
                 q.reason = "cold start: next item of the stream (random order)"
         elif cold and self.cold_start == "one-class":
@@ -519,16 +518,16 @@ class ActiveLearningLoop:
             if q is not None:
                 q.reason = "cold start: " + q.reason
         else:
-            if self._f is None and self.strategy in WHOLE_POOL:
+            if self._f is None and entry.needs_whole_pool:
                 pool.scores = self.pool_scores()
-            q = self._strategy_fn(self.solver, pool, rng, **self.strategy_params)
+            q = entry.choose(self.solver, pool, rng, **self.strategy_params)
         if q is None:
             return None
         q.cold_start = cold
-        if cold and self.strategy != "ramp-region":
+        if cold and not entry.streams:
             q.strategy = f"{q.strategy} (cold start)" if q.strategy != "one-class" else "one-class (cold start)"
         elif cold:
-            q.strategy = "ramp-region (cold start)"
+            q.strategy = f"{self.strategy} (cold start)"
         q.query_ms = 1e3 * (time.perf_counter() - t0)
         self._pending = q
         self._compute_row_ahead(q.index)

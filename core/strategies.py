@@ -29,6 +29,12 @@ gradient           the most misclassified item, smallest y f(x) given the true l
                    (Bordes et al. eq. 12): needs the true labels, simulations only
 ================== ===================================================================== ==============
 
+Each strategy is one entry of the registry (:class:`Strategy`: name, function, default solver,
+whether it reads the whole pool or walks it as a stream, whether it needs the true labels, its
+words for the app); the loop, the comparisons, the command line and the app read every list and
+every check from the entries (:mod:`core.registry`).  Adding a strategy is its function (here or
+in a module of its own) and one ``register(Strategy(...))``.
+
 Cold start (before both classes have a label) uses :data:`COLD_STARTS`:
 ``random`` (the default) or ``one-class`` (Laskov et al. §6.2: rank the pool by
 a one-class incremental SVM and ask about the most anomalous items first).
@@ -53,19 +59,7 @@ from typing import Any
 import numpy as np
 
 from core.kernels import masked_argmax, masked_argmin_abs
-
-STRATEGY_NAMES = ("largest-positive", "near-boundary", "randomized-search", "autoactive",
-                  "ramp-region", "random", "gradient")
-
-DEFAULT_SOLVER = {
-    "largest-positive": "incremental",
-    "near-boundary": "incremental",
-    "randomized-search": "lasvm",
-    "autoactive": "lasvm",
-    "gradient": "lasvm",
-    "random": "lasvm",
-    "ramp-region": "ramp",
-}
+from core.registry import Registry
 
 COLD_STARTS = ("random", "one-class")
 DEFAULT_COLD_START = "random"
@@ -471,28 +465,102 @@ def one_class_cold_start(model, pool, rng: np.random.Generator | None = None, *,
                  f"most anomalous unlabelled item by the one-class SVM (rank {rank + 1} of {len(ranking)})")
 
 
-STRATEGIES: dict[str, Callable[..., Query | None]] = {
-    "largest-positive": largest_positive,
-    "near-boundary": near_boundary,
-    "randomized-search": randomized_search,
-    "autoactive": autoactive,
-    "ramp-region": ramp_region,
-    "random": random_query,
-    "gradient": gradient,
-}
+# ---------------------------------------------------------------------------
+# The registry: one entry per strategy; every list of strategies derives from it
+# ---------------------------------------------------------------------------
 
-# Strategies that need the decision value of every unlabelled item; the others
-# score only the items they draw or walk past.
-WHOLE_POOL = frozenset({"largest-positive", "near-boundary"})
+@dataclass(frozen=True)
+class Strategy:
+    """One query strategy: its function and what the loop, the app and the command line need to know.
+
+    ``choose(model, pool, rng, **params)`` returns a :class:`Query` or ``None`` (see the module notes).
+    ``default_solver``: the solver it runs on unless another is chosen (a name of
+    :mod:`core.solvers`).  ``needs_whole_pool``: it reads the decision value of every unlabelled
+    item, so the loop keeps them current at any pool size (the others score only what they draw
+    or walk past).  ``streams``: it walks the pool as a stream; the loop keeps a seeded order and
+    a cursor and calls ``choose(model, pool, rng, order=..., cursor=..., threshold=...)`` (the
+    ``threshold`` parameter, 1 by default; ``inf`` in the cold start, when every item of the stream
+    is asked about), and counts the items passed over.  ``needs_oracle``: it reads the true labels
+    (``pool.oracle_y``), so it runs in simulations only and the app offers it for comparisons, not
+    for labelling.  ``relevant_first``: it asks about the items most likely positive first (the
+    screener's heuristic: on documents, the app's "auto" model is then the review model).
+    ``words``: how it picks the next item in a screener's words (the app's New session form).
+    """
+
+    name: str
+    choose: Callable[..., Query | None]
+    default_solver: str
+    needs_whole_pool: bool = False
+    streams: bool = False
+    needs_oracle: bool = False
+    relevant_first: bool = False
+    words: str = ""
+
+    def __post_init__(self):
+        if not callable(self.choose):
+            raise ValueError(f"strategy {self.name!r}: choose must be a function, got {self.choose!r}")
+        if self.needs_whole_pool and self.streams:
+            raise ValueError(f"strategy {self.name!r}: a strategy reads the whole pool or walks it as a stream, "
+                             "not both")
+
+    @property
+    def label(self) -> str:
+        """What the app shows for it: its words, else its name."""
+        return self.words or self.name
+
+
+def _check_entry(entry: Strategy) -> None:
+    from core import solvers
+
+    if not isinstance(entry, Strategy):
+        raise TypeError(f"a strategy entry is a core.strategies.Strategy, got {type(entry).__name__}")
+    if entry.default_solver not in solvers.REGISTRY:
+        raise ValueError(f"strategy {entry.name!r}: unknown default solver {entry.default_solver!r}; choose one of "
+                         f"{', '.join(solvers.names())}")
+
+
+REGISTRY: Registry[Strategy] = Registry("strategy", _check_entry)
+# register(Strategy(...)) makes a strategy known to the loop, the comparisons, the command line and the app
+# (replace=True: in place of the entry of that name); get(name) is its entry (a ValueError naming the
+# strategies otherwise); names(); unregister(name)
+register, unregister, get, names = REGISTRY.register, REGISTRY.unregister, REGISTRY.get, REGISTRY.names
+
+for _entry in (
+    Strategy("largest-positive", largest_positive, "incremental", needs_whole_pool=True, relevant_first=True,
+             words="Most likely relevant first"),
+    Strategy("near-boundary", near_boundary, "incremental", needs_whole_pool=True, words="Most uncertain first"),
+    Strategy("randomized-search", randomized_search, "lasvm",
+             words="Most uncertain of a random sample (fast on a large pool)"),
+    Strategy("autoactive", autoactive, "lasvm", words="Uncertain items found by sampling (fast on a large pool)"),
+    Strategy("ramp-region", ramp_region, "ramp", streams=True,
+             words="In turn, asking only about the items the model is unsure of"),
+    Strategy("random", random_query, "lasvm", words="Random"),
+    Strategy("gradient", gradient, "lasvm", needs_oracle=True,
+             words="Most misclassified, given the true labels (simulations only)"),
+):
+    register(_entry)
+del _entry
+
+#: the strategy a loop and a new session use unless told otherwise
+DEFAULT_STRATEGY = "near-boundary"
+#: the strategy every comparison measures the others against (its draws are the cold start's own)
+BASELINE = "random"
+
+# The names the contracts promise, as live views of the registry (docs/design.md, "Query strategies")
+STRATEGY_NAMES = REGISTRY.name_list()
+STRATEGIES = REGISTRY.name_table(lambda e: e.choose)
+DEFAULT_SOLVER = REGISTRY.name_table(lambda e: e.default_solver)
+# strategies that need the decision value of every unlabelled item; the others score only what they look at
+WHOLE_POOL = REGISTRY.name_list(lambda e: e.needs_whole_pool)
 
 
 def get_strategy(name: str) -> Callable[..., Query | None]:
-    if name not in STRATEGIES:
-        raise ValueError(f"unknown strategy {name!r}; choose one of {', '.join(STRATEGY_NAMES)}")
-    return STRATEGIES[name]
+    """The function of strategy ``name``."""
+    return get(name).choose
 
 
-__all__ = ["AUTOACTIVE_ENOUGH", "AUTOACTIVE_MAX_DRAWS", "COLD_STARTS", "DEFAULT_COLD_START", "DEFAULT_SAMPLE_SIZE",
-           "DEFAULT_SOLVER", "Pool", "Query", "STRATEGIES", "STRATEGY_NAMES", "autoactive", "autoactive_delta",
-           "get_strategy", "gradient", "largest_positive", "near_boundary", "one_class_cold_start",
-           "one_class_ranking", "ramp_region", "random_query", "randomized_search"]
+__all__ = ["AUTOACTIVE_ENOUGH", "AUTOACTIVE_MAX_DRAWS", "BASELINE", "COLD_STARTS", "DEFAULT_COLD_START",
+           "DEFAULT_SAMPLE_SIZE", "DEFAULT_SOLVER", "DEFAULT_STRATEGY", "Pool", "Query", "REGISTRY", "STRATEGIES",
+           "STRATEGY_NAMES", "Strategy", "autoactive", "autoactive_delta", "get", "get_strategy", "gradient",
+           "largest_positive", "names", "near_boundary", "one_class_cold_start", "one_class_ranking", "ramp_region",
+           "random_query", "randomized_search", "register", "unregister"]

@@ -69,9 +69,10 @@ class DenseReferenceSolver(OnlineSolver):
 
 
 @pytest.fixture
-def reference_solver(monkeypatch):
-    monkeypatch.setitem(solvers_pkg._MODULES, "dense-reference", (__name__, "DenseReferenceSolver"))
-    return "dense-reference"
+def reference_solver():
+    solvers_pkg.register(solvers_pkg.Solver("dense-reference", DenseReferenceSolver, exact_unlearn=True))
+    yield "dense-reference"
+    solvers_pkg.unregister("dense-reference")
 
 
 def toy(n=80, seed=0, sep=2.0):
@@ -463,8 +464,14 @@ class SparseRecordingSolver(DenseReferenceSolver):
         return super().decision_function(idx, X)
 
 
-def test_sparse_input_reaches_the_solver_unchanged_when_the_store_takes_it(monkeypatch):
-    monkeypatch.setitem(solvers_pkg._MODULES, "sparse-recording", (__name__, "SparseRecordingSolver"))
+@pytest.fixture
+def sparse_recording_solver():
+    solvers_pkg.register(solvers_pkg.Solver("sparse-recording", SparseRecordingSolver, exact_unlearn=True))
+    yield "sparse-recording"
+    solvers_pkg.unregister("sparse-recording")
+
+
+def test_sparse_input_reaches_the_solver_unchanged_when_the_store_takes_it(monkeypatch, sparse_recording_solver):
     X, y = toy(30, seed=6)
     assert OnlineSVC().__sklearn_tags__().input_tags.sparse  # (the solvers' stores take CSR)
     monkeypatch.setattr(estimator_module, "SPARSE_FORMATS", ("csr",))

@@ -22,14 +22,17 @@ has its own module here:
 """
 
 from app.services.common import (
+    BASELINE,
     COMPARE_STRATEGIES,
     DEFAULT_C,
     DEFAULT_GAMMA,
     DEFAULT_SOLVER,
+    DEFAULT_STRATEGY,
     DEMO_NAME,
     EVAL_FRACTION,
     EVAL_MAX_ITEMS,
     LABEL_STRATEGIES,
+    ORACLE_STRATEGIES,
     SOLVERS,
     STRATEGY_WORDS,
     VALUE_NAMES,
@@ -43,8 +46,8 @@ from app.services.marginlab import MarginLab
 from app.services.snapshots import SNAPSHOT_EVERY, SNAPSHOT_FORMAT, SNAPSHOT_UNDO_STATES
 
 __all__ = [
-    "COMPARE_STRATEGIES", "DEFAULT_C", "DEFAULT_GAMMA", "DEFAULT_SOLVER", "DEMO_NAME", "EVAL_FRACTION",
-    "EVAL_MAX_ITEMS", "LABEL_STRATEGIES", "SNAPSHOT_EVERY", "SNAPSHOT_FORMAT", "SNAPSHOT_UNDO_STATES", "SOLVERS",
-    "STRATEGY_WORDS", "VALUE_NAMES", "Answer", "CsvPreview", "ImportResult", "LabellingRun", "MarginLab",
-    "Outcome", "ServiceError", "ShownItem", "evaluation_split", "scale_features",
+    "BASELINE", "COMPARE_STRATEGIES", "DEFAULT_C", "DEFAULT_GAMMA", "DEFAULT_SOLVER", "DEFAULT_STRATEGY", "DEMO_NAME",
+    "EVAL_FRACTION", "EVAL_MAX_ITEMS", "LABEL_STRATEGIES", "ORACLE_STRATEGIES", "SNAPSHOT_EVERY", "SNAPSHOT_FORMAT",
+    "SNAPSHOT_UNDO_STATES", "SOLVERS", "STRATEGY_WORDS", "VALUE_NAMES", "Answer", "CsvPreview", "ImportResult",
+    "LabellingRun", "MarginLab", "Outcome", "ServiceError", "ShownItem", "evaluation_split", "scale_features",
 ]

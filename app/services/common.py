@@ -7,23 +7,25 @@ from typing import Any
 
 import numpy as np
 
-from core.strategies import DEFAULT_SOLVER  # default solver of each heuristic (docs/design.md)
+from core import solvers, strategies
+from core.registry import NameList
+from core.strategies import BASELINE, DEFAULT_SOLVER, DEFAULT_STRATEGY  # (docs/design.md)
 
-#: heuristics an analyst can label with (``gradient`` needs the true labels: simulation only)
-LABEL_STRATEGIES = ("near-boundary", "largest-positive", "randomized-search", "autoactive", "ramp-region", "random")
+# The choices offered, as live views of the registries of core.strategies and core.solvers: a strategy or
+# solver registered there is offered here.
+#: heuristics an analyst can label with, the default first (not those that read the true labels:
+#: ``gradient`` is for simulations only)
+LABEL_STRATEGIES = strategies.REGISTRY.name_list(lambda e: not e.needs_oracle, first=DEFAULT_STRATEGY)
 #: how each heuristic picks the next item, in a screener's words (the New session form offers these)
-STRATEGY_WORDS = {
-    "near-boundary": "Most uncertain first",
-    "largest-positive": "Most likely relevant first",
-    "randomized-search": "Most uncertain of a random sample (fast on a large pool)",
-    "autoactive": "Uncertain items found by sampling (fast on a large pool)",
-    "ramp-region": "In turn, asking only about the items the model is unsure of",
-    "random": "Random",
-}
-#: heuristics the Compare page can simulate (the true labels play the oracle)
-COMPARE_STRATEGIES = (*LABEL_STRATEGIES, "gradient")
+STRATEGY_WORDS = strategies.REGISTRY.name_table(lambda e: e.label, where=lambda e: not e.needs_oracle)
+#: heuristics that read the true labels: the Compare page's yardsticks (simulations only)
+ORACLE_STRATEGIES = strategies.REGISTRY.name_list(lambda e: e.needs_oracle)
+#: heuristics the Compare page can simulate (the true labels play the oracle): those, then the yardsticks
+COMPARE_STRATEGIES = NameList(lambda: (*LABEL_STRATEGIES, *ORACLE_STRATEGIES))
 #: solvers the Label page offers
-SOLVERS = ("incremental", "lasvm", "ramp", "active-set")
+SOLVERS = solvers.SOLVER_NAMES
+#: solvers that unlearn an answer exactly (a changed answer is unlearned, not relearned from the start)
+EXACT_SOLVERS = solvers.REGISTRY.name_list(lambda e: e.exact_unlearn)
 #: defaults for the RBF kernel: C = 1 and gamma = 1 / (n_features * Var(X)) ("scale")
 DEFAULT_C = 1.0
 DEFAULT_GAMMA = "scale"
@@ -43,11 +45,11 @@ DEMO_NAME = "digits: 8 vs rest"
 
 VALUE_NAMES = {1: "positive", -1: "negative", 0: "skip"}
 
-__all__ = ["COMPARE_STRATEGIES", "DEFAULT_C", "DEFAULT_GAMMA", "DEFAULT_SOLVER", "DEMO_NAME", "EVAL_FRACTION",
-           "EVAL_MAX_ITEMS", "GAMMA_NAMES", "LABEL_STRATEGIES", "SOLVERS", "STORED_EVAL_FRACTION", "STRATEGY_WORDS",
-           "VALUE_NAMES", "Outcome", "ServiceError", "database_trouble", "gamma_value", "numeric_columns",
-           "penalty_value", "positive_number", "scale_features", "scaled_row_blocks", "scaling_name", "session_kernel",
-           "tuned_params", "whole_number"]
+__all__ = ["BASELINE", "COMPARE_STRATEGIES", "DEFAULT_C", "DEFAULT_GAMMA", "DEFAULT_SOLVER", "DEFAULT_STRATEGY",
+           "DEMO_NAME", "EVAL_FRACTION", "EVAL_MAX_ITEMS", "EXACT_SOLVERS", "GAMMA_NAMES", "LABEL_STRATEGIES",
+           "ORACLE_STRATEGIES", "SOLVERS", "STORED_EVAL_FRACTION", "STRATEGY_WORDS", "VALUE_NAMES", "Outcome",
+           "ServiceError", "database_trouble", "gamma_value", "numeric_columns", "penalty_value", "positive_number",
+           "scale_features", "scaled_row_blocks", "scaling_name", "session_kernel", "tuned_params", "whole_number"]
 
 
 class ServiceError(Exception):
@@ -114,8 +116,8 @@ def model_choice(model: str | None, solver: str | None, meta: dict, C: float, ga
     loss, a tolerance; none: the solver's defaults).  A named model of ``core.presets`` ("review"): its
     own solver and parameters; another solver chosen with it is refused, and so are ``tuned`` ones; C
     and gamma are not used.  "auto" (the New session form's default): the review model for documents
-    (a dataset with text features) searched with ``largest-positive`` and no solver or parameter
-    chosen, otherwise "standard".
+    (a dataset with text features) searched most likely relevant first (a heuristic whose entry says
+    ``relevant_first``: ``largest-positive``) and no solver or parameter chosen, otherwise "standard".
     """
     from core.presets import PRESETS
 
@@ -123,7 +125,8 @@ def model_choice(model: str | None, solver: str | None, meta: dict, C: float, ga
     if model == "auto":
         documents = any(b.get("kind") in ("tfidf", "svd") for b in meta.get("feature_blocks", []))
         chosen = solver is not None or bool(tuned)
-        model = "review" if documents and strategy == "largest-positive" and not chosen else "standard"
+        relevant_first = strategy in strategies.REGISTRY and strategies.get(strategy).relevant_first
+        model = "review" if documents and relevant_first and not chosen else "standard"
     if model in (None, "", "standard"):
         return solver, {"kernel": session_kernel(meta), "C": C, "gamma": gamma, **tuned}
     if model not in PRESETS:
@@ -155,9 +158,10 @@ def tuned_params(*, kernel: str | None = None, loss: str | None = None, tol: Any
     if loss not in (None, ""):
         if loss not in LOSSES:
             raise ServiceError(f"Unknown loss '{loss}'; choose one of {', '.join(LOSSES)}.")
-        if solver != "ramp":
-            raise ServiceError(f"The loss is the ramp solver's choice; the {solver} solver learns the hinge loss. "
-                               "Choose the ramp solver, or leave the loss as it is.")
+        if not (solver in solvers.REGISTRY and "loss" in solvers.get(solver).own_params):
+            takers = " or ".join(e.name for e in solvers.REGISTRY.entries(lambda e: "loss" in e.own_params))
+            raise ServiceError(f"The loss is the {takers} solver's choice; the {solver} solver learns the hinge "
+                               f"loss. Choose the {takers} solver, or leave the loss as it is.")
         tuned["loss"] = loss
     if tol not in (None, ""):
         tol = positive_number(tol, "The tolerance")

@@ -30,8 +30,8 @@ class RunReadouts:
 
     @property
     def n_seen(self) -> int | None:
-        """Items the stream walked past (ramp-region), or None for other heuristics."""
-        if self.loop is None or self.info.strategy != "ramp-region":
+        """Items the stream walked past (a stream heuristic: ramp-region), or None for other heuristics."""
+        if self.loop is None or not self.loop.strategy_entry.streams:
             return None
         return int(self.loop.seen)
 

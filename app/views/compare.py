@@ -3,7 +3,15 @@
 import streamlit as st
 
 from app import auth, charts, ui
-from app.services import COMPARE_STRATEGIES, DEFAULT_SOLVER, SOLVERS, ServiceError
+from app.services import (
+    BASELINE,
+    COMPARE_STRATEGIES,
+    DEFAULT_SOLVER,
+    DEFAULT_STRATEGY,
+    ORACLE_STRATEGIES,
+    SOLVERS,
+    ServiceError,
+)
 from app.services.comparisons import COMPARE_MAX_BUDGET, COMPARE_MAX_SEEDS, with_decimals
 from app.services.stopping import RULE_CHOICES
 
@@ -19,8 +27,9 @@ names = {d.id: ui.visible(f"{d.name} ({d.n_items} items)") for d in labelled}
 # Plain widgets, not a form: Enter in a field only takes the value; only the button starts a run.
 with st.container(border=True, key="compare_settings"):
     dataset_id = st.selectbox("Dataset", list(names), format_func=names.get, key="compare_dataset")
-    strategies = st.multiselect("Heuristics", COMPARE_STRATEGIES, default=["near-boundary", "random"],
-                                help="'gradient' peeks at the true labels: a simulation-only yardstick.",
+    strategies = st.multiselect("Heuristics", list(COMPARE_STRATEGIES), default=[DEFAULT_STRATEGY, BASELINE],
+                                help=" ".join(f"'{name}' peeks at the true labels: a simulation-only yardstick."
+                                              for name in ORACLE_STRATEGIES) or None,
                                 key="compare_strategies")
     solver = st.selectbox("Solver", ["default for each heuristic", *SOLVERS], key="compare_solver",
                           help="Defaults: " + ", ".join(f"{k} → {v}" for k, v in DEFAULT_SOLVER.items()))

@@ -74,7 +74,8 @@ with top_right.popover("New session", icon=":material/add:", width="stretch", ke
                   placeholder="empty: the dataset's positive class",
                   help="What a Positive answer means, in your words (for example 'randomised trials in adults'). "
                        "It is shown beside the answer buttons.")
-    st.selectbox("How to pick the next item", LABEL_STRATEGIES, key="new_strategy", format_func=STRATEGY_WORDS.get,
+    st.selectbox("How to pick the next item", list(LABEL_STRATEGIES), key="new_strategy",
+                 format_func=STRATEGY_WORDS.get,
                  help="Most likely relevant first finds the positives soonest (screening); most uncertain first "
                       "teaches the model fastest; random gives an unbiased sample.")
     st.radio("Model", ["auto", "standard", "review"], key="new_model", horizontal=True,
@@ -89,8 +90,8 @@ with top_right.popover("New session", icon=":material/add:", width="stretch", ke
     with st.expander("Advanced"):
         st.selectbox("Solver", ["default", *SOLVERS], key="new_solver",
                      format_func=lambda name: "default for the heuristic" if name == "default" else name,
-                     help="Defaults: " + ", ".join(f"{STRATEGY_WORDS[k].lower()} → {v}"
-                                                   for k, v in DEFAULT_SOLVER.items() if k in LABEL_STRATEGIES))
+                     help="Defaults: " + ", ".join(f"{STRATEGY_WORDS[k].lower()} → {DEFAULT_SOLVER[k]}"
+                                                   for k in LABEL_STRATEGIES))
         k_col, l_col = st.columns(2)
         k_col.selectbox("Kernel", ["auto", *KERNEL_NAMES], key="new_kernel",
                         format_func=lambda name: "suited to the data" if name == "auto" else name,
@@ -175,7 +176,7 @@ def labelling_panel(session_id: int) -> None:
     update = "–" if run.last_update_ms is None else f"{run.last_update_ms:.1f} ms"
     query = "–" if shown is None or shown.query_ms is None else f"{shown.query_ms:.1f} ms"
     progress = f"**{run.n_labels}** labels ({run.n_positive} positive) · **{run.n_skips}** skips"
-    if run.n_seen is not None and run.info.strategy == "ramp-region":
+    if run.n_seen is not None:  # (a stream heuristic: ramp-region)
         progress += f" · **{run.n_seen}** items seen by the stream"
     progress += f" · pool {len(run.pool_items):,} items"
     if run.has_evaluation:

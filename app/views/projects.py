@@ -19,7 +19,7 @@ with st.expander("New project", icon=":material/add:", expanded=not svc.projects
     left, right = st.columns(2)
     dataset_id = left.selectbox("Dataset", [d.id for d in datasets], key="project_dataset",
                                 format_func={d.id: ui.visible(f"{d.name} ({d.n_items} items)") for d in datasets}.get)
-    strategy = right.selectbox("Heuristic", LABEL_STRATEGIES, key="project_strategy")
+    strategy = right.selectbox("Heuristic", list(LABEL_STRATEGIES), key="project_strategy")
     solver = left.selectbox("Solver", ["default for the heuristic", *SOLVERS], key="project_solver")
     C = right.number_input("C", min_value=ui.C_MIN, value=DEFAULT_C, format="%g", key="project_C")
     per_item = left.number_input("Answers per item on the overlap share", min_value=1, max_value=10, value=2,

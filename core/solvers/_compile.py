@@ -40,10 +40,12 @@ from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from dataclasses import dataclass, replace
 
+from core import solvers
+from core.strategies import DEFAULT_SOLVER, DEFAULT_STRATEGY
+
 #: each solver's compiled loops: the module whose ``warm_up()`` compiles them with the argument types
-#: the solver passes (``lasvm``'s warm-up lives beside its class, the loops in ``_lasvm_compiled``)
-SOLVER_WARM_UPS = {"incremental": "core.solvers._incremental_jit", "lasvm": "core.solvers.lasvm",
-                   "ramp": "core.solvers._ramp_jit", "active-set": "core.solvers._active_set_jit"}
+#: the solver passes (the solvers' registry entries, ``core.solvers.Solver.warm_up``)
+SOLVER_WARM_UPS = solvers.REGISTRY.name_table(lambda e: e.warm_up, where=lambda e: e.warm_up is not None)
 
 #: the kernel routines the Label page needs to show the demo's first item (its row terms)
 FIRST_ITEM_ROUTINES = ("dense_row_terms",)
@@ -51,7 +53,7 @@ FIRST_ITEM_ROUTINES = ("dense_row_terms",)
 #: solver, rbf kernel, float64 rows) and ask for the next item
 FIRST_LABEL_ROUTINES = ("dense_rows", "diag_values", "add_weighted_rows", "rows_dot", "masked_argmin_abs",
                         "masked_count_abs_below")
-FIRST_LABEL_SOLVER = "incremental"
+FIRST_LABEL_SOLVER = DEFAULT_SOLVER[DEFAULT_STRATEGY]
 
 HEARTBEAT_S = 8.0  # a compile still going on is mentioned again after this long without news (< 10 s)
 
