@@ -324,11 +324,13 @@ def summary_table(summary: pd.DataFrame) -> pd.DataFrame:
         return "baseline" if w is None else f"{w:.0f} / {t or 0:.0f} / {lo or 0:.0f}"
 
     rows = []
+    against_random = BASELINE in set(summary["strategy"]) if "strategy" in summary else False
     for r in summary.to_dict(orient="records"):
         seeds = _number(r.get("n_seeds")) or 0
         rows.append({
             "heuristic": r.get("strategy"), "solver": r.get("solver"),
-            "ALC": pm(r.get("alc_mean"), r.get("alc_std")), "vs random W / T / L": wtl(r),
+            "ALC": pm(r.get("alc_mean"), r.get("alc_std")),
+            **({"vs random W / T / L": wtl(r)} if against_random else {}),
             # how soon the positives were found (what a reviewer asks), on screen without scrolling sideways
             **({f"to {level} % recall": reach(r.get(f"labels_recall_{level}"), r.get(f"reached_recall_{level}"),
                                               seeds) for level in (50, 80, 95)}

@@ -446,7 +446,7 @@ def _plan(X, y, *, strategies: Iterable[str] | str, solver: str | dict[str, str]
           test_fraction: float = 0.3, strategy_params: dict[str, dict] | None = None,
           cold_start: str = DEFAULT_COLD_START, stopping: str | list | None = None,
           target_recall: float = stop_rules.DEFAULT_TARGET_RECALL,
-          confidence: float = stop_rules.DEFAULT_CONFIDENCE, baseline: bool = True) -> _Plan:
+          confidence: float = stop_rules.DEFAULT_CONFIDENCE, baseline: bool = False) -> _Plan:
     """Check the arguments of a comparison and list its runs (see :func:`run_comparison`)."""
     # documents and fingerprints stay sparse (CSR rows, as the loop and the kernels take them)
     X = sp.csr_matrix(X, dtype=np.float64) if sp.issparse(X) else np.atleast_2d(np.asarray(X, dtype=np.float64))
@@ -524,15 +524,15 @@ def run_comparison(X, y, *, strategies: Iterable[str] | str, solver: str | dict[
                    strategy_params: dict[str, dict] | None = None,
                    cold_start: str = DEFAULT_COLD_START, stopping: str | list | None = None,
                    target_recall: float = stop_rules.DEFAULT_TARGET_RECALL,
-                   confidence: float = stop_rules.DEFAULT_CONFIDENCE, baseline: bool = True,
+                   confidence: float = stop_rules.DEFAULT_CONFIDENCE, baseline: bool = False,
                    scheduler: str | None = None) -> ComparisonResult:
     """Run query strategies side by side on the same seeds.
 
     Parameters
     ----------
     X : (n, d) features; y : binary labels (+1/-1, 1/0 or booleans), the oracle.
-    strategies : names (list or comma-separated string).  ``random`` is added
-        as the baseline for wins/ties/losses when it is not listed.
+    strategies : names (list or comma-separated string): the runs are these and no other (with
+        ``random`` among them, every other one's wins/ties/losses against it, seed by seed).
     solver : ``None`` (each strategy's default solver), one solver name for
         all, or a dict strategy -> solver.
     solver_params : solver keyword arguments (kernel, C, gamma, ...).
@@ -554,7 +554,7 @@ def run_comparison(X, y, *, strategies: Iterable[str] | str, solver: str | dict[
         (on a Dask cluster the runs not yet done are cancelled; one already under way on a
         worker finishes there and its result is dropped).
     strategy_params : optional dict strategy -> keyword arguments.
-    baseline : add ``random`` when it is not listed (the wins/ties/losses need it).
+    baseline : add ``random`` when it is not listed (off by default: a comparison runs what it is given).
     stopping : stopping rules to run beside each strategy (``core.stopping``:
         e.g. ``"statistical,knee,margin,stability,consecutive:50"``), with the
         statistical rule's ``target_recall`` and ``confidence``.
@@ -737,7 +737,10 @@ def summarise(runs: pd.DataFrame, rows: pd.DataFrame, strategies: list[str]) -> 
 def format_summary(summary: pd.DataFrame) -> str:
     """A plain-text table of the summary (what ``compare`` prints)."""
     head = (f"{'strategy':<18} {'solver':<12} {'ALC':>13} {'ALC log2':>13} {'to 95%':>10} {'to 99%':>10} "
-            f"{'AUC':>6} {'SV':>7} {'upd ms p50/p95':>15} {'qry ms p50/p95':>15} {'vs random W/T/L':>16}")
+            f"{'AUC':>6} {'SV':>7} {'upd ms p50/p95':>15} {'qry ms p50/p95':>15}")
+    against_random = BASELINE in set(summary["strategy"]) if len(summary) else False
+    if against_random:  # (wins/ties/losses need the random runs)
+        head += f" {'vs random W/T/L':>16}"
     recall = "labels_recall_50" in summary
     if recall:
         head += f" {'recall 50%':>11} {'recall 80%':>11} {'recall 95%':>11} {'WSS@95':>7}"
@@ -757,7 +760,7 @@ def format_summary(summary: pd.DataFrame) -> str:
         line = (f"{r.strategy:<18} {r.solver:<12} {alc:>13} {alc2:>13} {reach(r.labels_95, r.reached_95):>10} "
                 f"{reach(r.labels_99, r.reached_99):>10} {number(r.final_auc, '.3f'):>6} {r.final_n_sv:>7.1f} "
                 f"{r.update_ms_median:>7.2f}/{r.update_ms_p95:<7.2f} "
-                f"{r.query_ms_median:>7.2f}/{r.query_ms_p95:<7.2f} {wtl:>16}")
+                f"{r.query_ms_median:>7.2f}/{r.query_ms_p95:<7.2f}" + (f" {wtl:>16}" if against_random else ""))
         if recall:
             line += (f" {reach(r.labels_recall_50, r.reached_recall_50):>11} "
                      f"{reach(r.labels_recall_80, r.reached_recall_80):>11} "

@@ -67,16 +67,13 @@ def with_decimals(frame: pd.DataFrame, decimals: dict[str, int]) -> pd.DataFrame
     return out
 
 
-def runs_said(n_strategies: int, with_baseline: bool, n_references: int, n_seeds: int) -> str:
-    """What the runs of a comparison are, e.g. "3 heuristics, the random baseline and 1 full-data reference,
-    each × 10 seeds": the count of runs is then no surprise (50 for 3 heuristics × 10 seeds)."""
+def runs_said(n_strategies: int, n_references: int, n_seeds: int) -> str:
+    """What the runs of a comparison are, e.g. "3 heuristics and 1 full-data reference, each × 10 seeds":
+    the count of runs is then no surprise (40 for 3 heuristics × 10 seeds)."""
     parts = [f"{n_strategies} heuristic{'s' if n_strategies != 1 else ''}"]
-    if with_baseline:
-        parts.append("the random baseline")
     if n_references:
         parts.append(f"{n_references} full-data reference{'s' if n_references != 1 else ''}")
-    listed = parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
-    return f"{listed}, each × {n_seeds} seed{'s' if n_seeds != 1 else ''}"
+    return f"{' and '.join(parts)}, each × {n_seeds} seed{'s' if n_seeds != 1 else ''}"
 
 
 class Comparisons:
@@ -129,7 +126,7 @@ class Comparisons:
         runs with the review model (``core.presets``; C and gamma are not used), as in a session.
         ``by``: the signed-in person running it; nothing runs, or is stored, once their sign-in has ended.
         """
-        from core.experiment import BASELINE, REFERENCE_TASK, SchedulerError, run_comparison
+        from core.experiment import REFERENCE_TASK, SchedulerError, run_comparison
 
         self.acting(by)
         dataset = self.dataset(dataset_id)
@@ -152,11 +149,9 @@ class Comparisons:
 
         started = time.monotonic()
         last_shown = -math.inf
-        with_baseline = BASELINE not in strategies  # (core.experiment adds it)
-
-        def runs(total: int) -> str:  # per seed: the heuristics, the baseline, a reference per solver
-            references = total // seeds - len(strategies) - with_baseline
-            return runs_said(len(strategies), with_baseline, references, seeds)
+        def runs(total: int) -> str:  # per seed: the heuristics chosen (random among them or not), a reference
+            references = total // seeds - len(strategies)  # per solver
+            return runs_said(len(strategies), references, seeds)
 
         def report(done: int, total: int, description: str, labels: int | None = None,
                    run_budget: int | None = None) -> None:
