@@ -167,7 +167,7 @@ def go_to(page, title: str) -> None:
 
 
 def goto(page, url: str, user: str = OWNER, password: str = OWNER_PASSWORD) -> None:
-    """Load ``url`` as a new visit: sign in again (a sign-in holds per browser session), then open its page."""
+    """Load ``url`` as a new visit: sign in when asked (a browser new to the app is), then open its page."""
     page.goto(url)
     wait_for_app(page)
     if page.get_by_role("button", name="Sign in", exact=True).count():
