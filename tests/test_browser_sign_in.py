@@ -11,12 +11,11 @@ import pytest
 
 from app.server_guard import SIGN_IN_COOKIE
 from app.service import MarginLab
-from tests.test_browser import AppServer, ensure_account, launch_browser, sign_in, wait_for_app
+from tests.test_browser import SIGNED_IN, AppServer, ensure_account, launch_browser, sign_in, wait_for_app
 
 pytestmark = pytest.mark.browser
 
 USER, PASSWORD = "ada", "browser-test-password"
-SIGNED_IN = "[data-testid='stSidebar'] >> text=Signed in as"
 
 
 def sign_in_cookies(context) -> list[dict]:
