@@ -145,6 +145,32 @@ def test_a_sign_in_that_ended_cannot_be_kept_by_a_browser(svc):
     assert teams.browser_sign_ins(svc.engine, who.account_id) == []
 
 
+# --------------------------------------------------------------------------- the pages (AppTest, no browser)
+
+
+def test_signing_out_in_one_tab_signs_out_another_at_its_next_run(tmp_path, monkeypatch):
+    """Two tabs of one account (AppTest: no browser, so each holds its identity; both belong to browser
+    sign-ins): signing out in one ends the other's, which says so and writes nothing more."""
+    from app.services.accounts import SIGN_IN_ENDED
+    from app.ui import plain
+    from tests import test_app
+
+    monkeypatch.setenv("MARGINLAB_DATABASE_URL", f"sqlite:///{tmp_path / 'app.db'}")
+    first, second = test_app.start_app("olga"), test_app.start_app("olga")
+    other = test_app.start_app("bea")
+    for at in (first, second):  # the page hands its ticket to the server, in a script, never in an address
+        [script] = [h.proto.body for h in at.sidebar.get("html")]
+        assert server_guard.SIGN_IN_PATH in script and re.search(r'body: "[A-Za-z0-9_-]{43}"', script)
+        assert at.session_state["identity"].browser_sign_in is not None
+    first.button(key="sign_out").click().run()
+    assert [t.value for t in first.title] == ["Sign in"]
+    assert any(server_guard.SIGN_OUT_PATH in h.proto.body for h in first.get("html"))  # the cookie goes too
+    second.run()
+    assert [t.value for t in second.title] == ["Sign in"] and [e.value for e in second.error] == [plain(SIGN_IN_ENDED)]
+    other.run()
+    assert [t.value for t in other.title] != ["Sign in"]  # (another account's sign-in holds)
+
+
 # --------------------------------------------------------------------------- the endpoint, without a server
 
 
