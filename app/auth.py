@@ -53,6 +53,7 @@ offers it; the provider's e-mail address must be the name of a MarginLab account
 from __future__ import annotations
 
 import json
+import secrets
 import time
 
 import streamlit as st
@@ -181,7 +182,7 @@ def sign_in_page() -> None:
     st.title("Sign in")
     st.caption("MarginLab keeps its datasets and labels for signed-in members only.")
     if st.session_state.pop(FORGET_COOKIE_KEY, False):  # signed out: the browser drops its (revoked) cookie
-        _post_once(SIGN_OUT_PATH, "")
+        _post_once(SIGN_OUT_PATH, secrets.token_hex(8))  # (a body of its own: a second sign-out posts again)
     with st.columns([2, 3])[0], st.form("sign_in", border=True, enter_to_submit=True):
         st.text_input("Name", key="sign_in_name", autocomplete="username")
         st.text_input("Password", type="password", key="sign_in_password", autocomplete="current-password")
@@ -210,11 +211,9 @@ def sign_out() -> None:
         ui.service().sign_out(who if isinstance(who, Identity) else None)
     except ui.PAGE_ERRORS as error:  # the database could not be used: this tab forgets the sign-in all the same
         ui.logger.error("a sign-out could not be stored", exc_info=error)
-        _forget()
         st.session_state.sign_in_error = ("You are signed out in this tab only: the database could not be used, so "
                                           "other tabs may stay signed in. Sign in and out again once it works.")
-    else:
-        _forget()
+    _forget()
     st.session_state[FORGET_COOKIE_KEY] = True
     if _oidc_configured() and getattr(st.user, "is_logged_in", False):
         st.logout()
