@@ -4,7 +4,8 @@ Owners: ``/data``, ``/label``, ``/history``, ``/sessions``, ``/team_label``,
 ``/projects``, ``/compare``, ``/export``, ``/team``, ``/my_labels``; annotators:
 ``/team_label`` and ``/my_labels``. The root ``/`` opens the role's first page,
 Label for owners (with the same query, so ``/?session=3`` works too) and Label
-together for annotators. The labelling session is in the address
+together for annotators; an owner's page's address opens an annotator's first page too (a link
+an owner shared, opened in a browser that keeps an annotator's sign-in). The labelling session is in the address
 (``?session=N``), so a link or a bookmark reopens it.
 """
 
@@ -42,7 +43,9 @@ def view(name: str) -> Path:
 
 def pages(is_owner: bool = True) -> list:
     """The pages of a role for ``st.navigation``: each at its own address, and a hidden root that
-    opens the role's first page (Label for owners, keeping the query: ``/?session=3`` opens session 3)."""
+    opens the role's first page (Label for owners, keeping the query: ``/?session=3`` opens session 3);
+    for an annotator, the owners' pages' addresses are hidden pages that open it too (rather than
+    Streamlit's "Page not found")."""
     names = [name for name in PAGES if is_owner or name in ANNOTATOR_PAGES]
     made = [st.Page(view(name), title=PAGES[name][0], icon=PAGES[name][1], url_path=name) for name in names]
     first = "label" if is_owner else names[0]
@@ -51,7 +54,9 @@ def pages(is_owner: bool = True) -> list:
         st.switch_page(view(first), query_params=st.query_params.to_dict())
 
     root = st.Page(home, title="MarginLab", url_path="", default=True, visibility="hidden")
-    return [root, *made]
+    elsewhere = [st.Page(home, title=PAGES[name][0], url_path=name, visibility="hidden")
+                 for name in PAGES if name not in names]
+    return [root, *made, *elsewhere]
 
 
 def session_in_address() -> int | None:

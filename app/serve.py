@@ -10,9 +10,10 @@ the labelling pages: ``core.solvers._compile``). The first browser tab after a (
 wait for them.
 Uploads, downloads and Streamlit's metrics are guarded here only (``app.server_guard``: uploads from
 signed-in owners only, downloads for the browser session that made them, no metrics): a server started
-with ``streamlit run app/main.py`` serves them as Streamlit does. A tab left open across a restart loads
-its page from the new server by itself (``app.reconnect``; under ``streamlit run app/main.py`` it goes
-on showing the old page until clicked).
+with ``streamlit run app/main.py`` serves them as Streamlit does. The endpoint that gives a browser its
+sign-in cookie is served here only too: under ``streamlit run app/main.py`` a sign-in holds per tab.
+A tab left open across a restart loads its page from the new server by itself (``app.reconnect``;
+under ``streamlit run app/main.py`` it goes on showing the old page until clicked).
 Runs as a script too (``python path/to/app/serve.py``), from any directory.  Files changed under
 a running server are not reloaded unless ``--server.fileWatcherType auto`` is given.
 """

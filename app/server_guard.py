@@ -13,6 +13,13 @@ them to anyone who can reach the server. ``install`` wraps the application Strea
   browser whose session asked for it, for ``DOWNLOAD_SECONDS`` after it was made;
 - ``/_stcore/metrics`` (Streamlit's counters, with the names of its caches) is not served.
 
+- ``POST /_marginlab/browser-sign-in`` (``SIGN_IN_PATH``) takes the one-time ticket a page that has
+  just been signed in hands over (in the body, never in an address) and answers with the browser's
+  sign-in cookie (``SIGN_IN_COOKIE``: HttpOnly, SameSite=Strict, Secure when the page is on https; see
+  ``app.auth``); ``POST /_marginlab/browser-sign-out`` (``SIGN_OUT_PATH``) answers with that cookie
+  removed. Both only to a request from a page of this server (its ``Origin`` names the host the request
+  was sent to; a browser's ``Sec-Fetch-Site`` says ``same-origin`` where it sends one).
+
 The pages say who is signed in in each browser session (``note_signed_in`` / ``note_signed_out``,
 from ``app/main.py``); a browser is known by the token of its XSRF cookie (random, set by the
 server, sent by the browser with every request to it and with its websocket).
@@ -20,11 +27,15 @@ server, sent by the browser with every request to it and with its websocket).
 
 from __future__ import annotations
 
+import logging
 import re
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from urllib.parse import urlsplit
+
+logger = logging.getLogger(__name__)
 
 #: seconds during which the file of a download button can be fetched after it was made (the browser
 #: fetches it at once; a link copied elsewhere finds nothing afterwards)
@@ -34,6 +45,14 @@ XSRF_COOKIE = "_streamlit_xsrf"
 #: uploads a browser session may hold at once, in files of the largest size the server accepts
 #: (``server.maxUploadSize``): the file shown and the one replacing it
 UPLOADS_PER_SESSION = 2
+
+#: the cookie that keeps a browser's sign-in: a random token, of which the database holds only the hash
+SIGN_IN_COOKIE = "marginlab_signin"
+#: where a signed-in page exchanges its one-time ticket for the cookie, and where it has the cookie removed
+SIGN_IN_PATH = "/_marginlab/browser-sign-in"
+SIGN_OUT_PATH = "/_marginlab/browser-sign-out"
+#: the largest body the sign-in endpoint reads (a ticket is 43 characters)
+_TICKET_BODY_LIMIT = 1024
 
 _UPLOAD = re.compile(r"^/_stcore/upload_file/(?P<session>[^/]+)/(?P<file>[^/]+)$")
 _MEDIA = re.compile(r"^/media/(?P<file>[^/]+)$")
@@ -202,8 +221,11 @@ class Guard:
     """ASGI middleware around Streamlit's application: see the module's docstring."""
 
     def __init__(self, app, runtime, *, base_path: str = "", downloads: Downloads | None = None,
-                 is_signed_in: Callable[[str], SignedIn | None] = signed_in):
+                 is_signed_in: Callable[[str], SignedIn | None] = signed_in,
+                 redeem_ticket: Callable[[str], object] | None = None):
         self.app = app
+        #: a ticket -> the ``BrowserCookie`` for it, or None (default: the process's service)
+        self.redeem_ticket = redeem_ticket or _redeem_with_the_service
         self.runtime = runtime
         self.base = "/" + base_path.strip("/") if base_path.strip("/") else ""
         self.uploads = Uploads(upload_budget())
@@ -234,6 +256,9 @@ class Guard:
             return
         path = self._local_path(scope.get("path", ""))
         try:
+            if path in (SIGN_IN_PATH, SIGN_OUT_PATH):
+                await self._browser_sign_in(scope, receive, send, signing_in=path == SIGN_IN_PATH)
+                return
             if path == _METRICS:
                 raise Refused(404, "Not found")
             upload = _UPLOAD.match(path)
@@ -257,6 +282,31 @@ class Guard:
         if self.base and path.startswith(self.base + "/"):
             path = path[len(self.base):]
         return path.rstrip("/") or "/"
+
+    # -- the browser's sign-in cookie ----------------------------------------------------------------
+    async def _browser_sign_in(self, scope, receive, send, *, signing_in: bool) -> None:
+        """Set the sign-in cookie for a valid one-time ticket (the request's body), or remove it."""
+        if scope["method"] != "POST":
+            raise Refused(405, "Method not allowed")
+        secure = _from_this_server(scope)
+        path = self.base + "/"
+        if not signing_in:
+            await _respond(send, 204, headers=[(b"set-cookie", sign_in_cookie("", 0, path=path, secure=secure))])
+            return
+        body = await _read_body(receive, _TICKET_BODY_LIMIT)
+        ticket = body.decode("ascii", "replace").strip()
+        from starlette.concurrency import run_in_threadpool
+
+        try:
+            cookie = await run_in_threadpool(self.redeem_ticket, ticket)
+        except Exception as error:  # noqa: BLE001 - the database could not be used: said, not raised
+            logger.error("a browser sign-in could not be kept", exc_info=error)
+            raise Refused(503, "The sign-in could not be kept by the browser: the database could not be used.") \
+                from None
+        if cookie is None:
+            raise Refused(403, "This sign-in ticket is not valid (used, expired or unknown).")
+        await _respond(send, 204, headers=[(b"set-cookie", sign_in_cookie(cookie.token, cookie.max_age(), path=path,
+                                                                          secure=secure))])
 
     # -- uploads -----------------------------------------------------------------------------------
     async def _upload(self, scope, receive, send, session: str, file: str) -> None:
@@ -358,11 +408,65 @@ def _content_length(scope) -> int | None:
 
 
 async def _answer(send, refused: Refused) -> None:
-    body = refused.message.encode()
-    await send({"type": "http.response.start", "status": refused.status,
-                "headers": [(b"content-type", b"text/plain; charset=utf-8"),
-                            (b"content-length", str(len(body)).encode())]})
+    await _respond(send, refused.status, refused.message.encode())
+
+
+async def _respond(send, status: int, body: bytes = b"", headers: list[tuple[bytes, bytes]] = ()) -> None:
+    await send({"type": "http.response.start", "status": status,
+                "headers": [(b"content-type", b"text/plain; charset=utf-8"), (b"cache-control", b"no-store"),
+                            (b"content-length", str(len(body)).encode()), *headers]})
     await send({"type": "http.response.body", "body": body})
+
+
+async def _read_body(receive, limit: int) -> bytes:
+    """The request's body; ``Refused`` (413) past ``limit`` bytes."""
+    body = b""
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            raise Refused(400, "The request ended before its body.")
+        body += message.get("body", b"")
+        if len(body) > limit:
+            raise Refused(413, "Too large")
+        if not message.get("more_body"):
+            return body
+
+
+def _headers(scope) -> dict[str, str]:
+    return {key.decode("latin-1").lower(): value.decode("latin-1") for key, value in scope.get("headers", [])}
+
+
+def _from_this_server(scope) -> bool:
+    """Whether the request came from a page of this server (else ``Refused``, 403): its ``Origin`` names the
+    host it was sent to (``Host``, or the ``X-Forwarded-Host`` of a reverse proxy), and ``Sec-Fetch-Site``,
+    where the browser sends it, says ``same-origin``. Returns whether that page is on https (the cookie is
+    then sent over https only)."""
+    headers = _headers(scope)
+    refused = Refused(403, "Only a page of this server may ask for this.")
+    if headers.get("sec-fetch-site", "same-origin") != "same-origin":
+        raise refused
+    origin = urlsplit(headers.get("origin", ""))
+    if origin.scheme not in ("http", "https") or not origin.netloc:
+        raise refused
+    hosts = {headers.get("host", ""), headers.get("x-forwarded-host", "").split(",")[-1].strip()}
+    if origin.netloc.lower() not in {host.lower() for host in hosts if host}:
+        raise refused
+    return origin.scheme == "https" or scope.get("scheme") == "https"
+
+
+def sign_in_cookie(token: str, max_age: int, *, path: str = "/", secure: bool = False) -> bytes:
+    """The ``Set-Cookie`` value of the browser's sign-in: script cannot read it (HttpOnly), no other site's
+    page or link sends it (SameSite=Strict), and over https only when the page is on https."""
+    parts = [f"{SIGN_IN_COOKIE}={token}", f"Path={path}", f"Max-Age={int(max_age)}", "HttpOnly", "SameSite=Strict"]
+    if secure:
+        parts.append("Secure")
+    return "; ".join(parts).encode("latin-1")
+
+
+def _redeem_with_the_service(ticket: str):
+    from app import ui
+
+    return ui.process_service().redeem_browser_ticket(ticket)
 
 
 def install() -> None:

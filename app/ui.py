@@ -106,6 +106,11 @@ def service() -> MarginLab:
         st.stop()
 
 
+def process_service() -> MarginLab:
+    """The same service as ``service``, for code outside a page run (the server's guard): errors raise."""
+    return _service_for(database_url())
+
+
 def database_failed(error: Exception, *, where: str = "page") -> None:
     """Say that the database cannot be opened or used (no traceback, no server path), with a way on: try
     again (once the server is back, the disk has room) or, from the menu, another page."""

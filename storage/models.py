@@ -29,7 +29,7 @@ from sqlalchemy import (
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
 #: bump when the tables change; ``init_db`` refuses databases from a newer version
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 
 DISPLAY_KINDS = ("table", "image", "text")
 SESSION_STATUSES = ("active", "closed")
@@ -324,6 +324,33 @@ class SignInThrottle(Base):
     failures: Mapped[int] = mapped_column(Integer)
     locked_until: Mapped[dt.datetime | None]
     updated_at: Mapped[dt.datetime]
+
+
+class BrowserSignIn(Base):
+    """A sign-in kept by a browser (schema version 7): every tab of it that sends the cookie is signed in.
+
+    The browser holds a random token in an HttpOnly cookie; only its SHA-256 (``token_hash``) is
+    stored, so the table holds nothing a browser could present. A sign-in starts with a one-time
+    ticket (``ticket_hash``, valid until ``ticket_expires_at``) that the signed-in page hands to the
+    server for the cookie; redeeming it sets ``token_hash`` and clears the ticket. It holds until
+    ``expires_at`` unless ``revoked_at`` is set (signing out, a new password or role, a disabled
+    account) or the account's ``session_epoch`` is no longer the one it was made under.
+    """
+
+    __tablename__ = "browser_sign_ins"
+    __table_args__ = (Index("ix_browser_sign_in_account", "account_id"),
+                      Index("ix_browser_sign_in_expires_at", "expires_at"))
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    account_id: Mapped[int] = mapped_column(ForeignKey("accounts.id", ondelete="CASCADE"))
+    token_hash: Mapped[str | None] = mapped_column(String(64), unique=True)
+    ticket_hash: Mapped[str | None] = mapped_column(String(64), unique=True)
+    ticket_expires_at: Mapped[dt.datetime | None]
+    session_epoch: Mapped[int] = mapped_column(Integer)
+    created_at: Mapped[dt.datetime]
+    last_used_at: Mapped[dt.datetime | None]
+    expires_at: Mapped[dt.datetime]
+    revoked_at: Mapped[dt.datetime | None]
 
 
 class Project(Base):

@@ -101,8 +101,10 @@ def test_an_annotator_cannot_reach_the_owner_pages(db_url):
     assert any("not a member of an active project" in i.value for i in at.info)
     for page in ("views/export.py", "views/data.py", "views/team.py", "views/projects.py", "views/label.py",
                  "views/compare.py", "views/history.py", "views/sessions.py"):
-        # the navigation of an annotator has two pages; no other can be opened
-        with pytest.raises(Exception, match=r"Known pages: \['MarginLab', [^,]*team_label\.py', [^,]*my_labels\.py'\]"):
+        # the navigation of an annotator has two pages; no other can be opened (the owners' pages' addresses
+        # are hidden pages without a file of their own: they open her first page)
+        with pytest.raises(Exception, match=r"Known pages: \['MarginLab', [^,]*team_label\.py', [^,]*my_labels\.py'"
+                                            r"(, '[a-z_]+')*\]"):
             at.switch_page(page)
     at.switch_page("views/my_labels.py").run()
     assert titles(at) == ["My labels"] and not at.get("download_button")

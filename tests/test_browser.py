@@ -154,7 +154,7 @@ def sign_in(page, user: str = OWNER, password: str = OWNER_PASSWORD) -> None:
     page.get_by_role("textbox", name="Name").fill(user)
     page.get_by_role("textbox", name="Password").fill(password)
     page.get_by_role("button", name="Sign in", exact=True).click()
-    page.wait_for_selector("[data-testid='stSidebar'] >> text=Signed in as", timeout=60_000)
+    page.wait_for_selector(SIGNED_IN, timeout=60_000)
     wait_for_app(page)
 
 
@@ -166,10 +166,25 @@ def go_to(page, title: str) -> None:
     wait_for_app(page)
 
 
+#: the sidebar's line of a signed-in page
+SIGNED_IN = "[data-testid='stSidebar'] >> text=Signed in as"
+
+
 def goto(page, url: str, user: str = OWNER, password: str = OWNER_PASSWORD) -> None:
-    """Load ``url`` as a new visit: sign in again (a sign-in holds per browser session), then open its page."""
+    """Load ``url`` as a visit of ``user``: signed in already where the browser keeps ``user``'s sign-in, else
+    through the sign-in page (another person's sign-in the browser keeps is dropped first); then open its page."""
+    from app.server_guard import SIGN_IN_COOKIE
+
     page.goto(url)
+    page.locator(SIGNED_IN).or_(page.get_by_role("button", name="Sign in", exact=True)).first.wait_for(
+        timeout=60_000)
     wait_for_app(page)
+    shown = page.locator(SIGNED_IN)
+    if shown.count() and f"Signed in as {user} (" not in shown.first.inner_text().replace("\u2060", ""):
+        page.context.clear_cookies(name=SIGN_IN_COOKIE)  # (the browser forgets it: not a sign-out)
+        page.goto(url)
+        page.get_by_role("button", name="Sign in", exact=True).wait_for(timeout=60_000)
+        wait_for_app(page)
     if page.get_by_role("button", name="Sign in", exact=True).count():
         sign_in(page, user, password)
         path = url.split("://", 1)[-1].partition("/")[2].strip("/")

@@ -153,18 +153,15 @@ def test_an_annotator_cannot_export_or_read_another_annotator_s_answers(tmp_path
                         "(old) => { const el = document.querySelector('.st-key-item_caption');"
                         " return el && el.innerText.trim() !== old; }", arg=before, timeout=30_000)
                     wait_for_app(page)
-                # the owners' pages are not there for her, whatever the address
+                # the owners' pages are not there for her, whatever the address (her browser keeps her sign-in)
                 for path in ("export", "data", "projects", "team", "compare"):
                     page.goto(f"{server.url}/{path}")
-                    wait_for_app(page)
-                    page.get_by_role("textbox", name="Name").fill("ann")
-                    page.get_by_role("textbox", name="Password").fill(OWNER_PASSWORD)
-                    page.get_by_role("button", name="Sign in", exact=True).click()
-                    page.wait_for_selector("[data-testid='stSidebar'] >> text=Signed in as", timeout=60_000)
+                    page.wait_for_selector("[data-testid='stSidebar'] >> text=Signed in as ann", timeout=60_000)
                     wait_for_app(page)
                     page.wait_for_selector("h1", timeout=60_000)  # (the page after the sign-in is drawn)
                     headings = [h.strip() for h in page.locator("h1").all_inner_texts()]
                     assert headings == ["Label together"], (path, headings)
+                    assert page.get_by_text("Page not found").count() == 0, path
                     assert page.locator("[data-testid='stDownloadButton']").count() == 0, path
                 # her history holds her two answers and nobody else's
                 go_to(page, "My labels")

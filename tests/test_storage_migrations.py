@@ -292,7 +292,7 @@ def test_migration_0006_keeps_every_account_and_moves_the_lock_to_sign_in_thrott
             connection.execute(text("UPDATE accounts SET failed_attempts = 7, locked_until = :until "
                                     "WHERE role = 'annotator'"), {"until": dt.datetime(2030, 1, 1, tzinfo=dt.UTC)})
         before = table_rows(engine, ["accounts", "annotators"])
-        assert storage.init_db(engine) == SCHEMA_VERSION == 6
+        assert storage.init_db(engine) == SCHEMA_VERSION
         assert schema_differences(engine) == []
         after = table_rows(engine, ["accounts", "annotators"])
         assert after["annotators"] == before["annotators"]
@@ -312,5 +312,36 @@ def test_migration_0006_keeps_every_account_and_moves_the_lock_to_sign_in_thrott
         with engine.connect() as connection:
             assert not inspect(connection).has_table("sign_in_throttles")
             assert connection.execute(text("SELECT version FROM schema_info")).scalar_one() == 5
+    finally:
+        engine.dispose()
+
+
+def test_migration_0007_adds_browser_sign_ins_and_keeps_every_account(database_url):
+    """Schema version 7 adds ``browser_sign_ins`` (sign-ins kept by a browser) and changes nothing else,
+    both ways."""
+    from alembic import command
+
+    from app.services import MarginLab
+    from app.services.accounts import hash_password
+    from storage import teams
+
+    engine = storage.make_engine(database_url)
+    try:
+        with engine.begin() as connection:
+            command.upgrade(migrations.alembic_config(connection), "0006_sign_in_throttles")
+        teams.create_account(engine, name="olga", role="owner", password_hash=hash_password("a-long-password"))
+        before = table_rows(engine, ["accounts", "annotators"])
+        assert storage.init_db(engine) == SCHEMA_VERSION == 7
+        assert schema_differences(engine) == []
+        assert table_rows(engine, ["accounts", "annotators", "browser_sign_ins"]) == {**before, "browser_sign_ins": []}
+        svc = MarginLab(engine)
+        who, ticket = svc.begin_browser_sign_in(svc.sign_in("olga", "a-long-password"))
+        assert svc.browser_identity(svc.redeem_browser_ticket(ticket).token) == who
+        with engine.begin() as connection:
+            command.downgrade(migrations.alembic_config(connection), "0006_sign_in_throttles")
+        with engine.connect() as connection:
+            assert not inspect(connection).has_table("browser_sign_ins")
+            assert connection.execute(text("SELECT version FROM schema_info")).scalar_one() == 6
+        assert table_rows(engine, ["annotators"]) == {"annotators": before["annotators"]}
     finally:
         engine.dispose()

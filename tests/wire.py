@@ -32,16 +32,20 @@ class Page:
 class WireBrowser:
     """One browser (one XSRF cookie) with one browser session (one websocket)."""
 
-    def __init__(self, url: str, timeout: float = 120.0):
+    def __init__(self, url: str, timeout: float = 120.0, cookies: dict[str, str] | None = None):
+        """``cookies``: more cookies the browser holds (sent with its websocket and its requests)."""
         self.url = url
         self.timeout = timeout
         self.http = requests.Session()
         self.http.get(f"{url}/_stcore/health", timeout=timeout).raise_for_status()
         self.xsrf = self.http.cookies[XSRF_COOKIE]
+        held = {XSRF_COOKIE: self.xsrf, **(cookies or {})}
+        self.http.cookies.update(cookies or {})
         self._open = contextlib.ExitStack()
         self.ws = self._open.enter_context(connect(
             url.replace("http://", "ws://") + "/_stcore/stream", subprotocols=["streamlit", self.xsrf],
-            additional_headers={"Cookie": f"{XSRF_COOKIE}={self.xsrf}", "Origin": url}, open_timeout=timeout,
+            additional_headers={"Cookie": "; ".join(f"{k}={v}" for k, v in held.items()), "Origin": url},
+            open_timeout=timeout,
             max_size=None))
         self.session_id: str | None = None
         self._requests = itertools.count(1)

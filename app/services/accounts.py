@@ -32,6 +32,13 @@ Every action that writes checks its identity against the database first
 (``sign_in_ended``): a disabled account, or one whose password or role changed,
 writes nothing more, whatever page it still has open.
 
+A sign-in lasts for the browser (``app.auth`` says how and why): ``begin_browser_sign_in``
+binds an identity to a new browser sign-in and makes a one-time ticket, ``redeem_browser_ticket``
+exchanges the ticket once for the random token of the browser's cookie, ``browser_identity``
+finds the identity of a token, and ``sign_out`` revokes every browser sign-in of the account.
+The database holds the SHA-256 of tokens and tickets only (``storage.teams``, ``browser_sign_ins``).
+A browser sign-in ends when the identity would (``still_valid``), or when it is revoked.
+
 A fresh installation has no account: the first start creates the owner
 (``MARGINLAB_OWNER_NAME``, default "owner") with the password in
 ``MARGINLAB_OWNER_PASSWORD``, or, when that is not set, a random password
@@ -53,7 +60,7 @@ import time
 from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError
@@ -88,6 +95,12 @@ VERIFY_PER_CLIENT = 2
 VERIFY_WAIT_S = 10.0
 #: a sign-in holds for this long, at most
 SIGN_IN_HOURS = 12
+#: seconds within which a signed-in page hands its one-time ticket to the server for the browser's cookie
+TICKET_SECONDS = 120
+#: a browser sign-in's "last used" is written at most this often (not at every page run)
+LAST_USED_EVERY = dt.timedelta(minutes=5)
+#: the longest token or ticket looked up (``secrets.token_urlsafe(32)`` gives 43 characters)
+_SECRET_MAX_LENGTH = 128
 #: the client of a sign-in whose address is not known (tests, a local connection)
 UNKNOWN_CLIENT = "unknown"
 
@@ -95,8 +108,8 @@ _hasher = PasswordHasher()
 #: checked for names without an account, so that a wrong name takes as long as a wrong password
 _DUMMY_HASH = _hasher.hash(secrets.token_urlsafe(16))
 
-SIGN_IN_ENDED = ("Your sign-in has ended (it expired, or your account was disabled, or its password or role "
-                 "changed): nothing was recorded. Sign in again.")
+SIGN_IN_ENDED = ("Your sign-in has ended (it expired, you signed out in another tab, or your account was disabled, "
+                 "or its password or role changed): nothing was recorded. Sign in again.")
 
 
 class SignInError(ServiceError):
@@ -117,10 +130,34 @@ class Identity:
     epoch: int
     signed_in_at: dt.datetime
     via: str = "password"  # or "oidc"
+    #: the browser sign-in it belongs to (``browser_sign_ins.id``), None for one held by its tab alone
+    browser_sign_in: int | None = None
 
     @property
     def is_owner(self) -> bool:
         return self.role == "owner"
+
+
+@dataclass(frozen=True)
+class BrowserCookie:
+    """What the server sends a browser for its sign-in: the token (only its hash is stored) and until when."""
+
+    token: str
+    expires_at: dt.datetime
+
+    def max_age(self, now: dt.datetime | None = None) -> int:
+        """Seconds the cookie should live (at least 0)."""
+        return max(int((self.expires_at - (now or utc_now())).total_seconds()), 0)
+
+
+def secret_digest(secret: str) -> str:
+    """The SHA-256 hex digest a token or ticket is stored and looked up under (it is random and 256 bits
+    long: no salt or slow hash is needed for it, unlike a password)."""
+    return hashlib.sha256(secret.encode()).hexdigest()
+
+
+def _looks_like_a_secret(secret: object) -> bool:
+    return isinstance(secret, str) and 0 < len(secret) <= _SECRET_MAX_LENGTH and secret.isascii()
 
 
 def hash_password(password: str) -> str:
@@ -339,7 +376,65 @@ class Accounts:
         if account is None or account.disabled or account.session_epoch != identity.epoch \
                 or account.name != identity.name:
             return None
+        if identity.browser_sign_in is not None:  # signed out (in any tab), or revoked with the account's change
+            kept = teams.get_browser_sign_in(self.engine, identity.browser_sign_in)
+            if kept is None or kept.revoked_at is not None or kept.expires_at <= utc_now() \
+                    or kept.account_id != identity.account_id:
+                return None
         return identity
+
+    # -- a sign-in kept by the browser
+    def begin_browser_sign_in(self, identity: Identity) -> tuple[Identity, str]:
+        """Make ``identity``'s sign-in one the browser keeps: the identity bound to a new browser sign-in
+        (signing out anywhere, or a change of the account, ends it), and a one-time ticket, valid for
+        ``TICKET_SECONDS``, that the page hands to the server (``redeem_browser_ticket``) for the
+        browser's cookie. The sign-in ends when ``identity``'s would (``SIGN_IN_HOURS`` after it began).
+        ``SignedOutError`` when ``identity``'s sign-in has ended already."""
+        if identity is None or self.still_valid(identity) is None:
+            raise SignedOutError(SIGN_IN_ENDED)
+        ticket = secrets.token_urlsafe(32)
+        sign_in_id = teams.create_browser_sign_in(
+            self.engine, identity.account_id, session_epoch=identity.epoch, ticket_hash=secret_digest(ticket),
+            ticket_expires_at=utc_now() + dt.timedelta(seconds=TICKET_SECONDS), created_at=identity.signed_in_at,
+            expires_at=identity.signed_in_at + dt.timedelta(hours=SIGN_IN_HOURS))
+        if sign_in_id is None:  # (the account changed in between)
+            raise SignedOutError(SIGN_IN_ENDED)
+        return replace(identity, browser_sign_in=sign_in_id), ticket
+
+    def redeem_browser_ticket(self, ticket: str) -> BrowserCookie | None:
+        """The cookie for a ticket from ``begin_browser_sign_in``, once: a new random token, of which only
+        the hash is stored. None for a ticket that is unknown, used, expired, or whose sign-in ended."""
+        if not _looks_like_a_secret(ticket):
+            return None
+        token = secrets.token_urlsafe(32)
+        kept = teams.redeem_browser_ticket(self.engine, secret_digest(ticket), secret_digest(token), now=utc_now())
+        return None if kept is None else BrowserCookie(token, kept.expires_at)
+
+    def browser_identity(self, token: str | None) -> Identity | None:
+        """The identity signed in in the browser that sent ``token`` (its cookie), as the database has it
+        now; None when the token is unknown or its sign-in ended (see ``still_valid``)."""
+        if not _looks_like_a_secret(token):
+            return None
+        kept = teams.find_browser_sign_in(self.engine, secret_digest(token))
+        if kept is None or kept.revoked_at is not None:
+            return None
+        account = teams.get_account_by_id(self.engine, kept.account_id)
+        if account is None:
+            return None
+        found = self.still_valid(Identity(account.id, account.name, account.role, kept.session_epoch,
+                                          kept.created_at, browser_sign_in=kept.id))
+        now = utc_now()
+        if found is not None and (kept.last_used_at is None or now - kept.last_used_at > LAST_USED_EVERY):
+            teams.note_browser_sign_in_used(self.engine, kept.id, now=now)
+        return found
+
+    def sign_out(self, identity: Identity | None) -> int:
+        """End ``identity``'s account's sign-ins everywhere: every browser sign-in of the account is revoked,
+        so every tab and browser that used one is signed out at its next page run, and its cookie, sent
+        again, finds nothing. How many were revoked. (An ended sign-in may sign out too.)"""
+        if identity is None:
+            return 0
+        return teams.revoke_browser_sign_ins(self.engine, identity.account_id)
 
     # -- members (owners only)
     def accounts(self) -> list[teams.AccountInfo]:
