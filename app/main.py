@@ -43,12 +43,26 @@ def run_app() -> None:
         return
     server_guard.note_signed_in(who)
     auth.sidebar(who)
+    if who.is_owner:
+        warn_when_unguarded()
     st.session_state.annotator = who.name  # the sessions lists show one's own sessions first
     ui.show_failure()  # (what a button's callback met: ui.guarded)
     # the database failing while a page is drawn (a server restarting, a damaged page of labels): said in the
     # app's words, with a way on, not in Streamlit's error box
     with ui.failures_said("page"):
         st.navigation(navigation.pages(is_owner=who.is_owner)).run()
+
+
+def warn_when_unguarded() -> None:
+    """Owners are told when the app is shared on a network by a bare ``streamlit run``: uploads, downloads and
+    the browser sign-in are then Streamlit's own, unguarded (``app.server_guard``)."""
+    from streamlit import config
+
+    if server_guard.unguarded_on_a_network(config.get_option("server.address"),
+                                           served_to_a_browser=bool(st.context.headers.get("Host"))):
+        st.sidebar.warning("This server was started with `streamlit run` and can be reached from other machines, "
+                           "without MarginLab's guard on uploads and downloads. Start it with `python -m app.serve "
+                           "--server.address ADDRESS` (what `make run` does) to share it.", icon=":material/shield:")
 
 
 # Streamlit runs this file as __main__ for every page view. A multiprocessing child started from a process

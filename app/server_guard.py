@@ -484,3 +484,24 @@ def install() -> None:
 
     create_starlette_app.guarded = True
     starlette_server.create_starlette_app = create_starlette_app
+
+
+#: addresses that only this machine reaches
+LOOPBACK = {"127.0.0.1", "localhost", "::1"}
+
+
+def installed() -> bool:
+    """Whether this process's server is guarded (started by ``app.serve``, not ``streamlit run``)."""
+    from streamlit.web.server.starlette import starlette_server
+
+    return bool(getattr(starlette_server.create_starlette_app, "guarded", False))
+
+
+def unguarded_on_a_network(address: str | None, served_to_a_browser: bool) -> bool:
+    """Whether a server others can reach serves uploads and downloads without the guard: ``address`` is the
+    server's ``server.address`` (None: Streamlit listens on every interface), ``served_to_a_browser`` whether
+    a real browser asked (a test harness has no server to reach)."""
+    if installed() or not served_to_a_browser:
+        return False
+    return address is None or address.strip("[]") not in LOOPBACK
+

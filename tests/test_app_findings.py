@@ -230,3 +230,22 @@ def test_titles_and_abstracts_are_imported_as_one_document_unless_kept_apart(db_
         terms = svc.dataset(dataset.id).feature_names
         assert ("title:screening" in terms and "abstract:screening" in terms) == apart, terms[:8]
         assert ("screening" in terms) == (not apart)
+
+
+def test_owners_are_told_when_the_app_is_shared_without_its_guard(db_url, monkeypatch):
+    from app import server_guard
+
+    asked = []
+
+    def unguarded(address, served_to_a_browser):
+        asked.append((address, served_to_a_browser))
+        return True
+
+    monkeypatch.setattr(server_guard, "unguarded_on_a_network", unguarded)
+    owner = start_app("olga")
+    assert any("started with `streamlit run`" in w.value for w in owner.sidebar.warning)
+    assert asked and asked[-1][1] is False  # (AppTest: no browser asked; the answer here is the patched one)
+    annotator = start_app("ann", role="annotator")
+    assert not any("streamlit run" in w.value for w in annotator.sidebar.warning)
+    monkeypatch.setattr(server_guard, "unguarded_on_a_network", lambda address, served_to_a_browser: False)
+    assert not any("streamlit run" in w.value for w in start_app("olga").sidebar.warning)

@@ -174,3 +174,24 @@ def test_the_guard_is_put_around_the_application_streamlit_builds(monkeypatch):
     runtime = FakeRuntime()
     app = starlette_server.create_starlette_app(runtime)
     assert isinstance(app, server_guard.Guard) and app.app == "app" and built == [runtime]
+
+
+def test_a_server_shared_without_the_guard_is_told_to_owners(monkeypatch):
+    from streamlit.web.server.starlette import starlette_server
+
+    from app import server_guard
+
+    unguarded = starlette_server.create_starlette_app
+    monkeypatch.setattr(starlette_server, "create_starlette_app", unguarded)
+    assert not getattr(unguarded, "guarded", False)
+    # a bare `streamlit run` on every interface or on a network address, reached by a browser: told
+    assert server_guard.unguarded_on_a_network(None, served_to_a_browser=True)
+    assert server_guard.unguarded_on_a_network("0.0.0.0", served_to_a_browser=True)
+    assert server_guard.unguarded_on_a_network("192.168.1.20", served_to_a_browser=True)
+    # this machine only, or no browser (a test harness): nothing to tell
+    for address in ("127.0.0.1", "localhost", "::1", "[::1]"):
+        assert not server_guard.unguarded_on_a_network(address, served_to_a_browser=True)
+    assert not server_guard.unguarded_on_a_network("0.0.0.0", served_to_a_browser=False)
+    server_guard.install()  # what app.serve does: guarded, nothing to tell wherever it listens
+    assert server_guard.installed()
+    assert not server_guard.unguarded_on_a_network("0.0.0.0", served_to_a_browser=True)
