@@ -40,8 +40,9 @@ Design notes
   ``to_state`` instead of a copy, and so does a snapshot of the loop for the
   last labels before it (see below): undo restores those with ``from_state``.
 * **Cold start.**  Until both classes have a label (and at least ``initial``
-  labels have been given) the cold-start rule picks the items: ``random`` or
-  ``one-class`` (see :mod:`core.strategies` for why ``random`` is the default).
+  labels have been given) the cold-start rule picks the items: ``random``,
+  ``one-class`` or ``spread`` (k-means++ seeding, :mod:`core.cold_start`); see
+  :mod:`core.strategies` for why ``random`` is the default.
   For ``ramp-region`` the cold start takes the next item of its stream, which
   is a random item.
 * **Evaluation is cheap.**  With an evaluation set, the kernel column
@@ -84,6 +85,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
+from core.cold_start import spread_cold_start
 from core.kernels import add_scaled_rows, add_weighted_rows, as_data_matrix, masked_count_abs_below
 from core.metrics import accuracy, roc_auc
 from core.solvers import make_solver, solver_class
@@ -308,7 +310,7 @@ class ActiveLearningLoop:
         ``random_state`` defaults to ``seed``.
     strategy_params : keyword arguments of the strategy (e.g. ``sample_size``).
     seed : seeds the queries (see the module notes) and the ramp-region stream.
-    cold_start : ``"random"`` (default) or ``"one-class"``.
+    cold_start : ``"random"`` (default), ``"one-class"`` or ``"spread"`` (:mod:`core.cold_start`).
     initial : at least this many labels are chosen by the cold-start rule.
     eval_X, eval_y : an evaluation set with true labels (+1/-1): ROC AUC and
         accuracy after every label.
@@ -514,6 +516,8 @@ class ActiveLearningLoop:
                 self._ranking = one_class_ranking(self.X, np.random.default_rng([self.seed, 0x0C5]),
                                                   **self._one_class_params())
             q = one_class_cold_start(self.solver, pool, rng, ranking=self._ranking)
+        elif cold and self.cold_start == "spread":
+            q = spread_cold_start(self.solver, pool, rng)
         elif cold:
             q = random_query(self.solver, pool, rng)
             if q is not None:

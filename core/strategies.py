@@ -30,8 +30,9 @@ gradient           the most misclassified item, smallest y f(x) given the true l
 ================== ===================================================================== ==============
 
 Cold start (before both classes have a label) uses :data:`COLD_STARTS`:
-``random`` (the default) or ``one-class`` (Laskov et al. §6.2: rank the pool by
-a one-class incremental SVM and ask about the most anomalous items first).
+``random`` (the default), ``one-class`` (Laskov et al. §6.2: rank the pool by
+a one-class incremental SVM and ask about the most anomalous items first) or
+``spread`` (k-means++ seeding in the kernel's feature space, ``core.cold_start``).
 
 Why ``random`` is the default cold start: it makes no assumption about which
 class is rare or how it lies in feature space.  The one-class ranking pays off
@@ -67,7 +68,7 @@ DEFAULT_SOLVER = {
     "ramp-region": "ramp",
 }
 
-COLD_STARTS = ("random", "one-class")
+COLD_STARTS = ("random", "one-class", "spread")
 DEFAULT_COLD_START = "random"
 
 # Bordes et al. (2005) §4.3: the best of 59 random draws lies in the best 5% of
