@@ -603,8 +603,11 @@ class ActiveLearningLoop:
                 self.cursor = q.cursor
         return q, entry
 
-    def teach(self, i, y) -> HistoryRow:
-        """Learn label ``y`` (+1 / -1) for item ``i``; returns the new history row."""
+    def teach(self, i, y, *, provenance: str | None = None) -> HistoryRow:
+        """Learn label ``y`` (+1 / -1) for item ``i``; returns the new history row.
+
+        ``provenance``: the history row's ``asked_by`` for an item the loop did not ask about (default
+        ``"analyst"``; ``"prior"`` for a known item, ``core.priors``)."""
         i = self._check_item(i)
         if y not in (-1, 1) or isinstance(y, bool):
             raise ValueError(f"label must be -1 or +1, got {y!r}")
@@ -646,7 +649,7 @@ class ActiveLearningLoop:
         sv, coef, _ = self.solver.coefficients()
         row = HistoryRow(
             step=len(self.events), item=i, label=y, n_labels=self.n_labels,
-            asked_by=q.strategy if q is not None else "analyst", score=score,
+            asked_by=q.strategy if q is not None else (provenance or "analyst"), score=score,
             n_sv=int(len(sv)), n_bound=self.solver.count_at_bound(sv, coef, rel=1e-9),
             n_in_margin=self._n_in_margin(), update_ms=update_ms,
             query_ms=q.query_ms if q is not None else float("nan"), kernel_evals=int(kernel_evals),
