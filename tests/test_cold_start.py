@@ -48,3 +48,21 @@ def test_spread_cold_start_says_why_it_chose_an_item():
     assert picks[1][1].startswith("cold start, spread over the pool (k-means++ seeding): drawn with probability "
                                   "in proportion to its squared distance to the nearest item already asked (")
     assert "times the average over the 430 unlabelled items" in picks[2][1]
+
+
+def test_compare_takes_the_cold_start(tmp_path):
+    from tests.test_cli import run_cli
+
+    X, cluster = _clusters()
+    path = tmp_path / "clusters.csv"
+    path.write_text("a,b,kind\n" + "".join(f"{float(a)!r},{float(b)!r},{'rare' if c == 3 else 'common'}\n"
+                                           for (a, b), c in zip(X, cluster, strict=True)))
+    args = ("compare", "--data", path, "--label-column", "kind", "--positive", "rare", "--strategies",
+            "largest-positive", "--budget", "12", "--seeds", "2", "--test-fraction", "0")
+    r = run_cli(*args, "--cold-start", "spread", "--json")
+    assert r.returncode == 0, r.stderr
+    import json
+
+    assert json.loads(r.stdout)["config"]["cold_start"] == "spread"
+    r = run_cli(*args, "--cold-start", "kmeans")
+    assert r.returncode == 2 and "invalid choice: 'kmeans'" in r.stderr
