@@ -30,9 +30,10 @@ from core.features import Standardizer, scale_features
 from core.kernels import KERNEL_NAMES
 from core.metrics import accuracy, roc_auc
 from core.presets import PRESETS
+from core.priors import PriorError, read_keys, rows_of_keys
 from core.solvers import SOLVER_NAMES
 from core.solvers import get as solver_entry
-from core.strategies import STRATEGY_NAMES
+from core.strategies import COLD_STARTS, STRATEGY_NAMES
 
 EXIT_USAGE = 2
 BUNDLED_PREFIX = "bundled:"
@@ -90,6 +91,15 @@ def _positive_int(text: str) -> int:
     if value < 1:
         raise argparse.ArgumentTypeError(f"expected a positive whole number, got {text!r}")
     return value
+
+
+def _prior_counts(text: str) -> tuple[int, int]:
+    from core.priors import parse_counts
+
+    try:
+        return parse_counts(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def _separator(text: str) -> str:
@@ -220,6 +230,20 @@ def build_parser() -> argparse.ArgumentParser:
                       help="held-out fraction, stratified per seed (default: the experiment's; 0 keeps every item "
                            "in the pool: recall measures only, no AUC)")
     cmp_.add_argument("--out", metavar="results.csv", help="write the tidy per-label rows to this CSV file")
+    cmp_.add_argument("--cold-start", choices=COLD_STARTS, default=None,
+                      help="how items are chosen until both classes have a label: random (the default), one-class "
+                           "(the most anomalous first) or spread (k-means++ seeding over the pool)")
+    known = cmp_.add_argument_group("prior knowledge (core.priors)")
+    known.add_argument("--prior", type=_prior_counts, metavar="P,N",
+                       help="P known positives and N known negatives drawn per seed from the true labels of the "
+                            "pool, learned before the first question (ASReview's --n-prior-included/"
+                            "--n-prior-excluded); --initial then defaults to 0")
+    known.add_argument("--prior-keys", metavar="FILE",
+                       help="the known items instead: a text file of item keys, one a line (values of "
+                            "--key-column, else item numbers 0..n-1); --initial then defaults to 0")
+    known.add_argument("--key-column", metavar="COL",
+                       help="column of unique item keys: what --prior-keys names, and how --json names the "
+                            "priors (prior_keys)")
     stop = cmp_.add_argument_group("stopping rules (core.stopping)")
     stop.add_argument("--stopping", metavar="RULES",
                       help="rules run beside each strategy: statistical, knee, margin, stability, consecutive:N "
@@ -266,7 +290,7 @@ def load_data(args: argparse.Namespace, source: str | None = None, notice_prefix
                   text_max_features=args.text_max_features, text_svd=args.text_svd, text_blocks=args.text_blocks,
                   smiles_column=args.smiles_column, fingerprint_radius=args.fingerprint_radius,
                   fingerprint_bits=args.fingerprint_bits, invalid_smiles=args.invalid_smiles,
-                  seed=getattr(args, "seed", 0))
+                  seed=getattr(args, "seed", 0), key_column=getattr(args, "key_column", None))
     for notice in ds.notices:
         print(f"note: {notice_prefix}{notice}", file=sys.stderr)
     return ds
@@ -497,6 +521,20 @@ def _default_initial(experiment) -> int | None:
     return None if default is None or default.default is inspect.Parameter.empty else int(default.default)
 
 
+def _prior_options(args: argparse.Namespace) -> dict:
+    """``--prior`` / ``--prior-keys`` as ``run_comparison``'s options (the keys read, not yet matched)."""
+    if args.prior is not None and args.prior_keys:
+        raise CLIError("give --prior P,N (drawn per seed) or --prior-keys FILE (given items), not both")
+    if args.prior is not None:
+        return {"prior": args.prior}
+    if args.prior_keys:
+        try:
+            return {"prior_keys": read_keys(args.prior_keys)}
+        except PriorError as exc:
+            raise CLIError(f"--prior-keys: {exc}") from None
+    return {}
+
+
 def run_compare(args: argparse.Namespace) -> str:
     """Run ``core.experiment.run_comparison`` and return what to print (summary table or JSON)."""
     try:
@@ -526,6 +564,9 @@ def run_compare(args: argparse.Namespace) -> str:
         if not stopping:
             raise CLIError("--stops-out needs --stopping: name the rules whose stops to write")
         _check_writable(args.stops_out, "--stops-out")
+    prior_options = _prior_options(args)
+    if prior_options and args.initial is None:
+        args.initial = 0  # the priors are the start: no random labels after them unless asked for
     initial = args.initial if args.initial is not None else _default_initial(experiment)
     if initial is not None and initial >= args.budget:
         print(f"warning: the {initial} initial labels use the whole --budget {args.budget}: every label is "
@@ -543,7 +584,20 @@ def run_compare(args: argparse.Namespace) -> str:
         per_dataset[name] = {"solver_params": dict(kernel=kernel_for(args, ds), C=args.C, gamma=args.gamma,
                                                    degree=args.degree, coef0=args.coef0, tol=args.tol)}
         per_dataset[name]["solver_params"].update(ramp_params, **model_params)
-    optional = {}
+    if "prior_keys" in prior_options:
+        if several:
+            raise CLIError("--prior-keys names items of one dataset: give one --data")
+        ds = datasets[names[0]]
+        try:
+            keys = prior_options.pop("prior_keys")
+            optional_rows = rows_of_keys(keys, ds.item_keys, len(ds), source=f"--prior-keys {args.prior_keys}")
+        except PriorError as exc:
+            raise CLIError(str(exc)) from None
+        prior_options.update(prior_items=optional_rows,
+                             prior_names=[f"{key!r} (line {line})" for line, key in keys])
+    optional = dict(prior_options)
+    if args.cold_start is not None:
+        optional["cold_start"] = args.cold_start
     if args.initial is not None:
         optional["initial"] = args.initial
     if args.test_fraction is not None:
@@ -554,7 +608,7 @@ def run_compare(args: argparse.Namespace) -> str:
         results = experiment.run_study(data, dataset_options=per_dataset, strategies=strategies,
                                        solver=args.solver, budget=args.budget, seeds=args.seeds, n_jobs=args.jobs,
                                        scheduler=args.scheduler, **optional)
-    except experiment.SchedulerError as exc:
+    except (experiment.SchedulerError, PriorError) as exc:
         raise CLIError(str(exc)) from None
     except (TypeError, ValueError) as exc:
         if not any(ds.is_sparse for ds in datasets.values()):
@@ -576,6 +630,9 @@ def run_compare(args: argparse.Namespace) -> str:
                        "references": result.references.to_dict(orient="records")}
             if stopping:
                 payload.update(stop_summary=result.stop_summary.to_dict(orient="records"))
+            if result.config.get("priors") and ds.item_keys is not None:  # the priors by their keys too
+                payload.update(prior_keys={seed: [ds.item_keys[r] for r in rows]
+                                           for seed, rows in result.config["priors"].items()})
             payloads.append(payload)
         extra = {"out": args.out, **({"stops_out": args.stops_out} if stopping else {})}
         return json.dumps(_jsonable({"datasets": payloads, **extra} if several else {**payloads[0], **extra}))

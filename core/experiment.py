@@ -50,6 +50,7 @@ import numpy as np
 import pandas as pd
 import scipy.sparse as sp
 
+from core import priors as prior_knowledge
 from core import solvers as solver_registry
 from core import stopping as stop_rules
 from core.dask_runs import SCHEDULER_ENV, SchedulerError, collect_in_order, resolve_scheduler, run_on_dask
@@ -67,7 +68,7 @@ from core.solvers import make_solver
 from core.strategies import BASELINE, DEFAULT_COLD_START, DEFAULT_SOLVER, STRATEGY_NAMES
 
 ROW_COLUMNS = ["strategy", "solver", "seed", "n_labels", "auc", "accuracy", "n_sv", "update_ms", "query_ms"]
-EXTRA_COLUMNS = ["item", "label", "score", "n_bound", "n_in_margin", "seen", "cold_start", "recall"]
+EXTRA_COLUMNS = ["item", "label", "score", "n_bound", "n_in_margin", "seen", "cold_start", "recall", "prior"]
 STOP_COLUMNS = ["strategy", "solver", "seed", "rule", "n_labels_at_stop", "recall_at_stop", "positives_total"]
 #: recall levels whose labels the summary reports (document review's and ASReview's measures)
 RECALL_LEVELS = (0.5, 0.8, 0.95)
@@ -109,6 +110,12 @@ class ComparisonResult:
 
     def summary_text(self) -> str:
         text = format_summary(self.summary)
+        if self.config.get("priors"):
+            counts = self.config["prior"].split(",")
+            which = (f"{counts[0]} known positive(s) and {counts[1]} known negative(s) drawn per seed"
+                     if len(counts) == 2 else "the given items")
+            text += (f"\npriors: {which}, learned first; recall X% counts the labels after them, over the "
+                     "positives that are not priors (as ASReview counts them).")
         note = self.reference_note()
         if note:
             text += "\n" + note
@@ -150,9 +157,14 @@ def _binary_labels(y) -> np.ndarray:
     return out
 
 
+def _split_rows(y: np.ndarray, seed: int, test_fraction: float) -> tuple[np.ndarray, np.ndarray]:
+    """(pool rows, evaluation rows) of a seed's split: the pool in its order."""
+    return stratified_split(y, test_fraction, np.random.default_rng([seed, 0xE7A1]))
+
+
 def _split(X: np.ndarray, y: np.ndarray, seed: int, test_fraction: float):
     """(pool X, pool y, evaluation X, evaluation y); the evaluation part is empty for test_fraction 0."""
-    train, test = stratified_split(y, test_fraction, np.random.default_rng([seed, 0xE7A1]))
+    train, test = _split_rows(y, seed, test_fraction)
     return X[train], y[train], X[test], y[test]
 
 
@@ -274,10 +286,13 @@ class _StopWatch:
 
 def _run_strategy(X, y, strategy: str, solver: str, solver_params: dict, strategy_params: dict, budget: int,
                   seed: int, initial: int, test_fraction: float, cold_start: str,
-                  stopping: StoppingSetup | None = None, on_step: Callable[[int, int], None] | None = None
+                  stopping: StoppingSetup | None = None, priors: np.ndarray | None = None,
+                  on_step: Callable[[int, int], None] | None = None
                   ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """One active-learning run with the true labels as the oracle: one dict per label, one per stopping rule.
 
+    ``priors``: positions in the seed's pool of the items known before the run (``core.priors``), learned
+    first, in this order, with their true labels.
     ``on_step(labels, budget)`` is called after every label (progress within the run)."""
     Xtr, ytr, Xte, yte = _split(X, y, seed, test_fraction)
     evaluation = dict(eval_X=Xte, eval_y=yte) if Xte.shape[0] else {}
@@ -286,6 +301,12 @@ def _run_strategy(X, y, strategy: str, solver: str, solver_params: dict, strateg
                               initial=initial, oracle_y=ytr, **evaluation)
     budget = min(int(budget), Xtr.shape[0])
     watch = _StopWatch(stopping, ytr, seed) if stopping is not None else None
+    for i in (() if priors is None else priors):
+        row = loop.teach(int(i), int(ytr[i]), provenance=prior_knowledge.PRIOR)
+        if watch is not None:
+            watch.after_label(loop, row)
+        if on_step is not None:
+            on_step(loop.n_labels, budget)
     while loop.n_labels < budget:
         q = loop.next_query()
         if q is None:  # pool exhausted, or ramp-region has nothing left in its ramp region
@@ -297,15 +318,18 @@ def _run_strategy(X, y, strategy: str, solver: str, solver_params: dict, strateg
             watch.after_label(loop, row)
         if on_step is not None:
             on_step(loop.n_labels, budget)
-    positives = max(int(np.sum(ytr > 0)), 1)
+    known = np.zeros(0, dtype=np.intp) if priors is None else np.asarray(priors, dtype=np.intp)
+    # recall as ASReview counts it: the priors are on neither side
+    positives = max(int(np.sum(ytr > 0)) - int(np.sum(ytr[known] > 0)), 1)
     out, found = [], 0
     for r in loop.history:
-        found += r.label > 0
+        is_prior = r.asked_by == prior_knowledge.PRIOR
+        found += r.label > 0 and not is_prior
         out.append({"strategy": strategy, "solver": solver, "seed": seed, "n_labels": r.n_labels, "auc": r.auc,
                     "accuracy": r.accuracy, "n_sv": r.n_sv, "update_ms": r.update_ms, "query_ms": r.query_ms,
                     "item": r.item, "label": r.label, "score": r.score, "n_bound": r.n_bound,
                     "n_in_margin": r.n_in_margin, "seen": r.seen, "cold_start": r.asked_by.endswith("(cold start)"),
-                    "recall": found / positives})
+                    "recall": found / positives, "prior": is_prior})
     stops = []
     if watch is not None:
         statistical = watch.run_statistical(Xtr, budget, seed) if watch.statistical else None
@@ -446,7 +470,9 @@ def _plan(X, y, *, strategies: Iterable[str] | str, solver: str | dict[str, str]
           test_fraction: float = 0.3, strategy_params: dict[str, dict] | None = None,
           cold_start: str = DEFAULT_COLD_START, stopping: str | list | None = None,
           target_recall: float = stop_rules.DEFAULT_TARGET_RECALL,
-          confidence: float = stop_rules.DEFAULT_CONFIDENCE, baseline: bool = False) -> _Plan:
+          confidence: float = stop_rules.DEFAULT_CONFIDENCE, baseline: bool = False,
+          prior: tuple[int, int] | str | None = None, prior_items: Iterable[int] | None = None,
+          prior_names: Iterable[str] | None = None) -> _Plan:
     """Check the arguments of a comparison and list its runs (see :func:`run_comparison`)."""
     # documents and fingerprints stay sparse (CSR rows, as the loop and the kernels take them)
     X = sp.csr_matrix(X, dtype=np.float64) if sp.issparse(X) else np.atleast_2d(np.asarray(X, dtype=np.float64))
@@ -474,6 +500,8 @@ def _plan(X, y, *, strategies: Iterable[str] | str, solver: str | dict[str, str]
     else:
         solvers = {s: solver or DEFAULT_SOLVER[s] for s in strategies}
 
+    known = _priors_per_seed(y, seeds, float(test_fraction), prior, prior_items, prior_names)
+
     tasks: list[tuple[str, Callable, tuple]] = []
     for seed in seeds:
         for name in sorted(set(solvers.values())) if float(test_fraction) > 0 else ():
@@ -482,10 +510,45 @@ def _plan(X, y, *, strategies: Iterable[str] | str, solver: str | dict[str, str]
         for s in strategies:
             tasks.append((f"{s} ({solvers[s]}), seed {seed}", _run_strategy,
                           (X, y, s, solvers[s], solver_params, strategy_params.get(s, {}), int(budget), seed,
-                           int(initial), float(test_fraction), cold_start, setup)))
+                           int(initial), float(test_fraction), cold_start, setup,
+                           None if known is None else known[seed][0])))
     config = dict(strategies=strategies, solvers=solvers, solver_params=solver_params, budget=int(budget),
                   seeds=seeds, initial=int(initial), test_fraction=float(test_fraction), cold_start=cold_start)
+    if known is not None:  # which items were priors: dataset rows per seed (the same for every strategy)
+        config["prior"] = (f"{prior[0]},{prior[1]}" if prior is not None else "items")
+        config["priors"] = {seed: [int(r) for r in known[seed][1]] for seed in seeds}
     return _Plan(y=y, tasks=tasks, strategies=strategies, solvers=solvers, seeds=seeds, config=config, setup=setup)
+
+
+def _priors_per_seed(y: np.ndarray, seeds: list[int], test_fraction: float, prior, prior_items,
+                     prior_names) -> dict[int, tuple[np.ndarray, np.ndarray]] | None:
+    """seed -> (positions in the seed's pool, dataset rows) of its priors, checked; None without priors."""
+    if prior is None and prior_items is None:
+        return None
+    if prior is not None and prior_items is not None:
+        raise prior_knowledge.PriorError("give prior (counts drawn per seed) or prior_items (given items), not both")
+    if isinstance(prior, str):
+        prior = prior_knowledge.parse_counts(prior)
+    rows = names = None
+    if prior is None:
+        rows = prior_knowledge.check_rows(list(prior_items), len(y))
+        names = None if prior_names is None else [str(n) for n in prior_names]
+        if names is not None and len(names) != len(rows):
+            raise prior_knowledge.PriorError(f"prior_names has {len(names)} names for {len(rows)} prior items")
+    else:
+        if (len(prior) != 2 or any(isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 0
+                                   for v in prior) or sum(prior) == 0):
+            raise prior_knowledge.PriorError("prior must be (known positives, known negatives), whole numbers >= 0 "
+                                             f"and not both 0, got {prior!r}")
+    out = {}
+    for seed in seeds:
+        train, _ = _split_rows(y, seed, test_fraction)
+        if rows is None:
+            positions = prior_knowledge.draw(y[train], int(prior[0]), int(prior[1]), seed)
+        else:
+            positions = prior_knowledge.positions_in_pool(rows, train, len(y), seed, names)
+        out[seed] = (positions, train[positions])
+    return out
 
 
 def _execute(tasks: list[tuple[str, Callable, tuple]], n_jobs: int | None, scheduler: str | None,
@@ -525,7 +588,9 @@ def run_comparison(X, y, *, strategies: Iterable[str] | str, solver: str | dict[
                    cold_start: str = DEFAULT_COLD_START, stopping: str | list | None = None,
                    target_recall: float = stop_rules.DEFAULT_TARGET_RECALL,
                    confidence: float = stop_rules.DEFAULT_CONFIDENCE, baseline: bool = False,
-                   scheduler: str | None = None) -> ComparisonResult:
+                   scheduler: str | None = None, prior: tuple[int, int] | str | None = None,
+                   prior_items: Iterable[int] | None = None,
+                   prior_names: Iterable[str] | None = None) -> ComparisonResult:
     """Run query strategies side by side on the same seeds.
 
     Parameters
@@ -567,11 +632,19 @@ def run_comparison(X, y, *, strategies: Iterable[str] | str, solver: str | dict[
         :class:`SchedulerError` after ``core.dask_runs.SCHEDULER_TIMEOUT`` (10) seconds.  With
         ``"local"`` the program that calls this needs the ``if __name__ == "__main__":`` guard
         (the workers are started as new Python processes).
+    prior : ``(P, N)`` or ``"P,N"``: P known positives and N known negatives drawn per seed from the true
+        labels of the seed's pool (ASReview's ``--n-prior-included`` / ``--n-prior-excluded``), the same
+        items for every strategy of the seed, learned before the first question (``core.priors``).
+    prior_items : instead, the dataset rows of the known items (the same for every seed; an item held
+        out for evaluation is refused: use ``test_fraction=0``); ``prior_names`` names them in messages.
+        With priors, ``config["priors"]`` holds each seed's prior rows, the rows' ``prior`` column marks
+        them, and recall is counted as ASReview counts it: without the priors on either side.  The priors
+        count towards ``budget`` and ``initial`` (pass ``initial=0`` for no random labels after them).
     """
     plan = _plan(X, y, strategies=strategies, solver=solver, solver_params=solver_params, budget=budget,
                  seeds=seeds, initial=initial, test_fraction=test_fraction, strategy_params=strategy_params,
                  cold_start=cold_start, stopping=stopping, target_recall=target_recall, confidence=confidence,
-                 baseline=baseline)
+                 baseline=baseline, prior=prior, prior_items=prior_items, prior_names=prior_names)
     return plan.result(_execute(plan.tasks, n_jobs, resolve_scheduler(scheduler), progress, label_progress))
 
 
@@ -655,6 +728,10 @@ def run_table(rows: pd.DataFrame, references: pd.DataFrame, budget: int,
         if int(seed) in pools:
             n_items, n_pos = pools[int(seed)]
             labels = g["label"].to_numpy()
+            if "prior" in g and g["prior"].astype(bool).any():  # counted as ASReview counts them (core.priors)
+                known = g["prior"].astype(bool).to_numpy()
+                n_items, n_pos = n_items - int(known.sum()), n_pos - int(np.sum(labels[known] > 0))
+                labels = labels[~known]
             record.update(pool_size=n_items, positives_total=n_pos)
             for level in RECALL_LEVELS:
                 record[f"labels_recall_{round(100 * level)}"] = labels_to_recall(labels, n_pos, level)

@@ -40,10 +40,11 @@ Design notes
   ``to_state`` instead of a copy, and so does a snapshot of the loop for the
   last labels before it (see below): undo restores those with ``from_state``.
 * **Cold start.**  Until both classes have a label (and at least ``initial``
-  labels have been given) the cold-start rule picks the items: ``random`` or
-  ``one-class`` (see :mod:`core.strategies` for why ``random`` is the default).
-  For a stream strategy (``ramp-region``) the cold start takes the next item
-  of its stream, which is a random item.
+  labels have been given) the cold-start rule picks the items: ``random``,
+  ``one-class`` or ``spread`` (k-means++ seeding, :mod:`core.cold_start`); see
+  :mod:`core.strategies` for why ``random`` is the default.
+  For a stream strategy (``ramp-region``) the cold start takes the next item of its stream, which
+  is a random item.
 * **Evaluation is cheap.**  With an evaluation set, the kernel column
   K(evaluation items, x_j) of every pool item j that has carried a coefficient
   is computed once (one item at a time, so its value does not depend on what
@@ -85,6 +86,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from core import strategies
+from core.cold_start import spread_cold_start
 from core.kernels import add_scaled_rows, add_weighted_rows, as_data_matrix, masked_count_abs_below
 from core.metrics import accuracy, roc_auc
 from core.solvers import make_solver, solver_class
@@ -306,7 +308,7 @@ class ActiveLearningLoop:
         ``random_state`` defaults to ``seed``.
     strategy_params : keyword arguments of the strategy (e.g. ``sample_size``).
     seed : seeds the queries (see the module notes) and the order of a stream strategy (ramp-region).
-    cold_start : ``"random"`` (default) or ``"one-class"``.
+    cold_start : ``"random"`` (default), ``"one-class"`` or ``"spread"`` (:mod:`core.cold_start`).
     initial : at least this many labels are chosen by the cold-start rule.
     eval_X, eval_y : an evaluation set with true labels (+1/-1): ROC AUC and
         accuracy after every label.
@@ -513,6 +515,8 @@ class ActiveLearningLoop:
                 self._ranking = one_class_ranking(self.X, np.random.default_rng([self.seed, 0x0C5]),
                                                   **self._one_class_params())
             q = one_class_cold_start(self.solver, pool, rng, ranking=self._ranking)
+        elif cold and self.cold_start == "spread":
+            q = spread_cold_start(self.solver, pool, rng)
         elif cold:
             q = random_query(self.solver, pool, rng)
             if q is not None:
@@ -598,8 +602,11 @@ class ActiveLearningLoop:
                 self.cursor = q.cursor
         return q, entry
 
-    def teach(self, i, y) -> HistoryRow:
-        """Learn label ``y`` (+1 / -1) for item ``i``; returns the new history row."""
+    def teach(self, i, y, *, provenance: str | None = None) -> HistoryRow:
+        """Learn label ``y`` (+1 / -1) for item ``i``; returns the new history row.
+
+        ``provenance``: the history row's ``asked_by`` for an item the loop did not ask about (default
+        ``"analyst"``; ``"prior"`` for a known item, ``core.priors``)."""
         i = self._check_item(i)
         if y not in (-1, 1) or isinstance(y, bool):
             raise ValueError(f"label must be -1 or +1, got {y!r}")
@@ -641,7 +648,7 @@ class ActiveLearningLoop:
         sv, coef, _ = self.solver.coefficients()
         row = HistoryRow(
             step=len(self.events), item=i, label=y, n_labels=self.n_labels,
-            asked_by=q.strategy if q is not None else "analyst", score=score,
+            asked_by=q.strategy if q is not None else (provenance or "analyst"), score=score,
             n_sv=int(len(sv)), n_bound=self.solver.count_at_bound(sv, coef, rel=1e-9),
             n_in_margin=self._n_in_margin(), update_ms=update_ms,
             query_ms=q.query_ms if q is not None else float("nan"), kernel_evals=int(kernel_evals),

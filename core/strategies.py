@@ -36,8 +36,9 @@ every check from the entries (:mod:`core.registry`).  Adding a strategy is its f
 in a module of its own) and one ``register(Strategy(...))``.
 
 Cold start (before both classes have a label) uses :data:`COLD_STARTS`:
-``random`` (the default) or ``one-class`` (Laskov et al. §6.2: rank the pool by
-a one-class incremental SVM and ask about the most anomalous items first).
+``random`` (the default), ``one-class`` (Laskov et al. §6.2: rank the pool by
+a one-class incremental SVM and ask about the most anomalous items first) or
+``spread`` (k-means++ seeding in the kernel's feature space, ``core.cold_start``).
 
 Why ``random`` is the default cold start: it makes no assumption about which
 class is rare or how it lies in feature space.  The one-class ranking pays off
@@ -61,7 +62,7 @@ import numpy as np
 from core.kernels import masked_argmax, masked_argmin_abs
 from core.registry import Registry
 
-COLD_STARTS = ("random", "one-class")
+COLD_STARTS = ("random", "one-class", "spread")
 DEFAULT_COLD_START = "random"
 
 # Bordes et al. (2005) §4.3: the best of 59 random draws lies in the best 5% of

@@ -173,7 +173,8 @@ def test_a_wide_table_item_shows_the_features_that_matter_first(db_url):
     order = np.argsort(-relevance, kind="stable")
     assert list(table["feature"]) == [f"f{j}" for j in order]
     np.testing.assert_allclose(table["relevance"], relevance[order] / relevance.max())
-    assert [e.label for e in at.expander] == ["Advanced"]  # (the New session form's): none for the features
+    # the New session form's and the Known items panel's: none for the features
+    assert [e.label for e in at.expander] == ["Advanced", "Known items (0 marked)"]
     assert any(c.value.startswith("All 49 features, the ones that matter most") for c in at.caption)
 
 

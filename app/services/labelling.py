@@ -35,6 +35,7 @@ from app.services.common import (
 )
 from app.services.display import ItemDisplay
 from app.services.history import RunHistory
+from app.services.priors import RunPriors
 from app.services.readouts import RunReadouts
 from app.services.snapshots import SNAPSHOT_EVERY, RunSnapshots
 from app.services.stopping import RunStopping, stopping_settings
@@ -207,7 +208,7 @@ class StoredRows:
         return self.shape[0]
 
 
-class LabellingRun(RunSnapshots, RunReadouts, RunHistory, RunStopping):
+class LabellingRun(RunSnapshots, RunReadouts, RunHistory, RunStopping, RunPriors):
     """A stored labelling session brought to life (see the module docstring)."""
 
     def __init__(self, service: MarginLab, session_id: int):
@@ -437,14 +438,9 @@ class LabellingRun(RunSnapshots, RunReadouts, RunHistory, RunStopping):
         if value not in (1, -1, 0):
             raise ServiceError(f"A label is +1, -1 or 0 (skip), not {value}.")
         with self.lock:
-            try:
-                ended = self.service.sign_in_ended(by)  # (read from the database: it may be down too)
-            except SQLAlchemyError as error:
-                return self._not_recorded(error)
-            if ended:
-                return self._tell(Outcome(False, ended, "error"))
-            if self.problem is not None:
-                return self._tell(Outcome(False, self.problem, "error"))
+            refused = self._refusal(by)
+            if refused is not None:
+                return refused
             shown = self.shown
             if shown is None:
                 return self._tell(Outcome(False, "Every item in the pool has been answered.", "warning"))
@@ -492,6 +488,18 @@ class LabellingRun(RunSnapshots, RunReadouts, RunHistory, RunStopping):
                           "labelling goes on, and the next start replays the answers since the last snapshot.",
                     "warning"))
             return self._tell(Outcome(True, f"{said}."))
+
+    def _refusal(self, by: Identity | None) -> Outcome | None:
+        """Why nothing may be written now (the sign-in has ended, the model cannot be used), or None."""
+        try:
+            ended = self.service.sign_in_ended(by)  # (read from the database: it may be down too)
+        except SQLAlchemyError as error:
+            return self._not_recorded(error)
+        if ended:
+            return self._tell(Outcome(False, ended, "error"))
+        if self.problem is not None:
+            return self._tell(Outcome(False, self.problem, "error"))
+        return None
 
     def _not_recorded(self, error: SQLAlchemyError) -> Outcome:
         """The answer met a failing database (a full disk, a server restarting): nothing was stored."""

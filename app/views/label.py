@@ -4,7 +4,7 @@ import time
 
 import streamlit as st
 
-from app import auth, charts, navigation, stopping_panel, ui
+from app import auth, charts, known_items, navigation, stopping_panel, ui
 from app.services import DEFAULT_C, DEFAULT_SOLVER, LABEL_STRATEGIES, SOLVERS, STRATEGY_WORDS, ServiceError
 from app.services.sessions import FIND_CHARS
 from core.kernels import KERNEL_NAMES
@@ -246,6 +246,7 @@ if not svc.is_open(st.session_state.session_id):
     with st.spinner("Rebuilding the session from its stored labels…"):
         svc.open_session(st.session_state.session_id)
 labelling_panel(st.session_state.session_id)
+known_items.show(svc, st.session_state.session_id, who)  # search the pool, mark known positives and negatives
 st.caption("Keys: **P** positive · **N** negative · **S** skip · **U** undo. "
            "Every answer is saved before the next item appears.")
 st.page_link(navigation.view("history"), label="Label history: change or remove any earlier answer",
