@@ -69,7 +69,7 @@ def one_session(X: np.ndarray, y: np.ndarray, strategy: str, seed: int) -> list[
     """The estimates at every checkpoint of one simulated session, with the truth beside them."""
     loop = ActiveLearningLoop(X, strategy=strategy, seed=seed)
     budget = min(MAX_LABELS, len(X) // 2)
-    labels, asked, rows = [], [], []
+    labels, asked, asked_by, rows = [], [], [], []
     rng = np.random.default_rng([seed, 0xE5])
     while loop.n_labels < budget:
         q = loop.next_query()
@@ -78,6 +78,7 @@ def one_session(X: np.ndarray, y: np.ndarray, strategy: str, seed: int) -> list[
         row = loop.teach(q.index, int(y[q.index]))
         labels.append(int(y[q.index]))
         asked.append(row.score)
+        asked_by.append(q.strategy)
         n = loop.n_labels
         if n < FIRST or n % EVERY:
             continue
@@ -85,7 +86,7 @@ def one_session(X: np.ndarray, y: np.ndarray, strategy: str, seed: int) -> list[
         truth, unlabelled = int(np.sum(y[left] > 0)), int(left.sum())
         est = stopping.estimate_remaining(np.array(labels), np.zeros(n, dtype=bool), [], pool_size=len(X),
                                           unlabelled_scores=loop.pool_scores()[left], asked_scores=np.array(asked),
-                                          confidence=CONFIDENCE)
+                                          asked_by=asked_by, confidence=CONFIDENCE)
         rows.append(_row("model-based", n, truth, unlabelled, est))
         if n % DRAW_EVERY == 0:  # a recall check of DRAWS random items from the unlabelled ones
             drawn_items = rng.choice(np.flatnonzero(left), size=min(DRAWS, unlabelled), replace=False)

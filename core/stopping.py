@@ -1024,6 +1024,10 @@ def platt_scaling(scores, labels, *, max_iter: int = 100) -> tuple[float, float]
 MIN_CALIBRATION_LABELS = 5
 #: model-based estimate: the fit's variance counts this many times in the interval (its standard deviation twice)
 FIT_VARIANCE_FACTOR = 4.0
+#: heuristics that ask about the most likely positives first: scores when asked are the top of the ranking only,
+#: and the model-based estimate runs high (its interval covered the truth at 73% of the checkpoints of
+#: benchmarks/bench_estimate.py): with most labels asked by one of them, only random draws give an estimate
+TOP_FIRST_HEURISTICS = ("largest-positive",)
 
 
 def estimate_from_model(unlabelled_scores, asked_scores, asked_labels, *, found: int,
@@ -1077,15 +1081,18 @@ def estimate_from_model(unlabelled_scores, asked_scores, asked_labels, *, found:
 
 
 def estimate_remaining(labels, drawn, check_starts: Sequence[int], *, pool_size: int,
-                       unlabelled_scores=None, asked_scores=None, target_recall: float = DEFAULT_TARGET_RECALL,
+                       unlabelled_scores=None, asked_scores=None, asked_by: Sequence[str | None] | None = None,
+                       target_recall: float = DEFAULT_TARGET_RECALL,
                        confidence: float = DEFAULT_CONFIDENCE) -> RecallEstimate:
     """The estimate the app and the simulations show, never above the items still unlabelled.
 
     From the latest recall check's random draws when there are any (unbiased, an
     exact interval; the check's end is found with the session's ``target_recall``
     and ``confidence``), otherwise from the model's calibrated scores
-    (:func:`estimate_from_model`); while neither can be had, it says so
-    (``known`` is False) instead of giving a number.
+    (:func:`estimate_from_model`) unless most labels were asked by a heuristic
+    of ``TOP_FIRST_HEURISTICS`` (``asked_by``: the heuristic that asked each
+    label); while neither can be had, it says so (``known`` is False) instead
+    of giving a number.
     """
     target_recall, confidence = check_target(target_recall, confidence)
     y = _labels(labels)
@@ -1101,6 +1108,14 @@ def estimate_remaining(labels, drawn, check_starts: Sequence[int], *, pool_size:
         return _finish("model-based", "the model's scores are not kept for a pool this large; a recall check's "
                                       "random draws give an estimate", found, float("nan"), float("nan"),
                        float("nan"), confidence)
+    if asked_by is not None:
+        top_first = [str(h) for h in asked_by if str(h) in TOP_FIRST_HEURISTICS]
+        if 2 * len(top_first) > len(y):
+            return _finish("model-based", f"most labels were asked by {top_first[-1]}, the most likely positives "
+                                          "first, so the model's scores are calibrated on the top of its ranking "
+                                          "only and would put too many positives among the rest; a recall "
+                                          "check's random draws give an estimate", found, float("nan"),
+                           float("nan"), float("nan"), confidence)
     estimate = estimate_from_model(unlabelled_scores, asked_scores, y, found=found, confidence=confidence)
     return _finish(estimate.method, estimate.description, found, estimate.remaining, estimate.remaining_low,
                    estimate.remaining_high, confidence, unlabelled=unlabelled)
@@ -1112,11 +1127,11 @@ def rule_names(rules: Iterable[RuleSpec]) -> list[str]:
 
 __all__ = ["CALIBRATE_MAX_URN", "CHECK_STRATEGY", "DEFAULT_CONFIDENCE", "DEFAULT_RULES", "DEFAULT_TARGET_RECALL",
            "FIRST_CHECK_SHARE", "FIT_VARIANCE_FACTOR", "KNEE_MIN_LABELS", "MIN_CALIBRATION_LABELS", "RULE_NAMES",
-           "STABILITY_STEP", "STABILITY_THRESHOLD", "STABILITY_WINDOW", "STOP_SET_SIZE", "CheckDesign", "CheckRun",
-           "RecallCheck", "RecallEstimate", "RuleSpec", "RuleState", "SessionView", "StabilityTracker", "check_alpha",
-           "check_design", "check_runs", "check_suggested", "check_target", "cohens_kappa", "consecutive_rule",
-           "estimate_from_draws", "estimate_from_model", "estimate_remaining", "evaluate", "gain_curve",
-           "hypergeometric_p_value", "k_target", "knee_point", "knee_rule", "labels_since_last_positive",
-           "margin_rule", "parse_rules", "pass_draws", "platt_scaling", "recall_check", "rule_names",
-           "sequential_error", "simulated_analyst", "stability_rule", "statistical_rule", "stop_set", "suggested_gap",
-           "urn_interval"]
+           "STABILITY_STEP", "STABILITY_THRESHOLD", "STABILITY_WINDOW", "STOP_SET_SIZE", "TOP_FIRST_HEURISTICS",
+           "CheckDesign", "CheckRun", "RecallCheck", "RecallEstimate", "RuleSpec", "RuleState", "SessionView",
+           "StabilityTracker", "check_alpha", "check_design", "check_runs", "check_suggested", "check_target",
+           "cohens_kappa", "consecutive_rule", "estimate_from_draws", "estimate_from_model", "estimate_remaining",
+           "evaluate", "gain_curve", "hypergeometric_p_value", "k_target", "knee_point", "knee_rule",
+           "labels_since_last_positive", "margin_rule", "parse_rules", "pass_draws", "platt_scaling", "recall_check",
+           "rule_names", "sequential_error", "simulated_analyst", "stability_rule", "statistical_rule", "stop_set",
+           "suggested_gap", "urn_interval"]

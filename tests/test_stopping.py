@@ -520,6 +520,14 @@ def test_the_estimate_says_it_cannot_estimate_yet_instead_of_a_number():
     drawn = np.arange(30) >= 10
     est = st.estimate_remaining(labels2, drawn, [10], pool_size=200)
     assert est.known and est.method == "random draws" and est.remaining_high <= 170
+    # labels asked mostly by largest-positive: the model's scores are calibrated on the top of the ranking only
+    labels3 = np.array([1] * 12 + [-1] * 8)
+    args = dict(pool_size=200, unlabelled_scores=rng.normal(size=180), asked_scores=rng.normal(size=20))
+    by = ["random (cold start)"] * 4 + ["largest-positive"] * 16
+    est = st.estimate_remaining(labels3, np.zeros(20, dtype=bool), [], asked_by=by, **args)
+    assert not est.known and "largest-positive" in est.in_words() and "random draws" in est.in_words()
+    assert st.estimate_remaining(labels3, np.zeros(20, dtype=bool), [], asked_by=["near-boundary"] * 20,
+                                 **args).known
     # no model scores kept (a pool too large): says so
     est = st.estimate_remaining(labels, np.zeros(10, dtype=bool), [], pool_size=200)
     assert not est.known and "cannot estimate yet" in est.in_words()

@@ -142,6 +142,7 @@ class RunStopping:
             asked = np.array([np.nan if a.score is None else a.score for a in self._labelled_answers()])
         estimate = rules.estimate_remaining(view.labels, view.drawn, view.check_starts, pool_size=view.pool_size,
                                             unlabelled_scores=unlabelled, asked_scores=asked,
+                                            asked_by=[a.strategy for a in self._labelled_answers()],
                                             target_recall=target, confidence=confidence)
         gain = pd.DataFrame({"n_labels": np.arange(1, len(view.labels) + 1),
                              "found": np.cumsum(view.labels > 0), "drawn": view.drawn})
