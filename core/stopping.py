@@ -76,8 +76,10 @@ from the random draws of the latest check when there are any (unbiased, an
 exact hypergeometric interval), otherwise from the model (Platt-scaled
 decision values summed over the unlabelled items, once enough of both classes
 were scored when asked), and then labelled as model-based: the labelled items
-were not chosen at random, so that estimate carries no guarantee.  While
-neither can be had it says "cannot estimate yet" and why, not a number.
+were not chosen at random, so that estimate carries no guarantee (and none
+is given when most labels were asked by ``largest-positive``, under which it
+ran high in simulation).  While neither can be had it says "cannot estimate
+yet" and why, not a number.
 Shares are written to two significant digits.
 """
 
