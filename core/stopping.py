@@ -1026,6 +1026,8 @@ def platt_scaling(scores, labels, *, max_iter: int = 100) -> tuple[float, float]
 MIN_CALIBRATION_LABELS = 5
 #: model-based estimate: the fit's variance counts this many times in the interval (its standard deviation twice)
 FIT_VARIANCE_FACTOR = 4.0
+#: model-based estimate: the scores when asked must rank positives above negatives at least this often (ROC AUC)
+MIN_CALIBRATION_AUC = 0.7
 #: heuristics that ask about the most likely positives first: scores when asked are the top of the ranking only,
 #: and the model-based estimate runs high (its interval covered the truth at 73% of the checkpoints of
 #: benchmarks/bench_estimate.py): with most labels asked by one of them, only random draws give an estimate
@@ -1034,13 +1036,17 @@ TOP_FIRST_HEURISTICS = ("largest-positive",)
 
 def estimate_from_model(unlabelled_scores, asked_scores, asked_labels, *, found: int,
                         confidence: float = DEFAULT_CONFIDENCE,
-                        min_labels: int = MIN_CALIBRATION_LABELS) -> RecallEstimate:
+                        min_labels: int = MIN_CALIBRATION_LABELS,
+                        min_auc: float = MIN_CALIBRATION_AUC) -> RecallEstimate:
     """Model-based: Platt-scaled decision values of the unlabelled items, summed (no guarantee).
 
     The sigmoid is fitted on the scores the model gave each labelled item when it
     asked about it (so not on scores of items it had learned), once at least
-    ``min_labels`` positives and as many negatives have such a score; before
-    that the estimate says it cannot estimate yet.  The interval is normal
+    ``min_labels`` positives and as many negatives have such a score, and
+    only while those scores rank a positive above a negative with probability
+    ``min_auc`` or more (a sigmoid on scores that do not rank spreads the
+    positives over the whole pool: "about 930 (0–1,750)" on the demo's
+    digits); otherwise the estimate says it cannot estimate yet.  The interval is normal
     (the Poisson-binomial sum of independent Bernoulli(p_i), approximated), with
     the variance of that sum plus ``FIT_VARIANCE_FACTOR`` times that of the fit
     (delta method: g' H^-1 g, H the Hessian of the fit's log-likelihood, g the
@@ -1066,6 +1072,12 @@ def estimate_from_model(unlabelled_scores, asked_scores, asked_labels, *, found:
                                       f"{min_labels} negative labels were scored when asked ({n_pos} and {n_neg} "
                                       "so far); a recall check's random draws give an estimate at once",
                        found, float("nan"), float("nan"), float("nan"), confidence)
+    auc = _auc(s, y)
+    if auc < min_auc:
+        return _finish("model-based", f"the model's scores when asked do not yet tell positives from negatives "
+                                      f"(ROC AUC {auc:.2f}, below {min_auc:g}); a recall check's random draws "
+                                      "give an estimate", found, float("nan"), float("nan"), float("nan"),
+                       confidence)
     a, b = platt_scaling(s, y)
     f = f[np.isfinite(f)]
     p = special.expit(a * f + b)
@@ -1080,6 +1092,14 @@ def estimate_from_model(unlabelled_scores, asked_scores, asked_labels, *, found:
     return _finish("model-based", f"{what} (no guarantee: the labelled items were chosen by the heuristic, "
                                   "not at random)", found, mean, mean - z * sd, mean + z * sd, confidence,
                    unlabelled=unlabelled)
+
+
+def _auc(scores: np.ndarray, labels: np.ndarray) -> float:
+    """ROC AUC of ``scores`` for ``labels`` (+1 / -1, both present): Mann-Whitney U over the product of the counts."""
+    ranks = stats.rankdata(scores)
+    pos = labels > 0
+    n_pos, n_neg = int(np.sum(pos)), int(np.sum(~pos))
+    return float((np.sum(ranks[pos]) - n_pos * (n_pos + 1) / 2.0) / (n_pos * n_neg))
 
 
 def estimate_remaining(labels, drawn, check_starts: Sequence[int], *, pool_size: int,
@@ -1128,12 +1148,12 @@ def rule_names(rules: Iterable[RuleSpec]) -> list[str]:
 
 
 __all__ = ["CALIBRATE_MAX_URN", "CHECK_STRATEGY", "DEFAULT_CONFIDENCE", "DEFAULT_RULES", "DEFAULT_TARGET_RECALL",
-           "FIRST_CHECK_SHARE", "FIT_VARIANCE_FACTOR", "KNEE_MIN_LABELS", "MIN_CALIBRATION_LABELS", "RULE_NAMES",
-           "STABILITY_STEP", "STABILITY_THRESHOLD", "STABILITY_WINDOW", "STOP_SET_SIZE", "TOP_FIRST_HEURISTICS",
-           "CheckDesign", "CheckRun", "RecallCheck", "RecallEstimate", "RuleSpec", "RuleState", "SessionView",
-           "StabilityTracker", "check_alpha", "check_design", "check_runs", "check_suggested", "check_target",
-           "cohens_kappa", "consecutive_rule", "estimate_from_draws", "estimate_from_model", "estimate_remaining",
-           "evaluate", "gain_curve", "hypergeometric_p_value", "k_target", "knee_point", "knee_rule",
-           "labels_since_last_positive", "margin_rule", "parse_rules", "pass_draws", "platt_scaling", "recall_check",
-           "rule_names", "sequential_error", "simulated_analyst", "stability_rule", "statistical_rule", "stop_set",
-           "suggested_gap", "urn_interval"]
+           "FIRST_CHECK_SHARE", "FIT_VARIANCE_FACTOR", "KNEE_MIN_LABELS", "MIN_CALIBRATION_AUC",
+           "MIN_CALIBRATION_LABELS", "RULE_NAMES", "STABILITY_STEP", "STABILITY_THRESHOLD", "STABILITY_WINDOW",
+           "STOP_SET_SIZE", "TOP_FIRST_HEURISTICS", "CheckDesign", "CheckRun", "RecallCheck", "RecallEstimate",
+           "RuleSpec", "RuleState", "SessionView", "StabilityTracker", "check_alpha", "check_design", "check_runs",
+           "check_suggested", "check_target", "cohens_kappa", "consecutive_rule", "estimate_from_draws",
+           "estimate_from_model", "estimate_remaining", "evaluate", "gain_curve", "hypergeometric_p_value",
+           "k_target", "knee_point", "knee_rule", "labels_since_last_positive", "margin_rule", "parse_rules",
+           "pass_draws", "platt_scaling", "recall_check", "rule_names", "sequential_error", "simulated_analyst",
+           "stability_rule", "statistical_rule", "stop_set", "suggested_gap", "urn_interval"]

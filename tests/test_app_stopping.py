@@ -164,11 +164,16 @@ def test_removing_an_earlier_answer_in_history_moves_the_check_starts_with_the_l
 
 
 def test_the_estimate_uses_the_sessions_target_and_confidence(db_url):
-    run = labelled_run(service(db_url), 40, strategy="near-boundary")
-    assert run.set_stopping(confidence=0.8).ok
+    run = labelled_run(service(db_url), 30)
+    assert run.set_stopping(confidence=0.8).ok and run.start_check().ok
+    answer(run, 5)
     est = run.stopping_status().estimate
-    assert est.method == "model-based" and "no guarantee" in est.description
-    assert est.confidence == 0.8 and "80% interval" in est.in_words()
+    assert est.method == "random draws" and est.confidence == 0.8 and "80% interval" in est.in_words()
+    view = run._stopping_view()
+    at = {c: rules.estimate_remaining(view.labels, view.drawn, view.check_starts, pool_size=view.pool_size,
+                                      confidence=c) for c in (0.8, 0.95)}
+    assert (est.remaining_low, est.remaining_high) == (at[0.8].remaining_low, at[0.8].remaining_high)
+    assert at[0.95].remaining_high - at[0.95].remaining_low > est.remaining_high - est.remaining_low
     unlabelled = len(run.pool_items) - run.n_labels
     assert 0 <= est.remaining_low <= est.remaining <= est.remaining_high <= unlabelled
 

@@ -489,7 +489,9 @@ def test_the_estimate_is_never_above_the_unlabelled_items(data):
         assert est.method in ("random draws", "model-based", "all labelled") and est.method in words
     else:
         assert "cannot estimate yet" in words and est.method in words
-        assert not drawn.any() and min(np.sum(labels > 0), np.sum(labels < 0)) < st.MIN_CALIBRATION_LABELS
+        assert not drawn.any()
+        assert min(np.sum(labels > 0), np.sum(labels < 0)) < st.MIN_CALIBRATION_LABELS or \
+            st._auc(asked, labels) < st.MIN_CALIBRATION_AUC
 
 
 def test_the_estimate_in_words_gives_shares_to_two_significant_digits():
@@ -522,12 +524,17 @@ def test_the_estimate_says_it_cannot_estimate_yet_instead_of_a_number():
     assert est.known and est.method == "random draws" and est.remaining_high <= 170
     # labels asked mostly by largest-positive: the model's scores are calibrated on the top of the ranking only
     labels3 = np.array([1] * 12 + [-1] * 8)
-    args = dict(pool_size=200, unlabelled_scores=rng.normal(size=180), asked_scores=rng.normal(size=20))
+    args = dict(pool_size=200, unlabelled_scores=rng.normal(size=180) - 1,
+                asked_scores=2.0 * labels3 + rng.normal(size=20))
     by = ["random (cold start)"] * 4 + ["largest-positive"] * 16
     est = st.estimate_remaining(labels3, np.zeros(20, dtype=bool), [], asked_by=by, **args)
     assert not est.known and "largest-positive" in est.in_words() and "random draws" in est.in_words()
     assert st.estimate_remaining(labels3, np.zeros(20, dtype=bool), [], asked_by=["near-boundary"] * 20,
                                  **args).known
+    # scores when asked that do not rank the positives above the negatives calibrate nothing: not yet
+    flat = st.estimate_remaining(labels3, np.zeros(20, dtype=bool), [], pool_size=200,
+                                 unlabelled_scores=args["unlabelled_scores"], asked_scores=-labels3 * 0.5)
+    assert not flat.known and "do not yet tell positives from negatives (ROC AUC 0.00" in flat.in_words()
     # no model scores kept (a pool too large): says so
     est = st.estimate_remaining(labels, np.zeros(10, dtype=bool), [], pool_size=200)
     assert not est.known and "cannot estimate yet" in est.in_words()
