@@ -300,6 +300,7 @@ def gain_figure(gain: pd.DataFrame, estimate=None, target_recall: float | None =
                      "y": [v for v, d in zip(found, drawn, strict=True) if d], "mode": "markers",
                      "name": "random draws", "marker": {"color": PALETTE[1], "size": 4}})
     shapes = []
+    top = float(max(found)) if found else 0.0
     if estimate is not None and np.isfinite(estimate.remaining):
         total = estimate.found + estimate.remaining
         low, high = estimate.found + estimate.remaining_low, estimate.found + estimate.remaining_high
@@ -312,7 +313,10 @@ def gain_figure(gain: pd.DataFrame, estimate=None, target_recall: float | None =
             data.append({"type": "scatter", "x": [x[0], x[-1]], "y": [target_recall * total] * 2, "mode": "lines",
                          "name": f"{100 * target_recall:g}% of the estimate",
                          "line": {"color": "#a0aec0", "dash": "dot", "width": 1}})
-    layout = _layout(title, height=height or 330, xtitle="labels", ytitle="positives", yaxis={"rangemode": "tozero"},
+        top = max(top, high)
+    # the axis fits what was found and the estimate's interval (and no more): 8% headroom, at least 1
+    yaxis = {"range": [0, max(1.0, 1.08 * top)], "autorange": False}
+    layout = _layout(title, height=height or 330, xtitle="labels", ytitle="positives", yaxis=yaxis,
                      legend={"orientation": "h", "x": 0, "y": -0.28, "xanchor": "left", "yanchor": "top",
                              "font": {"size": 10}}, wrap=None)
     layout["margin"]["b"] = 70

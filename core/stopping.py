@@ -71,11 +71,16 @@ Rules (``RULE_NAMES``; ``parse_rules("statistical,knee,consecutive:50")``):
     random order.
 
 :func:`estimate_remaining` gives the positives still unlabelled with an
-interval and the recall it implies: from the random draws of the latest check
-when there are any (an exact hypergeometric interval), otherwise from the
-model (Platt-scaled decision values summed over the unlabelled items), and then
-labelled as model-based: the labelled items were not chosen at random, so that
-estimate carries no guarantee.
+interval and the recall it implies, never above the items still unlabelled:
+from the random draws of the latest check when there are any (unbiased, an
+exact hypergeometric interval), otherwise from the model (Platt-scaled
+decision values summed over the unlabelled items, once enough of both classes
+were scored when asked), and then labelled as model-based: the labelled items
+were not chosen at random, so that estimate carries no guarantee (and none
+is given when most labels were asked by ``largest-positive``, under which it
+ran high in simulation).  While neither can be had it says "cannot estimate
+yet" and why, not a number.
+Shares are written to two significant digits.
 """
 
 from __future__ import annotations
@@ -88,6 +93,8 @@ from fractions import Fraction
 
 import numpy as np
 from scipy import special, stats
+
+from core.formatting import for_people
 
 RULE_NAMES = ("statistical", "knee", "margin", "stability", "consecutive")
 DEFAULT_RULES = "statistical,knee,margin,stability,consecutive:50"
@@ -758,7 +765,21 @@ def recall_check(labels, drawn, check_starts: Sequence[int], *, checking: bool, 
 
 
 def _pct(x: float) -> str:
-    return f"{100 * x:.4g}%"
+    """An estimated share as a percentage to two significant digits: 0.09111 -> "9.1%", 0.1105 -> "11%"."""
+    value = 100.0 * float(x)
+    if not math.isfinite(value):
+        return "unknown"
+    if value == 0:
+        return "0%"
+    decimals = max(0, 1 - math.floor(math.log10(abs(value))))
+    rounded = round(value, decimals)
+    decimals = max(0, 1 - math.floor(math.log10(abs(rounded)))) if rounded else decimals  # 9.96 -> 10, not 10.0
+    return f"{rounded:.{decimals}f}%"
+
+
+def _setting_pct(x: float) -> str:
+    """A setting (target recall, confidence) as a percentage, as given: 0.95 -> "95%", 0.975 -> "97.5%"."""
+    return f"{for_people(100.0 * float(x))}%"
 
 
 def simulated_analyst(check: RecallCheck) -> str:
@@ -779,7 +800,7 @@ def simulated_analyst(check: RecallCheck) -> str:
 
 def statistical_rule(check: RecallCheck) -> RuleState:
     """The statistical rule's state in words (see :func:`recall_check`)."""
-    goal = f"recall ≥ {_pct(check.target_recall)} at {_pct(check.confidence)} confidence"
+    goal = f"recall ≥ {_setting_pct(check.target_recall)} at {_setting_pct(check.confidence)} confidence"
     if check.phase == "passed":
         return RuleState("statistical", True,
                          f"statistical: {goal} ({check.draws} random draws, {check.positives_drawn} positive; "
@@ -796,14 +817,22 @@ def statistical_rule(check: RecallCheck) -> RuleState:
         last = check.last
         return RuleState("statistical", False,
                          f"statistical: the random draws found {last.positives if last else 0} positives in "
-                         f"{last.draws if last else 0}, which shows recall below {_pct(check.target_recall)}; "
+                         f"{last.draws if last else 0}, which shows recall below {_setting_pct(check.target_recall)}; "
                          "back to the heuristic, and start a new check when it stops finding positives",
                          needed=None)
     if check.gap_needed is None:
         return RuleState("statistical", False, "statistical: waits for the first positive")
-    when = ("a recall check is suggested now" if check.suggest else
-            f"a recall check is suggested after {check.gap_needed} labels without a positive "
-            f"({check.gap} so far)")
+    if check.suggest:
+        when = "a recall check is suggested now"
+    elif check.gap_needed >= check.urn:  # a gap that long would go through every unlabelled item
+        found = check.found_before
+        why = (f": one missed positive in {found + 1} is already below the target" if check.k_target <= 1
+               else "")
+        when = (f"too few positives found ({found}) for a recall check to be suggested yet{why}; start one when "
+                "the heuristic stops finding positives")
+    else:
+        when = (f"a recall check is suggested after {check.gap_needed} labels without a positive "
+                f"({check.gap} so far)")
     return RuleState("statistical", False,
                      f"statistical: {when}; it would draw at least {check.planned} random items to test {goal}",
                      value=None, needed=check.planned)
@@ -866,16 +895,24 @@ class RecallEstimate:
     confidence: float
     positives_drawn: int | None = None  # for an estimate from random draws
 
+    @property
+    def known(self) -> bool:
+        """False while it cannot be estimated (too few labels scored when asked, no random draws)."""
+        return bool(np.isfinite(self.remaining))
+
     def in_words(self) -> str:
-        if not np.isfinite(self.remaining):
-            return f"Positives still unlabelled: unknown ({self.description})."
+        """The estimate for people: counts as whole numbers, shares to two significant digits, and the method;
+        "cannot estimate yet" and why, instead of a number, while there is none."""
+        if not self.known:
+            return f"Positives still unlabelled: cannot estimate yet. Method: {self.method} — {self.description}."
+        level = _setting_pct(self.confidence)
         interval = f"{self.remaining_low:.0f}–{self.remaining_high:.0f}"
-        recall = f"recall {_pct(self.recall_low)}–{_pct(self.recall_high)}"
+        recall = f"{_pct(self.recall_low)}–{_pct(self.recall_high)}"
         if self.positives_drawn == 0:  # no point estimate worth the name: 0, with a wide interval
-            head = f"Positives still unlabelled: {interval} ({_pct(self.confidence)} interval); {recall}"
+            head = f"Positives still unlabelled: {interval} ({level} interval); recall {recall}"
         else:
-            head = (f"About {self.remaining:.0f} positives still unlabelled ({_pct(self.confidence)} interval "
-                    f"{interval}); recall {_pct(self.recall)} ({_pct(self.recall_low)}–{_pct(self.recall_high)})")
+            head = (f"About {self.remaining:.0f} positives still unlabelled ({level} interval {interval}); "
+                    f"recall {_pct(self.recall)} ({recall})")
         return f"{head}. Method: {self.method} — {self.description}."
 
 
@@ -885,7 +922,14 @@ def _recall(found: int, remaining: float) -> float:
 
 
 def _finish(method: str, description: str, found: int, remaining: float, low: float, high: float,
-            confidence: float, positives_drawn: int | None = None) -> RecallEstimate:
+            confidence: float, positives_drawn: int | None = None, *, unlabelled: int | None = None
+            ) -> RecallEstimate:
+    """The estimate with ``0 <= low <= remaining <= high <= unlabelled`` (NaN stays NaN: not estimated)."""
+    if np.isfinite(remaining):
+        top = float("inf") if unlabelled is None else float(max(0, unlabelled))
+        remaining = float(min(max(remaining, 0.0), top))
+        low = float(min(max(low, 0.0), remaining))
+        high = float(min(max(high, remaining), top))
     return RecallEstimate(method=method, description=description, found=found, remaining=remaining,
                           remaining_low=low, remaining_high=high, recall=_recall(found, remaining),
                           recall_low=_recall(found, high), recall_high=_recall(found, low), confidence=confidence,
@@ -933,8 +977,8 @@ def estimate_from_draws(run: CheckRun, *, found: int, unlabelled: int,
     high = float(min(max(0, k_high - since), unlabelled))
     description = (f"{run.positives} positive{'s' if run.positives != 1 else ''} in {run.draws} items drawn at "
                    f"random from the {run.urn:,} unlabelled when the check started; exact hypergeometric interval")
-    return _finish("random draws", description, found, min(remaining, unlabelled), low, high, confidence,
-                   positives_drawn=run.positives)
+    return _finish("random draws", description, found, remaining, low, high, confidence,
+                   positives_drawn=run.positives, unlabelled=unlabelled)
 
 
 def platt_scaling(scores, labels, *, max_iter: int = 100) -> tuple[float, float]:
@@ -978,26 +1022,62 @@ def platt_scaling(scores, labels, *, max_iter: int = 100) -> tuple[float, float]
     return float(w[0]), float(w[1])
 
 
+#: model-based estimate: labels of each class, scored when asked, before the sigmoid is fitted at all
+MIN_CALIBRATION_LABELS = 5
+#: model-based estimate: the fit's variance counts this many times in the interval (its standard deviation twice)
+FIT_VARIANCE_FACTOR = 4.0
+#: model-based estimate: the scores when asked must rank positives above negatives at least this often (ROC AUC)
+MIN_CALIBRATION_AUC = 0.7
+#: heuristics that ask about the most likely positives first: scores when asked are the top of the ranking only,
+#: and the model-based estimate runs high (its interval covered the truth at 73% of the checkpoints of
+#: benchmarks/bench_estimate.py): with most labels asked by one of them, only random draws give an estimate
+TOP_FIRST_HEURISTICS = ("largest-positive",)
+
+
 def estimate_from_model(unlabelled_scores, asked_scores, asked_labels, *, found: int,
-                        confidence: float = DEFAULT_CONFIDENCE) -> RecallEstimate:
+                        confidence: float = DEFAULT_CONFIDENCE,
+                        min_labels: int = MIN_CALIBRATION_LABELS,
+                        min_auc: float = MIN_CALIBRATION_AUC) -> RecallEstimate:
     """Model-based: Platt-scaled decision values of the unlabelled items, summed (no guarantee).
 
     The sigmoid is fitted on the scores the model gave each labelled item when it
-    asked about it (so not on scores of items it had learned).  The interval is
-    normal, with the variance of a sum of independent Bernoulli(p_i) plus that of
-    the fit (delta method: g' H^-1 g, H the Hessian of the fit's log-likelihood,
-    g the gradient of the sum in (a, b)).  It cannot account for the bias of
-    items chosen by a heuristic rather than at random.
+    asked about it (so not on scores of items it had learned), once at least
+    ``min_labels`` positives and as many negatives have such a score, and
+    only while those scores rank a positive above a negative with probability
+    ``min_auc`` or more (a sigmoid on scores that do not rank spreads the
+    positives over the whole pool: "about 930 (0–1,750)" on the demo's
+    digits); otherwise the estimate says it cannot estimate yet.  The interval is normal
+    (the Poisson-binomial sum of independent Bernoulli(p_i), approximated), with
+    the variance of that sum plus ``FIT_VARIANCE_FACTOR`` times that of the fit
+    (delta method: g' H^-1 g, H the Hessian of the fit's log-likelihood, g the
+    gradient of the sum in (a, b)): the scores when asked come from successive
+    models, not one, and with the fit's variance counted once the interval
+    covered the truth in 91% of the checkpoints of ``benchmarks/bench_estimate.py``
+    under the default heuristic, four times: 98%.  It cannot account for the
+    bias of items chosen by a heuristic rather than at random (under
+    ``largest-positive`` it runs high).  Bounded to [0, unlabelled items].
     """
     f = np.asarray(unlabelled_scores, dtype=np.float64).reshape(-1)
     s = np.asarray(asked_scores, dtype=np.float64).reshape(-1)
     y = _labels(asked_labels)
+    if len(s) != len(y):
+        raise ValueError(f"{len(y)} labels but {len(s)} scores when asked")
     keep = np.isfinite(s)
     s, y = s[keep], y[keep]
+    unlabelled = len(f)
     what = "Platt-scaled decision values of the unlabelled items, summed"
-    if not _both_classes(y):
-        return _finish("model-based", f"{what}: waits for a positive and a negative label scored when asked",
+    n_pos, n_neg = int(np.sum(y > 0)), int(np.sum(y < 0))
+    if min(n_pos, n_neg) < min_labels:
+        return _finish("model-based", f"the model's scores are calibrated once {min_labels} positive and "
+                                      f"{min_labels} negative labels were scored when asked ({n_pos} and {n_neg} "
+                                      "so far); a recall check's random draws give an estimate at once",
                        found, float("nan"), float("nan"), float("nan"), confidence)
+    auc = _auc(s, y)
+    if auc < min_auc:
+        return _finish("model-based", f"the model's scores when asked do not yet tell positives from negatives "
+                                      f"(ROC AUC {auc:.2f}, below {min_auc:g}); a recall check's random draws "
+                                      "give an estimate", found, float("nan"), float("nan"), float("nan"),
+                       confidence)
     a, b = platt_scaling(s, y)
     f = f[np.isfinite(f)]
     p = special.expit(a * f + b)
@@ -1006,26 +1086,61 @@ def estimate_from_model(unlabelled_scores, asked_scores, asked_labels, *, found:
     hessian = np.array([[np.sum(q * s * s), np.sum(q * s)], [np.sum(q * s), np.sum(q)]])
     grad = np.array([np.sum(w * f), np.sum(w)])
     fit_var = float(grad @ np.linalg.lstsq(hessian, grad, rcond=None)[0])
-    mean, sd = float(np.sum(p)), float(np.sqrt(np.sum(w) + max(fit_var, 0.0)))
+    mean = float(np.sum(p))
+    sd = float(np.sqrt(np.sum(w) + FIT_VARIANCE_FACTOR * max(fit_var, 0.0)))
     z = float(stats.norm.ppf(0.5 + confidence / 2.0))
-    low, high = max(0.0, mean - z * sd), min(float(len(f)), mean + z * sd)
     return _finish("model-based", f"{what} (no guarantee: the labelled items were chosen by the heuristic, "
-                                  "not at random)", found, mean, low, high, confidence)
+                                  "not at random)", found, mean, mean - z * sd, mean + z * sd, confidence,
+                   unlabelled=unlabelled)
+
+
+def _auc(scores: np.ndarray, labels: np.ndarray) -> float:
+    """ROC AUC of ``scores`` for ``labels`` (+1 / -1, both present): Mann-Whitney U over the product of the counts."""
+    ranks = stats.rankdata(scores)
+    pos = labels > 0
+    n_pos, n_neg = int(np.sum(pos)), int(np.sum(~pos))
+    return float((np.sum(ranks[pos]) - n_pos * (n_pos + 1) / 2.0) / (n_pos * n_neg))
 
 
 def estimate_remaining(labels, drawn, check_starts: Sequence[int], *, pool_size: int,
-                       unlabelled_scores=None, asked_scores=None, confidence: float = DEFAULT_CONFIDENCE
-                       ) -> RecallEstimate:
-    """The estimate the app shows: from the latest check's draws when there are any, else model-based."""
+                       unlabelled_scores=None, asked_scores=None, asked_by: Sequence[str | None] | None = None,
+                       target_recall: float = DEFAULT_TARGET_RECALL,
+                       confidence: float = DEFAULT_CONFIDENCE) -> RecallEstimate:
+    """The estimate the app and the simulations show, never above the items still unlabelled.
+
+    From the latest recall check's random draws when there are any (unbiased, an
+    exact interval; the check's end is found with the session's ``target_recall``
+    and ``confidence``), otherwise from the model's calibrated scores
+    (:func:`estimate_from_model`) unless most labels were asked by a heuristic
+    of ``TOP_FIRST_HEURISTICS`` (``asked_by``: the heuristic that asked each
+    label); while neither can be had, it says so (``known`` is False) instead
+    of giving a number.
+    """
+    target_recall, confidence = check_target(target_recall, confidence)
     y = _labels(labels)
     found = int(np.sum(y > 0))
     unlabelled = int(pool_size) - len(y)
-    runs = [r for r in check_runs(y, drawn, check_starts, pool_size) if r.draws > 0]
+    if unlabelled <= 0:
+        return _finish("all labelled", "every pool item is labelled", found, 0.0, 0.0, 0.0, confidence,
+                       unlabelled=0)
+    runs = [r for r in check_runs(y, drawn, check_starts, pool_size, target_recall, confidence) if r.draws > 0]
     if runs:
         return estimate_from_draws(runs[-1], found=found, unlabelled=unlabelled, confidence=confidence)
     if unlabelled_scores is None or asked_scores is None:
-        return _finish("model-based", "no model scores", found, float("nan"), float("nan"), float("nan"), confidence)
-    return estimate_from_model(unlabelled_scores, asked_scores, y, found=found, confidence=confidence)
+        return _finish("model-based", "the model's scores are not kept for a pool this large; a recall check's "
+                                      "random draws give an estimate", found, float("nan"), float("nan"),
+                       float("nan"), confidence)
+    if asked_by is not None:
+        top_first = [str(h) for h in asked_by if str(h) in TOP_FIRST_HEURISTICS]
+        if 2 * len(top_first) > len(y):
+            return _finish("model-based", f"most labels were asked by {top_first[-1]}, the most likely positives "
+                                          "first, so the model's scores are calibrated on the top of its ranking "
+                                          "only and would put too many positives among the rest; a recall "
+                                          "check's random draws give an estimate", found, float("nan"),
+                           float("nan"), float("nan"), confidence)
+    estimate = estimate_from_model(unlabelled_scores, asked_scores, y, found=found, confidence=confidence)
+    return _finish(estimate.method, estimate.description, found, estimate.remaining, estimate.remaining_low,
+                   estimate.remaining_high, confidence, unlabelled=unlabelled)
 
 
 def rule_names(rules: Iterable[RuleSpec]) -> list[str]:
@@ -1033,11 +1148,12 @@ def rule_names(rules: Iterable[RuleSpec]) -> list[str]:
 
 
 __all__ = ["CALIBRATE_MAX_URN", "CHECK_STRATEGY", "DEFAULT_CONFIDENCE", "DEFAULT_RULES", "DEFAULT_TARGET_RECALL",
-           "FIRST_CHECK_SHARE", "KNEE_MIN_LABELS", "RULE_NAMES", "STABILITY_STEP", "STABILITY_THRESHOLD",
-           "STABILITY_WINDOW", "STOP_SET_SIZE", "CheckDesign", "CheckRun", "RecallCheck", "RecallEstimate", "RuleSpec",
-           "RuleState", "SessionView", "StabilityTracker", "check_alpha", "check_design", "check_runs",
+           "FIRST_CHECK_SHARE", "FIT_VARIANCE_FACTOR", "KNEE_MIN_LABELS", "MIN_CALIBRATION_AUC",
+           "MIN_CALIBRATION_LABELS", "RULE_NAMES", "STABILITY_STEP", "STABILITY_THRESHOLD", "STABILITY_WINDOW",
+           "STOP_SET_SIZE", "TOP_FIRST_HEURISTICS", "CheckDesign", "CheckRun", "RecallCheck", "RecallEstimate",
+           "RuleSpec", "RuleState", "SessionView", "StabilityTracker", "check_alpha", "check_design", "check_runs",
            "check_suggested", "check_target", "cohens_kappa", "consecutive_rule", "estimate_from_draws",
-           "estimate_from_model", "estimate_remaining", "evaluate", "gain_curve", "hypergeometric_p_value", "k_target",
-           "knee_point", "knee_rule", "labels_since_last_positive", "margin_rule", "parse_rules", "pass_draws",
-           "platt_scaling", "recall_check", "rule_names", "sequential_error", "simulated_analyst", "stability_rule",
-           "statistical_rule", "stop_set", "suggested_gap", "urn_interval"]
+           "estimate_from_model", "estimate_remaining", "evaluate", "gain_curve", "hypergeometric_p_value",
+           "k_target", "knee_point", "knee_rule", "labels_since_last_positive", "margin_rule", "parse_rules",
+           "pass_draws", "platt_scaling", "recall_check", "rule_names", "sequential_error", "simulated_analyst",
+           "stability_rule", "statistical_rule", "stop_set", "suggested_gap", "urn_interval"]

@@ -50,8 +50,9 @@ def test_every_rule_in_words_after_every_label(db_url):
     inside = int(np.count_nonzero(np.abs(run.loop.pool_scores()[available]) < 1))
     assert margin.value == inside and str(inside) in margin.message
     assert status.rule == "statistical" and status.chosen is status.states[0]
-    assert status.estimate.method == "model-based" and "no guarantee" in status.estimate.description
-    assert 0 <= status.estimate.remaining_low <= status.estimate.remaining <= status.estimate.remaining_high
+    # largest-positive asks about the likely positives first: its scores when asked calibrate nothing below them
+    assert status.estimate.method == "model-based" and not status.estimate.known
+    assert "cannot estimate yet" in status.estimate.in_words() and "largest-positive" in status.estimate.description
     labels = [a.value for a in run.answers if a.value]
     assert list(status.gain["found"]) == list(np.cumsum(np.array(labels) > 0))
     # the rules read the session, never the true labels of unlabelled items: same status after the truth is hidden
@@ -141,6 +142,42 @@ def test_undo_before_the_start_of_a_check_ends_it(db_url):
     assert repo.get_session(svc.engine, run.session_id).params[SETTING]["checks"] == []
 
 
+def test_removing_an_earlier_answer_in_history_moves_the_check_starts_with_the_labels(db_url):
+    svc = service(db_url)
+    run = labelled_run(svc, 15)
+    assert run.start_check().ok
+    answer(run, 3)
+    before = run.stopping_status().check.last  # the check's run of draws (it may have ended on its draws)
+    assert run.stopping["checks"] == [15] and (before.start, before.draws) == (15, 3)
+    assert run.remove_label(run.answers[2].label_id).ok  # a heuristic label before the check
+    assert run.stopping["checks"] == [14]
+    assert repo.get_session(svc.engine, run.session_id).params[SETTING]["checks"] == [14]
+    after = run.stopping_status().check.last
+    assert (after.start, after.draws, after.positives, after.urn) == (14, 3, before.positives, before.urn + 1)
+    assert run.stopping_status().estimate.method == "random draws"
+    # a restart reads the same
+    again = service(db_url).open_session(run.session_id).stopping_status().check.last
+    assert (again.start, again.draws) == (14, 3)
+    # removing one of the check's own draws leaves its start where it is
+    assert run.remove_label(run.answers[-1].label_id).ok
+    assert run.stopping["checks"] == [14] and run.stopping_status().check.last.draws == 2
+
+
+def test_the_estimate_uses_the_sessions_target_and_confidence(db_url):
+    run = labelled_run(service(db_url), 30)
+    assert run.set_stopping(confidence=0.8).ok and run.start_check().ok
+    answer(run, 5)
+    est = run.stopping_status().estimate
+    assert est.method == "random draws" and est.confidence == 0.8 and "80% interval" in est.in_words()
+    view = run._stopping_view()
+    at = {c: rules.estimate_remaining(view.labels, view.drawn, view.check_starts, pool_size=view.pool_size,
+                                      confidence=c) for c in (0.8, 0.95)}
+    assert (est.remaining_low, est.remaining_high) == (at[0.8].remaining_low, at[0.8].remaining_high)
+    assert at[0.95].remaining_high - at[0.95].remaining_low > est.remaining_high - est.remaining_low
+    unlabelled = len(run.pool_items) - run.n_labels
+    assert 0 <= est.remaining_low <= est.remaining <= est.remaining_high <= unlabelled
+
+
 def test_stopping_settings_are_checked_stored_and_resumed(db_url):
     svc = service(db_url)
     run = labelled_run(svc, 5)
@@ -183,7 +220,7 @@ def test_label_page_shows_the_stopping_panel_and_runs_a_check(db_url):
     words = [as_shown(c.value) for c in at.caption] + [as_shown(m.value) for m in at.markdown]
     assert any(w.startswith("**When can I stop?**") or "When can I stop?" in w for w in words)
     assert any("margin:" in w and "statistical:" in w and "knee:" in w for w in words)
-    assert any("positives still unlabelled" in w and "model-based" in w for w in words)
+    assert any("positives still unlabelled" in w.lower() and "model-based" in w for w in words)
     assert [i for i in at.info if "Not yet (statistical rule): " in as_shown(i.value)]
     assert len(at.get("plotly_chart")) == 5  # the four live charts and the gain curve
     at.button(key="start_check").click().run()
@@ -216,3 +253,24 @@ def test_compare_page_shows_the_rules_and_recall_curves(db_url):
     assert len(raw) == 2 * 2 * 5 and {"n_labels_at_stop", "recall_at_stop", "positives_total"} <= set(raw[0])
     assert [k.key for k in at.get("plotly_chart")][-1] == "curve_recall"
     assert any(len(df.value) == len(stops) and "rule" in df.value.columns for df in at.dataframe)
+
+
+def test_the_gain_charts_axis_fits_what_was_found_and_the_estimates_interval():
+    import pandas as pd
+
+    from app import charts
+
+    labels = np.array([1] * 30 + [-1] * 70)
+    gain = pd.DataFrame({"n_labels": np.arange(1, 101), "found": np.cumsum(labels > 0),
+                         "drawn": np.zeros(100, dtype=bool)})
+    est = rules.estimate_remaining(labels[:80].tolist() + [-1] * 20, np.arange(100) >= 80, [80], pool_size=400)
+    assert est.method == "random draws"
+    fig = charts.gain_figure(gain, est, 0.95)
+    low, high = fig["layout"]["yaxis"]["range"]
+    top = est.found + est.remaining_high
+    assert low == 0 and top <= high <= 1.1 * top
+    # no estimate (cannot estimate yet): the axis fits the curve itself, not the pool
+    unknown = rules.estimate_remaining(labels, np.zeros(100, dtype=bool), [], pool_size=100_000)
+    assert not unknown.known
+    low, high = charts.gain_figure(gain, unknown, 0.95)["layout"]["yaxis"]["range"]
+    assert low == 0 and 30 <= high <= 33

@@ -7,6 +7,8 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as hs
 from sklearn.linear_model import LogisticRegression
 from sklearn.metrics import cohen_kappa_score
 
@@ -459,7 +461,115 @@ def test_model_based_estimate_is_labelled_and_covers_a_calibrated_truth():
         assert est.method == "model-based" and "no guarantee" in est.description
     assert covered >= 34
     empty = st.estimate_from_model(np.zeros(5), [0.1, 0.2], [1, 1], found=2)
-    assert math.isnan(empty.remaining) and "unknown" in empty.in_words()
+    assert math.isnan(empty.remaining) and "cannot estimate yet" in empty.in_words()
+
+
+@settings(max_examples=150, deadline=None)
+@given(data=hs.data())
+def test_the_estimate_is_never_above_the_unlabelled_items(data):
+    pool = data.draw(hs.integers(1, 120), label="pool")
+    n = data.draw(hs.integers(0, pool), label="labels")
+    labels = np.array(data.draw(hs.lists(hs.sampled_from([1, -1]), min_size=n, max_size=n)), dtype=int)
+    start = data.draw(hs.integers(0, n), label="check start")
+    drawn = np.arange(n) >= start if data.draw(hs.booleans(), label="a check") else np.zeros(n, dtype=bool)
+    starts = [start] if drawn.any() else []
+    rng = np.random.default_rng(data.draw(hs.integers(0, 2**16), label="seed"))
+    spread = data.draw(hs.sampled_from([0.1, 3.0, 30.0]), label="spread")
+    unlabelled = rng.normal(loc=data.draw(hs.sampled_from([-5.0, 0.0, 5.0])), scale=spread, size=pool - n)
+    asked = rng.normal(scale=spread, size=n) + 2.0 * labels
+    target = data.draw(hs.sampled_from([0.8, 0.95]), label="target")
+    confidence = data.draw(hs.sampled_from([0.9, 0.95, 0.99]), label="confidence")
+    est = st.estimate_remaining(labels, drawn, starts, pool_size=pool, unlabelled_scores=unlabelled,
+                                asked_scores=asked, target_recall=target, confidence=confidence)
+    words = est.in_words()
+    if est.known:
+        assert 0 <= est.remaining_low <= est.remaining <= est.remaining_high <= pool - n
+        shares = [r for r in (est.recall_low, est.recall, est.recall_high) if np.isfinite(r)]  # 0 / 0: none
+        assert shares == sorted(shares) and all(0 <= r <= 1 for r in shares)
+        assert est.method in ("random draws", "model-based", "all labelled") and est.method in words
+    else:
+        assert "cannot estimate yet" in words and est.method in words
+        assert not drawn.any()
+        assert min(np.sum(labels > 0), np.sum(labels < 0)) < st.MIN_CALIBRATION_LABELS or \
+            st._auc(asked, labels) < st.MIN_CALIBRATION_AUC
+
+
+def test_the_estimate_in_words_gives_shares_to_two_significant_digits():
+    # recall 21 / 191 = 10.995%: "11%", not "10.99%"; 21 / 211 = 9.95%: "10%"
+    est = st._finish("model-based", "test", 21, 170.0, 137.0, 190.0, 0.95, unlabelled=190)
+    words = est.in_words()
+    assert "About 170 positives still unlabelled (95% interval 137–190); recall 11% (10%–13%)" in words
+    assert st._pct(0.0805) == "8.1%" and st._pct(0.5) == "50%"
+    assert st._pct(0.09111) == "9.1%" and st._pct(0.1105) == "11%" and st._pct(0.0996) == "10%"
+    assert st._pct(1.0) == "100%" and st._pct(0.00123) == "0.12%" and st._pct(0.0) == "0%"
+    # a setting keeps its digits: a target of 97.5% is not shown as 98%
+    state = st.statistical_rule(st.recall_check([1] * 40 + [-1] * 10, [False] * 50, (), checking=False,
+                                                pool_size=500, target_recall=0.975, confidence=0.9))
+    assert "recall ≥ 97.5% at 90% confidence" in state.message
+
+
+def test_the_estimate_says_it_cannot_estimate_yet_instead_of_a_number():
+    rng = np.random.default_rng(3)
+    labels = np.array([1, 1, 1, -1, -1, -1, -1, -1, -1, -1])  # three positives scored when asked: too few
+    est = st.estimate_remaining(labels, np.zeros(10, dtype=bool), [], pool_size=200,
+                                unlabelled_scores=rng.normal(size=190), asked_scores=rng.normal(size=10))
+    words = est.in_words()
+    assert not est.known and words.startswith("Positives still unlabelled: cannot estimate yet.")
+    assert "model-based" in words and "(3 and 7 so far)" in words and "random draws" in words
+    assert not any(ch.isdigit() for ch in words.split("—")[0])  # no number before the reason
+    # with a recall check's draws it can: unbiased, from the draws
+    labels2 = np.concatenate([labels, [-1] * 20])
+    drawn = np.arange(30) >= 10
+    est = st.estimate_remaining(labels2, drawn, [10], pool_size=200)
+    assert est.known and est.method == "random draws" and est.remaining_high <= 170
+    # labels asked mostly by largest-positive: the model's scores are calibrated on the top of the ranking only
+    labels3 = np.array([1] * 12 + [-1] * 8)
+    args = dict(pool_size=200, unlabelled_scores=rng.normal(size=180) - 1,
+                asked_scores=2.0 * labels3 + rng.normal(size=20))
+    by = ["random (cold start)"] * 4 + ["largest-positive"] * 16
+    est = st.estimate_remaining(labels3, np.zeros(20, dtype=bool), [], asked_by=by, **args)
+    assert not est.known and "largest-positive" in est.in_words() and "random draws" in est.in_words()
+    assert st.estimate_remaining(labels3, np.zeros(20, dtype=bool), [], asked_by=["near-boundary"] * 20,
+                                 **args).known
+    # scores when asked that do not rank the positives above the negatives calibrate nothing: not yet
+    flat = st.estimate_remaining(labels3, np.zeros(20, dtype=bool), [], pool_size=200,
+                                 unlabelled_scores=args["unlabelled_scores"], asked_scores=-labels3 * 0.5)
+    assert not flat.known and "do not yet tell positives from negatives (ROC AUC 0.00" in flat.in_words()
+    # no model scores kept (a pool too large): says so
+    est = st.estimate_remaining(labels, np.zeros(10, dtype=bool), [], pool_size=200)
+    assert not est.known and "cannot estimate yet" in est.in_words()
+    # every item labelled: nothing left, and said so
+    done = st.estimate_remaining(np.array([1, -1]), np.zeros(2, dtype=bool), [], pool_size=2)
+    assert done.known and done.remaining == done.remaining_high == 0 and done.recall == 1
+
+
+def test_the_estimate_honours_the_sessions_target_and_confidence():
+    # a check whose 15th draw is its first positive: against a 95% target that shows recall too low (the check
+    # ends there; the draws after it are not its own), against an 80% target it does not
+    labels, drawn = _history(([1] * 20 + [-1] * 80, False), ([-1] * 14 + [1] + [-1] * 40, True))
+    runs95 = st.check_runs(labels, drawn, [100], 1000, 0.95, 0.95)
+    runs80 = st.check_runs(labels, drawn, [100], 1000, 0.8, 0.95)
+    assert runs95[0].failed_at is not None and runs80[0].failed_at is None
+    at95 = st.estimate_remaining(labels, drawn, [100], pool_size=1000, target_recall=0.95)
+    at80 = st.estimate_remaining(labels, drawn, [100], pool_size=1000, target_recall=0.8)
+    assert at95.description.startswith("1 positive in 15 items")
+    assert at80.description.startswith("1 positive in 55 items")
+    assert at95.remaining != at80.remaining
+    # and the confidence sets the interval's level
+    at99 = st.estimate_remaining(labels, drawn, [100], pool_size=1000, target_recall=0.8, confidence=0.99)
+    assert at99.remaining_high > at80.remaining_high and "99% interval" in at99.in_words()
+
+
+def test_too_few_positives_found_say_so_instead_of_a_gap_longer_than_the_pool():
+    # the demo pool after 8 labels, one of them positive: K_tar = 1, so the gap would be every unlabelled item
+    check = st.recall_check([-1] * 7 + [1], [False] * 8, (), checking=False, pool_size=1797)
+    state = st.statistical_rule(check)
+    assert "too few positives found (1)" in state.message and "1789" not in state.message
+    assert not check.suggest
+    # with enough positives found, the gap is said in labels as before
+    check = st.recall_check([1] * 40 + [-1] * 100, [False] * 140, (), checking=False, pool_size=1797)
+    assert f"suggested after {check.gap_needed} labels without a positive (100 so far)" in \
+        st.statistical_rule(check).message
 
 
 # --------------------------------------------------------------------------- names and all rules

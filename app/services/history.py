@@ -147,10 +147,13 @@ class RunHistory:
             item, pool_index = answer.item_index, self.pool_of_item[answer.item_index]
             what = (f"The {names[old]} answer on item {item} was removed" if value is None else
                     f"Item {item} changed from {names[old]} to {names[value]}")
+            position = sum(1 for a in self.answers[:self.answers.index(answer)] if a.value != 0)
             try:
                 if value is None:
                     correction = self.loop.remove_label(pool_index)
                     self.answers.remove(answer)
+                    if old != 0:
+                        self._forget_stopping_after_removal(position)
                 else:
                     correction = self.loop.change_label(pool_index, value)
                     answer.value = value

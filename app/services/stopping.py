@@ -141,7 +141,9 @@ class RunStopping:
             unlabelled = self.loop.pool_scores()[~self.loop.labelled_mask]
             asked = np.array([np.nan if a.score is None else a.score for a in self._labelled_answers()])
         estimate = rules.estimate_remaining(view.labels, view.drawn, view.check_starts, pool_size=view.pool_size,
-                                            unlabelled_scores=unlabelled, asked_scores=asked, confidence=confidence)
+                                            unlabelled_scores=unlabelled, asked_scores=asked,
+                                            asked_by=[a.strategy for a in self._labelled_answers()],
+                                            target_recall=target, confidence=confidence)
         gain = pd.DataFrame({"n_labels": np.arange(1, len(view.labels) + 1),
                              "found": np.cumsum(view.labels > 0), "drawn": view.drawn})
         return StoppingStatus(rule=settings["rule"], target_recall=target, confidence=confidence, states=states,
@@ -240,6 +242,18 @@ class RunStopping:
             try:
                 self._store_stopping(checks=kept, checking=checking)
             except ServiceError as error:  # derived anyway: starts beyond the labels are ignored
+                logger.warning("session %s: %s", self.session_id, error)
+
+    def _forget_stopping_after_removal(self, position: int) -> None:
+        """History removed the label at ``position`` (0-based among the labels): the labels after it move up
+        by one, and so do the stored starts of the checks after it; the stability rule's checkpoints after it
+        (counted in labels, of models that had learned the removed one) go."""
+        self.stability.forget_after(position)
+        checks = [c - 1 if c > position else c for c in self.stopping["checks"]]
+        if checks != self.stopping["checks"]:
+            try:
+                self._store_stopping(checks=checks)
+            except ServiceError as error:  # the starts stay as they were; the next change stores them
                 logger.warning("session %s: %s", self.session_id, error)
 
     # -- the random draws ----------------------------------------------------------------
