@@ -59,7 +59,7 @@ def test_a_comparison_reports_its_progress_within_each_run(db_url, monkeypatch):
     svc = MarginLab.from_url(db_url)
     dataset_id = svc.ensure_demo_dataset()
     shown = []
-    svc.run_comparison(dataset_id, strategies=["near-boundary"], budget=30, seeds=1, initial=4,
+    svc.run_comparison(dataset_id, strategies=["near-boundary", "random"], budget=30, seeds=1, initial=4,
                        progress=lambda fraction, text: shown.append((fraction, text)))
     within = [(f, t) for f, t in shown if re.match(r"run \d/4: ", t)]
     # tasks: the full-data references of incremental and lasvm (the 1,258 training items they learn),

@@ -243,7 +243,7 @@ def test_compare_page_shows_the_rules_and_recall_curves(db_url):
     at = start_app()
     at.switch_page("views/compare.py").run()
     assert not at.exception
-    run_comparison(at, ["largest-positive"], budget=80, seeds=2, initial=None)
+    run_comparison(at, ["largest-positive", "random"], budget=80, seeds=2, initial=None)
     (stored,) = svc.comparisons()
     comparison = svc.comparison(stored.id)
     assert "recall" in comparison.rows and comparison.config["stopping"] == list(RULE_CHOICES)

@@ -219,7 +219,7 @@ def test_compare_cli_with_a_scheduler_and_two_datasets_matches_the_serial_run(cl
     sources = [tmp_path / "one" / "data.csv", tmp_path / "two" / "data.csv", tmp_path / "other.csv"]
     names = [str(sources[0]), str(sources[1]), "other.csv"]  # the same file name twice: the paths tell them apart
     base = ["compare", *[a for s in sources for a in ("--data", s)], "--label-column", "outcome", "--positive",
-            "sick", "--strategies", "near-boundary", "--budget", "16", "--seeds", "2", "--initial", "4",
+            "sick", "--strategies", "near-boundary,random", "--budget", "16", "--seeds", "2", "--initial", "4",
             "--stopping", "knee,margin"]
     r = run_cli(*base, "--out", tmp_path / "serial.csv", "--stops-out", tmp_path / "serial-stops.csv")
     assert r.returncode == 0, r.stderr
