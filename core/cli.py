@@ -29,7 +29,7 @@ from core.datasets import BUNDLED, DataError, Dataset, load_bundled, load_csv, s
 from core.features import Standardizer, scale_features
 from core.kernels import KERNEL_NAMES
 from core.metrics import accuracy, roc_auc
-from core.presets import PRESETS
+from core.presets import PRESETS, suited_model
 from core.priors import PriorError, read_keys, rows_of_keys
 from core.solvers import SOLVER_NAMES
 from core.solvers import get as solver_entry
@@ -166,13 +166,17 @@ def _data_arguments(p: argparse.ArgumentParser, repeatable: bool = False) -> Non
                    help="rows whose SMILES RDKit cannot read: error (default, lists them) or drop")
 
 
-def _model_arguments(p: argparse.ArgumentParser, solver_default: str | None) -> None:
+def _model_arguments(p: argparse.ArgumentParser, solver_default: str | None, auto: bool = False) -> None:
     g = p.add_argument_group("model")
-    g.add_argument("--model", choices=("standard", *PRESETS), default="standard",
+    g.add_argument("--model", choices=(*(("auto",) if auto else ()), "standard", *PRESETS),
+                   default="auto" if auto else "standard",
                    help="'review': the model for finding rare relevant documents (ASReview's default model, "
                         "learned exactly after every label: ramp solver, squared hinge, kernel <x,z>+1, C 0.11, "
                         "classes re-weighted 9.8:1 after every label); it sets the solver, kernel, C and weights. "
-                        "'standard' (default): the options below")
+                        "'standard': the options below" + (
+                            ". 'auto' (default): the model suited to the data, as the app's New session form "
+                            "chooses it: review for documents searched with largest-positive and none of the "
+                            "options below given, standard otherwise" if auto else " (default)"))
     g.add_argument("--solver", choices=SOLVERS, default=None,
                    help="solver" + (f" (default: {solver_default})" if solver_default else
                                     " (default: each strategy's own)"))
@@ -220,7 +224,7 @@ def build_parser() -> argparse.ArgumentParser:
     cmp_.add_argument("--strategies", required=True, metavar="a,b,c",
                       help="comma-separated strategy names, e.g. near-boundary,random; the strategies: "
                            + ", ".join(STRATEGY_NAMES))
-    _model_arguments(cmp_, None)
+    _model_arguments(cmp_, None, auto=True)
     cmp_.add_argument("--budget", type=_positive_int, required=True,
                       help="labels per run, the initial ones included")
     cmp_.add_argument("--seeds", type=_positive_int, default=3, help="number of seeds (default 3)")
@@ -333,6 +337,13 @@ def model_options(args: argparse.Namespace, solver_default: str | None) -> dict:
                        f"leave out {', '.join(given)} (or use --model standard)")
     args.solver = preset["solver"]
     return dict(preset["solver_params"])
+
+
+def _model_flags_given(args: argparse.Namespace) -> bool:
+    """Whether any option of the model was given (then ``--model auto`` is the standard model with them)."""
+    return any((args.solver is not None, args.kernel is not None, args.C != 1.0, args.gamma != "scale",
+                args.degree != 3, args.coef0 != 1.0, args.class_weight != "none", args.balance_ratio != 1.0,
+                args.loss is not None, args.tol != 1e-3))
 
 
 def ramp_options(args: argparse.Namespace, solvers: Sequence[str | None]) -> dict:
@@ -546,7 +557,10 @@ def run_compare(args: argparse.Namespace) -> str:
         raise CLIError("--strategies is empty: give comma-separated strategy names")
     if len(set(strategies)) != len(strategies):
         raise CLIError(f"--strategies lists a strategy twice: {args.strategies}")
-    model_params = model_options(args, None)
+    auto = args.model == "auto"  # (resolved per dataset once its features are known)
+    if auto:
+        args.model = "standard" if _model_flags_given(args) else "auto"
+    model_params = model_options(args, None) if args.model != "auto" else {}
     unknown = [s for s in strategies if s not in experiment.DEFAULT_SOLVER]
     solvers_used = [args.solver or experiment.DEFAULT_SOLVER.get(s) for s in strategies if s not in unknown]
     ramp_params = ramp_options(args, solvers_used)  # before the data are read
@@ -576,6 +590,7 @@ def run_compare(args: argparse.Namespace) -> str:
     names = dataset_names(sources)
     several = len(sources) > 1
     datasets, data, per_dataset = {}, {}, {}
+    models = dict.fromkeys(names, args.model)  # the model each dataset ran with
     for source, name in zip(sources, names, strict=True):
         ds = load_data(args, source, notice_prefix=f"{name}: " if several else "")
         # Unsupervised and label-free, so scaling over all items (pool and held-out part) leaks no labels.
@@ -584,6 +599,18 @@ def run_compare(args: argparse.Namespace) -> str:
         per_dataset[name] = {"solver_params": dict(kernel=kernel_for(args, ds), C=args.C, gamma=args.gamma,
                                                    degree=args.degree, coef0=args.coef0, tol=args.tol)}
         per_dataset[name]["solver_params"].update(ramp_params, **model_params)
+        if args.model == "auto":  # the model suited to the data (core.presets.suited_model), said with the run
+            chosen = suited_model(ds.feature_blocks or [], strategies, chosen=False)
+            documents = suited_model(ds.feature_blocks or [], ["largest-positive"], chosen=False) != "standard"
+            if documents:  # (where there is a choice to tell of)
+                print(f"model: {chosen}, suited to {name if several else ds.name} ("
+                      + ("documents searched with " + ", ".join(strategies) if chosen != "standard" else
+                         "the review model is for documents searched with largest-positive alone")
+                      + "; --model standard or review chooses)", file=sys.stderr)
+            if chosen != "standard":
+                per_dataset[name].update(solver=PRESETS[chosen]["solver"],
+                                         solver_params=dict(PRESETS[chosen]["solver_params"]))
+            models[name] = chosen
     if "prior_keys" in prior_options:
         if several:
             raise CLIError("--prior-keys names items of one dataset: give one --data")
@@ -626,7 +653,8 @@ def run_compare(args: argparse.Namespace) -> str:
         for name, result in results.items():
             ds = datasets[name]
             payload = {"dataset": name if several else ds.name, "positive": ds.classes[1] if ds.classes else None,
-                       "config": result.config, "summary": result.summary.to_dict(orient="records"),
+                       "model": models[name], "config": result.config,
+                       "summary": result.summary.to_dict(orient="records"),
                        "references": result.references.to_dict(orient="records")}
             if stopping:
                 payload.update(stop_summary=result.stop_summary.to_dict(orient="records"))
@@ -640,7 +668,7 @@ def run_compare(args: argparse.Namespace) -> str:
     for name, result in results.items():
         ds = datasets[name]
         blocks.append(f"{name if several else ds.name}: {len(ds)} items, positive "
-                      f"{ds.classes[1] if ds.classes else '+1'}\n{result.summary_text()}")
+                      f"{ds.classes[1] if ds.classes else '+1'}, model {models[name]}\n{result.summary_text()}")
     text = "\n\n".join(blocks)
     if args.out:
         text += f"\nrows written to {args.out}"

@@ -47,6 +47,18 @@ def preset_of(solver: str, solver_params: dict[str, Any] | None) -> str | None:
                  if solver == preset["solver"] and dict(solver_params or {}) == preset["solver_params"]), None)
 
 
+def suited_model(feature_blocks: list[dict[str, Any]], strategies: list[str], chosen: bool) -> str:
+    """The model "suited to the data" (the app's and the CLI's "auto"): ``review`` for documents (a dataset with a
+    TF-IDF block) searched only by heuristics that ask about the likely positives first (``relevant_first``:
+    ``largest-positive``), when no solver or parameter was ``chosen``; ``standard`` otherwise."""
+    from core import strategies as registry
+
+    documents = any(b.get("kind") in ("tfidf", "svd") for b in feature_blocks)
+    relevant_first = bool(strategies) and all(name in registry.REGISTRY and registry.get(name).relevant_first
+                                              for name in strategies)
+    return "review" if documents and relevant_first and not chosen else "standard"
+
+
 def is_sparse(solver: str, solver_params: dict[str, Any] | None) -> bool:
     """Whether the model keeps some labels out of its support vectors and some items out of its margin, so that
     their counts tell something (every model but a preset declared ``"sparse": False``)."""
@@ -54,4 +66,4 @@ def is_sparse(solver: str, solver_params: dict[str, Any] | None) -> bool:
     return name is None or bool(PRESETS[name].get("sparse", True))
 
 
-__all__ = ["DOCUMENT_REVIEW", "PRESETS", "is_sparse", "preset_of"]
+__all__ = ["DOCUMENT_REVIEW", "PRESETS", "is_sparse", "preset_of", "suited_model"]

@@ -437,3 +437,45 @@ def test_class_weight_reaches_every_solver_and_its_saved_state(tmp_path, capsys)
         assert code == 0, captured.err
         assert {"accuracy", "auc", "n_sv"} <= set(json.loads(captured.out))
 
+
+
+def test_compare_runs_the_model_suited_to_the_data_as_the_app_does():
+    """--model auto (the default): the review model for documents searched with largest-positive, as the app's
+    New session form chooses it; the standard SVM when another heuristic is among them or an option is given;
+    said with the run."""
+    from core.presets import DOCUMENT_REVIEW
+
+    base = ("compare", "--data", "bundled:arxiv", "--budget", "14", "--seeds", "1", "--test-fraction", "0",
+            "--initial", "4", "--json")
+    review = run_cli(*base, "--strategies", "largest-positive")
+    assert review.returncode == 0, review.stderr
+    assert "model: review, suited to arxiv (documents searched with largest-positive" in review.stderr
+    out = json.loads(review.stdout)
+    assert out["model"] == "review" and out["summary"][0]["solver"] == DOCUMENT_REVIEW["solver"]
+    mixed = run_cli(*base, "--strategies", "largest-positive,random")
+    assert mixed.returncode == 0, mixed.stderr
+    assert json.loads(mixed.stdout)["model"] == "standard" and "model: standard" in mixed.stderr
+    given = run_cli(*base, "--strategies", "largest-positive", "--C", "2")
+    assert given.returncode == 0, given.stderr
+    assert json.loads(given.stdout)["model"] == "standard"  # an option of the SVM given: that SVM
+    assert {s["solver"] for s in json.loads(given.stdout)["summary"]} == {"incremental"}
+    explicit = run_cli(*base, "--strategies", "largest-positive", "--model", "standard")
+    assert json.loads(explicit.stdout)["model"] == "standard" and "model:" not in explicit.stderr
+
+
+def test_the_app_and_the_cli_choose_the_model_with_the_same_rule():
+    from app.services.common import model_choice
+    from core.presets import PRESETS, suited_model
+
+    documents = {"feature_blocks": [{"kind": "tfidf", "start": 0, "stop": 5}]}
+    table = {"feature_blocks": [{"kind": "numeric", "start": 0, "stop": 5}]}
+    for meta in (documents, table):
+        for strategy in ("largest-positive", "near-boundary"):
+            solver, params = model_choice("auto", None, meta, 1.0, "scale", strategy=strategy)
+            expected = suited_model(meta["feature_blocks"], [strategy], chosen=False)
+            assert (solver, params == PRESETS["review"]["solver_params"]) == (
+                ("ramp", True) if expected == "review" else (None, False))
+    assert suited_model(documents["feature_blocks"], ["largest-positive"], chosen=False) == "review"
+    assert suited_model(documents["feature_blocks"], ["largest-positive", "random"], chosen=False) == "standard"
+    assert suited_model(documents["feature_blocks"], ["largest-positive"], chosen=True) == "standard"
+    assert suited_model(table["feature_blocks"], ["largest-positive"], chosen=False) == "standard"

@@ -119,14 +119,12 @@ def model_choice(model: str | None, solver: str | None, meta: dict, C: float, ga
     (a dataset with text features) searched most likely relevant first (a heuristic whose entry says
     ``relevant_first``: ``largest-positive``) and no solver or parameter chosen, otherwise "standard".
     """
-    from core.presets import PRESETS
+    from core.presets import PRESETS, suited_model
 
     tuned = dict(tuned or {})
     if model == "auto":
-        documents = any(b.get("kind") in ("tfidf", "svd") for b in meta.get("feature_blocks", []))
-        chosen = solver is not None or bool(tuned)
-        relevant_first = strategy in strategies.REGISTRY and strategies.get(strategy).relevant_first
-        model = "review" if documents and relevant_first and not chosen else "standard"
+        model = suited_model(meta.get("feature_blocks", []), [strategy] if strategy else [],
+                             chosen=solver is not None or bool(tuned))
     if model in (None, "", "standard"):
         return solver, {"kernel": session_kernel(meta), "C": C, "gamma": gamma, **tuned}
     if model not in PRESETS:
