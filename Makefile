@@ -13,15 +13,21 @@ $(BIN)/python:
 
 # pip says what it collects, downloads and installs as it goes (about a minute on a first start).
 # --no-compile: Python byte-compiles a module when it is first imported, so the install does not
-# byte-compile the thousands that the app never imports (that took most of the install's time)
-$(VENV)/.runtime: requirements.txt | $(BIN)/python
+# byte-compile the thousands that the app never imports (that took most of the install's time).
+# The lock files (requirements*.txt, exact versions) first, then MarginLab itself, editable, from this
+# checkout: no dependency resolved again, no build environment downloaded (setuptools is in the lock).
+INSTALL_SELF := $(BIN)/pip install --no-compile --no-deps --no-build-isolation -e .
+
+$(VENV)/.runtime: requirements.txt pyproject.toml | $(BIN)/python
 	@echo "MarginLab: installing the Python packages of requirements.txt into $(VENV) (first start only)"
 	$(BIN)/pip install --progress-bar on --no-compile -r requirements.txt
+	$(INSTALL_SELF)
 	touch $@
 
-$(VENV)/.dev: requirements.txt requirements-dev.txt | $(BIN)/python
+$(VENV)/.dev: requirements.txt requirements-dev.txt pyproject.toml | $(BIN)/python
 	@echo "MarginLab: installing the Python packages of requirements-dev.txt into $(VENV) (once)"
 	$(BIN)/pip install --progress-bar on -r requirements-dev.txt
+	$(INSTALL_SELF)
 	touch $@ $(VENV)/.runtime
 
 # The compiled inner loops and kernel routines, all compiled into Numba's cache (in two processes, with

@@ -1,0 +1,78 @@
+"""The package and its lock files agree, and no test or benchmark changes the import path itself (the
+editable install and pytest's ``pythonpath`` do)."""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from pathlib import Path
+
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
+
+ROOT = Path(__file__).resolve().parent.parent
+PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+
+
+def pins(path: Path) -> dict[str, Requirement]:
+    """The requirements of a lock file by canonical name (following ``-r``), each an exact ``==`` pin."""
+    found: dict[str, Requirement] = {}
+    for line in path.read_text(encoding="utf-8").splitlines():
+        line = line.split("#", 1)[0].strip()
+        if not line:
+            continue
+        if line.startswith("-r "):
+            found.update(pins(path.parent / line[3:].strip()))
+            continue
+        requirement = Requirement(line)
+        specifiers = list(requirement.specifier)
+        assert len(specifiers) == 1 and specifiers[0].operator == "==", f"{path.name}: {line} is not an exact pin"
+        found[canonicalize_name(requirement.name)] = requirement
+    return found
+
+
+def declared() -> list[tuple[str, Requirement]]:
+    """(where, requirement) for each dependency of ``[project]`` and of each extra."""
+    project = PYPROJECT["project"]
+    found = [("dependencies", Requirement(text)) for text in project["dependencies"]]
+    for extra, texts in project["optional-dependencies"].items():
+        found += [(f"extra {extra}", Requirement(text)) for text in texts]
+    return found
+
+
+def test_the_lock_file_pins_every_dependency_and_extra_within_its_range():
+    locked = pins(ROOT / "requirements.txt")
+    wrong = []
+    for where, requirement in declared():
+        pin = locked.get(canonicalize_name(requirement.name))
+        if pin is None:
+            wrong.append(f"{requirement} ({where}) is not in requirements.txt")
+            continue
+        version = next(iter(pin.specifier)).version
+        if not requirement.specifier.contains(version, prereleases=True):
+            wrong.append(f"{requirement} ({where}): requirements.txt pins {version}")
+        if not requirement.extras <= pin.extras:
+            wrong.append(f"{requirement} ({where}): requirements.txt pins it without {requirement.extras - pin.extras}")
+    assert wrong == []
+
+
+def test_the_extras_are_the_optional_parts():
+    assert set(PYPROJECT["project"]["optional-dependencies"]) == {"molecules", "cluster", "postgres"}
+
+
+def test_the_lock_file_holds_the_build_backend():
+    """``pip install --no-build-isolation -e .`` builds with the locked setuptools."""
+    backend = Requirement(PYPROJECT["build-system"]["requires"][0])
+    setuptools = pins(ROOT / "requirements.txt")[canonicalize_name(backend.name)]
+    assert backend.specifier.contains(next(iter(setuptools.specifier)).version)
+
+
+def test_no_test_or_benchmark_changes_the_import_path():
+    edits = [
+        f"{path.relative_to(ROOT)}:{number}"
+        for folder in ("tests", "benchmarks")
+        for path in sorted((ROOT / folder).rglob("*.py"))
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1)
+        if re.search(r"sys\.path\.(insert|append)\(", line) and path != Path(__file__).resolve()
+    ]
+    assert edits == []
