@@ -1,10 +1,11 @@
 # MarginLab: `make run` starts the app on the bundled demo data; `make test` installs test needs and runs the tests.
+# `make test-fast` runs the tests without the slow lanes (docs/design.md).
 PYTHON ?= python3
 PORT   ?= 8501
 VENV   := .venv
 BIN    := $(VENV)/bin
 
-.PHONY: run test lint bench browser-deps postgres-deps clean
+.PHONY: run test test-fast lint bench browser-deps postgres-deps clean
 
 $(BIN)/python:
 	@echo "MarginLab: creating the virtual environment $(VENV) and updating its pip (first start only)"
@@ -59,6 +60,12 @@ postgres-deps:
 
 test: $(VENV)/.dev $(VENV)/.compiled browser-deps postgres-deps
 	$(BIN)/pytest
+
+# Every test but the slow lanes (markers in pyproject.toml): no browser, PostgreSQL server, Dask cluster,
+# killed processes, AppTest page or property test. Neither Chromium nor PostgreSQL is needed.
+FAST_LANE := not (browser or postgresql or dask or sigkill or app or hypothesis or slow)
+test-fast: $(VENV)/.dev $(VENV)/.compiled
+	$(BIN)/pytest -m "$(FAST_LANE)"
 
 lint: $(VENV)/.dev
 	$(BIN)/ruff check core storage app tests benchmarks

@@ -1,5 +1,5 @@
-"""The package and its lock files agree, and no test or benchmark changes the import path itself (the
-editable install and pytest's ``pythonpath`` do)."""
+"""The package and its lock files agree, the Makefile's fast lane names real markers, and no test or
+benchmark changes the import path itself (the editable install and pytest's ``pythonpath`` do)."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import re
 import tomllib
 from pathlib import Path
 
+import pytest
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
@@ -67,6 +68,26 @@ def test_the_lock_file_holds_the_build_backend():
     assert backend.specifier.contains(next(iter(setuptools.specifier)).version)
 
 
+def fast_lane_markers(makefile: str) -> set[str]:
+    expression = re.search(r"^FAST_LANE\s*:=\s*(.+)$", makefile, re.MULTILINE)
+    assert expression, "the Makefile defines no FAST_LANE"
+    return set(re.findall(r"[a-z_]+", expression.group(1))) - {"not", "and", "or"}
+
+
+def test_the_fast_lane_leaves_out_registered_markers_only():
+    """A misspelt marker in ``-m`` deselects nothing, silently: every name must be registered."""
+    registered = {line.split(":", 1)[0] for line in PYPROJECT["tool"]["pytest"]["ini_options"]["markers"]}
+    left_out = fast_lane_markers((ROOT / "Makefile").read_text(encoding="utf-8"))
+    assert left_out <= registered, f"not registered in pyproject.toml: {left_out - registered}"
+    assert {"browser", "postgresql", "dask", "sigkill", "app", "hypothesis"} <= left_out
+
+
+def test_fast_lane_markers_reads_the_expression():
+    assert fast_lane_markers("X := 1\nFAST_LANE := not (browser or app)\n") == {"browser", "app"}
+    with pytest.raises(AssertionError):
+        fast_lane_markers("FAST := not app\n")
+
+
 def test_no_test_or_benchmark_changes_the_import_path():
     edits = [
         f"{path.relative_to(ROOT)}:{number}"
@@ -76,3 +97,11 @@ def test_no_test_or_benchmark_changes_the_import_path():
         if re.search(r"sys\.path\.(insert|append)\(", line) and path != Path(__file__).resolve()
     ]
     assert edits == []
+
+
+def test_a_postgresql_case_of_an_engine_fixture_is_in_the_postgresql_lane():
+    """The engine-parametrized fixtures mark their PostgreSQL parameter (conftest.ENGINE_PARAMS)."""
+    from tests.conftest import ENGINE_PARAMS
+
+    marked = {param.values[0]: [mark.name for mark in param.marks] for param in ENGINE_PARAMS}
+    assert marked == {"sqlite": [], "postgresql": ["postgresql"]}
