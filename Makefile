@@ -1,5 +1,5 @@
 # MarginLab: `make run` starts the app on the bundled demo data; `make test` installs test needs and runs the tests.
-# `make test-fast` runs the tests without the slow lanes (docs/design.md).
+# `make test-fast` runs the tests without the slow lanes; `make lint` runs ruff and mypy (docs/deployment.md, docs/design.md).
 PYTHON ?= python3
 PORT   ?= 8501
 VENV   := .venv
@@ -69,6 +69,7 @@ test-fast: $(VENV)/.dev $(VENV)/.compiled
 
 lint: $(VENV)/.dev
 	$(BIN)/ruff check core storage app tests benchmarks
+	$(BIN)/mypy
 
 bench: $(VENV)/.dev $(VENV)/.compiled
 	for f in benchmarks/bench_*.py; do echo "== $$f"; $(BIN)/python $$f || exit 1; done

@@ -61,11 +61,12 @@ def test_the_extras_are_the_optional_parts():
     assert set(PYPROJECT["project"]["optional-dependencies"]) == {"molecules", "cluster", "postgres"}
 
 
-def test_the_lock_file_holds_the_build_backend():
-    """``pip install --no-build-isolation -e .`` builds with the locked setuptools."""
+def test_the_lock_files_hold_the_build_backend_and_the_linters():
+    """``pip install --no-build-isolation -e .`` builds with the locked setuptools; `make lint` runs mypy."""
     backend = Requirement(PYPROJECT["build-system"]["requires"][0])
     setuptools = pins(ROOT / "requirements.txt")[canonicalize_name(backend.name)]
     assert backend.specifier.contains(next(iter(setuptools.specifier)).version)
+    assert {"ruff", "mypy", "pre-commit", "pytest"} <= set(pins(ROOT / "requirements-dev.txt"))
 
 
 def fast_lane_markers(makefile: str) -> set[str]:
