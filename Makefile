@@ -62,8 +62,8 @@ test: $(VENV)/.dev $(VENV)/.compiled browser-deps postgres-deps
 	$(BIN)/pytest
 
 # Every test but the slow lanes (markers in pyproject.toml): no browser, PostgreSQL server, Dask cluster,
-# killed processes, AppTest page or property test. Neither Chromium nor PostgreSQL is needed.
-FAST_LANE := not (browser or postgresql or dask or sigkill or app or hypothesis or slow)
+# other Python process, AppTest page or property test. Neither Chromium nor PostgreSQL is needed.
+FAST_LANE := not (browser or postgresql or dask or processes or app or hypothesis or slow)
 test-fast: $(VENV)/.dev $(VENV)/.compiled
 	$(BIN)/pytest -m "$(FAST_LANE)"
 

@@ -80,7 +80,7 @@ def test_the_fast_lane_leaves_out_registered_markers_only():
     registered = {line.split(":", 1)[0] for line in PYPROJECT["tool"]["pytest"]["ini_options"]["markers"]}
     left_out = fast_lane_markers((ROOT / "Makefile").read_text(encoding="utf-8"))
     assert left_out <= registered, f"not registered in pyproject.toml: {left_out - registered}"
-    assert {"browser", "postgresql", "dask", "sigkill", "app", "hypothesis"} <= left_out
+    assert {"browser", "postgresql", "dask", "processes", "app", "hypothesis"} <= left_out
 
 
 def test_fast_lane_markers_reads_the_expression():

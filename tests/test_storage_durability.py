@@ -21,7 +21,7 @@ from sqlalchemy import text
 
 import storage
 
-pytestmark = pytest.mark.sigkill  # worker processes killed mid-write or racing (a slow lane)
+pytestmark = pytest.mark.processes  # worker processes killed mid-write or racing (a slow lane)
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 N_ITEMS = 5000
