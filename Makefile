@@ -1,10 +1,11 @@
 # MarginLab: `make run` starts the app on the bundled demo data; `make test` installs test needs and runs the tests.
+# `make test-fast` runs the tests without the slow lanes; `make lint` runs ruff and mypy (docs/deployment.md, docs/design.md).
 PYTHON ?= python3
 PORT   ?= 8501
 VENV   := .venv
 BIN    := $(VENV)/bin
 
-.PHONY: run test lint bench browser-deps postgres-deps clean
+.PHONY: run test test-fast lint bench browser-deps postgres-deps clean
 
 $(BIN)/python:
 	@echo "MarginLab: creating the virtual environment $(VENV) and updating its pip (first start only)"
@@ -13,15 +14,21 @@ $(BIN)/python:
 
 # pip says what it collects, downloads and installs as it goes (about a minute on a first start).
 # --no-compile: Python byte-compiles a module when it is first imported, so the install does not
-# byte-compile the thousands that the app never imports (that took most of the install's time)
-$(VENV)/.runtime: requirements.txt | $(BIN)/python
+# byte-compile the thousands that the app never imports (that took most of the install's time).
+# The lock files (requirements*.txt, exact versions) first, then MarginLab itself, editable, from this
+# checkout: no dependency resolved again, no build environment downloaded (setuptools is in the lock).
+INSTALL_SELF := $(BIN)/pip install --no-compile --no-deps --no-build-isolation -e .
+
+$(VENV)/.runtime: requirements.txt pyproject.toml | $(BIN)/python
 	@echo "MarginLab: installing the Python packages of requirements.txt into $(VENV) (first start only)"
 	$(BIN)/pip install --progress-bar on --no-compile -r requirements.txt
+	$(INSTALL_SELF)
 	touch $@
 
-$(VENV)/.dev: requirements.txt requirements-dev.txt | $(BIN)/python
+$(VENV)/.dev: requirements.txt requirements-dev.txt pyproject.toml | $(BIN)/python
 	@echo "MarginLab: installing the Python packages of requirements-dev.txt into $(VENV) (once)"
 	$(BIN)/pip install --progress-bar on -r requirements-dev.txt
+	$(INSTALL_SELF)
 	touch $@ $(VENV)/.runtime
 
 # The compiled inner loops and kernel routines, all compiled into Numba's cache (in two processes, with
@@ -54,8 +61,15 @@ postgres-deps:
 test: $(VENV)/.dev $(VENV)/.compiled browser-deps postgres-deps
 	$(BIN)/pytest
 
+# Every test but the slow lanes (markers in pyproject.toml): no browser, PostgreSQL server, Dask cluster,
+# other Python process, AppTest page or property test. Neither Chromium nor PostgreSQL is needed.
+FAST_LANE := not (browser or postgresql or dask or processes or app or hypothesis or slow)
+test-fast: $(VENV)/.dev $(VENV)/.compiled
+	$(BIN)/pytest -m "$(FAST_LANE)"
+
 lint: $(VENV)/.dev
 	$(BIN)/ruff check core storage app tests benchmarks
+	$(BIN)/mypy
 
 bench: $(VENV)/.dev $(VENV)/.compiled
 	for f in benchmarks/bench_*.py; do echo "== $$f"; $(BIN)/python $$f || exit 1; done

@@ -27,17 +27,13 @@ thread itself (core.threads).
 from __future__ import annotations
 
 import argparse
-import os
-import sys
 import time
 
 import numpy as np
 from sklearn.svm import SVC
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-from benchmarks._threads_info import thread_configuration  # noqa: E402
-from core.solvers import make_solver  # noqa: E402
+from benchmarks._threads_info import thread_configuration
+from core.solvers import make_solver
 
 
 def checkerboard(n, flip, seed, cells=4):

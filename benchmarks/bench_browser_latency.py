@@ -56,18 +56,14 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-
-from benchmarks._threads_info import thread_configuration  # noqa: E402
-from tests.test_browser import (  # noqa: E402
+from benchmarks._threads_info import thread_configuration
+from tests.test_browser import (
     AppServer,
     free_port,
     goto,
@@ -80,6 +76,8 @@ from tests.test_browser import (  # noqa: E402
     upload_csv_in_ui,
     wait_for_app,
 )
+
+ROOT = Path(__file__).resolve().parent.parent
 
 TARGET_P95_MS = 200.0  # issue 5: digits
 TARGET_LARGE_P95_MS = 150.0  # issue 10: a 100k-item session

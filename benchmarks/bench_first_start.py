@@ -44,10 +44,9 @@ import threading
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+from tests.test_browser import free_port, launch_browser, wait_for_app, wait_for_health
 
-from tests.test_browser import free_port, launch_browser, wait_for_app, wait_for_health  # noqa: E402
+ROOT = Path(__file__).resolve().parent.parent
 
 TARGET_FIRST_S = 180.0
 TARGET_LATER_S = 15.0
@@ -225,7 +224,8 @@ def one_start(label: str, clone: Path, env: dict, port: int, browser, log: Path,
         print(f"   (c) first label answered, next item on screen after {figures['first_label']:.1f} s "
               f"({figures['first_label'] - figures['labelable']:.1f} s after (b))", flush=True)
         install = console.first_time(re.compile(r"^MarginLab: installing the Python packages"))
-        installed = console.first_time(re.compile(r"^Successfully installed"), after=install or 0.0)
+        # the lock file's packages, then MarginLab itself (editable): the install ends with the latter
+        installed = console.first_time(re.compile(r"^Successfully installed marginlab-"), after=install or 0.0)
         if install is not None and installed is not None:
             figures["install"] = (install, installed)
         if wait_compile:

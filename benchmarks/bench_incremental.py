@@ -25,18 +25,14 @@ from __future__ import annotations
 
 import argparse
 import copy
-import os
-import sys
 import time
 
 import numpy as np
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-from benchmarks._lasvm_data import DIGITS_TITLE, digits_784  # noqa: E402
-from benchmarks._threads_info import thread_configuration  # noqa: E402
-from core.kernels import resolve_gamma  # noqa: E402
-from core.solvers.incremental import IncrementalOneClassSVM, IncrementalSVM  # noqa: E402
+from benchmarks._lasvm_data import DIGITS_TITLE, digits_784
+from benchmarks._threads_info import thread_configuration
+from core.kernels import resolve_gamma
+from core.solvers.incremental import IncrementalOneClassSVM, IncrementalSVM
 
 
 def svc_fit_seconds(X, y, C, gamma, tol):

@@ -40,13 +40,10 @@ from pathlib import Path
 
 import numpy as np
 import scipy.sparse as sp
+from threadpoolctl import threadpool_info, threadpool_limits
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from threadpoolctl import threadpool_info, threadpool_limits  # noqa: E402
-
-from core.kernels import DataStore, Kernel, KernelCache  # noqa: E402
-from core.threads import available_cores, kernel_threads, set_kernel_threads  # noqa: E402
+from core.kernels import DataStore, Kernel, KernelCache
+from core.threads import available_cores, kernel_threads, set_kernel_threads
 
 
 def best(fn, repeats: int) -> float:

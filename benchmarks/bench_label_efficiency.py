@@ -20,16 +20,12 @@ Run:  .venv/bin/python benchmarks/bench_label_efficiency.py [--seeds 5 --budget 
 from __future__ import annotations
 
 import argparse
-import sys
 import time
-from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from core.datasets import load_bundled  # noqa: E402
-from core.experiment import run_comparison  # noqa: E402
+from core.datasets import load_bundled
+from core.experiment import run_comparison
 
 STRATEGIES = ["near-boundary", "randomized-search", "autoactive", "ramp-region", "random"]
 

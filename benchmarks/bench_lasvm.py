@@ -57,12 +57,10 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from benchmarks._lasvm_data import DIGITS_TITLE, REAL_DIGITS_TITLE, banana, digits_784, real_digits  # noqa: E402
-from benchmarks._threads_info import thread_configuration  # noqa: E402
-from core.kernels import resolve_gamma  # noqa: E402
-from core.solvers.lasvm import LASVM  # noqa: E402
+from benchmarks._lasvm_data import DIGITS_TITLE, REAL_DIGITS_TITLE, banana, digits_784, real_digits
+from benchmarks._threads_info import thread_configuration
+from core.kernels import resolve_gamma
+from core.solvers.lasvm import LASVM
 
 
 def warm_up() -> float:
@@ -162,8 +160,7 @@ REAL = dict(C=10.0, gamma="scale", tol=1e-3)
 FIRST_CALL = r"""
 import json, sys, time
 import numpy as np
-root, which, data, profile = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4] == "1"
-sys.path.insert(0, root)
+which, data, profile = sys.argv[1], sys.argv[2], sys.argv[3] == "1"
 with np.load(data) as z:
     Xtr, ytr, Xte, yte = z["Xtr"], z["ytr"], z["Xte"], z["yte"]
     C, gamma, tol = (float(v) for v in z["params"])
@@ -200,8 +197,8 @@ else:
 
 
 def _fresh_process(which: str, data_file: str, profile: bool = False) -> dict | None:
-    done = subprocess.run([sys.executable, "-c", FIRST_CALL, str(Path(__file__).resolve().parents[1]), which,
-                           data_file, "1" if profile else "0"], capture_output=not profile, text=True, check=True)
+    done = subprocess.run([sys.executable, "-c", FIRST_CALL, which, data_file, "1" if profile else "0"],
+                          capture_output=not profile, text=True, check=True)
     return None if profile else json.loads(done.stdout.strip().splitlines()[-1])
 
 

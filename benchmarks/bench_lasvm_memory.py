@@ -40,18 +40,15 @@ import os
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from benchmarks._lasvm_data import digits_784  # noqa: E402
-from benchmarks._memory import MiB, reset_peak, status  # noqa: E402
-from benchmarks._threads_info import thread_configuration  # noqa: E402
-from benchmarks.bench_lasvm import warm_up  # noqa: E402
-from core.loop import ActiveLearningLoop  # noqa: E402
-from core.solvers.lasvm import LASVM  # noqa: E402
+from benchmarks._lasvm_data import digits_784
+from benchmarks._memory import MiB, reset_peak, status
+from benchmarks._threads_info import thread_configuration
+from benchmarks.bench_lasvm import warm_up
+from core.loop import ActiveLearningLoop
+from core.solvers.lasvm import LASVM
 
 
 def session(n_labels: int, report_every: int = 50) -> None:

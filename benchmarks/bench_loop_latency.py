@@ -39,16 +39,13 @@ import json
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from benchmarks._memory import reset_peak, status  # noqa: E402
-from benchmarks._threads_info import thread_configuration  # noqa: E402
-from core.datasets import load_bundled, make_gaussians  # noqa: E402
-from core.loop import ActiveLearningLoop  # noqa: E402
+from benchmarks._memory import reset_peak, status
+from benchmarks._threads_info import thread_configuration
+from core.datasets import load_bundled, make_gaussians
+from core.loop import ActiveLearningLoop
 
 
 def digits_28x28(copies: int = 2, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:

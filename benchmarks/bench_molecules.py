@@ -15,20 +15,15 @@ from __future__ import annotations
 import argparse
 import os
 import platform
-import sys
 import time
-from pathlib import Path
 
 import numpy as np
 import scipy.sparse as sp
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-
-from core.datasets import SUBSTRUCTURES, load_bundled, stratified_split  # noqa: E402
-from core.kernels import KERNEL_NAMES  # noqa: E402
-from core.loop import ActiveLearningLoop  # noqa: E402
-from core.metrics import roc_auc  # noqa: E402
+from core.datasets import SUBSTRUCTURES, load_bundled, stratified_split
+from core.kernels import KERNEL_NAMES
+from core.loop import ActiveLearningLoop
+from core.metrics import roc_auc
 
 SHARES = (0.01, 0.02, 0.05, 0.10)
 

@@ -26,16 +26,11 @@ import subprocess
 import sys
 import tempfile
 import time
-from pathlib import Path
 
 import numpy as np
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
-if str(REPO_ROOT) not in sys.path:
-    sys.path.insert(0, str(REPO_ROOT))
-
-from benchmarks._threads_info import machine_description, thread_configuration  # noqa: E402
-from benchmarks.bench_scale_app import make_csv  # noqa: E402
+from benchmarks._threads_info import machine_description, thread_configuration
+from benchmarks.bench_scale_app import make_csv
 
 PASSWORD = "bench-password"
 

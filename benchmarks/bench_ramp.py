@@ -59,14 +59,10 @@ with 1,973 SVs and J = 3,967.9, against 1,950 SVs and J = 3,967.5 online.
 from __future__ import annotations
 
 import argparse
-import sys
 import time
-from pathlib import Path
 
 import numpy as np
 from sklearn.svm import SVC
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from core.datasets import make_checkerboard, make_gaussians
 from core.solvers import make_solver

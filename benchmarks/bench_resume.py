@@ -28,20 +28,15 @@ from __future__ import annotations
 
 import argparse
 import statistics
-import sys
 import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
-if str(REPO_ROOT) not in sys.path:
-    sys.path.insert(0, str(REPO_ROOT))
-
-from app.service import SNAPSHOT_EVERY, MarginLab  # noqa: E402
-from core.loop import ActiveLearningLoop  # noqa: E402
-from storage import repository as repo  # noqa: E402
+from app.service import SNAPSHOT_EVERY, MarginLab
+from core.loop import ActiveLearningLoop
+from storage import repository as repo
 
 CONFIGS = [("near-boundary", "incremental"), ("randomized-search", "lasvm")]
 

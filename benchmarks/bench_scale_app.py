@@ -33,13 +33,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
-if str(REPO_ROOT) not in sys.path:
-    sys.path.insert(0, str(REPO_ROOT))
-
-from benchmarks._memory import status  # noqa: E402
-from benchmarks._threads_info import thread_configuration  # noqa: E402
-from core.datasets import make_gaussians  # noqa: E402
+from benchmarks._memory import status
+from benchmarks._threads_info import thread_configuration
+from core.datasets import make_gaussians
 
 
 def make_csv(rows: int, features: int) -> bytes:

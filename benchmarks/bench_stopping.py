@@ -24,18 +24,14 @@ from __future__ import annotations
 import argparse
 import os
 import platform
-import sys
 import time
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from core.datasets import load_bundled, standardize  # noqa: E402
-from core.experiment import run_comparison  # noqa: E402
-from core.metrics import labels_to_recall  # noqa: E402
+from core.datasets import load_bundled, standardize
+from core.experiment import run_comparison
+from core.metrics import labels_to_recall
 
 RULES = "statistical,knee,margin,stability,consecutive:50"
 TARGET, CONFIDENCE = 0.95, 0.95

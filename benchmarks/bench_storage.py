@@ -31,13 +31,9 @@ from pathlib import Path
 import numpy as np
 from sqlalchemy import insert, select, text
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
-if str(REPO_ROOT) not in sys.path:
-    sys.path.insert(0, str(REPO_ROOT))
-
-import storage  # noqa: E402
-from storage.models import Base, Item, Label, utc_now  # noqa: E402
-from storage.repository import writing  # noqa: E402
+import storage
+from storage.models import Base, Item, Label, utc_now
+from storage.repository import writing
 
 TARGET_RECORD_MS = 5.0
 

@@ -23,7 +23,6 @@ import argparse
 import multiprocessing
 import os
 import platform
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -31,7 +30,6 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
 
 TARGET_P95_MS = 300.0
 STRATEGY = "near-boundary"

@@ -62,12 +62,11 @@ import numpy as np
 import pandas as pd
 import scipy.sparse as sp
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+from core.features import svd_reduce, tfidf_features
+from core.loop import ActiveLearningLoop
+from core.presets import DOCUMENT_REVIEW
 
-from core.features import svd_reduce, tfidf_features  # noqa: E402
-from core.loop import ActiveLearningLoop  # noqa: E402
-from core.presets import DOCUMENT_REVIEW  # noqa: E402
+ROOT = Path(__file__).resolve().parent.parent
 
 ASREVIEW_VENV = ROOT / ".venv-asreview"
 ASREVIEW_PIN = "asreview==3.0.8"

@@ -38,6 +38,8 @@ settings.load_profile(os.environ.get("MARGINLAB_HYPOTHESIS", "suite"))
 
 #: the engines every storage guarantee is tested on
 ENGINES = ("sqlite", "postgresql")
+#: the same as fixture parameters: a test on the PostgreSQL server is marked ``postgresql`` (a slow lane)
+ENGINE_PARAMS = [pytest.param(name, marks=[pytest.mark.postgresql] if name == "postgresql" else []) for name in ENGINES]
 
 POSTGRESQL_BIN_ROOT = Path("/usr/lib/postgresql")  # Debian's layout: /usr/lib/postgresql/<major>/bin
 POSTGRESQL_USER = "marginlab"
@@ -185,7 +187,7 @@ def postgresql_database(postgresql_server) -> Iterator[str]:
     postgresql_server.drop_database(name)
 
 
-@pytest.fixture(params=ENGINES)
+@pytest.fixture(params=ENGINE_PARAMS)
 def database_url(request, tmp_path) -> str:
     """The URL of a new, empty database: a SQLite file, or a database on the PostgreSQL test server."""
     if request.param == "sqlite":
@@ -193,7 +195,7 @@ def database_url(request, tmp_path) -> str:
     return request.getfixturevalue("postgresql_database")
 
 
-@pytest.fixture(params=ENGINES)
+@pytest.fixture(params=ENGINE_PARAMS)
 def engine(request, tmp_path):
     """An engine on a new MarginLab database (schema at head), disposed of afterwards."""
     import storage
@@ -212,3 +214,11 @@ def engine(request, tmp_path):
     yield engine
     engine.dispose()
     server.drop_database(name)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark ``postgresql`` every test that asks for the PostgreSQL server itself (the engine-parametrized
+    fixtures mark their PostgreSQL parameter), so that ``-m "not postgresql"`` needs no server."""
+    for item in items:
+        if "postgresql_server" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.postgresql)

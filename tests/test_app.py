@@ -18,6 +18,8 @@ from streamlit.testing.v1 import AppTest
 from app.service import DEFAULT_SOLVER, DEMO_NAME, MarginLab, ServiceError
 from storage import repository as repo
 
+pytestmark = pytest.mark.app  # pages through Streamlit's AppTest (a slow lane)
+
 MAIN = str(Path(__file__).resolve().parent.parent / "app" / "main.py")
 # A script run's limit guards against a hang only: on a loaded machine a page that runs a comparison takes
 # minutes (the suite's own limit per test, pyproject's timeout, stays the bound)

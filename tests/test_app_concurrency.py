@@ -10,10 +10,14 @@ import multiprocessing
 import random
 import time
 
+import pytest
+
 from app.services import MarginLab
 from storage import repository as repo
 from tests import test_app
 from tests.test_app_robustness import stored_session
+
+pytestmark = pytest.mark.app  # pages through Streamlit's AppTest (a slow lane)
 
 db_url = test_app.db_url  # the same fixture: a temporary SQLite file in MARGINLAB_DATABASE_URL
 

@@ -3,9 +3,13 @@ services, no browser)."""
 
 from __future__ import annotations
 
+import pytest
+
 from app.services import MarginLab
 from tests import test_app
 from tests.test_app import PASSWORD, ensure_account, start_app
+
+pytestmark = pytest.mark.app  # pages through Streamlit's AppTest (a slow lane)
 
 db_url = test_app.db_url  # a temporary SQLite file in MARGINLAB_DATABASE_URL
 

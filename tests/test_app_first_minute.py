@@ -31,6 +31,8 @@ from tests.test_app import (
 )
 from tests.test_app_history import import_file
 
+pytestmark = pytest.mark.app  # pages through Streamlit's AppTest (a slow lane)
+
 db_url = test_app.db_url  # a temporary SQLite file in MARGINLAB_DATABASE_URL
 
 ROOT = Path(__file__).resolve().parent.parent

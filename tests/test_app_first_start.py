@@ -5,12 +5,15 @@ from __future__ import annotations
 
 from contextlib import contextmanager
 
+import pytest
 import streamlit as st
 
 from app.services import startup
 from core.solvers._compile import N_FOR_LABELLING, PLAN, Progress
 from tests import test_app
 from tests.test_app import click, start_app, start_session
+
+pytestmark = pytest.mark.app  # pages through Streamlit's AppTest (a slow lane)
 
 db_url = test_app.db_url  # a temporary SQLite file in MARGINLAB_DATABASE_URL
 

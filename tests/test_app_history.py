@@ -14,6 +14,8 @@ from storage import repository as repo
 from tests import test_app
 from tests.test_storage_repository import database_digest
 
+pytestmark = pytest.mark.app  # pages through Streamlit's AppTest (a slow lane)
+
 db_url = test_app.db_url  # a temporary SQLite file in MARGINLAB_DATABASE_URL
 
 # (strategy, solver): one exact solver, one rebuilt from the events

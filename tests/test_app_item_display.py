@@ -19,6 +19,8 @@ from storage import repository as repo
 from tests import test_app
 from tests.test_app import PASSWORD, as_shown, ensure_account, shown_item, start_app, start_session
 
+pytestmark = pytest.mark.app  # pages through Streamlit's AppTest (a slow lane)
+
 db_url = test_app.db_url  # a temporary SQLite file in MARGINLAB_DATABASE_URL
 
 KINDS = ("table", "image", "text", "molecule")

@@ -8,6 +8,7 @@ import re
 
 import numpy as np
 import pandas as pd
+import pytest
 from streamlit.testing.v1 import AppTest
 
 import storage
@@ -16,6 +17,8 @@ from app.service import MarginLab
 from storage import repository as repo
 from tests import test_app
 from tests.test_app import click, run_comparison, start_app, start_session
+
+pytestmark = pytest.mark.app  # pages through Streamlit's AppTest (a slow lane)
 
 db_url = test_app.db_url  # a temporary SQLite file in MARGINLAB_DATABASE_URL
 

@@ -18,6 +18,8 @@ from storage import repository as repo
 from tests import test_app
 from tests.test_app import shown, start_app
 
+pytestmark = pytest.mark.app  # pages through Streamlit's AppTest (a slow lane)
+
 db_url = test_app.db_url  # the same fixture: a temporary SQLite file in MARGINLAB_DATABASE_URL
 
 N_LABELS = 6

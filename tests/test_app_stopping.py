@@ -11,6 +11,8 @@ from core import stopping as rules
 from storage import repository as repo
 from tests.test_app import as_shown, run_comparison, shown_item, start_app
 
+pytestmark = pytest.mark.app  # pages through Streamlit's AppTest (a slow lane)
+
 
 @pytest.fixture
 def db_url(tmp_path, monkeypatch):

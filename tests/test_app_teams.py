@@ -6,11 +6,15 @@ checked in the database.
 
 from __future__ import annotations
 
+import pytest
+
 from app.services import MarginLab
 from storage import repository as repo
 from storage import teams
 from tests import test_app
 from tests.test_app import PASSWORD, anonymous_app, ensure_account, sign_in, start_app
+
+pytestmark = pytest.mark.app  # pages through Streamlit's AppTest (a slow lane)
 
 db_url = test_app.db_url  # a temporary SQLite file in MARGINLAB_DATABASE_URL, the owner's password set
 

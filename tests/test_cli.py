@@ -15,6 +15,8 @@ from sklearn.svm import SVC
 from core.datasets import make_gaussians, standardize, stratified_split
 from core.metrics import roc_auc
 
+pytestmark = pytest.mark.processes  # python -m core in a subprocess (a slow lane)
+
 ROOT = Path(__file__).resolve().parent.parent
 
 

@@ -255,6 +255,7 @@ def test_a_routine_compiled_by_the_plan_s_workers_gives_the_bits_of_one_compiled
     assert loaded["bits"] == first_use["bits"]
 
 
+@pytest.mark.processes
 def test_the_compile_command_runs_the_whole_plan_in_two_processes_and_says_so():
     done = subprocess.run([sys.executable, "-m", "core.solvers._compile", "--jobs", "2"], cwd=ROOT,
                           capture_output=True, text=True, timeout=3600)

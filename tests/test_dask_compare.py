@@ -23,7 +23,7 @@ from tests import test_app
 
 db_url = test_app.db_url  # a temporary SQLite file in MARGINLAB_DATABASE_URL
 ROOT = Path(__file__).resolve().parent.parent
-pytestmark = pytest.mark.timeout(300)
+pytestmark = [pytest.mark.dask, pytest.mark.timeout(300)]
 
 # measured, so never the same twice: every other column must be
 TIMING = {"rows": ["update_ms", "query_ms"], "references": ["seconds"],

@@ -13,6 +13,8 @@ import pytest
 from tests.test_browser import OWNER, OWNER_PASSWORD, AppServer, ensure_account
 from tests.wire import WireBrowser
 
+pytestmark = pytest.mark.processes  # a real server (a slow lane)
+
 #: the largest upload the test server takes (--server.maxUploadSize, MB): a session may hold two
 MAX_UPLOAD_MB = 1
 MB = 1024 * 1024

@@ -21,6 +21,8 @@ from sqlalchemy import text
 
 import storage
 
+pytestmark = pytest.mark.processes  # worker processes killed mid-write or racing (a slow lane)
+
 REPO_ROOT = Path(__file__).resolve().parent.parent
 N_ITEMS = 5000
 

@@ -250,6 +250,7 @@ def open_database(url: str) -> None:
     engine.dispose()
 
 
+@pytest.mark.processes
 def test_processes_opening_one_empty_database_at_once_create_it_once(database_url, tmp_path):
     go_file = tmp_path / "go"
     env = {**os.environ, "PYTHONPATH": str(REPO_ROOT), "MARGINLAB_TEST_GO_FILE": str(go_file)}

@@ -831,6 +831,7 @@ def collect(results, workers, timeout: float = 600.0):
     return reports
 
 
+@pytest.mark.processes
 @pytest.mark.parametrize("overlap", [0.0, 0.5])
 def test_four_processes_label_one_project_without_losing_or_doubling_an_answer(engine, overlap):
     svc = MarginLab(engine)
