@@ -41,8 +41,9 @@ $(VENV)/.compiled: $(VENV)/.runtime $(JIT_SOURCES)
 	$(BIN)/python -m core.solvers._compile
 	touch $@
 
-# Bound to this machine only (app/.streamlit/config.toml says so too); to share the app on a
-# network on purpose, run .venv/bin/python -m app.serve --server.address ADDRESS (docs/deployment.md). `make run PORT=8600` picks the port.
+# Bound to this machine only (app/.streamlit/config.toml says so too); to share the app on a network on
+# purpose, run .venv/bin/python -m app.serve --server.address ADDRESS (docs/deployment.md).
+# `make run PORT=8600` picks the port.
 run: $(VENV)/.runtime
 	$(BIN)/python -m app.serve --server.address 127.0.0.1 --server.port $(PORT)
 
