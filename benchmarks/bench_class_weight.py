@@ -19,13 +19,9 @@ Run:  .venv/bin/python benchmarks/bench_class_weight.py [--seeds 10 --budget 150
 from __future__ import annotations
 
 import argparse
-import sys
 import time
-from pathlib import Path
 
 import numpy as np
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from core.datasets import load_bundled  # noqa: E402
 from core.loop import ActiveLearningLoop  # noqa: E402

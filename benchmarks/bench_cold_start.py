@@ -22,13 +22,9 @@ the first positive; and the ratio of the medians against ``random`` (target: at 
 from __future__ import annotations
 
 import argparse
-import sys
 import time
-from pathlib import Path
 
 import numpy as np
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from core.datasets import load_bundled  # noqa: E402
 from core.features import scale_features  # noqa: E402

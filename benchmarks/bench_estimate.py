@@ -28,14 +28,10 @@ Run:  .venv/bin/python benchmarks/bench_estimate.py [--seeds 20] [--strategies n
 from __future__ import annotations
 
 import argparse
-import sys
 import time
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.bench_stopping import environment  # noqa: E402
 from core import stopping  # noqa: E402
