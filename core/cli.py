@@ -546,26 +546,8 @@ def _prior_options(args: argparse.Namespace) -> dict:
     return {}
 
 
-def run_compare(args: argparse.Namespace) -> str:
-    """Run ``core.experiment.run_comparison`` and return what to print (summary table or JSON)."""
-    try:
-        from core import experiment
-    except ImportError as exc:
-        raise CLIError(f"compare is not available: the experiment module could not be imported ({exc})") from None
-    strategies = [s.strip() for s in args.strategies.split(",") if s.strip()]
-    if not strategies:
-        raise CLIError("--strategies is empty: give comma-separated strategy names")
-    if len(set(strategies)) != len(strategies):
-        raise CLIError(f"--strategies lists a strategy twice: {args.strategies}")
-    auto = args.model == "auto"  # (resolved per dataset once its features are known)
-    if auto:
-        args.model = "standard" if _model_flags_given(args) else "auto"
-    model_params = model_options(args, None) if args.model != "auto" else {}
-    unknown = [s for s in strategies if s not in experiment.DEFAULT_SOLVER]
-    solvers_used = [args.solver or experiment.DEFAULT_SOLVER.get(s) for s in strategies if s not in unknown]
-    ramp_params = ramp_options(args, solvers_used)  # before the data are read
-    if args.out:
-        _check_writable(args.out)  # before the runs, not after minutes of work
+def _compare_stopping(args: argparse.Namespace) -> list[str] | None:
+    """``--stopping`` as rule names (checked), and ``--stops-out`` checked against it."""
     stopping = None
     if args.stopping:
         from core.stopping import parse_rules
@@ -578,70 +560,30 @@ def run_compare(args: argparse.Namespace) -> str:
         if not stopping:
             raise CLIError("--stops-out needs --stopping: name the rules whose stops to write")
         _check_writable(args.stops_out, "--stops-out")
-    prior_options = _prior_options(args)
-    if prior_options and args.initial is None:
-        args.initial = 0  # the priors are the start: no random labels after them unless asked for
-    initial = args.initial if args.initial is not None else _default_initial(experiment)
-    if initial is not None and initial >= args.budget:
-        print(f"warning: the {initial} initial labels use the whole --budget {args.budget}: every label is "
-              "drawn at random and the strategies never choose an item (lower --initial or raise --budget)",
-              file=sys.stderr)
-    sources = args.data if isinstance(args.data, list) else [args.data]
-    names = dataset_names(sources)
-    several = len(sources) > 1
-    datasets, data, per_dataset = {}, {}, {}
-    models = dict.fromkeys(names, args.model)  # the model each dataset ran with
-    for source, name in zip(sources, names, strict=True):
-        ds = load_data(args, source, notice_prefix=f"{name}: " if several else "")
-        # Unsupervised and label-free, so scaling over all items (pool and held-out part) leaks no labels.
-        X = scale_features(ds.X, args.scale, ds.numeric_columns)
-        datasets[name], data[name] = ds, (X, ds.y)
-        per_dataset[name] = {"solver_params": dict(kernel=kernel_for(args, ds), C=args.C, gamma=args.gamma,
-                                                   degree=args.degree, coef0=args.coef0, tol=args.tol)}
-        per_dataset[name]["solver_params"].update(ramp_params, **model_params)
-        if args.model == "auto":  # the model suited to the data (core.presets.suited_model), said with the run
-            chosen = suited_model(ds.feature_blocks or [], strategies, chosen=False)
-            documents = suited_model(ds.feature_blocks or [], ["largest-positive"], chosen=False) != "standard"
-            if documents:  # (where there is a choice to tell of)
-                print(f"model: {chosen}, suited to {name if several else ds.name} ("
-                      + ("documents searched with " + ", ".join(strategies) if chosen != "standard" else
-                         "the review model is for documents searched with largest-positive alone")
-                      + "; --model standard or review chooses)", file=sys.stderr)
-            if chosen != "standard":
-                per_dataset[name].update(solver=PRESETS[chosen]["solver"],
-                                         solver_params=dict(PRESETS[chosen]["solver_params"]))
-            models[name] = chosen
-    if "prior_keys" in prior_options:
-        if several:
-            raise CLIError("--prior-keys names items of one dataset: give one --data")
-        ds = datasets[names[0]]
-        try:
-            keys = prior_options.pop("prior_keys")
-            optional_rows = rows_of_keys(keys, ds.item_keys, len(ds), source=f"--prior-keys {args.prior_keys}")
-        except PriorError as exc:
-            raise CLIError(str(exc)) from None
-        prior_options.update(prior_items=optional_rows,
-                             prior_names=[f"{key!r} (line {line})" for line, key in keys])
-    optional = dict(prior_options)
-    if args.cold_start is not None:
-        optional["cold_start"] = args.cold_start
-    if args.initial is not None:
-        optional["initial"] = args.initial
-    if args.test_fraction is not None:
-        optional["test_fraction"] = args.test_fraction
-    if stopping:
-        optional.update(stopping=stopping, target_recall=args.target_recall, confidence=args.confidence)
-    try:
-        results = experiment.run_study(data, dataset_options=per_dataset, strategies=strategies,
-                                       solver=args.solver, budget=args.budget, seeds=args.seeds, n_jobs=args.jobs,
-                                       scheduler=args.scheduler, **optional)
-    except (experiment.SchedulerError, PriorError) as exc:
-        raise CLIError(str(exc)) from None
-    except (TypeError, ValueError) as exc:
-        if not any(ds.is_sparse for ds in datasets.values()):
-            raise
-        raise CLIError(f"compare cannot run on sparse features in this version ({exc}); reduce text with "
-                       "--text-svd K (the labelling app takes them as they are)") from None
+    return stopping
+
+
+def _suited_model(ds: Dataset, label: str, strategies: list[str], options: dict) -> str:
+    """``--model auto`` on one dataset: the model suited to it (``core.presets.suited_model``), said on the
+    console where there is a choice (documents); a named model's solver and parameters go into ``options``."""
+    chosen = suited_model(ds.feature_blocks or [], strategies, chosen=False)
+    if suited_model(ds.feature_blocks or [], ["largest-positive"], chosen=False) != "standard":  # documents
+        print(f"model: {chosen}, suited to {label} ("
+              + ("documents searched with " + ", ".join(strategies) if chosen != "standard" else
+                 "the review model is for documents searched with largest-positive alone")
+              + "; --model standard or review chooses)", file=sys.stderr)
+    if chosen != "standard":
+        options.update(solver=PRESETS[chosen]["solver"], solver_params=dict(PRESETS[chosen]["solver_params"]))
+    return chosen
+
+
+def _compare_output(args: argparse.Namespace, results: dict, datasets: dict, models: dict,
+                    stopping: list[str] | None) -> str:
+    """Write ``--out`` / ``--stops-out`` and return what ``compare`` prints (the summary, or JSON)."""
+    from core import experiment
+
+    names = list(datasets)
+    several = len(names) > 1
     if args.out:  # one dataset: as before; several: with a first column naming the dataset
         (experiment.study_table(results, "rows") if several else results[names[0]].rows).to_csv(args.out,
                                                                                                   index=False)
@@ -675,6 +617,81 @@ def run_compare(args: argparse.Namespace) -> str:
     if args.stops_out:
         text += f"\nstops written to {args.stops_out}"
     return text
+
+
+def run_compare(args: argparse.Namespace) -> str:
+    """Run ``core.experiment.run_comparison`` and return what to print (summary table or JSON)."""
+    try:
+        from core import experiment
+    except ImportError as exc:
+        raise CLIError(f"compare is not available: the experiment module could not be imported ({exc})") from None
+    strategies = [s.strip() for s in args.strategies.split(",") if s.strip()]
+    if not strategies:
+        raise CLIError("--strategies is empty: give comma-separated strategy names")
+    if len(set(strategies)) != len(strategies):
+        raise CLIError(f"--strategies lists a strategy twice: {args.strategies}")
+    if args.model == "auto":  # (resolved per dataset once its features are known)
+        args.model = "standard" if _model_flags_given(args) else "auto"
+    model_params = model_options(args, None) if args.model != "auto" else {}
+    unknown = [s for s in strategies if s not in experiment.DEFAULT_SOLVER]
+    solvers_used = [args.solver or experiment.DEFAULT_SOLVER.get(s) for s in strategies if s not in unknown]
+    ramp_params = ramp_options(args, solvers_used)  # before the data are read
+    if args.out:
+        _check_writable(args.out)  # before the runs, not after minutes of work
+    stopping = _compare_stopping(args)
+    prior_options = _prior_options(args)
+    if prior_options and args.initial is None:
+        args.initial = 0  # the priors are the start: no random labels after them unless asked for
+    initial = args.initial if args.initial is not None else _default_initial(experiment)
+    if initial is not None and initial >= args.budget:
+        print(f"warning: the {initial} initial labels use the whole --budget {args.budget}: every label is "
+              "drawn at random and the strategies never choose an item (lower --initial or raise --budget)",
+              file=sys.stderr)
+    sources = args.data if isinstance(args.data, list) else [args.data]
+    names = dataset_names(sources)
+    several = len(sources) > 1
+    datasets, data, per_dataset = {}, {}, {}
+    models = dict.fromkeys(names, args.model)  # the model each dataset ran with
+    for source, name in zip(sources, names, strict=True):
+        ds = load_data(args, source, notice_prefix=f"{name}: " if several else "")
+        # Unsupervised and label-free, so scaling over all items (pool and held-out part) leaks no labels.
+        X = scale_features(ds.X, args.scale, ds.numeric_columns)
+        datasets[name], data[name] = ds, (X, ds.y)
+        per_dataset[name] = {"solver_params": dict(kernel=kernel_for(args, ds), C=args.C, gamma=args.gamma,
+                                                   degree=args.degree, coef0=args.coef0, tol=args.tol)}
+        per_dataset[name]["solver_params"].update(ramp_params, **model_params)
+        if args.model == "auto":
+            models[name] = _suited_model(ds, name if several else ds.name, strategies, per_dataset[name])
+    if "prior_keys" in prior_options:
+        if several:
+            raise CLIError("--prior-keys names items of one dataset: give one --data")
+        ds = datasets[names[0]]
+        try:
+            keys = prior_options.pop("prior_keys")
+            optional_rows = rows_of_keys(keys, ds.item_keys, len(ds), source=f"--prior-keys {args.prior_keys}")
+        except PriorError as exc:
+            raise CLIError(str(exc)) from None
+        prior_options.update(prior_items=optional_rows,
+                             prior_names=[f"{key!r} (line {line})" for line, key in keys])
+    optional = dict(prior_options)
+    for option, value in (("cold_start", args.cold_start), ("initial", args.initial),
+                          ("test_fraction", args.test_fraction)):
+        if value is not None:
+            optional[option] = value
+    if stopping:
+        optional.update(stopping=stopping, target_recall=args.target_recall, confidence=args.confidence)
+    try:
+        results = experiment.run_study(data, dataset_options=per_dataset, strategies=strategies,
+                                       solver=args.solver, budget=args.budget, seeds=args.seeds, n_jobs=args.jobs,
+                                       scheduler=args.scheduler, **optional)
+    except (experiment.SchedulerError, PriorError) as exc:
+        raise CLIError(str(exc)) from None
+    except (TypeError, ValueError) as exc:
+        if not any(ds.is_sparse for ds in datasets.values()):
+            raise
+        raise CLIError(f"compare cannot run on sparse features in this version ({exc}); reduce text with "
+                       "--text-svd K (the labelling app takes them as they are)") from None
+    return _compare_output(args, results, datasets, models, stopping)
 
 
 # -- entry point -------------------------------------------------------------------
