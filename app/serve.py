@@ -22,11 +22,14 @@ from __future__ import annotations
 
 import sys
 import threading
+import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 MAIN = ROOT / "app" / "main.py"
 STARTING = "MarginLab: starting: loading the app and opening its database…"
+#: seconds between two "still loading" lines while the warm start is under way
+HEARTBEAT_S = 5.0
 
 
 def warm_start() -> None:
@@ -37,7 +40,11 @@ def warm_start() -> None:
         from app.services import startup
         from storage.engine import database_url
 
-        startup.warm_start(database_url()).wait()
+        ready = startup.warm_start(database_url())
+        started = time.monotonic()
+        while not ready.wait(HEARTBEAT_S):  # (a busy machine: say it is still at work, never silent > 10 s)
+            print(f"MarginLab: still loading the app and opening its database "
+                  f"({time.monotonic() - started:.0f} s so far)…", file=sys.stderr, flush=True)
     except Exception as error:  # (the first page view does it all again, and says what is wrong)
         print(f"MarginLab: the warm start did not happen ({error}).", file=sys.stderr)
 

@@ -104,3 +104,26 @@ def test_the_server_says_it_is_starting_before_its_warm_start(monkeypatch, capsy
     monkeypatch.setattr("sys.argv", ["serve"])
     serve.main([])
     assert said_before == [serve.STARTING + "\n"]
+
+
+def test_a_slow_warm_start_says_every_few_seconds_that_it_is_still_at_work(monkeypatch, capsys):
+    """On a busy machine the imports and the database take longer than 10 s: the console says so while
+    it waits, every ``HEARTBEAT_S`` seconds, and is quiet once the warm start is done."""
+    import threading
+
+    from app import serve
+    from app.services import startup
+
+    waits = []
+
+    class Slow(threading.Event):
+        def wait(self, timeout=None):  # four waits of the heartbeat, then ready (no clock involved)
+            waits.append(timeout)
+            return len(waits) > 4
+
+    monkeypatch.setattr(startup, "warm_start", lambda url: Slow())
+    serve.warm_start()
+    lines = capsys.readouterr().err.splitlines()
+    assert waits == [serve.HEARTBEAT_S] * 5 and serve.HEARTBEAT_S < 10
+    assert len(lines) == 4 and all(line.startswith("MarginLab: still loading the app and opening its database (")
+                                   for line in lines), lines
