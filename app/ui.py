@@ -25,7 +25,7 @@ from app.services.common import BASELINE, EXACT_SOLVERS, gamma_value
 from app.services.comparisons import with_decimals
 from app.services.database import database_problem
 from app.services.display import ItemDisplay
-from core.formatting import signed
+from core.formatting import count, signed
 from storage.engine import database_url
 from storage.errors import StorageError
 
@@ -457,7 +457,7 @@ def history_summary(table: pd.DataFrame, solver: str) -> str:
     labels = int((current["answer"] != "skipped").sum())
     changed = int((current["changes"].str.len() > 0).sum())
     removed = int((table["status"] == "removed").sum())
-    return (f"{labels} labels and {len(current) - labels} skips as they stand · {changed} changed · "
+    return (f"{count(labels, 'label')} and {count(len(current) - labels, 'skip')} as they stand · {changed} changed · "
             f"{removed} removed · solver {plain(solver)}")
 
 

@@ -30,3 +30,9 @@ def signed(value: float, decimals: int = 3) -> str:
     if rounded == 0:
         return f"{0:.{decimals}f}"
     return f"{rounded:+.{decimals}f}"
+
+
+def count(n: int, word: str, plural: str | None = None) -> str:
+    """``n`` and the word in its number: count(1, "label") -> "1 label", count(3, "label") -> "3 labels",
+    count(2, "item", "items") as given; thousands separated ("1,250 labels")."""
+    return f"{n:,} {word if n == 1 else (plural or word + 's')}"

@@ -94,7 +94,7 @@ from fractions import Fraction
 import numpy as np
 from scipy import special, stats
 
-from core.formatting import for_people
+from core.formatting import count, for_people
 
 RULE_NAMES = ("statistical", "knee", "margin", "stability", "consecutive")
 DEFAULT_RULES = "statistical,knee,margin,stability,consecutive:50"
@@ -224,9 +224,10 @@ def consecutive_rule(labels, n: int) -> RuleState:
         return RuleState(name, False, f"{name}: waits for the first positive", value=0, needed=None)
     run = int(len(y) - 1 - np.flatnonzero(y > 0)[-1])
     if run >= n:
-        return RuleState(name, True, f"{name}: {run} negatives in a row since the last positive — you can stop",
+        return RuleState(name, True,
+                         f"{name}: {count(run, 'negative')} in a row since the last positive — you can stop",
                          value=run, needed=0)
-    return RuleState(name, False, f"{name}: {run} negatives in a row since the last positive (stops at {n})",
+    return RuleState(name, False, f"{name}: {count(run, 'negative')} in a row since the last positive (stops at {n})",
                      value=run, needed=n - run)
 
 
@@ -820,6 +821,9 @@ def statistical_rule(check: RecallCheck) -> RuleState:
                          f"{last.draws if last else 0}, which shows recall below {_setting_pct(check.target_recall)}; "
                          "back to the heuristic, and start a new check when it stops finding positives",
                          needed=None)
+    if check.phase == "heuristic" and check.urn == 0:  # nothing left unlabelled: recall is 1 exactly
+        return RuleState("statistical", True, "statistical: every item of the pool is labelled, so recall is 100% "
+                         "— you can stop", value=None, needed=0)
     if check.gap_needed is None:
         return RuleState("statistical", False, "statistical: waits for the first positive")
     if check.suggest:

@@ -106,7 +106,7 @@ def shown_item(at: AppTest) -> int:
 
 def progress(at: AppTest) -> tuple[int, int]:
     for text in texts(at):
-        match = re.match(r"\*\*(\d+)\*\* labels \(\d+ positive\) · \*\*(\d+)\*\* skips", text)
+        match = re.match(r"\*\*(\d+)\*\* labels? \(\d+ positive\) · \*\*(\d+)\*\* skips?", text)
         if match:
             return int(match.group(1)), int(match.group(2))
     raise AssertionError(f"no progress read-out: {texts(at)}")

@@ -253,3 +253,15 @@ def test_owners_are_told_when_the_app_is_shared_without_its_guard(db_url, monkey
     assert not any("streamlit run" in w.value for w in annotator.sidebar.warning)
     monkeypatch.setattr(server_guard, "unguarded_on_a_network", lambda address, served_to_a_browser: False)
     assert not any("streamlit run" in w.value for w in start_app("olga").sidebar.warning)
+
+
+def test_counts_are_written_in_their_number():
+    import numpy as np
+
+    from core import stopping
+    from core.formatting import count
+
+    assert [count(n, "label") for n in (0, 1, 2, 1250)] == ["0 labels", "1 label", "2 labels", "1,250 labels"]
+    assert count(1, "match", "matches") == "1 match" and count(3, "match", "matches") == "3 matches"
+    message = stopping.consecutive_rule(np.array([1, -1]), n=50).message
+    assert "1 negative in a row" in message and "1 negatives" not in message

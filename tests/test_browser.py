@@ -219,7 +219,7 @@ def shown_item_index(page) -> int:
 
 def progress_labels(page) -> int:
     text = page.locator(".st-key-progress").inner_text(timeout=30_000)
-    match = re.search(r"(\d+)\s+labels", text)
+    match = re.search(r"(\d+)\s+labels?\b", text)
     assert match, f"no progress read-out: {text!r}"
     return int(match.group(1))
 

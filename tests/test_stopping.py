@@ -600,3 +600,13 @@ def test_evaluate_reports_every_rule_in_words():
     assert states[2].message == "margin: 12 unlabelled items inside the margin"
     assert states[4].stop and not states[2].stop
     assert all(s.message.startswith(s.rule.split(":")[0]) for s in states)
+
+
+def test_with_every_item_labelled_the_statistical_rule_says_stop():
+    labels, drawn = _history(([1] * 30 + [-1] * 170, False))
+    check = st.recall_check(labels, drawn, [], checking=False, pool_size=200)  # nothing left unlabelled
+    state = st.statistical_rule(check)
+    assert state.stop and state.needed == 0
+    assert "every item of the pool is labelled" in state.message and "draw at least 0" not in state.message
+    one_left = st.recall_check(labels[:-1], drawn[:-1], [], checking=False, pool_size=200)
+    assert not st.statistical_rule(one_left).stop

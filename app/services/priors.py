@@ -21,7 +21,7 @@ import scipy.sparse as sp
 from sqlalchemy.exc import SQLAlchemyError
 
 from app.services.common import VALUE_NAMES, Outcome, ServiceError
-from core.formatting import for_people
+from core.formatting import count, for_people
 from core.priors import PRIOR
 from storage import repository as repo
 from storage.errors import DuplicateLabelError, StorageError
@@ -64,7 +64,8 @@ class SearchResult:
             return f"No item of the pool matches this {self.how} search{held}."
         shown = f"; the first {len(self.hits)} are listed" if len(self.hits) < self.n_matches else ""
         held = f"; {self.n_held_out} more are held out for evaluation" if self.n_held_out else ""
-        return f"{self.n_matches} items of the pool match{shown}{held}."
+        verb = "matches" if self.n_matches == 1 else "match"
+        return f"{count(self.n_matches, 'item')} of the pool {verb}{shown}{held}."
 
 
 def search_kind(display_kind: str, meta: dict, has_texts: bool) -> str:

@@ -150,7 +150,8 @@ def _close(session_id: int) -> None:
 def session_without_model(run) -> None:
     """A session whose model cannot be rebuilt: why, what is kept, and a way out."""
     st.error(ui.plain(run.problem))
-    st.caption(f"Stored: {run.n_labels} labels ({run.n_positive} positive) and {run.n_skips} skips.")
+    st.caption(f"Stored: {ui.count(run.n_labels, 'label')} ({run.n_positive} positive) and "
+               f"{ui.count(run.n_skips, 'skip')}.")
     st.button("Close this session", key="close_broken_session", on_click=_close, args=(run.session_id,))
 
 
@@ -175,7 +176,8 @@ def labelling_panel(session_id: int) -> None:
     last = run.answers[-1].item_index if run.answers else None
     update = "–" if run.last_update_ms is None else f"{run.last_update_ms:.1f} ms"
     query = "–" if shown is None or shown.query_ms is None else f"{shown.query_ms:.1f} ms"
-    progress = f"**{run.n_labels}** labels ({run.n_positive} positive) · **{run.n_skips}** skips"
+    progress = (f"**{run.n_labels}** {'label' if run.n_labels == 1 else 'labels'} ({run.n_positive} positive) · "
+                f"**{run.n_skips}** {'skip' if run.n_skips == 1 else 'skips'}")
     if run.n_seen is not None:  # (a stream heuristic: ramp-region)
         progress += f" · **{run.n_seen}** items seen by the stream"
     progress += f" · pool {len(run.pool_items):,} items"

@@ -11,7 +11,7 @@ me = auth.identity()
 st.title("My labels")
 
 events = svc.own_history(me)
-st.caption(f"{len(events)} answers by {ui.plain(me.name)}, newest first (undone answers are not listed).")
+st.caption(f"{ui.count(len(events), 'answer')} by {ui.plain(me.name)}, newest first (undone answers are not listed).")
 if events:
     table = pd.DataFrame([{
         "item": e.item_index, "answer": {1: "positive", -1: "negative", 0: "skip"}[e.value],

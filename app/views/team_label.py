@@ -72,7 +72,8 @@ def team_panel(project_id: int) -> None:
     progress = run.progress()
     mine = progress["by_member"].get(me.name, 0)
     st.container(key="team_progress").markdown(
-        f"**{mine}** answers by you · project: **{progress['answers']}** answers, {progress['items_done']} of "
+        f"**{mine}** {'answer' if mine == 1 else 'answers'} by you · project: **{progress['answers']}** "
+        f"{'answer' if progress['answers'] == 1 else 'answers'}, {progress['items_done']} of "
         f"{progress['items']} items done · the shared model learned {progress['learned']} "
         f"({progress['positive']} positive)")
     update = "–" if run.last_update_ms is None else f"{run.last_update_ms:.1f} ms"
