@@ -24,6 +24,9 @@ _MODULES = {
     "active-set": ("core.solvers.active_set", "ActiveSetSVM"),
 }
 SOLVER_NAMES = tuple(_MODULES)
+# found by name (saved states, ``make_solver``) but not offered on its own: the review model's solver on
+# sparse rows, which ``core.presets.solver_for`` picks
+_MODULES["dual-cd"] = ("core.solvers.dual_cd", "DualCDSVM")
 
 
 def solver_class(name: str) -> type[OnlineSolver]:

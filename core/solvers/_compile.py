@@ -3,7 +3,7 @@ that serves the first labels first, and say how far it has got.
 
 What there is to compile (``PLAN``): every kernel routine of :mod:`core._kernels_jit` for each
 feature dtype it serves, and each solver's loops (a small run of the solver, ``warm_up``), one
-*unit* each: 32 units, about 250 s of compiling on a quiet 2-core machine and up to 800 s on a
+*unit* each: 33 units, about 250 s of compiling on a quiet 2-core machine and up to 800 s on a
 busy one.  The first start of a new installation pays that once; every later process loads the
 machine code from the cache (about a second for everything).
 
@@ -43,7 +43,8 @@ from dataclasses import dataclass, replace
 #: each solver's compiled loops: the module whose ``warm_up()`` compiles them with the argument types
 #: the solver passes (``lasvm``'s warm-up lives beside its class, the loops in ``_lasvm_compiled``)
 SOLVER_WARM_UPS = {"incremental": "core.solvers._incremental_jit", "lasvm": "core.solvers.lasvm",
-                   "ramp": "core.solvers._ramp_jit", "active-set": "core.solvers._active_set_jit"}
+                   "ramp": "core.solvers._ramp_jit", "active-set": "core.solvers._active_set_jit",
+                   "dual-cd": "core.solvers._dual_cd_jit"}
 
 #: the kernel routines the Label page needs to show the demo's first item (its row terms)
 FIRST_ITEM_ROUTINES = ("dense_row_terms",)
