@@ -40,7 +40,7 @@ from typing import Any, ClassVar
 import numpy as np
 import scipy.sparse as sp
 
-from core.solvers._dual_cd_jit import BUDGET, dcd_passes
+from core.solvers._dual_cd_jit import BUDGET, dcd_passes, weight_vector
 from core.solvers.base import NumericalError, OnlineSolver, RatioClassWeights, StepResult, StepTimer
 
 # times w is recomputed from a and the KKT conditions checked with it before a step gives up as inexact
@@ -89,6 +89,7 @@ class DualCDSVM(RatioClassWeights, OnlineSolver):
         self.s = 0.0               # sum_i a_i y_i (the constant feature's weight, before sqrt(coef0))
         self.n_passes_ = 0         # coordinate passes over the learned rows, since made or loaded
         self._local = None         # the compiled passes' scratch space (``_scratch``)
+        self._touched = np.zeros(0, dtype=np.int64)  # the features of the labelled rows (where w is not 0)
         super().__init__(X, **params)
         if self.dtype != "float64":
             raise ValueError(f"the dual-cd solver works on float64 rows, got dtype={self.dtype!r}")
@@ -137,7 +138,10 @@ class DualCDSVM(RatioClassWeights, OnlineSolver):
         L = self._learned()
         X = self.store.X
         c = self.alpha[L] * self.y[L]
-        self.w = np.asarray(X[L].T @ c, dtype=np.float64).ravel() if len(L) else np.zeros(X.shape[1])
+        if len(self.w) != X.shape[1]:
+            self.w, self._touched = np.zeros(X.shape[1]), np.zeros(0, dtype=np.int64)
+        # (over the labelled rows' features only: w is as long as the vocabulary, and is not copied per label)
+        self._touched = weight_vector(X.indptr, X.indices, X.data, L, c, self.w, self._touched)
         self.s = float(c.sum()) if len(L) else 0.0
         gamma, coef0 = self._map
         self.f = gamma * (X @ self.w) + coef0 * self.s
@@ -168,7 +172,7 @@ class DualCDSVM(RatioClassWeights, OnlineSolver):
             yL = self.y[L]
             aL = self.alpha[L]
             s = np.array([self.s])
-            w = self.w.copy()
+            w = self.w  # (moved in place by the passes, then recomputed from a)
             for _ in range(_CHECKS):
                 budget = self.max_iter - passes
                 seed = int(self.rng.integers(1, 2**62))
@@ -184,7 +188,7 @@ class DualCDSVM(RatioClassWeights, OnlineSolver):
                     break
                 if gap <= self.tol:
                     break
-                w, s = self.w.copy(), np.array([self.s])
+                w, s = self.w, np.array([self.s])
             else:
                 status = "inexact"
                 message = self._not_tau_optimal(f"the largest KKT violation is {gap:.3g}, above tol {self.tol:g} "
@@ -227,6 +231,7 @@ class DualCDSVM(RatioClassWeights, OnlineSolver):
             self.alpha[i] = 0.0
             self.y[i] = 0.0
             self.learned_order.remove(i)
+            self._recompute()  # (w without the example: the passes start from it)
             out = self._solve()
         return timer.result(**out)
 
@@ -276,10 +281,19 @@ class DualCDSVM(RatioClassWeights, OnlineSolver):
                      - 0.5 * (a ** 2) @ self._ridge(L))
 
     def __getstate__(self) -> dict[str, Any]:
-        """A copy (the loop's undo copies) leaves out the scratch space: made again when needed."""
+        """A copy (the loop's undo copies) leaves out the scratch space and w (as long as the vocabulary):
+        w is a function of a, recomputed when the copy is brought back (the same bits)."""
         state = self.__dict__.copy()
         state["_local"] = None
+        state["w"] = None
         return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        if self.w is None:
+            self.w = np.zeros(0)
+            if self.store is not None and self.store.n_features:
+                self._recompute()
 
     # -- state -------------------------------------------------------------
     def _state_arrays(self) -> dict[str, np.ndarray]:
