@@ -107,27 +107,33 @@ def dcd_passes(indptr, indices, data, rows, y, alpha, qdiag, ridge, w, s, gamma,
 
 
 @njit(cache=True, error_model="numpy")
-def weight_vector(indptr, indices, data, rows, c, w, touched):
+def weight_vector(indptr, indices, data, rows, c, w, touched, local):
     """w = sum_k c_k x_rows[k] in place, over the features the rows have: those features and the ones of
     ``touched`` (the rows of the previous call) are set to 0 first, the rows then added in their order,
-    each in its stored order (the same bits for the same rows and c).  Returns the rows' features (the
-    next call's ``touched``)."""
+    each in its stored order (the same bits for the same rows and c).  Returns the rows' features in the
+    order met (the next call's ``touched``); ``local`` is ``dcd_passes``' scratch space, left as given."""
     for j in touched:
         w[j] = 0.0
     count = 0
     for r in rows:
         count += indptr[r + 1] - indptr[r]
-        for q in range(indptr[r], indptr[r + 1]):
-            w[indices[q]] = 0.0
     feats = np.empty(count, dtype=np.int64)
-    count = 0
+    n_feats = 0
+    for r in rows:
+        for q in range(indptr[r], indptr[r + 1]):
+            f = indices[q]
+            if local[f] < 0:
+                local[f] = 1
+                feats[n_feats] = f
+                n_feats += 1
+                w[f] = 0.0
     for k in range(len(rows)):
         r = rows[k]
         for q in range(indptr[r], indptr[r + 1]):
             w[indices[q]] += c[k] * data[q]
-            feats[count] = indices[q]
-            count += 1
-    return np.unique(feats)
+    for j in range(n_feats):
+        local[feats[j]] = -1
+    return feats[:n_feats].copy()
 
 
 def warm_up() -> float:
@@ -142,5 +148,5 @@ def warm_up() -> float:
                np.full(2, 3.0), np.ones(2), np.zeros(2), np.zeros(1), 1.0, 1.0, 1e-3, 10, 1,
                np.full(2, -1, dtype=np.int64))
     weight_vector(indptr, indices, data, np.array([0, 1], dtype=np.intp), np.array([0.5, -0.5]), np.zeros(2),
-                  np.zeros(0, dtype=np.int64))
+                  np.zeros(0, dtype=np.int64), np.full(2, -1, dtype=np.int64))
     return time.perf_counter() - start

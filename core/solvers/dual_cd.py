@@ -141,7 +141,7 @@ class DualCDSVM(RatioClassWeights, OnlineSolver):
         if len(self.w) != X.shape[1]:
             self.w, self._touched = np.zeros(X.shape[1]), np.zeros(0, dtype=np.int64)
         # (over the labelled rows' features only: w is as long as the vocabulary, and is not copied per label)
-        self._touched = weight_vector(X.indptr, X.indices, X.data, L, c, self.w, self._touched)
+        self._touched = weight_vector(X.indptr, X.indices, X.data, L, c, self.w, self._touched, self._scratch())
         self.s = float(c.sum()) if len(L) else 0.0
         gamma, coef0 = self._map
         self.f = gamma * (X @ self.w) + coef0 * self.s
