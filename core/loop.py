@@ -89,6 +89,7 @@ from core import strategies
 from core.cold_start import spread_cold_start
 from core.kernels import add_scaled_rows, add_weighted_rows, as_data_matrix, masked_count_abs_below
 from core.metrics import accuracy, roc_auc
+from core.presets import solver_for
 from core.solvers import make_solver, solver_class
 from core.strategies import (
     COLD_STARTS,
@@ -374,10 +375,15 @@ class ActiveLearningLoop:
             raise ValueError(f"kernel_rows must be one of {', '.join(KERNEL_ROW_DTYPES)}, got {kernel_rows!r}")
         self.kernel_rows = kernel_rows
 
+        # the solver that learns the model on this pool (``core.presets.solver_for``: the review model on
+        # sparse rows is learned by dual-cd); a restored loop keeps the one its state was saved from
+        self._made = solver_for(self.solver_name, self.solver_params, self.X)
+        if _solver_state is not None and _solver_state[1].get("solver") != self._made[0]:
+            self._made = (_solver_state[1]["solver"], self.solver_params)
         if _solver_state is None:
-            self.solver = make_solver(self.solver_name, self.X, **self.solver_params)
+            self.solver = self._new_solver()
         else:
-            self.solver = solver_class(self.solver_name).from_state(*_solver_state, X=self.X)
+            self.solver = solver_class(self._made[0]).from_state(*_solver_state, X=self.X)
         self._label = np.zeros(n, dtype=np.int8)
         self._skipped = np.zeros(n, dtype=bool)
         self._available = np.ones(n, dtype=bool)
@@ -426,6 +432,11 @@ class ActiveLearningLoop:
         self._f = np.asarray(self.solver.decision_function(np.arange(self.n_items)), dtype=np.float64).copy()
 
     # ------------------------------------------------------------------
+    def _new_solver(self):
+        """A fresh solver of this loop's kind over the pool (nothing learned)."""
+        name, params = self._made
+        return make_solver(name, self.X, **params)
+
     @staticmethod
     def _check_labels(y, n: int, what: str) -> np.ndarray:
         y = np.asarray(y, dtype=np.float64).reshape(-1)
@@ -682,14 +693,14 @@ class ActiveLearningLoop:
             if self.n_labels == 1:
                 # back to nothing learned: a fresh solver is exactly what a rebuild has (with no
                 # examples the bias is arbitrary, and a solver may keep the one it last had)
-                self.solver = make_solver(self.solver_name, self.X, **self.solver_params)
+                self.solver = self._new_solver()
                 self._init_scores()
             elif self.solver.exact_unlearn:
                 self.solver.unlearn(i)
             elif entry.snapshot is not None:
                 self.solver = entry.snapshot.restore()
             elif entry.state is not None:  # kept as the solver's state (see replay and to_state)
-                self.solver = solver_class(self.solver_name).from_state(*entry.state, X=self.X)
+                self.solver = solver_class(self._made[0]).from_state(*entry.state, X=self.X)
             else:
                 self._replay_solver([e for e in self.events[:-1] if e[1] != 0])
             self._sync_scores()
@@ -733,7 +744,7 @@ class ActiveLearningLoop:
         self._undo[k].label = y
         if self.solver.exact_unlearn:
             if self.n_labels == 1:  # its only label: nothing else to keep
-                self.solver = make_solver(self.solver_name, self.X, **self.solver_params)
+                self.solver = self._new_solver()
             else:
                 self.solver.unlearn(i)
             self.solver.learn(i, y)
@@ -765,7 +776,7 @@ class ActiveLearningLoop:
             self._snapshot_bytes -= entry.snapshot_bytes
         if old != 0:
             if self.n_labels == 1:
-                self.solver = make_solver(self.solver_name, self.X, **self.solver_params)
+                self.solver = self._new_solver()
             elif self.solver.exact_unlearn:
                 self.solver.unlearn(i)
             else:
@@ -868,7 +879,7 @@ class ActiveLearningLoop:
 
     def _replay_solver(self, labels: list[tuple[int, int]]) -> None:
         """A fresh solver that learns ``labels`` in order: the state the loop had after them."""
-        solver = make_solver(self.solver_name, self.X, **self.solver_params)
+        solver = self._new_solver()
         for i, y in labels:
             solver.learn(i, y)
         self.solver = solver

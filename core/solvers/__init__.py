@@ -37,7 +37,8 @@ class Solver:
     or None.  ``own_params``: the parameters offered by the command line and the app that only
     this solver takes (the others refuse them with a message naming the solvers that do).
     ``reference_at_once``: the comparisons' full-data reference learns its items in one
-    ``learn_many`` call rather than one at a time.
+    ``learn_many`` call rather than one at a time.  ``offered``: named in the lists the command line and
+    the app offer (False: found by name, for saved states and ``make_solver``, but chosen by the code).
     """
 
     name: str
@@ -46,6 +47,7 @@ class Solver:
     warm_up: str | None = None
     own_params: frozenset[str] = frozenset()
     reference_at_once: bool = False
+    offered: bool = True
 
     def load(self) -> type[OnlineSolver]:
         """The solver's class (imported on first use), checked against the entry."""
@@ -84,12 +86,14 @@ for _entry in (
            own_params=frozenset({"balance_ratio", "loss"}), reference_at_once=True),
     Solver("active-set", "core.solvers.active_set:ActiveSetSVM", exact_unlearn=True,
            warm_up="core.solvers._active_set_jit"),
+    # the review model's solver on sparse rows, which core.presets.solver_for picks (not offered on its own)
+    Solver("dual-cd", "core.solvers.dual_cd:DualCDSVM", warm_up="core.solvers._dual_cd_jit", offered=False),
 ):
     register(_entry)
 del _entry
 
-#: the solvers' names, a live view of the registry
-SOLVER_NAMES = REGISTRY.name_list()
+#: the names of the solvers offered, a live view of the registry
+SOLVER_NAMES = REGISTRY.name_list(lambda e: e.offered)
 
 
 def solver_class(name: str) -> type[OnlineSolver]:

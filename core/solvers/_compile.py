@@ -3,7 +3,7 @@ that serves the first labels first, and say how far it has got.
 
 What there is to compile (``PLAN``): every kernel routine of :mod:`core._kernels_jit` for each
 feature dtype it serves, and each solver's loops (a small run of the solver, ``warm_up``), one
-*unit* each: 32 units, about 250 s of compiling on a quiet 2-core machine and up to 800 s on a
+*unit* each: 33 units, about 250 s of compiling on a quiet 2-core machine and up to 800 s on a
 busy one.  The first start of a new installation pays that once; every later process loads the
 machine code from the cache (about a second for everything).
 

@@ -323,6 +323,43 @@ def stepped_balanced_weights(n_pos: int, n_neg: int) -> tuple[float, float]:
     return (1.0 + rho) / 2.0, (1.0 + rho) / (2.0 * rho)
 
 
+class RatioClassWeights:
+    """Class weights that follow every label with a ratio (mixin of the solvers without a bias: ``ramp``,
+    ``dual-cd``).  ``class_weight``: None (1 and 1), a dict of fixed weights for the labels 1 and -1, or
+    ``"balanced"``: after every label the positives together weigh ``balance_ratio`` r times the
+    negatives and all weights sum to the number of labels n = n_+ + n_-,
+
+        w_+ = r n / ((1 + r) n_+),    w_- = n / ((1 + r) n_-)
+
+    (r = 1 is scikit-learn's ``"balanced"``; 1 and 1 while one class is learned).  A function of the
+    learned labels alone, so a restored solver recomputes them."""
+
+    def _init_ratio_weights(self, class_weight, balance_ratio) -> None:
+        self._fixed_weights = check_class_weight(class_weight)
+        # kept as a plain copy (labels 1 / -1, floats): the caller's dict may change later, and the
+        # parameters go into the saved state as JSON
+        self.class_weight = (class_weight if self._fixed_weights is None else
+                             {1: self._fixed_weights[0], -1: self._fixed_weights[1]})
+        balance_ratio = float(balance_ratio)
+        if not (np.isfinite(balance_ratio) and 1e-6 <= balance_ratio <= 1e6):
+            raise ValueError(f"balance_ratio must be a number between 1e-6 and 1e6, got {balance_ratio!r}")
+        self.balance_ratio = balance_ratio
+
+    @property
+    def class_weights_(self) -> tuple[float, float]:
+        """(w_+, w_-) for the labels learned now (see ``class_weight``)."""
+        if self.class_weight is None:
+            return 1.0, 1.0
+        if self._fixed_weights is not None:
+            return self._fixed_weights
+        n_pos = int(np.count_nonzero(self.y > 0))
+        n_neg = int(np.count_nonzero(self.y < 0))
+        if n_pos == 0 or n_neg == 0:
+            return 1.0, 1.0
+        r, n = self.balance_ratio, n_pos + n_neg
+        return r * n / ((1.0 + r) * n_pos), n / ((1.0 + r) * n_neg)
+
+
 class ClassWeights:
     """Per-class boxes 0 <= a_i <= C w_{y_i} for a solver with a bias (mixin of ``OnlineSolver``).
 

@@ -141,7 +141,7 @@ import numpy as np
 from scipy.linalg import cho_factor, cho_solve
 
 from core.solvers._ramp_jit import BUDGET, STALLED, smo_on_gram
-from core.solvers.base import NumericalError, OnlineSolver, StepResult, StepTimer, check_class_weight
+from core.solvers.base import NumericalError, OnlineSolver, RatioClassWeights, StepResult, StepTimer
 
 #: the losses the solver learns: the ramp (Wang & Vucetic), the hinge, the squared hinge (see above)
 LOSSES = ("ramp", "hinge", "squared_hinge")
@@ -156,7 +156,7 @@ _NEWTON_REPEAT = 10
 _GRAM_MAX = 3000
 
 
-class OnlineSVMR(OnlineSolver):
+class OnlineSVMR(RatioClassWeights, OnlineSolver):
     """Ramp-loss SVM trained online by SMO-style learning/unlearning under CCCP.
 
     Parameters (besides those of :class:`~core.solvers.base.OnlineSolver`)
@@ -264,15 +264,7 @@ class OnlineSVMR(OnlineSolver):
             raise ValueError(f"loss must be 'ramp', 'hinge' or 'squared_hinge', got {loss!r}")
         self.loss = loss
         self._squared = loss == "squared_hinge"
-        self._fixed_weights = check_class_weight(class_weight)
-        # kept as a plain copy (labels 1 / -1, floats): the caller's dict may change later, and the
-        # parameters go into the saved state as JSON
-        self.class_weight = (class_weight if self._fixed_weights is None else
-                             {1: self._fixed_weights[0], -1: self._fixed_weights[1]})
-        balance_ratio = float(balance_ratio)
-        if not (np.isfinite(balance_ratio) and 1e-6 <= balance_ratio <= 1e6):
-            raise ValueError(f"balance_ratio must be a number between 1e-6 and 1e6, got {balance_ratio!r}")
-        self.balance_ratio = balance_ratio
+        self._init_ratio_weights(class_weight, balance_ratio)
         # per-store-index arrays (grown in _on_store_grown)
         self.alpha = np.zeros(0)            # unsigned weights a_i, 0 <= a_i <= C
         self.f = np.zeros(0)                # maintained f(x_j) for every stored example
@@ -324,21 +316,7 @@ class OnlineSVMR(OnlineSolver):
                       loss=self.loss, class_weight=self.class_weight, balance_ratio=self.balance_ratio)
         return params
 
-    # -- per-class bounds ----------------------------------------------------
-    @property
-    def class_weights_(self) -> tuple[float, float]:
-        """(w_+, w_-) for the labels learned now (see ``class_weight``)."""
-        if self.class_weight is None:
-            return 1.0, 1.0
-        if self._fixed_weights is not None:
-            return self._fixed_weights
-        n_pos = int(np.count_nonzero(self.y > 0))
-        n_neg = int(np.count_nonzero(self.y < 0))
-        if n_pos == 0 or n_neg == 0:
-            return 1.0, 1.0
-        r, n = self.balance_ratio, n_pos + n_neg
-        return r * n / ((1.0 + r) * n_pos), n / ((1.0 + r) * n_neg)
-
+    # -- per-class bounds (``class_weights_``: ``RatioClassWeights``) ------------------
     def _bounds_now(self) -> tuple[float, float]:
         """Set ``upper`` (and, for the squared hinge, ``ridge``) of every stored example for the labels now
         (0 when not learned); return (C w_+, C w_-)."""

@@ -1,0 +1,202 @@
+"""The dual coordinate descent solver (``dual-cd``): the review model on sparse rows.
+
+Held to the ramp solver's solution of the same problem, to liblinear's LinearSVC as ASReview uses it,
+to its KKT conditions after every step, to retraining for unlearning, to its own saved state, and, in
+the active-learning loop, to the order in which the ramp solver had the bundled abstracts read.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from core.datasets import load_bundled
+from core.loop import ActiveLearningLoop
+from core.presets import DOCUMENT_REVIEW, solver_for
+from core.solvers import make_solver
+from core.solvers.base import OnlineSolver
+from core.solvers.dual_cd import DualCDSVM
+
+REVIEW = DOCUMENT_REVIEW["solver_params"]
+LINEAR = {k: v for k, v in REVIEW.items() if k != "max_nonsv"}
+
+
+@pytest.fixture(scope="module")
+def abstracts():
+    data = load_bundled("arxiv")
+    X = sp.csr_matrix(data.X)
+    return X, np.where(np.asarray(data.y) > 0, 1.0, -1.0)
+
+
+def labelled_order(y: np.ndarray, n: int, seed: int = 0) -> np.ndarray:
+    """n documents, a third of them positives (as a review's labels are, more than the pool's share)."""
+    rng = np.random.default_rng(seed)
+    pos, neg = np.flatnonzero(y > 0), np.flatnonzero(y < 0)
+    k = min(len(pos), n // 3)
+    order = np.concatenate([rng.choice(pos, k, replace=False), rng.choice(neg, n - k, replace=False)])
+    rng.shuffle(order)
+    return order
+
+
+def test_the_same_model_as_the_ramp_solver_after_every_label(abstracts):
+    X, y = abstracts
+    ramp = make_solver("ramp", X, **REVIEW, random_state=0)
+    dcd = make_solver("dual-cd", X, **LINEAR, random_state=0)
+    for i in labelled_order(y, 80):
+        r = ramp.learn(int(i), y[i])
+        d = dcd.learn(int(i), y[i])
+        assert r.status == d.status == "ok"
+        assert d.kkt_gap <= 1e-6 and dcd.kkt_gap() <= 1e-6
+        # both within tol 1e-6 of the one optimum: decision values over the whole pool agree to ~tol
+        assert np.abs(ramp.decision_function() - dcd.decision_function()).max() < 2e-5
+    assert np.allclose(ramp.alpha, dcd.alpha, atol=2e-5)
+    assert dcd.dual_objective() == pytest.approx(ramp.dual_objective(), rel=1e-7)
+
+
+def test_liblinear_s_model_with_asreview_s_weights(abstracts):
+    """ASReview's model: LinearSVC(C=0.11, squared hinge, intercept_scaling=1: the intercept a penalised
+    weight of a constant feature), negatives weighted n_pos / (9.8 n_neg), all weights summing to the
+    labels: the review model's class weights with ratio 9.8."""
+    from sklearn.svm import LinearSVC
+
+    X, y = abstracts
+    order = labelled_order(y, 120, seed=3)
+    dcd = make_solver("dual-cd", X, **LINEAR, random_state=0)
+    dcd.learn_many(order, y[order])
+    yo = y[order]
+    weight = np.where(yo > 0, 1.0, (yo > 0).sum() / (9.8 * (yo < 0).sum()))
+    weight *= len(yo) / weight.sum()
+    model = LinearSVC(C=0.11, loss="squared_hinge", dual=True, fit_intercept=True, intercept_scaling=1.0,
+                      tol=1e-10, max_iter=1_000_000).fit(X[order], yo, sample_weight=weight)
+    assert np.abs(model.decision_function(X) - dcd.decision_function()).max() < 1e-5
+    assert dcd.kkt_gap() <= 1e-6
+
+
+def test_kkt_within_tol_after_every_learn_and_unlearn(abstracts):
+    X, y = abstracts
+    dcd = make_solver("dual-cd", X, **LINEAR, random_state=1)
+    order = labelled_order(y, 60, seed=1)
+    for i in order:
+        step = dcd.learn(int(i), y[i])
+        assert step.status == "ok" and step.kkt_gap <= dcd.tol and dcd.kkt_gap() <= dcd.tol
+    for i in order[::7]:
+        step = dcd.unlearn(int(i))
+        assert step.status == "ok" and dcd.kkt_gap() <= dcd.tol
+        assert np.all(dcd.alpha >= 0) and dcd.alpha[i] == 0 and dcd.y[i] == 0
+
+
+def test_unlearning_gives_the_model_trained_without_the_example(abstracts):
+    X, y = abstracts
+    order = labelled_order(y, 70, seed=2)
+    dcd = make_solver("dual-cd", X, **LINEAR, random_state=0)
+    for i in order:
+        dcd.learn(int(i), y[i])
+    gone = [int(order[5]), int(order[40])]
+    for i in gone:
+        dcd.unlearn(i)
+    rest = np.array([i for i in order if int(i) not in gone])
+    fresh = make_solver("dual-cd", X, **LINEAR, random_state=0)
+    for i in rest:
+        fresh.learn(int(i), y[i])
+    assert np.abs(dcd.decision_function() - fresh.decision_function()).max() < 2e-5
+    assert fresh.class_weights_ == dcd.class_weights_
+
+
+def test_a_restored_state_continues_bit_for_bit(abstracts, tmp_path):
+    X, y = abstracts
+    order = labelled_order(y, 50, seed=4)
+    dcd = make_solver("dual-cd", X, **LINEAR, random_state=7)
+    for i in order[:30]:
+        dcd.learn(int(i), y[i])
+    dcd.save(tmp_path / "s.npz")
+    back = OnlineSolver.load(tmp_path / "s.npz")
+    assert isinstance(back, DualCDSVM)
+    assert np.array_equal(back.f, dcd.f) and np.array_equal(back.w, dcd.w) and back.s == dcd.s
+    for i in order[30:]:
+        dcd.learn(int(i), y[i])
+        back.learn(int(i), y[i])
+    assert np.array_equal(back.alpha, dcd.alpha) and np.array_equal(back.f, dcd.f)
+
+
+def test_refusals_name_what_is_wrong():
+    X = sp.csr_matrix(np.eye(3))
+    with pytest.raises(ValueError, match="kernel 'linear', or 'poly' with degree 1"):
+        DualCDSVM(X, kernel="rbf")
+    with pytest.raises(ValueError, match="degree=2"):
+        DualCDSVM(X, kernel="poly", degree=2, gamma=1.0)
+    with pytest.raises(ValueError, match="squared hinge only"):
+        DualCDSVM(X, kernel="linear", loss="hinge")
+    with pytest.raises(ValueError, match="sparse"):
+        DualCDSVM(np.eye(3), kernel="linear")
+    with pytest.raises(ValueError, match="balance_ratio"):
+        DualCDSVM(X, kernel="linear", balance_ratio=0.0)
+
+
+def test_the_review_preset_picks_dual_cd_on_sparse_rows_only():
+    X = sp.csr_matrix(np.eye(3))
+    assert solver_for("ramp", dict(REVIEW, random_state=3), X) == ("dual-cd", dict(LINEAR, random_state=3))
+    assert solver_for("ramp", REVIEW, X.toarray()) == ("ramp", REVIEW)  # dense rows: the ramp solver
+    other = dict(REVIEW, C=1.0)  # not the preset: as given
+    assert solver_for("ramp", other, X) == ("ramp", other)
+    assert solver_for("incremental", {"kernel": "linear"}, X) == ("incremental", {"kernel": "linear"})
+
+
+def review_loop(X, solver: str | None = None, seed: int = 0) -> ActiveLearningLoop:
+    loop = ActiveLearningLoop(X, strategy="largest-positive", solver="ramp", solver_params=REVIEW, seed=seed)
+    if solver == "ramp":  # the review model as it was learned before: the ramp solver
+        loop._made = ("ramp", loop.solver_params)
+        loop.solver = loop._new_solver()
+    return loop
+
+
+def read_order(loop: ActiveLearningLoop, y: np.ndarray, n: int) -> list[int]:
+    """The next n documents the loop asks for, each answered with its true label."""
+    order = []
+    for _ in range(n):
+        q = loop.next_query()
+        order.append(q.index)
+        loop.teach(q.index, int(y[q.index]))
+    return order
+
+
+def test_the_review_loop_reads_the_abstracts_in_the_same_order_as_with_the_ramp_solver(abstracts):
+    """150 labels of cs.RO on the bundled abstracts (cold start included): the same documents in the same
+    order; a difference would have to come from scores that tie to the solvers' tolerance."""
+    X, y = abstracts
+    new = review_loop(X)
+    assert isinstance(new.solver, DualCDSVM) and new.config()["solver"] == "ramp"
+    old = review_loop(X, "ramp")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no step short of its tolerance
+        order_new = read_order(new, y, 150)
+        order_old = read_order(old, y, 150)
+    assert order_new == order_old
+    assert np.abs(new.solver.decision_function() - old.solver.decision_function()).max() < 2e-5
+
+
+def test_the_review_loop_resumes_and_undoes_with_its_solver(abstracts):
+    X, y = abstracts
+    loop = review_loop(X, seed=2)
+    read_order(loop, y, 40)
+    arrays, meta = loop.to_state()
+    back = ActiveLearningLoop.from_state(arrays, meta, X)
+    assert isinstance(back.solver, DualCDSVM)
+    assert read_order(loop, y, 10) == read_order(back, y, 10)
+    assert np.array_equal(loop.pool_scores(), back.pool_scores())
+    before = loop.solver.f.copy()
+    q = loop.next_query()
+    loop.teach(q.index, int(y[q.index]))
+    loop.undo()
+    assert np.array_equal(loop.solver.f, before) and loop.next_query().index == q.index
+
+
+def test_a_loop_saved_with_the_ramp_solver_resumes_with_it(abstracts):
+    X, y = abstracts
+    old = review_loop(X, "ramp", seed=1)
+    read_order(old, y, 20)
+    back = ActiveLearningLoop.from_state(*old.to_state(), X)
+    assert back.solver.name == "ramp"
+    assert read_order(back, y, 5) == read_order(old, y, 5)
