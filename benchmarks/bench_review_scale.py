@@ -40,7 +40,6 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
 
 from core.features import tfidf_features  # noqa: E402
 from core.loop import ActiveLearningLoop  # noqa: E402
