@@ -183,9 +183,9 @@ def test_a_server_shared_without_the_guard_is_told_to_owners(monkeypatch):
 
     from app import server_guard
 
-    unguarded = starlette_server.create_starlette_app
-    monkeypatch.setattr(starlette_server, "create_starlette_app", unguarded)
-    assert not getattr(unguarded, "guarded", False)
+    # the application builder as a bare `streamlit run` has it (another test may have guarded this process's)
+    monkeypatch.setattr(starlette_server, "create_starlette_app", lambda runtime: None)
+    assert not server_guard.installed()
     # a bare `streamlit run` on every interface or on a network address, reached by a browser: told
     assert server_guard.unguarded_on_a_network(None, served_to_a_browser=True)
     assert server_guard.unguarded_on_a_network("0.0.0.0", served_to_a_browser=True)
