@@ -18,6 +18,8 @@ from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
 from websockets.sync.client import connect
 
 XSRF_COOKIE = "_streamlit_xsrf"
+#: how a run of the whole page ends (a fragment's rerun, or a run cut short for a rerun, ends otherwise)
+WHOLE_RUN_ENDS = (ForwardMsg.FINISHED_SUCCESSFULLY, ForwardMsg.FINISHED_WITH_COMPILE_ERROR)
 
 
 @dataclass
@@ -64,7 +66,8 @@ class WireBrowser:
         while True:
             reply = self._receive()
             kind = reply.WhichOneof("type")
-            if kind == "new_session":
+            if kind == "new_session":  # a run of the whole page begins: what it shows is what counts
+                shown = Page()
                 shown.session_id = self.session_id = reply.new_session.initialize.session_id
             elif kind == "delta" and reply.delta.WhichOneof("type") == "new_element":
                 element = reply.delta.new_element
@@ -74,7 +77,9 @@ class WireBrowser:
                     shown.widgets[widget_id.rsplit("-", 1)[-1]] = proto
                 if hasattr(proto, "body"):
                     shown.texts.append(proto.body)
-            elif kind == "script_finished":
+            elif kind == "script_finished" and reply.script_finished in WHOLE_RUN_ENDS:
+                # (not a fragment's own rerun, such as the first start's progress notice, nor a run cut short
+                # by a rerun: the run of the whole page that follows is the one asked for)
                 return shown
 
     def sign_in(self, name: str, password: str) -> Page:
