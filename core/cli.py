@@ -29,7 +29,7 @@ from core.datasets import BUNDLED, DataError, Dataset, load_bundled, load_csv, s
 from core.features import Standardizer, scale_features
 from core.kernels import KERNEL_NAMES
 from core.metrics import accuracy, roc_auc
-from core.presets import PRESETS, suited_model
+from core.presets import PRESETS, has_documents, suited_model
 from core.priors import PriorError, read_keys, rows_of_keys
 from core.solvers import SOLVER_NAMES
 from core.solvers import get as solver_entry
@@ -567,7 +567,7 @@ def _suited_model(ds: Dataset, label: str, strategies: list[str], options: dict)
     """``--model auto`` on one dataset: the model suited to it (``core.presets.suited_model``), said on the
     console where there is a choice (documents); a named model's solver and parameters go into ``options``."""
     chosen = suited_model(ds.feature_blocks or [], strategies, chosen=False)
-    if suited_model(ds.feature_blocks or [], ["largest-positive"], chosen=False) != "standard":  # documents
+    if has_documents(ds.feature_blocks or []):  # (where there is a choice to tell of)
         print(f"model: {chosen}, suited to {label} ("
               + ("documents searched with " + ", ".join(strategies) if chosen != "standard" else
                  "the review model is for documents searched with largest-positive alone")

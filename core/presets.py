@@ -57,13 +57,18 @@ def preset_of(solver: str, solver_params: dict[str, Any] | None) -> str | None:
                  if solver == preset["solver"] and dict(solver_params or {}) == preset["solver_params"]), None)
 
 
+def has_documents(feature_blocks: list[dict[str, Any]]) -> bool:
+    """Whether a dataset's features hold documents (a TF-IDF block, or its SVD reduction)."""
+    return any(b.get("kind") in ("tfidf", "svd") for b in feature_blocks)
+
+
 def suited_model(feature_blocks: list[dict[str, Any]], strategies: list[str], chosen: bool) -> str:
     """The model "suited to the data" (the app's and the CLI's "auto"): ``review`` for documents (a dataset with a
     TF-IDF block) searched only by heuristics that ask about the likely positives first (``relevant_first``:
     ``largest-positive``), when no solver or parameter was ``chosen``; ``standard`` otherwise."""
     from core import strategies as registry
 
-    documents = any(b.get("kind") in ("tfidf", "svd") for b in feature_blocks)
+    documents = has_documents(feature_blocks)
     relevant_first = bool(strategies) and all(name in registry.REGISTRY and registry.get(name).relevant_first
                                               for name in strategies)
     return "review" if documents and relevant_first and not chosen else "standard"
@@ -90,4 +95,4 @@ def solver_for(solver: str, solver_params: dict[str, Any] | None, X) -> tuple[st
     return solver, params
 
 
-__all__ = ["DOCUMENT_REVIEW", "PRESETS", "is_sparse", "preset_of", "solver_for", "suited_model"]
+__all__ = ["DOCUMENT_REVIEW", "PRESETS", "is_sparse", "has_documents", "preset_of", "solver_for", "suited_model"]
