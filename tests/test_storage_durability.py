@@ -162,6 +162,21 @@ def check_events_are_complete(events, annotator: str) -> None:
             assert getattr(event, name) == value, (event, name)
 
 
+def kill_and_read_the_rest(worker: subprocess.Popen) -> tuple[str, str]:
+    """SIGKILL ``worker`` and return (stdout, stderr) that it wrote and the caller has not read yet.
+
+    Not ``communicate()``: it reads the pipes' file descriptors directly, so
+    whatever an earlier ``readline()`` had already pulled into the pipe
+    object's buffer (lines the worker wrote in the same moment as the one
+    read) would be lost, and a label reported done would look unreported.
+    The worker is dead before the pipes are read to their end, so reading
+    one after the other cannot block.
+    """
+    worker.send_signal(signal.SIGKILL)
+    worker.wait()
+    return worker.stdout.read(), worker.stderr.read()
+
+
 def worker_url(url: str, name: str) -> str:
     """The database URL for a worker; on PostgreSQL its connections carry ``name`` (see ``wait_until_gone``)."""
     if not url.startswith("postgresql"):
@@ -263,8 +278,7 @@ def test_sigkill_leaves_exactly_the_labels_whose_commit_returned(database):
             assert line, "the worker ended before it was killed: " + worker.stderr.read()
             seen.append(line)
             done += line.startswith("done")
-        worker.send_signal(signal.SIGKILL)
-        output, errors = worker.communicate()
+        output, errors = kill_and_read_the_rest(worker)
         assert worker.returncode == -signal.SIGKILL, errors
         wait_until_gone(engine, name)
         returned, in_flight = read_reports(seen + output.splitlines(keepends=True))
@@ -291,6 +305,21 @@ def test_sigkill_leaves_exactly_the_labels_whose_commit_returned(database):
         np.testing.assert_array_equal(got, want)
     np.testing.assert_array_equal(rebuilt.pool_scores(), reference.pool_scores())
     assert rebuilt.next_query().index == reference.next_query().index
+
+
+def test_killing_a_worker_keeps_the_lines_a_readline_read_ahead():
+    """Three lines arrive in one write; reading the first may buffer the other two (atomic pipe write)."""
+    child = "import sys, time; sys.stdout.write('a\\nb\\nc\\n'); sys.stdout.flush(); time.sleep(600)"
+    worker = subprocess.Popen(
+        [sys.executable, "-c", child],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert worker.stdout.readline() == "a\n"
+    output, errors = kill_and_read_the_rest(worker)
+    assert (output, errors) == ("b\nc\n", "")
+    assert worker.returncode == -signal.SIGKILL
 
 
 def test_four_processes_labelling_at_once_lose_nothing(database, tmp_path):
