@@ -116,7 +116,8 @@ def rows_of_keys(keys: Sequence[tuple[int, str]], item_keys: Sequence[str] | Non
         index = {str(k): i for i, k in enumerate(item_keys)}
     else:
         index = {str(i): i for i in range(n_items)}
-    rows, seen = [], {}
+    rows: list[int] = []
+    seen: dict[str, int] = {}  # key: the line it was first given on
     for line, key in keys:
         if key not in index:
             what = f"the key of no item (keys such as {str(item_keys[0])!r})" if item_keys is not None else (

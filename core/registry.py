@@ -21,7 +21,8 @@ from typing import Any, Generic, Protocol, TypeVar
 
 
 class Entry(Protocol):
-    name: str
+    @property
+    def name(self) -> str: ...  # read-only, so that frozen dataclasses are entries
 
 
 E = TypeVar("E", bound=Entry)

@@ -106,7 +106,7 @@ def item_keys(table: Table, key_column: str | None, keep_rows: np.ndarray) -> li
 
 def import_options(table: Table, cols: Columns, options: CsvOptions) -> dict[str, Any]:
     """The choices to import the file again as it was (those that change its features)."""
-    result = {"sep": table.sep, "decimal": table.decimal, "missing": options.missing}
+    result: dict[str, Any] = {"sep": table.sep, "decimal": table.decimal, "missing": options.missing}
     if cols.text:
         result.update(text_columns=list(cols.text), text_analyzer=options.text_analyzer,
                       text_min_df=options.text_min_df, text_max_features=options.text_max_features,
@@ -136,7 +136,7 @@ def load(source, options: CsvOptions | None = None, bounds: Bounds | None = None
     features, dropped = dense_block(dense, keep_rows, cols, options, notices, source_name)
     kept = texts_kept(table.df, cols.text, keep_rows)
     text_features(features, kept, cols.text, options, source_name)
-    if fingerprint is not None:
+    if fingerprint is not None and options.smiles_column is not None:  # (fingerprints exist only then)
         features.add(fingerprint, (f"bit{k}" for k in range(fingerprint.shape[1])), "morgan", options.smiles_column,
                      radius=int(options.fingerprint_radius), bits=int(options.fingerprint_bits))
     if not features.parts:

@@ -118,7 +118,8 @@ def one_hot_features(table: Table, cols: Columns, missing: str, miss: dict[str, 
     """One 0/1 block per one-hot column (its values in order: numbers, then texts) and the feature names
     ``column=value``."""
     n = len(table.df)
-    onehot_blocks, onehot_names = [], []
+    onehot_blocks: list[np.ndarray] = []
+    onehot_names: list[str] = []
     for col in cols.one_hot:
         values = table.df[col].str.strip().to_numpy(dtype=object)
         m = miss[col]

@@ -213,7 +213,7 @@ def dialect(text: str, sep: str | None, decimal: str | None) -> tuple[str, str, 
     and the hint a ragged row's message gives."""
     detected_sep, detected_decimal = feats.detect_format(text)
     sep_given = sep not in (None, "", "auto")
-    sep = sep if sep_given else detected_sep
+    sep = sep if sep and sep_given else detected_sep
     decimal = decimal if decimal not in (None, "", "auto") else (detected_decimal if sep == detected_sep else ".")
     if decimal not in (".", ","):
         raise DataError(f"decimal separator must be '.' or ',', got {decimal!r}")

@@ -88,7 +88,7 @@ class DualCDSVM(RatioClassWeights, OnlineSolver):
         self.w = np.zeros(0)       # sum_i a_i y_i x_i over the learned examples (n_features)
         self.s = 0.0               # sum_i a_i y_i (the constant feature's weight, before sqrt(coef0))
         self.n_passes_ = 0         # coordinate passes over the learned rows, since made or loaded
-        self._local = None         # the compiled passes' scratch space (``_scratch``)
+        self._local: np.ndarray | None = None  # the compiled passes' scratch space (``_scratch``)
         self._touched = np.zeros(0, dtype=np.int64)  # the features of the labelled rows (where w is not 0)
         super().__init__(X, **params)
         if self.dtype != "float64":
@@ -99,6 +99,7 @@ class DualCDSVM(RatioClassWeights, OnlineSolver):
     def _map(self) -> tuple[float, float]:
         """(gamma, coef0) of K(x, z) = gamma <x, z> + coef0."""
         k = self.kernel
+        assert k is not None, "the kernel is set in __init__"
         return (1.0, 0.0) if k.name == "linear" else (float(k.gamma), float(k.coef0))
 
     def add_points(self, X) -> np.ndarray:
