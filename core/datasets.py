@@ -548,13 +548,13 @@ def _load_nci(substructure: str, info: BundledInfo) -> Dataset:
     rows = [line.split() for line in path.read_text().splitlines() if line.strip()]
     query = Chem.MolFromSmarts(SUBSTRUCTURES[substructure])
     labels = []
-    RDLogger.DisableLog("rdApp.*")
+    RDLogger.DisableLog("rdApp.*")  # type: ignore[attr-defined]  # (rdkit's stubs lack it)
     try:
         for smiles, *_ in rows:
             mol = Chem.MolFromSmiles(smiles)
             labels.append("" if mol is None else ("yes" if mol.HasSubstructMatch(query) else "no"))
     finally:
-        RDLogger.EnableLog("rdApp.*")
+        RDLogger.EnableLog("rdApp.*")  # type: ignore[attr-defined]
     table = pd.DataFrame({"key": [f"nci-{r[1] if len(r) > 1 else i + 1}" for i, r in enumerate(rows)],
                           "smiles": [r[0] for r in rows], "label": labels})
     unreadable = table[table["label"] == ""]

@@ -64,12 +64,12 @@ def _first_non_finite(values, name: str) -> str:
             return f"first at row {int(coo.row[k])}, column {int(coo.col[k])}: {coo.data[k]}"
         columns = getattr(values, "columns", None)
         arr = np.asarray(values, dtype=np.float64)
-        bad = np.argwhere(~np.isfinite(arr))
-        if len(bad) == 0:
+        cells = np.argwhere(~np.isfinite(arr))
+        if len(cells) == 0:
             return ""
         if arr.ndim == 1:
-            return f"first at position {int(bad[0][0])}: {arr[tuple(bad[0])]}"
-        i, j = (int(v) for v in bad[0][:2])
+            return f"first at position {int(cells[0][0])}: {arr[tuple(cells[0])]}"
+        i, j = (int(v) for v in cells[0][:2])
         column = f"column {j}" + (f" ({columns[j]!r})" if columns is not None else "")
         return f"first at row {i}, {column}: {arr[i, j]}"
     except (TypeError, ValueError):

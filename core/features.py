@@ -83,7 +83,7 @@ def detect_format(text: str, sample_chars: int = 200_000) -> tuple[str, str]:
     sample = text[:sample_chars]
     if len(text) > sample_chars:  # do not judge a row cut in the middle
         sample = sample[: sample.rfind("\n") + 1] or sample
-    best, best_score = ",", (-1, -1)
+    best, best_score = ",", (-1.0, -1)  # (the share of rows that agree, fields per row)
     for sep in DELIMITERS:
         counts = _field_counts(sample, sep)
         if not counts or counts[0] < 2:
@@ -117,13 +117,13 @@ def detect_format(text: str, sample_chars: int = 200_000) -> tuple[str, str]:
 # --------------------------------------------------------------------------- scaling
 
 
-def column_means(X: np.ndarray, columns: Sequence[int] | None = None) -> np.ndarray:
+def column_means(X: np.ndarray, columns: Sequence[int] | np.ndarray | None = None) -> np.ndarray:
     """The mean of each of ``columns`` (default: all) of a dense X, column by column on views: no
     gathered copy of the matrix; each column is one 1-D reduction, as over a column-ordered copy."""
     return _by_column(X, columns, np.mean)
 
 
-def column_stds(X: np.ndarray, columns: Sequence[int] | None = None) -> np.ndarray:
+def column_stds(X: np.ndarray, columns: Sequence[int] | np.ndarray | None = None) -> np.ndarray:
     """The standard deviation of each column, as :func:`column_means` (a 100k x 784 matrix: 0.65 s
     where the whole-matrix ``std(axis=0)`` of a gathered copy takes 3 s)."""
     return _by_column(X, columns, np.std)
@@ -343,7 +343,7 @@ def morgan_fingerprints(smiles: Sequence[str], radius: int = DEFAULT_RADIUS, n_b
         raise ValueError(f"fingerprint bits must be 8-1048576, got {n_bits}")
     generator = rdFingerprintGenerator.GetMorganGenerator(radius=radius, fpSize=n_bits)
     indptr, indices, valid, invalid = [0], [], [], []
-    RDLogger.DisableLog("rdApp.*")  # parse errors are reported per row below, not on stderr
+    RDLogger.DisableLog("rdApp.*")  # type: ignore[attr-defined]  # parse errors: reported per row below
     try:
         for i, text in enumerate(smiles):
             text = "" if text is None else str(text).strip()
@@ -356,7 +356,7 @@ def morgan_fingerprints(smiles: Sequence[str], radius: int = DEFAULT_RADIUS, n_b
             indptr.append(indptr[-1] + len(bits))
             valid.append(i)
     finally:
-        RDLogger.EnableLog("rdApp.*")
+        RDLogger.EnableLog("rdApp.*")  # type: ignore[attr-defined]
     data_idx = np.concatenate(indices) if indices else np.zeros(0, dtype=np.int32)
     X = sp.csr_matrix((np.ones(len(data_idx)), data_idx, np.asarray(indptr)), shape=(len(valid), n_bits))
     return Fingerprints(X=X, valid=np.asarray(valid, dtype=np.intp), invalid=invalid)
@@ -392,11 +392,11 @@ def _drawing(smiles: str, width: int, height: int) -> MoleculeDrawing:
     written = len(_SMILES_ATOM.findall(smiles))  # (an upper bound of the heavy atoms: no parse of a huge string)
     if written > MAX_DRAWN_ATOMS:
         return MoleculeDrawing(None, _too_large(written))
-    RDLogger.DisableLog("rdApp.*")
+    RDLogger.DisableLog("rdApp.*")  # type: ignore[attr-defined]  # (rdkit's stubs lack it)
     try:
         mol = Chem.MolFromSmiles(smiles)
     finally:
-        RDLogger.EnableLog("rdApp.*")
+        RDLogger.EnableLog("rdApp.*")  # type: ignore[attr-defined]
     if mol is None:
         return MoleculeDrawing(None, "RDKit cannot read this SMILES, so it is not drawn.")
     if mol.GetNumHeavyAtoms() > MAX_DRAWN_ATOMS:

@@ -126,7 +126,7 @@ holds it; a process that finds them there loads them in well under a second.
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -442,8 +442,7 @@ def add_weighted_rows(f: np.ndarray, rows: np.ndarray | None, slots, weights, ex
     """
     if f.dtype != np.float64 or not f.flags.c_contiguous:
         raise ValueError("add_weighted_rows needs a contiguous float64 f")
-    if rows is None:
-        rows = _NO_ROWS
+    rows = _NO_ROWS if rows is None else rows
     if rows.dtype not in (np.float64, np.float32):
         raise ValueError("add_weighted_rows needs float64 or float32 rows")
     slots = _intp(slots)
@@ -457,15 +456,15 @@ def add_weighted_rows(f: np.ndarray, rows: np.ndarray | None, slots, weights, ex
     lead = max(0, len(extra) - jit.EXTRA_ROWS)
     if lead:
         add_scaled_rows(f, extra[:lead], extra_deltas[:lead])
-    extra, k = extra[lead:], len(extra) - lead
+    used_extra, k = extra[lead:], len(extra) - lead
     used = np.count_nonzero(weights)
     if not (k or used):
         return
     d = np.zeros(jit.EXTRA_ROWS)
     d[:k] = extra_deltas[lead:]
-    extra = tuple(extra) + (f,) * (jit.EXTRA_ROWS - k)  # (unused beyond the first k)
+    padded = tuple(used_extra) + (f,) * (jit.EXTRA_ROWS - k)  # (unused beyond the first k)
     add = jit.routine("add_weighted_rows")
-    run_chunks(lambda a, b: add(f, rows, slots, weights, extra, d, k, a, b), n, float(n) * (used + k))
+    run_chunks(lambda a, b: add(f, rows, slots, weights, padded, d, k, a, b), n, float(n) * (used + k))
 
 
 def add_scaled_rows(f: np.ndarray, rows: Sequence[np.ndarray], deltas: Sequence[float]) -> None:
@@ -484,7 +483,11 @@ def add_scaled_rows(f: np.ndarray, rows: Sequence[np.ndarray], deltas: Sequence[
         d = np.zeros(4)
         d[:k] = deltas[t:t + 4]
         group = group + [group[0]] * (4 - k)  # (unused when k < 4)
-        run_chunks(lambda a, b, g=group, d=d, k=k: add(f, g[0], g[1], g[2], g[3], d, k, a, b), n, float(n) * k)
+
+        def chunk(a: int, b: int, g: list[np.ndarray] = group, d: np.ndarray = d, k: int = k) -> None:
+            add(f, g[0], g[1], g[2], g[3], d, k, a, b)
+
+        run_chunks(chunk, n, float(n) * k)
 
 
 def _scores_and_mask(f: np.ndarray, mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -735,7 +738,8 @@ class DataStore:
         self._sq = np.empty(0)  # squared norms (row terms of linear / poly / rbf)
         self._sums: np.ndarray | None = None  # feature sums (row terms of tanimoto), made when asked for
         self._arange = np.arange(0, dtype=np.intp)
-        self._inv = None  # (rows covered, CSC arrays) of a sparse store, see inverted()
+        self._inv: tuple[int, tuple[np.ndarray, np.ndarray, np.ndarray]] | None = None  # (rows covered, CSC
+        # arrays) of a sparse store, see inverted()
         self._rows_view: Rows | None = None
         if X is not None:
             self.append(X)
@@ -896,7 +900,8 @@ class DataStore:
         if self._sparse:
             nnz_old = int(self._indptr[n]) if self._indptr is not None else 0
             nnz_new = nnz_old + M.nnz
-            if self._indptr is None or not self._owned or need + 1 > len(self._indptr) or nnz_new > len(self._data):
+            if (self._indptr is None or self._data is None or not self._owned or need + 1 > len(self._indptr)
+                    or nnz_new > len(self._data)):
                 old_rows = 0 if self._indptr is None else len(self._indptr)
                 old_nnz = 0 if self._data is None else len(self._data)
                 cap_rows = max(need + 1, old_rows + old_rows // 2, 16)
@@ -905,11 +910,13 @@ class DataStore:
                 indices = np.zeros(cap_nnz, dtype=np.int32)
                 data = np.zeros(cap_nnz, dtype=self.dtype)
                 if n:
+                    assert self._indptr is not None and self._indices is not None and self._data is not None
                     indptr[: n + 1] = self._indptr[: n + 1]
                     indices[:nnz_old] = self._indices[:nnz_old]
                     data[:nnz_old] = self._data[:nnz_old]
                 self._indptr, self._indices, self._data = indptr, indices, data
                 self._owned = True
+            assert self._indptr is not None and self._indices is not None and self._data is not None  # (above)
             self._indptr[n + 1: need + 1] = nnz_old + M.indptr[1:].astype(np.int64)
             self._indices[nnz_old:nnz_new] = M.indices
             self._data[nnz_old:nnz_new] = M.data
@@ -917,8 +924,10 @@ class DataStore:
         if self._dense is None or not self._owned or need > len(self._dense):
             old = 0 if self._dense is None else len(self._dense)
             cap = max(need, old + old // 2, 16)
+            assert self.n_features is not None, "a store with rows knows their width"
             grown = np.empty((cap, self.n_features), dtype=self.dtype)
             if n:
+                assert self._dense is not None
                 grown[:n] = self._dense[:n]
             self._dense = grown
             self._owned = True
@@ -946,7 +955,8 @@ class KernelCache:
         self._rows: OrderedDict[int, np.ndarray] = OrderedDict()
         self._bytes = 0
         self._diag = np.empty(0)
-        self._row_routine = None  # (compiled routine, its kernel arguments) of _one_row
+        self._row_routine: tuple[Callable, tuple] | None = None  # (compiled routine, its kernel arguments)
+        # of _one_row
 
     # -- evaluation -------------------------------------------------------
     def _terms(self) -> np.ndarray:

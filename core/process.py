@@ -36,10 +36,10 @@ def prefer_small_pages() -> bool:
     if "NUMPY_MADVISE_HUGEPAGE" in os.environ:
         return False
     try:
-        from numpy._core.multiarray import _set_madvise_hugepage
+        from numpy._core.multiarray import _set_madvise_hugepage  # type: ignore[attr-defined]
     except ImportError:  # pragma: no cover - NumPy before 2.0 named the module numpy.core
         try:
-            from numpy.core.multiarray import _set_madvise_hugepage
+            from numpy.core.multiarray import _set_madvise_hugepage  # type: ignore[no-redef]
         except ImportError:
             return False
     _set_madvise_hugepage(False)

@@ -304,8 +304,8 @@ def autoactive_delta(model) -> float:
     """
     delta = getattr(model, "delta_", None)
     if delta is None or not np.isfinite(delta):
-        delta = getattr(model, "tol", 0.0)
-    return max(0.0, float(delta))
+        delta = getattr(model, "tol", None)
+    return max(0.0, float(delta)) if delta is not None else 0.0
 
 
 def autoactive(model, pool, rng: np.random.Generator, *, enough: int = AUTOACTIVE_ENOUGH,

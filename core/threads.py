@@ -37,6 +37,7 @@ import os
 import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Literal
 
 # ---------------------------------------------------------------------------- kernel threads
 _pool_lock = threading.Lock()
@@ -195,7 +196,7 @@ class _SingleThreadBLAS:
             _blas_depth += 1
         return self
 
-    def __exit__(self, *exc) -> bool:
+    def __exit__(self, *exc) -> Literal[False]:
         global _blas_depth
         with _blas_lock:
             _blas_depth -= 1
@@ -227,7 +228,7 @@ def single_threaded_blas(method: Callable) -> Callable:
         with _SINGLE:
             return method(*args, **kwargs)
 
-    wrapper.__wrapped_single_thread__ = True
+    wrapper.__wrapped_single_thread__ = True  # type: ignore[attr-defined]  # a mark tests read
     return wrapper
 
 

@@ -358,6 +358,7 @@ def _use_write_ahead_log(engine: Engine) -> None:
     with engine.connect() as connection:
         # on the driver's connection, outside a transaction (the mode cannot change inside one)
         dbapi_connection = connection.connection.driver_connection
+        assert dbapi_connection is not None, "an open connection has its driver's connection"
         if dbapi_connection.execute("PRAGMA journal_mode").fetchone()[0].lower() == "wal":
             return
         # The change needs the database to itself, and while another process is opening it too

@@ -46,7 +46,7 @@ class DuplicateDatasetError(StorageError):
 class DuplicateLabelError(StorageError):
     """The item already has an active label in the session (e.g. a double submit)."""
 
-    def __init__(self, message: str, *, session_id: int, item_index: int, label_id: int) -> None:
+    def __init__(self, message: str, *, session_id: int, item_index: int | None, label_id: int | None) -> None:
         super().__init__(message)
         self.session_id = session_id
         self.item_index = item_index

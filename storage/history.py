@@ -19,6 +19,7 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from sqlalchemy import delete, func, insert, select, update
 from sqlalchemy.exc import IntegrityError
@@ -50,7 +51,7 @@ from storage.repository import (
     reading,
     writing,
 )
-from storage.validation import storable_text
+from storage.validation import rowcount, storable_text, text_length
 
 ANSWER_NAMES = {1: "positive", -1: "negative", 0: "skipped"}
 
@@ -217,8 +218,9 @@ def record_labels(engine: EngineLike, session_id: int, answers: Sequence[tuple[i
             annotator_id = _annotator_id(session, annotator)
             events = []
             for k, (item_index, value) in enumerate(answers):
-                answer = dict(value=value, created_at=now, strategy=strategy, solver=solver, decision_value=None,
-                              model_version=int(model_version) + k, update_ms=None, query_ms=None)
+                answer: dict[str, Any] = dict(
+                    value=value, created_at=now, strategy=strategy, solver=solver, decision_value=None,
+                    model_version=int(model_version) + k, update_ms=None, query_ms=None)
                 label_id = session.execute(
                     insert(Label).values(session_id=session_id, item_id=items[item_index], annotator_id=annotator_id,
                                          **answer).returning(Label.id)
@@ -238,11 +240,11 @@ def record_labels(engine: EngineLike, session_id: int, answers: Sequence[tuple[i
 def rename_session(engine: EngineLike, session_id: int, name: str | None) -> None:
     """Give a session a name (``None`` or blank: back to its number)."""
     text = None if name is None or not str(name).strip() else storable_text(
-        str(name).strip(), "The session name", max_length=LabellingSession.__table__.c.name.type.length,
+        str(name).strip(), "The session name", max_length=text_length(LabellingSession.__table__.c.name),
         error=StorageError)
     with writing(engine) as session:
-        changed = session.execute(
-            update(LabellingSession).where(LabellingSession.id == session_id).values(name=text)).rowcount
+        changed = rowcount(session.execute(
+            update(LabellingSession).where(LabellingSession.id == session_id).values(name=text)))
     if not changed:
         raise NotFoundError(f"Session {session_id} does not exist.")
 

@@ -216,8 +216,8 @@ def _read_export_jsonl(data: bytes, source_name: str) -> tuple[np.ndarray, list[
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as error:
-        line = data[: error.start].count(b"\n") + 1
-        raise DatasetValidationError(f"{source_name}: line {line} is not UTF-8 text.") from None
+        line_number = data[: error.start].count(b"\n") + 1
+        raise DatasetValidationError(f"{source_name}: line {line_number} is not UTF-8 text.") from None
     records = []
     for line_number, line in enumerate(text.splitlines(), start=1):
         if not line.strip():

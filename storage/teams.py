@@ -62,7 +62,7 @@ from storage.repository import (
     reading,
     writing,
 )
-from storage.validation import storable_text
+from storage.validation import rowcount, storable_text, text_length
 
 
 class DuplicateAccountError(StorageError):
@@ -76,8 +76,9 @@ class LastOwnerError(StorageError):
 class SignInLockedError(StorageError):
     """Sign-ins under a key are locked until ``until``."""
 
-    def __init__(self, until: dt.datetime):
-        super().__init__(f"Sign-ins are locked until {until:%Y-%m-%d %H:%M:%S} UTC.")
+    def __init__(self, until: dt.datetime | None):
+        super().__init__(f"Sign-ins are locked until {until:%Y-%m-%d %H:%M:%S} UTC." if until is not None
+                         else "Sign-ins are locked for now.")
         self.until = until
 
 
@@ -271,7 +272,7 @@ def _update_account(engine: EngineLike, account_id: int, **values: Any) -> None:
     """
     with writing(engine) as session:
         owners = set(session.execute(_enabled_owners().order_by(Account.id).with_for_update()).scalars())
-        changed = session.execute(update(Account).where(Account.id == int(account_id)).values(**values)).rowcount
+        changed = rowcount(session.execute(update(Account).where(Account.id == int(account_id)).values(**values)))
         if not changed:
             raise NotFoundError(f"Account {account_id} does not exist.")
         _revoke_browser_sign_ins(session, int(account_id), utc_now())  # (every change here ends its sign-ins)
@@ -358,7 +359,9 @@ def redeem_browser_ticket(engine: EngineLike, ticket_hash: str, token_hash: str,
             .returning(BrowserSignIn.id)).scalar()
         if found is None:
             return None
-        return _browser_sign_in_info(session.get(BrowserSignIn, found))
+        row = session.get(BrowserSignIn, found)
+        assert row is not None, "the row this transaction just updated"
+        return _browser_sign_in_info(row)
 
 
 def find_browser_sign_in(engine: EngineLike, token_hash: str) -> BrowserSignInInfo | None:
@@ -398,9 +401,9 @@ def revoke_browser_sign_ins(engine: EngineLike, account_id: int) -> int:
 
 
 def _revoke_browser_sign_ins(session: Session, account_id: int, now: dt.datetime) -> int:
-    return session.execute(update(BrowserSignIn).where(
+    return rowcount(session.execute(update(BrowserSignIn).where(
         BrowserSignIn.account_id == account_id, BrowserSignIn.revoked_at.is_(None))
-        .values(revoked_at=now, ticket_hash=None, ticket_expires_at=None)).rowcount
+        .values(revoked_at=now, ticket_hash=None, ticket_expires_at=None)))
 
 
 # --------------------------------------------------------------------------- sign-in throttles
@@ -524,7 +527,7 @@ def create_project(engine: EngineLike, *, name: str, dataset_id: int, strategy: 
     """Create a project; return its id. ``StorageError`` names what is wrong, and nothing is written."""
     if not isinstance(name, str) or not name.strip():
         raise StorageError("A project needs a non-empty name.")
-    name = storable_text(name.strip(), "The project name", max_length=Project.__table__.c.name.type.length,
+    name = storable_text(name.strip(), "The project name", max_length=text_length(Project.__table__.c.name),
                          error=StorageError)
     strategy, solver = _non_empty(strategy, "strategy"), _non_empty(solver, "solver")
     params_json = _jsonable(params or {}, "params")
@@ -581,8 +584,8 @@ def set_project_status(engine: EngineLike, project_id: int, status: str) -> None
     if status not in PROJECT_STATUSES:
         raise StorageError(f"Project status '{status}' is not one of {', '.join(PROJECT_STATUSES)}.")
     with writing(engine) as session:
-        changed = session.execute(update(Project).where(Project.id == int(project_id)).values(
-            status=status, updated_at=utc_now(), revision=Project.revision + 1)).rowcount
+        changed = rowcount(session.execute(update(Project).where(Project.id == int(project_id)).values(
+            status=status, updated_at=utc_now(), revision=Project.revision + 1)))
     if not changed:
         raise NotFoundError(f"Project {project_id} does not exist.")
 
@@ -726,7 +729,7 @@ def record_answer(engine: EngineLike, project_id: int, *, annotator: str, item_i
     item_index = _item_index(item_index)
     annotator = _annotator_name(annotator)
     now = utc_now()
-    answer = dict(
+    answer: dict[str, Any] = dict(
         value=value, created_at=now, strategy=_non_empty(strategy, "strategy"), solver=_non_empty(solver, "solver"),
         decision_value=_optional_float(decision_value, "decision_value"), model_version=int(model_version),
         update_ms=_optional_float(update_ms, "update_ms"), query_ms=_optional_float(query_ms, "query_ms"),

@@ -15,17 +15,32 @@ import math
 import zipfile
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import scipy.sparse as sp
+from sqlalchemy import CursorResult, Result, String
+from sqlalchemy.sql.elements import KeyedColumnElement
 
 from storage.errors import DatasetValidationError, StorageError
 from storage.models import DISPLAY_KINDS, Dataset, Item
 
-MAX_NAME_LENGTH = Dataset.__table__.c.name.type.length
-MAX_ITEM_KEY_LENGTH = Item.__table__.c.external_key.type.length
-MAX_TEXT_COLUMN_LENGTH = Dataset.__table__.c.text_column.type.length
+
+def text_length(column: KeyedColumnElement[Any]) -> int:
+    """The most characters the string column ``column`` stores."""
+    length = cast(String, column.type).length
+    assert length is not None, f"the column {column.key} is a string of a given length"
+    return int(length)
+
+
+def rowcount(result: Result) -> int:
+    """How many rows an UPDATE or DELETE executed in a session matched."""
+    return int(cast(CursorResult, result).rowcount)
+
+
+MAX_NAME_LENGTH = text_length(Dataset.__table__.c.name)
+MAX_ITEM_KEY_LENGTH = text_length(Item.__table__.c.external_key)
+MAX_TEXT_COLUMN_LENGTH = text_length(Dataset.__table__.c.text_column)
 
 
 def storable_text(
@@ -94,7 +109,7 @@ def validate_dataset(
 
 
 def content_hash(
-    X: np.ndarray,
+    X: Any,  # a NumPy array or a scipy.sparse matrix
     feature_names: Sequence[str],
     y_true: np.ndarray | None,
     item_keys: Sequence[str | None] | None,

@@ -37,7 +37,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
-from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from dataclasses import dataclass, replace
 
 from core import solvers
@@ -82,7 +82,7 @@ class Unit:
 
             _kernels_jit.routine(self.name, self.dtype)
         else:
-            importlib.import_module(SOLVER_WARM_UPS[self.name]).warm_up()
+            importlib.import_module(str(SOLVER_WARM_UPS[self.name])).warm_up()  # (only solvers with one)
 
 
 def build_plan() -> tuple[Unit, ...]:
@@ -356,7 +356,8 @@ def compile_in_processes(jobs: int, reporter: Reporter, plan: Sequence[Unit] = P
     results: list[tuple[Unit, float, bool]] = []
     with ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
         for groups in phases(plan):
-            waiting, running = list(groups), {}
+            waiting = list(groups)
+            running: dict[Future, Sequence[Unit]] = {}  # a group being compiled, by its future
             while waiting or running:
                 while waiting and len(running) < jobs:
                     group = waiting.pop(0)
