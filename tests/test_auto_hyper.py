@@ -169,3 +169,22 @@ def test_a_batch_past_the_moments_chooses_from_the_first_labels_of_the_last_mome
     alone.learn_many(np.arange(30), y[:30])
     assert alone.hyper_choices == []
     assert {k: alone.choose()[k] for k in ("C", "gamma")} == {k: last[k] for k in ("C", "gamma")}
+
+
+def test_a_corrected_label_keeps_the_choices_made_before_it_and_gives_their_model_of_the_corrected_labels():
+    X, y = curved(200, seed=11)
+    loop = ActiveLearningLoop(X, strategy="near-boundary", solver="incremental", seed=1, initial=4,
+                              solver_params=dict(auto=["C", "gamma"], **SMALL))
+    for _ in range(25):
+        q = loop.next_query()
+        loop.teach(q.index, int(y[q.index]))
+    choices = [dict(c) for c in loop.solver.hyper_choices]
+    item, label = loop.events[3]
+    loop.change_label(item, -label)
+    assert loop.solver.hyper_choices == choices  # (made at 10 and 20 labels; the count never went below)
+    last = choices[-1]
+    plain = make_solver("incremental", X, C=last["C"], gamma=last["gamma"])
+    for i, yi in loop.events:
+        plain.learn(i, yi)
+    assert np.allclose(loop.solver.decision_function(), plain.decision_function(), atol=1e-9)
+    assert np.allclose(loop.pool_scores(), plain.decision_function(), atol=1e-9)
