@@ -188,3 +188,15 @@ def test_a_corrected_label_keeps_the_choices_made_before_it_and_gives_their_mode
         plain.learn(i, yi)
     assert np.allclose(loop.solver.decision_function(), plain.decision_function(), atol=1e-9)
     assert np.allclose(loop.pool_scores(), plain.decision_function(), atol=1e-9)
+
+
+def test_ties_go_to_the_values_nearest_the_current_ones():
+    rng = np.random.default_rng(12)
+    y = np.where(np.arange(40) % 2 == 0, 1.0, -1.0)
+    X = rng.normal(scale=0.05, size=(40, 2)) + 3.0 * y[:, None]  # two tight clusters far apart: every C is perfect
+    s = learned(make_solver("incremental", X, C=1.0, gamma=0.5, auto="C",
+                            auto_grid={"C": [0.3, 2.0, 50.0]}, auto_moments=[10, 20]), y, range(20))
+    first, second = s.hyper_choices[1:]
+    assert (first["balanced_error"], first["auc"]) == (0.0, 1.0)
+    assert first["C"] == 2.0  # |log 2| < |log 0.3| < |log 50|: not the smallest C, the nearest
+    assert second["C"] == 2.0 and s.C == 2.0
