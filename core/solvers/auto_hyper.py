@@ -38,8 +38,9 @@ a choice the model is relearned from all its labels, in learning order, with the
 (``ClassWeights._relearn``).
 
 A re-choice costs about |grid| x (n + 2 |SV|) learn / unlearn steps at n labels, each about O(n):
-1.2 s for the default grid at 160 labels on a 2-core machine.  It runs at the label that reaches the
-moment (the other labels take their usual time).  A grid whose estimated time at the last moment
+for the default grid at 160 labels, 1.2 s on a 2-core machine at load 2 (5 features), 1.3-3.2 s at
+load 14 on the datasets of benchmarks/bench_auto_hyper.py.  It runs at the label that reaches the
+moment, not in the background (the other labels take their usual time).  A grid whose estimated time at the last moment
 exceeds ``RECHOICE_TARGET_S`` (2 s) is refused when the solver is made, with a message that names the
 grid and the estimate.
 """
