@@ -33,11 +33,16 @@ from core.presets import PRESETS, has_documents, suited_model
 from core.priors import PriorError, read_keys, rows_of_keys
 from core.solvers import SOLVER_NAMES
 from core.solvers import get as solver_entry
+from core.solvers.auto_hyper import DEFAULT_MOMENTS
 from core.strategies import COLD_STARTS, STRATEGY_NAMES
 
 EXIT_USAGE = 2
 BUNDLED_PREFIX = "bundled:"
 SOLVERS = SOLVER_NAMES  # (a live view of the solvers' registry)
+EXACT_SOLVERS = [name for name in SOLVER_NAMES if solver_entry(name).exact_unlearn]
+# --C / --gamma left out are "auto" when the run's solvers include an exact one (bench_auto_hyper.py:
+# docs/benchmarks.md, "C and gamma from the labels")
+AUTO_BY_DEFAULT = True
 KERNEL_CHOICES = tuple(dict.fromkeys((*KERNEL_NAMES, "rbf", "linear", "poly", "tanimoto")))
 
 
@@ -81,6 +86,10 @@ def _gamma(text: str) -> float | str:
     if text in ("scale", "auto"):
         return text
     return _positive_float(text)
+
+
+def _C(text: str) -> float | str:
+    return "auto" if text == "auto" else _positive_float(text)
 
 
 def _positive_int(text: str) -> int:
@@ -183,9 +192,16 @@ def _model_arguments(p: argparse.ArgumentParser, solver_default: str | None, aut
     g.add_argument("--kernel", choices=KERNEL_CHOICES, default=None,
                    help="kernel (default: what suits the features: rbf for numbers, linear for documents, "
                         "tanimoto for fingerprints)")
-    g.add_argument("--C", type=_positive_float, default=1.0, help="box constraint (default 1)")
-    g.add_argument("--gamma", type=_gamma, default="scale",
-                   help="kernel width: a number, 'scale' (default) or 'auto'")
+    g.add_argument("--C", type=_C, default=None,
+                   help="box constraint: a number, or 'auto': chosen from the labels by exact leave-one-out at "
+                        f"{', '.join(str(m) for m in DEFAULT_MOMENTS)} labels (the exact solvers, incremental and "
+                        "active-set) "
+                        f"(default: {'auto with an exact solver, else ' if AUTO_BY_DEFAULT else ''}1)")
+    g.add_argument("--gamma", type=_gamma, default=None,
+                   help="rbf / poly kernel width: a number, 'scale' (1 / (features x variance)) or 'auto' (rbf: "
+                        "chosen from the labels with C, between 0.5 and 2 x the median heuristic; the exact solvers) "
+                        f"(default: {'auto with an exact solver and the rbf kernel, else ' if AUTO_BY_DEFAULT else ''}"
+                        "scale)")
     g.add_argument("--degree", type=_positive_int, default=3, help="polynomial degree (default 3)")
     g.add_argument("--coef0", type=float, default=1.0, help="polynomial offset (default 1)")
     g.add_argument("--tol", type=_positive_float, default=1e-3, help="solver tolerance (default 1e-3)")
@@ -324,8 +340,8 @@ def model_options(args: argparse.Namespace, solver_default: str | None) -> dict:
         args.solver = args.solver or solver_default
         return {}
     preset = PRESETS[args.model]
-    given = [flag for flag, on in (("--kernel", args.kernel is not None), ("--C", args.C != 1.0),
-                                   ("--gamma", args.gamma != "scale"), ("--degree", args.degree != 3),
+    given = [flag for flag, on in (("--kernel", args.kernel is not None), ("--C", args.C is not None),
+                                   ("--gamma", args.gamma is not None), ("--degree", args.degree != 3),
                                    ("--coef0", args.coef0 != 1.0), ("--class-weight", args.class_weight != "none"),
                                    ("--balance-ratio", args.balance_ratio != 1.0), ("--loss", args.loss is not None),
                                    ("--tol", args.tol != 1e-3 and "tol" in preset["solver_params"]))
@@ -341,9 +357,53 @@ def model_options(args: argparse.Namespace, solver_default: str | None) -> dict:
 
 def _model_flags_given(args: argparse.Namespace) -> bool:
     """Whether any option of the model was given (then ``--model auto`` is the standard model with them)."""
-    return any((args.solver is not None, args.kernel is not None, args.C != 1.0, args.gamma != "scale",
+    return any((args.solver is not None, args.kernel is not None, args.C is not None, args.gamma is not None,
                 args.degree != 3, args.coef0 != 1.0, args.class_weight != "none", args.balance_ratio != 1.0,
                 args.loss is not None, args.tol != 1e-3))
+
+
+def hyper_options(args: argparse.Namespace, solvers: Sequence[str | None]) -> dict:
+    """C and gamma from the command line as solver parameters: ``--C auto`` / ``--gamma auto`` are the
+    solver's ``auto`` (``core.solvers.auto_hyper``; the starting values C = 1 and gamma = "scale"), which
+    only the exact solvers take (a clear error when another would get them).  Left out, they are "auto"
+    where every solver of the run is exact (``AUTO_BY_DEFAULT``; the other solvers take the starting
+    values: ``core.presets.solver_for``), else 1 and "scale"."""
+    exact = [s for s in solvers if s is not None and solver_entry(s).exact_unlearn]
+    others = sorted({str(s) for s in solvers if s not in exact})
+    explicit = [flag for flag, value in (("--C", args.C), ("--gamma", args.gamma)) if value == "auto"]
+    if explicit and others:
+        raise CLIError(f"{' and '.join(explicit)} auto: chosen from the labels by the exact solvers only "
+                       f"({', '.join(EXACT_SOLVERS)}); the run would use {', '.join(others)} (add --solver "
+                       f"{EXACT_SOLVERS[0]}, or give a number)")
+    by_default = AUTO_BY_DEFAULT and bool(exact)
+    auto = [name for name, value in (("C", args.C), ("gamma", args.gamma))
+            if value == "auto" or (value is None and by_default)]
+    params = {"C": 1.0 if args.C in (None, "auto") else args.C,
+              "gamma": "scale" if args.gamma in (None, "auto") else args.gamma}
+    if auto:
+        params["auto"] = auto
+    return params
+
+
+def _for_kernel(hyper: dict, kernel: str) -> dict:
+    """``hyper_options`` for one kernel: gamma is chosen from the labels for the rbf kernel only."""
+    auto = [name for name in hyper.get("auto", []) if name != "gamma" or kernel == "rbf"]
+    out = {k: v for k, v in hyper.items() if k != "auto"}
+    return {**out, "auto": auto} if auto else out
+
+
+def describe_hyper(params: dict) -> str:
+    """How C and gamma are set, in words (printed with the run)."""
+    auto = params.get("auto") or []
+    if not auto:
+        return f"C {params.get('C', 1.0):g}, gamma {params.get('gamma', 'scale')}"
+    names = " and ".join(auto)
+    fixed = [f"{k} {params[k] if isinstance(params[k], str) else format(params[k], 'g')}" for k in ("C", "gamma")
+             if k not in auto]
+    *first, last = (str(m) for m in DEFAULT_MOMENTS)
+    start = ", ".join(f"{k} {'1' if k == 'C' else 'scale'}" for k in auto)
+    return (f"{names} chosen from the labels by exact leave-one-out at {', '.join(first)} and {last} labels "
+            f"({start} until then)" + (f"; {', '.join(fixed)}" if fixed else ""))
 
 
 def ramp_options(args: argparse.Namespace, solvers: Sequence[str | None]) -> dict:
@@ -412,9 +472,11 @@ def run_fit(args: argparse.Namespace) -> dict[str, Any]:
         scaler = Standardizer(ds.numeric_columns).fit(Xtr)
         Xtr = scaler.transform(Xtr)
         Xte = scaler.transform(Xte) if len(test) else Xtr
-    clf = OnlineSVC(solver=args.solver, kernel=kernel, C=args.C, gamma=args.gamma, tol=args.tol,
+    hyper = hyper_options(args, [args.solver]) if not model_params else {"C": 1.0, "gamma": "scale"}
+    auto = {"auto": hyper["auto"]} if "auto" in hyper else {}
+    clf = OnlineSVC(solver=args.solver, kernel=kernel, C=hyper["C"], gamma=hyper["gamma"], tol=args.tol,
                     epochs=args.epochs, random_state=args.seed, degree=args.degree, coef0=args.coef0,
-                    solver_params={**ramp_options(args, [args.solver]), **model_params} or None)
+                    solver_params={**ramp_options(args, [args.solver]), **auto, **model_params} or None)
     t0 = time.perf_counter()
     try:
         clf.fit(Xtr, ytr)
@@ -434,7 +496,7 @@ def run_fit(args: argparse.Namespace) -> dict[str, Any]:
         "solver": args.solver,
         "kernel": kernel,
         "model": args.model,
-        "C": model_params.get("C", args.C),
+        "C": model_params.get("C", clf.solver_.C),
         "gamma": clf.solver_.kernel.gamma,
         "scale": args.scale,
         "n_features": int(ds.X.shape[1]),
@@ -578,7 +640,7 @@ def _suited_model(ds: Dataset, label: str, strategies: list[str], options: dict)
 
 
 def _compare_output(args: argparse.Namespace, results: dict, datasets: dict, models: dict,
-                    stopping: list[str] | None) -> str:
+                    stopping: list[str] | None, hyper_words: dict[str, str] | None = None) -> str:
     """Write ``--out`` / ``--stops-out`` and return what ``compare`` prints (the summary, or JSON)."""
     from core import experiment
 
@@ -610,7 +672,9 @@ def _compare_output(args: argparse.Namespace, results: dict, datasets: dict, mod
     for name, result in results.items():
         ds = datasets[name]
         blocks.append(f"{name if several else ds.name}: {len(ds)} items, positive "
-                      f"{ds.classes[1] if ds.classes else '+1'}, model {models[name]}\n{result.summary_text()}")
+                      f"{ds.classes[1] if ds.classes else '+1'}, model {models[name]}"
+                      + (f"; {hyper_words[name]}" if name in (hyper_words or {}) else "")
+                      + f"\n{result.summary_text()}")
     text = "\n\n".join(blocks)
     if args.out:
         text += f"\nrows written to {args.out}"
@@ -636,6 +700,7 @@ def run_compare(args: argparse.Namespace) -> str:
     unknown = [s for s in strategies if s not in experiment.DEFAULT_SOLVER]
     solvers_used = [args.solver or experiment.DEFAULT_SOLVER.get(s) for s in strategies if s not in unknown]
     ramp_params = ramp_options(args, solvers_used)  # before the data are read
+    hyper = hyper_options(args, solvers_used) if args.model in ("standard", "auto") else {}
     if args.out:
         _check_writable(args.out)  # before the runs, not after minutes of work
     stopping = _compare_stopping(args)
@@ -652,16 +717,20 @@ def run_compare(args: argparse.Namespace) -> str:
     several = len(sources) > 1
     datasets, data, per_dataset = {}, {}, {}
     models = dict.fromkeys(names, args.model)  # the model each dataset ran with
+    hyper_words: dict[str, str] = {}  # how C and gamma were set, for the standard model
     for source, name in zip(sources, names, strict=True):
         ds = load_data(args, source, notice_prefix=f"{name}: " if several else "")
         # Unsupervised and label-free, so scaling over all items (pool and held-out part) leaks no labels.
         X = scale_features(ds.X, args.scale, ds.numeric_columns)
         datasets[name], data[name] = ds, (X, ds.y)
-        per_dataset[name] = {"solver_params": dict(kernel=kernel_for(args, ds), C=args.C, gamma=args.gamma,
+        kernel = kernel_for(args, ds)
+        per_dataset[name] = {"solver_params": dict(kernel=kernel, **_for_kernel(hyper, kernel),
                                                    degree=args.degree, coef0=args.coef0, tol=args.tol)}
         per_dataset[name]["solver_params"].update(ramp_params, **model_params)
         if args.model == "auto":
             models[name] = _suited_model(ds, name if several else ds.name, strategies, per_dataset[name])
+        if models[name] == "standard":
+            hyper_words[name] = describe_hyper(per_dataset[name]["solver_params"])
     if "prior_keys" in prior_options:
         if several:
             raise CLIError("--prior-keys names items of one dataset: give one --data")
@@ -691,7 +760,7 @@ def run_compare(args: argparse.Namespace) -> str:
             raise
         raise CLIError(f"compare cannot run on sparse features in this version ({exc}); reduce text with "
                        "--text-svd K (the labelling app takes them as they are)") from None
-    return _compare_output(args, results, datasets, models, stopping)
+    return _compare_output(args, results, datasets, models, stopping, hyper_words)
 
 
 # -- entry point -------------------------------------------------------------------

@@ -416,12 +416,14 @@ class ActiveLearningLoop:
         self._eval_sq = None if self.eval_X is None else self.solver.kernel.row_terms(self.eval_X)
         self._eval_slot: dict[int, int] = {}  # store index -> row of _eval_cols
         self._eval_cols = np.empty((0, 0 if self.eval_X is None else self.eval_X.shape[0]))
+        self._scored_kernel = self.solver.kernel  # the kernel the kept scores, rows and columns are of
         if _solver_state is None:
             self._init_scores()
         self.rng = self._step_rng()
 
     def _init_scores(self) -> None:
         """Score the pool from scratch (the loop's start, or back to nothing learned)."""
+        self._scored_kernel = self.solver.kernel
         if not self.track_scores:
             return
         sv, coef, b = self.solver.coefficients()
@@ -903,6 +905,9 @@ class ActiveLearningLoop:
         margin vectors change at every label, and evicting the least recently used row would evict
         each just before it is needed again.
         """
+        if self.solver.kernel != self._scored_kernel:
+            self._rescore_new_kernel()
+            return
         if self._f is None:
             return
         if not self.solver.keeps_store_scores:  # (the rows are not needed when the solver keeps f itself)
@@ -966,6 +971,16 @@ class ActiveLearningLoop:
         if db != 0.0:
             self._f += db
         self._b = float(b)
+
+    def _rescore_new_kernel(self) -> None:
+        """The solver's kernel changed (gamma chosen from the labels, ``core.solvers.auto_hyper``): the
+        kept kernel rows and evaluation columns are of the old kernel, so they go and the pool is
+        scored from scratch (a function of the solver's state alone, as after a resume)."""
+        self._slots, self._slot_items, self._rowbuf, self._rows_to_restore = {}, [], None, []
+        self._row_ahead = None
+        self._eval_slot = {}
+        self._eval_cols = np.empty((0, 0 if self.eval_X is None else self.eval_X.shape[0]))
+        self._init_scores()
 
     def _restore_buffered_rows(self) -> None:
         """Put back the kernel rows a restored state had buffered, in the order the original kept

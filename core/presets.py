@@ -41,6 +41,9 @@ from typing import Any
 
 import scipy.sparse as sp
 
+from core.solvers import get as solver_entry
+from core.solvers import names as solver_names
+
 DOCUMENT_REVIEW: dict[str, Any] = {
     "solver": "ramp",
     "solver_params": {"kernel": "poly", "degree": 1, "gamma": 1.0, "coef0": 1.0, "C": 0.11, "loss": "squared_hinge",
@@ -85,9 +88,15 @@ def solver_for(solver: str, solver_params: dict[str, Any] | None, X) -> tuple[st
     """(solver, parameters) that learn the model ``solver`` with ``solver_params`` on the rows ``X``.
 
     The review model on sparse rows is learned by ``dual-cd`` (its ``max_nonsv``, which the squared
-    hinge does not use, left out); everything else as given.  ``random_state`` does not count as a model
-    parameter here (the active-learning loop adds its seed)."""
+    hinge does not use, left out); C and gamma from the labels (``auto``) left out for a solver without
+    exact unlearning (they are the exact solvers'); everything else as given.  ``random_state`` does not
+    count as a model parameter here (the active-learning loop adds its seed)."""
     params = dict(solver_params or {})
+    if params.get("auto") and solver in solver_names() and not solver_entry(solver).exact_unlearn:
+        # C and gamma from the labels are the exact solvers' (core.solvers.auto_hyper); the others keep
+        # the starting values
+        for key in ("auto", "auto_grid", "auto_moments"):
+            params.pop(key, None)
     model = {k: v for k, v in params.items() if k != "random_state"}
     if preset_of(solver, model) == "review" and sp.issparse(X):
         params.pop("max_nonsv", None)

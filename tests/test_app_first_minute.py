@@ -109,7 +109,8 @@ def test_the_demo_is_the_first_owner_s_alone_and_only_on_a_database_without_sess
 
 
 def form_keys(block) -> set[str]:
-    return {w.key for kind in ("selectbox", "text_input", "number_input", "radio") for w in getattr(block, kind)}
+    return {w.key for kind in ("selectbox", "text_input", "number_input", "radio", "checkbox")
+            for w in getattr(block, kind)}
 
 
 def test_the_new_session_form_asks_what_a_screener_decides_and_keeps_the_model_under_advanced(db_url):
@@ -117,7 +118,7 @@ def test_the_new_session_form_asks_what_a_screener_decides_and_keeps_the_model_u
     (advanced,) = [e for e in at.expander if e.label == "Advanced"]
     inside = form_keys(advanced)
     assert {"new_solver", "new_kernel", "new_C", "new_gamma", "new_loss", "new_tol", "new_seed",
-            "new_eval_fraction"} <= inside
+            "new_eval_fraction", "new_auto_hyper"} <= inside
     assert not {"new_dataset", "new_find", "new_strategy", "new_model"} & inside
     assert at.text_input(key="new_find").label == "What to find"
     picker = at.selectbox(key="new_strategy")
@@ -127,15 +128,20 @@ def test_the_new_session_form_asks_what_a_screener_decides_and_keeps_the_model_u
     model = at.radio(key="new_model")
     assert model.value == "auto" and model.options[0] == "Suited to the data"
 
-    # the form left as it is starts the session the defaults always started, setting for setting
+    # the form left as it is starts the session the defaults always started, setting for setting, with C and
+    # gamma chosen from the labels (the form's default)
+    assert at.checkbox(key="new_auto_hyper").value is True
     start_session(at, "ada", "largest-positive")
     svc = MarginLab.from_url(db_url)
     (from_form,) = svc.sessions()
     dataset_id = from_form.dataset_id
-    by_defaults = svc.start_session(dataset_id=dataset_id, annotator="ada", strategy="largest-positive").info
+    by_defaults = svc.start_session(dataset_id=dataset_id, annotator="ada", strategy="largest-positive",
+                                    auto_hyper=True).info
     assert (from_form.solver, from_form.params, from_form.seed) == (by_defaults.solver, by_defaults.params,
                                                                      by_defaults.seed)
-    assert from_form.params["solver_params"] == {"kernel": "rbf", "C": 1.0, "gamma": "scale"}
+    assert from_form.params["solver_params"] == {"kernel": "rbf", "C": 1.0, "gamma": "scale", "auto": ["C", "gamma"]}
+    plain = svc.start_session(dataset_id=dataset_id, annotator="ada", strategy="largest-positive").info
+    assert plain.params["solver_params"] == {"kernel": "rbf", "C": 1.0, "gamma": "scale"}  # (the service's default)
 
 
 def test_what_to_find_is_shown_beside_the_buttons_and_advanced_settings_reach_the_solver(db_url):
@@ -337,3 +343,22 @@ def test_the_contrast_ratio_is_wcag_s():
     assert contrast("#000000", "#ffffff") == pytest.approx(21.0)
     assert contrast("#777777", "#ffffff") == pytest.approx(4.48, abs=0.01)  # the well-known grey just below AA
     assert contrast("#2b6cb0", "#2b6cb0") == 1.0
+
+
+def test_a_session_with_C_and_gamma_from_the_labels_says_which_and_when_and_reopens_the_same(db_url):
+    svc = MarginLab.from_url(db_url)
+    dataset_id = svc.ensure_demo_dataset() or svc.datasets()[0].id
+    run = svc.start_session(dataset_id=dataset_id, annotator="cy", strategy="near-boundary", auto_hyper=True)
+    assert run.hyper_words.startswith("C 1, gamma ") and "chosen from the labels from 20 labels on" in run.hyper_words
+    for _ in range(21):
+        item = run.shown.item_index
+        run.answer(int(run.y_true[item]), item_index=item)
+    assert [c["n_labels"] for c in run.loop.solver.hyper_choices] == [0, 20]
+    assert "chosen from the first 20 labels by leave-one-out" in run.hyper_words
+    assert "Next choice at 40 labels" in run.hyper_words
+    scores = run.loop.solver.decision_function()
+    reopened = MarginLab.from_url(db_url).open_session(run.session_id)  # rebuilt from the stored labels
+    assert reopened.hyper_words == run.hyper_words
+    assert np.array_equal(reopened.loop.solver.decision_function(), scores)
+    plain = svc.start_session(dataset_id=dataset_id, annotator="cy", strategy="near-boundary")
+    assert plain.hyper_words is None

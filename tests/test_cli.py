@@ -166,7 +166,7 @@ def test_compare_argument_parsing():
     assert (args.budget, args.seeds, args.initial, args.test_fraction) == (50, 4, 4, 0.3)
     assert (args.C, args.gamma, args.scale, args.out, args.json) == (10.0, 0.5, "standard", "r.csv", True)
     defaults = build_parser().parse_args(["compare", "--data", "d.csv", "--strategies", "random", "--budget", "9"])
-    assert defaults.solver is None and defaults.gamma == "scale"
+    assert defaults.solver is None and defaults.C is None and defaults.gamma is None  # (see hyper_options)
     with pytest.raises(SystemExit):
         build_parser().parse_args(["compare", "--data", "d.csv", "--strategies", "random"])  # --budget required
 
@@ -481,3 +481,49 @@ def test_the_app_and_the_cli_choose_the_model_with_the_same_rule():
     assert suited_model(documents["feature_blocks"], ["largest-positive", "random"], chosen=False) == "standard"
     assert suited_model(documents["feature_blocks"], ["largest-positive"], chosen=True) == "standard"
     assert suited_model(table["feature_blocks"], ["largest-positive"], chosen=False) == "standard"
+
+
+def test_C_and_gamma_auto_are_parsed_and_become_the_exact_solvers_choice_from_the_labels():
+    """--C auto / --gamma auto: the solver's ``auto`` (core.solvers.auto_hyper) from the starting values C 1 and
+    gamma scale; left out, auto where the run has an exact solver (the others keep 1 and scale); numbers as
+    before; auto with only a non-exact solver is refused, naming the exact ones."""
+    from core.cli import CLIError, build_parser, hyper_options
+    from core.presets import solver_for
+
+    parser = build_parser()
+
+    def parsed(*extra):
+        return parser.parse_args(["compare", "--data", "d.csv", "--strategies", "random", "--budget", "9", *extra])
+
+    args = parsed("--C", "auto", "--gamma", "auto")
+    assert (args.C, args.gamma) == ("auto", "auto")
+    assert hyper_options(args, ["incremental"]) == {"C": 1.0, "gamma": "scale", "auto": ["C", "gamma"]}
+    assert hyper_options(parsed("--C", "auto", "--gamma", "0.5"), ["active-set"]) == {
+        "C": 1.0, "gamma": 0.5, "auto": ["C"]}
+    assert hyper_options(parsed("--C", "10", "--gamma", "scale"), ["incremental"]) == {"C": 10.0, "gamma": "scale"}
+    assert hyper_options(parsed(), ["incremental", "lasvm"]) == {"C": 1.0, "gamma": "scale", "auto": ["C", "gamma"]}
+    assert hyper_options(parsed(), ["lasvm"]) == {"C": 1.0, "gamma": "scale"}
+    with pytest.raises(CLIError, match="--C auto: chosen from the labels by the exact solvers only"):
+        hyper_options(parsed("--C", "auto"), ["incremental", "lasvm"])
+    with pytest.raises(SystemExit):
+        parsed("--C", "often")
+    # the non-exact solver of a run keeps the starting values
+    params = {"C": 1.0, "gamma": "scale", "auto": ["C", "gamma"]}
+    assert solver_for("lasvm", params, np.zeros((3, 2))) == ("lasvm", {"C": 1.0, "gamma": "scale"})
+    assert solver_for("incremental", params, np.zeros((3, 2))) == ("incremental", params)
+
+
+def test_compare_with_C_and_gamma_from_the_labels_says_so(gauss_csv):
+    path, _, _ = gauss_csv
+    base = ("compare", "--data", path, "--label-column", "outcome", "--strategies", "near-boundary", "--budget", "25",
+            "--seeds", "1")
+    r = run_cli(*base)
+    assert r.returncode == 0, r.stderr
+    assert ("model standard; C and gamma chosen from the labels by exact leave-one-out at 20, 40, 80 and 160 labels "
+            "(C 1, gamma scale until then)") in r.stdout
+    fixed = run_cli(*base, "--C", "2", "--gamma", "0.5")
+    assert fixed.returncode == 0, fixed.stderr
+    assert "model standard; C 2, gamma 0.5" in fixed.stdout
+    refused = run_cli(*base, "--C", "auto", "--solver", "lasvm")
+    assert refused.returncode == 2 and "exact solvers only (incremental, active-set)" in refused.stderr
+

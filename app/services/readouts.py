@@ -51,6 +51,13 @@ class RunReadouts:
         return is_sparse(self.info.solver, self.solver_params)
 
     @property
+    def hyper_words(self) -> str | None:
+        """Which C and gamma the model holds, chosen from the labels when, in plain words (None: set by hand)."""
+        from core.solvers.auto_hyper import describe_choices
+
+        return None if self.loop is None else describe_choices(self.loop.solver)
+
+    @property
     def has_evaluation(self) -> bool:
         return len(self.eval_items) > 0
 

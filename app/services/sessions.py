@@ -10,6 +10,7 @@ from app.services.common import (
     DEFAULT_GAMMA,
     DEMO_NAME,
     EVAL_FRACTION,
+    EXACT_SOLVERS,
     LABEL_STRATEGIES,
     SOLVERS,
     Outcome,
@@ -64,7 +65,7 @@ class Sessions:
                       scaling: str | None = None, eval_fraction: float | None = None,
                       strategy_params: dict | None = None, model: str | None = None, kernel: str | None = None,
                       loss: str | None = None, tol: float | None = None, find: str | None = None,
-                      by: Identity | None = None) -> LabellingRun:
+                      auto_hyper: bool = False, by: Identity | None = None) -> LabellingRun:
         """Store a new session and bring it to life.
 
         ``eval_fraction``: the share of a dataset with true labels held out to draw the live ROC curve,
@@ -76,7 +77,10 @@ class Sessions:
         ``loss`` and ``tol`` are set only when given (``common.tuned_params``): left out, the session is
         the one the defaults always gave.  ``find``: what the analyst is looking for, in their words
         (shown beside the answer buttons; empty: the dataset's positive class).  ``by``: the signed-in
-        person starting it (``SignedOutError`` once their sign-in has ended)."""
+        person starting it (``SignedOutError`` once their sign-in has ended).  ``auto_hyper``: C and (rbf)
+        gamma chosen from the labels as they come (``core.solvers.auto_hyper``; ``C`` and ``gamma`` are the
+        starting values) when the session's model is the SVM on an exact solver (the New session form's
+        default)."""
         self.acting(by)
         if strategy not in LABEL_STRATEGIES:
             raise ServiceError(f"Unknown heuristic '{strategy}'; choose one of {', '.join(LABEL_STRATEGIES)}.")
@@ -90,6 +94,8 @@ class Sessions:
         dataset = self.dataset(dataset_id)
         solver, solver_params = model_choice(model, solver, dataset.meta, C, gamma, strategy, tuned)
         solver = solver or DEFAULT_SOLVER[strategy]
+        if auto_hyper and solver in EXACT_SOLVERS and "gamma" in solver_params:  # (the SVM, not a named model)
+            solver_params["auto"] = ["C", "gamma"] if solver_params["kernel"] == "rbf" else ["C"]
         if eval_fraction is None:
             eval_fraction = dataset.meta.get("eval_fraction", EVAL_FRACTION)
         eval_fraction = eval_share(eval_fraction)

@@ -37,7 +37,7 @@ def _start_session() -> None:
             gamma=ui.parse_gamma(state.new_gamma), seed=int(state.new_seed),
             eval_fraction=state.get("new_eval_fraction"), model=state.get("new_model", "auto"),
             kernel=state.new_kernel, loss=None if state.new_loss == "default" else state.new_loss,
-            tol=state.new_tol, find=state.new_find, by=who)
+            tol=state.new_tol, find=state.new_find, auto_hyper=state.get("new_auto_hyper", True), by=who)
     except (ServiceError, StorageError, ValueError) as error:
         state.start_error = str(error)
         return
@@ -110,6 +110,12 @@ with top_right.popover("New session", icon=":material/add:", width="stretch", ke
                            key="new_tol", placeholder="0.001",
                            help="How far the solver may leave the optimality (KKT) conditions, in units of the "
                                 "margin; empty: the solver's default (0.001).")
+        st.checkbox("Choose C and gamma from the labels", value=True, key="new_auto_hyper",
+                    help="At 20, 40, 80 and 160 labels, the C and gamma (rbf kernel) that best predict each "
+                         "label from the others (exact leave-one-out) are taken, from C 0.1-100 and 0.5-2 times "
+                         "the typical distance's gamma; the values above are used until then. The incremental "
+                         "and active-set solvers only; the label that reaches such a count takes up to a second "
+                         "or two.")
         s_col, e_col = st.columns([1, 2])
         s_col.number_input("Seed", min_value=0, value=0, step=1, key="new_seed")
         e_col.number_input("Evaluation split (share held out)", min_value=0.0, max_value=0.9, value=None,
@@ -217,6 +223,8 @@ def labelling_panel(session_id: int) -> None:
         ui.show_outcome()
         st.container(key="progress").markdown(progress)
         st.caption(f"Model update {update} · next query {query} · solver {ui.plain(run.info.solver)}")
+        if run.hyper_words:
+            st.caption(ui.plain(run.hyper_words))
     # Hand the item to the browser before building the charts: the deltas above are
     # sent by the server's event loop, which the chart work below would hold up (and on a page's
     # first view the browser fetches the item's own code before Plotly's: see ui.pause_before_charts).

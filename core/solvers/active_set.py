@@ -157,6 +157,7 @@ from typing import Any, ClassVar
 import numpy as np
 from scipy.linalg import blas, qr_delete
 
+from core.solvers.auto_hyper import AutoHyper
 from core.solvers.base import ClassWeights, NumericalError, OnlineSolver, StepResult, StepTimer, admissible_bias
 from core.threads import single_threaded_blas
 
@@ -229,7 +230,7 @@ def _delete_column(R: np.ndarray, pos: int) -> np.ndarray:
     return np.asfortranarray(M[: n - 1])
 
 
-class ActiveSetSVM(ClassWeights, OnlineSolver):
+class ActiveSetSVM(AutoHyper, ClassWeights, OnlineSolver):
     """Scheinberg's active-set method (INCAS) with Cholesky updates and an incremental mode.
 
     Parameters (besides those of :class:`~core.solvers.base.OnlineSolver`)
@@ -252,7 +253,8 @@ class ActiveSetSVM(ClassWeights, OnlineSolver):
     exact_unlearn: ClassVar[bool] = True
 
     def __init__(self, X: np.ndarray | None = None, *, pivot_tol: float = 1e-10,
-                 shrink_margin: float = 0.5, class_weight: None | str | dict = None, **params):
+                 shrink_margin: float = 0.5, class_weight: None | str | dict = None, auto=None, auto_grid=None,
+                 auto_moments=None, hyper_choices=None, **params):
         if not (np.isfinite(pivot_tol) and 0 < pivot_tol < 1):
             raise ValueError(f"pivot_tol must lie in (0, 1), got {pivot_tol!r}")
         if not (np.isfinite(shrink_margin) and shrink_margin >= 0):
@@ -260,6 +262,7 @@ class ActiveSetSVM(ClassWeights, OnlineSolver):
         self.pivot_tol = float(pivot_tol)
         self.shrink_margin = float(shrink_margin)
         self._init_class_weight(class_weight)
+        self._init_auto(auto, auto_grid, auto_moments, hyper_choices, params.get("kernel", "rbf"))
         self._reset_slots()
         super().__init__(X, **params)
 
@@ -1237,6 +1240,8 @@ class ActiveSetSVM(ClassWeights, OnlineSolver):
     def get_params(self) -> dict[str, Any]:
         params = super().get_params()
         params.update(pivot_tol=self.pivot_tol, shrink_margin=self.shrink_margin, class_weight=self.class_weight)
+        if self.auto or self.hyper_choices:
+            params.update(self._auto_params())
         return params
 
     def _state_arrays(self) -> dict[str, np.ndarray]:

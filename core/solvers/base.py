@@ -446,16 +446,26 @@ class ClassWeights:
                           message="; ".join(m for m in (worst.message, message) if m),
                           extra=dict(result.extra, reweighted=True))
 
-    def _relearn(self) -> StepResult:
+    def _relearn(self, C: float | None = None, gamma: float | None = None) -> StepResult:
         """The model of the learned examples with the current boxes: a fresh solver with the same
         parameters, store, kernel cache and generator learns them in their learning order, and
-        takes this one's place."""
+        takes this one's place.  With ``C`` or ``gamma`` (``core.solvers.auto_hyper``), the fresh
+        solver has those instead (and, for a new gamma, its own kernel and kernel cache)."""
         order = self.labelled_.copy()
         labels = self.y[order].copy()
         params = self.get_params()
+        if C is not None:
+            params["C"] = float(C)
+        new_kernel = gamma is not None and float(gamma) != self.kernel.gamma
+        if new_kernel:
+            params["gamma"] = float(gamma)
         kernel = params.pop("kernel")
         fresh = type(self)(kernel=kernel, **params)
         fresh.store, fresh.kernel, fresh.cache = self.store, self.kernel, self.cache
+        if new_kernel:
+            fresh.kernel = Kernel(**{**self.kernel.to_dict(), "gamma": float(gamma)})
+            fresh.cache = KernelCache(fresh.kernel, self.store, self.cache_bytes)
+            fresh.cache.n_evals = self.cache.n_evals
         fresh._largest_kernel_diag = self._largest_kernel_diag
         fresh.rng = self.rng
         fresh.y = np.zeros(len(self.store))

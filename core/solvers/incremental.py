@@ -123,6 +123,7 @@ from typing import Any, ClassVar, NamedTuple
 import numpy as np
 from scipy.linalg import blas as _blas
 
+from core.solvers.auto_hyper import AutoHyper
 from core.solvers.base import (
     ClassWeights,
     NumericalError,
@@ -256,7 +257,7 @@ class _Drive:
         self.blocked.clear()
 
 
-class IncrementalSVM(ClassWeights, OnlineSolver):
+class IncrementalSVM(AutoHyper, ClassWeights, OnlineSolver):
     """Exact incremental / decremental C-SVC (Cauwenberghs & Poggio; Laskov et al. 2006).
 
     Parameters (besides those of :class:`~core.solvers.base.OnlineSolver`)
@@ -305,7 +306,8 @@ class IncrementalSVM(ClassWeights, OnlineSolver):
     def __init__(self, X: np.ndarray | None = None, *, max_learned: int | None = None,
                  resync_every: int = 500, probe_every: int = 1, kappa_tol: float = 1e-9,
                  learned_kernel_bytes: int = 128 * 2**20, compiled: bool = True,
-                 class_weight: None | str | dict = None, **params):
+                 class_weight: None | str | dict = None, auto=None, auto_grid=None, auto_moments=None,
+                 hyper_choices=None, **params):
         if max_learned is not None and int(max_learned) < 2:
             raise ValueError("max_learned must be at least 2 (or None for no window)")
         if int(resync_every) < 1 or int(probe_every) < 1:
@@ -323,6 +325,7 @@ class IncrementalSVM(ClassWeights, OnlineSolver):
             raise ValueError(f"compiled must be True or False, got {compiled!r}")
         self.compiled = bool(compiled)
         self._init_class_weight(class_weight)
+        self._init_auto(auto, auto_grid, auto_moments, hyper_choices, params.get("kernel", "rbf"))
         self._reset_model()
         super().__init__(X, **params)
 
@@ -375,6 +378,8 @@ class IncrementalSVM(ClassWeights, OnlineSolver):
                  probe_every=self.probe_every, kappa_tol=self.kappa_tol,
                  learned_kernel_bytes=self.learned_kernel_bytes, compiled=self.compiled,
                  class_weight=self.class_weight)
+        if self.auto or self.hyper_choices:
+            p.update(self._auto_params())
         return p
 
     def _bounds(self, nL: int | None = None) -> np.ndarray:

@@ -1,0 +1,352 @@
+"""C and gamma chosen from the labels while they are given (mixin of the exact solvers).
+
+``auto=("C", "gamma")`` makes a solver choose its box constraint C and (rbf kernel) its width gamma
+from the labels it has learned, at stated moments: when the number of labels first reaches 20, 40,
+80 and 160 (``auto_moments``) with both classes among them; the choice made at 160 then stays.
+Before the first moment the solver learns with the C and gamma it was given (the starting values).
+
+The estimator is exact leave-one-out, which the exact solvers give cheaply by decremental
+unlearning (Cauwenberghs & Poggio 2001; Laskov et al. 2006, §6): for each point of a small grid, a
+model of the labels is learned, and for each labelled example i that carries a coefficient
+(a margin or error vector) i is unlearned, its decision value f_{-i}(x_i) read, and i learned
+again.  An example without a coefficient (a_i = 0) is not needed: the model without it is the
+same model (its KKT condition is the only one it enters), so f_{-i}(x_i) = f(x_i) (the known
+shortcut of leave-one-out for SVMs; it holds exactly when the bias is fixed by a free margin
+vector, and otherwise i is unlearned as the others are, since the midpoint bias may move).
+
+The grid: C in ``grid["C"]`` (default 0.1, 1, 10, 100) and gamma in ``grid["gamma"]`` times the
+median heuristic (default 0.5, 1, 2 times 1 / median ||x_i - x_j||^2 over the labelled pairs), for
+the rbf kernel only (for the other kernels gamma is not searched).  Without "C" in ``auto`` the
+grid's C is the given one; without "gamma", the given gamma.
+
+The criterion suits few and imbalanced labels: the balanced error rate of the leave-one-out decision
+values (the mean of the two classes' error rates, so the rare class counts as much as the common one;
+lower is better), then their ROC AUC (higher is better: it separates grid points that err on the
+same examples), then the grid point nearest the current values (in log scale: no flapping between
+equally good values), then the smaller C and the smaller gamma.  The AUC alone is blind to the
+threshold: on a 60-example task it chose C = 0.1, whose model called every example negative (every
+leave-one-out value below 0, ranked well), where the balanced error chooses C = 1.  Every step is
+deterministic, so the choice is a function of the labels in their learning order.
+
+A choice at moment m is based on the first m labels in learning order (so a batch that jumps past
+a moment, ``learn_many``, costs what the moment costs), or, when those hold one class only, on the m
+labels up to the one that brought the other class.  Each choice is kept with the number of labels
+learned when it was made and the number it was based on (``hyper_choices``, saved with the solver's
+state); unlearning below the first drops it and relearns the model with the values before it, so
+undo and corrections stay exact, and a restored solver continues exactly as the saved one.  After
+a choice the model is relearned from all its labels, in learning order, with the chosen values
+(``ClassWeights._relearn``).
+
+A re-choice costs about |grid| x (n + 2 |SV|) learn / unlearn steps at n labels, each about O(n):
+for the default grid at 160 labels, 1.2 s on a 2-core machine at load 2 (5 features), 1.3-3.2 s at
+load 14 on the datasets of benchmarks/bench_auto_hyper.py.  It runs at the label that reaches the
+moment, not in the background (the other labels take their usual time).  A grid whose estimated time at the last moment
+exceeds ``RECHOICE_TARGET_S`` (2 s) is refused when the solver is made, with a message that names the
+grid and the estimate.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+
+from core.kernels import Kernel, KernelCache
+from core.metrics import roc_auc
+from core.threads import single_threaded_blas
+
+AUTO_NAMES = ("C", "gamma")
+DEFAULT_GRID = {"C": (0.1, 1.0, 10.0, 100.0), "gamma": (0.5, 1.0, 2.0)}
+DEFAULT_MOMENTS = (20, 40, 80, 160)
+# The wait the analyst may see at the one label of a re-choice moment, and the time a re-choice is
+# estimated to take: SECONDS_PER_POINT_LABEL2 x grid points x n^2 at n labels (each grid point learns
+# the n labels and unlearns / relearns its support vectors, each step costing about n; measured by
+# benchmarks/bench_auto_hyper.py on a 2-core machine at load 2: 1.2 s for the default 12 points at
+# 160 labels, rbf kernel, incremental solver).  So the default moments end at 160 labels: at 320 the
+# default grid would take about 5 s.
+RECHOICE_TARGET_S = 2.0
+SECONDS_PER_POINT_LABEL2 = 4e-6
+
+
+def check_auto(auto) -> tuple[str, ...]:
+    """``auto`` as a tuple of names among "C" and "gamma" (a string is one name); a clear error otherwise."""
+    if auto is None:
+        return ()
+    names = (auto,) if isinstance(auto, str) else tuple(auto)
+    for name in names:
+        if name not in AUTO_NAMES:
+            raise ValueError(f"auto names the hyperparameters chosen from the labels: 'C' and/or 'gamma', "
+                             f"got {name!r}")
+    return tuple(n for n in AUTO_NAMES if n in names)
+
+
+def check_grid(grid) -> dict[str, tuple[float, ...]]:
+    out = dict(DEFAULT_GRID)
+    for key, values in dict(grid or {}).items():
+        if key not in DEFAULT_GRID:
+            raise ValueError(f"auto_grid has values for 'C' and 'gamma' (gamma as multiples of the median "
+                             f"heuristic), got the key {key!r}")
+        vals = tuple(float(v) for v in values)
+        if not vals or not all(math.isfinite(v) and 0 < v <= 1e6 for v in vals):
+            raise ValueError(f"auto_grid[{key!r}] must be one or more positive numbers, got {values!r}")
+        out[key] = tuple(sorted(set(vals)))
+    return out
+
+
+def check_moments(moments) -> tuple[int, ...]:
+    vals = tuple(int(m) for m in (DEFAULT_MOMENTS if moments is None else moments))
+    if not vals or any(m < 2 for m in vals) or list(vals) != sorted(set(vals)):
+        raise ValueError(f"auto_moments must be increasing label counts of at least 2, got {moments!r}")
+    return vals
+
+
+def estimated_seconds(n_points: int, n_labels: int) -> float:
+    """The estimated time of a re-choice over a grid of ``n_points`` at ``n_labels`` labels."""
+    return SECONDS_PER_POINT_LABEL2 * n_points * n_labels ** 2
+
+
+def check_budget(auto: tuple[str, ...], grid: dict, moments: tuple[int, ...], kernel: str) -> None:
+    """Refuse a grid whose re-choice at the last moment would exceed ``RECHOICE_TARGET_S``."""
+    n_points = grid_size(auto, grid, kernel)
+    last = moments[-1]
+    seconds = estimated_seconds(n_points, last)
+    if seconds > RECHOICE_TARGET_S:
+        raise ValueError(
+            f"the grid of {n_points} values (C: {len(grid['C']) if 'C' in auto else 1}, gamma: "
+            f"{len(grid['gamma']) if 'gamma' in auto and kernel == 'rbf' else 1}) would take about {seconds:.0f} s "
+            f"to re-choose at {last} labels, over the {RECHOICE_TARGET_S:g} s a re-choice may take; give fewer "
+            f"values or an earlier last moment")
+
+
+def grid_size(auto: tuple[str, ...], grid: dict, kernel: str) -> int:
+    n_c = len(grid["C"]) if "C" in auto else 1
+    n_g = len(grid["gamma"]) if ("gamma" in auto and kernel == "rbf") else 1
+    return n_c * n_g
+
+
+def median_heuristic(X, idx: np.ndarray) -> float:
+    """1 / median ||x_i - x_j||^2 over the distinct pairs of rows ``idx`` (1.0 if every pair coincides)."""
+    rows = X[np.asarray(idx, dtype=np.intp)]
+    if sp.issparse(rows):
+        gram = np.asarray((rows @ rows.T).toarray(), dtype=np.float64)
+    else:
+        rows = np.asarray(rows, dtype=np.float64)
+        gram = rows @ rows.T
+    sq = np.diag(gram)
+    d2 = sq[:, None] + sq[None, :] - 2.0 * gram
+    upper = d2[np.triu_indices(len(sq), k=1)]
+    upper = upper[upper > 1e-12 * max(1.0, float(sq.max(initial=0.0)))]
+    return 1.0 / float(np.median(upper)) if len(upper) else 1.0
+
+
+def balanced_error(y: np.ndarray, f: np.ndarray) -> float:
+    """Mean of the two classes' error rates of sign(f) (f = 0 counts as an error)."""
+    pos, neg = y > 0, y < 0
+    err_pos = float(np.mean(f[pos] <= 0)) if pos.any() else 0.0
+    err_neg = float(np.mean(f[neg] >= 0)) if neg.any() else 0.0
+    return 0.5 * (err_pos + err_neg)
+
+
+def loo_decision_values(solver, shortcut: bool = True) -> np.ndarray:
+    """Exact leave-one-out decision values f_{-i}(x_i) of the learned examples, in ``labelled_`` order.
+
+    Each example with a coefficient is unlearned (exact decremental step), its decision value read,
+    and learned again; the solver ends with the same labels (the last ones in a new learning order).
+    With ``shortcut``, an example without a coefficient takes the full model's value when the bias is
+    fixed by a free margin vector (see the module notes).
+    """
+    order = solver.labelled_.copy()
+    labels = solver.y[order].copy()
+    values = np.asarray(solver.decision_function(order), dtype=np.float64).copy()
+    sv, coef, _ = solver.coefficients()
+    carries = np.isin(order, np.asarray(sv, dtype=np.intp))
+    free = _has_free_margin_vector(solver, sv, coef)
+    for k, (i, y) in enumerate(zip(order.tolist(), labels.tolist(), strict=True)):
+        if shortcut and free and not carries[k]:
+            continue
+        solver.unlearn(i)
+        values[k] = float(solver.decision_function([i])[0])
+        solver.learn(i, y)
+    return values
+
+
+def _has_free_margin_vector(solver, sv, coef) -> bool:
+    if len(sv) == 0:
+        return False
+    bounds = solver._upper_bounds(np.asarray(sv, dtype=np.intp))
+    a = np.abs(np.asarray(coef, dtype=np.float64))
+    return bool(np.any((a > 1e-9 * bounds) & (a < bounds * (1.0 - 1e-9))))
+
+
+class AutoHyper:
+    """C and gamma chosen from the labels at stated moments (see the module notes); a mixin that comes
+    before ``ClassWeights`` in an exact solver's bases (it extends ``_rebalanced``, which every learn,
+    learn_many and unlearn of those solvers ends with)."""
+
+    def _init_auto(self, auto, auto_grid, auto_moments, hyper_choices, kernel: str) -> None:
+        self.auto = check_auto(auto)
+        self.auto_grid = check_grid(auto_grid)
+        self.auto_moments = check_moments(auto_moments)
+        if self.auto:
+            check_budget(self.auto, self.auto_grid, self.auto_moments, kernel)
+        # each choice: {"n_labels", "moment", "C", "gamma", "auc", "balanced_error"}; the first entry,
+        # n_labels 0, holds the starting values (recorded at the first choice)
+        self.hyper_choices: list[dict[str, Any]] = [dict(c) for c in (hyper_choices or [])]
+
+    def _auto_params(self) -> dict[str, Any]:
+        return dict(auto=list(self.auto), auto_grid={k: list(v) for k, v in self.auto_grid.items()},
+                    auto_moments=list(self.auto_moments), hyper_choices=[dict(c) for c in self.hyper_choices])
+
+    def _rebalanced(self, result):
+        result = super()._rebalanced(result)
+        if not self.auto or self._relearning:
+            return result
+        t0 = time.perf_counter()
+        changed = self._drop_choices_above(len(self.learned_order)) or self._choose_if_due()
+        if not changed:
+            return result
+        C, gamma = self._current()
+        based_on = self.hyper_choices[-1]["n_labels"] if self.hyper_choices else 0
+        return type(result)(status=result.status, iterations=result.iterations, kernel_evals=result.kernel_evals,
+                            seconds=result.seconds + time.perf_counter() - t0, kkt_gap=self.kkt_gap(),
+                            message=result.message, extra=dict(result.extra, hyper=dict(C=C, gamma=gamma,
+                                                                                        n_labels=based_on)))
+
+    # -- the choices -----------------------------------------------------------------
+    def _current(self) -> tuple[float, float]:
+        return float(self.C), float(self.kernel.gamma)
+
+    def _drop_choices_above(self, n: int) -> bool:
+        """Unlearning below a choice's label count: drop it, relearn with the values before it."""
+        if len(self.hyper_choices) < 2 or self.hyper_choices[-1]["n_labels"] <= n:
+            return False
+        while len(self.hyper_choices) > 1 and self.hyper_choices[-1]["n_labels"] > n:
+            self.hyper_choices.pop()
+        back = self.hyper_choices[-1]
+        if len(self.hyper_choices) == 1:
+            self.hyper_choices.pop()  # back to the starting values (recorded again at the next choice)
+        self._apply(float(back["C"]), float(back["gamma"]))
+        return True
+
+    def _due_moment(self, n: int) -> int | None:
+        done = self.hyper_choices[-1]["moment"] if self.hyper_choices else 0
+        due = [m for m in self.auto_moments if done < m <= n]
+        return due[-1] if due else None
+
+    def _choose_if_due(self) -> bool:
+        n = len(self.learned_order)
+        moment = self._due_moment(n)
+        if moment is None or self.kernel is None:
+            return False
+        y = self.y[self.labelled_]
+        if not (np.any(y > 0) and np.any(y < 0)):
+            return False  # one class so far: chosen at the first label with both
+        if not self.hyper_choices:
+            C0, g0 = self._current()
+            self.hyper_choices.append(dict(n_labels=0, moment=0, C=C0, gamma=g0, auc=None, balanced_error=None,
+                                           based_on=0, first=True))
+        # the first `moment` labels (the cost stays that of the moment when a batch jumps past it); when
+        # they hold one class only, the `moment` labels up to now (the newest brought the other class)
+        order = self.labelled_
+        first = bool(np.any(y[:moment] > 0) and np.any(y[:moment] < 0))
+        based = order[:moment] if first else order[-moment:]
+        choice = self.choose(based)
+        self.hyper_choices.append(dict(choice, n_labels=n, moment=moment, based_on=len(based), first=first))
+        if (choice["C"], choice["gamma"]) != self._current():
+            self._apply(choice["C"], choice["gamma"])
+        return True
+
+    def grid_points(self, items=None) -> list[tuple[float, float]]:
+        """The (C, gamma) pairs searched over the labelled ``items`` (default: all; gamma from the median
+        heuristic of their rows)."""
+        C_now, g_now = self._current()
+        Cs = self.auto_grid["C"] if "C" in self.auto else (C_now,)
+        if "gamma" in self.auto and self.kernel.name == "rbf":
+            g0 = median_heuristic(self.store.X, self.labelled_ if items is None else items)
+            gammas = tuple(m * g0 for m in self.auto_grid["gamma"])
+        else:
+            gammas = (g_now,)
+        return [(float(C), float(g)) for g in gammas for C in Cs]
+
+    @single_threaded_blas  # (once for the thousands of steps inside, which then skip setting it)
+    def choose(self, items=None) -> dict[str, Any]:
+        """Score every grid point by exact leave-one-out over the labelled ``items`` (default: every
+        learned example; learned in this order) and return the best (``balanced_error`` and ``auc`` of
+        its leave-one-out values, ``C``, ``gamma``).  The model itself is not changed."""
+        order = (self.labelled_ if items is None else np.asarray(items, dtype=np.intp)).copy()
+        labels = self.y[order].copy()
+        C_now, g_now = self._current()
+        best, best_key = None, None
+        caches: dict[float, KernelCache] = {}
+        for C, gamma in self.grid_points(order):
+            cache = caches.get(gamma)
+            if cache is None:
+                kernel = Kernel(**{**self.kernel.to_dict(), "gamma": gamma})
+                cache = caches[gamma] = KernelCache(kernel, self.store, self.cache_bytes // 4)
+            scratch = self._scratch(C, cache)
+            for i, y in zip(order.tolist(), labels.tolist(), strict=True):
+                scratch.learn(i, y)
+            f = loo_decision_values(scratch)
+            auc = roc_auc(labels, f)
+            ber = balanced_error(labels, f)
+            distance = abs(math.log(C / C_now)) + abs(math.log(gamma / g_now))
+            key = (ber, -auc, distance, C, gamma)
+            if best_key is None or key < best_key:
+                best_key, best = key, dict(C=C, gamma=gamma, auc=float(auc), balanced_error=float(ber))
+        return best
+
+    def _scratch(self, C: float, cache: KernelCache):
+        """A plain solver of this kind (no choice of its own) with C and the cache's kernel over this store."""
+        params = self.get_params()
+        params.update(C=C, gamma=cache.kernel.gamma, auto=[], hyper_choices=[])
+        kernel = params.pop("kernel")
+        scratch = type(self)(kernel=kernel, **params)
+        scratch.store, scratch.kernel, scratch.cache = self.store, cache.kernel, cache
+        scratch._largest_kernel_diag = self._largest_kernel_diag
+        scratch.y = np.zeros(len(self.store))
+        scratch._on_store_grown(len(self.store))
+        scratch._weights = self._weights
+        scratch._class_bounds_changed()
+        return scratch
+
+    def _apply(self, C: float, gamma: float) -> None:
+        """Relearn the labels in learning order with C and gamma (a new kernel and cache if gamma changes)."""
+        self._relearn(C=C, gamma=gamma)
+
+
+def describe_choices(solver) -> str | None:
+    """Which C and gamma a solver with ``auto`` holds and when they were chosen, in plain words (None for a
+    solver without ``auto``)::
+
+        C 10 and gamma 0.027, chosen from the first 80 labels (at 40: C 10, gamma 0.028; at 20: C 1,
+        gamma 0.024; before: C 1, gamma 0.016). Next choice at 160 labels.
+    """
+    auto = tuple(getattr(solver, "auto", ()) or ())
+    if not auto or solver.kernel is None:
+        return None
+    with_gamma = solver.kernel.name in ("rbf", "poly")
+
+    def values(C: float, gamma: float) -> str:
+        return f"C {C:.3g}" + (f", gamma {gamma:.3g}" if with_gamma else "")
+
+    choices = list(solver.hyper_choices)
+    names = " and ".join(n for n in auto if n == "C" or solver.kernel.name == "rbf")
+    n = len(solver.learned_order)
+    later = [m for m in solver.auto_moments if m > (choices[-1]["moment"] if choices else 0)]
+    upcoming = (f" Next choice at {later[0]} labels (with both classes labelled)." if later else
+                " No later choice.")
+    if len(choices) < 2:
+        C, gamma = float(solver.C), float(solver.kernel.gamma)
+        return (f"{values(C, gamma)}: the starting values; {names} are chosen from the labels from "
+                f"{solver.auto_moments[0]} labels on ({n} so far).{upcoming}")
+    last, earlier = choices[-1], choices[-2:0:-1]
+    past = "; ".join(f"at {c['n_labels']}: {values(c['C'], c['gamma'])}" for c in earlier)
+    past = (past + "; " if past else "") + f"before: {values(choices[0]['C'], choices[0]['gamma'])}"
+    k = last.get("based_on", last["n_labels"])
+    based = (f"the first {k} labels" if last.get("first", True) else
+             f"the last {k} labels up to label {last['n_labels']}")
+    return (f"{values(last['C'], last['gamma'])}, {names} chosen from {based} by leave-one-out ({past})."
+            f"{upcoming}")

@@ -1,0 +1,202 @@
+"""C and gamma chosen from the labels (``core.solvers.auto_hyper``): the leave-one-out values by exact
+unlearning against retraining without the example; the choice deterministic, stored with its label
+count, undone below it; the model after a choice is the plain model with the chosen values; the loop's
+kept pool scores after a change of gamma; a resumed loop continuing bit for bit; a grid over the
+re-choice target refused."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from core.loop import ActiveLearningLoop
+from core.solvers import make_solver
+from core.solvers.auto_hyper import check_auto, loo_decision_values, median_heuristic
+
+EXACT = ["incremental", "active-set"]
+SMALL = dict(auto_moments=[10, 20, 30], auto_grid={"C": [0.5, 5.0], "gamma": [0.5, 2.0]})
+
+
+def curved(n, seed):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, 3))
+    y = np.where(X[:, 0] + 0.7 * X[:, 1] ** 2 + 0.4 * rng.normal(size=n) > 0.6, 1.0, -1.0)
+    return X, y
+
+
+def learned(s, y, idx):
+    for i in idx:
+        assert s.learn(int(i), float(y[i])).success
+    return s
+
+
+@pytest.mark.parametrize("solver", EXACT)
+@pytest.mark.parametrize("C", [0.3, 3.0, 100.0])
+@pytest.mark.parametrize("shortcut", [False, True])
+def test_leave_one_out_by_unlearning_equals_retraining_without_the_example(solver, C, shortcut):
+    X, y = curved(40, seed=int(C * 10))
+    s = learned(make_solver(solver, X, C=C, gamma=0.7, tol=1e-6), y, range(30))
+    order = s.labelled_.copy()
+    loo = loo_decision_values(s, shortcut=shortcut)
+    for k, i in enumerate(order.tolist()):
+        without = learned(make_solver(solver, X, C=C, gamma=0.7, tol=1e-6), y, [j for j in range(30) if j != i])
+        assert loo[k] == pytest.approx(float(without.decision_function([i])[0]), abs=1e-9)
+    # the solver keeps the labels it had (every example learned again)
+    assert sorted(s.labelled_.tolist()) == list(range(30))
+
+
+@pytest.mark.parametrize("solver", EXACT)
+def test_the_choice_is_deterministic_and_stored_with_its_label_count(solver):
+    X, y = curved(60, seed=3)
+    runs = [learned(make_solver(solver, X, auto=("C", "gamma"), **SMALL), y, range(25)) for _ in range(2)]
+    a, b = runs
+    assert a.hyper_choices == b.hyper_choices
+    assert [c["n_labels"] for c in a.hyper_choices] == [0, 10, 20]
+    assert np.array_equal(a.decision_function(), b.decision_function())
+    # a second choice over the same labels gives the same answer
+    assert a.choose() == b.choose()
+
+
+@pytest.mark.parametrize("solver", EXACT)
+def test_after_a_choice_the_model_is_the_plain_model_with_the_chosen_values(solver):
+    X, y = curved(60, seed=4)
+    s = learned(make_solver(solver, X, auto=("C", "gamma"), **SMALL), y, range(20))
+    last = s.hyper_choices[-1]
+    assert (s.C, s.kernel.gamma) == (last["C"], last["gamma"])
+    assert last["gamma"] in [m * median_heuristic(X, np.arange(20)) for m in SMALL["auto_grid"]["gamma"]]
+    plain = learned(make_solver(solver, X, C=last["C"], gamma=last["gamma"]), y, range(20))
+    assert np.allclose(s.decision_function(), plain.decision_function(), atol=1e-9)
+
+
+@pytest.mark.parametrize("solver", EXACT)
+def test_unlearning_below_a_choice_goes_back_to_the_values_before_it(solver):
+    X, y = curved(60, seed=5)
+    s = learned(make_solver(solver, X, C=1.0, gamma=0.3, auto=("C", "gamma"), **SMALL), y, range(22))
+    first = s.hyper_choices[1]
+    s.unlearn(21)
+    s.unlearn(20)
+    s.unlearn(19)  # 19 labels: the choice at 20 goes
+    assert [c["n_labels"] for c in s.hyper_choices] == [0, 10]
+    assert (s.C, s.kernel.gamma) == (first["C"], first["gamma"])
+    plain = learned(make_solver(solver, X, C=first["C"], gamma=first["gamma"]), y, range(19))
+    assert np.allclose(s.decision_function(), plain.decision_function(), atol=1e-9)
+    for i in range(18, 8, -1):
+        s.unlearn(i)  # 9 labels: back to the starting values
+    assert s.hyper_choices == [] and (s.C, s.kernel.gamma) == (1.0, 0.3)
+
+
+def test_only_C_keeps_the_given_gamma_and_one_class_waits_for_the_other():
+    X, y = curved(80, seed=6)
+    y[:15] = -1.0
+    s = learned(make_solver("incremental", X, gamma=0.4, auto="C", **SMALL), y, range(12))
+    assert s.hyper_choices == []  # one class at the moment 10: not chosen yet
+    s.learn(60, 1.0)
+    assert [c["n_labels"] for c in s.hyper_choices] == [0, 13]
+    assert s.kernel.gamma == 0.4 and s.C in SMALL["auto_grid"]["C"]
+
+
+def test_bad_input_is_refused_with_a_clear_message():
+    X, _ = curved(10, seed=0)
+    with pytest.raises(ValueError, match="re-choose at 160 labels, over the 2 s"):
+        make_solver("incremental", X, auto=("C", "gamma"), auto_grid={"C": np.logspace(-3, 3, 13)})
+    with pytest.raises(ValueError, match="re-choose at 320 labels"):
+        make_solver("incremental", X, auto=("C", "gamma"), auto_moments=[20, 40, 80, 160, 320])
+    make_solver("incremental", X, auto="C", auto_moments=[20, 40, 80, 160, 320])  # 4 points: 1.6 s
+    with pytest.raises(ValueError, match="'C' and/or 'gamma'"):
+        check_auto(["C", "degree"])
+    with pytest.raises(ValueError, match="auto_moments"):
+        make_solver("incremental", X, auto="C", auto_moments=[40, 20])
+
+
+@pytest.mark.parametrize("solver", EXACT)
+def test_loop_scores_follow_a_new_gamma_and_a_resumed_loop_continues_bit_for_bit(solver):
+    X, y = curved(300, seed=7)
+    Xe, ye = curved(80, seed=8)
+    config = dict(strategy="near-boundary", solver=solver, seed=2, initial=4,
+                  solver_params=dict(auto=["C", "gamma"], **SMALL))
+
+    def run(loop, n):
+        for _ in range(n):
+            q = loop.next_query()
+            loop.teach(q.index, int(y[q.index]))
+        return loop
+
+    whole = run(ActiveLearningLoop(X, eval_X=Xe, eval_y=ye, **config), 35)
+    assert [c["n_labels"] for c in whole.solver.hyper_choices] == [0, 10, 20, 30]
+    # the kept pool scores are those of the model with the chosen kernel
+    assert np.allclose(whole.pool_scores(), whole.solver.decision_function(np.arange(len(X))), atol=1e-12)
+    assert np.allclose(whole.evaluation_scores(), whole.solver.decision_function(X=Xe), atol=1e-12)
+    part = run(ActiveLearningLoop(X, eval_X=Xe, eval_y=ye, **config), 15)
+    resumed = run(ActiveLearningLoop.from_state(*part.to_state(), X, eval_X=Xe, eval_y=ye), 20)
+    assert resumed.events == whole.events
+    assert resumed.solver.hyper_choices == whole.solver.hyper_choices
+    assert np.array_equal(resumed.solver.decision_function(), whole.solver.decision_function())
+    assert np.array_equal(resumed.pool_scores(), whole.pool_scores())
+    assert [r.auc for r in resumed.history] == [r.auc for r in whole.history]
+    # undo across a moment: the model before the label that made the choice
+    while whole.n_labels > 19:
+        whole.undo()
+    assert [c["n_labels"] for c in whole.solver.hyper_choices] == [0, 10]
+    assert np.allclose(whole.pool_scores(), whole.solver.decision_function(np.arange(len(X))), atol=1e-12)
+
+
+def test_the_choices_in_plain_words():
+    from core.solvers.auto_hyper import describe_choices
+
+    X, y = curved(60, seed=9)
+    s = make_solver("incremental", X, C=1.0, gamma=0.25, auto=("C", "gamma"), **SMALL)
+    assert describe_choices(make_solver("incremental", X)) is None
+    learned(s, y, range(5))
+    assert describe_choices(s) == ("C 1, gamma 0.25: the starting values; C and gamma are chosen from the labels "
+                                   "from 10 labels on (5 so far). Next choice at 10 labels (with both classes "
+                                   "labelled).")
+    learned(s, y, range(5, 21))
+    first, second = s.hyper_choices[1:]
+    assert describe_choices(s) == (
+        f"C {second['C']:.3g}, gamma {second['gamma']:.3g}, C and gamma chosen from the first 20 labels by "
+        f"leave-one-out (at 10: C {first['C']:.3g}, gamma {first['gamma']:.3g}; before: C 1, gamma 0.25). "
+        "Next choice at 30 labels (with both classes labelled).")
+
+
+def test_a_batch_past_the_moments_chooses_from_the_first_labels_of_the_last_moment_it_passed():
+    X, y = curved(60, seed=10)
+    batch = make_solver("active-set", X, auto=("C", "gamma"), **SMALL)
+    batch.learn_many(np.arange(45), y[:45])
+    last = batch.hyper_choices[-1]
+    assert (last["n_labels"], last["moment"], last["based_on"], last["first"]) == (45, 30, 30, True)
+    alone = make_solver("active-set", X, C=1.0, gamma=batch.hyper_choices[0]["gamma"], auto=("C", "gamma"),
+                        **dict(SMALL, auto_moments=[40]))  # (no choice of its own before it is asked)
+    alone.learn_many(np.arange(30), y[:30])
+    assert alone.hyper_choices == []
+    assert {k: alone.choose()[k] for k in ("C", "gamma")} == {k: last[k] for k in ("C", "gamma")}
+
+
+def test_a_corrected_label_keeps_the_choices_made_before_it_and_gives_their_model_of_the_corrected_labels():
+    X, y = curved(200, seed=11)
+    loop = ActiveLearningLoop(X, strategy="near-boundary", solver="incremental", seed=1, initial=4,
+                              solver_params=dict(auto=["C", "gamma"], **SMALL))
+    for _ in range(25):
+        q = loop.next_query()
+        loop.teach(q.index, int(y[q.index]))
+    choices = [dict(c) for c in loop.solver.hyper_choices]
+    item, label = loop.events[3]
+    loop.change_label(item, -label)
+    assert loop.solver.hyper_choices == choices  # (made at 10 and 20 labels; the count never went below)
+    last = choices[-1]
+    plain = make_solver("incremental", X, C=last["C"], gamma=last["gamma"])
+    for i, yi in loop.events:
+        plain.learn(i, yi)
+    assert np.allclose(loop.solver.decision_function(), plain.decision_function(), atol=1e-9)
+    assert np.allclose(loop.pool_scores(), plain.decision_function(), atol=1e-9)
+
+
+def test_ties_go_to_the_values_nearest_the_current_ones():
+    rng = np.random.default_rng(12)
+    y = np.where(np.arange(40) % 2 == 0, 1.0, -1.0)
+    X = rng.normal(scale=0.05, size=(40, 2)) + 3.0 * y[:, None]  # two tight clusters far apart: every C is perfect
+    s = learned(make_solver("incremental", X, C=1.0, gamma=0.5, auto="C",
+                            auto_grid={"C": [0.3, 2.0, 50.0]}, auto_moments=[10, 20]), y, range(20))
+    first, second = s.hyper_choices[1:]
+    assert (first["balanced_error"], first["auc"]) == (0.0, 1.0)
+    assert first["C"] == 2.0  # |log 2| < |log 0.3| < |log 50|: not the smallest C, the nearest
+    assert second["C"] == 2.0 and s.C == 2.0
