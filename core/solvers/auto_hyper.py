@@ -186,6 +186,22 @@ class AutoHyper:
     before ``ClassWeights`` in an exact solver's bases (it extends ``_rebalanced``, which every learn,
     learn_many and unlearn of those solvers ends with)."""
 
+    # What the exact solver that mixes this in holds (named here for the type checker; nothing is set).
+    store: Any
+    kernel: Any
+    cache: Any
+    cache_bytes: int
+    labelled_: Any
+    learned_order: Any
+    y: np.ndarray
+    C: float
+    _weights: Any
+    _largest_kernel_diag: Any
+    get_params: Any
+    _relearn: Any
+    _on_store_grown: Any
+    _class_bounds_changed: Any
+
     def _init_auto(self, auto, auto_grid, auto_moments, hyper_choices, kernel: str) -> None:
         self.auto = check_auto(auto)
         self.auto_grid = check_grid(auto_grid)
@@ -296,6 +312,7 @@ class AutoHyper:
             key = (ber, -auc, distance, C, gamma)
             if best_key is None or key < best_key:
                 best_key, best = key, dict(C=C, gamma=gamma, auc=float(auc), balanced_error=float(ber))
+        assert best is not None, "the grid is never empty (check_grid)"
         return best
 
     def _scratch(self, C: float, cache: KernelCache):
@@ -303,7 +320,8 @@ class AutoHyper:
         params = self.get_params()
         params.update(C=C, gamma=cache.kernel.gamma, auto=[], hyper_choices=[])
         kernel = params.pop("kernel")
-        scratch = type(self)(kernel=kernel, **params)
+        solver_class: Any = type(self)  # (an exact solver's class, which takes the kernel)
+        scratch = solver_class(kernel=kernel, **params)
         scratch.store, scratch.kernel, scratch.cache = self.store, cache.kernel, cache
         scratch._largest_kernel_diag = self._largest_kernel_diag
         scratch.y = np.zeros(len(self.store))
