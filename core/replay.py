@@ -275,6 +275,9 @@ def run_replay(X, labelled: LabelledItems, *, strategies: Iterable[str] | str, s
         strategy_params.setdefault(reference, dict(labelled.strategy_params))
     params = dict(labelled.solver_params if solver_params is None else solver_params)
     budget = len(rows) if budget is None else min(int(budget), len(rows))
+    if int(initial) >= budget:
+        raise ReplayError(f"{labelled.source}: the {initial} initial labels would be every one of the {budget} labels "
+                          "of a run, all drawn at random: lower the initial labels")
     result = run_comparison(X[rows], labels, strategies=strategies, solver=solver, solver_params=params,
                             budget=budget, seeds=seeds, initial=initial, test_fraction=0.0, cold_start=cold_start,
                             strategy_params=strategy_params, n_jobs=n_jobs, progress=progress,

@@ -31,6 +31,8 @@ def test_the_service_stores_a_replay_as_a_comparison_and_refuses_an_unknown_sess
         replays.run_replay(999, strategies=["random"])
     with pytest.raises(ServiceError, match="Choose at least one heuristic"):
         replays.run_replay(run.session_id, strategies=["no-such"])
+    with pytest.raises(ServiceError, match=f"Session {run.session_id} cannot be replayed: the 40 initial labels"):
+        replays.run_replay(run.session_id, strategies=["random"], initial=40)
 
 
 def test_the_compare_page_replays_a_session_and_reloads_it(db_url):

@@ -108,6 +108,13 @@ def test_bad_labelled_items_are_refused_with_a_clear_message(data, rows, labels,
         run_replay(X, LabelledItems(np.array(rows), np.array(labels)), strategies=["random"], seeds=[0])
 
 
+def test_initial_labels_that_would_be_the_whole_run_are_refused(data, session):
+    X, _ = data
+    rows, labels = session
+    with pytest.raises(ReplayError, match="the 30 initial labels would be every one of the 30 labels"):
+        run_replay(X, LabelledItems(rows, labels), strategies=["random"], seeds=[0], initial=30)
+
+
 def test_a_project_replays_its_settled_answers_in_the_order_first_answered():
     # (item, annotator, value) in label order; item 4 is answered twice and differs, settled negative
     answers = [(4, "ann", 1), (7, "bo", -1), (4, "bo", -1), (2, "ann", 0), (9, "ann", 1), (7, "ann", 1)]

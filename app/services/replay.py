@@ -107,9 +107,6 @@ class Replays:
             raise ServiceError(f"heuristics × seeds × labelled items = {runs} × {seeds} × {pool} = {labels:,} labels "
                                f"is over what a replay here may give ({COMPARE_MAX_LABELS:,}): fewer heuristics "
                                f"or seeds, or {LARGER}.")
-        if initial >= pool:
-            raise ServiceError(f"The {initial} initial labels use every one of the session's {pool} answers: "
-                               "lower them.")
         dataset = svc.dataset(info.dataset_id)
         X, *_ = repo.load_dataset_arrays(svc.engine, info.dataset_id, writable=False)
         X = session_features(X, info.params.get("scaling", dataset.meta.get("scaling", "none")),
