@@ -18,14 +18,13 @@ from app.services.replay import Replays, replay_lines, replay_summary
 def form(svc) -> None:
     """Choose a session and heuristics; Replay runs it, stores it and makes it the comparison shown."""
     replays = Replays(svc)
-    sessions = replays.replayable_sessions()
-    if not sessions:
+    names = {key: ui.visible(text) for key, text in replays.replayable(auth.identity()).items()}
+    if not names:
         st.info("No session with answers yet: label on the Label page, then replay the session here.")
         return
-    names = {s.id: ui.visible(f"session {s.id}{f' ({s.name})' if s.name else ''} · {s.dataset_name} · "
-                              f"{s.annotator} · {s.strategy} · {s.n_labels} labels") for s in sessions}
     with st.container(border=True, key="replay_settings"):
-        session_id = st.selectbox("Session", list(names), format_func=names.get, key="replay_session")
+        source = st.selectbox("Session or team project", list(names), format_func=names.get, key="replay_session",
+                              help="A team project replays its settled answers, else each item's first answer.")
         strategies = st.multiselect("Heuristics", list(LABEL_STRATEGIES),
                                     default=[s for s in (DEFAULT_STRATEGY, "random") if s in LABEL_STRATEGIES],
                                     key="replay_strategies",
@@ -44,7 +43,7 @@ def form(svc) -> None:
     bar = st.progress(0.0, text="starting…")
     try:
         st.session_state.comparison_id = st.session_state.comparison_picker = replays.run_replay(
-            session_id, strategies=strategies, seeds=int(seeds), initial=int(initial),
+            source, strategies=strategies, seeds=int(seeds), initial=int(initial),
             progress=lambda f, text: bar.progress(min(max(float(f), 0.0), 1.0), text=ui.plain(text)),
             by=auth.identity())
         bar.progress(1.0, text="done")

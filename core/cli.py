@@ -756,11 +756,10 @@ def _stored_replay(args: argparse.Namespace):
                                             solver=info.solver, params=info.params, source=f"session {info.id}")
         else:
             info = teams.get_project(engine, args.project)
-            _, answers = teams.project_answers(engine, args.project)
             settled = {item: s.value for item, s in teams.settlements(engine, args.project).items()}
-            labelled = replay.project_items([(a.item_index, a.annotator, a.value) for a in answers], settled)
-            labelled.strategy, labelled.solver, labelled.source = info.strategy, info.solver, f"project {info.id}"
-            labelled.solver_params = dict(info.params.get("solver_params") or {})
+            labelled = replay.project_items(teams.project_answers(engine, args.project)[1], settled,
+                                            strategy=info.strategy, solver=info.solver, params=info.params,
+                                            source=f"project {info.id}")
         dataset = repo.get_dataset(engine, info.dataset_id)
         X, *_ = repo.load_dataset_arrays(engine, info.dataset_id, writable=False)
     except storage.StorageError as exc:

@@ -126,24 +126,31 @@ def session_features(X, scaling: str | None, feature_blocks: Sequence[dict] | No
     return scale_features(X, scaling or "none", numeric)
 
 
-def project_items(answers: Iterable[tuple[int, str, int]], settled: dict[int, int]) -> LabelledItems:
-    """A team project's labelled items: ``answers`` (item, annotator, value) in label order (skips as 0),
-    ``settled`` item -> settled answer.  An item's answer is the settled one, else its first positive or
-    negative answer (what the project's model learns); items come in the order first answered."""
+def project_items(answers: Iterable[Any], settled: dict[int, int], *, strategy: str | None = None,
+                  solver: str | None = None, params: dict[str, Any] | None = None,
+                  source: str = "the project") -> LabelledItems:
+    """A team project's labelled items: ``answers`` with ``item_index`` and ``value`` (skips as 0) in label
+    order (what ``storage.teams.project_answers`` gives), ``settled`` item -> settled answer.  An item's answer
+    is the settled one, else its first positive or negative answer (what the project's model learns); items
+    come in the order first answered.  ``params``: the project's settings (``solver_params``, ...)."""
     first: dict[int, int] = {}
     votes: dict[int, set[int]] = {}
     skipped = set()
-    for item, _, value in answers:
-        if int(value) == 0:
-            skipped.add(int(item))
+    for answer in answers:
+        item, value = int(answer.item_index), int(answer.value)
+        if value == 0:
+            skipped.add(item)
             continue
-        first.setdefault(int(item), int(value))
-        votes.setdefault(int(item), set()).add(int(value))
+        first.setdefault(item, value)
+        votes.setdefault(item, set()).add(value)
     rows = list(first)
-    labels = [settled.get(item, first[item]) for item in rows]
-    unsettled = sum(1 for item in rows if len(votes[item]) > 1 and item not in settled)
+    params = dict(params or {})
+    labels = [settled.get(i, first[i]) for i in rows]
     return LabelledItems(np.asarray(rows, dtype=np.intp), np.asarray(labels, dtype=int),
-                         skipped=len(skipped - set(first)), unsettled=unsettled)
+                         strategy=strategy, solver=solver, solver_params=dict(params.get("solver_params") or {}),
+                         source=source, skipped=len(skipped - set(first)),
+                         unsettled=sum(1 for i in rows if len(votes[i]) > 1 and i not in settled),
+                         strategy_params=dict(params.get("strategy_params") or {}))
 
 
 # --------------------------------------------------------------------------- labels files

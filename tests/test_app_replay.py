@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from app.service import MarginLab, ServiceError
@@ -41,7 +42,7 @@ def test_the_compare_page_replays_a_session_and_reloads_it(db_url):
     at = start_app()
     at.switch_page("views/compare.py").run()
     at.radio(key="compare_mode").set_value("Replay a session").run()
-    assert at.selectbox(key="replay_session").value == run.session_id
+    assert at.selectbox(key="replay_session").value == f"session:{run.session_id}"
     at.multiselect(key="replay_strategies").set_value(["random"])
     at.number_input(key="replay_seeds").set_value(2)
     at.number_input(key="replay_initial").set_value(4)
@@ -62,3 +63,25 @@ def test_the_compare_page_replays_a_session_and_reloads_it(db_url):
     assert not again.exception, again.exception
     assert CAVEAT in [as_shown(w.value) for w in again.warning]
     assert [df.value for df in again.dataframe if "recall 95 %" in df.value.columns]
+
+
+def test_the_service_replays_a_team_project_with_its_settled_answers(db_url):
+    from storage import teams
+
+    svc = MarginLab.from_url(db_url)
+    dataset_id = svc.ensure_demo_dataset() or svc.datasets()[0].id
+    _, y, *_ = repo.load_dataset_arrays(svc.engine, dataset_id)
+    project = teams.create_project(svc.engine, name="screen", dataset_id=dataset_id, strategy="near-boundary",
+                                   solver="incremental", params={"solver_params": {"kernel": "rbf"}})
+    teams.add_member(svc.engine, project, "ann")
+    items = [int(i) for i in np.flatnonzero(y > 0)[:6]] + [int(i) for i in np.flatnonzero(y < 0)[:14]]
+    for item in items:
+        teams.record_answer(svc.engine, project, annotator="ann", item_index=item, value=int(y[item]),
+                            strategy="near-boundary", solver="incremental")
+    teams.settle(svc.engine, project, item_index=items[-1], value=1, settled_by="ann")
+    replays = Replays(svc)
+    assert f"project:{project}" in replays.replayable()
+    stored = svc.comparison(replays.run_replay(f"project:{project}", strategies=["random"], seeds=1, initial=4))
+    order = stored.rows[stored.rows["strategy"] == SESSION_ORDER]
+    assert list(order["label"]) == [int(y[i]) for i in items[:-1]] + [1]  # the settled answer
+    assert stored.config["replay"]["source"] == f"project {project}"

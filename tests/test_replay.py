@@ -117,7 +117,10 @@ def test_initial_labels_that_would_be_the_whole_run_are_refused(data, session):
 
 def test_a_project_replays_its_settled_answers_in_the_order_first_answered():
     # (item, annotator, value) in label order; item 4 is answered twice and differs, settled negative
+    from types import SimpleNamespace
+
     answers = [(4, "ann", 1), (7, "bo", -1), (4, "bo", -1), (2, "ann", 0), (9, "ann", 1), (7, "ann", 1)]
+    answers = [SimpleNamespace(item_index=i, annotator=who, value=v) for i, who, v in answers]
     labelled = project_items(answers, settled={4: -1})
     assert list(labelled.rows) == [4, 7, 9]
     assert list(labelled.labels) == [-1, -1, 1]  # 4 settled; 7's answers differ, unsettled: the first stands

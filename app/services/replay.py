@@ -16,13 +16,14 @@ import pandas as pd
 from app.services.common import LABEL_STRATEGIES, ServiceError, whole_number
 from app.services.comparisons import COMPARE_MAX_LABELS, COMPARE_MAX_SEEDS, COMPARE_MAX_WORK
 from storage import repository as repo
+from storage import teams
 from storage.errors import NotFoundError
 
 if TYPE_CHECKING:
     from app.services.accounts import Identity
     from app.services.marginlab import MarginLab
 
-LARGER = "replay longer sessions with `python -m core replay --session N`"
+LARGER = "replay longer sessions with `python -m core replay --session N` (or `--project N`)"
 
 
 def is_replay(comparison: repo.Comparison | repo.ComparisonInfo) -> bool:
@@ -74,16 +75,45 @@ class Replays:
     def __init__(self, service: MarginLab):
         self.service = service
 
-    def replayable_sessions(self) -> list[repo.SessionInfo]:
-        """Sessions with at least two answers (a replay also needs both classes: checked when it runs)."""
-        return [s for s in self.service.sessions() if s.n_labels >= 2]
+    def replayable(self, identity: Identity | None = None) -> dict[str, str]:
+        """What can be replayed, key -> description: ``session:N`` for sessions with at least two answers,
+        ``project:N`` for the team projects ``identity`` sees (all of them for an owner) with answers."""
+        out = {f"session:{s.id}": f"session {s.id}{f' ({s.name})' if s.name else ''} · {s.dataset_name} · "
+                                  f"{s.annotator} · {s.strategy} · {s.n_labels} labels"
+               for s in self.service.sessions() if s.n_labels >= 2}
+        for p in self.service.projects(identity):
+            out[f"project:{p.id}"] = f"project {p.id} ({p.name}) · {p.dataset_name} · team · {p.strategy}"
+        return out
 
-    def run_replay(self, session_id: int, *, strategies: Sequence[str], seeds: int = 3, initial: int = 10,
+    def _labelled(self, source: str, by: Identity | None):
+        """(dataset id, scaling, labelled items) of ``session:N`` or ``project:N`` (or a session id)."""
+        from core.replay import project_items, session_items
+
+        engine = self.service.engine
+        kind, _, number = str(source).rpartition(":")
+        try:
+            if kind in ("", "session"):
+                info = repo.get_session(engine, int(number))
+                return info, session_items(repo.label_events(engine, info.id), strategy=info.strategy,
+                                           solver=info.solver, params=info.params, source=f"session {info.id}")
+            if kind != "project":
+                raise ServiceError(f"Nothing to replay is called '{source}'.")
+            info = teams.get_project(engine, int(number))
+        except NotFoundError as error:
+            raise ServiceError(str(error)) from None
+        if info.id not in {p.id for p in self.service.projects(by)}:
+            raise ServiceError(f"Project {info.id} is not one of your projects.")
+        settled = {item: s.value for item, s in teams.settlements(engine, info.id).items()}
+        return info, project_items(teams.project_answers(engine, info.id)[1], settled, strategy=info.strategy,
+                                   solver=info.solver, params=info.params, source=f"project {info.id}")
+
+    def run_replay(self, source: int | str, *, strategies: Sequence[str], seeds: int = 3, initial: int = 10,
                    progress: Callable[[float, str], None] | None = None, by: Identity | None = None) -> int:
-        """Replay a stored session under ``strategies`` (its own heuristic added as the reference, with its
-        model), store the result as a comparison and return its id.  ``progress(fraction, text)`` as for
+        """Replay a stored session (``session:N``, or its id) or team project (``project:N``: the settled
+        answers, else each item's first) under ``strategies``, its own heuristic added as the reference with
+        its model; store the result as a comparison and return its id.  ``progress(fraction, text)`` as for
         ``run_comparison``; an exception it raises (the page's Cancel) stops the replay, nothing stored."""
-        from core.replay import ReplayError, run_replay, session_features, session_items
+        from core.replay import ReplayError, run_replay, session_features
 
         svc = self.service
         svc.acting(by)
@@ -94,12 +124,7 @@ class Replays:
         seeds = whole_number(seeds, f"The number of seeds (at most {COMPARE_MAX_SEEDS} seeds)", low=1,
                              high=COMPARE_MAX_SEEDS)
         initial = whole_number(initial, "The initial labels")
-        try:
-            info = repo.get_session(svc.engine, int(session_id))
-        except NotFoundError as error:
-            raise ServiceError(str(error)) from None
-        labelled = session_items(repo.label_events(svc.engine, info.id), strategy=info.strategy,
-                                 solver=info.solver, params=info.params, source=f"session {info.id}")
+        info, labelled = self._labelled(source, by)
         runs = len(set(strategies) | ({info.strategy} if info.strategy in LABEL_STRATEGIES else set()))
         pool = len(labelled.rows)
         labels = runs * seeds * pool
@@ -126,7 +151,8 @@ class Replays:
             result = run_replay(X, labelled, strategies=strategies, seeds=seeds, initial=initial, progress=report,
                                 label_progress=report, scheduler=svc.comparison_scheduler() or "none")
         except ReplayError as error:
-            raise ServiceError(f"Session {info.id} cannot be replayed: {str(error).split(': ', 1)[-1]}.") from None
+            raise ServiceError(f"{labelled.source.capitalize()} cannot be replayed: {str(error).split(': ', 1)[-1]}."
+                               ) from None
         config = dict(result.config, dataset=dataset.name, dataset_id=info.dataset_id)
         summary = {"summary": result.summary.to_dict(orient="records"),
                    "runs": result.runs.to_dict(orient="records"),
