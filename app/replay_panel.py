@@ -38,9 +38,13 @@ def form(svc) -> None:
         st.caption("The pool is the items the session labelled (skips left out), the oracle its answers as they "
                    "stand (corrections applied); every run labels them all.")
         clicked = st.button("Replay the session", type="primary", key="replay_run")
+    if st.session_state.get("replay_cancel"):  # (the click's rerun: the replay it interrupted has stopped)
+        st.info("Replay cancelled: it stopped at once and nothing was stored.")
     if not clicked:
         return
     bar = st.progress(0.0, text="starting…")
+    cancel_slot = st.empty()  # (emptied when the replay ends)
+    cancel_slot.button("Cancel", key="replay_cancel", help="Stop this replay; nothing of it is stored.")
     try:
         st.session_state.comparison_id = st.session_state.comparison_picker = replays.run_replay(
             source, strategies=strategies, seeds=int(seeds), initial=int(initial),
@@ -50,6 +54,7 @@ def form(svc) -> None:
     except (ServiceError, ValueError) as error:
         bar.empty()
         st.error(ui.plain(error))
+    cancel_slot.empty()
 
 
 def show(result, chosen: int) -> None:

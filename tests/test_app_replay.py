@@ -55,6 +55,7 @@ def test_the_compare_page_replays_a_session_and_reloads_it(db_url):
     (table,) = [df.value for df in at.dataframe if "recall 95 %" in df.value.columns]
     assert list(table["heuristic"]) == ["random", "near-boundary (reference)", SESSION_ORDER]
     assert "replay of session" in at.selectbox(key="comparison_picker").format_func(newest.id)
+    assert not [b for b in at.button if b.label == "Cancel"]  # the replay is over: nothing left to cancel
 
     # a later visit finds it among the stored comparisons and draws it again
     again = start_app()
