@@ -261,9 +261,9 @@ def run_replay(X, labelled: LabelledItems, *, strategies: Iterable[str] | str, s
     """Replay ``labelled`` (rows of ``X`` and their final answers) under ``strategies`` on ``seeds``.
 
     The runs are ``run_comparison(X[rows], answers, test_fraction=0, budget=budget or len(rows))``; when
-    ``labelled.strategy`` is a heuristic it runs too (the reference), with ``labelled.solver`` and
-    ``labelled.solver_params`` unless ``solver`` / ``solver_params`` are given (then for every heuristic).
-    ``solver=None`` and no session solver: each heuristic's default.  The session order is added as one
+    ``labelled.strategy`` is a heuristic it runs too (the reference).  Every heuristic runs with the
+    session's model (``labelled.solver``, ``labelled.solver_params``) unless ``solver`` / ``solver_params``
+    are given; with neither, each heuristic's default solver.  The session order is added as one
     more run (``SESSION_ORDER``).  ``config["replay"]`` says what was replayed."""
     if isinstance(strategies, str):
         strategies = [s.strip() for s in strategies.split(",") if s.strip()]
