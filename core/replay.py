@@ -195,13 +195,17 @@ def read_labels(path: str | Path, item_keys: Sequence[Any] | None, n_items: int,
         value_at = _column(header, ("label",))
     if value_at is None:
         value_at = 1 if item_at == 0 else 0
-    index = ({str(k): i for i, k in enumerate(item_keys)} if by_key else {str(i): i for i in range(n_items)})
+    keys = [str(k) for k in item_keys] if by_key and item_keys is not None else None
+    index = {k: i for i, k in enumerate(keys)} if keys is not None else {str(i): i for i in range(n_items)}
     words = {w: 1 for w in POSITIVE_WORDS} | {w: -1 for w in NEGATIVE_WORDS} | {"0": -1}
     if numeric:
         words["0"] = 0
     if classes is not None:
         words.update({str(classes[0]).strip().lower(): -1, str(classes[1]).strip().lower(): 1})
-    rows, labels, seen, skipped = [], [], {}, 0
+    rows: list[int] = []
+    labels: list[int] = []
+    seen: dict[str, int] = {}
+    skipped = 0
     for line, cells in enumerate(body, start=2):
         if not any(c.strip() for c in cells):
             continue
@@ -209,7 +213,7 @@ def read_labels(path: str | Path, item_keys: Sequence[Any] | None, n_items: int,
             raise ReplayError(f"{path}, line {line}: {len(cells)} cells, fewer than the header's {len(header)}")
         key, value = cells[item_at].strip(), cells[value_at].strip()
         if key not in index:
-            what = (f"the key of no item (keys such as {str(item_keys[0])!r})" if by_key else
+            what = (f"the key of no item (keys such as {keys[0]!r})" if keys else
                     f"not an item number 0..{n_items - 1}")
             raise ReplayError(f"{path}, line {line}: {key!r} is {what}")
         if key in seen:
