@@ -125,9 +125,9 @@ def _decimal(text: str) -> str:
     return text
 
 
-def _data_arguments(p: argparse.ArgumentParser, repeatable: bool = False) -> None:
+def _data_arguments(p: argparse.ArgumentParser, repeatable: bool = False, required: bool = True) -> None:
     g = p.add_argument_group("data")
-    g.add_argument("--data", required=True, metavar="FILE.csv", action="append" if repeatable else "store",
+    g.add_argument("--data", required=required, metavar="FILE.csv", action="append" if repeatable else "store",
                    help="CSV file with a header row, or bundled:NAME (" + ", ".join(BUNDLED) + ")" +
                         ("; repeat it to run the same study on several datasets (each read with the same "
                          "options)" if repeatable else ""))
@@ -221,7 +221,7 @@ def _model_arguments(p: argparse.ArgumentParser, solver_default: str | None, aut
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m core",
                                      description="MarginLab: online and incremental SVMs, active learning.")
-    sub = parser.add_subparsers(dest="command", required=True, metavar="{fit,compare}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="{fit,compare,replay}")
 
     fit = sub.add_parser("fit", help="train one solver and report held-out accuracy and AUC",
                          description="Train an OnlineSVC on a CSV file and evaluate it on a stratified held-out part.")
@@ -282,12 +282,48 @@ def build_parser() -> argparse.ArgumentParser:
                            "address (tcp://host:8786) uses a running scheduler, 'none' runs here (default: "
                            f"${SCHEDULER_ENV} if set, else here)")
     cmp_.add_argument("--json", action="store_true", help="print the summary as JSON")
+    _replay_parser(sub)
     return parser
+
+
+def _replay_parser(sub) -> None:
+    rep = sub.add_parser("replay", help="replay a labelled session under other heuristics",
+                         description="Replay the items a session labelled, with its final answers as the oracle, "
+                                     "under other heuristics (core.replay): which would have found its positives "
+                                     "with fewer labels? The session's own heuristic runs too, as the reference.")
+    what = rep.add_argument_group("what to replay (one of)")
+    what.add_argument("--session", type=int, metavar="N", help="a stored labelling session (corrections applied, "
+                                                                "skips left out)")
+    what.add_argument("--project", type=int, metavar="N",
+                      help="a stored team project (the settled answers, else each item's first answer)")
+    what.add_argument("--labels", metavar="FILE",
+                      help="a CSV file of labels in the order given, against --data: an item column (item_key, "
+                           "or item_index 0..n-1) and a label column (label_value +1/-1/0, or label: the data's "
+                           "class names, positive/negative, yes/no; empty or skipped: a skip); a MarginLab export "
+                           "is one")
+    rep.add_argument("--database", metavar="URL",
+                     help="the database of --session / --project (default: $MARGINLAB_DATABASE_URL, else the "
+                          "app's own file)")
+    rep.add_argument("--key-column", metavar="COL", help="column of --data holding the item keys the labels name")
+    _data_arguments(rep, required=False)
+    rep.add_argument("--strategies", required=True, metavar="a,b,c",
+                     help="heuristics to replay, comma-separated (the session's own is added as the reference): "
+                          + ", ".join(STRATEGY_NAMES))
+    _model_arguments(rep, None)
+    rep.add_argument("--seeds", type=_positive_int, default=3, help="number of seeds (default 3)")
+    rep.add_argument("--initial", type=int, default=10, metavar="N0",
+                     help="labels drawn at random before each heuristic takes over (default 10)")
+    rep.add_argument("--budget", type=_positive_int, default=None,
+                     help="labels per run (default: every labelled item)")
+    rep.add_argument("--out", metavar="results.csv", help="write the tidy per-label rows to this CSV file")
+    rep.add_argument("--jobs", type=_positive_int, default=1, help="runs in parallel processes (default 1)")
+    rep.add_argument("--json", action="store_true", help="print the summary as JSON")
 
 
 # -- data ------------------------------------------------------------------------
 
-def load_data(args: argparse.Namespace, source: str | None = None, notice_prefix: str = "") -> Dataset:
+def load_data(args: argparse.Namespace, source: str | None = None, notice_prefix: str = "",
+              labels_required: bool = True) -> Dataset:
     """The dataset named by ``--data`` (or ``source``: a CSV path or ``bundled:NAME``), with binary labels."""
     source = args.data if source is None else source
     if source.startswith(BUNDLED_PREFIX):
@@ -298,7 +334,7 @@ def load_data(args: argparse.Namespace, source: str | None = None, notice_prefix
     if not Path(source).is_file():
         raise CLIError(f"file not found: {source}" if not Path(source).exists() else
                        f"{source} is not a file")
-    if not args.label_column:
+    if not args.label_column and labels_required:
         raise CLIError("--label-column is required: name the column that holds the class labels")
     features = None
     if args.feature_columns:
@@ -763,6 +799,100 @@ def run_compare(args: argparse.Namespace) -> str:
     return _compare_output(args, results, datasets, models, stopping, hyper_words)
 
 
+# -- replay ------------------------------------------------------------------------
+
+def _stored_replay(args: argparse.Namespace):
+    """(features, labelled items) of ``--session`` / ``--project`` read from the database (the only command
+    that reads one: storage is imported here, when asked for)."""
+    import storage
+    from core import replay
+    from storage import repository as repo
+    from storage import teams
+    from storage.engine import is_sqlite
+
+    url = args.database or storage.database_url()
+    if is_sqlite(url):
+        from sqlalchemy.engine import make_url
+
+        path = make_url(url).database
+        if path and path != ":memory:" and not Path(path).expanduser().is_file():
+            raise CLIError(f"no database at {path} (give --database URL)")
+    engine = storage.make_engine(url)
+    try:
+        if args.session is not None:
+            info = repo.get_session(engine, args.session)
+            labelled = replay.session_items(repo.label_events(engine, args.session), strategy=info.strategy,
+                                            solver=info.solver, params=info.params, source=f"session {info.id}")
+        else:
+            info = teams.get_project(engine, args.project)
+            settled = {item: s.value for item, s in teams.settlements(engine, args.project).items()}
+            labelled = replay.project_items(teams.project_answers(engine, args.project)[1], settled,
+                                            strategy=info.strategy, solver=info.solver, params=info.params,
+                                            source=f"project {info.id}")
+        dataset = repo.get_dataset(engine, info.dataset_id)
+        X, *_ = repo.load_dataset_arrays(engine, info.dataset_id, writable=False)
+    except storage.StorageError as exc:
+        raise CLIError(str(exc)) from None
+    finally:
+        engine.dispose()
+    scaling = info.params.get("scaling", dataset.meta.get("scaling", "none"))
+    return replay.session_features(X, scaling, dataset.meta.get("feature_blocks")), labelled
+
+
+def _file_replay(args: argparse.Namespace):
+    """(features, labelled items) of ``--labels FILE`` against ``--data``."""
+    from core import replay
+
+    if not args.data:
+        raise CLIError("--labels FILE needs --data FILE: the items the labels name")
+    ds = load_data(args, labels_required=False)  # (the analyst's data need no label column)
+    try:
+        labelled = replay.read_labels(args.labels, ds.item_keys, len(ds), ds.classes, key_column=args.key_column)
+    except replay.ReplayError as exc:
+        raise CLIError(str(exc)) from None
+    if args.model == "standard" and not _model_flags_given(args):
+        labelled.solver_params = {"kernel": kernel_for(args, ds)}
+    return scale_features(ds.X, args.scale, ds.numeric_columns), labelled
+
+
+def run_replay(args: argparse.Namespace) -> str:
+    """Replay ``--session`` / ``--project`` / ``--labels`` (``core.replay``) and return what to print."""
+    from core import replay
+
+    given = [name for name in ("session", "project", "labels") if getattr(args, name) is not None]
+    if len(given) != 1:
+        raise CLIError("give one of --session N or --labels FILE (or --project N): what to replay"
+                       if not given else f"give one of --{' or --'.join(given)}, not both")
+    strategies = [s.strip() for s in args.strategies.split(",") if s.strip()]
+    unknown = [s for s in strategies if s not in STRATEGY_NAMES]
+    if unknown or not strategies:
+        raise CLIError(f"unknown heuristic {unknown[0]!r}; choose from {', '.join(STRATEGY_NAMES)}" if unknown else
+                       "--strategies is empty: give comma-separated heuristic names")
+    if args.out:
+        _check_writable(args.out)
+    X, labelled = _file_replay(args) if args.labels else _stored_replay(args)
+    options: dict[str, Any] = {}
+    if args.model != "standard" or _model_flags_given(args):  # the model given, for every heuristic
+        model_params = model_options(args, None)
+        options = dict(solver=args.solver, solver_params=dict(
+            dict(kernel=args.kernel or labelled.solver_params.get("kernel", "rbf"), C=args.C, gamma=args.gamma,
+                 degree=args.degree, coef0=args.coef0, tol=args.tol),
+            **ramp_options(args, [args.solver]), **model_params))
+    try:
+        result = replay.run_replay(X, labelled, strategies=strategies, seeds=args.seeds, budget=args.budget,
+                                   initial=args.initial, n_jobs=args.jobs, **options)
+    except replay.ReplayError as exc:
+        raise CLIError(str(exc)) from None
+    if args.out:
+        result.to_csv(args.out)
+    if args.json:
+        return json.dumps(_jsonable({"replay": {k: v for k, v in result.config["replay"].items() if k != "rows"},
+                                     "config": {k: v for k, v in result.config.items() if k != "replay"},
+                                     "summary": result.summary.to_dict(orient="records"),
+                                     "caveat": replay.CAVEAT, "out": args.out}))
+    return replay.replay_text(result) + (f"\nrows written to {args.out}" if args.out else "")
+
+
 # -- entry point -------------------------------------------------------------------
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -773,7 +903,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             result = run_fit(args)
             print(json.dumps(result) if args.json else format_fit(result))
         else:
-            output = run_compare(args)
+            output = run_compare(args) if args.command == "compare" else run_replay(args)
             if isinstance(output, str) and output:
                 print(output)
     except (CLIError, DataError) as exc:
@@ -794,4 +924,4 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 __all__ = ["CLIError", "build_parser", "dataset_names", "format_fit", "load_data", "main", "run_compare",
-           "run_fit"]
+           "run_fit", "run_replay"]

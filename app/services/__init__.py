@@ -14,6 +14,7 @@ has its own module here:
 - ``stopping``: when can the analyst stop (the rules' state, the recall check, its random draws)
 - ``readouts``: what the Label page shows of a run (history, ROC curve, the item)
 - ``comparisons``: heuristics side by side with the true labels as the oracle
+- ``replay``: a session replayed under other heuristics, its answers the oracle (stored as a comparison)
 - ``exports``: labelled items with provenance as CSV or JSONL
 - ``housekeeping``: session names, closing and reopening sessions, deleting a dataset
 - ``accounts``: who may sign in (argon2id hashes, slowed and locked failures), the first owner

@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from app import auth, charts, ui
+from app import auth, charts, replay_panel, ui
 from app.services import (
     BASELINE,
     COMPARE_STRATEGIES,
@@ -13,74 +13,83 @@ from app.services import (
     ServiceError,
 )
 from app.services.comparisons import COMPARE_MAX_BUDGET, COMPARE_MAX_SEEDS, with_decimals
+from app.services.replay import is_replay
 from app.services.stopping import RULE_CHOICES
 
 svc = ui.service()
 st.title("Compare heuristics")
 
 labelled = [d for d in svc.datasets() if d.has_true_labels]
-if not labelled:
-    st.info("No dataset with true labels yet: add one on the Data page.")
-    st.stop()
-names = {d.id: ui.visible(f"{d.name} ({d.n_items} items)") for d in labelled}
+REPLAY = "Replay a session"
+replaying = st.radio("What to compare", ["Heuristics on a dataset with true labels", REPLAY], horizontal=True,
+                     index=0 if labelled else 1, key="compare_mode",
+                     help="A replay runs the heuristics on the items a session labelled, its answers the "
+                          "oracle: no true labels needed.") == REPLAY
+if replaying:
+    replay_panel.form(svc)
+else:
+    if not labelled:
+        st.info("No dataset with true labels yet: add one on the Data page.")
+        st.stop()
+    names = {d.id: ui.visible(f"{d.name} ({d.n_items} items)") for d in labelled}
 
-# Plain widgets, not a form: Enter in a field only takes the value; only the button starts a run.
-with st.container(border=True, key="compare_settings"):
-    dataset_id = st.selectbox("Dataset", list(names), format_func=names.get, key="compare_dataset")
-    strategies = st.multiselect("Heuristics", list(COMPARE_STRATEGIES), default=[DEFAULT_STRATEGY, BASELINE],
-                                help=" ".join(f"'{name}' peeks at the true labels: a simulation-only yardstick."
-                                              for name in ORACLE_STRATEGIES) or None,
-                                key="compare_strategies")
-    solver = st.selectbox("Solver", ["default for each heuristic", *SOLVERS], key="compare_solver",
-                          help="Defaults: " + ", ".join(f"{k} → {v}" for k, v in DEFAULT_SOLVER.items()))
-    model = st.radio("Model", ["standard", "review"], key="compare_model", horizontal=True,
-                     format_func={"standard": "SVM (the solver above, the dataset's kernel)",
-                                  "review": "Review model: finds rare positives"}.get,
-                     help="The review model (as in New session on the Label page): a linear SVM whose "
-                          "class weights follow the labels, on the ramp solver; it sets its own solver and C.")
-    cols = st.columns(4)
-    budget = cols[0].number_input("Label budget", min_value=4, max_value=COMPARE_MAX_BUDGET, value=60, step=10,
-                                  help="Counts every label, the initial ones included.", key="compare_budget")
-    seeds = cols[1].number_input("Seeds", min_value=1, max_value=COMPARE_MAX_SEEDS, value=3, step=1,
-                                 key="compare_seeds")
-    initial = cols[2].number_input("Initial labels", min_value=0, value=10, step=1, key="compare_initial",
-                                   help="Chosen at random (cold start) before the heuristic takes over.")
-    test_fraction = cols[3].number_input("Evaluation share", min_value=0.1, max_value=0.9, value=0.3, step=0.05,
-                                         key="compare_test_fraction")
-    stopping = st.multiselect("Stopping rules", RULE_CHOICES, default=list(RULE_CHOICES), key="compare_stopping",
-                              help="Run beside each heuristic; the statistical rule targets 95% recall at 95% "
-                                   "confidence (its random draws count as labels).")
-    run_clicked = st.button("Run the comparison", type="primary", key="compare_run")
-    scheduler = svc.comparison_scheduler()
-    if scheduler:  # (set by whoever runs the server: MARGINLAB_DASK_SCHEDULER)
-        st.caption(ui.plain("Runs on a Dask cluster started for each comparison on this server" if scheduler ==
-                            "local" else f"Runs on Dask scheduler {scheduler}"))
+    # Plain widgets, not a form: Enter in a field only takes the value; only the button starts a run.
+    with st.container(border=True, key="compare_settings"):
+        dataset_id = st.selectbox("Dataset", list(names), format_func=names.get, key="compare_dataset")
+        strategies = st.multiselect("Heuristics", list(COMPARE_STRATEGIES), default=[DEFAULT_STRATEGY, BASELINE],
+                                    help=" ".join(f"'{name}' peeks at the true labels: a simulation-only yardstick."
+                                                  for name in ORACLE_STRATEGIES) or None,
+                                    key="compare_strategies")
+        solver = st.selectbox("Solver", ["default for each heuristic", *SOLVERS], key="compare_solver",
+                              help="Defaults: " + ", ".join(f"{k} → {v}" for k, v in DEFAULT_SOLVER.items()))
+        model = st.radio("Model", ["standard", "review"], key="compare_model", horizontal=True,
+                         format_func={"standard": "SVM (the solver above, the dataset's kernel)",
+                                      "review": "Review model: finds rare positives"}.get,
+                         help="The review model (as in New session on the Label page): a linear SVM whose "
+                              "class weights follow the labels, on the ramp solver; it sets its own solver and C.")
+        cols = st.columns(4)
+        budget = cols[0].number_input("Label budget", min_value=4, max_value=COMPARE_MAX_BUDGET, value=60, step=10,
+                                      help="Counts every label, the initial ones included.", key="compare_budget")
+        seeds = cols[1].number_input("Seeds", min_value=1, max_value=COMPARE_MAX_SEEDS, value=3, step=1,
+                                     key="compare_seeds")
+        initial = cols[2].number_input("Initial labels", min_value=0, value=10, step=1, key="compare_initial",
+                                       help="Chosen at random (cold start) before the heuristic takes over.")
+        test_fraction = cols[3].number_input("Evaluation share", min_value=0.1, max_value=0.9, value=0.3, step=0.05,
+                                             key="compare_test_fraction")
+        stopping = st.multiselect("Stopping rules", RULE_CHOICES, default=list(RULE_CHOICES), key="compare_stopping",
+                                  help="Run beside each heuristic; the statistical rule targets 95% recall at 95% "
+                                       "confidence (its random draws count as labels).")
+        run_clicked = st.button("Run the comparison", type="primary", key="compare_run")
+        scheduler = svc.comparison_scheduler()
+        if scheduler:  # (set by whoever runs the server: MARGINLAB_DASK_SCHEDULER)
+            st.caption(ui.plain("Runs on a Dask cluster started for each comparison on this server" if scheduler ==
+                                "local" else f"Runs on Dask scheduler {scheduler}"))
 
-problem = ui.comparison_problem(int(budget), int(initial)) if run_clicked else None
-if st.session_state.get("compare_cancel"):  # (the click's rerun: the run it interrupted has stopped)
-    st.info("Comparison cancelled: it stopped at once and nothing was stored.")
-if problem:
-    st.error(problem)
-elif run_clicked:
-    bar = st.progress(0.0, text="starting…")
-    # Clicking Cancel (or closing the tab) stops the run at its next progress update, a fraction of a second later
-    cancel_slot = st.empty()  # (emptied when the run ends: nothing is left to cancel)
-    cancel_slot.button("Cancel", key="compare_cancel", help="Stop this comparison; nothing of it is stored.")
+    problem = ui.comparison_problem(int(budget), int(initial)) if run_clicked else None
+    if st.session_state.get("compare_cancel"):  # (the click's rerun: the run it interrupted has stopped)
+        st.info("Comparison cancelled: it stopped at once and nothing was stored.")
+    if problem:
+        st.error(problem)
+    elif run_clicked:
+        bar = st.progress(0.0, text="starting…")
+        # Clicking Cancel (or closing the tab) stops the run at its next progress update, a fraction of a second later
+        cancel_slot = st.empty()  # (emptied when the run ends: nothing is left to cancel)
+        cancel_slot.button("Cancel", key="compare_cancel", help="Stop this comparison; nothing of it is stored.")
 
-    def _progress(fraction: float, text: str) -> None:
-        bar.progress(min(max(float(fraction), 0.0), 1.0), text=ui.plain(text))
+        def _progress(fraction: float, text: str) -> None:
+            bar.progress(min(max(float(fraction), 0.0), 1.0), text=ui.plain(text))
 
-    try:
-        st.session_state.comparison_id = st.session_state.comparison_picker = svc.run_comparison(
-            dataset_id, strategies=strategies, solver=None if solver.startswith("default") else solver,
-            budget=int(budget), seeds=int(seeds), initial=int(initial), test_fraction=float(test_fraction),
-            progress=_progress, stopping=stopping, model=model, by=auth.identity())
-        bar.progress(1.0, text="done")
-        cancel_slot.empty()
-    except (ServiceError, ValueError) as error:
-        bar.empty()
-        cancel_slot.empty()
-        st.error(ui.plain(error))
+        try:
+            st.session_state.comparison_id = st.session_state.comparison_picker = svc.run_comparison(
+                dataset_id, strategies=strategies, solver=None if solver.startswith("default") else solver,
+                budget=int(budget), seeds=int(seeds), initial=int(initial), test_fraction=float(test_fraction),
+                progress=_progress, stopping=stopping, model=model, by=auth.identity())
+            bar.progress(1.0, text="done")
+            cancel_slot.empty()
+        except (ServiceError, ValueError) as error:
+            bar.empty()
+            cancel_slot.empty()
+            st.error(ui.plain(error))
 
 stored = svc.comparisons()
 if not stored:
@@ -91,6 +100,9 @@ if not stored:
 def _describe(c) -> str:
     seeds = c.config.get("seeds")
     n_seeds = len(seeds) if isinstance(seeds, list) else seeds
+    if is_replay(c):
+        return (f"#{c.id} · replay of {c.config['replay']['source']} · {c.config.get('dataset', '?')} · "
+                f"{', '.join(c.config.get('strategies', []))} × {n_seeds} seeds · {c.created_at:%Y-%m-%d %H:%M}")
     return (f"#{c.id} · {c.config.get('dataset', '?')} · {', '.join(c.config.get('strategies', []))} · "
             f"budget {c.config.get('budget')} × {n_seeds} seeds · {c.created_at:%Y-%m-%d %H:%M}")
 
@@ -103,6 +115,9 @@ if st.session_state.get("comparison_picker") not in labels:
 chosen = st.selectbox("Stored comparisons", list(labels), format_func=labels.get, key="comparison_picker")
 st.session_state.comparison_id = chosen
 result = svc.comparison(chosen)
+if is_replay(result):
+    replay_panel.show(result, chosen)
+    st.stop()
 rows = result.rows
 
 overlay = None

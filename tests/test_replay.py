@@ -1,0 +1,285 @@
+"""Replaying a labelled session under other heuristics (core.replay, ``python -m core replay``)."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from core.datasets import make_gaussians
+from core.experiment import run_comparison
+from core.replay import (
+    CAVEAT,
+    SESSION_ORDER,
+    LabelledItems,
+    ReplayError,
+    project_items,
+    read_labels,
+    replay_text,
+    run_replay,
+)
+
+TIMING = ["update_ms", "query_ms"]
+
+
+@pytest.fixture(scope="module")
+def data():
+    X, y = make_gaussians(80, np.random.default_rng(3), separation=2.0, n_features=4)
+    return X, y
+
+
+@pytest.fixture(scope="module")
+def session(data):
+    """30 of the 80 items, in the order an analyst labelled them, with their answers (4 of them corrected:
+    the final answers differ from the true labels, as a replay's oracle may)."""
+    _, y = data
+    rows = np.random.default_rng(5).choice(len(y), 30, replace=False)
+    labels = y[rows].astype(int).copy()
+    labels[[2, 9, 15, 21]] *= -1
+    return rows, labels
+
+
+def test_random_replay_is_compare_on_the_labelled_items_with_their_answers(data, session):
+    X, _ = data
+    rows, labels = session
+    replay = run_replay(X, LabelledItems(rows, labels), strategies=["random"], seeds=[0, 1], initial=4)
+    direct = run_comparison(X[rows], labels, strategies=["random"], seeds=[0, 1], initial=4, test_fraction=0,
+                            budget=len(rows))
+    got = replay.rows[replay.rows.strategy == "random"].drop(columns=TIMING).reset_index(drop=True)
+    # (the session order has no support vectors: n_sv is a float column in a replay)
+    pd.testing.assert_frame_equal(got, direct.rows.drop(columns=TIMING), check_dtype=False)
+    # every run labels the whole pool: the answers end at recall 1
+    assert (got.groupby("seed")["recall"].last() == 1.0).all()
+    assert (got.groupby("seed")["n_labels"].max() == len(rows)).all()
+
+
+def test_the_session_order_is_one_more_curve_its_cumulative_positives(data):
+    X, _ = data
+    rows = np.arange(10, 30)
+    # positives at the 1st, 4th, 7th, 10th and 20th label: 5 in 20
+    labels = np.full(20, -1)
+    labels[[0, 3, 6, 9, 19]] = 1
+    result = run_replay(X, LabelledItems(rows, labels), strategies=["random"], seeds=[0], initial=4)
+    order = result.rows[result.rows.strategy == SESSION_ORDER]
+    assert list(order["n_labels"]) == list(range(1, 21))
+    assert np.allclose(order["recall"], np.cumsum(labels > 0) / 5)
+    summary = result.summary.set_index("strategy").loc[SESSION_ORDER]
+    # 50% of 5 = 3 positives: the 7th label; 80% = 4: the 10th; 95% -> 5: the 20th
+    assert (summary["labels_recall_50"], summary["labels_recall_80"], summary["labels_recall_95"]) == (7, 10, 20)
+    assert summary["wss_95"] == pytest.approx((20 - 20) / 20 - 0.05)
+    assert result.config["replay"]["pool"] == 20 and result.config["replay"]["positives"] == 5
+
+
+def test_the_original_heuristic_runs_as_the_reference_with_the_sessions_model(data, session):
+    X, _ = data
+    rows, labels = session
+    labelled = LabelledItems(rows, labels, strategy="near-boundary", solver="lasvm", solver_params={"C": 2.0},
+                             source="session 7")
+    result = run_replay(X, labelled, strategies=["random"], seeds=[0], initial=4)
+    assert list(result.summary["strategy"]) == ["random", "near-boundary", SESSION_ORDER]
+    assert result.config["replay"]["reference"] == "near-boundary"
+    assert set(result.rows[result.rows.strategy != SESSION_ORDER]["solver"]) == {"lasvm"}
+    text = replay_text(result)
+    assert "session 7" in text and CAVEAT in text
+    assert "near-boundary" in text and "reference" in text
+
+
+def test_a_replay_without_a_known_heuristic_says_there_is_no_reference(data, session):
+    X, _ = data
+    rows, labels = session
+    result = run_replay(X, LabelledItems(rows, labels, source="labels.csv"), strategies=["random"], seeds=[0],
+                        initial=4)
+    assert result.config["replay"]["reference"] is None
+    assert "no reference" in replay_text(result)
+
+
+@pytest.mark.parametrize("rows, labels, message", [
+    ([1, 2, 2, 3], [1, -1, 1, -1], "item 2 is labelled twice"),
+    ([1, 2, 3], [1, 1, 1], "positive and negative"),
+    ([1, 2, 99], [1, -1, 1], "item 99"),
+    ([1, 2, 3], [1, -1, 2], "+1 or -1"),
+    ([1, 2], [1, -1, 1], "3 answers for 2 items"),
+])
+def test_bad_labelled_items_are_refused_with_a_clear_message(data, rows, labels, message):
+    X, _ = data
+    with pytest.raises(ReplayError, match=message.replace("+", r"\+")):
+        run_replay(X, LabelledItems(np.array(rows), np.array(labels)), strategies=["random"], seeds=[0])
+
+
+def test_initial_labels_that_would_be_the_whole_run_are_refused(data, session):
+    X, _ = data
+    rows, labels = session
+    with pytest.raises(ReplayError, match="the 30 initial labels would be every one of the 30 labels"):
+        run_replay(X, LabelledItems(rows, labels), strategies=["random"], seeds=[0], initial=30)
+
+
+def test_a_project_replays_its_settled_answers_in_the_order_first_answered():
+    # (item, annotator, value) in label order; item 4 is answered twice and differs, settled negative
+    from types import SimpleNamespace
+
+    answers = [(4, "ann", 1), (7, "bo", -1), (4, "bo", -1), (2, "ann", 0), (9, "ann", 1), (7, "ann", 1)]
+    answers = [SimpleNamespace(item_index=i, annotator=who, value=v) for i, who, v in answers]
+    labelled = project_items(answers, settled={4: -1})
+    assert list(labelled.rows) == [4, 7, 9]
+    assert list(labelled.labels) == [-1, -1, 1]  # 4 settled; 7's answers differ, unsettled: the first stands
+    assert labelled.skipped == 1 and labelled.unsettled == 1
+
+
+# --------------------------------------------------------------------------- labels files
+
+
+def _write(path, text):
+    path.write_text(text)
+    return path
+
+
+def test_a_labels_file_is_read_by_key_in_its_order_skips_left_out(tmp_path):
+    path = _write(tmp_path / "labels.csv", "item_key,label\nc,yes\na,no\nb,skipped\nd,yes\n")
+    labelled = read_labels(path, item_keys=["a", "b", "c", "d"], n_items=4, classes=("no", "yes"))
+    assert list(labelled.rows) == [2, 0, 3] and list(labelled.labels) == [1, -1, 1] and labelled.skipped == 1
+
+
+def test_a_labels_file_by_item_number_with_label_values(tmp_path):
+    path = _write(tmp_path / "labels.csv", "item_index,label_value\n3,1\n0,-1\n1,0\n")
+    labelled = read_labels(path, item_keys=None, n_items=4)
+    assert list(labelled.rows) == [3, 0] and list(labelled.labels) == [1, -1] and labelled.skipped == 1
+
+
+@pytest.mark.parametrize("text, message", [
+    ("item_key,label\na,yes\nzz,no\n", "line 3: 'zz' is the key of no item"),
+    ("item_key,label\na,yes\nb,maybe\n", "line 3: 'maybe' is not a class"),
+    ("item_key,label\na,yes\na,no\n", "line 3: 'a' is given twice"),
+    ("item_key\na\n", "needs two columns"),
+])
+def test_a_bad_labels_file_gets_a_clear_message(tmp_path, text, message):
+    path = _write(tmp_path / "labels.csv", text)
+    with pytest.raises(ReplayError, match=message):
+        read_labels(path, item_keys=["a", "b"], n_items=2, classes=("no", "yes"))
+
+
+def test_a_missing_labels_file_is_named(tmp_path):
+    with pytest.raises(ReplayError, match="not found"):
+        read_labels(tmp_path / "none.csv", item_keys=None, n_items=3)
+
+
+# --------------------------------------------------------------------------- python -m core replay
+
+
+@pytest.fixture
+def stored_session(tmp_path, data):
+    """A SQLite database with the data and one session: 24 labels, a skip, a corrected label."""
+    import storage
+    from storage import repository as repo
+    from storage.history import change_label
+
+    X, y = data
+    url = f"sqlite:///{tmp_path / 'replay.db'}"
+    engine = storage.make_engine(url)
+    storage.init_db(engine)
+    dataset_id = repo.import_dataset(engine, name="gauss", X=X, feature_names=[f"f{j}" for j in range(4)],
+                                     y_true=y.astype(int), item_keys=[f"k{i}" for i in range(len(y))])
+    session_id = repo.start_session(engine, dataset_id=dataset_id, annotator="ann", strategy="near-boundary",
+                                    solver="incremental", params={"solver_params": {"kernel": "rbf", "C": 1.0}},
+                                    seed=0)
+    order = np.random.default_rng(1).choice(len(y), 25, replace=False)
+    events = []
+    for k, item in enumerate(order):
+        value = 0 if k == 5 else int(y[item])
+        events.append(repo.record_label(engine, session_id, item_index=int(item), value=value, annotator="ann",
+                                        strategy="near-boundary", solver="incremental", update_ms=1.5,
+                                        query_ms=0.5))
+    corrected = events[7]
+    change_label(engine, session_id, corrected.label_id, value=-corrected.value, annotator="ann")
+    engine.dispose()
+    return url, session_id, order, y, corrected
+
+
+def test_cli_replays_a_stored_session_with_its_corrections(stored_session, tmp_path, capsys):
+    from core.cli import main
+
+    url, session_id, order, y, corrected = stored_session
+    out = tmp_path / "rows.csv"
+    code = main(["replay", "--session", str(session_id), "--database", url, "--strategies", "random",
+                 "--seeds", "2", "--initial", "4", "--out", str(out)])
+    text = capsys.readouterr().out
+    assert code == 0
+    assert f"session {session_id}" in text and "24 labelled items" in text and "1 skip left out" in text
+    assert CAVEAT.split(":")[0] in text and "reference" in text
+    rows = pd.read_csv(out)
+    assert set(rows["strategy"]) == {"random", "near-boundary", SESSION_ORDER}
+    # the session order is the stored order, skip left out, with the corrected answer
+    answers = [int(y[i]) for k, i in enumerate(order) if k != 5]
+    answers[6] = -corrected.value  # the 8th label given is the 7th once the skip is left out
+    session_rows = rows[rows.strategy == SESSION_ORDER]
+    assert list(session_rows["label"]) == answers
+    assert session_rows["update_ms"].eq(1.5).all()  # the session's own latency
+
+
+def test_cli_replay_json_and_a_labels_file_against_data(tmp_path, data, capsys):
+    from core.cli import main
+
+    X, y = data
+    csv = tmp_path / "data.csv"
+    pd.DataFrame({"id": [f"k{i}" for i in range(len(y))], **{f"f{j}": X[:, j] for j in range(4)},
+                  "truth": np.where(y > 0, "yes", "no")}).to_csv(csv, index=False)
+    picked = np.random.default_rng(2).choice(len(y), 20, replace=False)
+    labels = tmp_path / "labels.csv"
+    pd.DataFrame({"item_key": [f"k{i}" for i in picked],
+                  "label": np.where(y[picked] > 0, "yes", "no")}).to_csv(labels, index=False)
+    code = main(["replay", "--labels", str(labels), "--data", str(csv), "--key-column", "id", "--label-column",
+                 "truth", "--strategies", "random,near-boundary", "--seeds", "2", "--initial", "4", "--json"])
+    assert code == 0
+    payload = json.loads(capsys.readouterr().out)
+    assert payload["replay"]["pool"] == 20 and payload["replay"]["reference"] is None
+    assert [r["strategy"] for r in payload["summary"]] == ["random", "near-boundary", SESSION_ORDER]
+    assert payload["caveat"] == CAVEAT
+
+
+def test_cli_replay_bad_input_one_line(stored_session, tmp_path, capsys):
+    from core.cli import main
+
+    url, *_ = stored_session
+    assert main(["replay", "--session", "99", "--database", url, "--strategies", "random"]) == 2
+    assert "error: Session 99 does not exist" in capsys.readouterr().err
+    assert main(["replay", "--strategies", "random"]) == 2
+    assert "--session N or --labels FILE" in capsys.readouterr().err
+    labels = _write(tmp_path / "labels.csv", "item_index,label\n0,1\n5,frog\n")
+    csv = _write(tmp_path / "d.csv", "a,b\n" + "".join(f"{i},{i % 3}\n" for i in range(8)))
+    assert main(["replay", "--labels", str(labels), "--data", str(csv), "--strategies", "random"]) == 2
+    assert "line 3: 'frog' is not a class" in capsys.readouterr().err
+
+
+def test_cli_replays_a_team_project_with_its_settled_answers(tmp_path, data, capsys):
+    import storage
+    from core.cli import main
+    from storage import repository as repo
+    from storage import teams
+
+    X, y = data
+    url = f"sqlite:///{tmp_path / 'team.db'}"
+    engine = storage.make_engine(url)
+    storage.init_db(engine)
+    dataset_id = repo.import_dataset(engine, name="gauss", X=X, feature_names=[f"f{j}" for j in range(4)])
+    project = teams.create_project(engine, name="screen", dataset_id=dataset_id, strategy="near-boundary",
+                                   solver="incremental", params={"solver_params": {"kernel": "rbf"}},
+                                   labels_per_item=2, overlap_share=1.0)
+    for name in ("ann", "bo"):
+        teams.add_member(engine, project, name)
+    items = np.random.default_rng(4).choice(len(y), 16, replace=False)
+    for k, item in enumerate(items):
+        teams.record_answer(engine, project, annotator="ann" if k % 2 else "bo", item_index=int(item),
+                            value=int(y[item]), strategy="near-boundary", solver="incremental")
+    disputed = int(items[0])
+    teams.record_answer(engine, project, annotator="ann", item_index=disputed, value=-int(y[disputed]),
+                        strategy="near-boundary", solver="incremental")
+    teams.settle(engine, project, item_index=disputed, value=-int(y[disputed]), settled_by="ann")
+    engine.dispose()
+    out = tmp_path / "rows.csv"
+    assert main(["replay", "--project", str(project), "--database", url, "--strategies", "random", "--seeds", "1",
+                 "--initial", "4", "--out", str(out)]) == 0
+    assert f"project {project}: 16 labelled items" in capsys.readouterr().out
+    order = pd.read_csv(out).query("strategy == @SESSION_ORDER")
+    assert order["label"].iloc[0] == -int(y[disputed])  # the settled answer, not the first one given
+    assert list(order["label"].iloc[1:]) == [int(y[i]) for i in items[1:]]
