@@ -65,10 +65,22 @@ Rules (``RULE_NAMES``; ``parse_rules("statistical,knee,consecutive:50")``):
     many positives are left, and the heuristic finds them faster than random
     draws; (3) the j-th check of a session may spend 0.9 (j = 1), then
     0.1 / 2^(j-1) of 1 - confidence (:func:`check_alpha`), which sum to 1.
-    The rule suggests starting a check when the heuristic has gone
+    When a check starts does not touch the guarantee (the start is decided
+    before any of its draws, and the test holds for any urn), only its cost:
+    about N_s ln(1/level) / K_tar draws, more for every positive drawn, and a
+    failed check leaves the next one a smaller budget.  The first check is
+    suggested at the knee of the gain curve (Cormack & Grossman 2016, as the
+    ``knee`` rule: slope ratio rho >= 156 - min(relret, 150), at least 150
+    labels) once the heuristic has also gone ``KNEE_RUN_SHARE`` (half) of
     ``patience`` * N_u / K_tar labels without a positive (N_u items
-    unlabelled): the mean gap between positives if only K_tar were left, in
-    random order.
+    unlabelled); any check is suggested after the whole run: the mean gap
+    between positives if only K_tar were left, in random order.  The knee
+    alone fired too early on simulated rankings (checks that failed);
+    :func:`probable_labels` gives the draws a check will probably still need.
+``statistical-run``
+    The same test; every check, the first too, is suggested only after the
+    whole run of ``patience`` * N_u / K_tar labels without a positive (the
+    rule as it was before the knee start).
 
 :func:`estimate_remaining` gives the positives still unlabelled with an
 interval and the recall it implies, never above the items still unlabelled:
