@@ -958,7 +958,7 @@ def _probably(check: RecallCheck) -> str:
         return ("at the rate positives turn up in its draws this check will probably not pass: it ends on its "
                 "own when they show recall below the target")
     if probable <= check.needed:
-        return "the guarantee needs no more if none of them is positive"
+        return "that is all the guarantee needs if none of them is positive"
     left = check.urn - check.draws
     return f"the guarantee will probably need about {_rounded(probable, left):,} more draws"
 
@@ -979,7 +979,8 @@ def outlook(check: RecallCheck) -> str:
         return (f"Guarantee: probably about {_rounded(probable, left):,} more random draws (at least "
                 f"{check.needed:,} if none of them is a positive).")
     if check.phase == "failed":
-        return "Guarantee: the next recall check will need more random draws than this one did."
+        return ("Guarantee: not yet; a new recall check, with draws of its own, is suggested when the heuristic "
+                "stops finding positives.")
     if check.gap_needed is None:
         return "Guarantee: a recall check can start once a positive is labelled."
     return (f"Guarantee: at least {count(min(check.planned, check.urn), 'random draw')} once a recall check starts "

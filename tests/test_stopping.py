@@ -737,3 +737,18 @@ def test_probable_labels_are_the_median_of_the_draws_the_check_will_need():
     labels, drawn = _history(([1] * 95 + [-1] * 505, False), ([-1] * 30, True))
     check = st.recall_check(labels, drawn, [600], checking=True, pool_size=1000)
     assert st.probable_labels(check) == check.needed
+
+
+def test_the_outlook_in_plain_words_before_during_and_after_a_check():
+    heuristic = [1] * 95 + [-1] * 505
+    for draws, words in [([], "Guarantee: at least 161 random draws once a recall check starts"),
+                         ([-1] * 30, "Guarantee: 141 more random draws, if none of them is a positive"),
+                         ([-1] * 30 + [1] + [-1] * 19, "Guarantee: probably about 260 more random draws (at least 170"),
+                         ([-1] * 10 + [1, 1], "Guarantee: not yet; a new recall check")]:
+        labels, drawn = _history((heuristic, False), (draws, True))
+        check = st.recall_check(labels, drawn, [600] if draws else [], checking=bool(draws), pool_size=1000)
+        assert st.outlook(check).startswith(words), st.outlook(check)
+    # about 260: the median, to two significant digits
+    labels, drawn = _history((heuristic, False), ([-1] * 30 + [1] + [-1] * 19, True))
+    check = st.recall_check(labels, drawn, [600], checking=True, pool_size=1000)
+    assert round(st.probable_labels(check), -1) == 260
