@@ -1,6 +1,7 @@
 """The Label page's stopping panel: when can the analyst stop?
 
-The estimate of the positives still unlabelled, every rule's state in words,
+The estimate of the positives still unlabelled, how many more labels the statistical
+guarantee will probably need, every rule's state in words,
 the gain curve, the recall check's buttons and the session's stopping settings.
 What it shows comes from ``LabellingRun.stopping_status()`` (``app.services.stopping``).
 """
@@ -10,7 +11,7 @@ from __future__ import annotations
 import streamlit as st
 
 from app import auth, charts, ui
-from app.services.stopping import RULE_CHOICES
+from app.services.stopping import RULE_OPTIONS
 
 CHECK_HELP = ("Draws items at random from the unlabelled ones; each is labelled like any other. The check "
               "passes when the draws show recall at or above the target with the stated confidence, and ends on "
@@ -47,6 +48,8 @@ def verdict(run) -> None:
         else:
             st.info(ui.plain(f"Not yet ({status.rule} rule): {said}."))
         st.markdown(ui.plain(status.estimate.in_words()))
+        if status.outlook:
+            st.markdown(ui.plain(status.outlook))
 
 
 def gain_chart(run, height: int | None = None) -> None:
@@ -80,7 +83,7 @@ def show(svc, run, *, above: bool = False) -> None:
                            args=(svc, run.session_id), disabled=run.n_positive == 0, help=CHECK_HELP,
                            type="primary" if status.check.suggest else "secondary")
         with buttons.popover("Stopping settings", icon=":material/tune:"), st.form("stopping_settings", border=False):
-            choices = list(RULE_CHOICES) + ([status.rule] if status.rule not in RULE_CHOICES else [])
+            choices = list(RULE_OPTIONS) + ([status.rule] if status.rule not in RULE_OPTIONS else [])
             st.selectbox("Rule that says you can stop", choices, index=choices.index(status.rule),
                          key="stopping_rule")
             cols = st.columns(2)

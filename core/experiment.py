@@ -28,7 +28,7 @@ then undefined and the full-data reference is not trained).
 
 With ``stopping=[...]`` (``core.stopping``) every rule runs beside each
 strategy: the heuristic rules watch the run and note the first label at which
-they would stop; the statistical rule changes the session (random draws when
+they would stop; a statistical rule (``statistical``, ``statistical-run``) changes the session (random draws when
 it asks for a check, back to the strategy when the draws show recall below
 the target), so it runs
 on a branch of the run that starts, from the loop's saved state, when the rule
@@ -180,7 +180,7 @@ class StoppingSetup:
 
 class _StopWatch:
     """Watches one run: the label at which each heuristic rule would first stop, and the branch
-    point of the statistical rule (the loop's state when it first suggests a check)."""
+    point of each statistical rule (the loop's state when it first suggests a check)."""
 
     def __init__(self, setup: StoppingSetup, ytr: np.ndarray, seed: int):
         self.setup = setup
@@ -189,9 +189,10 @@ class _StopWatch:
         self.positives = int(np.sum(ytr > 0))
         self.labels: list[int] = []
         self.fired: dict[str, tuple[int, float]] = {}
-        self.passive = [r for r in setup.rules if r.name != "statistical"]
-        self.statistical = any(r.name == "statistical" for r in setup.rules)
-        self.branch: tuple[Any, list[int]] | None = None
+        self.passive = [r for r in setup.rules if r.name not in stop_rules.CHECK_STARTS]
+        #: the statistical rules, by name: ``statistical`` (checks start at the knee) and ``statistical-run``
+        self.statistical = [r.name for r in setup.rules if r.name in stop_rules.CHECK_STARTS]
+        self.branches: dict[str, tuple[Any, list[int]]] = {}
         self.tracker = None
         if any(r.name == "stability" for r in setup.rules):
             self.tracker = stop_rules.StabilityTracker(stop_rules.stop_set(self.n_pool, seed))
@@ -223,33 +224,40 @@ class _StopWatch:
                 state = stop_rules.stability_rule(self._kappas)
             if state.stop:
                 self.fired[key] = (n, self.recall())
-        if self.statistical and self.branch is None and stop_rules.check_suggested(
-                self.labels, self.n_pool, self.setup.target_recall, self.setup.patience):
-            self.branch = (loop.to_state(), list(self.labels))
+        for name in self.statistical:
+            if name not in self.branches and stop_rules.check_suggested(
+                    self.labels, self.n_pool, self.setup.target_recall, self.setup.patience,
+                    start=stop_rules.CHECK_STARTS[name]):
+                self.branches[name] = (loop.to_state(), list(self.labels))
 
     def heuristic_exhausted(self, loop: ActiveLearningLoop) -> None:
-        """The strategy has nothing more to ask: the statistical rule would check now."""
-        if self.statistical and self.branch is None and loop.n_labels < self.n_pool:
-            self.branch = (loop.to_state(), list(self.labels))
+        """The strategy has nothing more to ask: the statistical rules would check now."""
+        for name in self.statistical:
+            if name not in self.branches and loop.n_labels < self.n_pool:
+                self.branches[name] = (loop.to_state(), list(self.labels))
 
-    def run_statistical(self, Xtr: np.ndarray, budget: int, seed: int) -> tuple[int, float] | None:
-        """The session the statistical rule makes of the run from its branch point; (labels, recall) at stop."""
-        if self.branch is None:
+    def run_statistical(self, Xtr: np.ndarray, budget: int, seed: int,
+                        name: str = "statistical") -> tuple[int, float] | None:
+        """The session the statistical rule ``name`` makes of the run from its branch point; (labels, recall)
+        at stop."""
+        if name not in self.branches:
             return None
-        (arrays, meta), labels = self.branch
+        start = stop_rules.CHECK_STARTS[name]
+        (arrays, meta), labels = self.branches[name]
         setup, y = self.setup, self.ytr
         loop = ActiveLearningLoop.from_state(arrays, meta, Xtr, oracle_y=y)  # no evaluation: not reported
         drawn, starts, checking = [False] * len(labels), [], False
         rng = np.random.default_rng([seed, 0x57A7])
         exhausted = False
         while True:
+            done = sum(1 for s in starts if s < len(labels) and drawn[s])  # checks that drew items
             if not checking and not exhausted and not stop_rules.check_suggested(
-                    labels, self.n_pool, setup.target_recall, setup.patience):
+                    labels, self.n_pool, setup.target_recall, setup.patience, start=start, checks_done=done):
                 action = "heuristic"  # what recall_check says then, without computing its p-values
             else:
                 check = stop_rules.recall_check(labels, drawn, starts, checking=checking, pool_size=self.n_pool,
                                                 target_recall=setup.target_recall, confidence=setup.confidence,
-                                                patience=setup.patience)
+                                                patience=setup.patience, start=start)
                 action = stop_rules.simulated_analyst(check)
                 checking = checking and check.phase != "failed"  # a failed check sends the session back
                 if action == "heuristic" and exhausted:
@@ -275,10 +283,11 @@ class _StopWatch:
             labels.append(int(y[item]))
             drawn.append(action == "draw")
 
-    def stop_rows(self, base: dict[str, Any], statistical: tuple[int, float] | None) -> list[dict[str, Any]]:
+    def stop_rows(self, base: dict[str, Any], statistical: dict[str, tuple[int, float] | None]
+                  ) -> list[dict[str, Any]]:
         out = []
         for spec in self.setup.rules:
-            hit = statistical if spec.name == "statistical" else self.fired.get(str(spec))
+            hit = statistical.get(spec.name) if spec.name in stop_rules.CHECK_STARTS else self.fired.get(str(spec))
             out.append({**base, "rule": str(spec), "n_labels_at_stop": None if hit is None else int(hit[0]),
                         "recall_at_stop": None if hit is None else float(hit[1]), "positives_total": self.positives})
         return out
@@ -332,7 +341,7 @@ def _run_strategy(X, y, strategy: str, solver: str, solver_params: dict, strateg
                     "recall": found / positives, "prior": is_prior})
     stops = []
     if watch is not None:
-        statistical = watch.run_statistical(Xtr, budget, seed) if watch.statistical else None
+        statistical = {name: watch.run_statistical(Xtr, budget, seed, name) for name in watch.statistical}
         stops = watch.stop_rows({"strategy": strategy, "solver": solver, "seed": seed}, statistical)
     return out, stops
 

@@ -65,10 +65,22 @@ Rules (``RULE_NAMES``; ``parse_rules("statistical,knee,consecutive:50")``):
     many positives are left, and the heuristic finds them faster than random
     draws; (3) the j-th check of a session may spend 0.9 (j = 1), then
     0.1 / 2^(j-1) of 1 - confidence (:func:`check_alpha`), which sum to 1.
-    The rule suggests starting a check when the heuristic has gone
+    When a check starts does not touch the guarantee (the start is decided
+    before any of its draws, and the test holds for any urn), only its cost:
+    about N_s ln(1/level) / K_tar draws, more for every positive drawn, and a
+    failed check leaves the next one a smaller budget.  The first check is
+    suggested at the knee of the gain curve (Cormack & Grossman 2016, as the
+    ``knee`` rule: slope ratio rho >= 156 - min(relret, 150), at least 150
+    labels) once the heuristic has also gone ``KNEE_RUN_SHARE`` (half) of
     ``patience`` * N_u / K_tar labels without a positive (N_u items
-    unlabelled): the mean gap between positives if only K_tar were left, in
-    random order.
+    unlabelled); any check is suggested after the whole run: the mean gap
+    between positives if only K_tar were left, in random order.  The knee
+    alone fired too early on simulated rankings (checks that failed);
+    :func:`probable_labels` gives the draws a check will probably still need.
+``statistical-run``
+    The same test; every check, the first too, is suggested only after the
+    whole run of ``patience`` * N_u / K_tar labels without a positive (the
+    rule as it was before the knee start).
 
 :func:`estimate_remaining` gives the positives still unlabelled with an
 interval and the recall it implies, never above the items still unlabelled:
@@ -96,7 +108,11 @@ from scipy import special, stats
 
 from core.formatting import count, for_people
 
-RULE_NAMES = ("statistical", "knee", "margin", "stability", "consecutive")
+RULE_NAMES = ("statistical", "statistical-run", "knee", "margin", "stability", "consecutive")
+#: when each statistical rule suggests starting a recall check (the test is the same)
+CHECK_STARTS = {"statistical": "knee", "statistical-run": "run"}
+#: ``statistical``: at the knee, the first check also waits for this share of the run ``statistical-run`` waits for
+KNEE_RUN_SHARE = 0.5
 DEFAULT_RULES = "statistical,knee,margin,stability,consecutive:50"
 DEFAULT_TARGET_RECALL = 0.95
 DEFAULT_CONFIDENCE = 0.95
@@ -656,6 +672,13 @@ class RecallCheck:
     confidence: float
     last: CheckRun | None = None  # the latest check with draws
     design: CheckDesign | None = None  # of the current check (None before one is on)
+    start: str = "knee"  # when a check is suggested: at the knee of the gain curve (or a run), or after a run
+    knee: RuleState | None = None  # the knee rule's state, while it may suggest a check (the first check only)
+
+    @property
+    def rule(self) -> str:
+        """The rule's name: ``statistical`` (checks start at the knee) or ``statistical-run``."""
+        return next(name for name, start in CHECK_STARTS.items() if start == self.start)
 
     @property
     def p_value(self) -> float | None:
@@ -699,26 +722,49 @@ def suggested_gap(labels, pool_size: int, target_recall: float, patience: float 
     return max(1, math.ceil(patience * unlabelled / k_target(found, 0, target_recall)))
 
 
+def _start_rule(start: str) -> str:
+    if start not in ("knee", "run"):
+        raise ValueError(f"a recall check starts at the 'knee' or after a 'run' of negatives, not {start!r}")
+    return start
+
+
 def check_suggested(labels, pool_size: int, target_recall: float = DEFAULT_TARGET_RECALL,
-                    patience: float = 1.0) -> bool:
+                    patience: float = 1.0, *, start: str = "knee", checks_done: int = 0) -> bool:
     """Whether a recall check is suggested now, for a session not checking (what :func:`recall_check` says
-    then in ``suggest``, computed without its p-values; simulations call it after every heuristic label)."""
-    gap_needed = suggested_gap(labels, pool_size, target_recall, patience)
-    return gap_needed is not None and labels_since_last_positive(labels) >= gap_needed
+    then in ``suggest``, computed without its p-values; simulations call it after every heuristic label).
+
+    ``start``: ``"run"`` after ``patience`` * N_u / K_tar labels without a positive; ``"knee"`` (the default)
+    also, for the session's first check, as soon as the knee rule would stop and the heuristic has gone
+    ``KNEE_RUN_SHARE`` of that run without a positive (``checks_done``: checks of the session that drew
+    items; after one, only the whole run suggests the next)."""
+    y = _labels(labels)
+    gap_needed = suggested_gap(y, pool_size, target_recall, patience)
+    if gap_needed is None:
+        return False
+    gap = labels_since_last_positive(y)
+    return gap >= gap_needed or _knee_start(y, pool_size, gap, gap_needed, _start_rule(start), checks_done)
+
+
+def _knee_start(y: np.ndarray, pool_size: int, gap: int, gap_needed: int, start: str, checks_done: int) -> bool:
+    """The knee start of the first check: the knee rule would stop, and half the run has gone by."""
+    return (start == "knee" and checks_done == 0 and len(y) < int(pool_size)
+            and gap >= math.ceil(KNEE_RUN_SHARE * gap_needed) and knee_rule(y).stop)
 
 
 def recall_check(labels, drawn, check_starts: Sequence[int], *, checking: bool, pool_size: int,
                  target_recall: float = DEFAULT_TARGET_RECALL, confidence: float = DEFAULT_CONFIDENCE,
-                 patience: float = 1.0) -> RecallCheck:
+                 patience: float = 1.0, start: str = "knee") -> RecallCheck:
     """The statistical rule (Callaghan & Müller-Hansen 2020) over a session's history.
 
     ``labels``: +1 / -1 in the order given; ``drawn``: which were random draws of a
     check; ``check_starts``: label counts at which checks were started (starts
     beyond the labels, after an undo, are ignored); ``checking``: the session
     draws random items now (the last start is the current check);
-    ``pool_size``: items in the pool (labelled, skipped and unlabelled).
+    ``pool_size``: items in the pool (labelled, skipped and unlabelled); ``start``: when a check is
+    suggested (see :func:`check_suggested`).
     """
     target_recall, confidence = check_target(target_recall, confidence)
+    start = _start_rule(start)
     y = _labels(labels)
     n = len(y)
     beta = 1.0 - confidence
@@ -757,12 +803,16 @@ def recall_check(labels, drawn, check_starts: Sequence[int], *, checking: bool, 
                 phase = "failed"
             elif last.draws >= last_design.pass_draws(last.positives):
                 phase = "passed"
-    suggest = (current is None and phase == "heuristic" and gap_needed is not None and gap >= gap_needed)
+    knee = knee_rule(y) if start == "knee" and not done and n < int(pool_size) else None
+    half = None if gap_needed is None else math.ceil(KNEE_RUN_SHARE * gap_needed)
+    suggest = (current is None and phase == "heuristic" and gap_needed is not None
+               and (gap >= gap_needed or (knee is not None and knee.stop and gap >= half)))
     return RecallCheck(phase=phase, checking=current is not None and phase in ("checking", "passed"),
                        check_number=number, alpha=alpha, urn=urn, found_before=before,
                        k_target=k_target(before, positives, target_recall), draws=draws, positives_drawn=positives,
                        suggest=suggest, gap=gap, gap_needed=gap_needed,
-                       target_recall=target_recall, confidence=confidence, last=last, design=design)
+                       target_recall=target_recall, confidence=confidence, last=last, design=design,
+                       start=start, knee=knee)
 
 
 def _pct(x: float) -> str:
@@ -801,31 +851,39 @@ def simulated_analyst(check: RecallCheck) -> str:
 
 def statistical_rule(check: RecallCheck) -> RuleState:
     """The statistical rule's state in words (see :func:`recall_check`)."""
+    name = check.rule
     goal = f"recall ≥ {_setting_pct(check.target_recall)} at {_setting_pct(check.confidence)} confidence"
     if check.phase == "passed":
-        return RuleState("statistical", True,
-                         f"statistical: {goal} ({check.draws} random draws, {check.positives_drawn} positive; "
+        return RuleState(name, True,
+                         f"{name}: {goal} ({check.draws} random draws, {check.positives_drawn} positive; "
                          f"p = {check.p_value if check.p_value is not None else 0:.4f} < {check.level:.4f}) "
                          "— you can stop", value=check.p_value, needed=0)
     if check.phase == "checking":
         found = "no positive" if not check.positives_drawn else (
             f"{check.positives_drawn} positive{'s' if check.positives_drawn > 1 else ''}")
-        return RuleState("statistical", False,
-                         f"statistical: draw {check.needed} more random items to test {goal} "
-                         f"({check.draws} drawn, {found} so far; check {check.check_number})",
-                         value=check.p_value, needed=check.needed)
+        return RuleState(name, False,
+                         f"{name}: draw {check.needed} more random items to test {goal} "
+                         f"({check.draws} drawn, {found} so far; check {check.check_number}); "
+                         f"{_probably(check)}", value=check.p_value, needed=check.needed)
     if check.phase == "failed":
         last = check.last
-        return RuleState("statistical", False,
-                         f"statistical: the random draws found {last.positives if last else 0} positives in "
+        return RuleState(name, False,
+                         f"{name}: the random draws found {last.positives if last else 0} positives in "
                          f"{last.draws if last else 0}, which shows recall below {_setting_pct(check.target_recall)}; "
                          "back to the heuristic, and start a new check when it stops finding positives",
                          needed=None)
     if check.phase == "heuristic" and check.urn == 0:  # nothing left unlabelled: recall is 1 exactly
-        return RuleState("statistical", True, "statistical: every item of the pool is labelled, so recall is 100% "
+        return RuleState(name, True, f"{name}: every item of the pool is labelled, so recall is 100% "
                          "— you can stop", value=None, needed=0)
     if check.gap_needed is None:
-        return RuleState("statistical", False, "statistical: waits for the first positive")
+        return RuleState(name, False, f"{name}: waits for the first positive")
+    knee = ""
+    if check.knee is not None and check.knee.value is not None:
+        half = math.ceil(KNEE_RUN_SHARE * check.gap_needed)
+        shown = ("it does" if check.knee.stop else
+                 f"slope ratio {check.knee.value:.1f}, needs {156 - min(check.found_before, 150)}"
+                 + (f" and {check.knee.needed} more labels" if check.knee.needed else ""))
+        knee = f"after {half} once the gain curve shows its knee ({shown})"
     if check.suggest:
         when = "a recall check is suggested now"
     elif check.gap_needed >= check.urn:  # a gap that long would go through every unlabelled item
@@ -835,11 +893,140 @@ def statistical_rule(check: RecallCheck) -> RuleState:
         when = (f"too few positives found ({found}) for a recall check to be suggested yet{why}; start one when "
                 "the heuristic stops finding positives")
     else:
-        when = (f"a recall check is suggested after {check.gap_needed} labels without a positive "
+        when = (f"a recall check is suggested after {check.gap_needed} labels without a positive, or "
+                f"{knee}; {check.gap} so far" if knee else
+                f"a recall check is suggested after {check.gap_needed} labels without a positive "
                 f"({check.gap} so far)")
-    return RuleState("statistical", False,
-                     f"statistical: {when}; it would draw at least {check.planned} random items to test {goal}",
+    return RuleState(name, False,
+                     f"{name}: {when}; it would draw at least {check.planned} random items to test {goal}",
                      value=None, needed=check.planned)
+
+
+def probable_labels(check: RecallCheck) -> int | None:
+    """Labels the guarantee will probably still need: the median number of further draws until the
+    current check passes, if its urn holds the positives its draws so far suggest (k of n drawn from
+    N_s: round(k N_s / n); with none drawn yet, none more: the fewest draws).  0 once the check passed
+    or every item is labelled; None before a check (only a lower bound is known then: ``planned``),
+    after a failed one, or when the check would more probably fail than pass.  Never above the items
+    left in its urn.  Paths that fail (recall shown below the target) never pass."""
+    if check.phase == "passed" or (check.phase == "heuristic" and check.urn == 0):
+        return 0
+    if check.phase != "checking" or check.design is None:
+        return None
+    design, n0, k0 = check.design, check.draws, check.positives_drawn
+    urn = design.urn
+    if n0 >= design.pass_draws(k0):
+        return 0
+    if k0 == 0:
+        return design.pass_draws(0) - n0
+    rest = max(0, min(round(k0 * urn / n0), urn - (n0 - k0)) - k0)  # positives left among the undrawn
+    top = k0 + rest
+    b = _pass_bounds(urn, design.found_before, design.target_recall, design.level, top)
+    g = _fail_bounds(urn, design.found_before, design.target_recall, design.beta, top)
+    dist = np.zeros(rest + 1)  # more positives drawn since now: 0..rest
+    dist[0] = 1.0
+    more = np.arange(rest + 1)
+    passed = 0.0
+    for n in range(n0, urn + 1):
+        due = b[k0 + more] <= n
+        passed += float(dist[due].sum())
+        dist[due] = 0.0
+        if passed >= 0.5:
+            return n - n0
+        if passed + float(dist.sum()) < 0.5 or n == urn:
+            return None
+        moved = dist * np.clip((rest - more) / (urn - n), 0.0, 1.0)
+        dist -= moved
+        dist[1:] += moved[:-1]
+        failing = (g[k0 + more[1:]] >= n + 1)  # the new positive came at or before g_k: recall below target
+        dist[1:][failing] = 0.0
+    return None
+
+
+def _rounded(n: int, most: int) -> int:
+    """A probable count for people: exact below 100, else to two significant digits; never above ``most``."""
+    if n >= 100:
+        step = 10 ** (len(str(int(n))) - 2)
+        n = round(n / step) * step
+    return int(min(n, most))
+
+
+def _probably(check: RecallCheck) -> str:
+    """The labels this check will probably still need, in words (see :func:`probable_labels`)."""
+    probable = probable_labels(check)
+    if probable is None:
+        return ("at the rate positives turn up in its draws this check will probably not pass: it ends on its "
+                "own when they show recall below the target")
+    if probable <= check.needed:
+        return "that is all the guarantee needs if none of them is positive"
+    left = check.urn - check.draws
+    return f"the guarantee will probably need about {_rounded(probable, left):,} more draws"
+
+
+def outlook(check: RecallCheck) -> str:
+    """How many more labels the guarantee will probably need, in plain words (the Label page's panel)."""
+    if check.phase == "passed" or (check.phase == "heuristic" and check.urn == 0):
+        return "Guarantee: reached, no more labels needed."
+    if check.phase == "checking":
+        probable = probable_labels(check)
+        if probable is None:
+            return ("Guarantee: at the rate positives turn up in the random draws, this check will probably not "
+                    "pass; it ends on its own when they show recall below the target.")
+        if probable <= check.needed:
+            return (f"Guarantee: {count(probable, 'more random draw')}, if none of them is a positive "
+                    "(each positive among them asks for more).")
+        left = check.urn - check.draws
+        return (f"Guarantee: probably about {_rounded(probable, left):,} more random draws (at least "
+                f"{check.needed:,} if none of them is a positive).")
+    if check.phase == "failed":
+        return ("Guarantee: not yet; a new recall check, with draws of its own, is suggested when the heuristic "
+                "stops finding positives.")
+    if check.gap_needed is None:
+        return "Guarantee: a recall check can start once a positive is labelled."
+    return (f"Guarantee: at least {count(min(check.planned, check.urn), 'random draw')} once a recall check starts "
+            "(more for every positive among them)" + ("; a check is suggested now." if check.suggest else
+                                                      "; the check is suggested when the heuristic stalls."))
+
+
+def follow_ranking(order, y, *, rng: np.random.Generator, start: str = "knee",
+                   target_recall: float = DEFAULT_TARGET_RECALL, confidence: float = DEFAULT_CONFIDENCE,
+                   patience: float = 1.0) -> tuple[list[int], list[bool], list[int]]:
+    """A session that follows the statistical rule on a fixed ranking (simulations and benchmarks).
+
+    ``order``: the pool's items in the order the heuristic would ask about them; ``y``: their true labels
+    (+1 / -1), which answer.  Heuristic labels take the next unlabelled item of ``order``; the random draws of
+    a check come from the unlabelled items (``rng``).  Returns (labels, drawn, check starts) up to the stop,
+    or up to the last item of the pool.
+    """
+    y = np.asarray(y).reshape(-1)
+    pool = len(y)
+    labelled = np.zeros(pool, dtype=bool)
+    labels: list[int] = []
+    drawn: list[bool] = []
+    starts: list[int] = []
+    checking, cursor = False, 0
+    while len(labels) < pool:
+        done = sum(1 for s in starts if s < len(labels) and drawn[s])  # checks that drew items
+        if not checking and not check_suggested(labels, pool, target_recall, patience, start=start,
+                                                checks_done=done):
+            action = "heuristic"  # what recall_check says too (no check on, none suggested), only cheaper
+        else:
+            check = recall_check(labels, drawn, starts, checking=checking, pool_size=pool,
+                                 target_recall=target_recall, confidence=confidence, patience=patience, start=start)
+            action = simulated_analyst(check)
+        if action == "stop":
+            break
+        checking = action in ("start", "draw")  # (a failed check sends the session back to the heuristic)
+        if action == "start":
+            starts.append(len(labels))
+            continue
+        while action != "draw" and labelled[order[cursor]]:
+            cursor += 1
+        item = int(rng.choice(np.flatnonzero(~labelled))) if action == "draw" else int(order[cursor])
+        labelled[item] = True
+        labels.append(1 if y[item] > 0 else -1)
+        drawn.append(action == "draw")
+    return labels, drawn, starts
 
 
 # --------------------------------------------------------------------------- all rules
@@ -876,7 +1063,8 @@ def evaluate(rules: Sequence[RuleSpec] | str, view: SessionView, *, target_recal
         else:
             out.append(statistical_rule(recall_check(
                 view.labels, view.drawn, view.check_starts, checking=view.checking, pool_size=view.pool_size,
-                target_recall=target_recall, confidence=confidence, patience=patience)))
+                target_recall=target_recall, confidence=confidence, patience=patience,
+                start=CHECK_STARTS[spec.name])))
     return out
 
 
@@ -1151,13 +1339,14 @@ def rule_names(rules: Iterable[RuleSpec]) -> list[str]:
     return [str(r) for r in rules]
 
 
-__all__ = ["CALIBRATE_MAX_URN", "CHECK_STRATEGY", "DEFAULT_CONFIDENCE", "DEFAULT_RULES", "DEFAULT_TARGET_RECALL",
-           "FIRST_CHECK_SHARE", "FIT_VARIANCE_FACTOR", "KNEE_MIN_LABELS", "MIN_CALIBRATION_AUC",
-           "MIN_CALIBRATION_LABELS", "RULE_NAMES", "STABILITY_STEP", "STABILITY_THRESHOLD", "STABILITY_WINDOW",
-           "STOP_SET_SIZE", "TOP_FIRST_HEURISTICS", "CheckDesign", "CheckRun", "RecallCheck", "RecallEstimate",
-           "RuleSpec", "RuleState", "SessionView", "StabilityTracker", "check_alpha", "check_design", "check_runs",
-           "check_suggested", "check_target", "cohens_kappa", "consecutive_rule", "estimate_from_draws",
-           "estimate_from_model", "estimate_remaining", "evaluate", "gain_curve", "hypergeometric_p_value",
-           "k_target", "knee_point", "knee_rule", "labels_since_last_positive", "margin_rule", "parse_rules",
-           "pass_draws", "platt_scaling", "recall_check", "rule_names", "sequential_error", "simulated_analyst",
+__all__ = ["CALIBRATE_MAX_URN", "CHECK_STARTS", "CHECK_STRATEGY", "CheckDesign", "CheckRun", "DEFAULT_CONFIDENCE",
+           "DEFAULT_RULES", "DEFAULT_TARGET_RECALL", "FIRST_CHECK_SHARE", "FIT_VARIANCE_FACTOR", "KNEE_MIN_LABELS",
+           "KNEE_RUN_SHARE", "MIN_CALIBRATION_AUC", "MIN_CALIBRATION_LABELS", "RULE_NAMES", "RecallCheck",
+           "RecallEstimate", "RuleSpec", "RuleState", "STABILITY_STEP", "STABILITY_THRESHOLD", "STABILITY_WINDOW",
+           "STOP_SET_SIZE", "SessionView", "StabilityTracker", "TOP_FIRST_HEURISTICS", "check_alpha", "check_design",
+           "check_runs", "check_suggested", "check_target", "cohens_kappa", "consecutive_rule",
+           "estimate_from_draws", "estimate_from_model", "estimate_remaining", "evaluate", "follow_ranking",
+           "gain_curve", "hypergeometric_p_value", "k_target", "knee_point", "knee_rule",
+           "labels_since_last_positive", "margin_rule", "outlook", "parse_rules", "pass_draws", "platt_scaling",
+           "probable_labels", "recall_check", "rule_names", "sequential_error", "simulated_analyst",
            "stability_rule", "statistical_rule", "stop_set", "suggested_gap", "urn_interval"]

@@ -224,6 +224,12 @@ def test_label_page_shows_the_stopping_panel_and_runs_a_check(db_url):
     assert any("margin:" in w and "statistical:" in w and "knee:" in w for w in words)
     assert any("positives still unlabelled" in w.lower() and "model-based" in w for w in words)
     assert [i for i in at.info if "Not yet (statistical rule): " in as_shown(i.value)]
+    # how many more labels the guarantee needs: before a check, the fewest random draws of one
+    before = run.stopping_status()
+    assert before.outlook == (f"Guarantee: at least {before.check.planned:,} random draws once a recall check "
+                              "starts (more for every positive among them); the check is suggested when the "
+                              "heuristic stalls.")
+    assert before.outlook in [as_shown(m.value) for m in at.markdown]
     assert len(at.get("plotly_chart")) == 5  # the four live charts and the gain curve
     at.button(key="start_check").click().run()
     assert not at.exception, at.exception
@@ -232,6 +238,11 @@ def test_label_page_shows_the_stopping_panel_and_runs_a_check(db_url):
     item = shown_item(at)
     assert item == again.shown.item_index and again.shown.strategy == rules.CHECK_STRATEGY
     assert any("drawn at random" in as_shown(c.value) for c in at.caption)
+    status = again.stopping_status()
+    needed = status.check.needed
+    assert 0 < needed <= len(again.pool_items) - again.n_labels
+    assert status.outlook.startswith(f"Guarantee: {needed:,} more random draws, if none of them is a positive")
+    assert status.outlook in [as_shown(m.value) for m in at.markdown]
     (skip,) = [b for b in at.button if b.key and b.key.startswith("skip_")]
     skip.click().run()
     assert any("Skip is not available" in as_shown(w.value) for w in at.warning)

@@ -174,18 +174,21 @@ def test_stop_rows_are_where_each_rule_first_says_stop(stopping_comparison):
     assert "reached 95%" in res.summary_text()
 
 
-def test_statistical_branch_equals_a_session_run_from_scratch(digits_pool):
-    """The statistical rule's session starts from the run's saved loop state at the label where it first
-    suggests a check; replaying the same protocol from a fresh loop must give the same stop."""
+@pytest.mark.parametrize("rule", ["statistical", "statistical-run"])
+def test_statistical_branch_equals_a_session_run_from_scratch(digits_pool, rule):
+    """A statistical rule's session starts from the run's saved loop state at the label where it first
+    suggests a check; replaying the same protocol from a fresh loop must give the same stop (each rule's
+    own start: at the knee, or after a run of negatives)."""
     from core import stopping as st
     from core.experiment import StoppingSetup, _run_strategy, _split
     from core.loop import ActiveLearningLoop
 
     X, y = digits_pool
     X, y = X[:500], y[:500]
-    setup = StoppingSetup(st.parse_rules("statistical"), 0.9, 0.9)
+    setup = StoppingSetup(st.parse_rules(rule), 0.9, 0.9)
     _, stops = _run_strategy(X, y, "largest-positive", "incremental", {}, {}, 500, 3, 10, 0.0, "random", setup)
     (stop,) = stops
+    assert stop["rule"] == rule
     # from scratch: the same pool (the split with nothing held out still shuffles it), loop and random draws
     X, y = _split(X, y, 3, 0.0)[:2]
     loop = ActiveLearningLoop(X, strategy="largest-positive", solver="incremental", seed=3, initial=10,
@@ -194,7 +197,7 @@ def test_statistical_branch_equals_a_session_run_from_scratch(digits_pool):
     rng = np.random.default_rng([3, 0x57A7])
     while True:
         check = st.recall_check(labels, drawn, starts, checking=checking, pool_size=len(X), target_recall=0.9,
-                                confidence=0.9)
+                                confidence=0.9, start=st.CHECK_STARTS[rule])
         action = st.simulated_analyst(check)
         checking = checking and check.phase != "failed"
         if action == "stop" or len(labels) >= 500:

@@ -243,43 +243,28 @@ def test_two_checks_in_a_row_keep_their_own_draws():
 
 
 def simulate_screening(seed: int, *, pool: int = 600, positives: int = 60, hidden: float = 0.15,
-                       confidence: float = 0.95, target: float = 0.95) -> tuple[float, int]:
+                       confidence: float = 0.95, target: float = 0.95, start: str = "knee",
+                       record: bool = False, separation: float = 3.0, hidden_at: float = 0.0):
     """A screening session with a fixed ranking that hides some positives among the negatives;
-    the analyst follows the statistical rule (heuristic, then checks). Returns (recall, labels) at stop."""
+    the analyst follows the statistical rule (heuristic, then checks; ``start``: when a check starts).
+    Returns (recall, labels) at stop, and with ``record`` the first check's (urn, positives found before it,
+    positives in its urn)."""
     rng = np.random.default_rng(seed)
     y = np.full(pool, -1)
     y[:positives] = 1
     rng.shuffle(y)
-    score = rng.normal(size=pool) + 3.0 * (y > 0)
+    score = rng.normal(size=pool) + separation * (y > 0)
     hide = rng.choice(np.flatnonzero(y > 0), int(hidden * positives), replace=False)
-    score[hide] = rng.normal(size=len(hide))  # ranked like negatives: only random draws find them early
+    score[hide] = rng.normal(size=len(hide)) + hidden_at  # (at 0: ranked like negatives, found late)
     order = np.argsort(-score)
-    labelled = np.zeros(pool, dtype=bool)
-    labels, drawn, starts, checking, cursor = [], [], [], False, 0
-    while len(labels) < pool:
-        if not checking and not st.check_suggested(labels, pool, target):
-            action = "heuristic"  # what recall_check says too (no check on, none suggested), only cheaper
-        else:
-            check = st.recall_check(labels, drawn, starts, checking=checking, pool_size=pool, target_recall=target,
-                                    confidence=confidence)
-            action = st.simulated_analyst(check)
-            checking = checking and check.phase != "failed"  # a failed check sends the session back
-        if action == "stop":
-            break
-        if action == "start":
-            starts.append(len(labels))
-            checking = True
-            continue
-        if action == "draw":
-            item = int(rng.choice(np.flatnonzero(~labelled)))
-        else:
-            checking = False
-            while labelled[order[cursor]]:
-                cursor += 1
-            item = int(order[cursor])
-        labelled[item] = True
-        labels.append(int(y[item]))
-        drawn.append(action == "draw")
+    labels, _, starts = st.follow_ranking(order, y, rng=rng, start=start, target_recall=target,
+                                          confidence=confidence)
+    first = None
+    if starts:  # (urn, positives found before, positives in the urn) of the first check
+        before = sum(v > 0 for v in labels[: starts[0]])
+        first = (pool - starts[0], before, positives - before)
+    if record:
+        return sum(v > 0 for v in labels) / positives, len(labels), first
     return sum(v > 0 for v in labels) / positives, len(labels)
 
 
@@ -568,8 +553,9 @@ def test_too_few_positives_found_say_so_instead_of_a_gap_longer_than_the_pool():
     assert not check.suggest
     # with enough positives found, the gap is said in labels as before
     check = st.recall_check([1] * 40 + [-1] * 100, [False] * 140, (), checking=False, pool_size=1797)
-    assert f"suggested after {check.gap_needed} labels without a positive (100 so far)" in \
-        st.statistical_rule(check).message
+    words = st.statistical_rule(check).message
+    assert f"suggested after {check.gap_needed} labels without a positive" in words and "100 so far" in words
+    assert "once the gain curve shows its knee (slope ratio 100.0, needs 116 and 10 more labels)" in words
 
 
 # --------------------------------------------------------------------------- names and all rules
@@ -610,3 +596,159 @@ def test_with_every_item_labelled_the_statistical_rule_says_stop():
     assert "every item of the pool is labelled" in state.message and "draw at least 0" not in state.message
     one_left = st.recall_check(labels[:-1], drawn[:-1], [], checking=False, pool_size=200)
     assert not st.statistical_rule(one_left).stop
+
+
+# --------------------------------------------------------------------------- when a check starts, what it needs
+
+
+def test_the_old_rule_is_kept_by_name_and_the_default_starts_at_the_knee():
+    assert [str(s) for s in st.parse_rules("statistical,statistical-run")] == ["statistical", "statistical-run"]
+    with pytest.raises(ValueError, match="takes no parameter"):
+        st.parse_rules("statistical-run:3")
+    # the gain curve bends at label 100 (90 of 94 positives), then 300 labels find 4 more and 150 none: the
+    # knee is clear (slope ratio 0.9 / (5 / 450) = 81 >= 156 - 94) and the run of 150 negatives is half of
+    # N_u / K_tar = 1450 / 5 = 290 (but not all of it)
+    labels = piecewise_gain([(90, 100), (4, 300), (0, 150)])
+    n, pool = len(labels), 2000
+    assert st.suggested_gap(labels, pool, 0.95) == 290 and st.labels_since_last_positive(labels) == 150
+    assert st.knee_rule(labels).stop
+    assert st.check_suggested(labels, pool) and not st.check_suggested(labels, pool, start="run")
+    # the knee alone, or half the run alone, is not enough
+    assert not st.check_suggested(labels[:-6], pool)
+    half_run = piecewise_gain([(5, 50), (0, 200)])  # 200 negatives of the 350 the run needs, no knee
+    assert st.suggested_gap(half_run, 600, 0.95) == 350 and not st.knee_rule(half_run).stop
+    assert not st.check_suggested(half_run, 600)
+    knee = st.recall_check(labels, np.zeros(n, dtype=bool), [], checking=False, pool_size=pool)
+    run = st.recall_check(labels, np.zeros(n, dtype=bool), [], checking=False, pool_size=pool, start="run")
+    assert knee.suggest and not run.suggest
+    assert "suggested now" in st.statistical_rule(knee).message
+    early = st.recall_check(labels[:-6], np.zeros(n - 6, dtype=bool), [], checking=False, pool_size=pool)
+    half = math.ceil(early.gap_needed / 2)
+    assert early.gap == 144 < half and not early.suggest
+    assert f"or after {half} once the gain curve shows its knee (it does); 144 so far" in \
+        st.statistical_rule(early).message
+    assert st.statistical_rule(run).rule == "statistical-run"
+    assert st.statistical_rule(run).message.startswith("statistical-run: a recall check is suggested after")
+    view = st.SessionView(labels=labels, drawn=np.zeros(n, dtype=bool), check_starts=(), checking=False,
+                          pool_size=pool)
+    states = st.evaluate("statistical,statistical-run", view)
+    assert [s.rule for s in states] == ["statistical", "statistical-run"]
+    # after a failed check the knee (which has not moved) no longer starts one: a run of negatives does
+    failed_labels, drawn = _history((labels, False), ([-1, 1], True))
+    after = st.recall_check(failed_labels, drawn, [n], checking=False, pool_size=pool)
+    assert after.phase == "failed" and not after.suggest
+    assert not st.check_suggested(failed_labels, pool, checks_done=1)
+
+
+def first_check_error(seed: int, start: str, confidence: float = 0.95) -> tuple[float, bool, int]:
+    """(exact probability that the session's first check stops below the target, given the urn when it started;
+    whether the simulated session stopped below the target; its labels at stop)."""
+    recall, n_labels, first = simulate_screening(seed, confidence=confidence, start=start, record=True)
+    if first is None:  # (every item labelled before a check was suggested)
+        return 0.0, recall < 0.95, n_labels
+    urn, before, positives = first
+    budget = st.check_alpha(1, confidence)
+    design = st.check_design(urn, before, 0.95, budget, 1 - confidence)
+    exact = float(st._errors(urn, before, 0.95, design.level, 1 - confidence, np.array([positives]))[0]) \
+        if positives >= st.k_target(before, 0, 0.95) else 0.0
+    return exact, recall < 0.95, n_labels
+
+
+@pytest.mark.slow
+def test_sessions_stop_below_the_target_as_often_as_the_exact_hypergeometric_computation_says():
+    # 240 seeded sessions that start their check at the knee: how often they stopped below the target agrees
+    # with the exact probability (scipy.stats.hypergeom, draw by draw, given each session's urn when its
+    # check started) and stays within 1 - confidence; at 50% confidence the same holds at a larger error
+    start = "knee"
+    for confidence, seeds in ((0.95, range(240)), (0.5, range(100))):
+        results = [first_check_error(seed, start, confidence) for seed in seeds]
+        exact = np.array([e for e, _, _ in results])
+        missed = np.array([m for _, m, _ in results])
+        reps = len(results)
+        bound = float(np.mean(exact))
+        assert bound <= 1 - confidence
+        # later checks add at most the rest of the budget (0.1 of it) to the first check's error
+        slack = 4 * math.sqrt(max(bound * (1 - bound), 0.01) / reps) + 0.1 * (1 - confidence)
+        assert abs(np.mean(missed) - bound) < slack, (confidence, np.mean(missed), bound)
+    assert np.mean(missed) > 0.1  # the weak control does miss: the simulation can see a miss
+
+
+@settings(max_examples=150, deadline=None)
+@given(segments=hs.lists(hs.tuples(hs.lists(hs.booleans(), min_size=0, max_size=120), hs.booleans()),
+                         min_size=1, max_size=4),
+       pool_extra=hs.integers(0, 400), start=hs.sampled_from(["knee", "run"]), checking=hs.booleans())
+def test_the_rule_never_says_stop_before_its_sample_is_complete(segments, pool_extra, start, checking):
+    # any history: heuristic segments and runs of random draws, a check started before each run of draws
+    labels, drawn, starts = [], [], []
+    for values, is_draw in segments:
+        if is_draw:
+            starts.append(len(labels))
+        labels += [1 if v else -1 for v in values]
+        drawn += [is_draw] * len(values)
+    if not labels:
+        labels, drawn, starts = [1], [False], []
+    if not any(v > 0 for v in labels):
+        labels[0] = 1
+    pool = len(labels) + pool_extra
+    check = st.recall_check(labels, drawn, starts, checking=checking, pool_size=pool, start=start)
+    state = st.statistical_rule(check)
+    if state.stop:
+        if check.urn > 0:  # (nothing left unlabelled: recall is 1)
+            run = check.last
+            design = check.design or st.check_design(run.urn, run.found_before, 0.95,
+                                                     st.check_alpha(check.check_number - (check.design is None),
+                                                                    0.95), 0.05)
+            assert run.failed_at is None and run.draws >= design.pass_draws(run.positives)
+    else:
+        assert state.needed is None or state.needed >= 0
+    assert not (check.suggest and check.checking)
+    probable = st.probable_labels(check)
+    if probable is not None:
+        assert check.needed <= probable <= max(check.urn - check.draws, 0)
+
+
+def test_probable_labels_are_the_median_of_the_draws_the_check_will_need():
+    labels, drawn = _history(([1] * 95 + [-1] * 505, False), ([-1] * 30 + [1] + [-1] * 19, True))
+    check = st.recall_check(labels, drawn, [600], checking=True, pool_size=1000)
+    probable = st.probable_labels(check)
+    assert check.needed <= probable <= 350
+    # the same by simulation: the urn holds the point estimate (1 positive in 50 draws of 400: 8), with 7 left
+    # among the 350 items not yet drawn; draw on until the check passes or fails
+    design = check.design
+    rng = np.random.default_rng(7)
+    ends = []
+    for _ in range(2000):
+        rest = np.zeros(350, dtype=bool)
+        rest[:7] = True
+        rng.shuffle(rest)
+        k, n, end = 1, 50, math.inf  # (a check that fails never gives the guarantee)
+        for hit in rest:
+            if n >= design.pass_draws(k):
+                end = n - 50
+                break
+            n, k = n + 1, k + int(hit)
+            if hit and n <= design.fail_draws(k):
+                break
+        ends.append(end)
+    assert abs(probable - float(np.median(ends))) <= max(3.0, 0.05 * probable), (probable, np.median(ends))
+    words = st.statistical_rule(check).message
+    assert "probably" in words
+    # no positive drawn yet: the fewest draws, and the words say so
+    labels, drawn = _history(([1] * 95 + [-1] * 505, False), ([-1] * 30, True))
+    check = st.recall_check(labels, drawn, [600], checking=True, pool_size=1000)
+    assert st.probable_labels(check) == check.needed
+
+
+def test_the_outlook_in_plain_words_before_during_and_after_a_check():
+    heuristic = [1] * 95 + [-1] * 505
+    for draws, words in [([], "Guarantee: at least 161 random draws once a recall check starts"),
+                         ([-1] * 30, "Guarantee: 141 more random draws, if none of them is a positive"),
+                         ([-1] * 30 + [1] + [-1] * 19, "Guarantee: probably about 260 more random draws (at least 170"),
+                         ([-1] * 10 + [1, 1], "Guarantee: not yet; a new recall check")]:
+        labels, drawn = _history((heuristic, False), (draws, True))
+        check = st.recall_check(labels, drawn, [600] if draws else [], checking=bool(draws), pool_size=1000)
+        assert st.outlook(check).startswith(words), st.outlook(check)
+    # about 260: the median, to two significant digits
+    labels, drawn = _history((heuristic, False), ([-1] * 30 + [1] + [-1] * 19, True))
+    check = st.recall_check(labels, drawn, [600], checking=True, pool_size=1000)
+    assert round(st.probable_labels(check), -1) == 260

@@ -44,6 +44,8 @@ logger = logging.getLogger(__name__)
 SETTING = "stopping"
 #: the rules the Label page reports, in this order
 RULE_CHOICES = ("statistical", "knee", "margin", "stability", "consecutive:50")
+#: the rules a session may choose (the earlier statistical rule, checks after a run of negatives, too)
+RULE_OPTIONS = (*RULE_CHOICES, "statistical-run")
 DEFAULTS: dict[str, Any] = {"rule": "statistical", "target_recall": rules.DEFAULT_TARGET_RECALL,
                             "confidence": rules.DEFAULT_CONFIDENCE, "checks": [], "checking": False}
 #: snapshot arrays of the stability rule's checkpoints start with this
@@ -64,6 +66,7 @@ class StoppingStatus:
     estimate: rules.RecallEstimate
     check: rules.RecallCheck
     gain: pd.DataFrame  # n_labels, found, drawn (one row per label)
+    outlook: str = ""  # how many more labels the guarantee will probably need, in words
 
     @property
     def can_stop(self) -> bool:
@@ -135,7 +138,8 @@ class RunStopping:
         states = rules.evaluate(names, view, target_recall=target, confidence=confidence)
         chosen = states[names.index(settings["rule"])]
         check = rules.recall_check(view.labels, view.drawn, view.check_starts, checking=view.checking,
-                                   pool_size=view.pool_size, target_recall=target, confidence=confidence)
+                                   pool_size=view.pool_size, target_recall=target, confidence=confidence,
+                                   start=rules.CHECK_STARTS.get(settings["rule"], "knee"))
         unlabelled = asked = None
         if self.loop.track_scores:
             unlabelled = self.loop.pool_scores()[~self.loop.labelled_mask]
@@ -147,7 +151,8 @@ class RunStopping:
         gain = pd.DataFrame({"n_labels": np.arange(1, len(view.labels) + 1),
                              "found": np.cumsum(view.labels > 0), "drawn": view.drawn})
         return StoppingStatus(rule=settings["rule"], target_recall=target, confidence=confidence, states=states,
-                              chosen=chosen, estimate=estimate, check=check, gain=gain)
+                              chosen=chosen, estimate=estimate, check=check, gain=gain,
+                              outlook=rules.outlook(check))
 
     # -- changing ----------------------------------------------------------------
     def _store_stopping(self, **changes) -> None:
@@ -299,5 +304,5 @@ class RunStopping:
             self.stability = kept
 
 
-__all__ = ["DEFAULTS", "RULE_CHOICES", "SETTING", "RunStopping", "StoppingStatus", "check_settings",
+__all__ = ["DEFAULTS", "RULE_CHOICES", "RULE_OPTIONS", "SETTING", "RunStopping", "StoppingStatus", "check_settings",
            "stopping_settings"]

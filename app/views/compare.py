@@ -14,7 +14,7 @@ from app.services import (
 )
 from app.services.comparisons import COMPARE_MAX_BUDGET, COMPARE_MAX_SEEDS, with_decimals
 from app.services.replay import is_replay
-from app.services.stopping import RULE_CHOICES
+from app.services.stopping import RULE_CHOICES, RULE_OPTIONS
 
 svc = ui.service()
 st.title("Compare heuristics")
@@ -56,7 +56,7 @@ else:
                                        help="Chosen at random (cold start) before the heuristic takes over.")
         test_fraction = cols[3].number_input("Evaluation share", min_value=0.1, max_value=0.9, value=0.3, step=0.05,
                                              key="compare_test_fraction")
-        stopping = st.multiselect("Stopping rules", RULE_CHOICES, default=list(RULE_CHOICES), key="compare_stopping",
+        stopping = st.multiselect("Stopping rules", RULE_OPTIONS, default=list(RULE_CHOICES), key="compare_stopping",
                                   help="Run beside each heuristic; the statistical rule targets 95% recall at 95% "
                                        "confidence (its random draws count as labels).")
         run_clicked = st.button("Run the comparison", type="primary", key="compare_run")
