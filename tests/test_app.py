@@ -15,7 +15,7 @@ import pandas as pd
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from app.service import DEFAULT_SOLVER, DEMO_NAME, MarginLab, ServiceError
+from app.services import DEFAULT_SOLVER, DEMO_NAME, MarginLab, ServiceError
 from storage import repository as repo
 
 pytestmark = pytest.mark.app  # pages through Streamlit's AppTest (a slow lane)
@@ -798,7 +798,7 @@ def test_parse_gamma_reads_scale_and_positive_numbers():
 
 
 def test_scale_features_standardises_columns_or_leaves_them():
-    from app.service import scale_features
+    from app.services import scale_features
 
     X = np.array([[1, 10, 5], [3, 20, 5], [5, 60, 5]])
     scaled = scale_features(X, "standard")

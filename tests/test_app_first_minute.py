@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from app.service import DEMO_NAME, MarginLab, ServiceError
+from app.services import DEMO_NAME, MarginLab, ServiceError
 from storage import repository as repo
 from tests import test_app
 from tests.test_app import (

@@ -14,7 +14,7 @@ import base64
 import numpy as np
 import pytest
 
-from app.service import MarginLab
+from app.services import MarginLab
 from storage import repository as repo
 from tests import test_app
 from tests.test_app import PASSWORD, as_shown, ensure_account, shown_item, start_app, start_session

@@ -13,7 +13,7 @@ from streamlit.testing.v1 import AppTest
 
 import storage
 from app import charts
-from app.service import MarginLab
+from app.services import MarginLab
 from storage import repository as repo
 from tests import test_app
 from tests.test_app import click, run_comparison, start_app, start_session
