@@ -281,7 +281,7 @@ MARKDOWN_NAME = "![a](http://127.0.0.1:9/a.png) :red[x]"
 
 
 def test_class_and_annotator_names_are_plain_text_in_buttons_and_tooltips(db_url):
-    from app.ui import plain
+    from app.ui.text import plain
 
     svc = MarginLab.from_url(db_url)
     rng = np.random.default_rng(0)
