@@ -145,3 +145,11 @@ class ItemDisplay:
         if self.image(item) is None and self.text(item) is None:  # (an image reads its row)
             self.features(item)
             self.relevance(item)
+
+
+def most_relevant(relevance: np.ndarray | None, n_features: int) -> np.ndarray:
+    """Feature indices, most relevant first (ties and no model: the dataset's order): ``core.explain``'s
+    ranking, for the item's feature table."""
+    from core.explain import most_relevant
+
+    return most_relevant(relevance, n_features)

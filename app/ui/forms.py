@@ -8,8 +8,8 @@ import streamlit as st
 from app.services import MarginLab, ServiceError
 from app.services.accounts import Identity
 from app.services.common import gamma_value
+from app.services.errors import REFUSED
 from app.ui.text import plain, visible
-from storage.errors import StorageError
 
 #: smallest C the New session form accepts (any positive C is a valid SVM; the solvers take 1e-6 and 1e6)
 C_MIN = 1e-12
@@ -101,7 +101,7 @@ def delete_dataset_panel(svc: MarginLab, datasets, by: Identity) -> None:
                      disabled=typed.strip() != contents.name.strip()):
             try:
                 outcome = svc.delete_dataset(dataset_id, confirm_name=typed, by=by)
-            except (ServiceError, StorageError) as error:
+            except REFUSED as error:
                 st.error(plain(error))
                 return
             st.session_state.delete_notice = outcome.message

@@ -11,9 +11,9 @@ import pandas as pd
 import streamlit as st
 
 from app.services import LabellingRun
-from app.services.display import ItemDisplay
+from app.services.display import ItemDisplay, most_relevant
+from app.services.formatting import signed
 from app.ui.text import plain, visible
-from core.formatting import signed
 
 #: seconds the Label panel waits after the item's elements before it builds the charts: the browser
 #: draws the item (a pass of 40-60 ms on a slow 2-core machine) before the charts arrive and Plotly's
@@ -206,8 +206,6 @@ def feature_table(items: ItemDisplay, item_index: int) -> tuple[pd.DataFrame, bo
     """The item's features, most relevant to the current model first, with a 0-1 relevance
     (relative to the most relevant); and whether that order comes from a model (False: the
     dataset's order, before the model has support vectors)."""
-    from core.explain import most_relevant
-
     row = items.features(item_index)
     names, values = [str(name) for name in row.columns], row.to_numpy()[0]
     relevance = items.relevance(item_index)

@@ -9,12 +9,11 @@ import logging
 from collections.abc import Callable, Iterator
 
 import streamlit as st
-from sqlalchemy.exc import SQLAlchemyError
 
-from app.services import ServiceError, startup
+from app.services import startup
 from app.services.database import database_problem
+from app.services.errors import DATABASE_FAILED
 from app.ui.text import plain
-from storage.errors import StorageError
 
 logger = logging.getLogger(__name__)
 
@@ -27,7 +26,7 @@ def database_failed(error: Exception, *, where: str = "page") -> None:
 
 #: what a page says in its own words rather than in Streamlit's error box: the database failed (a server
 #: restarting, a full disk, a damaged page) or refused, or the service refused
-PAGE_ERRORS = (ServiceError, StorageError, SQLAlchemyError)
+PAGE_ERRORS = DATABASE_FAILED
 #: the session-state key of a failure met by a button's callback, said on the next run of the page
 FAILURE_KEY = "page_failure"
 

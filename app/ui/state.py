@@ -10,14 +10,13 @@ from __future__ import annotations
 import logging
 
 import streamlit as st
-from sqlalchemy.exc import SQLAlchemyError
 
 from app import navigation
-from app.services import MarginLab, ServiceError, startup
+from app.services import MarginLab, startup
+from app.services.database import database_url
+from app.services.errors import DATABASE_FAILED
 from app.ui.messages import database_failed
 from app.ui.text import plain, visible
-from storage.engine import database_url
-from storage.errors import StorageError
 
 logger = logging.getLogger(__name__)
 
@@ -45,7 +44,7 @@ def service() -> MarginLab:
     """
     try:
         return _service_for(database_url())
-    except (ServiceError, StorageError, SQLAlchemyError) as error:
+    except DATABASE_FAILED as error:
         logger.error("the database cannot be used", exc_info=error)
         database_failed(error)
         st.stop()

@@ -8,8 +8,8 @@ import pandas as pd
 
 from app.services.common import BASELINE, EXACT_SOLVERS
 from app.services.comparisons import with_decimals
+from app.services.formatting import count, signed
 from app.ui.text import plain, visible
-from core.formatting import count, signed
 
 
 def runs_without_the_heuristic(rows: pd.DataFrame) -> str | None:

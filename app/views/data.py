@@ -4,15 +4,14 @@ import pandas as pd
 import streamlit as st
 
 from app import auth
-from app.services import EVAL_FRACTION, ServiceError
+from app.services import EVAL_FRACTION
 from app.services.datasets import CONSTANT_CHOICES, INVALID_SMILES_CHOICES, MISSING_CHOICES
+from app.services.errors import REFUSED
+from app.services.reading import BUNDLED, DELIMITER_NAMES, IMPORT_REFUSED, MISSING_POLICIES, DataError
 from app.ui.forms import column_values, csv_preview, delete_dataset_panel, unreadable_csv
 from app.ui.messages import data_error_text
 from app.ui.state import service
 from app.ui.text import plain, visible, visible_cells
-from core.datasets import BUNDLED, MISSING_POLICIES, DataError
-from core.features import DELIMITER_NAMES
-from storage.errors import StorageError
 
 svc = service()
 st.title("Data")
@@ -47,7 +46,7 @@ if labelled:
             try:
                 svc.set_eval_fraction(chosen, share, by=auth.identity())
                 st.rerun()
-            except (ServiceError, StorageError) as error:
+            except REFUSED as error:
                 st.error(plain(error))
         st.caption("Sessions started after the change use it; the New session form on the Label page can "
                    "choose another share for one session.")
@@ -88,7 +87,7 @@ with bundled_tab:
             _report(svc.import_bundled(key, positive=value, scaling=scaling,
                                        name=f"{key}: {positive} vs rest" if key == "digits" else None,
                                        by=auth.identity()), "bundled")
-        except (DataError, StorageError, ServiceError) as error:
+        except IMPORT_REFUSED as error:
             st.error(plain(error))
     _notice("bundled")
 
@@ -244,6 +243,6 @@ with upload_tab:
                             fingerprint_bits=int(bits), invalid_smiles=invalid_smiles,
                             eval_fraction=eval_fraction, by=auth.identity())
                     _report(result, "upload")
-                except (DataError, StorageError, ServiceError) as error:
+                except IMPORT_REFUSED as error:
                     st.error(plain(data_error_text(error, upload.name)))
             _notice("upload")

@@ -5,17 +5,16 @@ import time
 import streamlit as st
 
 from app import auth, charts, known_items, navigation, stopping_panel
-from app.services import DEFAULT_C, DEFAULT_SOLVER, LABEL_STRATEGIES, SOLVERS, STRATEGY_WORDS, ServiceError
+from app.services import DEFAULT_C, DEFAULT_SOLVER, LABEL_STRATEGIES, SOLVERS, STRATEGY_WORDS
+from app.services.errors import REFUSED
+from app.services.formatting import count
 from app.services.sessions import FIND_CHARS
+from app.services.vocabulary import KERNEL_NAMES, LOSSES
 from app.ui.forms import C_MIN, parse_gamma
 from app.ui.item import item_view, live_roc, pause_before_charts, why_chosen
 from app.ui.messages import guarded, page_part, preparing_model_notice, show_outcome, waiting_for_the_model
 from app.ui.state import follow_address, service, session_label, show_session
 from app.ui.text import plain, visible
-from core.formatting import count
-from core.kernels import KERNEL_NAMES
-from core.solvers.ramp import LOSSES
-from storage.errors import StorageError
 
 svc = service()
 st.title("Label")
@@ -44,7 +43,7 @@ def _start_session() -> None:
             eval_fraction=state.get("new_eval_fraction"), model=state.get("new_model", "auto"),
             kernel=state.new_kernel, loss=None if state.new_loss == "default" else state.new_loss,
             tol=state.new_tol, find=state.new_find, by=who)
-    except (ServiceError, StorageError, ValueError) as error:
+    except (*REFUSED, ValueError) as error:
         state.start_error = str(error)
         return
     state.start_error = None

@@ -5,10 +5,10 @@ import streamlit as st
 
 from app import auth
 from app.services import ServiceError
+from app.services.formatting import count
 from app.ui.state import service
 from app.ui.tables import score_cells, table_height
 from app.ui.text import plain
-from core.formatting import count
 
 svc = service()
 me = auth.identity()

@@ -5,10 +5,10 @@ import streamlit as st
 
 from app import auth, navigation
 from app.services import ServiceError
+from app.services.reading import DataError
 from app.ui.messages import data_error_text, guarded
 from app.ui.state import annotator_filter, follow_address, service, session_label, show_session
 from app.ui.text import plain, visible
-from core.datasets import DataError
 
 svc = service()
 st.title("Sessions")
