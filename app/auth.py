@@ -58,10 +58,12 @@ import time
 
 import streamlit as st
 
-from app import ui
 from app.server_guard import SIGN_IN_COOKIE, SIGN_IN_PATH, SIGN_OUT_PATH
 from app.services.accounts import SIGN_IN_ENDED, TICKET_SECONDS, Identity, SignInError, client_of
 from app.services.database import database_problem
+from app.ui.messages import PAGE_ERRORS, logger
+from app.ui.state import service
+from app.ui.text import plain
 
 #: the key in ``st.session_state`` that holds the signed-in identity
 IDENTITY_KEY = "identity"
@@ -163,7 +165,7 @@ def _oidc_configured() -> bool:
 def _submit() -> None:
     state = st.session_state
     try:
-        svc = ui.service()
+        svc = service()
         who = svc.sign_in(state.get("sign_in_name", ""), state.get("sign_in_password", ""),
                           client=client_of(st.context.ip_address, st.context.headers.get("X-Forwarded-For")))
         state[IDENTITY_KEY], ticket = svc.begin_browser_sign_in(who)  # (kept by the browser: _keep_in_browser)
@@ -171,8 +173,8 @@ def _submit() -> None:
         state.sign_in_error = None
     except SignInError as error:
         state.sign_in_error = str(error)
-    except ui.PAGE_ERRORS as error:  # the database could not be used (a full disk, a server restarting)
-        ui.logger.error("a sign-in could not be checked", exc_info=error)
+    except PAGE_ERRORS as error:  # the database could not be used (a full disk, a server restarting)
+        logger.error("a sign-in could not be checked", exc_info=error)
         state.sign_in_error = database_problem(error)  # (the form stays: sign in again once it passes)
     state.sign_in_password = ""  # the password is not kept in the session
 
@@ -188,10 +190,10 @@ def sign_in_page() -> None:
         st.text_input("Password", type="password", key="sign_in_password", autocomplete="current-password")
         st.form_submit_button("Sign in", type="primary", on_click=_submit, key="sign_in_submit")
     if st.session_state.get("sign_in_error"):
-        st.error(ui.plain(st.session_state.sign_in_error))
+        st.error(plain(st.session_state.sign_in_error))
     if _oidc_configured():
         st.button("Sign in with the identity provider", on_click=st.login, key="sign_in_oidc")
-    if ui.service().nobody_signed_in_yet():  # a new installation: say how the first account gets in
+    if service().nobody_signed_in_yet():  # a new installation: say how the first account gets in
         # (without its name: whoever reaches this page need not learn which account to guess at)
         st.caption("First start: the first account's name and password are the ones set with "
                    "`MARGINLAB_OWNER_NAME` and `MARGINLAB_OWNER_PASSWORD`, or printed once in the server's console.")
@@ -208,9 +210,9 @@ def sign_out() -> None:
     """End the account's sign-ins everywhere (every browser sign-in revoked in the database), then this tab's."""
     who = st.session_state.get(IDENTITY_KEY)
     try:
-        ui.service().sign_out(who if isinstance(who, Identity) else None)
-    except ui.PAGE_ERRORS as error:  # the database could not be used: this tab forgets the sign-in all the same
-        ui.logger.error("a sign-out could not be stored", exc_info=error)
+        service().sign_out(who if isinstance(who, Identity) else None)
+    except PAGE_ERRORS as error:  # the database could not be used: this tab forgets the sign-in all the same
+        logger.error("a sign-out could not be stored", exc_info=error)
         st.session_state.sign_in_error = ("You are signed out in this tab only: the database could not be used, so "
                                           "other tabs may stay signed in. Sign in and out again once it works.")
     _forget()
@@ -221,6 +223,6 @@ def sign_out() -> None:
 
 def sidebar(who: Identity) -> None:
     with st.sidebar:
-        st.caption(f"Signed in as **{ui.plain(who.name)}** ({who.role})")
+        st.caption(f"Signed in as **{plain(who.name)}** ({who.role})")
         st.button("Sign out", on_click=sign_out, key="sign_out", icon=":material/logout:")
         _keep_in_browser()

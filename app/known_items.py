@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import streamlit as st
 
-from app import ui
 from app.services import ServiceError
 from app.services.priors import QUERY_CHARS
+from app.ui.messages import guarded
+from app.ui.text import plain
 
 #: what the search box asks for, by how the pool is searched
 PROMPTS = {
@@ -38,9 +39,9 @@ def show(svc, session_id: int, who) -> None:
         try:
             result = run.search_pool(query)
         except ServiceError as error:
-            st.error(ui.plain(str(error)))
+            st.error(plain(str(error)))
             return
-        (st.info if result.n_matches == 0 else st.caption)(ui.plain(result.message))
+        (st.info if result.n_matches == 0 else st.caption)(plain(result.message))
         for hit in result.hits:
             text_col, pos_col, neg_col = st.columns([6, 1.4, 1.4], vertical_alignment="center")
             name = f"Item {hit.item_index}" + (f" ({hit.key})" if hit.key else "")
@@ -54,6 +55,6 @@ def show(svc, session_id: int, who) -> None:
                            args=(svc, session_id, hit.item_index, -1, who))
 
 
-@ui.guarded
+@guarded
 def _mark(svc, session_id: int, item_index: int, value: int, who) -> None:
     st.session_state.outcome = svc.open_session(session_id).mark_known(item_index, value, by=who)

@@ -16,8 +16,10 @@ if str(ROOT) not in sys.path:
 
 import streamlit as st  # noqa: E402
 
-from app import auth, navigation, server_guard, ui  # noqa: E402
+from app import auth, navigation, server_guard  # noqa: E402
 from app.launch import keep_error_details_on_the_server  # noqa: E402
+from app.ui.messages import PAGE_ERRORS, database_failed, failures_said, logger, show_failure  # noqa: E402
+from app.ui.state import init_state, service  # noqa: E402
 from core.process import prefer_small_pages  # noqa: E402
 
 
@@ -25,18 +27,18 @@ def run_app() -> None:
     keep_error_details_on_the_server()
     prefer_small_pages()  # (when started as `streamlit run app/main.py`; app.serve did it already)
     st.set_page_config(page_title="MarginLab", page_icon=":material/label:", layout="wide")
-    ui.init_state()
+    init_state()
     try:
-        who = auth.signed_in(ui.service())
-    except ui.PAGE_ERRORS as error:  # the sign-in could not be checked (the database restarts, the disk is full)
-        ui.logger.error("the sign-in could not be checked", exc_info=error)
-        ui.database_failed(error, where="sign_in_check")
+        who = auth.signed_in(service())
+    except PAGE_ERRORS as error:  # the sign-in could not be checked (the database restarts, the disk is full)
+        logger.error("the sign-in could not be checked", exc_info=error)
+        database_failed(error, where="sign_in_check")
         return
     if who is None:
         server_guard.note_signed_out()  # (nothing uploaded or downloaded without a sign-in: app.server_guard)
         # Nobody signed in: the sign-in page, whatever the address asked for, and nothing else. It answers
         # at every page's address too, so a link to a page leads there once signed in.
-        with ui.failures_said("sign_in_page"):
+        with failures_said("sign_in_page"):
             st.navigation([st.Page(auth.sign_in_page, title="Sign in", url_path="sign-in", default=True)]
                           + [st.Page(auth.sign_in_page, title="Sign in", url_path=name)
                              for name in navigation.PAGES], position="hidden").run()
@@ -46,10 +48,10 @@ def run_app() -> None:
     if who.is_owner:
         warn_when_unguarded()
     st.session_state.annotator = who.name  # the sessions lists show one's own sessions first
-    ui.show_failure()  # (what a button's callback met: ui.guarded)
+    show_failure()  # (what a button's callback met: app.ui.messages.guarded)
     # the database failing while a page is drawn (a server restarting, a damaged page of labels): said in the
     # app's words, with a way on, not in Streamlit's error box
-    with ui.failures_said("page"):
+    with failures_said("page"):
         st.navigation(navigation.pages(is_owner=who.is_owner)).run()
 
 

@@ -9,16 +9,17 @@ from __future__ import annotations
 
 import streamlit as st
 
-from app import auth, charts, ui
+from app import auth, charts
 from app.services import DEFAULT_STRATEGY, LABEL_STRATEGIES, ServiceError
 from app.services.comparisons import COMPARE_MAX_SEEDS
 from app.services.replay import Replays, replay_lines, replay_summary
+from app.ui.text import plain, visible
 
 
 def form(svc) -> None:
     """Choose a session and heuristics; Replay runs it, stores it and makes it the comparison shown."""
     replays = Replays(svc)
-    names = {key: ui.visible(text) for key, text in replays.replayable(auth.identity()).items()}
+    names = {key: visible(text) for key, text in replays.replayable(auth.identity()).items()}
     if not names:
         st.info("No session with answers yet: label on the Label page, then replay the session here.")
         return
@@ -48,27 +49,27 @@ def form(svc) -> None:
     try:
         st.session_state.comparison_id = st.session_state.comparison_picker = replays.run_replay(
             source, strategies=strategies, seeds=int(seeds), initial=int(initial),
-            progress=lambda f, text: bar.progress(min(max(float(f), 0.0), 1.0), text=ui.plain(text)),
+            progress=lambda f, text: bar.progress(min(max(float(f), 0.0), 1.0), text=plain(text)),
             by=auth.identity())
         bar.progress(1.0, text="done")
     except (ServiceError, ValueError) as error:
         bar.empty()
-        st.error(ui.plain(error))
+        st.error(plain(error))
     cancel_slot.empty()
 
 
 def show(result, chosen: int) -> None:
     """A stored replay: its caveat first, then the curves and the table."""
     said, reference, caveat = replay_lines(result)
-    st.caption(ui.plain(said))
-    st.warning(ui.plain(caveat))
+    st.caption(plain(said))
+    st.warning(plain(caveat))
     rows = result.rows
     st.plotly_chart(charts.learning_curve_figure(rows, "recall", title="Recall vs labels (mean ± std over seeds)"),
                     key="replay_recall")
     st.plotly_chart(charts.latency_figure(rows), key="replay_latency")
     st.subheader("Summary")
     st.dataframe(replay_summary(result), hide_index=True, width="stretch", key="replay_summary_table")
-    st.caption(ui.plain(reference))
+    st.caption(plain(reference))
     st.download_button("Download the tidy rows (CSV)", lambda: rows.to_csv(index=False).encode(),
                        file_name=f"replay-{chosen}.csv", mime="text/csv", key="download_rows", on_click="ignore")
     with st.expander("Configuration"):

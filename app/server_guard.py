@@ -464,9 +464,9 @@ def sign_in_cookie(token: str, max_age: int, *, path: str = "/", secure: bool = 
 
 
 def _redeem_with_the_service(ticket: str):
-    from app import ui
+    from app.ui.state import process_service
 
-    return ui.process_service().redeem_browser_ticket(ticket)
+    return process_service().redeem_browser_ticket(ticket)
 
 
 def install() -> None:

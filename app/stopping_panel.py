@@ -10,25 +10,27 @@ from __future__ import annotations
 
 import streamlit as st
 
-from app import auth, charts, ui
+from app import auth, charts
 from app.services.stopping import RULE_OPTIONS
+from app.ui.messages import guarded
+from app.ui.text import plain
 
 CHECK_HELP = ("Draws items at random from the unlabelled ones; each is labelled like any other. The check "
               "passes when the draws show recall at or above the target with the stated confidence, and ends on "
               "its own (back to the heuristic) when they show recall below it.")
 
 
-@ui.guarded
+@guarded
 def _start_check(svc, session_id: int) -> None:
     st.session_state.outcome = svc.open_session(session_id).start_check(by=auth.identity())
 
 
-@ui.guarded
+@guarded
 def _stop_check(svc, session_id: int) -> None:
     st.session_state.outcome = svc.open_session(session_id).stop_check(by=auth.identity())
 
 
-@ui.guarded
+@guarded
 def _apply_settings(svc, session_id: int) -> None:
     state = st.session_state
     st.session_state.outcome = svc.open_session(session_id).set_stopping(
@@ -44,12 +46,12 @@ def verdict(run) -> None:
     with st.container(key="stopping_verdict"):
         said = status.chosen.message.split(": ", 1)[-1].removesuffix(" — you can stop")
         if status.can_stop:
-            st.success(ui.plain(f"You can stop ({status.rule} rule): {said}."), icon=":material/flag:")
+            st.success(plain(f"You can stop ({status.rule} rule): {said}."), icon=":material/flag:")
         else:
-            st.info(ui.plain(f"Not yet ({status.rule} rule): {said}."))
-        st.markdown(ui.plain(status.estimate.in_words()))
+            st.info(plain(f"Not yet ({status.rule} rule): {said}."))
+        st.markdown(plain(status.estimate.in_words()))
         if status.outlook:
-            st.markdown(ui.plain(status.outlook))
+            st.markdown(plain(status.outlook))
 
 
 def gain_chart(run, height: int | None = None) -> None:
@@ -72,7 +74,7 @@ def show(svc, run, *, above: bool = False) -> None:
         st.markdown("**When can I stop?**")
         if not above:
             verdict(run)
-        lines = [("✓ " if state.stop else "· ") + ui.plain(state.message) for state in status.states]
+        lines = [("✓ " if state.stop else "· ") + plain(state.message) for state in status.states]
         st.caption("  \n".join(lines))
         buttons = st.container(horizontal=True)
         if status.checking:

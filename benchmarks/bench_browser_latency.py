@@ -361,7 +361,7 @@ def main() -> None:
 
     from playwright.sync_api import sync_playwright
 
-    from app.service import MarginLab
+    from app.services import MarginLab
     from storage import repository as repo
     from storage.engine import make_engine
 

@@ -5,7 +5,7 @@ Run from the repository root::
     .venv/bin/python benchmarks/bench_project_resume.py                        # 100,000 rows, 300 answers
     .venv/bin/python benchmarks/bench_project_resume.py --rows 1000000 --answers 150
 
-Through the service the pages call (``app.service.MarginLab``), on a SQLite file in a temporary
+Through the service the pages call (``app.services.MarginLab``), on a SQLite file in a temporary
 folder: the two-Gaussian CSV of ``bench_scale_app.py`` (``--rows`` x ``--features``) is imported,
 a project is made on it (near-boundary / incremental, the app's defaults otherwise) and one member
 answers ``--answers`` items with their true labels, as the "Label together" page does.  Then the
@@ -72,7 +72,7 @@ def main() -> None:
 
     prefer_small_pages()  # (as the app's server: core.process)
     if args.reopen:
-        import app.service  # noqa: F401  (the libraries a started app has loaded)
+        import app.services  # noqa: F401  (the libraries a started app has loaded)
 
         print(json.dumps(reopen(args.reopen[0], int(args.reopen[1]), args.reopen[2] == "on")))
         return

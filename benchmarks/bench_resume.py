@@ -7,7 +7,7 @@ Run from the repository root::
 
 For each configuration (digits "8 vs rest", the app's defaults: RBF, C = 1,
 gamma = "scale", 30% of the items held out for the live evaluation) a session
-is labelled through the app's service (``app.service``) with the true labels,
+is labelled through the app's service (``app.services``) with the true labels,
 in a temporary SQLite file, so the service stores a snapshot every
 ``SNAPSHOT_EVERY`` answers. Then a new service on the same file opens the
 session, as a restarted app does:
@@ -34,7 +34,7 @@ from pathlib import Path
 
 import numpy as np
 
-from app.service import SNAPSHOT_EVERY, MarginLab
+from app.services import SNAPSHOT_EVERY, MarginLab
 from core.loop import ActiveLearningLoop
 from storage import repository as repo
 

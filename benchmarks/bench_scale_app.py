@@ -5,7 +5,7 @@ Run from the repository root::
     .venv/bin/python benchmarks/bench_scale_app.py                    # 1,000,000 rows x 20 features
     .venv/bin/python benchmarks/bench_scale_app.py --rows 100000      # a quicker run
 
-What a user does, through the same service the pages call (``app.service.MarginLab``), on a
+What a user does, through the same service the pages call (``app.services.MarginLab``), on a
 SQLite file in a temporary folder: a CSV of ``--rows`` rows (two Gaussians in ``--features``
 columns, separation 2, and a 0/1 label column), made in memory, is imported as an upload is
 (``import_csv``, standard scaling, 30% held out for the live evaluation); a session starts with
@@ -60,7 +60,7 @@ def main() -> None:
 
     small_pages = prefer_small_pages()
     if args.resume:
-        import app.service  # noqa: F401  (the libraries a started app has loaded, before the session)
+        import app.services  # noqa: F401  (the libraries a started app has loaded, before the session)
 
         print(json.dumps(resume_in_this_process(args.resume[0], int(args.resume[1]), int(args.resume[2]))))
         return
@@ -68,7 +68,7 @@ def main() -> None:
     print("NumPy's huge-page advice: " + ("off, as the app's server sets it (core.process)" if small_pages
                                           else "as NUMPY_MADVISE_HUGEPAGE says"))
 
-    from app.service import MarginLab
+    from app.services import MarginLab
 
     t0 = time.perf_counter()
     data = make_csv(args.rows, args.features)
@@ -126,7 +126,7 @@ def main() -> None:
 
 def resume_in_this_process(url: str, session_id: int, labels: int) -> dict:
     """The restart: open the session in this (new) process, show the next item, answer ``labels`` more."""
-    from app.service import MarginLab
+    from app.services import MarginLab
 
     base = status("VmRSS", default=float("nan"))
     restarted = MarginLab.from_url(url)

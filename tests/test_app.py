@@ -15,7 +15,7 @@ import pandas as pd
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from app.service import DEFAULT_SOLVER, DEMO_NAME, MarginLab, ServiceError
+from app.services import DEFAULT_SOLVER, DEMO_NAME, MarginLab, ServiceError
 from storage import repository as repo
 
 pytestmark = pytest.mark.app  # pages through Streamlit's AppTest (a slow lane)
@@ -83,7 +83,7 @@ def start_app(user: str = "ada", role: str = "owner") -> AppTest:
 
 def as_shown(markdown: str) -> str:
     """What an element's Markdown source shows: backslash escapes resolved and the invisible
-    word joiners ``ui.plain`` adds dropped."""
+    word joiners ``app.ui.text.plain`` adds dropped."""
     return re.sub(r"\\([!-/:-@\[-`{-~])", r"\1", markdown).replace("\u2060", "")
 
 
@@ -230,7 +230,7 @@ def test_an_image_item_is_drawn_in_the_page_itself_pixel_for_pixel(db_url):
     the item has arrived) drawn from the item's own pixels."""
     import base64
 
-    from app import ui
+    from app.ui.item import pixel_svg
 
     at = start_app()
     start_session(at, "ada", "near-boundary")
@@ -240,13 +240,13 @@ def test_an_image_item_is_drawn_in_the_page_itself_pixel_for_pixel(db_url):
     (url,) = [url for element in at.get("image") for url in element.value]
     prefix = "data:image/svg+xml;base64,"
     assert url.startswith(prefix)
-    assert base64.b64decode(url[len(prefix):]).decode() == ui.pixel_svg(pixels, 24)  # 8 x 8, 24-pixel cells
+    assert base64.b64decode(url[len(prefix):]).decode() == pixel_svg(pixels, 24)  # 8 x 8, 24-pixel cells
 
 
 def test_pixel_svg_draws_one_square_per_inked_pixel_in_its_grey():
-    from app import ui
+    from app.ui.item import pixel_svg
 
-    svg = ui.pixel_svg(np.array([[0.0, 1.0, 0.5], [np.nan, 0.25, 2.0]]), cell=10)
+    svg = pixel_svg(np.array([[0.0, 1.0, 0.5], [np.nan, 0.25, 2.0]]), cell=10)
     assert svg.startswith('<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 3 2" width="30" height="20"')
     cells = re.findall(r'<rect x="(\d+)" y="(\d+)" width="1" height="1" fill="#(\w{6})"/>', svg)
     # ink 0 (and a missing value) is the white background; more ink is darker; beyond 1 is black
@@ -255,11 +255,11 @@ def test_pixel_svg_draws_one_square_per_inked_pixel_in_its_grey():
 
 
 def test_a_large_picture_is_a_png_and_a_small_one_an_svg():
-    from app import ui
+    from app.ui.item import item_picture
 
-    small, width = ui.item_picture(np.full((64, 64), 0.5))
+    small, width = item_picture(np.full((64, 64), 0.5))
     assert isinstance(small, str) and small.startswith("<svg") and width == 64 * 4
-    large, width = ui.item_picture(np.eye(65))  # ink on the diagonal
+    large, width = item_picture(np.eye(65))  # ink on the diagonal
     assert isinstance(large, np.ndarray) and large.shape == (65 * 4, 65 * 4) and width == 65 * 4
     assert large[0, 0] == 0.0 and large[0, 4] == 1.0  # dark ink on white, 4-pixel cells
 
@@ -278,13 +278,13 @@ def test_new_tab_resumes_the_most_recent_session(db_url):
 
 
 def test_the_label_panel_waits_longer_before_its_charts_on_a_first_view():
-    from app import ui
+    from app.ui.item import FIRST_VIEW_PAUSE_S, ITEM_FIRST_PAUSE_S, pause_before_charts
 
     state = {}
-    assert ui.pause_before_charts(state) == ui.FIRST_VIEW_PAUSE_S
+    assert pause_before_charts(state) == FIRST_VIEW_PAUSE_S
     assert state == {"label_charts_sent": True}
-    assert [ui.pause_before_charts(state) for _ in range(2)] == [ui.ITEM_FIRST_PAUSE_S] * 2
-    assert ui.FIRST_VIEW_PAUSE_S > ui.ITEM_FIRST_PAUSE_S
+    assert [pause_before_charts(state) for _ in range(2)] == [ITEM_FIRST_PAUSE_S] * 2
+    assert FIRST_VIEW_PAUSE_S > ITEM_FIRST_PAUSE_S
 
 
 def test_session_on_a_dataset_without_true_labels_titles_the_roc_as_scores_when_asked(db_url, tmp_path):
@@ -753,7 +753,7 @@ def test_live_charts_do_not_mislead():
 
 
 def test_the_label_column_s_values_are_read_once_per_file_not_on_every_rerun(db_url, monkeypatch):
-    from app import ui
+    from app.ui.forms import column_values
 
     svc = service(db_url)
     reads = []
@@ -761,44 +761,45 @@ def test_the_label_column_s_values_are_read_once_per_file_not_on_every_rerun(db_
     monkeypatch.setattr(MarginLab, "column_values", lambda self, *a, **k: reads.append(a) or original(self, *a, **k))
     data = b"a;label\n1;yes\n2;no\n3;maybe\n"
     for _ in range(3):  # three reruns of the Data page with the same file and choices
-        assert ui.column_values(svc, data, "label", ";") == ["maybe", "no", "yes"]
+        assert column_values(svc, data, "label", ";") == ["maybe", "no", "yes"]
     assert len(reads) == 1
-    assert ui.column_values(svc, data, "a", ";") == ["1", "2", "3"] and len(reads) == 2  # another column: read
+    assert column_values(svc, data, "a", ";") == ["1", "2", "3"] and len(reads) == 2  # another column: read
 
 
 def test_upload_helpers_name_the_file_and_refuse_empty_files(db_url):
-    from app import ui
+    from app.ui.forms import unreadable_csv
+    from app.ui.messages import data_error_text
     from core.datasets import DataError
 
     svc = service(db_url)
-    assert ui.unreadable_csv(svc.preview_csv(b""), "empty.csv") == (
+    assert unreadable_csv(svc.preview_csv(b""), "empty.csv") == (
         "empty.csv: the file is empty (a CSV needs a header row and at least one data row).")
-    assert "no data rows" in ui.unreadable_csv(svc.preview_csv(b"a,b,label\n"), "head.csv")
-    assert ui.unreadable_csv(svc.preview_csv(b"a,b,label\n1,2,yes\n"), "ok.csv") is None
+    assert "no data rows" in unreadable_csv(svc.preview_csv(b"a,b,label\n"), "head.csv")
+    assert unreadable_csv(svc.preview_csv(b"a,b,label\n1,2,yes\n"), "ok.csv") is None
     with pytest.raises(DataError) as error:
         svc.import_csv(b"a,b,label\n1,2,yes\n3,oops,no\n", name="bad", label_column="label", positive="yes")
-    text = ui.data_error_text(error.value, "bad.csv")
+    text = data_error_text(error.value, "bad.csv")
     assert text.startswith("bad.csv: ") and "'oops'" in text and "row 2" in text
 
 
 @pytest.mark.parametrize("text", ["abc", "0", "-2", "inf", "nan", "1e400"])
 def test_parse_gamma_refuses_what_is_not_a_positive_number_with_one_message(text):
-    from app import ui
+    from app.ui.forms import parse_gamma
 
     with pytest.raises(ValueError) as error:
-        ui.parse_gamma(text)
+        parse_gamma(text)
     assert str(error.value) == f"gamma must be 'scale' or a positive number such as 0.01, not '{text}'."
 
 
 def test_parse_gamma_reads_scale_and_positive_numbers():
-    from app import ui
+    from app.ui.forms import parse_gamma
 
-    assert ui.parse_gamma("") == ui.parse_gamma(" Scale ") == "scale"
-    assert ui.parse_gamma(" 0.5 ") == 0.5 and ui.parse_gamma("1e-9") == 1e-9
+    assert parse_gamma("") == parse_gamma(" Scale ") == "scale"
+    assert parse_gamma(" 0.5 ") == 0.5 and parse_gamma("1e-9") == 1e-9
 
 
 def test_scale_features_standardises_columns_or_leaves_them():
-    from app.service import scale_features
+    from app.services import scale_features
 
     X = np.array([[1, 10, 5], [3, 20, 5], [5, 60, 5]])
     scaled = scale_features(X, "standard")
@@ -904,13 +905,13 @@ REVERSED = "invoice_\u202efdp.exe"
 
 
 def test_characters_that_reorder_text_are_shown_as_their_code(db_url):
-    from app import ui
+    from app.ui.text import plain, visible
 
-    assert ui.visible(REVERSED) == "invoice_[U+202E]fdp.exe"
-    assert "\u202e" not in ui.plain(REVERSED) and as_shown(ui.plain(REVERSED)) == "invoice_[U+202E]fdp.exe"
+    assert visible(REVERSED) == "invoice_[U+202E]fdp.exe"
+    assert "\u202e" not in plain(REVERSED) and as_shown(plain(REVERSED)) == "invoice_[U+202E]fdp.exe"
     for control in "\u202a\u202b\u202c\u202d\u2066\u2067\u2068\u2069":
-        assert ui.visible(f"a{control}b") == f"a[U+{ord(control):04X}]b"
-    assert ui.visible("שלום \u200f world") == "שלום \u200f world"  # right-to-left text and its marks are kept
+        assert visible(f"a{control}b") == f"a[U+{ord(control):04X}]b"
+    assert visible("שלום \u200f world") == "שלום \u200f world"  # right-to-left text and its marks are kept
     svc = service(db_url)
     rows = "".join(f"{k * 0.1:.1f},{k % 2}\n" for k in range(20))
     dataset_id = svc.import_csv(f"x,y\n{rows}".encode(), name=REVERSED, label_column="y", positive="1").dataset_id
@@ -962,19 +963,19 @@ def test_the_datasets_table_lists_a_dataset_as_soon_as_it_is_imported(db_url):
 
 
 def test_highlighted_document_is_plain_text_with_marginlab_s_own_highlights():
-    from app import ui
+    from app.ui.item import TERM_COLOURS, highlighted_markdown
 
     text = "PTSD [link](http://x.org) <b>bold</b> :red-background[fake]\nafter trauma"
-    md = ui.highlighted_markdown(text, [("trauma", 0.4), ("ptsd", 0.1), ("link", -0.2)])
-    up, down = ('{{foreground="{}" background="{}"}}'.format(*ui.TERM_COLOURS[way]) for way in ("up", "down"))
+    md = highlighted_markdown(text, [("trauma", 0.4), ("ptsd", 0.1), ("link", -0.2)])
+    up, down = ('{{foreground="{}" background="{}"}}'.format(*TERM_COLOURS[way]) for way in ("up", "down"))
     assert md.startswith(f":color[PTSD]{up} \\[:color[link]{down}\\]")
     assert f":color[trauma]{up}" in md and "  \n" in md  # the line break stays one
     # the document's own brackets, tags and directives are escaped: only our three highlights are directives
     assert re.findall(r"(?<!\\):color\[\w+\]\{foreground=\"#\w+\" background=\"(#\w+)\"\}", md) == [
-        ui.TERM_COLOURS["up"][1], ui.TERM_COLOURS["down"][1], ui.TERM_COLOURS["up"][1]]
+        TERM_COLOURS["up"][1], TERM_COLOURS["down"][1], TERM_COLOURS["up"][1]]
     assert not re.findall(r"(?<!\\):(green|red)-background\[", md)
     assert "\\<b\\>" in md and "\\:\u2060red\\-background\\[fake\\]" in md
-    assert as_shown(ui.highlighted_markdown(text, None)) == text.replace("\n", "  \n")
+    assert as_shown(highlighted_markdown(text, None)) == text.replace("\n", "  \n")
 
 
 def test_a_document_dataset_is_labelled_with_its_text_shown(db_url):
@@ -1105,7 +1106,7 @@ def test_a_warm_start_hands_its_service_to_the_first_page_view_once(tmp_path):
 def test_a_warm_started_item_view_reads_nothing_more_from_the_database(tmp_path, monkeypatch):
     """``item_display.warm`` (what the warm start does for the session it brings back): the table item's
     stored row and the features' spread are ready, so the first page's feature table reads no row."""
-    from app import ui
+    from app.ui.item import feature_table
     from storage import repository as repo
 
     svc = service(f"sqlite:///{tmp_path / 'warm-view.db'}")
@@ -1117,30 +1118,30 @@ def test_a_warm_started_item_view_reads_nothing_more_from_the_database(tmp_path,
         item = run.shown.item_index
         assert run.answer(int(run.y_true[item]), item_index=item).ok
     item = run.shown.item_index
-    expected, _ = ui.feature_table(run.item_display, item)  # (reads the row)
+    expected, _ = feature_table(run.item_display, item)  # (reads the row)
     fresh = service(svc.engine.url.render_as_string(hide_password=False)).open_session(run.session_id)
     reads = []
     real = repo.load_feature_rows
     monkeypatch.setattr(repo, "load_feature_rows", lambda *a, **k: reads.append(a) or real(*a, **k))
     fresh.item_display.warm(fresh.shown.item_index)
     assert len(reads) == 1 and fresh.shown.item_index == item
-    table, ranked = ui.feature_table(fresh.item_display, item)
+    table, ranked = feature_table(fresh.item_display, item)
     assert len(reads) == 1 and ranked  # nothing read again
     pd.testing.assert_frame_equal(table, expected)
 
 
 def test_words_that_barely_moved_the_score_are_not_highlighted():
-    from app import ui
+    from app.ui.item import notable_terms
 
     terms = [("robot", 0.4), ("grasping", -0.1), ("the", -0.0004), ("of", 0.003), ("arm", 0.008)]
-    assert ui.notable_terms(terms) == [("robot", 0.4), ("grasping", -0.1), ("arm", 0.008)]
-    assert ui.notable_terms([]) == [] and ui.notable_terms(None) is None
+    assert notable_terms(terms) == [("robot", 0.4), ("grasping", -0.1), ("arm", 0.008)]
+    assert notable_terms([]) == [] and notable_terms(None) is None
 
 
 def test_a_comparison_says_which_runs_never_left_the_cold_start():
     import pandas as pd
 
-    from app import ui
+    from app.ui.tables import runs_without_the_heuristic
 
     rows = pd.DataFrame([
         {"strategy": "largest-positive", "seed": 0, "cold_start": True},
@@ -1149,11 +1150,11 @@ def test_a_comparison_says_which_runs_never_left_the_cold_start():
         {"strategy": "largest-positive", "seed": 1, "cold_start": False},
         {"strategy": "random", "seed": 0, "cold_start": True},
     ])
-    notice = ui.runs_without_the_heuristic(rows)
+    notice = runs_without_the_heuristic(rows)
     assert notice.startswith("In 1 of 2 runs every label was drawn at random by the cold start: "
                              "largest-positive (seed 0).")
-    assert ui.runs_without_the_heuristic(rows[rows.seed == 1]) is None
-    assert ui.runs_without_the_heuristic(rows.drop(columns="cold_start")) is None
+    assert runs_without_the_heuristic(rows[rows.seed == 1]) is None
+    assert runs_without_the_heuristic(rows.drop(columns="cold_start")) is None
 
 
 def test_the_compare_page_shows_the_cold_start_notice_when_no_positive_was_drawn(db_url):
@@ -1175,15 +1176,15 @@ def test_the_compare_page_shows_the_cold_start_notice_when_no_positive_was_drawn
 def test_the_comparison_summary_shows_the_recall_columns_early():
     import pandas as pd
 
-    from app import ui
+    from app.ui.tables import summary_table
 
     summary = pd.DataFrame([{"strategy": "largest-positive", "solver": "ramp", "n_seeds": 2, "alc_mean": 0.5,
                              "alc_std": 0.1, "labels_recall_50": 105.0, "reached_recall_50": 2,
                              "labels_recall_80": 305.5, "reached_recall_80": 2, "labels_recall_95": None,
                              "reached_recall_95": 0, "wss_95": None}])
-    table = ui.summary_table(summary)
+    table = summary_table(summary)
     assert list(table.columns[:7]) == ["heuristic", "solver", "ALC", "to 50 % recall", "to 80 % recall",
                                        "to 95 % recall", "WSS@95"]  # (no random run: no wins or losses against it)
-    with_random = ui.summary_table(pd.concat([summary, summary.assign(strategy="random")]))
+    with_random = summary_table(pd.concat([summary, summary.assign(strategy="random")]))
     assert list(with_random.columns[:4]) == ["heuristic", "solver", "ALC", "vs random W / T / L"]
     assert table.iloc[0]["to 50 % recall"] == "105 (2/2 seeds)" and table.iloc[0]["to 95 % recall"] == "never"

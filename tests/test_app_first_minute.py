@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from app.service import DEMO_NAME, MarginLab, ServiceError
+from app.services import DEMO_NAME, MarginLab, ServiceError
 from storage import repository as repo
 from tests import test_app
 from tests.test_app import (
@@ -57,9 +57,9 @@ def answer_buttons(at: AppTest, item: int) -> dict:
 
 def forget_the_process() -> None:
     """As after a restart of the server: the next page view opens the database anew."""
-    from app import ui
+    from app.ui.state import _service_for
 
-    ui._service_for.clear()
+    _service_for.clear()
 
 
 def test_the_first_owner_finds_the_demo_open_on_its_first_item_after_the_first_sign_in(db_url):
@@ -325,11 +325,11 @@ def highlights(markdown: str, text_colour: str) -> dict[str, tuple[str, str]]:
 
 
 def test_highlighted_terms_stand_out_from_the_page_at_3_to_1_and_stay_readable():
-    from app import ui
+    from app.ui.item import highlighted_markdown
 
     theme = tomllib.loads((ROOT / "app" / ".streamlit" / "config.toml").read_text())["theme"]
     page, text_colour = theme["backgroundColor"], theme["textColor"]
-    markdown = ui.highlighted_markdown("Trauma care after PTSD, not fractures",
+    markdown = highlighted_markdown("Trauma care after PTSD, not fractures",
                                        [("trauma", 0.4), ("ptsd", 0.1), ("fractures", -0.2)])
     found = highlights(markdown, text_colour)
     assert set(found) == {"Trauma", "PTSD", "fractures"}, markdown

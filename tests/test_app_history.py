@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from app.service import MarginLab, ServiceError
+from app.services import MarginLab, ServiceError
 from core.loop import ActiveLearningLoop
 from storage import history as stored_history
 from storage import repository as repo

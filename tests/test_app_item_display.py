@@ -14,7 +14,7 @@ import base64
 import numpy as np
 import pytest
 
-from app.service import MarginLab
+from app.services import MarginLab
 from storage import repository as repo
 from tests import test_app
 from tests.test_app import PASSWORD, as_shown, ensure_account, shown_item, start_app, start_session
@@ -82,11 +82,11 @@ def assert_item_shown(at, kind: str, item: int, engine) -> None:
         assert dict(zip(table["feature"], table["value"], strict=True)) == pytest.approx(
             dict(zip(TABLE_COLUMNS, table_rows()[item], strict=True)))
     elif kind == "image":
-        from app import ui
+        from app.ui.item import pixel_svg
 
         pixels = repo.load_dataset_arrays(engine, repo.list_datasets(engine)[0].id)[0][item].astype(float)
         grey = ((pixels - pixels.min()) / (pixels.max() - pixels.min())).reshape(8, 8)
-        assert svg_images(at) == [ui.pixel_svg(grey, 24)]  # the item's own pixels, 24-pixel cells
+        assert svg_images(at) == [pixel_svg(grey, 24)]  # the item's own pixels, 24-pixel cells
     elif kind == "text":
         assert document(item) in [t.value for t in at.text], [t.value for t in at.text]
     else:

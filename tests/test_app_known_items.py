@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from app.service import MarginLab, ServiceError
+from app.services import MarginLab, ServiceError
 from app.services.priors import match_filter, match_substructure, match_words, parse_filter
 from storage import repository as repo
 from tests.test_app import as_shown, db_url, progress, shown, start_app, start_session  # noqa: F401

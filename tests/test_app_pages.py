@@ -13,7 +13,7 @@ from streamlit.testing.v1 import AppTest
 
 import storage
 from app import charts
-from app.service import MarginLab
+from app.services import MarginLab
 from storage import repository as repo
 from tests import test_app
 from tests.test_app import click, run_comparison, start_app, start_session
@@ -281,7 +281,7 @@ MARKDOWN_NAME = "![a](http://127.0.0.1:9/a.png) :red[x]"
 
 
 def test_class_and_annotator_names_are_plain_text_in_buttons_and_tooltips(db_url):
-    from app.ui import plain
+    from app.ui.text import plain
 
     svc = MarginLab.from_url(db_url)
     rng = np.random.default_rng(0)

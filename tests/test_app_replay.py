@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from app.service import MarginLab, ServiceError
+from app.services import MarginLab, ServiceError
 from app.services.replay import Replays, is_replay
 from core.replay import CAVEAT, SESSION_ORDER
 from storage import repository as repo

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from app.service import MarginLab
+from app.services import MarginLab
 from app.services.stopping import RULE_CHOICES, SETTING
 from core import stopping as rules
 from storage import repository as repo

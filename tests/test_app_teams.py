@@ -132,7 +132,7 @@ def test_a_disabled_annotator_pressing_a_key_on_an_open_page_stores_nothing(db_u
     they press P. The click's callback runs before the page checks the sign-in (and a fragment's rerun
     never does): the service refuses the write, and the page then asks them to sign in again."""
     from app.services.accounts import SIGN_IN_ENDED
-    from app.ui import plain
+    from app.ui.text import plain
 
     ensure_account(db_url, "ann", role="annotator")
     ensure_account(db_url, "bea")  # an owner who labels on her own

@@ -355,7 +355,7 @@ def test_the_started_server_opens_its_database_before_the_first_page_view(tmp_pa
     """``make run``'s server (app.serve) opens the database while it starts: with no browser
     connected, the demo dataset and the first owner appear; the first page view then uses that
     service (one demo dataset, one owner, the page signs in)."""
-    from app.service import MarginLab
+    from app.services import MarginLab
 
     url = f"sqlite:///{tmp_path / 'warm.db'}"
     with AppServer(url, tmp_path / "server.log") as server:
@@ -487,7 +487,7 @@ def test_shortcut_keys_do_nothing_while_new_session_is_open(tmp_path):
     """Keys typed while the New session form covers the item must not label it unseen."""
     from playwright.sync_api import sync_playwright
 
-    from app.service import MarginLab
+    from app.services import MarginLab
     from storage import repository as repo
 
     db_url = f"sqlite:///{tmp_path / 'marginlab.db'}"

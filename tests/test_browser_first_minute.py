@@ -26,7 +26,7 @@ pytestmark = pytest.mark.browser
 def test_the_first_sign_in_on_a_new_database_opens_the_demo_on_its_first_item(tmp_path):
     from playwright.sync_api import sync_playwright
 
-    from app.service import DEMO_NAME, MarginLab
+    from app.services import DEMO_NAME, MarginLab
 
     db_url = f"sqlite:///{tmp_path / 'marginlab.db'}"  # nothing there yet: the server makes it
     with sync_playwright() as playwright:

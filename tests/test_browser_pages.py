@@ -14,7 +14,7 @@ import time
 import numpy as np
 import pytest
 
-from app.service import MarginLab
+from app.services import MarginLab
 from core.loop import ActiveLearningLoop
 from storage import history as stored_history
 from storage import repository as repo

@@ -62,7 +62,7 @@ TRAPPED = f"""() => {{
 
 
 def visible(text: str) -> str:
-    """Text as a reader sees it (without the invisible word joiners ``ui.plain`` adds)."""
+    """Text as a reader sees it (without the invisible word joiners ``app.ui.text.plain`` adds)."""
     return text.replace("\u2060", "")
 
 
@@ -180,7 +180,7 @@ def test_user_text_is_shown_as_plain_text_on_every_page(tmp_path):
 
 
 def test_plain_keeps_every_character_and_leaves_no_markup():
-    from app.ui import plain
+    from app.ui.text import plain
     from tests.test_app import as_shown
 
     for text in (HOSTILE, HOSTILE_COLUMN, HOSTILE_KEY, "a\\b", "100% ~ {x} | y", "1. item", "# title", ""):

@@ -10,7 +10,7 @@ import time
 import pytest
 
 from app.server_guard import SIGN_IN_COOKIE
-from app.service import MarginLab
+from app.services import MarginLab
 from tests.test_browser import SIGNED_IN, AppServer, ensure_account, launch_browser, sign_in, wait_for_app
 
 pytestmark = pytest.mark.browser

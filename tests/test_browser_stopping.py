@@ -15,7 +15,7 @@ pytestmark = pytest.mark.browser
 
 def prepare_session(db_url: str, n_labels: int) -> tuple[int, object]:
     """A largest-positive session on the demo digits with ``n_labels`` answered as the true labels say."""
-    from app.service import MarginLab
+    from app.services import MarginLab
 
     svc = MarginLab.from_url(db_url)
     dataset_id = svc.ensure_demo_dataset() or svc.datasets()[0].id

@@ -274,8 +274,7 @@ def test_one_dataset_keeps_its_output_and_json_lists_several(tmp_path):
 
 
 def test_the_compare_service_and_page_use_the_scheduler_of_the_environment(cluster, db_url, monkeypatch):
-    from app.service import MarginLab
-    from app.services import ServiceError
+    from app.services import MarginLab, ServiceError
     from tests.test_app import shown, start_app
 
     svc = MarginLab.from_url(db_url)

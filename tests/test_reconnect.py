@@ -50,7 +50,7 @@ FRESH = """(answers) => {
 
 def labelling_session(db_url: str) -> int:
     """A session of the owner on the demo digits, nothing answered yet."""
-    from app.service import MarginLab
+    from app.services import MarginLab
 
     svc = MarginLab.from_url(db_url)
     dataset_id = svc.ensure_demo_dataset() or svc.datasets()[0].id
@@ -62,7 +62,7 @@ def labelling_session(db_url: str) -> int:
 
 def answer(db_url: str, session_id: int, n: int) -> None:
     """``n`` answers to the session, given as another tab would give them."""
-    from app.service import MarginLab
+    from app.services import MarginLab
 
     svc = MarginLab.from_url(db_url)
     run = svc.open_session(session_id)

@@ -251,7 +251,7 @@ def test_the_command_line_offers_and_runs_the_toys(toys, tmp_path, capsys, monke
 
 
 def test_the_new_session_form_offers_and_starts_the_toys(toys, db_url):
-    from app.service import MarginLab
+    from app.services import MarginLab
 
     at = start_app()
     picker = at.selectbox(key="new_strategy")

@@ -400,7 +400,7 @@ def test_evaluation_beyond_the_column_budget(data, monkeypatch):
 
 @pytest.fixture
 def lab(tmp_path):
-    from app.service import MarginLab
+    from app.services import MarginLab
 
     url = f"sqlite:///{tmp_path / 'resume.db'}"
     svc = MarginLab.from_url(url)
@@ -441,7 +441,7 @@ def assert_same_run(a, b):
                                                   ("autoactive", "lasvm"), ("random", "lasvm"),
                                                   ("near-boundary", "lasvm")])
 def test_a_restarted_app_resumes_from_the_latest_snapshot(lab, strategy, solver):
-    from app.service import SNAPSHOT_EVERY, MarginLab
+    from app.services import SNAPSHOT_EVERY, MarginLab
     from storage import repository as repo
 
     url, svc = lab
@@ -491,7 +491,7 @@ def test_a_restarted_lasvm_session_has_the_same_model_and_next_item_bit_for_bit(
     thread counts and another kernel-cache state than the process that labelled; the model, the
     kept scores, the evaluation and the item on screen are the same bits.
     """
-    from app.service import MarginLab
+    from app.services import MarginLab
     from app.services.snapshots import SNAPSHOT_EVERY
 
     url, svc = lab
@@ -540,7 +540,7 @@ def test_a_restarted_lasvm_session_has_the_same_model_and_next_item_bit_for_bit(
 
 
 def test_a_snapshot_that_does_not_match_the_events_is_not_used(lab):
-    from app.service import MarginLab
+    from app.services import MarginLab
     from storage import repository as repo
 
     url, svc = lab
@@ -569,7 +569,7 @@ def test_a_snapshot_that_does_not_match_the_events_is_not_used(lab):
 
 
 def test_closing_a_session_stores_a_snapshot_of_everything(lab):
-    from app.service import MarginLab
+    from app.services import MarginLab
     from storage import repository as repo
 
     url, svc = lab
@@ -588,7 +588,7 @@ def test_a_stopping_server_stores_a_snapshot_of_the_sessions_behind_theirs(lab):
     """``save_snapshots`` (what the app runs when its server stops): a snapshot for each session in
     memory with answers its latest snapshot does not cover, none for one that is up to date; the
     next start resumes from it without learning any answer again."""
-    from app.service import SNAPSHOT_EVERY, MarginLab
+    from app.services import SNAPSHOT_EVERY, MarginLab
     from storage import repository as repo
 
     url, svc = lab
@@ -617,7 +617,7 @@ def test_a_stopping_server_stores_a_snapshot_of_the_sessions_behind_theirs(lab):
 def test_a_corrected_answer_whose_snapshot_was_not_stored_leaves_the_session_behind(lab, monkeypatch):
     """A correction keeps the answer's label id; when the snapshot after it cannot be stored, the
     session is still behind its snapshots, and the stopping server stores one."""
-    from app.service import MarginLab
+    from app.services import MarginLab
     from storage import repository as repo
     from storage.errors import StorageError
 
@@ -659,7 +659,7 @@ def test_the_label_is_stored_before_the_loop_learns_it(lab, monkeypatch):
 
 
 def test_without_true_labels_the_curve_is_the_auc_of_the_scores_when_asked(lab):
-    from app.service import MarginLab
+    from app.services import MarginLab
 
     url, svc = lab
     rng = np.random.default_rng(0)

@@ -152,7 +152,7 @@ def test_signing_out_in_one_tab_signs_out_another_at_its_next_run(tmp_path, monk
     """Two tabs of one account (AppTest: no browser, so each holds its identity; both belong to browser
     sign-ins): signing out in one ends the other's, which says so and writes nothing more."""
     from app.services.accounts import SIGN_IN_ENDED
-    from app.ui import plain
+    from app.ui.text import plain
     from tests import test_app
 
     monkeypatch.setenv("MARGINLAB_DATABASE_URL", f"sqlite:///{tmp_path / 'app.db'}")

@@ -1,4 +1,4 @@
-"""What a page says when the database cannot be opened or used.
+"""What a page says when the database cannot be opened or used, and which database the app opens.
 
 Storage refuses another program's database, a damaged file and a newer schema
 before it changes anything (``storage.engine.init_db``); its messages name a
@@ -11,6 +11,7 @@ from sqlalchemy.exc import InterfaceError, OperationalError
 
 from app.services.common import ServiceError, database_trouble
 from storage.engine import DATABASE_URL_ENV
+from storage.engine import database_url as database_url  # the app's database ($MARGINLAB_DATABASE_URL)
 from storage.errors import StorageError
 
 

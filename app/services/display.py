@@ -1,7 +1,7 @@
 """How an item is shown: ``ItemDisplay``, one for a labelling session and a team project alike.
 
 A session's run (``LabellingRun``) and a project's run (``ProjectRun``) each hold one as
-``run.item_display``, and the pages draw an item from it alone (``app.ui.item_view``): an image,
+``run.item_display``, and the pages draw an item from it alone (``app.ui.item.item_view``): an image,
 a molecule, a document with the terms behind its score, or a table row with the features that
 matter most.  A new way of showing an item is written here once, for both.
 """
@@ -145,3 +145,11 @@ class ItemDisplay:
         if self.image(item) is None and self.text(item) is None:  # (an image reads its row)
             self.features(item)
             self.relevance(item)
+
+
+def most_relevant(relevance: np.ndarray | None, n_features: int) -> np.ndarray:
+    """Feature indices, most relevant first (ties and no model: the dataset's order): ``core.explain``'s
+    ranking, for the item's feature table."""
+    from core.explain import most_relevant
+
+    return most_relevant(relevance, n_features)

@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from app import auth, charts, replay_panel, ui
+from app import auth, charts, replay_panel
 from app.services import (
     BASELINE,
     COMPARE_STRATEGIES,
@@ -15,8 +15,12 @@ from app.services import (
 from app.services.comparisons import COMPARE_MAX_BUDGET, COMPARE_MAX_SEEDS, with_decimals
 from app.services.replay import is_replay
 from app.services.stopping import RULE_CHOICES, RULE_OPTIONS
+from app.ui.forms import comparison_problem
+from app.ui.state import service
+from app.ui.tables import SUMMARY_NOTE, runs_without_the_heuristic, summary_table
+from app.ui.text import plain, visible
 
-svc = ui.service()
+svc = service()
 st.title("Compare heuristics")
 
 labelled = [d for d in svc.datasets() if d.has_true_labels]
@@ -31,7 +35,7 @@ else:
     if not labelled:
         st.info("No dataset with true labels yet: add one on the Data page.")
         st.stop()
-    names = {d.id: ui.visible(f"{d.name} ({d.n_items} items)") for d in labelled}
+    names = {d.id: visible(f"{d.name} ({d.n_items} items)") for d in labelled}
 
     # Plain widgets, not a form: Enter in a field only takes the value; only the button starts a run.
     with st.container(border=True, key="compare_settings"):
@@ -62,10 +66,10 @@ else:
         run_clicked = st.button("Run the comparison", type="primary", key="compare_run")
         scheduler = svc.comparison_scheduler()
         if scheduler:  # (set by whoever runs the server: MARGINLAB_DASK_SCHEDULER)
-            st.caption(ui.plain("Runs on a Dask cluster started for each comparison on this server" if scheduler ==
+            st.caption(plain("Runs on a Dask cluster started for each comparison on this server" if scheduler ==
                                 "local" else f"Runs on Dask scheduler {scheduler}"))
 
-    problem = ui.comparison_problem(int(budget), int(initial)) if run_clicked else None
+    problem = comparison_problem(int(budget), int(initial)) if run_clicked else None
     if st.session_state.get("compare_cancel"):  # (the click's rerun: the run it interrupted has stopped)
         st.info("Comparison cancelled: it stopped at once and nothing was stored.")
     if problem:
@@ -77,7 +81,7 @@ else:
         cancel_slot.button("Cancel", key="compare_cancel", help="Stop this comparison; nothing of it is stored.")
 
         def _progress(fraction: float, text: str) -> None:
-            bar.progress(min(max(float(fraction), 0.0), 1.0), text=ui.plain(text))
+            bar.progress(min(max(float(fraction), 0.0), 1.0), text=plain(text))
 
         try:
             st.session_state.comparison_id = st.session_state.comparison_picker = svc.run_comparison(
@@ -89,7 +93,7 @@ else:
         except (ServiceError, ValueError) as error:
             bar.empty()
             cancel_slot.empty()
-            st.error(ui.plain(error))
+            st.error(plain(error))
 
 stored = svc.comparisons()
 if not stored:
@@ -141,15 +145,15 @@ if "recall" in rows:
                     key="curve_recall")
 
 st.subheader("Summary")
-summary = ui.summary_table(svc.summary_frame(result))
+summary = summary_table(svc.summary_frame(result))
 st.dataframe(summary, hide_index=True, width="stretch", key="summary_table")
-st.caption(ui.SUMMARY_NOTE)
+st.caption(SUMMARY_NOTE)
 reference = svc.reference_note(result)
 if reference:
-    st.info(ui.plain(reference))
-idle = ui.runs_without_the_heuristic(rows)
+    st.info(plain(reference))
+idle = runs_without_the_heuristic(rows)
 if idle:
-    st.warning(ui.plain(idle))
+    st.warning(plain(idle))
 stops = svc.stop_summary_frame(result)
 if not stops.empty:
     st.subheader("Stopping rules")

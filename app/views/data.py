@@ -3,27 +3,30 @@
 import pandas as pd
 import streamlit as st
 
-from app import auth, ui
-from app.services import EVAL_FRACTION, ServiceError
+from app import auth
+from app.services import EVAL_FRACTION
 from app.services.datasets import CONSTANT_CHOICES, INVALID_SMILES_CHOICES, MISSING_CHOICES
-from core.datasets import BUNDLED, MISSING_POLICIES, DataError
-from core.features import DELIMITER_NAMES
-from storage.errors import StorageError
+from app.services.errors import REFUSED
+from app.services.reading import BUNDLED, DELIMITER_NAMES, IMPORT_REFUSED, MISSING_POLICIES, DataError
+from app.ui.forms import column_values, csv_preview, delete_dataset_panel, unreadable_csv
+from app.ui.messages import data_error_text
+from app.ui.state import service
+from app.ui.text import plain, visible, visible_cells
 
-svc = ui.service()
+svc = service()
 st.title("Data")
 
 datasets = svc.datasets()
 st.subheader("Datasets in the database")
 st.dataframe(
     pd.DataFrame([{
-        "id": d.id, "name": ui.visible(d.name), "items": d.n_items, "features": d.n_features,
+        "id": d.id, "name": visible(d.name), "items": d.n_items, "features": d.n_features,
         "true labels": "yes" if d.has_true_labels else "no",
         "shown as": d.display_kind + (f" {d.image_shape[0]}×{d.image_shape[1]}" if d.image_shape else ""),
         "scaling": d.meta.get("scaling", "none"), "kernel": d.meta.get("default_kernel", "rbf"),
         "features stored": "sparse" if d.meta.get("feature_format") == "csr" else "dense",
         "held out for evaluation": f"{d.meta.get('eval_fraction', EVAL_FRACTION):.0%}" if d.has_true_labels else "–",
-        "source": d.source and ui.visible(d.source),
+        "source": d.source and visible(d.source),
     } for d in datasets]),
     hide_index=True, width="stretch", key="datasets_table")
 st.caption("True labels are used only to draw the evaluation ROC curve and for simulations on the "
@@ -34,7 +37,7 @@ labelled = [d for d in datasets if d.has_true_labels]
 if labelled:
     with st.expander("Evaluation share of a dataset"):
         chosen = st.selectbox("Dataset", [d.id for d in labelled], key="eval_dataset",
-                              format_func={d.id: ui.visible(f"{d.name} ({d.n_items} items)") for d in labelled}.get)
+                              format_func={d.id: visible(f"{d.name} ({d.n_items} items)") for d in labelled}.get)
         current = next(d for d in labelled if d.id == chosen).meta.get("eval_fraction", EVAL_FRACTION)
         share = st.number_input("Held out for evaluation (share of the items; 0: every item is in the pool)",
                                 min_value=0.0, max_value=0.9, value=float(current), step=0.05, format="%.2f",
@@ -43,12 +46,12 @@ if labelled:
             try:
                 svc.set_eval_fraction(chosen, share, by=auth.identity())
                 st.rerun()
-            except (ServiceError, StorageError) as error:
-                st.error(ui.plain(error))
+            except REFUSED as error:
+                st.error(plain(error))
         st.caption("Sessions started after the change use it; the New session form on the Label page can "
                    "choose another share for one session.")
 if datasets:
-    ui.delete_dataset_panel(svc, datasets, by=auth.identity())
+    delete_dataset_panel(svc, datasets, by=auth.identity())
 
 
 def _report(result, where: str) -> None:
@@ -62,7 +65,7 @@ def _report(result, where: str) -> None:
 def _notice(where: str) -> None:
     notice = st.session_state.get("data_notice")
     if notice and notice[0] == where:
-        (st.success if notice[1] else st.info)(ui.plain(notice[2]))
+        (st.success if notice[1] else st.info)(plain(notice[2]))
         st.session_state.data_notice = None
 
 
@@ -84,8 +87,8 @@ with bundled_tab:
             _report(svc.import_bundled(key, positive=value, scaling=scaling,
                                        name=f"{key}: {positive} vs rest" if key == "digits" else None,
                                        by=auth.identity()), "bundled")
-        except (DataError, StorageError, ServiceError) as error:
-            st.error(ui.plain(error))
+        except IMPORT_REFUSED as error:
+            st.error(plain(error))
     _notice("bundled")
 
 SEP_CHOICES = ["auto", ",", ";", "\t", "|"]
@@ -102,13 +105,13 @@ with upload_tab:
     if upload is not None:
         data = upload.getvalue()
         try:
-            detected = ui.csv_preview(svc, data)
+            detected = csv_preview(svc, data)
         except DataError as error:  # too wide or too large to read at all: nothing of it was parsed
-            st.error(ui.plain(ui.data_error_text(error, upload.name)))
+            st.error(plain(data_error_text(error, upload.name)))
             st.stop()
-        problem = ui.unreadable_csv(detected, upload.name)
+        problem = unreadable_csv(detected, upload.name)
         if problem:
-            st.error(ui.plain(problem))
+            st.error(plain(problem))
             st.stop()
         sep_col, dec_col = st.columns(2)
         sep = sep_col.selectbox("Delimiter", SEP_CHOICES, key=f"upload_sep_{upload.name}",
@@ -116,16 +119,16 @@ with upload_tab:
         decimal = dec_col.selectbox("Decimal separator", ["auto", ".", ","], key=f"upload_decimal_{upload.name}",
                                     format_func=lambda v: f"detected: '{detected.detected_decimal}'" if v == "auto"
                                     else f"'{v}'")
-        preview = detected if (sep, decimal) == ("auto", "auto") else ui.csv_preview(svc, data, sep, decimal)
+        preview = detected if (sep, decimal) == ("auto", "auto") else csv_preview(svc, data, sep, decimal)
         st.caption(f"{preview.n_rows} rows, {len(preview.header)} columns, separated by "
                    f"{DELIMITER_NAMES.get(preview.sep, preview.sep)}s, decimal separator '{preview.decimal}'; "
                    f"the first {len(preview.frame)}:")
-        st.dataframe(ui.visible_cells(preview.frame), hide_index=True, width="stretch", height=240)
+        st.dataframe(visible_cells(preview.frame), hide_index=True, width="stretch", height=240)
         single = preview.one_column_note(upload.name)
         if single:
-            st.info(ui.plain(single))
+            st.info(plain(single))
         if preview.missing:
-            st.warning(ui.plain("Missing values: " + ", ".join(f"'{c}' {k}" for c, k in preview.missing.items())
+            st.warning(plain("Missing values: " + ", ".join(f"'{c}' {k}" for c, k in preview.missing.items())
                                 + ". Choose below whether to refuse the file, leave those rows out or fill the "
                                 "gaps in."))
         columns = preview.header
@@ -141,7 +144,7 @@ with upload_tab:
             positive = None
             eval_fraction = None
             if label_column != "(none)":
-                values = ui.column_values(svc, data, label_column, preview.sep)
+                values = column_values(svc, data, label_column, preview.sep)
                 positive = st.selectbox(
                     "Positive value of the label column", values, index=len(values) - 1 if values else None,
                     help="Items with this value are positive; every other value is negative (one against "
@@ -194,7 +197,7 @@ with upload_tab:
                     key=f"upload_onehot_{upload.name}",
                     help="Each value becomes a 0/1 feature. Not chosen: the column must be left out of the "
                          "features.")
-                st.caption(ui.plain("Text-valued columns: " + ", ".join(
+                st.caption(plain("Text-valued columns: " + ", ".join(
                     f"'{c.name}' ({c.distinct} values)" for c in preview.columns if c.name in one_hot_candidates)
                     + " — encode them one-hot here, or leave them out of the feature columns."))
             display = st.radio("Show each item as", ["table", "image", "text"], horizontal=True,
@@ -240,6 +243,6 @@ with upload_tab:
                             fingerprint_bits=int(bits), invalid_smiles=invalid_smiles,
                             eval_fraction=eval_fraction, by=auth.identity())
                     _report(result, "upload")
-                except (DataError, StorageError, ServiceError) as error:
-                    st.error(ui.plain(ui.data_error_text(error, upload.name)))
+                except IMPORT_REFUSED as error:
+                    st.error(plain(data_error_text(error, upload.name)))
             _notice("upload")

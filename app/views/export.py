@@ -5,12 +5,14 @@ import io
 import pandas as pd
 import streamlit as st
 
-from app import ui
+from app.ui.forms import export_default_dataset
+from app.ui.state import service
+from app.ui.text import plain, visible, visible_cells
 
-svc = ui.service()
+svc = service()
 st.title("Export")
 
-datasets = {d.id: ui.visible(d.name) for d in svc.datasets()}
+datasets = {d.id: visible(d.name) for d in svc.datasets()}
 sessions = svc.sessions()
 annotators = svc.annotators()
 
@@ -19,7 +21,7 @@ cols = st.columns(3)
 # One dataset at a time (its own feature columns and class names); every dataset in one file on request.
 choices = [*datasets, None]
 if st.session_state.get("export_dataset", "unset") not in choices:
-    st.session_state.export_dataset = ui.export_default_dataset(sessions, list(datasets), st.session_state.session_id)
+    st.session_state.export_dataset = export_default_dataset(sessions, list(datasets), st.session_state.session_id)
 dataset_id = cols[0].selectbox("Dataset", choices, key="export_dataset",
                                format_func=lambda i: "every dataset in one file (feature columns merged)"
                                if i is None else f"#{i} {datasets[i]}")
@@ -27,10 +29,10 @@ session_choices = [s for s in sessions if dataset_id is None or s.dataset_id == 
 session_id = cols[1].selectbox(
     "Session", [None, *[s.id for s in session_choices]], key="export_session",
     format_func=lambda i: "all" if i is None else next(
-        ui.visible(f"#{s.id} · {s.dataset_name} · {s.strategy} · {s.annotator}")
+        visible(f"#{s.id} · {s.dataset_name} · {s.strategy} · {s.annotator}")
         for s in session_choices if s.id == i))
 annotator = cols[2].selectbox("Annotator", [None, *annotators],
-                              format_func=lambda a: "all" if a is None else ui.visible(a),
+                              format_func=lambda a: "all" if a is None else visible(a),
                               key="export_annotator")
 include_skips = st.checkbox("Include skipped items", value=False)
 all_features = st.checkbox(
@@ -55,7 +57,7 @@ if len(frame):
                          "solver",
                          "decision_value", "model_version", "session_id", "dataset_name") if c in frame]
     preview = frame[first + [c for c in frame.columns if c not in first]]
-    st.dataframe(ui.visible_cells(preview.head(50)), hide_index=True, width="stretch", height=260, key="export_preview")
+    st.dataframe(visible_cells(preview.head(50)), hide_index=True, width="stretch", height=260, key="export_preview")
 left, right = st.columns(2)
 named = dict(dataset_id=dataset_id, session_id=session_id)  # the file: dataset, session and date
 # the files are written when a button is pressed, not on every visit of the page
@@ -72,7 +74,7 @@ if not sessions:
     st.stop()
 model_session = st.selectbox(
     "Session", [s.id for s in sessions], key="model_session",
-    format_func=lambda i: next(ui.visible(f"#{s.id} · {s.dataset_name} · {s.strategy} / {s.solver} · "
+    format_func=lambda i: next(visible(f"#{s.id} · {s.dataset_name} · {s.strategy} / {s.solver} · "
                                           f"{s.n_labels} labels") for s in sessions if s.id == i))
 
 st.caption("A NumPy .npz file: the solver's arrays (support vectors, coefficients, labels, the stored points) "
@@ -80,7 +82,7 @@ st.caption("A NumPy .npz file: the solver's arrays (support vectors, coefficient
            "`numpy.load(path, allow_pickle=False)` or `core.solvers.base.OnlineSolver.load(path)`.")
 problem = svc.known_problem(model_session)
 if problem is not None:
-    st.error(ui.plain(problem))
+    st.error(plain(problem))
     st.stop()
 st.download_button("Download the model state (.npz)", lambda: svc.open_session(model_session).model_state(),
                    file_name=f"marginlab-session-{model_session}-model.npz", mime="application/octet-stream",

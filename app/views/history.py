@@ -2,9 +2,13 @@
 
 import streamlit as st
 
-from app import auth, navigation, ui
+from app import auth, navigation
+from app.ui.messages import guarded
+from app.ui.state import annotator_filter, follow_address, service, session_label, show_session
+from app.ui.tables import correction_note, history_choices, history_summary, score_cells, table_height
+from app.ui.text import plain, visible_cells
 
-svc = ui.service()
+svc = service()
 st.title("Label history")
 state = st.session_state
 
@@ -12,19 +16,19 @@ sessions = svc.sessions()  # closed ones too: their history can be read
 if not sessions:
     st.info("No labelling session yet: start one on the Label page.")
     st.stop()
-ui.follow_address(sessions, missing="is not in this database")
+follow_address(sessions, missing="is not in this database")
 if state.session_id not in {s.id for s in sessions}:
     state.session_id = None
 left, right = st.columns([3, 1], vertical_alignment="bottom")
 with right:
-    mine = ui.annotator_filter(sessions, key="all_annotators_history")
+    mine = annotator_filter(sessions, key="all_annotators_history")
 if state.session_id is None:
     state.session_id = (mine or sessions)[0].id
 navigation.put_session_in_address(state.session_id)
 ids = [s.id for s in mine] or [state.session_id]
 key = f"history_session_{state.session_id}"
-left.selectbox("Session", ids, index=ids.index(state.session_id), format_func=ui.session_label(sessions).get,
-               key=key, on_change=lambda k=key: ui.show_session(state[k]))
+left.selectbox("Session", ids, index=ids.index(state.session_id), format_func=session_label(sessions).get,
+               key=key, on_change=lambda k=key: show_session(state[k]))
 info = next(s for s in sessions if s.id == state.session_id)
 
 if not svc.is_open(info.id):
@@ -32,13 +36,13 @@ if not svc.is_open(info.id):
         svc.open_session(info.id)
 run = svc.open_session(info.id)
 if run.problem is not None:
-    st.error(ui.plain(run.problem))
+    st.error(plain(run.problem))
 table = run.label_table()
 current = table[table["status"] == "current"]
-st.caption(ui.history_summary(table, run.info.solver))
+st.caption(history_summary(table, run.info.solver))
 
 
-@ui.guarded
+@guarded
 def _correct(label_id: int, value: int | None) -> None:
     live = svc.open_session(info.id)
     who = auth.identity()  # the correction is recorded under the signed-in person (refused once signed out)
@@ -52,7 +56,7 @@ with st.container(border=True, key="history_change"):
     elif current.empty:
         st.info("No answer yet in this session.")
     else:
-        choices = ui.history_choices(current)
+        choices = history_choices(current)
         options = list(choices)
         remembered = state.get("history_picked")
         # a new widget after every change of the session, so that the box shows the answer as it now stands
@@ -70,17 +74,17 @@ with st.container(border=True, key="history_change"):
         if value != 0:
             other = run.class_names[-value]
             # a button's label is Markdown: the class name (the dataset's own text) is shown as it is
-            cols[0].button(f"Change to {ui.plain(other)}", type="primary", key=f"change_{picked}", width="stretch",
+            cols[0].button(f"Change to {plain(other)}", type="primary", key=f"change_{picked}", width="stretch",
                            on_click=_correct, args=(int(picked), -value))
         cols[1].button("Remove this answer", key=f"remove_{picked}", width="stretch",
                        on_click=_correct, args=(int(picked), None),
                        help="Takes the answer back (the item can be asked about again); the original row and "
                             "who removed it when are kept.")
-        cols[2].caption(ui.correction_note(run.info.solver))
+        cols[2].caption(correction_note(run.info.solver))
     outcome = state.get("history_outcome")
     if outcome is not None:
         (st.success if outcome.ok and outcome.kind == "info" else
-         st.warning if outcome.kind == "warning" else st.error)(ui.plain(outcome.message))
+         st.warning if outcome.kind == "warning" else st.error)(plain(outcome.message))
         state.history_outcome = None
 
 COLUMNS = {"#": st.column_config.NumberColumn(format="%d"), "item": st.column_config.NumberColumn(format="%d"),
@@ -89,15 +93,15 @@ COLUMNS = {"#": st.column_config.NumberColumn(format="%d"), "item": st.column_co
                help="f(x) of the model when it asked: positive on the side of the positives. \"cold start\" "
                     "while the model could not score yet, \"–\" for answers imported from a file"),
            "changes": st.column_config.TextColumn(width="large")}
-table = ui.visible_cells(table.assign(**{"score when asked": ui.score_cells(table)}))
+table = visible_cells(table.assign(**{"score when asked": score_cells(table)}))
 corrected = table[table["changes"].str.len() > 0]
 if len(corrected):
     st.markdown("**Changed or removed**")
     st.dataframe(corrected.drop(columns=["label_id"]).iloc[::-1], hide_index=True, width="stretch",
-                 height=ui.table_height(len(corrected), most=220), key="history_corrected", column_config=COLUMNS)
+                 height=table_height(len(corrected), most=220), key="history_corrected", column_config=COLUMNS)
     st.markdown("**Every answer, newest first**")
 st.dataframe(
-    table.drop(columns=["label_id"]).iloc[::-1], hide_index=True, width="stretch", height=ui.table_height(len(table)),
+    table.drop(columns=["label_id"]).iloc[::-1], hide_index=True, width="stretch", height=table_height(len(table)),
     key="history_table", column_config=COLUMNS)
 st.page_link(navigation.view("label"), label="Back to labelling", icon=":material/label:",
              query_params={navigation.SESSION_PARAM: info.id}, disabled=info.status != "active")

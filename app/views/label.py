@@ -4,14 +4,19 @@ import time
 
 import streamlit as st
 
-from app import auth, charts, known_items, navigation, stopping_panel, ui
-from app.services import DEFAULT_C, DEFAULT_SOLVER, LABEL_STRATEGIES, SOLVERS, STRATEGY_WORDS, ServiceError
+from app import auth, charts, known_items, navigation, stopping_panel
+from app.services import DEFAULT_C, DEFAULT_SOLVER, LABEL_STRATEGIES, SOLVERS, STRATEGY_WORDS
+from app.services.errors import REFUSED
+from app.services.formatting import count
 from app.services.sessions import FIND_CHARS
-from core.kernels import KERNEL_NAMES
-from core.solvers.ramp import LOSSES
-from storage.errors import StorageError
+from app.services.vocabulary import KERNEL_NAMES, LOSSES
+from app.ui.forms import C_MIN, parse_gamma
+from app.ui.item import item_view, live_roc, pause_before_charts, why_chosen
+from app.ui.messages import guarded, page_part, preparing_model_notice, show_outcome, waiting_for_the_model
+from app.ui.state import follow_address, service, session_label, show_session
+from app.ui.text import plain, visible
 
-svc = ui.service()
+svc = service()
 st.title("Label")
 
 datasets = svc.datasets()
@@ -27,28 +32,28 @@ if not sessions and not state.get("demo_asked"):
             sessions = svc.sessions(status="active", annotator=me, solo=True)
 
 
-@ui.guarded
+@guarded
 def _start_session() -> None:
     """Form callback: start the session before the page is drawn again, then show it."""
     try:
         run = svc.start_session(
             dataset_id=state.new_dataset, annotator=me, strategy=state.new_strategy,
             solver=None if state.new_solver == "default" else state.new_solver, C=state.new_C,
-            gamma=ui.parse_gamma(state.new_gamma), seed=int(state.new_seed),
+            gamma=parse_gamma(state.new_gamma), seed=int(state.new_seed),
             eval_fraction=state.get("new_eval_fraction"), model=state.get("new_model", "auto"),
             kernel=state.new_kernel, loss=None if state.new_loss == "default" else state.new_loss,
             tol=state.new_tol, find=state.new_find, auto_hyper=state.get("new_auto_hyper", True), by=who)
-    except (ServiceError, StorageError, ValueError) as error:
+    except (*REFUSED, ValueError) as error:
         state.start_error = str(error)
         return
     state.start_error = None
-    ui.show_session(run.session_id)
+    show_session(run.session_id)
     state.outcome = None
     state.new_session_popover = False  # close the popover: the new session's first item is waiting
 
 
 # -- choose a session: the one the address names, else the one shown before, else the most recent -----
-ui.follow_address(sessions)
+follow_address(sessions)
 if state.session_id not in {s.id for s in sessions}:
     state.session_id = None
 top_left, top_right = st.columns([4.1, 1.9], vertical_alignment="bottom")
@@ -61,15 +66,15 @@ if mine:
     # A new widget for every session shown: the keyboard focus leaves with the old one, so the
     # shortcut keys label at once after a switch instead of typing into the box.
     key = f"session_picker_{state.session_id}"
-    top_left.selectbox("Session", ids, index=ids.index(state.session_id), format_func=ui.session_label(mine).get,
-                       key=key, on_change=lambda k=key: ui.show_session(state[k]))
+    top_left.selectbox("Session", ids, index=ids.index(state.session_id), format_func=session_label(mine).get,
+                       key=key, on_change=lambda k=key: show_session(state[k]))
 
 with top_right.popover("New session", icon=":material/add:", width="stretch", key="new_session_popover",
                        on_change="rerun"), \
         st.form("new_session", border=False):
     # what a screener decides first; how the model learns under Advanced, with the defaults it always had
     st.selectbox("Dataset", [d.id for d in datasets], key="new_dataset",
-                 format_func={d.id: ui.visible(f"{d.name} ({d.n_items} items)") for d in datasets}.get)
+                 format_func={d.id: visible(f"{d.name} ({d.n_items} items)") for d in datasets}.get)
     st.text_input("What to find", key="new_find", max_chars=FIND_CHARS,
                   placeholder="empty: the dataset's positive class",
                   help="What a Positive answer means, in your words (for example 'randomised trials in adults'). "
@@ -101,12 +106,12 @@ with top_right.popover("New session", icon=":material/add:", width="stretch", ke
                         help="The ramp solver only: ramp (its own), hinge or squared hinge. The other solvers "
                              "learn the hinge loss.")
         c_col, g_col, t_col = st.columns(3)
-        c_col.number_input("C", min_value=ui.C_MIN, value=DEFAULT_C, format="%g", key="new_C",
+        c_col.number_input("C", min_value=C_MIN, value=DEFAULT_C, format="%g", key="new_C",
                            help="Penalty on margin violations: small C, smoother boundary; large C, fewer errors "
                                 "on the labelled items.")
         g_col.text_input("gamma", value="scale", key="new_gamma",
                          help="'scale' = 1 / (features × variance), or a number")
-        t_col.number_input("Tolerance", min_value=ui.C_MIN, max_value=0.999, value=None, format="%g",
+        t_col.number_input("Tolerance", min_value=C_MIN, max_value=0.999, value=None, format="%g",
                            key="new_tol", placeholder="0.001",
                            help="How far the solver may leave the optimality (KKT) conditions, in units of the "
                                 "margin; empty: the solver's default (0.001).")
@@ -128,7 +133,7 @@ with top_right.popover("New session", icon=":material/add:", width="stretch", ke
     st.form_submit_button("Start labelling", type="primary", key="start_session", on_click=_start_session)
     if st.session_state.get("start_error"):
         # inside the form, next to the fields to correct (the popover would hide it on the page)
-        st.error(ui.plain(st.session_state.start_error))
+        st.error(plain(st.session_state.start_error))
 
 if st.session_state.session_id is None:
     st.info("Start a session with **New session**: the bundled handwritten digits (8 vs the rest) are ready.")
@@ -136,33 +141,33 @@ if st.session_state.session_id is None:
 
 
 # -- the labelling panel: a fragment, so a click reruns only this part -------------------------------
-@ui.guarded
+@guarded
 def _answer(session_id: int, value: int, item_index: int) -> None:
-    with ui.waiting_for_the_model():
+    with waiting_for_the_model():
         st.session_state.outcome = svc.open_session(session_id).answer(value, item_index=item_index, by=who)
 
 
-@ui.guarded
+@guarded
 def _undo(session_id: int, last_item: int | None) -> None:
     st.session_state.outcome = svc.open_session(session_id).undo(last_item_index=last_item, by=who)
 
 
-@ui.guarded
+@guarded
 def _close(session_id: int) -> None:
     st.session_state.outcome = svc.close_session(session_id, by=who)
-    ui.show_session(None)  # the most recent active session is shown instead
+    show_session(None)  # the most recent active session is shown instead
 
 
 def session_without_model(run) -> None:
     """A session whose model cannot be rebuilt: why, what is kept, and a way out."""
-    st.error(ui.plain(run.problem))
-    st.caption(f"Stored: {ui.count(run.n_labels, 'label')} ({run.n_positive} positive) and "
-               f"{ui.count(run.n_skips, 'skip')}.")
+    st.error(plain(run.problem))
+    st.caption(f"Stored: {count(run.n_labels, 'label')} ({run.n_positive} positive) and "
+               f"{count(run.n_skips, 'skip')}.")
     st.button("Close this session", key="close_broken_session", on_click=_close, args=(run.session_id,))
 
 
 @st.fragment
-@ui.page_part("label_panel")
+@page_part("label_panel")
 def labelling_panel(session_id: int) -> None:
     auth.rerun_when_signed_out(svc)  # (a fragment reruns alone: the app's own check does not run)
     run = svc.open_session(session_id)
@@ -172,7 +177,7 @@ def labelling_panel(session_id: int) -> None:
     shown = run.shown
     # Everything the item's column shows is worked out before its first element is written: the
     # elements then leave together and the browser draws them in one pass, not one per arrival.
-    draw_item = None if shown is None else ui.item_view(run.item_display, shown.item_index)
+    draw_item = None if shown is None else item_view(run.item_display, shown.item_index)
     key = None if shown is None else run.item_display.key(shown.item_index)
     # While the New session form is open it covers the item: a shortcut key typed
     # there must not label an item nobody is looking at.
@@ -192,7 +197,7 @@ def labelling_panel(session_id: int) -> None:
                      f"(share {run.eval_fraction:.0%})")
     item_col, chart_col = st.columns([1, 1], gap="large")
     with item_col:
-        ui.preparing_model_notice()  # (a first start: what labelling needs is still being compiled)
+        preparing_model_notice()  # (a first start: what labelling needs is still being compiled)
         # The item goes in this box, above the buttons, but is written after them: the
         # browser then never shows an item while the buttons still belong to the one before.
         item_box = st.container(key="item_view")
@@ -213,26 +218,26 @@ def labelling_panel(session_id: int) -> None:
                 st.success("Every item of the pool has been answered.")
             else:
                 st.container(key="item_caption").markdown(
-                    f"**Item {shown.item_index}**" + (f" · {ui.plain(key)}" if key else ""))
+                    f"**Item {shown.item_index}**" + (f" · {plain(key)}" if key else ""))
                 draw_item()
-                st.caption(ui.why_chosen(shown))
+                st.caption(why_chosen(shown))
         if run.looking_for:
-            st.container(key="looking_for").caption(f"**Positive** means: {ui.plain(run.looking_for)}")
+            st.container(key="looking_for").caption(f"**Positive** means: {plain(run.looking_for)}")
         if form_open:
             st.caption("Labelling is paused while **New session** is open.")
-        ui.show_outcome()
+        show_outcome()
         st.container(key="progress").markdown(progress)
-        st.caption(f"Model update {update} · next query {query} · solver {ui.plain(run.info.solver)}")
+        st.caption(f"Model update {update} · next query {query} · solver {plain(run.info.solver)}")
         if run.hyper_words:
-            st.caption(ui.plain(run.hyper_words))
+            st.caption(plain(run.hyper_words))
     # Hand the item to the browser before building the charts: the deltas above are
     # sent by the server's event loop, which the chart work below would hold up (and on a page's
-    # first view the browser fetches the item's own code before Plotly's: see ui.pause_before_charts).
-    time.sleep(ui.pause_before_charts(st.session_state))
+    # first view the browser fetches the item's own code before Plotly's: see pause_before_charts).
+    time.sleep(pause_before_charts(st.session_state))
     with chart_col:
         history = run.history()
         top = st.columns(2)
-        top[0].plotly_chart(charts.roc_figure(ui.live_roc(run), has_evaluation=run.has_evaluation),
+        top[0].plotly_chart(charts.roc_figure(live_roc(run), has_evaluation=run.has_evaluation),
                             config={"displayModeBar": False}, key="roc")
         top[1].plotly_chart(charts.auc_figure(history, has_evaluation=run.has_evaluation),
                             config={"displayModeBar": False}, key="auc")

@@ -3,23 +3,27 @@
 import pandas as pd
 import streamlit as st
 
-from app import auth, ui
+from app import auth
 from app.services import ServiceError
+from app.services.formatting import count
+from app.ui.state import service
+from app.ui.tables import score_cells, table_height
+from app.ui.text import plain
 
-svc = ui.service()
+svc = service()
 me = auth.identity()
 st.title("My labels")
 
 events = svc.own_history(me)
-st.caption(f"{ui.count(len(events), 'answer')} by {ui.plain(me.name)}, newest first (undone answers are not listed).")
+st.caption(f"{count(len(events), 'answer')} by {plain(me.name)}, newest first (undone answers are not listed).")
 if events:
     table = pd.DataFrame([{
         "item": e.item_index, "answer": {1: "positive", -1: "negative", 0: "skip"}[e.value],
         "when": e.created_at.strftime("%Y-%m-%d %H:%M:%S UTC"), "session": e.session_id, "heuristic": e.strategy,
         "solver": e.solver, "score when asked": e.decision_value,
     } for e in events])
-    st.dataframe(table.assign(**{"score when asked": ui.score_cells(table)}), hide_index=True, width="stretch",
-                 height=ui.table_height(len(table)), key="my_labels")
+    st.dataframe(table.assign(**{"score when asked": score_cells(table)}), hide_index=True, width="stretch",
+                 height=table_height(len(table)), key="my_labels")
 
 with st.expander("Change my password"), st.form("change_password", clear_on_submit=True):
     current = st.text_input("Current password", type="password")
@@ -33,4 +37,4 @@ with st.expander("Change my password"), st.form("change_password", clear_on_subm
             auth.sign_out()
             st.rerun()
         except ServiceError as error:
-            st.error(ui.plain(error))
+            st.error(plain(error))

@@ -3,10 +3,14 @@
 import pandas as pd
 import streamlit as st
 
-from app import auth, ui
+from app import auth
 from app.services import DEFAULT_C, LABEL_STRATEGIES, SOLVERS, ServiceError
+from app.ui.forms import C_MIN
+from app.ui.item import show_item
+from app.ui.state import service
+from app.ui.text import plain, visible
 
-svc = ui.service()
+svc = service()
 me = auth.identity()
 st.title("Projects")
 
@@ -18,10 +22,10 @@ with st.expander("New project", icon=":material/add:", expanded=not svc.projects
     name = st.text_input("Name", key="project_name")
     left, right = st.columns(2)
     dataset_id = left.selectbox("Dataset", [d.id for d in datasets], key="project_dataset",
-                                format_func={d.id: ui.visible(f"{d.name} ({d.n_items} items)") for d in datasets}.get)
+                                format_func={d.id: visible(f"{d.name} ({d.n_items} items)") for d in datasets}.get)
     strategy = right.selectbox("Heuristic", list(LABEL_STRATEGIES), key="project_strategy")
     solver = left.selectbox("Solver", ["default for the heuristic", *SOLVERS], key="project_solver")
-    C = right.number_input("C", min_value=ui.C_MIN, value=DEFAULT_C, format="%g", key="project_C")
+    C = right.number_input("C", min_value=C_MIN, value=DEFAULT_C, format="%g", key="project_C")
     per_item = left.number_input("Answers per item on the overlap share", min_value=1, max_value=10, value=2,
                                  key="project_k", help="2: dual screening. 1: every item is answered once.")
     share = right.slider("Overlap share (% of items answered that many times)", 0, 100, 20, key="project_share")
@@ -35,16 +39,16 @@ with st.expander("New project", icon=":material/add:", expanded=not svc.projects
             st.session_state.project_shown = created  # (the picker's own state: show the new project)
             st.rerun()
         except ServiceError as error:
-            st.error(ui.plain(error))
+            st.error(plain(error))
 if st.session_state.get("project_notice"):
-    st.success(ui.plain(st.session_state.project_notice))
+    st.success(plain(st.session_state.project_notice))
     st.session_state.project_notice = None
 
 projects = svc.projects(me)
 if not projects:
     st.info("No project yet.")
     st.stop()
-labels = {p.id: ui.visible(f"{p.name} · {p.dataset_name} · {p.strategy} / {p.solver}") for p in projects}
+labels = {p.id: visible(f"{p.name} · {p.dataset_name} · {p.strategy} / {p.solver}") for p in projects}
 project_id = st.selectbox("Project", list(labels), format_func=labels.get, key="project_shown")
 project = next(p for p in projects if p.id == project_id)
 run = svc.open_project(project_id)
@@ -94,12 +98,12 @@ for item in report.disagreements[:10]:
     with st.container(border=True, key=f"dispute_{item}"):
         left, right = st.columns([1, 2])
         with left:
-            ui.show_item(run.item_display, item)
+            show_item(run.item_display, item)
         with right:
             key = run.item_display.key(item)
-            st.markdown(f"**Item {item}**" + (f" · {ui.plain(key)}" if key else ""))
+            st.markdown(f"**Item {item}**" + (f" · {plain(key)}" if key else ""))
             votes = report.per_item[item]
-            st.markdown(" · ".join(f"{ui.plain(n)}: **{'positive' if v > 0 else 'negative'}**"
+            st.markdown(" · ".join(f"{plain(n)}: **{'positive' if v > 0 else 'negative'}**"
                                    for n, v in sorted(votes.items())))
             b1, b2 = st.columns(2)
             if b1.button("Settle as positive", key=f"settle_pos_{item}"):

@@ -3,11 +3,14 @@
 import pandas as pd
 import streamlit as st
 
-from app import auth, navigation, ui
+from app import auth, navigation
 from app.services import ServiceError
-from core.datasets import DataError
+from app.services.reading import DataError
+from app.ui.messages import data_error_text, guarded
+from app.ui.state import annotator_filter, follow_address, service, session_label, show_session
+from app.ui.text import plain, visible
 
-svc = ui.service()
+svc = service()
 st.title("Sessions")
 state = st.session_state
 
@@ -15,15 +18,15 @@ sessions = svc.sessions()
 if not sessions:
     st.info("No labelling session yet: start one on the Label page.")
     st.stop()
-ui.follow_address(sessions, missing="is not in this database")
+follow_address(sessions, missing="is not in this database")
 filters = st.columns([1, 1, 2])
 with filters[0]:
-    mine = ui.annotator_filter(sessions, key="all_annotators_sessions")
+    mine = annotator_filter(sessions, key="all_annotators_sessions")
 closed_too = filters[1].toggle("Closed sessions too", value=True, key="sessions_closed_too")
 listed = [s for s in mine if closed_too or s.status == "active"]
 st.dataframe(pd.DataFrame([{
-    "id": s.id, "name": ui.visible(s.name or ""), "dataset": ui.visible(s.dataset_name),
-    "annotator": ui.visible(s.annotator), "heuristic": s.strategy,
+    "id": s.id, "name": visible(s.name or ""), "dataset": visible(s.dataset_name),
+    "annotator": visible(s.annotator), "heuristic": s.strategy,
     "solver": s.solver, "labels": s.n_labels, "skips": s.n_skips, "status": s.status, "started": s.created_at,
     "last change": s.updated_at} for s in listed]), hide_index=True, width="stretch", key="sessions_table",
     column_config={"started": st.column_config.DatetimeColumn(format="YYYY-MM-DD HH:mm"),
@@ -34,8 +37,8 @@ if not listed:
 ids = [s.id for s in listed]
 chosen_id = state.session_id if state.session_id in ids else ids[0]
 picker = f"sessions_pick_{chosen_id}"
-chosen_id = st.selectbox("Session", ids, index=ids.index(chosen_id), format_func=ui.session_label(listed).get,
-                         key=picker, on_change=lambda: ui.show_session(state[picker]))
+chosen_id = st.selectbox("Session", ids, index=ids.index(chosen_id), format_func=session_label(listed).get,
+                         key=picker, on_change=lambda: show_session(state[picker]))
 info = next(s for s in listed if s.id == chosen_id)
 links = st.columns(3)
 links[0].page_link(navigation.view("label"), label="Label it", icon=":material/label:",
@@ -48,17 +51,17 @@ def _tell(outcome) -> None:
     state.sessions_outcome = outcome
 
 
-@ui.guarded
+@guarded
 def _rename(session_id: int) -> None:
     _tell(svc.rename_session(session_id, state.get(f"session_name_{session_id}", ""), by=auth.identity()))
 
 
-@ui.guarded
+@guarded
 def _close(session_id: int) -> None:
     _tell(svc.close_session(session_id, by=auth.identity()))
 
 
-@ui.guarded
+@guarded
 def _reopen(session_id: int) -> None:
     _tell(svc.reopen_session(session_id, by=auth.identity()))
 
@@ -75,7 +78,7 @@ with st.container(border=True):
         st.button("Reopen this session", key=f"reopen_{info.id}", on_click=_reopen, args=(info.id,))
     outcome = state.get("sessions_outcome")
     if outcome is not None:
-        (st.success if outcome.ok else st.error)(ui.plain(outcome.message))
+        (st.success if outcome.ok else st.error)(plain(outcome.message))
         state.sessions_outcome = None
 
 st.subheader("Import labels into this session")
@@ -91,11 +94,11 @@ if upload is not None:
     try:
         header = svc.preview_csv(data, n=0).header
     except DataError as error:  # too wide or too large to read at all
-        st.error(ui.plain(ui.data_error_text(error, upload.name)))
+        st.error(plain(data_error_text(error, upload.name)))
         st.stop()
     header = [h.strip().lstrip("\ufeff") for h in header]
     if not any(header):
-        st.error(ui.plain(f"{upload.name}: the file is empty (a header row and data rows are needed)."))
+        st.error(plain(f"{upload.name}: the file is empty (a header row and data rows are needed)."))
         st.stop()
     key_guess = next((h for h in ("item_key", "key", "id", "item_index") if h in header), header[0])
     label_guess = next((h for h in ("label", "class", "answer") if h in header), header[min(1, len(header) - 1)])
@@ -111,6 +114,6 @@ if upload is not None:
             outcome = run.import_labels(data, key_column=key_column, label_column=label_column, source=upload.name,
                                         by=auth.identity())
         except (ServiceError, DataError) as error:
-            st.error(ui.plain(ui.data_error_text(error, upload.name)))
+            st.error(plain(data_error_text(error, upload.name)))
         else:
-            (st.success if outcome.ok else st.error)(ui.plain(outcome.message))
+            (st.success if outcome.ok else st.error)(plain(outcome.message))

@@ -3,16 +3,18 @@
 import pandas as pd
 import streamlit as st
 
-from app import auth, ui
+from app import auth
 from app.services import ServiceError
+from app.ui.state import service
+from app.ui.text import plain, visible
 
-svc = ui.service()
+svc = service()
 me = auth.identity()
 st.title("Team")
 
 accounts = svc.accounts()
 st.dataframe(pd.DataFrame([{
-    "name": ui.visible(a.name), "role": a.role, "enabled": not a.disabled, "sign-in": "password" if a.password_hash else
+    "name": visible(a.name), "role": a.role, "enabled": not a.disabled, "sign-in": "password" if a.password_hash else
     "identity provider", "last sign-in": "" if a.last_sign_in_at is None else
     a.last_sign_in_at.strftime("%Y-%m-%d %H:%M UTC"), "failed sign-ins": a.failed_attempts,
 } for a in accounts]), hide_index=True, width="stretch", key="accounts_table")
@@ -31,10 +33,10 @@ with add, st.form("add_account", clear_on_submit=True):
             st.session_state.team_notice = f"Account '{new_name.strip()}' added."
             st.rerun()
         except ServiceError as error:
-            st.error(ui.plain(error))
+            st.error(plain(error))
 with change, st.form("reset_account"):
     st.subheader("Reset a password, disable or enable")
-    who = st.selectbox("Account", [a.name for a in accounts], key="reset_name", format_func=ui.visible)
+    who = st.selectbox("Account", [a.name for a in accounts], key="reset_name", format_func=visible)
     password = st.text_input("New password", type="password", key="reset_password")
     left, middle, right = st.columns(3)
     try:
@@ -51,7 +53,7 @@ with change, st.form("reset_account"):
             st.session_state.team_notice = f"'{who}' is enabled."
             st.rerun()
     except ServiceError as error:
-        st.error(ui.plain(error))
+        st.error(plain(error))
 if st.session_state.get("team_notice"):
-    st.success(ui.plain(st.session_state.team_notice))
+    st.success(plain(st.session_state.team_notice))
     st.session_state.team_notice = None

@@ -2,10 +2,14 @@
 
 import streamlit as st
 
-from app import auth, ui
+from app import auth
 from app.services import ServiceError
+from app.ui.item import item_view, why_chosen
+from app.ui.messages import guarded, page_part, preparing_model_notice, waiting_for_the_model
+from app.ui.state import service
+from app.ui.text import plain, visible
 
-svc = ui.service()
+svc = service()
 me = auth.identity()
 st.title("Label together")
 
@@ -16,40 +20,40 @@ if not projects:
         " Ask an owner of this MarginLab to add you to one."))
     st.stop()
 
-names = {p.id: ui.visible(f"{p.name} · {p.dataset_name} · {p.strategy} / {p.solver}") for p in projects}
+names = {p.id: visible(f"{p.name} · {p.dataset_name} · {p.strategy} / {p.solver}") for p in projects}
 if st.session_state.get("team_project") not in names:
     st.session_state.team_project = projects[0].id
 st.selectbox("Project", list(names), format_func=names.get, key="team_project",
              on_change=lambda: st.session_state.update(team_outcome=None))
 
 
-@ui.guarded
+@guarded
 def _answer(project_id: int, value: int, shown) -> None:
     run = svc.project_for(me, project_id)
-    with ui.waiting_for_the_model():
+    with waiting_for_the_model():
         st.session_state.team_outcome = run.answer(me.name, shown.item_index, value, shown, by=me)
 
 
-@ui.guarded
+@guarded
 def _undo(project_id: int) -> None:
     st.session_state.team_outcome = svc.project_for(me, project_id).undo(me.name, by=me)
 
 
 @st.fragment
-@ui.page_part("team_panel")
+@page_part("team_panel")
 def team_panel(project_id: int) -> None:
     auth.rerun_when_signed_out(svc)  # (a fragment reruns alone: the app's own check does not run)
     try:
         run = svc.project_for(me, project_id)
         shown = run.next_item(me.name)  # reserved for me until I answer (or it expires)
     except ServiceError as error:
-        st.error(ui.plain(error))
+        st.error(plain(error))
         return
     item = None if shown is None else shown.item_index
     # worked out before the first element, so the item's elements leave together (see the Label page)
-    draw_item = None if shown is None else ui.item_view(run.item_display, item)
+    draw_item = None if shown is None else item_view(run.item_display, item)
     key = None if shown is None else run.item_display.key(item)
-    ui.preparing_model_notice()  # (a first start: what labelling needs is still being compiled)
+    preparing_model_notice()  # (a first start: what labelling needs is still being compiled)
     item_box = st.container(key="item_view")
     with st.container(horizontal=True, key="team_buttons"):
         st.button("Positive", shortcut="P", type="primary", disabled=shown is None, on_click=_answer,
@@ -63,12 +67,12 @@ def team_panel(project_id: int) -> None:
         if shown is None:
             st.success("Nothing is left for you in this project: every item has the answers it needs.")
         else:
-            st.container(key="item_caption").markdown(f"**Item {item}**" + (f" · {ui.plain(key)}" if key else ""))
+            st.container(key="item_caption").markdown(f"**Item {item}**" + (f" · {plain(key)}" if key else ""))
             draw_item()
-            st.caption(ui.why_chosen(shown))
+            st.caption(why_chosen(shown))
     outcome = st.session_state.get("team_outcome")
     if outcome is not None:
-        (st.caption if outcome.ok else st.warning)(ui.plain(outcome.message))
+        (st.caption if outcome.ok else st.warning)(plain(outcome.message))
     progress = run.progress()
     mine = progress["by_member"].get(me.name, 0)
     st.container(key="team_progress").markdown(
@@ -77,7 +81,7 @@ def team_panel(project_id: int) -> None:
         f"{progress['items']} items done · the shared model learned {progress['learned']} "
         f"({progress['positive']} positive)")
     update = "–" if run.last_update_ms is None else f"{run.last_update_ms:.1f} ms"
-    st.caption(f"Last model update {update} · solver {ui.plain(run.info.solver)} · items are reserved for "
+    st.caption(f"Last model update {update} · solver {plain(run.info.solver)} · items are reserved for "
                f"{run.info.reservation_seconds // 60} min for whoever they are handed to")
 
 

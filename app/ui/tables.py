@@ -1,0 +1,147 @@
+"""Tables as a person reads them, and the lines around them: the History and My labels tables, the Compare
+summary and its notes."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from app.services.common import BASELINE, EXACT_SOLVERS
+from app.services.comparisons import with_decimals
+from app.services.formatting import count, signed
+from app.ui.text import plain, visible
+
+
+def runs_without_the_heuristic(rows: pd.DataFrame) -> str | None:
+    """A notice naming the runs (heuristic, seed) in which every label was a cold-start draw, so the
+    heuristic never chose an item (the budget ran out before both classes were found), or None."""
+    if rows is None or rows.empty or "cold_start" not in rows:
+        return None
+    chosen = rows[rows["strategy"] != BASELINE]  # (its heuristic is the cold start's random draw)
+    if chosen.empty:
+        return None
+    runs = chosen.groupby(["strategy", "seed"])["cold_start"].all()
+    idle = [f"{strategy} (seed {seed})" for (strategy, seed), all_cold in runs.items() if all_cold]
+    if not idle:
+        return None
+    shown = ", ".join(idle[:6]) + (f" and {len(idle) - 6} more" if len(idle) > 6 else "")
+    return (f"In {len(idle)} of {len(runs)} runs every label was drawn at random by the cold start: {shown}. "
+            "The budget ran out before both classes were found, so the heuristic never chose an item and its "
+            "curves there are those of random draws. A larger budget (or a dataset with more positives) lets "
+            "it act.")
+
+
+SUMMARY_NOTE = ("ALC: area under the test-AUC learning curve, normalised (0 = chance, 1 = the full-data AUC from "
+                "the first label); mean ± std over seeds. \"To 95 %\": labels until the test AUC first reached "
+                "95 % of the full-data AUC (mean over the seeds that did; how many did). W/T/L: seeds on which "
+                "the heuristic's ALC beat, tied or lost to random.")
+
+
+def _number(value) -> float | None:
+    try:
+        value = float(value)
+    except (TypeError, ValueError):
+        return None
+    return None if np.isnan(value) else value
+
+
+def summary_table(summary: pd.DataFrame) -> pd.DataFrame:
+    """The comparison summary with readable headers and cells (no raw None / NaN)."""
+    if summary is None or summary.empty:
+        return pd.DataFrame()
+
+    def pm(mean, std) -> str:
+        mean, std = _number(mean), _number(std)
+        return "–" if mean is None else f"{mean:.3f} ± {std or 0.0:.3f}"
+
+    def reach(labels, reached, seeds) -> str:
+        labels, reached = _number(labels), int(_number(reached) or 0)
+        return "never" if labels is None or reached == 0 else f"{labels:.0f} ({reached}/{int(seeds)} seeds)"
+
+    def pair(a, b) -> str:
+        a, b = _number(a), _number(b)
+        return "–" if a is None else f"{a:.2f} / {b:.2f}"
+
+    def wtl(r) -> str:
+        w, t, lo = _number(r.get("wins")), _number(r.get("ties")), _number(r.get("losses"))
+        return "baseline" if w is None else f"{w:.0f} / {t or 0:.0f} / {lo or 0:.0f}"
+
+    rows = []
+    against_random = BASELINE in set(summary["strategy"]) if "strategy" in summary else False
+    for r in summary.to_dict(orient="records"):
+        seeds = _number(r.get("n_seeds")) or 0
+        rows.append({
+            "heuristic": r.get("strategy"), "solver": r.get("solver"),
+            "ALC": pm(r.get("alc_mean"), r.get("alc_std")),
+            **({"vs random W / T / L": wtl(r)} if against_random else {}),
+            # how soon the positives were found (what a reviewer asks), on screen without scrolling sideways
+            **({f"to {level} % recall": reach(r.get(f"labels_recall_{level}"), r.get(f"reached_recall_{level}"),
+                                              seeds) for level in (50, 80, 95)}
+               | {"WSS@95": _number(r.get("wss_95"))} if "labels_recall_50" in r else {}),
+            "seeds": int(seeds),
+            "ALC (log2 labels)": pm(r.get("alc_log2_mean"), r.get("alc_log2_std")),
+            "to 95 %": reach(r.get("labels_95"), r.get("reached_95"), seeds),
+            "to 99 %": reach(r.get("labels_99"), r.get("reached_99"), seeds),
+            "final AUC": _number(r.get("final_auc")), "full-data AUC": _number(r.get("reference_auc")),
+            "support vectors": _number(r.get("final_n_sv")),
+            "update ms p50 / p95": pair(r.get("update_ms_median"), r.get("update_ms_p95")),
+            "query ms p50 / p95": pair(r.get("query_ms_median"), r.get("query_ms_p95")),
+        })
+    # numbers to a fixed number of decimals, "–" where missing: the table never shows None or NaN
+    return with_decimals(pd.DataFrame(rows), {"final AUC": 3, "full-data AUC": 3, "WSS@95": 3, "support vectors": 1})
+
+
+def correction_note(solver: str) -> str:
+    """How a change of an earlier answer reaches the model, for the History page."""
+    if solver in EXACT_SOLVERS:
+        return (f"{solver}: the model unlearns the answer and learns the new one, exactly as if it had been given "
+                "from the start.")
+    return (f"{solver}: the model is rebuilt from every answer in order, with the new one in its place (the same "
+            "model as had it been given from the start).")
+
+
+def history_summary(table: pd.DataFrame, solver: str) -> str:
+    current = table[table["status"] == "current"]
+    labels = int((current["answer"] != "skipped").sum())
+    changed = int((current["changes"].str.len() > 0).sum())
+    removed = int((table["status"] == "removed").sum())
+    return (f"{count(labels, 'label')} and {count(len(current) - labels, 'skip')} as they stand · {changed} changed · "
+            f"{removed} removed · solver {plain(solver)}")
+
+
+def history_choices(current: pd.DataFrame) -> dict[int, str]:
+    """label id -> "#12 · item 1204 (key) · positive · 14:03:11 · 20 labels ago", newest first (the newest
+    "latest", an answer with none after it "no label since")."""
+    is_label = (current["answer"] != "skipped").to_numpy()
+    after = is_label[::-1].cumsum()[::-1] - is_label  # labels given after each answer
+    choices = {}
+    for (_, row), ago in zip(current.iloc[::-1].iterrows(), after[::-1], strict=True):
+        key = f" ({row['key']})" if row["key"] else ""
+        when = row["when"].strftime("%H:%M:%S")
+        choices[int(row["label_id"])] = visible(f"#{row['#']:.0f} · item {row['item']}{key} · {row['answer']} · "
+                                                f"{when} · {_since(ago, newest=not choices)}")
+    return choices
+
+
+def _since(labels_after: int, newest: bool) -> str:
+    if newest:
+        return "latest"
+    if labels_after == 0:
+        return "no label since"  # only skips came after it
+    return f"{labels_after} label{'s' if labels_after != 1 else ''} ago"
+
+
+def score_cells(table: pd.DataFrame) -> pd.Series:
+    """The "score when asked" column as a person reads it: the model's f(x) with its sign ("+0.412",
+    never "-0.000"), "cold start" while the model could not score yet (a model of one class has no
+    boundary: whatever it said then means nothing), "–" where no score was kept
+    (answers imported from a file)."""
+    cold = table["heuristic"].astype(str).str.contains("cold start", regex=False)
+    return pd.Series(["cold start" if is_cold else "–" if value is None or pd.isna(value) else signed(value)
+                      for value, is_cold in zip(table["score when asked"], cold, strict=True)],
+                     index=table.index, dtype=object)
+
+
+def table_height(rows: int, most: int = 420) -> int:
+    """Pixels for a table of ``rows`` rows (and its header) without empty rows below, at most ``most``."""
+    return min(38 + 35 * max(rows, 1), most)
