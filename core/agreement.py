@@ -36,23 +36,55 @@ class Kappa:
 
 
 def cohen_kappa(first: Sequence[Hashable], second: Sequence[Hashable]) -> Kappa:
-    """Cohen's kappa of two raters' labels of the same items (``first[i]`` and ``second[i]`` rate item i)."""
-    a, b = list(first), list(second)
+    """Cohen's kappa of two raters' labels of the same items (``first[i]`` and ``second[i]`` rate item i).
+
+    MarginLab's one implementation: the team's agreement and the stability rule's
+    comparison of successive models (``core.stopping.cohens_kappa``) both use it.
+    """
+    if isinstance(first, np.ndarray) and isinstance(second, np.ndarray) and _countable(first, second):
+        categories, a, b = _codes_of_arrays(first.reshape(-1), second.reshape(-1))
+    else:
+        categories, a, b = _codes_of_values(list(first), list(second))
     if len(a) != len(b):
         raise ValueError(f"the two raters must rate the same items: {len(a)} and {len(b)} ratings given")
     n = len(a)
     if n == 0:
         return Kappa(None, 0, None, None, 2)
-    categories = sorted(set(a) | set(b), key=repr)
-    index = {c: k for k, c in enumerate(categories)}
-    table = np.zeros((len(categories), len(categories)))
-    for x, y in zip(a, b, strict=True):
-        table[index[x], index[y]] += 1
+    k = len(categories)
+    table = np.bincount(a * k + b, minlength=k * k).reshape(k, k).astype(np.float64)  # whole counts: exact
     table /= n
     observed = float(np.trace(table))
     expected = float(table.sum(axis=1) @ table.sum(axis=0))
     value = None if np.isclose(expected, 1.0, rtol=0, atol=1e-12) else (observed - expected) / (1 - expected)
     return Kappa(value, n, observed, expected, 2)
+
+
+def _countable(*arrays: np.ndarray) -> bool:
+    return all(x.dtype.kind in "biu" for x in arrays)
+
+
+def _codes_of_values(a: list, b: list) -> tuple[list, np.ndarray, np.ndarray]:
+    """Categories in the order of their ``repr`` and each rating's position among them."""
+    categories = sorted(set(a) | set(b), key=repr)
+    index = {c: k for k, c in enumerate(categories)}
+    return (categories, np.fromiter((index[x] for x in a), np.intp, len(a)),
+            np.fromiter((index[x] for x in b), np.intp, len(b)))
+
+
+def _codes_of_arrays(a: np.ndarray, b: np.ndarray) -> tuple[list, np.ndarray, np.ndarray]:
+    """As :func:`_codes_of_values` for boolean or integer arrays, without a Python step per rating."""
+    if a.dtype == bool and b.dtype == bool:  # False before True, as their reprs sort; only those present
+        present = [not (a.all() and b.all()), bool(a.any() or b.any())]
+        if all(present):
+            return [np.False_, np.True_], a.view(np.uint8).astype(np.intp), b.view(np.uint8).astype(np.intp)
+        only = [np.False_, np.True_][present.index(True)] if any(present) else np.False_
+        return [only], np.zeros(len(a), dtype=np.intp), np.zeros(len(b), dtype=np.intp)
+    values, codes = np.unique(np.concatenate([a, b]), return_inverse=True)
+    order = sorted(range(len(values)), key=lambda k: repr(values[k]))  # the general path's order
+    position = np.empty(len(values), dtype=np.intp)
+    position[order] = np.arange(len(values))
+    codes = position[codes.reshape(-1)]
+    return [values[k] for k in order], codes[: len(a)], codes[len(a):]
 
 
 def fleiss_kappa(counts: np.ndarray) -> Kappa:

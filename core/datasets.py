@@ -22,6 +22,7 @@ import scipy.sparse as sp
 
 # data import is core.ingest's; its names stay importable from here, where callers have long found them
 from core import ingest
+from core.features import Standardizer
 from core.ingest import reading
 from core.ingest.errors import DataError, DataTooLarge, NotText  # noqa: F401
 from core.ingest.options import (  # noqa: F401
@@ -260,16 +261,14 @@ def standardize(X: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
     Constant columns get scale 1 (so they become 0, never NaN or inf).
     Apply the same transform to new data with ``(Z - mean) / scale``.
+    The statistics and values are ``core.features.Standardizer``'s (the importer's).
     """
     X = np.asarray(X, dtype=np.float64)
     if X.ndim != 2:
         raise ValueError(f"X must be two-dimensional, got shape {X.shape}")
-    if len(X) == 0:
-        return X.copy(), np.zeros(X.shape[1]), np.ones(X.shape[1])
-    mean = X.mean(axis=0)
-    scale = X.std(axis=0)
-    scale[~(scale > 1e-12 * np.maximum(1.0, np.abs(mean)))] = 1.0
-    return (X - mean) / scale, mean, scale
+    scaler = Standardizer().fit(X)
+    assert scaler.mean_ is not None and scaler.scale_ is not None  # (set by fit)
+    return scaler.transform(X), scaler.mean_, scaler.scale_
 
 
 def stratified_split(y: np.ndarray, test_fraction: float, rng: np.random.Generator

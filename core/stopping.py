@@ -106,7 +106,9 @@ from fractions import Fraction
 import numpy as np
 from scipy import special, stats
 
+from core.agreement import cohen_kappa
 from core.formatting import count, for_people
+from core.metrics import roc_auc
 
 RULE_NAMES = ("statistical", "statistical-run", "knee", "margin", "stability", "consecutive")
 #: when each statistical rule suggests starting a recall check (the test is the same)
@@ -294,19 +296,16 @@ def knee_rule(labels, *, min_labels: int = KNEE_MIN_LABELS) -> RuleState:
 
 
 def cohens_kappa(a, b) -> float:
-    """Cohen's kappa between two binary predictions (NaN when both predict one and the same class only)."""
+    """Cohen's kappa between two binary predictions (NaN when both predict one and the same class only).
+
+    ``core.agreement.cohen_kappa`` of the signs (> 0), its undefined ``None`` as NaN.
+    """
     a = np.asarray(a).reshape(-1) > 0
     b = np.asarray(b).reshape(-1) > 0
     if len(a) != len(b):
         raise ValueError(f"{len(a)} predictions against {len(b)}")
-    if len(a) == 0:
-        return float("nan")
-    observed = float(np.mean(a == b))
-    pa, pb = float(np.mean(a)), float(np.mean(b))
-    expected = pa * pb + (1.0 - pa) * (1.0 - pb)
-    if expected >= 1.0:
-        return float("nan")
-    return (observed - expected) / (1.0 - expected)
+    value = cohen_kappa(a, b).value
+    return float("nan") if value is None else value
 
 
 def stop_set(n_items: int, seed: int, size: int = STOP_SET_SIZE) -> np.ndarray:
@@ -1264,7 +1263,7 @@ def estimate_from_model(unlabelled_scores, asked_scores, asked_labels, *, found:
                                       f"{min_labels} negative labels were scored when asked ({n_pos} and {n_neg} "
                                       "so far); a recall check's random draws give an estimate at once",
                        found, float("nan"), float("nan"), float("nan"), confidence)
-    auc = _auc(s, y)
+    auc = roc_auc(y, s)
     if auc < min_auc:
         return _finish("model-based", f"the model's scores when asked do not yet tell positives from negatives "
                                       f"(ROC AUC {auc:.2f}, below {min_auc:g}); a recall check's random draws "
@@ -1284,14 +1283,6 @@ def estimate_from_model(unlabelled_scores, asked_scores, asked_labels, *, found:
     return _finish("model-based", f"{what} (no guarantee: the labelled items were chosen by the heuristic, "
                                   "not at random)", found, mean, mean - z * sd, mean + z * sd, confidence,
                    unlabelled=unlabelled)
-
-
-def _auc(scores: np.ndarray, labels: np.ndarray) -> float:
-    """ROC AUC of ``scores`` for ``labels`` (+1 / -1, both present): Mann-Whitney U over the product of the counts."""
-    ranks = stats.rankdata(scores)
-    pos = labels > 0
-    n_pos, n_neg = int(np.sum(pos)), int(np.sum(~pos))
-    return float((np.sum(ranks[pos]) - n_pos * (n_pos + 1) / 2.0) / (n_pos * n_neg))
 
 
 def estimate_remaining(labels, drawn, check_starts: Sequence[int], *, pool_size: int,

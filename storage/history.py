@@ -36,21 +36,10 @@ from storage.models import (
     ModelSnapshot,
     utc_now,
 )
-from storage.repository import (
-    EngineLike,
-    LabelEvent,
-    _active_session_row,
-    _annotator_id,
-    _annotator_name,
-    _item_index,
-    _label_event,
-    _label_value,
-    _non_empty,
-    current_value,
-    events_query,
-    reading,
-    writing,
-)
+from storage.repository.annotators import _annotator_id, _annotator_name
+from storage.repository.common import EngineLike, _non_empty, reading, writing
+from storage.repository.labels import LabelEvent, _item_index, _label_event, _label_value, current_value, events_query
+from storage.repository.sessions import _active_session_row
 from storage.validation import rowcount, storable_text, text_length
 
 ANSWER_NAMES = {1: "positive", -1: "negative", 0: "skipped"}

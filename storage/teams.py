@@ -45,23 +45,10 @@ from storage.models import (
     SignInThrottle,
     utc_now,
 )
-from storage.repository import (
-    SNAPSHOTS_KEPT,
-    EngineLike,
-    LabelEvent,
-    _annotator_id,
-    _annotator_name,
-    _item_id,
-    _item_index,
-    _jsonable,
-    _label_value,
-    _load_arrays,
-    _non_empty,
-    _optional_float,
-    _save_arrays,
-    reading,
-    writing,
-)
+from storage.repository.annotators import _annotator_id, _annotator_name
+from storage.repository.common import EngineLike, _jsonable, _non_empty, _optional_float, reading, writing
+from storage.repository.labels import LabelEvent, _item_id, _item_index, _label_event, _label_value, events_query
+from storage.repository.snapshots import SNAPSHOTS_KEPT, _load_arrays, _save_arrays
 from storage.validation import rowcount, storable_text, text_length
 
 
@@ -782,8 +769,6 @@ def undo_answer(engine: EngineLike, project_id: int, *, annotator: str, label_id
         session.execute(update(Label).where(Label.id == last_id).values(undone_at=now))
         session.execute(update(LabellingSession).where(LabellingSession.id == session_id).values(updated_at=now))
         _bump(session, project, edit=True)
-        from storage.repository import _label_event, events_query
-
         return _label_event(session.execute(events_query().where(Label.id == last_id)).one())
 
 

@@ -411,6 +411,21 @@ def test_standardize_leaves_constant_columns_finite():
     assert scale[1] == 1.0
 
 
+def test_standardize_is_the_importers_standardizer():
+    """One implementation of standardisation: core.features.Standardizer's statistics and values, bit for bit."""
+    from core.features import Standardizer
+
+    X = np.column_stack([rng().normal(3, 2, 500), np.full(500, 7.0), rng().uniform(-1e3, 1e3, 500)])
+    Xs, mean, scale = standardize(X)
+    scaler = Standardizer().fit(X)
+    assert np.array_equal(mean, scaler.mean_) and np.array_equal(scale, scaler.scale_)
+    assert np.array_equal(Xs, scaler.transform(X))
+    empty = standardize(np.zeros((0, 3)))
+    assert empty[0].shape == (0, 3) and np.array_equal(empty[1], np.zeros(3)) and np.array_equal(empty[2], np.ones(3))
+    with pytest.raises(ValueError, match="two-dimensional"):
+        standardize(np.zeros(3))
+
+
 def test_stratified_split_keeps_class_ratio():
     y = np.array([1] * 30 + [-1] * 70)
     tr, te = stratified_split(y, 0.2, rng())

@@ -13,6 +13,8 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.metrics import cohen_kappa_score
 
 from core import stopping as st
+from core.agreement import cohen_kappa
+from core.metrics import roc_auc
 
 
 def comb_p_value(n: int, k: int, urn: int, big_k: int) -> float:
@@ -346,6 +348,20 @@ def test_margin_rule():
 # --------------------------------------------------------------------------- stability
 
 
+def test_cohens_kappa_is_the_agreement_modules_kappa_of_the_signs():
+    """One implementation: the stability rule's kappa is core.agreement's, bit for bit, NaN where that is None."""
+    rng = np.random.default_rng(11)
+    cases = [(np.zeros(10), np.zeros(10)), (np.ones(7), np.ones(7)), (np.ones(5), -np.ones(5)), ([], [])]
+    for n in (4, 60, 2000):
+        for _ in range(30):
+            a = rng.normal(size=n) + rng.normal()
+            cases.append((a, np.where(rng.random(n) < 0.8, a, rng.normal(size=n))))
+    for a, b in cases:
+        ours = st.cohens_kappa(a, b)
+        shared = cohen_kappa(np.asarray(a) > 0, np.asarray(b) > 0).value
+        assert (math.isnan(ours) and shared is None) or ours == shared
+
+
 def test_cohens_kappa_matches_scikit_learn():
     rng = np.random.default_rng(3)
     for _ in range(20):
@@ -434,6 +450,22 @@ def test_platt_scaling_recovers_a_logistic_model():
     assert a == pytest.approx(ref.coef_[0, 0], abs=0.01) and b == pytest.approx(ref.intercept_[0], abs=0.01)
 
 
+def test_the_calibration_check_uses_the_metrics_modules_roc_auc(monkeypatch):
+    """One implementation of ROC AUC: the model-based estimate asks core.metrics.roc_auc whether scores rank."""
+    calls = []
+
+    def counted(y, scores):
+        calls.append(len(y))
+        return roc_auc(y, scores)
+
+    monkeypatch.setattr(st, "roc_auc", counted)
+    rng = np.random.default_rng(4)
+    f = rng.normal(scale=2.0, size=400)
+    y = np.where(f + rng.normal(size=400) > 0, 1, -1)
+    est = st.estimate_from_model(f[200:], f[:200], y[:200], found=int(np.sum(y[:200] > 0)))
+    assert calls == [200] and est.method == "model-based" and not math.isnan(est.remaining)
+
+
 def test_model_based_estimate_is_labelled_and_covers_a_calibrated_truth():
     rng = np.random.default_rng(2)
     covered = 0
@@ -476,7 +508,7 @@ def test_the_estimate_is_never_above_the_unlabelled_items(data):
         assert "cannot estimate yet" in words and est.method in words
         assert not drawn.any()
         assert min(np.sum(labels > 0), np.sum(labels < 0)) < st.MIN_CALIBRATION_LABELS or \
-            st._auc(asked, labels) < st.MIN_CALIBRATION_AUC
+            roc_auc(labels, asked) < st.MIN_CALIBRATION_AUC
 
 
 def test_the_estimate_in_words_gives_shares_to_two_significant_digits():

@@ -625,3 +625,39 @@ def test_single_feature_rows_are_read_from_the_database_as_stored(engine):
     S = sp.csr_matrix(np.array([[0.0, 1.5, 0.0], [2.0, 0.0, 0.0], [0.0, 0.0, -3.0]]))
     sparse_id = storage.import_dataset(engine, name="sparse rows", X=S, feature_names=["x", "y", "z"])
     np.testing.assert_array_equal(storage.load_feature_rows(engine, sparse_id, [2, 1]), S.toarray()[[2, 1]])
+
+
+# the repository functions' module before it was cut into a module per thing stored
+REPOSITORY_NAMES = (
+    "Comparison", "ComparisonInfo", "DatasetInfo", "DisplayInfo", "EVENT_LABEL_FIELDS", "EngineLike",
+    "FEATURE_CHUNK_BYTES", "LabelEvent", "SNAPSHOTS_KEPT", "SessionInfo", "Snapshot", "as_engine", "close_session",
+    "current_value", "delete_dataset", "delete_session", "events_query", "get_dataset", "get_or_create_annotator",
+    "get_session", "import_dataset", "label_events", "labelled_items", "latest_snapshot", "list_annotators",
+    "list_comparisons", "list_datasets", "list_sessions", "load_comparison", "load_dataset_arrays",
+    "load_feature_rows", "reading", "record_label", "reopen_session", "save_comparison", "save_snapshot",
+    "set_session_setting", "start_session", "stored_features", "undo_last_label", "update_dataset_meta", "writing",
+)
+
+
+def test_the_repository_keeps_its_import_path_and_each_name_lives_in_one_entity_module():
+    import importlib
+    import pkgutil
+
+    from storage import repository as repo
+
+    assert sorted(repo.__all__) == sorted(REPOSITORY_NAMES)
+    modules = {info.name for info in pkgutil.iter_modules(repo.__path__)}
+    assert modules == {"common", "datasets", "annotators", "sessions", "labels", "snapshots", "comparisons"}
+    homes = {}
+    for module in modules:
+        found = importlib.import_module(f"storage.repository.{module}")
+        for name in REPOSITORY_NAMES:
+            if getattr(getattr(found, name, None), "__module__", None) == found.__name__:
+                homes.setdefault(name, []).append(module)
+    for name in REPOSITORY_NAMES:
+        value = getattr(repo, name)
+        if callable(value) and hasattr(value, "__module__") and value.__module__.startswith("storage.repository"):
+            assert homes.get(name) == [value.__module__.rsplit(".", 1)[1]], name
+    storage_names = set(storage.__all__)
+    for name in storage_names & set(REPOSITORY_NAMES):
+        assert getattr(storage, name) is getattr(repo, name)

@@ -55,6 +55,20 @@ def test_cohen_kappa_equals_scikit_learn(seed):
     assert ours.value == pytest.approx(cohen_kappa_score(first, second), abs=1e-12)
 
 
+def test_cohen_kappa_of_arrays_equals_that_of_lists_bit_for_bit():
+    """The counting of numeric arrays gives the table and the category order (by repr) of the general path."""
+    rng = np.random.default_rng(8)
+    for values in ([False, True], [-1, 1], [9, 10, 11], [0.5, 2.0]):
+        for n in (1, 7, 300):
+            a = rng.choice(values, size=n)
+            b = np.where(rng.random(n) < 0.6, a, rng.choice(values, size=n))
+            arrays, lists = cohen_kappa(a, b), cohen_kappa([x.item() for x in a], [x.item() for x in b])
+            assert arrays.n_items == lists.n_items == n
+            for got, want in [(arrays.value, lists.value), (arrays.observed, lists.observed),
+                              (arrays.expected, lists.expected)]:
+                assert got == want
+
+
 def test_fleiss_kappa_of_the_textbook_example():
     # Fleiss (1971) as reproduced on Wikipedia: 10 subjects, 14 raters, 5 categories
     table = np.array([[0, 0, 0, 0, 14], [0, 2, 6, 4, 2], [0, 0, 3, 5, 6], [0, 3, 9, 2, 0], [2, 2, 8, 1, 1],

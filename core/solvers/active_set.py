@@ -19,134 +19,18 @@ The learned examples are partitioned into
 * Is — the free variables, 0 <= a_i <= C, whose reduced problem is solved
   exactly.
 
-**Step 1** (reduced problem).  With the bounded variables fixed, the free ones
-solve the equality-constrained QP
+The method, step by step (the derivations and every deviation from the paper:
+docs/solvers/active_set.md):
 
-    min  1/2 a_s^T Q_ss a_s + a_s^T (q_s + lin_s)   s.t.  y_s^T a_s = d,
-
-where q_s = y_s * f_out(x_s) is the contribution of the bounded variables to
-the gradient and d = -sum_{i bounded} y_i a_i.  Its KKT system is
-Q_ss a_s + b y_s = -(q_s + lin_s), y_s^T a_s = d: the bias b is the multiplier
-of the equality constraint.  The solver moves from the current a_s towards the
-reduced optimum and stops at the first bound hit (ratio test); the blocking
-variable leaves Is for I0 or Ic and Step 1 is repeated.
-
-The Step 1 that follows a variable j entering (Step 2) starts from the reduced
-optimum of Is, so its whole path is the ray along one direction v (see
-``_enter``); the solver computes that step in bordered form before adding j's
-column to the factor.  The iterates are the paper's; the difference is that a
-variable whose step ends at its opposite bound (0 -> C, typical of noisy data)
-crosses without an add-and-drop of the factor.  Bordered moves keep Is at its
-reduced optimum exactly (up to rounding); a full Step 1 solve re-derives it
-after every ``_MAX_BORDERED_MOVES`` of them and in ``finish()``.  With Is
-empty, the entering variable alone is pinned by the equality constraint and
-Step 1 only fixes b, so the next pricing brings in its partner (the maximal
-violating pair, as in SMO).
-
-**Step 2** (pricing).  At a reduced optimum the reduced costs of the bounded
-variables are r_i = g_i + y_i b = y_i f(x_i) - 1 (g = Q a + lin): s_0 = r on
-I0 must be >= 0 and xi_c = -r on Ic must be >= 0.  The most violated variable
-enters Is.  Pricing runs over a subset of the bounded variables (shrinking:
-those whose reduced cost is more than ``shrink_margin`` on the right side are
-set aside) and over all of them before optimality is declared.  The
-contribution of the non-free variables to every f(x_i) — the paper's stored
-products Q_0c e and Q_cc e — is kept in one vector and updated with a single
-kernel row whenever a variable enters or leaves Ic.
-
-**The factorisation.**  Deviation from the paper: the solver factors
-H_ss = Q_ss + rho y_s y_s^T = R^T R (R upper triangular) instead of Q_ss.  On
-the feasible directions (y_s^T d = 0) both matrices are the same quadratic
-form, and H_ss a_s = Q_ss a_s + rho y_s d turns the KKT system above into one
-with H_ss (the multiplier shifts by rho d), so the solution is unchanged.  The
-gain: H_ss is positive definite exactly when the reduced KKT matrix is
-nonsingular, whereas Q_ss is only semi-definite in the common case of a linear
-kernel with as many free vectors as features plus one (the bias direction),
-which is a perfectly well-posed reduced problem.  rho is fixed when the first
-example is learned (the mean kernel diagonal, so H is well scaled).
-
-R is updated, never refactorised: a variable is appended by one triangular
-solve (new column of R), and removed by deleting its column and restoring the
-triangular form with Givens rotations (short tails in Python, longer ones with
-``scipy.linalg.qr_delete``), both O(n_s^2).  ``factor_error()`` measures
-R^T R against H_ss computed afresh.
-
-**Semi-definite case.**  A variable j whose new pivot
-delta = H_jj - h_j^T H_ss^{-1} h_j is <= ``pivot_tol`` * H_jj is never added to
-the factor, which therefore stays positive definite.  Such a j is linearly
-dependent in feature space on the free set together with the bias direction:
-there is a v with Q v = 0 and y^T v = 0 on Is + {j} (v = (-H^{-1} h_j, 1), up to
-a bias correction that keeps y^T v = 0 exactly).  Along v the objective is
-linear with slope r_j, the reduced cost that made j enter, and the gradient of
-every free variable moves by a common multiple of y (a shift of b only), so Is
-stays at its reduced optimum.  The solver therefore moves along v — with the
-curvature delta taken into account when it is not exactly zero — until the
-first bound is hit: if j reaches its opposite bound it changes side without
-entering Is; otherwise a free variable with a nonzero coefficient in v leaves
-Is, after which j is no longer dependent and enters normally.  Refusing the
-pivot is thus safe: no step is lost, the objective decreases by |r_j| per unit
-step, and the factor never becomes (numerically) singular.  Duplicated points
-and linear kernels with more points than dimensions are handled this way.
-
-**Incremental mode.**  ``learn(i, y)`` adds i to I0 (a_i = 0 keeps the current
-solution feasible and optimal for every other variable); only i can be
-violated, so it is priced alone and, if it is, enters and Step 1 / Step 2 run
-from the current (warm) solution.  ``unlearn(i)`` is exact: a variable at 0 is
-simply dropped; otherwise a linear penalty M is added to lin_i so that the
-optimum of the penalised problem has a_i = 0 (M is raised until it does), the
-active-set iterations drive a_i to 0 from the current solution, and i is
-dropped.  The KKT conditions of the remaining variables are then exactly those
-of the problem without i (a variable at 0 contributes nothing to any
-gradient), so the result equals retraining without i.  ``learn_many`` puts
-several examples into I0 at once and optimises once (the batch path; a cold
-start is ``learn_many`` on everything; ``OnlineSVC.fit`` uses it).  Pricing
-only the new example is valid only when the previous call ended at an optimum:
-after a call stopped at its iteration cap, the next ``learn`` / ``unlearn``
-prices every variable (``_optimal``, kept in the saved state).
-
-**Bias.**  b is the multiplier of Step 1.  When no free variable lies strictly
-inside the box, b is only known to lie in an interval (set by the bounded
-variables); the solver then reports its midpoint, the rule the solvers share
-(``base.admissible_bias``, LIBSVM's), whether Is is empty or holds only
-coefficients on a bound.  "Strictly inside" is judged against the zero level
-(``_zero_level``, relative to the largest coefficient, so to C as soon as one
-sits at C): a lone 1e-19 that rounding leaves in Is beside coefficients at
-C = 1e-3 is 0, not free.
-
-**Tolerance.** Each reduced cost may be violated by at most tol / 2, so the
-largest violating pair of ``kkt_gap()`` is <= tol at every return (except after
-an iteration cap, which warns or raises, or with status "inexact", below).
-Between those checks the solution is the exact optimum of the partition it has
-found: with a small tol it agrees with an interior-point QP solve to rounding.
-Deviation: the entering threshold never drops below the rounding level of f
-(about 1e4 * eps * sum(a) * max K(x, x)); below it a "violation" is noise, and
-with a huge C and a tight tol an exact duplicate of a free vector would
-otherwise be swapped in and out forever.  That floor falls when sum(a) does (an
-unlearned example carried much of it): a call that leaves the threshold below
-the one its last optimum was priced with prices every variable again.  Where
-that floor lies above tol / 2 a call can end with a violation between the two:
-its status is then "inexact" (warned), not "ok"; where the floor reaches half
-the margin (C K(x, x) ~ 1e28: one ulp of a coefficient at C moves f by ~1e13),
-the KKT gap is recomputed from scratch before "ok" is said (``_certify``). A
-pivot at the rounding level of H_jj counts as 0 (exact duplicates, see the
-semi-definite case). f_out is updated incrementally and keeps the rounding of
-every coefficient it once held; a bound on that error is kept, and f_out is
-recomputed from the non-free support before optimality is declared whenever the
-bound reaches a quarter of the threshold.  "At the bound 0" is judged relative
-to the coefficients themselves, not to C: with a large C K(x, x) they can lie
-many decades below C. A non-finite reduced cost, coefficient or bias raises
-``NumericalError`` (never "ok").
-
-**Compiled loops and threads.**  The numerical part of each entering
-iteration (the two triangular solves, the direction, the ratio test) and
-full pricing run as Numba loops (``core.solvers._active_set_jit``); the
-public methods run with one BLAS thread (``core.threads``), so results do not
-depend on the BLAS thread count.  ``finish()`` reports the largest violating
-pair of the maintained gradients; ``kkt_gap()`` recomputes it from scratch.
-
-**Iterations** (``n_iter_``, ``StepResult.iterations``): one per Step 1 solve
-or bordered entering step (each ends at a bound hit or at a reduced optimum).
-``n_factor_updates_`` counts the rows added to and removed from R,
-``n_singular_steps_`` the entering steps of dependent variables.
+* Step 1, the reduced problem with the bounded variables fixed (``_step1``; the bordered
+  move along one direction after an entry, ``_enter``);
+* Step 2, pricing the bounded variables, with shrinking (``_price``);
+* the factor H_ss = Q_ss + rho y_s y_s^T = R^T R, updated and never refactorised
+  (``_append_free``, ``_drop_free``, ``factor_error``), and the semi-definite case
+  (a dependent variable moves along v without entering the factor);
+* incremental mode (``learn``, ``learn_many``, ``unlearn``), the bias (``_settle_bias``),
+  the tolerance and its rounding floor (``_threshold``, ``_certify``), the compiled loops
+  (``core.solvers._active_set_jit``) and what ``n_iter_`` counts.
 """
 
 from __future__ import annotations

@@ -13,10 +13,6 @@ Notation (binary C-SVC, ``IncrementalSVM``)::
     E = {i : a_i = C,     g_i <= 0}  error vectors
     O = {i : a_i = 0,     g_i >= 0}  other (reserve) vectors
 
-With class weights (``class_weight``, ``base.ClassWeights``) C is per example, C_i = C w_{y_i}: the
-sets use a_i = C_i, eq. 10 reads a_s + beta_s t in [0, C_s] and eq. 13 a_c + t = C_c; nothing else of
-the algorithm sees C (the compiled drive takes the bound of each learned position).
-
 Only *learned* examples belong to S, E or O.  Learning an example c raises
 a_c from 0 while S, b and a_S move so that g_S = 0 and sum_i y_i a_i = 0 keep
 holding (eqs. 6–9):
@@ -41,77 +37,10 @@ the example that limited it (``_update_sets``): R is updated recursively
 when S gains (eqs. 15–17) or loses (eq. 22) a member.  Unlearning drives
 a_c back to 0 with the same machinery, then drops c.
 
-Storage (§5.3): the kernel rows of the margin vectors over the learned
-examples are kept as one contiguous row-major block ``_Ks`` (|S| x n_learned),
-so gamma for all learned examples is a single gaxpy over those rows (eq. 30)
-and no submatrix is gathered with fancy indexing in a minor iteration.  R is
-kept at its exact size, C-contiguous, so that the rank-one updates of eqs. 16
-and 22 run in place as one BLAS call each on its (Fortran-contiguous)
-transpose, which equals R (symmetric, up to the rounding of those updates:
-a few ulps, far below the drift the probe checks for).  Kernel rows are only
-ever evaluated over the learned examples (a contiguous copy of them), never
-over the whole store.
-
-``IncrementalOneClassSVM`` applies the same machinery to a one-class problem
-(§3, Algorithm 2), the nu-one-class SVM (see its docstring for how it relates
-to the paper's eq. 23).
-
-Where this implementation adds to or departs from the paper, and why:
-
-* Drift control.  R is updated recursively and g incrementally, so rounding
-  accumulates.  After every update that moved anything, |R·Q~ - I| is probed
-  with one vector and the margins of S are recomputed exactly from their
-  stored rows (both O(|S| n)); on drift, after an ill-conditioned inverse
-  update (kappa or R_kk showing heavy cancellation), and every
-  ``resync_every`` updates, g and R are recomputed from scratch, (b, a_S)
-  refined by a Newton step on g_S = 0 and the equality, and any remaining
-  KKT violator is driven back by the incremental step itself (``_repair``).
-* Dependent examples (kappa ≈ 0, eq. 17) never enter S (``_enter``); an
-  example that would leave or re-enter S with a zero-length step right after
-  the opposite move is blocked instead (no immediate cycling, §4.2).
-* Kernel rows: besides the rows of S (§5.3), the kernel matrix among the
-  learned examples is kept while it fits ``learned_kernel_bytes`` (every such
-  row is computed once anyway, when the example is learned), so an example
-  re-entering S costs no kernel evaluation.  This only saves kernel
-  evaluations; the results are the same up to rounding.
-* gamma is computed for every learned example, not only for the E and O
-  candidates of eq. 11: the one gemv over the contiguous rows of S (eq. 30)
-  costs less than gathering the candidates' columns would, and the few
-  extra entries (those of S, which are 0 up to rounding) are simply not
-  watched.
-* Empty S (§4.1, eqs. 25–28): only b moves, so an example driven up with
-  a_c = 0 that reaches the margin first joins O with g_c = 0 (its KKT
-  condition holds); otherwise the example of E or O that reaches the margin
-  first becomes the first margin vector, R = [[-K_kk, y_k], [y_k, 0]].
-* The bias when no margin vector is strictly inside the box (S empty, or
-  its members on a bound after a tie): the drive leaves b at one end of the
-  interval the other examples allow, where the paper keeps it; a step that
-  ends so puts b at the midpoint instead (``_settle_bias``), the rule the
-  solvers share (``base.admissible_bias``, as LIBSVM and SVC), moving such
-  members to E or O.  The decision values are then those of SVC and do not
-  depend on the learning order (they differed by up to 0.98 at C = 1e-3).
-* Compiled minor iterations (``compiled=True``, the default).  A drive's
-  minor iterations cost a few dozen NumPy calls each, whose overhead, not
-  their arithmetic, is the time at the sizes of an active-learning session;
-  ``core.solvers._incremental_jit`` runs the whole drive as one Numba call
-  (the same rules, transcribed), and the checks that end a step as one pass
-  each.  Both paths take the same steps up to rounding; where two events tie
-  exactly (duplicates, two margin vectors moving together), rounding may
-  break the tie differently, and both reach the optimum.  Neither result
-  depends on the BLAS thread count: the compiled loops use no BLAS, and
-  every public method runs with one BLAS thread (``core.threads``).
-* Certified steps.  Exact in exact arithmetic, the recursion can still lose
-  the optimum to rounding when the bordered kernel matrix is singular beyond
-  what ``kappa_tol`` detects (a nearly constant kernel with a large C, say).
-  Each learn / unlearn therefore ends with a check (``_certify``): the
-  maintained largest violating pair, sum_i y_i a_i, the exact margins of S and
-  a bound on the rounding the maintained margins have accumulated must all be
-  within ``tol`` (or the rounding level of the margins, 2e4 eps max(1, |b|,
-  sum a max K), where that is larger); otherwise everything is recomputed
-  from scratch (``_resync``), and a step that still fails reports status
-  "inexact" with a ConvergenceWarning.  A status "ok" is thus backed by a KKT
-  gap within tol, and ``finish()`` after an "inexact" or capped step tries
-  again from scratch.  A non-finite coefficient raises ``NumericalError``.
+The storage of S (§5.3), class weights, the one-class variant (``IncrementalOneClassSVM``, §3, Algorithm 2), and
+where this implementation adds to or departs from the paper and why (drift control, dependent
+examples, kept kernel rows, empty S, the bias, compiled minor iterations, certified steps):
+docs/solvers/incremental.md.
 """
 
 from __future__ import annotations

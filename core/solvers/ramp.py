@@ -37,100 +37,10 @@ has no equality constraint and is solved by single-variable SMO steps
 
 then update every maintained decision value with the kernel row of i.
 
-Working set (a deviation from the paper by default).  The paper's rule,
-eq. 13, takes the example whose step raises W the most, the gain
-d_i (g_i - K_ii d_i / 2) with d_i the clipped change of a_i and
-g_i = 1 - y_i f_i; ``working_set="gain"`` does that.  The default,
-``working_set="violation"``, takes the example with the largest
-single-variable KKT violation (LIBSVM's rule, which the stopping test below
-computes anyway).  Measured with ``benchmarks/bench_ramp.py --n 3000
---n-gauss 2000 --pure-smo --gain-working-set`` (seed 0, on a shared machine
-with a load of 5 to 8): both rules end with the same model on all three
-settings (same support vectors and test accuracy; only the SMO-only run on
-the checkerboard differs, 411 against 406 SVs) after about the same number
-of SMO steps (checkerboard C = 10: 142,915 gain against 144,065 violation
-with the Newton steps, 896,386 against 847,371 without; Gaussians C = 10:
-13,199 against 13,050; C = 1: 19,021 against 18,365), but a gain step costs
-more here (a clip and products over V besides the violation the stopping
-test needs), so the gain rule took 1.0 to 3.4 times the CPU time (10.7 s
-against 21.7 s, 33 s against 114 s on the checkerboard).
-
-Online step (``learn``): the new example joins the stored working set; it
-enters V if y f(x) >= s, otherwise its weight stays 0.  Then SMO and CCCP
-iterations alternate until V is a fixed point of eq. 10 and KKT holds on V:
-examples whose margin fell below s leave V and are decrementally unlearned
-(their a_i set to 0 with the corresponding decision-value update), examples
-whose margin rose to s or above re-enter V with a_i = 0.
-
-Stopping rules.  SMO stops when the largest single-variable KKT violation on
-V is at most ``tol`` (1e-3 by default).  This is not the paper's stopping
-rule: it is the quantity ``kkt_gap()`` reports, so that a step that ends
-"ok" certifies kkt_gap() <= tol on V whichever working-set rule ran.  CCCP
-stops when V no longer changes, or when the relative progress of the ramp
-objective J between two CCCP iterations is at most ``progress_tol`` (1e-5 by
-default).
-When the progress rule fires, V is no longer allowed to grow: members whose
-margin is below s are still removed (followed by SMO) until none is left, so
-that every learned example with y f(x) < s has weight 0 at the end of every
-step.  V can only shrink in that phase, so it terminates.
-
-Removal step (Algorithm 2), on by default (``max_nonsv=1000``): only the
-``max_nonsv`` non-support vectors (a_i = 0) closest to the boundary (smallest
-|f(x)|) are kept in the working set; the others are dropped for good (they
-stay learned, with weight 0, but are no longer re-examined by CCCP).  This is
-the paper's approximation, a departure from the ramp-loss problem itself: once
-more than 1000 learned examples carry no weight, a dropped one whose margin
-later falls inside the ramp (or below 1) is not brought back, so the model is a
-CCCP fixed point over the working set, not over every learned example
-(``n_removed_`` counts the dropped ones; ``max_nonsv=None`` keeps them all, and
-CCCP then re-examines every learned example).  Not applied with the (squared)
-hinge loss.
-
-Status.  A step is "ok" only when the largest KKT violation on V is within
-``tol``.  At an extreme C, SMO's clipped Newton step can round to no change
-while the violation is still above tol (C = 1e12, linear kernel, tol = 1e-9:
-violations up to 3e-2 left); the step then reports "inexact" with a
-ConvergenceWarning (``StepResult``), its ``kkt_gap`` the violation left.
-
-Additions to the paper, all optional and documented where they are
-implemented: per-class bounds 0 <= a_i <= C w_{y_i} (``class_weight``; with
-``"balanced"`` the weights follow the labels, and every learned example's bound
-moves with its class), ``loss="hinge"`` (V = everything: the convex SVM
-without bias) and ``loss="squared_hinge"`` (the L2-loss SVM without bias, the
-review model of ``core.presets``; see below); (1) Newton steps on the free variables now and then inside SMO
-(``newton_steps``), because single-variable coordinate ascent crawls on
-strongly coupled examples; the KKT stopping rule, hence the certified
-solution, is unchanged; (2) a hinge warm-up (``hinge_warmup``): the first
-examples are learned with V = everything, so that CCCP starts from a hinge
-solution rather than from a model built on a handful of possibly noisy labels.
-
-Decision values: the solver keeps f(x_j) for *every* example in the data
-store (learned or not), updated by full kernel rows ``cache.row(i)`` of the
-examples whose weight changed, so ``decision_function(idx)`` and
-``in_ramp_region`` (what OnlineASVMR's query rule needs) cost no kernel
-evaluations.  A periodic re-synchronisation recomputes them from scratch so
-that rounding errors cannot accumulate over long streams.  With class weights,
-the solver also keeps, per class, the sum of y_i K(x_i, .) over the examples at
-their bound: when a weight moves (after every label with ``"balanced"``), all of
-them move with it and f changes by one multiple of that sum, so a label costs
-one pass over the store per class instead of one kernel row per bounded example
-(at 10,000 documents and 700 labels, 1.1 ms per label instead of 9.6 ms).
-
-Squared hinge (``loss="squared_hinge"``, liblinear's L2-loss SVM; Hsieh et al. 2008, eq. 4 with
-U = infinity and D_ii = 1 / (2 C_i)).  The primal 1/2 ||w||^2 + sum_i C_i max(0, 1 - y_i f(x_i))^2
-has the dual
-
-    max_a  sum_i a_i - 1/2 sum_ij a_i a_j y_i y_j K_ij - sum_i a_i^2 / (4 C_i),    a_i >= 0,
-
-the hinge dual on the kernel K + D with no upper bound.  The same SMO and Newton steps solve
-it with g_i = 1 - y_i f_i - a_i D_ii and curvature K_ii + D_ii; f(x) = sum_i a_i y_i K(x_i, x)
-is unchanged (D belongs to the training examples' own terms, not to the model).  With
-``"balanced"`` weights every C_i moves after every label, so D moves and SMO restores the
-KKT conditions from the previous weights (nothing is at a bound).  Every weight then moves a
-little at each label, so the SMO steps run compiled on V alone with V's Gram matrix kept from
-label to label (``_ramp_jit.smo_on_gram``), and the store's f is brought up to date once from
-the weights that moved; with a linear kernel (or <x, z> + c) on sparse rows that update is
-X (X_moved^T dc) + c sum(dc), two sparse products instead of one kernel row per moved weight.
+The working-set rule (eq. 13 or LIBSVM's), the online step (``learn``), the stopping rules, the
+removal step (Algorithm 2, ``max_nonsv``), the status, the additions to the paper (class weights,
+the hinge and squared-hinge losses, Newton steps, the hinge warm-up), the kept decision values and
+the squared hinge's dual: docs/solvers/ramp.md.
 """
 
 from __future__ import annotations

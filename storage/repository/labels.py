@@ -1,0 +1,274 @@
+"""Labels: record, undo, and read a session's events (each answer as it stands after corrections)."""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from sqlalchemy import delete, func, insert, select, update
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
+
+from storage.errors import (
+    DuplicateLabelError,
+    InvalidLabelError,
+    NotFoundError,
+)
+from storage.models import (
+    LABEL_PROVENANCE_COLUMNS,
+    LABEL_VALUES,
+    Annotator,
+    Dataset,
+    Item,
+    Label,
+    LabelCorrection,
+    LabellingSession,
+    ModelSnapshot,
+    utc_now,
+)
+from storage.repository.annotators import _annotator_id, _annotator_name
+from storage.repository.common import EngineLike, _non_empty, _optional_float, reading, writing
+from storage.repository.sessions import _active_session_row, _check_open
+
+
+@dataclass(frozen=True)
+class LabelEvent:
+    label_id: int
+    session_id: int
+    item_index: int
+    value: int  # +1, -1, or 0 for a skip
+    annotator: str
+    created_at: dt.datetime
+    strategy: str
+    solver: str
+    decision_value: float | None
+    model_version: int
+    update_ms: float | None
+    query_ms: float | None
+    undone_at: dt.datetime | None = None
+
+    @property
+    def is_skip(self) -> bool:
+        return self.value == 0
+
+
+def record_label(
+    engine: EngineLike,
+    session_id: int,
+    *,
+    item_index: int,
+    value: int,
+    annotator: str,
+    strategy: str,
+    solver: str,
+    decision_value: float | None = None,
+    model_version: int = 0,
+    update_ms: float | None = None,
+    query_ms: float | None = None,
+) -> LabelEvent:
+    """Record +1, -1 or 0 (skip) for an item; committed when this returns.
+
+    Raises ``DuplicateLabelError`` when the item already has an active label in
+    the session (a double submit), ``SessionClosedError`` for a closed session.
+    """
+    value = _label_value(value)
+    item_index = _item_index(item_index)
+    annotator = _annotator_name(annotator)
+    now = utc_now()
+    # the label's own columns, stored and returned alike
+    answer = dict(
+        value=value,
+        created_at=now,
+        strategy=_non_empty(strategy, "strategy"),
+        solver=_non_empty(solver, "solver"),
+        decision_value=_optional_float(decision_value, "decision_value"),
+        model_version=int(model_version),
+        update_ms=_optional_float(update_ms, "update_ms"),
+        query_ms=_optional_float(query_ms, "query_ms"),
+    )
+    try:
+        with writing(engine) as session:
+            # one statement finds the session, checks it is open and finds the item
+            target = session.execute(
+                select(LabellingSession.status, LabellingSession.dataset_id, Item.id.label("item_id"))
+                .outerjoin(Item, (Item.dataset_id == LabellingSession.dataset_id) & (Item.position == item_index))
+                .where(LabellingSession.id == session_id)
+            ).first()
+            _check_open(session_id, None if target is None else target.status)
+            if target.item_id is None:
+                _item_id(session, target.dataset_id, item_index)  # raises, naming the valid range
+            # a second active label for the item violates the partial unique index
+            label_id = session.execute(
+                insert(Label)
+                .values(
+                    session_id=session_id,
+                    item_id=target.item_id,
+                    annotator_id=_annotator_id(session, annotator),
+                    **answer,
+                )
+                .returning(Label.id)
+            ).scalar_one()
+            session.execute(update(LabellingSession).where(LabellingSession.id == session_id).values(updated_at=now))
+    except IntegrityError:
+        # most likely a double submit: say so plainly (nothing was written)
+        with reading(engine) as session:
+            dataset_id = session.execute(
+                select(LabellingSession.dataset_id).where(LabellingSession.id == session_id)
+            ).scalar_one()
+            _raise_if_labelled(session, session_id, _item_id(session, dataset_id, item_index), item_index)
+        raise
+    return LabelEvent(label_id=label_id, session_id=session_id, item_index=item_index, annotator=annotator, **answer)
+
+
+def _label_value(value: Any) -> int:
+    if isinstance(value, bool | np.bool_) or not isinstance(value, int | np.integer | float):
+        raise InvalidLabelError(f"A label must be +1, -1 or 0 (skip), got {value!r}.")
+    if value not in LABEL_VALUES:
+        raise InvalidLabelError(f"A label must be +1, -1 or 0 (skip), got {value!r}.")
+    return int(value)
+
+
+def _item_index(item_index: Any) -> int:
+    if isinstance(item_index, bool | np.bool_) or not isinstance(item_index, int | np.integer):
+        raise InvalidLabelError(f"An item index must be an integer, got {item_index!r}.")
+    return int(item_index)
+
+
+def _item_id(session: Session, dataset_id: int, item_index: int) -> int:
+    item_id = session.execute(
+        select(Item.id).where(Item.dataset_id == dataset_id, Item.position == item_index)
+    ).scalar()
+    if item_id is None:
+        n_items = session.execute(select(Dataset.n_rows).where(Dataset.id == dataset_id)).scalar()
+        raise InvalidLabelError(f"Item {item_index} does not exist: dataset {dataset_id} has items 0 to {n_items - 1}.")
+    return item_id
+
+
+def _raise_if_labelled(session: Session, session_id: int, item_id: int, item_index: int) -> None:
+    existing = session.execute(
+        select(Label.id, Label.value).where(
+            Label.session_id == session_id, Label.item_id == item_id, Label.undone_at.is_(None)
+        )
+    ).first()
+    if existing is not None:
+        answer = {1: "positive", -1: "negative", 0: "skipped"}[existing.value]
+        raise DuplicateLabelError(
+            f"Item {item_index} already has a label in session {session_id} "
+            f"({answer}, label {existing.id}); undo it first to change it.",
+            session_id=session_id,
+            item_index=item_index,
+            label_id=existing.id,
+        )
+
+
+def undo_last_label(engine: EngineLike, session_id: int, *, label_id: int | None = None) -> LabelEvent | None:
+    """Mark the session's most recent active label as undone; return it (None if none).
+
+    The row stays (with ``undone_at`` set) for the audit trail. Snapshots that
+    reflected it are deleted.
+
+    ``label_id``: undo only if that label is still the session's most recent
+    active one. A repeated or stale Undo (a double click, a second tab that
+    has not seen the first Undo) then changes nothing and returns None, in the
+    same transaction as the check, instead of undoing the label before it.
+    """
+    with writing(engine) as session:
+        _active_session_row(session, session_id)
+        last_id = session.execute(
+            select(func.max(Label.id)).where(Label.session_id == session_id, Label.undone_at.is_(None))
+        ).scalar()
+        if last_id is None or (label_id is not None and last_id != label_id):
+            return None
+        now = utc_now()
+        session.execute(update(Label).where(Label.id == last_id).values(undone_at=now))
+        remaining = _count_active_events(session, session_id)
+        session.execute(
+            delete(ModelSnapshot).where(ModelSnapshot.session_id == session_id, ModelSnapshot.n_events > remaining)
+        )
+        session.execute(update(LabellingSession).where(LabellingSession.id == session_id).values(updated_at=now))
+        row = session.execute(events_query().where(Label.id == last_id)).one()
+        return _label_event(row)
+
+
+#: ``LabelEvent`` fields that are columns of ``Label`` under the same name
+EVENT_LABEL_FIELDS = ("value", "created_at", *LABEL_PROVENANCE_COLUMNS, "undone_at")
+
+
+def current_value() -> Any:
+    """The label's answer as it stands: its newest change (``label_corrections``), else as it was given."""
+    changed = (
+        select(LabelCorrection.new_value)
+        .where(LabelCorrection.label_id == Label.id, LabelCorrection.new_value.is_not(None))
+        .order_by(LabelCorrection.id.desc())
+        .limit(1)
+        .correlate(Label)
+        .scalar_subquery()
+    )
+    return func.coalesce(changed, Label.value)
+
+
+def events_query() -> Any:
+    """Select every label event with its item index and annotator name (rows for ``_label_event``).
+
+    ``value`` is the answer as it stands (a changed label gives its newest value;
+    ``Label.value`` keeps the answer as it was given). Add ``where``/``order_by``
+    clauses, or further columns and joins (the export does).
+    """
+    return (
+        select(
+            Label.id,
+            Label.session_id,
+            Item.position,
+            Annotator.name,
+            *(current_value().label("value") if name == "value" else getattr(Label, name)
+              for name in EVENT_LABEL_FIELDS),
+        )
+        .join(Item, Item.id == Label.item_id)
+        .join(Annotator, Annotator.id == Label.annotator_id)
+    )
+
+
+def _label_event(row: Any) -> LabelEvent:
+    return LabelEvent(
+        label_id=row.id,
+        session_id=row.session_id,
+        item_index=row.position,
+        annotator=row.name,
+        **{name: getattr(row, name) for name in EVENT_LABEL_FIELDS},
+    )
+
+
+def label_events(
+    engine: EngineLike,
+    session_id: int,
+    include_skips: bool = True,
+    include_undone: bool = False,
+) -> list[LabelEvent]:
+    """The session's label events in the order they were given.
+
+    By default only active (not undone) events; ``include_undone=True`` gives
+    the full audit trail.
+    """
+    query = events_query().where(Label.session_id == session_id)
+    if not include_undone:
+        query = query.where(Label.undone_at.is_(None))
+    if not include_skips:
+        query = query.where(Label.value != 0)
+    with reading(engine) as session:
+        if session.get(LabellingSession, session_id) is None:
+            raise NotFoundError(f"Session {session_id} does not exist.")
+        rows = session.execute(query.order_by(Label.id)).all()
+    return [_label_event(row) for row in rows]
+
+
+def labelled_items(engine: EngineLike, session_id: int) -> dict[int, int]:
+    """``{item_index: value}`` of the session's active events (skips as 0)."""
+    return {event.item_index: event.value for event in label_events(engine, session_id)}
+
+
+def _count_active_events(session: Session, session_id: int) -> int:
+    return session.execute(
+        select(func.count()).where(Label.session_id == session_id, Label.undone_at.is_(None))
+    ).scalar_one()
