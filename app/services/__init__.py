@@ -41,8 +41,9 @@ from app.services.common import (
     scale_features,
 )
 from app.services.datasets import CsvPreview, ImportResult
-from app.services.labelling import Answer, LabellingRun, ShownItem, evaluation_split
+from app.services.labelling import LabellingRun
 from app.services.marginlab import MarginLab
+from app.services.records import Answer, ShownItem, evaluation_split
 from app.services.snapshots import SNAPSHOT_EVERY, SNAPSHOT_FORMAT, SNAPSHOT_UNDO_STATES
 
 __all__ = [

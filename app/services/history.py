@@ -20,6 +20,7 @@ import pandas as pd
 from sqlalchemy.exc import SQLAlchemyError
 
 from app.services.common import Outcome, ServiceError, database_trouble
+from app.services.records import Answer, csv_text
 from storage import history as stored_history
 from storage.errors import StorageError
 
@@ -182,9 +183,7 @@ class RunHistory:
     # -- labels from elsewhere --------------------------------------------------------------------
     def plan_import(self, data: bytes, *, key_column: str, label_column: str) -> ImportPlan:
         """Check an import file (a CSV of item key → label) row by row against this session; stores nothing."""
-        from app.services.datasets import _csv_text
-
-        rows = csv.reader(_csv_text(data.decode("utf-8-sig", errors="replace").encode()))
+        rows = csv.reader(csv_text(data.decode("utf-8-sig", errors="replace").encode()))
         header = [h.strip() for h in next(rows, [])]
         for column in (key_column, label_column):
             if column not in header:
@@ -282,8 +281,6 @@ class RunHistory:
             except SQLAlchemyError as error:
                 raise ServiceError(f"Nothing was imported from {source}: the database could not be written "
                                    f"({database_trouble(error)}).") from None
-            from app.services.labelling import Answer
-
             self.answers.extend(Answer(e.item_index, e.value, None, e.label_id) for e in stored)
             try:
                 self.loop.replay([(self.pool_of_item[e.item_index], e.value) for e in stored])

@@ -16,7 +16,6 @@ import logging
 import threading
 from collections import OrderedDict
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -24,7 +23,6 @@ import scipy.sparse as sp
 from sqlalchemy.exc import SQLAlchemyError
 
 from app.services.common import (
-    EVAL_MAX_ITEMS,
     STORED_EVAL_FRACTION,
     VALUE_NAMES,
     Outcome,
@@ -37,6 +35,7 @@ from app.services.display import ItemDisplay
 from app.services.history import RunHistory
 from app.services.priors import RunPriors
 from app.services.readouts import RunReadouts
+from app.services.records import Answer, ShownItem, evaluation_split
 from app.services.snapshots import SNAPSHOT_EVERY, RunSnapshots
 from app.services.stopping import RunStopping, stopping_settings
 from core.loop import ActiveLearningLoop
@@ -52,51 +51,6 @@ logger = logging.getLogger(__name__)
 
 #: at most this many characters of an error's own text are shown in a message
 CAUSE_CHARS = 300
-
-
-@dataclass(frozen=True)
-class ShownItem:
-    """The item the panel shows and why it was chosen."""
-
-    item_index: int  # row of the dataset
-    pool_index: int  # index in the loop's pool
-    score: float | None  # decision value f(x) the model gave the item when it was asked
-    strategy: str
-    reason: str
-    query_ms: float | None
-
-
-@dataclass
-class Answer:
-    """One active label event as the service keeps it (mirrors the database)."""
-
-    item_index: int
-    value: int
-    score: float | None
-    label_id: int | None = None  # the stored label's id (checks that a snapshot covers these events)
-    strategy: str | None = None  # the heuristic that asked (core.stopping.CHECK_STRATEGY: a recall check's draw)
-
-
-def evaluation_split(y_true: np.ndarray, fraction: float, seed: int,
-                     max_items: int = EVAL_MAX_ITEMS) -> tuple[np.ndarray, np.ndarray]:
-    """(pool items, evaluation items): a stratified split drawn with ``seed``.
-
-    ``fraction`` of each class is held out, at most ``max_items`` in all. Each
-    class keeps at least one item on each side, so the ROC curve on the
-    evaluation items is defined and both classes can still be found in the pool.
-    """
-    rng = np.random.default_rng(seed)
-    fraction = min(float(fraction), max_items / max(len(y_true), 1))
-    held = []
-    for cls in (-1, 1):
-        members = np.flatnonzero(y_true == cls)
-        rng.shuffle(members)
-        k = int(round(fraction * len(members)))
-        k = min(max(k, 1), len(members) - 1) if len(members) > 1 else 0
-        held.append(members[:k])
-    in_pool = np.ones(len(y_true), dtype=bool)
-    in_pool[np.concatenate(held)] = False
-    return np.flatnonzero(in_pool).astype(np.intp), np.flatnonzero(~in_pool).astype(np.intp)
 
 
 class PoolPositions(Mapping[int, int]):

@@ -21,6 +21,7 @@ import scipy.sparse as sp
 from sqlalchemy.exc import SQLAlchemyError
 
 from app.services.common import VALUE_NAMES, Outcome, ServiceError
+from app.services.records import Answer
 from core.formatting import count, for_people
 from core.priors import PRIOR
 from storage import repository as repo
@@ -226,8 +227,6 @@ class RunPriors:
                 return self._tell(Outcome(False, f"Nothing was recorded: {error}", "error"))
             except SQLAlchemyError as error:
                 return self._not_recorded(error)
-            from app.services.labelling import Answer
-
             self.answers.append(Answer(item, value, score if np.isfinite(score) else None,
                                        getattr(stored, "label_id", None), PRIOR))
             try:

@@ -22,6 +22,7 @@ from app.services.common import (
     whole_number,
 )
 from app.services.labelling import LabellingRun
+from app.services.records import eval_share
 from app.services.snapshots import save_behind
 from core.strategies import DEFAULT_SOLVER
 from storage import repository as repo
@@ -34,17 +35,6 @@ if TYPE_CHECKING:
 FIND_CHARS = 200
 #: one demo session per database, even when two tabs of the first owner ask for it at the same moment
 _demo_lock = threading.Lock()
-
-
-def eval_share(value) -> float:
-    """The evaluation share as a number in [0, 1); otherwise a ``ServiceError`` naming the value."""
-    try:
-        share = float(value)
-    except (TypeError, ValueError):
-        share = float("nan")
-    if isinstance(value, bool) or not 0.0 <= share < 1.0:
-        raise ServiceError(f"The evaluation share must be at least 0 and less than 1, not {value!r}.")
-    return share
 
 
 class Sessions:

@@ -31,6 +31,7 @@ import pandas as pd
 from sqlalchemy.exc import SQLAlchemyError
 
 from app.services.common import Outcome, ServiceError
+from app.services.records import ShownItem
 from core import stopping as rules
 from storage import repository as repo
 from storage.errors import StorageError
@@ -259,8 +260,6 @@ class RunStopping:
     # -- the random draws ----------------------------------------------------------------
     def _random_draw(self):
         """The item a recall check shows now: uniform over the unlabelled pool items, seeded by the answers."""
-        from app.services.labelling import ShownItem
-
         unlabelled = np.flatnonzero(~self.loop.labelled_mask)
         if not len(unlabelled):
             return None
