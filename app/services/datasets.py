@@ -6,17 +6,15 @@ import csv
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import pandas as pd
 
+from app.services.accounts import Accounts, Identity
 from app.services.common import DEMO_NAME, ServiceError, scaling_name
 from app.services.records import csv_text, eval_share
 from storage import repository as repo
 from storage.errors import DuplicateDatasetError
-
-if TYPE_CHECKING:
-    from app.services.accounts import Identity
 
 
 @dataclass
@@ -93,9 +91,13 @@ def _natural_key(text: str) -> tuple:
 
 
 class Datasets:
-    """The dataset part of ``MarginLab`` (``self.engine`` is the service's engine)."""
+    """Datasets: ``MarginLab.datasets`` (``datasets()`` lists them); ``accounts`` says who may import."""
 
-    def datasets(self) -> list[repo.DatasetInfo]:
+    def __init__(self, engine, accounts: Accounts):
+        self.engine, self.accounts = engine, accounts
+
+    def __call__(self) -> list[repo.DatasetInfo]:
+        """Every dataset."""
         return repo.list_datasets(self.engine)
 
     def dataset(self, dataset_id: int) -> repo.DatasetInfo:
@@ -103,7 +105,7 @@ class Datasets:
 
     def ensure_demo_dataset(self) -> int | None:
         """On first start (no dataset at all) import the bundled digits, 8 vs rest."""
-        if self.datasets():
+        if self():
             return None
         return self.import_bundled("digits", positive=8, name=DEMO_NAME, scaling="none").dataset_id
 
@@ -116,7 +118,7 @@ class Datasets:
                        scaling: str = "standard", by: Identity | None = None) -> ImportResult:
         from core.datasets import load_bundled
 
-        self.acting(by)
+        self.accounts.acting(by)
         return self._import_loaded(load_bundled(key, positive=positive), name=name, scaling=scaling,
                                    extra_meta={"bundled": key})
 
@@ -188,7 +190,7 @@ class Datasets:
         """
         from core.datasets import load_csv
 
-        self.acting(by)
+        self.accounts.acting(by)
         if display == "text" and not text_column:
             raise ServiceError("Choose the text column to show for each item.")
         if display == "image" and not image_shape:
@@ -225,7 +227,7 @@ class Datasets:
     def set_eval_fraction(self, dataset_id: int, fraction: float, *, by: Identity | None = None) -> float:
         """The share of a dataset with true labels held out for evaluation by the sessions started after
         (0: every item is in the pool)."""
-        self.acting(by)
+        self.accounts.acting(by)
         share = eval_share(fraction)
         repo.update_dataset_meta(self.engine, dataset_id, {"eval_fraction": share})
         return share

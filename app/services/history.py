@@ -122,7 +122,7 @@ class RunHistory:
         session's annotator by default."""
         who = by.name if by is not None else self.info.annotator
         with self.lock:
-            if ended := self.service.sign_in_ended(by):
+            if ended := self.accounts.sign_in_ended(by):
                 return self._tell(Outcome(False, ended, "error"))
             if self.problem is not None:
                 return self._tell(Outcome(False, self.problem, "error"))
@@ -258,7 +258,7 @@ class RunHistory:
         one in the file or in the session), or saying that ``by``'s sign-in ended; nothing is stored then.
         """
         with self.lock:
-            self.service.acting(by)
+            self.accounts.acting(by)
             if self.problem is not None:
                 raise ServiceError(self.problem)
             plan = self.plan_import(data, key_column=key_column, label_column=label_column)

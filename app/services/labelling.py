@@ -16,12 +16,13 @@ import logging
 import threading
 from collections import OrderedDict
 from collections.abc import Iterator, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
 from sqlalchemy.exc import SQLAlchemyError
 
+from app.services.accounts import Accounts, Identity
 from app.services.common import (
     STORED_EVAL_FRACTION,
     VALUE_NAMES,
@@ -42,10 +43,6 @@ from core.loop import ActiveLearningLoop
 from core.stopping import CHECK_STRATEGY
 from storage import repository as repo
 from storage.errors import DuplicateLabelError, StorageError
-
-if TYPE_CHECKING:
-    from app.services.accounts import Identity
-    from app.services.marginlab import MarginLab
 
 logger = logging.getLogger(__name__)
 
@@ -165,9 +162,10 @@ class StoredRows:
 class LabellingRun(RunSnapshots, RunReadouts, RunHistory, RunStopping, RunPriors):
     """A stored labelling session brought to life (see the module docstring)."""
 
-    def __init__(self, service: MarginLab, session_id: int):
-        self.service = service
-        self.engine = service.engine
+    def __init__(self, engine, session_id: int, *, accounts: Accounts, use_snapshots: bool = True):
+        self.engine, self.accounts = engine, accounts
+        #: resume from the latest snapshot (False: always replay every event)
+        self.use_snapshots = bool(use_snapshots)
         self.session_id = int(session_id)
         self.lock = threading.RLock()
         self.info = repo.get_session(self.engine, self.session_id)
@@ -310,7 +308,7 @@ class LabellingRun(RunSnapshots, RunReadouts, RunHistory, RunStopping, RunPriors
         self.last_update_ms = None
         self.version += 1
         self._ask()
-        if self.service.use_snapshots and len(pairs) - (self.resumed_from or 0) >= SNAPSHOT_EVERY:
+        if self.use_snapshots and len(pairs) - (self.resumed_from or 0) >= SNAPSHOT_EVERY:
             self.save_snapshot()  # the next resume need not replay these again
 
     def _check_decision_values(self, pool_indices: list[int]) -> None:
@@ -446,7 +444,7 @@ class LabellingRun(RunSnapshots, RunReadouts, RunHistory, RunStopping, RunPriors
     def _refusal(self, by: Identity | None) -> Outcome | None:
         """Why nothing may be written now (the sign-in has ended, the model cannot be used), or None."""
         try:
-            ended = self.service.sign_in_ended(by)  # (read from the database: it may be down too)
+            ended = self.accounts.sign_in_ended(by)  # (read from the database: it may be down too)
         except SQLAlchemyError as error:
             return self._not_recorded(error)
         if ended:
@@ -490,7 +488,7 @@ class LabellingRun(RunSnapshots, RunReadouts, RunHistory, RunStopping, RunPriors
         when they pressed Undo; a second, stale Undo (a double click) is refused. ``by``: as for ``answer``.
         """
         with self.lock:
-            if ended := self.service.sign_in_ended(by):
+            if ended := self.accounts.sign_in_ended(by):
                 return self._tell(Outcome(False, ended, "error"))
             if self.problem is not None:
                 return self._tell(Outcome(False, self.problem, "error"))
@@ -532,7 +530,7 @@ class LabellingRun(RunSnapshots, RunReadouts, RunHistory, RunStopping, RunPriors
     def close(self, *, by: Identity | None = None) -> Outcome:
         """Close the session: store a snapshot of the model first, then mark the session closed."""
         with self.lock:
-            if ended := self.service.sign_in_ended(by):
+            if ended := self.accounts.sign_in_ended(by):
                 return self._tell(Outcome(False, ended, "error"))
             if self.problem is None:
                 self.save_snapshot()

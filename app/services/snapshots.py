@@ -69,7 +69,7 @@ class RunSnapshots:
 
     def _from_snapshot(self, pairs: list[tuple[int, int]], data: dict[str, Any]) -> ActiveLearningLoop | None:
         """The loop restored from the latest snapshot, if it covers exactly the first events; else None."""
-        snapshot = repo.latest_snapshot(self.engine, self.session_id) if self.service.use_snapshots else None
+        snapshot = repo.latest_snapshot(self.engine, self.session_id) if self.use_snapshots else None
         if snapshot is None:
             self.resume_note = "no snapshot: every event replayed"
             return None

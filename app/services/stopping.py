@@ -169,7 +169,7 @@ class RunStopping:
         """Choose the rule that says "you can stop", and the statistical rule's target recall and confidence
         (``by``: the signed-in person, as for ``answer``)."""
         with self.lock:
-            if ended := self.service.sign_in_ended(by):
+            if ended := self.accounts.sign_in_ended(by):
                 return self._tell(Outcome(False, ended, "error"))
             try:
                 rule, target_recall, confidence = check_settings(
@@ -185,7 +185,7 @@ class RunStopping:
     def start_check(self, *, by: Identity | None = None) -> Outcome:
         """Start a recall check: from now on the items shown are drawn at random from the unlabelled rest."""
         with self.lock:
-            if ended := self.service.sign_in_ended(by):
+            if ended := self.accounts.sign_in_ended(by):
                 return self._tell(Outcome(False, ended, "error"))
             if self.problem is not None:
                 return self._tell(Outcome(False, self.problem, "error"))
@@ -206,7 +206,7 @@ class RunStopping:
                    by: Identity | None = None) -> Outcome:
         """End the recall check on the analyst's word (or when its draws show recall below the target)."""
         with self.lock:
-            if ended := self.service.sign_in_ended(by):
+            if ended := self.accounts.sign_in_ended(by):
                 return self._tell(Outcome(False, ended, "error"))
             if not self.checking:
                 return self._tell(Outcome(False, "No recall check is on.", "warning"))
