@@ -20,10 +20,8 @@ the other methods on the facade, which hands each to its part (``FORWARDED`` nam
 
 from __future__ import annotations
 
-import functools
-import inspect
-
 from app.services.accounts import Accounts
+from app.services.common import forwarded
 from app.services.comparisons import Comparisons
 from app.services.datasets import Datasets
 from app.services.exports import Exports
@@ -94,18 +92,6 @@ class MarginLab:
         return cls(engine)
 
 
-def _forwarded(part: str, name: str, source: type):
-    """``MarginLab.name``: ``source.name`` of the part ``part`` (with its signature and docstring)."""
-    target = inspect.getattr_static(source, name)
-    function = target.__func__ if isinstance(target, staticmethod) else target
-
-    @functools.wraps(function)
-    def forward(self, *args, **kwargs):
-        return getattr(getattr(self, part), name)(*args, **kwargs)
-
-    return forward
-
-
 def _account_setting(name: str) -> property:
     return property(lambda self: getattr(self.accounts, name),
                     lambda self, value: setattr(self.accounts, name, value),
@@ -114,6 +100,6 @@ def _account_setting(name: str) -> property:
 
 for _part, (_source, _names) in FORWARDED.items():
     for _name in _names:
-        setattr(MarginLab, _name, _forwarded(_part, _name, _source))
+        setattr(MarginLab, _name, forwarded(_part, _name, _source))
 for _name in ACCOUNT_SETTINGS:
     setattr(MarginLab, _name, _account_setting(_name))

@@ -1,5 +1,6 @@
 """The records the service's modules share, below all of them: an answer as a run keeps it, the item
-shown and why, the evaluation split and share, and the text of an uploaded CSV.
+shown and why, what a labelling run's parts read of it (``RunState``), the evaluation split and
+share, and the text of an uploaded CSV.
 
 Nothing here imports another service module but ``common``: the datasets, sessions, a labelling
 run and its parts (history, stopping, known items) all read these, and none of them needs another
@@ -10,11 +11,15 @@ from __future__ import annotations
 
 import csv
 import io
+import threading
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any, Protocol
 
 import numpy as np
 
-from app.services.common import EVAL_MAX_ITEMS, ServiceError
+from app.services.accounts import Accounts, Identity
+from app.services.common import EVAL_MAX_ITEMS, Outcome, ServiceError
 
 
 @dataclass(frozen=True)
@@ -38,6 +43,56 @@ class Answer:
     score: float | None
     label_id: int | None = None  # the stored label's id (checks that a snapshot covers these events)
     strategy: str | None = None  # the heuristic that asked (core.stopping.CHECK_STRATEGY: a recall check's draw)
+
+
+class RunState(Protocol):
+    """What the parts of a labelling run (``LabellingRun``: its history, stopping, read-outs, snapshots and
+    known items) read and change of the run: the session, its data, answers and model, and the run's own
+    steps.  Each part is given the run as this, and the other parts it uses, when the run is made."""
+
+    engine: Any
+    accounts: Accounts  # whether a signed-in person may still write
+    use_snapshots: bool
+    session_id: int
+    lock: threading.RLock
+    info: Any  # storage.repository.SessionInfo
+    dataset: Any  # storage.repository.DatasetInfo
+    scaling: str
+    seed: int
+    find: str | None
+    solver_params: dict[str, Any]
+    strategy_params: dict[str, Any]
+    X: Any  # every item's scaled features (by dataset row)
+    X_raw: Any  # every item's stored features
+    y_true: np.ndarray | None
+    display: Any
+    feature_names: list[str]
+    pool_items: np.ndarray
+    eval_items: np.ndarray
+    pool_of_item: Mapping[int, int]
+    loop: Any  # core.loop.ActiveLearningLoop, None while the model cannot be used
+    problem: str | None
+    answers: list[Answer]
+    last_update_ms: float | None
+    resume_note: str
+    version: int
+
+    @property
+    def class_names(self) -> dict[int, str]: ...
+
+    def ask(self) -> None: ...
+
+    def tell(self, outcome: Outcome) -> Outcome: ...
+
+    def rebuild(self) -> None: ...
+
+    def cannot_go_on(self, error: Exception, what: str) -> Outcome: ...
+
+    def check_decision_values(self, pool_indices: list[int]) -> None: ...
+
+    def refusal(self, by: Identity | None) -> Outcome | None: ...
+
+    def not_recorded(self, error: Exception) -> Outcome: ...
 
 
 def evaluation_split(y_true: np.ndarray, fraction: float, seed: int,
@@ -90,4 +145,4 @@ def csv_text(data: bytes, sep: str = ",") -> io.StringIO:
     return io.StringIO(text, newline="")
 
 
-__all__ = ["Answer", "ShownItem", "csv_text", "eval_share", "evaluation_split"]
+__all__ = ["Answer", "RunState", "ShownItem", "csv_text", "eval_share", "evaluation_split"]
