@@ -14,6 +14,7 @@ import pytest
 from sqlalchemy import text
 
 from app.services import EVAL_FRACTION, MarginLab, evaluation_split
+from app.services.datasets import Datasets
 from storage import repository as repo
 from tests import test_app
 from tests.test_app import shown, start_app
@@ -522,7 +523,7 @@ def test_an_unexpected_error_shows_no_details_in_the_browser_and_is_logged(db_ur
     def broken(self):
         raise RuntimeError("secret detail at /srv/marginlab/secret.py")
 
-    monkeypatch.setattr(MarginLab, "datasets", broken)
+    monkeypatch.setattr(Datasets, "__call__", broken)  # (``service.datasets()``)
     monkeypatch.chdir("/")  # AppTest reads no config file beside the script: the code must set it
     from streamlit.testing.v1 import AppTest
 

@@ -140,7 +140,7 @@ def test_undo_before_the_start_of_a_check_ends_it(db_url):
     run = labelled_run(svc, 15)
     assert run.start_check().ok
     assert run.undo().ok  # the last heuristic label: the check's start is now beyond the labels
-    assert not run.checking and run.stopping["checks"] == []
+    assert not run.checking and run.stopping.settings["checks"] == []
     assert repo.get_session(svc.engine, run.session_id).params[SETTING]["checks"] == []
 
 
@@ -150,9 +150,9 @@ def test_removing_an_earlier_answer_in_history_moves_the_check_starts_with_the_l
     assert run.start_check().ok
     answer(run, 3)
     before = run.stopping_status().check.last  # the check's run of draws (it may have ended on its draws)
-    assert run.stopping["checks"] == [15] and (before.start, before.draws) == (15, 3)
+    assert run.stopping.settings["checks"] == [15] and (before.start, before.draws) == (15, 3)
     assert run.remove_label(run.answers[2].label_id).ok  # a heuristic label before the check
-    assert run.stopping["checks"] == [14]
+    assert run.stopping.settings["checks"] == [14]
     assert repo.get_session(svc.engine, run.session_id).params[SETTING]["checks"] == [14]
     after = run.stopping_status().check.last
     assert (after.start, after.draws, after.positives, after.urn) == (14, 3, before.positives, before.urn + 1)
@@ -162,7 +162,7 @@ def test_removing_an_earlier_answer_in_history_moves_the_check_starts_with_the_l
     assert (again.start, again.draws) == (14, 3)
     # removing one of the check's own draws leaves its start where it is
     assert run.remove_label(run.answers[-1].label_id).ok
-    assert run.stopping["checks"] == [14] and run.stopping_status().check.last.draws == 2
+    assert run.stopping.settings["checks"] == [14] and run.stopping_status().check.last.draws == 2
 
 
 def test_the_estimate_uses_the_sessions_target_and_confidence(db_url):
@@ -171,7 +171,7 @@ def test_the_estimate_uses_the_sessions_target_and_confidence(db_url):
     answer(run, 5)
     est = run.stopping_status().estimate
     assert est.method == "random draws" and est.confidence == 0.8 and "80% interval" in est.in_words()
-    view = run._stopping_view()
+    view = run.stopping.view()
     at = {c: rules.estimate_remaining(view.labels, view.drawn, view.check_starts, pool_size=view.pool_size,
                                       confidence=c) for c in (0.8, 0.95)}
     assert (est.remaining_low, est.remaining_high) == (at[0.8].remaining_low, at[0.8].remaining_high)
@@ -199,16 +199,16 @@ def test_stopping_settings_are_checked_stored_and_resumed(db_url):
 def test_stability_checkpoints_resume_from_a_snapshot_and_from_a_replay_alike(db_url):
     svc = service(db_url)
     run = labelled_run(svc, 62)  # snapshots after 25 and 50 answers; checkpoints every 10 labels
-    live = run.stability.checkpoints
+    live = run.stopping.stability.checkpoints
     assert sorted(live)[-1] == 60
     from_snapshot = service(db_url).open_session(run.session_id)
     assert from_snapshot.resumed_from == 50
     replayed = MarginLab(from_snapshot.engine, use_snapshots=False).open_session(run.session_id)
     assert replayed.resumed_from is None
     for other in (from_snapshot, replayed):
-        assert sorted(other.stability.checkpoints) == sorted(live)
+        assert sorted(other.stopping.stability.checkpoints) == sorted(live)
         for n in live:
-            assert np.array_equal(other.stability.checkpoints[n], live[n])
+            assert np.array_equal(other.stopping.stability.checkpoints[n], live[n])
         assert other.stopping_status().states[3] == run.stopping_status().states[3]
 
 

@@ -459,8 +459,8 @@ def test_a_restarted_app_resumes_from_the_latest_snapshot(lab, strategy, solver)
         assert restarted.undo().ok
         run.loop.undo()  # the live run follows without touching the database
         run.answers.pop()
-    del run._asked_metrics[run.n_labels:]  # as undo trims the AUC of the scores when asked (no evaluation split)
-    run._ask()
+    run.readouts.forget_metrics(after=run.n_labels)  # as undo trims the AUCs of the scores when asked (no split)
+    run.ask()
     run.version += 1  # its cached read-outs are stale
     assert_same_run(restarted, run)
     # the undo removed the stale snapshot: the next resume starts from an older one (or replays)
@@ -475,7 +475,7 @@ def test_a_restarted_app_resumes_from_the_latest_snapshot(lab, strategy, solver)
                 run.loop.next_query()
                 run.loop.teach(other.shown.pool_index, int(run.y_true[item]))
                 run.answers.append(third.answers[len(run.answers)])
-                run._ask()
+                run.ask()
                 run.version += 1
             else:
                 assert other.answer(int(other.y_true[item]), item_index=item).ok
@@ -533,7 +533,7 @@ def test_a_restarted_lasvm_session_has_the_same_model_and_next_item_bit_for_bit(
             run.loop.next_query()
             run.loop.teach(run.shown.pool_index, int(run.y_true[item]))
             run.answers.append(restarted.answers[len(run.answers)])
-            run._ask()
+            run.ask()
             run.version += 1
             assert restarted.shown.item_index == run.shown.item_index
         assert np.array_equal(a.solver.decision_function(), b.solver.decision_function())

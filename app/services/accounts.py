@@ -251,13 +251,17 @@ VERIFICATIONS = Verifications()
 
 
 class Accounts:
-    """The account part of ``MarginLab``."""
+    """Who may sign in, and whether a signed-in person may still act: ``MarginLab.accounts``
+    (``accounts()`` lists the accounts)."""
 
     #: seconds a failed sign-in waits before answering (tests may shorten it)
     failure_delay_s: float = FAILURE_DELAY_S
     #: seconds a sign-in waits for its turn to be checked
     verify_wait_s: float = VERIFY_WAIT_S
     verifications: Verifications = VERIFICATIONS
+
+    def __init__(self, engine):
+        self.engine = engine
 
     # -- the first start
     def ensure_owner(self) -> str | None:
@@ -437,7 +441,8 @@ class Accounts:
         return teams.revoke_browser_sign_ins(self.engine, identity.account_id)
 
     # -- members (owners only)
-    def accounts(self) -> list[teams.AccountInfo]:
+    def __call__(self) -> list[teams.AccountInfo]:
+        """Every account."""
         return teams.list_accounts(self.engine)
 
     def create_account(self, actor: Identity, *, name: str, password: str | None, role: str = "annotator"

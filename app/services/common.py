@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+import inspect
 from dataclasses import dataclass
 from typing import Any
 
@@ -48,8 +50,9 @@ VALUE_NAMES = {1: "positive", -1: "negative", 0: "skip"}
 __all__ = ["BASELINE", "COMPARE_STRATEGIES", "DEFAULT_C", "DEFAULT_GAMMA", "DEFAULT_SOLVER", "DEFAULT_STRATEGY",
            "DEMO_NAME", "EVAL_FRACTION", "EVAL_MAX_ITEMS", "EXACT_SOLVERS", "GAMMA_NAMES", "LABEL_STRATEGIES",
            "ORACLE_STRATEGIES", "SOLVERS", "STORED_EVAL_FRACTION", "STRATEGY_WORDS", "VALUE_NAMES", "Outcome",
-           "ServiceError", "database_trouble", "gamma_value", "numeric_columns", "penalty_value", "positive_number",
-           "scale_features", "scaled_row_blocks", "scaling_name", "session_kernel", "tuned_params", "whole_number"]
+           "ServiceError", "database_trouble", "forwarded", "gamma_value", "numeric_columns", "penalty_value",
+           "positive_number", "scale_features", "scaled_row_blocks", "scaling_name", "session_kernel", "tuned_params",
+           "whole_number"]
 
 
 class ServiceError(Exception):
@@ -221,3 +224,21 @@ def database_trouble(error: Exception) -> str:
     cause = getattr(error, "orig", None) or error
     lines = str(cause).strip().splitlines()
     return lines[0] if lines else type(cause).__name__
+
+
+def forwarded(part: str, name: str, source: type):
+    """What ``owner.name`` is when ``owner.part`` (a ``source``) does it: a method handing its arguments
+    on (with ``source.name``'s signature and docstring), or a read-only property for an attribute.
+    A facade or a run says so once per name instead of inheriting every part's methods."""
+    target = inspect.getattr_static(source, name)
+    if isinstance(target, staticmethod):
+        target = target.__func__
+    if not callable(target):  # a property, or a plain attribute
+        return property(lambda self: getattr(getattr(self, part), name),
+                        doc=getattr(target, "__doc__", None) if isinstance(target, property) else None)
+
+    @functools.wraps(target)
+    def forward(self, *args, **kwargs):
+        return getattr(getattr(self, part), name)(*args, **kwargs)
+
+    return forward

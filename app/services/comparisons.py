@@ -5,11 +5,11 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 
+from app.services.accounts import Accounts, Identity
 from app.services.common import (
     COMPARE_STRATEGIES,
     DEFAULT_C,
@@ -22,11 +22,10 @@ from app.services.common import (
     scale_features,
     whole_number,
 )
+from app.services.datasets import Datasets
+from app.services.sessions import Sessions
 from core.dask_runs import resolve_scheduler
 from storage import repository as repo
-
-if TYPE_CHECKING:
-    from app.services.accounts import Identity
 
 # What one comparison started from the app may cost. It runs inside a request of a server
 # others share: every seed of every heuristic labels up to the budget, keeping the training items'
@@ -77,7 +76,11 @@ def runs_said(n_strategies: int, n_references: int, n_seeds: int) -> str:
 
 
 class Comparisons:
-    """The comparison part of ``MarginLab``."""
+    """Heuristics side by side: ``MarginLab.comparisons`` (``comparisons(dataset_id)`` lists the stored
+    ones); the labelling sessions of ``sessions`` are drawn beside them."""
+
+    def __init__(self, engine, accounts: Accounts, datasets: Datasets, sessions: Sessions):
+        self.engine, self.accounts, self.datasets, self.sessions = engine, accounts, datasets, sessions
 
     @staticmethod
     def comparison_scheduler() -> str | None:
@@ -128,8 +131,8 @@ class Comparisons:
         """
         from core.experiment import REFERENCE_TASK, SchedulerError, run_comparison
 
-        self.acting(by)
-        dataset = self.dataset(dataset_id)
+        self.accounts.acting(by)
+        dataset = self.datasets.dataset(dataset_id)
         if not dataset.has_true_labels:
             raise ServiceError(f"Dataset '{dataset.name}' has no true labels; a comparison needs them.")
         strategies = [s for s in strategies]
@@ -203,7 +206,7 @@ class Comparisons:
                    "references": result.references.to_dict(orient="records"),
                    "stop_summary": result.stop_summary.to_dict(orient="records"),
                    "stops": result.stops.astype(object).where(result.stops.notna(), None).to_dict(orient="records")}
-        self.acting(by)  # (it may have run for minutes)
+        self.accounts.acting(by)  # (it may have run for minutes)
         return repo.save_comparison(self.engine, dataset_id, config, result.rows, summary)
 
     @staticmethod
@@ -237,7 +240,8 @@ class Comparisons:
             "work saved": frame["work_saved"]})
         return out
 
-    def comparisons(self, dataset_id: int | None = None) -> list[repo.ComparisonInfo]:
+    def __call__(self, dataset_id: int | None = None) -> list[repo.ComparisonInfo]:
+        """The stored comparisons (of one dataset, or of all)."""
         return repo.list_comparisons(self.engine, dataset_id)
 
     def comparison(self, comparison_id: int) -> repo.Comparison:
@@ -249,7 +253,7 @@ class Comparisons:
         for info in self.sessions(dataset_id=dataset_id):
             if info.n_labels < 2:
                 continue
-            run = self.open_session(info.id)
+            run = self.sessions.open_session(info.id)
             if run.problem is not None:  # no model to draw (the Label page says why)
                 continue
             history = run.history()

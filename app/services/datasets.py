@@ -3,20 +3,18 @@
 from __future__ import annotations
 
 import csv
-import io
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import pandas as pd
 
+from app.services.accounts import Accounts, Identity
 from app.services.common import DEMO_NAME, ServiceError, scaling_name
+from app.services.records import csv_text, eval_share
 from storage import repository as repo
 from storage.errors import DuplicateDatasetError
-
-if TYPE_CHECKING:
-    from app.services.accounts import Identity
 
 
 @dataclass
@@ -76,23 +74,6 @@ FORM_CHOICE_WORDS = {"missing=drop": f"Missing values: '{MISSING_CHOICES['drop']
                      "constant_columns=drop": f"Constant columns: '{CONSTANT_CHOICES['drop']}'"}
 
 
-def _csv_text(data: bytes, sep: str = ",") -> io.StringIO:
-    """An uploaded file as text for ``csv.reader``, whose cells may be as long as the file; one beyond
-    the columns and cells ``core.datasets`` reads is refused (``DataTooLarge``) before it is read.
-
-    Python's csv module refuses cells over ``csv.field_size_limit()`` (128 KiB by
-    default) while the import (pandas) takes them; no cell can be longer than the
-    file, so the limit is raised to the file's length (never lowered: it is per process).
-    """
-    from core.datasets import check_csv_shape
-
-    text = data.decode("utf-8", errors="replace")
-    check_csv_shape(text, sep)
-    if csv.field_size_limit() < len(text):
-        csv.field_size_limit(len(text))
-    return io.StringIO(text, newline="")
-
-
 def _unique(names: list[str]) -> list[str]:
     seen: dict[str, int] = {}
     out = []
@@ -110,9 +91,13 @@ def _natural_key(text: str) -> tuple:
 
 
 class Datasets:
-    """The dataset part of ``MarginLab`` (``self.engine`` is the service's engine)."""
+    """Datasets: ``MarginLab.datasets`` (``datasets()`` lists them); ``accounts`` says who may import."""
 
-    def datasets(self) -> list[repo.DatasetInfo]:
+    def __init__(self, engine, accounts: Accounts):
+        self.engine, self.accounts = engine, accounts
+
+    def __call__(self) -> list[repo.DatasetInfo]:
+        """Every dataset."""
         return repo.list_datasets(self.engine)
 
     def dataset(self, dataset_id: int) -> repo.DatasetInfo:
@@ -120,7 +105,7 @@ class Datasets:
 
     def ensure_demo_dataset(self) -> int | None:
         """On first start (no dataset at all) import the bundled digits, 8 vs rest."""
-        if self.datasets():
+        if self():
             return None
         return self.import_bundled("digits", positive=8, name=DEMO_NAME, scaling="none").dataset_id
 
@@ -133,7 +118,7 @@ class Datasets:
                        scaling: str = "standard", by: Identity | None = None) -> ImportResult:
         from core.datasets import load_bundled
 
-        self.acting(by)
+        self.accounts.acting(by)
         return self._import_loaded(load_bundled(key, positive=positive), name=name, scaling=scaling,
                                    extra_meta={"bundled": key})
 
@@ -152,7 +137,7 @@ class Datasets:
             profile = None
         fallback = sep if sep not in (None, "", "auto") else ","
         used = profile.sep if profile else fallback
-        reader = csv.reader(_csv_text(data, used), delimiter=used)
+        reader = csv.reader(csv_text(data, used), delimiter=used)
         header = next(reader, [])
         rows = []
         n_rows = 0
@@ -172,7 +157,7 @@ class Datasets:
 
     def column_values(self, data: bytes, column: str, limit: int = 50, *, sep: str = ",") -> list[str]:
         """Distinct values of one column of an uploaded CSV (to choose the positive class)."""
-        reader = csv.DictReader(_csv_text(data, sep), delimiter=sep)
+        reader = csv.DictReader(csv_text(data, sep), delimiter=sep)
         seen: dict[str, None] = {}
         for row in reader:
             value = (row.get(column) or "").strip()
@@ -205,7 +190,7 @@ class Datasets:
         """
         from core.datasets import load_csv
 
-        self.acting(by)
+        self.accounts.acting(by)
         if display == "text" and not text_column:
             raise ServiceError("Choose the text column to show for each item.")
         if display == "image" and not image_shape:
@@ -214,8 +199,6 @@ class Datasets:
             positive = None
         meta_extra: dict[str, Any] = {"label_column": label_column} if label_column else {}
         if eval_fraction is not None:
-            from app.services.sessions import eval_share
-
             meta_extra["eval_fraction"] = eval_share(eval_fraction)
         loaded = load_csv(data, label_column=label_column or None, positive=positive,
                           feature_columns=list(feature_columns) if feature_columns else None,
@@ -244,9 +227,7 @@ class Datasets:
     def set_eval_fraction(self, dataset_id: int, fraction: float, *, by: Identity | None = None) -> float:
         """The share of a dataset with true labels held out for evaluation by the sessions started after
         (0: every item is in the pool)."""
-        from app.services.sessions import eval_share
-
-        self.acting(by)
+        self.accounts.acting(by)
         share = eval_share(fraction)
         repo.update_dataset_meta(self.engine, dataset_id, {"eval_fraction": share})
         return share

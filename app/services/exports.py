@@ -7,11 +7,15 @@ import re
 import unicodedata
 
 from app.services.common import ServiceError
+from app.services.datasets import Datasets
 from storage import repository as repo
 
 
 class Exports:
-    """The export part of ``MarginLab`` (a session's model state is ``LabellingRun.model_state``)."""
+    """Exports: ``MarginLab.exports`` (a session's model state is ``LabellingRun.model_state``)."""
+
+    def __init__(self, engine, datasets: Datasets):
+        self.engine, self.datasets = engine, datasets
 
     def annotators(self) -> list[str]:
         return repo.list_annotators(self.engine)
@@ -21,7 +25,7 @@ class Exports:
         """The name of an export file: the dataset (every dataset when None), the session when one is
         chosen, and the date, e.g. ``digits-8-vs-rest-session-3-2026-11-28.csv``; letters, digits, dots,
         dashes and underscores only (a safe file name on every system)."""
-        dataset = self.dataset(dataset_id).name if dataset_id is not None else "every-dataset"
+        dataset = self.datasets.dataset(dataset_id).name if dataset_id is not None else "every-dataset"
         parts = [file_name_safe(dataset) or f"dataset-{dataset_id}"]
         if session_id is not None:
             parts.append(f"session-{int(session_id)}")

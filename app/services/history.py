@@ -13,18 +13,19 @@ from __future__ import annotations
 import csv
 import logging
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 from sqlalchemy.exc import SQLAlchemyError
 
+from app.services.accounts import Identity
 from app.services.common import Outcome, ServiceError, database_trouble
+from app.services.readouts import RunReadouts
+from app.services.records import Answer, RunState, csv_text
+from app.services.snapshots import RunSnapshots
+from app.services.stopping import RunStopping
 from storage import history as stored_history
 from storage.errors import StorageError
-
-if TYPE_CHECKING:
-    from app.services.accounts import Identity
 
 logger = logging.getLogger(__name__)
 
@@ -49,18 +50,14 @@ class ImportPlan:
 
 
 class RunHistory:
-    """The label-history half of ``LabellingRun`` (see ``app.services.labelling``)."""
+    """A session's label history: ``LabellingRun.label_history``.  A correction changes the ``run``'s
+    answers and model (``RunState``), the ``stopping`` state and the AUCs ``readouts`` keeps, then
+    stores a model snapshot (``snapshots``)."""
+
+    def __init__(self, run: RunState, readouts: RunReadouts, stopping: RunStopping, snapshots: RunSnapshots):
+        self.run, self.readouts, self.stopping, self.snapshots = run, readouts, stopping, snapshots
 
     # -- reading ---------------------------------------------------------------------------
-    @property
-    def class_names(self) -> dict[int, str]:
-        """``{+1: positive class name, -1: negative class name, 0: "skipped"}`` of the session's dataset."""
-        classes = (self.dataset.meta or {}).get("classes") or {}
-        names = {1: str(classes.get("positive") or "positive"), -1: str(classes.get("negative") or "negative")}
-        if names[1] == names[-1]:
-            names = {1: "positive", -1: "negative"}
-        return {**names, 0: "skipped"}
-
     def label_table(self) -> pd.DataFrame:
         """Every answer of the session in the order given, also removed ones, with the changes made to it.
 
@@ -69,13 +66,13 @@ class RunHistory:
         ``as given``, ``status`` (current, removed or undone), ``when``, ``heuristic``,
         ``score when asked`` (None during the cold start), ``changes`` (who changed what, when).
         """
-        events = stored_history.label_history(self.engine, self.session_id)
-        given = stored_history.labels_as_given(self.engine, self.session_id)
+        events = stored_history.label_history(self.run.engine, self.run.session_id)
+        given = stored_history.labels_as_given(self.run.engine, self.run.session_id)
         corrections: dict[int, list] = {}
-        for c in stored_history.label_corrections(self.engine, self.session_id):
+        for c in stored_history.label_corrections(self.run.engine, self.run.session_id):
             corrections.setdefault(c.label_id, []).append(c)
-        names = self.class_names
-        keys = getattr(self.display, "item_keys", None)  # (none when the dataset could not be loaded)
+        names = self.run.class_names
+        keys = getattr(self.run.display, "item_keys", None)  # (none when the dataset could not be loaded)
         rows, position = [], 0
         for event in events:
             mine = corrections.get(event.label_id, [])
@@ -100,7 +97,7 @@ class RunHistory:
                                            "heuristic", "score when asked", "changes"])
 
     def _describe(self, correction) -> str:
-        names = self.class_names
+        names = self.run.class_names
         when = f"{correction.created_at:%Y-%m-%d %H:%M:%S}"
         if correction.kind == "remove":
             return f"removed by {correction.annotator} at {when}"
@@ -119,72 +116,70 @@ class RunHistory:
     def _correct(self, label_id: int, value: int | None, *, by: Identity | None = None) -> Outcome:
         """``by``: who makes the correction (the signed-in person, refused once their sign-in ended); the
         session's annotator by default."""
-        who = by.name if by is not None else self.info.annotator
-        with self.lock:
-            if ended := self.service.sign_in_ended(by):
-                return self._tell(Outcome(False, ended, "error"))
-            if self.problem is not None:
-                return self._tell(Outcome(False, self.problem, "error"))
-            answer = next((a for a in self.answers if a.label_id == label_id), None)
+        who = by.name if by is not None else self.run.info.annotator
+        with self.run.lock:
+            if ended := self.run.accounts.sign_in_ended(by):
+                return self.run.tell(Outcome(False, ended, "error"))
+            if self.run.problem is not None:
+                return self.run.tell(Outcome(False, self.run.problem, "error"))
+            answer = next((a for a in self.run.answers if a.label_id == label_id), None)
             if answer is None:
-                self._rebuild()  # another tab or process may have changed the session: follow the database
-                return self._tell(Outcome(False, f"Label {label_id} is not one of this session's current answers "
-                                                 "(undone or removed meanwhile?); nothing was changed.", "warning"))
-            names = self.class_names
+                self.run.rebuild()  # another tab or process may have changed the session: follow the database
+                return self.run.tell(Outcome(False, f"Label {label_id} is not one of this session's current answers "
+                                                    "(undone or removed meanwhile?); nothing was changed.", "warning"))
+            names = self.run.class_names
             old = answer.value
             try:
                 if value is None:
-                    stored_history.remove_label(self.engine, self.session_id, label_id, annotator=who)
+                    stored_history.remove_label(self.run.engine, self.run.session_id, label_id, annotator=who)
                 else:
-                    stored_history.change_label(self.engine, self.session_id, label_id, value=value,
+                    stored_history.change_label(self.run.engine, self.run.session_id, label_id, value=value,
                                                 annotator=who)
             except StorageError as error:
-                return self._tell(Outcome(False, f"Nothing was changed: {error}", "warning"))
+                return self.run.tell(Outcome(False, f"Nothing was changed: {error}", "warning"))
             except SQLAlchemyError as error:
-                logger.warning("session %s: the correction was not stored: %s", self.session_id, error)
-                return self._tell(Outcome(False, "Nothing was changed: the database could not be written "
-                                                 f"({database_trouble(error)}).", "error"))
-            item, pool_index = answer.item_index, self.pool_of_item[answer.item_index]
+                logger.warning("session %s: the correction was not stored: %s", self.run.session_id, error)
+                return self.run.tell(Outcome(False, "Nothing was changed: the database could not be written "
+                                                    f"({database_trouble(error)}).", "error"))
+            item, pool_index = answer.item_index, self.run.pool_of_item[answer.item_index]
             what = (f"The {names[old]} answer on item {item} was removed" if value is None else
                     f"Item {item} changed from {names[old]} to {names[value]}")
-            position = sum(1 for a in self.answers[:self.answers.index(answer)] if a.value != 0)
+            position = sum(1 for a in self.run.answers[:self.run.answers.index(answer)] if a.value != 0)
             try:
                 if value is None:
-                    correction = self.loop.remove_label(pool_index)
-                    self.answers.remove(answer)
+                    correction = self.run.loop.remove_label(pool_index)
+                    self.run.answers.remove(answer)
                     if old != 0:
-                        self._forget_stopping_after_removal(position)
+                        self.stopping.forget_after_removal(position)
                 else:
-                    correction = self.loop.change_label(pool_index, value)
+                    correction = self.run.loop.change_label(pool_index, value)
                     answer.value = value
-                if self.n_labels:
-                    self._check_decision_values([p for p, v in self.loop.events if v != 0])
+                if self.readouts.n_labels:
+                    self.run.check_decision_values([p for p, v in self.run.loop.events if v != 0])
             except Exception as error:
-                return self._cannot_go_on(error, f"{what} (saved), but session {self.session_id}'s model could not "
-                                                 "learn the correction")
-            self._asked_metrics = []  # the AUC of the scores when asked is taken over the labels as they stand
-            self.last_update_ms = None
-            self.version += 1
-            self.snapshot_label_ids = None  # (the corrected answer keeps its id: the snapshots are behind)
-            self._ask()
+                return self.run.cannot_go_on(error, f"{what} (saved), but session {self.run.session_id}'s model "
+                                                    "could not learn the correction")
+            self.readouts.forget_metrics()  # the AUC of the scores when asked is taken over the labels as they stand
+            self.run.last_update_ms = None
+            self.run.version += 1
+            self.snapshots.label_ids = None  # (the corrected answer keeps its id: the snapshots are behind)
+            self.run.ask()
             how = ("the model is unchanged" if old == 0 else
-                   f"the model was rebuilt from the {self.n_labels} labels" if not correction.exact else
+                   f"the model was rebuilt from the {self.readouts.n_labels} labels" if not correction.exact else
                    "unlearned (exact)" if value is None else "unlearned and learned again (exact)")
             said = f"{what}: {how}, {correction.update_ms:.0f} ms."
             if value is None:
                 said += " The item can be asked about again."
-            if self.save_snapshot() is None and self.snapshot_error:
-                return self._tell(Outcome(True, f"{said} The model snapshot could not be stored "
-                                                f"({self.snapshot_error}); the next start replays the labels.",
-                                          "warning"))
-            return self._tell(Outcome(True, said))
+            if self.snapshots.save_snapshot() is None and self.snapshots.snapshot_error:
+                return self.run.tell(Outcome(True, f"{said} The model snapshot could not be stored "
+                                                   f"({self.snapshots.snapshot_error}); the next start replays the "
+                                                   "labels.", "warning"))
+            return self.run.tell(Outcome(True, said))
 
     # -- labels from elsewhere --------------------------------------------------------------------
     def plan_import(self, data: bytes, *, key_column: str, label_column: str) -> ImportPlan:
         """Check an import file (a CSV of item key → label) row by row against this session; stores nothing."""
-        from app.services.datasets import _csv_text
-
-        rows = csv.reader(_csv_text(data.decode("utf-8-sig", errors="replace").encode()))
+        rows = csv.reader(csv_text(data.decode("utf-8-sig", errors="replace").encode()))
         header = [h.strip() for h in next(rows, [])]
         for column in (key_column, label_column):
             if column not in header:
@@ -192,10 +187,10 @@ class RunHistory:
         k_col, l_col = header.index(key_column), header.index(label_column)
         items = self._items_by_key()
         answers_by_word = {word: value for word, value in ANSWER_WORDS.items()}
-        for value, name in self.class_names.items():
+        for value, name in self.run.class_names.items():
             answers_by_word[name.strip().lower()] = value  # the dataset's own class names come first
-        names = self.class_names
-        current = {a.item_index: a.value for a in self.answers}
+        names = self.run.class_names
+        current = {a.item_index: a.value for a in self.run.answers}
         planned: dict[int, tuple[int, int]] = {}  # item -> (value, row)
         answers, problems, already = [], [], 0
         for row_number, cells in enumerate(rows, start=1):
@@ -209,7 +204,8 @@ class RunHistory:
                 continue
             found = items.get(key)
             if found is None or (isinstance(found, list) and len(found) != 1):
-                problems.append(f"{where}: key '{key}' is not an item of dataset '{self.dataset.name}'." if not found
+                dataset = self.run.dataset.name
+                problems.append(f"{where}: key '{key}' is not an item of dataset '{dataset}'." if not found
                                 else f"{where}: key '{key}' names {len(found)} items of the dataset.")
                 continue
             item = found[0]
@@ -218,7 +214,7 @@ class RunHistory:
                 problems.append(f"{where}: label '{word}' is neither '{names[1]}' (positive) nor '{names[-1]}' "
                                 "(negative).")
                 continue
-            if item not in self.pool_of_item:
+            if item not in self.run.pool_of_item:
                 problems.append(f"{where}: item '{key}' is held out to evaluate this session (the dataset's true "
                                 "labels are used there).")
                 continue
@@ -240,9 +236,9 @@ class RunHistory:
 
     def _items_by_key(self) -> dict[str, list[int]]:
         """Item key -> the items with that key (the item's index, as text, when the dataset has no keys)."""
-        keys = self.display.item_keys
+        keys = self.run.display.item_keys
         if keys is None:
-            return {str(i): [i] for i in range(len(self.X_raw))}
+            return {str(i): [i] for i in range(len(self.run.X_raw))}
         found: dict[str, list[int]] = {}
         for i, key in enumerate(keys):
             if key is not None:
@@ -258,10 +254,10 @@ class RunHistory:
         key or label, an item held out for evaluation, an answer that contradicts
         one in the file or in the session), or saying that ``by``'s sign-in ended; nothing is stored then.
         """
-        with self.lock:
-            self.service.acting(by)
-            if self.problem is not None:
-                raise ServiceError(self.problem)
+        with self.run.lock:
+            self.run.accounts.acting(by)
+            if self.run.problem is not None:
+                raise ServiceError(self.run.problem)
             plan = self.plan_import(data, key_column=key_column, label_column=label_column)
             if plan.problems:
                 shown = plan.problems[:IMPORT_PROBLEMS_SHOWN]
@@ -270,35 +266,34 @@ class RunHistory:
                                    f"{'s' if len(plan.problems) != 1 else ''} cannot be used. "
                                    + " ".join(shown) + (f" … and {more} more." if more else ""))
             if not plan.answers:
-                return self._tell(Outcome(True, f"Nothing to import from {source}: its {plan.already} labels are "
-                                                "already in this session.", "info"))
+                return self.run.tell(Outcome(True, f"Nothing to import from {source}: its {plan.already} labels are "
+                                                   "already in this session.", "info"))
             try:
                 stored = stored_history.record_labels(
-                    self.engine, self.session_id, plan.answers, annotator=by.name if by else self.info.annotator,
+                    self.run.engine, self.run.session_id, plan.answers,
+                    annotator=by.name if by else self.run.info.annotator,
                     strategy=IMPORTED,
-                    solver=self.info.solver, model_version=len(self.answers))
+                    solver=self.run.info.solver, model_version=len(self.run.answers))
             except StorageError as error:
                 raise ServiceError(f"Nothing was imported from {source}: {error}") from None
             except SQLAlchemyError as error:
                 raise ServiceError(f"Nothing was imported from {source}: the database could not be written "
                                    f"({database_trouble(error)}).") from None
-            from app.services.labelling import Answer
-
-            self.answers.extend(Answer(e.item_index, e.value, None, e.label_id) for e in stored)
+            self.run.answers.extend(Answer(e.item_index, e.value, None, e.label_id) for e in stored)
             try:
-                self.loop.replay([(self.pool_of_item[e.item_index], e.value) for e in stored])
-                self._check_decision_values([self.pool_of_item[e.item_index] for e in stored if e.value != 0])
+                self.run.loop.replay([(self.run.pool_of_item[e.item_index], e.value) for e in stored])
+                self.run.check_decision_values([self.run.pool_of_item[e.item_index] for e in stored if e.value != 0])
             except Exception as error:
-                return self._cannot_go_on(error, f"The {len(stored)} imported answers are saved, but session "
-                                                 f"{self.session_id}'s model could not learn them")
-            self.last_update_ms = None
-            self.version += 1
-            self._ask()
+                return self.run.cannot_go_on(error, f"The {len(stored)} imported answers are saved, but session "
+                                                    f"{self.run.session_id}'s model could not learn them")
+            self.run.last_update_ms = None
+            self.run.version += 1
+            self.run.ask()
             values = np.array([e.value for e in stored])
             said = (f"Imported {len(stored)} answers from {source} ({int((values == 1).sum())} "
-                    f"{self.class_names[1]}, {int((values == -1).sum())} {self.class_names[-1]}"
+                    f"{self.run.class_names[1]}, {int((values == -1).sum())} {self.run.class_names[-1]}"
                     + (f", {int((values == 0).sum())} skipped" if (values == 0).any() else "") + ")"
                     + (f"; {plan.already} were already here" if plan.already else "") + ".")
-            if self.save_snapshot() is None and self.snapshot_error:
-                said += f" The model snapshot could not be stored ({self.snapshot_error})."
-            return self._tell(Outcome(True, said))
+            if self.snapshots.save_snapshot() is None and self.snapshots.snapshot_error:
+                said += f" The model snapshot could not be stored ({self.snapshots.snapshot_error})."
+            return self.run.tell(Outcome(True, said))

@@ -2,32 +2,33 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
+from app.services.accounts import Accounts, Identity
 from app.services.common import Outcome, ServiceError
+from app.services.sessions import Sessions
 from storage import history as stored_history
 from storage import repository as repo
 from storage.errors import StorageError
 
-if TYPE_CHECKING:
-    from app.services.accounts import Identity
-
 
 class Housekeeping:
-    """The housekeeping part of ``MarginLab``."""
+    """Keeping the database tidy: ``MarginLab.housekeeping`` (a renamed, closed or deleted session's
+    run in memory, in ``sessions``, follows)."""
+
+    def __init__(self, engine, accounts: Accounts, sessions: Sessions):
+        self.engine, self.accounts, self.sessions = engine, accounts, sessions
 
     def session(self, session_id: int) -> repo.SessionInfo:
         return repo.get_session(self.engine, session_id)
 
     def rename_session(self, session_id: int, name: str | None, *, by: Identity | None = None) -> Outcome:
         """Name a session (blank: it is called by its number again); ``by``: the signed-in person."""
-        if ended := self.sign_in_ended(by):
+        if ended := self.accounts.sign_in_ended(by):
             return Outcome(False, ended, "error")
         try:
             stored_history.rename_session(self.engine, session_id, name)
         except StorageError as error:
             return Outcome(False, str(error), "error")
-        run = self._runs.get(int(session_id))
+        run = self.sessions.in_memory(session_id)
         if run is not None:
             run.info = repo.get_session(self.engine, session_id)
         info = repo.get_session(self.engine, session_id)
@@ -36,7 +37,7 @@ class Housekeeping:
 
     def reopen_session(self, session_id: int, *, by: Identity | None = None) -> Outcome:
         """Make a closed session active again (it is rebuilt from its labels when opened)."""
-        if ended := self.sign_in_ended(by):
+        if ended := self.accounts.sign_in_ended(by):
             return Outcome(False, ended, "error")
         repo.reopen_session(self.engine, session_id)
         return Outcome(True, f"Session {session_id} is open again.")
@@ -51,14 +52,11 @@ class Housekeeping:
         ``confirm_name`` must be the dataset's name: the page asks for it after
         saying what goes, so that nothing is deleted by a stray click. ``by``: the signed-in person.
         """
-        self.acting(by)
+        self.accounts.acting(by)
         contents = self.dataset_contents(dataset_id)
         if str(confirm_name).strip() != contents.name.strip():
             raise ServiceError(f"Type the dataset's name, '{contents.name}', to delete it; nothing was deleted.")
-        sessions = [s.id for s in self.sessions(dataset_id=dataset_id)]
-        with self._runs_lock:
-            for session_id in sessions:
-                self._runs.pop(session_id, None)
+        self.sessions.forget_runs([s.id for s in self.sessions(dataset_id=dataset_id)])
         repo.delete_dataset(self.engine, dataset_id)
         return Outcome(True, f"Deleted dataset '{contents.name}' with {describe_contents(contents)}.")
 

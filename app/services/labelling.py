@@ -16,20 +16,20 @@ import logging
 import threading
 from collections import OrderedDict
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
 from sqlalchemy.exc import SQLAlchemyError
 
+from app.services.accounts import Accounts, Identity
 from app.services.common import (
-    EVAL_MAX_ITEMS,
     STORED_EVAL_FRACTION,
     VALUE_NAMES,
     Outcome,
     ServiceError,
     database_trouble,
+    forwarded,
     numeric_columns,
     scaled_row_blocks,
 )
@@ -37,6 +37,7 @@ from app.services.display import ItemDisplay
 from app.services.history import RunHistory
 from app.services.priors import RunPriors
 from app.services.readouts import RunReadouts
+from app.services.records import Answer, ShownItem, evaluation_split
 from app.services.snapshots import SNAPSHOT_EVERY, RunSnapshots
 from app.services.stopping import RunStopping, stopping_settings
 from core.loop import ActiveLearningLoop
@@ -44,59 +45,10 @@ from core.stopping import CHECK_STRATEGY
 from storage import repository as repo
 from storage.errors import DuplicateLabelError, StorageError
 
-if TYPE_CHECKING:
-    from app.services.accounts import Identity
-    from app.services.marginlab import MarginLab
-
 logger = logging.getLogger(__name__)
 
 #: at most this many characters of an error's own text are shown in a message
 CAUSE_CHARS = 300
-
-
-@dataclass(frozen=True)
-class ShownItem:
-    """The item the panel shows and why it was chosen."""
-
-    item_index: int  # row of the dataset
-    pool_index: int  # index in the loop's pool
-    score: float | None  # decision value f(x) the model gave the item when it was asked
-    strategy: str
-    reason: str
-    query_ms: float | None
-
-
-@dataclass
-class Answer:
-    """One active label event as the service keeps it (mirrors the database)."""
-
-    item_index: int
-    value: int
-    score: float | None
-    label_id: int | None = None  # the stored label's id (checks that a snapshot covers these events)
-    strategy: str | None = None  # the heuristic that asked (core.stopping.CHECK_STRATEGY: a recall check's draw)
-
-
-def evaluation_split(y_true: np.ndarray, fraction: float, seed: int,
-                     max_items: int = EVAL_MAX_ITEMS) -> tuple[np.ndarray, np.ndarray]:
-    """(pool items, evaluation items): a stratified split drawn with ``seed``.
-
-    ``fraction`` of each class is held out, at most ``max_items`` in all. Each
-    class keeps at least one item on each side, so the ROC curve on the
-    evaluation items is defined and both classes can still be found in the pool.
-    """
-    rng = np.random.default_rng(seed)
-    fraction = min(float(fraction), max_items / max(len(y_true), 1))
-    held = []
-    for cls in (-1, 1):
-        members = np.flatnonzero(y_true == cls)
-        rng.shuffle(members)
-        k = int(round(fraction * len(members)))
-        k = min(max(k, 1), len(members) - 1) if len(members) > 1 else 0
-        held.append(members[:k])
-    in_pool = np.ones(len(y_true), dtype=bool)
-    in_pool[np.concatenate(held)] = False
-    return np.flatnonzero(in_pool).astype(np.intp), np.flatnonzero(~in_pool).astype(np.intp)
 
 
 class PoolPositions(Mapping[int, int]):
@@ -208,12 +160,20 @@ class StoredRows:
         return self.shape[0]
 
 
-class LabellingRun(RunSnapshots, RunReadouts, RunHistory, RunStopping, RunPriors):
-    """A stored labelling session brought to life (see the module docstring)."""
+class LabellingRun:
+    """A stored labelling session brought to life (see the module docstring).
 
-    def __init__(self, service: MarginLab, session_id: int):
-        self.service = service
-        self.engine = service.engine
+    The run holds the session, its data, answers and model, and takes the three answers and undo; its
+    parts, each given the run (as ``records.RunState``) and the other parts it uses, do the rest:
+    ``readouts`` (counts, learning curve, ROC curve, the model's state), ``stopping`` (the stopping
+    rules, recall checks), ``snapshots`` (model snapshots, to resume fast), ``label_history`` (the
+    label history: corrections, labels imported from a file) and ``priors`` (known items).  The pages
+    call the parts' methods on the run too (``FORWARDED``)."""
+
+    def __init__(self, engine, session_id: int, *, accounts: Accounts, use_snapshots: bool = True):
+        self.engine, self.accounts = engine, accounts
+        #: resume from the latest snapshot (False: always replay every event)
+        self.use_snapshots = bool(use_snapshots)
         self.session_id = int(session_id)
         self.lock = threading.RLock()
         self.info = repo.get_session(self.engine, self.session_id)
@@ -234,7 +194,7 @@ class LabellingRun(RunSnapshots, RunReadouts, RunHistory, RunStopping, RunPriors
         self.loop: ActiveLearningLoop | None = None
         #: how an item is shown (the same for a team project's run): see _load_arrays
         self.item_display: ItemDisplay | None = None
-        #: why this session's model cannot be used (None while it can): see _cannot_go_on
+        #: why this session's model cannot be used (None while it can): see cannot_go_on
         self.problem: str | None = None
         self.problem_cause: str | None = None  # the error's own text, within ``problem``
         self.answers: list[Answer] = []
@@ -245,15 +205,22 @@ class LabellingRun(RunSnapshots, RunReadouts, RunHistory, RunStopping, RunPriors
         self.resumed_from: int | None = None
         #: how the last rebuild went (from a snapshot, or why every event was replayed)
         self.resume_note = ""
-        self._asked_metrics: list[tuple[float, float]] = []  # see _history
-        #: label ids of the answers the last snapshot this run saved or resumed from covers (None: none,
-        #: or not known since a correction): see ``snapshot_events``, ``snapshot_is_behind``
-        self.snapshot_label_ids: list[int] | None = None
         self.version = 0  # changes with every label, skip, undo or rebuild (keys the cached read-outs)
-        self._cache: dict[str, tuple[int, Any]] = {}
-        self.stopping = stopping_settings(self.info.params)  # see app.services.stopping
-        self.stability = None
-        self._rebuild()
+        self.readouts = RunReadouts(self)
+        self.stopping = RunStopping(self, self.readouts, stopping_settings(self.info.params))
+        self.snapshots = RunSnapshots(self, self.readouts, self.stopping)
+        self.label_history = RunHistory(self, self.readouts, self.stopping, self.snapshots)
+        self.priors = RunPriors(self, self.readouts, self.stopping)
+        self.rebuild()
+
+    @property
+    def class_names(self) -> dict[int, str]:
+        """``{+1: positive class name, -1: negative class name, 0: "skipped"}`` of the session's dataset."""
+        classes = (self.dataset.meta or {}).get("classes") or {}
+        names = {1: str(classes.get("positive") or "positive"), -1: str(classes.get("negative") or "negative")}
+        if names[1] == names[-1]:
+            names = {1: "positive", -1: "negative"}
+        return {**names, 0: "skipped"}
 
     # -- construction -----------------------------------------------------
     def _load_arrays(self) -> None:
@@ -300,12 +267,12 @@ class LabellingRun(RunSnapshots, RunReadouts, RunHistory, RunStopping, RunPriors
         """The pool, and the evaluation split the loop scores after every label (cheaply: it keeps
         the kernel columns of support vectors)."""
         data: dict[str, Any] = {"X": self.pool_X}
-        if self.has_evaluation:
+        if self.readouts.has_evaluation:
             data["eval_X"] = self.eval_X
             data["eval_y"] = self.y_true[self.eval_items].astype(np.float64)
         return data
 
-    def _rebuild(self) -> None:
+    def rebuild(self) -> None:
         """Rebuild the loop from the stored label events (the database is the truth).
 
         From the latest snapshot plus the events after it when the snapshot matches
@@ -318,8 +285,8 @@ class LabellingRun(RunSnapshots, RunReadouts, RunHistory, RunStopping, RunPriors
             self._replay_events()
         except Exception as error:
             self._keep_stored_answers()
-            self._cannot_go_on(error, f"Session {self.session_id}'s model could not be rebuilt from its "
-                                      f"{len(self.answers)} stored answers")
+            self.cannot_go_on(error, f"Session {self.session_id}'s model could not be rebuilt from its "
+                                     f"{len(self.answers)} stored answers")
 
     def _replay_events(self) -> None:
         if self.X is None:
@@ -336,14 +303,14 @@ class LabellingRun(RunSnapshots, RunReadouts, RunHistory, RunStopping, RunPriors
             pairs.append((self.pool_of_item[event.item_index], int(event.value)))
             self.answers.append(Answer(event.item_index, int(event.value), event.decision_value, event.label_id,
                                        event.strategy))
-        self._asked_metrics = []
-        self.stopping = stopping_settings(repo.get_session(self.engine, self.session_id).params)
-        self._restore_stopping({}, 0)
+        self.readouts.forget_metrics()
+        self.stopping.settings = stopping_settings(repo.get_session(self.engine, self.session_id).params)
+        self.stopping.restore({}, 0)
         data = self._loop_data()
-        self.loop, self.resumed_from = self._from_snapshot(pairs, data), None
+        self.loop, self.resumed_from = self.snapshots.from_snapshot(pairs, data), None
         if self.loop is not None:
             self.resumed_from = len(self.loop.events)
-            self.snapshot_label_ids = [a.label_id for a in self.answers[:self.resumed_from]]
+            self.snapshots.label_ids = [a.label_id for a in self.answers[:self.resumed_from]]
         else:
             self.loop = ActiveLearningLoop(**data, **self._loop_config())
         positives = sum(1 for _, value in self.loop.events if value > 0)
@@ -351,15 +318,15 @@ class LabellingRun(RunSnapshots, RunReadouts, RunHistory, RunStopping, RunPriors
             self.loop.replay([pair])
             positives += pair[1] > 0
             if pair[1] != 0:
-                self._record_checkpoint_at(self.loop.n_labels, positives)
-        self._check_decision_values([pool_index for pool_index, value in pairs if value != 0])
+                self.stopping.record_checkpoint_at(self.loop.n_labels, positives)
+        self.check_decision_values([pool_index for pool_index, value in pairs if value != 0])
         self.last_update_ms = None
         self.version += 1
-        self._ask()
-        if self.service.use_snapshots and len(pairs) - (self.resumed_from or 0) >= SNAPSHOT_EVERY:
-            self.save_snapshot()  # the next resume need not replay these again
+        self.ask()
+        if self.use_snapshots and len(pairs) - (self.resumed_from or 0) >= SNAPSHOT_EVERY:
+            self.snapshots.save_snapshot()  # the next resume need not replay these again
 
-    def _check_decision_values(self, pool_indices: list[int]) -> None:
+    def check_decision_values(self, pool_indices: list[int]) -> None:
         """Refuse a model whose decision values on these (labelled) items are not finite numbers."""
         if not pool_indices:
             return
@@ -376,7 +343,7 @@ class LabellingRun(RunSnapshots, RunReadouts, RunHistory, RunStopping, RunPriors
         except Exception:  # the database too: keep what this run knew
             logger.exception("session %s: the stored answers could not be read", self.session_id)
 
-    def _cannot_go_on(self, error: Exception, what: str) -> Outcome:
+    def cannot_go_on(self, error: Exception, what: str) -> Outcome:
         """Drop the model, keep the labels, and say why: ``what`` happened, and the error's own text."""
         logger.error("session %s: %s", self.session_id, what, exc_info=error)
         cause = str(error).strip() if isinstance(error, ServiceError | StorageError) else \
@@ -390,17 +357,17 @@ class LabellingRun(RunSnapshots, RunReadouts, RunHistory, RunStopping, RunPriors
         self.shown = None
         self.last_update_ms = None
         self.version += 1
-        return self._tell(Outcome(False, self.problem, "error"))
+        return self.tell(Outcome(False, self.problem, "error"))
 
-    def _ask(self) -> None:
+    def ask(self) -> None:
         """Compute (or fetch: queries are a function of the events) the item to show next.
 
         During a recall check the item shown is a random draw (``app.services.stopping``); the loop
         is asked all the same, so its pending query is the one a replay of these events has.
         """
         query = self.loop.next_query()
-        if self.checking:
-            self.shown = self._random_draw()
+        if self.stopping.checking:
+            self.shown = self.stopping.random_draw()
             return
         if query is None:
             self.shown = None
@@ -438,25 +405,25 @@ class LabellingRun(RunSnapshots, RunReadouts, RunHistory, RunStopping, RunPriors
         if value not in (1, -1, 0):
             raise ServiceError(f"A label is +1, -1 or 0 (skip), not {value}.")
         with self.lock:
-            refused = self._refusal(by)
+            refused = self.refusal(by)
             if refused is not None:
                 return refused
             shown = self.shown
             if shown is None:
-                return self._tell(Outcome(False, "Every item in the pool has been answered.", "warning"))
+                return self.tell(Outcome(False, "Every item in the pool has been answered.", "warning"))
             if value == 0 and shown.strategy == CHECK_STRATEGY:
-                return self._tell(Outcome(False, "Skip is not available during the recall check: the test needs an "
-                                                 "answer for every item it draws. Label it, or stop the check.",
-                                          "warning"))
+                return self.tell(Outcome(False, "Skip is not available during the recall check: the test needs an "
+                                                "answer for every item it draws. Label it, or stop the check.",
+                                         "warning"))
             if item_index is not None and int(item_index) != shown.item_index:
                 already = next((a for a in reversed(self.answers) if a.item_index == int(item_index)), None)
                 if already is not None:
-                    return self._tell(Outcome(
+                    return self.tell(Outcome(
                         False,
                         f"Item {item_index} was already answered ({VALUE_NAMES[already.value]}); "
                         "the second click was ignored.", "warning"))
-                return self._tell(Outcome(False, f"Item {item_index} is no longer the item on screen; "
-                                                 "nothing was recorded.", "warning"))
+                return self.tell(Outcome(False, f"Item {item_index} is no longer the item on screen; "
+                                                "nothing was recorded.", "warning"))
             try:
                 stored = repo.record_label(
                     self.engine, self.session_id, item_index=shown.item_index, value=value,
@@ -465,47 +432,48 @@ class LabellingRun(RunSnapshots, RunReadouts, RunHistory, RunStopping, RunPriors
                     update_ms=self.last_update_ms, query_ms=shown.query_ms)
             except DuplicateLabelError as error:
                 # stored once already (another tab or process): take the database's view
-                self._rebuild()
-                return self._tell(Outcome(False, f"{error} Nothing was recorded twice.", "warning"))
+                self.rebuild()
+                return self.tell(Outcome(False, f"{error} Nothing was recorded twice.", "warning"))
             except StorageError as error:  # e.g. the session was closed meanwhile
-                return self._tell(Outcome(False, f"Nothing was recorded: {error}", "error"))
+                return self.tell(Outcome(False, f"Nothing was recorded: {error}", "error"))
             except SQLAlchemyError as error:  # e.g. the disk is full
-                return self._not_recorded(error)
+                return self.not_recorded(error)
             self.answers.append(Answer(shown.item_index, value, shown.score, getattr(stored, "label_id", None),
                                        shown.strategy))
             try:
                 self._learn(shown, value)
             except Exception as error:
-                return self._cannot_go_on(error, f"Item {shown.item_index} ({VALUE_NAMES[value]}) is saved, but "
-                                                 f"session {self.session_id}'s model could not learn it")
+                return self.cannot_go_on(error, f"Item {shown.item_index} ({VALUE_NAMES[value]}) is saved, but "
+                                                f"session {self.session_id}'s model could not learn it")
             said = f"Item {shown.item_index}: {VALUE_NAMES[value]}"
-            note = self._after_stopping_answer()
+            note = self.stopping.after_answer()
             if note:
                 said = f"{said}. {note}"
-            if len(self.answers) % SNAPSHOT_EVERY == 0 and self.save_snapshot() is None and self.snapshot_error:
-                return self._tell(Outcome(
-                    True, f"{said} (saved). The model snapshot could not be stored ({self.snapshot_error}); "
+            if len(self.answers) % SNAPSHOT_EVERY == 0 and self.snapshots.save_snapshot() is None \
+                    and self.snapshots.snapshot_error:
+                return self.tell(Outcome(
+                    True, f"{said} (saved). The model snapshot could not be stored ({self.snapshots.snapshot_error}); "
                           "labelling goes on, and the next start replays the answers since the last snapshot.",
                     "warning"))
-            return self._tell(Outcome(True, f"{said}."))
+            return self.tell(Outcome(True, f"{said}."))
 
-    def _refusal(self, by: Identity | None) -> Outcome | None:
+    def refusal(self, by: Identity | None) -> Outcome | None:
         """Why nothing may be written now (the sign-in has ended, the model cannot be used), or None."""
         try:
-            ended = self.service.sign_in_ended(by)  # (read from the database: it may be down too)
+            ended = self.accounts.sign_in_ended(by)  # (read from the database: it may be down too)
         except SQLAlchemyError as error:
-            return self._not_recorded(error)
+            return self.not_recorded(error)
         if ended:
-            return self._tell(Outcome(False, ended, "error"))
+            return self.tell(Outcome(False, ended, "error"))
         if self.problem is not None:
-            return self._tell(Outcome(False, self.problem, "error"))
+            return self.tell(Outcome(False, self.problem, "error"))
         return None
 
-    def _not_recorded(self, error: SQLAlchemyError) -> Outcome:
+    def not_recorded(self, error: SQLAlchemyError) -> Outcome:
         """The answer met a failing database (a full disk, a server restarting): nothing was stored."""
         logger.warning("session %s: the label was not stored: %s", self.session_id, error)
-        return self._tell(Outcome(False, "Nothing was recorded: the database could not be written "
-                                         f"({database_trouble(error)}).", "error"))
+        return self.tell(Outcome(False, "Nothing was recorded: the database could not be written "
+                                        f"({database_trouble(error)}).", "error"))
 
     def _learn(self, shown: ShownItem, value: int) -> None:
         """The loop learns a stored answer, then asks its next question."""
@@ -514,11 +482,11 @@ class LabellingRun(RunSnapshots, RunReadouts, RunHistory, RunStopping, RunPriors
             self.last_update_ms = None  # a skip leaves the model as it is
         else:
             row = self.loop.teach(shown.pool_index, value)
-            self._check_decision_values([shown.pool_index])
+            self.check_decision_values([shown.pool_index])
             self.last_update_ms = float(row.update_ms)  # solver update + pool scores kept current
-            self._record_checkpoint_at(self.n_labels, self.n_positive)
+            self.stopping.record_checkpoint_at(self.readouts.n_labels, self.readouts.n_positive)
         self.version += 1
-        self._ask()
+        self.ask()
 
     def positive(self, item_index: int | None = None, *, by: Identity | None = None) -> Outcome:
         return self.answer(1, item_index=item_index, by=by)
@@ -536,14 +504,14 @@ class LabellingRun(RunSnapshots, RunReadouts, RunHistory, RunStopping, RunPriors
         when they pressed Undo; a second, stale Undo (a double click) is refused. ``by``: as for ``answer``.
         """
         with self.lock:
-            if ended := self.service.sign_in_ended(by):
-                return self._tell(Outcome(False, ended, "error"))
+            if ended := self.accounts.sign_in_ended(by):
+                return self.tell(Outcome(False, ended, "error"))
             if self.problem is not None:
-                return self._tell(Outcome(False, self.problem, "error"))
+                return self.tell(Outcome(False, self.problem, "error"))
             if last_item_index is not None and (not self.answers
                                                 or self.answers[-1].item_index != int(last_item_index)):
-                return self._tell(Outcome(False, f"The answer on item {last_item_index} was already undone; "
-                                                 "the second click was ignored.", "warning"))
+                return self.tell(Outcome(False, f"The answer on item {last_item_index} was already undone; "
+                                                "the second click was ignored.", "warning"))
             last = self.answers[-1] if self.answers else None
             try:
                 # only if the answer this run knows as the last is still the session's last: an
@@ -551,43 +519,58 @@ class LabellingRun(RunSnapshots, RunReadouts, RunHistory, RunStopping, RunPriors
                 event = repo.undo_last_label(self.engine, self.session_id,
                                              label_id=None if last is None else last.label_id)
             except StorageError as error:
-                return self._tell(Outcome(False, f"Nothing was undone: {error}", "error"))
+                return self.tell(Outcome(False, f"Nothing was undone: {error}", "error"))
             except SQLAlchemyError as error:
                 logger.warning("session %s: the undo was not stored: %s", self.session_id, error)
-                return self._tell(Outcome(False, "Nothing was undone: the database could not be written "
-                                                 f"({database_trouble(error)}).", "error"))
+                return self.tell(Outcome(False, "Nothing was undone: the database could not be written "
+                                                f"({database_trouble(error)}).", "error"))
             if event is None and last is not None:
-                self._rebuild()  # follow the database
-                return self._tell(Outcome(
+                self.rebuild()  # follow the database
+                return self.tell(Outcome(
                     False, f"Nothing was undone: another tab or process has answered since item "
                            f"{last.item_index}, or undone that answer; the session is shown as stored.", "warning"))
             if event is None:
-                return self._tell(Outcome(False, "Nothing to undo.", "warning"))
+                return self.tell(Outcome(False, "Nothing to undo.", "warning"))
             if last is None or last.label_id != event.label_id:
-                self._rebuild()  # an answer without its id (older run): follow the database
+                self.rebuild()  # an answer without its id (older run): follow the database
             else:
                 self.answers.pop()
                 self.loop.undo()  # exact: unlearn, or the solver state from before the label
-                del self._asked_metrics[self.n_labels:]
-                self._forget_stopping_after_undo()
+                self.readouts.forget_metrics(after=self.readouts.n_labels)
+                self.stopping.forget_after_undo()
                 self.last_update_ms = None
                 self.version += 1
-                self._ask()  # the loop asks the same question again
-            return self._tell(Outcome(True, f"Undid {VALUE_NAMES[event.value]} on item {event.item_index}."))
+                self.ask()  # the loop asks the same question again
+            return self.tell(Outcome(True, f"Undid {VALUE_NAMES[event.value]} on item {event.item_index}."))
 
     def close(self, *, by: Identity | None = None) -> Outcome:
         """Close the session: store a snapshot of the model first, then mark the session closed."""
         with self.lock:
-            if ended := self.service.sign_in_ended(by):
-                return self._tell(Outcome(False, ended, "error"))
+            if ended := self.accounts.sign_in_ended(by):
+                return self.tell(Outcome(False, ended, "error"))
             if self.problem is None:
-                self.save_snapshot()
+                self.snapshots.save_snapshot()
             try:
                 repo.close_session(self.engine, self.session_id)
             except (StorageError, SQLAlchemyError) as error:
-                return self._tell(Outcome(False, f"The session was not closed: {database_trouble(error)}", "error"))
-            return self._tell(Outcome(True, f"Session {self.session_id} closed."))
+                return self.tell(Outcome(False, f"The session was not closed: {database_trouble(error)}", "error"))
+            return self.tell(Outcome(True, f"Session {self.session_id} closed."))
 
-    def _tell(self, outcome: Outcome) -> Outcome:
+    def tell(self, outcome: Outcome) -> Outcome:
         self.last_message = outcome
         return outcome
+
+
+#: the parts' methods and read-outs the pages call on the run (``run.name`` is ``run.part.name``)
+FORWARDED: dict[str, tuple[type, tuple[str, ...]]] = {
+    "readouts": (RunReadouts, (
+        "n_labels", "n_skips", "n_positive", "n_seen", "looking_for", "sparse_model", "has_evaluation", "history",
+        "evaluation_scores", "roc", "model_state", "hyper_words")),
+    "stopping": (RunStopping, ("checking", "stopping_status", "set_stopping", "start_check", "stop_check")),
+    "snapshots": (RunSnapshots, ("save_snapshot", "snapshot_error", "snapshot_events", "snapshot_is_behind")),
+    "label_history": (RunHistory, ("label_table", "change_label", "remove_label", "plan_import", "import_labels")),
+    "priors": (RunPriors, ("search_how", "search_pool", "mark_known", "n_known")),
+}
+for _part, (_source, _names) in FORWARDED.items():
+    for _name in _names:
+        setattr(LabellingRun, _name, forwarded(_part, _name, _source))

@@ -14,20 +14,20 @@ import operator
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import numpy as np
 import scipy.sparse as sp
 from sqlalchemy.exc import SQLAlchemyError
 
+from app.services.accounts import Identity
 from app.services.common import VALUE_NAMES, Outcome, ServiceError
+from app.services.readouts import RunReadouts
+from app.services.records import Answer, RunState
+from app.services.stopping import RunStopping
 from core.formatting import count, for_people
 from core.priors import PRIOR
 from storage import repository as repo
 from storage.errors import DuplicateLabelError, StorageError
-
-if TYPE_CHECKING:
-    from app.services.accounts import Identity
 
 #: at most this many hits are listed (the count says how many matched)
 MAX_HITS = 50
@@ -145,13 +145,17 @@ def match_filter(X, columns: Sequence[str], expression: str) -> tuple[np.ndarray
 
 
 class RunPriors:
-    """Search the pool and mark known items (a part of ``LabellingRun``; see the module docstring)."""
+    """Search the pool and mark known items: ``LabellingRun.priors`` (see the module docstring), teaching
+    the ``run``'s model (``RunState``); no item is marked during a recall check (``stopping``)."""
+
+    def __init__(self, run: RunState, readouts: RunReadouts, stopping: RunStopping):
+        self.run, self.readouts, self.stopping = run, readouts, stopping
 
     @property
     def search_how(self) -> str:
         """``words``, ``substructure`` or ``column filter``: how this session's pool is searched."""
-        texts = self.display.display_values is not None
-        return search_kind(self.display.kind, dict(self.dataset.meta or {}), texts)
+        texts = self.run.display.display_values is not None
+        return search_kind(self.run.display.kind, dict(self.run.dataset.meta or {}), texts)
 
     def search_pool(self, query: str) -> SearchResult:
         """The pool's items that match ``query`` (see ``search_how``); held-out items are counted, not listed."""
@@ -161,25 +165,25 @@ class RunPriors:
         how = self.search_how
         shown: dict[int, str] = {}
         if how == "column filter":
-            X, _, _, _ = repo.load_dataset_arrays(self.engine, self.info.dataset_id, writable=False)
-            items, values = match_filter(X, self.feature_names, query)
-            column = self.feature_names[parse_filter(query, self.feature_names)[0]]
+            X, _, _, _ = repo.load_dataset_arrays(self.run.engine, self.run.info.dataset_id, writable=False)
+            items, values = match_filter(X, self.run.feature_names, query)
+            column = self.run.feature_names[parse_filter(query, self.run.feature_names)[0]]
             shown = {int(i): f"{column} = {for_people(v)}" for i, v in zip(items, values, strict=True)}
         elif how == "substructure":
-            items = match_substructure(self.display.display_values, query)
+            items = match_substructure(self.run.display.display_values, query)
         else:
-            items = match_words(self.display.display_values, query)
-        in_pool = np.asarray([int(i) in self.pool_of_item for i in items], dtype=bool)
+            items = match_words(self.run.display.display_values, query)
+        in_pool = np.asarray([int(i) in self.run.pool_of_item for i in items], dtype=bool)
         pool_hits = items[in_pool] if len(items) else items
-        answered = {a.item_index: a.value for a in self.answers}
+        answered = {a.item_index: a.value for a in self.run.answers}
         hits = []
         for item in pool_hits[:MAX_HITS]:
             item = int(item)
             text = shown.get(item)
             if text is None:
-                text = str(self.display.display_values[item] or "")
+                text = str(self.run.display.display_values[item] or "")
                 text = text if len(text) <= HIT_CHARS else text[:HIT_CHARS] + "…"
-            keys = self.display.item_keys
+            keys = self.run.display.item_keys
             value = answered.get(item)
             hits.append(SearchHit(item, None if keys is None else keys[item], text,
                                   None if value is None else VALUE_NAMES[value]))
@@ -191,61 +195,60 @@ class RunPriors:
         value = int(value)
         if value not in (1, -1):
             raise ServiceError(f"A known item is positive (+1) or negative (-1), not {value}.")
-        with self.lock:
-            refused = self._refusal(by)
+        with self.run.lock:
+            refused = self.run.refusal(by)
             if refused is not None:
                 return refused
             item = int(item_index)
-            if not 0 <= item < len(self.X):
-                return self._tell(Outcome(False, f"There is no item {item} in this dataset "
-                                                 f"(0..{len(self.X) - 1}).", "error"))
-            if item not in self.pool_of_item:
-                return self._tell(Outcome(False, f"Item {item} is held out for evaluation (the session's "
-                                                 "evaluation split): it cannot be labelled, so it cannot be a "
-                                                 "known item.", "error"))
-            already = next((a for a in self.answers if a.item_index == item), None)
+            if not 0 <= item < len(self.run.X):
+                return self.run.tell(Outcome(False, f"There is no item {item} in this dataset "
+                                                    f"(0..{len(self.run.X) - 1}).", "error"))
+            if item not in self.run.pool_of_item:
+                return self.run.tell(Outcome(False, f"Item {item} is held out for evaluation (the session's "
+                                                    "evaluation split): it cannot be labelled, so it cannot be a "
+                                                    "known item.", "error"))
+            already = next((a for a in self.run.answers if a.item_index == item), None)
             if already is not None:
-                return self._tell(Outcome(False, f"Item {item} is already answered "
-                                                 f"({VALUE_NAMES[already.value]}); change it on the History "
-                                                 "page.", "warning"))
-            if self.checking:
-                return self._tell(Outcome(False, "Known items cannot be added during the recall check: its test "
-                                                 "needs the random draws alone. Finish or stop the check first.",
-                                          "warning"))
-            pool_index = self.pool_of_item[item]
-            score = float(self.loop.solver.decision_function(np.array([pool_index], dtype=np.intp))[0])
+                return self.run.tell(Outcome(False, f"Item {item} is already answered "
+                                                    f"({VALUE_NAMES[already.value]}); change it on the History "
+                                                    "page.", "warning"))
+            if self.stopping.checking:
+                return self.run.tell(Outcome(False, "Known items cannot be added during the recall check: its test "
+                                                    "needs the random draws alone. Finish or stop the check first.",
+                                             "warning"))
+            pool_index = self.run.pool_of_item[item]
+            score = float(self.run.loop.solver.decision_function(np.array([pool_index], dtype=np.intp))[0])
             try:
                 stored = repo.record_label(
-                    self.engine, self.session_id, item_index=item, value=value, annotator=self.info.annotator,
-                    strategy=PRIOR, solver=self.info.solver, decision_value=score if np.isfinite(score) else None,
-                    model_version=len(self.answers), update_ms=self.last_update_ms, query_ms=None)
+                    self.run.engine, self.run.session_id, item_index=item, value=value,
+                    annotator=self.run.info.annotator,
+                    strategy=PRIOR, solver=self.run.info.solver, decision_value=score if np.isfinite(score) else None,
+                    model_version=len(self.run.answers), update_ms=self.run.last_update_ms, query_ms=None)
             except DuplicateLabelError as error:
-                self._rebuild()
-                return self._tell(Outcome(False, f"{error} Nothing was recorded twice.", "warning"))
+                self.run.rebuild()
+                return self.run.tell(Outcome(False, f"{error} Nothing was recorded twice.", "warning"))
             except StorageError as error:
-                return self._tell(Outcome(False, f"Nothing was recorded: {error}", "error"))
+                return self.run.tell(Outcome(False, f"Nothing was recorded: {error}", "error"))
             except SQLAlchemyError as error:
-                return self._not_recorded(error)
-            from app.services.labelling import Answer
-
-            self.answers.append(Answer(item, value, score if np.isfinite(score) else None,
-                                       getattr(stored, "label_id", None), PRIOR))
+                return self.run.not_recorded(error)
+            self.run.answers.append(Answer(item, value, score if np.isfinite(score) else None,
+                                           getattr(stored, "label_id", None), PRIOR))
             try:
-                row = self.loop.teach(pool_index, value, provenance=PRIOR)
-                self._check_decision_values([pool_index])
+                row = self.run.loop.teach(pool_index, value, provenance=PRIOR)
+                self.run.check_decision_values([pool_index])
             except Exception as error:
-                return self._cannot_go_on(error, f"Item {item} (known {VALUE_NAMES[value]}) is saved, but "
-                                                 f"session {self.session_id}'s model could not learn it")
-            self.last_update_ms = float(row.update_ms)
-            self._record_checkpoint_at(self.n_labels, self.n_positive)
-            self.version += 1
-            self._ask()
-            return self._tell(Outcome(True, f"Item {item}: known {VALUE_NAMES[value]}, learned."))
+                return self.run.cannot_go_on(error, f"Item {item} (known {VALUE_NAMES[value]}) is saved, but "
+                                                    f"session {self.run.session_id}'s model could not learn it")
+            self.run.last_update_ms = float(row.update_ms)
+            self.stopping.record_checkpoint_at(self.readouts.n_labels, self.readouts.n_positive)
+            self.run.version += 1
+            self.run.ask()
+            return self.run.tell(Outcome(True, f"Item {item}: known {VALUE_NAMES[value]}, learned."))
 
     @property
     def n_known(self) -> int:
         """Answers stored as known items (provenance ``prior``)."""
-        return sum(1 for a in self.answers if a.strategy == PRIOR)
+        return sum(1 for a in self.run.answers if a.strategy == PRIOR)
 
 
 __all__ = ["HIT_CHARS", "MAX_HITS", "QUERY_CHARS", "RunPriors", "SearchHit", "SearchResult", "match_filter",

@@ -41,12 +41,12 @@ import logging
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 from sqlalchemy.exc import SQLAlchemyError
 
-from app.services.accounts import Identity
+from app.services.accounts import Accounts, Identity
 from app.services.common import (
     DEFAULT_C,
     DEFAULT_GAMMA,
@@ -61,6 +61,7 @@ from app.services.common import (
     scaling_name,
     whole_number,
 )
+from app.services.datasets import Datasets
 from app.services.display import ItemDisplay
 from app.services.snapshots import SNAPSHOT_EVERY, save_behind
 from core.agreement import Kappa, cohen_kappa, fleiss_kappa, rating_counts
@@ -70,9 +71,6 @@ from core.strategies import DEFAULT_SOLVER
 from storage import repository as repo
 from storage import teams
 from storage.errors import DuplicateLabelError, StorageError
-
-if TYPE_CHECKING:
-    from app.services.marginlab import MarginLab
 
 logger = logging.getLogger(__name__)
 
@@ -112,9 +110,8 @@ class Agreement:
 class ProjectRun:
     """One project's shared model in this process, kept in step with the database."""
 
-    def __init__(self, service: MarginLab, project_id: int):
-        self.service = service
-        self.engine = service.engine
+    def __init__(self, engine, project_id: int, *, accounts: Accounts, use_snapshots: bool = True):
+        self.engine, self.accounts, self.use_snapshots = engine, accounts, bool(use_snapshots)
         self.project_id = int(project_id)
         self.lock = threading.RLock()
         self.info = teams.get_project(self.engine, self.project_id)
@@ -159,7 +156,7 @@ class ProjectRun:
         label order (the same bits as that process), what was undone or settled since unlearned
         exactly; with a solver that cannot unlearn exactly, a snapshot older than an undo or
         settlement is passed over."""
-        if not self.service.use_snapshots:
+        if not self.use_snapshots:
             return None
         try:
             snapshot = teams.latest_project_snapshot(self.engine, self.project_id)
@@ -243,7 +240,7 @@ class ProjectRun:
                         self.last_label_id = max(self.last_label_id, answer.label_id)
                     self._teach_missing([a.item_index for a in new])
                     self.seen = seen
-            if self.service.use_snapshots and self.learned_since_snapshot >= SNAPSHOT_EVERY:
+            if self.use_snapshots and self.learned_since_snapshot >= SNAPSHOT_EVERY:
                 self.save_snapshot()  # the next process need not learn these again
 
     def _sync_all(self) -> None:
@@ -364,7 +361,7 @@ class ProjectRun:
         if value not in (1, -1, 0):
             raise ServiceError(f"A label is +1, -1 or 0 (skip), not {value}.")
         with self.lock:
-            if ended := self.service.sign_in_ended(by):
+            if ended := self.accounts.sign_in_ended(by):
                 return Outcome(False, ended, "error")
             try:
                 teams.record_answer(
@@ -387,7 +384,7 @@ class ProjectRun:
         """Undo member ``name``'s most recent answer (only theirs, and only if it is still their last);
         ``by``: as for ``answer``."""
         with self.lock:
-            if ended := self.service.sign_in_ended(by):
+            if ended := self.accounts.sign_in_ended(by):
                 return Outcome(False, ended, "error")
             self.sync()
             last = max((a for answers in self.answers.values() for a in answers if a.annotator == name),
@@ -472,15 +469,16 @@ class ProjectRun:
 
 
 class Projects:
-    """The project part of ``MarginLab``: one ``ProjectRun`` per project and process."""
+    """Team projects: ``MarginLab.projects`` (``projects(identity)`` lists them), with one
+    ``ProjectRun`` per project and process (``use_snapshots``: as for ``Sessions``)."""
 
-    def _project_runs(self) -> dict[int, ProjectRun]:
-        if not hasattr(self, "_projects"):
-            self._projects: dict[int, ProjectRun] = {}
-            self._projects_lock = threading.Lock()
-        return self._projects
+    def __init__(self, engine, accounts: Accounts, datasets: Datasets, *, use_snapshots: bool = True):
+        self.engine, self.accounts, self.datasets = engine, accounts, datasets
+        self.use_snapshots = bool(use_snapshots)
+        self._projects: dict[int, ProjectRun] = {}
+        self._projects_lock = threading.Lock()
 
-    def projects(self, identity: Identity | None = None) -> list[teams.ProjectInfo]:
+    def __call__(self, identity: Identity | None = None) -> list[teams.ProjectInfo]:
         """Every project for an owner; the projects one belongs to for an annotator."""
         if identity is not None and not identity.is_owner:
             return teams.list_projects(self.engine, member=identity.name)
@@ -491,7 +489,7 @@ class Projects:
                        seed: int = 0, labels_per_item: int = 1, overlap_share: float = 0.0,
                        members: list[str] | tuple[str, ...] = (), reservation_seconds: int = RESERVATION_SECONDS,
                        scaling: str | None = None) -> int:
-        self.require_owner(actor, "create projects")
+        self.accounts.require_owner(actor, "create projects")
         if strategy not in LABEL_STRATEGIES:
             raise ServiceError(f"Unknown heuristic '{strategy}'; choose one of {', '.join(LABEL_STRATEGIES)}.")
         solver = solver or DEFAULT_SOLVER[strategy]
@@ -502,7 +500,7 @@ class Projects:
         share = float(overlap_share)
         if not 0.0 <= share <= 1.0:
             raise ServiceError(f"The share of items answered several times must be from 0 to 1, not {share}.")
-        dataset = self.dataset(dataset_id)
+        dataset = self.datasets.dataset(dataset_id)
         scaling = scaling_name(scaling if scaling is not None else dataset.meta.get("scaling", "none"))
         known = {a.name for a in teams.list_accounts(self.engine)}
         unknown = [m for m in members if m not in known]
@@ -522,7 +520,7 @@ class Projects:
         return project_id
 
     def add_member(self, actor: Identity, project_id: int, name: str) -> None:
-        self.require_owner(actor, "add project members")
+        self.accounts.require_owner(actor, "add project members")
         if teams.get_account(self.engine, name) is None:
             raise ServiceError(f"No account is named '{name}'; add it on the Team page first.")
         teams.add_member(self.engine, project_id, name)
@@ -534,15 +532,14 @@ class Projects:
         """Store a snapshot of every project model in memory that is behind its answers (what the app
         does when its server stops, as ``save_snapshots`` for sessions); returns how many were stored.
         A project busy for longer than ``wait_s`` in all is left as it is."""
-        return save_behind(self._project_runs(), self._projects_lock, wait_s)
+        return save_behind(self._projects, self._projects_lock, wait_s)
 
     def open_project(self, project_id: int) -> ProjectRun:
-        runs = self._project_runs()
         with self._projects_lock:
-            run = runs.get(int(project_id))
+            run = self._projects.get(int(project_id))
             if run is None:
-                run = ProjectRun(self, project_id)
-                runs[int(project_id)] = run
+                run = ProjectRun(self.engine, project_id, accounts=self.accounts, use_snapshots=self.use_snapshots)
+                self._projects[int(project_id)] = run
         return run
 
     def project_for(self, identity: Identity, project_id: int) -> ProjectRun:
@@ -552,11 +549,11 @@ class Projects:
         return self.open_project(project_id)
 
     def settle(self, actor: Identity, project_id: int, item: int, value: int, note: str = "") -> Outcome:
-        self.require_owner(actor, "settle disagreements")
+        self.accounts.require_owner(actor, "settle disagreements")
         return self.open_project(project_id).settle(item, value, actor.name, note)
 
     def agreement_csv(self, actor: Identity, project_id: int) -> bytes:
-        self.require_owner(actor, "export agreement")
+        self.accounts.require_owner(actor, "export agreement")
         return self.open_project(project_id).agreement_csv()
 
     def own_history(self, identity: Identity) -> list[repo.LabelEvent]:

@@ -5,42 +5,50 @@ from __future__ import annotations
 
 import io
 import json
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from app.services.common import ServiceError
+from app.services.records import RunState
 from core.metrics import roc_auc, roc_curve
 
 
 class RunReadouts:
-    """The read-out half of ``LabellingRun`` (see ``app.services.labelling``)."""
+    """What a run's read-outs are: ``LabellingRun.readouts``, reading the ``run``'s answers and model
+    (``RunState``); each is kept until the run's ``version`` changes."""
+
+    def __init__(self, run: RunState):
+        self.run = run
+        self._cache: dict[str, tuple[int, Any]] = {}
+        self._asked_metrics: list[tuple[float, float]] = []  # (AUC, accuracy) per label: see _history
 
     @property
     def n_labels(self) -> int:
-        return sum(1 for a in self.answers if a.value != 0)
+        return sum(1 for a in self.run.answers if a.value != 0)
 
     @property
     def n_skips(self) -> int:
-        return sum(1 for a in self.answers if a.value == 0)
+        return sum(1 for a in self.run.answers if a.value == 0)
 
     @property
     def n_positive(self) -> int:
-        return sum(1 for a in self.answers if a.value == 1)
+        return sum(1 for a in self.run.answers if a.value == 1)
 
     @property
     def n_seen(self) -> int | None:
         """Items the stream walked past (a stream heuristic: ramp-region), or None for other heuristics."""
-        if self.loop is None or not self.loop.strategy_entry.streams:
+        if self.run.loop is None or not self.run.loop.strategy_entry.streams:
             return None
-        return int(self.loop.seen)
+        return int(self.run.loop.seen)
 
     @property
     def looking_for(self) -> str | None:
         """What a Positive answer means: the analyst's own words when the session has them, else the
         dataset's positive class when it has one (None: neither)."""
-        positive = self.class_names[1]
-        return self.find or (positive if positive != "positive" else None)
+        positive = self.run.class_names[1]
+        return self.run.find or (positive if positive != "positive" else None)
 
     @property
     def sparse_model(self) -> bool:
@@ -48,7 +56,7 @@ class RunReadouts:
         model (not for the review model: every label is a support vector, every item inside the margin)."""
         from core.presets import is_sparse
 
-        return is_sparse(self.info.solver, self.solver_params)
+        return is_sparse(self.run.info.solver, self.run.solver_params)
 
     @property
     def hyper_words(self) -> str | None:
@@ -59,31 +67,36 @@ class RunReadouts:
 
     @property
     def has_evaluation(self) -> bool:
-        return len(self.eval_items) > 0
+        return len(self.run.eval_items) > 0
 
-    def _cached(self, name: str, compute):
-        with self.lock:
+    def cached(self, name: str, compute):
+        with self.run.lock:
             hit = self._cache.get(name)
-            if hit is not None and hit[0] == self.version:
+            if hit is not None and hit[0] == self.run.version:
                 return hit[1]
             value = compute()
-            self._cache[name] = (self.version, value)
+            self._cache[name] = (self.run.version, value)
             return value
+
+    def forget_metrics(self, after: int = 0) -> None:
+        """Drop the AUCs of the scores when asked kept for the labels after the first ``after`` (an undo
+        took those labels back; a correction or a rebuild: every one)."""
+        del self._asked_metrics[after:]
 
     def history(self) -> pd.DataFrame:
         """One row per label: n_labels, score, n_sv, n_bound, n_in_margin, auc, update/query ms, seen."""
-        return self._cached("history", self._history)
+        return self.cached("history", self._history)
 
     def _history(self) -> pd.DataFrame:
-        if self.loop is None:  # no model (see LabellingRun.problem): no history to draw
+        if self.run.loop is None:  # no model (see LabellingRun.problem): no history to draw
             return pd.DataFrame()
-        frame = self.loop.history_frame()  # a new frame on every call: ours to change
+        frame = self.run.loop.history_frame()  # a new frame on every call: ours to change
         if len(frame) and not self.has_evaluation:
             # no true labels: the AUC of the scores given when asked, over the labels so far
             # (one entry per label, kept: answers are only appended, or popped by undo)
             metrics = self._asked_metrics
             if len(metrics) < len(frame):
-                upto = [k + 1 for k, a in enumerate(self.answers) if a.value != 0]
+                upto = [k + 1 for k, a in enumerate(self.run.answers) if a.value != 0]
                 metrics.extend(self._metrics(upto=u) for u in upto[len(metrics):])
             frame["auc"] = [m[0] for m in metrics[: len(frame)]]
             frame["accuracy"] = [m[1] for m in metrics[: len(frame)]]
@@ -91,12 +104,12 @@ class RunReadouts:
 
     def evaluation_scores(self) -> np.ndarray:
         """f(x) of the current model for every evaluation item (kept by the loop)."""
-        scores = None if self.loop is None else self.loop.evaluation_scores()
+        scores = None if self.run.loop is None else self.run.loop.evaluation_scores()
         return np.zeros(0) if scores is None else scores
 
     def _asked_scores(self, upto: int | None = None) -> tuple[np.ndarray, np.ndarray]:
         """(labels, scores the model gave the items when it asked) of the first ``upto`` answers."""
-        pairs = [(a.value, a.score) for a in self.answers[:upto] if a.value != 0 and a.score is not None]
+        pairs = [(a.value, a.score) for a in self.run.answers[:upto] if a.value != 0 and a.score is not None]
         return (np.array([p[0] for p in pairs], dtype=float), np.array([p[1] for p in pairs], dtype=float))
 
     def _metrics(self, upto: int) -> tuple[float, float]:
@@ -114,13 +127,13 @@ class RunReadouts:
         On the evaluation split when the dataset has true labels; otherwise from the
         scores the model gave each labelled item when it asked about it.
         """
-        return self._cached("roc", self._roc)
+        return self.cached("roc", self._roc)
 
     def _roc(self) -> tuple[np.ndarray, np.ndarray, float, str] | None:
-        if self.loop is None:
+        if self.run.loop is None:
             return None
         if self.has_evaluation:
-            y = self.y_true[self.eval_items]
+            y = self.run.y_true[self.run.eval_items]
             scores = self.evaluation_scores()
             title = f"ROC · {len(y)} held-out items"
         else:
@@ -133,13 +146,13 @@ class RunReadouts:
 
     def model_state(self) -> bytes:
         """The session's model as an .npz file: solver arrays + JSON meta (no pickle)."""
-        if self.loop is None:
-            raise ServiceError(self.problem or f"Session {self.session_id} has no model.")
-        arrays, meta = self.loop.solver.to_state(include_data=True)
-        meta = dict(meta, session_id=self.session_id, dataset_id=self.info.dataset_id,
-                    dataset=self.dataset.name, strategy=self.info.strategy, n_events=len(self.answers),
+        if self.run.loop is None:
+            raise ServiceError(self.run.problem or f"Session {self.run.session_id} has no model.")
+        arrays, meta = self.run.loop.solver.to_state(include_data=True)
+        meta = dict(meta, session_id=self.run.session_id, dataset_id=self.run.info.dataset_id,
+                    dataset=self.run.dataset.name, strategy=self.run.info.strategy, n_events=len(self.run.answers),
                     n_labels=self.n_labels, pool_items="array pool_items: dataset row of each store row",
-                    scaling=self.scaling)
+                    scaling=self.run.scaling)
         buffer = io.BytesIO()
-        np.savez(buffer, __meta__=np.array(json.dumps(meta)), pool_items=self.pool_items, **arrays)
+        np.savez(buffer, __meta__=np.array(json.dumps(meta)), pool_items=self.run.pool_items, **arrays)
         return buffer.getvalue()

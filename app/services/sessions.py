@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import threading
-from typing import TYPE_CHECKING
 
+from app.services.accounts import Accounts, Identity
 from app.services.common import (
     DEFAULT_C,
     DEFAULT_GAMMA,
@@ -22,14 +22,13 @@ from app.services.common import (
     tuned_params,
     whole_number,
 )
+from app.services.datasets import Datasets
 from app.services.labelling import LabellingRun
+from app.services.records import eval_share
 from app.services.snapshots import save_behind
 from core.strategies import DEFAULT_SOLVER
 from storage import repository as repo
 from storage import teams
-
-if TYPE_CHECKING:
-    from app.services.accounts import Identity
 
 #: at most this many characters of what the analyst is looking for are kept
 FIND_CHARS = 200
@@ -37,21 +36,18 @@ FIND_CHARS = 200
 _demo_lock = threading.Lock()
 
 
-def eval_share(value) -> float:
-    """The evaluation share as a number in [0, 1); otherwise a ``ServiceError`` naming the value."""
-    try:
-        share = float(value)
-    except (TypeError, ValueError):
-        share = float("nan")
-    if isinstance(value, bool) or not 0.0 <= share < 1.0:
-        raise ServiceError(f"The evaluation share must be at least 0 and less than 1, not {value!r}.")
-    return share
-
-
 class Sessions:
-    """The session part of ``MarginLab``: one live ``LabellingRun`` per open session and process."""
+    """Labelling sessions: ``MarginLab.sessions`` (``sessions(...)`` lists them), with one live
+    ``LabellingRun`` per open session and process.  ``use_snapshots``: runs resume from their latest
+    snapshot (False: they always replay every event)."""
 
-    def sessions(self, dataset_id: int | None = None, annotator: str | None = None,
+    def __init__(self, engine, accounts: Accounts, datasets: Datasets, *, use_snapshots: bool = True):
+        self.engine, self.accounts, self.datasets = engine, accounts, datasets
+        self.use_snapshots = bool(use_snapshots)
+        self._runs: dict[int, LabellingRun] = {}
+        self._runs_lock = threading.Lock()
+
+    def __call__(self, dataset_id: int | None = None, annotator: str | None = None,
                  status: str | None = None, *, solo: bool = False) -> list[repo.SessionInfo]:
         """Sessions, most recently updated first; ``solo``: without those holding a project member's answers."""
         found = repo.list_sessions(self.engine, dataset_id=dataset_id, annotator=annotator, status=status)
@@ -81,7 +77,7 @@ class Sessions:
         gamma chosen from the labels as they come (``core.solvers.auto_hyper``; ``C`` and ``gamma`` are the
         starting values) when the session's model is the SVM on an exact solver (the New session form's
         default)."""
-        self.acting(by)
+        self.accounts.acting(by)
         if strategy not in LABEL_STRATEGIES:
             raise ServiceError(f"Unknown heuristic '{strategy}'; choose one of {', '.join(LABEL_STRATEGIES)}.")
         if solver is not None and solver not in SOLVERS:
@@ -91,7 +87,7 @@ class Sessions:
         # every parameter is checked before the session is stored: a refusal leaves nothing behind
         C, gamma, seed = penalty_value(C), gamma_value(gamma), whole_number(seed, "seed")
         tuned = tuned_params(kernel=kernel, loss=loss, tol=tol, solver=solver or DEFAULT_SOLVER[strategy])
-        dataset = self.dataset(dataset_id)
+        dataset = self.datasets.dataset(dataset_id)
         solver, solver_params = model_choice(model, solver, dataset.meta, C, gamma, strategy, tuned)
         solver = solver or DEFAULT_SOLVER[strategy]
         if auto_hyper and solver in EXACT_SOLVERS and "gamma" in solver_params:  # (the SVM, not a named model)
@@ -151,7 +147,8 @@ class Sessions:
         with self._runs_lock:
             run = self._runs.get(int(session_id))
             if run is None:
-                run = LabellingRun(self, session_id)
+                run = LabellingRun(self.engine, session_id, accounts=self.accounts,
+                                   use_snapshots=self.use_snapshots)
                 self._runs[int(session_id)] = run
             return run
 
@@ -165,7 +162,7 @@ class Sessions:
     def close_session(self, session_id: int, *, by: Identity | None = None) -> Outcome:
         """Close a session (a snapshot of its model is stored first when it is in memory); ``by``: the
         signed-in person closing it (refused once their sign-in has ended)."""
-        if ended := self.sign_in_ended(by):
+        if ended := self.accounts.sign_in_ended(by):
             return Outcome(False, ended, "error")
         with self._runs_lock:
             run = self._runs.pop(int(session_id), None)
@@ -176,14 +173,22 @@ class Sessions:
 
     def known_problem(self, session_id: int) -> str | None:
         """Why the session's model cannot be used, when its run is in memory and knows it; else None."""
-        run = self._runs.get(int(session_id))
+        run = self.in_memory(session_id)
         return None if run is None else run.problem
+
+    def in_memory(self, session_id: int) -> LabellingRun | None:
+        """The session's run when it is in memory (None: opening it rebuilds it from the database)."""
+        return self._runs.get(int(session_id))
 
     def is_open(self, session_id: int) -> bool:
         """Whether the session's run is in memory (opening it otherwise replays its labels)."""
         return int(session_id) in self._runs
 
-    def forget_runs(self) -> None:
-        """Drop the in-memory runs (the next open rebuilds from the database, as after a restart)."""
+    def forget_runs(self, session_ids=None) -> None:
+        """Drop the in-memory runs of ``session_ids`` (None: every one); the next open rebuilds them
+        from the database, as after a restart."""
         with self._runs_lock:
-            self._runs.clear()
+            if session_ids is None:
+                self._runs.clear()
+            for session_id in session_ids or ():
+                self._runs.pop(int(session_id), None)

@@ -24,19 +24,19 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import pandas as pd
 from sqlalchemy.exc import SQLAlchemyError
 
+from app.services.accounts import Identity
 from app.services.common import Outcome, ServiceError
+from app.services.readouts import RunReadouts
+from app.services.records import RunState, ShownItem
 from core import stopping as rules
 from storage import repository as repo
 from storage.errors import StorageError
-
-if TYPE_CHECKING:
-    from app.services.accounts import Identity
 
 logger = logging.getLogger(__name__)
 
@@ -97,42 +97,49 @@ def check_settings(rule: str, target_recall: float, confidence: float) -> tuple[
 
 
 class RunStopping:
-    """The stopping half of ``LabellingRun`` (see ``app.services.labelling``)."""
+    """When the analyst can stop: ``LabellingRun.stopping``, over the ``run``'s answers and model
+    (``RunState``) and its ``readouts`` (the counts; the status is cached with them).  ``settings``: the
+    session's stopping settings (``stopping_settings``); ``stability``: the stability rule's checkpoints."""
+
+    def __init__(self, run: RunState, readouts: RunReadouts, settings: dict[str, Any]):
+        self.run, self.readouts = run, readouts
+        self.settings = settings
+        self.stability: rules.StabilityTracker | None = None  # see restore
 
     # -- reading ---------------------------------------------------------------
     @property
     def checking(self) -> bool:
         """A recall check is on: the items shown are drawn at random."""
-        return bool(self.stopping["checking"]) and bool(self.stopping["checks"]) \
-            and self.stopping["checks"][-1] <= self.n_labels
+        return bool(self.settings["checking"]) and bool(self.settings["checks"]) \
+            and self.settings["checks"][-1] <= self.readouts.n_labels
 
     def _labelled_answers(self):
-        return [a for a in self.answers if a.value != 0]
+        return [a for a in self.run.answers if a.value != 0]
 
-    def _stopping_view(self) -> rules.SessionView:
+    def view(self) -> rules.SessionView:
         answers = self._labelled_answers()
         n_in_margin = float("nan")
-        if self.loop is not None and self.loop.track_scores:
-            f = self.loop.pool_scores()
-            available = ~self.loop.labelled_mask & ~self.loop.skipped_mask
+        if self.run.loop is not None and self.run.loop.track_scores:
+            f = self.run.loop.pool_scores()
+            available = ~self.run.loop.labelled_mask & ~self.run.loop.skipped_mask
             n_in_margin = float(np.count_nonzero(np.abs(f[available]) < 1.0))
         return rules.SessionView(
             labels=np.array([a.value for a in answers], dtype=np.int64),
             drawn=np.array([a.strategy == rules.CHECK_STRATEGY for a in answers], dtype=bool),
-            check_starts=tuple(self.stopping["checks"]), checking=self.checking, pool_size=len(self.pool_items),
+            check_starts=tuple(self.settings["checks"]), checking=self.checking, pool_size=len(self.run.pool_items),
             n_in_margin=n_in_margin, kappas=tuple(self.stability.kappas()),
             stop_set_size=len(self.stability.stop_set), stability_step=self.stability.step)
 
     def stopping_status(self) -> StoppingStatus | None:
         """Every rule's state, the estimate of the positives still unlabelled and the gain curve (None without a
         model)."""
-        return self._cached("stopping", self._stopping_status)
+        return self.readouts.cached("stopping", self._stopping_status)
 
     def _stopping_status(self) -> StoppingStatus | None:
-        if self.loop is None:
+        if self.run.loop is None:
             return None
-        view = self._stopping_view()
-        settings = self.stopping
+        view = self.view()
+        settings = self.settings
         names = list(RULE_CHOICES) + ([settings["rule"]] if settings["rule"] not in RULE_CHOICES else [])
         target, confidence = float(settings["target_recall"]), float(settings["confidence"])
         states = rules.evaluate(names, view, target_recall=target, confidence=confidence)
@@ -141,8 +148,8 @@ class RunStopping:
                                    pool_size=view.pool_size, target_recall=target, confidence=confidence,
                                    start=rules.CHECK_STARTS.get(settings["rule"], "knee"))
         unlabelled = asked = None
-        if self.loop.track_scores:
-            unlabelled = self.loop.pool_scores()[~self.loop.labelled_mask]
+        if self.run.loop.track_scores:
+            unlabelled = self.run.loop.pool_scores()[~self.run.loop.labelled_mask]
             asked = np.array([np.nan if a.score is None else a.score for a in self._labelled_answers()])
         estimate = rules.estimate_remaining(view.labels, view.drawn, view.check_starts, pool_size=view.pool_size,
                                             unlabelled_scores=unlabelled, asked_scores=asked,
@@ -157,71 +164,71 @@ class RunStopping:
     # -- changing ----------------------------------------------------------------
     def _store_stopping(self, **changes) -> None:
         """Store changed settings on the session row first, then take them (raises ServiceError)."""
-        settings = {**self.stopping, **changes}
+        settings = {**self.settings, **changes}
         try:
-            repo.set_session_setting(self.engine, self.session_id, SETTING, settings)
+            repo.set_session_setting(self.run.engine, self.run.session_id, SETTING, settings)
         except StorageError as error:
             raise ServiceError(f"The stopping settings were not changed: {error}") from None
         except SQLAlchemyError as error:
             raise ServiceError("The stopping settings were not changed: the database could not be written.") \
                 from error
-        self.stopping = stopping_settings({SETTING: settings})
-        self.version += 1
+        self.settings = stopping_settings({SETTING: settings})
+        self.run.version += 1
 
     def set_stopping(self, *, rule: str | None = None, target_recall: float | None = None,
                      confidence: float | None = None, by: Identity | None = None) -> Outcome:
         """Choose the rule that says "you can stop", and the statistical rule's target recall and confidence
         (``by``: the signed-in person, as for ``answer``)."""
-        with self.lock:
-            if ended := self.service.sign_in_ended(by):
-                return self._tell(Outcome(False, ended, "error"))
+        with self.run.lock:
+            if ended := self.run.accounts.sign_in_ended(by):
+                return self.run.tell(Outcome(False, ended, "error"))
             try:
                 rule, target_recall, confidence = check_settings(
-                    self.stopping["rule"] if rule is None else rule,
-                    self.stopping["target_recall"] if target_recall is None else target_recall,
-                    self.stopping["confidence"] if confidence is None else confidence)
+                    self.settings["rule"] if rule is None else rule,
+                    self.settings["target_recall"] if target_recall is None else target_recall,
+                    self.settings["confidence"] if confidence is None else confidence)
                 self._store_stopping(rule=rule, target_recall=target_recall, confidence=confidence)
             except ServiceError as error:
-                return self._tell(Outcome(False, str(error), "error"))
-            return self._tell(Outcome(True, f"Stopping rule: {rule}; target recall {target_recall:g} at "
-                                            f"{confidence:g} confidence."))
+                return self.run.tell(Outcome(False, str(error), "error"))
+            return self.run.tell(Outcome(True, f"Stopping rule: {rule}; target recall {target_recall:g} at "
+                                               f"{confidence:g} confidence."))
 
     def start_check(self, *, by: Identity | None = None) -> Outcome:
         """Start a recall check: from now on the items shown are drawn at random from the unlabelled rest."""
-        with self.lock:
-            if ended := self.service.sign_in_ended(by):
-                return self._tell(Outcome(False, ended, "error"))
-            if self.problem is not None:
-                return self._tell(Outcome(False, self.problem, "error"))
+        with self.run.lock:
+            if ended := self.run.accounts.sign_in_ended(by):
+                return self.run.tell(Outcome(False, ended, "error"))
+            if self.run.problem is not None:
+                return self.run.tell(Outcome(False, self.run.problem, "error"))
             if self.checking:
-                return self._tell(Outcome(False, "A recall check is already on.", "warning"))
-            if not any(a.value > 0 for a in self.answers):
-                return self._tell(Outcome(False, "A recall check needs at least one positive label first.",
-                                          "warning"))
+                return self.run.tell(Outcome(False, "A recall check is already on.", "warning"))
+            if not any(a.value > 0 for a in self.run.answers):
+                return self.run.tell(Outcome(False, "A recall check needs at least one positive label first.",
+                                             "warning"))
             try:
-                self._store_stopping(checks=[*self.stopping["checks"], self.n_labels], checking=True)
+                self._store_stopping(checks=[*self.settings["checks"], self.readouts.n_labels], checking=True)
             except ServiceError as error:
-                return self._tell(Outcome(False, str(error), "error"))
-            self._ask()
-            return self._tell(Outcome(True, "Recall check started: the next items are drawn at random from the "
-                                            "unlabelled ones. Label each one; Skip is not available."))
+                return self.run.tell(Outcome(False, str(error), "error"))
+            self.run.ask()
+            return self.run.tell(Outcome(True, "Recall check started: the next items are drawn at random from the "
+                                               "unlabelled ones. Label each one; Skip is not available."))
 
     def stop_check(self, message: str = "Recall check stopped: back to the heuristic.", *,
                    by: Identity | None = None) -> Outcome:
         """End the recall check on the analyst's word (or when its draws show recall below the target)."""
-        with self.lock:
-            if ended := self.service.sign_in_ended(by):
-                return self._tell(Outcome(False, ended, "error"))
+        with self.run.lock:
+            if ended := self.run.accounts.sign_in_ended(by):
+                return self.run.tell(Outcome(False, ended, "error"))
             if not self.checking:
-                return self._tell(Outcome(False, "No recall check is on.", "warning"))
+                return self.run.tell(Outcome(False, "No recall check is on.", "warning"))
             try:
                 self._store_stopping(checking=False)
             except ServiceError as error:
-                return self._tell(Outcome(False, str(error), "error"))
-            self._ask()
-            return self._tell(Outcome(True, message))
+                return self.run.tell(Outcome(False, str(error), "error"))
+            self.run.ask()
+            return self.run.tell(Outcome(True, message))
 
-    def _after_stopping_answer(self) -> str | None:
+    def after_answer(self) -> str | None:
         """After a label: a check whose draws show recall below the target ends (the session goes back)."""
         if not self.checking:
             return None
@@ -230,71 +237,69 @@ class RunStopping:
             try:
                 self._store_stopping(checking=False)
             except ServiceError as error:  # the state is derived anyway: the check shows as failed
-                logger.warning("session %s: %s", self.session_id, error)
-            self._ask()
+                logger.warning("session %s: %s", self.run.session_id, error)
+            self.run.ask()
             return ("The random draws show recall below the target: back to the heuristic. Start a new check "
                     "when it stops finding positives.")
         if status is not None and status.check.phase == "passed":
             return "The recall check passed: you can stop."
         return None
 
-    def _forget_stopping_after_undo(self) -> None:
+    def forget_after_undo(self) -> None:
         """An undo took labels back: checkpoints after them go, and so does a check started after them."""
-        self.stability.forget_after(self.n_labels)
-        kept = [c for c in self.stopping["checks"] if c <= self.n_labels]
-        if kept != self.stopping["checks"]:
-            checking = self.stopping["checking"] and len(kept) == len(self.stopping["checks"])
+        self.stability.forget_after(self.readouts.n_labels)
+        kept = [c for c in self.settings["checks"] if c <= self.readouts.n_labels]
+        if kept != self.settings["checks"]:
+            checking = self.settings["checking"] and len(kept) == len(self.settings["checks"])
             try:
                 self._store_stopping(checks=kept, checking=checking)
             except ServiceError as error:  # derived anyway: starts beyond the labels are ignored
-                logger.warning("session %s: %s", self.session_id, error)
+                logger.warning("session %s: %s", self.run.session_id, error)
 
-    def _forget_stopping_after_removal(self, position: int) -> None:
+    def forget_after_removal(self, position: int) -> None:
         """History removed the label at ``position`` (0-based among the labels): the labels after it move up
         by one, and so do the stored starts of the checks after it; the stability rule's checkpoints after it
         (counted in labels, of models that had learned the removed one) go."""
         self.stability.forget_after(position)
-        checks = [c - 1 if c > position else c for c in self.stopping["checks"]]
-        if checks != self.stopping["checks"]:
+        checks = [c - 1 if c > position else c for c in self.settings["checks"]]
+        if checks != self.settings["checks"]:
             try:
                 self._store_stopping(checks=checks)
             except ServiceError as error:  # the starts stay as they were; the next change stores them
-                logger.warning("session %s: %s", self.session_id, error)
+                logger.warning("session %s: %s", self.run.session_id, error)
 
     # -- the random draws ----------------------------------------------------------------
-    def _random_draw(self):
+    def random_draw(self) -> ShownItem | None:
         """The item a recall check shows now: uniform over the unlabelled pool items, seeded by the answers."""
-        from app.services.labelling import ShownItem
-
-        unlabelled = np.flatnonzero(~self.loop.labelled_mask)
+        unlabelled = np.flatnonzero(~self.run.loop.labelled_mask)
         if not len(unlabelled):
             return None
-        pool_index = int(np.random.default_rng([self.seed, len(self.answers), DRAW_STREAM]).choice(unlabelled))
-        score = float(self.loop.pool_scores()[pool_index]) if self.loop.track_scores else \
-            float(self.loop.solver.decision_function([pool_index])[0])
-        check = self.stopping_status().check if self.loop is not None else None
+        pool_index = int(np.random.default_rng([self.run.seed, len(self.run.answers), DRAW_STREAM]).choice(unlabelled))
+        score = float(self.run.loop.pool_scores()[pool_index]) if self.run.loop.track_scores else \
+            float(self.run.loop.solver.decision_function([pool_index])[0])
+        check = self.stopping_status().check if self.run.loop is not None else None
         needed = f"; at least {check.needed} more to draw" if check is not None and check.needed else ""
-        return ShownItem(item_index=int(self.pool_items[pool_index]), pool_index=pool_index,
+        return ShownItem(item_index=int(self.run.pool_items[pool_index]), pool_index=pool_index,
                          score=score if np.isfinite(score) else None, strategy=rules.CHECK_STRATEGY,
                          reason=f"drawn at random from the {len(unlabelled):,} unlabelled items for the recall "
                                 f"check{needed}", query_ms=None)
 
     # -- the stability rule's checkpoints ----------------------------------------------------
-    def _record_checkpoint_at(self, n: int, positives: int) -> None:
+    def record_checkpoint_at(self, n: int, positives: int) -> None:
         """The model's predictions on the stop set after label ``n`` (``positives`` of them), at a checkpoint."""
-        if self.loop is None or not self.stability.due(n) or not (0 < positives < n):
+        if self.run.loop is None or not self.stability.due(n) or not (0 < positives < n):
             return
         stop = self.stability.stop_set
-        scores = self.loop.pool_scores()[stop] if self.loop.track_scores else \
-            self.loop.solver.decision_function(stop)
+        scores = self.run.loop.pool_scores()[stop] if self.run.loop.track_scores else \
+            self.run.loop.solver.decision_function(stop)
         self.stability.record(n, scores)
 
-    def _stopping_arrays(self) -> dict[str, np.ndarray]:
+    def arrays(self) -> dict[str, np.ndarray]:
         return {SNAPSHOT_PREFIX + k: v for k, v in self.stability.to_arrays().items()}
 
-    def _restore_stopping(self, arrays: dict[str, np.ndarray], n_labels: int) -> None:
+    def restore(self, arrays: dict[str, np.ndarray], n_labels: int) -> None:
         """The checkpoints a snapshot kept (covering its first ``n_labels`` labels), if it kept them."""
-        self.stability = rules.StabilityTracker(rules.stop_set(len(self.pool_items), self.seed))
+        self.stability = rules.StabilityTracker(rules.stop_set(len(self.run.pool_items), self.run.seed))
         mine = {k[len(SNAPSHOT_PREFIX):]: v for k, v in arrays.items() if k.startswith(SNAPSHOT_PREFIX)}
         if not mine:
             return
