@@ -209,3 +209,29 @@ def test_the_loop_is_built_from_the_record():
         "random", "lasvm", 4, "spread", 2)
     assert (loop.solver.C, loop.solver.class_weight) == (0.5, "balanced")
     assert loop.config()["solver_params"] == {**settings.solver_params(), "random_state": 4}
+
+
+@pytest.mark.app
+def test_a_setting_chosen_in_the_new_session_form_reaches_the_solver(db_url):
+    from app.service import MarginLab
+    from tests.test_app import start_app, start_session
+
+    at = start_app()
+    at.number_input(key="new_C").set_value(0.5)
+    at.selectbox(key="new_solver").select("ramp")
+    at.selectbox(key="new_loss").select("hinge")
+    at.number_input(key="new_seed").set_value(5)
+    start_session(at, "ada", "near-boundary")
+    (info,) = MarginLab.from_url(db_url).sessions()
+    run = MarginLab.from_url(db_url).open_session(info.id)
+    assert (run.settings.C, run.settings.solver, run.settings.loss, run.settings.seed) == (0.5, "ramp", "hinge", 5)
+    assert run.settings == info.settings
+    assert (run.loop.solver.C, run.loop.solver.loss, run.loop.solver.random_state) == (0.5, "hinge", 5)
+    # the review model's class weights, chosen in the form, reach its solver under their names
+    other = start_app("bo")
+    other.radio(key="new_model").set_value("review")
+    start_session(other, "bo", "largest-positive")
+    (review,) = [s for s in MarginLab.from_url(db_url).sessions() if s.annotator == "bo"]
+    run = MarginLab.from_url(db_url).open_session(review.id)
+    assert run.settings.model == "review" and run.settings.class_weight == "balanced"
+    assert (run.loop.solver.class_weight, run.loop.solver.balance_ratio) == ("balanced", 9.8)

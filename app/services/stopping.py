@@ -32,6 +32,7 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from app.services.common import Outcome, ServiceError
 from core import stopping as rules
+from core.settings import StoppingSettings
 from storage import repository as repo
 from storage.errors import StorageError
 
@@ -44,8 +45,7 @@ logger = logging.getLogger(__name__)
 SETTING = "stopping"
 #: the rules the Label page reports, in this order
 RULE_CHOICES = ("statistical", "knee", "margin", "stability", "consecutive:50")
-DEFAULTS: dict[str, Any] = {"rule": "statistical", "target_recall": rules.DEFAULT_TARGET_RECALL,
-                            "confidence": rules.DEFAULT_CONFIDENCE, "checks": [], "checking": False}
+DEFAULTS: dict[str, Any] = StoppingSettings().to_json()
 #: snapshot arrays of the stability rule's checkpoints start with this
 SNAPSHOT_PREFIX = "stopping."
 #: seeds the random draws of a recall check (with the session's seed and the number of answers)
@@ -75,12 +75,9 @@ class StoppingStatus:
 
 
 def stopping_settings(params: dict[str, Any] | None) -> dict[str, Any]:
-    """The session's stopping settings with the defaults filled in (sessions from before stopping rules have none)."""
-    stored = dict((params or {}).get(SETTING) or {})
-    out = {**DEFAULTS, **{k: v for k, v in stored.items() if k in DEFAULTS}}
-    out["checks"] = sorted({int(c) for c in out["checks"]})
-    out["checking"] = bool(out["checking"])
-    return out
+    """The session's stopping settings with the defaults filled in (sessions from before stopping rules have none),
+    read as the settings record reads them (``core.settings.StoppingSettings``)."""
+    return StoppingSettings.from_json((params or {}).get(SETTING) or None).to_json()
 
 
 def check_settings(rule: str, target_recall: float, confidence: float) -> tuple[str, float, float]:
