@@ -235,3 +235,30 @@ def test_a_setting_chosen_in_the_new_session_form_reaches_the_solver(db_url):
     run = MarginLab.from_url(db_url).open_session(review.id)
     assert run.settings.model == "review" and run.settings.class_weight == "balanced"
     assert (run.loop.solver.class_weight, run.loop.solver.balance_ratio) == ("balanced", 9.8)
+
+
+def test_a_setting_given_on_the_command_line_reaches_the_solver(tmp_path, monkeypatch):
+    import core.loop
+    from core import cli
+
+    rng = np.random.default_rng(0)
+    rows = "".join(f"{a:.4f},{b:.4f},{'yes' if k % 2 else 'no'}\n"
+                   for k, (a, b) in enumerate(rng.normal(size=(40, 2))))
+    data = tmp_path / "points.csv"
+    data.write_text("a,b,label\n" + rows)
+    made = []
+    real = core.loop.make_solver
+    monkeypatch.setattr(core.loop, "make_solver", lambda name, X, **params: made.append(real(name, X, **params))
+                        or made[-1])
+    args = cli.build_parser().parse_args(
+        ["compare", "--data", str(data), "--label-column", "label", "--positive", "yes", "--strategies",
+         "near-boundary,random", "--budget", "6", "--seeds", "1", "--test-fraction", "0", "--initial", "2",
+         "--C", "0.5", "--class-weight", "balanced", "--cold-start", "spread"])
+    cli.run_compare(args)  # (built once, for both strategies: the record says what each run is)
+    assert {(type(s).name, s.C, s.class_weight) for s in made} == {("incremental", 0.5, "balanced"),
+                                                                  ("lasvm", 0.5, "balanced")}
+    # the command line's settings are the record's (refused by their names before any data are read)
+    settings = cli.compare_settings(args, ["near-boundary", "random"], {"kernel": "rbf", "C": 0.5,
+                                                                         "gamma": "scale"})
+    assert [(s.strategy, s.solver, s.C, s.cold_start, s.initial) for s in settings] == [
+        ("near-boundary", "incremental", 0.5, "spread", 2), ("random", "lasvm", 0.5, "spread", 2)]
