@@ -29,12 +29,13 @@ from core.datasets import BUNDLED, DataError, Dataset, load_bundled, load_csv, s
 from core.features import Standardizer, scale_features
 from core.kernels import KERNEL_NAMES
 from core.metrics import accuracy, roc_auc
-from core.presets import PRESETS, has_documents, suited_model
+from core.presets import PRESETS, has_documents, preset_of, suited_model
 from core.priors import PriorError, read_keys, rows_of_keys
+from core.settings import STANDARD_MODEL, SessionSettings, SettingsError
 from core.solvers import SOLVER_NAMES
 from core.solvers import get as solver_entry
 from core.solvers.auto_hyper import DEFAULT_MOMENTS
-from core.strategies import COLD_STARTS, STRATEGY_NAMES
+from core.strategies import COLD_STARTS, DEFAULT_COLD_START, STRATEGY_NAMES
 
 EXIT_USAGE = 2
 BUNDLED_PREFIX = "bundled:"
@@ -720,6 +721,29 @@ def _compare_output(args: argparse.Namespace, results: dict, datasets: dict, mod
     return text
 
 
+def compare_settings(args: argparse.Namespace, strategies: Sequence[str], solver_params: dict[str, Any],
+                     solver: str | None = None) -> list[SessionSettings]:
+    """Each strategy's settings from the flags (``core.settings.SessionSettings``, which checks them and names
+    a refused one): its solver (``solver``, else ``--solver``, else the strategy's own), the solver parameters
+    ``solver_params`` under their own names, ``--cold-start`` and ``--initial``.  The runs take their solver
+    and solver parameters from these."""
+    initial = args.initial if args.initial is not None else _default_initial_labels()
+    chosen = solver or args.solver
+    try:
+        return [SessionSettings(strategy=name, solver=chosen, model=preset_of(chosen, solver_params) or STANDARD_MODEL,
+                                **solver_params, cold_start=args.cold_start or DEFAULT_COLD_START,
+                                initial=initial or 0)
+                for name in strategies]
+    except SettingsError as error:
+        raise CLIError(str(error)) from None
+
+
+def _default_initial_labels() -> int | None:
+    from core import experiment
+
+    return _default_initial(experiment)
+
+
 def run_compare(args: argparse.Namespace) -> str:
     """Run ``core.experiment.run_comparison`` and return what to print (summary table or JSON)."""
     try:
@@ -768,6 +792,10 @@ def run_compare(args: argparse.Namespace) -> str:
             models[name] = _suited_model(ds, name if several else ds.name, strategies, per_dataset[name])
         if models[name] == "standard":
             hyper_words[name] = describe_hyper(per_dataset[name]["solver_params"])
+        settings = compare_settings(args, strategies, per_dataset[name]["solver_params"],
+                                    per_dataset[name].get("solver"))
+        per_dataset[name].update(solver={s.strategy: s.solver for s in settings},
+                                 solver_params=settings[0].solver_params())
     if "prior_keys" in prior_options:
         if several:
             raise CLIError("--prior-keys names items of one dataset: give one --data")

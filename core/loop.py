@@ -80,7 +80,7 @@ import sys
 import time
 from concurrent.futures import wait
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import scipy.sparse as sp
@@ -102,6 +102,9 @@ from core.strategies import (
     random_query,
 )
 from core.threads import run_ahead, single_threaded_blas
+
+if TYPE_CHECKING:
+    from core.settings import SessionSettings
 
 TRACK_LIMIT = 50_000  # largest pool whose decision values are kept current for the sampling strategies
 UNDO_COPY_LIMIT = 50_000  # largest pool for which a non-exact solver is copied before each label (for undo)
@@ -1110,6 +1113,13 @@ class ActiveLearningLoop:
         return roc_auc(self.eval_y, f), accuracy(self.eval_y, pred)
 
     # ------------------------------------------------------------------ rebuilding
+    @classmethod
+    def from_settings(cls, settings: SessionSettings, X, **data) -> ActiveLearningLoop:
+        """A loop over the pool ``X`` with a session's settings (``core.settings.SessionSettings``: strategy,
+        solver and its parameters by name, strategy parameters, seed, cold start, initial labels); ``data``:
+        the other keyword arguments (``eval_X``, ``eval_y``, ``oracle_y``, ``track_scores``, ...)."""
+        return cls(X, **settings.loop_arguments(), **data)
+
     @classmethod
     def from_events(cls, events, X, **config) -> ActiveLearningLoop:
         """Rebuild a loop by replaying (item, label) events (label 0 = skip).

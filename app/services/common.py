@@ -11,6 +11,7 @@ import numpy as np
 
 from core import solvers, strategies
 from core.registry import NameList
+from core.settings import LEGACY_EVAL_FRACTION
 from core.strategies import BASELINE, DEFAULT_SOLVER, DEFAULT_STRATEGY  # (docs/design.md)
 
 # The choices offered, as live views of the registries of core.strategies and core.solvers: a strategy or
@@ -38,8 +39,8 @@ GAMMA_NAMES = ("scale", "auto")
 #: drawn from the scores the model gave the labelled items when it asked)
 EVAL_FRACTION = 0.0
 #: the share held out by a session stored without one (the default before the split was asked for):
-#: such a session resumes with the split it was started with
-STORED_EVAL_FRACTION = 0.3
+#: such a session resumes with the split it was started with (read by ``core.settings``)
+STORED_EVAL_FRACTION = LEGACY_EVAL_FRACTION
 #: ... and at most this many items (the live evaluation stays cheap on large datasets)
 EVAL_MAX_ITEMS = 2000
 

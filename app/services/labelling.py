@@ -24,7 +24,6 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from app.services.accounts import Accounts, Identity
 from app.services.common import (
-    STORED_EVAL_FRACTION,
     VALUE_NAMES,
     Outcome,
     ServiceError,
@@ -41,6 +40,7 @@ from app.services.records import Answer, ShownItem, evaluation_split
 from app.services.snapshots import SNAPSHOT_EVERY, RunSnapshots
 from app.services.stopping import RunStopping, stopping_settings
 from core.loop import ActiveLearningLoop
+from core.settings import SessionSettings
 from core.stopping import CHECK_STRATEGY
 from storage import repository as repo
 from storage.errors import DuplicateLabelError, StorageError
@@ -178,14 +178,24 @@ class LabellingRun:
         self.lock = threading.RLock()
         self.info = repo.get_session(self.engine, self.session_id)
         self.dataset = repo.get_dataset(self.engine, self.info.dataset_id)
-        params = dict(self.info.params or {})
-        self.scaling = params.get("scaling", self.dataset.meta.get("scaling", "none"))
-        self.seed = 0 if self.info.seed is None else int(self.info.seed)
-        self.eval_fraction = float(params.get("eval_fraction", STORED_EVAL_FRACTION))
+        #: the session's settings (core.settings); None when this version refuses one (``settings_refused``
+        #: says why: the run opens, keeps its labels and says so, see _rebuild)
+        self.settings: SessionSettings | None = None
+        self.settings_refused: ValueError | None = None
+        try:
+            self.settings = settings = self.info.settings
+        except ValueError as error:
+            self.settings_refused = error
+            # how the items are split and scaled is still read, so that the labels stay usable
+            data = {k: v for k, v in (self.info.params or {}).items() if k in ("scaling", "eval_fraction", "find")}
+            settings = SessionSettings.from_json(data, seed=self.info.seed)
+        self.scaling = settings.scaling if settings.scaling is not None else self.dataset.meta.get("scaling", "none")
+        self.seed = settings.seed
+        self.eval_fraction = settings.eval_fraction
         #: what the analyst is looking for, in their words (None: the dataset's positive class)
-        self.find: str | None = params.get("find") or None
-        self.solver_params = dict(params.get("solver_params", {}))
-        self.strategy_params = dict(params.get("strategy_params", {}))
+        self.find: str | None = settings.find
+        self.solver_params = settings.solver_params() if self.settings is not None else {}
+        self.strategy_params = dict(settings.strategy_params)
         self.X_raw = self.X = self.y_true = self.display = None  # the arrays: see _load_arrays
         self.pool_X = self.eval_X = None  # the scaled pool and evaluation rows (the loop's data)
         self.feature_names: list[str] = []
@@ -255,13 +265,14 @@ class LabellingRun:
                                         model=lambda: self.loop, lock=self.lock)
 
     def _loop_config(self) -> dict[str, Any]:
-        return dict(
-            strategy=self.info.strategy,
-            solver=self.info.solver,
-            solver_params=self.solver_params or None,
-            strategy_params=self.strategy_params or None,
-            seed=self.seed,
-        )
+        """The loop's keyword arguments (with the pool and evaluation data: ``_loop_data``)."""
+        return self._loop_settings().loop_arguments()
+
+    def _loop_settings(self) -> SessionSettings:
+        """The settings the loop is built with (a setting this version refuses stops the rebuild here)."""
+        if self.settings is None:
+            raise self.settings_refused or ServiceError("The session's settings could not be read.")
+        return self.settings
 
     def _loop_data(self) -> dict[str, Any]:
         """The pool, and the evaluation split the loop scores after every label (cheaply: it keeps
@@ -307,12 +318,13 @@ class LabellingRun:
         self.stopping.settings = stopping_settings(repo.get_session(self.engine, self.session_id).params)
         self.stopping.restore({}, 0)
         data = self._loop_data()
+        settings = self._loop_settings()
         self.loop, self.resumed_from = self.snapshots.from_snapshot(pairs, data), None
         if self.loop is not None:
             self.resumed_from = len(self.loop.events)
             self.snapshots.label_ids = [a.label_id for a in self.answers[:self.resumed_from]]
         else:
-            self.loop = ActiveLearningLoop(**data, **self._loop_config())
+            self.loop = ActiveLearningLoop.from_settings(settings, **data)
         positives = sum(1 for _, value in self.loop.events if value > 0)
         for pair in pairs[len(self.loop.events):]:  # one at a time: the stability rule reads the model as it goes
             self.loop.replay([pair])

@@ -26,6 +26,8 @@ from app.services.datasets import Datasets
 from app.services.labelling import LabellingRun
 from app.services.records import eval_share
 from app.services.snapshots import save_behind
+from core.presets import preset_of
+from core.settings import STANDARD_MODEL, SessionSettings, SettingsError
 from core.strategies import DEFAULT_SOLVER
 from storage import repository as repo
 from storage import teams
@@ -96,17 +98,16 @@ class Sessions:
             eval_fraction = dataset.meta.get("eval_fraction", EVAL_FRACTION)
         eval_fraction = eval_share(eval_fraction)
         scaling = scaling_name(scaling if scaling is not None else dataset.meta.get("scaling", "none"))
-        params = {
-            "solver_params": solver_params,
-            "strategy_params": dict(strategy_params or {}),
-            "scaling": scaling,
-            "eval_fraction": eval_fraction if dataset.has_true_labels else 0.0,
-        }
-        find = " ".join(str(find or "").split())
-        if find:
-            params["find"] = find[:FIND_CHARS]
+        find = " ".join(str(find or "").split())[:FIND_CHARS]
+        try:  # the solver parameters under their own names (core.settings)
+            settings = SessionSettings(
+                strategy=strategy, solver=solver, model=preset_of(solver, solver_params) or STANDARD_MODEL,
+                **solver_params, strategy_params=dict(strategy_params or {}), seed=seed, scaling=scaling,
+                eval_fraction=eval_fraction if dataset.has_true_labels else 0.0, find=find or None)
+        except SettingsError as error:
+            raise ServiceError(f"The session's settings are refused: {error}.") from None
         session_id = repo.start_session(self.engine, dataset_id=dataset_id, annotator=str(annotator).strip(),
-                                        strategy=strategy, solver=solver, params=params, seed=seed)
+                                        settings=settings)
         try:
             run = self.open_session(session_id)
             problem = run.problem_cause

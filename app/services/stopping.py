@@ -35,6 +35,7 @@ from app.services.common import Outcome, ServiceError
 from app.services.readouts import RunReadouts
 from app.services.records import RunState, ShownItem
 from core import stopping as rules
+from core.settings import StoppingSettings
 from storage import repository as repo
 from storage.errors import StorageError
 
@@ -46,8 +47,7 @@ SETTING = "stopping"
 RULE_CHOICES = ("statistical", "knee", "margin", "stability", "consecutive:50")
 #: the rules a session may choose (the earlier statistical rule, checks after a run of negatives, too)
 RULE_OPTIONS = (*RULE_CHOICES, "statistical-run")
-DEFAULTS: dict[str, Any] = {"rule": "statistical", "target_recall": rules.DEFAULT_TARGET_RECALL,
-                            "confidence": rules.DEFAULT_CONFIDENCE, "checks": [], "checking": False}
+DEFAULTS: dict[str, Any] = StoppingSettings().to_json()
 #: snapshot arrays of the stability rule's checkpoints start with this
 SNAPSHOT_PREFIX = "stopping."
 #: seeds the random draws of a recall check (with the session's seed and the number of answers)
@@ -78,12 +78,9 @@ class StoppingStatus:
 
 
 def stopping_settings(params: dict[str, Any] | None) -> dict[str, Any]:
-    """The session's stopping settings with the defaults filled in (sessions from before stopping rules have none)."""
-    stored = dict((params or {}).get(SETTING) or {})
-    out = {**DEFAULTS, **{k: v for k, v in stored.items() if k in DEFAULTS}}
-    out["checks"] = sorted({int(c) for c in out["checks"]})
-    out["checking"] = bool(out["checking"])
-    return out
+    """The session's stopping settings with the defaults filled in (sessions from before stopping rules have none),
+    read as the settings record reads them (``core.settings.StoppingSettings``)."""
+    return StoppingSettings.from_json((params or {}).get(SETTING) or None).to_json()
 
 
 def check_settings(rule: str, target_recall: float, confidence: float) -> tuple[str, float, float]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import delete, func, select, update
 from sqlalchemy.orm import Session
@@ -25,6 +25,9 @@ from storage.models import (
 from storage.repository.annotators import _annotator_id, _annotator_name
 from storage.repository.common import EngineLike, _jsonable, _non_empty, reading, writing
 
+if TYPE_CHECKING:
+    from core.settings import SessionSettings
+
 
 @dataclass(frozen=True)
 class SessionInfo:
@@ -43,18 +46,37 @@ class SessionInfo:
     n_skips: int  # active skips
     name: str | None = None  # the name the analyst gave the session, if any
 
+    @property
+    def settings(self) -> SessionSettings:
+        """The session's settings as the typed record (``core.settings``): the stored JSON with the row's
+        strategy, solver and seed; a dict stored before the record is read as it always was.  A
+        ``core.settings.SettingsError`` (a ``ValueError``) names a stored setting this version refuses."""
+        from core.settings import SessionSettings
+
+        return SessionSettings.from_json(self.params, strategy=self.strategy, solver=self.solver, seed=self.seed)
+
 
 def start_session(
     engine: EngineLike,
     *,
     dataset_id: int,
     annotator: str,
-    strategy: str,
-    solver: str,
+    strategy: str | None = None,
+    solver: str | None = None,
     params: dict[str, Any] | None = None,
     seed: int | None = None,
+    settings: SessionSettings | None = None,
 ) -> int:
-    """Start a labelling session on a dataset; return its id."""
+    """Start a labelling session on a dataset; return its id.
+
+    ``settings``: the session's settings record (``core.settings.SessionSettings``): its strategy, solver and
+    seed go on the row's columns, and its JSON (``to_json``, with its version) into the settings column.
+    Without it, ``strategy``, ``solver``, ``params`` and ``seed`` are stored as given."""
+    if settings is not None:
+        if (strategy, solver, params, seed) != (None, None, None, None):
+            raise StorageError("Give a session's settings record, or its strategy, solver, params and seed: "
+                               "not both.")
+        strategy, solver, seed, params = settings.strategy, settings.solver, settings.seed, settings.to_json()
     annotator = _annotator_name(annotator)
     strategy = _non_empty(strategy, "strategy")
     solver = _non_empty(solver, "solver")
