@@ -40,9 +40,14 @@ STORED_TODAY = {"solver_params": {"kernel": "rbf", "C": 1.0, "gamma": "scale"}, 
 def test_every_field_survives_the_json_round_trip():
     defaults = SessionSettings(strategy="randomized-search", solver="ramp")
     unchanged = [f.name for f in dataclasses.fields(SessionSettings)
-                 if f.name not in ("strategy", "solver", "model")
+                 if f.name not in ("strategy", "solver", "model", "auto")  # (auto: below, exact solvers only)
                  and getattr(EVERY_FIELD, f.name) == getattr(defaults, f.name)]
     assert unchanged == [], "give every field a value of its own here"
+    chosen = SessionSettings(strategy="near-boundary", solver="incremental", auto=["gamma", "C"])
+    assert chosen.auto == ("C", "gamma") and chosen.solver_params()["auto"] == ["C", "gamma"]
+    assert SessionSettings.from_json(json.loads(json.dumps(chosen.to_json()))) == chosen
+    with pytest.raises(SettingsError, match=r"^auto .*ramp"):
+        SessionSettings(strategy="near-boundary", solver="ramp", auto=["C"])
     stored = json.loads(json.dumps(EVERY_FIELD.to_json()))  # as the database's JSON column gives it back
     assert stored["version"] == SETTINGS_VERSION
     again = SessionSettings.from_json(stored)
