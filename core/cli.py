@@ -36,6 +36,7 @@ from core.solvers import SOLVER_NAMES
 from core.solvers import get as solver_entry
 from core.solvers.auto_hyper import DEFAULT_MOMENTS
 from core.strategies import COLD_STARTS, DEFAULT_COLD_START, STRATEGY_NAMES
+from core.strategies import get as strategy_entry
 
 EXIT_USAGE = 2
 BUNDLED_PREFIX = "bundled:"
@@ -731,11 +732,19 @@ def compare_settings(args: argparse.Namespace, strategies: Sequence[str], solver
     chosen = solver or args.solver
     try:
         return [SessionSettings(strategy=name, solver=chosen, model=preset_of(chosen, solver_params) or STANDARD_MODEL,
-                                **solver_params, cold_start=args.cold_start or DEFAULT_COLD_START,
-                                initial=initial or 0)
+                                **_for_solver(chosen or strategy_entry(name).default_solver, solver_params),
+                                cold_start=args.cold_start or DEFAULT_COLD_START, initial=initial or 0)
                 for name in strategies]
-    except SettingsError as error:
+    except (SettingsError, ValueError) as error:  # (ValueError: a strategy not registered, named by the registry)
         raise CLIError(str(error)) from None
+
+
+def _for_solver(solver: str, solver_params: dict[str, Any]) -> dict[str, Any]:
+    """``solver_params`` as ``solver`` takes them: C and gamma from the labels (``auto``) are the exact solvers'
+    (``core.presets.solver_for`` leaves them out for the others, which keep the starting values)."""
+    if solver_entry(solver).exact_unlearn:
+        return solver_params
+    return {k: v for k, v in solver_params.items() if k not in ("auto", "auto_grid", "auto_moments")}
 
 
 def _default_initial_labels() -> int | None:
@@ -794,8 +803,10 @@ def run_compare(args: argparse.Namespace) -> str:
             hyper_words[name] = describe_hyper(per_dataset[name]["solver_params"])
         settings = compare_settings(args, strategies, per_dataset[name]["solver_params"],
                                     per_dataset[name].get("solver"))
-        per_dataset[name].update(solver={s.strategy: s.solver for s in settings},
-                                 solver_params=settings[0].solver_params())
+        shared: dict[str, Any] = {}  # (the records differ only in auto, which an exact solver's record keeps)
+        for record in settings:
+            shared.update(record.solver_params())
+        per_dataset[name].update(solver={s.strategy: s.solver for s in settings}, solver_params=shared)
     if "prior_keys" in prior_options:
         if several:
             raise CLIError("--prior-keys names items of one dataset: give one --data")

@@ -63,7 +63,8 @@ class RunReadouts:
         """Which C and gamma the model holds, chosen from the labels when, in plain words (None: set by hand)."""
         from core.solvers.auto_hyper import describe_choices
 
-        return None if self.loop is None else describe_choices(self.loop.solver)
+        loop = self.run.loop
+        return None if loop is None else describe_choices(loop.solver)
 
     @property
     def has_evaluation(self) -> bool:
