@@ -63,7 +63,7 @@ from pathlib import Path
 import numpy as np
 
 from benchmarks._threads_info import thread_configuration
-from tests.test_browser import (
+from tests.browser.test_browser import (
     AppServer,
     free_port,
     goto,
@@ -173,7 +173,7 @@ def first_load(browser, url: str, key: str = "Shift") -> dict:
     """Open ``url`` in a new tab, sign in as the tests do, and time the way to the first item (ms); then
     press ``key`` as the answer buttons appear (Shift: nothing; S: skip the item, the first answer of the
     page, timed to the next item painted)."""
-    from tests.test_browser import OWNER, OWNER_PASSWORD
+    from tests.browser.test_browser import OWNER, OWNER_PASSWORD
 
     page = browser.new_page()  # (a Browser: in a fresh profile; a BrowserContext: in that profile)
     page.set_viewport_size({"width": 1400, "height": 1000})

@@ -44,7 +44,7 @@ import threading
 import time
 from pathlib import Path
 
-from tests.test_browser import free_port, launch_browser, wait_for_app, wait_for_health
+from tests.browser.test_browser import free_port, launch_browser, wait_for_app, wait_for_health
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -12,7 +12,7 @@ recursive inverse that ``_update_sets`` does, a helper per case (``_at_margin``,
 cycling, §4.2).  It is a line-for-line transcription of the NumPy
 implementation in ``core/solvers/incremental.py`` (the docstrings there say
 why each rule is what it is); the two agree up to rounding and take the same
-set changes (tests/test_incremental_compiled.py runs both).
+set changes (tests/core/test_incremental_compiled.py runs both).
 
 Every reduction is an explicit loop in a fixed order and no BLAS or LAPACK
 routine is called, so the result does not depend on any thread setting.

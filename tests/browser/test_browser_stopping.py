@@ -1,0 +1,90 @@
+"""The stopping panel in a real browser (Debian's Chromium, headless): read the rules, run a recall check."""
+
+from __future__ import annotations
+
+import re
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.browser.test_browser import OWNER, AppServer, item_caption, launch_browser, open_app, shown_item_index, wait_for_app
+
+pytestmark = pytest.mark.browser
+
+
+def prepare_session(db_url: str, n_labels: int) -> tuple[int, object]:
+    """A largest-positive session on the demo digits with ``n_labels`` answered as the true labels say."""
+    from app.services import MarginLab
+
+    svc = MarginLab.from_url(db_url)
+    dataset_id = svc.ensure_demo_dataset() or svc.datasets()[0].id
+    run = svc.start_session(dataset_id=dataset_id, annotator=OWNER, strategy="largest-positive")
+    for _ in range(n_labels):
+        item = run.shown.item_index
+        assert run.answer(int(run.y_true[item]), item_index=item).ok
+    truth = run.y_true
+    svc.engine.dispose()
+    return run.session_id, truth
+
+
+def stopping_text(page) -> str:
+    """The panel's text as read (without the invisible word joiners that keep user text plain)."""
+    return page.locator(".st-key-stopping_panel").inner_text(timeout=60_000).replace("\u2060", "")
+
+
+def label_page_with_a_check(db_url: str, screenshot: Path, n_labels: int = 120, draws: int = 6) -> dict:
+    """Open the Label page of a prepared session, start the recall check, answer a few draws with the keys."""
+    from playwright.sync_api import sync_playwright
+
+    session_id, truth = prepare_session(db_url, n_labels)
+    seen: dict = {"session": session_id}
+    with sync_playwright() as playwright:
+        browser = launch_browser(playwright)
+        try:
+            log = Path(db_url.removeprefix("sqlite:///")).parent / "server.log"  # beside the database
+            with AppServer(db_url, log) as server:
+                page = open_app(browser, server.url)
+                seen["before"] = stopping_text(page)
+                page.get_by_role("button", name="Start the recall check").click()
+                page.wait_for_function("() => document.body.innerText.includes('drawn at random')", timeout=60_000)
+                wait_for_app(page)
+                page.mouse.click(5, 5)
+                for _ in range(draws):
+                    caption = item_caption(page)
+                    key = "p" if truth[shown_item_index(page)] > 0 else "n"
+                    page.locator("body").press(key)
+                    page.wait_for_function(
+                        "(old) => { const el = document.querySelector('.st-key-item_caption');"
+                        " return el && el.innerText.trim() !== old; }", arg=caption, timeout=30_000)
+                time.sleep(0.5)
+                wait_for_app(page)
+                seen["after"] = stopping_text(page)
+                seen["why"] = page.locator("body").inner_text().replace("\u2060", "")
+                page.set_viewport_size({"width": 1400, "height": 1450})  # the whole Label page, top first
+                page.evaluate("() => document.querySelectorAll('section, [data-testid=stMain]')"
+                              ".forEach(el => el.scrollTo(0, 0))")
+                wait_for_app(page)
+                page.screenshot(path=str(screenshot))
+        finally:
+            browser.close()
+    return seen
+
+
+def test_stopping_panel_and_recall_check_in_chromium(tmp_path):
+    from storage import repository as repo
+    from storage.engine import make_engine
+
+    db_url = f"sqlite:///{tmp_path / 'marginlab.db'}"
+    seen = label_page_with_a_check(db_url, tmp_path / "stopping.png")
+    before, after = seen["before"], seen["after"]
+    assert "When can I stop?" in before and "positives still unlabelled" in before.lower()
+    for rule in ("statistical:", "knee:", "margin:", "stability:", "consecutive:50:"):
+        assert rule in before, (rule, before)
+    assert re.search(r"draw \d+ more random items to test recall ≥ 95% at 95% confidence", after) or \
+        "back to the heuristic" in seen["why"] or "you can stop" in after.lower(), after
+    assert (tmp_path / "stopping.png").stat().st_size > 20_000
+    engine = make_engine(db_url)
+    events = repo.label_events(engine, seen["session"])
+    assert len(events) == 126 and {e.strategy for e in events[120:]} == {"random (recall check)"}
+    engine.dispose()

@@ -1,0 +1,108 @@
+"""The package and its lock files agree, the Makefile's fast lane names real markers, and no test or
+benchmark changes the import path itself (the editable install and pytest's ``pythonpath`` do)."""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from pathlib import Path
+
+import pytest
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
+
+ROOT = Path(__file__).resolve().parents[2]
+PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+
+
+def pins(path: Path) -> dict[str, Requirement]:
+    """The requirements of a lock file by canonical name (following ``-r``), each an exact ``==`` pin."""
+    found: dict[str, Requirement] = {}
+    for line in path.read_text(encoding="utf-8").splitlines():
+        line = line.split("#", 1)[0].strip()
+        if not line:
+            continue
+        if line.startswith("-r "):
+            found.update(pins(path.parent / line[3:].strip()))
+            continue
+        requirement = Requirement(line)
+        specifiers = list(requirement.specifier)
+        assert len(specifiers) == 1 and specifiers[0].operator == "==", f"{path.name}: {line} is not an exact pin"
+        found[canonicalize_name(requirement.name)] = requirement
+    return found
+
+
+def declared() -> list[tuple[str, Requirement]]:
+    """(where, requirement) for each dependency of ``[project]`` and of each extra."""
+    project = PYPROJECT["project"]
+    found = [("dependencies", Requirement(text)) for text in project["dependencies"]]
+    for extra, texts in project["optional-dependencies"].items():
+        found += [(f"extra {extra}", Requirement(text)) for text in texts]
+    return found
+
+
+def test_the_lock_file_pins_every_dependency_and_extra_within_its_range():
+    locked = pins(ROOT / "requirements.txt")
+    wrong = []
+    for where, requirement in declared():
+        pin = locked.get(canonicalize_name(requirement.name))
+        if pin is None:
+            wrong.append(f"{requirement} ({where}) is not in requirements.txt")
+            continue
+        version = next(iter(pin.specifier)).version
+        if not requirement.specifier.contains(version, prereleases=True):
+            wrong.append(f"{requirement} ({where}): requirements.txt pins {version}")
+        if not requirement.extras <= pin.extras:
+            wrong.append(f"{requirement} ({where}): requirements.txt pins it without {requirement.extras - pin.extras}")
+    assert wrong == []
+
+
+def test_the_extras_are_the_optional_parts():
+    assert set(PYPROJECT["project"]["optional-dependencies"]) == {"molecules", "cluster", "postgres"}
+
+
+def test_the_lock_files_hold_the_build_backend_and_the_linters():
+    """``pip install --no-build-isolation -e .`` builds with the locked setuptools; `make lint` runs mypy."""
+    backend = Requirement(PYPROJECT["build-system"]["requires"][0])
+    setuptools = pins(ROOT / "requirements.txt")[canonicalize_name(backend.name)]
+    assert backend.specifier.contains(next(iter(setuptools.specifier)).version)
+    assert {"ruff", "mypy", "pre-commit", "pytest"} <= set(pins(ROOT / "requirements-dev.txt"))
+
+
+def fast_lane_markers(makefile: str) -> set[str]:
+    expression = re.search(r"^FAST_LANE\s*:=\s*(.+)$", makefile, re.MULTILINE)
+    assert expression, "the Makefile defines no FAST_LANE"
+    return set(re.findall(r"[a-z_]+", expression.group(1))) - {"not", "and", "or"}
+
+
+def test_the_fast_lane_leaves_out_registered_markers_only():
+    """A misspelt marker in ``-m`` deselects nothing, silently: every name must be registered."""
+    registered = {line.split(":", 1)[0] for line in PYPROJECT["tool"]["pytest"]["ini_options"]["markers"]}
+    left_out = fast_lane_markers((ROOT / "Makefile").read_text(encoding="utf-8"))
+    assert left_out <= registered, f"not registered in pyproject.toml: {left_out - registered}"
+    assert {"browser", "postgresql", "dask", "processes", "app", "hypothesis"} <= left_out
+
+
+def test_fast_lane_markers_reads_the_expression():
+    assert fast_lane_markers("X := 1\nFAST_LANE := not (browser or app)\n") == {"browser", "app"}
+    with pytest.raises(AssertionError):
+        fast_lane_markers("FAST := not app\n")
+
+
+def test_no_test_or_benchmark_changes_the_import_path():
+    edits = [
+        f"{path.relative_to(ROOT)}:{number}"
+        for folder in ("tests", "benchmarks")
+        for path in sorted((ROOT / folder).rglob("*.py"))
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1)
+        if re.search(r"sys\.path\.(insert|append)\(", line) and path != Path(__file__).resolve()
+    ]
+    assert edits == []
+
+
+def test_a_postgresql_case_of_an_engine_fixture_is_in_the_postgresql_lane():
+    """The engine-parametrized fixtures mark their PostgreSQL parameter (conftest.ENGINE_PARAMS)."""
+    from tests.conftest import ENGINE_PARAMS
+
+    marked = {param.values[0]: [mark.name for mark in param.marks] for param in ENGINE_PARAMS}
+    assert marked == {"sqlite": [], "postgresql": ["postgresql"]}
