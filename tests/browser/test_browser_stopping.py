@@ -8,7 +8,15 @@ from pathlib import Path
 
 import pytest
 
-from tests.browser.test_browser import OWNER, AppServer, item_caption, launch_browser, open_app, shown_item_index, wait_for_app
+from tests.browser.test_browser import (
+    OWNER,
+    AppServer,
+    item_caption,
+    launch_browser,
+    open_app,
+    shown_item_index,
+    wait_for_app,
+)
 
 pytestmark = pytest.mark.browser
 

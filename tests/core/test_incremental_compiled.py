@@ -24,8 +24,8 @@ from core.solvers import ConvergenceWarning, IterationLimitError, make_solver
 from core.solvers import _incremental_jit as jit
 from core.solvers.incremental import IncrementalOneClassSVM, IncrementalSVM
 from core.threads import blas_single_thread
-from tests.reference import dense_svm_dual
 from tests.core.test_incremental import SCENARIOS, make_problem, rel_close, two_blobs
+from tests.reference import dense_svm_dual
 
 
 class DriveSpy:
