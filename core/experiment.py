@@ -219,7 +219,7 @@ class _StopWatch:
             elif spec.name == "knee":
                 state = stop_rules.knee_rule(self.labels)
             elif spec.name == "consecutive":
-                state = stop_rules.consecutive_rule(self.labels, int(spec.param))
+                state = stop_rules.consecutive_rule(self.labels, int(spec.param or 0))
             else:
                 state = stop_rules.stability_rule(self._kappas)
             if state.stop:
@@ -246,7 +246,8 @@ class _StopWatch:
         (arrays, meta), labels = self.branches[name]
         setup, y = self.setup, self.ytr
         loop = ActiveLearningLoop.from_state(arrays, meta, Xtr, oracle_y=y)  # no evaluation: not reported
-        drawn, starts, checking = [False] * len(labels), [], False
+        drawn, checking = [False] * len(labels), False
+        starts: list[int] = []
         rng = np.random.default_rng([seed, 0x57A7])
         exhausted = False
         while True:
@@ -390,7 +391,7 @@ def full_data_reference(X, y, solver: str, solver_params: dict, seed: int, test_
     model = make_solver(solver, Xtr, **params)
     order = np.random.default_rng([seed, 0xF011]).permutation(Xtr.shape[0])
     if solver_registry.get(solver).reference_at_once:  # (ramp: all at once, one optimum; OnlineSVMR.learn_many)
-        model.learn_many(order, ytr[order])
+        model.learn_many(order, ytr[order])  # type: ignore[attr-defined]  # (the solvers learned at once have it)
         if on_step is not None:
             on_step(len(order), len(order))
     else:
@@ -674,7 +675,7 @@ def run_study(datasets: Mapping[str, tuple[Any, Any]], *, n_jobs: int = 1,
     dataset_options = dataset_options or {}
     plans = {name: _plan(X, y, **{**options, **dataset_options.get(name, {})})
              for name, (X, y) in datasets.items()}
-    tasks = []
+    tasks: list[tuple[str, Callable, tuple]] = []
     for name, plan in plans.items():
         prefix = f"{name}: " if len(plans) > 1 else ""
         tasks.extend((prefix + desc, fn, args) for desc, fn, args in plan.tasks)

@@ -58,7 +58,7 @@ def draw(y_pool: np.ndarray, n_pos: int, n_neg: int, seed: int) -> np.ndarray:
     return np.concatenate([picked_pos, picked_neg]).astype(np.intp)
 
 
-def positions_in_pool(rows: Sequence[int], train: np.ndarray, n_items: int, seed: int,
+def positions_in_pool(rows: Sequence[int] | np.ndarray, train: np.ndarray, n_items: int, seed: int,
                       names: Sequence[str] | None = None) -> np.ndarray:
     """Positions in a seed's pool (``train``: the dataset rows of the pool, in pool order) of the dataset
     ``rows`` given as priors; a ``ValueError`` naming the item when one is held out for evaluation."""

@@ -805,7 +805,7 @@ def recall_check(labels, drawn, check_starts: Sequence[int], *, checking: bool, 
     knee = knee_rule(y) if start == "knee" and not done and n < int(pool_size) else None
     half = None if gap_needed is None else math.ceil(KNEE_RUN_SHARE * gap_needed)
     suggest = (current is None and phase == "heuristic" and gap_needed is not None
-               and (gap >= gap_needed or (knee is not None and knee.stop and gap >= half)))
+               and (gap >= gap_needed or (knee is not None and knee.stop and half is not None and gap >= half)))
     return RecallCheck(phase=phase, checking=current is not None and phase in ("checking", "passed"),
                        check_number=number, alpha=alpha, urn=urn, found_before=before,
                        k_target=k_target(before, positives, target_recall), draws=draws, positives_drawn=positives,
@@ -886,10 +886,10 @@ def statistical_rule(check: RecallCheck) -> RuleState:
     if check.suggest:
         when = "a recall check is suggested now"
     elif check.gap_needed >= check.urn:  # a gap that long would go through every unlabelled item
-        found = check.found_before
-        why = (f": one missed positive in {found + 1} is already below the target" if check.k_target <= 1
+        n_found = check.found_before
+        why = (f": one missed positive in {n_found + 1} is already below the target" if check.k_target <= 1
                else "")
-        when = (f"too few positives found ({found}) for a recall check to be suggested yet{why}; start one when "
+        when = (f"too few positives found ({n_found}) for a recall check to be suggested yet{why}; start one when "
                 "the heuristic stops finding positives")
     else:
         when = (f"a recall check is suggested after {check.gap_needed} labels without a positive, or "
@@ -1054,7 +1054,7 @@ def evaluate(rules: Sequence[RuleSpec] | str, view: SessionView, *, target_recal
         if spec.name == "margin":
             out.append(margin_rule(view.n_in_margin, view.labels, tolerance=spec.param or 0))
         elif spec.name == "consecutive":
-            out.append(consecutive_rule(view.labels, int(spec.param)))
+            out.append(consecutive_rule(view.labels, int(spec.param or 0)))  # (parse_rules: consecutive has N)
         elif spec.name == "knee":
             out.append(knee_rule(view.labels))
         elif spec.name == "stability":

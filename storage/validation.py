@@ -197,7 +197,7 @@ def stored_dense(meta: dict[str, Any] | None) -> bool:
     return (meta or {}).get(FEATURE_FORMAT_KEY, "dense") == "dense"
 
 
-def decode_features(blob: bytes, n_rows: int, n_features: int, meta: dict[str, Any] | None,
+def decode_features(blob: bytes | bytearray, n_rows: int, n_features: int, meta: dict[str, Any] | None,
                     writable: bool = True) -> Any:
     """The feature matrix as stored: a fresh writable float64 array, or a float64 CSR matrix.
 

@@ -15,9 +15,7 @@ from storage.models import (
     Annotator,
 )
 from storage.repository.common import EngineLike, reading, writing
-from storage.validation import (
-    storable_text,
-)
+from storage.validation import storable_text, text_length
 
 
 def get_or_create_annotator(engine: EngineLike, name: str) -> int:
@@ -36,7 +34,7 @@ def _annotator_name(name: Any) -> str:
     if not isinstance(name, str) or not name.strip():
         raise StorageError("An annotator needs a non-empty name.")
     return storable_text(
-        name.strip(), "The annotator name", max_length=Annotator.__table__.c.name.type.length, error=StorageError
+        name.strip(), "The annotator name", max_length=text_length(Annotator.__table__.c.name), error=StorageError
     )
 
 

@@ -25,9 +25,7 @@ from storage.errors import (
 from storage.models import (
     Label,
 )
-from storage.validation import (
-    storable_text,
-)
+from storage.validation import storable_text, text_length
 
 #: an engine, or a sessionmaker bound to one
 EngineLike = Engine | sessionmaker[Session]
@@ -74,7 +72,7 @@ def _non_empty(value: Any, what: str) -> str:
     """A strategy or solver name: non-empty, as long as the ``labels``/``labelling_sessions`` columns allow."""
     if not isinstance(value, str) or not value.strip():
         raise StorageError(f"{what} must be a non-empty name.")
-    length = Label.__table__.c[what].type.length
+    length = text_length(Label.__table__.c[what])
     return storable_text(value.strip(), f"The {what} name", max_length=length, error=StorageError)
 
 

@@ -27,6 +27,7 @@ from storage.validation import (
     FEATURE_FORMAT_KEY,
     decode_features,
     encode_features,
+    rowcount,
     storable_text,
     stored_dense,
     validate_dataset,
@@ -268,7 +269,8 @@ def load_dataset_arrays(
             y_true = np.frombuffer(dataset.true_labels, dtype="<i1").astype(np.int8, copy=True)
         display = DisplayInfo(
             kind=dataset.display_kind,
-            image_shape=((dataset.image_width, dataset.image_height) if dataset.image_width is not None else None),
+            image_shape=((dataset.image_width, dataset.image_height)
+                         if dataset.image_width is not None and dataset.image_height is not None else None),
             text_column=dataset.text_column,
             item_keys=keys,
             display_values=texts,
@@ -323,7 +325,7 @@ def _item_keys_and_texts(session: Session, dataset_id: int) -> tuple[tuple | Non
     numbers opens without a million Python objects.
     """
     mine = Item.dataset_id == dataset_id
-    out = []
+    out: list[tuple[str | None, ...] | None] = []
     for column in (Item.external_key, Item.display_text):
         if session.execute(select(select(Item.id).where(mine, column.is_not(None)).exists())).scalar():
             rows = session.connection().execute(select(column).where(mine).order_by(Item.position))
@@ -354,6 +356,6 @@ def update_dataset_meta(engine: EngineLike, dataset_id: int, changes: dict[str, 
 def delete_dataset(engine: EngineLike, dataset_id: int) -> None:
     """Delete a dataset with its items, sessions, labels, snapshots and comparisons."""
     with writing(engine) as session:
-        deleted = session.execute(delete(Dataset).where(Dataset.id == dataset_id)).rowcount
+        deleted = rowcount(session.execute(delete(Dataset).where(Dataset.id == dataset_id)))
     if not deleted:
         raise NotFoundError(f"Dataset {dataset_id} does not exist.")

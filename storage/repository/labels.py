@@ -78,7 +78,7 @@ def record_label(
     annotator = _annotator_name(annotator)
     now = utc_now()
     # the label's own columns, stored and returned alike
-    answer = dict(
+    answer: dict[str, Any] = dict(
         value=value,
         created_at=now,
         strategy=_non_empty(strategy, "strategy"),
@@ -97,6 +97,7 @@ def record_label(
                 .where(LabellingSession.id == session_id)
             ).first()
             _check_open(session_id, None if target is None else target.status)
+            assert target is not None  # (_check_open refused a missing session)
             if target.item_id is None:
                 _item_id(session, target.dataset_id, item_index)  # raises, naming the valid range
             # a second active label for the item violates the partial unique index
@@ -142,7 +143,8 @@ def _item_id(session: Session, dataset_id: int, item_index: int) -> int:
     ).scalar()
     if item_id is None:
         n_items = session.execute(select(Dataset.n_rows).where(Dataset.id == dataset_id)).scalar()
-        raise InvalidLabelError(f"Item {item_index} does not exist: dataset {dataset_id} has items 0 to {n_items - 1}.")
+        raise InvalidLabelError(f"Item {item_index} does not exist: dataset {dataset_id} has items 0 to "
+                                f"{(n_items or 0) - 1}.")
     return item_id
 
 

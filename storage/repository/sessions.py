@@ -24,6 +24,7 @@ from storage.models import (
 )
 from storage.repository.annotators import _annotator_id, _annotator_name
 from storage.repository.common import EngineLike, _jsonable, _non_empty, reading, writing
+from storage.validation import rowcount
 
 if TYPE_CHECKING:
     from core.settings import SessionSettings
@@ -178,7 +179,7 @@ def get_session(engine: EngineLike, session_id: int) -> SessionInfo:
 def delete_session(engine: EngineLike, session_id: int) -> None:
     """Delete a session with everything that hangs off it (labels, corrections, snapshots)."""
     with writing(engine) as session:
-        deleted = session.execute(delete(LabellingSession).where(LabellingSession.id == session_id)).rowcount
+        deleted = rowcount(session.execute(delete(LabellingSession).where(LabellingSession.id == session_id)))
     if not deleted:
         raise NotFoundError(f"Session {session_id} does not exist.")
 
@@ -193,11 +194,11 @@ def reopen_session(engine: EngineLike, session_id: int) -> None:
 
 def _set_session_status(engine: EngineLike, session_id: int, status: str) -> None:
     with writing(engine) as session:
-        changed = session.execute(
+        changed = rowcount(session.execute(
             update(LabellingSession)
             .where(LabellingSession.id == session_id)
             .values(status=status, updated_at=utc_now())
-        ).rowcount
+        ))
     if not changed:
         raise NotFoundError(f"Session {session_id} does not exist.")
 
@@ -228,6 +229,7 @@ def _active_session_row(session: Session, session_id: int) -> LabellingSession:
     """
     labelling_session = session.get(LabellingSession, session_id, with_for_update={"key_share": True})
     _check_open(session_id, None if labelling_session is None else labelling_session.status)
+    assert labelling_session is not None  # (_check_open refused a missing one)
     return labelling_session
 
 
