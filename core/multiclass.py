@@ -1,0 +1,367 @@
+"""More than two classes: K one-vs-rest machines of one solver over one pool, and their query strategies.
+
+:class:`OneVsRest` holds K machines of a chosen solver (:mod:`core.solvers`), machine k learning
+"class k" (+1) against "every other class" (-1).  The machines share one data store, one kernel
+and one :class:`~core.kernels.KernelCache`: a kernel row computed for one machine is a cache hit
+for the other K - 1 (the cache's rows are keyed by store index and hold the same bits whichever
+machine asked, so sharing it never changes a result).  Each machine keeps its own coefficients
+and its own factorisations.  ``decision_function`` evaluates the kernel once against the union of
+the machines' support vectors and gives all K columns from that one block.
+
+Labels are single-choice: one class per item.  With an exact solver (``incremental``,
+``active-set``) each machine is exactly the binary solver trained on the same items with labels
++1 / -1, and ``unlearn`` equals retraining without the item, per class (tests/core/test_multiclass.py
+checks both against K separately trained binary solvers).
+
+Query strategies for K classes are small pure functions ``strategy(model, pool, rng, **params)``
+like those of :mod:`core.strategies`, returning a :class:`~core.strategies.Query` whose reason
+says which rule chose the item:
+
+=================== =========================================================================
+name                picks
+=================== =========================================================================
+smallest-margin     the item with the smallest gap between its two largest scores
+least-certain-class the class with the smallest mean |f_k| over the pool, then the item
+                    nearest that class's boundary (smallest |f_k|)
+target-class        the item with the largest f_k for a chosen class k ("screen for class k")
+random              an unlabelled item uniformly at random
+=================== =========================================================================
+
+Ties go to the lowest store index (and, for classes, to the first class named).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+
+import numpy as np
+
+from core.solvers import OnlineSolver, StepResult, make_solver
+from core.strategies import Query, _as_pool
+from core.threads import single_threaded_blas
+
+# kernel entries per block of decision_function (rows x union of support vectors)
+_DECISION_BLOCK_ENTRIES = 1 << 22
+
+
+def check_classes(classes) -> tuple[str, ...]:
+    """Class names as a tuple of distinct non-empty strings, at least two."""
+    if isinstance(classes, str):
+        raise ValueError(f"classes must be a list of names, got the single string {classes!r}")
+    names = tuple(classes)
+    if len(names) < 2:
+        raise ValueError(f"a K-class model needs at least two classes, got {len(names)}")
+    for c in names:
+        if not isinstance(c, str) or not c:
+            raise ValueError(f"class names must be non-empty strings, got {c!r}")
+    seen: set[str] = set()
+    for c in names:
+        if c in seen:
+            raise ValueError(f"class names must differ: {c!r} is named twice")
+        seen.add(c)
+    return names
+
+
+def class_index(classes: Sequence[str], name) -> int:
+    """The position of class ``name``; a ValueError naming the classes when it is not one of them."""
+    try:
+        return list(classes).index(name)
+    except ValueError:
+        raise ValueError(f"class {name!r} is not in the model (classes: {', '.join(classes)})") from None
+
+
+class OneVsRest:
+    """K named classes as K one-vs-rest machines of ``solver`` sharing one store and kernel cache.
+
+    ``OneVsRest(["cat", "dog", "fox"], "incremental", X, C=1.0, gamma=0.5)``: every machine gets the
+    same solver parameters.  ``learn(i, "dog")`` teaches every machine (+1 for the machine of
+    "dog", -1 for the others); ``unlearn(i)`` takes the item out of every machine;
+    ``decision_function(idx)`` is (n, K), ``predict(idx)`` the names of the top classes.
+    """
+
+    def __init__(self, classes, solver: str = "incremental", X=None, *, keep_scores: bool = False, **params):
+        self.classes = check_classes(classes)
+        self.keep_scores = bool(keep_scores)
+        self._F: np.ndarray | None = None  # kept scores (n, K), with keep_scores
+        self._beta = np.zeros((0, len(self.classes)))  # the coefficients the kept scores are of
+        self._b = np.zeros(len(self.classes))
+        self.solver = solver
+        first = make_solver(solver, None, **params)
+        self.machines: list[OnlineSolver] = [first]
+        for _ in self.classes[1:]:
+            m = make_solver(solver, None, **params)
+            m.store = first.store  # one store for all
+            self.machines.append(m)
+        self._label = np.zeros(0, dtype=np.intp)  # class index per store item, -1 unlabelled
+        if X is not None:
+            self.add_points(X)
+
+    # -- store ---------------------------------------------------------------
+    def add_points(self, X) -> np.ndarray:
+        """Append examples (unlabelled) to the shared store; return their indices.  The first machine
+        checks them and makes the kernel and its cache on the first batch; the others take the same."""
+        first = self.machines[0]
+        idx = first.add_points(X)
+        for m in self.machines[1:]:
+            if m.kernel is None:
+                m.kernel, m.cache = first.kernel, first.cache
+            m._largest_kernel_diag = first._largest_kernel_diag
+            m.y = np.concatenate([m.y, np.zeros(len(idx))])
+            m._on_store_grown(len(idx))
+        self._label = np.concatenate([self._label, np.full(len(idx), -1, dtype=np.intp)])
+        self._F = None  # (scored afresh when next needed)
+        return idx
+
+    @property
+    def n_points(self) -> int:
+        return len(self.machines[0].store)
+
+    @property
+    def cache(self):
+        """The kernel cache all machines share (None before any data)."""
+        return self.machines[0].cache
+
+    @property
+    def n_kernel_evals(self) -> int:
+        """Kernel entries computed by all machines together (one shared count)."""
+        return self.machines[0].n_kernel_evals
+
+    # -- labels --------------------------------------------------------------
+    def _one_class(self, label) -> int:
+        if isinstance(label, (list, tuple, set, frozenset, np.ndarray)):
+            got = list(label)
+            if len(got) != 1:
+                raise ValueError(f"a single-choice model takes one class per item, got {len(got)}: {got!r}")
+            label = got[0]
+        return class_index(self.classes, label)
+
+    def _check_item(self, i) -> int:
+        i = int(i)
+        if not 0 <= i < self.n_points:
+            raise IndexError(f"item {i} is not in the store (size {self.n_points})")
+        return i
+
+    def label_of(self, i: int) -> str | None:
+        k = int(self._label[self._check_item(i)])
+        return None if k < 0 else self.classes[k]
+
+    @property
+    def labelled_(self) -> np.ndarray:
+        """Labelled store indices in the order they were learned."""
+        return self.machines[0].labelled_
+
+    @property
+    def labels_(self) -> np.ndarray:
+        """Class index per store item (-1: no label)."""
+        return self._label.copy()
+
+    def learn(self, i: int, label) -> StepResult:
+        """Teach item ``i`` the class named ``label``: +1 to its machine, -1 to every other.
+
+        A class not in the model, more than one class, or an item that already has a label (unlearn it
+        first to change it) raise ValueError before any machine changes.  When a machine fails midway,
+        the machines already taught are untaught and the error is raised again.
+        """
+        i = self._check_item(i)
+        k = self._one_class(label)
+        if self._label[i] >= 0:
+            raise ValueError(f"item {i} already has the label {self.classes[self._label[i]]!r}; "
+                             "unlearn it first to change it")
+        done: list[OnlineSolver] = []
+        steps = []
+        t0, evals0 = time.perf_counter(), self.n_kernel_evals
+        try:
+            for c, m in enumerate(self.machines):
+                steps.append(m.learn(i, 1.0 if c == k else -1.0))
+                done.append(m)
+        except BaseException:
+            for m in done:
+                m.unlearn(i)
+            raise
+        self._label[i] = k
+        self._update_scores()
+        return self._combined(steps, t0, evals0)
+
+    def unlearn(self, i: int) -> StepResult:
+        """Take item ``i`` out of every machine (exact per class for the exact solvers)."""
+        i = self._check_item(i)
+        if self._label[i] < 0:
+            raise ValueError(f"item {i} has no label")
+        t0, evals0 = time.perf_counter(), self.n_kernel_evals
+        steps = [m.unlearn(i) for m in self.machines]
+        self._label[i] = -1
+        self._update_scores()
+        return self._combined(steps, t0, evals0)
+
+    def _combined(self, steps: list[StepResult], t0: float, evals0: int) -> StepResult:
+        failed = [s for s in steps if not s.success]
+        return StepResult(status=failed[0].status if failed else "ok",
+                          iterations=sum(s.iterations for s in steps),
+                          kernel_evals=self.n_kernel_evals - evals0, seconds=time.perf_counter() - t0,
+                          kkt_gap=max((s.kkt_gap for s in steps), default=float("nan")),
+                          message="; ".join(f"{self.classes[c]}: {s.message}" for c, s in enumerate(steps)
+                                            if s.message),
+                          extra={"per_class": steps})
+
+    # -- kept scores ---------------------------------------------------------
+    def _coefficients(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(union of the machines' support vectors, their coefficients (len(union), K), biases (K,))."""
+        parts = [m.coefficients() if m.kernel is not None else (np.zeros(0, np.intp), np.zeros(0), 0.0)
+                 for m in self.machines]
+        union = np.unique(np.concatenate([np.asarray(sv, dtype=np.intp) for sv, _, _ in parts]))
+        coef = np.zeros((len(union), len(parts)))
+        for c, (sv, a, _) in enumerate(parts):
+            coef[np.searchsorted(union, sv), c] = a
+        return union, coef, np.array([float(bias) for _, _, bias in parts])
+
+    @property
+    def scores_(self) -> np.ndarray | None:
+        """The kept scores (n, K) of every stored item (``keep_scores=True``), else None."""
+        if self.keep_scores and self._F is None and self.n_points:
+            self._rescore()
+        return self._F
+
+    def _rescore(self) -> None:
+        self._F = None
+        union, coef, b = self._coefficients()
+        self._F = self._block_scores(np.arange(self.n_points), union, coef, b)
+        self._beta = np.zeros((self.n_points, len(self.classes)))
+        self._beta[union] = coef
+        self._b = b
+
+    @single_threaded_blas
+    def _update_scores(self) -> None:
+        """Kept scores after a change: F += K(changed, store)^T delta over the items whose coefficient
+        changed in any machine; each such store row comes from the shared cache once for all K."""
+        if self._F is None:
+            return
+        union, coef, b = self._coefficients()
+        after = np.zeros_like(self._beta)
+        after[union] = coef
+        delta = after - self._beta
+        changed = np.flatnonzero(np.any(delta != 0.0, axis=1))
+        if len(changed):
+            self._F += self.cache.rows(changed).T @ delta[changed]
+        self._F += b - self._b
+        self._beta, self._b = after, b
+
+    # -- read-outs -----------------------------------------------------------
+    @single_threaded_blas
+    def decision_function(self, idx=None, X=None) -> np.ndarray:
+        """Scores (n, K) for store indices ``idx`` (default: all), or new points ``X``: column k is
+        machine k's f.  One kernel block against the union of the machines' support vectors (or the
+        kept scores, with ``keep_scores``)."""
+        if X is None and self.scores_ is not None:
+            F = self._F
+            return F.copy() if idx is None else F[np.asarray(idx, dtype=np.intp).reshape(-1)]
+        union, coef, b = self._coefficients()
+        if X is not None:
+            n = X.shape[0]
+            if len(union) == 0 or n == 0:
+                return np.tile(b, (n, 1))
+            return self.cache.against(X, union) @ coef + b
+        idx = np.arange(self.n_points) if idx is None else np.asarray(idx, dtype=np.intp).reshape(-1)
+        return self._block_scores(idx, union, coef, b)
+
+    def _block_scores(self, idx: np.ndarray, union: np.ndarray, coef: np.ndarray, b: np.ndarray) -> np.ndarray:
+        out = np.tile(b, (len(idx), 1))
+        if len(union) == 0 or len(idx) == 0:
+            return out
+        chunk = max(1, _DECISION_BLOCK_ENTRIES // len(union))
+        for s in range(0, len(idx), chunk):
+            out[s:s + chunk] += self.cache.block(idx[s:s + chunk], union) @ coef
+        return out
+
+    def predict(self, idx=None, X=None) -> np.ndarray:
+        """The name of the class with the largest score, per item (ties: the first class named)."""
+        F = self.decision_function(idx, X)
+        return np.asarray(self.classes, dtype=object)[np.argmax(F, axis=1)]
+
+
+# ---------------------------------------------------------------------------
+# Query strategies for K classes
+# ---------------------------------------------------------------------------
+
+def _pool_scores(model, pool):
+    """(the pool, its candidates, their scores (n, K)), or None when nothing is left to ask."""
+    pool = _as_pool(model, pool)
+    if pool.n_available == 0:
+        return None
+    cand = pool.candidates
+    F = np.asarray(model.decision_function(cand), dtype=np.float64).reshape(len(cand), len(model.classes))
+    return pool, cand, F
+
+
+def _scores_of(model, F_row) -> dict[str, float]:
+    return {c: float(f) for c, f in zip(model.classes, F_row, strict=True)}
+
+
+def smallest_margin(model, pool, rng: np.random.Generator | None = None) -> Query | None:
+    """The item whose two largest class scores are closest (the smallest top-two margin)."""
+    got = _pool_scores(model, pool)
+    if got is None:
+        return None
+    pool, cand, F = got
+    top2 = np.sort(F, axis=1)[:, -2:]
+    margin = top2[:, 1] - top2[:, 0]
+    k = int(np.argmin(margin))
+    first, second = np.argsort(-F[k], kind="stable")[:2]
+    a, b = model.classes[first], model.classes[second]
+    return Query(int(cand[k]), float(margin[k]), "smallest-margin",
+                 f"smallest margin between the top two classes, {a!r} (f = {F[k, first]:+.3f}) and "
+                 f"{b!r} (f = {F[k, second]:+.3f}): {margin[k]:.3f}, among {pool.n_available} unlabelled items",
+                 extra={"classes": (a, b), "scores": _scores_of(model, F[k])})
+
+
+def least_certain_class(model, pool, rng: np.random.Generator | None = None) -> Query | None:
+    """Near-boundary on the least certain class: the class with the smallest mean |f_k| over the
+    pool, then the item with the smallest |f_k| for that class."""
+    got = _pool_scores(model, pool)
+    if got is None:
+        return None
+    pool, cand, F = got
+    A = np.abs(F)
+    mean = A.mean(axis=0)
+    c = int(np.argmin(mean))
+    k = int(np.argmin(A[:, c]))
+    name = model.classes[c]
+    return Query(int(cand[k]), float(F[k, c]), "least-certain-class",
+                 f"near the boundary of the least certain class {name!r} (mean |f| = {mean[c]:.3f} over the "
+                 f"pool): |f| = {A[k, c]:.3f}, among {pool.n_available} unlabelled items",
+                 extra={"class": name, "scores": _scores_of(model, F[k])})
+
+
+def target_class(model, pool, rng: np.random.Generator | None = None, *, target: str) -> Query | None:
+    """Screen for one class: the item with the largest score for class ``target``."""
+    c = class_index(model.classes, target)
+    got = _pool_scores(model, pool)
+    if got is None:
+        return None
+    pool, cand, F = got
+    k = int(np.argmax(F[:, c]))
+    return Query(int(cand[k]), float(F[k, c]), "target-class",
+                 f"screening for class {target!r}: largest f = {F[k, c]:+.3f} for that class among "
+                 f"{pool.n_available} unlabelled items",
+                 extra={"class": target, "scores": _scores_of(model, F[k])})
+
+
+def random_class_query(model, pool, rng: np.random.Generator) -> Query | None:
+    """An unlabelled item drawn uniformly at random (its score: the largest class score)."""
+    pool = _as_pool(model, pool)
+    for i in pool.sample(rng, 1).tolist():  # (none when the pool is empty)
+        F = np.asarray(model.decision_function(np.array([i])), dtype=np.float64).reshape(-1)
+        return Query(i, float(F.max()), "random", f"drawn uniformly from {pool.n_available} unlabelled items",
+                     extra={"scores": _scores_of(model, F)})
+    return None
+
+
+MULTICLASS_STRATEGIES: dict[str, Callable[..., Query | None]] = {
+    "smallest-margin": smallest_margin,
+    "least-certain-class": least_certain_class,
+    "target-class": target_class,
+    "random": random_class_query,
+}
+
+__all__ = ["MULTICLASS_STRATEGIES", "OneVsRest", "check_classes", "class_index", "least_certain_class",
+           "random_class_query", "smallest_margin", "target_class"]

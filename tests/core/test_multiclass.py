@@ -1,0 +1,215 @@
+"""K classes as K one-vs-rest machines over one store (core.multiclass)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from core.multiclass import (
+    MULTICLASS_STRATEGIES,
+    OneVsRest,
+    least_certain_class,
+    random_class_query,
+    smallest_margin,
+    target_class,
+)
+from core.solvers import make_solver
+
+CLASSES = ("cat", "dog", "fox")
+PARAMS = dict(C=2.0, gamma=0.5)
+
+
+def three_blobs(n_per: int = 20, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    centres = np.array([[0.0, 0.0], [2.0, 0.0], [1.0, 1.8]])
+    X = np.vstack([c + 0.7 * rng.standard_normal((n_per, 2)) for c in centres])
+    y = np.repeat(np.arange(3), n_per)
+    order = rng.permutation(len(y))
+    return X[order], y[order]
+
+
+def binary_reference(solver: str, X, y, order) -> np.ndarray:
+    """K separately trained binary solvers, one per class (+1 for the class, -1 for the rest):
+    their decision values over X, (n, K)."""
+    out = []
+    for k in range(len(CLASSES)):
+        s = make_solver(solver, X, **PARAMS)
+        for i in order:
+            s.learn(int(i), 1.0 if y[i] == k else -1.0)
+        out.append(s.decision_function())
+    return np.column_stack(out)
+
+
+@pytest.mark.parametrize("solver", ["incremental", "active-set"])
+def test_matches_independent_binary_solvers(solver):
+    X, y = three_blobs()
+    order = np.arange(30)
+    model = OneVsRest(CLASSES, solver, X, **PARAMS)
+    for i in order:
+        model.learn(int(i), CLASSES[y[i]])
+    F = model.decision_function()
+    assert F.shape == (len(X), 3)
+    np.testing.assert_allclose(F, binary_reference(solver, X, y, order), rtol=0, atol=1e-9)
+    # per-machine read-out agrees with the shared one
+    for k, m in enumerate(model.machines):
+        np.testing.assert_allclose(F[:, k], m.decision_function(), rtol=0, atol=1e-9)
+
+
+@pytest.mark.parametrize("solver", ["incremental", "active-set"])
+def test_unlearn_equals_retraining_without(solver):
+    X, y = three_blobs(seed=1)
+    order = np.arange(36)
+    model = OneVsRest(CLASSES, solver, X, **PARAMS)
+    for i in order:
+        model.learn(int(i), CLASSES[y[i]])
+    gone = [3, 17, 30]
+    for i in gone:
+        model.unlearn(i)
+    kept = [i for i in order if i not in gone]
+    np.testing.assert_allclose(model.decision_function(), binary_reference(solver, X, y, kept), rtol=0, atol=1e-9)
+    assert model.label_of(3) is None
+    assert model.label_of(4) == CLASSES[y[4]]
+
+
+def test_machines_share_one_store_and_kernel_cache():
+    X, y = three_blobs()
+    model = OneVsRest(CLASSES, "incremental", X, **PARAMS)
+    first = model.machines[0]
+    for m in model.machines[1:]:
+        assert m.store is first.store and m.cache is first.cache and m.kernel is first.kernel
+    separate = [make_solver("incremental", X, **PARAMS) for _ in CLASSES]
+    for i in range(15):
+        model.learn(i, CLASSES[y[i]])
+        for k, s in enumerate(separate):
+            s.learn(i, 1.0 if y[i] == k else -1.0)
+    # scoring the pool: one kernel block against the union of the support vectors serves all K columns
+    e0, s0 = model.n_kernel_evals, [s.n_kernel_evals for s in separate]
+    model.decision_function()
+    for s in separate:
+        s.decision_function()
+    shared = model.n_kernel_evals - e0
+    apart = sum(s.n_kernel_evals - e for s, e in zip(separate, s0, strict=True))
+    assert 0 < shared < apart
+    # a store row one machine had computed is a hit for every other
+    row = model.machines[0].cache.row(20)
+    hits = model.cache.hits
+    assert model.machines[2].cache.row(20) is row and model.cache.hits == hits + 1
+
+
+@pytest.mark.parametrize("solver", ["incremental", "active-set"])
+def test_kept_scores_follow_learn_and_unlearn(solver):
+    X, y = three_blobs(seed=2)
+    model = OneVsRest(CLASSES, solver, X, keep_scores=True, **PARAMS)
+    for i in range(30):
+        model.learn(i, CLASSES[y[i]])
+    model.unlearn(7)
+    model.unlearn(22)
+    kept = [i for i in range(30) if i not in (7, 22)]
+    assert model.scores_ is not None
+    np.testing.assert_allclose(model.scores_, binary_reference(solver, X, y, kept), rtol=0, atol=1e-9)
+
+
+def test_add_points_grows_every_machine():
+    X, y = three_blobs()
+    model = OneVsRest(CLASSES, "incremental", X[:40], **PARAMS)
+    idx = model.add_points(X[40:])
+    assert list(idx) == list(range(40, len(X)))
+    for i in range(len(X)):
+        if i % 3 == 0:
+            model.learn(i, CLASSES[y[i]])
+    order = [i for i in range(len(X)) if i % 3 == 0]
+    np.testing.assert_allclose(model.decision_function(), binary_reference("incremental", X, y, order),
+                               rtol=0, atol=1e-9)
+
+
+def test_predict_names_the_top_class():
+    X, y = three_blobs()
+    model = OneVsRest(CLASSES, "incremental", X, **PARAMS)
+    for i in range(45):
+        model.learn(i, CLASSES[y[i]])
+    F = model.decision_function(np.arange(45, 60))
+    assert list(model.predict(np.arange(45, 60))) == [CLASSES[k] for k in np.argmax(F, axis=1)]
+
+
+def test_bad_input_has_clear_messages():
+    X, _ = three_blobs()
+    with pytest.raises(ValueError, match="at least two classes"):
+        OneVsRest(("cat",), "incremental", X)
+    with pytest.raises(ValueError, match="'cat' is named twice"):
+        OneVsRest(("cat", "dog", "cat"), "incremental", X)
+    model = OneVsRest(CLASSES, "incremental", X, **PARAMS)
+    with pytest.raises(ValueError, match=r"class 'wolf' is not in the model \(classes: cat, dog, fox\)"):
+        model.learn(0, "wolf")
+    model.learn(0, "cat")
+    with pytest.raises(ValueError, match="item 0 already has the label 'cat'.*unlearn"):
+        model.learn(0, "dog")
+    with pytest.raises(ValueError, match="single-choice.*one class"):
+        model.learn(1, ["cat", "dog"])
+    with pytest.raises(ValueError, match="item 2 has no label"):
+        model.unlearn(2)
+    with pytest.raises(ValueError, match=r"class 'wolf' is not in the model"):
+        target_class(model, np.arange(1, 10), None, target="wolf")
+    # nothing half-written: the failed calls left the machines as they were
+    assert [int(np.count_nonzero(m.y)) for m in model.machines] == [1, 1, 1]
+
+
+class TableModel:
+    """A stand-in model whose decision values are a fixed table (n, K)."""
+
+    def __init__(self, F, classes):
+        self.F = np.asarray(F, dtype=float)
+        self.classes = tuple(classes)
+        self.n_points = len(self.F)
+
+    def decision_function(self, idx=None):
+        return self.F if idx is None else self.F[np.asarray(idx, dtype=np.intp)]
+
+
+F_HAND = [
+    [2.0, -1.0, -1.0],   # 0: sure 'cat'
+    [0.3, 0.25, -2.0],   # 1: cat vs dog, margin 0.05 (the smallest)
+    [-0.9, -0.5, 1.5],   # 2: fox
+    [-0.2, -1.5, 0.9],   # 3: margin 1.1
+    [-1.0, 2.5, -0.05],  # 4: the largest dog; fox's nearest to its boundary
+]
+
+
+def test_smallest_margin_picks_the_closest_top_two():
+    q = smallest_margin(TableModel(F_HAND, CLASSES), np.arange(5), None)
+    assert q.index == 1 and q.strategy == "smallest-margin"
+    assert q.score == pytest.approx(0.05)
+    assert "'cat'" in q.reason and "'dog'" in q.reason and "smallest margin" in q.reason
+    # only the pool is considered
+    assert smallest_margin(TableModel(F_HAND, CLASSES), [0, 2, 3, 4], None).index == 3
+
+
+def test_least_certain_class_then_near_its_boundary():
+    # mean |f| over the pool: cat 0.88, dog 1.15, fox 1.09 -> cat is least certain; its smallest |f| is item 3
+    q = least_certain_class(TableModel(F_HAND, CLASSES), np.arange(5), None)
+    assert q.index == 3 and q.extra["class"] == "cat"
+    assert "least certain class 'cat'" in q.reason
+    # without items 1 and 3: cat 1.3, dog 1.333, fox 0.85 -> fox, nearest its boundary is item 4
+    q = least_certain_class(TableModel(F_HAND, CLASSES), [0, 2, 4], None)
+    assert q.index == 4 and q.extra["class"] == "fox"
+
+
+def test_target_class_screens_for_one_class():
+    q = target_class(TableModel(F_HAND, CLASSES), np.arange(5), None, target="dog")
+    assert q.index == 4 and q.score == pytest.approx(2.5) and "class 'dog'" in q.reason
+    assert target_class(TableModel(F_HAND, CLASSES), np.arange(5), None, target="fox").index == 2
+
+
+def test_random_is_seeded_and_stays_in_the_pool():
+    model = TableModel(F_HAND, CLASSES)
+    a = [random_class_query(model, [1, 2, 4], np.random.default_rng(5)).index for _ in range(3)]
+    b = [random_class_query(model, [1, 2, 4], np.random.default_rng(5)).index for _ in range(3)]
+    assert a == b and set(a) <= {1, 2, 4}
+    assert "uniformly" in random_class_query(model, [1, 2, 4], np.random.default_rng(0)).reason
+
+
+def test_empty_pool_gives_none_and_registry_lists_all():
+    model = TableModel(F_HAND, CLASSES)
+    for name, fn in MULTICLASS_STRATEGIES.items():
+        kw = {"target": "cat"} if name == "target-class" else {}
+        assert fn(model, np.zeros(0, dtype=np.intp), np.random.default_rng(0), **kw) is None
+    assert set(MULTICLASS_STRATEGIES) == {"smallest-margin", "least-certain-class", "target-class", "random"}
