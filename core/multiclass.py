@@ -37,12 +37,15 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
+from core.kernels import add_weighted_rows
 from core.solvers import OnlineSolver, StepResult, make_solver
 from core.strategies import Query, _as_pool
 from core.threads import single_threaded_blas
 
 # kernel entries per block of decision_function (rows x union of support vectors)
 _DECISION_BLOCK_ENTRIES = 1 << 22
+# the kept scores' buffer of store rows (one per item that carried a coefficient), shared by the K machines
+ROW_BUFFER_BYTES = 256 * 2**20
 
 
 def check_classes(classes) -> tuple[str, ...]:
@@ -84,8 +87,12 @@ class OneVsRest:
         self.classes = check_classes(classes)
         self.keep_scores = bool(keep_scores)
         self._F: np.ndarray | None = None  # kept scores (n, K), with keep_scores
-        self._beta = np.zeros((0, len(self.classes)))  # the coefficients the kept scores are of
+        # the coefficients the kept scores are of (K, n), the items that carry one, the biases
+        self._beta = np.zeros((len(self.classes), 0))
+        self._carried = np.zeros(0, dtype=np.intp)
         self._b = np.zeros(len(self.classes))
+        self._rowbuf = np.empty((0, 0))  # store rows of the items that carried a coefficient, by slot
+        self._slot_of = np.zeros(0, dtype=np.intp)
         self.solver = solver
         first = make_solver(solver, None, **params)
         self.machines: list[OnlineSolver] = [first]
@@ -110,7 +117,9 @@ class OneVsRest:
             m.y = np.concatenate([m.y, np.zeros(len(idx))])
             m._on_store_grown(len(idx))
         self._label = np.concatenate([self._label, np.full(len(idx), -1, dtype=np.intp)])
-        self._F = None  # (scored afresh when next needed)
+        self._F = None
+        if self.keep_scores:
+            self._rescore()  # (kept from now on, through every learn and unlearn)
         return idx
 
     @property
@@ -220,31 +229,60 @@ class OneVsRest:
         """The kept scores (n, K) of every stored item (``keep_scores=True``), else None."""
         if self.keep_scores and self._F is None and self.n_points:
             self._rescore()
-        return self._F
+        return None if self._F is None else self._F.T
 
     def _rescore(self) -> None:
-        self._F = None
         union, coef, b = self._coefficients()
-        self._F = self._block_scores(np.arange(self.n_points), union, coef, b)
-        self._beta = np.zeros((self.n_points, len(self.classes)))
-        self._beta[union] = coef
-        self._b = b
+        n, K = self.n_points, len(self.classes)
+        self._F = np.ascontiguousarray(self._block_scores(np.arange(n), union, coef, b).T)  # (K, n)
+        self._beta = np.zeros((K, n))
+        self._beta[:, union] = coef.T
+        self._carried, self._b = union, b
+        self._rowbuf, self._slot_of = np.empty((0, n)), np.full(n, -1, dtype=np.intp)
+
+    def _row_slot(self, j: int) -> int:
+        """Item j's slot in the row buffer (its store row put there on first use), or -1 when the
+        buffer is full (``ROW_BUFFER_BYTES``)."""
+        k = int(self._slot_of[j])
+        if k >= 0:
+            return k
+        used = int(np.count_nonzero(self._slot_of >= 0))
+        n = self.n_points
+        if used == len(self._rowbuf):
+            cap = min(max(16, 2 * used), ROW_BUFFER_BYTES // (8 * n))
+            if cap <= used:
+                return -1
+            grown = np.empty((cap, n))
+            grown[:used] = self._rowbuf[:used]
+            self._rowbuf = grown
+        self._rowbuf[used] = self.cache.row(j, keep=False)
+        self._slot_of[j] = used
+        return used
 
     @single_threaded_blas
     def _update_scores(self) -> None:
-        """Kept scores after a change: F += K(changed, store)^T delta over the items whose coefficient
-        changed in any machine; each such store row comes from the shared cache once for all K."""
+        """Kept scores after a change: for each machine, f_k += sum_j delta_kj K(x_j, store) over the
+        items j whose coefficient changed in it.  Each store row is computed once and held in one
+        buffer that all K machines read (rows beyond the buffer come from the shared cache)."""
         if self._F is None:
             return
         union, coef, b = self._coefficients()
-        after = np.zeros_like(self._beta)
-        after[union] = coef
-        delta = after - self._beta
-        changed = np.flatnonzero(np.any(delta != 0.0, axis=1))
-        if len(changed):
-            self._F += self.cache.rows(changed).T @ delta[changed]
-        self._F += b - self._b
-        self._beta, self._b = after, b
+        carried = np.union1d(self._carried, union)
+        after = np.zeros((len(self.classes), len(carried)))
+        after[:, np.searchsorted(carried, union)] = coef.T
+        delta = after - self._beta[:, carried]
+        self._beta[:, carried] = after
+        self._carried = union
+        moved = np.any(delta != 0.0, axis=0)
+        changed, delta = carried[moved], delta[:, moved]
+        slots = np.array([self._row_slot(j) for j in changed.tolist()], dtype=np.intp)
+        for k in range(len(self.classes)):
+            on = delta[k] != 0.0
+            inbuf, outside = on & (slots >= 0), on & (slots < 0)
+            add_weighted_rows(self._F[k], self._rowbuf, slots[inbuf], delta[k, inbuf],
+                              [self.cache.row(j) for j in changed[outside].tolist()], delta[k, outside].tolist())
+        self._F += (b - self._b)[:, None]
+        self._b = b
 
     # -- read-outs -----------------------------------------------------------
     @single_threaded_blas
@@ -252,8 +290,8 @@ class OneVsRest:
         """Scores (n, K) for store indices ``idx`` (default: all), or new points ``X``: column k is
         machine k's f.  One kernel block against the union of the machines' support vectors (or the
         kept scores, with ``keep_scores``)."""
-        if X is None and self.scores_ is not None:
-            F = self._F
+        F = self.scores_
+        if X is None and F is not None:
             return F.copy() if idx is None else F[np.asarray(idx, dtype=np.intp).reshape(-1)]
         union, coef, b = self._coefficients()
         if X is not None:

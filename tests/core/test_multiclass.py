@@ -105,7 +105,7 @@ def test_kept_scores_follow_learn_and_unlearn(solver):
     model.unlearn(7)
     model.unlearn(22)
     kept = [i for i in range(30) if i not in (7, 22)]
-    assert model.scores_ is not None
+    assert model.scores_ is not None and np.count_nonzero(model._slot_of >= 0) > 0  # (updated, not rescored)
     np.testing.assert_allclose(model.scores_, binary_reference(solver, X, y, kept), rtol=0, atol=1e-9)
 
 
@@ -213,3 +213,17 @@ def test_empty_pool_gives_none_and_registry_lists_all():
         kw = {"target": "cat"} if name == "target-class" else {}
         assert fn(model, np.zeros(0, dtype=np.intp), np.random.default_rng(0), **kw) is None
     assert set(MULTICLASS_STRATEGIES) == {"smallest-margin", "least-certain-class", "target-class", "random"}
+
+
+def test_kept_scores_with_a_full_row_buffer(monkeypatch):
+    import core.multiclass
+
+    X, y = three_blobs(seed=3)
+    monkeypatch.setattr(core.multiclass, "ROW_BUFFER_BYTES", 8 * len(X) * 5)  # room for 5 store rows
+    model = OneVsRest(CLASSES, "incremental", X, keep_scores=True, **PARAMS)
+    for i in range(25):
+        model.learn(i, CLASSES[y[i]])
+    model.unlearn(4)
+    assert len(model._rowbuf) == 5
+    kept = [i for i in range(25) if i != 4]
+    np.testing.assert_allclose(model.scores_, binary_reference("incremental", X, y, kept), rtol=0, atol=1e-9)
