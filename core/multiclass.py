@@ -34,12 +34,13 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
 from core.kernels import add_weighted_rows
 from core.solvers import OnlineSolver, StepResult, make_solver
-from core.strategies import Query, _as_pool
+from core.strategies import Pool, Query, _as_pool
 from core.threads import single_threaded_blas
 
 # kernel entries per block of decision_function (rows x union of support vectors)
@@ -401,5 +402,73 @@ MULTICLASS_STRATEGIES: dict[str, Callable[..., Query | None]] = {
     "random": random_class_query,
 }
 
-__all__ = ["MULTICLASS_STRATEGIES", "OneVsRest", "check_classes", "class_index", "least_certain_class",
-           "random_class_query", "smallest_margin", "target_class"]
+# ---------------------------------------------------------------------------
+# K-class simulation: true labels as the oracle, a held-out part for the scores
+# ---------------------------------------------------------------------------
+
+@dataclass
+class Simulation:
+    """One K-class run: ``rows`` (labels, accuracy, macro_auc, chosen_by) at each evaluation, the items
+    asked in order (store indices of X), the held-out items and the model at the end."""
+
+    rows: list[dict]
+    asked: list[int]
+    test: np.ndarray
+    model: OneVsRest
+
+
+def _stratified_split(labels: np.ndarray, classes: Sequence[str], fraction: float,
+                      rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    test = []
+    for c in classes:
+        members = rng.permutation(np.flatnonzero(labels == c))
+        test.append(members[:int(np.round(fraction * len(members)))])
+    held = np.sort(np.concatenate(test)).astype(np.intp)
+    return np.setdiff1d(np.arange(len(labels)), held), held
+
+
+def simulate(X, labels, classes=None, *, strategy: str = "smallest-margin", solver: str = "incremental",
+             budget: int, seed: int = 0, initial: int = 10, test_fraction: float = 0.25, eval_every: int = 10,
+             target: str | None = None, **solver_params) -> Simulation:
+    """A K-class active-learning run with the true ``labels`` (class names, one per row of X) as the oracle.
+
+    A stratified ``test_fraction`` is held out; the rest is the pool.  The first ``initial`` labels
+    are drawn at random, then ``strategy`` (a name of :data:`MULTICLASS_STRATEGIES`; ``target`` for
+    ``target-class``) chooses.  Every ``eval_every`` labels and at the end: accuracy and macro AUC
+    (the mean over the classes of the one-vs-rest AUC of each column) on the held-out part.
+    """
+    from core.metrics import accuracy, roc_auc
+
+    labels = np.asarray(labels, dtype=object)
+    classes = check_classes(sorted(set(labels.tolist())) if classes is None else classes)
+    unknown = sorted(set(labels.tolist()) - set(classes))
+    if unknown:
+        counts = ", ".join(f"{u!r} ({int(np.count_nonzero(labels == u))} items)" for u in unknown)
+        raise ValueError(f"labels name classes not in classes: {counts}; the classes: {', '.join(classes)}")
+    if strategy not in MULTICLASS_STRATEGIES:
+        raise ValueError(f"unknown K-class strategy {strategy!r}; choose one of {', '.join(MULTICLASS_STRATEGIES)}")
+    choose = MULTICLASS_STRATEGIES[strategy]
+    params = {"target": target} if strategy == "target-class" else {}
+    rng = np.random.default_rng(seed)
+    pool_idx, test = _stratified_split(labels, classes, test_fraction, rng)
+    model = OneVsRest(classes, solver, X[pool_idx], keep_scores=True, **solver_params)
+    available = np.ones(len(pool_idx), dtype=bool)
+    rows, asked = [], []
+    truth = labels[test]
+    for t in range(1, min(budget, len(pool_idx)) + 1):
+        q = (random_class_query(model, Pool(available), rng) if t <= initial
+             else choose(model, Pool(available), rng, **params))
+        model.learn(q.index, labels[pool_idx[q.index]])
+        available[q.index] = False
+        asked.append(int(pool_idx[q.index]))
+        if t % eval_every == 0 or t == min(budget, len(pool_idx)):
+            F = model.decision_function(X=X[test])
+            aucs = [roc_auc(truth == c, F[:, k]) for k, c in enumerate(classes)]
+            rows.append({"labels": t, "accuracy": accuracy(truth, model.predict(X=X[test])),
+                         "macro_auc": float(np.nanmean(aucs)) if not np.all(np.isnan(aucs)) else float("nan"),
+                         "chosen_by": q.strategy})
+    return Simulation(rows, asked, test, model)
+
+
+__all__ = ["MULTICLASS_STRATEGIES", "OneVsRest", "Simulation", "check_classes", "class_index", "least_certain_class",
+           "random_class_query", "simulate", "smallest_margin", "target_class"]

@@ -227,3 +227,38 @@ def test_kept_scores_with_a_full_row_buffer(monkeypatch):
     assert len(model._rowbuf) == 5
     kept = [i for i in range(25) if i != 4]
     np.testing.assert_allclose(model.scores_, binary_reference("incremental", X, y, kept), rtol=0, atol=1e-9)
+
+
+def named_blobs(n_per: int = 30, seed: int = 4):
+    X, y = three_blobs(n_per, seed)
+    return X, np.asarray(CLASSES, dtype=object)[y]
+
+
+def test_simulation_reports_accuracy_and_macro_auc_on_the_held_out_part():
+    from core.metrics import accuracy, roc_auc
+    from core.multiclass import simulate
+
+    X, labels = named_blobs()
+    run = simulate(X, labels, strategy="smallest-margin", budget=30, seed=1, initial=6, eval_every=10, **PARAMS)
+    assert [r["labels"] for r in run.rows] == [10, 20, 30]
+    assert len(set(run.test.tolist()) & set(run.asked)) == 0 and len(set(run.asked)) == 30
+    # every class is held out in proportion (stratified)
+    assert sorted(np.unique(labels[run.test], return_counts=True)[1].tolist()) == [8, 8, 8]
+    F = run.model.decision_function(X=X[run.test])
+    last = run.rows[-1]
+    assert last["accuracy"] == accuracy(labels[run.test], run.model.predict(X=X[run.test]))
+    assert last["macro_auc"] == pytest.approx(np.mean([roc_auc(labels[run.test] == c, F[:, k])
+                                                       for k, c in enumerate(CLASSES)]))
+    assert run.rows[0]["chosen_by"] == "smallest-margin"
+    again = simulate(X, labels, strategy="smallest-margin", budget=30, seed=1, initial=6, eval_every=10, **PARAMS)
+    assert again.asked == run.asked
+
+
+def test_simulation_refuses_unknown_classes_and_strategies():
+    from core.multiclass import simulate
+
+    X, labels = named_blobs()
+    with pytest.raises(ValueError, match=r"labels name classes not in classes: 'fox' \(30 items\)"):
+        simulate(X, labels, classes=("cat", "dog"), budget=5)
+    with pytest.raises(ValueError, match="unknown K-class strategy 'near-boundary'; choose one of smallest-margin"):
+        simulate(X, labels, strategy="near-boundary", budget=5)
