@@ -458,6 +458,8 @@ def simulate(X, labels, classes=None, *, strategy: str = "smallest-margin", solv
     for t in range(1, min(budget, len(pool_idx)) + 1):
         q = (random_class_query(model, Pool(available), rng) if t <= initial
              else choose(model, Pool(available), rng, **params))
+        if q is None:  # (nothing left to ask: the budget is capped at the pool, so only a strategy's own refusal)
+            break
         model.learn(q.index, labels[pool_idx[q.index]])
         available[q.index] = False
         asked.append(int(pool_idx[q.index]))
