@@ -461,7 +461,7 @@ def ramp_options(args: argparse.Namespace, solvers: Sequence[str | None]) -> dic
     given = {"balance_ratio", "loss"} & set(options)
 
     def takes(solver: str | None) -> bool:
-        return solver in SOLVER_NAMES and given <= solver_entry(solver).own_params
+        return solver is not None and solver in SOLVER_NAMES and given <= solver_entry(solver).own_params
 
     if given and not all(takes(solver) for solver in solvers):
         names = ", ".join(sorted({str(s) for s in solvers if not takes(s)}))
@@ -500,18 +500,20 @@ def run_fit(args: argparse.Namespace) -> dict[str, Any]:
     model_params = model_options(args, "lasvm")
     ds = load_data(args)
     kernel = model_params.get("kernel") or kernel_for(args, ds)
+    y = ds.y
+    assert y is not None  # load_data asked for the label column (labels_required)
     rng = np.random.default_rng(args.seed)
-    train, test = stratified_split(ds.y, args.test_fraction, rng)
-    Xtr, ytr = ds.X[train], ds.y[train]
+    train, test = stratified_split(y, args.test_fraction, rng)
+    Xtr, ytr = ds.X[train], y[train]
     if len(np.unique(ytr)) < 2:
         raise CLIError("the training part holds only one class; use more data or a smaller --test-fraction")
-    Xte, yte = (ds.X[test], ds.y[test]) if len(test) else (Xtr, ytr)
+    Xte, yte = (ds.X[test], y[test]) if len(test) else (Xtr, ytr)
     if args.scale == "standard" and not (ds.is_sparse and ds.numeric_columns is None):
         # statistics of the training part only (the held-out part plays new data); numeric columns only
         scaler = Standardizer(ds.numeric_columns).fit(Xtr)
         Xtr = scaler.transform(Xtr)
         Xte = scaler.transform(Xte) if len(test) else Xtr
-    hyper = hyper_options(args, [args.solver]) if not model_params else {"C": 1.0, "gamma": "scale"}
+    hyper: dict[str, Any] = hyper_options(args, [args.solver]) if not model_params else {"C": 1.0, "gamma": "scale"}
     auto = {"auto": hyper["auto"]} if "auto" in hyper else {}
     clf = OnlineSVC(solver=args.solver, kernel=kernel, C=hyper["C"], gamma=hyper["gamma"], tol=args.tol,
                     epochs=args.epochs, random_state=args.seed, degree=args.degree, coef0=args.coef0,
@@ -525,6 +527,8 @@ def run_fit(args: argparse.Namespace) -> dict[str, Any]:
         raise CLIError(f"fit cannot train on sparse features in this version ({exc}); reduce text with "
                        "--text-svd K (the labelling app takes them as they are)") from None
     fit_seconds = time.perf_counter() - t0
+    fitted_kernel = clf.solver_.kernel
+    assert fitted_kernel is not None  # the solver took its kernel in fit
     scores = clf.decision_function(Xte)
     pred = np.where(scores > 0, 1.0, -1.0)
     negative, positive = ds.classes if ds.classes else ("-1", "+1")
@@ -536,7 +540,7 @@ def run_fit(args: argparse.Namespace) -> dict[str, Any]:
         "kernel": kernel,
         "model": args.model,
         "C": model_params.get("C", clf.solver_.C),
-        "gamma": clf.solver_.kernel.gamma,
+        "gamma": fitted_kernel.gamma,
         "scale": args.scale,
         "n_features": int(ds.X.shape[1]),
         "sparse": bool(ds.is_sparse),
@@ -708,11 +712,12 @@ def _compare_output(args: argparse.Namespace, results: dict, datasets: dict, mod
         extra = {"out": args.out, **({"stops_out": args.stops_out} if stopping else {})}
         return json.dumps(_jsonable({"datasets": payloads, **extra} if several else {**payloads[0], **extra}))
     blocks = []
+    words = hyper_words or {}
     for name, result in results.items():
         ds = datasets[name]
         blocks.append(f"{name if several else ds.name}: {len(ds)} items, positive "
                       f"{ds.classes[1] if ds.classes else '+1'}, model {models[name]}"
-                      + (f"; {hyper_words[name]}" if name in (hyper_words or {}) else "")
+                      + (f"; {words[name]}" if name in words else "")
                       + f"\n{result.summary_text()}")
     text = "\n\n".join(blocks)
     if args.out:
@@ -785,7 +790,8 @@ def run_compare(args: argparse.Namespace) -> str:
     sources = args.data if isinstance(args.data, list) else [args.data]
     names = dataset_names(sources)
     several = len(sources) > 1
-    datasets, data, per_dataset = {}, {}, {}
+    datasets, data = {}, {}
+    per_dataset: dict[str, dict[str, Any]] = {}  # each dataset's options for the study
     models = dict.fromkeys(names, args.model)  # the model each dataset ran with
     hyper_words: dict[str, str] = {}  # how C and gamma were set, for the standard model
     for source, name in zip(sources, names, strict=True):
@@ -858,6 +864,7 @@ def _stored_replay(args: argparse.Namespace):
         if path and path != ":memory:" and not Path(path).expanduser().is_file():
             raise CLIError(f"no database at {path} (give --database URL)")
     engine = storage.make_engine(url)
+    info: repo.SessionInfo | teams.ProjectInfo
     try:
         if args.session is not None:
             info = repo.get_session(engine, args.session)

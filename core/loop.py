@@ -105,6 +105,7 @@ from core.threads import run_ahead, single_threaded_blas
 
 if TYPE_CHECKING:
     from core.settings import SessionSettings
+    from core.solvers.base import OnlineSolver
 
 TRACK_LIMIT = 50_000  # largest pool whose decision values are kept current for the sampling strategies
 UNDO_COPY_LIMIT = 50_000  # largest pool for which a non-exact solver is copied before each label (for undo)
@@ -202,6 +203,7 @@ def _copy_value(value, memo: dict[int, Any]):
         return memo[key]
     if _is_immutable(value):
         return value
+    clone: Any
     if type(value) is np.ndarray:
         clone = value.copy(order="K")
     elif type(value) in (list, set) and all(isinstance(x, _IMMUTABLE) for x in value):
@@ -254,12 +256,12 @@ class _SolverCopy:
     state, so the kept state never changes, however often it is restored.
     """
 
-    cls: type
+    cls: type[OnlineSolver]
     state: dict[str, Any]
     nbytes: int
     shared: tuple = ()  # the data store, kernel and kernel cache (shared, never copied)
 
-    def restore(self):
+    def restore(self) -> OnlineSolver:
         solver = self.cls.__new__(self.cls)
         memo: dict[int, Any] = {id(obj): obj for obj in self.shared}
         state = {name: _copy_value(value, memo) for name, value in self.state.items()}
@@ -368,7 +370,8 @@ class ActiveLearningLoop:
         if (eval_X is None) != (eval_y is None):
             raise ValueError("give both eval_X and eval_y, or neither")
         self.eval_X = None if eval_X is None else as_data_matrix(eval_X, dtype, what="the evaluation items")
-        self.eval_y = None if eval_y is None else self._check_labels(eval_y, self.eval_X.shape[0], "eval_y")
+        # (eval_y is given exactly when eval_X is, checked above)
+        self.eval_y = None if self.eval_X is None else self._check_labels(eval_y, self.eval_X.shape[0], "eval_y")
         if self.eval_X is not None and self.eval_X.shape[1] != self.X.shape[1]:
             raise ValueError(f"eval_X has {self.eval_X.shape[1]} features, the pool has {self.X.shape[1]}")
         self.track_scores = ((entry.needs_whole_pool or n <= TRACK_LIMIT) if track_scores is None
@@ -705,7 +708,8 @@ class ActiveLearningLoop:
             elif entry.snapshot is not None:
                 self.solver = entry.snapshot.restore()
             elif entry.state is not None:  # kept as the solver's state (see replay and to_state)
-                self.solver = solver_class(self._made[0]).from_state(*entry.state, X=self.X)
+                arrays, meta = entry.state
+                self.solver = solver_class(self._made[0]).from_state(arrays, meta, X=self.X)
             else:
                 self._replay_solver([e for e in self.events[:-1] if e[1] != 0])
             self._sync_scores()
@@ -1019,11 +1023,13 @@ class ActiveLearningLoop:
         to the solver's cache, where there is room after sparing ``spare``: it may change again;
         float32 rows cannot, the solver needs the float64 values)."""
         given_up = self._slot_items[slot]
-        if self._rowbuf.dtype == np.float64:
-            self.solver.cache.keep(given_up, self._rowbuf[slot].copy(), spare=spare)
+        rowbuf = self._rowbuf
+        assert rowbuf is not None  # a slot to replace: _buffer_row made the buffer
+        if rowbuf.dtype == np.float64:
+            self.solver.cache.keep(given_up, rowbuf[slot].copy(), spare=spare)
         del self._slots[given_up]
         self._slot_items[slot] = j
-        self._rowbuf[slot] = row
+        rowbuf[slot] = row
         self._slots[j] = slot
         self.solver.cache.release(j)  # (held once, as by _buffer_row)
         return slot
@@ -1084,7 +1090,9 @@ class ActiveLearningLoop:
         slot = self._eval_slot
         new = [int(j) for j in sv.tolist() if j not in slot]
         if new:
-            n_eval = self.eval_X.shape[0]
+            eval_X = self.eval_X
+            assert eval_X is not None  # evaluation_scores asks only with an evaluation set
+            n_eval = eval_X.shape[0]
             need = len(slot) + len(new)
             if need * n_eval * 8 > EVAL_BUFFER_BYTES:
                 # keep only the current support vectors' columns, if they fit
@@ -1101,7 +1109,7 @@ class ActiveLearningLoop:
             kernel, X = self.solver.kernel, self.X
             for j in new:  # one item at a time: a column's value does not depend on the others
                 k = len(slot)
-                self._eval_cols[k] = kernel(X[j:j + 1], self.eval_X, sq_b=self._eval_sq)[0]
+                self._eval_cols[k] = kernel(X[j:j + 1], eval_X, sq_b=self._eval_sq)[0]
                 slot[j] = k
         return np.fromiter((slot[j] for j in sv.tolist()), dtype=np.intp, count=len(sv))
 
@@ -1109,6 +1117,7 @@ class ActiveLearningLoop:
         if self.eval_X is None:
             return float("nan"), float("nan")
         f = self.evaluation_scores()
+        assert f is not None  # there is an evaluation set (checked above)
         pred = np.where(f >= 0, 1.0, -1.0)
         return roc_auc(self.eval_y, f), accuracy(self.eval_y, pred)
 
@@ -1264,10 +1273,10 @@ class ActiveLearningLoop:
         fields = list(meta["history_fields"])
         rows = np.asarray(arrays["history"], dtype=np.float64).reshape(-1, len(fields))
         ints = {f for f, spec in HistoryRow.__dataclass_fields__.items() if spec.type in ("int", int)}
-        self.history = [
-            HistoryRow(**{f: (int(v) if f in ints else float(v)) for f, v in zip(fields, row, strict=True)},
-                       asked_by=str(asked), status=str(status))
-            for row, asked, status in zip(rows, meta["asked_by"], meta["status"], strict=True)]
+        self.history = []
+        for row, asked, status in zip(rows, meta["asked_by"], meta["status"], strict=True):
+            values: dict[str, Any] = {f: (int(v) if f in ints else float(v)) for f, v in zip(fields, row, strict=True)}
+            self.history.append(HistoryRow(**values, asked_by=str(asked), status=str(status)))
         self.seen, self.cursor, self.passes = int(meta["seen"]), int(meta["cursor"]), int(meta["passes"])
         if "ranking" in arrays:
             self._ranking = np.asarray(arrays["ranking"]).copy()

@@ -180,7 +180,7 @@ class ActiveSetSVM(AutoHyper, ClassWeights, OnlineSolver):
         self._KS = np.zeros((0, 0))
         self._R = np.zeros((0, 0), order="F")
         self.b_ = 0.0  # the multiplier of y^T a = 0 in Step 1 (the bias when a free variable is strictly inside)
-        self._b_reported = None  # the bias reported instead of b_ when b is only known up to an interval
+        self._b_reported: float | None = None  # the bias reported instead of b_ when b is only known up to an interval
         self._rho = 0.0
         self._kmax = 0.0  # largest K(x, x) learned so far: scale of the rounding error of f
         self._at_reduced_opt = True
@@ -189,7 +189,7 @@ class ActiveSetSVM(AutoHyper, ClassWeights, OnlineSolver):
         self._largest_violation = 0.0  # the largest reduced-cost violation that optimum left (see _certify)
         self._dirty = 0  # bordered moves since the last Step 1 solve
         self._priced_valid = False  # the shrinking subset is up to date
-        self._w = None  # cached H_ss^{-1} y_s
+        self._w: tuple[np.ndarray, np.ndarray, float] | None = None  # cached H_ss^{-1} y_s
         self._cache_new_rows = True  # see _kernel_row
         self.n_iter_ = 0
         self.n_factor_updates_ = 0
@@ -351,9 +351,9 @@ class ActiveSetSVM(AutoHyper, ClassWeights, OnlineSolver):
             self._sgn_lin[k] = sgn * self._lin[k]
             return
         st = self._status[k]
-        sgn = np.where(st == I0, -1.0, np.where(st == IC, 1.0, 0.0))
-        self._sgn_y[k] = sgn * self._sy[k]
-        self._sgn_lin[k] = sgn * self._lin[k]
+        signs = np.where(st == I0, -1.0, np.where(st == IC, 1.0, 0.0))
+        self._sgn_y[k] = signs * self._sy[k]
+        self._sgn_lin[k] = signs * self._lin[k]
 
     def _release_slot(self, k: int) -> None:
         self._row_memo = None

@@ -735,7 +735,9 @@ class IncrementalSVM(AutoHyper, ClassWeights, OnlineSolver):
 
     def _eq10_margin_vector_bound(self, drive: _Drive, sens: _Sensitivities, best: _Event) -> _Event:
         """Eq. 10: a margin vector reaches C (da > 0) or 0 (da < 0); one with |da| <= 1e-12 does not move."""
-        S, da, aS = sens.S, sens.beta[1:], sens.aS
+        S, beta, aS = sens.S, sens.beta, sens.aS
+        assert S is not None and beta is not None and aS is not None  # called with m > 0 only (S not empty)
+        da = beta[1:]
         t3 = np.heaviside(da, 0.0)  # (C [da > 0] - a_S) / da, clipped at 0
         t3 *= drive.C[S]
         t3 -= aS
@@ -795,6 +797,7 @@ class IncrementalSVM(AutoHyper, ClassWeights, OnlineSolver):
             self._note_margin_step(sens.dg, t, sens.size)
             return
         S, beta, aS = sens.S, sens.beta, sens.aS
+        assert S is not None and beta is not None and aS is not None  # m > 0 (returned above otherwise)
         a[drive.p] += drive.d * t
         # margin vectors tied with the limiting one land on a bound up to rounding:
         # keep the box exact (the equality moves by rounding only)
@@ -843,8 +846,10 @@ class IncrementalSVM(AutoHyper, ClassWeights, OnlineSolver):
             elif sens.m == 0:
                 self._S_add(p, None, 1.0, drive.krow_p)
             else:
+                beta = sens.beta
+                assert beta is not None  # m > 0
                 kappa_p = float(sens.dg[p] * drive.d)  # kappa_p = gamma_p (eq. 17)
-                self._S_add(p, sens.beta * drive.d, kappa_p, drive.krow_p)  # beta_p = (d beta) / d
+                self._S_add(p, beta * drive.d, kappa_p, drive.krow_p)  # beta_p = (d beta) / d
                 if kappa_p <= _ILL_CONDITIONED * (drive.kpp + sens.size):
                     self._refresh_R()
             return True
@@ -858,6 +863,7 @@ class IncrementalSVM(AutoHyper, ClassWeights, OnlineSolver):
             return True
         prev = drive.prev
         if event.kind == "leave":
+            assert sens.beta is not None  # a margin vector leaves, so m > 0
             up = sens.beta[1 + self._slot[k]] > 0
             a[k] = C[k] if up else 0.0
             # while in S its maintained margin was held at 0; from here on it is maintained from
@@ -1299,6 +1305,7 @@ class IncrementalSVM(AutoHyper, ClassWeights, OnlineSolver):
         i, y = self._check_learnable(i, y)
         self._last_status, self._last_cases, self._gap_checked = "ok", [], None
         with StepTimer(self) as tm:
+            evicted: list[int]
             iters, evicted = 0, []
             if self.max_learned is not None and self._nL >= self.max_learned:
                 iters, evicted = self._evict_for_window()
@@ -1604,6 +1611,7 @@ class IncrementalOneClassSVM(IncrementalSVM):
 
     def _fix_C(self) -> None:
         if not self._C_fixed:
+            assert self.nu is not None  # C is set from nu only when nu was given (__init__)
             self.C = 1.0 / (self.nu * max(1, len(self.store)))
             self._C_fixed = True
 
@@ -1627,6 +1635,7 @@ class IncrementalOneClassSVM(IncrementalSVM):
         self._fix_C()
         self._last_status, self._last_cases, self._gap_checked = "ok", [], None
         with StepTimer(self) as tm:
+            evicted: list[int]
             iters, evicted, msg = 0, [], ""
             if self.max_learned is not None and self._nL >= self.max_learned:
                 iters, evicted = self._evict_for_window()
