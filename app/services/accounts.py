@@ -291,7 +291,8 @@ class Accounts:
                            OWNER_PASSWORD_ENV)
             return None
         print(f"\nMarginLab: created the owner account '{name}'. Its password (shown only this once): {password}\n"
-              f"Sign in and change it on the Team page, or set {OWNER_PASSWORD_ENV} before the first start.\n",
+              f"Sign in and change it on the My labels page (Change my password), or set {OWNER_PASSWORD_ENV} "
+              "before the first start.\n",
               file=sys.stderr, flush=True)
         return password
 

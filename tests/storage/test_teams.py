@@ -496,6 +496,7 @@ def test_without_the_variable_the_first_owner_password_is_printed_once(engine, m
     password = svc.ensure_owner()
     printed = capsys.readouterr().err
     assert password and len(password) >= 16 and password in printed and "'owner'" in printed
+    assert "My labels page (Change my password)" in printed  # where an owner changes their own password
     assert svc.sign_in("owner", password).is_owner
     assert svc.ensure_owner() is None and password not in capsys.readouterr().err
 
