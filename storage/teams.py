@@ -108,6 +108,11 @@ class ProjectInfo:
     edits: int
     created_at: dt.datetime
 
+    @property
+    def find(self) -> str | None:
+        """The owner's words for what a Positive answer means in the project (``params["find"]``), or None."""
+        return self.params.get("find") or None
+
 
 @dataclass(frozen=True)
 class ProjectAnswer:
@@ -518,6 +523,8 @@ def create_project(engine: EngineLike, *, name: str, dataset_id: int, strategy: 
                          error=StorageError)
     strategy, solver = _non_empty(strategy, "strategy"), _non_empty(solver, "solver")
     params_json = _jsonable(params or {}, "params")
+    if params_json.get("find") is not None:
+        _find_text(params_json["find"])
     labels_per_item, seed, reservation_seconds = int(labels_per_item), int(seed), int(reservation_seconds)
     overlap_share = float(overlap_share)
     if labels_per_item < 1:
@@ -575,6 +582,26 @@ def set_project_status(engine: EngineLike, project_id: int, status: str) -> None
             status=status, updated_at=utc_now(), revision=Project.revision + 1)))
     if not changed:
         raise NotFoundError(f"Project {project_id} does not exist.")
+
+
+def _find_text(find: object) -> str:
+    if not isinstance(find, str):
+        raise StorageError(f"What to find must be text, not {find!r}.")
+    return storable_text(find, "What to find", error=StorageError)
+
+
+def set_project_find(engine: EngineLike, project_id: int, find: str | None) -> None:
+    """Store the project's words for what a Positive answer means (``params["find"]``; None or empty:
+    none). The shared model's settings, the revision and the edits stay as they are: the model has
+    nothing to learn again."""
+    find = None if find is None else _find_text(find)
+    with writing(engine) as session:
+        project = _locked_project(session, project_id)
+        params = {key: value for key, value in (project.params or {}).items() if key != "find"}
+        if find:
+            params["find"] = find
+        project.params = params
+        project.updated_at = utc_now()
 
 
 def add_member(engine: EngineLike, project_id: int, annotator: str) -> int:

@@ -49,11 +49,11 @@ DEMO_NAME = "digits: 8 vs rest"
 VALUE_NAMES = {1: "positive", -1: "negative", 0: "skip"}
 
 __all__ = ["BASELINE", "COMPARE_STRATEGIES", "DEFAULT_C", "DEFAULT_GAMMA", "DEFAULT_SOLVER", "DEFAULT_STRATEGY",
-           "DEMO_NAME", "EVAL_FRACTION", "EVAL_MAX_ITEMS", "EXACT_SOLVERS", "GAMMA_NAMES", "LABEL_STRATEGIES",
-           "ORACLE_STRATEGIES", "SOLVERS", "STORED_EVAL_FRACTION", "STRATEGY_WORDS", "VALUE_NAMES", "Outcome",
-           "ServiceError", "database_trouble", "forwarded", "gamma_value", "numeric_columns", "penalty_value",
-           "positive_number", "scale_features", "scaled_row_blocks", "scaling_name", "session_kernel", "tuned_params",
-           "whole_number"]
+           "DEMO_NAME", "EVAL_FRACTION", "EVAL_MAX_ITEMS", "EXACT_SOLVERS", "FIND_CHARS", "GAMMA_NAMES",
+           "LABEL_STRATEGIES", "ORACLE_STRATEGIES", "SOLVERS", "STORED_EVAL_FRACTION", "STRATEGY_WORDS", "VALUE_NAMES",
+           "Outcome", "ServiceError", "class_names", "database_trouble", "find_words", "forwarded", "gamma_value",
+           "numeric_columns", "penalty_value", "positive_meaning", "positive_number", "scale_features",
+           "scaled_row_blocks", "scaling_name", "session_kernel", "tuned_params", "whole_number"]
 
 
 class ServiceError(Exception):
@@ -225,6 +225,31 @@ def database_trouble(error: Exception) -> str:
     cause = getattr(error, "orig", None) or error
     lines = str(cause).strip().splitlines()
     return lines[0] if lines else type(cause).__name__
+
+
+#: at most this many characters of what the analyst is looking for are kept (a session's or a project's)
+FIND_CHARS = 200
+
+
+def find_words(find: object) -> str | None:
+    """What to find as it is kept: spaces and line breaks folded into single spaces, at most
+    ``FIND_CHARS`` characters; None when nothing is left."""
+    return " ".join(str(find or "").split())[:FIND_CHARS] or None
+
+
+def class_names(meta: dict[str, Any] | None) -> dict[int, str]:
+    """``{+1: positive class name, -1: negative class name, 0: "skipped"}`` of a dataset (its ``meta``)."""
+    classes = (meta or {}).get("classes") or {}
+    names = {1: str(classes.get("positive") or "positive"), -1: str(classes.get("negative") or "negative")}
+    if names[1] == names[-1]:
+        names = {1: "positive", -1: "negative"}
+    return {**names, 0: "skipped"}
+
+
+def positive_meaning(find: str | None, names: dict[int, str]) -> str | None:
+    """What a Positive answer means: the words of whoever set the labelling up when there are some, else the
+    dataset's positive class when it has one (None: neither)."""
+    return find or (names[1] if names[1] != "positive" else None)
 
 
 def forwarded(part: str, name: str, source: type):

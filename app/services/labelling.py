@@ -27,6 +27,7 @@ from app.services.common import (
     VALUE_NAMES,
     Outcome,
     ServiceError,
+    class_names,
     database_trouble,
     forwarded,
     numeric_columns,
@@ -226,11 +227,7 @@ class LabellingRun:
     @property
     def class_names(self) -> dict[int, str]:
         """``{+1: positive class name, -1: negative class name, 0: "skipped"}`` of the session's dataset."""
-        classes = (self.dataset.meta or {}).get("classes") or {}
-        names = {1: str(classes.get("positive") or "positive"), -1: str(classes.get("negative") or "negative")}
-        if names[1] == names[-1]:
-            names = {1: "positive", -1: "negative"}
-        return {**names, 0: "skipped"}
+        return class_names(self.dataset.meta)
 
     # -- construction -----------------------------------------------------
     def _load_arrays(self) -> None:

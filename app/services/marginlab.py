@@ -49,8 +49,8 @@ FORWARDED: dict[str, tuple[type, tuple[str, ...]]] = {
         "comparison_scheduler", "run_comparison", "summary_frame", "reference_note", "stop_summary_frame",
         "comparison", "session_curves")),
     "projects": (Projects, (
-        "create_project", "add_member", "members", "save_project_snapshots", "open_project", "project_for",
-        "settle", "agreement_csv", "own_history")),
+        "create_project", "set_project_find", "add_member", "members", "save_project_snapshots", "open_project",
+        "project_for", "settle", "agreement_csv", "own_history")),
 }
 #: settings of the sign-in checks (``Accounts``), read and set on the facade too (tests shorten the pauses)
 ACCOUNT_SETTINGS = ("failure_delay_s", "verify_wait_s", "verifications")

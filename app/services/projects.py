@@ -55,8 +55,11 @@ from app.services.common import (
     VALUE_NAMES,
     Outcome,
     ServiceError,
+    class_names,
+    find_words,
     gamma_value,
     penalty_value,
+    positive_meaning,
     scale_features,
     scaling_name,
     whole_number,
@@ -117,6 +120,7 @@ class ProjectRun:
         self.info = teams.get_project(self.engine, self.project_id)
         params = dict(self.info.params or {})
         X, _, self.feature_names, self.display = repo.load_dataset_arrays(self.engine, self.info.dataset_id)
+        self.dataset_meta = repo.get_dataset(self.engine, self.info.dataset_id).meta
         self.X_raw = X
         self.X = scale_features(X, params.get("scaling", "none"))
         self.solver_params = dict(params.get("solver_params", {}))
@@ -128,9 +132,16 @@ class ProjectRun:
             _, self.model_labels, self.snapshot_seen = resumed
         #: how an item is shown: the same as in a labelling session (the loop's pool is every item)
         self.item_display = ItemDisplay(
-            display=self.display, meta=repo.get_dataset(self.engine, self.info.dataset_id).meta,
+            display=self.display, meta=self.dataset_meta,
             feature_names=self.feature_names, raw_rows=self.X_raw, scaled_rows=self.X, pool_rows=self.X,
             model=lambda: self.loop, lock=self.lock)
+
+    @property
+    def looking_for(self) -> str | None:
+        """What a Positive answer means (``common.positive_meaning``): the owner's words when the project
+        has them, read from the database each time (an owner may change them while this process holds the
+        project), else the dataset's positive class when it has one."""
+        return positive_meaning(teams.get_project(self.engine, self.project_id).find, class_names(self.dataset_meta))
 
     def _reset(self, loop: ActiveLearningLoop | None = None) -> None:
         """The model and its bookkeeping before the first look at the database (``loop``: one restored
@@ -488,7 +499,10 @@ class Projects:
                        solver: str | None = None, C: float = DEFAULT_C, gamma: float | str = DEFAULT_GAMMA,
                        seed: int = 0, labels_per_item: int = 1, overlap_share: float = 0.0,
                        members: list[str] | tuple[str, ...] = (), reservation_seconds: int = RESERVATION_SECONDS,
-                       scaling: str | None = None) -> int:
+                       scaling: str | None = None, find: str | None = None) -> int:
+        """Store a new project and add its members; return its id. ``find``: what a Positive answer means,
+        in the owner's words (as a session's: shown beside the answer buttons; empty: the dataset's
+        positive class)."""
         self.accounts.require_owner(actor, "create projects")
         if strategy not in LABEL_STRATEGIES:
             raise ServiceError(f"Unknown heuristic '{strategy}'; choose one of {', '.join(LABEL_STRATEGIES)}.")
@@ -508,6 +522,9 @@ class Projects:
             raise ServiceError(f"No account is named {', '.join(repr(m) for m in unknown)}; add it on the Team page.")
         params = {"solver_params": {"kernel": "rbf", "C": C, "gamma": gamma}, "strategy_params": {},
                   "scaling": scaling}
+        find = find_words(find)
+        if find:
+            params["find"] = find
         try:
             project_id = teams.create_project(
                 self.engine, name=name, dataset_id=dataset_id, strategy=strategy, solver=solver, params=params,
@@ -524,6 +541,15 @@ class Projects:
         if teams.get_account(self.engine, name) is None:
             raise ServiceError(f"No account is named '{name}'; add it on the Team page first.")
         teams.add_member(self.engine, project_id, name)
+
+    def set_project_find(self, actor: Identity, project_id: int, find: str | None) -> None:
+        """Change what a Positive answer means in the project (empty: the dataset's positive class); the
+        shared model is not touched."""
+        self.accounts.require_owner(actor, "change projects")
+        try:
+            teams.set_project_find(self.engine, project_id, find_words(find))
+        except StorageError as error:
+            raise ServiceError(str(error)) from None
 
     def members(self, project_id: int) -> dict[str, int]:
         return teams.project_members(self.engine, project_id)

@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from app.services.common import ServiceError
+from app.services.common import ServiceError, positive_meaning
 from app.services.records import RunState
 from core.metrics import roc_auc, roc_curve
 
@@ -47,8 +47,7 @@ class RunReadouts:
     def looking_for(self) -> str | None:
         """What a Positive answer means: the analyst's own words when the session has them, else the
         dataset's positive class when it has one (None: neither)."""
-        positive = self.run.class_names[1]
-        return self.run.find or (positive if positive != "positive" else None)
+        return positive_meaning(self.run.find, self.run.class_names)
 
     @property
     def sparse_model(self) -> bool:

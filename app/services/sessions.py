@@ -15,6 +15,7 @@ from app.services.common import (
     SOLVERS,
     Outcome,
     ServiceError,
+    find_words,
     gamma_value,
     model_choice,
     penalty_value,
@@ -32,8 +33,6 @@ from core.strategies import DEFAULT_SOLVER
 from storage import repository as repo
 from storage import teams
 
-#: at most this many characters of what the analyst is looking for are kept
-FIND_CHARS = 200
 #: one demo session per database, even when two tabs of the first owner ask for it at the same moment
 _demo_lock = threading.Lock()
 
@@ -98,12 +97,12 @@ class Sessions:
             eval_fraction = dataset.meta.get("eval_fraction", EVAL_FRACTION)
         eval_fraction = eval_share(eval_fraction)
         scaling = scaling_name(scaling if scaling is not None else dataset.meta.get("scaling", "none"))
-        find = " ".join(str(find or "").split())[:FIND_CHARS]
+        find = find_words(find)
         try:  # the solver parameters under their own names (core.settings)
             settings = SessionSettings(
                 strategy=strategy, solver=solver, model=preset_of(solver, solver_params) or STANDARD_MODEL,
                 **solver_params, strategy_params=dict(strategy_params or {}), seed=seed, scaling=scaling,
-                eval_fraction=eval_fraction if dataset.has_true_labels else 0.0, find=find or None)
+                eval_fraction=eval_fraction if dataset.has_true_labels else 0.0, find=find)
         except SettingsError as error:
             raise ServiceError(f"The session's settings are refused: {error}.") from None
         session_id = repo.start_session(self.engine, dataset_id=dataset_id, annotator=str(annotator).strip(),

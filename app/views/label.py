@@ -6,9 +6,9 @@ import streamlit as st
 
 from app import auth, charts, known_items, navigation, stopping_panel
 from app.services import DEFAULT_C, DEFAULT_SOLVER, LABEL_STRATEGIES, SOLVERS, STRATEGY_WORDS
+from app.services.common import FIND_CHARS
 from app.services.errors import REFUSED
 from app.services.formatting import count
-from app.services.sessions import FIND_CHARS
 from app.services.vocabulary import KERNEL_NAMES, LOSSES
 from app.ui.forms import C_MIN, parse_gamma
 from app.ui.item import item_view, live_roc, pause_before_charts, why_chosen

@@ -5,6 +5,7 @@ import streamlit as st
 
 from app import auth
 from app.services import DEFAULT_C, LABEL_STRATEGIES, SOLVERS, ServiceError
+from app.services.common import FIND_CHARS
 from app.ui.forms import C_MIN
 from app.ui.item import show_item
 from app.ui.state import service
@@ -15,11 +16,15 @@ me = auth.identity()
 st.title("Projects")
 
 datasets = svc.datasets()
+FIND_HELP = ("What a Positive answer means, in your words (for example 'randomised trials in adults'). "
+             "It is shown to the team beside the answer buttons.")
 accounts = [a.name for a in svc.accounts() if not a.disabled]
 
 with st.expander("New project", icon=":material/add:", expanded=not svc.projects(me)), \
         st.form("new_project", border=False):
     name = st.text_input("Name", key="project_name")
+    find = st.text_input("What to find", key="project_find", max_chars=FIND_CHARS,
+                         placeholder="empty: the dataset's positive class", help=FIND_HELP)
     left, right = st.columns(2)
     dataset_id = left.selectbox("Dataset", [d.id for d in datasets], key="project_dataset",
                                 format_func={d.id: visible(f"{d.name} ({d.n_items} items)") for d in datasets}.get)
@@ -34,7 +39,8 @@ with st.expander("New project", icon=":material/add:", expanded=not svc.projects
         try:
             created = svc.create_project(me, name=name, dataset_id=dataset_id, strategy=strategy,
                                solver=None if solver.startswith("default") else solver, C=C,
-                               labels_per_item=int(per_item), overlap_share=share / 100, members=members)
+                               labels_per_item=int(per_item), overlap_share=share / 100, members=members,
+                               find=find)
             st.session_state.project_notice = f"Project '{name.strip()}' created."
             st.session_state.project_shown = created  # (the picker's own state: show the new project)
             st.rerun()
@@ -53,6 +59,26 @@ project_id = st.selectbox("Project", list(labels), format_func=labels.get, key="
 project = next(p for p in projects if p.id == project_id)
 run = svc.open_project(project_id)
 members = svc.members(project_id)
+
+
+def _save_find(project_id: int, key: str) -> None:
+    try:
+        svc.set_project_find(me, project_id, st.session_state[key])
+        st.session_state.project_notice = "What to find saved."
+        st.session_state.pop(key)  # (shown again as stored: spaces folded)
+    except ServiceError as error:
+        st.session_state.project_find_error = str(error)
+
+
+with st.form("project_find_form", border=False):
+    left, right = st.columns([3, 1], vertical_alignment="bottom")
+    find_key = f"project_find_edit_{project_id}"
+    left.text_input("What to find", value=project.find or "", key=find_key, max_chars=FIND_CHARS,
+                    placeholder="empty: the dataset's positive class", help=FIND_HELP)
+    right.form_submit_button("Save", on_click=_save_find, args=(project_id, find_key))
+if st.session_state.get("project_find_error"):
+    st.error(plain(st.session_state.project_find_error))
+    st.session_state.project_find_error = None
 progress = run.progress()
 
 st.subheader("Progress")

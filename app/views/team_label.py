@@ -70,6 +70,9 @@ def team_panel(project_id: int) -> None:
             st.container(key="item_caption").markdown(f"**Item {item}**" + (f" · {plain(key)}" if key else ""))
             draw_item()
             st.caption(why_chosen(shown))
+    looking_for = run.looking_for
+    if looking_for:
+        st.container(key="looking_for").caption(f"**Positive** means: {plain(looking_for)}")
     outcome = st.session_state.get("team_outcome")
     if outcome is not None:
         (st.caption if outcome.ok else st.warning)(plain(outcome.message))

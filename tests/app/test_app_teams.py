@@ -96,6 +96,45 @@ def test_an_annotator_labels_in_a_project_and_sees_only_their_answers(db_url):
     assert run.model_labels[second] == 1
 
 
+def test_what_to_find_is_set_by_the_owner_and_shown_to_the_team_as_plain_text(db_url):
+    """The owner writes what Positive means in the project form (Markdown and HTML in it stay text); the
+    annotator and the owner see it beside the answer buttons of Label together; the owner changes it later."""
+    from tests.app.test_app import shown
+
+    ensure_account(db_url, "ann", role="annotator")
+    owner = start_app("olga")
+    owner.switch_page("views/projects.py").run()
+    assert owner.text_input(key="project_find").label == "What to find"
+    words = "**loops** <b>that</b> [close](http://e.org) :smile:"
+    owner.text_input(key="project_name").input("screening")
+    owner.text_input(key="project_find").input(words)
+    owner.multiselect(key="project_members").select("ann")
+    owner.button(key="FormSubmitter:new_project-Create project").click().run()
+    assert not owner.exception, owner.exception
+    svc = MarginLab.from_url(db_url)
+    (project,) = teams.list_projects(svc.engine)
+    assert project.params["find"] == words
+
+    ann = start_app("ann", role="annotator")
+    assert titles(ann) == ["Label together"]
+    (meaning,) = [c for c in ann.caption if "means:" in c.value]
+    assert meaning.value.startswith("**Positive** means: ")
+    assert shown([meaning]) == [f"**Positive** means: {words}"]  # every character of the words shown as typed
+    assert "**loops**" not in meaning.value and "<b>" not in meaning.value  # (escaped: no bold, no HTML)
+    owner.switch_page("views/team_label.py").run()
+    assert any(c.value == meaning.value for c in owner.caption)  # the owner labelling sees it too
+
+    # the owner changes the words on the Projects page; the annotator's next page shows the new ones
+    owner.switch_page("views/projects.py").run()
+    assert owner.text_input(key=f"project_find_edit_{project.id}").value == words
+    owner.text_input(key=f"project_find_edit_{project.id}").input("open loops")
+    owner.button(key="FormSubmitter:project_find_form-Save").click().run()
+    assert not owner.exception, owner.exception
+    assert teams.get_project(svc.engine, project.id).params["find"] == "open loops"
+    ann.run()
+    assert "**Positive** means: open loops" in test_app.texts(ann)
+
+
 def test_an_annotator_cannot_reach_the_owner_pages(db_url):
     import pytest
 

@@ -765,6 +765,43 @@ def test_a_stopping_server_stores_the_projects_behind_their_answers_and_odd_snap
         teams.save_project_snapshot(svc.engine, 10**6, revision=0, edits=0, arrays={})
 
 
+def test_what_to_find_is_stored_with_the_project_and_the_owner_may_change_it(svc):
+    """The owner's words for what a Positive answer means: stored in the project's settings (the
+    session's limits: spaces folded, FIND_CHARS at most), read by every process holding the project,
+    changed by an owner only; the shared model's settings do not move."""
+    from app.services.common import FIND_CHARS
+
+    project_id = project(svc, find="  loops   that\n<b>close</b> [x](http://e.org) ")
+    info = teams.get_project(svc.engine, project_id)
+    assert info.params["find"] == "loops that <b>close</b> [x](http://e.org)"
+    run = svc.open_project(project_id)
+    assert run.looking_for == "loops that <b>close</b> [x](http://e.org)"
+    solver_before = (dict(run.solver_params), dict(run.strategy_params), info.params["scaling"])
+
+    me, ann = owner(svc), svc.sign_in("ann", PASSWORD)
+    with pytest.raises(ServiceError, match="owner"):
+        svc.set_project_find(ann, project_id, "something else")
+    svc.set_project_find(me, project_id, "open   loops")
+    changed = teams.get_project(svc.engine, project_id)
+    assert changed.params["find"] == "open loops"
+    assert run.looking_for == "open loops"  # (the run this process already holds reads it again)
+    assert (changed.params["solver_params"], changed.params["strategy_params"], changed.params["scaling"]) == (
+        solver_before[0], solver_before[1], solver_before[2])
+    assert (changed.revision, changed.edits) == (info.revision, info.edits)  # the shared model has nothing to do
+    # emptied: the dataset's positive class says what Positive means (as in a session without words)
+    svc.set_project_find(me, project_id, "   ")
+    assert "find" not in teams.get_project(svc.engine, project_id).params
+    assert run.looking_for == "8"
+    # long words are cut to the session's limit; a project without words has none stored
+    long_id = project(svc, name="long", find="x" * (FIND_CHARS + 50))
+    assert teams.get_project(svc.engine, long_id).params["find"] == "x" * FIND_CHARS
+    assert "find" not in teams.get_project(svc.engine, project(svc, name="plain")).params
+    with pytest.raises(ServiceError, match="NUL"):
+        svc.set_project_find(me, project_id, "a\x00b")
+    with pytest.raises(ServiceError, match="does not exist"):
+        svc.set_project_find(me, 10**6, "x")
+
+
 def test_an_annotator_sees_only_their_projects_and_their_own_history(svc):
     project_id = project(svc)
     y = truth(svc)
