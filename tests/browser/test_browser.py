@@ -236,7 +236,12 @@ def start_session_in_ui(page, annotator: str, strategy: str | None = None, datas
 
         page.get_by_role("combobox", name="How to pick the next item").click()
         page.get_by_role("option", name=STRATEGY_WORDS[strategy], exact=True).click()
+    shown = page.evaluate("() => new URLSearchParams(window.location.search).get('session')")
     page.get_by_role("button", name="Start labelling").click()
+    # The page may already show a session (the demo opens at a first owner's sign-in) with its item: wait for
+    # the address to name another session, the one just started, before anything is pressed on it.
+    page.wait_for_function("(old) => new URLSearchParams(window.location.search).get('session') !== old",
+                           arg=shown, timeout=60_000)
     page.wait_for_selector(".st-key-item_caption", timeout=60_000)
     wait_for_app(page)
 
