@@ -386,6 +386,9 @@ def full_data_reference(X, y, solver: str, solver_params: dict, seed: int, test_
     if len(learned) < n_pool:
         Xtr, ytr = Xtr[learned], ytr[learned]
     params = dict(solver_params)
+    if not solver_registry.get(solver).exact_unlearn:  # C and gamma from the labels are the exact solvers'
+        for key in ("auto", "auto_grid", "auto_moments"):  # (the others keep the starting values, as the runs
+            params.pop(key, None)                            # do: core.presets.solver_for)
     params.setdefault("random_state", int(seed))
     t0 = time.perf_counter()
     model = make_solver(solver, Xtr, **params)

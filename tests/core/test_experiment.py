@@ -318,3 +318,19 @@ def test_the_full_data_reference_learns_a_stratified_subsample_of_a_large_pool(m
     monkeypatch.setattr(experiment, "REFERENCE_MAX_ITEMS", 4000)
     whole = run_comparison(X, y, strategies=["near-boundary"], solver="incremental", budget=15, seeds=[0], initial=5)
     assert whole.reference_note() is None and "subsample" not in whole.summary_text()
+
+
+def test_a_comparison_of_an_exact_and_another_solver_with_c_and_gamma_from_the_labels():
+    """The command line's default gives ``auto`` to the solver parameters of a run that mixes an exact solver
+    (near-boundary: incremental) with another (random: lasvm); the other solver's runs and full-data
+    reference keep the starting values (a lasvm refused the keyword before)."""
+    from core.experiment import full_data_reference
+
+    X, y = make_gaussians(80, np.random.default_rng(4), separation=2.0)
+    start = {"kernel": "rbf", "C": 1.0, "gamma": "scale"}
+    chosen = full_data_reference(X, y, "lasvm", {**start, "auto": ["C", "gamma"]}, seed=0, test_fraction=0.3)
+    plain = full_data_reference(X, y, "lasvm", start, seed=0, test_fraction=0.3)
+    assert (chosen["auc"], chosen["n_sv"]) == (plain["auc"], plain["n_sv"])
+    result = run_comparison(X, y, strategies=["near-boundary", "random"], budget=30, seeds=[0], initial=4,
+                            solver_params={**start, "auto": ["C", "gamma"]})
+    assert set(result.rows["strategy"]) == {"near-boundary", "random"}
