@@ -3,6 +3,7 @@
 import streamlit as st
 
 from app import auth, navigation
+from app.services import Outcome
 from app.ui.messages import guarded
 from app.ui.state import annotator_filter, follow_address, service, session_label, show_session
 from app.ui.tables import correction_note, history_choices, history_summary, score_cells, table_height
@@ -43,11 +44,24 @@ st.caption(history_summary(table, run.info.solver))
 
 
 @guarded
-def _correct(label_id: int, value: int | None) -> None:
+def _correct(pick_key: str, value: int | None) -> None:
+    """Change the answer picked in the box to ``value`` (None: remove it). The answer is the box's when the
+    button was pressed, read now, not the one the button was drawn for: a pick and a click can reach the
+    server in one run."""
     live = svc.open_session(info.id)
     who = auth.identity()  # the correction is recorded under the signed-in person (refused once signed out)
-    state.history_outcome = (live.remove_label(label_id, by=who) if value is None
-                             else live.change_label(label_id, value, by=who))
+    label_id = int(state[pick_key])
+    if value is None:
+        state.history_outcome = live.remove_label(label_id, by=who)
+        return
+    table = live.label_table()
+    (answer,) = table[(table["label_id"] == label_id) & (table["status"] == "current")]["answer"]
+    now = {name: v for v, name in live.class_names.items()}[answer]
+    if now in (0, value):  # (the button was drawn for another answer: say so rather than guess)
+        state.history_outcome = Outcome(False, "The answer picked is not one this button changes: pick it "
+                                               "again and choose from the buttons shown for it.", "warning")
+        return
+    state.history_outcome = live.change_label(label_id, value, by=who)
 
 
 with st.container(border=True, key="history_change"):
@@ -75,9 +89,9 @@ with st.container(border=True, key="history_change"):
             other = run.class_names[-value]
             # a button's label is Markdown: the class name (the dataset's own text) is shown as it is
             cols[0].button(f"Change to {plain(other)}", type="primary", key=f"change_{picked}", width="stretch",
-                           on_click=_correct, args=(int(picked), -value))
+                           on_click=_correct, args=(pick_key, -value))
         cols[1].button("Remove this answer", key=f"remove_{picked}", width="stretch",
-                       on_click=_correct, args=(int(picked), None),
+                       on_click=_correct, args=(pick_key, None),
                        help="Takes the answer back (the item can be asked about again); the original row and "
                             "who removed it when are kept.")
         cols[2].caption(correction_note(run.info.solver))

@@ -275,6 +275,26 @@ def test_the_history_page_changes_and_removes_answers(db_url):
     assert kinds == ["change", "remove"]
 
 
+def test_a_change_clicked_before_the_page_caught_up_with_the_pick_changes_the_answer_picked(db_url):
+    """Pick an answer and press Change at once (one run carries both, as a fast click under load does): the
+    answer changed is the one picked, not the one the button was drawn for."""
+    svc = MarginLab.from_url(db_url)
+    run = labelled(svc, n=10)
+    at = at_address(run.session_id)
+    at.switch_page("views/history.py").run()
+    (picker,) = [s for s in at.selectbox if s.label == "Answer to change"]
+    drawn_for = picker.value
+    target = next(a for a in run.answers[:5] if a.value == run.answers[-1].value and a.label_id != drawn_for)
+    names = run.class_names
+    picker.select(target.label_id)  # not run: the click below goes with it
+    (change,) = [b for b in at.button if b.label == f"Change to {names[-target.value]}"]
+    change.click().run()
+    assert not at.exception, at.exception
+    assert any(f"Item {target.item_index} changed from" in s for s in test_app.shown(at.success))
+    events = {e.label_id: e.value for e in repo.label_events(svc.engine, run.session_id)}
+    assert events[target.label_id] == -target.value and events[drawn_for] == run.answers[-1].value
+
+
 #: class names and an annotator name written as Markdown: a link, an image the browser would fetch
 MARKDOWN_POSITIVE, MARKDOWN_NEGATIVE = "![p](http://127.0.0.1:9/pos.png)", "[n](http://127.0.0.1:9/neg) **b**"
 MARKDOWN_NAME = "![a](http://127.0.0.1:9/a.png) :red[x]"
