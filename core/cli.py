@@ -29,7 +29,7 @@ from core.datasets import BUNDLED, DataError, Dataset, load_bundled, load_csv, s
 from core.features import Standardizer, scale_features
 from core.kernels import KERNEL_NAMES
 from core.metrics import accuracy, roc_auc
-from core.presets import PRESETS, has_documents, preset_of, suited_model
+from core.presets import PRESETS, has_documents, preset_of, suited_model, taken_by
 from core.priors import PriorError, read_keys, rows_of_keys
 from core.settings import STANDARD_MODEL, SessionSettings, SettingsError
 from core.solvers import SOLVER_NAMES
@@ -737,19 +737,11 @@ def compare_settings(args: argparse.Namespace, strategies: Sequence[str], solver
     chosen = solver or args.solver
     try:
         return [SessionSettings(strategy=name, solver=chosen, model=preset_of(chosen, solver_params) or STANDARD_MODEL,
-                                **_for_solver(chosen or strategy_entry(name).default_solver, solver_params),
+                                **taken_by(chosen or strategy_entry(name).default_solver, solver_params),
                                 cold_start=args.cold_start or DEFAULT_COLD_START, initial=initial or 0)
                 for name in strategies]
     except (SettingsError, ValueError) as error:  # (ValueError: a strategy not registered, named by the registry)
         raise CLIError(str(error)) from None
-
-
-def _for_solver(solver: str, solver_params: dict[str, Any]) -> dict[str, Any]:
-    """``solver_params`` as ``solver`` takes them: C and gamma from the labels (``auto``) are the exact solvers'
-    (``core.presets.solver_for`` leaves them out for the others, which keep the starting values)."""
-    if solver_entry(solver).exact_unlearn:
-        return solver_params
-    return {k: v for k, v in solver_params.items() if k not in ("auto", "auto_grid", "auto_moments")}
 
 
 def _default_initial_labels() -> int | None:

@@ -64,6 +64,7 @@ from core.metrics import (
     roc_auc,
     work_saved_over_sampling,
 )
+from core.presets import taken_by
 from core.solvers import make_solver
 from core.strategies import BASELINE, DEFAULT_COLD_START, DEFAULT_SOLVER, STRATEGY_NAMES
 
@@ -385,10 +386,7 @@ def full_data_reference(X, y, solver: str, solver_params: dict, seed: int, test_
     learned = reference_items(ytr, seed)
     if len(learned) < n_pool:
         Xtr, ytr = Xtr[learned], ytr[learned]
-    params = dict(solver_params)
-    if not solver_registry.get(solver).exact_unlearn:  # C and gamma from the labels are the exact solvers'
-        for key in ("auto", "auto_grid", "auto_moments"):  # (the others keep the starting values, as the runs
-            params.pop(key, None)                            # do: core.presets.solver_for)
+    params = taken_by(solver, solver_params)  # (as the runs take them: core.presets.solver_for)
     params.setdefault("random_state", int(seed))
     t0 = time.perf_counter()
     model = make_solver(solver, Xtr, **params)

@@ -84,6 +84,17 @@ def is_sparse(solver: str, solver_params: dict[str, Any] | None) -> bool:
     return name is None or bool(PRESETS[name].get("sparse", True))
 
 
+def taken_by(solver: str, solver_params: dict[str, Any] | None) -> dict[str, Any]:
+    """``solver_params`` as ``solver`` takes them: C and gamma from the labels (``auto``, with its grid and
+    moments) are the exact solvers' (``core.solvers.auto_hyper``); a solver without exact unlearning keeps
+    the starting values."""
+    params = dict(solver_params or {})
+    if params.get("auto") and solver in solver_names() and not solver_entry(solver).exact_unlearn:
+        for key in ("auto", "auto_grid", "auto_moments"):
+            params.pop(key, None)
+    return params
+
+
 def solver_for(solver: str, solver_params: dict[str, Any] | None, X) -> tuple[str, dict[str, Any]]:
     """(solver, parameters) that learn the model ``solver`` with ``solver_params`` on the rows ``X``.
 
@@ -91,12 +102,7 @@ def solver_for(solver: str, solver_params: dict[str, Any] | None, X) -> tuple[st
     hinge does not use, left out); C and gamma from the labels (``auto``) left out for a solver without
     exact unlearning (they are the exact solvers'); everything else as given.  ``random_state`` does not
     count as a model parameter here (the active-learning loop adds its seed)."""
-    params = dict(solver_params or {})
-    if params.get("auto") and solver in solver_names() and not solver_entry(solver).exact_unlearn:
-        # C and gamma from the labels are the exact solvers' (core.solvers.auto_hyper); the others keep
-        # the starting values
-        for key in ("auto", "auto_grid", "auto_moments"):
-            params.pop(key, None)
+    params = taken_by(solver, solver_params)
     model = {k: v for k, v in params.items() if k != "random_state"}
     if preset_of(solver, model) == "review" and sp.issparse(X):
         params.pop("max_nonsv", None)
@@ -104,4 +110,5 @@ def solver_for(solver: str, solver_params: dict[str, Any] | None, X) -> tuple[st
     return solver, params
 
 
-__all__ = ["DOCUMENT_REVIEW", "PRESETS", "is_sparse", "has_documents", "preset_of", "solver_for", "suited_model"]
+__all__ = ["DOCUMENT_REVIEW", "PRESETS", "is_sparse", "has_documents", "preset_of", "solver_for", "suited_model",
+           "taken_by"]
