@@ -13,6 +13,14 @@ Labels are single-choice: one class per item.  With an exact solver (``increment
 +1 / -1, and ``unlearn`` equals retraining without the item, per class (tests/core/test_multiclass.py
 checks both against K separately trained binary solvers).
 
+:class:`MultiLabel` is the multi-label variant: an item carries any subset of the K classes
+(``learn(i, {"cat", "fox"})``), machine k learns +1 when class k is in the set and -1 when it is not,
+and the machines are K independent binary problems (the same checks against K separately trained
+binary solvers).  A single-choice answer to it, or a multi-label answer to :class:`OneVsRest`, is
+refused with a message saying which the model takes.  Its query strategies are in
+:data:`MULTILABEL_STRATEGIES` (``least-sure-class``: the smallest min_k |f_k|, the item least sure on
+any class; ``random``).
+
 Query strategies for K classes are small pure functions ``strategy(model, pool, rng, **params)``
 like those of :mod:`core.strategies`, returning a :class:`~core.strategies.Query` whose reason
 says which rule chose the item:
@@ -178,18 +186,23 @@ class OneVsRest:
         if self._label[i] >= 0:
             raise ValueError(f"item {i} already has the label {self.classes[self._label[i]]!r}; "
                              "unlearn it first to change it")
+        return self._teach(i, [1.0 if c == k else -1.0 for c in range(len(self.classes))], k)
+
+    def _teach(self, i: int, targets: Sequence[float], mark: int) -> StepResult:
+        """Machine k learns item ``i`` with label ``targets[k]``; then ``_label[i] = mark``.  When a
+        machine fails midway, the machines already taught are untaught and the error is raised again."""
         done: list[OnlineSolver] = []
         steps = []
         t0, evals0 = time.perf_counter(), self.n_kernel_evals
         try:
-            for c, m in enumerate(self.machines):
-                steps.append(m.learn(i, 1.0 if c == k else -1.0))
+            for m, target in zip(self.machines, targets, strict=True):
+                steps.append(m.learn(i, target))
                 done.append(m)
         except BaseException:
             for m in done:
                 m.unlearn(i)
             raise
-        self._label[i] = k
+        self._label[i] = mark
         self._update_scores()
         return self._combined(steps, t0, evals0)
 
@@ -472,5 +485,110 @@ def simulate(X, labels, classes=None, *, strategy: str = "smallest-margin", solv
     return Simulation(rows, asked, test, model)
 
 
+# ---------------------------------------------------------------------------
+# Multi-label: any subset of the K classes per item
+# ---------------------------------------------------------------------------
+
+class MultiLabel(OneVsRest):
+    """K named classes of which an item may carry any subset (none, one, several, all): K independent
+    binary machines of ``solver`` sharing one store and kernel cache, machine k learning +1 when class
+    k is in the item's set and -1 when it is not.
+
+    ``MultiLabel(["cat", "dog", "fox"], "incremental", X, C=1.0, gamma=0.5)``; ``learn(i, {"cat",
+    "fox"})``; ``learn(j, set())`` (none of the classes); ``unlearn(i)`` takes the item out of every
+    machine (exact per class with the exact solvers); ``predict(idx)`` gives each item's classes with
+    f_k > 0.  A single class name as the answer (a single-choice answer) is refused: give it as a set
+    of one.  Everything else (kept scores, shared cache, ``decision_function``) is :class:`OneVsRest`'s.
+    """
+
+    multi_label = True
+
+    def __init__(self, classes, solver: str = "incremental", X=None, *, keep_scores: bool = False, **params):
+        self._member = np.zeros((0, len(check_classes(classes))), dtype=bool)  # (n, K), rows of labelled items
+        super().__init__(classes, solver, X, keep_scores=keep_scores, **params)
+
+    def add_points(self, X) -> np.ndarray:
+        idx = super().add_points(X)
+        self._member = np.vstack([self._member, np.zeros((len(idx), len(self.classes)), dtype=bool)])
+        return idx
+
+    def _class_set(self, label) -> np.ndarray:
+        """The answer as a membership row (K,), checked."""
+        if isinstance(label, (str, bytes)) or not isinstance(label, (list, tuple, set, frozenset, np.ndarray)):
+            raise ValueError(f"a multi-label model takes a set of classes per item (any of {', '.join(self.classes)}; "
+                             f"an empty set for none), got the single class {label!r}: give it as [{label!r}]")
+        row = np.zeros(len(self.classes), dtype=bool)
+        for name in list(label):
+            row[class_index(self.classes, name)] = True
+        return row
+
+    def label_of(self, i: int) -> tuple[str, ...] | None:  # type: ignore[override]
+        """The classes item ``i`` carries (in the model's order; () for none), or None without a label."""
+        i = self._check_item(i)
+        if self._label[i] < 0:
+            return None
+        return tuple(c for c, on in zip(self.classes, self._member[i], strict=True) if on)
+
+    @property
+    def labels_(self) -> np.ndarray:
+        """(n, K): +1 where the item carries the class, -1 where it does not, 0 on items without a label."""
+        out = np.where(self._member, 1, -1).astype(np.int8)
+        out[self._label < 0] = 0
+        return out
+
+    def learn(self, i: int, label) -> StepResult:
+        """Teach item ``i`` the set of classes ``label`` (+1 to their machines, -1 to the others).
+
+        A single class name, a class not in the model, or an item that already has a label (unlearn it
+        first) raise ValueError before any machine changes; a machine failing midway is undone as in
+        :meth:`OneVsRest.learn`."""
+        i = self._check_item(i)
+        row = self._class_set(label)
+        if self._label[i] >= 0:
+            raise ValueError(f"item {i} already has the labels {list(self.label_of(i) or ())!r}; "
+                             "unlearn it first to change them")
+        self._member[i] = row  # (read only where _label marks the item labelled)
+        return self._teach(i, np.where(row, 1.0, -1.0).tolist(), 0)
+
+    def unlearn(self, i: int) -> StepResult:
+        """Take item ``i`` out of every machine (exact per class for the exact solvers)."""
+        step = super().unlearn(i)
+        self._member[int(i)] = False
+        return step
+
+    def predict(self, idx=None, X=None) -> np.ndarray:
+        """Per item, the tuple of the classes whose score is positive (in the model's order)."""
+        F = self.decision_function(idx, X)
+        out = np.empty(len(F), dtype=object)
+        for r, row in enumerate(F > 0):
+            out[r] = tuple(c for c, on in zip(self.classes, row, strict=True) if on)
+        return out
+
+
+def least_sure_class(model, pool, rng: np.random.Generator | None = None) -> Query | None:
+    """Multi-label: the item least sure on any class, the smallest min_k |f_k| (ties: the lowest index,
+    then the first class named)."""
+    got = _pool_scores(model, pool)
+    if got is None:
+        return None
+    pool, cand, F = got
+    A = np.abs(F)
+    nearest = np.argmin(A, axis=1)
+    k = int(np.argmin(A[np.arange(len(cand)), nearest]))
+    c = int(nearest[k])
+    name = model.classes[c]
+    return Query(int(cand[k]), float(F[k, c]), "least-sure-class",
+                 f"least sure on any class: nearest the boundary of class {name!r} (f = {F[k, c]:+.3f}, the "
+                 f"smallest |f| over all classes and items), among {pool.n_available} unlabelled items",
+                 extra={"class": name, "scores": _scores_of(model, F[k])})
+
+
+MULTILABEL_STRATEGIES: dict[str, Callable[..., Query | None]] = {
+    "least-sure-class": least_sure_class,
+    "random": random_class_query,
+}
+
+
 __all__ = ["MULTICLASS_STRATEGIES", "OneVsRest", "Simulation", "check_classes", "class_index", "least_certain_class",
            "random_class_query", "simulate", "smallest_margin", "target_class"]
+__all__ += ["MULTILABEL_STRATEGIES", "MultiLabel", "least_sure_class"]

@@ -262,3 +262,101 @@ def test_simulation_refuses_unknown_classes_and_strategies():
         simulate(X, labels, classes=("cat", "dog"), budget=5)
     with pytest.raises(ValueError, match="unknown K-class strategy 'near-boundary'; choose one of smallest-margin"):
         simulate(X, labels, strategy="near-boundary", budget=5)
+
+
+# -- multi-label -------------------------------------------------------------------
+
+def label_sets(y: np.ndarray, seed: int = 7) -> list[set[str]]:
+    """Each item's own class, plus every other class with probability 0.3, and some items with none."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for k in y:
+        s = {CLASSES[k]} if rng.random() > 0.15 else set()
+        s |= {c for c in CLASSES if rng.random() < 0.3}
+        out.append(s)
+    return out
+
+
+def multilabel_reference(solver: str, X, sets, order) -> np.ndarray:
+    """K separately trained binary solvers, class k +1 when it is in the item's set: (n, K)."""
+    out = []
+    for c in CLASSES:
+        s = make_solver(solver, X, **PARAMS)
+        for i in order:
+            s.learn(int(i), 1.0 if c in sets[i] else -1.0)
+        out.append(s.decision_function())
+    return np.column_stack(out)
+
+
+@pytest.mark.parametrize("solver", ["incremental", "active-set"])
+def test_multilabel_matches_independent_binary_solvers_and_unlearns_exactly(solver):
+    from core.multiclass import MultiLabel
+
+    X, y = three_blobs(seed=5)
+    sets = label_sets(y)
+    assert any(len(s) == 0 for s in sets[:36]) and any(len(s) >= 2 for s in sets[:36])
+    model = MultiLabel(CLASSES, solver, X, keep_scores=True, **PARAMS)
+    for i in range(36):
+        model.learn(i, sets[i])
+    np.testing.assert_allclose(model.decision_function(), multilabel_reference(solver, X, sets, range(36)),
+                               rtol=0, atol=1e-9)
+    gone = [2, 11, 29]
+    for i in gone:
+        model.unlearn(i)
+    kept = [i for i in range(36) if i not in gone]
+    np.testing.assert_allclose(model.scores_, multilabel_reference(solver, X, sets, kept), rtol=0, atol=1e-9)
+    fresh = MultiLabel(CLASSES, solver, X, **PARAMS)  # (no kept scores: one kernel block)
+    for i in kept:
+        fresh.learn(i, sets[i])
+    np.testing.assert_allclose(fresh.decision_function(), model.scores_, rtol=0, atol=1e-9)
+    assert model.label_of(2) is None
+    assert model.label_of(0) == tuple(c for c in CLASSES if c in sets[0])
+    assert model.labels_[2].tolist() == [0, 0, 0]
+    assert model.labels_[0].tolist() == [1 if c in sets[0] else -1 for c in CLASSES]
+
+
+def test_multilabel_predicts_the_classes_with_positive_scores():
+    from core.multiclass import MultiLabel
+
+    X, y = three_blobs(seed=6)
+    sets = label_sets(y, seed=8)
+    model = MultiLabel(CLASSES, "incremental", X, **PARAMS)
+    for i in range(45):
+        model.learn(i, sets[i])
+    F = model.decision_function(np.arange(45, 60))
+    assert [set(p) for p in model.predict(np.arange(45, 60))] == [
+        {c for c, f in zip(CLASSES, row, strict=True) if f > 0} for row in F]
+
+
+def test_single_choice_and_multi_label_answers_are_refused_by_the_other_model():
+    from core.multiclass import MultiLabel
+
+    X, _ = three_blobs()
+    multi = MultiLabel(CLASSES, "incremental", X, **PARAMS)
+    with pytest.raises(ValueError, match=r"multi-label model takes a set of classes.*single class 'cat': "
+                                         r"give it as \['cat'\]"):
+        multi.learn(0, "cat")
+    with pytest.raises(ValueError, match=r"class 'wolf' is not in the model"):
+        multi.learn(0, ["cat", "wolf"])
+    multi.learn(0, ["cat", "fox"])
+    with pytest.raises(ValueError, match=r"item 0 already has the labels \['cat', 'fox'\]; unlearn"):
+        multi.learn(0, ["dog"])
+    assert [int(np.count_nonzero(m.y)) for m in multi.machines] == [1, 1, 1]  # nothing half-written
+    single = OneVsRest(CLASSES, "incremental", X, **PARAMS)
+    with pytest.raises(ValueError, match=r"single-choice model takes one class per item, got 2"):
+        single.learn(0, {"cat", "fox"})
+
+
+def test_least_sure_class_picks_the_smallest_score_on_any_class():
+    from core.multiclass import MULTILABEL_STRATEGIES, least_sure_class
+
+    # smallest |f| over all items and classes: item 4, class fox (0.05); without item 4: item 1, dog (0.25)
+    q = least_sure_class(TableModel(F_HAND, CLASSES), np.arange(5), None)
+    assert q.index == 4 and q.extra["class"] == "fox" and q.strategy == "least-sure-class"
+    assert q.score == pytest.approx(-0.05) and "least sure on any class" in q.reason and "'fox'" in q.reason
+    q = least_sure_class(TableModel(F_HAND, CLASSES), [0, 1, 2, 3], None)
+    assert q.index == 3 and q.extra["class"] == "cat"
+    assert least_sure_class(TableModel(F_HAND, CLASSES), [0, 1, 2], None).index == 1
+    assert set(MULTILABEL_STRATEGIES) == {"least-sure-class", "random"}
+    for fn in MULTILABEL_STRATEGIES.values():
+        assert fn(TableModel(F_HAND, CLASSES), np.zeros(0, dtype=np.intp), np.random.default_rng(0)) is None
