@@ -54,6 +54,8 @@ class Dataset:
     the import did on its own (columns dropped, rows left out, gaps filled);
     ``default_kernel`` is the kernel that suits the features (``rbf``,
     ``linear`` for documents, ``tanimoto`` for fingerprints).
+    Read with every value of the label column a class (``label_mode="classes"``), ``y`` and
+    ``classes`` are None and ``class_y`` holds each item's class index into ``class_names``.
     """
 
     name: str
@@ -73,6 +75,8 @@ class Dataset:
     default_kernel: str = "rbf"
     molecule_column: str | None = None
     import_options: dict[str, Any] = field(default_factory=dict)
+    class_y: np.ndarray | None = None
+    class_names: tuple[str, ...] | None = None
 
     def __post_init__(self) -> None:
         if sp.issparse(self.X):
@@ -89,6 +93,15 @@ class Dataset:
                 raise ValueError(f"y has shape {self.y.shape}, expected ({self.X.shape[0]},)")
             if not np.all(np.isin(self.y, (-1.0, 1.0))):
                 raise ValueError("y must contain only -1 and +1")
+        if (self.class_y is None) != (self.class_names is None):
+            raise ValueError("class_y and class_names go together")
+        if self.class_y is not None and self.class_names is not None:
+            self.class_names = tuple(self.class_names)
+            self.class_y = np.asarray(self.class_y, dtype=np.intp)
+            if self.class_y.shape != (self.X.shape[0],):
+                raise ValueError(f"class_y has shape {self.class_y.shape}, expected ({self.X.shape[0]},)")
+            if len(self.class_y) and not (0 <= self.class_y.min() and self.class_y.max() < len(self.class_names)):
+                raise ValueError(f"class_y must index the {len(self.class_names)} class names")
         if not self.feature_names:
             self.feature_names = [f"x{j}" for j in range(self.X.shape[1])]
         if self.display_kind not in ("table", "image", "text"):
@@ -386,7 +399,8 @@ def load_csv(source, label_column: str | None = None, positive=None, feature_col
              text_max_features: int | None = None, text_svd: int | None = None, text_blocks: bool = False,
              smiles_column: str | None = None, fingerprint_radius: int = 2, fingerprint_bits: int = 2048,
              invalid_smiles: str = "error", seed: int = 0, max_value: float | None = MAX_FEATURE_VALUE,
-             choice_words: dict[str, str] | None = None) -> Dataset:
+             choice_words: dict[str, str] | None = None, label_mode: str = "binary",
+             class_names: Sequence[str] | None = None) -> Dataset:
     """Read a CSV file into a :class:`Dataset`, checking it cell by cell.
 
     source: a path, the file's bytes, or a file-like object (text or binary).
@@ -395,6 +409,9 @@ def load_csv(source, label_column: str | None = None, positive=None, feature_col
         (default: the larger value, as scikit-learn's ``classes_[1]``) becomes +1;
         with more, ``positive`` must be given and is taken against the rest
         (``one_vs_rest`` is still accepted and changes nothing).
+    label_mode: ``"binary"`` (default: as above) or ``"classes"``: every value of the label column
+        is a class, kept by name (``class_y``, ``class_names``; no ``positive``); ``class_names``
+        names the classes expected, in their order (a value that is not one of them is refused).
     feature_columns: the numeric feature columns; default every column but the
         label, display, key, text, SMILES and one-hot columns, or none when text
         or SMILES columns are given (documents and molecules rarely come with
@@ -440,7 +457,8 @@ def load_csv(source, label_column: str | None = None, positive=None, feature_col
         one_hot=one_hot, text_columns=text_columns, text_analyzer=text_analyzer, text_min_df=text_min_df,
         text_max_features=text_max_features, text_svd=text_svd, text_blocks=text_blocks,
         smiles_column=smiles_column, fingerprint_radius=fingerprint_radius, fingerprint_bits=fingerprint_bits,
-        invalid_smiles=invalid_smiles, seed=seed, max_value=max_value, choice_words=choice_words)
+        invalid_smiles=invalid_smiles, seed=seed, max_value=max_value, choice_words=choice_words,
+        label_mode=label_mode, class_names=class_names)
     return ingest.load(source, options, _bounds())
 
 
@@ -568,8 +586,9 @@ def _load_nci(substructure: str, info: BundledInfo) -> Dataset:
     return ds
 
 
-def load_bundled(name: str, positive=None) -> Dataset:
-    """One of the bundled datasets (names in :data:`BUNDLED`) as a binary problem.
+def load_bundled(name: str, positive=None, label_mode: str = "binary") -> Dataset:
+    """One of the bundled datasets (names in :data:`BUNDLED`) as a binary problem, or with
+    ``label_mode="classes"`` with every class kept (digits: ten classes "0".."9"; breast-cancer: two).
 
     ``digits``: positive = one digit (default 8) vs the rest, shown as 8x8 images.
     ``breast-cancer``: positive = ``"malignant"`` (default) or ``"benign"``, shown as a table row.
@@ -579,8 +598,10 @@ def load_bundled(name: str, positive=None) -> Dataset:
     if name not in BUNDLED:
         raise DataError(f"unknown bundled dataset {name!r}; choose one of {', '.join(BUNDLED)}")
     info = BUNDLED[name]
-    positive = info.default_positive if positive is None else positive
     path = ASSETS_DIR / info.file
+    if label_mode == "classes":
+        return _bundled_classes(name, positive, info, path)
+    positive = info.default_positive if positive is None else positive
     if name == "digits":
         try:
             digit = int(positive)
@@ -603,6 +624,25 @@ def load_bundled(name: str, positive=None) -> Dataset:
         ds = load_csv(path, label_column="diagnosis", positive=str(positive), key_column="id",
                       name="breast-cancer")
         ds.description = f"{info.description} Positive: {positive}."
+    ds.source = f"{info.source}; licence {info.licence}"
+    return ds
+
+
+def _bundled_classes(name: str, positive, info: BundledInfo, path: Path) -> Dataset:
+    """A bundled dataset with every class kept (``load_bundled(..., label_mode="classes")``)."""
+    if positive is not None:
+        raise DataError(f"{name}: a positive value (one class against the rest) and every class kept "
+                        "exclude each other: give one")
+    if name == "digits":
+        ds = load_csv(path, label_column="digit", image_shape=(8, 8), name="digits", constant_columns="keep",
+                      label_mode="classes")
+        ds.item_keys = [f"digit-{i:04d}" for i in range(len(ds))]
+    elif name == "breast-cancer":
+        ds = load_csv(path, label_column="diagnosis", key_column="id", name="breast-cancer", label_mode="classes")
+    else:
+        raise DataError(f"{name}: its classes are one against the rest only; every class kept is available "
+                        "for digits and breast-cancer")
+    ds.description = f"{info.description} Every class kept: {', '.join(ds.class_names or ())}."
     ds.source = f"{info.source}; licence {info.licence}"
     return ds
 

@@ -10,7 +10,7 @@ import numpy as np
 
 from core.ingest.columns import Columns, resolve, values_shown
 from core.ingest.errors import DataError
-from core.ingest.labels import labels
+from core.ingest.labels import class_labels_of, labels
 from core.ingest.matrix import Features
 from core.ingest.missing import missing_values
 from core.ingest.molecules import fingerprints
@@ -131,7 +131,12 @@ def load(source, options: CsvOptions | None = None, bounds: Bounds | None = None
     notices = cols.notices
     miss, keep_rows = missing_values(table, cols, options, notices)
     dense = dense_features(table, cols, options, miss, keep_rows, notices)
-    y, classes = labels(table, cols.label, options.positive, options.one_vs_rest, keep_rows)
+    class_y, class_names = None, None
+    if options.label_mode == "classes":
+        y, classes = None, None
+        class_y, class_names = class_labels_of(table, cols.label, keep_rows, options.class_names)
+    else:
+        y, classes = labels(table, cols.label, options.positive, options.one_vs_rest, keep_rows)
     fingerprint = fingerprints(table, options, keep_rows, notices)
     features, dropped = dense_block(dense, keep_rows, cols, options, notices, source_name)
     kept = texts_kept(table.df, cols.text, keep_rows)
@@ -153,4 +158,5 @@ def load(source, options: CsvOptions | None = None, bounds: Bounds | None = None
                    display_kind=display_kind, image_shape=image_shape, display_values=display_values,
                    item_keys=keys, source=source_name, description="", classes=classes,
                    dropped_columns=dropped, feature_blocks=features.blocks, notices=notices, default_kernel=kernel,
-                   molecule_column=molecule_column, import_options=import_options(table, cols, options))
+                   molecule_column=molecule_column, import_options=import_options(table, cols, options),
+                   class_y=class_y, class_names=class_names)

@@ -14,6 +14,8 @@ MAX_FEATURE_VALUE = 1e150
 #: a text-valued feature column with at most this many distinct values is offered for one-hot encoding
 ONE_HOT_MAX = 20
 MISSING_POLICIES = ("error", "drop", "impute")
+#: how the label column is read (``CsvOptions.label_mode``)
+LABEL_MODES = ("binary", "classes")
 #: how messages name a choice of ``load_csv`` ("option=value"); the app passes the labels of its form
 CHOICE_WORDS = {"missing=drop": "missing: drop", "missing=impute": "missing: impute",
                 "invalid_smiles=drop": "invalid SMILES: drop", "constant_columns=drop": "drop constant columns"}
@@ -26,6 +28,10 @@ class CsvOptions:
 
     label_column: str | None = None
     positive: Any = None
+    #: "binary": y in {-1, +1} (``positive`` against the rest); "classes": every value a class
+    #: (``Dataset.class_y`` and ``class_names``; ``class_names`` given: those classes, in that order)
+    label_mode: str = "binary"
+    class_names: Sequence[str] | None = None
     feature_columns: Sequence[str] | None = None
     display_column: str | None = None
     image_shape: tuple[int, int] | None = None
@@ -57,6 +63,13 @@ class CsvOptions:
             raise ValueError(f"missing must be one of {', '.join(MISSING_POLICIES)}, got {self.missing!r}")
         if self.invalid_smiles not in ("error", "drop"):
             raise ValueError(f"invalid_smiles must be 'error' or 'drop', got {self.invalid_smiles!r}")
+        if self.label_mode not in LABEL_MODES:
+            raise ValueError(f"label_mode must be one of {', '.join(LABEL_MODES)}, got {self.label_mode!r}")
+        if self.label_mode == "classes" and self.positive is not None:
+            raise ValueError("positive (one class against the rest) and label_mode 'classes' (every class kept) "
+                             "exclude each other: give one")
+        if self.class_names is not None and self.label_mode != "classes":
+            raise ValueError("class_names go with label_mode 'classes'")
         if self.constant_columns not in ("error", "drop", "keep"):
             raise ValueError(f"constant_columns must be 'error', 'drop' or 'keep', got {self.constant_columns!r}")
 

@@ -460,3 +460,16 @@ def test_csv_arbitrary_content_fails_only_with_data_error(rows, label):
     assert np.isfinite(ds.X).all() and ds.X.shape[0] >= 1
     if ds.y is not None:
         assert set(np.unique(ds.y)) == {-1.0, 1.0}
+
+
+def test_bundled_digits_with_every_class_kept():
+    from core.datasets import load_bundled
+
+    ds = load_bundled("digits", label_mode="classes")
+    assert ds.class_names == tuple(str(d) for d in range(10)) and ds.y is None
+    binary = load_bundled("digits", positive=3)
+    np.testing.assert_array_equal(ds.class_y == 3, binary.y > 0)
+    with pytest.raises(DataError, match="every class kept is available for digits and breast-cancer"):
+        load_bundled("arxiv", label_mode="classes")
+    with pytest.raises(DataError, match="exclude each other"):
+        load_bundled("digits", positive=3, label_mode="classes")

@@ -106,3 +106,46 @@ def test_options_refuse_a_choice_outside_its_values_with_the_same_words():
     with pytest.raises(ValueError, match=r"^constant_columns must be 'error', 'drop' or 'keep', got 'x'$"):
         load_csv(b"a,b\n1,2\n", constant_columns="x")
     CsvOptions().validate()
+
+
+# -- every class kept (label_mode="classes") ---------------------------------------------
+
+ANIMALS = ("w,h,animal\n"
+           "1,2,dog\n"
+           "2,3,cat\n"
+           "3,1,fox\n"
+           "4,4,dog\n"
+           "5,2,cat\n")
+
+
+def test_classes_mode_keeps_every_value_as_a_named_class():
+    ds = load_csv(ANIMALS.encode(), label_column="animal", label_mode="classes")
+    assert ds.y is None and ds.classes is None
+    assert ds.class_names == ("cat", "dog", "fox")
+    assert ds.class_y.tolist() == [1, 0, 2, 1, 0]
+    # numbers sort as numbers and are named as written
+    numbers = load_csv(b"x,k\n1,10\n2,2\n3,9\n4,2\n", label_column="k", label_mode="classes")
+    assert numbers.class_names == ("2", "9", "10") and numbers.class_y.tolist() == [2, 0, 1, 0]
+    # the step-by-step import gives the same
+    same = load(ANIMALS.encode(), CsvOptions(label_column="animal", label_mode="classes"))
+    assert same.class_y.tolist() == ds.class_y.tolist() and same.class_names == ds.class_names
+
+
+def test_classes_given_set_the_order_and_refuse_other_values():
+    ds = load_csv(ANIMALS.encode(), label_column="animal", label_mode="classes", class_names=["fox", "dog", "cat"])
+    assert ds.class_names == ("fox", "dog", "cat") and ds.class_y.tolist() == [1, 2, 0, 1, 2]
+    with pytest.raises(DataError, match=r"values that are not among the classes given \(dog, cat\): 'fox' \(1 items\)"):
+        load_csv(ANIMALS.encode(), label_column="animal", label_mode="classes", class_names=["dog", "cat"])
+    with pytest.raises(DataError, match=r"class 'wolf' does not occur in label column 'animal'; values found: "
+                                        r"'cat', 'dog', 'fox'"):
+        load_csv(ANIMALS.encode(), label_column="animal", label_mode="classes",
+                 class_names=["cat", "dog", "fox", "wolf"])
+    with pytest.raises(DataError, match="only one class.*K classes need at least two"):
+        load_csv(b"w,animal\n1,dog\n2,dog\n", label_column="animal", label_mode="classes")
+
+
+def test_classes_mode_and_a_positive_value_exclude_each_other():
+    with pytest.raises(ValueError, match="positive .* and label_mode 'classes' .* exclude each other"):
+        load_csv(ANIMALS.encode(), label_column="animal", positive="dog", label_mode="classes")
+    with pytest.raises(ValueError, match="label_mode must be one of binary, classes"):
+        load_csv(ANIMALS.encode(), label_column="animal", label_mode="multi")
