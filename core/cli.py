@@ -24,11 +24,13 @@ from typing import Any
 
 import numpy as np
 
+from core.class_experiment import ACCURACY_LEVELS
 from core.dask_runs import SCHEDULER_ENV
 from core.datasets import BUNDLED, DataError, Dataset, load_bundled, load_csv, stratified_split
 from core.features import Standardizer, scale_features
 from core.kernels import KERNEL_NAMES
 from core.metrics import accuracy, roc_auc
+from core.multiclass import MULTICLASS_STRATEGIES
 from core.presets import PRESETS, has_documents, preset_of, suited_model, taken_by
 from core.priors import PriorError, read_keys, rows_of_keys
 from core.settings import STANDARD_MODEL, SessionSettings, SettingsError
@@ -241,7 +243,8 @@ def build_parser() -> argparse.ArgumentParser:
     _data_arguments(cmp_, repeatable=True)
     cmp_.add_argument("--strategies", required=True, metavar="a,b,c",
                       help="comma-separated strategy names, e.g. near-boundary,random; the strategies: "
-                           + ", ".join(STRATEGY_NAMES))
+                           + ", ".join(STRATEGY_NAMES) + " (with --classes: " + ", ".join(MULTICLASS_STRATEGIES)
+                           + ")")
     _model_arguments(cmp_, None, auto=True)
     cmp_.add_argument("--budget", type=_positive_int, required=True,
                       help="labels per run, the initial ones included")
@@ -277,6 +280,16 @@ def build_parser() -> argparse.ArgumentParser:
                       help="confidence of the statistical rule's test (default 0.95)")
     stop.add_argument("--stops-out", metavar="stops.csv",
                       help="write one row per strategy, seed and rule (labels and recall at stop) to this CSV file")
+    many = cmp_.add_argument_group("K classes (core.multiclass)")
+    many.add_argument("--classes", nargs="?", const="", default=None, metavar="A,B,...",
+                      help="keep every value of the label column as a class (no --positive) and compare the K-class "
+                           "strategies: " + ", ".join(MULTICLASS_STRATEGIES) + "; with names, the classes expected "
+                           "(a value of the column not among them is refused); accuracy and macro AUC on the "
+                           "held-out part")
+    many.add_argument("--target-class", metavar="NAME", help="the class the target-class strategy screens for")
+    many.add_argument("--accuracy-levels", metavar="0.8,0.9,...",
+                      help="with --classes: accuracies whose labels to reach the summary gives (default "
+                           + ",".join(format(v, "g") for v in ACCURACY_LEVELS) + ")")
     cmp_.add_argument("--jobs", type=_positive_int, default=1,
                       help="seeds run in parallel processes (default 1); with --scheduler local, the number of "
                            "workers (default: one per core)")
@@ -329,11 +342,14 @@ def load_data(args: argparse.Namespace, source: str | None = None, notice_prefix
               labels_required: bool = True) -> Dataset:
     """The dataset named by ``--data`` (or ``source``: a CSV path or ``bundled:NAME``), with binary labels."""
     source = args.data if source is None else source
+    kept = getattr(args, "classes", None)  # (compare --classes: every class kept)
+    label_mode = "binary" if kept is None else "classes"
+    class_names = ([c.strip() for c in kept.split(",") if c.strip()] or None) if kept else None
     if source.startswith(BUNDLED_PREFIX):
         name = source[len(BUNDLED_PREFIX):]
         if name not in BUNDLED:
             raise CLIError(f"unknown bundled dataset {name!r}; choose one of {', '.join(BUNDLED)}")
-        return load_bundled(name, positive=args.positive)
+        return load_bundled(name, positive=args.positive, label_mode=label_mode, class_names=class_names)
     if not Path(source).is_file():
         raise CLIError(f"file not found: {source}" if not Path(source).exists() else
                        f"{source} is not a file")
@@ -349,7 +365,8 @@ def load_data(args: argparse.Namespace, source: str | None = None, notice_prefix
                   text_max_features=args.text_max_features, text_svd=args.text_svd, text_blocks=args.text_blocks,
                   smiles_column=args.smiles_column, fingerprint_radius=args.fingerprint_radius,
                   fingerprint_bits=args.fingerprint_bits, invalid_smiles=args.invalid_smiles,
-                  seed=getattr(args, "seed", 0), key_column=getattr(args, "key_column", None))
+                  seed=getattr(args, "seed", 0), key_column=getattr(args, "key_column", None),
+                  label_mode=label_mode, class_names=class_names)
     for notice in ds.notices:
         print(f"note: {notice_prefix}{notice}", file=sys.stderr)
     return ds
@@ -761,6 +778,11 @@ def run_compare(args: argparse.Namespace) -> str:
         raise CLIError("--strategies is empty: give comma-separated strategy names")
     if len(set(strategies)) != len(strategies):
         raise CLIError(f"--strategies lists a strategy twice: {args.strategies}")
+    if args.classes is not None:
+        return run_class_compare(args, strategies)
+    for flag, value in (("--target-class", args.target_class), ("--accuracy-levels", args.accuracy_levels)):
+        if value is not None:
+            raise CLIError(f"{flag} goes with --classes (every class of the label column kept)")
     if args.model == "auto":  # (resolved per dataset once its features are known)
         args.model = "standard" if _model_flags_given(args) else "auto"
     model_params = model_options(args, None) if args.model != "auto" else {}
@@ -775,10 +797,7 @@ def run_compare(args: argparse.Namespace) -> str:
     if prior_options and args.initial is None:
         args.initial = 0  # the priors are the start: no random labels after them unless asked for
     initial = args.initial if args.initial is not None else _default_initial(experiment)
-    if initial is not None and initial >= args.budget:
-        print(f"warning: the {initial} initial labels use the whole --budget {args.budget}: every label is "
-              "drawn at random and the strategies never choose an item (lower --initial or raise --budget)",
-              file=sys.stderr)
+    _warn_initial(initial, args.budget)
     sources = args.data if isinstance(args.data, list) else [args.data]
     names = dataset_names(sources)
     several = len(sources) > 1
@@ -835,6 +854,96 @@ def run_compare(args: argparse.Namespace) -> str:
         raise CLIError(f"compare cannot run on sparse features in this version ({exc}); reduce text with "
                        "--text-svd K (the labelling app takes them as they are)") from None
     return _compare_output(args, results, datasets, models, stopping, hyper_words)
+
+
+def _warn_initial(initial: int | None, budget: int) -> None:
+    if initial is not None and initial >= budget:
+        print(f"warning: the {initial} initial labels use the whole --budget {budget}: every label is "
+              "drawn at random and the strategies never choose an item (lower --initial or raise --budget)",
+              file=sys.stderr)
+
+
+# the binary compare's options that a K-class comparison does not take (flag, given?)
+def _binary_only(args: argparse.Namespace) -> list[str]:
+    return [flag for flag, on in (
+        ("--prior", args.prior is not None), ("--prior-keys", args.prior_keys is not None),
+        ("--stopping", args.stopping is not None), ("--stops-out", args.stops_out is not None),
+        ("--cold-start", args.cold_start is not None), ("--one-vs-rest", args.one_vs_rest),
+        ("--class-weight", args.class_weight != "none"), ("--balance-ratio", args.balance_ratio != 1.0),
+        ("--loss", args.loss is not None), (f"--model {args.model}", args.model not in ("auto", "standard")),
+        ("--scheduler", args.scheduler not in (None, "none"))) if on]
+
+
+def _accuracy_levels(text: str | None) -> tuple[float, ...]:
+    if text is None:
+        return ACCURACY_LEVELS
+    try:
+        levels = tuple(float(v) for v in text.split(",") if v.strip())
+    except ValueError:
+        raise CLIError(f"--accuracy-levels: expected comma-separated numbers between 0 and 1, got {text!r}") from None
+    if not levels or not all(0.0 < v <= 1.0 for v in levels):
+        raise CLIError(f"--accuracy-levels: expected comma-separated numbers between 0 and 1, got {text!r}")
+    return levels
+
+
+def run_class_compare(args: argparse.Namespace, strategies: list[str]) -> str:
+    """``compare --classes``: the K-class strategies (``core.class_experiment``) on one dataset whose label
+    column keeps every value as a class; return what to print (summary or JSON)."""
+    from core import class_experiment
+
+    if args.positive is not None:
+        raise CLIError("--positive (one class against the rest) and --classes (every class kept) exclude each "
+                       "other: give one")
+    refused = _binary_only(args)
+    if refused:
+        raise CLIError(f"{', '.join(refused)}: not for K classes (--classes) in this version; leave "
+                       f"{'it' if len(refused) == 1 else 'them'} out")
+    unknown = [s for s in strategies if s not in MULTICLASS_STRATEGIES]
+    if unknown:
+        raise CLIError(f"unknown K-class strategy {unknown[0]!r}; with --classes choose from "
+                       f"{', '.join(MULTICLASS_STRATEGIES)}")
+    sources = args.data if isinstance(args.data, list) else [args.data]
+    if len(sources) > 1:
+        raise CLIError("--classes compares on one dataset: give one --data")
+    auto = [flag for flag, value in (("--C", args.C), ("--gamma", args.gamma)) if value == "auto"]
+    if auto:
+        raise CLIError(f"{' and '.join(auto)} auto: not for K classes in this version; give a number "
+                       "(default C 1, gamma scale)")
+    levels = _accuracy_levels(args.accuracy_levels)
+    if args.out:
+        _check_writable(args.out)
+    ds = load_data(args, sources[0])
+    assert ds.class_y is not None and ds.class_names is not None  # (read with every class kept)
+    if "target-class" in strategies and args.target_class not in ds.class_names:
+        raise CLIError("--strategies target-class screens for one class: give --target-class NAME, one of "
+                       f"{', '.join(ds.class_names)}" + (f" (not {args.target_class!r})" if args.target_class else ""))
+    initial = args.initial if args.initial is not None else 10
+    _warn_initial(initial, args.budget)
+    solver = args.solver or class_experiment.DEFAULT_SOLVER
+    params = dict(kernel=kernel_for(args, ds), C=1.0 if args.C is None else args.C,
+                  gamma="scale" if args.gamma is None else args.gamma, degree=args.degree, coef0=args.coef0,
+                  tol=args.tol)
+    X = scale_features(ds.X, args.scale, ds.numeric_columns)
+    try:
+        result = class_experiment.run_class_comparison(
+            X, ds.class_y, ds.class_names, strategies=strategies, solver=solver, solver_params=params,
+            budget=args.budget, seeds=args.seeds, initial=initial, target=args.target_class,
+            accuracy_levels=levels, n_jobs=args.jobs,
+            **({"test_fraction": args.test_fraction} if args.test_fraction is not None else {}))
+    except ValueError as exc:
+        raise CLIError(str(exc)) from None
+    if args.out:
+        result.to_csv(args.out)
+    if args.json:
+        return json.dumps(_jsonable({"dataset": ds.name, "classes": list(ds.class_names), "config": result.config,
+                                     "summary": result.summary.to_dict(orient="records"),
+                                     "runs": result.runs.to_dict(orient="records"),
+                                     "curve": result.curve.to_dict(orient="records"), "out": args.out}))
+    names = list(ds.class_names)
+    shown = ", ".join(names[:12]) + (" ..." if len(names) > 12 else "")
+    text = (f"{ds.name}: {len(ds)} items, {len(names)} classes ({shown}); {solver}, kernel {params['kernel']}, "
+            f"C {params['C']:g}, gamma {params['gamma']}\n{result.summary_text()}")
+    return text + (f"\nrows written to {args.out}" if args.out else "")
 
 
 # -- replay ------------------------------------------------------------------------

@@ -586,9 +586,11 @@ def _load_nci(substructure: str, info: BundledInfo) -> Dataset:
     return ds
 
 
-def load_bundled(name: str, positive=None, label_mode: str = "binary") -> Dataset:
+def load_bundled(name: str, positive=None, label_mode: str = "binary",
+                 class_names: Sequence[str] | None = None) -> Dataset:
     """One of the bundled datasets (names in :data:`BUNDLED`) as a binary problem, or with
-    ``label_mode="classes"`` with every class kept (digits: ten classes "0".."9"; breast-cancer: two).
+    ``label_mode="classes"`` with every class kept (digits: ten classes "0".."9"; breast-cancer: two;
+    ``class_names`` as :func:`load_csv` takes them).
 
     ``digits``: positive = one digit (default 8) vs the rest, shown as 8x8 images.
     ``breast-cancer``: positive = ``"malignant"`` (default) or ``"benign"``, shown as a table row.
@@ -600,7 +602,7 @@ def load_bundled(name: str, positive=None, label_mode: str = "binary") -> Datase
     info = BUNDLED[name]
     path = ASSETS_DIR / info.file
     if label_mode == "classes":
-        return _bundled_classes(name, positive, info, path)
+        return _bundled_classes(name, positive, info, path, class_names)
     positive = info.default_positive if positive is None else positive
     if name == "digits":
         try:
@@ -628,17 +630,18 @@ def load_bundled(name: str, positive=None, label_mode: str = "binary") -> Datase
     return ds
 
 
-def _bundled_classes(name: str, positive, info: BundledInfo, path: Path) -> Dataset:
+def _bundled_classes(name: str, positive, info: BundledInfo, path: Path, class_names) -> Dataset:
     """A bundled dataset with every class kept (``load_bundled(..., label_mode="classes")``)."""
     if positive is not None:
         raise DataError(f"{name}: a positive value (one class against the rest) and every class kept "
                         "exclude each other: give one")
     if name == "digits":
         ds = load_csv(path, label_column="digit", image_shape=(8, 8), name="digits", constant_columns="keep",
-                      label_mode="classes")
+                      label_mode="classes", class_names=class_names)
         ds.item_keys = [f"digit-{i:04d}" for i in range(len(ds))]
     elif name == "breast-cancer":
-        ds = load_csv(path, label_column="diagnosis", key_column="id", name="breast-cancer", label_mode="classes")
+        ds = load_csv(path, label_column="diagnosis", key_column="id", name="breast-cancer", label_mode="classes",
+                      class_names=class_names)
     else:
         raise DataError(f"{name}: its classes are one against the rest only; every class kept is available "
                         "for digits and breast-cancer")

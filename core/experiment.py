@@ -408,15 +408,17 @@ def full_data_reference(X, y, solver: str, solver_params: dict, seed: int, test_
             "n_train": int(Xtr.shape[0]), "n_pool": n_pool, "seconds": seconds}
 
 
-def _as_list(strategies) -> list[str]:
+def _as_list(strategies, known: Iterable[str] = STRATEGY_NAMES, kind: str = "strategy") -> list[str]:
+    """The strategies named (a list, or a comma-separated string), once each, each one of ``known``."""
     if isinstance(strategies, str):
         strategies = [s.strip() for s in strategies.split(",") if s.strip()]
     strategies = list(dict.fromkeys(strategies))
     if not strategies:
         raise ValueError("give at least one strategy")
+    known = list(known)
     for s in strategies:
-        if s not in STRATEGY_NAMES:
-            raise ValueError(f"unknown strategy {s!r}; choose from {', '.join(STRATEGY_NAMES)}")
+        if s not in known:
+            raise ValueError(f"unknown {kind} {s!r}; choose from {', '.join(known)}")
     return strategies
 
 

@@ -527,3 +527,77 @@ def test_compare_with_C_and_gamma_from_the_labels_says_so(gauss_csv):
     refused = run_cli(*base, "--C", "auto", "--solver", "lasvm")
     assert refused.returncode == 2 and "exact solvers only (incremental, active-set)" in refused.stderr
 
+
+
+@pytest.fixture
+def animals_csv(tmp_path):
+    """Three classes in three blobs, 15 items each, named in the label column."""
+    rng = np.random.default_rng(2)
+    centres = {"cat": (0.0, 0.0), "dog": (2.5, 0.0), "fox": (1.2, 2.2)}
+    lines = ["u,v,animal"] + [f"{a + 0.6 * rng.standard_normal():.6f},{b + 0.6 * rng.standard_normal():.6f},{name}"
+                              for name, (a, b) in centres.items() for _ in range(15)]
+    path = tmp_path / "animals.csv"
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def test_compare_classes_writes_rows_with_the_class_names_and_a_json_summary(animals_csv, tmp_path, capsys):
+    import pandas as pd
+
+    from core.cli import main
+
+    out = tmp_path / "rows.csv"
+    code = main(["compare", "--data", str(animals_csv), "--label-column", "animal", "--classes", "--strategies",
+                 "smallest-margin,random", "--C", "2", "--gamma", "0.5", "--budget", "12", "--seeds", "2",
+                 "--initial", "3", "--accuracy-levels", "0.6,0.9", "--out", str(out), "--json"])
+    captured = capsys.readouterr()
+    assert code == 0, captured.err
+    result = json.loads(captured.out)
+    assert result["classes"] == ["cat", "dog", "fox"] and result["config"]["solver"] == "incremental"
+    assert [r["strategy"] for r in result["summary"]] == ["smallest-margin", "random"]
+    for r in result["summary"]:
+        assert r["n_seeds"] == 2 and 0 <= r["final_accuracy_mean"] <= 1 and "labels_acc_60" in r
+        assert r["label_ms_median"] > 0
+    rows = pd.read_csv(out)
+    assert list(rows.columns[:6]) == ["strategy", "solver", "seed", "n_labels", "accuracy", "macro_auc"]
+    assert len(rows) == 2 * 2 * 12 and set(rows["label"]) <= {"cat", "dog", "fox"}
+    # the printed table: the curves with mean ± sd, the labels to reach each accuracy
+    code = main(["compare", "--data", str(animals_csv), "--label-column", "animal", "--classes", "cat,dog,fox",
+                 "--strategies", "least-certain-class", "--budget", "8", "--seeds", "1", "--initial", "3"])
+    text = capsys.readouterr().out
+    assert code == 0 and "3 classes (cat, dog, fox)" in text and "least-certain-class acc" in text
+    assert "to acc 0.95" in text and "±" in text
+
+
+@pytest.mark.parametrize("extra, message", [
+    (["--classes", "--positive", "dog"], "--positive (one class against the rest) and --classes (every class kept) "
+                                         "exclude each other"),
+    (["--classes", "cat,dog"], "values that are not among the classes given (cat, dog): 'fox' (15 items)"),
+    (["--classes", "cat,dog,fox,wolf"], "class 'wolf' does not occur in label column 'animal'"),
+    (["--classes", "--stopping", "knee"], "--stopping: not for K classes (--classes)"),
+    (["--classes", "--C", "auto"], "--C auto: not for K classes"),
+    (["--target-class", "dog"], "--target-class goes with --classes"),
+])
+def test_compare_classes_refusals_name_what_is_wrong(animals_csv, capsys, extra, message):
+    from core.cli import main
+
+    code = main(["compare", "--data", str(animals_csv), "--label-column", "animal", "--strategies", "smallest-margin",
+                 "--budget", "5", "--seeds", "1", *extra])
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1 and message in err, err
+
+
+def test_compare_classes_refuses_binary_strategies_and_a_target_class_left_out(animals_csv, capsys):
+    from core.cli import main
+
+    base = ["compare", "--data", str(animals_csv), "--label-column", "animal", "--classes", "--budget", "5"]
+    assert main([*base, "--strategies", "near-boundary"]) == 2
+    assert "unknown K-class strategy 'near-boundary'; with --classes choose from smallest-margin" in \
+        capsys.readouterr().err
+    assert main([*base, "--strategies", "target-class"]) == 2
+    assert "give --target-class NAME, one of cat, dog, fox" in capsys.readouterr().err
+    one = animals_csv.parent / "one.csv"
+    one.write_text("u,animal\n1,dog\n2,dog\n3,dog\n")
+    assert main(["compare", "--data", str(one), "--label-column", "animal", "--classes", "--strategies", "random",
+                 "--budget", "2"]) == 2
+    assert "has only one class ('dog'); K classes need at least two" in capsys.readouterr().err
