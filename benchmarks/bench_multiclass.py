@@ -58,35 +58,28 @@ def binary_run(X, y, params, n_labels: int) -> np.ndarray:
     return np.array([timed(step) for _ in range(n_labels)])
 
 
-def multiclass_run(X, digits, params, n_labels: int, n_cold: int) -> tuple[np.ndarray, OneVsRest]:
+def multiclass_run(X, digits, params, n_labels: int, n_cold: int,
+                   multi_label: bool = False) -> tuple[np.ndarray, OneVsRest]:
+    """K = 10 single-choice (``OneVsRest``, smallest-margin, each item's digit) or multi-label
+    (``MultiLabel``, least-sure-class, the digit and, every other item, the next digit too)."""
     classes = [str(d) for d in range(10)]
-    model = OneVsRest(classes, "incremental", X, keep_scores=True, **params)
+    if multi_label:
+        answers: list = [{classes[d]} | ({classes[(d + 1) % 10]} if i % 2 else set()) for i, d in enumerate(digits)]
+        model: OneVsRest = MultiLabel(classes, "incremental", X, keep_scores=True, **params)
+    else:
+        answers = [classes[d] for d in digits]
+        model = OneVsRest(classes, "incremental", X, keep_scores=True, **params)
+    rule = least_sure_class if multi_label else smallest_margin
     available = np.ones(len(X), dtype=bool)
     rng = np.random.default_rng(0)
 
     def step():
         pool = Pool(available)
-        q = (random_class_query if model.labelled_.size < n_cold else smallest_margin)(model, pool, rng)
-        model.learn(q.index, classes[digits[q.index]])
+        q = (random_class_query if model.labelled_.size < n_cold else rule)(model, pool, rng)
+        model.learn(q.index, answers[q.index])
         available[q.index] = False
 
     return np.array([timed(step) for _ in range(n_labels)]), model
-
-
-def multilabel_run(X, digits, params, n_labels: int, n_cold: int) -> np.ndarray:
-    classes = [str(d) for d in range(10)]
-    sets = [{classes[d]} | ({classes[(d + 1) % 10]} if i % 2 else set()) for i, d in enumerate(digits)]
-    model = MultiLabel(classes, "incremental", X, keep_scores=True, **params)
-    available = np.ones(len(X), dtype=bool)
-    rng = np.random.default_rng(0)
-
-    def step():
-        pool = Pool(available)
-        q = (random_class_query if model.labelled_.size < n_cold else least_sure_class)(model, pool, rng)
-        model.learn(q.index, sets[q.index])
-        available[q.index] = False
-
-    return np.array([timed(step) for _ in range(n_labels)])
 
 
 def main() -> None:
@@ -106,7 +99,7 @@ def main() -> None:
     binary = binary_run(X, y, params, n)[args.before:]
     multi, model = multiclass_run(X, digits, params, n, args.cold)
     multi = multi[args.before:]
-    multilabel = multilabel_run(X, digits, params, n, args.cold)[args.before:]
+    multilabel = multiclass_run(X, digits, params, n, args.cold, multi_label=True)[0][args.before:]
     acc = float(np.mean(model.predict() == np.array([str(d) for d in digits], dtype=object)))
     rows = [("binary: near-boundary + incremental, 8 vs rest", binary),
             ("K = 10: smallest-margin + 10 x incremental, shared cache", multi),
