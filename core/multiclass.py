@@ -547,8 +547,9 @@ class MultiLabel(OneVsRest):
         if self._label[i] >= 0:
             raise ValueError(f"item {i} already has the labels {list(self.label_of(i) or ())!r}; "
                              "unlearn it first to change them")
-        self._member[i] = row  # (read only where _label marks the item labelled)
-        return self._teach(i, np.where(row, 1.0, -1.0).tolist(), 0)
+        step = self._teach(i, np.where(row, 1.0, -1.0).tolist(), 0)
+        self._member[i] = row  # (after every machine learned: a failed learn leaves no trace)
+        return step
 
     def unlearn(self, i: int) -> StepResult:
         """Take item ``i`` out of every machine (exact per class for the exact solvers)."""

@@ -360,3 +360,24 @@ def test_least_sure_class_picks_the_smallest_score_on_any_class():
     assert set(MULTILABEL_STRATEGIES) == {"least-sure-class", "random"}
     for fn in MULTILABEL_STRATEGIES.values():
         assert fn(TableModel(F_HAND, CLASSES), np.zeros(0, dtype=np.intp), np.random.default_rng(0)) is None
+
+
+def test_multilabel_learn_failing_midway_leaves_every_machine_and_the_labels_as_they_were(monkeypatch):
+    from core.multiclass import MultiLabel
+
+    X, y = three_blobs()
+    model = MultiLabel(CLASSES, "incremental", X, **PARAMS)
+    model.learn(0, ["dog"])
+    third = model.machines[2]
+
+    def broken(i, label):
+        raise RuntimeError("machine failed")
+
+    monkeypatch.setattr(third, "learn", broken)
+    with pytest.raises(RuntimeError, match="machine failed"):
+        model.learn(1, ["cat", "fox"])
+    assert [int(np.count_nonzero(m.y)) for m in model.machines] == [1, 1, 1]
+    assert model.label_of(1) is None and model.labels_[1].tolist() == [0, 0, 0]
+    monkeypatch.undo()
+    model.learn(1, ["cat"])
+    assert model.label_of(1) == ("cat",)
