@@ -179,7 +179,7 @@ def part3_one(n: int, d: int, n_before: int, n_timed: int, n_rescored: int, dtyp
     kept["paused"] = stats(paused)
     # the reference: the same loop from here on with the scores recomputed for every query (what a
     # loop made with track_scores=False does; replaying the labels into one would rescore per event)
-    loop._f = None
+    loop.scores.f = None
     loop.track_scores = False
     ref, ref_cpu = [], []
     for _ in range(n_rescored):

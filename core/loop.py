@@ -5,6 +5,13 @@
 >>> row = loop.teach(q.index, +1)  # learned at once; the history grows by one row
 >>> loop.undo()                    # exactly as if the label had never been given
 
+The loop holds its parts, each in a module of its own and given what it works on at each call:
+the kept pool scores and kernel-row buffer (``loop.scores``, :class:`core.pool_scores.PoolScores`),
+the evaluation set and its kept kernel columns (``loop.evaluation``,
+:class:`core.evaluation.EvaluationSet`), the copies of the solver kept for undo (:mod:`core.undo`),
+its records (:mod:`core.loop_records`: ``HistoryRow``, ``Correction``, the undo record) and its saved
+state (:mod:`core.loop_state`).
+
 Design notes
 ------------
 * **Queries are a function of the events.**  The generator used for the query
@@ -74,12 +81,7 @@ Design notes
 
 from __future__ import annotations
 
-import copy
-import json
-import sys
 import time
-from concurrent.futures import wait
-from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -87,8 +89,11 @@ import scipy.sparse as sp
 
 from core import strategies
 from core.cold_start import spread_cold_start
-from core.kernels import add_scaled_rows, add_weighted_rows, as_data_matrix, masked_count_abs_below
-from core.metrics import accuracy, roc_auc
+from core.evaluation import EVAL_BUFFER_BYTES, EvaluationSet
+from core.kernels import as_data_matrix
+from core.loop_records import Correction, HistoryRow, UndoEntry
+from core.loop_state import STATE_FORMAT, load_state, save_state, saved_solver, state_format
+from core.pool_scores import KERNEL_ROW_DTYPES, ROW_AHEAD_MIN_ENTRIES, ROW_BUFFER_BYTES, PoolScores
 from core.presets import solver_for
 from core.solvers import make_solver, solver_class
 from core.strategies import (
@@ -101,201 +106,16 @@ from core.strategies import (
     one_class_ranking,
     random_query,
 )
-from core.threads import run_ahead, single_threaded_blas
+from core.threads import single_threaded_blas
+from core.undo import copy_solver as _copy_solver
+from core.undo import held_bytes
 
 if TYPE_CHECKING:
     from core.settings import SessionSettings
-    from core.solvers.base import OnlineSolver
 
 TRACK_LIMIT = 50_000  # largest pool whose decision values are kept current for the sampling strategies
 UNDO_COPY_LIMIT = 50_000  # largest pool for which a non-exact solver is copied before each label (for undo)
 DEFAULT_UNDO_MEMORY = 64 * 2**20  # bytes of solver snapshots kept for undo (non-exact solvers)
-ROW_BUFFER_BYTES = 128 * 2**20  # kernel rows kept contiguous for the pool-score update
-KERNEL_ROW_DTYPES = ("float64", "float32")  # how those rows are held (ActiveLearningLoop(kernel_rows=...))
-EVAL_BUFFER_BYTES = 64 * 2**20  # kernel columns K(evaluation items, x_j) kept for the evaluation
-# pools of at least this many entries (n x d, or stored values when sparse) compute the queried
-# item's kernel row while the analyst reads the item (see _compute_row_ahead)
-ROW_AHEAD_MIN_ENTRIES = 2**22
-STATE_FORMAT = 2  # 1: events only (rebuilt by replay); 2: the full loop state
-_UNDO_FIELDS = ("teach", "item", "label", "was_skipped", "cursor", "seen", "passes")
-
-
-@dataclass
-class HistoryRow:
-    """What one label did (one row per ``teach``).
-
-    ``score``: the decision value the model gave the item when it was asked
-    (before learning it).  ``n_sv`` / ``n_bound``: support vectors in total and
-    at the bound C after learning.  ``n_in_margin``: items still unlabelled
-    (and not skipped) with |f| < 1, a stopping signal (NaN when the pool is too
-    large to track).  ``update_ms``: the solver's ``learn`` plus keeping the
-    pool's scores current (and, for non-exact solvers, copying the solver for
-    undo).  ``query_ms``: computing the query that asked for this item (NaN
-    when the item was taught without being asked).  ``auc`` /
-    ``accuracy``: on the evaluation set, NaN without one.  ``seen``: items the
-    strategy has looked at so far (asked or passed over; ``ramp-region``).
-    """
-
-    step: int
-    item: int
-    label: int
-    n_labels: int
-    asked_by: str
-    score: float
-    n_sv: int
-    n_bound: int
-    n_in_margin: float
-    update_ms: float
-    query_ms: float
-    kernel_evals: int
-    auc: float
-    accuracy: float
-    seen: int
-    status: str
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-
-@dataclass
-class Correction:
-    """What :meth:`ActiveLearningLoop.change_label` / ``remove_label`` did.
-
-    ``position``: the event's place in ``events`` (0-based); ``old`` / ``new``:
-    the answer before and after (``new`` is None for a removal); ``exact``:
-    the solver unlearned and learned (True) or was rebuilt from the events
-    (False); ``update_ms``: the time it took, pool scores included.
-    """
-
-    position: int
-    item: int
-    old: int
-    new: int | None
-    exact: bool
-    update_ms: float = float("nan")
-
-
-@dataclass
-class _UndoEntry:
-    kind: str  # "teach" or "skip"
-    item: int
-    label: int
-    was_skipped: bool
-    cursor: int
-    seen: int
-    passes: int
-    snapshot: _SolverCopy | None = None  # the solver from before the label (non-exact solvers)
-    snapshot_bytes: int = 0  # everything the snapshot (or the state) holds
-    state: Any = None  # the same as (arrays, meta) of the solver's to_state, after a resume
-
-
-_IMMUTABLE = (int, float, str, bool, type(None), np.integer, np.floating, np.bool_)
-
-
-def _is_immutable(value) -> bool:
-    return isinstance(value, _IMMUTABLE) or (type(value) is tuple and all(isinstance(x, _IMMUTABLE) for x in value))
-
-
-def _copy_value(value, memo: dict[int, Any]):
-    """What ``copy.deepcopy`` gives, with cheap paths for arrays and flat containers of immutables."""
-    key = id(value)
-    if key in memo:
-        return memo[key]
-    if _is_immutable(value):
-        return value
-    clone: Any
-    if type(value) is np.ndarray:
-        clone = value.copy(order="K")
-    elif type(value) in (list, set) and all(isinstance(x, _IMMUTABLE) for x in value):
-        clone = type(value)(value)
-    elif type(value) is dict and all(isinstance(k, _IMMUTABLE) and isinstance(v, _IMMUTABLE)
-                                     for k, v in value.items()):
-        clone = dict(value)
-    else:
-        clone = copy.deepcopy(value, memo)
-    memo[key] = clone
-    return clone
-
-
-def _held_bytes(value, skip: set[int]) -> int:
-    """Bytes held by ``value`` and everything it refers to, except objects whose id is in ``skip``.
-
-    Arrays count their data, containers and other objects their own size plus
-    what they hold; ``skip`` grows with every object counted, so nothing is
-    counted twice and objects shared with the live solver (given in ``skip``)
-    are not counted at all.
-    """
-    key = id(value)
-    if key in skip:
-        return 0
-    skip.add(key)
-    if isinstance(value, np.ndarray):  # (an array that owns its data counts it in getsizeof)
-        return sys.getsizeof(value) + (0 if value.base is None else _held_bytes(value.base, skip))
-    size = sys.getsizeof(value)
-    if isinstance(value, (str, bytes, int, float, bool, type(None), np.generic)):
-        return size
-    if isinstance(value, dict):
-        return size + sum(_held_bytes(k, skip) + _held_bytes(v, skip) for k, v in value.items())
-    if isinstance(value, (list, tuple, set, frozenset)):
-        if all(type(v) in (int, float) for v in value):  # (e.g. the learned indices: no recursion per item)
-            return size + sum(map(sys.getsizeof, value))
-        return size + sum(_held_bytes(v, skip) for v in value)
-    inner = getattr(value, "__dict__", None)
-    return size + (0 if inner is None else _held_bytes(inner, skip))
-
-
-@dataclass
-class _SolverCopy:
-    """A solver as it was before a label, kept for undo (made by ``_copy_solver``).
-
-    ``state`` is a copy of what the solver's ``__getstate__`` returns (the
-    solver decides what a copy holds: quantities it can recompute from the
-    data store, such as LASVM's kernel rows, are left out), ``nbytes``
-    everything that copy holds.  ``restore()`` makes the solver again (with
-    the class's ``__setstate__`` when it has one) from a fresh copy of the
-    state, so the kept state never changes, however often it is restored.
-    """
-
-    cls: type[OnlineSolver]
-    state: dict[str, Any]
-    nbytes: int
-    shared: tuple = ()  # the data store, kernel and kernel cache (shared, never copied)
-
-    def restore(self) -> OnlineSolver:
-        solver = self.cls.__new__(self.cls)
-        memo: dict[int, Any] = {id(obj): obj for obj in self.shared}
-        state = {name: _copy_value(value, memo) for name, value in self.state.items()}
-        if hasattr(solver, "__setstate__"):
-            solver.__setstate__(state)
-        else:
-            solver.__dict__.update(state)
-        return solver
-
-
-def _copy_solver(solver) -> _SolverCopy:
-    """A copy of the solver that shares its data store, kernel and kernel cache, with its size in bytes.
-
-    The store only grows and the kernel cache is a function of the store, so
-    sharing them is safe; everything else the solver's ``__getstate__``
-    returns (coefficients, gradients, factorisations, the solver's random
-    generator) is copied, so learning from the restored copy continues
-    exactly as the original did.  The copy is ``copy.deepcopy`` of each
-    attribute, except that arrays and flat lists / sets / dicts of numbers are
-    copied directly: deepcopy walks a list of a thousand learned indices item
-    by item, which made the copy the largest part of a label's update time.
-    The size counts every object the copy holds (arrays, containers, numbers),
-    so the undo budget bounds what the copies really take.
-    """
-    shared = [solver.store]
-    if solver.cache is not None:
-        shared.append(solver.cache)
-    if solver.kernel is not None:
-        shared.append(solver.kernel)
-    memo: dict[int, Any] = {id(obj): obj for obj in shared}
-    state = solver.__getstate__()
-    copied = {name: _copy_value(value, memo) for name, value in state.items()}
-    nbytes = _held_bytes(copied, {id(obj) for obj in shared})
-    return _SolverCopy(type(solver), copied, int(nbytes), tuple(shared))
 
 
 class ActiveLearningLoop:
@@ -377,8 +197,8 @@ class ActiveLearningLoop:
         self.track_scores = ((entry.needs_whole_pool or n <= TRACK_LIMIT) if track_scores is None
                              else bool(track_scores))
         self.undo_memory = int(undo_memory)
-        if kernel_rows not in KERNEL_ROW_DTYPES:
-            raise ValueError(f"kernel_rows must be one of {', '.join(KERNEL_ROW_DTYPES)}, got {kernel_rows!r}")
+        # the kept pool scores and kernel rows (core.pool_scores; refuses an unknown kernel_rows)
+        self.scores = PoolScores(n, kernel_rows)
         self.kernel_rows = kernel_rows
 
         # the solver that learns the model on this pool (``core.presets.solver_for``: the review model on
@@ -397,7 +217,7 @@ class ActiveLearningLoop:
         self._n_neg = 0
         self.events: list[tuple[int, int]] = []
         self.history: list[HistoryRow] = []
-        self._undo: list[_UndoEntry] = []
+        self._undo: list[UndoEntry] = []
         self._snapshot_bytes = 0
         self._replaying = False
         self._pending: Query | None = None
@@ -407,21 +227,9 @@ class ActiveLearningLoop:
         self.passes = 0
         self._order = (np.random.default_rng([self.seed, 0x5EED]).permutation(n).astype(np.intp)
                        if entry.streams else None)
-        self._beta = np.zeros(n)
-        self._carried = np.zeros(0, dtype=np.intp)  # items whose entry of _beta is not zero (ascending)
-        self._b = 0.0
-        self._f: np.ndarray | None = None
-        self._slots: dict[int, int] = {}  # store index -> row of _rowbuf
-        self._slot_items: list[int] = []  # row of _rowbuf -> store index (the slots in order)
-        self._rowbuf: np.ndarray | None = None
-        # rows a restored state kept in the buffer, put back (in this order) before the next update
-        self._rows_to_restore: list[int] = []
-        self._row_ahead: tuple[int, Any] | None = None  # (item, Future of its kernel row): see next_query
-        self._row_ahead_min_entries = ROW_AHEAD_MIN_ENTRIES
-        # the evaluation items' row terms (squared norms; feature sums for tanimoto), by the kernel layer
-        self._eval_sq = None if self.eval_X is None else self.solver.kernel.row_terms(self.eval_X)
-        self._eval_slot: dict[int, int] = {}  # store index -> row of _eval_cols
-        self._eval_cols = np.empty((0, 0 if self.eval_X is None else self.eval_X.shape[0]))
+        # the evaluation set and the kernel columns kept to score it (core.evaluation)
+        self.evaluation = (None if self.eval_X is None or self.eval_y is None
+                           else EvaluationSet(self.eval_X, self.eval_y, self.solver.kernel))
         self._scored_kernel = self.solver.kernel  # the kernel the kept scores, rows and columns are of
         if _solver_state is None:
             self._init_scores()
@@ -430,14 +238,8 @@ class ActiveLearningLoop:
     def _init_scores(self) -> None:
         """Score the pool from scratch (the loop's start, or back to nothing learned)."""
         self._scored_kernel = self.solver.kernel
-        if not self.track_scores:
-            return
-        sv, coef, b = self.solver.coefficients()
-        self._beta = np.zeros(self.n_items)
-        self._beta[np.asarray(sv, dtype=np.intp)] = coef
-        self._carried = np.flatnonzero(self._beta)
-        self._b = float(b)
-        self._f = np.asarray(self.solver.decision_function(np.arange(self.n_items)), dtype=np.float64).copy()
+        if self.track_scores:
+            self.scores.reset(self.solver)
 
     # ------------------------------------------------------------------
     def _new_solver(self):
@@ -493,14 +295,14 @@ class ActiveLearningLoop:
 
     def pool_scores(self) -> np.ndarray:
         """The current decision value of every pool item (a copy)."""
-        if self._f is not None:
-            return self._f.copy()
+        if self.scores.f is not None:
+            return self.scores.f.copy()
         return np.asarray(self.solver.decision_function(np.arange(self.n_items)), dtype=np.float64)
 
     def refresh_scores(self) -> None:
         """Recompute the kept pool scores from scratch (they are kept current anyway)."""
-        if self._f is not None:
-            self._f = np.asarray(self.solver.decision_function(np.arange(self.n_items)), dtype=np.float64).copy()
+        if self.scores.f is not None:
+            self.scores.f = np.asarray(self.solver.decision_function(np.arange(self.n_items)), dtype=np.float64).copy()
 
     def history_frame(self):
         """The history as a pandas DataFrame (one row per label)."""
@@ -510,7 +312,7 @@ class ActiveLearningLoop:
         return pd.DataFrame([r.to_dict() for r in self.history], columns=cols)
 
     def _pool(self) -> Pool:
-        return Pool(self._available, scores=self._f, oracle_y=self.oracle_y)
+        return Pool(self._available, scores=self.scores.f, oracle_y=self.oracle_y)
 
     # ------------------------------------------------------------------ queries
     def next_query(self) -> Query | None:
@@ -541,7 +343,7 @@ class ActiveLearningLoop:
             if q is not None:
                 q.reason = "cold start: " + q.reason
         else:
-            if self._f is None and entry.needs_whole_pool:
+            if self.scores.f is None and entry.needs_whole_pool:
                 pool.scores = self.pool_scores()
             q = entry.choose(self.solver, pool, rng, **self.strategy_params)
         if q is None:
@@ -553,45 +355,9 @@ class ActiveLearningLoop:
             q.strategy = f"{self.strategy} (cold start)"
         q.query_ms = 1e3 * (time.perf_counter() - t0)
         self._pending = q
-        self._compute_row_ahead(q.index)
+        # the item's kernel row, computed while the analyst reads the item (on a large pool)
+        self.scores.compute_row_ahead(self.solver, self.X, q.index)
         return q
-
-    def _compute_row_ahead(self, j: int) -> None:
-        """Start computing K(pool, x_j) in the background: once labelled, the queried item joins
-        the model (a near-boundary item nearly always does) and the score update needs its row.
-        On a large pool that row is the label's main cost (one pass over the feature matrix), and
-        it is computed while the analyst reads the item.  The row is what the solver's cache
-        computes (``compute_row``: the same routine, so the same bits); it is used only for this
-        item, and only by the update (``_sync_scores``), so the model and its history are the same
-        whether or not it is ready in time: it only changes when the work is done."""
-        self._row_ahead = None
-        cache = getattr(self.solver, "cache", None)
-        if (self._f is None or cache is None or j in self._slots or j in self._rows_to_restore
-                or self.solver.keeps_store_scores):
-            return
-        entries = self.X.nnz if sp.issparse(self.X) else self.X.shape[0] * self.X.shape[1]
-        if entries < self._row_ahead_min_entries or cache.has_row(j):
-            return
-        cache.ready_for_rows()
-        self._row_ahead = (int(j), run_ahead(cache.compute_row, int(j)))
-
-    def _finish_row_ahead(self, j: int) -> None:
-        """Wait until item j's row computed ahead is done (if it is being computed).  Its
-        computation uses every core; the solver's step, run beside it, was slowed to three times its
-        time for the cores (2 cores, 100k x 784: 1 -> 3 ms), so the label waits for the row first."""
-        if self._row_ahead is not None and self._row_ahead[0] == j:
-            wait([self._row_ahead[1]])
-
-    def _take_row_ahead(self, j: int) -> np.ndarray | None:
-        """The row computed ahead for item j (waiting for it if need be), or None."""
-        ahead, self._row_ahead = self._row_ahead, None
-        if ahead is None or ahead[0] != j:
-            self._row_ahead = ahead
-            return None
-        try:
-            return ahead[1].result()
-        except Exception:  # (computed again in this thread, where an error is reported as usual)
-            return None
 
     def _one_class_params(self) -> dict[str, Any]:
         keep = ("kernel", "gamma", "degree", "coef0", "tol", "cache_bytes")
@@ -608,10 +374,10 @@ class ActiveLearningLoop:
             raise ValueError(f"item {i} is already labelled ({int(self._label[i]):+d})")
         return i
 
-    def _answered(self, i: int) -> tuple[Query | None, _UndoEntry]:
+    def _answered(self, i: int) -> tuple[Query | None, UndoEntry]:
         """Bookkeeping shared by teach and skip: stream position and the undo record."""
         q = self._pending if (self._pending is not None and self._pending.index == i) else None
-        entry = _UndoEntry(kind="", item=i, label=0, was_skipped=bool(self._skipped[i]), cursor=self.cursor,
+        entry = UndoEntry(kind="", item=i, label=0, was_skipped=bool(self._skipped[i]), cursor=self.cursor,
                            seen=self.seen, passes=self.passes)
         if q is not None:
             self.seen += q.passed_over + 1
@@ -630,7 +396,8 @@ class ActiveLearningLoop:
         if y not in (-1, 1) or isinstance(y, bool):
             raise ValueError(f"label must be -1 or +1, got {y!r}")
         y = int(y)
-        score = float(self._f[i]) if self._f is not None else float(self.solver.decision_function([i])[0])
+        f = self.scores.f
+        score = float(f[i]) if f is not None else float(self.solver.decision_function([i])[0])
         q, entry = self._answered(i)
         entry.kind, entry.label = "teach", y
         k0 = self.solver.n_kernel_evals
@@ -641,13 +408,13 @@ class ActiveLearningLoop:
                 # rebuilding: the solver's own state (a few small arrays) instead of a full copy,
                 # restored by from_state if this label is undone (as after a resume, see to_state)
                 entry.state = self.solver.to_state(include_data=False)
-                entry.snapshot_bytes = _held_bytes(entry.state, set())
+                entry.snapshot_bytes = held_bytes(entry.state, set())
             else:
                 entry.snapshot = _copy_solver(self.solver)
                 entry.snapshot_bytes = entry.snapshot.nbytes
             self._snapshot_bytes += entry.snapshot_bytes
             self._trim_snapshots()
-        self._finish_row_ahead(i)
+        self.scores.finish_row_ahead(i)
         step = self.solver.learn(i, y)
         self._sync_scores()
         update_ms = 1e3 * (time.perf_counter() - t0)
@@ -895,231 +662,42 @@ class ActiveLearningLoop:
 
     @single_threaded_blas  # a rank-k update per label: one BLAS thread (see core.threads)
     def _sync_scores(self) -> None:
-        """f_pool += K(pool, changed) @ delta_beta + delta_b (see the module notes).
-
-        Kernel rows of items that have carried a coefficient are copied into a
-        contiguous buffer (within ``ROW_BUFFER_BYTES``), so the update is one
-        pass over the buffer (``add_weighted_rows``: summed in the kernel
-        layer's fixed order, over the buffer's rows in slot order, the same
-        bits whatever the threads or the CPU's vector width); once the buffer
-        is full, a row that changes takes the slot of the first row that did
-        not (``_idle_slot``); rows that do not fit come from the solver's cache and are added in
-        turn, first (the bits of f += delta * row, one row after the other), in the same pass over f
-        as the buffer's rows (up to ``core.kernels.EXTRA_ROWS`` of them; any more before, four per pass: at 1M
-        items and label 150 about 17 rows a label, which took five passes over f of their own; rows
-        the cache does not keep are added as soon as four wait).  The cache spares the rows of this
-        update when it makes room: on a large pool whose margin vectors' rows do not all fit, the
-        margin vectors change at every label, and evicting the least recently used row would evict
-        each just before it is needed again.
-        """
+        """Keep the pool scores current after a change of the model (``PoolScores.sync``: f_pool +=
+        K(pool, changed) @ delta_beta + delta_b, see the module notes)."""
         if self.solver.kernel != self._scored_kernel:
             self._rescore_new_kernel()
             return
-        if self._f is None:
+        if self.scores.f is None:
             return
-        if not self.solver.keeps_store_scores:  # (the rows are not needed when the solver keeps f itself)
-            self._restore_buffered_rows()
-        sv, coef, b = self.solver.coefficients()
-        n = self.n_items
-        # delta over the items that carry a coefficient before or after (ascending, as over the
-        # whole pool): a label costs the support vectors, not passes over the pool
-        sv = np.asarray(sv, dtype=np.intp)
-        carried = np.union1d(self._carried, sv)
-        after = np.zeros(len(carried))
-        after[np.searchsorted(carried, sv)] = coef
-        delta_c = after - self._beta[carried]
-        moved = delta_c != 0.0
-        changed, delta = carried[moved], delta_c[moved]
-        self._beta[carried] = after
-        self._carried = carried[after != 0.0]
-        if self.solver.keeps_store_scores:
-            # the solver's own f of every pool item, kept by it from the changes it made (the ramp
-            # solver: with class weights that follow the labels, every bounded coefficient changes
-            # at each label, and it moves them with one pass per class; the rows are not needed here)
-            np.copyto(self._f, self.solver.store_scores()[:n])
-            self._b = float(b)
-            return
-        if len(changed):
-            cache, f = self.solver.cache, self._f
-            slots = self._slots
-            weights = np.zeros(len(slots) + len(changed))
-            spare = frozenset(changed.tolist())
-            rows, deltas = [], []  # rows outside the buffer, added in turn, in the pass over the buffer
-            uncached = 0
-            for j, dj in zip(changed.tolist(), delta.tolist(), strict=True):
-                k = slots.get(j)
-                if k is None:
-                    buffered = (len(slots) + 1) * n * self._row_bytes <= ROW_BUFFER_BYTES
-                    idle = None if buffered else self._idle_slot(spare)
-                    # a row going into the buffer is not also kept in the solver's cache (held once)
-                    row = cache.row(j, keep=not buffered and idle is None, computed=self._take_row_ahead(j),
-                                    spare=spare)
-                    row = row if len(row) == n else row[:n]
-                    if buffered:
-                        k = self._buffer_row(j, row)
-                    elif idle is not None:
-                        k = self._replace_row(idle, j, row, spare)
-                    else:
-                        rows.append(row)
-                        deltas.append(dj)
-                        # a row the cache did not keep is held here until added: at most four of them
-                        # (8 MB each at 1M items); rows the cache keeps cost nothing to wait, however
-                        # many (add_weighted_rows takes any number); the grouping changes no bit (each
-                        # entry adds the rows in turn), so it may follow the cache's state
-                        uncached += not cache.holds(j)
-                        if uncached == 4:
-                            add_scaled_rows(f, rows, deltas)
-                            rows, deltas, uncached = [], [], 0
-                        continue
-                weights[k] = dj
-            m = len(slots)
-            add_weighted_rows(f, self._rowbuf, np.arange(m), weights[:m], rows, deltas)
-        db = float(b) - self._b
-        if db != 0.0:
-            self._f += db
-        self._b = float(b)
+        self.scores.sync(self.solver)
 
     def _rescore_new_kernel(self) -> None:
         """The solver's kernel changed (gamma chosen from the labels, ``core.solvers.auto_hyper``): the
         kept kernel rows and evaluation columns are of the old kernel, so they go and the pool is
         scored from scratch (a function of the solver's state alone, as after a resume)."""
-        self._slots, self._slot_items, self._rowbuf, self._rows_to_restore = {}, [], None, []
-        self._row_ahead = None
-        self._eval_slot = {}
-        self._eval_cols = np.empty((0, 0 if self.eval_X is None else self.eval_X.shape[0]))
+        self.scores.forget_rows()
+        if self.evaluation is not None:
+            self.evaluation.forget()
         self._init_scores()
 
-    def _restore_buffered_rows(self) -> None:
-        """Put back the kernel rows a restored state had buffered, in the order the original kept
-        them (so later updates sum in the same order).  Computed by ``cache.row`` as they were,
-        and not counted as the solver's work (its counter is the saved one).  Done at the first
-        update rather than on restore: opening a session shows its next item without them."""
-        if not self._rows_to_restore:
-            return
-        cache, n = self.solver.cache, self.n_items
-        evals = cache.n_evals
-        for j in self._rows_to_restore:
-            row = cache.row(j, keep=False)
-            self._buffer_row(j, row if len(row) == n else row[:n])
-        cache.n_evals = evals
-        self._rows_to_restore = []
-
-    def _idle_slot(self, changed: frozenset[int]) -> int | None:
-        """The first slot of the full row buffer whose item's coefficient did not change in this
-        update, or None.  A coefficient that stops changing (at its bound, or back to zero) rarely
-        starts again, and the items whose coefficients change at every label (the margin vectors)
-        are not the first ones kept: left in place, the buffer filled with rows that no longer
-        change (at 1M items and label 150, 2-7 of its 16 rows were used; 40 of the changed rows
-        came from the cache or were computed again, up to 9 per label).  A function of the
-        changed items and the buffer's slots alone, both kept in the loop's state, so a resumed
-        loop makes the same choices as one that never stopped."""
-        for k, item in enumerate(self._slot_items):
-            if item not in changed:
-                return k
-        return None
-
-    def _replace_row(self, slot: int, j: int, row: np.ndarray, spare: frozenset[int]) -> int:
-        """Keep item j's row in ``slot`` of the full buffer, in place of the row there (which goes
-        to the solver's cache, where there is room after sparing ``spare``: it may change again;
-        float32 rows cannot, the solver needs the float64 values)."""
-        given_up = self._slot_items[slot]
-        rowbuf = self._rowbuf
-        assert rowbuf is not None  # a slot to replace: _buffer_row made the buffer
-        if rowbuf.dtype == np.float64:
-            self.solver.cache.keep(given_up, rowbuf[slot].copy(), spare=spare)
-        del self._slots[given_up]
-        self._slot_items[slot] = j
-        rowbuf[slot] = row
-        self._slots[j] = slot
-        self.solver.cache.release(j)  # (held once, as by _buffer_row)
-        return slot
-
-    def _buffer_row(self, j: int, row: np.ndarray) -> int:
-        """Keep item j's row in the next slot of the buffer; the solver's cache lets go of it
-        (a row is held once)."""
-        k = len(self._slot_items)
-        if self._rowbuf is None:
-            # the whole buffer at once, never grown: its pages become resident only as rows are
-            # written, and growing meant copying every row kept so far (217 ms at 128 rows of a
-            # 100k pool, in one label).  At most one row per item.
-            cap = min(self.n_items, max(1, ROW_BUFFER_BYTES // (self._row_bytes * self.n_items)))
-            self._rowbuf = np.empty((cap, self.n_items), dtype=self.kernel_rows)
-        if k >= len(self._rowbuf):  # (only a restored state that kept more rows than fit here)
-            grown = np.empty((k + 1, self.n_items), dtype=self.kernel_rows)
-            grown[:k] = self._rowbuf[:k]
-            self._rowbuf = grown
-        self._rowbuf[k] = row  # (float32 rows: each value rounded to nearest, the same on every run)
-        self._slots[j] = k
-        self._slot_items.append(j)
-        self.solver.cache.release(j)
-        return k
-
-    @property
-    def _row_bytes(self) -> int:
-        return np.dtype(self.kernel_rows).itemsize
-
     def _n_in_margin(self) -> float:
-        if self._f is None:
-            return float("nan")
-        return float(masked_count_abs_below(self._f, self._available, 1.0))
+        return self.scores.n_in_margin(self._available)
 
     def evaluation_scores(self) -> np.ndarray | None:
         """f(x) of the current model for every evaluation item (None without an evaluation set).
 
-        K(eval, sv) @ coef + b from the kept kernel columns (see the module notes),
-        summed in the kernel layer's fixed order: the same bits as
+        K(eval, sv) @ coef + b from the kept kernel columns (see the module notes and
+        :mod:`core.evaluation`), summed in the kernel layer's fixed order: the same bits as
         ``solver.decision_function(X=eval_X)``.
         """
-        if self.eval_X is None:
+        if self.evaluation is None:
             return None
-        sv, coef, b = self.solver.coefficients()
-        sv = np.asarray(sv, dtype=np.intp)
-        if len(sv) == 0:
-            return np.full(self.eval_X.shape[0], float(b))
-        slots = self._eval_columns(sv)
-        if slots is None:  # beyond the buffer: computed for this call only
-            cols, slots = self.solver.kernel(self.X[sv], self.eval_X, sq_b=self._eval_sq), np.arange(len(sv))
-        else:
-            cols = self._eval_cols
-        f = np.zeros(self.eval_X.shape[0])
-        add_weighted_rows(f, cols, slots, coef)
-        return f + float(b)
-
-    def _eval_columns(self, sv: np.ndarray) -> np.ndarray | None:
-        """Rows of ``_eval_cols`` holding K(x_j, eval) for j in ``sv`` (computed when missing)."""
-        slot = self._eval_slot
-        new = [int(j) for j in sv.tolist() if j not in slot]
-        if new:
-            eval_X = self.eval_X
-            assert eval_X is not None  # evaluation_scores asks only with an evaluation set
-            n_eval = eval_X.shape[0]
-            need = len(slot) + len(new)
-            if need * n_eval * 8 > EVAL_BUFFER_BYTES:
-                # keep only the current support vectors' columns, if they fit
-                if len(sv) * n_eval * 8 > EVAL_BUFFER_BYTES:
-                    return None
-                keep = [int(j) for j in sv.tolist() if j in slot]
-                self._eval_cols = self._eval_cols[[slot[j] for j in keep]]
-                self._eval_slot = slot = {j: k for k, j in enumerate(keep)}
-                need = len(slot) + len(new)
-            if need > len(self._eval_cols):
-                grown = np.empty((max(16, 2 * need), n_eval))
-                grown[: len(slot)] = self._eval_cols[: len(slot)]
-                self._eval_cols = grown
-            kernel, X = self.solver.kernel, self.X
-            for j in new:  # one item at a time: a column's value does not depend on the others
-                k = len(slot)
-                self._eval_cols[k] = kernel(X[j:j + 1], eval_X, sq_b=self._eval_sq)[0]
-                slot[j] = k
-        return np.fromiter((slot[j] for j in sv.tolist()), dtype=np.intp, count=len(sv))
+        return self.evaluation.scores(self.solver, self.X)
 
     def _evaluate(self) -> tuple[float, float]:
-        if self.eval_X is None:
+        if self.evaluation is None:
             return float("nan"), float("nan")
-        f = self.evaluation_scores()
-        assert f is not None  # there is an evaluation set (checked above)
-        pred = np.where(f >= 0, 1.0, -1.0)
-        return roc_auc(self.eval_y, f), accuracy(self.eval_y, pred)
+        return self.evaluation.evaluate(self.solver, self.X)
 
     # ------------------------------------------------------------------ rebuilding
     @classmethod
@@ -1163,58 +741,15 @@ class ActiveLearningLoop:
             self._replaying = False
 
     def to_state(self, *, previous: int = 1) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
-        """The whole loop as plain arrays + a JSON-able dict (no pickle; the pool is not included).
+        """The whole loop as plain arrays + a JSON-able dict (no pickle; the pool is not included;
+        :mod:`core.loop_state`).
 
         ``previous``: for non-exact solvers, how many of the solver states from
         before the most recent labels to include (those the loop holds in
         memory), so that many undos after :meth:`from_state` restore a state
         instead of replaying every label.
         """
-        arrays: dict[str, np.ndarray] = {
-            "events": np.asarray(self.events, dtype=np.int64).reshape(-1, 2),
-            "label": self._label.copy(),
-            "skipped": self._skipped.copy(),
-            "undo": np.array([[e.kind == "teach", e.item, e.label, e.was_skipped, e.cursor, e.seen, e.passes]
-                              for e in self._undo], dtype=np.int64).reshape(-1, len(_UNDO_FIELDS)),
-        }
-        numeric = [f for f in HistoryRow.__dataclass_fields__ if f not in ("asked_by", "status")]
-        arrays["history"] = np.array([[getattr(r, f) for f in numeric] for r in self.history],
-                                     dtype=np.float64).reshape(-1, len(numeric))
-        solver_arrays, solver_meta = self.solver.to_state(include_data=False)
-        arrays.update({f"solver.{k}": v for k, v in solver_arrays.items()})
-        meta: dict[str, Any] = {
-            "format": STATE_FORMAT, "config": self.config(), "n_items": self.n_items,
-            "n_features": int(self.X.shape[1]), "solver": solver_meta,
-            "seen": self.seen, "cursor": self.cursor, "passes": self.passes,
-            "history_fields": numeric, "asked_by": [r.asked_by for r in self.history],
-            "status": [r.status for r in self.history], "previous": [],
-        }
-        if self._f is not None:
-            arrays["pool_f"] = self._f.copy()
-            arrays["pool_beta"] = self._beta.copy()
-            kept = [*self._slot_items, *self._rows_to_restore]  # (in slot order)
-            arrays["row_slots"] = np.asarray(kept, dtype=np.int64)
-            meta["pool_b"] = self._b
-        if self._ranking is not None:
-            arrays["ranking"] = np.asarray(self._ranking)
-        if not self.solver.exact_unlearn:
-            for pos in range(len(self._undo) - 1, -1, -1):
-                if len(meta["previous"]) >= previous:
-                    break
-                entry = self._undo[pos]
-                if entry.kind != "teach":
-                    continue
-                if entry.snapshot is not None:
-                    prev_arrays, prev_meta = entry.snapshot.restore().to_state(include_data=False)
-                elif entry.state is not None:
-                    prev_arrays, prev_meta = entry.state
-                else:
-                    break  # older states are not held either: undo replays, as in the original
-                k = len(meta["previous"])
-                arrays.update({f"previous{k}.{name}": v for name, v in prev_arrays.items()})
-                meta["previous"].append({"undo_position": pos, "solver": prev_meta})
-        json.dumps(meta)  # fail early if anything is not JSON-able
-        return arrays, meta
+        return save_state(self, previous)
 
     @classmethod
     def from_state(cls, arrays: dict[str, np.ndarray], meta: dict[str, Any], X, **data) -> ActiveLearningLoop:
@@ -1223,75 +758,17 @@ class ActiveLearningLoop:
         ``data``: ``eval_X``, ``eval_y``, ``oracle_y`` as given to the original.
         A state of format 1 (events only) is rebuilt by replaying its events.
         """
-        n_x = X.shape[0] if sp.issparse(X) else len(np.atleast_2d(np.asarray(X)))
-        if int(meta.get("n_items", n_x)) != n_x:
-            raise ValueError(f"the state is for a pool of {meta['n_items']} items, X has {n_x}")
-        if int(meta.get("format", 1)) == 1:
+        if state_format(meta, X) == 1:
             return cls.from_events(arrays["events"].tolist(), X, **meta["config"], **data)
-        if int(meta["format"]) != STATE_FORMAT:
-            raise ValueError(f"unknown loop state format {meta['format']!r}")
-        n_features = X.shape[1] if sp.issparse(X) else np.atleast_2d(np.asarray(X)).shape[1]
-        if int(meta["n_features"]) != n_features:
-            raise ValueError(f"the state is for {meta['n_features']} features, X has {n_features}")
-        prefix = "solver."
-        solver_arrays = {k[len(prefix):]: v for k, v in arrays.items() if k.startswith(prefix)}
-        loop = cls(X, **meta["config"], **data, _solver_state=(solver_arrays, meta["solver"]))
+        loop = cls(X, **meta["config"], **data, _solver_state=saved_solver(arrays, meta))
         loop._load_state(arrays, meta)
         return loop
 
     def _load_state(self, arrays: dict[str, np.ndarray], meta: dict[str, Any]) -> None:
-        n = self.n_items
-        events = [(int(i), int(y)) for i, y in np.asarray(arrays["events"]).reshape(-1, 2)]
-        label = np.asarray(arrays["label"], dtype=np.int8)
-        skipped = np.asarray(arrays["skipped"], dtype=bool)
-        # the masks must be those the events give (a snapshot that does not fit its events is refused)
-        expect_label, expect_skip = np.zeros(n, dtype=np.int8), np.zeros(n, dtype=bool)
-        for i, y in events:
-            if y == 0:
-                expect_skip[i] = True
-            else:
-                expect_label[i], expect_skip[i] = y, False
-        if len(label) != n or not (np.array_equal(label, expect_label) and np.array_equal(skipped, expect_skip)):
-            raise ValueError("the loop state's labels do not match its events")
-        solver = self.solver  # rebuilt from the state by __init__
-        learned = np.flatnonzero(solver.y)
-        if len(solver.y) != n or not np.array_equal(solver.y[learned], label[learned].astype(np.float64)):
-            raise ValueError("the solver state's learned examples do not match the loop's labels")
-        self.events = events
-        self._label, self._skipped = label.copy(), skipped.copy()
-        self._available = (label == 0) & ~skipped
-        self._n_pos, self._n_neg = int(np.sum(label > 0)), int(np.sum(label < 0))
-        self._undo = [_UndoEntry(kind="teach" if r[0] else "skip", item=int(r[1]), label=int(r[2]),
-                                 was_skipped=bool(r[3]), cursor=int(r[4]), seen=int(r[5]), passes=int(r[6]))
-                      for r in np.asarray(arrays["undo"], dtype=np.int64).reshape(-1, len(_UNDO_FIELDS))]
-        if len(self._undo) != len(events):
-            raise ValueError("the loop state has one undo record per event")
-        for k, prev in enumerate(meta.get("previous", [])):
-            name = f"previous{k}."
-            self._undo[int(prev["undo_position"])].state = (
-                {key[len(name):]: v for key, v in arrays.items() if key.startswith(name)}, prev["solver"])
-        fields = list(meta["history_fields"])
-        rows = np.asarray(arrays["history"], dtype=np.float64).reshape(-1, len(fields))
-        ints = {f for f, spec in HistoryRow.__dataclass_fields__.items() if spec.type in ("int", int)}
-        self.history = []
-        for row, asked, status in zip(rows, meta["asked_by"], meta["status"], strict=True):
-            values: dict[str, Any] = {f: (int(v) if f in ints else float(v)) for f, v in zip(fields, row, strict=True)}
-            self.history.append(HistoryRow(**values, asked_by=str(asked), status=str(status)))
-        self.seen, self.cursor, self.passes = int(meta["seen"]), int(meta["cursor"]), int(meta["passes"])
-        if "ranking" in arrays:
-            self._ranking = np.asarray(arrays["ranking"]).copy()
-        if self.track_scores and "pool_f" in arrays:
-            self._f = np.array(arrays["pool_f"], dtype=np.float64)
-            self._beta = np.array(arrays["pool_beta"], dtype=np.float64)
-            self._carried = np.flatnonzero(self._beta)
-            self._b = float(meta["pool_b"])
-            # (each item once, within the pool: a slot per row)
-            kept = [int(j) for j in np.asarray(arrays["row_slots"], dtype=np.intp).tolist() if 0 <= j < self.n_items]
-            self._rows_to_restore = list(dict.fromkeys(kept))
-        else:
-            self._init_scores()
-        self._pending = None
-        self.rng = self._step_rng()
+        load_state(self, arrays, meta)
 
 
-__all__ = ["ActiveLearningLoop", "Correction", "HistoryRow", "STATE_FORMAT", "TRACK_LIMIT", "UNDO_COPY_LIMIT"]
+# the names other modules import from here, wherever they are defined
+__all__ = ["DEFAULT_UNDO_MEMORY", "EVAL_BUFFER_BYTES", "KERNEL_ROW_DTYPES", "ROW_AHEAD_MIN_ENTRIES",
+           "ROW_BUFFER_BYTES", "STATE_FORMAT", "TRACK_LIMIT", "UNDO_COPY_LIMIT", "ActiveLearningLoop",
+           "Correction", "HistoryRow"]

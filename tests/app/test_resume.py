@@ -216,23 +216,23 @@ def test_float32_kernel_rows_resume_bit_for_bit_and_stay_close_to_the_decision_v
     resumed loop (other threads, other cache) is still the loop that never stopped, bit for bit; the
     kept scores stay within float32 rounding of the solver's decision values (rows in the buffer and,
     with a buffer of 12 rows, rows added from the solver's cache beside them)."""
-    import core.loop
+    import core.pool_scores
 
     X, y, Xe, ye = data
-    monkeypatch.setattr(core.loop, "ROW_BUFFER_BYTES", buffer_rows * len(X) * 4)
+    monkeypatch.setattr(core.pool_scores, "ROW_BUFFER_BYTES", buffer_rows * len(X) * 4)
     live_threads, resumed_threads, live_cache, resumed_cache = variant
     cfg = dict(config(strategy, solver, 4, cache_bytes=live_cache), kernel_rows="float32")
     with threads(live_threads):
         loop = ActiveLearningLoop(X, eval_X=Xe, eval_y=ye, **cfg)
         answer_without_undo(loop, y, 45, np.random.default_rng(1))
-        assert loop._rowbuf.dtype == np.float32 and len(loop._slots) <= buffer_rows
+        assert loop.scores.rowbuf.dtype == np.float32 and len(loop.scores.slots) <= buffer_rows
         arrays, meta = through_storage(*loop.to_state())
         n_snapshot = len(loop.events)
         answer_without_undo(loop, y, 40, np.random.default_rng(2))
         if buffer_rows == 12:
             # the buffer is full: the rows of later margin vectors come from the cache (or take
             # the slot of a kept row that stopped changing: see the next test)
-            assert len(loop._slots) == 12 == len(loop._slot_items)
+            assert len(loop.scores.slots) == 12 == len(loop.scores.slot_items)
     with threads(resumed_threads):
         restored = with_cache(ActiveLearningLoop.from_state(arrays, meta, X, eval_X=Xe, eval_y=ye), resumed_cache)
         assert restored.kernel_rows == "float32"
@@ -380,19 +380,19 @@ def test_evaluation_from_kept_columns_equals_a_fresh_evaluation(data, solver):
     assert row.accuracy == accuracy(ye, np.where(fresh >= 0, 1, -1))
     assert row.auc > 0.85
     # columns are computed once per item that becomes a support vector, not per label
-    assert len(loop._eval_slot) <= loop.n_labels
+    assert len(loop.evaluation.slot) <= loop.n_labels
 
 
 def test_evaluation_beyond_the_column_budget(data, monkeypatch):
-    import core.loop
+    import core.evaluation
 
     X, y, Xe, ye = data
-    monkeypatch.setattr(core.loop, "EVAL_BUFFER_BYTES", 8 * len(Xe) * 6)  # room for six columns
+    monkeypatch.setattr(core.evaluation, "EVAL_BUFFER_BYTES", 8 * len(Xe) * 6)  # room for six columns
     loop = ActiveLearningLoop(X, strategy="near-boundary", seed=6, eval_X=Xe, eval_y=ye, solver_params={"C": 10.0})
     answer(loop, y, 30)
     assert loop.history[-1].n_sv > 6
     np.testing.assert_allclose(loop.evaluation_scores(), loop.solver.decision_function(X=Xe), rtol=0, atol=1e-9)
-    assert len(loop._eval_slot) <= 6
+    assert len(loop.evaluation.slot) <= 6
 
 
 # --------------------------------------------------------------------------- the app's sessions
@@ -695,11 +695,11 @@ def test_kept_rows_that_stop_changing_give_their_slots_alike_in_a_resumed_loop(v
     the first kept row whose coefficient did not; the choice depends on the loop's state alone, so a
     loop resumed from a snapshot (other threads, another cache) keeps the same rows in the same slots
     and has the same scores, bit for bit, as the loop that never stopped."""
-    import core.loop
+    import core.pool_scores
     from core.datasets import make_gaussians
 
     X, y = make_gaussians(400, np.random.default_rng(5), separation=1.0, n_features=5)  # overlapping
-    monkeypatch.setattr(core.loop, "ROW_BUFFER_BYTES", 6 * len(X) * 8)
+    monkeypatch.setattr(core.pool_scores, "ROW_BUFFER_BYTES", 6 * len(X) * 8)
     live_threads, resumed_threads, live_cache, resumed_cache = variant
     cfg = dict(strategy="near-boundary", solver="incremental", seed=4, solver_params={"cache_bytes": live_cache})
     with threads(live_threads):
@@ -709,16 +709,16 @@ def test_kept_rows_that_stop_changing_give_their_slots_alike_in_a_resumed_loop(v
         n_snapshot = len(loop.events)
         given_up = set()
         for _ in range(40):
-            before = list(loop._slot_items)
+            before = list(loop.scores.slot_items)
             answer_without_undo(loop, y, 1, np.random.default_rng(len(loop.events)))
-            given_up |= set(before) - set(loop._slot_items)
-        assert given_up and len(loop._slot_items) == 6
+            given_up |= set(before) - set(loop.scores.slot_items)
+        assert given_up and len(loop.scores.slot_items) == 6
         if live_cache:  # a row given up goes to the solver's cache
-            assert any(loop.solver.cache.has_row(i) for i in given_up - set(loop._slot_items))
+            assert any(loop.solver.cache.has_row(i) for i in given_up - set(loop.scores.slot_items))
     with threads(resumed_threads):
         restored = with_cache(ActiveLearningLoop.from_state(arrays, meta, X), resumed_cache)
         restored.replay(loop.events[n_snapshot:])
-        assert restored._slot_items == loop._slot_items
+        assert restored.scores.slot_items == loop.scores.slot_items
         assert np.array_equal(restored.pool_scores().view(np.int64), loop.pool_scores().view(np.int64))
         assert restored.next_query().index == loop.next_query().index
     np.testing.assert_allclose(loop.pool_scores(), loop.solver.decision_function(np.arange(len(X))),
@@ -737,8 +737,9 @@ def test_a_state_naming_a_kept_row_twice_or_outside_the_pool_keeps_one_slot_per_
     restored = ActiveLearningLoop.from_state(arrays, meta, X)
     q = restored.next_query()
     restored.teach(q.index, int(y[q.index]))
-    assert restored._slot_items[:2] == [first, second] and len(restored._slots) == len(restored._slot_items)
-    assert all(restored._slots[j] == k for k, j in enumerate(restored._slot_items))
+    kept = restored.scores
+    assert kept.slot_items[:2] == [first, second] and len(kept.slots) == len(kept.slot_items)
+    assert all(kept.slots[j] == k for k, j in enumerate(kept.slot_items))
     np.testing.assert_allclose(restored.pool_scores(), restored.solver.decision_function(np.arange(len(X))),
                                rtol=0, atol=1e-9)
 
@@ -754,22 +755,22 @@ def test_a_restored_loop_puts_its_kept_kernel_rows_back_at_the_first_update(data
     assert len(arrays["row_slots"]) > 0
     restored = ActiveLearningLoop.from_state(arrays, meta, X)
     evals = restored.solver.cache.n_evals
-    assert restored._rowbuf is None and not restored._slots
+    assert restored.scores.rowbuf is None and not restored.scores.slots
     np.testing.assert_array_equal(restored.pool_scores(), loop.pool_scores())
     assert restored.next_query().index == loop.next_query().index
     # a snapshot of the restored loop before any update keeps the rows and their order
     np.testing.assert_array_equal(through_storage(*restored.to_state())[0]["row_slots"], arrays["row_slots"])
-    restored._restore_buffered_rows()  # (what the first update does first)
+    restored.scores.restore_buffered_rows(restored.solver)  # (what the first update does first)
     assert restored.solver.cache.n_evals == evals  # not counted as the solver's work
-    kept = len(loop._slots)
-    assert restored._slot_items == loop._slot_items
-    np.testing.assert_array_equal(restored._rowbuf[:kept], loop._rowbuf[:kept])
+    kept = len(loop.scores.slots)
+    assert restored.scores.slot_items == loop.scores.slot_items
+    np.testing.assert_array_equal(restored.scores.rowbuf[:kept], loop.scores.rowbuf[:kept])
     item = loop.next_query().index
     loop.teach(item, int(y[item]))
     restored2 = ActiveLearningLoop.from_state(arrays, meta, X)
     for other in (restored, restored2):  # rows put back before, or by, the update
         other.teach(item, int(y[item]))
-        assert other._slot_items == loop._slot_items
+        assert other.scores.slot_items == loop.scores.slot_items
         np.testing.assert_array_equal(other.pool_scores(), loop.pool_scores())
 
 
@@ -783,19 +784,19 @@ def test_a_row_computed_ahead_changes_when_the_work_is_done_not_a_bit_of_the_res
     cfg = dict(strategy="near-boundary", solver="incremental", seed=2, solver_params={"C": C_OF["incremental"]})
     with threads(live_threads):
         plain = ActiveLearningLoop(X, eval_X=Xe, eval_y=ye, **cfg)
-        plain._row_ahead_min_entries = 2**62  # never
+        plain.scores.row_ahead_min_entries = 2**62  # never
     with threads(ahead_threads):
         ahead = ActiveLearningLoop(X, eval_X=Xe, eval_y=ye, **cfg)
-        ahead._row_ahead_min_entries = 0  # always (the pool is small)
+        ahead.scores.row_ahead_min_entries = 0  # always (the pool is small)
     rng, used = np.random.default_rng(7), 0
     for _ in range(70):
         moves = []
         for loop, n in ((plain, live_threads), (ahead, ahead_threads)):
             with threads(n):
                 q = loop.next_query()
-                if loop is ahead and ahead._row_ahead is not None:
+                if loop is ahead and ahead.scores.row_ahead is not None:
                     used += 1
-                    assert ahead._row_ahead[0] == q.index
+                    assert ahead.scores.row_ahead[0] == q.index
                 draw = rng.random() if loop is plain else moves[0]
                 moves.append(draw)
                 if draw < 0.08 and loop.n_labels:

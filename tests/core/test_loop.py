@@ -7,6 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import core.pool_scores
 from core.datasets import make_banana, make_gaussians
 from core.loop import ActiveLearningLoop
 from core.metrics import accuracy, roc_auc
@@ -215,7 +216,7 @@ def test_whole_pool_strategies_keep_scores_above_the_track_limit(data, monkeypat
     X, y, _, _ = data
     monkeypatch.setattr(loop_module, "TRACK_LIMIT", 10)
     monkeypatch.setattr(loop_module, "UNDO_COPY_LIMIT", 10)
-    monkeypatch.setattr(loop_module, "ROW_BUFFER_BYTES", 6 * len(X) * 8)  # six rows; the others from the cache
+    monkeypatch.setattr(core.pool_scores, "ROW_BUFFER_BYTES", 6 * len(X) * 8)  # six rows; the others from the cache
     kept = ActiveLearningLoop(X, strategy=strategy, solver=solver, seed=4)
     assert kept.track_scores
     sampled = ActiveLearningLoop(X, strategy="randomized-search", solver=solver, seed=4)
@@ -224,7 +225,7 @@ def test_whole_pool_strategies_keep_scores_above_the_track_limit(data, monkeypat
     run(kept, y, 45, undo_every=9)
     run(rescored, y, 45, undo_every=9)
     assert kept.events == rescored.events
-    assert len(kept._slots) == 6 and len(kept.solver.coefficients()[0]) > 6
+    assert len(kept.scores.slots) == 6 and len(kept.solver.coefficients()[0]) > 6
     assert not any(u.snapshot is not None for u in kept._undo)
     np.testing.assert_allclose(kept.pool_scores(), fresh_scores(kept), rtol=0, atol=1e-9)
     assert np.isfinite(kept.history[-1].n_in_margin)
@@ -234,18 +235,16 @@ def test_the_row_buffer_is_made_once_and_never_copied(data, monkeypatch):
     """The kept kernel rows' buffer is allocated whole at the first row (its pages become resident as
     rows are written) and never replaced by a larger copy: growing it had copied every row kept so far
     within one label."""
-    import core.loop as loop_module
-
     X, y, _, _ = data
-    monkeypatch.setattr(loop_module, "ROW_BUFFER_BYTES", 40 * len(X) * 8)
+    monkeypatch.setattr(core.pool_scores, "ROW_BUFFER_BYTES", 40 * len(X) * 8)
     loop = ActiveLearningLoop(X, strategy="near-boundary", solver="incremental", seed=1)
     buffers = []
     for _ in range(80):
         run(loop, y, 1)
-        if loop._rowbuf is not None:
-            buffers.append(loop._rowbuf)
+        if loop.scores.rowbuf is not None:
+            buffers.append(loop.scores.rowbuf)
     assert buffers and all(b is buffers[0] for b in buffers)
-    assert buffers[0].shape == (40, len(X)) and len(loop._slots) > 16  # past the old first growth
+    assert buffers[0].shape == (40, len(X)) and len(loop.scores.slots) > 16  # past the old first growth
     np.testing.assert_allclose(loop.pool_scores(), fresh_scores(loop), rtol=0, atol=1e-9)
 
 
@@ -253,19 +252,17 @@ def test_rows_the_cache_does_not_keep_are_held_four_at_most_and_change_no_bit(da
     """Rows outside the row buffer wait to be added in the buffer's pass; those the solver's cache
     does not keep (no room) are held only until four of them are waiting.  When they are added
     changes no bit: a loop whose cache keeps nothing has the scores of one whose cache keeps all."""
-    import core.loop as loop_module
-
     X, y, _, _ = data
-    monkeypatch.setattr(loop_module, "ROW_BUFFER_BYTES", 2 * len(X) * 8)  # two rows; the others outside
-    given = loop_module.add_weighted_rows
+    monkeypatch.setattr(core.pool_scores, "ROW_BUFFER_BYTES", 2 * len(X) * 8)  # two rows; the others outside
+    given = core.pool_scores.add_weighted_rows
     waiting = []
 
     def add_weighted_rows(f, rows, slots, weights, extra_rows=(), extra_deltas=()):
-        if cacheless.solver.cache is not None and f is cacheless._f:
+        if cacheless.solver.cache is not None and f is cacheless.scores.f:
             waiting.append(sum(not any(r is c for c in cacheless.solver.cache._rows.values()) for r in extra_rows))
         return given(f, rows, slots, weights, extra_rows, extra_deltas)
 
-    monkeypatch.setattr(loop_module, "add_weighted_rows", add_weighted_rows)
+    monkeypatch.setattr(core.pool_scores, "add_weighted_rows", add_weighted_rows)
     cacheless = ActiveLearningLoop(X, strategy="near-boundary", solver="incremental", seed=2,
                                    solver_params={"cache_bytes": 0})
     cached = ActiveLearningLoop(X, strategy="near-boundary", solver="incremental", seed=2)
