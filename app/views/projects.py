@@ -6,6 +6,7 @@ import streamlit as st
 from app import auth
 from app.services import DEFAULT_C, LABEL_STRATEGIES, SOLVERS, ServiceError
 from app.services.common import FIND_CHARS
+from app.services.vocabulary import how_labelled
 from app.ui.forms import C_MIN
 from app.ui.item import show_item
 from app.ui.state import service
@@ -54,7 +55,7 @@ projects = svc.projects(me)
 if not projects:
     st.info("No project yet.")
     st.stop()
-labels = {p.id: visible(f"{p.name} · {p.dataset_name} · {p.strategy} / {p.solver}") for p in projects}
+labels = {p.id: visible(f"{p.name} · {p.dataset_name} · {how_labelled(p.strategy, p.solver)}") for p in projects}
 project_id = st.selectbox("Project", list(labels), format_func=labels.get, key="project_shown")
 project = next(p for p in projects if p.id == project_id)
 run = svc.open_project(project_id)
