@@ -110,7 +110,7 @@ def shown_text(at: AppTest) -> list[str]:
 def test_no_page_shows_a_code_name_after_the_trial_s_36_labels(db_url):
     run, at = opened(db_url, TRIAL_LABELS)
     found = {}
-    for page in ("label", "history", "sessions", "export"):
+    for page in ("label", "history", "sessions", "export", "my_labels"):
         at.switch_page(f"views/{page}.py").run()
         assert not at.exception, (page, at.exception)
         text = shown_text(at)
