@@ -174,7 +174,7 @@ def support_vector_figure(history: pd.DataFrame) -> Figure:
 
 
 def margin_figure(history: pd.DataFrame) -> Figure:
-    title = "Unlabelled items with |f| < 1"
+    title = "Unlabelled items the model is unsure of"
     frame = _by_labels(history)
     if frame.empty or "n_in_margin" not in frame or frame["n_in_margin"].isna().all():
         return _empty(title, "no label yet")
@@ -189,7 +189,7 @@ def margin_figure(history: pd.DataFrame) -> Figure:
 
 #: axis titles for the metrics of the tidy comparison rows
 METRIC_NAMES = {"auc": "test AUC", "accuracy": "test accuracy", "n_sv": "support vectors",
-                "n_bound": "support vectors at the bound C", "n_in_margin": "unlabelled items with |f| < 1",
+                "n_bound": "support vectors at the bound C", "n_in_margin": "unlabelled items the model is unsure of",
                 "recall": "recall (positives labelled / in the pool)"}
 
 
@@ -301,7 +301,8 @@ def gain_figure(gain: pd.DataFrame, estimate=None, target_recall: float | None =
                      "name": "random draws", "marker": {"color": PALETTE[1], "size": 4}})
     shapes = []
     top = float(max(found)) if found else 0.0
-    if estimate is not None and np.isfinite(estimate.remaining):
+    # an estimate too wide to say anything (``RecallEstimate.too_early``) is left out: the axis fits what was found
+    if estimate is not None and np.isfinite(estimate.remaining) and not getattr(estimate, "too_early", False):
         total = estimate.found + estimate.remaining
         low, high = estimate.found + estimate.remaining_low, estimate.found + estimate.remaining_high
         shapes.append({"type": "rect", "xref": "paper", "x0": 0, "x1": 1, "yref": "y", "y0": low, "y1": high,

@@ -11,13 +11,19 @@ from __future__ import annotations
 import streamlit as st
 
 from app import auth, charts
-from app.services.stopping import RULE_OPTIONS
+from app.services.stopping import RULE_OPTIONS, check_blocked
+from app.services.vocabulary import rule_words
 from app.ui.messages import guarded
 from app.ui.text import plain
 
 CHECK_HELP = ("Draws items at random from the unlabelled ones; each is labelled like any other. The check "
               "passes when the draws show recall at or above the target with the stated confidence, and ends on "
               "its own (back to the heuristic) when they show recall below it.")
+
+
+def rule_line(state) -> str:
+    """A rule's state with the rule in words: "stop after 50 irrelevant in a row: waits for the first positive"."""
+    return f"{rule_words(state.rule)}: {state.message.removeprefix(f'{state.rule}: ')}"
 
 
 @guarded
@@ -45,10 +51,11 @@ def verdict(run) -> None:
         return
     with st.container(key="stopping_verdict"):
         said = status.chosen.message.split(": ", 1)[-1].removesuffix(" — you can stop")
+        rule = rule_words(status.rule)
         if status.can_stop:
-            st.success(plain(f"You can stop ({status.rule} rule): {said}."), icon=":material/flag:")
+            st.success(plain(f"You can stop (rule: {rule}): {said}."), icon=":material/flag:")
         else:
-            st.info(plain(f"Not yet ({status.rule} rule): {said}."))
+            st.info(plain(f"Not yet (rule: {rule}): {said}."))
         st.markdown(plain(status.estimate.in_words()))
         if status.outlook:
             st.markdown(plain(status.outlook))
@@ -74,20 +81,22 @@ def show(svc, run, *, above: bool = False) -> None:
         st.markdown("**When can I stop?**")
         if not above:
             verdict(run)
-        lines = [("✓ " if state.stop else "· ") + plain(state.message) for state in status.states]
+        lines = [("✓ " if state.stop else "· ") + plain(rule_line(state)) for state in status.states]
         st.caption("  \n".join(lines))
         buttons = st.container(horizontal=True)
         if status.checking:
             buttons.button("Stop the recall check", key="stop_check", on_click=_stop_check,
                            args=(svc, run.session_id), help="Back to the heuristic; the draws so far are kept.")
         else:
+            # disabled, with the reason, whenever the panel says a check cannot start (the same test)
+            blocked = check_blocked(status.check)
             buttons.button("Start the recall check", key="start_check", on_click=_start_check,
-                           args=(svc, run.session_id), disabled=run.n_positive == 0, help=CHECK_HELP,
-                           type="primary" if status.check.suggest else "secondary")
+                           args=(svc, run.session_id), disabled=blocked is not None,
+                           help=blocked or CHECK_HELP, type="primary" if status.check.suggest else "secondary")
         with buttons.popover("Stopping settings", icon=":material/tune:"), st.form("stopping_settings", border=False):
             choices = list(RULE_OPTIONS) + ([status.rule] if status.rule not in RULE_OPTIONS else [])
             st.selectbox("Rule that says you can stop", choices, index=choices.index(status.rule),
-                         key="stopping_rule")
+                         key="stopping_rule", format_func=rule_words)
             cols = st.columns(2)
             cols[0].number_input("Target recall", min_value=0.5, max_value=0.999, value=status.target_recall,
                                  step=0.01, format="%.3f", key="stopping_target")

@@ -100,7 +100,8 @@ def _row(method: str, n: int, truth: int, unlabelled: int, est: stopping.RecallE
     return {"method": method, "n_labels": n, "truth": truth, "unlabelled": unlabelled, "known": known,
             "used": est.method, "low": est.remaining_low, "point": est.remaining, "high": est.remaining_high,
             "covered": known and est.remaining_low <= truth <= est.remaining_high,
-            "above": known and est.remaining_high > unlabelled}
+            "above": known and est.remaining_high > unlabelled,
+            "too_early": est.too_early}  # the app says "too early to estimate" instead (same numbers)
 
 
 def table(frame: pd.DataFrame) -> pd.DataFrame:
@@ -112,6 +113,7 @@ def table(frame: pd.DataFrame) -> pd.DataFrame:
         "too low": (known.high < known.truth).groupby(known["pool"]).mean(),
         "too high": (known.low > known.truth).groupby(known["pool"]).mean(),
         "width / unlabelled": ((known.high - known.low) / known.unlabelled).groupby(known["pool"]).median(),
+        "too early": known.groupby("pool")["too_early"].mean(),
     })
 
 

@@ -120,6 +120,18 @@ DEFAULT_TARGET_RECALL = 0.95
 DEFAULT_CONFIDENCE = 0.95
 #: provenance (the label's heuristic) of an item drawn at random for the statistical rule's check
 CHECK_STRATEGY = "random (recall check)"
+#: each rule in a screener's words (the app shows these; the names stay for the settings under Advanced, the
+#: files and the command line); ``rule_words`` fills in a rule's number
+RULE_WORDS = {
+    "statistical": "a recall check shows the target recall is reached",
+    "statistical-run": "a recall check, started after a run of irrelevant items, shows the target recall",
+    "knee": "the relevant items found have levelled off",
+    "margin": "the model is sure about every unlabelled item",
+    "stability": "the model has stopped changing",
+    "consecutive": "stop after {n} irrelevant in a row",
+}
+#: the words of the recall check's random draws, as the heuristic that asked
+CHECK_WORDS = "drawn at random for the recall check"
 #: knee rule: labels before the rule may fire (Cormack & Grossman's minimum effort)
 KNEE_MIN_LABELS = 150
 #: stability rule: stop-set size, labels between compared models, comparisons averaged, kappa to reach
@@ -141,6 +153,18 @@ class RuleSpec:
 
     def __str__(self) -> str:
         return self.name if self.param is None else f"{self.name}:{self.param}"
+
+
+def rule_words(rule: str | RuleSpec) -> str:
+    """A rule in a screener's words: ``consecutive:50`` -> "stop after 50 irrelevant in a row"; a name this
+    version does not know stays as it is."""
+    name, _, param = str(rule).partition(":")
+    words = RULE_WORDS.get(name.strip())
+    if words is None:
+        return str(rule)
+    if "{n}" in words:
+        return words.format(n=param or "N")
+    return words + (f" (tolerance {param})" if param else "")
 
 
 def parse_rules(rules: str | Iterable[str | RuleSpec]) -> list[RuleSpec]:
@@ -962,6 +986,25 @@ def _probably(check: RecallCheck) -> str:
     return f"the guarantee will probably need about {_rounded(probable, left):,} more draws"
 
 
+#: before a check: above this share of the unlabelled items to draw, the outlook says a check now means
+#: reading (nearly) all that is left, rather than giving the count alone
+READ_MOST_SHARE = 0.5
+#: the outlook while no recall check can start (none before the first positive)
+CHECK_NEEDS_A_POSITIVE = "Guarantee: a recall check can start once a positive is labelled."
+
+
+def check_blocked(check: RecallCheck) -> str | None:
+    """Why a recall check cannot start now, in words, or None when it can (the Label page disables its
+    button with this): before the first positive, and with nothing left unlabelled."""
+    if check.checking:
+        return None
+    if check.gap_needed is None:
+        return "A recall check can start once a positive is labelled."
+    if check.urn == 0:
+        return "Every item is labelled: there is nothing left to check."
+    return None
+
+
 def outlook(check: RecallCheck) -> str:
     """How many more labels the guarantee will probably need, in plain words (the Label page's panel)."""
     if check.phase == "passed" or (check.phase == "heuristic" and check.urn == 0):
@@ -981,7 +1024,12 @@ def outlook(check: RecallCheck) -> str:
         return ("Guarantee: not yet; a new recall check, with draws of its own, is suggested when the heuristic "
                 "stops finding positives.")
     if check.gap_needed is None:
-        return "Guarantee: a recall check can start once a positive is labelled."
+        return CHECK_NEEDS_A_POSITIVE
+    planned = min(check.planned, check.urn)
+    if check.urn and planned > READ_MOST_SHARE * check.urn:  # a check now is reading (nearly) everything
+        return (f"Guarantee: a recall check now would mean reading about {_pct(planned / check.urn)} of what is "
+                f"left (at least {count(planned, 'random draw')} of {count(check.urn, 'unlabelled item')}): keep "
+                "labelling first; the check is suggested when the heuristic stalls.")
     return (f"Guarantee: at least {count(min(check.planned, check.urn), 'random draw')} once a recall check starts "
             "(more for every positive among them)" + ("; a check is suggested now." if check.suggest else
                                                       "; the check is suggested when the heuristic stalls."))
@@ -1085,17 +1133,34 @@ class RecallEstimate:
     recall_high: float
     confidence: float
     positives_drawn: int | None = None  # for an estimate from random draws
+    unlabelled: float = float("inf")  # items still unlabelled when it was made (inf: not said)
 
     @property
     def known(self) -> bool:
         """False while it cannot be estimated (too few labels scored when asked, no random draws)."""
         return bool(np.isfinite(self.remaining))
 
+    @property
+    def too_early(self) -> bool:
+        """A model-based estimate whose interval spans more than ``USEFUL_SPAN_SHARE`` of the unlabelled items
+        and is wider than the estimate itself (on the demo, "about 392, 0–867" with 1,761 left; not "about
+        170, 137–190" with 190 left, nor "about 2, 0–6" near the end): known, but a number that says nothing
+        yet.  The app says "too early to estimate" instead, and its gain chart leaves it out (its axis fits
+        what was found).  Estimates from random draws are always shown: they are unbiased, their interval is
+        exact."""
+        span = self.remaining_high - self.remaining_low
+        return (self.known and self.method == "model-based" and np.isfinite(self.unlabelled)
+                and span > USEFUL_SPAN_SHARE * self.unlabelled and span > self.remaining)
+
     def in_words(self) -> str:
         """The estimate for people: counts as whole numbers, shares to two significant digits, and the method;
         "cannot estimate yet" and why, instead of a number, while there is none."""
         if not self.known:
             return f"Positives still unlabelled: cannot estimate yet. Method: {self.method} — {self.description}."
+        if self.too_early:
+            return (f"Positives still unlabelled: too early to estimate (the model's range still spans more than "
+                    f"{USEFUL_SPAN_SHARE:.0%} of the {self.unlabelled:,.0f} unlabelled items). Method: "
+                    f"{self.method} — {self.description}.")
         level = _setting_pct(self.confidence)
         interval = f"{self.remaining_low:.0f}–{self.remaining_high:.0f}"
         recall = f"{_pct(self.recall_low)}–{_pct(self.recall_high)}"
@@ -1116,15 +1181,15 @@ def _finish(method: str, description: str, found: int, remaining: float, low: fl
             confidence: float, positives_drawn: int | None = None, *, unlabelled: int | None = None
             ) -> RecallEstimate:
     """The estimate with ``0 <= low <= remaining <= high <= unlabelled`` (NaN stays NaN: not estimated)."""
+    top = float("inf") if unlabelled is None else float(max(0, unlabelled))
     if np.isfinite(remaining):
-        top = float("inf") if unlabelled is None else float(max(0, unlabelled))
         remaining = float(min(max(remaining, 0.0), top))
         low = float(min(max(low, 0.0), remaining))
         high = float(min(max(high, remaining), top))
     return RecallEstimate(method=method, description=description, found=found, remaining=remaining,
                           remaining_low=low, remaining_high=high, recall=_recall(found, remaining),
                           recall_low=_recall(found, high), recall_high=_recall(found, low), confidence=confidence,
-                          positives_drawn=positives_drawn)
+                          positives_drawn=positives_drawn, unlabelled=top)
 
 
 def urn_interval(urn: int, draws: int, positives: int, confidence: float) -> tuple[int, int]:
@@ -1217,6 +1282,11 @@ def platt_scaling(scores, labels, *, max_iter: int = 100) -> tuple[float, float]
 MIN_CALIBRATION_LABELS = 5
 #: model-based estimate: the fit's variance counts this many times in the interval (its standard deviation twice)
 FIT_VARIANCE_FACTOR = 4.0
+#: model-based estimate: an interval wider than this share of the unlabelled items (and than the estimate
+#: itself) is "too early to estimate" in the app (``RecallEstimate.too_early``): on the demo after 36 labels,
+#: "about 392, 0–867" of 1,761 unlabelled items (49%; 163 positives were left) said nothing but filled the gain
+#: chart's axis.  The numbers themselves (and benchmarks/bench_estimate.py's coverage) are the same either way
+USEFUL_SPAN_SHARE = 0.25
 #: model-based estimate: the scores when asked must rank positives above negatives at least this often (ROC AUC)
 MIN_CALIBRATION_AUC = 0.7
 #: heuristics that ask about the most likely positives first: scores when asked are the top of the ranking only,
@@ -1256,7 +1326,7 @@ def estimate_from_model(unlabelled_scores, asked_scores, asked_labels, *, found:
     keep = np.isfinite(s)
     s, y = s[keep], y[keep]
     unlabelled = len(f)
-    what = "Platt-scaled decision values of the unlabelled items, summed"
+    what = "the model's scores rescaled to probabilities, summed over the unlabelled items"
     n_pos, n_neg = int(np.sum(y > 0)), int(np.sum(y < 0))
     if min(n_pos, n_neg) < min_labels:
         return _finish("model-based", f"the model's scores are calibrated once {min_labels} positive and "
@@ -1330,14 +1400,15 @@ def rule_names(rules: Iterable[RuleSpec]) -> list[str]:
     return [str(r) for r in rules]
 
 
-__all__ = ["CALIBRATE_MAX_URN", "CHECK_STARTS", "CHECK_STRATEGY", "CheckDesign", "CheckRun", "DEFAULT_CONFIDENCE",
-           "DEFAULT_RULES", "DEFAULT_TARGET_RECALL", "FIRST_CHECK_SHARE", "FIT_VARIANCE_FACTOR", "KNEE_MIN_LABELS",
-           "KNEE_RUN_SHARE", "MIN_CALIBRATION_AUC", "MIN_CALIBRATION_LABELS", "RULE_NAMES", "RecallCheck",
-           "RecallEstimate", "RuleSpec", "RuleState", "STABILITY_STEP", "STABILITY_THRESHOLD", "STABILITY_WINDOW",
-           "STOP_SET_SIZE", "SessionView", "StabilityTracker", "TOP_FIRST_HEURISTICS", "check_alpha", "check_design",
-           "check_runs", "check_suggested", "check_target", "cohens_kappa", "consecutive_rule",
-           "estimate_from_draws", "estimate_from_model", "estimate_remaining", "evaluate", "follow_ranking",
-           "gain_curve", "hypergeometric_p_value", "k_target", "knee_point", "knee_rule",
+__all__ = ["CALIBRATE_MAX_URN", "CHECK_STARTS", "CHECK_NEEDS_A_POSITIVE", "CHECK_STRATEGY", "CHECK_WORDS",
+           "CheckDesign", "CheckRun", "DEFAULT_CONFIDENCE", "DEFAULT_RULES", "DEFAULT_TARGET_RECALL",
+           "FIRST_CHECK_SHARE", "FIT_VARIANCE_FACTOR", "KNEE_MIN_LABELS", "KNEE_RUN_SHARE", "MIN_CALIBRATION_AUC",
+           "MIN_CALIBRATION_LABELS", "READ_MOST_SHARE", "RULE_NAMES", "RULE_WORDS", "RecallCheck", "RecallEstimate",
+           "RuleSpec", "RuleState", "STABILITY_STEP", "STABILITY_THRESHOLD", "STABILITY_WINDOW", "STOP_SET_SIZE",
+           "SessionView", "StabilityTracker", "TOP_FIRST_HEURISTICS", "USEFUL_SPAN_SHARE", "check_alpha",
+           "check_blocked", "check_design", "check_runs", "check_suggested", "check_target", "cohens_kappa",
+           "consecutive_rule", "estimate_from_draws", "estimate_from_model", "estimate_remaining", "evaluate",
+           "follow_ranking", "gain_curve", "hypergeometric_p_value", "k_target", "knee_point", "knee_rule",
            "labels_since_last_positive", "margin_rule", "outlook", "parse_rules", "pass_draws", "platt_scaling",
-           "probable_labels", "recall_check", "rule_names", "sequential_error", "simulated_analyst",
+           "probable_labels", "recall_check", "rule_names", "rule_words", "sequential_error", "simulated_analyst",
            "stability_rule", "statistical_rule", "stop_set", "suggested_gap", "urn_interval"]

@@ -63,6 +63,9 @@ from core.kernels import masked_argmax, masked_argmin_abs
 from core.registry import Registry
 
 COLD_STARTS = ("random", "one-class", "spread")
+#: how each cold start picks, in a screener's words (the app shows "... (cold start)" so)
+COLD_START_WORDS = {"random": "At random", "one-class": "Least like the answers so far",
+                    "spread": "Spread over the data"}
 DEFAULT_COLD_START = "random"
 
 # Bordes et al. (2005) §4.3: the best of 59 random draws lies in the best 5% of
@@ -555,13 +558,25 @@ DEFAULT_SOLVER = REGISTRY.name_table(lambda e: e.default_solver)
 WHOLE_POOL = REGISTRY.name_list(lambda e: e.needs_whole_pool)
 
 
+def strategy_words(name: str) -> str:
+    """What the app shows for the heuristic that asked about an item: a registered strategy's words, a cold
+    start's ("random (cold start)" -> "At random, while the model waits for a positive and a negative"); a
+    name this version does not know stays as it is."""
+    base, cold, _ = str(name).partition(" (cold start)")
+    if cold:
+        words = COLD_START_WORDS.get(base) or (get(base).label if base in REGISTRY else base)
+        return f"{words}, while the model waits for a positive and a negative"
+    return get(name).label if name in REGISTRY else str(name)
+
+
 def get_strategy(name: str) -> Callable[..., Query | None]:
     """The function of strategy ``name``."""
     return get(name).choose
 
 
-__all__ = ["AUTOACTIVE_ENOUGH", "AUTOACTIVE_MAX_DRAWS", "BASELINE", "COLD_STARTS", "DEFAULT_COLD_START",
+__all__ = ["AUTOACTIVE_ENOUGH", "AUTOACTIVE_MAX_DRAWS", "BASELINE", "COLD_STARTS", "COLD_START_WORDS",
+           "DEFAULT_COLD_START",
            "DEFAULT_SAMPLE_SIZE", "DEFAULT_SOLVER", "DEFAULT_STRATEGY", "Pool", "Query", "REGISTRY", "STRATEGIES",
            "STRATEGY_NAMES", "Strategy", "autoactive", "autoactive_delta", "get", "get_strategy", "gradient",
            "largest_positive", "names", "near_boundary", "one_class_cold_start", "one_class_ranking", "ramp_region",
-           "random_query", "randomized_search", "register", "unregister"]
+           "random_query", "randomized_search", "register", "strategy_words", "unregister"]

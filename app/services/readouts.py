@@ -138,7 +138,7 @@ class RunReadouts:
             title = f"ROC · {len(y)} held-out items"
         else:
             y, scores = self._asked_scores()
-            title = f"ROC · scores the model gave each item when it was asked<br>({len(y)} labels)"
+            title = f"ROC · scores when asked<br>({len(y)} labels)"  # (two short lines on a narrow chart)
         if len(y) < 2 or len(np.unique(y)) < 2 or not np.all(np.isfinite(scores)):
             return None
         fpr, tpr, _ = roc_curve(y, scores)

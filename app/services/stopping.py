@@ -187,8 +187,8 @@ class RunStopping:
                 self._store_stopping(rule=rule, target_recall=target_recall, confidence=confidence)
             except ServiceError as error:
                 return self.run.tell(Outcome(False, str(error), "error"))
-            return self.run.tell(Outcome(True, f"Stopping rule: {rule}; target recall {target_recall:g} at "
-                                               f"{confidence:g} confidence."))
+            return self.run.tell(Outcome(True, f"Stopping rule: {rules.rule_words(rule)}; target recall "
+                                               f"{target_recall:g} at {confidence:g} confidence."))
 
     def start_check(self, *, by: Identity | None = None) -> Outcome:
         """Start a recall check: from now on the items shown are drawn at random from the unlabelled rest."""
@@ -306,5 +306,8 @@ class RunStopping:
             self.stability = kept
 
 
-__all__ = ["DEFAULTS", "RULE_CHOICES", "RULE_OPTIONS", "SETTING", "RunStopping", "StoppingStatus", "check_settings",
-           "stopping_settings"]
+#: why a recall check cannot start now, in words, or None (``core.stopping.check_blocked``)
+check_blocked = rules.check_blocked
+
+__all__ = ["DEFAULTS", "RULE_CHOICES", "RULE_OPTIONS", "SETTING", "RunStopping", "StoppingStatus", "check_blocked",
+           "check_settings", "stopping_settings"]

@@ -1,12 +1,49 @@
-"""Names the New session form offers besides ``common``'s lists: the kernels and the ramp solver's losses.
+"""The names pages show, in a screener's words, from one place: the heuristics, solvers and stopping rules
+each carry their words in ``core`` (``core.strategies``, ``core.solvers``, ``core.stopping``); every page
+reads them through here, so a session picker, a table and a caption say the same thing.  The code names
+(``near-boundary``, ``lasvm``, ``consecutive:50``) stay in the files, the command line and under Advanced.
 
-Kept light: importing it loads nothing more than the Label page loaded before (the data-file names are in
-``reading``, which loads the CSV reader).
+Also the names the New session form offers besides ``common``'s lists: the kernels and the ramp solver's
+losses.
 """
 
 from __future__ import annotations
 
+from core import solvers, stopping, strategies
 from core.kernels import KERNEL_NAMES
+from core.priors import PRIOR
 from core.solvers.ramp import LOSSES
 
-__all__ = ["KERNEL_NAMES", "LOSSES"]
+#: the heuristic of a label marked as known (``app.services.priors``) and of an imported one
+OTHER_HEURISTICS = {PRIOR: "marked as known", "imported": "imported from a file"}
+
+
+def heuristic_words(name: str | None) -> str:
+    """The heuristic that asked about an item, in words (a strategy, a cold start, the recall check's draws)."""
+    if not name:
+        return ""
+    if name == stopping.CHECK_STRATEGY:
+        return stopping.CHECK_WORDS
+    if name in OTHER_HEURISTICS:
+        return OTHER_HEURISTICS[name]
+    return strategies.strategy_words(name)
+
+
+def solver_words(name: str | None) -> str:
+    """A solver in words ("the fast online model"); a name this version does not know stays as it is."""
+    if not name:
+        return ""
+    return solvers.get(name).label if name in solvers.REGISTRY else str(name)
+
+
+def rule_words(rule: str) -> str:
+    """A stopping rule in words ("stop after 50 irrelevant in a row")."""
+    return stopping.rule_words(rule)
+
+
+def how_labelled(strategy: str | None, solver: str | None) -> str:
+    """A session's heuristic and model in words, for its line in a picker."""
+    return ", ".join(w for w in (heuristic_words(strategy), solver_words(solver)) if w)
+
+
+__all__ = ["KERNEL_NAMES", "LOSSES", "heuristic_words", "how_labelled", "rule_words", "solver_words"]

@@ -13,6 +13,7 @@ import streamlit as st
 from app.services import LabellingRun
 from app.services.display import ItemDisplay, most_relevant
 from app.services.formatting import signed
+from app.services.vocabulary import heuristic_words, solver_words
 from app.ui.text import plain, visible
 
 #: seconds the Label panel waits after the item's elements before it builds the charts: the browser
@@ -39,10 +40,29 @@ def pause_before_charts(state) -> float:
 
 
 def why_chosen(shown) -> str:
-    """One line under the item: which heuristic asked, its score, and its reason."""
-    score = "not scored yet" if shown.score is None else f"f(x) = {signed(shown.score)}"
+    """One line under the item: which heuristic asked, in words, and the model's score.  The heuristic's own
+    reason, in its code's terms ("closest to the boundary, |f| = 0.012"), is ``why_chosen_in_detail``'s, shown
+    only on demand (the line's tooltip)."""
+    score = "not scored yet" if shown.score is None else f"score {signed(shown.score)}"
+    return f"Chosen by **{plain(heuristic_words(shown.strategy))}** · {plain(score)}"
+
+
+def why_chosen_in_detail(shown) -> str:
+    """For engineers: the heuristic's name and its reason, as it gave them."""
     reason = str(shown.reason or "").strip()
-    return f"Chosen by **{plain(shown.strategy)}** · {plain(score)}" + (f" · {plain(reason)}" if reason else "")
+    return f"{shown.strategy}" + (f": {reason}" if reason else "")
+
+
+def model_timings(run, shown) -> str:
+    """The line under the progress: how long the last model update and the query took (each only once
+    there is one: after a resume the model has not updated yet in this process) and the model in words."""
+    parts = []
+    if run.last_update_ms is not None:
+        parts.append(f"Model update {run.last_update_ms:.1f} ms")
+    if shown is not None and shown.query_ms is not None:
+        parts.append(f"next query {shown.query_ms:.1f} ms")
+    parts.append(solver_words(run.info.solver))
+    return plain(" · ".join(parts))
 
 
 def live_roc(run: LabellingRun):

@@ -103,8 +103,10 @@ def preparing_model_notice() -> None:
     if not progress.preparing_first_labels:
         return
     with st.container(key="preparing_model"):
-        st.info(f"Preparing the model for this computer (first start only): {progress.ready_for_labelling} of "
-                f"{progress.for_labelling} parts ready. A label given now is saved at once; the next item "
+        # the parts counted as the console counts them (core.solvers._compile.Reporter): of the whole plan
+        st.info(f"Preparing the model for this computer (first start only): {progress.done} of {progress.total} "
+                f"parts ready; labelling needs the first {progress.for_labelling} "
+                f"({progress.ready_for_labelling} ready). A label given now is saved at once; the next item "
                 "follows when the model is ready (a minute or two).", icon=":material/hourglass_top:")
         st.progress(progress.ready_for_labelling / progress.for_labelling)
 

@@ -9,6 +9,7 @@ import pandas as pd
 from app.services.common import BASELINE, EXACT_SOLVERS
 from app.services.comparisons import with_decimals
 from app.services.formatting import count, signed
+from app.services.vocabulary import heuristic_words, solver_words
 from app.ui.text import plain, visible
 
 
@@ -50,9 +51,12 @@ def summary_table(summary: pd.DataFrame) -> pd.DataFrame:
     if summary is None or summary.empty:
         return pd.DataFrame()
 
-    def pm(mean, std) -> str:
+    def pm(mean, std, seeds) -> str:
+        """mean ± std over the seeds; the mean alone with one seed (a spread of one run is no spread)."""
         mean, std = _number(mean), _number(std)
-        return "–" if mean is None else f"{mean:.3f} ± {std or 0.0:.3f}"
+        if mean is None:
+            return "–"
+        return f"{mean:.3f}" if seeds <= 1 else f"{mean:.3f} ± {std or 0.0:.3f}"
 
     def reach(labels, reached, seeds) -> str:
         labels, reached = _number(labels), int(_number(reached) or 0)
@@ -72,14 +76,14 @@ def summary_table(summary: pd.DataFrame) -> pd.DataFrame:
         seeds = _number(r.get("n_seeds")) or 0
         rows.append({
             "heuristic": r.get("strategy"), "solver": r.get("solver"),
-            "ALC": pm(r.get("alc_mean"), r.get("alc_std")),
+            "ALC": pm(r.get("alc_mean"), r.get("alc_std"), seeds),
             **({"vs random W / T / L": wtl(r)} if against_random else {}),
             # how soon the positives were found (what a reviewer asks), on screen without scrolling sideways
             **({f"to {level} % recall": reach(r.get(f"labels_recall_{level}"), r.get(f"reached_recall_{level}"),
                                               seeds) for level in (50, 80, 95)}
                | {"WSS@95": _number(r.get("wss_95"))} if "labels_recall_50" in r else {}),
             "seeds": int(seeds),
-            "ALC (log2 labels)": pm(r.get("alc_log2_mean"), r.get("alc_log2_std")),
+            "ALC (log2 labels)": pm(r.get("alc_log2_mean"), r.get("alc_log2_std"), seeds),
             "to 95 %": reach(r.get("labels_95"), r.get("reached_95"), seeds),
             "to 99 %": reach(r.get("labels_99"), r.get("reached_99"), seeds),
             "final AUC": _number(r.get("final_auc")), "full-data AUC": _number(r.get("reference_auc")),
@@ -91,13 +95,73 @@ def summary_table(summary: pd.DataFrame) -> pd.DataFrame:
     return with_decimals(pd.DataFrame(rows), {"final AUC": 3, "full-data AUC": 3, "WSS@95": 3, "support vectors": 1})
 
 
+#: the Compare summary's columns shown at first (the others, the seeds too, are under "More columns"): what a
+#: reviewer compares, few enough (9, 10 with the solver) to fit a 1,400-pixel window without scrolling sideways
+SUMMARY_FIRST = ("heuristic", "solver", "ALC", "vs random W / T / L", "to 50 % recall", "to 80 % recall",
+                 "to 95 % recall", "WSS@95", "to 95 %", "final AUC")
+
+
+def summary_parts(table: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame, str | None]:
+    """The summary as (the columns shown at first, the rest beside the heuristic, a note): the solver column
+    only when the runs used different solvers (else the note names the one they all used, in words)."""
+    if table.empty:
+        return table, table, None
+    first = [c for c in SUMMARY_FIRST if c in table]
+    note = None
+    if "solver" in table and table["solver"].nunique(dropna=False) == 1:
+        first.remove("solver")
+        note = f"Every heuristic ran on the same model: {solver_words(str(table['solver'].iloc[0]))}."
+    rest = [c for c in table.columns if c not in first and c != "solver"]
+    return table[first], table[["heuristic", *rest]], note
+
+
+def export_preview(frame: pd.DataFrame) -> pd.DataFrame:
+    """The Export page's preview of the exported rows, as a person reads them: the heuristic and solver in
+    words, scores and timings to 3 significant digits, times to the second (UTC).  The files keep every
+    digit and the code names."""
+    frame = frame.copy()
+    if "strategy" in frame:
+        frame["strategy"] = frame["strategy"].map(lambda s: heuristic_words(str(s)) if s else s)
+    if "solver" in frame:
+        frame["solver"] = frame["solver"].map(lambda s: solver_words(str(s)) if s else s)
+    for column in ("decision_value", "update_ms", "query_ms"):
+        if column in frame:
+            frame[column] = frame[column].map(_three_digits)
+    for column in ("labelled_at", "changed_at"):
+        if column in frame:
+            frame[column] = frame[column].map(_to_the_second)
+    return frame
+
+
+def _three_digits(value) -> str:
+    number = _number(value)
+    return "" if number is None else f"{number:.3g}"
+
+
+def _to_the_second(value) -> str:
+    """"2026-11-28T12:04:44.114360+00:00" -> "2026-11-28 12:04:44 UTC" (what is not such a time stays)."""
+    text = "" if value is None else str(value)
+    if not text:
+        return text
+    try:
+        when = pd.Timestamp(text)
+    except ValueError:
+        return text
+    if when.tzinfo is not None:
+        when = when.tz_convert("UTC")
+        return when.strftime("%Y-%m-%d %H:%M:%S") + " UTC"
+    return when.strftime("%Y-%m-%d %H:%M:%S")
+
+
 def correction_note(solver: str) -> str:
     """How a change of an earlier answer reaches the model, for the History page."""
+    model = solver_words(solver)
+    model = model[:1].upper() + model[1:]
     if solver in EXACT_SOLVERS:
-        return (f"{solver}: the model unlearns the answer and learns the new one, exactly as if it had been given "
-                "from the start.")
-    return (f"{solver}: the model is rebuilt from every answer in order, with the new one in its place (the same "
-            "model as had it been given from the start).")
+        return (f"{model}: it unlearns the answer and learns the new one, exactly as if it had been given from "
+                "the start.")
+    return (f"{model}: it is rebuilt from every answer in order, with the new one in its place (the same model "
+            "as had it been given from the start).")
 
 
 def history_summary(table: pd.DataFrame, solver: str) -> str:
@@ -106,7 +170,7 @@ def history_summary(table: pd.DataFrame, solver: str) -> str:
     changed = int((current["changes"].str.len() > 0).sum())
     removed = int((table["status"] == "removed").sum())
     return (f"{count(labels, 'label')} and {count(len(current) - labels, 'skip')} as they stand · {changed} changed · "
-            f"{removed} removed · solver {plain(solver)}")
+            f"{removed} removed · {plain(solver_words(solver))}")
 
 
 def history_choices(current: pd.DataFrame) -> dict[int, str]:
@@ -140,6 +204,11 @@ def score_cells(table: pd.DataFrame) -> pd.Series:
     return pd.Series(["cold start" if is_cold else "–" if value is None or pd.isna(value) else signed(value)
                       for value, is_cold in zip(table["score when asked"], cold, strict=True)],
                      index=table.index, dtype=object)
+
+
+def heuristic_words_of(table: pd.DataFrame) -> pd.Series:
+    """The "heuristic" column in a screener's words (``app.services.vocabulary``)."""
+    return table["heuristic"].map(lambda name: heuristic_words(None if pd.isna(name) else str(name)))
 
 
 def table_height(rows: int, most: int = 420) -> int:

@@ -15,13 +15,18 @@ from app.services import (
 from app.services.comparisons import COMPARE_MAX_BUDGET, COMPARE_MAX_SEEDS, with_decimals
 from app.services.replay import is_replay
 from app.services.stopping import RULE_CHOICES, RULE_OPTIONS
+from app.services.vocabulary import heuristic_words, rule_words, solver_words
 from app.ui.forms import comparison_problem
 from app.ui.state import service
-from app.ui.tables import SUMMARY_NOTE, runs_without_the_heuristic, summary_table
+from app.ui.tables import SUMMARY_NOTE, runs_without_the_heuristic, summary_parts, summary_table
 from app.ui.text import plain, visible
 
 svc = service()
 st.title("Compare heuristics")
+
+#: the Solver box's choice of each heuristic's own default solver (which compares the solvers too)
+EACH_OWN = "each heuristic's own"
+EACH_OWN_WORDS = "each heuristic's own model (compares the models too)"
 
 labelled = [d for d in svc.datasets() if d.has_true_labels]
 REPLAY = "Replay a session"
@@ -41,11 +46,19 @@ else:
     with st.container(border=True, key="compare_settings"):
         dataset_id = st.selectbox("Dataset", list(names), format_func=names.get, key="compare_dataset")
         strategies = st.multiselect("Heuristics", list(COMPARE_STRATEGIES), default=[DEFAULT_STRATEGY, BASELINE],
+                                    format_func=heuristic_words,
                                     help=" ".join(f"'{name}' peeks at the true labels: a simulation-only yardstick."
                                                   for name in ORACLE_STRATEGIES) or None,
                                     key="compare_strategies")
-        solver = st.selectbox("Solver", ["default for each heuristic", *SOLVERS], key="compare_solver",
-                              help="Defaults: " + ", ".join(f"{k} → {v}" for k, v in DEFAULT_SOLVER.items()))
+        # the same solver for every heuristic unless asked otherwise: a comparison of heuristics, not of solvers
+        same = DEFAULT_SOLVER[DEFAULT_STRATEGY]
+        solver = st.selectbox("Solver", [same, *(s for s in SOLVERS if s != same), EACH_OWN], key="compare_solver",
+                              format_func=lambda s: EACH_OWN_WORDS if s == EACH_OWN else
+                              f"{solver_words(s)} (every heuristic)",
+                              help="Every heuristic runs on the model chosen here, so that the comparison is of the "
+                                   "heuristics alone. Each heuristic's own: " +
+                                   ", ".join(f"{heuristic_words(k)} → {solver_words(v)}"
+                                             for k, v in DEFAULT_SOLVER.items()) + " (this compares the models too).")
         model = st.radio("Model", ["standard", "review"], key="compare_model", horizontal=True,
                          format_func={"standard": "SVM (the solver above, the dataset's kernel)",
                                       "review": "Review model: finds rare positives"}.get,
@@ -61,6 +74,7 @@ else:
         test_fraction = cols[3].number_input("Evaluation share", min_value=0.1, max_value=0.9, value=0.3, step=0.05,
                                              key="compare_test_fraction")
         stopping = st.multiselect("Stopping rules", RULE_OPTIONS, default=list(RULE_CHOICES), key="compare_stopping",
+                                  format_func=rule_words,
                                   help="Run beside each heuristic; the statistical rule targets 95% recall at 95% "
                                        "confidence (its random draws count as labels).")
         run_clicked = st.button("Run the comparison", type="primary", key="compare_run")
@@ -85,7 +99,8 @@ else:
 
         try:
             st.session_state.comparison_id = st.session_state.comparison_picker = svc.run_comparison(
-                dataset_id, strategies=strategies, solver=None if solver.startswith("default") else solver,
+                dataset_id, strategies=strategies,
+                solver=None if solver == EACH_OWN or model == "review" else solver,  # (review: its own solver)
                 budget=int(budget), seeds=int(seeds), initial=int(initial), test_fraction=float(test_fraction),
                 progress=_progress, stopping=stopping, model=model, by=auth.identity())
             bar.progress(1.0, text="done")
@@ -145,9 +160,12 @@ if "recall" in rows:
                     key="curve_recall")
 
 st.subheader("Summary")
-summary = summary_table(svc.summary_frame(result))
+summary, more, same_model = summary_parts(summary_table(svc.summary_frame(result)))
 st.dataframe(summary, hide_index=True, width="stretch", key="summary_table")
-st.caption(SUMMARY_NOTE)
+st.caption(SUMMARY_NOTE + (f" {same_model}" if same_model else ""))
+if len(more.columns) > 1:
+    with st.expander("More columns: ALC on a log scale, AUCs, support vectors, timings"):
+        st.dataframe(more, hide_index=True, width="stretch", key="summary_more")
 reference = svc.reference_note(result)
 if reference:
     st.info(plain(reference))

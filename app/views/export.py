@@ -5,8 +5,10 @@ import io
 import pandas as pd
 import streamlit as st
 
+from app.services.vocabulary import heuristic_words, how_labelled
 from app.ui.forms import export_default_dataset
 from app.ui.state import service
+from app.ui.tables import export_preview
 from app.ui.text import plain, visible, visible_cells
 
 svc = service()
@@ -29,7 +31,7 @@ session_choices = [s for s in sessions if dataset_id is None or s.dataset_id == 
 session_id = cols[1].selectbox(
     "Session", [None, *[s.id for s in session_choices]], key="export_session",
     format_func=lambda i: "all" if i is None else next(
-        visible(f"#{s.id} · {s.dataset_name} · {s.strategy} · {s.annotator}")
+        visible(f"#{s.id} · {s.dataset_name} · {heuristic_words(s.strategy)} · {s.annotator}")
         for s in session_choices if s.id == i))
 annotator = cols[2].selectbox("Annotator", [None, *annotators],
                               format_func=lambda a: "all" if a is None else visible(a),
@@ -57,7 +59,8 @@ if len(frame):
                          "solver",
                          "decision_value", "model_version", "session_id", "dataset_name") if c in frame]
     preview = frame[first + [c for c in frame.columns if c not in first]]
-    st.dataframe(visible_cells(preview.head(50)), hide_index=True, width="stretch", height=260, key="export_preview")
+    st.dataframe(visible_cells(export_preview(preview.head(50))), hide_index=True, width="stretch", height=260,
+                 key="export_preview")
 left, right = st.columns(2)
 named = dict(dataset_id=dataset_id, session_id=session_id)  # the file: dataset, session and date
 # the files are written when a button is pressed, not on every visit of the page
@@ -74,7 +77,7 @@ if not sessions:
     st.stop()
 model_session = st.selectbox(
     "Session", [s.id for s in sessions], key="model_session",
-    format_func=lambda i: next(visible(f"#{s.id} · {s.dataset_name} · {s.strategy} / {s.solver} · "
+    format_func=lambda i: next(visible(f"#{s.id} · {s.dataset_name} · {how_labelled(s.strategy, s.solver)} · "
                                           f"{s.n_labels} labels") for s in sessions if s.id == i))
 
 st.caption("A NumPy .npz file: the solver's arrays (support vectors, coefficients, labels, the stored points) "

@@ -4,9 +4,16 @@ import streamlit as st
 
 from app import auth, navigation
 from app.services import Outcome
-from app.ui.messages import guarded
+from app.ui.messages import guarded, waiting_for_the_model
 from app.ui.state import annotator_filter, follow_address, service, session_label, show_session
-from app.ui.tables import correction_note, history_choices, history_summary, score_cells, table_height
+from app.ui.tables import (
+    correction_note,
+    heuristic_words_of,
+    history_choices,
+    history_summary,
+    score_cells,
+    table_height,
+)
 from app.ui.text import plain, visible_cells
 
 svc = service()
@@ -52,7 +59,8 @@ def _correct(pick_key: str, value: int | None) -> None:
     who = auth.identity()  # the correction is recorded under the signed-in person (refused once signed out)
     label_id = int(state[pick_key])
     if value is None:
-        state.history_outcome = live.remove_label(label_id, by=who)
+        with waiting_for_the_model():  # (a first start's compile: the model waits for it, and says so)
+            state.history_outcome = live.remove_label(label_id, by=who)
         return
     table = live.label_table()
     (answer,) = table[(table["label_id"] == label_id) & (table["status"] == "current")]["answer"]
@@ -61,7 +69,8 @@ def _correct(pick_key: str, value: int | None) -> None:
         state.history_outcome = Outcome(False, "The answer picked is not one this button changes: pick it "
                                                "again and choose from the buttons shown for it.", "warning")
         return
-    state.history_outcome = live.change_label(label_id, value, by=who)
+    with waiting_for_the_model():
+        state.history_outcome = live.change_label(label_id, value, by=who)
 
 
 with st.container(border=True, key="history_change"):
@@ -107,7 +116,7 @@ COLUMNS = {"#": st.column_config.NumberColumn(format="%d"), "item": st.column_co
                help="f(x) of the model when it asked: positive on the side of the positives. \"cold start\" "
                     "while the model could not score yet, \"–\" for answers imported from a file"),
            "changes": st.column_config.TextColumn(width="large")}
-table = visible_cells(table.assign(**{"score when asked": score_cells(table)}))
+table = visible_cells(table.assign(**{"score when asked": score_cells(table), "heuristic": heuristic_words_of(table)}))
 corrected = table[table["changes"].str.len() > 0]
 if len(corrected):
     st.markdown("**Changed or removed**")

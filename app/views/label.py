@@ -11,7 +11,7 @@ from app.services.errors import REFUSED
 from app.services.formatting import count
 from app.services.vocabulary import KERNEL_NAMES, LOSSES
 from app.ui.forms import C_MIN, parse_gamma
-from app.ui.item import item_view, live_roc, pause_before_charts, why_chosen
+from app.ui.item import item_view, live_roc, model_timings, pause_before_charts, why_chosen, why_chosen_in_detail
 from app.ui.messages import guarded, page_part, preparing_model_notice, show_outcome, waiting_for_the_model
 from app.ui.state import follow_address, service, session_label, show_session
 from app.ui.text import plain, visible
@@ -185,8 +185,6 @@ def labelling_panel(session_id: int) -> None:
     disabled = shown is None or form_open
     item = None if shown is None else shown.item_index
     last = run.answers[-1].item_index if run.answers else None
-    update = "–" if run.last_update_ms is None else f"{run.last_update_ms:.1f} ms"
-    query = "–" if shown is None or shown.query_ms is None else f"{shown.query_ms:.1f} ms"
     progress = (f"**{run.n_labels}** {'label' if run.n_labels == 1 else 'labels'} ({run.n_positive} positive) · "
                 f"**{run.n_skips}** {'skip' if run.n_skips == 1 else 'skips'}")
     if run.n_seen is not None:  # (a stream heuristic: ramp-region)
@@ -220,14 +218,14 @@ def labelling_panel(session_id: int) -> None:
                 st.container(key="item_caption").markdown(
                     f"**Item {shown.item_index}**" + (f" · {plain(key)}" if key else ""))
                 draw_item()
-                st.caption(why_chosen(shown))
+                st.caption(why_chosen(shown), help=why_chosen_in_detail(shown))
         if run.looking_for:
             st.container(key="looking_for").caption(f"**Positive** means: {plain(run.looking_for)}")
         if form_open:
             st.caption("Labelling is paused while **New session** is open.")
         show_outcome()
         st.container(key="progress").markdown(progress)
-        st.caption(f"Model update {update} · next query {query} · solver {plain(run.info.solver)}")
+        st.caption(model_timings(run, shown))
         if run.hyper_words:
             st.caption(plain(run.hyper_words))
     # Hand the item to the browser before building the charts: the deltas above are

@@ -6,8 +6,9 @@ import streamlit as st
 from app import auth
 from app.services import ServiceError
 from app.services.formatting import count
+from app.services.vocabulary import solver_words
 from app.ui.state import service
-from app.ui.tables import score_cells, table_height
+from app.ui.tables import heuristic_words_of, score_cells, table_height
 from app.ui.text import plain
 
 svc = service()
@@ -20,9 +21,11 @@ if events:
     table = pd.DataFrame([{
         "item": e.item_index, "answer": {1: "positive", -1: "negative", 0: "skip"}[e.value],
         "when": e.created_at.strftime("%Y-%m-%d %H:%M:%S UTC"), "session": e.session_id, "heuristic": e.strategy,
-        "solver": e.solver, "score when asked": e.decision_value,
+        "model": solver_words(e.solver), "score when asked": e.decision_value,
     } for e in events])
-    st.dataframe(table.assign(**{"score when asked": score_cells(table)}), hide_index=True, width="stretch",
+    # (the score's cells read the heuristic's code name: a cold start's has no score)
+    table = table.assign(**{"score when asked": score_cells(table), "heuristic": heuristic_words_of(table)})
+    st.dataframe(table, hide_index=True, width="stretch",
                  height=table_height(len(table)), key="my_labels")
 
 with st.expander("Change my password"), st.form("change_password", clear_on_submit=True):

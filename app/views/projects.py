@@ -6,6 +6,7 @@ import streamlit as st
 from app import auth
 from app.services import DEFAULT_C, LABEL_STRATEGIES, SOLVERS, ServiceError
 from app.services.common import FIND_CHARS
+from app.services.vocabulary import heuristic_words, how_labelled, solver_words
 from app.ui.forms import C_MIN
 from app.ui.item import show_item
 from app.ui.state import service
@@ -28,8 +29,10 @@ with st.expander("New project", icon=":material/add:", expanded=not svc.projects
     left, right = st.columns(2)
     dataset_id = left.selectbox("Dataset", [d.id for d in datasets], key="project_dataset",
                                 format_func={d.id: visible(f"{d.name} ({d.n_items} items)") for d in datasets}.get)
-    strategy = right.selectbox("Heuristic", list(LABEL_STRATEGIES), key="project_strategy")
-    solver = left.selectbox("Solver", ["default for the heuristic", *SOLVERS], key="project_solver")
+    strategy = right.selectbox("Heuristic", list(LABEL_STRATEGIES), key="project_strategy",
+                               format_func=heuristic_words)
+    solver = left.selectbox("Solver", ["default for the heuristic", *SOLVERS], key="project_solver",
+                            format_func=lambda s: s if s.startswith("default") else solver_words(s))
     C = right.number_input("C", min_value=C_MIN, value=DEFAULT_C, format="%g", key="project_C")
     per_item = left.number_input("Answers per item on the overlap share", min_value=1, max_value=10, value=2,
                                  key="project_k", help="2: dual screening. 1: every item is answered once.")
@@ -54,7 +57,7 @@ projects = svc.projects(me)
 if not projects:
     st.info("No project yet.")
     st.stop()
-labels = {p.id: visible(f"{p.name} · {p.dataset_name} · {p.strategy} / {p.solver}") for p in projects}
+labels = {p.id: visible(f"{p.name} · {p.dataset_name} · {how_labelled(p.strategy, p.solver)}") for p in projects}
 project_id = st.selectbox("Project", list(labels), format_func=labels.get, key="project_shown")
 project = next(p for p in projects if p.id == project_id)
 run = svc.open_project(project_id)

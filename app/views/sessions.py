@@ -6,6 +6,7 @@ import streamlit as st
 from app import auth, navigation
 from app.services import ServiceError
 from app.services.reading import DataError
+from app.services.vocabulary import heuristic_words, solver_words
 from app.ui.messages import data_error_text, guarded
 from app.ui.state import annotator_filter, follow_address, service, session_label, show_session
 from app.ui.text import plain, visible
@@ -26,8 +27,9 @@ closed_too = filters[1].toggle("Closed sessions too", value=True, key="sessions_
 listed = [s for s in mine if closed_too or s.status == "active"]
 st.dataframe(pd.DataFrame([{
     "id": s.id, "name": visible(s.name or ""), "dataset": visible(s.dataset_name),
-    "annotator": visible(s.annotator), "heuristic": s.strategy,
-    "solver": s.solver, "labels": s.n_labels, "skips": s.n_skips, "status": s.status, "started": s.created_at,
+    "annotator": visible(s.annotator), "heuristic": heuristic_words(s.strategy),
+    "model": solver_words(s.solver), "labels": s.n_labels, "skips": s.n_skips, "status": s.status,
+    "started": s.created_at,
     "last change": s.updated_at} for s in listed]), hide_index=True, width="stretch", key="sessions_table",
     column_config={"started": st.column_config.DatetimeColumn(format="YYYY-MM-DD HH:mm"),
                    "last change": st.column_config.DatetimeColumn(format="YYYY-MM-DD HH:mm")})

@@ -4,7 +4,8 @@ import streamlit as st
 
 from app import auth
 from app.services import ServiceError
-from app.ui.item import item_view, why_chosen
+from app.services.vocabulary import how_labelled, solver_words
+from app.ui.item import item_view, why_chosen, why_chosen_in_detail
 from app.ui.messages import guarded, page_part, preparing_model_notice, waiting_for_the_model
 from app.ui.state import service
 from app.ui.text import plain, visible
@@ -20,7 +21,7 @@ if not projects:
         " Ask an owner of this MarginLab to add you to one."))
     st.stop()
 
-names = {p.id: visible(f"{p.name} · {p.dataset_name} · {p.strategy} / {p.solver}") for p in projects}
+names = {p.id: visible(f"{p.name} · {p.dataset_name} · {how_labelled(p.strategy, p.solver)}") for p in projects}
 if st.session_state.get("team_project") not in names:
     st.session_state.team_project = projects[0].id
 st.selectbox("Project", list(names), format_func=names.get, key="team_project",
@@ -69,7 +70,7 @@ def team_panel(project_id: int) -> None:
         else:
             st.container(key="item_caption").markdown(f"**Item {item}**" + (f" · {plain(key)}" if key else ""))
             draw_item()
-            st.caption(why_chosen(shown))
+            st.caption(why_chosen(shown), help=why_chosen_in_detail(shown))
     looking_for = run.looking_for
     if looking_for:
         st.container(key="looking_for").caption(f"**Positive** means: {plain(looking_for)}")
@@ -83,8 +84,8 @@ def team_panel(project_id: int) -> None:
         f"{'answer' if progress['answers'] == 1 else 'answers'}, {progress['items_done']} of "
         f"{progress['items']} items done · the shared model learned {progress['learned']} "
         f"({progress['positive']} positive)")
-    update = "–" if run.last_update_ms is None else f"{run.last_update_ms:.1f} ms"
-    st.caption(f"Last model update {update} · solver {plain(run.info.solver)} · items are reserved for "
+    update = "" if run.last_update_ms is None else f"Last model update {run.last_update_ms:.1f} ms · "
+    st.caption(f"{update}{plain(solver_words(run.info.solver))} · items are reserved for "
                f"{run.info.reservation_seconds // 60} min for whoever they are handed to")
 
 

@@ -37,7 +37,8 @@ class Solver:
     or None.  ``own_params``: the parameters offered by the command line and the app that only
     this solver takes (the others refuse them with a message naming the solvers that do).
     ``reference_at_once``: the comparisons' full-data reference learns its items in one
-    ``learn_many`` call rather than one at a time.  ``offered``: named in the lists the command line and
+    ``learn_many`` call rather than one at a time.  ``words``: what it is in a screener's words (the app
+    shows these; the name stays for Advanced and the files).  ``offered``: named in the lists the command line and
     the app offer (False: found by name, for saved states and ``make_solver``, but chosen by the code).
     """
 
@@ -48,6 +49,12 @@ class Solver:
     own_params: frozenset[str] = frozenset()
     reference_at_once: bool = False
     offered: bool = True
+    words: str = ""
+
+    @property
+    def label(self) -> str:
+        """What the app shows for it: its words, else its name."""
+        return self.words or self.name
 
     def load(self) -> type[OnlineSolver]:
         """The solver's class (imported on first use), checked against the entry."""
@@ -79,15 +86,17 @@ register, unregister, get, names = REGISTRY.register, REGISTRY.unregister, REGIS
 
 for _entry in (
     Solver("incremental", "core.solvers.incremental:IncrementalSVM", exact_unlearn=True,
-           warm_up="core.solvers._incremental_jit"),
+           warm_up="core.solvers._incremental_jit", words="the exact model"),
     # (lasvm's warm-up lives beside its class, its loops in _lasvm_compiled)
-    Solver("lasvm", "core.solvers.lasvm:LASVM", warm_up="core.solvers.lasvm"),
+    Solver("lasvm", "core.solvers.lasvm:LASVM", warm_up="core.solvers.lasvm", words="the fast online model"),
     Solver("ramp", "core.solvers.ramp:OnlineSVMR", warm_up="core.solvers._ramp_jit",
-           own_params=frozenset({"balance_ratio", "loss"}), reference_at_once=True),
+           own_params=frozenset({"balance_ratio", "loss"}), reference_at_once=True,
+           words="the online model that ignores outliers"),
     Solver("active-set", "core.solvers.active_set:ActiveSetSVM", exact_unlearn=True,
-           warm_up="core.solvers._active_set_jit"),
+           warm_up="core.solvers._active_set_jit", words="the second exact model"),
     # the review model's solver on sparse rows, which core.presets.solver_for picks (not offered on its own)
-    Solver("dual-cd", "core.solvers.dual_cd:DualCDSVM", warm_up="core.solvers._dual_cd_jit", offered=False),
+    Solver("dual-cd", "core.solvers.dual_cd:DualCDSVM", warm_up="core.solvers._dual_cd_jit", offered=False,
+           words="the review model's fast linear model"),
 ):
     register(_entry)
 del _entry

@@ -208,7 +208,7 @@ class Reporter:
 
     def unit_done(self, done: int, unit: Unit, seconds: float, compiled: bool) -> None:
         if compiled:
-            self.say(f"compiled {done}/{self.total}: {unit.label} in {seconds:.1f} s")
+            self.say(f"compiled {done}/{self.total} parts: {unit.label} in {seconds:.1f} s")
 
     def still_compiling(self, done: int, labels: Iterable[str], *, seen: bool = True) -> None:
         """What is being compiled: at once when Numba is ``seen`` compiling and nothing was said yet,
@@ -257,7 +257,8 @@ def progress() -> Progress:
 
 
 BACKGROUND_INTRO = ("compiling the model's code for this computer in the background (first start only: a few "
-                    "minutes; the app is ready meanwhile, and a first label waits until its part is ready).")
+                    f"minutes; the app is ready meanwhile, and a first label waits until the first {N_FOR_LABELLING} "
+                    f"of the {len(PLAN)} parts are ready).")
 
 
 def warm_up(plan: Sequence[Unit] = PLAN, reporter: Reporter | None = None, state: _State | None = None

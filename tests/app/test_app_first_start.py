@@ -45,7 +45,9 @@ def test_the_label_page_says_the_model_is_being_prepared_until_labelling_s_part_
     at = start_app()
     start_session(at, "ada", "near-boundary")
     (notice,) = notices(at)
-    assert f"3 of {N_FOR_LABELLING} parts ready" in notice and "saved at once" in notice
+    # the parts counted as the console counts them: of the whole plan, the first N_FOR_LABELLING for labelling
+    assert f"3 of {len(PLAN)} parts ready; labelling needs the first {N_FOR_LABELLING} (3 ready)" in notice
+    assert "saved at once" in notice
     assert [p.value for p in at.get("progress")] == [int(100 * 3 / N_FOR_LABELLING)]
     assert not any(NOTICE in text for text in spun)
     # a label given now waits for the compile: while it does, a spinner says why (the page is greyed out)
@@ -56,6 +58,16 @@ def test_the_label_page_says_the_model_is_being_prepared_until_labelling_s_part_
     compiling = Progress(done=N_FOR_LABELLING, compiling=True, current=PLAN[N_FOR_LABELLING].label)
     click(at, "negative")
     assert notices(at) == [] and len([text for text in spun if NOTICE in text]) == 1
+
+
+def test_the_notice_and_the_console_count_the_same_parts():
+    from core.solvers import _compile
+
+    said = []
+    reporter = _compile.Reporter(len(PLAN), _compile.BACKGROUND_INTRO, write=said.append)
+    reporter.unit_done(1, PLAN[0], 1.0, compiled=True)
+    assert f"the first {N_FOR_LABELLING} of the {len(PLAN)} parts" in said[0]
+    assert said[1].startswith(f"MarginLab: compiled 1/{len(PLAN)} parts: ")
 
 
 def test_a_start_that_loads_the_compiled_code_from_the_cache_says_nothing(db_url, monkeypatch):
@@ -82,7 +94,7 @@ def test_label_together_says_it_too(db_url, monkeypatch):
     assert not owner.exception, owner.exception
     ann = start_app("ann", role="annotator")
     (notice,) = notices(ann)
-    assert f"{N_FOR_LABELLING - 1} of {N_FOR_LABELLING} parts ready" in notice
+    assert f"{N_FOR_LABELLING - 1} of {len(PLAN)} parts ready" in notice
     (button,) = [b for b in ann.button if b.key and b.key.startswith("team_positive_")]
     button.click().run()
     assert not ann.exception, ann.exception

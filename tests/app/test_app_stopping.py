@@ -221,14 +221,17 @@ def test_label_page_shows_the_stopping_panel_and_runs_a_check(db_url):
     at = start_app("cy")  # the session's annotator
     words = [as_shown(c.value) for c in at.caption] + [as_shown(m.value) for m in at.markdown]
     assert any(w.startswith("**When can I stop?**") or "When can I stop?" in w for w in words)
-    assert any("margin:" in w and "statistical:" in w and "knee:" in w for w in words)
+    # each rule in words (app.services.vocabulary), its state after it
+    assert any(all(f"{rules.rule_words(r)}:" in w for r in ("margin", "statistical", "knee")) for w in words)
     assert any("positives still unlabelled" in w.lower() and "model-based" in w for w in words)
-    assert [i for i in at.info if "Not yet (statistical rule): " in as_shown(i.value)]
-    # how many more labels the guarantee needs: before a check, the fewest random draws of one
+    assert [i for i in at.info if f"Not yet (rule: {rules.rule_words('statistical')}): " in as_shown(i.value)]
+    # how many more labels the guarantee needs: before a check, the fewest random draws of one (here nearly
+    # every item left, and said so)
     before = run.stopping_status()
-    assert before.outlook == (f"Guarantee: at least {before.check.planned:,} random draws once a recall check "
-                              "starts (more for every positive among them); the check is suggested when the "
-                              "heuristic stalls.")
+    planned, urn = before.check.planned, before.check.urn
+    assert before.outlook == (f"Guarantee: a recall check now would mean reading about {rules._pct(planned / urn)} "
+                              f"of what is left (at least {planned:,} random draws of {urn:,} unlabelled items): "
+                              "keep labelling first; the check is suggested when the heuristic stalls.")
     assert before.outlook in [as_shown(m.value) for m in at.markdown]
     assert len(at.get("plotly_chart")) == 5  # the four live charts and the gain curve
     at.button(key="start_check").click().run()

@@ -160,8 +160,8 @@ def test_a_compile_is_announced_while_it_runs_and_each_compiled_unit_is_counted(
     assert [compiled for _, _, compiled in results] == [True, False, True]
     assert lines[0] == "MarginLab: compiling for this computer (first start only)."
     assert lines[1].startswith("MarginLab: compiling kernel slow (float64) (0/3 ready")  # while it ran
-    assert lines[2].startswith("MarginLab: compiled 1/3: kernel slow (float64) in ")
-    assert lines[3].startswith("MarginLab: compiled 3/3: kernel quick (float64) in ")  # (the load is not news)
+    assert lines[2].startswith("MarginLab: compiled 1/3 parts: kernel slow (float64) in ")
+    assert lines[3].startswith("MarginLab: compiled 3/3 parts: kernel quick (float64) in ")  # (the load is not news)
     assert lines[4].startswith("MarginLab: compiled code ready (3/3 parts) after ")
     assert len(lines) == 5
 

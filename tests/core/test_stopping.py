@@ -784,3 +784,24 @@ def test_the_outlook_in_plain_words_before_during_and_after_a_check():
     labels, drawn = _history((heuristic, False), ([-1] * 30 + [1] + [-1] * 19, True))
     check = st.recall_check(labels, drawn, [600], checking=True, pool_size=1000)
     assert round(st.probable_labels(check), -1) == 260
+
+
+def test_the_outlook_says_plainly_when_a_check_now_would_read_most_of_what_is_left():
+    early = st.recall_check([1] * 3 + [-1] * 17, [False] * 20, [], checking=False, pool_size=400)
+    share = min(early.planned, early.urn) / early.urn
+    assert share > st.READ_MOST_SHARE
+    assert st.outlook(early) == (f"Guarantee: a recall check now would mean reading about {st._pct(share)} of "
+                                 f"what is left (at least {early.planned:,} random draws of {early.urn} unlabelled "
+                                 "items): keep labelling first; the check is suggested when the heuristic stalls.")
+    later = st.recall_check([1] * 95 + [-1] * 505, [False] * 600, [], checking=False, pool_size=1000)
+    assert later.planned <= st.READ_MOST_SHARE * later.urn
+    assert st.outlook(later).startswith("Guarantee: at least 161 random draws once a recall check starts")
+
+
+def test_a_check_cannot_start_before_a_positive_nor_with_nothing_left_and_says_why():
+    none_yet = st.recall_check([-1] * 10, [False] * 10, [], checking=False, pool_size=100)
+    assert st.check_blocked(none_yet) == "A recall check can start once a positive is labelled."
+    assert st.outlook(none_yet) == st.CHECK_NEEDS_A_POSITIVE
+    assert st.check_blocked(st.recall_check([1] + [-1] * 9, [False] * 10, [], checking=False, pool_size=100)) is None
+    everything = st.recall_check([1] + [-1] * 9, [False] * 10, [], checking=False, pool_size=10)
+    assert st.check_blocked(everything) == "Every item is labelled: there is nothing left to check."
