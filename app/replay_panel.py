@@ -52,7 +52,7 @@ def form(svc) -> None:
             progress=lambda f, text: bar.progress(min(max(float(f), 0.0), 1.0), text=plain(text)),
             by=auth.identity())
         bar.progress(1.0, text="done")
-    except (ServiceError, ValueError) as error:
+    except ServiceError as error:
         bar.empty()
         st.error(plain(error))
     cancel_slot.empty()

@@ -5,6 +5,7 @@ resumes labelling sessions, runs comparisons and produces exports; each concern
 has its own module here:
 
 - ``common``: the heuristics and solvers offered, defaults, checks of parameters, ``ServiceError``, ``Outcome``
+- ``errors``: the boundary, where storage's, the database's and core's errors become ``ServiceError``
 - ``database``: a database that is not MarginLab's is refused before anything touches it
 - ``records``: what the modules share, below them all (``Answer``, ``ShownItem``, ``RunState``, the evaluation
   split and share, the text of an uploaded CSV)
@@ -42,6 +43,7 @@ from app.services.common import (
     SOLVERS,
     STRATEGY_WORDS,
     VALUE_NAMES,
+    DatabaseUnavailable,
     Outcome,
     ServiceError,
     scale_features,
@@ -55,6 +57,7 @@ from app.services.snapshots import SNAPSHOT_EVERY, SNAPSHOT_FORMAT, SNAPSHOT_UND
 __all__ = [
     "BASELINE", "COMPARE_STRATEGIES", "DEFAULT_C", "DEFAULT_GAMMA", "DEFAULT_SOLVER", "DEFAULT_STRATEGY", "DEMO_NAME",
     "EVAL_FRACTION", "EVAL_MAX_ITEMS", "LABEL_STRATEGIES", "ORACLE_STRATEGIES", "SNAPSHOT_EVERY", "SNAPSHOT_FORMAT",
-    "SNAPSHOT_UNDO_STATES", "SOLVERS", "STRATEGY_WORDS", "VALUE_NAMES", "Answer", "CsvPreview", "ImportResult",
-    "LabellingRun", "MarginLab", "Outcome", "ServiceError", "ShownItem", "evaluation_split", "scale_features",
+    "SNAPSHOT_UNDO_STATES", "SOLVERS", "STRATEGY_WORDS", "VALUE_NAMES", "Answer", "CsvPreview", "DatabaseUnavailable",
+    "ImportResult", "LabellingRun", "MarginLab", "Outcome", "ServiceError", "ShownItem", "evaluation_split",
+    "scale_features",
 ]

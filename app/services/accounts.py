@@ -66,6 +66,7 @@ from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError
 
 from app.services.common import ServiceError
+from app.services.errors import service_boundary
 from storage import teams
 from storage.models import ROLES, utc_now
 
@@ -250,6 +251,7 @@ class Verifications:
 VERIFICATIONS = Verifications()
 
 
+@service_boundary
 class Accounts:
     """Who may sign in, and whether a signed-in person may still act: ``MarginLab.accounts``
     (``accounts()`` lists the accounts)."""
@@ -456,10 +458,7 @@ class Accounts:
         if not name:
             raise ServiceError("Enter the new account's name.")
         hashed = None if password is None else hash_password(check_password(password, name=name))
-        try:
-            return teams.create_account(self.engine, name=name, role=role, password_hash=hashed)
-        except teams.DuplicateAccountError as error:
-            raise ServiceError(str(error)) from None
+        return teams.create_account(self.engine, name=name, role=role, password_hash=hashed)  # (a name taken: said)
 
     def change_password(self, actor: Identity, account_name: str, password: str, *,
                         current_password: str | None = None) -> None:

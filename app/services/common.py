@@ -51,13 +51,19 @@ VALUE_NAMES = {1: "positive", -1: "negative", 0: "skip"}
 __all__ = ["BASELINE", "COMPARE_STRATEGIES", "DEFAULT_C", "DEFAULT_GAMMA", "DEFAULT_SOLVER", "DEFAULT_STRATEGY",
            "DEMO_NAME", "EVAL_FRACTION", "EVAL_MAX_ITEMS", "EXACT_SOLVERS", "FIND_CHARS", "GAMMA_NAMES",
            "LABEL_STRATEGIES", "ORACLE_STRATEGIES", "SOLVERS", "STORED_EVAL_FRACTION", "STRATEGY_WORDS", "VALUE_NAMES",
-           "Outcome", "ServiceError", "class_names", "database_trouble", "find_words", "forwarded", "gamma_value",
-           "numeric_columns", "penalty_value", "positive_meaning", "positive_number", "scale_features",
-           "scaled_row_blocks", "scaling_name", "session_kernel", "tuned_params", "whole_number"]
+           "DatabaseUnavailable", "Outcome", "ServiceError", "class_names", "database_trouble", "find_words",
+           "forwarded", "gamma_value", "numeric_columns", "penalty_value", "positive_meaning", "positive_number",
+           "scale_features", "scaled_row_blocks", "scaling_name", "session_kernel", "tuned_params", "whole_number"]
 
 
 class ServiceError(Exception):
-    """Something the user asked for cannot be done; the message says why."""
+    """Something the user asked for cannot be done; the message says why (the one error a page catches:
+    ``errors`` translates storage's, the database's and core's into it)."""
+
+
+class DatabaseUnavailable(ServiceError):
+    """The database failed under a call (a server restarting, a full disk, a damaged page, another program's
+    file); the message says so in the app's words, with a way on."""
 
 
 @dataclass(frozen=True)

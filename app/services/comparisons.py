@@ -23,6 +23,7 @@ from app.services.common import (
     whole_number,
 )
 from app.services.datasets import Datasets
+from app.services.errors import at_the_boundary, service_boundary
 from app.services.sessions import Sessions
 from core.dask_runs import resolve_scheduler
 from storage import repository as repo
@@ -75,6 +76,7 @@ def runs_said(n_strategies: int, n_references: int, n_seeds: int) -> str:
     return f"{' and '.join(parts)}, each × {n_seeds} seed{'s' if n_seeds != 1 else ''}"
 
 
+@service_boundary
 class Comparisons:
     """Heuristics side by side: ``MarginLab.comparisons`` (``comparisons(dataset_id)`` lists the stored
     ones); the labelling sessions of ``sessions`` are drawn beside them."""
@@ -110,6 +112,7 @@ class Comparisons:
                 f"{training:,} = {work:,} is over the {COMPARE_MAX_WORK:,} a comparison here may use: lower "
                 f"one of them, or {LARGER}.")
 
+    @at_the_boundary(also=(ValueError,))  # (core refusing the settings on this data: said as it is)
     def run_comparison(self, dataset_id: int, *, strategies: Sequence[str], solver: str | None = None,
                        budget: int = 60, seeds: int = 3, initial: int = 10, C: float = DEFAULT_C,
                        gamma: float | str = DEFAULT_GAMMA, test_fraction: float = 0.3,

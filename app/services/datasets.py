@@ -12,6 +12,7 @@ import pandas as pd
 
 from app.services.accounts import Accounts, Identity
 from app.services.common import DEMO_NAME, ServiceError, scaling_name
+from app.services.errors import service_boundary
 from app.services.records import csv_text, eval_share
 from storage import repository as repo
 from storage.errors import DuplicateDatasetError
@@ -90,6 +91,7 @@ def _natural_key(text: str) -> tuple:
         return (1, 0.0, re.sub(r"\s+", " ", text.lower()))
 
 
+@service_boundary
 class Datasets:
     """Datasets: ``MarginLab.datasets`` (``datasets()`` lists them); ``accounts`` says who may import."""
 

@@ -16,9 +16,11 @@ import numpy as np
 import pandas as pd
 import scipy.sparse as sp
 
+from app.services.errors import service_boundary
 from core.features import column_stds
 
 
+@service_boundary
 class ItemDisplay:
     """What showing an item of one dataset reads, for a run whose model may change as it learns.
 

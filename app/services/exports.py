@@ -8,9 +8,11 @@ import unicodedata
 
 from app.services.common import ServiceError
 from app.services.datasets import Datasets
+from app.services.errors import service_boundary
 from storage import repository as repo
 
 
+@service_boundary
 class Exports:
     """Exports: ``MarginLab.exports`` (a session's model state is ``LabellingRun.model_state``)."""
 

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from app.services.accounts import Accounts, Identity
 from app.services.common import Outcome, ServiceError
+from app.services.errors import service_boundary
 from app.services.sessions import Sessions
 from storage import history as stored_history
 from storage import repository as repo
 from storage.errors import StorageError
 
 
+@service_boundary
 class Housekeeping:
     """Keeping the database tidy: ``MarginLab.housekeeping`` (a renamed, closed or deleted session's
     run in memory, in ``sessions``, follows)."""

@@ -34,6 +34,7 @@ from app.services.common import (
     scaled_row_blocks,
 )
 from app.services.display import ItemDisplay
+from app.services.errors import service_boundary
 from app.services.history import RunHistory
 from app.services.priors import RunPriors
 from app.services.readouts import RunReadouts
@@ -583,3 +584,5 @@ FORWARDED: dict[str, tuple[type, tuple[str, ...]]] = {
 for _part, (_source, _names) in FORWARDED.items():
     for _name in _names:
         setattr(LabellingRun, _name, forwarded(_part, _name, _source))
+# every call a page makes on a run, its own and its parts', at the service's boundary (``errors``)
+service_boundary(LabellingRun)

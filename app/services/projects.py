@@ -66,6 +66,7 @@ from app.services.common import (
 )
 from app.services.datasets import Datasets
 from app.services.display import ItemDisplay
+from app.services.errors import service_boundary
 from app.services.snapshots import SNAPSHOT_EVERY, save_behind
 from core.agreement import Kappa, cohen_kappa, fleiss_kappa, rating_counts
 from core.loop import ActiveLearningLoop
@@ -110,6 +111,7 @@ class Agreement:
     per_item: dict[int, dict[str, int]] = field(default_factory=dict)
 
 
+@service_boundary
 class ProjectRun:
     """One project's shared model in this process, kept in step with the database."""
 
@@ -479,6 +481,7 @@ class ProjectRun:
         return out.getvalue().encode("utf-8")
 
 
+@service_boundary
 class Projects:
     """Team projects: ``MarginLab.projects`` (``projects(identity)`` lists them), with one
     ``ProjectRun`` per project and process (``use_snapshots``: as for ``Sessions``)."""
@@ -525,15 +528,12 @@ class Projects:
         find = find_words(find)
         if find:
             params["find"] = find
-        try:
-            project_id = teams.create_project(
-                self.engine, name=name, dataset_id=dataset_id, strategy=strategy, solver=solver, params=params,
-                seed=seed, labels_per_item=labels_per_item, overlap_share=share,
-                reservation_seconds=reservation_seconds, created_by=actor.name)
-            for member in members:
-                teams.add_member(self.engine, project_id, member)
-        except StorageError as error:
-            raise ServiceError(str(error)) from None
+        project_id = teams.create_project(  # (storage refusing, e.g. a name taken: said as it is, ``errors``)
+            self.engine, name=name, dataset_id=dataset_id, strategy=strategy, solver=solver, params=params,
+            seed=seed, labels_per_item=labels_per_item, overlap_share=share,
+            reservation_seconds=reservation_seconds, created_by=actor.name)
+        for member in members:
+            teams.add_member(self.engine, project_id, member)
         return project_id
 
     def add_member(self, actor: Identity, project_id: int, name: str) -> None:
@@ -546,10 +546,7 @@ class Projects:
         """Change what a Positive answer means in the project (empty: the dataset's positive class); the
         shared model is not touched."""
         self.accounts.require_owner(actor, "change projects")
-        try:
-            teams.set_project_find(self.engine, project_id, find_words(find))
-        except StorageError as error:
-            raise ServiceError(str(error)) from None
+        teams.set_project_find(self.engine, project_id, find_words(find))
 
     def members(self, project_id: int) -> dict[str, int]:
         return teams.project_members(self.engine, project_id)

@@ -15,9 +15,9 @@ import pandas as pd
 
 from app.services.common import LABEL_STRATEGIES, ServiceError, whole_number
 from app.services.comparisons import COMPARE_MAX_LABELS, COMPARE_MAX_SEEDS, COMPARE_MAX_WORK
+from app.services.errors import at_the_boundary, service_boundary
 from storage import repository as repo
 from storage import teams
-from storage.errors import NotFoundError
 
 if TYPE_CHECKING:
     from app.services.accounts import Identity
@@ -69,6 +69,7 @@ def replay_summary(comparison: repo.Comparison) -> pd.DataFrame:
         "query ms p50 / p95": ms("query_ms_median", "query_ms_p95")})
 
 
+@service_boundary
 class Replays:
     """Replay stored sessions (``core.replay``) over a service; results stored as comparisons."""
 
@@ -91,22 +92,20 @@ class Replays:
 
         engine = self.service.engine
         kind, _, number = str(source).rpartition(":")
-        try:
-            if kind in ("", "session"):
-                info = repo.get_session(engine, int(number))
-                return info, session_items(repo.label_events(engine, info.id), strategy=info.strategy,
-                                           solver=info.solver, params=info.params, source=f"session {info.id}")
-            if kind != "project":
-                raise ServiceError(f"Nothing to replay is called '{source}'.")
-            info = teams.get_project(engine, int(number))
-        except NotFoundError as error:
-            raise ServiceError(str(error)) from None
+        if kind in ("", "session"):  # (one that does not exist: storage says so, ``errors``)
+            info = repo.get_session(engine, int(number))
+            return info, session_items(repo.label_events(engine, info.id), strategy=info.strategy,
+                                       solver=info.solver, params=info.params, source=f"session {info.id}")
+        if kind != "project":
+            raise ServiceError(f"Nothing to replay is called '{source}'.")
+        info = teams.get_project(engine, int(number))
         if info.id not in {p.id for p in self.service.projects(by)}:
             raise ServiceError(f"Project {info.id} is not one of your projects.")
         settled = {item: s.value for item, s in teams.settlements(engine, info.id).items()}
         return info, project_items(teams.project_answers(engine, info.id)[1], settled, strategy=info.strategy,
                                    solver=info.solver, params=info.params, source=f"project {info.id}")
 
+    @at_the_boundary(also=(ValueError,))  # (core refusing the settings on this data: said as it is)
     def run_replay(self, source: int | str, *, strategies: Sequence[str], seeds: int = 3, initial: int = 10,
                    progress: Callable[[float, str], None] | None = None, by: Identity | None = None) -> int:
         """Replay a stored session (``session:N``, or its id) or team project (``project:N``: the settled

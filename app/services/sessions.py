@@ -24,6 +24,7 @@ from app.services.common import (
     whole_number,
 )
 from app.services.datasets import Datasets
+from app.services.errors import service_boundary
 from app.services.labelling import LabellingRun
 from app.services.records import eval_share
 from app.services.snapshots import save_behind
@@ -37,6 +38,7 @@ from storage import teams
 _demo_lock = threading.Lock()
 
 
+@service_boundary
 class Sessions:
     """Labelling sessions: ``MarginLab.sessions`` (``sessions(...)`` lists them), with one live
     ``LabellingRun`` per open session and process.  ``use_snapshots``: runs resume from their latest

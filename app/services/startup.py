@@ -20,6 +20,7 @@ import threading
 import time
 import weakref
 
+from app.services.errors import at_the_boundary
 from app.services.marginlab import MarginLab
 
 logger = logging.getLogger(__name__)
@@ -45,9 +46,10 @@ def compiled_code_progress():
     return _compile.progress()
 
 
+@at_the_boundary
 def open_service(url: str, preload: bool = True) -> MarginLab:
     """The service over the database at ``url``, ready for the pages (``preload``: and the compiled
-    loops loading in the background)."""
+    loops loading in the background); a database that cannot be used raises ``DatabaseUnavailable``."""
     if preload:
         _preload_compiled_loops()
     service = MarginLab.from_url(url)

@@ -8,7 +8,6 @@ import streamlit as st
 from app.services import MarginLab, ServiceError
 from app.services.accounts import Identity
 from app.services.common import gamma_value
-from app.services.errors import REFUSED
 from app.ui.text import plain, visible
 
 #: smallest C the New session form accepts (any positive C is a valid SVM; the solvers take 1e-6 and 1e6)
@@ -18,13 +17,13 @@ C_MIN = 1e-12
 def parse_gamma(text: str) -> float | str:
     """The gamma field of the New session form: ``scale``, ``auto`` or a positive number.
 
-    Raises ``ValueError`` with a message for the person who typed it.
+    Raises ``ServiceError`` with a message for the person who typed it (as the service's checks do).
     """
     value = str(text).strip()
     try:
         return gamma_value(value or "scale")
     except ServiceError:
-        raise ValueError(f"gamma must be 'scale' or a positive number such as 0.01, not '{value}'.") from None
+        raise ServiceError(f"gamma must be 'scale' or a positive number such as 0.01, not '{value}'.") from None
 
 
 @st.cache_data(max_entries=8, show_spinner=False)
@@ -101,7 +100,7 @@ def delete_dataset_panel(svc: MarginLab, datasets, by: Identity) -> None:
                      disabled=typed.strip() != contents.name.strip()):
             try:
                 outcome = svc.delete_dataset(dataset_id, confirm_name=typed, by=by)
-            except REFUSED as error:
+            except ServiceError as error:
                 st.error(plain(error))
                 return
             st.session_state.delete_notice = outcome.message

@@ -10,9 +10,8 @@ from collections.abc import Callable, Iterator
 
 import streamlit as st
 
-from app.services import startup
+from app.services import ServiceError, startup
 from app.services.database import database_problem
-from app.services.errors import DATABASE_FAILED
 from app.ui.text import plain
 
 logger = logging.getLogger(__name__)
@@ -24,9 +23,9 @@ def database_failed(error: Exception, *, where: str = "page") -> None:
     st.button("Try again", key=f"try_again_{where}", icon=":material/refresh:")
 
 
-#: what a page says in its own words rather than in Streamlit's error box: the database failed (a server
-#: restarting, a full disk, a damaged page) or refused, or the service refused
-PAGE_ERRORS = DATABASE_FAILED
+#: what a page says in its own words rather than in Streamlit's error box: the service's error, which the
+#: service makes of everything refused or failed under it (the database failing: ``DatabaseUnavailable``)
+PAGE_ERRORS = ServiceError
 #: the session-state key of a failure met by a button's callback, said on the next run of the page
 FAILURE_KEY = "page_failure"
 

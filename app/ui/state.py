@@ -12,9 +12,8 @@ import logging
 import streamlit as st
 
 from app import navigation
-from app.services import MarginLab, startup
+from app.services import MarginLab, ServiceError, startup
 from app.services.database import database_url
-from app.services.errors import DATABASE_FAILED
 from app.ui.messages import database_failed
 from app.ui.text import plain, visible
 
@@ -44,7 +43,7 @@ def service() -> MarginLab:
     """
     try:
         return _service_for(database_url())
-    except DATABASE_FAILED as error:
+    except ServiceError as error:  # (DatabaseUnavailable: the database cannot be opened or used)
         logger.error("the database cannot be used", exc_info=error)
         database_failed(error)
         st.stop()

@@ -105,7 +105,7 @@ else:
                 progress=_progress, stopping=stopping, model=model, by=auth.identity())
             bar.progress(1.0, text="done")
             cancel_slot.empty()
-        except (ServiceError, ValueError) as error:
+        except ServiceError as error:
             bar.empty()
             cancel_slot.empty()
             st.error(plain(error))

@@ -4,10 +4,9 @@ import pandas as pd
 import streamlit as st
 
 from app import auth
-from app.services import EVAL_FRACTION
+from app.services import EVAL_FRACTION, ServiceError
 from app.services.datasets import CONSTANT_CHOICES, INVALID_SMILES_CHOICES, MISSING_CHOICES
-from app.services.errors import REFUSED
-from app.services.reading import BUNDLED, DELIMITER_NAMES, IMPORT_REFUSED, MISSING_POLICIES, DataError
+from app.services.reading import BUNDLED, DELIMITER_NAMES, MISSING_POLICIES
 from app.ui.forms import column_values, csv_preview, delete_dataset_panel, unreadable_csv
 from app.ui.messages import data_error_text
 from app.ui.state import service
@@ -46,7 +45,7 @@ if labelled:
             try:
                 svc.set_eval_fraction(chosen, share, by=auth.identity())
                 st.rerun()
-            except REFUSED as error:
+            except ServiceError as error:
                 st.error(plain(error))
         st.caption("Sessions started after the change use it; the New session form on the Label page can "
                    "choose another share for one session.")
@@ -87,7 +86,7 @@ with bundled_tab:
             _report(svc.import_bundled(key, positive=value, scaling=scaling,
                                        name=f"{key}: {positive} vs rest" if key == "digits" else None,
                                        by=auth.identity()), "bundled")
-        except IMPORT_REFUSED as error:
+        except ServiceError as error:
             st.error(plain(error))
     _notice("bundled")
 
@@ -106,7 +105,7 @@ with upload_tab:
         data = upload.getvalue()
         try:
             detected = csv_preview(svc, data)
-        except DataError as error:  # too wide or too large to read at all: nothing of it was parsed
+        except ServiceError as error:  # too wide or too large to read at all: nothing of it was parsed
             st.error(plain(data_error_text(error, upload.name)))
             st.stop()
         problem = unreadable_csv(detected, upload.name)
@@ -243,6 +242,6 @@ with upload_tab:
                             fingerprint_bits=int(bits), invalid_smiles=invalid_smiles,
                             eval_fraction=eval_fraction, by=auth.identity())
                     _report(result, "upload")
-                except IMPORT_REFUSED as error:
+                except ServiceError as error:
                     st.error(plain(data_error_text(error, upload.name)))
             _notice("upload")

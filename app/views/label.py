@@ -5,9 +5,8 @@ import time
 import streamlit as st
 
 from app import auth, charts, known_items, navigation, stopping_panel
-from app.services import DEFAULT_C, DEFAULT_SOLVER, LABEL_STRATEGIES, SOLVERS, STRATEGY_WORDS
+from app.services import DEFAULT_C, DEFAULT_SOLVER, LABEL_STRATEGIES, SOLVERS, STRATEGY_WORDS, ServiceError
 from app.services.common import FIND_CHARS
-from app.services.errors import REFUSED
 from app.services.formatting import count
 from app.services.vocabulary import KERNEL_NAMES, LOSSES
 from app.ui.forms import C_MIN, parse_gamma
@@ -43,7 +42,7 @@ def _start_session() -> None:
             eval_fraction=state.get("new_eval_fraction"), model=state.get("new_model", "auto"),
             kernel=state.new_kernel, loss=None if state.new_loss == "default" else state.new_loss,
             tol=state.new_tol, find=state.new_find, auto_hyper=state.get("new_auto_hyper", True), by=who)
-    except (*REFUSED, ValueError) as error:
+    except ServiceError as error:
         state.start_error = str(error)
         return
     state.start_error = None

@@ -5,7 +5,6 @@ import streamlit as st
 
 from app import auth, navigation
 from app.services import ServiceError
-from app.services.reading import DataError
 from app.services.vocabulary import heuristic_words, solver_words
 from app.ui.messages import data_error_text, guarded
 from app.ui.state import annotator_filter, follow_address, service, session_label, show_session
@@ -95,7 +94,7 @@ if upload is not None:
     data = upload.getvalue()
     try:
         header = svc.preview_csv(data, n=0).header
-    except DataError as error:  # too wide or too large to read at all
+    except ServiceError as error:  # too wide or too large to read at all
         st.error(plain(data_error_text(error, upload.name)))
         st.stop()
     header = [h.strip().lstrip("\ufeff") for h in header]
@@ -115,7 +114,7 @@ if upload is not None:
         try:
             outcome = run.import_labels(data, key_column=key_column, label_column=label_column, source=upload.name,
                                         by=auth.identity())
-        except (ServiceError, DataError) as error:
+        except ServiceError as error:
             st.error(plain(data_error_text(error, upload.name)))
         else:
             (st.success if outcome.ok else st.error)(plain(outcome.message))

@@ -442,8 +442,9 @@ def test_csv_errors_name_the_row_and_column_and_change_nothing(db_url):
     svc = service(db_url)
     svc.ensure_demo_dataset()
     bad = b"a,b,label\n1,2,yes\n3,oops,no\n5,6,yes\n"
-    with pytest.raises(DataError) as error:
+    with pytest.raises(ServiceError) as error:  # the service's own error, the reader's as its cause
         svc.import_csv(bad, name="bad", label_column="label", positive="yes")
+    assert isinstance(error.value.__cause__, DataError) and str(error.value) == str(error.value.__cause__)
     message = str(error.value)
     assert "'b'" in message or "column b" in message
     assert "row 2" in message
@@ -769,14 +770,13 @@ def test_the_label_column_s_values_are_read_once_per_file_not_on_every_rerun(db_
 def test_upload_helpers_name_the_file_and_refuse_empty_files(db_url):
     from app.ui.forms import unreadable_csv
     from app.ui.messages import data_error_text
-    from core.datasets import DataError
 
     svc = service(db_url)
     assert unreadable_csv(svc.preview_csv(b""), "empty.csv") == (
         "empty.csv: the file is empty (a CSV needs a header row and at least one data row).")
     assert "no data rows" in unreadable_csv(svc.preview_csv(b"a,b,label\n"), "head.csv")
     assert unreadable_csv(svc.preview_csv(b"a,b,label\n1,2,yes\n"), "ok.csv") is None
-    with pytest.raises(DataError) as error:
+    with pytest.raises(ServiceError) as error:
         svc.import_csv(b"a,b,label\n1,2,yes\n3,oops,no\n", name="bad", label_column="label", positive="yes")
     text = data_error_text(error.value, "bad.csv")
     assert text.startswith("bad.csv: ") and "'oops'" in text and "row 2" in text
@@ -786,7 +786,7 @@ def test_upload_helpers_name_the_file_and_refuse_empty_files(db_url):
 def test_parse_gamma_refuses_what_is_not_a_positive_number_with_one_message(text):
     from app.ui.forms import parse_gamma
 
-    with pytest.raises(ValueError) as error:
+    with pytest.raises(ServiceError) as error:
         parse_gamma(text)
     assert str(error.value) == f"gamma must be 'scale' or a positive number such as 0.01, not '{text}'."
 

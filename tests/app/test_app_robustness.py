@@ -220,12 +220,12 @@ def test_a_session_refused_once_stored_leaves_nothing_behind(db_url):
 def test_a_dataset_with_values_near_1e308_is_refused_at_import(db_url):
     """Such values imported, and then no session could ever start on the dataset (standardising overflows,
     ||x||^2 is infinite): they are refused at import, as NaN is, naming the cell."""
-    from core.datasets import DataError
+    from app.services import ServiceError
 
     svc = MarginLab.from_url(db_url)
     before = [d.id for d in svc.datasets()]
     rows = "".join(f"{0.1 * k if k != 3 else 1e308},{k % 2}\n" for k in range(40))
-    with pytest.raises(DataError, match=r"value '1e\+308' in column 'x', row 4 \(line 5 of the file\) is too large: "
+    with pytest.raises(ServiceError, match=r"value '1e\+308' in column 'x', row 4 \(line 5 of the file\) is too large: "
                                         r"feature values must lie within ±1e\+150"):
         svc.import_csv(f"x,y\n{rows}".encode(), name="huge", label_column="y", positive="1")
     assert [d.id for d in svc.datasets()] == before
