@@ -769,33 +769,8 @@ class ActiveSetSVM(AutoHyper, ClassWeights, OnlineSolver):
                     self._append_free(j, r_col, pivot_sq, row, f_out_contribution=aj0)
                     return its
             # (r_j == 0 and dependent: the objective is flat along v; slide j towards 0 until a bound)
-            sigma = -1.0 if r_j >= 0 else 1.0
-            # The pivot is H_jj minus a sum of squares of that size: at the rounding level of H_jj it
-            # is 0 (j duplicates free vectors), and so is c: for v = (-u, 1), v^T Q v + rho (y^T v)^2
-            # = delta, so y^T v = 0 already, and u's entries at the rounding level of its largest
-            # are 0 too.  The objective is then linear along v = (-u, 1) and the step ends at a
-            # bound.  Taken as they came, that noise made a curvature (a step of 1e-16 and j in the
-            # factor with a noise pivot), a bias shift of order 1 (c times H's scale), or a free
-            # variable blocking at step 1e-17 (4 points with C K(x, x) ~ 1e28 and a duplicate with
-            # the other label: KKT gap 2 reported "ok").
-            delta = pivot_sq if pivot_sq > _ROUNDING * Hjj else 0.0
-            if delta == 0.0:
-                c = 0.0
-                u, dS = u_buf[:n], dS_buf[:n]
-                np.negative(u, out=dS)
-                dS[np.abs(u) <= _ROUNDING * float(np.abs(u).max(initial=0.0))] = 0.0
-            curvature = delta + c * c * yw
-            if dependent:
-                self.n_singular_steps_ += 1
-            t_curv = abs(r_j) / curvature if delta > 0.0 and curvature > 0.0 else math.inf
-            # ratio test: distance to the bound each free variable moves to, over its speed, along
-            # v_s = c w - u in the direction j moves.  A variable that does not move (dS exactly 0
-            # or -0.0, as with exact ties) never blocks: otherwise one sitting at C would win with
-            # step 0 and, its direction not being > 0, be sent to 0 (y^T a would jump by C).
-            pos, t_blk = jit.ratio_test(n, S, self._a, dS_buf, ub, t_buf, sigma)
-            pos, t_blk = int(pos), float(t_blk)
-            t_j = (C - aj) if sigma > 0 else aj
-            step = min(t_curv, t_blk, t_j)
+            sigma, c, step, t_curv, t_j, pos = self._enter_step(n, S, j, aj, C, pivot_sq, c, r_j, yw, dependent,
+                                                                u_buf, dS_buf, t_buf)
             far = C if sigma > 0 else 0.0
             # (ties go to j; "close" relative to C at C, relative to a_j itself at 0)
             reaches_far = step == t_j or abs(aj + sigma * step - far) <= _BOUND_EPS * (C if sigma > 0 else aj)
@@ -821,6 +796,44 @@ class ActiveSetSVM(AutoHyper, ClassWeights, OnlineSolver):
             self._note_f_out(aj - aj0)
         self._a[j] = aj
         return its
+
+    def _enter_step(self, n: int, S: np.ndarray, j: int, aj: float, C: float, pivot_sq: float, c: float,
+                    r_j: float, yw: float, dependent: bool, u_buf: np.ndarray, dS_buf: np.ndarray,
+                    t_buf: np.ndarray) -> tuple[float, float, float, float, float, int]:
+        """One step of ``_enter`` along v = (c w - u, 1): (sigma, c, step, t_curv, t_j, blocking position).
+
+        sigma is the direction j moves; the step is the smallest of the curvature's t* = |r_j| / (v^T Q v),
+        the first free variable's bound (the ratio test; its position in Is) and j's own bound t_j.
+        """
+        Hjj = float(self._kd[j]) + self._rho
+        sigma = -1.0 if r_j >= 0 else 1.0
+        # The pivot is H_jj minus a sum of squares of that size: at the rounding level of H_jj it
+        # is 0 (j duplicates free vectors), and so is c: for v = (-u, 1), v^T Q v + rho (y^T v)^2
+        # = delta, so y^T v = 0 already, and u's entries at the rounding level of its largest
+        # are 0 too.  The objective is then linear along v = (-u, 1) and the step ends at a
+        # bound.  Taken as they came, that noise made a curvature (a step of 1e-16 and j in the
+        # factor with a noise pivot), a bias shift of order 1 (c times H's scale), or a free
+        # variable blocking at step 1e-17 (4 points with C K(x, x) ~ 1e28 and a duplicate with
+        # the other label: KKT gap 2 reported "ok").
+        delta = pivot_sq if pivot_sq > _ROUNDING * Hjj else 0.0
+        if delta == 0.0:
+            c = 0.0
+            u, dS = u_buf[:n], dS_buf[:n]
+            np.negative(u, out=dS)
+            dS[np.abs(u) <= _ROUNDING * float(np.abs(u).max(initial=0.0))] = 0.0
+        curvature = delta + c * c * yw
+        if dependent:
+            self.n_singular_steps_ += 1
+        t_curv = abs(r_j) / curvature if delta > 0.0 and curvature > 0.0 else math.inf
+        # ratio test: distance to the bound each free variable moves to, over its speed, along
+        # v_s = c w - u in the direction j moves.  A variable that does not move (dS exactly 0
+        # or -0.0, as with exact ties) never blocks: otherwise one sitting at C would win with
+        # step 0 and, its direction not being > 0, be sent to 0 (y^T a would jump by C).
+        pos, t_blk = _jit().ratio_test(n, S, self._a, dS_buf, self._ub, t_buf, sigma)
+        pos, t_blk = int(pos), float(t_blk)
+        t_j = (C - aj) if sigma > 0 else aj
+        step = min(t_curv, t_blk, t_j)
+        return sigma, c, step, t_curv, t_j, pos
 
     def _w_free(self) -> tuple[np.ndarray, np.ndarray, float]:
         """y_s, H_ss^{-1} y_s and y_s^T H_ss^{-1} y_s, kept until Is changes."""
