@@ -132,7 +132,7 @@ class Comparisons:
         runs with the review model (``core.presets``; C and gamma are not used), as in a session.
         ``by``: the signed-in person running it; nothing runs, or is stored, once their sign-in has ended.
         """
-        from core.experiment import REFERENCE_TASK, SchedulerError, run_comparison
+        from core.experiment import SchedulerError, run_comparison
 
         self.accounts.acting(by)
         dataset = self.datasets.dataset(dataset_id)
@@ -153,36 +153,7 @@ class Comparisons:
         X, y, _, _ = repo.load_dataset_arrays(self.engine, dataset_id)
         X = scale_features(X, dataset.meta.get("scaling", "none"), numeric_columns(dataset.meta))
 
-        started = time.monotonic()
-        last_shown = -math.inf
-        def runs(total: int) -> str:  # per seed: the heuristics chosen (random among them or not), a reference
-            references = total // seeds - len(strategies)  # per solver
-            return runs_said(len(strategies), references, seeds)
-
-        def report(done: int, total: int, description: str, labels: int | None = None,
-                   run_budget: int | None = None) -> None:
-            nonlocal last_shown
-            if progress is None:
-                return
-            now = time.monotonic()
-            if labels is None:
-                within, text = 0.0, f"{done}/{total} runs done · {description}"
-            else:
-                if now - last_shown < 0.25 and labels < run_budget:
-                    return  # (a label takes milliseconds: the page is told a few times a second)
-                within = labels / max(run_budget, 1)
-                if description.startswith(REFERENCE_TASK):  # (a reference: the training items it has learned)
-                    step = f"{labels:,}/{run_budget:,} training items learned"
-                else:
-                    step = f"label {labels}/{run_budget}"
-                text = f"run {done + 1}/{total}: {description} · {step}"
-            last_shown = now
-            fraction = min((done + within) / max(total, 1), 1.0)
-            elapsed = now - started
-            text += f" · runs: {runs(total)} · {_clock(elapsed)} elapsed"
-            if 0.02 <= fraction < 1.0:
-                text += f", about {_clock(elapsed / fraction * (1.0 - fraction))} left"
-            progress(fraction, text)
+        report = _ProgressReport(progress, len(strategies), seeds)
 
         stop_options = {}
         if stopping:
@@ -270,3 +241,44 @@ class Comparisons:
             }))
         return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(
             columns=["session", "n_labels", "auc", "n_sv"])
+
+
+class _ProgressReport:
+    """A comparison's ``progress`` and ``label_progress`` callback: which run, how far, time left.
+
+    Within a run it tells the page a few times a second at most (a label takes milliseconds); the
+    text names the run (a heuristic's, or the full-data reference's training items learned), the runs
+    in all (per seed: the heuristics chosen and a reference per solver) and the time elapsed and left.
+    """
+
+    def __init__(self, progress: Callable[[float, str], None] | None, n_strategies: int, seeds: int) -> None:
+        self.progress, self.n_strategies, self.seeds = progress, n_strategies, seeds
+        self.started = time.monotonic()
+        self.last_shown = -math.inf
+
+    def __call__(self, done: int, total: int, description: str, labels: int | None = None,
+                 run_budget: int | None = None) -> None:
+        from core.experiment import REFERENCE_TASK
+
+        if self.progress is None:
+            return
+        now = time.monotonic()
+        if labels is None:
+            within, text = 0.0, f"{done}/{total} runs done · {description}"
+        else:
+            if now - self.last_shown < 0.25 and labels < (run_budget or 0):
+                return  # (a label takes milliseconds: the page is told a few times a second)
+            within = labels / max(run_budget or 0, 1)
+            if description.startswith(REFERENCE_TASK):  # (a reference: the training items it has learned)
+                step = f"{labels:,}/{run_budget:,} training items learned"
+            else:
+                step = f"label {labels}/{run_budget}"
+            text = f"run {done + 1}/{total}: {description} · {step}"
+        self.last_shown = now
+        fraction = min((done + within) / max(total, 1), 1.0)
+        elapsed = now - self.started
+        references = total // self.seeds - self.n_strategies  # per solver
+        text += f" · runs: {runs_said(self.n_strategies, references, self.seeds)} · {_clock(elapsed)} elapsed"
+        if 0.02 <= fraction < 1.0:
+            text += f", about {_clock(elapsed / fraction * (1.0 - fraction))} left"
+        self.progress(fraction, text)
