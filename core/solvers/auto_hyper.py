@@ -55,8 +55,9 @@ a choice the model is relearned from all its labels, in learning order, with the
 A re-choice costs about |grid| x (n + 2 |SV|) learn / unlearn steps at n labels, each about O(n):
 for the default grid at 160 labels, 1.2 s on a 2-core machine at load 2 (5 features), 1.3-3.2 s at
 load 14 on the datasets of benchmarks/bench_auto_hyper.py.  The class weight's point is the chosen C
-and gamma, often the costliest of the grid: its CPU time at 160 labels on those datasets was 0.95-1.56
-times the re-choice's without it (the estimate counts it as one point: 13 for the default grid).  It
+and gamma, often among the costliest of the grid: the CPU time of a re-choice at 160 labels on those
+datasets was 0.84-1.40 times the one without it (load 10-12; the estimate counts it as one point: 13
+for the default grid).  It
 runs at the label that reaches the moment, not in the background (the other labels take their usual
 time).  A grid whose estimated time at the last moment exceeds ``RECHOICE_TARGET_S`` (2 s) is refused
 when the solver is made, with a message that names the grid and the estimate.
