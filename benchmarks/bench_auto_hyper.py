@@ -1,17 +1,23 @@
-"""C and gamma chosen from the labels ("auto") against the fixed defaults (C = 1, gamma = "scale"), side by side.
+"""C and gamma (and the class weight) chosen from the labels ("auto") against the fixed defaults (C = 1,
+gamma = "scale", no class weights), side by side.
 
-Datasets the other benchmarks use: the bundled digits ("8 vs rest", rbf), breast cancer ("malignant",
-rbf) and the NCI molecules (a substructure-defined label, Tanimoto kernel on Morgan fingerprints: gamma
-plays no part, so only C is chosen there).  The digits and breast cancer are standardised (``compare``'s
-default); the fingerprints are not.  Per dataset and seed: a stratified split (30% held out, as
-``compare`` does), then an ``ActiveLearningLoop`` (near-boundary, incremental solver, 10 random labels
-first, answers from the true labels) once with the fixed defaults and once with
+Datasets the other benchmarks use: the bundled digits ("8 vs rest", rbf), the same with the positives
+subsampled to 2% of the pool (``bench_class_weight.py``'s rare-positive pool, a new subsample per seed),
+breast cancer ("malignant", rbf) and the NCI molecules (a substructure-defined label, Tanimoto kernel on
+Morgan fingerprints: gamma plays no part, so only C is chosen there).  The digits and breast cancer are
+standardised (``compare``'s default); the fingerprints are not.  Per dataset and seed: a stratified split
+(30% held out, as ``compare`` does), then an ``ActiveLearningLoop`` (near-boundary, incremental solver,
+10 random labels first, answers from the true labels) with the fixed defaults, with
 ``auto=("C", "gamma")`` (grid C in 0.1, 1, 10, 100 and gamma in 0.5, 1, 2 x the median heuristic;
-re-chosen at 20, 40, 80, 160, ... labels), otherwise identical.  Printed per dataset and budget: the
-held-out AUC (mean over seeds) of each, auto's wins/ties/losses, and the per-label update time:
-median over all labels, and at the re-choice labels (median and largest), with the values chosen.
+re-chosen at 20, 40, 80, 160 labels) and with ``auto=("C", "gamma", "class_weight")`` (the same, then
+None or "balanced" at the chosen values), otherwise identical.  Printed per dataset and budget: the
+held-out AUC (mean over seeds) of each, the wins/ties/losses of the class weight's choice against auto
+without it, and the per-label update time: median over all labels, and at the re-choice labels (median
+and largest, by label count), with the values chosen ("b": the rarer class weighted up).  With
+``--choose-cpu``: instead, per dataset and seed, the CPU time of the choice over the first 160 labels of
+an auto run, with and without the class weight (load-independent, unlike the update times).
 
-Run:  .venv/bin/python benchmarks/bench_auto_hyper.py [--seeds 5 --budget 200]
+Run:  .venv/bin/python benchmarks/bench_auto_hyper.py [--seeds 5 --budget 200 --datasets digits,digits-2%]
 """
 
 from __future__ import annotations
@@ -22,21 +28,25 @@ import time
 
 import numpy as np
 
+from benchmarks.bench_class_weight import pools
 from core.datasets import load_bundled, stratified_split
 from core.features import scale_features
 from core.loop import ActiveLearningLoop
 from core.metrics import roc_auc
 
-DATASETS = {"digits": ("digits", None, "rbf"), "breast-cancer": ("breast-cancer", None, "rbf"),
-            "nci-molecules": ("nci-molecules", None, "tanimoto")}
-CONFIGS = {"fixed": {}, "auto": {"auto": ["C", "gamma"]}}
+DATASETS = {"digits": ("digits", 8, "rbf"), "digits-2%": ("digits", 8, "rbf"),
+            "breast-cancer": ("breast-cancer", None, "rbf"), "nci-molecules": ("nci-molecules", None, "tanimoto")}
+CONFIGS = {"fixed": {}, "auto": {"auto": ["C", "gamma"]}, "auto+cw": {"auto": ["C", "gamma", "class_weight"]}}
 
 
-def data(name: str):
+def data(name: str, seed: int):
     bundled, positive, kernel = DATASETS[name]
     ds = load_bundled(bundled, positive=positive)
     X = ds.X if kernel == "tanimoto" else scale_features(ds.X, "standard", ds.numeric_columns)
-    return X, ds.y, kernel
+    y = np.where(np.asarray(ds.y) > 0, 1, -1)
+    if name.endswith("-2%"):  # the positives subsampled to 2% of the pool with this seed
+        X, y = list(pools(seed, X, y).values())[1]
+    return X, y, kernel
 
 
 def run(X, y, kernel, seed, params, budget, checkpoints):
@@ -57,7 +67,28 @@ def run(X, y, kernel, seed, params, budget, checkpoints):
     at = [c["n_labels"] for c in choices if c["n_labels"] > 0]
     return dict(auc=[aucs.get(c, np.nan) for c in checkpoints], ms=ms, at=at,
                 rechoice_ms=[ms[n - 1] for n in at if n <= len(ms)],
-                chosen=[(c["n_labels"], c["C"], c["gamma"]) for c in choices if c["n_labels"] > 0])
+                chosen=[(c["n_labels"], c["C"], c["gamma"], c.get("class_weight")) for c in choices
+                        if c["n_labels"] > 0])
+
+
+def choose_cpu(name: str, seed: int) -> str:
+    """CPU seconds of ``choose`` over the first 160 labels of an auto run, with and without the class weight."""
+    X, y, kernel = data(name, seed)
+    train, _ = stratified_split(y, 0.3, np.random.default_rng([seed, 0xE7A1]))
+    loop = ActiveLearningLoop(X[train], strategy="near-boundary", solver="incremental", seed=seed, initial=10,
+                              solver_params=dict(kernel=kernel, **CONFIGS["auto"]))
+    while loop.n_labels < 160:
+        q = loop.next_query()
+        loop.teach(q.index, int(y[train][q.index]))
+    solver, items = loop.solver, loop.solver.labelled_[:160].copy()
+    cpu = {}
+    for cfg in ("auto", "auto+cw"):
+        solver.auto = tuple(CONFIGS[cfg]["auto"])
+        t0 = time.process_time()
+        solver.choose(items)
+        cpu[cfg] = time.process_time() - t0
+    return (f"{name} seed {seed}: {int(np.sum(y[train][items] > 0))} of 160 positive; choose CPU s: auto "
+            f"{cpu['auto']:.2f}, auto+cw {cpu['auto+cw']:.2f} (x{cpu['auto+cw'] / cpu['auto']:.2f})")
 
 
 def main() -> None:
@@ -65,40 +96,49 @@ def main() -> None:
     ap.add_argument("--seeds", type=int, default=5)
     ap.add_argument("--budget", type=int, default=200)
     ap.add_argument("--datasets", default=",".join(DATASETS))
+    ap.add_argument("--choose-cpu", action="store_true", help="time the choice at 160 labels only")
     args = ap.parse_args()
+    if args.choose_cpu:
+        print(f"load {os.getloadavg()[0]:.1f}")
+        for name in args.datasets.split(","):
+            for seed in range(args.seeds):
+                print(choose_cpu(name, seed), flush=True)
+        return
     checkpoints = [c for c in (30, 60, 100, 200, 300) if c <= args.budget]
     t_start = time.perf_counter()
     print(f"load {os.getloadavg()[0]:.1f}; seeds 0..{args.seeds - 1}; budget {args.budget}; near-boundary, "
           f"incremental, 10 random labels first; held-out AUC (30% of each dataset), mean over seeds")
     for name in args.datasets.split(","):
-        X, y, kernel = data(name)
-        res = {cfg: [run(X, y, kernel, seed, params, args.budget, checkpoints) for seed in range(args.seeds)]
-               for cfg, params in CONFIGS.items()}
+        res = {cfg: [] for cfg in CONFIGS}
+        for seed in range(args.seeds):
+            X, y, kernel = data(name, seed)
+            for cfg, params in CONFIGS.items():
+                res[cfg].append(run(X, y, kernel, seed, params, args.budget, checkpoints))
         print(f"\n{name}: {X.shape[0]} items, {int(np.sum(y > 0))} positives, {kernel} kernel")
-        print(f"{'labels':>6} | {'AUC fixed':>9} | {'AUC auto':>9} | {'auto - fixed':>12} | auto w/t/l")
+        print(f"{'labels':>6} | {'fixed':>7} | {'auto':>7} | {'auto+cw':>7} | {'cw - auto':>9} | cw w/t/l | "
+              f"{'cw - fixed':>10}")
         for k, c in enumerate(checkpoints):
-            f = np.array([r["auc"][k] for r in res["fixed"]])
-            a = np.array([r["auc"][k] for r in res["auto"]])
-            d = a - f
+            f, a, w = (np.array([r["auc"][k] for r in res[cfg]]) for cfg in CONFIGS)
+            d = w - a
             wtl = f"{int(np.sum(d > 1e-3))}/{int(np.sum(abs(d) <= 1e-3))}/{int(np.sum(d < -1e-3))}"
-            print(f"{c:>6} | {np.nanmean(f):9.4f} | {np.nanmean(a):9.4f} | {np.nanmean(d):+12.4f} | {wtl}")
+            print(f"{c:>6} | {np.nanmean(f):7.4f} | {np.nanmean(a):7.4f} | {np.nanmean(w):7.4f} | "
+                  f"{np.nanmean(d):+9.4f} | {wtl:>8} | {np.nanmean(w - f):+10.4f}")
         med = {cfg: float(np.median(np.concatenate([r["ms"] for r in rs]))) for cfg, rs in res.items()}
-        rech = np.concatenate([r["rechoice_ms"] for r in res["auto"]]) if res["auto"] else np.zeros(0)
-        print(f"update ms per label, median: fixed {med['fixed']:.2f}, auto {med['auto']:.2f}; at the re-choice "
-              f"labels (auto): median {np.median(rech) if len(rech) else float('nan'):.0f}, "
-              f"largest {rech.max() if len(rech) else float('nan'):.0f}")
-        by_moment: dict[int, list[float]] = {}
-        for r in res["auto"]:
-            for n, m in zip(r["at"], r["rechoice_ms"], strict=False):
-                by_moment.setdefault(n, []).append(m)
-        print("re-choice ms by label count (median over the seeds): "
-              + ", ".join(f"{n}: {np.median(v):.0f}" for n, v in sorted(by_moment.items())))
-        for seed, r in enumerate(res["auto"]):
-            if kernel == "rbf":
-                print(f"  seed {seed} chose (labels: C, gamma): "
-                      + "; ".join(f"{n}: {C:g}, {g:.3g}" for n, C, g in r["chosen"]))
-            else:  # (gamma plays no part in the kernel)
-                print(f"  seed {seed} chose (labels: C): " + "; ".join(f"{n}: {C:g}" for n, C, _ in r["chosen"]))
+        print("update ms per label, median: " + ", ".join(f"{cfg} {m:.2f}" for cfg, m in med.items()))
+        for cfg in ("auto", "auto+cw"):
+            rech = np.concatenate([r["rechoice_ms"] for r in res[cfg]])
+            by_moment: dict[int, list[float]] = {}
+            for r in res[cfg]:
+                for n, m in zip(r["at"], r["rechoice_ms"], strict=False):
+                    by_moment.setdefault(n, []).append(m)
+            print(f"{cfg} re-choice ms: median {np.median(rech) if len(rech) else float('nan'):.0f}, largest "
+                  f"{rech.max() if len(rech) else float('nan'):.0f}; by label count (median over the seeds): "
+                  + ", ".join(f"{n}: {np.median(v):.0f}" for n, v in sorted(by_moment.items())))
+        for cfg in ("auto", "auto+cw"):
+            for seed, r in enumerate(res[cfg]):
+                print(f"  {cfg} seed {seed} chose (labels: C{', gamma' if kernel == 'rbf' else ''}): " + "; ".join(
+                    f"{n}: {C:g}" + (f", {g:.3g}" if kernel == "rbf" else "") + (" b" if cw == "balanced" else "")
+                    for n, C, g, cw in r["chosen"]))
     print(f"\n{time.perf_counter() - t_start:.0f} s")
 
 

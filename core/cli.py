@@ -209,10 +209,11 @@ def _model_arguments(p: argparse.ArgumentParser, solver_default: str | None, aut
     g.add_argument("--degree", type=_positive_int, default=3, help="polynomial degree (default 3)")
     g.add_argument("--coef0", type=float, default=1.0, help="polynomial offset (default 1)")
     g.add_argument("--tol", type=_positive_float, default=1e-3, help="solver tolerance (default 1e-3)")
-    g.add_argument("--class-weight", choices=("none", "balanced"), default="none",
+    g.add_argument("--class-weight", choices=("none", "balanced", "auto"), default="none",
                    help="per-class boxes C w_y: 'balanced' weighs each class by the labels given (scikit-learn's "
                         "n / (2 n_c), re-set when the rounded class ratio changes; with the ramp solver after every "
-                        "label, the positives together weighing --balance-ratio times the negatives) (default none)")
+                        "label, the positives together weighing --balance-ratio times the negatives); 'auto': none or "
+                        "balanced, chosen from the labels with C and gamma (the exact solvers) (default none)")
     g.add_argument("--balance-ratio", type=_positive_float, default=1.0, metavar="R",
                    help="with --class-weight balanced: the positives' total weight over the negatives' (default 1; "
                         "ASReview uses 9.8)")
@@ -423,10 +424,12 @@ def hyper_options(args: argparse.Namespace, solvers: Sequence[str | None]) -> di
     solver's ``auto`` (``core.solvers.auto_hyper``; the starting values C = 1 and gamma = "scale"), which
     only the exact solvers take (a clear error when another would get them).  Left out, they are "auto"
     where every solver of the run is exact (``AUTO_BY_DEFAULT``; the other solvers take the starting
-    values: ``core.presets.solver_for``), else 1 and "scale"."""
+    values: ``core.presets.solver_for``), else 1 and "scale".  ``--class-weight auto`` adds the class weight
+    (none or balanced, starting from none) to what the exact solvers choose."""
     exact = [s for s in solvers if s is not None and solver_entry(s).exact_unlearn]
     others = sorted({str(s) for s in solvers if s not in exact})
-    explicit = [flag for flag, value in (("--C", args.C), ("--gamma", args.gamma)) if value == "auto"]
+    explicit = [flag for flag, value in (("--C", args.C), ("--gamma", args.gamma),
+                                         ("--class-weight", args.class_weight)) if value == "auto"]
     if explicit and others:
         raise CLIError(f"{' and '.join(explicit)} auto: chosen from the labels by the exact solvers only "
                        f"({', '.join(EXACT_SOLVERS)}); the run would use {', '.join(others)} (add --solver "
@@ -436,6 +439,8 @@ def hyper_options(args: argparse.Namespace, solvers: Sequence[str | None]) -> di
             if value == "auto" or (value is None and by_default)]
     params = {"C": 1.0 if args.C in (None, "auto") else args.C,
               "gamma": "scale" if args.gamma in (None, "auto") else args.gamma}
+    if args.class_weight == "auto":
+        auto.append("class_weight")
     if auto:
         params["auto"] = auto
     return params
@@ -453,11 +458,12 @@ def describe_hyper(params: dict) -> str:
     auto = params.get("auto") or []
     if not auto:
         return f"C {params.get('C', 1.0):g}, gamma {params.get('gamma', 'scale')}"
-    names = " and ".join(auto)
+    *chosen, final = [k if k != "class_weight" else "the class weight" for k in auto]
+    names = f"{', '.join(chosen)} and {final}" if chosen else final
     fixed = [f"{k} {params[k] if isinstance(params[k], str) else format(params[k], 'g')}" for k in ("C", "gamma")
              if k not in auto]
     *first, last = (str(m) for m in DEFAULT_MOMENTS)
-    start = ", ".join(f"{k} {'1' if k == 'C' else 'scale'}" for k in auto)
+    start = ", ".join({"C": "C 1", "gamma": "gamma scale"}.get(k, "no class weights") for k in auto)
     return (f"{names} chosen from the labels by exact leave-one-out at {', '.join(first)} and {last} labels "
             f"({start} until then)" + (f"; {', '.join(fixed)}" if fixed else ""))
 
@@ -466,7 +472,7 @@ def ramp_options(args: argparse.Namespace, solvers: Sequence[str | None]) -> dic
     """The ramp solver's own options from the command line (its registry entry's ``own_params``; a clear
     error when another solver would get them), and ``--class-weight``, which every solver takes."""
     options = {}
-    shared = {"class_weight": args.class_weight} if args.class_weight != "none" else {}
+    shared = {"class_weight": args.class_weight} if args.class_weight not in ("none", "auto") else {}
     if args.balance_ratio != 1.0:
         if args.class_weight != "balanced":
             raise CLIError("--balance-ratio needs --class-weight balanced")

@@ -265,6 +265,9 @@ class SessionSettings:
                               self.class_weight)
             if weights is not None:
                 self._set("class_weight", FrozenDict({1: weights[0], -1: weights[1]}))
+                if self.auto is not UNSET and "class_weight" in self.auto:
+                    raise SettingsError("class_weight", "class_weight: a class weight chosen from the labels "
+                                        "(auto with 'class_weight') starts from none or 'balanced', not fixed weights")
 
     def _check_solver_takes(self, solver: solvers.Solver) -> None:
         """A parameter the solver does not take is refused, naming the solvers that do."""

@@ -1,8 +1,10 @@
-"""C and gamma chosen from the labels while they are given (mixin of the exact solvers).
+"""C and gamma (and the class weight) chosen from the labels while they are given (mixin of the exact
+solvers).
 
 ``auto=("C", "gamma")`` makes a solver choose its box constraint C and (rbf kernel) its width gamma
-from the labels it has learned, at stated moments: when the number of labels first reaches 20, 40,
-80 and 160 (``auto_moments``) with both classes among them; the choice made at 160 then stays.
+(with "class_weight" in ``auto`` also its class weight, below) from the labels it has learned, at stated
+moments: when the number of labels first reaches 20, 40, 80 and 160 (``auto_moments``) with both
+classes among them; the choice made at 160 then stays.
 Before the first moment the solver learns with the C and gamma it was given (the starting values).
 
 The estimator is exact leave-one-out, which the exact solvers give cheaply by decremental
@@ -28,6 +30,19 @@ threshold: on a 60-example task it chose C = 0.1, whose model called every examp
 leave-one-out value below 0, ranked well), where the balanced error chooses C = 1.  Every step is
 deterministic, so the choice is a function of the labels in their learning order.
 
+The class weight (``auto`` with "class_weight"; the solver starts from ``class_weight`` None or
+"balanced", not fixed weights): after C and gamma are chosen with the class weight held now, the other
+one of None and "balanced" is scored at the chosen C and gamma by the same leave-one-out and criterion,
+and wins only with a lower balanced error, or the same and a higher AUC (a tie keeps the one held now).
+"balanced" is scored with the weights ``stepped_balanced_weights`` gives the labels the choice is based
+on, fixed while an example is left out (the weights, like C, are the value under test), so the choice
+stays a function of the labels in learning order; once chosen, the solver's "balanced" weights follow its
+learned labels as ever (``ClassWeights``).  It costs one grid point more per moment, and none when those
+weights are 1 and 1 (the two classes within a factor sqrt(2) of each other: the same model, the same
+score).  The grid itself is scored with the weights the held class weight gives the labels, fixed too.
+Each choice then also stores its ``class_weight``; a choice stored without one (a state saved before the
+class weight could be chosen) leaves the class weight as it is when undone.
+
 A choice at moment m is based on the first m labels in learning order (so a batch that jumps past
 a moment, ``learn_many``, costs what the moment costs), or, when those hold one class only, on the m
 labels up to the one that brought the other class.  Each choice is kept with the number of labels
@@ -39,10 +54,13 @@ a choice the model is relearned from all its labels, in learning order, with the
 
 A re-choice costs about |grid| x (n + 2 |SV|) learn / unlearn steps at n labels, each about O(n):
 for the default grid at 160 labels, 1.2 s on a 2-core machine at load 2 (5 features), 1.3-3.2 s at
-load 14 on the datasets of benchmarks/bench_auto_hyper.py.  It runs at the label that reaches the
-moment, not in the background (the other labels take their usual time).  A grid whose estimated time at the last moment
-exceeds ``RECHOICE_TARGET_S`` (2 s) is refused when the solver is made, with a message that names the
-grid and the estimate.
+load 14 on the datasets of benchmarks/bench_auto_hyper.py.  The class weight's point is the chosen C
+and gamma, often among the costliest of the grid: the CPU time of a re-choice at 160 labels on those
+datasets was 0.84-1.40 times the one without it (load 10-12; the estimate counts it as one point: 13
+for the default grid).  It
+runs at the label that reaches the moment, not in the background (the other labels take their usual
+time).  A grid whose estimated time at the last moment exceeds ``RECHOICE_TARGET_S`` (2 s) is refused
+when the solver is made, with a message that names the grid and the estimate.
 """
 
 from __future__ import annotations
@@ -56,9 +74,13 @@ import scipy.sparse as sp
 
 from core.kernels import Kernel, KernelCache
 from core.metrics import roc_auc
+from core.solvers.base import stepped_balanced_weights
 from core.threads import single_threaded_blas
 
-AUTO_NAMES = ("C", "gamma")
+AUTO_NAMES = ("C", "gamma", "class_weight")
+# the class weights compared at the chosen C and gamma (``auto`` with "class_weight")
+CLASS_WEIGHTS = (None, "balanced")
+_KEEP = object()  # (a choice stored without a class weight leaves the solver's as it is)
 DEFAULT_GRID = {"C": (0.1, 1.0, 10.0, 100.0), "gamma": (0.5, 1.0, 2.0)}
 DEFAULT_MOMENTS = (20, 40, 80, 160)
 # The wait the analyst may see at the one label of a re-choice moment, and the time a re-choice is
@@ -72,14 +94,15 @@ SECONDS_PER_POINT_LABEL2 = 4e-6
 
 
 def check_auto(auto) -> tuple[str, ...]:
-    """``auto`` as a tuple of names among "C" and "gamma" (a string is one name); a clear error otherwise."""
+    """``auto`` as a tuple of names among "C", "gamma" and "class_weight" (a string is one name); a clear
+    error otherwise."""
     if auto is None:
         return ()
     names = (auto,) if isinstance(auto, str) else tuple(auto)
     for name in names:
         if name not in AUTO_NAMES:
-            raise ValueError(f"auto names the hyperparameters chosen from the labels: 'C' and/or 'gamma', "
-                             f"got {name!r}")
+            raise ValueError(f"auto names the hyperparameters chosen from the labels: 'C', 'gamma' and/or "
+                             f"'class_weight', got {name!r}")
     return tuple(n for n in AUTO_NAMES if n in names)
 
 
@@ -116,7 +139,8 @@ def check_budget(auto: tuple[str, ...], grid: dict, moments: tuple[int, ...], ke
     if seconds > RECHOICE_TARGET_S:
         raise ValueError(
             f"the grid of {n_points} values (C: {len(grid['C']) if 'C' in auto else 1}, gamma: "
-            f"{len(grid['gamma']) if 'gamma' in auto and kernel == 'rbf' else 1}) would take about {seconds:.0f} s "
+            f"{len(grid['gamma']) if 'gamma' in auto and kernel == 'rbf' else 1}"
+            f"{', and the other class weight' if 'class_weight' in auto else ''}) would take about {seconds:.0f} s "
             f"to re-choose at {last} labels, over the {RECHOICE_TARGET_S:g} s a re-choice may take; give fewer "
             f"values or an earlier last moment")
 
@@ -124,7 +148,7 @@ def check_budget(auto: tuple[str, ...], grid: dict, moments: tuple[int, ...], ke
 def grid_size(auto: tuple[str, ...], grid: dict, kernel: str) -> int:
     n_c = len(grid["C"]) if "C" in auto else 1
     n_g = len(grid["gamma"]) if ("gamma" in auto and kernel == "rbf") else 1
-    return n_c * n_g
+    return n_c * n_g + (1 if "class_weight" in auto else 0)  # (the other class weight at the chosen values)
 
 
 def median_heuristic(X, idx: np.ndarray) -> float:
@@ -195,6 +219,9 @@ class AutoHyper:
     learned_order: Any
     y: np.ndarray
     C: float
+    class_weight: Any
+    class_weights_: Any
+    _fixed_weights: Any
     _weights: Any
     _largest_kernel_diag: Any
     get_params: Any
@@ -208,8 +235,12 @@ class AutoHyper:
         self.auto_moments = check_moments(auto_moments)
         if self.auto:
             check_budget(self.auto, self.auto_grid, self.auto_moments, kernel)
-        # each choice: {"n_labels", "moment", "C", "gamma", "auc", "balanced_error"}; the first entry,
-        # n_labels 0, holds the starting values (recorded at the first choice)
+        if "class_weight" in self.auto and self.class_weight not in CLASS_WEIGHTS:
+            raise ValueError(f"a class weight chosen from the labels (auto with 'class_weight') starts from None or "
+                             f"'balanced', not fixed weights; got class_weight={self.class_weight!r}")
+        # each choice: {"n_labels", "moment", "C", "gamma", "auc", "balanced_error"} and, with "class_weight"
+        # in auto, "class_weight" (None or "balanced"); the first entry, n_labels 0, holds the starting values
+        # (recorded at the first choice)
         self.hyper_choices: list[dict[str, Any]] = [dict(c) for c in (hyper_choices or [])]
 
     def _auto_params(self) -> dict[str, Any]:
@@ -226,10 +257,12 @@ class AutoHyper:
             return result
         C, gamma = self._current()
         based_on = self.hyper_choices[-1]["n_labels"] if self.hyper_choices else 0
+        hyper = dict(C=C, gamma=gamma, n_labels=based_on)
+        if "class_weight" in self.auto:
+            hyper["class_weight"] = self.class_weight
         return type(result)(status=result.status, iterations=result.iterations, kernel_evals=result.kernel_evals,
                             seconds=result.seconds + time.perf_counter() - t0, kkt_gap=self.kkt_gap(),
-                            message=result.message, extra=dict(result.extra, hyper=dict(C=C, gamma=gamma,
-                                                                                        n_labels=based_on)))
+                            message=result.message, extra=dict(result.extra, hyper=hyper))
 
     # -- the choices -----------------------------------------------------------------
     def _current(self) -> tuple[float, float]:
@@ -244,7 +277,7 @@ class AutoHyper:
         back = self.hyper_choices[-1]
         if len(self.hyper_choices) == 1:
             self.hyper_choices.pop()  # back to the starting values (recorded again at the next choice)
-        self._apply(float(back["C"]), float(back["gamma"]))
+        self._apply(float(back["C"]), float(back["gamma"]), back.get("class_weight", _KEEP))
         return True
 
     def _due_moment(self, n: int) -> int | None:
@@ -262,8 +295,10 @@ class AutoHyper:
             return False  # one class so far: chosen at the first label with both
         if not self.hyper_choices:
             C0, g0 = self._current()
-            self.hyper_choices.append(dict(n_labels=0, moment=0, C=C0, gamma=g0, auc=None, balanced_error=None,
-                                           based_on=0, first=True))
+            start = dict(n_labels=0, moment=0, C=C0, gamma=g0, auc=None, balanced_error=None, based_on=0, first=True)
+            if "class_weight" in self.auto:
+                start["class_weight"] = self.class_weight
+            self.hyper_choices.append(start)
         # the first `moment` labels (the cost stays that of the moment when a batch jumps past it); when
         # they hold one class only, the `moment` labels up to now (the newest brought the other class)
         order = self.labelled_
@@ -271,8 +306,10 @@ class AutoHyper:
         based = order[:moment] if first else order[-moment:]
         choice = self.choose(based)
         self.hyper_choices.append(dict(choice, n_labels=n, moment=moment, based_on=len(based), first=first))
-        if (choice["C"], choice["gamma"]) != self._current():
-            self._apply(choice["C"], choice["gamma"])
+        class_weight = choice.get("class_weight", _KEEP)
+        if (choice["C"], choice["gamma"]) != self._current() or (class_weight is not _KEEP
+                                                                 and class_weight != self.class_weight):
+            self._apply(choice["C"], choice["gamma"], class_weight)
         return True
 
     def grid_points(self, items=None) -> list[tuple[float, float]]:
@@ -295,30 +332,60 @@ class AutoHyper:
         order = (self.labelled_ if items is None else np.asarray(items, dtype=np.intp)).copy()
         labels = self.y[order].copy()
         C_now, g_now = self._current()
-        best, best_key = None, None
+        # with "class_weight" in auto, the grid is scored with the current class weight and the other one at
+        # the best grid point, each with its weights of these labels, fixed while leaving one out
+        weighing = "class_weight" in self.auto
+        weights = {cw: self._weights_of(cw, labels) for cw in CLASS_WEIGHTS} if weighing else {}
+        best: dict[str, Any] | None = None
+        best_key = None
         caches: dict[float, KernelCache] = {}
-        for C, gamma in self.grid_points(order):
+
+        def score(C: float, gamma: float, class_weight) -> tuple[float, float]:
             cache = caches.get(gamma)
             if cache is None:
                 kernel = Kernel(**{**self.kernel.to_dict(), "gamma": gamma})
                 cache = caches[gamma] = KernelCache(kernel, self.store, self.cache_bytes // 4)
-            scratch = self._scratch(C, cache)
+            scratch = self._scratch(C, cache, weights[class_weight] if weighing else _KEEP)
             for i, y in zip(order.tolist(), labels.tolist(), strict=True):
                 scratch.learn(i, y)
             f = loo_decision_values(scratch)
-            auc = roc_auc(labels, f)
-            ber = balanced_error(labels, f)
+            return float(roc_auc(labels, f)), float(balanced_error(labels, f))
+
+        for C, gamma in self.grid_points(order):
+            auc, ber = score(C, gamma, self.class_weight)
             distance = abs(math.log(C / C_now)) + abs(math.log(gamma / g_now))
             key = (ber, -auc, distance, C, gamma)
             if best_key is None or key < best_key:
-                best_key, best = key, dict(C=C, gamma=gamma, auc=float(auc), balanced_error=float(ber))
+                best_key, best = key, dict(C=C, gamma=gamma, auc=auc, balanced_error=ber)
         assert best is not None, "the grid is never empty (check_grid)"
+        if weighing:
+            # the other class weight wins only with a lower balanced error, or the same and a higher AUC; when
+            # the balanced weights of these labels are 1 and 1 (classes within a factor sqrt(2) of each other),
+            # it is the same model, scored the same: not learned
+            best["class_weight"] = self.class_weight
+            other = next(cw for cw in CLASS_WEIGHTS if cw != self.class_weight)
+            if weights["balanced"] != {1: 1.0, -1: 1.0}:
+                auc, ber = score(best["C"], best["gamma"], other)
+                if (ber, -auc) < (best["balanced_error"], -best["auc"]):
+                    best.update(auc=auc, balanced_error=ber, class_weight=other)
         return best
 
-    def _scratch(self, C: float, cache: KernelCache):
-        """A plain solver of this kind (no choice of its own) with C and the cache's kernel over this store."""
+    @staticmethod
+    def _weights_of(class_weight, labels: np.ndarray) -> dict[int, float] | None:
+        """The fixed weights a class weight gives ``labels`` (None: no weights; "balanced": the weights the
+        solver's "balanced" boxes hold for these labels)."""
+        if class_weight is None:
+            return None
+        w_pos, w_neg = stepped_balanced_weights(int(np.count_nonzero(labels > 0)), int(np.count_nonzero(labels < 0)))
+        return {1: w_pos, -1: w_neg}
+
+    def _scratch(self, C: float, cache: KernelCache, class_weight: Any = _KEEP):
+        """A plain solver of this kind (no choice of its own) with C and the cache's kernel over this store, and
+        this solver's class weight, or ``class_weight`` (None or fixed weights) when given."""
         params = self.get_params()
         params.update(C=C, gamma=cache.kernel.gamma, auto=[], hyper_choices=[])
+        if class_weight is not _KEEP:
+            params["class_weight"] = class_weight
         kernel = params.pop("kernel")
         solver_class: Any = type(self)  # (an exact solver's class, which takes the kernel)
         scratch = solver_class(kernel=kernel, **params)
@@ -326,45 +393,61 @@ class AutoHyper:
         scratch._largest_kernel_diag = self._largest_kernel_diag
         scratch.y = np.zeros(len(self.store))
         scratch._on_store_grown(len(self.store))
-        scratch._weights = self._weights
+        scratch._weights = self._weights if class_weight is _KEEP else scratch._fixed_weights or (1.0, 1.0)
         scratch._class_bounds_changed()
         return scratch
 
-    def _apply(self, C: float, gamma: float) -> None:
-        """Relearn the labels in learning order with C and gamma (a new kernel and cache if gamma changes)."""
+    def _apply(self, C: float, gamma: float, class_weight: Any = _KEEP) -> None:
+        """Relearn the labels in learning order with C and gamma (a new kernel and cache if gamma changes) and
+        the class weight when given (None or "balanced": the weights of the labels learned)."""
+        if class_weight is not _KEEP and class_weight != self.class_weight:
+            self.class_weight = class_weight
+            self._weights = self.class_weights_
         self._relearn(C=C, gamma=gamma)
 
 
 def describe_choices(solver) -> str | None:
-    """Which C and gamma a solver with ``auto`` holds and when they were chosen, in plain words (None for a
-    solver without ``auto``)::
+    """Which C and gamma (and class weights) a solver with ``auto`` holds and when they were chosen, in plain
+    words (None for a solver without ``auto``)::
 
         C 10 and gamma 0.027, chosen from the first 80 labels (at 40: C 10, gamma 0.028; at 20: C 1,
         gamma 0.024; before: C 1, gamma 0.016). Next choice at 160 labels.
+
+    With the class weight chosen too, each set of values says "the rarer class weighted up" or "both classes
+    weighted alike".
     """
     auto = tuple(getattr(solver, "auto", ()) or ())
     if not auto or solver.kernel is None:
         return None
     with_gamma = solver.kernel.name in ("rbf", "poly")
+    weighing = "class_weight" in auto
 
-    def values(C: float, gamma: float) -> str:
-        return f"C {C:.3g}" + (f", gamma {gamma:.3g}" if with_gamma else "")
+    def values(C: float, gamma: float, class_weight: Any = None) -> str:
+        words = f"C {C:.3g}" + (f", gamma {gamma:.3g}" if with_gamma else "")
+        if weighing:
+            words += (", the rarer class weighted up" if class_weight == "balanced" else
+                      ", both classes weighted alike")
+        return words
 
     choices = list(solver.hyper_choices)
-    names = " and ".join(n for n in auto if n == "C" or solver.kernel.name == "rbf")
+    chosen = [n for n in auto if n == "C" or (n == "gamma" and solver.kernel.name == "rbf")]
+    chosen += ["the class weights"] if weighing else []
+    names = " and ".join(chosen) if len(chosen) < 3 else f"{', '.join(chosen[:-1])} and {chosen[-1]}"
     n = len(solver.learned_order)
     later = [m for m in solver.auto_moments if m > (choices[-1]["moment"] if choices else 0)]
     upcoming = (f" Next choice at {later[0]} labels (with both classes labelled)." if later else
                 " No later choice.")
     if len(choices) < 2:
         C, gamma = float(solver.C), float(solver.kernel.gamma)
-        return (f"{values(C, gamma)}: the starting values; {names} are chosen from the labels from "
-                f"{solver.auto_moments[0]} labels on ({n} so far).{upcoming}")
+        return (f"{values(C, gamma, solver.class_weight)}: the starting values; {names} are chosen from the "
+                f"labels from {solver.auto_moments[0]} labels on ({n} so far).{upcoming}")
     last, earlier = choices[-1], choices[-2:0:-1]
-    past = "; ".join(f"at {c['n_labels']}: {values(c['C'], c['gamma'])}" for c in earlier)
-    past = (past + "; " if past else "") + f"before: {values(choices[0]['C'], choices[0]['gamma'])}"
+    past = "; ".join(f"at {c['n_labels']}: {values(c['C'], c['gamma'], c.get('class_weight'))}" for c in earlier)
+    past = (past + "; " if past else "") + ("before: "
+                                            + values(choices[0]["C"], choices[0]["gamma"],
+                                                     choices[0].get("class_weight")))
     k = last.get("based_on", last["n_labels"])
     based = (f"the first {k} labels" if last.get("first", True) else
              f"the last {k} labels up to label {last['n_labels']}")
-    return (f"{values(last['C'], last['gamma'])}, {names} chosen from {based} by leave-one-out ({past})."
-            f"{upcoming}")
+    return (f"{values(last['C'], last['gamma'], last.get('class_weight'))}, {names} chosen from {based} by "
+            f"leave-one-out ({past}).{upcoming}")

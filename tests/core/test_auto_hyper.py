@@ -1,17 +1,23 @@
-"""C and gamma chosen from the labels (``core.solvers.auto_hyper``): the leave-one-out values by exact
-unlearning against retraining without the example; the choice deterministic, stored with its label
-count, undone below it; the model after a choice is the plain model with the chosen values; the loop's
-kept pool scores after a change of gamma; a resumed loop continuing bit for bit; a grid over the
-re-choice target refused."""
+"""C and gamma (and the class weight) chosen from the labels (``core.solvers.auto_hyper``): the
+leave-one-out values by exact unlearning against retraining without the example, with and without class
+weights; the choice deterministic, stored with its label count, undone below it; the model after a choice
+is the plain model with the chosen values; the loop's kept pool scores after a change of gamma; a resumed
+loop continuing bit for bit, a state saved before the class weight could be chosen among them; a grid over
+the re-choice target refused."""
 
 from __future__ import annotations
+
+import json
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 from core.loop import ActiveLearningLoop
+from core.metrics import roc_auc
 from core.solvers import make_solver
-from core.solvers.auto_hyper import check_auto, loo_decision_values, median_heuristic
+from core.solvers.auto_hyper import balanced_error, check_auto, loo_decision_values, median_heuristic
+from core.solvers.base import stepped_balanced_weights
 
 EXACT = ["incremental", "active-set"]
 SMALL = dict(auto_moments=[10, 20, 30], auto_grid={"C": [0.5, 5.0], "gamma": [0.5, 2.0]})
@@ -22,6 +28,14 @@ def curved(n, seed):
     X = rng.normal(size=(n, 3))
     y = np.where(X[:, 0] + 0.7 * X[:, 1] ** 2 + 0.4 * rng.normal(size=n) > 0.6, 1.0, -1.0)
     return X, y
+
+
+def answered(loop, y, n):
+    """``loop`` after ``n`` of its queries answered from ``y``."""
+    for _ in range(n):
+        q = loop.next_query()
+        loop.teach(q.index, int(y[q.index]))
+    return loop
 
 
 def learned(s, y, idx):
@@ -102,7 +116,7 @@ def test_bad_input_is_refused_with_a_clear_message():
     with pytest.raises(ValueError, match="re-choose at 320 labels"):
         make_solver("incremental", X, auto=("C", "gamma"), auto_moments=[20, 40, 80, 160, 320])
     make_solver("incremental", X, auto="C", auto_moments=[20, 40, 80, 160, 320])  # 4 points: 1.6 s
-    with pytest.raises(ValueError, match="'C' and/or 'gamma'"):
+    with pytest.raises(ValueError, match="'C', 'gamma' and/or 'class_weight'"):
         check_auto(["C", "degree"])
     with pytest.raises(ValueError, match="auto_moments"):
         make_solver("incremental", X, auto="C", auto_moments=[40, 20])
@@ -115,19 +129,13 @@ def test_loop_scores_follow_a_new_gamma_and_a_resumed_loop_continues_bit_for_bit
     config = dict(strategy="near-boundary", solver=solver, seed=2, initial=4,
                   solver_params=dict(auto=["C", "gamma"], **SMALL))
 
-    def run(loop, n):
-        for _ in range(n):
-            q = loop.next_query()
-            loop.teach(q.index, int(y[q.index]))
-        return loop
-
-    whole = run(ActiveLearningLoop(X, eval_X=Xe, eval_y=ye, **config), 35)
+    whole = answered(ActiveLearningLoop(X, eval_X=Xe, eval_y=ye, **config), y, 35)
     assert [c["n_labels"] for c in whole.solver.hyper_choices] == [0, 10, 20, 30]
     # the kept pool scores are those of the model with the chosen kernel
     assert np.allclose(whole.pool_scores(), whole.solver.decision_function(np.arange(len(X))), atol=1e-12)
     assert np.allclose(whole.evaluation_scores(), whole.solver.decision_function(X=Xe), atol=1e-12)
-    part = run(ActiveLearningLoop(X, eval_X=Xe, eval_y=ye, **config), 15)
-    resumed = run(ActiveLearningLoop.from_state(*part.to_state(), X, eval_X=Xe, eval_y=ye), 20)
+    part = answered(ActiveLearningLoop(X, eval_X=Xe, eval_y=ye, **config), y, 15)
+    resumed = answered(ActiveLearningLoop.from_state(*part.to_state(), X, eval_X=Xe, eval_y=ye), y, 20)
     assert resumed.events == whole.events
     assert resumed.solver.hyper_choices == whole.solver.hyper_choices
     assert np.array_equal(resumed.solver.decision_function(), whole.solver.decision_function())
@@ -200,3 +208,180 @@ def test_ties_go_to_the_values_nearest_the_current_ones():
     assert (first["balanced_error"], first["auc"]) == (0.0, 1.0)
     assert first["C"] == 2.0  # |log 2| < |log 0.3| < |log 50|: not the smallest C, the nearest
     assert second["C"] == 2.0 and s.C == 2.0
+
+
+# -- the class weight -------------------------------------------------------------------------------
+
+WEIGHED = dict(SMALL, auto=("C", "gamma", "class_weight"))
+
+
+def rare(n, seed):
+    """About 18% positives on a curved boundary (the class weights matter)."""
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, 3))
+    y = np.where(X[:, 0] + 0.7 * X[:, 1] ** 2 + 0.4 * rng.normal(size=n) > 1.6, 1.0, -1.0)
+    return X, y
+
+
+def loo_scores(solver, X, y, idx, C, gamma, class_weight):
+    """(balanced error, AUC) of the leave-one-out values of a plain solver over ``idx``."""
+    s = learned(make_solver(solver, X, C=C, gamma=gamma, class_weight=class_weight), y, idx)
+    f = loo_decision_values(s)
+    return balanced_error(y[idx], f), roc_auc(y[idx], f)
+
+
+@pytest.mark.parametrize("solver", EXACT)
+@pytest.mark.parametrize("C", [0.3, 3.0])
+def test_leave_one_out_of_a_weighted_model_by_unlearning_equals_retraining_without_the_example(solver, C):
+    X, y = rare(40, seed=int(C * 10))
+    weights = stepped_balanced_weights(int(np.sum(y[:30] > 0)), int(np.sum(y[:30] < 0)))
+    assert weights[0] >= 1.5  # (the positives weigh more)
+    cw = {1: weights[0], -1: weights[1]}
+    s = learned(make_solver(solver, X, C=C, gamma=0.7, tol=1e-6, class_weight=cw), y, range(30))
+    order = s.labelled_.copy()
+    loo = loo_decision_values(s, shortcut=True)
+    for k, i in enumerate(order.tolist()):
+        without = learned(make_solver(solver, X, C=C, gamma=0.7, tol=1e-6, class_weight=cw), y,
+                          [j for j in range(30) if j != i])
+        assert loo[k] == pytest.approx(float(without.decision_function([i])[0]), abs=1e-9)
+
+
+@pytest.mark.parametrize("solver", EXACT)
+def test_the_class_weight_is_chosen_at_the_chosen_values_by_the_same_criterion_and_stored(solver):
+    X, y = rare(120, seed=1)
+    runs = [learned(make_solver(solver, X, **WEIGHED), y, range(35)) for _ in range(2)]
+    a, b = runs
+    assert a.hyper_choices == b.hyper_choices
+    assert np.array_equal(a.decision_function(), b.decision_function())
+    assert [c["n_labels"] for c in a.hyper_choices] == [0, 11, 20, 30]  # (both classes first at 11)
+    assert a.hyper_choices[0]["class_weight"] is None  # the starting value
+    assert [c["class_weight"] for c in a.hyper_choices[1:]] == [None, None, "balanced"]
+    for before, choice in zip(a.hyper_choices[1:], a.hyper_choices[2:], strict=False):
+        # each moment: C and gamma with the class weight held then; the other one at them; the better kept
+        idx = list(range(choice["moment"]))
+        n_pos, n_neg = int(np.sum(y[idx] > 0)), int(np.sum(y[idx] < 0))
+        w = stepped_balanced_weights(n_pos, n_neg)
+        scores = {cw: loo_scores(solver, X, y, idx, choice["C"], choice["gamma"],
+                                 None if cw is None else {1: w[0], -1: w[1]}) for cw in (None, "balanced")}
+        assert (choice["balanced_error"], choice["auc"]) == pytest.approx(scores[choice["class_weight"]], abs=1e-12)
+        other = scores[None if choice["class_weight"] == "balanced" else "balanced"]
+        assert (other[0], -other[1]) >= (choice["balanced_error"], -choice["auc"])
+        if choice["class_weight"] != before["class_weight"]:  # (a change needs a strictly better score)
+            assert (other[0], -other[1]) > (choice["balanced_error"], -choice["auc"])
+    # the model is the plain one with the chosen values, its weights those of all its labels
+    last = a.hyper_choices[-1]
+    assert (a.C, a.kernel.gamma, a.class_weight) == (last["C"], last["gamma"], "balanced")
+    plain = learned(make_solver(solver, X, C=last["C"], gamma=last["gamma"], class_weight="balanced"), y, range(35))
+    assert a.class_bounds_ == plain.class_bounds_
+    assert np.allclose(a.decision_function(), plain.decision_function(), atol=1e-9)
+
+
+@pytest.mark.parametrize("solver", EXACT)
+def test_unlearning_below_the_moment_that_chose_the_weights_drops_them(solver):
+    X, y = rare(120, seed=1)
+    s = learned(make_solver(solver, X, **WEIGHED), y, range(31))
+    assert s.class_weight == "balanced" and s.hyper_choices[-1]["n_labels"] == 30
+    s.unlearn(30)
+    assert s.class_weight == "balanced"  # (30 labels: the choice stays)
+    s.unlearn(29)
+    before = s.hyper_choices[-1]
+    assert [c["n_labels"] for c in s.hyper_choices] == [0, 11, 20]
+    assert (s.C, s.kernel.gamma, s.class_weight, s.class_bounds_) == (before["C"], before["gamma"], None,
+                                                                      (before["C"], before["C"]))
+    plain = learned(make_solver(solver, X, C=before["C"], gamma=before["gamma"]), y, range(29))
+    assert np.allclose(s.decision_function(), plain.decision_function(), atol=1e-9)
+    s.learn(29, y[29])  # the moment again: the same choice
+    again = learned(make_solver(solver, X, **WEIGHED), y, range(30))
+    assert s.hyper_choices == again.hyper_choices
+    assert np.allclose(s.decision_function(), again.decision_function(), atol=1e-9)
+
+
+@pytest.mark.parametrize("solver", EXACT)
+def test_a_loop_choosing_the_weights_resumes_bit_for_bit_and_undoes_across_the_moment(solver):
+    X, y = rare(300, seed=10)
+    Xe, ye = rare(80, seed=8)
+    config = dict(strategy="near-boundary", solver=solver, seed=2, initial=4,
+                  solver_params=dict(WEIGHED, auto=list(WEIGHED["auto"])))
+
+    whole = answered(ActiveLearningLoop(X, eval_X=Xe, eval_y=ye, **config), y, 35)
+    assert "balanced" in [c["class_weight"] for c in whole.solver.hyper_choices]
+    part = answered(ActiveLearningLoop(X, eval_X=Xe, eval_y=ye, **config), y, 25)
+    resumed = answered(ActiveLearningLoop.from_state(*part.to_state(), X, eval_X=Xe, eval_y=ye), y, 10)
+    assert resumed.events == whole.events
+    assert resumed.solver.hyper_choices == whole.solver.hyper_choices
+    assert resumed.solver.class_weight == whole.solver.class_weight
+    assert np.array_equal(resumed.solver.decision_function(), whole.solver.decision_function())
+    assert np.array_equal(resumed.pool_scores(), whole.pool_scores())
+    while whole.n_labels > 9:
+        whole.undo()
+    assert whole.solver.hyper_choices == [] and whole.solver.class_weight is None
+    assert np.allclose(whole.pool_scores(), whole.solver.decision_function(np.arange(len(X))), atol=1e-12)
+
+
+DATA = Path(__file__).resolve().parents[1] / "data"
+
+
+def test_a_state_saved_before_the_class_weight_could_be_chosen_loads_and_continues_as_it_did():
+    """tests/data/loop_state_auto_C_gamma.*: an incremental loop with auto=["C", "gamma"] saved at 25 labels
+    (choices at 10 and 20, without a class weight) by the version before the class weight could be chosen,
+    and that version's decision values 10 labels later."""
+    X, y = curved(120, seed=21)
+    Xe, ye = curved(40, seed=22)
+    with np.load(DATA / "loop_state_auto_C_gamma.npz", allow_pickle=False) as z:
+        arrays = {k: z[k] for k in z.files}
+    meta = json.loads((DATA / "loop_state_auto_C_gamma.json").read_text(encoding="utf-8"))
+    with np.load(DATA / "loop_state_auto_C_gamma_after_10.npz", allow_pickle=False) as z:
+        expected, events = z["decision"], z["events"]
+    loop = ActiveLearningLoop.from_state(arrays, meta, X, eval_X=Xe, eval_y=ye)
+    assert [set(c) for c in loop.solver.hyper_choices][1] >= {"C", "gamma"}
+    assert all("class_weight" not in c for c in loop.solver.hyper_choices)
+    answered(loop, y, 10)
+    assert np.array_equal(np.array(loop.events, dtype=np.int64), events)
+    assert [c["n_labels"] for c in loop.solver.hyper_choices] == [0, 10, 20, 30]
+    assert np.array_equal(loop.solver.decision_function(), expected)
+    while loop.n_labels > 19:  # undo below a choice stored without a class weight
+        loop.undo()
+    assert [c["n_labels"] for c in loop.solver.hyper_choices] == [0, 10] and loop.solver.class_weight is None
+
+
+def test_the_class_weight_in_the_budget_and_the_plain_words():
+    from core.solvers.auto_hyper import describe_choices
+
+    X, y = rare(120, seed=1)
+    assert check_auto("class_weight") == ("class_weight",)
+    assert check_auto(["class_weight", "gamma", "C"]) == ("C", "gamma", "class_weight")
+    five = [20, 40, 80, 160, 320]
+    make_solver("incremental", X, auto="C", auto_moments=five)  # 4 points at 320 labels: 1.6 s
+    with pytest.raises(ValueError, match="and the other class weight\\) would take about 2 s to re-choose at 320"):
+        make_solver("incremental", X, auto=("C", "class_weight"), auto_moments=five)  # 5 points: 2.05 s
+    with pytest.raises(ValueError, match="starts from None or 'balanced'"):
+        make_solver("incremental", X, auto=("C", "class_weight"), class_weight={1: 2.0, -1: 1.0})
+    s = make_solver("incremental", X, C=1.0, gamma=0.25, **WEIGHED)
+    learned(s, y, range(5))
+    assert describe_choices(s) == ("C 1, gamma 0.25, both classes weighted alike: the starting values; C, gamma and "
+                                   "the class weights are chosen from the labels from 10 labels on (5 so far). Next "
+                                   "choice at 10 labels (with both classes labelled).")
+    learned(s, y, range(5, 31))
+    c11, c20, c30 = s.hyper_choices[1:]
+    assert describe_choices(s) == (
+        f"C {c30['C']:.3g}, gamma {c30['gamma']:.3g}, the rarer class weighted up, C, gamma and the class weights "
+        f"chosen from the first 30 labels by leave-one-out (at 20: C {c20['C']:.3g}, gamma {c20['gamma']:.3g}, both "
+        f"classes weighted alike; at 11: C {c11['C']:.3g}, gamma {c11['gamma']:.3g}, both classes weighted alike; "
+        "before: C 1, gamma 0.25, both classes weighted alike). No later choice.")
+
+
+def test_the_class_weight_costs_one_grid_point_and_none_when_its_weights_are_one(monkeypatch):
+    from core.solvers.auto_hyper import AutoHyper
+
+    made = []
+    scratch = AutoHyper._scratch
+    monkeypatch.setattr(AutoHyper, "_scratch", lambda self, *a: made.append(a) or scratch(self, *a))
+    X, y = rare(120, seed=1)
+    s = learned(make_solver("incremental", X, C=1.0, gamma=0.5, **dict(WEIGHED, auto_moments=[100])), y, range(30))
+    made.clear()
+    s.choose()  # 5 positives of 30: balanced weights 2.5 and 0.625
+    assert len(made) == 4 + 1 and made[-1][2] == {1: 2.5, -1: 0.625}
+    made.clear()
+    alike = np.concatenate([np.flatnonzero(y[:30] > 0), np.flatnonzero(y[:30] < 0)[:6]])
+    assert s.choose(alike)["class_weight"] is None  # 5 and 6 labels: weights 1 and 1, the same model
+    assert len(made) == 4

@@ -487,7 +487,7 @@ def test_C_and_gamma_auto_are_parsed_and_become_the_exact_solvers_choice_from_th
     """--C auto / --gamma auto: the solver's ``auto`` (core.solvers.auto_hyper) from the starting values C 1 and
     gamma scale; left out, auto where the run has an exact solver (the others keep 1 and scale); numbers as
     before; auto with only a non-exact solver is refused, naming the exact ones."""
-    from core.cli import CLIError, build_parser, hyper_options
+    from core.cli import CLIError, build_parser, describe_hyper, hyper_options, ramp_options
     from core.presets import solver_for
 
     parser = build_parser()
@@ -507,6 +507,16 @@ def test_C_and_gamma_auto_are_parsed_and_become_the_exact_solvers_choice_from_th
         hyper_options(parsed("--C", "auto"), ["incremental", "lasvm"])
     with pytest.raises(SystemExit):
         parsed("--C", "often")
+    # --class-weight auto: the class weight chosen with them (from none), by the exact solvers only
+    weighed = parsed("--class-weight", "auto")
+    assert hyper_options(weighed, ["incremental"]) == {"C": 1.0, "gamma": "scale",
+                                                       "auto": ["C", "gamma", "class_weight"]}
+    assert ramp_options(weighed, ["incremental"]) == {}
+    assert describe_hyper(hyper_options(weighed, ["active-set"])) == (
+        "C, gamma and the class weight chosen from the labels by exact leave-one-out at 20, 40, 80 and 160 labels "
+        "(C 1, gamma scale, no class weights until then)")
+    with pytest.raises(CLIError, match="--class-weight auto: chosen from the labels by the exact solvers only"):
+        hyper_options(weighed, ["lasvm"])
     # the non-exact solver of a run keeps the starting values
     params = {"C": 1.0, "gamma": "scale", "auto": ["C", "gamma"]}
     assert solver_for("lasvm", params, np.zeros((3, 2))) == ("lasvm", {"C": 1.0, "gamma": "scale"})
@@ -526,6 +536,10 @@ def test_compare_with_C_and_gamma_from_the_labels_says_so(gauss_csv):
     assert "model standard; C 2, gamma 0.5" in fixed.stdout
     refused = run_cli(*base, "--C", "auto", "--solver", "lasvm")
     assert refused.returncode == 2 and "exact solvers only (incremental, active-set)" in refused.stderr
+    weighed = run_cli(*base, "--class-weight", "auto")
+    assert weighed.returncode == 0, weighed.stderr
+    assert ("model standard; C, gamma and the class weight chosen from the labels by exact leave-one-out at 20, 40, "
+            "80 and 160 labels (C 1, gamma scale, no class weights until then)") in weighed.stdout
 
 
 

@@ -48,6 +48,11 @@ def test_every_field_survives_the_json_round_trip():
     assert SessionSettings.from_json(json.loads(json.dumps(chosen.to_json()))) == chosen
     with pytest.raises(SettingsError, match=r"^auto .*ramp"):
         SessionSettings(strategy="near-boundary", solver="ramp", auto=["C"])
+    weighed = SessionSettings(strategy="near-boundary", solver="active-set", auto=["class_weight", "C", "gamma"])
+    assert weighed.solver_params()["auto"] == ["C", "gamma", "class_weight"]
+    assert SessionSettings.from_json(json.loads(json.dumps(weighed.to_json()))) == weighed
+    with pytest.raises(SettingsError, match=r"^class_weight: .*not fixed weights"):
+        weighed.replace(class_weight={1: 2.0, -1: 1.0})
     stored = json.loads(json.dumps(EVERY_FIELD.to_json()))  # as the database's JSON column gives it back
     assert stored["version"] == SETTINGS_VERSION
     again = SessionSettings.from_json(stored)
