@@ -238,6 +238,12 @@ def build_parser() -> argparse.ArgumentParser:
     fit.add_argument("--seed", type=int, default=0, help="seed of the split and the learning order (default 0)")
     fit.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
 
+    _compare_parser(sub)
+    _replay_parser(sub)
+    return parser
+
+
+def _compare_parser(sub) -> None:
     cmp_ = sub.add_parser("compare", help="compare query strategies side by side",
                           description="Run active-learning strategies over the same seeds with the true labels "
                                       "as the oracle and report learning curves.")
@@ -259,6 +265,19 @@ def build_parser() -> argparse.ArgumentParser:
     cmp_.add_argument("--cold-start", choices=COLD_STARTS, default=None,
                       help="how items are chosen until both classes have a label: random (the default), one-class "
                            "(the most anomalous first) or spread (k-means++ seeding over the pool)")
+    _compare_option_groups(cmp_)
+    cmp_.add_argument("--jobs", type=_positive_int, default=1,
+                      help="seeds run in parallel processes (default 1); with --scheduler local, the number of "
+                           "workers (default: one per core)")
+    cmp_.add_argument("--scheduler", metavar="ADDRESS|local",
+                      help="run on Dask distributed: 'local' starts a cluster on this machine for the study, an "
+                           "address (tcp://host:8786) uses a running scheduler, 'none' runs here (default: "
+                           f"${SCHEDULER_ENV} if set, else here)")
+    cmp_.add_argument("--json", action="store_true", help="print the summary as JSON")
+
+
+def _compare_option_groups(cmp_: argparse.ArgumentParser) -> None:
+    """compare's prior knowledge, stopping rules and K classes."""
     known = cmp_.add_argument_group("prior knowledge (core.priors)")
     known.add_argument("--prior", type=_prior_counts, metavar="P,N",
                        help="P known positives and N known negatives drawn per seed from the true labels of the "
@@ -291,16 +310,6 @@ def build_parser() -> argparse.ArgumentParser:
     many.add_argument("--accuracy-levels", metavar="0.8,0.9,...",
                       help="with --classes: accuracies whose labels to reach the summary gives (default "
                            + ",".join(format(v, "g") for v in ACCURACY_LEVELS) + ")")
-    cmp_.add_argument("--jobs", type=_positive_int, default=1,
-                      help="seeds run in parallel processes (default 1); with --scheduler local, the number of "
-                           "workers (default: one per core)")
-    cmp_.add_argument("--scheduler", metavar="ADDRESS|local",
-                      help="run on Dask distributed: 'local' starts a cluster on this machine for the study, an "
-                           "address (tcp://host:8786) uses a running scheduler, 'none' runs here (default: "
-                           f"${SCHEDULER_ENV} if set, else here)")
-    cmp_.add_argument("--json", action="store_true", help="print the summary as JSON")
-    _replay_parser(sub)
-    return parser
 
 
 def _replay_parser(sub) -> None:
