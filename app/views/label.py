@@ -4,8 +4,9 @@ import time
 
 import streamlit as st
 
-from app import auth, charts, known_items, navigation, stopping_panel
+from app import auth, charts, classes_panel, known_items, navigation, stopping_panel
 from app.services import DEFAULT_C, DEFAULT_SOLVER, LABEL_STRATEGIES, SOLVERS, STRATEGY_WORDS
+from app.services.classes import CLASS_STRATEGY_WORDS, strategy_words
 from app.services.common import FIND_CHARS
 from app.services.errors import REFUSED
 from app.services.formatting import count
@@ -35,9 +36,12 @@ if not sessions and not state.get("demo_asked"):
 @guarded
 def _start_session() -> None:
     """Form callback: start the session before the page is drawn again, then show it."""
+    named = bool(str(state.get("new_classes") or "").strip()) or bool(class_names_of.get(state.new_dataset))
     try:
         run = svc.start_session(
-            dataset_id=state.new_dataset, annotator=me, strategy=state.new_strategy,
+            dataset_id=state.new_dataset, annotator=me,
+            strategy=state.new_class_strategy if named else state.new_strategy,
+            classes=state.get("new_classes"), target=state.get("new_target"),
             solver=None if state.new_solver == "default" else state.new_solver, C=state.new_C,
             gamma=parse_gamma(state.new_gamma), seed=int(state.new_seed),
             eval_fraction=state.get("new_eval_fraction"), model=state.get("new_model", "auto"),
@@ -51,6 +55,9 @@ def _start_session() -> None:
     state.outcome = None
     state.new_session_popover = False  # close the popover: the new session's first item is waiting
 
+
+#: the classes of each dataset imported with every value of its label column kept (a session on it has them)
+class_names_of = {d.id: d.meta.get("class_names") for d in datasets}
 
 # -- choose a session: the one the address names, else the one shown before, else the most recent -----
 follow_address(sessions)
@@ -83,6 +90,19 @@ with top_right.popover("New session", icon=":material/add:", width="stretch", ke
                  format_func=STRATEGY_WORDS.get,
                  help="Most likely relevant first finds the positives soonest (screening); most uncertain first "
                       "teaches the model fastest; random gives an unbiased sample.")
+    with st.expander("Named classes (3 to 9): one button per class"):
+        st.text_input("Classes", key="new_classes", placeholder="empty: Positive / Negative (or the dataset's "
+                                                                 "own classes)",
+                      help="Names separated by commas, for example 'cat, dog, fox': each item gets one of them "
+                           "(keys 1 to 9). A dataset imported with every value of its label column kept has its "
+                           "classes already.")
+        st.selectbox("How to pick the next item", list(CLASS_STRATEGY_WORDS), key="new_class_strategy",
+                     format_func=lambda name: strategy_words(name, "<class>"),
+                     help="Least sure between two classes: the item whose two best classes score closest. Least "
+                          "sure class: the class the model is least sure of, then the item nearest its boundary. "
+                          "Most likely <class>: the item most likely of the class named below (screening for "
+                          "it). Random: an unbiased sample.")
+        st.text_input("Class to find first (Most likely)", key="new_target", placeholder="empty: the first class")
     st.radio("Model", ["auto", "standard", "review"], key="new_model", horizontal=True,
              format_func={"auto": "Suited to the data", "standard": "SVM (settings under Advanced)",
                           "review": "Review model: finds rare positives"}.get,
@@ -257,12 +277,24 @@ def labelling_panel(session_id: int) -> None:
     stopping_panel.show(svc, run, above=not run.sparse_model)
 
 
+@st.fragment
+@page_part("class_panel")
+def class_panel(session_id: int) -> None:
+    auth.rerun_when_signed_out(svc)  # (a fragment reruns alone: the app's own check does not run)
+    classes_panel.show(svc, session_id)
+
+
 if not svc.is_open(st.session_state.session_id):
     with st.spinner("Rebuilding the session from its stored labels…"):
         svc.open_session(st.session_state.session_id)
-labelling_panel(st.session_state.session_id)
-known_items.show(svc, st.session_state.session_id, who)  # search the pool, mark known positives and negatives
-st.caption("Keys: **P** positive · **N** negative · **S** skip · **U** undo. "
-           "Every answer is saved before the next item appears.")
+open_run = svc.open_session(st.session_state.session_id)
+if getattr(open_run, "has_classes", False):  # a session with named classes: a button per class
+    class_panel(st.session_state.session_id)
+    st.caption(classes_panel.key_help(open_run.classes))
+else:
+    labelling_panel(st.session_state.session_id)
+    known_items.show(svc, st.session_state.session_id, who)  # search the pool, mark known positives and negatives
+    st.caption("Keys: **P** positive · **N** negative · **S** skip · **U** undo. "
+               "Every answer is saved before the next item appears.")
 st.page_link(navigation.view("history"), label="Label history: change or remove any earlier answer",
              icon=":material/history:", query_params={navigation.SESSION_PARAM: st.session_state.session_id})

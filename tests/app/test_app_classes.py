@@ -1,0 +1,199 @@
+"""Sessions with named classes (3 to 9, single choice) in the app: the New session form's Classes, a button
+per class (keys 1 to 9), Skip and Undo, History changes to any class, the export's class names, resume after a
+restart (the same model and next item), and the class names shown as plain text.  Service-level checks of the
+run (``app.services.classes.ClassesRun``) first, then the pages through AppTest."""
+
+from __future__ import annotations
+
+import csv
+import io
+
+import numpy as np
+import pytest
+
+from app.services import MarginLab, ServiceError
+from storage import repository as repo
+from tests.app import test_app
+from tests.app.test_app import as_shown, shown_item, start_app
+
+pytestmark = pytest.mark.app  # pages through Streamlit's AppTest (a slow lane)
+
+db_url = test_app.db_url  # a temporary SQLite file in MARGINLAB_DATABASE_URL
+
+#: class names a person might type, with Markdown that must show as it is
+CLASSES = ("cat", "**x**", "![p](http://h/p.png)")
+
+
+def three_blobs(svc: MarginLab) -> tuple[int, np.ndarray]:
+    """A table dataset of three well separated groups (no label column); its id and each row's group."""
+    rng = np.random.default_rng(4)
+    centres = np.array([[0.0, 0.0], [4.0, 0.0], [0.0, 4.0]])
+    group = np.repeat([0, 1, 2], 15)
+    X = centres[group] + rng.normal(0, 0.6, (45, 2))
+    dataset_id = repo.import_dataset(svc.engine, name="blobs", X=X, feature_names=["a", "b"])
+    return dataset_id, group
+
+
+def answer_all(run, truth, n):
+    for _ in range(n):
+        item = run.shown.item_index
+        assert run.answer(int(truth[item]), item_index=item).ok
+
+
+@pytest.mark.parametrize("strategy", ["smallest-margin", "least-certain-class", "target-class", "random"])
+def test_a_k_class_run_resumes_with_the_same_model_and_next_item(db_url, strategy):
+    svc = MarginLab.from_url(db_url)
+    dataset_id, truth = three_blobs(svc)
+    run = svc.start_session(dataset_id=dataset_id, annotator="ada", strategy=strategy, classes=", ".join(CLASSES),
+                            target=CLASSES[2], seed=5)
+    assert run.classes == CLASSES and run.info.solver == "incremental"
+    answer_all(run, truth, 8)
+    assert run.skip(item_index=run.shown.item_index).ok
+    answer_all(run, truth, 4)
+    assert run.undo().ok  # (undo: the model is learned again from the answers left)
+    # the strategy asks once two classes have answers, and says why in words
+    assert run.shown.strategy == strategy
+    assert "\u2019" not in run.shown.reason and "f(" not in run.shown.reason and "|f|" not in run.shown.reason
+    if strategy == "target-class":
+        assert run.strategy_name == f"Most likely {CLASSES[2]}" and run.shown.reason.startswith(f"Most likely {CLASSES[2]}")
+    scores, shown = run.model.decision_function(), run.shown
+    svc.forget_runs()  # as after a restart
+    again = MarginLab.from_url(db_url).open_session(run.session_id)
+    assert np.array_equal(again.model.decision_function(), scores)  # bit for bit
+    assert (again.shown.item_index, again.shown.strategy, again.shown.reason, again.shown.scores) == (
+        shown.item_index, shown.strategy, shown.reason, shown.scores)
+    assert [(a.item_index, a.answer_class) for a in again.answers] == [(a.item_index, a.answer_class)
+                                                                        for a in run.answers]
+    assert again.class_counts() == run.class_counts() and sum(run.class_counts().values()) == 11
+
+
+def test_a_change_in_the_history_gives_the_model_that_learned_it_from_the_start(db_url):
+    svc = MarginLab.from_url(db_url)
+    dataset_id, truth = three_blobs(svc)
+    run = svc.start_session(dataset_id=dataset_id, annotator="ada", strategy="smallest-margin", classes=CLASSES)
+    answer_all(run, truth, 10)
+    target = run.answers[3]
+    new = (target.answer_class + 1) % 3
+    outcome = run.change_label(target.label_id, CLASSES[new])
+    assert outcome.ok and CLASSES[new] in outcome.message
+    assert run.answers[3].answer_class == new
+    table = run.label_table()
+    row = table[table["label_id"] == target.label_id].iloc[0]
+    assert (row["answer"], row["as given"]) == (CLASSES[new], CLASSES[target.answer_class])
+    assert "changed it to" in row["changes"]
+    # the model is the one that learned the corrected answers from the start, in their order
+    fresh = run._new_model()
+    for a in run.answers:
+        fresh.learn(a.item_index, CLASSES[a.answer_class])
+    assert np.array_equal(fresh.decision_function(), run.model.decision_function())
+    # a class that is not the session's is refused, naming the classes; nothing is stored
+    with pytest.raises(ServiceError, match="is not a class of this session"):
+        run.change_label(target.label_id, "cow")
+    with pytest.raises(ServiceError, match="is not a class of this session"):
+        run.answer("cow", item_index=run.shown.item_index)
+    assert len(repo.label_events(svc.engine, run.session_id)) == 10
+    assert run.remove_label(target.label_id).ok and len(run.answers) == 9
+
+
+@pytest.mark.parametrize("typed, words", [
+    ("cat", "at least 2"), ("cat, dog", "Two classes are a yes / no session"),
+    (", ".join(f"c{k}" for k in range(10)), "At most 9"), ("cat, dog, cat", "'cat' is named twice"),
+    ("cat,, dog", "empty")])
+def test_bad_class_lists_are_refused_and_nothing_is_stored(db_url, typed, words):
+    svc = MarginLab.from_url(db_url)
+    dataset_id, _ = three_blobs(svc)
+    with pytest.raises(ServiceError, match=words):
+        svc.start_session(dataset_id=dataset_id, annotator="ada", strategy="smallest-margin", classes=typed)
+    with pytest.raises(ServiceError, match="one of smallest-margin"):
+        svc.start_session(dataset_id=dataset_id, annotator="ada", strategy="near-boundary", classes="a, b, c")
+    with pytest.raises(ServiceError, match="not one of the classes"):
+        svc.start_session(dataset_id=dataset_id, annotator="ada", strategy="target-class", classes="a, b, c",
+                          target="d")
+    assert repo.list_sessions(svc.engine) == []
+
+
+def class_buttons(at):
+    return {b.key: b for b in at.button if b.key and b.key.startswith("class_")}
+
+
+def click_class(at, k: int) -> None:
+    (button,) = [b for key, b in class_buttons(at).items() if key.startswith(f"class_{k}_")]
+    button.click().run()
+    assert not at.exception, at.exception
+
+
+def start_classes_session(at, dataset_id: int, classes: str, strategy: str = "smallest-margin") -> None:
+    at.selectbox(key="new_dataset").select(dataset_id)
+    at.text_input(key="new_classes").input(classes)
+    at.selectbox(key="new_class_strategy").select(strategy)
+    at.button(key="start_session").click().run()
+    assert not at.exception, at.exception
+    assert not at.error, [e.value for e in at.error]
+
+
+def test_label_page_history_export_and_resume_of_a_k_class_session(db_url):
+    svc = MarginLab.from_url(db_url)
+    dataset_id, truth = three_blobs(svc)
+    at = start_app()
+    start_classes_session(at, dataset_id, ", ".join(CLASSES))
+    (session,) = [s for s in repo.list_sessions(svc.engine) if s.dataset_id == dataset_id]
+    assert session.settings.classes == CLASSES
+    # one button per class, with its name as written (not as Markdown) and its key
+    buttons = class_buttons(at)
+    assert len(buttons) == 3
+    assert [as_shown(b.label) for b in buttons.values()] == [f"{name} ({k + 1})" for k, name in enumerate(CLASSES)]
+    # ... as plain text: the Markdown in the names is escaped, so no emphasis and no image come out of it
+    labels = [b.label for b in buttons.values()]
+    assert "\\*\\*x\\*\\*" in labels[1] and "\\!\\[p\\]\\(http" in labels[2], labels
+    assert not [url for img in at.get("image") for url in img.value if "h/p.png" in url]
+    # label with each class, following the groups
+    asked = []
+    for _ in range(9):
+        item = shown_item(at)
+        asked.append(item)
+        click_class(at, int(truth[item]))
+    events = repo.label_events(svc.engine, session.id)
+    assert [(e.item_index, e.answer_class) for e in events] == [(i, int(truth[i])) for i in asked]
+    assert {e.answer_class for e in events} == {0, 1, 2}
+    # the progress line names each class as written
+    (line,) = [m.value for m in at.markdown if "labels (" in as_shown(m.value)]
+    assert all(name in as_shown(line) for name in CLASSES) and "\\*\\*x\\*\\*" in line
+    assert len(at.get("plotly_chart")) == 2
+    # Undo, then Skip
+    (undo,) = [b for b in at.button if b.key and b.key.startswith("undo_")]
+    undo.click().run()
+    assert shown_item(at) == asked[-1] and len(repo.label_events(svc.engine, session.id)) == 8
+    (skip,) = [b for b in at.button if b.key and b.key.startswith("skip_")]
+    skip.click().run()
+    assert repo.label_events(svc.engine, session.id)[-1].value == 0
+
+    # History: change the first answer to another class
+    at.switch_page("views/history.py").run()
+    assert not at.exception, at.exception
+    first = repo.label_events(svc.engine, session.id)[0]
+    at.selectbox(key=next(s.key for s in at.selectbox if s.key and s.key.startswith("history_pick_"))).select(
+        first.label_id).run()
+    new = (first.answer_class + 1) % 3
+    (change,) = [b for b in at.button if b.key == f"change_{first.label_id}_{new}"]
+    assert as_shown(change.label) == f"Change to {CLASSES[new]}"
+    change.click().run()
+    assert not at.exception, at.exception
+    assert repo.label_events(svc.engine, session.id)[0].answer_class == new
+
+    # Export: the class names, as written
+    at.switch_page("views/export.py").run()
+    assert not at.exception, at.exception
+    exported = svc.export_labels(session_id=session.id, fmt="csv")
+    rows = list(csv.DictReader(io.StringIO(exported.decode() if isinstance(exported, bytes) else exported)))
+    assert [r["label"] for r in rows if r["label"] != "skipped"][0] == CLASSES[new]
+    assert {r["label"] for r in rows} <= {*CLASSES, "skipped"}
+
+    # resume: a new server process gives the same next item
+    at.switch_page("views/label.py").run()
+    before = shown_item(at)
+    from app.ui.state import _service_for
+
+    _service_for.clear()  # as after a restart of the server: the next page view opens the database anew
+    again = start_app()
+    assert not again.exception
+    assert shown_item(again) == before
