@@ -7,7 +7,7 @@ from __future__ import annotations
 import streamlit as st
 
 from app import auth, charts
-from app.ui.item import item_view
+from app.ui.item import draw_panel_item, panel_item
 from app.ui.messages import guarded, show_outcome, waiting_for_the_model
 from app.ui.text import plain, visible_cells
 
@@ -33,13 +33,8 @@ def show(svc, session_id: int) -> None:
     if run.problem is not None:
         st.error(plain(run.problem))
         return
-    shown = run.shown
-    draw_item = None if shown is None else item_view(run.item_display, shown.item_index)
-    key = None if shown is None else run.item_display.key(shown.item_index)
-    form_open = bool(st.session_state.get("new_session_popover"))
-    disabled = shown is None or form_open
-    item = None if shown is None else shown.item_index
-    last = run.answers[-1].item_index if run.answers else None
+    at = panel_item(run)
+    shown, form_open, disabled, item, last = at.shown, at.form_open, at.disabled, at.item, at.last
     counts = run.class_counts()
     item_col, chart_col = st.columns([1, 1], gap="large")
     with item_col:
@@ -55,15 +50,10 @@ def show(svc, session_id: int) -> None:
             st.button("Undo", shortcut="U", disabled=last is None or form_open, on_click=_undo,
                       args=(svc, session_id, last), key=f"undo_{last}")
         with item_box:
-            if shown is None:
-                st.success("Every item of the pool has been answered.")
-            else:
-                st.container(key="item_caption").markdown(
-                    f"**Item {shown.item_index}**" + (f" · {plain(key)}" if key else ""))
-                draw_item()
-                guess = run.predicted_class()
-                st.caption(f"Chosen by **{plain(run.strategy_name)}** · {plain(shown.reason)}"
-                           + (f" · the model's best guess: {plain(guess)}" if guess is not None else ""))
+            guess = run.predicted_class()
+            draw_panel_item(at, "" if shown is None else
+                            f"Chosen by **{plain(run.strategy_name)}** · {plain(shown.reason)}"
+                            + (f" · the model's best guess: {plain(guess)}" if guess is not None else ""))
         if form_open:
             st.caption("Labelling is paused while **New session** is open.")
         show_outcome()

@@ -27,6 +27,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from app.services.accounts import Accounts, Identity
 from app.services.common import Outcome, ServiceError, database_trouble, numeric_columns, scaled_row_blocks
 from app.services.display import ItemDisplay
+from app.services.records import undo_stored, written
 from core.multiclass import MULTICLASS_STRATEGIES, OneVsRest, random_class_query
 from core.settings import SessionSettings
 from core.strategies import Pool
@@ -289,19 +290,9 @@ class ClassesRun:
             refused = self._refusal(by)
             if refused is not None:
                 return refused
-            if last_item_index is not None and (not self.answers
-                                                or self.answers[-1].item_index != int(last_item_index)):
-                return self.tell(Outcome(False, f"The answer on item {last_item_index} was already undone; "
-                                                "the second click was ignored.", "warning"))
-            last = self.answers[-1] if self.answers else None
-            try:
-                event = repo.undo_last_label(self.engine, self.session_id,
-                                             label_id=None if last is None else last.label_id)
-            except StorageError as error:
-                return self.tell(Outcome(False, f"Nothing was undone: {error}", "error"))
-            except SQLAlchemyError as error:
-                return self.tell(Outcome(False, "Nothing was undone: the database could not be written "
-                                                f"({database_trouble(error)}).", "error"))
+            event, refused = undo_stored(self, last_item_index)
+            if refused is not None:
+                return refused
             self.rebuild()
             if event is None:
                 return self.tell(Outcome(False, "Nothing was undone: another tab or process has answered or "
@@ -355,13 +346,10 @@ class ClassesRun:
         with self.lock:
             if ended := self.accounts.sign_in_ended(by):
                 return self.tell(Outcome(False, ended, "error"))
-            try:
-                correction = store(by.name if by is not None else self.info.annotator)
-            except StorageError as error:
-                return self.tell(Outcome(False, f"Nothing was changed: {error}", "warning"))
-            except SQLAlchemyError as error:
-                return self.tell(Outcome(False, "Nothing was changed: the database could not be written "
-                                                f"({database_trouble(error)}).", "error"))
+            correction, refused = written(self, lambda: store(by.name if by is not None else self.info.annotator),
+                                          "changed", kind="warning")
+            if refused is not None:
+                return refused
             self.rebuild()
             return self.tell(Outcome(True, said(correction)))
 

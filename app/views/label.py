@@ -12,7 +12,7 @@ from app.services.errors import REFUSED
 from app.services.formatting import count
 from app.services.vocabulary import KERNEL_NAMES, LOSSES
 from app.ui.forms import C_MIN, parse_gamma
-from app.ui.item import item_view, live_roc, pause_before_charts, why_chosen
+from app.ui.item import draw_panel_item, live_roc, panel_item, pause_before_charts, why_chosen
 from app.ui.messages import guarded, page_part, preparing_model_notice, show_outcome, waiting_for_the_model
 from app.ui.state import follow_address, service, session_label, show_session
 from app.ui.text import plain, visible
@@ -194,17 +194,8 @@ def labelling_panel(session_id: int) -> None:
     if run.problem is not None:
         session_without_model(run)
         return
-    shown = run.shown
-    # Everything the item's column shows is worked out before its first element is written: the
-    # elements then leave together and the browser draws them in one pass, not one per arrival.
-    draw_item = None if shown is None else item_view(run.item_display, shown.item_index)
-    key = None if shown is None else run.item_display.key(shown.item_index)
-    # While the New session form is open it covers the item: a shortcut key typed
-    # there must not label an item nobody is looking at.
-    form_open = bool(st.session_state.get("new_session_popover"))
-    disabled = shown is None or form_open
-    item = None if shown is None else shown.item_index
-    last = run.answers[-1].item_index if run.answers else None
+    at = panel_item(run)
+    shown, form_open, disabled, item, last = at.shown, at.form_open, at.disabled, at.item, at.last
     update = "–" if run.last_update_ms is None else f"{run.last_update_ms:.1f} ms"
     query = "–" if shown is None or shown.query_ms is None else f"{shown.query_ms:.1f} ms"
     progress = (f"**{run.n_labels}** {'label' if run.n_labels == 1 else 'labels'} ({run.n_positive} positive) · "
@@ -234,13 +225,7 @@ def labelling_panel(session_id: int) -> None:
             st.button("Undo", shortcut="U", disabled=last is None or form_open, on_click=_undo,
                       args=(session_id, last), key=f"undo_{last}")
         with item_box:
-            if shown is None:
-                st.success("Every item of the pool has been answered.")
-            else:
-                st.container(key="item_caption").markdown(
-                    f"**Item {shown.item_index}**" + (f" · {plain(key)}" if key else ""))
-                draw_item()
-                st.caption(why_chosen(shown))
+            draw_panel_item(at, "" if shown is None else why_chosen(shown))
         if run.looking_for:
             st.container(key="looking_for").caption(f"**Positive** means: {plain(run.looking_for)}")
         if form_open:
