@@ -48,7 +48,9 @@ class Dataset:
     (width, height), row-major) or ``"text"`` (``display_values[i]``; a
     molecule's SMILES when ``molecule_column`` is set).
     ``classes`` is (negative, positive): the original label values that map
-    to -1 and +1.  ``feature_blocks`` says which columns came from what
+    to -1 and +1; or, for a label column imported with every value kept
+    (``load_csv(keep_classes=True)``), the names of its 3 to 9 classes, ``y`` then
+    holding each row's class number.  ``feature_blocks`` says which columns came from what
     (``numeric``, ``onehot``, ``tfidf``, ``svd``, ``morgan``: dicts with
     ``kind``, ``start``, ``stop`` and the options used); ``notices`` says what
     the import did on its own (columns dropped, rows left out, gaps filled);
@@ -66,7 +68,7 @@ class Dataset:
     item_keys: list[str] | None = None
     source: str = ""
     description: str = ""
-    classes: tuple[Any, Any] | None = None
+    classes: tuple[Any, ...] | None = None
     dropped_columns: list[str] = field(default_factory=list)
     feature_blocks: list[dict[str, Any]] = field(default_factory=list)
     notices: list[str] = field(default_factory=list)
@@ -87,7 +89,10 @@ class Dataset:
             self.y = np.asarray(self.y, dtype=np.float64)
             if self.y.shape != (self.X.shape[0],):
                 raise ValueError(f"y has shape {self.y.shape}, expected ({self.X.shape[0]},)")
-            if not np.all(np.isin(self.y, (-1.0, 1.0))):
+            if self.classes is not None and len(self.classes) > 2:  # every value kept: class numbers
+                if not np.all(np.isin(self.y, np.arange(len(self.classes), dtype=np.float64))):
+                    raise ValueError(f"y must hold class numbers 0 to {len(self.classes) - 1}")
+            elif not np.all(np.isin(self.y, (-1.0, 1.0))):
                 raise ValueError("y must contain only -1 and +1")
         if not self.feature_names:
             self.feature_names = [f"x{j}" for j in range(self.X.shape[1])]
@@ -386,7 +391,7 @@ def load_csv(source, label_column: str | None = None, positive=None, feature_col
              text_max_features: int | None = None, text_svd: int | None = None, text_blocks: bool = False,
              smiles_column: str | None = None, fingerprint_radius: int = 2, fingerprint_bits: int = 2048,
              invalid_smiles: str = "error", seed: int = 0, max_value: float | None = MAX_FEATURE_VALUE,
-             choice_words: dict[str, str] | None = None) -> Dataset:
+             choice_words: dict[str, str] | None = None, keep_classes: bool = False) -> Dataset:
     """Read a CSV file into a :class:`Dataset`, checking it cell by cell.
 
     source: a path, the file's bytes, or a file-like object (text or binary).
@@ -395,6 +400,9 @@ def load_csv(source, label_column: str | None = None, positive=None, feature_col
         (default: the larger value, as scikit-learn's ``classes_[1]``) becomes +1;
         with more, ``positive`` must be given and is taken against the rest
         (``one_vs_rest`` is still accepted and changes nothing).
+    keep_classes: with no ``positive`` and a label column of 3 to 9 values, every value is kept as a
+        class: ``classes`` names them all (sorted as the values sort) and ``y`` holds each row's class
+        number, 0 to K-1 (a session with named classes, not y in {-1, +1}).
     feature_columns: the numeric feature columns; default every column but the
         label, display, key, text, SMILES and one-hot columns, or none when text
         or SMILES columns are given (documents and molecules rarely come with
@@ -436,7 +444,8 @@ def load_csv(source, label_column: str | None = None, positive=None, feature_col
     options = CsvOptions(
         label_column=label_column, positive=positive, feature_columns=feature_columns,
         display_column=display_column, image_shape=image_shape, name=name, key_column=key_column,
-        constant_columns=constant_columns, one_vs_rest=one_vs_rest, sep=sep, decimal=decimal, missing=missing,
+        constant_columns=constant_columns, one_vs_rest=one_vs_rest, keep_classes=keep_classes, sep=sep,
+        decimal=decimal, missing=missing,
         one_hot=one_hot, text_columns=text_columns, text_analyzer=text_analyzer, text_min_df=text_min_df,
         text_max_features=text_max_features, text_svd=text_svd, text_blocks=text_blocks,
         smiles_column=smiles_column, fingerprint_radius=fingerprint_radius, fingerprint_bits=fingerprint_bits,

@@ -176,14 +176,18 @@ class Datasets:
                    text_features: Sequence[str] | None = None, text_analyzer: str = "word",
                    text_svd: int | None = None, text_blocks: bool = False, smiles_column: str | None = None,
                    fingerprint_radius: int = 2, fingerprint_bits: int = 2048, invalid_smiles: str = "error",
-                   eval_fraction: float | None = None, by: Identity | None = None) -> ImportResult:
+                   eval_fraction: float | None = None, keep_classes: bool = False,
+                   by: Identity | None = None) -> ImportResult:
         """Check and import an uploaded CSV; errors name the row or column and change nothing (``by``: the
         signed-in person importing it; ``SignedOutError`` once their sign-in has ended).
 
         ``text_features``: free-text columns turned into TF-IDF features (``text_column`` is
         the column *shown*); ``smiles_column``: molecules as Morgan fingerprints. The other
         options are those of ``core.datasets.load_csv``. ``eval_fraction`` is stored with the
-        dataset: the share held out for evaluation when it has true labels (0: none).
+        dataset: the share held out for evaluation when it has true labels (0: none).  ``keep_classes`` (no
+        ``positive``): a label column of 3 to 9 values keeps every value as a class; sessions on the dataset
+        then have those named classes (``meta["class_names"]``, each item's class in ``meta["class_labels"]``;
+        the dataset has no yes / no true labels).
 
         Raises ``core.datasets.DataError`` / ``storage.errors.DatasetValidationError``
         (bad file) or ``ServiceError`` (inconsistent choices).
@@ -210,7 +214,7 @@ class Datasets:
                           text_analyzer=text_analyzer, text_svd=text_svd or None, text_blocks=bool(text_blocks),
                           smiles_column=smiles_column or None, fingerprint_radius=fingerprint_radius,
                           fingerprint_bits=fingerprint_bits, invalid_smiles=invalid_smiles,
-                          choice_words=FORM_CHOICE_WORDS)
+                          choice_words=FORM_CHOICE_WORDS, keep_classes=bool(keep_classes) and positive is None)
         if display == "image":
             width, height = image_shape
             if width * height != loaded.X.shape[1]:
@@ -239,7 +243,13 @@ class Datasets:
         scaling = scaling_name(scaling)
         kind = data.display_kind or "table"
         meta: dict[str, Any] = dict(extra_meta or {}, scaling=scaling)
-        if data.classes:
+        y_true = data.y
+        if data.classes and len(data.classes) > 2:  # every value of the label column kept as a class
+            meta["class_names"] = [str(c) for c in data.classes]
+            meta["class_labels"] = [int(k) for k in data.y]
+            meta.pop("eval_fraction", None)
+            y_true = None
+        elif data.classes:
             meta["classes"] = {"negative": str(data.classes[0]), "positive": str(data.classes[1])}
         if data.description:
             meta["description"] = str(data.description)
@@ -251,7 +261,7 @@ class Datasets:
             text_column = getattr(data, "molecule_column", None) or next(
                 (b["column"] for b in blocks if b.get("kind") in ("tfidf", "svd")), None)
         return self._import(
-            name=name or data.name, X=data.X, feature_names=list(data.feature_names), y_true=data.y,
+            name=name or data.name, X=data.X, feature_names=list(data.feature_names), y_true=y_true,
             source=source or str(data.source or ""), display_kind=kind,
             image_shape=tuple(data.image_shape) if data.image_shape else None,
             display_values=data.display_values, item_keys=data.item_keys, meta=meta,

@@ -131,7 +131,8 @@ def load(source, options: CsvOptions | None = None, bounds: Bounds | None = None
     notices = cols.notices
     miss, keep_rows = missing_values(table, cols, options, notices)
     dense = dense_features(table, cols, options, miss, keep_rows, notices)
-    y, classes = labels(table, cols.label, options.positive, options.one_vs_rest, keep_rows)
+    y, classes = labels(table, cols.label, options.positive, options.one_vs_rest, keep_rows,
+                        options.keep_classes)
     fingerprint = fingerprints(table, options, keep_rows, notices)
     features, dropped = dense_block(dense, keep_rows, cols, options, notices, source_name)
     kept = texts_kept(table.df, cols.text, keep_rows)

@@ -33,6 +33,7 @@ class CsvOptions:
     key_column: str | None = None
     constant_columns: str = "drop"
     one_vs_rest: bool = False
+    keep_classes: bool = False
     sep: str | None = None
     decimal: str | None = None
     missing: str = "error"

@@ -197,3 +197,51 @@ def test_label_page_history_export_and_resume_of_a_k_class_session(db_url):
     again = start_app()
     assert not again.exception
     assert shown_item(again) == before
+
+
+def test_a_label_column_of_k_values_keeps_every_class_and_its_sessions_have_them(db_url):
+    svc = MarginLab.from_url(db_url)
+    rng = np.random.default_rng(2)
+    kinds = ["setosa", "versicolor", "virginica"]
+    group = np.repeat([0, 1, 2], 12)
+    X = np.column_stack([3.0 * group, -2.0 * group]) + rng.normal(0, 0.4, (36, 2))
+    text = "a,b,species\n" + "".join(f"{x:.3f},{y:.3f},{kinds[g]}\n" for (x, y), g in zip(X, group, strict=True))
+    result = svc.import_csv(text.encode(), name="iris-like", label_column="species", keep_classes=True)
+    assert result.created, result.message
+    dataset = svc.dataset(result.dataset_id)
+    assert dataset.meta["class_names"] == kinds and dataset.meta["class_labels"] == group.tolist()
+    assert not dataset.has_true_labels  # (no yes / no labels: the binary read-outs have nothing to misread)
+    # a session on it has the dataset's classes without typing them
+    run = svc.start_session(dataset_id=result.dataset_id, annotator="ada", strategy="least-certain-class")
+    assert run.classes == tuple(kinds)
+    answer_all(run, group, 6)
+    assert sum(run.class_counts().values()) == 6
+
+    # more than 9 values: refused, naming the way out; nothing is stored
+    many = "a,b,kind\n" + "".join(f"{k},{k % 3},c{k}\n" for k in range(12))
+    from app.services.reading import IMPORT_REFUSED
+
+    with pytest.raises(IMPORT_REFUSED, match="up to 9: choose the positive value"):
+        svc.import_csv(many.encode(), name="many", label_column="kind", keep_classes=True)
+    assert [d.name for d in svc.datasets()] == ["iris-like"]
+    # two values stay a yes / no dataset, as before
+    two = "a,b,kind\n" + "".join(f"{k},{k % 3},{'yes' if k % 2 else 'no'}\n" for k in range(12))
+    binary = svc.import_csv(two.encode(), name="two", label_column="kind", keep_classes=True)
+    assert svc.dataset(binary.dataset_id).has_true_labels
+    assert "class_names" not in svc.dataset(binary.dataset_id).meta
+
+
+@pytest.mark.parametrize("kind", ["table", "image", "text", "molecule"])
+def test_a_k_class_session_shows_every_kind_of_item(db_url, kind):
+    from tests.app.test_app_item_display import assert_item_shown, import_kind
+
+    svc = MarginLab.from_url(db_url)
+    dataset_id = import_kind(svc, kind)
+    at = start_app("olga")
+    start_classes_session(at, dataset_id, "one, two, three", strategy="random")
+    first = shown_item(at)
+    assert_item_shown(at, kind, first, svc.engine)
+    click_class(at, 2)
+    assert_item_shown(at, kind, shown_item(at), svc.engine)
+    (event,) = repo.label_events(svc.engine, repo.list_sessions(svc.engine, annotator="olga")[0].id)
+    assert (event.item_index, event.answer_class) == (first, 2)
