@@ -52,7 +52,7 @@ def show(svc, session_id: int) -> None:
         with item_box:
             guess = run.predicted_class()
             draw_panel_item(at, "" if shown is None else
-                            f"Chosen by **{plain(run.strategy_name)}** · {plain(shown.reason)}"
+                            f"Chosen by **{plain(run.heuristic_words(shown.strategy))}**: {plain(shown.reason)}"
                             + (f" · the model's best guess: {plain(guess)}" if guess is not None else ""))
         if form_open:
             st.caption("Labelling is paused while **New session** is open.")

@@ -212,22 +212,22 @@ class ClassesRun:
                                 query_ms=query_ms, scores=scores)
 
     def _why(self, strategy: str, extra: dict, n_answered_classes: int, n_available: int) -> str:
-        """Why the item was chosen, in words (class names are the user's: the page shows this as plain text)."""
+        """Why the item was chosen, in words, after the strategy's own words (``heuristic_words``); class names
+        are the user's: the page shows this as plain text."""
         if strategy == CLASS_COLD_START:
-            return (f"Picked at random from {n_available:,} unlabelled items: the model picks by its own rule once "
-                    f"two classes have answers ({n_answered_classes} so far).")
+            return (f"one of {n_available:,} unlabelled items; the model picks by its own rule once two classes "
+                    f"have answers ({n_answered_classes} so far).")
         if strategy == "smallest-margin":
             a, b = extra["classes"]
             gap = extra["scores"][a] - extra["scores"][b]
-            return (f"Least sure between two classes: the model rates '{a}' and '{b}' almost alike for this item "
-                    f"(scores {gap:.2f} apart), the closest call among {n_available:,} unlabelled items.")
+            return (f"the model rates '{a}' and '{b}' almost alike for this item (scores {gap:.2f} apart), the "
+                    f"closest call among {n_available:,} unlabelled items.")
         if strategy == "least-certain-class":
-            return (f"Least sure class: the model is least sure about '{extra['class']}' over the whole pool, "
-                    f"and this item is the one nearest its boundary among {n_available:,} unlabelled items.")
+            return (f"the model is least sure about '{extra['class']}' over the whole pool, and this item is the "
+                    f"one nearest its boundary among {n_available:,} unlabelled items.")
         if strategy == "target-class":
-            return (f"Most likely {extra['class']}: the highest score for {extra['class']} among "
-                    f"{n_available:,} unlabelled items.")
-        return f"Picked at random from {n_available:,} unlabelled items."
+            return f"the highest score for '{extra['class']}' among {n_available:,} unlabelled items."
+        return f"one of {n_available:,} unlabelled items, drawn at random."
 
     def predicted_class(self) -> str | None:
         """The class the model gives the item shown (None: no item, or before any answer)."""
@@ -374,7 +374,7 @@ class ClassesRun:
                 "key": (keys[event.item_index] if keys is not None else None) or "",
                 "answer": self._name(event.answer_class), "as given": self._name(first),
                 "status": "current" if current else "removed" if removed else "undone",
-                "when": event.created_at, "heuristic": self._heuristic_words(event.strategy),
+                "when": event.created_at, "heuristic": self.heuristic_words(event.strategy),
                 "changes": "; ".join(self._change_words(c) for c in mine)})
         columns = ["label_id", "#", "item", "key", "answer", "as given", "status", "when", "heuristic", "changes"]
         return pd.DataFrame(rows, columns=columns)
@@ -383,10 +383,39 @@ class ClassesRun:
         what = "removed it" if c.kind == "remove" else f"changed it to {self._name(c.new_class)}"
         return f"{c.annotator} {what} ({c.created_at:%Y-%m-%d %H:%M})"
 
-    def _heuristic_words(self, strategy: str) -> str:
+    def heuristic_words(self, strategy: str) -> str:
+        """A strategy recorded with an answer (or of the item shown), in a screener's words."""
         if strategy == CLASS_COLD_START:
             return "Random (until two classes have answers)"
         return strategy_words(strategy, self.target) if strategy in CLASS_STRATEGY_WORDS else strategy
+
+    def import_labels(self, *args, **kwargs) -> Outcome:
+        """Labels from a file are imported into two-class sessions only (for now): said, nothing stored."""
+        return self.tell(Outcome(False, "Importing labels from a file is for two-class (Positive / Negative) "
+                                        "sessions only; nothing was imported.", "warning"))
+
+    def model_state(self) -> bytes:
+        """The session's K machines as an .npz file (no pickle): machine k's arrays under ``class{k}/``, the
+        shared data once, and a JSON ``__meta__`` naming the classes in order."""
+        import io
+        import json
+
+        if self.model is None:
+            raise ServiceError(self.problem or f"Session {self.session_id} has no model.")
+        arrays: dict[str, np.ndarray] = {}
+        metas = []
+        for k, machine in enumerate(self.model.machines):
+            got, meta = machine.to_state(include_data=k == 0)
+            arrays.update({f"class{k}/{name}": value for name, value in got.items()})
+            metas.append(meta)
+        meta = {"classes": list(self.classes), "machines": metas, "session_id": self.session_id,
+                "dataset_id": self.info.dataset_id, "dataset": self.dataset.name, "strategy": self.strategy,
+                "n_events": len(self.answers), "n_labels": self.n_labels, "scaling": self.scaling,
+                "layout": "one-vs-rest: machine k (arrays class{k}/...) learns class k against the rest; the "
+                          "stored points are class0's"}
+        buffer = io.BytesIO()
+        np.savez(buffer, __meta__=np.array(json.dumps(meta)), pool_items=self.pool_items, **arrays)
+        return buffer.getvalue()
 
     # -- read-outs ---------------------------------------------------------------------------------
     @property

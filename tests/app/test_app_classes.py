@@ -55,7 +55,8 @@ def test_a_k_class_run_resumes_with_the_same_model_and_next_item(db_url, strateg
     assert run.shown.strategy == strategy
     assert "\u2019" not in run.shown.reason and "f(" not in run.shown.reason and "|f|" not in run.shown.reason
     if strategy == "target-class":
-        assert run.strategy_name == f"Most likely {CLASSES[2]}" and run.shown.reason.startswith(f"Most likely {CLASSES[2]}")
+        assert run.strategy_name == run.heuristic_words(run.shown.strategy) == f"Most likely {CLASSES[2]}"
+        assert run.shown.reason.startswith(f"the highest score for '{CLASSES[2]}'")
     scores, shown = run.model.decision_function(), run.shown
     svc.forget_runs()  # as after a restart
     again = MarginLab.from_url(db_url).open_session(run.session_id)
@@ -159,6 +160,12 @@ def test_label_page_history_export_and_resume_of_a_k_class_session(db_url):
     (line,) = [m.value for m in at.markdown if "labels (" in as_shown(m.value)]
     assert all(name in as_shown(line) for name in CLASSES) and "\\*\\*x\\*\\*" in line
     assert len(at.get("plotly_chart")) == 2
+    # why the item was chosen, in words (no code names), and what stopping is for
+    captions = [as_shown(c.value) for c in at.caption]
+    assert any(c.startswith("Chosen by **Least sure between two classes**: the model rates") for c in captions), captions
+    assert not any(code in text for text in captions + [as_shown(m.value) for m in at.markdown]
+                   for code in ("smallest-margin", "near-boundary", "f(x)", "|f|")), captions
+    assert any("Stopping estimates (when can I stop?) are for two-class sessions only" in c for c in captions)
     # Undo, then Skip
     (undo,) = [b for b in at.button if b.key and b.key.startswith("undo_")]
     undo.click().run()
@@ -245,3 +252,30 @@ def test_a_k_class_session_shows_every_kind_of_item(db_url, kind):
     assert_item_shown(at, kind, shown_item(at), svc.engine)
     (event,) = repo.label_events(svc.engine, repo.list_sessions(svc.engine, annotator="olga")[0].id)
     assert (event.item_index, event.answer_class) == (first, 2)
+
+
+def test_the_model_state_holds_every_class_machine_and_a_file_import_is_refused_plainly(db_url):
+    import json
+
+    from core.solvers import solver_class
+
+    svc = MarginLab.from_url(db_url)
+    dataset_id, truth = three_blobs(svc)
+    run = svc.start_session(dataset_id=dataset_id, annotator="ada", strategy="smallest-margin", classes=CLASSES)
+    answer_all(run, truth, 9)
+    with np.load(io.BytesIO(run.model_state()), allow_pickle=False) as stored:
+        meta = json.loads(str(stored["__meta__"]))
+        assert meta["classes"] == list(CLASSES) and len(meta["machines"]) == 3
+        data = {k.split("/", 1)[1]: stored[k] for k in stored.files if k.startswith("class0/")}
+        for k in range(3):  # each machine, restored with the shared points, scores as the run's machine k
+            arrays = {**data, **{name.split("/", 1)[1]: stored[name] for name in stored.files
+                                 if name.startswith(f"class{k}/")}}
+            machine = solver_class(run.info.solver).from_state(arrays, meta["machines"][k])
+            np.testing.assert_array_equal(machine.decision_function(np.arange(45)),
+                                          run.model.machines[k].decision_function(np.arange(45)))
+            # (the run keeps its scores current label by label: the same to the last bits or so)
+            np.testing.assert_allclose(machine.decision_function(np.arange(45)), run.model.decision_function()[:, k],
+                                       rtol=0, atol=1e-12)
+    outcome = run.import_labels(b"item_key,label\n1,cat\n", key_column="item_key", label_column="label")
+    assert not outcome.ok and "two-class" in outcome.message
+    assert len(repo.label_events(svc.engine, run.session_id)) == 9
