@@ -279,3 +279,17 @@ def test_the_model_state_holds_every_class_machine_and_a_file_import_is_refused_
     outcome = run.import_labels(b"item_key,label\n1,cat\n", key_column="item_key", label_column="label")
     assert not outcome.ok and "two-class" in outcome.message
     assert len(repo.label_events(svc.engine, run.session_id)) == 9
+
+
+def test_a_session_with_named_classes_is_not_offered_for_a_yes_no_replay(db_url):
+    from app.services.replay import Replays
+
+    svc = MarginLab.from_url(db_url)
+    dataset_id, truth = three_blobs(svc)
+    run = svc.start_session(dataset_id=dataset_id, annotator="ada", strategy="random", classes=CLASSES)
+    answer_all(run, truth, 6)
+    replays = Replays(svc)
+    assert f"session:{run.session_id}" not in replays.replayable()
+    with pytest.raises(ServiceError, match="named classes"):
+        replays.run_replay(f"session:{run.session_id}", strategies=["random"], seeds=1)
+    assert svc.comparisons() == []
