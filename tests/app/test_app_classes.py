@@ -40,32 +40,45 @@ def answer_all(run, truth, n):
         assert run.answer(int(truth[item]), item_index=item).ok
 
 
-@pytest.mark.parametrize("strategy", ["smallest-margin", "least-certain-class", "target-class", "random"])
-def test_a_k_class_run_resumes_with_the_same_model_and_next_item(db_url, strategy):
+@pytest.mark.parametrize(("strategy", "solver"), [
+    ("smallest-margin", "incremental"), ("least-certain-class", "active-set"), ("target-class", "lasvm"),
+    ("random", "incremental"), ("smallest-margin", "lasvm")])
+def test_a_k_class_run_resumes_with_the_same_model_and_next_item(db_url, strategy, solver):
     svc = MarginLab.from_url(db_url)
     dataset_id, truth = three_blobs(svc)
     run = svc.start_session(dataset_id=dataset_id, annotator="ada", strategy=strategy, classes=", ".join(CLASSES),
-                            target=CLASSES[2], seed=5)
-    assert run.classes == CLASSES and run.info.solver == "incremental"
+                            target=CLASSES[2], seed=5, solver=solver)
+    assert run.classes == CLASSES and run.info.solver == solver
     answer_all(run, truth, 8)
     assert run.skip(item_index=run.shown.item_index).ok
     answer_all(run, truth, 4)
-    assert run.undo().ok  # (undo: the model is learned again from the answers left)
     # the strategy asks once two classes have answers, and says why in words
     assert run.shown.strategy == strategy
-    assert "\u2019" not in run.shown.reason and "f(" not in run.shown.reason and "|f|" not in run.shown.reason
+    assert "f(" not in run.shown.reason and "|f|" not in run.shown.reason
     if strategy == "target-class":
         assert run.strategy_name == run.heuristic_words(run.shown.strategy) == f"Most likely {CLASSES[2]}"
         assert run.shown.reason.startswith(f"the highest score for '{CLASSES[2]}'")
-    scores, shown = run.model.decision_function(), run.shown
-    svc.forget_runs()  # as after a restart
-    again = MarginLab.from_url(db_url).open_session(run.session_id)
-    assert np.array_equal(again.model.decision_function(), scores)  # bit for bit
-    assert (again.shown.item_index, again.shown.strategy, again.shown.reason, again.shown.scores) == (
-        shown.item_index, shown.strategy, shown.reason, shown.scores)
-    assert [(a.item_index, a.answer_class) for a in again.answers] == [(a.item_index, a.answer_class)
-                                                                        for a in run.answers]
-    assert again.class_counts() == run.class_counts() and sum(run.class_counts().values()) == 11
+
+    def same_as_after_a_restart(atol):
+        scores, shown = run.model.decision_function(), run.shown
+        svc.forget_runs()  # as after a restart
+        again = MarginLab.from_url(db_url).open_session(run.session_id)
+        np.testing.assert_allclose(again.model.decision_function(), scores, rtol=0, atol=atol)
+        assert (again.shown.item_index, again.shown.strategy, again.shown.reason) == (
+            shown.item_index, shown.strategy, shown.reason)
+        np.testing.assert_allclose(again.shown.scores, shown.scores, rtol=0, atol=atol)
+        assert [(a.item_index, a.answer_class) for a in again.answers] == [(a.item_index, a.answer_class)
+                                                                            for a in run.answers]
+        assert again.class_counts() == run.class_counts()
+        return again
+
+    same_as_after_a_restart(atol=0)  # bit for bit
+    run = svc.open_session(run.session_id)
+    asked = run.answers[-1].item_index
+    assert run.undo().ok
+    assert run.shown.item_index == asked and sum(run.class_counts().values()) == 11
+    # an exact solver unlearns (the model trained without the answer, to rounding); the others learn again
+    same_as_after_a_restart(atol=1e-12 if solver != "lasvm" else 0)
 
 
 def test_a_change_in_the_history_gives_the_model_that_learned_it_from_the_start(db_url):
