@@ -175,7 +175,8 @@ def test_label_page_history_export_and_resume_of_a_k_class_session(db_url):
     assert len(at.get("plotly_chart")) == 2
     # why the item was chosen, in words (no code names), and what stopping is for
     captions = [as_shown(c.value) for c in at.caption]
-    assert any(c.startswith("Chosen by **Least sure between two classes**: the model rates") for c in captions), captions
+    chosen = "Chosen by **Least sure between two classes**: the model rates"
+    assert any(c.startswith(chosen) for c in captions), captions
     assert not any(code in text for text in captions + [as_shown(m.value) for m in at.markdown]
                    for code in ("smallest-margin", "near-boundary", "f(x)", "|f|")), captions
     assert any("Stopping estimates (when can I stop?) are for two-class sessions only" in c for c in captions)
