@@ -156,6 +156,7 @@ def test_label_page_history_export_and_resume_of_a_k_class_session(db_url):
     buttons = class_buttons(at)
     assert len(buttons) == 3
     assert [as_shown(b.label) for b in buttons.values()] == [f"{name} ({k + 1})" for k, name in enumerate(CLASSES)]
+    assert [b.proto.shortcut for b in buttons.values()] == ["1", "2", "3"]  # the keys 1 to K
     # ... as plain text: the Markdown in the names is escaped, so no emphasis and no image come out of it
     labels = [b.label for b in buttons.values()]
     assert "\\*\\*x\\*\\*" in labels[1] and "\\!\\[p\\]\\(http" in labels[2], labels
@@ -307,3 +308,22 @@ def test_a_session_with_named_classes_is_not_offered_for_a_yes_no_replay(db_url)
     with pytest.raises(ServiceError, match="named classes"):
         replays.run_replay(f"session:{run.session_id}", strategies=["random"], seeds=1)
     assert svc.comparisons() == []
+
+
+def test_a_k_class_session_answers_undoes_changes_and_resumes_on_both_databases(engine):
+    """The run over SQLite and PostgreSQL (``engine``): answers with their classes, undo, a change, a resume."""
+    svc = MarginLab(engine)
+    dataset_id, truth = three_blobs(svc)
+    run = svc.start_session(dataset_id=dataset_id, annotator="ada", strategy="smallest-margin", classes=CLASSES,
+                            solver="lasvm")
+    answer_all(run, truth, 7)
+    assert run.undo().ok
+    first = run.answers[0]
+    assert run.change_label(first.label_id, (first.answer_class + 1) % 3).ok
+    scores, item = run.model.decision_function(), run.shown.item_index
+    svc.forget_runs()
+    again = svc.open_session(run.session_id)
+    assert np.array_equal(again.model.decision_function(), scores) and again.shown.item_index == item
+    assert [(e.item_index, e.answer_class) for e in repo.label_events(engine, run.session_id)] == [
+        (a.item_index, a.answer_class) for a in again.answers]
+    assert again.answers[0].answer_class == (first.answer_class + 1) % 3
