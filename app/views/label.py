@@ -96,7 +96,7 @@ with top_right.popover("New session", icon=":material/add:", width="stretch", ke
                       help="Names separated by commas, for example 'cat, dog, fox': each item gets one of them "
                            "(keys 1 to 9). A dataset imported with every value of its label column kept has its "
                            "classes already.")
-        st.selectbox("How to pick the next item", list(CLASS_STRATEGY_WORDS), key="new_class_strategy",
+        st.selectbox("Which item next (named classes)", list(CLASS_STRATEGY_WORDS), key="new_class_strategy",
                      format_func=lambda name: strategy_words(name, "<class>"),
                      help="Least sure between two classes: the item whose two best classes score closest. Least "
                           "sure class: the class the model is least sure of, then the item nearest its boundary. "
