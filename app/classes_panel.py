@@ -11,8 +11,9 @@ from app.ui.item import draw_panel_item, panel_item
 from app.ui.messages import guarded, show_outcome, waiting_for_the_model
 from app.ui.text import plain, visible_cells
 
-STOPPING_NOTE = ("Stopping estimates (when can I stop?) are for two-class sessions only: a session with named "
-                 "classes shows how well the model rates the answers instead.")
+STOPPING_NOTE = ("Stopping estimates (when can I stop?) are for two-class sessions, and for sessions with named "
+                 "classes that look for one class (Most likely <class>): this one shows how well the model rates "
+                 "the answers instead.")
 
 
 @guarded
@@ -73,7 +74,13 @@ def show(svc, session_id: int) -> None:
                             key="class_counts")
         st.markdown("**Confusion counts** (rows: your answer; columns: the model's best guess when it asked)")
         st.dataframe(visible_cells(run.confusion().reset_index()), hide_index=True, key="class_confusion")
-        st.caption(STOPPING_NOTE)
+        stopping = run.target_stopping()
+        if stopping is None:
+            st.caption(STOPPING_NOTE)
+        else:
+            st.markdown(f"**When can I stop finding {plain(run.target)}?**")
+            for line in stopping:
+                st.caption(plain(line))
 
 
 def key_help(classes) -> str:

@@ -448,6 +448,32 @@ class ClassesRun:
                 counts[self.classes[a.answer_class]] += 1
         return counts
 
+    #: answers in a row without the target class after which ASReview LAB's rule says stop
+    TARGET_RUN = 50
+
+    def target_stopping(self) -> list[str] | None:
+        """When can the analyst stop screening for the target class (a "Most likely <class>" session; None for
+        the other strategies): two rules over the answers, the target class counting as found and every other
+        class as not (``core.stopping``: ASReview LAB's run of answers without one, and Cormack & Grossman's knee
+        of the gain curve), in words."""
+        from core.stopping import consecutive_rule, knee_rule
+
+        if self.target is None:
+            return None
+        t = self.classes.index(self.target)
+        y = [1 if a.answer_class == t else -1 for a in self.answers if a.answer_class is not None]
+        found = sum(v > 0 for v in y)
+        if not found:
+            return [f"No '{self.target}' found yet: the stopping rules wait for the first one."]
+        run = consecutive_rule(y, self.TARGET_RUN)
+        knee = knee_rule(y)
+        lines = [f"{int(run.value or 0)} answers in a row without '{self.target}' since the last one (stop after "
+                 f"{self.TARGET_RUN}): " + ("you can stop." if run.stop else "go on."),
+                 f"'{self.target}' found {found} times in {len(y)} answers; the bend (knee) of that curve: "
+                 + ("you can stop." if knee.stop else "go on"
+                    + (f" (at least {knee.needed} more answers)." if knee.needed else "."))]
+        return lines
+
     def history(self) -> pd.DataFrame:
         """After each answer (skips left out): ``labels``, ``accuracy`` (the share of the answers so far whose
         class the model rated highest when it asked) and ``macro_auc`` (the mean over the classes with answers

@@ -180,7 +180,8 @@ def test_label_page_history_export_and_resume_of_a_k_class_session(db_url):
     assert any(c.startswith(chosen) for c in captions), captions
     assert not any(code in text for text in captions + [as_shown(m.value) for m in at.markdown]
                    for code in ("smallest-margin", "near-boundary", "f(x)", "|f|")), captions
-    assert any("Stopping estimates (when can I stop?) are for two-class sessions only" in c for c in captions)
+    assert any("Stopping estimates (when can I stop?) are for two-class sessions, and for sessions with named classes "
+               "that look for one class" in c for c in captions)
     # Undo, then Skip
     (undo,) = [b for b in at.button if b.key and b.key.startswith("undo_")]
     undo.click().run()
@@ -327,3 +328,42 @@ def test_a_k_class_session_answers_undoes_changes_and_resumes_on_both_databases(
     assert [(e.item_index, e.answer_class) for e in repo.label_events(engine, run.session_id)] == [
         (a.item_index, a.answer_class) for a in again.answers]
     assert again.answers[0].answer_class == (first.answer_class + 1) % 3
+
+
+def test_a_session_looking_for_one_class_says_when_to_stop_for_it(db_url):
+    svc = MarginLab.from_url(db_url)
+    dataset_id, truth = three_blobs(svc)
+    run = svc.start_session(dataset_id=dataset_id, annotator="ada", strategy="target-class", classes=CLASSES,
+                            target=CLASSES[1])
+    assert run.target_stopping() == [f"No '{CLASSES[1]}' found yet: the stopping rules wait for the first one."]
+    answer_all(run, truth, 25)
+    found = sum(a.answer_class == 1 for a in run.answers)
+    since = next(k for k, a in enumerate(reversed(run.answers)) if a.answer_class == 1)
+    run_line, knee_line = run.target_stopping()
+    assert run_line == (f"{since} answers in a row without '{CLASSES[1]}' since the last one (stop after 50): go on.")
+    assert knee_line.startswith(f"'{CLASSES[1]}' found {found} times in 25 answers; the bend (knee) of that curve: "
+                                "go on (at least 125 more answers).")
+    # the other strategies have no target class: the page says stopping is not for them
+    other = svc.start_session(dataset_id=dataset_id, annotator="ada", strategy="random", classes=CLASSES)
+    assert other.target_stopping() is None
+
+
+def test_the_form_starts_a_most_likely_session_for_the_class_named_and_shows_when_to_stop(db_url):
+    svc = MarginLab.from_url(db_url)
+    dataset_id, truth = three_blobs(svc)
+    at = start_app()
+    at.text_input(key="new_target").input(CLASSES[2])
+    start_classes_session(at, dataset_id, ", ".join(CLASSES), strategy="target-class")
+    (session,) = [s for s in repo.list_sessions(svc.engine) if s.dataset_id == dataset_id]
+    assert session.settings.strategy_params == {"target": CLASSES[2]}
+    for _ in range(4):
+        click_class(at, int(truth[shown_item(at)]))
+    heading = [m.value for m in at.markdown if "When can I stop finding" in m.value]
+    assert [as_shown(h) for h in heading] == [f"**When can I stop finding {CLASSES[2]}?**"]
+    assert "\\!\\[p\\]" in heading[0]  # (the class name as written, not an image)
+    # a class to find that is not one of the classes: said in the form, nothing stored
+    at.text_input(key="new_target").input("cow")
+    at.selectbox(key="new_dataset").select(dataset_id)
+    at.button(key="start_session").click().run()
+    assert any("'cow', is not one of the classes" in as_shown(e.value) for e in at.error), [e.value for e in at.error]
+    assert len(repo.list_sessions(svc.engine, annotator="ada")) == 1
