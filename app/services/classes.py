@@ -103,13 +103,22 @@ class ClassesRun:
         self.lock = threading.RLock()
         self.info = repo.get_session(self.engine, self.session_id)
         self.dataset = repo.get_dataset(self.engine, self.info.dataset_id)
-        self.settings: SessionSettings = self.info.settings
-        self.classes: tuple[str, ...] = self.settings.classes
-        self.strategy = self.settings.strategy
-        self.target: str | None = self.settings.strategy_params.get("target")
-        self.seed = self.settings.seed
-        self.scaling = self.settings.scaling if self.settings.scaling is not None else \
-            self.dataset.meta.get("scaling", "none")
+        #: the session's settings; None when this version refuses them (``settings_refused`` says why: the run
+        #: opens with its answers and says so, as a two-class run does)
+        self.settings: SessionSettings | None = None
+        self.settings_refused: ValueError | None = None
+        try:
+            self.settings = settings = self.info.settings
+        except ValueError as error:
+            self.settings_refused = error
+            params = self.info.params or {}
+            settings = SessionSettings(strategy="random", classes=tuple(str(c) for c in params["classes"]),
+                                       seed=self.info.seed or 0, scaling=params.get("scaling"))
+        self.classes: tuple[str, ...] = settings.classes
+        self.strategy = settings.strategy
+        self.target: str | None = settings.strategy_params.get("target")
+        self.seed = settings.seed
+        self.scaling = settings.scaling if settings.scaling is not None else self.dataset.meta.get("scaling", "none")
         self.model: OneVsRest | None = None
         self.answers: list[ClassAnswer] = []
         self.shown: ClassShown | None = None
@@ -147,6 +156,8 @@ class ClassesRun:
 
     # -- the model -----------------------------------------------------------------------------
     def _new_model(self) -> OneVsRest:
+        if self.settings is None:
+            raise self.settings_refused or ServiceError("The session's settings could not be read.")
         params = {k: v for k, v in self.settings.solver_params().items() if k != "auto"}
         return OneVsRest(self.classes, self.settings.solver, self.pool_X, keep_scores=True, **params)
 
@@ -162,6 +173,11 @@ class ClassesRun:
             except Exception as error:  # the labels are kept: say why the model cannot be used
                 logger.exception("session %s: the model could not be rebuilt", self.session_id)
                 self.model, self.shown = None, None
+                try:
+                    self.answers = [ClassAnswer(e.item_index, e.answer_class, e.label_id, e.strategy, ())
+                                    for e in repo.label_events(self.engine, self.session_id)]
+                except Exception:  # the database too: keep what this run knew
+                    logger.exception("session %s: the stored answers could not be read", self.session_id)
                 self.problem_cause = f"{type(error).__name__}: {error}"
                 self.problem = (f"Session {self.session_id}'s model could not be rebuilt from its stored answers "
                                 f"({type(error).__name__}: {error}). Its labels are kept: export them on the "

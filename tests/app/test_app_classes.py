@@ -367,3 +367,18 @@ def test_the_form_starts_a_most_likely_session_for_the_class_named_and_shows_whe
     at.button(key="start_session").click().run()
     assert any("'cow', is not one of the classes" in as_shown(e.value) for e in at.error), [e.value for e in at.error]
     assert len(repo.list_sessions(svc.engine, annotator="ada")) == 1
+
+
+def test_a_k_class_session_whose_settings_this_version_refuses_opens_with_its_answers_and_says_so(db_url):
+    svc = MarginLab.from_url(db_url)
+    dataset_id, truth = three_blobs(svc)
+    run = svc.start_session(dataset_id=dataset_id, annotator="ada", strategy="random", classes=CLASSES)
+    answer_all(run, truth, 3)
+    repo.set_session_setting(svc.engine, run.session_id, "strategy_params", {"width": 3})  # (not random's)
+    svc.forget_runs()
+    again = svc.open_session(run.session_id)
+    assert again.model is None and again.shown is None and "could not be rebuilt" in again.problem
+    assert again.classes == CLASSES and len(again.answers) == 3 and again.n_labels == 3
+    outcome = again.answer(0)
+    assert not outcome.ok and outcome.message == again.problem
+    assert len(repo.label_events(svc.engine, run.session_id)) == 3
