@@ -323,3 +323,31 @@ def gain_figure(gain: pd.DataFrame, estimate=None, target_recall: float | None =
     layout["margin"]["b"] = 70
     layout["shapes"] = shapes
     return {"data": data, "layout": layout}
+
+
+# --------------------------------------------------------------------------- sessions with named classes
+
+
+def class_accuracy_figure(history: pd.DataFrame) -> Figure:
+    """A K-class session's accuracy and macro AUC of the scores when asked, against the answers, vs labels
+    (``ClassesRun.history``)."""
+    title = "Accuracy and macro AUC of the scores when asked vs labels"
+    if history.empty or history["accuracy"].isna().all():
+        return _empty(title, "needs answers in two classes")
+    x = _values(history["labels"])
+    data = [{"type": "scatter", "x": x, "y": _values(history["accuracy"]), "mode": "lines+markers",
+             "marker": {"size": 4}, "line": {"color": PALETTE[0]}, "name": "accuracy"},
+            {"type": "scatter", "x": x, "y": _values(history["macro_auc"]), "mode": "lines",
+             "line": {"color": PALETTE[1], "dash": "dash"}, "name": "macro AUC"}]
+    return {"data": data, "layout": _layout(title, xtitle="labels", ytitle="share / AUC",
+                                            yaxis={"range": [0, 1.02]}, legend=ABOVE_LEGEND)}
+
+
+def class_counts_figure(counts: dict[str, int]) -> Figure:
+    """How many answers each class of a K-class session has (the class names are the user's: escaped)."""
+    title = "Answers per class"
+    if not any(counts.values()):
+        return _empty(title, "no answer yet")
+    data = [{"type": "bar", "x": [plotly_text(name) for name in counts], "y": list(counts.values()),
+             "marker": {"color": [PALETTE[k % len(PALETTE)] for k in range(len(counts))]}, "showlegend": False}]
+    return {"data": data, "layout": _layout(title, ytitle="answers", yaxis={"rangemode": "tozero"})}

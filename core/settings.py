@@ -199,12 +199,19 @@ class SessionSettings:
     eval_fraction: float = 0.0
     find: str | None = None
     stopping: StoppingSettings = field(default_factory=StoppingSettings)
+    #: the session's named classes: () for a two-class (yes / no) session; 3 to ``MAX_CLASSES`` names for a
+    #: K-class session (single choice), whose strategy is one of ``core.multiclass.MULTICLASS_STRATEGIES``
+    classes: tuple[str, ...] = ()
 
     # -- checks ----------------------------------------------------------------------------------
     def __post_init__(self) -> None:
-        entry = _refuse("strategy", strategies.get, self.strategy)
+        self._set("classes", _check_classes(self.classes))
+        if self.classes:
+            default_solver = _check_class_strategy(self.strategy, self.strategy_params, self.classes)
+        else:
+            default_solver = _refuse("strategy", strategies.get, self.strategy).default_solver
         if self.solver is None:  # a named model's own solver, else the strategy's
-            self._set("solver", PRESETS[self.model]["solver"] if self.model in PRESETS else entry.default_solver)
+            self._set("solver", PRESETS[self.model]["solver"] if self.model in PRESETS else default_solver)
         solver = _refuse("solver", solvers.get, self.solver)
         self._check_model_parameters()
         self._check_model()
@@ -335,6 +342,8 @@ class SessionSettings:
             out["solver_params"]["class_weight"] = {str(k): v for k, v in out["solver_params"]["class_weight"].items()}
         if self.find is not None:
             out["find"] = self.find
+        if self.classes:  # (a two-class session's JSON is as it always was)
+            out["classes"] = list(self.classes)
         return out
 
     @classmethod
@@ -361,6 +370,8 @@ class SessionSettings:
             if key not in known or key in SOLVER_FIELDS:
                 raise SettingsError(str(key), f"{key} is not a setting of a session")
         fields = {k: v for k, v in data.items() if k not in ("version", "solver_params", "stopping")}
+        if isinstance(fields.get("classes"), list):
+            fields["classes"] = tuple(fields["classes"])
         for name, column in columns.items():
             if column is not None and name in fields and fields[name] != column:
                 raise SettingsError(name, f"the session's row says {column!r}, its settings say {fields[name]!r}")
@@ -383,6 +394,54 @@ class SessionSettings:
             "find": data.get("find") or None,
             "stopping": StoppingSettings.from_json(data.get("stopping"))}
         return cls(**settings, **_solver_fields(solver_params))
+
+
+#: the most classes a session can have (one answer key each, 1 to 9)
+MAX_CLASSES = 9
+#: the solver of a K-class session when none is named
+CLASS_SOLVER = "incremental"
+
+
+def _check_classes(classes: Any) -> tuple[str, ...]:
+    """A session's class names: () (two classes, yes / no) or 3 to ``MAX_CLASSES`` distinct non-empty names."""
+    if isinstance(classes, (str, bytes)) or not hasattr(classes, "__iter__"):
+        raise SettingsError("classes", f"must be a list of class names, got {classes!r}")
+    names = tuple(classes)
+    if not names:
+        return ()
+    for name in names:
+        if not isinstance(name, str) or not name.strip() or name != name.strip():
+            raise SettingsError("classes", f"class names must be non-empty words without spaces around them, "
+                                           f"got {name!r}")
+    if len(names) < 3:
+        raise SettingsError("classes", f"a session with named classes has 3 to {MAX_CLASSES} of them (two classes "
+                                       f"are a yes / no session), got {len(names)}")
+    if len(names) > MAX_CLASSES:
+        raise SettingsError("classes", f"at most {MAX_CLASSES} classes (one answer key each), got {len(names)}")
+    seen: set[str] = set()
+    for name in names:
+        if name in seen:
+            raise SettingsError("classes", f"class {name!r} is named twice")
+        seen.add(name)
+    return names
+
+
+def _check_class_strategy(strategy: Any, params: Any, classes: tuple[str, ...]) -> str:
+    """A K-class session's strategy (``core.multiclass``) and its parameters; its default solver."""
+    from core.multiclass import MULTICLASS_STRATEGIES
+
+    if strategy not in MULTICLASS_STRATEGIES:
+        raise SettingsError("strategy", f"a session with named classes picks items by one of "
+                                        f"{', '.join(MULTICLASS_STRATEGIES)}, got {strategy!r}")
+    wanted = {"target"} if strategy == "target-class" else set()
+    given = set(params or {}) if isinstance(params, Mapping) else None
+    if given != wanted:
+        raise SettingsError("strategy_params", f"{strategy} takes {', '.join(sorted(wanted)) or 'no parameters'}, "
+                                               f"got {params!r}")
+    if wanted and params["target"] not in classes:
+        raise SettingsError("strategy_params", f"the target class {params['target']!r} is not one of the session's "
+                                               f"classes ({', '.join(classes)})")
+    return CLASS_SOLVER
 
 
 def _solver_fields(solver_params: Any) -> dict[str, Any]:
@@ -413,5 +472,6 @@ def _takes(entry: solvers.Solver, name: str) -> bool:
     return False
 
 
-__all__ = ["LEGACY_EVAL_FRACTION", "SCALINGS", "SETTINGS_VERSION", "SOLVER_FIELDS", "STANDARD_MODEL", "UNSET",
+__all__ = ["CLASS_SOLVER", "LEGACY_EVAL_FRACTION", "MAX_CLASSES",
+           "SCALINGS", "SETTINGS_VERSION", "SOLVER_FIELDS", "STANDARD_MODEL", "UNSET",
            "FrozenDict", "SessionSettings", "SettingsError", "StoppingSettings"]

@@ -4,7 +4,8 @@ An export row is one active label: the item (index, key, display text), its
 features (one column per feature name), the label under the dataset's own
 class name (``label``, e.g. ``malignant``; ``positive`` / ``negative`` for a
 dataset imported without a label column; ``skipped`` for a skip) and as a
-number (``label_value``: +1, -1, or 0 for a skip), and its provenance
+number (``label_value``: +1, -1, or 0 for a skip; in a session with named
+classes the class's name and its number 1 to K, its answer key), and its provenance
 (annotator, session, time, strategy, solver, the decision value the model
 gave the item when it was asked, model version, timings). The decision value
 is empty for items asked during the cold start (before the model had seen
@@ -61,6 +62,7 @@ from storage.models import (
     LabellingSession,
 )
 from storage.repository import EngineLike, events_query, reading, stored_features
+from storage.repository.labels import session_classes
 from storage.validation import stored_dense
 
 EXPORT_FORMATS = ("csv", "jsonl")
@@ -127,7 +129,7 @@ def export_labels(
     query = (
         events_query()
         .add_columns(LabellingSession.dataset_id, Item.external_key, Item.display_text,
-                     Label.value.label("value_as_given"))
+                     Label.value.label("value_as_given"), Label.answer_class.label("class_as_given"))
         .join(LabellingSession, LabellingSession.id == Label.session_id)
         .where(Label.undone_at.is_(None))
         .order_by(LabellingSession.dataset_id, Label.session_id, Label.id)
@@ -158,6 +160,10 @@ def export_labels(
             datasets[did] = (dataset.name, list(dataset.feature_names) if take else [], X)
             class_names[did] = _class_names(dataset.meta)
         changes = _latest_changes(session, sorted({row.session_id for row in rows}))
+        session_ids = sorted({row.session_id for row in rows})
+        named = {sid: session_classes(params) for sid, params in session.execute(
+            select(LabellingSession.id, LabellingSession.solver_params).where(LabellingSession.id.in_(session_ids))
+        ).all()} if session_ids else {}
 
     feature_names: list[str] = []
     if include_features is not False:
@@ -166,7 +172,7 @@ def export_labels(
                 if name not in feature_names:
                     feature_names.append(name)
 
-    labels = _Labels(class_names, changes)
+    labels = _Labels(class_names, changes, {sid: names for sid, names in named.items() if names})
     if out is None:
         buffer = io.StringIO(newline="")
         _write(buffer, fmt, rows, datasets, feature_names, labels)
@@ -203,14 +209,30 @@ def _latest_changes(session: Any, session_ids: list[int]) -> dict[int, tuple[str
 
 
 class _Labels:
-    """How a row's label reads: class name, number, correction, and whether its score is a placeholder."""
+    """How a row's label reads: class name, number, correction, and whether its score is a placeholder.
 
-    def __init__(self, class_names: dict[int, dict[int, str]], changes: dict[int, tuple[str, Any]]):
+    A session with named classes (``session_classes``): the label is the class's name and ``label_value``
+    its number, 1 to K in the session's order (its answer key)."""
+
+    def __init__(self, class_names: dict[int, dict[int, str]], changes: dict[int, tuple[str, Any]],
+                 session_classes: dict[int, tuple[str, ...]] | None = None):
         self.class_names = class_names
         self.changes = changes
+        self.session_classes = session_classes or {}
+
+    def _named(self, row: Any, value: int, answer_class: int | None) -> str:
+        classes = self.session_classes.get(row.session_id)
+        if classes:
+            return SKIP_NAME if answer_class is None else classes[answer_class]
+        return self.class_names[row.dataset_id][value]
 
     def name(self, row: Any) -> str:
-        return self.class_names[row.dataset_id][row.value]
+        return self._named(row, row.value, row.answer_class)
+
+    def value(self, row: Any) -> int:
+        if row.session_id in self.session_classes:
+            return 0 if row.answer_class is None else int(row.answer_class) + 1
+        return int(row.value)
 
     def decision_value(self, row: Any) -> float | None:
         return None if COLD_START_MARK in row.strategy else row.decision_value
@@ -220,7 +242,7 @@ class _Labels:
         change = self.changes.get(row.id)
         if change is None:
             return None, None, None
-        return change[0], change[1].isoformat(), self.class_names[row.dataset_id][row.value_as_given]
+        return change[0], change[1].isoformat(), self._named(row, row.value_as_given, row.class_as_given)
 
 
 def _write(
@@ -304,7 +326,7 @@ def _write_csv(stream: IO[str], rows: Sequence[Any], datasets: Any, feature_name
                 _text(row.display_text),
                 *row_features,
                 name(labels.name(row)),
-                row.value,
+                labels.value(row),
                 name(row.name),
                 row.created_at.isoformat(),
                 name(row.strategy),
@@ -347,7 +369,7 @@ def _write_jsonl(stream: IO[str], rows: Sequence[Any], datasets: Any, labels: _L
             f'{{"dataset_id": {row.dataset_id}, "dataset_name": {text(datasets[row.dataset_id][0])}, '
             f'"session_id": {row.session_id}, "label_id": {row.id}, "item_index": {row.position}, '
             f'"item_key": {text(row.external_key)}, "display_text": {text(row.display_text)}{row_features}, '
-            f'"label": {text(labels.name(row))}, "label_value": {row.value}, "annotator": {text(row.name)}, '
+            f'"label": {text(labels.name(row))}, "label_value": {labels.value(row)}, "annotator": {text(row.name)}, '
             f'"labelled_at": "{row.created_at.isoformat()}", '
             f'"strategy": {text(row.strategy)}, "solver": {text(row.solver)}, '
             f'"decision_value": {_json_number(labels.decision_value(row))}, "model_version": {row.model_version}, '

@@ -38,7 +38,18 @@ from storage.models import (
 )
 from storage.repository.annotators import _annotator_id, _annotator_name
 from storage.repository.common import EngineLike, _non_empty, reading, writing
-from storage.repository.labels import LabelEvent, _item_index, _label_event, _label_value, current_value, events_query
+from storage.repository.labels import (
+    LabelEvent,
+    _class_index,
+    _item_index,
+    _label_event,
+    _label_value,
+    check_answer,
+    current_class,
+    current_value,
+    events_query,
+    session_classes,
+)
 from storage.repository.sessions import _active_session_row
 from storage.validation import rowcount, storable_text, text_length
 
@@ -60,11 +71,15 @@ class LabelCorrectionInfo:
     created_at: dt.datetime
     #: the label's place among the session's current events just before the correction (0-based)
     position: int
+    #: in a session with named classes: the class just before (None: a skip) and after a change
+    old_class: int | None = None
+    new_class: int | None = None
 
 
 def change_label(engine: EngineLike, session_id: int, label_id: int, *, value: int,
-                 annotator: str) -> LabelCorrectionInfo:
+                 annotator: str, answer_class: int | None = None) -> LabelCorrectionInfo:
     """Change an earlier label of an open session to ``value`` (+1 or -1); committed when this returns.
+    In a session with named classes: to ``value=1`` and ``answer_class`` (another of its classes).
 
     Raises ``InvalidLabelError`` for a skip (remove it instead), for a value
     other than +1/-1 and for the value the label already has (a repeated
@@ -75,7 +90,8 @@ def change_label(engine: EngineLike, session_id: int, label_id: int, *, value: i
     value = _label_value(value)
     if value == 0:
         raise InvalidLabelError("A label can be changed to +1 or -1; to take it back, remove it.")
-    return _correct(engine, session_id, label_id, kind="change", value=value, annotator=annotator)
+    return _correct(engine, session_id, label_id, kind="change", value=value, annotator=annotator,
+                    answer_class=None if answer_class is None else _class_index(answer_class))
 
 
 def remove_label(engine: EngineLike, session_id: int, label_id: int, *, annotator: str) -> LabelCorrectionInfo:
@@ -84,13 +100,17 @@ def remove_label(engine: EngineLike, session_id: int, label_id: int, *, annotato
 
 
 def _correct(engine: EngineLike, session_id: int, label_id: int, *, kind: str, value: int | None,
-             annotator: str) -> LabelCorrectionInfo:
+             annotator: str, answer_class: int | None = None) -> LabelCorrectionInfo:
     annotator = _annotator_name(annotator)
     label_id = int(label_id)
     with writing(engine) as session:
-        _active_session_row(session, session_id)  # open, and corrections of one session take turns
+        row = _active_session_row(session, session_id)  # open, and corrections of one session take turns
+        classes = session_classes(row.solver_params)
+        if kind == "change":
+            check_answer(classes, int(value or 0), answer_class)
         label = session.execute(
-            select(Label.id, Label.undone_at, Item.position, current_value().label("value"))
+            select(Label.id, Label.undone_at, Item.position, current_value().label("value"),
+                   current_class().label("answer_class"))
             .join(Item, Item.id == Label.item_id)
             .where(Label.id == label_id, Label.session_id == session_id)
         ).first()
@@ -99,10 +119,14 @@ def _correct(engine: EngineLike, session_id: int, label_id: int, *, kind: str, v
         if label.undone_at is not None:
             raise StorageError(f"Label {label_id} (item {label.position}) was undone or removed; nothing was changed.")
         old = int(label.value)
+        old_class = label.answer_class
         if kind == "change":
             if old == 0:
                 raise InvalidLabelError(f"Item {label.position} was skipped: a skip can be removed, not changed.")
-            if old == value:
+            if classes and answer_class is not None and old_class == answer_class:
+                raise InvalidLabelError(f"Item {label.position} is already {classes[answer_class]!r}; "
+                                        "nothing was changed.")
+            if not classes and old == value:
                 raise InvalidLabelError(f"Item {label.position} is already {ANSWER_NAMES[old]}; nothing was changed.")
         position = session.execute(
             select(func.count()).where(
@@ -112,7 +136,8 @@ def _correct(engine: EngineLike, session_id: int, label_id: int, *, kind: str, v
         correction_id = session.execute(
             insert(LabelCorrection)
             .values(label_id=label_id, session_id=session_id, annotator_id=_annotator_id(session, annotator),
-                    kind=kind, old_value=old, new_value=value, created_at=now)
+                    kind=kind, old_value=old, new_value=value, created_at=now,
+                    old_class=old_class, new_class=answer_class if kind == "change" else None)
             .returning(LabelCorrection.id)
         ).scalar_one()
         if kind == "remove":
@@ -124,7 +149,8 @@ def _correct(engine: EngineLike, session_id: int, label_id: int, *, kind: str, v
         session.execute(update(LabellingSession).where(LabellingSession.id == session_id).values(updated_at=now))
     return LabelCorrectionInfo(id=correction_id, label_id=label_id, session_id=session_id,
                                item_index=int(label.position), kind=kind, old_value=old, new_value=value,
-                               annotator=annotator, created_at=now, position=int(position))
+                               annotator=annotator, created_at=now, position=int(position),
+                               old_class=old_class, new_class=answer_class if kind == "change" else None)
 
 
 def label_corrections(engine: EngineLike, session_id: int) -> list[LabelCorrectionInfo]:
@@ -144,7 +170,7 @@ def label_corrections(engine: EngineLike, session_id: int) -> list[LabelCorrecti
         LabelCorrectionInfo(id=c.id, label_id=c.label_id, session_id=c.session_id, item_index=int(position),
                             kind=c.kind, old_value=int(c.old_value),
                             new_value=None if c.new_value is None else int(c.new_value), annotator=name,
-                            created_at=c.created_at, position=-1)
+                            created_at=c.created_at, position=-1, old_class=c.old_class, new_class=c.new_class)
         for c, position, name in rows
     ]
 
@@ -190,6 +216,8 @@ def record_labels(engine: EngineLike, session_id: int, answers: Sequence[tuple[i
     try:
         with writing(engine) as session:
             target = _active_session_row(session, session_id)
+            for _, value in answers:
+                check_answer(session_classes(target.solver_params), value, None)
             items = dict(session.execute(
                 select(Item.position, Item.id).where(Item.dataset_id == target.dataset_id,
                                                      Item.position.in_(sorted(seen)))).all()) if seen else {}

@@ -29,7 +29,7 @@ from sqlalchemy import (
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
 #: bump when the tables change; ``init_db`` refuses databases from a newer version
-SCHEMA_VERSION = 7
+SCHEMA_VERSION = 8
 
 DISPLAY_KINDS = ("table", "image", "text")
 SESSION_STATUSES = ("active", "closed")
@@ -168,7 +168,8 @@ class LabellingSession(Base):
 
 
 class Label(Base):
-    """One answer of an annotator: +1, -1 or 0 (skip), with its provenance.
+    """One answer of an annotator: +1, -1 or 0 (skip), with its provenance; in a session with named classes,
+    1 and the class (``answer_class``), or 0 (skip).
 
     Undo sets ``undone_at`` instead of deleting, so the audit trail stays. At
     most one *active* (not undone) label exists per (session, item).
@@ -195,6 +196,9 @@ class Label(Base):
     update_ms: Mapped[float | None] = mapped_column(Float)
     query_ms: Mapped[float | None] = mapped_column(Float)
     undone_at: Mapped[dt.datetime | None]
+    #: a session with named classes (schema version 8): the class answered, by its place among the session's
+    #: classes (0-based; ``value`` is then 1, or 0 for a skip with no class); None in a two-class session
+    answer_class: Mapped[int | None] = mapped_column(SmallInteger)
 
 
 #: ``Label`` columns that say how the answer was asked for; label events and exports carry them under these names
@@ -247,6 +251,9 @@ class LabelCorrection(Base):
     #: the answer after a change; None for a removal
     new_value: Mapped[int | None] = mapped_column(SmallInteger)
     created_at: Mapped[dt.datetime] = mapped_column(default=utc_now)
+    #: a session with named classes (schema version 8): the class just before (None: a skip) and after a change
+    old_class: Mapped[int | None] = mapped_column(SmallInteger)
+    new_class: Mapped[int | None] = mapped_column(SmallInteger)
 
 
 class ModelSnapshot(Base):

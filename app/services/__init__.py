@@ -18,6 +18,7 @@ has its own module here:
   - ``stopping``: ``run.stopping``, when can the analyst stop (the rules' state, the recall check, its random draws)
   - ``readouts``: ``run.readouts``, what the Label page shows of a run (history, ROC curve, the item)
   - ``priors``: ``run.priors``, known items (search the pool, mark the items known)
+- ``classes``: ``ClassesRun``, a session with named classes (3 to 9, single choice) brought to life
 - ``comparisons``: heuristics side by side with the true labels as the oracle
 - ``replay``: a session replayed under other heuristics, its answers the oracle (stored as a comparison)
 - ``exports``: labelled items with provenance as CSV or JSONL

@@ -14,6 +14,7 @@ from app.services.accounts import Accounts, Identity
 from app.services.common import DEMO_NAME, ServiceError, scaling_name
 from app.services.errors import service_boundary
 from app.services.records import csv_text, eval_share
+from core.settings import MAX_CLASSES
 from storage import repository as repo
 from storage.errors import DuplicateDatasetError
 
@@ -178,14 +179,18 @@ class Datasets:
                    text_features: Sequence[str] | None = None, text_analyzer: str = "word",
                    text_svd: int | None = None, text_blocks: bool = False, smiles_column: str | None = None,
                    fingerprint_radius: int = 2, fingerprint_bits: int = 2048, invalid_smiles: str = "error",
-                   eval_fraction: float | None = None, by: Identity | None = None) -> ImportResult:
+                   eval_fraction: float | None = None, keep_classes: bool = False,
+                   by: Identity | None = None) -> ImportResult:
         """Check and import an uploaded CSV; errors name the row or column and change nothing (``by``: the
         signed-in person importing it; ``SignedOutError`` once their sign-in has ended).
 
         ``text_features``: free-text columns turned into TF-IDF features (``text_column`` is
         the column *shown*); ``smiles_column``: molecules as Morgan fingerprints. The other
         options are those of ``core.datasets.load_csv``. ``eval_fraction`` is stored with the
-        dataset: the share held out for evaluation when it has true labels (0: none).
+        dataset: the share held out for evaluation when it has true labels (0: none).  ``keep_classes`` (no
+        ``positive``): a label column of 3 to 9 values keeps every value as a class; sessions on the dataset
+        then have those named classes (``meta["class_names"]``, each item's class in ``meta["class_labels"]``;
+        the dataset has no yes / no true labels).
 
         Raises ``core.datasets.DataError`` / ``storage.errors.DatasetValidationError``
         (bad file) or ``ServiceError`` (inconsistent choices).
@@ -202,7 +207,7 @@ class Datasets:
         meta_extra: dict[str, Any] = {"label_column": label_column} if label_column else {}
         if eval_fraction is not None:
             meta_extra["eval_fraction"] = eval_share(eval_fraction)
-        loaded = load_csv(data, label_column=label_column or None, positive=positive,
+        options = dict(label_column=label_column or None, positive=positive,
                           feature_columns=list(feature_columns) if feature_columns else None,
                           display_column=text_column if display == "text" else None,
                           image_shape=tuple(image_shape) if display == "image" else None,
@@ -213,6 +218,18 @@ class Datasets:
                           smiles_column=smiles_column or None, fingerprint_radius=fingerprint_radius,
                           fingerprint_bits=fingerprint_bits, invalid_smiles=invalid_smiles,
                           choice_words=FORM_CHOICE_WORDS)
+        loaded = None
+        if keep_classes and label_column and positive is None:
+            kept = load_csv(data, **options, label_mode="classes")  # every value of the column as a class
+            n_classes = len(kept.class_names or ())
+            if n_classes > MAX_CLASSES:
+                raise ServiceError(f"Label column {label_column!r} has {n_classes} values; every value can be kept "
+                                   f"as a class for up to {MAX_CLASSES}: choose the positive value instead (that "
+                                   "value against the rest).")
+            if n_classes > 2:  # (two values stay a yes / no dataset)
+                loaded = kept
+        if loaded is None:
+            loaded = load_csv(data, **options)
         if display == "image":
             width, height = image_shape
             if width * height != loaded.X.shape[1]:
@@ -241,7 +258,13 @@ class Datasets:
         scaling = scaling_name(scaling)
         kind = data.display_kind or "table"
         meta: dict[str, Any] = dict(extra_meta or {}, scaling=scaling)
-        if data.classes:
+        y_true = data.y
+        if data.class_names is not None:  # every value of the label column kept as a class
+            meta["class_names"] = [str(c) for c in data.class_names]
+            meta["class_labels"] = [int(k) for k in data.class_y]
+            meta.pop("eval_fraction", None)
+            y_true = None
+        elif data.classes:
             meta["classes"] = {"negative": str(data.classes[0]), "positive": str(data.classes[1])}
         if data.description:
             meta["description"] = str(data.description)
@@ -253,7 +276,7 @@ class Datasets:
             text_column = getattr(data, "molecule_column", None) or next(
                 (b["column"] for b in blocks if b.get("kind") in ("tfidf", "svd")), None)
         return self._import(
-            name=name or data.name, X=data.X, feature_names=list(data.feature_names), y_true=data.y,
+            name=name or data.name, X=data.X, feature_names=list(data.feature_names), y_true=y_true,
             source=source or str(data.source or ""), display_kind=kind,
             image_shape=tuple(data.image_shape) if data.image_shape else None,
             display_values=data.display_values, item_keys=data.item_keys, meta=meta,

@@ -38,7 +38,7 @@ from app.services.errors import service_boundary
 from app.services.history import RunHistory
 from app.services.priors import RunPriors
 from app.services.readouts import RunReadouts
-from app.services.records import Answer, ShownItem, evaluation_split
+from app.services.records import Answer, ShownItem, evaluation_split, undo_stored
 from app.services.snapshots import SNAPSHOT_EVERY, RunSnapshots
 from app.services.stopping import RunStopping, stopping_settings
 from core.loop import ActiveLearningLoop
@@ -518,22 +518,10 @@ class LabellingRun:
                 return self.tell(Outcome(False, ended, "error"))
             if self.problem is not None:
                 return self.tell(Outcome(False, self.problem, "error"))
-            if last_item_index is not None and (not self.answers
-                                                or self.answers[-1].item_index != int(last_item_index)):
-                return self.tell(Outcome(False, f"The answer on item {last_item_index} was already undone; "
-                                                "the second click was ignored.", "warning"))
             last = self.answers[-1] if self.answers else None
-            try:
-                # only if the answer this run knows as the last is still the session's last: an
-                # answer given meanwhile by another process is not this person's to undo
-                event = repo.undo_last_label(self.engine, self.session_id,
-                                             label_id=None if last is None else last.label_id)
-            except StorageError as error:
-                return self.tell(Outcome(False, f"Nothing was undone: {error}", "error"))
-            except SQLAlchemyError as error:
-                logger.warning("session %s: the undo was not stored: %s", self.session_id, error)
-                return self.tell(Outcome(False, "Nothing was undone: the database could not be written "
-                                                f"({database_trouble(error)}).", "error"))
+            event, refused = undo_stored(self, last_item_index)
+            if refused is not None:
+                return refused
             if event is None and last is not None:
                 self.rebuild()  # follow the database
                 return self.tell(Outcome(

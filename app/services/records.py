@@ -11,15 +11,17 @@ from __future__ import annotations
 
 import csv
 import io
+import logging
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 import numpy as np
+from sqlalchemy.exc import SQLAlchemyError
 
 from app.services.accounts import Accounts, Identity
-from app.services.common import EVAL_MAX_ITEMS, Outcome, ServiceError
+from app.services.common import EVAL_MAX_ITEMS, Outcome, ServiceError, database_trouble
 
 
 @dataclass(frozen=True)
@@ -146,3 +148,34 @@ def csv_text(data: bytes, sep: str = ",") -> io.StringIO:
 
 
 __all__ = ["Answer", "RunState", "ShownItem", "csv_text", "eval_share", "evaluation_split"]
+
+
+def written(run: Any, write, what: str, *, kind: str = "error") -> tuple[Any, Outcome | None]:
+    """``(write(), None)``; or, when storage refuses it or the database cannot be written, ``(None, the
+    outcome the run tells)``: "Nothing was ``what``: ..." (``run.tell``)."""
+    from storage.errors import StorageError
+
+    try:
+        return write(), None
+    except StorageError as error:
+        return None, run.tell(Outcome(False, f"Nothing was {what}: {error}", kind))
+    except SQLAlchemyError as error:
+        logging.getLogger(__name__).warning("session %s: nothing was %s: %s", run.session_id, what, error)
+        return None, run.tell(Outcome(False, f"Nothing was {what}: the database could not be written "
+                                             f"({database_trouble(error)}).", "error"))
+
+
+def undo_stored(run: Any, last_item_index: int | None) -> tuple[Any, Outcome | None]:
+    """Undo the run's last answer in the database: ``(the event undone, or None when another tab or process
+    answered or undid meanwhile, None)``, or ``(None, the refusal the run tells)``: a second, stale Undo (the
+    answer on ``last_item_index`` is no longer the run's last), or a failed write."""
+    from storage import repository as repo
+
+    if last_item_index is not None and (not run.answers or run.answers[-1].item_index != int(last_item_index)):
+        return None, run.tell(Outcome(False, f"The answer on item {last_item_index} was already undone; "
+                                             "the second click was ignored.", "warning"))
+    last = run.answers[-1] if run.answers else None
+    # only if the answer this run knows as the last is still the session's last: an
+    # answer given meanwhile by another process is not this person's to undo
+    return written(run, lambda: repo.undo_last_label(run.engine, run.session_id,
+                                                      label_id=None if last is None else last.label_id), "undone")

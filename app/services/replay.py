@@ -81,7 +81,8 @@ class Replays:
         ``project:N`` for the team projects ``identity`` sees (all of them for an owner) with answers."""
         out = {f"session:{s.id}": f"session {s.id}{f' ({s.name})' if s.name else ''} · {s.dataset_name} · "
                                   f"{s.annotator} · {s.strategy} · {s.n_labels} labels"
-               for s in self.service.sessions() if s.n_labels >= 2}
+               for s in self.service.sessions() if s.n_labels >= 2
+               and not s.params.get("classes")}  # (a session with named classes: its answers are not yes / no)
         for p in self.service.projects(identity):
             out[f"project:{p.id}"] = f"project {p.id} ({p.name}) · {p.dataset_name} · team · {p.strategy}"
         return out
@@ -94,6 +95,8 @@ class Replays:
         kind, _, number = str(source).rpartition(":")
         if kind in ("", "session"):  # (one that does not exist: storage says so, ``errors``)
             info = repo.get_session(engine, int(number))
+            if info.params.get("classes"):
+                raise ServiceError(f"Session {info.id} has named classes; replays are of two-class sessions only.")
             return info, session_items(repo.label_events(engine, info.id), strategy=info.strategy,
                                        solver=info.solver, params=info.params, source=f"session {info.id}")
         if kind != "project":

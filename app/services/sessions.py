@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import threading
+from collections.abc import Sequence
 
 from app.services.accounts import Accounts, Identity
+from app.services.classes import ClassesRun
 from app.services.common import (
     DEFAULT_C,
     DEFAULT_GAMMA,
@@ -28,14 +30,40 @@ from app.services.errors import service_boundary
 from app.services.labelling import LabellingRun
 from app.services.records import eval_share
 from app.services.snapshots import save_behind
+from core.multiclass import MULTICLASS_STRATEGIES
 from core.presets import preset_of
-from core.settings import STANDARD_MODEL, SessionSettings, SettingsError
+from core.settings import CLASS_SOLVER, MAX_CLASSES, STANDARD_MODEL, SessionSettings, SettingsError
 from core.strategies import DEFAULT_SOLVER
 from storage import repository as repo
 from storage import teams
 
 #: one demo session per database, even when two tabs of the first owner ask for it at the same moment
 _demo_lock = threading.Lock()
+
+
+def class_list(classes: str | Sequence[str] | None) -> tuple[str, ...]:
+    """Class names typed by a person (``"cat, dog, fox"``) or given as a list, checked: 3 to ``MAX_CLASSES``
+    distinct non-empty names; () for none.  A ServiceError says what is wrong."""
+    if classes is None:
+        return ()
+    pieces = str(classes).split(",") if isinstance(classes, str) else [str(c) for c in classes]
+    names = tuple(p.strip() for p in pieces)
+    if all(not n for n in names):
+        return ()
+    if any(not n for n in names):
+        raise ServiceError("A class name is empty: separate the class names with single commas.")
+    if len(names) < 2:
+        raise ServiceError(f"Name at least 2 classes, separated by commas (got only {names[0]!r}).")
+    if len(names) == 2:
+        raise ServiceError("Two classes are a yes / no session: leave Classes empty and say what a Positive "
+                           "answer means under 'What to find'. Named classes are 3 to "
+                           f"{MAX_CLASSES}.")
+    if len(names) > MAX_CLASSES:
+        raise ServiceError(f"At most {MAX_CLASSES} classes (one answer key each, 1 to 9); got {len(names)}.")
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        raise ServiceError(f"Each class needs its own name: {', '.join(repr(n) for n in twice)} is named twice.")
+    return names
 
 
 @service_boundary
@@ -64,7 +92,8 @@ class Sessions:
                       scaling: str | None = None, eval_fraction: float | None = None,
                       strategy_params: dict | None = None, model: str | None = None, kernel: str | None = None,
                       loss: str | None = None, tol: float | None = None, find: str | None = None,
-                      auto_hyper: bool = False, by: Identity | None = None) -> LabellingRun:
+                      auto_hyper: bool = False, classes: str | Sequence[str] | None = None,
+                      target: str | None = None, by: Identity | None = None) -> LabellingRun | ClassesRun:
         """Store a new session and bring it to life.
 
         ``eval_fraction``: the share of a dataset with true labels held out to draw the live ROC curve,
@@ -79,8 +108,17 @@ class Sessions:
         person starting it (``SignedOutError`` once their sign-in has ended).  ``auto_hyper``: C and (rbf)
         gamma chosen from the labels as they come (``core.solvers.auto_hyper``; ``C`` and ``gamma`` are the
         starting values) when the session's model is the SVM on an exact solver (the New session form's
-        default)."""
+        default).  ``classes``: K named classes (3 to 9; a list, or names separated by commas) for a
+        single-choice session (``ClassesRun``); None or empty: the dataset's classes when its label column was
+        imported with every value kept, else a two-class session.  A K-class session's ``strategy`` is one of
+        ``core.multiclass.MULTICLASS_STRATEGIES`` (``target``: the class of ``target-class``)."""
         self.accounts.acting(by)
+        dataset = self.datasets.dataset(dataset_id)
+        names = class_list(classes) or tuple(dataset.meta.get("class_names") or ())
+        if names:
+            return self._start_classes(dataset, names, annotator=annotator, strategy=strategy, solver=solver,
+                                       C=C, gamma=gamma, seed=seed, scaling=scaling, kernel=kernel, tol=tol,
+                                       target=target)
         if strategy not in LABEL_STRATEGIES:
             raise ServiceError(f"Unknown heuristic '{strategy}'; choose one of {', '.join(LABEL_STRATEGIES)}.")
         if solver is not None and solver not in SOLVERS:
@@ -90,7 +128,6 @@ class Sessions:
         # every parameter is checked before the session is stored: a refusal leaves nothing behind
         C, gamma, seed = penalty_value(C), gamma_value(gamma), whole_number(seed, "seed")
         tuned = tuned_params(kernel=kernel, loss=loss, tol=tol, solver=solver or DEFAULT_SOLVER[strategy])
-        dataset = self.datasets.dataset(dataset_id)
         solver, solver_params = model_choice(model, solver, dataset.meta, C, gamma, strategy, tuned)
         solver = solver or DEFAULT_SOLVER[strategy]
         if auto_hyper and solver in EXACT_SOLVERS and "gamma" in solver_params:  # (the SVM, not a named model)
@@ -109,6 +146,43 @@ class Sessions:
             raise ServiceError(f"The session's settings are refused: {error}.") from None
         session_id = repo.start_session(self.engine, dataset_id=dataset_id, annotator=str(annotator).strip(),
                                         settings=settings)
+        return self._bring_to_life(session_id)
+
+    def _start_classes(self, dataset, names: tuple[str, ...], *, annotator: str, strategy: str,
+                       solver: str | None, C, gamma, seed, scaling: str | None, kernel: str | None,
+                       tol: float | None, target: str | None) -> ClassesRun:
+        """A session with named classes (see ``start_session``): checked whole before anything is stored."""
+        if strategy not in MULTICLASS_STRATEGIES:
+            raise ServiceError(f"Unknown way to pick items for named classes '{strategy}'; choose one of "
+                               f"{', '.join(MULTICLASS_STRATEGIES)}.")
+        if solver is not None and solver not in SOLVERS:
+            raise ServiceError(f"Unknown solver '{solver}'; choose one of {', '.join(SOLVERS)}.")
+        if not annotator or not str(annotator).strip():
+            raise ServiceError("Enter the annotator's name.")
+        if strategy == "target-class":
+            target = names[0] if target is None or not str(target).strip() else str(target).strip()
+            if target not in names:
+                raise ServiceError(f"The class to find first, '{target}', is not one of the classes "
+                                   f"({', '.join(names)}).")
+        C, gamma, seed = penalty_value(C), gamma_value(gamma), whole_number(seed, "seed")
+        solver = solver or CLASS_SOLVER
+        tuned = tuned_params(kernel=kernel, loss=None, tol=tol, solver=solver)
+        _, solver_params = model_choice("standard", solver, dataset.meta, C, gamma, None, tuned)
+        scaling = scaling_name(scaling if scaling is not None else dataset.meta.get("scaling", "none"))
+        try:
+            settings = SessionSettings(
+                strategy=strategy, solver=solver, **solver_params, seed=seed, scaling=scaling,
+                strategy_params={"target": target} if strategy == "target-class" else {}, classes=names)
+        except SettingsError as error:
+            raise ServiceError(f"The session's settings are refused: {error}.") from None
+        session_id = repo.start_session(self.engine, dataset_id=dataset.id, annotator=str(annotator).strip(),
+                                        settings=settings)
+        run = self._bring_to_life(session_id)
+        assert isinstance(run, ClassesRun)
+        return run
+
+    def _bring_to_life(self, session_id: int) -> LabellingRun | ClassesRun:
+        """Open a session just stored; one whose model cannot be built is deleted again (ServiceError)."""
         try:
             run = self.open_session(session_id)
             problem = run.problem_cause
@@ -144,13 +218,18 @@ class Sessions:
             return self.start_session(dataset_id=demo.id, annotator=name, strategy=LABEL_STRATEGIES[0],
                                       model="auto", by=by).session_id
 
-    def open_session(self, session_id: int) -> LabellingRun:
-        """The live run of a session: the one in memory, or rebuilt from the database."""
+    def open_session(self, session_id: int) -> LabellingRun | ClassesRun:
+        """The live run of a session: the one in memory, or rebuilt from the database (a ``ClassesRun`` for a
+        session with named classes)."""
         with self._runs_lock:
             run = self._runs.get(int(session_id))
             if run is None:
-                run = LabellingRun(self.engine, session_id, accounts=self.accounts,
-                                   use_snapshots=self.use_snapshots)
+                info = repo.get_session(self.engine, session_id)
+                if info.params.get("classes"):
+                    run = ClassesRun(self.engine, session_id, accounts=self.accounts)
+                else:
+                    run = LabellingRun(self.engine, session_id, accounts=self.accounts,
+                                       use_snapshots=self.use_snapshots)
                 self._runs[int(session_id)] = run
             return run
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -37,6 +38,44 @@ def pause_before_charts(state) -> float:
     first_view = not state.get("label_charts_sent", False)
     state["label_charts_sent"] = True
     return FIRST_VIEW_PAUSE_S if first_view else ITEM_FIRST_PAUSE_S
+
+
+@dataclass(frozen=True)
+class PanelItem:
+    """What a Label panel works out about the item before writing anything (see ``panel_item``)."""
+
+    shown: object  # the run's shown item (None: every item answered)
+    draw: Callable[[], None] | None  # draws the item (``item_view``)
+    key: str | None  # the item's key
+    form_open: bool  # the New session form covers the item: no answer key may act
+    disabled: bool  # the answer buttons are
+    item: int | None  # the item's index, in the buttons' keys
+    last: int | None  # the item of the last answer, in Undo's key
+
+
+def panel_item(run) -> PanelItem:
+    """The item a Label panel shows and how its buttons stand.  Everything the item's column shows is worked
+    out before its first element is written: the elements then leave together and the browser draws them in
+    one pass, not one per arrival.  While the New session form is open it covers the item: a shortcut key
+    typed there must not label an item nobody is looking at."""
+    shown = run.shown
+    form_open = bool(st.session_state.get("new_session_popover"))
+    return PanelItem(shown=shown, draw=None if shown is None else item_view(run.item_display, shown.item_index),
+                     key=None if shown is None else run.item_display.key(shown.item_index), form_open=form_open,
+                     disabled=shown is None or form_open, item=None if shown is None else shown.item_index,
+                     last=run.answers[-1].item_index if run.answers else None)
+
+
+def draw_panel_item(at: PanelItem, why: str, detail: str | None = None) -> None:
+    """The item's box of a Label panel: the item's number and key, the item, and ``why`` (Markdown) under it
+    with ``detail`` as its tooltip; or that every item has been answered."""
+    if at.shown is None:
+        st.success("Every item of the pool has been answered.")
+        return
+    st.container(key="item_caption").markdown(f"**Item {at.item}**" + (f" · {plain(at.key)}" if at.key else ""))
+    assert at.draw is not None
+    at.draw()
+    st.caption(why, help=detail)
 
 
 def why_chosen(shown) -> str:

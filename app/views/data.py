@@ -142,8 +142,14 @@ with upload_tab:
                                              "to the labeller.")
             positive = None
             eval_fraction = None
+            keep_classes = False
             if label_column != "(none)":
                 values = column_values(svc, data, label_column, preview.sep)
+                keep_classes = len(values) > 2 and st.checkbox(
+                    f"Keep every value as a class ({len(values)} values)", key="upload_keep_classes",
+                    help="For 3 to 9 values: sessions on this dataset answer each item with one of them (a "
+                         "button per class) instead of Positive / Negative.")
+            if label_column != "(none)" and not keep_classes:
                 positive = st.selectbox(
                     "Positive value of the label column", values, index=len(values) - 1 if values else None,
                     help="Items with this value are positive; every other value is negative (one against "
@@ -240,7 +246,7 @@ with upload_tab:
                             text_analyzer=text_analyzer, text_svd=int(text_svd) or None, text_blocks=text_blocks,
                             smiles_column=smiles_column, fingerprint_radius=int(radius),
                             fingerprint_bits=int(bits), invalid_smiles=invalid_smiles,
-                            eval_fraction=eval_fraction, by=auth.identity())
+                            eval_fraction=eval_fraction, keep_classes=keep_classes, by=auth.identity())
                     _report(result, "upload")
                 except ServiceError as error:
                     st.error(plain(data_error_text(error, upload.name)))

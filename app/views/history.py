@@ -51,6 +51,14 @@ st.caption(history_summary(table, run.info.solver))
 
 
 @guarded
+def _change_class(pick_key: str, answer_class: int) -> None:
+    """Change the answer picked in the box to the class ``answer_class`` (a session with named classes); the
+    answer is the box's when the button was pressed, read now."""
+    live = svc.open_session(info.id)
+    state.history_outcome = live.change_label(int(state[pick_key]), answer_class, by=auth.identity())
+
+
+@guarded
 def _correct(pick_key: str, value: int | None) -> None:
     """Change the answer picked in the box to ``value`` (None: remove it). The answer is the box's when the
     button was pressed, read now, not the one the button was drawn for: a pick and a click can reach the
@@ -92,9 +100,16 @@ with st.container(border=True, key="history_change"):
                                    "from the start.")
         state.history_picked = picked
         row = current[current["label_id"] == picked].iloc[0]
-        value = {name: v for v, name in run.class_names.items()}[row["answer"]]
+        named = getattr(run, "has_classes", False)  # a session with named classes: change to any other class
+        value = 1 if named else {name: v for v, name in run.class_names.items()}[row["answer"]]
+        if named and row["answer"] != "skipped":
+            with st.container(horizontal=True, key="history_classes"):
+                for k, name in enumerate(run.classes):
+                    if name != row["answer"]:
+                        st.button(f"Change to {plain(name)}", key=f"change_{picked}_{k}", on_click=_change_class,
+                                  args=(pick_key, k))
         cols = st.columns([1, 1, 2], vertical_alignment="center")
-        if value != 0:
+        if value != 0 and not named:
             other = run.class_names[-value]
             # a button's label is Markdown: the class name (the dataset's own text) is shown as it is
             cols[0].button(f"Change to {plain(other)}", type="primary", key=f"change_{picked}", width="stretch",
@@ -116,7 +131,9 @@ COLUMNS = {"#": st.column_config.NumberColumn(format="%d"), "item": st.column_co
                help="f(x) of the model when it asked: positive on the side of the positives. \"cold start\" "
                     "while the model could not score yet, \"–\" for answers imported from a file"),
            "changes": st.column_config.TextColumn(width="large")}
-table = visible_cells(table.assign(**{"score when asked": score_cells(table), "heuristic": heuristic_words_of(table)}))
+if "score when asked" in table:  # (a session with named classes keeps every class's score: not shown here)
+    table = table.assign(**{"score when asked": score_cells(table)})
+table = visible_cells(table.assign(**{"heuristic": heuristic_words_of(table)}))
 corrected = table[table["changes"].str.len() > 0]
 if len(corrected):
     st.markdown("**Changed or removed**")

@@ -4,13 +4,22 @@ import time
 
 import streamlit as st
 
-from app import auth, charts, known_items, navigation, stopping_panel
+from app import auth, charts, classes_panel, known_items, navigation, stopping_panel
 from app.services import DEFAULT_C, DEFAULT_SOLVER, LABEL_STRATEGIES, SOLVERS, STRATEGY_WORDS, ServiceError
+from app.services.classes import CLASS_STRATEGY_WORDS, strategy_words
 from app.services.common import FIND_CHARS
 from app.services.formatting import count
 from app.services.vocabulary import KERNEL_NAMES, LOSSES
 from app.ui.forms import C_MIN, parse_gamma
-from app.ui.item import item_view, live_roc, model_timings, pause_before_charts, why_chosen, why_chosen_in_detail
+from app.ui.item import (
+    draw_panel_item,
+    live_roc,
+    model_timings,
+    panel_item,
+    pause_before_charts,
+    why_chosen,
+    why_chosen_in_detail,
+)
 from app.ui.messages import guarded, page_part, preparing_model_notice, show_outcome, waiting_for_the_model
 from app.ui.state import follow_address, service, session_label, show_session
 from app.ui.text import plain, visible
@@ -34,9 +43,12 @@ if not sessions and not state.get("demo_asked"):
 @guarded
 def _start_session() -> None:
     """Form callback: start the session before the page is drawn again, then show it."""
+    named = bool(str(state.get("new_classes") or "").strip()) or bool(class_names_of.get(state.new_dataset))
     try:
         run = svc.start_session(
-            dataset_id=state.new_dataset, annotator=me, strategy=state.new_strategy,
+            dataset_id=state.new_dataset, annotator=me,
+            strategy=state.new_class_strategy if named else state.new_strategy,
+            classes=state.get("new_classes"), target=state.get("new_target"),
             solver=None if state.new_solver == "default" else state.new_solver, C=state.new_C,
             gamma=parse_gamma(state.new_gamma), seed=int(state.new_seed),
             eval_fraction=state.get("new_eval_fraction"), model=state.get("new_model", "auto"),
@@ -50,6 +62,9 @@ def _start_session() -> None:
     state.outcome = None
     state.new_session_popover = False  # close the popover: the new session's first item is waiting
 
+
+#: the classes of each dataset imported with every value of its label column kept (a session on it has them)
+class_names_of = {d.id: d.meta.get("class_names") for d in datasets}
 
 # -- choose a session: the one the address names, else the one shown before, else the most recent -----
 follow_address(sessions)
@@ -82,6 +97,19 @@ with top_right.popover("New session", icon=":material/add:", width="stretch", ke
                  format_func=STRATEGY_WORDS.get,
                  help="Most likely relevant first finds the positives soonest (screening); most uncertain first "
                       "teaches the model fastest; random gives an unbiased sample.")
+    with st.expander("Named classes (3 to 9): one button per class"):
+        st.text_input("Classes", key="new_classes", placeholder="empty: Positive / Negative (or the dataset's "
+                                                                 "own classes)",
+                      help="Names separated by commas, for example 'cat, dog, fox': each item gets one of them "
+                           "(keys 1 to 9). A dataset imported with every value of its label column kept has its "
+                           "classes already.")
+        st.selectbox("Which item next (named classes)", list(CLASS_STRATEGY_WORDS), key="new_class_strategy",
+                     format_func=lambda name: strategy_words(name, "<class>"),
+                     help="Least sure between two classes: the item whose two best classes score closest. Least "
+                          "sure class: the class the model is least sure of, then the item nearest its boundary. "
+                          "Most likely <class>: the item most likely of the class named below (screening for "
+                          "it). Random: an unbiased sample.")
+        st.text_input("Class to find first (Most likely)", key="new_target", placeholder="empty: the first class")
     st.radio("Model", ["auto", "standard", "review"], key="new_model", horizontal=True,
              format_func={"auto": "Suited to the data", "standard": "SVM (settings under Advanced)",
                           "review": "Review model: finds rare positives"}.get,
@@ -173,17 +201,8 @@ def labelling_panel(session_id: int) -> None:
     if run.problem is not None:
         session_without_model(run)
         return
-    shown = run.shown
-    # Everything the item's column shows is worked out before its first element is written: the
-    # elements then leave together and the browser draws them in one pass, not one per arrival.
-    draw_item = None if shown is None else item_view(run.item_display, shown.item_index)
-    key = None if shown is None else run.item_display.key(shown.item_index)
-    # While the New session form is open it covers the item: a shortcut key typed
-    # there must not label an item nobody is looking at.
-    form_open = bool(st.session_state.get("new_session_popover"))
-    disabled = shown is None or form_open
-    item = None if shown is None else shown.item_index
-    last = run.answers[-1].item_index if run.answers else None
+    at = panel_item(run)
+    shown, form_open, disabled, item, last = at.shown, at.form_open, at.disabled, at.item, at.last
     progress = (f"**{run.n_labels}** {'label' if run.n_labels == 1 else 'labels'} ({run.n_positive} positive) · "
                 f"**{run.n_skips}** {'skip' if run.n_skips == 1 else 'skips'}")
     if run.n_seen is not None:  # (a stream heuristic: ramp-region)
@@ -211,13 +230,8 @@ def labelling_panel(session_id: int) -> None:
             st.button("Undo", shortcut="U", disabled=last is None or form_open, on_click=_undo,
                       args=(session_id, last), key=f"undo_{last}")
         with item_box:
-            if shown is None:
-                st.success("Every item of the pool has been answered.")
-            else:
-                st.container(key="item_caption").markdown(
-                    f"**Item {shown.item_index}**" + (f" · {plain(key)}" if key else ""))
-                draw_item()
-                st.caption(why_chosen(shown), help=why_chosen_in_detail(shown))
+            draw_panel_item(at, "" if shown is None else why_chosen(shown),
+                            None if shown is None else why_chosen_in_detail(shown))
         if run.looking_for:
             st.container(key="looking_for").caption(f"**Positive** means: {plain(run.looking_for)}")
         if form_open:
@@ -254,12 +268,24 @@ def labelling_panel(session_id: int) -> None:
     stopping_panel.show(svc, run, above=not run.sparse_model)
 
 
+@st.fragment
+@page_part("class_panel")
+def class_panel(session_id: int) -> None:
+    auth.rerun_when_signed_out(svc)  # (a fragment reruns alone: the app's own check does not run)
+    classes_panel.show(svc, session_id)
+
+
 if not svc.is_open(st.session_state.session_id):
     with st.spinner("Rebuilding the session from its stored labels…"):
         svc.open_session(st.session_state.session_id)
-labelling_panel(st.session_state.session_id)
-known_items.show(svc, st.session_state.session_id, who)  # search the pool, mark known positives and negatives
-st.caption("Keys: **P** positive · **N** negative · **S** skip · **U** undo. "
-           "Every answer is saved before the next item appears.")
+open_run = svc.open_session(st.session_state.session_id)
+if getattr(open_run, "has_classes", False):  # a session with named classes: a button per class
+    class_panel(st.session_state.session_id)
+    st.caption(classes_panel.key_help(open_run.classes))
+else:
+    labelling_panel(st.session_state.session_id)
+    known_items.show(svc, st.session_state.session_id, who)  # search the pool, mark known positives and negatives
+    st.caption("Keys: **P** positive · **N** negative · **S** skip · **U** undo. "
+               "Every answer is saved before the next item appears.")
 st.page_link(navigation.view("history"), label="Label history: change or remove any earlier answer",
              icon=":material/history:", query_params={navigation.SESSION_PARAM: st.session_state.session_id})

@@ -48,6 +48,9 @@ class LabelEvent:
     update_ms: float | None
     query_ms: float | None
     undone_at: dt.datetime | None = None
+    #: in a session with named classes: the class answered as it stands (its place among the session's
+    #: classes; ``value`` is 1), None for a skip and in a two-class session
+    answer_class: int | None = None
 
     @property
     def is_skip(self) -> bool:
@@ -67,8 +70,13 @@ def record_label(
     model_version: int = 0,
     update_ms: float | None = None,
     query_ms: float | None = None,
+    answer_class: int | None = None,
 ) -> LabelEvent:
     """Record +1, -1 or 0 (skip) for an item; committed when this returns.
+
+    In a session with named classes (its settings' ``classes``) an answer is ``value=1`` with
+    ``answer_class`` (the class's place among them), or a skip (``value=0``, no class); a two-class
+    session's answers have no class. Anything else raises ``InvalidLabelError``, before any write.
 
     Raises ``DuplicateLabelError`` when the item already has an active label in
     the session (a double submit), ``SessionClosedError`` for a closed session.
@@ -88,16 +96,20 @@ def record_label(
         update_ms=_optional_float(update_ms, "update_ms"),
         query_ms=_optional_float(query_ms, "query_ms"),
     )
+    if answer_class is not None:
+        answer["answer_class"] = _class_index(answer_class)
     try:
         with writing(engine) as session:
             # one statement finds the session, checks it is open and finds the item
             target = session.execute(
-                select(LabellingSession.status, LabellingSession.dataset_id, Item.id.label("item_id"))
+                select(LabellingSession.status, LabellingSession.dataset_id, LabellingSession.solver_params,
+                       Item.id.label("item_id"))
                 .outerjoin(Item, (Item.dataset_id == LabellingSession.dataset_id) & (Item.position == item_index))
                 .where(LabellingSession.id == session_id)
             ).first()
             _check_open(session_id, None if target is None else target.status)
             assert target is not None  # (_check_open refused a missing session)
+            check_answer(session_classes(target.solver_params), value, answer_class)
             if target.item_id is None:
                 _item_id(session, target.dataset_id, item_index)  # raises, naming the valid range
             # a second active label for the item violates the partial unique index
@@ -121,6 +133,37 @@ def record_label(
             _raise_if_labelled(session, session_id, _item_id(session, dataset_id, item_index), item_index)
         raise
     return LabelEvent(label_id=label_id, session_id=session_id, item_index=item_index, annotator=annotator, **answer)
+
+
+def _class_index(answer_class: Any) -> int:
+    if isinstance(answer_class, bool | np.bool_) or not isinstance(answer_class, int | np.integer):
+        raise InvalidLabelError(f"A class is given by its place among the session's classes, got {answer_class!r}.")
+    return int(answer_class)
+
+
+def session_classes(params: Any) -> tuple[str, ...]:
+    """The class names a session's stored settings name (() for a two-class session)."""
+    classes = (params or {}).get("classes") if isinstance(params, dict) else None
+    return tuple(str(c) for c in classes) if isinstance(classes, list) else ()
+
+
+def check_answer(classes: tuple[str, ...], value: int, answer_class: int | None) -> None:
+    """Refuse an answer that does not fit the session: a class in a two-class session, +1 / -1 or a class
+    outside the session's classes in a session with named classes."""
+    if not classes:
+        if answer_class is not None:
+            raise InvalidLabelError("This session has two classes (+1 / -1): an answer has no named class.")
+        return
+    if value == 0:
+        if answer_class is not None:
+            raise InvalidLabelError("A skip has no class.")
+        return
+    if value != 1 or answer_class is None:
+        raise InvalidLabelError(f"This session's answers are one of its classes ({', '.join(classes)}) or a skip, "
+                                f"not {value:+d}.")
+    if not 0 <= answer_class < len(classes):
+        raise InvalidLabelError(f"Class number {answer_class} is not one of the session's {len(classes)} classes "
+                                f"({', '.join(classes)}).")
 
 
 def _label_value(value: Any) -> int:
@@ -195,20 +238,30 @@ def undo_last_label(engine: EngineLike, session_id: int, *, label_id: int | None
 
 
 #: ``LabelEvent`` fields that are columns of ``Label`` under the same name
-EVENT_LABEL_FIELDS = ("value", "created_at", *LABEL_PROVENANCE_COLUMNS, "undone_at")
+EVENT_LABEL_FIELDS = ("value", "created_at", *LABEL_PROVENANCE_COLUMNS, "undone_at", "answer_class")
 
 
-def current_value() -> Any:
-    """The label's answer as it stands: its newest change (``label_corrections``), else as it was given."""
+def _as_it_stands(changed_column: Any, given_column: Any) -> Any:
+    """A column of the label as it stands: its newest change's (``label_corrections``), else as it was given."""
     changed = (
-        select(LabelCorrection.new_value)
+        select(changed_column)
         .where(LabelCorrection.label_id == Label.id, LabelCorrection.new_value.is_not(None))
         .order_by(LabelCorrection.id.desc())
         .limit(1)
         .correlate(Label)
         .scalar_subquery()
     )
-    return func.coalesce(changed, Label.value)
+    return func.coalesce(changed, given_column)
+
+
+def current_value() -> Any:
+    """The label's answer as it stands: its newest change (``label_corrections``), else as it was given."""
+    return _as_it_stands(LabelCorrection.new_value, Label.value)
+
+
+def current_class() -> Any:
+    """The label's class as it stands (sessions with named classes): its newest change's, else as given."""
+    return _as_it_stands(LabelCorrection.new_class, Label.answer_class)
 
 
 def events_query() -> Any:
@@ -224,7 +277,8 @@ def events_query() -> Any:
             Label.session_id,
             Item.position,
             Annotator.name,
-            *(current_value().label("value") if name == "value" else getattr(Label, name)
+            *(current_value().label("value") if name == "value" else
+              current_class().label("answer_class") if name == "answer_class" else getattr(Label, name)
               for name in EVENT_LABEL_FIELDS),
         )
         .join(Item, Item.id == Label.item_id)

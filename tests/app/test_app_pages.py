@@ -177,7 +177,8 @@ def test_a_wide_table_item_shows_the_features_that_matter_first(db_url):
     assert list(table["feature"]) == [f"f{j}" for j in order]
     np.testing.assert_allclose(table["relevance"], relevance[order] / relevance.max())
     # the New session form's and the Known items panel's: none for the features
-    assert [e.label for e in at.expander] == ["Advanced", "Known items (0 marked)"]
+    assert [e.label for e in at.expander] == ["Named classes (3 to 9): one button per class", "Advanced",
+                                             "Known items (0 marked)"]
     assert any(c.value.startswith("All 49 features, the ones that matter most") for c in at.caption)
 
 

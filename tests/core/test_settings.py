@@ -40,7 +40,8 @@ STORED_TODAY = {"solver_params": {"kernel": "rbf", "C": 1.0, "gamma": "scale"}, 
 def test_every_field_survives_the_json_round_trip():
     defaults = SessionSettings(strategy="randomized-search", solver="ramp")
     unchanged = [f.name for f in dataclasses.fields(SessionSettings)
-                 if f.name not in ("strategy", "solver", "model", "auto")  # (auto: below, exact solvers only)
+                 # (auto: below, exact solvers only; classes: below, a K-class session's own strategies)
+                 if f.name not in ("strategy", "solver", "model", "auto", "classes")
                  and getattr(EVERY_FIELD, f.name) == getattr(defaults, f.name)]
     assert unchanged == [], "give every field a value of its own here"
     chosen = SessionSettings(strategy="near-boundary", solver="incremental", auto=["gamma", "C"])
@@ -60,6 +61,9 @@ def test_every_field_survives_the_json_round_trip():
     assert again.class_weight == {1: 2.0, -1: 0.5} and again.max_nonsv is None
     review = SessionSettings(strategy="largest-positive", model="review", **DOCUMENT_REVIEW["solver_params"])
     assert SessionSettings.from_json(json.loads(json.dumps(review.to_json()))) == review
+    named = SessionSettings(strategy="target-class", classes=["a", "b", "c"], strategy_params={"target": "b"}, C=3.0)
+    assert named.classes == ("a", "b", "c") and named.solver == "incremental"
+    assert SessionSettings.from_json(json.loads(json.dumps(named.to_json()))) == named
 
 
 def test_the_record_is_frozen_and_replace_checks_again():

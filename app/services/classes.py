@@ -1,0 +1,538 @@
+"""A labelling session with K named classes (single choice) brought to life: ``ClassesRun``.
+
+The session's settings name its classes (``SessionSettings.classes``, 3 to 9) and a K-class strategy of
+``core.multiclass``; its answers are stored with their class (``labels.answer_class``).  The model is
+``core.multiclass.OneVsRest``: K one-vs-rest machines of the session's solver sharing one kernel cache.
+
+The order of an answer is the binary run's: stored first, then learned, then the next item is chosen.
+Queries are a function of the answers: the item asked after k answers is chosen with a generator seeded
+with (seed, k), at random until two classes have an answer, then by the session's strategy.  Corrections
+rebuild the model from the stored answers in order, as opening the session after a restart does, so a
+resumed session has the same model and asks the same next item, bit for bit.  Undo unlearns with an exact
+solver (the model trained without the answer, to rounding: a resume after an undo has the same model to
+about 1e-12, as the two-class loop's) and rebuilds with the others.  (No model snapshots: a resume learns
+every answer again.)
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from sqlalchemy.exc import SQLAlchemyError
+
+from app.services.accounts import Accounts, Identity
+from app.services.common import Outcome, ServiceError, database_trouble, numeric_columns, scaled_row_blocks
+from app.services.display import ItemDisplay
+from app.services.errors import service_boundary
+from app.services.records import undo_stored, written
+from core.multiclass import MULTICLASS_STRATEGIES, OneVsRest, random_class_query
+from core.settings import SessionSettings
+from core.strategies import Pool
+from storage import history as stored_history
+from storage import repository as repo
+from storage.errors import DuplicateLabelError, StorageError
+
+logger = logging.getLogger(__name__)
+
+#: the K-class strategies in a screener's words (``target-class`` names its class: ``strategy_words``)
+CLASS_STRATEGY_WORDS = {
+    "smallest-margin": "Least sure between two classes",
+    "least-certain-class": "Least sure class",
+    "target-class": "Most likely {target}",
+    "random": "Random",
+}
+#: what the strategy recorded for an item picked at random before two classes have an answer
+CLASS_COLD_START = "random (until two classes have answers)"
+
+
+def strategy_words(strategy: str, target: str | None = None) -> str:
+    """A K-class strategy in a screener's words ("Most likely <class>" for ``target-class``)."""
+    words = CLASS_STRATEGY_WORDS.get(strategy, strategy)
+    return words.format(target=target if target is not None else "(a chosen class)")
+
+
+@dataclass(frozen=True)
+class ClassShown:
+    """The item the panel shows, why it was chosen (in words) and the model's scores for it."""
+
+    item_index: int
+    pool_index: int
+    score: float | None
+    strategy: str
+    reason: str
+    query_ms: float | None
+    scores: tuple[float, ...]
+
+
+@dataclass(frozen=True)
+class ClassAnswer:
+    """One current answer: its item, class (None: a skip), label id, who asked and the scores when asked."""
+
+    item_index: int
+    answer_class: int | None
+    label_id: int | None
+    strategy: str
+    scores: tuple[float, ...]
+
+    @property
+    def value(self) -> int:
+        return 0 if self.answer_class is None else 1
+
+
+@service_boundary
+class ClassesRun:
+    """A stored K-class session brought to life (see the module docstring).  The Label, History and Export
+    pages read ``classes``, ``shown``, ``answers``, the counts and charts' read-outs, and call ``answer``,
+    ``skip``, ``undo``, ``change_label`` and ``remove_label``."""
+
+    #: what the pages test to tell a K-class run from a two-class one
+    has_classes = True
+    #: no model snapshots (a resume learns every answer again): nothing to store when the server stops
+    snapshot_is_behind = False
+
+    def save_snapshot(self) -> None:
+        return None
+
+    def __init__(self, engine, session_id: int, *, accounts: Accounts):
+        self.engine, self.accounts = engine, accounts
+        self.session_id = int(session_id)
+        self.lock = threading.RLock()
+        self.info = repo.get_session(self.engine, self.session_id)
+        self.dataset = repo.get_dataset(self.engine, self.info.dataset_id)
+        #: the session's settings; None when this version refuses them (``settings_refused`` says why: the run
+        #: opens with its answers and says so, as a two-class run does)
+        self.settings: SessionSettings | None = None
+        self.settings_refused: ValueError | None = None
+        try:
+            self.settings = settings = self.info.settings
+        except ValueError as error:
+            self.settings_refused = error
+            params = self.info.params or {}
+            settings = SessionSettings(strategy="random", classes=tuple(str(c) for c in params["classes"]),
+                                       seed=self.info.seed or 0, scaling=params.get("scaling"))
+        self.classes: tuple[str, ...] = settings.classes
+        self.strategy = settings.strategy
+        self.target: str | None = settings.strategy_params.get("target")
+        self.seed = settings.seed
+        self.scaling = settings.scaling if settings.scaling is not None else self.dataset.meta.get("scaling", "none")
+        self.model: OneVsRest | None = None
+        self.answers: list[ClassAnswer] = []
+        self.shown: ClassShown | None = None
+        self.problem: str | None = None
+        self.problem_cause: str | None = None  # the error's own text, within ``problem``
+        self.last_message: Outcome | None = None
+        self.last_update_ms: float | None = None
+        self.version = 0
+        X, _, feature_names, display = repo.load_dataset_arrays(self.engine, self.info.dataset_id, writable=False)
+        self.feature_names = list(feature_names)
+        self.display = display
+        self.pool_items = np.arange(X.shape[0], dtype=np.intp)
+        self.eval_items = np.zeros(0, dtype=np.intp)
+        (self.pool_X,) = scaled_row_blocks(X, self.scaling, numeric_columns(self.dataset.meta), self.pool_items)
+        self.item_display = ItemDisplay(display=display, meta=self.dataset.meta, feature_names=self.feature_names,
+                                        raw_rows=X, scaled_rows=self.pool_X, pool_rows=self.pool_X,
+                                        model=lambda: None, lock=self.lock)
+        self.rebuild()
+
+    # -- words ------------------------------------------------------------------------------------
+    @property
+    def strategy_name(self) -> str:
+        """The session's strategy in a screener's words."""
+        return strategy_words(self.strategy, self.target)
+
+    def class_index(self, name_or_index: Any) -> int:
+        """A class of the session by name or place; a ServiceError naming the classes otherwise."""
+        if isinstance(name_or_index, (int, np.integer)) and not isinstance(name_or_index, bool):
+            if 0 <= int(name_or_index) < len(self.classes):
+                return int(name_or_index)
+        elif name_or_index in self.classes:
+            return self.classes.index(name_or_index)
+        raise ServiceError(f"{name_or_index!r} is not a class of this session (its classes: "
+                           f"{', '.join(self.classes)}).")
+
+    # -- the model -----------------------------------------------------------------------------
+    def _new_model(self) -> OneVsRest:
+        if self.settings is None:
+            raise self.settings_refused or ServiceError("The session's settings could not be read.")
+        params = {k: v for k, v in self.settings.solver_params().items() if k != "auto"}
+        return OneVsRest(self.classes, self.settings.solver, self.pool_X, keep_scores=True, **params)
+
+    def rebuild(self) -> None:
+        """The model learned again from the stored answers in order (the database is the truth)."""
+        with self.lock:
+            try:
+                events = repo.label_events(self.engine, self.session_id)
+                self.model, self.answers = self._new_model(), []
+                for event in events:
+                    self._learn(event.item_index, event.answer_class, event.label_id, event.strategy)
+                self.problem = self.problem_cause = None
+            except Exception as error:  # the labels are kept: say why the model cannot be used
+                logger.exception("session %s: the model could not be rebuilt", self.session_id)
+                self.model, self.shown = None, None
+                try:
+                    self.answers = [ClassAnswer(e.item_index, e.answer_class, e.label_id, e.strategy, ())
+                                    for e in repo.label_events(self.engine, self.session_id)]
+                except Exception:  # the database too: keep what this run knew
+                    logger.exception("session %s: the stored answers could not be read", self.session_id)
+                self.problem_cause = f"{type(error).__name__}: {error}"
+                self.problem = (f"Session {self.session_id}'s model could not be rebuilt from its stored answers "
+                                f"({type(error).__name__}: {error}). Its labels are kept: export them on the "
+                                "Export page.")
+                return
+            self.version += 1
+            self.ask()
+
+    def _learn(self, item_index: int, answer_class: int | None, label_id: int | None, strategy: str) -> None:
+        """The model learns one stored answer (a skip teaches nothing), keeping its scores when asked."""
+        assert self.model is not None
+        if not 0 <= item_index < len(self.pool_items):
+            raise ServiceError(f"item {item_index} is not in this dataset")
+        scores = tuple(float(f) for f in self.model.decision_function(np.array([item_index]))[0])
+        if answer_class is not None:
+            step = self.model.learn(item_index, self.classes[answer_class])
+            self.last_update_ms = float(step.seconds) * 1000.0
+        self.answers.append(ClassAnswer(item_index, answer_class, label_id, strategy, scores))
+
+    def ask(self) -> None:
+        """The item to show next: a function of the answers (see the module docstring)."""
+        if self.model is None:
+            self.shown = None
+            return
+        available = np.ones(len(self.pool_items), dtype=bool)
+        for a in self.answers:
+            available[a.item_index] = False
+        if not available.any():
+            self.shown = None
+            return
+        rng = np.random.default_rng([self.seed, len(self.answers)])
+        answered = {a.answer_class for a in self.answers if a.answer_class is not None}
+        t0 = time.perf_counter()
+        if len(answered) < 2:
+            query = random_class_query(self.model, Pool(available), rng)
+            strategy = CLASS_COLD_START
+        else:
+            params = {"target": self.target} if self.strategy == "target-class" else {}
+            query = MULTICLASS_STRATEGIES[self.strategy](self.model, Pool(available), rng, **params)
+            strategy = self.strategy
+        query_ms = (time.perf_counter() - t0) * 1000.0
+        if query is None:
+            self.shown = None
+            return
+        scores = tuple(float(f) for f in query.extra["scores"].values())
+        self.shown = ClassShown(item_index=int(query.index), pool_index=int(query.index),
+                                score=float(query.score) if np.isfinite(query.score) else None,
+                                strategy=strategy, reason=self._why(strategy, query.extra, len(answered),
+                                                                    int(available.sum())),
+                                query_ms=query_ms, scores=scores)
+
+    def _why(self, strategy: str, extra: dict, n_answered_classes: int, n_available: int) -> str:
+        """Why the item was chosen, in words, after the strategy's own words (``heuristic_words``); class names
+        are the user's: the page shows this as plain text."""
+        if strategy == CLASS_COLD_START:
+            return (f"one of {n_available:,} unlabelled items; the model picks by its own rule once two classes "
+                    f"have answers ({n_answered_classes} so far).")
+        if strategy == "smallest-margin":
+            a, b = extra["classes"]
+            gap = extra["scores"][a] - extra["scores"][b]
+            return (f"the model rates '{a}' and '{b}' almost alike for this item (scores {gap:.2f} apart), the "
+                    f"closest call among {n_available:,} unlabelled items.")
+        if strategy == "least-certain-class":
+            return (f"the model is least sure about '{extra['class']}' over the whole pool, and this item is the "
+                    f"one nearest its boundary among {n_available:,} unlabelled items.")
+        if strategy == "target-class":
+            return f"the highest score for '{extra['class']}' among {n_available:,} unlabelled items."
+        return f"one of {n_available:,} unlabelled items, drawn at random."
+
+    def predicted_class(self) -> str | None:
+        """The class the model gives the item shown (None: no item, or before any answer)."""
+        if self.shown is None or not any(a.answer_class is not None for a in self.answers):
+            return None
+        return self.classes[int(np.argmax(self.shown.scores))]
+
+    # -- answers ---------------------------------------------------------------------------------
+    def answer(self, answer_class: Any, *, item_index: int | None = None, by: Identity | None = None) -> Outcome:
+        """Answer the shown item with a class (name or place); None: skip it.
+
+        ``item_index``: the item the person saw; an answer for another item (a double click, a second tab)
+        is refused.  ``by``: the signed-in person (nothing is stored once their sign-in has ended).
+        """
+        k = None if answer_class is None else self.class_index(answer_class)
+        with self.lock:
+            refused = self._refusal(by)
+            if refused is not None:
+                return refused
+            shown = self.shown
+            if shown is None:
+                return self.tell(Outcome(False, "Every item in the pool has been answered.", "warning"))
+            if item_index is not None and int(item_index) != shown.item_index:
+                return self.tell(Outcome(False, f"Item {item_index} is no longer the item on screen (or was "
+                                                "already answered); nothing was recorded.", "warning"))
+            try:
+                stored = repo.record_label(
+                    self.engine, self.session_id, item_index=shown.item_index, value=0 if k is None else 1,
+                    answer_class=k, annotator=self.info.annotator, strategy=shown.strategy,
+                    solver=self.info.solver, decision_value=shown.score, model_version=len(self.answers),
+                    update_ms=self.last_update_ms, query_ms=shown.query_ms)
+            except DuplicateLabelError as error:
+                self.rebuild()
+                return self.tell(Outcome(False, f"{error} Nothing was recorded twice.", "warning"))
+            except StorageError as error:
+                return self.tell(Outcome(False, f"Nothing was recorded: {error}", "error"))
+            except SQLAlchemyError as error:
+                return self.tell(Outcome(False, "Nothing was recorded: the database could not be written "
+                                                f"({database_trouble(error)}).", "error"))
+            try:
+                self._learn(shown.item_index, k, stored.label_id, shown.strategy)
+            except Exception as error:
+                logger.exception("session %s: the model could not learn item %s", self.session_id,
+                                 shown.item_index)
+                self.model, self.shown = None, None
+                self.problem = (f"Item {shown.item_index} is saved, but the model could not learn it "
+                                f"({type(error).__name__}: {error}).")
+                return self.tell(Outcome(False, self.problem, "error"))
+            self.version += 1
+            self.ask()
+            said = "skipped" if k is None else self.classes[k]
+            return self.tell(Outcome(True, f"Item {shown.item_index}: {said}."))
+
+    def skip(self, item_index: int | None = None, *, by: Identity | None = None) -> Outcome:
+        return self.answer(None, item_index=item_index, by=by)
+
+    def undo(self, *, last_item_index: int | None = None, by: Identity | None = None) -> Outcome:
+        """Undo the last answer: stored first, then taken out of the model, by unlearning it with an exact
+        solver (``incremental``, ``active-set``: the model trained without it, to rounding), else by learning
+        the answers left again."""
+        with self.lock:
+            refused = self._refusal(by)
+            if refused is not None:
+                return refused
+            last = self.answers[-1] if self.answers else None
+            event, refused = undo_stored(self, last_item_index)
+            if refused is not None:
+                return refused
+            if event is not None and last is not None and last.label_id == event.label_id and self.model is not None \
+                    and self.model.machines[0].exact_unlearn:
+                if last.answer_class is not None:
+                    self.model.unlearn(last.item_index)
+                self.answers.pop()
+                self.last_update_ms = None
+                self.version += 1
+                self.ask()  # (the same question again: queries are a function of the answers)
+            else:
+                self.rebuild()
+            if event is None:
+                return self.tell(Outcome(False, "Nothing was undone: another tab or process has answered or "
+                                                "undone meanwhile; the session is shown as stored.", "warning"))
+            said = self._name(event.answer_class)
+            return self.tell(Outcome(True, f"Undid {said} on item {event.item_index}."))
+
+    def _refusal(self, by: Identity | None) -> Outcome | None:
+        try:
+            ended = self.accounts.sign_in_ended(by)
+        except SQLAlchemyError as error:
+            return self.tell(Outcome(False, f"Nothing was recorded: {database_trouble(error)}", "error"))
+        if ended:
+            return self.tell(Outcome(False, ended, "error"))
+        if self.problem is not None:
+            return self.tell(Outcome(False, self.problem, "error"))
+        return None
+
+    def tell(self, outcome: Outcome) -> Outcome:
+        self.last_message = outcome
+        return outcome
+
+    def close(self, *, by: Identity | None = None) -> Outcome:
+        if ended := self.accounts.sign_in_ended(by):
+            return self.tell(Outcome(False, ended, "error"))
+        try:
+            repo.close_session(self.engine, self.session_id)
+        except (StorageError, SQLAlchemyError) as error:
+            return self.tell(Outcome(False, f"The session was not closed: {database_trouble(error)}", "error"))
+        return self.tell(Outcome(True, f"Session {self.session_id} closed."))
+
+    # -- corrections (History) ------------------------------------------------------------------------
+    def change_label(self, label_id: int, answer_class: Any, *, by: Identity | None = None) -> Outcome:
+        """Change an earlier answer to another class; the model then is the one that learned the corrected
+        answers from the start."""
+        k = self.class_index(answer_class)
+        return self._correct(lambda who: stored_history.change_label(
+            self.engine, self.session_id, label_id, value=1, answer_class=k, annotator=who), by,
+            lambda c: f"Item {c.item_index}: changed from {self._name(c.old_class)} to {self.classes[k]}.")
+
+    def remove_label(self, label_id: int, *, by: Identity | None = None) -> Outcome:
+        """Take an earlier answer back (the item can be asked about again)."""
+        return self._correct(lambda who: stored_history.remove_label(
+            self.engine, self.session_id, label_id, annotator=who), by,
+            lambda c: f"Item {c.item_index}: the answer {self._name(c.old_class)} was removed.")
+
+    def _name(self, answer_class: int | None) -> str:
+        return "skipped" if answer_class is None else self.classes[answer_class]
+
+    def _correct(self, store, by: Identity | None, said) -> Outcome:
+        with self.lock:
+            if ended := self.accounts.sign_in_ended(by):
+                return self.tell(Outcome(False, ended, "error"))
+            correction, refused = written(self, lambda: store(by.name if by is not None else self.info.annotator),
+                                          "changed", kind="warning")
+            if refused is not None:
+                return refused
+            self.rebuild()
+            return self.tell(Outcome(True, said(correction)))
+
+    def label_table(self) -> pd.DataFrame:
+        """Every answer of the session in the order given, also removed and undone ones: ``label_id``, ``#``,
+        ``item``, ``key``, ``answer`` (the class as it stands, or skipped), ``as given``, ``status`` (current, removed,
+        undone), ``when``, ``heuristic`` (in words), ``changes``."""
+        events = stored_history.label_history(self.engine, self.session_id)
+        corrections: dict[int, list] = {}
+        for c in stored_history.label_corrections(self.engine, self.session_id):
+            corrections.setdefault(c.label_id, []).append(c)
+        keys = getattr(self.display, "item_keys", None)
+        rows, position = [], 0
+        for event in events:
+            mine = corrections.get(event.label_id, [])
+            removed = any(c.kind == "remove" for c in mine)
+            current = event.undone_at is None
+            position += current
+            first = mine[0].old_class if mine else event.answer_class
+            rows.append({
+                "label_id": event.label_id, "#": position if current else None, "item": event.item_index,
+                "key": (keys[event.item_index] if keys is not None else None) or "",
+                "answer": self._name(event.answer_class), "as given": self._name(first),
+                "status": "current" if current else "removed" if removed else "undone",
+                "when": event.created_at, "heuristic": self.heuristic_words(event.strategy),
+                "changes": "; ".join(self._change_words(c) for c in mine)})
+        columns = ["label_id", "#", "item", "key", "answer", "as given", "status", "when", "heuristic", "changes"]
+        return pd.DataFrame(rows, columns=columns)
+
+    def _change_words(self, c) -> str:
+        what = "removed it" if c.kind == "remove" else f"changed it to {self._name(c.new_class)}"
+        return f"{c.annotator} {what} ({c.created_at:%Y-%m-%d %H:%M})"
+
+    def heuristic_words(self, strategy: str) -> str:
+        """A strategy recorded with an answer (or of the item shown), in a screener's words."""
+        if strategy == CLASS_COLD_START:
+            return "Random (until two classes have answers)"
+        return strategy_words(strategy, self.target) if strategy in CLASS_STRATEGY_WORDS else strategy
+
+    def import_labels(self, *args, **kwargs) -> Outcome:
+        """Labels from a file are imported into two-class sessions only (for now): said, nothing stored."""
+        return self.tell(Outcome(False, "Importing labels from a file is for two-class (Positive / Negative) "
+                                        "sessions only; nothing was imported.", "warning"))
+
+    def model_state(self) -> bytes:
+        """The session's K machines as an .npz file (no pickle): machine k's arrays under ``class{k}/``, the
+        shared data once, and a JSON ``__meta__`` naming the classes in order."""
+        import io
+        import json
+
+        if self.model is None:
+            raise ServiceError(self.problem or f"Session {self.session_id} has no model.")
+        arrays: dict[str, np.ndarray] = {}
+        metas = []
+        for k, machine in enumerate(self.model.machines):
+            got, meta = machine.to_state(include_data=k == 0)
+            arrays.update({f"class{k}/{name}": value for name, value in got.items()})
+            metas.append(meta)
+        meta = {"classes": list(self.classes), "machines": metas, "session_id": self.session_id,
+                "dataset_id": self.info.dataset_id, "dataset": self.dataset.name, "strategy": self.strategy,
+                "n_events": len(self.answers), "n_labels": self.n_labels, "scaling": self.scaling,
+                "layout": "one-vs-rest: machine k (arrays class{k}/...) learns class k against the rest; the "
+                          "stored points are class0's"}
+        buffer = io.BytesIO()
+        np.savez(buffer, __meta__=np.array(json.dumps(meta)), pool_items=self.pool_items, **arrays)
+        return buffer.getvalue()
+
+    # -- read-outs ---------------------------------------------------------------------------------
+    @property
+    def n_labels(self) -> int:
+        return sum(a.answer_class is not None for a in self.answers)
+
+    @property
+    def n_skips(self) -> int:
+        return sum(a.answer_class is None for a in self.answers)
+
+    def class_counts(self) -> dict[str, int]:
+        """How many current answers each class has, in the session's order."""
+        counts = dict.fromkeys(self.classes, 0)
+        for a in self.answers:
+            if a.answer_class is not None:
+                counts[self.classes[a.answer_class]] += 1
+        return counts
+
+    #: answers in a row without the target class after which ASReview LAB's rule says stop
+    TARGET_RUN = 50
+
+    def target_stopping(self) -> list[str] | None:
+        """When can the analyst stop screening for the target class (a "Most likely <class>" session; None for
+        the other strategies): two rules over the answers, the target class counting as found and every other
+        class as not (``core.stopping``: ASReview LAB's run of answers without one, and Cormack & Grossman's knee
+        of the gain curve), in words."""
+        from core.stopping import consecutive_rule, knee_rule
+
+        if self.target is None:
+            return None
+        t = self.classes.index(self.target)
+        y = [1 if a.answer_class == t else -1 for a in self.answers if a.answer_class is not None]
+        found = sum(v > 0 for v in y)
+        if not found:
+            return [f"No '{self.target}' found yet: the stopping rules wait for the first one."]
+        run = consecutive_rule(y, self.TARGET_RUN)
+        knee = knee_rule(y)
+        lines = [f"{int(run.value or 0)} answers in a row without '{self.target}' since the last one (stop after "
+                 f"{self.TARGET_RUN}): " + ("you can stop." if run.stop else "go on."),
+                 f"'{self.target}' found {found} times in {len(y)} answers; the bend (knee) of that curve: "
+                 + ("you can stop." if knee.stop else "go on"
+                    + (f" (at least {knee.needed} more answers)." if knee.needed else "."))]
+        return lines
+
+    def history(self) -> pd.DataFrame:
+        """After each answer (skips left out): ``labels``, ``accuracy`` (the share of the answers so far whose
+        class the model rated highest when it asked) and ``macro_auc`` (the mean over the classes with answers
+        in and out of them of the AUC of the scores when asked, against the answers); NaN where undefined.
+        Answers given before the model had seen two classes are not counted (it could not rate them)."""
+        from core.metrics import roc_auc
+
+        rows = []
+        counted: list[ClassAnswer] = []
+        seen: set[int] = set()
+        for a in self.answers:
+            if a.answer_class is None:
+                continue
+            if len(seen) >= 2:
+                counted.append(a)
+            seen.add(a.answer_class)
+            if not counted:
+                rows.append({"labels": len(rows) + 1, "accuracy": np.nan, "macro_auc": np.nan})
+                continue
+            truth = np.array([c.answer_class for c in counted])
+            F = np.array([c.scores for c in counted])
+            accuracy = float(np.mean(np.argmax(F, axis=1) == truth))
+            aucs = [roc_auc(truth == k, F[:, k]) for k in range(len(self.classes))
+                    if 0 < np.count_nonzero(truth == k) < len(truth)]
+            rows.append({"labels": len(rows) + 1, "accuracy": accuracy,
+                         "macro_auc": float(np.mean(aucs)) if aucs else np.nan})
+        return pd.DataFrame(rows, columns=["labels", "accuracy", "macro_auc"])
+
+    def confusion(self) -> pd.DataFrame:
+        """Confusion counts of the answers the model could rate (see ``history``): rows the class answered,
+        columns the class the model rated highest when it asked."""
+        table = pd.DataFrame(0, index=list(self.classes), columns=list(self.classes))
+        seen: set[int] = set()
+        for a in self.answers:
+            if a.answer_class is None:
+                continue
+            if len(seen) >= 2:
+                table.iloc[a.answer_class, int(np.argmax(a.scores))] += 1
+            seen.add(a.answer_class)
+        table.index.name = "answered"
+        return table
+
+
+__all__ = ["CLASS_COLD_START", "CLASS_STRATEGY_WORDS", "ClassAnswer", "ClassShown", "ClassesRun", "strategy_words"]

@@ -1,0 +1,382 @@
+"""Sessions with named classes (3 to 9, single choice) in the app: the New session form's Classes, a button
+per class (keys 1 to 9), Skip and Undo, History changes to any class, the export's class names, resume after a
+restart (the same model and next item), and the class names shown as plain text.  Service-level checks of the
+run (``app.services.classes.ClassesRun``) first, then the pages through AppTest."""
+
+from __future__ import annotations
+
+import csv
+import io
+
+import numpy as np
+import pytest
+
+from app.services import MarginLab, ServiceError
+from storage import repository as repo
+from tests.app import test_app
+from tests.app.test_app import as_shown, shown_item, start_app
+
+pytestmark = pytest.mark.app  # pages through Streamlit's AppTest (a slow lane)
+
+db_url = test_app.db_url  # a temporary SQLite file in MARGINLAB_DATABASE_URL
+
+#: class names a person might type, with Markdown that must show as it is
+CLASSES = ("cat", "**x**", "![p](http://h/p.png)")
+
+
+def three_blobs(svc: MarginLab) -> tuple[int, np.ndarray]:
+    """A table dataset of three well separated groups (no label column); its id and each row's group."""
+    rng = np.random.default_rng(4)
+    centres = np.array([[0.0, 0.0], [4.0, 0.0], [0.0, 4.0]])
+    group = np.repeat([0, 1, 2], 15)
+    X = centres[group] + rng.normal(0, 0.6, (45, 2))
+    dataset_id = repo.import_dataset(svc.engine, name="blobs", X=X, feature_names=["a", "b"])
+    return dataset_id, group
+
+
+def answer_all(run, truth, n):
+    for _ in range(n):
+        item = run.shown.item_index
+        assert run.answer(int(truth[item]), item_index=item).ok
+
+
+@pytest.mark.parametrize(("strategy", "solver"), [
+    ("smallest-margin", "incremental"), ("least-certain-class", "active-set"), ("target-class", "lasvm"),
+    ("random", "incremental"), ("smallest-margin", "lasvm")])
+def test_a_k_class_run_resumes_with_the_same_model_and_next_item(db_url, strategy, solver):
+    svc = MarginLab.from_url(db_url)
+    dataset_id, truth = three_blobs(svc)
+    run = svc.start_session(dataset_id=dataset_id, annotator="ada", strategy=strategy, classes=", ".join(CLASSES),
+                            target=CLASSES[2], seed=5, solver=solver)
+    assert run.classes == CLASSES and run.info.solver == solver
+    answer_all(run, truth, 8)
+    assert run.skip(item_index=run.shown.item_index).ok
+    answer_all(run, truth, 4)
+    # the strategy asks once two classes have answers, and says why in words
+    assert run.shown.strategy == strategy
+    assert "f(" not in run.shown.reason and "|f|" not in run.shown.reason
+    if strategy == "target-class":
+        assert run.strategy_name == run.heuristic_words(run.shown.strategy) == f"Most likely {CLASSES[2]}"
+        assert run.shown.reason.startswith(f"the highest score for '{CLASSES[2]}'")
+
+    def same_as_after_a_restart(atol):
+        scores, shown = run.model.decision_function(), run.shown
+        svc.forget_runs()  # as after a restart
+        again = MarginLab.from_url(db_url).open_session(run.session_id)
+        np.testing.assert_allclose(again.model.decision_function(), scores, rtol=0, atol=atol)
+        assert (again.shown.item_index, again.shown.strategy, again.shown.reason) == (
+            shown.item_index, shown.strategy, shown.reason)
+        np.testing.assert_allclose(again.shown.scores, shown.scores, rtol=0, atol=atol)
+        assert [(a.item_index, a.answer_class) for a in again.answers] == [(a.item_index, a.answer_class)
+                                                                            for a in run.answers]
+        assert again.class_counts() == run.class_counts()
+        return again
+
+    same_as_after_a_restart(atol=0)  # bit for bit
+    run = svc.open_session(run.session_id)
+    asked = run.answers[-1].item_index
+    assert run.undo().ok
+    assert run.shown.item_index == asked and sum(run.class_counts().values()) == 11
+    # an exact solver unlearns (the model trained without the answer, to rounding); the others learn again
+    same_as_after_a_restart(atol=1e-12 if solver != "lasvm" else 0)
+
+
+def test_a_change_in_the_history_gives_the_model_that_learned_it_from_the_start(db_url):
+    svc = MarginLab.from_url(db_url)
+    dataset_id, truth = three_blobs(svc)
+    run = svc.start_session(dataset_id=dataset_id, annotator="ada", strategy="smallest-margin", classes=CLASSES)
+    answer_all(run, truth, 10)
+    target = run.answers[3]
+    new = (target.answer_class + 1) % 3
+    outcome = run.change_label(target.label_id, CLASSES[new])
+    assert outcome.ok and CLASSES[new] in outcome.message
+    assert run.answers[3].answer_class == new
+    table = run.label_table()
+    row = table[table["label_id"] == target.label_id].iloc[0]
+    assert (row["answer"], row["as given"]) == (CLASSES[new], CLASSES[target.answer_class])
+    assert "changed it to" in row["changes"]
+    # the model is the one that learned the corrected answers from the start, in their order
+    fresh = run._new_model()
+    for a in run.answers:
+        fresh.learn(a.item_index, CLASSES[a.answer_class])
+    assert np.array_equal(fresh.decision_function(), run.model.decision_function())
+    # a class that is not the session's is refused, naming the classes; nothing is stored
+    with pytest.raises(ServiceError, match="is not a class of this session"):
+        run.change_label(target.label_id, "cow")
+    with pytest.raises(ServiceError, match="is not a class of this session"):
+        run.answer("cow", item_index=run.shown.item_index)
+    assert len(repo.label_events(svc.engine, run.session_id)) == 10
+    assert run.remove_label(target.label_id).ok and len(run.answers) == 9
+
+
+@pytest.mark.parametrize("typed, words", [
+    ("cat", "at least 2"), ("cat, dog", "Two classes are a yes / no session"),
+    (", ".join(f"c{k}" for k in range(10)), "At most 9"), ("cat, dog, cat", "'cat' is named twice"),
+    ("cat,, dog", "empty")])
+def test_bad_class_lists_are_refused_and_nothing_is_stored(db_url, typed, words):
+    svc = MarginLab.from_url(db_url)
+    dataset_id, _ = three_blobs(svc)
+    with pytest.raises(ServiceError, match=words):
+        svc.start_session(dataset_id=dataset_id, annotator="ada", strategy="smallest-margin", classes=typed)
+    with pytest.raises(ServiceError, match="one of smallest-margin"):
+        svc.start_session(dataset_id=dataset_id, annotator="ada", strategy="near-boundary", classes="a, b, c")
+    with pytest.raises(ServiceError, match="not one of the classes"):
+        svc.start_session(dataset_id=dataset_id, annotator="ada", strategy="target-class", classes="a, b, c",
+                          target="d")
+    assert repo.list_sessions(svc.engine) == []
+
+
+def class_buttons(at):
+    return {b.key: b for b in at.button if b.key and b.key.startswith("class_")}
+
+
+def click_class(at, k: int) -> None:
+    (button,) = [b for key, b in class_buttons(at).items() if key.startswith(f"class_{k}_")]
+    button.click().run()
+    assert not at.exception, at.exception
+
+
+def start_classes_session(at, dataset_id: int, classes: str, strategy: str = "smallest-margin") -> None:
+    at.selectbox(key="new_dataset").select(dataset_id)
+    at.text_input(key="new_classes").input(classes)
+    at.selectbox(key="new_class_strategy").select(strategy)
+    at.button(key="start_session").click().run()
+    assert not at.exception, at.exception
+    assert not at.error, [e.value for e in at.error]
+
+
+def test_label_page_history_export_and_resume_of_a_k_class_session(db_url):
+    svc = MarginLab.from_url(db_url)
+    dataset_id, truth = three_blobs(svc)
+    at = start_app()
+    start_classes_session(at, dataset_id, ", ".join(CLASSES))
+    (session,) = [s for s in repo.list_sessions(svc.engine) if s.dataset_id == dataset_id]
+    assert session.settings.classes == CLASSES
+    # one button per class, with its name as written (not as Markdown) and its key
+    buttons = class_buttons(at)
+    assert len(buttons) == 3
+    assert [as_shown(b.label) for b in buttons.values()] == [f"{name} ({k + 1})" for k, name in enumerate(CLASSES)]
+    assert [b.proto.shortcut for b in buttons.values()] == ["1", "2", "3"]  # the keys 1 to K
+    # ... as plain text: the Markdown in the names is escaped, so no emphasis and no image come out of it
+    labels = [b.label for b in buttons.values()]
+    assert "\\*\\*x\\*\\*" in labels[1] and "\\!\\[p\\]\\(http" in labels[2], labels
+    assert not [url for img in at.get("image") for url in img.value if "h/p.png" in url]
+    # label with each class, following the groups
+    asked = []
+    for _ in range(9):
+        item = shown_item(at)
+        asked.append(item)
+        click_class(at, int(truth[item]))
+    events = repo.label_events(svc.engine, session.id)
+    assert [(e.item_index, e.answer_class) for e in events] == [(i, int(truth[i])) for i in asked]
+    assert {e.answer_class for e in events} == {0, 1, 2}
+    # the progress line names each class as written
+    (line,) = [m.value for m in at.markdown if "labels (" in as_shown(m.value)]
+    assert all(name in as_shown(line) for name in CLASSES) and "\\*\\*x\\*\\*" in line
+    assert len(at.get("plotly_chart")) == 2
+    # why the item was chosen, in words (no code names), and what stopping is for
+    captions = [as_shown(c.value) for c in at.caption]
+    chosen = "Chosen by **Least sure between two classes**: the model rates"
+    assert any(c.startswith(chosen) for c in captions), captions
+    assert not any(code in text for text in captions + [as_shown(m.value) for m in at.markdown]
+                   for code in ("smallest-margin", "near-boundary", "f(x)", "|f|")), captions
+    assert any("Stopping estimates (when can I stop?) are for two-class sessions, and for sessions with named classes "
+               "that look for one class" in c for c in captions)
+    # Undo, then Skip
+    (undo,) = [b for b in at.button if b.key and b.key.startswith("undo_")]
+    undo.click().run()
+    assert shown_item(at) == asked[-1] and len(repo.label_events(svc.engine, session.id)) == 8
+    (skip,) = [b for b in at.button if b.key and b.key.startswith("skip_")]
+    skip.click().run()
+    assert repo.label_events(svc.engine, session.id)[-1].value == 0
+
+    # History: change the first answer to another class
+    at.switch_page("views/history.py").run()
+    assert not at.exception, at.exception
+    first = repo.label_events(svc.engine, session.id)[0]
+    at.selectbox(key=next(s.key for s in at.selectbox if s.key and s.key.startswith("history_pick_"))).select(
+        first.label_id).run()
+    new = (first.answer_class + 1) % 3
+    (change,) = [b for b in at.button if b.key == f"change_{first.label_id}_{new}"]
+    assert as_shown(change.label) == f"Change to {CLASSES[new]}"
+    change.click().run()
+    assert not at.exception, at.exception
+    assert repo.label_events(svc.engine, session.id)[0].answer_class == new
+
+    # Export: the class names, as written
+    at.switch_page("views/export.py").run()
+    assert not at.exception, at.exception
+    exported = svc.export_labels(session_id=session.id, fmt="csv")
+    rows = list(csv.DictReader(io.StringIO(exported.decode() if isinstance(exported, bytes) else exported)))
+    assert [r["label"] for r in rows if r["label"] != "skipped"][0] == CLASSES[new]
+    assert {r["label"] for r in rows} <= {*CLASSES, "skipped"}
+
+    # resume: a new server process gives the same next item
+    at.switch_page("views/label.py").run()
+    before = shown_item(at)
+    from app.ui.state import _service_for
+
+    _service_for.clear()  # as after a restart of the server: the next page view opens the database anew
+    again = start_app()
+    assert not again.exception
+    assert shown_item(again) == before
+
+
+def test_a_label_column_of_k_values_keeps_every_class_and_its_sessions_have_them(db_url):
+    svc = MarginLab.from_url(db_url)
+    rng = np.random.default_rng(2)
+    kinds = ["setosa", "versicolor", "virginica"]
+    group = np.repeat([0, 1, 2], 12)
+    X = np.column_stack([3.0 * group, -2.0 * group]) + rng.normal(0, 0.4, (36, 2))
+    text = "a,b,species\n" + "".join(f"{x:.3f},{y:.3f},{kinds[g]}\n" for (x, y), g in zip(X, group, strict=True))
+    result = svc.import_csv(text.encode(), name="iris-like", label_column="species", keep_classes=True)
+    assert result.created, result.message
+    dataset = svc.dataset(result.dataset_id)
+    assert dataset.meta["class_names"] == kinds and dataset.meta["class_labels"] == group.tolist()
+    assert not dataset.has_true_labels  # (no yes / no labels: the binary read-outs have nothing to misread)
+    # a session on it has the dataset's classes without typing them
+    run = svc.start_session(dataset_id=result.dataset_id, annotator="ada", strategy="least-certain-class")
+    assert run.classes == tuple(kinds)
+    answer_all(run, group, 6)
+    assert sum(run.class_counts().values()) == 6
+
+    # more than 9 values: refused, naming the way out; nothing is stored
+    many = "a,b,kind\n" + "".join(f"{k},{k % 3},c{k}\n" for k in range(12))
+    with pytest.raises(ServiceError, match="up to 9: choose the positive value"):
+        svc.import_csv(many.encode(), name="many", label_column="kind", keep_classes=True)
+    assert [d.name for d in svc.datasets()] == ["iris-like"]
+    # two values stay a yes / no dataset, as before
+    two = "a,b,kind\n" + "".join(f"{k},{k % 3},{'yes' if k % 2 else 'no'}\n" for k in range(12))
+    binary = svc.import_csv(two.encode(), name="two", label_column="kind", keep_classes=True)
+    assert svc.dataset(binary.dataset_id).has_true_labels
+    assert "class_names" not in svc.dataset(binary.dataset_id).meta
+
+
+@pytest.mark.parametrize("kind", ["table", "image", "text", "molecule"])
+def test_a_k_class_session_shows_every_kind_of_item(db_url, kind):
+    from tests.app.test_app_item_display import assert_item_shown, import_kind
+
+    svc = MarginLab.from_url(db_url)
+    dataset_id = import_kind(svc, kind)
+    at = start_app("olga")
+    start_classes_session(at, dataset_id, "one, two, three", strategy="random")
+    first = shown_item(at)
+    assert_item_shown(at, kind, first, svc.engine)
+    click_class(at, 2)
+    assert_item_shown(at, kind, shown_item(at), svc.engine)
+    (event,) = repo.label_events(svc.engine, repo.list_sessions(svc.engine, annotator="olga")[0].id)
+    assert (event.item_index, event.answer_class) == (first, 2)
+
+
+def test_the_model_state_holds_every_class_machine_and_a_file_import_is_refused_plainly(db_url):
+    import json
+
+    from core.solvers import solver_class
+
+    svc = MarginLab.from_url(db_url)
+    dataset_id, truth = three_blobs(svc)
+    run = svc.start_session(dataset_id=dataset_id, annotator="ada", strategy="smallest-margin", classes=CLASSES)
+    answer_all(run, truth, 9)
+    with np.load(io.BytesIO(run.model_state()), allow_pickle=False) as stored:
+        meta = json.loads(str(stored["__meta__"]))
+        assert meta["classes"] == list(CLASSES) and len(meta["machines"]) == 3
+        data = {k.split("/", 1)[1]: stored[k] for k in stored.files if k.startswith("class0/")}
+        for k in range(3):  # each machine, restored with the shared points, scores as the run's machine k
+            arrays = {**data, **{name.split("/", 1)[1]: stored[name] for name in stored.files
+                                 if name.startswith(f"class{k}/")}}
+            machine = solver_class(run.info.solver).from_state(arrays, meta["machines"][k])
+            np.testing.assert_array_equal(machine.decision_function(np.arange(45)),
+                                          run.model.machines[k].decision_function(np.arange(45)))
+            # (the run keeps its scores current label by label: the same to the last bits or so)
+            np.testing.assert_allclose(machine.decision_function(np.arange(45)), run.model.decision_function()[:, k],
+                                       rtol=0, atol=1e-12)
+    outcome = run.import_labels(b"item_key,label\n1,cat\n", key_column="item_key", label_column="label")
+    assert not outcome.ok and "two-class" in outcome.message
+    assert len(repo.label_events(svc.engine, run.session_id)) == 9
+
+
+def test_a_session_with_named_classes_is_not_offered_for_a_yes_no_replay(db_url):
+    from app.services.replay import Replays
+
+    svc = MarginLab.from_url(db_url)
+    dataset_id, truth = three_blobs(svc)
+    run = svc.start_session(dataset_id=dataset_id, annotator="ada", strategy="random", classes=CLASSES)
+    answer_all(run, truth, 6)
+    replays = Replays(svc)
+    assert f"session:{run.session_id}" not in replays.replayable()
+    with pytest.raises(ServiceError, match="named classes"):
+        replays.run_replay(f"session:{run.session_id}", strategies=["random"], seeds=1)
+    assert svc.comparisons() == []
+
+
+def test_a_k_class_session_answers_undoes_changes_and_resumes_on_both_databases(engine):
+    """The run over SQLite and PostgreSQL (``engine``): answers with their classes, undo, a change, a resume."""
+    svc = MarginLab(engine)
+    dataset_id, truth = three_blobs(svc)
+    run = svc.start_session(dataset_id=dataset_id, annotator="ada", strategy="smallest-margin", classes=CLASSES,
+                            solver="lasvm")
+    answer_all(run, truth, 7)
+    assert run.undo().ok
+    first = run.answers[0]
+    assert run.change_label(first.label_id, (first.answer_class + 1) % 3).ok
+    scores, item = run.model.decision_function(), run.shown.item_index
+    svc.forget_runs()
+    again = svc.open_session(run.session_id)
+    assert np.array_equal(again.model.decision_function(), scores) and again.shown.item_index == item
+    assert [(e.item_index, e.answer_class) for e in repo.label_events(engine, run.session_id)] == [
+        (a.item_index, a.answer_class) for a in again.answers]
+    assert again.answers[0].answer_class == (first.answer_class + 1) % 3
+
+
+def test_a_session_looking_for_one_class_says_when_to_stop_for_it(db_url):
+    svc = MarginLab.from_url(db_url)
+    dataset_id, truth = three_blobs(svc)
+    run = svc.start_session(dataset_id=dataset_id, annotator="ada", strategy="target-class", classes=CLASSES,
+                            target=CLASSES[1])
+    assert run.target_stopping() == [f"No '{CLASSES[1]}' found yet: the stopping rules wait for the first one."]
+    answer_all(run, truth, 25)
+    found = sum(a.answer_class == 1 for a in run.answers)
+    since = next(k for k, a in enumerate(reversed(run.answers)) if a.answer_class == 1)
+    run_line, knee_line = run.target_stopping()
+    assert run_line == (f"{since} answers in a row without '{CLASSES[1]}' since the last one (stop after 50): go on.")
+    assert knee_line.startswith(f"'{CLASSES[1]}' found {found} times in 25 answers; the bend (knee) of that curve: "
+                                "go on (at least 125 more answers).")
+    # the other strategies have no target class: the page says stopping is not for them
+    other = svc.start_session(dataset_id=dataset_id, annotator="ada", strategy="random", classes=CLASSES)
+    assert other.target_stopping() is None
+
+
+def test_the_form_starts_a_most_likely_session_for_the_class_named_and_shows_when_to_stop(db_url):
+    svc = MarginLab.from_url(db_url)
+    dataset_id, truth = three_blobs(svc)
+    at = start_app()
+    at.text_input(key="new_target").input(CLASSES[2])
+    start_classes_session(at, dataset_id, ", ".join(CLASSES), strategy="target-class")
+    (session,) = [s for s in repo.list_sessions(svc.engine) if s.dataset_id == dataset_id]
+    assert session.settings.strategy_params == {"target": CLASSES[2]}
+    for _ in range(4):
+        click_class(at, int(truth[shown_item(at)]))
+    heading = [m.value for m in at.markdown if "When can I stop finding" in m.value]
+    assert [as_shown(h) for h in heading] == [f"**When can I stop finding {CLASSES[2]}?**"]
+    assert "\\!\\[p\\]" in heading[0]  # (the class name as written, not an image)
+    # a class to find that is not one of the classes: said in the form, nothing stored
+    at.text_input(key="new_target").input("cow")
+    at.selectbox(key="new_dataset").select(dataset_id)
+    at.button(key="start_session").click().run()
+    assert any("'cow', is not one of the classes" in as_shown(e.value) for e in at.error), [e.value for e in at.error]
+    assert len(repo.list_sessions(svc.engine, annotator="ada")) == 1
+
+
+def test_a_k_class_session_whose_settings_this_version_refuses_opens_with_its_answers_and_says_so(db_url):
+    svc = MarginLab.from_url(db_url)
+    dataset_id, truth = three_blobs(svc)
+    run = svc.start_session(dataset_id=dataset_id, annotator="ada", strategy="random", classes=CLASSES)
+    answer_all(run, truth, 3)
+    repo.set_session_setting(svc.engine, run.session_id, "strategy_params", {"width": 3})  # (not random's)
+    svc.forget_runs()
+    again = svc.open_session(run.session_id)
+    assert again.model is None and again.shown is None and "could not be rebuilt" in again.problem
+    assert again.classes == CLASSES and len(again.answers) == 3 and again.n_labels == 3
+    outcome = again.answer(0)
+    assert not outcome.ok and outcome.message == again.problem
+    assert len(repo.label_events(svc.engine, run.session_id)) == 3
