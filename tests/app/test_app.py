@@ -310,7 +310,7 @@ def test_session_on_a_dataset_without_true_labels_titles_the_roc_as_scores_when_
     assert not run.has_evaluation
     roc = run.roc()
     if roc is not None:
-        assert "when it was asked" in roc[3]
+        assert "scores when asked" in roc[3]
     figures = at.get("plotly_chart")
     assert len(figures) == 5  # ROC, AUC, support vectors, margin, gain curve
 
