@@ -1,5 +1,6 @@
-"""What the statistical guarantee costs: the recall check started at the knee (``statistical``) against the
-check started after a run of negatives (``statistical-run``), on the same rankings.
+"""What the statistical guarantee costs: the recall check started at the knee once more heuristic labels no
+longer pay (``statistical``), at the knee after half the run (``statistical-knee``) and after a run of
+negatives (``statistical-run``), on the same rankings.
 
 Pools (the stopping bench's digits: the 1,797 bundled 8x8 digits and copies shifted by up to one pixel,
 64 standardised features): one digit against the rest, positives thinned to a share of the pool:
@@ -37,7 +38,7 @@ from core.loop import ActiveLearningLoop
 from core.metrics import labels_to_recall
 
 TARGET, CONFIDENCE = 0.95, 0.95
-RULES = ("statistical", "statistical-run")
+RULES = ("statistical", "statistical-knee", "statistical-run")
 #: (name, digit, pool items, share of positives)
 POOLS = (("digits-3, 10%", 3, 5000, 0.10), ("digits-5, 5%", 5, 3500, 0.05), ("digits-9, 2%", 9, 3500, 0.02))
 

@@ -291,8 +291,8 @@ def _compare_option_groups(cmp_: argparse.ArgumentParser) -> None:
                             "priors (prior_keys)")
     stop = cmp_.add_argument_group("stopping rules (core.stopping)")
     stop.add_argument("--stopping", metavar="RULES",
-                      help="rules run beside each strategy: statistical, statistical-run, knee, margin, stability, "
-                           "consecutive:N "
+                      help="rules run beside each strategy: statistical, statistical-knee, statistical-run, knee, "
+                           "margin, stability, consecutive:N "
                            "(comma-separated, e.g. statistical,knee,margin,stability,consecutive:50)")
     stop.add_argument("--target-recall", type=_open_fraction, default=0.95,
                       help="recall the statistical rule must show (default 0.95)")

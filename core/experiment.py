@@ -228,7 +228,7 @@ class _StopWatch:
         for name in self.statistical:
             if name not in self.branches and stop_rules.check_suggested(
                     self.labels, self.n_pool, self.setup.target_recall, self.setup.patience,
-                    start=stop_rules.CHECK_STARTS[name]):
+                    start=stop_rules.CHECK_STARTS[name], confidence=self.setup.confidence):
                 self.branches[name] = (loop.to_state(), list(self.labels))
 
     def heuristic_exhausted(self, loop: ActiveLearningLoop) -> None:
@@ -254,7 +254,8 @@ class _StopWatch:
         while True:
             done = sum(1 for s in starts if s < len(labels) and drawn[s])  # checks that drew items
             if not checking and not exhausted and not stop_rules.check_suggested(
-                    labels, self.n_pool, setup.target_recall, setup.patience, start=start, checks_done=done):
+                    labels, self.n_pool, setup.target_recall, setup.patience, start=start, checks_done=done,
+                    confidence=setup.confidence):
                 action = "heuristic"  # what recall_check says then, without computing its p-values
             else:
                 check = stop_rules.recall_check(labels, drawn, starts, checking=checking, pool_size=self.n_pool,

@@ -68,15 +68,26 @@ Rules (``RULE_NAMES``; ``parse_rules("statistical,knee,consecutive:50")``):
     When a check starts does not touch the guarantee (the start is decided
     before any of its draws, and the test holds for any urn), only its cost:
     about N_s ln(1/level) / K_tar draws, more for every positive drawn, and a
-    failed check leaves the next one a smaller budget.  The first check is
-    suggested at the knee of the gain curve (Cormack & Grossman 2016, as the
-    ``knee`` rule: slope ratio rho >= 156 - min(relret, 150), at least 150
-    labels) once the heuristic has also gone ``KNEE_RUN_SHARE`` (half) of
-    ``patience`` * N_u / K_tar labels without a positive (N_u items
-    unlabelled); any check is suggested after the whole run: the mean gap
-    between positives if only K_tar were left, in random order.  The knee
-    alone fired too early on simulated rankings (checks that failed);
+    failed check leaves the next one a smaller budget.  Any check is suggested
+    after ``patience`` * N_u / K_tar labels without a positive (N_u items
+    unlabelled): the mean gap between positives if only K_tar were left, in
+    random order.  The first check is suggested sooner, at the knee of the gain
+    curve (Cormack & Grossman 2016, as the ``knee`` rule: slope ratio
+    rho >= 156 - min(relret, 150), at least 150 labels), once the heuristic has
+    gone ``KNEE_RUN_SHARE`` (half) of that run without a positive, or, without
+    that wait, once more heuristic labels no longer pay (:func:`waiting_pays`,
+    idea (1) of issue 33: a check started now needs about b_0 = f N_u draws,
+    and each positive of the urn it meets, with probability about f, about
+    ``EXTRA_DRAWS_PER_POSITIVE`` * N_u / K_tar more; a heuristic label costs 1
+    and saves f plus that times the yield of the last ``YIELD_WINDOW`` labels);
+    while fewer than ``FEW_POSITIVES`` positives are found (the knee's threshold
+    is then above 6 and on a pool with 2% positives it never came), half the
+    run alone suggests it.  All of it reads only the labels already given.
+    The knee alone fired too early on simulated rankings (checks that failed);
     :func:`probable_labels` gives the draws a check will probably still need.
+``statistical-knee``
+    The same test; the first check starts at the knee after half the run, any
+    check after the whole run (the default before the yield start).
 ``statistical-run``
     The same test; every check, the first too, is suggested only after the
     whole run of ``patience`` * N_u / K_tar labels without a positive (the
@@ -110,11 +121,18 @@ from core.agreement import cohen_kappa
 from core.formatting import count, for_people
 from core.metrics import roc_auc
 
-RULE_NAMES = ("statistical", "statistical-run", "knee", "margin", "stability", "consecutive")
+RULE_NAMES = ("statistical", "statistical-knee", "statistical-run", "knee", "margin", "stability", "consecutive")
 #: when each statistical rule suggests starting a recall check (the test is the same)
-CHECK_STARTS = {"statistical": "knee", "statistical-run": "run"}
-#: ``statistical``: at the knee, the first check also waits for this share of the run ``statistical-run`` waits for
+CHECK_STARTS = {"statistical": "yield", "statistical-knee": "knee", "statistical-run": "run"}
+#: at the knee, the first check also waits for this share of the run ``statistical-run`` waits for
 KNEE_RUN_SHARE = 0.5
+#: ``statistical``: labels over which the heuristic's recent yield (positives per label) is measured
+YIELD_WINDOW = 150
+#: ``statistical``: further draws a positive among a check's draws costs, in units of N_u / K_tar (b_1 - b_0)
+EXTRA_DRAWS_PER_POSITIVE = 1.55
+#: ``statistical``: below this many positives found the knee's threshold (156 - found) is above 6 and may never
+#: be reached; half the run alone then suggests the first check
+FEW_POSITIVES = 150
 DEFAULT_RULES = "statistical,knee,margin,stability,consecutive:50"
 DEFAULT_TARGET_RECALL = 0.95
 DEFAULT_CONFIDENCE = 0.95
@@ -125,6 +143,7 @@ CHECK_STRATEGY = "random (recall check)"
 RULE_WORDS = {
     "statistical": "a recall check shows the target recall is reached",
     "statistical-run": "a recall check, started after a run of irrelevant items, shows the target recall",
+    "statistical-knee": "a recall check, started once the relevant items found level off, shows the target recall",
     "knee": "the relevant items found have levelled off",
     "margin": "the model is sure about every unlabelled item",
     "stability": "the model has stopped changing",
@@ -695,12 +714,12 @@ class RecallCheck:
     confidence: float
     last: CheckRun | None = None  # the latest check with draws
     design: CheckDesign | None = None  # of the current check (None before one is on)
-    start: str = "knee"  # when a check is suggested: at the knee of the gain curve (or a run), or after a run
+    start: str = "yield"  # when a check is suggested (see :func:`check_suggested`)
     knee: RuleState | None = None  # the knee rule's state, while it may suggest a check (the first check only)
 
     @property
     def rule(self) -> str:
-        """The rule's name: ``statistical`` (checks start at the knee) or ``statistical-run``."""
+        """The rule's name: ``statistical``, ``statistical-knee`` or ``statistical-run`` (``CHECK_STARTS``)."""
         return next(name for name, start in CHECK_STARTS.items() if start == self.start)
 
     @property
@@ -746,37 +765,73 @@ def suggested_gap(labels, pool_size: int, target_recall: float, patience: float 
 
 
 def _start_rule(start: str) -> str:
-    if start not in ("knee", "run"):
-        raise ValueError(f"a recall check starts at the 'knee' or after a 'run' of negatives, not {start!r}")
+    if start not in ("yield", "knee", "run"):
+        raise ValueError("a recall check starts when the heuristic's 'yield' no longer pays, at the 'knee' or "
+                         f"after a 'run' of negatives, not {start!r}")
     return start
 
 
 def check_suggested(labels, pool_size: int, target_recall: float = DEFAULT_TARGET_RECALL,
-                    patience: float = 1.0, *, start: str = "knee", checks_done: int = 0) -> bool:
+                    patience: float = 1.0, *, start: str = "yield", checks_done: int = 0,
+                    confidence: float = DEFAULT_CONFIDENCE) -> bool:
     """Whether a recall check is suggested now, for a session not checking (what :func:`recall_check` says
     then in ``suggest``, computed without its p-values; simulations call it after every heuristic label).
 
-    ``start``: ``"run"`` after ``patience`` * N_u / K_tar labels without a positive; ``"knee"`` (the default)
+    ``start``: ``"run"`` after ``patience`` * N_u / K_tar labels without a positive; ``"knee"``
     also, for the session's first check, as soon as the knee rule would stop and the heuristic has gone
     ``KNEE_RUN_SHARE`` of that run without a positive (``checks_done``: checks of the session that drew
-    items; after one, only the whole run suggests the next)."""
+    items; after one, only the whole run suggests the next); ``"yield"`` (the default) as ``"knee"``, and
+    for the first check also at the knee once waiting no longer pays (:func:`waiting_pays`), or after half
+    the run alone while fewer than ``FEW_POSITIVES`` positives are found.  Every start is decided on the
+    labels already given, before any draw of the check, so the check's guarantee holds whichever it is."""
     y = _labels(labels)
     gap_needed = suggested_gap(y, pool_size, target_recall, patience)
     if gap_needed is None:
         return False
     gap = labels_since_last_positive(y)
-    return gap >= gap_needed or _knee_start(y, pool_size, gap, gap_needed, _start_rule(start), checks_done)
+    return gap >= gap_needed or _first_start(y, pool_size, gap, gap_needed, _start_rule(start), checks_done,
+                                             target_recall, confidence)
 
 
-def _knee_start(y: np.ndarray, pool_size: int, gap: int, gap_needed: int, start: str, checks_done: int) -> bool:
-    """The knee start of the first check: the knee rule would stop, and half the run has gone by."""
-    return (start == "knee" and checks_done == 0 and len(y) < int(pool_size)
-            and gap >= math.ceil(KNEE_RUN_SHARE * gap_needed) and knee_rule(y).stop)
+def waiting_pays(labels, pool_size: int, target_recall: float = DEFAULT_TARGET_RECALL,
+                 confidence: float = DEFAULT_CONFIDENCE, *, window: int = YIELD_WINDOW) -> bool:
+    """Whether more heuristic labels probably cost fewer labels in all than a recall check started now.
+
+    Started now, a check needs about b_0 = f N_u draws if none is positive (f: share of the N_u unlabelled
+    items, :func:`pass_draws` at the first check's budget), and each positive of the urn is met with
+    probability about f and then costs ``EXTRA_DRAWS_PER_POSITIVE`` * N_u / K_tar more draws (b_1 - b_0 at
+    that level; K_tar: :func:`k_target`).  One more heuristic label costs 1 and saves f (one item fewer in
+    the urn) plus, at the yield rho of the last ``window`` labels (positives per label), rho f 1.55 N_u / K_tar:
+    waiting pays while rho > (1 / f - 1) K_tar / (1.55 N_u).  It reads only the labels given so far, so a
+    check it starts keeps its guarantee.  Before ``window`` labels: True."""
+    y = _labels(labels)
+    n, urn = len(y), int(pool_size) - len(y)
+    if n < window or urn <= 0:
+        return n < window
+    found = int(np.sum(y > 0))
+    share = pass_draws(urn, found, 0, target_recall, check_alpha(1, confidence)) / urn
+    if share >= 1.0:
+        return True
+    rho = float(np.sum(y[-window:] > 0)) / window
+    return rho > (1.0 / share - 1.0) * k_target(found, 0, target_recall) / (EXTRA_DRAWS_PER_POSITIVE * urn)
+
+
+def _first_start(y: np.ndarray, pool_size: int, gap: int, gap_needed: int, start: str, checks_done: int,
+                 target_recall: float, confidence: float) -> bool:
+    """The early start of the first check (``knee`` and ``yield``; see :func:`check_suggested`)."""
+    if start == "run" or checks_done or len(y) >= int(pool_size):
+        return False
+    half = gap >= math.ceil(KNEE_RUN_SHARE * gap_needed)
+    if start == "yield" and half and int(np.sum(y > 0)) < FEW_POSITIVES:
+        return True
+    if not half and (start == "knee" or waiting_pays(y, pool_size, target_recall, confidence)):
+        return False
+    return knee_rule(y).stop
 
 
 def recall_check(labels, drawn, check_starts: Sequence[int], *, checking: bool, pool_size: int,
                  target_recall: float = DEFAULT_TARGET_RECALL, confidence: float = DEFAULT_CONFIDENCE,
-                 patience: float = 1.0, start: str = "knee") -> RecallCheck:
+                 patience: float = 1.0, start: str = "yield") -> RecallCheck:
     """The statistical rule (Callaghan & Müller-Hansen 2020) over a session's history.
 
     ``labels``: +1 / -1 in the order given; ``drawn``: which were random draws of a
@@ -826,10 +881,10 @@ def recall_check(labels, drawn, check_starts: Sequence[int], *, checking: bool, 
                 phase = "failed"
             elif last.draws >= last_design.pass_draws(last.positives):
                 phase = "passed"
-    knee = knee_rule(y) if start == "knee" and not done and n < int(pool_size) else None
-    half = None if gap_needed is None else math.ceil(KNEE_RUN_SHARE * gap_needed)
+    knee = knee_rule(y) if start != "run" and not done and n < int(pool_size) else None
     suggest = (current is None and phase == "heuristic" and gap_needed is not None
-               and (gap >= gap_needed or (knee is not None and knee.stop and half is not None and gap >= half)))
+               and (gap >= gap_needed or _first_start(y, pool_size, gap, gap_needed, start, len(done),
+                                                      target_recall, confidence)))
     return RecallCheck(phase=phase, checking=current is not None and phase in ("checking", "passed"),
                        check_number=number, alpha=alpha, urn=urn, found_before=before,
                        k_target=k_target(before, positives, target_recall), draws=draws, positives_drawn=positives,
@@ -901,12 +956,17 @@ def statistical_rule(check: RecallCheck) -> RuleState:
     if check.gap_needed is None:
         return RuleState(name, False, f"{name}: waits for the first positive")
     knee = ""
-    if check.knee is not None and check.knee.value is not None:
-        half = math.ceil(KNEE_RUN_SHARE * check.gap_needed)
+    half = math.ceil(KNEE_RUN_SHARE * check.gap_needed)
+    if check.start == "yield" and check.knee is not None and check.found_before < FEW_POSITIVES:
+        knee = f"after {half} while fewer than {FEW_POSITIVES} positives are found"
+    elif check.knee is not None and check.knee.value is not None:
         shown = ("it does" if check.knee.stop else
                  f"slope ratio {check.knee.value:.1f}, needs {156 - min(check.found_before, 150)}"
                  + (f" and {check.knee.needed} more labels" if check.knee.needed else ""))
         knee = f"after {half} once the gain curve shows its knee ({shown})"
+        if check.start == "yield":
+            knee += (f", sooner at the knee once the last {YIELD_WINDOW} labels find too few positives for "
+                     "more heuristic labels to pay")
     if check.suggest:
         when = "a recall check is suggested now"
     elif check.gap_needed >= check.urn:  # a gap that long would go through every unlabelled item
@@ -1035,7 +1095,7 @@ def outlook(check: RecallCheck) -> str:
                                                       "; the check is suggested when the heuristic stalls."))
 
 
-def follow_ranking(order, y, *, rng: np.random.Generator, start: str = "knee",
+def follow_ranking(order, y, *, rng: np.random.Generator, start: str = "yield",
                    target_recall: float = DEFAULT_TARGET_RECALL, confidence: float = DEFAULT_CONFIDENCE,
                    patience: float = 1.0) -> tuple[list[int], list[bool], list[int]]:
     """A session that follows the statistical rule on a fixed ranking (simulations and benchmarks).
@@ -1055,7 +1115,7 @@ def follow_ranking(order, y, *, rng: np.random.Generator, start: str = "knee",
     while len(labels) < pool:
         done = sum(1 for s in starts if s < len(labels) and drawn[s])  # checks that drew items
         if not checking and not check_suggested(labels, pool, target_recall, patience, start=start,
-                                                checks_done=done):
+                                                checks_done=done, confidence=confidence):
             action = "heuristic"  # what recall_check says too (no check on, none suggested), only cheaper
         else:
             check = recall_check(labels, drawn, starts, checking=checking, pool_size=pool,
@@ -1400,15 +1460,16 @@ def rule_names(rules: Iterable[RuleSpec]) -> list[str]:
     return [str(r) for r in rules]
 
 
-__all__ = ["CALIBRATE_MAX_URN", "CHECK_STARTS", "CHECK_NEEDS_A_POSITIVE", "CHECK_STRATEGY", "CHECK_WORDS",
-           "CheckDesign", "CheckRun", "DEFAULT_CONFIDENCE", "DEFAULT_RULES", "DEFAULT_TARGET_RECALL",
-           "FIRST_CHECK_SHARE", "FIT_VARIANCE_FACTOR", "KNEE_MIN_LABELS", "KNEE_RUN_SHARE", "MIN_CALIBRATION_AUC",
-           "MIN_CALIBRATION_LABELS", "READ_MOST_SHARE", "RULE_NAMES", "RULE_WORDS", "RecallCheck", "RecallEstimate",
-           "RuleSpec", "RuleState", "STABILITY_STEP", "STABILITY_THRESHOLD", "STABILITY_WINDOW", "STOP_SET_SIZE",
-           "SessionView", "StabilityTracker", "TOP_FIRST_HEURISTICS", "USEFUL_SPAN_SHARE", "check_alpha",
-           "check_blocked", "check_design", "check_runs", "check_suggested", "check_target", "cohens_kappa",
-           "consecutive_rule", "estimate_from_draws", "estimate_from_model", "estimate_remaining", "evaluate",
-           "follow_ranking", "gain_curve", "hypergeometric_p_value", "k_target", "knee_point", "knee_rule",
-           "labels_since_last_positive", "margin_rule", "outlook", "parse_rules", "pass_draws", "platt_scaling",
-           "probable_labels", "recall_check", "rule_names", "rule_words", "sequential_error", "simulated_analyst",
-           "stability_rule", "statistical_rule", "stop_set", "suggested_gap", "urn_interval"]
+__all__ = ["CALIBRATE_MAX_URN", "check_alpha", "check_blocked", "check_design", "CHECK_NEEDS_A_POSITIVE",
+           "check_runs", "CHECK_STARTS", "CHECK_STRATEGY", "check_suggested", "check_target", "CHECK_WORDS",
+           "CheckDesign", "CheckRun", "cohens_kappa", "consecutive_rule", "DEFAULT_CONFIDENCE", "DEFAULT_RULES",
+           "DEFAULT_TARGET_RECALL", "estimate_from_draws", "estimate_from_model", "estimate_remaining", "evaluate",
+           "EXTRA_DRAWS_PER_POSITIVE", "FEW_POSITIVES", "FIRST_CHECK_SHARE", "FIT_VARIANCE_FACTOR", "follow_ranking",
+           "gain_curve", "hypergeometric_p_value", "k_target", "KNEE_MIN_LABELS", "knee_point", "knee_rule",
+           "KNEE_RUN_SHARE", "labels_since_last_positive", "margin_rule", "MIN_CALIBRATION_AUC",
+           "MIN_CALIBRATION_LABELS", "outlook", "parse_rules", "pass_draws", "platt_scaling", "probable_labels",
+           "READ_MOST_SHARE", "recall_check", "RecallCheck", "RecallEstimate", "RULE_NAMES", "rule_names",
+           "RULE_WORDS", "rule_words", "RuleSpec", "RuleState", "sequential_error", "SessionView",
+           "simulated_analyst", "stability_rule", "STABILITY_STEP", "STABILITY_THRESHOLD", "STABILITY_WINDOW",
+           "StabilityTracker", "statistical_rule", "stop_set", "STOP_SET_SIZE", "suggested_gap",
+           "TOP_FIRST_HEURISTICS", "urn_interval", "USEFUL_SPAN_SHARE", "waiting_pays", "YIELD_WINDOW"]

@@ -45,8 +45,8 @@ logger = logging.getLogger(__name__)
 SETTING = "stopping"
 #: the rules the Label page reports, in this order
 RULE_CHOICES = ("statistical", "knee", "margin", "stability", "consecutive:50")
-#: the rules a session may choose (the earlier statistical rule, checks after a run of negatives, too)
-RULE_OPTIONS = (*RULE_CHOICES, "statistical-run")
+#: the rules a session may choose (the earlier statistical rules too: checks from the knee, after a run of negatives)
+RULE_OPTIONS = (*RULE_CHOICES, "statistical-knee", "statistical-run")
 DEFAULTS: dict[str, Any] = StoppingSettings().to_json()
 #: snapshot arrays of the stability rule's checkpoints start with this
 SNAPSHOT_PREFIX = "stopping."
@@ -143,7 +143,7 @@ class RunStopping:
         chosen = states[names.index(settings["rule"])]
         check = rules.recall_check(view.labels, view.drawn, view.check_starts, checking=view.checking,
                                    pool_size=view.pool_size, target_recall=target, confidence=confidence,
-                                   start=rules.CHECK_STARTS.get(settings["rule"], "knee"))
+                                   start=rules.CHECK_STARTS.get(settings["rule"], rules.CHECK_STARTS["statistical"]))
         unlabelled = asked = None
         if self.run.loop.track_scores:
             unlabelled = self.run.loop.pool_scores()[~self.run.loop.labelled_mask]

@@ -174,7 +174,7 @@ def test_stop_rows_are_where_each_rule_first_says_stop(stopping_comparison):
     assert "reached 95%" in res.summary_text()
 
 
-@pytest.mark.parametrize("rule", ["statistical", "statistical-run"])
+@pytest.mark.parametrize("rule", ["statistical", "statistical-knee", "statistical-run"])
 def test_statistical_branch_equals_a_session_run_from_scratch(digits_pool, rule):
     """A statistical rule's session starts from the run's saved loop state at the label where it first
     suggests a check; replaying the same protocol from a fresh loop must give the same stop (each rule's

@@ -587,6 +587,9 @@ def test_too_few_positives_found_say_so_instead_of_a_gap_longer_than_the_pool():
     check = st.recall_check([1] * 40 + [-1] * 100, [False] * 140, (), checking=False, pool_size=1797)
     words = st.statistical_rule(check).message
     assert f"suggested after {check.gap_needed} labels without a positive" in words and "100 so far" in words
+    assert "or after 277 while fewer than 150 positives are found; 100 so far" in words
+    check = st.recall_check([1] * 40 + [-1] * 100, [False] * 140, (), checking=False, pool_size=1797, start="knee")
+    words = st.statistical_rule(check).message
     assert "once the gain curve shows its knee (slope ratio 100.0, needs 116 and 10 more labels)" in words
 
 
@@ -633,8 +636,9 @@ def test_with_every_item_labelled_the_statistical_rule_says_stop():
 # --------------------------------------------------------------------------- when a check starts, what it needs
 
 
-def test_the_old_rule_is_kept_by_name_and_the_default_starts_at_the_knee():
-    assert [str(s) for s in st.parse_rules("statistical,statistical-run")] == ["statistical", "statistical-run"]
+def test_the_earlier_rules_are_kept_by_name_statistical_knee_starts_at_the_knee():
+    assert [str(s) for s in st.parse_rules("statistical-knee,statistical-run")] == ["statistical-knee",
+                                                                                    "statistical-run"]
     with pytest.raises(ValueError, match="takes no parameter"):
         st.parse_rules("statistical-run:3")
     # the gain curve bends at label 100 (90 of 94 positives), then 300 labels find 4 more and 150 none: the
@@ -644,17 +648,18 @@ def test_the_old_rule_is_kept_by_name_and_the_default_starts_at_the_knee():
     n, pool = len(labels), 2000
     assert st.suggested_gap(labels, pool, 0.95) == 290 and st.labels_since_last_positive(labels) == 150
     assert st.knee_rule(labels).stop
-    assert st.check_suggested(labels, pool) and not st.check_suggested(labels, pool, start="run")
+    assert st.check_suggested(labels, pool, start="knee") and not st.check_suggested(labels, pool, start="run")
     # the knee alone, or half the run alone, is not enough
-    assert not st.check_suggested(labels[:-6], pool)
+    assert not st.check_suggested(labels[:-6], pool, start="knee")
     half_run = piecewise_gain([(5, 50), (0, 200)])  # 200 negatives of the 350 the run needs, no knee
     assert st.suggested_gap(half_run, 600, 0.95) == 350 and not st.knee_rule(half_run).stop
-    assert not st.check_suggested(half_run, 600)
-    knee = st.recall_check(labels, np.zeros(n, dtype=bool), [], checking=False, pool_size=pool)
+    assert not st.check_suggested(half_run, 600, start="knee")
+    knee = st.recall_check(labels, np.zeros(n, dtype=bool), [], checking=False, pool_size=pool, start="knee")
     run = st.recall_check(labels, np.zeros(n, dtype=bool), [], checking=False, pool_size=pool, start="run")
     assert knee.suggest and not run.suggest
     assert "suggested now" in st.statistical_rule(knee).message
-    early = st.recall_check(labels[:-6], np.zeros(n - 6, dtype=bool), [], checking=False, pool_size=pool)
+    early = st.recall_check(labels[:-6], np.zeros(n - 6, dtype=bool), [], checking=False, pool_size=pool,
+                            start="knee")
     half = math.ceil(early.gap_needed / 2)
     assert early.gap == 144 < half and not early.suggest
     assert f"or after {half} once the gain curve shows its knee (it does); 144 so far" in \
@@ -663,13 +668,59 @@ def test_the_old_rule_is_kept_by_name_and_the_default_starts_at_the_knee():
     assert st.statistical_rule(run).message.startswith("statistical-run: a recall check is suggested after")
     view = st.SessionView(labels=labels, drawn=np.zeros(n, dtype=bool), check_starts=(), checking=False,
                           pool_size=pool)
-    states = st.evaluate("statistical,statistical-run", view)
-    assert [s.rule for s in states] == ["statistical", "statistical-run"]
+    states = st.evaluate("statistical-knee,statistical-run", view)
+    assert [s.rule for s in states] == ["statistical-knee", "statistical-run"]
     # after a failed check the knee (which has not moved) no longer starts one: a run of negatives does
     failed_labels, drawn = _history((labels, False), ([-1, 1], True))
-    after = st.recall_check(failed_labels, drawn, [n], checking=False, pool_size=pool)
+    after = st.recall_check(failed_labels, drawn, [n], checking=False, pool_size=pool, start="knee")
     assert after.phase == "failed" and not after.suggest
-    assert not st.check_suggested(failed_labels, pool, checks_done=1)
+    assert not st.check_suggested(failed_labels, pool, checks_done=1, start="knee")
+
+
+def test_the_default_starts_at_the_knee_once_waiting_no_longer_pays_and_the_knee_rule_is_kept_by_name():
+    assert st.CHECK_STARTS == {"statistical": "yield", "statistical-knee": "knee", "statistical-run": "run"}
+    assert [str(s) for s in st.parse_rules("statistical,statistical-knee")] == ["statistical", "statistical-knee"]
+    pool = 5000
+    # 480 positives in 600 labels, 10 in the next 300, then 2 in 100 and 50 negatives: a clear knee; the run
+    # of 50 is short of half of N_u / K_tar (3,950 / 26 = 152, half 76)
+    labels = piecewise_gain([(480, 600), (10, 300), (2, 100), (0, 50)])
+    n = len(labels)
+    assert st.knee_rule(labels).stop and st.suggested_gap(labels, pool, 0.95) == 152
+    assert st.labels_since_last_positive(labels) == 50
+    # with 2 positives in the last 150 labels, one more heuristic label finds 2 / 150 of a positive, which would
+    # save f * (b_1 - b_0) draws if a check met it (f = b_0 / N_u): less than the label costs
+    urn, alpha = pool - n, st.check_alpha(1, 0.95)
+    b0, b1 = st.pass_draws(urn, 492, 0, 0.95, alpha), st.pass_draws(urn, 492, 1, 0.95, alpha)
+    share = b0 / urn
+    assert 2 / 150 * share * st.EXTRA_DRAWS_PER_POSITIVE * urn / st.k_target(492, 0, 0.95) < 1 - share
+    assert abs(st.EXTRA_DRAWS_PER_POSITIVE * urn / st.k_target(492, 0, 0.95) - (b1 - b0)) < 0.1 * (b1 - b0)
+    assert not st.waiting_pays(labels, pool)
+    assert st.check_suggested(labels, pool)  # the default
+    assert not st.check_suggested(labels, pool, start="knee") and not st.check_suggested(labels, pool, start="run")
+    check = st.recall_check(labels, np.zeros(n, dtype=bool), [], checking=False, pool_size=pool)
+    assert check.suggest and check.rule == "statistical" and "suggested now" in st.statistical_rule(check).message
+    kept = st.recall_check(labels, np.zeros(n, dtype=bool), [], checking=False, pool_size=pool, start="knee")
+    assert not kept.suggest and kept.rule == "statistical-knee"
+    assert "or after 76 once the gain curve shows its knee (it does); 50 so far" in st.statistical_rule(kept).message
+    # 20 positives in the last 150 labels: waiting pays, and no check is suggested before half the run
+    busy = piecewise_gain([(480, 600), (10, 300), (20, 100), (0, 50)])
+    assert st.knee_rule(busy).stop and st.waiting_pays(busy, pool) and not st.check_suggested(busy, pool)
+    words = st.statistical_rule(st.recall_check(busy, np.zeros(len(busy), dtype=bool), [], checking=False,
+                                                pool_size=pool)).message
+    assert "sooner at the knee once the last 150 labels find too few positives" in words
+    # after a check that drew items, only the whole run suggests the next one
+    assert not st.check_suggested(labels, pool, checks_done=1)
+    # fewer than 150 positives found (the knee's threshold 156 - 60 is not reached on this straight gain
+    # curve): half the run alone suggests the first check; the knee start waits for the whole run
+    few = piecewise_gain([(60, 900), (0, 310)])
+    assert not st.knee_rule(few).stop and st.suggested_gap(few, 3500, 0.95) == 573
+    assert st.check_suggested(few, 3500) and not st.check_suggested(few, 3500, start="knee")
+    assert not st.check_suggested(few[:-30], 3500)  # 280 < 290: not yet half the run (2,320 / 4 = 580)
+    assert "or after 290 while fewer than 150 positives are found; 280 so far" in st.statistical_rule(
+        st.recall_check(few[:-30], np.zeros(len(few) - 30, dtype=bool), [], checking=False,
+                        pool_size=3500)).message
+    with pytest.raises(ValueError, match="'yield'"):
+        st.check_suggested(labels, pool, start="soon")
 
 
 def first_check_error(seed: int, start: str, confidence: float = 0.95) -> tuple[float, bool, int]:
@@ -687,11 +738,12 @@ def first_check_error(seed: int, start: str, confidence: float = 0.95) -> tuple[
 
 
 @pytest.mark.slow
-def test_sessions_stop_below_the_target_as_often_as_the_exact_hypergeometric_computation_says():
-    # 240 seeded sessions that start their check at the knee: how often they stopped below the target agrees
-    # with the exact probability (scipy.stats.hypergeom, draw by draw, given each session's urn when its
-    # check started) and stays within 1 - confidence; at 50% confidence the same holds at a larger error
-    start = "knee"
+@pytest.mark.parametrize("start", ["yield", "knee"])
+def test_sessions_stop_below_the_target_as_often_as_the_exact_hypergeometric_computation_says(start):
+    # 240 seeded sessions that start their check when waiting no longer pays (the default) or at the knee: how
+    # often they stopped below the target agrees with the exact probability (scipy.stats.hypergeom, draw by
+    # draw, given each session's urn when its check started) and stays within 1 - confidence; at 50%
+    # confidence the same holds at a larger error
     for confidence, seeds in ((0.95, range(240)), (0.5, range(100))):
         results = [first_check_error(seed, start, confidence) for seed in seeds]
         exact = np.array([e for e, _, _ in results])
@@ -708,7 +760,7 @@ def test_sessions_stop_below_the_target_as_often_as_the_exact_hypergeometric_com
 @settings(max_examples=150, deadline=None)
 @given(segments=hs.lists(hs.tuples(hs.lists(hs.booleans(), min_size=0, max_size=120), hs.booleans()),
                          min_size=1, max_size=4),
-       pool_extra=hs.integers(0, 400), start=hs.sampled_from(["knee", "run"]), checking=hs.booleans())
+       pool_extra=hs.integers(0, 400), start=hs.sampled_from(["yield", "knee", "run"]), checking=hs.booleans())
 def test_the_rule_never_says_stop_before_its_sample_is_complete(segments, pool_extra, start, checking):
     # any history: heuristic segments and runs of random draws, a check started before each run of draws
     labels, drawn, starts = [], [], []
@@ -778,8 +830,10 @@ def test_the_outlook_in_plain_words_before_during_and_after_a_check():
                          ([-1] * 30 + [1] + [-1] * 19, "Guarantee: probably about 260 more random draws (at least 170"),
                          ([-1] * 10 + [1, 1], "Guarantee: not yet; a new recall check")]:
         labels, drawn = _history((heuristic, False), (draws, True))
-        check = st.recall_check(labels, drawn, [600] if draws else [], checking=bool(draws), pool_size=1000)
-        assert st.outlook(check).startswith(words), st.outlook(check)
+        for start in ("yield", "knee", "run"):  # the guarantee's line does not depend on when the check started
+            check = st.recall_check(labels, drawn, [600] if draws else [], checking=bool(draws), pool_size=1000,
+                                    start=start)
+            assert st.outlook(check).startswith(words), (start, st.outlook(check))
     # about 260: the median, to two significant digits
     labels, drawn = _history((heuristic, False), ([-1] * 30 + [1] + [-1] * 19, True))
     check = st.recall_check(labels, drawn, [600], checking=True, pool_size=1000)
