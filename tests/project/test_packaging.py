@@ -111,32 +111,28 @@ def test_a_postgresql_case_of_an_engine_fixture_is_in_the_postgresql_lane():
 
 def _starts_processes(tree: ast.Module, path: Path, seen: dict[Path, set[str]]) -> set[str]:
     """Names of the module-level functions of ``tree`` that start a Python process (name ``sys.executable`` or
-    make a ``multiprocessing`` process), themselves or through a function of this module or of a test module
-    they import."""
+    make a ``multiprocessing`` process), themselves or through a module-level function of this module or of a
+    test module they import."""
     if path in seen:
         return seen[path]
     seen[path] = set()
-    imported: dict[str, set[str]] = {}
-    for node in ast.walk(tree):
-        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("tests."):
-            source = ROOT / (node.module.replace(".", "/") + ".py")
-            if source.exists():
-                imported[node.module] = _starts_processes(ast.parse(source.read_text(encoding="utf-8")), source, seen)
-    functions = {node.name: node for node in ast.walk(tree) if isinstance(node, ast.FunctionDef)}
-    starters = {name for module, names in imported.items() for name in names}
-
-    def direct(function: ast.FunctionDef) -> bool:
-        for node in ast.walk(function):
-            if isinstance(node, ast.Attribute) and node.attr in ("executable", "Process", "get_context"):
-                return True
-        return False
-
-    found = {name for name, function in functions.items() if direct(function)}
-    while True:
-        more = {name for name, function in functions.items() if name not in found and any(
-            isinstance(node, ast.Name) and node.id in found | starters for node in ast.walk(function))}
-        if not more:
-            break
+    found, calls, modules = set(), {}, set()  # calls: the names each function uses
+    for top in tree.body:
+        inside = list(ast.walk(top))
+        modules |= {node.module for node in inside if isinstance(node, ast.ImportFrom) and node.module
+                    and node.module.startswith("tests.")}
+        if not isinstance(top, ast.FunctionDef):
+            continue
+        calls[top.name] = {node.id for node in inside if isinstance(node, ast.Name)}
+        if any(isinstance(node, ast.Attribute) and node.attr in ("executable", "Process", "get_context")
+               for node in inside):
+            found.add(top.name)
+    starters: set[str] = set()
+    for module in sorted(modules):
+        source = ROOT / (module.replace(".", "/") + ".py")
+        if source.exists():
+            starters |= _starts_processes(ast.parse(source.read_text(encoding="utf-8")), source, seen)
+    while more := {name for name, used in calls.items() if name not in found and used & (found | starters)}:
         found |= more
     seen[path] = found | starters
     return seen[path]
@@ -181,3 +177,15 @@ def test_starts_processes_follows_helpers_and_imports():
     assert {"helper", "via", "test_a", "test_b"} <= found and "test_c" not in found
     assert _marks(ast.parse("@pytest.mark.processes\n@pytest.mark.parametrize('a', [1])\ndef f(a): pass\n")
                   .body[0].decorator_list) == {"processes", "parametrize"}
+
+
+def test_the_fast_lane_runs_on_workers_that_the_dev_lock_installs():
+    """`make test-fast` runs pytest -n (pytest-xdist), so the lock file of the tests pins pytest-xdist."""
+    makefile = (ROOT / "Makefile").read_text(encoding="utf-8")
+    recipe = re.search(r"^test-fast:.*\n\t(.+)$", makefile, re.MULTILINE)
+    assert recipe, "the Makefile has no test-fast recipe"
+    assert re.search(r"\s-n\s+\$\(FAST_WORKERS\)", recipe.group(1)), recipe.group(1)
+    assert re.search(r"^FAST_WORKERS \?= 2$", makefile, re.MULTILINE)
+    assert {"pytest-xdist", "execnet"} <= set(pins(ROOT / "requirements-dev.txt"))
+    test_recipe = re.search(r"^test:.*\n\t(.+)$", makefile, re.MULTILINE)
+    assert test_recipe and " -n " not in test_recipe.group(1)  # `make test` stays one process
