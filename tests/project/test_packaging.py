@@ -184,7 +184,7 @@ def test_the_fast_lane_runs_on_workers_that_the_dev_lock_installs():
     makefile = (ROOT / "Makefile").read_text(encoding="utf-8")
     recipe = re.search(r"^test-fast:.*\n\t(.+)$", makefile, re.MULTILINE)
     assert recipe, "the Makefile has no test-fast recipe"
-    assert re.search(r"\s-n\s+\$\(FAST_WORKERS\)", recipe.group(1)), recipe.group(1)
+    assert re.search(r"\s-n\s+\$\(FAST_WORKERS\) --dist loadfile\s", recipe.group(1)), recipe.group(1)
     assert re.search(r"^FAST_WORKERS \?= 2$", makefile, re.MULTILINE)
     assert {"pytest-xdist", "execnet"} <= set(pins(ROOT / "requirements-dev.txt"))
     test_recipe = re.search(r"^test:.*\n\t(.+)$", makefile, re.MULTILINE)
