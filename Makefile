@@ -65,8 +65,12 @@ test: $(VENV)/.dev $(VENV)/.compiled browser-deps postgres-deps
 # Every test but the slow lanes (markers in pyproject.toml): no browser, PostgreSQL server, Dask cluster,
 # other Python process, AppTest page or property test. Neither Chromium nor PostgreSQL is needed.
 FAST_LANE := not (browser or postgresql or dask or processes or app or hypothesis or slow)
+# On FAST_WORKERS worker processes (pytest-xdist; the lane's tests share no state, each has its own temporary
+# folders), a test file to a worker, so that a module's fixtures are made once (docs/benchmarks.md#the-test-suite):
+# `make test-fast FAST_WORKERS=0` runs them in this one. `make test` runs every test in one process.
+FAST_WORKERS ?= 2
 test-fast: $(VENV)/.dev $(VENV)/.compiled
-	$(BIN)/pytest -m "$(FAST_LANE)"
+	$(BIN)/pytest -n $(FAST_WORKERS) --dist loadfile -m "$(FAST_LANE)"
 
 lint: $(VENV)/.dev
 	$(BIN)/ruff check core storage app tests benchmarks

@@ -63,6 +63,7 @@ each thread its own rows of the output.
 from __future__ import annotations
 
 import threading
+from typing import Literal, TypedDict
 
 import numpy as np
 from llvmlite import ir
@@ -74,9 +75,22 @@ from numba.extending import intrinsic
 LINEAR, POLY, RBF, TANIMOTO = 0, 1, 2, 3
 KIND = {"linear": LINEAR, "poly": POLY, "rbf": RBF, "tanimoto": TANIMOTO}
 
-_JIT = dict(nogil=True, cache=True, fastmath=False, boundscheck=False, error_model="numpy")
-_INLINE = dict(inline="always", fastmath=False, boundscheck=False, error_model="numpy")
-_CALLED = dict(nogil=True, fastmath=False, boundscheck=False, error_model="numpy")  # (compiled with the caller)
+
+
+class _Options(TypedDict, total=False):
+    """The keyword arguments of ``njit`` used here (typed, so that the type checker checks each one)."""
+    nogil: bool
+    cache: bool
+    fastmath: bool
+    boundscheck: bool
+    error_model: Literal["python", "numpy"]
+    inline: Literal["never", "always"]
+
+
+_JIT: _Options = dict(nogil=True, cache=True, fastmath=False, boundscheck=False, error_model="numpy")
+_INLINE: _Options = dict(inline="always", fastmath=False, boundscheck=False, error_model="numpy")
+# (compiled with the caller)
+_CALLED: _Options = dict(nogil=True, fastmath=False, boundscheck=False, error_model="numpy")
 _Z8 = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
 
 
@@ -807,13 +821,15 @@ def _signatures(name: str, dtype: str) -> list[tuple]:
         return [_csr(dt) + (idx, vec) + _csr(dt) + (idx, vec, _i8) + _params + (out,)]
     if name == "csr_rows_inverted":
         return [_csr(dt) + (idx, vec) + _csr(dt) + (_i8, _i8, idx, vec) + _params + (out,)]
-    return {"rows_dot": [(_ro(_f8, 2), vec, work)], "dot": [(vec, vec)],
-            "add_weighted_rows": [(work, _ro(r, 2), idx, vec, types.UniTuple(vec, EXTRA_ROWS), vec, _i8, _i8, _i8)
-                                  for r in (_f8, _f4)],
-            "add_scaled_rows": [(work, vec, vec, vec, vec, vec, _i8, _i8, _i8)],
-            "diag_values": [(vec,) + _params + (work,)],
-            "masked_argmin_abs": [(vec, _ro(_b1))], "masked_argmax": [(vec, _ro(_b1))],
-            "masked_count_abs_below": [(vec, _ro(_b1), _f8)]}[name]
+    others: dict[str, list[tuple]] = {
+        "rows_dot": [(_ro(_f8, 2), vec, work)], "dot": [(vec, vec)],
+        "add_weighted_rows": [(work, _ro(r, 2), idx, vec, types.UniTuple(vec, EXTRA_ROWS), vec, _i8, _i8, _i8)
+                              for r in (_f8, _f4)],
+        "add_scaled_rows": [(work, vec, vec, vec, vec, vec, _i8, _i8, _i8)],
+        "diag_values": [(vec,) + _params + (work,)],
+        "masked_argmin_abs": [(vec, _ro(_b1))], "masked_argmax": [(vec, _ro(_b1))],
+        "masked_count_abs_below": [(vec, _ro(_b1), _f8)]}
+    return others[name]
 
 
 _PUBLIC = ("dense_row_terms", "dense_rows", "dense_rows_min", "dense_block", "dense_block_min", "dense_small",
@@ -848,14 +864,15 @@ def routine(name: str, dtype: str = "float64"):
     with _compile_lock, global_compiler_lock:
         found = _dispatchers.get(key)
         if found is None:
-            saved = numba_config.SLP_VECTORIZE
-            numba_config.SLP_VECTORIZE = 1
+            # (numba's config sets its settings as module globals at run time: its types do not name them)
+            saved = numba_config.SLP_VECTORIZE  # type: ignore[attr-defined]
+            numba_config.SLP_VECTORIZE = 1  # type: ignore[attr-defined]
             try:
                 found = njit(**_JIT)(_python[name])
                 for sig in _signatures(name, dtype):
                     found.compile(sig)
                 found.disable_compile()
             finally:
-                numba_config.SLP_VECTORIZE = saved
+                numba_config.SLP_VECTORIZE = saved  # type: ignore[attr-defined]
             _dispatchers[key] = found
     return found

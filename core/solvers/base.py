@@ -67,7 +67,7 @@ import math
 import time
 import warnings
 from dataclasses import asdict, dataclass, field
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, TypeAlias
 
 import numpy as np
 import scipy.sparse as sp
@@ -158,10 +158,10 @@ def _first_negative(X) -> tuple[int, int, float] | None:
             return None
         row = int(np.searchsorted(X.indptr, bad[0], side="right") - 1)
         return row, int(X.indices[bad[0]]), float(X.data[bad[0]])
-    bad = np.argwhere(X < 0)
-    if not len(bad):
+    at = np.argwhere(X < 0)
+    if not len(at):
         return None
-    return int(bad[0][0]), int(bad[0][1]), float(X[bad[0][0], bad[0][1]])
+    return int(at[0][0]), int(at[0][1]), float(X[at[0][0], at[0][1]])
 
 
 def check_kernel_range(kernel: Kernel, X: np.ndarray, C: float, first_index: int = 0,
@@ -323,7 +323,15 @@ def stepped_balanced_weights(n_pos: int, n_neg: int) -> tuple[float, float]:
     return (1.0 + rho) / 2.0, (1.0 + rho) / (2.0 * rho)
 
 
-class RatioClassWeights:
+if TYPE_CHECKING:
+    # The class weights' mixins below come before ``OnlineSolver`` in a solver's bases and use its
+    # attributes: the type checker checks them as its subclasses (at run time they derive from object).
+    _Solver: TypeAlias = "OnlineSolver"
+else:
+    _Solver = object
+
+
+class RatioClassWeights(_Solver):
     """Class weights that follow every label with a ratio (mixin of the solvers without a bias: ``ramp``,
     ``dual-cd``).  ``class_weight``: None (1 and 1), a dict of fixed weights for the labels 1 and -1, or
     ``"balanced"``: after every label the positives together weigh ``balance_ratio`` r times the
@@ -360,7 +368,7 @@ class RatioClassWeights:
         return r * n / ((1.0 + r) * n_pos), n / ((1.0 + r) * n_neg)
 
 
-class ClassWeights:
+class ClassWeights(_Solver):
     """Per-class boxes 0 <= a_i <= C w_{y_i} for a solver with a bias (mixin of ``OnlineSolver``).
 
     The dual becomes the C-SVC dual with one upper bound per example, 0 <= a_i <= C_i, with
@@ -451,19 +459,21 @@ class ClassWeights:
         parameters, store, kernel cache and generator learns them in their learning order, and
         takes this one's place.  With ``C`` or ``gamma`` (``core.solvers.auto_hyper``), the fresh
         solver has those instead (and, for a new gamma, its own kernel and kernel cache)."""
+        # (called after labels, so after data: the kernel and its cache are made)
+        assert self.kernel is not None and self.cache is not None
         order = self.labelled_.copy()
         labels = self.y[order].copy()
         params = self.get_params()
         if C is not None:
             params["C"] = float(C)
-        new_kernel = gamma is not None and float(gamma) != self.kernel.gamma
-        if new_kernel:
-            params["gamma"] = float(gamma)
+        new_gamma = None if gamma is None or float(gamma) == self.kernel.gamma else float(gamma)
+        if new_gamma is not None:
+            params["gamma"] = new_gamma
         kernel = params.pop("kernel")
         fresh = type(self)(kernel=kernel, **params)
         fresh.store, fresh.kernel, fresh.cache = self.store, self.kernel, self.cache
-        if new_kernel:
-            fresh.kernel = Kernel(**{**self.kernel.to_dict(), "gamma": float(gamma)})
+        if new_gamma is not None:
+            fresh.kernel = Kernel(**{**self.kernel.to_dict(), "gamma": new_gamma})
             fresh.cache = KernelCache(fresh.kernel, self.store, self.cache_bytes)
             fresh.cache.n_evals = self.cache.n_evals
         fresh._largest_kernel_diag = self._largest_kernel_diag
@@ -609,7 +619,8 @@ class OnlineSolver:
         self.on_max_iter = on_max_iter
         self.random_state = random_state
         self.rng = np.random.default_rng(random_state)
-        self._kernel_spec = dict(name=kernel, gamma=gamma if isinstance(gamma, str) else float(gamma),
+        # (gamma stays "scale" or "auto" until the first data resolve it)
+        self._kernel_spec: dict[str, Any] = dict(name=kernel, gamma=gamma if isinstance(gamma, str) else float(gamma),
                                  degree=int(degree), coef0=float(coef0))
         self.store = DataStore(dtype=dtype)
         self._largest_kernel_diag = 0.0  # the largest K(x, x) in the store (see check_kernel_range)
@@ -785,15 +796,18 @@ class OnlineSolver:
         idx = np.arange(len(self.store)) if idx is None else np.asarray(idx, dtype=np.intp).reshape(-1)
         if len(sv) == 0 or len(idx) == 0:
             return np.full(len(idx), b)
+        assert self.cache is not None  # (support vectors: data came, and the kernel cache with them)
         return self.cache.decision(idx, sv, coef, b)
 
     # -- diagnostics (not counted as kernel evaluations) -----------------
     def _uncounted_block(self, rows, cols) -> np.ndarray:
-        n0 = self.cache.n_evals
+        cache = self.cache
+        assert cache is not None  # (rows of the store: data came, and the kernel cache with them)
+        n0 = cache.n_evals
         try:
-            return self.cache.block(rows, cols)
+            return cache.block(rows, cols)
         finally:
-            self.cache.n_evals = n0
+            cache.n_evals = n0
 
     def dual_objective(self) -> float:
         """W(a) = sum a_i - 1/2 a^T Q a at the current coefficients."""
@@ -892,7 +906,8 @@ class OnlineSolver:
     def save(self, file, include_data: bool = True) -> None:
         """Write the state with ``numpy.savez`` (meta as a JSON string; no pickle)."""
         arrays, meta = self.to_state(include_data)
-        np.savez(file, __meta__=np.array(json.dumps(meta)), **arrays)
+        # (numpy's stub: the arrays given by keyword could name its allow_pickle, a bool)
+        np.savez(file, __meta__=np.array(json.dumps(meta)), **arrays)  # type: ignore[arg-type]
 
     @staticmethod
     def load(file, X: np.ndarray | None = None) -> OnlineSolver:

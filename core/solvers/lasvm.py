@@ -194,6 +194,12 @@ class LASVM(ClassWeights, OnlineSolver):
     exact_unlearn: ClassVar[bool] = False
     has_bias: ClassVar[bool] = True
     check_block_bytes: ClassVar[int] = 128 * 2**20  # at most this much of cache_bytes for the final check's block
+    # the members' arrays (made by ``_allocate``; named here for the type checker): M floats, MI integers, R the
+    # row cache and SL its slots (None only while ``_allocate`` / ``_resize_rows`` replace them)
+    _M: np.ndarray
+    _MI: np.ndarray
+    _R: np.ndarray | None
+    _SL: np.ndarray | None
 
     def __init__(self, X: np.ndarray | None = None, *, curvature_floor: float = 1e-12,
                  shrinking: bool = True, final_check: bool = True, class_weight: None | str | dict = None,
@@ -229,6 +235,7 @@ class LASVM(ClassWeights, OnlineSolver):
         M = np.zeros((nb.N_FLOAT, cap + _PAD))
         MI = np.full((nb.N_INT, cap + _PAD), -1, dtype=np.int64)
         if n:
+            assert old is not None  # (members: the arrays were made before)
             M[:, :n] = old[:, :n]
             MI[:, :n] = self._MI[:, :n]
         # (the compiled steps can keep the members' feature vectors; they are not kept: every
@@ -255,6 +262,7 @@ class LASVM(ClassWeights, OnlineSolver):
         self._MI[nb.SLOT, :] = -1
         kept = 0
         if old_SL is not None and n:
+            assert old_R is not None  # (kept or dropped with old_SL)
             owned = np.flatnonzero(old_SL[nb.OWNER] >= 0)
             keep = owned[np.argsort(-old_SL[nb.STAMP, owned], kind="stable")[:n_slots]]
             kept = len(keep)
@@ -376,6 +384,7 @@ class LASVM(ClassWeights, OnlineSolver):
     # kernel values (all through the kernel layer)
     # ------------------------------------------------------------------
     def _count_evals(self, k: int) -> None:
+        assert self.cache is not None  # (kernel values: data came, and the kernel cache with them)
         self.cache.n_evals += int(k)
 
     def _rows_against_S(self, ks: np.ndarray, n: int) -> np.ndarray:
@@ -383,11 +392,13 @@ class LASVM(ClassWeights, OnlineSolver):
         if n == 0 or len(ks) == 0:
             return np.empty((len(ks), n))
         self._count_evals(len(ks) * n)
+        assert self.cache is not None  # (members: data came, and the kernel cache with them)
         return self.cache.compute(ks, self._MI[nb.STORE, :n])
 
     def _diag(self, ks: np.ndarray) -> np.ndarray:
         """K(x_k, x_k), counted."""
         self._count_evals(len(ks))
+        assert self.cache is not None  # (examples: data came, and the kernel cache with them)
         return self.cache.self_values(ks)
 
     def _cache_row(self, p: int) -> None:
@@ -395,6 +406,7 @@ class LASVM(ClassWeights, OnlineSolver):
         n = self._n
         self._count_evals(n)
         S = self._MI[nb.STORE, :n]
+        assert self.cache is not None  # (members: data came, and the kernel cache with them)
         row = self.cache.compute(S[p:p + 1], S)[0]
         nb.put_row(self._M, self._MI, self._R, self._SL, self._st, p, row)
 
@@ -404,6 +416,7 @@ class LASVM(ClassWeights, OnlineSolver):
             self._cache_row(p)
         slot = int(self._MI[nb.SLOT, p])
         nb.touch(self._SL, self._st, slot)
+        assert self._R is not None  # (made by _allocate)
         return self._R[slot]
 
     def _run(self, op: int, items: np.ndarray = _EMPTY_I, labels: np.ndarray = _EMPTY_F,
@@ -438,6 +451,7 @@ class LASVM(ClassWeights, OnlineSolver):
         else:
             left = nb.gradients_from_rows(M, self._MI, self._R, np.arange(a, n), sv)
             if len(left):
+                assert self.cache is not None  # (support vectors: data came, and the kernel cache with them)
                 S = self._MI[nb.STORE]
                 coef = M[nb.ALPHA, sv]
                 chunk = max(1, _BLOCK_ENTRIES // len(sv))
@@ -464,6 +478,7 @@ class LASVM(ClassWeights, OnlineSolver):
         later = items[t + 1:]
         if len(later):
             self._count_evals(len(later))
+            assert self.cache is not None  # (examples: data came, and the kernel cache with them)
             block[t + 1:, block.shape[1] - len(items) + t] = self.cache.compute(later, k)[:, 0]
 
     def _extremes(self) -> tuple[int, int]:
@@ -533,6 +548,7 @@ class LASVM(ClassWeights, OnlineSolver):
         k_diag[:] = self._diag(ks)
         if m > 1:  # K(x_k, x_k') between the block's examples (for those that entered S before k)
             self._count_evals(m * m)
+            assert self.cache is not None  # (examples: data came, and the kernel cache with them)
             block[:, n0:] = self.cache.compute(ks, ks)
 
     @single_threaded_blas
@@ -548,6 +564,7 @@ class LASVM(ClassWeights, OnlineSolver):
         # (StepTimer's bookkeeping inline: this is the online hot path)
         t0 = time.perf_counter()
         cache = self.cache
+        assert cache is not None  # (a learnable example: data came, and the kernel cache with them)
         evals0 = cache.n_evals
         self.y[i] = y
         self.learned_order.append(i)
@@ -842,6 +859,7 @@ class LASVM(ClassWeights, OnlineSolver):
             part = ks[start:start + m]
             K = np.empty((m, n0 + m))
             K[:, :n0] = check.kernel(part, self._S[:n0])
+            assert self.cache is not None  # (learned examples: data came, and the kernel cache with them)
             K[:, n0:] = self.cache.compute(part, part)
             self._count_evals(m * m)
             nb.insert_all(self._M, self._MI, self._XS, self._pos, self._R, self._SL, self._st, self._fs,
@@ -873,11 +891,13 @@ class LASVM(ClassWeights, OnlineSolver):
     @property
     def cached_rows_(self) -> int:
         """Kernel rows of members held in the row cache now."""
+        assert self._SL is not None  # (made by _allocate)
         return int(np.sum(self._SL[nb.OWNER] >= 0))
 
     @property
     def row_cache_bytes_(self) -> int:
         """Bytes the row cache has reserved (at most max(cache_bytes, 2 rows))."""
+        assert self._R is not None  # (made by _allocate)
         return int(self._R.nbytes)
 
     def coefficients(self) -> tuple[np.ndarray, np.ndarray, float]:
@@ -898,6 +918,7 @@ class LASVM(ClassWeights, OnlineSolver):
         a = self._alpha[:n]
         nz = a != 0.0
         sv, coef = self._S[:n][nz], a[nz]
+        assert self.cache is not None, "no data yet"  # (the kernel cache is made with the first data)
         if X is not None:
             return self.cache.decision_against(X, sv, coef, self._b)
         idx = np.arange(len(self.store)) if idx is None else np.asarray(idx, dtype=np.intp).reshape(-1)
@@ -991,6 +1012,7 @@ class _FinalCheck:
         self.full_gap = 0.0
         self.g_up_outside, self.g_down_outside = -np.inf, np.inf  # extremes of g outside S (last round)
         self.n_skipped = 0  # outside examples the last round proved harmless without evaluating them
+        assert solver.kernel is not None and solver.cache is not None  # (learned examples: data came)
         if solver.kernel.name == "rbf":
             self.root_diag = None  # K_kk = 1
         else:
@@ -1088,6 +1110,7 @@ class _FinalCheck:
             return out
         keep = None
         if self.block is None:
+            assert s._R is not None  # (made by _allocate)
             budget = min(s.check_block_bytes, s.cache_bytes - s._R.nbytes)
             if 8 * len(rows) * len(cols) <= budget:
                 keep = np.empty((len(rows), len(cols)))
@@ -1108,6 +1131,7 @@ class _FinalCheck:
 
     def _scores_with_block(self, rows: np.ndarray, cols: np.ndarray, coef: np.ndarray, out: np.ndarray) -> None:
         """``scores`` when a block is kept: its values are read in place, the others computed."""
+        assert self.row_at is not None and self.col_at is not None  # (kept with the block)
         rpos, cpos = self.row_at[rows], self.col_at[cols]
         missing = np.flatnonzero(cpos < 0)
         extra_col = np.full(len(cols), -1, dtype=np.int64)
@@ -1137,6 +1161,7 @@ class _FinalCheck:
             return out
         cols = s._MI[nb.STORE][cp]
         chunk = max(1, _CHECK_CHUNK_ENTRIES // len(cp))
+        assert s.cache is not None  # (members: data came, and the kernel cache with them)
         for a in range(0, len(r), chunk):
             out[a:a + chunk] = s.cache.compute(r[a:a + chunk], cols)
         s._count_evals(len(r) * len(cp))
@@ -1152,6 +1177,7 @@ class _FinalCheck:
         compute = self._compute
         if self.block is None:
             return compute(rows, col_pos)
+        assert self.row_at is not None and self.col_at is not None  # (kept with the block)
         rpos, cpos = self.row_at[rows], self.col_at[cols]
         hr, hc = rpos >= 0, cpos >= 0
         K = np.empty((len(rows), len(cols)))

@@ -191,8 +191,8 @@ class OnlineSVMR(RatioClassWeights, OnlineSolver):
         self._class_bounds = (0.0, 0.0)     # (C w_+, C w_-) that the bounds of the learned examples hold
         self._updates_since_sync = 0
         self.n_removed_ = 0                 # examples dropped by the removal step so far
-        self._gram = None                   # K over _gram_idx (V in learning order), squared hinge only
-        self._gram_idx = None
+        self._gram: np.ndarray | None = None  # K over _gram_idx (V in learning order), squared hinge only
+        self._gram_idx: np.ndarray | None = None  # (set with _gram)
         self._stalled = ""                  # why SMO stopped short of tol in this step (floating point), if it did
         super().__init__(X, **params)
 
@@ -209,6 +209,7 @@ class OnlineSVMR(RatioClassWeights, OnlineSolver):
         sums_new = np.zeros((2, n_new))
         sv = np.flatnonzero(self.alpha[:n_old] > 0)
         if len(sv):
+            assert self.cache is not None  # (support vectors: data came, and the kernel cache with them)
             block = self.cache.block(np.arange(n_old, n_old + n_new), sv)
             f_new = block @ (self.alpha[sv] * self.y[sv])
             bounded = self.at_bound[sv]
@@ -276,6 +277,7 @@ class OnlineSVMR(RatioClassWeights, OnlineSolver):
         if delta == 0.0:
             return
         self.alpha[i] = new
+        assert self.cache is not None  # (a learned example: data came, and the kernel cache with them)
         row = self.cache.row(i)
         self.f += (delta * self.y[i]) * row
         self._updates_since_sync += 1
@@ -319,6 +321,7 @@ class OnlineSVMR(RatioClassWeights, OnlineSolver):
         CV = self.upper[V]
         u = (aV < CV).astype(np.float64)
         dn = -(aV > 0).astype(np.float64)
+        assert self.cache is not None  # (learned examples: data came, and the kernel cache with them)
         diag = self.cache.diag(V)
         rV = self.ridge[V] if self._squared else None
         if rV is not None:
@@ -431,16 +434,17 @@ class OnlineSVMR(RatioClassWeights, OnlineSolver):
         again without counting the evaluations (the solver's own count is unchanged)."""
         G, kept = self._gram, self._gram_idx
         m = len(members)
-        if G is not None and len(kept) == m and np.array_equal(kept, members):
+        if G is not None and kept is not None and len(kept) == m and np.array_equal(kept, members):
             return G
-        if G is not None and len(kept) + 1 == m and np.array_equal(kept, members[:-1]):
+        if G is not None and kept is not None and len(kept) + 1 == m and np.array_equal(kept, members[:-1]):
+            assert self.cache is not None  # (members are learned: data came, and the kernel cache with them)
             row = self.cache.row(int(members[-1]))[members]
             grown = np.empty((m, m))
             grown[:-1, :-1] = G
             grown[-1] = row
             grown[:, -1] = row
             G = grown
-        elif G is not None and len(kept) > m and np.all(np.isin(members, kept)):
+        elif G is not None and kept is not None and len(kept) > m and np.all(np.isin(members, kept)):
             sorter = np.argsort(kept, kind="stable")
             at = sorter[np.searchsorted(kept, members, sorter=sorter)]  # where each member sits in kept
             G = np.ascontiguousarray(G[np.ix_(at, at)])
@@ -451,7 +455,8 @@ class OnlineSVMR(RatioClassWeights, OnlineSolver):
 
     def _move_f(self, idx: np.ndarray, dc: np.ndarray) -> None:
         """f += sum_k dc_k K(x_idx_k, .) over the store (dc: changes of the signed weights a y)."""
-        k = self.kernel
+        k, cache = self.kernel, self.cache
+        assert k is not None and cache is not None  # (weights that change: data came, and the kernel with them)
         if self.store.is_sparse and (k.name == "linear" or (k.name == "poly" and k.degree == 1)):
             X = self.store.X
             w = np.asarray(X[idx].T @ dc, dtype=np.float64).ravel()
@@ -461,7 +466,7 @@ class OnlineSVMR(RatioClassWeights, OnlineSolver):
                 self.f += k.gamma * (X @ w) + k.coef0 * float(dc.sum())
             return
         for i, c in zip(idx.tolist(), dc.tolist(), strict=True):
-            self.f += c * self.cache.row(i)
+            self.f += c * cache.row(i)
 
     def __getstate__(self) -> dict[str, Any]:
         """A copy (the loop's undo copies) leaves out the kept Gram matrix: it is computed again when needed."""
@@ -498,7 +503,9 @@ class OnlineSVMR(RatioClassWeights, OnlineSolver):
         Returns "full" (t = 1), "blocked" (t < 1, a variable reached a bound) or
         "skipped" (nothing changed: the step would not help).
         """
-        rows = [self.cache.row(int(j)) for j in F]
+        cache = self.cache
+        assert cache is not None  # (free variables are learned examples: data came, and the kernel cache with them)
+        rows = [cache.row(int(j)) for j in F]
         K = np.array([r[F] for r in rows])
         yF = self.y[F]
         r = yF - self.f[F]
@@ -606,7 +613,9 @@ class OnlineSVMR(RatioClassWeights, OnlineSolver):
 
     def _resync(self) -> None:
         """Recompute every maintained f and the sums u_c from the current weights (bounds rounding drift)."""
-        self.f, self.bound_sums = self._recomputed_sums(with_f=True)
+        f, self.bound_sums = self._recomputed_sums(with_f=True)
+        assert f is not None  # (asked for)
+        self.f = f
         self._updates_since_sync = 0
 
     def _recomputed_sums(self, with_f: bool) -> tuple[np.ndarray | None, np.ndarray]:
@@ -617,6 +626,7 @@ class OnlineSVMR(RatioClassWeights, OnlineSolver):
         sv = np.flatnonzero(self.alpha > 0 if with_f else self.at_bound)
         for start in range(0, len(sv), 256):
             chunk = sv[start:start + 256]
+            assert self.cache is not None  # (support vectors: data came, and the kernel cache with them)
             rows = self.cache.rows(chunk)
             if with_f:
                 f += (self.alpha[chunk] * self.y[chunk]) @ rows

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from core.loop import ActiveLearningLoop
 
@@ -50,6 +51,7 @@ def test_spread_cold_start_says_why_it_chose_an_item():
     assert "times the average over the 430 unlabelled items" in picks[2][1]
 
 
+@pytest.mark.processes  # python -m core (or python -c) in a subprocess
 def test_compare_takes_the_cold_start(tmp_path):
     from tests.core.test_cli import run_cli
 

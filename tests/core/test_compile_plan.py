@@ -236,6 +236,7 @@ print(json.dumps({"bits": out.tobytes().hex(), "compiled": bool(compiled)}))
 
 
 @pytest.mark.slow
+@pytest.mark.processes  # python -c in a subprocess
 def test_a_routine_compiled_by_the_plan_s_workers_gives_the_bits_of_one_compiled_on_first_use(tmp_path):
     def python(code: str, cache: Path) -> str:
         env = dict(os.environ, NUMBA_CACHE_DIR=str(cache))

@@ -419,6 +419,7 @@ def test_sklearn_check_estimator(estimator, check):
     check(estimator)
 
 
+@pytest.mark.processes  # python -m core (or python -c) in a subprocess
 def test_check_estimator_reports_no_failure_for_any_solver():
     """check_estimator in a fresh process with SCIPY_ARRAY_API=1, so that no check is skipped."""
     script = textwrap.dedent("""

@@ -34,6 +34,7 @@ def _compare(path, *extra):
                    "--strategies", "largest-positive,near-boundary", "--budget", "20", "--seeds", "3", *extra)
 
 
+@pytest.mark.processes  # python -m core (or python -c) in a subprocess
 def test_compare_prior_records_the_same_priors_for_every_strategy_of_a_seed(rare_csv, tmp_path):
     path, _, y = rare_csv
     out = tmp_path / "rows.csv"
@@ -76,6 +77,7 @@ def test_recall_counts_priors_as_asreview_does():
     assert "as ASReview counts them" in res.summary_text()
 
 
+@pytest.mark.processes  # python -m core (or python -c) in a subprocess
 def test_prior_keys_learned_first_and_bad_keys_named(rare_csv, tmp_path):
     path, _, y = rare_csv
     keys = tmp_path / "known.txt"

@@ -270,6 +270,7 @@ def simulate_screening(seed: int, *, pool: int = 600, positives: int = 60, hidde
     return sum(v > 0 for v in labels) / positives, len(labels)
 
 
+@pytest.mark.slow  # 160 simulated screenings (several seconds)
 def test_statistical_rule_reaches_the_target_in_95_percent_of_seeds():
     results = [simulate_screening(seed) for seed in range(100)]
     recall = np.array([r for r, _ in results])

@@ -3,6 +3,7 @@ benchmark changes the import path itself (the editable install and pytest's ``py
 
 from __future__ import annotations
 
+import ast
 import re
 import tomllib
 from pathlib import Path
@@ -106,3 +107,85 @@ def test_a_postgresql_case_of_an_engine_fixture_is_in_the_postgresql_lane():
 
     marked = {param.values[0]: [mark.name for mark in param.marks] for param in ENGINE_PARAMS}
     assert marked == {"sqlite": [], "postgresql": ["postgresql"]}
+
+
+def _starts_processes(tree: ast.Module, path: Path, seen: dict[Path, set[str]]) -> set[str]:
+    """Names of the module-level functions of ``tree`` that start a Python process (name ``sys.executable`` or
+    make a ``multiprocessing`` process), themselves or through a module-level function of this module or of a
+    test module they import."""
+    if path in seen:
+        return seen[path]
+    seen[path] = set()
+    found, calls, modules = set(), {}, set()  # calls: the names each function uses
+    for top in tree.body:
+        inside = list(ast.walk(top))
+        modules |= {node.module for node in inside if isinstance(node, ast.ImportFrom) and node.module
+                    and node.module.startswith("tests.")}
+        if not isinstance(top, ast.FunctionDef):
+            continue
+        calls[top.name] = {node.id for node in inside if isinstance(node, ast.Name)}
+        if any(isinstance(node, ast.Attribute) and node.attr in ("executable", "Process", "get_context")
+               for node in inside):
+            found.add(top.name)
+    starters: set[str] = set()
+    for module in sorted(modules):
+        source = ROOT / (module.replace(".", "/") + ".py")
+        if source.exists():
+            starters |= _starts_processes(ast.parse(source.read_text(encoding="utf-8")), source, seen)
+    while more := {name for name, used in calls.items() if name not in found and used & (found | starters)}:
+        found |= more
+    seen[path] = found | starters
+    return seen[path]
+
+
+def _marks(decorators: list[ast.expr]) -> set[str]:
+    """The ``pytest.mark.NAME`` names in decorators or a ``pytestmark`` value."""
+    return {node.attr for expr in decorators for node in ast.walk(expr)
+            if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Attribute) and node.value.attr == "mark"}
+
+
+#: the lanes whose tests start other Python processes (a Dask cluster's workers, AppTest's concurrent sessions)
+PROCESS_LANES = {"processes", "dask", "app"}
+
+
+def test_a_test_that_starts_a_python_process_is_in_the_processes_lane():
+    """The fast lane leaves out the tests that start other Python processes: each is marked ``processes``
+    (or is in another lane that starts them)."""
+    unmarked, seen = [], {}
+    for path in sorted((ROOT / "tests").rglob("test_*.py")):
+        if path.parent.name == "browser":  # (the browser lane starts a server for every test)
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        starters = _starts_processes(tree, path, seen)
+        module_marks = _marks([node.value for node in tree.body if isinstance(node, ast.Assign)
+                               and any(isinstance(t, ast.Name) and t.id == "pytestmark" for t in node.targets)])
+        for node in tree.body:
+            if isinstance(node, ast.FunctionDef) and node.name.startswith("test_") and node.name in starters:
+                if not PROCESS_LANES & (module_marks | _marks(node.decorator_list)):
+                    unmarked.append(f"{path.relative_to(ROOT)}::{node.name}")
+    assert unmarked == []
+
+
+def test_starts_processes_follows_helpers_and_imports():
+    tree = ast.parse("import sys, subprocess\n"
+                     "def helper():\n    return subprocess.run([sys.executable, '-c', 'pass'])\n"
+                     "def via():\n    return helper()\n"
+                     "def test_a():\n    via()\n"
+                     "def test_b():\n    from tests.core.test_cli import run_cli\n    run_cli('fit')\n"
+                     "def test_c():\n    assert 1 + 1 == 2\n")
+    found = _starts_processes(tree, ROOT / "tests" / "made_up.py", {})
+    assert {"helper", "via", "test_a", "test_b"} <= found and "test_c" not in found
+    assert _marks(ast.parse("@pytest.mark.processes\n@pytest.mark.parametrize('a', [1])\ndef f(a): pass\n")
+                  .body[0].decorator_list) == {"processes", "parametrize"}
+
+
+def test_the_fast_lane_runs_on_workers_that_the_dev_lock_installs():
+    """`make test-fast` runs pytest -n (pytest-xdist), so the lock file of the tests pins pytest-xdist."""
+    makefile = (ROOT / "Makefile").read_text(encoding="utf-8")
+    recipe = re.search(r"^test-fast:.*\n\t(.+)$", makefile, re.MULTILINE)
+    assert recipe, "the Makefile has no test-fast recipe"
+    assert re.search(r"\s-n\s+\$\(FAST_WORKERS\) --dist loadfile\s", recipe.group(1)), recipe.group(1)
+    assert re.search(r"^FAST_WORKERS \?= 2$", makefile, re.MULTILINE)
+    assert {"pytest-xdist", "execnet"} <= set(pins(ROOT / "requirements-dev.txt"))
+    test_recipe = re.search(r"^test:.*\n\t(.+)$", makefile, re.MULTILINE)
+    assert test_recipe and " -n " not in test_recipe.group(1)  # `make test` stays one process

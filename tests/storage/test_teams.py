@@ -309,6 +309,7 @@ def test_a_name_without_an_account_answers_as_a_name_with_one(svc, hasher, froze
                                         1)
 
 
+@pytest.mark.slow  # many sign-ins, each checking a password hash (several seconds)
 def test_nobody_can_keep_an_owner_locked_out_from_elsewhere(svc, frozen_clock):
     """Failures lock the name for the client they came from, and a client that tries many names is locked
     itself; the owner signing in from their own place is never stopped by either."""
