@@ -19,7 +19,7 @@ datasets = svc.datasets()
 st.subheader("Datasets in the database")
 st.dataframe(
     pd.DataFrame([{
-        "id": d.id, "name": visible(d.name), "items": d.n_items, "features": d.n_features,
+        "id": d.id, "name": visible(d.name), "items": f"{d.n_items:,}", "features": f"{d.n_features:,}",
         "true labels": "yes" if d.has_true_labels else "no",
         "shown as": d.display_kind + (f" {d.image_shape[0]}×{d.image_shape[1]}" if d.image_shape else ""),
         "scaling": d.meta.get("scaling", "none"), "kernel": d.meta.get("default_kernel", "rbf"),

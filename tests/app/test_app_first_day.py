@@ -267,3 +267,88 @@ def test_the_live_roc_title_takes_two_short_lines(db_url):
     run = labelled(MarginLab.from_url(db_url), n=12)
     title = charts.roc_figure(run.roc(), has_evaluation=False)["layout"]["title"]["text"]
     assert len(title.split("<br>")) <= 2, title
+
+
+# --------------------------------------------------------------------------- the trial's second look
+
+
+def test_the_estimate_of_a_most_likely_first_session_names_its_heuristic_in_words(db_url):
+    run = labelled(MarginLab.from_url(db_url), strategy="largest-positive", n=12)
+    at = at_address(run.session_id)
+    text = shown_text(at)
+    assert any("Method:" in t and heuristic_words("largest-positive") in t for t in text), text
+    assert not sorted({name for name in code_names() for t in text if name in t})
+    # the heuristic's own reason, in its code's terms, is a tooltip marked as the engineers'
+    (why,) = [c for c in at.caption if as_shown(c.value).startswith("Chosen by")]
+    assert why.help.startswith("Details for engineers: largest-positive"), why.help
+
+
+def test_a_model_update_of_over_a_second_is_said_in_seconds():
+    from types import SimpleNamespace
+
+    from app.ui.item import model_timings
+
+    run = SimpleNamespace(last_update_ms=4111.9, info=SimpleNamespace(solver="lasvm"))
+    shown = SimpleNamespace(query_ms=12.34)
+    assert as_shown(model_timings(run, shown)) == f"Model update 4.1 s · next query 12.3 ms · {solver_words('lasvm')}"
+    run.last_update_ms = 999.94
+    assert as_shown(model_timings(run, None)).startswith("Model update 999.9 ms")
+
+
+def test_an_item_drawn_before_there_is_a_model_says_so_instead_of_a_score(db_url):
+    run, at = opened(db_url, 1)
+    assert run.shown.strategy.endswith("(cold start)")
+    (why,) = [as_shown(c.value) for c in at.caption if as_shown(c.value).startswith("Chosen by")]
+    assert why.endswith("no model yet") and "score" not in why, why
+
+
+def test_the_stopping_panel_separates_thousands(db_url):
+    run, at = opened(db_url, TRIAL_LABELS)
+    check = run.stopping_status().check
+    assert check.planned >= 1000  # (the trial's: at least 1,682 random draws)
+    (rules_said,) = [as_shown(c.value) for c in at.caption if "random items to test" in c.value]
+    assert f"at least {check.planned:,} random items" in rules_said, rules_said
+    assert not re.search(r"\d{4}", rules_said.replace(str(run.n_labels), "")), rules_said
+
+
+def test_the_stopping_settings_are_in_percent_and_their_choices_fit_the_box(db_url):
+    run, at = opened(db_url, 4)
+    target, confidence = at.number_input(key="stopping_target"), at.number_input(key="stopping_confidence")
+    assert (target.value, confidence.value) == (95.0, 95.0) and target.format == "%g"
+    assert "%" in target.label and "%" in confidence.label
+    options = at.selectbox(key="stopping_rule").options
+    assert all(len(o) <= 40 for o in options), options  # (the trial's was cut: "…target recall is reachec")
+    target.set_value(90.0)
+    at.button(key="FormSubmitter:stopping_settings-Apply").click().run()
+    assert not at.exception, at.exception
+    assert MarginLab.from_url(db_url).open_session(run.session_id).stopping_status().target_recall == pytest.approx(0.9)
+
+
+def test_a_removed_answer_has_no_place_in_history_rather_than_none(db_url):
+    run = labelled(MarginLab.from_url(db_url), n=6)
+    assert run.remove_label(run.answers[2].label_id).ok
+    at = at_address(run.session_id)
+    at.switch_page("views/history.py").run()
+    assert not at.exception, at.exception
+    (table,) = [df.value for df in at.dataframe if df.key == "history_table"] or [None]
+    if table is None:
+        (table,) = [df.value for df in at.dataframe if "changes" in df.value.columns][-1:]
+    assert "None" not in set(table["#"].astype(str)) and "–" in set(table["#"]), table["#"]
+
+
+def test_the_projects_page_keeps_the_solver_and_c_under_advanced(db_url):
+    MarginLab.from_url(db_url).ensure_demo_dataset()
+    at = test_app.start_app()
+    at.switch_page("views/projects.py").run()
+    assert not at.exception, at.exception
+    text = shown_text(at)
+    assert "Solver" not in text and "C" not in text and "Dataset" in text, text
+    assert at.selectbox(key="project_solver") and at.number_input(key="project_C")
+
+
+def test_the_data_table_separates_thousands(db_url):
+    MarginLab.from_url(db_url).ensure_demo_dataset()
+    at = test_app.start_app()
+    at.switch_page("views/data.py").run()
+    (table,) = [df.value for df in at.dataframe if "shown as" in df.value.columns]
+    assert list(table["items"]) == ["1,797"], table["items"]
