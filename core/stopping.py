@@ -879,7 +879,7 @@ def statistical_rule(check: RecallCheck) -> RuleState:
     goal = f"recall ≥ {_setting_pct(check.target_recall)} at {_setting_pct(check.confidence)} confidence"
     if check.phase == "passed":
         return RuleState(name, True,
-                         f"{name}: {goal} ({check.draws} random draws, {check.positives_drawn} positive; "
+                         f"{name}: {goal} ({check.draws:,} random draws, {check.positives_drawn:,} positive; "
                          f"p = {check.p_value if check.p_value is not None else 0:.4f} < {check.level:.4f}) "
                          "— you can stop", value=check.p_value, needed=0)
     if check.phase == "checking":
@@ -892,8 +892,9 @@ def statistical_rule(check: RecallCheck) -> RuleState:
     if check.phase == "failed":
         last = check.last
         return RuleState(name, False,
-                         f"{name}: the random draws found {last.positives if last else 0} positives in "
-                         f"{last.draws if last else 0}, which shows recall below {_setting_pct(check.target_recall)}; "
+                         f"{name}: the random draws found {last.positives if last else 0:,} positives in "
+                         f"{last.draws if last else 0:,}, which shows recall below "
+                         f"{_setting_pct(check.target_recall)}; "
                          "back to the heuristic, and start a new check when it stops finding positives",
                          needed=None)
     if check.phase == "heuristic" and check.urn == 0:  # nothing left unlabelled: recall is 1 exactly
@@ -906,7 +907,7 @@ def statistical_rule(check: RecallCheck) -> RuleState:
         half = math.ceil(KNEE_RUN_SHARE * check.gap_needed)
         shown = ("it does" if check.knee.stop else
                  f"slope ratio {check.knee.value:.1f}, needs {156 - min(check.found_before, 150)}"
-                 + (f" and {check.knee.needed} more labels" if check.knee.needed else ""))
+                 + (f" and {check.knee.needed:,} more labels" if check.knee.needed else ""))
         knee = f"after {half:,} once the gain curve shows its knee ({shown})"
     if check.suggest:
         when = "a recall check is suggested now"
@@ -1163,12 +1164,12 @@ class RecallEstimate:
                     f"{USEFUL_SPAN_SHARE:.0%} of the {self.unlabelled:,.0f} unlabelled items). Method: "
                     f"{self.method} — {self.description}.")
         level = _setting_pct(self.confidence)
-        interval = f"{self.remaining_low:.0f}–{self.remaining_high:.0f}"
+        interval = f"{self.remaining_low:,.0f}–{self.remaining_high:,.0f}"
         recall = f"{_pct(self.recall_low)}–{_pct(self.recall_high)}"
         if self.positives_drawn == 0:  # no point estimate worth the name: 0, with a wide interval
             head = f"Positives still unlabelled: {interval} ({level} interval); recall {recall}"
         else:
-            head = (f"About {self.remaining:.0f} positives still unlabelled ({level} interval {interval}); "
+            head = (f"About {self.remaining:,.0f} positives still unlabelled ({level} interval {interval}); "
                     f"recall {_pct(self.recall)} ({recall})")
         return f"{head}. Method: {self.method} — {self.description}."
 
@@ -1232,7 +1233,7 @@ def estimate_from_draws(run: CheckRun, *, found: int, unlabelled: int,
     remaining = max(0.0, point_k - since)
     low = float(max(0, k_low - since))
     high = float(min(max(0, k_high - since), unlabelled))
-    description = (f"{run.positives} positive{'s' if run.positives != 1 else ''} in {run.draws} items drawn at "
+    description = (f"{run.positives} positive{'s' if run.positives != 1 else ''} in {run.draws:,} items drawn at "
                    f"random from the {run.urn:,} unlabelled when the check started; exact hypergeometric interval")
     return _finish("random draws", description, found, remaining, low, high, confidence,
                    positives_drawn=run.positives, unlabelled=unlabelled)

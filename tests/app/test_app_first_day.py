@@ -94,8 +94,9 @@ def shown_text(at: AppTest) -> list[str]:
         kind = type(node).__name__
         if kind in ("Markdown", "Caption", "Info", "Success", "Warning", "Error", "Title", "Subheader"):
             out.append(as_shown(str(node.value)))
-        elif kind == "Dataframe":
+        elif kind == "Dataframe":  # (but a column named "…, for engineers": the code names, said to be)
             frame = node.value
+            frame = frame[[c for c in frame.columns if not str(c).endswith("for engineers")]]
             out += [str(c) for c in frame.columns] + [str(v) for v in frame.astype(str).to_numpy().ravel()]
         else:
             label = getattr(node, "label", None)
@@ -241,6 +242,15 @@ def test_compare_by_default_runs_every_heuristic_on_one_model_and_shows_no_sprea
     (more,) = [df.value for df in at.dataframe if "support vectors" in df.value.columns]
     assert {"seeds", "support vectors", "update ms p50 / p95"} <= set(more.columns)
     assert any(solver_words(DEFAULT_SOLVER[DEFAULT_STRATEGY]) in as_shown(c.value) for c in at.caption)
+    # the page in words: no code name outside Advanced or a column "for engineers"; "1 seed"; no spread of one
+    text = shown_text(at)
+    assert sorted({name for name in code_names() for t in text if name in t}) == [], text
+    picked = at.selectbox(key="comparison_picker")
+    said = picked.format_func(picked.value)
+    assert "× 1 seed ·" in said and heuristic_words(DEFAULT_STRATEGY) in said, said
+    assert not any(name in (at.multiselect(key="compare_strategies").help or "") for name in code_names())
+    titles = [c.proto.spec for c in at.get("plotly_chart")]
+    assert titles and not any("over seeds" in t for t in titles)
 
 
 # --------------------------------------------------------------------------- Export
@@ -252,6 +262,14 @@ def test_the_export_preview_is_rounded_and_the_file_keeps_every_digit(db_url):
     (preview,) = [df.value for df in at.dataframe if "decision_value" in df.value.columns]
     scores = [s for s in preview["decision_value"] if s]
     assert scores and all(len(re.sub(r"[^0-9]", "", s.split("e")[0]).lstrip("0")) <= 3 for s in scores), scores
+    # every number written out, to 3 significant digits, thousands separated (the trial's "4.11e+03": "4,110")
+    numbers = [s for column in ("decision_value", "update_ms", "query_ms") for s in preview[column] if s]
+    assert numbers and not any("e" in s for s in numbers), numbers
+    assert all(len(re.sub(r"[^0-9]", "", s).strip("0")) <= 3 for s in numbers), numbers
+    from app.ui.tables import export_preview
+    shown = export_preview(pd.DataFrame({"update_ms": [4111.9, 0.012345, 57.0], "decision_value": [-0.9087, 0, None]}))
+    assert list(shown["update_ms"]) == ["4,110", "0.0123", "57.0"]
+    assert list(shown["decision_value"]) == ["-0.909", "0", ""]
     assert all(re.fullmatch(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC", t) for t in preview["labelled_at"])
     import io
     exported = pd.read_csv(io.BytesIO(svc.export_labels("csv", session_id=run.session_id)), dtype=str,
@@ -352,3 +370,43 @@ def test_the_data_table_separates_thousands(db_url):
     at.switch_page("views/data.py").run()
     (table,) = [df.value for df in at.dataframe if "shown as" in df.value.columns]
     assert list(table["items"]) == ["1,797"], table["items"]
+
+
+def test_the_gain_chart_has_whole_number_ticks_and_no_curve_of_one_point():
+    from app import charts
+
+    def gain(n):
+        return pd.DataFrame({"n_labels": np.arange(1, n + 1), "found": np.minimum(np.arange(1, n + 1) // 3, 9),
+                             "drawn": np.zeros(n, dtype=bool)})
+
+    for n in (2, 4, 36, 400):
+        layout = charts.gain_figure(gain(n))["layout"]
+        for axis in ("xaxis", "yaxis"):
+            assert layout[axis]["tickformat"] == ",d" and isinstance(layout[axis]["dtick"], int), (n, layout[axis])
+            assert layout[axis]["dtick"] >= 1
+    assert charts.gain_figure(gain(400))["layout"]["xaxis"]["dtick"] == 100
+    one = charts.gain_figure(gain(1))
+    assert one["layout"]["annotations"][0]["text"] == "the curve starts at the second label"
+    assert not one["data"][0]["x"]
+
+
+def test_a_two_line_chart_title_has_room_above_its_first_line():
+    from app import charts
+
+    layout = charts.margin_figure(pd.DataFrame({"n_labels": [1, 2], "n_in_margin": [5, 4]}))["layout"]
+    assert "<br>" in layout["title"]["text"]  # ("Unlabelled items the model is unsure of": two lines)
+    title = layout["title"]
+    assert title["yref"] == "container" and title["y"] == 1.0 and title["yanchor"] == "top"
+    assert title["pad"]["t"] >= 10
+    lines = len(title["text"].split("<br>"))
+    assert layout["margin"]["t"] >= title["pad"]["t"] + lines * 18
+
+
+def test_my_labels_and_history_say_the_answers_in_the_same_words(db_url):
+    run, at = opened(db_url, 8, "my_labels")
+    names = run.class_names
+    assert names[1] != "positive"  # (the demo's classes have names: "8" and "rest")
+    (mine,) = [df.value for df in at.dataframe if df.key == "my_labels"] or [at.dataframe[0].value]
+    at.switch_page("views/history.py").run()
+    (history,) = [df.value for df in at.dataframe if "changes" in df.value.columns][-1:]
+    assert set(mine["answer"]) <= {names[1], names[-1], names[0]} and set(mine["answer"]) == set(history["answer"])
