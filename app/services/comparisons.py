@@ -210,7 +210,7 @@ class Comparisons:
             "stopped": [f"{s}/{n}" for s, n in zip(frame["stopped"], frame["n_seeds"], strict=True)],
             "labels at stop": frame["labels_at_stop"], "recall at stop": frame["recall_at_stop"],
             "lowest recall at stop": frame["min_recall_at_stop"],
-            f"recall ≥ {target:g}": [f"{r}/{n}" for r, n in zip(frame["reached_target"], frame["n_seeds"],
+            f"recall ≥ {100 * target:g}%": [f"{r}/{n}" for r, n in zip(frame["reached_target"], frame["n_seeds"],
                                                                   strict=True)],
             "work saved": frame["work_saved"],
             "rule, for engineers": frame["rule"]})  # (the code name, as the command line takes it)

@@ -41,7 +41,7 @@ else:
     if not labelled:
         st.info("No dataset with true labels yet: add one on the Data page.")
         st.stop()
-    names = {d.id: visible(f"{d.name} ({d.n_items} items)") for d in labelled}
+    names = {d.id: visible(f"{d.name} ({d.n_items:,} items)") for d in labelled}
 
     # Plain widgets, not a form: Enter in a field only takes the value; only the button starts a run.
     with st.container(border=True, key="compare_settings"):

@@ -36,7 +36,7 @@ labelled = [d for d in datasets if d.has_true_labels]
 if labelled:
     with st.expander("Evaluation share of a dataset"):
         chosen = st.selectbox("Dataset", [d.id for d in labelled], key="eval_dataset",
-                              format_func={d.id: visible(f"{d.name} ({d.n_items} items)") for d in labelled}.get)
+                              format_func={d.id: visible(f"{d.name} ({d.n_items:,} items)") for d in labelled}.get)
         current = next(d for d in labelled if d.id == chosen).meta.get("eval_fraction", EVAL_FRACTION)
         share = st.number_input("Held out for evaluation (share of the items; 0: every item is in the pool)",
                                 min_value=0.0, max_value=0.9, value=float(current), step=0.05, format="%.2f",

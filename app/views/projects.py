@@ -28,7 +28,7 @@ with st.expander("New project", icon=":material/add:", expanded=not svc.projects
                          placeholder="empty: the dataset's positive class", help=FIND_HELP)
     left, right = st.columns(2)
     dataset_id = left.selectbox("Dataset", [d.id for d in datasets], key="project_dataset",
-                                format_func={d.id: visible(f"{d.name} ({d.n_items} items)") for d in datasets}.get)
+                                format_func={d.id: visible(f"{d.name} ({d.n_items:,} items)") for d in datasets}.get)
     strategy = right.selectbox("Heuristic", list(LABEL_STRATEGIES), key="project_strategy",
                                format_func=heuristic_words)
     per_item = left.number_input("Answers per item on the overlap share", min_value=1, max_value=10, value=2,

@@ -370,6 +370,10 @@ def test_the_data_table_separates_thousands(db_url):
     at.switch_page("views/data.py").run()
     (table,) = [df.value for df in at.dataframe if "shown as" in df.value.columns]
     assert list(table["items"]) == ["1,797"], table["items"]
+    # and wherever a dataset is picked, with its number of items
+    at.switch_page("views/compare.py").run()
+    picker = at.selectbox(key="compare_dataset")
+    assert picker.format_func(picker.value).endswith("(1,797 items)")
 
 
 def test_the_gain_chart_has_whole_number_ticks_and_no_curve_of_one_point():
@@ -410,3 +414,13 @@ def test_my_labels_and_history_say_the_answers_in_the_same_words(db_url):
     at.switch_page("views/history.py").run()
     (history,) = [df.value for df in at.dataframe if "changes" in df.value.columns][-1:]
     assert set(mine["answer"]) <= {names[1], names[-1], names[0]} and set(mine["answer"]) == set(history["answer"])
+
+
+def test_the_comparison_summary_counts_support_vectors_in_whole_numbers():
+    from app.ui.tables import summary_table
+
+    table = summary_table(pd.DataFrame([{"strategy": "near-boundary", "solver": "lasvm", "n_seeds": 1,
+                                         "alc_mean": 0.5, "alc_std": 0.0, "final_n_sv": 57.0}]))
+    assert table.iloc[0]["support vectors"] == "57"
+    assert table.iloc[0]["heuristic"] == heuristic_words("near-boundary")
+    assert table.iloc[0]["heuristic, for engineers"] == "near-boundary"

@@ -267,6 +267,7 @@ def test_compare_page_shows_the_rules_and_recall_curves(db_url):
     stops = svc.stop_summary_frame(comparison)
     assert list(stops["rule"])[:5] == [rules.rule_words(r) for r in RULE_CHOICES]  # in words; the code names beside
     assert list(stops["rule, for engineers"])[:5] == list(RULE_CHOICES)
+    assert "recall ≥ 95%" in stops.columns  # (the target as the panel says it, not "0.95")
     assert set(stops["heuristic"]) == {rules.strategy_words("largest-positive"), rules.strategy_words("random")}
     raw = comparison.summary["stops"]
     assert len(raw) == 2 * 2 * 5 and {"n_labels_at_stop", "recall_at_stop", "positives_total"} <= set(raw[0])
