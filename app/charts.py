@@ -15,6 +15,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from app.services.vocabulary import heuristic_words, solver_words
+
 Figure = dict[str, Any]
 
 PALETTE = ("#2b6cb0", "#c05621", "#2f855a", "#6b46c1", "#b7791f", "#c53030", "#319795", "#718096")
@@ -28,6 +30,8 @@ ABOVE_LEGEND = {"orientation": "h", "x": 0, "y": 1.02, "xanchor": "left", "yanch
                 "font": {"size": 10}, "itemwidth": 30}
 
 
+#: pixels between the figure's top edge and the first line of a title
+TITLE_PAD = 12
 #: characters per title line on the small live charts (four share half the page width)
 LIVE_TITLE_CHARS = 30
 
@@ -56,8 +60,11 @@ def _layout(title: str, *, height: int = 260, xtitle: str | None = None, ytitle:
     # Room for three title lines on every live chart, so the plots side by side stay aligned
     # whatever their titles' lengths.
     top = 40 if not wrap else 72
+    # the title hangs from the figure's top edge (container coordinates) with room above its first line,
+    # so a two-line title is never cut at the top
     layout: dict[str, Any] = {
-        "title": {"text": title, "font": {"size": 13}, "y": 1.0, "yanchor": "top", "pad": {"t": 8}},
+        "title": {"text": title, "font": {"size": 13}, "yref": "container", "y": 1.0, "yanchor": "top",
+                  "pad": {"t": TITLE_PAD}},
         "height": height + top - 40,
         "margin": {"l": 10, "r": 10, "t": top, "b": 10},
         "xaxis": {"title": {"text": xtitle or ""}, "gridcolor": GRID},
@@ -206,9 +213,16 @@ def _rgba(color: str, alpha: float) -> str:
 
 
 def _series_name(rows: pd.DataFrame) -> pd.Series:
+    """Each run's heuristic in words (and its model's, when a heuristic ran on several): a legend's names."""
+    words = rows["strategy"].astype(str).map(heuristic_words)
     if "solver" in rows and rows.groupby("strategy")["solver"].nunique().max() > 1:
-        return rows["strategy"].astype(str) + " / " + rows["solver"].astype(str)
-    return rows["strategy"].astype(str)
+        return words + " / " + rows["solver"].astype(str).map(solver_words)
+    return words
+
+
+#: metrics that are shares: their band stays within [0, 1] (every metric here is a count or a share: >= 0)
+SHARE_METRICS = ("auc", "accuracy", "recall")
+SPREAD = " (mean ± std over seeds)"
 
 
 def curve_bands(rows: pd.DataFrame, metric: str) -> pd.DataFrame:
@@ -221,8 +235,12 @@ def curve_bands(rows: pd.DataFrame, metric: str) -> pd.DataFrame:
 
 def learning_curve_figure(rows: pd.DataFrame, metric: str = "auc", *, title: str | None = None,
                           overlay: pd.DataFrame | None = None, overlay_metric: str | None = None) -> Figure:
-    """Mean ± std bands over seeds for each heuristic; stored sessions overlaid as dashed lines."""
-    title = title or f"{metric} vs labels (mean ± std over seeds)"
+    """Mean ± std bands over seeds for each heuristic; stored sessions overlaid as dashed lines.  The title
+    says "mean ± std over seeds" only when there are several seeds; a band stays within what the metric can
+    be (a share within [0, 1], a count at 0 or more)."""
+    several = rows is not None and "seed" in rows and rows["seed"].nunique() > 1
+    title = (title or f"{METRIC_NAMES.get(metric, metric)} vs labels") + (SPREAD if several else "")
+    top = 1.0 if metric in SHARE_METRICS else np.inf
     if rows is None or len(rows) == 0 or metric not in rows:
         return _empty(title, "no results", height=380, wrap=None)
     data: list[dict[str, Any]] = []
@@ -233,7 +251,8 @@ def learning_curve_figure(rows: pd.DataFrame, metric: str = "auc", *, title: str
         mean = part["mean"].to_numpy(dtype=float)
         std = part["std"].to_numpy(dtype=float)
         data.append({"type": "scatter", "x": _values(np.concatenate([x, x[::-1]])),
-                     "y": _values(np.concatenate([mean + std, (mean - std)[::-1]])), "fill": "toself",
+                     "y": _values(np.clip(np.concatenate([mean + std, (mean - std)[::-1]]), 0.0, top)),
+                     "fill": "toself",
                      "fillcolor": _rgba(color, 0.15), "line": {"width": 0}, "hoverinfo": "skip",
                      "showlegend": False, "legendgroup": str(series)})
         data.append({"type": "scatter", "x": _values(x), "y": _values(mean), "mode": "lines",
@@ -283,14 +302,23 @@ def latency_figure(rows: pd.DataFrame) -> Figure:
 # --------------------------------------------------------------------------- stopping
 
 
+def _step(top: float, ticks: int = 5) -> int:
+    """A whole-number tick step that puts at most about ``ticks`` ticks up to ``top``: 1, 2, 5, 10, 20, 50, …"""
+    step = 1
+    while top / step > ticks:
+        step = step * 5 // 2 if str(step)[0] == "2" else step * 2
+    return step
+
+
 def gain_figure(gain: pd.DataFrame, estimate=None, target_recall: float | None = None,
                 height: int | None = None) -> Figure:
     """Positives found against labels (the gain curve), random draws of recall checks marked, and the
     estimated number of positives in the pool (with its interval) when there is an estimate (``height``:
     that of the plot; None: 330, and 260 while there is no label)."""
     title = "Positives found vs labels"
-    if gain is None or len(gain) == 0:
-        return _empty(title, "no label yet", height=height or 260)
+    if gain is None or len(gain) < 2:  # (one point is no curve)
+        return _empty(title, "no label yet" if gain is None or len(gain) == 0 else
+                      "the curve starts at the second label", height=height or 260)
     x, found = _values(gain["n_labels"]), _values(gain["found"])
     data: list[dict[str, Any]] = [{"type": "scatter", "x": x, "y": found, "mode": "lines", "name": "found",
                                    "line": {"color": PALETTE[0], "width": 2}}]
@@ -316,8 +344,10 @@ def gain_figure(gain: pd.DataFrame, estimate=None, target_recall: float | None =
                          "line": {"color": "#a0aec0", "dash": "dot", "width": 1}})
         top = max(top, high)
     # the axis fits what was found and the estimate's interval (and no more): 8% headroom, at least 1
-    yaxis = {"range": [0, max(1.0, 1.08 * top)], "autorange": False}
-    layout = _layout(title, height=height or 330, xtitle="labels", ytitle="positives", yaxis=yaxis,
+    # counts: whole-number ticks only (no 0.2 or 0.5 steps on a short curve)
+    yaxis = {"range": [0, max(1.0, 1.08 * top)], "autorange": False, "tickformat": ",d", "dtick": _step(top)}
+    xaxis = {"tickformat": ",d", "dtick": _step(float(max(x)))}
+    layout = _layout(title, height=height or 330, xtitle="labels", ytitle="positives", yaxis=yaxis, xaxis=xaxis,
                      legend={"orientation": "h", "x": 0, "y": -0.28, "xanchor": "left", "yanchor": "top",
                              "font": {"size": 10}}, wrap=None)
     layout["margin"]["b"] = 70

@@ -64,7 +64,7 @@ def show(result, chosen: int) -> None:
     st.caption(plain(said))
     st.warning(plain(caveat))
     rows = result.rows
-    st.plotly_chart(charts.learning_curve_figure(rows, "recall", title="Recall vs labels (mean ± std over seeds)"),
+    st.plotly_chart(charts.learning_curve_figure(rows, "recall", title="Recall vs labels"),
                     key="replay_recall")
     st.plotly_chart(charts.latency_figure(rows), key="replay_latency")
     st.subheader("Summary")

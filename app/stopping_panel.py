@@ -40,8 +40,14 @@ def _stop_check(svc, session_id: int) -> None:
 def _apply_settings(svc, session_id: int) -> None:
     state = st.session_state
     st.session_state.outcome = svc.open_session(session_id).set_stopping(
-        rule=state.stopping_rule, target_recall=state.stopping_target, confidence=state.stopping_confidence,
+        rule=state.stopping_rule, target_recall=state.stopping_target / 100,
+        confidence=state.stopping_confidence / 100,
         by=auth.identity())
+
+
+def _percent(share: float) -> float:
+    """A setting kept as a share (0.95) as the percentage the settings show (95.0, no float noise)."""
+    return round(100.0 * float(share), 1)
 
 
 def verdict(run) -> None:
@@ -98,10 +104,11 @@ def show(svc, run, *, above: bool = False) -> None:
             st.selectbox("Rule that says you can stop", choices, index=choices.index(status.rule),
                          key="stopping_rule", format_func=rule_words)
             cols = st.columns(2)
-            cols[0].number_input("Target recall", min_value=0.5, max_value=0.999, value=status.target_recall,
-                                 step=0.01, format="%.3f", key="stopping_target")
-            cols[1].number_input("Confidence", min_value=0.5, max_value=0.999, value=status.confidence,
-                                 step=0.01, format="%.3f", key="stopping_confidence")
+            # in percent, as the panel says them ("recall ≥ 95% at 95% confidence"), not as 0.950
+            cols[0].number_input("Target recall, %", min_value=50.0, max_value=99.9,
+                                 value=_percent(status.target_recall), step=1.0, format="%g", key="stopping_target")
+            cols[1].number_input("Confidence, %", min_value=50.0, max_value=99.9, value=_percent(status.confidence),
+                                 step=1.0, format="%g", key="stopping_confidence")
             st.form_submit_button("Apply", on_click=_apply_settings, args=(svc, run.session_id))
     if not above:
         with right:

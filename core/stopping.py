@@ -120,6 +120,7 @@ from scipy import special, stats
 from core.agreement import cohen_kappa
 from core.formatting import count, for_people
 from core.metrics import roc_auc
+from core.strategies import strategy_words
 
 RULE_NAMES = ("statistical", "statistical-knee", "statistical-run", "knee", "margin", "stability", "consecutive")
 #: when each statistical rule suggests starting a recall check (the test is the same)
@@ -141,11 +142,11 @@ CHECK_STRATEGY = "random (recall check)"
 #: each rule in a screener's words (the app shows these; the names stay for the settings under Advanced, the
 #: files and the command line); ``rule_words`` fills in a rule's number
 RULE_WORDS = {
-    "statistical": "a recall check shows the target recall is reached",
-    "statistical-run": "a recall check, started after a run of irrelevant items, shows the target recall",
-    "statistical-knee": "a recall check, started once the relevant items found level off, shows the target recall",
-    "knee": "the relevant items found have levelled off",
-    "margin": "the model is sure about every unlabelled item",
+    "statistical": "a recall check reaches the target",
+    "statistical-run": "a recall check after irrelevant in a row",
+    "statistical-knee": "a recall check from the knee",
+    "knee": "relevant items found level off",
+    "margin": "the model is sure of every item left",
     "stability": "the model has stopped changing",
     "consecutive": "stop after {n} irrelevant in a row",
 }
@@ -272,9 +273,9 @@ def margin_rule(n_in_margin: float, labels, *, tolerance: int = 0) -> RuleState:
     count = int(n_in_margin)
     items = "item" if count == 1 else "items"
     if count <= tolerance:
-        said = "no unlabelled item" if count == 0 else f"{count} unlabelled {items} (tolerance {tolerance})"
+        said = "no unlabelled item" if count == 0 else f"{count:,} unlabelled {items} (tolerance {tolerance})"
         return RuleState(name, True, f"{name}: {said} inside the margin — you can stop", value=count)
-    return RuleState(name, False, f"{name}: {count} unlabelled {items} inside the margin", value=count)
+    return RuleState(name, False, f"{name}: {count:,} unlabelled {items} inside the margin", value=count)
 
 
 def consecutive_rule(labels, n: int) -> RuleState:
@@ -323,12 +324,12 @@ def knee_rule(labels, *, min_labels: int = KNEE_MIN_LABELS) -> RuleState:
         return RuleState("knee", False, "knee: waits for the first positive")
     knee = knee_point(g)
     if knee is None:
-        return RuleState("knee", False, f"knee: no knee in the gain curve yet ({relret} positives in {s} labels)",
+        return RuleState("knee", False, f"knee: no knee in the gain curve yet ({relret:,} positives in {s:,} labels)",
                          needed=max(0, min_labels - s) or None)
     rho = (g[knee - 1] / knee) / ((relret - g[knee - 1] + 1) / (s - knee))  # slope before / slope after
-    said = f"slope ratio {rho:.1f} at the knee (label {knee}); stops at {threshold}"
+    said = f"slope ratio {rho:.1f} at the knee (label {knee:,}); stops at {threshold}"
     if s < min_labels:
-        return RuleState("knee", False, f"knee: {said}, after at least {min_labels} labels ({min_labels - s} more)",
+        return RuleState("knee", False, f"knee: {said}, after at least {min_labels:,} labels ({min_labels - s:,} more)",
                          value=float(rho), needed=min_labels - s)
     if rho >= threshold:
         return RuleState("knee", True, f"knee: {said} — you can stop", value=float(rho), needed=0)
@@ -933,21 +934,22 @@ def statistical_rule(check: RecallCheck) -> RuleState:
     goal = f"recall ≥ {_setting_pct(check.target_recall)} at {_setting_pct(check.confidence)} confidence"
     if check.phase == "passed":
         return RuleState(name, True,
-                         f"{name}: {goal} ({check.draws} random draws, {check.positives_drawn} positive; "
+                         f"{name}: {goal} ({check.draws:,} random draws, {check.positives_drawn:,} positive; "
                          f"p = {check.p_value if check.p_value is not None else 0:.4f} < {check.level:.4f}) "
                          "— you can stop", value=check.p_value, needed=0)
     if check.phase == "checking":
         found = "no positive" if not check.positives_drawn else (
             f"{check.positives_drawn} positive{'s' if check.positives_drawn > 1 else ''}")
         return RuleState(name, False,
-                         f"{name}: draw {check.needed} more random items to test {goal} "
-                         f"({check.draws} drawn, {found} so far; check {check.check_number}); "
+                         f"{name}: draw {check.needed:,} more random items to test {goal} "
+                         f"({check.draws:,} drawn, {found} so far; check {check.check_number}); "
                          f"{_probably(check)}", value=check.p_value, needed=check.needed)
     if check.phase == "failed":
         last = check.last
         return RuleState(name, False,
-                         f"{name}: the random draws found {last.positives if last else 0} positives in "
-                         f"{last.draws if last else 0}, which shows recall below {_setting_pct(check.target_recall)}; "
+                         f"{name}: the random draws found {last.positives if last else 0:,} positives in "
+                         f"{last.draws if last else 0:,}, which shows recall below "
+                         f"{_setting_pct(check.target_recall)}; "
                          "back to the heuristic, and start a new check when it stops finding positives",
                          needed=None)
     if check.phase == "heuristic" and check.urn == 0:  # nothing left unlabelled: recall is 1 exactly
@@ -958,12 +960,12 @@ def statistical_rule(check: RecallCheck) -> RuleState:
     knee = ""
     half = math.ceil(KNEE_RUN_SHARE * check.gap_needed)
     if check.start == "yield" and check.knee is not None and check.found_before < FEW_POSITIVES:
-        knee = f"after {half} while fewer than {FEW_POSITIVES} positives are found"
+        knee = f"after {half:,} while fewer than {FEW_POSITIVES} positives are found"
     elif check.knee is not None and check.knee.value is not None:
         shown = ("it does" if check.knee.stop else
                  f"slope ratio {check.knee.value:.1f}, needs {156 - min(check.found_before, 150)}"
-                 + (f" and {check.knee.needed} more labels" if check.knee.needed else ""))
-        knee = f"after {half} once the gain curve shows its knee ({shown})"
+                 + (f" and {check.knee.needed:,} more labels" if check.knee.needed else ""))
+        knee = f"after {half:,} once the gain curve shows its knee ({shown})"
         if check.start == "yield":
             knee += (f", sooner at the knee once the last {YIELD_WINDOW} labels find too few positives for "
                      "more heuristic labels to pay")
@@ -976,12 +978,12 @@ def statistical_rule(check: RecallCheck) -> RuleState:
         when = (f"too few positives found ({n_found}) for a recall check to be suggested yet{why}; start one when "
                 "the heuristic stops finding positives")
     else:
-        when = (f"a recall check is suggested after {check.gap_needed} labels without a positive, or "
-                f"{knee}; {check.gap} so far" if knee else
-                f"a recall check is suggested after {check.gap_needed} labels without a positive "
-                f"({check.gap} so far)")
+        when = (f"a recall check is suggested once {check.gap_needed:,} labels in a row bring no positive, or "
+                f"{knee}; now: {check.gap:,} in a row" if knee else
+                f"a recall check is suggested once {check.gap_needed:,} labels in a row bring no positive "
+                f"(now: {check.gap:,} in a row)")
     return RuleState(name, False,
-                     f"{name}: {when}; it would draw at least {check.planned} random items to test {goal}",
+                     f"{name}: {when}; it would draw at least {check.planned:,} random items to test {goal}",
                      value=None, needed=check.planned)
 
 
@@ -1222,12 +1224,12 @@ class RecallEstimate:
                     f"{USEFUL_SPAN_SHARE:.0%} of the {self.unlabelled:,.0f} unlabelled items). Method: "
                     f"{self.method} — {self.description}.")
         level = _setting_pct(self.confidence)
-        interval = f"{self.remaining_low:.0f}–{self.remaining_high:.0f}"
+        interval = f"{self.remaining_low:,.0f}–{self.remaining_high:,.0f}"
         recall = f"{_pct(self.recall_low)}–{_pct(self.recall_high)}"
         if self.positives_drawn == 0:  # no point estimate worth the name: 0, with a wide interval
             head = f"Positives still unlabelled: {interval} ({level} interval); recall {recall}"
         else:
-            head = (f"About {self.remaining:.0f} positives still unlabelled ({level} interval {interval}); "
+            head = (f"About {self.remaining:,.0f} positives still unlabelled ({level} interval {interval}); "
                     f"recall {_pct(self.recall)} ({recall})")
         return f"{head}. Method: {self.method} — {self.description}."
 
@@ -1291,7 +1293,7 @@ def estimate_from_draws(run: CheckRun, *, found: int, unlabelled: int,
     remaining = max(0.0, point_k - since)
     low = float(max(0, k_low - since))
     high = float(min(max(0, k_high - since), unlabelled))
-    description = (f"{run.positives} positive{'s' if run.positives != 1 else ''} in {run.draws} items drawn at "
+    description = (f"{run.positives} positive{'s' if run.positives != 1 else ''} in {run.draws:,} items drawn at "
                    f"random from the {run.urn:,} unlabelled when the check started; exact hypergeometric interval")
     return _finish("random draws", description, found, remaining, low, high, confidence,
                    positives_drawn=run.positives, unlabelled=unlabelled)
@@ -1446,8 +1448,9 @@ def estimate_remaining(labels, drawn, check_starts: Sequence[int], *, pool_size:
     if asked_by is not None:
         top_first = [str(h) for h in asked_by if str(h) in TOP_FIRST_HEURISTICS]
         if 2 * len(top_first) > len(y):
-            return _finish("model-based", f"most labels were asked by {top_first[-1]}, the most likely positives "
-                                          "first, so the model's scores are calibrated on the top of its ranking "
+            return _finish("model-based", "most labels were asked by the heuristic "
+                                          f"\"{strategy_words(top_first[-1])}\", the most likely positives first, "
+                                          "so the model's scores are calibrated on the top of its ranking "
                                           "only and would put too many positives among the rest; a recall "
                                           "check's random draws give an estimate", found, float("nan"),
                            float("nan"), float("nan"), confidence)

@@ -25,6 +25,7 @@ from app.services.common import (
 from app.services.datasets import Datasets
 from app.services.errors import at_the_boundary, service_boundary
 from app.services.sessions import Sessions
+from app.services.vocabulary import heuristic_words, rule_words, solver_words
 from core.dask_runs import resolve_scheduler
 from storage import repository as repo
 
@@ -205,13 +206,14 @@ class Comparisons:
             return frame
         target = comparison.config.get("target_recall", 0.95)
         out = pd.DataFrame({
-            "heuristic": frame["strategy"], "rule": frame["rule"],
+            "heuristic": frame["strategy"].map(run_words), "rule": frame["rule"].map(rule_words),
             "stopped": [f"{s}/{n}" for s, n in zip(frame["stopped"], frame["n_seeds"], strict=True)],
             "labels at stop": frame["labels_at_stop"], "recall at stop": frame["recall_at_stop"],
             "lowest recall at stop": frame["min_recall_at_stop"],
-            f"recall ≥ {target:g}": [f"{r}/{n}" for r, n in zip(frame["reached_target"], frame["n_seeds"],
+            f"recall ≥ {100 * target:g}%": [f"{r}/{n}" for r, n in zip(frame["reached_target"], frame["n_seeds"],
                                                                   strict=True)],
-            "work saved": frame["work_saved"]})
+            "work saved": frame["work_saved"],
+            "rule, for engineers": frame["rule"]})  # (the code name, as the command line takes it)
         return out
 
     def __call__(self, dataset_id: int | None = None) -> list[repo.ComparisonInfo]:
@@ -243,6 +245,29 @@ class Comparisons:
             columns=["session", "n_labels", "auc", "n_sv"])
 
 
+def run_words(name: str) -> str:
+    """A comparison's series in words: a heuristic ("Most uncertain first"), a replay's reference
+    ("Most uncertain first (reference)"); what is neither stays as it is (a replayed session's order)."""
+    base, reference, _ = str(name).partition(" (reference)")
+    return heuristic_words(base) + (" (reference)" if reference else "")
+
+
+def _task_words(description: str) -> str:
+    """A run's name in a comparison's progress line in words: "near-boundary (incremental), seed 1" ->
+    "Most uncertain first (the exact model), seed 1"; "full-data incremental, seed 1" -> "every training item
+    (the exact model), seed 1"."""
+    from core.experiment import REFERENCE_TASK
+
+    what, comma, seed = description.rpartition(", seed ")
+    if not comma:
+        return description
+    if what.startswith(f"{REFERENCE_TASK} "):
+        return f"every training item ({solver_words(what.removeprefix(f'{REFERENCE_TASK} '))}), seed {seed}"
+    strategy, paren, solver = what.partition(" (")
+    return (f"{heuristic_words(strategy)} ({solver_words(solver.removesuffix(')'))}), seed {seed}" if paren
+            else f"{heuristic_words(what)}, seed {seed}")
+
+
 class _ProgressReport:
     """A comparison's ``progress`` and ``label_progress`` callback: which run, how far, time left.
 
@@ -264,7 +289,7 @@ class _ProgressReport:
             return
         now = time.monotonic()
         if labels is None:
-            within, text = 0.0, f"{done}/{total} runs done · {description}"
+            within, text = 0.0, f"{done}/{total} runs done · {_task_words(description)}"
         else:
             if now - self.last_shown < 0.25 and labels < (run_budget or 0):
                 return  # (a label takes milliseconds: the page is told a few times a second)
@@ -273,7 +298,7 @@ class _ProgressReport:
                 step = f"{labels:,}/{run_budget:,} training items learned"
             else:
                 step = f"label {labels}/{run_budget}"
-            text = f"run {done + 1}/{total}: {description} · {step}"
+            text = f"run {done + 1}/{total}: {_task_words(description)} · {step}"
         self.last_shown = now
         fraction = min((done + within) / max(total, 1), 1.0)
         elapsed = now - self.started

@@ -50,7 +50,7 @@ FORWARDED: dict[str, tuple[type, tuple[str, ...]]] = {
         "comparison", "session_curves")),
     "projects": (Projects, (
         "create_project", "set_project_find", "add_member", "members", "save_project_snapshots", "open_project",
-        "project_for", "settle", "agreement_csv", "own_history")),
+        "project_for", "settle", "agreement_csv", "own_history", "own_answer_names")),
 }
 #: settings of the sign-in checks (``Accounts``), read and set on the facade too (tests shorten the pauses)
 ACCOUNT_SETTINGS = ("failure_delay_s", "verify_wait_s", "verifications")

@@ -579,6 +579,17 @@ class Projects:
         self.accounts.require_owner(actor, "export agreement")
         return self.open_project(project_id).agreement_csv()
 
+    def own_answer_names(self, identity: Identity) -> dict[int, dict[int, str]]:
+        """The answers' names of each of the person's sessions: its dataset's class names ("8" / "rest"), the
+        words History uses for the same answers (``class_names``)."""
+        datasets: dict[int, dict[int, str]] = {}
+        out = {}
+        for session in repo.list_sessions(self.engine, annotator=identity.name):
+            if session.dataset_id not in datasets:
+                datasets[session.dataset_id] = class_names(repo.get_dataset(self.engine, session.dataset_id).meta)
+            out[session.id] = datasets[session.dataset_id]
+        return out
+
     def own_history(self, identity: Identity) -> list[repo.LabelEvent]:
         """Every active answer the signed-in person gave, newest first (theirs only)."""
         events = []

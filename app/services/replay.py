@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 import pandas as pd
 
 from app.services.common import LABEL_STRATEGIES, ServiceError, whole_number
-from app.services.comparisons import COMPARE_MAX_LABELS, COMPARE_MAX_SEEDS, COMPARE_MAX_WORK
+from app.services.comparisons import COMPARE_MAX_LABELS, COMPARE_MAX_SEEDS, COMPARE_MAX_WORK, run_words
 from app.services.errors import at_the_boundary, service_boundary
 from storage import repository as repo
 from storage import teams
@@ -61,7 +61,7 @@ def replay_summary(comparison: repo.Comparison) -> pd.DataFrame:
         return ["–" if pd.isna(x) else f"{x:.2f} / {y:.2f}" for x, y in zip(frame[a], frame[b], strict=True)]
 
     return pd.DataFrame({
-        "heuristic": [s + (" (reference)" if s == reference else "") for s in frame["strategy"]],
+        "heuristic": [run_words(s) + (" (reference)" if s == reference else "") for s in frame["strategy"]],
         "solver": frame["solver"], "recall 50 %": reach(50), "recall 80 %": reach(80), "recall 95 %": reach(95),
         "WSS@95": ["–" if v is None or pd.isna(v) else f"{v:.3f}" for v in frame["wss_95"]],
         "to 95 % vs reference": versus,

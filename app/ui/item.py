@@ -82,14 +82,30 @@ def why_chosen(shown) -> str:
     """One line under the item: which heuristic asked, in words, and the model's score.  The heuristic's own
     reason, in its code's terms ("closest to the boundary, |f| = 0.012"), is ``why_chosen_in_detail``'s, shown
     only on demand (the line's tooltip)."""
-    score = "not scored yet" if shown.score is None else f"score {signed(shown.score)}"
+    if shown.score is None or str(shown.strategy).endswith(COLD_START):
+        # drawn before the model has seen a positive and a negative: its "score" (0, or -1 from one class) means nothing
+        score = "no model yet"
+    else:
+        score = f"score {signed(shown.score)}"
     return f"Chosen by **{plain(heuristic_words(shown.strategy))}** · {plain(score)}"
 
 
+#: the suffix of the heuristic that asked while the model waits for a positive and a negative
+COLD_START = " (cold start)"
+#: how the heuristic's own reason, in its code's terms, opens (a tooltip: kept out of plain sight)
+FOR_ENGINEERS = "Details for engineers: "
+
+
 def why_chosen_in_detail(shown) -> str:
-    """For engineers: the heuristic's name and its reason, as it gave them."""
+    """For engineers: the heuristic's name and its reason, as it gave them (the caption's tooltip, so
+    marked "Details for engineers")."""
     reason = str(shown.reason or "").strip()
-    return f"{shown.strategy}" + (f": {reason}" if reason else "")
+    return FOR_ENGINEERS + f"{shown.strategy}" + (f": {reason}" if reason else "")
+
+
+def duration(ms: float) -> str:
+    """A time for people: "12.3 ms" below a second, "4.1 s" from 1,000 ms on."""
+    return f"{ms:.1f} ms" if ms < 1000 else f"{ms / 1000:,.1f} s"
 
 
 def model_timings(run, shown) -> str:
@@ -97,9 +113,9 @@ def model_timings(run, shown) -> str:
     there is one: after a resume the model has not updated yet in this process) and the model in words."""
     parts = []
     if run.last_update_ms is not None:
-        parts.append(f"Model update {run.last_update_ms:.1f} ms")
+        parts.append(f"Model update {duration(run.last_update_ms)}")
     if shown is not None and shown.query_ms is not None:
-        parts.append(f"next query {shown.query_ms:.1f} ms")
+        parts.append(f"next query {duration(shown.query_ms)}")
     parts.append(solver_words(run.info.solver))
     return plain(" · ".join(parts))
 

@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 
 from app.services.common import BASELINE, EXACT_SOLVERS
-from app.services.comparisons import with_decimals
+from app.services.comparisons import run_words, with_decimals
 from app.services.formatting import count, signed
 from app.services.vocabulary import heuristic_words, solver_words
 from app.ui.text import plain, visible
@@ -22,7 +22,7 @@ def runs_without_the_heuristic(rows: pd.DataFrame) -> str | None:
     if chosen.empty:
         return None
     runs = chosen.groupby(["strategy", "seed"])["cold_start"].all()
-    idle = [f"{strategy} (seed {seed})" for (strategy, seed), all_cold in runs.items() if all_cold]
+    idle = [f"{heuristic_words(strategy)} (seed {seed})" for (strategy, seed), all_cold in runs.items() if all_cold]
     if not idle:
         return None
     shown = ", ".join(idle[:6]) + (f" and {len(idle) - 6} more" if len(idle) > 6 else "")
@@ -75,7 +75,7 @@ def summary_table(summary: pd.DataFrame) -> pd.DataFrame:
     for r in summary.to_dict(orient="records"):
         seeds = _number(r.get("n_seeds")) or 0
         rows.append({
-            "heuristic": r.get("strategy"), "solver": r.get("solver"),
+            "heuristic": run_words(r.get("strategy")), "solver": r.get("solver"),
             "ALC": pm(r.get("alc_mean"), r.get("alc_std"), seeds),
             **({"vs random W / T / L": wtl(r)} if against_random else {}),
             # how soon the positives were found (what a reviewer asks), on screen without scrolling sideways
@@ -90,9 +90,10 @@ def summary_table(summary: pd.DataFrame) -> pd.DataFrame:
             "support vectors": _number(r.get("final_n_sv")),
             "update ms p50 / p95": pair(r.get("update_ms_median"), r.get("update_ms_p95")),
             "query ms p50 / p95": pair(r.get("query_ms_median"), r.get("query_ms_p95")),
+            "heuristic, for engineers": r.get("strategy"),  # (the code name, under "More columns")
         })
     # numbers to a fixed number of decimals, "–" where missing: the table never shows None or NaN
-    return with_decimals(pd.DataFrame(rows), {"final AUC": 3, "full-data AUC": 3, "WSS@95": 3, "support vectors": 1})
+    return with_decimals(pd.DataFrame(rows), {"final AUC": 3, "full-data AUC": 3, "WSS@95": 3, "support vectors": 0})
 
 
 #: the Compare summary's columns shown at first (the others, the seeds too, are under "More columns"): what a
@@ -134,8 +135,15 @@ def export_preview(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def _three_digits(value) -> str:
+    """A number to 3 significant digits, written out (no exponent), thousands separated: 4111.9 -> "4,110",
+    0.012345 -> "0.0123", -0.9087 -> "-0.909"."""
     number = _number(value)
-    return "" if number is None else f"{number:.3g}"
+    if number is None:
+        return ""
+    if number == 0:
+        return "0"
+    places = 2 - int(np.floor(np.log10(abs(number))))
+    return f"{round(number, places):,.{max(places, 0)}f}"
 
 
 def _to_the_second(value) -> str:

@@ -13,6 +13,7 @@ from app.services import (
     ServiceError,
 )
 from app.services.comparisons import COMPARE_MAX_BUDGET, COMPARE_MAX_SEEDS, with_decimals
+from app.services.formatting import count
 from app.services.replay import is_replay
 from app.services.stopping import RULE_CHOICES, RULE_OPTIONS
 from app.services.vocabulary import heuristic_words, rule_words, solver_words
@@ -40,15 +41,15 @@ else:
     if not labelled:
         st.info("No dataset with true labels yet: add one on the Data page.")
         st.stop()
-    names = {d.id: visible(f"{d.name} ({d.n_items} items)") for d in labelled}
+    names = {d.id: visible(f"{d.name} ({d.n_items:,} items)") for d in labelled}
 
     # Plain widgets, not a form: Enter in a field only takes the value; only the button starts a run.
     with st.container(border=True, key="compare_settings"):
         dataset_id = st.selectbox("Dataset", list(names), format_func=names.get, key="compare_dataset")
         strategies = st.multiselect("Heuristics", list(COMPARE_STRATEGIES), default=[DEFAULT_STRATEGY, BASELINE],
                                     format_func=heuristic_words,
-                                    help=" ".join(f"'{name}' peeks at the true labels: a simulation-only yardstick."
-                                                  for name in ORACLE_STRATEGIES) or None,
+                                    help=" ".join(f"\"{heuristic_words(name)}\" peeks at the true labels: a "
+                                                  "simulation-only yardstick." for name in ORACLE_STRATEGIES) or None,
                                     key="compare_strategies")
         # the same solver for every heuristic unless asked otherwise: a comparison of heuristics, not of solvers
         same = DEFAULT_SOLVER[DEFAULT_STRATEGY]
@@ -75,7 +76,7 @@ else:
                                              key="compare_test_fraction")
         stopping = st.multiselect("Stopping rules", RULE_OPTIONS, default=list(RULE_CHOICES), key="compare_stopping",
                                   format_func=rule_words,
-                                  help="Run beside each heuristic; the statistical rule targets 95% recall at 95% "
+                                  help="Run beside each heuristic; a recall check targets 95% recall at 95% "
                                        "confidence (its random draws count as labels).")
         run_clicked = st.button("Run the comparison", type="primary", key="compare_run")
         scheduler = svc.comparison_scheduler()
@@ -117,13 +118,15 @@ if not stored:
 
 
 def _describe(c) -> str:
+    """A stored comparison's line in the picker: its heuristics in words, "1 seed" / "3 seeds"."""
     seeds = c.config.get("seeds")
-    n_seeds = len(seeds) if isinstance(seeds, list) else seeds
+    n_seeds = count(len(seeds) if isinstance(seeds, list) else int(seeds or 0), "seed")
+    heuristics = ", ".join(heuristic_words(s) for s in c.config.get("strategies", []))
     if is_replay(c):
         return (f"#{c.id} · replay of {c.config['replay']['source']} · {c.config.get('dataset', '?')} · "
-                f"{', '.join(c.config.get('strategies', []))} × {n_seeds} seeds · {c.created_at:%Y-%m-%d %H:%M}")
-    return (f"#{c.id} · {c.config.get('dataset', '?')} · {', '.join(c.config.get('strategies', []))} · "
-            f"budget {c.config.get('budget')} × {n_seeds} seeds · {c.created_at:%Y-%m-%d %H:%M}")
+                f"{heuristics} × {n_seeds} · {c.created_at:%Y-%m-%d %H:%M}")
+    return (f"#{c.id} · {c.config.get('dataset', '?')} · {heuristics} · "
+            f"budget {c.config.get('budget')} × {n_seeds} · {c.created_at:%Y-%m-%d %H:%M}")
 
 
 labels = {c.id: _describe(c) for c in stored}
@@ -150,13 +153,13 @@ if result.dataset_id is not None and st.toggle("Overlay the labelling sessions o
         st.caption("Sessions use their own held-out split, so their curves are indicative next to the bands.")
 
 left, right = st.columns(2)
-left.plotly_chart(charts.learning_curve_figure(rows, "auc", title="Test AUC vs labels (mean ± std over seeds)",
+left.plotly_chart(charts.learning_curve_figure(rows, "auc", title="Test AUC vs labels",
                                                overlay=overlay), key="curve_auc")
-right.plotly_chart(charts.learning_curve_figure(rows, "n_sv", title="Support vectors vs labels (mean ± std)",
+right.plotly_chart(charts.learning_curve_figure(rows, "n_sv", title="Support vectors vs labels",
                                                 overlay=overlay, overlay_metric="n_sv"), key="curve_sv")
 st.plotly_chart(charts.latency_figure(rows), key="latency")
 if "recall" in rows:
-    st.plotly_chart(charts.learning_curve_figure(rows, "recall", title="Recall vs labels (mean ± std over seeds)"),
+    st.plotly_chart(charts.learning_curve_figure(rows, "recall", title="Recall vs labels"),
                     key="curve_recall")
 
 st.subheader("Summary")
@@ -164,7 +167,7 @@ summary, more, same_model = summary_parts(summary_table(svc.summary_frame(result
 st.dataframe(summary, hide_index=True, width="stretch", key="summary_table")
 st.caption(SUMMARY_NOTE + (f" {same_model}" if same_model else ""))
 if len(more.columns) > 1:
-    with st.expander("More columns: ALC on a log scale, AUCs, support vectors, timings"):
+    with st.expander("Advanced: more columns (ALC on a log scale, AUCs, support vectors, timings, code names)"):
         st.dataframe(more, hide_index=True, width="stretch", key="summary_more")
 reference = svc.reference_note(result)
 if reference:
@@ -179,7 +182,7 @@ if not stops.empty:
                                   "work saved": 3})
     st.dataframe(stops, hide_index=True, width="stretch", key="stop_summary_table")
     st.caption("Per rule and heuristic: seeds where the rule stopped within the budget, mean labels and recall "
-               "there (random draws of the statistical rule are labels), and the work saved against labelling "
+               "there (a recall check's random draws are labels), and the work saved against labelling "
                "every training item.")
 # written when the button is pressed (as every download: app.server_guard serves it to this browser only, briefly)
 st.download_button("Download the tidy rows (CSV)", lambda: rows.to_csv(index=False).encode(),

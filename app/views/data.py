@@ -19,7 +19,7 @@ datasets = svc.datasets()
 st.subheader("Datasets in the database")
 st.dataframe(
     pd.DataFrame([{
-        "id": d.id, "name": visible(d.name), "items": d.n_items, "features": d.n_features,
+        "id": d.id, "name": visible(d.name), "items": f"{d.n_items:,}", "features": f"{d.n_features:,}",
         "true labels": "yes" if d.has_true_labels else "no",
         "shown as": d.display_kind + (f" {d.image_shape[0]}×{d.image_shape[1]}" if d.image_shape else ""),
         "scaling": d.meta.get("scaling", "none"), "kernel": d.meta.get("default_kernel", "rbf"),
@@ -36,7 +36,7 @@ labelled = [d for d in datasets if d.has_true_labels]
 if labelled:
     with st.expander("Evaluation share of a dataset"):
         chosen = st.selectbox("Dataset", [d.id for d in labelled], key="eval_dataset",
-                              format_func={d.id: visible(f"{d.name} ({d.n_items} items)") for d in labelled}.get)
+                              format_func={d.id: visible(f"{d.name} ({d.n_items:,} items)") for d in labelled}.get)
         current = next(d for d in labelled if d.id == chosen).meta.get("eval_fraction", EVAL_FRACTION)
         share = st.number_input("Held out for evaluation (share of the items; 0: every item is in the pool)",
                                 min_value=0.0, max_value=0.9, value=float(current), step=0.05, format="%.2f",

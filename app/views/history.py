@@ -1,5 +1,6 @@
 """Label history: every answer of a session; change or remove any earlier one."""
 
+import pandas as pd
 import streamlit as st
 
 from app import auth, navigation
@@ -125,14 +126,19 @@ with st.container(border=True, key="history_change"):
          st.warning if outcome.kind == "warning" else st.error)(plain(outcome.message))
         state.history_outcome = None
 
-COLUMNS = {"#": st.column_config.NumberColumn(format="%d"), "item": st.column_config.NumberColumn(format="%d"),
+#: pixels of the "changes" column: wide enough for who changed what and when to be read in full
+CHANGES_WIDTH = 520
+COLUMNS = {"#": st.column_config.TextColumn(help="Place among the current answers (\"–\": removed or undone)"),
+           "item": st.column_config.NumberColumn(format="%d"),
            "when": st.column_config.DatetimeColumn(format="YYYY-MM-DD HH:mm:ss"),
            "score when asked": st.column_config.TextColumn(
                help="f(x) of the model when it asked: positive on the side of the positives. \"cold start\" "
                     "while the model could not score yet, \"–\" for answers imported from a file"),
-           "changes": st.column_config.TextColumn(width="large")}
+           "changes": st.column_config.TextColumn(width=CHANGES_WIDTH)}
 if "score when asked" in table:  # (a session with named classes keeps every class's score: not shown here)
     table = table.assign(**{"score when asked": score_cells(table)})
+# a removed or undone answer has no place: "–", not "None"
+table = table.assign(**{"#": table["#"].map(lambda p: "–" if pd.isna(p) else f"{int(p)}")})
 table = visible_cells(table.assign(**{"heuristic": heuristic_words_of(table)}))
 corrected = table[table["changes"].str.len() > 0]
 if len(corrected):

@@ -88,7 +88,7 @@ with top_right.popover("New session", icon=":material/add:", width="stretch", ke
         st.form("new_session", border=False):
     # what a screener decides first; how the model learns under Advanced, with the defaults it always had
     st.selectbox("Dataset", [d.id for d in datasets], key="new_dataset",
-                 format_func={d.id: visible(f"{d.name} ({d.n_items} items)") for d in datasets}.get)
+                 format_func={d.id: visible(f"{d.name} ({d.n_items:,} items)") for d in datasets}.get)
     st.text_input("What to find", key="new_find", max_chars=FIND_CHARS,
                   placeholder="empty: the dataset's positive class",
                   help="What a Positive answer means, in your words (for example 'randomised trials in adults'). "

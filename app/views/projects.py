@@ -28,16 +28,18 @@ with st.expander("New project", icon=":material/add:", expanded=not svc.projects
                          placeholder="empty: the dataset's positive class", help=FIND_HELP)
     left, right = st.columns(2)
     dataset_id = left.selectbox("Dataset", [d.id for d in datasets], key="project_dataset",
-                                format_func={d.id: visible(f"{d.name} ({d.n_items} items)") for d in datasets}.get)
+                                format_func={d.id: visible(f"{d.name} ({d.n_items:,} items)") for d in datasets}.get)
     strategy = right.selectbox("Heuristic", list(LABEL_STRATEGIES), key="project_strategy",
                                format_func=heuristic_words)
-    solver = left.selectbox("Solver", ["default for the heuristic", *SOLVERS], key="project_solver",
-                            format_func=lambda s: s if s.startswith("default") else solver_words(s))
-    C = right.number_input("C", min_value=C_MIN, value=DEFAULT_C, format="%g", key="project_C")
     per_item = left.number_input("Answers per item on the overlap share", min_value=1, max_value=10, value=2,
                                  key="project_k", help="2: dual screening. 1: every item is answered once.")
     share = right.slider("Overlap share (% of items answered that many times)", 0, 100, 20, key="project_share")
     members = st.multiselect("Members", accounts, default=[me.name], key="project_members")
+    with st.expander("Advanced: the model"):  # (the model's own terms: kept out of a screener's way)
+        low, high = st.columns(2)
+        solver = low.selectbox("Solver", ["default for the heuristic", *SOLVERS], key="project_solver",
+                               format_func=lambda s: s if s.startswith("default") else solver_words(s))
+        C = high.number_input("C", min_value=C_MIN, value=DEFAULT_C, format="%g", key="project_C")
     if st.form_submit_button("Create project", type="primary"):
         try:
             created = svc.create_project(me, name=name, dataset_id=dataset_id, strategy=strategy,

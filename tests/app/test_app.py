@@ -16,6 +16,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from app.services import DEFAULT_SOLVER, DEMO_NAME, MarginLab, ServiceError
+from app.services.vocabulary import heuristic_words
 from storage import repository as repo
 
 pytestmark = pytest.mark.app  # pages through Streamlit's AppTest (a slow lane)
@@ -641,13 +642,25 @@ def test_learning_curve_bands_are_mean_and_std_over_seeds():
                          for s in ("random", "near-boundary") for seed in range(4) for n in range(1, 6)])
     bands = charts.curve_bands(rows, "auc")
     for (series, n), part in rows.groupby(["strategy", "n_labels"]):
-        band = bands[(bands["series"] == series) & (bands["n_labels"] == n)].iloc[0]
+        band = bands[(bands["series"] == heuristic_words(series)) & (bands["n_labels"] == n)].iloc[0]
         assert band["mean"] == pytest.approx(part["auc"].mean())
         assert band["std"] == pytest.approx(part["auc"].std(ddof=1))
     figure = charts.learning_curve_figure(rows, "auc")
     named = [trace["name"] for trace in figure["data"] if "name" in trace]
-    assert named == ["near-boundary", "random"]  # one mean line per heuristic, each with its band
+    # one mean line per heuristic, each with its band, named in words (the legend is the screener's)
+    assert sorted(named) == sorted(charts.plotly_text(heuristic_words(s)) for s in ("near-boundary", "random"))
     assert len(figure["data"]) == 4
+    # several seeds: the title says the band is a spread over them; the band stays within an AUC's [0, 1]
+    assert figure["layout"]["title"]["text"].endswith("(mean ± std over seeds)")
+    def band_values(figure):
+        return [y for trace in figure["data"] if trace.get("fill") == "toself" for y in trace["y"]]
+
+    near_one = charts.learning_curve_figure(rows.assign(auc=np.where(rows["seed"] == 3, 0.6, 1.0)), "auc")
+    assert max(band_values(near_one)) == 1.0  # (mean 0.9 + std 0.2 would be 1.1)
+    counts = charts.learning_curve_figure(rows.assign(n_sv=np.where(rows["seed"] == 3, 8, 0)), "n_sv")
+    assert min(band_values(counts)) == 0.0  # (mean 2 - std 4 would be -2)
+    one_seed = charts.learning_curve_figure(rows[rows["seed"] == 0], "auc")
+    assert "seeds" not in one_seed["layout"]["title"]["text"]
     import plotly.graph_objects as go
 
     go.Figure(figure)  # a valid Plotly figure
@@ -732,10 +745,10 @@ def test_compare_summary_has_readable_headers_and_no_raw_none(db_url):
     at.switch_page("views/compare.py").run()
     assert not at.exception, at.exception
     (table,) = [df.value for df in at.dataframe if "ALC" in df.value.columns]
-    assert list(table["heuristic"]) == ["near-boundary", "random"]
+    assert list(table["heuristic"]) == [heuristic_words("near-boundary"), heuristic_words("random")]
     for column in ("ALC", "to 95 %", "final AUC", "vs random W / T / L"):
         assert column in table.columns
-    assert table.loc[table["heuristic"] == "random", "vs random W / T / L"].item() == "baseline"
+    assert table.loc[table["heuristic"] == heuristic_words("random"), "vs random W / T / L"].item() == "baseline"
     cells = table.astype(str).to_numpy().ravel()
     assert not any(c in ("None", "nan") for c in cells), cells
     assert any(c.startswith("ALC: area under the test-AUC learning curve") for c in texts(at))
@@ -1152,7 +1165,7 @@ def test_a_comparison_says_which_runs_never_left_the_cold_start():
     ])
     notice = runs_without_the_heuristic(rows)
     assert notice.startswith("In 1 of 2 runs every label was drawn at random by the cold start: "
-                             "largest-positive (seed 0).")
+                             f"{heuristic_words('largest-positive')} (seed 0).")
     assert runs_without_the_heuristic(rows[rows.seed == 1]) is None
     assert runs_without_the_heuristic(rows.drop(columns="cold_start")) is None
 
@@ -1169,7 +1182,8 @@ def test_the_compare_page_shows_the_cold_start_notice_when_no_positive_was_drawn
     at.selectbox(key="compare_dataset").select(result.dataset_id)
     run_comparison(at, ["largest-positive"], budget=12, seeds=1, initial=None)
     warnings = [w.value for w in at.warning]
-    assert any("every label was drawn at random by the cold start: largest-positive (seed 0)" in as_shown(w)
+    said = f"every label was drawn at random by the cold start: {heuristic_words('largest-positive')} (seed 0)"
+    assert any(said in as_shown(w)
                for w in warnings), warnings
 
 

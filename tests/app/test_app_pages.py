@@ -14,6 +14,7 @@ from streamlit.testing.v1 import AppTest
 import storage
 from app import charts
 from app.services import MarginLab
+from app.services.vocabulary import heuristic_words
 from storage import repository as repo
 from tests.app import test_app
 from tests.app.test_app import click, run_comparison, start_app, start_session
@@ -45,11 +46,11 @@ def test_after_a_run_the_compare_page_shows_that_comparison(db_url):
     assert newest != first
     assert at.selectbox(key="comparison_picker").value == newest
     (table,) = [df.value for df in at.dataframe if "ALC" in df.value.columns]
-    assert list(table["heuristic"]) == ["random"]  # the summary is the new comparison's
+    assert list(table["heuristic"]) == [heuristic_words("random")]  # the summary is the new comparison's
     # choosing an older one still works
     at.selectbox(key="comparison_picker").select(first).run()
     (table,) = [df.value for df in at.dataframe if "ALC" in df.value.columns]
-    assert list(table["heuristic"]) == ["near-boundary", "random"]
+    assert list(table["heuristic"]) == [heuristic_words("near-boundary"), heuristic_words("random")]
 
 
 def test_a_comparison_reports_its_progress_within_each_run(db_url, monkeypatch):
@@ -70,7 +71,8 @@ def test_a_comparison_reports_its_progress_within_each_run(db_url, monkeypatch):
     assert [t.split(" runs done")[0] for _, t in shown if " runs done" in t] == ["1/4", "2/4", "3/4", "4/4"]
     assert {t.split(":")[0] for _, t in within} == {"run 1/4", "run 2/4", "run 3/4", "run 4/4"}
     learned = [t for _, t in within if t.startswith(("run 1/4", "run 2/4"))]
-    assert all(re.search(r": full-data \w+, seed 0 · [\d,]+/1,258 training items learned · ", t) for t in learned)
+    assert all(re.search(r": every training item \([\w ]+\), seed 0 · [\d,]+/1,258 training items learned · ", t)
+               for t in learned)
     assert sum("1,258/1,258" in t for t in learned) == 2  # the last item of each is always told
     labels = [int(re.search(r"label (\d+)/30 ·", t).group(1)) for _, t in within
               if t.startswith(("run 3/4", "run 4/4"))]

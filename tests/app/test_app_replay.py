@@ -7,6 +7,7 @@ import pytest
 
 from app.services import MarginLab, ServiceError
 from app.services.replay import Replays, is_replay
+from app.services.vocabulary import heuristic_words
 from core.replay import CAVEAT, SESSION_ORDER
 from storage import repository as repo
 from tests.app import test_app
@@ -53,7 +54,8 @@ def test_the_compare_page_replays_a_session_and_reloads_it(db_url):
     assert at.selectbox(key="comparison_picker").value == newest.id
     assert CAVEAT in [as_shown(w.value) for w in at.warning]
     (table,) = [df.value for df in at.dataframe if "recall 95 %" in df.value.columns]
-    assert list(table["heuristic"]) == ["random", "near-boundary (reference)", SESSION_ORDER]
+    assert list(table["heuristic"]) == [heuristic_words("random"), f"{heuristic_words('near-boundary')} (reference)",
+                                        SESSION_ORDER]
     assert "replay of session" in at.selectbox(key="comparison_picker").format_func(newest.id)
     assert not [b for b in at.button if b.label == "Cancel"]  # the replay is over: nothing left to cancel
 

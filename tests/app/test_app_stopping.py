@@ -50,11 +50,12 @@ def test_every_rule_in_words_after_every_label(db_url):
     margin = next(s for s in status.states if s.rule == "margin")
     available = ~run.loop.labelled_mask & ~run.loop.skipped_mask
     inside = int(np.count_nonzero(np.abs(run.loop.pool_scores()[available]) < 1))
-    assert margin.value == inside and str(inside) in margin.message
+    assert margin.value == inside and f"{inside:,}" in margin.message
     assert status.rule == "statistical" and status.chosen is status.states[0]
     # largest-positive asks about the likely positives first: its scores when asked calibrate nothing below them
     assert status.estimate.method == "model-based" and not status.estimate.known
-    assert "cannot estimate yet" in status.estimate.in_words() and "largest-positive" in status.estimate.description
+    assert "cannot estimate yet" in status.estimate.in_words() and "largest-positive" not in status.estimate.description
+    assert rules.strategy_words("largest-positive") in status.estimate.description
     labels = [a.value for a in run.answers if a.value]
     assert list(status.gain["found"]) == list(np.cumsum(np.array(labels) > 0))
     # the rules read the session, never the true labels of unlabelled items: same status after the truth is hidden
@@ -264,7 +265,10 @@ def test_compare_page_shows_the_rules_and_recall_curves(db_url):
     comparison = svc.comparison(stored.id)
     assert "recall" in comparison.rows and comparison.config["stopping"] == list(RULE_CHOICES)
     stops = svc.stop_summary_frame(comparison)
-    assert list(stops["rule"])[:5] == list(RULE_CHOICES) and set(stops["heuristic"]) == {"largest-positive", "random"}
+    assert list(stops["rule"])[:5] == [rules.rule_words(r) for r in RULE_CHOICES]  # in words; the code names beside
+    assert list(stops["rule, for engineers"])[:5] == list(RULE_CHOICES)
+    assert "recall ≥ 95%" in stops.columns  # (the target as the panel says it, not "0.95")
+    assert set(stops["heuristic"]) == {rules.strategy_words("largest-positive"), rules.strategy_words("random")}
     raw = comparison.summary["stops"]
     assert len(raw) == 2 * 2 * 5 and {"n_labels_at_stop", "recall_at_stop", "positives_total"} <= set(raw[0])
     assert [k.key for k in at.get("plotly_chart")][-1] == "curve_recall"

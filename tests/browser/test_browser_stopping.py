@@ -89,7 +89,7 @@ def test_stopping_panel_and_recall_check_in_chromium(tmp_path):
     assert "When can I stop?" in before and "positives still unlabelled" in before.lower()
     for rule in ("statistical:", "knee:", "margin:", "stability:", "consecutive:50:"):
         assert rule in before, (rule, before)
-    assert re.search(r"draw \d+ more random items to test recall ≥ 95% at 95% confidence", after) or \
+    assert re.search(r"draw \d[\d,]* more random items to test recall ≥ 95% at 95% confidence", after) or \
         "back to the heuristic" in seen["why"] or "you can stop" in after.lower(), after
     assert (tmp_path / "stopping.png").stat().st_size > 20_000
     engine = make_engine(db_url)

@@ -546,7 +546,9 @@ def test_the_estimate_says_it_cannot_estimate_yet_instead_of_a_number():
                 asked_scores=2.0 * labels3 + rng.normal(size=20))
     by = ["random (cold start)"] * 4 + ["largest-positive"] * 16
     est = st.estimate_remaining(labels3, np.zeros(20, dtype=bool), [], asked_by=by, **args)
-    assert not est.known and "largest-positive" in est.in_words() and "random draws" in est.in_words()
+    assert not est.known and "random draws" in est.in_words()
+    # the heuristic in the screener's words, not its code name
+    assert "Most likely relevant first" in est.in_words() and "largest-positive" not in est.in_words()
     assert st.estimate_remaining(labels3, np.zeros(20, dtype=bool), [], asked_by=["near-boundary"] * 20,
                                  **args).known
     # scores when asked that do not rank the positives above the negatives calibrate nothing: not yet
@@ -587,8 +589,10 @@ def test_too_few_positives_found_say_so_instead_of_a_gap_longer_than_the_pool():
     # with enough positives found, the gap is said in labels as before
     check = st.recall_check([1] * 40 + [-1] * 100, [False] * 140, (), checking=False, pool_size=1797)
     words = st.statistical_rule(check).message
-    assert f"suggested after {check.gap_needed} labels without a positive" in words and "100 so far" in words
-    assert "or after 277 while fewer than 150 positives are found; 100 so far" in words
+    # said plainly: how long a run without a positive, and how long the current one is
+    assert f"suggested once {check.gap_needed} labels in a row bring no positive" in words
+    assert "or after 277 while fewer than 150 positives are found; now: 100 in a row" in words
+    assert "without a positive" not in words and "so far" not in words
     check = st.recall_check([1] * 40 + [-1] * 100, [False] * 140, (), checking=False, pool_size=1797, start="knee")
     words = st.statistical_rule(check).message
     assert "once the gain curve shows its knee (slope ratio 100.0, needs 116 and 10 more labels)" in words
@@ -663,10 +667,10 @@ def test_the_earlier_rules_are_kept_by_name_statistical_knee_starts_at_the_knee(
                             start="knee")
     half = math.ceil(early.gap_needed / 2)
     assert early.gap == 144 < half and not early.suggest
-    assert f"or after {half} once the gain curve shows its knee (it does); 144 so far" in \
+    assert f"or after {half} once the gain curve shows its knee (it does); now: 144 in a row" in \
         st.statistical_rule(early).message
     assert st.statistical_rule(run).rule == "statistical-run"
-    assert st.statistical_rule(run).message.startswith("statistical-run: a recall check is suggested after")
+    assert st.statistical_rule(run).message.startswith("statistical-run: a recall check is suggested once")
     view = st.SessionView(labels=labels, drawn=np.zeros(n, dtype=bool), check_starts=(), checking=False,
                           pool_size=pool)
     states = st.evaluate("statistical-knee,statistical-run", view)
@@ -702,7 +706,7 @@ def test_the_default_starts_at_the_knee_once_waiting_no_longer_pays_and_the_knee
     assert check.suggest and check.rule == "statistical" and "suggested now" in st.statistical_rule(check).message
     kept = st.recall_check(labels, np.zeros(n, dtype=bool), [], checking=False, pool_size=pool, start="knee")
     assert not kept.suggest and kept.rule == "statistical-knee"
-    assert "or after 76 once the gain curve shows its knee (it does); 50 so far" in st.statistical_rule(kept).message
+    assert "or after 76 once the gain curve shows its knee (it does); now: 50 in a row" in st.statistical_rule(kept).message
     # 20 positives in the last 150 labels: waiting pays, and no check is suggested before half the run
     busy = piecewise_gain([(480, 600), (10, 300), (20, 100), (0, 50)])
     assert st.knee_rule(busy).stop and st.waiting_pays(busy, pool) and not st.check_suggested(busy, pool)
@@ -717,7 +721,7 @@ def test_the_default_starts_at_the_knee_once_waiting_no_longer_pays_and_the_knee
     assert not st.knee_rule(few).stop and st.suggested_gap(few, 3500, 0.95) == 573
     assert st.check_suggested(few, 3500) and not st.check_suggested(few, 3500, start="knee")
     assert not st.check_suggested(few[:-30], 3500)  # 280 < 290: not yet half the run (2,320 / 4 = 580)
-    assert "or after 290 while fewer than 150 positives are found; 280 so far" in st.statistical_rule(
+    assert "or after 290 while fewer than 150 positives are found; now: 280 in a row" in st.statistical_rule(
         st.recall_check(few[:-30], np.zeros(len(few) - 30, dtype=bool), [], checking=False,
                         pool_size=3500)).message
     with pytest.raises(ValueError, match="'yield'"):
