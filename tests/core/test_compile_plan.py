@@ -224,6 +224,54 @@ def test_the_kernel_routines_switch_the_vectoriser_on_only_under_numba_s_compile
     assert held == [True, True]  # (set, then restored)
 
 
+def test_a_label_waiting_for_the_routine_the_background_compiles_gets_it_though_the_next_compile_begins(
+        monkeypatch):
+    """A first start's 20th label asked for a routine the background compile was compiling; when that
+    compile ended, the background took Numba's compiler lock again at once for its next part, and the
+    label waited through that one too (it waited for the lock, not for its routine)."""
+    key = ("dot", "float64")
+    monkeypatch.delitem(jit._dispatchers, key, raising=False)
+    compiling, release, label_done = threading.Event(), threading.Event(), threading.Event()
+    real_signatures = jit._signatures
+
+    def held(name, dtype):  # (called while the routine is compiled: held there until released)
+        if (name, dtype) == key:
+            compiling.set()
+            assert release.wait(60)
+        return real_signatures(name, dtype)
+
+    monkeypatch.setattr(jit, "_signatures", held)
+    seen: dict[str, object] = {}
+
+    def background() -> None:
+        jit.routine("dot")
+        with global_compiler_lock:  # the next part's compile, at once
+            seen["label_done_meanwhile"] = label_done.wait(30)
+
+    def label() -> None:
+        seen["value"] = float(jit.routine("dot")(np.ones(3), np.ones(3)))
+        label_done.set()
+
+    compiler = threading.Thread(target=background)
+    compiler.start()
+    assert compiling.wait(60)
+    asking = threading.Thread(target=label)
+    asking.start()
+    for _ in range(6000):  # until the label is inside routine() (it waits there)
+        frame = sys._current_frames().get(asking.ident)
+        names = []
+        while frame is not None:
+            names.append(frame.f_code.co_name)
+            frame = frame.f_back
+        if "routine" in names:
+            break
+        threading.Event().wait(0.01)
+    release.set()
+    compiler.join()
+    asking.join()
+    assert seen == {"value": 3.0, "label_done_meanwhile": True}
+
+
 # --------------------------------------------------------------------------- the same bits, early or late
 
 COMPUTE = """
