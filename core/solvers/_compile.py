@@ -19,7 +19,8 @@ Two ways to run it:
 
 * ``preload()`` (the app, at start): one background thread of the server's process, in that
   order, while the server already serves pages.  A page that needs a unit meanwhile waits for
-  Numba's compiler lock and then runs the compiled code, as always: which code path runs never
+  it (a kernel routine being compiled: for that routine; otherwise for Numba's compiler lock) and
+  then runs the compiled code, as always: which code path runs never
   depends on timing, and a routine compiled early or late is the same machine code (the same
   bits).  ``progress()`` tells the pages how far it is, and the console hears of every unit it
   compiles, so a first start never looks hung.  One process only: Numba keeps one cache index
