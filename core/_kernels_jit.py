@@ -842,7 +842,8 @@ ROUTINE_NAMES = _PUBLIC
 FLOAT64_ONLY = ("rows_dot", "dot", "add_weighted_rows", "add_scaled_rows", "diag_values", "masked_argmin_abs",
                 "masked_argmax", "masked_count_abs_below")
 _dispatchers: dict = {}
-_compile_lock = threading.Lock()
+_compile_lock = threading.Lock()  # guards _being_compiled
+_being_compiled: dict[tuple[str, str], threading.Event] = {}  # set when that routine is in _dispatchers (or failed)
 
 
 def routine(name: str, dtype: str = "float64"):
@@ -854,25 +855,46 @@ def routine(name: str, dtype: str = "float64"):
     held meanwhile, so no other compilation sees the setting); further compilation is
     disabled, so a call with other types raises ``TypeError`` instead of
     compiling a variant without it.
+
+    A thread that asks for a routine another thread is compiling (a label during the app's background
+    compile) waits for that routine alone, not for Numba's compiler lock: the background, which takes
+    the lock again at once for its next routine, would otherwise keep it waiting through that one too.
     """
     key = (name, dtype)
-    found = _dispatchers.get(key)
-    if found is not None:
-        return found
-    # Numba's compiler lock too: the vectoriser setting is global, and a solver loop compiled at the same
-    # moment in another thread (the app's background compile, a first label) must not be compiled with it
-    with _compile_lock, global_compiler_lock:
+    while True:
         found = _dispatchers.get(key)
-        if found is None:
-            # (numba's config sets its settings as module globals at run time: its types do not name them)
-            saved = numba_config.SLP_VECTORIZE  # type: ignore[attr-defined]
-            numba_config.SLP_VECTORIZE = 1  # type: ignore[attr-defined]
-            try:
-                found = njit(**_JIT)(_python[name])
-                for sig in _signatures(name, dtype):
-                    found.compile(sig)
-                found.disable_compile()
-            finally:
-                numba_config.SLP_VECTORIZE = saved  # type: ignore[attr-defined]
-            _dispatchers[key] = found
+        if found is not None:
+            return found
+        with _compile_lock:
+            found = _dispatchers.get(key)
+            if found is not None:
+                return found
+            compiling = _being_compiled.get(key)
+            if compiling is None:
+                _being_compiled[key] = threading.Event()
+        if compiling is not None:
+            compiling.wait()  # (then found, or compiled here when that compile failed)
+            continue
+        try:
+            return _compile(name, dtype)
+        finally:
+            with _compile_lock:
+                _being_compiled.pop(key).set()
+
+
+def _compile(name: str, dtype: str):
+    # Numba's compiler lock: the vectoriser setting is global, and a solver loop compiled at the same
+    # moment in another thread (the app's background compile, a first label) must not be compiled with it
+    with global_compiler_lock:
+        # (numba's config sets its settings as module globals at run time: its types do not name them)
+        saved = numba_config.SLP_VECTORIZE  # type: ignore[attr-defined]
+        numba_config.SLP_VECTORIZE = 1  # type: ignore[attr-defined]
+        try:
+            found = njit(**_JIT)(_python[name])
+            for sig in _signatures(name, dtype):
+                found.compile(sig)
+            found.disable_compile()
+        finally:
+            numba_config.SLP_VECTORIZE = saved  # type: ignore[attr-defined]
+        _dispatchers[(name, dtype)] = found
     return found

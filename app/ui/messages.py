@@ -85,20 +85,36 @@ def data_error_text(error: Exception, filename: str | None) -> str:
 @contextlib.contextmanager
 def waiting_for_the_model():
     """Around an answer that the model learns (a button's callback): while a first start compiles what
-    labelling needs, a spinner with the seconds spent says why the next item has not come yet (the
-    page itself is greyed out until the answer returns)."""
-    if not startup.compiled_code_progress().preparing_first_labels:
+    labelling needs, or what the first choice of C and gamma from the labels needs, a spinner with the
+    seconds spent says why the next item has not come yet (the page itself is greyed out until the answer
+    returns; an answer that does not wait is back before the spinner shows)."""
+    progress = startup.compiled_code_progress()
+    if progress.preparing_first_labels:
+        text = ("Preparing the model for this computer (first start only): your answer is saved, the next item "
+                "follows when the model is ready…")
+    elif progress.preparing_first_choice:
+        text = (f"Preparing the model for this computer (first start only): your answer is saved; at "
+                f"{progress.first_choice_at} labels, C and gamma are chosen from your labels, and that part is still "
+                "being compiled: the next item follows when it is ready…")
+    else:
         yield
         return
-    with st.spinner("Preparing the model for this computer (first start only): your answer is saved, the next "
-                    "item follows when the model is ready…", show_time=True):
+    with st.spinner(text, show_time=True):
         yield
 
 
 def preparing_model_notice() -> None:
     """On a first start, while the background compile has not yet prepared what labelling needs, say
-    so above the item: a label given meanwhile is saved at once and the next item waits for it."""
+    so above the item: a label given meanwhile is saved at once and the next item waits for it; then,
+    while it prepares what the first choice of C and gamma from the labels needs, say which label waits."""
     progress = startup.compiled_code_progress()
+    if progress.preparing_first_choice:
+        st.caption(f"Preparing the model for this computer (first start only): {progress.done} of "
+                   f"{progress.total} parts ready. Choosing C and gamma from your labels (at "
+                   f"{progress.first_choice_at} labels, when set for this session) needs the first "
+                   f"{progress.for_choosing}: the label that reaches it may wait until they are ready; the other "
+                   "labels do not wait.")
+        return
     if not progress.preparing_first_labels:
         return
     with st.container(key="preparing_model"):

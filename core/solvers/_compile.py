@@ -9,14 +9,18 @@ machine code from the cache (about a second for everything).
 
 The order is the demo's: first what the Label page needs to show the default session's first
 item on the bundled digits (``FIRST_ITEM_ROUTINES``), then what its first label needs (``FIRST_LABEL_*``:
-the near-boundary heuristic's incremental solver with the rbf kernel on float64 rows), then the
-rest (the other solvers, the other kernels' routines, float32 rows).
+the near-boundary heuristic's incremental solver with the rbf kernel on float64 rows), then what its
+first choice of C and gamma from the labels needs (``FIRST_CHOICE_ROUTINES``: the New session form
+chooses them by default, first at 20 labels, ``core.solvers.auto_hyper``), then the rest (the other
+solvers, the other kernels' routines, float32 rows).  Nothing else of the demo's first 160 labels
+needs compiled code (tests/core/test_compile_plan.py records it).
 
 Two ways to run it:
 
 * ``preload()`` (the app, at start): one background thread of the server's process, in that
   order, while the server already serves pages.  A page that needs a unit meanwhile waits for
-  Numba's compiler lock and then runs the compiled code, as always: which code path runs never
+  it (a kernel routine being compiled: for that routine; otherwise for Numba's compiler lock) and
+  then runs the compiled code, as always: which code path runs never
   depends on timing, and a routine compiled early or late is the same machine code (the same
   bits).  ``progress()`` tells the pages how far it is, and the console hears of every unit it
   compiles, so a first start never looks hung.  One process only: Numba keeps one cache index
@@ -41,6 +45,7 @@ from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wai
 from dataclasses import dataclass, replace
 
 from core import solvers
+from core.solvers.auto_hyper import DEFAULT_MOMENTS
 from core.strategies import DEFAULT_SOLVER, DEFAULT_STRATEGY
 
 #: each solver's compiled loops: the module whose ``warm_up()`` compiles them with the argument types
@@ -54,6 +59,10 @@ FIRST_ITEM_ROUTINES = ("dense_row_terms",)
 FIRST_LABEL_ROUTINES = ("dense_rows", "diag_values", "add_weighted_rows", "rows_dot", "masked_argmin_abs",
                         "masked_count_abs_below")
 FIRST_LABEL_SOLVER = DEFAULT_SOLVER[DEFAULT_STRATEGY]
+#: and then to choose C and gamma from the labels (the leave-one-out decision values of the labelled rows,
+#: a block of kernel values), first at the label that reaches AUTO_FIRST_MOMENT labels
+FIRST_CHOICE_ROUTINES = ("dense_block",)
+AUTO_FIRST_MOMENT = DEFAULT_MOMENTS[0]
 
 HEARTBEAT_S = 8.0  # a compile still going on is mentioned again after this long without news (< 10 s)
 
@@ -86,13 +95,14 @@ class Unit:
 
 
 def build_plan() -> tuple[Unit, ...]:
-    """Every unit, the demo's first item and first label first."""
+    """Every unit, the demo's first item, first label and first choice of C and gamma first."""
     from core import _kernels_jit
 
     dtypes = {name: ("float64",) if name in _kernels_jit.FLOAT64_ONLY else ("float64", "float32")
               for name in _kernels_jit.ROUTINE_NAMES}
     first = [Unit("kernel", name) for name in FIRST_ITEM_ROUTINES + FIRST_LABEL_ROUTINES]
     first.append(Unit("solver", FIRST_LABEL_SOLVER))
+    first += [Unit("kernel", name) for name in FIRST_CHOICE_ROUTINES]
     rest = [Unit("kernel", name) for name in _kernels_jit.ROUTINE_NAMES if Unit("kernel", name) not in first]
     rest += [Unit("solver", name) for name in SOLVER_WARM_UPS if name != FIRST_LABEL_SOLVER]
     rest += [Unit("kernel", name, dtype) for name in _kernels_jit.ROUTINE_NAMES for dtype in dtypes[name]
@@ -103,6 +113,8 @@ def build_plan() -> tuple[Unit, ...]:
 PLAN = build_plan()
 #: how many units of PLAN the default session's first labels need (they come first)
 N_FOR_LABELLING = len(FIRST_ITEM_ROUTINES) + len(FIRST_LABEL_ROUTINES) + 1
+#: and how many its first choice of C and gamma from the labels needs (the next ones)
+N_FOR_CHOOSING = N_FOR_LABELLING + len(FIRST_CHOICE_ROUTINES)
 
 
 # --------------------------------------------------------------------------- knowing a compile from a load
@@ -165,6 +177,8 @@ class Progress:
     finished: bool = False
 
     for_labelling: int = N_FOR_LABELLING  # the first units of PLAN, which the default session's first labels need
+    for_choosing: int = N_FOR_CHOOSING  # and its first choice of C and gamma from the labels ...
+    first_choice_at: int = AUTO_FIRST_MOMENT  # ... made at the label that reaches this many labels
 
     @property
     def ready_for_labelling(self) -> int:
@@ -175,6 +189,12 @@ class Progress:
     def preparing_first_labels(self) -> bool:
         """True while a first start compiles what labelling needs (a label given meanwhile waits for it)."""
         return self.compiling and not self.finished and self.done < self.for_labelling
+
+    @property
+    def preparing_first_choice(self) -> bool:
+        """True while a first start, labelling's part ready, compiles what the first choice of C and gamma
+        from the labels needs (the label that reaches ``AUTO_FIRST_MOMENT`` meanwhile waits for it)."""
+        return self.compiling and not self.finished and self.for_labelling <= self.done < self.for_choosing
 
 
 def _minutes(seconds: float) -> str:
@@ -257,8 +277,9 @@ def progress() -> Progress:
 
 
 BACKGROUND_INTRO = ("compiling the model's code for this computer in the background (first start only: a few "
-                    f"minutes; the app is ready meanwhile, and a first label waits until the first {N_FOR_LABELLING} "
-                    f"of the {len(PLAN)} parts are ready).")
+                    f"minutes; the app is ready meanwhile, a first label waits until the first {N_FOR_LABELLING} "
+                    f"of the {len(PLAN)} parts are ready, and the label that first chooses C and gamma from the "
+                    f"labels (at {AUTO_FIRST_MOMENT} labels) until the first {N_FOR_CHOOSING} are).")
 
 
 def warm_up(plan: Sequence[Unit] = PLAN, reporter: Reporter | None = None, state: _State | None = None

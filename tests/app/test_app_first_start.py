@@ -9,7 +9,7 @@ import pytest
 import streamlit as st
 
 from app.services import startup
-from core.solvers._compile import N_FOR_LABELLING, PLAN, Progress
+from core.solvers._compile import AUTO_FIRST_MOMENT, N_FOR_CHOOSING, N_FOR_LABELLING, PLAN, Progress
 from tests.app import test_app
 from tests.app.test_app import click, start_app, start_session
 
@@ -54,10 +54,23 @@ def test_the_label_page_says_the_model_is_being_prepared_until_labelling_s_part_
     click(at, "positive")
     assert [text for text in spun if NOTICE in text] == [spun[-1]] and "your answer is saved" in spun[-1]
 
-    # labelling's part compiled (the rest goes on in the background): nothing more to say
+    # labelling's part compiled, not yet the first choice of C and gamma's: the big notice goes, a line says
+    # which label may wait, and an answer meanwhile has a spinner that says why, in case it is that label
     compiling = Progress(done=N_FOR_LABELLING, compiling=True, current=PLAN[N_FOR_LABELLING].label)
     click(at, "negative")
-    assert notices(at) == [] and len([text for text in spun if NOTICE in text]) == 1
+    assert notices(at) == []
+    (line,) = [c.value for c in at.caption if NOTICE in c.value]
+    assert (f"Choosing C and gamma from your labels (at {AUTO_FIRST_MOMENT} labels, when set for this session) "
+            f"needs the first {N_FOR_CHOOSING}: the label that reaches it may wait") in line
+    assert len([text for text in spun if NOTICE in text]) == 2
+    assert f"at {AUTO_FIRST_MOMENT} labels, C and gamma are chosen from your labels" in spun[-1]
+
+    # that part compiled too (the rest goes on in the background, and no label of the demo waits for it):
+    # nothing more to say
+    compiling = Progress(done=N_FOR_CHOOSING, compiling=True, current=PLAN[N_FOR_CHOOSING].label)
+    click(at, "negative")
+    assert notices(at) == [] and not [c.value for c in at.caption if NOTICE in c.value]
+    assert len([text for text in spun if NOTICE in text]) == 2
 
 
 def test_the_notice_and_the_console_count_the_same_parts():
@@ -67,6 +80,9 @@ def test_the_notice_and_the_console_count_the_same_parts():
     reporter = _compile.Reporter(len(PLAN), _compile.BACKGROUND_INTRO, write=said.append)
     reporter.unit_done(1, PLAN[0], 1.0, compiled=True)
     assert f"the first {N_FOR_LABELLING} of the {len(PLAN)} parts" in said[0]
+    # and which label waits for more: the one that first chooses C and gamma from the labels
+    assert (f"the label that first chooses C and gamma from the labels (at {AUTO_FIRST_MOMENT} labels) until the "
+            f"first {N_FOR_CHOOSING} are" in said[0])
     assert said[1].startswith(f"MarginLab: compiled 1/{len(PLAN)} parts: ")
 
 

@@ -81,18 +81,23 @@ def test_every_module_that_compiles_with_numba_is_compiled_by_the_plan():
     assert not uncompiled, f"compiled on first use, not by the plan: {uncompiled}"
 
 
-def test_the_demo_s_first_item_and_first_labels_need_only_the_plan_s_first_units(tmp_path, monkeypatch):
-    """The Label page's default session on the bundled digits (the form as it opens): the routines it
-    asks for to show its first item are the plan's first, those for its first labels within the
-    first ``N_FOR_LABELLING`` units, with their solver; the app compiles these first."""
+def test_the_demo_s_first_160_labels_need_only_the_plan_s_first_units_first_item_first_labels_first_choice(
+        tmp_path, monkeypatch):
+    """The Label page's default session on the bundled digits (the New session form as it opens: C and gamma
+    chosen from the labels): the routines it asks for to show its first item are the plan's first, those
+    for its labels before the first choice of C and gamma within the first ``N_FOR_LABELLING`` units, with
+    its solver, and those for its first 160 labels (the choices at 20, 40, 80 and 160 included) are the
+    first ``N_FOR_CHOOSING``: every unit it needs comes before every unit it does not need."""
     from app.services import LABEL_STRATEGIES, MarginLab
+    from core.solvers.auto_hyper import DEFAULT_MOMENTS
     from storage import repository as repo
 
-    asked: list[tuple[str, str]] = []
+    asked: dict[tuple[str, str], int] = {}  # each routine asked for, and the label at which it was first
+    label = [0]
     real = jit.routine
 
     def recording(name, dtype="float64"):
-        asked.append((name, dtype))
+        asked.setdefault((name, dtype), label[0])
         return real(name, dtype)
 
     monkeypatch.setenv("MARGINLAB_OWNER_PASSWORD", "plan-test-password")
@@ -100,16 +105,20 @@ def test_the_demo_s_first_item_and_first_labels_need_only_the_plan_s_first_units
     dataset_id = svc.ensure_demo_dataset()
     y_true = repo.load_dataset_arrays(svc.engine, dataset_id)[1]
     monkeypatch.setattr(jit, "routine", recording)
-    run = svc.start_session(dataset_id=dataset_id, annotator="owner", strategy=LABEL_STRATEGIES[0], model="auto")
-    for_first_item = set(asked)
-    for _ in range(12):
+    run = svc.start_session(dataset_id=dataset_id, annotator="owner", strategy=LABEL_STRATEGIES[0], model="auto",
+                            auto_hyper=True)
+    for label[0] in range(1, 161):
         assert run.answer(int(y_true[run.shown.item_index]), item_index=run.shown.item_index).ok
 
-    first = PLAN[:N_FOR_LABELLING]
+    assert run.info.params["solver_params"]["auto"] == ["C", "gamma"] and len(run.answers) == 160
+    for_first_item = {key for key, at in asked.items() if at == 0}
+    before_choice = {key for key, at in asked.items() if at < DEFAULT_MOMENTS[0]}
     assert for_first_item and for_first_item <= set(kernel_units(PLAN[:len(_compile.FIRST_ITEM_ROUTINES)]))
-    assert set(asked) <= set(kernel_units(first)), set(asked) - set(kernel_units(first))
-    assert Unit("solver", run.info.solver) in first
-    assert len(run.answers) == 12 and {1, -1} <= {a.value for a in run.answers}
+    assert before_choice <= set(kernel_units(PLAN[:N_FOR_LABELLING])), before_choice - set(kernel_units(PLAN))
+    assert Unit("solver", run.info.solver) in PLAN[:N_FOR_LABELLING]
+    needed = {Unit("kernel", name, dtype) for name, dtype in asked} | {Unit("solver", run.info.solver)}
+    assert set(PLAN[:len(needed)]) == needed, [u.label for u in PLAN[:len(needed)] if u not in needed]
+    assert len(needed) == _compile.N_FOR_CHOOSING and _compile.AUTO_FIRST_MOMENT == DEFAULT_MOMENTS[0]
 
 
 def test_phases_keep_each_function_in_one_process_and_the_solvers_after_the_kernels():
@@ -213,6 +222,54 @@ def test_the_kernel_routines_switch_the_vectoriser_on_only_under_numba_s_compile
     monkeypatch.delitem(jit._dispatchers, ("dot", "float64"), raising=False)
     assert float(jit.routine("dot")(np.ones(3), np.ones(3))) == 3.0
     assert held == [True, True]  # (set, then restored)
+
+
+def test_a_label_waiting_for_the_routine_the_background_compiles_gets_it_though_the_next_compile_begins(
+        monkeypatch):
+    """A first start's 20th label asked for a routine the background compile was compiling; when that
+    compile ended, the background took Numba's compiler lock again at once for its next part, and the
+    label waited through that one too (it waited for the lock, not for its routine)."""
+    key = ("dot", "float64")
+    monkeypatch.delitem(jit._dispatchers, key, raising=False)
+    compiling, release, label_done = threading.Event(), threading.Event(), threading.Event()
+    real_signatures = jit._signatures
+
+    def held(name, dtype):  # (called while the routine is compiled: held there until released)
+        if (name, dtype) == key:
+            compiling.set()
+            assert release.wait(60)
+        return real_signatures(name, dtype)
+
+    monkeypatch.setattr(jit, "_signatures", held)
+    seen: dict[str, object] = {}
+
+    def background() -> None:
+        jit.routine("dot")
+        with global_compiler_lock:  # the next part's compile, at once
+            seen["label_done_meanwhile"] = label_done.wait(30)
+
+    def label() -> None:
+        seen["value"] = float(jit.routine("dot")(np.ones(3), np.ones(3)))
+        label_done.set()
+
+    compiler = threading.Thread(target=background)
+    compiler.start()
+    assert compiling.wait(60)
+    asking = threading.Thread(target=label)
+    asking.start()
+    for _ in range(6000):  # until the label is inside routine() (it waits there)
+        frame = sys._current_frames().get(asking.ident)
+        names = []
+        while frame is not None:
+            names.append(frame.f_code.co_name)
+            frame = frame.f_back
+        if "routine" in names:
+            break
+        threading.Event().wait(0.01)
+    release.set()
+    compiler.join()
+    asking.join()
+    assert seen == {"value": 3.0, "label_done_meanwhile": True}
 
 
 # --------------------------------------------------------------------------- the same bits, early or late

@@ -706,7 +706,8 @@ def test_the_default_starts_at_the_knee_once_waiting_no_longer_pays_and_the_knee
     assert check.suggest and check.rule == "statistical" and "suggested now" in st.statistical_rule(check).message
     kept = st.recall_check(labels, np.zeros(n, dtype=bool), [], checking=False, pool_size=pool, start="knee")
     assert not kept.suggest and kept.rule == "statistical-knee"
-    assert "or after 76 once the gain curve shows its knee (it does); now: 50 in a row" in st.statistical_rule(kept).message
+    assert ("or after 76 once the gain curve shows its knee (it does); now: 50 in a row"
+            in st.statistical_rule(kept).message)
     # 20 positives in the last 150 labels: waiting pays, and no check is suggested before half the run
     busy = piecewise_gain([(480, 600), (10, 300), (20, 100), (0, 50)])
     assert st.knee_rule(busy).stop and st.waiting_pays(busy, pool) and not st.check_suggested(busy, pool)
