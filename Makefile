@@ -1,5 +1,5 @@
 # MarginLab: `make run` starts the app on the bundled demo data; `make test` installs test needs and runs the tests.
-# `make test-fast` runs the tests without the slow lanes; `make lint` runs ruff and mypy (docs/deployment.md, docs/design.md).
+# `make test-fast` runs the tests without the slow lanes; `make lint` runs ruff (format and check) and mypy (docs/deployment.md, docs/design.md).
 PYTHON ?= python3
 PORT   ?= 8501
 VENV   := .venv
@@ -73,6 +73,7 @@ test-fast: $(VENV)/.dev $(VENV)/.compiled
 	$(BIN)/pytest -n $(FAST_WORKERS) --dist loadfile -m "$(FAST_LANE)"
 
 lint: $(VENV)/.dev
+	$(BIN)/ruff format --check core storage app tests benchmarks
 	$(BIN)/ruff check core storage app tests benchmarks
 	$(BIN)/mypy
 

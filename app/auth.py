@@ -132,13 +132,17 @@ def _post_once(path: str, body: str) -> None:
     """Have the browser POST ``body`` to ``path`` on this server, once per page load (a script in the page:
     the answer's cookie is the browser's, and script never sees it)."""
     target, text = json.dumps(_server_path(path)), json.dumps(body)
-    st.html(f"""<script>(function () {{
+    st.html(
+        f"""<script>(function () {{
   var sent = window.marginlabPosted = window.marginlabPosted || {{}};
   if (sent[{target} + {text}]) return;
   sent[{target} + {text}] = true;
   fetch({target}, {{method: "POST", body: {text}, credentials: "same-origin", cache: "no-store",
                     headers: {{"Content-Type": "text/plain"}}}});
-}})();</script>""", unsafe_allow_javascript=True, width="content")
+}})();</script>""",
+        unsafe_allow_javascript=True,
+        width="content",
+    )
 
 
 def _keep_in_browser() -> None:
@@ -166,8 +170,11 @@ def _submit() -> None:
     state = st.session_state
     try:
         svc = service()
-        who = svc.sign_in(state.get("sign_in_name", ""), state.get("sign_in_password", ""),
-                          client=client_of(st.context.ip_address, st.context.headers.get("X-Forwarded-For")))
+        who = svc.sign_in(
+            state.get("sign_in_name", ""),
+            state.get("sign_in_password", ""),
+            client=client_of(st.context.ip_address, st.context.headers.get("X-Forwarded-For")),
+        )
         state[IDENTITY_KEY], ticket = svc.begin_browser_sign_in(who)  # (kept by the browser: _keep_in_browser)
         state[TICKET_KEY] = (ticket, time.monotonic())
         state.sign_in_error = None
@@ -195,14 +202,26 @@ def sign_in_page() -> None:
         st.button("Sign in with the identity provider", on_click=st.login, key="sign_in_oidc")
     if service().nobody_signed_in_yet():  # a new installation: say how the first account gets in
         # (without its name: whoever reaches this page need not learn which account to guess at)
-        st.caption("First start: the first account's name and password are the ones set with "
-                   "`MARGINLAB_OWNER_NAME` and `MARGINLAB_OWNER_PASSWORD`, or printed once in the server's console.")
+        st.caption(
+            "First start: the first account's name and password are the ones set with "
+            "`MARGINLAB_OWNER_NAME` and `MARGINLAB_OWNER_PASSWORD`, or printed once in the server's console."
+        )
 
 
 def _forget() -> None:
     """Drop the identity and what the pages kept for it (the session or project on screen, messages)."""
-    for key in (IDENTITY_KEY, TICKET_KEY, "session_id", "session_picker", "team_project", "outcome", "team_outcome",
-                "model_session", "export_session", "export_annotator"):
+    for key in (
+        IDENTITY_KEY,
+        TICKET_KEY,
+        "session_id",
+        "session_picker",
+        "team_project",
+        "outcome",
+        "team_outcome",
+        "model_session",
+        "export_session",
+        "export_annotator",
+    ):
         st.session_state.pop(key, None)
 
 
@@ -213,8 +232,10 @@ def sign_out() -> None:
         service().sign_out(who if isinstance(who, Identity) else None)
     except PAGE_ERRORS as error:  # the database could not be used: this tab forgets the sign-in all the same
         logger.error("a sign-out could not be stored", exc_info=error)
-        st.session_state.sign_in_error = ("You are signed out in this tab only: the database could not be used, so "
-                                          "other tabs may stay signed in. Sign in and out again once it works.")
+        st.session_state.sign_in_error = (
+            "You are signed out in this tab only: the database could not be used, so "
+            "other tabs may stay signed in. Sign in and out again once it works."
+        )
     _forget()
     st.session_state[FORGET_COOKIE_KEY] = True
     if _oidc_configured() and getattr(st.user, "is_logged_in", False):

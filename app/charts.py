@@ -26,8 +26,15 @@ SESSION_COLORS = ("#1a202c", "#4a5568", "#975a16", "#2c5282")
 SESSION_MARKERS = ("circle-open", "square-open", "diamond-open", "triangle-up-open")
 #: a one-line legend just above the plot, under a one-line title (the live charts keep
 #: room for three title lines), where it covers neither the data nor the x-axis title
-ABOVE_LEGEND = {"orientation": "h", "x": 0, "y": 1.02, "xanchor": "left", "yanchor": "bottom",
-                "font": {"size": 10}, "itemwidth": 30}
+ABOVE_LEGEND = {
+    "orientation": "h",
+    "x": 0,
+    "y": 1.02,
+    "xanchor": "left",
+    "yanchor": "bottom",
+    "font": {"size": 10},
+    "itemwidth": 30,
+}
 
 
 #: pixels between the figure's top edge and the first line of a title
@@ -54,8 +61,15 @@ def wrap_title(title: str, width: int | None) -> str:
     return "<br>".join(lines)
 
 
-def _layout(title: str, *, height: int = 260, xtitle: str | None = None, ytitle: str | None = None,
-            wrap: int | None = LIVE_TITLE_CHARS, **extra) -> dict[str, Any]:
+def _layout(
+    title: str,
+    *,
+    height: int = 260,
+    xtitle: str | None = None,
+    ytitle: str | None = None,
+    wrap: int | None = LIVE_TITLE_CHARS,
+    **extra,
+) -> dict[str, Any]:
     title = wrap_title(title, wrap)
     # Room for three title lines on every live chart, so the plots side by side stay aligned
     # whatever their titles' lengths.
@@ -63,8 +77,14 @@ def _layout(title: str, *, height: int = 260, xtitle: str | None = None, ytitle:
     # the title hangs from the figure's top edge (container coordinates) with room above its first line,
     # so a two-line title is never cut at the top
     layout: dict[str, Any] = {
-        "title": {"text": title, "font": {"size": 13}, "yref": "container", "y": 1.0, "yanchor": "top",
-                  "pad": {"t": TITLE_PAD}},
+        "title": {
+            "text": title,
+            "font": {"size": 13},
+            "yref": "container",
+            "y": 1.0,
+            "yanchor": "top",
+            "pad": {"t": TITLE_PAD},
+        },
         "height": height + top - 40,
         "margin": {"l": 10, "r": 10, "t": top, "b": 10},
         "xaxis": {"title": {"text": xtitle or ""}, "gridcolor": GRID},
@@ -83,17 +103,27 @@ def _empty(title: str, note: str, height: int = 260, wrap: int | None = LIVE_TIT
     layout = _layout(title, height=height, wrap=wrap)
     layout["xaxis"] = {"visible": False}
     layout["yaxis"] = {"visible": False}
-    layout["annotations"] = [{"text": note, "showarrow": False, "x": 0.5, "y": 0.5, "xref": "paper",
-                              "yref": "paper", "font": {"color": "#718096"}}]
+    layout["annotations"] = [
+        {
+            "text": note,
+            "showarrow": False,
+            "x": 0.5,
+            "y": 0.5,
+            "xref": "paper",
+            "yref": "paper",
+            "font": {"color": "#718096"},
+        }
+    ]
     # one empty trace: Plotly refuses a figure whose data list is empty
-    return {"data": [{"type": "scatter", "x": [], "y": [], "hoverinfo": "skip", "showlegend": False}],
-            "layout": layout}
+    return {"data": [{"type": "scatter", "x": [], "y": [], "hoverinfo": "skip", "showlegend": False}], "layout": layout}
 
 
 def _values(series) -> list:
     """Plain floats (None for NaN) so the figure is JSON-able as is."""
-    return [None if v is None or (isinstance(v, float) and np.isnan(v)) else float(v)
-            for v in np.asarray(series, dtype=float)]
+    return [
+        None if v is None or (isinstance(v, float) and np.isnan(v)) else float(v)
+        for v in np.asarray(series, dtype=float)
+    ]
 
 
 #: most points of the live ROC curve sent to the browser. The curve has a point per distinct score
@@ -128,13 +158,31 @@ def roc_figure(roc: tuple[np.ndarray, np.ndarray, float, str] | None, *, has_eva
     drawn = curve_points(fpr, tpr)
     fpr, tpr = np.asarray(fpr)[drawn], np.asarray(tpr)[drawn]
     data = [
-        {"type": "scatter", "x": [0, 1], "y": [0, 1], "mode": "lines", "hoverinfo": "skip",
-         "line": {"color": "#cbd5e0", "dash": "dot"}, "showlegend": False},
-        {"type": "scatter", "x": _values(fpr), "y": _values(tpr), "mode": "lines", "name": f"AUC {auc:.3f}",
-         "line": {"color": PALETTE[0], "width": 2}, "showlegend": True},
+        {
+            "type": "scatter",
+            "x": [0, 1],
+            "y": [0, 1],
+            "mode": "lines",
+            "hoverinfo": "skip",
+            "line": {"color": "#cbd5e0", "dash": "dot"},
+            "showlegend": False,
+        },
+        {
+            "type": "scatter",
+            "x": _values(fpr),
+            "y": _values(tpr),
+            "mode": "lines",
+            "name": f"AUC {auc:.3f}",
+            "line": {"color": PALETTE[0], "width": 2},
+            "showlegend": True,
+        },
     ]
-    layout = _layout(title, xtitle="false positive rate", ytitle="true positive rate",
-                     legend={"orientation": "v", "x": 0.55, "y": 0.08})
+    layout = _layout(
+        title,
+        xtitle="false positive rate",
+        ytitle="true positive rate",
+        legend={"orientation": "v", "x": 0.55, "y": 0.08},
+    )
     layout["xaxis"]["range"] = [0, 1]
     layout["yaxis"]["range"] = [0, 1.02]
     return {"data": data, "layout": layout}
@@ -153,15 +201,34 @@ def auc_figure(history: pd.DataFrame, *, has_evaluation: bool) -> Figure:
     if frame.empty or "auc" not in frame or frame["auc"].isna().all():
         return _empty(title, "needs a positive and a negative label")
     auc = _values(frame["auc"])
-    data = [{"type": "scatter", "x": _values(frame["n_labels"]), "y": auc,
-             "mode": "lines+markers", "marker": {"size": 4}, "line": {"color": PALETTE[0]}, "name": "AUC",
-             "showlegend": False}]
+    data = [
+        {
+            "type": "scatter",
+            "x": _values(frame["n_labels"]),
+            "y": auc,
+            "mode": "lines+markers",
+            "marker": {"size": 4},
+            "line": {"color": PALETTE[0]},
+            "name": "AUC",
+            "showlegend": False,
+        }
+    ]
     # The axis always spans chance (0.5) to perfect (1): an autoscaled axis would blow a
     # wobble of 0.46-0.50 up to the full height of the chart.
     low = min([0.5, *(v for v in auc if v is not None)])
     layout = _layout(title, xtitle="labels", ytitle="AUC", yaxis={"range": [max(0.0, low - 0.02), 1.02]})
-    layout["shapes"] = [{"type": "line", "xref": "paper", "x0": 0, "x1": 1, "yref": "y", "y0": 0.5, "y1": 0.5,
-                         "line": {"color": "#cbd5e0", "dash": "dot", "width": 1}}]
+    layout["shapes"] = [
+        {
+            "type": "line",
+            "xref": "paper",
+            "x0": 0,
+            "x1": 1,
+            "yref": "y",
+            "y0": 0.5,
+            "y1": 0.5,
+            "line": {"color": "#cbd5e0", "dash": "dot", "width": 1},
+        }
+    ]
     return {"data": data, "layout": layout}
 
 
@@ -170,14 +237,34 @@ def support_vector_figure(history: pd.DataFrame) -> Figure:
     frame = _by_labels(history)
     if frame.empty or "n_sv" not in frame:
         return _empty(title, "no label yet")
-    data = [{"type": "scatter", "x": _values(frame["n_labels"]), "y": _values(frame["n_sv"]), "mode": "lines",
-             "name": "total", "line": {"color": PALETTE[0]}}]
+    data = [
+        {
+            "type": "scatter",
+            "x": _values(frame["n_labels"]),
+            "y": _values(frame["n_sv"]),
+            "mode": "lines",
+            "name": "total",
+            "line": {"color": PALETTE[0]},
+        }
+    ]
     if "n_bound" in frame:
-        data.append({"type": "scatter", "x": _values(frame["n_labels"]), "y": _values(frame["n_bound"]),
-                     "mode": "lines", "name": "at their bound", "line": {"color": PALETTE[1], "dash": "dash"}})
+        data.append(
+            {
+                "type": "scatter",
+                "x": _values(frame["n_labels"]),
+                "y": _values(frame["n_bound"]),
+                "mode": "lines",
+                "name": "at their bound",
+                "line": {"color": PALETTE[1], "dash": "dash"},
+            }
+        )
     # legend above the plot: below it, it would sit on the x-axis title
-    return {"data": data, "layout": _layout(title, xtitle="labels", ytitle="support vectors",
-                                            yaxis={"rangemode": "tozero"}, legend=ABOVE_LEGEND)}
+    return {
+        "data": data,
+        "layout": _layout(
+            title, xtitle="labels", ytitle="support vectors", yaxis={"rangemode": "tozero"}, legend=ABOVE_LEGEND
+        ),
+    }
 
 
 def margin_figure(history: pd.DataFrame) -> Figure:
@@ -185,9 +272,18 @@ def margin_figure(history: pd.DataFrame) -> Figure:
     frame = _by_labels(history)
     if frame.empty or "n_in_margin" not in frame or frame["n_in_margin"].isna().all():
         return _empty(title, "no label yet")
-    data = [{"type": "scatter", "x": _values(frame["n_labels"]), "y": _values(frame["n_in_margin"]),
-             "mode": "lines", "fill": "tozeroy", "name": "inside the margin",
-             "line": {"color": PALETTE[2]}, "fillcolor": _rgba(PALETTE[2], 0.2)}]
+    data = [
+        {
+            "type": "scatter",
+            "x": _values(frame["n_labels"]),
+            "y": _values(frame["n_in_margin"]),
+            "mode": "lines",
+            "fill": "tozeroy",
+            "name": "inside the margin",
+            "line": {"color": PALETTE[2]},
+            "fillcolor": _rgba(PALETTE[2], 0.2),
+        }
+    ]
     return {"data": data, "layout": _layout(title, xtitle="labels", ytitle="items", yaxis={"rangemode": "tozero"})}
 
 
@@ -195,9 +291,14 @@ def margin_figure(history: pd.DataFrame) -> Figure:
 
 
 #: axis titles for the metrics of the tidy comparison rows
-METRIC_NAMES = {"auc": "test AUC", "accuracy": "test accuracy", "n_sv": "support vectors",
-                "n_bound": "support vectors at the bound C", "n_in_margin": "unlabelled items the model is unsure of",
-                "recall": "recall (positives labelled / in the pool)"}
+METRIC_NAMES = {
+    "auc": "test AUC",
+    "accuracy": "test accuracy",
+    "n_sv": "support vectors",
+    "n_bound": "support vectors at the bound C",
+    "n_in_margin": "unlabelled items the model is unsure of",
+    "recall": "recall (positives labelled / in the pool)",
+}
 
 
 def plotly_text(text: object) -> str:
@@ -208,7 +309,7 @@ def plotly_text(text: object) -> str:
 
 def _rgba(color: str, alpha: float) -> str:
     color = color.lstrip("#")
-    r, g, b = (int(color[k:k + 2], 16) for k in (0, 2, 4))
+    r, g, b = (int(color[k : k + 2], 16) for k in (0, 2, 4))
     return f"rgba({r},{g},{b},{alpha})"
 
 
@@ -233,8 +334,14 @@ def curve_bands(rows: pd.DataFrame, metric: str) -> pd.DataFrame:
     return out
 
 
-def learning_curve_figure(rows: pd.DataFrame, metric: str = "auc", *, title: str | None = None,
-                          overlay: pd.DataFrame | None = None, overlay_metric: str | None = None) -> Figure:
+def learning_curve_figure(
+    rows: pd.DataFrame,
+    metric: str = "auc",
+    *,
+    title: str | None = None,
+    overlay: pd.DataFrame | None = None,
+    overlay_metric: str | None = None,
+) -> Figure:
     """Mean ± std bands over seeds for each heuristic; stored sessions overlaid as dashed lines.  The title
     says "mean ± std over seeds" only when there are several seeds; a band stays within what the metric can
     be (a share within [0, 1], a count at 0 or more)."""
@@ -250,14 +357,30 @@ def learning_curve_figure(rows: pd.DataFrame, metric: str = "auc", *, title: str
         x = part["n_labels"].to_numpy(dtype=float)
         mean = part["mean"].to_numpy(dtype=float)
         std = part["std"].to_numpy(dtype=float)
-        data.append({"type": "scatter", "x": _values(np.concatenate([x, x[::-1]])),
-                     "y": _values(np.clip(np.concatenate([mean + std, (mean - std)[::-1]]), 0.0, top)),
-                     "fill": "toself",
-                     "fillcolor": _rgba(color, 0.15), "line": {"width": 0}, "hoverinfo": "skip",
-                     "showlegend": False, "legendgroup": str(series)})
-        data.append({"type": "scatter", "x": _values(x), "y": _values(mean), "mode": "lines",
-                     "line": {"color": color, "width": 2}, "name": plotly_text(series),
-                     "legendgroup": str(series)})
+        data.append(
+            {
+                "type": "scatter",
+                "x": _values(np.concatenate([x, x[::-1]])),
+                "y": _values(np.clip(np.concatenate([mean + std, (mean - std)[::-1]]), 0.0, top)),
+                "fill": "toself",
+                "fillcolor": _rgba(color, 0.15),
+                "line": {"width": 0},
+                "hoverinfo": "skip",
+                "showlegend": False,
+                "legendgroup": str(series),
+            }
+        )
+        data.append(
+            {
+                "type": "scatter",
+                "x": _values(x),
+                "y": _values(mean),
+                "mode": "lines",
+                "line": {"color": color, "width": 2},
+                "name": plotly_text(series),
+                "legendgroup": str(series),
+            }
+        )
     overlay_metric = overlay_metric or metric
     # the comparison's own label axis: a long labelling session is cut there, not stretching the bands
     low, high = float(np.nanmin(rows["n_labels"])), float(np.nanmax(rows["n_labels"]))
@@ -268,10 +391,17 @@ def learning_curve_figure(rows: pd.DataFrame, metric: str = "auc", *, title: str
             if part.empty:
                 continue
             # a session looks unlike any heuristic: dark dotted line with open markers
-            data.append({"type": "scatter", "x": _values(part["n_labels"]), "y": _values(part[overlay_metric]),
-                         "mode": "lines+markers", "name": plotly_text(name),
-                         "marker": {"symbol": SESSION_MARKERS[k % len(SESSION_MARKERS)], "size": 6},
-                         "line": {"color": SESSION_COLORS[k % len(SESSION_COLORS)], "dash": "dot", "width": 2}})
+            data.append(
+                {
+                    "type": "scatter",
+                    "x": _values(part["n_labels"]),
+                    "y": _values(part[overlay_metric]),
+                    "mode": "lines+markers",
+                    "name": plotly_text(name),
+                    "marker": {"symbol": SESSION_MARKERS[k % len(SESSION_MARKERS)], "size": 6},
+                    "line": {"color": SESSION_COLORS[k % len(SESSION_COLORS)], "dash": "dot", "width": 2},
+                }
+            )
     layout = _layout(title, height=380, xtitle="labels", ytitle=METRIC_NAMES.get(metric, metric), wrap=None)
     layout["xaxis"]["range"] = [low - 0.5, high + 0.5]
     layout["margin"]["t"] = 50
@@ -290,10 +420,24 @@ def latency_figure(rows: pd.DataFrame) -> Figure:
             continue
         stats = data_rows.groupby("series")[column].quantile([0.5, 0.95]).unstack()
         names = [plotly_text(s) for s in stats.index]
-        data.append({"type": "bar", "x": names, "y": _values(stats[0.5]), "name": f"{label} median",
-                     "marker": {"color": PALETTE[k]}})
-        data.append({"type": "bar", "x": names, "y": _values(stats[0.95]), "name": f"{label} p95",
-                     "marker": {"color": _rgba(PALETTE[k], 0.45)}})
+        data.append(
+            {
+                "type": "bar",
+                "x": names,
+                "y": _values(stats[0.5]),
+                "name": f"{label} median",
+                "marker": {"color": PALETTE[k]},
+            }
+        )
+        data.append(
+            {
+                "type": "bar",
+                "x": names,
+                "y": _values(stats[0.95]),
+                "name": f"{label} p95",
+                "marker": {"color": _rgba(PALETTE[k], 0.45)},
+            }
+        )
     layout = _layout(title, height=340, ytitle="ms", barmode="group", wrap=None)
     layout["margin"]["t"] = 50
     return {"data": data, "layout": layout}
@@ -310,46 +454,97 @@ def _step(top: float, ticks: int = 5) -> int:
     return step
 
 
-def gain_figure(gain: pd.DataFrame, estimate=None, target_recall: float | None = None,
-                height: int | None = None) -> Figure:
+def gain_figure(
+    gain: pd.DataFrame, estimate=None, target_recall: float | None = None, height: int | None = None
+) -> Figure:
     """Positives found against labels (the gain curve), random draws of recall checks marked, and the
     estimated number of positives in the pool (with its interval) when there is an estimate (``height``:
     that of the plot; None: 330, and 260 while there is no label)."""
     title = "Positives found vs labels"
     if gain is None or len(gain) < 2:  # (one point is no curve)
-        return _empty(title, "no label yet" if gain is None or len(gain) == 0 else
-                      "the curve starts at the second label", height=height or 260)
+        return _empty(
+            title,
+            "no label yet" if gain is None or len(gain) == 0 else "the curve starts at the second label",
+            height=height or 260,
+        )
     x, found = _values(gain["n_labels"]), _values(gain["found"])
-    data: list[dict[str, Any]] = [{"type": "scatter", "x": x, "y": found, "mode": "lines", "name": "found",
-                                   "line": {"color": PALETTE[0], "width": 2}}]
+    data: list[dict[str, Any]] = [
+        {
+            "type": "scatter",
+            "x": x,
+            "y": found,
+            "mode": "lines",
+            "name": "found",
+            "line": {"color": PALETTE[0], "width": 2},
+        }
+    ]
     drawn = np.asarray(gain["drawn"], dtype=bool)
     if drawn.any():
-        data.append({"type": "scatter", "x": [v for v, d in zip(x, drawn, strict=True) if d],
-                     "y": [v for v, d in zip(found, drawn, strict=True) if d], "mode": "markers",
-                     "name": "random draws", "marker": {"color": PALETTE[1], "size": 4}})
+        data.append(
+            {
+                "type": "scatter",
+                "x": [v for v, d in zip(x, drawn, strict=True) if d],
+                "y": [v for v, d in zip(found, drawn, strict=True) if d],
+                "mode": "markers",
+                "name": "random draws",
+                "marker": {"color": PALETTE[1], "size": 4},
+            }
+        )
     shapes = []
     top = float(max(found)) if found else 0.0
     # an estimate too wide to say anything (``RecallEstimate.too_early``) is left out: the axis fits what was found
     if estimate is not None and np.isfinite(estimate.remaining) and not getattr(estimate, "too_early", False):
         total = estimate.found + estimate.remaining
         low, high = estimate.found + estimate.remaining_low, estimate.found + estimate.remaining_high
-        shapes.append({"type": "rect", "xref": "paper", "x0": 0, "x1": 1, "yref": "y", "y0": low, "y1": high,
-                       "fillcolor": _rgba(PALETTE[2], 0.15), "line": {"width": 0}})
-        data.append({"type": "scatter", "x": [x[0], x[-1]], "y": [total, total], "mode": "lines",
-                     "name": f"estimated in the pool ({estimate.method})",
-                     "line": {"color": PALETTE[2], "dash": "dash", "width": 1.5}})
+        shapes.append(
+            {
+                "type": "rect",
+                "xref": "paper",
+                "x0": 0,
+                "x1": 1,
+                "yref": "y",
+                "y0": low,
+                "y1": high,
+                "fillcolor": _rgba(PALETTE[2], 0.15),
+                "line": {"width": 0},
+            }
+        )
+        data.append(
+            {
+                "type": "scatter",
+                "x": [x[0], x[-1]],
+                "y": [total, total],
+                "mode": "lines",
+                "name": f"estimated in the pool ({estimate.method})",
+                "line": {"color": PALETTE[2], "dash": "dash", "width": 1.5},
+            }
+        )
         if target_recall:
-            data.append({"type": "scatter", "x": [x[0], x[-1]], "y": [target_recall * total] * 2, "mode": "lines",
-                         "name": f"{100 * target_recall:g}% of the estimate",
-                         "line": {"color": "#a0aec0", "dash": "dot", "width": 1}})
+            data.append(
+                {
+                    "type": "scatter",
+                    "x": [x[0], x[-1]],
+                    "y": [target_recall * total] * 2,
+                    "mode": "lines",
+                    "name": f"{100 * target_recall:g}% of the estimate",
+                    "line": {"color": "#a0aec0", "dash": "dot", "width": 1},
+                }
+            )
         top = max(top, high)
     # the axis fits what was found and the estimate's interval (and no more): 8% headroom, at least 1
     # counts: whole-number ticks only (no 0.2 or 0.5 steps on a short curve)
     yaxis = {"range": [0, max(1.0, 1.08 * top)], "autorange": False, "tickformat": ",d", "dtick": _step(top)}
     xaxis = {"tickformat": ",d", "dtick": _step(float(max(x)))}
-    layout = _layout(title, height=height or 330, xtitle="labels", ytitle="positives", yaxis=yaxis, xaxis=xaxis,
-                     legend={"orientation": "h", "x": 0, "y": -0.28, "xanchor": "left", "yanchor": "top",
-                             "font": {"size": 10}}, wrap=None)
+    layout = _layout(
+        title,
+        height=height or 330,
+        xtitle="labels",
+        ytitle="positives",
+        yaxis=yaxis,
+        xaxis=xaxis,
+        legend={"orientation": "h", "x": 0, "y": -0.28, "xanchor": "left", "yanchor": "top", "font": {"size": 10}},
+        wrap=None,
+    )
     layout["margin"]["b"] = 70
     layout["shapes"] = shapes
     return {"data": data, "layout": layout}
@@ -365,12 +560,31 @@ def class_accuracy_figure(history: pd.DataFrame) -> Figure:
     if history.empty or history["accuracy"].isna().all():
         return _empty(title, "needs answers in two classes")
     x = _values(history["labels"])
-    data = [{"type": "scatter", "x": x, "y": _values(history["accuracy"]), "mode": "lines+markers",
-             "marker": {"size": 4}, "line": {"color": PALETTE[0]}, "name": "accuracy"},
-            {"type": "scatter", "x": x, "y": _values(history["macro_auc"]), "mode": "lines",
-             "line": {"color": PALETTE[1], "dash": "dash"}, "name": "macro AUC"}]
-    return {"data": data, "layout": _layout(title, xtitle="labels", ytitle="share / AUC",
-                                            yaxis={"range": [0, 1.02]}, legend=ABOVE_LEGEND)}
+    data = [
+        {
+            "type": "scatter",
+            "x": x,
+            "y": _values(history["accuracy"]),
+            "mode": "lines+markers",
+            "marker": {"size": 4},
+            "line": {"color": PALETTE[0]},
+            "name": "accuracy",
+        },
+        {
+            "type": "scatter",
+            "x": x,
+            "y": _values(history["macro_auc"]),
+            "mode": "lines",
+            "line": {"color": PALETTE[1], "dash": "dash"},
+            "name": "macro AUC",
+        },
+    ]
+    return {
+        "data": data,
+        "layout": _layout(
+            title, xtitle="labels", ytitle="share / AUC", yaxis={"range": [0, 1.02]}, legend=ABOVE_LEGEND
+        ),
+    }
 
 
 def class_counts_figure(counts: dict[str, int]) -> Figure:
@@ -378,6 +592,13 @@ def class_counts_figure(counts: dict[str, int]) -> Figure:
     title = "Answers per class"
     if not any(counts.values()):
         return _empty(title, "no answer yet")
-    data = [{"type": "bar", "x": [plotly_text(name) for name in counts], "y": list(counts.values()),
-             "marker": {"color": [PALETTE[k % len(PALETTE)] for k in range(len(counts))]}, "showlegend": False}]
+    data = [
+        {
+            "type": "bar",
+            "x": [plotly_text(name) for name in counts],
+            "y": list(counts.values()),
+            "marker": {"color": [PALETTE[k % len(PALETTE)] for k in range(len(counts))]},
+            "showlegend": False,
+        }
+    ]
     return {"data": data, "layout": _layout(title, ytitle="answers", yaxis={"rangemode": "tozero"})}

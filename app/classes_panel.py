@@ -11,16 +11,19 @@ from app.ui.item import draw_panel_item, model_timings, panel_item
 from app.ui.messages import guarded, show_outcome, waiting_for_the_model
 from app.ui.text import plain, visible_cells
 
-STOPPING_NOTE = ("Stopping estimates (when can I stop?) are for two-class sessions, and for sessions with named "
-                 "classes that look for one class (Most likely <class>): this one shows how well the model rates "
-                 "the answers instead.")
+STOPPING_NOTE = (
+    "Stopping estimates (when can I stop?) are for two-class sessions, and for sessions with named "
+    "classes that look for one class (Most likely <class>): this one shows how well the model rates "
+    "the answers instead."
+)
 
 
 @guarded
 def _answer(svc, session_id: int, answer_class: int | None, item_index: int) -> None:
     with waiting_for_the_model():
-        st.session_state.outcome = svc.open_session(session_id).answer(answer_class, item_index=item_index,
-                                                                       by=auth.identity())
+        st.session_state.outcome = svc.open_session(session_id).answer(
+            answer_class, item_index=item_index, by=auth.identity()
+        )
 
 
 @guarded
@@ -43,32 +46,55 @@ def show(svc, session_id: int) -> None:
         with st.container(horizontal=True, key="class_buttons"):
             for k, name in enumerate(run.classes):
                 # a button's label is Markdown: the class name (the analyst's own text) is shown as it is
-                st.button(f"{plain(name)} ({k + 1})", shortcut=str(k + 1), type="primary" if k == 0 else "secondary",
-                          disabled=disabled, on_click=_answer, args=(svc, session_id, k, item),
-                          key=f"class_{k}_{item}")
-            st.button("Skip", shortcut="S", disabled=disabled, on_click=_answer, args=(svc, session_id, None, item),
-                      key=f"skip_{item}")
-            st.button("Undo", shortcut="U", disabled=last is None or form_open, on_click=_undo,
-                      args=(svc, session_id, last), key=f"undo_{last}")
+                st.button(
+                    f"{plain(name)} ({k + 1})",
+                    shortcut=str(k + 1),
+                    type="primary" if k == 0 else "secondary",
+                    disabled=disabled,
+                    on_click=_answer,
+                    args=(svc, session_id, k, item),
+                    key=f"class_{k}_{item}",
+                )
+            st.button(
+                "Skip",
+                shortcut="S",
+                disabled=disabled,
+                on_click=_answer,
+                args=(svc, session_id, None, item),
+                key=f"skip_{item}",
+            )
+            st.button(
+                "Undo",
+                shortcut="U",
+                disabled=last is None or form_open,
+                on_click=_undo,
+                args=(svc, session_id, last),
+                key=f"undo_{last}",
+            )
         with item_box:
             guess = run.predicted_class()
-            draw_panel_item(at, "" if shown is None else
-                            f"Chosen by **{plain(run.heuristic_words(shown.strategy))}**: {plain(shown.reason)}"
-                            + (f" · the model's best guess: {plain(guess)}" if guess is not None else ""))
+            draw_panel_item(
+                at,
+                ""
+                if shown is None
+                else f"Chosen by **{plain(run.heuristic_words(shown.strategy))}**: {plain(shown.reason)}"
+                + (f" · the model's best guess: {plain(guess)}" if guess is not None else ""),
+            )
         if form_open:
             st.caption("Labelling is paused while **New session** is open.")
         show_outcome()
         per_class = " · ".join(f"{plain(name)} {n}" for name, n in counts.items())
         st.container(key="progress").markdown(
             f"**{run.n_labels}** {'label' if run.n_labels == 1 else 'labels'} ({per_class}) · "
-            f"**{run.n_skips}** {'skip' if run.n_skips == 1 else 'skips'} · pool {len(run.pool_items):,} items")
+            f"**{run.n_skips}** {'skip' if run.n_skips == 1 else 'skips'} · pool {len(run.pool_items):,} items"
+        )
         st.caption(f"{model_timings(run, shown)} · one model per class ({len(run.classes)})")
     with chart_col:
         top = st.columns(2)
-        top[0].plotly_chart(charts.class_accuracy_figure(run.history()), config={"displayModeBar": False},
-                            key="class_accuracy")
-        top[1].plotly_chart(charts.class_counts_figure(counts), config={"displayModeBar": False},
-                            key="class_counts")
+        top[0].plotly_chart(
+            charts.class_accuracy_figure(run.history()), config={"displayModeBar": False}, key="class_accuracy"
+        )
+        top[1].plotly_chart(charts.class_counts_figure(counts), config={"displayModeBar": False}, key="class_counts")
         st.markdown("**Confusion counts** (rows: your answer; columns: the model's best guess when it asked)")
         st.dataframe(visible_cells(run.confusion().reset_index()), hide_index=True, key="class_confusion")
         stopping = run.target_stopping()

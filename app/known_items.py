@@ -15,7 +15,7 @@ from app.ui.text import plain
 
 #: what the search box asks for, by how the pool is searched
 PROMPTS = {
-    "words": ("Words or \"a phrase\"", "every word and quoted phrase must occur (case does not matter)"),
+    "words": ('Words or "a phrase"', "every word and quoted phrase must occur (case does not matter)"),
     "substructure": ("SMILES substructure", "molecules that contain it (SMILES or SMARTS, e.g. C(=O)O)"),
     "column filter": ("Column filter", "column, comparison, number: e.g. radius > 15 (< <= > >= = !=)"),
 }
@@ -29,11 +29,14 @@ def show(svc, session_id: int, who) -> None:
     how = run.search_how
     label, help_text = PROMPTS[how]
     with st.expander(f"Known items ({run.n_known} marked)", icon=":material/search:"):
-        st.caption("Search the pool for items you already know and mark them: they are stored as labels "
-                   "with the provenance 'prior' and the model learns them at once (before the first "
-                   "question, they are its start).")
-        query = st.text_input(label, key=f"known_query_{session_id}", max_chars=QUERY_CHARS, help=help_text,
-                              placeholder=help_text)
+        st.caption(
+            "Search the pool for items you already know and mark them: they are stored as labels "
+            "with the provenance 'prior' and the model learns them at once (before the first "
+            "question, they are its start)."
+        )
+        query = st.text_input(
+            label, key=f"known_query_{session_id}", max_chars=QUERY_CHARS, help=help_text, placeholder=help_text
+        )
         if not query:
             return
         try:
@@ -49,10 +52,18 @@ def show(svc, session_id: int, who) -> None:
             if hit.answer is not None:
                 pos_col.text(f"answered: {hit.answer}")
                 continue
-            pos_col.button("Known positive", key=f"known_pos_{session_id}_{hit.item_index}", on_click=_mark,
-                           args=(svc, session_id, hit.item_index, 1, who))
-            neg_col.button("Known negative", key=f"known_neg_{session_id}_{hit.item_index}", on_click=_mark,
-                           args=(svc, session_id, hit.item_index, -1, who))
+            pos_col.button(
+                "Known positive",
+                key=f"known_pos_{session_id}_{hit.item_index}",
+                on_click=_mark,
+                args=(svc, session_id, hit.item_index, 1, who),
+            )
+            neg_col.button(
+                "Known negative",
+                key=f"known_neg_{session_id}_{hit.item_index}",
+                on_click=_mark,
+                args=(svc, session_id, hit.item_index, -1, who),
+            )
 
 
 @guarded

@@ -39,9 +39,11 @@ def run_app() -> None:
         # Nobody signed in: the sign-in page, whatever the address asked for, and nothing else. It answers
         # at every page's address too, so a link to a page leads there once signed in.
         with failures_said("sign_in_page"):
-            st.navigation([st.Page(auth.sign_in_page, title="Sign in", url_path="sign-in", default=True)]
-                          + [st.Page(auth.sign_in_page, title="Sign in", url_path=name)
-                             for name in navigation.PAGES], position="hidden").run()
+            st.navigation(
+                [st.Page(auth.sign_in_page, title="Sign in", url_path="sign-in", default=True)]
+                + [st.Page(auth.sign_in_page, title="Sign in", url_path=name) for name in navigation.PAGES],
+                position="hidden",
+            ).run()
         return
     server_guard.note_signed_in(who)
     auth.sidebar(who)
@@ -60,11 +62,15 @@ def warn_when_unguarded() -> None:
     the browser sign-in are then Streamlit's own, unguarded (``app.server_guard``)."""
     from streamlit import config
 
-    if server_guard.unguarded_on_a_network(config.get_option("server.address"),
-                                           served_to_a_browser=bool(st.context.headers.get("Host"))):
-        st.sidebar.warning("This server was started with `streamlit run` and can be reached from other machines, "
-                           "without MarginLab's guard on uploads and downloads. Start it with `python -m app.serve "
-                           "--server.address ADDRESS` (what `make run` does) to share it.", icon=":material/shield:")
+    if server_guard.unguarded_on_a_network(
+        config.get_option("server.address"), served_to_a_browser=bool(st.context.headers.get("Host"))
+    ):
+        st.sidebar.warning(
+            "This server was started with `streamlit run` and can be reached from other machines, "
+            "without MarginLab's guard on uploads and downloads. Start it with `python -m app.serve "
+            "--server.address ADDRESS` (what `make run` does) to share it.",
+            icon=":material/shield:",
+        )
 
 
 # Streamlit runs this file as __main__ for every page view. A multiprocessing child started from a process

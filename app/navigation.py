@@ -54,8 +54,9 @@ def pages(is_owner: bool = True) -> list:
         st.switch_page(view(first), query_params=st.query_params.to_dict())
 
     root = st.Page(home, title="MarginLab", url_path="", default=True, visibility="hidden")
-    elsewhere = [st.Page(home, title=PAGES[name][0], url_path=name, visibility="hidden")
-                 for name in PAGES if name not in names]
+    elsewhere = [
+        st.Page(home, title=PAGES[name][0], url_path=name, visibility="hidden") for name in PAGES if name not in names
+    ]
     return [root, *made, *elsewhere]
 
 

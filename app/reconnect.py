@@ -78,10 +78,17 @@ class Reconnect:
             return
         if self._local_path(scope.get("path", "")) == STARTED_PATH:
             body = STARTED.encode()
-            await send({"type": "http.response.start", "status": 200,
-                        "headers": [(b"content-type", b"text/plain; charset=utf-8"),
-                                    (b"content-length", str(len(body)).encode()),
-                                    (b"cache-control", b"no-store")]})
+            await send(
+                {
+                    "type": "http.response.start",
+                    "status": 200,
+                    "headers": [
+                        (b"content-type", b"text/plain; charset=utf-8"),
+                        (b"content-length", str(len(body)).encode()),
+                        (b"cache-control", b"no-store"),
+                    ],
+                }
+            )
             await send({"type": "http.response.body", "body": body})
             return
         await self.app(scope, receive, _ScriptAdded(send))
@@ -89,7 +96,7 @@ class Reconnect:
     def _local_path(self, path: str) -> str:
         path = re.sub(r"/{2,}", "/", path)
         if self.base and path.startswith(self.base + "/"):
-            path = path[len(self.base):]
+            path = path[len(self.base) :]
         return path.rstrip("/") or "/"
 
 
@@ -106,8 +113,11 @@ class _ScriptAdded:
         if message["type"] == "http.response.start":
             headers = dict(message.get("headers", []))
             encoding = headers.get(b"content-encoding", b"identity").lower()
-            if (message["status"] == 200 and headers.get(b"content-type", b"").startswith(b"text/html")
-                    and encoding in (b"identity", b"gzip")):
+            if (
+                message["status"] == 200
+                and headers.get(b"content-type", b"").startswith(b"text/html")
+                and encoding in (b"identity", b"gzip")
+            ):
                 self.start = message
                 return
         elif message["type"] == "http.response.body" and self.start is not None:

@@ -43,8 +43,12 @@ def warm_start() -> None:
         ready = startup.warm_start(database_url())
         started = time.monotonic()
         while not ready.wait(HEARTBEAT_S):  # (a busy machine: say it is still at work, never silent > 10 s)
-            print(f"MarginLab: still loading the app and opening its database "
-                  f"({time.monotonic() - started:.0f} s so far)…", file=sys.stderr, flush=True)
+            print(
+                f"MarginLab: still loading the app and opening its database "
+                f"({time.monotonic() - started:.0f} s so far)…",
+                file=sys.stderr,
+                flush=True,
+            )
     except Exception as error:  # (the first page view does it all again, and says what is wrong)
         print(f"MarginLab: the warm start did not happen ({error}).", file=sys.stderr)
 

@@ -161,8 +161,11 @@ class Uploads:
                 raise self._over()
 
     def _over(self) -> Refused:
-        return Refused(413, f"A browser session may hold {_megabytes(self.budget)} of uploaded files at once; "
-                            "remove a file before adding another.")
+        return Refused(
+            413,
+            f"A browser session may hold {_megabytes(self.budget)} of uploaded files at once; "
+            "remove a file before adding another.",
+        )
 
     def drop(self, session: str, file: str) -> None:
         with self.lock:
@@ -220,9 +223,16 @@ def _file_id(url_or_name: str) -> str:
 class Guard:
     """ASGI middleware around Streamlit's application: see the module's docstring."""
 
-    def __init__(self, app, runtime, *, base_path: str = "", downloads: Downloads | None = None,
-                 is_signed_in: Callable[[str], SignedIn | None] = signed_in,
-                 redeem_ticket: Callable[[str], object] | None = None):
+    def __init__(
+        self,
+        app,
+        runtime,
+        *,
+        base_path: str = "",
+        downloads: Downloads | None = None,
+        is_signed_in: Callable[[str], SignedIn | None] = signed_in,
+        redeem_ticket: Callable[[str], object] | None = None,
+    ):
         self.app = app
         #: a ticket -> the ``BrowserCookie`` for it, or None (default: the process's service)
         self.redeem_ticket = redeem_ticket or _redeem_with_the_service
@@ -280,7 +290,7 @@ class Guard:
     def _local_path(self, path: str) -> str:
         path = re.sub(r"/{2,}", "/", path)
         if self.base and path.startswith(self.base + "/"):
-            path = path[len(self.base):]
+            path = path[len(self.base) :]
         return path.rstrip("/") or "/"
 
     # -- the browser's sign-in cookie ----------------------------------------------------------------
@@ -301,18 +311,26 @@ class Guard:
             cookie = await run_in_threadpool(self.redeem_ticket, ticket)
         except Exception as error:  # noqa: BLE001 - the database could not be used: said, not raised
             logger.error("a browser sign-in could not be kept", exc_info=error)
-            raise Refused(503, "The sign-in could not be kept by the browser: the database could not be used.") \
-                from None
+            raise Refused(
+                503, "The sign-in could not be kept by the browser: the database could not be used."
+            ) from None
         if cookie is None:
             raise Refused(403, "This sign-in ticket is not valid (used, expired or unknown).")
-        await _respond(send, 204, headers=[(b"set-cookie", sign_in_cookie(cookie.token, cookie.max_age(), path=path,
-                                                                          secure=secure))])
+        await _respond(
+            send,
+            204,
+            headers=[(b"set-cookie", sign_in_cookie(cookie.token, cookie.max_age(), path=path, secure=secure))],
+        )
 
     # -- uploads -----------------------------------------------------------------------------------
     async def _upload(self, scope, receive, send, session: str, file: str) -> None:
         who = self.signed_in(session)
-        if (who is None or not who.is_owner or not self.runtime.is_active_session(session)
-                or (who.browser is not None and browser_token(_cookie(scope, XSRF_COOKIE)) != who.browser)):
+        if (
+            who is None
+            or not who.is_owner
+            or not self.runtime.is_active_session(session)
+            or (who.browser is not None and browser_token(_cookie(scope, XSRF_COOKIE)) != who.browser)
+        ):
             raise Refused(403, "Sign in as an owner to upload files.")
         announced = _content_length(scope)
         self.uploads.start(session, file, announced)
@@ -412,9 +430,18 @@ async def _answer(send, refused: Refused) -> None:
 
 
 async def _respond(send, status: int, body: bytes = b"", headers: list[tuple[bytes, bytes]] = ()) -> None:
-    await send({"type": "http.response.start", "status": status,
-                "headers": [(b"content-type", b"text/plain; charset=utf-8"), (b"cache-control", b"no-store"),
-                            (b"content-length", str(len(body)).encode()), *headers]})
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [
+                (b"content-type", b"text/plain; charset=utf-8"),
+                (b"cache-control", b"no-store"),
+                (b"content-length", str(len(body)).encode()),
+                *headers,
+            ],
+        }
+    )
     await send({"type": "http.response.body", "body": body})
 
 
@@ -504,4 +531,3 @@ def unguarded_on_a_network(address: str | None, served_to_a_browser: bool) -> bo
     if installed() or not served_to_a_browser:
         return False
     return address is None or address.strip("[]") not in LOOPBACK
-

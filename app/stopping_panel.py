@@ -16,9 +16,11 @@ from app.services.vocabulary import rule_words
 from app.ui.messages import guarded
 from app.ui.text import plain
 
-CHECK_HELP = ("Draws items at random from the unlabelled ones; each is labelled like any other. The check "
-              "passes when the draws show recall at or above the target with the stated confidence, and ends on "
-              "its own (back to the heuristic) when they show recall below it.")
+CHECK_HELP = (
+    "Draws items at random from the unlabelled ones; each is labelled like any other. The check "
+    "passes when the draws show recall at or above the target with the stated confidence, and ends on "
+    "its own (back to the heuristic) when they show recall below it."
+)
 
 
 def rule_line(state) -> str:
@@ -40,9 +42,11 @@ def _stop_check(svc, session_id: int) -> None:
 def _apply_settings(svc, session_id: int) -> None:
     state = st.session_state
     st.session_state.outcome = svc.open_session(session_id).set_stopping(
-        rule=state.stopping_rule, target_recall=state.stopping_target / 100,
+        rule=state.stopping_rule,
+        target_recall=state.stopping_target / 100,
         confidence=state.stopping_confidence / 100,
-        by=auth.identity())
+        by=auth.identity(),
+    )
 
 
 def _percent(share: float) -> float:
@@ -72,8 +76,11 @@ def gain_chart(run, height: int | None = None) -> None:
     status = run.stopping_status()
     if status is None:
         return
-    st.plotly_chart(charts.gain_figure(status.gain, status.estimate, status.target_recall, height=height),
-                    config={"displayModeBar": False}, key="gain")
+    st.plotly_chart(
+        charts.gain_figure(status.gain, status.estimate, status.target_recall, height=height),
+        config={"displayModeBar": False},
+        key="gain",
+    )
 
 
 def show(svc, run, *, above: bool = False) -> None:
@@ -91,24 +98,54 @@ def show(svc, run, *, above: bool = False) -> None:
         st.caption("  \n".join(lines))
         buttons = st.container(horizontal=True)
         if status.checking:
-            buttons.button("Stop the recall check", key="stop_check", on_click=_stop_check,
-                           args=(svc, run.session_id), help="Back to the heuristic; the draws so far are kept.")
+            buttons.button(
+                "Stop the recall check",
+                key="stop_check",
+                on_click=_stop_check,
+                args=(svc, run.session_id),
+                help="Back to the heuristic; the draws so far are kept.",
+            )
         else:
             # disabled, with the reason, whenever the panel says a check cannot start (the same test)
             blocked = check_blocked(status.check)
-            buttons.button("Start the recall check", key="start_check", on_click=_start_check,
-                           args=(svc, run.session_id), disabled=blocked is not None,
-                           help=blocked or CHECK_HELP, type="primary" if status.check.suggest else "secondary")
+            buttons.button(
+                "Start the recall check",
+                key="start_check",
+                on_click=_start_check,
+                args=(svc, run.session_id),
+                disabled=blocked is not None,
+                help=blocked or CHECK_HELP,
+                type="primary" if status.check.suggest else "secondary",
+            )
         with buttons.popover("Stopping settings", icon=":material/tune:"), st.form("stopping_settings", border=False):
             choices = list(RULE_OPTIONS) + ([status.rule] if status.rule not in RULE_OPTIONS else [])
-            st.selectbox("Rule that says you can stop", choices, index=choices.index(status.rule),
-                         key="stopping_rule", format_func=rule_words)
+            st.selectbox(
+                "Rule that says you can stop",
+                choices,
+                index=choices.index(status.rule),
+                key="stopping_rule",
+                format_func=rule_words,
+            )
             cols = st.columns(2)
             # in percent, as the panel says them ("recall ≥ 95% at 95% confidence"), not as 0.950
-            cols[0].number_input("Target recall, %", min_value=50.0, max_value=99.9,
-                                 value=_percent(status.target_recall), step=1.0, format="%g", key="stopping_target")
-            cols[1].number_input("Confidence, %", min_value=50.0, max_value=99.9, value=_percent(status.confidence),
-                                 step=1.0, format="%g", key="stopping_confidence")
+            cols[0].number_input(
+                "Target recall, %",
+                min_value=50.0,
+                max_value=99.9,
+                value=_percent(status.target_recall),
+                step=1.0,
+                format="%g",
+                key="stopping_target",
+            )
+            cols[1].number_input(
+                "Confidence, %",
+                min_value=50.0,
+                max_value=99.9,
+                value=_percent(status.confidence),
+                step=1.0,
+                format="%g",
+                key="stopping_confidence",
+            )
             st.form_submit_button("Apply", on_click=_apply_settings, args=(svc, run.session_id))
     if not above:
         with right:

@@ -5,15 +5,19 @@ from __future__ import annotations
 
 import numpy as np
 
-DIGITS_TITLE = ("scikit-learn 8x8 digits upsampled to 28x28 = 784 features by bilinear interpolation "
-                "with random shifts (+-1.5 px) and elastic noise (Gaussian-smoothed displacement field, "
-                "sigma 3 px, amplitude 1.5 px), pixel values /16; label +1 = digit 8; originals split "
-                "75/25 before augmentation")
+DIGITS_TITLE = (
+    "scikit-learn 8x8 digits upsampled to 28x28 = 784 features by bilinear interpolation "
+    "with random shifts (+-1.5 px) and elastic noise (Gaussian-smoothed displacement field, "
+    "sigma 3 px, amplitude 1.5 px), pixel values /16; label +1 = digit 8; originals split "
+    "75/25 before augmentation"
+)
 
 
-REAL_DIGITS_TITLE = ("scikit-learn's digits as shipped (load_digits: 1,797 real handwritten 8x8 images, "
-                     "UCI optical recognition set; 64 features, pixel values /16), label +1 = digit 8, "
-                     "75/25 train/test split")
+REAL_DIGITS_TITLE = (
+    "scikit-learn's digits as shipped (load_digits: 1,797 real handwritten 8x8 images, "
+    "UCI optical recognition set; 64 features, pixel values /16), label +1 = digit 8, "
+    "75/25 train/test split"
+)
 
 
 def real_digits(seed: int = 0):
@@ -71,7 +75,7 @@ def banana(n: int, seed: int = 0, noise: float = 0.6):
     rng = np.random.default_rng(seed)
     y = np.where(rng.random(n) < 0.5, 1.0, -1.0)
     t = rng.uniform(0, np.pi, n)
-    X = np.where(y[:, None] > 0,
-                 np.c_[2.0 * np.cos(t), 2.0 * np.sin(t)],
-                 np.c_[2.0 - 2.0 * np.cos(t), 0.5 - 2.0 * np.sin(t)])
+    X = np.where(
+        y[:, None] > 0, np.c_[2.0 * np.cos(t), 2.0 * np.sin(t)], np.c_[2.0 - 2.0 * np.cos(t), 0.5 - 2.0 * np.sin(t)]
+    )
     return X + noise * rng.standard_normal((n, 2)), y

@@ -28,11 +28,15 @@ def thread_configuration() -> str:
     except (AttributeError, OSError):  # pragma: no cover
         cores = os.cpu_count()
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
-    lines = [machine_description(),
-             f"threads: thread variables: {env}; {cores} cores available; load average {load:.1f} at start"]
+    lines = [
+        machine_description(),
+        f"threads: thread variables: {env}; {cores} cores available; load average {load:.1f} at start",
+    ]
     for info in threadpool_info():
-        lines.append(f"  {info.get('user_api')}: {info.get('internal_api')} {info.get('version')} "
-                     f"({os.path.basename(info.get('filepath', ''))}), {info.get('num_threads')} threads")
+        lines.append(
+            f"  {info.get('user_api')}: {info.get('internal_api')} {info.get('version')} "
+            f"({os.path.basename(info.get('filepath', ''))}), {info.get('num_threads')} threads"
+        )
     lines.append("  (the solvers run their per-label algebra on one BLAS thread themselves: core.threads)")
     return "\n".join(lines)
 
@@ -63,5 +67,7 @@ def machine_description() -> str:
         t0 = time.perf_counter()
         a.sum()
         best = min(best, time.perf_counter() - t0)
-    return (f"machine: {model or platform.processor() or platform.machine()}; widest vector extension "
-            f"{vector}; one thread reads memory at {a.nbytes / best / 1e9:.1f} GB/s (NumPy sum over 128 MiB)")
+    return (
+        f"machine: {model or platform.processor() or platform.machine()}; widest vector extension "
+        f"{vector}; one thread reads memory at {a.nbytes / best / 1e9:.1f} GB/s (NumPy sum over 128 MiB)"
+    )

@@ -62,8 +62,14 @@ def run_svc(task):
     clf = SVC(C=C, kernel=kernel, gamma=gamma, tol=1e-3, cache_size=500).fit(X, y)
     secs, cpu = time.perf_counter() - t0, time.process_time() - c0
     coef = clf.dual_coef_[0]
-    return dict(seconds=secs, cpu=cpu, iterations=int(np.sum(clf.n_iter_)), sv=clf.support_, coef=coef,
-                acc=float(np.mean(clf.predict(Xt) == yt)))
+    return dict(
+        seconds=secs,
+        cpu=cpu,
+        iterations=int(np.sum(clf.n_iter_)),
+        sv=clf.support_,
+        coef=coef,
+        acc=float(np.mean(clf.predict(Xt) == yt)),
+    )
 
 
 def run_online(task, solver, mode):
@@ -80,8 +86,9 @@ def run_online(task, solver, mode):
     secs, cpu = time.perf_counter() - t0, time.process_time() - c0
     sv, coef, b = s.coefficients()
     pred = np.where(s.decision_function(X=Xt) >= 0, 1.0, -1.0)
-    return dict(seconds=secs, cpu=cpu, iterations=iters, sv=sv, coef=coef, acc=float(np.mean(pred == yt)),
-                gap=s.kkt_gap())
+    return dict(
+        seconds=secs, cpu=cpu, iterations=iters, sv=sv, coef=coef, acc=float(np.mean(pred == yt)), gap=s.kkt_gap()
+    )
 
 
 def run_facade(task):
@@ -93,18 +100,32 @@ def run_facade(task):
     clf = OnlineSVC(solver="active-set", kernel=kernel, C=C, gamma=gamma, tol=1e-3, random_state=0).fit(X, y)
     secs, cpu = time.perf_counter() - t0, time.process_time() - c0
     sv = clf.support_  # row indices into X, as SVC's
-    return dict(seconds=secs, cpu=cpu, iterations=sum(r.iterations for r in clf.step_results_), sv=sv,
-                coef=clf.dual_coef_[0], acc=clf.score(Xt, yt), gap=clf.solver_.kkt_gap())
+    return dict(
+        seconds=secs,
+        cpu=cpu,
+        iterations=sum(r.iterations for r in clf.step_results_),
+        sv=sv,
+        coef=clf.dual_coef_[0],
+        acc=clf.score(Xt, yt),
+        gap=clf.solver_.kkt_gap(),
+    )
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--n", type=int, default=3000, help="training points per task (default 3000)")
     ap.add_argument("--quick", action="store_true", help="small problems (smoke run)")
-    ap.add_argument("--repeat", type=int, default=3,
-                    help="runs per solver and task; the best (smallest) seconds and CPU seconds are shown")
-    ap.add_argument("--skip-incremental-learn", action="store_true",
-                    help="do not run the incremental solver (it can be slow on large noisy tasks)")
+    ap.add_argument(
+        "--repeat",
+        type=int,
+        default=3,
+        help="runs per solver and task; the best (smallest) seconds and CPU seconds are shown",
+    )
+    ap.add_argument(
+        "--skip-incremental-learn",
+        action="store_true",
+        help="do not run the incremental solver (it can be slow on large noisy tasks)",
+    )
     args = ap.parse_args()
     n = 400 if args.quick else args.n
     n_test = 2000
@@ -126,11 +147,12 @@ def main() -> None:
     except (ImportError, ModuleNotFoundError):
         have_incremental = False
 
-    header = (f"{'task':32s} {'solver':26s} {'seconds':>8s} {'x SVC':>6s} {'cpu s':>7s} {'x SVC':>6s} "
-              f"{'iters':>7s} {'SV free':>7s} "
-              f"{'SV at C':>7s} {'test acc':>8s} {'dW/W vs SVC':>11s}")
-    print(f"n = {n} training points per task, {n_test} test points; tol = 1e-3; "
-          f"best of {max(1, args.repeat)} runs")
+    header = (
+        f"{'task':32s} {'solver':26s} {'seconds':>8s} {'x SVC':>6s} {'cpu s':>7s} {'x SVC':>6s} "
+        f"{'iters':>7s} {'SV free':>7s} "
+        f"{'SV at C':>7s} {'test acc':>8s} {'dW/W vs SVC':>11s}"
+    )
+    print(f"n = {n} training points per task, {n_test} test points; tol = 1e-3; best of {max(1, args.repeat)} runs")
     print(thread_configuration())
     print(header)
     print("-" * len(header))
@@ -138,10 +160,12 @@ def main() -> None:
     for task in tasks:
         X, y, Xt, yt, kernel, C, gamma = task["data"]
         K = make_solver("active-set", X, kernel=kernel, gamma=gamma).cache.kernel(X, X)
-        runs = [("SVC (libsvm)", lambda t=task: run_svc(t)),
-                ("active-set learn x n", lambda t=task: run_online(t, "active-set", "learn")),
-                ("active-set learn_many", lambda t=task: run_online(t, "active-set", "learn_many")),
-                ("OnlineSVC(active-set).fit", lambda t=task: run_facade(t))]
+        runs = [
+            ("SVC (libsvm)", lambda t=task: run_svc(t)),
+            ("active-set learn x n", lambda t=task: run_online(t, "active-set", "learn")),
+            ("active-set learn_many", lambda t=task: run_online(t, "active-set", "learn_many")),
+            ("OnlineSVC(active-set).fit", lambda t=task: run_facade(t)),
+        ]
         if have_incremental:
             runs.append(("incremental learn x n", lambda t=task: run_online(t, "incremental", "learn")))
         results = {}
@@ -158,22 +182,29 @@ def main() -> None:
         for label, r in results.items():
             at_c = int(np.sum(np.abs(r["coef"]) >= C * (1 - 1e-9)))
             free = len(r["sv"]) - at_c
-            print(f"{task['name']:32s} {label:26s} {r['seconds']:8.3f} {r['seconds'] / t_ref:6.2f} "
-                  f"{r['cpu']:7.3f} {r['cpu'] / c_ref:6.2f} {r['iterations']:7d} {free:7d} {at_c:7d} "
-                  f"{r['acc']:8.4f} {(r['W'] - W_ref) / abs(W_ref):11.2e}")
+            print(
+                f"{task['name']:32s} {label:26s} {r['seconds']:8.3f} {r['seconds'] / t_ref:6.2f} "
+                f"{r['cpu']:7.3f} {r['cpu'] / c_ref:6.2f} {r['iterations']:7d} {free:7d} {at_c:7d} "
+                f"{r['acc']:8.4f} {(r['W'] - W_ref) / abs(W_ref):11.2e}"
+            )
         if not have_incremental:
             print(f"{task['name']:32s} {'incremental learn x n':26s} {'not available':>8s}")
         summary.append((task["name"], results))
         print()
-    print("Target (noisy tasks): active-set faster than incremental, and within 2x of SVC "
-          "(wall-clock seconds; CPU seconds in brackets)")
+    print(
+        "Target (noisy tasks): active-set faster than incremental, and within 2x of SVC "
+        "(wall-clock seconds; CPU seconds in brackets)"
+    )
     for name, results in summary[1:]:
         t_svc, c_svc = results["SVC (libsvm)"]["seconds"], results["SVC (libsvm)"]["cpu"]
         inc = results.get("incremental learn x n")
         for label in ("active-set learn x n", "active-set learn_many", "OnlineSVC(active-set).fit"):
             t, c = results[label]["seconds"], results[label]["cpu"]
-            vs_inc = (f"{inc['seconds'] / t:.2f}x [{inc['cpu'] / c:.2f}x] faster than incremental" if inc
-                      else "incremental not available")
+            vs_inc = (
+                f"{inc['seconds'] / t:.2f}x [{inc['cpu'] / c:.2f}x] faster than incremental"
+                if inc
+                else "incremental not available"
+            )
             ok_svc = "within" if t <= 2 * t_svc else "NOT within"
             extra = ""
             if name.startswith("checkerboard") and label == "active-set learn_many":

@@ -34,8 +34,12 @@ from core.features import scale_features
 from core.loop import ActiveLearningLoop
 from core.metrics import roc_auc
 
-DATASETS = {"digits": ("digits", 8, "rbf"), "digits-2%": ("digits", 8, "rbf"),
-            "breast-cancer": ("breast-cancer", None, "rbf"), "nci-molecules": ("nci-molecules", None, "tanimoto")}
+DATASETS = {
+    "digits": ("digits", 8, "rbf"),
+    "digits-2%": ("digits", 8, "rbf"),
+    "breast-cancer": ("breast-cancer", None, "rbf"),
+    "nci-molecules": ("nci-molecules", None, "tanimoto"),
+}
 CONFIGS = {"fixed": {}, "auto": {"auto": ["C", "gamma"]}, "auto+cw": {"auto": ["C", "gamma", "class_weight"]}}
 
 
@@ -51,8 +55,16 @@ def data(name: str, seed: int):
 
 def run(X, y, kernel, seed, params, budget, checkpoints):
     train, test = stratified_split(y, 0.3, np.random.default_rng([seed, 0xE7A1]))
-    loop = ActiveLearningLoop(X[train], strategy="near-boundary", solver="incremental", seed=seed, initial=10,
-                              solver_params=dict(kernel=kernel, **params), eval_X=X[test], eval_y=y[test])
+    loop = ActiveLearningLoop(
+        X[train],
+        strategy="near-boundary",
+        solver="incremental",
+        seed=seed,
+        initial=10,
+        solver_params=dict(kernel=kernel, **params),
+        eval_X=X[test],
+        eval_y=y[test],
+    )
     ytr = y[train]
     aucs = {}
     while loop.n_labels < budget:
@@ -65,18 +77,27 @@ def run(X, y, kernel, seed, params, budget, checkpoints):
     ms = np.array([r.update_ms for r in loop.history])
     choices = getattr(loop.solver, "hyper_choices", [])
     at = [c["n_labels"] for c in choices if c["n_labels"] > 0]
-    return dict(auc=[aucs.get(c, np.nan) for c in checkpoints], ms=ms, at=at,
-                rechoice_ms=[ms[n - 1] for n in at if n <= len(ms)],
-                chosen=[(c["n_labels"], c["C"], c["gamma"], c.get("class_weight")) for c in choices
-                        if c["n_labels"] > 0])
+    return dict(
+        auc=[aucs.get(c, np.nan) for c in checkpoints],
+        ms=ms,
+        at=at,
+        rechoice_ms=[ms[n - 1] for n in at if n <= len(ms)],
+        chosen=[(c["n_labels"], c["C"], c["gamma"], c.get("class_weight")) for c in choices if c["n_labels"] > 0],
+    )
 
 
 def choose_cpu(name: str, seed: int) -> str:
     """CPU seconds of ``choose`` over the first 160 labels of an auto run, with and without the class weight."""
     X, y, kernel = data(name, seed)
     train, _ = stratified_split(y, 0.3, np.random.default_rng([seed, 0xE7A1]))
-    loop = ActiveLearningLoop(X[train], strategy="near-boundary", solver="incremental", seed=seed, initial=10,
-                              solver_params=dict(kernel=kernel, **CONFIGS["auto"]))
+    loop = ActiveLearningLoop(
+        X[train],
+        strategy="near-boundary",
+        solver="incremental",
+        seed=seed,
+        initial=10,
+        solver_params=dict(kernel=kernel, **CONFIGS["auto"]),
+    )
     while loop.n_labels < 160:
         q = loop.next_query()
         loop.teach(q.index, int(y[train][q.index]))
@@ -87,8 +108,10 @@ def choose_cpu(name: str, seed: int) -> str:
         t0 = time.process_time()
         solver.choose(items)
         cpu[cfg] = time.process_time() - t0
-    return (f"{name} seed {seed}: {int(np.sum(y[train][items] > 0))} of 160 positive; choose CPU s: auto "
-            f"{cpu['auto']:.2f}, auto+cw {cpu['auto+cw']:.2f} (x{cpu['auto+cw'] / cpu['auto']:.2f})")
+    return (
+        f"{name} seed {seed}: {int(np.sum(y[train][items] > 0))} of 160 positive; choose CPU s: auto "
+        f"{cpu['auto']:.2f}, auto+cw {cpu['auto+cw']:.2f} (x{cpu['auto+cw'] / cpu['auto']:.2f})"
+    )
 
 
 def main() -> None:
@@ -106,8 +129,10 @@ def main() -> None:
         return
     checkpoints = [c for c in (30, 60, 100, 200, 300) if c <= args.budget]
     t_start = time.perf_counter()
-    print(f"load {os.getloadavg()[0]:.1f}; seeds 0..{args.seeds - 1}; budget {args.budget}; near-boundary, "
-          f"incremental, 10 random labels first; held-out AUC (30% of each dataset), mean over seeds")
+    print(
+        f"load {os.getloadavg()[0]:.1f}; seeds 0..{args.seeds - 1}; budget {args.budget}; near-boundary, "
+        f"incremental, 10 random labels first; held-out AUC (30% of each dataset), mean over seeds"
+    )
     for name in args.datasets.split(","):
         res = {cfg: [] for cfg in CONFIGS}
         for seed in range(args.seeds):
@@ -115,14 +140,18 @@ def main() -> None:
             for cfg, params in CONFIGS.items():
                 res[cfg].append(run(X, y, kernel, seed, params, args.budget, checkpoints))
         print(f"\n{name}: {X.shape[0]} items, {int(np.sum(y > 0))} positives, {kernel} kernel")
-        print(f"{'labels':>6} | {'fixed':>7} | {'auto':>7} | {'auto+cw':>7} | {'cw - auto':>9} | cw w/t/l | "
-              f"{'cw - fixed':>10}")
+        print(
+            f"{'labels':>6} | {'fixed':>7} | {'auto':>7} | {'auto+cw':>7} | {'cw - auto':>9} | cw w/t/l | "
+            f"{'cw - fixed':>10}"
+        )
         for k, c in enumerate(checkpoints):
             f, a, w = (np.array([r["auc"][k] for r in res[cfg]]) for cfg in CONFIGS)
             d = w - a
             wtl = f"{int(np.sum(d > 1e-3))}/{int(np.sum(abs(d) <= 1e-3))}/{int(np.sum(d < -1e-3))}"
-            print(f"{c:>6} | {np.nanmean(f):7.4f} | {np.nanmean(a):7.4f} | {np.nanmean(w):7.4f} | "
-                  f"{np.nanmean(d):+9.4f} | {wtl:>8} | {np.nanmean(w - f):+10.4f}")
+            print(
+                f"{c:>6} | {np.nanmean(f):7.4f} | {np.nanmean(a):7.4f} | {np.nanmean(w):7.4f} | "
+                f"{np.nanmean(d):+9.4f} | {wtl:>8} | {np.nanmean(w - f):+10.4f}"
+            )
         med = {cfg: float(np.median(np.concatenate([r["ms"] for r in rs]))) for cfg, rs in res.items()}
         print("update ms per label, median: " + ", ".join(f"{cfg} {m:.2f}" for cfg, m in med.items()))
         for cfg in ("auto", "auto+cw"):
@@ -131,14 +160,20 @@ def main() -> None:
             for r in res[cfg]:
                 for n, m in zip(r["at"], r["rechoice_ms"], strict=False):
                     by_moment.setdefault(n, []).append(m)
-            print(f"{cfg} re-choice ms: median {np.median(rech) if len(rech) else float('nan'):.0f}, largest "
-                  f"{rech.max() if len(rech) else float('nan'):.0f}; by label count (median over the seeds): "
-                  + ", ".join(f"{n}: {np.median(v):.0f}" for n, v in sorted(by_moment.items())))
+            print(
+                f"{cfg} re-choice ms: median {np.median(rech) if len(rech) else float('nan'):.0f}, largest "
+                f"{rech.max() if len(rech) else float('nan'):.0f}; by label count (median over the seeds): "
+                + ", ".join(f"{n}: {np.median(v):.0f}" for n, v in sorted(by_moment.items()))
+            )
         for cfg in ("auto", "auto+cw"):
             for seed, r in enumerate(res[cfg]):
-                print(f"  {cfg} seed {seed} chose (labels: C{', gamma' if kernel == 'rbf' else ''}): " + "; ".join(
-                    f"{n}: {C:g}" + (f", {g:.3g}" if kernel == "rbf" else "") + (" b" if cw == "balanced" else "")
-                    for n, C, g, cw in r["chosen"]))
+                print(
+                    f"  {cfg} seed {seed} chose (labels: C{', gamma' if kernel == 'rbf' else ''}): "
+                    + "; ".join(
+                        f"{n}: {C:g}" + (f", {g:.3g}" if kernel == "rbf" else "") + (" b" if cw == "balanced" else "")
+                        for n, C, g, cw in r["chosen"]
+                    )
+                )
     print(f"\n{time.perf_counter() - t_start:.0f} s")
 
 

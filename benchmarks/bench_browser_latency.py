@@ -193,8 +193,9 @@ def first_load(browser, url: str, key: str = "Shift") -> dict:
     page.wait_for_function("() => window.__load.key_seen !== undefined", timeout=300_000)
     if key != "Shift":
         page.wait_for_function("() => window.__load.next_frame !== undefined", timeout=300_000)
-    marks = page.evaluate("() => Object.assign({}, window.__load, {loaded: "
-                          "performance.getEntriesByType('navigation')[0].loadEventEnd})")
+    marks = page.evaluate(
+        "() => Object.assign({}, window.__load, {loaded: performance.getEntriesByType('navigation')[0].loadEventEnd})"
+    )
     wait_for_app(page, timeout_ms=300_000)
     page.close()
     return dict(marks, caption=marks["key_caption"].strip())  # (the first item, before any answer)
@@ -209,8 +210,15 @@ LATER_S = 5.0
 ROUNDS = ((0.0, False), (LATER_S, False), (0.0, True))
 
 
-def restart_and_load(browser, db_url: str, log: Path, session_id: int, open_after: float = 0.0,
-                     port: int | None = None, answer_in_second: bool = False) -> list[dict]:
+def restart_and_load(
+    browser,
+    db_url: str,
+    log: Path,
+    session_id: int,
+    open_after: float = 0.0,
+    port: int | None = None,
+    answer_in_second: bool = False,
+) -> list[dict]:
     """A new server on the database (at ``port``: the same address as before), then, ``open_after``
     seconds after it answers, two tabs opened one after the other (first and second load).  ``browser``:
     a Browser (each tab in a fresh profile, nothing cached) or a BrowserContext (one profile, its cache)."""
@@ -219,8 +227,10 @@ def restart_and_load(browser, db_url: str, log: Path, session_id: int, open_afte
         start_s = time.perf_counter() - t0  # process start -> health check answered (not counted)
         time.sleep(open_after)
         url = f"{server.url}/label?session={session_id}"
-        return [dict(first_load(browser, url), start_s=start_s),
-                first_load(browser, url, key="s" if answer_in_second else "Shift")]
+        return [
+            dict(first_load(browser, url), start_s=start_s),
+            first_load(browser, url, key="s" if answer_in_second else "Shift"),
+        ]
 
 
 def restart_rounds(browser, db_url: str, folder: Path, session_id: int) -> dict[tuple[float, bool], list[dict]]:
@@ -237,8 +247,9 @@ def restart_rounds(browser, db_url: str, folder: Path, session_id: int) -> dict[
         try:
             restart_and_load(context, db_url, log.with_suffix(".before.log"), session_id, port=port)  # used before
             # (the last round: its second tab answers its item, Skip, as the buttons appear)
-            rounds[wait, own_browser] = restart_and_load(context, db_url, log, session_id, port=port,
-                                                         answer_in_second=True)
+            rounds[wait, own_browser] = restart_and_load(
+                context, db_url, log, session_id, port=port, answer_in_second=True
+            )
         finally:
             context.close()
     return rounds
@@ -250,8 +261,10 @@ def print_loads(rounds: dict[tuple[float, bool], list[dict]], shown_before: str)
     loads = rounds[0.0, False]
     print("page loaded: the HTML and the app's scripts, before the app's own connection to the server;")
     print("nav->painted (the frame after the item is in the page) includes the sign-in: the form, the robot typing")
-    print(f"name and password ({loads[0]['click'] - loads[0]['form']:.0f} / {loads[1]['click'] - loads[1]['form']:.0f}"
-          " ms, left out in 'w/o typing'), the password check and the Label page with the session")
+    print(
+        f"name and password ({loads[0]['click'] - loads[0]['form']:.0f} / {loads[1]['click'] - loads[1]['form']:.0f}"
+        " ms, left out in 'w/o typing'), the password check and the Label page with the session"
+    )
     captions = [m["caption"] for loads in rounds.values() for m in loads]
     print("+buttons: the answer buttons on screen this long after the whole item (Streamlit fetches a kind of")
     print("element's code when a page first shows one); key waited: a key pressed as the buttons appeared")
@@ -263,25 +276,45 @@ def print_loads(rounds: dict[tuple[float, bool], list[dict]], shown_before: str)
 
 def print_round(loads: list[dict], wait: float, own_browser: bool = False) -> None:
     print()
-    when = ("as soon as it answers" if wait == 0 else
-            f"{wait:g} s after it answers (its warm start done: the app's modules, the database, the last session)")
-    when += (" in the browser that used the app before the restart (same address, its cache)" if own_browser else
-             " in a fresh browser profile (nothing cached)")
-    print(f"Page load after a restart (new server on the same database; its start, {loads[0]['start_s']:.1f} s to "
-          f"its health check, not counted), the tab opened {when};")
+    when = (
+        "as soon as it answers"
+        if wait == 0
+        else f"{wait:g} s after it answers (its warm start done: the app's modules, the database, the last session)"
+    )
+    when += (
+        " in the browser that used the app before the restart (same address, its cache)"
+        if own_browser
+        else " in a fresh browser profile (nothing cached)"
+    )
+    print(
+        f"Page load after a restart (new server on the same database; its start, {loads[0]['start_s']:.1f} s to "
+        f"its health check, not counted), the tab opened {when};"
+    )
     print("a new tab at /label?session=N, signed in as the first owner; ms from the navigation's start, in the page:")
-    columns = ("page loaded", "sign-in form", "click->item", "nav->painted", "w/o typing", "target",
-               "+buttons", "key waited", "answered")
+    columns = (
+        "page loaded",
+        "sign-in form",
+        "click->item",
+        "nav->painted",
+        "w/o typing",
+        "target",
+        "+buttons",
+        "key waited",
+        "answered",
+    )
     print(f"{'load':<26}" + "".join(f"{c:>13}" for c in columns))
     print("-" * (26 + 13 * len(columns)))
     for name, m in zip(("first after the restart", "second (new tab)"), loads, strict=True):
         typing = m["click"] - m["form"]
         verdict = "met" if m["frame"] / 1e3 <= TARGET_RESTART_S else "MISSED"
         values = (m["loaded"], m["form"], m["item"] - m["click"], m["frame"], m["frame"] - typing)
-        print(f"{name:<26}" + "".join(f"{v:>13.0f}" for v in values)
-              + f"{'<= ' + format(TARGET_RESTART_S, '.0f') + ' s':>9} {verdict:<6}"
-              + f"{m['buttons'] - m['item']:>13.0f}{m['key_seen'] - m['key_at']:>13.0f}"
-              + (f"{m['next_frame'] - m['key_at']:>13.0f}" if "next_frame" in m else f"{'-':>13}"))
+        print(
+            f"{name:<26}"
+            + "".join(f"{v:>13.0f}" for v in values)
+            + f"{'<= ' + format(TARGET_RESTART_S, '.0f') + ' s':>9} {verdict:<6}"
+            + f"{m['buttons'] - m['item']:>13.0f}{m['key_seen'] - m['key_at']:>13.0f}"
+            + (f"{m['next_frame'] - m['key_at']:>13.0f}" if "next_frame" in m else f"{'-':>13}")
+        )
 
 
 def screenshots(page, base_url: str, folder: Path) -> list[Path]:
@@ -294,8 +327,10 @@ def screenshots(page, base_url: str, folder: Path) -> list[Path]:
         # the app scrolls inside its own container: back to the top, then make the window
         # as tall as the content
         page.evaluate("() => document.querySelectorAll('*').forEach(e => { if (e.scrollTop) e.scrollTop = 0; })")
-        height = page.evaluate("() => { const c = document.querySelector(\"[data-testid='stMainBlockContainer']\");"
-                               " return c ? c.getBoundingClientRect().top + c.scrollHeight + 40 : 1000; }")
+        height = page.evaluate(
+            "() => { const c = document.querySelector(\"[data-testid='stMainBlockContainer']\");"
+            " return c ? c.getBoundingClientRect().top + c.scrollHeight + 40 : 1000; }"
+        )
         page.set_viewport_size({"width": 1400, "height": int(min(max(height, 1000), 4000))})
         time.sleep(0.5)
         path = folder / f"{name}.png"
@@ -307,8 +342,14 @@ def screenshots(page, base_url: str, folder: Path) -> list[Path]:
     goto(page, f"{base_url}/data")
     page.wait_for_selector("text=Datasets in the database", timeout=60_000)
     shot("data")
-    upload_csv_in_ui(page, base_url, ROOT / "assets" / "breast_cancer.csv", label_column="diagnosis",
-                     positive="malignant", key_column="id")
+    upload_csv_in_ui(
+        page,
+        base_url,
+        ROOT / "assets" / "breast_cancer.csv",
+        label_column="diagnosis",
+        positive="malignant",
+        key_column="id",
+    )
     page.wait_for_selector("text=Imported 'breast_cancer'", timeout=60_000)
     shot("data-upload")
     goto(page, f"{base_url}/compare")
@@ -347,14 +388,25 @@ def main() -> None:
     parser.add_argument("--labels", type=int, default=60, help="labels to time (at least 30)")
     parser.add_argument("--pause", type=float, default=0.3, help="seconds between the screen settling and the next key")
     parser.add_argument("--screenshots", type=Path, default=None, help="folder for a screenshot of every page")
-    parser.add_argument("--rows", type=int, default=0,
-                        help="label a synthetic two-Gaussian dataset of this many rows instead of the digits")
+    parser.add_argument(
+        "--rows",
+        type=int,
+        default=0,
+        help="label a synthetic two-Gaussian dataset of this many rows instead of the digits",
+    )
     parser.add_argument("--features", type=int, default=20, help="features of the synthetic dataset (default 20)")
-    parser.add_argument("--via", choices=("browser", "service"), default="browser",
-                        help="how the synthetic CSV gets in: uploaded on the Data page (default), or imported "
-                             "through the pages' service before the server starts")
-    parser.add_argument("--restart", action="store_true",
-                        help="then restart the server and time the first and a second page load to the first item")
+    parser.add_argument(
+        "--via",
+        choices=("browser", "service"),
+        default="browser",
+        help="how the synthetic CSV gets in: uploaded on the Data page (default), or imported "
+        "through the pages' service before the server starts",
+    )
+    parser.add_argument(
+        "--restart",
+        action="store_true",
+        help="then restart the server and time the first and a second page load to the first item",
+    )
     args = parser.parse_args()
     if args.rows:
         print(thread_configuration())
@@ -372,14 +424,18 @@ def main() -> None:
         if args.rows:
             t0 = time.perf_counter()
             csv = large_csv(Path(tmp), args.rows, args.features)
-            print(f"\nCSV made: {args.rows} rows x {args.features} features + label, "
-                  f"{csv.stat().st_size / 2**20:.0f} MiB ({time.perf_counter() - t0:.1f} s, not counted)")
+            print(
+                f"\nCSV made: {args.rows} rows x {args.features} features + label, "
+                f"{csv.stat().st_size / 2**20:.0f} MiB ({time.perf_counter() - t0:.1f} s, not counted)"
+            )
             if args.via == "service":
                 svc = MarginLab.from_url(db_url)
                 t0 = time.perf_counter()
                 svc.import_csv(csv.read_bytes(), name="scale", label_column="label", positive="1", source=csv.name)
-                import_note = (f"imported through the service before the server started "
-                               f"({time.perf_counter() - t0:.1f} s), not uploaded in the browser")
+                import_note = (
+                    f"imported through the service before the server started "
+                    f"({time.perf_counter() - t0:.1f} s), not uploaded in the browser"
+                )
                 svc.engine.dispose()
         with sync_playwright() as playwright:
             browser = launch_browser(playwright)
@@ -387,12 +443,18 @@ def main() -> None:
                 with AppServer(db_url, Path(tmp) / "server.log") as server:
                     page = open_app(browser, server.url)  # signed in as the first owner
                     if csv is not None and args.via == "browser":
-                        import_note = (f"uploaded on the Data page in the browser, "
-                                       f"{import_large(page, server.url, csv):.1f} s to the import's notice")
+                        import_note = (
+                            f"uploaded on the Data page in the browser, "
+                            f"{import_large(page, server.url, csv):.1f} s to the import's notice"
+                        )
                     engine = make_engine(db_url)
                     dataset = next(d for d in repo.list_datasets(engine) if not args.rows or d.name == "scale")
-                    start_session_in_ui(page, "owner", strategy="near-boundary",
-                                        dataset=f"{dataset.name} ({dataset.n_items} items)" if args.rows else None)
+                    start_session_in_ui(
+                        page,
+                        "owner",
+                        strategy="near-boundary",
+                        dataset=f"{dataset.name} ({dataset.n_items} items)" if args.rows else None,
+                    )
                     y_true = repo.load_dataset_arrays(engine, dataset.id)[1]
                     marks = measure(page, y_true, args.labels, args.pause)
                     session = max(repo.list_sessions(engine), key=lambda s: s.id)  # (not the demo's)
@@ -412,24 +474,35 @@ def main() -> None:
     update = np.array([e.update_ms for e in events if e.update_ms is not None])
     target = TARGET_LARGE_P95_MS if args.rows else TARGET_P95_MS
     if args.rows:
-        print(f"\nLabel key press -> next item on screen, Chromium headless, synthetic two Gaussians "
-              f"{dataset.n_items} rows x {args.features} features ({import_note}), near-boundary/incremental;")
+        print(
+            f"\nLabel key press -> next item on screen, Chromium headless, synthetic two Gaussians "
+            f"{dataset.n_items} rows x {args.features} features ({import_note}), near-boundary/incremental;"
+        )
     else:
         print("Label key press -> next item on screen, Chromium headless, digits 8 vs rest, near-boundary/incremental;")
-    print(f"{len(marks)} labels, {args.pause:.1f} s pause after each screen settled; {os.cpu_count()} CPUs, "
-          f"load average {os.getloadavg()[0]:.2f}")
+    print(
+        f"{len(marks)} labels, {args.pause:.1f} s pause after each screen settled; {os.cpu_count()} CPUs, "
+        f"load average {os.getloadavg()[0]:.2f}"
+    )
     print()
     print(f"{'measure':<34} {'median ms':>10} {'p95 ms':>10} {'max ms':>10} {'target p95':>11}")
     print("-" * 79)
-    for name, values in (("key -> item's caption in the doc.", caption), ("key -> whole item in the document", dom),
-                         ("key -> next frame (painted)", frame)):
+    for name, values in (
+        ("key -> item's caption in the doc.", caption),
+        ("key -> whole item in the document", dom),
+        ("key -> next frame (painted)", frame),
+    ):
         p95 = np.percentile(values, 95)
         verdict = "met" if p95 <= target else "MISSED"
-        print(f"{name:<34} {np.median(values):>10.1f} {p95:>10.1f} {values.max():>10.1f} "
-              f"{'<= ' + format(target, '.0f'):>8} {verdict}")
+        print(
+            f"{name:<34} {np.median(values):>10.1f} {p95:>10.1f} {values.max():>10.1f} "
+            f"{'<= ' + format(target, '.0f'):>8} {verdict}"
+        )
     if len(update):
-        print(f"{'(server: model update per label)':<34} {np.median(update):>10.1f} {np.percentile(update, 95):>10.1f} "
-              f"{update.max():>10.1f}")
+        print(
+            f"{'(server: model update per label)':<34} {np.median(update):>10.1f} {np.percentile(update, 95):>10.1f} "
+            f"{update.max():>10.1f}"
+        )
     print(f"first label (cold start) {frame[0]:.1f} ms; labels stored: {sum(1 for e in events if e.value != 0)}")
     for path in saved:
         print(f"screenshot: {path}")

@@ -73,23 +73,35 @@ def main() -> None:
             for strategy, solver in CASES:
                 for cw in WEIGHTS:
                     results.setdefault((pool, strategy, solver, cw), []).append(
-                        run(Xp, yp, strategy, solver, seed, cw, args.budget, checkpoints))
+                        run(Xp, yp, strategy, solver, seed, cw, args.budget, checkpoints)
+                    )
     seconds = time.perf_counter() - t0
-    print(f"digits 8 vs rest ({len(y)} items); seeds 0..{args.seeds - 1}; budget {args.budget}; loop defaults "
-          f"(random cold start, C = 1, rbf gamma='scale'); {seconds:.0f} s")
-    head = (f"{'pool':>5} {'heuristic (solver)':<31} {'weights':<9} "
-            + " ".join(f"{'to ' + str(k) + ('st' if k == 1 else 'th') + ' pos':>12}" for k in FOUND)
-            + " " + " ".join(f"{'AUC@' + str(c):>8}" for c in checkpoints) + f" {'re-sets':>7}")
+    print(
+        f"digits 8 vs rest ({len(y)} items); seeds 0..{args.seeds - 1}; budget {args.budget}; loop defaults "
+        f"(random cold start, C = 1, rbf gamma='scale'); {seconds:.0f} s"
+    )
+    head = (
+        f"{'pool':>5} {'heuristic (solver)':<31} {'weights':<9} "
+        + " ".join(f"{'to ' + str(k) + ('st' if k == 1 else 'th') + ' pos':>12}" for k in FOUND)
+        + " "
+        + " ".join(f"{'AUC@' + str(c):>8}" for c in checkpoints)
+        + f" {'re-sets':>7}"
+    )
     print(head)
     print("-" * len(head))
     for (pool, strategy, solver, cw), rows in results.items():
         to_found = np.array([r[0] for r in rows], dtype=float)
         aucs = np.array([r[1] for r in rows], dtype=float)
         resets = np.mean([r[2] for r in rows])
-        cells = " ".join(f"{m:>6.1f} ({med:>3.0f})" for m, med in
-                         zip(to_found.mean(axis=0), np.median(to_found, axis=0), strict=True))
-        print(f"{pool:>5} {strategy + ' (' + solver + ')':<31} {str(cw):<9} {cells} "
-              + " ".join(f"{v:>8.3f}" for v in np.nanmean(aucs, axis=0)) + f" {resets:>7.1f}")
+        cells = " ".join(
+            f"{m:>6.1f} ({med:>3.0f})"
+            for m, med in zip(to_found.mean(axis=0), np.median(to_found, axis=0), strict=True)
+        )
+        print(
+            f"{pool:>5} {strategy + ' (' + solver + ')':<31} {str(cw):<9} {cells} "
+            + " ".join(f"{v:>8.3f}" for v in np.nanmean(aucs, axis=0))
+            + f" {resets:>7.1f}"
+        )
 
 
 if __name__ == "__main__":

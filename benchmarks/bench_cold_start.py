@@ -31,8 +31,15 @@ from core.features import scale_features  # noqa: E402
 from core.loop import ActiveLearningLoop  # noqa: E402
 from core.strategies import COLD_STARTS  # noqa: E402
 
-POOLS = (("digits", "0"), ("digits", "3"), ("digits", "8"), ("breast-cancer", None), ("nci-molecules", None),
-         ("arxiv", "cs.NE"), ("arxiv", "cs.CL"))
+POOLS = (
+    ("digits", "0"),
+    ("digits", "3"),
+    ("digits", "8"),
+    ("breast-cancer", None),
+    ("nci-molecules", None),
+    ("arxiv", "cs.NE"),
+    ("arxiv", "cs.CL"),
+)
 
 
 def load_pool(name: str, positive):
@@ -50,8 +57,9 @@ def rare_pool(y: np.ndarray, share: float, seed: int) -> np.ndarray:
 
 
 def labels_to_first_positive(X, y, kernel: str, cold_start: str, seed: int) -> int:
-    loop = ActiveLearningLoop(X, strategy="largest-positive", solver_params={"kernel": kernel}, seed=seed,
-                              cold_start=cold_start)
+    loop = ActiveLearningLoop(
+        X, strategy="largest-positive", solver_params={"kernel": kernel}, seed=seed, cold_start=cold_start
+    )
     while True:
         q = loop.next_query()
         if q is None:
@@ -104,10 +112,14 @@ def main(argv=None) -> int:
         print(line, flush=True)
     for s, r in ratios.items():
         if r:
-            print(f"{s}: median ratio to random over the pools {np.median(r):.2f} (target <= 0.5); "
-                  f"pools at or below 0.5: {sum(v <= 0.5 for v in r)}/{len(r)}")
-    print(f"{args.seeds} seeds (0..{args.seeds - 1}), positives at most {args.share:.0%} of each pool; "
-          f"{time.perf_counter() - t0:.0f} s")
+            print(
+                f"{s}: median ratio to random over the pools {np.median(r):.2f} (target <= 0.5); "
+                f"pools at or below 0.5: {sum(v <= 0.5 for v in r)}/{len(r)}"
+            )
+    print(
+        f"{args.seeds} seeds (0..{args.seeds - 1}), positives at most {args.share:.0%} of each pool; "
+        f"{time.perf_counter() - t0:.0f} s"
+    )
     return 0
 
 

@@ -80,67 +80,101 @@ def one_session(X: np.ndarray, y: np.ndarray, strategy: str, seed: int) -> list[
             continue
         left = ~loop.labelled_mask
         truth, unlabelled = int(np.sum(y[left] > 0)), int(left.sum())
-        est = stopping.estimate_remaining(np.array(labels), np.zeros(n, dtype=bool), [], pool_size=len(X),
-                                          unlabelled_scores=loop.pool_scores()[left], asked_scores=np.array(asked),
-                                          asked_by=asked_by, confidence=CONFIDENCE)
+        est = stopping.estimate_remaining(
+            np.array(labels),
+            np.zeros(n, dtype=bool),
+            [],
+            pool_size=len(X),
+            unlabelled_scores=loop.pool_scores()[left],
+            asked_scores=np.array(asked),
+            asked_by=asked_by,
+            confidence=CONFIDENCE,
+        )
         rows.append(_row("model-based", n, truth, unlabelled, est))
         if n % DRAW_EVERY == 0:  # a recall check of DRAWS random items from the unlabelled ones
             drawn_items = rng.choice(np.flatnonzero(left), size=min(DRAWS, unlabelled), replace=False)
             history = np.concatenate([labels, y[drawn_items]])
             flags = np.arange(len(history)) >= n
-            est = stopping.estimate_remaining(history, flags, [n], pool_size=len(X), confidence=CONFIDENCE,
-                                              target_recall=0.5)  # a low target: the draws never end the check
-            rows.append(_row("random draws", n, int(np.sum(y[left] > 0)) - int(np.sum(y[drawn_items] > 0)),
-                             unlabelled - len(drawn_items), est))
+            est = stopping.estimate_remaining(
+                history, flags, [n], pool_size=len(X), confidence=CONFIDENCE, target_recall=0.5
+            )  # a low target: the draws never end the check
+            rows.append(
+                _row(
+                    "random draws",
+                    n,
+                    int(np.sum(y[left] > 0)) - int(np.sum(y[drawn_items] > 0)),
+                    unlabelled - len(drawn_items),
+                    est,
+                )
+            )
     return rows
 
 
 def _row(method: str, n: int, truth: int, unlabelled: int, est: stopping.RecallEstimate) -> dict:
     known = est.known
-    return {"method": method, "n_labels": n, "truth": truth, "unlabelled": unlabelled, "known": known,
-            "used": est.method, "low": est.remaining_low, "point": est.remaining, "high": est.remaining_high,
-            "covered": known and est.remaining_low <= truth <= est.remaining_high,
-            "above": known and est.remaining_high > unlabelled,
-            "too_early": est.too_early}  # the app says "too early to estimate" instead (same numbers)
+    return {
+        "method": method,
+        "n_labels": n,
+        "truth": truth,
+        "unlabelled": unlabelled,
+        "known": known,
+        "used": est.method,
+        "low": est.remaining_low,
+        "point": est.remaining,
+        "high": est.remaining_high,
+        "covered": known and est.remaining_low <= truth <= est.remaining_high,
+        "above": known and est.remaining_high > unlabelled,
+        "too_early": est.too_early,
+    }  # the app says "too early to estimate" instead (same numbers)
 
 
 def table(frame: pd.DataFrame) -> pd.DataFrame:
     known = frame[frame.known]
-    return pd.DataFrame({
-        "checkpoints": frame.groupby("pool").size(),
-        "estimated": frame.groupby("pool")["known"].mean(),
-        "covered": known.groupby("pool")["covered"].mean(),
-        "too low": (known.high < known.truth).groupby(known["pool"]).mean(),
-        "too high": (known.low > known.truth).groupby(known["pool"]).mean(),
-        "width / unlabelled": ((known.high - known.low) / known.unlabelled).groupby(known["pool"]).median(),
-        "too early": known.groupby("pool")["too_early"].mean(),
-    })
+    return pd.DataFrame(
+        {
+            "checkpoints": frame.groupby("pool").size(),
+            "estimated": frame.groupby("pool")["known"].mean(),
+            "covered": known.groupby("pool")["covered"].mean(),
+            "too low": (known.high < known.truth).groupby(known["pool"]).mean(),
+            "too high": (known.low > known.truth).groupby(known["pool"]).mean(),
+            "width / unlabelled": ((known.high - known.low) / known.unlabelled).groupby(known["pool"]).median(),
+            "too early": known.groupby("pool")["too_early"].mean(),
+        }
+    )
 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seeds", type=int, default=20, help="sessions per pool and heuristic (default 20)")
-    parser.add_argument("--strategies", default="near-boundary,largest-positive",
-                        help="heuristics; the first is the one the target is about (default: the app's default, "
-                             "near-boundary, then largest-positive)")
+    parser.add_argument(
+        "--strategies",
+        default="near-boundary,largest-positive",
+        help="heuristics; the first is the one the target is about (default: the app's default, "
+        "near-boundary, then largest-positive)",
+    )
     parser.add_argument("--quick", action="store_true", help="3 seeds")
     args = parser.parse_args(argv)
     seeds = 3 if args.quick else args.seeds
     strategies = args.strategies.split(",")
     print(__doc__.split("\n\n")[0])
     print(environment())
-    print(f"confidence {CONFIDENCE}; {seeds} seeds; heuristics {', '.join(strategies)}; checkpoints every {EVERY} "
-          f"labels from {FIRST} to min({MAX_LABELS}, pool / 2); a check of {DRAWS} random draws every "
-          f"{DRAW_EVERY} labels\n")
+    print(
+        f"confidence {CONFIDENCE}; {seeds} seeds; heuristics {', '.join(strategies)}; checkpoints every {EVERY} "
+        f"labels from {FIRST} to min({MAX_LABELS}, pool / 2); a check of {DRAWS} random draws every "
+        f"{DRAW_EVERY} labels\n"
+    )
     t0 = time.perf_counter()
     rows = []
     for name, X, y in pools():
         for strategy in strategies:
             for seed in range(seeds):
-                rows += [{**r, "pool": name, "strategy": strategy, "seed": seed}
-                         for r in one_session(X, y, strategy, seed)]
-        print(f"{name}: {len(X)} items, {int(np.sum(y > 0))} positives; {time.perf_counter() - t0:.0f} s so far",
-              flush=True)
+                rows += [
+                    {**r, "pool": name, "strategy": strategy, "seed": seed} for r in one_session(X, y, strategy, seed)
+                ]
+        print(
+            f"{name}: {len(X)} items, {int(np.sum(y > 0))} positives; {time.perf_counter() - t0:.0f} s so far",
+            flush=True,
+        )
     frame = pd.DataFrame(rows)
     pd.set_option("display.width", 160)
     verdicts = []
@@ -151,15 +185,19 @@ def main(argv=None) -> int:
             print(f"\n{method}, {strategy}:")
             print(table(part).to_string(float_format=lambda v: f"{v:.3f}"))
             coverage = known["covered"].mean() if len(known) else float("nan")
-            print(f"all pools: {len(part)} checkpoints, estimated at {part['known'].mean():.1%}, "
-                  f"covered {coverage:.1%}, above the unlabelled items: {int(part['above'].sum())}")
+            print(
+                f"all pools: {len(part)} checkpoints, estimated at {part['known'].mean():.1%}, "
+                f"covered {coverage:.1%}, above the unlabelled items: {int(part['above'].sum())}"
+            )
             verdicts.append((method, strategy, coverage, int(part["above"].sum())))
     print()
     for method, strategy, coverage, above in verdicts:
         met = coverage >= 0.90 and above == 0
         which = "target" if strategy == strategies[0] else "also measured"
-        print(f"{which}: {method}, {strategy}: 95% interval covers the truth in >= 90% of checkpoints and is "
-              f"never above the unlabelled items: {coverage:.1%}, {above} above -> {'met' if met else 'MISSED'}")
+        print(
+            f"{which}: {method}, {strategy}: 95% interval covers the truth in >= 90% of checkpoints and is "
+            f"never above the unlabelled items: {coverage:.1%}, {above} above -> {'met' if met else 'MISSED'}"
+        )
     print(f"total {time.perf_counter() - t0:.0f} s")
     return 0
 

@@ -55,24 +55,40 @@ for k in range(1, n_labels + 1):
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--labels", type=int, default=40)
-    parser.add_argument("--think", type=float, default=0.0,
-                        help="seconds between an answer and the next, as a person looks at the item (default 0: "
-                             "the worst case for the waits)")
+    parser.add_argument(
+        "--think",
+        type=float,
+        default=0.0,
+        help="seconds between an answer and the next, as a person looks at the item (default 0: "
+        "the worst case for the waits)",
+    )
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="marginlab-numba-") as cache:
-        env = dict(os.environ, NUMBA_CACHE_DIR=cache, PYTHONPATH=str(ROOT),
-                   MARGINLAB_OWNER_PASSWORD=os.environ.get("MARGINLAB_OWNER_PASSWORD", "bench-first-labels"))
+        env = dict(
+            os.environ,
+            NUMBA_CACHE_DIR=cache,
+            PYTHONPATH=str(ROOT),
+            MARGINLAB_OWNER_PASSWORD=os.environ.get("MARGINLAB_OWNER_PASSWORD", "bench-first-labels"),
+        )
         print(f"load average at the start: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores", flush=True)
-        child = subprocess.Popen([sys.executable, "-c", CHILD, str(args.labels), str(args.think)], cwd=ROOT, env=env,
-                                 stdout=subprocess.PIPE, text=True)
+        child = subprocess.Popen(
+            [sys.executable, "-c", CHILD, str(args.labels), str(args.think)],
+            cwd=ROOT,
+            env=env,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
         assert child.stdout is not None
         for line in child.stdout:
             row = json.loads(line)
             if "first_item_s" in row:
                 print(f"first item shown after {row['first_item_s']:.1f} s", flush=True)
             else:
-                print(f"label {row['label']:3d}: {row['seconds']:7.1f} s  parts ready {row['ready_before']:2d}->"
-                      f"{row['ready_after']:2d}  compiling: {row['compiling']}  load {row['load']:.1f}", flush=True)
+                print(
+                    f"label {row['label']:3d}: {row['seconds']:7.1f} s  parts ready {row['ready_before']:2d}->"
+                    f"{row['ready_after']:2d}  compiling: {row['compiling']}  load {row['load']:.1f}",
+                    flush=True,
+                )
         return child.wait()
 
 

@@ -53,8 +53,10 @@ TARGET_LATER_S = 15.0
 LONGEST_SILENCE_S = 10.0
 
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07")
-PASSWORD_LINE = re.compile(r"created the owner account '(?P<name>[^']+)'\. Its password \(shown only this once\): "
-                           r"(?P<password>\S+)")
+PASSWORD_LINE = re.compile(
+    r"created the owner account '(?P<name>[^']+)'\. Its password \(shown only this once\): "
+    r"(?P<password>\S+)"
+)
 BUTTONS = ".st-key-answer_buttons button:has([aria-label='Shortcut P']):enabled"
 CAPTION = ".st-key-item_caption"
 
@@ -67,8 +69,9 @@ class Console:
         self._log = open(log, "a", encoding="utf-8")
         master, slave = pty.openpty()
         self.start = time.monotonic()
-        self.process = subprocess.Popen(command, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=slave,
-                                        stderr=slave, start_new_session=True)
+        self.process = subprocess.Popen(
+            command, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=slave, stderr=slave, start_new_session=True
+        )
         os.close(slave)
         self._master = master
         self._reader = threading.Thread(target=self._read, daemon=True)
@@ -145,12 +148,14 @@ class LoadSampler:
     def summary(self) -> str:
         self._stop.set()
         s = self.samples
-        return (f"1-min load average {min(s):.1f}–{max(s):.1f} (mean {statistics.fmean(s):.1f}) "
-                f"on {os.cpu_count()} cores")
+        return (
+            f"1-min load average {min(s):.1f}–{max(s):.1f} (mean {statistics.fmean(s):.1f}) on {os.cpu_count()} cores"
+        )
 
 
-def to_labelable_item(browser, url: str, name: str, password: str, console: Console, steps: dict
-                      ) -> tuple[float, bool, object]:
+def to_labelable_item(
+    browser, url: str, name: str, password: str, console: Console, steps: dict
+) -> tuple[float, bool, object]:
     """Sign in; start the default session when the page shows no item; return the seconds since the
     command when the first item's answer buttons were on screen, whether a session had to be started,
     and the page.  ``steps`` gets the times of the way there."""
@@ -175,8 +180,9 @@ def to_labelable_item(browser, url: str, name: str, password: str, console: Cons
     return console.elapsed(), started, page
 
 
-NEXT_ITEM = ("(old) => { const el = document.querySelector('.st-key-item_caption');"
-             " return el && el.innerText.trim() !== old; }")
+NEXT_ITEM = (
+    "(old) => { const el = document.querySelector('.st-key-item_caption'); return el && el.innerText.trim() !== old; }"
+)
 
 
 def first_label(page, console: Console, screenshot: Path | None = None) -> float:
@@ -196,8 +202,9 @@ def first_label(page, console: Console, screenshot: Path | None = None) -> float
     return console.elapsed()
 
 
-def one_start(label: str, clone: Path, env: dict, port: int, browser, log: Path, credentials: dict,
-              wait_compile: float) -> dict:
+def one_start(
+    label: str, clone: Path, env: dict, port: int, browser, log: Path, credentials: dict, wait_compile: float
+) -> dict:
     print(f"\n== {label}: make run (console: {log})", flush=True)
     console = Console(["make", "run", f"PORT={port}"], clone, env, log)
     url = f"http://127.0.0.1:{port}"
@@ -213,16 +220,23 @@ def one_start(label: str, clone: Path, env: dict, port: int, browser, log: Path,
             credentials.update(name=found["name"], password=found["password"])
         steps: dict = {}
         figures["labelable"], figures["started_session"], page = to_labelable_item(
-            browser, url, credentials["name"], credentials["password"], console, steps)
+            browser, url, credentials["name"], credentials["password"], console, steps
+        )
         print("   on the way: " + ", ".join(f"{step} {t:.1f} s" for step, t in steps.items()), flush=True)
         figures["notice"] = page.locator(".st-key-preparing_model").count() > 0
-        print(f"   (b) signed in, first item labelable after {figures['labelable']:.1f} s"
-              f"{' (session started in the page)' if figures['started_session'] else ''}"
-              f"{'; the page says the model is being prepared' if figures['notice'] else ''}", flush=True)
+        print(
+            f"   (b) signed in, first item labelable after {figures['labelable']:.1f} s"
+            f"{' (session started in the page)' if figures['started_session'] else ''}"
+            f"{'; the page says the model is being prepared' if figures['notice'] else ''}",
+            flush=True,
+        )
         figures["silence"] = console.longest_silence(figures["labelable"])
         figures["first_label"] = first_label(page, console, log.with_suffix(".wait.png"))
-        print(f"   (c) first label answered, next item on screen after {figures['first_label']:.1f} s "
-              f"({figures['first_label'] - figures['labelable']:.1f} s after (b))", flush=True)
+        print(
+            f"   (c) first label answered, next item on screen after {figures['first_label']:.1f} s "
+            f"({figures['first_label'] - figures['labelable']:.1f} s after (b))",
+            flush=True,
+        )
         install = console.first_time(re.compile(r"^MarginLab: installing the Python packages"))
         # the lock file's packages, then MarginLab itself (editable): the install ends with the latter
         installed = console.first_time(re.compile(r"^Successfully installed marginlab-"), after=install or 0.0)
@@ -234,8 +248,11 @@ def one_start(label: str, clone: Path, env: dict, port: int, browser, log: Path,
                 figures["compiled"] = console.first_time(ready)
                 print(f"   (d) background compile finished after {figures['compiled']:.1f} s", flush=True)
             else:
-                print(f"   (d) background compile not finished {console.elapsed():.0f} s after the command: "
-                      "stopped anyway (the later start goes on with the rest)", flush=True)
+                print(
+                    f"   (d) background compile not finished {console.elapsed():.0f} s after the command: "
+                    "stopped anyway (the later start goes on with the rest)",
+                    flush=True,
+                )
         page.close()
     finally:
         console.stop()
@@ -251,9 +268,14 @@ def machine_pip_sources() -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--keep", action="store_true", help="keep the temporary clone and its logs")
-    parser.add_argument("--wait-compile", type=float, default=1200.0, metavar="SECONDS",
-                        help="wait at most this long after the first label for the background compile to finish "
-                             "before stopping the first start (default %(default)s; 0: do not wait)")
+    parser.add_argument(
+        "--wait-compile",
+        type=float,
+        default=1200.0,
+        metavar="SECONDS",
+        help="wait at most this long after the first label for the background compile to finish "
+        "before stopping the first start (default %(default)s; 0: do not wait)",
+    )
     args = parser.parse_args()
     from playwright.sync_api import sync_playwright
 
@@ -263,10 +285,17 @@ def main() -> None:
     home.mkdir()
     subprocess.run(["git", "clone", "--quiet", str(ROOT), str(clone)], check=True)
     subprocess.run(["git", "checkout", "--quiet", head.strip()], cwd=clone, check=True)
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("MARGINLAB_", "NUMBA_", "VIRTUAL_ENV", "PYTHON", "STREAMLIT_"))}
-    env.update(HOME=str(home), PIP_CACHE_DIR=str(work / "pip-cache"), TERM="xterm-256color",
-               PATH=":".join(p for p in env.get("PATH", "").split(":") if ".venv" not in p))
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("MARGINLAB_", "NUMBA_", "VIRTUAL_ENV", "PYTHON", "STREAMLIT_"))
+    }
+    env.update(
+        HOME=str(home),
+        PIP_CACHE_DIR=str(work / "pip-cache"),
+        TERM="xterm-256color",
+        PATH=":".join(p for p in env.get("PATH", "").split(":") if ".venv" not in p),
+    )
     port = free_port()
     print(f"clone of {head.strip()[:12]} in {clone}; HOME={home}; empty pip cache; port {port}")
     print(f"pip's sources on this machine: {machine_pip_sources()}")
@@ -275,8 +304,9 @@ def main() -> None:
     try:
         with sync_playwright() as playwright:
             browser = launch_browser(playwright)
-            first = one_start("first start", clone, env, port, browser, work / "first.log", credentials,
-                              args.wait_compile)
+            first = one_start(
+                "first start", clone, env, port, browser, work / "first.log", credentials, args.wait_compile
+            )
             later = one_start("later start", clone, env, port, browser, work / "later.log", credentials, 0.0)
             browser.close()
     finally:
@@ -295,18 +325,26 @@ def main() -> None:
         begin, end = first["install"]
         print(f"  first start: package install {end - begin:.1f} s (from {begin:.1f} s to {end:.1f} s)")
     print(f"  first start: (a) server answering {first['server']:.1f} s")
-    print(f"  first start: (b) signed-in page, demo's first item labelable {first['labelable']:.1f} s: "
-          f"{verdict(first['labelable'], TARGET_FIRST_S)}")
-    print(f"  first start: (c) first label answered {first['first_label']:.1f} s "
-          f"({first['first_label'] - first['labelable']:.1f} s after (b))")
+    print(
+        f"  first start: (b) signed-in page, demo's first item labelable {first['labelable']:.1f} s: "
+        f"{verdict(first['labelable'], TARGET_FIRST_S)}"
+    )
+    print(
+        f"  first start: (c) first label answered {first['first_label']:.1f} s "
+        f"({first['first_label'] - first['labelable']:.1f} s after (b))"
+    )
     if "compiled" in first:
         print(f"  first start: (d) background compile finished {first['compiled']:.1f} s")
     gap, before = first["silence"]
-    print(f"  first start: longest console silence before (b) {gap:.1f} s, after {before!r}: "
-          f"{'ok' if gap <= LONGEST_SILENCE_S else 'TOO LONG'} (<= {LONGEST_SILENCE_S:.0f} s)")
+    print(
+        f"  first start: longest console silence before (b) {gap:.1f} s, after {before!r}: "
+        f"{'ok' if gap <= LONGEST_SILENCE_S else 'TOO LONG'} (<= {LONGEST_SILENCE_S:.0f} s)"
+    )
     print(f"  later start: (a) server answering {later['server']:.1f} s")
-    print(f"  later start: (b) signed-in page, item labelable {later['labelable']:.1f} s: "
-          f"{verdict(later['labelable'], TARGET_LATER_S)}")
+    print(
+        f"  later start: (b) signed-in page, item labelable {later['labelable']:.1f} s: "
+        f"{verdict(later['labelable'], TARGET_LATER_S)}"
+    )
     print(f"  later start: (c) first label answered {later['first_label']:.1f} s")
 
 

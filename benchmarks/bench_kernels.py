@@ -79,16 +79,30 @@ def cases(quick: bool):
     sv = np.arange(0, n_pool, n_pool // 500)[:500]
     coef = rng.standard_normal(len(sv))
     all_rows = np.arange(n_pool)
-    yield ("dense row", f"rbf K(x, X), X {n_pool}x784",
-           lambda: cache.row(7, keep=False), lambda: blas_rbf(X[7:8], X, gamma, sq[7:8], sq))
-    yield ("dense block", "rbf K(X[:500], X[:500])",
-           lambda: cache.block(np.arange(500), np.arange(500)),
-           lambda: blas_rbf(X[:500], X[:500], gamma, sq[:500], sq[:500]))
-    yield ("dense block", f"rbf K(pool {n_pool}, 500 SVs)",
-           lambda: cache.block(all_rows, sv), lambda: blas_rbf(X, X[sv], gamma, sq, sq[sv]))
-    yield ("decision", f"f = K(pool {n_pool}, 500 SVs) coef + b",
-           lambda: cache.decision(all_rows, sv, coef, 0.1),
-           lambda: blas_rbf(X, X[sv], gamma, sq, sq[sv]) @ coef + 0.1)
+    yield (
+        "dense row",
+        f"rbf K(x, X), X {n_pool}x784",
+        lambda: cache.row(7, keep=False),
+        lambda: blas_rbf(X[7:8], X, gamma, sq[7:8], sq),
+    )
+    yield (
+        "dense block",
+        "rbf K(X[:500], X[:500])",
+        lambda: cache.block(np.arange(500), np.arange(500)),
+        lambda: blas_rbf(X[:500], X[:500], gamma, sq[:500], sq[:500]),
+    )
+    yield (
+        "dense block",
+        f"rbf K(pool {n_pool}, 500 SVs)",
+        lambda: cache.block(all_rows, sv),
+        lambda: blas_rbf(X, X[sv], gamma, sq, sq[sv]),
+    )
+    yield (
+        "decision",
+        f"f = K(pool {n_pool}, 500 SVs) coef + b",
+        lambda: cache.decision(all_rows, sv, coef, 0.1),
+        lambda: blas_rbf(X, X[sv], gamma, sq, sq[sv]) @ coef + 0.1,
+    )
 
     n_docs, vocab, per_doc = (3000 if quick else 10_000), 50_000, 60
     indptr = np.arange(0, (n_docs + 1) * per_doc, per_doc)
@@ -99,10 +113,18 @@ def cases(quick: bool):
     linear = Kernel("linear")
     tcache = KernelCache(linear, DataStore(T), 0)
     docs = np.arange(n_docs)
-    yield ("sparse rows", f"linear K(x, X), TF-IDF {n_docs}x{vocab} CSR",
-           lambda: tcache.row(11, keep=False), lambda: (T @ T[11].T).toarray().ravel())
-    yield ("sparse rows", "linear K(X[:200], X)",
-           lambda: tcache.block(np.arange(200), docs), lambda: (T[:200] @ T.T).toarray())
+    yield (
+        "sparse rows",
+        f"linear K(x, X), TF-IDF {n_docs}x{vocab} CSR",
+        lambda: tcache.row(11, keep=False),
+        lambda: (T @ T[11].T).toarray().ravel(),
+    )
+    yield (
+        "sparse rows",
+        "linear K(X[:200], X)",
+        lambda: tcache.block(np.arange(200), docs),
+        lambda: (T[:200] @ T.T).toarray(),
+    )
 
     n_fp = 1000 if quick else 2000
     F = (rng.random((n_fp, 2048)) < 0.05).astype(np.float64)
@@ -110,24 +132,40 @@ def cases(quick: bool):
     fcache = KernelCache(tani, DataStore(F), 0)
     s = F.sum(1)
     fps = np.arange(n_fp)
-    yield ("tanimoto", f"K(F, F), {n_fp} fingerprints x 2048 bits",
-           lambda: fcache.block(fps, fps), lambda: tanimoto_bits_blas(F, F, s, s))
-    yield ("tanimoto", "one row K(f, F)",
-           lambda: fcache.row(3, keep=False), lambda: tanimoto_bits_blas(F[3:4], F, s[3:4], s))
+    yield (
+        "tanimoto",
+        f"K(F, F), {n_fp} fingerprints x 2048 bits",
+        lambda: fcache.block(fps, fps),
+        lambda: tanimoto_bits_blas(F, F, s, s),
+    )
+    yield (
+        "tanimoto",
+        "one row K(f, F)",
+        lambda: fcache.row(3, keep=False),
+        lambda: tanimoto_bits_blas(F[3:4], F, s[3:4], s),
+    )
 
 
 def first_call_seconds(cold: bool) -> float:
     """Wall seconds of a fresh process: import the kernel layer and compute one rbf block and one row."""
-    code = ("import time; t0 = time.perf_counter();"
-            "import numpy as np; from core.kernels import Kernel, DataStore, KernelCache;"
-            "X = np.random.default_rng(0).random((50, 20)); c = KernelCache(Kernel('rbf', 0.1), DataStore(X));"
-            "c.block(np.arange(50), np.arange(40)); c.row(3); Kernel('linear')(X[:2], X);"
-            "print(time.perf_counter() - t0)")
+    code = (
+        "import time; t0 = time.perf_counter();"
+        "import numpy as np; from core.kernels import Kernel, DataStore, KernelCache;"
+        "X = np.random.default_rng(0).random((50, 20)); c = KernelCache(Kernel('rbf', 0.1), DataStore(X));"
+        "c.block(np.arange(50), np.arange(40)); c.row(3); Kernel('linear')(X[:2], X);"
+        "print(time.perf_counter() - t0)"
+    )
     env = dict(os.environ)
     if cold:
         env["NUMBA_CACHE_DIR"] = tempfile.mkdtemp(prefix="marginlab-numba-")  # an empty cache: compile
-    out = subprocess.run([sys.executable, "-c", code], cwd=Path(__file__).resolve().parents[1], env=env,
-                         capture_output=True, text=True, check=True)
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=Path(__file__).resolve().parents[1],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     return float(out.stdout.strip().splitlines()[-1])
 
 
@@ -141,20 +179,29 @@ def main() -> None:
 
     import numba
 
-    print(f"machine: {platform.processor() or platform.machine()}, {available_cores()} cores available; "
-          f"Python {platform.python_version()}, NumPy {np.__version__}, Numba {numba.__version__}")
+    print(
+        f"machine: {platform.processor() or platform.machine()}, {available_cores()} cores available; "
+        f"Python {platform.python_version()}, NumPy {np.__version__}, Numba {numba.__version__}"
+    )
     for lib in threadpool_info():
-        print(f"  {lib['user_api']}: {lib['internal_api']} {lib.get('version')} ({lib.get('architecture')}), "
-              f"{lib['num_threads']} threads by default")
-    print(f"  MarginLab kernel threads by default: {kernel_threads()} (large blocks only; the bits do not "
-          f"depend on it)")
-    print("  no thread environment variable is read or set by MarginLab or by this script "
-          f"(OPENBLAS_NUM_THREADS={os.environ.get('OPENBLAS_NUM_THREADS', 'unset')}, "
-          f"OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS', 'unset')})")
+        print(
+            f"  {lib['user_api']}: {lib['internal_api']} {lib.get('version')} ({lib.get('architecture')}), "
+            f"{lib['num_threads']} threads by default"
+        )
+    print(
+        f"  MarginLab kernel threads by default: {kernel_threads()} (large blocks only; the bits do not depend on it)"
+    )
+    print(
+        "  no thread environment variable is read or set by MarginLab or by this script "
+        f"(OPENBLAS_NUM_THREADS={os.environ.get('OPENBLAS_NUM_THREADS', 'unset')}, "
+        f"OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS', 'unset')})"
+    )
     print("  machine shared with other jobs? load average:", " ".join(f"{v:.2f}" for v in os.getloadavg()))
     print()
-    header = (f"{'what':<12} {'case':<46} {'ours ms':>9} {'BLAS ms':>9} {'ratio':>6} | {'ours 1t':>8} "
-              f"{'BLAS 1t':>8} {'ratio':>6}")
+    header = (
+        f"{'what':<12} {'case':<46} {'ours ms':>9} {'BLAS ms':>9} {'ratio':>6} | {'ours 1t':>8} "
+        f"{'BLAS 1t':>8} {'ratio':>6}"
+    )
     print(header)
     print("-" * len(header))
     default_threads = kernel_threads()
@@ -167,17 +214,23 @@ def main() -> None:
             t_ours1 = best(ours, repeats)
             t_ref1 = best(reference, repeats)
         set_kernel_threads(None)
-        print(f"{what:<12} {case:<46} {1e3 * t_ours:9.2f} {1e3 * t_ref:9.2f} {t_ours / t_ref:6.2f} | "
-              f"{1e3 * t_ours1:8.2f} {1e3 * t_ref1:8.2f} {t_ours1 / t_ref1:6.2f}")
+        print(
+            f"{what:<12} {case:<46} {1e3 * t_ours:9.2f} {1e3 * t_ref:9.2f} {t_ours / t_ref:6.2f} | "
+            f"{1e3 * t_ours1:8.2f} {1e3 * t_ref1:8.2f} {t_ours1 / t_ref1:6.2f}"
+        )
     print()
-    print(f"Target: blocks <= 2.5x BLAS (the compiled code does 2x BLAS's floating-point operations without "
-          f"FMA), rows <= 1.5x (memory-bound); ratios are ours / reference (default threads: ours "
-          f"{default_threads}, BLAS as installed; '1t': one thread each).")
+    print(
+        f"Target: blocks <= 2.5x BLAS (the compiled code does 2x BLAS's floating-point operations without "
+        f"FMA), rows <= 1.5x (memory-bound); ratios are ours / reference (default threads: ours "
+        f"{default_threads}, BLAS as installed; '1t': one thread each)."
+    )
     warm = first_call_seconds(cold=False)
     print(f"First call in a fresh process (import + first kernel block, Numba cache warm): {warm:.2f} s")
     if args.cold:
-        print(f"First call with an empty Numba cache (compiles the routines it uses): "
-              f"{first_call_seconds(cold=True):.1f} s")
+        print(
+            f"First call with an empty Numba cache (compiles the routines it uses): "
+            f"{first_call_seconds(cold=True):.1f} s"
+        )
 
 
 if __name__ == "__main__":

@@ -40,12 +40,23 @@ def main() -> None:
 
     ds = load_bundled("digits", positive=8)
     t0 = time.perf_counter()
-    res = run_comparison(ds.X, ds.y, strategies=STRATEGIES, solver_params={"C": args.C, "kernel": "rbf"},
-                         budget=args.budget, seeds=args.seeds, initial=10, test_fraction=0.3, n_jobs=args.jobs)
+    res = run_comparison(
+        ds.X,
+        ds.y,
+        strategies=STRATEGIES,
+        solver_params={"C": args.C, "kernel": "rbf"},
+        budget=args.budget,
+        seeds=args.seeds,
+        initial=10,
+        test_fraction=0.3,
+        n_jobs=args.jobs,
+    )
     seconds = time.perf_counter() - t0
     n_pool = int(res.references["n_train"].iloc[0])
-    print(f"digits 8 vs rest: {len(ds)} items, pool {n_pool}, evaluation {len(ds) - n_pool}; C={args.C}, "
-          f"rbf gamma='scale'; seeds 0..{args.seeds - 1}; budget {args.budget}; {seconds:.0f} s")
+    print(
+        f"digits 8 vs rest: {len(ds)} items, pool {n_pool}, evaluation {len(ds) - n_pool}; C={args.C}, "
+        f"rbf gamma='scale'; seeds 0..{args.seeds - 1}; budget {args.budget}; {seconds:.0f} s"
+    )
     print("\nfull-data reference AUC (mean over seeds):")
     for solver, g in res.references.groupby("solver"):
         print(f"  {solver:<12} AUC {g.auc.mean():.4f}  SVs {g.n_sv.mean():.0f}")
@@ -53,21 +64,27 @@ def main() -> None:
     print(res.summary_text())
 
     rows, runs = res.rows, res.runs
-    print("\n== near-boundary: labels to reach 99% of full-data AUC (target <= 10% of the pool = "
-          f"{0.1 * n_pool:.0f} labels)")
+    print(
+        "\n== near-boundary: labels to reach 99% of full-data AUC (target <= 10% of the pool = "
+        f"{0.1 * n_pool:.0f} labels)"
+    )
     nb = runs[runs.strategy == "near-boundary"]
     for r in nb.itertuples():
         reached = "never" if np.isnan(r.labels_99) else f"{int(r.labels_99)} labels = {100 * r.labels_99 / n_pool:.1f}%"
         print(f"  seed {r.seed}: {reached}")
     l99 = nb.labels_99.to_numpy(dtype=float)
     ok = np.isfinite(l99)
-    print(f"  mean {np.nanmean(l99):.1f} labels = {100 * np.nanmean(l99) / n_pool:.1f}% of the pool "
-          f"(reached on {ok.sum()}/{len(l99)} seeds; worst {np.nanmax(l99):.0f} = "
-          f"{100 * np.nanmax(l99) / n_pool:.1f}%)")
+    print(
+        f"  mean {np.nanmean(l99):.1f} labels = {100 * np.nanmean(l99) / n_pool:.1f}% of the pool "
+        f"(reached on {ok.sum()}/{len(l99)} seeds; worst {np.nanmax(l99):.0f} = "
+        f"{100 * np.nanmax(l99) / n_pool:.1f}%)"
+    )
 
     print("\n== support vectors at equal AUC (mean over seeds)")
-    print(f"  {'strategy':<18} {'solver':<7} {'labels to 99%':>13} {'SVs there':>10} {'AUC there':>10}   "
-          f"{'final AUC':>9} {'final SVs':>9}")
+    print(
+        f"  {'strategy':<18} {'solver':<7} {'labels to 99%':>13} {'SVs there':>10} {'AUC there':>10}   "
+        f"{'final AUC':>9} {'final SVs':>9}"
+    )
     for s in ("randomized-search", "autoactive", "random", "near-boundary", "ramp-region"):
         sv_at, auc_at, lab_at = [], [], []
         for r in runs[runs.strategy == s].itertuples():
@@ -79,14 +96,18 @@ def main() -> None:
             lab_at.append(int(r.labels_99))
         rr = runs[runs.strategy == s]
         reached = f"{np.mean(lab_at):.0f} ({len(lab_at)}/{len(rr)})" if lab_at else f"never (0/{len(rr)})"
-        print(f"  {s:<18} {rr.solver.iloc[0]:<7} {reached:>13} {np.mean(sv_at) if sv_at else np.nan:>10.1f} "
-              f"{np.mean(auc_at) if auc_at else np.nan:>10.4f}   {rr.final_auc.mean():>9.4f} "
-              f"{rr.final_n_sv.mean():>9.1f}")
+        print(
+            f"  {s:<18} {rr.solver.iloc[0]:<7} {reached:>13} {np.mean(sv_at) if sv_at else np.nan:>10.1f} "
+            f"{np.mean(auc_at) if auc_at else np.nan:>10.4f}   {rr.final_auc.mean():>9.4f} "
+            f"{rr.final_n_sv.mean():>9.1f}"
+        )
 
     print("\n== support vectors where each run first reaches the AUC that random ends with (same seed)")
-    print(f"  {'strategy':<18} {'labels':>8} {'SVs there':>10}   (random: {args.budget} labels, "
-          f"{runs[runs.strategy == 'random'].final_n_sv.mean():.1f} SVs, AUC "
-          f"{runs[runs.strategy == 'random'].final_auc.mean():.4f})")
+    print(
+        f"  {'strategy':<18} {'labels':>8} {'SVs there':>10}   (random: {args.budget} labels, "
+        f"{runs[runs.strategy == 'random'].final_n_sv.mean():.1f} SVs, AUC "
+        f"{runs[runs.strategy == 'random'].final_auc.mean():.4f})"
+    )
     final_random = runs[runs.strategy == "random"].set_index("seed")["final_auc"]
     for s in ("randomized-search", "autoactive", "near-boundary", "ramp-region"):
         labels, svs = [], []
@@ -96,14 +117,18 @@ def main() -> None:
             if len(hit):
                 labels.append(int(hit.n_labels.iloc[0]))
                 svs.append(int(hit.n_sv.iloc[0]))
-        print(f"  {s:<18} {np.mean(labels) if labels else np.nan:>8.1f} {np.mean(svs) if svs else np.nan:>10.1f}   "
-              f"(reached on {len(labels)}/{len(final_random)} seeds)")
+        print(
+            f"  {s:<18} {np.mean(labels) if labels else np.nan:>8.1f} {np.mean(svs) if svs else np.nan:>10.1f}   "
+            f"(reached on {len(labels)}/{len(final_random)} seeds)"
+        )
 
     print("\n== ramp-region: labels asked vs items seen (asked + passed over without a label)")
     rp = runs[runs.strategy == "ramp-region"]
     for r in rp.itertuples():
-        print(f"  seed {r.seed}: asked {r.labels_asked}, seen {r.items_seen} "
-              f"({100 * r.labels_asked / max(1, r.items_seen):.0f}% asked), final AUC {r.final_auc:.4f}")
+        print(
+            f"  seed {r.seed}: asked {r.labels_asked}, seen {r.items_seen} "
+            f"({100 * r.labels_asked / max(1, r.items_seen):.0f}% asked), final AUC {r.final_auc:.4f}"
+        )
 
 
 if __name__ == "__main__":

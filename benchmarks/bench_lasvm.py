@@ -98,8 +98,9 @@ def run_lasvm(Xtr, ytr, Xte, yte, C, gamma, tol, seed, final_check, sequence=Tru
     r = s.finish()
     seconds, cpu = time.perf_counter() - t0, time.process_time() - c0
     acc = float(np.mean(np.where(s.decision_function(X=Xte) >= 0, 1.0, -1.0) == yte))
-    return dict(acc=acc, n_sv=s.n_support_, evals=s.n_kernel_evals, seconds=seconds, cpu=cpu, gap=s.kkt_gap(),
-                status=r.status)
+    return dict(
+        acc=acc, n_sv=s.n_support_, evals=s.n_kernel_evals, seconds=seconds, cpu=cpu, gap=s.kkt_gap(), status=r.status
+    )
 
 
 def run_svc(Xtr, ytr, Xte, yte, C, gamma, tol):
@@ -109,8 +110,7 @@ def run_svc(Xtr, ytr, Xte, yte, C, gamma, tol):
     t0, c0 = time.perf_counter(), time.process_time()
     clf = SVC(C=C, kernel="rbf", gamma=gamma, tol=tol).fit(Xtr, ytr)
     seconds, cpu = time.perf_counter() - t0, time.process_time() - c0
-    return dict(acc=float(clf.score(Xte, yte)), n_sv=int(clf.n_support_.sum()), evals=None, seconds=seconds,
-                cpu=cpu)
+    return dict(acc=float(clf.score(Xte, yte)), n_sv=int(clf.n_support_.sum()), evals=None, seconds=seconds, cpu=cpu)
 
 
 def compare(title, data, C, gamma, tol, repeats, target, seed=0):
@@ -129,11 +129,15 @@ def compare(title, data, C, gamma, tol, repeats, target, seed=0):
             else:
                 runs[name].append(run_lasvm(Xtr, ytr, Xte, yte, C, gamma, tol, seed + rep, **opts))
     print(f"\n{title}")
-    print(f"  train {len(Xtr)} x {Xtr.shape[1]}, test {len(Xte)}; rbf kernel, C={C:g}, gamma={gamma:.6g}, "
-          f"tol={tol:g}; wall and CPU seconds = best of {repeats}; accuracy/SVs/evals of the first run; "
-          f"target: default LASVM <= {target:g}x SVC")
-    head = f"  {'solver':<50} {'accuracy':>9} {'Δacc pts':>9} {'SVs':>6} {'kernel evals':>13} {'wall s':>7} " \
-           f"{'× SVC':>6} {'CPU s':>7} {'× SVC':>6} {'gap':>9} {'target':>7}"
+    print(
+        f"  train {len(Xtr)} x {Xtr.shape[1]}, test {len(Xte)}; rbf kernel, C={C:g}, gamma={gamma:.6g}, "
+        f"tol={tol:g}; wall and CPU seconds = best of {repeats}; accuracy/SVs/evals of the first run; "
+        f"target: default LASVM <= {target:g}x SVC"
+    )
+    head = (
+        f"  {'solver':<50} {'accuracy':>9} {'Δacc pts':>9} {'SVs':>6} {'kernel evals':>13} {'wall s':>7} "
+        f"{'× SVC':>6} {'CPU s':>7} {'× SVC':>6} {'gap':>9} {'target':>7}"
+    )
     print_head(head)
     svc_s = min(r["seconds"] for r in runs["SVC (libsvm)"])
     svc_cpu = min(r["cpu"] for r in runs["SVC (libsvm)"])
@@ -145,8 +149,10 @@ def compare(title, data, C, gamma, tol, repeats, target, seed=0):
         evals = "n/a" if r["evals"] is None else f"{r['evals']:,}"
         gap = f"{r['gap']:.2e}" if "gap" in r else "n/a"
         aim = f"<= {target:g}" if "(default)" in name else ""
-        print(f"  {name:<50} {100 * r['acc']:>8.2f}% {100 * (r['acc'] - svc_acc):>+9.2f} {r['n_sv']:>6} "
-              f"{evals:>13} {sec:>7.3f} {sec / svc_s:>6.2f} {cpu:>7.3f} {cpu / svc_cpu:>6.2f} {gap:>9} {aim:>7}")
+        print(
+            f"  {name:<50} {100 * r['acc']:>8.2f}% {100 * (r['acc'] - svc_acc):>+9.2f} {r['n_sv']:>6} "
+            f"{evals:>13} {sec:>7.3f} {sec / svc_s:>6.2f} {cpu:>7.3f} {cpu / svc_cpu:>6.2f} {gap:>9} {aim:>7}"
+        )
     return runs
 
 
@@ -197,8 +203,12 @@ else:
 
 
 def _fresh_process(which: str, data_file: str, profile: bool = False) -> dict | None:
-    done = subprocess.run([sys.executable, "-c", FIRST_CALL, which, data_file, "1" if profile else "0"],
-                          capture_output=not profile, text=True, check=True)
+    done = subprocess.run(
+        [sys.executable, "-c", FIRST_CALL, which, data_file, "1" if profile else "0"],
+        capture_output=not profile,
+        text=True,
+        check=True,
+    )
     return None if profile else json.loads(done.stdout.strip().splitlines()[-1])
 
 
@@ -227,32 +237,45 @@ def real_data(repeats: int) -> None:
         warm["svc"].append(run_svc(Xtr, ytr, Xte, yte, REAL["C"], gamma, REAL["tol"]))
         warm["lasvm"].append(run_lasvm(*data, REAL["C"], gamma, REAL["tol"], seed=rep, final_check=True))
     print(f"\nReal data — {REAL_DIGITS_TITLE}")
-    print(f"  train {len(Xtr)} x {Xtr.shape[1]}, test {len(Xte)}; rbf kernel, C={REAL['C']:g}, "
-          f"gamma=scale={gamma:.6g}, tol={REAL['tol']:g}; one pass + finish (LASVM default) against SVC.fit; "
-          f"seconds = best of {repeats} (cold: each in a fresh process, the import of the solver included)")
-    head = f"  {'':<27} {'LASVM wall s':>13} {'SVC wall s':>11} {'× SVC':>6} {'LASVM CPU s':>12} {'SVC CPU s':>10} " \
-           f"{'× SVC':>6} {'LASVM acc':>10} {'SVC acc':>8}"
+    print(
+        f"  train {len(Xtr)} x {Xtr.shape[1]}, test {len(Xte)}; rbf kernel, C={REAL['C']:g}, "
+        f"gamma=scale={gamma:.6g}, tol={REAL['tol']:g}; one pass + finish (LASVM default) against SVC.fit; "
+        f"seconds = best of {repeats} (cold: each in a fresh process, the import of the solver included)"
+    )
+    head = (
+        f"  {'':<27} {'LASVM wall s':>13} {'SVC wall s':>11} {'× SVC':>6} {'LASVM CPU s':>12} {'SVC CPU s':>10} "
+        f"{'× SVC':>6} {'LASVM acc':>10} {'SVC acc':>8}"
+    )
     print_head(head)
-    fit_only = {which: [dict(r, seconds=r["seconds"] - r["import_seconds"], cpu=r["cpu"] - r["import_cpu"])
-                        for r in runs] for which, runs in cold.items()}
-    for name, runs in (("cold: import + first fit", cold), ("cold: first fit (imported)", fit_only),
-                       ("warm", warm)):
+    fit_only = {
+        which: [dict(r, seconds=r["seconds"] - r["import_seconds"], cpu=r["cpu"] - r["import_cpu"]) for r in runs]
+        for which, runs in cold.items()
+    }
+    for name, runs in (("cold: import + first fit", cold), ("cold: first fit (imported)", fit_only), ("warm", warm)):
         lw, sw = min(r["seconds"] for r in runs["lasvm"]), min(r["seconds"] for r in runs["svc"])
         lc, sc = min(r["cpu"] for r in runs["lasvm"]), min(r["cpu"] for r in runs["svc"])
-        print(f"  {name:<27} {lw:>13.3f} {sw:>11.3f} {lw / sw:>6.2f} {lc:>12.3f} {sc:>10.3f} {lc / sc:>6.2f} "
-              f"{100 * runs['lasvm'][0]['acc']:>9.2f}% {100 * runs['svc'][0]['acc']:>7.2f}%")
-    print("  (cold: a fresh process per run; LASVM's import brings in Numba, its first fit loads the compiled loops "
-          "from Numba's disk cache (Numba sets up its typing and target contexts on the first call): see "
-          "--profile-first-call)")
+        print(
+            f"  {name:<27} {lw:>13.3f} {sw:>11.3f} {lw / sw:>6.2f} {lc:>12.3f} {sc:>10.3f} {lc / sc:>6.2f} "
+            f"{100 * runs['lasvm'][0]['acc']:>9.2f}% {100 * runs['svc'][0]['acc']:>7.2f}%"
+        )
+    print(
+        "  (cold: a fresh process per run; LASVM's import brings in Numba, its first fit loads the compiled loops "
+        "from Numba's disk cache (Numba sets up its typing and target contexts on the first call): see "
+        "--profile-first-call)"
+    )
 
 
 def latency(pool_sizes, n_labels=300, n_measure=60, n_candidates=59, d=20, seed=0):
-    print(f"\nPer-label latency, randomized search: one learn + decision_function on {n_candidates} random "
-          f"candidates after {n_labels} labels\n  synthetic pool, {d} standard-normal features, "
-          f"label = sign(x0 + 0.5 x1^2 - 0.5 + 0.3 noise); rbf gamma = 0.05, C = 1, tol = 1e-3; "
-          f"{n_measure} measured labels; target <= 5 ms median, flat")
-    head = f"  {'pool items':>10} {'|S|':>5} {'SVs':>5} {'learn ms':>9} {'decide ms':>10} {'total ms (median)':>18} " \
-           f"{'total ms (p90)':>15} {'learn kernel evals':>19}"
+    print(
+        f"\nPer-label latency, randomized search: one learn + decision_function on {n_candidates} random "
+        f"candidates after {n_labels} labels\n  synthetic pool, {d} standard-normal features, "
+        f"label = sign(x0 + 0.5 x1^2 - 0.5 + 0.3 noise); rbf gamma = 0.05, C = 1, tol = 1e-3; "
+        f"{n_measure} measured labels; target <= 5 ms median, flat"
+    )
+    head = (
+        f"  {'pool items':>10} {'|S|':>5} {'SVs':>5} {'learn ms':>9} {'decide ms':>10} {'total ms (median)':>18} "
+        f"{'total ms (p90)':>15} {'learn kernel evals':>19}"
+    )
     print_head(head)
     for N in pool_sizes:
         rng = np.random.default_rng(seed)
@@ -276,9 +299,11 @@ def latency(pool_sizes, n_labels=300, n_measure=60, n_candidates=59, d=20, seed=
             t_dec.append(t2 - t1)
             evals.append(r.kernel_evals)
         tot = 1e3 * (np.array(t_learn) + np.array(t_dec))
-        print(f"  {N:>10,} {s.set_size_:>5} {s.n_support_:>5} {1e3 * np.median(t_learn):>9.3f} "
-              f"{1e3 * np.median(t_dec):>10.3f} {np.median(tot):>18.3f} {np.percentile(tot, 90):>15.3f} "
-              f"{int(np.median(evals)):>19}")
+        print(
+            f"  {N:>10,} {s.set_size_:>5} {s.n_support_:>5} {1e3 * np.median(t_learn):>9.3f} "
+            f"{1e3 * np.median(t_dec):>10.3f} {np.median(tot):>18.3f} {np.percentile(tot, 90):>15.3f} "
+            f"{int(np.median(evals)):>19}"
+        )
         del s
 
 
@@ -287,8 +312,11 @@ def main(argv=None):
     ap.add_argument("--quick", action="store_true", help="one repeat, pools up to 100k")
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--real-only", action="store_true", help="only the real-data table (cold and warm)")
-    ap.add_argument("--profile-first-call", action="store_true",
-                    help="profile a fresh process's first LASVM call on the real digits, then stop")
+    ap.add_argument(
+        "--profile-first-call",
+        action="store_true",
+        help="profile a fresh process's first LASVM call on the real digits, then stop",
+    )
     args = ap.parse_args(argv)
     if args.profile_first_call:
         with tempfile.TemporaryDirectory() as tmp:
@@ -303,13 +331,19 @@ def main(argv=None):
 
     digits = digits_784(n_train=4000, n_test=1000, seed=0)
     gamma = resolve_gamma("scale", digits[0])
-    compare(f"Digits '8 vs rest' — {DIGITS_TITLE}", digits, C=10.0, gamma=gamma, tol=1e-3, repeats=repeats,
-            target=0.5)
+    compare(f"Digits '8 vs rest' — {DIGITS_TITLE}", digits, C=10.0, gamma=gamma, tol=1e-3, repeats=repeats, target=0.5)
 
     Xb, yb = banana(5000, seed=1)
     bdata = (Xb[:3000], yb[:3000], Xb[3000:], yb[3000:])
-    compare("Banana — two interleaved noisy half-moons in 2-D (radius 2, Gaussian noise sd 0.6), "
-            "3,000 train / 2,000 test", bdata, C=1.0, gamma=0.5, tol=1e-3, repeats=repeats, target=1.5)
+    compare(
+        "Banana — two interleaved noisy half-moons in 2-D (radius 2, Gaussian noise sd 0.6), 3,000 train / 2,000 test",
+        bdata,
+        C=1.0,
+        gamma=0.5,
+        tol=1e-3,
+        repeats=repeats,
+        target=1.5,
+    )
 
     latency([10_000, 100_000] if args.quick else [10_000, 100_000, 1_000_000])
 

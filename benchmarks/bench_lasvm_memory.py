@@ -55,13 +55,19 @@ def session(n_labels: int, report_every: int = 50) -> None:
     X, y, _, _ = digits_784(n_train=10_000, n_test=1, seed=0)
     y = y.astype(int)
     pool_mib = X.nbytes / MiB
-    print(f"\nPart 1 — randomized-search / lasvm session, pool {len(X):,} x {X.shape[1]} "
-          f"({pool_mib:.1f} MiB as float64), {n_labels} labels, default parameters")
-    print(f"  target: resident memory within 300 MB (286 MiB) of the pool's size, i.e. growth <= "
-          f"{pool_mib + 300e6 / MiB:.0f} MiB over the baseline")
-    head = (f"  {'labels':>6} {'RSS growth MiB':>14} {'peak MiB':>9} {'target MiB':>10} {'ok':>3} "
-            f"{'undo copies MiB':>15} {'|S|':>5} {'SVs':>5} {'rows cached':>11} {'row cache MiB':>13} "
-            f"{'dense K(S,S) MiB':>16} {'update ms (median)':>18}")
+    print(
+        f"\nPart 1 — randomized-search / lasvm session, pool {len(X):,} x {X.shape[1]} "
+        f"({pool_mib:.1f} MiB as float64), {n_labels} labels, default parameters"
+    )
+    print(
+        f"  target: resident memory within 300 MB (286 MiB) of the pool's size, i.e. growth <= "
+        f"{pool_mib + 300e6 / MiB:.0f} MiB over the baseline"
+    )
+    head = (
+        f"  {'labels':>6} {'RSS growth MiB':>14} {'peak MiB':>9} {'target MiB':>10} {'ok':>3} "
+        f"{'undo copies MiB':>15} {'|S|':>5} {'SVs':>5} {'rows cached':>11} {'row cache MiB':>13} "
+        f"{'dense K(S,S) MiB':>16} {'update ms (median)':>18}"
+    )
     print(head)
     print("  " + "-" * (len(head) - 2))
     base = status("VmRSS") - X.nbytes / MiB  # (the pool array itself counts towards the growth)
@@ -80,22 +86,32 @@ def session(n_labels: int, report_every: int = 50) -> None:
             peak = status("VmHWM") - base
             worst = max(worst, peak)
             n = s.set_size_
-            print(f"  {k:>6} {grown:>14.1f} {peak:>9.1f} {target:>10.0f} {'yes' if peak <= target else 'NO':>3} "
-                  f"{loop._snapshot_bytes / MiB:>15.2f} {n:>5} {s.n_support_:>5} {s.cached_rows_:>11} "
-                  f"{s.row_cache_bytes_ / MiB:>13.2f} {8 * n * n / MiB:>16.2f} "
-                  f"{np.median(updates[-report_every:]):>18.2f}")
-    print(f"  peak growth over the session: {worst:.1f} MiB; target <= {target:.0f} MiB: "
-          f"{'met' if worst <= target else 'MISSED'}")
+            print(
+                f"  {k:>6} {grown:>14.1f} {peak:>9.1f} {target:>10.0f} {'yes' if peak <= target else 'NO':>3} "
+                f"{loop._snapshot_bytes / MiB:>15.2f} {n:>5} {s.n_support_:>5} {s.cached_rows_:>11} "
+                f"{s.row_cache_bytes_ / MiB:>13.2f} {8 * n * n / MiB:>16.2f} "
+                f"{np.median(updates[-report_every:]):>18.2f}"
+            )
+    print(
+        f"  peak growth over the session: {worst:.1f} MiB; target <= {target:.0f} MiB: "
+        f"{'met' if worst <= target else 'MISSED'}"
+    )
 
 
 def one_pass_header(n: int, d: int, flip: float) -> None:
-    print(f"\nPart 2 — one pass (learn_sequence) + finish() over {n:,} x {d} noisy examples "
-          f"({100 * flip:.0f}% labels flipped), rbf gamma 0.1, C = 1, tol 1e-3; each budget in a fresh process")
-    print("  target: memory within cache_bytes + O(n); O(n) here: data + labels + LASVM's per-member and "
-          "per-example arrays + blocks of a few MiB")
-    head = (f"  {'cache_bytes MiB':>15} {'phase':>7} {'seconds':>8} {'|S|':>6} {'SVs':>6} {'RSS growth MiB':>14} "
-            f"{'peak MiB':>9} {'row cache MiB':>13} {'peak - cache MiB':>16} {'dense K(S,S) MiB':>16} "
-            f"{'kernel evals':>15} {'gap':>9} {'status':>7}")
+    print(
+        f"\nPart 2 — one pass (learn_sequence) + finish() over {n:,} x {d} noisy examples "
+        f"({100 * flip:.0f}% labels flipped), rbf gamma 0.1, C = 1, tol 1e-3; each budget in a fresh process"
+    )
+    print(
+        "  target: memory within cache_bytes + O(n); O(n) here: data + labels + LASVM's per-member and "
+        "per-example arrays + blocks of a few MiB"
+    )
+    head = (
+        f"  {'cache_bytes MiB':>15} {'phase':>7} {'seconds':>8} {'|S|':>6} {'SVs':>6} {'RSS growth MiB':>14} "
+        f"{'peak MiB':>9} {'row cache MiB':>13} {'peak - cache MiB':>16} {'dense K(S,S) MiB':>16} "
+        f"{'kernel evals':>15} {'gap':>9} {'status':>7}"
+    )
     print(head)
     print("  " + "-" * (len(head) - 2))
 
@@ -124,9 +140,12 @@ def show(budget: int, phase, s: LASVM, base: float) -> None:
     grown = status("VmRSS") - base
     peak = status("VmHWM") - base
     n = s.set_size_
-    print(f"  {budget:>15} {name:>7} {seconds:>8.1f} {n:>6,} {s.n_support_:>6,} {grown:>14.1f} {peak:>9.1f} "
-          f"{s.row_cache_bytes_ / MiB:>13.1f} {peak - budget:>16.1f} {8 * n * n / MiB:>16,.0f} "
-          f"{s.n_kernel_evals:>15,} {gap:>9} {result.status:>7}", flush=True)
+    print(
+        f"  {budget:>15} {name:>7} {seconds:>8.1f} {n:>6,} {s.n_support_:>6,} {grown:>14.1f} {peak:>9.1f} "
+        f"{s.row_cache_bytes_ / MiB:>13.1f} {peak - budget:>16.1f} {8 * n * n / MiB:>16,.0f} "
+        f"{s.n_kernel_evals:>15,} {gap:>9} {result.status:>7}",
+        flush=True,
+    )
 
 
 def main(argv=None) -> None:

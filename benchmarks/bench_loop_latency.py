@@ -75,15 +75,17 @@ def part1(n_before: int, n_after: int, n_naive: int) -> list[tuple]:
     X, y = digits_28x28()
     C = 10.0
     gamma = 1.0 / (X.shape[1] * X.var())
-    loop = ActiveLearningLoop(X, strategy="near-boundary", solver="incremental", seed=0,
-                              solver_params=dict(C=C, gamma=gamma, kernel="rbf"))
+    loop = ActiveLearningLoop(
+        X, strategy="near-boundary", solver="incremental", seed=0, solver_params=dict(C=C, gamma=gamma, kernel="rbf")
+    )
     per_label = []
     for _ in range(n_before + n_after):
         t0, c0 = time.perf_counter(), time.process_time()
         q = loop.next_query()
         row = loop.teach(q.index, int(y[q.index]))
-        per_label.append((1e3 * (time.perf_counter() - t0), row.update_ms, q.query_ms,
-                          1e3 * (time.process_time() - c0)))
+        per_label.append(
+            (1e3 * (time.perf_counter() - t0), row.update_ms, q.query_ms, 1e3 * (time.process_time() - c0))
+        )
     per_label = np.asarray(per_label)
     after = per_label[n_before:]
     first = per_label[:n_before]
@@ -100,16 +102,35 @@ def part1(n_before: int, n_after: int, n_naive: int) -> list[tuple]:
         naive.append(1e3 * (time.perf_counter() - t0))
         naive_cpu.append(1e3 * (time.process_time() - c0))
     h = loop.history_frame()
-    print(f"pool {X.shape[0]} x {X.shape[1]} (digits 8x8 -> 28x28, 2 shifted copies each), 8 vs rest, "
-          f"C={C}, rbf gamma={gamma:.4g}; after {n_before} labels: {int(h.n_sv.iloc[n_before - 1])} SVs, "
-          f"{int(h.n_in_margin.iloc[n_before - 1])} unlabelled items inside the margin")
+    print(
+        f"pool {X.shape[0]} x {X.shape[1]} (digits 8x8 -> 28x28, 2 shifted copies each), 8 vs rest, "
+        f"C={C}, rbf gamma={gamma:.4g}; after {n_before} labels: {int(h.n_sv.iloc[n_before - 1])} SVs, "
+        f"{int(h.n_in_margin.iloc[n_before - 1])} unlabelled items inside the margin"
+    )
     return [
-        (f"near-boundary + incremental, labels 1..{n_before}", *stats(first[:, 0]), *stats(first[:, 1]),
-         *stats(first[:, 2]), *stats(first[:, 3])),
-        (f"near-boundary + incremental, labels {n_before + 1}..{n_before + n_after}", *stats(after[:, 0]),
-         *stats(after[:, 1]), *stats(after[:, 2]), *stats(after[:, 3])),
-        (f"naive: SVC refit + rescore pool, labels {n_before + 1}..{n_before + n_naive}", *stats(naive),
-         float("nan"), float("nan"), float("nan"), float("nan"), *stats(naive_cpu)),
+        (
+            f"near-boundary + incremental, labels 1..{n_before}",
+            *stats(first[:, 0]),
+            *stats(first[:, 1]),
+            *stats(first[:, 2]),
+            *stats(first[:, 3]),
+        ),
+        (
+            f"near-boundary + incremental, labels {n_before + 1}..{n_before + n_after}",
+            *stats(after[:, 0]),
+            *stats(after[:, 1]),
+            *stats(after[:, 2]),
+            *stats(after[:, 3]),
+        ),
+        (
+            f"naive: SVC refit + rescore pool, labels {n_before + 1}..{n_before + n_naive}",
+            *stats(naive),
+            float("nan"),
+            float("nan"),
+            float("nan"),
+            float("nan"),
+            *stats(naive_cpu),
+        ),
     ]
 
 
@@ -118,8 +139,9 @@ def part2(sizes, n_labels: int, warmup: int) -> list[tuple]:
     for n in sizes:
         rng = np.random.default_rng(1)
         X, y = make_gaussians(n, rng, separation=2.0, n_features=20)
-        loop = ActiveLearningLoop(X, strategy="randomized-search", solver="lasvm", seed=0,
-                                  solver_params=dict(C=1.0, gamma=1.0 / 20))
+        loop = ActiveLearningLoop(
+            X, strategy="randomized-search", solver="lasvm", seed=0, solver_params=dict(C=1.0, gamma=1.0 / 20)
+        )
         total, upd, qry, cpu = [], [], [], []
         for _ in range(n_labels):
             t0, c0 = time.perf_counter(), time.process_time()
@@ -130,8 +152,17 @@ def part2(sizes, n_labels: int, warmup: int) -> list[tuple]:
             upd.append(row.update_ms)
             qry.append(q.query_ms)
         sl = slice(warmup, None)
-        out.append((n, loop.track_scores, *stats(total[sl]), float(np.median(upd[sl])), float(np.median(qry[sl])),
-                    *stats(cpu[sl]), int(loop.history[-1].n_sv)))
+        out.append(
+            (
+                n,
+                loop.track_scores,
+                *stats(total[sl]),
+                float(np.median(upd[sl])),
+                float(np.median(qry[sl])),
+                *stats(cpu[sl]),
+                int(loop.history[-1].n_sv),
+            )
+        )
         del loop, X, y
     return out
 
@@ -139,8 +170,9 @@ def part2(sizes, n_labels: int, warmup: int) -> list[tuple]:
 PAUSE_S = 0.3  # part 3's reading pause before each answer (as bench_browser_latency's --pause)
 
 
-def part3_one(n: int, d: int, n_before: int, n_timed: int, n_rescored: int, dtype: str = "float64",
-              kernel_rows: str = "float64") -> dict:
+def part3_one(
+    n: int, d: int, n_before: int, n_timed: int, n_rescored: int, dtype: str = "float64", kernel_rows: str = "float64"
+) -> dict:
     """One large pool, in this process (``--part3-pool``): kept scores, then whole-pool rescoring.
     ``dtype="float32"``: the pool held as float32 (``solver_params={"dtype": "float32"}``; kernel
     values still computed in float64).  ``kernel_rows="float32"``: the kernel rows kept for the
@@ -152,9 +184,14 @@ def part3_one(n: int, d: int, n_before: int, n_timed: int, n_rescored: int, dtyp
     reset_peak(missing_ok=True)  # peak memory from here on: the session, not the making of the data
     base = status("VmRSS", default=float("nan"))
     t0 = time.perf_counter()
-    loop = ActiveLearningLoop(X, strategy="near-boundary", solver="incremental", seed=0,
-                              solver_params={"dtype": "float32"} if dtype == "float32" else None,
-                              kernel_rows=kernel_rows)
+    loop = ActiveLearningLoop(
+        X,
+        strategy="near-boundary",
+        solver="incremental",
+        seed=0,
+        solver_params={"dtype": "float32"} if dtype == "float32" else None,
+        kernel_rows=kernel_rows,
+    )
     start_s = time.perf_counter() - t0
     total, cpu = [], []
     for _ in range(n_before + n_timed):
@@ -164,8 +201,12 @@ def part3_one(n: int, d: int, n_before: int, n_timed: int, n_rescored: int, dtyp
         total.append(1e3 * (time.perf_counter() - t0))
         cpu.append(1e3 * (time.process_time() - c0))
     peak = status("VmHWM", default=float("nan"))
-    kept = dict(total=stats(total[n_before:]), cpu=stats(cpu[n_before:]), tracked=bool(loop.track_scores),
-                n_sv=int(loop.solver.n_support_))
+    kept = dict(
+        total=stats(total[n_before:]),
+        cpu=stats(cpu[n_before:]),
+        tracked=bool(loop.track_scores),
+        n_sv=int(loop.solver.n_support_),
+    )
     # the same number of labels more, each after a pause of PAUSE_S (an analyst reading the item,
     # during which the loop computes the item's kernel row): answer -> next item, as the analyst waits
     paused = []
@@ -188,38 +229,68 @@ def part3_one(n: int, d: int, n_before: int, n_timed: int, n_rescored: int, dtyp
         loop.teach(q.index, int(y[q.index]))
         ref.append(1e3 * (time.perf_counter() - t0))
         ref_cpu.append(1e3 * (time.process_time() - c0))
-    return dict(n=n, d=d, start_s=start_s, kept=kept, rescored=dict(total=stats(ref), cpu=stats(ref_cpu)),
-                peak_mib=peak, base_mib=base, features_mib=X.nbytes / 2**20)
+    return dict(
+        n=n,
+        d=d,
+        start_s=start_s,
+        kept=kept,
+        rescored=dict(total=stats(ref), cpu=stats(ref_cpu)),
+        peak_mib=peak,
+        base_mib=base,
+        features_mib=X.nbytes / 2**20,
+    )
 
 
-def part3(pools, n_before: int, n_timed: int, n_rescored: int, dtype: str = "float64",
-          kernel_rows: str = "float64") -> None:
+def part3(
+    pools, n_before: int, n_timed: int, n_rescored: int, dtype: str = "float64", kernel_rows: str = "float64"
+) -> None:
     targets = {(100_000, 784): (10.0, 30.0), (1_000_000, 20): (15.0, 40.0)}
-    print(f"{'pool':>14} {'scores':>9} {'labels':>9} {'total ms p50':>12} {'p95':>8} {'CPU ms p50':>11} {'p95':>8}"
-          f" {'peak MiB':>9} {'limit MiB':>9} {'target p50/p95':>15}")
+    print(
+        f"{'pool':>14} {'scores':>9} {'labels':>9} {'total ms p50':>12} {'p95':>8} {'CPU ms p50':>11} {'p95':>8}"
+        f" {'peak MiB':>9} {'limit MiB':>9} {'target p50/p95':>15}"
+    )
     for n, d in pools:
-        out = subprocess.run([sys.executable, __file__, "--part3-pool",
-                              f"{n},{d},{n_before},{n_timed},{n_rescored},{dtype},{kernel_rows}"],
-                             capture_output=True, text=True, check=True)
+        out = subprocess.run(
+            [
+                sys.executable,
+                __file__,
+                "--part3-pool",
+                f"{n},{d},{n_before},{n_timed},{n_rescored},{dtype},{kernel_rows}",
+            ],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
         r = json.loads(out.stdout.strip().splitlines()[-1])
         limit = 1.5 * r["features_mib"] + 300
         t50, t95 = targets.get((n, d), (float("nan"), float("nan")))
         k, ref = r["kept"], r["rescored"]
-        name = (f"{n // 1000}k x {d}" + (" f32" if dtype == "float32" else "")
-                + (" r32" if kernel_rows == "float32" else ""))
-        met = ("" if np.isnan(t50) else " met" if k["total"][0] <= t50 and k["total"][1] <= t95 else " NOT met")
-        print(f"{name:>14} {'kept':>9} {f'{n_before + 1}..{n_before + n_timed}':>9} {k['total'][0]:>12.1f}"
-              f" {k['total'][1]:>8.1f} {k['cpu'][0]:>11.1f} {k['cpu'][1]:>8.1f} {r['peak_mib']:>9.0f} {limit:>9.0f}"
-              f" {(f'{t50:g}/{t95:g}{met}' if met else '-'):>15}")
+        name = (
+            f"{n // 1000}k x {d}"
+            + (" f32" if dtype == "float32" else "")
+            + (" r32" if kernel_rows == "float32" else "")
+        )
+        met = "" if np.isnan(t50) else " met" if k["total"][0] <= t50 and k["total"][1] <= t95 else " NOT met"
+        print(
+            f"{name:>14} {'kept':>9} {f'{n_before + 1}..{n_before + n_timed}':>9} {k['total'][0]:>12.1f}"
+            f" {k['total'][1]:>8.1f} {k['cpu'][0]:>11.1f} {k['cpu'][1]:>8.1f} {r['peak_mib']:>9.0f} {limit:>9.0f}"
+            f" {(f'{t50:g}/{t95:g}{met}' if met else '-'):>15}"
+        )
         p50, p95 = k["paused"]
         met = "" if np.isnan(t50) else " met" if p50 <= t50 and p95 <= t95 else " NOT met"
-        print(f"{name:>14} {'kept+read':>9} {f'next {n_timed}':>9} {p50:>12.1f} {p95:>8.1f} {'':>11} {'':>8}"
-              f" {'':>9} {'':>9} {(f'{t50:g}/{t95:g}{met}' if met else '-'):>15}")
-        print(f"{name:>14} {'rescored':>9} {f'next {n_rescored}':>9} {ref['total'][0]:>12.1f} {ref['total'][1]:>8.1f}"
-              f" {ref['cpu'][0]:>11.1f} {ref['cpu'][1]:>8.1f}")
-        print(f"{'':>14} features {r['features_mib']:.0f} MiB; resident before the loop {r['base_mib']:.0f} MiB; "
-              f"loop made in {r['start_s']:.2f} s; {k['n_sv']} SVs after {n_before + n_timed} labels; "
-              f"kept over rescored (medians): {ref['total'][0] / k['total'][0]:.0f}x")
+        print(
+            f"{name:>14} {'kept+read':>9} {f'next {n_timed}':>9} {p50:>12.1f} {p95:>8.1f} {'':>11} {'':>8}"
+            f" {'':>9} {'':>9} {(f'{t50:g}/{t95:g}{met}' if met else '-'):>15}"
+        )
+        print(
+            f"{name:>14} {'rescored':>9} {f'next {n_rescored}':>9} {ref['total'][0]:>12.1f} {ref['total'][1]:>8.1f}"
+            f" {ref['cpu'][0]:>11.1f} {ref['cpu'][1]:>8.1f}"
+        )
+        print(
+            f"{'':>14} features {r['features_mib']:.0f} MiB; resident before the loop {r['base_mib']:.0f} MiB; "
+            f"loop made in {r['start_s']:.2f} s; {k['n_sv']} SVs after {n_before + n_timed} labels; "
+            f"kept over rescored (medians): {ref['total'][0] / k['total'][0]:.0f}x"
+        )
 
 
 def main() -> None:
@@ -228,10 +299,18 @@ def main() -> None:
     which = ap.add_mutually_exclusive_group()
     which.add_argument("--skip-large", action="store_true", help="leave out part 3 (100k x 784 and 1M x 20 pools)")
     which.add_argument("--large-only", action="store_true", help="only part 3")
-    ap.add_argument("--pool-dtype", choices=("float64", "float32"), default="float64",
-                    help="how part 3 holds its pools (float32: half the memory; kernel values still float64)")
-    ap.add_argument("--kernel-rows", choices=("float64", "float32"), default="float64",
-                    help="how part 3's loops hold the kernel rows kept for the pool-score update")
+    ap.add_argument(
+        "--pool-dtype",
+        choices=("float64", "float32"),
+        default="float64",
+        help="how part 3 holds its pools (float32: half the memory; kernel values still float64)",
+    )
+    ap.add_argument(
+        "--kernel-rows",
+        choices=("float64", "float32"),
+        default="float64",
+        help="how part 3's loops hold the kernel rows kept for the pool-score update",
+    )
     ap.add_argument("--part3-pool", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.part3_pool:
@@ -244,28 +323,39 @@ def main() -> None:
         run_part3(args)
         return
     n_before, n_after, n_naive = (100, 20, 5) if args.quick else (300, 50, 20)
-    print("\n== Part 1: near-boundary + incremental vs naive SVC refit "
-          "(target: median <= 3 ms, p95 <= 8 ms per label, >= 50x faster than the naive loop)")
+    print(
+        "\n== Part 1: near-boundary + incremental vs naive SVC refit "
+        "(target: median <= 3 ms, p95 <= 8 ms per label, >= 50x faster than the naive loop)"
+    )
     rows = part1(n_before, n_after, n_naive)
-    print(f"{'loop':<52} {'total ms p50':>12} {'p95':>8} {'update p50':>11} {'p95':>8} {'query p50':>10} {'p95':>8}"
-          f" {'CPU ms p50':>11} {'p95':>8}")
+    print(
+        f"{'loop':<52} {'total ms p50':>12} {'p95':>8} {'update p50':>11} {'p95':>8} {'query p50':>10} {'p95':>8}"
+        f" {'CPU ms p50':>11} {'p95':>8}"
+    )
     for r in rows:
-        print(f"{r[0]:<52} {r[1]:>12.2f} {r[2]:>8.2f} {r[3]:>11.2f} {r[4]:>8.2f} {r[5]:>10.2f} {r[6]:>8.2f}"
-              f" {r[7]:>11.2f} {r[8]:>8.2f}")
+        print(
+            f"{r[0]:<52} {r[1]:>12.2f} {r[2]:>8.2f} {r[3]:>11.2f} {r[4]:>8.2f} {r[5]:>10.2f} {r[6]:>8.2f}"
+            f" {r[7]:>11.2f} {r[8]:>8.2f}"
+        )
     inc, naive = rows[1], rows[2]
     ratio = naive[1] / inc[1]
     verdict = "met" if inc[1] <= 3.0 and inc[2] <= 8.0 and ratio >= 50 else "NOT met"
-    print(f"target: median {inc[1]:.2f} ms (<= 3), p95 {inc[2]:.2f} ms (<= 8), naive / incremental "
-          f"{ratio:.0f}x (>= 50): {verdict}; CPU: median {inc[7]:.2f} ms, p95 {inc[8]:.2f} ms, "
-          f"naive / incremental {naive[7] / inc[7]:.0f}x")
+    print(
+        f"target: median {inc[1]:.2f} ms (<= 3), p95 {inc[2]:.2f} ms (<= 8), naive / incremental "
+        f"{ratio:.0f}x (>= 50): {verdict}; CPU: median {inc[7]:.2f} ms, p95 {inc[8]:.2f} ms, "
+        f"naive / incremental {naive[7] / inc[7]:.0f}x"
+    )
     sizes = (10_000, 100_000) if args.quick else (10_000, 100_000, 1_000_000)
     n_labels, warmup = (100, 20) if args.quick else (300, 50)
     print(f"\n== Part 2: randomized-search + lasvm, labels {warmup + 1}..{n_labels} (target: median <= 5 ms, flat)")
-    print(f"{'pool':>10} {'scores kept':>11} {'total ms p50':>12} {'p95':>8} {'update p50':>11} {'query p50':>10} "
-          f"{'CPU ms p50':>11} {'p95':>8} {'SVs':>6}")
+    print(
+        f"{'pool':>10} {'scores kept':>11} {'total ms p50':>12} {'p95':>8} {'update p50':>11} {'query p50':>10} "
+        f"{'CPU ms p50':>11} {'p95':>8} {'SVs':>6}"
+    )
     for n, kept, p50, p95, u, q, c50, c95, sv in part2(sizes, n_labels, warmup):
-        print(f"{n:>10} {str(kept):>11} {p50:>12.2f} {p95:>8.2f} {u:>11.2f} {q:>10.2f} {c50:>11.2f} {c95:>8.2f} "
-              f"{sv:>6}")
+        print(
+            f"{n:>10} {str(kept):>11} {p50:>12.2f} {p95:>8.2f} {u:>11.2f} {q:>10.2f} {c50:>11.2f} {c95:>8.2f} {sv:>6}"
+        )
     if args.skip_large:
         return
     run_part3(args)
@@ -274,10 +364,12 @@ def main() -> None:
 def run_part3(args) -> None:
     pools = ((20_000, 784), (200_000, 20)) if args.quick else ((100_000, 784), (1_000_000, 20))
     n_before, n_timed, n_rescored = (30, 20, 3) if args.quick else (100, 50, 5)
-    print("\n== Part 3: near-boundary + incremental on large pools, scores kept current vs the whole pool "
-          "rescored per query (peak memory limit: 1.5 x features + 300 MB); 'kept+read': answer -> next "
-          f"item after a {PAUSE_S:g} s reading pause per item (the item's kernel row is computed meanwhile); "
-          f"pools held as {args.pool_dtype}, kept kernel rows as {args.kernel_rows}")
+    print(
+        "\n== Part 3: near-boundary + incremental on large pools, scores kept current vs the whole pool "
+        "rescored per query (peak memory limit: 1.5 x features + 300 MB); 'kept+read': answer -> next "
+        f"item after a {PAUSE_S:g} s reading pause per item (the item's kernel row is computed meanwhile); "
+        f"pools held as {args.pool_dtype}, kept kernel rows as {args.kernel_rows}"
+    )
     part3(pools, n_before, n_timed, n_rescored, args.pool_dtype, args.kernel_rows)
 
 

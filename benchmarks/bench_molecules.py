@@ -29,8 +29,15 @@ SHARES = (0.01, 0.02, 0.05, 0.10)
 
 
 def run(X, y, pool, held, strategy: str, kernel: dict, seed: int) -> dict[float, float]:
-    loop = ActiveLearningLoop(X[pool], strategy=strategy, solver="incremental", solver_params=kernel, seed=seed,
-                              eval_X=X[held], eval_y=y[held].astype(float))
+    loop = ActiveLearningLoop(
+        X[pool],
+        strategy=strategy,
+        solver="incremental",
+        solver_params=kernel,
+        seed=seed,
+        eval_X=X[held],
+        eval_y=y[held].astype(float),
+    )
     budget = int(np.ceil(max(SHARES) * len(pool)))
     auc_at: dict[float, float] = {}
     times = []
@@ -52,8 +59,10 @@ def main() -> None:
     args = parser.parse_args()
     import rdkit
 
-    print(f"python {platform.python_version()}, numpy {np.__version__}, rdkit {rdkit.__version__}; "
-          f"{os.cpu_count()} CPUs; BLAS threads as installed (not set)")
+    print(
+        f"python {platform.python_version()}, numpy {np.__version__}, rdkit {rdkit.__version__}; "
+        f"{os.cpu_count()} CPUs; BLAS threads as installed (not set)"
+    )
     ds = load_bundled("nci-molecules", positive=args.substructure)
     y = ds.y.astype(int)
     print(f"{ds.X.shape[0]} molecules, {ds.X.shape[1]} bits, {int((y > 0).sum())} positive ({args.substructure})")
@@ -71,19 +80,32 @@ def main() -> None:
             t0 = time.perf_counter()
             result = run(X, y, pool, held, strategy, kernel, seed)
             rows.append((strategy, seed, result, time.perf_counter() - t0))
-    print(f"\npool {len(pool)}, held out {len(held)}; AUC on the held-out part after labelling a share of the pool "
-          f"(kernel {kernel['kernel']}, C {kernel['C']}):")
-    header = "strategy        seed  " + "  ".join(f"{int(s * 100):>3d}% ({int(np.ceil(s * len(pool)))})"
-                                                for s in SHARES) + "  ms/label p50  seconds"
+    print(
+        f"\npool {len(pool)}, held out {len(held)}; AUC on the held-out part after labelling a share of the pool "
+        f"(kernel {kernel['kernel']}, C {kernel['C']}):"
+    )
+    header = (
+        "strategy        seed  "
+        + "  ".join(f"{int(s * 100):>3d}% ({int(np.ceil(s * len(pool)))})" for s in SHARES)
+        + "  ms/label p50  seconds"
+    )
     print(header)
     for strategy, seed, result, seconds in rows:
-        print(f"{strategy:<15} {seed:>4}  " + "  ".join(f"{result[s]:>10.4f}" for s in SHARES)
-              + f"  {result['ms']:>12.2f}  {seconds:>7.1f}")
+        print(
+            f"{strategy:<15} {seed:>4}  "
+            + "  ".join(f"{result[s]:>10.4f}" for s in SHARES)
+            + f"  {result['ms']:>12.2f}  {seconds:>7.1f}"
+        )
     for strategy in ("near-boundary", "random"):
         at10 = [r[2][0.10] for r in rows if r[0] == strategy]
-        print(f"{strategy}: AUC at 10% of the pool, mean {np.mean(at10):.4f}, worst {np.min(at10):.4f}"
-              + ("  (target >= 0.95: " + ("met" if min(at10) >= 0.95 else "MISSED") + ")"
-                 if strategy == "near-boundary" else ""))
+        print(
+            f"{strategy}: AUC at 10% of the pool, mean {np.mean(at10):.4f}, worst {np.min(at10):.4f}"
+            + (
+                "  (target >= 0.95: " + ("met" if min(at10) >= 0.95 else "MISSED") + ")"
+                if strategy == "near-boundary"
+                else ""
+            )
+        )
 
 
 if __name__ == "__main__":

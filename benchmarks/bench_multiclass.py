@@ -58,8 +58,9 @@ def binary_run(X, y, params, n_labels: int) -> np.ndarray:
     return np.array([timed(step) for _ in range(n_labels)])
 
 
-def multiclass_run(X, digits, params, n_labels: int, n_cold: int,
-                   multi_label: bool = False) -> tuple[np.ndarray, OneVsRest]:
+def multiclass_run(
+    X, digits, params, n_labels: int, n_cold: int, multi_label: bool = False
+) -> tuple[np.ndarray, OneVsRest]:
     """K = 10 single-choice (``OneVsRest``, smallest-margin, each item's digit) or multi-label
     (``MultiLabel``, least-sure-class, the digit and, every other item, the next digit too)."""
     classes = [str(d) for d in range(10)]
@@ -94,25 +95,33 @@ def main() -> None:
     assert len(digits) == len(X) and np.array_equal(digits == 8, y > 0)
     params = dict(C=10.0, gamma=1.0 / (X.shape[1] * X.var()), kernel="rbf")
     n = args.before + args.after
-    print(f"pool {X.shape[0]} x {X.shape[1]} (digits 28x28), rbf C=10 gamma={params['gamma']:.4g}; "
-          f"labels {args.before + 1}..{n} timed; load average {os.getloadavg()[0]:.2f} at start")
-    binary = binary_run(X, y, params, n)[args.before:]
+    print(
+        f"pool {X.shape[0]} x {X.shape[1]} (digits 28x28), rbf C=10 gamma={params['gamma']:.4g}; "
+        f"labels {args.before + 1}..{n} timed; load average {os.getloadavg()[0]:.2f} at start"
+    )
+    binary = binary_run(X, y, params, n)[args.before :]
     multi, model = multiclass_run(X, digits, params, n, args.cold)
-    multi = multi[args.before:]
-    multilabel = multiclass_run(X, digits, params, n, args.cold, multi_label=True)[0][args.before:]
+    multi = multi[args.before :]
+    multilabel = multiclass_run(X, digits, params, n, args.cold, multi_label=True)[0][args.before :]
     acc = float(np.mean(model.predict() == np.array([str(d) for d in digits], dtype=object)))
-    rows = [("binary: near-boundary + incremental, 8 vs rest", binary),
-            ("K = 10: smallest-margin + 10 x incremental, shared cache", multi),
-            ("K = 10 multi-label: least-sure-class + 10 x incremental", multilabel)]
+    rows = [
+        ("binary: near-boundary + incremental, 8 vs rest", binary),
+        ("K = 10: smallest-margin + 10 x incremental, shared cache", multi),
+        ("K = 10 multi-label: least-sure-class + 10 x incremental", multilabel),
+    ]
     print(f"{'':60s} {'median ms':>10s} {'p95 ms':>8s} {'CPU median ms':>14s}")
     for name, t in rows:
         print(f"{name:60s} {np.median(t[:, 0]):10.2f} {np.percentile(t[:, 0], 95):8.2f} {np.median(t[:, 1]):14.2f}")
     for name, t in (("K=10", multi), ("multi-label K=10", multilabel)):
-        print(f"ratio {name} / binary (medians): wall {np.median(t[:, 0]) / np.median(binary[:, 0]):.2f} x, "
-              f"CPU {np.median(t[:, 1]) / np.median(binary[:, 1]):.2f} x (target <= 3 x)")
-    print(f"K = 10 after {n} labels: {model.n_kernel_evals:,} kernel entries, {model.cache.misses} store rows "
-          "computed (each once, for all 10 machines); "
-          f"accuracy over the pool {acc:.3f}; load average {os.getloadavg()[0]:.2f} at end")
+        print(
+            f"ratio {name} / binary (medians): wall {np.median(t[:, 0]) / np.median(binary[:, 0]):.2f} x, "
+            f"CPU {np.median(t[:, 1]) / np.median(binary[:, 1]):.2f} x (target <= 3 x)"
+        )
+    print(
+        f"K = 10 after {n} labels: {model.n_kernel_evals:,} kernel entries, {model.cache.misses} store rows "
+        "computed (each once, for all 10 machines); "
+        f"accuracy over the pool {acc:.3f}; load average {os.getloadavg()[0]:.2f} at end"
+    )
 
 
 if __name__ == "__main__":

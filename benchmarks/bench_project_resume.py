@@ -49,8 +49,13 @@ def reopen(url: str, project_id: int, use_snapshots: bool) -> dict:
     from storage import teams
 
     teams.release_reservation(svc.engine, project_id, "ann")  # (the next reopening chooses afresh)
-    return {"open_s": t1 - t0, "next_item_s": t2 - t1, "labels": len(run.model_labels), "note": run.resume_note,
-            "item": None if shown is None else shown.item_index}
+    return {
+        "open_s": t1 - t0,
+        "next_item_s": t2 - t1,
+        "labels": len(run.model_labels),
+        "note": run.resume_note,
+        "item": None if shown is None else shown.item_index,
+    }
 
 
 def answer(run, y: np.ndarray, count: int) -> None:
@@ -64,8 +69,12 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=100_000)
     parser.add_argument("--features", type=int, default=20)
     parser.add_argument("--answers", type=int, default=300, help="answers before the server stops (default 300)")
-    parser.add_argument("--after", type=int, default=10,
-                        help="answers from another server after the stop, not in any snapshot (default 10)")
+    parser.add_argument(
+        "--after",
+        type=int,
+        default=10,
+        help="answers from another server after the stop, not in any snapshot (default 10)",
+    )
     parser.add_argument("--reopen", nargs=3, metavar=("URL", "PROJECT", "SNAPSHOTS"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     from core.process import prefer_small_pages
@@ -93,16 +102,19 @@ def main() -> None:
     for name, role in (("ann", "annotator"), ("bench owner", "owner")):
         teams.create_account(svc.engine, name=name, role=role, password_hash=hash_password(PASSWORD))
     me = svc.sign_in("bench owner", PASSWORD)
-    project_id = svc.create_project(me, name="bench", dataset_id=dataset_id, strategy="near-boundary",
-                                    members=["ann"])
+    project_id = svc.create_project(me, name="bench", dataset_id=dataset_id, strategy="near-boundary", members=["ann"])
     run = svc.open_project(project_id)
     y = repo.load_dataset_arrays(svc.engine, dataset_id)[1]
-    print(f"\n{args.rows} rows x {args.features} features imported, project made ({time.perf_counter() - t0:.1f} s, "
-          "not counted)")
+    print(
+        f"\n{args.rows} rows x {args.features} features imported, project made ({time.perf_counter() - t0:.1f} s, "
+        "not counted)"
+    )
     t0 = time.perf_counter()
     answer(run, y, args.answers)
-    print(f"{args.answers} answers through the project ({time.perf_counter() - t0:.1f} s); the server stops and "
-          f"stores {svc.save_project_snapshots()} project snapshot(s)")
+    print(
+        f"{args.answers} answers through the project ({time.perf_counter() - t0:.1f} s); the server stops and "
+        f"stores {svc.save_project_snapshots()} project snapshot(s)"
+    )
     other = MarginLab.from_url(url)
     other.use_snapshots = False  # (another server that stores none: its answers are in no snapshot)
     answer(other.open_project(project_id), y, args.after)
@@ -113,8 +125,12 @@ def main() -> None:
     results = {"on": [], "off": []}
     for _ in range(2):
         for mode in ("on", "off"):
-            out = subprocess.run([sys.executable, __file__, "--reopen", url, str(project_id), mode],
-                                 capture_output=True, text=True, check=True)
+            out = subprocess.run(
+                [sys.executable, __file__, "--reopen", url, str(project_id), mode],
+                capture_output=True,
+                text=True,
+                check=True,
+            )
             results[mode].append(json.loads(out.stdout.strip().splitlines()[-1]))
     print(f"\n{'reopened':<40} {'open s':>14} {'next item s':>14} {'total s':>14}  labels  next item")
     for mode, title in (("on", "from the latest snapshot (default)"), ("off", "every answer learned (reference)")):

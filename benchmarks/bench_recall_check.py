@@ -50,8 +50,12 @@ def digits_copies(digit: int, copies: int = 3, seed: int = 0) -> tuple[np.ndarra
     ds = load_bundled("digits", positive=digit)
     rng = np.random.default_rng(seed)
     images = ds.X.reshape(-1, 8, 8)
-    parts = [ds.X] + [np.array([ndimage.shift(img, rng.integers(-1, 2, size=2), order=0, mode="constant")
-                                for img in images]).reshape(len(images), -1) for _ in range(copies - 1)]
+    parts = [ds.X] + [
+        np.array([ndimage.shift(img, rng.integers(-1, 2, size=2), order=0, mode="constant") for img in images]).reshape(
+            len(images), -1
+        )
+        for _ in range(copies - 1)
+    ]
     return standardize(np.vstack(parts))[0], np.concatenate([ds.y] * copies)
 
 
@@ -83,8 +87,14 @@ def ranking(X: np.ndarray, y: np.ndarray, seed: int, record: int) -> np.ndarray:
 
 def replay(order: np.ndarray, y: np.ndarray, rule: str, seed: int) -> tuple[int, float, int]:
     """A session that follows ``rule`` on a fixed ranking: (labels at stop, recall at stop, checks started)."""
-    labels, _, starts = st.follow_ranking(order, y, rng=np.random.default_rng([seed, 0x57A7]),
-                                          start=st.CHECK_STARTS[rule], target_recall=TARGET, confidence=CONFIDENCE)
+    labels, _, starts = st.follow_ranking(
+        order,
+        y,
+        rng=np.random.default_rng([seed, 0x57A7]),
+        start=st.CHECK_STARTS[rule],
+        target_recall=TARGET,
+        confidence=CONFIDENCE,
+    )
     return len(labels), sum(v > 0 for v in labels) / int(np.sum(y > 0)), len(starts)
 
 
@@ -103,13 +113,18 @@ def main(argv=None) -> int:
     parser.add_argument("--seeds", type=int, default=20, help="sessions per pool (default 20)")
     parser.add_argument("--record", type=int, default=1600, help="labels of each ranking by the loop (default 1600)")
     parser.add_argument("--quick", action="store_true", help="three seeds")
-    parser.add_argument("--rankings", help="an .npz file: rankings are read from it when it exists, written to it "
-                                           "when not (to replay the rules again without the learning loop)")
+    parser.add_argument(
+        "--rankings",
+        help="an .npz file: rankings are read from it when it exists, written to it "
+        "when not (to replay the rules again without the learning loop)",
+    )
     args = parser.parse_args(argv)
     seeds = 3 if args.quick else args.seeds
     print(__doc__.split("\n\n")[0])
-    print(f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f} at the start; target recall {TARGET}, "
-          f"confidence {CONFIDENCE}; {seeds} seeds per pool; rankings recorded for {args.record} labels\n")
+    print(
+        f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f} at the start; target recall {TARGET}, "
+        f"confidence {CONFIDENCE}; {seeds} seeds per pool; rankings recorded for {args.record} labels\n"
+    )
     rows = []
     t0 = time.perf_counter()
     kept = dict(np.load(args.rankings)) if args.rankings and os.path.exists(args.rankings) else {}
@@ -124,19 +139,35 @@ def main(argv=None) -> int:
             n95, sample = reference(order, y)
             for rule in RULES:
                 n, recall, checks = replay(order, y, rule, seed)
-                rows.append({"pool": name, "items": size, "positives": int(np.sum(y > 0)), "seed": seed,
-                             "rule": rule, "labels": n, "recall": recall, "checks": checks, "n95": n95,
-                             "sample": sample})
-        print(f"{name}: {size} items, {int(np.sum(y > 0))} positives; {time.perf_counter() - t0:.0f} s so far, "
-              f"load average {os.getloadavg()[0]:.1f}", flush=True)
+                rows.append(
+                    {
+                        "pool": name,
+                        "items": size,
+                        "positives": int(np.sum(y > 0)),
+                        "seed": seed,
+                        "rule": rule,
+                        "labels": n,
+                        "recall": recall,
+                        "checks": checks,
+                        "n95": n95,
+                        "sample": sample,
+                    }
+                )
+        print(
+            f"{name}: {size} items, {int(np.sum(y > 0))} positives; {time.perf_counter() - t0:.0f} s so far, "
+            f"load average {os.getloadavg()[0]:.1f}",
+            flush=True,
+        )
     if args.rankings and len(kept) > known:
         np.savez_compressed(args.rankings, **kept)
     df = pd.DataFrame(rows)
     df["bound"] = 1.5 * df["n95"] + df["sample"]
 
     print()
-    head = ("| pool | rule | recall >= 0.95 | labels at stop: mean (max) | % of pool | 1.5 x n95 + sample: mean "
-            "| within it | checks: mean (max) |")
+    head = (
+        "| pool | rule | recall >= 0.95 | labels at stop: mean (max) | % of pool | 1.5 x n95 + sample: mean "
+        "| within it | checks: mean (max) |"
+    )
     print(head)
     print("|---|---|---|---|---|---|---|---|")
     for name, _, size, _ in POOLS:
@@ -144,9 +175,11 @@ def main(argv=None) -> int:
             r = df[(df.pool == name) & (df.rule == rule)]
             ok = int(np.sum(r.recall >= TARGET))
             within = int(np.sum(r.labels <= r.bound))
-            print(f"| {name} ({size:,}) | {rule} | {ok}/{len(r)} | {r.labels.mean():,.0f} ({r.labels.max():,}) | "
-                  f"{100 * r.labels.mean() / size:.0f}% | {r.bound.mean():,.0f} (n95 {r.n95.mean():,.0f}, sample "
-                  f"{r['sample'].mean():,.0f}) | {within}/{len(r)} | {r.checks.mean():.2f} ({r.checks.max()}) |")
+            print(
+                f"| {name} ({size:,}) | {rule} | {ok}/{len(r)} | {r.labels.mean():,.0f} ({r.labels.max():,}) | "
+                f"{100 * r.labels.mean() / size:.0f}% | {r.bound.mean():,.0f} (n95 {r.n95.mean():,.0f}, sample "
+                f"{r['sample'].mean():,.0f}) | {within}/{len(r)} | {r.checks.mean():.2f} ({r.checks.max()}) |"
+            )
     print()
     for rule in RULES:
         r = df[df.rule == rule]
@@ -154,10 +187,12 @@ def main(argv=None) -> int:
         big = r[r.pool == POOLS[0][0]]
         share = float(big.labels.mean()) / POOLS[0][2]
         within = float(np.mean(r.labels <= r.bound))
-        print(f"{rule}: recall >= 0.95 in {rate:.1%} of {len(r)} sessions (target >= 95%: "
-              f"{'met' if rate >= 0.95 else 'MISSED'}); labels at stop <= 1.5 x n95 + sample in {within:.0%} "
-              f"(mean labels / bound {float((r.labels / r.bound).mean()):.2f}); 5,000-item 10% pool: "
-              f"{share:.1%} of the pool (target <= 40%: {'met' if share <= 0.40 else 'MISSED'})")
+        print(
+            f"{rule}: recall >= 0.95 in {rate:.1%} of {len(r)} sessions (target >= 95%: "
+            f"{'met' if rate >= 0.95 else 'MISSED'}); labels at stop <= 1.5 x n95 + sample in {within:.0%} "
+            f"(mean labels / bound {float((r.labels / r.bound).mean()):.2f}); 5,000-item 10% pool: "
+            f"{share:.1%} of the pool (target <= 40%: {'met' if share <= 0.40 else 'MISSED'})"
+        )
     print(f"total {time.perf_counter() - t0:.0f} s, load average {os.getloadavg()[0]:.1f} at the end")
     return 0
 

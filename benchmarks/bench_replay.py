@@ -40,8 +40,9 @@ MEASURES = ("labels_recall_80", "labels_recall_95")
 
 def session(X, y, strategy: str, budget: int, seed: int) -> np.ndarray:
     """The rows an analyst working with ``strategy`` labels first (the true labels answering)."""
-    loop = ActiveLearningLoop(X, strategy=strategy, solver=SOLVER, solver_params=PARAMS, seed=seed, initial=10,
-                              oracle_y=y)
+    loop = ActiveLearningLoop(
+        X, strategy=strategy, solver=SOLVER, solver_params=PARAMS, seed=seed, initial=10, oracle_y=y
+    )
     while loop.n_labels < budget:
         q = loop.next_query()
         if q is None:
@@ -64,11 +65,22 @@ def main() -> None:
         X, y = scale_features(ds.X, "standard"), ds.y
         budget = args.session_budget if len(y) > 1000 else args.session_budget // 2
         t0 = time.perf_counter()
-        full = run_comparison(X, y, strategies=HEURISTICS, solver=SOLVER, solver_params=PARAMS, budget=len(y),
-                              seeds=args.seeds, initial=10, test_fraction=0)
+        full = run_comparison(
+            X,
+            y,
+            strategies=HEURISTICS,
+            solver=SOLVER,
+            solver_params=PARAMS,
+            budget=len(y),
+            seeds=args.seeds,
+            initial=10,
+            test_fraction=0,
+        )
         truth = full.summary.set_index("strategy")
-        print(f"\n{name}: {len(y)} items, {int(np.sum(y > 0))} positive; sessions of {budget} labels; full "
-              f"simulation {time.perf_counter() - t0:.0f} s")
+        print(
+            f"\n{name}: {len(y)} items, {int(np.sum(y > 0))} positive; sessions of {budget} labels; full "
+            f"simulation {time.perf_counter() - t0:.0f} s"
+        )
         means = [f"{s} {truth.loc[s, MEASURES[0]]:.0f} / {truth.loc[s, MEASURES[1]]:.0f}" for s in HEURISTICS]
         print(f"full simulation, mean labels to 80% / 95% recall over {args.seeds} seeds: " + ", ".join(means))
         print(f"{'session A':<18} {'B vs C':<34} {'measure':<10} {'same order':>10}  replay B / C (per seed)")
@@ -81,9 +93,20 @@ def main() -> None:
             for seed in range(args.seeds):
                 rows = session(X, y, a, budget, seed)
                 recall_at_budget.append(np.sum(y[rows] > 0) / np.sum(y > 0))
-                replay = run_replay(X, LabelledItems(rows, y[rows].astype(int), strategy=a, solver=SOLVER,
-                                                     solver_params=PARAMS, source=f"{a} session"),
-                                    strategies=[b, c], seeds=args.replay_seeds, initial=10)
+                replay = run_replay(
+                    X,
+                    LabelledItems(
+                        rows,
+                        y[rows].astype(int),
+                        strategy=a,
+                        solver=SOLVER,
+                        solver_params=PARAMS,
+                        source=f"{a} session",
+                    ),
+                    strategies=[b, c],
+                    seeds=args.replay_seeds,
+                    initial=10,
+                )
                 got = replay.summary.set_index("strategy")
                 for m in MEASURES:
                     full_order = np.sign(truth.loc[b, m] - truth.loc[c, m])
@@ -92,10 +115,14 @@ def main() -> None:
                     seen[m].append(f"{got.loc[b, m]:.0f}/{got.loc[c, m]:.0f}")
             for m in MEASURES:
                 level = m.rsplit("_", 1)[1]
-                print(f"{a:<18} {b + ' vs ' + c:<34} {level + '%':<10} {f'{agree[m]}/{args.seeds}':>10}  "
-                      + ", ".join(seen[m]))
-            print(f"{'':<18} (sessions found {100 * np.mean(recall_at_budget):.0f}% of the positives on average; "
-                  f"{time.perf_counter() - t1:.0f} s)")
+                print(
+                    f"{a:<18} {b + ' vs ' + c:<34} {level + '%':<10} {f'{agree[m]}/{args.seeds}':>10}  "
+                    + ", ".join(seen[m])
+                )
+            print(
+                f"{'':<18} (sessions found {100 * np.mean(recall_at_budget):.0f}% of the positives on average; "
+                f"{time.perf_counter() - t1:.0f} s)"
+            )
     print(f"\ntotal {time.perf_counter() - t_all:.0f} s; load at end: {os.getloadavg()[0]:.1f}")
 
 

@@ -52,9 +52,11 @@ def best_of(fn, repeat: int) -> tuple[float, object]:
 
 
 def same(run, live) -> bool:
-    return ([(a.item_index, a.value) for a in run.answers] == [(a.item_index, a.value) for a in live.answers]
-            and np.allclose(run.loop.pool_scores(), live.loop.pool_scores(), rtol=0, atol=1e-12)
-            and run.shown.item_index == live.shown.item_index)
+    return (
+        [(a.item_index, a.value) for a in run.answers] == [(a.item_index, a.value) for a in live.answers]
+        and np.allclose(run.loop.pool_scores(), live.loop.pool_scores(), rtol=0, atol=1e-12)
+        and run.shown.item_index == live.shown.item_index
+    )
 
 
 def bench_config(folder: Path, strategy: str, solver: str, n_labels: int, repeat: int) -> dict:
@@ -67,8 +69,11 @@ def bench_config(folder: Path, strategy: str, solver: str, n_labels: int, repeat
         item = run.shown.item_index
         run.answer(int(run.y_true[item]), item_index=item)
     label_s = time.perf_counter() - t0
-    out: dict = {"label_ms": 1e3 * label_s / max(1, len(run.answers)), "pool": len(run.pool_items),
-                 "eval": len(run.eval_items)}
+    out: dict = {
+        "label_ms": 1e3 * label_s / max(1, len(run.answers)),
+        "pool": len(run.pool_items),
+        "eval": len(run.eval_items),
+    }
 
     # worst case: the latest snapshot is SNAPSHOT_EVERY - 1 events back
     def open_with(use_snapshots: bool):
@@ -123,23 +128,32 @@ def main(argv=None) -> None:
     parser.add_argument("--repeat", type=int, default=3, help="best of this many rebuilds (default 3)")
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory() as folder:
-        results = {f"{st} / {so}": bench_config(Path(folder), st, so, args.labels, args.repeat)
-                   for st, so in CONFIGS}
+        results = {f"{st} / {so}": bench_config(Path(folder), st, so, args.labels, args.repeat) for st, so in CONFIGS}
     names = list(results)
     first = results[names[0]]
-    print(f"\nResume of a {args.labels:,}-label session: digits 8 vs rest, {first['pool']} pool items, "
-          f"{first['eval']} held out; snapshot every {SNAPSHOT_EVERY} answers; best of {args.repeat}\n")
+    print(
+        f"\nResume of a {args.labels:,}-label session: digits 8 vs rest, {first['pool']} pool items, "
+        f"{first['eval']} held out; snapshot every {SNAPSHOT_EVERY} answers; best of {args.repeat}\n"
+    )
     rows = [
         ("labels / support vectors at the end", lambda r: f"{r['n_labels']} / {r['n_sv']}"),
         ("labelling through the service (ms per label)", lambda r: f"{r['label_ms']:.1f}"),
         ("rebuild from events only (s)", lambda r: f"{r['events_s']:.2f}" + ("" if r["events_ok"] else " MISMATCH")),
-        ("rebuild from snapshot at the end (s)",
-         lambda r: f"{r['snap_s']:.3f} (from {r['snap_from']})" + ("" if r["snap_ok"] else " MISMATCH")),
-        ("rebuild from the snapshot before + later events (s)",
-         lambda r: f"{r['worst_s']:.3f} (from {r['worst_from']} of {r['worst_n']})"
-         + ("" if r["worst_ok"] else " MISMATCH")),
-        ("speed-up over events only (snapshot before / at end)",
-         lambda r: f"{r['events_s'] / r['worst_s']:.0f}x / {r['events_s'] / r['snap_s']:.0f}x"),
+        (
+            "rebuild from snapshot at the end (s)",
+            lambda r: f"{r['snap_s']:.3f} (from {r['snap_from']})" + ("" if r["snap_ok"] else " MISMATCH"),
+        ),
+        (
+            "rebuild from the snapshot before + later events (s)",
+            lambda r: (
+                f"{r['worst_s']:.3f} (from {r['worst_from']} of {r['worst_n']})"
+                + ("" if r["worst_ok"] else " MISMATCH")
+            ),
+        ),
+        (
+            "speed-up over events only (snapshot before / at end)",
+            lambda r: f"{r['events_s'] / r['worst_s']:.0f}x / {r['events_s'] / r['snap_s']:.0f}x",
+        ),
         ("  loop only: from_events (s)", lambda r: f"{r['loop_events_s']:.2f}"),
         ("  loop only: from_state (s)", lambda r: f"{r['loop_state_s']:.3f}"),
         ("  store one snapshot (ms)", lambda r: f"{r['save_ms']:.1f}"),

@@ -78,8 +78,13 @@ def synthetic_pool(n: int, seed: int = 0) -> tuple[list[str], np.ndarray, str]:
 def loop_run(X, y: np.ndarray, labels: int) -> tuple[list[int], np.ndarray, str]:
     rng = np.random.default_rng(0)
     pos, neg = int(rng.choice(np.flatnonzero(y > 0))), int(rng.choice(np.flatnonzero(y < 0)))
-    loop = ActiveLearningLoop(X, strategy="largest-positive", solver=DOCUMENT_REVIEW["solver"],
-                              solver_params=DOCUMENT_REVIEW["solver_params"], seed=0)
+    loop = ActiveLearningLoop(
+        X,
+        strategy="largest-positive",
+        solver=DOCUMENT_REVIEW["solver"],
+        solver_params=DOCUMENT_REVIEW["solver_params"],
+        seed=0,
+    )
     loop.teach(pos, 1)
     loop.teach(neg, -1)
     order, ms = [pos, neg], [np.nan, np.nan]
@@ -93,19 +98,20 @@ def loop_run(X, y: np.ndarray, labels: int) -> tuple[list[int], np.ndarray, str]
     return order, np.array(ms), loop.solver.name
 
 
-def solver_windows(X, y: np.ndarray, order: list[int], name: str, params: dict,
-                   windows: tuple[tuple[int, int], ...]) -> list[float]:
+def solver_windows(
+    X, y: np.ndarray, order: list[int], name: str, params: dict, windows: tuple[tuple[int, int], ...]
+) -> list[float]:
     """Median ms of learn + next document over each window (label numbers, 1-based), reached by learn_many."""
     solver = make_solver(name, X, **params)
     unlabelled = np.ones(X.shape[0], dtype=bool)
     done, medians = 0, []
     for start, stop in windows:
-        batch = np.asarray(order[done:start - 1])
+        batch = np.asarray(order[done : start - 1])
         if len(batch):
             solver.learn_many(batch, y[batch].astype(float))
             unlabelled[batch] = False
         ms = []
-        for i in order[start - 1:stop]:
+        for i in order[start - 1 : stop]:
             t0 = time.perf_counter()
             solver.learn(int(i), float(y[i]))
             unlabelled[i] = False
@@ -125,37 +131,46 @@ def main() -> None:
     parser.add_argument("--old-labels", type=int, default=30, help="labels timed per window with the ramp solver")
     args = parser.parse_args()
     sys.stdout.reconfigure(line_buffering=True)
-    print(f"python {platform.python_version()}, numpy {np.__version__}; {os.cpu_count()} CPUs; "
-          f"load average {os.getloadavg()[0]:.1f}")
+    print(
+        f"python {platform.python_version()}, numpy {np.__version__}; {os.cpu_count()} CPUs; "
+        f"load average {os.getloadavg()[0]:.1f}"
+    )
     t0 = time.perf_counter()
     docs, y, title = debian_pool() if args.pool == "debian" else synthetic_pool(args.docs)
     X, terms = tfidf_features(docs)
-    print(f"{title}: {len(docs)} documents, {int((y > 0).sum())} positives; TF-IDF {len(terms)} terms, "
-          f"{X.nnz} nonzeros ({X.nnz / X.shape[0]:.1f} per document); built in {time.perf_counter() - t0:.0f} s")
+    print(
+        f"{title}: {len(docs)} documents, {int((y > 0).sum())} positives; TF-IDF {len(terms)} terms, "
+        f"{X.nnz} nonzeros ({X.nnz / X.shape[0]:.1f} per document); built in {time.perf_counter() - t0:.0f} s"
+    )
 
     t0 = time.perf_counter()
     order, ms, used = loop_run(X, y, args.labels)
     late = (2_500, min(3_000, args.labels))
-    print(f"\n1. the loop with the review model ({used} solver), {args.labels} labels in "
-          f"{time.perf_counter() - t0:.0f} s: per-label update + query, median at labels 200-300 "
-          f"{np.median(ms[199:300]):.2f} ms, at {late[0]}-{late[1]} {np.median(ms[late[0] - 1:late[1]]):.2f} ms "
-          f"(ratio {np.median(ms[late[0] - 1:late[1]]) / np.median(ms[199:300]):.2f}; target <= 2)")
+    print(
+        f"\n1. the loop with the review model ({used} solver), {args.labels} labels in "
+        f"{time.perf_counter() - t0:.0f} s: per-label update + query, median at labels 200-300 "
+        f"{np.median(ms[199:300]):.2f} ms, at {late[0]}-{late[1]} {np.median(ms[late[0] - 1 : late[1]]):.2f} ms "
+        f"(ratio {np.median(ms[late[0] - 1 : late[1]]) / np.median(ms[199:300]):.2f}; target <= 2)"
+    )
 
     new_name, new_params = solver_for(DOCUMENT_REVIEW["solver"], DOCUMENT_REVIEW["solver_params"], X)
     windows = ((201, 300), (late[0] + 1, late[1]))
     t0 = time.perf_counter()
     new = solver_windows(X, y, order, new_name, dict(new_params, random_state=0), windows)
-    print(f"2. solvers alone, learn + next document, same label order; {new_name}: median labels 201-300 "
-          f"{new[0]:.2f} ms, {windows[1][0]}-{windows[1][1]} {new[1]:.2f} ms ({time.perf_counter() - t0:.0f} s)")
+    print(
+        f"2. solvers alone, learn + next document, same label order; {new_name}: median labels 201-300 "
+        f"{new[0]:.2f} ms, {windows[1][0]}-{windows[1][1]} {new[1]:.2f} ms ({time.perf_counter() - t0:.0f} s)"
+    )
     old_windows = ((201, 200 + args.old_labels), (late[0] + 1, late[0] + args.old_labels))
     t0 = time.perf_counter()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        old = solver_windows(X, y, order, "ramp", dict(DOCUMENT_REVIEW["solver_params"], random_state=0),
-                             old_windows)
+        old = solver_windows(X, y, order, "ramp", dict(DOCUMENT_REVIEW["solver_params"], random_state=0), old_windows)
     note = f"; {len(caught)} warnings, first: {caught[0].message}" if caught else ""
-    print(f"   ramp (the old path): median labels {old_windows[0][0]}-{old_windows[0][1]} {old[0]:.2f} ms, "
-          f"{old_windows[1][0]}-{old_windows[1][1]} {old[1]:.2f} ms ({time.perf_counter() - t0:.0f} s{note})")
+    print(
+        f"   ramp (the old path): median labels {old_windows[0][0]}-{old_windows[0][1]} {old[0]:.2f} ms, "
+        f"{old_windows[1][0]}-{old_windows[1][1]} {old[1]:.2f} ms ({time.perf_counter() - t0:.0f} s{note})"
+    )
 
 
 if __name__ == "__main__":

@@ -65,15 +65,19 @@ def main() -> None:
         print(json.dumps(resume_in_this_process(args.resume[0], int(args.resume[1]), int(args.resume[2]))))
         return
     print(thread_configuration())
-    print("NumPy's huge-page advice: " + ("off, as the app's server sets it (core.process)" if small_pages
-                                          else "as NUMPY_MADVISE_HUGEPAGE says"))
+    print(
+        "NumPy's huge-page advice: "
+        + ("off, as the app's server sets it (core.process)" if small_pages else "as NUMPY_MADVISE_HUGEPAGE says")
+    )
 
     from app.services import MarginLab
 
     t0 = time.perf_counter()
     data = make_csv(args.rows, args.features)
-    print(f"\nCSV made in memory: {args.rows} rows x {args.features} features + label, "
-          f"{len(data) / 2**20:.0f} MiB ({time.perf_counter() - t0:.1f} s, not counted)")
+    print(
+        f"\nCSV made in memory: {args.rows} rows x {args.features} features + label, "
+        f"{len(data) / 2**20:.0f} MiB ({time.perf_counter() - t0:.1f} s, not counted)"
+    )
     results = []
     with tempfile.TemporaryDirectory() as folder:
         url = f"sqlite:///{Path(folder) / 'scale.db'}"
@@ -84,8 +88,9 @@ def main() -> None:
         del data
         dataset_id = imported.dataset_id
         t0 = time.perf_counter()
-        run = svc.start_session(dataset_id=dataset_id, annotator="bench", strategy="near-boundary",
-                                solver="incremental")
+        run = svc.start_session(
+            dataset_id=dataset_id, annotator="bench", strategy="near-boundary", solver="incremental"
+        )
         first = run.shown.item_index
         results.append(("first query (start session, first item)", time.perf_counter() - t0, "<= 2 s"))
         answer_ms = []
@@ -102,8 +107,12 @@ def main() -> None:
 
         overall_peak = status("VmHWM", default=float("nan"))
         # the restart: a new process opens the session on the same file
-        out = subprocess.run([sys.executable, __file__, "--resume", url, str(session_id), str(args.labels)],
-                             capture_output=True, text=True, check=True)
+        out = subprocess.run(
+            [sys.executable, __file__, "--resume", url, str(session_id), str(args.labels)],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
         after = json.loads(out.stdout.strip().splitlines()[-1])
         results.append(("resume after restart (open session, next item)", after["resume_s"], "<= 2 s"))
         same = after["n_answers"] == n_answers and after["shown"] == expected
@@ -111,16 +120,21 @@ def main() -> None:
     print(f"\n{'step':<50} {'seconds':>8}  target")
     for name, seconds, target in results:
         print(f"{name:<50} {seconds:>8.2f}  {target}")
-    print(f"answers 1..{len(answer_ms)} (label stored, model updated, next item chosen): median "
-          f"{np.median(answer_ms):.1f} ms, p95 {np.percentile(answer_ms, 95):.1f} ms (first item {first})")
+    print(
+        f"answers 1..{len(answer_ms)} (label stored, model updated, next item chosen): median "
+        f"{np.median(answer_ms):.1f} ms, p95 {np.percentile(answer_ms, 95):.1f} ms (first item {first})"
+    )
     p50, p95 = after["answer_ms"]
-    print(f"answers {n_answers + 1}..{n_answers + args.labels}, after the restart: median {p50:.1f} ms, "
-          f"p95 {p95:.1f} ms")
+    print(
+        f"answers {n_answers + 1}..{n_answers + args.labels}, after the restart: median {p50:.1f} ms, p95 {p95:.1f} ms"
+    )
     print(f"resumed from {after['resumed_from']}; same answers and next item as before the restart: {same}")
     matrix = args.rows * args.features * 8 / 2**20
-    print(f"restarted process (open + {args.labels} answers): peak resident memory {after['peak_mib']:.0f} MiB, "
-          f"{after['base_mib']:.0f} MiB of it the libraries before the session opened; limit 1.5 x features + "
-          f"300 MB = {1.5 * matrix + 300 * 1e6 / 2**20:.0f} MiB (feature matrix {matrix:.0f} MiB as float64)")
+    print(
+        f"restarted process (open + {args.labels} answers): peak resident memory {after['peak_mib']:.0f} MiB, "
+        f"{after['base_mib']:.0f} MiB of it the libraries before the session opened; limit 1.5 x features + "
+        f"300 MB = {1.5 * matrix + 300 * 1e6 / 2**20:.0f} MiB (feature matrix {matrix:.0f} MiB as float64)"
+    )
     print(f"first process (import, start, {args.labels} answers): peak resident memory {overall_peak:.0f} MiB")
 
 
@@ -142,9 +156,15 @@ def resume_in_this_process(url: str, session_id: int, labels: int) -> dict:
         resumed.answer(int(resumed.y_true[item]), item_index=item)
         times.append(1e3 * (time.perf_counter() - t0))
     restarted.engine.dispose()
-    return dict(resume_s=resume_s, shown=int(shown), n_answers=n_answers, resumed_from=resumed.resumed_from,
-                answer_ms=[float(np.median(times)), float(np.percentile(times, 95))],
-                peak_mib=status("VmHWM", default=float("nan")), base_mib=base)
+    return dict(
+        resume_s=resume_s,
+        shown=int(shown),
+        n_answers=n_answers,
+        resumed_from=resumed.resumed_from,
+        answer_ms=[float(np.median(times)), float(np.percentile(times, 95))],
+        peak_mib=status("VmHWM", default=float("nan")),
+        base_mib=base,
+    )
 
 
 if __name__ == "__main__":

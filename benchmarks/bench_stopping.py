@@ -44,8 +44,9 @@ def digits_pool(digit: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
     ds = load_bundled("digits", positive=digit)
     rng = np.random.default_rng(seed)
     images = ds.X.reshape(-1, 8, 8)
-    shifted = np.array([ndimage.shift(img, rng.integers(-1, 2, size=2), order=0, mode="constant")
-                        for img in images]).reshape(len(images), -1)
+    shifted = np.array(
+        [ndimage.shift(img, rng.integers(-1, 2, size=2), order=0, mode="constant") for img in images]
+    ).reshape(len(images), -1)
     X = np.vstack([ds.X, shifted])
     return standardize(X)[0], np.concatenate([ds.y, ds.y])
 
@@ -58,9 +59,11 @@ def environment() -> str:
     except ImportError:
         blas = "threadpoolctl not installed"
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
-    return (f"Python {platform.python_version()}, numpy {np.__version__}, {os.cpu_count()} CPUs, "
-            f"load average {load:.1f}; BLAS: {blas}; "
-            f"OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS', 'unset')}")
+    return (
+        f"Python {platform.python_version()}, numpy {np.__version__}, {os.cpu_count()} CPUs, "
+        f"load average {load:.1f}; BLAS: {blas}; "
+        f"OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS', 'unset')}"
+    )
 
 
 def main(argv=None) -> int:
@@ -76,30 +79,55 @@ def main(argv=None) -> int:
     strategies = args.strategies.split(",")
     print(__doc__.split("\n\n")[0])
     print(environment())
-    print(f"rules {RULES}; target recall {TARGET}, confidence {CONFIDENCE}; digits {digits}, {seeds} seeds each, "
-          f"strategies {', '.join(strategies)}\n")
+    print(
+        f"rules {RULES}; target recall {TARGET}, confidence {CONFIDENCE}; digits {digits}, {seeds} seeds each, "
+        f"strategies {', '.join(strategies)}\n"
+    )
 
     stops, references = [], []
     t0 = time.perf_counter()
     for digit in digits:
         X, y = digits_pool(digit)
         budget = len(X) // 2
-        res = run_comparison(X, y, strategies=strategies, budget=budget, seeds=seeds, test_fraction=0.0,
-                             stopping=RULES, target_recall=TARGET, confidence=CONFIDENCE, baseline=False,
-                             n_jobs=args.jobs)
+        res = run_comparison(
+            X,
+            y,
+            strategies=strategies,
+            budget=budget,
+            seeds=seeds,
+            test_fraction=0.0,
+            stopping=RULES,
+            target_recall=TARGET,
+            confidence=CONFIDENCE,
+            baseline=False,
+            n_jobs=args.jobs,
+        )
         stops.append(res.stops.assign(digit=digit, pool=len(X)))
         for (strategy, seed), g in res.rows.groupby(["strategy", "seed"]):
             n95 = labels_to_recall(g["label"].to_numpy(), int(np.sum(y > 0)), TARGET)
-            references.append({"strategy": strategy, "digit": digit, "seed": seed, "labels_95": n95,
-                               "pool": len(X), "positives": int(np.sum(y > 0))})
-        print(f"digit {digit}: {len(X)} items, {int(np.sum(y > 0))} positives, budget {budget}; "
-              f"{time.perf_counter() - t0:.0f} s so far", flush=True)
+            references.append(
+                {
+                    "strategy": strategy,
+                    "digit": digit,
+                    "seed": seed,
+                    "labels_95": n95,
+                    "pool": len(X),
+                    "positives": int(np.sum(y > 0)),
+                }
+            )
+        print(
+            f"digit {digit}: {len(X)} items, {int(np.sum(y > 0))} positives, budget {budget}; "
+            f"{time.perf_counter() - t0:.0f} s so far",
+            flush=True,
+        )
     stops = pd.concat(stops, ignore_index=True)
     refs = pd.DataFrame(references)
 
     print()
-    head = (f"{'strategy':<17} {'rule':<15} {'stopped':>8} {'labels at stop':>17} {'recall at stop':>15} "
-            f"{'recall >= 0.95':>15} {'<= half & >= 0.95':>18} {'work saved':>10}")
+    head = (
+        f"{'strategy':<17} {'rule':<15} {'stopped':>8} {'labels at stop':>17} {'recall at stop':>15} "
+        f"{'recall >= 0.95':>15} {'<= half & >= 0.95':>18} {'work saved':>10}"
+    )
     print(head)
     print("-" * len(head))
     verdicts = []
@@ -117,8 +145,10 @@ def main(argv=None) -> int:
             lab = f"{labels.mean():.0f} (max {labels.max():.0f})" if len(hit) else "–"
             rec = f"{recall.mean():.3f} (min {recall.min():.3f})" if len(hit) else "–"
             work = f"{saved.mean():.3f}" if len(hit) else "–"
-            print(f"{strategy:<17} {rule:<15} {f'{len(hit)}/{n}':>8} {lab:>17} {rec:>15} {f'{reached}/{n}':>15} "
-                  f"{f'{within}/{n}':>18} {work:>10}")
+            print(
+                f"{strategy:<17} {rule:<15} {f'{len(hit)}/{n}':>8} {lab:>17} {rec:>15} {f'{reached}/{n}':>15} "
+                f"{f'{within}/{n}':>18} {work:>10}"
+            )
             if rule == "statistical":
                 verdicts.append((strategy, within, n))
         ref = refs[refs.strategy == strategy]
@@ -126,19 +156,30 @@ def main(argv=None) -> int:
         got = n95.dropna()
         lab = f"{got.mean():.0f} (max {got.max():.0f})" if len(got) else "–"
         work = f"{(1 - got / ref.loc[got.index, 'pool']).mean():.3f}" if len(got) else "–"
-        print(f"{strategy:<17} {'reference: 95%':<15} {f'{len(got)}/{len(ref)}':>8} {lab:>17} "
-              f"{'0.950' if len(got) else '–':>15} {'':>15} {'':>18} {work:>10}")
-    print(f"pool: {int(refs['pool'].iloc[0])} items (labelling everything: work saved 0); "
-          "reference: labels at which the session first held 95% of the positives (needs the true labels).")
-    print("stopped: sessions where the rule stopped within the budget (half the pool); labels and recall: over "
-          "those; random draws are labels; work saved: 1 - labels at stop / pool.\n")
+        print(
+            f"{strategy:<17} {'reference: 95%':<15} {f'{len(got)}/{len(ref)}':>8} {lab:>17} "
+            f"{'0.950' if len(got) else '–':>15} {'':>15} {'':>18} {work:>10}"
+        )
+    print(
+        f"pool: {int(refs['pool'].iloc[0])} items (labelling everything: work saved 0); "
+        "reference: labels at which the session first held 95% of the positives (needs the true labels)."
+    )
+    print(
+        "stopped: sessions where the rule stopped within the budget (half the pool); labels and recall: over "
+        "those; random draws are labels; work saved: 1 - labels at stop / pool.\n"
+    )
     for strategy, within, n in verdicts:
         share = within / n if n else float("nan")
         reachable = int(pd.to_numeric(refs[refs.strategy == strategy]["labels_95"], errors="coerce").notna().sum())
-        note = "" if reachable == n else (f" (the heuristic itself reached 95% recall within half of the pool in "
-                                          f"{reachable}/{n} sessions)")
-        print(f"target (statistical, {strategy}): recall >= 0.95 within half of the pool in >= 95% of sessions: "
-              f"{within}/{n} = {share:.1%} -> {'met' if share >= 0.95 else 'MISSED'}{note}")
+        note = (
+            ""
+            if reachable == n
+            else (f" (the heuristic itself reached 95% recall within half of the pool in {reachable}/{n} sessions)")
+        )
+        print(
+            f"target (statistical, {strategy}): recall >= 0.95 within half of the pool in >= 95% of sessions: "
+            f"{within}/{n} = {share:.1%} -> {'met' if share >= 0.95 else 'MISSED'}{note}"
+        )
     print(f"total {time.perf_counter() - t0:.0f} s")
     return 0
 

@@ -84,23 +84,31 @@ def run_once(url: str, annotators: int, labels: int, mode: str = "processes") ->
     names = [f"annotator {k}" for k in range(annotators)]
     for name in [*names, "bench owner"]:
         if teams.get_account(svc.engine, name) is None:
-            teams.create_account(svc.engine, name=name, role="owner" if name == "bench owner" else "annotator",
-                                 password_hash=hash_password(PASSWORD))
+            teams.create_account(
+                svc.engine,
+                name=name,
+                role="owner" if name == "bench owner" else "annotator",
+                password_hash=hash_password(PASSWORD),
+            )
     me = svc.sign_in("bench owner", PASSWORD)
-    project_id = svc.create_project(me, name=f"bench {annotators} {time.time()}", dataset_id=dataset_id,
-                                    strategy=STRATEGY, members=names)
+    project_id = svc.create_project(
+        me, name=f"bench {annotators} {time.time()}", dataset_id=dataset_id, strategy=STRATEGY, members=names
+    )
     if mode == "threads":
         import queue
         import threading
 
         start, results = threading.Barrier(annotators), queue.Queue()
-        workers = [threading.Thread(target=annotate_in_thread, args=(svc, project_id, name, labels, start, results))
-                   for name in names]
+        workers = [
+            threading.Thread(target=annotate_in_thread, args=(svc, project_id, name, labels, start, results))
+            for name in names
+        ]
     else:
         context = multiprocessing.get_context("spawn")
         start, results = context.Barrier(annotators), context.Queue()
-        workers = [context.Process(target=annotate, args=(url, project_id, name, labels, start, results))
-                   for name in names]
+        workers = [
+            context.Process(target=annotate, args=(url, project_id, name, labels, start, results)) for name in names
+        ]
     wall = time.perf_counter()
     for worker in workers:
         worker.start()
@@ -118,9 +126,13 @@ def run_once(url: str, annotators: int, labels: int, mode: str = "processes") ->
     next_ms = np.concatenate([np.asarray(r[1]) for r in reports])
     answer_ms = np.concatenate([np.asarray(r[2]) for r in reports])
     return {
-        "next_ms": next_ms, "answer_ms": answer_ms, "wall": wall, "answers": len(stored),
+        "next_ms": next_ms,
+        "answer_ms": answer_ms,
+        "wall": wall,
+        "answers": len(stored),
         "lost_or_doubled": len(set(given) ^ set(stored)) + (len(stored) - len(set(stored))),
-        "twice": sum(1 for n in per_item.values() if n > 1), "refused": sum(r[4] for r in reports),
+        "twice": sum(1 for n in per_item.values() if n > 1),
+        "refused": sum(r[4] for r in reports),
     }
 
 
@@ -146,37 +158,51 @@ def main() -> None:
                 server = PostgresServer(find_postgresql_bindir())
                 server.start()
                 pg_urls = [server.url(server.create_database()) for _ in plan]
-            databases += [("PostgreSQL", annotators, mode, pg_url) for (annotators, mode), pg_url in
-                          zip(plan, pg_urls, strict=True)]
-            rows = [(kind, annotators, mode, run_once(url, annotators, args.labels, mode))
-                    for kind, annotators, mode, url in databases]
+            databases += [
+                ("PostgreSQL", annotators, mode, pg_url)
+                for (annotators, mode), pg_url in zip(plan, pg_urls, strict=True)
+            ]
+            rows = [
+                (kind, annotators, mode, run_once(url, annotators, args.labels, mode))
+                for kind, annotators, mode, url in databases
+            ]
         finally:
             if server is not None:
                 server.stop()
 
-    print(f"{args.annotators} annotators labelling one project at once through the service ({STRATEGY} / "
-          f"incremental, digits 8 vs rest, 1,797 items, {args.labels} answers each): as threads of one process "
-          "(one app server, one shared model) and as processes of their own (separate servers on one database, "
-          "each process learning every answer);")
-    print(f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f} at the end; Python "
-          f"{platform.python_version()}; default BLAS threads. One annotator alone is the reference.")
+    print(
+        f"{args.annotators} annotators labelling one project at once through the service ({STRATEGY} / "
+        f"incremental, digits 8 vs rest, 1,797 items, {args.labels} answers each): as threads of one process "
+        "(one app server, one shared model) and as processes of their own (separate servers on one database, "
+        "each process learning every answer);"
+    )
+    print(
+        f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f} at the end; Python "
+        f"{platform.python_version()}; default BLAS threads. One annotator alone is the reference."
+    )
     print()
-    head = (f"{'database':<12} {'annotators':>10} {'as':>10} {'answers':>8} {'next p50':>9} {'next p95':>9} "
-            f"{'next max':>9} {'store p50':>10} {'lost/dup':>9} {'twice':>6} {'refused':>8} {'wall s':>7}  "
-            "target next p95")
+    head = (
+        f"{'database':<12} {'annotators':>10} {'as':>10} {'answers':>8} {'next p50':>9} {'next p95':>9} "
+        f"{'next max':>9} {'store p50':>10} {'lost/dup':>9} {'twice':>6} {'refused':>8} {'wall s':>7}  "
+        "target next p95"
+    )
     print(head)
     print("-" * len(head))
     for kind, annotators, mode, r in rows:
         p95 = np.percentile(r["next_ms"], 95)
         verdict = "met" if p95 <= TARGET_P95_MS else "MISSED"
-        print(f"{kind:<12} {annotators:>10} {mode:>10} {r['answers']:>8} {np.median(r['next_ms']):>9.1f} {p95:>9.1f} "
-              f"{r['next_ms'].max():>9.1f} {np.median(r['answer_ms']):>10.1f} {r['lost_or_doubled']:>9} "
-              f"{r['twice']:>6} {r['refused']:>8} {r['wall']:>7.1f}  <= {TARGET_P95_MS:.0f} ms {verdict}")
+        print(
+            f"{kind:<12} {annotators:>10} {mode:>10} {r['answers']:>8} {np.median(r['next_ms']):>9.1f} {p95:>9.1f} "
+            f"{r['next_ms'].max():>9.1f} {np.median(r['answer_ms']):>10.1f} {r['lost_or_doubled']:>9} "
+            f"{r['twice']:>6} {r['refused']:>8} {r['wall']:>7.1f}  <= {TARGET_P95_MS:.0f} ms {verdict}"
+        )
     print()
-    print("next: ask for the next item until it is reserved and shown (catching up with the others' answers "
-          "included); store: the answer committed and learned. lost/dup: answers given but not stored, or stored "
-          "twice (target 0); twice: items with two answers (no overlap asked for: target 0); refused: answers "
-          "refused because another annotator had answered the item.")
+    print(
+        "next: ask for the next item until it is reserved and shown (catching up with the others' answers "
+        "included); store: the answer committed and learned. lost/dup: answers given but not stored, or stored "
+        "twice (target 0); twice: items with two answers (no overlap asked for: target 0); refused: answers "
+        "refused because another annotator had answered the item."
+    )
 
 
 if __name__ == "__main__":

@@ -77,8 +77,9 @@ def sparse_supported() -> bool:
     """Whether the active-learning loop takes a CSR pool (the kernel layer's sparse support)."""
     X = sp.csr_matrix(np.eye(4))
     try:
-        loop = ActiveLearningLoop(X, strategy="largest-positive", solver="incremental",
-                                  solver_params={"kernel": "linear"}, seed=0)
+        loop = ActiveLearningLoop(
+            X, strategy="largest-positive", solver="incremental", solver_params={"kernel": "linear"}, seed=0
+        )
         loop.teach(0, 1)
         loop.teach(1, -1)
         return True
@@ -114,12 +115,21 @@ def wss95(labels_at_95: int, n: int) -> float:
 
 
 MARGINLAB_MODELS = (
-    ("MarginLab largest-positive, review model (ramp solver, squared hinge, balanced 9.8)",
-     DOCUMENT_REVIEW["solver"], DOCUMENT_REVIEW["solver_params"]),
-    ("MarginLab largest-positive, review model with the hinge loss", DOCUMENT_REVIEW["solver"],
-     {**DOCUMENT_REVIEW["solver_params"], "loss": "hinge"}),
-    ("MarginLab largest-positive + incremental (linear, C=1, unweighted)", "incremental",
-     {"kernel": "linear", "C": 1.0}),
+    (
+        "MarginLab largest-positive, review model (ramp solver, squared hinge, balanced 9.8)",
+        DOCUMENT_REVIEW["solver"],
+        DOCUMENT_REVIEW["solver_params"],
+    ),
+    (
+        "MarginLab largest-positive, review model with the hinge loss",
+        DOCUMENT_REVIEW["solver"],
+        {**DOCUMENT_REVIEW["solver_params"], "loss": "hinge"},
+    ),
+    (
+        "MarginLab largest-positive + incremental (linear, C=1, unweighted)",
+        "incremental",
+        {"kernel": "linear", "C": 1.0},
+    ),
 )
 
 
@@ -192,20 +202,32 @@ def ensure_asreview() -> Path | None:
     return exe
 
 
-def run_asreview(exe: Path, docs: list[str], y: np.ndarray, seed: int, folder: Path) -> tuple[np.ndarray, list[float],
-                                                                                              float]:
+def run_asreview(
+    exe: Path, docs: list[str], y: np.ndarray, seed: int, folder: Path
+) -> tuple[np.ndarray, list[float], float]:
     titles = [d.split("\n\n", 1)[0] for d in docs]
     abstracts = [d.split("\n\n", 1)[1] if "\n\n" in d else "" for d in docs]
     data = folder / "review.csv"
     if not data.exists():
-        pd.DataFrame({"record_id": range(len(docs)), "title": titles, "abstract": abstracts,
-                      "label_included": (y > 0).astype(int)}).to_csv(data, index=False)
+        pd.DataFrame(
+            {
+                "record_id": range(len(docs)),
+                "title": titles,
+                "abstract": abstracts,
+                "label_included": (y > 0).astype(int),
+            }
+        ).to_csv(data, index=False)
     pos, neg = priors(y, seed)
     out = folder / f"sim{seed}.asreview"
     out.unlink(missing_ok=True)
     t0 = time.perf_counter()
-    subprocess.run([str(exe), "simulate", str(data), "--prior-idx", str(pos), str(neg), "--seed", str(seed),
-                    "-o", str(out)], check=True, capture_output=True, text=True, cwd=folder)
+    subprocess.run(
+        [str(exe), "simulate", str(data), "--prior-idx", str(pos), str(neg), "--seed", str(seed), "-o", str(out)],
+        check=True,
+        capture_output=True,
+        text=True,
+        cwd=folder,
+    )
     wall = time.perf_counter() - t0
     with zipfile.ZipFile(out) as archive:
         archive.extract("results.db", folder / f"sim{seed}")
@@ -218,12 +240,13 @@ def run_asreview(exe: Path, docs: list[str], y: np.ndarray, seed: int, folder: P
     return np.where(np.asarray([r[1] for r in rows]) > 0, 1, -1), times, wall / max(len(record), 1)
 
 
-def per_label_sparse(n_docs: int, vocabulary: int, labels: int, solver: str, solver_params: dict,
-                     seed: int = 0) -> dict:
+def per_label_sparse(
+    n_docs: int, vocabulary: int, labels: int, solver: str, solver_params: dict, seed: int = 0
+) -> dict:
     """Per-label ms of largest-positive with a model on synthetic Zipf documents (TF-IDF kept sparse)."""
     rng = np.random.default_rng(seed)
     ranks = np.arange(1, vocabulary + 1)
-    p = 1.0 / ranks ** 1.07
+    p = 1.0 / ranks**1.07
     p /= p.sum()
     words = np.array([f"w{k}" for k in range(vocabulary)])
     lengths = rng.integers(80, 250, n_docs)
@@ -246,9 +269,15 @@ def per_label_sparse(n_docs: int, vocabulary: int, labels: int, solver: str, sol
         row = loop.teach(q.index, int(y[q.index]))
         times.append(row.update_ms + row.query_ms)
     late = times[-100:] if labels >= 200 else []  # the last 100 labels, when there are more than the first 100
-    return {"n": n_docs, "terms": len(names), "nnz": X.nnz, "median": float(np.median(times[:100])),
-            "p95": float(np.percentile(times[:100], 95)), "labels": labels,
-            "late": (float(np.median(late)), float(np.percentile(late, 95))) if late else None}
+    return {
+        "n": n_docs,
+        "terms": len(names),
+        "nnz": X.nnz,
+        "median": float(np.median(times[:100])),
+        "p95": float(np.percentile(times[:100], 95)),
+        "labels": labels,
+        "late": (float(np.median(late)), float(np.percentile(late, 95))) if late else None,
+    }
 
 
 def main() -> None:
@@ -257,23 +286,32 @@ def main() -> None:
     parser.add_argument("--text-column", default="text")
     parser.add_argument("--label-column", default="label")
     parser.add_argument("--positive", default="1")
-    parser.add_argument("--category", default="cs.RO",
-                        help="the bundled arXiv abstracts' category that is positive (cs.RO robotics 34, cs.CL "
-                             "language 33, cs.NE neural/evolutionary 25, eess.IV image/video 54 of 993)")
+    parser.add_argument(
+        "--category",
+        default="cs.RO",
+        help="the bundled arXiv abstracts' category that is positive (cs.RO robotics 34, cs.CL "
+        "language 33, cs.NE neural/evolutionary 25, eess.IV image/video 54 of 993)",
+    )
     parser.add_argument("--seeds", type=int, default=5)
     parser.add_argument("--no-asreview", action="store_true")
     parser.add_argument("--diagnose", action="store_true", help="add scikit-learn model variants (see above)")
     parser.add_argument("--sparse-size", type=int, default=10_000)
-    parser.add_argument("--sparse-labels", type=int, default=200,
-                        help="labels timed on the synthetic documents (the first 100 and, from 200, the last 100)")
+    parser.add_argument(
+        "--sparse-labels",
+        type=int,
+        default=200,
+        help="labels timed on the synthetic documents (the first 100 and, from 200, the last 100)",
+    )
     parser.add_argument("--svd", type=int, default=0, help="use a K-component SVD reduction of the TF-IDF rows")
     args = parser.parse_args()
 
     import scipy
     import sklearn
 
-    print(f"python {platform.python_version()}, numpy {np.__version__}, scipy {scipy.__version__}, "
-          f"scikit-learn {sklearn.__version__}; {os.cpu_count()} CPUs; BLAS threads as installed (not set)")
+    print(
+        f"python {platform.python_version()}, numpy {np.__version__}, scipy {scipy.__version__}, "
+        f"scikit-learn {sklearn.__version__}; {os.cpu_count()} CPUs; BLAS threads as installed (not set)"
+    )
     docs, y, title = load_task(args)
     n, n_pos = len(docs), int((y > 0).sum())
     T, terms = tfidf_features(docs)
@@ -286,11 +324,15 @@ def main() -> None:
     else:  # the same model on the same (exact) TF-IDF values, as a dense array of the terms in >= 2 documents
         T, terms = tfidf_features(docs, min_df=2)
         X = T.toarray()
-        features = (f"TF-IDF of the {len(terms)} terms found in >= 2 documents, as a DENSE array: this kernel "
-                    "layer does not take CSR rows yet (per-label times are those of dense rows)")
+        features = (
+            f"TF-IDF of the {len(terms)} terms found in >= 2 documents, as a DENSE array: this kernel "
+            "layer does not take CSR rows yet (per-label times are those of dense rows)"
+        )
     sys.stdout.reconfigure(line_buffering=True)
-    print(f"\n{title}: {n} documents, {n_pos} positives ({n_pos / n:.1%}); seeds 0..{args.seeds - 1}, "
-          "priors: one positive + one negative per seed")
+    print(
+        f"\n{title}: {n} documents, {n_pos} positives ({n_pos / n:.1%}); seeds 0..{args.seeds - 1}, "
+        "priors: one positive + one negative per seed"
+    )
     print(f"MarginLab features: {features}")
     exe = None if args.no_asreview else ensure_asreview()
     rows = []
@@ -298,42 +340,71 @@ def main() -> None:
         for seed in range(args.seeds):
             for name, solver, params in MARGINLAB_MODELS:
                 labels, times = run_marginlab(X, y, seed, solver, params)
-                rows.append((name, seed, recall_labels(labels, n_pos), float(np.median(times)),
-                             float(np.percentile(times, 95))))
+                rows.append(
+                    (name, seed, recall_labels(labels, n_pos), float(np.median(times)), float(np.percentile(times, 95)))
+                )
             if exe is not None:
                 labels, times, _ = run_asreview(exe, docs, y, seed, Path(tmp))
-                rows.append(("ASReview 3.0.8 default (elas_u4: TF-IDF + SVM, max)", seed,
-                             recall_labels(labels, n_pos), float(np.median(times)), float(np.percentile(times, 95))))
+                rows.append(
+                    (
+                        "ASReview 3.0.8 default (elas_u4: TF-IDF + SVM, max)",
+                        seed,
+                        recall_labels(labels, n_pos),
+                        float(np.median(times)),
+                        float(np.percentile(times, 95)),
+                    )
+                )
             if args.diagnose:
                 for name, loss, weighted in DIAGNOSTIC_MODELS:
                     labels = run_reference(T, y, seed, loss, weighted)
                     rows.append((name, seed, recall_labels(labels, n_pos), float("nan"), float("nan")))
-    frame = pd.DataFrame([{"tool": t, "seed": s, **{f"to {int(r * 100)}%": v[r] for r in RECALLS},
-                           "WSS@95": wss95(v[0.95], n), "ms/label p50": m, "ms/label p95": p}
-                          for t, s, v, m, p in rows])
+    frame = pd.DataFrame(
+        [
+            {
+                "tool": t,
+                "seed": s,
+                **{f"to {int(r * 100)}%": v[r] for r in RECALLS},
+                "WSS@95": wss95(v[0.95], n),
+                "ms/label p50": m,
+                "ms/label p95": p,
+            }
+            for t, s, v, m, p in rows
+        ]
+    )
     summary = frame.groupby("tool", sort=False).agg(
-        {**{f"to {int(r * 100)}%": "mean" for r in RECALLS}, "WSS@95": "mean", "ms/label p50": "median",
-         "ms/label p95": "median"})
+        {
+            **{f"to {int(r * 100)}%": "mean" for r in RECALLS},
+            "WSS@95": "mean",
+            "ms/label p50": "median",
+            "ms/label p95": "median",
+        }
+    )
     pd.set_option("display.width", 200)
     print("\nper seed (labels read, the two priors included):")
     print(frame.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
     print("\nmean over seeds (target: MarginLab's labels to 50/80/95% <= ASReview's; ms/label lower):")
     print(summary.to_string(float_format=lambda v: f"{v:.2f}"))
 
-    print(f"\nper-label time, {args.sparse_size} synthetic documents, 50,000-term vocabulary, TF-IDF sparse "
-          "(target median <= 10 ms):")
+    print(
+        f"\nper-label time, {args.sparse_size} synthetic documents, 50,000-term vocabulary, TF-IDF sparse "
+        "(target median <= 10 ms):"
+    )
     if not sparse:
         print("  not measured: this kernel layer does not take CSR rows")
         return
     for name, solver, params in reversed(MARGINLAB_MODELS):
         result = per_label_sparse(args.sparse_size, 50_000, args.sparse_labels, solver, params)
         first = min(result["labels"], 100)
-        print(f"  {name}: {result['n']} documents, {result['terms']} terms, {result['nnz']} nonzeros; labels 3-"
-              f"{first + 2}: median {result['median']:.2f} ms, p95 {result['p95']:.2f} ms "
-              f"({'met' if result['median'] <= 10 else 'MISSED'})")
+        print(
+            f"  {name}: {result['n']} documents, {result['terms']} terms, {result['nnz']} nonzeros; labels 3-"
+            f"{first + 2}: median {result['median']:.2f} ms, p95 {result['p95']:.2f} ms "
+            f"({'met' if result['median'] <= 10 else 'MISSED'})"
+        )
         if result["late"]:
-            print(f"    labels {result['labels'] - 97}-{result['labels'] + 2}: median {result['late'][0]:.2f} ms, "
-                  f"p95 {result['late'][1]:.2f} ms")
+            print(
+                f"    labels {result['labels'] - 97}-{result['labels'] + 2}: median {result['late'][0]:.2f} ms, "
+                f"p95 {result['late'][1]:.2f} ms"
+            )
 
 
 if __name__ == "__main__":

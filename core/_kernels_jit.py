@@ -76,9 +76,9 @@ LINEAR, POLY, RBF, TANIMOTO = 0, 1, 2, 3
 KIND = {"linear": LINEAR, "poly": POLY, "rbf": RBF, "tanimoto": TANIMOTO}
 
 
-
 class _Options(TypedDict, total=False):
     """The keyword arguments of ``njit`` used here (typed, so that the type checker checks each one)."""
+
     nogil: bool
     cache: bool
     fastmath: bool
@@ -120,13 +120,13 @@ def _f64_from_bits(typingctx, bits):
 
 _LN2_HI = 6.93147180369123816490e-01
 _LN2_LO = 1.90821492927058770002e-10
-_INV_LN2 = 1.44269504088896338700e+00
+_INV_LN2 = 1.44269504088896338700e00
 _P1 = 1.66666666666666019037e-01
 _P2 = -2.77777777770155933842e-03
 _P3 = 6.61375632143793436117e-05
 _P4 = -1.65339022054652515390e-06
 _P5 = 4.13813679705723846039e-08
-_EXP_UNDERFLOW = -7.45133219101941108420e+02  # below it exp(x) rounds to 0
+_EXP_UNDERFLOW = -7.45133219101941108420e02  # below it exp(x) rounds to 0
 _TWO_M1000 = 9.33263618503218878990e-302  # 2**-1000
 
 
@@ -212,10 +212,16 @@ def _transform_row(row, t, tb, kind, gamma, coef0, degree):
 @njit(**_INLINE)
 def _mac8(s, a, b, k):
     """The eight stripe sums s plus the products of features k..k+7 of a and b."""
-    return (s[0] + np.float64(a[k]) * np.float64(b[k]), s[1] + np.float64(a[k + 1]) * np.float64(b[k + 1]),
-            s[2] + np.float64(a[k + 2]) * np.float64(b[k + 2]), s[3] + np.float64(a[k + 3]) * np.float64(b[k + 3]),
-            s[4] + np.float64(a[k + 4]) * np.float64(b[k + 4]), s[5] + np.float64(a[k + 5]) * np.float64(b[k + 5]),
-            s[6] + np.float64(a[k + 6]) * np.float64(b[k + 6]), s[7] + np.float64(a[k + 7]) * np.float64(b[k + 7]))
+    return (
+        s[0] + np.float64(a[k]) * np.float64(b[k]),
+        s[1] + np.float64(a[k + 1]) * np.float64(b[k + 1]),
+        s[2] + np.float64(a[k + 2]) * np.float64(b[k + 2]),
+        s[3] + np.float64(a[k + 3]) * np.float64(b[k + 3]),
+        s[4] + np.float64(a[k + 4]) * np.float64(b[k + 4]),
+        s[5] + np.float64(a[k + 5]) * np.float64(b[k + 5]),
+        s[6] + np.float64(a[k + 6]) * np.float64(b[k + 6]),
+        s[7] + np.float64(a[k + 7]) * np.float64(b[k + 7]),
+    )
 
 
 @njit(**_INLINE)
@@ -232,9 +238,16 @@ def _min8(s, a, b, k):
     (The minimum of two float32 values is one of them, so it is taken before
     widening: the same bits as the minimum of the widened values.)
     """
-    return (s[0] + _fmin(a[k], b[k]), s[1] + _fmin(a[k + 1], b[k + 1]), s[2] + _fmin(a[k + 2], b[k + 2]),
-            s[3] + _fmin(a[k + 3], b[k + 3]), s[4] + _fmin(a[k + 4], b[k + 4]), s[5] + _fmin(a[k + 5], b[k + 5]),
-            s[6] + _fmin(a[k + 6], b[k + 6]), s[7] + _fmin(a[k + 7], b[k + 7]))
+    return (
+        s[0] + _fmin(a[k], b[k]),
+        s[1] + _fmin(a[k + 1], b[k + 1]),
+        s[2] + _fmin(a[k + 2], b[k + 2]),
+        s[3] + _fmin(a[k + 3], b[k + 3]),
+        s[4] + _fmin(a[k + 4], b[k + 4]),
+        s[5] + _fmin(a[k + 5], b[k + 5]),
+        s[6] + _fmin(a[k + 6], b[k + 6]),
+        s[7] + _fmin(a[k + 7], b[k + 7]),
+    )
 
 
 @njit(**_INLINE)
@@ -256,10 +269,16 @@ def _tail8(s, a, b, d8, d, minsum):
     only when both are), so adding +0.0 changes no bit.
     """
     rem = d - d8
-    return (s[0] + _term(a, b, d8, rem, 0, minsum), s[1] + _term(a, b, d8, rem, 1, minsum),
-            s[2] + _term(a, b, d8, rem, 2, minsum), s[3] + _term(a, b, d8, rem, 3, minsum),
-            s[4] + _term(a, b, d8, rem, 4, minsum), s[5] + _term(a, b, d8, rem, 5, minsum),
-            s[6] + _term(a, b, d8, rem, 6, minsum), s[7])
+    return (
+        s[0] + _term(a, b, d8, rem, 0, minsum),
+        s[1] + _term(a, b, d8, rem, 1, minsum),
+        s[2] + _term(a, b, d8, rem, 2, minsum),
+        s[3] + _term(a, b, d8, rem, 3, minsum),
+        s[4] + _term(a, b, d8, rem, 4, minsum),
+        s[5] + _term(a, b, d8, rem, 5, minsum),
+        s[6] + _term(a, b, d8, rem, 6, minsum),
+        s[7],
+    )
 
 
 @njit(**_INLINE)
@@ -578,8 +597,9 @@ def csr_rows(a_ptr, a_ind, a_dat, ia, ta, b_ptr, b_ind, b_dat, ib, tb, d, kind, 
             w[a_ind[t]] = 0.0
 
 
-def csr_rows_inverted(a_ptr, a_ind, a_dat, ia, ta, t_ptr, t_row, t_dat, j0, j1, ib, tb, kind, gamma, coef0,
-                      degree, out):
+def csr_rows_inverted(
+    a_ptr, a_ind, a_dat, ia, ta, t_ptr, t_row, t_dat, j0, j1, ib, tb, kind, gamma, coef0, degree, out
+):
     """out[p, q] = K(A[ia[p]], B[ib[q]]) for rows ib of B in j0..j1-1, B given column by column (CSC).
 
     An inverted index: for each nonzero feature k of the left-hand row, in
@@ -604,7 +624,7 @@ def csr_rows_inverted(a_ptr, a_ind, a_dat, ia, ta, t_ptr, t_row, t_dat, j0, j1, 
             x = np.float64(a_dat[t])
             r = k & 7
             start = t_ptr[k]
-            column = t_row[start:t_ptr[k + 1]]
+            column = t_row[start : t_ptr[k + 1]]
             lo = start + np.searchsorted(column, j0)
             hi = start + np.searchsorted(column, j1)
             for u in range(lo, hi):
@@ -679,10 +699,10 @@ def add_weighted_rows(f, rows, slots, weights, extra, d, k, start, stop):
     work = np.empty((8, chunk))
     for j0 in range(start, stop, chunk):
         m = min(stop, j0 + chunk) - j0
-        out = f[j0:j0 + m]
+        out = f[j0 : j0 + m]
         for e in range(k):
             de = d[e]
-            xe = extra[e][j0:j0 + m]
+            xe = extra[e][j0 : j0 + m]
             for q in range(m):
                 out[q] = out[q] + de * xe[q]
         if c == 0:
@@ -695,22 +715,23 @@ def add_weighted_rows(f, rows, slots, weights, extra, d, k, start, stop):
                 if first[s + 1] - u >= 4:
                     t0, t1, t2, t3 = order[u], order[u + 1], order[u + 2], order[u + 3]
                     w0, w1, w2, w3 = weights[t0], weights[t1], weights[t2], weights[t3]
-                    r0 = rows[slots[t0], j0:j0 + m]
-                    r1 = rows[slots[t1], j0:j0 + m]
-                    r2 = rows[slots[t2], j0:j0 + m]
-                    r3 = rows[slots[t3], j0:j0 + m]
+                    r0 = rows[slots[t0], j0 : j0 + m]
+                    r1 = rows[slots[t1], j0 : j0 + m]
+                    r2 = rows[slots[t2], j0 : j0 + m]
+                    r3 = rows[slots[t3], j0 : j0 + m]
                     for j in range(m):
                         acc[j] = (((acc[j] + w0 * r0[j]) + w1 * r1[j]) + w2 * r2[j]) + w3 * r3[j]
                     u += 4
                 else:
                     w0 = weights[order[u]]
-                    r0 = rows[slots[order[u]], j0:j0 + m]
+                    r0 = rows[slots[order[u]], j0 : j0 + m]
                     for j in range(m):
                         acc[j] += w0 * r0[j]
                     u += 1
         for q in range(m):
-            out[q] += (((work[0, q] + work[1, q]) + (work[2, q] + work[3, q]))
-                       + ((work[4, q] + work[5, q]) + (work[6, q] + work[7, q])))
+            out[q] += ((work[0, q] + work[1, q]) + (work[2, q] + work[3, q])) + (
+                (work[4, q] + work[5, q]) + (work[6, q] + work[7, q])
+            )
 
 
 def add_scaled_rows(f, r0, r1, r2, r3, d, k, start, stop):
@@ -822,25 +843,53 @@ def _signatures(name: str, dtype: str) -> list[tuple]:
     if name == "csr_rows_inverted":
         return [_csr(dt) + (idx, vec) + _csr(dt) + (_i8, _i8, idx, vec) + _params + (out,)]
     others: dict[str, list[tuple]] = {
-        "rows_dot": [(_ro(_f8, 2), vec, work)], "dot": [(vec, vec)],
-        "add_weighted_rows": [(work, _ro(r, 2), idx, vec, types.UniTuple(vec, EXTRA_ROWS), vec, _i8, _i8, _i8)
-                              for r in (_f8, _f4)],
+        "rows_dot": [(_ro(_f8, 2), vec, work)],
+        "dot": [(vec, vec)],
+        "add_weighted_rows": [
+            (work, _ro(r, 2), idx, vec, types.UniTuple(vec, EXTRA_ROWS), vec, _i8, _i8, _i8) for r in (_f8, _f4)
+        ],
         "add_scaled_rows": [(work, vec, vec, vec, vec, vec, _i8, _i8, _i8)],
         "diag_values": [(vec,) + _params + (work,)],
-        "masked_argmin_abs": [(vec, _ro(_b1))], "masked_argmax": [(vec, _ro(_b1))],
-        "masked_count_abs_below": [(vec, _ro(_b1), _f8)]}
+        "masked_argmin_abs": [(vec, _ro(_b1))],
+        "masked_argmax": [(vec, _ro(_b1))],
+        "masked_count_abs_below": [(vec, _ro(_b1), _f8)],
+    }
     return others[name]
 
 
-_PUBLIC = ("dense_row_terms", "dense_rows", "dense_rows_min", "dense_block", "dense_block_min", "dense_small",
-           "dense_small_min", "csr_row_terms",
-           "csr_rows", "csr_rows_inverted", "rows_dot", "dot", "add_weighted_rows", "add_scaled_rows", "diag_values",
-           "masked_argmin_abs", "masked_argmax", "masked_count_abs_below")
+_PUBLIC = (
+    "dense_row_terms",
+    "dense_rows",
+    "dense_rows_min",
+    "dense_block",
+    "dense_block_min",
+    "dense_small",
+    "dense_small_min",
+    "csr_row_terms",
+    "csr_rows",
+    "csr_rows_inverted",
+    "rows_dot",
+    "dot",
+    "add_weighted_rows",
+    "add_scaled_rows",
+    "diag_values",
+    "masked_argmin_abs",
+    "masked_argmax",
+    "masked_count_abs_below",
+)
 _python = {name: globals()[name] for name in _PUBLIC}
 ROUTINE_NAMES = _PUBLIC
 # (their inputs are float64 sums)
-FLOAT64_ONLY = ("rows_dot", "dot", "add_weighted_rows", "add_scaled_rows", "diag_values", "masked_argmin_abs",
-                "masked_argmax", "masked_count_abs_below")
+FLOAT64_ONLY = (
+    "rows_dot",
+    "dot",
+    "add_weighted_rows",
+    "add_scaled_rows",
+    "diag_values",
+    "masked_argmin_abs",
+    "masked_argmax",
+    "masked_count_abs_below",
+)
 _dispatchers: dict = {}
 _compile_lock = threading.Lock()  # guards _being_compiled
 _being_compiled: dict[tuple[str, str], threading.Event] = {}  # set when that routine is in _dispatchers (or failed)

@@ -67,8 +67,11 @@ def _codes_of_values(a: list, b: list) -> tuple[list, np.ndarray, np.ndarray]:
     """Categories in the order of their ``repr`` and each rating's position among them."""
     categories = sorted(set(a) | set(b), key=repr)
     index = {c: k for k, c in enumerate(categories)}
-    return (categories, np.fromiter((index[x] for x in a), np.intp, len(a)),
-            np.fromiter((index[x] for x in b), np.intp, len(b)))
+    return (
+        categories,
+        np.fromiter((index[x] for x in a), np.intp, len(a)),
+        np.fromiter((index[x] for x in b), np.intp, len(b)),
+    )
 
 
 def _codes_of_arrays(a: np.ndarray, b: np.ndarray) -> tuple[list, np.ndarray, np.ndarray]:
@@ -84,7 +87,7 @@ def _codes_of_arrays(a: np.ndarray, b: np.ndarray) -> tuple[list, np.ndarray, np
     position = np.empty(len(values), dtype=np.intp)
     position[order] = np.arange(len(values))
     codes = position[codes.reshape(-1)]
-    return [values[k] for k in order], codes[: len(a)], codes[len(a):]
+    return [values[k] for k in order], codes[: len(a)], codes[len(a) :]
 
 
 def fleiss_kappa(counts: np.ndarray) -> Kappa:

@@ -30,8 +30,19 @@ from core.metrics import accuracy, labels_to_reach, roc_auc
 from core.multiclass import MULTICLASS_STRATEGIES, OneVsRest, check_classes, random_class_query
 from core.strategies import Pool
 
-CLASS_ROW_COLUMNS = ["strategy", "solver", "seed", "n_labels", "accuracy", "macro_auc", "update_ms", "query_ms",
-                     "item", "label", "chosen_by"]
+CLASS_ROW_COLUMNS = [
+    "strategy",
+    "solver",
+    "seed",
+    "n_labels",
+    "accuracy",
+    "macro_auc",
+    "update_ms",
+    "query_ms",
+    "item",
+    "label",
+    "chosen_by",
+]
 #: accuracies whose labels the summary reports by default
 ACCURACY_LEVELS = (0.8, 0.9, 0.95)
 DEFAULT_SOLVER = "incremental"
@@ -55,9 +66,20 @@ def macro_auc(truth: np.ndarray, F: np.ndarray, n_classes: int) -> float:
     return float(np.mean(finite)) if finite else float("nan")
 
 
-def run_class_strategy(X, y: np.ndarray, classes: tuple[str, ...], strategy: str, solver: str,
-                       solver_params: dict, strategy_params: dict, budget: int, seed: int, initial: int,
-                       test_fraction: float, on_step: Callable[[int, int], None] | None = None) -> list[dict]:
+def run_class_strategy(
+    X,
+    y: np.ndarray,
+    classes: tuple[str, ...],
+    strategy: str,
+    solver: str,
+    solver_params: dict,
+    strategy_params: dict,
+    budget: int,
+    seed: int,
+    initial: int,
+    test_fraction: float,
+    on_step: Callable[[int, int], None] | None = None,
+) -> list[dict]:
     """One K-class run with the true classes ``y`` (indices into ``classes``) as the oracle: a dict per label."""
     from core.experiment import _split_rows
 
@@ -71,8 +93,11 @@ def run_class_strategy(X, y: np.ndarray, classes: tuple[str, ...], strategy: str
     rows: list[dict] = []
     for t in range(1, budget + 1):
         t0 = time.perf_counter()
-        q = (random_class_query(model, Pool(available), rng) if t <= initial
-             else choose(model, Pool(available), rng, **strategy_params))
+        q = (
+            random_class_query(model, Pool(available), rng)
+            if t <= initial
+            else choose(model, Pool(available), rng, **strategy_params)
+        )
         t1 = time.perf_counter()
         if q is None:  # (only a strategy's own refusal: the budget is capped at the pool)
             break
@@ -81,11 +106,21 @@ def run_class_strategy(X, y: np.ndarray, classes: tuple[str, ...], strategy: str
         t2 = time.perf_counter()
         available[q.index] = False
         F = model.decision_function(X=Xte)
-        rows.append({"strategy": strategy, "solver": solver, "seed": seed, "n_labels": t,
-                     "accuracy": accuracy(truth, np.argmax(F, axis=1)),
-                     "macro_auc": macro_auc(truth, F, len(classes)), "update_ms": 1e3 * (t2 - t1),
-                     "query_ms": 1e3 * (t1 - t0), "item": int(train[q.index]), "label": classes[label],
-                     "chosen_by": q.strategy})
+        rows.append(
+            {
+                "strategy": strategy,
+                "solver": solver,
+                "seed": seed,
+                "n_labels": t,
+                "accuracy": accuracy(truth, np.argmax(F, axis=1)),
+                "macro_auc": macro_auc(truth, F, len(classes)),
+                "update_ms": 1e3 * (t2 - t1),
+                "query_ms": 1e3 * (t1 - t0),
+                "item": int(train[q.index]),
+                "label": classes[label],
+                "chosen_by": q.strategy,
+            }
+        )
         if on_step is not None:
             on_step(t, budget)
     return rows
@@ -109,8 +144,9 @@ class ClassComparisonResult:
         return format_class_summary(self.summary, self.curve, self.config)
 
 
-def _check(y, classes, strategies, seeds, budget, initial, test_fraction, target
-           ) -> tuple[np.ndarray, tuple[str, ...], list[str], list[int]]:
+def _check(
+    y, classes, strategies, seeds, budget, initial, test_fraction, target
+) -> tuple[np.ndarray, tuple[str, ...], list[str], list[int]]:
     from core.experiment import _as_list, _as_seeds
 
     y = np.asarray(y)
@@ -135,17 +171,30 @@ def _check(y, classes, strategies, seeds, budget, initial, test_fraction, target
     if int(initial) < 0:
         raise ValueError(f"initial must be >= 0, got {initial!r}")
     if not 0.0 < float(test_fraction) < 1.0:
-        raise ValueError("a K-class comparison measures accuracy on a held-out part: test_fraction must lie in "
-                         f"(0, 1), got {test_fraction!r}")
+        raise ValueError(
+            "a K-class comparison measures accuracy on a held-out part: test_fraction must lie in "
+            f"(0, 1), got {test_fraction!r}"
+        )
     return y, classes, strategies, seed_list
 
 
-def run_class_comparison(X, y, classes: Sequence[str], *, strategies: Iterable[str] | str,
-                         solver: str = DEFAULT_SOLVER, solver_params: dict | None = None, budget: int,
-                         seeds: int | Iterable[int] = 3, initial: int = 10, test_fraction: float = 0.3,
-                         target: str | None = None, accuracy_levels: Sequence[float] = ACCURACY_LEVELS,
-                         n_jobs: int = 1, progress: Callable[[int, int, str], None] | None = None
-                         ) -> ClassComparisonResult:
+def run_class_comparison(
+    X,
+    y,
+    classes: Sequence[str],
+    *,
+    strategies: Iterable[str] | str,
+    solver: str = DEFAULT_SOLVER,
+    solver_params: dict | None = None,
+    budget: int,
+    seeds: int | Iterable[int] = 3,
+    initial: int = 10,
+    test_fraction: float = 0.3,
+    target: str | None = None,
+    accuracy_levels: Sequence[float] = ACCURACY_LEVELS,
+    n_jobs: int = 1,
+    progress: Callable[[int, int, str], None] | None = None,
+) -> ClassComparisonResult:
     """Every K-class strategy over the same seeds (see the module's docstring).
 
     ``y``: the class of each row of X as an index into ``classes``; ``target``: the class the
@@ -161,22 +210,49 @@ def run_class_comparison(X, y, classes: Sequence[str], *, strategies: Iterable[s
     for seed in seed_list:
         for s in chosen:
             params = {"target": target} if s == "target-class" else {}
-            tasks.append((f"{s} ({solver}), seed {seed}", run_class_strategy,
-                          (X, y, names, s, solver, solver_params, params, int(budget), seed, int(initial),
-                           float(test_fraction))))
+            tasks.append(
+                (
+                    f"{s} ({solver}), seed {seed}",
+                    run_class_strategy,
+                    (
+                        X,
+                        y,
+                        names,
+                        s,
+                        solver,
+                        solver_params,
+                        params,
+                        int(budget),
+                        seed,
+                        int(initial),
+                        float(test_fraction),
+                    ),
+                )
+            )
     results = _execute(tasks, n_jobs, None, progress, None)
     rows = pd.DataFrame([r for res in results for r in res], columns=CLASS_ROW_COLUMNS)
     order = {s: k for k, s in enumerate(chosen)}
-    rows = rows.sort_values(["strategy", "seed", "n_labels"], key=lambda c: c.map(order) if c.name == "strategy"
-                            else c, kind="stable").reset_index(drop=True)
+    rows = rows.sort_values(
+        ["strategy", "seed", "n_labels"], key=lambda c: c.map(order) if c.name == "strategy" else c, kind="stable"
+    ).reset_index(drop=True)
     levels = tuple(float(v) for v in accuracy_levels)
     runs = class_run_table(rows, levels)
     curve = class_curve(rows, chosen, int(budget))
-    config = dict(classes=list(names), strategies=chosen, solver=solver, solver_params=solver_params,
-                  budget=int(budget), seeds=seed_list, initial=int(initial), test_fraction=float(test_fraction),
-                  accuracy_levels=list(levels), **({"target": target} if "target-class" in chosen else {}))
-    return ClassComparisonResult(rows=rows, runs=runs, curve=curve,
-                                 summary=summarise_classes(runs, rows, chosen, levels), config=config)
+    config = dict(
+        classes=list(names),
+        strategies=chosen,
+        solver=solver,
+        solver_params=solver_params,
+        budget=int(budget),
+        seeds=seed_list,
+        initial=int(initial),
+        test_fraction=float(test_fraction),
+        accuracy_levels=list(levels),
+        **({"target": target} if "target-class" in chosen else {}),
+    )
+    return ClassComparisonResult(
+        rows=rows, runs=runs, curve=curve, summary=summarise_classes(runs, rows, chosen, levels), config=config
+    )
 
 
 def _flat_to(g: pd.DataFrame, budget: int) -> pd.DataFrame:
@@ -191,9 +267,14 @@ def class_run_table(rows: pd.DataFrame, levels: Sequence[float]) -> pd.DataFrame
     out = []
     for (strategy, seed), g in rows.groupby(["strategy", "seed"], sort=False):
         n, acc = g["n_labels"].to_numpy(dtype=float), g["accuracy"].to_numpy(dtype=float)
-        record = {"strategy": strategy, "solver": g["solver"].iloc[0], "seed": int(seed),
-                  "n_labels": int(n[-1]), "final_accuracy": float(acc[-1]),
-                  "final_macro_auc": float(g["macro_auc"].iloc[-1])}
+        record = {
+            "strategy": strategy,
+            "solver": g["solver"].iloc[0],
+            "seed": int(seed),
+            "n_labels": int(n[-1]),
+            "final_accuracy": float(acc[-1]),
+            "final_macro_auc": float(g["macro_auc"].iloc[-1]),
+        }
         for level in levels:
             record[_level_name(level)] = labels_to_reach(n, acc, level)
         out.append(record)
@@ -211,15 +292,25 @@ def class_curve(rows: pd.DataFrame, strategies: Sequence[str], budget: int) -> p
         acc = np.column_stack([r["accuracy"].to_numpy(dtype=float) for r in runs])
         auc = np.column_stack([r["macro_auc"].to_numpy(dtype=float) for r in runs])
         sd = (lambda a: np.std(a, axis=1, ddof=1)) if len(runs) > 1 else (lambda a: np.zeros(len(a)))
-        frames.append(pd.DataFrame({"strategy": s, "n_labels": np.arange(1, budget + 1),
-                                    "accuracy_mean": np.nanmean(acc, axis=1), "accuracy_sd": sd(acc),
-                                    "macro_auc_mean": np.nanmean(auc, axis=1), "macro_auc_sd": sd(auc),
-                                    "n_seeds": len(runs)}))
+        frames.append(
+            pd.DataFrame(
+                {
+                    "strategy": s,
+                    "n_labels": np.arange(1, budget + 1),
+                    "accuracy_mean": np.nanmean(acc, axis=1),
+                    "accuracy_sd": sd(acc),
+                    "macro_auc_mean": np.nanmean(auc, axis=1),
+                    "macro_auc_sd": sd(auc),
+                    "n_seeds": len(runs),
+                }
+            )
+        )
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
 
 
-def summarise_classes(runs: pd.DataFrame, rows: pd.DataFrame, strategies: Sequence[str],
-                      levels: Sequence[float]) -> pd.DataFrame:
+def summarise_classes(
+    runs: pd.DataFrame, rows: pd.DataFrame, strategies: Sequence[str], levels: Sequence[float]
+) -> pd.DataFrame:
     """One row per strategy: final accuracy and macro AUC (mean, standard deviation over the seeds),
     labels to reach each accuracy level (mean over the seeds that reached it, and how many did), and the
     median and 95th-percentile milliseconds per label (query + update, and each)."""
@@ -229,18 +320,25 @@ def summarise_classes(runs: pd.DataFrame, rows: pd.DataFrame, strategies: Sequen
         if r.empty:
             continue
         sd = (lambda v: float(v.std(ddof=1))) if len(r) > 1 else (lambda v: 0.0)
-        record: dict[str, Any] = {"strategy": s, "solver": r["solver"].iloc[0], "n_seeds": len(r),
-                                  "final_accuracy_mean": float(r["final_accuracy"].mean()),
-                                  "final_accuracy_sd": sd(r["final_accuracy"]),
-                                  "final_macro_auc_mean": float(r["final_macro_auc"].mean()),
-                                  "final_macro_auc_sd": sd(r["final_macro_auc"])}
+        record: dict[str, Any] = {
+            "strategy": s,
+            "solver": r["solver"].iloc[0],
+            "n_seeds": len(r),
+            "final_accuracy_mean": float(r["final_accuracy"].mean()),
+            "final_accuracy_sd": sd(r["final_accuracy"]),
+            "final_macro_auc_mean": float(r["final_macro_auc"].mean()),
+            "final_macro_auc_sd": sd(r["final_macro_auc"]),
+        }
         for level in levels:
             reached = pd.to_numeric(r[_level_name(level)], errors="coerce").dropna()
             record[_level_name(level)] = float(reached.mean()) if len(reached) else float("nan")
             record[_reached_name(level)] = int(len(reached))
         per_label = (st["update_ms"] + st["query_ms"]).to_numpy(dtype=float)
-        for name, v in (("label_ms", per_label), ("update_ms", st["update_ms"].to_numpy(dtype=float)),
-                        ("query_ms", st["query_ms"].to_numpy(dtype=float))):
+        for name, v in (
+            ("label_ms", per_label),
+            ("update_ms", st["update_ms"].to_numpy(dtype=float)),
+            ("query_ms", st["query_ms"].to_numpy(dtype=float)),
+        ):
             record[f"{name}_median"] = float(np.median(v)) if len(v) else float("nan")
             record[f"{name}_p95"] = float(np.percentile(v, 95)) if len(v) else float("nan")
         out.append(record)
@@ -263,8 +361,9 @@ def format_class_summary(summary: pd.DataFrame, curve: pd.DataFrame, config: dic
     seeds) at a few label counts, then one line per strategy."""
     levels = config.get("accuracy_levels", ACCURACY_LEVELS)
     points = _curve_points(int(config["budget"]), int(config.get("initial", 1)))
-    lines = [f"learning curves on the held-out part, mean ± sd over {len(config['seeds'])} seed(s): accuracy / "
-             "macro AUC"]
+    lines = [
+        f"learning curves on the held-out part, mean ± sd over {len(config['seeds'])} seed(s): accuracy / macro AUC"
+    ]
     width = max(len(s) for s in config["strategies"]) + 5
     head = f"{'labels':<{width}}" + "".join(f"{p:>16}" for p in points)
     lines += [head, "-" * len(head)]
@@ -274,22 +373,38 @@ def format_class_summary(summary: pd.DataFrame, curve: pd.DataFrame, config: dic
             cells = "".join(f"{c.at[p, what + '_mean']:>10.3f}±{c.at[p, what + '_sd']:<5.3f}" for p in points)
             lines.append(f"{s + ' ' + name:<{width}}{cells}")
     lines.append("")
-    head = (f"{'strategy':<20} {'solver':<12} {'accuracy':>12} {'macro AUC':>12} "
-            + "".join(f"{'to acc ' + format(level, 'g'):>13}" for level in levels)
-            + f" {'ms/label p50/p95':>17} {'upd ms p50':>10} {'qry ms p50':>10}")
+    head = (
+        f"{'strategy':<20} {'solver':<12} {'accuracy':>12} {'macro AUC':>12} "
+        + "".join(f"{'to acc ' + format(level, 'g'):>13}" for level in levels)
+        + f" {'ms/label p50/p95':>17} {'upd ms p50':>10} {'qry ms p50':>10}"
+    )
     lines += [head, "-" * len(head)]
     for r in summary.to_dict(orient="records"):
         reach = "".join(f"{_reached(r, level):>13}" for level in levels)
-        lines.append(f"{r['strategy']:<20} {r['solver']:<12} "
-                     f"{r['final_accuracy_mean']:>6.3f}±{r['final_accuracy_sd']:<5.3f} "
-                     f"{r['final_macro_auc_mean']:>6.3f}±{r['final_macro_auc_sd']:<5.3f}{reach} "
-                     f"{r['label_ms_median']:>8.2f}/{r['label_ms_p95']:<8.2f} {r['update_ms_median']:>10.2f} "
-                     f"{r['query_ms_median']:>10.2f}")
-    lines.append("accuracy, macro AUC: at the last label (macro AUC: mean over the classes of each class against "
-                 "the rest); to acc X: labels until the held-out accuracy first reached X, mean over the seeds "
-                 "that got there; ms/label: query + update.")
+        lines.append(
+            f"{r['strategy']:<20} {r['solver']:<12} "
+            f"{r['final_accuracy_mean']:>6.3f}±{r['final_accuracy_sd']:<5.3f} "
+            f"{r['final_macro_auc_mean']:>6.3f}±{r['final_macro_auc_sd']:<5.3f}{reach} "
+            f"{r['label_ms_median']:>8.2f}/{r['label_ms_p95']:<8.2f} {r['update_ms_median']:>10.2f} "
+            f"{r['query_ms_median']:>10.2f}"
+        )
+    lines.append(
+        "accuracy, macro AUC: at the last label (macro AUC: mean over the classes of each class against "
+        "the rest); to acc X: labels until the held-out accuracy first reached X, mean over the seeds "
+        "that got there; ms/label: query + update."
+    )
     return "\n".join(lines)
 
 
-__all__ = ["ACCURACY_LEVELS", "CLASS_ROW_COLUMNS", "ClassComparisonResult", "class_curve", "class_run_table",
-           "format_class_summary", "macro_auc", "run_class_comparison", "run_class_strategy", "summarise_classes"]
+__all__ = [
+    "ACCURACY_LEVELS",
+    "CLASS_ROW_COLUMNS",
+    "ClassComparisonResult",
+    "class_curve",
+    "class_run_table",
+    "format_class_summary",
+    "macro_auc",
+    "run_class_comparison",
+    "run_class_strategy",
+    "summarise_classes",
+]

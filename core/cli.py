@@ -56,6 +56,7 @@ class CLIError(Exception):
 
 # -- argument parsing ----------------------------------------------------------
 
+
 def _positive_float(text: str) -> float:
     try:
         value = float(text)
@@ -131,110 +132,220 @@ def _decimal(text: str) -> str:
 
 def _data_arguments(p: argparse.ArgumentParser, repeatable: bool = False, required: bool = True) -> None:
     g = p.add_argument_group("data")
-    g.add_argument("--data", required=required, metavar="FILE.csv", action="append" if repeatable else "store",
-                   help="CSV file with a header row, or bundled:NAME (" + ", ".join(BUNDLED) + ")" +
-                        ("; repeat it to run the same study on several datasets (each read with the same "
-                         "options)" if repeatable else ""))
+    g.add_argument(
+        "--data",
+        required=required,
+        metavar="FILE.csv",
+        action="append" if repeatable else "store",
+        help="CSV file with a header row, or bundled:NAME ("
+        + ", ".join(BUNDLED)
+        + ")"
+        + (
+            "; repeat it to run the same study on several datasets (each read with the same options)"
+            if repeatable
+            else ""
+        ),
+    )
     g.add_argument("--label-column", metavar="COL", help="column holding the class labels (required for a CSV file)")
-    g.add_argument("--positive", metavar="VALUE",
-                   help="label value of the positive class; on a column with more than two values, that value "
-                        "against the rest (default: the larger of two values)")
-    g.add_argument("--feature-columns", metavar="A,B,...",
-                   help="comma-separated numeric feature columns (default: every column but the label; none when "
-                        "--text-column or --smiles-column is given)")
-    g.add_argument("--one-vs-rest", action="store_true",
-                   help="accepted for compatibility: --positive on a many-valued column is already one vs the rest")
-    g.add_argument("--drop-constant", action="store_true",
-                   help="accepted for compatibility: constant feature columns are dropped by default (with a notice)")
+    g.add_argument(
+        "--positive",
+        metavar="VALUE",
+        help="label value of the positive class; on a column with more than two values, that value "
+        "against the rest (default: the larger of two values)",
+    )
+    g.add_argument(
+        "--feature-columns",
+        metavar="A,B,...",
+        help="comma-separated numeric feature columns (default: every column but the label; none when "
+        "--text-column or --smiles-column is given)",
+    )
+    g.add_argument(
+        "--one-vs-rest",
+        action="store_true",
+        help="accepted for compatibility: --positive on a many-valued column is already one vs the rest",
+    )
+    g.add_argument(
+        "--drop-constant",
+        action="store_true",
+        help="accepted for compatibility: constant feature columns are dropped by default (with a notice)",
+    )
     g.add_argument("--keep-constant", action="store_true", help="keep constant feature columns")
-    g.add_argument("--scale", choices=("none", "standard"), default="standard",
-                   help="standardise the numeric features with statistics of the unlabelled data "
-                        "(default standard; text and fingerprint features are never centred)")
-    g.add_argument("--sep", type=_separator, default="auto", metavar="auto|,|;|tab||",
-                   help="delimiter (default: detected)")
-    g.add_argument("--decimal", type=_decimal, default="auto", metavar="auto|.|,",
-                   help="decimal separator (default: detected; ',' only with another delimiter)")
-    g.add_argument("--missing", choices=("error", "drop", "impute"), default="error",
-                   help="empty/NA cells: error (default; lists every affected column), drop the rows, or impute "
-                        "(median of a number, most frequent category)")
-    g.add_argument("--one-hot", action="append", default=[], metavar="COL",
-                   help="one-hot encode this text-valued column (repeatable)")
-    g.add_argument("--text-column", action="append", default=[], metavar="COL",
-                   help="free-text column as TF-IDF features, kept sparse (repeatable)")
-    g.add_argument("--text-analyzer", choices=("word", "char"), default="word",
-                   help="TF-IDF terms: word uni- and bigrams (default) or character 2-5-grams")
-    g.add_argument("--text-min-df", type=_positive_int, default=1,
-                   help="keep terms found in at least this many documents (default 1)")
-    g.add_argument("--text-max-features", type=_positive_int, default=None,
-                   help="keep at most this many terms (the most frequent)")
-    g.add_argument("--text-svd", type=_positive_int, default=None, metavar="K",
-                   help="reduce the TF-IDF rows to K dense components (truncated SVD)")
-    g.add_argument("--text-blocks", action="store_true",
-                   help="several --text-column: one vocabulary per column (default: each row's texts joined "
-                        "into one document, title then abstract)")
+    g.add_argument(
+        "--scale",
+        choices=("none", "standard"),
+        default="standard",
+        help="standardise the numeric features with statistics of the unlabelled data "
+        "(default standard; text and fingerprint features are never centred)",
+    )
+    g.add_argument(
+        "--sep", type=_separator, default="auto", metavar="auto|,|;|tab||", help="delimiter (default: detected)"
+    )
+    g.add_argument(
+        "--decimal",
+        type=_decimal,
+        default="auto",
+        metavar="auto|.|,",
+        help="decimal separator (default: detected; ',' only with another delimiter)",
+    )
+    g.add_argument(
+        "--missing",
+        choices=("error", "drop", "impute"),
+        default="error",
+        help="empty/NA cells: error (default; lists every affected column), drop the rows, or impute "
+        "(median of a number, most frequent category)",
+    )
+    g.add_argument(
+        "--one-hot",
+        action="append",
+        default=[],
+        metavar="COL",
+        help="one-hot encode this text-valued column (repeatable)",
+    )
+    g.add_argument(
+        "--text-column",
+        action="append",
+        default=[],
+        metavar="COL",
+        help="free-text column as TF-IDF features, kept sparse (repeatable)",
+    )
+    g.add_argument(
+        "--text-analyzer",
+        choices=("word", "char"),
+        default="word",
+        help="TF-IDF terms: word uni- and bigrams (default) or character 2-5-grams",
+    )
+    g.add_argument(
+        "--text-min-df",
+        type=_positive_int,
+        default=1,
+        help="keep terms found in at least this many documents (default 1)",
+    )
+    g.add_argument(
+        "--text-max-features", type=_positive_int, default=None, help="keep at most this many terms (the most frequent)"
+    )
+    g.add_argument(
+        "--text-svd",
+        type=_positive_int,
+        default=None,
+        metavar="K",
+        help="reduce the TF-IDF rows to K dense components (truncated SVD)",
+    )
+    g.add_argument(
+        "--text-blocks",
+        action="store_true",
+        help="several --text-column: one vocabulary per column (default: each row's texts joined "
+        "into one document, title then abstract)",
+    )
     g.add_argument("--smiles-column", metavar="COL", help="SMILES column as Morgan fingerprints (RDKit)")
     g.add_argument("--fingerprint-radius", type=int, default=2, help="Morgan radius (default 2)")
     g.add_argument("--fingerprint-bits", type=_positive_int, default=2048, help="fingerprint length (default 2048)")
-    g.add_argument("--invalid-smiles", choices=("error", "drop"), default="error",
-                   help="rows whose SMILES RDKit cannot read: error (default, lists them) or drop")
+    g.add_argument(
+        "--invalid-smiles",
+        choices=("error", "drop"),
+        default="error",
+        help="rows whose SMILES RDKit cannot read: error (default, lists them) or drop",
+    )
 
 
 def _model_arguments(p: argparse.ArgumentParser, solver_default: str | None, auto: bool = False) -> None:
     g = p.add_argument_group("model")
-    g.add_argument("--model", choices=(*(("auto",) if auto else ()), "standard", *PRESETS),
-                   default="auto" if auto else "standard",
-                   help="'review': the model for finding rare relevant documents (ASReview's default model, "
-                        "learned exactly after every label: ramp solver, squared hinge, kernel <x,z>+1, C 0.11, "
-                        "classes re-weighted 9.8:1 after every label); it sets the solver, kernel, C and weights. "
-                        "'standard': the options below" + (
-                            ". 'auto' (default): the model suited to the data, as the app's New session form "
-                            "chooses it: review for documents searched with largest-positive and none of the "
-                            "options below given, standard otherwise" if auto else " (default)"))
-    g.add_argument("--solver", choices=SOLVERS, default=None,
-                   help="solver" + (f" (default: {solver_default})" if solver_default else
-                                    " (default: each strategy's own)"))
-    g.add_argument("--kernel", choices=KERNEL_CHOICES, default=None,
-                   help="kernel (default: what suits the features: rbf for numbers, linear for documents, "
-                        "tanimoto for fingerprints)")
-    g.add_argument("--C", type=_C, default=None,
-                   help="box constraint: a number, or 'auto': chosen from the labels by exact leave-one-out at "
-                        f"{', '.join(str(m) for m in DEFAULT_MOMENTS)} labels (the exact solvers, incremental and "
-                        "active-set) "
-                        f"(default: {'auto with an exact solver, else ' if AUTO_BY_DEFAULT else ''}1)")
-    g.add_argument("--gamma", type=_gamma, default=None,
-                   help="rbf / poly kernel width: a number, 'scale' (1 / (features x variance)) or 'auto' (rbf: "
-                        "chosen from the labels with C, between 0.5 and 2 x the median heuristic; the exact solvers) "
-                        f"(default: {'auto with an exact solver and the rbf kernel, else ' if AUTO_BY_DEFAULT else ''}"
-                        "scale)")
+    g.add_argument(
+        "--model",
+        choices=(*(("auto",) if auto else ()), "standard", *PRESETS),
+        default="auto" if auto else "standard",
+        help="'review': the model for finding rare relevant documents (ASReview's default model, "
+        "learned exactly after every label: ramp solver, squared hinge, kernel <x,z>+1, C 0.11, "
+        "classes re-weighted 9.8:1 after every label); it sets the solver, kernel, C and weights. "
+        "'standard': the options below"
+        + (
+            ". 'auto' (default): the model suited to the data, as the app's New session form "
+            "chooses it: review for documents searched with largest-positive and none of the "
+            "options below given, standard otherwise"
+            if auto
+            else " (default)"
+        ),
+    )
+    g.add_argument(
+        "--solver",
+        choices=SOLVERS,
+        default=None,
+        help="solver" + (f" (default: {solver_default})" if solver_default else " (default: each strategy's own)"),
+    )
+    g.add_argument(
+        "--kernel",
+        choices=KERNEL_CHOICES,
+        default=None,
+        help="kernel (default: what suits the features: rbf for numbers, linear for documents, "
+        "tanimoto for fingerprints)",
+    )
+    g.add_argument(
+        "--C",
+        type=_C,
+        default=None,
+        help="box constraint: a number, or 'auto': chosen from the labels by exact leave-one-out at "
+        f"{', '.join(str(m) for m in DEFAULT_MOMENTS)} labels (the exact solvers, incremental and "
+        "active-set) "
+        f"(default: {'auto with an exact solver, else ' if AUTO_BY_DEFAULT else ''}1)",
+    )
+    g.add_argument(
+        "--gamma",
+        type=_gamma,
+        default=None,
+        help="rbf / poly kernel width: a number, 'scale' (1 / (features x variance)) or 'auto' (rbf: "
+        "chosen from the labels with C, between 0.5 and 2 x the median heuristic; the exact solvers) "
+        f"(default: {'auto with an exact solver and the rbf kernel, else ' if AUTO_BY_DEFAULT else ''}"
+        "scale)",
+    )
     g.add_argument("--degree", type=_positive_int, default=3, help="polynomial degree (default 3)")
     g.add_argument("--coef0", type=float, default=1.0, help="polynomial offset (default 1)")
     g.add_argument("--tol", type=_positive_float, default=1e-3, help="solver tolerance (default 1e-3)")
-    g.add_argument("--class-weight", choices=("none", "balanced", "auto"), default="none",
-                   help="per-class boxes C w_y: 'balanced' weighs each class by the labels given (scikit-learn's "
-                        "n / (2 n_c), re-set when the rounded class ratio changes; with the ramp solver after every "
-                        "label, the positives together weighing --balance-ratio times the negatives); 'auto': none or "
-                        "balanced, chosen from the labels with C and gamma (the exact solvers) (default none)")
-    g.add_argument("--balance-ratio", type=_positive_float, default=1.0, metavar="R",
-                   help="with --class-weight balanced: the positives' total weight over the negatives' (default 1; "
-                        "ASReview uses 9.8)")
-    g.add_argument("--loss", choices=("ramp", "hinge", "squared_hinge"), default=None,
-                   help="ramp solver: 'ramp' (default) gives examples far on the wrong side weight 0; 'hinge' keeps "
-                        "them (the convex SVM without bias); 'squared_hinge' squares the hinge (liblinear's L2-loss "
-                        "SVM, as ASReview)")
+    g.add_argument(
+        "--class-weight",
+        choices=("none", "balanced", "auto"),
+        default="none",
+        help="per-class boxes C w_y: 'balanced' weighs each class by the labels given (scikit-learn's "
+        "n / (2 n_c), re-set when the rounded class ratio changes; with the ramp solver after every "
+        "label, the positives together weighing --balance-ratio times the negatives); 'auto': none or "
+        "balanced, chosen from the labels with C and gamma (the exact solvers) (default none)",
+    )
+    g.add_argument(
+        "--balance-ratio",
+        type=_positive_float,
+        default=1.0,
+        metavar="R",
+        help="with --class-weight balanced: the positives' total weight over the negatives' (default 1; "
+        "ASReview uses 9.8)",
+    )
+    g.add_argument(
+        "--loss",
+        choices=("ramp", "hinge", "squared_hinge"),
+        default=None,
+        help="ramp solver: 'ramp' (default) gives examples far on the wrong side weight 0; 'hinge' keeps "
+        "them (the convex SVM without bias); 'squared_hinge' squares the hinge (liblinear's L2-loss "
+        "SVM, as ASReview)",
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m core",
-                                     description="MarginLab: online and incremental SVMs, active learning.")
+    parser = argparse.ArgumentParser(
+        prog="python -m core", description="MarginLab: online and incremental SVMs, active learning."
+    )
     sub = parser.add_subparsers(dest="command", required=True, metavar="{fit,compare,replay}")
 
-    fit = sub.add_parser("fit", help="train one solver and report held-out accuracy and AUC",
-                         description="Train an OnlineSVC on a CSV file and evaluate it on a stratified held-out part.")
+    fit = sub.add_parser(
+        "fit",
+        help="train one solver and report held-out accuracy and AUC",
+        description="Train an OnlineSVC on a CSV file and evaluate it on a stratified held-out part.",
+    )
     _data_arguments(fit)
     _model_arguments(fit, "lasvm")
     fit.add_argument("--epochs", type=_positive_int, default=1, help="passes over the training data (default 1)")
-    fit.add_argument("--test-fraction", type=_fraction, default=0.25,
-                     help="held-out fraction, stratified (default 0.25; 0 evaluates on the training data)")
+    fit.add_argument(
+        "--test-fraction",
+        type=_fraction,
+        default=0.25,
+        help="held-out fraction, stratified (default 0.25; 0 evaluates on the training data)",
+    )
     fit.add_argument("--seed", type=int, default=0, help="seed of the split and the learning order (default 0)")
     fit.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
 
@@ -244,103 +355,185 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _compare_parser(sub) -> None:
-    cmp_ = sub.add_parser("compare", help="compare query strategies side by side",
-                          description="Run active-learning strategies over the same seeds with the true labels "
-                                      "as the oracle and report learning curves.")
+    cmp_ = sub.add_parser(
+        "compare",
+        help="compare query strategies side by side",
+        description="Run active-learning strategies over the same seeds with the true labels "
+        "as the oracle and report learning curves.",
+    )
     _data_arguments(cmp_, repeatable=True)
-    cmp_.add_argument("--strategies", required=True, metavar="a,b,c",
-                      help="comma-separated strategy names, e.g. near-boundary,random; the strategies: "
-                           + ", ".join(STRATEGY_NAMES) + " (with --classes: " + ", ".join(MULTICLASS_STRATEGIES)
-                           + ")")
+    cmp_.add_argument(
+        "--strategies",
+        required=True,
+        metavar="a,b,c",
+        help="comma-separated strategy names, e.g. near-boundary,random; the strategies: "
+        + ", ".join(STRATEGY_NAMES)
+        + " (with --classes: "
+        + ", ".join(MULTICLASS_STRATEGIES)
+        + ")",
+    )
     _model_arguments(cmp_, None, auto=True)
-    cmp_.add_argument("--budget", type=_positive_int, required=True,
-                      help="labels per run, the initial ones included")
+    cmp_.add_argument("--budget", type=_positive_int, required=True, help="labels per run, the initial ones included")
     cmp_.add_argument("--seeds", type=_positive_int, default=3, help="number of seeds (default 3)")
-    cmp_.add_argument("--initial", type=_positive_int, default=None, metavar="N0",
-                      help="labels drawn at random before the strategy takes over (default: the experiment's)")
-    cmp_.add_argument("--test-fraction", type=_fraction, default=None,
-                      help="held-out fraction, stratified per seed (default: the experiment's; 0 keeps every item "
-                           "in the pool: recall measures only, no AUC)")
+    cmp_.add_argument(
+        "--initial",
+        type=_positive_int,
+        default=None,
+        metavar="N0",
+        help="labels drawn at random before the strategy takes over (default: the experiment's)",
+    )
+    cmp_.add_argument(
+        "--test-fraction",
+        type=_fraction,
+        default=None,
+        help="held-out fraction, stratified per seed (default: the experiment's; 0 keeps every item "
+        "in the pool: recall measures only, no AUC)",
+    )
     cmp_.add_argument("--out", metavar="results.csv", help="write the tidy per-label rows to this CSV file")
-    cmp_.add_argument("--cold-start", choices=COLD_STARTS, default=None,
-                      help="how items are chosen until both classes have a label: random (the default), one-class "
-                           "(the most anomalous first) or spread (k-means++ seeding over the pool)")
+    cmp_.add_argument(
+        "--cold-start",
+        choices=COLD_STARTS,
+        default=None,
+        help="how items are chosen until both classes have a label: random (the default), one-class "
+        "(the most anomalous first) or spread (k-means++ seeding over the pool)",
+    )
     _compare_option_groups(cmp_)
-    cmp_.add_argument("--jobs", type=_positive_int, default=1,
-                      help="seeds run in parallel processes (default 1); with --scheduler local, the number of "
-                           "workers (default: one per core)")
-    cmp_.add_argument("--scheduler", metavar="ADDRESS|local",
-                      help="run on Dask distributed: 'local' starts a cluster on this machine for the study, an "
-                           "address (tcp://host:8786) uses a running scheduler, 'none' runs here (default: "
-                           f"${SCHEDULER_ENV} if set, else here)")
+    cmp_.add_argument(
+        "--jobs",
+        type=_positive_int,
+        default=1,
+        help="seeds run in parallel processes (default 1); with --scheduler local, the number of "
+        "workers (default: one per core)",
+    )
+    cmp_.add_argument(
+        "--scheduler",
+        metavar="ADDRESS|local",
+        help="run on Dask distributed: 'local' starts a cluster on this machine for the study, an "
+        "address (tcp://host:8786) uses a running scheduler, 'none' runs here (default: "
+        f"${SCHEDULER_ENV} if set, else here)",
+    )
     cmp_.add_argument("--json", action="store_true", help="print the summary as JSON")
 
 
 def _compare_option_groups(cmp_: argparse.ArgumentParser) -> None:
     """compare's prior knowledge, stopping rules and K classes."""
     known = cmp_.add_argument_group("prior knowledge (core.priors)")
-    known.add_argument("--prior", type=_prior_counts, metavar="P,N",
-                       help="P known positives and N known negatives drawn per seed from the true labels of the "
-                            "pool, learned before the first question (ASReview's --n-prior-included/"
-                            "--n-prior-excluded); --initial then defaults to 0")
-    known.add_argument("--prior-keys", metavar="FILE",
-                       help="the known items instead: a text file of item keys, one a line (values of "
-                            "--key-column, else item numbers 0..n-1); --initial then defaults to 0")
-    known.add_argument("--key-column", metavar="COL",
-                       help="column of unique item keys: what --prior-keys names, and how --json names the "
-                            "priors (prior_keys)")
+    known.add_argument(
+        "--prior",
+        type=_prior_counts,
+        metavar="P,N",
+        help="P known positives and N known negatives drawn per seed from the true labels of the "
+        "pool, learned before the first question (ASReview's --n-prior-included/"
+        "--n-prior-excluded); --initial then defaults to 0",
+    )
+    known.add_argument(
+        "--prior-keys",
+        metavar="FILE",
+        help="the known items instead: a text file of item keys, one a line (values of "
+        "--key-column, else item numbers 0..n-1); --initial then defaults to 0",
+    )
+    known.add_argument(
+        "--key-column",
+        metavar="COL",
+        help="column of unique item keys: what --prior-keys names, and how --json names the priors (prior_keys)",
+    )
     stop = cmp_.add_argument_group("stopping rules (core.stopping)")
-    stop.add_argument("--stopping", metavar="RULES",
-                      help="rules run beside each strategy: statistical, statistical-knee, statistical-run, knee, "
-                           "margin, stability, consecutive:N "
-                           "(comma-separated, e.g. statistical,knee,margin,stability,consecutive:50)")
-    stop.add_argument("--target-recall", type=_open_fraction, default=0.95,
-                      help="recall the statistical rule must show (default 0.95)")
-    stop.add_argument("--confidence", type=_open_fraction, default=0.95,
-                      help="confidence of the statistical rule's test (default 0.95)")
-    stop.add_argument("--stops-out", metavar="stops.csv",
-                      help="write one row per strategy, seed and rule (labels and recall at stop) to this CSV file")
+    stop.add_argument(
+        "--stopping",
+        metavar="RULES",
+        help="rules run beside each strategy: statistical, statistical-knee, statistical-run, knee, "
+        "margin, stability, consecutive:N "
+        "(comma-separated, e.g. statistical,knee,margin,stability,consecutive:50)",
+    )
+    stop.add_argument(
+        "--target-recall",
+        type=_open_fraction,
+        default=0.95,
+        help="recall the statistical rule must show (default 0.95)",
+    )
+    stop.add_argument(
+        "--confidence",
+        type=_open_fraction,
+        default=0.95,
+        help="confidence of the statistical rule's test (default 0.95)",
+    )
+    stop.add_argument(
+        "--stops-out",
+        metavar="stops.csv",
+        help="write one row per strategy, seed and rule (labels and recall at stop) to this CSV file",
+    )
     many = cmp_.add_argument_group("K classes (core.multiclass)")
-    many.add_argument("--classes", nargs="?", const="", default=None, metavar="A,B,...",
-                      help="keep every value of the label column as a class (no --positive) and compare the K-class "
-                           "strategies: " + ", ".join(MULTICLASS_STRATEGIES) + "; with names, the classes expected "
-                           "(a value of the column not among them is refused); accuracy and macro AUC on the "
-                           "held-out part")
+    many.add_argument(
+        "--classes",
+        nargs="?",
+        const="",
+        default=None,
+        metavar="A,B,...",
+        help="keep every value of the label column as a class (no --positive) and compare the K-class "
+        "strategies: " + ", ".join(MULTICLASS_STRATEGIES) + "; with names, the classes expected "
+        "(a value of the column not among them is refused); accuracy and macro AUC on the "
+        "held-out part",
+    )
     many.add_argument("--target-class", metavar="NAME", help="the class the target-class strategy screens for")
-    many.add_argument("--accuracy-levels", metavar="0.8,0.9,...",
-                      help="with --classes: accuracies whose labels to reach the summary gives (default "
-                           + ",".join(format(v, "g") for v in ACCURACY_LEVELS) + ")")
+    many.add_argument(
+        "--accuracy-levels",
+        metavar="0.8,0.9,...",
+        help="with --classes: accuracies whose labels to reach the summary gives (default "
+        + ",".join(format(v, "g") for v in ACCURACY_LEVELS)
+        + ")",
+    )
 
 
 def _replay_parser(sub) -> None:
-    rep = sub.add_parser("replay", help="replay a labelled session under other heuristics",
-                         description="Replay the items a session labelled, with its final answers as the oracle, "
-                                     "under other heuristics (core.replay): which would have found its positives "
-                                     "with fewer labels? The session's own heuristic runs too, as the reference.")
+    rep = sub.add_parser(
+        "replay",
+        help="replay a labelled session under other heuristics",
+        description="Replay the items a session labelled, with its final answers as the oracle, "
+        "under other heuristics (core.replay): which would have found its positives "
+        "with fewer labels? The session's own heuristic runs too, as the reference.",
+    )
     what = rep.add_argument_group("what to replay (one of)")
-    what.add_argument("--session", type=int, metavar="N", help="a stored labelling session (corrections applied, "
-                                                                "skips left out)")
-    what.add_argument("--project", type=int, metavar="N",
-                      help="a stored team project (the settled answers, else each item's first answer)")
-    what.add_argument("--labels", metavar="FILE",
-                      help="a CSV file of labels in the order given, against --data: an item column (item_key, "
-                           "or item_index 0..n-1) and a label column (label_value +1/-1/0, or label: the data's "
-                           "class names, positive/negative, yes/no; empty or skipped: a skip); a MarginLab export "
-                           "is one")
-    rep.add_argument("--database", metavar="URL",
-                     help="the database of --session / --project (default: $MARGINLAB_DATABASE_URL, else the "
-                          "app's own file)")
+    what.add_argument(
+        "--session", type=int, metavar="N", help="a stored labelling session (corrections applied, skips left out)"
+    )
+    what.add_argument(
+        "--project",
+        type=int,
+        metavar="N",
+        help="a stored team project (the settled answers, else each item's first answer)",
+    )
+    what.add_argument(
+        "--labels",
+        metavar="FILE",
+        help="a CSV file of labels in the order given, against --data: an item column (item_key, "
+        "or item_index 0..n-1) and a label column (label_value +1/-1/0, or label: the data's "
+        "class names, positive/negative, yes/no; empty or skipped: a skip); a MarginLab export "
+        "is one",
+    )
+    rep.add_argument(
+        "--database",
+        metavar="URL",
+        help="the database of --session / --project (default: $MARGINLAB_DATABASE_URL, else the app's own file)",
+    )
     rep.add_argument("--key-column", metavar="COL", help="column of --data holding the item keys the labels name")
     _data_arguments(rep, required=False)
-    rep.add_argument("--strategies", required=True, metavar="a,b,c",
-                     help="heuristics to replay, comma-separated (the session's own is added as the reference): "
-                          + ", ".join(STRATEGY_NAMES))
+    rep.add_argument(
+        "--strategies",
+        required=True,
+        metavar="a,b,c",
+        help="heuristics to replay, comma-separated (the session's own is added as the reference): "
+        + ", ".join(STRATEGY_NAMES),
+    )
     _model_arguments(rep, None)
     rep.add_argument("--seeds", type=_positive_int, default=3, help="number of seeds (default 3)")
-    rep.add_argument("--initial", type=int, default=10, metavar="N0",
-                     help="labels drawn at random before each heuristic takes over (default 10)")
-    rep.add_argument("--budget", type=_positive_int, default=None,
-                     help="labels per run (default: every labelled item)")
+    rep.add_argument(
+        "--initial",
+        type=int,
+        default=10,
+        metavar="N0",
+        help="labels drawn at random before each heuristic takes over (default 10)",
+    )
+    rep.add_argument("--budget", type=_positive_int, default=None, help="labels per run (default: every labelled item)")
     rep.add_argument("--out", metavar="results.csv", help="write the tidy per-label rows to this CSV file")
     rep.add_argument("--jobs", type=_positive_int, default=1, help="runs in parallel processes (default 1)")
     rep.add_argument("--json", action="store_true", help="print the summary as JSON")
@@ -348,35 +541,53 @@ def _replay_parser(sub) -> None:
 
 # -- data ------------------------------------------------------------------------
 
-def load_data(args: argparse.Namespace, source: str | None = None, notice_prefix: str = "",
-              labels_required: bool = True) -> Dataset:
+
+def load_data(
+    args: argparse.Namespace, source: str | None = None, notice_prefix: str = "", labels_required: bool = True
+) -> Dataset:
     """The dataset named by ``--data`` (or ``source``: a CSV path or ``bundled:NAME``), with binary labels."""
     source = args.data if source is None else source
     kept = getattr(args, "classes", None)  # (compare --classes: every class kept)
     label_mode = "binary" if kept is None else "classes"
     class_names = ([c.strip() for c in kept.split(",") if c.strip()] or None) if kept else None
     if source.startswith(BUNDLED_PREFIX):
-        name = source[len(BUNDLED_PREFIX):]
+        name = source[len(BUNDLED_PREFIX) :]
         if name not in BUNDLED:
             raise CLIError(f"unknown bundled dataset {name!r}; choose one of {', '.join(BUNDLED)}")
         return load_bundled(name, positive=args.positive, label_mode=label_mode, class_names=class_names)
     if not Path(source).is_file():
-        raise CLIError(f"file not found: {source}" if not Path(source).exists() else
-                       f"{source} is not a file")
+        raise CLIError(f"file not found: {source}" if not Path(source).exists() else f"{source} is not a file")
     if not args.label_column and labels_required:
         raise CLIError("--label-column is required: name the column that holds the class labels")
     features = None
     if args.feature_columns:
         features = [c.strip() for c in args.feature_columns.split(",") if c.strip()]
-    ds = load_csv(source, label_column=args.label_column, positive=args.positive, feature_columns=features,
-                  one_vs_rest=args.one_vs_rest, constant_columns="keep" if args.keep_constant else "drop",
-                  sep=args.sep, decimal=args.decimal, missing=args.missing, one_hot=args.one_hot,
-                  text_columns=args.text_column, text_analyzer=args.text_analyzer, text_min_df=args.text_min_df,
-                  text_max_features=args.text_max_features, text_svd=args.text_svd, text_blocks=args.text_blocks,
-                  smiles_column=args.smiles_column, fingerprint_radius=args.fingerprint_radius,
-                  fingerprint_bits=args.fingerprint_bits, invalid_smiles=args.invalid_smiles,
-                  seed=getattr(args, "seed", 0), key_column=getattr(args, "key_column", None),
-                  label_mode=label_mode, class_names=class_names)
+    ds = load_csv(
+        source,
+        label_column=args.label_column,
+        positive=args.positive,
+        feature_columns=features,
+        one_vs_rest=args.one_vs_rest,
+        constant_columns="keep" if args.keep_constant else "drop",
+        sep=args.sep,
+        decimal=args.decimal,
+        missing=args.missing,
+        one_hot=args.one_hot,
+        text_columns=args.text_column,
+        text_analyzer=args.text_analyzer,
+        text_min_df=args.text_min_df,
+        text_max_features=args.text_max_features,
+        text_svd=args.text_svd,
+        text_blocks=args.text_blocks,
+        smiles_column=args.smiles_column,
+        fingerprint_radius=args.fingerprint_radius,
+        fingerprint_bits=args.fingerprint_bits,
+        invalid_smiles=args.invalid_smiles,
+        seed=getattr(args, "seed", 0),
+        key_column=getattr(args, "key_column", None),
+        label_mode=label_mode,
+        class_names=class_names,
+    )
     for notice in ds.notices:
         print(f"note: {notice_prefix}{notice}", file=sys.stderr)
     return ds
@@ -385,8 +596,9 @@ def load_data(args: argparse.Namespace, source: str | None = None, notice_prefix
 def dataset_names(sources: Sequence[str]) -> list[str]:
     """What the ``dataset`` column calls each ``--data``: its file name (``digits`` for ``bundled:digits``),
     or the path as given when two files have the same name."""
+
     def short(source: str) -> str:
-        return source[len(BUNDLED_PREFIX):] if source.startswith(BUNDLED_PREFIX) else Path(source).name
+        return source[len(BUNDLED_PREFIX) :] if source.startswith(BUNDLED_PREFIX) else Path(source).name
 
     names = [short(s) for s in sources]
     names = [s if names.count(n) > 1 else n for s, n in zip(sources, names, strict=True)]
@@ -406,26 +618,48 @@ def model_options(args: argparse.Namespace, solver_default: str | None) -> dict:
         args.solver = args.solver or solver_default
         return {}
     preset = PRESETS[args.model]
-    given = [flag for flag, on in (("--kernel", args.kernel is not None), ("--C", args.C is not None),
-                                   ("--gamma", args.gamma is not None), ("--degree", args.degree != 3),
-                                   ("--coef0", args.coef0 != 1.0), ("--class-weight", args.class_weight != "none"),
-                                   ("--balance-ratio", args.balance_ratio != 1.0), ("--loss", args.loss is not None),
-                                   ("--tol", args.tol != 1e-3 and "tol" in preset["solver_params"]))
-             if on]
+    given = [
+        flag
+        for flag, on in (
+            ("--kernel", args.kernel is not None),
+            ("--C", args.C is not None),
+            ("--gamma", args.gamma is not None),
+            ("--degree", args.degree != 3),
+            ("--coef0", args.coef0 != 1.0),
+            ("--class-weight", args.class_weight != "none"),
+            ("--balance-ratio", args.balance_ratio != 1.0),
+            ("--loss", args.loss is not None),
+            ("--tol", args.tol != 1e-3 and "tol" in preset["solver_params"]),
+        )
+        if on
+    ]
     if args.solver not in (None, preset["solver"]):
         given.insert(0, "--solver")
     if given:
-        raise CLIError(f"--model {args.model} sets the solver, kernel, C, class weights and tolerance itself; "
-                       f"leave out {', '.join(given)} (or use --model standard)")
+        raise CLIError(
+            f"--model {args.model} sets the solver, kernel, C, class weights and tolerance itself; "
+            f"leave out {', '.join(given)} (or use --model standard)"
+        )
     args.solver = preset["solver"]
     return dict(preset["solver_params"])
 
 
 def _model_flags_given(args: argparse.Namespace) -> bool:
     """Whether any option of the model was given (then ``--model auto`` is the standard model with them)."""
-    return any((args.solver is not None, args.kernel is not None, args.C is not None, args.gamma is not None,
-                args.degree != 3, args.coef0 != 1.0, args.class_weight != "none", args.balance_ratio != 1.0,
-                args.loss is not None, args.tol != 1e-3))
+    return any(
+        (
+            args.solver is not None,
+            args.kernel is not None,
+            args.C is not None,
+            args.gamma is not None,
+            args.degree != 3,
+            args.coef0 != 1.0,
+            args.class_weight != "none",
+            args.balance_ratio != 1.0,
+            args.loss is not None,
+            args.tol != 1e-3,
+        )
+    )
 
 
 def hyper_options(args: argparse.Namespace, solvers: Sequence[str | None]) -> dict:
@@ -437,17 +671,27 @@ def hyper_options(args: argparse.Namespace, solvers: Sequence[str | None]) -> di
     (none or balanced, starting from none) to what the exact solvers choose."""
     exact = [s for s in solvers if s is not None and solver_entry(s).exact_unlearn]
     others = sorted({str(s) for s in solvers if s not in exact})
-    explicit = [flag for flag, value in (("--C", args.C), ("--gamma", args.gamma),
-                                         ("--class-weight", args.class_weight)) if value == "auto"]
+    explicit = [
+        flag
+        for flag, value in (("--C", args.C), ("--gamma", args.gamma), ("--class-weight", args.class_weight))
+        if value == "auto"
+    ]
     if explicit and others:
-        raise CLIError(f"{' and '.join(explicit)} auto: chosen from the labels by the exact solvers only "
-                       f"({', '.join(EXACT_SOLVERS)}); the run would use {', '.join(others)} (add --solver "
-                       f"{EXACT_SOLVERS[0]}, or give a number)")
+        raise CLIError(
+            f"{' and '.join(explicit)} auto: chosen from the labels by the exact solvers only "
+            f"({', '.join(EXACT_SOLVERS)}); the run would use {', '.join(others)} (add --solver "
+            f"{EXACT_SOLVERS[0]}, or give a number)"
+        )
     by_default = AUTO_BY_DEFAULT and bool(exact)
-    auto = [name for name, value in (("C", args.C), ("gamma", args.gamma))
-            if value == "auto" or (value is None and by_default)]
-    params = {"C": 1.0 if args.C in (None, "auto") else args.C,
-              "gamma": "scale" if args.gamma in (None, "auto") else args.gamma}
+    auto = [
+        name
+        for name, value in (("C", args.C), ("gamma", args.gamma))
+        if value == "auto" or (value is None and by_default)
+    ]
+    params = {
+        "C": 1.0 if args.C in (None, "auto") else args.C,
+        "gamma": "scale" if args.gamma in (None, "auto") else args.gamma,
+    }
     if args.class_weight == "auto":
         auto.append("class_weight")
     if auto:
@@ -469,12 +713,17 @@ def describe_hyper(params: dict) -> str:
         return f"C {params.get('C', 1.0):g}, gamma {params.get('gamma', 'scale')}"
     *chosen, final = [k if k != "class_weight" else "the class weight" for k in auto]
     names = f"{', '.join(chosen)} and {final}" if chosen else final
-    fixed = [f"{k} {params[k] if isinstance(params[k], str) else format(params[k], 'g')}" for k in ("C", "gamma")
-             if k not in auto]
+    fixed = [
+        f"{k} {params[k] if isinstance(params[k], str) else format(params[k], 'g')}"
+        for k in ("C", "gamma")
+        if k not in auto
+    ]
     *first, last = (str(m) for m in DEFAULT_MOMENTS)
     start = ", ".join({"C": "C 1", "gamma": "gamma scale"}.get(k, "no class weights") for k in auto)
-    return (f"{names} chosen from the labels by exact leave-one-out at {', '.join(first)} and {last} labels "
-            f"({start} until then)" + (f"; {', '.join(fixed)}" if fixed else ""))
+    return (
+        f"{names} chosen from the labels by exact leave-one-out at {', '.join(first)} and {last} labels "
+        f"({start} until then)" + (f"; {', '.join(fixed)}" if fixed else "")
+    )
 
 
 def ramp_options(args: argparse.Namespace, solvers: Sequence[str | None]) -> dict:
@@ -497,11 +746,15 @@ def ramp_options(args: argparse.Namespace, solvers: Sequence[str | None]) -> dic
 
     if given and not all(takes(solver) for solver in solvers):
         names = ", ".join(sorted({str(s) for s in solvers if not takes(s)}))
-        flags = " and ".join(f for f, on in (("--balance-ratio", "balance_ratio" in options),
-                                             ("--loss", "loss" in options)) if on)
+        flags = " and ".join(
+            f for f, on in (("--balance-ratio", "balance_ratio" in options), ("--loss", "loss" in options)) if on
+        )
         takers = [name for name in SOLVER_NAMES if takes(name)]
-        who = (f"only the {' or '.join(takers)} solver takes these (add --solver {takers[0]})" if takers
-               else "no solver takes all of these")
+        who = (
+            f"only the {' or '.join(takers)} solver takes these (add --solver {takers[0]})"
+            if takers
+            else "no solver takes all of these"
+        )
         raise CLIError(f"{flags}: {who}; the run would use {names}")
     return {**shared, **options}
 
@@ -510,8 +763,10 @@ def kernel_for(args: argparse.Namespace, ds: Dataset) -> str:
     """``--kernel``, or the kernel that suits the features (rbf, linear for documents, tanimoto for bits)."""
     kernel = args.kernel or ds.default_kernel
     if kernel not in KERNEL_NAMES:
-        raise CLIError(f"the {kernel} kernel is not available in this version; choose --kernel "
-                       f"{' or '.join(KERNEL_NAMES)} (or reduce text with --text-svd)")
+        raise CLIError(
+            f"the {kernel} kernel is not available in this version; choose --kernel "
+            f"{' or '.join(KERNEL_NAMES)} (or reduce text with --text-svd)"
+        )
     return kernel
 
 
@@ -525,6 +780,7 @@ def _json_number(value: Any) -> Any:
 
 
 # -- fit ---------------------------------------------------------------------------
+
 
 def run_fit(args: argparse.Namespace) -> dict[str, Any]:
     from core.estimator import OnlineSVC
@@ -547,17 +803,28 @@ def run_fit(args: argparse.Namespace) -> dict[str, Any]:
         Xte = scaler.transform(Xte) if len(test) else Xtr
     hyper: dict[str, Any] = hyper_options(args, [args.solver]) if not model_params else {"C": 1.0, "gamma": "scale"}
     auto = {"auto": hyper["auto"]} if "auto" in hyper else {}
-    clf = OnlineSVC(solver=args.solver, kernel=kernel, C=hyper["C"], gamma=hyper["gamma"], tol=args.tol,
-                    epochs=args.epochs, random_state=args.seed, degree=args.degree, coef0=args.coef0,
-                    solver_params={**ramp_options(args, [args.solver]), **auto, **model_params} or None)
+    clf = OnlineSVC(
+        solver=args.solver,
+        kernel=kernel,
+        C=hyper["C"],
+        gamma=hyper["gamma"],
+        tol=args.tol,
+        epochs=args.epochs,
+        random_state=args.seed,
+        degree=args.degree,
+        coef0=args.coef0,
+        solver_params={**ramp_options(args, [args.solver]), **auto, **model_params} or None,
+    )
     t0 = time.perf_counter()
     try:
         clf.fit(Xtr, ytr)
     except (TypeError, ValueError) as exc:
         if not ds.is_sparse:
             raise
-        raise CLIError(f"fit cannot train on sparse features in this version ({exc}); reduce text with "
-                       "--text-svd K (the labelling app takes them as they are)") from None
+        raise CLIError(
+            f"fit cannot train on sparse features in this version ({exc}); reduce text with "
+            "--text-svd K (the labelling app takes them as they are)"
+        ) from None
     fit_seconds = time.perf_counter() - t0
     fitted_kernel = clf.solver_.kernel
     assert fitted_kernel is not None  # the solver took its kernel in fit
@@ -606,8 +873,10 @@ def format_fit(result: dict[str, Any]) -> str:
 
     rows = [
         ("dataset", f"{result['dataset']} (positive: {result['positive']})"),
-        ("solver", f"{result['solver']}  kernel {result['kernel']}, C {fmt(result['C'])}, "
-                   f"gamma {fmt(result['gamma'])}"),
+        (
+            "solver",
+            f"{result['solver']}  kernel {result['kernel']}, C {fmt(result['C'])}, gamma {fmt(result['gamma'])}",
+        ),
         ("examples", f"{result['n_train']} train, {result['n_test']} test, {result['n_features']} features"),
         (f"accuracy ({result['evaluated_on']})", fmt(result["accuracy"])),
         (f"ROC AUC ({result['evaluated_on']})", fmt(result["auc"])),
@@ -622,6 +891,7 @@ def format_fit(result: dict[str, Any]) -> str:
 
 
 # -- compare -----------------------------------------------------------------------
+
 
 def _jsonable(value: Any) -> Any:
     """Plain JSON values: NaN/inf -> null, numpy scalars -> Python numbers."""
@@ -705,41 +975,58 @@ def _suited_model(ds: Dataset, label: str, strategies: list[str], options: dict)
     console where there is a choice (documents); a named model's solver and parameters go into ``options``."""
     chosen = suited_model(ds.feature_blocks or [], strategies, chosen=False)
     if has_documents(ds.feature_blocks or []):  # (where there is a choice to tell of)
-        print(f"model: {chosen}, suited to {label} ("
-              + ("documents searched with " + ", ".join(strategies) if chosen != "standard" else
-                 "the review model is for documents searched with largest-positive alone")
-              + "; --model standard or review chooses)", file=sys.stderr)
+        print(
+            f"model: {chosen}, suited to {label} ("
+            + (
+                "documents searched with " + ", ".join(strategies)
+                if chosen != "standard"
+                else "the review model is for documents searched with largest-positive alone"
+            )
+            + "; --model standard or review chooses)",
+            file=sys.stderr,
+        )
     if chosen != "standard":
         options.update(solver=PRESETS[chosen]["solver"], solver_params=dict(PRESETS[chosen]["solver_params"]))
     return chosen
 
 
-def _compare_output(args: argparse.Namespace, results: dict, datasets: dict, models: dict,
-                    stopping: list[str] | None, hyper_words: dict[str, str] | None = None) -> str:
+def _compare_output(
+    args: argparse.Namespace,
+    results: dict,
+    datasets: dict,
+    models: dict,
+    stopping: list[str] | None,
+    hyper_words: dict[str, str] | None = None,
+) -> str:
     """Write ``--out`` / ``--stops-out`` and return what ``compare`` prints (the summary, or JSON)."""
     from core import experiment
 
     names = list(datasets)
     several = len(names) > 1
     if args.out:  # one dataset: as before; several: with a first column naming the dataset
-        (experiment.study_table(results, "rows") if several else results[names[0]].rows).to_csv(args.out,
-                                                                                                  index=False)
+        (experiment.study_table(results, "rows") if several else results[names[0]].rows).to_csv(args.out, index=False)
     if args.stops_out:
         (experiment.study_table(results, "stops") if several else results[names[0]].stops).to_csv(
-            args.stops_out, index=False)
+            args.stops_out, index=False
+        )
     if args.json:
         payloads = []
         for name, result in results.items():
             ds = datasets[name]
-            payload = {"dataset": name if several else ds.name, "positive": ds.classes[1] if ds.classes else None,
-                       "model": models[name], "config": result.config,
-                       "summary": result.summary.to_dict(orient="records"),
-                       "references": result.references.to_dict(orient="records")}
+            payload = {
+                "dataset": name if several else ds.name,
+                "positive": ds.classes[1] if ds.classes else None,
+                "model": models[name],
+                "config": result.config,
+                "summary": result.summary.to_dict(orient="records"),
+                "references": result.references.to_dict(orient="records"),
+            }
             if stopping:
                 payload.update(stop_summary=result.stop_summary.to_dict(orient="records"))
             if result.config.get("priors") and ds.item_keys is not None:  # the priors by their keys too
-                payload.update(prior_keys={seed: [ds.item_keys[r] for r in rows]
-                                           for seed, rows in result.config["priors"].items()})
+                payload.update(
+                    prior_keys={seed: [ds.item_keys[r] for r in rows] for seed, rows in result.config["priors"].items()}
+                )
             payloads.append(payload)
         extra = {"out": args.out, **({"stops_out": args.stops_out} if stopping else {})}
         return json.dumps(_jsonable({"datasets": payloads, **extra} if several else {**payloads[0], **extra}))
@@ -747,10 +1034,12 @@ def _compare_output(args: argparse.Namespace, results: dict, datasets: dict, mod
     words = hyper_words or {}
     for name, result in results.items():
         ds = datasets[name]
-        blocks.append(f"{name if several else ds.name}: {len(ds)} items, positive "
-                      f"{ds.classes[1] if ds.classes else '+1'}, model {models[name]}"
-                      + (f"; {words[name]}" if name in words else "")
-                      + f"\n{result.summary_text()}")
+        blocks.append(
+            f"{name if several else ds.name}: {len(ds)} items, positive "
+            f"{ds.classes[1] if ds.classes else '+1'}, model {models[name]}"
+            + (f"; {words[name]}" if name in words else "")
+            + f"\n{result.summary_text()}"
+        )
     text = "\n\n".join(blocks)
     if args.out:
         text += f"\nrows written to {args.out}"
@@ -759,8 +1048,9 @@ def _compare_output(args: argparse.Namespace, results: dict, datasets: dict, mod
     return text
 
 
-def compare_settings(args: argparse.Namespace, strategies: Sequence[str], solver_params: dict[str, Any],
-                     solver: str | None = None) -> list[SessionSettings]:
+def compare_settings(
+    args: argparse.Namespace, strategies: Sequence[str], solver_params: dict[str, Any], solver: str | None = None
+) -> list[SessionSettings]:
     """Each strategy's settings from the flags (``core.settings.SessionSettings``, which checks them and names
     a refused one): its solver (``solver``, else ``--solver``, else the strategy's own), the solver parameters
     ``solver_params`` under their own names, ``--cold-start`` and ``--initial``.  The runs take their solver
@@ -768,10 +1058,17 @@ def compare_settings(args: argparse.Namespace, strategies: Sequence[str], solver
     initial = args.initial if args.initial is not None else _default_initial_labels()
     chosen = solver or args.solver
     try:
-        return [SessionSettings(strategy=name, solver=chosen, model=preset_of(chosen, solver_params) or STANDARD_MODEL,
-                                **taken_by(chosen or strategy_entry(name).default_solver, solver_params),
-                                cold_start=args.cold_start or DEFAULT_COLD_START, initial=initial or 0)
-                for name in strategies]
+        return [
+            SessionSettings(
+                strategy=name,
+                solver=chosen,
+                model=preset_of(chosen, solver_params) or STANDARD_MODEL,
+                **taken_by(chosen or strategy_entry(name).default_solver, solver_params),
+                cold_start=args.cold_start or DEFAULT_COLD_START,
+                initial=initial or 0,
+            )
+            for name in strategies
+        ]
     except (SettingsError, ValueError) as error:  # (ValueError: a strategy not registered, named by the registry)
         raise CLIError(str(error)) from None
 
@@ -826,15 +1123,19 @@ def run_compare(args: argparse.Namespace) -> str:
         X = scale_features(ds.X, args.scale, ds.numeric_columns)
         datasets[name], data[name] = ds, (X, ds.y)
         kernel = kernel_for(args, ds)
-        per_dataset[name] = {"solver_params": dict(kernel=kernel, **_for_kernel(hyper, kernel),
-                                                   degree=args.degree, coef0=args.coef0, tol=args.tol)}
+        per_dataset[name] = {
+            "solver_params": dict(
+                kernel=kernel, **_for_kernel(hyper, kernel), degree=args.degree, coef0=args.coef0, tol=args.tol
+            )
+        }
         per_dataset[name]["solver_params"].update(ramp_params, **model_params)
         if args.model == "auto":
             models[name] = _suited_model(ds, name if several else ds.name, strategies, per_dataset[name])
         if models[name] == "standard":
             hyper_words[name] = describe_hyper(per_dataset[name]["solver_params"])
-        settings = compare_settings(args, strategies, per_dataset[name]["solver_params"],
-                                    per_dataset[name].get("solver"))
+        settings = compare_settings(
+            args, strategies, per_dataset[name]["solver_params"], per_dataset[name].get("solver")
+        )
         shared: dict[str, Any] = {}  # (the records differ only in auto, which an exact solver's record keeps)
         for record in settings:
             shared.update(record.solver_params())
@@ -848,45 +1149,69 @@ def run_compare(args: argparse.Namespace) -> str:
             optional_rows = rows_of_keys(keys, ds.item_keys, len(ds), source=f"--prior-keys {args.prior_keys}")
         except PriorError as exc:
             raise CLIError(str(exc)) from None
-        prior_options.update(prior_items=optional_rows,
-                             prior_names=[f"{key!r} (line {line})" for line, key in keys])
+        prior_options.update(prior_items=optional_rows, prior_names=[f"{key!r} (line {line})" for line, key in keys])
     optional = dict(prior_options)
-    for option, value in (("cold_start", args.cold_start), ("initial", args.initial),
-                          ("test_fraction", args.test_fraction)):
+    for option, value in (
+        ("cold_start", args.cold_start),
+        ("initial", args.initial),
+        ("test_fraction", args.test_fraction),
+    ):
         if value is not None:
             optional[option] = value
     if stopping:
         optional.update(stopping=stopping, target_recall=args.target_recall, confidence=args.confidence)
     try:
-        results = experiment.run_study(data, dataset_options=per_dataset, strategies=strategies,
-                                       solver=args.solver, budget=args.budget, seeds=args.seeds, n_jobs=args.jobs,
-                                       scheduler=args.scheduler, **optional)
+        results = experiment.run_study(
+            data,
+            dataset_options=per_dataset,
+            strategies=strategies,
+            solver=args.solver,
+            budget=args.budget,
+            seeds=args.seeds,
+            n_jobs=args.jobs,
+            scheduler=args.scheduler,
+            **optional,
+        )
     except (experiment.SchedulerError, PriorError) as exc:
         raise CLIError(str(exc)) from None
     except (TypeError, ValueError) as exc:
         if not any(ds.is_sparse for ds in datasets.values()):
             raise
-        raise CLIError(f"compare cannot run on sparse features in this version ({exc}); reduce text with "
-                       "--text-svd K (the labelling app takes them as they are)") from None
+        raise CLIError(
+            f"compare cannot run on sparse features in this version ({exc}); reduce text with "
+            "--text-svd K (the labelling app takes them as they are)"
+        ) from None
     return _compare_output(args, results, datasets, models, stopping, hyper_words)
 
 
 def _warn_initial(initial: int | None, budget: int) -> None:
     if initial is not None and initial >= budget:
-        print(f"warning: the {initial} initial labels use the whole --budget {budget}: every label is "
-              "drawn at random and the strategies never choose an item (lower --initial or raise --budget)",
-              file=sys.stderr)
+        print(
+            f"warning: the {initial} initial labels use the whole --budget {budget}: every label is "
+            "drawn at random and the strategies never choose an item (lower --initial or raise --budget)",
+            file=sys.stderr,
+        )
 
 
 # the binary compare's options that a K-class comparison does not take (flag, given?)
 def _binary_only(args: argparse.Namespace) -> list[str]:
-    return [flag for flag, on in (
-        ("--prior", args.prior is not None), ("--prior-keys", args.prior_keys is not None),
-        ("--stopping", args.stopping is not None), ("--stops-out", args.stops_out is not None),
-        ("--cold-start", args.cold_start is not None), ("--one-vs-rest", args.one_vs_rest),
-        ("--class-weight", args.class_weight != "none"), ("--balance-ratio", args.balance_ratio != 1.0),
-        ("--loss", args.loss is not None), (f"--model {args.model}", args.model not in ("auto", "standard")),
-        ("--scheduler", args.scheduler not in (None, "none"))) if on]
+    return [
+        flag
+        for flag, on in (
+            ("--prior", args.prior is not None),
+            ("--prior-keys", args.prior_keys is not None),
+            ("--stopping", args.stopping is not None),
+            ("--stops-out", args.stops_out is not None),
+            ("--cold-start", args.cold_start is not None),
+            ("--one-vs-rest", args.one_vs_rest),
+            ("--class-weight", args.class_weight != "none"),
+            ("--balance-ratio", args.balance_ratio != 1.0),
+            ("--loss", args.loss is not None),
+            (f"--model {args.model}", args.model not in ("auto", "standard")),
+            ("--scheduler", args.scheduler not in (None, "none")),
+        )
+        if on
+    ]
 
 
 def _accuracy_levels(text: str | None) -> tuple[float, ...]:
@@ -907,61 +1232,95 @@ def run_class_compare(args: argparse.Namespace, strategies: list[str]) -> str:
     from core import class_experiment
 
     if args.positive is not None:
-        raise CLIError("--positive (one class against the rest) and --classes (every class kept) exclude each "
-                       "other: give one")
+        raise CLIError(
+            "--positive (one class against the rest) and --classes (every class kept) exclude each other: give one"
+        )
     refused = _binary_only(args)
     if refused:
-        raise CLIError(f"{', '.join(refused)}: not for K classes (--classes) in this version; leave "
-                       f"{'it' if len(refused) == 1 else 'them'} out")
+        raise CLIError(
+            f"{', '.join(refused)}: not for K classes (--classes) in this version; leave "
+            f"{'it' if len(refused) == 1 else 'them'} out"
+        )
     unknown = [s for s in strategies if s not in MULTICLASS_STRATEGIES]
     if unknown:
-        raise CLIError(f"unknown K-class strategy {unknown[0]!r}; with --classes choose from "
-                       f"{', '.join(MULTICLASS_STRATEGIES)}")
+        raise CLIError(
+            f"unknown K-class strategy {unknown[0]!r}; with --classes choose from {', '.join(MULTICLASS_STRATEGIES)}"
+        )
     sources = args.data if isinstance(args.data, list) else [args.data]
     if len(sources) > 1:
         raise CLIError("--classes compares on one dataset: give one --data")
     auto = [flag for flag, value in (("--C", args.C), ("--gamma", args.gamma)) if value == "auto"]
     if auto:
-        raise CLIError(f"{' and '.join(auto)} auto: not for K classes in this version; give a number "
-                       "(default C 1, gamma scale)")
+        raise CLIError(
+            f"{' and '.join(auto)} auto: not for K classes in this version; give a number (default C 1, gamma scale)"
+        )
     levels = _accuracy_levels(args.accuracy_levels)
     if args.out:
         _check_writable(args.out)
     ds = load_data(args, sources[0])
     assert ds.class_y is not None and ds.class_names is not None  # (read with every class kept)
     if "target-class" in strategies and args.target_class not in ds.class_names:
-        raise CLIError("--strategies target-class screens for one class: give --target-class NAME, one of "
-                       f"{', '.join(ds.class_names)}" + (f" (not {args.target_class!r})" if args.target_class else ""))
+        raise CLIError(
+            "--strategies target-class screens for one class: give --target-class NAME, one of "
+            f"{', '.join(ds.class_names)}" + (f" (not {args.target_class!r})" if args.target_class else "")
+        )
     initial = args.initial if args.initial is not None else 10
     _warn_initial(initial, args.budget)
     solver = args.solver or class_experiment.DEFAULT_SOLVER
-    params = dict(kernel=kernel_for(args, ds), C=1.0 if args.C is None else args.C,
-                  gamma="scale" if args.gamma is None else args.gamma, degree=args.degree, coef0=args.coef0,
-                  tol=args.tol)
+    params = dict(
+        kernel=kernel_for(args, ds),
+        C=1.0 if args.C is None else args.C,
+        gamma="scale" if args.gamma is None else args.gamma,
+        degree=args.degree,
+        coef0=args.coef0,
+        tol=args.tol,
+    )
     X = scale_features(ds.X, args.scale, ds.numeric_columns)
     try:
         result = class_experiment.run_class_comparison(
-            X, ds.class_y, ds.class_names, strategies=strategies, solver=solver, solver_params=params,
-            budget=args.budget, seeds=args.seeds, initial=initial, target=args.target_class,
-            accuracy_levels=levels, n_jobs=args.jobs,
-            **({"test_fraction": args.test_fraction} if args.test_fraction is not None else {}))
+            X,
+            ds.class_y,
+            ds.class_names,
+            strategies=strategies,
+            solver=solver,
+            solver_params=params,
+            budget=args.budget,
+            seeds=args.seeds,
+            initial=initial,
+            target=args.target_class,
+            accuracy_levels=levels,
+            n_jobs=args.jobs,
+            **({"test_fraction": args.test_fraction} if args.test_fraction is not None else {}),
+        )
     except ValueError as exc:
         raise CLIError(str(exc)) from None
     if args.out:
         result.to_csv(args.out)
     if args.json:
-        return json.dumps(_jsonable({"dataset": ds.name, "classes": list(ds.class_names), "config": result.config,
-                                     "summary": result.summary.to_dict(orient="records"),
-                                     "runs": result.runs.to_dict(orient="records"),
-                                     "curve": result.curve.to_dict(orient="records"), "out": args.out}))
+        return json.dumps(
+            _jsonable(
+                {
+                    "dataset": ds.name,
+                    "classes": list(ds.class_names),
+                    "config": result.config,
+                    "summary": result.summary.to_dict(orient="records"),
+                    "runs": result.runs.to_dict(orient="records"),
+                    "curve": result.curve.to_dict(orient="records"),
+                    "out": args.out,
+                }
+            )
+        )
     names = list(ds.class_names)
     shown = ", ".join(names[:12]) + (" ..." if len(names) > 12 else "")
-    text = (f"{ds.name}: {len(ds)} items, {len(names)} classes ({shown}); {solver}, kernel {params['kernel']}, "
-            f"C {params['C']:g}, gamma {params['gamma']}\n{result.summary_text()}")
+    text = (
+        f"{ds.name}: {len(ds)} items, {len(names)} classes ({shown}); {solver}, kernel {params['kernel']}, "
+        f"C {params['C']:g}, gamma {params['gamma']}\n{result.summary_text()}"
+    )
     return text + (f"\nrows written to {args.out}" if args.out else "")
 
 
 # -- replay ------------------------------------------------------------------------
+
 
 def _stored_replay(args: argparse.Namespace):
     """(features, labelled items) of ``--session`` / ``--project`` read from the database (the only command
@@ -984,14 +1343,24 @@ def _stored_replay(args: argparse.Namespace):
     try:
         if args.session is not None:
             info = repo.get_session(engine, args.session)
-            labelled = replay.session_items(repo.label_events(engine, args.session), strategy=info.strategy,
-                                            solver=info.solver, params=info.params, source=f"session {info.id}")
+            labelled = replay.session_items(
+                repo.label_events(engine, args.session),
+                strategy=info.strategy,
+                solver=info.solver,
+                params=info.params,
+                source=f"session {info.id}",
+            )
         else:
             info = teams.get_project(engine, args.project)
             settled = {item: s.value for item, s in teams.settlements(engine, args.project).items()}
-            labelled = replay.project_items(teams.project_answers(engine, args.project)[1], settled,
-                                            strategy=info.strategy, solver=info.solver, params=info.params,
-                                            source=f"project {info.id}")
+            labelled = replay.project_items(
+                teams.project_answers(engine, args.project)[1],
+                settled,
+                strategy=info.strategy,
+                solver=info.solver,
+                params=info.params,
+                source=f"project {info.id}",
+            )
         dataset = repo.get_dataset(engine, info.dataset_id)
         X, *_ = repo.load_dataset_arrays(engine, info.dataset_id, writable=False)
     except storage.StorageError as exc:
@@ -1024,39 +1393,72 @@ def run_replay(args: argparse.Namespace) -> str:
 
     given = [name for name in ("session", "project", "labels") if getattr(args, name) is not None]
     if len(given) != 1:
-        raise CLIError("give one of --session N or --labels FILE (or --project N): what to replay"
-                       if not given else f"give one of --{' or --'.join(given)}, not both")
+        raise CLIError(
+            "give one of --session N or --labels FILE (or --project N): what to replay"
+            if not given
+            else f"give one of --{' or --'.join(given)}, not both"
+        )
     strategies = [s.strip() for s in args.strategies.split(",") if s.strip()]
     unknown = [s for s in strategies if s not in STRATEGY_NAMES]
     if unknown or not strategies:
-        raise CLIError(f"unknown heuristic {unknown[0]!r}; choose from {', '.join(STRATEGY_NAMES)}" if unknown else
-                       "--strategies is empty: give comma-separated heuristic names")
+        raise CLIError(
+            f"unknown heuristic {unknown[0]!r}; choose from {', '.join(STRATEGY_NAMES)}"
+            if unknown
+            else "--strategies is empty: give comma-separated heuristic names"
+        )
     if args.out:
         _check_writable(args.out)
     X, labelled = _file_replay(args) if args.labels else _stored_replay(args)
     options: dict[str, Any] = {}
     if args.model != "standard" or _model_flags_given(args):  # the model given, for every heuristic
         model_params = model_options(args, None)
-        options = dict(solver=args.solver, solver_params=dict(
-            dict(kernel=args.kernel or labelled.solver_params.get("kernel", "rbf"), C=args.C, gamma=args.gamma,
-                 degree=args.degree, coef0=args.coef0, tol=args.tol),
-            **ramp_options(args, [args.solver]), **model_params))
+        options = dict(
+            solver=args.solver,
+            solver_params=dict(
+                dict(
+                    kernel=args.kernel or labelled.solver_params.get("kernel", "rbf"),
+                    C=args.C,
+                    gamma=args.gamma,
+                    degree=args.degree,
+                    coef0=args.coef0,
+                    tol=args.tol,
+                ),
+                **ramp_options(args, [args.solver]),
+                **model_params,
+            ),
+        )
     try:
-        result = replay.run_replay(X, labelled, strategies=strategies, seeds=args.seeds, budget=args.budget,
-                                   initial=args.initial, n_jobs=args.jobs, **options)
+        result = replay.run_replay(
+            X,
+            labelled,
+            strategies=strategies,
+            seeds=args.seeds,
+            budget=args.budget,
+            initial=args.initial,
+            n_jobs=args.jobs,
+            **options,
+        )
     except replay.ReplayError as exc:
         raise CLIError(str(exc)) from None
     if args.out:
         result.to_csv(args.out)
     if args.json:
-        return json.dumps(_jsonable({"replay": {k: v for k, v in result.config["replay"].items() if k != "rows"},
-                                     "config": {k: v for k, v in result.config.items() if k != "replay"},
-                                     "summary": result.summary.to_dict(orient="records"),
-                                     "caveat": replay.CAVEAT, "out": args.out}))
+        return json.dumps(
+            _jsonable(
+                {
+                    "replay": {k: v for k, v in result.config["replay"].items() if k != "rows"},
+                    "config": {k: v for k, v in result.config.items() if k != "replay"},
+                    "summary": result.summary.to_dict(orient="records"),
+                    "caveat": replay.CAVEAT,
+                    "out": args.out,
+                }
+            )
+        )
     return replay.replay_text(result) + (f"\nrows written to {args.out}" if args.out else "")
 
 
 # -- entry point -------------------------------------------------------------------
+
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
@@ -1086,5 +1488,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 0
 
 
-__all__ = ["CLIError", "build_parser", "dataset_names", "format_fit", "load_data", "main", "run_compare",
-           "run_fit", "run_replay"]
+__all__ = [
+    "CLIError",
+    "build_parser",
+    "dataset_names",
+    "format_fit",
+    "load_data",
+    "main",
+    "run_compare",
+    "run_fit",
+    "run_replay",
+]

@@ -51,15 +51,22 @@ def spread_cold_start(model, pool, rng: np.random.Generator) -> Query | None:
     total = float(d2.sum())
     if len(asked) == 0 or not np.isfinite(total) or total <= 0.0:
         k = int(rng.integers(len(candidates)))
-        reason = REASON_FIRST if len(asked) == 0 else (
-            "cold start, spread over the pool (k-means++ seeding): every unlabelled item lies on an item "
-            "already asked, so drawn uniformly at random")
+        reason = (
+            REASON_FIRST
+            if len(asked) == 0
+            else (
+                "cold start, spread over the pool (k-means++ seeding): every unlabelled item lies on an item "
+                "already asked, so drawn uniformly at random"
+            )
+        )
     else:
         k = int(rng.choice(len(candidates), p=d2 / total))
         ratio = float(d2[k]) * len(candidates) / total
-        reason = ("cold start, spread over the pool (k-means++ seeding): drawn with probability in proportion "
-                  f"to its squared distance to the nearest item already asked ({for_people(d2[k])}, "
-                  f"{for_people(ratio)} times the average over the {len(candidates)} unlabelled items)")
+        reason = (
+            "cold start, spread over the pool (k-means++ seeding): drawn with probability in proportion "
+            f"to its squared distance to the nearest item already asked ({for_people(d2[k])}, "
+            f"{for_people(ratio)} times the average over the {len(candidates)} unlabelled items)"
+        )
     i = int(candidates[k])
     return Query(i, float(pool.decision(model, [i])[0]), NAME, reason)
 

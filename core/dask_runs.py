@@ -35,8 +35,12 @@ def resolve_scheduler(scheduler: str | None = None) -> str | None:
     return None if scheduler.lower() in ("", "none") else scheduler
 
 
-def run_on_dask(tasks: list[tuple[str, Callable, tuple]], scheduler: str, n_workers: int | None,
-                progress: Callable[[int, int, str], None] | None) -> list[Any]:
+def run_on_dask(
+    tasks: list[tuple[str, Callable, tuple]],
+    scheduler: str,
+    n_workers: int | None,
+    progress: Callable[[int, int, str], None] | None,
+) -> list[Any]:
     """``fn(*args)`` of every ``(description, fn, args)`` task, one Dask task each, on a ``LocalCluster``
     started here (``"local"``, of ``n_workers`` processes when more than 1, else one per core) or the
     scheduler at an address; the results in the tasks' order.  ``progress(done, total, description)``
@@ -49,24 +53,29 @@ def run_on_dask(tasks: list[tuple[str, Callable, tuple]], scheduler: str, n_work
         from distributed import Client, LocalCluster, as_completed
         from distributed.comm import get_address_host_port
     except ImportError as error:
-        raise SchedulerError(f"running on a Dask scheduler needs the dask and distributed packages ({error})"
-                             ) from None
+        raise SchedulerError(f"running on a Dask scheduler needs the dask and distributed packages ({error})") from None
     if scheduler != "local":
         try:
             get_address_host_port(scheduler)  # (the form only: no connection yet)
         except ValueError as error:
-            raise SchedulerError(f"{scheduler!r} is not a Dask scheduler address such as tcp://host:8786, nor "
-                                 f"'local' ({_first_line(error)})") from None
+            raise SchedulerError(
+                f"{scheduler!r} is not a Dask scheduler address such as tcp://host:8786, nor "
+                f"'local' ({_first_line(error)})"
+            ) from None
     cluster = client = None
     try:
         if scheduler == "local":
             try:
                 # on this machine only, without a dashboard (the scheduler's own small HTTP server for
                 # health checks takes a free port, not 8787, which another cluster may hold)
-                cluster = LocalCluster(n_workers=int(n_workers) if n_workers and int(n_workers) > 1 else None,
-                                       threads_per_worker=1, processes=True, host="127.0.0.1",
-                                       dashboard_address=None,
-                                       scheduler_kwargs={"dashboard": False, "dashboard_address": "127.0.0.1:0"})
+                cluster = LocalCluster(
+                    n_workers=int(n_workers) if n_workers and int(n_workers) > 1 else None,
+                    threads_per_worker=1,
+                    processes=True,
+                    host="127.0.0.1",
+                    dashboard_address=None,
+                    scheduler_kwargs={"dashboard": False, "dashboard_address": "127.0.0.1:0"},
+                )
             except Exception as error:
                 raise SchedulerError(f"could not start a local Dask cluster: {_first_line(error)}") from None
             address = cluster.scheduler_address
@@ -75,8 +84,9 @@ def run_on_dask(tasks: list[tuple[str, Callable, tuple]], scheduler: str, n_work
         try:
             client = Client(address, timeout=SCHEDULER_TIMEOUT, set_as_default=False)
         except Exception as error:
-            raise SchedulerError(f"cannot reach the Dask scheduler at {address} (waited {SCHEDULER_TIMEOUT:g} s): "
-                                 f"{_first_line(error)}") from None
+            raise SchedulerError(
+                f"cannot reach the Dask scheduler at {address} (waited {SCHEDULER_TIMEOUT:g} s): {_first_line(error)}"
+            ) from None
         sent: dict[int, Any] = {}  # id of an array -> its future on the cluster (each array is sent once)
         for _, _, args in tasks:
             for a in args:
@@ -98,8 +108,9 @@ def run_on_dask(tasks: list[tuple[str, Callable, tuple]], scheduler: str, n_work
             cluster.close()
 
 
-def collect_in_order(completed: Iterable, futures: dict[Any, tuple[int, str]],
-                     progress: Callable[[int, int, str], None] | None) -> list[Any]:
+def collect_in_order(
+    completed: Iterable, futures: dict[Any, tuple[int, str]], progress: Callable[[int, int, str], None] | None
+) -> list[Any]:
     """The results of ``futures`` (future -> (task index, description)), taken as ``completed`` yields
     them (Dask's or ``concurrent.futures``' ``as_completed``) and put back in the tasks' order;
     ``progress(done, total, description)`` after each."""
@@ -117,5 +128,11 @@ def _first_line(error: BaseException) -> str:
     return (text[0][:300] if text else "") or type(error).__name__
 
 
-__all__ = ["SCHEDULER_ENV", "SCHEDULER_TIMEOUT", "SchedulerError", "collect_in_order", "resolve_scheduler",
-           "run_on_dask"]
+__all__ = [
+    "SCHEDULER_ENV",
+    "SCHEDULER_TIMEOUT",
+    "SchedulerError",
+    "collect_in_order",
+    "resolve_scheduler",
+    "run_on_dask",
+]

@@ -109,8 +109,7 @@ class Dataset:
         if self.display_kind == "image":
             if self.image_shape is None or int(self.image_shape[0]) * int(self.image_shape[1]) != self.X.shape[1]:
                 raise ValueError(f"image_shape {self.image_shape} does not match {self.X.shape[1]} features")
-        if self.display_kind == "text" and (self.display_values is None
-                                            or len(self.display_values) != self.X.shape[0]):
+        if self.display_kind == "text" and (self.display_values is None or len(self.display_values) != self.X.shape[0]):
             raise ValueError("display_kind 'text' needs one display value per item")
 
     def __len__(self) -> int:
@@ -145,6 +144,7 @@ class Dataset:
 # Synthetic generators (the papers' toy problems)
 # ---------------------------------------------------------------------------
 
+
 def _balanced_labels(n: int, rng: np.random.Generator) -> np.ndarray:
     """n labels, half +1 and half -1 (the odd one +1), in random order."""
     y = np.where(np.arange(n) < (n + 1) // 2, 1.0, -1.0)
@@ -152,8 +152,9 @@ def _balanced_labels(n: int, rng: np.random.Generator) -> np.ndarray:
     return y
 
 
-def make_gaussians(n: int, rng: np.random.Generator, separation: float = 1.0,
-                   n_features: int = 2) -> tuple[np.ndarray, np.ndarray]:
+def make_gaussians(
+    n: int, rng: np.random.Generator, separation: float = 1.0, n_features: int = 2
+) -> tuple[np.ndarray, np.ndarray]:
     """Two overlapping isotropic unit-variance Gaussians, balanced classes.
 
     The class means are ``separation`` apart along the first axis
@@ -174,8 +175,9 @@ def checkerboard_labels(X: np.ndarray, cells: int = 4) -> np.ndarray:
     return np.where((ij[:, 0] + ij[:, 1]) % 2 == 0, 1.0, -1.0)
 
 
-def make_checkerboard(n: int, rng: np.random.Generator, flip: float = 0.0,
-                      cells: int = 4) -> tuple[np.ndarray, np.ndarray]:
+def make_checkerboard(
+    n: int, rng: np.random.Generator, flip: float = 0.0, cells: int = 4
+) -> tuple[np.ndarray, np.ndarray]:
     """Points uniform on [0, 1]^2 labelled by the parity of their cell in a cells x cells board.
 
     ``flip`` is the fraction of labels flipped: exactly ``round(flip * n)``
@@ -195,8 +197,9 @@ def make_checkerboard(n: int, rng: np.random.Generator, flip: float = 0.0,
     return X, y
 
 
-def make_banana(n: int, rng: np.random.Generator, noise: float = 1.0,
-                radius: float = 5.0) -> tuple[np.ndarray, np.ndarray]:
+def make_banana(
+    n: int, rng: np.random.Generator, noise: float = 1.0, radius: float = 5.0
+) -> tuple[np.ndarray, np.ndarray]:
     """Two interleaved banana-shaped classes (the construction of PRTools' ``gendatb``).
 
     Each class lies along an arc of a circle of the given ``radius``, spanning
@@ -225,8 +228,7 @@ def waveform_bases() -> np.ndarray:
     return np.vstack([h1, h2, h3])
 
 
-def make_waveform(n: int, rng: np.random.Generator, task: str = "0-vs-rest",
-                  return_classes: bool = False):
+def make_waveform(n: int, rng: np.random.Generator, task: str = "0-vs-rest", return_classes: bool = False):
     """Breiman's waveform (Breiman et al., CART, 1984): 21 features, unit Gaussian noise.
 
     The three-class problem mixes two of three triangular waves with a uniform
@@ -269,6 +271,7 @@ GENERATORS = {
 # Splitting and scaling
 # ---------------------------------------------------------------------------
 
+
 def standardize(X: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Zero mean, unit variance per column: returns (Xs, mean, scale).
 
@@ -284,8 +287,7 @@ def standardize(X: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return scaler.transform(X), scaler.mean_, scaler.scale_
 
 
-def stratified_split(y: np.ndarray, test_fraction: float, rng: np.random.Generator
-                     ) -> tuple[np.ndarray, np.ndarray]:
+def stratified_split(y: np.ndarray, test_fraction: float, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
     """Indices (train, test): each class split in the ratio ``test_fraction``, shuffled.
 
     Every class keeps at least one example on each side when it has two or
@@ -384,23 +386,54 @@ def profile_csv(source, sep: str | None = None, decimal: str | None = None, n_pr
         m = reading.is_missing(raw)
         present = raw[~m].str.strip()
         distinct = int(present.nunique())
-        columns.append(ColumnProfile(col, int(m.sum()), _column_kind(col, present, distinct, decimal), distinct,
-                                     present.head(3).tolist()))
-    return CsvProfile(sep=sep, decimal=decimal, detected_sep=detected_sep, detected_decimal=detected_decimal,
-                      n_rows=len(df), columns=columns, frame=df.head(n_preview))
+        columns.append(
+            ColumnProfile(
+                col, int(m.sum()), _column_kind(col, present, distinct, decimal), distinct, present.head(3).tolist()
+            )
+        )
+    return CsvProfile(
+        sep=sep,
+        decimal=decimal,
+        detected_sep=detected_sep,
+        detected_decimal=detected_decimal,
+        n_rows=len(df),
+        columns=columns,
+        frame=df.head(n_preview),
+    )
 
 
-def load_csv(source, label_column: str | None = None, positive=None, feature_columns=None,
-             display_column: str | None = None, image_shape: tuple[int, int] | None = None,
-             name: str | None = None, *, key_column: str | None = None, constant_columns: str = "drop",
-             one_vs_rest: bool = False, sep: str | None = None, decimal: str | None = None,
-             missing: str = "error", one_hot: Sequence[str] | None = None,
-             text_columns: Sequence[str] | None = None, text_analyzer: str = "word", text_min_df: int = 1,
-             text_max_features: int | None = None, text_svd: int | None = None, text_blocks: bool = False,
-             smiles_column: str | None = None, fingerprint_radius: int = 2, fingerprint_bits: int = 2048,
-             invalid_smiles: str = "error", seed: int = 0, max_value: float | None = MAX_FEATURE_VALUE,
-             choice_words: dict[str, str] | None = None, label_mode: str = "binary",
-             class_names: Sequence[str] | None = None) -> Dataset:
+def load_csv(
+    source,
+    label_column: str | None = None,
+    positive=None,
+    feature_columns=None,
+    display_column: str | None = None,
+    image_shape: tuple[int, int] | None = None,
+    name: str | None = None,
+    *,
+    key_column: str | None = None,
+    constant_columns: str = "drop",
+    one_vs_rest: bool = False,
+    sep: str | None = None,
+    decimal: str | None = None,
+    missing: str = "error",
+    one_hot: Sequence[str] | None = None,
+    text_columns: Sequence[str] | None = None,
+    text_analyzer: str = "word",
+    text_min_df: int = 1,
+    text_max_features: int | None = None,
+    text_svd: int | None = None,
+    text_blocks: bool = False,
+    smiles_column: str | None = None,
+    fingerprint_radius: int = 2,
+    fingerprint_bits: int = 2048,
+    invalid_smiles: str = "error",
+    seed: int = 0,
+    max_value: float | None = MAX_FEATURE_VALUE,
+    choice_words: dict[str, str] | None = None,
+    label_mode: str = "binary",
+    class_names: Sequence[str] | None = None,
+) -> Dataset:
     """Read a CSV file into a :class:`Dataset`, checking it cell by cell.
 
     source: a path, the file's bytes, or a file-like object (text or binary).
@@ -451,20 +484,42 @@ def load_csv(source, label_column: str | None = None, positive=None, feature_col
     positive value, a positive value not present, invalid SMILES.
     """
     options = CsvOptions(
-        label_column=label_column, positive=positive, feature_columns=feature_columns,
-        display_column=display_column, image_shape=image_shape, name=name, key_column=key_column,
-        constant_columns=constant_columns, one_vs_rest=one_vs_rest, sep=sep, decimal=decimal, missing=missing,
-        one_hot=one_hot, text_columns=text_columns, text_analyzer=text_analyzer, text_min_df=text_min_df,
-        text_max_features=text_max_features, text_svd=text_svd, text_blocks=text_blocks,
-        smiles_column=smiles_column, fingerprint_radius=fingerprint_radius, fingerprint_bits=fingerprint_bits,
-        invalid_smiles=invalid_smiles, seed=seed, max_value=max_value, choice_words=choice_words,
-        label_mode=label_mode, class_names=class_names)
+        label_column=label_column,
+        positive=positive,
+        feature_columns=feature_columns,
+        display_column=display_column,
+        image_shape=image_shape,
+        name=name,
+        key_column=key_column,
+        constant_columns=constant_columns,
+        one_vs_rest=one_vs_rest,
+        sep=sep,
+        decimal=decimal,
+        missing=missing,
+        one_hot=one_hot,
+        text_columns=text_columns,
+        text_analyzer=text_analyzer,
+        text_min_df=text_min_df,
+        text_max_features=text_max_features,
+        text_svd=text_svd,
+        text_blocks=text_blocks,
+        smiles_column=smiles_column,
+        fingerprint_radius=fingerprint_radius,
+        fingerprint_bits=fingerprint_bits,
+        invalid_smiles=invalid_smiles,
+        seed=seed,
+        max_value=max_value,
+        choice_words=choice_words,
+        label_mode=label_mode,
+        class_names=class_names,
+    )
     return ingest.load(source, options, _bounds())
 
 
 # ---------------------------------------------------------------------------
 # Bundled datasets
 # ---------------------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class BundledInfo:
@@ -483,49 +538,49 @@ BUNDLED: dict[str, BundledInfo] = {
         name="digits",
         title="Handwritten digits (8x8)",
         description="1,797 handwritten digits as 8x8 grey-level images (64 pixel counts 0-16); "
-                    "one digit (default 8) against the rest.",
+        "one digit (default 8) against the rest.",
         file="digits.csv.gz",
         default_positive=8,
         positive_values=tuple(range(10)),
         source="UCI Machine Learning Repository, Optical Recognition of Handwritten Digits "
-               "(E. Alpaydin, C. Kaynak, 1998), test set as distributed with scikit-learn",
+        "(E. Alpaydin, C. Kaynak, 1998), test set as distributed with scikit-learn",
         licence="CC BY 4.0",
     ),
     "breast-cancer": BundledInfo(
         name="breast-cancer",
         title="Breast cancer (Wisconsin diagnostic)",
         description="569 breast-mass biopsies described by 30 measurements of cell nuclei; "
-                    "malignant (positive) vs benign.",
+        "malignant (positive) vs benign.",
         file="breast_cancer.csv",
         default_positive="malignant",
         positive_values=("malignant", "benign"),
         source="UCI Machine Learning Repository, Breast Cancer Wisconsin (Diagnostic) "
-               "(W. H. Wolberg, W. N. Street, O. L. Mangasarian, 1995)",
+        "(W. H. Wolberg, W. N. Street, O. L. Mangasarian, 1995)",
         licence="CC BY 4.0",
     ),
     "arxiv": BundledInfo(
         name="arxiv",
         title="arXiv abstracts (documents)",
         description="993 titles and abstracts of machine-learning and vision papers from arXiv, as TF-IDF "
-                    "features; one category (default cs.RO, robotics: 34 papers, 3.4%) against the rest.",
+        "features; one category (default cs.RO, robotics: 34 papers, 3.4%) against the rest.",
         file="arxiv_abstracts.csv.gz",
         default_positive="cs.RO",
         positive_values=("cs.RO", "cs.CL", "eess.IV", "cs.AI", "stat.ML", "cs.NE"),
         source="arXiv metadata (titles, abstracts, categories), a sample of 1,000 papers as collected in the "
-               "'arXiv Paper Abstracts' set (S. Paul, S. Rakshit, 2021)",
+        "'arXiv Paper Abstracts' set (S. Paul, S. Rakshit, 2021)",
         licence="CC0 1.0 (arXiv metadata)",
     ),
     "nci-molecules": BundledInfo(
         name="nci-molecules",
         title="NCI molecules (SMILES)",
         description="4,991 molecules of the NCI open database as Morgan fingerprints (radius 2, 2048 bits; the "
-                    "8 SMILES RDKit cannot read are left out); positive = has a substructure (default: a "
-                    "carboxylic acid, 11%).",
+        "8 SMILES RDKit cannot read are left out); positive = has a substructure (default: a "
+        "carboxylic acid, 11%).",
         file="rdkit:NCI/first_5K.smi",
         default_positive="carboxylic acid",
         positive_values=("carboxylic acid", "nitro group", "sulfonamide", "pyridine ring"),
         source="NCI Open Database, first 5,000 structures as shipped in RDKit's package data "
-               "(rdkit/Data/NCI/first_5K.smi)",
+        "(rdkit/Data/NCI/first_5K.smi)",
         licence="public domain (U.S. National Cancer Institute); RDKit BSD-3-Clause",
     ),
 }
@@ -544,12 +599,24 @@ def _load_arxiv(path: Path, category: str, info: BundledInfo) -> Dataset:
     frame = pd.read_csv(path, dtype=str, keep_default_na=False)
     found = sorted({c for cats in frame["categories"] for c in cats.split()})
     if category not in found:
-        raise DataError(f"arxiv: positive must be a category of the set (e.g. {', '.join(info.positive_values)}), "
-                        f"got {category!r}")
-    table = pd.DataFrame({"key": frame["key"], "document": frame["title"] + "\n\n" + frame["abstract"],
-                          "label": ["yes" if category in cats.split() else "no" for cats in frame["categories"]]})
-    ds = load_csv(table.to_csv(index=False).encode(), label_column="label", positive="yes", key_column="key",
-                  text_columns=["document"], name="arxiv")
+        raise DataError(
+            f"arxiv: positive must be a category of the set (e.g. {', '.join(info.positive_values)}), got {category!r}"
+        )
+    table = pd.DataFrame(
+        {
+            "key": frame["key"],
+            "document": frame["title"] + "\n\n" + frame["abstract"],
+            "label": ["yes" if category in cats.split() else "no" for cats in frame["categories"]],
+        }
+    )
+    ds = load_csv(
+        table.to_csv(index=False).encode(),
+        label_column="label",
+        positive="yes",
+        key_column="key",
+        text_columns=["document"],
+        name="arxiv",
+    )
     ds.classes = ("rest", category)
     ds.description = f"{info.description} Positive: {category}."
     return ds
@@ -572,22 +639,35 @@ def _load_nci(substructure: str, info: BundledInfo) -> Dataset:
             labels.append("" if mol is None else ("yes" if mol.HasSubstructMatch(query) else "no"))
     finally:
         RDLogger.EnableLog("rdApp.*")  # type: ignore[attr-defined]
-    table = pd.DataFrame({"key": [f"nci-{r[1] if len(r) > 1 else i + 1}" for i, r in enumerate(rows)],
-                          "smiles": [r[0] for r in rows], "label": labels})
+    table = pd.DataFrame(
+        {
+            "key": [f"nci-{r[1] if len(r) > 1 else i + 1}" for i, r in enumerate(rows)],
+            "smiles": [r[0] for r in rows],
+            "label": labels,
+        }
+    )
     unreadable = table[table["label"] == ""]
     table = table[table["label"] != ""]
-    ds = load_csv(table.to_csv(index=False).encode(), label_column="label", positive="yes", key_column="key",
-                  smiles_column="smiles", name="nci-molecules")
+    ds = load_csv(
+        table.to_csv(index=False).encode(),
+        label_column="label",
+        positive="yes",
+        key_column="key",
+        smiles_column="smiles",
+        name="nci-molecules",
+    )
     if len(unreadable):
-        ds.notices.insert(0, f"left out {len(unreadable)} SMILES that RDKit cannot read: "
-                             + ", ".join(unreadable["key"].tolist()))
+        ds.notices.insert(
+            0, f"left out {len(unreadable)} SMILES that RDKit cannot read: " + ", ".join(unreadable["key"].tolist())
+        )
     ds.classes = ("rest", substructure)
     ds.description = f"{info.description} Positive: {substructure}."
     return ds
 
 
-def load_bundled(name: str, positive=None, label_mode: str = "binary",
-                 class_names: Sequence[str] | None = None) -> Dataset:
+def load_bundled(
+    name: str, positive=None, label_mode: str = "binary", class_names: Sequence[str] | None = None
+) -> Dataset:
     """One of the bundled datasets (names in :data:`BUNDLED`) as a binary problem, or with
     ``label_mode="classes"`` with every class kept (digits: ten classes "0".."9"; breast-cancer: two;
     ``class_names`` as :func:`load_csv` takes them).
@@ -611,8 +691,15 @@ def load_bundled(name: str, positive=None, label_mode: str = "binary",
             digit = -1
         if digit not in info.positive_values or float(positive) != digit:
             raise DataError(f"digits: positive must be a digit 0-9, got {positive!r}")
-        ds = load_csv(path, label_column="digit", positive=digit, image_shape=(8, 8), name="digits",
-                      one_vs_rest=True, constant_columns="keep")
+        ds = load_csv(
+            path,
+            label_column="digit",
+            positive=digit,
+            image_shape=(8, 8),
+            name="digits",
+            one_vs_rest=True,
+            constant_columns="keep",
+        )
         ds.item_keys = [f"digit-{i:04d}" for i in range(len(ds))]
         ds.classes = ("rest", str(digit))
         ds.description = f"{info.description} Positive: digit {digit}."
@@ -623,8 +710,7 @@ def load_bundled(name: str, positive=None, label_mode: str = "binary",
     else:
         if str(positive) not in info.positive_values:
             raise DataError(f"breast-cancer: positive must be 'malignant' or 'benign', got {positive!r}")
-        ds = load_csv(path, label_column="diagnosis", positive=str(positive), key_column="id",
-                      name="breast-cancer")
+        ds = load_csv(path, label_column="diagnosis", positive=str(positive), key_column="id", name="breast-cancer")
         ds.description = f"{info.description} Positive: {positive}."
     ds.source = f"{info.source}; licence {info.licence}"
     return ds
@@ -633,25 +719,65 @@ def load_bundled(name: str, positive=None, label_mode: str = "binary",
 def _bundled_classes(name: str, positive, info: BundledInfo, path: Path, class_names) -> Dataset:
     """A bundled dataset with every class kept (``load_bundled(..., label_mode="classes")``)."""
     if positive is not None:
-        raise DataError(f"{name}: a positive value (one class against the rest) and every class kept "
-                        "exclude each other: give one")
+        raise DataError(
+            f"{name}: a positive value (one class against the rest) and every class kept exclude each other: give one"
+        )
     if name == "digits":
-        ds = load_csv(path, label_column="digit", image_shape=(8, 8), name="digits", constant_columns="keep",
-                      label_mode="classes", class_names=class_names)
+        ds = load_csv(
+            path,
+            label_column="digit",
+            image_shape=(8, 8),
+            name="digits",
+            constant_columns="keep",
+            label_mode="classes",
+            class_names=class_names,
+        )
         ds.item_keys = [f"digit-{i:04d}" for i in range(len(ds))]
     elif name == "breast-cancer":
-        ds = load_csv(path, label_column="diagnosis", key_column="id", name="breast-cancer", label_mode="classes",
-                      class_names=class_names)
+        ds = load_csv(
+            path,
+            label_column="diagnosis",
+            key_column="id",
+            name="breast-cancer",
+            label_mode="classes",
+            class_names=class_names,
+        )
     else:
-        raise DataError(f"{name}: its classes are one against the rest only; every class kept is available "
-                        "for digits and breast-cancer")
+        raise DataError(
+            f"{name}: its classes are one against the rest only; every class kept is available "
+            "for digits and breast-cancer"
+        )
     ds.description = f"{info.description} Every class kept: {', '.join(ds.class_names or ())}."
     ds.source = f"{info.source}; licence {info.licence}"
     return ds
 
 
-__all__ = ["ASSETS_DIR", "BUNDLED", "BundledInfo", "ColumnProfile", "CsvProfile", "DataError", "DataTooLarge",
-           "Dataset", "GENERATORS", "MAX_CELLS", "MAX_COLUMNS", "MAX_CSV_BYTES", "MAX_FEATURE_VALUE",
-           "MISSING_POLICIES", "ONE_HOT_MAX", "check_csv_shape", "checkerboard_labels", "load_bundled", "load_csv",
-           "make_banana", "make_checkerboard", "make_gaussians", "make_waveform", "profile_csv", "standardize",
-           "stratified_split", "waveform_bases"]
+__all__ = [
+    "ASSETS_DIR",
+    "BUNDLED",
+    "BundledInfo",
+    "ColumnProfile",
+    "CsvProfile",
+    "DataError",
+    "DataTooLarge",
+    "Dataset",
+    "GENERATORS",
+    "MAX_CELLS",
+    "MAX_COLUMNS",
+    "MAX_CSV_BYTES",
+    "MAX_FEATURE_VALUE",
+    "MISSING_POLICIES",
+    "ONE_HOT_MAX",
+    "check_csv_shape",
+    "checkerboard_labels",
+    "load_bundled",
+    "load_csv",
+    "make_banana",
+    "make_checkerboard",
+    "make_gaussians",
+    "make_waveform",
+    "profile_csv",
+    "standardize",
+    "stratified_split",
+    "waveform_bases",
+]

@@ -117,9 +117,20 @@ class OnlineSVC(ClassifierMixin, BaseEstimator):
     solver_ : the MarginLab solver; step_results_ : its step records.
     """
 
-    def __init__(self, solver: str = "lasvm", kernel: str = "rbf", C: float = 1.0, gamma: float | str = "scale",
-                 tol: float = 1e-3, epochs: int = 1, random_state: int | None = None, degree: int = 3,
-                 coef0: float = 1.0, solver_params: dict | None = None, class_weight: dict | str | None = None):
+    def __init__(
+        self,
+        solver: str = "lasvm",
+        kernel: str = "rbf",
+        C: float = 1.0,
+        gamma: float | str = "scale",
+        tol: float = 1e-3,
+        epochs: int = 1,
+        random_state: int | None = None,
+        degree: int = 3,
+        coef0: float = 1.0,
+        solver_params: dict | None = None,
+        class_weight: dict | str | None = None,
+    ):
         self.solver = solver
         self.kernel = kernel
         self.C = C
@@ -162,13 +173,20 @@ class OnlineSVC(ClassifierMixin, BaseEstimator):
         target_type = type_of_target(labels, input_name="y")
         found = np.unique(labels)
         if target_type != "binary":
-            raise ValueError(f"Only binary classification is supported. The type of the target is {target_type}: "
-                             f"{what} has {len(found)} classes ({_describe(found[:10])}"
-                             f"{', ...' if len(found) > 10 else ''}); OnlineSVC learns exactly two")
+            raise ValueError(
+                f"Only binary classification is supported. The type of the target is {target_type}: "
+                f"{what} has {len(found)} classes ({_describe(found[:10])}"
+                f"{', ...' if len(found) > 10 else ''}); OnlineSVC learns exactly two"
+            )
         if len(found) != 2:
-            raise ValueError(f"{what} has only one class ({_describe(found)}); OnlineSVC needs two classes"
-                             + (" (or pass classes=[negative, positive] on the first partial_fit call)"
-                                if what == "the first partial_fit batch" else ""))
+            raise ValueError(
+                f"{what} has only one class ({_describe(found)}); OnlineSVC needs two classes"
+                + (
+                    " (or pass classes=[negative, positive] on the first partial_fit call)"
+                    if what == "the first partial_fit batch"
+                    else ""
+                )
+            )
         return found
 
     def _solver_class_weight(self, classes: np.ndarray, signs: np.ndarray | None):
@@ -192,23 +210,36 @@ class OnlineSVC(ClassifierMixin, BaseEstimator):
         for key, value in cw.items():
             matches = [k for k, c in ((-1, classes[0]), (1, classes[1])) if key == c]
             if not matches:
-                raise ValueError(f"class_weight has a weight for {key!r}, which is not one of the classes "
-                                 f"({_describe(classes)})")
+                raise ValueError(
+                    f"class_weight has a weight for {key!r}, which is not one of the classes ({_describe(classes)})"
+                )
             weights[matches[0]] = value
         return weights
 
     def _new_solver(self, X, class_weight=None) -> OnlineSolver:
         if not isinstance(self.solver, str):
             raise ValueError(f"solver must be a name ({', '.join(SOLVER_NAMES)}), got {self.solver!r}")
-        if (isinstance(self.epochs, bool) or not isinstance(self.epochs, (int, np.integer, float, np.floating))
-                or not float(self.epochs).is_integer() or self.epochs < 1):
+        if (
+            isinstance(self.epochs, bool)
+            or not isinstance(self.epochs, (int, np.integer, float, np.floating))
+            or not float(self.epochs).is_integer()
+            or self.epochs < 1
+        ):
             raise ValueError(f"epochs must be a positive integer, got {self.epochs!r}")
         if self.solver_params is not None and not isinstance(self.solver_params, dict):
-            raise ValueError(f"solver_params must be a dict of solver keyword arguments or None, "
-                             f"got {self.solver_params!r}")
+            raise ValueError(
+                f"solver_params must be a dict of solver keyword arguments or None, got {self.solver_params!r}"
+            )
         solver_class(self.solver)  # unknown names and import errors surface here, before any work
-        params = dict(kernel=self.kernel, C=self.C, gamma=self.gamma, degree=self.degree, coef0=self.coef0,
-                      tol=self.tol, random_state=self.random_state)
+        params = dict(
+            kernel=self.kernel,
+            C=self.C,
+            gamma=self.gamma,
+            degree=self.degree,
+            coef0=self.coef0,
+            tol=self.tol,
+            random_state=self.random_state,
+        )
         params.update(self.solver_params or {})
         if class_weight is not None:
             if "class_weight" in (self.solver_params or {}):
@@ -224,8 +255,10 @@ class OnlineSVC(ClassifierMixin, BaseEstimator):
         unknown = ~(pos | neg)
         if unknown.any():
             first = int(np.flatnonzero(unknown)[0])
-            raise ValueError(f"y contains {_describe(np.unique(y[unknown])[:5])} (first at position {first}), "
-                             f"not one of the classes ({_describe(classes)})")
+            raise ValueError(
+                f"y contains {_describe(np.unique(y[unknown])[:5])} (first at position {first}), "
+                f"not one of the classes ({_describe(classes)})"
+            )
         return np.where(pos, 1.0, -1.0)
 
     # -- fitting -----------------------------------------------------------------
@@ -292,8 +325,9 @@ class OnlineSVC(ClassifierMixin, BaseEstimator):
             rows = np.arange(X.shape[0], dtype=np.intp)
         else:
             if classes is not None and not np.array_equal(given, self.classes_):
-                raise ValueError(f"classes ({_describe(given)}) differ from the fitted classes_ "
-                                 f"({_describe(self.classes_)})")
+                raise ValueError(
+                    f"classes ({_describe(given)}) differ from the fitted classes_ ({_describe(self.classes_)})"
+                )
             signs = self._encode(y, self.classes_)  # before anything is added: a wrong label changes nothing
             rows = np.asarray(self.solver_.add_points(X), dtype=np.intp)
         self.learning_order_ = np.concatenate([self.learning_order_, rows])

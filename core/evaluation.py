@@ -79,7 +79,7 @@ class EvaluationSet:
             kernel = solver.kernel
             for j in new:  # one item at a time: a column's value does not depend on the others
                 k = len(slot)
-                self.cols[k] = kernel(pool_X[j:j + 1], eval_X, sq_b=self.sq)[0]
+                self.cols[k] = kernel(pool_X[j : j + 1], eval_X, sq_b=self.sq)[0]
                 slot[j] = k
         return np.fromiter((slot[j] for j in sv.tolist()), dtype=np.intp, count=len(sv))
 

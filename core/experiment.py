@@ -113,10 +113,15 @@ class ComparisonResult:
         text = format_summary(self.summary)
         if self.config.get("priors"):
             counts = self.config["prior"].split(",")
-            which = (f"{counts[0]} known positive(s) and {counts[1]} known negative(s) drawn per seed"
-                     if len(counts) == 2 else "the given items")
-            text += (f"\npriors: {which}, learned first; recall X% counts the labels after them, over the "
-                     "positives that are not priors (as ASReview counts them).")
+            which = (
+                f"{counts[0]} known positive(s) and {counts[1]} known negative(s) drawn per seed"
+                if len(counts) == 2
+                else "the given items"
+            )
+            text += (
+                f"\npriors: {which}, learned first; recall X% counts the labels after them, over the "
+                "positives that are not priors (as ASReview counts them)."
+            )
         note = self.reference_note()
         if note:
             text += "\n" + note
@@ -135,10 +140,12 @@ def reference_note(references: list[dict]) -> str | None:
     if not cut:
         return None
     learned, pools = {int(r["n_train"]) for r in cut}, {int(r["n_pool"]) for r in cut}
-    of = (f"{min(pools):,}" if len(pools) == 1 else f"{min(pools):,}-{max(pools):,}")
-    return (f"The full-data reference learned a stratified random subsample of {min(learned):,} of the {of} "
-            "training items (per seed): learning all of them would take far longer than the runs. The figures "
-            "measured against the full-data model (ALC, 'to 95%', 'to 99%') are measured against this one.")
+    of = f"{min(pools):,}" if len(pools) == 1 else f"{min(pools):,}-{max(pools):,}"
+    return (
+        f"The full-data reference learned a stratified random subsample of {min(learned):,} of the {of} "
+        "training items (per seed): learning all of them would take far longer than the runs. The figures "
+        "measured against the full-data model (ALC, 'to 95%', 'to 99%') are measured against this one."
+    )
 
 
 def _binary_labels(y) -> np.ndarray:
@@ -227,8 +234,13 @@ class _StopWatch:
                 self.fired[key] = (n, self.recall())
         for name in self.statistical:
             if name not in self.branches and stop_rules.check_suggested(
-                    self.labels, self.n_pool, self.setup.target_recall, self.setup.patience,
-                    start=stop_rules.CHECK_STARTS[name], confidence=self.setup.confidence):
+                self.labels,
+                self.n_pool,
+                self.setup.target_recall,
+                self.setup.patience,
+                start=stop_rules.CHECK_STARTS[name],
+                confidence=self.setup.confidence,
+            ):
                 self.branches[name] = (loop.to_state(), list(self.labels))
 
     def heuristic_exhausted(self, loop: ActiveLearningLoop) -> None:
@@ -237,8 +249,9 @@ class _StopWatch:
             if name not in self.branches and loop.n_labels < self.n_pool:
                 self.branches[name] = (loop.to_state(), list(self.labels))
 
-    def run_statistical(self, Xtr: np.ndarray, budget: int, seed: int,
-                        name: str = "statistical") -> tuple[int, float] | None:
+    def run_statistical(
+        self, Xtr: np.ndarray, budget: int, seed: int, name: str = "statistical"
+    ) -> tuple[int, float] | None:
         """The session the statistical rule ``name`` makes of the run from its branch point; (labels, recall)
         at stop."""
         if name not in self.branches:
@@ -253,14 +266,32 @@ class _StopWatch:
         exhausted = False
         while True:
             done = sum(1 for s in starts if s < len(labels) and drawn[s])  # checks that drew items
-            if not checking and not exhausted and not stop_rules.check_suggested(
-                    labels, self.n_pool, setup.target_recall, setup.patience, start=start, checks_done=done,
-                    confidence=setup.confidence):
+            if (
+                not checking
+                and not exhausted
+                and not stop_rules.check_suggested(
+                    labels,
+                    self.n_pool,
+                    setup.target_recall,
+                    setup.patience,
+                    start=start,
+                    checks_done=done,
+                    confidence=setup.confidence,
+                )
+            ):
                 action = "heuristic"  # what recall_check says then, without computing its p-values
             else:
-                check = stop_rules.recall_check(labels, drawn, starts, checking=checking, pool_size=self.n_pool,
-                                                target_recall=setup.target_recall, confidence=setup.confidence,
-                                                patience=setup.patience, start=start)
+                check = stop_rules.recall_check(
+                    labels,
+                    drawn,
+                    starts,
+                    checking=checking,
+                    pool_size=self.n_pool,
+                    target_recall=setup.target_recall,
+                    confidence=setup.confidence,
+                    patience=setup.patience,
+                    start=start,
+                )
                 action = stop_rules.simulated_analyst(check)
                 checking = checking and check.phase != "failed"  # a failed check sends the session back
                 if action == "heuristic" and exhausted:
@@ -286,21 +317,38 @@ class _StopWatch:
             labels.append(int(y[item]))
             drawn.append(action == "draw")
 
-    def stop_rows(self, base: dict[str, Any], statistical: dict[str, tuple[int, float] | None]
-                  ) -> list[dict[str, Any]]:
+    def stop_rows(self, base: dict[str, Any], statistical: dict[str, tuple[int, float] | None]) -> list[dict[str, Any]]:
         out = []
         for spec in self.setup.rules:
             hit = statistical.get(spec.name) if spec.name in stop_rules.CHECK_STARTS else self.fired.get(str(spec))
-            out.append({**base, "rule": str(spec), "n_labels_at_stop": None if hit is None else int(hit[0]),
-                        "recall_at_stop": None if hit is None else float(hit[1]), "positives_total": self.positives})
+            out.append(
+                {
+                    **base,
+                    "rule": str(spec),
+                    "n_labels_at_stop": None if hit is None else int(hit[0]),
+                    "recall_at_stop": None if hit is None else float(hit[1]),
+                    "positives_total": self.positives,
+                }
+            )
         return out
 
 
-def _run_strategy(X, y, strategy: str, solver: str, solver_params: dict, strategy_params: dict, budget: int,
-                  seed: int, initial: int, test_fraction: float, cold_start: str,
-                  stopping: StoppingSetup | None = None, priors: np.ndarray | None = None,
-                  on_step: Callable[[int, int], None] | None = None
-                  ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+def _run_strategy(
+    X,
+    y,
+    strategy: str,
+    solver: str,
+    solver_params: dict,
+    strategy_params: dict,
+    budget: int,
+    seed: int,
+    initial: int,
+    test_fraction: float,
+    cold_start: str,
+    stopping: StoppingSetup | None = None,
+    priors: np.ndarray | None = None,
+    on_step: Callable[[int, int], None] | None = None,
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """One active-learning run with the true labels as the oracle: one dict per label, one per stopping rule.
 
     ``priors``: positions in the seed's pool of the items known before the run (``core.priors``), learned
@@ -308,12 +356,21 @@ def _run_strategy(X, y, strategy: str, solver: str, solver_params: dict, strateg
     ``on_step(labels, budget)`` is called after every label (progress within the run)."""
     Xtr, ytr, Xte, yte = _split(X, y, seed, test_fraction)
     evaluation = dict(eval_X=Xte, eval_y=yte) if Xte.shape[0] else {}
-    loop = ActiveLearningLoop(Xtr, strategy=strategy, solver=solver, solver_params=solver_params,
-                              strategy_params=strategy_params, seed=seed, cold_start=cold_start,
-                              initial=initial, oracle_y=ytr, **evaluation)
+    loop = ActiveLearningLoop(
+        Xtr,
+        strategy=strategy,
+        solver=solver,
+        solver_params=solver_params,
+        strategy_params=strategy_params,
+        seed=seed,
+        cold_start=cold_start,
+        initial=initial,
+        oracle_y=ytr,
+        **evaluation,
+    )
     budget = min(int(budget), Xtr.shape[0])
     watch = _StopWatch(stopping, ytr, seed) if stopping is not None else None
-    for i in (() if priors is None else priors):
+    for i in () if priors is None else priors:
         row = loop.teach(int(i), int(ytr[i]), provenance=prior_knowledge.PRIOR)
         if watch is not None:
             watch.after_label(loop, row)
@@ -337,11 +394,28 @@ def _run_strategy(X, y, strategy: str, solver: str, solver_params: dict, strateg
     for r in loop.history:
         is_prior = r.asked_by == prior_knowledge.PRIOR
         found += r.label > 0 and not is_prior
-        out.append({"strategy": strategy, "solver": solver, "seed": seed, "n_labels": r.n_labels, "auc": r.auc,
-                    "accuracy": r.accuracy, "n_sv": r.n_sv, "update_ms": r.update_ms, "query_ms": r.query_ms,
-                    "item": r.item, "label": r.label, "score": r.score, "n_bound": r.n_bound,
-                    "n_in_margin": r.n_in_margin, "seen": r.seen, "cold_start": r.asked_by.endswith("(cold start)"),
-                    "recall": found / positives, "prior": is_prior})
+        out.append(
+            {
+                "strategy": strategy,
+                "solver": solver,
+                "seed": seed,
+                "n_labels": r.n_labels,
+                "auc": r.auc,
+                "accuracy": r.accuracy,
+                "n_sv": r.n_sv,
+                "update_ms": r.update_ms,
+                "query_ms": r.query_ms,
+                "item": r.item,
+                "label": r.label,
+                "score": r.score,
+                "n_bound": r.n_bound,
+                "n_in_margin": r.n_in_margin,
+                "seen": r.seen,
+                "cold_start": r.asked_by.endswith("(cold start)"),
+                "recall": found / positives,
+                "prior": is_prior,
+            }
+        )
     stops = []
     if watch is not None:
         statistical = {name: watch.run_statistical(Xtr, budget, seed, name) for name in watch.statistical}
@@ -375,8 +449,15 @@ def reference_items(y_pool: np.ndarray, seed: int, limit: int | None = None) -> 
     return np.sort(picked)
 
 
-def full_data_reference(X, y, solver: str, solver_params: dict, seed: int, test_fraction: float,
-                        on_step: Callable[[int, int], None] | None = None) -> dict[str, Any]:
+def full_data_reference(
+    X,
+    y,
+    solver: str,
+    solver_params: dict,
+    seed: int,
+    test_fraction: float,
+    on_step: Callable[[int, int], None] | None = None,
+) -> dict[str, Any]:
     """The solver trained on the training pool of this seed's split (on a subsample of
     ``REFERENCE_MAX_ITEMS`` of it when larger), scored on its evaluation set.
 
@@ -404,9 +485,16 @@ def full_data_reference(X, y, solver: str, solver_params: dict, seed: int, test_
     model.finish()
     seconds = time.perf_counter() - t0
     f = np.asarray(model.decision_function(X=Xte), dtype=np.float64)
-    return {"solver": solver, "seed": seed, "auc": roc_auc(yte, f),
-            "accuracy": accuracy(yte, np.where(f >= 0, 1.0, -1.0)), "n_sv": int(len(model.coefficients()[0])),
-            "n_train": int(Xtr.shape[0]), "n_pool": n_pool, "seconds": seconds}
+    return {
+        "solver": solver,
+        "seed": seed,
+        "auc": roc_auc(yte, f),
+        "accuracy": accuracy(yte, np.where(f >= 0, 1.0, -1.0)),
+        "n_sv": int(len(model.coefficients()[0])),
+        "n_train": int(Xtr.shape[0]),
+        "n_pool": n_pool,
+        "seconds": seconds,
+    }
 
 
 def _as_list(strategies, known: Iterable[str] = STRATEGY_NAMES, kind: str = "strategy") -> list[str]:
@@ -458,8 +546,9 @@ class _Plan:
         references = pd.DataFrame(refs, columns=REFERENCE_COLUMNS)
         rows_df = pd.DataFrame(rows, columns=ROW_COLUMNS + EXTRA_COLUMNS)
         order = {s: k for k, s in enumerate(strategies)}
-        rows_df = rows_df.sort_values(["strategy", "seed", "n_labels"], key=lambda c: c.map(order)
-                                      if c.name == "strategy" else c, kind="stable").reset_index(drop=True)
+        rows_df = rows_df.sort_values(
+            ["strategy", "seed", "n_labels"], key=lambda c: c.map(order) if c.name == "strategy" else c, kind="stable"
+        ).reset_index(drop=True)
         test_fraction, budget = self.config["test_fraction"], self.config["budget"]
         pools = {seed: _pool_counts(self.y, seed, test_fraction) for seed in self.seeds}
         runs = run_table(rows_df, references, budget, pools)
@@ -468,25 +557,48 @@ class _Plan:
         stops_df = pd.DataFrame(stops, columns=STOP_COLUMNS)
         stop_summary = pd.DataFrame()
         if setup is not None:
-            config.update(stopping=[str(r) for r in setup.rules], target_recall=setup.target_recall,
-                          confidence=setup.confidence)
+            config.update(
+                stopping=[str(r) for r in setup.rules], target_recall=setup.target_recall, confidence=setup.confidence
+            )
             stops_df["n_labels_at_stop"] = stops_df["n_labels_at_stop"].astype("Int64")
-            stops_df = stops_df.sort_values(["strategy", "seed"], key=lambda c: c.map(order)
-                                            if c.name == "strategy" else c, kind="stable").reset_index(drop=True)
-            stop_summary = summarise_stops(stops_df, pools, setup.target_recall, strategies,
-                                           [str(r) for r in setup.rules])
-        return ComparisonResult(rows=rows_df, runs=runs, references=references, summary=summary, config=config,
-                                stops=stops_df, stop_summary=stop_summary)
+            stops_df = stops_df.sort_values(
+                ["strategy", "seed"], key=lambda c: c.map(order) if c.name == "strategy" else c, kind="stable"
+            ).reset_index(drop=True)
+            stop_summary = summarise_stops(
+                stops_df, pools, setup.target_recall, strategies, [str(r) for r in setup.rules]
+            )
+        return ComparisonResult(
+            rows=rows_df,
+            runs=runs,
+            references=references,
+            summary=summary,
+            config=config,
+            stops=stops_df,
+            stop_summary=stop_summary,
+        )
 
 
-def _plan(X, y, *, strategies: Iterable[str] | str, solver: str | dict[str, str] | None = None,
-          solver_params: dict | None = None, budget: int, seeds: int | Iterable[int], initial: int = 10,
-          test_fraction: float = 0.3, strategy_params: dict[str, dict] | None = None,
-          cold_start: str = DEFAULT_COLD_START, stopping: str | list | None = None,
-          target_recall: float = stop_rules.DEFAULT_TARGET_RECALL,
-          confidence: float = stop_rules.DEFAULT_CONFIDENCE, baseline: bool = False,
-          prior: tuple[int, int] | str | None = None, prior_items: Iterable[int] | None = None,
-          prior_names: Iterable[str] | None = None) -> _Plan:
+def _plan(
+    X,
+    y,
+    *,
+    strategies: Iterable[str] | str,
+    solver: str | dict[str, str] | None = None,
+    solver_params: dict | None = None,
+    budget: int,
+    seeds: int | Iterable[int],
+    initial: int = 10,
+    test_fraction: float = 0.3,
+    strategy_params: dict[str, dict] | None = None,
+    cold_start: str = DEFAULT_COLD_START,
+    stopping: str | list | None = None,
+    target_recall: float = stop_rules.DEFAULT_TARGET_RECALL,
+    confidence: float = stop_rules.DEFAULT_CONFIDENCE,
+    baseline: bool = False,
+    prior: tuple[int, int] | str | None = None,
+    prior_items: Iterable[int] | None = None,
+    prior_names: Iterable[str] | None = None,
+) -> _Plan:
     """Check the arguments of a comparison and list its runs (see :func:`run_comparison`)."""
     # documents and fingerprints stay sparse (CSR rows, as the loop and the kernels take them)
     X = sp.csr_matrix(X, dtype=np.float64) if sp.issparse(X) else np.atleast_2d(np.asarray(X, dtype=np.float64))
@@ -519,23 +631,54 @@ def _plan(X, y, *, strategies: Iterable[str] | str, solver: str | dict[str, str]
     tasks: list[tuple[str, Callable, tuple]] = []
     for seed in seeds:
         for name in sorted(set(solvers.values())) if float(test_fraction) > 0 else ():
-            tasks.append((f"{REFERENCE_TASK} {name}, seed {seed}", full_data_reference,
-                          (X, y, name, solver_params, seed, test_fraction)))
+            tasks.append(
+                (
+                    f"{REFERENCE_TASK} {name}, seed {seed}",
+                    full_data_reference,
+                    (X, y, name, solver_params, seed, test_fraction),
+                )
+            )
         for s in strategies:
-            tasks.append((f"{s} ({solvers[s]}), seed {seed}", _run_strategy,
-                          (X, y, s, solvers[s], solver_params, strategy_params.get(s, {}), int(budget), seed,
-                           int(initial), float(test_fraction), cold_start, setup,
-                           None if known is None else known[seed][0])))
-    config = dict(strategies=strategies, solvers=solvers, solver_params=solver_params, budget=int(budget),
-                  seeds=seeds, initial=int(initial), test_fraction=float(test_fraction), cold_start=cold_start)
+            tasks.append(
+                (
+                    f"{s} ({solvers[s]}), seed {seed}",
+                    _run_strategy,
+                    (
+                        X,
+                        y,
+                        s,
+                        solvers[s],
+                        solver_params,
+                        strategy_params.get(s, {}),
+                        int(budget),
+                        seed,
+                        int(initial),
+                        float(test_fraction),
+                        cold_start,
+                        setup,
+                        None if known is None else known[seed][0],
+                    ),
+                )
+            )
+    config = dict(
+        strategies=strategies,
+        solvers=solvers,
+        solver_params=solver_params,
+        budget=int(budget),
+        seeds=seeds,
+        initial=int(initial),
+        test_fraction=float(test_fraction),
+        cold_start=cold_start,
+    )
     if known is not None:  # which items were priors: dataset rows per seed (the same for every strategy)
-        config["prior"] = (f"{prior[0]},{prior[1]}" if prior is not None else "items")
+        config["prior"] = f"{prior[0]},{prior[1]}" if prior is not None else "items"
         config["priors"] = {seed: [int(r) for r in known[seed][1]] for seed in seeds}
     return _Plan(y=y, tasks=tasks, strategies=strategies, solvers=solvers, seeds=seeds, config=config, setup=setup)
 
 
-def _priors_per_seed(y: np.ndarray, seeds: list[int], test_fraction: float, prior, prior_items,
-                     prior_names) -> dict[int, tuple[np.ndarray, np.ndarray]] | None:
+def _priors_per_seed(
+    y: np.ndarray, seeds: list[int], test_fraction: float, prior, prior_items, prior_names
+) -> dict[int, tuple[np.ndarray, np.ndarray]] | None:
     """seed -> (positions in the seed's pool, dataset rows) of its priors, checked; None without priors."""
     if prior is None and prior_items is None:
         return None
@@ -550,10 +693,14 @@ def _priors_per_seed(y: np.ndarray, seeds: list[int], test_fraction: float, prio
         if names is not None and len(names) != len(rows):
             raise prior_knowledge.PriorError(f"prior_names has {len(names)} names for {len(rows)} prior items")
     else:
-        if (len(prior) != 2 or any(isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 0
-                                   for v in prior) or sum(prior) == 0):
-            raise prior_knowledge.PriorError("prior must be (known positives, known negatives), whole numbers >= 0 "
-                                             f"and not both 0, got {prior!r}")
+        if (
+            len(prior) != 2
+            or any(isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 0 for v in prior)
+            or sum(prior) == 0
+        ):
+            raise prior_knowledge.PriorError(
+                f"prior must be (known positives, known negatives), whole numbers >= 0 and not both 0, got {prior!r}"
+            )
     out = {}
     for seed in seeds:
         train, _ = _split_rows(y, seed, test_fraction)
@@ -565,9 +712,13 @@ def _priors_per_seed(y: np.ndarray, seeds: list[int], test_fraction: float, prio
     return out
 
 
-def _execute(tasks: list[tuple[str, Callable, tuple]], n_jobs: int | None, scheduler: str | None,
-             progress: Callable[[int, int, str], None] | None,
-             label_progress: Callable[[int, int, str, int, int], None] | None) -> list[Any]:
+def _execute(
+    tasks: list[tuple[str, Callable, tuple]],
+    n_jobs: int | None,
+    scheduler: str | None,
+    progress: Callable[[int, int, str], None] | None,
+    label_progress: Callable[[int, int, str, int, int], None] | None,
+) -> list[Any]:
     """The result of every task, in the tasks' order, wherever they ran."""
     if scheduler is not None:
         return run_on_dask(tasks, scheduler, n_jobs, progress)
@@ -582,6 +733,7 @@ def _execute(tasks: list[tuple[str, Callable, tuple]], n_jobs: int | None, sched
     results: list[Any] = [None] * len(tasks)
     for k, (desc, fn, args) in enumerate(tasks):  # (k runs done before this one)
         if label_progress is not None:  # (a run's labels, or the items a reference learns: both take on_step)
+
             def on_step(steps: int, of: int, _done=k, _desc=desc) -> None:
                 label_progress(_done, len(tasks), _desc, steps, of)
 
@@ -593,18 +745,31 @@ def _execute(tasks: list[tuple[str, Callable, tuple]], n_jobs: int | None, sched
     return results
 
 
-def run_comparison(X, y, *, strategies: Iterable[str] | str, solver: str | dict[str, str] | None = None,
-                   solver_params: dict | None = None, budget: int, seeds: int | Iterable[int],
-                   initial: int = 10, test_fraction: float = 0.3, n_jobs: int = 1,
-                   progress: Callable[[int, int, str], None] | None = None,
-                   label_progress: Callable[[int, int, str, int, int], None] | None = None,
-                   strategy_params: dict[str, dict] | None = None,
-                   cold_start: str = DEFAULT_COLD_START, stopping: str | list | None = None,
-                   target_recall: float = stop_rules.DEFAULT_TARGET_RECALL,
-                   confidence: float = stop_rules.DEFAULT_CONFIDENCE, baseline: bool = False,
-                   scheduler: str | None = None, prior: tuple[int, int] | str | None = None,
-                   prior_items: Iterable[int] | None = None,
-                   prior_names: Iterable[str] | None = None) -> ComparisonResult:
+def run_comparison(
+    X,
+    y,
+    *,
+    strategies: Iterable[str] | str,
+    solver: str | dict[str, str] | None = None,
+    solver_params: dict | None = None,
+    budget: int,
+    seeds: int | Iterable[int],
+    initial: int = 10,
+    test_fraction: float = 0.3,
+    n_jobs: int = 1,
+    progress: Callable[[int, int, str], None] | None = None,
+    label_progress: Callable[[int, int, str, int, int], None] | None = None,
+    strategy_params: dict[str, dict] | None = None,
+    cold_start: str = DEFAULT_COLD_START,
+    stopping: str | list | None = None,
+    target_recall: float = stop_rules.DEFAULT_TARGET_RECALL,
+    confidence: float = stop_rules.DEFAULT_CONFIDENCE,
+    baseline: bool = False,
+    scheduler: str | None = None,
+    prior: tuple[int, int] | str | None = None,
+    prior_items: Iterable[int] | None = None,
+    prior_names: Iterable[str] | None = None,
+) -> ComparisonResult:
     """Run query strategies side by side on the same seeds.
 
     Parameters
@@ -655,18 +820,39 @@ def run_comparison(X, y, *, strategies: Iterable[str] | str, solver: str | dict[
         them, and recall is counted as ASReview counts it: without the priors on either side.  The priors
         count towards ``budget`` and ``initial`` (pass ``initial=0`` for no random labels after them).
     """
-    plan = _plan(X, y, strategies=strategies, solver=solver, solver_params=solver_params, budget=budget,
-                 seeds=seeds, initial=initial, test_fraction=test_fraction, strategy_params=strategy_params,
-                 cold_start=cold_start, stopping=stopping, target_recall=target_recall, confidence=confidence,
-                 baseline=baseline, prior=prior, prior_items=prior_items, prior_names=prior_names)
+    plan = _plan(
+        X,
+        y,
+        strategies=strategies,
+        solver=solver,
+        solver_params=solver_params,
+        budget=budget,
+        seeds=seeds,
+        initial=initial,
+        test_fraction=test_fraction,
+        strategy_params=strategy_params,
+        cold_start=cold_start,
+        stopping=stopping,
+        target_recall=target_recall,
+        confidence=confidence,
+        baseline=baseline,
+        prior=prior,
+        prior_items=prior_items,
+        prior_names=prior_names,
+    )
     return plan.result(_execute(plan.tasks, n_jobs, resolve_scheduler(scheduler), progress, label_progress))
 
 
-def run_study(datasets: Mapping[str, tuple[Any, Any]], *, n_jobs: int = 1,
-              progress: Callable[[int, int, str], None] | None = None,
-              label_progress: Callable[[int, int, str, int, int], None] | None = None,
-              scheduler: str | None = None, dataset_options: Mapping[str, dict] | None = None,
-              **options) -> dict[str, ComparisonResult]:
+def run_study(
+    datasets: Mapping[str, tuple[Any, Any]],
+    *,
+    n_jobs: int = 1,
+    progress: Callable[[int, int, str], None] | None = None,
+    label_progress: Callable[[int, int, str, int, int], None] | None = None,
+    scheduler: str | None = None,
+    dataset_options: Mapping[str, dict] | None = None,
+    **options,
+) -> dict[str, ComparisonResult]:
     """:func:`run_comparison` on several datasets (name -> (X, y)) with the same options
     (``dataset_options``: name -> options that replace some of them for that dataset, e.g. its kernel).
 
@@ -677,8 +863,7 @@ def run_study(datasets: Mapping[str, tuple[Any, Any]], *, n_jobs: int = 1,
     if not datasets:
         raise ValueError("give at least one dataset")
     dataset_options = dataset_options or {}
-    plans = {name: _plan(X, y, **{**options, **dataset_options.get(name, {})})
-             for name, (X, y) in datasets.items()}
+    plans = {name: _plan(X, y, **{**options, **dataset_options.get(name, {})}) for name, (X, y) in datasets.items()}
     tasks: list[tuple[str, Callable, tuple]] = []
     for name, plan in plans.items():
         prefix = f"{name}: " if len(plans) > 1 else ""
@@ -686,7 +871,7 @@ def run_study(datasets: Mapping[str, tuple[Any, Any]], *, n_jobs: int = 1,
     results = _execute(tasks, n_jobs, resolve_scheduler(scheduler), progress, label_progress)
     out, start = {}, 0
     for name, plan in plans.items():
-        out[name] = plan.result(results[start:start + len(plan.tasks)])
+        out[name] = plan.result(results[start : start + len(plan.tasks)])
         start += len(plan.tasks)
     return out
 
@@ -705,8 +890,9 @@ def _pool_counts(y: np.ndarray, seed: int, test_fraction: float) -> tuple[int, i
     return int(len(train)), int(np.sum(y[train] > 0))
 
 
-def run_table(rows: pd.DataFrame, references: pd.DataFrame, budget: int,
-              pools: dict[int, tuple[int, int]] | None = None) -> pd.DataFrame:
+def run_table(
+    rows: pd.DataFrame, references: pd.DataFrame, budget: int, pools: dict[int, tuple[int, int]] | None = None
+) -> pd.DataFrame:
     """One row per (strategy, seed): learning-curve areas and labels to reach 95% / 99%.
 
     A run that stopped before the budget (pool exhausted, or ramp-region found
@@ -730,14 +916,21 @@ def run_table(rows: pd.DataFrame, references: pd.DataFrame, budget: int,
         r = ref.get((solver, int(seed)), float("nan"))
         usable = np.isfinite(r) and r != 0.5
         record = {
-            "strategy": strategy, "solver": solver, "seed": int(seed), "n_labels": int(g["n_labels"].iloc[-1]),
-            "budget": end, "reference_auc": r, "final_auc": float(auc[-1]),
-            "final_accuracy": float(g["accuracy"].iloc[-1]), "final_n_sv": int(g["n_sv"].iloc[-1]),
+            "strategy": strategy,
+            "solver": solver,
+            "seed": int(seed),
+            "n_labels": int(g["n_labels"].iloc[-1]),
+            "budget": end,
+            "reference_auc": r,
+            "final_auc": float(auc[-1]),
+            "final_accuracy": float(g["accuracy"].iloc[-1]),
+            "final_n_sv": int(g["n_sv"].iloc[-1]),
             "alc": learning_curve_area(n, auc, reference=r) if usable else float("nan"),
             "alc_log2": learning_curve_area(n, auc, reference=r, log2=True) if usable else float("nan"),
             "labels_95": labels_to_reach(n, auc, 0.95 * r) if usable else None,
             "labels_99": labels_to_reach(n, auc, 0.99 * r) if usable else None,
-            "labels_asked": int(g["n_labels"].iloc[-1]), "items_seen": int(g["seen"].iloc[-1]),
+            "labels_asked": int(g["n_labels"].iloc[-1]),
+            "items_seen": int(g["seen"].iloc[-1]),
         }
         if int(seed) in pools:
             n_items, n_pos = pools[int(seed)]
@@ -803,22 +996,34 @@ def summarise(runs: pd.DataFrame, rows: pd.DataFrame, strategies: list[str]) -> 
         upd = st["update_ms"].to_numpy(dtype=float)
         qry = st["query_ms"].to_numpy(dtype=float)
         qry = qry[np.isfinite(qry)]
-        out.append({
-            "strategy": s, "solver": r["solver"].iloc[0], "n_seeds": len(r),
-            "alc_mean": float(r["alc"].mean()), "alc_std": float(r["alc"].std(ddof=1)) if len(r) > 1 else 0.0,
-            "alc_log2_mean": float(r["alc_log2"].mean()),
-            "alc_log2_std": float(r["alc_log2"].std(ddof=1)) if len(r) > 1 else 0.0,
-            "labels_95": l95, "reached_95": n95, "labels_99": l99, "reached_99": n99,
-            "final_auc": float(r["final_auc"].mean()), "reference_auc": float(r["reference_auc"].mean()),
-            "final_n_sv": float(r["final_n_sv"].mean()),
-            "labels_asked": float(r["labels_asked"].mean()), "items_seen": float(r["items_seen"].mean()),
-            "update_ms_median": float(np.median(upd)) if len(upd) else float("nan"),
-            "update_ms_p95": float(np.percentile(upd, 95)) if len(upd) else float("nan"),
-            "query_ms_median": float(np.median(qry)) if len(qry) else float("nan"),
-            "query_ms_p95": float(np.percentile(qry, 95)) if len(qry) else float("nan"),
-            "wins": None if s == BASELINE or not compared else w, "ties": None if s == BASELINE or not compared
-            else t, "losses": None if s == BASELINE or not compared else lo, **recall_levels,
-        })
+        out.append(
+            {
+                "strategy": s,
+                "solver": r["solver"].iloc[0],
+                "n_seeds": len(r),
+                "alc_mean": float(r["alc"].mean()),
+                "alc_std": float(r["alc"].std(ddof=1)) if len(r) > 1 else 0.0,
+                "alc_log2_mean": float(r["alc_log2"].mean()),
+                "alc_log2_std": float(r["alc_log2"].std(ddof=1)) if len(r) > 1 else 0.0,
+                "labels_95": l95,
+                "reached_95": n95,
+                "labels_99": l99,
+                "reached_99": n99,
+                "final_auc": float(r["final_auc"].mean()),
+                "reference_auc": float(r["reference_auc"].mean()),
+                "final_n_sv": float(r["final_n_sv"].mean()),
+                "labels_asked": float(r["labels_asked"].mean()),
+                "items_seen": float(r["items_seen"].mean()),
+                "update_ms_median": float(np.median(upd)) if len(upd) else float("nan"),
+                "update_ms_p95": float(np.percentile(upd, 95)) if len(upd) else float("nan"),
+                "query_ms_median": float(np.median(qry)) if len(qry) else float("nan"),
+                "query_ms_p95": float(np.percentile(qry, 95)) if len(qry) else float("nan"),
+                "wins": None if s == BASELINE or not compared else w,
+                "ties": None if s == BASELINE or not compared else t,
+                "losses": None if s == BASELINE or not compared else lo,
+                **recall_levels,
+            }
+        )
     df = pd.DataFrame(out)
     for c in ("wins", "ties", "losses"):  # whole numbers, None for the baseline itself
         df[c] = pd.Series([d[c] for d in out], dtype=object)
@@ -827,8 +1032,10 @@ def summarise(runs: pd.DataFrame, rows: pd.DataFrame, strategies: list[str]) -> 
 
 def format_summary(summary: pd.DataFrame) -> str:
     """A plain-text table of the summary (what ``compare`` prints)."""
-    head = (f"{'strategy':<18} {'solver':<12} {'ALC':>13} {'ALC log2':>13} {'to 95%':>10} {'to 99%':>10} "
-            f"{'AUC':>6} {'SV':>7} {'upd ms p50/p95':>15} {'qry ms p50/p95':>15}")
+    head = (
+        f"{'strategy':<18} {'solver':<12} {'ALC':>13} {'ALC log2':>13} {'to 95%':>10} {'to 99%':>10} "
+        f"{'AUC':>6} {'SV':>7} {'upd ms p50/p95':>15} {'qry ms p50/p95':>15}"
+    )
     against_random = BASELINE in set(summary["strategy"]) if len(summary) else False
     if against_random:  # (wins/ties/losses need the random runs)
         head += f" {'vs random W/T/L':>16}"
@@ -837,36 +1044,51 @@ def format_summary(summary: pd.DataFrame) -> str:
         head += f" {'recall 50%':>11} {'recall 80%':>11} {'recall 95%':>11} {'WSS@95':>7}"
     lines = [head, "-" * len(head)]
     for r in summary.itertuples():
+
         def reach(v, k, n=r.n_seeds):
             return "never" if k == 0 else f"{v:.0f} ({k}/{n})"
 
         def number(v, fmt):
             return "n/a" if v is None or not np.isfinite(v) else format(v, fmt)
+
         if r.wins is None or (isinstance(r.wins, float) and np.isnan(r.wins)):
             wtl = "baseline" if r.strategy == BASELINE else "n/a"
         else:
             wtl = f"{int(r.wins)}/{int(r.ties)}/{int(r.losses)}"
         alc = "n/a" if not np.isfinite(r.alc_mean) else f"{r.alc_mean:.3f}±{r.alc_std:.3f}"
         alc2 = "n/a" if not np.isfinite(r.alc_log2_mean) else f"{r.alc_log2_mean:.3f}±{r.alc_log2_std:.3f}"
-        line = (f"{r.strategy:<18} {r.solver:<12} {alc:>13} {alc2:>13} {reach(r.labels_95, r.reached_95):>10} "
-                f"{reach(r.labels_99, r.reached_99):>10} {number(r.final_auc, '.3f'):>6} {r.final_n_sv:>7.1f} "
-                f"{r.update_ms_median:>7.2f}/{r.update_ms_p95:<7.2f} "
-                f"{r.query_ms_median:>7.2f}/{r.query_ms_p95:<7.2f}" + (f" {wtl:>16}" if against_random else ""))
+        line = (
+            f"{r.strategy:<18} {r.solver:<12} {alc:>13} {alc2:>13} {reach(r.labels_95, r.reached_95):>10} "
+            f"{reach(r.labels_99, r.reached_99):>10} {number(r.final_auc, '.3f'):>6} {r.final_n_sv:>7.1f} "
+            f"{r.update_ms_median:>7.2f}/{r.update_ms_p95:<7.2f} "
+            f"{r.query_ms_median:>7.2f}/{r.query_ms_p95:<7.2f}" + (f" {wtl:>16}" if against_random else "")
+        )
         if recall:
-            line += (f" {reach(r.labels_recall_50, r.reached_recall_50):>11} "
-                     f"{reach(r.labels_recall_80, r.reached_recall_80):>11} "
-                     f"{reach(r.labels_recall_95, r.reached_recall_95):>11} {number(r.wss_95, '.3f'):>7}")
+            line += (
+                f" {reach(r.labels_recall_50, r.reached_recall_50):>11} "
+                f"{reach(r.labels_recall_80, r.reached_recall_80):>11} "
+                f"{reach(r.labels_recall_95, r.reached_recall_95):>11} {number(r.wss_95, '.3f'):>7}"
+            )
         lines.append(line)
-    lines.append("ALC: area under the test-AUC learning curve, normalised (0 = chance, 1 = full-data AUC "
-                 "from the first label); mean ± std over seeds.")
+    lines.append(
+        "ALC: area under the test-AUC learning curve, normalised (0 = chance, 1 = full-data AUC "
+        "from the first label); mean ± std over seeds."
+    )
     if recall:
-        lines.append("recall X%: labels (initial ones included) until X% of the pool's positives were labelled, "
-                     "mean over the seeds that got there; WSS@95 = (pool - labels to 95%) / pool - 0.05.")
+        lines.append(
+            "recall X%: labels (initial ones included) until X% of the pool's positives were labelled, "
+            "mean over the seeds that got there; WSS@95 = (pool - labels to 95%) / pool - 0.05."
+        )
     return "\n".join(lines)
 
 
-def summarise_stops(stops: pd.DataFrame, pools: dict[int, tuple[int, int]], target_recall: float,
-                    strategies: list[str], rules: list[str]) -> pd.DataFrame:
+def summarise_stops(
+    stops: pd.DataFrame,
+    pools: dict[int, tuple[int, int]],
+    target_recall: float,
+    strategies: list[str],
+    rules: list[str],
+) -> pd.DataFrame:
     """One row per (strategy, rule): how often it stopped within the budget, mean labels and recall at stop,
     how many stops reached the target recall, and the work saved against labelling the whole pool
     (1 - labels at stop / pool items, mean over the stops)."""
@@ -881,38 +1103,74 @@ def summarise_stops(stops: pd.DataFrame, pools: dict[int, tuple[int, int]], targ
             recall = hit["recall_at_stop"].to_numpy(dtype=float)
             pool = np.array([pools[int(seed)][0] for seed in hit["seed"]], dtype=float)
             reached = int(np.sum(recall >= target_recall - 1e-12))
-            out.append({
-                "strategy": strategy, "rule": rule, "n_seeds": int(len(part)), "stopped": int(len(hit)),
-                "labels_at_stop": float(labels.mean()) if len(hit) else float("nan"),
-                "recall_at_stop": float(recall.mean()) if len(hit) else float("nan"),
-                "min_recall_at_stop": float(recall.min()) if len(hit) else float("nan"),
-                "reached_target": reached, "share_reached_target": reached / len(part),
-                "work_saved": float(np.mean(1.0 - labels / pool)) if len(hit) else float("nan"),
-            })
+            out.append(
+                {
+                    "strategy": strategy,
+                    "rule": rule,
+                    "n_seeds": int(len(part)),
+                    "stopped": int(len(hit)),
+                    "labels_at_stop": float(labels.mean()) if len(hit) else float("nan"),
+                    "recall_at_stop": float(recall.mean()) if len(hit) else float("nan"),
+                    "min_recall_at_stop": float(recall.min()) if len(hit) else float("nan"),
+                    "reached_target": reached,
+                    "share_reached_target": reached / len(part),
+                    "work_saved": float(np.mean(1.0 - labels / pool)) if len(hit) else float("nan"),
+                }
+            )
     return pd.DataFrame(out)
 
 
 def format_stop_summary(summary: pd.DataFrame, target_recall: float | None = None) -> str:
     """A plain-text table of the per-rule summary (what ``compare --stopping`` prints)."""
     target = "target" if target_recall is None else f"{100 * target_recall:g}%"
-    head = (f"{'strategy':<18} {'rule':<16} {'stopped':>8} {'labels at stop':>15} {'recall at stop':>15} "
-            f"{'min recall':>10} {'reached ' + target:>14} {'work saved':>11}")
+    head = (
+        f"{'strategy':<18} {'rule':<16} {'stopped':>8} {'labels at stop':>15} {'recall at stop':>15} "
+        f"{'min recall':>10} {'reached ' + target:>14} {'work saved':>11}"
+    )
     lines = [head, "-" * len(head)]
     for r in summary.itertuples():
+
         def number(v, fmt):
             return "–" if not np.isfinite(v) else format(v, fmt)
-        lines.append(f"{r.strategy:<18} {r.rule:<16} {f'{r.stopped}/{r.n_seeds}':>8} "
-                     f"{number(r.labels_at_stop, '.1f'):>15} {number(r.recall_at_stop, '.3f'):>15} "
-                     f"{number(r.min_recall_at_stop, '.3f'):>10} {f'{r.reached_target}/{r.n_seeds}':>14} "
-                     f"{number(r.work_saved, '.3f'):>11}")
-    lines.append("stopped: seeds where the rule stopped within the budget; labels and recall at stop: mean over "
-                 "those (random draws are labels); reached: seeds that stopped with recall at or above the target; "
-                 "work saved: 1 - labels at stop / pool items, mean over the stops.")
+
+        lines.append(
+            f"{r.strategy:<18} {r.rule:<16} {f'{r.stopped}/{r.n_seeds}':>8} "
+            f"{number(r.labels_at_stop, '.1f'):>15} {number(r.recall_at_stop, '.3f'):>15} "
+            f"{number(r.min_recall_at_stop, '.3f'):>10} {f'{r.reached_target}/{r.n_seeds}':>14} "
+            f"{number(r.work_saved, '.3f'):>11}"
+        )
+    lines.append(
+        "stopped: seeds where the rule stopped within the budget; labels and recall at stop: mean over "
+        "those (random draws are labels); reached: seeds that stopped with recall at or above the target; "
+        "work saved: 1 - labels at stop / pool items, mean over the stops."
+    )
     return "\n".join(lines)
 
 
-__all__ = ["BASELINE", "RECALL_LEVELS", "REFERENCE_COLUMNS", "REFERENCE_MAX_ITEMS", "REFERENCE_TASK", "SCHEDULER_ENV",
-           "STOP_COLUMNS", "ComparisonResult", "EXTRA_COLUMNS", "ROW_COLUMNS", "SchedulerError", "StoppingSetup",
-           "TIE_TOLERANCE", "format_stop_summary", "format_summary", "full_data_reference", "reference_items",
-           "reference_note", "resolve_scheduler", "run_comparison", "run_study", "run_table", "study_table",
-           "summarise", "summarise_stops"]
+__all__ = [
+    "BASELINE",
+    "RECALL_LEVELS",
+    "REFERENCE_COLUMNS",
+    "REFERENCE_MAX_ITEMS",
+    "REFERENCE_TASK",
+    "SCHEDULER_ENV",
+    "STOP_COLUMNS",
+    "ComparisonResult",
+    "EXTRA_COLUMNS",
+    "ROW_COLUMNS",
+    "SchedulerError",
+    "StoppingSetup",
+    "TIE_TOLERANCE",
+    "format_stop_summary",
+    "format_summary",
+    "full_data_reference",
+    "reference_items",
+    "reference_note",
+    "resolve_scheduler",
+    "run_comparison",
+    "run_study",
+    "run_table",
+    "study_table",
+    "summarise",
+    "summarise_stops",
+]

@@ -183,7 +183,7 @@ class Standardizer:
             rest = np.setdiff1d(np.arange(X.shape[1]), cols)
             scaled = (X[:, cols].toarray() - self.mean_) / self.scale_
             if np.array_equal(cols, np.arange(len(cols))):  # numeric columns first (as load_csv builds them)
-                return sp.hstack([sp.csr_matrix(scaled), X[:, len(cols):]], format="csr")
+                return sp.hstack([sp.csr_matrix(scaled), X[:, len(cols) :]], format="csr")
             out = sp.hstack([sp.csr_matrix(scaled), X[:, rest]], format="csr")
             order = np.argsort(np.concatenate([cols, rest]))
             return out[:, order].tocsr()
@@ -231,9 +231,17 @@ def scaled_row_blocks(X, scaling: str, numeric_columns: Sequence[int] | None, *r
 # --------------------------------------------------------------------------- text
 
 
-def tfidf_features(texts: Sequence[str], *, analyzer: str = "word", ngram_range: tuple[int, int] | None = None,
-                   sublinear_tf: bool = True, min_df: int | float = 1, max_df: float = 0.95,
-                   max_features: int | None = None, prefix: str = "") -> tuple[sp.csr_matrix, list[str]]:
+def tfidf_features(
+    texts: Sequence[str],
+    *,
+    analyzer: str = "word",
+    ngram_range: tuple[int, int] | None = None,
+    sublinear_tf: bool = True,
+    min_df: int | float = 1,
+    max_df: float = 0.95,
+    max_features: int | None = None,
+    prefix: str = "",
+) -> tuple[sp.csr_matrix, list[str]]:
     """TF-IDF rows of ``texts`` (CSR, float64, each row of unit length) and their term names.
 
     ``analyzer="word"``: unigrams and bigrams (default ``ngram_range=(1, 2)``);
@@ -254,9 +262,15 @@ def tfidf_features(texts: Sequence[str], *, analyzer: str = "word", ngram_range:
     docs = ["" if t is None else str(t) for t in texts]
 
     def fitted(max_df: float):
-        vectorizer = TfidfVectorizer(analyzer="word" if analyzer == "word" else "char_wb",
-                                     ngram_range=tuple(ngram_range), sublinear_tf=sublinear_tf, min_df=min_df,
-                                     max_df=max_df, max_features=max_features, dtype=np.float64)
+        vectorizer = TfidfVectorizer(
+            analyzer="word" if analyzer == "word" else "char_wb",
+            ngram_range=tuple(ngram_range),
+            sublinear_tf=sublinear_tf,
+            min_df=min_df,
+            max_df=max_df,
+            max_features=max_features,
+            dtype=np.float64,
+        )
         return vectorizer, vectorizer.fit_transform(docs)
 
     try:
@@ -288,8 +302,7 @@ def svd_reduce(X, n_components: int, seed: int = 0) -> np.ndarray:
     return Z / norms[:, None]
 
 
-def term_contributions(x_row, weights: np.ndarray, names: Sequence[str], k: int = 10
-                       ) -> list[tuple[str, float]]:
+def term_contributions(x_row, weights: np.ndarray, names: Sequence[str], k: int = 10) -> list[tuple[str, float]]:
     """The ``k`` terms with the largest |w_t x_t| in one row, largest first, as (name, w_t x_t).
 
     For a linear kernel f(x) = sum_t w_t x_t + b with w = sum_i coef_i x_i over
@@ -330,8 +343,9 @@ class Fingerprints:
     invalid: list[tuple[int, str]]  # (input row, SMILES) that RDKit could not parse
 
 
-def morgan_fingerprints(smiles: Sequence[str], radius: int = DEFAULT_RADIUS, n_bits: int = DEFAULT_BITS
-                        ) -> Fingerprints:
+def morgan_fingerprints(
+    smiles: Sequence[str], radius: int = DEFAULT_RADIUS, n_bits: int = DEFAULT_BITS
+) -> Fingerprints:
     """Morgan fingerprints (RDKit) of SMILES strings as a binary CSR matrix (``n_bits`` columns)."""
     from rdkit import Chem, RDLogger
     from rdkit.Chem import rdFingerprintGenerator
@@ -408,8 +422,10 @@ def _drawing(smiles: str, width: int, height: int) -> MoleculeDrawing:
 
 
 def _too_large(atoms: int) -> str:
-    return (f"Not drawn: this molecule has {atoms:,} atoms, and molecules are drawn up to {MAX_DRAWN_ATOMS} "
-            "(a larger drawing would hold the server for seconds to minutes). Its SMILES:")
+    return (
+        f"Not drawn: this molecule has {atoms:,} atoms, and molecules are drawn up to {MAX_DRAWN_ATOMS} "
+        "(a larger drawing would hold the server for seconds to minutes). Its SMILES:"
+    )
 
 
 def molecule_svg(smiles: str, size: tuple[int, int] = (360, 260)) -> str | None:
@@ -425,7 +441,24 @@ def most_frequent(values: Sequence[str]) -> str:
     return sorted(v for v, c in counts.items() if c == top)[0]
 
 
-__all__ = ["DEFAULT_BITS", "DEFAULT_RADIUS", "DELIMITERS", "DELIMITER_NAMES", "MAX_DRAWN_ATOMS", "Fingerprints",
-           "MoleculeDrawing", "SCALINGS", "Standardizer", "detect_format", "linear_weights", "molecule_drawing",
-           "molecule_svg", "morgan_fingerprints", "most_frequent", "scale_features", "svd_reduce",
-           "term_contributions", "tfidf_features"]
+__all__ = [
+    "DEFAULT_BITS",
+    "DEFAULT_RADIUS",
+    "DELIMITERS",
+    "DELIMITER_NAMES",
+    "MAX_DRAWN_ATOMS",
+    "Fingerprints",
+    "MoleculeDrawing",
+    "SCALINGS",
+    "Standardizer",
+    "detect_format",
+    "linear_weights",
+    "molecule_drawing",
+    "molecule_svg",
+    "morgan_fingerprints",
+    "most_frequent",
+    "scale_features",
+    "svd_reduce",
+    "term_contributions",
+    "tfidf_features",
+]

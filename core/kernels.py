@@ -174,24 +174,37 @@ class Rows:
     def widened(self) -> Rows:
         """The same rows in float64 (exact)."""
         if self.sparse:
-            return Rows(indptr=self.indptr, indices=self.indices, data=self.data.astype(np.float64),
-                        n_rows=self.n_rows, n_features=self.n_features)
+            return Rows(
+                indptr=self.indptr,
+                indices=self.indices,
+                data=self.data.astype(np.float64),
+                n_rows=self.n_rows,
+                n_features=self.n_features,
+            )
         return Rows(dense=self.dense.astype(np.float64), n_rows=self.n_rows, n_features=self.n_features)
 
     @classmethod
     def of(cls, X) -> Rows:
         """``X`` as Rows: a dense array or a CSR matrix in canonical form (see ``as_data_matrix``)."""
         if sp.issparse(X):
-            return cls(indptr=np.asarray(X.indptr, dtype=np.int64), indices=np.asarray(X.indices, dtype=np.int32),
-                       data=X.data, n_rows=X.shape[0], n_features=X.shape[1])
+            return cls(
+                indptr=np.asarray(X.indptr, dtype=np.int64),
+                indices=np.asarray(X.indices, dtype=np.int32),
+                data=X.data,
+                n_rows=X.shape[0],
+                n_features=X.shape[1],
+            )
         return cls(dense=X, n_rows=X.shape[0], n_features=X.shape[1])
 
 
 def _to_columns(indptr, indices, data, n_rows, n_features):
     M = sp.csr_matrix((data, indices, indptr[: n_rows + 1]), shape=(n_rows, n_features), copy=False).tocsc()
     M.sort_indices()
-    return (np.ascontiguousarray(M.indptr, dtype=np.int64), np.ascontiguousarray(M.indices, dtype=np.int32),
-            np.ascontiguousarray(M.data))
+    return (
+        np.ascontiguousarray(M.indptr, dtype=np.int64),
+        np.ascontiguousarray(M.indices, dtype=np.int32),
+        np.ascontiguousarray(M.data),
+    )
 
 
 def _float_dtype(dtype) -> np.dtype:
@@ -230,8 +243,7 @@ def as_data_matrix(X, dtype=None, *, what: str = "examples", first_index: int = 
         bad = np.flatnonzero(~np.isfinite(data))
         if len(bad):
             row = int(np.searchsorted(M.indptr, bad[0], side="right") - 1)
-            raise ValueError(f"example {first_index + row} has a non-finite value in feature "
-                             f"{int(M.indices[bad[0]])}")
+            raise ValueError(f"example {first_index + row} has a non-finite value in feature {int(M.indices[bad[0]])}")
         views = []
         for a in (M.data, M.indices, M.indptr):
             v = a.view()
@@ -367,8 +379,21 @@ def _evaluate_sparse(kernel: Kernel, A: Rows, ia, ta, B: Rows, ib, tb) -> np.nda
         csr_rows = jit.routine("csr_rows", dtype)
 
         def scatter(a: int, b: int) -> None:
-            csr_rows(A.indptr, A.indices, A.data, ia[a:b], ta[a:b], B.indptr, B.indices, B.data, ib, tb,
-                     A.n_features, *args, out[a:b])
+            csr_rows(
+                A.indptr,
+                A.indices,
+                A.data,
+                ia[a:b],
+                ta[a:b],
+                B.indptr,
+                B.indices,
+                B.data,
+                ib,
+                tb,
+                A.n_features,
+                *args,
+                out[a:b],
+            )
 
         nnz_b = float(np.sum(B.indptr[ib + 1] - B.indptr[ib]))
         run_chunks(scatter, m, float(m) * (nnz_b + 4 * n))
@@ -380,7 +405,7 @@ def _evaluate_sparse(kernel: Kernel, A: Rows, ia, ta, B: Rows, ib, tb) -> np.nda
     wanted = ib[order]
     sorted_out = out if in_order else np.empty((m, n))
     # (work estimate: the shared (feature, row) pairs of the first asking row, times the rows)
-    first = A.indices[A.indptr[ia[0]]:A.indptr[ia[0] + 1]]
+    first = A.indices[A.indptr[ia[0]] : A.indptr[ia[0] + 1]]
     pairs = float(np.sum(ptr[first + 1] - ptr[first]))
     start = 0
     while start < n:
@@ -391,8 +416,22 @@ def _evaluate_sparse(kernel: Kernel, A: Rows, ia, ta, B: Rows, ib, tb) -> np.nda
         target = sorted_out if (start, stop) == (0, n) else np.empty((m, stop - start))
 
         def inverted(a: int, b: int, cols=cols, t_cols=t_cols, target=target, j0=j0, j1=j1) -> None:
-            routine(A.indptr, A.indices, A.data, ia[a:b], ta[a:b], ptr, row_of, values, j0, j1, cols, t_cols,
-                    *args, target[a:b])
+            routine(
+                A.indptr,
+                A.indices,
+                A.data,
+                ia[a:b],
+                ta[a:b],
+                ptr,
+                row_of,
+                values,
+                j0,
+                j1,
+                cols,
+                t_cols,
+                *args,
+                target[a:b],
+            )
 
         run_chunks(inverted, m, float(m) * (pairs + 2 * (stop - start)))
         if target is not sorted_out:
@@ -428,8 +467,14 @@ _NO_ROWS = np.empty((0, 0))  # (the buffer of add_weighted_rows when it has no r
 EXTRA_ROWS = jit.EXTRA_ROWS  # the rows outside the buffer that add_weighted_rows adds in its one pass
 
 
-def add_weighted_rows(f: np.ndarray, rows: np.ndarray | None, slots, weights, extra_rows: Sequence[np.ndarray] = (),
-                      extra_deltas: Sequence[float] = ()) -> None:
+def add_weighted_rows(
+    f: np.ndarray,
+    rows: np.ndarray | None,
+    slots,
+    weights,
+    extra_rows: Sequence[np.ndarray] = (),
+    extra_deltas: Sequence[float] = (),
+) -> None:
     """f += extra_deltas[t] * extra_rows[t] for t = 0, 1, ... in turn (as ``add_scaled_rows``), then
     f += sum_t weights[t] * rows[slots[t]] summed over t in the fixed (stripe) order, in place.
 
@@ -478,10 +523,10 @@ def add_scaled_rows(f: np.ndarray, rows: Sequence[np.ndarray], deltas: Sequence[
     if any(len(r) != n for r in rows) or len(rows) != len(deltas):
         raise ValueError("add_scaled_rows needs one delta per row and rows as long as f")
     for t in range(0, len(rows), 4):
-        group = rows[t:t + 4]
+        group = rows[t : t + 4]
         k = len(group)
         d = np.zeros(4)
-        d[:k] = deltas[t:t + 4]
+        d[:k] = deltas[t : t + 4]
         group = group + [group[0]] * (4 - k)  # (unused when k < 4)
 
         def chunk(a: int, b: int, g: list[np.ndarray] = group, d: np.ndarray = d, k: int = k) -> None:
@@ -541,8 +586,12 @@ def masked_count_abs_below(f: np.ndarray, mask: np.ndarray, limit: float) -> int
     f, mask = _scores_and_mask(f, mask)
     count = jit.routine("masked_count_abs_below")
     counts: list[int] = []
-    run_chunks(lambda a, b: counts.append(int(count(f[a:b], mask[a:b], float(limit)))), len(f), float(len(f)),
-               min_cost=_SCAN_SPLIT)
+    run_chunks(
+        lambda a, b: counts.append(int(count(f[a:b], mask[a:b], float(limit)))),
+        len(f),
+        float(len(f)),
+        min_cost=_SCAN_SPLIT,
+    )
     return sum(counts)
 
 
@@ -585,8 +634,10 @@ class Kernel:
             raise ValueError(f"kernel gamma must be a positive finite number, got {self.gamma!r}")
         coef0 = real("coef0", self.coef0)
         if self.name == "poly" and coef0 < 0:
-            raise ValueError(f"kernel coef0 must be >= 0 for the poly kernel (a negative coef0 makes it "
-                             f"indefinite), got {self.coef0!r}")
+            raise ValueError(
+                f"kernel coef0 must be >= 0 for the poly kernel (a negative coef0 makes it "
+                f"indefinite), got {self.coef0!r}"
+            )
         degree = real("degree", self.degree)
         lowest = 1 if self.name == "poly" else 0
         if degree != int(degree) or degree < lowest:
@@ -646,18 +697,15 @@ class Kernel:
         terms = np.ascontiguousarray(terms, dtype=np.float64).reshape(-1)
         out = np.empty(len(terms))
         if len(terms):
-            jit.routine("diag_values")(terms, self.kind, float(self.gamma), float(self.coef0), int(self.degree),
-                                       out)
+            jit.routine("diag_values")(terms, self.kind, float(self.gamma), float(self.coef0), int(self.degree), out)
         return out
 
     def to_dict(self) -> dict:
-        return {"name": self.name, "gamma": float(self.gamma), "degree": int(self.degree),
-                "coef0": float(self.coef0)}
+        return {"name": self.name, "gamma": float(self.gamma), "degree": int(self.degree), "coef0": float(self.coef0)}
 
     @classmethod
     def from_dict(cls, d: dict) -> Kernel:
-        return cls(name=d["name"], gamma=float(d["gamma"]), degree=int(d["degree"]),
-                   coef0=float(d["coef0"]))
+        return cls(name=d["name"], gamma=float(d["gamma"]), degree=int(d["degree"]), coef0=float(d["coef0"]))
 
 
 # dense arrays of up to this many entries take NumPy's X.var() (scikit-learn's gamma="scale", bit for
@@ -678,10 +726,10 @@ def _entry_variance(X: np.ndarray) -> float:
         return float(np.asarray(X, dtype=np.float64).var())
     rows = max(1, _VARIANCE_BLOCK // X.shape[1])
     starts = range(0, X.shape[0], rows)
-    mean = sum(float(X[s:s + rows].sum(dtype=np.float64)) for s in starts) / X.size
+    mean = sum(float(X[s : s + rows].sum(dtype=np.float64)) for s in starts) / X.size
     squares = 0.0
     for s in starts:
-        dev = X[s:s + rows].astype(np.float64)  # (a copy of the block: float32 rows become float64)
+        dev = X[s : s + rows].astype(np.float64)  # (a copy of the block: float32 rows become float64)
         dev -= mean
         squares += float(np.square(dev, out=dev).sum())
     return squares / X.size
@@ -769,8 +817,11 @@ class DataStore:
         n = self._n
         if self._sparse:
             nnz = int(self._indptr[n])
-            return sp.csr_matrix((self._ro(self._data[:nnz]), self._ro(self._indices[:nnz]),
-                                  self._ro(self._indptr[:n + 1])), shape=(n, self.n_features), copy=False)
+            return sp.csr_matrix(
+                (self._ro(self._data[:nnz]), self._ro(self._indices[:nnz]), self._ro(self._indptr[: n + 1])),
+                shape=(n, self.n_features),
+                copy=False,
+            )
         if self._dense is None:
             return np.empty((0, self.n_features or 0), dtype=self.dtype)
         return self._ro(self._dense[:n])
@@ -793,10 +844,19 @@ class DataStore:
     def _make_rows(self) -> Rows:
         n = self._n
         if self._sparse:
-            return Rows(indptr=self._indptr, indices=self._indices, data=self._data, n_rows=n,
-                        n_features=self.n_features, store=self)
-        return Rows(dense=self._dense if self._dense is not None else np.empty((0, self.n_features or 0)),
-                    n_rows=n, n_features=self.n_features or 0)
+            return Rows(
+                indptr=self._indptr,
+                indices=self._indices,
+                data=self._data,
+                n_rows=n,
+                n_features=self.n_features,
+                store=self,
+            )
+        return Rows(
+            dense=self._dense if self._dense is not None else np.empty((0, self.n_features or 0)),
+            n_rows=n,
+            n_features=self.n_features or 0,
+        )
 
     def inverted(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """A sparse store's rows column by column (CSC), kept for kernel rows over the whole store.
@@ -865,8 +925,7 @@ class DataStore:
         if self._sparse and not sparse_in:
             M = sp.csr_matrix(M)
         elif not self._sparse and sparse_in:
-            raise ValueError("this store holds dense rows; pass dense rows (a sparse batch would have to be "
-                             "densified)")
+            raise ValueError("this store holds dense rows; pass dense rows (a sparse batch would have to be densified)")
         m = M.shape[0]
         start = self._n
         if self._n == 0 and (not self.copy if wrap is None else wrap):
@@ -881,7 +940,7 @@ class DataStore:
             grown = np.empty(max(self._n, len(self._sq) + len(self._sq) // 2))
             grown[:start] = self._sq[:start]
             self._sq = grown
-        self._sq[start:self._n] = sq
+        self._sq[start : self._n] = sq
         if self._sums is not None:
             self._sums = self._sums[:start]  # extended when next asked for
         return idx
@@ -900,8 +959,13 @@ class DataStore:
         if self._sparse:
             nnz_old = int(self._indptr[n]) if self._indptr is not None else 0
             nnz_new = nnz_old + M.nnz
-            if (self._indptr is None or self._data is None or not self._owned or need + 1 > len(self._indptr)
-                    or nnz_new > len(self._data)):
+            if (
+                self._indptr is None
+                or self._data is None
+                or not self._owned
+                or need + 1 > len(self._indptr)
+                or nnz_new > len(self._data)
+            ):
                 old_rows = 0 if self._indptr is None else len(self._indptr)
                 old_nnz = 0 if self._data is None else len(self._data)
                 cap_rows = max(need + 1, old_rows + old_rows // 2, 16)
@@ -917,7 +981,7 @@ class DataStore:
                 self._indptr, self._indices, self._data = indptr, indices, data
                 self._owned = True
             assert self._indptr is not None and self._indices is not None and self._data is not None  # (above)
-            self._indptr[n + 1: need + 1] = nnz_old + M.indptr[1:].astype(np.int64)
+            self._indptr[n + 1 : need + 1] = nnz_old + M.indptr[1:].astype(np.int64)
             self._indices[nnz_old:nnz_new] = M.indices
             self._data[nnz_old:nnz_new] = M.data
             return
@@ -989,8 +1053,10 @@ class KernelCache:
         if len(cols):
             if self._row_routine is None:  # (the store's dtype and width are fixed once it has rows)
                 name = "dense_small" if R.n_features < 8 else "dense_rows"
-                self._row_routine = (jit.routine(name + ("_min" if self.kernel.name == "tanimoto" else ""),
-                                                 _dtype_name(R.dense)), self.kernel.routine_args)
+                self._row_routine = (
+                    jit.routine(name + ("_min" if self.kernel.name == "tanimoto" else ""), _dtype_name(R.dense)),
+                    self.kernel.routine_args,
+                )
             routine, args = self._row_routine
             routine(R.dense, cols, t[cols], R.dense, row, t[row], *args, out)
         return out[:, 0]
@@ -1047,8 +1113,13 @@ class KernelCache:
         r = self._rows.get(int(i))
         return r is not None and len(r) == len(self.store)
 
-    def row(self, i: int, keep: bool = True, computed: np.ndarray | None = None,
-            spare: frozenset[int] | set[int] = frozenset()) -> np.ndarray:
+    def row(
+        self,
+        i: int,
+        keep: bool = True,
+        computed: np.ndarray | None = None,
+        spare: frozenset[int] | set[int] = frozenset(),
+    ) -> np.ndarray:
         """K(x_i, x_j) for all j in the store (read-only; do not modify).
 
         ``keep=False`` returns a cached row when there is one but does not
@@ -1111,7 +1182,7 @@ class KernelCache:
             return out
         chunk = max(1, _DECISION_CHUNK_ENTRIES // len(sv))
         for s in range(0, len(rows), chunk):
-            out[s:s + chunk] = rows_dot(self.block(rows[s:s + chunk], sv), coef) + float(b)
+            out[s : s + chunk] = rows_dot(self.block(rows[s : s + chunk], sv), coef) + float(b)
         return out
 
     def decision_against(self, Z, sv, coef, b: float = 0.0) -> np.ndarray:
@@ -1187,6 +1258,23 @@ class KernelCache:
         return self._bytes
 
 
-__all__ = ["DTYPES", "DataStore", "EXTRA_ROWS", "KERNEL_NAMES", "Kernel", "KernelCache", "Rows", "add_scaled_rows",
-           "add_weighted_rows", "as_data_matrix", "dot", "evaluate", "masked_argmax",
-           "masked_argmin_abs", "masked_count_abs_below", "resolve_gamma", "row_terms", "rows_dot"]
+__all__ = [
+    "DTYPES",
+    "DataStore",
+    "EXTRA_ROWS",
+    "KERNEL_NAMES",
+    "Kernel",
+    "KernelCache",
+    "Rows",
+    "add_scaled_rows",
+    "add_weighted_rows",
+    "as_data_matrix",
+    "dot",
+    "evaluate",
+    "masked_argmax",
+    "masked_argmin_abs",
+    "masked_count_abs_below",
+    "resolve_gamma",
+    "row_terms",
+    "rows_dot",
+]

@@ -154,11 +154,25 @@ class ActiveLearningLoop:
         way the same bits on every run, resumed or not.  The solver is not affected.
     """
 
-    def __init__(self, X, *, strategy: str = DEFAULT_STRATEGY, solver: str | None = None,
-                 solver_params: dict | None = None, strategy_params: dict | None = None, seed: int = 0,
-                 cold_start: str = DEFAULT_COLD_START, initial: int = 0, eval_X=None, eval_y=None,
-                 oracle_y=None, track_scores: bool | None = None, undo_memory: int = DEFAULT_UNDO_MEMORY,
-                 kernel_rows: str = "float64", _solver_state: tuple[dict, dict] | None = None):
+    def __init__(
+        self,
+        X,
+        *,
+        strategy: str = DEFAULT_STRATEGY,
+        solver: str | None = None,
+        solver_params: dict | None = None,
+        strategy_params: dict | None = None,
+        seed: int = 0,
+        cold_start: str = DEFAULT_COLD_START,
+        initial: int = 0,
+        eval_X=None,
+        eval_y=None,
+        oracle_y=None,
+        track_scores: bool | None = None,
+        undo_memory: int = DEFAULT_UNDO_MEMORY,
+        kernel_rows: str = "float64",
+        _solver_state: tuple[dict, dict] | None = None,
+    ):
         # _solver_state: (arrays, meta) of a saved solver, for from_state only: the solver is then
         # rebuilt from it (not made empty first), and the pool scores are left to _load_state
         self.strategy = strategy
@@ -184,8 +198,10 @@ class ActiveLearningLoop:
         if oracle_y is not None:
             oracle_y = self._check_labels(oracle_y, n, "oracle_y")
         if entry.needs_oracle and oracle_y is None:
-            raise ValueError(f"the {strategy!r} strategy needs the true labels (oracle_y): "
-                             "it reads them to choose an item and can only run in simulations")
+            raise ValueError(
+                f"the {strategy!r} strategy needs the true labels (oracle_y): "
+                "it reads them to choose an item and can only run in simulations"
+            )
         self.oracle_y = oracle_y
         if (eval_X is None) != (eval_y is None):
             raise ValueError("give both eval_X and eval_y, or neither")
@@ -194,8 +210,7 @@ class ActiveLearningLoop:
         self.eval_y = None if self.eval_X is None else self._check_labels(eval_y, self.eval_X.shape[0], "eval_y")
         if self.eval_X is not None and self.eval_X.shape[1] != self.X.shape[1]:
             raise ValueError(f"eval_X has {self.eval_X.shape[1]} features, the pool has {self.X.shape[1]}")
-        self.track_scores = ((entry.needs_whole_pool or n <= TRACK_LIMIT) if track_scores is None
-                             else bool(track_scores))
+        self.track_scores = (entry.needs_whole_pool or n <= TRACK_LIMIT) if track_scores is None else bool(track_scores)
         self.undo_memory = int(undo_memory)
         # the kept pool scores and kernel rows (core.pool_scores; refuses an unknown kernel_rows)
         self.scores = PoolScores(n, kernel_rows)
@@ -225,11 +240,15 @@ class ActiveLearningLoop:
         self.seen = 0
         self.cursor = 0
         self.passes = 0
-        self._order = (np.random.default_rng([self.seed, 0x5EED]).permutation(n).astype(np.intp)
-                       if entry.streams else None)
+        self._order = (
+            np.random.default_rng([self.seed, 0x5EED]).permutation(n).astype(np.intp) if entry.streams else None
+        )
         # the evaluation set and the kernel columns kept to score it (core.evaluation)
-        self.evaluation = (None if self.eval_X is None or self.eval_y is None
-                           else EvaluationSet(self.eval_X, self.eval_y, self.solver.kernel))
+        self.evaluation = (
+            None
+            if self.eval_X is None or self.eval_y is None
+            else EvaluationSet(self.eval_X, self.eval_y, self.solver.kernel)
+        )
         self._scored_kernel = self.solver.kernel  # the kernel the kept scores, rows and columns are of
         if _solver_state is None:
             self._init_scores()
@@ -259,10 +278,18 @@ class ActiveLearningLoop:
 
     def config(self) -> dict[str, Any]:
         """The keyword arguments that rebuild this loop (with X and the evaluation data)."""
-        return dict(strategy=self.strategy, solver=self.solver_name, solver_params=dict(self.solver_params),
-                    strategy_params=dict(self.strategy_params), seed=self.seed, cold_start=self.cold_start,
-                    initial=self.initial, track_scores=self.track_scores, undo_memory=self.undo_memory,
-                    kernel_rows=self.kernel_rows)
+        return dict(
+            strategy=self.strategy,
+            solver=self.solver_name,
+            solver_params=dict(self.solver_params),
+            strategy_params=dict(self.strategy_params),
+            seed=self.seed,
+            cold_start=self.cold_start,
+            initial=self.initial,
+            track_scores=self.track_scores,
+            undo_memory=self.undo_memory,
+            kernel_rows=self.kernel_rows,
+        )
 
     def _step_rng(self) -> np.random.Generator:
         return np.random.default_rng([self.seed, len(self.events)])
@@ -327,14 +354,21 @@ class ActiveLearningLoop:
         cold = self.in_cold_start
         entry = self.strategy_entry
         if entry.streams:
-            q = entry.choose(self.solver, pool, rng, order=self._order, cursor=self.cursor,
-                             threshold=np.inf if cold else float(self.strategy_params.get("threshold", 1.0)))
+            q = entry.choose(
+                self.solver,
+                pool,
+                rng,
+                order=self._order,
+                cursor=self.cursor,
+                threshold=np.inf if cold else float(self.strategy_params.get("threshold", 1.0)),
+            )
             if q is not None and cold:
                 q.reason = "cold start: next item of the stream (random order)"
         elif cold and self.cold_start == "one-class":
             if self._ranking is None:
-                self._ranking = one_class_ranking(self.X, np.random.default_rng([self.seed, 0x0C5]),
-                                                  **self._one_class_params())
+                self._ranking = one_class_ranking(
+                    self.X, np.random.default_rng([self.seed, 0x0C5]), **self._one_class_params()
+                )
             q = one_class_cold_start(self.solver, pool, rng, ranking=self._ranking)
         elif cold and self.cold_start == "spread":
             q = spread_cold_start(self.solver, pool, rng)
@@ -377,8 +411,15 @@ class ActiveLearningLoop:
     def _answered(self, i: int) -> tuple[Query | None, UndoEntry]:
         """Bookkeeping shared by teach and skip: stream position and the undo record."""
         q = self._pending if (self._pending is not None and self._pending.index == i) else None
-        entry = UndoEntry(kind="", item=i, label=0, was_skipped=bool(self._skipped[i]), cursor=self.cursor,
-                           seen=self.seen, passes=self.passes)
+        entry = UndoEntry(
+            kind="",
+            item=i,
+            label=0,
+            was_skipped=bool(self._skipped[i]),
+            cursor=self.cursor,
+            seen=self.seen,
+            passes=self.passes,
+        )
         if q is not None:
             self.seen += q.passed_over + 1
             if q.cursor is not None:
@@ -402,8 +443,12 @@ class ActiveLearningLoop:
         entry.kind, entry.label = "teach", y
         k0 = self.solver.n_kernel_evals
         t0 = time.perf_counter()  # (the undo copy is part of the update's time)
-        if (not self.solver.exact_unlearn and self.track_scores and self.n_items <= UNDO_COPY_LIMIT
-                and self.undo_memory > 0):
+        if (
+            not self.solver.exact_unlearn
+            and self.track_scores
+            and self.n_items <= UNDO_COPY_LIMIT
+            and self.undo_memory > 0
+        ):
             if self._replaying:
                 # rebuilding: the solver's own state (a few small arrays) instead of a full copy,
                 # restored by from_state if this label is undone (as after a resume, see to_state)
@@ -433,12 +478,23 @@ class ActiveLearningLoop:
         auc, acc = self._evaluate()
         sv, coef, _ = self.solver.coefficients()
         row = HistoryRow(
-            step=len(self.events), item=i, label=y, n_labels=self.n_labels,
-            asked_by=q.strategy if q is not None else (provenance or "analyst"), score=score,
-            n_sv=int(len(sv)), n_bound=self.solver.count_at_bound(sv, coef, rel=1e-9),
-            n_in_margin=self._n_in_margin(), update_ms=update_ms,
-            query_ms=q.query_ms if q is not None else float("nan"), kernel_evals=int(kernel_evals),
-            auc=auc, accuracy=acc, seen=self.seen, status=getattr(step, "status", "ok"))
+            step=len(self.events),
+            item=i,
+            label=y,
+            n_labels=self.n_labels,
+            asked_by=q.strategy if q is not None else (provenance or "analyst"),
+            score=score,
+            n_sv=int(len(sv)),
+            n_bound=self.solver.count_at_bound(sv, coef, rel=1e-9),
+            n_in_margin=self._n_in_margin(),
+            update_ms=update_ms,
+            query_ms=q.query_ms if q is not None else float("nan"),
+            kernel_evals=int(kernel_evals),
+            auc=auc,
+            accuracy=acc,
+            seen=self.seen,
+            status=getattr(step, "status", "ok"),
+        )
         self.history.append(row)
         return row
 
@@ -570,8 +626,7 @@ class ActiveLearningLoop:
         self.history = [row for row in self.history if not (row.item == i and old != 0)]
         self._skipped[i] = False
         self._available[i] = True
-        return self._corrected(Correction(position=k, item=i, old=old, new=None, exact=self.solver.exact_unlearn),
-                               t0)
+        return self._corrected(Correction(position=k, item=i, old=old, new=None, exact=self.solver.exact_unlearn), t0)
 
     def _find_event(self, i, labels_only: bool = False) -> tuple[int, int, int]:
         """(position in ``events``, item, answer) of the one event of item ``i`` (of its latest
@@ -592,7 +647,7 @@ class ActiveLearningLoop:
     def _forget_undo_states(self, after: int) -> None:
         """Drop the kept solver states from before the events after position ``after``: they hold
         the model with the earlier answer (their undo rebuilds from the corrected events instead)."""
-        for entry in self._undo[after + 1:]:
+        for entry in self._undo[after + 1 :]:
             if entry.snapshot is not None or entry.state is not None:
                 self._snapshot_bytes -= entry.snapshot_bytes
                 entry.snapshot = entry.state = None
@@ -769,6 +824,16 @@ class ActiveLearningLoop:
 
 
 # the names other modules import from here, wherever they are defined
-__all__ = ["DEFAULT_UNDO_MEMORY", "EVAL_BUFFER_BYTES", "KERNEL_ROW_DTYPES", "ROW_AHEAD_MIN_ENTRIES",
-           "ROW_BUFFER_BYTES", "STATE_FORMAT", "TRACK_LIMIT", "UNDO_COPY_LIMIT", "ActiveLearningLoop",
-           "Correction", "HistoryRow"]
+__all__ = [
+    "DEFAULT_UNDO_MEMORY",
+    "EVAL_BUFFER_BYTES",
+    "KERNEL_ROW_DTYPES",
+    "ROW_AHEAD_MIN_ENTRIES",
+    "ROW_BUFFER_BYTES",
+    "STATE_FORMAT",
+    "TRACK_LIMIT",
+    "UNDO_COPY_LIMIT",
+    "ActiveLearningLoop",
+    "Correction",
+    "HistoryRow",
+]

@@ -24,20 +24,30 @@ def save_state(loop: Any, previous: int) -> tuple[dict[str, np.ndarray], dict[st
         "events": np.asarray(loop.events, dtype=np.int64).reshape(-1, 2),
         "label": loop._label.copy(),
         "skipped": loop._skipped.copy(),
-        "undo": np.array([[e.kind == "teach", e.item, e.label, e.was_skipped, e.cursor, e.seen, e.passes]
-                          for e in loop._undo], dtype=np.int64).reshape(-1, len(UNDO_FIELDS)),
+        "undo": np.array(
+            [[e.kind == "teach", e.item, e.label, e.was_skipped, e.cursor, e.seen, e.passes] for e in loop._undo],
+            dtype=np.int64,
+        ).reshape(-1, len(UNDO_FIELDS)),
     }
     numeric = [f for f in HistoryRow.__dataclass_fields__ if f not in ("asked_by", "status")]
-    arrays["history"] = np.array([[getattr(r, f) for f in numeric] for r in loop.history],
-                                 dtype=np.float64).reshape(-1, len(numeric))
+    arrays["history"] = np.array([[getattr(r, f) for f in numeric] for r in loop.history], dtype=np.float64).reshape(
+        -1, len(numeric)
+    )
     solver_arrays, solver_meta = loop.solver.to_state(include_data=False)
     arrays.update({f"solver.{k}": v for k, v in solver_arrays.items()})
     meta: dict[str, Any] = {
-        "format": STATE_FORMAT, "config": loop.config(), "n_items": loop.n_items,
-        "n_features": int(loop.X.shape[1]), "solver": solver_meta,
-        "seen": loop.seen, "cursor": loop.cursor, "passes": loop.passes,
-        "history_fields": numeric, "asked_by": [r.asked_by for r in loop.history],
-        "status": [r.status for r in loop.history], "previous": [],
+        "format": STATE_FORMAT,
+        "config": loop.config(),
+        "n_items": loop.n_items,
+        "n_features": int(loop.X.shape[1]),
+        "solver": solver_meta,
+        "seen": loop.seen,
+        "cursor": loop.cursor,
+        "passes": loop.passes,
+        "history_fields": numeric,
+        "asked_by": [r.asked_by for r in loop.history],
+        "status": [r.status for r in loop.history],
+        "previous": [],
     }
     loop.scores.save(arrays, meta)
     if loop._ranking is not None:
@@ -48,8 +58,7 @@ def save_state(loop: Any, previous: int) -> tuple[dict[str, np.ndarray], dict[st
     return arrays, meta
 
 
-def _save_previous(undo: list[UndoEntry], previous: int, arrays: dict[str, np.ndarray],
-                   meta: dict[str, Any]) -> None:
+def _save_previous(undo: list[UndoEntry], previous: int, arrays: dict[str, np.ndarray], meta: dict[str, Any]) -> None:
     """The solver states from before the most recent labels (at most ``previous``, those held)."""
     for pos in range(len(undo) - 1, -1, -1):
         if len(meta["previous"]) >= previous:
@@ -87,7 +96,7 @@ def state_format(meta: dict[str, Any], X) -> int:
 def saved_solver(arrays: dict[str, np.ndarray], meta: dict[str, Any]) -> tuple[dict[str, np.ndarray], dict]:
     """(arrays, meta) of the solver saved in a loop state."""
     prefix = "solver."
-    return {k[len(prefix):]: v for k, v in arrays.items() if k.startswith(prefix)}, meta["solver"]
+    return {k[len(prefix) :]: v for k, v in arrays.items() if k.startswith(prefix)}, meta["solver"]
 
 
 def load_state(loop: Any, arrays: dict[str, np.ndarray], meta: dict[str, Any]) -> None:
@@ -130,15 +139,26 @@ def load_state(loop: Any, arrays: dict[str, np.ndarray], meta: dict[str, Any]) -
 def _load_undo(arrays: dict[str, np.ndarray], meta: dict[str, Any], n_events: int) -> list[UndoEntry]:
     """The undo records of a saved state (one per event), with the solver states it kept from before
     its last labels."""
-    undo = [UndoEntry(kind="teach" if r[0] else "skip", item=int(r[1]), label=int(r[2]),
-                      was_skipped=bool(r[3]), cursor=int(r[4]), seen=int(r[5]), passes=int(r[6]))
-            for r in np.asarray(arrays["undo"], dtype=np.int64).reshape(-1, len(UNDO_FIELDS))]
+    undo = [
+        UndoEntry(
+            kind="teach" if r[0] else "skip",
+            item=int(r[1]),
+            label=int(r[2]),
+            was_skipped=bool(r[3]),
+            cursor=int(r[4]),
+            seen=int(r[5]),
+            passes=int(r[6]),
+        )
+        for r in np.asarray(arrays["undo"], dtype=np.int64).reshape(-1, len(UNDO_FIELDS))
+    ]
     if len(undo) != n_events:
         raise ValueError("the loop state has one undo record per event")
     for k, prev in enumerate(meta.get("previous", [])):
         name = f"previous{k}."
         undo[int(prev["undo_position"])].state = (
-            {key[len(name):]: v for key, v in arrays.items() if key.startswith(name)}, prev["solver"])
+            {key[len(name) :]: v for key, v in arrays.items() if key.startswith(name)},
+            prev["solver"],
+        )
     return undo
 
 

@@ -102,8 +102,9 @@ def _curve(n_labels, values) -> tuple[np.ndarray, np.ndarray]:
     return x, v
 
 
-def learning_curve_area(n_labels, values, reference: float | None = None, random_value: float = 0.5,
-                        log2: bool = False) -> float:
+def learning_curve_area(
+    n_labels, values, reference: float | None = None, random_value: float = 0.5, log2: bool = False
+) -> float:
     """Area under a learning curve (e.g. test AUC against the number of labels).
 
     The area is the trapezoidal integral over the label axis (``n_labels``,
@@ -172,5 +173,12 @@ def work_saved_over_sampling(n_labels: int | None, n_items: int, recall: float) 
     return (n_items - n_labels) / n_items - (1.0 - recall)
 
 
-__all__ = ["accuracy", "labels_to_reach", "labels_to_recall", "learning_curve_area", "roc_auc", "roc_curve",
-           "work_saved_over_sampling"]
+__all__ = [
+    "accuracy",
+    "labels_to_reach",
+    "labels_to_recall",
+    "learning_curve_area",
+    "roc_auc",
+    "roc_curve",
+    "work_saved_over_sampling",
+]

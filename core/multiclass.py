@@ -184,8 +184,9 @@ class OneVsRest:
         i = self._check_item(i)
         k = self._one_class(label)
         if self._label[i] >= 0:
-            raise ValueError(f"item {i} already has the label {self.classes[self._label[i]]!r}; "
-                             "unlearn it first to change it")
+            raise ValueError(
+                f"item {i} already has the label {self.classes[self._label[i]]!r}; unlearn it first to change it"
+            )
         return self._teach(i, [1.0 if c == k else -1.0 for c in range(len(self.classes))], k)
 
     def _teach(self, i: int, targets: Sequence[float], mark: int) -> StepResult:
@@ -219,19 +220,23 @@ class OneVsRest:
 
     def _combined(self, steps: list[StepResult], t0: float, evals0: int) -> StepResult:
         failed = [s for s in steps if not s.success]
-        return StepResult(status=failed[0].status if failed else "ok",
-                          iterations=sum(s.iterations for s in steps),
-                          kernel_evals=self.n_kernel_evals - evals0, seconds=time.perf_counter() - t0,
-                          kkt_gap=max((s.kkt_gap for s in steps), default=float("nan")),
-                          message="; ".join(f"{self.classes[c]}: {s.message}" for c, s in enumerate(steps)
-                                            if s.message),
-                          extra={"per_class": steps})
+        return StepResult(
+            status=failed[0].status if failed else "ok",
+            iterations=sum(s.iterations for s in steps),
+            kernel_evals=self.n_kernel_evals - evals0,
+            seconds=time.perf_counter() - t0,
+            kkt_gap=max((s.kkt_gap for s in steps), default=float("nan")),
+            message="; ".join(f"{self.classes[c]}: {s.message}" for c, s in enumerate(steps) if s.message),
+            extra={"per_class": steps},
+        )
 
     # -- kept scores ---------------------------------------------------------
     def _coefficients(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(union of the machines' support vectors, their coefficients (len(union), K), biases (K,))."""
-        parts = [m.coefficients() if m.kernel is not None else (np.zeros(0, np.intp), np.zeros(0), 0.0)
-                 for m in self.machines]
+        parts = [
+            m.coefficients() if m.kernel is not None else (np.zeros(0, np.intp), np.zeros(0), 0.0)
+            for m in self.machines
+        ]
         union = np.unique(np.concatenate([np.asarray(sv, dtype=np.intp) for sv, _, _ in parts]))
         coef = np.zeros((len(union), len(parts)))
         for c, (sv, a, _) in enumerate(parts):
@@ -293,8 +298,14 @@ class OneVsRest:
         for k in range(len(self.classes)):
             on = delta[k] != 0.0
             inbuf, outside = on & (slots >= 0), on & (slots < 0)
-            add_weighted_rows(self._F[k], self._rowbuf, slots[inbuf], delta[k, inbuf],
-                              [self.cache.row(j) for j in changed[outside].tolist()], delta[k, outside].tolist())
+            add_weighted_rows(
+                self._F[k],
+                self._rowbuf,
+                slots[inbuf],
+                delta[k, inbuf],
+                [self.cache.row(j) for j in changed[outside].tolist()],
+                delta[k, outside].tolist(),
+            )
         self._F += (b - self._b)[:, None]
         self._b = b
 
@@ -322,7 +333,7 @@ class OneVsRest:
             return out
         chunk = max(1, _DECISION_BLOCK_ENTRIES // len(union))
         for s in range(0, len(idx), chunk):
-            out[s:s + chunk] += self.cache.block(idx[s:s + chunk], union) @ coef
+            out[s : s + chunk] += self.cache.block(idx[s : s + chunk], union) @ coef
         return out
 
     def predict(self, idx=None, X=None) -> np.ndarray:
@@ -334,6 +345,7 @@ class OneVsRest:
 # ---------------------------------------------------------------------------
 # Query strategies for K classes
 # ---------------------------------------------------------------------------
+
 
 def _pool_scores(model, pool):
     """(the pool, its candidates, their scores (n, K)), or None when nothing is left to ask."""
@@ -360,10 +372,14 @@ def smallest_margin(model, pool, rng: np.random.Generator | None = None) -> Quer
     k = int(np.argmin(margin))
     first, second = np.argsort(-F[k], kind="stable")[:2]
     a, b = model.classes[first], model.classes[second]
-    return Query(int(cand[k]), float(margin[k]), "smallest-margin",
-                 f"smallest margin between the top two classes, {a!r} (f = {F[k, first]:+.3f}) and "
-                 f"{b!r} (f = {F[k, second]:+.3f}): {margin[k]:.3f}, among {pool.n_available} unlabelled items",
-                 extra={"classes": (a, b), "scores": _scores_of(model, F[k])})
+    return Query(
+        int(cand[k]),
+        float(margin[k]),
+        "smallest-margin",
+        f"smallest margin between the top two classes, {a!r} (f = {F[k, first]:+.3f}) and "
+        f"{b!r} (f = {F[k, second]:+.3f}): {margin[k]:.3f}, among {pool.n_available} unlabelled items",
+        extra={"classes": (a, b), "scores": _scores_of(model, F[k])},
+    )
 
 
 def least_certain_class(model, pool, rng: np.random.Generator | None = None) -> Query | None:
@@ -378,10 +394,14 @@ def least_certain_class(model, pool, rng: np.random.Generator | None = None) -> 
     c = int(np.argmin(mean))
     k = int(np.argmin(A[:, c]))
     name = model.classes[c]
-    return Query(int(cand[k]), float(F[k, c]), "least-certain-class",
-                 f"near the boundary of the least certain class {name!r} (mean |f| = {mean[c]:.3f} over the "
-                 f"pool): |f| = {A[k, c]:.3f}, among {pool.n_available} unlabelled items",
-                 extra={"class": name, "scores": _scores_of(model, F[k])})
+    return Query(
+        int(cand[k]),
+        float(F[k, c]),
+        "least-certain-class",
+        f"near the boundary of the least certain class {name!r} (mean |f| = {mean[c]:.3f} over the "
+        f"pool): |f| = {A[k, c]:.3f}, among {pool.n_available} unlabelled items",
+        extra={"class": name, "scores": _scores_of(model, F[k])},
+    )
 
 
 def target_class(model, pool, rng: np.random.Generator | None = None, *, target: str) -> Query | None:
@@ -392,10 +412,14 @@ def target_class(model, pool, rng: np.random.Generator | None = None, *, target:
         return None
     pool, cand, F = got
     k = int(np.argmax(F[:, c]))
-    return Query(int(cand[k]), float(F[k, c]), "target-class",
-                 f"screening for class {target!r}: largest f = {F[k, c]:+.3f} for that class among "
-                 f"{pool.n_available} unlabelled items",
-                 extra={"class": target, "scores": _scores_of(model, F[k])})
+    return Query(
+        int(cand[k]),
+        float(F[k, c]),
+        "target-class",
+        f"screening for class {target!r}: largest f = {F[k, c]:+.3f} for that class among "
+        f"{pool.n_available} unlabelled items",
+        extra={"class": target, "scores": _scores_of(model, F[k])},
+    )
 
 
 def random_class_query(model, pool, rng: np.random.Generator) -> Query | None:
@@ -403,8 +427,13 @@ def random_class_query(model, pool, rng: np.random.Generator) -> Query | None:
     pool = _as_pool(model, pool)
     for i in pool.sample(rng, 1).tolist():  # (none when the pool is empty)
         F = np.asarray(model.decision_function(np.array([i])), dtype=np.float64).reshape(-1)
-        return Query(i, float(F.max()), "random", f"drawn uniformly from {pool.n_available} unlabelled items",
-                     extra={"scores": _scores_of(model, F)})
+        return Query(
+            i,
+            float(F.max()),
+            "random",
+            f"drawn uniformly from {pool.n_available} unlabelled items",
+            extra={"scores": _scores_of(model, F)},
+        )
     return None
 
 
@@ -419,6 +448,7 @@ MULTICLASS_STRATEGIES: dict[str, Callable[..., Query | None]] = {
 # K-class simulation: true labels as the oracle, a held-out part for the scores
 # ---------------------------------------------------------------------------
 
+
 @dataclass
 class Simulation:
     """One K-class run: ``rows`` (labels, accuracy, macro_auc, chosen_by) at each evaluation, the items
@@ -430,19 +460,32 @@ class Simulation:
     model: OneVsRest
 
 
-def _stratified_split(labels: np.ndarray, classes: Sequence[str], fraction: float,
-                      rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+def _stratified_split(
+    labels: np.ndarray, classes: Sequence[str], fraction: float, rng: np.random.Generator
+) -> tuple[np.ndarray, np.ndarray]:
     test = []
     for c in classes:
         members = rng.permutation(np.flatnonzero(labels == c))
-        test.append(members[:int(np.round(fraction * len(members)))])
+        test.append(members[: int(np.round(fraction * len(members)))])
     held = np.sort(np.concatenate(test)).astype(np.intp)
     return np.setdiff1d(np.arange(len(labels)), held), held
 
 
-def simulate(X, labels, classes=None, *, strategy: str = "smallest-margin", solver: str = "incremental",
-             budget: int, seed: int = 0, initial: int = 10, test_fraction: float = 0.25, eval_every: int = 10,
-             target: str | None = None, **solver_params) -> Simulation:
+def simulate(
+    X,
+    labels,
+    classes=None,
+    *,
+    strategy: str = "smallest-margin",
+    solver: str = "incremental",
+    budget: int,
+    seed: int = 0,
+    initial: int = 10,
+    test_fraction: float = 0.25,
+    eval_every: int = 10,
+    target: str | None = None,
+    **solver_params,
+) -> Simulation:
     """A K-class active-learning run with the true ``labels`` (class names, one per row of X) as the oracle.
 
     A stratified ``test_fraction`` is held out; the rest is the pool.  The first ``initial`` labels
@@ -469,8 +512,11 @@ def simulate(X, labels, classes=None, *, strategy: str = "smallest-margin", solv
     rows, asked = [], []
     truth = labels[test]
     for t in range(1, min(budget, len(pool_idx)) + 1):
-        q = (random_class_query(model, Pool(available), rng) if t <= initial
-             else choose(model, Pool(available), rng, **params))
+        q = (
+            random_class_query(model, Pool(available), rng)
+            if t <= initial
+            else choose(model, Pool(available), rng, **params)
+        )
         if q is None:  # (nothing left to ask: the budget is capped at the pool, so only a strategy's own refusal)
             break
         model.learn(q.index, labels[pool_idx[q.index]])
@@ -479,15 +525,21 @@ def simulate(X, labels, classes=None, *, strategy: str = "smallest-margin", solv
         if t % eval_every == 0 or t == min(budget, len(pool_idx)):
             F = model.decision_function(X=X[test])
             aucs = [roc_auc(truth == c, F[:, k]) for k, c in enumerate(classes)]
-            rows.append({"labels": t, "accuracy": accuracy(truth, model.predict(X=X[test])),
-                         "macro_auc": float(np.nanmean(aucs)) if not np.all(np.isnan(aucs)) else float("nan"),
-                         "chosen_by": q.strategy})
+            rows.append(
+                {
+                    "labels": t,
+                    "accuracy": accuracy(truth, model.predict(X=X[test])),
+                    "macro_auc": float(np.nanmean(aucs)) if not np.all(np.isnan(aucs)) else float("nan"),
+                    "chosen_by": q.strategy,
+                }
+            )
     return Simulation(rows, asked, test, model)
 
 
 # ---------------------------------------------------------------------------
 # Multi-label: any subset of the K classes per item
 # ---------------------------------------------------------------------------
+
 
 class MultiLabel(OneVsRest):
     """K named classes of which an item may carry any subset (none, one, several, all): K independent
@@ -515,8 +567,10 @@ class MultiLabel(OneVsRest):
     def _class_set(self, label) -> np.ndarray:
         """The answer as a membership row (K,), checked."""
         if isinstance(label, (str, bytes)) or not isinstance(label, (list, tuple, set, frozenset, np.ndarray)):
-            raise ValueError(f"a multi-label model takes a set of classes per item (any of {', '.join(self.classes)}; "
-                             f"an empty set for none), got the single class {label!r}: give it as [{label!r}]")
+            raise ValueError(
+                f"a multi-label model takes a set of classes per item (any of {', '.join(self.classes)}; "
+                f"an empty set for none), got the single class {label!r}: give it as [{label!r}]"
+            )
         row = np.zeros(len(self.classes), dtype=bool)
         for name in list(label):
             row[class_index(self.classes, name)] = True
@@ -545,8 +599,9 @@ class MultiLabel(OneVsRest):
         i = self._check_item(i)
         row = self._class_set(label)
         if self._label[i] >= 0:
-            raise ValueError(f"item {i} already has the labels {list(self.label_of(i) or ())!r}; "
-                             "unlearn it first to change them")
+            raise ValueError(
+                f"item {i} already has the labels {list(self.label_of(i) or ())!r}; unlearn it first to change them"
+            )
         step = self._teach(i, np.where(row, 1.0, -1.0).tolist(), 0)
         self._member[i] = row  # (after every machine learned: a failed learn leaves no trace)
         return step
@@ -578,10 +633,14 @@ def least_sure_class(model, pool, rng: np.random.Generator | None = None) -> Que
     k = int(np.argmin(A[np.arange(len(cand)), nearest]))
     c = int(nearest[k])
     name = model.classes[c]
-    return Query(int(cand[k]), float(F[k, c]), "least-sure-class",
-                 f"least sure on any class: nearest the boundary of class {name!r} (f = {F[k, c]:+.3f}, the "
-                 f"smallest |f| over all classes and items), among {pool.n_available} unlabelled items",
-                 extra={"class": name, "scores": _scores_of(model, F[k])})
+    return Query(
+        int(cand[k]),
+        float(F[k, c]),
+        "least-sure-class",
+        f"least sure on any class: nearest the boundary of class {name!r} (f = {F[k, c]:+.3f}, the "
+        f"smallest |f| over all classes and items), among {pool.n_available} unlabelled items",
+        extra={"class": name, "scores": _scores_of(model, F[k])},
+    )
 
 
 MULTILABEL_STRATEGIES: dict[str, Callable[..., Query | None]] = {
@@ -590,6 +649,16 @@ MULTILABEL_STRATEGIES: dict[str, Callable[..., Query | None]] = {
 }
 
 
-__all__ = ["MULTICLASS_STRATEGIES", "OneVsRest", "Simulation", "check_classes", "class_index", "least_certain_class",
-           "random_class_query", "simulate", "smallest_margin", "target_class"]
+__all__ = [
+    "MULTICLASS_STRATEGIES",
+    "OneVsRest",
+    "Simulation",
+    "check_classes",
+    "class_index",
+    "least_certain_class",
+    "random_class_query",
+    "simulate",
+    "smallest_margin",
+    "target_class",
+]
 __all__ += ["MULTILABEL_STRATEGIES", "MultiLabel", "least_sure_class"]

@@ -112,7 +112,7 @@ class PoolScores:
             # the solver's own f of every pool item, kept by it from the changes it made (the ramp
             # solver: with class weights that follow the labels, every bounded coefficient changes
             # at each label, and it moves them with one pass per class; the rows are not needed here)
-            np.copyto(f, solver.store_scores()[:self.n])
+            np.copyto(f, solver.store_scores()[: self.n])
             self.b = float(b)
             return
         if len(changed):
@@ -135,8 +135,7 @@ class PoolScores:
                 buffered = (len(slots) + 1) * n * self.row_bytes <= ROW_BUFFER_BYTES
                 idle = None if buffered else self.idle_slot(spare)
                 # a row going into the buffer is not also kept in the solver's cache (held once)
-                row = cache.row(j, keep=not buffered and idle is None, computed=self.take_row_ahead(j),
-                                spare=spare)
+                row = cache.row(j, keep=not buffered and idle is None, computed=self.take_row_ahead(j), spare=spare)
                 row = row if len(row) == n else row[:n]
                 if buffered:
                     k = self.buffer_row(solver, j, row)
@@ -239,8 +238,7 @@ class PoolScores:
         whether or not it is ready in time: it only changes when the work is done."""
         self.row_ahead = None
         cache = getattr(solver, "cache", None)
-        if (self.f is None or cache is None or j in self.slots or j in self.rows_to_restore
-                or solver.keeps_store_scores):
+        if self.f is None or cache is None or j in self.slots or j in self.rows_to_restore or solver.keeps_store_scores:
             return
         entries = X.nnz if sp.issparse(X) else X.shape[0] * X.shape[1]
         if entries < self.row_ahead_min_entries or cache.has_row(j):

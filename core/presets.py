@@ -46,8 +46,18 @@ from core.solvers import names as solver_names
 
 DOCUMENT_REVIEW: dict[str, Any] = {
     "solver": "ramp",
-    "solver_params": {"kernel": "poly", "degree": 1, "gamma": 1.0, "coef0": 1.0, "C": 0.11, "loss": "squared_hinge",
-                      "tol": 1e-6, "max_nonsv": None, "class_weight": "balanced", "balance_ratio": 9.8},
+    "solver_params": {
+        "kernel": "poly",
+        "degree": 1,
+        "gamma": 1.0,
+        "coef0": 1.0,
+        "C": 0.11,
+        "loss": "squared_hinge",
+        "tol": 1e-6,
+        "max_nonsv": None,
+        "class_weight": "balanced",
+        "balance_ratio": 9.8,
+    },
     "sparse": False,
 }
 
@@ -56,8 +66,14 @@ PRESETS: dict[str, dict[str, Any]] = {"review": DOCUMENT_REVIEW}
 
 def preset_of(solver: str, solver_params: dict[str, Any] | None) -> str | None:
     """The name of the preset whose solver and parameters these are exactly (None: a model of its own)."""
-    return next((name for name, preset in PRESETS.items()
-                 if solver == preset["solver"] and dict(solver_params or {}) == preset["solver_params"]), None)
+    return next(
+        (
+            name
+            for name, preset in PRESETS.items()
+            if solver == preset["solver"] and dict(solver_params or {}) == preset["solver_params"]
+        ),
+        None,
+    )
 
 
 def has_documents(feature_blocks: list[dict[str, Any]]) -> bool:
@@ -72,8 +88,9 @@ def suited_model(feature_blocks: list[dict[str, Any]], strategies: list[str], ch
     from core import strategies as registry
 
     documents = has_documents(feature_blocks)
-    relevant_first = bool(strategies) and all(name in registry.REGISTRY and registry.get(name).relevant_first
-                                              for name in strategies)
+    relevant_first = bool(strategies) and all(
+        name in registry.REGISTRY and registry.get(name).relevant_first for name in strategies
+    )
     return "review" if documents and relevant_first and not chosen else "standard"
 
 
@@ -110,5 +127,13 @@ def solver_for(solver: str, solver_params: dict[str, Any] | None, X) -> tuple[st
     return solver, params
 
 
-__all__ = ["DOCUMENT_REVIEW", "PRESETS", "is_sparse", "has_documents", "preset_of", "solver_for", "suited_model",
-           "taken_by"]
+__all__ = [
+    "DOCUMENT_REVIEW",
+    "PRESETS",
+    "is_sparse",
+    "has_documents",
+    "preset_of",
+    "solver_for",
+    "suited_model",
+    "taken_by",
+]

@@ -50,16 +50,19 @@ def draw(y_pool: np.ndarray, n_pos: int, n_neg: int, seed: int) -> np.ndarray:
     pos, neg = np.flatnonzero(y_pool > 0), np.flatnonzero(y_pool <= 0)
     for asked, have, what in ((n_pos, len(pos), "positives"), (n_neg, len(neg), "negatives")):
         if asked > have:
-            raise PriorError(f"prior {n_pos},{n_neg} asks for {asked} known {what}, but the pool of seed {seed} "
-                             f"has only {have} {what}")
+            raise PriorError(
+                f"prior {n_pos},{n_neg} asks for {asked} known {what}, but the pool of seed {seed} "
+                f"has only {have} {what}"
+            )
     rng = np.random.default_rng([int(seed), _DRAW_STREAM])
     picked_pos = rng.choice(pos, size=int(n_pos), replace=False) if n_pos else np.zeros(0, dtype=np.intp)
     picked_neg = rng.choice(neg, size=int(n_neg), replace=False) if n_neg else np.zeros(0, dtype=np.intp)
     return np.concatenate([picked_pos, picked_neg]).astype(np.intp)
 
 
-def positions_in_pool(rows: Sequence[int] | np.ndarray, train: np.ndarray, n_items: int, seed: int,
-                      names: Sequence[str] | None = None) -> np.ndarray:
+def positions_in_pool(
+    rows: Sequence[int] | np.ndarray, train: np.ndarray, n_items: int, seed: int, names: Sequence[str] | None = None
+) -> np.ndarray:
     """Positions in a seed's pool (``train``: the dataset rows of the pool, in pool order) of the dataset
     ``rows`` given as priors; a ``ValueError`` naming the item when one is held out for evaluation."""
     position = np.full(int(n_items), -1, dtype=np.intp)
@@ -68,9 +71,11 @@ def positions_in_pool(rows: Sequence[int] | np.ndarray, train: np.ndarray, n_ite
     for k, row in enumerate(rows):
         if position[int(row)] < 0:
             name = names[k] if names is not None else f"item {int(row)}"
-            raise PriorError(f"prior {name} is in the held-out evaluation set of seed {seed}, not in the pool; "
-                             "a prior must be an item of the pool (keep every item in the pool with a "
-                             "test fraction of 0)")
+            raise PriorError(
+                f"prior {name} is in the held-out evaluation set of seed {seed}, not in the pool; "
+                "a prior must be an item of the pool (keep every item in the pool with a "
+                "test fraction of 0)"
+            )
         out.append(int(position[int(row)]))
     return np.asarray(out, dtype=np.intp)
 
@@ -101,15 +106,19 @@ def read_keys(path: str | Path) -> list[tuple[int, str]]:
         text = path.read_text(encoding="utf-8-sig")
     except UnicodeDecodeError:
         raise PriorError(f"{path} is not a UTF-8 text file of keys, one a line") from None
-    out = [(n, line.strip()) for n, line in enumerate(text.splitlines(), start=1)
-           if line.strip() and not line.strip().startswith("#")]
+    out = [
+        (n, line.strip())
+        for n, line in enumerate(text.splitlines(), start=1)
+        if line.strip() and not line.strip().startswith("#")
+    ]
     if not out:
         raise PriorError(f"{path} holds no key (one key a line)")
     return out
 
 
-def rows_of_keys(keys: Sequence[tuple[int, str]], item_keys: Sequence[str] | None, n_items: int,
-                 source: str = "the prior keys file") -> np.ndarray:
+def rows_of_keys(
+    keys: Sequence[tuple[int, str]], item_keys: Sequence[str] | None, n_items: int, source: str = "the prior keys file"
+) -> np.ndarray:
     """Dataset rows of the keys read by :func:`read_keys`: matched against ``item_keys`` when the data have
     keys, else item numbers 0..n-1 (the order the items were read in)."""
     if item_keys is not None:
@@ -120,8 +129,11 @@ def rows_of_keys(keys: Sequence[tuple[int, str]], item_keys: Sequence[str] | Non
     seen: dict[str, int] = {}  # key: the line it was first given on
     for line, key in keys:
         if key not in index:
-            what = f"the key of no item (keys such as {str(item_keys[0])!r})" if item_keys is not None else (
-                f"not an item number 0..{n_items - 1} (the data have no key column)")
+            what = (
+                f"the key of no item (keys such as {str(item_keys[0])!r})"
+                if item_keys is not None
+                else (f"not an item number 0..{n_items - 1} (the data have no key column)")
+            )
             raise PriorError(f"{source}, line {line}: {key!r} is {what}")
         if key in seen:
             raise PriorError(f"{source}, line {line}: {key!r} is given twice (first on line {seen[key]})")
@@ -130,5 +142,13 @@ def rows_of_keys(keys: Sequence[tuple[int, str]], item_keys: Sequence[str] | Non
     return np.asarray(rows, dtype=np.intp)
 
 
-__all__ = ["PRIOR", "PriorError", "check_rows", "draw", "parse_counts", "positions_in_pool", "read_keys",
-           "rows_of_keys"]
+__all__ = [
+    "PRIOR",
+    "PriorError",
+    "check_rows",
+    "draw",
+    "parse_counts",
+    "positions_in_pool",
+    "read_keys",
+    "rows_of_keys",
+]

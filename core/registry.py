@@ -41,8 +41,9 @@ class Registry(Generic[E]):
         """Add ``entry`` (``replace=True``: in place of the entry of that name); returns it."""
         name = getattr(entry, "name", None)
         if not isinstance(name, str) or not name.strip() or name != name.strip() or "," in name:
-            raise ValueError(f"a {self.kind} name must be a non-empty string without commas or surrounding "
-                             f"spaces, got {name!r}")
+            raise ValueError(
+                f"a {self.kind} name must be a non-empty string without commas or surrounding spaces, got {name!r}"
+            )
         if name in self._entries and not replace:
             raise ValueError(f"a {self.kind} named {name!r} is registered already (replace=True to replace it)")
         if self._check is not None:
@@ -75,6 +76,7 @@ class Registry(Generic[E]):
 
     def name_list(self, where: Callable[[E], bool] | None = None, *, first: str | None = None) -> NameList:
         """A live view of ``names(where)``, with ``first`` (a default, when it is among them) put first."""
+
         def current() -> tuple[str, ...]:
             names = self.names(where)
             return (first, *(n for n in names if n != first)) if first in names else names

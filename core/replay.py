@@ -35,10 +35,12 @@ from core.strategies import DEFAULT_COLD_START, STRATEGY_NAMES
 #: the name of the session's own order among the heuristics of a replay
 SESSION_ORDER = "session order"
 #: what a replay can and cannot tell (printed with every replay, shown on the Compare page)
-CAVEAT = ("What a replay can tell: its pool is the items the session labelled, chosen by the session's own "
-          "heuristic, so it favours heuristics that pick items like it, and it knows nothing of the positives "
-          "among the items never labelled. Compare the heuristics with the session's heuristic under the same "
-          "replay (the reference), not with the session's own order.")
+CAVEAT = (
+    "What a replay can tell: its pool is the items the session labelled, chosen by the session's own "
+    "heuristic, so it favours heuristics that pick items like it, and it knows nothing of the positives "
+    "among the items never labelled. Compare the heuristics with the session's heuristic under the same "
+    "replay (the reference), not with the session's own order."
+)
 # the seed the session order's one run is filed under (its order has none)
 SESSION_ORDER_SEED = 0
 POSITIVE_WORDS = ("1", "+1", "positive", "pos", "yes", "true", "relevant", "included")
@@ -87,16 +89,26 @@ class LabelledItems:
         if np.any(counts > 1):
             raise ReplayError(f"{self.source}: item {int(values[counts > 1][0])} is labelled twice")
         if not set(np.unique(labels).tolist()) <= {-1, 1}:
-            raise ReplayError(f"{self.source}: every answer must be +1 or -1 (skips left out), got "
-                              f"{sorted(set(np.unique(labels).tolist()) - {-1, 1})[:3]}")
+            raise ReplayError(
+                f"{self.source}: every answer must be +1 or -1 (skips left out), got "
+                f"{sorted(set(np.unique(labels).tolist()) - {-1, 1})[:3]}"
+            )
         if not (np.any(labels > 0) and np.any(labels < 0)):
-            raise ReplayError(f"{self.source}: a replay needs positive and negative answers; "
-                              f"all {len(labels)} are {'positive' if np.all(labels > 0) else 'negative'}")
+            raise ReplayError(
+                f"{self.source}: a replay needs positive and negative answers; "
+                f"all {len(labels)} are {'positive' if np.all(labels > 0) else 'negative'}"
+            )
         return rows.astype(np.intp), labels.astype(int)
 
 
-def session_items(events: Iterable[Any], *, strategy: str | None = None, solver: str | None = None,
-                  params: dict[str, Any] | None = None, source: str = "the session") -> LabelledItems:
+def session_items(
+    events: Iterable[Any],
+    *,
+    strategy: str | None = None,
+    solver: str | None = None,
+    params: dict[str, Any] | None = None,
+    source: str = "the session",
+) -> LabelledItems:
     """A stored session's labelled items: ``events`` with ``item_index``, ``value`` (+1, -1, 0 for a skip: the
     answer as it stands, corrections applied), ``update_ms`` and ``query_ms``, in the order given (what
     ``storage.label_events`` returns); ``params``: the session's settings (``solver_params``,
@@ -108,12 +120,18 @@ def session_items(events: Iterable[Any], *, strategy: str | None = None, solver:
     def timing(name):
         return np.array([np.nan if getattr(e, name) is None else float(getattr(e, name)) for e in answered])
 
-    return LabelledItems(np.array([int(e.item_index) for e in answered], dtype=np.intp),
-                         np.array([int(e.value) for e in answered], dtype=int), strategy=strategy, solver=solver,
-                         solver_params=dict(params.get("solver_params") or {}), source=source,
-                         skipped=len(events) - len(answered),
-                         update_ms=timing("update_ms"), query_ms=timing("query_ms"),
-                         strategy_params=dict(params.get("strategy_params") or {}))
+    return LabelledItems(
+        np.array([int(e.item_index) for e in answered], dtype=np.intp),
+        np.array([int(e.value) for e in answered], dtype=int),
+        strategy=strategy,
+        solver=solver,
+        solver_params=dict(params.get("solver_params") or {}),
+        source=source,
+        skipped=len(events) - len(answered),
+        update_ms=timing("update_ms"),
+        query_ms=timing("query_ms"),
+        strategy_params=dict(params.get("strategy_params") or {}),
+    )
 
 
 def session_features(X, scaling: str | None, feature_blocks: Sequence[dict] | None):
@@ -121,14 +139,23 @@ def session_features(X, scaling: str | None, feature_blocks: Sequence[dict] | No
     numeric columns of ``feature_blocks`` (all columns of a dense matrix when there are no blocks)."""
     from core.features import scale_features
 
-    numeric = None if not feature_blocks else [j for b in feature_blocks if b.get("kind") == "numeric"
-                                               for j in range(int(b["start"]), int(b["stop"]))]
+    numeric = (
+        None
+        if not feature_blocks
+        else [j for b in feature_blocks if b.get("kind") == "numeric" for j in range(int(b["start"]), int(b["stop"]))]
+    )
     return scale_features(X, scaling or "none", numeric)
 
 
-def project_items(answers: Iterable[Any], settled: dict[int, int], *, strategy: str | None = None,
-                  solver: str | None = None, params: dict[str, Any] | None = None,
-                  source: str = "the project") -> LabelledItems:
+def project_items(
+    answers: Iterable[Any],
+    settled: dict[int, int],
+    *,
+    strategy: str | None = None,
+    solver: str | None = None,
+    params: dict[str, Any] | None = None,
+    source: str = "the project",
+) -> LabelledItems:
     """A team project's labelled items: ``answers`` with ``item_index`` and ``value`` (skips as 0) in label
     order (what ``storage.teams.project_answers`` gives), ``settled`` item -> settled answer.  An item's answer
     is the settled one, else its first positive or negative answer (what the project's model learns); items
@@ -146,11 +173,17 @@ def project_items(answers: Iterable[Any], settled: dict[int, int], *, strategy: 
     rows = list(first)
     params = dict(params or {})
     labels = [settled.get(i, first[i]) for i in rows]
-    return LabelledItems(np.asarray(rows, dtype=np.intp), np.asarray(labels, dtype=int),
-                         strategy=strategy, solver=solver, solver_params=dict(params.get("solver_params") or {}),
-                         source=source, skipped=len(skipped - set(first)),
-                         unsettled=sum(1 for i in rows if len(votes[i]) > 1 and i not in settled),
-                         strategy_params=dict(params.get("strategy_params") or {}))
+    return LabelledItems(
+        np.asarray(rows, dtype=np.intp),
+        np.asarray(labels, dtype=int),
+        strategy=strategy,
+        solver=solver,
+        solver_params=dict(params.get("solver_params") or {}),
+        source=source,
+        skipped=len(skipped - set(first)),
+        unsettled=sum(1 for i in rows if len(votes[i]) > 1 and i not in settled),
+        strategy_params=dict(params.get("strategy_params") or {}),
+    )
 
 
 # --------------------------------------------------------------------------- labels files
@@ -161,8 +194,13 @@ def _column(header: list[str], names: Sequence[str]) -> int | None:
     return next((lowered.index(n) for n in names if n in lowered), None)
 
 
-def read_labels(path: str | Path, item_keys: Sequence[Any] | None, n_items: int,
-                classes: tuple[Any, Any] | None = None, key_column: str | None = None) -> LabelledItems:
+def read_labels(
+    path: str | Path,
+    item_keys: Sequence[Any] | None,
+    n_items: int,
+    classes: tuple[Any, Any] | None = None,
+    key_column: str | None = None,
+) -> LabelledItems:
     """The labelled items of a CSV file: a header row, then one row per label in the order given.
 
     The item column is ``item_key`` / ``key`` (or ``key_column``: matched against ``item_keys``), else
@@ -179,16 +217,19 @@ def read_labels(path: str | Path, item_keys: Sequence[Any] | None, n_items: int,
     except (UnicodeDecodeError, csv.Error) as error:
         raise ReplayError(f"{path} is not a UTF-8 CSV file ({error})") from None
     if not table or len(table[0]) < 2:
-        raise ReplayError(f"{path} needs two columns with a header row: the item (item_key or item_index) and "
-                          "its label")
+        raise ReplayError(
+            f"{path} needs two columns with a header row: the item (item_key or item_index) and its label"
+        )
     header, body = table[0], table[1:]
     key_at = _column(header, ([key_column.lower()] if key_column else []) + list(KEY_COLUMNS))
     index_at = _column(header, INDEX_COLUMNS)
     by_key = key_at is not None or (index_at is None and item_keys is not None)
     item_at = key_at if key_at is not None else index_at if index_at is not None else 0
     if by_key and item_keys is None:
-        raise ReplayError(f"{path}: column {header[item_at]!r} holds item keys, but the data have no key column "
-                          "(give --key-column, or item numbers in an item_index column)")
+        raise ReplayError(
+            f"{path}: column {header[item_at]!r} holds item keys, but the data have no key column "
+            "(give --key-column, or item numbers in an item_index column)"
+        )
     value_at = _column(header, ("label_value",))
     numeric = value_at is not None
     if value_at is None:
@@ -213,25 +254,29 @@ def read_labels(path: str | Path, item_keys: Sequence[Any] | None, n_items: int,
             raise ReplayError(f"{path}, line {line}: {len(cells)} cells, fewer than the header's {len(header)}")
         key, value = cells[item_at].strip(), cells[value_at].strip()
         if key not in index:
-            what = (f"the key of no item (keys such as {keys[0]!r})" if keys else
-                    f"not an item number 0..{n_items - 1}")
+            what = f"the key of no item (keys such as {keys[0]!r})" if keys else f"not an item number 0..{n_items - 1}"
             raise ReplayError(f"{path}, line {line}: {key!r} is {what}")
         if key in seen:
             raise ReplayError(f"{path}, line {line}: {key!r} is given twice (first on line {seen[key]})")
         seen[key] = line
         answer = 0 if value.lower() in SKIP_WORDS else words.get(value.lower())
         if answer is None:
-            named = (f"{classes[1]!r} (positive) or {classes[0]!r} (negative)" if classes is not None else
-                     "+1/-1, 1/0, positive/negative or yes/no")
-            raise ReplayError(f"{path}, line {line}: {value!r} is not a class: give {named}, or leave it empty "
-                              "for a skip")
+            named = (
+                f"{classes[1]!r} (positive) or {classes[0]!r} (negative)"
+                if classes is not None
+                else "+1/-1, 1/0, positive/negative or yes/no"
+            )
+            raise ReplayError(
+                f"{path}, line {line}: {value!r} is not a class: give {named}, or leave it empty for a skip"
+            )
         if answer == 0:
             skipped += 1
             continue
         rows.append(index[key])
         labels.append(answer)
-    return LabelledItems(np.asarray(rows, dtype=np.intp), np.asarray(labels, dtype=int), source=path.name,
-                         skipped=skipped)
+    return LabelledItems(
+        np.asarray(rows, dtype=np.intp), np.asarray(labels, dtype=int), source=path.name, skipped=skipped
+    )
 
 
 # --------------------------------------------------------------------------- the replay
@@ -245,23 +290,48 @@ def _session_order_rows(labels: np.ndarray, labelled: LabelledItems) -> pd.DataF
     def latency(values):
         return np.full(n, np.nan) if values is None or len(values) != n else np.asarray(values, dtype=float)
 
-    frame = pd.DataFrame({
-        "strategy": SESSION_ORDER, "solver": labelled.solver or "–", "seed": SESSION_ORDER_SEED,
-        "n_labels": np.arange(1, n + 1), "auc": np.nan, "accuracy": np.nan, "n_sv": np.nan,
-        "update_ms": latency(labelled.update_ms), "query_ms": latency(labelled.query_ms),
-        "item": np.arange(n), "label": labels, "score": np.nan, "n_bound": np.nan, "n_in_margin": np.nan,
-        "seen": np.arange(1, n + 1), "cold_start": False, "recall": np.cumsum(labels > 0) / positives,
-        "prior": False})
+    frame = pd.DataFrame(
+        {
+            "strategy": SESSION_ORDER,
+            "solver": labelled.solver or "–",
+            "seed": SESSION_ORDER_SEED,
+            "n_labels": np.arange(1, n + 1),
+            "auc": np.nan,
+            "accuracy": np.nan,
+            "n_sv": np.nan,
+            "update_ms": latency(labelled.update_ms),
+            "query_ms": latency(labelled.query_ms),
+            "item": np.arange(n),
+            "label": labels,
+            "score": np.nan,
+            "n_bound": np.nan,
+            "n_in_margin": np.nan,
+            "seen": np.arange(1, n + 1),
+            "cold_start": False,
+            "recall": np.cumsum(labels > 0) / positives,
+            "prior": False,
+        }
+    )
     return frame[ROW_COLUMNS + EXTRA_COLUMNS]
 
 
-def run_replay(X, labelled: LabelledItems, *, strategies: Iterable[str] | str, seeds: int | Iterable[int] = 3,
-               solver: str | dict[str, str] | None = None, solver_params: dict | None = None,
-               budget: int | None = None, initial: int = 10, cold_start: str = DEFAULT_COLD_START,
-               strategy_params: dict[str, dict] | None = None, n_jobs: int = 1,
-               progress: Callable[[int, int, str], None] | None = None,
-               label_progress: Callable[[int, int, str, int, int], None] | None = None,
-               scheduler: str | None = None) -> ComparisonResult:
+def run_replay(
+    X,
+    labelled: LabelledItems,
+    *,
+    strategies: Iterable[str] | str,
+    seeds: int | Iterable[int] = 3,
+    solver: str | dict[str, str] | None = None,
+    solver_params: dict | None = None,
+    budget: int | None = None,
+    initial: int = 10,
+    cold_start: str = DEFAULT_COLD_START,
+    strategy_params: dict[str, dict] | None = None,
+    n_jobs: int = 1,
+    progress: Callable[[int, int, str], None] | None = None,
+    label_progress: Callable[[int, int, str, int, int], None] | None = None,
+    scheduler: str | None = None,
+) -> ComparisonResult:
     """Replay ``labelled`` (rows of ``X`` and their final answers) under ``strategies`` on ``seeds``.
 
     The runs are ``run_comparison(X[rows], answers, test_fraction=0, budget=budget or len(rows))``; when
@@ -287,27 +357,53 @@ def run_replay(X, labelled: LabelledItems, *, strategies: Iterable[str] | str, s
     params = dict(labelled.solver_params if solver_params is None else solver_params)
     budget = len(rows) if budget is None else min(int(budget), len(rows))
     if int(initial) >= budget:
-        raise ReplayError(f"{labelled.source}: the {initial} initial labels would be every one of the {budget} labels "
-                          "of a run, all drawn at random: lower the initial labels")
-    result = run_comparison(X[rows], labels, strategies=strategies, solver=solver, solver_params=params,
-                            budget=budget, seeds=seeds, initial=initial, test_fraction=0.0, cold_start=cold_start,
-                            strategy_params=strategy_params, n_jobs=n_jobs, progress=progress,
-                            label_progress=label_progress, scheduler=scheduler)
+        raise ReplayError(
+            f"{labelled.source}: the {initial} initial labels would be every one of the {budget} labels "
+            "of a run, all drawn at random: lower the initial labels"
+        )
+    result = run_comparison(
+        X[rows],
+        labels,
+        strategies=strategies,
+        solver=solver,
+        solver_params=params,
+        budget=budget,
+        seeds=seeds,
+        initial=initial,
+        test_fraction=0.0,
+        cold_start=cold_start,
+        strategy_params=strategy_params,
+        n_jobs=n_jobs,
+        progress=progress,
+        label_progress=label_progress,
+        scheduler=scheduler,
+    )
     order = _session_order_rows(labels, labelled).iloc[:budget]
     pools = {SESSION_ORDER_SEED: (len(rows), int(np.sum(labels > 0)))}
     # run_table reads a final support-vector count: the session order has none (NaN in its row)
     runs = run_table(order.assign(n_sv=0), result.references, budget, pools).assign(final_n_sv=np.nan)
     summary = summarise(runs, order, [SESSION_ORDER])
     config = dict(result.config)
-    config["replay"] = {"source": labelled.source, "pool": int(len(rows)), "positives": int(np.sum(labels > 0)),
-                        "skipped": int(labelled.skipped), "unsettled": int(labelled.unsettled),
-                        "reference": reference, "session_strategy": labelled.strategy,
-                        "session_solver": labelled.solver, "rows": [int(r) for r in rows]}
-    return ComparisonResult(rows=pd.concat([result.rows, order], ignore_index=True),
-                            runs=pd.concat([result.runs, runs], ignore_index=True),
-                            references=result.references,
-                            summary=pd.concat([result.summary, summary], ignore_index=True),
-                            config=config, stops=result.stops, stop_summary=result.stop_summary)
+    config["replay"] = {
+        "source": labelled.source,
+        "pool": int(len(rows)),
+        "positives": int(np.sum(labels > 0)),
+        "skipped": int(labelled.skipped),
+        "unsettled": int(labelled.unsettled),
+        "reference": reference,
+        "session_strategy": labelled.strategy,
+        "session_solver": labelled.solver,
+        "rows": [int(r) for r in rows],
+    }
+    return ComparisonResult(
+        rows=pd.concat([result.rows, order], ignore_index=True),
+        runs=pd.concat([result.runs, runs], ignore_index=True),
+        references=result.references,
+        summary=pd.concat([result.summary, summary], ignore_index=True),
+        config=config,
+        stops=result.stops,
+        stop_summary=result.stop_summary,
+    )
 
 
 def replay_said(replay: dict[str, Any]) -> str:
@@ -316,56 +412,89 @@ def replay_said(replay: dict[str, Any]) -> str:
     if replay.get("skipped"):
         parts.append(f"{replay['skipped']} skip{'s' if replay['skipped'] != 1 else ''} left out")
     if replay.get("unsettled"):
-        parts.append(f"{replay['unsettled']} item{'s' if replay['unsettled'] != 1 else ''} whose answers differ "
-                     "and were not settled (the first answer stands)")
+        parts.append(
+            f"{replay['unsettled']} item{'s' if replay['unsettled'] != 1 else ''} whose answers differ "
+            "and were not settled (the first answer stands)"
+        )
     return ", ".join(parts)
 
 
 def reference_said(replay: dict[str, Any]) -> str:
     """Which heuristic is the reference, or why there is none."""
     if replay.get("reference"):
-        return (f"reference: {replay['reference']}, the heuristic that chose these items, under the same replay; "
-                f"'{SESSION_ORDER}' is the session's own order.")
-    why = (f"the session's heuristic {replay['session_strategy']!r} cannot be replayed" if replay.get(
-        "session_strategy") else "the heuristic that chose these items is not known")
+        return (
+            f"reference: {replay['reference']}, the heuristic that chose these items, under the same replay; "
+            f"'{SESSION_ORDER}' is the session's own order."
+        )
+    why = (
+        f"the session's heuristic {replay['session_strategy']!r} cannot be replayed"
+        if replay.get("session_strategy")
+        else "the heuristic that chose these items is not known"
+    )
     return f"no reference: {why}; '{SESSION_ORDER}' is the session's own order."
 
 
 def format_replay_summary(summary: pd.DataFrame, reference: str | None) -> str:
     """The summary of a replay as a plain-text table: the recall measures (a replay holds nothing out, so
     it has no AUC), the labels to 95% against the reference's, and the latency."""
-    head = (f"{'heuristic':<28} {'solver':<12} {'recall 50%':>11} {'recall 80%':>11} {'recall 95%':>11} "
-            f"{'WSS@95':>7} {'95% vs ref':>10} {'upd ms p50/p95':>15} {'qry ms p50/p95':>15}")
+    head = (
+        f"{'heuristic':<28} {'solver':<12} {'recall 50%':>11} {'recall 80%':>11} {'recall 95%':>11} "
+        f"{'WSS@95':>7} {'95% vs ref':>10} {'upd ms p50/p95':>15} {'qry ms p50/p95':>15}"
+    )
     lines = [head, "-" * len(head)]
     by_name = summary.set_index("strategy")
     ref95 = by_name.loc[reference, "labels_recall_95"] if reference in by_name.index else float("nan")
     for r in summary.itertuples():
+
         def reach(v, k, n=r.n_seeds):
             return "never" if k == 0 else f"{v:.0f} ({k}/{n})"
 
         def ms(a, b):
             return "n/a" if not np.isfinite(a) else f"{a:>7.2f}/{b:<7.2f}"
+
         name = r.strategy + (" (reference)" if r.strategy == reference else "")
         diff = r.labels_recall_95 - ref95
         versus = "–" if r.strategy == reference or not np.isfinite(diff) else f"{diff:+.0f}"
         wss = "n/a" if r.wss_95 is None or not np.isfinite(r.wss_95) else f"{r.wss_95:.3f}"
-        lines.append(f"{name:<28} {r.solver:<12} {reach(r.labels_recall_50, r.reached_recall_50):>11} "
-                     f"{reach(r.labels_recall_80, r.reached_recall_80):>11} "
-                     f"{reach(r.labels_recall_95, r.reached_recall_95):>11} {wss:>7} {versus:>10} "
-                     f"{ms(r.update_ms_median, r.update_ms_p95):>15} {ms(r.query_ms_median, r.query_ms_p95):>15}")
-    lines.append("recall X%: labels (initial ones included) until X% of the positives among the labelled items "
-                 "were found, mean over the seeds that got there (k/n); WSS@95 = (pool - labels to 95%) / pool - "
-                 "0.05; 95% vs ref: labels to 95% minus the reference's (fewer is better).")
+        lines.append(
+            f"{name:<28} {r.solver:<12} {reach(r.labels_recall_50, r.reached_recall_50):>11} "
+            f"{reach(r.labels_recall_80, r.reached_recall_80):>11} "
+            f"{reach(r.labels_recall_95, r.reached_recall_95):>11} {wss:>7} {versus:>10} "
+            f"{ms(r.update_ms_median, r.update_ms_p95):>15} {ms(r.query_ms_median, r.query_ms_p95):>15}"
+        )
+    lines.append(
+        "recall X%: labels (initial ones included) until X% of the positives among the labelled items "
+        "were found, mean over the seeds that got there (k/n); WSS@95 = (pool - labels to 95%) / pool - "
+        "0.05; 95% vs ref: labels to 95% minus the reference's (fewer is better)."
+    )
     return "\n".join(lines)
 
 
 def replay_text(result: ComparisonResult) -> str:
     """What ``python -m core replay`` prints: what was replayed, the summary, the reference, the caveat."""
     replay = result.config["replay"]
-    return "\n".join([replay_said(replay), format_replay_summary(result.summary, replay.get("reference")),
-                      reference_said(replay), CAVEAT])
+    return "\n".join(
+        [
+            replay_said(replay),
+            format_replay_summary(result.summary, replay.get("reference")),
+            reference_said(replay),
+            CAVEAT,
+        ]
+    )
 
 
-__all__ = ["CAVEAT", "SESSION_ORDER", "LabelledItems", "ReplayError", "format_replay_summary", "project_items",
-           "read_labels", "reference_said", "replay_said", "replay_text", "run_replay", "session_features",
-           "session_items"]
+__all__ = [
+    "CAVEAT",
+    "SESSION_ORDER",
+    "LabelledItems",
+    "ReplayError",
+    "format_replay_summary",
+    "project_items",
+    "read_labels",
+    "reference_said",
+    "replay_said",
+    "replay_text",
+    "run_replay",
+    "session_features",
+    "session_items",
+]

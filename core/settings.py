@@ -125,13 +125,24 @@ class StoppingSettings:
         specs = _refuse("stopping.rule", parse_rules, self.rule) if isinstance(self.rule, str) else None
         if specs is None or len(specs) != 1:
             raise SettingsError("stopping.rule", f"must name one stopping rule, got {self.rule!r}")
-        target, confidence = (_refuse(f"stopping.{name}", check_real, f"stopping.{name}", getattr(self, name),
-                                      low=0.0, high=1.0, low_open=True, high_open=True)
-                              for name in ("target_recall", "confidence"))
+        target, confidence = (
+            _refuse(
+                f"stopping.{name}",
+                check_real,
+                f"stopping.{name}",
+                getattr(self, name),
+                low=0.0,
+                high=1.0,
+                low_open=True,
+                high_open=True,
+            )
+            for name in ("target_recall", "confidence")
+        )
         if isinstance(self.checks, (str, bytes)) or not hasattr(self.checks, "__iter__"):
             raise SettingsError("stopping.checks", f"must be label counts, got {self.checks!r}")
-        checks = tuple(sorted({_refuse("stopping.checks", check_integer, "stopping.checks", c, low=0)
-                               for c in self.checks}))
+        checks = tuple(
+            sorted({_refuse("stopping.checks", check_integer, "stopping.checks", c, low=0) for c in self.checks})
+        )
         if not isinstance(self.checking, bool):
             raise SettingsError("stopping.checking", f"must be True or False, got {self.checking!r}")
         object.__setattr__(self, "rule", str(specs[0]))
@@ -140,8 +151,13 @@ class StoppingSettings:
         object.__setattr__(self, "checks", checks)
 
     def to_json(self) -> dict[str, Any]:
-        return {"rule": self.rule, "target_recall": self.target_recall, "confidence": self.confidence,
-                "checks": list(self.checks), "checking": self.checking}
+        return {
+            "rule": self.rule,
+            "target_recall": self.target_recall,
+            "confidence": self.confidence,
+            "checks": list(self.checks),
+            "checking": self.checking,
+        }
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any] | None) -> StoppingSettings:
@@ -157,8 +173,19 @@ class StoppingSettings:
 
 
 #: the solver parameters of the record, in the order the solvers name them (kernel, C and gamma always set)
-SOLVER_FIELDS = ("kernel", "C", "gamma", "degree", "coef0", "tol", "loss", "class_weight", "balance_ratio",
-                 "max_nonsv", "auto")
+SOLVER_FIELDS = (
+    "kernel",
+    "C",
+    "gamma",
+    "degree",
+    "coef0",
+    "tol",
+    "loss",
+    "class_weight",
+    "balance_ratio",
+    "max_nonsv",
+    "auto",
+)
 
 
 @dataclass(frozen=True)
@@ -216,10 +243,8 @@ class SessionSettings:
         self._check_model_parameters()
         self._check_model()
         self._check_solver_takes(solver)
-        if not isinstance(self.strategy_params, Mapping) or not all(isinstance(k, str)
-                                                                    for k in self.strategy_params):
-            raise SettingsError("strategy_params", f"must map parameter names to values, got "
-                                                   f"{self.strategy_params!r}")
+        if not isinstance(self.strategy_params, Mapping) or not all(isinstance(k, str) for k in self.strategy_params):
+            raise SettingsError("strategy_params", f"must map parameter names to values, got {self.strategy_params!r}")
         self._set("strategy_params", FrozenDict(self.strategy_params))
         self._set("seed", _refuse("seed", check_integer, "seed", self.seed, low=0))
         if self.cold_start not in COLD_STARTS:
@@ -227,8 +252,12 @@ class SessionSettings:
         self._set("initial", _refuse("initial", check_integer, "initial", self.initial, low=0))
         if self.scaling is not None and self.scaling not in SCALINGS:
             raise SettingsError("scaling", f"must be one of {', '.join(SCALINGS)}, got {self.scaling!r}")
-        self._set("eval_fraction", _refuse("eval_fraction", check_real, "eval_fraction", self.eval_fraction,
-                                           low=0.0, high=1.0, high_open=True))
+        self._set(
+            "eval_fraction",
+            _refuse(
+                "eval_fraction", check_real, "eval_fraction", self.eval_fraction, low=0.0, high=1.0, high_open=True
+            ),
+        )
         if self.find is not None and not isinstance(self.find, str):
             raise SettingsError("find", f"must be words or None, got {self.find!r}")
         if not isinstance(self.stopping, StoppingSettings):
@@ -267,22 +296,30 @@ class SessionSettings:
             if self.loss not in LOSSES:
                 raise SettingsError("loss", f"must be one of {', '.join(LOSSES)}, got {self.loss!r}")
         if self.class_weight is not UNSET:
-            weights = _refuse("class_weight", check_class_weight,
-                              dict(self.class_weight) if isinstance(self.class_weight, Mapping) else
-                              self.class_weight)
+            weights = _refuse(
+                "class_weight",
+                check_class_weight,
+                dict(self.class_weight) if isinstance(self.class_weight, Mapping) else self.class_weight,
+            )
             if weights is not None:
                 self._set("class_weight", FrozenDict({1: weights[0], -1: weights[1]}))
                 if self.auto is not UNSET and "class_weight" in self.auto:
-                    raise SettingsError("class_weight", "class_weight: a class weight chosen from the labels "
-                                        "(auto with 'class_weight') starts from none or 'balanced', not fixed weights")
+                    raise SettingsError(
+                        "class_weight",
+                        "class_weight: a class weight chosen from the labels "
+                        "(auto with 'class_weight') starts from none or 'balanced', not fixed weights",
+                    )
 
     def _check_solver_takes(self, solver: solvers.Solver) -> None:
         """A parameter the solver does not take is refused, naming the solvers that do."""
         for name in ("degree", "coef0", "tol", "loss", "class_weight", "balance_ratio", "max_nonsv", "auto"):
             if getattr(self, name) is not UNSET and not _takes(solver, name):
                 takers = [e.name for e in solvers.REGISTRY.entries() if e.offered and _takes(e, name)]
-                raise SettingsError(name, f"{name} is not a parameter of the {solver.name} solver"
-                                          + (f" (the {' or '.join(takers)} solver takes it)" if takers else ""))
+                raise SettingsError(
+                    name,
+                    f"{name} is not a parameter of the {solver.name} solver"
+                    + (f" (the {' or '.join(takers)} solver takes it)" if takers else ""),
+                )
 
     def _check_model(self) -> None:
         if self.model == STANDARD_MODEL:
@@ -291,14 +328,18 @@ class SessionSettings:
             raise SettingsError("model", f"must be {STANDARD_MODEL} or {', '.join(PRESETS)}, got {self.model!r}")
         preset = PRESETS[self.model]
         if self.solver != preset["solver"]:
-            raise SettingsError("solver", f"the {self.model} model runs on the {preset['solver']} solver, "
-                                          f"not {self.solver}")
+            raise SettingsError(
+                "solver", f"the {self.model} model runs on the {preset['solver']} solver, not {self.solver}"
+            )
         mine = self.solver_params()
         for name in dict.fromkeys((*preset["solver_params"], *mine)):
             if mine.get(name, UNSET) != preset["solver_params"].get(name, UNSET):
-                raise SettingsError(name, f"the {self.model} model sets {name} itself "
-                                          f"({preset['solver_params'].get(name, UNSET)!r}), got "
-                                          f"{mine.get(name, UNSET)!r}")
+                raise SettingsError(
+                    name,
+                    f"the {self.model} model sets {name} itself "
+                    f"({preset['solver_params'].get(name, UNSET)!r}), got "
+                    f"{mine.get(name, UNSET)!r}",
+                )
 
     # -- building ------------------------------------------------------------------------------
     @classmethod
@@ -326,18 +367,33 @@ class SessionSettings:
 
     def loop_arguments(self) -> dict[str, Any]:
         """``ActiveLearningLoop``'s keyword arguments (with the pool and evaluation data, the loop)."""
-        return dict(strategy=self.strategy, solver=self.solver, solver_params=self.solver_params(),
-                    strategy_params=dict(self.strategy_params), seed=self.seed, cold_start=self.cold_start,
-                    initial=self.initial)
+        return dict(
+            strategy=self.strategy,
+            solver=self.solver,
+            solver_params=self.solver_params(),
+            strategy_params=dict(self.strategy_params),
+            seed=self.seed,
+            cold_start=self.cold_start,
+            initial=self.initial,
+        )
 
     # -- JSON ------------------------------------------------------------------------------------
     def to_json(self) -> dict[str, Any]:
         """The record as plain JSON values, with ``version`` (what storage keeps on the session's row)."""
         out: dict[str, Any] = {
-            "version": SETTINGS_VERSION, "strategy": self.strategy, "solver": self.solver, "seed": self.seed,
-            "model": self.model, "solver_params": self.solver_params(),
-            "strategy_params": dict(self.strategy_params), "cold_start": self.cold_start, "initial": self.initial,
-            "scaling": self.scaling, "eval_fraction": self.eval_fraction, "stopping": self.stopping.to_json()}
+            "version": SETTINGS_VERSION,
+            "strategy": self.strategy,
+            "solver": self.solver,
+            "seed": self.seed,
+            "model": self.model,
+            "solver_params": self.solver_params(),
+            "strategy_params": dict(self.strategy_params),
+            "cold_start": self.cold_start,
+            "initial": self.initial,
+            "scaling": self.scaling,
+            "eval_fraction": self.eval_fraction,
+            "stopping": self.stopping.to_json(),
+        }
         if isinstance(out["solver_params"].get("class_weight"), dict):  # JSON's keys are strings
             out["solver_params"]["class_weight"] = {str(k): v for k, v in out["solver_params"]["class_weight"].items()}
         if self.find is not None:
@@ -347,8 +403,9 @@ class SessionSettings:
         return out
 
     @classmethod
-    def from_json(cls, data: Mapping[str, Any], *, strategy: str | None = None, solver: str | None = None,
-                  seed: int | None = None) -> SessionSettings:
+    def from_json(
+        cls, data: Mapping[str, Any], *, strategy: str | None = None, solver: str | None = None, seed: int | None = None
+    ) -> SessionSettings:
         """The record ``to_json`` wrote, or a dict stored before the record (no ``version``).
 
         ``strategy``, ``solver``, ``seed``: the session row's columns.  A dict stored before the record takes
@@ -363,8 +420,10 @@ class SessionSettings:
         if not isinstance(version, int) or isinstance(version, bool) or version < 1:
             raise SettingsError("version", f"must be a whole number from 1, got {version!r}")
         if version > SETTINGS_VERSION:
-            raise SettingsError("version", f"version {version} was written by a newer MarginLab (this one reads up to "
-                                           f"{SETTINGS_VERSION})")
+            raise SettingsError(
+                "version",
+                f"version {version} was written by a newer MarginLab (this one reads up to {SETTINGS_VERSION})",
+            )
         known = {f.name for f in dataclasses.fields(cls)} | {"version", "solver_params"}
         for key in data:
             if key not in known or key in SOLVER_FIELDS:
@@ -375,8 +434,11 @@ class SessionSettings:
         for name, column in columns.items():
             if column is not None and name in fields and fields[name] != column:
                 raise SettingsError(name, f"the session's row says {column!r}, its settings say {fields[name]!r}")
-        return cls(**fields, **_solver_fields(data.get("solver_params")),
-                   stopping=StoppingSettings.from_json(data.get("stopping")))
+        return cls(
+            **fields,
+            **_solver_fields(data.get("solver_params")),
+            stopping=StoppingSettings.from_json(data.get("stopping")),
+        )
 
     @classmethod
     def _from_legacy(cls, data: Mapping[str, Any], columns: dict[str, Any]) -> SessionSettings:
@@ -387,12 +449,15 @@ class SessionSettings:
         model = preset_of(solver, solver_params) if solver is not None else None
         settings: dict[str, Any] = {
             "strategy": columns["strategy"] if columns["strategy"] is not None else DEFAULT_STRATEGY,
-            "solver": solver, "model": model or STANDARD_MODEL, "seed": columns["seed"] or 0,
+            "solver": solver,
+            "model": model or STANDARD_MODEL,
+            "seed": columns["seed"] or 0,
             "strategy_params": dict(data.get("strategy_params") or {}),
             "scaling": data.get("scaling"),
             "eval_fraction": data.get("eval_fraction", LEGACY_EVAL_FRACTION),
             "find": data.get("find") or None,
-            "stopping": StoppingSettings.from_json(data.get("stopping"))}
+            "stopping": StoppingSettings.from_json(data.get("stopping")),
+        }
         return cls(**settings, **_solver_fields(solver_params))
 
 
@@ -411,11 +476,15 @@ def _check_classes(classes: Any) -> tuple[str, ...]:
         return ()
     for name in names:
         if not isinstance(name, str) or not name.strip() or name != name.strip():
-            raise SettingsError("classes", f"class names must be non-empty words without spaces around them, "
-                                           f"got {name!r}")
+            raise SettingsError(
+                "classes", f"class names must be non-empty words without spaces around them, got {name!r}"
+            )
     if len(names) < 3:
-        raise SettingsError("classes", f"a session with named classes has 3 to {MAX_CLASSES} of them (two classes "
-                                       f"are a yes / no session), got {len(names)}")
+        raise SettingsError(
+            "classes",
+            f"a session with named classes has 3 to {MAX_CLASSES} of them (two classes "
+            f"are a yes / no session), got {len(names)}",
+        )
     if len(names) > MAX_CLASSES:
         raise SettingsError("classes", f"at most {MAX_CLASSES} classes (one answer key each), got {len(names)}")
     seen: set[str] = set()
@@ -431,16 +500,21 @@ def _check_class_strategy(strategy: Any, params: Any, classes: tuple[str, ...]) 
     from core.multiclass import MULTICLASS_STRATEGIES
 
     if strategy not in MULTICLASS_STRATEGIES:
-        raise SettingsError("strategy", f"a session with named classes picks items by one of "
-                                        f"{', '.join(MULTICLASS_STRATEGIES)}, got {strategy!r}")
+        raise SettingsError(
+            "strategy",
+            f"a session with named classes picks items by one of {', '.join(MULTICLASS_STRATEGIES)}, got {strategy!r}",
+        )
     wanted = {"target"} if strategy == "target-class" else set()
     given = set(params or {}) if isinstance(params, Mapping) else None
     if given != wanted:
-        raise SettingsError("strategy_params", f"{strategy} takes {', '.join(sorted(wanted)) or 'no parameters'}, "
-                                               f"got {params!r}")
+        raise SettingsError(
+            "strategy_params", f"{strategy} takes {', '.join(sorted(wanted)) or 'no parameters'}, got {params!r}"
+        )
     if wanted and params["target"] not in classes:
-        raise SettingsError("strategy_params", f"the target class {params['target']!r} is not one of the session's "
-                                               f"classes ({', '.join(classes)})")
+        raise SettingsError(
+            "strategy_params",
+            f"the target class {params['target']!r} is not one of the session's classes ({', '.join(classes)})",
+        )
     return CLASS_SOLVER
 
 
@@ -452,8 +526,11 @@ def _solver_fields(solver_params: Any) -> dict[str, Any]:
         raise SettingsError("solver_params", f"must map solver parameters to values, got {solver_params!r}")
     unknown = [k for k in solver_params if k not in SOLVER_FIELDS]
     if unknown:
-        raise SettingsError("solver_params", f"holds {', '.join(repr(k) for k in unknown)}, not a parameter a "
-                                             f"session sets (those are {', '.join(SOLVER_FIELDS)})")
+        raise SettingsError(
+            "solver_params",
+            f"holds {', '.join(repr(k) for k in unknown)}, not a parameter a "
+            f"session sets (those are {', '.join(SOLVER_FIELDS)})",
+        )
     return dict(solver_params)
 
 
@@ -472,6 +549,17 @@ def _takes(entry: solvers.Solver, name: str) -> bool:
     return False
 
 
-__all__ = ["CLASS_SOLVER", "LEGACY_EVAL_FRACTION", "MAX_CLASSES",
-           "SCALINGS", "SETTINGS_VERSION", "SOLVER_FIELDS", "STANDARD_MODEL", "UNSET",
-           "FrozenDict", "SessionSettings", "SettingsError", "StoppingSettings"]
+__all__ = [
+    "CLASS_SOLVER",
+    "LEGACY_EVAL_FRACTION",
+    "MAX_CLASSES",
+    "SCALINGS",
+    "SETTINGS_VERSION",
+    "SOLVER_FIELDS",
+    "STANDARD_MODEL",
+    "UNSET",
+    "FrozenDict",
+    "SessionSettings",
+    "SettingsError",
+    "StoppingSettings",
+]

@@ -200,8 +200,10 @@ def parse_rules(rules: str | Iterable[str | RuleSpec]) -> list[RuleSpec]:
             name, _, param = str(item).partition(":")
             name = name.strip()
             if name not in RULE_NAMES:
-                raise ValueError(f"unknown stopping rule {item!r}; choose from {', '.join(RULE_NAMES)} "
-                                 "(consecutive:N with N a whole number, e.g. consecutive:50)")
+                raise ValueError(
+                    f"unknown stopping rule {item!r}; choose from {', '.join(RULE_NAMES)} "
+                    "(consecutive:N with N a whole number, e.g. consecutive:50)"
+                )
             if name == "consecutive" and not param:
                 raise ValueError("consecutive needs the number of negatives in a row, e.g. consecutive:50")
             if param and name not in ("consecutive", "margin"):
@@ -286,11 +288,20 @@ def consecutive_rule(labels, n: int) -> RuleState:
         return RuleState(name, False, f"{name}: waits for the first positive", value=0, needed=None)
     run = int(len(y) - 1 - np.flatnonzero(y > 0)[-1])
     if run >= n:
-        return RuleState(name, True,
-                         f"{name}: {count(run, 'negative')} in a row since the last positive — you can stop",
-                         value=run, needed=0)
-    return RuleState(name, False, f"{name}: {count(run, 'negative')} in a row since the last positive (stops at {n})",
-                     value=run, needed=n - run)
+        return RuleState(
+            name,
+            True,
+            f"{name}: {count(run, 'negative')} in a row since the last positive — you can stop",
+            value=run,
+            needed=0,
+        )
+    return RuleState(
+        name,
+        False,
+        f"{name}: {count(run, 'negative')} in a row since the last positive (stops at {n})",
+        value=run,
+        needed=n - run,
+    )
 
 
 def gain_curve(labels) -> np.ndarray:
@@ -324,13 +335,22 @@ def knee_rule(labels, *, min_labels: int = KNEE_MIN_LABELS) -> RuleState:
         return RuleState("knee", False, "knee: waits for the first positive")
     knee = knee_point(g)
     if knee is None:
-        return RuleState("knee", False, f"knee: no knee in the gain curve yet ({relret:,} positives in {s:,} labels)",
-                         needed=max(0, min_labels - s) or None)
+        return RuleState(
+            "knee",
+            False,
+            f"knee: no knee in the gain curve yet ({relret:,} positives in {s:,} labels)",
+            needed=max(0, min_labels - s) or None,
+        )
     rho = (g[knee - 1] / knee) / ((relret - g[knee - 1] + 1) / (s - knee))  # slope before / slope after
     said = f"slope ratio {rho:.1f} at the knee (label {knee:,}); stops at {threshold}"
     if s < min_labels:
-        return RuleState("knee", False, f"knee: {said}, after at least {min_labels:,} labels ({min_labels - s:,} more)",
-                         value=float(rho), needed=min_labels - s)
+        return RuleState(
+            "knee",
+            False,
+            f"knee: {said}, after at least {min_labels:,} labels ({min_labels - s:,} more)",
+            value=float(rho),
+            needed=min_labels - s,
+        )
     if rho >= threshold:
         return RuleState("knee", True, f"knee: {said} — you can stop", value=float(rho), needed=0)
     return RuleState("knee", False, f"knee: {said}", value=float(rho))
@@ -388,15 +408,22 @@ class StabilityTracker:
     def kappas(self) -> list[tuple[int, float]]:
         """(labels, kappa with the model ``step`` labels before) for each pair of checkpoints ``step`` apart."""
         keys = sorted(self.checkpoints)
-        return [(k, cohens_kappa(self.checkpoints[k - self.step], self.checkpoints[k]))
-                for k in keys if k - self.step in self.checkpoints]
+        return [
+            (k, cohens_kappa(self.checkpoints[k - self.step], self.checkpoints[k]))
+            for k in keys
+            if k - self.step in self.checkpoints
+        ]
 
     def to_arrays(self) -> dict[str, np.ndarray]:
         keys = sorted(self.checkpoints)
         n_bytes = (len(self.stop_set) + 7) // 8  # (no checkpoint yet: 0 rows of that width)
         bits = np.array([np.packbits(self.checkpoints[k]) for k in keys], dtype=np.uint8).reshape(len(keys), n_bytes)
-        return {"stop_set": np.asarray(self.stop_set, dtype=np.int64), "at": np.asarray(keys, dtype=np.int64),
-                "bits": bits, "step": np.asarray([self.step], dtype=np.int64)}
+        return {
+            "stop_set": np.asarray(self.stop_set, dtype=np.int64),
+            "at": np.asarray(keys, dtype=np.int64),
+            "bits": bits,
+            "step": np.asarray([self.step], dtype=np.int64),
+        }
 
     @classmethod
     def from_arrays(cls, arrays: dict[str, np.ndarray]) -> StabilityTracker:
@@ -407,21 +434,32 @@ class StabilityTracker:
         return tracker
 
 
-def stability_rule(kappas: Sequence[tuple[int, float]], *, window: int = STABILITY_WINDOW,
-                   threshold: float = STABILITY_THRESHOLD, step: int = STABILITY_STEP,
-                   stop_set_size: int | None = None) -> RuleState:
+def stability_rule(
+    kappas: Sequence[tuple[int, float]],
+    *,
+    window: int = STABILITY_WINDOW,
+    threshold: float = STABILITY_THRESHOLD,
+    step: int = STABILITY_STEP,
+    stop_set_size: int | None = None,
+) -> RuleState:
     """Bloodgood & Vijay-Shanker (2009): mean kappa of the last ``window`` successive comparisons >= ``threshold``."""
     on = f" on {stop_set_size:,} stop-set items" if stop_set_size else ""
     recent = list(kappas)[-window:]
     defined = [k for _, k in recent if np.isfinite(k)]
     if len(recent) < window or len(defined) < window:
         have = len(defined)
-        return RuleState("stability", False,
-                         f"stability: {have} of the {window} comparisons of successive models it averages "
-                         f"(one every {step} labels{on})", needed=(window - have) * step)
+        return RuleState(
+            "stability",
+            False,
+            f"stability: {have} of the {window} comparisons of successive models it averages "
+            f"(one every {step} labels{on})",
+            needed=(window - have) * step,
+        )
     mean = float(np.mean(defined))
-    said = (f"stability: Cohen's kappa of successive models{on}, mean of the last {window}: {mean:.3f}; "
-            f"stops at {threshold:g}")
+    said = (
+        f"stability: Cohen's kappa of successive models{on}, mean of the last {window}: {mean:.3f}; "
+        f"stops at {threshold:g}"
+    )
     if mean >= threshold:
         return RuleState("stability", True, said + " — you can stop", value=mean, needed=0)
     return RuleState("stability", False, said, value=mean)
@@ -457,8 +495,9 @@ def k_target(found_before: int, positives_drawn: int, target_recall: float) -> i
     return math.floor(Fraction(found_before + positives_drawn) / tau - found_before) + 1
 
 
-def hypergeometric_p_value(draws: int, positives_drawn: int, urn: int, found_before: int,
-                           target_recall: float) -> float:
+def hypergeometric_p_value(
+    draws: int, positives_drawn: int, urn: int, found_before: int, target_recall: float
+) -> float:
     """P(X <= k) for X ~ Hypergeom(urn, K_tar, draws): the p-value of "recall < target" (Callaghan & Müller-Hansen)."""
     big_k = k_target(found_before, positives_drawn, target_recall)
     if big_k > urn:  # even an urn of positives only would leave recall at or above the target
@@ -515,7 +554,7 @@ def _levels(level: float | tuple, k_max: int) -> np.ndarray:
     """The level of the look at each number of positives 0..k_max (see ``_pass_bounds``)."""
     if isinstance(level, tuple):
         budget = float(level[1])
-        return budget * 6.0 / (math.pi ** 2 * (np.arange(k_max + 1) + 1.0) ** 2)
+        return budget * 6.0 / (math.pi**2 * (np.arange(k_max + 1) + 1.0) ** 2)
     return np.full(k_max + 1, float(level))
 
 
@@ -536,8 +575,9 @@ def _stop_paths(n: int, passes: dict, fails: dict, dist: np.ndarray, error: np.n
         dist[:, j:] = 0.0
 
 
-def sequential_error(urn: int, found_before: int, target_recall: float, level: float | tuple,
-                     beta: float, width: int = 48) -> tuple[float, int | None]:
+def sequential_error(
+    urn: int, found_before: int, target_recall: float, level: float | tuple, beta: float, width: int = 48
+) -> tuple[float, int | None]:
     """The largest probability, over the positives K the urn may hold, that a check stops with recall below target.
 
     The check draws without replacement; after n draws with k positives it
@@ -568,8 +608,9 @@ def sequential_error(urn: int, found_before: int, target_recall: float, level: f
     return worst, arg
 
 
-def _errors(urn: int, found_before: int, target_recall: float, level: float | tuple, beta: float,
-            ks: np.ndarray) -> np.ndarray:
+def _errors(
+    urn: int, found_before: int, target_recall: float, level: float | tuple, beta: float, ks: np.ndarray
+) -> np.ndarray:
     """The probability that a check stops below the target, for each number ``ks`` of positives in the urn."""
     ks = np.asarray(ks, dtype=np.int64)
     top = np.array([_largest_level(found_before, int(k), target_recall) for k in ks])
@@ -622,8 +663,11 @@ class CheckDesign:
 
     def fail_draws(self, k: int) -> int:
         """g_k (-1 when k positives can never show recall below the target)."""
-        return int(_fail_bounds(self.urn, self.found_before, self.target_recall, self.beta, max(k, 1))[k]) \
-            if k >= 1 else -1
+        return (
+            int(_fail_bounds(self.urn, self.found_before, self.target_recall, self.beta, max(k, 1))[k])
+            if k >= 1
+            else -1
+        )
 
 
 @functools.lru_cache(maxsize=256)
@@ -662,9 +706,14 @@ class CheckRun:
     failed_at: int | None = None  # draws after which it showed recall < target (the session went back)
 
 
-def check_runs(labels, drawn, check_starts: Sequence[int], pool_size: int,
-               target_recall: float = DEFAULT_TARGET_RECALL,
-               confidence: float = DEFAULT_CONFIDENCE) -> list[CheckRun]:
+def check_runs(
+    labels,
+    drawn,
+    check_starts: Sequence[int],
+    pool_size: int,
+    target_recall: float = DEFAULT_TARGET_RECALL,
+    confidence: float = DEFAULT_CONFIDENCE,
+) -> list[CheckRun]:
     """The recall checks of a history: each start's consecutive random draws (up to the next start).
 
     A check ends when it shows recall below the target (its k-th positive came
@@ -690,8 +739,11 @@ def check_runs(labels, drawn, check_starts: Sequence[int], pool_size: int,
                 if end - start <= g:
                     failed = end - start
                     break
-        runs.append(CheckRun(start=start, draws=end - start, positives=positives, urn=urn, found_before=before,
-                             failed_at=failed))
+        runs.append(
+            CheckRun(
+                start=start, draws=end - start, positives=positives, urn=urn, found_before=before, failed_at=failed
+            )
+        )
     return runs
 
 
@@ -728,8 +780,7 @@ class RecallCheck:
         """The hypergeometric p-value of "recall < target" after the draws so far (None before any draw)."""
         if self.design is None or not self.draws:
             return None
-        return hypergeometric_p_value(self.draws, self.positives_drawn, self.urn, self.found_before,
-                                      self.target_recall)
+        return hypergeometric_p_value(self.draws, self.positives_drawn, self.urn, self.found_before, self.target_recall)
 
     @property
     def level(self) -> float:
@@ -767,14 +818,23 @@ def suggested_gap(labels, pool_size: int, target_recall: float, patience: float 
 
 def _start_rule(start: str) -> str:
     if start not in ("yield", "knee", "run"):
-        raise ValueError("a recall check starts when the heuristic's 'yield' no longer pays, at the 'knee' or "
-                         f"after a 'run' of negatives, not {start!r}")
+        raise ValueError(
+            "a recall check starts when the heuristic's 'yield' no longer pays, at the 'knee' or "
+            f"after a 'run' of negatives, not {start!r}"
+        )
     return start
 
 
-def check_suggested(labels, pool_size: int, target_recall: float = DEFAULT_TARGET_RECALL,
-                    patience: float = 1.0, *, start: str = "yield", checks_done: int = 0,
-                    confidence: float = DEFAULT_CONFIDENCE) -> bool:
+def check_suggested(
+    labels,
+    pool_size: int,
+    target_recall: float = DEFAULT_TARGET_RECALL,
+    patience: float = 1.0,
+    *,
+    start: str = "yield",
+    checks_done: int = 0,
+    confidence: float = DEFAULT_CONFIDENCE,
+) -> bool:
     """Whether a recall check is suggested now, for a session not checking (what :func:`recall_check` says
     then in ``suggest``, computed without its p-values; simulations call it after every heuristic label).
 
@@ -790,12 +850,19 @@ def check_suggested(labels, pool_size: int, target_recall: float = DEFAULT_TARGE
     if gap_needed is None:
         return False
     gap = labels_since_last_positive(y)
-    return gap >= gap_needed or _first_start(y, pool_size, gap, gap_needed, _start_rule(start), checks_done,
-                                             target_recall, confidence)
+    return gap >= gap_needed or _first_start(
+        y, pool_size, gap, gap_needed, _start_rule(start), checks_done, target_recall, confidence
+    )
 
 
-def waiting_pays(labels, pool_size: int, target_recall: float = DEFAULT_TARGET_RECALL,
-                 confidence: float = DEFAULT_CONFIDENCE, *, window: int = YIELD_WINDOW) -> bool:
+def waiting_pays(
+    labels,
+    pool_size: int,
+    target_recall: float = DEFAULT_TARGET_RECALL,
+    confidence: float = DEFAULT_CONFIDENCE,
+    *,
+    window: int = YIELD_WINDOW,
+) -> bool:
     """Whether more heuristic labels probably cost fewer labels in all than a recall check started now.
 
     Started now, a check needs about b_0 = f N_u draws if none is positive (f: share of the N_u unlabelled
@@ -817,8 +884,16 @@ def waiting_pays(labels, pool_size: int, target_recall: float = DEFAULT_TARGET_R
     return rho > (1.0 / share - 1.0) * k_target(found, 0, target_recall) / (EXTRA_DRAWS_PER_POSITIVE * urn)
 
 
-def _first_start(y: np.ndarray, pool_size: int, gap: int, gap_needed: int, start: str, checks_done: int,
-                 target_recall: float, confidence: float) -> bool:
+def _first_start(
+    y: np.ndarray,
+    pool_size: int,
+    gap: int,
+    gap_needed: int,
+    start: str,
+    checks_done: int,
+    target_recall: float,
+    confidence: float,
+) -> bool:
     """The early start of the first check (``knee`` and ``yield``; see :func:`check_suggested`)."""
     if start == "run" or checks_done or len(y) >= int(pool_size):
         return False
@@ -830,9 +905,18 @@ def _first_start(y: np.ndarray, pool_size: int, gap: int, gap_needed: int, start
     return knee_rule(y).stop
 
 
-def recall_check(labels, drawn, check_starts: Sequence[int], *, checking: bool, pool_size: int,
-                 target_recall: float = DEFAULT_TARGET_RECALL, confidence: float = DEFAULT_CONFIDENCE,
-                 patience: float = 1.0, start: str = "yield") -> RecallCheck:
+def recall_check(
+    labels,
+    drawn,
+    check_starts: Sequence[int],
+    *,
+    checking: bool,
+    pool_size: int,
+    target_recall: float = DEFAULT_TARGET_RECALL,
+    confidence: float = DEFAULT_CONFIDENCE,
+    patience: float = 1.0,
+    start: str = "yield",
+) -> RecallCheck:
     """The statistical rule (Callaghan & Müller-Hansen 2020) over a session's history.
 
     ``labels``: +1 / -1 in the order given; ``drawn``: which were random draws of a
@@ -876,22 +960,43 @@ def recall_check(labels, drawn, check_starts: Sequence[int], *, checking: bool, 
         if last is not None and last.start + last.draws == n:
             # the latest labels were the draws of a check that is no longer drawing
             last_number = sum(1 for r in done if r.start <= last.start)
-            last_design = check_design(last.urn, last.found_before, target_recall,
-                                       check_alpha(last_number, confidence), beta)
+            last_design = check_design(
+                last.urn, last.found_before, target_recall, check_alpha(last_number, confidence), beta
+            )
             if last.failed_at is not None:
                 phase = "failed"
             elif last.draws >= last_design.pass_draws(last.positives):
                 phase = "passed"
     knee = knee_rule(y) if start != "run" and not done and n < int(pool_size) else None
-    suggest = (current is None and phase == "heuristic" and gap_needed is not None
-               and (gap >= gap_needed or _first_start(y, pool_size, gap, gap_needed, start, len(done),
-                                                      target_recall, confidence)))
-    return RecallCheck(phase=phase, checking=current is not None and phase in ("checking", "passed"),
-                       check_number=number, alpha=alpha, urn=urn, found_before=before,
-                       k_target=k_target(before, positives, target_recall), draws=draws, positives_drawn=positives,
-                       suggest=suggest, gap=gap, gap_needed=gap_needed,
-                       target_recall=target_recall, confidence=confidence, last=last, design=design,
-                       start=start, knee=knee)
+    suggest = (
+        current is None
+        and phase == "heuristic"
+        and gap_needed is not None
+        and (
+            gap >= gap_needed
+            or _first_start(y, pool_size, gap, gap_needed, start, len(done), target_recall, confidence)
+        )
+    )
+    return RecallCheck(
+        phase=phase,
+        checking=current is not None and phase in ("checking", "passed"),
+        check_number=number,
+        alpha=alpha,
+        urn=urn,
+        found_before=before,
+        k_target=k_target(before, positives, target_recall),
+        draws=draws,
+        positives_drawn=positives,
+        suggest=suggest,
+        gap=gap,
+        gap_needed=gap_needed,
+        target_recall=target_recall,
+        confidence=confidence,
+        last=last,
+        design=design,
+        start=start,
+        knee=knee,
+    )
 
 
 def _pct(x: float) -> str:
@@ -933,28 +1038,49 @@ def statistical_rule(check: RecallCheck) -> RuleState:
     name = check.rule
     goal = f"recall ≥ {_setting_pct(check.target_recall)} at {_setting_pct(check.confidence)} confidence"
     if check.phase == "passed":
-        return RuleState(name, True,
-                         f"{name}: {goal} ({check.draws:,} random draws, {check.positives_drawn:,} positive; "
-                         f"p = {check.p_value if check.p_value is not None else 0:.4f} < {check.level:.4f}) "
-                         "— you can stop", value=check.p_value, needed=0)
+        return RuleState(
+            name,
+            True,
+            f"{name}: {goal} ({check.draws:,} random draws, {check.positives_drawn:,} positive; "
+            f"p = {check.p_value if check.p_value is not None else 0:.4f} < {check.level:.4f}) "
+            "— you can stop",
+            value=check.p_value,
+            needed=0,
+        )
     if check.phase == "checking":
-        found = "no positive" if not check.positives_drawn else (
-            f"{check.positives_drawn} positive{'s' if check.positives_drawn > 1 else ''}")
-        return RuleState(name, False,
-                         f"{name}: draw {check.needed:,} more random items to test {goal} "
-                         f"({check.draws:,} drawn, {found} so far; check {check.check_number}); "
-                         f"{_probably(check)}", value=check.p_value, needed=check.needed)
+        found = (
+            "no positive"
+            if not check.positives_drawn
+            else (f"{check.positives_drawn} positive{'s' if check.positives_drawn > 1 else ''}")
+        )
+        return RuleState(
+            name,
+            False,
+            f"{name}: draw {check.needed:,} more random items to test {goal} "
+            f"({check.draws:,} drawn, {found} so far; check {check.check_number}); "
+            f"{_probably(check)}",
+            value=check.p_value,
+            needed=check.needed,
+        )
     if check.phase == "failed":
         last = check.last
-        return RuleState(name, False,
-                         f"{name}: the random draws found {last.positives if last else 0:,} positives in "
-                         f"{last.draws if last else 0:,}, which shows recall below "
-                         f"{_setting_pct(check.target_recall)}; "
-                         "back to the heuristic, and start a new check when it stops finding positives",
-                         needed=None)
+        return RuleState(
+            name,
+            False,
+            f"{name}: the random draws found {last.positives if last else 0:,} positives in "
+            f"{last.draws if last else 0:,}, which shows recall below "
+            f"{_setting_pct(check.target_recall)}; "
+            "back to the heuristic, and start a new check when it stops finding positives",
+            needed=None,
+        )
     if check.phase == "heuristic" and check.urn == 0:  # nothing left unlabelled: recall is 1 exactly
-        return RuleState(name, True, f"{name}: every item of the pool is labelled, so recall is 100% "
-                         "— you can stop", value=None, needed=0)
+        return RuleState(
+            name,
+            True,
+            f"{name}: every item of the pool is labelled, so recall is 100% — you can stop",
+            value=None,
+            needed=0,
+        )
     if check.gap_needed is None:
         return RuleState(name, False, f"{name}: waits for the first positive")
     knee = ""
@@ -962,29 +1088,42 @@ def statistical_rule(check: RecallCheck) -> RuleState:
     if check.start == "yield" and check.knee is not None and check.found_before < FEW_POSITIVES:
         knee = f"after {half:,} while fewer than {FEW_POSITIVES} positives are found"
     elif check.knee is not None and check.knee.value is not None:
-        shown = ("it does" if check.knee.stop else
-                 f"slope ratio {check.knee.value:.1f}, needs {156 - min(check.found_before, 150)}"
-                 + (f" and {check.knee.needed:,} more labels" if check.knee.needed else ""))
+        shown = (
+            "it does"
+            if check.knee.stop
+            else f"slope ratio {check.knee.value:.1f}, needs {156 - min(check.found_before, 150)}"
+            + (f" and {check.knee.needed:,} more labels" if check.knee.needed else "")
+        )
         knee = f"after {half:,} once the gain curve shows its knee ({shown})"
         if check.start == "yield":
-            knee += (f", sooner at the knee once the last {YIELD_WINDOW} labels find too few positives for "
-                     "more heuristic labels to pay")
+            knee += (
+                f", sooner at the knee once the last {YIELD_WINDOW} labels find too few positives for "
+                "more heuristic labels to pay"
+            )
     if check.suggest:
         when = "a recall check is suggested now"
     elif check.gap_needed >= check.urn:  # a gap that long would go through every unlabelled item
         n_found = check.found_before
-        why = (f": one missed positive in {n_found + 1} is already below the target" if check.k_target <= 1
-               else "")
-        when = (f"too few positives found ({n_found}) for a recall check to be suggested yet{why}; start one when "
-                "the heuristic stops finding positives")
+        why = f": one missed positive in {n_found + 1} is already below the target" if check.k_target <= 1 else ""
+        when = (
+            f"too few positives found ({n_found}) for a recall check to be suggested yet{why}; start one when "
+            "the heuristic stops finding positives"
+        )
     else:
-        when = (f"a recall check is suggested once {check.gap_needed:,} labels in a row bring no positive, or "
-                f"{knee}; now: {check.gap:,} in a row" if knee else
-                f"a recall check is suggested once {check.gap_needed:,} labels in a row bring no positive "
-                f"(now: {check.gap:,} in a row)")
-    return RuleState(name, False,
-                     f"{name}: {when}; it would draw at least {check.planned:,} random items to test {goal}",
-                     value=None, needed=check.planned)
+        when = (
+            f"a recall check is suggested once {check.gap_needed:,} labels in a row bring no positive, or "
+            f"{knee}; now: {check.gap:,} in a row"
+            if knee
+            else f"a recall check is suggested once {check.gap_needed:,} labels in a row bring no positive "
+            f"(now: {check.gap:,} in a row)"
+        )
+    return RuleState(
+        name,
+        False,
+        f"{name}: {when}; it would draw at least {check.planned:,} random items to test {goal}",
+        value=None,
+        needed=check.planned,
+    )
 
 
 def probable_labels(check: RecallCheck) -> int | None:
@@ -1023,7 +1162,7 @@ def probable_labels(check: RecallCheck) -> int | None:
         moved = dist * np.clip((rest - more) / (urn - n), 0.0, 1.0)
         dist -= moved
         dist[1:] += moved[:-1]
-        failing = (g[k0 + more[1:]] >= n + 1)  # the new positive came at or before g_k: recall below target
+        failing = g[k0 + more[1:]] >= n + 1  # the new positive came at or before g_k: recall below target
         dist[1:][failing] = 0.0
     return None
 
@@ -1040,8 +1179,10 @@ def _probably(check: RecallCheck) -> str:
     """The labels this check will probably still need, in words (see :func:`probable_labels`)."""
     probable = probable_labels(check)
     if probable is None:
-        return ("at the rate positives turn up in its draws this check will probably not pass: it ends on its "
-                "own when they show recall below the target")
+        return (
+            "at the rate positives turn up in its draws this check will probably not pass: it ends on its "
+            "own when they show recall below the target"
+        )
     if probable <= check.needed:
         return "that is all the guarantee needs if none of them is positive"
     left = check.urn - check.draws
@@ -1074,32 +1215,51 @@ def outlook(check: RecallCheck) -> str:
     if check.phase == "checking":
         probable = probable_labels(check)
         if probable is None:
-            return ("Guarantee: at the rate positives turn up in the random draws, this check will probably not "
-                    "pass; it ends on its own when they show recall below the target.")
+            return (
+                "Guarantee: at the rate positives turn up in the random draws, this check will probably not "
+                "pass; it ends on its own when they show recall below the target."
+            )
         if probable <= check.needed:
-            return (f"Guarantee: {count(probable, 'more random draw')}, if none of them is a positive "
-                    "(each positive among them asks for more).")
+            return (
+                f"Guarantee: {count(probable, 'more random draw')}, if none of them is a positive "
+                "(each positive among them asks for more)."
+            )
         left = check.urn - check.draws
-        return (f"Guarantee: probably about {_rounded(probable, left):,} more random draws (at least "
-                f"{check.needed:,} if none of them is a positive).")
+        return (
+            f"Guarantee: probably about {_rounded(probable, left):,} more random draws (at least "
+            f"{check.needed:,} if none of them is a positive)."
+        )
     if check.phase == "failed":
-        return ("Guarantee: not yet; a new recall check, with draws of its own, is suggested when the heuristic "
-                "stops finding positives.")
+        return (
+            "Guarantee: not yet; a new recall check, with draws of its own, is suggested when the heuristic "
+            "stops finding positives."
+        )
     if check.gap_needed is None:
         return CHECK_NEEDS_A_POSITIVE
     planned = min(check.planned, check.urn)
     if check.urn and planned > READ_MOST_SHARE * check.urn:  # a check now is reading (nearly) everything
-        return (f"Guarantee: a recall check now would mean reading about {_pct(planned / check.urn)} of what is "
-                f"left (at least {count(planned, 'random draw')} of {count(check.urn, 'unlabelled item')}): keep "
-                "labelling first; the check is suggested when the heuristic stalls.")
-    return (f"Guarantee: at least {count(min(check.planned, check.urn), 'random draw')} once a recall check starts "
-            "(more for every positive among them)" + ("; a check is suggested now." if check.suggest else
-                                                      "; the check is suggested when the heuristic stalls."))
+        return (
+            f"Guarantee: a recall check now would mean reading about {_pct(planned / check.urn)} of what is "
+            f"left (at least {count(planned, 'random draw')} of {count(check.urn, 'unlabelled item')}): keep "
+            "labelling first; the check is suggested when the heuristic stalls."
+        )
+    return (
+        f"Guarantee: at least {count(min(check.planned, check.urn), 'random draw')} once a recall check starts "
+        "(more for every positive among them)"
+        + ("; a check is suggested now." if check.suggest else "; the check is suggested when the heuristic stalls.")
+    )
 
 
-def follow_ranking(order, y, *, rng: np.random.Generator, start: str = "yield",
-                   target_recall: float = DEFAULT_TARGET_RECALL, confidence: float = DEFAULT_CONFIDENCE,
-                   patience: float = 1.0) -> tuple[list[int], list[bool], list[int]]:
+def follow_ranking(
+    order,
+    y,
+    *,
+    rng: np.random.Generator,
+    start: str = "yield",
+    target_recall: float = DEFAULT_TARGET_RECALL,
+    confidence: float = DEFAULT_CONFIDENCE,
+    patience: float = 1.0,
+) -> tuple[list[int], list[bool], list[int]]:
     """A session that follows the statistical rule on a fixed ranking (simulations and benchmarks).
 
     ``order``: the pool's items in the order the heuristic would ask about them; ``y``: their true labels
@@ -1116,12 +1276,22 @@ def follow_ranking(order, y, *, rng: np.random.Generator, start: str = "yield",
     checking, cursor = False, 0
     while len(labels) < pool:
         done = sum(1 for s in starts if s < len(labels) and drawn[s])  # checks that drew items
-        if not checking and not check_suggested(labels, pool, target_recall, patience, start=start,
-                                                checks_done=done, confidence=confidence):
+        if not checking and not check_suggested(
+            labels, pool, target_recall, patience, start=start, checks_done=done, confidence=confidence
+        ):
             action = "heuristic"  # what recall_check says too (no check on, none suggested), only cheaper
         else:
-            check = recall_check(labels, drawn, starts, checking=checking, pool_size=pool,
-                                 target_recall=target_recall, confidence=confidence, patience=patience, start=start)
+            check = recall_check(
+                labels,
+                drawn,
+                starts,
+                checking=checking,
+                pool_size=pool,
+                target_recall=target_recall,
+                confidence=confidence,
+                patience=patience,
+                start=start,
+            )
             action = simulated_analyst(check)
         if action == "stop":
             break
@@ -1156,8 +1326,14 @@ class SessionView:
     stability_step: int = STABILITY_STEP
 
 
-def evaluate(rules: Sequence[RuleSpec] | str, view: SessionView, *, target_recall: float = DEFAULT_TARGET_RECALL,
-             confidence: float = DEFAULT_CONFIDENCE, patience: float = 1.0) -> list[RuleState]:
+def evaluate(
+    rules: Sequence[RuleSpec] | str,
+    view: SessionView,
+    *,
+    target_recall: float = DEFAULT_TARGET_RECALL,
+    confidence: float = DEFAULT_CONFIDENCE,
+    patience: float = 1.0,
+) -> list[RuleState]:
     """Every rule's state, in the order of ``rules``."""
     out = []
     for spec in parse_rules(rules):
@@ -1170,10 +1346,21 @@ def evaluate(rules: Sequence[RuleSpec] | str, view: SessionView, *, target_recal
         elif spec.name == "stability":
             out.append(stability_rule(view.kappas, step=view.stability_step, stop_set_size=view.stop_set_size))
         else:
-            out.append(statistical_rule(recall_check(
-                view.labels, view.drawn, view.check_starts, checking=view.checking, pool_size=view.pool_size,
-                target_recall=target_recall, confidence=confidence, patience=patience,
-                start=CHECK_STARTS[spec.name])))
+            out.append(
+                statistical_rule(
+                    recall_check(
+                        view.labels,
+                        view.drawn,
+                        view.check_starts,
+                        checking=view.checking,
+                        pool_size=view.pool_size,
+                        target_recall=target_recall,
+                        confidence=confidence,
+                        patience=patience,
+                        start=CHECK_STARTS[spec.name],
+                    )
+                )
+            )
     return out
 
 
@@ -1211,8 +1398,13 @@ class RecallEstimate:
         what was found).  Estimates from random draws are always shown: they are unbiased, their interval is
         exact."""
         span = self.remaining_high - self.remaining_low
-        return (self.known and self.method == "model-based" and np.isfinite(self.unlabelled)
-                and span > USEFUL_SPAN_SHARE * self.unlabelled and span > self.remaining)
+        return (
+            self.known
+            and self.method == "model-based"
+            and np.isfinite(self.unlabelled)
+            and span > USEFUL_SPAN_SHARE * self.unlabelled
+            and span > self.remaining
+        )
 
     def in_words(self) -> str:
         """The estimate for people: counts as whole numbers, shares to two significant digits, and the method;
@@ -1220,17 +1412,21 @@ class RecallEstimate:
         if not self.known:
             return f"Positives still unlabelled: cannot estimate yet. Method: {self.method} — {self.description}."
         if self.too_early:
-            return (f"Positives still unlabelled: too early to estimate (the model's range still spans more than "
-                    f"{USEFUL_SPAN_SHARE:.0%} of the {self.unlabelled:,.0f} unlabelled items). Method: "
-                    f"{self.method} — {self.description}.")
+            return (
+                f"Positives still unlabelled: too early to estimate (the model's range still spans more than "
+                f"{USEFUL_SPAN_SHARE:.0%} of the {self.unlabelled:,.0f} unlabelled items). Method: "
+                f"{self.method} — {self.description}."
+            )
         level = _setting_pct(self.confidence)
         interval = f"{self.remaining_low:,.0f}–{self.remaining_high:,.0f}"
         recall = f"{_pct(self.recall_low)}–{_pct(self.recall_high)}"
         if self.positives_drawn == 0:  # no point estimate worth the name: 0, with a wide interval
             head = f"Positives still unlabelled: {interval} ({level} interval); recall {recall}"
         else:
-            head = (f"About {self.remaining:,.0f} positives still unlabelled ({level} interval {interval}); "
-                    f"recall {_pct(self.recall)} ({recall})")
+            head = (
+                f"About {self.remaining:,.0f} positives still unlabelled ({level} interval {interval}); "
+                f"recall {_pct(self.recall)} ({recall})"
+            )
         return f"{head}. Method: {self.method} — {self.description}."
 
 
@@ -1239,19 +1435,38 @@ def _recall(found: int, remaining: float) -> float:
     return float(found / total) if total > 0 else float("nan")
 
 
-def _finish(method: str, description: str, found: int, remaining: float, low: float, high: float,
-            confidence: float, positives_drawn: int | None = None, *, unlabelled: int | None = None
-            ) -> RecallEstimate:
+def _finish(
+    method: str,
+    description: str,
+    found: int,
+    remaining: float,
+    low: float,
+    high: float,
+    confidence: float,
+    positives_drawn: int | None = None,
+    *,
+    unlabelled: int | None = None,
+) -> RecallEstimate:
     """The estimate with ``0 <= low <= remaining <= high <= unlabelled`` (NaN stays NaN: not estimated)."""
     top = float("inf") if unlabelled is None else float(max(0, unlabelled))
     if np.isfinite(remaining):
         remaining = float(min(max(remaining, 0.0), top))
         low = float(min(max(low, 0.0), remaining))
         high = float(min(max(high, remaining), top))
-    return RecallEstimate(method=method, description=description, found=found, remaining=remaining,
-                          remaining_low=low, remaining_high=high, recall=_recall(found, remaining),
-                          recall_low=_recall(found, high), recall_high=_recall(found, low), confidence=confidence,
-                          positives_drawn=positives_drawn, unlabelled=top)
+    return RecallEstimate(
+        method=method,
+        description=description,
+        found=found,
+        remaining=remaining,
+        remaining_low=low,
+        remaining_high=high,
+        recall=_recall(found, remaining),
+        recall_low=_recall(found, high),
+        recall_high=_recall(found, low),
+        confidence=confidence,
+        positives_drawn=positives_drawn,
+        unlabelled=top,
+    )
 
 
 def urn_interval(urn: int, draws: int, positives: int, confidence: float) -> tuple[int, int]:
@@ -1280,8 +1495,9 @@ def urn_interval(urn: int, draws: int, positives: int, confidence: float) -> tup
     return int(k_low), int(lo)
 
 
-def estimate_from_draws(run: CheckRun, *, found: int, unlabelled: int,
-                        confidence: float = DEFAULT_CONFIDENCE) -> RecallEstimate:
+def estimate_from_draws(
+    run: CheckRun, *, found: int, unlabelled: int, confidence: float = DEFAULT_CONFIDENCE
+) -> RecallEstimate:
     """From a check's random draws: positives the urn held (exact interval), less those labelled since.
 
     ``found``: positives labelled now (all of the session); every positive
@@ -1293,10 +1509,21 @@ def estimate_from_draws(run: CheckRun, *, found: int, unlabelled: int,
     remaining = max(0.0, point_k - since)
     low = float(max(0, k_low - since))
     high = float(min(max(0, k_high - since), unlabelled))
-    description = (f"{run.positives} positive{'s' if run.positives != 1 else ''} in {run.draws:,} items drawn at "
-                   f"random from the {run.urn:,} unlabelled when the check started; exact hypergeometric interval")
-    return _finish("random draws", description, found, remaining, low, high, confidence,
-                   positives_drawn=run.positives, unlabelled=unlabelled)
+    description = (
+        f"{run.positives} positive{'s' if run.positives != 1 else ''} in {run.draws:,} items drawn at "
+        f"random from the {run.urn:,} unlabelled when the check started; exact hypergeometric interval"
+    )
+    return _finish(
+        "random draws",
+        description,
+        found,
+        remaining,
+        low,
+        high,
+        confidence,
+        positives_drawn=run.positives,
+        unlabelled=unlabelled,
+    )
 
 
 def platt_scaling(scores, labels, *, max_iter: int = 100) -> tuple[float, float]:
@@ -1357,10 +1584,16 @@ MIN_CALIBRATION_AUC = 0.7
 TOP_FIRST_HEURISTICS = ("largest-positive",)
 
 
-def estimate_from_model(unlabelled_scores, asked_scores, asked_labels, *, found: int,
-                        confidence: float = DEFAULT_CONFIDENCE,
-                        min_labels: int = MIN_CALIBRATION_LABELS,
-                        min_auc: float = MIN_CALIBRATION_AUC) -> RecallEstimate:
+def estimate_from_model(
+    unlabelled_scores,
+    asked_scores,
+    asked_labels,
+    *,
+    found: int,
+    confidence: float = DEFAULT_CONFIDENCE,
+    min_labels: int = MIN_CALIBRATION_LABELS,
+    min_auc: float = MIN_CALIBRATION_AUC,
+) -> RecallEstimate:
     """Model-based: Platt-scaled decision values of the unlabelled items, summed (no guarantee).
 
     The sigmoid is fitted on the scores the model gave each labelled item when it
@@ -1391,16 +1624,30 @@ def estimate_from_model(unlabelled_scores, asked_scores, asked_labels, *, found:
     what = "the model's scores rescaled to probabilities, summed over the unlabelled items"
     n_pos, n_neg = int(np.sum(y > 0)), int(np.sum(y < 0))
     if min(n_pos, n_neg) < min_labels:
-        return _finish("model-based", f"the model's scores are calibrated once {min_labels} positive and "
-                                      f"{min_labels} negative labels were scored when asked ({n_pos} and {n_neg} "
-                                      "so far); a recall check's random draws give an estimate at once",
-                       found, float("nan"), float("nan"), float("nan"), confidence)
+        return _finish(
+            "model-based",
+            f"the model's scores are calibrated once {min_labels} positive and "
+            f"{min_labels} negative labels were scored when asked ({n_pos} and {n_neg} "
+            "so far); a recall check's random draws give an estimate at once",
+            found,
+            float("nan"),
+            float("nan"),
+            float("nan"),
+            confidence,
+        )
     auc = roc_auc(y, s)
     if auc < min_auc:
-        return _finish("model-based", f"the model's scores when asked do not yet tell positives from negatives "
-                                      f"(ROC AUC {auc:.2f}, below {min_auc:g}); a recall check's random draws "
-                                      "give an estimate", found, float("nan"), float("nan"), float("nan"),
-                       confidence)
+        return _finish(
+            "model-based",
+            f"the model's scores when asked do not yet tell positives from negatives "
+            f"(ROC AUC {auc:.2f}, below {min_auc:g}); a recall check's random draws "
+            "give an estimate",
+            found,
+            float("nan"),
+            float("nan"),
+            float("nan"),
+            confidence,
+        )
     a, b = platt_scaling(s, y)
     f = f[np.isfinite(f)]
     p = special.expit(a * f + b)
@@ -1412,15 +1659,30 @@ def estimate_from_model(unlabelled_scores, asked_scores, asked_labels, *, found:
     mean = float(np.sum(p))
     sd = float(np.sqrt(np.sum(w) + FIT_VARIANCE_FACTOR * max(fit_var, 0.0)))
     z = float(stats.norm.ppf(0.5 + confidence / 2.0))
-    return _finish("model-based", f"{what} (no guarantee: the labelled items were chosen by the heuristic, "
-                                  "not at random)", found, mean, mean - z * sd, mean + z * sd, confidence,
-                   unlabelled=unlabelled)
+    return _finish(
+        "model-based",
+        f"{what} (no guarantee: the labelled items were chosen by the heuristic, not at random)",
+        found,
+        mean,
+        mean - z * sd,
+        mean + z * sd,
+        confidence,
+        unlabelled=unlabelled,
+    )
 
 
-def estimate_remaining(labels, drawn, check_starts: Sequence[int], *, pool_size: int,
-                       unlabelled_scores=None, asked_scores=None, asked_by: Sequence[str | None] | None = None,
-                       target_recall: float = DEFAULT_TARGET_RECALL,
-                       confidence: float = DEFAULT_CONFIDENCE) -> RecallEstimate:
+def estimate_remaining(
+    labels,
+    drawn,
+    check_starts: Sequence[int],
+    *,
+    pool_size: int,
+    unlabelled_scores=None,
+    asked_scores=None,
+    asked_by: Sequence[str | None] | None = None,
+    target_recall: float = DEFAULT_TARGET_RECALL,
+    confidence: float = DEFAULT_CONFIDENCE,
+) -> RecallEstimate:
     """The estimate the app and the simulations show, never above the items still unlabelled.
 
     From the latest recall check's random draws when there are any (unbiased, an
@@ -1436,43 +1698,122 @@ def estimate_remaining(labels, drawn, check_starts: Sequence[int], *, pool_size:
     found = int(np.sum(y > 0))
     unlabelled = int(pool_size) - len(y)
     if unlabelled <= 0:
-        return _finish("all labelled", "every pool item is labelled", found, 0.0, 0.0, 0.0, confidence,
-                       unlabelled=0)
+        return _finish("all labelled", "every pool item is labelled", found, 0.0, 0.0, 0.0, confidence, unlabelled=0)
     runs = [r for r in check_runs(y, drawn, check_starts, pool_size, target_recall, confidence) if r.draws > 0]
     if runs:
         return estimate_from_draws(runs[-1], found=found, unlabelled=unlabelled, confidence=confidence)
     if unlabelled_scores is None or asked_scores is None:
-        return _finish("model-based", "the model's scores are not kept for a pool this large; a recall check's "
-                                      "random draws give an estimate", found, float("nan"), float("nan"),
-                       float("nan"), confidence)
+        return _finish(
+            "model-based",
+            "the model's scores are not kept for a pool this large; a recall check's random draws give an estimate",
+            found,
+            float("nan"),
+            float("nan"),
+            float("nan"),
+            confidence,
+        )
     if asked_by is not None:
         top_first = [str(h) for h in asked_by if str(h) in TOP_FIRST_HEURISTICS]
         if 2 * len(top_first) > len(y):
-            return _finish("model-based", "most labels were asked by the heuristic "
-                                          f"\"{strategy_words(top_first[-1])}\", the most likely positives first, "
-                                          "so the model's scores are calibrated on the top of its ranking "
-                                          "only and would put too many positives among the rest; a recall "
-                                          "check's random draws give an estimate", found, float("nan"),
-                           float("nan"), float("nan"), confidence)
+            return _finish(
+                "model-based",
+                "most labels were asked by the heuristic "
+                f'"{strategy_words(top_first[-1])}", the most likely positives first, '
+                "so the model's scores are calibrated on the top of its ranking "
+                "only and would put too many positives among the rest; a recall "
+                "check's random draws give an estimate",
+                found,
+                float("nan"),
+                float("nan"),
+                float("nan"),
+                confidence,
+            )
     estimate = estimate_from_model(unlabelled_scores, asked_scores, y, found=found, confidence=confidence)
-    return _finish(estimate.method, estimate.description, found, estimate.remaining, estimate.remaining_low,
-                   estimate.remaining_high, confidence, unlabelled=unlabelled)
+    return _finish(
+        estimate.method,
+        estimate.description,
+        found,
+        estimate.remaining,
+        estimate.remaining_low,
+        estimate.remaining_high,
+        confidence,
+        unlabelled=unlabelled,
+    )
 
 
 def rule_names(rules: Iterable[RuleSpec]) -> list[str]:
     return [str(r) for r in rules]
 
 
-__all__ = ["CALIBRATE_MAX_URN", "check_alpha", "check_blocked", "check_design", "CHECK_NEEDS_A_POSITIVE",
-           "check_runs", "CHECK_STARTS", "CHECK_STRATEGY", "check_suggested", "check_target", "CHECK_WORDS",
-           "CheckDesign", "CheckRun", "cohens_kappa", "consecutive_rule", "DEFAULT_CONFIDENCE", "DEFAULT_RULES",
-           "DEFAULT_TARGET_RECALL", "estimate_from_draws", "estimate_from_model", "estimate_remaining", "evaluate",
-           "EXTRA_DRAWS_PER_POSITIVE", "FEW_POSITIVES", "FIRST_CHECK_SHARE", "FIT_VARIANCE_FACTOR", "follow_ranking",
-           "gain_curve", "hypergeometric_p_value", "k_target", "KNEE_MIN_LABELS", "knee_point", "knee_rule",
-           "KNEE_RUN_SHARE", "labels_since_last_positive", "margin_rule", "MIN_CALIBRATION_AUC",
-           "MIN_CALIBRATION_LABELS", "outlook", "parse_rules", "pass_draws", "platt_scaling", "probable_labels",
-           "READ_MOST_SHARE", "recall_check", "RecallCheck", "RecallEstimate", "RULE_NAMES", "rule_names",
-           "RULE_WORDS", "rule_words", "RuleSpec", "RuleState", "sequential_error", "SessionView",
-           "simulated_analyst", "stability_rule", "STABILITY_STEP", "STABILITY_THRESHOLD", "STABILITY_WINDOW",
-           "StabilityTracker", "statistical_rule", "stop_set", "STOP_SET_SIZE", "suggested_gap",
-           "TOP_FIRST_HEURISTICS", "urn_interval", "USEFUL_SPAN_SHARE", "waiting_pays", "YIELD_WINDOW"]
+__all__ = [
+    "CALIBRATE_MAX_URN",
+    "check_alpha",
+    "check_blocked",
+    "check_design",
+    "CHECK_NEEDS_A_POSITIVE",
+    "check_runs",
+    "CHECK_STARTS",
+    "CHECK_STRATEGY",
+    "check_suggested",
+    "check_target",
+    "CHECK_WORDS",
+    "CheckDesign",
+    "CheckRun",
+    "cohens_kappa",
+    "consecutive_rule",
+    "DEFAULT_CONFIDENCE",
+    "DEFAULT_RULES",
+    "DEFAULT_TARGET_RECALL",
+    "estimate_from_draws",
+    "estimate_from_model",
+    "estimate_remaining",
+    "evaluate",
+    "EXTRA_DRAWS_PER_POSITIVE",
+    "FEW_POSITIVES",
+    "FIRST_CHECK_SHARE",
+    "FIT_VARIANCE_FACTOR",
+    "follow_ranking",
+    "gain_curve",
+    "hypergeometric_p_value",
+    "k_target",
+    "KNEE_MIN_LABELS",
+    "knee_point",
+    "knee_rule",
+    "KNEE_RUN_SHARE",
+    "labels_since_last_positive",
+    "margin_rule",
+    "MIN_CALIBRATION_AUC",
+    "MIN_CALIBRATION_LABELS",
+    "outlook",
+    "parse_rules",
+    "pass_draws",
+    "platt_scaling",
+    "probable_labels",
+    "READ_MOST_SHARE",
+    "recall_check",
+    "RecallCheck",
+    "RecallEstimate",
+    "RULE_NAMES",
+    "rule_names",
+    "RULE_WORDS",
+    "rule_words",
+    "RuleSpec",
+    "RuleState",
+    "sequential_error",
+    "SessionView",
+    "simulated_analyst",
+    "stability_rule",
+    "STABILITY_STEP",
+    "STABILITY_THRESHOLD",
+    "STABILITY_WINDOW",
+    "StabilityTracker",
+    "statistical_rule",
+    "stop_set",
+    "STOP_SET_SIZE",
+    "suggested_gap",
+    "TOP_FIRST_HEURISTICS",
+    "urn_interval",
+    "USEFUL_SPAN_SHARE",
+    "waiting_pays",
+    "YIELD_WINDOW",
+]

@@ -64,8 +64,11 @@ from core.registry import Registry
 
 COLD_STARTS = ("random", "one-class", "spread")
 #: how each cold start picks, in a screener's words (the app shows "... (cold start)" so)
-COLD_START_WORDS = {"random": "At random", "one-class": "Least like the answers so far",
-                    "spread": "Spread over the data"}
+COLD_START_WORDS = {
+    "random": "At random",
+    "one-class": "Least like the answers so far",
+    "spread": "Spread over the data",
+}
 DEFAULT_COLD_START = "random"
 
 # Bordes et al. (2005) §4.3: the best of 59 random draws lies in the best 5% of
@@ -101,10 +104,16 @@ class Query:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-able summary (without the drawn sample)."""
-        return {"index": int(self.index), "score": float(self.score), "strategy": self.strategy,
-                "reason": self.reason, "passed_over": int(self.passed_over),
-                "n_drawn": None if self.drawn is None else int(len(self.drawn)),
-                "cold_start": bool(self.cold_start), "query_ms": float(self.query_ms)}
+        return {
+            "index": int(self.index),
+            "score": float(self.score),
+            "strategy": self.strategy,
+            "reason": self.reason,
+            "passed_over": int(self.passed_over),
+            "n_drawn": None if self.drawn is None else int(len(self.drawn)),
+            "cold_start": bool(self.cold_start),
+            "query_ms": float(self.query_ms),
+        }
 
 
 class Pool:
@@ -117,8 +126,7 @@ class Pool:
     ``oracle_y``: true labels over the store (simulations only, ``gradient``).
     """
 
-    def __init__(self, available: np.ndarray, scores: np.ndarray | None = None,
-                 oracle_y: np.ndarray | None = None):
+    def __init__(self, available: np.ndarray, scores: np.ndarray | None = None, oracle_y: np.ndarray | None = None):
         self.available = np.asarray(available, dtype=bool)
         self.scores = scores
         self.oracle_y = oracle_y
@@ -196,6 +204,7 @@ def _as_pool(model, pool) -> Pool:
 # Strategies over the whole pool
 # ---------------------------------------------------------------------------
 
+
 def _best(model, pool: Pool, scan: Callable, pick: Callable) -> tuple[int, float]:
     """The item a whole-pool rule picks and its f: ``scan`` in one pass over the kept scores, else
     ``pick`` over the candidates' gathered scores (the same item: ties to the lowest index)."""
@@ -214,8 +223,9 @@ def largest_positive(model, pool, rng: np.random.Generator | None = None) -> Que
     if pool.n_available == 0:
         return None
     i, fi = _best(model, pool, masked_argmax, np.argmax)
-    return Query(i, fi, "largest-positive",
-                 f"largest decision value f = {fi:+.3f} among {pool.n_available} unlabelled items")
+    return Query(
+        i, fi, "largest-positive", f"largest decision value f = {fi:+.3f} among {pool.n_available} unlabelled items"
+    )
 
 
 def near_boundary(model, pool, rng: np.random.Generator | None = None) -> Query | None:
@@ -228,8 +238,12 @@ def near_boundary(model, pool, rng: np.random.Generator | None = None) -> Query 
     if pool.n_available == 0:
         return None
     i, fi = _best(model, pool, masked_argmin_abs, lambda f: np.argmin(np.abs(f)))
-    return Query(i, fi, "near-boundary",
-                 f"closest to the boundary, |f| = {abs(fi):.3f}, among all {pool.n_available} unlabelled items")
+    return Query(
+        i,
+        fi,
+        "near-boundary",
+        f"closest to the boundary, |f| = {abs(fi):.3f}, among all {pool.n_available} unlabelled items",
+    )
 
 
 def random_query(model, pool, rng: np.random.Generator) -> Query | None:
@@ -239,12 +253,12 @@ def random_query(model, pool, rng: np.random.Generator) -> Query | None:
     if len(drawn) == 0:
         return None
     i = int(drawn[0])
-    return Query(i, float(pool.decision(model, [i])[0]), "random",
-                 f"drawn uniformly from {pool.n_available} unlabelled items")
+    return Query(
+        i, float(pool.decision(model, [i])[0]), "random", f"drawn uniformly from {pool.n_available} unlabelled items"
+    )
 
 
-def gradient(model, pool, rng: np.random.Generator | None = None, *, sample_size: int | None = None
-             ) -> Query | None:
+def gradient(model, pool, rng: np.random.Generator | None = None, *, sample_size: int | None = None) -> Query | None:
     """The most misclassified item, argmin_k y_k f(x_k) (Bordes et al. eq. 12).
 
     Needs the true labels (``pool.oracle_y``), so it exists for simulations
@@ -253,8 +267,10 @@ def gradient(model, pool, rng: np.random.Generator | None = None, *, sample_size
     """
     pool = _as_pool(model, pool)
     if pool.oracle_y is None:
-        raise ValueError("the 'gradient' strategy needs the true labels (oracle_y): "
-                         "it picks the most misclassified item and can only run in simulations")
+        raise ValueError(
+            "the 'gradient' strategy needs the true labels (oracle_y): "
+            "it picks the most misclassified item and can only run in simulations"
+        )
     if sample_size is None:
         cand = pool.candidates
     else:
@@ -267,17 +283,21 @@ def gradient(model, pool, rng: np.random.Generator | None = None, *, sample_size
     margin = np.asarray(pool.oracle_y, dtype=np.float64)[cand] * f
     k = int(np.argmin(margin))
     where = f"all {len(cand)} unlabelled items" if sample_size is None else f"{len(cand)} random items"
-    return Query(int(cand[k]), float(f[k]), "gradient",
-                 f"most misclassified given its true label, y f = {margin[k]:+.3f}, among {where}",
-                 drawn=None if sample_size is None else cand)
+    return Query(
+        int(cand[k]),
+        float(f[k]),
+        "gradient",
+        f"most misclassified given its true label, y f = {margin[k]:+.3f}, among {where}",
+        drawn=None if sample_size is None else cand,
+    )
 
 
 # ---------------------------------------------------------------------------
 # Sampling strategies (LASVM, Bordes et al. 2005)
 # ---------------------------------------------------------------------------
 
-def randomized_search(model, pool, rng: np.random.Generator, *, sample_size: int = DEFAULT_SAMPLE_SIZE
-                      ) -> Query | None:
+
+def randomized_search(model, pool, rng: np.random.Generator, *, sample_size: int = DEFAULT_SAMPLE_SIZE) -> Query | None:
     """LASVM ACTIVE with randomized search (Bordes et al. §4.3).
 
     Draws M unlabelled items (default 59) and returns the one with the
@@ -291,9 +311,13 @@ def randomized_search(model, pool, rng: np.random.Generator, *, sample_size: int
         return None
     f = pool.decision(model, drawn)
     k = int(np.argmin(np.abs(f)))
-    return Query(int(drawn[k]), float(f[k]), "randomized-search",
-                 f"closest to the boundary, |f| = {abs(f[k]):.3f}, among {len(drawn)} random items",
-                 drawn=drawn)
+    return Query(
+        int(drawn[k]),
+        float(f[k]),
+        "randomized-search",
+        f"closest to the boundary, |f| = {abs(f[k]):.3f}, among {len(drawn)} random items",
+        drawn=drawn,
+    )
 
 
 def autoactive_delta(model) -> float:
@@ -311,9 +335,16 @@ def autoactive_delta(model) -> float:
     return max(0.0, float(delta)) if delta is not None else 0.0
 
 
-def autoactive(model, pool, rng: np.random.Generator, *, enough: int = AUTOACTIVE_ENOUGH,
-               max_draws: int = AUTOACTIVE_MAX_DRAWS, delta: float | None = None,
-               block: int = 20) -> Query | None:
+def autoactive(
+    model,
+    pool,
+    rng: np.random.Generator,
+    *,
+    enough: int = AUTOACTIVE_ENOUGH,
+    max_draws: int = AUTOACTIVE_MAX_DRAWS,
+    delta: float | None = None,
+    block: int = 20,
+) -> Query | None:
     """LASVM AUTOACTIVE (Bordes et al. §4.4).
 
     Draws unlabelled items at random and stops as soon as ``enough`` (5) of
@@ -335,7 +366,7 @@ def autoactive(model, pool, rng: np.random.Generator, *, enough: int = AUTOACTIV
     inside = 0
     stop = len(order)
     for start in range(0, len(order), max(1, int(block))):
-        f = pool.decision(model, order[start:start + block])
+        f = pool.decision(model, order[start : start + block])
         hits = np.flatnonzero(np.abs(f) <= window)
         if inside + len(hits) >= enough:
             stop = start + int(hits[enough - inside - 1]) + 1
@@ -348,18 +379,32 @@ def autoactive(model, pool, rng: np.random.Generator, *, enough: int = AUTOACTIV
     k = int(np.argmin(np.abs(f)))
     n_in = int(np.count_nonzero(np.abs(f) <= window))
     why = "enough items near the boundary" if n_in >= enough else "draw limit reached"
-    return Query(int(drawn[k]), float(f[k]), "autoactive",
-                 f"closest to the boundary, |f| = {abs(f[k]):.3f}, among {len(drawn)} random items "
-                 f"({why}: {n_in} within 1 + delta/2 = {window:.3f})", drawn=drawn,
-                 extra={"window": window, "n_within": n_in})
+    return Query(
+        int(drawn[k]),
+        float(f[k]),
+        "autoactive",
+        f"closest to the boundary, |f| = {abs(f[k]):.3f}, among {len(drawn)} random items "
+        f"({why}: {n_in} within 1 + delta/2 = {window:.3f})",
+        drawn=drawn,
+        extra={"window": window, "n_within": n_in},
+    )
 
 
 # ---------------------------------------------------------------------------
 # Stream gating (OnlineASVMR, Wang & Vucetic, Algorithm 3)
 # ---------------------------------------------------------------------------
 
-def ramp_region(model, pool, rng: np.random.Generator | None = None, *, order: np.ndarray,
-                cursor: int = 0, threshold: float = 1.0, block: int | None = None) -> Query | None:
+
+def ramp_region(
+    model,
+    pool,
+    rng: np.random.Generator | None = None,
+    *,
+    order: np.ndarray,
+    cursor: int = 0,
+    threshold: float = 1.0,
+    block: int | None = None,
+) -> Query | None:
     """OnlineASVMR stream gating (Wang & Vucetic, Algorithm 3).
 
     The pool is a stream in the fixed ``order`` (a seeded permutation of the
@@ -417,10 +462,14 @@ def ramp_region(model, pool, rng: np.random.Generator | None = None, *, order: n
                 passed += k
                 at = pos + int(np.flatnonzero(seg == i)[0])
                 region = "stream order" if not np.isfinite(threshold) else f"|f| = {abs(f[k]):.3f} <= {threshold:g}"
-                return Query(i, float(f[k]), "ramp-region",
-                             f"next item of the stream inside the ramp region ({region}); "
-                             f"{passed} passed over without a label", passed_over=passed,
-                             cursor=(at + 1) % n)
+                return Query(
+                    i,
+                    float(f[k]),
+                    "ramp-region",
+                    f"next item of the stream inside the ramp region ({region}); {passed} passed over without a label",
+                    passed_over=passed,
+                    cursor=(at + 1) % n,
+                )
             passed += len(seg_avail)
         walked += stop - pos
         pos = stop % n
@@ -431,8 +480,10 @@ def ramp_region(model, pool, rng: np.random.Generator | None = None, *, order: n
 # Cold start: the one-class anomaly ranking (Laskov et al. 2006, §6.2)
 # ---------------------------------------------------------------------------
 
-def one_class_ranking(X: np.ndarray, rng: np.random.Generator, *, nu: float = 0.1, max_fit: int = 500,
-                      **solver_params) -> np.ndarray:
+
+def one_class_ranking(
+    X: np.ndarray, rng: np.random.Generator, *, nu: float = 0.1, max_fit: int = 500, **solver_params
+) -> np.ndarray:
     """Pool indices ordered from the most to the least anomalous.
 
     Fits the one-class incremental SVM (Laskov et al. §3, Algorithm 2) on at
@@ -455,8 +506,7 @@ def one_class_ranking(X: np.ndarray, rng: np.random.Generator, *, nu: float = 0.
     return np.argsort(scores, kind="stable").astype(np.intp)
 
 
-def one_class_cold_start(model, pool, rng: np.random.Generator | None = None, *, ranking: np.ndarray
-                         ) -> Query | None:
+def one_class_cold_start(model, pool, rng: np.random.Generator | None = None, *, ranking: np.ndarray) -> Query | None:
     """The most anomalous available item of a one-class ``ranking`` (see :func:`one_class_ranking`)."""
     pool = _as_pool(model, pool)
     ranking = np.asarray(ranking, dtype=np.intp)
@@ -465,13 +515,18 @@ def one_class_cold_start(model, pool, rng: np.random.Generator | None = None, *,
         return None
     i = int(avail[0])
     rank = int(np.flatnonzero(ranking == i)[0])
-    return Query(i, float(pool.decision(model, [i])[0]), "one-class",
-                 f"most anomalous unlabelled item by the one-class SVM (rank {rank + 1} of {len(ranking)})")
+    return Query(
+        i,
+        float(pool.decision(model, [i])[0]),
+        "one-class",
+        f"most anomalous unlabelled item by the one-class SVM (rank {rank + 1} of {len(ranking)})",
+    )
 
 
 # ---------------------------------------------------------------------------
 # The registry: one entry per strategy; every list of strategies derives from it
 # ---------------------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class Strategy:
@@ -504,8 +559,9 @@ class Strategy:
         if not callable(self.choose):
             raise ValueError(f"strategy {self.name!r}: choose must be a function, got {self.choose!r}")
         if self.needs_whole_pool and self.streams:
-            raise ValueError(f"strategy {self.name!r}: a strategy reads the whole pool or walks it as a stream, "
-                             "not both")
+            raise ValueError(
+                f"strategy {self.name!r}: a strategy reads the whole pool or walks it as a stream, not both"
+            )
 
     @property
     def label(self) -> str:
@@ -519,8 +575,10 @@ def _check_entry(entry: Strategy) -> None:
     if not isinstance(entry, Strategy):
         raise TypeError(f"a strategy entry is a core.strategies.Strategy, got {type(entry).__name__}")
     if entry.default_solver not in solvers.REGISTRY:
-        raise ValueError(f"strategy {entry.name!r}: unknown default solver {entry.default_solver!r}; choose one of "
-                         f"{', '.join(solvers.names())}")
+        raise ValueError(
+            f"strategy {entry.name!r}: unknown default solver {entry.default_solver!r}; choose one of "
+            f"{', '.join(solvers.names())}"
+        )
 
 
 REGISTRY: Registry[Strategy] = Registry("strategy", _check_entry)
@@ -530,17 +588,37 @@ REGISTRY: Registry[Strategy] = Registry("strategy", _check_entry)
 register, unregister, get, names = REGISTRY.register, REGISTRY.unregister, REGISTRY.get, REGISTRY.names
 
 for _entry in (
-    Strategy("largest-positive", largest_positive, "incremental", needs_whole_pool=True, relevant_first=True,
-             words="Most likely relevant first"),
+    Strategy(
+        "largest-positive",
+        largest_positive,
+        "incremental",
+        needs_whole_pool=True,
+        relevant_first=True,
+        words="Most likely relevant first",
+    ),
     Strategy("near-boundary", near_boundary, "incremental", needs_whole_pool=True, words="Most uncertain first"),
-    Strategy("randomized-search", randomized_search, "lasvm",
-             words="Most uncertain of a random sample (fast on a large pool)"),
+    Strategy(
+        "randomized-search",
+        randomized_search,
+        "lasvm",
+        words="Most uncertain of a random sample (fast on a large pool)",
+    ),
     Strategy("autoactive", autoactive, "lasvm", words="Uncertain items found by sampling (fast on a large pool)"),
-    Strategy("ramp-region", ramp_region, "ramp", streams=True,
-             words="In turn, asking only about the items the model is unsure of"),
+    Strategy(
+        "ramp-region",
+        ramp_region,
+        "ramp",
+        streams=True,
+        words="In turn, asking only about the items the model is unsure of",
+    ),
     Strategy("random", random_query, "lasvm", words="Random"),
-    Strategy("gradient", gradient, "lasvm", needs_oracle=True,
-             words="Most misclassified, given the true labels (simulations only)"),
+    Strategy(
+        "gradient",
+        gradient,
+        "lasvm",
+        needs_oracle=True,
+        words="Most misclassified, given the true labels (simulations only)",
+    ),
 ):
     register(_entry)
 del _entry
@@ -574,9 +652,36 @@ def get_strategy(name: str) -> Callable[..., Query | None]:
     return get(name).choose
 
 
-__all__ = ["AUTOACTIVE_ENOUGH", "AUTOACTIVE_MAX_DRAWS", "BASELINE", "COLD_STARTS", "COLD_START_WORDS",
-           "DEFAULT_COLD_START",
-           "DEFAULT_SAMPLE_SIZE", "DEFAULT_SOLVER", "DEFAULT_STRATEGY", "Pool", "Query", "REGISTRY", "STRATEGIES",
-           "STRATEGY_NAMES", "Strategy", "autoactive", "autoactive_delta", "get", "get_strategy", "gradient",
-           "largest_positive", "names", "near_boundary", "one_class_cold_start", "one_class_ranking", "ramp_region",
-           "random_query", "randomized_search", "register", "strategy_words", "unregister"]
+__all__ = [
+    "AUTOACTIVE_ENOUGH",
+    "AUTOACTIVE_MAX_DRAWS",
+    "BASELINE",
+    "COLD_STARTS",
+    "COLD_START_WORDS",
+    "DEFAULT_COLD_START",
+    "DEFAULT_SAMPLE_SIZE",
+    "DEFAULT_SOLVER",
+    "DEFAULT_STRATEGY",
+    "Pool",
+    "Query",
+    "REGISTRY",
+    "STRATEGIES",
+    "STRATEGY_NAMES",
+    "Strategy",
+    "autoactive",
+    "autoactive_delta",
+    "get",
+    "get_strategy",
+    "gradient",
+    "largest_positive",
+    "names",
+    "near_boundary",
+    "one_class_cold_start",
+    "one_class_ranking",
+    "ramp_region",
+    "random_query",
+    "randomized_search",
+    "register",
+    "strategy_words",
+    "unregister",
+]

@@ -232,5 +232,13 @@ def single_threaded_blas(method: Callable) -> Callable:
     return wrapper
 
 
-__all__ = ["available_cores", "blas_single_thread", "kernel_threads", "refresh_blas_libraries", "run_chunks",
-           "set_kernel_threads", "single_threaded_blas", "split"]
+__all__ = [
+    "available_cores",
+    "blas_single_thread",
+    "kernel_threads",
+    "refresh_blas_libraries",
+    "run_chunks",
+    "set_kernel_threads",
+    "single_threaded_blas",
+    "split",
+]

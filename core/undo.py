@@ -32,8 +32,7 @@ def copy_value(value, memo: dict[int, Any]):
         clone = value.copy(order="K")
     elif type(value) in (list, set) and all(isinstance(x, _IMMUTABLE) for x in value):
         clone = type(value)(value)
-    elif type(value) is dict and all(isinstance(k, _IMMUTABLE) and isinstance(v, _IMMUTABLE)
-                                     for k, v in value.items()):
+    elif type(value) is dict and all(isinstance(k, _IMMUTABLE) and isinstance(v, _IMMUTABLE) for k, v in value.items()):
         clone = dict(value)
     else:
         clone = copy.deepcopy(value, memo)

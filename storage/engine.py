@@ -246,6 +246,7 @@ class _State:
 def _marginlab_state(connection: Connection, engine: Engine) -> _State:
     """What ``init_db`` finds; raises (having changed nothing) for a database it must not touch."""
     from storage import migrations
+
     tables = set(inspect(connection).get_table_names())
     if not tables:
         return _State(recorded=None, revision=None)

@@ -128,8 +128,13 @@ def export_labels(
         raise StorageError(f"Export format '{fmt}' is not one of {', '.join(EXPORT_FORMATS)}.")
     query = (
         events_query()
-        .add_columns(LabellingSession.dataset_id, Item.external_key, Item.display_text,
-                     Label.value.label("value_as_given"), Label.answer_class.label("class_as_given"))
+        .add_columns(
+            LabellingSession.dataset_id,
+            Item.external_key,
+            Item.display_text,
+            Label.value.label("value_as_given"),
+            Label.answer_class.label("class_as_given"),
+        )
         .join(LabellingSession, LabellingSession.id == Label.session_id)
         .where(Label.undone_at.is_(None))
         .order_by(LabellingSession.dataset_id, Label.session_id, Label.id)
@@ -161,9 +166,18 @@ def export_labels(
             class_names[did] = _class_names(dataset.meta)
         changes = _latest_changes(session, sorted({row.session_id for row in rows}))
         session_ids = sorted({row.session_id for row in rows})
-        named = {sid: session_classes(params) for sid, params in session.execute(
-            select(LabellingSession.id, LabellingSession.solver_params).where(LabellingSession.id.in_(session_ids))
-        ).all()} if session_ids else {}
+        named = (
+            {
+                sid: session_classes(params)
+                for sid, params in session.execute(
+                    select(LabellingSession.id, LabellingSession.solver_params).where(
+                        LabellingSession.id.in_(session_ids)
+                    )
+                ).all()
+            }
+            if session_ids
+            else {}
+        )
 
     feature_names: list[str] = []
     if include_features is not False:
@@ -188,8 +202,10 @@ def export_labels(
 def _class_names(meta: dict[str, Any] | None) -> dict[int, str]:
     """``{+1: positive class name, -1: negative class name, 0: "skipped"}`` of a dataset."""
     classes = (meta or {}).get("classes") or {}
-    names = {1: str(classes.get("positive") or DEFAULT_CLASS_NAMES[1]),
-             -1: str(classes.get("negative") or DEFAULT_CLASS_NAMES[-1])}
+    names = {
+        1: str(classes.get("positive") or DEFAULT_CLASS_NAMES[1]),
+        -1: str(classes.get("negative") or DEFAULT_CLASS_NAMES[-1]),
+    }
     if names[1] == names[-1]:  # names that cannot tell the answers apart are no names
         names = dict(DEFAULT_CLASS_NAMES)
     return {**names, 0: SKIP_NAME}
@@ -214,8 +230,12 @@ class _Labels:
     A session with named classes (``session_classes``): the label is the class's name and ``label_value``
     its number, 1 to K in the session's order (its answer key)."""
 
-    def __init__(self, class_names: dict[int, dict[int, str]], changes: dict[int, tuple[str, Any]],
-                 session_classes: dict[int, tuple[str, ...]] | None = None):
+    def __init__(
+        self,
+        class_names: dict[int, dict[int, str]],
+        changes: dict[int, tuple[str, Any]],
+        session_classes: dict[int, tuple[str, ...]] | None = None,
+    ):
         self.class_names = class_names
         self.changes = changes
         self.session_classes = session_classes or {}
@@ -299,8 +319,7 @@ def _needs_prefix(feature_name: str) -> bool:
     return feature_name in RESERVED_COLUMNS or feature_name.startswith(FEATURE_PREFIX)
 
 
-def _write_csv(stream: IO[str], rows: Sequence[Any], datasets: Any, feature_names: list[str],
-               labels: _Labels) -> None:
+def _write_csv(stream: IO[str], rows: Sequence[Any], datasets: Any, feature_names: list[str], labels: _Labels) -> None:
     writer = csv.writer(stream, lineterminator="\r\n")  # RFC 4180; a lone CR in a cell is then quoted too
     feature_headers = [escape_cell(FEATURE_PREFIX + n if _needs_prefix(n) else n) for n in feature_names]
     writer.writerow([*ITEM_COLUMNS, *feature_headers, *PROVENANCE_COLUMNS, *CORRECTION_COLUMNS])
@@ -374,8 +393,10 @@ def _write_jsonl(stream: IO[str], rows: Sequence[Any], datasets: Any, labels: _L
             f'"strategy": {text(row.strategy)}, "solver": {text(row.solver)}, '
             f'"decision_value": {_json_number(labels.decision_value(row))}, "model_version": {row.model_version}, '
             f'"update_ms": {_json_number(row.update_ms)}, "query_ms": {_json_number(row.query_ms)}, '
-            + ", ".join(f'"{column}": {text(cell)}'
-                        for column, cell in zip(CORRECTION_COLUMNS, labels.correction(row), strict=True))
+            + ", ".join(
+                f'"{column}": {text(cell)}'
+                for column, cell in zip(CORRECTION_COLUMNS, labels.correction(row), strict=True)
+            )
             + "}\n"
             for row, row_features in zip(chunk, features, strict=True)
         ]

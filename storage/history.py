@@ -76,8 +76,9 @@ class LabelCorrectionInfo:
     new_class: int | None = None
 
 
-def change_label(engine: EngineLike, session_id: int, label_id: int, *, value: int,
-                 annotator: str, answer_class: int | None = None) -> LabelCorrectionInfo:
+def change_label(
+    engine: EngineLike, session_id: int, label_id: int, *, value: int, annotator: str, answer_class: int | None = None
+) -> LabelCorrectionInfo:
     """Change an earlier label of an open session to ``value`` (+1 or -1); committed when this returns.
     In a session with named classes: to ``value=1`` and ``answer_class`` (another of its classes).
 
@@ -90,8 +91,15 @@ def change_label(engine: EngineLike, session_id: int, label_id: int, *, value: i
     value = _label_value(value)
     if value == 0:
         raise InvalidLabelError("A label can be changed to +1 or -1; to take it back, remove it.")
-    return _correct(engine, session_id, label_id, kind="change", value=value, annotator=annotator,
-                    answer_class=None if answer_class is None else _class_index(answer_class))
+    return _correct(
+        engine,
+        session_id,
+        label_id,
+        kind="change",
+        value=value,
+        annotator=annotator,
+        answer_class=None if answer_class is None else _class_index(answer_class),
+    )
 
 
 def remove_label(engine: EngineLike, session_id: int, label_id: int, *, annotator: str) -> LabelCorrectionInfo:
@@ -99,8 +107,16 @@ def remove_label(engine: EngineLike, session_id: int, label_id: int, *, annotato
     return _correct(engine, session_id, label_id, kind="remove", value=None, annotator=annotator)
 
 
-def _correct(engine: EngineLike, session_id: int, label_id: int, *, kind: str, value: int | None,
-             annotator: str, answer_class: int | None = None) -> LabelCorrectionInfo:
+def _correct(
+    engine: EngineLike,
+    session_id: int,
+    label_id: int,
+    *,
+    kind: str,
+    value: int | None,
+    annotator: str,
+    answer_class: int | None = None,
+) -> LabelCorrectionInfo:
     annotator = _annotator_name(annotator)
     label_id = int(label_id)
     with writing(engine) as session:
@@ -109,8 +125,13 @@ def _correct(engine: EngineLike, session_id: int, label_id: int, *, kind: str, v
         if kind == "change":
             check_answer(classes, int(value or 0), answer_class)
         label = session.execute(
-            select(Label.id, Label.undone_at, Item.position, current_value().label("value"),
-                   current_class().label("answer_class"))
+            select(
+                Label.id,
+                Label.undone_at,
+                Item.position,
+                current_value().label("value"),
+                current_class().label("answer_class"),
+            )
             .join(Item, Item.id == Label.item_id)
             .where(Label.id == label_id, Label.session_id == session_id)
         ).first()
@@ -124,20 +145,28 @@ def _correct(engine: EngineLike, session_id: int, label_id: int, *, kind: str, v
             if old == 0:
                 raise InvalidLabelError(f"Item {label.position} was skipped: a skip can be removed, not changed.")
             if classes and answer_class is not None and old_class == answer_class:
-                raise InvalidLabelError(f"Item {label.position} is already {classes[answer_class]!r}; "
-                                        "nothing was changed.")
+                raise InvalidLabelError(
+                    f"Item {label.position} is already {classes[answer_class]!r}; nothing was changed."
+                )
             if not classes and old == value:
                 raise InvalidLabelError(f"Item {label.position} is already {ANSWER_NAMES[old]}; nothing was changed.")
         position = session.execute(
-            select(func.count()).where(
-                Label.session_id == session_id, Label.undone_at.is_(None), Label.id < label_id)
+            select(func.count()).where(Label.session_id == session_id, Label.undone_at.is_(None), Label.id < label_id)
         ).scalar_one()
         now = utc_now()
         correction_id = session.execute(
             insert(LabelCorrection)
-            .values(label_id=label_id, session_id=session_id, annotator_id=_annotator_id(session, annotator),
-                    kind=kind, old_value=old, new_value=value, created_at=now,
-                    old_class=old_class, new_class=answer_class if kind == "change" else None)
+            .values(
+                label_id=label_id,
+                session_id=session_id,
+                annotator_id=_annotator_id(session, annotator),
+                kind=kind,
+                old_value=old,
+                new_value=value,
+                created_at=now,
+                old_class=old_class,
+                new_class=answer_class if kind == "change" else None,
+            )
             .returning(LabelCorrection.id)
         ).scalar_one()
         if kind == "remove":
@@ -147,10 +176,20 @@ def _correct(engine: EngineLike, session_id: int, label_id: int, *, kind: str, v
             delete(ModelSnapshot).where(ModelSnapshot.session_id == session_id, ModelSnapshot.n_events > position)
         )
         session.execute(update(LabellingSession).where(LabellingSession.id == session_id).values(updated_at=now))
-    return LabelCorrectionInfo(id=correction_id, label_id=label_id, session_id=session_id,
-                               item_index=int(label.position), kind=kind, old_value=old, new_value=value,
-                               annotator=annotator, created_at=now, position=int(position),
-                               old_class=old_class, new_class=answer_class if kind == "change" else None)
+    return LabelCorrectionInfo(
+        id=correction_id,
+        label_id=label_id,
+        session_id=session_id,
+        item_index=int(label.position),
+        kind=kind,
+        old_value=old,
+        new_value=value,
+        annotator=annotator,
+        created_at=now,
+        position=int(position),
+        old_class=old_class,
+        new_class=answer_class if kind == "change" else None,
+    )
 
 
 def label_corrections(engine: EngineLike, session_id: int) -> list[LabelCorrectionInfo]:
@@ -167,10 +206,20 @@ def label_corrections(engine: EngineLike, session_id: int) -> list[LabelCorrecti
             .order_by(LabelCorrection.id)
         ).all()
     return [
-        LabelCorrectionInfo(id=c.id, label_id=c.label_id, session_id=c.session_id, item_index=int(position),
-                            kind=c.kind, old_value=int(c.old_value),
-                            new_value=None if c.new_value is None else int(c.new_value), annotator=name,
-                            created_at=c.created_at, position=-1, old_class=c.old_class, new_class=c.new_class)
+        LabelCorrectionInfo(
+            id=c.id,
+            label_id=c.label_id,
+            session_id=c.session_id,
+            item_index=int(position),
+            kind=c.kind,
+            old_value=int(c.old_value),
+            new_value=None if c.new_value is None else int(c.new_value),
+            annotator=name,
+            created_at=c.created_at,
+            position=-1,
+            old_class=c.old_class,
+            new_class=c.new_class,
+        )
         for c, position, name in rows
     ]
 
@@ -194,8 +243,16 @@ def labels_as_given(engine: EngineLike, session_id: int) -> dict[int, int]:
 # --------------------------------------------------------------------------- labels from elsewhere
 
 
-def record_labels(engine: EngineLike, session_id: int, answers: Sequence[tuple[int, int]], *, annotator: str,
-                  strategy: str, solver: str, model_version: int) -> list[LabelEvent]:
+def record_labels(
+    engine: EngineLike,
+    session_id: int,
+    answers: Sequence[tuple[int, int]],
+    *,
+    annotator: str,
+    strategy: str,
+    solver: str,
+    model_version: int,
+) -> list[LabelEvent]:
     """Record several answers ``(item_index, value)`` at once, all or none; committed when this returns.
 
     For labels given elsewhere (an import): no decision value, ``model_version``
@@ -207,8 +264,12 @@ def record_labels(engine: EngineLike, session_id: int, answers: Sequence[tuple[i
     seen: set[int] = set()
     for item_index, _ in answers:
         if item_index in seen:
-            raise DuplicateLabelError(f"Item {item_index} appears twice among the labels to record.",
-                                      session_id=session_id, item_index=item_index, label_id=None)
+            raise DuplicateLabelError(
+                f"Item {item_index} appears twice among the labels to record.",
+                session_id=session_id,
+                item_index=item_index,
+                label_id=None,
+            )
         seen.add(item_index)
     annotator = _annotator_name(annotator)
     strategy, solver = _non_empty(strategy, "strategy"), _non_empty(solver, "solver")
@@ -218,36 +279,69 @@ def record_labels(engine: EngineLike, session_id: int, answers: Sequence[tuple[i
             target = _active_session_row(session, session_id)
             for _, value in answers:
                 check_answer(session_classes(target.solver_params), value, None)
-            items = dict(session.execute(
-                select(Item.position, Item.id).where(Item.dataset_id == target.dataset_id,
-                                                     Item.position.in_(sorted(seen)))).all()) if seen else {}
+            items = (
+                dict(
+                    session.execute(
+                        select(Item.position, Item.id).where(
+                            Item.dataset_id == target.dataset_id, Item.position.in_(sorted(seen))
+                        )
+                    ).all()
+                )
+                if seen
+                else {}
+            )
             missing = sorted(seen - set(items))
             if missing:
                 raise InvalidLabelError(f"Items {', '.join(map(str, missing[:10]))} do not exist in the dataset.")
-            taken = session.execute(
-                select(Item.position).join(Label, Label.item_id == Item.id)
-                .where(Label.session_id == session_id, Label.undone_at.is_(None), Item.id.in_(list(items.values())))
-            ).scalars().all() if items else []
+            taken = (
+                session.execute(
+                    select(Item.position)
+                    .join(Label, Label.item_id == Item.id)
+                    .where(Label.session_id == session_id, Label.undone_at.is_(None), Item.id.in_(list(items.values())))
+                )
+                .scalars()
+                .all()
+                if items
+                else []
+            )
             if taken:
                 raise DuplicateLabelError(
                     f"Items {', '.join(map(str, sorted(taken)[:10]))} already have a label in session {session_id}.",
-                    session_id=session_id, item_index=int(min(taken)), label_id=None)
+                    session_id=session_id,
+                    item_index=int(min(taken)),
+                    label_id=None,
+                )
             annotator_id = _annotator_id(session, annotator)
             events = []
             for k, (item_index, value) in enumerate(answers):
                 answer: dict[str, Any] = dict(
-                    value=value, created_at=now, strategy=strategy, solver=solver, decision_value=None,
-                    model_version=int(model_version) + k, update_ms=None, query_ms=None)
+                    value=value,
+                    created_at=now,
+                    strategy=strategy,
+                    solver=solver,
+                    decision_value=None,
+                    model_version=int(model_version) + k,
+                    update_ms=None,
+                    query_ms=None,
+                )
                 label_id = session.execute(
-                    insert(Label).values(session_id=session_id, item_id=items[item_index], annotator_id=annotator_id,
-                                         **answer).returning(Label.id)
+                    insert(Label)
+                    .values(session_id=session_id, item_id=items[item_index], annotator_id=annotator_id, **answer)
+                    .returning(Label.id)
                 ).scalar_one()
-                events.append(LabelEvent(label_id=label_id, session_id=session_id, item_index=item_index,
-                                         annotator=annotator, **answer))
+                events.append(
+                    LabelEvent(
+                        label_id=label_id, session_id=session_id, item_index=item_index, annotator=annotator, **answer
+                    )
+                )
             session.execute(update(LabellingSession).where(LabellingSession.id == session_id).values(updated_at=now))
     except IntegrityError:  # another process labelled one of the items meanwhile: nothing was written
-        raise DuplicateLabelError(f"An item was labelled in session {session_id} meanwhile; nothing was recorded.",
-                                  session_id=session_id, item_index=None, label_id=None) from None
+        raise DuplicateLabelError(
+            f"An item was labelled in session {session_id} meanwhile; nothing was recorded.",
+            session_id=session_id,
+            item_index=None,
+            label_id=None,
+        ) from None
     return events
 
 
@@ -256,12 +350,20 @@ def record_labels(engine: EngineLike, session_id: int, answers: Sequence[tuple[i
 
 def rename_session(engine: EngineLike, session_id: int, name: str | None) -> None:
     """Give a session a name (``None`` or blank: back to its number)."""
-    text = None if name is None or not str(name).strip() else storable_text(
-        str(name).strip(), "The session name", max_length=text_length(LabellingSession.__table__.c.name),
-        error=StorageError)
+    text = (
+        None
+        if name is None or not str(name).strip()
+        else storable_text(
+            str(name).strip(),
+            "The session name",
+            max_length=text_length(LabellingSession.__table__.c.name),
+            error=StorageError,
+        )
+    )
     with writing(engine) as session:
-        changed = rowcount(session.execute(
-            update(LabellingSession).where(LabellingSession.id == session_id).values(name=text)))
+        changed = rowcount(
+            session.execute(update(LabellingSession).where(LabellingSession.id == session_id).values(name=text))
+        )
     if not changed:
         raise NotFoundError(f"Session {session_id} does not exist.")
 
@@ -287,14 +389,28 @@ def dataset_contents(engine: EngineLike, dataset_id: int) -> DatasetContents:
         sessions = select(LabellingSession.id).where(LabellingSession.dataset_id == dataset_id)
         n_sessions = session.execute(select(func.count()).select_from(sessions.subquery())).scalar_one()
         n_labels = session.execute(
-            select(func.count()).select_from(Label).where(Label.session_id.in_(sessions))).scalar_one()
+            select(func.count()).select_from(Label).where(Label.session_id.in_(sessions))
+        ).scalar_one()
         n_comparisons = session.execute(
             select(func.count()).select_from(ComparisonResult).where(ComparisonResult.dataset_id == dataset_id)
         ).scalar_one()
-        annotators = session.execute(
-            select(Annotator.name).join(LabellingSession, LabellingSession.annotator_id == Annotator.id)
-            .where(LabellingSession.dataset_id == dataset_id).distinct().order_by(Annotator.name)
-        ).scalars().all()
-        return DatasetContents(dataset_id=dataset_id, name=dataset.name, n_items=dataset.n_rows,
-                               n_sessions=int(n_sessions), n_labels=int(n_labels),
-                               n_comparisons=int(n_comparisons), annotators=tuple(annotators))
+        annotators = (
+            session.execute(
+                select(Annotator.name)
+                .join(LabellingSession, LabellingSession.annotator_id == Annotator.id)
+                .where(LabellingSession.dataset_id == dataset_id)
+                .distinct()
+                .order_by(Annotator.name)
+            )
+            .scalars()
+            .all()
+        )
+        return DatasetContents(
+            dataset_id=dataset_id,
+            name=dataset.name,
+            n_items=dataset.n_rows,
+            n_sessions=int(n_sessions),
+            n_labels=int(n_labels),
+            n_comparisons=int(n_comparisons),
+            annotators=tuple(annotators),
+        )

@@ -98,7 +98,8 @@ def import_loaded_dataset(
     if text_column is None and getattr(dataset, "display_kind", "") == "text":
         blocks = getattr(dataset, "feature_blocks", None) or []
         text_column = getattr(dataset, "molecule_column", None) or next(
-            (b["column"] for b in blocks if b.get("kind") in ("tfidf", "svd")), None)
+            (b["column"] for b in blocks if b.get("kind") in ("tfidf", "svd")), None
+        )
     return import_dataset(
         engine,
         name=name or dataset.name,
@@ -191,7 +192,11 @@ def _read_export_csv(data: bytes, source_name: str) -> tuple[np.ndarray, list[st
     try:
         # an export comes back as it was, bit for bit (whatever magnitudes it was stored with)
         dataset = load_csv(
-            named, label_column=label_column, positive=1, feature_columns=feature_headers, constant_columns="keep",
+            named,
+            label_column=label_column,
+            positive=1,
+            feature_columns=feature_headers,
+            constant_columns="keep",
             max_value=None,
         )
     except DataError as error:

@@ -345,8 +345,10 @@ class BrowserSignIn(Base):
     """
 
     __tablename__ = "browser_sign_ins"
-    __table_args__ = (Index("ix_browser_sign_in_account", "account_id"),
-                      Index("ix_browser_sign_in_expires_at", "expires_at"))
+    __table_args__ = (
+        Index("ix_browser_sign_in_account", "account_id"),
+        Index("ix_browser_sign_in_expires_at", "expires_at"),
+    )
 
     id: Mapped[int] = mapped_column(primary_key=True)
     account_id: Mapped[int] = mapped_column(ForeignKey("accounts.id", ondelete="CASCADE"))

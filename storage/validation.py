@@ -185,8 +185,14 @@ def encode_features(X: Any) -> tuple[bytes, str]:
     """The bytes stored for a validated feature matrix and its format ("dense" or "csr")."""
     if sp.issparse(X):
         buffer = io.BytesIO()
-        np.savez(buffer, allow_pickle=False, data=np.asarray(X.data, "<f8"), indices=np.asarray(X.indices, "<i4"),
-                 indptr=np.asarray(X.indptr, "<i8"), shape=np.asarray(X.shape, "<i8"))
+        np.savez(
+            buffer,
+            allow_pickle=False,
+            data=np.asarray(X.data, "<f8"),
+            indices=np.asarray(X.indices, "<i4"),
+            indptr=np.asarray(X.indptr, "<i8"),
+            shape=np.asarray(X.shape, "<i8"),
+        )
         return buffer.getvalue(), "csr"
     return np.ascontiguousarray(X, dtype="<f8").tobytes(), "dense"
 
@@ -197,8 +203,9 @@ def stored_dense(meta: dict[str, Any] | None) -> bool:
     return (meta or {}).get(FEATURE_FORMAT_KEY, "dense") == "dense"
 
 
-def decode_features(blob: bytes | bytearray, n_rows: int, n_features: int, meta: dict[str, Any] | None,
-                    writable: bool = True) -> Any:
+def decode_features(
+    blob: bytes | bytearray, n_rows: int, n_features: int, meta: dict[str, Any] | None, writable: bool = True
+) -> Any:
     """The feature matrix as stored: a fresh writable float64 array, or a float64 CSR matrix.
 
     ``writable=False``: a dense matrix is a read-only view of ``blob`` (no copy), for a reader that
@@ -215,8 +222,14 @@ def decode_features(blob: bytes | bytearray, n_rows: int, n_features: int, meta:
     try:
         with np.load(io.BytesIO(blob), allow_pickle=False) as archive:
             shape = tuple(int(v) for v in archive["shape"])
-            matrix = sp.csr_matrix((archive["data"].astype(np.float64), archive["indices"].astype(np.int32),
-                                    archive["indptr"].astype(np.int64)), shape=shape)
+            matrix = sp.csr_matrix(
+                (
+                    archive["data"].astype(np.float64),
+                    archive["indices"].astype(np.int32),
+                    archive["indptr"].astype(np.int64),
+                ),
+                shape=shape,
+            )
     except (KeyError, ValueError, OSError, EOFError, zipfile.BadZipFile) as error:
         raise StorageError(f"The stored sparse feature matrix cannot be read ({error}).") from None
     if shape != (n_rows, n_features):

@@ -58,8 +58,11 @@ def dense_svm_dual(K: np.ndarray, y: np.ndarray, C: float, bias: bool = True) ->
             g = y - f0
             hi_b = g[lo].min() if lo.any() else np.inf
             lo_b = g[up].max() if up.any() else -np.inf
-            b = float((hi_b + lo_b) / 2) if np.isfinite(hi_b) and np.isfinite(lo_b) else float(
-                lo_b if np.isfinite(lo_b) else hi_b)
+            b = (
+                float((hi_b + lo_b) / 2)
+                if np.isfinite(hi_b) and np.isfinite(lo_b)
+                else float(lo_b if np.isfinite(lo_b) else hi_b)
+            )
     return DenseSolution(alpha=alpha, b=b, objective=dual_objective(alpha, y, K))
 
 

@@ -44,11 +44,15 @@ class WireBrowser:
         held = {XSRF_COOKIE: self.xsrf, **(cookies or {})}
         self.http.cookies.update(cookies or {})
         self._open = contextlib.ExitStack()
-        self.ws = self._open.enter_context(connect(
-            url.replace("http://", "ws://") + "/_stcore/stream", subprotocols=["streamlit", self.xsrf],
-            additional_headers={"Cookie": "; ".join(f"{k}={v}" for k, v in held.items()), "Origin": url},
-            open_timeout=timeout,
-            max_size=None))
+        self.ws = self._open.enter_context(
+            connect(
+                url.replace("http://", "ws://") + "/_stcore/stream",
+                subprotocols=["streamlit", self.xsrf],
+                additional_headers={"Cookie": "; ".join(f"{k}={v}" for k, v in held.items()), "Origin": url},
+                open_timeout=timeout,
+                max_size=None,
+            )
+        )
         self.session_id: str | None = None
         self._requests = itertools.count(1)
 
@@ -84,9 +88,13 @@ class WireBrowser:
 
     def sign_in(self, name: str, password: str) -> Page:
         form = self.run().widgets
-        page = self.run(widgets=((form["sign_in_name"].id, "string_value", name),
-                                 (form["sign_in_password"].id, "string_value", password),
-                                 (form["sign_in_submit"].id, "trigger_value", True)))
+        page = self.run(
+            widgets=(
+                (form["sign_in_name"].id, "string_value", name),
+                (form["sign_in_password"].id, "string_value", password),
+                (form["sign_in_submit"].id, "trigger_value", True),
+            )
+        )
         assert any(text.startswith("Signed in as **") for text in page.texts), page.texts
         return page
 
@@ -108,9 +116,12 @@ class WireBrowser:
     def upload(self, data: bytes, name: str = "file.csv", session_id: str | None = None) -> requests.Response:
         """PUT a file to the upload endpoint for this browser session (or another one's id)."""
         target = session_id or self.session_id
-        return self.http.put(f"{self.url}/_stcore/upload_file/{target}/{uuid.uuid4()}",
-                             files={"file": (name, data, "text/csv")}, headers={"X-Xsrftoken": self.xsrf},
-                             timeout=self.timeout)
+        return self.http.put(
+            f"{self.url}/_stcore/upload_file/{target}/{uuid.uuid4()}",
+            files={"file": (name, data, "text/csv")},
+            headers={"X-Xsrftoken": self.xsrf},
+            timeout=self.timeout,
+        )
 
     def get(self, path: str) -> requests.Response:
         return self.http.get(f"{self.url}{path}", timeout=self.timeout)

@@ -109,8 +109,10 @@ _hasher = PasswordHasher()
 #: checked for names without an account, so that a wrong name takes as long as a wrong password
 _DUMMY_HASH = _hasher.hash(secrets.token_urlsafe(16))
 
-SIGN_IN_ENDED = ("Your sign-in has ended (it expired, you signed out in another tab, or your account was disabled, "
-                 "or its password or role changed): nothing was recorded. Sign in again.")
+SIGN_IN_ENDED = (
+    "Your sign-in has ended (it expired, you signed out in another tab, or your account was disabled, "
+    "or its password or role changed): nothing was recorded. Sign in again."
+)
 
 
 class SignInError(ServiceError):
@@ -198,6 +200,7 @@ def client_of(peer: str | None, forwarded_for: str | None) -> str | None:
 
 def throttle_keys(name: str, client: str) -> tuple[str, str]:
     """The keys a sign-in is counted under: (the name from this client, this client under any name)."""
+
     def digest(*parts: str) -> str:
         return hashlib.sha256("\n".join(parts).encode()).hexdigest()
 
@@ -212,8 +215,9 @@ class Verifications:
     """Turns for password checks in this process: at most ``per_name`` at once for one name,
     ``per_client`` for one client and ``at_once`` in all (each argon2id check holds 64 MiB)."""
 
-    def __init__(self, *, at_once: int = VERIFY_AT_ONCE, per_name: int = VERIFY_PER_NAME,
-                 per_client: int = VERIFY_PER_CLIENT):
+    def __init__(
+        self, *, at_once: int = VERIFY_AT_ONCE, per_name: int = VERIFY_PER_NAME, per_client: int = VERIFY_PER_CLIENT
+    ):
         self.at_once, self.per_name, self.per_client = at_once, per_name, per_client
         self._changed = threading.Condition()
         self._names: Counter[str] = Counter()
@@ -226,8 +230,11 @@ class Verifications:
         name = name.casefold()
 
         def free() -> bool:
-            return (self._running < self.at_once and self._names[name] < self.per_name
-                    and self._clients[client] < self.per_client)
+            return (
+                self._running < self.at_once
+                and self._names[name] < self.per_name
+                and self._clients[client] < self.per_client
+            )
 
         with self._changed:
             if not self._changed.wait_for(free, timeout=wait_s):
@@ -284,18 +291,24 @@ class Accounts:
             elif not existing.disabled:
                 return None  # an account of that name exists: it is not replaced
             else:
-                raise ServiceError(f"The account '{name}' is disabled and no other owner exists; set "
-                                   f"{OWNER_NAME_ENV} to another name to create a new owner.")
+                raise ServiceError(
+                    f"The account '{name}' is disabled and no other owner exists; set "
+                    f"{OWNER_NAME_ENV} to another name to create a new owner."
+                )
         except teams.DuplicateAccountError:
             return None  # another process created it at the same moment
         if given:
-            logger.warning("MarginLab: created the owner account '%s' with the password from %s.", name,
-                           OWNER_PASSWORD_ENV)
+            logger.warning(
+                "MarginLab: created the owner account '%s' with the password from %s.", name, OWNER_PASSWORD_ENV
+            )
             return None
-        print(f"\nMarginLab: created the owner account '{name}'. Its password (shown only this once): {password}\n"
-              f"Sign in and change it on the My labels page (Change my password), or set {OWNER_PASSWORD_ENV} "
-              "before the first start.\n",
-              file=sys.stderr, flush=True)
+        print(
+            f"\nMarginLab: created the owner account '{name}'. Its password (shown only this once): {password}\n"
+            f"Sign in and change it on the My labels page (Change my password), or set {OWNER_PASSWORD_ENV} "
+            "before the first start.\n",
+            file=sys.stderr,
+            flush=True,
+        )
         return password
 
     def nobody_signed_in_yet(self) -> bool:
@@ -318,9 +331,11 @@ class Accounts:
         for_name, for_client = throttle_keys(name, client)
         try:
             locked_until = teams.charge_sign_in(
-                self.engine, {for_name: lock_seconds,
-                              for_client: functools.partial(lock_seconds, free=CLIENT_FREE_ATTEMPTS)},
-                now=now, forget_before=now - FORGET_AFTER)
+                self.engine,
+                {for_name: lock_seconds, for_client: functools.partial(lock_seconds, free=CLIENT_FREE_ATTEMPTS)},
+                now=now,
+                forget_before=now - FORGET_AFTER,
+            )
         except teams.SignInLockedError as locked:
             raise SignInError(_try_again(locked.until - now)) from None
         account = teams.get_account(self.engine, name)
@@ -380,13 +395,21 @@ class Accounts:
         if utc_now() - identity.signed_in_at > dt.timedelta(hours=SIGN_IN_HOURS):
             return None
         account = teams.get_account_by_id(self.engine, identity.account_id)
-        if account is None or account.disabled or account.session_epoch != identity.epoch \
-                or account.name != identity.name:
+        if (
+            account is None
+            or account.disabled
+            or account.session_epoch != identity.epoch
+            or account.name != identity.name
+        ):
             return None
         if identity.browser_sign_in is not None:  # signed out (in any tab), or revoked with the account's change
             kept = teams.get_browser_sign_in(self.engine, identity.browser_sign_in)
-            if kept is None or kept.revoked_at is not None or kept.expires_at <= utc_now() \
-                    or kept.account_id != identity.account_id:
+            if (
+                kept is None
+                or kept.revoked_at is not None
+                or kept.expires_at <= utc_now()
+                or kept.account_id != identity.account_id
+            ):
                 return None
         return identity
 
@@ -401,9 +424,14 @@ class Accounts:
             raise SignedOutError(SIGN_IN_ENDED)
         ticket = secrets.token_urlsafe(32)
         sign_in_id = teams.create_browser_sign_in(
-            self.engine, identity.account_id, session_epoch=identity.epoch, ticket_hash=secret_digest(ticket),
-            ticket_expires_at=utc_now() + dt.timedelta(seconds=TICKET_SECONDS), created_at=identity.signed_in_at,
-            expires_at=identity.signed_in_at + dt.timedelta(hours=SIGN_IN_HOURS))
+            self.engine,
+            identity.account_id,
+            session_epoch=identity.epoch,
+            ticket_hash=secret_digest(ticket),
+            ticket_expires_at=utc_now() + dt.timedelta(seconds=TICKET_SECONDS),
+            created_at=identity.signed_in_at,
+            expires_at=identity.signed_in_at + dt.timedelta(hours=SIGN_IN_HOURS),
+        )
         if sign_in_id is None:  # (the account changed in between)
             raise SignedOutError(SIGN_IN_ENDED)
         return replace(identity, browser_sign_in=sign_in_id), ticket
@@ -428,8 +456,11 @@ class Accounts:
         account = teams.get_account_by_id(self.engine, kept.account_id)
         if account is None:
             return None
-        found = self.still_valid(Identity(account.id, account.name, account.role, kept.session_epoch,
-                                          kept.created_at, browser_sign_in=kept.id))
+        found = self.still_valid(
+            Identity(
+                account.id, account.name, account.role, kept.session_epoch, kept.created_at, browser_sign_in=kept.id
+            )
+        )
         now = utc_now()
         if found is not None and (kept.last_used_at is None or now - kept.last_used_at > LAST_USED_EVERY):
             teams.note_browser_sign_in_used(self.engine, kept.id, now=now)
@@ -448,8 +479,9 @@ class Accounts:
         """Every account."""
         return teams.list_accounts(self.engine)
 
-    def create_account(self, actor: Identity, *, name: str, password: str | None, role: str = "annotator"
-                       ) -> teams.AccountInfo:
+    def create_account(
+        self, actor: Identity, *, name: str, password: str | None, role: str = "annotator"
+    ) -> teams.AccountInfo:
         """An owner adds an account. ``password`` None: the account signs in through the identity provider only."""
         self.require_owner(actor, "add accounts")
         if role not in ROLES:
@@ -460,8 +492,9 @@ class Accounts:
         hashed = None if password is None else hash_password(check_password(password, name=name))
         return teams.create_account(self.engine, name=name, role=role, password_hash=hashed)  # (a name taken: said)
 
-    def change_password(self, actor: Identity, account_name: str, password: str, *,
-                        current_password: str | None = None) -> None:
+    def change_password(
+        self, actor: Identity, account_name: str, password: str, *, current_password: str | None = None
+    ) -> None:
         """Set a password: one's own (with the current one), or anyone's as an owner. Other sign-ins end."""
         self.acting(actor)
         account = teams.get_account(self.engine, account_name)

@@ -114,8 +114,12 @@ class ClassesRun:
         except ValueError as error:
             self.settings_refused = error
             params = self.info.params or {}
-            settings = SessionSettings(strategy="random", classes=tuple(str(c) for c in params["classes"]),
-                                       seed=self.info.seed or 0, scaling=params.get("scaling"))
+            settings = SessionSettings(
+                strategy="random",
+                classes=tuple(str(c) for c in params["classes"]),
+                seed=self.info.seed or 0,
+                scaling=params.get("scaling"),
+            )
         self.classes: tuple[str, ...] = settings.classes
         self.strategy = settings.strategy
         self.target: str | None = settings.strategy_params.get("target")
@@ -135,9 +139,16 @@ class ClassesRun:
         self.pool_items = np.arange(X.shape[0], dtype=np.intp)
         self.eval_items = np.zeros(0, dtype=np.intp)
         (self.pool_X,) = scaled_row_blocks(X, self.scaling, numeric_columns(self.dataset.meta), self.pool_items)
-        self.item_display = ItemDisplay(display=display, meta=self.dataset.meta, feature_names=self.feature_names,
-                                        raw_rows=X, scaled_rows=self.pool_X, pool_rows=self.pool_X,
-                                        model=lambda: None, lock=self.lock)
+        self.item_display = ItemDisplay(
+            display=display,
+            meta=self.dataset.meta,
+            feature_names=self.feature_names,
+            raw_rows=X,
+            scaled_rows=self.pool_X,
+            pool_rows=self.pool_X,
+            model=lambda: None,
+            lock=self.lock,
+        )
         self.rebuild()
 
     # -- words ------------------------------------------------------------------------------------
@@ -153,8 +164,9 @@ class ClassesRun:
                 return int(name_or_index)
         elif name_or_index in self.classes:
             return self.classes.index(name_or_index)
-        raise ServiceError(f"{name_or_index!r} is not a class of this session (its classes: "
-                           f"{', '.join(self.classes)}).")
+        raise ServiceError(
+            f"{name_or_index!r} is not a class of this session (its classes: {', '.join(self.classes)})."
+        )
 
     # -- the model -----------------------------------------------------------------------------
     def _new_model(self) -> OneVsRest:
@@ -176,14 +188,18 @@ class ClassesRun:
                 logger.exception("session %s: the model could not be rebuilt", self.session_id)
                 self.model, self.shown = None, None
                 try:
-                    self.answers = [ClassAnswer(e.item_index, e.answer_class, e.label_id, e.strategy, ())
-                                    for e in repo.label_events(self.engine, self.session_id)]
+                    self.answers = [
+                        ClassAnswer(e.item_index, e.answer_class, e.label_id, e.strategy, ())
+                        for e in repo.label_events(self.engine, self.session_id)
+                    ]
                 except Exception:  # the database too: keep what this run knew
                     logger.exception("session %s: the stored answers could not be read", self.session_id)
                 self.problem_cause = f"{type(error).__name__}: {error}"
-                self.problem = (f"Session {self.session_id}'s model could not be rebuilt from its stored answers "
-                                f"({type(error).__name__}: {error}). Its labels are kept: export them on the "
-                                "Export page.")
+                self.problem = (
+                    f"Session {self.session_id}'s model could not be rebuilt from its stored answers "
+                    f"({type(error).__name__}: {error}). Its labels are kept: export them on the "
+                    "Export page."
+                )
                 return
             self.version += 1
             self.ask()
@@ -225,26 +241,36 @@ class ClassesRun:
             self.shown = None
             return
         scores = tuple(float(f) for f in query.extra["scores"].values())
-        self.shown = ClassShown(item_index=int(query.index), pool_index=int(query.index),
-                                score=float(query.score) if np.isfinite(query.score) else None,
-                                strategy=strategy, reason=self._why(strategy, query.extra, len(answered),
-                                                                    int(available.sum())),
-                                query_ms=query_ms, scores=scores)
+        self.shown = ClassShown(
+            item_index=int(query.index),
+            pool_index=int(query.index),
+            score=float(query.score) if np.isfinite(query.score) else None,
+            strategy=strategy,
+            reason=self._why(strategy, query.extra, len(answered), int(available.sum())),
+            query_ms=query_ms,
+            scores=scores,
+        )
 
     def _why(self, strategy: str, extra: dict, n_answered_classes: int, n_available: int) -> str:
         """Why the item was chosen, in words, after the strategy's own words (``heuristic_words``); class names
         are the user's: the page shows this as plain text."""
         if strategy == CLASS_COLD_START:
-            return (f"one of {n_available:,} unlabelled items; the model picks by its own rule once two classes "
-                    f"have answers ({n_answered_classes} so far).")
+            return (
+                f"one of {n_available:,} unlabelled items; the model picks by its own rule once two classes "
+                f"have answers ({n_answered_classes} so far)."
+            )
         if strategy == "smallest-margin":
             a, b = extra["classes"]
             gap = extra["scores"][a] - extra["scores"][b]
-            return (f"the model rates '{a}' and '{b}' almost alike for this item (scores {gap:.2f} apart), the "
-                    f"closest call among {n_available:,} unlabelled items.")
+            return (
+                f"the model rates '{a}' and '{b}' almost alike for this item (scores {gap:.2f} apart), the "
+                f"closest call among {n_available:,} unlabelled items."
+            )
         if strategy == "least-certain-class":
-            return (f"the model is least sure about '{extra['class']}' over the whole pool, and this item is the "
-                    f"one nearest its boundary among {n_available:,} unlabelled items.")
+            return (
+                f"the model is least sure about '{extra['class']}' over the whole pool, and this item is the "
+                f"one nearest its boundary among {n_available:,} unlabelled items."
+            )
         if strategy == "target-class":
             return f"the highest score for '{extra['class']}' among {n_available:,} unlabelled items."
         return f"one of {n_available:,} unlabelled items, drawn at random."
@@ -271,30 +297,51 @@ class ClassesRun:
             if shown is None:
                 return self.tell(Outcome(False, "Every item in the pool has been answered.", "warning"))
             if item_index is not None and int(item_index) != shown.item_index:
-                return self.tell(Outcome(False, f"Item {item_index} is no longer the item on screen (or was "
-                                                "already answered); nothing was recorded.", "warning"))
+                return self.tell(
+                    Outcome(
+                        False,
+                        f"Item {item_index} is no longer the item on screen (or was "
+                        "already answered); nothing was recorded.",
+                        "warning",
+                    )
+                )
             try:
                 stored = repo.record_label(
-                    self.engine, self.session_id, item_index=shown.item_index, value=0 if k is None else 1,
-                    answer_class=k, annotator=self.info.annotator, strategy=shown.strategy,
-                    solver=self.info.solver, decision_value=shown.score, model_version=len(self.answers),
-                    update_ms=self.last_update_ms, query_ms=shown.query_ms)
+                    self.engine,
+                    self.session_id,
+                    item_index=shown.item_index,
+                    value=0 if k is None else 1,
+                    answer_class=k,
+                    annotator=self.info.annotator,
+                    strategy=shown.strategy,
+                    solver=self.info.solver,
+                    decision_value=shown.score,
+                    model_version=len(self.answers),
+                    update_ms=self.last_update_ms,
+                    query_ms=shown.query_ms,
+                )
             except DuplicateLabelError as error:
                 self.rebuild()
                 return self.tell(Outcome(False, f"{error} Nothing was recorded twice.", "warning"))
             except StorageError as error:
                 return self.tell(Outcome(False, f"Nothing was recorded: {error}", "error"))
             except SQLAlchemyError as error:
-                return self.tell(Outcome(False, "Nothing was recorded: the database could not be written "
-                                                f"({database_trouble(error)}).", "error"))
+                return self.tell(
+                    Outcome(
+                        False,
+                        f"Nothing was recorded: the database could not be written ({database_trouble(error)}).",
+                        "error",
+                    )
+                )
             try:
                 self._learn(shown.item_index, k, stored.label_id, shown.strategy)
             except Exception as error:
-                logger.exception("session %s: the model could not learn item %s", self.session_id,
-                                 shown.item_index)
+                logger.exception("session %s: the model could not learn item %s", self.session_id, shown.item_index)
                 self.model, self.shown = None, None
-                self.problem = (f"Item {shown.item_index} is saved, but the model could not learn it "
-                                f"({type(error).__name__}: {error}).")
+                self.problem = (
+                    f"Item {shown.item_index} is saved, but the model could not learn it "
+                    f"({type(error).__name__}: {error})."
+                )
                 return self.tell(Outcome(False, self.problem, "error"))
             self.version += 1
             self.ask()
@@ -316,8 +363,13 @@ class ClassesRun:
             event, refused = undo_stored(self, last_item_index)
             if refused is not None:
                 return refused
-            if event is not None and last is not None and last.label_id == event.label_id and self.model is not None \
-                    and self.model.machines[0].exact_unlearn:
+            if (
+                event is not None
+                and last is not None
+                and last.label_id == event.label_id
+                and self.model is not None
+                and self.model.machines[0].exact_unlearn
+            ):
                 if last.answer_class is not None:
                     self.model.unlearn(last.item_index)
                 self.answers.pop()
@@ -327,8 +379,14 @@ class ClassesRun:
             else:
                 self.rebuild()
             if event is None:
-                return self.tell(Outcome(False, "Nothing was undone: another tab or process has answered or "
-                                                "undone meanwhile; the session is shown as stored.", "warning"))
+                return self.tell(
+                    Outcome(
+                        False,
+                        "Nothing was undone: another tab or process has answered or "
+                        "undone meanwhile; the session is shown as stored.",
+                        "warning",
+                    )
+                )
             said = self._name(event.answer_class)
             return self.tell(Outcome(True, f"Undid {said} on item {event.item_index}."))
 
@@ -361,15 +419,21 @@ class ClassesRun:
         """Change an earlier answer to another class; the model then is the one that learned the corrected
         answers from the start."""
         k = self.class_index(answer_class)
-        return self._correct(lambda who: stored_history.change_label(
-            self.engine, self.session_id, label_id, value=1, answer_class=k, annotator=who), by,
-            lambda c: f"Item {c.item_index}: changed from {self._name(c.old_class)} to {self.classes[k]}.")
+        return self._correct(
+            lambda who: stored_history.change_label(
+                self.engine, self.session_id, label_id, value=1, answer_class=k, annotator=who
+            ),
+            by,
+            lambda c: f"Item {c.item_index}: changed from {self._name(c.old_class)} to {self.classes[k]}.",
+        )
 
     def remove_label(self, label_id: int, *, by: Identity | None = None) -> Outcome:
         """Take an earlier answer back (the item can be asked about again)."""
-        return self._correct(lambda who: stored_history.remove_label(
-            self.engine, self.session_id, label_id, annotator=who), by,
-            lambda c: f"Item {c.item_index}: the answer {self._name(c.old_class)} was removed.")
+        return self._correct(
+            lambda who: stored_history.remove_label(self.engine, self.session_id, label_id, annotator=who),
+            by,
+            lambda c: f"Item {c.item_index}: the answer {self._name(c.old_class)} was removed.",
+        )
 
     def _name(self, answer_class: int | None) -> str:
         return "skipped" if answer_class is None else self.classes[answer_class]
@@ -378,8 +442,9 @@ class ClassesRun:
         with self.lock:
             if ended := self.accounts.sign_in_ended(by):
                 return self.tell(Outcome(False, ended, "error"))
-            correction, refused = written(self, lambda: store(by.name if by is not None else self.info.annotator),
-                                          "changed", kind="warning")
+            correction, refused = written(
+                self, lambda: store(by.name if by is not None else self.info.annotator), "changed", kind="warning"
+            )
             if refused is not None:
                 return refused
             self.rebuild()
@@ -401,13 +466,20 @@ class ClassesRun:
             current = event.undone_at is None
             position += current
             first = mine[0].old_class if mine else event.answer_class
-            rows.append({
-                "label_id": event.label_id, "#": position if current else None, "item": event.item_index,
-                "key": (keys[event.item_index] if keys is not None else None) or "",
-                "answer": self._name(event.answer_class), "as given": self._name(first),
-                "status": "current" if current else "removed" if removed else "undone",
-                "when": event.created_at, "heuristic": self.heuristic_words(event.strategy),
-                "changes": "; ".join(self._change_words(c) for c in mine)})
+            rows.append(
+                {
+                    "label_id": event.label_id,
+                    "#": position if current else None,
+                    "item": event.item_index,
+                    "key": (keys[event.item_index] if keys is not None else None) or "",
+                    "answer": self._name(event.answer_class),
+                    "as given": self._name(first),
+                    "status": "current" if current else "removed" if removed else "undone",
+                    "when": event.created_at,
+                    "heuristic": self.heuristic_words(event.strategy),
+                    "changes": "; ".join(self._change_words(c) for c in mine),
+                }
+            )
         columns = ["label_id", "#", "item", "key", "answer", "as given", "status", "when", "heuristic", "changes"]
         return pd.DataFrame(rows, columns=columns)
 
@@ -423,8 +495,14 @@ class ClassesRun:
 
     def import_labels(self, *args, **kwargs) -> Outcome:
         """Labels from a file are imported into two-class sessions only (for now): said, nothing stored."""
-        return self.tell(Outcome(False, "Importing labels from a file is for two-class (Positive / Negative) "
-                                        "sessions only; nothing was imported.", "warning"))
+        return self.tell(
+            Outcome(
+                False,
+                "Importing labels from a file is for two-class (Positive / Negative) "
+                "sessions only; nothing was imported.",
+                "warning",
+            )
+        )
 
     def model_state(self) -> bytes:
         """The session's K machines as an .npz file (no pickle): machine k's arrays under ``class{k}/``, the
@@ -440,11 +518,19 @@ class ClassesRun:
             got, meta = machine.to_state(include_data=k == 0)
             arrays.update({f"class{k}/{name}": value for name, value in got.items()})
             metas.append(meta)
-        meta = {"classes": list(self.classes), "machines": metas, "session_id": self.session_id,
-                "dataset_id": self.info.dataset_id, "dataset": self.dataset.name, "strategy": self.strategy,
-                "n_events": len(self.answers), "n_labels": self.n_labels, "scaling": self.scaling,
-                "layout": "one-vs-rest: machine k (arrays class{k}/...) learns class k against the rest; the "
-                          "stored points are class0's"}
+        meta = {
+            "classes": list(self.classes),
+            "machines": metas,
+            "session_id": self.session_id,
+            "dataset_id": self.info.dataset_id,
+            "dataset": self.dataset.name,
+            "strategy": self.strategy,
+            "n_events": len(self.answers),
+            "n_labels": self.n_labels,
+            "scaling": self.scaling,
+            "layout": "one-vs-rest: machine k (arrays class{k}/...) learns class k against the rest; the "
+            "stored points are class0's",
+        }
         buffer = io.BytesIO()
         np.savez(buffer, __meta__=np.array(json.dumps(meta)), pool_items=self.pool_items, **arrays)
         return buffer.getvalue()
@@ -485,11 +571,16 @@ class ClassesRun:
             return [f"No '{self.target}' found yet: the stopping rules wait for the first one."]
         run = consecutive_rule(y, self.TARGET_RUN)
         knee = knee_rule(y)
-        lines = [f"{int(run.value or 0)} answers in a row without '{self.target}' since the last one (stop after "
-                 f"{self.TARGET_RUN}): " + ("you can stop." if run.stop else "go on."),
-                 f"'{self.target}' found {found} times in {len(y)} answers; the bend (knee) of that curve: "
-                 + ("you can stop." if knee.stop else "go on"
-                    + (f" (at least {knee.needed} more answers)." if knee.needed else "."))]
+        lines = [
+            f"{int(run.value or 0)} answers in a row without '{self.target}' since the last one (stop after "
+            f"{self.TARGET_RUN}): " + ("you can stop." if run.stop else "go on."),
+            f"'{self.target}' found {found} times in {len(y)} answers; the bend (knee) of that curve: "
+            + (
+                "you can stop."
+                if knee.stop
+                else "go on" + (f" (at least {knee.needed} more answers)." if knee.needed else ".")
+            ),
+        ]
         return lines
 
     def history(self) -> pd.DataFrame:
@@ -514,10 +605,14 @@ class ClassesRun:
             truth = np.array([c.answer_class for c in counted])
             F = np.array([c.scores for c in counted])
             accuracy = float(np.mean(np.argmax(F, axis=1) == truth))
-            aucs = [roc_auc(truth == k, F[:, k]) for k in range(len(self.classes))
-                    if 0 < np.count_nonzero(truth == k) < len(truth)]
-            rows.append({"labels": len(rows) + 1, "accuracy": accuracy,
-                         "macro_auc": float(np.mean(aucs)) if aucs else np.nan})
+            aucs = [
+                roc_auc(truth == k, F[:, k])
+                for k in range(len(self.classes))
+                if 0 < np.count_nonzero(truth == k) < len(truth)
+            ]
+            rows.append(
+                {"labels": len(rows) + 1, "accuracy": accuracy, "macro_auc": float(np.mean(aucs)) if aucs else np.nan}
+            )
         return pd.DataFrame(rows, columns=["labels", "accuracy", "macro_auc"])
 
     def confusion(self) -> pd.DataFrame:

@@ -48,12 +48,44 @@ DEMO_NAME = "digits: 8 vs rest"
 
 VALUE_NAMES = {1: "positive", -1: "negative", 0: "skip"}
 
-__all__ = ["BASELINE", "COMPARE_STRATEGIES", "DEFAULT_C", "DEFAULT_GAMMA", "DEFAULT_SOLVER", "DEFAULT_STRATEGY",
-           "DEMO_NAME", "EVAL_FRACTION", "EVAL_MAX_ITEMS", "EXACT_SOLVERS", "FIND_CHARS", "GAMMA_NAMES",
-           "LABEL_STRATEGIES", "ORACLE_STRATEGIES", "SOLVERS", "STORED_EVAL_FRACTION", "STRATEGY_WORDS", "VALUE_NAMES",
-           "DatabaseUnavailable", "Outcome", "ServiceError", "class_names", "database_trouble", "find_words",
-           "forwarded", "gamma_value", "numeric_columns", "penalty_value", "positive_meaning", "positive_number",
-           "scale_features", "scaled_row_blocks", "scaling_name", "session_kernel", "tuned_params", "whole_number"]
+__all__ = [
+    "BASELINE",
+    "COMPARE_STRATEGIES",
+    "DEFAULT_C",
+    "DEFAULT_GAMMA",
+    "DEFAULT_SOLVER",
+    "DEFAULT_STRATEGY",
+    "DEMO_NAME",
+    "EVAL_FRACTION",
+    "EVAL_MAX_ITEMS",
+    "EXACT_SOLVERS",
+    "FIND_CHARS",
+    "GAMMA_NAMES",
+    "LABEL_STRATEGIES",
+    "ORACLE_STRATEGIES",
+    "SOLVERS",
+    "STORED_EVAL_FRACTION",
+    "STRATEGY_WORDS",
+    "VALUE_NAMES",
+    "DatabaseUnavailable",
+    "Outcome",
+    "ServiceError",
+    "class_names",
+    "database_trouble",
+    "find_words",
+    "forwarded",
+    "gamma_value",
+    "numeric_columns",
+    "penalty_value",
+    "positive_meaning",
+    "positive_number",
+    "scale_features",
+    "scaled_row_blocks",
+    "scaling_name",
+    "session_kernel",
+    "tuned_params",
+    "whole_number",
+]
 
 
 class ServiceError(Exception):
@@ -117,8 +149,15 @@ def session_kernel(meta: dict) -> str:
     return kernel if kernel in KERNEL_NAMES else "rbf"
 
 
-def model_choice(model: str | None, solver: str | None, meta: dict, C: float, gamma: float | str,
-                 strategy: str | None = None, tuned: dict | None = None) -> tuple[str | None, dict]:
+def model_choice(
+    model: str | None,
+    solver: str | None,
+    meta: dict,
+    C: float,
+    gamma: float | str,
+    strategy: str | None = None,
+    tuned: dict | None = None,
+) -> tuple[str | None, dict]:
     """(solver, solver parameters) for a session or a comparison on a dataset with ``meta``.
 
     ``model`` "standard" (or None): ``solver`` as given (None: each heuristic's own) with the dataset's
@@ -133,24 +172,29 @@ def model_choice(model: str | None, solver: str | None, meta: dict, C: float, ga
 
     tuned = dict(tuned or {})
     if model == "auto":
-        model = suited_model(meta.get("feature_blocks", []), [strategy] if strategy else [],
-                             chosen=solver is not None or bool(tuned))
+        model = suited_model(
+            meta.get("feature_blocks", []), [strategy] if strategy else [], chosen=solver is not None or bool(tuned)
+        )
     if model in (None, "", "standard"):
         return solver, {"kernel": session_kernel(meta), "C": C, "gamma": gamma, **tuned}
     if model not in PRESETS:
         raise ServiceError(f"Unknown model '{model}'; choose auto, standard or {', '.join(PRESETS)}.")
     preset = PRESETS[model]
     if solver not in (None, preset["solver"]):
-        raise ServiceError(f"The {model} model runs on the {preset['solver']} solver; choose that solver or the "
-                           f"default, not {solver}.")
+        raise ServiceError(
+            f"The {model} model runs on the {preset['solver']} solver; choose that solver or the default, not {solver}."
+        )
     if tuned:
-        raise ServiceError(f"The {model} model sets its own {' and '.join(tuned)}; choose the SVM to set "
-                           f"{'them' if len(tuned) > 1 else 'it'}.")
+        raise ServiceError(
+            f"The {model} model sets its own {' and '.join(tuned)}; choose the SVM to set "
+            f"{'them' if len(tuned) > 1 else 'it'}."
+        )
     return preset["solver"], dict(preset["solver_params"])
 
 
-def tuned_params(*, kernel: str | None = None, loss: str | None = None, tol: Any = None,
-                 solver: str | None = None) -> dict:
+def tuned_params(
+    *, kernel: str | None = None, loss: str | None = None, tol: Any = None, solver: str | None = None
+) -> dict:
     """The solver parameters an analyst set under Advanced, checked: ``kernel`` (None or "auto": the one
     that suits the data), ``loss`` (None: the solver's own; only the ramp solver, ``solver``, takes one),
     ``tol`` (None: the solver's default).  Nothing set gives ``{}``: the defaults, bit for bit."""
@@ -168,8 +212,10 @@ def tuned_params(*, kernel: str | None = None, loss: str | None = None, tol: Any
             raise ServiceError(f"Unknown loss '{loss}'; choose one of {', '.join(LOSSES)}.")
         if not (solver in solvers.REGISTRY and "loss" in solvers.get(solver).own_params):
             takers = " or ".join(e.name for e in solvers.REGISTRY.entries(lambda e: "loss" in e.own_params))
-            raise ServiceError(f"The loss is the {takers} solver's choice; the {solver} solver learns the hinge "
-                               f"loss. Choose the {takers} solver, or leave the loss as it is.")
+            raise ServiceError(
+                f"The loss is the {takers} solver's choice; the {solver} solver learns the hinge "
+                f"loss. Choose the {takers} solver, or leave the loss as it is."
+            )
         tuned["loss"] = loss
     if tol not in (None, ""):
         tol = positive_number(tol, "The tolerance")
@@ -218,8 +264,13 @@ def whole_number(value: Any, name: str, *, low: int = 0, high: int | None = None
         number = float(value)
     except (TypeError, ValueError):
         number = float("nan")
-    if isinstance(value, bool) or not np.isfinite(number) or number != int(number) or number < low \
-            or (high is not None and number > high):
+    if (
+        isinstance(value, bool)
+        or not np.isfinite(number)
+        or number != int(number)
+        or number < low
+        or (high is not None and number > high)
+    ):
         bound = f"from {low} to {high}" if high is not None else f"of at least {low}"
         raise ServiceError(f"{name} must be a whole number {bound}, not {value!r}.")
     return int(number)
@@ -266,8 +317,10 @@ def forwarded(part: str, name: str, source: type):
     if isinstance(target, staticmethod):
         target = target.__func__
     if not callable(target):  # a property, or a plain attribute
-        return property(lambda self: getattr(getattr(self, part), name),
-                        doc=getattr(target, "__doc__", None) if isinstance(target, property) else None)
+        return property(
+            lambda self: getattr(getattr(self, part), name),
+            doc=getattr(target, "__doc__", None) if isinstance(target, property) else None,
+        )
 
     @functools.wraps(target)
     def forward(self, *args, **kwargs):

@@ -50,12 +50,12 @@ COMPARE_MAX_WORK = 50_000_000
 LARGER = "run larger comparisons with `python -m core compare`"
 
 
-
 def _clock(seconds: float) -> str:
     """0:42, 12:05 or 1:02:03."""
     seconds = int(round(seconds))
     hours, rest = divmod(seconds, 3600)
     return f"{hours}:{rest // 60:02d}:{rest % 60:02d}" if hours else f"{rest // 60}:{rest % 60:02d}"
+
 
 def with_decimals(frame: pd.DataFrame, decimals: dict[str, int]) -> pd.DataFrame:
     """``frame`` with these numeric columns written out to so many decimals, and "–" where a value is
@@ -63,8 +63,9 @@ def with_decimals(frame: pd.DataFrame, decimals: dict[str, int]) -> pd.DataFrame
     out = frame.copy()
     for column, places in decimals.items():
         if column in out:
-            out[column] = ["–" if value is None or pd.isna(value) else f"{float(value):.{places}f}"
-                           for value in out[column]]
+            out[column] = [
+                "–" if value is None or pd.isna(value) else f"{float(value):.{places}f}" for value in out[column]
+            ]
     return out
 
 
@@ -101,25 +102,42 @@ class Comparisons:
         labels = n_strategies * seeds * budget
         work = labels * training
         if training > COMPARE_MAX_TRAINING_ITEMS:
-            raise ServiceError(f"A comparison here may use at most {COMPARE_MAX_TRAINING_ITEMS:,} training items; "
-                               f"this dataset has {training:,} after the evaluation share. {LARGER.capitalize()}.")
+            raise ServiceError(
+                f"A comparison here may use at most {COMPARE_MAX_TRAINING_ITEMS:,} training items; "
+                f"this dataset has {training:,} after the evaluation share. {LARGER.capitalize()}."
+            )
         if labels > COMPARE_MAX_LABELS:
             raise ServiceError(
                 f"heuristics × seeds × budget = {n_strategies} × {seeds} × {budget} = {labels:,} labels is over the "
-                f"{COMPARE_MAX_LABELS:,} a comparison here may give: lower one of them, or {LARGER}.")
+                f"{COMPARE_MAX_LABELS:,} a comparison here may give: lower one of them, or {LARGER}."
+            )
         if work > COMPARE_MAX_WORK:
             raise ServiceError(
                 f"heuristics × seeds × budget × training items = {n_strategies} × {seeds} × {budget} × "
                 f"{training:,} = {work:,} is over the {COMPARE_MAX_WORK:,} a comparison here may use: lower "
-                f"one of them, or {LARGER}.")
+                f"one of them, or {LARGER}."
+            )
 
     @at_the_boundary(also=(ValueError,))  # (core refusing the settings on this data: said as it is)
-    def run_comparison(self, dataset_id: int, *, strategies: Sequence[str], solver: str | None = None,
-                       budget: int = 60, seeds: int = 3, initial: int = 10, C: float = DEFAULT_C,
-                       gamma: float | str = DEFAULT_GAMMA, test_fraction: float = 0.3,
-                       progress: Callable[[float, str], None] | None = None,
-                       stopping: Sequence[str] | None = None, target_recall: float = 0.95,
-                       confidence: float = 0.95, model: str | None = None, by: Identity | None = None) -> int:
+    def run_comparison(
+        self,
+        dataset_id: int,
+        *,
+        strategies: Sequence[str],
+        solver: str | None = None,
+        budget: int = 60,
+        seeds: int = 3,
+        initial: int = 10,
+        C: float = DEFAULT_C,
+        gamma: float | str = DEFAULT_GAMMA,
+        test_fraction: float = 0.3,
+        progress: Callable[[float, str], None] | None = None,
+        stopping: Sequence[str] | None = None,
+        target_recall: float = 0.95,
+        confidence: float = 0.95,
+        model: str | None = None,
+        by: Identity | None = None,
+    ) -> int:
         """Run a comparison with the true labels as the oracle; store it and return its id.
 
         ``progress(fraction, description)`` is called after each run and, within a heuristic's
@@ -145,10 +163,12 @@ class Comparisons:
             raise ServiceError("Choose at least one heuristic among " + ", ".join(COMPARE_STRATEGIES) + ".")
         C, gamma = penalty_value(C), gamma_value(gamma)
         solver, solver_params = model_choice(model, solver or None, dataset.meta, C, gamma)
-        budget = whole_number(budget, f"The budget (at most {COMPARE_MAX_BUDGET} labels per run)", low=2,
-                              high=COMPARE_MAX_BUDGET)
-        seeds = whole_number(seeds, f"The number of seeds (at most {COMPARE_MAX_SEEDS} seeds)", low=1,
-                             high=COMPARE_MAX_SEEDS)
+        budget = whole_number(
+            budget, f"The budget (at most {COMPARE_MAX_BUDGET} labels per run)", low=2, high=COMPARE_MAX_BUDGET
+        )
+        seeds = whole_number(
+            seeds, f"The number of seeds (at most {COMPARE_MAX_SEEDS} seeds)", low=1, high=COMPARE_MAX_SEEDS
+        )
         initial = whole_number(initial, "The initial labels", high=budget)
         self._check_comparison(dataset.n_items, len(strategies), budget, seeds, float(test_fraction))
         X, y, _, _ = repo.load_dataset_arrays(self.engine, dataset_id)
@@ -161,26 +181,42 @@ class Comparisons:
             from core.stopping import check_target, parse_rules
 
             try:
-                stop_options = dict(stopping=[str(r) for r in parse_rules(list(stopping))],
-                                    target_recall=check_target(target_recall, confidence)[0], confidence=confidence)
+                stop_options = dict(
+                    stopping=[str(r) for r in parse_rules(list(stopping))],
+                    target_recall=check_target(target_recall, confidence)[0],
+                    confidence=confidence,
+                )
             except ValueError as error:
                 raise ServiceError(f"{str(error)[:1].upper()}{str(error)[1:]}.") from None
         scheduler = self.comparison_scheduler()
         try:
-            result = run_comparison(X, np.asarray(y, dtype=float), strategies=strategies, solver=solver,
-                                    solver_params=solver_params,
-                                    budget=budget, seeds=seeds, initial=initial,
-                                    test_fraction=float(test_fraction), progress=report, label_progress=report,
-                                    scheduler=scheduler or "none", **stop_options)
+            result = run_comparison(
+                X,
+                np.asarray(y, dtype=float),
+                strategies=strategies,
+                solver=solver,
+                solver_params=solver_params,
+                budget=budget,
+                seeds=seeds,
+                initial=initial,
+                test_fraction=float(test_fraction),
+                progress=report,
+                label_progress=report,
+                scheduler=scheduler or "none",
+                **stop_options,
+            )
         except SchedulerError as error:
             raise ServiceError(f"The comparison could not run on Dask: {error}.") from None
-        config = dict(result.config, dataset=dataset.name, dataset_id=dataset_id,
-                      scaling=dataset.meta.get("scaling", "none"))
-        summary = {"summary": result.summary.to_dict(orient="records"),
-                   "runs": result.runs.to_dict(orient="records"),
-                   "references": result.references.to_dict(orient="records"),
-                   "stop_summary": result.stop_summary.to_dict(orient="records"),
-                   "stops": result.stops.astype(object).where(result.stops.notna(), None).to_dict(orient="records")}
+        config = dict(
+            result.config, dataset=dataset.name, dataset_id=dataset_id, scaling=dataset.meta.get("scaling", "none")
+        )
+        summary = {
+            "summary": result.summary.to_dict(orient="records"),
+            "runs": result.runs.to_dict(orient="records"),
+            "references": result.references.to_dict(orient="records"),
+            "stop_summary": result.stop_summary.to_dict(orient="records"),
+            "stops": result.stops.astype(object).where(result.stops.notna(), None).to_dict(orient="records"),
+        }
         self.accounts.acting(by)  # (it may have run for minutes)
         return repo.save_comparison(self.engine, dataset_id, config, result.rows, summary)
 
@@ -205,15 +241,21 @@ class Comparisons:
         if frame.empty:
             return frame
         target = comparison.config.get("target_recall", 0.95)
-        out = pd.DataFrame({
-            "heuristic": frame["strategy"].map(run_words), "rule": frame["rule"].map(rule_words),
-            "stopped": [f"{s}/{n}" for s, n in zip(frame["stopped"], frame["n_seeds"], strict=True)],
-            "labels at stop": frame["labels_at_stop"], "recall at stop": frame["recall_at_stop"],
-            "lowest recall at stop": frame["min_recall_at_stop"],
-            f"recall ≥ {100 * target:g}%": [f"{r}/{n}" for r, n in zip(frame["reached_target"], frame["n_seeds"],
-                                                                  strict=True)],
-            "work saved": frame["work_saved"],
-            "rule, for engineers": frame["rule"]})  # (the code name, as the command line takes it)
+        out = pd.DataFrame(
+            {
+                "heuristic": frame["strategy"].map(run_words),
+                "rule": frame["rule"].map(rule_words),
+                "stopped": [f"{s}/{n}" for s, n in zip(frame["stopped"], frame["n_seeds"], strict=True)],
+                "labels at stop": frame["labels_at_stop"],
+                "recall at stop": frame["recall_at_stop"],
+                "lowest recall at stop": frame["min_recall_at_stop"],
+                f"recall ≥ {100 * target:g}%": [
+                    f"{r}/{n}" for r, n in zip(frame["reached_target"], frame["n_seeds"], strict=True)
+                ],
+                "work saved": frame["work_saved"],
+                "rule, for engineers": frame["rule"],
+            }
+        )  # (the code name, as the command line takes it)
         return out
 
     def __call__(self, dataset_id: int | None = None) -> list[repo.ComparisonInfo]:
@@ -235,14 +277,21 @@ class Comparisons:
             history = run.history()
             if "auc" not in history or history["auc"].isna().all():
                 continue
-            frames.append(pd.DataFrame({
-                "session": f"session {info.id} ({info.annotator}, {info.strategy})",
-                "n_labels": history["n_labels"].to_numpy(),
-                "auc": history["auc"].to_numpy(),
-                "n_sv": history["n_sv"].to_numpy() if "n_sv" in history else np.nan,
-            }))
-        return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(
-            columns=["session", "n_labels", "auc", "n_sv"])
+            frames.append(
+                pd.DataFrame(
+                    {
+                        "session": f"session {info.id} ({info.annotator}, {info.strategy})",
+                        "n_labels": history["n_labels"].to_numpy(),
+                        "auc": history["auc"].to_numpy(),
+                        "n_sv": history["n_sv"].to_numpy() if "n_sv" in history else np.nan,
+                    }
+                )
+            )
+        return (
+            pd.concat(frames, ignore_index=True)
+            if frames
+            else pd.DataFrame(columns=["session", "n_labels", "auc", "n_sv"])
+        )
 
 
 def run_words(name: str) -> str:
@@ -264,8 +313,11 @@ def _task_words(description: str) -> str:
     if what.startswith(f"{REFERENCE_TASK} "):
         return f"every training item ({solver_words(what.removeprefix(f'{REFERENCE_TASK} '))}), seed {seed}"
     strategy, paren, solver = what.partition(" (")
-    return (f"{heuristic_words(strategy)} ({solver_words(solver.removesuffix(')'))}), seed {seed}" if paren
-            else f"{heuristic_words(what)}, seed {seed}")
+    return (
+        f"{heuristic_words(strategy)} ({solver_words(solver.removesuffix(')'))}), seed {seed}"
+        if paren
+        else f"{heuristic_words(what)}, seed {seed}"
+    )
 
 
 class _ProgressReport:
@@ -281,8 +333,9 @@ class _ProgressReport:
         self.started = time.monotonic()
         self.last_shown = -math.inf
 
-    def __call__(self, done: int, total: int, description: str, labels: int | None = None,
-                 run_budget: int | None = None) -> None:
+    def __call__(
+        self, done: int, total: int, description: str, labels: int | None = None, run_budget: int | None = None
+    ) -> None:
         from core.experiment import REFERENCE_TASK
 
         if self.progress is None:

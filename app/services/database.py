@@ -23,7 +23,11 @@ def database_problem(error: Exception) -> str:
     if isinstance(error, OperationalError | InterfaceError):
         # the server went away or restarts, the disk is full, a lock was held too long: it passes
         space = "; free some disk space first" if "full" in trouble.lower() else ""
-        return (f"The database could not be used just now ({trouble}). Everything saved before is kept, and "
-                f"nothing half-done was stored. Try again in a moment{space}.")
-    return (f"The database cannot be used: {trouble}. Restore it from a backup, or set "
-            f"{DATABASE_URL_ENV} to another database.")
+        return (
+            f"The database could not be used just now ({trouble}). Everything saved before is kept, and "
+            f"nothing half-done was stored. Try again in a moment{space}."
+        )
+    return (
+        f"The database cannot be used: {trouble}. Restore it from a backup, or set "
+        f"{DATABASE_URL_ENV} to another database."
+    )

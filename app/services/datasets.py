@@ -53,27 +53,39 @@ class CsvPreview:
         column = self.columns[0]
         holds, use = {
             "number": ("numbers", "each item is then that one number, its only feature"),
-            "category": (f"{column.distinct} distinct values",
-                         "choose it under 'One-hot encode' to make each value a 0/1 feature"),
+            "category": (
+                f"{column.distinct} distinct values",
+                "choose it under 'One-hot encode' to make each value a 0/1 feature",
+            ),
             "text": ("free text", "import it as documents: choose it under 'Documents: free-text features'"),
-            "identifier": ("short texts, nearly all different", "it can name the items ('Item key column') but "
-                           "gives them nothing to learn from: add the columns that describe them"),
+            "identifier": (
+                "short texts, nearly all different",
+                "it can name the items ('Item key column') but "
+                "gives them nothing to learn from: add the columns that describe them",
+            ),
             "smiles": ("SMILES", "import it as molecules: choose it under 'Molecules: SMILES'"),
         }.get(column.kind, ("nothing", "there is nothing to import"))
-        return (f"{filename} holds one column only, '{column.name}' ({holds}, {self.n_rows} rows): {use}. With no "
-                "true-label column its items can be labelled in a session, not compared on the Compare page. If "
-                "the file has more columns, choose its delimiter above.")
+        return (
+            f"{filename} holds one column only, '{column.name}' ({holds}, {self.n_rows} rows): {use}. With no "
+            "true-label column its items can be labelled in a session, not compared on the Compare page. If "
+            "the file has more columns, choose its delimiter above."
+        )
 
 
 #: the labels of the import form's choices (the Data page), named by the messages that suggest them
-MISSING_CHOICES = {"error": "refuse the file", "drop": "leave the rows out",
-                   "impute": "fill in (median / most frequent)"}
+MISSING_CHOICES = {
+    "error": "refuse the file",
+    "drop": "leave the rows out",
+    "impute": "fill in (median / most frequent)",
+}
 INVALID_SMILES_CHOICES = {"error": "refuse the file (rows listed)", "drop": "leave those rows out"}
 CONSTANT_CHOICES = {"error": "refuse the file", "drop": "leave them out"}
-FORM_CHOICE_WORDS = {"missing=drop": f"Missing values: '{MISSING_CHOICES['drop']}'",
-                     "missing=impute": f"Missing values: '{MISSING_CHOICES['impute']}'",
-                     "invalid_smiles=drop": f"Invalid SMILES: '{INVALID_SMILES_CHOICES['drop']}'",
-                     "constant_columns=drop": f"Constant columns: '{CONSTANT_CHOICES['drop']}'"}
+FORM_CHOICE_WORDS = {
+    "missing=drop": f"Missing values: '{MISSING_CHOICES['drop']}'",
+    "missing=impute": f"Missing values: '{MISSING_CHOICES['impute']}'",
+    "invalid_smiles=drop": f"Invalid SMILES: '{INVALID_SMILES_CHOICES['drop']}'",
+    "constant_columns=drop": f"Constant columns: '{CONSTANT_CHOICES['drop']}'",
+}
 
 
 def _unique(names: list[str]) -> list[str]:
@@ -117,16 +129,25 @@ class Datasets:
 
         return list(BUNDLED)
 
-    def import_bundled(self, key: str, *, positive: Any = None, name: str | None = None,
-                       scaling: str = "standard", by: Identity | None = None) -> ImportResult:
+    def import_bundled(
+        self,
+        key: str,
+        *,
+        positive: Any = None,
+        name: str | None = None,
+        scaling: str = "standard",
+        by: Identity | None = None,
+    ) -> ImportResult:
         from core.datasets import load_bundled
 
         self.accounts.acting(by)
-        return self._import_loaded(load_bundled(key, positive=positive), name=name, scaling=scaling,
-                                   extra_meta={"bundled": key})
+        return self._import_loaded(
+            load_bundled(key, positive=positive), name=name, scaling=scaling, extra_meta={"bundled": key}
+        )
 
-    def preview_csv(self, data: bytes, n: int = 20, *, sep: str | None = None, decimal: str | None = None
-                    ) -> CsvPreview:
+    def preview_csv(
+        self, data: bytes, n: int = 20, *, sep: str | None = None, decimal: str | None = None
+    ) -> CsvPreview:
         """Header, the first rows as text cells, the delimiter and decimal separator (detected unless
         given) and what each column holds (checked only on import).  Raises ``DataTooLarge`` for a file
         beyond the bounds of ``core.datasets`` (columns, cells, bytes), before it is parsed."""
@@ -154,9 +175,16 @@ class Datasets:
         frame = pd.DataFrame(rows, columns=_unique(names))
         if profile is None:
             return CsvPreview(header=list(header), frame=frame, n_rows=n_rows)
-        return CsvPreview(header=list(header), frame=frame, n_rows=n_rows, sep=profile.sep,
-                          decimal=profile.decimal, detected_sep=profile.detected_sep,
-                          detected_decimal=profile.detected_decimal, columns=profile.columns)
+        return CsvPreview(
+            header=list(header),
+            frame=frame,
+            n_rows=n_rows,
+            sep=profile.sep,
+            decimal=profile.decimal,
+            detected_sep=profile.detected_sep,
+            detected_decimal=profile.detected_decimal,
+            columns=profile.columns,
+        )
 
     def column_values(self, data: bytes, column: str, limit: int = 50, *, sep: str = ",") -> list[str]:
         """Distinct values of one column of an uploaded CSV (to choose the positive class)."""
@@ -170,17 +198,37 @@ class Datasets:
                     break
         return sorted(seen, key=_natural_key)
 
-    def import_csv(self, data: bytes, *, name: str, feature_columns: Sequence[str] | None = None,
-                   label_column: str | None = None, positive: Any = None, display: str = "table",
-                   image_shape: tuple[int, int] | None = None, text_column: str | None = None,
-                   key_column: str | None = None, scaling: str = "standard", constant_columns: str = "drop",
-                   source: str = "", sep: str | None = None, decimal: str | None = None,
-                   missing: str = "error", one_hot: Sequence[str] | None = None,
-                   text_features: Sequence[str] | None = None, text_analyzer: str = "word",
-                   text_svd: int | None = None, text_blocks: bool = False, smiles_column: str | None = None,
-                   fingerprint_radius: int = 2, fingerprint_bits: int = 2048, invalid_smiles: str = "error",
-                   eval_fraction: float | None = None, keep_classes: bool = False,
-                   by: Identity | None = None) -> ImportResult:
+    def import_csv(
+        self,
+        data: bytes,
+        *,
+        name: str,
+        feature_columns: Sequence[str] | None = None,
+        label_column: str | None = None,
+        positive: Any = None,
+        display: str = "table",
+        image_shape: tuple[int, int] | None = None,
+        text_column: str | None = None,
+        key_column: str | None = None,
+        scaling: str = "standard",
+        constant_columns: str = "drop",
+        source: str = "",
+        sep: str | None = None,
+        decimal: str | None = None,
+        missing: str = "error",
+        one_hot: Sequence[str] | None = None,
+        text_features: Sequence[str] | None = None,
+        text_analyzer: str = "word",
+        text_svd: int | None = None,
+        text_blocks: bool = False,
+        smiles_column: str | None = None,
+        fingerprint_radius: int = 2,
+        fingerprint_bits: int = 2048,
+        invalid_smiles: str = "error",
+        eval_fraction: float | None = None,
+        keep_classes: bool = False,
+        by: Identity | None = None,
+    ) -> ImportResult:
         """Check and import an uploaded CSV; errors name the row or column and change nothing (``by``: the
         signed-in person importing it; ``SignedOutError`` once their sign-in has ended).
 
@@ -207,25 +255,40 @@ class Datasets:
         meta_extra: dict[str, Any] = {"label_column": label_column} if label_column else {}
         if eval_fraction is not None:
             meta_extra["eval_fraction"] = eval_share(eval_fraction)
-        options = dict(label_column=label_column or None, positive=positive,
-                          feature_columns=list(feature_columns) if feature_columns else None,
-                          display_column=text_column if display == "text" else None,
-                          image_shape=tuple(image_shape) if display == "image" else None,
-                          name=name, key_column=key_column or None, constant_columns=constant_columns,
-                          one_vs_rest=bool(label_column) and positive is not None, sep=sep, decimal=decimal,
-                          missing=missing, one_hot=list(one_hot or []), text_columns=list(text_features or []),
-                          text_analyzer=text_analyzer, text_svd=text_svd or None, text_blocks=bool(text_blocks),
-                          smiles_column=smiles_column or None, fingerprint_radius=fingerprint_radius,
-                          fingerprint_bits=fingerprint_bits, invalid_smiles=invalid_smiles,
-                          choice_words=FORM_CHOICE_WORDS)
+        options = dict(
+            label_column=label_column or None,
+            positive=positive,
+            feature_columns=list(feature_columns) if feature_columns else None,
+            display_column=text_column if display == "text" else None,
+            image_shape=tuple(image_shape) if display == "image" else None,
+            name=name,
+            key_column=key_column or None,
+            constant_columns=constant_columns,
+            one_vs_rest=bool(label_column) and positive is not None,
+            sep=sep,
+            decimal=decimal,
+            missing=missing,
+            one_hot=list(one_hot or []),
+            text_columns=list(text_features or []),
+            text_analyzer=text_analyzer,
+            text_svd=text_svd or None,
+            text_blocks=bool(text_blocks),
+            smiles_column=smiles_column or None,
+            fingerprint_radius=fingerprint_radius,
+            fingerprint_bits=fingerprint_bits,
+            invalid_smiles=invalid_smiles,
+            choice_words=FORM_CHOICE_WORDS,
+        )
         loaded = None
         if keep_classes and label_column and positive is None:
             kept = load_csv(data, **options, label_mode="classes")  # every value of the column as a class
             n_classes = len(kept.class_names or ())
             if n_classes > MAX_CLASSES:
-                raise ServiceError(f"Label column {label_column!r} has {n_classes} values; every value can be kept "
-                                   f"as a class for up to {MAX_CLASSES}: choose the positive value instead (that "
-                                   "value against the rest).")
+                raise ServiceError(
+                    f"Label column {label_column!r} has {n_classes} values; every value can be kept "
+                    f"as a class for up to {MAX_CLASSES}: choose the positive value instead (that "
+                    "value against the rest)."
+                )
             if n_classes > 2:  # (two values stay a yes / no dataset)
                 loaded = kept
         if loaded is None:
@@ -235,10 +298,12 @@ class Datasets:
             if width * height != loaded.X.shape[1]:
                 raise ServiceError(
                     f"An image of {width}×{height} needs {width * height} feature columns; "
-                    f"{loaded.X.shape[1]} are chosen.")
+                    f"{loaded.X.shape[1]} are chosen."
+                )
         shown = text_column if display == "text" else None
-        result = self._import_loaded(loaded, name=name, scaling=scaling, source=source, extra_meta=meta_extra,
-                                     text_column=shown)
+        result = self._import_loaded(
+            loaded, name=name, scaling=scaling, source=source, extra_meta=meta_extra, text_column=shown
+        )
         if result.created and loaded.notices:
             result.message += " " + " ".join(n[0].upper() + n[1:] + "." for n in loaded.notices)
         return result
@@ -251,8 +316,16 @@ class Datasets:
         repo.update_dataset_meta(self.engine, dataset_id, {"eval_fraction": share})
         return share
 
-    def _import_loaded(self, data, *, name: str | None, scaling: str, source: str = "",
-                       extra_meta: dict | None = None, text_column: str | None = None) -> ImportResult:
+    def _import_loaded(
+        self,
+        data,
+        *,
+        name: str | None,
+        scaling: str,
+        source: str = "",
+        extra_meta: dict | None = None,
+        text_column: str | None = None,
+    ) -> ImportResult:
         from storage.importing import dataset_meta
 
         scaling = scaling_name(scaling)
@@ -274,13 +347,21 @@ class Datasets:
         if kind == "text" and not text_column:
             blocks = getattr(data, "feature_blocks", None) or []
             text_column = getattr(data, "molecule_column", None) or next(
-                (b["column"] for b in blocks if b.get("kind") in ("tfidf", "svd")), None)
+                (b["column"] for b in blocks if b.get("kind") in ("tfidf", "svd")), None
+            )
         return self._import(
-            name=name or data.name, X=data.X, feature_names=list(data.feature_names), y_true=y_true,
-            source=source or str(data.source or ""), display_kind=kind,
+            name=name or data.name,
+            X=data.X,
+            feature_names=list(data.feature_names),
+            y_true=y_true,
+            source=source or str(data.source or ""),
+            display_kind=kind,
             image_shape=tuple(data.image_shape) if data.image_shape else None,
-            display_values=data.display_values, item_keys=data.item_keys, meta=meta,
-            text_column=(text_column or "text") if kind == "text" else None)
+            display_values=data.display_values,
+            item_keys=data.item_keys,
+            meta=meta,
+            text_column=(text_column or "text") if kind == "text" else None,
+        )
 
     def _import(self, **kw) -> ImportResult:
         try:

@@ -31,8 +31,18 @@ class ItemDisplay:
     model is read (another member's answer may be teaching it meanwhile).
     """
 
-    def __init__(self, *, display: Any, meta: dict, feature_names: Sequence[str], raw_rows: Any, scaled_rows: Any,
-                 pool_rows: Any, model: Callable[[], Any], lock: threading.RLock):
+    def __init__(
+        self,
+        *,
+        display: Any,
+        meta: dict,
+        feature_names: Sequence[str],
+        raw_rows: Any,
+        scaled_rows: Any,
+        pool_rows: Any,
+        model: Callable[[], Any],
+        lock: threading.RLock,
+    ):
         self.display, self.meta, self.feature_names = display, meta, list(feature_names)
         self.raw_rows, self.scaled_rows, self.pool_rows = raw_rows, scaled_rows, pool_rows
         self.model, self.lock = model, lock
@@ -137,7 +147,7 @@ class ItemDisplay:
         row = self.scaled_rows[int(item)]
         mask = np.zeros(len(w), dtype=bool)
         for b in blocks:
-            mask[int(b["start"]):int(b["stop"])] = True
+            mask[int(b["start"]) : int(b["stop"])] = True
         return term_contributions(row, np.where(mask, w, 0.0), self.feature_names, k=k)
 
     def warm(self, item: int) -> None:

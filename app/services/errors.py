@@ -71,6 +71,7 @@ def translated(also: tuple[type[Exception], ...] = ()) -> Iterator[None]:
 def at_the_boundary(function: Callable | None = None, *, also: tuple[type[Exception], ...] = ()):
     """``function`` with its errors translated (as ``translated``); ``also``: e.g. ``ValueError`` for a call
     whose every ValueError is core refusing the settings asked for."""
+
     def wrap(target: Callable) -> Callable:
         if getattr(target, "__service_boundary__", False):
             return target
@@ -103,5 +104,12 @@ def service_boundary(cls: type) -> type:
     return cls
 
 
-__all__ = ["REFUSALS", "DatabaseUnavailable", "ServiceError", "at_the_boundary", "service_boundary",
-           "service_error", "translated"]
+__all__ = [
+    "REFUSALS",
+    "DatabaseUnavailable",
+    "ServiceError",
+    "at_the_boundary",
+    "service_boundary",
+    "service_error",
+    "translated",
+]

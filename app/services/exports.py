@@ -22,8 +22,14 @@ class Exports:
     def annotators(self) -> list[str]:
         return repo.list_annotators(self.engine)
 
-    def export_file_name(self, extension: str, *, dataset_id: int | None = None, session_id: int | None = None,
-                         today: dt.date | None = None) -> str:
+    def export_file_name(
+        self,
+        extension: str,
+        *,
+        dataset_id: int | None = None,
+        session_id: int | None = None,
+        today: dt.date | None = None,
+    ) -> str:
         """The name of an export file: the dataset (every dataset when None), the session when one is
         chosen, and the date, e.g. ``digits-8-vs-rest-session-3-2026-11-28.csv``; letters, digits, dots,
         dashes and underscores only (a safe file name on every system)."""
@@ -34,15 +40,29 @@ class Exports:
         parts.append((today or dt.date.today()).isoformat())
         return "-".join(parts) + "." + extension
 
-    def export_labels(self, fmt: str, *, session_id: int | None = None, annotator: str | None = None,
-                      dataset_id: int | None = None, include_skips: bool = False,
-                      include_features: bool | None = True) -> bytes:
+    def export_labels(
+        self,
+        fmt: str,
+        *,
+        session_id: int | None = None,
+        annotator: str | None = None,
+        dataset_id: int | None = None,
+        include_skips: bool = False,
+        include_features: bool | None = True,
+    ) -> bytes:
         """Labelled items with provenance as CSV or JSONL bytes (``storage.export``; ``include_features``
         None: the feature values of datasets stored dense only, not the terms of documents)."""
         from storage.export import export_labels
 
-        out = export_labels(self.engine, fmt=fmt, session_id=session_id, annotator=annotator or None,
-                            dataset_id=dataset_id, include_skips=include_skips, include_features=include_features)
+        out = export_labels(
+            self.engine,
+            fmt=fmt,
+            session_id=session_id,
+            annotator=annotator or None,
+            dataset_id=dataset_id,
+            include_skips=include_skips,
+            include_features=include_features,
+        )
         if isinstance(out, str):
             return out.encode("utf-8")
         if isinstance(out, bytes):

@@ -36,8 +36,20 @@ IMPORTED = "imported"
 #: at most this many row problems are listed in an import's message
 IMPORT_PROBLEMS_SHOWN = 20
 #: words an import file may use for the answers (besides the dataset's class names, which come first)
-ANSWER_WORDS = {"positive": 1, "pos": 1, "+1": 1, "1": 1, "1.0": 1, "+1.0": 1, "negative": -1, "neg": -1,
-                "-1": -1, "-1.0": -1, "skipped": 0, "skip": 0}
+ANSWER_WORDS = {
+    "positive": 1,
+    "pos": 1,
+    "+1": 1,
+    "1": 1,
+    "1.0": 1,
+    "+1.0": 1,
+    "negative": -1,
+    "neg": -1,
+    "-1": -1,
+    "-1.0": -1,
+    "skipped": 0,
+    "skip": 0,
+}
 
 
 @dataclass(frozen=True)
@@ -80,29 +92,44 @@ class RunHistory:
             current = event.undone_at is None
             if current:
                 position += 1
-            rows.append({
-                "label_id": event.label_id,
-                "#": position if current else None,
-                "item": event.item_index,
-                "key": (keys[event.item_index] if keys is not None else None) or "",
-                "answer": names[event.value],
-                "as given": names[given.get(event.label_id, event.value)],
-                "status": "current" if current else ("removed" if removed else "undone"),
-                "when": event.created_at,
-                "heuristic": event.strategy,
-                "score when asked": None if COLD_START_MARK in event.strategy else event.decision_value,
-                "changes": "; ".join(self._describe(c) for c in mine),
-            })
-        return pd.DataFrame(rows, columns=["label_id", "#", "item", "key", "answer", "as given", "status", "when",
-                                           "heuristic", "score when asked", "changes"])
+            rows.append(
+                {
+                    "label_id": event.label_id,
+                    "#": position if current else None,
+                    "item": event.item_index,
+                    "key": (keys[event.item_index] if keys is not None else None) or "",
+                    "answer": names[event.value],
+                    "as given": names[given.get(event.label_id, event.value)],
+                    "status": "current" if current else ("removed" if removed else "undone"),
+                    "when": event.created_at,
+                    "heuristic": event.strategy,
+                    "score when asked": None if COLD_START_MARK in event.strategy else event.decision_value,
+                    "changes": "; ".join(self._describe(c) for c in mine),
+                }
+            )
+        return pd.DataFrame(
+            rows,
+            columns=[
+                "label_id",
+                "#",
+                "item",
+                "key",
+                "answer",
+                "as given",
+                "status",
+                "when",
+                "heuristic",
+                "score when asked",
+                "changes",
+            ],
+        )
 
     def _describe(self, correction) -> str:
         names = self.run.class_names
         when = f"{correction.created_at:%Y-%m-%d %H:%M:%S}"
         if correction.kind == "remove":
             return f"removed by {correction.annotator} at {when}"
-        return (f"{names[correction.old_value]} → {names[correction.new_value]} by {correction.annotator} "
-                f"at {when}")
+        return f"{names[correction.old_value]} → {names[correction.new_value]} by {correction.annotator} at {when}"
 
     # -- changing ----------------------------------------------------------------------------
     def change_label(self, label_id: int, value: int, *, by: Identity | None = None) -> Outcome:
@@ -125,26 +152,41 @@ class RunHistory:
             answer = next((a for a in self.run.answers if a.label_id == label_id), None)
             if answer is None:
                 self.run.rebuild()  # another tab or process may have changed the session: follow the database
-                return self.run.tell(Outcome(False, f"Label {label_id} is not one of this session's current answers "
-                                                    "(undone or removed meanwhile?); nothing was changed.", "warning"))
+                return self.run.tell(
+                    Outcome(
+                        False,
+                        f"Label {label_id} is not one of this session's current answers "
+                        "(undone or removed meanwhile?); nothing was changed.",
+                        "warning",
+                    )
+                )
             names = self.run.class_names
             old = answer.value
             try:
                 if value is None:
                     stored_history.remove_label(self.run.engine, self.run.session_id, label_id, annotator=who)
                 else:
-                    stored_history.change_label(self.run.engine, self.run.session_id, label_id, value=value,
-                                                annotator=who)
+                    stored_history.change_label(
+                        self.run.engine, self.run.session_id, label_id, value=value, annotator=who
+                    )
             except StorageError as error:
                 return self.run.tell(Outcome(False, f"Nothing was changed: {error}", "warning"))
             except SQLAlchemyError as error:
                 logger.warning("session %s: the correction was not stored: %s", self.run.session_id, error)
-                return self.run.tell(Outcome(False, "Nothing was changed: the database could not be written "
-                                                    f"({database_trouble(error)}).", "error"))
+                return self.run.tell(
+                    Outcome(
+                        False,
+                        f"Nothing was changed: the database could not be written ({database_trouble(error)}).",
+                        "error",
+                    )
+                )
             item, pool_index = answer.item_index, self.run.pool_of_item[answer.item_index]
-            what = (f"The {names[old]} answer on item {item} was removed" if value is None else
-                    f"Item {item} changed from {names[old]} to {names[value]}")
-            position = sum(1 for a in self.run.answers[:self.run.answers.index(answer)] if a.value != 0)
+            what = (
+                f"The {names[old]} answer on item {item} was removed"
+                if value is None
+                else f"Item {item} changed from {names[old]} to {names[value]}"
+            )
+            position = sum(1 for a in self.run.answers[: self.run.answers.index(answer)] if a.value != 0)
             try:
                 if value is None:
                     correction = self.run.loop.remove_label(pool_index)
@@ -157,23 +199,36 @@ class RunHistory:
                 if self.readouts.n_labels:
                     self.run.check_decision_values([p for p, v in self.run.loop.events if v != 0])
             except Exception as error:
-                return self.run.cannot_go_on(error, f"{what} (saved), but session {self.run.session_id}'s model "
-                                                    "could not learn the correction")
+                return self.run.cannot_go_on(
+                    error, f"{what} (saved), but session {self.run.session_id}'s model could not learn the correction"
+                )
             self.readouts.forget_metrics()  # the AUC of the scores when asked is taken over the labels as they stand
             self.run.last_update_ms = None
             self.run.version += 1
             self.snapshots.label_ids = None  # (the corrected answer keeps its id: the snapshots are behind)
             self.run.ask()
-            how = ("the model is unchanged" if old == 0 else
-                   f"the model was rebuilt from the {self.readouts.n_labels} labels" if not correction.exact else
-                   "unlearned (exact)" if value is None else "unlearned and learned again (exact)")
+            how = (
+                "the model is unchanged"
+                if old == 0
+                else f"the model was rebuilt from the {self.readouts.n_labels} labels"
+                if not correction.exact
+                else "unlearned (exact)"
+                if value is None
+                else "unlearned and learned again (exact)"
+            )
             said = f"{what}: {how}, {correction.update_ms:.0f} ms."
             if value is None:
                 said += " The item can be asked about again."
             if self.snapshots.save_snapshot() is None and self.snapshots.snapshot_error:
-                return self.run.tell(Outcome(True, f"{said} The model snapshot could not be stored "
-                                                   f"({self.snapshots.snapshot_error}); the next start replays the "
-                                                   "labels.", "warning"))
+                return self.run.tell(
+                    Outcome(
+                        True,
+                        f"{said} The model snapshot could not be stored "
+                        f"({self.snapshots.snapshot_error}); the next start replays the "
+                        "labels.",
+                        "warning",
+                    )
+                )
             return self.run.tell(Outcome(True, said))
 
     # -- labels from elsewhere --------------------------------------------------------------------
@@ -205,30 +260,40 @@ class RunHistory:
             found = items.get(key)
             if found is None or (isinstance(found, list) and len(found) != 1):
                 dataset = self.run.dataset.name
-                problems.append(f"{where}: key '{key}' is not an item of dataset '{dataset}'." if not found
-                                else f"{where}: key '{key}' names {len(found)} items of the dataset.")
+                problems.append(
+                    f"{where}: key '{key}' is not an item of dataset '{dataset}'."
+                    if not found
+                    else f"{where}: key '{key}' names {len(found)} items of the dataset."
+                )
                 continue
             item = found[0]
             value = answers_by_word.get(word.lower())
             if value is None:
-                problems.append(f"{where}: label '{word}' is neither '{names[1]}' (positive) nor '{names[-1]}' "
-                                "(negative).")
+                problems.append(
+                    f"{where}: label '{word}' is neither '{names[1]}' (positive) nor '{names[-1]}' (negative)."
+                )
                 continue
             if item not in self.run.pool_of_item:
-                problems.append(f"{where}: item '{key}' is held out to evaluate this session (the dataset's true "
-                                "labels are used there).")
+                problems.append(
+                    f"{where}: item '{key}' is held out to evaluate this session (the dataset's true "
+                    "labels are used there)."
+                )
                 continue
             if item in planned:
                 if planned[item][0] != value:
-                    problems.append(f"{where}: item '{key}' is '{names[planned[item][0]]}' in row "
-                                    f"{planned[item][1]} and '{names[value]}' here.")
+                    problems.append(
+                        f"{where}: item '{key}' is '{names[planned[item][0]]}' in row "
+                        f"{planned[item][1]} and '{names[value]}' here."
+                    )
                 continue
             if item in current:
                 if current[item] == value:
                     already += 1
                 else:
-                    problems.append(f"{where}: item '{key}' is already '{names[current[item]]}' in this session "
-                                    "(change it in the label history).")
+                    problems.append(
+                        f"{where}: item '{key}' is already '{names[current[item]]}' in this session "
+                        "(change it in the label history)."
+                    )
                 continue
             planned[item] = (value, row_number)
             answers.append((item, value))
@@ -245,8 +310,9 @@ class RunHistory:
                 found.setdefault(str(key).strip(), []).append(i)
         return found
 
-    def import_labels(self, data: bytes, *, key_column: str, label_column: str, source: str = "the file",
-                      by: Identity | None = None) -> Outcome:
+    def import_labels(
+        self, data: bytes, *, key_column: str, label_column: str, source: str = "the file", by: Identity | None = None
+    ) -> Outcome:
         """Add the labels of an import file to the session, all or none, under ``by``'s name (the session's
         annotator by default).
 
@@ -262,38 +328,59 @@ class RunHistory:
             if plan.problems:
                 shown = plan.problems[:IMPORT_PROBLEMS_SHOWN]
                 more = len(plan.problems) - len(shown)
-                raise ServiceError(f"Nothing was imported from {source}: {len(plan.problems)} row"
-                                   f"{'s' if len(plan.problems) != 1 else ''} cannot be used. "
-                                   + " ".join(shown) + (f" … and {more} more." if more else ""))
+                raise ServiceError(
+                    f"Nothing was imported from {source}: {len(plan.problems)} row"
+                    f"{'s' if len(plan.problems) != 1 else ''} cannot be used. "
+                    + " ".join(shown)
+                    + (f" … and {more} more." if more else "")
+                )
             if not plan.answers:
-                return self.run.tell(Outcome(True, f"Nothing to import from {source}: its {plan.already} labels are "
-                                                   "already in this session.", "info"))
+                return self.run.tell(
+                    Outcome(
+                        True,
+                        f"Nothing to import from {source}: its {plan.already} labels are already in this session.",
+                        "info",
+                    )
+                )
             try:
                 stored = stored_history.record_labels(
-                    self.run.engine, self.run.session_id, plan.answers,
+                    self.run.engine,
+                    self.run.session_id,
+                    plan.answers,
                     annotator=by.name if by else self.run.info.annotator,
                     strategy=IMPORTED,
-                    solver=self.run.info.solver, model_version=len(self.run.answers))
+                    solver=self.run.info.solver,
+                    model_version=len(self.run.answers),
+                )
             except StorageError as error:
                 raise ServiceError(f"Nothing was imported from {source}: {error}") from None
             except SQLAlchemyError as error:
-                raise ServiceError(f"Nothing was imported from {source}: the database could not be written "
-                                   f"({database_trouble(error)}).") from None
+                raise ServiceError(
+                    f"Nothing was imported from {source}: the database could not be written "
+                    f"({database_trouble(error)})."
+                ) from None
             self.run.answers.extend(Answer(e.item_index, e.value, None, e.label_id) for e in stored)
             try:
                 self.run.loop.replay([(self.run.pool_of_item[e.item_index], e.value) for e in stored])
                 self.run.check_decision_values([self.run.pool_of_item[e.item_index] for e in stored if e.value != 0])
             except Exception as error:
-                return self.run.cannot_go_on(error, f"The {len(stored)} imported answers are saved, but session "
-                                                    f"{self.run.session_id}'s model could not learn them")
+                return self.run.cannot_go_on(
+                    error,
+                    f"The {len(stored)} imported answers are saved, but session "
+                    f"{self.run.session_id}'s model could not learn them",
+                )
             self.run.last_update_ms = None
             self.run.version += 1
             self.run.ask()
             values = np.array([e.value for e in stored])
-            said = (f"Imported {len(stored)} answers from {source} ({int((values == 1).sum())} "
-                    f"{self.run.class_names[1]}, {int((values == -1).sum())} {self.run.class_names[-1]}"
-                    + (f", {int((values == 0).sum())} skipped" if (values == 0).any() else "") + ")"
-                    + (f"; {plan.already} were already here" if plan.already else "") + ".")
+            said = (
+                f"Imported {len(stored)} answers from {source} ({int((values == 1).sum())} "
+                f"{self.run.class_names[1]}, {int((values == -1).sum())} {self.run.class_names[-1]}"
+                + (f", {int((values == 0).sum())} skipped" if (values == 0).any() else "")
+                + ")"
+                + (f"; {plan.already} were already here" if plan.already else "")
+                + "."
+            )
             if self.snapshots.save_snapshot() is None and self.snapshots.snapshot_error:
                 said += f" The model snapshot could not be stored ({self.snapshots.snapshot_error})."
             return self.run.tell(Outcome(True, said))

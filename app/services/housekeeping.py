@@ -34,8 +34,12 @@ class Housekeeping:
         if run is not None:
             run.info = repo.get_session(self.engine, session_id)
         info = repo.get_session(self.engine, session_id)
-        return Outcome(True, f"Session {session_id} is now called '{info.name}'." if info.name else
-                       f"Session {session_id} has no name any more.")
+        return Outcome(
+            True,
+            f"Session {session_id} is now called '{info.name}'."
+            if info.name
+            else f"Session {session_id} has no name any more.",
+        )
 
     def reopen_session(self, session_id: int, *, by: Identity | None = None) -> Outcome:
         """Make a closed session active again (it is rebuilt from its labels when opened)."""
@@ -65,11 +69,14 @@ class Housekeeping:
 
 def describe_contents(contents: stored_history.DatasetContents) -> str:
     """'its 1,797 items, 2 labelling sessions (ada, bea) with 120 answers and 1 comparison'."""
+
     def count(n: int, word: str) -> str:
         return f"{n:,} {word}{'' if n == 1 else 's'}"
 
     sessions = count(contents.n_sessions, "labelling session")
     if contents.annotators:
         sessions += f" ({', '.join(contents.annotators)})"
-    return (f"its {count(contents.n_items, 'item')}, {sessions} with {count(contents.n_labels, 'stored answer')} "
-            f"and {count(contents.n_comparisons, 'comparison')}")
+    return (
+        f"its {count(contents.n_items, 'item')}, {sessions} with {count(contents.n_labels, 'stored answer')} "
+        f"and {count(contents.n_comparisons, 'comparison')}"
+    )

@@ -113,8 +113,7 @@ class ScaledItems:
         where = [self._where(i) for i in np.asarray(item).tolist()]
         pool_rows = [k for in_pool, k in where if in_pool]
         eval_rows = [k for in_pool, k in where if not in_pool]
-        parts = [self.pool_X[np.asarray(pool_rows, dtype=np.intp)],
-                 self.eval_X[np.asarray(eval_rows, dtype=np.intp)]]
+        parts = [self.pool_X[np.asarray(pool_rows, dtype=np.intp)], self.eval_X[np.asarray(eval_rows, dtype=np.intp)]]
         stacked = sp.vstack(parts, format="csr") if sp.issparse(self.pool_X) else np.concatenate(parts)
         order = np.argsort([not in_pool for in_pool, _ in where], kind="stable")  # pool rows came first
         return stacked[np.argsort(order, kind="stable")]
@@ -234,8 +233,7 @@ class LabellingRun:
     def _load_arrays(self) -> None:
         """The dataset's features (scaled as the session asks) and the pool / evaluation split."""
         # read-only: only rows are gathered from it (the scaled pool and evaluation parts)
-        X, y_true, feature_names, display = repo.load_dataset_arrays(self.engine, self.info.dataset_id,
-                                                                     writable=False)
+        X, y_true, feature_names, display = repo.load_dataset_arrays(self.engine, self.info.dataset_id, writable=False)
         self.y_true = None if y_true is None else np.asarray(y_true, dtype=np.int64)
         self.feature_names = list(feature_names)
         self.display = display
@@ -246,8 +244,9 @@ class LabellingRun:
         self.pool_of_item = PoolPositions(self.pool_items, X.shape[0])
         # only the pool's and the evaluation's rows are scaled (statistics from every row): the
         # scaled ones are held once, shared with the loop and solver
-        self.pool_X, self.eval_X = scaled_row_blocks(X, self.scaling, numeric_columns(self.dataset.meta),
-                                                     self.pool_items, self.eval_items)
+        self.pool_X, self.eval_X = scaled_row_blocks(
+            X, self.scaling, numeric_columns(self.dataset.meta), self.pool_items, self.eval_items
+        )
         self.X = ScaledItems(self.pool_X, self.pool_of_item, self.eval_X, self.eval_items, X.shape[0])
         # the raw values, for showing an item: unscaled, the pool and evaluation rows are the raw rows;
         # scaled and dense, they are read from the database when shown (the whole matrix is not kept);
@@ -258,9 +257,16 @@ class LabellingRun:
             self.X_raw = X
         else:
             self.X_raw = StoredRows(self.engine, self.info.dataset_id, X.shape[0], X.shape[1])
-        self.item_display = ItemDisplay(display=display, meta=self.dataset.meta, feature_names=self.feature_names,
-                                        raw_rows=self.X_raw, scaled_rows=self.X, pool_rows=self.pool_X,
-                                        model=lambda: self.loop, lock=self.lock)
+        self.item_display = ItemDisplay(
+            display=display,
+            meta=self.dataset.meta,
+            feature_names=self.feature_names,
+            raw_rows=self.X_raw,
+            scaled_rows=self.X,
+            pool_rows=self.pool_X,
+            model=lambda: self.loop,
+            lock=self.lock,
+        )
 
     def _loop_config(self) -> dict[str, Any]:
         """The loop's keyword arguments (with the pool and evaluation data: ``_loop_data``)."""
@@ -294,8 +300,10 @@ class LabellingRun:
             self._replay_events()
         except Exception as error:
             self._keep_stored_answers()
-            self.cannot_go_on(error, f"Session {self.session_id}'s model could not be rebuilt from its "
-                                     f"{len(self.answers)} stored answers")
+            self.cannot_go_on(
+                error,
+                f"Session {self.session_id}'s model could not be rebuilt from its {len(self.answers)} stored answers",
+            )
 
     def _replay_events(self) -> None:
         if self.X is None:
@@ -310,8 +318,9 @@ class LabellingRun:
                     "labelling pool (it belongs to the evaluation split)."
                 )
             pairs.append((self.pool_of_item[event.item_index], int(event.value)))
-            self.answers.append(Answer(event.item_index, int(event.value), event.decision_value, event.label_id,
-                                       event.strategy))
+            self.answers.append(
+                Answer(event.item_index, int(event.value), event.decision_value, event.label_id, event.strategy)
+            )
         self.readouts.forget_metrics()
         self.stopping.settings = stopping_settings(repo.get_session(self.engine, self.session_id).params)
         self.stopping.restore({}, 0)
@@ -320,11 +329,11 @@ class LabellingRun:
         self.loop, self.resumed_from = self.snapshots.from_snapshot(pairs, data), None
         if self.loop is not None:
             self.resumed_from = len(self.loop.events)
-            self.snapshots.label_ids = [a.label_id for a in self.answers[:self.resumed_from]]
+            self.snapshots.label_ids = [a.label_id for a in self.answers[: self.resumed_from]]
         else:
             self.loop = ActiveLearningLoop.from_settings(settings, **data)
         positives = sum(1 for _, value in self.loop.events if value > 0)
-        for pair in pairs[len(self.loop.events):]:  # one at a time: the stability rule reads the model as it goes
+        for pair in pairs[len(self.loop.events) :]:  # one at a time: the stability rule reads the model as it goes
             self.loop.replay([pair])
             positives += pair[1] > 0
             if pair[1] != 0:
@@ -342,27 +351,35 @@ class LabellingRun:
             return
         values = np.asarray(self.loop.solver.decision_function(np.asarray(pool_indices, dtype=np.intp)), dtype=float)
         if not np.all(np.isfinite(values)):
-            raise ServiceError("the model's decision values are not finite numbers (features too large for the "
-                               "kernel?)")
+            raise ServiceError(
+                "the model's decision values are not finite numbers (features too large for the kernel?)"
+            )
 
     def _keep_stored_answers(self) -> None:
         """Read the answers again from the database (a failed rebuild may have stopped half-way)."""
         try:
-            self.answers = [Answer(e.item_index, int(e.value), e.decision_value, e.label_id, e.strategy)
-                            for e in repo.label_events(self.engine, self.session_id)]
+            self.answers = [
+                Answer(e.item_index, int(e.value), e.decision_value, e.label_id, e.strategy)
+                for e in repo.label_events(self.engine, self.session_id)
+            ]
         except Exception:  # the database too: keep what this run knew
             logger.exception("session %s: the stored answers could not be read", self.session_id)
 
     def cannot_go_on(self, error: Exception, what: str) -> Outcome:
         """Drop the model, keep the labels, and say why: ``what`` happened, and the error's own text."""
         logger.error("session %s: %s", self.session_id, what, exc_info=error)
-        cause = str(error).strip() if isinstance(error, ServiceError | StorageError) else \
-            f"{type(error).__name__}: {str(error).strip()}"
+        cause = (
+            str(error).strip()
+            if isinstance(error, ServiceError | StorageError)
+            else f"{type(error).__name__}: {str(error).strip()}"
+        )
         if len(cause) > CAUSE_CHARS:
             cause = cause[:CAUSE_CHARS] + "…"
         self.problem_cause = cause
-        self.problem = (f"{what} ({cause}). Its labels are kept: export them on the Export page, or close "
-                        "this session and start a new one.")
+        self.problem = (
+            f"{what} ({cause}). Its labels are kept: export them on the Export page, or close "
+            "this session and start a new one."
+        )
         self.loop = None
         self.shown = None
         self.last_update_ms = None
@@ -422,24 +439,44 @@ class LabellingRun:
             if shown is None:
                 return self.tell(Outcome(False, "Every item in the pool has been answered.", "warning"))
             if value == 0 and shown.strategy == CHECK_STRATEGY:
-                return self.tell(Outcome(False, "Skip is not available during the recall check: the test needs an "
-                                                "answer for every item it draws. Label it, or stop the check.",
-                                         "warning"))
+                return self.tell(
+                    Outcome(
+                        False,
+                        "Skip is not available during the recall check: the test needs an "
+                        "answer for every item it draws. Label it, or stop the check.",
+                        "warning",
+                    )
+                )
             if item_index is not None and int(item_index) != shown.item_index:
                 already = next((a for a in reversed(self.answers) if a.item_index == int(item_index)), None)
                 if already is not None:
-                    return self.tell(Outcome(
-                        False,
-                        f"Item {item_index} was already answered ({VALUE_NAMES[already.value]}); "
-                        "the second click was ignored.", "warning"))
-                return self.tell(Outcome(False, f"Item {item_index} is no longer the item on screen; "
-                                                "nothing was recorded.", "warning"))
+                    return self.tell(
+                        Outcome(
+                            False,
+                            f"Item {item_index} was already answered ({VALUE_NAMES[already.value]}); "
+                            "the second click was ignored.",
+                            "warning",
+                        )
+                    )
+                return self.tell(
+                    Outcome(
+                        False, f"Item {item_index} is no longer the item on screen; nothing was recorded.", "warning"
+                    )
+                )
             try:
                 stored = repo.record_label(
-                    self.engine, self.session_id, item_index=shown.item_index, value=value,
-                    annotator=self.info.annotator, strategy=shown.strategy, solver=self.info.solver,
-                    decision_value=shown.score, model_version=len(self.answers),
-                    update_ms=self.last_update_ms, query_ms=shown.query_ms)
+                    self.engine,
+                    self.session_id,
+                    item_index=shown.item_index,
+                    value=value,
+                    annotator=self.info.annotator,
+                    strategy=shown.strategy,
+                    solver=self.info.solver,
+                    decision_value=shown.score,
+                    model_version=len(self.answers),
+                    update_ms=self.last_update_ms,
+                    query_ms=shown.query_ms,
+                )
             except DuplicateLabelError as error:
                 # stored once already (another tab or process): take the database's view
                 self.rebuild()
@@ -448,23 +485,34 @@ class LabellingRun:
                 return self.tell(Outcome(False, f"Nothing was recorded: {error}", "error"))
             except SQLAlchemyError as error:  # e.g. the disk is full
                 return self.not_recorded(error)
-            self.answers.append(Answer(shown.item_index, value, shown.score, getattr(stored, "label_id", None),
-                                       shown.strategy))
+            self.answers.append(
+                Answer(shown.item_index, value, shown.score, getattr(stored, "label_id", None), shown.strategy)
+            )
             try:
                 self._learn(shown, value)
             except Exception as error:
-                return self.cannot_go_on(error, f"Item {shown.item_index} ({VALUE_NAMES[value]}) is saved, but "
-                                                f"session {self.session_id}'s model could not learn it")
+                return self.cannot_go_on(
+                    error,
+                    f"Item {shown.item_index} ({VALUE_NAMES[value]}) is saved, but "
+                    f"session {self.session_id}'s model could not learn it",
+                )
             said = f"Item {shown.item_index}: {VALUE_NAMES[value]}"
             note = self.stopping.after_answer()
             if note:
                 said = f"{said}. {note}"
-            if len(self.answers) % SNAPSHOT_EVERY == 0 and self.snapshots.save_snapshot() is None \
-                    and self.snapshots.snapshot_error:
-                return self.tell(Outcome(
-                    True, f"{said} (saved). The model snapshot could not be stored ({self.snapshots.snapshot_error}); "
-                          "labelling goes on, and the next start replays the answers since the last snapshot.",
-                    "warning"))
+            if (
+                len(self.answers) % SNAPSHOT_EVERY == 0
+                and self.snapshots.save_snapshot() is None
+                and self.snapshots.snapshot_error
+            ):
+                return self.tell(
+                    Outcome(
+                        True,
+                        f"{said} (saved). The model snapshot could not be stored ({self.snapshots.snapshot_error}); "
+                        "labelling goes on, and the next start replays the answers since the last snapshot.",
+                        "warning",
+                    )
+                )
             return self.tell(Outcome(True, f"{said}."))
 
     def refusal(self, by: Identity | None) -> Outcome | None:
@@ -482,8 +530,11 @@ class LabellingRun:
     def not_recorded(self, error: SQLAlchemyError) -> Outcome:
         """The answer met a failing database (a full disk, a server restarting): nothing was stored."""
         logger.warning("session %s: the label was not stored: %s", self.session_id, error)
-        return self.tell(Outcome(False, "Nothing was recorded: the database could not be written "
-                                        f"({database_trouble(error)}).", "error"))
+        return self.tell(
+            Outcome(
+                False, f"Nothing was recorded: the database could not be written ({database_trouble(error)}).", "error"
+            )
+        )
 
     def _learn(self, shown: ShownItem, value: int) -> None:
         """The loop learns a stored answer, then asks its next question."""
@@ -524,9 +575,14 @@ class LabellingRun:
                 return refused
             if event is None and last is not None:
                 self.rebuild()  # follow the database
-                return self.tell(Outcome(
-                    False, f"Nothing was undone: another tab or process has answered since item "
-                           f"{last.item_index}, or undone that answer; the session is shown as stored.", "warning"))
+                return self.tell(
+                    Outcome(
+                        False,
+                        f"Nothing was undone: another tab or process has answered since item "
+                        f"{last.item_index}, or undone that answer; the session is shown as stored.",
+                        "warning",
+                    )
+                )
             if event is None:
                 return self.tell(Outcome(False, "Nothing to undo.", "warning"))
             if last is None or last.label_id != event.label_id:
@@ -561,9 +617,23 @@ class LabellingRun:
 
 #: the parts' methods and read-outs the pages call on the run (``run.name`` is ``run.part.name``)
 FORWARDED: dict[str, tuple[type, tuple[str, ...]]] = {
-    "readouts": (RunReadouts, (
-        "n_labels", "n_skips", "n_positive", "n_seen", "looking_for", "sparse_model", "has_evaluation", "history",
-        "evaluation_scores", "roc", "model_state", "hyper_words")),
+    "readouts": (
+        RunReadouts,
+        (
+            "n_labels",
+            "n_skips",
+            "n_positive",
+            "n_seen",
+            "looking_for",
+            "sparse_model",
+            "has_evaluation",
+            "history",
+            "evaluation_scores",
+            "roc",
+            "model_state",
+            "hyper_words",
+        ),
+    ),
     "stopping": (RunStopping, ("checking", "stopping_status", "set_stopping", "start_check", "stop_check")),
     "snapshots": (RunSnapshots, ("save_snapshot", "snapshot_error", "snapshot_events", "snapshot_is_behind")),
     "label_history": (RunHistory, ("label_table", "change_label", "remove_label", "plan_import", "import_labels")),

@@ -32,25 +32,85 @@ from storage.engine import database_url, init_db, make_engine
 
 #: the methods of the facade, by the part that does them (``service.name(...)`` is ``service.part.name(...)``)
 FORWARDED: dict[str, tuple[type, tuple[str, ...]]] = {
-    "accounts": (Accounts, (
-        "ensure_owner", "nobody_signed_in_yet", "sign_in", "sign_in_external", "sign_in_ended", "acting",
-        "require_owner", "still_valid", "begin_browser_sign_in", "redeem_browser_ticket", "browser_identity",
-        "sign_out", "create_account", "change_password", "set_disabled")),
-    "datasets": (Datasets, (
-        "dataset", "ensure_demo_dataset", "bundled_names", "import_bundled", "preview_csv", "column_values",
-        "import_csv", "set_eval_fraction")),
-    "sessions": (Sessions, (
-        "start_session", "open_demo_session", "open_session", "save_snapshots", "close_session", "known_problem",
-        "is_open", "forget_runs")),
-    "housekeeping": (Housekeeping, (
-        "session", "rename_session", "reopen_session", "dataset_contents", "delete_dataset")),
+    "accounts": (
+        Accounts,
+        (
+            "ensure_owner",
+            "nobody_signed_in_yet",
+            "sign_in",
+            "sign_in_external",
+            "sign_in_ended",
+            "acting",
+            "require_owner",
+            "still_valid",
+            "begin_browser_sign_in",
+            "redeem_browser_ticket",
+            "browser_identity",
+            "sign_out",
+            "create_account",
+            "change_password",
+            "set_disabled",
+        ),
+    ),
+    "datasets": (
+        Datasets,
+        (
+            "dataset",
+            "ensure_demo_dataset",
+            "bundled_names",
+            "import_bundled",
+            "preview_csv",
+            "column_values",
+            "import_csv",
+            "set_eval_fraction",
+        ),
+    ),
+    "sessions": (
+        Sessions,
+        (
+            "start_session",
+            "open_demo_session",
+            "open_session",
+            "save_snapshots",
+            "close_session",
+            "known_problem",
+            "is_open",
+            "forget_runs",
+        ),
+    ),
+    "housekeeping": (
+        Housekeeping,
+        ("session", "rename_session", "reopen_session", "dataset_contents", "delete_dataset"),
+    ),
     "exports": (Exports, ("annotators", "export_file_name", "export_labels")),
-    "comparisons": (Comparisons, (
-        "comparison_scheduler", "run_comparison", "summary_frame", "reference_note", "stop_summary_frame",
-        "comparison", "session_curves")),
-    "projects": (Projects, (
-        "create_project", "set_project_find", "add_member", "members", "save_project_snapshots", "open_project",
-        "project_for", "settle", "agreement_csv", "own_history", "own_answer_names")),
+    "comparisons": (
+        Comparisons,
+        (
+            "comparison_scheduler",
+            "run_comparison",
+            "summary_frame",
+            "reference_note",
+            "stop_summary_frame",
+            "comparison",
+            "session_curves",
+        ),
+    ),
+    "projects": (
+        Projects,
+        (
+            "create_project",
+            "set_project_find",
+            "add_member",
+            "members",
+            "save_project_snapshots",
+            "open_project",
+            "project_for",
+            "settle",
+            "agreement_csv",
+            "own_history",
+            "own_answer_names",
+        ),
+    ),
 }
 #: settings of the sign-in checks (``Accounts``), read and set on the facade too (tests shorten the pauses)
 ACCOUNT_SETTINGS = ("failure_delay_s", "verify_wait_s", "verifications")
@@ -93,9 +153,11 @@ class MarginLab:
 
 
 def _account_setting(name: str) -> property:
-    return property(lambda self: getattr(self.accounts, name),
-                    lambda self, value: setattr(self.accounts, name, value),
-                    doc=f"``accounts.{name}``")
+    return property(
+        lambda self: getattr(self.accounts, name),
+        lambda self, value: setattr(self.accounts, name, value),
+        doc=f"``accounts.{name}``",
+    )
 
 
 for _part, (_source, _names) in FORWARDED.items():

@@ -35,8 +35,15 @@ MAX_HITS = 50
 QUERY_CHARS = 300
 #: at most this many characters of an item's text in a hit
 HIT_CHARS = 240
-_COMPARISONS = {"<=": operator.le, ">=": operator.ge, "!=": operator.ne, "==": operator.eq, "=": operator.eq,
-                "<": operator.lt, ">": operator.gt}
+_COMPARISONS = {
+    "<=": operator.le,
+    ">=": operator.ge,
+    "!=": operator.ne,
+    "==": operator.eq,
+    "=": operator.eq,
+    "<": operator.lt,
+    ">": operator.gt,
+}
 _FILTER = re.compile(r"^\s*(?P<column>.+?)\s*(?P<op><=|>=|!=|==|=|<|>)\s*(?P<value>[^<>=!]+?)\s*$")
 
 
@@ -59,8 +66,11 @@ class SearchResult:
     def message(self) -> str:
         """What the search found, in words (for people)."""
         if self.n_matches == 0:
-            held = (f" ({self.n_held_out} matching items are held out for evaluation and cannot be labelled)"
-                    if self.n_held_out else "")
+            held = (
+                f" ({self.n_held_out} matching items are held out for evaluation and cannot be labelled)"
+                if self.n_held_out
+                else ""
+            )
             return f"No item of the pool matches this {self.how} search{held}."
         shown = f"; the first {len(self.hits)} are listed" if len(self.hits) < self.n_matches else ""
         held = f"; {self.n_held_out} more are held out for evaluation" if self.n_held_out else ""
@@ -81,15 +91,17 @@ def query_terms(query: str) -> list[str]:
     """The words and "quoted phrases" of a query, lower case (all of them must occur in a match)."""
     terms = [t.strip().lower() for pair in re.findall(r'"([^"]*)"|(\S+)', query) for t in pair if t.strip()]
     if not terms:
-        raise ServiceError("Type words or a \"quoted phrase\" to search for.")
+        raise ServiceError('Type words or a "quoted phrase" to search for.')
     return terms
 
 
 def match_words(texts: Sequence[str | None], query: str) -> np.ndarray:
     """Items whose text holds every word and phrase of ``query`` (case-insensitive, as substrings)."""
     terms = query_terms(query)
-    return np.asarray([i for i, text in enumerate(texts)
-                       if text is not None and all(t in str(text).lower() for t in terms)], dtype=np.intp)
+    return np.asarray(
+        [i for i, text in enumerate(texts) if text is not None and all(t in str(text).lower() for t in terms)],
+        dtype=np.intp,
+    )
 
 
 def match_substructure(smiles: Sequence[str | None], pattern: str) -> np.ndarray:
@@ -118,8 +130,10 @@ def parse_filter(expression: str, columns: Sequence[str]) -> tuple[int, str, flo
     """``column op number`` (op one of < <= > >= = !=) -> (column position, op, number)."""
     found = _FILTER.match(expression)
     if not found:
-        raise ServiceError("Write a column filter as column, comparison, number: for example "
-                           f"'{columns[0] if columns else 'age'} > 2' (comparisons: < <= > >= = !=).")
+        raise ServiceError(
+            "Write a column filter as column, comparison, number: for example "
+            f"'{columns[0] if columns else 'age'} > 2' (comparisons: < <= > >= = !=)."
+        )
     name, op, value = found["column"].strip(), found["op"], found["value"].strip()
     if name not in columns:
         listed = ", ".join(columns[:12]) + (", …" if len(columns) > 12 else "")
@@ -185,8 +199,11 @@ class RunPriors:
                 text = text if len(text) <= HIT_CHARS else text[:HIT_CHARS] + "…"
             keys = self.run.display.item_keys
             value = answered.get(item)
-            hits.append(SearchHit(item, None if keys is None else keys[item], text,
-                                  None if value is None else VALUE_NAMES[value]))
+            hits.append(
+                SearchHit(
+                    item, None if keys is None else keys[item], text, None if value is None else VALUE_NAMES[value]
+                )
+            )
         return SearchResult(how, tuple(hits), int(len(pool_hits)), int(np.count_nonzero(~in_pool)))
 
     def mark_known(self, item_index: int, value: int, *, by: Identity | None = None) -> Outcome:
@@ -201,29 +218,55 @@ class RunPriors:
                 return refused
             item = int(item_index)
             if not 0 <= item < len(self.run.X):
-                return self.run.tell(Outcome(False, f"There is no item {item} in this dataset "
-                                                    f"(0..{len(self.run.X) - 1}).", "error"))
+                return self.run.tell(
+                    Outcome(False, f"There is no item {item} in this dataset (0..{len(self.run.X) - 1}).", "error")
+                )
             if item not in self.run.pool_of_item:
-                return self.run.tell(Outcome(False, f"Item {item} is held out for evaluation (the session's "
-                                                    "evaluation split): it cannot be labelled, so it cannot be a "
-                                                    "known item.", "error"))
+                return self.run.tell(
+                    Outcome(
+                        False,
+                        f"Item {item} is held out for evaluation (the session's "
+                        "evaluation split): it cannot be labelled, so it cannot be a "
+                        "known item.",
+                        "error",
+                    )
+                )
             already = next((a for a in self.run.answers if a.item_index == item), None)
             if already is not None:
-                return self.run.tell(Outcome(False, f"Item {item} is already answered "
-                                                    f"({VALUE_NAMES[already.value]}); change it on the History "
-                                                    "page.", "warning"))
+                return self.run.tell(
+                    Outcome(
+                        False,
+                        f"Item {item} is already answered "
+                        f"({VALUE_NAMES[already.value]}); change it on the History "
+                        "page.",
+                        "warning",
+                    )
+                )
             if self.stopping.checking:
-                return self.run.tell(Outcome(False, "Known items cannot be added during the recall check: its test "
-                                                    "needs the random draws alone. Finish or stop the check first.",
-                                             "warning"))
+                return self.run.tell(
+                    Outcome(
+                        False,
+                        "Known items cannot be added during the recall check: its test "
+                        "needs the random draws alone. Finish or stop the check first.",
+                        "warning",
+                    )
+                )
             pool_index = self.run.pool_of_item[item]
             score = float(self.run.loop.solver.decision_function(np.array([pool_index], dtype=np.intp))[0])
             try:
                 stored = repo.record_label(
-                    self.run.engine, self.run.session_id, item_index=item, value=value,
+                    self.run.engine,
+                    self.run.session_id,
+                    item_index=item,
+                    value=value,
                     annotator=self.run.info.annotator,
-                    strategy=PRIOR, solver=self.run.info.solver, decision_value=score if np.isfinite(score) else None,
-                    model_version=len(self.run.answers), update_ms=self.run.last_update_ms, query_ms=None)
+                    strategy=PRIOR,
+                    solver=self.run.info.solver,
+                    decision_value=score if np.isfinite(score) else None,
+                    model_version=len(self.run.answers),
+                    update_ms=self.run.last_update_ms,
+                    query_ms=None,
+                )
             except DuplicateLabelError as error:
                 self.run.rebuild()
                 return self.run.tell(Outcome(False, f"{error} Nothing was recorded twice.", "warning"))
@@ -231,14 +274,18 @@ class RunPriors:
                 return self.run.tell(Outcome(False, f"Nothing was recorded: {error}", "error"))
             except SQLAlchemyError as error:
                 return self.run.not_recorded(error)
-            self.run.answers.append(Answer(item, value, score if np.isfinite(score) else None,
-                                           getattr(stored, "label_id", None), PRIOR))
+            self.run.answers.append(
+                Answer(item, value, score if np.isfinite(score) else None, getattr(stored, "label_id", None), PRIOR)
+            )
             try:
                 row = self.run.loop.teach(pool_index, value, provenance=PRIOR)
                 self.run.check_decision_values([pool_index])
             except Exception as error:
-                return self.run.cannot_go_on(error, f"Item {item} (known {VALUE_NAMES[value]}) is saved, but "
-                                                    f"session {self.run.session_id}'s model could not learn it")
+                return self.run.cannot_go_on(
+                    error,
+                    f"Item {item} (known {VALUE_NAMES[value]}) is saved, but "
+                    f"session {self.run.session_id}'s model could not learn it",
+                )
             self.run.last_update_ms = float(row.update_ms)
             self.stopping.record_checkpoint_at(self.readouts.n_labels, self.readouts.n_positive)
             self.run.version += 1
@@ -251,5 +298,17 @@ class RunPriors:
         return sum(1 for a in self.run.answers if a.strategy == PRIOR)
 
 
-__all__ = ["HIT_CHARS", "MAX_HITS", "QUERY_CHARS", "RunPriors", "SearchHit", "SearchResult", "match_filter",
-           "match_substructure", "match_words", "parse_filter", "query_terms", "search_kind"]
+__all__ = [
+    "HIT_CHARS",
+    "MAX_HITS",
+    "QUERY_CHARS",
+    "RunPriors",
+    "SearchHit",
+    "SearchResult",
+    "match_filter",
+    "match_substructure",
+    "match_words",
+    "parse_filter",
+    "query_terms",
+    "search_kind",
+]

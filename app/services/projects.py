@@ -134,9 +134,15 @@ class ProjectRun:
             _, self.model_labels, self.snapshot_seen = resumed
         #: how an item is shown: the same as in a labelling session (the loop's pool is every item)
         self.item_display = ItemDisplay(
-            display=self.display, meta=self.dataset_meta,
-            feature_names=self.feature_names, raw_rows=self.X_raw, scaled_rows=self.X, pool_rows=self.X,
-            model=lambda: self.loop, lock=self.lock)
+            display=self.display,
+            meta=self.dataset_meta,
+            feature_names=self.feature_names,
+            raw_rows=self.X_raw,
+            scaled_rows=self.X,
+            pool_rows=self.X,
+            model=lambda: self.loop,
+            lock=self.lock,
+        )
 
     @property
     def looking_for(self) -> str | None:
@@ -148,9 +154,18 @@ class ProjectRun:
     def _reset(self, loop: ActiveLearningLoop | None = None) -> None:
         """The model and its bookkeeping before the first look at the database (``loop``: one restored
         from a snapshot, else a new one)."""
-        self.loop = loop if loop is not None else ActiveLearningLoop(
-            self.X, strategy=self.info.strategy, solver=self.info.solver, solver_params=self.solver_params or None,
-            strategy_params=self.strategy_params or None, seed=self.info.seed)
+        self.loop = (
+            loop
+            if loop is not None
+            else ActiveLearningLoop(
+                self.X,
+                strategy=self.info.strategy,
+                solver=self.info.solver,
+                solver_params=self.solver_params or None,
+                strategy_params=self.strategy_params or None,
+                seed=self.info.seed,
+            )
+        )
         self.seen: tuple[int, int] = (-1, -1)  # (revision, edits) the model reflects
         self.last_label_id = 0
         self.answers: dict[int, list[teams.ProjectAnswer]] = {}  # item -> active answers in label order
@@ -180,8 +195,13 @@ class ProjectRun:
             return None
         solver_params = dict(self.solver_params)
         solver_params.setdefault("random_state", self.info.seed)  # (as the loop completes them)
-        expected = dict(strategy=self.info.strategy, solver=self.info.solver, solver_params=solver_params,
-                        strategy_params=self.strategy_params, seed=self.info.seed)
+        expected = dict(
+            strategy=self.info.strategy,
+            solver=self.info.solver,
+            solver_params=solver_params,
+            strategy_params=self.strategy_params,
+            seed=self.info.seed,
+        )
         try:
             mine, loop_meta = snapshot.meta.get("project", {}), snapshot.meta.get("loop", {})
             saved = loop_meta.get("config", {})
@@ -189,8 +209,10 @@ class ProjectRun:
                 problem = "unknown snapshot format"
             elif any(saved.get(key) != value for key, value in expected.items()):
                 problem = "the snapshot is for another configuration"
-            elif (not solver_class(self.info.solver).exact_unlearn
-                  and teams.project_revision(self.engine, self.project_id)[1] != snapshot.edits):
+            elif (
+                not solver_class(self.info.solver).exact_unlearn
+                and teams.project_revision(self.engine, self.project_id)[1] != snapshot.edits
+            ):
                 # answers were undone or settled since: without exact unlearning a running process
                 # learns every label again in label order, and so does this one
                 problem = "answers were undone or settled since the snapshot"
@@ -198,8 +220,11 @@ class ProjectRun:
                 loop = ActiveLearningLoop.from_state(snapshot.arrays, loop_meta, X=self.X)
                 labels = {int(item): int(value) for item, value in mine["model_labels"]}
                 learned = loop.labels
-                problem = (None if {int(i): int(learned[i]) for i in np.flatnonzero(learned)} == labels
-                           else "the snapshot's labels are not its model's")
+                problem = (
+                    None
+                    if {int(i): int(learned[i]) for i in np.flatnonzero(learned)} == labels
+                    else "the snapshot's labels are not its model's"
+                )
         except Exception as error:  # whatever is wrong with it, the stored answers rebuild the model
             problem = f"the snapshot could not be read ({type(error).__name__}: {error})"
         if problem is not None:
@@ -221,12 +246,17 @@ class ProjectRun:
             if self.seen[0] < 0:  # (not caught up with the database yet)
                 return None
             arrays, loop_meta = self.loop.to_state()
-            meta = {"loop": loop_meta, "project": {
-                "format": PROJECT_SNAPSHOT_FORMAT, "model_labels": [[i, v] for i, v in self.model_labels.items()]}}
+            meta = {
+                "loop": loop_meta,
+                "project": {
+                    "format": PROJECT_SNAPSHOT_FORMAT,
+                    "model_labels": [[i, v] for i, v in self.model_labels.items()],
+                },
+            }
             try:
                 snapshot_id = teams.save_project_snapshot(
-                    self.engine, self.project_id, revision=self.seen[0], edits=self.seen[1], arrays=arrays,
-                    meta=meta)
+                    self.engine, self.project_id, revision=self.seen[0], edits=self.seen[1], arrays=arrays, meta=meta
+                )
             except (StorageError, SQLAlchemyError, OSError) as error:  # e.g. the disk is full
                 logger.warning("project %s: the model snapshot was not stored: %s", self.project_id, error)
                 return None
@@ -323,8 +353,9 @@ class ProjectRun:
                 item, second, query = self._candidate(excluded)
                 if item is None:
                     return None
-                if teams.reserve_item(self.engine, self.project_id, annotator=name, item_index=item,
-                                      seconds=self.info.reservation_seconds):
+                if teams.reserve_item(
+                    self.engine, self.project_id, annotator=name, item_index=item, seconds=self.info.reservation_seconds
+                ):
                     # An answer ends its reservation in the transaction that stores it: an item answered
                     # since the last look could be reserved again, and the look after reserving shows it.
                     self.sync()
@@ -332,15 +363,19 @@ class ProjectRun:
                         return self._shown(item, second=second, query=query)
                 else:  # someone holds it: look again at what everyone holds and has answered
                     self.sync()
-                    excluded |= {i for i, holder in teams.reserved_items(self.engine, self.project_id).items()
-                                 if holder != name}
+                    excluded |= {
+                        i for i, holder in teams.reserved_items(self.engine, self.project_id).items() if holder != name
+                    }
                 excluded.add(item)
                 excluded |= self.answered_by(name)
             raise ServiceError("Every item offered was taken by another annotator at the same moment; try again.")
 
     def _candidate(self, excluded: set[int]) -> tuple[int | None, bool, Any]:
-        owed = [item for item, answers in self.answers.items()
-                if item not in excluded and 0 < self.given(item) < self.needed(item) and item not in self.settled]
+        owed = [
+            item
+            for item, answers in self.answers.items()
+            if item not in excluded and 0 < self.given(item) < self.needed(item) and item not in self.settled
+        ]
         if owed:
             first = min(owed, key=lambda item: self.answers[item][0].label_id)  # oldest first
             return first, True, None
@@ -355,19 +390,26 @@ class ProjectRun:
 
     def _shown(self, item: int, *, second: bool, query: Any = None) -> ProjectItem:
         if query is not None:
-            score, strategy, reason, ms = float(query.score), str(query.strategy), str(query.reason or ""), \
-                float(query.query_ms)
+            score, strategy, reason, ms = (
+                float(query.score),
+                str(query.strategy),
+                str(query.reason or ""),
+                float(query.query_ms),
+            )
         else:
             score = float(self.loop.pool_scores()[item]) if self.loop.n_labels else float("nan")
             strategy = self.info.strategy
-            reason = "another annotator answered it; the project asks for a second opinion" if second \
-                else "reserved for you"
+            reason = (
+                "another annotator answered it; the project asks for a second opinion" if second else "reserved for you"
+            )
             ms = float("nan")
-        return ProjectItem(item, score if np.isfinite(score) else None, strategy, reason,
-                           ms if np.isfinite(ms) else None, second)
+        return ProjectItem(
+            item, score if np.isfinite(score) else None, strategy, reason, ms if np.isfinite(ms) else None, second
+        )
 
-    def answer(self, name: str, item: int, value: int, shown: ProjectItem | None = None, *,
-               by: Identity | None = None) -> Outcome:
+    def answer(
+        self, name: str, item: int, value: int, shown: ProjectItem | None = None, *, by: Identity | None = None
+    ) -> Outcome:
         """Store member ``name``'s answer to ``item`` (+1, -1, 0 = skip), then learn it with everyone else's.
         ``by``: the signed-in person answering; nothing is stored once their sign-in has ended."""
         value = int(value)
@@ -378,10 +420,18 @@ class ProjectRun:
                 return Outcome(False, ended, "error")
             try:
                 teams.record_answer(
-                    self.engine, self.project_id, annotator=name, item_index=int(item), value=value,
-                    strategy=shown.strategy if shown else self.info.strategy, solver=self.info.solver,
-                    decision_value=shown.score if shown else None, model_version=len(self.model_labels),
-                    update_ms=self.last_update_ms, query_ms=shown.query_ms if shown else None)
+                    self.engine,
+                    self.project_id,
+                    annotator=name,
+                    item_index=int(item),
+                    value=value,
+                    strategy=shown.strategy if shown else self.info.strategy,
+                    solver=self.info.solver,
+                    decision_value=shown.score if shown else None,
+                    model_version=len(self.model_labels),
+                    update_ms=self.last_update_ms,
+                    query_ms=shown.query_ms if shown else None,
+                )
             except DuplicateLabelError as error:
                 self.sync()
                 return Outcome(False, f"{error} Nothing was recorded twice.", "warning")
@@ -400,8 +450,11 @@ class ProjectRun:
             if ended := self.accounts.sign_in_ended(by):
                 return Outcome(False, ended, "error")
             self.sync()
-            last = max((a for answers in self.answers.values() for a in answers if a.annotator == name),
-                       key=lambda a: a.label_id, default=None)
+            last = max(
+                (a for answers in self.answers.values() for a in answers if a.annotator == name),
+                key=lambda a: a.label_id,
+                default=None,
+            )
             if last is None:
                 return Outcome(False, "Nothing to undo.", "warning")
             try:
@@ -410,16 +463,21 @@ class ProjectRun:
                 return Outcome(False, f"Nothing was undone: {error}", "error")
             self.sync()
             if event is None:
-                return Outcome(False, "Nothing was undone: your last answer changed meanwhile (another tab?).",
-                               "warning")
-            teams.reserve_item(self.engine, self.project_id, annotator=name, item_index=event.item_index,
-                               seconds=self.info.reservation_seconds)
+                return Outcome(
+                    False, "Nothing was undone: your last answer changed meanwhile (another tab?).", "warning"
+                )
+            teams.reserve_item(
+                self.engine,
+                self.project_id,
+                annotator=name,
+                item_index=event.item_index,
+                seconds=self.info.reservation_seconds,
+            )
             return Outcome(True, f"Undid {VALUE_NAMES[event.value]} on item {event.item_index}.")
 
     def settle(self, item: int, value: int, by: str, note: str = "") -> Outcome:
         with self.lock:
-            teams.settle(self.engine, self.project_id, item_index=int(item), value=int(value), settled_by=by,
-                         note=note)
+            teams.settle(self.engine, self.project_id, item_index=int(item), value=int(value), settled_by=by, note=note)
             self.sync()
         return Outcome(True, f"Item {item} settled as {VALUE_NAMES[int(value)]}; the model learned it.")
 
@@ -427,8 +485,9 @@ class ProjectRun:
     def agreement(self) -> Agreement:
         with self.lock:
             self.sync()
-            per_item = {item: {a.annotator: a.value for a in answers if a.value != 0}
-                        for item, answers in self.answers.items()}
+            per_item = {
+                item: {a.annotator: a.value for a in answers if a.value != 0} for item, answers in self.answers.items()
+            }
             settled = dict(self.settled)
         overlap = {item: votes for item, votes in per_item.items() if len(votes) >= 2}
         k = int(self.info.labels_per_item)
@@ -442,8 +501,9 @@ class ProjectRun:
             both = [votes for votes in overlap.values() if first in votes and second in votes]
             if both:
                 cohen[(first, second)] = cohen_kappa([v[first] for v in both], [v[second] for v in both])
-        disagreements = sorted(item for item, votes in overlap.items()
-                               if len(set(votes.values())) > 1 and item not in settled)
+        disagreements = sorted(
+            item for item, votes in overlap.items() if len(set(votes.values())) > 1 and item not in settled
+        )
         return Agreement(fleiss, cohen, len(overlap), disagreements, settled, overlap)
 
     def progress(self) -> dict[str, Any]:
@@ -454,9 +514,14 @@ class ProjectRun:
                 for a in answers:
                     by_member[a.annotator] = by_member.get(a.annotator, 0) + 1
             done = sum(1 for item in self.answers if self.given(item) >= self.needed(item))
-            return {"answers": sum(by_member.values()), "by_member": by_member, "items_done": done,
-                    "items": self.loop.n_items, "learned": len(self.model_labels),
-                    "positive": sum(1 for v in self.model_labels.values() if v > 0)}
+            return {
+                "answers": sum(by_member.values()),
+                "by_member": by_member,
+                "items_done": done,
+                "items": self.loop.n_items,
+                "learned": len(self.model_labels),
+                "positive": sum(1 for v in self.model_labels.values() if v > 0),
+            }
 
     def agreement_csv(self) -> bytes:
         """One row per item with several answers: each member's answer, whether they agree, the settled answer."""
@@ -469,15 +534,36 @@ class ProjectRun:
         writer.writerow(["item_index", "item_key", *[escape_cell(n) for n in names], "agree", "settled"])
         for item in sorted(report.per_item):
             votes = report.per_item[item]
-            writer.writerow([item, escape_cell(self.item_display.key(item) or ""), *[votes.get(n, "") for n in names],
-                             int(len(set(votes.values())) == 1), report.settled.get(item, "")])
+            writer.writerow(
+                [
+                    item,
+                    escape_cell(self.item_display.key(item) or ""),
+                    *[votes.get(n, "") for n in names],
+                    int(len(set(votes.values())) == 1),
+                    report.settled.get(item, ""),
+                ]
+            )
         writer.writerow([])
         fleiss = report.fleiss
-        writer.writerow(["fleiss_kappa", "" if fleiss is None or fleiss.value is None else f"{fleiss.value:.6f}",
-                         "items", 0 if fleiss is None else fleiss.n_items])
+        writer.writerow(
+            [
+                "fleiss_kappa",
+                "" if fleiss is None or fleiss.value is None else f"{fleiss.value:.6f}",
+                "items",
+                0 if fleiss is None else fleiss.n_items,
+            ]
+        )
         for (a, b), kappa in report.cohen.items():
-            writer.writerow(["cohen_kappa", "" if kappa.value is None else f"{kappa.value:.6f}", "items",
-                             kappa.n_items, escape_cell(a), escape_cell(b)])
+            writer.writerow(
+                [
+                    "cohen_kappa",
+                    "" if kappa.value is None else f"{kappa.value:.6f}",
+                    "items",
+                    kappa.n_items,
+                    escape_cell(a),
+                    escape_cell(b),
+                ]
+            )
         return out.getvalue().encode("utf-8")
 
 
@@ -498,11 +584,24 @@ class Projects:
             return teams.list_projects(self.engine, member=identity.name)
         return teams.list_projects(self.engine)
 
-    def create_project(self, actor: Identity, *, name: str, dataset_id: int, strategy: str,
-                       solver: str | None = None, C: float = DEFAULT_C, gamma: float | str = DEFAULT_GAMMA,
-                       seed: int = 0, labels_per_item: int = 1, overlap_share: float = 0.0,
-                       members: list[str] | tuple[str, ...] = (), reservation_seconds: int = RESERVATION_SECONDS,
-                       scaling: str | None = None, find: str | None = None) -> int:
+    def create_project(
+        self,
+        actor: Identity,
+        *,
+        name: str,
+        dataset_id: int,
+        strategy: str,
+        solver: str | None = None,
+        C: float = DEFAULT_C,
+        gamma: float | str = DEFAULT_GAMMA,
+        seed: int = 0,
+        labels_per_item: int = 1,
+        overlap_share: float = 0.0,
+        members: list[str] | tuple[str, ...] = (),
+        reservation_seconds: int = RESERVATION_SECONDS,
+        scaling: str | None = None,
+        find: str | None = None,
+    ) -> int:
         """Store a new project and add its members; return its id. ``find``: what a Positive answer means,
         in the owner's words (as a session's: shown beside the answer buttons; empty: the dataset's
         positive class)."""
@@ -523,15 +622,23 @@ class Projects:
         unknown = [m for m in members if m not in known]
         if unknown:
             raise ServiceError(f"No account is named {', '.join(repr(m) for m in unknown)}; add it on the Team page.")
-        params = {"solver_params": {"kernel": "rbf", "C": C, "gamma": gamma}, "strategy_params": {},
-                  "scaling": scaling}
+        params = {"solver_params": {"kernel": "rbf", "C": C, "gamma": gamma}, "strategy_params": {}, "scaling": scaling}
         find = find_words(find)
         if find:
             params["find"] = find
         project_id = teams.create_project(  # (storage refusing, e.g. a name taken: said as it is, ``errors``)
-            self.engine, name=name, dataset_id=dataset_id, strategy=strategy, solver=solver, params=params,
-            seed=seed, labels_per_item=labels_per_item, overlap_share=share,
-            reservation_seconds=reservation_seconds, created_by=actor.name)
+            self.engine,
+            name=name,
+            dataset_id=dataset_id,
+            strategy=strategy,
+            solver=solver,
+            params=params,
+            seed=seed,
+            labels_per_item=labels_per_item,
+            overlap_share=share,
+            reservation_seconds=reservation_seconds,
+            created_by=actor.name,
+        )
         for member in members:
             teams.add_member(self.engine, project_id, member)
         return project_id

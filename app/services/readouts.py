@@ -97,7 +97,7 @@ class RunReadouts:
             metrics = self._asked_metrics
             if len(metrics) < len(frame):
                 upto = [k + 1 for k, a in enumerate(self.run.answers) if a.value != 0]
-                metrics.extend(self._metrics(upto=u) for u in upto[len(metrics):])
+                metrics.extend(self._metrics(upto=u) for u in upto[len(metrics) :])
             frame["auc"] = [m[0] for m in metrics[: len(frame)]]
             frame["accuracy"] = [m[1] for m in metrics[: len(frame)]]
         return frame
@@ -149,10 +149,17 @@ class RunReadouts:
         if self.run.loop is None:
             raise ServiceError(self.run.problem or f"Session {self.run.session_id} has no model.")
         arrays, meta = self.run.loop.solver.to_state(include_data=True)
-        meta = dict(meta, session_id=self.run.session_id, dataset_id=self.run.info.dataset_id,
-                    dataset=self.run.dataset.name, strategy=self.run.info.strategy, n_events=len(self.run.answers),
-                    n_labels=self.n_labels, pool_items="array pool_items: dataset row of each store row",
-                    scaling=self.run.scaling)
+        meta = dict(
+            meta,
+            session_id=self.run.session_id,
+            dataset_id=self.run.info.dataset_id,
+            dataset=self.run.dataset.name,
+            strategy=self.run.info.strategy,
+            n_events=len(self.run.answers),
+            n_labels=self.n_labels,
+            pool_items="array pool_items: dataset row of each store row",
+            scaling=self.run.scaling,
+        )
         buffer = io.BytesIO()
         np.savez(buffer, __meta__=np.array(json.dumps(meta)), pool_items=self.run.pool_items, **arrays)
         return buffer.getvalue()

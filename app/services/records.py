@@ -97,8 +97,9 @@ class RunState(Protocol):
     def not_recorded(self, error: Exception) -> Outcome: ...
 
 
-def evaluation_split(y_true: np.ndarray, fraction: float, seed: int,
-                     max_items: int = EVAL_MAX_ITEMS) -> tuple[np.ndarray, np.ndarray]:
+def evaluation_split(
+    y_true: np.ndarray, fraction: float, seed: int, max_items: int = EVAL_MAX_ITEMS
+) -> tuple[np.ndarray, np.ndarray]:
     """(pool items, evaluation items): a stratified split drawn with ``seed``.
 
     ``fraction`` of each class is held out, at most ``max_items`` in all. Each
@@ -161,8 +162,11 @@ def written(run: Any, write, what: str, *, kind: str = "error") -> tuple[Any, Ou
         return None, run.tell(Outcome(False, f"Nothing was {what}: {error}", kind))
     except SQLAlchemyError as error:
         logging.getLogger(__name__).warning("session %s: nothing was %s: %s", run.session_id, what, error)
-        return None, run.tell(Outcome(False, f"Nothing was {what}: the database could not be written "
-                                             f"({database_trouble(error)}).", "error"))
+        return None, run.tell(
+            Outcome(
+                False, f"Nothing was {what}: the database could not be written ({database_trouble(error)}).", "error"
+            )
+        )
 
 
 def undo_stored(run: Any, last_item_index: int | None) -> tuple[Any, Outcome | None]:
@@ -172,10 +176,18 @@ def undo_stored(run: Any, last_item_index: int | None) -> tuple[Any, Outcome | N
     from storage import repository as repo
 
     if last_item_index is not None and (not run.answers or run.answers[-1].item_index != int(last_item_index)):
-        return None, run.tell(Outcome(False, f"The answer on item {last_item_index} was already undone; "
-                                             "the second click was ignored.", "warning"))
+        return None, run.tell(
+            Outcome(
+                False,
+                f"The answer on item {last_item_index} was already undone; the second click was ignored.",
+                "warning",
+            )
+        )
     last = run.answers[-1] if run.answers else None
     # only if the answer this run knows as the last is still the session's last: an
     # answer given meanwhile by another process is not this person's to undo
-    return written(run, lambda: repo.undo_last_label(run.engine, run.session_id,
-                                                      label_id=None if last is None else last.label_id), "undone")
+    return written(
+        run,
+        lambda: repo.undo_last_label(run.engine, run.session_id, label_id=None if last is None else last.label_id),
+        "undone",
+    )

@@ -48,25 +48,36 @@ def replay_summary(comparison: repo.Comparison) -> pd.DataFrame:
     reference = comparison.config["replay"].get("reference")
 
     def reach(level):
-        return [("never" if not k or v is None or pd.isna(v) else f"{v:.0f} ({int(k)}/{int(n)} seeds)")
-                for v, k, n in zip(frame[f"labels_recall_{level}"], frame[f"reached_recall_{level}"],
-                                   frame["n_seeds"], strict=True)]
+        return [
+            ("never" if not k or v is None or pd.isna(v) else f"{v:.0f} ({int(k)}/{int(n)} seeds)")
+            for v, k, n in zip(
+                frame[f"labels_recall_{level}"], frame[f"reached_recall_{level}"], frame["n_seeds"], strict=True
+            )
+        ]
 
     ref95 = frame.loc[frame["strategy"] == reference, "labels_recall_95"]
     ref95 = float(ref95.iloc[0]) if len(ref95) and pd.notna(ref95.iloc[0]) else None
-    versus = ["–" if s == reference or ref95 is None or v is None or pd.isna(v) else f"{v - ref95:+.0f}"
-              for s, v in zip(frame["strategy"], frame["labels_recall_95"], strict=True)]
+    versus = [
+        "–" if s == reference or ref95 is None or v is None or pd.isna(v) else f"{v - ref95:+.0f}"
+        for s, v in zip(frame["strategy"], frame["labels_recall_95"], strict=True)
+    ]
 
     def ms(a, b):
         return ["–" if pd.isna(x) else f"{x:.2f} / {y:.2f}" for x, y in zip(frame[a], frame[b], strict=True)]
 
-    return pd.DataFrame({
-        "heuristic": [run_words(s) + (" (reference)" if s == reference else "") for s in frame["strategy"]],
-        "solver": frame["solver"], "recall 50 %": reach(50), "recall 80 %": reach(80), "recall 95 %": reach(95),
-        "WSS@95": ["–" if v is None or pd.isna(v) else f"{v:.3f}" for v in frame["wss_95"]],
-        "to 95 % vs reference": versus,
-        "update ms p50 / p95": ms("update_ms_median", "update_ms_p95"),
-        "query ms p50 / p95": ms("query_ms_median", "query_ms_p95")})
+    return pd.DataFrame(
+        {
+            "heuristic": [run_words(s) + (" (reference)" if s == reference else "") for s in frame["strategy"]],
+            "solver": frame["solver"],
+            "recall 50 %": reach(50),
+            "recall 80 %": reach(80),
+            "recall 95 %": reach(95),
+            "WSS@95": ["–" if v is None or pd.isna(v) else f"{v:.3f}" for v in frame["wss_95"]],
+            "to 95 % vs reference": versus,
+            "update ms p50 / p95": ms("update_ms_median", "update_ms_p95"),
+            "query ms p50 / p95": ms("query_ms_median", "query_ms_p95"),
+        }
+    )
 
 
 @service_boundary
@@ -79,10 +90,12 @@ class Replays:
     def replayable(self, identity: Identity | None = None) -> dict[str, str]:
         """What can be replayed, key -> description: ``session:N`` for sessions with at least two answers,
         ``project:N`` for the team projects ``identity`` sees (all of them for an owner) with answers."""
-        out = {f"session:{s.id}": f"session {s.id}{f' ({s.name})' if s.name else ''} · {s.dataset_name} · "
-                                  f"{s.annotator} · {s.strategy} · {s.n_labels} labels"
-               for s in self.service.sessions() if s.n_labels >= 2
-               and not s.params.get("classes")}  # (a session with named classes: its answers are not yes / no)
+        out = {
+            f"session:{s.id}": f"session {s.id}{f' ({s.name})' if s.name else ''} · {s.dataset_name} · "
+            f"{s.annotator} · {s.strategy} · {s.n_labels} labels"
+            for s in self.service.sessions()
+            if s.n_labels >= 2 and not s.params.get("classes")
+        }  # (a session with named classes: its answers are not yes / no)
         for p in self.service.projects(identity):
             out[f"project:{p.id}"] = f"project {p.id} ({p.name}) · {p.dataset_name} · team · {p.strategy}"
         return out
@@ -97,20 +110,39 @@ class Replays:
             info = repo.get_session(engine, int(number))
             if info.params.get("classes"):
                 raise ServiceError(f"Session {info.id} has named classes; replays are of two-class sessions only.")
-            return info, session_items(repo.label_events(engine, info.id), strategy=info.strategy,
-                                       solver=info.solver, params=info.params, source=f"session {info.id}")
+            return info, session_items(
+                repo.label_events(engine, info.id),
+                strategy=info.strategy,
+                solver=info.solver,
+                params=info.params,
+                source=f"session {info.id}",
+            )
         if kind != "project":
             raise ServiceError(f"Nothing to replay is called '{source}'.")
         info = teams.get_project(engine, int(number))
         if info.id not in {p.id for p in self.service.projects(by)}:
             raise ServiceError(f"Project {info.id} is not one of your projects.")
         settled = {item: s.value for item, s in teams.settlements(engine, info.id).items()}
-        return info, project_items(teams.project_answers(engine, info.id)[1], settled, strategy=info.strategy,
-                                   solver=info.solver, params=info.params, source=f"project {info.id}")
+        return info, project_items(
+            teams.project_answers(engine, info.id)[1],
+            settled,
+            strategy=info.strategy,
+            solver=info.solver,
+            params=info.params,
+            source=f"project {info.id}",
+        )
 
     @at_the_boundary(also=(ValueError,))  # (core refusing the settings on this data: said as it is)
-    def run_replay(self, source: int | str, *, strategies: Sequence[str], seeds: int = 3, initial: int = 10,
-                   progress: Callable[[float, str], None] | None = None, by: Identity | None = None) -> int:
+    def run_replay(
+        self,
+        source: int | str,
+        *,
+        strategies: Sequence[str],
+        seeds: int = 3,
+        initial: int = 10,
+        progress: Callable[[float, str], None] | None = None,
+        by: Identity | None = None,
+    ) -> int:
         """Replay a stored session (``session:N``, or its id) or team project (``project:N``: the settled
         answers, else each item's first) under ``strategies``, its own heuristic added as the reference with
         its model; store the result as a comparison and return its id.  ``progress(fraction, text)`` as for
@@ -123,42 +155,59 @@ class Replays:
         unknown = [s for s in strategies if s not in LABEL_STRATEGIES]
         if unknown or not strategies:
             raise ServiceError("Choose at least one heuristic among " + ", ".join(LABEL_STRATEGIES) + ".")
-        seeds = whole_number(seeds, f"The number of seeds (at most {COMPARE_MAX_SEEDS} seeds)", low=1,
-                             high=COMPARE_MAX_SEEDS)
+        seeds = whole_number(
+            seeds, f"The number of seeds (at most {COMPARE_MAX_SEEDS} seeds)", low=1, high=COMPARE_MAX_SEEDS
+        )
         initial = whole_number(initial, "The initial labels")
         info, labelled = self._labelled(source, by)
         runs = len(set(strategies) | ({info.strategy} if info.strategy in LABEL_STRATEGIES else set()))
         pool = len(labelled.rows)
         labels = runs * seeds * pool
         if labels > COMPARE_MAX_LABELS or labels * pool > COMPARE_MAX_WORK:
-            raise ServiceError(f"heuristics × seeds × labelled items = {runs} × {seeds} × {pool} = {labels:,} labels "
-                               f"is over what a replay here may give ({COMPARE_MAX_LABELS:,}): fewer heuristics "
-                               f"or seeds, or {LARGER}.")
+            raise ServiceError(
+                f"heuristics × seeds × labelled items = {runs} × {seeds} × {pool} = {labels:,} labels "
+                f"is over what a replay here may give ({COMPARE_MAX_LABELS:,}): fewer heuristics "
+                f"or seeds, or {LARGER}."
+            )
         dataset = svc.dataset(info.dataset_id)
         X, *_ = repo.load_dataset_arrays(svc.engine, info.dataset_id, writable=False)
-        X = session_features(X, info.params.get("scaling", dataset.meta.get("scaling", "none")),
-                             dataset.meta.get("feature_blocks"))
+        X = session_features(
+            X, info.params.get("scaling", dataset.meta.get("scaling", "none")), dataset.meta.get("feature_blocks")
+        )
         started = time.monotonic()
 
-        def report(done: int, total: int, description: str, steps: int | None = None,
-                   of: int | None = None) -> None:
+        def report(done: int, total: int, description: str, steps: int | None = None, of: int | None = None) -> None:
             if progress is None:
                 return
             within = 0.0 if steps is None else steps / max(of or 1, 1)
-            text = f"run {min(done + 1, total)}/{total}: {description}" + (
-                "" if steps is None else f" · label {steps}/{of}") + f" · {time.monotonic() - started:.0f} s elapsed"
+            text = (
+                f"run {min(done + 1, total)}/{total}: {description}"
+                + ("" if steps is None else f" · label {steps}/{of}")
+                + f" · {time.monotonic() - started:.0f} s elapsed"
+            )
             progress(min((done + within) / max(total, 1), 1.0), text)
 
         try:
-            result = run_replay(X, labelled, strategies=strategies, seeds=seeds, initial=initial, progress=report,
-                                label_progress=report, scheduler=svc.comparison_scheduler() or "none")
+            result = run_replay(
+                X,
+                labelled,
+                strategies=strategies,
+                seeds=seeds,
+                initial=initial,
+                progress=report,
+                label_progress=report,
+                scheduler=svc.comparison_scheduler() or "none",
+            )
         except ReplayError as error:
-            raise ServiceError(f"{labelled.source.capitalize()} cannot be replayed: {str(error).split(': ', 1)[-1]}."
-                               ) from None
+            raise ServiceError(
+                f"{labelled.source.capitalize()} cannot be replayed: {str(error).split(': ', 1)[-1]}."
+            ) from None
         config = dict(result.config, dataset=dataset.name, dataset_id=info.dataset_id)
-        summary = {"summary": result.summary.to_dict(orient="records"),
-                   "runs": result.runs.to_dict(orient="records"),
-                   "references": result.references.to_dict(orient="records")}
+        summary = {
+            "summary": result.summary.to_dict(orient="records"),
+            "runs": result.runs.to_dict(orient="records"),
+            "references": result.references.to_dict(orient="records"),
+        }
         svc.acting(by)  # (it may have run for minutes)
         return repo.save_comparison(svc.engine, info.dataset_id, config, result.rows, summary)
 

@@ -55,9 +55,11 @@ def class_list(classes: str | Sequence[str] | None) -> tuple[str, ...]:
     if len(names) < 2:
         raise ServiceError(f"Name at least 2 classes, separated by commas (got only {names[0]!r}).")
     if len(names) == 2:
-        raise ServiceError("Two classes are a yes / no session: leave Classes empty and say what a Positive "
-                           "answer means under 'What to find'. Named classes are 3 to "
-                           f"{MAX_CLASSES}.")
+        raise ServiceError(
+            "Two classes are a yes / no session: leave Classes empty and say what a Positive "
+            "answer means under 'What to find'. Named classes are 3 to "
+            f"{MAX_CLASSES}."
+        )
     if len(names) > MAX_CLASSES:
         raise ServiceError(f"At most {MAX_CLASSES} classes (one answer key each, 1 to 9); got {len(names)}.")
     twice = sorted({n for n in names if names.count(n) > 1})
@@ -78,8 +80,14 @@ class Sessions:
         self._runs: dict[int, LabellingRun] = {}
         self._runs_lock = threading.Lock()
 
-    def __call__(self, dataset_id: int | None = None, annotator: str | None = None,
-                 status: str | None = None, *, solo: bool = False) -> list[repo.SessionInfo]:
+    def __call__(
+        self,
+        dataset_id: int | None = None,
+        annotator: str | None = None,
+        status: str | None = None,
+        *,
+        solo: bool = False,
+    ) -> list[repo.SessionInfo]:
         """Sessions, most recently updated first; ``solo``: without those holding a project member's answers."""
         found = repo.list_sessions(self.engine, dataset_id=dataset_id, annotator=annotator, status=status)
         if solo:
@@ -87,13 +95,29 @@ class Sessions:
             found = [s for s in found if s.id not in in_projects]
         return found
 
-    def start_session(self, *, dataset_id: int, annotator: str, strategy: str, solver: str | None = None,
-                      C: float = DEFAULT_C, gamma: float | str = DEFAULT_GAMMA, seed: int = 0,
-                      scaling: str | None = None, eval_fraction: float | None = None,
-                      strategy_params: dict | None = None, model: str | None = None, kernel: str | None = None,
-                      loss: str | None = None, tol: float | None = None, find: str | None = None,
-                      auto_hyper: bool = False, classes: str | Sequence[str] | None = None,
-                      target: str | None = None, by: Identity | None = None) -> LabellingRun | ClassesRun:
+    def start_session(
+        self,
+        *,
+        dataset_id: int,
+        annotator: str,
+        strategy: str,
+        solver: str | None = None,
+        C: float = DEFAULT_C,
+        gamma: float | str = DEFAULT_GAMMA,
+        seed: int = 0,
+        scaling: str | None = None,
+        eval_fraction: float | None = None,
+        strategy_params: dict | None = None,
+        model: str | None = None,
+        kernel: str | None = None,
+        loss: str | None = None,
+        tol: float | None = None,
+        find: str | None = None,
+        auto_hyper: bool = False,
+        classes: str | Sequence[str] | None = None,
+        target: str | None = None,
+        by: Identity | None = None,
+    ) -> LabellingRun | ClassesRun:
         """Store a new session and bring it to life.
 
         ``eval_fraction``: the share of a dataset with true labels held out to draw the live ROC curve,
@@ -116,9 +140,20 @@ class Sessions:
         dataset = self.datasets.dataset(dataset_id)
         names = class_list(classes) or tuple(dataset.meta.get("class_names") or ())
         if names:
-            return self._start_classes(dataset, names, annotator=annotator, strategy=strategy, solver=solver,
-                                       C=C, gamma=gamma, seed=seed, scaling=scaling, kernel=kernel, tol=tol,
-                                       target=target)
+            return self._start_classes(
+                dataset,
+                names,
+                annotator=annotator,
+                strategy=strategy,
+                solver=solver,
+                C=C,
+                gamma=gamma,
+                seed=seed,
+                scaling=scaling,
+                kernel=kernel,
+                tol=tol,
+                target=target,
+            )
         if strategy not in LABEL_STRATEGIES:
             raise ServiceError(f"Unknown heuristic '{strategy}'; choose one of {', '.join(LABEL_STRATEGIES)}.")
         if solver is not None and solver not in SOLVERS:
@@ -139,22 +174,45 @@ class Sessions:
         find = find_words(find)
         try:  # the solver parameters under their own names (core.settings)
             settings = SessionSettings(
-                strategy=strategy, solver=solver, model=preset_of(solver, solver_params) or STANDARD_MODEL,
-                **solver_params, strategy_params=dict(strategy_params or {}), seed=seed, scaling=scaling,
-                eval_fraction=eval_fraction if dataset.has_true_labels else 0.0, find=find)
+                strategy=strategy,
+                solver=solver,
+                model=preset_of(solver, solver_params) or STANDARD_MODEL,
+                **solver_params,
+                strategy_params=dict(strategy_params or {}),
+                seed=seed,
+                scaling=scaling,
+                eval_fraction=eval_fraction if dataset.has_true_labels else 0.0,
+                find=find,
+            )
         except SettingsError as error:
             raise ServiceError(f"The session's settings are refused: {error}.") from None
-        session_id = repo.start_session(self.engine, dataset_id=dataset_id, annotator=str(annotator).strip(),
-                                        settings=settings)
+        session_id = repo.start_session(
+            self.engine, dataset_id=dataset_id, annotator=str(annotator).strip(), settings=settings
+        )
         return self._bring_to_life(session_id)
 
-    def _start_classes(self, dataset, names: tuple[str, ...], *, annotator: str, strategy: str,
-                       solver: str | None, C, gamma, seed, scaling: str | None, kernel: str | None,
-                       tol: float | None, target: str | None) -> ClassesRun:
+    def _start_classes(
+        self,
+        dataset,
+        names: tuple[str, ...],
+        *,
+        annotator: str,
+        strategy: str,
+        solver: str | None,
+        C,
+        gamma,
+        seed,
+        scaling: str | None,
+        kernel: str | None,
+        tol: float | None,
+        target: str | None,
+    ) -> ClassesRun:
         """A session with named classes (see ``start_session``): checked whole before anything is stored."""
         if strategy not in MULTICLASS_STRATEGIES:
-            raise ServiceError(f"Unknown way to pick items for named classes '{strategy}'; choose one of "
-                               f"{', '.join(MULTICLASS_STRATEGIES)}.")
+            raise ServiceError(
+                f"Unknown way to pick items for named classes '{strategy}'; choose one of "
+                f"{', '.join(MULTICLASS_STRATEGIES)}."
+            )
         if solver is not None and solver not in SOLVERS:
             raise ServiceError(f"Unknown solver '{solver}'; choose one of {', '.join(SOLVERS)}.")
         if not annotator or not str(annotator).strip():
@@ -162,8 +220,9 @@ class Sessions:
         if strategy == "target-class":
             target = names[0] if target is None or not str(target).strip() else str(target).strip()
             if target not in names:
-                raise ServiceError(f"The class to find first, '{target}', is not one of the classes "
-                                   f"({', '.join(names)}).")
+                raise ServiceError(
+                    f"The class to find first, '{target}', is not one of the classes ({', '.join(names)})."
+                )
         C, gamma, seed = penalty_value(C), gamma_value(gamma), whole_number(seed, "seed")
         solver = solver or CLASS_SOLVER
         tuned = tuned_params(kernel=kernel, loss=None, tol=tol, solver=solver)
@@ -171,12 +230,19 @@ class Sessions:
         scaling = scaling_name(scaling if scaling is not None else dataset.meta.get("scaling", "none"))
         try:
             settings = SessionSettings(
-                strategy=strategy, solver=solver, **solver_params, seed=seed, scaling=scaling,
-                strategy_params={"target": target} if strategy == "target-class" else {}, classes=names)
+                strategy=strategy,
+                solver=solver,
+                **solver_params,
+                seed=seed,
+                scaling=scaling,
+                strategy_params={"target": target} if strategy == "target-class" else {},
+                classes=names,
+            )
         except SettingsError as error:
             raise ServiceError(f"The session's settings are refused: {error}.") from None
-        session_id = repo.start_session(self.engine, dataset_id=dataset.id, annotator=str(annotator).strip(),
-                                        settings=settings)
+        session_id = repo.start_session(
+            self.engine, dataset_id=dataset.id, annotator=str(annotator).strip(), settings=settings
+        )
         run = self._bring_to_life(session_id)
         assert isinstance(run, ClassesRun)
         return run
@@ -207,16 +273,18 @@ class Sessions:
         with _demo_lock:
             if repo.list_sessions(self.engine):
                 return None
-            owners = sorted((a for a in teams.list_accounts(self.engine) if a.role == "owner" and not a.disabled),
-                            key=lambda a: (a.created_at, a.id))
+            owners = sorted(
+                (a for a in teams.list_accounts(self.engine) if a.role == "owner" and not a.disabled),
+                key=lambda a: (a.created_at, a.id),
+            )
             if not owners or owners[0].name != name:
                 return None
-            demo = next((d for d in self.datasets() if d.name == DEMO_NAME and d.meta.get("bundled") == "digits"),
-                        None)
+            demo = next((d for d in self.datasets() if d.name == DEMO_NAME and d.meta.get("bundled") == "digits"), None)
             if demo is None:
                 return None
-            return self.start_session(dataset_id=demo.id, annotator=name, strategy=LABEL_STRATEGIES[0],
-                                      model="auto", by=by).session_id
+            return self.start_session(
+                dataset_id=demo.id, annotator=name, strategy=LABEL_STRATEGIES[0], model="auto", by=by
+            ).session_id
 
     def open_session(self, session_id: int) -> LabellingRun | ClassesRun:
         """The live run of a session: the one in memory, or rebuilt from the database (a ``ClassesRun`` for a
@@ -228,8 +296,9 @@ class Sessions:
                 if info.params.get("classes"):
                     run = ClassesRun(self.engine, session_id, accounts=self.accounts)
                 else:
-                    run = LabellingRun(self.engine, session_id, accounts=self.accounts,
-                                       use_snapshots=self.use_snapshots)
+                    run = LabellingRun(
+                        self.engine, session_id, accounts=self.accounts, use_snapshots=self.use_snapshots
+                    )
                 self._runs[int(session_id)] = run
             return run
 

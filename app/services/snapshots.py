@@ -86,8 +86,9 @@ class RunSnapshots:
         try:
             return self._restore(snapshot, pairs, data)
         except Exception as error:  # whatever is wrong with it, the stored events rebuild the model
-            self.run.resume_note = (f"the snapshot could not be read ({type(error).__name__}: {error}): "
-                                    "every event replayed")
+            self.run.resume_note = (
+                f"the snapshot could not be read ({type(error).__name__}: {error}): every event replayed"
+            )
             return None
 
     def _restore(self, snapshot, pairs: list[tuple[int, int]], data: dict[str, Any]) -> ActiveLearningLoop | None:
@@ -96,8 +97,13 @@ class RunSnapshots:
         covered = np.asarray(arrays.get("events", np.zeros((0, 2))), dtype=np.int64).reshape(-1, 2)
         solver_params = dict(self.run.solver_params)
         solver_params.setdefault("random_state", self.run.seed)  # as the loop completes it
-        expected = dict(strategy=self.run.info.strategy, solver=self.run.info.solver, solver_params=solver_params,
-                        strategy_params=self.run.strategy_params, seed=self.run.seed)
+        expected = dict(
+            strategy=self.run.info.strategy,
+            solver=self.run.info.solver,
+            solver_params=solver_params,
+            strategy_params=self.run.strategy_params,
+            seed=self.run.seed,
+        )
         saved = loop_meta.get("config", {})
         problem = None
         if mine.get("format") != SNAPSHOT_FORMAT:
@@ -135,9 +141,15 @@ class RunSnapshots:
             arrays, loop_meta = self.run.loop.to_state(previous=SNAPSHOT_UNDO_STATES)
             arrays.update(self.stopping.arrays())  # the stability rule's checkpoints (app.services.stopping)
             n = len(self.run.answers)
-            meta = {"loop": loop_meta, "service": {
-                "format": SNAPSHOT_FORMAT, "label_ids": [a.label_id for a in self.run.answers],
-                "pool_digest": self._pool_digest(), "n_labels": self.readouts.n_labels}}
+            meta = {
+                "loop": loop_meta,
+                "service": {
+                    "format": SNAPSHOT_FORMAT,
+                    "label_ids": [a.label_id for a in self.run.answers],
+                    "pool_digest": self._pool_digest(),
+                    "n_labels": self.readouts.n_labels,
+                },
+            }
         try:
             snapshot_id = repo.save_snapshot(self.run.engine, self.run.session_id, n_events=n, arrays=arrays, meta=meta)
         except (StorageError, SQLAlchemyError, OSError) as error:  # e.g. the disk is full
@@ -156,5 +168,8 @@ class RunSnapshots:
     @property
     def snapshot_is_behind(self) -> bool:
         """Whether the run has answers (or changed ones) that its latest snapshot does not cover."""
-        return self.run.loop is not None and bool(self.run.answers) and (
-            [a.label_id for a in self.run.answers] != self.label_ids)
+        return (
+            self.run.loop is not None
+            and bool(self.run.answers)
+            and ([a.label_id for a in self.run.answers] != self.label_ids)
+        )

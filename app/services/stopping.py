@@ -107,8 +107,11 @@ class RunStopping:
     @property
     def checking(self) -> bool:
         """A recall check is on: the items shown are drawn at random."""
-        return bool(self.settings["checking"]) and bool(self.settings["checks"]) \
+        return (
+            bool(self.settings["checking"])
+            and bool(self.settings["checks"])
             and self.settings["checks"][-1] <= self.readouts.n_labels
+        )
 
     def _labelled_answers(self):
         return [a for a in self.run.answers if a.value != 0]
@@ -123,9 +126,14 @@ class RunStopping:
         return rules.SessionView(
             labels=np.array([a.value for a in answers], dtype=np.int64),
             drawn=np.array([a.strategy == rules.CHECK_STRATEGY for a in answers], dtype=bool),
-            check_starts=tuple(self.settings["checks"]), checking=self.checking, pool_size=len(self.run.pool_items),
-            n_in_margin=n_in_margin, kappas=tuple(self.stability.kappas()),
-            stop_set_size=len(self.stability.stop_set), stability_step=self.stability.step)
+            check_starts=tuple(self.settings["checks"]),
+            checking=self.checking,
+            pool_size=len(self.run.pool_items),
+            n_in_margin=n_in_margin,
+            kappas=tuple(self.stability.kappas()),
+            stop_set_size=len(self.stability.stop_set),
+            stability_step=self.stability.step,
+        )
 
     def stopping_status(self) -> StoppingStatus | None:
         """Every rule's state, the estimate of the positives still unlabelled and the gain curve (None without a
@@ -141,22 +149,45 @@ class RunStopping:
         target, confidence = float(settings["target_recall"]), float(settings["confidence"])
         states = rules.evaluate(names, view, target_recall=target, confidence=confidence)
         chosen = states[names.index(settings["rule"])]
-        check = rules.recall_check(view.labels, view.drawn, view.check_starts, checking=view.checking,
-                                   pool_size=view.pool_size, target_recall=target, confidence=confidence,
-                                   start=rules.CHECK_STARTS.get(settings["rule"], rules.CHECK_STARTS["statistical"]))
+        check = rules.recall_check(
+            view.labels,
+            view.drawn,
+            view.check_starts,
+            checking=view.checking,
+            pool_size=view.pool_size,
+            target_recall=target,
+            confidence=confidence,
+            start=rules.CHECK_STARTS.get(settings["rule"], rules.CHECK_STARTS["statistical"]),
+        )
         unlabelled = asked = None
         if self.run.loop.track_scores:
             unlabelled = self.run.loop.pool_scores()[~self.run.loop.labelled_mask]
             asked = np.array([np.nan if a.score is None else a.score for a in self._labelled_answers()])
-        estimate = rules.estimate_remaining(view.labels, view.drawn, view.check_starts, pool_size=view.pool_size,
-                                            unlabelled_scores=unlabelled, asked_scores=asked,
-                                            asked_by=[a.strategy for a in self._labelled_answers()],
-                                            target_recall=target, confidence=confidence)
-        gain = pd.DataFrame({"n_labels": np.arange(1, len(view.labels) + 1),
-                             "found": np.cumsum(view.labels > 0), "drawn": view.drawn})
-        return StoppingStatus(rule=settings["rule"], target_recall=target, confidence=confidence, states=states,
-                              chosen=chosen, estimate=estimate, check=check, gain=gain,
-                              outlook=rules.outlook(check))
+        estimate = rules.estimate_remaining(
+            view.labels,
+            view.drawn,
+            view.check_starts,
+            pool_size=view.pool_size,
+            unlabelled_scores=unlabelled,
+            asked_scores=asked,
+            asked_by=[a.strategy for a in self._labelled_answers()],
+            target_recall=target,
+            confidence=confidence,
+        )
+        gain = pd.DataFrame(
+            {"n_labels": np.arange(1, len(view.labels) + 1), "found": np.cumsum(view.labels > 0), "drawn": view.drawn}
+        )
+        return StoppingStatus(
+            rule=settings["rule"],
+            target_recall=target,
+            confidence=confidence,
+            states=states,
+            chosen=chosen,
+            estimate=estimate,
+            check=check,
+            gain=gain,
+            outlook=rules.outlook(check),
+        )
 
     # -- changing ----------------------------------------------------------------
     def _store_stopping(self, **changes) -> None:
@@ -167,13 +198,18 @@ class RunStopping:
         except StorageError as error:
             raise ServiceError(f"The stopping settings were not changed: {error}") from None
         except SQLAlchemyError as error:
-            raise ServiceError("The stopping settings were not changed: the database could not be written.") \
-                from error
+            raise ServiceError("The stopping settings were not changed: the database could not be written.") from error
         self.settings = stopping_settings({SETTING: settings})
         self.run.version += 1
 
-    def set_stopping(self, *, rule: str | None = None, target_recall: float | None = None,
-                     confidence: float | None = None, by: Identity | None = None) -> Outcome:
+    def set_stopping(
+        self,
+        *,
+        rule: str | None = None,
+        target_recall: float | None = None,
+        confidence: float | None = None,
+        by: Identity | None = None,
+    ) -> Outcome:
         """Choose the rule that says "you can stop", and the statistical rule's target recall and confidence
         (``by``: the signed-in person, as for ``answer``)."""
         with self.run.lock:
@@ -183,12 +219,18 @@ class RunStopping:
                 rule, target_recall, confidence = check_settings(
                     self.settings["rule"] if rule is None else rule,
                     self.settings["target_recall"] if target_recall is None else target_recall,
-                    self.settings["confidence"] if confidence is None else confidence)
+                    self.settings["confidence"] if confidence is None else confidence,
+                )
                 self._store_stopping(rule=rule, target_recall=target_recall, confidence=confidence)
             except ServiceError as error:
                 return self.run.tell(Outcome(False, str(error), "error"))
-            return self.run.tell(Outcome(True, f"Stopping rule: {rules.rule_words(rule)}; target recall "
-                                               f"{target_recall:g} at {confidence:g} confidence."))
+            return self.run.tell(
+                Outcome(
+                    True,
+                    f"Stopping rule: {rules.rule_words(rule)}; target recall "
+                    f"{target_recall:g} at {confidence:g} confidence.",
+                )
+            )
 
     def start_check(self, *, by: Identity | None = None) -> Outcome:
         """Start a recall check: from now on the items shown are drawn at random from the unlabelled rest."""
@@ -200,18 +242,25 @@ class RunStopping:
             if self.checking:
                 return self.run.tell(Outcome(False, "A recall check is already on.", "warning"))
             if not any(a.value > 0 for a in self.run.answers):
-                return self.run.tell(Outcome(False, "A recall check needs at least one positive label first.",
-                                             "warning"))
+                return self.run.tell(
+                    Outcome(False, "A recall check needs at least one positive label first.", "warning")
+                )
             try:
                 self._store_stopping(checks=[*self.settings["checks"], self.readouts.n_labels], checking=True)
             except ServiceError as error:
                 return self.run.tell(Outcome(False, str(error), "error"))
             self.run.ask()
-            return self.run.tell(Outcome(True, "Recall check started: the next items are drawn at random from the "
-                                               "unlabelled ones. Label each one; Skip is not available."))
+            return self.run.tell(
+                Outcome(
+                    True,
+                    "Recall check started: the next items are drawn at random from the "
+                    "unlabelled ones. Label each one; Skip is not available.",
+                )
+            )
 
-    def stop_check(self, message: str = "Recall check stopped: back to the heuristic.", *,
-                   by: Identity | None = None) -> Outcome:
+    def stop_check(
+        self, message: str = "Recall check stopped: back to the heuristic.", *, by: Identity | None = None
+    ) -> Outcome:
         """End the recall check on the analyst's word (or when its draws show recall below the target)."""
         with self.run.lock:
             if ended := self.run.accounts.sign_in_ended(by):
@@ -236,8 +285,10 @@ class RunStopping:
             except ServiceError as error:  # the state is derived anyway: the check shows as failed
                 logger.warning("session %s: %s", self.run.session_id, error)
             self.run.ask()
-            return ("The random draws show recall below the target: back to the heuristic. Start a new check "
-                    "when it stops finding positives.")
+            return (
+                "The random draws show recall below the target: back to the heuristic. Start a new check "
+                "when it stops finding positives."
+            )
         if status is not None and status.check.phase == "passed":
             return "The recall check passed: you can stop."
         return None
@@ -272,14 +323,21 @@ class RunStopping:
         if not len(unlabelled):
             return None
         pool_index = int(np.random.default_rng([self.run.seed, len(self.run.answers), DRAW_STREAM]).choice(unlabelled))
-        score = float(self.run.loop.pool_scores()[pool_index]) if self.run.loop.track_scores else \
-            float(self.run.loop.solver.decision_function([pool_index])[0])
+        score = (
+            float(self.run.loop.pool_scores()[pool_index])
+            if self.run.loop.track_scores
+            else float(self.run.loop.solver.decision_function([pool_index])[0])
+        )
         check = self.stopping_status().check if self.run.loop is not None else None
         needed = f"; at least {check.needed} more to draw" if check is not None and check.needed else ""
-        return ShownItem(item_index=int(self.run.pool_items[pool_index]), pool_index=pool_index,
-                         score=score if np.isfinite(score) else None, strategy=rules.CHECK_STRATEGY,
-                         reason=f"drawn at random from the {len(unlabelled):,} unlabelled items for the recall "
-                                f"check{needed}", query_ms=None)
+        return ShownItem(
+            item_index=int(self.run.pool_items[pool_index]),
+            pool_index=pool_index,
+            score=score if np.isfinite(score) else None,
+            strategy=rules.CHECK_STRATEGY,
+            reason=f"drawn at random from the {len(unlabelled):,} unlabelled items for the recall check{needed}",
+            query_ms=None,
+        )
 
     # -- the stability rule's checkpoints ----------------------------------------------------
     def record_checkpoint_at(self, n: int, positives: int) -> None:
@@ -287,8 +345,11 @@ class RunStopping:
         if self.run.loop is None or not self.stability.due(n) or not (0 < positives < n):
             return
         stop = self.stability.stop_set
-        scores = self.run.loop.pool_scores()[stop] if self.run.loop.track_scores else \
-            self.run.loop.solver.decision_function(stop)
+        scores = (
+            self.run.loop.pool_scores()[stop]
+            if self.run.loop.track_scores
+            else self.run.loop.solver.decision_function(stop)
+        )
         self.stability.record(n, scores)
 
     def arrays(self) -> dict[str, np.ndarray]:
@@ -297,7 +358,7 @@ class RunStopping:
     def restore(self, arrays: dict[str, np.ndarray], n_labels: int) -> None:
         """The checkpoints a snapshot kept (covering its first ``n_labels`` labels), if it kept them."""
         self.stability = rules.StabilityTracker(rules.stop_set(len(self.run.pool_items), self.run.seed))
-        mine = {k[len(SNAPSHOT_PREFIX):]: v for k, v in arrays.items() if k.startswith(SNAPSHOT_PREFIX)}
+        mine = {k[len(SNAPSHOT_PREFIX) :]: v for k, v in arrays.items() if k.startswith(SNAPSHOT_PREFIX)}
         if not mine:
             return
         kept = rules.StabilityTracker.from_arrays(mine)
@@ -309,5 +370,14 @@ class RunStopping:
 #: why a recall check cannot start now, in words, or None (``core.stopping.check_blocked``)
 check_blocked = rules.check_blocked
 
-__all__ = ["DEFAULTS", "RULE_CHOICES", "RULE_OPTIONS", "SETTING", "RunStopping", "StoppingStatus", "check_blocked",
-           "check_settings", "stopping_settings"]
+__all__ = [
+    "DEFAULTS",
+    "RULE_CHOICES",
+    "RULE_OPTIONS",
+    "SETTING",
+    "RunStopping",
+    "StoppingStatus",
+    "check_blocked",
+    "check_settings",
+    "stopping_settings",
+]

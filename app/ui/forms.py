@@ -60,9 +60,11 @@ def unreadable_csv(preview, filename: str) -> str | None:
 def comparison_problem(budget: int, initial: int) -> str | None:
     """Why a comparison with these counts would compare nothing, or None."""
     if initial >= budget:
-        return (f"The {initial} initial labels use the whole budget of {budget}: every label would be "
-                "drawn at random and the heuristics would never choose an item. Lower the initial labels "
-                "or raise the budget.")
+        return (
+            f"The {initial} initial labels use the whole budget of {budget}: every label would be "
+            "drawn at random and the heuristics would never choose an item. Lower the initial labels "
+            "or raise the budget."
+        )
     return None
 
 
@@ -86,18 +88,33 @@ def delete_dataset_panel(svc: MarginLab, datasets, by: Identity) -> None:
         st.success(plain(notice))
     with st.expander("Delete a dataset"):
         names = {d.id: visible(f"#{d.id} {d.name}") for d in datasets}
-        dataset_id = st.selectbox("Dataset to delete", list(names), index=None, format_func=names.get,
-                                  placeholder="choose a dataset", key="delete_dataset_id")
+        dataset_id = st.selectbox(
+            "Dataset to delete",
+            list(names),
+            index=None,
+            format_func=names.get,
+            placeholder="choose a dataset",
+            key="delete_dataset_id",
+        )
         if dataset_id is None:
             return
         contents = svc.dataset_contents(dataset_id)
-        st.warning(plain(f"Deleting '{contents.name}' removes {describe_contents(contents)}; the sessions' label "
-                         "histories and model snapshots go with them. This cannot be undone; a copy of the "
-                         "database is the backup."))
-        typed = st.text_input("Type the dataset's name to confirm", key=f"delete_confirm_{dataset_id}",
-                              placeholder=contents.name)
-        if st.button("Delete the dataset", type="primary", key=f"delete_{dataset_id}",
-                     disabled=typed.strip() != contents.name.strip()):
+        st.warning(
+            plain(
+                f"Deleting '{contents.name}' removes {describe_contents(contents)}; the sessions' label "
+                "histories and model snapshots go with them. This cannot be undone; a copy of the "
+                "database is the backup."
+            )
+        )
+        typed = st.text_input(
+            "Type the dataset's name to confirm", key=f"delete_confirm_{dataset_id}", placeholder=contents.name
+        )
+        if st.button(
+            "Delete the dataset",
+            type="primary",
+            key=f"delete_{dataset_id}",
+            disabled=typed.strip() != contents.name.strip(),
+        ):
             try:
                 outcome = svc.delete_dataset(dataset_id, confirm_name=typed, by=by)
             except ServiceError as error:

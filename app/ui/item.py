@@ -60,10 +60,15 @@ def panel_item(run) -> PanelItem:
     typed there must not label an item nobody is looking at."""
     shown = run.shown
     form_open = bool(st.session_state.get("new_session_popover"))
-    return PanelItem(shown=shown, draw=None if shown is None else item_view(run.item_display, shown.item_index),
-                     key=None if shown is None else run.item_display.key(shown.item_index), form_open=form_open,
-                     disabled=shown is None or form_open, item=None if shown is None else shown.item_index,
-                     last=run.answers[-1].item_index if run.answers else None)
+    return PanelItem(
+        shown=shown,
+        draw=None if shown is None else item_view(run.item_display, shown.item_index),
+        key=None if shown is None else run.item_display.key(shown.item_index),
+        form_open=form_open,
+        disabled=shown is None or form_open,
+        item=None if shown is None else shown.item_index,
+        last=run.answers[-1].item_index if run.answers else None,
+    )
 
 
 def draw_panel_item(at: PanelItem, why: str, detail: str | None = None) -> None:
@@ -140,11 +145,16 @@ def pixel_svg(pixels: np.ndarray, cell: int = 20) -> str:
     ink = np.clip(np.nan_to_num(np.asarray(pixels, dtype=float)), 0.0, 1.0)
     h, w = ink.shape
     grey = np.rint(255 * (1.0 - ink)).astype(int)
-    cells = "".join(f'<rect x="{x}" y="{y}" width="1" height="1" fill="#{v:02x}{v:02x}{v:02x}"/>'
-                    for (y, x), v in np.ndenumerate(grey) if v < 255)
-    return (f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {w} {h}" width="{w * cell}" '
-            f'height="{h * cell}" shape-rendering="crispEdges"><rect width="{w}" height="{h}" fill="#fff"/>'
-            f"{cells}</svg>")
+    cells = "".join(
+        f'<rect x="{x}" y="{y}" width="1" height="1" fill="#{v:02x}{v:02x}{v:02x}"/>'
+        for (y, x), v in np.ndenumerate(grey)
+        if v < 255
+    )
+    return (
+        f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {w} {h}" width="{w * cell}" '
+        f'height="{h * cell}" shape-rendering="crispEdges"><rect width="{w}" height="{h}" fill="#fff"/>'
+        f"{cells}</svg>"
+    )
 
 
 #: pictures up to this many pixels (64 x 64) go into the page as an SVG, one square per pixel; larger
@@ -207,7 +217,7 @@ def highlighted_markdown(text: str, contributions: list[tuple[str, float]] | Non
         if way is None:
             continue
         foreground, background = TERM_COLOURS[way]
-        pieces.append(plain(text[last:match.start()]))
+        pieces.append(plain(text[last : match.start()]))
         pieces.append(f':color[{plain(word)}]{{foreground="{foreground}" background="{background}"}}')
         last = match.end()
     pieces.append(plain(text[last:]))
@@ -242,6 +252,7 @@ def item_view(items: ItemDisplay, item_index: int) -> Callable[[], None]:
             else:
                 st.caption(plain(drawing.note))
             st.caption(smiles)
+
         return molecule
     text = items.text(item_index)
     if text is not None:
@@ -257,8 +268,9 @@ def _document_view(items: ItemDisplay, item_index: int, text: str) -> Callable[[
     if contributions:
         ups = [f"{plain(t)} (+{v:.3f})" for t, v in contributions if v > 0][:6]
         downs = [f"{plain(t)} ({v:.3f})" for t, v in contributions if v < 0][:6]
-        terms = "Terms that pushed the score up: " + (", ".join(ups) or "none") + " · down: " + (", ".join(downs)
-                                                                                                  or "none")
+        terms = (
+            "Terms that pushed the score up: " + (", ".join(ups) or "none") + " · down: " + (", ".join(downs) or "none")
+        )
 
     def document() -> None:
         with st.container(border=True, height=DOCUMENT_HEIGHT if long else "content", key="item_text"):
@@ -270,6 +282,7 @@ def _document_view(items: ItemDisplay, item_index: int, text: str) -> Callable[[
             st.caption(f"{len(text):,} characters; scroll the box to read the whole text.")
         if terms is not None:
             st.caption(terms)
+
     return document
 
 
@@ -291,8 +304,10 @@ def feature_table(items: ItemDisplay, item_index: int) -> tuple[pd.DataFrame, bo
     return table, ranked
 
 
-RELEVANCE_HELP = ("How much the feature moves the model's decision about this item, relative to the most relevant "
-                  "one (linear kernel: |w_j x_j|; rbf: |df/dx_j| times the feature's spread).")
+RELEVANCE_HELP = (
+    "How much the feature moves the model's decision about this item, relative to the most relevant "
+    "one (linear kernel: |w_j x_j|; rbf: |df/dx_j| times the feature's spread)."
+)
 
 
 def _features_view(items: ItemDisplay, item_index: int) -> Callable[[], None]:
@@ -301,18 +316,25 @@ def _features_view(items: ItemDisplay, item_index: int) -> Callable[[], None]:
     table, ranked = feature_table(items, item_index)
     if not ranked:
         table = table.drop(columns="relevance")
-    columns = {"relevance": st.column_config.ProgressColumn("relevance", format="%.2f", min_value=0.0,
-                                                            max_value=1.0, help=RELEVANCE_HELP)}
+    columns = {
+        "relevance": st.column_config.ProgressColumn(
+            "relevance", format="%.2f", min_value=0.0, max_value=1.0, help=RELEVANCE_HELP
+        )
+    }
     rows = min(len(table), TOP_FEATURES)
     note = None
     if len(table) > rows:
-        note = (f"All {len(table)} features, the ones that matter most to the model's decision about this item "
-                "first; scroll the table for the rest." if ranked else
-                f"All {len(table)} features in the dataset's order (scroll the table for the rest); once the model "
-                "has support vectors, the ones that matter most to its decision come first.")
+        note = (
+            f"All {len(table)} features, the ones that matter most to the model's decision about this item "
+            "first; scroll the table for the rest."
+            if ranked
+            else f"All {len(table)} features in the dataset's order (scroll the table for the rest); once the model "
+            "has support vectors, the ones that matter most to its decision come first."
+        )
 
     def features() -> None:
         st.dataframe(table, hide_index=True, height=36 + 35 * rows, width="stretch", column_config=columns)
         if note is not None:
             st.caption(note)
+
     return features

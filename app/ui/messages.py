@@ -16,6 +16,7 @@ from app.ui.text import plain
 
 logger = logging.getLogger(__name__)
 
+
 def database_failed(error: Exception, *, where: str = "page") -> None:
     """Say that the database cannot be opened or used (no traceback, no server path), with a way on: try
     again (once the server is back, the disk has room) or, from the menu, another page."""
@@ -44,19 +45,23 @@ def failures_said(where: str) -> Iterator[None]:
 def page_part(where: str) -> Callable[[Callable], Callable]:
     """A part of a page run on its own (a fragment) that says a callback's failure (``show_failure``) and its
     own (``failures_said``) itself: a fragment's rerun runs neither the page nor ``app/main.py``."""
+
     def wrap(part: Callable) -> Callable:
         @functools.wraps(part)
         def run(*args, **kwargs):
             show_failure()
             with failures_said(where):
                 part(*args, **kwargs)
+
         return run
+
     return wrap
 
 
 def guarded(callback: Callable) -> Callable:
     """A button's callback whose failure (as ``failures_said``) is kept to be said by ``show_failure`` on
     the page's next run, instead of Streamlit's error box."""
+
     @functools.wraps(callback)
     def run(*args, **kwargs):
         try:
@@ -64,6 +69,7 @@ def guarded(callback: Callable) -> Callable:
         except PAGE_ERRORS as error:
             logger.error("%s: the database failed", callback.__name__, exc_info=error)
             st.session_state[FAILURE_KEY] = database_problem(error)
+
     return run
 
 
@@ -78,7 +84,7 @@ def data_error_text(error: Exception, filename: str | None) -> str:
     """A data error message naming the uploaded file (the loader only sees bytes and says 'data')."""
     text = str(error)
     if filename and text.startswith("data: "):
-        return f"{filename}: {text[len('data: '):]}"
+        return f"{filename}: {text[len('data: ') :]}"
     return text
 
 
@@ -90,12 +96,16 @@ def waiting_for_the_model():
     returns; an answer that does not wait is back before the spinner shows)."""
     progress = startup.compiled_code_progress()
     if progress.preparing_first_labels:
-        text = ("Preparing the model for this computer (first start only): your answer is saved, the next item "
-                "follows when the model is ready…")
+        text = (
+            "Preparing the model for this computer (first start only): your answer is saved, the next item "
+            "follows when the model is ready…"
+        )
     elif progress.preparing_first_choice:
-        text = (f"Preparing the model for this computer (first start only): your answer is saved; at "
-                f"{progress.first_choice_at} labels, C and gamma are chosen from your labels, and that part is still "
-                "being compiled: the next item follows when it is ready…")
+        text = (
+            f"Preparing the model for this computer (first start only): your answer is saved; at "
+            f"{progress.first_choice_at} labels, C and gamma are chosen from your labels, and that part is still "
+            "being compiled: the next item follows when it is ready…"
+        )
     else:
         yield
         return
@@ -109,20 +119,25 @@ def preparing_model_notice() -> None:
     while it prepares what the first choice of C and gamma from the labels needs, say which label waits."""
     progress = startup.compiled_code_progress()
     if progress.preparing_first_choice:
-        st.caption(f"Preparing the model for this computer (first start only): {progress.done} of "
-                   f"{progress.total} parts ready. Choosing C and gamma from your labels (at "
-                   f"{progress.first_choice_at} labels, when set for this session) needs the first "
-                   f"{progress.for_choosing}: the label that reaches it may wait until they are ready; the other "
-                   "labels do not wait.")
+        st.caption(
+            f"Preparing the model for this computer (first start only): {progress.done} of "
+            f"{progress.total} parts ready. Choosing C and gamma from your labels (at "
+            f"{progress.first_choice_at} labels, when set for this session) needs the first "
+            f"{progress.for_choosing}: the label that reaches it may wait until they are ready; the other "
+            "labels do not wait."
+        )
         return
     if not progress.preparing_first_labels:
         return
     with st.container(key="preparing_model"):
         # the parts counted as the console counts them (core.solvers._compile.Reporter): of the whole plan
-        st.info(f"Preparing the model for this computer (first start only): {progress.done} of {progress.total} "
-                f"parts ready; labelling needs the first {progress.for_labelling} "
-                f"({progress.ready_for_labelling} ready). A label given now is saved at once; the next item "
-                "follows when the model is ready (a minute or two).", icon=":material/hourglass_top:")
+        st.info(
+            f"Preparing the model for this computer (first start only): {progress.done} of {progress.total} "
+            f"parts ready; labelling needs the first {progress.for_labelling} "
+            f"({progress.ready_for_labelling} ready). A label given now is saved at once; the next item "
+            "follows when the model is ready (a minute or two).",
+            icon=":material/hourglass_top:",
+        )
         st.progress(progress.ready_for_labelling / progress.for_labelling)
 
 

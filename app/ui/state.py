@@ -59,8 +59,14 @@ def session_label(sessions) -> dict[int, str]:
     (``app.services.vocabulary``), annotator."""
     from app.services.vocabulary import how_labelled
 
-    return {s.id: visible(f"#{s.id} · " + (f"{s.name} · " if s.name else "") +
-                          f"{s.dataset_name} · {how_labelled(s.strategy, s.solver)} · {s.annotator}") for s in sessions}
+    return {
+        s.id: visible(
+            f"#{s.id} · "
+            + (f"{s.name} · " if s.name else "")
+            + f"{s.dataset_name} · {how_labelled(s.strategy, s.solver)} · {s.annotator}"
+        )
+        for s in sessions
+    }
 
 
 def annotator_filter(sessions, *, key: str = "all_annotators") -> list:
@@ -74,10 +80,16 @@ def annotator_filter(sessions, *, key: str = "all_annotators") -> list:
     if not state.annotator and state.session_id in by_id:
         state.annotator = by_id[state.session_id].annotator
     if len({s.annotator for s in sessions}) > 1 or state.get(key):
-        st.toggle("All annotators", key=key,
-                  help=f"Off: the sessions of {plain(state.annotator) or 'the current annotator'} only.")
-    return [s for s in sessions if state.get(key) or not state.annotator or s.annotator == state.annotator
-            or s.id == state.session_id]
+        st.toggle(
+            "All annotators",
+            key=key,
+            help=f"Off: the sessions of {plain(state.annotator) or 'the current annotator'} only.",
+        )
+    return [
+        s
+        for s in sessions
+        if state.get(key) or not state.annotator or s.annotator == state.annotator or s.id == state.session_id
+    ]
 
 
 def show_session(session_id: int | None) -> None:
@@ -87,8 +99,9 @@ def show_session(session_id: int | None) -> None:
     navigation.put_session_in_address(session_id)
 
 
-def follow_address(sessions, *, missing: str = "is not open for labelling (it is closed, or not in this "
-                                                "database)") -> None:
+def follow_address(
+    sessions, *, missing: str = "is not open for labelling (it is closed, or not in this database)"
+) -> None:
     """Open the session the address names (``?session=N``: a bookmark or a link), if it is among ``sessions``;
     otherwise say that it ``missing``."""
     asked = navigation.session_in_address()
@@ -96,8 +109,9 @@ def follow_address(sessions, *, missing: str = "is not open for labelling (it is
         return
     found = next((s for s in sessions if s.id == asked), None)
     if found is None:
-        st.warning(plain(f"Session {asked} {missing}; the Sessions page lists every session and can reopen a "
-                         "closed one."))
+        st.warning(
+            plain(f"Session {asked} {missing}; the Sessions page lists every session and can reopen a closed one.")
+        )
         return
     st.session_state.session_id = asked
     st.session_state.outcome = None

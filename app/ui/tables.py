@@ -26,16 +26,20 @@ def runs_without_the_heuristic(rows: pd.DataFrame) -> str | None:
     if not idle:
         return None
     shown = ", ".join(idle[:6]) + (f" and {len(idle) - 6} more" if len(idle) > 6 else "")
-    return (f"In {len(idle)} of {len(runs)} runs every label was drawn at random by the cold start: {shown}. "
-            "The budget ran out before both classes were found, so the heuristic never chose an item and its "
-            "curves there are those of random draws. A larger budget (or a dataset with more positives) lets "
-            "it act.")
+    return (
+        f"In {len(idle)} of {len(runs)} runs every label was drawn at random by the cold start: {shown}. "
+        "The budget ran out before both classes were found, so the heuristic never chose an item and its "
+        "curves there are those of random draws. A larger budget (or a dataset with more positives) lets "
+        "it act."
+    )
 
 
-SUMMARY_NOTE = ("ALC: area under the test-AUC learning curve, normalised (0 = chance, 1 = the full-data AUC from "
-                "the first label); mean ± std over seeds. \"To 95 %\": labels until the test AUC first reached "
-                "95 % of the full-data AUC (mean over the seeds that did; how many did). W/T/L: seeds on which "
-                "the heuristic's ALC beat, tied or lost to random.")
+SUMMARY_NOTE = (
+    "ALC: area under the test-AUC learning curve, normalised (0 = chance, 1 = the full-data AUC from "
+    'the first label); mean ± std over seeds. "To 95 %": labels until the test AUC first reached '
+    "95 % of the full-data AUC (mean over the seeds that did; how many did). W/T/L: seeds on which "
+    "the heuristic's ALC beat, tied or lost to random."
+)
 
 
 def _number(value) -> float | None:
@@ -74,32 +78,54 @@ def summary_table(summary: pd.DataFrame) -> pd.DataFrame:
     against_random = BASELINE in set(summary["strategy"]) if "strategy" in summary else False
     for r in summary.to_dict(orient="records"):
         seeds = _number(r.get("n_seeds")) or 0
-        rows.append({
-            "heuristic": run_words(r.get("strategy")), "solver": r.get("solver"),
-            "ALC": pm(r.get("alc_mean"), r.get("alc_std"), seeds),
-            **({"vs random W / T / L": wtl(r)} if against_random else {}),
-            # how soon the positives were found (what a reviewer asks), on screen without scrolling sideways
-            **({f"to {level} % recall": reach(r.get(f"labels_recall_{level}"), r.get(f"reached_recall_{level}"),
-                                              seeds) for level in (50, 80, 95)}
-               | {"WSS@95": _number(r.get("wss_95"))} if "labels_recall_50" in r else {}),
-            "seeds": int(seeds),
-            "ALC (log2 labels)": pm(r.get("alc_log2_mean"), r.get("alc_log2_std"), seeds),
-            "to 95 %": reach(r.get("labels_95"), r.get("reached_95"), seeds),
-            "to 99 %": reach(r.get("labels_99"), r.get("reached_99"), seeds),
-            "final AUC": _number(r.get("final_auc")), "full-data AUC": _number(r.get("reference_auc")),
-            "support vectors": _number(r.get("final_n_sv")),
-            "update ms p50 / p95": pair(r.get("update_ms_median"), r.get("update_ms_p95")),
-            "query ms p50 / p95": pair(r.get("query_ms_median"), r.get("query_ms_p95")),
-            "heuristic, for engineers": r.get("strategy"),  # (the code name, under "More columns")
-        })
+        rows.append(
+            {
+                "heuristic": run_words(r.get("strategy")),
+                "solver": r.get("solver"),
+                "ALC": pm(r.get("alc_mean"), r.get("alc_std"), seeds),
+                **({"vs random W / T / L": wtl(r)} if against_random else {}),
+                # how soon the positives were found (what a reviewer asks), on screen without scrolling sideways
+                **(
+                    {
+                        f"to {level} % recall": reach(
+                            r.get(f"labels_recall_{level}"), r.get(f"reached_recall_{level}"), seeds
+                        )
+                        for level in (50, 80, 95)
+                    }
+                    | {"WSS@95": _number(r.get("wss_95"))}
+                    if "labels_recall_50" in r
+                    else {}
+                ),
+                "seeds": int(seeds),
+                "ALC (log2 labels)": pm(r.get("alc_log2_mean"), r.get("alc_log2_std"), seeds),
+                "to 95 %": reach(r.get("labels_95"), r.get("reached_95"), seeds),
+                "to 99 %": reach(r.get("labels_99"), r.get("reached_99"), seeds),
+                "final AUC": _number(r.get("final_auc")),
+                "full-data AUC": _number(r.get("reference_auc")),
+                "support vectors": _number(r.get("final_n_sv")),
+                "update ms p50 / p95": pair(r.get("update_ms_median"), r.get("update_ms_p95")),
+                "query ms p50 / p95": pair(r.get("query_ms_median"), r.get("query_ms_p95")),
+                "heuristic, for engineers": r.get("strategy"),  # (the code name, under "More columns")
+            }
+        )
     # numbers to a fixed number of decimals, "–" where missing: the table never shows None or NaN
     return with_decimals(pd.DataFrame(rows), {"final AUC": 3, "full-data AUC": 3, "WSS@95": 3, "support vectors": 0})
 
 
 #: the Compare summary's columns shown at first (the others, the seeds too, are under "More columns"): what a
 #: reviewer compares, few enough (9, 10 with the solver) to fit a 1,400-pixel window without scrolling sideways
-SUMMARY_FIRST = ("heuristic", "solver", "ALC", "vs random W / T / L", "to 50 % recall", "to 80 % recall",
-                 "to 95 % recall", "WSS@95", "to 95 %", "final AUC")
+SUMMARY_FIRST = (
+    "heuristic",
+    "solver",
+    "ALC",
+    "vs random W / T / L",
+    "to 50 % recall",
+    "to 80 % recall",
+    "to 95 % recall",
+    "WSS@95",
+    "to 95 %",
+    "final AUC",
+)
 
 
 def summary_parts(table: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame, str | None]:
@@ -147,7 +173,7 @@ def _three_digits(value) -> str:
 
 
 def _to_the_second(value) -> str:
-    """"2026-11-28T12:04:44.114360+00:00" -> "2026-11-28 12:04:44 UTC" (what is not such a time stays)."""
+    """ "2026-11-28T12:04:44.114360+00:00" -> "2026-11-28 12:04:44 UTC" (what is not such a time stays)."""
     text = "" if value is None else str(value)
     if not text:
         return text
@@ -166,10 +192,13 @@ def correction_note(solver: str) -> str:
     model = solver_words(solver)
     model = model[:1].upper() + model[1:]
     if solver in EXACT_SOLVERS:
-        return (f"{model}: it unlearns the answer and learns the new one, exactly as if it had been given from "
-                "the start.")
-    return (f"{model}: it is rebuilt from every answer in order, with the new one in its place (the same model "
-            "as had it been given from the start).")
+        return (
+            f"{model}: it unlearns the answer and learns the new one, exactly as if it had been given from the start."
+        )
+    return (
+        f"{model}: it is rebuilt from every answer in order, with the new one in its place (the same model "
+        "as had it been given from the start)."
+    )
 
 
 def history_summary(table: pd.DataFrame, solver: str) -> str:
@@ -177,8 +206,10 @@ def history_summary(table: pd.DataFrame, solver: str) -> str:
     labels = int((current["answer"] != "skipped").sum())
     changed = int((current["changes"].str.len() > 0).sum())
     removed = int((table["status"] == "removed").sum())
-    return (f"{count(labels, 'label')} and {count(len(current) - labels, 'skip')} as they stand · {changed} changed · "
-            f"{removed} removed · {plain(solver_words(solver))}")
+    return (
+        f"{count(labels, 'label')} and {count(len(current) - labels, 'skip')} as they stand · {changed} changed · "
+        f"{removed} removed · {plain(solver_words(solver))}"
+    )
 
 
 def history_choices(current: pd.DataFrame) -> dict[int, str]:
@@ -190,8 +221,9 @@ def history_choices(current: pd.DataFrame) -> dict[int, str]:
     for (_, row), ago in zip(current.iloc[::-1].iterrows(), after[::-1], strict=True):
         key = f" ({row['key']})" if row["key"] else ""
         when = row["when"].strftime("%H:%M:%S")
-        choices[int(row["label_id"])] = visible(f"#{row['#']:.0f} · item {row['item']}{key} · {row['answer']} · "
-                                                f"{when} · {_since(ago, newest=not choices)}")
+        choices[int(row["label_id"])] = visible(
+            f"#{row['#']:.0f} · item {row['item']}{key} · {row['answer']} · {when} · {_since(ago, newest=not choices)}"
+        )
     return choices
 
 
@@ -209,9 +241,14 @@ def score_cells(table: pd.DataFrame) -> pd.Series:
     boundary: whatever it said then means nothing), "–" where no score was kept
     (answers imported from a file)."""
     cold = table["heuristic"].astype(str).str.contains("cold start", regex=False)
-    return pd.Series(["cold start" if is_cold else "–" if value is None or pd.isna(value) else signed(value)
-                      for value, is_cold in zip(table["score when asked"], cold, strict=True)],
-                     index=table.index, dtype=object)
+    return pd.Series(
+        [
+            "cold start" if is_cold else "–" if value is None or pd.isna(value) else signed(value)
+            for value, is_cold in zip(table["score when asked"], cold, strict=True)
+        ],
+        index=table.index,
+        dtype=object,
+    )
 
 
 def heuristic_words_of(table: pd.DataFrame) -> pd.Series:

@@ -31,10 +31,18 @@ EACH_OWN_WORDS = "each heuristic's own model (compares the models too)"
 
 labelled = [d for d in svc.datasets() if d.has_true_labels]
 REPLAY = "Replay a session"
-replaying = st.radio("What to compare", ["Heuristics on a dataset with true labels", REPLAY], horizontal=True,
-                     index=0 if labelled else 1, key="compare_mode",
-                     help="A replay runs the heuristics on the items a session labelled, its answers the "
-                          "oracle: no true labels needed.") == REPLAY
+replaying = (
+    st.radio(
+        "What to compare",
+        ["Heuristics on a dataset with true labels", REPLAY],
+        horizontal=True,
+        index=0 if labelled else 1,
+        key="compare_mode",
+        help="A replay runs the heuristics on the items a session labelled, its answers the "
+        "oracle: no true labels needed.",
+    )
+    == REPLAY
+)
 if replaying:
     replay_panel.form(svc)
 else:
@@ -46,43 +54,85 @@ else:
     # Plain widgets, not a form: Enter in a field only takes the value; only the button starts a run.
     with st.container(border=True, key="compare_settings"):
         dataset_id = st.selectbox("Dataset", list(names), format_func=names.get, key="compare_dataset")
-        strategies = st.multiselect("Heuristics", list(COMPARE_STRATEGIES), default=[DEFAULT_STRATEGY, BASELINE],
-                                    format_func=heuristic_words,
-                                    help=" ".join(f"\"{heuristic_words(name)}\" peeks at the true labels: a "
-                                                  "simulation-only yardstick." for name in ORACLE_STRATEGIES) or None,
-                                    key="compare_strategies")
+        strategies = st.multiselect(
+            "Heuristics",
+            list(COMPARE_STRATEGIES),
+            default=[DEFAULT_STRATEGY, BASELINE],
+            format_func=heuristic_words,
+            help=" ".join(
+                f'"{heuristic_words(name)}" peeks at the true labels: a simulation-only yardstick.'
+                for name in ORACLE_STRATEGIES
+            )
+            or None,
+            key="compare_strategies",
+        )
         # the same solver for every heuristic unless asked otherwise: a comparison of heuristics, not of solvers
         same = DEFAULT_SOLVER[DEFAULT_STRATEGY]
-        solver = st.selectbox("Solver", [same, *(s for s in SOLVERS if s != same), EACH_OWN], key="compare_solver",
-                              format_func=lambda s: EACH_OWN_WORDS if s == EACH_OWN else
-                              f"{solver_words(s)} (every heuristic)",
-                              help="Every heuristic runs on the model chosen here, so that the comparison is of the "
-                                   "heuristics alone. Each heuristic's own: " +
-                                   ", ".join(f"{heuristic_words(k)} → {solver_words(v)}"
-                                             for k, v in DEFAULT_SOLVER.items()) + " (this compares the models too).")
-        model = st.radio("Model", ["standard", "review"], key="compare_model", horizontal=True,
-                         format_func={"standard": "SVM (the solver above, the dataset's kernel)",
-                                      "review": "Review model: finds rare positives"}.get,
-                         help="The review model (as in New session on the Label page): a linear SVM whose "
-                              "class weights follow the labels, on the ramp solver; it sets its own solver and C.")
+        solver = st.selectbox(
+            "Solver",
+            [same, *(s for s in SOLVERS if s != same), EACH_OWN],
+            key="compare_solver",
+            format_func=lambda s: EACH_OWN_WORDS if s == EACH_OWN else f"{solver_words(s)} (every heuristic)",
+            help="Every heuristic runs on the model chosen here, so that the comparison is of the "
+            "heuristics alone. Each heuristic's own: "
+            + ", ".join(f"{heuristic_words(k)} → {solver_words(v)}" for k, v in DEFAULT_SOLVER.items())
+            + " (this compares the models too).",
+        )
+        model = st.radio(
+            "Model",
+            ["standard", "review"],
+            key="compare_model",
+            horizontal=True,
+            format_func={
+                "standard": "SVM (the solver above, the dataset's kernel)",
+                "review": "Review model: finds rare positives",
+            }.get,
+            help="The review model (as in New session on the Label page): a linear SVM whose "
+            "class weights follow the labels, on the ramp solver; it sets its own solver and C.",
+        )
         cols = st.columns(4)
-        budget = cols[0].number_input("Label budget", min_value=4, max_value=COMPARE_MAX_BUDGET, value=60, step=10,
-                                      help="Counts every label, the initial ones included.", key="compare_budget")
-        seeds = cols[1].number_input("Seeds", min_value=1, max_value=COMPARE_MAX_SEEDS, value=3, step=1,
-                                     key="compare_seeds")
-        initial = cols[2].number_input("Initial labels", min_value=0, value=10, step=1, key="compare_initial",
-                                       help="Chosen at random (cold start) before the heuristic takes over.")
-        test_fraction = cols[3].number_input("Evaluation share", min_value=0.1, max_value=0.9, value=0.3, step=0.05,
-                                             key="compare_test_fraction")
-        stopping = st.multiselect("Stopping rules", RULE_OPTIONS, default=list(RULE_CHOICES), key="compare_stopping",
-                                  format_func=rule_words,
-                                  help="Run beside each heuristic; a recall check targets 95% recall at 95% "
-                                       "confidence (its random draws count as labels).")
+        budget = cols[0].number_input(
+            "Label budget",
+            min_value=4,
+            max_value=COMPARE_MAX_BUDGET,
+            value=60,
+            step=10,
+            help="Counts every label, the initial ones included.",
+            key="compare_budget",
+        )
+        seeds = cols[1].number_input(
+            "Seeds", min_value=1, max_value=COMPARE_MAX_SEEDS, value=3, step=1, key="compare_seeds"
+        )
+        initial = cols[2].number_input(
+            "Initial labels",
+            min_value=0,
+            value=10,
+            step=1,
+            key="compare_initial",
+            help="Chosen at random (cold start) before the heuristic takes over.",
+        )
+        test_fraction = cols[3].number_input(
+            "Evaluation share", min_value=0.1, max_value=0.9, value=0.3, step=0.05, key="compare_test_fraction"
+        )
+        stopping = st.multiselect(
+            "Stopping rules",
+            RULE_OPTIONS,
+            default=list(RULE_CHOICES),
+            key="compare_stopping",
+            format_func=rule_words,
+            help="Run beside each heuristic; a recall check targets 95% recall at 95% "
+            "confidence (its random draws count as labels).",
+        )
         run_clicked = st.button("Run the comparison", type="primary", key="compare_run")
         scheduler = svc.comparison_scheduler()
         if scheduler:  # (set by whoever runs the server: MARGINLAB_DASK_SCHEDULER)
-            st.caption(plain("Runs on a Dask cluster started for each comparison on this server" if scheduler ==
-                                "local" else f"Runs on Dask scheduler {scheduler}"))
+            st.caption(
+                plain(
+                    "Runs on a Dask cluster started for each comparison on this server"
+                    if scheduler == "local"
+                    else f"Runs on Dask scheduler {scheduler}"
+                )
+            )
 
     problem = comparison_problem(int(budget), int(initial)) if run_clicked else None
     if st.session_state.get("compare_cancel"):  # (the click's rerun: the run it interrupted has stopped)
@@ -100,10 +150,18 @@ else:
 
         try:
             st.session_state.comparison_id = st.session_state.comparison_picker = svc.run_comparison(
-                dataset_id, strategies=strategies,
+                dataset_id,
+                strategies=strategies,
                 solver=None if solver == EACH_OWN or model == "review" else solver,  # (review: its own solver)
-                budget=int(budget), seeds=int(seeds), initial=int(initial), test_fraction=float(test_fraction),
-                progress=_progress, stopping=stopping, model=model, by=auth.identity())
+                budget=int(budget),
+                seeds=int(seeds),
+                initial=int(initial),
+                test_fraction=float(test_fraction),
+                progress=_progress,
+                stopping=stopping,
+                model=model,
+                by=auth.identity(),
+            )
             bar.progress(1.0, text="done")
             cancel_slot.empty()
         except ServiceError as error:
@@ -123,17 +181,22 @@ def _describe(c) -> str:
     n_seeds = count(len(seeds) if isinstance(seeds, list) else int(seeds or 0), "seed")
     heuristics = ", ".join(heuristic_words(s) for s in c.config.get("strategies", []))
     if is_replay(c):
-        return (f"#{c.id} · replay of {c.config['replay']['source']} · {c.config.get('dataset', '?')} · "
-                f"{heuristics} × {n_seeds} · {c.created_at:%Y-%m-%d %H:%M}")
-    return (f"#{c.id} · {c.config.get('dataset', '?')} · {heuristics} · "
-            f"budget {c.config.get('budget')} × {n_seeds} · {c.created_at:%Y-%m-%d %H:%M}")
+        return (
+            f"#{c.id} · replay of {c.config['replay']['source']} · {c.config.get('dataset', '?')} · "
+            f"{heuristics} × {n_seeds} · {c.created_at:%Y-%m-%d %H:%M}"
+        )
+    return (
+        f"#{c.id} · {c.config.get('dataset', '?')} · {heuristics} · "
+        f"budget {c.config.get('budget')} × {n_seeds} · {c.created_at:%Y-%m-%d %H:%M}"
+    )
 
 
 labels = {c.id: _describe(c) for c in stored}
 # the picker's own state says which comparison is shown (a run above has just set it to the new one)
 if st.session_state.get("comparison_picker") not in labels:
-    st.session_state.comparison_picker = st.session_state.comparison_id if st.session_state.comparison_id in labels \
-        else next(iter(labels))
+    st.session_state.comparison_picker = (
+        st.session_state.comparison_id if st.session_state.comparison_id in labels else next(iter(labels))
+    )
 chosen = st.selectbox("Stored comparisons", list(labels), format_func=labels.get, key="comparison_picker")
 st.session_state.comparison_id = chosen
 result = svc.comparison(chosen)
@@ -143,9 +206,12 @@ if is_replay(result):
 rows = result.rows
 
 overlay = None
-if result.dataset_id is not None and st.toggle("Overlay the labelling sessions on this dataset", value=False,
-                                               key="compare_overlay",
-                                               help="Dotted lines with markers, on the comparison's label axis."):
+if result.dataset_id is not None and st.toggle(
+    "Overlay the labelling sessions on this dataset",
+    value=False,
+    key="compare_overlay",
+    help="Dotted lines with markers, on the comparison's label axis.",
+):
     overlay = svc.session_curves(result.dataset_id)
     if overlay.empty:
         st.caption("No labelling session with an evaluation curve on this dataset yet.")
@@ -153,14 +219,18 @@ if result.dataset_id is not None and st.toggle("Overlay the labelling sessions o
         st.caption("Sessions use their own held-out split, so their curves are indicative next to the bands.")
 
 left, right = st.columns(2)
-left.plotly_chart(charts.learning_curve_figure(rows, "auc", title="Test AUC vs labels",
-                                               overlay=overlay), key="curve_auc")
-right.plotly_chart(charts.learning_curve_figure(rows, "n_sv", title="Support vectors vs labels",
-                                                overlay=overlay, overlay_metric="n_sv"), key="curve_sv")
+left.plotly_chart(
+    charts.learning_curve_figure(rows, "auc", title="Test AUC vs labels", overlay=overlay), key="curve_auc"
+)
+right.plotly_chart(
+    charts.learning_curve_figure(
+        rows, "n_sv", title="Support vectors vs labels", overlay=overlay, overlay_metric="n_sv"
+    ),
+    key="curve_sv",
+)
 st.plotly_chart(charts.latency_figure(rows), key="latency")
 if "recall" in rows:
-    st.plotly_chart(charts.learning_curve_figure(rows, "recall", title="Recall vs labels"),
-                    key="curve_recall")
+    st.plotly_chart(charts.learning_curve_figure(rows, "recall", title="Recall vs labels"), key="curve_recall")
 
 st.subheader("Summary")
 summary, more, same_model = summary_parts(summary_table(svc.summary_frame(result)))
@@ -178,14 +248,23 @@ if idle:
 stops = svc.stop_summary_frame(result)
 if not stops.empty:
     st.subheader("Stopping rules")
-    stops = with_decimals(stops, {"labels at stop": 1, "recall at stop": 3, "lowest recall at stop": 3,
-                                  "work saved": 3})
+    stops = with_decimals(
+        stops, {"labels at stop": 1, "recall at stop": 3, "lowest recall at stop": 3, "work saved": 3}
+    )
     st.dataframe(stops, hide_index=True, width="stretch", key="stop_summary_table")
-    st.caption("Per rule and heuristic: seeds where the rule stopped within the budget, mean labels and recall "
-               "there (a recall check's random draws are labels), and the work saved against labelling "
-               "every training item.")
+    st.caption(
+        "Per rule and heuristic: seeds where the rule stopped within the budget, mean labels and recall "
+        "there (a recall check's random draws are labels), and the work saved against labelling "
+        "every training item."
+    )
 # written when the button is pressed (as every download: app.server_guard serves it to this browser only, briefly)
-st.download_button("Download the tidy rows (CSV)", lambda: rows.to_csv(index=False).encode(),
-                   file_name=f"comparison-{chosen}.csv", mime="text/csv", key="download_rows", on_click="ignore")
+st.download_button(
+    "Download the tidy rows (CSV)",
+    lambda: rows.to_csv(index=False).encode(),
+    file_name=f"comparison-{chosen}.csv",
+    mime="text/csv",
+    key="download_rows",
+    on_click="ignore",
+)
 with st.expander("Configuration"):
     st.json(result.config)

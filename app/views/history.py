@@ -36,8 +36,14 @@ if state.session_id is None:
 navigation.put_session_in_address(state.session_id)
 ids = [s.id for s in mine] or [state.session_id]
 key = f"history_session_{state.session_id}"
-left.selectbox("Session", ids, index=ids.index(state.session_id), format_func=session_label(sessions).get,
-               key=key, on_change=lambda k=key: show_session(state[k]))
+left.selectbox(
+    "Session",
+    ids,
+    index=ids.index(state.session_id),
+    format_func=session_label(sessions).get,
+    key=key,
+    on_change=lambda k=key: show_session(state[k]),
+)
 info = next(s for s in sessions if s.id == state.session_id)
 
 if not svc.is_open(info.id):
@@ -75,8 +81,11 @@ def _correct(pick_key: str, value: int | None) -> None:
     (answer,) = table[(table["label_id"] == label_id) & (table["status"] == "current")]["answer"]
     now = {name: v for v, name in live.class_names.items()}[answer]
     if now in (0, value):  # (the button was drawn for another answer: say so rather than guess)
-        state.history_outcome = Outcome(False, "The answer picked is not one this button changes: pick it "
-                                               "again and choose from the buttons shown for it.", "warning")
+        state.history_outcome = Outcome(
+            False,
+            "The answer picked is not one this button changes: pick it again and choose from the buttons shown for it.",
+            "warning",
+        )
         return
     with waiting_for_the_model():
         state.history_outcome = live.change_label(label_id, value, by=who)
@@ -94,11 +103,15 @@ with st.container(border=True, key="history_change"):
         # a new widget after every change of the session, so that the box shows the answer as it now stands
         # (and keeps the answer picked before, while it is still there)
         pick_key = f"history_pick_{info.id}_{run.version}"
-        picked = st.selectbox("Answer to change", options, format_func=choices.get, key=pick_key,
-                              index=options.index(remembered) if remembered in options else 0,
-                              on_change=lambda: state.update(history_picked=state[pick_key]),
-                              help="Newest first. The model becomes the one that learned the corrected answers "
-                                   "from the start.")
+        picked = st.selectbox(
+            "Answer to change",
+            options,
+            format_func=choices.get,
+            key=pick_key,
+            index=options.index(remembered) if remembered in options else 0,
+            on_change=lambda: state.update(history_picked=state[pick_key]),
+            help="Newest first. The model becomes the one that learned the corrected answers from the start.",
+        )
         state.history_picked = picked
         row = current[current["label_id"] == picked].iloc[0]
         named = getattr(run, "has_classes", False)  # a session with named classes: change to any other class
@@ -107,34 +120,57 @@ with st.container(border=True, key="history_change"):
             with st.container(horizontal=True, key="history_classes"):
                 for k, name in enumerate(run.classes):
                     if name != row["answer"]:
-                        st.button(f"Change to {plain(name)}", key=f"change_{picked}_{k}", on_click=_change_class,
-                                  args=(pick_key, k))
+                        st.button(
+                            f"Change to {plain(name)}",
+                            key=f"change_{picked}_{k}",
+                            on_click=_change_class,
+                            args=(pick_key, k),
+                        )
         cols = st.columns([1, 1, 2], vertical_alignment="center")
         if value != 0 and not named:
             other = run.class_names[-value]
             # a button's label is Markdown: the class name (the dataset's own text) is shown as it is
-            cols[0].button(f"Change to {plain(other)}", type="primary", key=f"change_{picked}", width="stretch",
-                           on_click=_correct, args=(pick_key, -value))
-        cols[1].button("Remove this answer", key=f"remove_{picked}", width="stretch",
-                       on_click=_correct, args=(pick_key, None),
-                       help="Takes the answer back (the item can be asked about again); the original row and "
-                            "who removed it when are kept.")
+            cols[0].button(
+                f"Change to {plain(other)}",
+                type="primary",
+                key=f"change_{picked}",
+                width="stretch",
+                on_click=_correct,
+                args=(pick_key, -value),
+            )
+        cols[1].button(
+            "Remove this answer",
+            key=f"remove_{picked}",
+            width="stretch",
+            on_click=_correct,
+            args=(pick_key, None),
+            help="Takes the answer back (the item can be asked about again); the original row and "
+            "who removed it when are kept.",
+        )
         cols[2].caption(correction_note(run.info.solver))
     outcome = state.get("history_outcome")
     if outcome is not None:
-        (st.success if outcome.ok and outcome.kind == "info" else
-         st.warning if outcome.kind == "warning" else st.error)(plain(outcome.message))
+        (
+            st.success
+            if outcome.ok and outcome.kind == "info"
+            else st.warning
+            if outcome.kind == "warning"
+            else st.error
+        )(plain(outcome.message))
         state.history_outcome = None
 
 #: pixels of the "changes" column: wide enough for who changed what and when to be read in full
 CHANGES_WIDTH = 520
-COLUMNS = {"#": st.column_config.TextColumn(help="Place among the current answers (\"–\": removed or undone)"),
-           "item": st.column_config.NumberColumn(format="%d"),
-           "when": st.column_config.DatetimeColumn(format="YYYY-MM-DD HH:mm:ss"),
-           "score when asked": st.column_config.TextColumn(
-               help="f(x) of the model when it asked: positive on the side of the positives. \"cold start\" "
-                    "while the model could not score yet, \"–\" for answers imported from a file"),
-           "changes": st.column_config.TextColumn(width=CHANGES_WIDTH)}
+COLUMNS = {
+    "#": st.column_config.TextColumn(help='Place among the current answers ("–": removed or undone)'),
+    "item": st.column_config.NumberColumn(format="%d"),
+    "when": st.column_config.DatetimeColumn(format="YYYY-MM-DD HH:mm:ss"),
+    "score when asked": st.column_config.TextColumn(
+        help='f(x) of the model when it asked: positive on the side of the positives. "cold start" '
+        'while the model could not score yet, "–" for answers imported from a file'
+    ),
+    "changes": st.column_config.TextColumn(width=CHANGES_WIDTH),
+}
 if "score when asked" in table:  # (a session with named classes keeps every class's score: not shown here)
     table = table.assign(**{"score when asked": score_cells(table)})
 # a removed or undone answer has no place: "–", not "None"
@@ -143,11 +179,27 @@ table = visible_cells(table.assign(**{"heuristic": heuristic_words_of(table)}))
 corrected = table[table["changes"].str.len() > 0]
 if len(corrected):
     st.markdown("**Changed or removed**")
-    st.dataframe(corrected.drop(columns=["label_id"]).iloc[::-1], hide_index=True, width="stretch",
-                 height=table_height(len(corrected), most=220), key="history_corrected", column_config=COLUMNS)
+    st.dataframe(
+        corrected.drop(columns=["label_id"]).iloc[::-1],
+        hide_index=True,
+        width="stretch",
+        height=table_height(len(corrected), most=220),
+        key="history_corrected",
+        column_config=COLUMNS,
+    )
     st.markdown("**Every answer, newest first**")
 st.dataframe(
-    table.drop(columns=["label_id"]).iloc[::-1], hide_index=True, width="stretch", height=table_height(len(table)),
-    key="history_table", column_config=COLUMNS)
-st.page_link(navigation.view("label"), label="Back to labelling", icon=":material/label:",
-             query_params={navigation.SESSION_PARAM: info.id}, disabled=info.status != "active")
+    table.drop(columns=["label_id"]).iloc[::-1],
+    hide_index=True,
+    width="stretch",
+    height=table_height(len(table)),
+    key="history_table",
+    column_config=COLUMNS,
+)
+st.page_link(
+    navigation.view("label"),
+    label="Back to labelling",
+    icon=":material/label:",
+    query_params={navigation.SESSION_PARAM: info.id},
+    disabled=info.status != "active",
+)

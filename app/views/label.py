@@ -46,14 +46,24 @@ def _start_session() -> None:
     named = bool(str(state.get("new_classes") or "").strip()) or bool(class_names_of.get(state.new_dataset))
     try:
         run = svc.start_session(
-            dataset_id=state.new_dataset, annotator=me,
+            dataset_id=state.new_dataset,
+            annotator=me,
             strategy=state.new_class_strategy if named else state.new_strategy,
-            classes=state.get("new_classes"), target=state.get("new_target"),
-            solver=None if state.new_solver == "default" else state.new_solver, C=state.new_C,
-            gamma=parse_gamma(state.new_gamma), seed=int(state.new_seed),
-            eval_fraction=state.get("new_eval_fraction"), model=state.get("new_model", "auto"),
-            kernel=state.new_kernel, loss=None if state.new_loss == "default" else state.new_loss,
-            tol=state.new_tol, find=state.new_find, auto_hyper=state.get("new_auto_hyper", True), by=who)
+            classes=state.get("new_classes"),
+            target=state.get("new_target"),
+            solver=None if state.new_solver == "default" else state.new_solver,
+            C=state.new_C,
+            gamma=parse_gamma(state.new_gamma),
+            seed=int(state.new_seed),
+            eval_fraction=state.get("new_eval_fraction"),
+            model=state.get("new_model", "auto"),
+            kernel=state.new_kernel,
+            loss=None if state.new_loss == "default" else state.new_loss,
+            tol=state.new_tol,
+            find=state.new_find,
+            auto_hyper=state.get("new_auto_hyper", True),
+            by=who,
+        )
     except ServiceError as error:
         state.start_error = str(error)
         return
@@ -80,83 +90,157 @@ if mine:
     # A new widget for every session shown: the keyboard focus leaves with the old one, so the
     # shortcut keys label at once after a switch instead of typing into the box.
     key = f"session_picker_{state.session_id}"
-    top_left.selectbox("Session", ids, index=ids.index(state.session_id), format_func=session_label(mine).get,
-                       key=key, on_change=lambda k=key: show_session(state[k]))
+    top_left.selectbox(
+        "Session",
+        ids,
+        index=ids.index(state.session_id),
+        format_func=session_label(mine).get,
+        key=key,
+        on_change=lambda k=key: show_session(state[k]),
+    )
 
-with top_right.popover("New session", icon=":material/add:", width="stretch", key="new_session_popover",
-                       on_change="rerun"), \
-        st.form("new_session", border=False):
+with (
+    top_right.popover(
+        "New session", icon=":material/add:", width="stretch", key="new_session_popover", on_change="rerun"
+    ),
+    st.form("new_session", border=False),
+):
     # what a screener decides first; how the model learns under Advanced, with the defaults it always had
-    st.selectbox("Dataset", [d.id for d in datasets], key="new_dataset",
-                 format_func={d.id: visible(f"{d.name} ({d.n_items:,} items)") for d in datasets}.get)
-    st.text_input("What to find", key="new_find", max_chars=FIND_CHARS,
-                  placeholder="empty: the dataset's positive class",
-                  help="What a Positive answer means, in your words (for example 'randomised trials in adults'). "
-                       "It is shown beside the answer buttons.")
-    st.selectbox("How to pick the next item", list(LABEL_STRATEGIES), key="new_strategy",
-                 format_func=STRATEGY_WORDS.get,
-                 help="Most likely relevant first finds the positives soonest (screening); most uncertain first "
-                      "teaches the model fastest; random gives an unbiased sample.")
+    st.selectbox(
+        "Dataset",
+        [d.id for d in datasets],
+        key="new_dataset",
+        format_func={d.id: visible(f"{d.name} ({d.n_items:,} items)") for d in datasets}.get,
+    )
+    st.text_input(
+        "What to find",
+        key="new_find",
+        max_chars=FIND_CHARS,
+        placeholder="empty: the dataset's positive class",
+        help="What a Positive answer means, in your words (for example 'randomised trials in adults'). "
+        "It is shown beside the answer buttons.",
+    )
+    st.selectbox(
+        "How to pick the next item",
+        list(LABEL_STRATEGIES),
+        key="new_strategy",
+        format_func=STRATEGY_WORDS.get,
+        help="Most likely relevant first finds the positives soonest (screening); most uncertain first "
+        "teaches the model fastest; random gives an unbiased sample.",
+    )
     with st.expander("Named classes (3 to 9): one button per class"):
-        st.text_input("Classes", key="new_classes", placeholder="empty: Positive / Negative (or the dataset's "
-                                                                 "own classes)",
-                      help="Names separated by commas, for example 'cat, dog, fox': each item gets one of them "
-                           "(keys 1 to 9). A dataset imported with every value of its label column kept has its "
-                           "classes already.")
-        st.selectbox("Which item next (named classes)", list(CLASS_STRATEGY_WORDS), key="new_class_strategy",
-                     format_func=lambda name: strategy_words(name, "<class>"),
-                     help="Least sure between two classes: the item whose two best classes score closest. Least "
-                          "sure class: the class the model is least sure of, then the item nearest its boundary. "
-                          "Most likely <class>: the item most likely of the class named below (screening for "
-                          "it). Random: an unbiased sample.")
+        st.text_input(
+            "Classes",
+            key="new_classes",
+            placeholder="empty: Positive / Negative (or the dataset's own classes)",
+            help="Names separated by commas, for example 'cat, dog, fox': each item gets one of them "
+            "(keys 1 to 9). A dataset imported with every value of its label column kept has its "
+            "classes already.",
+        )
+        st.selectbox(
+            "Which item next (named classes)",
+            list(CLASS_STRATEGY_WORDS),
+            key="new_class_strategy",
+            format_func=lambda name: strategy_words(name, "<class>"),
+            help="Least sure between two classes: the item whose two best classes score closest. Least "
+            "sure class: the class the model is least sure of, then the item nearest its boundary. "
+            "Most likely <class>: the item most likely of the class named below (screening for "
+            "it). Random: an unbiased sample.",
+        )
         st.text_input("Class to find first (Most likely)", key="new_target", placeholder="empty: the first class")
-    st.radio("Model", ["auto", "standard", "review"], key="new_model", horizontal=True,
-             format_func={"auto": "Suited to the data", "standard": "SVM (settings under Advanced)",
-                          "review": "Review model: finds rare positives"}.get,
-             help="The review model suits finding the few relevant documents of a collection, most likely "
-                  "relevant first: a linear SVM that re-weights the two classes after every label so that "
-                  "the positives together weigh 9.8 times the negatives (ASReview's default model, learned "
-                  "exactly after each label by the ramp solver with the squared hinge). It sets its own solver "
-                  "and settings. 'Suited to the data' takes it for documents picked most likely relevant first "
-                  "(and nothing set under Advanced), the SVM otherwise.")
+    st.radio(
+        "Model",
+        ["auto", "standard", "review"],
+        key="new_model",
+        horizontal=True,
+        format_func={
+            "auto": "Suited to the data",
+            "standard": "SVM (settings under Advanced)",
+            "review": "Review model: finds rare positives",
+        }.get,
+        help="The review model suits finding the few relevant documents of a collection, most likely "
+        "relevant first: a linear SVM that re-weights the two classes after every label so that "
+        "the positives together weigh 9.8 times the negatives (ASReview's default model, learned "
+        "exactly after each label by the ramp solver with the squared hinge). It sets its own solver "
+        "and settings. 'Suited to the data' takes it for documents picked most likely relevant first "
+        "(and nothing set under Advanced), the SVM otherwise.",
+    )
     with st.expander("Advanced"):
-        st.selectbox("Solver", ["default", *SOLVERS], key="new_solver",
-                     format_func=lambda name: "default for the heuristic" if name == "default" else name,
-                     help="Defaults: " + ", ".join(f"{STRATEGY_WORDS[k].lower()} → {DEFAULT_SOLVER[k]}"
-                                                   for k in LABEL_STRATEGIES))
+        st.selectbox(
+            "Solver",
+            ["default", *SOLVERS],
+            key="new_solver",
+            format_func=lambda name: "default for the heuristic" if name == "default" else name,
+            help="Defaults: "
+            + ", ".join(f"{STRATEGY_WORDS[k].lower()} → {DEFAULT_SOLVER[k]}" for k in LABEL_STRATEGIES),
+        )
         k_col, l_col = st.columns(2)
-        k_col.selectbox("Kernel", ["auto", *KERNEL_NAMES], key="new_kernel",
-                        format_func=lambda name: "suited to the data" if name == "auto" else name,
-                        help="Suited to the data: linear for documents, tanimoto for molecules, rbf otherwise.")
-        l_col.selectbox("Loss", ["default", *LOSSES], key="new_loss",
-                        format_func=lambda name: "the solver's own" if name == "default" else name,
-                        help="The ramp solver only: ramp (its own), hinge or squared hinge. The other solvers "
-                             "learn the hinge loss.")
+        k_col.selectbox(
+            "Kernel",
+            ["auto", *KERNEL_NAMES],
+            key="new_kernel",
+            format_func=lambda name: "suited to the data" if name == "auto" else name,
+            help="Suited to the data: linear for documents, tanimoto for molecules, rbf otherwise.",
+        )
+        l_col.selectbox(
+            "Loss",
+            ["default", *LOSSES],
+            key="new_loss",
+            format_func=lambda name: "the solver's own" if name == "default" else name,
+            help="The ramp solver only: ramp (its own), hinge or squared hinge. The other solvers "
+            "learn the hinge loss.",
+        )
         c_col, g_col, t_col = st.columns(3)
-        c_col.number_input("C", min_value=C_MIN, value=DEFAULT_C, format="%g", key="new_C",
-                           help="Penalty on margin violations: small C, smoother boundary; large C, fewer errors "
-                                "on the labelled items.")
-        g_col.text_input("gamma", value="scale", key="new_gamma",
-                         help="'scale' = 1 / (features × variance), or a number")
-        t_col.number_input("Tolerance", min_value=C_MIN, max_value=0.999, value=None, format="%g",
-                           key="new_tol", placeholder="0.001",
-                           help="How far the solver may leave the optimality (KKT) conditions, in units of the "
-                                "margin; empty: the solver's default (0.001).")
-        st.checkbox("Choose C and gamma from the labels", value=True, key="new_auto_hyper",
-                    help="At 20, 40, 80 and 160 labels, the C and gamma (rbf kernel) that best predict each "
-                         "label from the others (exact leave-one-out) are taken, from C 0.1-100 and 0.5-2 times "
-                         "the typical distance's gamma; the values above are used until then. The incremental "
-                         "and active-set solvers only; the label that reaches such a count takes up to a second "
-                         "or two.")
+        c_col.number_input(
+            "C",
+            min_value=C_MIN,
+            value=DEFAULT_C,
+            format="%g",
+            key="new_C",
+            help="Penalty on margin violations: small C, smoother boundary; large C, fewer errors "
+            "on the labelled items.",
+        )
+        g_col.text_input(
+            "gamma", value="scale", key="new_gamma", help="'scale' = 1 / (features × variance), or a number"
+        )
+        t_col.number_input(
+            "Tolerance",
+            min_value=C_MIN,
+            max_value=0.999,
+            value=None,
+            format="%g",
+            key="new_tol",
+            placeholder="0.001",
+            help="How far the solver may leave the optimality (KKT) conditions, in units of the "
+            "margin; empty: the solver's default (0.001).",
+        )
+        st.checkbox(
+            "Choose C and gamma from the labels",
+            value=True,
+            key="new_auto_hyper",
+            help="At 20, 40, 80 and 160 labels, the C and gamma (rbf kernel) that best predict each "
+            "label from the others (exact leave-one-out) are taken, from C 0.1-100 and 0.5-2 times "
+            "the typical distance's gamma; the values above are used until then. The incremental "
+            "and active-set solvers only; the label that reaches such a count takes up to a second "
+            "or two.",
+        )
         s_col, e_col = st.columns([1, 2])
         s_col.number_input("Seed", min_value=0, value=0, step=1, key="new_seed")
-        e_col.number_input("Evaluation split (share held out)", min_value=0.0, max_value=0.9, value=None,
-                           step=0.05, format="%.2f", key="new_eval_fraction", placeholder="none",
-                           help="For a dataset with true labels: this share of its items is kept out of the "
-                                "session to draw the live ROC curve. Those items are never asked about and cannot "
-                                "be labelled or imported. Empty: the dataset's share (none unless set on the Data "
-                                "page); the live curve is then drawn from the scores the model gave each labelled "
-                                "item when it asked.")
+        e_col.number_input(
+            "Evaluation split (share held out)",
+            min_value=0.0,
+            max_value=0.9,
+            value=None,
+            step=0.05,
+            format="%.2f",
+            key="new_eval_fraction",
+            placeholder="none",
+            help="For a dataset with true labels: this share of its items is kept out of the "
+            "session to draw the live ROC curve. Those items are never asked about and cannot "
+            "be labelled or imported. Empty: the dataset's share (none unless set on the Data "
+            "page); the live curve is then drawn from the scores the model gave each labelled "
+            "item when it asked.",
+        )
     st.form_submit_button("Start labelling", type="primary", key="start_session", on_click=_start_session)
     if st.session_state.get("start_error"):
         # inside the form, next to the fields to correct (the popover would hide it on the page)
@@ -188,8 +272,7 @@ def _close(session_id: int) -> None:
 def session_without_model(run) -> None:
     """A session whose model cannot be rebuilt: why, what is kept, and a way out."""
     st.error(plain(run.problem))
-    st.caption(f"Stored: {count(run.n_labels, 'label')} ({run.n_positive} positive) and "
-               f"{count(run.n_skips, 'skip')}.")
+    st.caption(f"Stored: {count(run.n_labels, 'label')} ({run.n_positive} positive) and {count(run.n_skips, 'skip')}.")
     st.button("Close this session", key="close_broken_session", on_click=_close, args=(run.session_id,))
 
 
@@ -203,14 +286,15 @@ def labelling_panel(session_id: int) -> None:
         return
     at = panel_item(run)
     shown, form_open, disabled, item, last = at.shown, at.form_open, at.disabled, at.item, at.last
-    progress = (f"**{run.n_labels}** {'label' if run.n_labels == 1 else 'labels'} ({run.n_positive} positive) · "
-                f"**{run.n_skips}** {'skip' if run.n_skips == 1 else 'skips'}")
+    progress = (
+        f"**{run.n_labels}** {'label' if run.n_labels == 1 else 'labels'} ({run.n_positive} positive) · "
+        f"**{run.n_skips}** {'skip' if run.n_skips == 1 else 'skips'}"
+    )
     if run.n_seen is not None:  # (a stream heuristic: ramp-region)
         progress += f" · **{run.n_seen}** items seen by the stream"
     progress += f" · pool {len(run.pool_items):,} items"
     if run.has_evaluation:
-        progress += (f" · {len(run.eval_items):,} held out for evaluation "
-                     f"(share {run.eval_fraction:.0%})")
+        progress += f" · {len(run.eval_items):,} held out for evaluation (share {run.eval_fraction:.0%})"
     item_col, chart_col = st.columns([1, 1], gap="large")
     with item_col:
         preparing_model_notice()  # (a first start: what labelling needs is still being compiled)
@@ -221,17 +305,43 @@ def labelling_panel(session_id: int) -> None:
         # after the next item was drawn belongs to a button that no longer exists and is
         # dropped; one that arrives before carries the old item and the service refuses it.
         with st.container(horizontal=True, key="answer_buttons"):
-            st.button("Positive", shortcut="P", type="primary", disabled=disabled, on_click=_answer,
-                      args=(session_id, 1, item), key=f"positive_{item}")
-            st.button("Negative", shortcut="N", disabled=disabled, on_click=_answer,
-                      args=(session_id, -1, item), key=f"negative_{item}")
-            st.button("Skip", shortcut="S", disabled=disabled, on_click=_answer,
-                      args=(session_id, 0, item), key=f"skip_{item}")
-            st.button("Undo", shortcut="U", disabled=last is None or form_open, on_click=_undo,
-                      args=(session_id, last), key=f"undo_{last}")
+            st.button(
+                "Positive",
+                shortcut="P",
+                type="primary",
+                disabled=disabled,
+                on_click=_answer,
+                args=(session_id, 1, item),
+                key=f"positive_{item}",
+            )
+            st.button(
+                "Negative",
+                shortcut="N",
+                disabled=disabled,
+                on_click=_answer,
+                args=(session_id, -1, item),
+                key=f"negative_{item}",
+            )
+            st.button(
+                "Skip",
+                shortcut="S",
+                disabled=disabled,
+                on_click=_answer,
+                args=(session_id, 0, item),
+                key=f"skip_{item}",
+            )
+            st.button(
+                "Undo",
+                shortcut="U",
+                disabled=last is None or form_open,
+                on_click=_undo,
+                args=(session_id, last),
+                key=f"undo_{last}",
+            )
         with item_box:
-            draw_panel_item(at, "" if shown is None else why_chosen(shown),
-                            None if shown is None else why_chosen_in_detail(shown))
+            draw_panel_item(
+                at, "" if shown is None else why_chosen(shown), None if shown is None else why_chosen_in_detail(shown)
+            )
         if run.looking_for:
             st.container(key="looking_for").caption(f"**Positive** means: {plain(run.looking_for)}")
         if form_open:
@@ -248,14 +358,17 @@ def labelling_panel(session_id: int) -> None:
     with chart_col:
         history = run.history()
         top = st.columns(2)
-        top[0].plotly_chart(charts.roc_figure(live_roc(run), has_evaluation=run.has_evaluation),
-                            config={"displayModeBar": False}, key="roc")
-        top[1].plotly_chart(charts.auc_figure(history, has_evaluation=run.has_evaluation),
-                            config={"displayModeBar": False}, key="auc")
+        top[0].plotly_chart(
+            charts.roc_figure(live_roc(run), has_evaluation=run.has_evaluation),
+            config={"displayModeBar": False},
+            key="roc",
+        )
+        top[1].plotly_chart(
+            charts.auc_figure(history, has_evaluation=run.has_evaluation), config={"displayModeBar": False}, key="auc"
+        )
         bottom = st.columns(2)
         if run.sparse_model:
-            bottom[0].plotly_chart(charts.support_vector_figure(history), config={"displayModeBar": False},
-                                   key="sv")
+            bottom[0].plotly_chart(charts.support_vector_figure(history), config={"displayModeBar": False}, key="sv")
             bottom[1].plotly_chart(charts.margin_figure(history), config={"displayModeBar": False}, key="margin")
         else:
             # every label is a support vector and every item inside the margin (the review model): those
@@ -285,7 +398,13 @@ if getattr(open_run, "has_classes", False):  # a session with named classes: a b
 else:
     labelling_panel(st.session_state.session_id)
     known_items.show(svc, st.session_state.session_id, who)  # search the pool, mark known positives and negatives
-    st.caption("Keys: **P** positive · **N** negative · **S** skip · **U** undo. "
-               "Every answer is saved before the next item appears.")
-st.page_link(navigation.view("history"), label="Label history: change or remove any earlier answer",
-             icon=":material/history:", query_params={navigation.SESSION_PARAM: st.session_state.session_id})
+    st.caption(
+        "Keys: **P** positive · **N** negative · **S** skip · **U** undo. "
+        "Every answer is saved before the next item appears."
+    )
+st.page_link(
+    navigation.view("history"),
+    label="Label history: change or remove any earlier answer",
+    icon=":material/history:",
+    query_params={navigation.SESSION_PARAM: st.session_state.session_id},
+)

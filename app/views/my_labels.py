@@ -19,15 +19,23 @@ events = svc.own_history(me)
 st.caption(f"{count(len(events), 'answer')} by {plain(me.name)}, newest first (undone answers are not listed).")
 if events:
     names = svc.own_answer_names(me)  # (the dataset's class names, as History says the same answers)
-    table = pd.DataFrame([{
-        "item": e.item_index, "answer": names.get(e.session_id, {}).get(e.value, e.value),
-        "when": e.created_at.strftime("%Y-%m-%d %H:%M:%S UTC"), "session": e.session_id, "heuristic": e.strategy,
-        "model": solver_words(e.solver), "score when asked": e.decision_value,
-    } for e in events])
+    table = pd.DataFrame(
+        [
+            {
+                "item": e.item_index,
+                "answer": names.get(e.session_id, {}).get(e.value, e.value),
+                "when": e.created_at.strftime("%Y-%m-%d %H:%M:%S UTC"),
+                "session": e.session_id,
+                "heuristic": e.strategy,
+                "model": solver_words(e.solver),
+                "score when asked": e.decision_value,
+            }
+            for e in events
+        ]
+    )
     # (the score's cells read the heuristic's code name: a cold start's has no score)
     table = table.assign(**{"score when asked": score_cells(table), "heuristic": heuristic_words_of(table)})
-    st.dataframe(table, hide_index=True, width="stretch",
-                 height=table_height(len(table)), key="my_labels")
+    st.dataframe(table, hide_index=True, width="stretch", height=table_height(len(table)), key="my_labels")
 
 with st.expander("Change my password"), st.form("change_password", clear_on_submit=True):
     current = st.text_input("Current password", type="password")

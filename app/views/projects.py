@@ -17,35 +17,65 @@ me = auth.identity()
 st.title("Projects")
 
 datasets = svc.datasets()
-FIND_HELP = ("What a Positive answer means, in your words (for example 'randomised trials in adults'). "
-             "It is shown to the team beside the answer buttons.")
+FIND_HELP = (
+    "What a Positive answer means, in your words (for example 'randomised trials in adults'). "
+    "It is shown to the team beside the answer buttons."
+)
 accounts = [a.name for a in svc.accounts() if not a.disabled]
 
-with st.expander("New project", icon=":material/add:", expanded=not svc.projects(me)), \
-        st.form("new_project", border=False):
+with (
+    st.expander("New project", icon=":material/add:", expanded=not svc.projects(me)),
+    st.form("new_project", border=False),
+):
     name = st.text_input("Name", key="project_name")
-    find = st.text_input("What to find", key="project_find", max_chars=FIND_CHARS,
-                         placeholder="empty: the dataset's positive class", help=FIND_HELP)
+    find = st.text_input(
+        "What to find",
+        key="project_find",
+        max_chars=FIND_CHARS,
+        placeholder="empty: the dataset's positive class",
+        help=FIND_HELP,
+    )
     left, right = st.columns(2)
-    dataset_id = left.selectbox("Dataset", [d.id for d in datasets], key="project_dataset",
-                                format_func={d.id: visible(f"{d.name} ({d.n_items:,} items)") for d in datasets}.get)
-    strategy = right.selectbox("Heuristic", list(LABEL_STRATEGIES), key="project_strategy",
-                               format_func=heuristic_words)
-    per_item = left.number_input("Answers per item on the overlap share", min_value=1, max_value=10, value=2,
-                                 key="project_k", help="2: dual screening. 1: every item is answered once.")
+    dataset_id = left.selectbox(
+        "Dataset",
+        [d.id for d in datasets],
+        key="project_dataset",
+        format_func={d.id: visible(f"{d.name} ({d.n_items:,} items)") for d in datasets}.get,
+    )
+    strategy = right.selectbox("Heuristic", list(LABEL_STRATEGIES), key="project_strategy", format_func=heuristic_words)
+    per_item = left.number_input(
+        "Answers per item on the overlap share",
+        min_value=1,
+        max_value=10,
+        value=2,
+        key="project_k",
+        help="2: dual screening. 1: every item is answered once.",
+    )
     share = right.slider("Overlap share (% of items answered that many times)", 0, 100, 20, key="project_share")
     members = st.multiselect("Members", accounts, default=[me.name], key="project_members")
     with st.expander("Advanced: the model"):  # (the model's own terms: kept out of a screener's way)
         low, high = st.columns(2)
-        solver = low.selectbox("Solver", ["default for the heuristic", *SOLVERS], key="project_solver",
-                               format_func=lambda s: s if s.startswith("default") else solver_words(s))
+        solver = low.selectbox(
+            "Solver",
+            ["default for the heuristic", *SOLVERS],
+            key="project_solver",
+            format_func=lambda s: s if s.startswith("default") else solver_words(s),
+        )
         C = high.number_input("C", min_value=C_MIN, value=DEFAULT_C, format="%g", key="project_C")
     if st.form_submit_button("Create project", type="primary"):
         try:
-            created = svc.create_project(me, name=name, dataset_id=dataset_id, strategy=strategy,
-                               solver=None if solver.startswith("default") else solver, C=C,
-                               labels_per_item=int(per_item), overlap_share=share / 100, members=members,
-                               find=find)
+            created = svc.create_project(
+                me,
+                name=name,
+                dataset_id=dataset_id,
+                strategy=strategy,
+                solver=None if solver.startswith("default") else solver,
+                C=C,
+                labels_per_item=int(per_item),
+                overlap_share=share / 100,
+                members=members,
+                find=find,
+            )
             st.session_state.project_notice = f"Project '{name.strip()}' created."
             st.session_state.project_shown = created  # (the picker's own state: show the new project)
             st.rerun()
@@ -78,8 +108,14 @@ def _save_find(project_id: int, key: str) -> None:
 with st.form("project_find_form", border=False):
     left, right = st.columns([3, 1], vertical_alignment="bottom")
     find_key = f"project_find_edit_{project_id}"
-    left.text_input("What to find", value=project.find or "", key=find_key, max_chars=FIND_CHARS,
-                    placeholder="empty: the dataset's positive class", help=FIND_HELP)
+    left.text_input(
+        "What to find",
+        value=project.find or "",
+        key=find_key,
+        max_chars=FIND_CHARS,
+        placeholder="empty: the dataset's positive class",
+        help=FIND_HELP,
+    )
     right.form_submit_button("Save", on_click=_save_find, args=(project_id, find_key))
 if st.session_state.get("project_find_error"):
     st.error(plain(st.session_state.project_find_error))
@@ -87,15 +123,19 @@ if st.session_state.get("project_find_error"):
 progress = run.progress()
 
 st.subheader("Progress")
-st.caption(f"{progress['answers']} answers; {progress['items_done']} of {progress['items']} items have every answer "
-           f"they need; the shared model learned {progress['learned']} labels ({progress['positive']} positive). "
-           f"{project.labels_per_item} answers per item on {project.overlap_share:.0%} of the items.")
-st.dataframe(pd.DataFrame([{"member": m, "answers": progress["by_member"].get(m, 0)} for m in members]),
-             hide_index=True, key="project_members_table")
+st.caption(
+    f"{progress['answers']} answers; {progress['items_done']} of {progress['items']} items have every answer "
+    f"they need; the shared model learned {progress['learned']} labels ({progress['positive']} positive). "
+    f"{project.labels_per_item} answers per item on {project.overlap_share:.0%} of the items."
+)
+st.dataframe(
+    pd.DataFrame([{"member": m, "answers": progress["by_member"].get(m, 0)} for m in members]),
+    hide_index=True,
+    key="project_members_table",
+)
 with st.form("add_member", border=False):
     left, right = st.columns([3, 1], vertical_alignment="bottom")
-    new_member = left.selectbox("Add a member", [a for a in accounts if a not in members],
-                                key="project_add_member")
+    new_member = left.selectbox("Add a member", [a for a in accounts if a not in members], key="project_add_member")
     if right.form_submit_button("Add") and new_member:
         svc.add_member(me, project_id, new_member)
         st.rerun()
@@ -104,23 +144,43 @@ st.subheader("Agreement")
 report = run.agreement()
 fleiss = report.fleiss
 cols = st.columns(3)
-cols[0].metric("Fleiss' kappa", "–" if fleiss is None or fleiss.value is None else f"{fleiss.value:.3f}",
-               help="All items with the project's number of answers, whoever gave them.")
+cols[0].metric(
+    "Fleiss' kappa",
+    "–" if fleiss is None or fleiss.value is None else f"{fleiss.value:.3f}",
+    help="All items with the project's number of answers, whoever gave them.",
+)
 cols[1].metric("Items with several answers", report.n_overlap_items)
 cols[2].metric("Waiting to be settled", len(report.disagreements))
 if report.cohen:
-    st.dataframe(pd.DataFrame([{
-        "annotator A": a, "annotator B": b, "items both answered": k.n_items,
-        "Cohen's kappa": "–" if k.value is None else f"{k.value:.3f}",
-        "observed agreement": "–" if k.observed is None else f"{k.observed:.3f}",
-    } for (a, b), k in report.cohen.items()]), hide_index=True, key="cohen_table")
+    st.dataframe(
+        pd.DataFrame(
+            [
+                {
+                    "annotator A": a,
+                    "annotator B": b,
+                    "items both answered": k.n_items,
+                    "Cohen's kappa": "–" if k.value is None else f"{k.value:.3f}",
+                    "observed agreement": "–" if k.observed is None else f"{k.observed:.3f}",
+                }
+                for (a, b), k in report.cohen.items()
+            ]
+        ),
+        hide_index=True,
+        key="cohen_table",
+    )
 undefined = [k for k in [fleiss, *report.cohen.values()] if k is None or k.value is None]
 if undefined:
-    st.caption("Kappa is undefined (–) while every answer falls in one class, or no item has been answered "
-               "by all it needs.")
-st.download_button("Download agreement (CSV)", lambda: svc.agreement_csv(me, project_id),
-                   file_name=f"marginlab-project-{project_id}-agreement.csv", mime="text/csv",
-                   key="download_agreement", on_click="ignore")
+    st.caption(
+        "Kappa is undefined (–) while every answer falls in one class, or no item has been answered by all it needs."
+    )
+st.download_button(
+    "Download agreement (CSV)",
+    lambda: svc.agreement_csv(me, project_id),
+    file_name=f"marginlab-project-{project_id}-agreement.csv",
+    mime="text/csv",
+    key="download_agreement",
+    on_click="ignore",
+)
 
 st.subheader("Settle disagreements")
 if not report.disagreements:
@@ -134,8 +194,9 @@ for item in report.disagreements[:10]:
             key = run.item_display.key(item)
             st.markdown(f"**Item {item}**" + (f" · {plain(key)}" if key else ""))
             votes = report.per_item[item]
-            st.markdown(" · ".join(f"{plain(n)}: **{'positive' if v > 0 else 'negative'}**"
-                                   for n, v in sorted(votes.items())))
+            st.markdown(
+                " · ".join(f"{plain(n)}: **{'positive' if v > 0 else 'negative'}**" for n, v in sorted(votes.items()))
+            )
             b1, b2 = st.columns(2)
             if b1.button("Settle as positive", key=f"settle_pos_{item}"):
                 st.session_state.project_notice = svc.settle(me, project_id, item, 1).message

@@ -24,28 +24,62 @@ with filters[0]:
     mine = annotator_filter(sessions, key="all_annotators_sessions")
 closed_too = filters[1].toggle("Closed sessions too", value=True, key="sessions_closed_too")
 listed = [s for s in mine if closed_too or s.status == "active"]
-st.dataframe(pd.DataFrame([{
-    "id": s.id, "name": visible(s.name or ""), "dataset": visible(s.dataset_name),
-    "annotator": visible(s.annotator), "heuristic": heuristic_words(s.strategy),
-    "model": solver_words(s.solver), "labels": s.n_labels, "skips": s.n_skips, "status": s.status,
-    "started": s.created_at,
-    "last change": s.updated_at} for s in listed]), hide_index=True, width="stretch", key="sessions_table",
-    column_config={"started": st.column_config.DatetimeColumn(format="YYYY-MM-DD HH:mm"),
-                   "last change": st.column_config.DatetimeColumn(format="YYYY-MM-DD HH:mm")})
+st.dataframe(
+    pd.DataFrame(
+        [
+            {
+                "id": s.id,
+                "name": visible(s.name or ""),
+                "dataset": visible(s.dataset_name),
+                "annotator": visible(s.annotator),
+                "heuristic": heuristic_words(s.strategy),
+                "model": solver_words(s.solver),
+                "labels": s.n_labels,
+                "skips": s.n_skips,
+                "status": s.status,
+                "started": s.created_at,
+                "last change": s.updated_at,
+            }
+            for s in listed
+        ]
+    ),
+    hide_index=True,
+    width="stretch",
+    key="sessions_table",
+    column_config={
+        "started": st.column_config.DatetimeColumn(format="YYYY-MM-DD HH:mm"),
+        "last change": st.column_config.DatetimeColumn(format="YYYY-MM-DD HH:mm"),
+    },
+)
 if not listed:
     st.stop()
 
 ids = [s.id for s in listed]
 chosen_id = state.session_id if state.session_id in ids else ids[0]
 picker = f"sessions_pick_{chosen_id}"
-chosen_id = st.selectbox("Session", ids, index=ids.index(chosen_id), format_func=session_label(listed).get,
-                         key=picker, on_change=lambda: show_session(state[picker]))
+chosen_id = st.selectbox(
+    "Session",
+    ids,
+    index=ids.index(chosen_id),
+    format_func=session_label(listed).get,
+    key=picker,
+    on_change=lambda: show_session(state[picker]),
+)
 info = next(s for s in listed if s.id == chosen_id)
 links = st.columns(3)
-links[0].page_link(navigation.view("label"), label="Label it", icon=":material/label:",
-                   query_params={navigation.SESSION_PARAM: info.id}, disabled=info.status != "active")
-links[1].page_link(navigation.view("history"), label="Its label history", icon=":material/history:",
-                   query_params={navigation.SESSION_PARAM: info.id})
+links[0].page_link(
+    navigation.view("label"),
+    label="Label it",
+    icon=":material/label:",
+    query_params={navigation.SESSION_PARAM: info.id},
+    disabled=info.status != "active",
+)
+links[1].page_link(
+    navigation.view("history"),
+    label="Its label history",
+    icon=":material/history:",
+    query_params={navigation.SESSION_PARAM: info.id},
+)
 
 
 def _tell(outcome) -> None:
@@ -69,12 +103,18 @@ def _reopen(session_id: int) -> None:
 
 with st.container(border=True):
     name_col, button_col = st.columns([3, 1], vertical_alignment="bottom")
-    name_col.text_input("Name", value=info.name or "", key=f"session_name_{info.id}", max_chars=200,
-                        placeholder=f"session {info.id}")
+    name_col.text_input(
+        "Name", value=info.name or "", key=f"session_name_{info.id}", max_chars=200, placeholder=f"session {info.id}"
+    )
     button_col.button("Rename", key=f"rename_{info.id}", on_click=_rename, args=(info.id,), width="stretch")
     if info.status == "active":
-        st.button("Close (archive) this session", key=f"close_{info.id}", on_click=_close, args=(info.id,),
-                  help="Its labels, history and model stay; it leaves the Label page's list until reopened.")
+        st.button(
+            "Close (archive) this session",
+            key=f"close_{info.id}",
+            on_click=_close,
+            args=(info.id,),
+            help="Its labels, history and model stay; it leaves the Label page's list until reopened.",
+        )
     else:
         st.button("Reopen this session", key=f"reopen_{info.id}", on_click=_reopen, args=(info.id,))
     outcome = state.get("sessions_outcome")
@@ -83,9 +123,11 @@ with st.container(border=True):
         state.sessions_outcome = None
 
 st.subheader("Import labels into this session")
-st.caption("A CSV file with an item key column and a label column (the dataset's class names, positive / negative, "
-           "or +1 / -1): a review started elsewhere continues here. Every row is checked first; if any cannot be "
-           "used, the message names it and nothing is imported.")
+st.caption(
+    "A CSV file with an item key column and a label column (the dataset's class names, positive / negative, "
+    "or +1 / -1): a review started elsewhere continues here. Every row is checked first; if any cannot be "
+    "used, the message names it and nothing is imported."
+)
 if info.status != "active":
     st.info("Reopen the session to import labels into it.")
     st.stop()
@@ -104,16 +146,22 @@ if upload is not None:
     key_guess = next((h for h in ("item_key", "key", "id", "item_index") if h in header), header[0])
     label_guess = next((h for h in ("label", "class", "answer") if h in header), header[min(1, len(header) - 1)])
     cols = st.columns(2)
-    key_column = cols[0].selectbox("Item key column", header, index=header.index(key_guess),
-                                   key=f"labels_key_{info.id}",
-                                   help="Matched to the dataset's item keys (or item numbers when it has none).")
-    label_column = cols[1].selectbox("Label column", header, index=header.index(label_guess),
-                                     key=f"labels_label_{info.id}")
+    key_column = cols[0].selectbox(
+        "Item key column",
+        header,
+        index=header.index(key_guess),
+        key=f"labels_key_{info.id}",
+        help="Matched to the dataset's item keys (or item numbers when it has none).",
+    )
+    label_column = cols[1].selectbox(
+        "Label column", header, index=header.index(label_guess), key=f"labels_label_{info.id}"
+    )
     if st.button("Import labels", type="primary", key=f"labels_import_{info.id}"):
         run = svc.open_session(info.id)
         try:
-            outcome = run.import_labels(data, key_column=key_column, label_column=label_column, source=upload.name,
-                                        by=auth.identity())
+            outcome = run.import_labels(
+                data, key_column=key_column, label_column=label_column, source=upload.name, by=auth.identity()
+            )
         except ServiceError as error:
             st.error(plain(data_error_text(error, upload.name)))
         else:

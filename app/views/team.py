@@ -13,13 +13,28 @@ me = auth.identity()
 st.title("Team")
 
 accounts = svc.accounts()
-st.dataframe(pd.DataFrame([{
-    "name": visible(a.name), "role": a.role, "enabled": not a.disabled, "sign-in": "password" if a.password_hash else
-    "identity provider", "last sign-in": "" if a.last_sign_in_at is None else
-    a.last_sign_in_at.strftime("%Y-%m-%d %H:%M UTC"), "failed sign-ins": a.failed_attempts,
-} for a in accounts]), hide_index=True, width="stretch", key="accounts_table")
-st.caption("Names are shown as they were typed. An account whose name is an e-mail address can sign in through the "
-           "identity provider too, where one is configured.")
+st.dataframe(
+    pd.DataFrame(
+        [
+            {
+                "name": visible(a.name),
+                "role": a.role,
+                "enabled": not a.disabled,
+                "sign-in": "password" if a.password_hash else "identity provider",
+                "last sign-in": "" if a.last_sign_in_at is None else a.last_sign_in_at.strftime("%Y-%m-%d %H:%M UTC"),
+                "failed sign-ins": a.failed_attempts,
+            }
+            for a in accounts
+        ]
+    ),
+    hide_index=True,
+    width="stretch",
+    key="accounts_table",
+)
+st.caption(
+    "Names are shown as they were typed. An account whose name is an e-mail address can sign in through the "
+    "identity provider too, where one is configured."
+)
 
 add, change = st.columns(2)
 with add, st.form("add_account", clear_on_submit=True):

@@ -16,16 +16,26 @@ st.title("Label together")
 
 projects = [p for p in svc.projects(me) if p.status == "active" and me.name in svc.members(p.id)]
 if not projects:
-    st.info("You are not a member of an active project yet." + (
-        " Create one on the **Projects** page and add yourself and your team." if me.is_owner else
-        " Ask an owner of this MarginLab to add you to one."))
+    st.info(
+        "You are not a member of an active project yet."
+        + (
+            " Create one on the **Projects** page and add yourself and your team."
+            if me.is_owner
+            else " Ask an owner of this MarginLab to add you to one."
+        )
+    )
     st.stop()
 
 names = {p.id: visible(f"{p.name} · {p.dataset_name} · {how_labelled(p.strategy, p.solver)}") for p in projects}
 if st.session_state.get("team_project") not in names:
     st.session_state.team_project = projects[0].id
-st.selectbox("Project", list(names), format_func=names.get, key="team_project",
-             on_change=lambda: st.session_state.update(team_outcome=None))
+st.selectbox(
+    "Project",
+    list(names),
+    format_func=names.get,
+    key="team_project",
+    on_change=lambda: st.session_state.update(team_outcome=None),
+)
 
 
 @guarded
@@ -57,12 +67,31 @@ def team_panel(project_id: int) -> None:
     preparing_model_notice()  # (a first start: what labelling needs is still being compiled)
     item_box = st.container(key="item_view")
     with st.container(horizontal=True, key="team_buttons"):
-        st.button("Positive", shortcut="P", type="primary", disabled=shown is None, on_click=_answer,
-                  args=(project_id, 1, shown), key=f"team_positive_{item}")
-        st.button("Negative", shortcut="N", disabled=shown is None, on_click=_answer,
-                  args=(project_id, -1, shown), key=f"team_negative_{item}")
-        st.button("Skip", shortcut="S", disabled=shown is None, on_click=_answer,
-                  args=(project_id, 0, shown), key=f"team_skip_{item}")
+        st.button(
+            "Positive",
+            shortcut="P",
+            type="primary",
+            disabled=shown is None,
+            on_click=_answer,
+            args=(project_id, 1, shown),
+            key=f"team_positive_{item}",
+        )
+        st.button(
+            "Negative",
+            shortcut="N",
+            disabled=shown is None,
+            on_click=_answer,
+            args=(project_id, -1, shown),
+            key=f"team_negative_{item}",
+        )
+        st.button(
+            "Skip",
+            shortcut="S",
+            disabled=shown is None,
+            on_click=_answer,
+            args=(project_id, 0, shown),
+            key=f"team_skip_{item}",
+        )
         st.button("Undo", shortcut="U", on_click=_undo, args=(project_id,), key=f"team_undo_{item}")
     with item_box:
         if shown is None:
@@ -83,12 +112,17 @@ def team_panel(project_id: int) -> None:
         f"**{mine}** {'answer' if mine == 1 else 'answers'} by you · project: **{progress['answers']}** "
         f"{'answer' if progress['answers'] == 1 else 'answers'}, {progress['items_done']} of "
         f"{progress['items']} items done · the shared model learned {progress['learned']} "
-        f"({progress['positive']} positive)")
+        f"({progress['positive']} positive)"
+    )
     update = "" if run.last_update_ms is None else f"Last model update {run.last_update_ms:.1f} ms · "
-    st.caption(f"{update}{plain(solver_words(run.info.solver))} · items are reserved for "
-               f"{run.info.reservation_seconds // 60} min for whoever they are handed to")
+    st.caption(
+        f"{update}{plain(solver_words(run.info.solver))} · items are reserved for "
+        f"{run.info.reservation_seconds // 60} min for whoever they are handed to"
+    )
 
 
 team_panel(st.session_state.team_project)
-st.caption("Keys: **P** positive · **N** negative · **S** skip · **U** undo. Every answer is saved and learned by "
-           "the shared model before your next item appears; nobody else is handed your item meanwhile.")
+st.caption(
+    "Keys: **P** positive · **N** negative · **S** skip · **U** undo. Every answer is saved and learned by "
+    "the shared model before your next item appears; nobody else is handed your item meanwhile."
+)

@@ -12,5 +12,14 @@ from core.ingest.assembly import load
 from core.ingest.errors import DataError, DataTooLarge, NotText
 from core.ingest.options import CHOICE_WORDS, MAX_FEATURE_VALUE, MISSING_POLICIES, ONE_HOT_MAX, CsvOptions
 
-__all__ = ["CHOICE_WORDS", "MAX_FEATURE_VALUE", "MISSING_POLICIES", "ONE_HOT_MAX", "CsvOptions", "DataError",
-           "DataTooLarge", "NotText", "load"]
+__all__ = [
+    "CHOICE_WORDS",
+    "MAX_FEATURE_VALUE",
+    "MISSING_POLICIES",
+    "ONE_HOT_MAX",
+    "CsvOptions",
+    "DataError",
+    "DataTooLarge",
+    "NotText",
+    "load",
+]

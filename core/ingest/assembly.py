@@ -23,8 +23,9 @@ if TYPE_CHECKING:
     from core.datasets import Dataset
 
 
-def dense_block(dense: Dense, keep_rows: np.ndarray, cols: Columns, options: CsvOptions, notices: list[str],
-                source_name: str) -> tuple[Features, list[str]]:
+def dense_block(
+    dense: Dense, keep_rows: np.ndarray, cols: Columns, options: CsvOptions, notices: list[str], source_name: str
+) -> tuple[Features, list[str]]:
     """The numeric and one-hot features of the rows kept, constant columns dropped (or refused, or kept:
     ``constant_columns``), as the first blocks of the matrix; and the columns dropped."""
     X_dense = np.hstack([dense.X_num, *dense.onehot_blocks]) if dense.onehot_blocks else dense.X_num
@@ -33,15 +34,18 @@ def dense_block(dense: Dense, keep_rows: np.ndarray, cols: Columns, options: Csv
     n_numeric = len(dense.names)
     dropped: list[str] = list(dense.constant_text)
     if dense.constant_text:
-        notices.append(f"dropped {len(dense.constant_text)} constant text column(s): "
-                       f"{values_shown(dense.constant_text, 20)}")
+        notices.append(
+            f"dropped {len(dense.constant_text)} constant text column(s): {values_shown(dense.constant_text, 20)}"
+        )
     if len(X_dense) > 1 and options.constant_columns != "keep" and X_dense.shape[1]:
         constant = [dense_names[j] for j in range(X_dense.shape[1]) if np.all(X_dense[:, j] == X_dense[0, j])]
         if constant:
             if options.constant_columns == "error":
-                raise DataError(f"{source_name}: constant column(s) carry no information: "
-                                f"{', '.join(repr(c) for c in constant)}; "
-                                f"remove them (or {options.words()['constant_columns=drop']})")
+                raise DataError(
+                    f"{source_name}: constant column(s) carry no information: "
+                    f"{', '.join(repr(c) for c in constant)}; "
+                    f"remove them (or {options.words()['constant_columns=drop']})"
+                )
             keep = [j for j, c in enumerate(dense_names) if c not in constant]
             if not keep and not cols.text and options.smiles_column is None:
                 raise DataError(f"{source_name}: every feature column is constant")
@@ -50,8 +54,7 @@ def dense_block(dense: Dense, keep_rows: np.ndarray, cols: Columns, options: Csv
             dense_names = [dense_names[j] for j in keep]
             dropped += constant
             notices.append(f"dropped {len(constant)} constant column(s): {values_shown(constant, 20)}")
-    features = Features(parts=[X_dense] if X_dense.shape[1] else [], names=list(dense_names),
-                        width=X_dense.shape[1])
+    features = Features(parts=[X_dense] if X_dense.shape[1] else [], names=list(dense_names), width=X_dense.shape[1])
     if n_numeric:
         features.blocks.append({"kind": "numeric", "start": 0, "stop": n_numeric})
     if X_dense.shape[1] > n_numeric:
@@ -59,8 +62,9 @@ def dense_block(dense: Dense, keep_rows: np.ndarray, cols: Columns, options: Csv
     return features, dropped
 
 
-def display(table: Table, cols: Columns, options: CsvOptions, keep_rows: np.ndarray,
-            kept: dict[str, list[str]]) -> tuple[list[str] | None, str, str | None]:
+def display(
+    table: Table, cols: Columns, options: CsvOptions, keep_rows: np.ndarray, kept: dict[str, list[str]]
+) -> tuple[list[str] | None, str, str | None]:
     """What is shown of each item: the display column, else the text columns (joined, each named), else
     the SMILES; with the display kind and the column of molecules."""
     df = table.df
@@ -69,8 +73,11 @@ def display(table: Table, cols: Columns, options: CsvOptions, keep_rows: np.ndar
     if cols.text:
         if len(cols.text) == 1:
             return kept[cols.text[0]], "text", None
-        return (["\n\n".join(f"{c}: {kept[c][i]}" for c in cols.text) for i in range(int(keep_rows.sum()))],
-                "text", None)
+        return (
+            ["\n\n".join(f"{c}: {kept[c][i]}" for c in cols.text) for i in range(int(keep_rows.sum()))],
+            "text",
+            None,
+        )
     if options.smiles_column is not None:
         return [str(v).strip() for v in df[options.smiles_column][keep_rows]], "text", options.smiles_column
     return None, "table", None
@@ -98,8 +105,10 @@ def item_keys(table: Table, key_column: str | None, keep_rows: np.ndarray) -> li
         if not keep_rows[i]:
             continue
         if key in seen_keys:
-            raise DataError(f"{table.source_name}: duplicate key {key!r} in column {key_column!r}, "
-                            f"{describe_row(seen_keys[key], table.lines)} and {describe_row(i, table.lines)}")
+            raise DataError(
+                f"{table.source_name}: duplicate key {key!r} in column {key_column!r}, "
+                f"{describe_row(seen_keys[key], table.lines)} and {describe_row(i, table.lines)}"
+            )
         seen_keys[key] = i
     return [k for k, keep in zip(keys, keep_rows, strict=True) if keep]
 
@@ -108,12 +117,21 @@ def import_options(table: Table, cols: Columns, options: CsvOptions) -> dict[str
     """The choices to import the file again as it was (those that change its features)."""
     result: dict[str, Any] = {"sep": table.sep, "decimal": table.decimal, "missing": options.missing}
     if cols.text:
-        result.update(text_columns=list(cols.text), text_analyzer=options.text_analyzer,
-                      text_min_df=options.text_min_df, text_max_features=options.text_max_features,
-                      text_svd=options.text_svd, text_blocks=bool(options.text_blocks))
+        result.update(
+            text_columns=list(cols.text),
+            text_analyzer=options.text_analyzer,
+            text_min_df=options.text_min_df,
+            text_max_features=options.text_max_features,
+            text_svd=options.text_svd,
+            text_blocks=bool(options.text_blocks),
+        )
     if options.smiles_column:
-        result.update(smiles_column=options.smiles_column, fingerprint_radius=int(options.fingerprint_radius),
-                      fingerprint_bits=int(options.fingerprint_bits), invalid_smiles=options.invalid_smiles)
+        result.update(
+            smiles_column=options.smiles_column,
+            fingerprint_radius=int(options.fingerprint_radius),
+            fingerprint_bits=int(options.fingerprint_bits),
+            invalid_smiles=options.invalid_smiles,
+        )
     if cols.one_hot:
         result["one_hot"] = list(cols.one_hot)
     return result
@@ -142,21 +160,46 @@ def load(source, options: CsvOptions | None = None, bounds: Bounds | None = None
     kept = texts_kept(table.df, cols.text, keep_rows)
     text_features(features, kept, cols.text, options, source_name)
     if fingerprint is not None and options.smiles_column is not None:  # (fingerprints exist only then)
-        features.add(fingerprint, (f"bit{k}" for k in range(fingerprint.shape[1])), "morgan", options.smiles_column,
-                     radius=int(options.fingerprint_radius), bits=int(options.fingerprint_bits))
+        features.add(
+            fingerprint,
+            (f"bit{k}" for k in range(fingerprint.shape[1])),
+            "morgan",
+            options.smiles_column,
+            radius=int(options.fingerprint_radius),
+            bits=int(options.fingerprint_bits),
+        )
     if not features.parts:
-        raise DataError(f"{source_name}: every feature column is constant"
-                        + (f" ({values_shown(dropped, 20)})" if dropped else ""))
+        raise DataError(
+            f"{source_name}: every feature column is constant" + (f" ({values_shown(dropped, 20)})" if dropped else "")
+        )
     X = features.matrix()
     display_values, display_kind, molecule_column = display(table, cols, options, keep_rows, kept)
     image_shape, display_kind = image(options.image_shape, display_kind, X.shape[1], source_name)
     keys = item_keys(table, options.key_column, keep_rows)
-    kernel = "tanimoto" if fingerprint is not None and features.width == fingerprint.shape[1] else (
-        "linear" if any(b["kind"] in ("tfidf", "svd") for b in features.blocks) else "rbf")  # cosine: unit rows
+    kernel = (
+        "tanimoto"
+        if fingerprint is not None and features.width == fingerprint.shape[1]
+        else ("linear" if any(b["kind"] in ("tfidf", "svd") for b in features.blocks) else "rbf")
+    )  # cosine: unit rows
     name = options.name or (Path(source_name).name.split(".")[0] if source_name != "data" else "data")
-    return Dataset(name=name, X=X, y=None if y is None else y[keep_rows], feature_names=features.names,
-                   display_kind=display_kind, image_shape=image_shape, display_values=display_values,
-                   item_keys=keys, source=source_name, description="", classes=classes,
-                   dropped_columns=dropped, feature_blocks=features.blocks, notices=notices, default_kernel=kernel,
-                   molecule_column=molecule_column, import_options=import_options(table, cols, options),
-                   class_y=class_y, class_names=class_names)
+    return Dataset(
+        name=name,
+        X=X,
+        y=None if y is None else y[keep_rows],
+        feature_names=features.names,
+        display_kind=display_kind,
+        image_shape=image_shape,
+        display_values=display_values,
+        item_keys=keys,
+        source=source_name,
+        description="",
+        classes=classes,
+        dropped_columns=dropped,
+        feature_blocks=features.blocks,
+        notices=notices,
+        default_kernel=kernel,
+        molecule_column=molecule_column,
+        import_options=import_options(table, cols, options),
+        class_y=class_y,
+        class_names=class_names,
+    )

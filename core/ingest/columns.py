@@ -33,14 +33,20 @@ def _require(columns: list[str], col: str, role: str, source_name: str) -> None:
         raise DataError(f"{source_name}: {role} {col!r} not found; columns are: {shown}")
 
 
-def _roles(options: CsvOptions, text_columns: list[str], one_hot: list[str], columns: list[str],
-           source_name: str) -> tuple[list[str], dict[str, str]]:
+def _roles(
+    options: CsvOptions, text_columns: list[str], one_hot: list[str], columns: list[str], source_name: str
+) -> tuple[list[str], dict[str, str]]:
     """The columns given a use other than a numeric feature, each checked to exist, none listed twice
     and none given two uses; and the role of each that may not also be a feature."""
     special = []
-    for col, role in ((options.label_column, "label column"), (options.display_column, "display column"),
-                      (options.key_column, "key column"), (options.smiles_column, "SMILES column"),
-                      *((c, "text column") for c in text_columns), *((c, "one-hot column") for c in one_hot)):
+    for col, role in (
+        (options.label_column, "label column"),
+        (options.display_column, "display column"),
+        (options.key_column, "key column"),
+        (options.smiles_column, "SMILES column"),
+        *((c, "text column") for c in text_columns),
+        *((c, "one-hot column") for c in one_hot),
+    ):
         if col is not None:
             _require(columns, col, role, source_name)
             special.append(col)
@@ -49,8 +55,12 @@ def _roles(options: CsvOptions, text_columns: list[str], one_hot: list[str], col
         if dups:
             raise DataError(f"{source_name}: {what}(s) listed twice: {', '.join(repr(c) for c in dups)}")
     roles: dict[str, str] = {}
-    for col, role in ((options.label_column, "the label column"), (options.smiles_column, "the SMILES column"),
-                      *((c, "a text column") for c in text_columns), *((c, "a one-hot column") for c in one_hot)):
+    for col, role in (
+        (options.label_column, "the label column"),
+        (options.smiles_column, "the SMILES column"),
+        *((c, "a text column") for c in text_columns),
+        *((c, "a one-hot column") for c in one_hot),
+    ):
         if col is None:
             continue
         if col in roles:
@@ -59,8 +69,9 @@ def _roles(options: CsvOptions, text_columns: list[str], one_hot: list[str], col
     return special, roles
 
 
-def _named_features(feature_columns, options: CsvOptions, roles: dict[str, str], columns: list[str],
-                    source_name: str) -> list[str]:
+def _named_features(
+    feature_columns, options: CsvOptions, roles: dict[str, str], columns: list[str], source_name: str
+) -> list[str]:
     """The feature columns the user named, checked."""
     feature_columns = list(feature_columns)
     for col in feature_columns:
@@ -73,8 +84,7 @@ def _named_features(feature_columns, options: CsvOptions, roles: dict[str, str],
         raise DataError(f"{source_name}: the label column {options.label_column!r} cannot also be a feature")
     clash = [c for c in feature_columns if c in roles]
     if clash:
-        raise DataError(f"{source_name}: column {clash[0]!r} is {roles[clash[0]]} and cannot also be a "
-                        "numeric feature")
+        raise DataError(f"{source_name}: column {clash[0]!r} is {roles[clash[0]]} and cannot also be a numeric feature")
     return feature_columns
 
 
@@ -90,13 +100,18 @@ def resolve(columns: list[str], options: CsvOptions, source_name: str) -> Column
         if text_columns or options.smiles_column:
             feature_columns = []
             if rest:
-                notices.append(f"not used as features: {values_shown(rest)} (name them as feature columns to "
-                               "add them)")
+                notices.append(f"not used as features: {values_shown(rest)} (name them as feature columns to add them)")
         else:
             feature_columns = rest
     else:
         feature_columns = _named_features(options.feature_columns, options, roles, columns, source_name)
     if not feature_columns and not one_hot and not text_columns and not options.smiles_column:
         raise DataError(f"{source_name}: no feature columns left")
-    return Columns(features=feature_columns, one_hot=one_hot, text=text_columns, label=options.label_column,
-                   smiles=options.smiles_column, notices=notices)
+    return Columns(
+        features=feature_columns,
+        one_hot=one_hot,
+        text=text_columns,
+        label=options.label_column,
+        smiles=options.smiles_column,
+        notices=notices,
+    )

@@ -23,8 +23,9 @@ class Features:
         """A block of ``part`` (its features named ``names``) from ``column``."""
         self.parts.append(part)
         self.names.extend(names)
-        self.blocks.append({"kind": kind, "column": column, "start": self.width,
-                            "stop": self.width + part.shape[1], **extra})
+        self.blocks.append(
+            {"kind": kind, "column": column, "start": self.width, "stop": self.width + part.shape[1], **extra}
+        )
         self.width += part.shape[1]
 
     def matrix(self):

@@ -15,8 +15,9 @@ def first_row(mask: np.ndarray, lines: list[int] | None) -> str:
     return describe_row(int(np.flatnonzero(mask)[0]), lines)
 
 
-def missing_values(table: Table, cols: Columns, options: CsvOptions,
-                   notices: list[str]) -> tuple[dict[str, np.ndarray], np.ndarray]:
+def missing_values(
+    table: Table, cols: Columns, options: CsvOptions, notices: list[str]
+) -> tuple[dict[str, np.ndarray], np.ndarray]:
     """The missing cells of each checked column, and the rows kept (all but those left out with
     ``missing="drop"``)."""
     source_name, lines, missing, say = table.source_name, table.lines, options.missing, options.words()
@@ -36,11 +37,14 @@ def missing_values(table: Table, cols: Columns, options: CsvOptions,
         raise DataError(
             f"{source_name}: missing values in {len(affected)} column(s), {int(rows_hit.sum())} row(s): "
             f"{listing}. Leave those rows out ({say['missing=drop']}) or fill the gaps in "
-            f"({say['missing=impute']}, the median of a numeric column, the most frequent value of a category)")
+            f"({say['missing=impute']}, the median of a numeric column, the most frequent value of a category)"
+        )
     if missing == "impute" and label_miss is not None:
-        raise DataError(f"{source_name}: missing label in column {cols.label!r}: {int(label_miss.sum())} "
-                        f"row(s) (first: {first_row(label_miss, lines)}); labels are not imputed: leave those "
-                        f"rows out ({say['missing=drop']})")
+        raise DataError(
+            f"{source_name}: missing label in column {cols.label!r}: {int(label_miss.sum())} "
+            f"row(s) (first: {first_row(label_miss, lines)}); labels are not imputed: leave those "
+            f"rows out ({say['missing=drop']})"
+        )
     if missing == "drop":
         keep_rows = ~rows_hit
         if not keep_rows.any():

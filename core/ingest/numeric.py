@@ -33,6 +33,7 @@ def category_order(values) -> list[str]:
             return (0, float(v), v)
         except ValueError:
             return (1, 0.0, v)
+
     return sorted(set(values), key=key)
 
 
@@ -44,25 +45,36 @@ def _column(table: Table, col: str, m: np.ndarray, max_value: float | None) -> n
     if bad.any():
         if np.isnan(values[~m]).all():
             cells = raw[~m].str.strip()
-            if decimal == "." and cells.str.match(feats._NUMBER_COMMA.pattern).any() and \
-                    cells.str.match(r"^[+-]?(\d+|\d+,\d*|,\d+)([eE][+-]?\d+)?$").all():
+            if (
+                decimal == "."
+                and cells.str.match(feats._NUMBER_COMMA.pattern).any()
+                and cells.str.match(r"^[+-]?(\d+|\d+,\d*|,\d+)([eE][+-]?\d+)?$").all()
+            ):
                 i = int(np.flatnonzero(bad)[0])
-                raise DataError(f"{source_name}: non-numeric value {raw.iloc[i]!r} in column {col!r}, "
-                                f"{describe_row(i, lines)}: numbers with decimal commas? set the decimal "
-                                "separator to ','")
+                raise DataError(
+                    f"{source_name}: non-numeric value {raw.iloc[i]!r} in column {col!r}, "
+                    f"{describe_row(i, lines)}: numbers with decimal commas? set the decimal "
+                    "separator to ','"
+                )
             return None
         i = int(np.flatnonzero(bad)[0])
         what = "infinite" if np.isinf(values[i]) else "non-numeric"
-        hint = " (decimal commas? the decimal separator is '.')" if decimal == "." and \
-            feats._NUMBER_COMMA.match(str(raw.iloc[i]).strip()) else ""
-        raise DataError(f"{source_name}: {what} value {raw.iloc[i]!r} in column {col!r}, "
-                        f"{describe_row(i, lines)}{hint}")
+        hint = (
+            " (decimal commas? the decimal separator is '.')"
+            if decimal == "." and feats._NUMBER_COMMA.match(str(raw.iloc[i]).strip())
+            else ""
+        )
+        raise DataError(
+            f"{source_name}: {what} value {raw.iloc[i]!r} in column {col!r}, {describe_row(i, lines)}{hint}"
+        )
     huge = ~m & (np.abs(values) > max_value) if max_value is not None else np.zeros(len(values), dtype=bool)
     if huge.any():
         i = int(np.flatnonzero(huge)[0])
-        raise DataError(f"{source_name}: value {raw.iloc[i]!r} in column {col!r}, {describe_row(i, lines)} is "
-                        f"too large: feature values must lie within ±{max_value:g} (the solvers square and add "
-                        "them); rescale the column")
+        raise DataError(
+            f"{source_name}: value {raw.iloc[i]!r} in column {col!r}, {describe_row(i, lines)} is "
+            f"too large: feature values must lie within ±{max_value:g} (the solvers square and add "
+            "them); rescale the column"
+        )
     return values
 
 
@@ -72,17 +84,26 @@ def _refuse_text(df: pd.DataFrame, textual: list[str], miss: dict[str, np.ndarra
     for col in textual:
         distinct = category_order(v.strip() for v, mm in zip(df[col], miss[col], strict=True) if not mm)
         if len(distinct) <= ONE_HOT_MAX:
-            parts.append(f"column {col!r} ({len(distinct)} categories: {values_shown(distinct)}; one-hot "
-                         "encode it)")
+            parts.append(f"column {col!r} ({len(distinct)} categories: {values_shown(distinct)}; one-hot encode it)")
         else:
-            parts.append(f"column {col!r} ({len(distinct)} distinct texts; use it as a text column, "
-                         "TF-IDF features, or as the display column)")
-    raise DataError(f"{source_name}: text instead of numbers in {', '.join(parts)}; or leave "
-                    f"{'it' if len(textual) == 1 else 'them'} out of the features")
+            parts.append(
+                f"column {col!r} ({len(distinct)} distinct texts; use it as a text column, "
+                "TF-IDF features, or as the display column)"
+            )
+    raise DataError(
+        f"{source_name}: text instead of numbers in {', '.join(parts)}; or leave "
+        f"{'it' if len(textual) == 1 else 'them'} out of the features"
+    )
 
 
-def numeric_features(table: Table, cols: Columns, options: CsvOptions, miss: dict[str, np.ndarray],
-                     keep_rows: np.ndarray, imputed: list[str]) -> tuple[np.ndarray, list[str], list[str]]:
+def numeric_features(
+    table: Table,
+    cols: Columns,
+    options: CsvOptions,
+    miss: dict[str, np.ndarray],
+    keep_rows: np.ndarray,
+    imputed: list[str],
+) -> tuple[np.ndarray, list[str], list[str]]:
     """The numeric feature matrix, its columns, and the text columns of one value left out as constant
     (unless ``constant_columns="error"``); any other text column is refused."""
     df, feature_columns = table.df, list(cols.features)
@@ -99,8 +120,9 @@ def numeric_features(table: Table, cols: Columns, options: CsvOptions, miss: dic
             values[m] = fill
             imputed.append(f"{col!r} {int(m.sum())} with the median {for_people(fill)}")
         X_num[:, j] = values
-    constant_text = [c for c in textual
-                     if len({v.strip() for v, mm in zip(df[c], miss[c], strict=True) if not mm}) <= 1]
+    constant_text = [
+        c for c in textual if len({v.strip() for v, mm in zip(df[c], miss[c], strict=True) if not mm}) <= 1
+    ]
     if constant_text and options.constant_columns != "error":  # one text value throughout: a constant column
         keep_cols = [j for j, c in enumerate(feature_columns) if c not in constant_text]
         X_num = X_num[:, keep_cols]
@@ -113,8 +135,9 @@ def numeric_features(table: Table, cols: Columns, options: CsvOptions, miss: dic
     return X_num, feature_columns, constant_text
 
 
-def one_hot_features(table: Table, cols: Columns, missing: str, miss: dict[str, np.ndarray],
-                     keep_rows: np.ndarray, imputed: list[str]) -> tuple[list[np.ndarray], list[str]]:
+def one_hot_features(
+    table: Table, cols: Columns, missing: str, miss: dict[str, np.ndarray], keep_rows: np.ndarray, imputed: list[str]
+) -> tuple[list[np.ndarray], list[str]]:
     """One 0/1 block per one-hot column (its values in order: numbers, then texts) and the feature names
     ``column=value``."""
     n = len(table.df)
@@ -127,11 +150,14 @@ def one_hot_features(table: Table, cols: Columns, missing: str, miss: dict[str, 
             fill = feats.most_frequent([v for v, mm, k in zip(values, m, keep_rows, strict=True) if not mm and k])
             values = np.where(m, fill, values)
             imputed.append(f"{col!r} {int(m.sum())} with the most frequent value {fill!r}")
-        cats = category_order(v for v, mm, k in zip(values, m, keep_rows, strict=True)
-                              if k and (not mm or missing == "impute"))
+        cats = category_order(
+            v for v, mm, k in zip(values, m, keep_rows, strict=True) if k and (not mm or missing == "impute")
+        )
         if len(cats) > max(ONE_HOT_MAX * 5, 100):
-            raise DataError(f"{table.source_name}: column {col!r} has {len(cats)} distinct values, too many to "
-                            "one-hot encode; use it as a text column instead")
+            raise DataError(
+                f"{table.source_name}: column {col!r} has {len(cats)} distinct values, too many to "
+                "one-hot encode; use it as a text column instead"
+            )
         block = np.zeros((n, len(cats)))
         index = {c: k for k, c in enumerate(cats)}
         for i, v in enumerate(values):
@@ -142,13 +168,18 @@ def one_hot_features(table: Table, cols: Columns, missing: str, miss: dict[str, 
     return onehot_blocks, onehot_names
 
 
-def dense_features(table: Table, cols: Columns, options: CsvOptions, miss: dict[str, np.ndarray],
-                   keep_rows: np.ndarray, notices: list[str]) -> Dense:
+def dense_features(
+    table: Table,
+    cols: Columns,
+    options: CsvOptions,
+    miss: dict[str, np.ndarray],
+    keep_rows: np.ndarray,
+    notices: list[str],
+) -> Dense:
     """Numeric and one-hot features, with a notice of the missing values filled in."""
     imputed: list[str] = []
     X_num, names, constant_text = numeric_features(table, cols, options, miss, keep_rows, imputed)
     blocks, onehot_names = one_hot_features(table, cols, options.missing, miss, keep_rows, imputed)
     if imputed:
         notices.append("filled in missing values: " + ", ".join(imputed))
-    return Dense(X_num=X_num, names=names, onehot_blocks=blocks, onehot_names=onehot_names,
-                 constant_text=constant_text)
+    return Dense(X_num=X_num, names=names, onehot_blocks=blocks, onehot_names=onehot_names, constant_text=constant_text)

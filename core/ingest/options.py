@@ -17,8 +17,12 @@ MISSING_POLICIES = ("error", "drop", "impute")
 #: how the label column is read (``CsvOptions.label_mode``)
 LABEL_MODES = ("binary", "classes")
 #: how messages name a choice of ``load_csv`` ("option=value"); the app passes the labels of its form
-CHOICE_WORDS = {"missing=drop": "missing: drop", "missing=impute": "missing: impute",
-                "invalid_smiles=drop": "invalid SMILES: drop", "constant_columns=drop": "drop constant columns"}
+CHOICE_WORDS = {
+    "missing=drop": "missing: drop",
+    "missing=impute": "missing: impute",
+    "invalid_smiles=drop": "invalid SMILES: drop",
+    "constant_columns=drop": "drop constant columns",
+}
 
 
 @dataclass(frozen=True)
@@ -66,8 +70,10 @@ class CsvOptions:
         if self.label_mode not in LABEL_MODES:
             raise ValueError(f"label_mode must be one of {', '.join(LABEL_MODES)}, got {self.label_mode!r}")
         if self.label_mode == "classes" and self.positive is not None:
-            raise ValueError("positive (one class against the rest) and label_mode 'classes' (every class kept) "
-                             "exclude each other: give one")
+            raise ValueError(
+                "positive (one class against the rest) and label_mode 'classes' (every class kept) "
+                "exclude each other: give one"
+            )
         if self.class_names is not None and self.label_mode != "classes":
             raise ValueError("class_names go with label_mode 'classes'")
         if self.constant_columns not in ("error", "drop", "keep"):

@@ -62,8 +62,10 @@ def _bytes_text(n: int) -> str:
 
 
 def _too_many_bytes(name: str, what: str, bounds: Bounds) -> DataTooLarge:
-    return DataTooLarge(f"{name}: {what}; MarginLab reads CSV files of at most {_bytes_text(bounds.max_bytes)} "
-                        "(split the file, or leave out columns it does not need)")
+    return DataTooLarge(
+        f"{name}: {what}; MarginLab reads CSV files of at most {_bytes_text(bounds.max_bytes)} "
+        "(split the file, or leave out columns it does not need)"
+    )
 
 
 def read_bytes(source, bounds: Bounds | None = None) -> tuple[bytes, str]:
@@ -107,8 +109,12 @@ def _gunzip(path: Path, bounds: Bounds) -> bytes:
             while chunk := stream.read(_CHUNK):
                 total += len(chunk)
                 if total > bounds.max_bytes:
-                    raise _too_many_bytes(path.name, f"more than {_bytes_text(bounds.max_bytes)} once decompressed "
-                                                     f"(from {_bytes_text(path.stat().st_size)})", bounds)
+                    raise _too_many_bytes(
+                        path.name,
+                        f"more than {_bytes_text(bounds.max_bytes)} once decompressed "
+                        f"(from {_bytes_text(path.stat().st_size)})",
+                        bounds,
+                    )
         with gzip.open(path, "rb") as stream:
             return stream.read()
     except (OSError, EOFError) as exc:
@@ -125,13 +131,17 @@ def check_csv_shape(text: str, sep: str, source_name: str = "data", bounds: Boun
     if columns > bounds.max_columns and '"' in first:  # a quoted header may hold the delimiter: count its fields
         columns = len(next(csv.reader([first], delimiter=sep), []))
     if columns > bounds.max_columns:
-        raise DataTooLarge(f"{source_name}: {columns:,} columns; MarginLab reads CSV files of at most "
-                           f"{bounds.max_columns:,} columns (leave out the columns it does not need)")
+        raise DataTooLarge(
+            f"{source_name}: {columns:,} columns; MarginLab reads CSV files of at most "
+            f"{bounds.max_columns:,} columns (leave out the columns it does not need)"
+        )
     lines = text.count("\n") + 1
     if columns * lines > bounds.max_cells:
-        raise DataTooLarge(f"{source_name}: {columns:,} columns by {lines:,} lines, {columns * lines:,} cells; "
-                           f"MarginLab reads CSV files of at most {bounds.max_cells:,} cells (split the file, or "
-                           "leave out columns it does not need)")
+        raise DataTooLarge(
+            f"{source_name}: {columns:,} columns by {lines:,} lines, {columns * lines:,} cells; "
+            f"MarginLab reads CSV files of at most {bounds.max_cells:,} cells (split the file, or "
+            "leave out columns it does not need)"
+        )
 
 
 def decode(data: bytes, name: str) -> str:
@@ -139,9 +149,11 @@ def decode(data: bytes, name: str) -> str:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         line = data[: exc.start].count(b"\n") + 1
-        bad = data[exc.start: exc.start + 1]
-        raise NotText(f"{name}: not UTF-8 text: byte 0x{bad.hex()} on line {line} (byte offset {exc.start}); "
-                        "save the file as UTF-8 CSV") from None
+        bad = data[exc.start : exc.start + 1]
+        raise NotText(
+            f"{name}: not UTF-8 text: byte 0x{bad.hex()} on line {line} (byte offset {exc.start}); "
+            "save the file as UTF-8 CSV"
+        ) from None
 
 
 def read_text(source, bounds: Bounds | None = None) -> tuple[str, str]:
@@ -198,8 +210,16 @@ def preview_frame(text: str, sep: str, source_name: str) -> pd.DataFrame:
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", pd.errors.ParserWarning)
-            df = pd.read_csv(io.StringIO(text), sep=sep, dtype=str, keep_default_na=False, na_filter=False,
-                             skipinitialspace=True, skip_blank_lines=True, index_col=False)
+            df = pd.read_csv(
+                io.StringIO(text),
+                sep=sep,
+                dtype=str,
+                keep_default_na=False,
+                na_filter=False,
+                skipinitialspace=True,
+                skip_blank_lines=True,
+                index_col=False,
+            )
     except (pd.errors.ParserError, pd.errors.EmptyDataError, ValueError) as exc:
         raise DataError(f"{source_name}: cannot parse the CSV ({str(exc).strip()})") from None
     df.columns = [str(c).strip() for c in df.columns]
@@ -207,6 +227,7 @@ def preview_frame(text: str, sep: str, source_name: str) -> pd.DataFrame:
 
 
 # -- the dialect ------------------------------------------------------------------------
+
 
 def dialect(text: str, sep: str | None, decimal: str | None) -> tuple[str, str, bool, str]:
     """The delimiter and decimal separator (detected where not given), whether the delimiter was given,
@@ -221,8 +242,10 @@ def dialect(text: str, sep: str | None, decimal: str | None) -> tuple[str, str, 
         raise DataError(f"the decimal separator {decimal!r} cannot also be the delimiter")
     delimiter_hint = "check the delimiter and quoting"
     if sep != detected_sep:
-        delimiter_hint = (f"the file seems to be separated by {feats.DELIMITER_NAMES[detected_sep]}s, not "
-                          f"{feats.DELIMITER_NAMES.get(sep, repr(sep))}s")
+        delimiter_hint = (
+            f"the file seems to be separated by {feats.DELIMITER_NAMES[detected_sep]}s, not "
+            f"{feats.DELIMITER_NAMES.get(sep, repr(sep))}s"
+        )
     return sep, decimal, sep_given, delimiter_hint
 
 
@@ -245,14 +268,24 @@ def read_header(text: str, sep: str, source_name: str) -> list[str]:
 def parse(text: str, sep: str, source_name: str, delimiter_hint: str) -> pd.DataFrame:
     """Every cell as text; a row with more fields than the header is refused with its line."""
     try:
-        df = pd.read_csv(io.StringIO(text), sep=sep, dtype=str, keep_default_na=False, na_filter=False,
-                         skipinitialspace=True, skip_blank_lines=True, engine="c" if len(sep) == 1 else "python")
+        df = pd.read_csv(
+            io.StringIO(text),
+            sep=sep,
+            dtype=str,
+            keep_default_na=False,
+            na_filter=False,
+            skipinitialspace=True,
+            skip_blank_lines=True,
+            engine="c" if len(sep) == 1 else "python",
+        )
     except pd.errors.ParserError as exc:
         msg = str(exc)
         m = re.search(r"Expected (\d+) fields in line (\d+), saw (\d+)", msg)
         if m:
-            raise DataError(f"{source_name}: line {m.group(2)} has {m.group(3)} fields but the header has "
-                            f"{m.group(1)}; {delimiter_hint}") from None
+            raise DataError(
+                f"{source_name}: line {m.group(2)} has {m.group(3)} fields but the header has "
+                f"{m.group(1)}; {delimiter_hint}"
+            ) from None
         raise DataError(f"{source_name}: cannot parse the CSV ({msg.strip()})") from None
     except pd.errors.EmptyDataError:
         raise DataError(f"{source_name}: the file is empty") from None
@@ -262,8 +295,9 @@ def parse(text: str, sep: str, source_name: str, delimiter_hint: str) -> pd.Data
     return df
 
 
-def refuse_long_rows(df: pd.DataFrame, text: str, sep: str, header: list[str], source_name: str,
-                     delimiter_hint: str) -> None:
+def refuse_long_rows(
+    df: pd.DataFrame, text: str, sep: str, header: list[str], source_name: str, delimiter_hint: str
+) -> None:
     """pandas pads short rows with empty cells (found later as missing values) and keeps an over-long
     row's extra fields as an index; catch the latter here."""
     if isinstance(df.index, pd.RangeIndex):
@@ -294,8 +328,10 @@ def refuse_one_column(columns: list[str], sep: str, sep_given: bool, source_name
     if len(columns) == 1 and sep_given:
         for other, label in ((";", "semicolons"), ("\t", "tabs"), (",", "commas")):
             if other != sep and other in columns[0]:
-                raise DataError(f"{source_name}: the header has a single column {columns[0]!r}; the file seems to "
-                                f"be separated by {label}, not {feats.DELIMITER_NAMES.get(sep, repr(sep))}s")
+                raise DataError(
+                    f"{source_name}: the header has a single column {columns[0]!r}; the file seems to "
+                    f"be separated by {label}, not {feats.DELIMITER_NAMES.get(sep, repr(sep))}s"
+                )
 
 
 def read_table(source, options: CsvOptions, bounds: Bounds | None = None) -> Table:

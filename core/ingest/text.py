@@ -27,12 +27,17 @@ def documents(kept: dict[str, list[str]], text_columns: list[str], separate: boo
     it), or one per column (``separate``)."""
     if separate:
         return [(col, kept[col]) for col in text_columns]
-    return [(text_columns[0], [" ".join(part for part in parts if part)
-                               for parts in zip(*(kept[c] for c in text_columns), strict=True)])]
+    return [
+        (
+            text_columns[0],
+            [" ".join(part for part in parts if part) for parts in zip(*(kept[c] for c in text_columns), strict=True)],
+        )
+    ]
 
 
-def text_features(features: Features, kept: dict[str, list[str]], text_columns: list[str],
-                  options: CsvOptions, source_name: str) -> None:
+def text_features(
+    features: Features, kept: dict[str, list[str]], text_columns: list[str], options: CsvOptions, source_name: str
+) -> None:
     """Add a TF-IDF block (or an SVD block) per document of ``documents`` to ``features``."""
     separate = options.text_blocks or len(text_columns) < 2
     docs_by_column = documents(kept, text_columns, separate)
@@ -40,8 +45,13 @@ def text_features(features: Features, kept: dict[str, list[str]], text_columns: 
     for col, docs in docs_by_column:
         prefix = f"{col}:" if len(docs_by_column) > 1 else ""
         try:
-            T, terms = feats.tfidf_features(docs, analyzer=options.text_analyzer, min_df=options.text_min_df,
-                                            max_features=options.text_max_features, prefix=prefix)
+            T, terms = feats.tfidf_features(
+                docs,
+                analyzer=options.text_analyzer,
+                min_df=options.text_min_df,
+                max_features=options.text_max_features,
+                prefix=prefix,
+            )
         except ValueError as exc:
             raise DataError(f"{source_name}: text column {col!r}: {exc}") from None
         if options.text_svd:

@@ -65,9 +65,11 @@ class Solver:
         if not (isinstance(cls, type) and issubclass(cls, OnlineSolver)):
             raise TypeError(f"solver {self.name!r}: {cls!r} is not an OnlineSolver class")
         if cls.name != self.name or bool(cls.exact_unlearn) != self.exact_unlearn:
-            raise TypeError(f"solver {self.name!r}: its class {cls.__name__} says name={cls.name!r}, "
-                            f"exact_unlearn={cls.exact_unlearn}; the registry entry says name={self.name!r}, "
-                            f"exact_unlearn={self.exact_unlearn}")
+            raise TypeError(
+                f"solver {self.name!r}: its class {cls.__name__} says name={cls.name!r}, "
+                f"exact_unlearn={cls.exact_unlearn}; the registry entry says name={self.name!r}, "
+                f"exact_unlearn={self.exact_unlearn}"
+            )
         return cls
 
 
@@ -85,18 +87,38 @@ REGISTRY: Registry[Solver] = Registry("solver", _check_entry)
 register, unregister, get, names = REGISTRY.register, REGISTRY.unregister, REGISTRY.get, REGISTRY.names
 
 for _entry in (
-    Solver("incremental", "core.solvers.incremental:IncrementalSVM", exact_unlearn=True,
-           warm_up="core.solvers._incremental_jit", words="the exact model"),
+    Solver(
+        "incremental",
+        "core.solvers.incremental:IncrementalSVM",
+        exact_unlearn=True,
+        warm_up="core.solvers._incremental_jit",
+        words="the exact model",
+    ),
     # (lasvm's warm-up lives beside its class, its loops in _lasvm_compiled)
     Solver("lasvm", "core.solvers.lasvm:LASVM", warm_up="core.solvers.lasvm", words="the fast online model"),
-    Solver("ramp", "core.solvers.ramp:OnlineSVMR", warm_up="core.solvers._ramp_jit",
-           own_params=frozenset({"balance_ratio", "loss"}), reference_at_once=True,
-           words="the online model that ignores outliers"),
-    Solver("active-set", "core.solvers.active_set:ActiveSetSVM", exact_unlearn=True,
-           warm_up="core.solvers._active_set_jit", words="the second exact model"),
+    Solver(
+        "ramp",
+        "core.solvers.ramp:OnlineSVMR",
+        warm_up="core.solvers._ramp_jit",
+        own_params=frozenset({"balance_ratio", "loss"}),
+        reference_at_once=True,
+        words="the online model that ignores outliers",
+    ),
+    Solver(
+        "active-set",
+        "core.solvers.active_set:ActiveSetSVM",
+        exact_unlearn=True,
+        warm_up="core.solvers._active_set_jit",
+        words="the second exact model",
+    ),
     # the review model's solver on sparse rows, which core.presets.solver_for picks (not offered on its own)
-    Solver("dual-cd", "core.solvers.dual_cd:DualCDSVM", warm_up="core.solvers._dual_cd_jit", offered=False,
-           words="the review model's fast linear model"),
+    Solver(
+        "dual-cd",
+        "core.solvers.dual_cd:DualCDSVM",
+        warm_up="core.solvers._dual_cd_jit",
+        offered=False,
+        words="the review model's fast linear model",
+    ),
 ):
     register(_entry)
 del _entry
@@ -113,5 +135,19 @@ def make_solver(name: str, X=None, **params) -> OnlineSolver:
     return solver_class(name)(X, **params)
 
 
-__all__ = ["REGISTRY", "SOLVER_NAMES", "ConvergenceWarning", "IterationLimitError", "NumericalError", "OnlineSolver",
-           "Solver", "StepResult", "get", "make_solver", "names", "register", "solver_class", "unregister"]
+__all__ = [
+    "REGISTRY",
+    "SOLVER_NAMES",
+    "ConvergenceWarning",
+    "IterationLimitError",
+    "NumericalError",
+    "OnlineSolver",
+    "Solver",
+    "StepResult",
+    "get",
+    "make_solver",
+    "names",
+    "register",
+    "solver_class",
+    "unregister",
+]

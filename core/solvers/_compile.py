@@ -56,8 +56,14 @@ SOLVER_WARM_UPS = solvers.REGISTRY.name_table(lambda e: e.warm_up, where=lambda 
 FIRST_ITEM_ROUTINES = ("dense_row_terms",)
 #: and then to learn the first labels with the default session (near-boundary: the incremental
 #: solver, rbf kernel, float64 rows) and ask for the next item
-FIRST_LABEL_ROUTINES = ("dense_rows", "diag_values", "add_weighted_rows", "rows_dot", "masked_argmin_abs",
-                        "masked_count_abs_below")
+FIRST_LABEL_ROUTINES = (
+    "dense_rows",
+    "diag_values",
+    "add_weighted_rows",
+    "rows_dot",
+    "masked_argmin_abs",
+    "masked_count_abs_below",
+)
 FIRST_LABEL_SOLVER = DEFAULT_SOLVER[DEFAULT_STRATEGY]
 #: and then to choose C and gamma from the labels (the leave-one-out decision values of the labelled rows,
 #: a block of kernel values), first at the label that reaches AUTO_FIRST_MOMENT labels
@@ -98,15 +104,21 @@ def build_plan() -> tuple[Unit, ...]:
     """Every unit, the demo's first item, first label and first choice of C and gamma first."""
     from core import _kernels_jit
 
-    dtypes = {name: ("float64",) if name in _kernels_jit.FLOAT64_ONLY else ("float64", "float32")
-              for name in _kernels_jit.ROUTINE_NAMES}
+    dtypes = {
+        name: ("float64",) if name in _kernels_jit.FLOAT64_ONLY else ("float64", "float32")
+        for name in _kernels_jit.ROUTINE_NAMES
+    }
     first = [Unit("kernel", name) for name in FIRST_ITEM_ROUTINES + FIRST_LABEL_ROUTINES]
     first.append(Unit("solver", FIRST_LABEL_SOLVER))
     first += [Unit("kernel", name) for name in FIRST_CHOICE_ROUTINES]
     rest = [Unit("kernel", name) for name in _kernels_jit.ROUTINE_NAMES if Unit("kernel", name) not in first]
     rest += [Unit("solver", name) for name in SOLVER_WARM_UPS if name != FIRST_LABEL_SOLVER]
-    rest += [Unit("kernel", name, dtype) for name in _kernels_jit.ROUTINE_NAMES for dtype in dtypes[name]
-             if dtype != "float64"]
+    rest += [
+        Unit("kernel", name, dtype)
+        for name in _kernels_jit.ROUTINE_NAMES
+        for dtype in dtypes[name]
+        if dtype != "float64"
+    ]
     return (*first, *rest)
 
 
@@ -234,13 +246,17 @@ class Reporter:
         """What is being compiled: at once when Numba is ``seen`` compiling and nothing was said yet,
         then whenever nothing was said for ``HEARTBEAT_S``."""
         if (seen and not self.announced) or time.monotonic() - self._last_news >= HEARTBEAT_S:
-            self.say(f"compiling {', '.join(labels)} ({done}/{self.total} ready, "
-                     f"{_minutes(time.monotonic() - self._start)} so far)")
+            self.say(
+                f"compiling {', '.join(labels)} ({done}/{self.total} ready, "
+                f"{_minutes(time.monotonic() - self._start)} so far)"
+            )
 
     def finished(self, done: int) -> None:
         if self.announced:
-            self.say(f"compiled code ready ({done}/{self.total} parts) after "
-                     f"{_minutes(time.monotonic() - self._start)}; later starts load it from the cache.")
+            self.say(
+                f"compiled code ready ({done}/{self.total} parts) after "
+                f"{_minutes(time.monotonic() - self._start)}; later starts load it from the cache."
+            )
 
 
 # --------------------------------------------------------------------------- in this process, in the background
@@ -262,8 +278,11 @@ class _State:
     def snapshot(self) -> Progress:
         with self._lock:
             found = self._progress
-        if (not found.compiling and self._compiles_before is not None
-                and compile_watch().started > self._compiles_before):
+        if (
+            not found.compiling
+            and self._compiles_before is not None
+            and compile_watch().started > self._compiles_before
+        ):
             found = replace(found, compiling=True)  # (known as the first compile begins, not once it ends)
         return found
 
@@ -276,14 +295,17 @@ def progress() -> Progress:
     return _state.snapshot()
 
 
-BACKGROUND_INTRO = ("compiling the model's code for this computer in the background (first start only: a few "
-                    f"minutes; the app is ready meanwhile, a first label waits until the first {N_FOR_LABELLING} "
-                    f"of the {len(PLAN)} parts are ready, and the label that first chooses C and gamma from the "
-                    f"labels (at {AUTO_FIRST_MOMENT} labels) until the first {N_FOR_CHOOSING} are).")
+BACKGROUND_INTRO = (
+    "compiling the model's code for this computer in the background (first start only: a few "
+    f"minutes; the app is ready meanwhile, a first label waits until the first {N_FOR_LABELLING} "
+    f"of the {len(PLAN)} parts are ready, and the label that first chooses C and gamma from the "
+    f"labels (at {AUTO_FIRST_MOMENT} labels) until the first {N_FOR_CHOOSING} are)."
+)
 
 
-def warm_up(plan: Sequence[Unit] = PLAN, reporter: Reporter | None = None, state: _State | None = None
-            ) -> list[tuple[Unit, float, bool]]:
+def warm_up(
+    plan: Sequence[Unit] = PLAN, reporter: Reporter | None = None, state: _State | None = None
+) -> list[tuple[Unit, float, bool]]:
     """Compile or load every unit of ``plan`` in this process, in order; returns (unit, seconds,
     compiled) for each.  ``state`` follows it for ``progress()``; ``reporter`` tells the console
     (while Numba compiles: at once, then at every unit and at least every ``HEARTBEAT_S``)."""
@@ -369,8 +391,7 @@ def compile_group(units: Sequence[Unit]) -> list[tuple[Unit, float, bool]]:
     return [(unit, *run_unit(unit)) for unit in units]
 
 
-def compile_in_processes(jobs: int, reporter: Reporter, plan: Sequence[Unit] = PLAN
-                         ) -> list[tuple[Unit, float, bool]]:
+def compile_in_processes(jobs: int, reporter: Reporter, plan: Sequence[Unit] = PLAN) -> list[tuple[Unit, float, bool]]:
     """The whole ``plan`` in ``jobs`` worker processes, phase after phase, at most ``jobs`` groups at a
     time (so what is running is known and said)."""
     import multiprocessing
@@ -404,14 +425,18 @@ def main(argv: Sequence[str] | None = None, write: Callable[[str], None] = _to_c
     parser.add_argument("--jobs", type=int, default=default_jobs(), help="worker processes (default: %(default)s)")
     args = parser.parse_args(argv)
     jobs = max(1, args.jobs)
-    intro = (f"compiling the model's code for this computer into Numba's cache ({len(PLAN)} parts in {jobs} "
-             f"process{'es' if jobs > 1 else ''}; once per installation, a few minutes).")
+    intro = (
+        f"compiling the model's code for this computer into Numba's cache ({len(PLAN)} parts in {jobs} "
+        f"process{'es' if jobs > 1 else ''}; once per installation, a few minutes)."
+    )
     reporter = Reporter(len(PLAN), intro, write)
     start = time.perf_counter()
     results = compile_in_processes(jobs, reporter) if jobs > 1 else warm_up(PLAN, reporter)
     compiled = sum(1 for _, _, was_compiled in results if was_compiled)
-    write(f"{Reporter.PREFIX}compiled code ready: {len(results)} parts ({compiled} compiled, "
-          f"{len(results) - compiled} from the cache) in {time.perf_counter() - start:.1f} s")
+    write(
+        f"{Reporter.PREFIX}compiled code ready: {len(results)} parts ({compiled} compiled, "
+        f"{len(results) - compiled} from the cache) in {time.perf_counter() - start:.1f} s"
+    )
     return 0
 
 

@@ -144,9 +144,32 @@ def warm_up() -> float:
     indptr = np.array([0, 1, 2], dtype=np.int32)
     indices = np.array([0, 1], dtype=np.int32)
     data = np.array([1.0, 1.0])
-    dcd_passes(indptr, indices, data, np.array([0, 1], dtype=np.intp), np.array([1.0, -1.0]), np.zeros(2),
-               np.full(2, 3.0), np.ones(2), np.zeros(2), np.zeros(1), 1.0, 1.0, 1e-3, 10, 1,
-               np.full(2, -1, dtype=np.int64))
-    weight_vector(indptr, indices, data, np.array([0, 1], dtype=np.intp), np.array([0.5, -0.5]), np.zeros(2),
-                  np.zeros(0, dtype=np.int64), np.full(2, -1, dtype=np.int64))
+    dcd_passes(
+        indptr,
+        indices,
+        data,
+        np.array([0, 1], dtype=np.intp),
+        np.array([1.0, -1.0]),
+        np.zeros(2),
+        np.full(2, 3.0),
+        np.ones(2),
+        np.zeros(2),
+        np.zeros(1),
+        1.0,
+        1.0,
+        1e-3,
+        10,
+        1,
+        np.full(2, -1, dtype=np.int64),
+    )
+    weight_vector(
+        indptr,
+        indices,
+        data,
+        np.array([0, 1], dtype=np.intp),
+        np.array([0.5, -0.5]),
+        np.zeros(2),
+        np.zeros(0, dtype=np.int64),
+        np.full(2, -1, dtype=np.int64),
+    )
     return time.perf_counter() - start

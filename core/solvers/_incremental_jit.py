@@ -56,8 +56,21 @@ PREV_NONE, PREV_LEAVE, PREV_ENTER, PREV_BLOCKED = -1, 0, 1, 2
 DONE, CAP, NOSTEP, INEXACT_R, INEXACT_T, GROW, NEED_ROW, NEED_REFRESH = 0, 1, 2, 3, 4, 5, 6, 7
 _GO_ON = -1  # (a helper's answer inside drive: the minor iterations go on)
 # istate / fstate slots
-(I_M, I_ITERS, I_NCASES, I_NBLOCKED, I_MOVED, I_PREV_KIND, I_PREV_K, I_PREV_ZERO, I_PENDING, I_PENDING_ZERO,
- I_PENDING_FRESH, I_SENS_FRESH, I_REFRESH) = range(13)
+(
+    I_M,
+    I_ITERS,
+    I_NCASES,
+    I_NBLOCKED,
+    I_MOVED,
+    I_PREV_KIND,
+    I_PREV_K,
+    I_PREV_ZERO,
+    I_PENDING,
+    I_PENDING_ZERO,
+    I_PENDING_FRESH,
+    I_SENS_FRESH,
+    I_REFRESH,
+) = range(13)
 N_ISTATE = 13
 F_B, F_GSIZE, F_GERR, F_BAD_T, F_OFFSET = range(5)
 
@@ -235,8 +248,9 @@ def _after_enter(k, outcome, zero, watch, blocked, st, istate):
 
 
 @njit(cache=True, error_model="numpy")
-def _finish_entry(nL, y, st, g, slot, Spos, yS, Ks, Rw, KLL, has_kll, row_in, watch, blocked, istate, eta, beta_k,
-                  kappa_tol):
+def _finish_entry(
+    nL, y, st, g, slot, Spos, yS, Ks, Rw, KLL, has_kll, row_in, watch, blocked, istate, eta, beta_k, kappa_tol
+):
     """The entry into S that the previous call left pending (its kernel row, ``row_in``, or a fresh R was
     needed).  Returns NEED_REFRESH when R must be recomputed (before or after the entry), else _GO_ON."""
     k = istate[I_PENDING]
@@ -291,8 +305,9 @@ def _sensitivities(m, nL, y, yp_d, ykp_d, d_Qp, a, Spos, yS, Ks, Rw, scale, eta,
 
 
 @njit(cache=True, error_model="numpy")
-def _largest_step(p, mode, m, nL, g, dg, a, C, beta, aS, t3, q, watch, pseq, Spos, kpp, size, rounding, kappa_tol,
-                  in_seq_order):
+def _largest_step(
+    p, mode, m, nL, g, dg, a, C, beta, aS, t3, q, watch, pseq, Spos, kpp, size, rounding, kappa_tol, in_seq_order
+):
     """The largest step t >= 0 that keeps every KKT condition and what limits it (eqs. 10-13), as
     (found, t, case, position); candidates compare as ``_Event`` tuples (t, case, sequence)."""
     has_best = False
@@ -469,8 +484,7 @@ def _note_margin_step(dg, nL, t, size, fstate):
 
 
 @njit(cache=True, error_model="numpy")
-def _at_margin(p, d, nL, dg, beta, beta_k, krow_p, kpp, size, a, C, y, st, g, slot, Spos, yS, Ks, Rw, istate,
-               fstate):
+def _at_margin(p, d, nL, dg, beta, beta_k, krow_p, kpp, size, a, C, y, st, g, slot, Spos, yS, Ks, Rw, istate, fstate):
     """``_update_sets``, "c_margin": the driven example reached the margin; it joins S unless it is at a bound."""
     m = istate[I_M]
     fstate[F_GERR] += abs(g[p])  # (see IncrementalSVM._update_sets)
@@ -529,8 +543,9 @@ def _leave(k, zero, nL, beta, a, C, y, g, st, slot, Spos, yS, Ks, Rw, col, scale
 
 
 @njit(cache=True, error_model="numpy")
-def _reach_margin(k, zero, nL, y, st, g, slot, Spos, yS, Ks, Rw, KLL, has_kll, watch, blocked, istate, fstate,
-                  eta, beta_k, kappa_tol):
+def _reach_margin(
+    k, zero, nL, y, st, g, slot, Spos, yS, Ks, Rw, KLL, has_kll, watch, blocked, istate, fstate, eta, beta_k, kappa_tol
+):
     """``_update_sets``, "enter": an error or other vector reached the margin and enters S (``_enter``),
     unless it just left S without progress (blocked, §4.2).  Returns NEED_ROW (its kernel row comes
     from Python), NEED_REFRESH (R must be recomputed, before or after the entry), or _GO_ON."""
@@ -545,8 +560,9 @@ def _reach_margin(k, zero, nL, y, st, g, slot, Spos, yS, Ks, Rw, KLL, has_kll, w
         istate[I_PENDING_ZERO] = zero
         istate[I_PENDING_FRESH] = 0
         return NEED_ROW
-    m, outcome = _enter(k, KLL[k, :nL], nL, istate[I_M], y, st, g, slot, Spos, yS, Ks, Rw, eta, beta_k, kappa_tol,
-                        False)
+    m, outcome = _enter(
+        k, KLL[k, :nL], nL, istate[I_M], y, st, g, slot, Spos, yS, Ks, Rw, eta, beta_k, kappa_tol, False
+    )
     istate[I_M] = m
     if outcome == -1:  # decide with a fresh inverse: Python recomputes R, then the entry is finished
         istate[I_PENDING] = k
@@ -556,6 +572,9 @@ def _reach_margin(k, zero, nL, y, st, g, slot, Spos, yS, Ks, Rw, KLL, has_kll, w
     return _after_enter(k, outcome, zero, watch, blocked, st, istate)
 
 
+# (drive passes the solver's state to its compiled steps as Numba's flat positional arguments; one per line
+# would hide the loop that mirrors IncrementalSVM._drive step for step, so the formatter leaves it as written)
+# fmt: off
 @njit(cache=True, error_model="numpy")
 def drive(p, mode, krow_p, nL, y, st, g, a, pseq, slot, Spos, yS, Ks, Rw, KLL, has_kll, row_in, watch, blocked,
           cases, istate, fstate, C, scale, kappa_tol, max_iter, in_seq_order):
@@ -630,6 +649,7 @@ def drive(p, mode, krow_p, nL, y, st, g, a, pseq, slot, Spos, yS, Ks, Rw, KLL, h
                                  fstate, eta, beta_k, kappa_tol)
         if code != _GO_ON:
             return code
+# fmt: on
 
 
 # ---- the checks after a learn / unlearn (``_after_update``, ``_certify``): one compiled pass each
@@ -739,4 +759,3 @@ def warm_up() -> float:
         s.learn(i, y[i])
     s.unlearn(0)
     return time.perf_counter() - t0
-

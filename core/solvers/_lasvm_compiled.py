@@ -48,8 +48,30 @@ N_INT = 4
 # rows of SL
 OWNER, STAMP, FREE = 0, 1, 2
 # entries of st
-(N, NA, CLOCK, EXT_OK, EXT_I, EXT_J, REQUEST, PHASE, CURSOR, STEPS, PASSES, SINCE_SHRINK, SHRINK_EVERY,
- UNSHRUNK_NEAR, MAX_ITER, SHRINKING, STEPS_BEFORE, GRAD_FROM, AFTER, STEPPED, N_FREE, N_ST) = range(22)
+(
+    N,
+    NA,
+    CLOCK,
+    EXT_OK,
+    EXT_I,
+    EXT_J,
+    REQUEST,
+    PHASE,
+    CURSOR,
+    STEPS,
+    PASSES,
+    SINCE_SHRINK,
+    SHRINK_EVERY,
+    UNSHRUNK_NEAR,
+    MAX_ITER,
+    SHRINKING,
+    STEPS_BEFORE,
+    GRAD_FROM,
+    AFTER,
+    STEPPED,
+    N_FREE,
+    N_ST,
+) = range(22)
 # entries of fs
 B, DELTA, C, TOL, FLOOR, C_NEG, N_FS = range(7)  # C: the positives' box C w_+, C_NEG: C w_-
 
@@ -630,8 +652,7 @@ def run(op, M, MI, XS, pos, R, SL, st, fs, X, sq, items, labels, block, k_diag, 
                     cols = MI[COL]
                     for p in range(n):
                         row[p] = block[t, cols[p]]
-                    r = process(M, MI, XS, pos, R, SL, st, fs, k, labels[t], row, k_diag[t], X[k], sq[k],
-                                first_new + t)
+                    r = process(M, MI, XS, pos, R, SL, st, fs, k, labels[t], row, k_diag[t], X[k], sq[k], first_new + t)
                     if r < 0:
                         return NEED_ROW
                     st[STEPS] += r

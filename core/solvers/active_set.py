@@ -102,14 +102,14 @@ def _delete_column(R: np.ndarray, pos: int) -> np.ndarray:
         return np.asfortranarray(R1[: n - 1])
     M = np.empty((n, n - 1))
     M[:, :pos] = R[:, :pos]
-    M[:, pos:] = R[:, pos + 1:]
+    M[:, pos:] = R[:, pos + 1 :]
     for k in range(pos, n - 1):
         a, b = M[k, k], M[k + 1, k]
         r = math.hypot(a, b)
         if r == 0.0:
             continue
         c, s = a / r, b / r
-        block = M[k:k + 2, k:]
+        block = M[k : k + 2, k:]
         block[...] = np.array(((c, s), (-s, c))) @ block
     return np.asfortranarray(M[: n - 1])
 
@@ -136,9 +136,19 @@ class ActiveSetSVM(AutoHyper, ClassWeights, OnlineSolver):
     name: ClassVar[str] = "active-set"
     exact_unlearn: ClassVar[bool] = True
 
-    def __init__(self, X: np.ndarray | None = None, *, pivot_tol: float = 1e-10,
-                 shrink_margin: float = 0.5, class_weight: None | str | dict = None, auto=None, auto_grid=None,
-                 auto_moments=None, hyper_choices=None, **params):
+    def __init__(
+        self,
+        X: np.ndarray | None = None,
+        *,
+        pivot_tol: float = 1e-10,
+        shrink_margin: float = 0.5,
+        class_weight: None | str | dict = None,
+        auto=None,
+        auto_grid=None,
+        auto_moments=None,
+        hyper_choices=None,
+        **params,
+    ):
         if not (np.isfinite(pivot_tol) and 0 < pivot_tol < 1):
             raise ValueError(f"pivot_tol must lie in (0, 1), got {pivot_tol!r}")
         if not (np.isfinite(shrink_margin) and shrink_margin >= 0):
@@ -384,8 +394,9 @@ class ActiveSetSVM(AutoHyper, ClassWeights, OnlineSolver):
     def _solve_H(self, rhs: np.ndarray) -> np.ndarray:
         return _solve_upper(self._R, _solve_upper(self._R, rhs, trans=True), trans=False)
 
-    def _append_free(self, j: int, r_col: np.ndarray, pivot_sq: float, row: np.ndarray,
-                     f_out_contribution: float | None = None) -> None:
+    def _append_free(
+        self, j: int, r_col: np.ndarray, pivot_sq: float, row: np.ndarray, f_out_contribution: float | None = None
+    ) -> None:
         """Append j to Is: one new column of R (O(n_s^2)), its kernel row, f_out update.
 
         f_out loses j's contribution, a_j y_j K(., x_j) by default, or
@@ -444,8 +455,8 @@ class ActiveSetSVM(AutoHyper, ClassWeights, OnlineSolver):
         if row_store != last:  # keep the stored kernel rows compact
             self._KS[row_store, :ns] = self._KS[last, :ns]
             self._S_row[self._S_row == last] = row_store
-        self._S_buf[pos: n - 1] = self._S_buf[pos + 1: n]
-        self._S_row_buf[pos: n - 1] = self._S_row_buf[pos + 1: n]
+        self._S_buf[pos : n - 1] = self._S_buf[pos + 1 : n]
+        self._S_row_buf[pos : n - 1] = self._S_row_buf[pos + 1 : n]
         self._nfree = n - 1
         self.n_factor_updates_ += 1
 
@@ -517,8 +528,19 @@ class ActiveSetSVM(AutoHyper, ClassWeights, OnlineSolver):
         coef_rows = self._free_coef_rows(self._a[S] * self._sy[S])
         mark = n >= _SHRINK_MIN_FREE // 2  # the priced subset is only used with a large free set
         # v = sgn (y f - 1): s_0 on I0, xi_c on Ic (negated), 0 on Is; the largest, in one compiled pass
-        p, fp = _jit().price_full(self._KS, coef_rows, n, ns, self._fc, float(self.b_), self._sgn_y, self._sgn_lin,
-                                  self._priced, self.shrink_margin, mark)
+        p, fp = _jit().price_full(
+            self._KS,
+            coef_rows,
+            n,
+            ns,
+            self._fc,
+            float(self.b_),
+            self._sgn_y,
+            self._sgn_lin,
+            self._priced,
+            self.shrink_margin,
+            mark,
+        )
         self._priced_valid = mark
         self._check_priced(fp)
         self._largest_violation = max(0.0, float(fp))
@@ -757,8 +779,28 @@ class ActiveSetSVM(AutoHyper, ClassWeights, OnlineSolver):
             # r_col: R^T r = h_j with h_j = y_s y_j (K_sj + rho), the column of H_ss + {j} (K_sj from j's
             # kernel row over the slots); u = H^{-1} h_j; c keeps y^T v = 0 exactly; r_j: reduced cost of
             # j (f_out(j) still holds a_j0); dS = c w - u (compiled: core.solvers._active_set_jit)
-            pivot_sq, c, r_j = jit.enter_direction(self._R, n, row, S, yS, w, yw, self._a, rho, yj, Hjj, fc[j], aj,
-                                                   aj0, kdj, linj, self.b_, r_buf, u_buf, dS_buf)
+            pivot_sq, c, r_j = jit.enter_direction(
+                self._R,
+                n,
+                row,
+                S,
+                yS,
+                w,
+                yw,
+                self._a,
+                rho,
+                yj,
+                Hjj,
+                fc[j],
+                aj,
+                aj0,
+                kdj,
+                linj,
+                self.b_,
+                r_buf,
+                u_buf,
+                dS_buf,
+            )
             r_col = r_buf[:n]
             dependent = pivot_sq <= pivot_floor
             if r_j == 0.0:
@@ -769,8 +811,9 @@ class ActiveSetSVM(AutoHyper, ClassWeights, OnlineSolver):
                     self._append_free(j, r_col, pivot_sq, row, f_out_contribution=aj0)
                     return its
             # (r_j == 0 and dependent: the objective is flat along v; slide j towards 0 until a bound)
-            sigma, c, step, t_curv, t_j, pos = self._enter_step(n, S, j, aj, C, pivot_sq, c, r_j, yw, dependent,
-                                                                u_buf, dS_buf, t_buf)
+            sigma, c, step, t_curv, t_j, pos = self._enter_step(
+                n, S, j, aj, C, pivot_sq, c, r_j, yw, dependent, u_buf, dS_buf, t_buf
+            )
             far = C if sigma > 0 else 0.0
             # (ties go to j; "close" relative to C at C, relative to a_j itself at 0)
             reaches_far = step == t_j or abs(aj + sigma * step - far) <= _BOUND_EPS * (C if sigma > 0 else aj)
@@ -797,9 +840,22 @@ class ActiveSetSVM(AutoHyper, ClassWeights, OnlineSolver):
         self._a[j] = aj
         return its
 
-    def _enter_step(self, n: int, S: np.ndarray, j: int, aj: float, C: float, pivot_sq: float, c: float,
-                    r_j: float, yw: float, dependent: bool, u_buf: np.ndarray, dS_buf: np.ndarray,
-                    t_buf: np.ndarray) -> tuple[float, float, float, float, float, int]:
+    def _enter_step(
+        self,
+        n: int,
+        S: np.ndarray,
+        j: int,
+        aj: float,
+        C: float,
+        pivot_sq: float,
+        c: float,
+        r_j: float,
+        yw: float,
+        dependent: bool,
+        u_buf: np.ndarray,
+        dS_buf: np.ndarray,
+        t_buf: np.ndarray,
+    ) -> tuple[float, float, float, float, float, int]:
         """One step of ``_enter`` along v = (c w - u, 1): (sigma, c, step, t_curv, t_j, blocking position).
 
         sigma is the direction j moves; the step is the smallest of the curvature's t* = |r_j| / (v^T Q v),
@@ -899,8 +955,13 @@ class ActiveSetSVM(AutoHyper, ClassWeights, OnlineSolver):
             self.learned_order.append(i)
             k = int(self._new_slots(np.array([i]), np.array([y]))[0])
             its, status, message = 0, "ok", ""
-            if (self._n_s and self._at_reduced_opt and self._optimal and not self._threshold_fell()
-                    and not self._f_out_too_noisy()):
+            if (
+                self._n_s
+                and self._at_reduced_opt
+                and self._optimal
+                and not self._threshold_fell()
+                and not self._f_out_too_noisy()
+            ):
                 # the others are still optimal: only the new variable can be violated
                 r = float(self._gradient(np.array([k]))[0]) + y * self.b_
                 if r >= -self._threshold():
@@ -916,8 +977,11 @@ class ActiveSetSVM(AutoHyper, ClassWeights, OnlineSolver):
                 if its == 0:
                     status = "unchanged"
         status, message = self._certify(status, message)
-        return self._rebalanced(tm.result(status=status, iterations=its, message=message,
-                                          extra={"n_free": self._n_s, "n_at_C": self.n_at_upper_}))
+        return self._rebalanced(
+            tm.result(
+                status=status, iterations=its, message=message, extra={"n_free": self._n_s, "n_at_C": self.n_at_upper_}
+            )
+        )
 
     @single_threaded_blas
     def learn_many(self, idx, ys) -> StepResult:
@@ -936,8 +1000,11 @@ class ActiveSetSVM(AutoHyper, ClassWeights, OnlineSolver):
             finally:
                 self._cache_new_rows = True
         status, message = self._certify(status, message)
-        return self._rebalanced(tm.result(status=status, iterations=its, message=message,
-                                          extra={"n_free": self._n_s, "n_at_C": self.n_at_upper_}))
+        return self._rebalanced(
+            tm.result(
+                status=status, iterations=its, message=message, extra={"n_free": self._n_s, "n_at_C": self.n_at_upper_}
+            )
+        )
 
     @single_threaded_blas
     def unlearn(self, i: int) -> StepResult:
@@ -954,8 +1021,11 @@ class ActiveSetSVM(AutoHyper, ClassWeights, OnlineSolver):
         with StepTimer(self) as tm:
             its, status, message = self._unlearn(i)
         status, message = self._certify(status, message)
-        return self._rebalanced(tm.result(status=status, iterations=its, message=message,
-                                          extra={"n_free": self._n_s, "n_at_C": self.n_at_upper_}))
+        return self._rebalanced(
+            tm.result(
+                status=status, iterations=its, message=message, extra={"n_free": self._n_s, "n_at_C": self.n_at_upper_}
+            )
+        )
 
     def _unlearn(self, i: int) -> tuple[int, str, str]:
         """The work of ``unlearn``: (iterations, status, message)."""
@@ -1049,14 +1119,17 @@ class ActiveSetSVM(AutoHyper, ClassWeights, OnlineSolver):
             gap = self.kkt_gap()
             if gap <= self.tol:
                 return status, message
+            sum_a = float(self._a[: self._n_slots].sum())
             return "inexact", self._not_tau_optimal(
                 f"the KKT gap is {gap:.3g} (tol {self.tol:g}): the decision values carry rounding errors of up "
-                f"to {threshold:.3g} (1e4 eps sum(a) max K(x, x), sum(a) = {float(self._a[:self._n_slots].sum()):.3g}, "
-                f"max K(x, x) = {self._kmax:.3g}), as large as the margin (rescale the features, or lower C or gamma)")
+                f"to {threshold:.3g} (1e4 eps sum(a) max K(x, x), sum(a) = {sum_a:.3g}, "
+                f"max K(x, x) = {self._kmax:.3g}), as large as the margin (rescale the features, or lower C or gamma)"
+            )
         if self._largest_violation > 0.5 * self.tol:
             return "inexact", self._not_tau_optimal(
                 f"a KKT violation of {self._largest_violation:.3g} remains, above tol / 2 = {0.5 * self.tol:.3g} but "
-                f"within the rounding level {threshold:.3g} of the decision values")
+                f"within the rounding level {threshold:.3g} of the decision values"
+            )
         return status, message
 
     def _gap_maintained(self) -> float:
@@ -1156,22 +1229,47 @@ class ActiveSetSVM(AutoHyper, ClassWeights, OnlineSolver):
             "alpha": self._a[live].copy(),
             "status": self._status[live].astype(np.int8),
             "free_order": self._sidx[self._S].copy(),
-            "scalars": np.array([self.b_, self._rho, float(self.n_iter_),
-                                 np.nan if self._b_reported is None else self._b_reported,
-                                 float(self._optimal)]),
+            "scalars": np.array(
+                [
+                    self.b_,
+                    self._rho,
+                    float(self.n_iter_),
+                    np.nan if self._b_reported is None else self._b_reported,
+                    float(self._optimal),
+                ]
+            ),
             # the exact layout
-            "slot_index": self._sidx[:ns].astype(np.int64), "slot_y": self._sy[:ns].copy(),
-            "slot_alpha": self._a[:ns].copy(), "slot_lin": self._lin[:ns].copy(),
-            "slot_fc": self._fc[:ns].copy(), "slot_status": self._status[:ns].astype(np.int8),
+            "slot_index": self._sidx[:ns].astype(np.int64),
+            "slot_y": self._sy[:ns].copy(),
+            "slot_alpha": self._a[:ns].copy(),
+            "slot_lin": self._lin[:ns].copy(),
+            "slot_fc": self._fc[:ns].copy(),
+            "slot_status": self._status[:ns].astype(np.int8),
             "slot_priced": self._priced[:ns].astype(np.int8),
             "released": np.asarray(self._free_slots, dtype=np.int64),
-            "free": self._S.astype(np.int64), "free_rows": self._S_row.astype(np.int64),
-            "R": np.array(self._R), "control": np.array([
-                self._fc_size, self._fc_err, self._kmax, float(self._at_reduced_opt), self._optimal_threshold,
-                float(self._dirty), float(self._priced_valid), float(self._slots_are_store_order),
-                float(self._cache_new_rows), float(self.n_factor_updates_), float(self.n_singular_steps_),
-                float(self.n_selective_pricings_), float(self.n_f_out_refreshes_), float(len(self._sidx)),
-                float(self._KS.shape[0]), self._largest_violation]),
+            "free": self._S.astype(np.int64),
+            "free_rows": self._S_row.astype(np.int64),
+            "R": np.array(self._R),
+            "control": np.array(
+                [
+                    self._fc_size,
+                    self._fc_err,
+                    self._kmax,
+                    float(self._at_reduced_opt),
+                    self._optimal_threshold,
+                    float(self._dirty),
+                    float(self._priced_valid),
+                    float(self._slots_are_store_order),
+                    float(self._cache_new_rows),
+                    float(self.n_factor_updates_),
+                    float(self.n_singular_steps_),
+                    float(self.n_selective_pricings_),
+                    float(self.n_f_out_refreshes_),
+                    float(len(self._sidx)),
+                    float(self._KS.shape[0]),
+                    self._largest_violation,
+                ]
+            ),
         }
 
     @single_threaded_blas
@@ -1259,7 +1357,8 @@ class ActiveSetSVM(AutoHyper, ClassWeights, OnlineSolver):
         self._priced_valid = control[6] != 0.0
         self._slots_are_store_order = control[7] != 0.0
         self._cache_new_rows = control[8] != 0.0
-        (self.n_factor_updates_, self.n_singular_steps_, self.n_selective_pricings_,
-         self.n_f_out_refreshes_) = (int(v) for v in control[9:13])
+        (self.n_factor_updates_, self.n_singular_steps_, self.n_selective_pricings_, self.n_f_out_refreshes_) = (
+            int(v) for v in control[9:13]
+        )
         self._largest_violation = control[15] if len(control) > 15 else 0.0  # (older states: none recorded)
         self._w = None

@@ -101,8 +101,10 @@ def check_auto(auto) -> tuple[str, ...]:
     names = (auto,) if isinstance(auto, str) else tuple(auto)
     for name in names:
         if name not in AUTO_NAMES:
-            raise ValueError(f"auto names the hyperparameters chosen from the labels: 'C', 'gamma' and/or "
-                             f"'class_weight', got {name!r}")
+            raise ValueError(
+                f"auto names the hyperparameters chosen from the labels: 'C', 'gamma' and/or "
+                f"'class_weight', got {name!r}"
+            )
     return tuple(n for n in AUTO_NAMES if n in names)
 
 
@@ -110,8 +112,10 @@ def check_grid(grid) -> dict[str, tuple[float, ...]]:
     out = dict(DEFAULT_GRID)
     for key, values in dict(grid or {}).items():
         if key not in DEFAULT_GRID:
-            raise ValueError(f"auto_grid has values for 'C' and 'gamma' (gamma as multiples of the median "
-                             f"heuristic), got the key {key!r}")
+            raise ValueError(
+                f"auto_grid has values for 'C' and 'gamma' (gamma as multiples of the median "
+                f"heuristic), got the key {key!r}"
+            )
         vals = tuple(float(v) for v in values)
         if not vals or not all(math.isfinite(v) and 0 < v <= 1e6 for v in vals):
             raise ValueError(f"auto_grid[{key!r}] must be one or more positive numbers, got {values!r}")
@@ -128,7 +132,7 @@ def check_moments(moments) -> tuple[int, ...]:
 
 def estimated_seconds(n_points: int, n_labels: int) -> float:
     """The estimated time of a re-choice over a grid of ``n_points`` at ``n_labels`` labels."""
-    return SECONDS_PER_POINT_LABEL2 * n_points * n_labels ** 2
+    return SECONDS_PER_POINT_LABEL2 * n_points * n_labels**2
 
 
 def check_budget(auto: tuple[str, ...], grid: dict, moments: tuple[int, ...], kernel: str) -> None:
@@ -142,7 +146,8 @@ def check_budget(auto: tuple[str, ...], grid: dict, moments: tuple[int, ...], ke
             f"{len(grid['gamma']) if 'gamma' in auto and kernel == 'rbf' else 1}"
             f"{', and the other class weight' if 'class_weight' in auto else ''}) would take about {seconds:.0f} s "
             f"to re-choose at {last} labels, over the {RECHOICE_TARGET_S:g} s a re-choice may take; give fewer "
-            f"values or an earlier last moment")
+            f"values or an earlier last moment"
+        )
 
 
 def grid_size(auto: tuple[str, ...], grid: dict, kernel: str) -> int:
@@ -236,16 +241,22 @@ class AutoHyper:
         if self.auto:
             check_budget(self.auto, self.auto_grid, self.auto_moments, kernel)
         if "class_weight" in self.auto and self.class_weight not in CLASS_WEIGHTS:
-            raise ValueError(f"a class weight chosen from the labels (auto with 'class_weight') starts from None or "
-                             f"'balanced', not fixed weights; got class_weight={self.class_weight!r}")
+            raise ValueError(
+                f"a class weight chosen from the labels (auto with 'class_weight') starts from None or "
+                f"'balanced', not fixed weights; got class_weight={self.class_weight!r}"
+            )
         # each choice: {"n_labels", "moment", "C", "gamma", "auc", "balanced_error"} and, with "class_weight"
         # in auto, "class_weight" (None or "balanced"); the first entry, n_labels 0, holds the starting values
         # (recorded at the first choice)
         self.hyper_choices: list[dict[str, Any]] = [dict(c) for c in (hyper_choices or [])]
 
     def _auto_params(self) -> dict[str, Any]:
-        return dict(auto=list(self.auto), auto_grid={k: list(v) for k, v in self.auto_grid.items()},
-                    auto_moments=list(self.auto_moments), hyper_choices=[dict(c) for c in self.hyper_choices])
+        return dict(
+            auto=list(self.auto),
+            auto_grid={k: list(v) for k, v in self.auto_grid.items()},
+            auto_moments=list(self.auto_moments),
+            hyper_choices=[dict(c) for c in self.hyper_choices],
+        )
 
     def _rebalanced(self, result):
         result = super()._rebalanced(result)
@@ -260,9 +271,15 @@ class AutoHyper:
         hyper = dict(C=C, gamma=gamma, n_labels=based_on)
         if "class_weight" in self.auto:
             hyper["class_weight"] = self.class_weight
-        return type(result)(status=result.status, iterations=result.iterations, kernel_evals=result.kernel_evals,
-                            seconds=result.seconds + time.perf_counter() - t0, kkt_gap=self.kkt_gap(),
-                            message=result.message, extra=dict(result.extra, hyper=hyper))
+        return type(result)(
+            status=result.status,
+            iterations=result.iterations,
+            kernel_evals=result.kernel_evals,
+            seconds=result.seconds + time.perf_counter() - t0,
+            kkt_gap=self.kkt_gap(),
+            message=result.message,
+            extra=dict(result.extra, hyper=hyper),
+        )
 
     # -- the choices -----------------------------------------------------------------
     def _current(self) -> tuple[float, float]:
@@ -307,8 +324,9 @@ class AutoHyper:
         choice = self.choose(based)
         self.hyper_choices.append(dict(choice, n_labels=n, moment=moment, based_on=len(based), first=first))
         class_weight = choice.get("class_weight", _KEEP)
-        if (choice["C"], choice["gamma"]) != self._current() or (class_weight is not _KEEP
-                                                                 and class_weight != self.class_weight):
+        if (choice["C"], choice["gamma"]) != self._current() or (
+            class_weight is not _KEEP and class_weight != self.class_weight
+        ):
             self._apply(choice["C"], choice["gamma"], class_weight)
         return True
 
@@ -425,8 +443,7 @@ def describe_choices(solver) -> str | None:
     def values(C: float, gamma: float, class_weight: Any = None) -> str:
         words = f"C {C:.3g}" + (f", gamma {gamma:.3g}" if with_gamma else "")
         if weighing:
-            words += (", the rarer class weighted up" if class_weight == "balanced" else
-                      ", both classes weighted alike")
+            words += ", the rarer class weighted up" if class_weight == "balanced" else ", both classes weighted alike"
         return words
 
     choices = list(solver.hyper_choices)
@@ -435,19 +452,23 @@ def describe_choices(solver) -> str | None:
     names = " and ".join(chosen) if len(chosen) < 3 else f"{', '.join(chosen[:-1])} and {chosen[-1]}"
     n = len(solver.learned_order)
     later = [m for m in solver.auto_moments if m > (choices[-1]["moment"] if choices else 0)]
-    upcoming = (f" Next choice at {later[0]} labels (with both classes labelled)." if later else
-                " No later choice.")
+    upcoming = f" Next choice at {later[0]} labels (with both classes labelled)." if later else " No later choice."
     if len(choices) < 2:
         C, gamma = float(solver.C), float(solver.kernel.gamma)
-        return (f"{values(C, gamma, solver.class_weight)}: the starting values; {names} are chosen from the "
-                f"labels from {solver.auto_moments[0]} labels on ({n} so far).{upcoming}")
+        return (
+            f"{values(C, gamma, solver.class_weight)}: the starting values; {names} are chosen from the "
+            f"labels from {solver.auto_moments[0]} labels on ({n} so far).{upcoming}"
+        )
     last, earlier = choices[-1], choices[-2:0:-1]
     past = "; ".join(f"at {c['n_labels']}: {values(c['C'], c['gamma'], c.get('class_weight'))}" for c in earlier)
-    past = (past + "; " if past else "") + ("before: "
-                                            + values(choices[0]["C"], choices[0]["gamma"],
-                                                     choices[0].get("class_weight")))
+    past = (past + "; " if past else "") + (
+        "before: " + values(choices[0]["C"], choices[0]["gamma"], choices[0].get("class_weight"))
+    )
     k = last.get("based_on", last["n_labels"])
-    based = (f"the first {k} labels" if last.get("first", True) else
-             f"the last {k} labels up to label {last['n_labels']}")
-    return (f"{values(last['C'], last['gamma'], last.get('class_weight'))}, {names} chosen from {based} by "
-            f"leave-one-out ({past}).{upcoming}")
+    based = (
+        f"the first {k} labels" if last.get("first", True) else f"the last {k} labels up to label {last['n_labels']}"
+    )
+    return (
+        f"{values(last['C'], last['gamma'], last.get('class_weight'))}, {names} chosen from {based} by "
+        f"leave-one-out ({past}).{upcoming}"
+    )

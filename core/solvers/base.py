@@ -81,8 +81,10 @@ STATE_FORMAT = 1
 # -- parameter and data checks at the solver's edge -----------------------------
 C_RANGE = (1e-100, 1e100)
 TOL_MAX = 1.0
-TOL_RULE = ("tol bounds the KKT violation in units of the margin y f(x) - 1; at tol >= 1 the model "
-            "without support vectors is accepted for any data")
+TOL_RULE = (
+    "tol bounds the KKT violation in units of the margin y f(x) - 1; at tol >= 1 the model "
+    "without support vectors is accepted for any data"
+)
 # Largest K(x, x) and C * K(x, x) of an example: the decision values are sums of n terms of at
 # most C * K(x, x), and kernel values and those sums enter products and squares (dual objective,
 # curvatures, the solvers' KKT systems and factors) that must stay far from overflow.
@@ -98,8 +100,16 @@ MAX_SQ_NORM = 1e300
 MAX_RBF_GAMMA_SQ = 1e9
 
 
-def check_real(name: str, value, *, low: float | None = None, high: float | None = None,
-               low_open: bool = False, high_open: bool = False, why: str = "") -> float:
+def check_real(
+    name: str,
+    value,
+    *,
+    low: float | None = None,
+    high: float | None = None,
+    low_open: bool = False,
+    high_open: bool = False,
+    why: str = "",
+) -> float:
     """``value`` as a float, or a ValueError naming the parameter and the value."""
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
         raise ValueError(f"{name} must be a number, got {value!r}")
@@ -164,8 +174,9 @@ def _first_negative(X) -> tuple[int, int, float] | None:
     return int(at[0][0]), int(at[0][1]), float(X[at[0][0], at[0][1]])
 
 
-def check_kernel_range(kernel: Kernel, X: np.ndarray, C: float, first_index: int = 0,
-                       largest_so_far: float = 0.0) -> float:
+def check_kernel_range(
+    kernel: Kernel, X: np.ndarray, C: float, first_index: int = 0, largest_so_far: float = 0.0
+) -> float:
     """Refuse examples whose kernel values the solvers cannot compute with.
 
     Every solver works with decision values f(x) = sum_i a_i y_i K(x_i, x) + b,
@@ -187,44 +198,63 @@ def check_kernel_range(kernel: Kernel, X: np.ndarray, C: float, first_index: int
     if kernel.needs_nonnegative:
         neg = _first_negative(X)
         if neg is not None:
-            raise ValueError(f"example {first_index + neg[0]}: the {kernel.name} kernel needs non-negative features "
-                             f"(fingerprint bits or counts; do not standardise them), but feature {neg[1]} is "
-                             f"{neg[2]!r}")
+            raise ValueError(
+                f"example {first_index + neg[0]}: the {kernel.name} kernel needs non-negative features "
+                f"(fingerprint bits or counts; do not standardise them), but feature {neg[1]} is "
+                f"{neg[2]!r}"
+            )
     sq, bound = kernel_bound(kernel, X)
     with np.errstate(over="ignore", invalid="ignore"):
         bad_sq = ~(sq <= MAX_SQ_NORM)
         bad_k = ~((bound <= MAX_KERNEL) & (C * bound <= MAX_C_TIMES_K))
         bad_rbf = ~(kernel.gamma * sq <= MAX_RBF_GAMMA_SQ) if kernel.name == "rbf" else np.zeros_like(bad_sq)
     largest = max(largest_so_far, float(bound.max(initial=0.0)))
-    kernel_text = (f"the {kernel.name} kernel (gamma={kernel.gamma:g}, degree={kernel.degree}, "
-                   f"coef0={kernel.coef0:g})")
-    first = {name: int(np.flatnonzero(bad)[0]) for name, bad in
-             (("sq", bad_sq), ("rbf", bad_rbf), ("k", bad_k)) if bad.any()}
+    kernel_text = f"the {kernel.name} kernel (gamma={kernel.gamma:g}, degree={kernel.degree}, coef0={kernel.coef0:g})"
+    first = {
+        name: int(np.flatnonzero(bad)[0]) for name, bad in (("sq", bad_sq), ("rbf", bad_rbf), ("k", bad_k)) if bad.any()
+    }
     with np.errstate(over="ignore"):
         if "sq" in first:
             i = first["sq"]
-            where, why = i, (f"its squared norm ||x||^2 = {sq[i]:.3g} is above {MAX_SQ_NORM:g} (largest |value| "
-                             f"{_largest_abs(X, i):.3g}); rescale the features")
+            where, why = (
+                i,
+                (
+                    f"its squared norm ||x||^2 = {sq[i]:.3g} is above {MAX_SQ_NORM:g} (largest |value| "
+                    f"{_largest_abs(X, i):.3g}); rescale the features"
+                ),
+            )
         elif 0.0 < largest < MIN_KERNEL:
-            where, why = None, (f"with {kernel_text} the largest K(x, x) of the data is {largest:.3g}, below "
-                                f"{MIN_KERNEL:g}: the kernel values would underflow; rescale the features or "
-                                f"raise gamma")
+            where, why = (
+                None,
+                (
+                    f"with {kernel_text} the largest K(x, x) of the data is {largest:.3g}, below "
+                    f"{MIN_KERNEL:g}: the kernel values would underflow; rescale the features or "
+                    f"raise gamma"
+                ),
+            )
         elif "rbf" in first:
             i = first["rbf"]
-            where, why = i, (f"with the rbf kernel, gamma * ||x||^2 = {kernel.gamma * sq[i]:.3g} "
-                             f"(gamma={kernel.gamma:g}) is above {MAX_RBF_GAMMA_SQ:g}: the squared distances "
-                             f"||x||^2 + ||z||^2 - 2<x, z> would lose the kernel values to rounding; center or "
-                             f"rescale the features, or lower gamma")
+            where, why = (
+                i,
+                (
+                    f"with the rbf kernel, gamma * ||x||^2 = {kernel.gamma * sq[i]:.3g} "
+                    f"(gamma={kernel.gamma:g}) is above {MAX_RBF_GAMMA_SQ:g}: the squared distances "
+                    f"||x||^2 + ||z||^2 - 2<x, z> would lose the kernel values to rounding; center or "
+                    f"rescale the features, or lower gamma"
+                ),
+            )
         elif "k" in first:
             i = first["k"]
-            what = (f"K(x, x) = {bound[i]:.3g} is above {MAX_KERNEL:g}" if not bound[i] <= MAX_KERNEL else
-                    f"K(x, x) = {bound[i]:.3g} and C = {C:g}, so C * K(x, x) = {C * bound[i]:.3g} is above "
-                    f"{MAX_C_TIMES_K:g}")
+            what = (
+                f"K(x, x) = {bound[i]:.3g} is above {MAX_KERNEL:g}"
+                if not bound[i] <= MAX_KERNEL
+                else f"K(x, x) = {bound[i]:.3g} and C = {C:g}, so C * K(x, x) = {C * bound[i]:.3g} is above "
+                f"{MAX_C_TIMES_K:g}"
+            )
             where, why = i, f"with {kernel_text} {what}; rescale the features or lower C or gamma"
         else:
             return largest
-    label = (f"examples {first_index}..{first_index + len(X) - 1}" if where is None
-             else f"example {first_index + where}")
+    label = f"examples {first_index}..{first_index + len(X) - 1}" if where is None else f"example {first_index + where}"
     raise ValueError(f"{label}: {why}")
 
 
@@ -282,13 +312,17 @@ def check_class_weight(class_weight) -> tuple[float, float] | None:
     if class_weight is None or (isinstance(class_weight, str) and class_weight == "balanced"):
         return None
     if not isinstance(class_weight, dict):
-        raise ValueError(f"class_weight must be None, 'balanced' or a dict of weights for the labels 1 and -1, "
-                         f"got {class_weight!r}")
+        raise ValueError(
+            f"class_weight must be None, 'balanced' or a dict of weights for the labels 1 and -1, got {class_weight!r}"
+        )
     weights = {}
     for key, value in class_weight.items():
         plain_key = int(key) if isinstance(key, np.integer) else key
-        label = ({"1": 1, "+1": 1, "-1": -1}.get(str(plain_key).strip())
-                 if not isinstance(plain_key, (bool, np.bool_)) else None)
+        label = (
+            {"1": 1, "+1": 1, "-1": -1}.get(str(plain_key).strip())
+            if not isinstance(plain_key, (bool, np.bool_))
+            else None
+        )
         if label is None:
             raise ValueError(f"class_weight keys must be the labels 1 and -1, got {key!r}")
         is_number = isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, (bool, np.bool_))
@@ -346,8 +380,9 @@ class RatioClassWeights(_Solver):
         self._fixed_weights = check_class_weight(class_weight)
         # kept as a plain copy (labels 1 / -1, floats): the caller's dict may change later, and the
         # parameters go into the saved state as JSON
-        self.class_weight = (class_weight if self._fixed_weights is None else
-                             {1: self._fixed_weights[0], -1: self._fixed_weights[1]})
+        self.class_weight = (
+            class_weight if self._fixed_weights is None else {1: self._fixed_weights[0], -1: self._fixed_weights[1]}
+        )
         balance_ratio = float(balance_ratio)
         if not (np.isfinite(balance_ratio) and 1e-6 <= balance_ratio <= 1e6):
             raise ValueError(f"balance_ratio must be a number between 1e-6 and 1e6, got {balance_ratio!r}")
@@ -394,8 +429,9 @@ class ClassWeights(_Solver):
         self._fixed_weights = check_class_weight(class_weight)
         # kept as a plain copy (labels 1 / -1, floats): the caller's dict may change later, and the
         # parameters go into the saved state as JSON
-        self.class_weight = (class_weight if self._fixed_weights is None else
-                             {1: self._fixed_weights[0], -1: self._fixed_weights[1]})
+        self.class_weight = (
+            class_weight if self._fixed_weights is None else {1: self._fixed_weights[0], -1: self._fixed_weights[1]}
+        )
         self._weights = self._fixed_weights or (1.0, 1.0)  # the weights the boxes hold now
         self._relearning = False
         self.n_reweighted_ = 0  # "balanced" weights re-set (model relearned) since this object was made or loaded
@@ -446,13 +482,19 @@ class ClassWeights(_Solver):
         relearned = self._relearn()
         self.n_reweighted_ += 1
         worst = relearned if not relearned.success else result
-        message = (f"class weights re-set to w+ = {weights[0]:.6g}, w- = {weights[1]:.6g}; "
-                   f"{len(self.learned_order)} examples relearned")
-        return StepResult(status=worst.status, iterations=result.iterations + relearned.iterations,
-                          kernel_evals=result.kernel_evals + self.n_kernel_evals - evals0,
-                          seconds=result.seconds + time.perf_counter() - t0, kkt_gap=relearned.kkt_gap,
-                          message="; ".join(m for m in (worst.message, message) if m),
-                          extra=dict(result.extra, reweighted=True))
+        message = (
+            f"class weights re-set to w+ = {weights[0]:.6g}, w- = {weights[1]:.6g}; "
+            f"{len(self.learned_order)} examples relearned"
+        )
+        return StepResult(
+            status=worst.status,
+            iterations=result.iterations + relearned.iterations,
+            kernel_evals=result.kernel_evals + self.n_kernel_evals - evals0,
+            seconds=result.seconds + time.perf_counter() - t0,
+            kkt_gap=relearned.kkt_gap,
+            message="; ".join(m for m in (worst.message, message) if m),
+            extra=dict(result.extra, reweighted=True),
+        )
 
     def _relearn(self, C: float | None = None, gamma: float | None = None) -> StepResult:
         """The model of the learned examples with the current boxes: a fresh solver with the same
@@ -494,8 +536,12 @@ class ClassWeights(_Solver):
         finally:
             fresh._relearning = False
         self.__dict__.update(fresh.__dict__)
-        return StepResult(status=failed.status if failed else "ok", iterations=iterations, kkt_gap=last.kkt_gap,
-                          message=failed.message if failed else "")
+        return StepResult(
+            status=failed.status if failed else "ok",
+            iterations=iterations,
+            kkt_gap=last.kkt_gap,
+            message=failed.message if failed else "",
+        )
 
 
 class ConvergenceWarning(UserWarning):
@@ -587,8 +633,16 @@ class OnlineSolver:
     # the solver's state depend on the machine's load or settings.  Kernel blocks are threaded by
     # the kernel layer itself.  Applied to every subclass that defines them.
     _SINGLE_THREADED: ClassVar[tuple[str, ...]] = (
-        "learn", "unlearn", "revisit", "finish", "decision_function", "kkt_gap", "dual_objective", "add_points",
-        "_load_state_arrays")
+        "learn",
+        "unlearn",
+        "revisit",
+        "finish",
+        "decision_function",
+        "kkt_gap",
+        "dual_objective",
+        "add_points",
+        "_load_state_arrays",
+    )
 
     def __init_subclass__(cls, **kwargs) -> None:
         super().__init_subclass__(**kwargs)
@@ -597,13 +651,24 @@ class OnlineSolver:
             if callable(method) and not getattr(method, "__wrapped_single_thread__", False):
                 setattr(cls, name, single_threaded_blas(method))
 
-    def __init__(self, X: np.ndarray | None = None, *, kernel: str = "rbf", C: float = 1.0,
-                 gamma: float | str = "scale", degree: int = 3, coef0: float = 1.0,
-                 tol: float = 1e-3, cache_bytes: int = 256 * 2**20, max_iter: int = 100_000,
-                 on_max_iter: str = "warn", random_state: int | None = None, dtype: str = "float64"):
+    def __init__(
+        self,
+        X: np.ndarray | None = None,
+        *,
+        kernel: str = "rbf",
+        C: float = 1.0,
+        gamma: float | str = "scale",
+        degree: int = 3,
+        coef0: float = 1.0,
+        tol: float = 1e-3,
+        cache_bytes: int = 256 * 2**20,
+        max_iter: int = 100_000,
+        on_max_iter: str = "warn",
+        random_state: int | None = None,
+        dtype: str = "float64",
+    ):
         self.C = check_real("C", C, low=C_RANGE[0], high=C_RANGE[1])
-        self.tol = check_real("tol", tol, low=0.0, high=TOL_MAX, low_open=True, high_open=True,
-                              why=TOL_RULE)
+        self.tol = check_real("tol", tol, low=0.0, high=TOL_MAX, low_open=True, high_open=True, why=TOL_RULE)
         if on_max_iter not in ("warn", "raise"):
             raise ValueError(f"on_max_iter must be 'warn' or 'raise', got {on_max_iter!r}")
         self.max_iter = check_integer("max_iter", max_iter, low=1)
@@ -620,8 +685,9 @@ class OnlineSolver:
         self.random_state = random_state
         self.rng = np.random.default_rng(random_state)
         # (gamma stays "scale" or "auto" until the first data resolve it)
-        self._kernel_spec: dict[str, Any] = dict(name=kernel, gamma=gamma if isinstance(gamma, str) else float(gamma),
-                                 degree=int(degree), coef0=float(coef0))
+        self._kernel_spec: dict[str, Any] = dict(
+            name=kernel, gamma=gamma if isinstance(gamma, str) else float(gamma), degree=int(degree), coef0=float(coef0)
+        )
         self.store = DataStore(dtype=dtype)
         self._largest_kernel_diag = 0.0  # the largest K(x, x) in the store (see check_kernel_range)
         self.kernel: Kernel | None = None
@@ -847,10 +913,19 @@ class OnlineSolver:
         raise NotImplementedError
 
     def get_params(self) -> dict[str, Any]:
-        return dict(kernel=self._kernel_spec["name"], C=self.C, gamma=self._kernel_spec["gamma"],
-                    degree=self._kernel_spec["degree"], coef0=self._kernel_spec["coef0"], tol=self.tol,
-                    cache_bytes=self.cache_bytes, max_iter=self.max_iter, on_max_iter=self.on_max_iter,
-                    random_state=self.random_state, dtype=self.dtype)
+        return dict(
+            kernel=self._kernel_spec["name"],
+            C=self.C,
+            gamma=self._kernel_spec["gamma"],
+            degree=self._kernel_spec["degree"],
+            coef0=self._kernel_spec["coef0"],
+            tol=self.tol,
+            cache_bytes=self.cache_bytes,
+            max_iter=self.max_iter,
+            on_max_iter=self.on_max_iter,
+            random_state=self.random_state,
+            dtype=self.dtype,
+        )
 
     def to_state(self, include_data: bool = True) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
         """Plain arrays + a JSON-able dict; ``include_data=False`` leaves out the store's X."""
@@ -860,20 +935,30 @@ class OnlineSolver:
         if include_data:
             if self.store.is_sparse:
                 Xs = self.store.X
-                arrays.update(X_data=np.array(Xs.data), X_indices=np.array(Xs.indices),
-                              X_indptr=np.array(Xs.indptr), X_shape=np.array(Xs.shape, dtype=np.int64))
+                arrays.update(
+                    X_data=np.array(Xs.data),
+                    X_indices=np.array(Xs.indices),
+                    X_indptr=np.array(Xs.indptr),
+                    X_shape=np.array(Xs.shape, dtype=np.int64),
+                )
             else:
                 arrays["X"] = np.array(self.store.X)
-        meta = {"format": STATE_FORMAT, "solver": self.name, "params": self.get_params(),
-                "kernel": None if self.kernel is None else self.kernel.to_dict(),
-                "n_points": len(self.store), "kernel_evals": self.n_kernel_evals,
-                "rng": self.rng.bit_generator.state}
+        meta = {
+            "format": STATE_FORMAT,
+            "solver": self.name,
+            "params": self.get_params(),
+            "kernel": None if self.kernel is None else self.kernel.to_dict(),
+            "n_points": len(self.store),
+            "kernel_evals": self.n_kernel_evals,
+            "rng": self.rng.bit_generator.state,
+        }
         json.dumps(meta)  # fail early if anything is not JSON-able
         return arrays, meta
 
     @classmethod
-    def from_state(cls, arrays: dict[str, np.ndarray], meta: dict[str, Any],
-                   X: np.ndarray | None = None) -> OnlineSolver:
+    def from_state(
+        cls, arrays: dict[str, np.ndarray], meta: dict[str, Any], X: np.ndarray | None = None
+    ) -> OnlineSolver:
         """Rebuild a solver; pass ``X`` when the state was saved without data."""
         if meta.get("solver") != cls.name:
             raise ValueError(f"state is for solver {meta.get('solver')!r}, not {cls.name!r}")
@@ -882,8 +967,10 @@ class OnlineSolver:
         kernel = params.pop("kernel")
         obj = cls(kernel=kernel, **params)
         if "X_data" in arrays:
-            data = sp.csr_matrix((arrays["X_data"], arrays["X_indices"], arrays["X_indptr"]),
-                                 shape=tuple(int(v) for v in arrays["X_shape"]))
+            data = sp.csr_matrix(
+                (arrays["X_data"], arrays["X_indices"], arrays["X_indptr"]),
+                shape=tuple(int(v) for v in arrays["X_shape"]),
+            )
         else:
             data = arrays["X"] if "X" in arrays else X
         if data is None and meta["n_points"] > 0:

@@ -69,25 +69,32 @@ class DualCDSVM(RatioClassWeights, OnlineSolver):
     has_bias: ClassVar[bool] = False
     keeps_store_scores: ClassVar[bool] = True
 
-    def __init__(self, X=None, *, loss: str = "squared_hinge", class_weight: None | str | dict = None,
-                 balance_ratio: float = 1.0, **params):
+    def __init__(
+        self,
+        X=None,
+        *,
+        loss: str = "squared_hinge",
+        class_weight: None | str | dict = None,
+        balance_ratio: float = 1.0,
+        **params,
+    ):
         if loss != "squared_hinge":
             raise ValueError(f"the dual-cd solver learns the squared hinge only, got loss={loss!r}")
         self.loss = loss
         self._init_ratio_weights(class_weight, balance_ratio)
         kernel = params.get("kernel", "rbf")
         if kernel not in ("linear", "poly") or (kernel == "poly" and int(params.get("degree", 3)) != 1):
-            raise ValueError(f"the dual-cd solver learns a linear model: kernel 'linear', or 'poly' with degree 1; "
-                             f"got kernel={kernel!r}" + (f", degree={params.get('degree', 3)!r}"
-                                                         if kernel == "poly" else ""))
+            raise ValueError(
+                f"the dual-cd solver learns a linear model: kernel 'linear', or 'poly' with degree 1; "
+                f"got kernel={kernel!r}" + (f", degree={params.get('degree', 3)!r}" if kernel == "poly" else "")
+            )
         if isinstance(params.get("gamma", "scale"), str) and kernel == "poly":
-            raise ValueError("the dual-cd solver needs a number for gamma, not "
-                             f"{params.get('gamma', 'scale')!r}")
-        self.alpha = np.zeros(0)   # a_i >= 0 of every stored example (0 unless learned)
-        self.f = np.zeros(0)       # f of every stored example, from w after every step
-        self.w = np.zeros(0)       # sum_i a_i y_i x_i over the learned examples (n_features)
-        self.s = 0.0               # sum_i a_i y_i (the constant feature's weight, before sqrt(coef0))
-        self.n_passes_ = 0         # coordinate passes over the learned rows, since made or loaded
+            raise ValueError(f"the dual-cd solver needs a number for gamma, not {params.get('gamma', 'scale')!r}")
+        self.alpha = np.zeros(0)  # a_i >= 0 of every stored example (0 unless learned)
+        self.f = np.zeros(0)  # f of every stored example, from w after every step
+        self.w = np.zeros(0)  # sum_i a_i y_i x_i over the learned examples (n_features)
+        self.s = 0.0  # sum_i a_i y_i (the constant feature's weight, before sqrt(coef0))
+        self.n_passes_ = 0  # coordinate passes over the learned rows, since made or loaded
         self._local: np.ndarray | None = None  # the compiled passes' scratch space (``_scratch``)
         self._touched = np.zeros(0, dtype=np.int64)  # the features of the labelled rows (where w is not 0)
         super().__init__(X, **params)
@@ -113,7 +120,7 @@ class DualCDSVM(RatioClassWeights, OnlineSolver):
             self.w = np.zeros(d)
         self.alpha = np.concatenate([self.alpha, np.zeros(n_new)])
         gamma, coef0 = self._map
-        new = self.store.X[len(self.f):]
+        new = self.store.X[len(self.f) :]
         self.f = np.concatenate([self.f, gamma * (new @ self.w) + coef0 * self.s])
 
     def get_params(self) -> dict[str, Any]:
@@ -177,9 +184,24 @@ class DualCDSVM(RatioClassWeights, OnlineSolver):
             for _ in range(_CHECKS):
                 budget = self.max_iter - passes
                 seed = int(self.rng.integers(1, 2**62))
-                taken, code, _moved = dcd_passes(X.indptr, X.indices, X.data, L, yL, aL, qdiag, ridge, w, s,
-                                                 gamma, coef0, self.tol, budget, seed,
-                                                 self._scratch())
+                taken, code, _moved = dcd_passes(
+                    X.indptr,
+                    X.indices,
+                    X.data,
+                    L,
+                    yL,
+                    aL,
+                    qdiag,
+                    ridge,
+                    w,
+                    s,
+                    gamma,
+                    coef0,
+                    self.tol,
+                    budget,
+                    seed,
+                    self._scratch(),
+                )
                 passes += taken
                 self.alpha[L] = aL
                 self._recompute()  # w, s and f from a: no drift, and a state restores bit for bit
@@ -192,15 +214,22 @@ class DualCDSVM(RatioClassWeights, OnlineSolver):
                 w, s = self.w, np.array([self.s])
             else:
                 status = "inexact"
-                message = self._not_tau_optimal(f"the largest KKT violation is {gap:.3g}, above tol {self.tol:g} "
-                                                f"after recomputing w {_CHECKS} times")
+                message = self._not_tau_optimal(
+                    f"the largest KKT violation is {gap:.3g}, above tol {self.tol:g} "
+                    f"after recomputing w {_CHECKS} times"
+                )
         else:
             self._recompute()
         self.n_passes_ += passes
         if not np.isfinite(self.f.sum() + self.alpha.sum()):
             raise NumericalError(f"{self.name}: non-finite decision values or weights (non-finite arithmetic)")
-        return dict(iterations=passes, status=status, message=message, kkt_gap=gap,
-                    extra=dict(n_sv=int(np.count_nonzero(self.alpha > 0))))
+        return dict(
+            iterations=passes,
+            status=status,
+            message=message,
+            kkt_gap=gap,
+            extra=dict(n_sv=int(np.count_nonzero(self.alpha > 0))),
+        )
 
     # -- the contract --------------------------------------------------------
     def learn(self, i: int, y: float) -> StepResult:
@@ -278,8 +307,7 @@ class DualCDSVM(RatioClassWeights, OnlineSolver):
             return 0.0
         gamma, coef0 = self._map
         a = self.alpha[L]
-        return float(a.sum() - 0.5 * (gamma * self.w @ self.w + coef0 * self.s ** 2)
-                     - 0.5 * (a ** 2) @ self._ridge(L))
+        return float(a.sum() - 0.5 * (gamma * self.w @ self.w + coef0 * self.s**2) - 0.5 * (a**2) @ self._ridge(L))
 
     def __getstate__(self) -> dict[str, Any]:
         """A copy (the loop's undo copies) leaves out the scratch space and w (as long as the vocabulary):

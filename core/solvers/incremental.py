@@ -232,11 +232,23 @@ class IncrementalSVM(AutoHyper, ClassWeights, OnlineSolver):
     _eq_target: ClassVar[float] = 0.0  # sum_i y_i a_i = target
     _compiled_buffer: ClassVar[int] = 64  # first size of the compiled drive's cases / blocked lists (grown)
 
-    def __init__(self, X: np.ndarray | None = None, *, max_learned: int | None = None,
-                 resync_every: int = 500, probe_every: int = 1, kappa_tol: float = 1e-9,
-                 learned_kernel_bytes: int = 128 * 2**20, compiled: bool = True,
-                 class_weight: None | str | dict = None, auto=None, auto_grid=None, auto_moments=None,
-                 hyper_choices=None, **params):
+    def __init__(
+        self,
+        X: np.ndarray | None = None,
+        *,
+        max_learned: int | None = None,
+        resync_every: int = 500,
+        probe_every: int = 1,
+        kappa_tol: float = 1e-9,
+        learned_kernel_bytes: int = 128 * 2**20,
+        compiled: bool = True,
+        class_weight: None | str | dict = None,
+        auto=None,
+        auto_grid=None,
+        auto_moments=None,
+        hyper_choices=None,
+        **params,
+    ):
         if max_learned is not None and int(max_learned) < 2:
             raise ValueError("max_learned must be at least 2 (or None for no window)")
         if int(resync_every) < 1 or int(probe_every) < 1:
@@ -276,8 +288,9 @@ class IncrementalSVM(AutoHyper, ClassWeights, OnlineSolver):
         # R.T is a Fortran-contiguous view BLAS can update in place (eqs. 16 and 22)
         self._R = np.zeros((1, 1))
         # kernel matrix among the learned examples (by position), while it fits its budget
-        self._KLL: np.ndarray | None = (np.zeros((cap_learned, cap_learned))
-                                        if cap_learned ** 2 * 8 <= self.learned_kernel_bytes else None)
+        self._KLL: np.ndarray | None = (
+            np.zeros((cap_learned, cap_learned)) if cap_learned**2 * 8 <= self.learned_kernel_bytes else None
+        )
         self._b = 0.0
         self._seq = 0
         self._since_sync = 0
@@ -303,10 +316,15 @@ class IncrementalSVM(AutoHyper, ClassWeights, OnlineSolver):
 
     def get_params(self) -> dict[str, Any]:
         p = super().get_params()
-        p.update(max_learned=self.max_learned, resync_every=self.resync_every,
-                 probe_every=self.probe_every, kappa_tol=self.kappa_tol,
-                 learned_kernel_bytes=self.learned_kernel_bytes, compiled=self.compiled,
-                 class_weight=self.class_weight)
+        p.update(
+            max_learned=self.max_learned,
+            resync_every=self.resync_every,
+            probe_every=self.probe_every,
+            kappa_tol=self.kappa_tol,
+            learned_kernel_bytes=self.learned_kernel_bytes,
+            compiled=self.compiled,
+            class_weight=self.class_weight,
+        )
         if self.auto or self.hyper_choices:
             p.update(self._auto_params())
         return p
@@ -335,7 +353,7 @@ class IncrementalSVM(AutoHyper, ClassWeights, OnlineSolver):
         Ks[:, :cap] = self._Ks
         self._Ks = Ks
         if self._KLL is not None:
-            if new ** 2 * 8 <= self.learned_kernel_bytes:
+            if new**2 * 8 <= self.learned_kernel_bytes:
                 KLL = np.zeros((new, new))
                 KLL[:cap, :cap] = self._KLL
                 self._KLL = KLL
@@ -550,8 +568,10 @@ class IncrementalSVM(AutoHyper, ClassWeights, OnlineSolver):
                 iters += 1
                 sens = self._sensitivities(drive)
                 if sens is None:
-                    msg = self._inexact(f"{mode} of example {int(self._pidx[p])}: the inverse R of the "
-                                        f"bordered kernel matrix is not finite even when recomputed")
+                    msg = self._inexact(
+                        f"{mode} of example {int(self._pidx[p])}: the inverse R of the "
+                        f"bordered kernel matrix is not finite even when recomputed"
+                    )
                     break
                 event = self._largest_step(drive, sens)
                 if event is None:
@@ -561,8 +581,7 @@ class IncrementalSVM(AutoHyper, ClassWeights, OnlineSolver):
                         drive.a[p] = 0.0
                         drive.cases.append("residue")
                         break
-                    msg = self._iteration_cap(f"{mode} of example {int(self._pidx[p])} (no admissible step)",
-                                              iters)
+                    msg = self._iteration_cap(f"{mode} of example {int(self._pidx[p])} (no admissible step)", iters)
                     self._last_status = "max_iter"
                     break
                 if not math.isfinite(event.t):  # (NaN margins: never applied)
@@ -603,10 +622,35 @@ class IncrementalSVM(AutoHyper, ClassWeights, OnlineSolver):
             Rw = np.empty((cap, cap))
             Rw[: m + 1, : m + 1] = self._R
             KLL = self._KLL
-            code = jit.drive(p, mode_code, krow_p, nL, self._py[:nL], st, g, self._pa[:nL], self._pseq[:nL],
-                             self._slot[:nL], self._Spos, self._yS, self._Ks, Rw,
-                             _NO_KLL if KLL is None else KLL, KLL is not None, row_in, watch, blocked, cases,
-                             istate, fstate, cb, scale, self.kappa_tol, self.max_iter, self._pos_in_seq_order)
+            code = jit.drive(
+                p,
+                mode_code,
+                krow_p,
+                nL,
+                self._py[:nL],
+                st,
+                g,
+                self._pa[:nL],
+                self._pseq[:nL],
+                self._slot[:nL],
+                self._Spos,
+                self._yS,
+                self._Ks,
+                Rw,
+                _NO_KLL if KLL is None else KLL,
+                KLL is not None,
+                row_in,
+                watch,
+                blocked,
+                cases,
+                istate,
+                fstate,
+                cb,
+                scale,
+                self.kappa_tol,
+                self.max_iter,
+                self._pos_in_seq_order,
+            )
             m = int(istate[jit.I_M])
             self._m = m
             self._R = Rw[: m + 1, : m + 1].copy()
@@ -644,8 +688,9 @@ class IncrementalSVM(AutoHyper, ClassWeights, OnlineSolver):
             msg = self._iteration_cap(f"{what} (no admissible step)", iters)
             self._last_status = "max_iter"
         elif code == jit.INEXACT_R:
-            msg = self._inexact(f"{what}: the inverse R of the bordered kernel matrix is not finite even when "
-                                f"recomputed")
+            msg = self._inexact(
+                f"{what}: the inverse R of the bordered kernel matrix is not finite even when recomputed"
+            )
         elif code == jit.INEXACT_T:
             msg = self._inexact(f"{what}: the step length is {float(fstate[jit.F_BAD_T])}")
         return iters, msg
@@ -665,11 +710,33 @@ class IncrementalSVM(AutoHyper, ClassWeights, OnlineSolver):
         # condition (pending repair) and blocked ones are not watched.
         watch = _WATCH.take(st)
         watch[watch * g > _KKT_SLACK] = 0.0
-        return _Drive(p=p, mode=mode, d=d, yp_d=yp_d, krow_p=krow_p, nL=nL, y=y, st=st, g=g, a=a, pseq=pseq,
-                      C=self._bounds(nL), scale=self._kernel_scale(), kpp=abs(float(krow_p[p])), ykp_d=ykp_d,
-                      d_Qp=ykp_d * y,
-                      in_seq_order=self._pos_in_seq_order, seq_p=int(pseq[p]), watch=watch, blocked=[],
-                      rate=np.empty(nL), q=np.empty(nL), off=np.empty(nL, dtype=bool), prev=None, cases=[])
+        return _Drive(
+            p=p,
+            mode=mode,
+            d=d,
+            yp_d=yp_d,
+            krow_p=krow_p,
+            nL=nL,
+            y=y,
+            st=st,
+            g=g,
+            a=a,
+            pseq=pseq,
+            C=self._bounds(nL),
+            scale=self._kernel_scale(),
+            kpp=abs(float(krow_p[p])),
+            ykp_d=ykp_d,
+            d_Qp=ykp_d * y,
+            in_seq_order=self._pos_in_seq_order,
+            seq_p=int(pseq[p]),
+            watch=watch,
+            blocked=[],
+            rate=np.empty(nL),
+            q=np.empty(nL),
+            off=np.empty(nL, dtype=bool),
+            prev=None,
+            cases=[],
+        )
 
     def _sensitivities(self, drive: _Drive) -> _Sensitivities | None:
         """[db; da_S] (eq. 7) and dg (eqs. 8-9) per unit step t of a_p in the drive's direction.
@@ -1152,8 +1219,12 @@ class IncrementalSVM(AutoHyper, ClassWeights, OnlineSolver):
             # would let the margins drift by more than tol)
             margin = self._margin_drift()
             allowed = self._gap_allowed()
-            drifted = (self._probe_drift() > 1e-8 or margin > 1e-8 * max(1.0, self._box_max() * self._kernel_scale())
-                       or margin > 0.5 * allowed or self._g_err > 0.25 * allowed)
+            drifted = (
+                self._probe_drift() > 1e-8
+                or margin > 1e-8 * max(1.0, self._box_max() * self._kernel_scale())
+                or margin > 0.5 * allowed
+                or self._g_err > 0.25 * allowed
+            )
             self._drift_measured = margin
         if self._resync_pending or self._since_sync >= self.resync_every or drifted:
             self._resync()
@@ -1231,9 +1302,11 @@ class IncrementalSVM(AutoHyper, ClassWeights, OnlineSolver):
             if not math.isfinite(sum_a + self._b) or self._last_status != "ok" or self._certified(sum_a):
                 break
             if attempt == 2:
-                return self._inexact(f"{what}: the KKT gap ({self._gap_checked:.3g}), sum_i y_i a_i (off by "
-                                     f"{self.equality_residual():.3g}) or the margins are not within tol "
-                                     f"{self.tol:g} after recomputing the margins and R from scratch")
+                return self._inexact(
+                    f"{what}: the KKT gap ({self._gap_checked:.3g}), sum_i y_i a_i (off by "
+                    f"{self.equality_residual():.3g}) or the margins are not within tol "
+                    f"{self.tol:g} after recomputing the margins and R from scratch"
+                )
             # (a second re-sync starts from the smaller numbers the first one left)
             self._resync()
             self._gap_checked = None
@@ -1247,8 +1320,11 @@ class IncrementalSVM(AutoHyper, ClassWeights, OnlineSolver):
         (``_gap_allowed``)."""
         allowed = self._gap_allowed(sum_a)
         self._gap_checked = self._gap_maintained()
-        if not (self._gap_checked <= allowed and self._g_err <= 0.25 * allowed
-                and self.equality_residual() <= 1e3 * _EPS * sum_a):
+        if not (
+            self._gap_checked <= allowed
+            and self._g_err <= 0.25 * allowed
+            and self.equality_residual() <= 1e3 * _EPS * sum_a
+        ):
             return False
         drift = self._margin_drift() if self._drift_measured is None else self._drift_measured
         return drift <= 0.5 * allowed
@@ -1266,8 +1342,11 @@ class IncrementalSVM(AutoHyper, ClassWeights, OnlineSolver):
         checked again (status "ok", or "inexact" / "max_iter" with a warning).
         """
         if self._exact or self._nL == 0 or not self._kkt_applies():
-            return StepResult(status="unchanged", message="solution already exact",
-                              kkt_gap=self._gap_maintained() if self._kkt_applies() else 0.0)
+            return StepResult(
+                status="unchanged",
+                message="solution already exact",
+                kkt_gap=self._gap_maintained() if self._kkt_applies() else 0.0,
+            )
         self._last_status, self._last_cases, self._gap_checked = "ok", [], None
         with StepTimer(self) as tm:
             self._resync()
@@ -1278,8 +1357,13 @@ class IncrementalSVM(AutoHyper, ClassWeights, OnlineSolver):
     def _result(self, timer: StepTimer, iters: int, msg: str, p: int | None, **extra) -> StepResult:
         status = self._last_status
         self._exact = status == "ok"
-        info = dict(n_S=self._m, n_E=int(np.count_nonzero(self._pst[: self._nL] == SET_E)),
-                    n_learned=self._nL, cases=list(self._last_cases), **extra)
+        info = dict(
+            n_S=self._m,
+            n_E=int(np.count_nonzero(self._pst[: self._nL] == SET_E)),
+            n_learned=self._nL,
+            cases=list(self._last_cases),
+            **extra,
+        )
         if p is not None and p < self._nL:
             info["set"] = _SET_NAMES[int(self._pst[p])]
         gap = self._gap_maintained() if self._gap_checked is None else self._gap_checked  # (one O(n) pass)
@@ -1433,8 +1517,7 @@ class IncrementalSVM(AutoHyper, ClassWeights, OnlineSolver):
         """Store indices of the margin (S), error (E) and other (O) vectors."""
         nL = self._nL
         st = self._pst[:nL]
-        return {nm: np.sort(self._pidx[:nL][st == code]) for code, nm in
-                ((SET_S, "S"), (SET_E, "E"), (SET_O, "O"))}
+        return {nm: np.sort(self._pidx[:nL][st == code]) for code, nm in ((SET_S, "S"), (SET_E, "E"), (SET_O, "O"))}
 
     def margins(self) -> np.ndarray:
         """Maintained g_i = y_i f(x_i) - 1 of the learned examples, in ``labelled_`` order."""
@@ -1478,21 +1561,37 @@ class IncrementalSVM(AutoHyper, ClassWeights, OnlineSolver):
     def _state_arrays(self) -> dict[str, np.ndarray]:
         nL, m = self._nL, self._m
         return {
-            "pidx": self._pidx[:nL].astype(np.int64), "alpha": self._pa[:nL].copy(),
-            "g": self._pg[:nL].copy(), "status": self._pst[:nL].astype(np.int64),
-            "seq": self._pseq[:nL].copy(), "S": self._Spos[:m].astype(np.int64),
+            "pidx": self._pidx[:nL].astype(np.int64),
+            "alpha": self._pa[:nL].copy(),
+            "g": self._pg[:nL].copy(),
+            "status": self._pst[:nL].astype(np.int64),
+            "seq": self._pseq[:nL].copy(),
+            "S": self._Spos[:m].astype(np.int64),
             "R": self._R.copy(),
-            "scalars": np.array([self._b, self._seq, self._since_sync, self._since_probe, self._n_resync,
-                                 self.C, float(self._exact)], dtype=np.float64),
+            "scalars": np.array(
+                [self._b, self._seq, self._since_sync, self._since_probe, self._n_resync, self.C, float(self._exact)],
+                dtype=np.float64,
+            ),
             # everything else that steers the next steps (rounding bounds, pending checks, the
             # kernel scale, the storage layout), so that a restored solver continues exactly as
             # the saved one would have (see test_resume)
-            "control": np.array([self._g_size, self._g_err, _none_nan(self._kscale),
-                                 _none_nan(self._drift_measured), _none_nan(self._gap_checked),
-                                 float(self._moved), float(self._resync_pending), self._n_refresh,
-                                 len(self._pidx), len(self._Spos), float(self._KLL is not None),
-                                 float(self._pos_in_seq_order)],
-                                dtype=np.float64),
+            "control": np.array(
+                [
+                    self._g_size,
+                    self._g_err,
+                    _none_nan(self._kscale),
+                    _none_nan(self._drift_measured),
+                    _none_nan(self._gap_checked),
+                    float(self._moved),
+                    float(self._resync_pending),
+                    self._n_refresh,
+                    len(self._pidx),
+                    len(self._Spos),
+                    float(self._KLL is not None),
+                    float(self._pos_in_seq_order),
+                ],
+                dtype=np.float64,
+            ),
         }
 
     @single_threaded_blas
@@ -1523,8 +1622,9 @@ class IncrementalSVM(AutoHyper, ClassWeights, OnlineSolver):
         self._pst[:nL] = arrays["status"]
         self._pseq[:nL] = arrays["seq"]
         self._pos_of[pidx] = np.arange(nL)
-        self._pos_in_seq_order = (bool(control[11]) if control is not None else
-                                  bool(np.all(np.diff(self._pseq[:nL]) > 0)))
+        self._pos_in_seq_order = (
+            bool(control[11]) if control is not None else bool(np.all(np.diff(self._pseq[:nL]) > 0))
+        )
         sc = np.asarray(arrays["scalars"], dtype=np.float64)
         self._b = float(sc[0])
         self._seq, self._since_sync, self._since_probe, self._n_resync = (int(v) for v in sc[1:5])
@@ -1648,7 +1748,7 @@ class IncrementalOneClassSVM(IncrementalSVM):
                 self._pa[p] = self.C
                 self._pst[p] = SET_E
                 h = self._pg[:nL] - self._b
-                h[:nL - 1] += self.C * krow[: nL - 1]
+                h[: nL - 1] += self.C * krow[: nL - 1]
                 h[p] = krow @ self._pa[:nL]
                 self._b = -float(h.max())
                 self._pg[:nL] = h + self._b

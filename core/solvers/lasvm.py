@@ -201,9 +201,16 @@ class LASVM(ClassWeights, OnlineSolver):
     _R: np.ndarray | None
     _SL: np.ndarray | None
 
-    def __init__(self, X: np.ndarray | None = None, *, curvature_floor: float = 1e-12,
-                 shrinking: bool = True, final_check: bool = True, class_weight: None | str | dict = None,
-                 **params: Any):
+    def __init__(
+        self,
+        X: np.ndarray | None = None,
+        *,
+        curvature_floor: float = 1e-12,
+        shrinking: bool = True,
+        final_check: bool = True,
+        class_weight: None | str | dict = None,
+        **params: Any,
+    ):
         if not (np.isfinite(curvature_floor) and curvature_floor > 0):
             raise ValueError(f"curvature_floor must be a positive finite number, got {curvature_floor!r}")
         self.curvature_floor = float(curvature_floor)
@@ -363,8 +370,10 @@ class LASVM(ClassWeights, OnlineSolver):
     def __setstate__(self, state: dict[str, Any]) -> None:
         # Arrays may arrive read-only (unpickled from a read-only memory map): the solver writes
         # into its own, so those are copied.
-        state = {name: value.copy() if isinstance(value, np.ndarray) and not value.flags.writeable else value
-                 for name, value in state.items()}
+        state = {
+            name: value.copy() if isinstance(value, np.ndarray) and not value.flags.writeable else value
+            for name, value in state.items()
+        }
         y_learned = state.pop("_y_learned")
         self.__dict__.update(state)
         self.y = np.zeros(len(self.store))
@@ -407,7 +416,7 @@ class LASVM(ClassWeights, OnlineSolver):
         self._count_evals(n)
         S = self._MI[nb.STORE, :n]
         assert self.cache is not None  # (members: data came, and the kernel cache with them)
-        row = self.cache.compute(S[p:p + 1], S)[0]
+        row = self.cache.compute(S[p : p + 1], S)[0]
         nb.put_row(self._M, self._MI, self._R, self._SL, self._st, p, row)
 
     def _row(self, p: int) -> np.ndarray:
@@ -419,13 +428,35 @@ class LASVM(ClassWeights, OnlineSolver):
         assert self._R is not None  # (made by _allocate)
         return self._R[slot]
 
-    def _run(self, op: int, items: np.ndarray = _EMPTY_I, labels: np.ndarray = _EMPTY_F,
-             block: np.ndarray = _EMPTY_2D, k_diag: np.ndarray = _EMPTY_F) -> int:
+    def _run(
+        self,
+        op: int,
+        items: np.ndarray = _EMPTY_I,
+        labels: np.ndarray = _EMPTY_F,
+        block: np.ndarray = _EMPTY_2D,
+        k_diag: np.ndarray = _EMPTY_F,
+    ) -> int:
         """Run a compiled operation, computing the kernel rows it asks for, until it is done."""
         X, sq = self._store_views()
         while True:
-            code = nb.run(op, self._M, self._MI, self._XS, self._pos, self._R, self._SL, self._st, self._fs,
-                          X, sq, items, labels, block, k_diag, self._rowbuf)
+            code = nb.run(
+                op,
+                self._M,
+                self._MI,
+                self._XS,
+                self._pos,
+                self._R,
+                self._SL,
+                self._st,
+                self._fs,
+                X,
+                sq,
+                items,
+                labels,
+                block,
+                k_diag,
+                self._rowbuf,
+            )
             if code == nb.NEED_ROW:
                 self._cache_row(int(self._st[nb.REQUEST]))
             elif code == nb.NEED_NEW_ROW:
@@ -456,7 +487,7 @@ class LASVM(ClassWeights, OnlineSolver):
                 coef = M[nb.ALPHA, sv]
                 chunk = max(1, _BLOCK_ENTRIES // len(sv))
                 for c in range(0, len(left), chunk):
-                    part = left[c:c + chunk]
+                    part = left[c : c + chunk]
                     K = self.cache.compute(S[part], S[sv])
                     self._count_evals(K.size)
                     sums = np.empty(len(part))
@@ -472,14 +503,14 @@ class LASVM(ClassWeights, OnlineSolver):
         for the later items k' into k's own column (read once k has entered S).
         """
         n = self._n
-        k = items[t:t + 1]
+        k = items[t : t + 1]
         block[t, self._MI[nb.COL, :n]] = self._rows_against_S(k, n)[0]
         k_diag[t] = self._diag(k)[0]
-        later = items[t + 1:]
+        later = items[t + 1 :]
         if len(later):
             self._count_evals(len(later))
             assert self.cache is not None  # (examples: data came, and the kernel cache with them)
-            block[t + 1:, block.shape[1] - len(items) + t] = self.cache.compute(later, k)[:, 0]
+            block[t + 1 :, block.shape[1] - len(items) + t] = self.cache.compute(later, k)[:, 0]
 
     def _extremes(self) -> tuple[int, int]:
         """(i, j) of §3.2 over the active members, -1 where none (see ``_lasvm_compiled.extremes``)."""
@@ -516,8 +547,8 @@ class LASVM(ClassWeights, OnlineSolver):
         while start < len(items):
             n0 = self._n
             m = max(1, min(_MAX_BLOCK_ROWS, _BLOCK_ENTRIES // max(n0, 1), max(16, n0 // 4)))
-            ks = items[start:start + m]
-            ys = labels[start:start + m]
+            ks = items[start : start + m]
+            ys = labels[start : start + m]
             m = len(ks)
             self._reserve(n0 + m)
             outside = self._pos[ks] < 0
@@ -569,9 +600,14 @@ class LASVM(ClassWeights, OnlineSolver):
         self.y[i] = y
         self.learned_order.append(i)
         stepped = self._process_all(np.array([i], dtype=np.int64), np.array([y]))
-        result = StepResult(status="ok", iterations=stepped, kernel_evals=cache.n_evals - evals0,
-                            seconds=time.perf_counter() - t0, kkt_gap=self._gap_on_S(),
-                            extra={"n_set": self._n, "b": self._b})
+        result = StepResult(
+            status="ok",
+            iterations=stepped,
+            kernel_evals=cache.n_evals - evals0,
+            seconds=time.perf_counter() - t0,
+            kkt_gap=self._gap_on_S(),
+            extra={"n_set": self._n, "b": self._b},
+        )
         return result if self.class_weight != "balanced" else self._rebalanced(result)
 
     @single_threaded_blas
@@ -610,8 +646,11 @@ class LASVM(ClassWeights, OnlineSolver):
             self.y[idx] = labels
             self.learned_order.extend(idx.tolist())
             steps = self._process_all(idx, labels)
-        return self._rebalanced(timer.result(status="ok", iterations=steps, kkt_gap=self._gap_on_S(),
-                                             extra={"n_set": self._n, "b": self._b}))
+        return self._rebalanced(
+            timer.result(
+                status="ok", iterations=steps, kkt_gap=self._gap_on_S(), extra={"n_set": self._n, "b": self._b}
+            )
+        )
 
     @single_threaded_blas
     def revisit(self, i: int) -> StepResult:
@@ -620,8 +659,9 @@ class LASVM(ClassWeights, OnlineSolver):
         timer = StepTimer(self)
         with timer:
             stepped = self._process_all(np.array([i], dtype=np.int64), np.array([self.y[i]]))
-        return timer.result(status="ok", iterations=stepped, kkt_gap=self._gap_on_S(),
-                            extra={"n_set": self._n, "b": self._b})
+        return timer.result(
+            status="ok", iterations=stepped, kkt_gap=self._gap_on_S(), extra={"n_set": self._n, "b": self._b}
+        )
 
     @single_threaded_blas
     def revisit_sequence(self, idx) -> StepResult:
@@ -632,8 +672,9 @@ class LASVM(ClassWeights, OnlineSolver):
         timer = StepTimer(self)
         with timer:
             steps = self._process_all(idx, self.y[idx].copy())
-        return timer.result(status="ok", iterations=steps, kkt_gap=self._gap_on_S(),
-                            extra={"n_set": self._n, "b": self._b})
+        return timer.result(
+            status="ok", iterations=steps, kkt_gap=self._gap_on_S(), extra={"n_set": self._n, "b": self._b}
+        )
 
     # ------------------------------------------------------------------
     # unlearning
@@ -665,8 +706,15 @@ class LASVM(ClassWeights, OnlineSolver):
             self.learned_order.remove(i)
             n_rep, status, msg = self._reprocess_until_tau("unlearn")
             its += n_rep
-        return self._rebalanced(timer.result(status=status, iterations=its, kkt_gap=self._gap_on_S(), message=msg,
-                                             extra={"n_set": self._n, "b": self._b}))
+        return self._rebalanced(
+            timer.result(
+                status=status,
+                iterations=its,
+                kkt_gap=self._gap_on_S(),
+                message=msg,
+                extra={"n_set": self._n, "b": self._b},
+            )
+        )
 
     def _remove(self, p: int) -> None:
         nb.remove(self._M, self._MI, self._XS, self._pos, self._R, self._SL, self._st, p)
@@ -735,8 +783,13 @@ class LASVM(ClassWeights, OnlineSolver):
         with timer:
             its, status, msg, rounds = self._finish_loop()
         gap = self._gap_on_S() if self._full_gap is None or status not in ("ok", "inexact") else self._full_gap
-        return timer.result(status=status, iterations=its, kkt_gap=gap, message=msg,
-                            extra={"n_set": self._n, "b": self._b, "delta": self._delta, "check_rounds": rounds})
+        return timer.result(
+            status=status,
+            iterations=its,
+            kkt_gap=gap,
+            message=msg,
+            extra={"n_set": self._n, "b": self._b, "delta": self._delta, "check_rounds": rounds},
+        )
 
     def _reprocess_until_tau(self, what: str, its_done: int = 0) -> tuple[int, str, str]:
         """REPROCESS until delta <= tau (with shrinking if enabled); returns (steps, status, message)."""
@@ -835,8 +888,9 @@ class LASVM(ClassWeights, OnlineSolver):
         self._fs[nb.B] = b
         self._full_gap = max(check.full_gap, bias_violation(g_all, up, down, b))
         if self._full_gap > self.tol:
-            return "inexact", self._not_tau_optimal(f"finishing left a KKT gap of {self._full_gap:.3g} with the "
-                                                    f"bias (tol {self.tol:g})")
+            return "inexact", self._not_tau_optimal(
+                f"finishing left a KKT gap of {self._full_gap:.3g} with the bias (tol {self.tol:g})"
+            )
         return "ok", ""
 
     def _admission_limit(self) -> int:
@@ -856,14 +910,28 @@ class LASVM(ClassWeights, OnlineSolver):
         while start < len(ks):
             n0 = self._n
             m = max(1, min(len(ks) - start, _BLOCK_ENTRIES // max(n0, 1)))
-            part = ks[start:start + m]
+            part = ks[start : start + m]
             K = np.empty((m, n0 + m))
             K[:, :n0] = check.kernel(part, self._S[:n0])
             assert self.cache is not None  # (learned examples: data came, and the kernel cache with them)
             K[:, n0:] = self.cache.compute(part, part)
             self._count_evals(m * m)
-            nb.insert_all(self._M, self._MI, self._XS, self._pos, self._R, self._SL, self._st, self._fs,
-                          part.astype(np.int64), self.y[part], K, self._diag(part), X, sq)
+            nb.insert_all(
+                self._M,
+                self._MI,
+                self._XS,
+                self._pos,
+                self._R,
+                self._SL,
+                self._st,
+                self._fs,
+                part.astype(np.int64),
+                self.y[part],
+                K,
+                self._diag(part),
+                X,
+                sq,
+            )
             start += m
 
     # ------------------------------------------------------------------
@@ -929,14 +997,22 @@ class LASVM(ClassWeights, OnlineSolver):
     # ------------------------------------------------------------------
     def get_params(self) -> dict[str, Any]:
         params = super().get_params()
-        params.update(curvature_floor=self.curvature_floor, shrinking=self.shrinking,
-                      final_check=self.final_check, class_weight=self.class_weight)
+        params.update(
+            curvature_floor=self.curvature_floor,
+            shrinking=self.shrinking,
+            final_check=self.final_check,
+            class_weight=self.class_weight,
+        )
         return params
 
     def _state_arrays(self) -> dict[str, np.ndarray]:
         n = self._n
-        return {"set": self._S[:n].copy(), "alpha": self._alpha[:n].copy(), "grad": self._g[:n].copy(),
-                "scalars": np.array([self._b, self._delta])}
+        return {
+            "set": self._S[:n].copy(),
+            "alpha": self._alpha[:n].copy(),
+            "grad": self._g[:n].copy(),
+            "scalars": np.array([self._b, self._delta]),
+        }
 
     def _load_state_arrays(self, arrays: dict[str, np.ndarray], meta: dict) -> None:
         """Members, coefficients, gradients, b and delta exactly as saved; no kernel row is computed.
@@ -1116,10 +1192,10 @@ class _FinalCheck:
                 keep = np.empty((len(rows), len(cols)))
         chunk = max(1, _CHECK_CHUNK_ENTRIES // len(cols))
         for a in range(0, len(rows), chunk):
-            K = self.kernel(rows[a:a + chunk], cols)
-            nb.gradients_of_rows(K, coef, out[a:a + chunk])
+            K = self.kernel(rows[a : a + chunk], cols)
+            nb.gradients_of_rows(K, coef, out[a : a + chunk])
             if keep is not None:
-                keep[a:a + chunk] = K
+                keep[a : a + chunk] = K
         if keep is not None:
             size = len(s.store)
             self.row_at = np.full(size, -1, dtype=np.int64)
@@ -1140,7 +1216,7 @@ class _FinalCheck:
         kept = np.flatnonzero(rpos >= 0)
         chunk = max(1, _CHECK_CHUNK_ENTRIES // max(1, len(missing)))
         for a in range(0, len(kept), chunk):
-            part = kept[a:a + chunk]
+            part = kept[a : a + chunk]
             extra = self._compute(rows[part], col_pos)
             sums = np.empty(len(part))
             nb.block_scores(self.block, rpos[part], cpos, extra, extra_col, coef, sums)
@@ -1148,7 +1224,7 @@ class _FinalCheck:
         fresh = np.flatnonzero(rpos < 0)
         chunk = max(1, _CHECK_CHUNK_ENTRIES // len(cols))
         for a in range(0, len(fresh), chunk):
-            part = fresh[a:a + chunk]
+            part = fresh[a : a + chunk]
             sums = np.empty(len(part))
             nb.gradients_of_rows(self._compute(rows[part], self.s._pos[cols]), coef, sums)
             out[part] = sums
@@ -1163,7 +1239,7 @@ class _FinalCheck:
         chunk = max(1, _CHECK_CHUNK_ENTRIES // len(cp))
         assert s.cache is not None  # (members: data came, and the kernel cache with them)
         for a in range(0, len(r), chunk):
-            out[a:a + chunk] = s.cache.compute(r[a:a + chunk], cols)
+            out[a : a + chunk] = s.cache.compute(r[a : a + chunk], cols)
         s._count_evals(len(r) * len(cp))
         return out
 

@@ -144,11 +144,23 @@ class OnlineSVMR(RatioClassWeights, OnlineSolver):
     has_bias: ClassVar[bool] = False
     keeps_store_scores: ClassVar[bool] = True  # f of every stored example is kept current (``store_scores``)
 
-    def __init__(self, X: np.ndarray | None = None, *, ramp_s: float = -1.0, max_nonsv: int | None = 1000,
-                 progress_tol: float = 1e-5, max_cccp: int = 100, resync_every: int = 50_000,
-                 newton_steps: bool = True, hinge_warmup: int = 50, working_set: str = "violation",
-                 loss: str = "ramp", class_weight: None | str | dict = None, balance_ratio: float = 1.0,
-                 **params):
+    def __init__(
+        self,
+        X: np.ndarray | None = None,
+        *,
+        ramp_s: float = -1.0,
+        max_nonsv: int | None = 1000,
+        progress_tol: float = 1e-5,
+        max_cccp: int = 100,
+        resync_every: int = 50_000,
+        newton_steps: bool = True,
+        hinge_warmup: int = 50,
+        working_set: str = "violation",
+        loss: str = "ramp",
+        class_weight: None | str | dict = None,
+        balance_ratio: float = 1.0,
+        **params,
+    ):
         ramp_s = float(ramp_s)
         if not (np.isfinite(ramp_s) and ramp_s < 1.0):
             raise ValueError(f"ramp_s must be a finite number below 1, got {ramp_s!r}")
@@ -176,24 +188,24 @@ class OnlineSVMR(RatioClassWeights, OnlineSolver):
         self._squared = loss == "squared_hinge"
         self._init_ratio_weights(class_weight, balance_ratio)
         # per-store-index arrays (grown in _on_store_grown)
-        self.alpha = np.zeros(0)            # unsigned weights a_i, 0 <= a_i <= C
-        self.f = np.zeros(0)                # maintained f(x_j) for every stored example
+        self.alpha = np.zeros(0)  # unsigned weights a_i, 0 <= a_i <= C
+        self.f = np.zeros(0)  # maintained f(x_j) for every stored example
         self.in_working = np.zeros(0, bool)  # learned and kept (not removed by Algorithm 2)
-        self.in_V = np.zeros(0, bool)       # active set V of eq. 10 (subset of the working set)
-        self.upper = np.zeros(0)            # the box bound C w_{y_i} of every learned example (0 otherwise;
+        self.in_V = np.zeros(0, bool)  # active set V of eq. 10 (subset of the working set)
+        self.upper = np.zeros(0)  # the box bound C w_{y_i} of every learned example (0 otherwise;
         #                                     infinity with the squared hinge, which has no box)
-        self.ridge = np.zeros(0)            # D_ii = 1 / (2 C w_{y_i}) of the squared hinge (0 otherwise)
-        self.at_bound = np.zeros(0, bool)   # learned examples with a_i = C w_{y_i} > 0
+        self.ridge = np.zeros(0)  # D_ii = 1 / (2 C w_{y_i}) of the squared hinge (0 otherwise)
+        self.at_bound = np.zeros(0, bool)  # learned examples with a_i = C w_{y_i} > 0
         # u_c(x_j) = sum over the examples of class c at their bound of y_i K(x_i, x_j), for every stored
         # x_j (row 0: positives, row 1: negatives): when a class weight moves, every example of the class
         # at its bound moves with it, and f changes by (the bound's change) * u_c, one pass over the store
         self.bound_sums = np.zeros((2, 0))
-        self._class_bounds = (0.0, 0.0)     # (C w_+, C w_-) that the bounds of the learned examples hold
+        self._class_bounds = (0.0, 0.0)  # (C w_+, C w_-) that the bounds of the learned examples hold
         self._updates_since_sync = 0
-        self.n_removed_ = 0                 # examples dropped by the removal step so far
+        self.n_removed_ = 0  # examples dropped by the removal step so far
         self._gram: np.ndarray | None = None  # K over _gram_idx (V in learning order), squared hinge only
         self._gram_idx: np.ndarray | None = None  # (set with _gram)
-        self._stalled = ""                  # why SMO stopped short of tol in this step (floating point), if it did
+        self._stalled = ""  # why SMO stopped short of tol in this step (floating point), if it did
         super().__init__(X, **params)
 
     # -- per-example arrays ------------------------------------------------
@@ -221,10 +233,19 @@ class OnlineSVMR(RatioClassWeights, OnlineSolver):
 
     def get_params(self) -> dict[str, Any]:
         params = super().get_params()
-        params.update(ramp_s=self.ramp_s, max_nonsv=self.max_nonsv, progress_tol=self.progress_tol,
-                      max_cccp=self.max_cccp, resync_every=self.resync_every, newton_steps=self.newton_steps,
-                      hinge_warmup=self.hinge_warmup, working_set=self.working_set,
-                      loss=self.loss, class_weight=self.class_weight, balance_ratio=self.balance_ratio)
+        params.update(
+            ramp_s=self.ramp_s,
+            max_nonsv=self.max_nonsv,
+            progress_tol=self.progress_tol,
+            max_cccp=self.max_cccp,
+            resync_every=self.resync_every,
+            newton_steps=self.newton_steps,
+            hinge_warmup=self.hinge_warmup,
+            working_set=self.working_set,
+            loss=self.loss,
+            class_weight=self.class_weight,
+            balance_ratio=self.balance_ratio,
+        )
         return params
 
     # -- per-class bounds (``class_weights_``: ``RatioClassWeights``) ------------------
@@ -380,8 +401,7 @@ class OnlineSVMR(RatioClassWeights, OnlineSolver):
             else:  # K_ii = 0: the example contributes nothing to f; W is linear in a_i
                 new = Ci if g[k] > 0 else 0.0
             if new == a:  # no representable progress (extreme C): stop rather than spin (the step says so)
-                self._stalled = (f"SMO cannot make progress in floating point (a_i = {a:.3g}, violation "
-                                 f"{viol[k]:.3g})")
+                self._stalled = f"SMO cannot make progress in floating point (a_i = {a:.3g}, violation {viol[k]:.3g})"
                 return steps, False
             self._set_alpha(i, new)
             u[k] = 1.0 if new < Ci else 0.0
@@ -605,7 +625,7 @@ class OnlineSVMR(RatioClassWeights, OnlineSolver):
         if len(nonsv) <= self.max_nonsv:
             return 0
         order = np.argsort(np.abs(self.f[nonsv]), kind="stable")
-        drop = nonsv[order[self.max_nonsv:]]
+        drop = nonsv[order[self.max_nonsv :]]
         self.in_working[drop] = False
         self.in_V[drop] = False
         self.n_removed_ += len(drop)
@@ -625,7 +645,7 @@ class OnlineSVMR(RatioClassWeights, OnlineSolver):
         sums = np.zeros((2, n))
         sv = np.flatnonzero(self.alpha > 0 if with_f else self.at_bound)
         for start in range(0, len(sv), 256):
-            chunk = sv[start:start + 256]
+            chunk = sv[start : start + 256]
             assert self.cache is not None  # (support vectors: data came, and the kernel cache with them)
             rows = self.cache.rows(chunk)
             if with_f:
@@ -650,11 +670,23 @@ class OnlineSVMR(RatioClassWeights, OnlineSolver):
         gap = self._max_violation()
         if status == "ok" and gap > self.tol:
             status = "inexact"
-            msg = self._not_tau_optimal(f"the largest KKT violation on V is {gap:.3g}, above tol {self.tol:g}"
-                                        + (f" ({self._stalled})" if self._stalled else ""))
-        return dict(iterations=steps, status=status, message=msg, kkt_gap=gap,
-                    extra=dict(cccp_iterations=outer, removed=removed, n_sv=int(np.sum(self.alpha > 0)),
-                               n_active=int(self.in_V.sum()), n_working=int(self.in_working.sum())))
+            msg = self._not_tau_optimal(
+                f"the largest KKT violation on V is {gap:.3g}, above tol {self.tol:g}"
+                + (f" ({self._stalled})" if self._stalled else "")
+            )
+        return dict(
+            iterations=steps,
+            status=status,
+            message=msg,
+            kkt_gap=gap,
+            extra=dict(
+                cccp_iterations=outer,
+                removed=removed,
+                n_sv=int(np.sum(self.alpha > 0)),
+                n_active=int(self.in_V.sum()),
+                n_working=int(self.in_working.sum()),
+            ),
+        )
 
     # -- the contract --------------------------------------------------------
     def learn(self, i: int, y: float) -> StepResult:
@@ -755,7 +787,7 @@ class OnlineSVMR(RatioClassWeights, OnlineSolver):
         fV = np.zeros(len(V))
         if len(sv):
             for start in range(0, len(V), 2048):
-                fV[start:start + 2048] = self._uncounted_block(V[start:start + 2048], sv) @ coef
+                fV[start : start + 2048] = self._uncounted_block(V[start : start + 2048], sv) @ coef
         a = self.alpha[V]
         g = 1.0 - self.y[V] * fV - (a * self.ridge[V] if self._squared else 0.0)
         viol = np.maximum(np.where(a < self.upper[V], g, 0.0), np.where(a > 0, -g, 0.0))
@@ -765,7 +797,7 @@ class OnlineSVMR(RatioClassWeights, OnlineSolver):
         """W(a) of the hinge sub-problem on V (every a_i > 0 belongs to V); with the squared hinge,
         minus sum_i a_i^2 D_ii / 2 (the dual of the module notes)."""
         if self._squared:
-            return super().dual_objective() - 0.5 * float(self.alpha ** 2 @ self.ridge)
+            return super().dual_objective() - 0.5 * float(self.alpha**2 @ self.ridge)
         return super().dual_objective()
 
     @property
@@ -775,9 +807,15 @@ class OnlineSVMR(RatioClassWeights, OnlineSolver):
 
     # -- state -------------------------------------------------------------
     def _state_arrays(self) -> dict[str, np.ndarray]:
-        return dict(alpha=self.alpha.copy(), f=self.f.copy(), in_working=self.in_working.copy(),
-                    in_V=self.in_V.copy(), at_bound=self.at_bound.copy(), bound_sums=self.bound_sums.copy(),
-                    counters=np.array([self._updates_since_sync, self.n_removed_], dtype=np.int64))
+        return dict(
+            alpha=self.alpha.copy(),
+            f=self.f.copy(),
+            in_working=self.in_working.copy(),
+            in_V=self.in_V.copy(),
+            at_bound=self.at_bound.copy(),
+            bound_sums=self.bound_sums.copy(),
+            counters=np.array([self._updates_since_sync, self.n_removed_], dtype=np.int64),
+        )
 
     def _load_state_arrays(self, arrays: dict[str, np.ndarray], meta: dict) -> None:
         n = len(self.store)
@@ -791,8 +829,12 @@ class OnlineSVMR(RatioClassWeights, OnlineSolver):
         self._updates_since_sync, self.n_removed_ = (int(v) for v in arrays["counters"])
         self._gram = self._gram_idx = None
         self._class_bounds = self._bounds_now()  # a function of the learned labels (see class_weight)
-        if ("bound_sums" in arrays and np.shape(arrays["bound_sums"]) == (2, n) and "at_bound" in arrays
-                and np.shape(arrays["at_bound"]) == (n,)):
+        if (
+            "bound_sums" in arrays
+            and np.shape(arrays["bound_sums"]) == (2, n)
+            and "at_bound" in arrays
+            and np.shape(arrays["at_bound"]) == (n,)
+        ):
             self.at_bound = np.array(arrays["at_bound"], dtype=bool)
             self.bound_sums = np.array(arrays["bound_sums"], dtype=np.float64)
         else:  # a state saved before the sums were kept: computed once from its coefficients
@@ -803,8 +845,9 @@ class OnlineSVMR(RatioClassWeights, OnlineSolver):
                 self.cache.n_evals = evals
 
 
-def _newton_on_gram(G: np.ndarray, y: np.ndarray, a: np.ndarray, upper: np.ndarray, ridge: np.ndarray,
-                    f: np.ndarray) -> bool:
+def _newton_on_gram(
+    G: np.ndarray, y: np.ndarray, a: np.ndarray, upper: np.ndarray, ridge: np.ndarray, f: np.ndarray
+) -> bool:
     """``OnlineSVMR._newton_free_step`` on the examples of a kept Gram matrix G (a, f updated in place).
 
     The free weights F (0 < a_i < upper_i), and the weights at 0 whose gradient would raise them

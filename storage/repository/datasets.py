@@ -215,30 +215,44 @@ def _store_feature_chunks(session: Session, dataset_id: int, blob: bytes, n_feat
     step = max(1, FEATURE_CHUNK_BYTES // width) * width if dense else FEATURE_CHUNK_BYTES
     view = memoryview(blob)
     for first in range(0, len(view), 16 * step):  # (16 pieces per statement: a few MB at a time)
-        session.execute(insert(DatasetChunk), [
-            {"dataset_id": dataset_id, "start": start, "data": bytes(view[start:start + step])}
-            for start in range(first, min(len(view), first + 16 * step), step)])
+        session.execute(
+            insert(DatasetChunk),
+            [
+                {"dataset_id": dataset_id, "start": start, "data": bytes(view[start : start + step])}
+                for start in range(first, min(len(view), first + 16 * step), step)
+            ],
+        )
 
 
-def _stored_matrix(session: Session, dataset_id: int, n_rows: int, n_features: int, meta: dict[str, Any] | None,
-                   writable: bool = True) -> Any:
+def _stored_matrix(
+    session: Session, dataset_id: int, n_rows: int, n_features: int, meta: dict[str, Any] | None, writable: bool = True
+) -> Any:
     """A dataset's feature matrix as stored (``storage.validation.decode_features``), put together from
     its pieces in one buffer of its size (one copy of the matrix in memory, plus one piece)."""
     mine = DatasetChunk.dataset_id == dataset_id
-    size = int(session.execute(select(func.coalesce(func.sum(func.length(DatasetChunk.data)), 0))
-                               .where(mine)).scalar_one())
+    size = int(
+        session.execute(select(func.coalesce(func.sum(func.length(DatasetChunk.data)), 0)).where(mine)).scalar_one()
+    )
     blob, end = bytearray(size), 0
-    pieces = session.execute(select(DatasetChunk.start, DatasetChunk.data).where(mine).order_by(DatasetChunk.start)
-                             .execution_options(yield_per=8))
+    pieces = session.execute(
+        select(DatasetChunk.start, DatasetChunk.data)
+        .where(mine)
+        .order_by(DatasetChunk.start)
+        .execution_options(yield_per=8)
+    )
     for start, data in pieces:
         if start != end:
-            raise StorageError(f"The stored feature matrix of dataset {dataset_id} is incomplete or damaged "
-                               f"(a piece at byte {start}, where {end} was expected).")
-        blob[end:end + len(data)] = data
+            raise StorageError(
+                f"The stored feature matrix of dataset {dataset_id} is incomplete or damaged "
+                f"(a piece at byte {start}, where {end} was expected)."
+            )
+        blob[end : end + len(data)] = data
         end += len(data)
     if stored_dense(meta) and size != 8 * n_rows * n_features:
-        raise StorageError(f"The stored feature matrix of dataset {dataset_id} holds {size:,} bytes, not the "
-                           f"{8 * n_rows * n_features:,} of its {n_rows} x {n_features} values.")
+        raise StorageError(
+            f"The stored feature matrix of dataset {dataset_id} holds {size:,} bytes, not the "
+            f"{8 * n_rows * n_features:,} of its {n_rows} x {n_features} values."
+        )
     return decode_features(blob, n_rows, n_features, meta, writable)
 
 
@@ -269,8 +283,11 @@ def load_dataset_arrays(
             y_true = np.frombuffer(dataset.true_labels, dtype="<i1").astype(np.int8, copy=True)
         display = DisplayInfo(
             kind=dataset.display_kind,
-            image_shape=((dataset.image_width, dataset.image_height)
-                         if dataset.image_width is not None and dataset.image_height is not None else None),
+            image_shape=(
+                (dataset.image_width, dataset.image_height)
+                if dataset.image_width is not None and dataset.image_height is not None
+                else None
+            ),
             text_column=dataset.text_column,
             item_keys=keys,
             display_values=texts,
@@ -287,8 +304,9 @@ def load_feature_rows(engine: EngineLike, dataset_id: int, items: Sequence[int])
     """
     items = [int(i) for i in items]
     with reading(engine) as session:
-        row = session.execute(select(Dataset.n_rows, Dataset.n_features, Dataset.meta)
-                              .where(Dataset.id == dataset_id)).one_or_none()
+        row = session.execute(
+            select(Dataset.n_rows, Dataset.n_features, Dataset.meta).where(Dataset.id == dataset_id)
+        ).one_or_none()
         if row is None:
             raise NotFoundError(f"Dataset {dataset_id} does not exist.")
         n_rows, n_features, meta = row
@@ -305,12 +323,17 @@ def load_feature_rows(engine: EngineLike, dataset_id: int, items: Sequence[int])
             at = i * width
             piece = next((p for p in pieces.values() if p[0] <= at and at + width <= p[0] + len(p[1])), None)
             if piece is None:
-                piece = session.execute(select(DatasetChunk.start, DatasetChunk.data)
-                                        .where(DatasetChunk.dataset_id == dataset_id, DatasetChunk.start <= at)
-                                        .order_by(DatasetChunk.start.desc()).limit(1)).one_or_none()
+                piece = session.execute(
+                    select(DatasetChunk.start, DatasetChunk.data)
+                    .where(DatasetChunk.dataset_id == dataset_id, DatasetChunk.start <= at)
+                    .order_by(DatasetChunk.start.desc())
+                    .limit(1)
+                ).one_or_none()
                 if piece is None or not at + width <= piece[0] + len(piece[1]):
-                    raise StorageError(f"The stored feature matrix of dataset {dataset_id} is shorter than its "
-                                       f"{n_rows} x {n_features} values.")
+                    raise StorageError(
+                        f"The stored feature matrix of dataset {dataset_id} is shorter than its "
+                        f"{n_rows} x {n_features} values."
+                    )
                 pieces[piece[0]] = piece
             start, data = piece
             out[k] = np.frombuffer(data, dtype="<f8", count=n_features, offset=at - start)

@@ -102,8 +102,12 @@ def record_label(
         with writing(engine) as session:
             # one statement finds the session, checks it is open and finds the item
             target = session.execute(
-                select(LabellingSession.status, LabellingSession.dataset_id, LabellingSession.solver_params,
-                       Item.id.label("item_id"))
+                select(
+                    LabellingSession.status,
+                    LabellingSession.dataset_id,
+                    LabellingSession.solver_params,
+                    Item.id.label("item_id"),
+                )
                 .outerjoin(Item, (Item.dataset_id == LabellingSession.dataset_id) & (Item.position == item_index))
                 .where(LabellingSession.id == session_id)
             ).first()
@@ -159,11 +163,13 @@ def check_answer(classes: tuple[str, ...], value: int, answer_class: int | None)
             raise InvalidLabelError("A skip has no class.")
         return
     if value != 1 or answer_class is None:
-        raise InvalidLabelError(f"This session's answers are one of its classes ({', '.join(classes)}) or a skip, "
-                                f"not {value:+d}.")
+        raise InvalidLabelError(
+            f"This session's answers are one of its classes ({', '.join(classes)}) or a skip, not {value:+d}."
+        )
     if not 0 <= answer_class < len(classes):
-        raise InvalidLabelError(f"Class number {answer_class} is not one of the session's {len(classes)} classes "
-                                f"({', '.join(classes)}).")
+        raise InvalidLabelError(
+            f"Class number {answer_class} is not one of the session's {len(classes)} classes ({', '.join(classes)})."
+        )
 
 
 def _label_value(value: Any) -> int:
@@ -186,8 +192,9 @@ def _item_id(session: Session, dataset_id: int, item_index: int) -> int:
     ).scalar()
     if item_id is None:
         n_items = session.execute(select(Dataset.n_rows).where(Dataset.id == dataset_id)).scalar()
-        raise InvalidLabelError(f"Item {item_index} does not exist: dataset {dataset_id} has items 0 to "
-                                f"{(n_items or 0) - 1}.")
+        raise InvalidLabelError(
+            f"Item {item_index} does not exist: dataset {dataset_id} has items 0 to {(n_items or 0) - 1}."
+        )
     return item_id
 
 
@@ -277,9 +284,14 @@ def events_query() -> Any:
             Label.session_id,
             Item.position,
             Annotator.name,
-            *(current_value().label("value") if name == "value" else
-              current_class().label("answer_class") if name == "answer_class" else getattr(Label, name)
-              for name in EVENT_LABEL_FIELDS),
+            *(
+                current_value().label("value")
+                if name == "value"
+                else current_class().label("answer_class")
+                if name == "answer_class"
+                else getattr(Label, name)
+                for name in EVENT_LABEL_FIELDS
+            ),
         )
         .join(Item, Item.id == Label.item_id)
         .join(Annotator, Annotator.id == Label.annotator_id)

@@ -75,8 +75,7 @@ def start_session(
     Without it, ``strategy``, ``solver``, ``params`` and ``seed`` are stored as given."""
     if settings is not None:
         if (strategy, solver, params, seed) != (None, None, None, None):
-            raise StorageError("Give a session's settings record, or its strategy, solver, params and seed: "
-                               "not both.")
+            raise StorageError("Give a session's settings record, or its strategy, solver, params and seed: not both.")
         strategy, solver, seed, params = settings.strategy, settings.solver, settings.seed, settings.to_json()
     annotator = _annotator_name(annotator)
     strategy = _non_empty(strategy, "strategy")
@@ -194,11 +193,13 @@ def reopen_session(engine: EngineLike, session_id: int) -> None:
 
 def _set_session_status(engine: EngineLike, session_id: int, status: str) -> None:
     with writing(engine) as session:
-        changed = rowcount(session.execute(
-            update(LabellingSession)
-            .where(LabellingSession.id == session_id)
-            .values(status=status, updated_at=utc_now())
-        ))
+        changed = rowcount(
+            session.execute(
+                update(LabellingSession)
+                .where(LabellingSession.id == session_id)
+                .values(status=status, updated_at=utc_now())
+            )
+        )
     if not changed:
         raise NotFoundError(f"Session {session_id} does not exist.")
 

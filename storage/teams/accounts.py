@@ -50,10 +50,15 @@ _ACCOUNT_COLUMNS = (Account, Annotator.name)
 def _account_info(row: Any) -> AccountInfo:
     account: Account = row.Account
     return AccountInfo(
-        id=account.id, annotator_id=account.annotator_id, name=row.name, role=account.role,
-        password_hash=account.password_hash, session_epoch=account.session_epoch,
+        id=account.id,
+        annotator_id=account.annotator_id,
+        name=row.name,
+        role=account.role,
+        password_hash=account.password_hash,
+        session_epoch=account.session_epoch,
         failed_attempts=account.failed_attempts,
-        disabled=account.disabled_at is not None, last_sign_in_at=account.last_sign_in_at,
+        disabled=account.disabled_at is not None,
+        last_sign_in_at=account.last_sign_in_at,
         created_at=account.created_at,
     )
 
@@ -74,8 +79,15 @@ def create_account(engine: EngineLike, *, name: str, role: str, password_hash: s
             annotator_id = _annotator_id(session, name)
             if session.execute(select(Account.id).where(Account.annotator_id == annotator_id)).first():
                 raise DuplicateAccountError(f"An account named '{name}' exists already.")
-            session.add(Account(annotator_id=annotator_id, role=role, password_hash=password_hash,
-                                session_epoch=0, failed_attempts=0))
+            session.add(
+                Account(
+                    annotator_id=annotator_id,
+                    role=role,
+                    password_hash=password_hash,
+                    session_epoch=0,
+                    failed_attempts=0,
+                )
+            )
     except IntegrityError:  # created by another transaction at the same moment
         raise DuplicateAccountError(f"An account named '{name}' exists already.") from None
     account = get_account(engine, name)
@@ -114,11 +126,15 @@ def count_owners(engine: EngineLike) -> int:
 
 def record_sign_in(engine: EngineLike, account_id: int, *, succeeded: bool) -> int:
     """Note a sign-in: success resets the account's failure count, a failure adds one. Returns the count."""
-    values: dict[str, Any] = (dict(failed_attempts=0, last_sign_in_at=utc_now()) if succeeded
-                              else dict(failed_attempts=Account.failed_attempts + 1))
+    values: dict[str, Any] = (
+        dict(failed_attempts=0, last_sign_in_at=utc_now())
+        if succeeded
+        else dict(failed_attempts=Account.failed_attempts + 1)
+    )
     with writing(engine) as session:
-        count = session.execute(update(Account).where(Account.id == int(account_id)).values(**values)
-                                .returning(Account.failed_attempts)).scalar()
+        count = session.execute(
+            update(Account).where(Account.id == int(account_id)).values(**values).returning(Account.failed_attempts)
+        ).scalar()
     if count is None:
         raise NotFoundError(f"Account {account_id} does not exist.")
     return count
@@ -127,14 +143,16 @@ def record_sign_in(engine: EngineLike, account_id: int, *, succeeded: bool) -> i
 def set_password_hash(engine: EngineLike, account_id: int, password_hash: str) -> None:
     """Store a new password hash; every sign-in made before ends (``session_epoch`` changes)."""
     password_hash = storable_text(password_hash, "The password hash", max_length=255, error=StorageError)
-    _update_account(engine, account_id, password_hash=password_hash, failed_attempts=0,
-                    session_epoch=Account.session_epoch + 1)
+    _update_account(
+        engine, account_id, password_hash=password_hash, failed_attempts=0, session_epoch=Account.session_epoch + 1
+    )
 
 
 def set_account_disabled(engine: EngineLike, account_id: int, disabled: bool) -> None:
     """Disable (every sign-in ends) or enable an account; ``LastOwnerError`` for the last enabled owner."""
-    _update_account(engine, account_id, disabled_at=utc_now() if disabled else None,
-                    session_epoch=Account.session_epoch + 1)
+    _update_account(
+        engine, account_id, disabled_at=utc_now() if disabled else None, session_epoch=Account.session_epoch + 1
+    )
 
 
 def set_account_role(engine: EngineLike, account_id: int, role: str) -> None:
@@ -162,6 +180,8 @@ def _update_account(engine: EngineLike, account_id: int, **values: Any) -> None:
         if not changed:
             raise NotFoundError(f"Account {account_id} does not exist.")
         _revoke_browser_sign_ins(session, int(account_id), utc_now())  # (every change here ends its sign-ins)
-        if int(account_id) in owners and session.execute(
-                select(func.count()).select_from(_enabled_owners().subquery())).scalar_one() == 0:
+        if (
+            int(account_id) in owners
+            and session.execute(select(func.count()).select_from(_enabled_owners().subquery())).scalar_one() == 0
+        ):
             raise LastOwnerError("The last owner cannot be disabled or given another role.")  # (rolled back)

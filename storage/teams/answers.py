@@ -64,8 +64,9 @@ def _answers_query(project_id: int) -> Any:
     )
 
 
-def project_answers(engine: EngineLike, project_id: int, *, after_label_id: int | None = None
-                    ) -> tuple[tuple[int, int], list[ProjectAnswer]]:
+def project_answers(
+    engine: EngineLike, project_id: int, *, after_label_id: int | None = None
+) -> tuple[tuple[int, int], list[ProjectAnswer]]:
     """The project's ``(revision, edits)`` and its active answers (after ``after_label_id``), in label order.
 
     Read in one transaction, so the answers are exactly those of that revision.
@@ -78,8 +79,17 @@ def project_answers(engine: EngineLike, project_id: int, *, after_label_id: int 
         if row is None:
             raise NotFoundError(f"Project {project_id} does not exist.")
         rows = session.execute(query.order_by(Label.id)).all()
-    answers = [ProjectAnswer(label_id=r.id, item_index=r.position, annotator=r.name, value=int(r.value),
-                             session_id=r.session_id, created_at=r.created_at) for r in rows]
+    answers = [
+        ProjectAnswer(
+            label_id=r.id,
+            item_index=r.position,
+            annotator=r.name,
+            value=int(r.value),
+            session_id=r.session_id,
+            created_at=r.created_at,
+        )
+        for r in rows
+    ]
     return (int(row.revision), int(row.edits)), answers
 
 
@@ -103,9 +113,20 @@ def _bump(session: Session, project: Project, *, edit: bool) -> None:
     session.execute(update(Project).where(Project.id == project.id).values(**values))
 
 
-def record_answer(engine: EngineLike, project_id: int, *, annotator: str, item_index: int, value: int,
-                  strategy: str, solver: str, decision_value: float | None = None, model_version: int = 0,
-                  update_ms: float | None = None, query_ms: float | None = None) -> LabelEvent:
+def record_answer(
+    engine: EngineLike,
+    project_id: int,
+    *,
+    annotator: str,
+    item_index: int,
+    value: int,
+    strategy: str,
+    solver: str,
+    decision_value: float | None = None,
+    model_version: int = 0,
+    update_ms: float | None = None,
+    query_ms: float | None = None,
+) -> LabelEvent:
     """Store a member's answer (+1, -1, or 0 to skip) to an item of the project; committed when this returns.
 
     Refused, with nothing written: an item that already has every answer the project
@@ -118,9 +139,14 @@ def record_answer(engine: EngineLike, project_id: int, *, annotator: str, item_i
     annotator = _annotator_name(annotator)
     now = utc_now()
     answer: dict[str, Any] = dict(
-        value=value, created_at=now, strategy=_non_empty(strategy, "strategy"), solver=_non_empty(solver, "solver"),
-        decision_value=_optional_float(decision_value, "decision_value"), model_version=int(model_version),
-        update_ms=_optional_float(update_ms, "update_ms"), query_ms=_optional_float(query_ms, "query_ms"),
+        value=value,
+        created_at=now,
+        strategy=_non_empty(strategy, "strategy"),
+        solver=_non_empty(solver, "solver"),
+        decision_value=_optional_float(decision_value, "decision_value"),
+        model_version=int(model_version),
+        update_ms=_optional_float(update_ms, "update_ms"),
+        query_ms=_optional_float(query_ms, "query_ms"),
     )
     with writing(engine) as session:
         project = _locked_project(session, project_id)
@@ -128,27 +154,43 @@ def record_answer(engine: EngineLike, project_id: int, *, annotator: str, item_i
             raise StorageError(f"Project '{project.name}' is closed; it takes no more answers.")
         annotator_id, session_id = _member(session, project, annotator)
         item_id = _item_id(session, project.dataset_id, item_index)
-        mine = session.execute(select(Label.value).where(
-            Label.session_id == session_id, Label.item_id == item_id, Label.undone_at.is_(None))).first()
+        mine = session.execute(
+            select(Label.value).where(
+                Label.session_id == session_id, Label.item_id == item_id, Label.undone_at.is_(None)
+            )
+        ).first()
         if mine is not None:
             raise DuplicateLabelError(
                 f"Item {item_index} already has your answer in project '{project.name}'; undo it first to change it.",
-                session_id=session_id, item_index=item_index, label_id=None)
+                session_id=session_id,
+                item_index=item_index,
+                label_id=None,
+            )
         given = session.execute(
-            select(func.count()).select_from(Label)
+            select(func.count())
+            .select_from(Label)
             .join(ProjectMember, ProjectMember.session_id == Label.session_id)
-            .where(ProjectMember.project_id == project.id, Label.item_id == item_id, Label.undone_at.is_(None),
-                   Label.value != 0)
+            .where(
+                ProjectMember.project_id == project.id,
+                Label.item_id == item_id,
+                Label.undone_at.is_(None),
+                Label.value != 0,
+            )
         ).scalar_one()
         if given >= answers_needed(project, item_index):
-            raise ItemTakenError(f"Item {item_index} was answered by another annotator meanwhile; nothing was "
-                                 "recorded.")
+            raise ItemTakenError(
+                f"Item {item_index} was answered by another annotator meanwhile; nothing was recorded."
+            )
         label_id = session.execute(
-            insert(Label).values(session_id=session_id, item_id=item_id, annotator_id=annotator_id, **answer)
+            insert(Label)
+            .values(session_id=session_id, item_id=item_id, annotator_id=annotator_id, **answer)
             .returning(Label.id)
         ).scalar_one()
-        session.execute(delete(ItemReservation).where(
-            ItemReservation.project_id == project.id, ItemReservation.annotator_id == annotator_id))
+        session.execute(
+            delete(ItemReservation).where(
+                ItemReservation.project_id == project.id, ItemReservation.annotator_id == annotator_id
+            )
+        )
         session.execute(update(LabellingSession).where(LabellingSession.id == session_id).values(updated_at=now))
         _bump(session, project, edit=False)
     return LabelEvent(label_id=label_id, session_id=session_id, item_index=item_index, annotator=annotator, **answer)
@@ -163,7 +205,8 @@ def undo_answer(engine: EngineLike, project_id: int, *, annotator: str, label_id
             raise StorageError(f"Project '{project.name}' is closed; its answers stay as they are.")
         _, session_id = _member(session, project, annotator)
         last_id = session.execute(
-            select(func.max(Label.id)).where(Label.session_id == session_id, Label.undone_at.is_(None))).scalar()
+            select(func.max(Label.id)).where(Label.session_id == session_id, Label.undone_at.is_(None))
+        ).scalar()
         if last_id is None or last_id != int(label_id):
             return None
         now = utc_now()
@@ -173,8 +216,9 @@ def undo_answer(engine: EngineLike, project_id: int, *, annotator: str, label_id
         return _label_event(session.execute(events_query().where(Label.id == last_id)).one())
 
 
-def settle(engine: EngineLike, project_id: int, *, item_index: int, value: int, settled_by: str,
-           note: str = "") -> None:
+def settle(
+    engine: EngineLike, project_id: int, *, item_index: int, value: int, settled_by: str, note: str = ""
+) -> None:
     """Store (or replace) the settled answer of an item."""
     value = _label_value(value)
     if value == 0:
@@ -186,8 +230,9 @@ def settle(engine: EngineLike, project_id: int, *, item_index: int, value: int, 
         project = _locked_project(session, project_id)
         item_id = _item_id(session, project.dataset_id, item_index)
         by = _annotator_id(session, settled_by)
-        session.execute(delete(Adjudication).where(Adjudication.project_id == project.id,
-                                                   Adjudication.item_id == item_id))
+        session.execute(
+            delete(Adjudication).where(Adjudication.project_id == project.id, Adjudication.item_id == item_id)
+        )
         session.add(Adjudication(project_id=project.id, item_id=item_id, value=value, annotator_id=by, note=note))
         session.flush()
         _bump(session, project, edit=True)

@@ -78,22 +78,44 @@ def _project_query() -> Any:
 def _project_info(row: Any) -> ProjectInfo:
     p: Project = row.Project
     return ProjectInfo(
-        id=p.id, name=p.name, dataset_id=p.dataset_id, dataset_name=row.dataset_name, strategy=p.strategy,
-        solver=p.solver, params=dict(p.params or {}), seed=p.seed, labels_per_item=p.labels_per_item,
-        overlap_share=float(p.overlap_share), reservation_seconds=p.reservation_seconds, status=p.status,
-        revision=p.revision, edits=p.edits, created_at=p.created_at,
+        id=p.id,
+        name=p.name,
+        dataset_id=p.dataset_id,
+        dataset_name=row.dataset_name,
+        strategy=p.strategy,
+        solver=p.solver,
+        params=dict(p.params or {}),
+        seed=p.seed,
+        labels_per_item=p.labels_per_item,
+        overlap_share=float(p.overlap_share),
+        reservation_seconds=p.reservation_seconds,
+        status=p.status,
+        revision=p.revision,
+        edits=p.edits,
+        created_at=p.created_at,
     )
 
 
-def create_project(engine: EngineLike, *, name: str, dataset_id: int, strategy: str, solver: str,
-                   params: dict[str, Any] | None = None, seed: int = 0, labels_per_item: int = 1,
-                   overlap_share: float = 0.0, reservation_seconds: int = 600,
-                   created_by: str | None = None) -> int:
+def create_project(
+    engine: EngineLike,
+    *,
+    name: str,
+    dataset_id: int,
+    strategy: str,
+    solver: str,
+    params: dict[str, Any] | None = None,
+    seed: int = 0,
+    labels_per_item: int = 1,
+    overlap_share: float = 0.0,
+    reservation_seconds: int = 600,
+    created_by: str | None = None,
+) -> int:
     """Create a project; return its id. ``StorageError`` names what is wrong, and nothing is written."""
     if not isinstance(name, str) or not name.strip():
         raise StorageError("A project needs a non-empty name.")
-    name = storable_text(name.strip(), "The project name", max_length=text_length(Project.__table__.c.name),
-                         error=StorageError)
+    name = storable_text(
+        name.strip(), "The project name", max_length=text_length(Project.__table__.c.name), error=StorageError
+    )
     strategy, solver = _non_empty(strategy, "strategy"), _non_empty(solver, "solver")
     params_json = _jsonable(params or {}, "params")
     if params_json.get("find") is not None:
@@ -113,9 +135,18 @@ def create_project(engine: EngineLike, *, name: str, dataset_id: int, strategy: 
             if session.execute(select(Project.id).where(Project.name == name)).first():
                 raise StorageError(f"A project named '{name}' exists already.")
             project = Project(
-                name=name, dataset_id=dataset_id, strategy=strategy, solver=solver, params=params_json, seed=seed,
-                labels_per_item=labels_per_item, overlap_share=overlap_share,
-                reservation_seconds=reservation_seconds, status="active", revision=0, edits=0,
+                name=name,
+                dataset_id=dataset_id,
+                strategy=strategy,
+                solver=solver,
+                params=params_json,
+                seed=seed,
+                labels_per_item=labels_per_item,
+                overlap_share=overlap_share,
+                reservation_seconds=reservation_seconds,
+                status="active",
+                revision=0,
+                edits=0,
                 created_by=None if created_by is None else _annotator_id(session, _annotator_name(created_by)),
             )
             session.add(project)
@@ -137,8 +168,11 @@ def list_projects(engine: EngineLike, *, member: str | None = None, status: str 
     """Projects, newest first; ``member``: only those the annotator of that name belongs to."""
     query = _project_query().order_by(Project.id.desc())
     if member is not None:
-        query = query.join(ProjectMember, ProjectMember.project_id == Project.id).join(
-            Annotator, Annotator.id == ProjectMember.annotator_id).where(Annotator.name == member.strip())
+        query = (
+            query.join(ProjectMember, ProjectMember.project_id == Project.id)
+            .join(Annotator, Annotator.id == ProjectMember.annotator_id)
+            .where(Annotator.name == member.strip())
+        )
     if status is not None:
         if status not in PROJECT_STATUSES:
             raise StorageError(f"Project status '{status}' is not one of {', '.join(PROJECT_STATUSES)}.")
@@ -151,8 +185,13 @@ def set_project_status(engine: EngineLike, project_id: int, status: str) -> None
     if status not in PROJECT_STATUSES:
         raise StorageError(f"Project status '{status}' is not one of {', '.join(PROJECT_STATUSES)}.")
     with writing(engine) as session:
-        changed = rowcount(session.execute(update(Project).where(Project.id == int(project_id)).values(
-            status=status, updated_at=utc_now(), revision=Project.revision + 1)))
+        changed = rowcount(
+            session.execute(
+                update(Project)
+                .where(Project.id == int(project_id))
+                .values(status=status, updated_at=utc_now(), revision=Project.revision + 1)
+            )
+        )
     if not changed:
         raise NotFoundError(f"Project {project_id} does not exist.")
 
@@ -187,23 +226,35 @@ def add_member(engine: EngineLike, project_id: int, annotator: str) -> int:
         with writing(engine) as session:
             project = _locked_project(session, project_id)
             annotator_id = _annotator_id(session, name)
-            found = session.execute(select(ProjectMember.session_id).where(
-                ProjectMember.project_id == project.id, ProjectMember.annotator_id == annotator_id)).scalar()
+            found = session.execute(
+                select(ProjectMember.session_id).where(
+                    ProjectMember.project_id == project.id, ProjectMember.annotator_id == annotator_id
+                )
+            ).scalar()
             if found is not None:
                 return found
             labelling_session = LabellingSession(
-                dataset_id=project.dataset_id, annotator_id=annotator_id, strategy=project.strategy,
-                solver=project.solver, solver_params=dict(project.params or {}), seed=project.seed, status="active")
+                dataset_id=project.dataset_id,
+                annotator_id=annotator_id,
+                strategy=project.strategy,
+                solver=project.solver,
+                solver_params=dict(project.params or {}),
+                seed=project.seed,
+                status="active",
+            )
             session.add(labelling_session)
             session.flush()
-            session.add(ProjectMember(project_id=project.id, annotator_id=annotator_id,
-                                      session_id=labelling_session.id))
+            session.add(
+                ProjectMember(project_id=project.id, annotator_id=annotator_id, session_id=labelling_session.id)
+            )
             return labelling_session.id
     except IntegrityError:  # added by another transaction at the same moment
         with reading(engine) as session:
-            return session.execute(select(ProjectMember.session_id).join(
-                Annotator, Annotator.id == ProjectMember.annotator_id).where(
-                ProjectMember.project_id == int(project_id), Annotator.name == name)).scalar_one()
+            return session.execute(
+                select(ProjectMember.session_id)
+                .join(Annotator, Annotator.id == ProjectMember.annotator_id)
+                .where(ProjectMember.project_id == int(project_id), Annotator.name == name)
+            ).scalar_one()
 
 
 def project_members(engine: EngineLike, project_id: int) -> dict[str, int]:

@@ -34,14 +34,23 @@ def reserve_item(engine: EngineLike, project_id: int, *, annotator: str, item_in
             raise NotFoundError(f"Project {project_id} does not exist.")
         annotator_id, _ = _member(session, project, annotator)
         item_id = _item_id(session, project.dataset_id, _item_index(item_index))
-        session.execute(delete(ItemReservation).where(
-            ItemReservation.project_id == project.id,
-            (ItemReservation.expires_at <= now) | (ItemReservation.annotator_id == annotator_id)))
+        session.execute(
+            delete(ItemReservation).where(
+                ItemReservation.project_id == project.id,
+                (ItemReservation.expires_at <= now) | (ItemReservation.annotator_id == annotator_id),
+            )
+        )
         try:
             with session.begin_nested():
-                session.execute(insert(ItemReservation).values(
-                    project_id=project.id, item_id=item_id, annotator_id=annotator_id,
-                    expires_at=now + dt.timedelta(seconds=int(seconds)), created_at=now))
+                session.execute(
+                    insert(ItemReservation).values(
+                        project_id=project.id,
+                        item_id=item_id,
+                        annotator_id=annotator_id,
+                        expires_at=now + dt.timedelta(seconds=int(seconds)),
+                        created_at=now,
+                    )
+                )
         except IntegrityError:
             return False
         return True
@@ -54,8 +63,11 @@ def reservation_of(engine: EngineLike, project_id: int, annotator: str) -> int |
             select(Item.position)
             .join(ItemReservation, ItemReservation.item_id == Item.id)
             .join(Annotator, Annotator.id == ItemReservation.annotator_id)
-            .where(ItemReservation.project_id == int(project_id), Annotator.name == annotator.strip(),
-                   ItemReservation.expires_at > utc_now())
+            .where(
+                ItemReservation.project_id == int(project_id),
+                Annotator.name == annotator.strip(),
+                ItemReservation.expires_at > utc_now(),
+            )
         ).scalar()
 
 
@@ -77,5 +89,8 @@ def release_reservation(engine: EngineLike, project_id: int, annotator: str) -> 
     with writing(engine) as session:
         annotator_id = session.execute(select(Annotator.id).where(Annotator.name == annotator.strip())).scalar()
         if annotator_id is not None:
-            session.execute(delete(ItemReservation).where(ItemReservation.project_id == int(project_id),
-                                                          ItemReservation.annotator_id == annotator_id))
+            session.execute(
+                delete(ItemReservation).where(
+                    ItemReservation.project_id == int(project_id), ItemReservation.annotator_id == annotator_id
+                )
+            )

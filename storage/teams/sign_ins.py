@@ -37,9 +37,16 @@ class BrowserSignInInfo:
 
 
 def _browser_sign_in_info(row: BrowserSignIn) -> BrowserSignInInfo:
-    return BrowserSignInInfo(id=row.id, account_id=row.account_id, session_epoch=row.session_epoch,
-                             created_at=row.created_at, last_used_at=row.last_used_at, expires_at=row.expires_at,
-                             revoked_at=row.revoked_at, redeemed=row.token_hash is not None)
+    return BrowserSignInInfo(
+        id=row.id,
+        account_id=row.account_id,
+        session_epoch=row.session_epoch,
+        created_at=row.created_at,
+        last_used_at=row.last_used_at,
+        expires_at=row.expires_at,
+        revoked_at=row.revoked_at,
+        redeemed=row.token_hash is not None,
+    )
 
 
 def _digest(text: str, what: str) -> str:
@@ -49,9 +56,16 @@ def _digest(text: str, what: str) -> str:
     return text
 
 
-def create_browser_sign_in(engine: EngineLike, account_id: int, *, session_epoch: int, ticket_hash: str,
-                           ticket_expires_at: dt.datetime, created_at: dt.datetime,
-                           expires_at: dt.datetime) -> int | None:
+def create_browser_sign_in(
+    engine: EngineLike,
+    account_id: int,
+    *,
+    session_epoch: int,
+    ticket_hash: str,
+    ticket_expires_at: dt.datetime,
+    created_at: dt.datetime,
+    expires_at: dt.datetime,
+) -> int | None:
     """Start a browser sign-in of an account, redeemable once with the ticket whose hash is ``ticket_hash``
     until ``ticket_expires_at``; its id, or None when the account is disabled, gone, or its
     ``session_epoch`` is not ``session_epoch`` any more (checked in the same transaction as the insert).
@@ -59,39 +73,63 @@ def create_browser_sign_in(engine: EngineLike, account_id: int, *, session_epoch
     ticket_hash = _digest(ticket_hash, "A ticket's hash")
     now = utc_now()
     with writing(engine) as session:
-        holds = session.execute(select(Account.id).where(
-            Account.id == int(account_id), Account.session_epoch == int(session_epoch),
-            Account.disabled_at.is_(None))).first()
+        holds = session.execute(
+            select(Account.id).where(
+                Account.id == int(account_id),
+                Account.session_epoch == int(session_epoch),
+                Account.disabled_at.is_(None),
+            )
+        ).first()
         if holds is None:
             return None
-        row = BrowserSignIn(account_id=int(account_id), session_epoch=int(session_epoch), ticket_hash=ticket_hash,
-                            ticket_expires_at=ticket_expires_at, created_at=created_at, expires_at=expires_at)
+        row = BrowserSignIn(
+            account_id=int(account_id),
+            session_epoch=int(session_epoch),
+            ticket_hash=ticket_hash,
+            ticket_expires_at=ticket_expires_at,
+            created_at=created_at,
+            expires_at=expires_at,
+        )
         session.add(row)
         session.flush()
         ended = now - BROWSER_SIGN_INS_KEPT
-        session.execute(delete(BrowserSignIn).where(or_(BrowserSignIn.expires_at < ended,
-                                                        BrowserSignIn.revoked_at < ended)))
+        session.execute(
+            delete(BrowserSignIn).where(or_(BrowserSignIn.expires_at < ended, BrowserSignIn.revoked_at < ended))
+        )
         return row.id
 
 
-def redeem_browser_ticket(engine: EngineLike, ticket_hash: str, token_hash: str, *,
-                          now: dt.datetime) -> BrowserSignInInfo | None:
+def redeem_browser_ticket(
+    engine: EngineLike, ticket_hash: str, token_hash: str, *, now: dt.datetime
+) -> BrowserSignInInfo | None:
     """Exchange a ticket for a token, once: the browser sign-in whose ticket hashes to ``ticket_hash`` now
     answers to the token hashing to ``token_hash``, and the ticket is gone. None (nothing changed) when
     no such ticket is waiting: unknown, used, expired, or its sign-in ended (revoked, expired, the account
     disabled or changed). A conditional update: of two requests with one ticket, one wins."""
     ticket_hash, token_hash = _digest(ticket_hash, "A ticket's hash"), _digest(token_hash, "A token's hash")
-    account_holds = select(Account.id).where(
-        Account.id == BrowserSignIn.account_id, Account.session_epoch == BrowserSignIn.session_epoch,
-        Account.disabled_at.is_(None)).exists()
+    account_holds = (
+        select(Account.id)
+        .where(
+            Account.id == BrowserSignIn.account_id,
+            Account.session_epoch == BrowserSignIn.session_epoch,
+            Account.disabled_at.is_(None),
+        )
+        .exists()
+    )
     with writing(engine) as session:
         found = session.execute(
-            update(BrowserSignIn).where(
-                BrowserSignIn.ticket_hash == ticket_hash, BrowserSignIn.token_hash.is_(None),
-                BrowserSignIn.ticket_expires_at > now, BrowserSignIn.expires_at > now,
-                BrowserSignIn.revoked_at.is_(None), account_holds)
+            update(BrowserSignIn)
+            .where(
+                BrowserSignIn.ticket_hash == ticket_hash,
+                BrowserSignIn.token_hash.is_(None),
+                BrowserSignIn.ticket_expires_at > now,
+                BrowserSignIn.expires_at > now,
+                BrowserSignIn.revoked_at.is_(None),
+                account_holds,
+            )
             .values(token_hash=token_hash, ticket_hash=None, ticket_expires_at=None, last_used_at=now)
-            .returning(BrowserSignIn.id)).scalar()
+            .returning(BrowserSignIn.id)
+        ).scalar()
         if found is None:
             return None
         row = session.get(BrowserSignIn, found)
@@ -119,8 +157,13 @@ def get_browser_sign_in(engine: EngineLike, sign_in_id: int) -> BrowserSignInInf
 def browser_sign_ins(engine: EngineLike, account_id: int) -> list[BrowserSignInInfo]:
     """An account's browser sign-ins, oldest first (ended ones included until they are deleted)."""
     with reading(engine) as session:
-        rows = session.execute(select(BrowserSignIn).where(BrowserSignIn.account_id == int(account_id))
-                               .order_by(BrowserSignIn.id)).scalars().all()
+        rows = (
+            session.execute(
+                select(BrowserSignIn).where(BrowserSignIn.account_id == int(account_id)).order_by(BrowserSignIn.id)
+            )
+            .scalars()
+            .all()
+        )
         return [_browser_sign_in_info(row) for row in rows]
 
 
@@ -136,6 +179,10 @@ def revoke_browser_sign_ins(engine: EngineLike, account_id: int) -> int:
 
 
 def _revoke_browser_sign_ins(session: Session, account_id: int, now: dt.datetime) -> int:
-    return rowcount(session.execute(update(BrowserSignIn).where(
-        BrowserSignIn.account_id == account_id, BrowserSignIn.revoked_at.is_(None))
-        .values(revoked_at=now, ticket_hash=None, ticket_expires_at=None)))
+    return rowcount(
+        session.execute(
+            update(BrowserSignIn)
+            .where(BrowserSignIn.account_id == account_id, BrowserSignIn.revoked_at.is_(None))
+            .values(revoked_at=now, ticket_hash=None, ticket_expires_at=None)
+        )
+    )

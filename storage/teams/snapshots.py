@@ -29,9 +29,16 @@ class ProjectModelSnapshot:
     created_at: dt.datetime
 
 
-def save_project_snapshot(engine: EngineLike, project_id: int, *, revision: int, edits: int,
-                          arrays: dict[str, Any], meta: dict[str, Any] | None = None,
-                          keep: int = SNAPSHOTS_KEPT) -> int:
+def save_project_snapshot(
+    engine: EngineLike,
+    project_id: int,
+    *,
+    revision: int,
+    edits: int,
+    arrays: dict[str, Any],
+    meta: dict[str, Any] | None = None,
+    keep: int = SNAPSHOTS_KEPT,
+) -> int:
     """Store a project's shared model (plain arrays, as ``repository.save_snapshot``; ``meta`` JSON-able)
     as the project was at ``revision`` / ``edits``; only the ``keep`` most advanced snapshots of the
     project are kept.  Returns the snapshot id."""
@@ -40,14 +47,19 @@ def save_project_snapshot(engine: EngineLike, project_id: int, *, revision: int,
     with writing(engine) as session:
         if session.get(Project, int(project_id)) is None:
             raise NotFoundError(f"Project {project_id} does not exist.")
-        snapshot = ProjectSnapshot(project_id=int(project_id), revision=int(revision), edits=int(edits),
-                                   arrays=blob, meta=meta_json)
+        snapshot = ProjectSnapshot(
+            project_id=int(project_id), revision=int(revision), edits=int(edits), arrays=blob, meta=meta_json
+        )
         session.add(snapshot)
         session.flush()
-        stale = list(session.execute(
-            select(ProjectSnapshot.id).where(ProjectSnapshot.project_id == int(project_id))
-            .order_by(ProjectSnapshot.revision.desc(), ProjectSnapshot.id.desc()).offset(max(int(keep), 1))
-        ).scalars())
+        stale = list(
+            session.execute(
+                select(ProjectSnapshot.id)
+                .where(ProjectSnapshot.project_id == int(project_id))
+                .order_by(ProjectSnapshot.revision.desc(), ProjectSnapshot.id.desc())
+                .offset(max(int(keep), 1))
+            ).scalars()
+        )
         if stale:
             session.execute(delete(ProjectSnapshot).where(ProjectSnapshot.id.in_(stale)))
         return snapshot.id
@@ -57,7 +69,8 @@ def latest_project_snapshot(engine: EngineLike, project_id: int) -> ProjectModel
     """The project's most advanced stored model whose arrays can be read (never unpickled), or None."""
     with reading(engine) as session:
         candidates = session.execute(
-            select(ProjectSnapshot).where(ProjectSnapshot.project_id == int(project_id))
+            select(ProjectSnapshot)
+            .where(ProjectSnapshot.project_id == int(project_id))
             .order_by(ProjectSnapshot.revision.desc(), ProjectSnapshot.id.desc())
         ).scalars()
         for snapshot in candidates:
@@ -65,6 +78,11 @@ def latest_project_snapshot(engine: EngineLike, project_id: int) -> ProjectModel
                 arrays = _load_arrays(snapshot.arrays)
             except StorageError:
                 continue  # not plain arrays: an older snapshot, or learning every answer again, serves
-            return ProjectModelSnapshot(revision=snapshot.revision, edits=snapshot.edits, arrays=arrays,
-                                        meta=dict(snapshot.meta or {}), created_at=snapshot.created_at)
+            return ProjectModelSnapshot(
+                revision=snapshot.revision,
+                edits=snapshot.edits,
+                arrays=arrays,
+                meta=dict(snapshot.meta or {}),
+                created_at=snapshot.created_at,
+            )
     return None

@@ -20,13 +20,17 @@ class SignInLockedError(StorageError):
     """Sign-ins under a key are locked until ``until``."""
 
     def __init__(self, until: dt.datetime | None):
-        super().__init__(f"Sign-ins are locked until {until:%Y-%m-%d %H:%M:%S} UTC." if until is not None
-                         else "Sign-ins are locked for now.")
+        super().__init__(
+            f"Sign-ins are locked until {until:%Y-%m-%d %H:%M:%S} UTC."
+            if until is not None
+            else "Sign-ins are locked for now."
+        )
         self.until = until
 
 
-def charge_sign_in(engine: EngineLike, locks: Mapping[str, Callable[[int], float]], *, now: dt.datetime,
-                   forget_before: dt.datetime) -> dt.datetime | None:
+def charge_sign_in(
+    engine: EngineLike, locks: Mapping[str, Callable[[int], float]], *, now: dt.datetime, forget_before: dt.datetime
+) -> dt.datetime | None:
     """Count a sign-in attempt under every key of ``locks`` before its password is checked, all or none.
 
     ``locks[key](failures)`` is how many seconds the key is locked for once it has ``failures``
@@ -44,10 +48,13 @@ def charge_sign_in(engine: EngineLike, locks: Mapping[str, Callable[[int], float
         for key in sorted(locks):  # one order everywhere: two attempts never wait for each other in a circle
             _ensure_throttle(session, key, now)
             failures = session.execute(
-                update(SignInThrottle).where(SignInThrottle.key == key, fresh).values(
+                update(SignInThrottle)
+                .where(SignInThrottle.key == key, fresh)
+                .values(
                     failures=case((SignInThrottle.updated_at < forget_before, 1), else_=SignInThrottle.failures + 1),
                     updated_at=now,
-                ).returning(SignInThrottle.failures)
+                )
+                .returning(SignInThrottle.failures)
             ).scalar()
             if failures is None:
                 until = session.execute(select(SignInThrottle.locked_until).where(SignInThrottle.key == key)).scalar()
@@ -69,8 +76,11 @@ def clear_sign_in(engine: EngineLike, *, starts_over: str, refunded: str) -> Non
             if key == starts_over:
                 session.execute(delete(SignInThrottle).where(SignInThrottle.key == key))
             else:
-                session.execute(update(SignInThrottle).where(SignInThrottle.key == key, SignInThrottle.failures > 0)
-                                .values(failures=SignInThrottle.failures - 1))
+                session.execute(
+                    update(SignInThrottle)
+                    .where(SignInThrottle.key == key, SignInThrottle.failures > 0)
+                    .values(failures=SignInThrottle.failures - 1)
+                )
 
 
 def _ensure_throttle(session: Session, key: str, now: dt.datetime) -> None:
@@ -89,11 +99,16 @@ def _forget_throttles(engine: EngineLike, forget_before: dt.datetime, now: dt.da
     """Delete the keys untouched since ``forget_before`` and not locked (those another transaction holds
     are skipped: PostgreSQL's ``SKIP LOCKED``)."""
     with writing(engine) as session:
-        stale = list(session.execute(
-            select(SignInThrottle.key).where(
-                SignInThrottle.updated_at < forget_before,
-                or_(SignInThrottle.locked_until.is_(None), SignInThrottle.locked_until <= now))
-            .limit(1000).with_for_update(skip_locked=True)
-        ).scalars())
+        stale = list(
+            session.execute(
+                select(SignInThrottle.key)
+                .where(
+                    SignInThrottle.updated_at < forget_before,
+                    or_(SignInThrottle.locked_until.is_(None), SignInThrottle.locked_until <= now),
+                )
+                .limit(1000)
+                .with_for_update(skip_locked=True)
+            ).scalars()
+        )
         if stale:
             session.execute(delete(SignInThrottle).where(SignInThrottle.key.in_(stale)))

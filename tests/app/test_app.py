@@ -159,8 +159,12 @@ def test_first_start_imports_the_demo_and_every_page_renders(db_url):
     assert demo.name == DEMO_NAME and demo.n_items == 1797 and demo.has_true_labels
     assert demo.display_kind == "image" and demo.image_shape == (8, 8)
 
-    for page, title in (("views/data.py", "Data"), ("views/compare.py", "Compare heuristics"),
-                        ("views/export.py", "Export"), ("views/label.py", "Label")):
+    for page, title in (
+        ("views/data.py", "Data"),
+        ("views/compare.py", "Compare heuristics"),
+        ("views/export.py", "Export"),
+        ("views/label.py", "Label"),
+    ):
         at.switch_page(page).run()
         assert not at.exception, (page, at.exception)
         assert [t.value for t in at.title] == [title]
@@ -241,7 +245,7 @@ def test_an_image_item_is_drawn_in_the_page_itself_pixel_for_pixel(db_url):
     (url,) = [url for element in at.get("image") for url in element.value]
     prefix = "data:image/svg+xml;base64,"
     assert url.startswith(prefix)
-    assert base64.b64decode(url[len(prefix):]).decode() == pixel_svg(pixels, 24)  # 8 x 8, 24-pixel cells
+    assert base64.b64decode(url[len(prefix) :]).decode() == pixel_svg(pixels, 24)  # 8 x 8, 24-pixel cells
 
 
 def test_pixel_svg_draws_one_square_per_inked_pixel_in_its_grey():
@@ -319,13 +323,15 @@ def test_session_on_a_dataset_without_true_labels_titles_the_roc_as_scores_when_
 # --------------------------------------------------------------------------- service guarantees behind the page
 
 
-def _labelled_run(svc: MarginLab, strategy: str, n: int, seed: int = 0, solver: str | None = None,
-                  eval_fraction: float | None = None):
+def _labelled_run(
+    svc: MarginLab, strategy: str, n: int, seed: int = 0, solver: str | None = None, eval_fraction: float | None = None
+):
     """A session on the demo answered ``n`` times as the true labels say (``eval_fraction``: an evaluation
     split asked for; none by default)."""
     dataset_id = svc.ensure_demo_dataset() or svc.datasets()[0].id
-    run = svc.start_session(dataset_id=dataset_id, annotator="cy", strategy=strategy, seed=seed, solver=solver,
-                            eval_fraction=eval_fraction)
+    run = svc.start_session(
+        dataset_id=dataset_id, annotator="cy", strategy=strategy, seed=seed, solver=solver, eval_fraction=eval_fraction
+    )
     for _ in range(n):
         item = run.shown.item_index
         run.answer(int(run.y_true[item]), item_index=item)
@@ -375,17 +381,25 @@ def test_undo_restores_the_exact_previous_model(db_url, strategy):
     assert run.undo().ok
     np.testing.assert_allclose(run.loop.pool_scores(), before, rtol=0, atol=1e-9)
     X_eval = run.X[run.eval_items]
-    np.testing.assert_allclose(run.evaluation_scores(), run.loop.solver.decision_function(X=X_eval),
-                               rtol=0, atol=1e-9)
+    np.testing.assert_allclose(run.evaluation_scores(), run.loop.solver.decision_function(X=X_eval), rtol=0, atol=1e-9)
     assert len(run.history()) == run.n_labels
     assert run.shown.item_index == shown.item_index
     assert len(repo.label_events(svc.engine, run.session_id)) == 12
 
 
-@pytest.mark.parametrize("strategy, solver", [
-    ("near-boundary", None), ("largest-positive", None), ("randomized-search", None), ("autoactive", None),
-    ("ramp-region", None), ("random", None), ("near-boundary", "active-set"), ("near-boundary", "lasvm"),
-])
+@pytest.mark.parametrize(
+    "strategy, solver",
+    [
+        ("near-boundary", None),
+        ("largest-positive", None),
+        ("randomized-search", None),
+        ("autoactive", None),
+        ("ramp-region", None),
+        ("random", None),
+        ("near-boundary", "active-set"),
+        ("near-boundary", "lasvm"),
+    ],
+)
 def test_restart_rebuilds_the_same_labels_and_model(db_url, strategy, solver):
     svc = service(db_url)
     run = _labelled_run(svc, strategy, 15, solver=solver, eval_fraction=0.3)  # (and its evaluation split)
@@ -402,12 +416,12 @@ def test_restart_rebuilds_the_same_labels_and_model(db_url, strategy, solver):
     np.testing.assert_allclose(rebuilt["auc"], live["auc"], rtol=0, atol=1e-12)
     np.testing.assert_allclose(rebuilt["n_sv"], live["n_sv"])
     X_eval = run.X[run.eval_items]
-    np.testing.assert_allclose(run.evaluation_scores(), run.loop.solver.decision_function(X=X_eval),
-                               rtol=0, atol=1e-9)
+    np.testing.assert_allclose(run.evaluation_scores(), run.loop.solver.decision_function(X=X_eval), rtol=0, atol=1e-9)
     from core.metrics import roc_auc
 
-    assert live["auc"].iloc[-1] == pytest.approx(roc_auc(run.y_true[run.eval_items],
-                                                         run.loop.solver.decision_function(X=X_eval)))
+    assert live["auc"].iloc[-1] == pytest.approx(
+        roc_auc(run.y_true[run.eval_items], run.loop.solver.decision_function(X=X_eval))
+    )
 
 
 # --------------------------------------------------------------------------- Data
@@ -550,8 +564,9 @@ def test_export_page_and_files_carry_labels_provenance_and_model_state(db_url):
     assert meta["session_id"] == run.session_id and meta["n_labels"] == 9
     solver = OnlineSolver.load(io.BytesIO(blob))
     X_eval = run.X[run.eval_items]
-    np.testing.assert_allclose(solver.decision_function(X=X_eval), run.loop.solver.decision_function(X=X_eval),
-                               rtol=0, atol=1e-9)
+    np.testing.assert_allclose(
+        solver.decision_function(X=X_eval), run.loop.solver.decision_function(X=X_eval), rtol=0, atol=1e-9
+    )
     np.testing.assert_array_equal(pool_items, run.pool_items)
 
 
@@ -637,9 +652,23 @@ def test_learning_curve_bands_are_mean_and_std_over_seeds():
     from app import charts
 
     rng = np.random.default_rng(3)
-    rows = pd.DataFrame([{"strategy": s, "solver": "lasvm", "seed": seed, "n_labels": n, "auc": rng.random(),
-                          "n_sv": rng.integers(1, 9), "update_ms": rng.random(), "query_ms": rng.random()}
-                         for s in ("random", "near-boundary") for seed in range(4) for n in range(1, 6)])
+    rows = pd.DataFrame(
+        [
+            {
+                "strategy": s,
+                "solver": "lasvm",
+                "seed": seed,
+                "n_labels": n,
+                "auc": rng.random(),
+                "n_sv": rng.integers(1, 9),
+                "update_ms": rng.random(),
+                "query_ms": rng.random(),
+            }
+            for s in ("random", "near-boundary")
+            for seed in range(4)
+            for n in range(1, 6)
+        ]
+    )
     bands = charts.curve_bands(rows, "auc")
     for (series, n), part in rows.groupby(["strategy", "n_labels"]):
         band = bands[(bands["series"] == heuristic_words(series)) & (bands["n_labels"] == n)].iloc[0]
@@ -652,6 +681,7 @@ def test_learning_curve_bands_are_mean_and_std_over_seeds():
     assert len(figure["data"]) == 4
     # several seeds: the title says the band is a spread over them; the band stays within an AUC's [0, 1]
     assert figure["layout"]["title"]["text"].endswith("(mean ± std over seeds)")
+
     def band_values(figure):
         return [y for trace in figure["data"] if trace.get("fill") == "toself" for y in trace["y"]]
 
@@ -684,8 +714,11 @@ def test_keys_do_not_label_while_the_new_session_form_is_open(db_url):
     at.session_state["new_session_popover"] = True  # the person opened New session
     at.run()
     assert not at.exception, at.exception
-    buttons = {b.key.split("_")[0]: b for b in at.button if b.key and b.key.split("_")[0] in
-               ("positive", "negative", "skip", "undo")}
+    buttons = {
+        b.key.split("_")[0]: b
+        for b in at.button
+        if b.key and b.key.split("_")[0] in ("positive", "negative", "skip", "undo")
+    }
     assert set(buttons) == {"positive", "negative", "skip", "undo"}
     assert all(b.disabled for b in buttons.values()), {k: b.disabled for k, b in buttons.items()}
     assert any("paused while **New session** is open" in t for t in texts(at))
@@ -757,8 +790,15 @@ def test_compare_summary_has_readable_headers_and_no_raw_none(db_url):
 def test_live_charts_do_not_mislead():
     from app import charts
 
-    history = pd.DataFrame({"n_labels": [1, 2, 3, 4], "auc": [0.50, 0.47, 0.46, 0.49],
-                            "n_sv": [1, 2, 3, 4], "n_bound": [0, 1, 1, 2], "n_in_margin": [9, 8, 7, 6]})
+    history = pd.DataFrame(
+        {
+            "n_labels": [1, 2, 3, 4],
+            "auc": [0.50, 0.47, 0.46, 0.49],
+            "n_sv": [1, 2, 3, 4],
+            "n_bound": [0, 1, 1, 2],
+            "n_in_margin": [9, 8, 7, 6],
+        }
+    )
     auc = charts.auc_figure(history, has_evaluation=True)["layout"]
     low, high = auc["yaxis"]["range"]
     assert low <= 0.46 and high >= 1.0  # a wobble below chance is drawn next to chance and 1, not blown up
@@ -786,7 +826,8 @@ def test_upload_helpers_name_the_file_and_refuse_empty_files(db_url):
 
     svc = service(db_url)
     assert unreadable_csv(svc.preview_csv(b""), "empty.csv") == (
-        "empty.csv: the file is empty (a CSV needs a header row and at least one data row).")
+        "empty.csv: the file is empty (a CSV needs a header row and at least one data row)."
+    )
     assert "no data rows" in unreadable_csv(svc.preview_csv(b"a,b,label\n"), "head.csv")
     assert unreadable_csv(svc.preview_csv(b"a,b,label\n1,2,yes\n"), "ok.csv") is None
     with pytest.raises(ServiceError) as error:
@@ -829,19 +870,42 @@ def test_chart_titles_fit_their_charts_and_axes_are_named():
     they measure."""
     from app import charts
 
-    history = pd.DataFrame({"n_labels": [1, 2, 3], "auc": [0.5, 0.6, 0.7], "n_sv": [1, 2, 3],
-                            "n_bound": [0, 1, 1], "n_in_margin": [9, 8, 7]})
-    roc = (np.array([0.0, 0.5, 1.0]), np.array([0.0, 1.0, 1.0]), 0.75,
-           "ROC · scores the model gave each item when it was asked<br>(8 labels)")
-    figures = [charts.roc_figure(roc, has_evaluation=False), charts.auc_figure(history, has_evaluation=False),
-               charts.support_vector_figure(history), charts.margin_figure(history)]
+    history = pd.DataFrame(
+        {
+            "n_labels": [1, 2, 3],
+            "auc": [0.5, 0.6, 0.7],
+            "n_sv": [1, 2, 3],
+            "n_bound": [0, 1, 1],
+            "n_in_margin": [9, 8, 7],
+        }
+    )
+    roc = (
+        np.array([0.0, 0.5, 1.0]),
+        np.array([0.0, 1.0, 1.0]),
+        0.75,
+        "ROC · scores the model gave each item when it was asked<br>(8 labels)",
+    )
+    figures = [
+        charts.roc_figure(roc, has_evaluation=False),
+        charts.auc_figure(history, has_evaluation=False),
+        charts.support_vector_figure(history),
+        charts.margin_figure(history),
+    ]
     for figure in figures:
         title = figure["layout"]["title"]["text"]
         assert all(len(line) <= charts.LIVE_TITLE_CHARS for line in title.split("<br>")), title
     assert len({f["layout"]["margin"]["t"] for f in figures}) == 1
     assert len({f["layout"]["height"] for f in figures}) == 1
-    rows = pd.DataFrame({"strategy": ["random"] * 2, "solver": ["lasvm"] * 2, "seed": [0, 0],
-                         "n_labels": [1, 2], "auc": [0.5, 0.6], "n_sv": [1, 2]})
+    rows = pd.DataFrame(
+        {
+            "strategy": ["random"] * 2,
+            "solver": ["lasvm"] * 2,
+            "seed": [0, 0],
+            "n_labels": [1, 2],
+            "auc": [0.5, 0.6],
+            "n_sv": [1, 2],
+        }
+    )
     assert charts.learning_curve_figure(rows, "auc")["layout"]["yaxis"]["title"]["text"] == "test AUC"
     assert charts.learning_curve_figure(rows, "n_sv")["layout"]["yaxis"]["title"]["text"] == "support vectors"
 
@@ -857,8 +921,7 @@ def test_the_live_roc_curve_of_many_held_out_items_is_drawn_with_a_few_hundred_p
 
     svc = service(db_url)
     # an evaluation split asked for with the dataset (the share held out when it was uploaded)
-    result = svc.import_csv(make_csv(4000, 3), name="gaussians", label_column="label", positive="1",
-                            eval_fraction=0.3)
+    result = svc.import_csv(make_csv(4000, 3), name="gaussians", label_column="label", positive="1", eval_fraction=0.3)
     at = start_app("bo")
     start_session(at, "bo", "near-boundary", dataset_id=result.dataset_id)
     (session,) = [s for s in repo.list_sessions(svc.engine) if s.dataset_id == result.dataset_id]
@@ -908,8 +971,10 @@ def test_a_file_of_a_million_columns_is_refused_on_the_data_page_before_it_is_re
     refused_before_pandas(monkeypatch)
     at.file_uploader(key="upload").upload("wide.csv", data, "text/csv").run()
     assert not at.exception, at.exception
-    assert shown(at.error) == ["wide.csv: 1,000,000 columns; MarginLab reads CSV files of at most 10,000 columns "
-                               "(leave out the columns it does not need)"]
+    assert shown(at.error) == [
+        "wide.csv: 1,000,000 columns; MarginLab reads CSV files of at most 10,000 columns "
+        "(leave out the columns it does not need)"
+    ]
     assert [df for df in at.dataframe if "shown as" not in df.value.columns] == []  # no preview
 
 
@@ -943,8 +1008,9 @@ def test_characters_that_reorder_text_are_shown_as_their_code(db_url):
 def test_item_keys_that_reorder_text_are_shown_as_their_code_in_history_and_the_export_preview(db_url):
     svc = service(db_url)
     rows = "".join(f"{REVERSED}{k},{k * 0.1:.1f},{k % 2}\n" for k in range(20))
-    dataset_id = svc.import_csv(f"id,x,y\n{rows}".encode(), name="keys", label_column="y", positive="1",
-                                key_column="id").dataset_id
+    dataset_id = svc.import_csv(
+        f"id,x,y\n{rows}".encode(), name="keys", label_column="y", positive="1", key_column="id"
+    ).dataset_id
     run = svc.start_session(dataset_id=dataset_id, annotator="ada", strategy="random")
     for _ in range(2):
         assert run.answer(-1, item_index=run.shown.item_index).ok
@@ -985,20 +1051,36 @@ def test_highlighted_document_is_plain_text_with_marginlab_s_own_highlights():
     assert f":color[trauma]{up}" in md and "  \n" in md  # the line break stays one
     # the document's own brackets, tags and directives are escaped: only our three highlights are directives
     assert re.findall(r"(?<!\\):color\[\w+\]\{foreground=\"#\w+\" background=\"(#\w+)\"\}", md) == [
-        TERM_COLOURS["up"][1], TERM_COLOURS["down"][1], TERM_COLOURS["up"][1]]
+        TERM_COLOURS["up"][1],
+        TERM_COLOURS["down"][1],
+        TERM_COLOURS["up"][1],
+    ]
     assert not re.findall(r"(?<!\\):(green|red)-background\[", md)
     assert "\\<b\\>" in md and "\\:\u2060red\\-background\\[fake\\]" in md
     assert as_shown(highlighted_markdown(text, None)) == text.replace("\n", "  \n")
 
 
 def test_a_document_dataset_is_labelled_with_its_text_shown(db_url):
-    docs = ["Robot arm grasping with tactile sensors", "Image segmentation with convolutional networks",
-            "Legged robot locomotion on rough terrain", "Language models for translation"] * 15
-    csv = "key,text,topic\n" + "".join(f"d{i},{d} number {i},{'robotics' if 'obot' in d else 'other'}\n"
-                                       for i, d in enumerate(docs))
+    docs = [
+        "Robot arm grasping with tactile sensors",
+        "Image segmentation with convolutional networks",
+        "Legged robot locomotion on rough terrain",
+        "Language models for translation",
+    ] * 15
+    csv = "key,text,topic\n" + "".join(
+        f"d{i},{d} number {i},{'robotics' if 'obot' in d else 'other'}\n" for i, d in enumerate(docs)
+    )
     svc = service(db_url)
-    result = svc.import_csv(csv.encode(), name="abstracts", label_column="topic", positive="robotics",
-                            key_column="key", text_features=["text"], text_svd=8, eval_fraction=0.0)
+    result = svc.import_csv(
+        csv.encode(),
+        name="abstracts",
+        label_column="topic",
+        positive="robotics",
+        key_column="key",
+        text_features=["text"],
+        text_svd=8,
+        eval_fraction=0.0,
+    )
     info = svc.dataset(result.dataset_id)
     assert info.display_kind == "text" and info.meta["eval_fraction"] == 0.0
     assert info.meta["feature_blocks"][0]["kind"] == "svd" and info.n_features == 8
@@ -1021,30 +1103,52 @@ def test_a_molecule_too_large_to_draw_is_shown_as_its_smiles_with_a_note(db_url,
     chains = [("C" * (2500 + i)) + ("O" if i % 2 else "N") for i in range(20)]  # every item a long chain
     csv = "key,smiles,active\n" + "".join(f"m{i},{c},{i % 2}\n" for i, c in enumerate(chains))
     svc = service(db_url)
-    result = svc.import_csv(csv.encode(), name="chains", label_column="active", positive="1", key_column="key",
-                            smiles_column="smiles", eval_fraction=0.0)
+    result = svc.import_csv(
+        csv.encode(),
+        name="chains",
+        label_column="active",
+        positive="1",
+        key_column="key",
+        smiles_column="smiles",
+        eval_fraction=0.0,
+    )
     at = start_app("mo")
     at.switch_page("views/label.py").run()
     start_session(at, "mo", "random", dataset_id=result.dataset_id)
     item = shown_item(at)
     notes = [c for c in shown(at.caption) if c.startswith("Not drawn")]
-    assert notes == [f"Not drawn: this molecule has {2501 + item:,} atoms, and molecules are drawn up to "
-                     f"{features.MAX_DRAWN_ATOMS} (a larger drawing would hold the server for seconds to minutes). "
-                     "Its SMILES:"], notes
+    assert notes == [
+        f"Not drawn: this molecule has {2501 + item:,} atoms, and molecules are drawn up to "
+        f"{features.MAX_DRAWN_ATOMS} (a larger drawing would hold the server for seconds to minutes). "
+        "Its SMILES:"
+    ], notes
     assert chains[item] in shown(at.caption) and not at.get("imgs")
     click(at, "positive")  # the next item: still no drawing started
     assert shown_item(at) != item and any(c.startswith("Not drawn") for c in shown(at.caption))
 
 
 def test_the_review_model_learns_documents_with_weights_that_follow_the_labels_and_resumes(db_url):
-    docs = ["Robot arm grasping with tactile sensors", "Image segmentation with convolutional networks",
-            "Legged robot locomotion on rough terrain", "Language models for translation",
-            "Speech recognition in noisy rooms", "Graph neural networks for molecules"] * 12
-    csv = "key,text,topic\n" + "".join(f"d{i},{d} number {i},{'robotics' if 'obot' in d else 'other'}\n"
-                                       for i, d in enumerate(docs))
+    docs = [
+        "Robot arm grasping with tactile sensors",
+        "Image segmentation with convolutional networks",
+        "Legged robot locomotion on rough terrain",
+        "Language models for translation",
+        "Speech recognition in noisy rooms",
+        "Graph neural networks for molecules",
+    ] * 12
+    csv = "key,text,topic\n" + "".join(
+        f"d{i},{d} number {i},{'robotics' if 'obot' in d else 'other'}\n" for i, d in enumerate(docs)
+    )
     svc = service(db_url)
-    result = svc.import_csv(csv.encode(), name="abstracts", label_column="topic", positive="robotics",
-                            key_column="key", text_features=["text"], eval_fraction=0.0)
+    result = svc.import_csv(
+        csv.encode(),
+        name="abstracts",
+        label_column="topic",
+        positive="robotics",
+        key_column="key",
+        text_features=["text"],
+        eval_fraction=0.0,
+    )
     at = start_app("di")
     at.switch_page("views/label.py").run()
     assert at.radio(key="new_model").value == "auto"
@@ -1070,8 +1174,9 @@ def test_the_review_model_learns_documents_with_weights_that_follow_the_labels_a
     again = service(db_url).open_session(info.id)
     np.testing.assert_array_equal(again.loop.pool_scores(), scores)
     with pytest.raises(ServiceError, match="runs on the ramp solver"):
-        svc.start_session(dataset_id=result.dataset_id, annotator="di", strategy="largest-positive",
-                          solver="lasvm", model="review")
+        svc.start_session(
+            dataset_id=result.dataset_id, annotator="di", strategy="largest-positive", solver="lasvm", model="review"
+        )
     with pytest.raises(ServiceError, match="Unknown model 'fast'"):
         svc.start_session(dataset_id=result.dataset_id, annotator="di", strategy="largest-positive", model="fast")
     # the form's default, "suited to the data": the review model for documents searched for positives only
@@ -1124,8 +1229,9 @@ def test_a_warm_started_item_view_reads_nothing_more_from_the_database(tmp_path,
 
     svc = service(f"sqlite:///{tmp_path / 'warm-view.db'}")
     data = (Path(__file__).resolve().parents[2] / "assets" / "breast_cancer.csv").read_bytes()
-    dataset_id = svc.import_csv(data, name="breast cancer", label_column="diagnosis", positive="malignant",
-                                key_column="id").dataset_id
+    dataset_id = svc.import_csv(
+        data, name="breast cancer", label_column="diagnosis", positive="malignant", key_column="id"
+    ).dataset_id
     run = svc.start_session(dataset_id=dataset_id, annotator="cy", strategy="near-boundary", seed=0)
     for _ in range(6):
         item = run.shown.item_index
@@ -1156,16 +1262,20 @@ def test_a_comparison_says_which_runs_never_left_the_cold_start():
 
     from app.ui.tables import runs_without_the_heuristic
 
-    rows = pd.DataFrame([
-        {"strategy": "largest-positive", "seed": 0, "cold_start": True},
-        {"strategy": "largest-positive", "seed": 0, "cold_start": True},
-        {"strategy": "largest-positive", "seed": 1, "cold_start": True},
-        {"strategy": "largest-positive", "seed": 1, "cold_start": False},
-        {"strategy": "random", "seed": 0, "cold_start": True},
-    ])
+    rows = pd.DataFrame(
+        [
+            {"strategy": "largest-positive", "seed": 0, "cold_start": True},
+            {"strategy": "largest-positive", "seed": 0, "cold_start": True},
+            {"strategy": "largest-positive", "seed": 1, "cold_start": True},
+            {"strategy": "largest-positive", "seed": 1, "cold_start": False},
+            {"strategy": "random", "seed": 0, "cold_start": True},
+        ]
+    )
     notice = runs_without_the_heuristic(rows)
-    assert notice.startswith("In 1 of 2 runs every label was drawn at random by the cold start: "
-                             f"{heuristic_words('largest-positive')} (seed 0).")
+    assert notice.startswith(
+        "In 1 of 2 runs every label was drawn at random by the cold start: "
+        f"{heuristic_words('largest-positive')} (seed 0)."
+    )
     assert runs_without_the_heuristic(rows[rows.seed == 1]) is None
     assert runs_without_the_heuristic(rows.drop(columns="cold_start")) is None
 
@@ -1183,8 +1293,7 @@ def test_the_compare_page_shows_the_cold_start_notice_when_no_positive_was_drawn
     run_comparison(at, ["largest-positive"], budget=12, seeds=1, initial=None)
     warnings = [w.value for w in at.warning]
     said = f"every label was drawn at random by the cold start: {heuristic_words('largest-positive')} (seed 0)"
-    assert any(said in as_shown(w)
-               for w in warnings), warnings
+    assert any(said in as_shown(w) for w in warnings), warnings
 
 
 def test_the_comparison_summary_shows_the_recall_columns_early():
@@ -1192,13 +1301,34 @@ def test_the_comparison_summary_shows_the_recall_columns_early():
 
     from app.ui.tables import summary_table
 
-    summary = pd.DataFrame([{"strategy": "largest-positive", "solver": "ramp", "n_seeds": 2, "alc_mean": 0.5,
-                             "alc_std": 0.1, "labels_recall_50": 105.0, "reached_recall_50": 2,
-                             "labels_recall_80": 305.5, "reached_recall_80": 2, "labels_recall_95": None,
-                             "reached_recall_95": 0, "wss_95": None}])
+    summary = pd.DataFrame(
+        [
+            {
+                "strategy": "largest-positive",
+                "solver": "ramp",
+                "n_seeds": 2,
+                "alc_mean": 0.5,
+                "alc_std": 0.1,
+                "labels_recall_50": 105.0,
+                "reached_recall_50": 2,
+                "labels_recall_80": 305.5,
+                "reached_recall_80": 2,
+                "labels_recall_95": None,
+                "reached_recall_95": 0,
+                "wss_95": None,
+            }
+        ]
+    )
     table = summary_table(summary)
-    assert list(table.columns[:7]) == ["heuristic", "solver", "ALC", "to 50 % recall", "to 80 % recall",
-                                       "to 95 % recall", "WSS@95"]  # (no random run: no wins or losses against it)
+    assert list(table.columns[:7]) == [
+        "heuristic",
+        "solver",
+        "ALC",
+        "to 50 % recall",
+        "to 80 % recall",
+        "to 95 % recall",
+        "WSS@95",
+    ]  # (no random run: no wins or losses against it)
     with_random = summary_table(pd.concat([summary, summary.assign(strategy="random")]))
     assert list(with_random.columns[:4]) == ["heuristic", "solver", "ALC", "vs random W / T / L"]
     assert table.iloc[0]["to 50 % recall"] == "105 (2/2 seeds)" and table.iloc[0]["to 95 % recall"] == "never"

@@ -40,14 +40,28 @@ def answer_all(run, truth, n):
         assert run.answer(int(truth[item]), item_index=item).ok
 
 
-@pytest.mark.parametrize(("strategy", "solver"), [
-    ("smallest-margin", "incremental"), ("least-certain-class", "active-set"), ("target-class", "lasvm"),
-    ("random", "incremental"), ("smallest-margin", "lasvm")])
+@pytest.mark.parametrize(
+    ("strategy", "solver"),
+    [
+        ("smallest-margin", "incremental"),
+        ("least-certain-class", "active-set"),
+        ("target-class", "lasvm"),
+        ("random", "incremental"),
+        ("smallest-margin", "lasvm"),
+    ],
+)
 def test_a_k_class_run_resumes_with_the_same_model_and_next_item(db_url, strategy, solver):
     svc = MarginLab.from_url(db_url)
     dataset_id, truth = three_blobs(svc)
-    run = svc.start_session(dataset_id=dataset_id, annotator="ada", strategy=strategy, classes=", ".join(CLASSES),
-                            target=CLASSES[2], seed=5, solver=solver)
+    run = svc.start_session(
+        dataset_id=dataset_id,
+        annotator="ada",
+        strategy=strategy,
+        classes=", ".join(CLASSES),
+        target=CLASSES[2],
+        seed=5,
+        solver=solver,
+    )
     assert run.classes == CLASSES and run.info.solver == solver
     answer_all(run, truth, 8)
     assert run.skip(item_index=run.shown.item_index).ok
@@ -65,10 +79,14 @@ def test_a_k_class_run_resumes_with_the_same_model_and_next_item(db_url, strateg
         again = MarginLab.from_url(db_url).open_session(run.session_id)
         np.testing.assert_allclose(again.model.decision_function(), scores, rtol=0, atol=atol)
         assert (again.shown.item_index, again.shown.strategy, again.shown.reason) == (
-            shown.item_index, shown.strategy, shown.reason)
+            shown.item_index,
+            shown.strategy,
+            shown.reason,
+        )
         np.testing.assert_allclose(again.shown.scores, shown.scores, rtol=0, atol=atol)
-        assert [(a.item_index, a.answer_class) for a in again.answers] == [(a.item_index, a.answer_class)
-                                                                            for a in run.answers]
+        assert [(a.item_index, a.answer_class) for a in again.answers] == [
+            (a.item_index, a.answer_class) for a in run.answers
+        ]
         assert again.class_counts() == run.class_counts()
         return again
 
@@ -109,10 +127,16 @@ def test_a_change_in_the_history_gives_the_model_that_learned_it_from_the_start(
     assert run.remove_label(target.label_id).ok and len(run.answers) == 9
 
 
-@pytest.mark.parametrize("typed, words", [
-    ("cat", "at least 2"), ("cat, dog", "Two classes are a yes / no session"),
-    (", ".join(f"c{k}" for k in range(10)), "At most 9"), ("cat, dog, cat", "'cat' is named twice"),
-    ("cat,, dog", "empty")])
+@pytest.mark.parametrize(
+    "typed, words",
+    [
+        ("cat", "at least 2"),
+        ("cat, dog", "Two classes are a yes / no session"),
+        (", ".join(f"c{k}" for k in range(10)), "At most 9"),
+        ("cat, dog, cat", "'cat' is named twice"),
+        ("cat,, dog", "empty"),
+    ],
+)
 def test_bad_class_lists_are_refused_and_nothing_is_stored(db_url, typed, words):
     svc = MarginLab.from_url(db_url)
     dataset_id, _ = three_blobs(svc)
@@ -121,8 +145,9 @@ def test_bad_class_lists_are_refused_and_nothing_is_stored(db_url, typed, words)
     with pytest.raises(ServiceError, match="one of smallest-margin"):
         svc.start_session(dataset_id=dataset_id, annotator="ada", strategy="near-boundary", classes="a, b, c")
     with pytest.raises(ServiceError, match="not one of the classes"):
-        svc.start_session(dataset_id=dataset_id, annotator="ada", strategy="target-class", classes="a, b, c",
-                          target="d")
+        svc.start_session(
+            dataset_id=dataset_id, annotator="ada", strategy="target-class", classes="a, b, c", target="d"
+        )
     assert repo.list_sessions(svc.engine) == []
 
 
@@ -178,10 +203,16 @@ def test_label_page_history_export_and_resume_of_a_k_class_session(db_url):
     captions = [as_shown(c.value) for c in at.caption]
     chosen = "Chosen by **Least sure between two classes**: the model rates"
     assert any(c.startswith(chosen) for c in captions), captions
-    assert not any(code in text for text in captions + [as_shown(m.value) for m in at.markdown]
-                   for code in ("smallest-margin", "near-boundary", "f(x)", "|f|")), captions
-    assert any("Stopping estimates (when can I stop?) are for two-class sessions, and for sessions with named classes "
-               "that look for one class" in c for c in captions)
+    assert not any(
+        code in text
+        for text in captions + [as_shown(m.value) for m in at.markdown]
+        for code in ("smallest-margin", "near-boundary", "f(x)", "|f|")
+    ), captions
+    assert any(
+        "Stopping estimates (when can I stop?) are for two-class sessions, and for sessions with named classes "
+        "that look for one class" in c
+        for c in captions
+    )
     # Undo, then Skip
     (undo,) = [b for b in at.button if b.key and b.key.startswith("undo_")]
     undo.click().run()
@@ -195,7 +226,8 @@ def test_label_page_history_export_and_resume_of_a_k_class_session(db_url):
     assert not at.exception, at.exception
     first = repo.label_events(svc.engine, session.id)[0]
     at.selectbox(key=next(s.key for s in at.selectbox if s.key and s.key.startswith("history_pick_"))).select(
-        first.label_id).run()
+        first.label_id
+    ).run()
     new = (first.answer_class + 1) % 3
     (change,) = [b for b in at.button if b.key == f"change_{first.label_id}_{new}"]
     assert as_shown(change.label) == f"Change to {CLASSES[new]}"
@@ -282,14 +314,18 @@ def test_the_model_state_holds_every_class_machine_and_a_file_import_is_refused_
         assert meta["classes"] == list(CLASSES) and len(meta["machines"]) == 3
         data = {k.split("/", 1)[1]: stored[k] for k in stored.files if k.startswith("class0/")}
         for k in range(3):  # each machine, restored with the shared points, scores as the run's machine k
-            arrays = {**data, **{name.split("/", 1)[1]: stored[name] for name in stored.files
-                                 if name.startswith(f"class{k}/")}}
+            arrays = {
+                **data,
+                **{name.split("/", 1)[1]: stored[name] for name in stored.files if name.startswith(f"class{k}/")},
+            }
             machine = solver_class(run.info.solver).from_state(arrays, meta["machines"][k])
-            np.testing.assert_array_equal(machine.decision_function(np.arange(45)),
-                                          run.model.machines[k].decision_function(np.arange(45)))
+            np.testing.assert_array_equal(
+                machine.decision_function(np.arange(45)), run.model.machines[k].decision_function(np.arange(45))
+            )
             # (the run keeps its scores current label by label: the same to the last bits or so)
-            np.testing.assert_allclose(machine.decision_function(np.arange(45)), run.model.decision_function()[:, k],
-                                       rtol=0, atol=1e-12)
+            np.testing.assert_allclose(
+                machine.decision_function(np.arange(45)), run.model.decision_function()[:, k], rtol=0, atol=1e-12
+            )
     outcome = run.import_labels(b"item_key,label\n1,cat\n", key_column="item_key", label_column="label")
     assert not outcome.ok and "two-class" in outcome.message
     assert len(repo.label_events(svc.engine, run.session_id)) == 9
@@ -313,8 +349,9 @@ def test_a_k_class_session_answers_undoes_changes_and_resumes_on_both_databases(
     """The run over SQLite and PostgreSQL (``engine``): answers with their classes, undo, a change, a resume."""
     svc = MarginLab(engine)
     dataset_id, truth = three_blobs(svc)
-    run = svc.start_session(dataset_id=dataset_id, annotator="ada", strategy="smallest-margin", classes=CLASSES,
-                            solver="lasvm")
+    run = svc.start_session(
+        dataset_id=dataset_id, annotator="ada", strategy="smallest-margin", classes=CLASSES, solver="lasvm"
+    )
     answer_all(run, truth, 7)
     assert run.undo().ok
     first = run.answers[0]
@@ -324,23 +361,27 @@ def test_a_k_class_session_answers_undoes_changes_and_resumes_on_both_databases(
     again = svc.open_session(run.session_id)
     assert np.array_equal(again.model.decision_function(), scores) and again.shown.item_index == item
     assert [(e.item_index, e.answer_class) for e in repo.label_events(engine, run.session_id)] == [
-        (a.item_index, a.answer_class) for a in again.answers]
+        (a.item_index, a.answer_class) for a in again.answers
+    ]
     assert again.answers[0].answer_class == (first.answer_class + 1) % 3
 
 
 def test_a_session_looking_for_one_class_says_when_to_stop_for_it(db_url):
     svc = MarginLab.from_url(db_url)
     dataset_id, truth = three_blobs(svc)
-    run = svc.start_session(dataset_id=dataset_id, annotator="ada", strategy="target-class", classes=CLASSES,
-                            target=CLASSES[1])
+    run = svc.start_session(
+        dataset_id=dataset_id, annotator="ada", strategy="target-class", classes=CLASSES, target=CLASSES[1]
+    )
     assert run.target_stopping() == [f"No '{CLASSES[1]}' found yet: the stopping rules wait for the first one."]
     answer_all(run, truth, 25)
     found = sum(a.answer_class == 1 for a in run.answers)
     since = next(k for k, a in enumerate(reversed(run.answers)) if a.answer_class == 1)
     run_line, knee_line = run.target_stopping()
     assert run_line == (f"{since} answers in a row without '{CLASSES[1]}' since the last one (stop after 50): go on.")
-    assert knee_line.startswith(f"'{CLASSES[1]}' found {found} times in 25 answers; the bend (knee) of that curve: "
-                                "go on (at least 125 more answers).")
+    assert knee_line.startswith(
+        f"'{CLASSES[1]}' found {found} times in 25 answers; the bend (knee) of that curve: "
+        "go on (at least 125 more answers)."
+    )
     # the other strategies have no target class: the page says stopping is not for them
     other = svc.start_session(dataset_id=dataset_id, annotator="ada", strategy="random", classes=CLASSES)
     assert other.target_stopping() is None

@@ -56,8 +56,9 @@ def test_an_undo_never_removes_another_process_s_label(db_url):
     before = {e.label_id for e in repo.label_events(svc.engine, session_id)}
     context = multiprocessing.get_context("spawn")
     start, results = context.Barrier(N_WORKERS), context.Queue()
-    workers = [context.Process(target=label_then_undo, args=(db_url, session_id, k, start, results))
-               for k in range(N_WORKERS)]
+    workers = [
+        context.Process(target=label_then_undo, args=(db_url, session_id, k, start, results)) for k in range(N_WORKERS)
+    ]
     for worker in workers:
         worker.start()
     try:

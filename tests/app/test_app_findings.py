@@ -16,8 +16,15 @@ db_url = test_app.db_url  # a temporary SQLite file in MARGINLAB_DATABASE_URL
 
 def _project_with_answers(svc: MarginLab, me, name: str, answers: dict[str, list[int]]) -> int:
     """A project whose members gave these answers, in turn, to the same items (second opinions)."""
-    project_id = svc.create_project(me, name=name, dataset_id=svc.datasets()[0].id, strategy="random",
-                                    labels_per_item=2, overlap_share=1.0, members=list(answers))
+    project_id = svc.create_project(
+        me,
+        name=name,
+        dataset_id=svc.datasets()[0].id,
+        strategy="random",
+        labels_per_item=2,
+        overlap_share=1.0,
+        members=list(answers),
+    )
     run = svc.open_project(project_id)
     for member, values in answers.items():
         for value in values:
@@ -116,11 +123,15 @@ def test_a_binary_upload_is_refused_at_once_with_the_import_message(db_url):
 def test_a_one_column_csv_says_what_it_holds_and_what_can_be_done_with_it(db_url):
     at = data_page_with("scores.csv", b"score\n" + b"".join(f"{k / 7:.3f}\n".encode() for k in range(12)))
     (note,) = [test_app.as_shown(i.value) for i in at.info if "one column" in i.value]
-    assert note.startswith("scores.csv holds one column only, 'score' (numbers, 12 rows): each item is then that "
-                           "one number, its only feature.")
+    assert note.startswith(
+        "scores.csv holds one column only, 'score' (numbers, 12 rows): each item is then that "
+        "one number, its only feature."
+    )
     assert "choose its delimiter above" in note
-    words = data_page_with("notes.csv", b"note\n" + b"".join(f"the sample {k} was taken in the morning and "
-                                                             f"stored cold\n".encode() for k in range(12)))
+    words = data_page_with(
+        "notes.csv",
+        b"note\n" + b"".join(f"the sample {k} was taken in the morning and stored cold\n".encode() for k in range(12)),
+    )
     (note,) = [test_app.as_shown(i.value) for i in words.info if "one column" in i.value]
     assert "import it as documents: choose it under 'Documents: free-text features'" in note
     two = data_page_with("two.csv", b"a,b\n1,2\n3,4\n")
@@ -132,8 +143,10 @@ def test_import_messages_name_the_data_page_controls_not_the_loader_options(db_u
     [b for b in at.button if b.key == "upload_import"][0].click().run()
     assert not at.exception, at.exception
     (error,) = [test_app.as_shown(e.value) for e in at.error]
-    assert "Leave those rows out (Missing values: 'leave the rows out') or fill the gaps in (Missing values: " \
-           "'fill in (median / most frequent)', the median" in error
+    assert (
+        "Leave those rows out (Missing values: 'leave the rows out') or fill the gaps in (Missing values: "
+        "'fill in (median / most frequent)', the median" in error
+    )
     assert "missing: drop" not in error and "missing: impute" not in error
     missing = at.radio(key="upload_missing")
     assert missing.label == "Missing values" and "leave the rows out" in missing.options
@@ -148,13 +161,19 @@ def test_compare_says_what_its_runs_are_and_its_tables_show_no_none(db_url):
     svc = MarginLab.from_url(db_url)
     dataset_id = svc.ensure_demo_dataset()
     told = []
-    svc.run_comparison(dataset_id, strategies=["near-boundary", "largest-positive", "randomized-search"], budget=6,
-                       seeds=2, initial=4, stopping=list(RULE_CHOICES), solver="incremental",
-                       progress=lambda fraction, text: told.append(text))
+    svc.run_comparison(
+        dataset_id,
+        strategies=["near-boundary", "largest-positive", "randomized-search"],
+        budget=6,
+        seeds=2,
+        initial=4,
+        stopping=list(RULE_CHOICES),
+        solver="incremental",
+        progress=lambda fraction, text: told.append(text),
+    )
     done = [t for t in told if " runs done" in t]
     assert done[-1].startswith("8/8 runs done")
-    assert all("runs: 3 heuristics and 1 full-data reference, each × 2 seeds" in t
-               for t in told), told[-1]
+    assert all("runs: 3 heuristics and 1 full-data reference, each × 2 seeds" in t for t in told), told[-1]
     at = start_app()
     at.switch_page("views/compare.py").run()
     assert not at.exception, at.exception
@@ -217,8 +236,10 @@ def test_history_my_labels_and_export_show_no_none_and_no_empty_rows(db_url, mon
 
 def test_titles_and_abstracts_are_imported_as_one_document_unless_kept_apart(db_url):
     topic = ["screening tools", "gene therapy", "deep learning"]
-    rows = "".join(f"{topic[k % 3]} {k},a study of {topic[(k + 1) % 3]} number {k},{'yes' if k % 3 == 0 else 'no'}\n"
-                   for k in range(12))
+    rows = "".join(
+        f"{topic[k % 3]} {k},a study of {topic[(k + 1) % 3]} number {k},{'yes' if k % 3 == 0 else 'no'}\n"
+        for k in range(12)
+    )
     svc = MarginLab.from_url(db_url)
     for apart in (False, True):
         at = data_page_with("records.csv", f"title,abstract,included\n{rows}".encode())

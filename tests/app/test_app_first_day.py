@@ -123,8 +123,9 @@ def test_no_page_shows_a_code_name_after_the_trial_s_36_labels(db_url):
 def test_the_choices_in_the_stopping_settings_are_in_words(db_url):
     run, at = opened(db_url, 4)
     picker = at.selectbox(key="stopping_rule")
-    assert picker.options[:5] == [rule_words(r) for r in ("statistical", "knee", "margin", "stability",
-                                                           "consecutive:50")]
+    assert picker.options[:5] == [
+        rule_words(r) for r in ("statistical", "knee", "margin", "stability", "consecutive:50")
+    ]
     picker.select("knee")  # (the value stored stays the rule's name)
     at.button(key="FormSubmitter:stopping_settings-Apply").click().run()
     assert not at.exception, at.exception
@@ -141,9 +142,11 @@ def test_a_check_that_would_read_nearly_everything_is_said_plainly(db_url):
     assert share > rules.READ_MOST_SHARE  # (the trial's: 1,682 draws of 1,761 unlabelled items)
     at = at_address(run.session_id)
     said = [as_shown(m.value) for m in at.markdown if "Guarantee" in m.value]
-    assert said == [f"Guarantee: a recall check now would mean reading about {rules._pct(share)} of what is left "
-                    f"(at least {min(check.planned, check.urn):,} random draws of {check.urn:,} unlabelled items): "
-                    "keep labelling first; the check is suggested when the heuristic stalls."]
+    assert said == [
+        f"Guarantee: a recall check now would mean reading about {rules._pct(share)} of what is left "
+        f"(at least {min(check.planned, check.urn):,} random draws of {check.urn:,} unlabelled items): "
+        "keep labelling first; the check is suggested when the heuristic stalls."
+    ]
 
 
 def test_the_recall_check_button_is_disabled_with_the_reason_whenever_a_check_cannot_start(db_url):
@@ -172,8 +175,13 @@ def test_an_estimate_wider_than_half_the_unlabelled_items_is_too_early_and_left_
     words = early.in_words()
     assert words.startswith("Positives still unlabelled: too early to estimate")
     assert "392" not in words and "867" not in words
-    gain = pd.DataFrame({"n_labels": np.arange(1, 37), "found": np.minimum(np.arange(1, 37) // 2, 17),
-                         "drawn": np.zeros(36, dtype=bool)})
+    gain = pd.DataFrame(
+        {
+            "n_labels": np.arange(1, 37),
+            "found": np.minimum(np.arange(1, 37) // 2, 17),
+            "drawn": np.zeros(36, dtype=bool),
+        }
+    )
     figure = charts.gain_figure(gain, early, 0.95)
     assert figure["layout"]["yaxis"]["range"][1] == pytest.approx(1.08 * 17)  # fits what was found
     assert len(figure["data"]) == 1
@@ -204,8 +212,9 @@ def test_a_change_in_history_during_a_first_start_s_compile_says_why_it_waits(db
     assert [t for t in spun[before:] if NOTICE in t] and "your answer is saved" in spun[-1]
     [b for b in at.button if b.label == "Remove this answer"][0].click().run()
     assert len([t for t in spun[before:] if NOTICE in t]) == 2
-    assert target.label_id not in {e.label_id for e in repo.label_events(MarginLab.from_url(db_url).engine,
-                                                                          run.session_id)}
+    assert target.label_id not in {
+        e.label_id for e in repo.label_events(MarginLab.from_url(db_url).engine, run.session_id)
+    }
 
 
 # --------------------------------------------------------------------------- timings after a resume
@@ -267,13 +276,16 @@ def test_the_export_preview_is_rounded_and_the_file_keeps_every_digit(db_url):
     assert numbers and not any("e" in s for s in numbers), numbers
     assert all(len(re.sub(r"[^0-9]", "", s).strip("0")) <= 3 for s in numbers), numbers
     from app.ui.tables import export_preview
+
     shown = export_preview(pd.DataFrame({"update_ms": [4111.9, 0.012345, 57.0], "decision_value": [-0.9087, 0, None]}))
     assert list(shown["update_ms"]) == ["4,110", "0.0123", "57.0"]
     assert list(shown["decision_value"]) == ["-0.909", "0", ""]
     assert all(re.fullmatch(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC", t) for t in preview["labelled_at"])
     import io
-    exported = pd.read_csv(io.BytesIO(svc.export_labels("csv", session_id=run.session_id)), dtype=str,
-                           keep_default_na=False)
+
+    exported = pd.read_csv(
+        io.BytesIO(svc.export_labels("csv", session_id=run.session_id)), dtype=str, keep_default_na=False
+    )
     assert any(len(re.sub(r"[^0-9]", "", s).lstrip("0")) > 3 for s in exported["decision_value"] if s)
     assert all("T" in t and "." in t for t in exported["labelled_at"])
     assert set(exported["strategy"]) <= set(strategies.REGISTRY.names()) | {"random (cold start)"}
@@ -380,8 +392,13 @@ def test_the_gain_chart_has_whole_number_ticks_and_no_curve_of_one_point():
     from app import charts
 
     def gain(n):
-        return pd.DataFrame({"n_labels": np.arange(1, n + 1), "found": np.minimum(np.arange(1, n + 1) // 3, 9),
-                             "drawn": np.zeros(n, dtype=bool)})
+        return pd.DataFrame(
+            {
+                "n_labels": np.arange(1, n + 1),
+                "found": np.minimum(np.arange(1, n + 1) // 3, 9),
+                "drawn": np.zeros(n, dtype=bool),
+            }
+        )
 
     for n in (2, 4, 36, 400):
         layout = charts.gain_figure(gain(n))["layout"]
@@ -419,8 +436,20 @@ def test_my_labels_and_history_say_the_answers_in_the_same_words(db_url):
 def test_the_comparison_summary_counts_support_vectors_in_whole_numbers():
     from app.ui.tables import summary_table
 
-    table = summary_table(pd.DataFrame([{"strategy": "near-boundary", "solver": "lasvm", "n_seeds": 1,
-                                         "alc_mean": 0.5, "alc_std": 0.0, "final_n_sv": 57.0}]))
+    table = summary_table(
+        pd.DataFrame(
+            [
+                {
+                    "strategy": "near-boundary",
+                    "solver": "lasvm",
+                    "n_seeds": 1,
+                    "alc_mean": 0.5,
+                    "alc_std": 0.0,
+                    "final_n_sv": 57.0,
+                }
+            ]
+        )
+    )
     assert table.iloc[0]["support vectors"] == "57"
     assert table.iloc[0]["heuristic"] == heuristic_words("near-boundary")
     assert table.iloc[0]["heuristic, for engineers"] == "near-boundary"

@@ -51,8 +51,9 @@ def owner_signs_in() -> AppTest:
 
 
 def answer_buttons(at: AppTest, item: int) -> dict:
-    return {b.key.split("_")[0]: b for b in at.button if b.key in (f"positive_{item}", f"negative_{item}",
-                                                                     f"skip_{item}")}
+    return {
+        b.key.split("_")[0]: b for b in at.button if b.key in (f"positive_{item}", f"negative_{item}", f"skip_{item}")
+    }
 
 
 def forget_the_process() -> None:
@@ -109,16 +110,26 @@ def test_the_demo_is_the_first_owner_s_alone_and_only_on_a_database_without_sess
 
 
 def form_keys(block) -> set[str]:
-    return {w.key for kind in ("selectbox", "text_input", "number_input", "radio", "checkbox")
-            for w in getattr(block, kind)}
+    return {
+        w.key for kind in ("selectbox", "text_input", "number_input", "radio", "checkbox") for w in getattr(block, kind)
+    }
 
 
 def test_the_new_session_form_asks_what_a_screener_decides_and_keeps_the_model_under_advanced(db_url):
     at = start_app()
     (advanced,) = [e for e in at.expander if e.label == "Advanced"]
     inside = form_keys(advanced)
-    assert {"new_solver", "new_kernel", "new_C", "new_gamma", "new_loss", "new_tol", "new_seed",
-            "new_eval_fraction", "new_auto_hyper"} <= inside
+    assert {
+        "new_solver",
+        "new_kernel",
+        "new_C",
+        "new_gamma",
+        "new_loss",
+        "new_tol",
+        "new_seed",
+        "new_eval_fraction",
+        "new_auto_hyper",
+    } <= inside
     assert not {"new_dataset", "new_find", "new_strategy", "new_model"} & inside
     assert at.text_input(key="new_find").label == "What to find"
     picker = at.selectbox(key="new_strategy")
@@ -135,10 +146,14 @@ def test_the_new_session_form_asks_what_a_screener_decides_and_keeps_the_model_u
     svc = MarginLab.from_url(db_url)
     (from_form,) = svc.sessions()
     dataset_id = from_form.dataset_id
-    by_defaults = svc.start_session(dataset_id=dataset_id, annotator="ada", strategy="largest-positive",
-                                    auto_hyper=True).info
-    assert (from_form.solver, from_form.params, from_form.seed) == (by_defaults.solver, by_defaults.params,
-                                                                     by_defaults.seed)
+    by_defaults = svc.start_session(
+        dataset_id=dataset_id, annotator="ada", strategy="largest-positive", auto_hyper=True
+    ).info
+    assert (from_form.solver, from_form.params, from_form.seed) == (
+        by_defaults.solver,
+        by_defaults.params,
+        by_defaults.seed,
+    )
     assert from_form.params["solver_params"] == {"kernel": "rbf", "C": 1.0, "gamma": "scale", "auto": ["C", "gamma"]}
     plain = svc.start_session(dataset_id=dataset_id, annotator="ada", strategy="largest-positive").info
     assert plain.params["solver_params"] == {"kernel": "rbf", "C": 1.0, "gamma": "scale"}  # (the service's default)
@@ -155,7 +170,10 @@ def test_what_to_find_is_shown_beside_the_buttons_and_advanced_settings_reach_th
     (info,) = MarginLab.from_url(db_url).sessions()
     assert info.solver == "ramp" and info.params["find"] == "loops that close"
     assert {k: info.params["solver_params"][k] for k in ("kernel", "loss", "tol")} == {
-        "kernel": "linear", "loss": "hinge", "tol": 1e-4}
+        "kernel": "linear",
+        "loss": "hinge",
+        "tol": 1e-4,
+    }
     assert "**Positive** means: loops that close" in texts(at)
     run = MarginLab.from_url(db_url).open_session(info.id)
     assert (run.loop.solver.kernel.name, run.loop.solver.loss, run.loop.solver.tol) == ("linear", "hinge", 1e-4)
@@ -174,11 +192,13 @@ def test_what_to_find_is_shown_beside_the_buttons_and_advanced_settings_reach_th
 def test_advanced_settings_are_checked_before_anything_is_stored(db_url):
     svc = MarginLab.from_url(db_url)
     dataset_id = svc.ensure_demo_dataset()
-    for settings, message in (({"kernel": "sigmoid"}, "Unknown kernel 'sigmoid'"),
-                              ({"loss": "log", "solver": "ramp"}, "Unknown loss 'log'"),
-                              ({"tol": 0.0}, "The tolerance must be a positive"),
-                              ({"tol": 1.5}, "The tolerance must be below 1"),
-                              ({"kernel": "linear", "model": "review"}, "The review model sets its own kernel")):
+    for settings, message in (
+        ({"kernel": "sigmoid"}, "Unknown kernel 'sigmoid'"),
+        ({"loss": "log", "solver": "ramp"}, "Unknown loss 'log'"),
+        ({"tol": 0.0}, "The tolerance must be a positive"),
+        ({"tol": 1.5}, "The tolerance must be below 1"),
+        ({"kernel": "linear", "model": "review"}, "The review model sets its own kernel"),
+    ):
         with pytest.raises(ServiceError, match=message):
             svc.start_session(dataset_id=dataset_id, annotator="ada", strategy="largest-positive", **settings)
     assert svc.sessions() == []
@@ -188,11 +208,17 @@ def test_advanced_settings_are_checked_before_anything_is_stored(db_url):
 
 
 def documents_csv(n: int = 60) -> bytes:
-    docs = ["Robot arm grasping with tactile sensors", "Image segmentation with convolutional networks",
-            "Legged robot locomotion on rough terrain", "Language models for translation",
-            "Speech recognition in noisy rooms", "Graph neural networks for molecules"]
-    rows = "".join(f"d{i},{docs[i % 6]} number {i},{'robotics' if 'obot' in docs[i % 6] else 'other'}\n"
-                   for i in range(n))
+    docs = [
+        "Robot arm grasping with tactile sensors",
+        "Image segmentation with convolutional networks",
+        "Legged robot locomotion on rough terrain",
+        "Language models for translation",
+        "Speech recognition in noisy rooms",
+        "Graph neural networks for molecules",
+    ]
+    rows = "".join(
+        f"d{i},{docs[i % 6]} number {i},{'robotics' if 'obot' in docs[i % 6] else 'other'}\n" for i in range(n)
+    )
     return ("key,text,topic\n" + rows).encode()
 
 
@@ -203,8 +229,14 @@ def chart_keys(at: AppTest) -> list[str]:
 def test_with_the_review_model_the_label_page_shows_positives_found_and_the_stopping_state(db_url):
     svc = MarginLab.from_url(db_url)
     svc.ensure_demo_dataset()
-    docs = svc.import_csv(documents_csv(), name="abstracts", label_column="topic", positive="robotics",
-                          key_column="key", text_features=["text"]).dataset_id
+    docs = svc.import_csv(
+        documents_csv(),
+        name="abstracts",
+        label_column="topic",
+        positive="robotics",
+        key_column="key",
+        text_features=["text"],
+    ).dataset_id
     at = start_app()
     at.radio(key="new_model").set_value("review")
     start_session(at, "ada", "largest-positive", dataset_id=docs)
@@ -274,10 +306,15 @@ def test_a_session_stored_with_a_held_out_split_resumes_with_it(db_url):
     dataset_id = svc.ensure_demo_dataset()
     asked = svc.start_session(dataset_id=dataset_id, annotator="ada", strategy="near-boundary", eval_fraction=0.3)
     # one stored without the share (before it was written down) holds out what it always did: 30 %
-    unwritten = repo.start_session(svc.engine, dataset_id=dataset_id, annotator="ada", strategy="near-boundary",
-                                   solver="incremental", params={"solver_params": {"kernel": "rbf", "C": 1.0,
-                                                                                   "gamma": "scale"},
-                                                                 "scaling": "none"}, seed=0)
+    unwritten = repo.start_session(
+        svc.engine,
+        dataset_id=dataset_id,
+        annotator="ada",
+        strategy="near-boundary",
+        solver="incremental",
+        params={"solver_params": {"kernel": "rbf", "C": 1.0, "gamma": "scale"}, "scaling": "none"},
+        seed=0,
+    )
     older = svc.open_session(unwritten)
     for run in (asked, older):
         for _ in range(6):
@@ -297,7 +334,7 @@ def test_a_session_stored_with_a_held_out_split_resumes_with_it(db_url):
 
 def relative_luminance(colour: str) -> float:
     """WCAG 2.1 relative luminance of a #rrggbb colour."""
-    channels = [int(colour.lstrip("#")[k:k + 2], 16) / 255 for k in (0, 2, 4)]
+    channels = [int(colour.lstrip("#")[k : k + 2], 16) / 255 for k in (0, 2, 4)]
     linear = [c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4 for c in channels]
     return 0.2126 * linear[0] + 0.7152 * linear[1] + 0.0722 * linear[2]
 
@@ -317,7 +354,8 @@ def highlights(markdown: str, text_colour: str) -> dict[str, tuple[str, str]]:
     """{highlighted word: (its text colour, its background colour)} in the Markdown of a document."""
     found = {}
     for word, foreground, background in re.findall(
-            r'(?<!\\):color\[([^\]]+)\]\{foreground="(#[0-9a-fA-F]{6})" background="(#[0-9a-fA-F]{6})"\}', markdown):
+        r'(?<!\\):color\[([^\]]+)\]\{foreground="(#[0-9a-fA-F]{6})" background="(#[0-9a-fA-F]{6})"\}', markdown
+    ):
         found[word] = (foreground, background)
     for name, word in re.findall(r"(?<!\\):(\w+)-background\[([^\]]+)\]", markdown):
         found[word] = (text_colour, STREAMLIT_BACKGROUNDS[name])
@@ -329,8 +367,9 @@ def test_highlighted_terms_stand_out_from_the_page_at_3_to_1_and_stay_readable()
 
     theme = tomllib.loads((ROOT / "app" / ".streamlit" / "config.toml").read_text())["theme"]
     page, text_colour = theme["backgroundColor"], theme["textColor"]
-    markdown = highlighted_markdown("Trauma care after PTSD, not fractures",
-                                       [("trauma", 0.4), ("ptsd", 0.1), ("fractures", -0.2)])
+    markdown = highlighted_markdown(
+        "Trauma care after PTSD, not fractures", [("trauma", 0.4), ("ptsd", 0.1), ("fractures", -0.2)]
+    )
     found = highlights(markdown, text_colour)
     assert set(found) == {"Trauma", "PTSD", "fractures"}, markdown
     assert len({background for _, background in found.values()}) == 2  # up and down look different

@@ -60,8 +60,10 @@ def test_the_label_page_says_the_model_is_being_prepared_until_labelling_s_part_
     click(at, "negative")
     assert notices(at) == []
     (line,) = [c.value for c in at.caption if NOTICE in c.value]
-    assert (f"Choosing C and gamma from your labels (at {AUTO_FIRST_MOMENT} labels, when set for this session) "
-            f"needs the first {N_FOR_CHOOSING}: the label that reaches it may wait") in line
+    assert (
+        f"Choosing C and gamma from your labels (at {AUTO_FIRST_MOMENT} labels, when set for this session) "
+        f"needs the first {N_FOR_CHOOSING}: the label that reaches it may wait"
+    ) in line
     assert len([text for text in spun if NOTICE in text]) == 2
     assert f"at {AUTO_FIRST_MOMENT} labels, C and gamma are chosen from your labels" in spun[-1]
 
@@ -81,8 +83,10 @@ def test_the_notice_and_the_console_count_the_same_parts():
     reporter.unit_done(1, PLAN[0], 1.0, compiled=True)
     assert f"the first {N_FOR_LABELLING} of the {len(PLAN)} parts" in said[0]
     # and which label waits for more: the one that first chooses C and gamma from the labels
-    assert (f"the label that first chooses C and gamma from the labels (at {AUTO_FIRST_MOMENT} labels) until the "
-            f"first {N_FOR_CHOOSING} are" in said[0])
+    assert (
+        f"the label that first chooses C and gamma from the labels (at {AUTO_FIRST_MOMENT} labels) until the "
+        f"first {N_FOR_CHOOSING} are" in said[0]
+    )
     assert said[1].startswith(f"MarginLab: compiled 1/{len(PLAN)} parts: ")
 
 
@@ -98,8 +102,11 @@ def test_a_start_that_loads_the_compiled_code_from_the_cache_says_nothing(db_url
 def test_label_together_says_it_too(db_url, monkeypatch):
     from tests.app.test_app import ensure_account
 
-    monkeypatch.setattr(startup, "compiled_code_progress",
-                        lambda: Progress(done=N_FOR_LABELLING - 1, compiling=True, current=PLAN[0].label))
+    monkeypatch.setattr(
+        startup,
+        "compiled_code_progress",
+        lambda: Progress(done=N_FOR_LABELLING - 1, compiling=True, current=PLAN[0].label),
+    )
     spun = spinners(monkeypatch)
     ensure_account(db_url, "ann", role="annotator")
     owner = start_app("olga")
@@ -153,5 +160,6 @@ def test_a_slow_warm_start_says_every_few_seconds_that_it_is_still_at_work(monke
     serve.warm_start()
     lines = capsys.readouterr().err.splitlines()
     assert waits == [serve.HEARTBEAT_S] * 5 and serve.HEARTBEAT_S < 10
-    assert len(lines) == 4 and all(line.startswith("MarginLab: still loading the app and opening its database (")
-                                   for line in lines), lines
+    assert len(lines) == 4 and all(
+        line.startswith("MarginLab: still loading the app and opening its database (") for line in lines
+    ), lines

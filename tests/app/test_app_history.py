@@ -87,8 +87,7 @@ def test_changing_a_label_made_20_labels_ago(db_url, strategy, solver):
     assert run.answer(int(run.y_true[item]), item_index=item).ok
     table = run.label_table()
     row = table[table["label_id"] == target.label_id].iloc[0]
-    assert (row["answer"], row["as given"], row["status"]) == (run.class_names[-old], run.class_names[old],
-                                                               "current")
+    assert (row["answer"], row["as given"], row["status"]) == (run.class_names[-old], run.class_names[old], "current")
     assert "by cy at" in row["changes"]
     assert table["#"].tolist() == list(range(1, len(run.answers) + 1))
 
@@ -128,8 +127,9 @@ def import_file(rows, header="item_key,label") -> bytes:
 
 def cancer_run(svc, eval_fraction: float | None = None):
     result = svc.import_bundled("breast-cancer", scaling="standard")
-    run = svc.start_session(dataset_id=result.dataset_id, annotator="ida", strategy="near-boundary",
-                            eval_fraction=eval_fraction)
+    run = svc.start_session(
+        dataset_id=result.dataset_id, annotator="ida", strategy="near-boundary", eval_fraction=eval_fraction
+    )
     return run
 
 
@@ -148,7 +148,8 @@ def test_importing_labels_from_elsewhere(db_url):
     assert outcome.message.startswith("Imported 40 answers from review.csv")
     events = repo.label_events(svc.engine, run.session_id)
     assert [(e.item_index, e.value, e.strategy, e.decision_value) for e in events] == [
-        (i, int(run.y_true[i]), "imported", None) for i in pool]
+        (i, int(run.y_true[i]), "imported", None) for i in pool
+    ]
     assert_model_of(run, from_start(run, [(run.pool_of_item[i], int(run.y_true[i])) for i in pool]))
     # the heuristic goes on from there, and the same file again adds nothing
     assert run.shown is not None and run.shown.item_index not in pool
@@ -169,20 +170,31 @@ def test_an_import_with_bad_rows_names_each_and_imports_nothing(db_url):
     assert run.answer(1, item_index=run.shown.item_index).ok
     labelled = run.answers[0].item_index
     before = database_digest(svc.engine)
-    rows = [(keys[pool[1]], names[1]),
-            ("case_999", names[1]),                      # row 2: unknown key
-            (keys[pool[2]], "maybe"),                    # row 3: unknown label
-            (keys[held_out], names[-1]),                 # row 4: held out for evaluation
-            (keys[pool[3]], names[1]), (keys[pool[3]], names[-1]),  # row 6 contradicts row 5
-            (keys[labelled], names[-1]),                 # row 7: already positive here
-            ("", names[1])]                              # row 8: no key
+    rows = [
+        (keys[pool[1]], names[1]),
+        ("case_999", names[1]),  # row 2: unknown key
+        (keys[pool[2]], "maybe"),  # row 3: unknown label
+        (keys[held_out], names[-1]),  # row 4: held out for evaluation
+        (keys[pool[3]], names[1]),
+        (keys[pool[3]], names[-1]),  # row 6 contradicts row 5
+        (keys[labelled], names[-1]),  # row 7: already positive here
+        ("", names[1]),
+    ]  # row 8: no key
     with pytest.raises(ServiceError) as caught:
         run.import_labels(import_file(rows), key_column="item_key", label_column="label", source="bad.csv")
     message = str(caught.value)
     assert message.startswith("Nothing was imported from bad.csv: 6 rows cannot be used.")
-    for expected in ("row 2: key 'case_999' is not an item", "row 3: label 'maybe' is neither 'malignant'",
-                     "row 4: item", "held out to evaluate", "row 6: item", "in row 5", "row 7: item",
-                     "already 'malignant'", "row 8: no item key"):
+    for expected in (
+        "row 2: key 'case_999' is not an item",
+        "row 3: label 'maybe' is neither 'malignant'",
+        "row 4: item",
+        "held out to evaluate",
+        "row 6: item",
+        "in row 5",
+        "row 7: item",
+        "already 'malignant'",
+        "row 8: no item key",
+    ):
         assert expected in message, (expected, message)
     assert database_digest(svc.engine) == before and len(run.answers) == 1
     with pytest.raises(ServiceError, match="no column 'verdict'"):

@@ -27,8 +27,12 @@ KINDS = ("table", "image", "text", "molecule")
 
 #: a few distinct molecules: straight-chain alkanes and their alcohols (positive: an alcohol)
 MOLECULES = [("C" * n, "no") for n in range(1, 13)] + [("C" * n + "O", "yes") for n in range(1, 13)]
-DOCUMENTS = ["Robot arm grasping with tactile sensors", "Image segmentation with convolutional networks",
-             "Legged robot locomotion on rough terrain", "Language models for translation"]
+DOCUMENTS = [
+    "Robot arm grasping with tactile sensors",
+    "Image segmentation with convolutional networks",
+    "Legged robot locomotion on rough terrain",
+    "Language models for translation",
+]
 TABLE_COLUMNS = ("height", "weight", "age")
 
 
@@ -42,18 +46,35 @@ def import_kind(svc: MarginLab, kind: str) -> int:
         return svc.ensure_demo_dataset()  # 8 x 8 digits
     if kind == "table":
         rows = table_rows()
-        csv = ",".join(TABLE_COLUMNS) + ",tall\n" + "".join(
-            ",".join(f"{v:.2f}" for v in row) + f",{'yes' if row[0] > 170 else 'no'}\n" for row in rows)
+        csv = (
+            ",".join(TABLE_COLUMNS)
+            + ",tall\n"
+            + "".join(",".join(f"{v:.2f}" for v in row) + f",{'yes' if row[0] > 170 else 'no'}\n" for row in rows)
+        )
         result = svc.import_csv(csv.encode(), name="people", label_column="tall", positive="yes")
     elif kind == "text":
-        csv = "key,text,topic\n" + "".join(f"d{i},{document(i)},{'robotics' if 'obot' in document(i) else 'other'}\n"
-                                           for i in range(60))
-        result = svc.import_csv(csv.encode(), name="abstracts", label_column="topic", positive="robotics",
-                                key_column="key", text_features=["text"])
+        csv = "key,text,topic\n" + "".join(
+            f"d{i},{document(i)},{'robotics' if 'obot' in document(i) else 'other'}\n" for i in range(60)
+        )
+        result = svc.import_csv(
+            csv.encode(),
+            name="abstracts",
+            label_column="topic",
+            positive="robotics",
+            key_column="key",
+            text_features=["text"],
+        )
     else:
         csv = "id,smiles,alcohol\n" + "".join(f"m{i},{smiles},{label}\n" for i, (smiles, label) in enumerate(MOLECULES))
-        result = svc.import_csv(csv.encode(), name="molecules", label_column="alcohol", positive="yes",
-                                key_column="id", smiles_column="smiles", fingerprint_bits=256)
+        result = svc.import_csv(
+            csv.encode(),
+            name="molecules",
+            label_column="alcohol",
+            positive="yes",
+            key_column="id",
+            smiles_column="smiles",
+            fingerprint_bits=256,
+        )
     assert result.created, result.message
     return result.dataset_id
 
@@ -68,7 +89,7 @@ def image_urls(at) -> list[str]:
 
 def svg_images(at) -> list[str]:
     prefix = "data:image/svg+xml;base64,"
-    return [base64.b64decode(url[len(prefix):]).decode() for url in image_urls(at) if url.startswith(prefix)]
+    return [base64.b64decode(url[len(prefix) :]).decode() for url in image_urls(at) if url.startswith(prefix)]
 
 
 def assert_item_shown(at, kind: str, item: int, engine) -> None:
@@ -80,7 +101,8 @@ def assert_item_shown(at, kind: str, item: int, engine) -> None:
         assert len(tables) == 1, [df.value.columns for df in at.dataframe]
         (table,) = tables
         assert dict(zip(table["feature"], table["value"], strict=True)) == pytest.approx(
-            dict(zip(TABLE_COLUMNS, table_rows()[item], strict=True)))
+            dict(zip(TABLE_COLUMNS, table_rows()[item], strict=True))
+        )
     elif kind == "image":
         from app.ui.item import pixel_svg
 
@@ -104,8 +126,14 @@ def make_project(url: str, dataset_id: int, members=("olga", "ann"), **options) 
     svc = MarginLab.from_url(url)
     try:
         me = svc.sign_in("olga", PASSWORD)
-        return svc.create_project(me, name=f"screening {dataset_id}", dataset_id=dataset_id,
-                                  strategy="near-boundary", members=list(members), **options)
+        return svc.create_project(
+            me,
+            name=f"screening {dataset_id}",
+            dataset_id=dataset_id,
+            strategy="near-boundary",
+            members=list(members),
+            **options,
+        )
     finally:
         svc.engine.dispose()
 

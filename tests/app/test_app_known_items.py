@@ -11,16 +11,28 @@ from app.services.priors import match_filter, match_substructure, match_words, p
 from storage import repository as repo
 from tests.app.test_app import as_shown, db_url, progress, shown, start_app, start_session  # noqa: F401
 
-DOCS = ["Robot arm grasping with tactile sensors", "Image segmentation with convolutional networks",
-        "Legged robot locomotion on rough terrain", "Language models for translation"] * 15
+DOCS = [
+    "Robot arm grasping with tactile sensors",
+    "Image segmentation with convolutional networks",
+    "Legged robot locomotion on rough terrain",
+    "Language models for translation",
+] * 15
 
 
 def _documents(svc: MarginLab, eval_fraction: float = 0.0) -> int:
-    csv = "key,text,topic\n" + "".join(f"d{i},{d} number {i},{'robotics' if 'obot' in d else 'other'}\n"
-                                       for i, d in enumerate(DOCS))
-    return svc.import_csv(csv.encode(), name="abstracts", label_column="topic", positive="robotics",
-                          key_column="key", text_features=["text"], text_svd=8,
-                          eval_fraction=eval_fraction).dataset_id
+    csv = "key,text,topic\n" + "".join(
+        f"d{i},{d} number {i},{'robotics' if 'obot' in d else 'other'}\n" for i, d in enumerate(DOCS)
+    )
+    return svc.import_csv(
+        csv.encode(),
+        name="abstracts",
+        label_column="topic",
+        positive="robotics",
+        key_column="key",
+        text_features=["text"],
+        text_svd=8,
+        eval_fraction=eval_fraction,
+    ).dataset_id
 
 
 def test_matching_words_filters_and_substructures():
@@ -64,8 +76,9 @@ def test_known_items_are_stored_as_priors_learned_and_kept_across_a_restart(db_u
     assert run.shown is not None and run.shown.strategy == "largest-positive"
     assert run.n_known == 2
     # refused with a message naming the item: answered already, held out, not in the data, a bad value
-    assert run.mark_known(first, -1).message == (f"Item {first} is already answered (positive); change it on the "
-                                                  "History page.")
+    assert run.mark_known(first, -1).message == (
+        f"Item {first} is already answered (positive); change it on the History page."
+    )
     held = int(run.eval_items[0])
     said = run.mark_known(held, 1)
     assert not said.ok and said.message.startswith(f"Item {held} is held out for evaluation")
@@ -107,8 +120,9 @@ def test_the_label_page_filters_a_table_by_a_column(db_url):  # noqa: F811
     svc = MarginLab.from_url(db_url)
     rng = np.random.default_rng(1)
     rows = "".join(f"{a:.3f},{b:.3f},{'big' if a > 1 else 'small'}\n" for a, b in rng.normal(size=(40, 2)))
-    dataset_id = svc.import_csv(("width,height,kind\n" + rows).encode(), name="sizes", label_column="kind",
-                                positive="big", eval_fraction=0.0).dataset_id
+    dataset_id = svc.import_csv(
+        ("width,height,kind\n" + rows).encode(), name="sizes", label_column="kind", positive="big", eval_fraction=0.0
+    ).dataset_id
     at = start_app("ta")
     at.switch_page("views/label.py").run()
     start_session(at, "ta", "near-boundary", dataset_id=dataset_id)
@@ -127,8 +141,15 @@ def test_a_molecule_pool_is_searched_by_substructure(db_url):  # noqa: F811
     svc = MarginLab.from_url(db_url)
     smiles = ["CC(=O)O", "c1ccccc1", "OC(=O)c1ccccc1", "CCO", "CCN", "c1ccncc1"] * 4
     csv = "key,smiles,active\n" + "".join(f"m{i},{s},{int('=O' in s)}\n" for i, s in enumerate(smiles))
-    dataset_id = svc.import_csv(csv.encode(), name="molecules", label_column="active", positive="1",
-                                key_column="key", smiles_column="smiles", eval_fraction=0.0).dataset_id
+    dataset_id = svc.import_csv(
+        csv.encode(),
+        name="molecules",
+        label_column="active",
+        positive="1",
+        key_column="key",
+        smiles_column="smiles",
+        eval_fraction=0.0,
+    ).dataset_id
     run = svc.start_session(dataset_id=dataset_id, annotator="mo", strategy="largest-positive")
     assert run.search_how == "substructure"
     result = run.search_pool("c1ccccc1")

@@ -63,19 +63,28 @@ def test_a_comparison_reports_its_progress_within_each_run(db_url, monkeypatch):
     svc = MarginLab.from_url(db_url)
     dataset_id = svc.ensure_demo_dataset()
     shown = []
-    svc.run_comparison(dataset_id, strategies=["near-boundary", "random"], budget=30, seeds=1, initial=4,
-                       progress=lambda fraction, text: shown.append((fraction, text)))
+    svc.run_comparison(
+        dataset_id,
+        strategies=["near-boundary", "random"],
+        budget=30,
+        seeds=1,
+        initial=4,
+        progress=lambda fraction, text: shown.append((fraction, text)),
+    )
     within = [(f, t) for f, t in shown if re.match(r"run \d/4: ", t)]
     # tasks: the full-data references of incremental and lasvm (the 1,258 training items they learn),
     # then near-boundary and random (their labels)
     assert [t.split(" runs done")[0] for _, t in shown if " runs done" in t] == ["1/4", "2/4", "3/4", "4/4"]
     assert {t.split(":")[0] for _, t in within} == {"run 1/4", "run 2/4", "run 3/4", "run 4/4"}
     learned = [t for _, t in within if t.startswith(("run 1/4", "run 2/4"))]
-    assert all(re.search(r": every training item \([\w ]+\), seed 0 · [\d,]+/1,258 training items learned · ", t)
-               for t in learned)
+    assert all(
+        re.search(r": every training item \([\w ]+\), seed 0 · [\d,]+/1,258 training items learned · ", t)
+        for t in learned
+    )
     assert sum("1,258/1,258" in t for t in learned) == 2  # the last item of each is always told
-    labels = [int(re.search(r"label (\d+)/30 ·", t).group(1)) for _, t in within
-              if t.startswith(("run 3/4", "run 4/4"))]
+    labels = [
+        int(re.search(r"label (\d+)/30 ·", t).group(1)) for _, t in within if t.startswith(("run 3/4", "run 4/4"))
+    ]
     assert 5 <= len(labels) < 2 * 30 and labels[-1] == 30  # throttled, and the last label is always told
     fractions = [f for f, _ in shown]
     assert fractions == sorted(fractions) and fractions[-1] == 1.0
@@ -114,10 +123,21 @@ def test_compare_overlay_is_off_and_the_win_tie_loss_column_comes_early(db_url):
 
 
 def test_session_overlay_keeps_the_axis_of_the_comparison_and_looks_different():
-    rows = pd.DataFrame([{"strategy": s, "solver": "lasvm", "seed": 0, "n_labels": n, "auc": 0.5 + n / 100,
-                          "n_sv": n} for s in ("near-boundary", "random") for n in range(1, 31)])
-    overlay = pd.DataFrame({"session": ["session 1 (ada, random)"] * 300, "n_labels": np.arange(1, 301),
-                            "auc": np.linspace(0.5, 0.9, 300), "n_sv": np.arange(300)})
+    rows = pd.DataFrame(
+        [
+            {"strategy": s, "solver": "lasvm", "seed": 0, "n_labels": n, "auc": 0.5 + n / 100, "n_sv": n}
+            for s in ("near-boundary", "random")
+            for n in range(1, 31)
+        ]
+    )
+    overlay = pd.DataFrame(
+        {
+            "session": ["session 1 (ada, random)"] * 300,
+            "n_labels": np.arange(1, 301),
+            "auc": np.linspace(0.5, 0.9, 300),
+            "n_sv": np.arange(300),
+        }
+    )
     figure = charts.learning_curve_figure(rows, "auc", overlay=overlay)
     assert figure["layout"]["xaxis"]["range"][1] <= 31  # the comparison's 30 labels, not the session's 300
     lines = [t for t in figure["data"] if t.get("mode", "").startswith("lines") and "name" in t]
@@ -154,8 +174,9 @@ def wide_dataset(svc, n_features=49):
     X = rng.normal(size=(120, n_features))
     y = np.where(X[:, 7] - 2 * X[:, 30] > 0, 1, -1)
     header = ",".join(f"f{j}" for j in range(n_features)) + ",label"
-    body = "\n".join(",".join(f"{v:.6f}" for v in row) + f",{'yes' if t == 1 else 'no'}" for row, t in zip(X, y,
-                                                                                                         strict=True))
+    body = "\n".join(
+        ",".join(f"{v:.6f}" for v in row) + f",{'yes' if t == 1 else 'no'}" for row, t in zip(X, y, strict=True)
+    )
     return svc.import_csv((header + "\n" + body + "\n").encode(), name="wide", label_column="label", positive="yes")
 
 
@@ -179,8 +200,11 @@ def test_a_wide_table_item_shows_the_features_that_matter_first(db_url):
     assert list(table["feature"]) == [f"f{j}" for j in order]
     np.testing.assert_allclose(table["relevance"], relevance[order] / relevance.max())
     # the New session form's and the Known items panel's: none for the features
-    assert [e.label for e in at.expander] == ["Named classes (3 to 9): one button per class", "Advanced",
-                                             "Known items (0 marked)"]
+    assert [e.label for e in at.expander] == [
+        "Named classes (3 to 9): one button per class",
+        "Advanced",
+        "Known items (0 marked)",
+    ]
     assert any(c.value.startswith("All 49 features, the ones that matter most") for c in at.caption)
 
 
@@ -263,8 +287,10 @@ def test_the_history_page_changes_and_removes_answers(db_url):
     (change,) = [b for b in at.button if b.label == f"Change to {names[-target.value]}"]
     change.click().run()
     assert not at.exception, at.exception
-    assert any(f"Item {target.item_index} changed from {names[target.value]} to {names[-target.value]}" in s
-               for s in test_app.shown(at.success))
+    assert any(
+        f"Item {target.item_index} changed from {names[target.value]} to {names[-target.value]}" in s
+        for s in test_app.shown(at.success)
+    )
     events = {e.label_id: e.value for e in repo.label_events(svc.engine, run.session_id)}
     assert events[target.label_id] == -target.value
     (corrected,) = [df.value for df in at.dataframe if len(df.value) == 1 and "changes" in df.value.columns]
@@ -308,10 +334,13 @@ def test_class_and_annotator_names_are_plain_text_in_buttons_and_tooltips(db_url
 
     svc = MarginLab.from_url(db_url)
     rng = np.random.default_rng(0)
-    rows = "".join(f"{x:.3f},{y:.3f},{MARKDOWN_POSITIVE if k % 2 else MARKDOWN_NEGATIVE}\n"
-                   for k, (x, y) in enumerate(rng.normal(size=(40, 2))))
-    dataset_id = svc.import_csv(f"x,y,label\n{rows}".encode(), name="md", label_column="label",
-                                positive=MARKDOWN_POSITIVE, eval_fraction=0.0).dataset_id
+    rows = "".join(
+        f"{x:.3f},{y:.3f},{MARKDOWN_POSITIVE if k % 2 else MARKDOWN_NEGATIVE}\n"
+        for k, (x, y) in enumerate(rng.normal(size=(40, 2)))
+    )
+    dataset_id = svc.import_csv(
+        f"x,y,label\n{rows}".encode(), name="md", label_column="label", positive=MARKDOWN_POSITIVE, eval_fraction=0.0
+    ).dataset_id
     svc.start_session(dataset_id=dataset_id, annotator="ada", strategy="random")  # (two annotators)
     run = svc.start_session(dataset_id=dataset_id, annotator=MARKDOWN_NAME, strategy="random", seed=1)
     for value in (1, -1, 1):
@@ -358,8 +387,10 @@ def test_deleting_a_dataset_says_what_goes_and_needs_its_name(db_url):
     at.switch_page("views/data.py").run()
     at.selectbox(key="delete_dataset_id").select(run.info.dataset_id).run()
     (warning,) = test_app.shown(at.warning)
-    assert warning.startswith("Deleting 'digits: 8 vs rest' removes its 1,797 items, 1 labelling session (ada) "
-                              "with 3 stored answers and 0 comparisons"), warning
+    assert warning.startswith(
+        "Deleting 'digits: 8 vs rest' removes its 1,797 items, 1 labelling session (ada) "
+        "with 3 stored answers and 0 comparisons"
+    ), warning
     button = at.button(key=f"delete_{run.info.dataset_id}")
     assert button.disabled
     at.text_input(key=f"delete_confirm_{run.info.dataset_id}").input("digits").run()

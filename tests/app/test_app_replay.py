@@ -54,8 +54,11 @@ def test_the_compare_page_replays_a_session_and_reloads_it(db_url):
     assert at.selectbox(key="comparison_picker").value == newest.id
     assert CAVEAT in [as_shown(w.value) for w in at.warning]
     (table,) = [df.value for df in at.dataframe if "recall 95 %" in df.value.columns]
-    assert list(table["heuristic"]) == [heuristic_words("random"), f"{heuristic_words('near-boundary')} (reference)",
-                                        SESSION_ORDER]
+    assert list(table["heuristic"]) == [
+        heuristic_words("random"),
+        f"{heuristic_words('near-boundary')} (reference)",
+        SESSION_ORDER,
+    ]
     assert "replay of session" in at.selectbox(key="comparison_picker").format_func(newest.id)
     assert not [b for b in at.button if b.label == "Cancel"]  # the replay is over: nothing left to cancel
 
@@ -74,13 +77,26 @@ def test_the_service_replays_a_team_project_with_its_settled_answers(db_url):
     svc = MarginLab.from_url(db_url)
     dataset_id = svc.ensure_demo_dataset() or svc.datasets()[0].id
     _, y, *_ = repo.load_dataset_arrays(svc.engine, dataset_id)
-    project = teams.create_project(svc.engine, name="screen", dataset_id=dataset_id, strategy="near-boundary",
-                                   solver="incremental", params={"solver_params": {"kernel": "rbf"}})
+    project = teams.create_project(
+        svc.engine,
+        name="screen",
+        dataset_id=dataset_id,
+        strategy="near-boundary",
+        solver="incremental",
+        params={"solver_params": {"kernel": "rbf"}},
+    )
     teams.add_member(svc.engine, project, "ann")
     items = [int(i) for i in np.flatnonzero(y > 0)[:6]] + [int(i) for i in np.flatnonzero(y < 0)[:14]]
     for item in items:
-        teams.record_answer(svc.engine, project, annotator="ann", item_index=item, value=int(y[item]),
-                            strategy="near-boundary", solver="incremental")
+        teams.record_answer(
+            svc.engine,
+            project,
+            annotator="ann",
+            item_index=item,
+            value=int(y[item]),
+            strategy="near-boundary",
+            solver="incremental",
+        )
     teams.settle(svc.engine, project, item_index=items[-1], value=1, settled_by="ann")
     replays = Replays(svc)
     assert f"project:{project}" in replays.replayable()

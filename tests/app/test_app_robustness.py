@@ -33,33 +33,54 @@ def two_blobs(n: int = 80, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
     return X, y
 
 
-def stored_session(engine, *, strategy: str = "near-boundary", solver: str = "incremental", name: str = "blobs",
-                   true_labels: bool = False, n_labels: int = N_LABELS) -> int:
+def stored_session(
+    engine,
+    *,
+    strategy: str = "near-boundary",
+    solver: str = "incremental",
+    name: str = "blobs",
+    true_labels: bool = False,
+    n_labels: int = N_LABELS,
+) -> int:
     """Two blobs and a session with ``n_labels`` labels (alternating the blobs), written straight to the database.
 
     With ``true_labels`` the dataset has them, and the session holds out an evaluation split.
     """
     X, y = two_blobs()
-    dataset_id = repo.import_dataset(engine, name=name, X=X, feature_names=["a", "b", "c"],
-                                     y_true=y if true_labels else None)
+    dataset_id = repo.import_dataset(
+        engine, name=name, X=X, feature_names=["a", "b", "c"], y_true=y if true_labels else None
+    )
     eval_fraction = EVAL_FRACTION if true_labels else 0.0
-    session_id = repo.start_session(engine, dataset_id=dataset_id, annotator="ada", strategy=strategy, solver=solver,
-                                    params={"solver_params": {"kernel": "rbf", "C": 1.0, "gamma": "scale"},
-                                            "scaling": "none", "eval_fraction": eval_fraction}, seed=0)
+    session_id = repo.start_session(
+        engine,
+        dataset_id=dataset_id,
+        annotator="ada",
+        strategy=strategy,
+        solver=solver,
+        params={
+            "solver_params": {"kernel": "rbf", "C": 1.0, "gamma": "scale"},
+            "scaling": "none",
+            "eval_fraction": eval_fraction,
+        },
+        seed=0,
+    )
     pool = evaluation_split(y, eval_fraction, 0)[0] if true_labels else np.arange(len(y))
     negatives, positives = pool[y[pool] == -1], pool[y[pool] == 1]
     for k in range(n_labels):
         item = int(negatives[k // 2] if k % 2 == 0 else positives[k // 2])
-        repo.record_label(engine, session_id, item_index=item, value=int(y[item]), annotator="ada",
-                          strategy=strategy, solver=solver)
+        repo.record_label(
+            engine, session_id, item_index=item, value=int(y[item]), annotator="ada", strategy=strategy, solver=solver
+        )
     return session_id
 
 
 def overwrite_features(engine, dataset_id: int, X: np.ndarray) -> None:
     """Replace a dataset's stored feature matrix, as a version without today's import checks could have left it."""
     with engine.begin() as connection:
-        connection.execute(text("UPDATE datasets SET features = :blob WHERE id = :id"),
-                           {"blob": np.ascontiguousarray(X, dtype="<f8").tobytes(), "id": dataset_id})
+        connection.execute(
+            text("UPDATE datasets SET features = :blob WHERE id = :id"),
+            {"blob": np.ascontiguousarray(X, dtype="<f8").tobytes(), "id": dataset_id},
+        )
 
 
 def error_texts(at) -> list[str]:
@@ -73,8 +94,9 @@ def _retired_heuristic(engine) -> int:
     """A session stored with a heuristic this version does not know (the loop refuses to build)."""
     session_id = stored_session(engine)
     with engine.begin() as connection:
-        connection.execute(text("UPDATE labelling_sessions SET strategy = 'retired-heuristic' WHERE id = :id"),
-                           {"id": session_id})
+        connection.execute(
+            text("UPDATE labelling_sessions SET strategy = 'retired-heuristic' WHERE id = :id"), {"id": session_id}
+        )
     return session_id
 
 
@@ -98,14 +120,15 @@ def _poisoned_data(engine) -> int:
     return session_id
 
 
-CAUSES = {"retired heuristic": lambda engine, mp: _retired_heuristic(engine),
-          "solver error during replay": _solver_error_during_replay,
-          "poisoned data": lambda engine, mp: _poisoned_data(engine)}
+CAUSES = {
+    "retired heuristic": lambda engine, mp: _retired_heuristic(engine),
+    "solver error during replay": _solver_error_during_replay,
+    "poisoned data": lambda engine, mp: _poisoned_data(engine),
+}
 
 
 @pytest.mark.parametrize("cause", list(CAUSES))
-def test_a_session_whose_model_cannot_be_rebuilt_opens_with_a_message_and_keeps_its_labels(db_url, monkeypatch,
-                                                                                          cause):
+def test_a_session_whose_model_cannot_be_rebuilt_opens_with_a_message_and_keeps_its_labels(db_url, monkeypatch, cause):
     svc = MarginLab.from_url(db_url)
     svc.ensure_demo_dataset()
     session_id = CAUSES[cause](svc.engine, monkeypatch)  # the most recent session: the one `/` opens
@@ -152,8 +175,13 @@ def test_a_session_whose_model_cannot_be_rebuilt_opens_with_a_message_and_keeps_
 def test_a_snapshot_that_cannot_be_read_is_passed_over_and_the_labels_replayed(db_url):
     svc = MarginLab.from_url(db_url)
     session_id = stored_session(svc.engine)
-    repo.save_snapshot(svc.engine, session_id, n_events=N_LABELS, arrays={"events": np.zeros((N_LABELS, 2))},
-                       meta={"service": ["not", "a", "mapping"], "loop": 7})
+    repo.save_snapshot(
+        svc.engine,
+        session_id,
+        n_events=N_LABELS,
+        arrays={"events": np.zeros((N_LABELS, 2))},
+        meta={"service": ["not", "a", "mapping"], "loop": 7},
+    )
     run = svc.open_session(session_id)
     assert run.problem is None
     assert "every event replayed" in run.resume_note
@@ -186,11 +214,25 @@ def test_a_label_the_model_cannot_learn_is_kept_and_the_session_says_why(db_url,
 # --------------------------------------------------------------------------- parameters that are not numbers
 
 
-@pytest.mark.parametrize("field, value", [
-    ("C", float("nan")), ("C", float("inf")), ("C", -1.0), ("C", 0.0), ("C", "abc"), ("C", 1e308), ("C", 1e-300),
-    ("gamma", float("nan")), ("gamma", float("-inf")), ("gamma", 0.0), ("gamma", "often"),
-    ("seed", float("nan")), ("seed", -1), ("seed", 1.5),
-])
+@pytest.mark.parametrize(
+    "field, value",
+    [
+        ("C", float("nan")),
+        ("C", float("inf")),
+        ("C", -1.0),
+        ("C", 0.0),
+        ("C", "abc"),
+        ("C", 1e308),
+        ("C", 1e-300),
+        ("gamma", float("nan")),
+        ("gamma", float("-inf")),
+        ("gamma", 0.0),
+        ("gamma", "often"),
+        ("seed", float("nan")),
+        ("seed", -1),
+        ("seed", 1.5),
+    ],
+)
 def test_a_parameter_that_is_not_a_valid_number_is_refused_before_a_session_is_stored(db_url, field, value):
     from app.services import ServiceError
 
@@ -225,8 +267,11 @@ def test_a_dataset_with_values_near_1e308_is_refused_at_import(db_url):
     svc = MarginLab.from_url(db_url)
     before = [d.id for d in svc.datasets()]
     rows = "".join(f"{0.1 * k if k != 3 else 1e308},{k % 2}\n" for k in range(40))
-    with pytest.raises(ServiceError, match=r"value '1e\+308' in column 'x', row 4 \(line 5 of the file\) is too large: "
-                                        r"feature values must lie within ±1e\+150"):
+    with pytest.raises(
+        ServiceError,
+        match=r"value '1e\+308' in column 'x', row 4 \(line 5 of the file\) is too large: "
+        r"feature values must lie within ±1e\+150",
+    ):
         svc.import_csv(f"x,y\n{rows}".encode(), name="huge", label_column="y", positive="1")
     assert [d.id for d in svc.datasets()] == before
     fine = "".join(f"{1e140 * k},{k % 2}\n" for k in range(40))  # large, but a session can start on it
@@ -252,8 +297,9 @@ def test_a_csv_cell_longer_than_128_kib_is_previewed_like_any_other(db_url):
     assert svc.column_values(data, "text")[-1] == long_text.strip()
     assert csv.field_size_limit() >= limit  # never lowered for the rest of the process
     # and the import agrees with the preview
-    result = svc.import_csv(data, name="long", feature_columns=["a"], label_column="label", display="text",
-                            text_column="text", positive="1")
+    result = svc.import_csv(
+        data, name="long", feature_columns=["a"], label_column="label", display="text", text_column="text", positive="1"
+    )
     assert result.created
 
 
@@ -334,8 +380,7 @@ def test_a_full_disk_when_the_label_is_stored_records_nothing_and_says_so(db_url
     monkeypatch.setattr(repo, "record_label", full)
     outcome = run.answer(1, item_index=item)
     assert not outcome.ok and outcome.kind == "error"
-    assert outcome.message == ("Nothing was recorded: the database could not be written (database or disk is "
-                               "full).")
+    assert outcome.message == ("Nothing was recorded: the database could not be written (database or disk is full).")
     assert run.shown.item_index == item and len(run.answers) == N_LABELS  # still asked, nothing learned
     monkeypatch.undo()
     assert run.answer(1, item_index=item).ok
@@ -354,8 +399,9 @@ class Outage:
     def __call__(self, connection, cursor, statement, parameters, context, executemany):
         import sqlite3
 
-        if self.down and (not self.writes_only or statement.lstrip().upper().startswith(("INSERT", "UPDATE",
-                                                                                           "DELETE"))):
+        if self.down and (
+            not self.writes_only or statement.lstrip().upper().startswith(("INSERT", "UPDATE", "DELETE"))
+        ):
             raise sqlite3.OperationalError(self.message)
 
     def __enter__(self):
@@ -385,14 +431,17 @@ def test_the_database_going_away_mid_labelling_is_said_with_a_way_on(db_url):
         outage.down = True
         test_app.click(at, "negative")  # (click asserts that no error box came up)
         said = error_texts(at)
-        assert any("could not be used just now (server closed the connection unexpectedly)" in e and "Try again"
-                   in e for e in said), said
+        assert any(
+            "could not be used just now (server closed the connection unexpectedly)" in e and "Try again" in e
+            for e in said
+        ), said
         outage.down = False
         try_again(at)
     assert not at.exception and not any("just now" in e for e in error_texts(at)), error_texts(at)
     # the answer given during the outage was refused and said so; the one before it is kept
-    assert error_texts(at) == ["Nothing was recorded: the database could not be written (server closed the "
-                               "connection unexpectedly)."]
+    assert error_texts(at) == [
+        "Nothing was recorded: the database could not be written (server closed the connection unexpectedly)."
+    ]
     assert test_app.progress(at) == (1, 0)
     test_app.click(at, "positive")  # labelling goes on
     assert test_app.progress(at) == (2, 0) and not error_texts(at)
@@ -408,8 +457,9 @@ def test_signing_in_while_the_disk_is_full_says_so_and_the_form_stays(db_url):
         at.button(key="sign_in_submit").click().run()
         assert not at.exception, at.exception
         said = error_texts(at)
-        assert any("could not be used just now (database or disk is full)" in e and "free some disk space" in e
-                   for e in said), said
+        assert any(
+            "could not be used just now (database or disk is full)" in e and "free some disk space" in e for e in said
+        ), said
         assert [t.value for t in at.title] == ["Sign in"] and "identity" not in at.session_state
     test_app.sign_in(at, "ada")  # room again: the same form signs in
 
@@ -444,8 +494,12 @@ def test_a_damaged_page_of_labels_is_said_on_every_page_that_reads_them(db_url, 
         at.switch_page(page).run()
         assert not at.exception, (page, at.exception)
         said = error_texts(at)
-        assert len(said) == 1 and "is damaged" in said[0] and "database disk image is malformed" in said[0] and \
-            "Restore it from a backup" in said[0], (page, said)
+        assert (
+            len(said) == 1
+            and "is damaged" in said[0]
+            and "database disk image is malformed" in said[0]
+            and "Restore it from a backup" in said[0]
+        ), (page, said)
         assert [b for b in at.button if b.key == "try_again_page"], page  # a way on: try again, or the menu
     at.switch_page("views/data.py").run()  # the pages that do not read the labels still work
     assert not at.exception and not error_texts(at)
@@ -548,16 +602,25 @@ def no_comparison_runs(monkeypatch):
     monkeypatch.setattr(core.experiment, "run_comparison", started)
 
 
-@pytest.mark.parametrize("asked, named", [
-    (dict(budget=10_000), "at most 500 labels per run"),
-    (dict(seeds=1_000), "at most 10 seeds"),
-    (dict(budget=500, seeds=10, strategies=["near-boundary", "random", "gradient", "autoactive", "largest-positive"]),
-     "heuristics × seeds × budget = 5 × 10 × 500 = 25,000 labels is over the 20,000"),
-    (dict(C=float("nan")), "C must be a positive finite number"),
-    (dict(gamma=float("inf")), "gamma must be"),
-    (dict(test_fraction=1.0), "evaluation share"),
-    (dict(initial=-1), "initial labels must be a whole number"),
-])
+@pytest.mark.parametrize(
+    "asked, named",
+    [
+        (dict(budget=10_000), "at most 500 labels per run"),
+        (dict(seeds=1_000), "at most 10 seeds"),
+        (
+            dict(
+                budget=500,
+                seeds=10,
+                strategies=["near-boundary", "random", "gradient", "autoactive", "largest-positive"],
+            ),
+            "heuristics × seeds × budget = 5 × 10 × 500 = 25,000 labels is over the 20,000",
+        ),
+        (dict(C=float("nan")), "C must be a positive finite number"),
+        (dict(gamma=float("inf")), "gamma must be"),
+        (dict(test_fraction=1.0), "evaluation share"),
+        (dict(initial=-1), "initial labels must be a whole number"),
+    ],
+)
 def test_a_comparison_over_the_limits_is_refused_before_it_starts(db_url, no_comparison_runs, asked, named):
     from app.services import ServiceError
 
@@ -581,8 +644,9 @@ def test_a_large_dataset_is_refused_by_the_training_items_and_the_work_limits(db
     def dataset(n: int) -> int:
         X = rng.standard_normal((n, 2))
         frame = pd.DataFrame(X, columns=["a", "b"]).assign(label=(X[:, 0] > 0).astype(int))
-        return svc.import_csv(frame.to_csv(index=False).encode(), name=f"g{n}", label_column="label",
-                              positive="1").dataset_id
+        return svc.import_csv(
+            frame.to_csv(index=False).encode(), name=f"g{n}", label_column="label", positive="1"
+        ).dataset_id
 
     too_many = dataset(72_000)  # 50,400 training items after the evaluation share
     with pytest.raises(ServiceError, match="at most 50,000 training items; this dataset has 50,400"):
@@ -593,8 +657,9 @@ def test_a_large_dataset_is_refused_by_the_training_items_and_the_work_limits(db
     assert "heuristics × seeds × budget × training items" in str(refused.value)
     assert "70,000,000 is over the 50,000,000" in str(refused.value)
     with pytest.raises(AssertionError, match="the comparison started"):  # 31,500,000: within the limits
-        svc.run_comparison(fifty, strategies=["near-boundary", "randomized-search", "largest-positive"],
-                           budget=100, seeds=3)
+        svc.run_comparison(
+            fifty, strategies=["near-boundary", "randomized-search", "largest-positive"], budget=100, seeds=3
+        )
     assert svc.comparisons() == []
 
 

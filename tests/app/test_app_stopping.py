@@ -25,11 +25,13 @@ def service(url: str) -> MarginLab:
     return MarginLab.from_url(url)
 
 
-def labelled_run(svc: MarginLab, n: int, strategy: str = "largest-positive", seed: int = 0,
-                 eval_fraction: float | None = None):
+def labelled_run(
+    svc: MarginLab, n: int, strategy: str = "largest-positive", seed: int = 0, eval_fraction: float | None = None
+):
     dataset_id = svc.ensure_demo_dataset() or svc.datasets()[0].id
-    run = svc.start_session(dataset_id=dataset_id, annotator="cy", strategy=strategy, seed=seed,
-                            eval_fraction=eval_fraction)
+    run = svc.start_session(
+        dataset_id=dataset_id, annotator="cy", strategy=strategy, seed=seed, eval_fraction=eval_fraction
+    )
     answer(run, n)
     return run
 
@@ -173,8 +175,10 @@ def test_the_estimate_uses_the_sessions_target_and_confidence(db_url):
     est = run.stopping_status().estimate
     assert est.method == "random draws" and est.confidence == 0.8 and "80% interval" in est.in_words()
     view = run.stopping.view()
-    at = {c: rules.estimate_remaining(view.labels, view.drawn, view.check_starts, pool_size=view.pool_size,
-                                      confidence=c) for c in (0.8, 0.95)}
+    at = {
+        c: rules.estimate_remaining(view.labels, view.drawn, view.check_starts, pool_size=view.pool_size, confidence=c)
+        for c in (0.8, 0.95)
+    }
     assert (est.remaining_low, est.remaining_high) == (at[0.8].remaining_low, at[0.8].remaining_high)
     assert at[0.95].remaining_high - at[0.95].remaining_low > est.remaining_high - est.remaining_low
     unlabelled = len(run.pool_items) - run.n_labels
@@ -190,8 +194,12 @@ def test_stopping_settings_are_checked_stored_and_resumed(db_url):
     status = restarted.stopping_status()
     assert (status.rule, status.target_recall, status.confidence) == ("consecutive:20", 0.9, 0.8)
     assert status.chosen.rule == "consecutive:20" and status.states[-1].rule == "consecutive:20"
-    for kwargs, words in [(dict(rule="oracle"), "Unknown stopping rule"), (dict(target_recall=1.0), "target recall"),
-                          (dict(confidence=-1), "confidence"), (dict(rule="knee:3"), "takes no parameter")]:
+    for kwargs, words in [
+        (dict(rule="oracle"), "Unknown stopping rule"),
+        (dict(target_recall=1.0), "target recall"),
+        (dict(confidence=-1), "confidence"),
+        (dict(rule="knee:3"), "takes no parameter"),
+    ]:
         bad = run.set_stopping(**kwargs)
         assert not bad.ok and words in bad.message
     assert repo.get_session(svc.engine, run.session_id).params[SETTING]["rule"] == "consecutive:20"
@@ -230,9 +238,11 @@ def test_label_page_shows_the_stopping_panel_and_runs_a_check(db_url):
     # every item left, and said so)
     before = run.stopping_status()
     planned, urn = before.check.planned, before.check.urn
-    assert before.outlook == (f"Guarantee: a recall check now would mean reading about {rules._pct(planned / urn)} "
-                              f"of what is left (at least {planned:,} random draws of {urn:,} unlabelled items): "
-                              "keep labelling first; the check is suggested when the heuristic stalls.")
+    assert before.outlook == (
+        f"Guarantee: a recall check now would mean reading about {rules._pct(planned / urn)} "
+        f"of what is left (at least {planned:,} random draws of {urn:,} unlabelled items): "
+        "keep labelling first; the check is suggested when the heuristic stalls."
+    )
     assert before.outlook in [as_shown(m.value) for m in at.markdown]
     assert len(at.get("plotly_chart")) == 5  # the four live charts and the gain curve
     at.button(key="start_check").click().run()
@@ -281,8 +291,9 @@ def test_the_gain_charts_axis_fits_what_was_found_and_the_estimates_interval():
     from app import charts
 
     labels = np.array([1] * 30 + [-1] * 70)
-    gain = pd.DataFrame({"n_labels": np.arange(1, 101), "found": np.cumsum(labels > 0),
-                         "drawn": np.zeros(100, dtype=bool)})
+    gain = pd.DataFrame(
+        {"n_labels": np.arange(1, 101), "found": np.cumsum(labels > 0), "drawn": np.zeros(100, dtype=bool)}
+    )
     est = rules.estimate_remaining(labels[:80].tolist() + [-1] * 20, np.arange(100) >= 80, [80], pool_size=400)
     assert est.method == "random draws"
     fig = charts.gain_figure(gain, est, 0.95)

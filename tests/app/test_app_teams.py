@@ -142,12 +142,23 @@ def test_an_annotator_cannot_reach_the_owner_pages(db_url):
     at = start_app("ann", role="annotator")
     assert titles(at) == ["Label together"]
     assert any("not a member of an active project" in i.value for i in at.info)
-    for page in ("views/export.py", "views/data.py", "views/team.py", "views/projects.py", "views/label.py",
-                 "views/compare.py", "views/history.py", "views/sessions.py"):
+    for page in (
+        "views/export.py",
+        "views/data.py",
+        "views/team.py",
+        "views/projects.py",
+        "views/label.py",
+        "views/compare.py",
+        "views/history.py",
+        "views/sessions.py",
+    ):
         # the navigation of an annotator has two pages; no other can be opened (the owners' pages' addresses
         # are hidden pages without a file of their own: they open her first page)
-        with pytest.raises(Exception, match=r"Known pages: \['MarginLab', [^,]*team_label\.py', [^,]*my_labels\.py'"
-                                            r"(, '[a-z_]+')*\]"):
+        with pytest.raises(
+            Exception,
+            match=r"Known pages: \['MarginLab', [^,]*team_label\.py', [^,]*my_labels\.py'"
+            r"(, '[a-z_]+')*\]",
+        ):
             at.switch_page(page)
     at.switch_page("views/my_labels.py").run()
     assert titles(at) == ["My labels"] and not at.get("download_button")
@@ -178,8 +189,9 @@ def test_a_disabled_annotator_pressing_a_key_on_an_open_page_stores_nothing(db_u
     owner = start_app("olga")
     svc = MarginLab.from_url(db_url)
     me = svc.sign_in("olga", PASSWORD)
-    project_id = svc.create_project(me, name="screening", dataset_id=svc.datasets()[0].id, strategy="random",
-                                    members=["ann"])
+    project_id = svc.create_project(
+        me, name="screening", dataset_id=svc.datasets()[0].id, strategy="random", members=["ann"]
+    )
     svc.start_session(dataset_id=svc.datasets()[0].id, annotator="bea", strategy="random")
     ann, bea = start_app("ann", role="annotator"), start_app("bea")
     assert titles(ann) == ["Label together"] and titles(bea) == ["Label"]

@@ -29,6 +29,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 # --------------------------------------------------------------------------- the toys: one class, one function
 
+
 class KernelPerceptron(OnlineSolver):
     """A kernel perceptron without bias: an example joins the model, with coefficient y, when the model
     gets it wrong as it is learned."""
@@ -89,8 +90,9 @@ def stream_in_order(model, pool: Pool, rng=None, *, order, cursor=0, threshold=1
 
 
 TOY_SOLVER = solvers.Solver("toy-perceptron", KernelPerceptron)
-TOY_STRATEGY = Strategy("toy-first", first_unlabelled, default_solver="toy-perceptron",
-                        words="Toy: the first unlabelled item")
+TOY_STRATEGY = Strategy(
+    "toy-first", first_unlabelled, default_solver="toy-perceptron", words="Toy: the first unlabelled item"
+)
 TOY_STREAM = Strategy("toy-stream", stream_in_order, default_solver="toy-perceptron", streams=True)
 
 
@@ -115,15 +117,24 @@ def data(n=60, seed=0):
 
 
 def test_the_registries_hold_the_entries_the_contracts_name():
-    assert strategies.names() == ("largest-positive", "near-boundary", "randomized-search", "autoactive",
-                                  "ramp-region", "random", "gradient")
+    assert strategies.names() == (
+        "largest-positive",
+        "near-boundary",
+        "randomized-search",
+        "autoactive",
+        "ramp-region",
+        "random",
+        "gradient",
+    )
     assert solvers.names() == ("incremental", "lasvm", "ramp", "active-set", "dual-cd")
     # dual-cd is found by name (the review model's solver on sparse rows) but offered nowhere on its own
     assert solvers.SOLVER_NAMES == ("incremental", "lasvm", "ramp", "active-set") and not solvers.get("dual-cd").offered
     assert strategies.STRATEGY_NAMES == strategies.names()
     assert strategies.get("ramp-region").streams and strategies.get("gradient").needs_oracle
-    assert {s.name for s in strategies.REGISTRY.entries(lambda e: e.needs_whole_pool)} == {"largest-positive",
-                                                                                          "near-boundary"}
+    assert {s.name for s in strategies.REGISTRY.entries(lambda e: e.needs_whole_pool)} == {
+        "largest-positive",
+        "near-boundary",
+    }
     assert strategies.get_strategy("autoactive") is strategies.autoactive
     for entry in solvers.REGISTRY.entries():  # the entry and its class agree (checked when it is loaded)
         cls = solvers.solver_class(entry.name)
@@ -182,7 +193,7 @@ def test_the_loop_runs_a_toy_strategy_on_a_toy_solver(toys):
         loop.teach(q.index, int(y[q.index]))
     chosen = [(index, expected) for strategy, index, expected in asked if strategy == "toy-first"]
     assert len(chosen) >= 4 and all(index == expected for index, expected in chosen), asked
-    assert all(s.endswith("(cold start)") for s, _, _ in asked[:len(asked) - len(chosen)])
+    assert all(s.endswith("(cold start)") for s, _, _ in asked[: len(asked) - len(chosen)])
     assert loop.solver.n_support_ >= 1
 
     # undo asks the same again; a restored loop continues as the original, bit for bit
@@ -232,19 +243,39 @@ def test_the_command_line_offers_and_runs_the_toys(toys, tmp_path, capsys, monke
 
     X, y = data(120)
     path = tmp_path / "toy.csv"
-    path.write_text("a,b,outcome\n" + "".join(f"{float(a)!r},{float(b)!r},{'yes' if t > 0 else 'no'}\n"
-                                              for (a, b), t in zip(X, y, strict=True)))
+    path.write_text(
+        "a,b,outcome\n"
+        + "".join(f"{float(a)!r},{float(b)!r},{'yes' if t > 0 else 'no'}\n" for (a, b), t in zip(X, y, strict=True))
+    )
     common = ["--data", str(path), "--label-column", "outcome", "--positive", "yes"]
-    assert cli.main(["compare", *common, "--strategies", "toy-first", "--budget", "12", "--seeds", "1",
-                     "--initial", "4", "--json"]) == 0
+    assert (
+        cli.main(
+            [
+                "compare",
+                *common,
+                "--strategies",
+                "toy-first",
+                "--budget",
+                "12",
+                "--seeds",
+                "1",
+                "--initial",
+                "4",
+                "--json",
+            ]
+        )
+        == 0
+    )
     summary = {row["strategy"]: row for row in json.loads(capsys.readouterr().out)["summary"]}
     assert summary["toy-first"]["solver"] == "toy-perceptron"  # the strategy's default, from its entry
     assert cli.main(["fit", *common, "--solver", "toy-perceptron", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["solver"] == "toy-perceptron"
     # the ramp solver's own options are refused for the toy solver, naming the solver that takes them
     assert cli.main(["fit", *common, "--solver", "toy-perceptron", "--loss", "hinge"]) == cli.EXIT_USAGE
-    assert "--loss: only the ramp solver takes these (add --solver ramp); the run would use toy-perceptron" \
+    assert (
+        "--loss: only the ramp solver takes these (add --solver ramp); the run would use toy-perceptron"
         in capsys.readouterr().err
+    )
 
 
 # --------------------------------------------------------------------------- the New session form
@@ -295,8 +326,11 @@ def listed_names(tree: ast.AST, names: set[str]) -> list[tuple[int, str]]:
             if any("loss" in ast.unparse(side) for side in sides):
                 continue  # ("ramp" is also the ramp solver's own loss)
             for side in sides:
-                hits = ([side.value] if isinstance(side, ast.Constant) and side.value in names
-                        else name_literals(side, names))
+                hits = (
+                    [side.value]
+                    if isinstance(side, ast.Constant) and side.value in names
+                    else name_literals(side, names)
+                )
                 if hits:
                     found.append((node.lineno, f"compares with {', '.join(hits)}"))
         elif isinstance(node, (ast.Tuple, ast.List, ast.Set)) and len(name_literals(node, names)) >= 2:
@@ -312,25 +346,31 @@ def test_no_module_outside_the_registries_lists_or_compares_strategy_or_solver_n
     names = set(strategies.names()) | set(solvers.names())
     assert "ramp-region" in names and "active-set" in names
     # a solver's own modules (its class's and its warm-up's) name the solver (the class's ``name``) and its losses
-    own = {Path(*module.split(".")).with_suffix(".py") for e in solvers.REGISTRY.entries()
-           for module in (e.cls.partition(":")[0], e.warm_up)}
+    own = {
+        Path(*module.split(".")).with_suffix(".py")
+        for e in solvers.REGISTRY.entries()
+        for module in (e.cls.partition(":")[0], e.warm_up)
+    }
     offenders = []
     for folder in ("core", "app", "storage"):
         for path in sorted((ROOT / folder).rglob("*.py")):
             relative = path.relative_to(ROOT)
             if relative in REGISTRIES or relative in own:
                 continue
-            offenders += [f"{relative}:{line}: {what}"
-                          for line, what in listed_names(ast.parse(path.read_text()), names)]
+            offenders += [
+                f"{relative}:{line}: {what}" for line, what in listed_names(ast.parse(path.read_text()), names)
+            ]
     assert offenders == [], "\n".join(offenders)
 
 
 def test_the_name_check_sees_what_it_looks_for():
     names = {"ramp-region", "random", "lasvm", "ramp"}
-    source = ('if strategy == "ramp-region": pass\n'
-              'ok = solver in ("lasvm",)\n'
-              'CHOICES = ("random", "ramp-region")\n'
-              'DEFAULTS = {"random": 1, "ramp-region": 2}\n'
-              'fine = args.loss != "ramp" and kind == "rbf" and x in ("one-class", "hinge")\n'
-              'START = ("random", "one-class")\n')
+    source = (
+        'if strategy == "ramp-region": pass\n'
+        'ok = solver in ("lasvm",)\n'
+        'CHOICES = ("random", "ramp-region")\n'
+        'DEFAULTS = {"random": 1, "ramp-region": 2}\n'
+        'fine = args.loss != "ramp" and kind == "rbf" and x in ("one-class", "hinge")\n'
+        'START = ("random", "one-class")\n'
+    )
     assert [line for line, _ in listed_names(ast.parse(source), names)] == [1, 2, 3, 4]

@@ -63,6 +63,8 @@ def config(strategy: str, solver: str, seed: int, **solver_params) -> dict:
         solver = solver.removesuffix("-balanced")
         solver_params = dict(solver_params, class_weight="balanced")
     return dict(strategy=strategy, solver=solver, seed=seed, solver_params={"C": C_OF[solver], **solver_params})
+
+
 LARGE = 256 * 2**20
 # (threads of the live run, threads of the resumed run, cache budget of the live run, of the resumed run)
 VARIANTS = [(1, 2, LARGE, 0), (2, 1, 0, LARGE)]
@@ -211,7 +213,8 @@ def test_a_resumed_loop_is_the_loop_that_never_stopped_bit_for_bit(data, strateg
 @pytest.mark.parametrize("buffer_rows", [1000, 12])
 @pytest.mark.parametrize(("strategy", "solver"), [("near-boundary", "incremental"), ("largest-positive", "lasvm")])
 def test_float32_kernel_rows_resume_bit_for_bit_and_stay_close_to_the_decision_values(
-        data, strategy, solver, buffer_rows, variant, monkeypatch):
+    data, strategy, solver, buffer_rows, variant, monkeypatch
+):
     """``kernel_rows="float32"``: the kept rows are rounded once, the same way on every run, so a
     resumed loop (other threads, other cache) is still the loop that never stopped, bit for bit; the
     kept scores stay within float32 rounding of the solver's decision values (rows in the buffer and,
@@ -366,8 +369,9 @@ def test_a_state_that_does_not_fit_is_refused(data):
 @pytest.mark.parametrize("solver", ["incremental", "lasvm", "active-set"])
 def test_evaluation_from_kept_columns_equals_a_fresh_evaluation(data, solver):
     X, y, Xe, ye = data
-    loop = ActiveLearningLoop(X, strategy="near-boundary", solver=solver, seed=6, eval_X=Xe, eval_y=ye,
-                              solver_params={"C": 10.0})
+    loop = ActiveLearningLoop(
+        X, strategy="near-boundary", solver=solver, seed=6, eval_X=Xe, eval_y=ye, solver_params={"C": 10.0}
+    )
     rng = np.random.default_rng(0)
     for _ in range(40):
         answer(loop, y, 1, rng)
@@ -421,11 +425,16 @@ def label_session(svc, strategy, solver, n, seed=0):
 
 
 def assert_same_run(a, b):
-    assert [(x.item_index, x.value, x.label_id) for x in a.answers] == \
-        [(x.item_index, x.value, x.label_id) for x in b.answers]
+    assert [(x.item_index, x.value, x.label_id) for x in a.answers] == [
+        (x.item_index, x.value, x.label_id) for x in b.answers
+    ]
     np.testing.assert_allclose(a.loop.pool_scores(), b.loop.pool_scores(), rtol=0, atol=1e-12)
-    np.testing.assert_allclose(a.loop.solver.decision_function(np.arange(a.loop.n_items)),
-                               b.loop.solver.decision_function(np.arange(b.loop.n_items)), rtol=0, atol=1e-12)
+    np.testing.assert_allclose(
+        a.loop.solver.decision_function(np.arange(a.loop.n_items)),
+        b.loop.solver.decision_function(np.arange(b.loop.n_items)),
+        rtol=0,
+        atol=1e-12,
+    )
     np.testing.assert_allclose(a.evaluation_scores(), b.evaluation_scores(), rtol=0, atol=1e-12)
     assert a.shown.item_index == b.shown.item_index
     ha, hb = a.history().drop(columns=NOT_COMPARED), b.history().drop(columns=NOT_COMPARED)
@@ -436,10 +445,18 @@ def assert_same_run(a, b):
             assert ha[column].tolist() == hb[column].tolist(), column
 
 
-@pytest.mark.parametrize(("strategy", "solver"), [("near-boundary", "incremental"), ("randomized-search", "lasvm"),
-                                                  ("ramp-region", "ramp"), ("near-boundary", "active-set"),
-                                                  ("autoactive", "lasvm"), ("random", "lasvm"),
-                                                  ("near-boundary", "lasvm")])
+@pytest.mark.parametrize(
+    ("strategy", "solver"),
+    [
+        ("near-boundary", "incremental"),
+        ("randomized-search", "lasvm"),
+        ("ramp-region", "ramp"),
+        ("near-boundary", "active-set"),
+        ("autoactive", "lasvm"),
+        ("random", "lasvm"),
+        ("near-boundary", "lasvm"),
+    ],
+)
 def test_a_restarted_app_resumes_from_the_latest_snapshot(lab, strategy, solver):
     from app.services import SNAPSHOT_EVERY, MarginLab
     from storage import repository as repo
@@ -501,8 +518,9 @@ def test_a_restarted_lasvm_session_has_the_same_model_and_next_item_bit_for_bit(
     rng = np.random.default_rng(8)
     X, y = make_banana(400, rng, noise=0.8)
     X = np.hstack([X, rng.normal(size=(400, 6))]) / 3.0
-    csv = "a,b,c,d,e,f,g,h,label\n" + "\n".join(",".join(repr(float(v)) for v in row) + f",{int(t)}"
-                                                   for row, t in zip(X, y, strict=True))
+    csv = "a,b,c,d,e,f,g,h,label\n" + "\n".join(
+        ",".join(repr(float(v)) for v in row) + f",{int(t)}" for row, t in zip(X, y, strict=True)
+    )
     dataset_id = svc.import_csv(csv.encode(), name="real-valued", label_column="label", positive="1").dataset_id
     with threads(live_threads):
         run = svc.start_session(dataset_id=dataset_id, annotator="ida", strategy=strategy, solver="lasvm", seed=3)
@@ -558,8 +576,11 @@ def test_a_snapshot_that_does_not_match_the_events_is_not_used(lab):
     other_ids["service"]["label_ids"][3] += 1000
     other_config = json.loads(json.dumps(meta))
     other_config["loop"]["config"]["seed"] += 1
-    for bad_arrays, bad_meta, why in [(flipped, meta, "items or values"), (arrays, other_ids, "label ids"),
-                                      (arrays, other_config, "configuration")]:
+    for bad_arrays, bad_meta, why in [
+        (flipped, meta, "items or values"),
+        (arrays, other_ids, "label ids"),
+        (arrays, other_config, "configuration"),
+    ]:
         resumed = resume_with(bad_arrays, bad_meta)
         assert resumed.resumed_from is None and why in resumed.resume_note
         assert_same_run(resumed, run)
@@ -721,8 +742,7 @@ def test_kept_rows_that_stop_changing_give_their_slots_alike_in_a_resumed_loop(v
         assert restored.scores.slot_items == loop.scores.slot_items
         assert np.array_equal(restored.pool_scores().view(np.int64), loop.pool_scores().view(np.int64))
         assert restored.next_query().index == loop.next_query().index
-    np.testing.assert_allclose(loop.pool_scores(), loop.solver.decision_function(np.arange(len(X))),
-                               rtol=0, atol=1e-9)
+    np.testing.assert_allclose(loop.pool_scores(), loop.solver.decision_function(np.arange(len(X))), rtol=0, atol=1e-9)
 
 
 def test_a_state_naming_a_kept_row_twice_or_outside_the_pool_keeps_one_slot_per_row(data):
@@ -740,16 +760,18 @@ def test_a_state_naming_a_kept_row_twice_or_outside_the_pool_keeps_one_slot_per_
     kept = restored.scores
     assert kept.slot_items[:2] == [first, second] and len(kept.slots) == len(kept.slot_items)
     assert all(kept.slots[j] == k for k, j in enumerate(kept.slot_items))
-    np.testing.assert_allclose(restored.pool_scores(), restored.solver.decision_function(np.arange(len(X))),
-                               rtol=0, atol=1e-9)
+    np.testing.assert_allclose(
+        restored.pool_scores(), restored.solver.decision_function(np.arange(len(X))), rtol=0, atol=1e-9
+    )
 
 
 def test_a_restored_loop_puts_its_kept_kernel_rows_back_at_the_first_update(data):
     """Opening a snapshot computes no pool-wide kernel row (the next item needs only the kept
     scores); the rows the original had buffered come back, in its order, before the next update."""
     X, y, _, _ = data
-    loop = ActiveLearningLoop(X, strategy="near-boundary", solver="incremental", seed=4,
-                              solver_params={"C": C_OF["incremental"]})
+    loop = ActiveLearningLoop(
+        X, strategy="near-boundary", solver="incremental", seed=4, solver_params={"C": C_OF["incremental"]}
+    )
     answer_without_undo(loop, y, 30, np.random.default_rng(1))
     arrays, meta = through_storage(*loop.to_state())
     assert len(arrays["row_slots"]) > 0
@@ -775,8 +797,7 @@ def test_a_restored_loop_puts_its_kept_kernel_rows_back_at_the_first_update(data
 
 
 @pytest.mark.parametrize(("live_threads", "ahead_threads"), [(1, 2), (2, 1)])
-def test_a_row_computed_ahead_changes_when_the_work_is_done_not_a_bit_of_the_result(
-        data, live_threads, ahead_threads):
+def test_a_row_computed_ahead_changes_when_the_work_is_done_not_a_bit_of_the_result(data, live_threads, ahead_threads):
     """The queried item's kernel row, computed in the background while the analyst reads the
     item (large pools), gives the loop the same bits as computing it at the update, whatever
     the thread counts; answers to other items, skips and undos leave it unused or unharmed."""

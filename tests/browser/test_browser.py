@@ -25,8 +25,16 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 
 pytestmark = pytest.mark.browser
 
@@ -82,10 +90,22 @@ class AppServer:
             raise RuntimeError(f"this app server is already running (pid {self.process.pid})")
         env = dict(os.environ, MARGINLAB_DATABASE_URL=self.database_url, PYTHONUNBUFFERED="1")
         env.setdefault("MARGINLAB_OWNER_PASSWORD", OWNER_PASSWORD)  # the first owner: sign in as OWNER
-        command = [sys.executable, "-m", "app.serve",  # as ``make run`` starts it (streamlit run, warm)
-                   "--server.port", str(self.port), "--server.address", "127.0.0.1",
-                   "--server.headless", "true", "--browser.gatherUsageStats", "false",
-                   "--server.fileWatcherType", "none", *self.args]
+        command = [
+            sys.executable,
+            "-m",
+            "app.serve",  # as ``make run`` starts it (streamlit run, warm)
+            "--server.port",
+            str(self.port),
+            "--server.address",
+            "127.0.0.1",
+            "--server.headless",
+            "true",
+            "--browser.gatherUsageStats",
+            "false",
+            "--server.fileWatcherType",
+            "none",
+            *self.args,
+        ]
         self._log = open(self.log_path, "ab")
         self.process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=self._log, stderr=subprocess.STDOUT)
         try:
@@ -128,8 +148,11 @@ def require_chromium() -> str:
     if not (os.path.isfile(CHROMIUM) and os.access(CHROMIUM, os.X_OK)):
         found = shutil.which("chromium")
         if found is None:
-            pytest.fail(f"Debian's Chromium is not installed at {CHROMIUM}; run `make browser-deps` "
-                        "(apt-get install chromium) and run the tests again.", pytrace=False)
+            pytest.fail(
+                f"Debian's Chromium is not installed at {CHROMIUM}; run `make browser-deps` "
+                "(apt-get install chromium) and run the tests again.",
+                pytrace=False,
+            )
         return found
     return CHROMIUM
 
@@ -144,9 +167,18 @@ def wait_for_app(page, timeout_ms: int = 60_000) -> None:
 
 
 #: the address path of each page (Streamlit's default: the view's file name) and its title in the navigation
-PAGE_TITLES = {"data": "Data", "label": "Label", "history": "History", "sessions": "Sessions",
-               "team_label": "Label together", "projects": "Projects", "compare": "Compare", "export": "Export",
-               "team": "Team", "my_labels": "My labels"}
+PAGE_TITLES = {
+    "data": "Data",
+    "label": "Label",
+    "history": "History",
+    "sessions": "Sessions",
+    "team_label": "Label together",
+    "projects": "Projects",
+    "compare": "Compare",
+    "export": "Export",
+    "team": "Team",
+    "my_labels": "My labels",
+}
 
 
 def sign_in(page, user: str = OWNER, password: str = OWNER_PASSWORD) -> None:
@@ -176,8 +208,7 @@ def goto(page, url: str, user: str = OWNER, password: str = OWNER_PASSWORD) -> N
     from app.server_guard import SIGN_IN_COOKIE
 
     page.goto(url)
-    page.locator(SIGNED_IN).or_(page.get_by_role("button", name="Sign in", exact=True)).first.wait_for(
-        timeout=60_000)
+    page.locator(SIGNED_IN).or_(page.get_by_role("button", name="Sign in", exact=True)).first.wait_for(timeout=60_000)
     wait_for_app(page)
     shown = page.locator(SIGNED_IN)
     if shown.count() and f"Signed in as {user} (" not in shown.first.inner_text().replace("\u2060", ""):
@@ -240,8 +271,9 @@ def start_session_in_ui(page, annotator: str, strategy: str | None = None, datas
     page.get_by_role("button", name="Start labelling").click()
     # The page may already show a session (the demo opens at a first owner's sign-in) with its item: wait for
     # the address to name another session, the one just started, before anything is pressed on it.
-    page.wait_for_function("(old) => new URLSearchParams(window.location.search).get('session') !== old",
-                           arg=shown, timeout=60_000)
+    page.wait_for_function(
+        "(old) => new URLSearchParams(window.location.search).get('session') !== old", arg=shown, timeout=60_000
+    )
     page.wait_for_selector(".st-key-item_caption", timeout=60_000)
     wait_for_app(page)
 
@@ -251,8 +283,7 @@ def wait_for_key_button(page, key: str, timeout_ms: int = 30_000) -> None:
     the buttons before pressing.  On a page's first load the browser fetches a button's code after the
     item's caption is drawn (Streamlit loads each kind of element's code when it first needs it, and
     shows a placeholder meanwhile): a key pressed before that reaches no button and is lost."""
-    page.wait_for_selector(f".stButton button:has([aria-label='Shortcut {key.upper()}']):enabled",
-                           timeout=timeout_ms)
+    page.wait_for_selector(f".stButton button:has([aria-label='Shortcut {key.upper()}']):enabled", timeout=timeout_ms)
 
 
 def press_label_key(page, key: str, previous_caption: str, timeout_ms: int = 30_000) -> None:
@@ -262,7 +293,10 @@ def press_label_key(page, key: str, previous_caption: str, timeout_ms: int = 30_
     page.locator("body").press(key)
     page.wait_for_function(
         "(old) => { const el = document.querySelector('.st-key-item_caption');"
-        " return el && el.innerText.trim() !== old; }", arg=previous_caption, timeout=timeout_ms)
+        " return el && el.innerText.trim() !== old; }",
+        arg=previous_caption,
+        timeout=timeout_ms,
+    )
 
 
 # --------------------------------------------------------------------------- the test
@@ -299,7 +333,9 @@ def test_label_with_keys_then_restart_resumes_the_session(tmp_path):
                 page.get_by_role("button", name="Negative").dblclick()
                 page.wait_for_function(
                     "(old) => document.querySelector('.st-key-item_caption').innerText.trim() !== old",
-                    arg=before, timeout=30_000)
+                    arg=before,
+                    timeout=30_000,
+                )
                 time.sleep(1.0)  # give a second, stale rerun time to arrive
                 wait_for_app(page)
                 assert progress_labels(page) == n_keys + 1
@@ -423,8 +459,15 @@ def choose_file_to_upload(page, base_url: str, path: Path) -> None:
     page.locator("input[type='file']").set_input_files(str(path))
 
 
-def upload_csv_in_ui(page, base_url: str, path: Path, *, label_column: str | None = None,
-                     positive: str = "", key_column: str | None = None) -> None:
+def upload_csv_in_ui(
+    page,
+    base_url: str,
+    path: Path,
+    *,
+    label_column: str | None = None,
+    positive: str = "",
+    key_column: str | None = None,
+) -> None:
     choose_file_to_upload(page, base_url, path)
     page.wait_for_selector("text=True-label column (optional)", timeout=60_000)
     wait_for_app(page)
@@ -455,8 +498,14 @@ def test_upload_a_csv_and_see_errors_that_name_row_and_column(tmp_path):
         try:
             with AppServer(db_url, tmp_path / "server.log") as server:
                 page = browser.new_page(viewport={"width": 1400, "height": 1400})
-                upload_csv_in_ui(page, server.url, ROOT / "assets" / "breast_cancer.csv",
-                                 label_column="diagnosis", positive="malignant", key_column="id")
+                upload_csv_in_ui(
+                    page,
+                    server.url,
+                    ROOT / "assets" / "breast_cancer.csv",
+                    label_column="diagnosis",
+                    positive="malignant",
+                    key_column="id",
+                )
                 page.wait_for_selector("text=Imported 'breast_cancer'", timeout=60_000)
                 upload_csv_in_ui(page, server.url, bad, label_column="label", positive="yes")
                 error = page.locator("[data-testid='stAlertContentError']").inner_text(timeout=60_000)
@@ -522,7 +571,8 @@ def test_shortcut_keys_do_nothing_while_new_session_is_open(tmp_path):
                 page.get_by_role("textbox", name="gamma").fill("abc")
                 page.get_by_role("button", name="Start labelling").click()
                 page.locator("[data-testid='stPopoverBody'] [data-testid='stAlertContentError']").filter(
-                    has_text="gamma must be 'scale' or a positive number").wait_for(timeout=30_000)
+                    has_text="gamma must be 'scale' or a positive number"
+                ).wait_for(timeout=30_000)
                 wait_for_app(page)
                 page.keyboard.press("Escape")  # close the form: the keys label again
                 page.wait_for_selector("text=Labelling is paused while", state="detached", timeout=30_000)

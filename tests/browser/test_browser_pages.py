@@ -85,8 +85,11 @@ def test_every_page_has_an_address_and_a_link_reopens_its_session(tmp_path):
                 before = item_caption(page)
                 wait_for_key_button(page, "n")  # (a first load: the buttons come just after the item)
                 page.keyboard.press("n")
-                page.wait_for_function("(old) => document.querySelector('.st-key-item_caption').innerText.trim()"
-                                       " !== old", arg=before, timeout=30_000)
+                page.wait_for_function(
+                    "(old) => document.querySelector('.st-key-item_caption').innerText.trim() !== old",
+                    arg=before,
+                    timeout=30_000,
+                )
                 wait_for_app(page)
                 assert f"session={older}" in page.url
                 # and "/" still opens the Label page
@@ -120,8 +123,11 @@ def test_keys_label_right_after_switching_sessions(tmp_path):
                 shown = shown_item_index(page)
                 before = item_caption(page)
                 page.keyboard.press("n")  # straight away, wherever the focus is
-                page.wait_for_function("(old) => document.querySelector('.st-key-item_caption').innerText.trim()"
-                                       " !== old", arg=before, timeout=60_000)
+                page.wait_for_function(
+                    "(old) => document.querySelector('.st-key-item_caption').innerText.trim() !== old",
+                    arg=before,
+                    timeout=60_000,
+                )
                 wait_for_app(page)
         finally:
             browser.close()
@@ -327,6 +333,5 @@ def test_import_labels_from_a_file_on_the_sessions_page(tmp_path):
             browser.close()
     svc = MarginLab.from_url(url)
     events = repo.label_events(svc.engine, session_id)
-    assert [(e.item_index, e.value, e.strategy) for e in events] == [(i, int(run.y_true[i]), "imported")
-                                                                      for i in pool]
+    assert [(e.item_index, e.value, e.strategy) for e in events] == [(i, int(run.y_true[i]), "imported") for i in pool]
     svc.engine.dispose()

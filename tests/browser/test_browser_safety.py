@@ -40,8 +40,10 @@ pytestmark = pytest.mark.browser
 
 #: nothing listens there: a link, an image or a request to it can only come from user text
 TRAP = "127.0.0.1:9"
-HOSTILE = (f"[x](http://{TRAP}/a) ![p](http://{TRAP}/p.png) <b>b</b> <img src='http://{TRAP}/i.png'> "
-           f"http://{TRAP}/auto :red[red] $x^2$ *e*")
+HOSTILE = (
+    f"[x](http://{TRAP}/a) ![p](http://{TRAP}/p.png) <b>b</b> <img src='http://{TRAP}/i.png'> "
+    f"http://{TRAP}/auto :red[red] $x^2$ *e*"
+)
 HOSTILE_COLUMN = f"`c` [col](http://{TRAP}/c) ![pc](http://{TRAP}/pc.png)"
 HOSTILE_KEY = f"`k` [k](http://{TRAP}/k) ![pk](http://{TRAP}/pk.png) <b>kb</b>"
 
@@ -155,9 +157,13 @@ def test_user_text_is_shown_as_plain_text_on_every_page(tmp_path):
                 svc = MarginLab.from_url(db_url)
                 svc.run_comparison(dataset_id, strategies=["random"], budget=8, seeds=1, initial=4)
                 svc.engine.dispose()
-                for path, ready in (("compare", "Stored comparisons"), ("export", "Model state of a session"),
-                                    ("history", "Answer to change"), ("sessions", "Import labels into"),
-                                    ("data", "Datasets in the database")):
+                for path, ready in (
+                    ("compare", "Stored comparisons"),
+                    ("export", "Model state of a session"),
+                    ("history", "Answer to change"),
+                    ("sessions", "Import labels into"),
+                    ("data", "Datasets in the database"),
+                ):
                     goto(page, f"{server.url}/{path}", HOSTILE)
                     page.wait_for_selector(f"text={ready}", timeout=60_000)
                     assert_plain(page, requests, path)
@@ -207,7 +213,7 @@ def listening_addresses(port: int) -> set[str]:
                 if state == "0A" and int(port_hex, 16) == port:  # 0A: LISTEN
                     raw = bytes.fromhex(address)
                     # /proc prints each 32-bit word in host (little-endian) order
-                    words = b"".join(raw[k:k + 4][::-1] for k in range(0, len(raw), 4))
+                    words = b"".join(raw[k : k + 4][::-1] for k in range(0, len(raw), 4))
                     found.add(str(ipaddress.ip_address(words)))
     return found
 
@@ -217,14 +223,18 @@ def test_the_server_listens_on_127_0_0_1_only_when_started_from_another_director
     port = free_port()
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
-    env = dict(os.environ, HOME=str(elsewhere), MARGINLAB_DATABASE_URL=f"sqlite:///{tmp_path / 'm.db'}",
-               PYTHONUNBUFFERED="1")
+    env = dict(
+        os.environ, HOME=str(elsewhere), MARGINLAB_DATABASE_URL=f"sqlite:///{tmp_path / 'm.db'}", PYTHONUNBUFFERED="1"
+    )
     env.pop("STREAMLIT_SERVER_ADDRESS", None)
     if how == "app/serve.py":  # what make run starts, here as a script from another directory
         command = [sys.executable, str(ROOT / "app" / "serve.py")]
     else:
-        streamlit = [str(os.path.join(os.path.dirname(sys.executable), "streamlit"))] if how == "streamlit run" \
+        streamlit = (
+            [str(os.path.join(os.path.dirname(sys.executable), "streamlit"))]
+            if how == "streamlit run"
             else [sys.executable, "-m", "streamlit"]
+        )
         command = [*streamlit, "run", str(ROOT / "app" / "main.py")]
     command += ["--server.port", str(port), "--server.headless", "true", "--server.fileWatcherType", "none"]
     log = open(tmp_path / "server.log", "wb")

@@ -64,14 +64,18 @@ def label_page_with_a_check(db_url: str, screenshot: Path, n_labels: int = 120, 
                     page.locator("body").press(key)
                     page.wait_for_function(
                         "(old) => { const el = document.querySelector('.st-key-item_caption');"
-                        " return el && el.innerText.trim() !== old; }", arg=caption, timeout=30_000)
+                        " return el && el.innerText.trim() !== old; }",
+                        arg=caption,
+                        timeout=30_000,
+                    )
                 time.sleep(0.5)
                 wait_for_app(page)
                 seen["after"] = stopping_text(page)
                 seen["why"] = page.locator("body").inner_text().replace("\u2060", "")
                 page.set_viewport_size({"width": 1400, "height": 1450})  # the whole Label page, top first
-                page.evaluate("() => document.querySelectorAll('section, [data-testid=stMain]')"
-                              ".forEach(el => el.scrollTo(0, 0))")
+                page.evaluate(
+                    "() => document.querySelectorAll('section, [data-testid=stMain]').forEach(el => el.scrollTo(0, 0))"
+                )
                 wait_for_app(page)
                 page.screenshot(path=str(screenshot))
         finally:
@@ -89,8 +93,11 @@ def test_stopping_panel_and_recall_check_in_chromium(tmp_path):
     assert "When can I stop?" in before and "positives still unlabelled" in before.lower()
     for rule in ("statistical:", "knee:", "margin:", "stability:", "consecutive:50:"):
         assert rule in before, (rule, before)
-    assert re.search(r"draw \d[\d,]* more random items to test recall ≥ 95% at 95% confidence", after) or \
-        "back to the heuristic" in seen["why"] or "you can stop" in after.lower(), after
+    assert (
+        re.search(r"draw \d[\d,]* more random items to test recall ≥ 95% at 95% confidence", after)
+        or "back to the heuristic" in seen["why"]
+        or "you can stop" in after.lower()
+    ), after
     assert (tmp_path / "stopping.png").stat().st_size > 20_000
     engine = make_engine(db_url)
     events = repo.label_events(engine, seen["session"])

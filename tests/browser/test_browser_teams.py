@@ -32,13 +32,26 @@ from tests.browser.test_browser import (
 pytestmark = pytest.mark.browser
 
 
-
 def screenshot_folder(tmp_path) -> Path:
     """Where screenshots go: ``$MARGINLAB_SCREENSHOTS`` (docs/screenshots refreshes the docs' images), else tmp_path."""
     folder = os.environ.get("MARGINLAB_SCREENSHOTS", "").strip()
     return Path(folder) if folder else tmp_path
-PAGES = ("no-such-page", "", "label", "data", "export", "compare", "projects", "team", "history", "sessions",
-         "my_labels", "team_label")
+
+
+PAGES = (
+    "no-such-page",
+    "",
+    "label",
+    "data",
+    "export",
+    "compare",
+    "projects",
+    "team",
+    "history",
+    "sessions",
+    "my_labels",
+    "team_label",
+)
 
 
 def team_database(tmp_path, members=("ann", "bob"), **project) -> tuple[str, int]:
@@ -53,8 +66,9 @@ def team_database(tmp_path, members=("ann", "bob"), **project) -> tuple[str, int
     svc.failure_delay_s = 0
     dataset_id = svc.ensure_demo_dataset()
     me = svc.sign_in(OWNER, OWNER_PASSWORD)
-    project_id = svc.create_project(me, name="digits screening", dataset_id=dataset_id, strategy="near-boundary",
-                                    members=list(members), **project)
+    project_id = svc.create_project(
+        me, name="digits screening", dataset_id=dataset_id, strategy="near-boundary", members=list(members), **project
+    )
     svc.engine.dispose()
     return url, project_id
 
@@ -151,7 +165,10 @@ def test_an_annotator_cannot_export_or_read_another_annotator_s_answers(tmp_path
                     page.locator("body").press(key)
                     page.wait_for_function(
                         "(old) => { const el = document.querySelector('.st-key-item_caption');"
-                        " return el && el.innerText.trim() !== old; }", arg=before, timeout=30_000)
+                        " return el && el.innerText.trim() !== old; }",
+                        arg=before,
+                        timeout=30_000,
+                    )
                     wait_for_app(page)
                 # the owners' pages are not there for her, whatever the address (her browser keeps her sign-in)
                 for path in ("export", "data", "projects", "team", "compare"):
@@ -218,7 +235,10 @@ def test_two_annotators_in_two_browsers_label_one_project_at_once(tmp_path):
                     for name, page in pages.items():
                         page.wait_for_function(
                             "(old) => { const el = document.querySelector('.st-key-item_caption');"
-                            " return el && el.innerText.trim() !== old; }", arg=before[name], timeout=60_000)
+                            " return el && el.innerText.trim() !== old; }",
+                            arg=before[name],
+                            timeout=60_000,
+                        )
                         wait_for_app(page)
                 time.sleep(0.5)
                 pages["ann"].screenshot(path=str(screenshot_folder(tmp_path) / "team-label.png"), full_page=True)
@@ -230,7 +250,9 @@ def test_two_annotators_in_two_browsers_label_one_project_at_once(tmp_path):
                 # (the page may still be drawing its later elements on a busy machine: wait for the metric)
                 owner_page.wait_for_function(
                     "() => { const app = document.querySelector(\"[data-testid='stApp']\");"
-                    " return app && app.innerText.includes(\"Fleiss' kappa\"); }", timeout=60_000)
+                    ' return app && app.innerText.includes("Fleiss\' kappa"); }',
+                    timeout=60_000,
+                )
                 text = main_text(owner_page)
                 assert "Fleiss' kappa" in text, text
                 owner_page.screenshot(path=str(screenshot_folder(tmp_path) / "projects.png"), full_page=True)
@@ -261,8 +283,13 @@ def kind_database(tmp_path, kind: str) -> tuple[str, int]:
     ensure_account(url, OWNER, role="owner")
     svc = MarginLab.from_url(url)
     dataset_id = import_kind(svc, kind)
-    project_id = svc.create_project(svc.sign_in(OWNER, OWNER_PASSWORD), name=f"{kind} screening",
-                                    dataset_id=dataset_id, strategy="near-boundary", members=[OWNER, "ann"])
+    project_id = svc.create_project(
+        svc.sign_in(OWNER, OWNER_PASSWORD),
+        name=f"{kind} screening",
+        dataset_id=dataset_id,
+        strategy="near-boundary",
+        members=[OWNER, "ann"],
+    )
     svc.engine.dispose()
     return url, project_id
 
@@ -287,11 +314,12 @@ def assert_item_on_screen(page, kind: str, item: int) -> None:
         smiles = MOLECULES[item][0]
         picture = box.locator("img")
         picture.wait_for(timeout=30_000)
-        page.wait_for_function("(img) => img.complete && img.naturalWidth > 0", arg=picture.element_handle(),
-                               timeout=30_000)  # drawn, not a broken image
+        page.wait_for_function(
+            "(img) => img.complete && img.naturalWidth > 0", arg=picture.element_handle(), timeout=30_000
+        )  # drawn, not a broken image
         src = picture.get_attribute("src")
         prefix = "data:image/svg+xml;base64,"
-        assert src.startswith(prefix) and base64.b64decode(src[len(prefix):]).decode() == molecule_svg(smiles)
+        assert src.startswith(prefix) and base64.b64decode(src[len(prefix) :]).decode() == molecule_svg(smiles)
         assert smiles in item_box_text(page).split("\n"), item_box_text(page)
     else:
         # the grid is drawn on a canvas; its cells are also in an accessible table inside the canvas
@@ -338,7 +366,10 @@ def test_label_together_shows_documents_molecules_and_table_rows_to_owner_and_an
                 page.locator("body").press("n")
                 page.wait_for_function(
                     "(old) => { const el = document.querySelector('.st-key-item_caption');"
-                    " return el && el.innerText.trim() !== old; }", arg=before, timeout=30_000)
+                    " return el && el.innerText.trim() !== old; }",
+                    arg=before,
+                    timeout=30_000,
+                )
                 wait_for_app(page)
                 assert shown_item_index(page) != first
                 assert_item_on_screen(page, kind, shown_item_index(page))

@@ -35,7 +35,7 @@ def kernel_matrix(kernel, X):
 
 def train(X, y, C, kernel, order=None, tol=1e-10, **kw) -> ActiveSetSVM:
     s = ActiveSetSVM(X, kernel=kernel, C=C, gamma=GAMMA, tol=tol, **kw)
-    for i in (range(len(y)) if order is None else order):
+    for i in range(len(y)) if order is None else order:
         s.learn(int(i), y[i])
     s.finish()
     return s
@@ -132,10 +132,18 @@ def test_a_coefficient_left_by_rounding_is_not_free_and_unlearning_gives_the_bia
 
 
 DUPLICATES_AT_HUGE_C_K = [  # (X, y, degree, tol): the third and fourth points coincide, with opposite labels
-    (np.array([[0.0, 1000.0, -1000.0], [1000.0, 0.0, 2000.0], [0.0, 0.0, -2000.0], [0.0, 1000.0, -1000.0]]),
-     np.array([1.0, 1.0, 1.0, -1.0]), 3, 0.5),
-    (np.array([[-781.5054866256057], [1289.0918773478456], [-1680.4087267120306], [-1680.4087267120306]]),
-     np.array([-1.0, 1.0, -1.0, 1.0]), 2, 1e-10),
+    (
+        np.array([[0.0, 1000.0, -1000.0], [1000.0, 0.0, 2000.0], [0.0, 0.0, -2000.0], [0.0, 1000.0, -1000.0]]),
+        np.array([1.0, 1.0, 1.0, -1.0]),
+        3,
+        0.5,
+    ),
+    (
+        np.array([[-781.5054866256057], [1289.0918773478456], [-1680.4087267120306], [-1680.4087267120306]]),
+        np.array([-1.0, 1.0, -1.0, 1.0]),
+        2,
+        1e-10,
+    ),
 ]
 
 
@@ -229,8 +237,9 @@ def test_exact_ties_a_free_variable_that_does_not_move_never_blocks_the_ratio_te
     assert s.dual_objective() == pytest.approx(ref.objective, rel=1e-8, abs=1e-12 * C)
     assert s.dual_objective() == pytest.approx(inc.dual_objective(), rel=1e-10, abs=1e-14 * C)
     # w is unique (b need not be, with no free vector): compare f - b
-    np.testing.assert_allclose(s.decision_function() - s.intercept_, inc.decision_function() - inc.intercept_,
-                               atol=1e-8)
+    np.testing.assert_allclose(
+        s.decision_function() - s.intercept_, inc.decision_function() - inc.intercept_, atol=1e-8
+    )
 
 
 def test_learn_then_unlearn_equals_retrain_without():
@@ -248,8 +257,7 @@ def test_learn_then_unlearn_equals_retrain_without():
         assert res.success
     keep = np.setdiff1d(np.arange(60), removed)
     fresh = train(X, y, C, "rbf", keep)
-    np.testing.assert_allclose(s.decision_function(np.arange(60)), fresh.decision_function(np.arange(60)),
-                               atol=1e-8)
+    np.testing.assert_allclose(s.decision_function(np.arange(60)), fresh.decision_function(np.arange(60)), atol=1e-8)
     K = kernel_matrix("rbf", X[keep])
     ref = dense_svm_dual(K, y[keep], C)
     assert s.dual_objective() == pytest.approx(ref.objective, rel=1e-9)
@@ -378,8 +386,7 @@ def test_large_pool_path_matches_small_store():
     big = ActiveSetSVM(np.vstack([X, pool]), kernel="rbf", C=1.0, gamma=GAMMA, tol=1e-10)
     for i in range(40):
         big.learn(i, y[i])
-    np.testing.assert_allclose(big.decision_function(np.arange(40)), small.decision_function(np.arange(40)),
-                               atol=1e-9)
+    np.testing.assert_allclose(big.decision_function(np.arange(40)), small.decision_function(np.arange(40)), atol=1e-9)
     assert big.n_kernel_evals < 40 * 540  # never a full store row per learned example
 
 
@@ -393,8 +400,9 @@ def test_shrinking_does_not_change_the_solution():
             s.learn(i, y[i])
         runs.append(s)
     assert runs[0].n_free_ >= 32 and runs[0].n_selective_pricings_ > 0  # shrinking was exercised
-    np.testing.assert_allclose(runs[0].decision_function(np.arange(150)), runs[1].decision_function(np.arange(150)),
-                               atol=1e-8)
+    np.testing.assert_allclose(
+        runs[0].decision_function(np.arange(150)), runs[1].decision_function(np.arange(150)), atol=1e-8
+    )
     ref = dense_svm_dual(Kernel("rbf", 2.0)(X, X), y, 100.0)
     assert runs[0].dual_objective() == pytest.approx(ref.objective, rel=1e-9)
 
@@ -545,8 +553,7 @@ def test_learn_many_does_not_fill_the_cache_and_gives_the_same_model():
     many.learn_many(np.arange(80), y)
     many.finish()
     assert many.cache.n_cached_rows == 0 and one.cache.n_cached_rows > 0
-    np.testing.assert_allclose(many.decision_function(np.arange(80)), one.decision_function(np.arange(80)),
-                               atol=1e-8)
+    np.testing.assert_allclose(many.decision_function(np.arange(80)), one.decision_function(np.arange(80)), atol=1e-8)
     # KernelCache.row(keep=False) gives the same row, and uses a cached one when there is one
     cache = many.cache
     r = cache.row(5, keep=False)

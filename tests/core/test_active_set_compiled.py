@@ -36,8 +36,9 @@ def test_enter_direction_matches_triangular_solves(n, yj):
     yw = float(yS @ w)
     rho, Hjj, fcj, aj, aj0, kdj, linj, b = 0.7, 9.0, 0.3, 0.4, 0.1, 1.2, -1.0, 0.05
     r_col, u, dS = np.empty(n), np.empty(n), np.empty(n)
-    pivot_sq, c, r_j = jit.enter_direction(R, n, row, S, yS, w, yw, a, rho, yj, Hjj, fcj, aj, aj0, kdj, linj, b,
-                                           r_col, u, dS)
+    pivot_sq, c, r_j = jit.enter_direction(
+        R, n, row, S, yS, w, yw, a, rho, yj, Hjj, fcj, aj, aj0, kdj, linj, b, r_col, u, dS
+    )
     # the formulas of ActiveSetSVM._enter, with BLAS / LAPACK
     h = yS * yj * (row[S] + rho)
     r_ref = blas.dtrsv(R, h, trans=1)

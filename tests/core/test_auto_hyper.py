@@ -126,8 +126,9 @@ def test_bad_input_is_refused_with_a_clear_message():
 def test_loop_scores_follow_a_new_gamma_and_a_resumed_loop_continues_bit_for_bit(solver):
     X, y = curved(300, seed=7)
     Xe, ye = curved(80, seed=8)
-    config = dict(strategy="near-boundary", solver=solver, seed=2, initial=4,
-                  solver_params=dict(auto=["C", "gamma"], **SMALL))
+    config = dict(
+        strategy="near-boundary", solver=solver, seed=2, initial=4, solver_params=dict(auto=["C", "gamma"], **SMALL)
+    )
 
     whole = answered(ActiveLearningLoop(X, eval_X=Xe, eval_y=ye, **config), y, 35)
     assert [c["n_labels"] for c in whole.solver.hyper_choices] == [0, 10, 20, 30]
@@ -155,15 +156,18 @@ def test_the_choices_in_plain_words():
     s = make_solver("incremental", X, C=1.0, gamma=0.25, auto=("C", "gamma"), **SMALL)
     assert describe_choices(make_solver("incremental", X)) is None
     learned(s, y, range(5))
-    assert describe_choices(s) == ("C 1, gamma 0.25: the starting values; C and gamma are chosen from the labels "
-                                   "from 10 labels on (5 so far). Next choice at 10 labels (with both classes "
-                                   "labelled).")
+    assert describe_choices(s) == (
+        "C 1, gamma 0.25: the starting values; C and gamma are chosen from the labels "
+        "from 10 labels on (5 so far). Next choice at 10 labels (with both classes "
+        "labelled)."
+    )
     learned(s, y, range(5, 21))
     first, second = s.hyper_choices[1:]
     assert describe_choices(s) == (
         f"C {second['C']:.3g}, gamma {second['gamma']:.3g}, C and gamma chosen from the first 20 labels by "
         f"leave-one-out (at 10: C {first['C']:.3g}, gamma {first['gamma']:.3g}; before: C 1, gamma 0.25). "
-        "Next choice at 30 labels (with both classes labelled).")
+        "Next choice at 30 labels (with both classes labelled)."
+    )
 
 
 def test_a_batch_past_the_moments_chooses_from_the_first_labels_of_the_last_moment_it_passed():
@@ -172,8 +176,14 @@ def test_a_batch_past_the_moments_chooses_from_the_first_labels_of_the_last_mome
     batch.learn_many(np.arange(45), y[:45])
     last = batch.hyper_choices[-1]
     assert (last["n_labels"], last["moment"], last["based_on"], last["first"]) == (45, 30, 30, True)
-    alone = make_solver("active-set", X, C=1.0, gamma=batch.hyper_choices[0]["gamma"], auto=("C", "gamma"),
-                        **dict(SMALL, auto_moments=[40]))  # (no choice of its own before it is asked)
+    alone = make_solver(
+        "active-set",
+        X,
+        C=1.0,
+        gamma=batch.hyper_choices[0]["gamma"],
+        auto=("C", "gamma"),
+        **dict(SMALL, auto_moments=[40]),
+    )  # (no choice of its own before it is asked)
     alone.learn_many(np.arange(30), y[:30])
     assert alone.hyper_choices == []
     assert {k: alone.choose()[k] for k in ("C", "gamma")} == {k: last[k] for k in ("C", "gamma")}
@@ -181,8 +191,14 @@ def test_a_batch_past_the_moments_chooses_from_the_first_labels_of_the_last_mome
 
 def test_a_corrected_label_keeps_the_choices_made_before_it_and_gives_their_model_of_the_corrected_labels():
     X, y = curved(200, seed=11)
-    loop = ActiveLearningLoop(X, strategy="near-boundary", solver="incremental", seed=1, initial=4,
-                              solver_params=dict(auto=["C", "gamma"], **SMALL))
+    loop = ActiveLearningLoop(
+        X,
+        strategy="near-boundary",
+        solver="incremental",
+        seed=1,
+        initial=4,
+        solver_params=dict(auto=["C", "gamma"], **SMALL),
+    )
     for _ in range(25):
         q = loop.next_query()
         loop.teach(q.index, int(y[q.index]))
@@ -202,8 +218,13 @@ def test_ties_go_to_the_values_nearest_the_current_ones():
     rng = np.random.default_rng(12)
     y = np.where(np.arange(40) % 2 == 0, 1.0, -1.0)
     X = rng.normal(scale=0.05, size=(40, 2)) + 3.0 * y[:, None]  # two tight clusters far apart: every C is perfect
-    s = learned(make_solver("incremental", X, C=1.0, gamma=0.5, auto="C",
-                            auto_grid={"C": [0.3, 2.0, 50.0]}, auto_moments=[10, 20]), y, range(20))
+    s = learned(
+        make_solver(
+            "incremental", X, C=1.0, gamma=0.5, auto="C", auto_grid={"C": [0.3, 2.0, 50.0]}, auto_moments=[10, 20]
+        ),
+        y,
+        range(20),
+    )
     first, second = s.hyper_choices[1:]
     assert (first["balanced_error"], first["auc"]) == (0.0, 1.0)
     assert first["C"] == 2.0  # |log 2| < |log 0.3| < |log 50|: not the smallest C, the nearest
@@ -241,8 +262,9 @@ def test_leave_one_out_of_a_weighted_model_by_unlearning_equals_retraining_witho
     order = s.labelled_.copy()
     loo = loo_decision_values(s, shortcut=True)
     for k, i in enumerate(order.tolist()):
-        without = learned(make_solver(solver, X, C=C, gamma=0.7, tol=1e-6, class_weight=cw), y,
-                          [j for j in range(30) if j != i])
+        without = learned(
+            make_solver(solver, X, C=C, gamma=0.7, tol=1e-6, class_weight=cw), y, [j for j in range(30) if j != i]
+        )
         assert loo[k] == pytest.approx(float(without.decision_function([i])[0]), abs=1e-9)
 
 
@@ -261,8 +283,10 @@ def test_the_class_weight_is_chosen_at_the_chosen_values_by_the_same_criterion_a
         idx = list(range(choice["moment"]))
         n_pos, n_neg = int(np.sum(y[idx] > 0)), int(np.sum(y[idx] < 0))
         w = stepped_balanced_weights(n_pos, n_neg)
-        scores = {cw: loo_scores(solver, X, y, idx, choice["C"], choice["gamma"],
-                                 None if cw is None else {1: w[0], -1: w[1]}) for cw in (None, "balanced")}
+        scores = {
+            cw: loo_scores(solver, X, y, idx, choice["C"], choice["gamma"], None if cw is None else {1: w[0], -1: w[1]})
+            for cw in (None, "balanced")
+        }
         assert (choice["balanced_error"], choice["auc"]) == pytest.approx(scores[choice["class_weight"]], abs=1e-12)
         other = scores[None if choice["class_weight"] == "balanced" else "balanced"]
         assert (other[0], -other[1]) >= (choice["balanced_error"], -choice["auc"])
@@ -286,8 +310,12 @@ def test_unlearning_below_the_moment_that_chose_the_weights_drops_them(solver):
     s.unlearn(29)
     before = s.hyper_choices[-1]
     assert [c["n_labels"] for c in s.hyper_choices] == [0, 11, 20]
-    assert (s.C, s.kernel.gamma, s.class_weight, s.class_bounds_) == (before["C"], before["gamma"], None,
-                                                                      (before["C"], before["C"]))
+    assert (s.C, s.kernel.gamma, s.class_weight, s.class_bounds_) == (
+        before["C"],
+        before["gamma"],
+        None,
+        (before["C"], before["C"]),
+    )
     plain = learned(make_solver(solver, X, C=before["C"], gamma=before["gamma"]), y, range(29))
     assert np.allclose(s.decision_function(), plain.decision_function(), atol=1e-9)
     s.learn(29, y[29])  # the moment again: the same choice
@@ -300,8 +328,13 @@ def test_unlearning_below_the_moment_that_chose_the_weights_drops_them(solver):
 def test_a_loop_choosing_the_weights_resumes_bit_for_bit_and_undoes_across_the_moment(solver):
     X, y = rare(300, seed=10)
     Xe, ye = rare(80, seed=8)
-    config = dict(strategy="near-boundary", solver=solver, seed=2, initial=4,
-                  solver_params=dict(WEIGHED, auto=list(WEIGHED["auto"])))
+    config = dict(
+        strategy="near-boundary",
+        solver=solver,
+        seed=2,
+        initial=4,
+        solver_params=dict(WEIGHED, auto=list(WEIGHED["auto"])),
+    )
 
     whole = answered(ActiveLearningLoop(X, eval_X=Xe, eval_y=ye, **config), y, 35)
     assert "balanced" in [c["class_weight"] for c in whole.solver.hyper_choices]
@@ -358,16 +391,19 @@ def test_the_class_weight_in_the_budget_and_the_plain_words():
         make_solver("incremental", X, auto=("C", "class_weight"), class_weight={1: 2.0, -1: 1.0})
     s = make_solver("incremental", X, C=1.0, gamma=0.25, **WEIGHED)
     learned(s, y, range(5))
-    assert describe_choices(s) == ("C 1, gamma 0.25, both classes weighted alike: the starting values; C, gamma and "
-                                   "the class weights are chosen from the labels from 10 labels on (5 so far). Next "
-                                   "choice at 10 labels (with both classes labelled).")
+    assert describe_choices(s) == (
+        "C 1, gamma 0.25, both classes weighted alike: the starting values; C, gamma and "
+        "the class weights are chosen from the labels from 10 labels on (5 so far). Next "
+        "choice at 10 labels (with both classes labelled)."
+    )
     learned(s, y, range(5, 31))
     c11, c20, c30 = s.hyper_choices[1:]
     assert describe_choices(s) == (
         f"C {c30['C']:.3g}, gamma {c30['gamma']:.3g}, the rarer class weighted up, C, gamma and the class weights "
         f"chosen from the first 30 labels by leave-one-out (at 20: C {c20['C']:.3g}, gamma {c20['gamma']:.3g}, both "
         f"classes weighted alike; at 11: C {c11['C']:.3g}, gamma {c11['gamma']:.3g}, both classes weighted alike; "
-        "before: C 1, gamma 0.25, both classes weighted alike). No later choice.")
+        "before: C 1, gamma 0.25, both classes weighted alike). No later choice."
+    )
 
 
 def test_the_class_weight_costs_one_grid_point_and_none_when_its_weights_are_one(monkeypatch):

@@ -14,8 +14,17 @@ from tests.core.test_multiclass import CLASSES, PARAMS, three_blobs
 
 def test_each_row_is_the_model_of_the_items_asked_scored_on_the_held_out_part():
     X, y = three_blobs()
-    result = run_class_comparison(X, y, CLASSES, strategies=["smallest-margin", "random"], solver_params=PARAMS,
-                                  budget=15, seeds=2, initial=4, test_fraction=0.25)
+    result = run_class_comparison(
+        X,
+        y,
+        CLASSES,
+        strategies=["smallest-margin", "random"],
+        solver_params=PARAMS,
+        budget=15,
+        seeds=2,
+        initial=4,
+        test_fraction=0.25,
+    )
     rows = result.rows
     assert len(rows) == 2 * 2 * 15 and set(rows["label"]) <= set(CLASSES)
     for (strategy, seed), run in rows.groupby(["strategy", "seed"]):
@@ -31,21 +40,40 @@ def test_each_row_is_the_model_of_the_items_asked_scored_on_the_held_out_part():
             F = model.decision_function(X=X[test])
             row = run.iloc[n - 1]
             assert row["accuracy"] == pytest.approx(np.mean(np.argmax(F, axis=1) == y[test]), abs=1e-12)
-            assert row["macro_auc"] == pytest.approx(np.mean([roc_auc(y[test] == k, F[:, k]) for k in range(3)]),
-                                                     abs=1e-12)
+            assert row["macro_auc"] == pytest.approx(
+                np.mean([roc_auc(y[test] == k, F[:, k]) for k in range(3)]), abs=1e-12
+            )
         assert (run["chosen_by"].iloc[:4] == "random").all() and (run["chosen_by"].iloc[4:] == strategy).all()
     # the random start of a seed is the same for every strategy, and a run is the same when run again
     by = {key: g["item"].tolist() for key, g in rows.groupby(["strategy", "seed"])}
     assert by[("smallest-margin", 0)][:4] == by[("random", 0)][:4]
-    again = run_class_comparison(X, y, CLASSES, strategies=["smallest-margin"], solver_params=PARAMS, budget=15,
-                                 seeds=[1], initial=4, test_fraction=0.25)
+    again = run_class_comparison(
+        X,
+        y,
+        CLASSES,
+        strategies=["smallest-margin"],
+        solver_params=PARAMS,
+        budget=15,
+        seeds=[1],
+        initial=4,
+        test_fraction=0.25,
+    )
     assert again.rows["item"].tolist() == by[("smallest-margin", 1)]
 
 
 def test_summary_and_curve_are_means_over_the_seeds():
     X, y = three_blobs(seed=3)
-    result = run_class_comparison(X, y, CLASSES, strategies=["least-certain-class"], solver_params=PARAMS,
-                                  budget=12, seeds=3, initial=3, accuracy_levels=(0.5, 0.99))
+    result = run_class_comparison(
+        X,
+        y,
+        CLASSES,
+        strategies=["least-certain-class"],
+        solver_params=PARAMS,
+        budget=12,
+        seeds=3,
+        initial=3,
+        accuracy_levels=(0.5, 0.99),
+    )
     rows, curve, summary = result.rows, result.curve, result.summary.iloc[0]
     at = rows[rows["n_labels"] == 12]
     assert summary["final_accuracy_mean"] == pytest.approx(at["accuracy"].mean())
@@ -66,8 +94,9 @@ def test_summary_and_curve_are_means_over_the_seeds():
 
 def test_target_class_screens_for_the_class_named():
     X, y = three_blobs(seed=4)
-    result = run_class_comparison(X, y, CLASSES, strategies=["target-class"], solver_params=PARAMS, budget=10,
-                                  seeds=1, initial=3, target="fox")
+    result = run_class_comparison(
+        X, y, CLASSES, strategies=["target-class"], solver_params=PARAMS, budget=10, seeds=1, initial=3, target="fox"
+    )
     assert result.config["target"] == "fox"
     assert (result.rows["chosen_by"].iloc[3:] == "target-class").all()
 

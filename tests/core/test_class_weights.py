@@ -44,7 +44,7 @@ def plain(weights) -> tuple[float, float]:
 
 
 def learned(s, y, order=None):
-    for i in (range(len(y)) if order is None else order):
+    for i in range(len(y)) if order is None else order:
         r = s.learn(int(i), float(y[i]))
         assert r.success, r.message
     return s
@@ -81,7 +81,7 @@ def test_stepped_balanced_weights_are_scikit_learns_at_powers_of_two_and_within_
             w_pos, w_neg = stepped_balanced_weights(n_pos, n_neg)
             assert (w_pos, w_neg) == ((1 + rho) / 2, (1 + rho) / (2 * rho))
             assert w_pos / w_neg == rho  # the positives' weight over the negatives' is the rounded ratio
-            assert 2 ** -0.5 <= (n_neg / n_pos) / rho <= 2 ** 0.5
+            assert 2**-0.5 <= (n_neg / n_pos) / rho <= 2**0.5
 
 
 @pytest.mark.parametrize("name", SOLVERS)
@@ -162,8 +162,9 @@ def test_unlearning_equals_training_without_with_class_weights(name, weights):
     ref = learned(make_solver(name, X, **kw), y, rest)
     assert s.class_weights_ == ref.class_weights_
     np.testing.assert_allclose(s.decision_function(), ref.decision_function(), rtol=0, atol=1e-8)
-    svc = SVC(C=1.0, kernel="rbf", gamma=0.5, tol=1e-10,
-              class_weight=dict(zip((1, -1), s.class_weights_, strict=True))).fit(X[rest], y[rest])
+    svc = SVC(
+        C=1.0, kernel="rbf", gamma=0.5, tol=1e-10, class_weight=dict(zip((1, -1), s.class_weights_, strict=True))
+    ).fit(X[rest], y[rest])
     np.testing.assert_allclose(s.decision_function(), svc.decision_function(X), atol=1e-5)
 
 
@@ -277,5 +278,9 @@ def test_the_loop_undoes_and_corrects_exactly_with_balanced_weights(solver):
     loop.change_label(item, -1)
     from_start = ActiveLearningLoop.from_events(loop.events, X, **loop.config())
     assert loop.solver.class_weights_ == from_start.solver.class_weights_
-    np.testing.assert_allclose(loop.solver.decision_function(np.arange(150)),
-                               from_start.solver.decision_function(np.arange(150)), rtol=0, atol=1e-8)
+    np.testing.assert_allclose(
+        loop.solver.decision_function(np.arange(150)),
+        from_start.solver.decision_function(np.arange(150)),
+        rtol=0,
+        atol=1e-8,
+    )

@@ -19,8 +19,9 @@ def _clusters():
 
 
 def _cold_picks(X, cold_start: str, seed: int, n: int) -> list[tuple[int, str]]:
-    loop = ActiveLearningLoop(X, strategy="largest-positive", seed=seed, cold_start=cold_start,
-                              solver_params={"kernel": "linear"})
+    loop = ActiveLearningLoop(
+        X, strategy="largest-positive", seed=seed, cold_start=cold_start, solver_params={"kernel": "linear"}
+    )
     out = []
     for _ in range(n):
         q = loop.next_query()
@@ -44,10 +45,13 @@ def test_spread_cold_start_says_why_it_chose_an_item():
     X, _ = _clusters()
     picks = _cold_picks(X, "spread", 0, 3)
     assert picks[0][2] == "spread (cold start)"
-    assert picks[0][1] == ("cold start, spread over the pool (k-means++ seeding): the first item, drawn uniformly "
-                           "at random")
-    assert picks[1][1].startswith("cold start, spread over the pool (k-means++ seeding): drawn with probability "
-                                  "in proportion to its squared distance to the nearest item already asked (")
+    assert picks[0][1] == (
+        "cold start, spread over the pool (k-means++ seeding): the first item, drawn uniformly at random"
+    )
+    assert picks[1][1].startswith(
+        "cold start, spread over the pool (k-means++ seeding): drawn with probability "
+        "in proportion to its squared distance to the nearest item already asked ("
+    )
     assert "times the average over the 430 unlabelled items" in picks[2][1]
 
 
@@ -57,10 +61,30 @@ def test_compare_takes_the_cold_start(tmp_path):
 
     X, cluster = _clusters()
     path = tmp_path / "clusters.csv"
-    path.write_text("a,b,kind\n" + "".join(f"{float(a)!r},{float(b)!r},{'rare' if c == 3 else 'common'}\n"
-                                           for (a, b), c in zip(X, cluster, strict=True)))
-    args = ("compare", "--data", path, "--label-column", "kind", "--positive", "rare", "--strategies",
-            "largest-positive", "--budget", "12", "--seeds", "2", "--test-fraction", "0")
+    path.write_text(
+        "a,b,kind\n"
+        + "".join(
+            f"{float(a)!r},{float(b)!r},{'rare' if c == 3 else 'common'}\n"
+            for (a, b), c in zip(X, cluster, strict=True)
+        )
+    )
+    args = (
+        "compare",
+        "--data",
+        path,
+        "--label-column",
+        "kind",
+        "--positive",
+        "rare",
+        "--strategies",
+        "largest-positive",
+        "--budget",
+        "12",
+        "--seeds",
+        "2",
+        "--test-fraction",
+        "0",
+    )
     r = run_cli(*args, "--cold-start", "spread", "--json")
     assert r.returncode == 0, r.stderr
     import json

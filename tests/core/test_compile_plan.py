@@ -40,8 +40,13 @@ def numba_modules() -> set[str]:
     for path in (ROOT / "core").rglob("*.py"):
         tree = ast.parse(path.read_text())
         for node in ast.walk(tree):
-            names = ([a.name for a in node.names] if isinstance(node, ast.Import)
-                     else [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+            names = (
+                [a.name for a in node.names]
+                if isinstance(node, ast.Import)
+                else [node.module or ""]
+                if isinstance(node, ast.ImportFrom)
+                else []
+            )
             if any(name == "numba" or name.startswith("numba.") for name in names):
                 found.add(".".join(path.relative_to(ROOT).with_suffix("").parts))
     return found
@@ -51,8 +56,11 @@ def numba_modules() -> set[str]:
 
 
 def test_the_plan_holds_every_kernel_routine_for_each_dtype_it_serves_once():
-    expected = {(name, dtype) for name in jit.ROUTINE_NAMES
-                for dtype in (("float64",) if name in jit.FLOAT64_ONLY else ("float64", "float32"))}
+    expected = {
+        (name, dtype)
+        for name in jit.ROUTINE_NAMES
+        for dtype in (("float64",) if name in jit.FLOAT64_ONLY else ("float64", "float32"))
+    }
     assert sorted(kernel_units(PLAN)) == sorted(expected)
     assert len(set(PLAN)) == len(PLAN)
     assert {u.name for u in PLAN if u.kind == "solver"} == set(_compile.SOLVER_WARM_UPS)
@@ -68,9 +76,13 @@ def test_every_module_that_compiles_with_numba_is_compiled_by_the_plan():
     uncompiled = []
     for name in sorted(modules - {"core._kernels_jit"}):  # (its routines: the test above)
         module = sys.modules.get(name) or __import__(name, fromlist=["_"])
-        jitted = {attr: value for attr, value in vars(module).items()
-                  if getattr(value, "py_func", None) is not None and value.py_func.__module__ == name
-                  and value.targetoptions.get("inline", "never") == "never"}
+        jitted = {
+            attr: value
+            for attr, value in vars(module).items()
+            if getattr(value, "py_func", None) is not None
+            and value.py_func.__module__ == name
+            and value.targetoptions.get("inline", "never") == "never"
+        }
         covered = {attr for attr, value in jitted.items() if value.signatures}
         while True:
             called = {callee for caller in covered for callee in jitted[caller].py_func.__code__.co_names}
@@ -82,7 +94,8 @@ def test_every_module_that_compiles_with_numba_is_compiled_by_the_plan():
 
 
 def test_the_demo_s_first_160_labels_need_only_the_plan_s_first_units_first_item_first_labels_first_choice(
-        tmp_path, monkeypatch):
+    tmp_path, monkeypatch
+):
     """The Label page's default session on the bundled digits (the New session form as it opens: C and gamma
     chosen from the labels): the routines it asks for to show its first item are the plan's first, those
     for its labels before the first choice of C and gamma within the first ``N_FOR_LABELLING`` units, with
@@ -105,19 +118,20 @@ def test_the_demo_s_first_160_labels_need_only_the_plan_s_first_units_first_item
     dataset_id = svc.ensure_demo_dataset()
     y_true = repo.load_dataset_arrays(svc.engine, dataset_id)[1]
     monkeypatch.setattr(jit, "routine", recording)
-    run = svc.start_session(dataset_id=dataset_id, annotator="owner", strategy=LABEL_STRATEGIES[0], model="auto",
-                            auto_hyper=True)
+    run = svc.start_session(
+        dataset_id=dataset_id, annotator="owner", strategy=LABEL_STRATEGIES[0], model="auto", auto_hyper=True
+    )
     for label[0] in range(1, 161):
         assert run.answer(int(y_true[run.shown.item_index]), item_index=run.shown.item_index).ok
 
     assert run.info.params["solver_params"]["auto"] == ["C", "gamma"] and len(run.answers) == 160
     for_first_item = {key for key, at in asked.items() if at == 0}
     before_choice = {key for key, at in asked.items() if at < DEFAULT_MOMENTS[0]}
-    assert for_first_item and for_first_item <= set(kernel_units(PLAN[:len(_compile.FIRST_ITEM_ROUTINES)]))
+    assert for_first_item and for_first_item <= set(kernel_units(PLAN[: len(_compile.FIRST_ITEM_ROUTINES)]))
     assert before_choice <= set(kernel_units(PLAN[:N_FOR_LABELLING])), before_choice - set(kernel_units(PLAN))
     assert Unit("solver", run.info.solver) in PLAN[:N_FOR_LABELLING]
     needed = {Unit("kernel", name, dtype) for name, dtype in asked} | {Unit("solver", run.info.solver)}
-    assert set(PLAN[:len(needed)]) == needed, [u.label for u in PLAN[:len(needed)] if u not in needed]
+    assert set(PLAN[: len(needed)]) == needed, [u.label for u in PLAN[: len(needed)] if u not in needed]
     assert len(needed) == _compile.N_FOR_CHOOSING and _compile.AUTO_FIRST_MOMENT == DEFAULT_MOMENTS[0]
 
 
@@ -224,8 +238,7 @@ def test_the_kernel_routines_switch_the_vectoriser_on_only_under_numba_s_compile
     assert held == [True, True]  # (set, then restored)
 
 
-def test_a_label_waiting_for_the_routine_the_background_compiles_gets_it_though_the_next_compile_begins(
-        monkeypatch):
+def test_a_label_waiting_for_the_routine_the_background_compiles_gets_it_though_the_next_compile_begins(monkeypatch):
     """A first start's 20th label asked for a routine the background compile was compiling; when that
     compile ended, the background took Numba's compiler lock again at once for its next part, and the
     label waited through that one too (it waited for the lock, not for its routine)."""
@@ -297,15 +310,22 @@ print(json.dumps({"bits": out.tobytes().hex(), "compiled": bool(compiled)}))
 def test_a_routine_compiled_by_the_plan_s_workers_gives_the_bits_of_one_compiled_on_first_use(tmp_path):
     def python(code: str, cache: Path) -> str:
         env = dict(os.environ, NUMBA_CACHE_DIR=str(cache))
-        done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True,
-                              timeout=600)
+        done = subprocess.run(
+            [sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=600
+        )
         assert done.returncode == 0, done.stderr[-3000:]
         return done.stdout.strip().splitlines()[-1]
 
     early, late = tmp_path / "early", tmp_path / "late"
     # early: a worker process of the plan compiles it into the cache, then a new process loads it
-    assert python("from core.solvers._compile import Unit, compile_group\n"
-                  "print(compile_group([Unit('kernel', 'dense_row_terms')])[0][2])", early) == "True"
+    assert (
+        python(
+            "from core.solvers._compile import Unit, compile_group\n"
+            "print(compile_group([Unit('kernel', 'dense_row_terms')])[0][2])",
+            early,
+        )
+        == "True"
+    )
     loaded = json.loads(python(COMPUTE, early))
     # late: a process with an empty cache compiles it at its first use
     first_use = json.loads(python(COMPUTE, late))
@@ -315,8 +335,13 @@ def test_a_routine_compiled_by_the_plan_s_workers_gives_the_bits_of_one_compiled
 
 @pytest.mark.processes
 def test_the_compile_command_runs_the_whole_plan_in_two_processes_and_says_so():
-    done = subprocess.run([sys.executable, "-m", "core.solvers._compile", "--jobs", "2"], cwd=ROOT,
-                          capture_output=True, text=True, timeout=3600)
+    done = subprocess.run(
+        [sys.executable, "-m", "core.solvers._compile", "--jobs", "2"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=3600,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     last = done.stderr.strip().splitlines()[-1]
     assert last.startswith(f"MarginLab: compiled code ready: {len(PLAN)} parts ("), done.stderr[-3000:]

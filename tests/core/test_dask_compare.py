@@ -26,8 +26,11 @@ ROOT = Path(__file__).resolve().parents[2]
 pytestmark = [pytest.mark.dask, pytest.mark.timeout(300)]
 
 # measured, so never the same twice: every other column must be
-TIMING = {"rows": ["update_ms", "query_ms"], "references": ["seconds"],
-          "summary": ["update_ms_median", "update_ms_p95", "query_ms_median", "query_ms_p95"]}
+TIMING = {
+    "rows": ["update_ms", "query_ms"],
+    "references": ["seconds"],
+    "summary": ["update_ms_median", "update_ms_p95", "query_ms_median", "query_ms_p95"],
+}
 TABLES = ["rows", "runs", "references", "summary", "stops", "stop_summary"]
 RUN_PREFIXES = ("_run_strategy-", "full_data_reference-")
 
@@ -49,8 +52,7 @@ class Recorder(SchedulerPlugin):
 
 @pytest.fixture(scope="module")
 def cluster():
-    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
-                      dashboard_address=None) as c:
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1", dashboard_address=None) as c:
         c.recorder = Recorder()
         c.scheduler.add_plugin(c.recorder)
         yield c
@@ -65,8 +67,14 @@ def small_data(seed=3, n=160, separation=2.5):
     return make_gaussians(n, np.random.default_rng(seed), separation=separation)
 
 
-KW = dict(strategies="near-boundary,random", budget=20, seeds=2, initial=4, solver_params={"C": 1.0},
-          stopping="statistical,knee,margin")
+KW = dict(
+    strategies="near-boundary,random",
+    budget=20,
+    seeds=2,
+    initial=4,
+    solver_params={"C": 1.0},
+    stopping="statistical,knee,margin",
+)
 N_TASKS = 2 * (2 + 2)  # per seed: the full-data references of incremental and lasvm, and the two strategies
 
 
@@ -115,8 +123,9 @@ def test_scheduler_local_starts_and_closes_its_own_cluster(serial):
     X, y = small_data()
     before = worker_processes()
     seen = []
-    result = run_comparison(X, y, scheduler="local", n_jobs=2, progress=lambda *a: seen.append(worker_processes()),
-                            **KW)
+    result = run_comparison(
+        X, y, scheduler="local", n_jobs=2, progress=lambda *a: seen.append(worker_processes()), **KW
+    )
     assert_same(serial, result)
     assert len(seen[0] - before) >= 2  # its two workers were there during the study
     deadline = time.monotonic() + 120  # (a guard: the wait ends as soon as they are gone)
@@ -175,10 +184,25 @@ def test_an_unreachable_or_malformed_scheduler_is_named_in_one_line(monkeypatch,
         run_comparison(X, y, scheduler=address, **KW)  # (it gave up after the time it was given)
     path = tmp_path / "d.csv"
     write_csv(path, *small_data())
-    base = ["compare", "--data", str(path), "--label-column", "outcome", "--strategies", "random", "--budget", "10",
-            "--seeds", "1", "--initial", "4"]
-    for scheduler, words in [(address, f"cannot reach the Dask scheduler at {address} (waited 2 s)"),
-                             ("nonsense", "'nonsense' is not a Dask scheduler address")]:
+    base = [
+        "compare",
+        "--data",
+        str(path),
+        "--label-column",
+        "outcome",
+        "--strategies",
+        "random",
+        "--budget",
+        "10",
+        "--seeds",
+        "1",
+        "--initial",
+        "4",
+    ]
+    for scheduler, words in [
+        (address, f"cannot reach the Dask scheduler at {address} (waited 2 s)"),
+        ("nonsense", "'nonsense' is not a Dask scheduler address"),
+    ]:
         assert main([*base, "--scheduler", scheduler]) == 2
         err = capsys.readouterr().err
         assert err.startswith("error: ") and err.count("\n") == 1 and words in err, err
@@ -200,15 +224,22 @@ def test_run_study_is_run_comparison_per_dataset_and_study_table_names_them(clus
 
 
 def write_csv(path, X, y):
-    lines = ["f1,f2,outcome"] + [",".join(repr(float(v)) for v in row) + f",{'sick' if t > 0 else 'well'}"
-                                 for row, t in zip(X, y, strict=True)]
+    lines = ["f1,f2,outcome"] + [
+        ",".join(repr(float(v)) for v in row) + f",{'sick' if t > 0 else 'well'}" for row, t in zip(X, y, strict=True)
+    ]
     path.write_text("\n".join(lines) + "\n")
 
 
 def run_cli(*args, timeout=300):
     env = {k: v for k, v in os.environ.items() if k != SCHEDULER_ENV} | {"PYTHONPATH": str(ROOT)}
-    return subprocess.run([sys.executable, "-m", "core", *map(str, args)], capture_output=True, text=True,
-                          cwd=ROOT, env=env, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", "core", *map(str, args)],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env=env,
+        timeout=timeout,
+    )
 
 
 def test_compare_cli_with_a_scheduler_and_two_datasets_matches_the_serial_run(cluster, tmp_path):
@@ -218,14 +249,36 @@ def test_compare_cli_with_a_scheduler_and_two_datasets_matches_the_serial_run(cl
     write_csv(tmp_path / "other.csv", *small_data(7, n=120, separation=1.5))
     sources = [tmp_path / "one" / "data.csv", tmp_path / "two" / "data.csv", tmp_path / "other.csv"]
     names = [str(sources[0]), str(sources[1]), "other.csv"]  # the same file name twice: the paths tell them apart
-    base = ["compare", *[a for s in sources for a in ("--data", s)], "--label-column", "outcome", "--positive",
-            "sick", "--strategies", "near-boundary,random", "--budget", "16", "--seeds", "2", "--initial", "4",
-            "--stopping", "knee,margin"]
+    base = [
+        "compare",
+        *[a for s in sources for a in ("--data", s)],
+        "--label-column",
+        "outcome",
+        "--positive",
+        "sick",
+        "--strategies",
+        "near-boundary,random",
+        "--budget",
+        "16",
+        "--seeds",
+        "2",
+        "--initial",
+        "4",
+        "--stopping",
+        "knee,margin",
+    ]
     r = run_cli(*base, "--out", tmp_path / "serial.csv", "--stops-out", tmp_path / "serial-stops.csv")
     assert r.returncode == 0, r.stderr
     before = len(cluster.recorder.finished)
-    d = run_cli(*base, "--out", tmp_path / "dask.csv", "--stops-out", tmp_path / "dask-stops.csv",
-                "--scheduler", cluster.scheduler_address)
+    d = run_cli(
+        *base,
+        "--out",
+        tmp_path / "dask.csv",
+        "--stops-out",
+        tmp_path / "dask-stops.csv",
+        "--scheduler",
+        cluster.scheduler_address,
+    )
     assert d.returncode == 0, d.stderr
     assert len(cluster.recorder.finished) - before == 3 * 2 * (2 + 2)  # datasets x seeds x tasks, all on it
     for name in names:
@@ -239,6 +292,7 @@ def test_compare_cli_with_a_scheduler_and_two_datasets_matches_the_serial_run(cl
     stops = pd.read_csv(tmp_path / "dask-stops.csv")
     assert list(stops["dataset"].unique()) == names
     pd.testing.assert_frame_equal(pd.read_csv(tmp_path / "serial-stops.csv"), stops, check_exact=True)
+
     # the summary tables printed are the same but for the measured milliseconds
     def table(out):
         return [line.split()[:6] for line in out.splitlines() if " written to " not in line]
@@ -251,8 +305,20 @@ def test_one_dataset_keeps_its_output_and_json_lists_several(tmp_path):
 
     write_csv(tmp_path / "a.csv", *small_data(3))
     write_csv(tmp_path / "b.csv", *small_data(5))
-    base = ["compare", "--label-column", "outcome", "--strategies", "random", "--budget", "10", "--seeds", "1",
-            "--initial", "4", "--json"]
+    base = [
+        "compare",
+        "--label-column",
+        "outcome",
+        "--strategies",
+        "random",
+        "--budget",
+        "10",
+        "--seeds",
+        "1",
+        "--initial",
+        "4",
+        "--json",
+    ]
     one = run_cli(*base, "--data", tmp_path / "a.csv", "--out", tmp_path / "a-rows.csv")
     assert one.returncode == 0, one.stderr
     assert json.loads(one.stdout)["dataset"] == "a"  # as before: the dataset's own name, no dataset column

@@ -38,8 +38,10 @@ def one_nn_accuracy(Xtr, ytr, Xte, yte):
 
 # -- generators -------------------------------------------------------------
 
-@pytest.mark.parametrize("make, d", [(make_gaussians, 2), (make_checkerboard, 2), (make_banana, 2),
-                                     (make_waveform, 21)])
+
+@pytest.mark.parametrize(
+    "make, d", [(make_gaussians, 2), (make_checkerboard, 2), (make_banana, 2), (make_waveform, 21)]
+)
 def test_generators_shapes_types_and_seeding(make, d):
     X, y = make(301, rng(1))
     assert X.shape == (301, d) and X.dtype == np.float64
@@ -110,6 +112,7 @@ def test_waveform_matches_breiman_definition():
 
 # -- bundled ----------------------------------------------------------------
 
+
 def test_bundled_digits():
     ds = load_bundled("digits")
     assert ds.X.shape == (1797, 64) and ds.X.dtype == np.float64
@@ -144,6 +147,7 @@ def test_bundled_listing():
 
 # -- CSV loader -------------------------------------------------------------
 
+
 def write(tmp_path, text, name="data.csv", encoding="utf-8"):
     p = tmp_path / name
     p.write_bytes(text.encode(encoding) if isinstance(text, str) else text)
@@ -166,8 +170,11 @@ def test_csv_good_from_path_bytes_and_filelike(tmp_path):
 
 def test_csv_text_column_as_feature_is_rejected_with_a_hint(tmp_path):
     # every text-valued column is named at once, with one-hot encoding offered for few categories
-    with pytest.raises(DataError, match=r"text instead of numbers in column 'label' \(2 categories: 'no', 'yes'; "
-                                        r"one-hot encode it\), column 'note' \(4 categories.*leave them out"):
+    with pytest.raises(
+        DataError,
+        match=r"text instead of numbers in column 'label' \(2 categories: 'no', 'yes'; "
+        r"one-hot encode it\), column 'note' \(4 categories.*leave them out",
+    ):
         load_csv(write(tmp_path, GOOD))
 
 
@@ -233,6 +240,7 @@ def refused_before_pandas(monkeypatch):
 
     def parse(*args, **kwargs):
         raise AssertionError("the file reached pandas")
+
     monkeypatch.setattr(core.datasets.pd, "read_csv", parse)
 
 
@@ -255,8 +263,11 @@ def test_a_csv_of_a_million_columns_is_refused_before_it_is_parsed(tmp_path, mon
     path = wide_csv(tmp_path / "wide.csv")
     refused_before_pandas(monkeypatch)
     expected = f"1,000,000 columns; MarginLab reads CSV files of at most {MAX_COLUMNS:,} columns"
-    for read in (lambda: load_csv(path, label_column="a"), lambda: profile_csv(path),
-                 lambda: profile_csv(path.read_bytes())):
+    for read in (
+        lambda: load_csv(path, label_column="a"),
+        lambda: profile_csv(path),
+        lambda: profile_csv(path.read_bytes()),
+    ):
         with pytest.raises(DataTooLarge) as refused:
             read()
         assert expected in str(refused.value), refused.value
@@ -265,6 +276,7 @@ def test_a_csv_of_a_million_columns_is_refused_before_it_is_parsed(tmp_path, mon
     def read():
         with pytest.raises(DataTooLarge, match=f"wide.csv: {expected}"):
             load_csv(path, label_column="a")
+
     size = path.stat().st_size  # 14 MB
     assert peak_bytes(read) < 5 * size  # the file's bytes and text, nothing per column (it took 7.6 GB)
     # a quoted header that holds commas counts its fields, not its commas
@@ -282,8 +294,11 @@ def test_a_csv_of_too_many_cells_is_refused_before_it_is_parsed(tmp_path, monkey
     refused_before_pandas(monkeypatch)
     path = tmp_path / "long.csv"
     path.write_text("x,y\n" + "1,a\n2,b\n" * 300)
-    with pytest.raises(DataTooLarge, match=r"long.csv: 2 columns by 602 lines, 1,204 cells; MarginLab reads CSV "
-                                           r"files of at most 1,000 cells"):
+    with pytest.raises(
+        DataTooLarge,
+        match=r"long.csv: 2 columns by 602 lines, 1,204 cells; MarginLab reads CSV "
+        r"files of at most 1,000 cells",
+    ):
         load_csv(path, label_column="y")
 
 
@@ -297,9 +312,13 @@ def test_a_gzip_bomb_is_refused_while_it_expands_without_holding_its_text(tmp_pa
     assert bomb.stat().st_size < 200_000
 
     def read():
-        with pytest.raises(DataTooLarge, match=r"bomb.csv.gz: more than 16 MB once decompressed \(from 0\.\d+ MB\); "
-                                               r"MarginLab reads CSV files of at most 16 MB"):
+        with pytest.raises(
+            DataTooLarge,
+            match=r"bomb.csv.gz: more than 16 MB once decompressed \(from 0\.\d+ MB\); "
+            r"MarginLab reads CSV files of at most 16 MB",
+        ):
             load_csv(bomb, label_column="y")
+
     assert peak_bytes(read) < 8 << 20  # a chunk at a time: never the 16 MB it counted, nor the 64 MB
     monkeypatch.undo()
     monkeypatch.setattr(core.datasets, "MAX_CSV_BYTES", 16 << 20)
@@ -319,30 +338,54 @@ MALFORMED = {
     "blank": (b"\n \n", {}, r"the file is empty"),
     "header only": (b"x,y\n", {}, r"no data rows"),
     "ragged long": (b"x,y\n1,a\n2,b,7\n3,c\n", {}, r"line 3 has 3 fields but the header has 2"),
-    "ragged short": (b"x,z,y\n1,2,a\n2\n", {"label_column": "y"},
-                     r"missing values in 2 column\(s\), 1 row\(s\): 'z' 1 \(first: row 2 \(line 3"),
+    "ragged short": (
+        b"x,z,y\n1,2,a\n2\n",
+        {"label_column": "y"},
+        r"missing values in 2 column\(s\), 1 row\(s\): 'z' 1 \(first: row 2 \(line 3",
+    ),
     "ragged first row": (b"x,y\n1,a,9\n2,b\n", {}, r"line 2 has 3 fields but the header has 2"),
     "semicolons": (b"x;y\n1;2\n", {"sep": ","}, r"separated by semicolons, not commas"),
     "duplicate names": (b"x,y,x\n1,a,2\n", {}, r"duplicate column name 'x' \(columns 1 and 3\)"),
     "missing label column": (b"x,y\n1,a\n", {"label_column": "target"}, r"label column 'target' not found.*'x', 'y'"),
     "missing display column": (b"x,y\n1,a\n", {"display_column": "t"}, r"display column 't' not found"),
-    "non-numeric": (b"x,z,y\n1,2,a\n3,4,b\n5,oops,a\n6,?,b\n", {"label_column": "y"},
-                    r"non-numeric value 'oops' in column 'z', row 3 \(line 4"),
+    "non-numeric": (
+        b"x,z,y\n1,2,a\n3,4,b\n5,oops,a\n6,?,b\n",
+        {"label_column": "y"},
+        r"non-numeric value 'oops' in column 'z', row 3 \(line 4",
+    ),
     "infinite": (b"x,y\n1,a\ninf,b\n", {"label_column": "y"}, r"infinite value 'inf' in column 'x', row 2"),
-    "missing value": (b"x,z,y\n1,2,a\n3,,b\n5,NA,a\n", {"label_column": "y"},
-                      r"missing values in 1 column\(s\), 2 row\(s\): 'z' 2 \(first: row 2 \(line 3 of the file\)\)"),
+    "missing value": (
+        b"x,z,y\n1,2,a\n3,,b\n5,NA,a\n",
+        {"label_column": "y"},
+        r"missing values in 1 column\(s\), 2 row\(s\): 'z' 2 \(first: row 2 \(line 3 of the file\)\)",
+    ),
     "missing label": (b"x,y\n1,a\n2,\n3,b\n", {"label_column": "y"}, r"missing values.*'y' 1 \(first: row 2"),
-    "missing label impute": (b"x,y\n1,a\n2,\n3,b\n", {"label_column": "y", "missing": "impute"},
-                             r"missing label in column 'y': 1 row\(s\) \(first: row 2.*not imputed"),
-    "constant": (b"x,c,d,y\n1,5,0,a\n2,5,0,b\n", {"label_column": "y", "constant_columns": "error"},
-                 r"constant column\(s\).*'c', 'd'"),
+    "missing label impute": (
+        b"x,y\n1,a\n2,\n3,b\n",
+        {"label_column": "y", "missing": "impute"},
+        r"missing label in column 'y': 1 row\(s\) \(first: row 2.*not imputed",
+    ),
+    "constant": (
+        b"x,c,d,y\n1,5,0,a\n2,5,0,b\n",
+        {"label_column": "y", "constant_columns": "error"},
+        r"constant column\(s\).*'c', 'd'",
+    ),
     "one class": (b"x,y\n1,a\n2,a\n", {"label_column": "y"}, r"only one class \('a'\)"),
-    "three classes": (b"x,y\n1,a\n2,b\n3,c\n", {"label_column": "y"},
-                      r"has 3 classes \('a', 'b', 'c'\); choose the positive value"),
-    "positive absent": (b"x,y\n1,0\n2,1\n", {"label_column": "y", "positive": "yes"},
-                        r"positive value 'yes' does not occur in label column 'y'; values found: '0', '1'"),
-    "label is feature": (b"x,y\n1,0\n2,1\n", {"label_column": "y", "feature_columns": ["x", "y"]},
-                         r"label column 'y' cannot also be a feature"),
+    "three classes": (
+        b"x,y\n1,a\n2,b\n3,c\n",
+        {"label_column": "y"},
+        r"has 3 classes \('a', 'b', 'c'\); choose the positive value",
+    ),
+    "positive absent": (
+        b"x,y\n1,0\n2,1\n",
+        {"label_column": "y", "positive": "yes"},
+        r"positive value 'yes' does not occur in label column 'y'; values found: '0', '1'",
+    ),
+    "label is feature": (
+        b"x,y\n1,0\n2,1\n",
+        {"label_column": "y", "feature_columns": ["x", "y"]},
+        r"label column 'y' cannot also be a feature",
+    ),
 }
 
 
@@ -401,6 +444,7 @@ def test_dataset_validates():
 
 # -- standardize / split ----------------------------------------------------
 
+
 def test_standardize_leaves_constant_columns_finite():
     X = np.column_stack([rng().normal(3, 2, 50), np.full(50, 7.0), np.arange(50.0)])
     Xs, mean, scale = standardize(X)
@@ -442,13 +486,17 @@ def test_stratified_split_keeps_class_ratio():
 # -- robustness: arbitrary text gives a Dataset or a DataError, never another exception --
 
 
-CELL = st.one_of(st.sampled_from(["", "1", "-2.5", "1e3", "x", "NA", "inf", " 3 ", '"4"', "a,b", "é"]),
-                 st.text(alphabet=',"\n;\t ab01.-', max_size=4))
+CELL = st.one_of(
+    st.sampled_from(["", "1", "-2.5", "1e3", "x", "NA", "inf", " 3 ", '"4"', "a,b", "é"]),
+    st.text(alphabet=',"\n;\t ab01.-', max_size=4),
+)
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.lists(st.lists(CELL, min_size=0, max_size=4), min_size=0, max_size=6),
-       st.sampled_from([None, "c0", "c1", "missing"]))
+@given(
+    st.lists(st.lists(CELL, min_size=0, max_size=4), min_size=0, max_size=6),
+    st.sampled_from([None, "c0", "c1", "missing"]),
+)
 def test_csv_arbitrary_content_fails_only_with_data_error(rows, label):
     header = "c0,c1,c2"
     text = header + "\n" + "\n".join(",".join(r) for r in rows)

@@ -69,8 +69,15 @@ def test_liblinear_s_model_with_asreview_s_weights(abstracts):
     yo = y[order]
     weight = np.where(yo > 0, 1.0, (yo > 0).sum() / (9.8 * (yo < 0).sum()))
     weight *= len(yo) / weight.sum()
-    model = LinearSVC(C=0.11, loss="squared_hinge", dual=True, fit_intercept=True, intercept_scaling=1.0,
-                      tol=1e-10, max_iter=1_000_000).fit(X[order], yo, sample_weight=weight)
+    model = LinearSVC(
+        C=0.11,
+        loss="squared_hinge",
+        dual=True,
+        fit_intercept=True,
+        intercept_scaling=1.0,
+        tol=1e-10,
+        max_iter=1_000_000,
+    ).fit(X[order], yo, sample_weight=weight)
     assert np.abs(model.decision_function(X) - dcd.decision_function()).max() < 1e-5
     assert dcd.kkt_gap() <= 1e-6
 

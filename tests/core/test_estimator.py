@@ -85,6 +85,7 @@ def sk_svc(X, y, C=1.0, gamma=0.5):
 
 # -- conventions (no production solver needed) --------------------------------
 
+
 def test_init_stores_parameters_only():
     clf = OnlineSVC(solver="no-such-solver", C=-1, epochs=0)  # validated at fit time, as in scikit-learn
     assert clf.get_params()["solver"] == "no-such-solver"
@@ -204,8 +205,12 @@ def test_partial_fit_and_unlearn(reference_solver):
 
 # -- every production solver through the facade ---------------------------------
 
-SOLVERS = {"incremental": "core.solvers.incremental", "lasvm": "core.solvers.lasvm",
-           "ramp": "core.solvers.ramp", "active-set": "core.solvers.active_set"}
+SOLVERS = {
+    "incremental": "core.solvers.incremental",
+    "lasvm": "core.solvers.lasvm",
+    "ramp": "core.solvers.ramp",
+    "active-set": "core.solvers.active_set",
+}
 EXACT = {"incremental", "active-set"}
 
 
@@ -274,7 +279,7 @@ def test_solver_partial_fit_then_predict(solver_name):
     Xtr, ytr, Xte, yte = banana_split(3)
     clf = OnlineSVC(solver=solver_name, gamma=0.1, random_state=0)
     for start in range(0, len(Xtr), 50):
-        clf.partial_fit(Xtr[start:start + 50], ytr[start:start + 50], classes=[-1, 1])
+        clf.partial_fit(Xtr[start : start + 50], ytr[start : start + 50], classes=[-1, 1])
     clf.finish()
     sk = SVC(kernel="rbf", C=1.0, gamma=0.1).fit(Xtr, ytr)
     assert clf.score(Xte, yte) >= sk.score(Xte, yte) - 0.05
@@ -322,6 +327,7 @@ def test_solver_unlearn_removes_the_example(solver_name):
 
 # -- support_ and unlearn speak of rows of the training data (as SVC's support_) ---------
 
+
 def dual_objective_from_rows(X, support, dual_coef, gamma):
     """W(a) = sum a_i - 1/2 a^T Q a recomputed from the user's X and the fitted attributes."""
     coef = dual_coef[0]
@@ -336,8 +342,9 @@ def test_support_rows_index_the_training_data(solver_name):
     assert clf.dual_objective_ > 1.0
     assert dual_objective_from_rows(Xtr, sv, coef, 0.1) == pytest.approx(clf.dual_objective_, rel=1e-10)
     Z = np.random.default_rng(3).normal(size=(25, 2)) * 3
-    np.testing.assert_allclose(clf.decision_function(Z), Kernel("rbf", gamma=0.1)(Z, Xtr[sv]) @ coef[0] + b[0],
-                               atol=1e-10)
+    np.testing.assert_allclose(
+        clf.decision_function(Z), Kernel("rbf", gamma=0.1)(Z, Xtr[sv]) @ coef[0] + b[0], atol=1e-10
+    )
     np.testing.assert_array_equal(np.sign(coef[0]), np.where(ytr[sv] > 0, 1.0, -1.0))  # each row's own label
 
 
@@ -360,8 +367,7 @@ def test_exact_solver_support_is_svc_support(name):
     np.testing.assert_array_equal(clf.n_support_, sk.n_support_)
     np.testing.assert_allclose(clf.dual_coef_, sk.dual_coef_, atol=1e-6)
     np.testing.assert_allclose(clf.intercept_, sk.intercept_, atol=1e-6)
-    assert dual_objective_from_rows(X, sk.support_, sk.dual_coef_, 0.5) == pytest.approx(clf.dual_objective_,
-                                                                                         rel=1e-8)
+    assert dual_objective_from_rows(X, sk.support_, sk.dual_coef_, 0.5) == pytest.approx(clf.dual_objective_, rel=1e-8)
 
 
 @pytest.mark.parametrize("name", sorted(EXACT))
@@ -390,13 +396,14 @@ def test_partial_fit_counts_rows_across_calls(name):
     X, y = toy(90, seed=7)
     clf = OnlineSVC(solver=name, C=1.0, gamma=0.5, tol=1e-8, random_state=0)
     for start in (0, 30, 60):
-        clf.partial_fit(X[start:start + 30], y[start:start + 30], classes=[-1, 1])
+        clf.partial_fit(X[start : start + 30], y[start : start + 30], classes=[-1, 1])
     np.testing.assert_array_equal(clf.learning_order_, np.arange(90))
     sk = sk_svc(X, y)
     np.testing.assert_array_equal(clf.support_, sk.support_)
     assert clf.support_.max() >= 60  # the third call's rows are counted on from 60
-    assert dual_objective_from_rows(X, clf.support_, clf.dual_coef_, 0.5) == pytest.approx(clf.dual_objective_,
-                                                                                           rel=1e-10)
+    assert dual_objective_from_rows(X, clf.support_, clf.dual_coef_, 0.5) == pytest.approx(
+        clf.dual_objective_, rel=1e-10
+    )
     row = int(clf.support_[clf.support_ >= 60][0])
     clf.unlearn(row)
     sk_rest, rest_support = svc_without(X, y, row)
@@ -411,6 +418,7 @@ def test_partial_fit_counts_rows_across_calls(name):
 
 
 # -- scikit-learn's own checks ---------------------------------------------------------------
+
 
 @parametrize_with_checks([OnlineSVC(solver=name) for name in SOLVERS])
 def test_sklearn_check_estimator(estimator, check):
@@ -435,16 +443,27 @@ def test_check_estimator_reports_no_failure_for_any_solver():
             report[name] = [[r["check_name"], r["status"], str(r["exception"] or "")[:300]] for r in results]
         print(json.dumps(report))
     """)
-    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300,
-                          env={**os.environ, "SCIPY_ARRAY_API": "1"}, cwd=Path(__file__).resolve().parents[2])
+    done = subprocess.run(
+        [sys.executable, "-c", script],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "SCIPY_ARRAY_API": "1"},
+        cwd=Path(__file__).resolve().parents[2],
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     report = json.loads(done.stdout.strip().splitlines()[-1])
     assert sorted(report) == sorted(SOLVERS)
     for name, results in report.items():
         assert len(results) >= 55, name
-        assert {r[0] for r in results} >= {"check_classifier_not_supporting_multiclass", "check_estimators_nan_inf",
-                                          "check_estimator_sparse_tag", "check_estimators_unfitted",
-                                          "check_classifiers_regression_target", "check_array_api_input"}
+        assert {r[0] for r in results} >= {
+            "check_classifier_not_supporting_multiclass",
+            "check_estimators_nan_inf",
+            "check_estimator_sparse_tag",
+            "check_estimators_unfitted",
+            "check_classifiers_regression_target",
+            "check_array_api_input",
+        }
         not_passed = [r for r in results if r[1] != "passed"]
         assert not_passed == [], f"{name}: {not_passed}"
 

@@ -25,8 +25,16 @@ def digits_subset():
 @pytest.fixture(scope="module")
 def near_boundary_vs_random(digits_subset):
     X, y = digits_subset
-    return run_comparison(X, y, strategies=["near-boundary", "random"], solver="incremental",
-                          solver_params={"C": 10.0}, budget=60, seeds=[0, 1, 2, 3], initial=10)
+    return run_comparison(
+        X,
+        y,
+        strategies=["near-boundary", "random"],
+        solver="incremental",
+        solver_params={"C": 10.0},
+        budget=60,
+        seeds=[0, 1, 2, 3],
+        initial=10,
+    )
 
 
 def test_near_boundary_beats_random_on_digits(near_boundary_vs_random):
@@ -114,8 +122,15 @@ def digits_pool():
 @pytest.fixture(scope="module")
 def stopping_comparison(digits_pool):
     X, y = digits_pool
-    return run_comparison(X, y, strategies=["largest-positive", "random"], budget=450, seeds=[0, 1], test_fraction=0,
-                          stopping="statistical,knee,margin,stability,consecutive:30")
+    return run_comparison(
+        X,
+        y,
+        strategies=["largest-positive", "random"],
+        budget=450,
+        seeds=[0, 1],
+        test_fraction=0,
+        stopping="statistical,knee,margin,stability,consecutive:30",
+    )
 
 
 def test_test_fraction_zero_reports_recall_without_auc(stopping_comparison, digits_pool):
@@ -154,9 +169,13 @@ def test_stop_rows_are_where_each_rule_first_says_stop(stopping_comparison):
         if r.rule in ("knee", "margin", "consecutive:30"):
             first = None
             for n in range(1, len(labels) + 1):
-                state = (st.knee_rule(labels[:n]) if r.rule == "knee" else
-                         st.margin_rule(margin[n - 1], labels[:n]) if r.rule == "margin" else
-                         st.consecutive_rule(labels[:n], 30))
+                state = (
+                    st.knee_rule(labels[:n])
+                    if r.rule == "knee"
+                    else st.margin_rule(margin[n - 1], labels[:n])
+                    if r.rule == "margin"
+                    else st.consecutive_rule(labels[:n], 30)
+                )
                 if state.stop:
                     first = n
                     break
@@ -170,7 +189,8 @@ def test_stop_rows_are_where_each_rule_first_says_stop(stopping_comparison):
     assert summary.loc[("largest-positive", "knee"), "stopped"] == len(part)
     if len(part):
         assert summary.loc[("largest-positive", "knee"), "labels_at_stop"] == pytest.approx(
-            part.n_labels_at_stop.astype(float).mean())
+            part.n_labels_at_stop.astype(float).mean()
+        )
     assert "reached 95%" in res.summary_text()
 
 
@@ -191,13 +211,20 @@ def test_statistical_branch_equals_a_session_run_from_scratch(digits_pool, rule)
     assert stop["rule"] == rule
     # from scratch: the same pool (the split with nothing held out still shuffles it), loop and random draws
     X, y = _split(X, y, 3, 0.0)[:2]
-    loop = ActiveLearningLoop(X, strategy="largest-positive", solver="incremental", seed=3, initial=10,
-                              oracle_y=y)
+    loop = ActiveLearningLoop(X, strategy="largest-positive", solver="incremental", seed=3, initial=10, oracle_y=y)
     labels, drawn, starts, checking = [], [], [], False
     rng = np.random.default_rng([3, 0x57A7])
     while True:
-        check = st.recall_check(labels, drawn, starts, checking=checking, pool_size=len(X), target_recall=0.9,
-                                confidence=0.9, start=st.CHECK_STARTS[rule])
+        check = st.recall_check(
+            labels,
+            drawn,
+            starts,
+            checking=checking,
+            pool_size=len(X),
+            target_recall=0.9,
+            confidence=0.9,
+            start=st.CHECK_STARTS[rule],
+        )
         action = st.simulated_analyst(check)
         checking = checking and check.phase != "failed"
         if action == "stop" or len(labels) >= 500:
@@ -231,8 +258,16 @@ def test_stopping_arguments_are_checked():
 
 def test_stops_are_the_same_in_parallel_processes():
     X, y = make_gaussians(300, np.random.default_rng(5), separation=2.0)
-    kw = dict(strategies="largest-positive", budget=150, seeds=2, initial=4, test_fraction=0,
-              stopping="statistical,knee,margin,stability,consecutive:10", target_recall=0.9, confidence=0.9)
+    kw = dict(
+        strategies="largest-positive",
+        budget=150,
+        seeds=2,
+        initial=4,
+        test_fraction=0,
+        stopping="statistical,knee,margin,stability,consecutive:10",
+        target_recall=0.9,
+        confidence=0.9,
+    )
     one = run_comparison(X, y, n_jobs=1, **kw)
     two = run_comparison(X, y, n_jobs=2, **kw)
     pd.testing.assert_frame_equal(one.stops, two.stops)
@@ -246,8 +281,9 @@ def test_label_progress_reports_every_label_and_an_exception_from_it_cancels_the
     def on_label(done, total, description, labels, budget):
         seen.append((done, total, description, labels, budget))
 
-    result = run_comparison(X, y, strategies=["near-boundary", "random"], budget=20, seeds=1, initial=4,
-                            label_progress=on_label)
+    result = run_comparison(
+        X, y, strategies=["near-boundary", "random"], budget=20, seeds=1, initial=4, label_progress=on_label
+    )
     runs = sorted({d for d, *_ in seen})
     # tasks: the full-data references of incremental and lasvm (the training items they learn, one
     # at a time: 210 of the 300 items), then near-boundary and random (their labels)
@@ -273,8 +309,7 @@ def test_label_progress_reports_every_label_and_an_exception_from_it_cancels_the
             raise Cancelled
 
     with pytest.raises(Cancelled):
-        run_comparison(X, y, strategies=["near-boundary"], budget=20, seeds=2, initial=4,
-                       label_progress=cancel_at_7)
+        run_comparison(X, y, strategies=["near-boundary"], budget=20, seeds=2, initial=4, label_progress=cancel_at_7)
     assert calls == list(range(1, 8))  # stopped inside the first reference: nothing ran after the cancel
 
 
@@ -311,8 +346,7 @@ def test_the_full_data_reference_learns_a_stratified_subsample_of_a_large_pool(m
 
     assert ref["auc"] == pytest.approx(roc_auc(yte, solver.decision_function(X=Xte)), abs=1e-12)
 
-    result = run_comparison(X, y, strategies=["near-boundary"], solver="incremental", budget=15, seeds=[0],
-                            initial=5)
+    result = run_comparison(X, y, strategies=["near-boundary"], solver="incremental", budget=15, seeds=[0], initial=5)
     assert set(result.references["n_pool"]) == {420}
     assert "subsample of 150 of the 420 training items" in result.summary_text()
     monkeypatch.setattr(experiment, "REFERENCE_MAX_ITEMS", 4000)
@@ -331,6 +365,13 @@ def test_a_comparison_of_an_exact_and_another_solver_with_c_and_gamma_from_the_l
     chosen = full_data_reference(X, y, "lasvm", {**start, "auto": ["C", "gamma"]}, seed=0, test_fraction=0.3)
     plain = full_data_reference(X, y, "lasvm", start, seed=0, test_fraction=0.3)
     assert (chosen["auc"], chosen["n_sv"]) == (plain["auc"], plain["n_sv"])
-    result = run_comparison(X, y, strategies=["near-boundary", "random"], budget=30, seeds=[0], initial=4,
-                            solver_params={**start, "auto": ["C", "gamma"]})
+    result = run_comparison(
+        X,
+        y,
+        strategies=["near-boundary", "random"],
+        budget=30,
+        seeds=[0],
+        initial=4,
+        solver_params={**start, "auto": ["C", "gamma"]},
+    )
     assert set(result.rows["strategy"]) == {"near-boundary", "random"}

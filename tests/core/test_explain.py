@@ -49,8 +49,13 @@ def test_rbf_and_poly_relevance_is_the_gradient_times_the_spread(data, params):
     for i in (2, 40):
         x = X[i]
         h = 1e-6
-        numeric = np.array([(solver.decision_function(X=x + h * e[None, :])[0]
-                             - solver.decision_function(X=x - h * e[None, :])[0]) / (2 * h) for e in np.eye(6)])
+        numeric = np.array(
+            [
+                (solver.decision_function(X=x + h * e[None, :])[0] - solver.decision_function(X=x - h * e[None, :])[0])
+                / (2 * h)
+                for e in np.eye(6)
+            ]
+        )
         relevance = feature_relevance(solver, x, spread=spread)
         np.testing.assert_allclose(relevance, np.abs(numeric) * spread, rtol=1e-5, atol=1e-8)
         # without a spread the gradient itself
@@ -70,8 +75,16 @@ def test_another_kernel_falls_back_to_central_differences(data):
 
     X, y = data
     solver = trained(X, y, kernel="rbf", gamma=0.1)
-    other = SimpleNamespace(coefficients=solver.coefficients, store=solver.store,
-                            decision_function=solver.decision_function, kernel=SimpleNamespace(name="other"))
+    other = SimpleNamespace(
+        coefficients=solver.coefficients,
+        store=solver.store,
+        decision_function=solver.decision_function,
+        kernel=SimpleNamespace(name="other"),
+    )
     spread = X.std(axis=0)
-    np.testing.assert_allclose(feature_relevance(other, X[5], spread=spread),
-                               feature_relevance(solver, X[5], spread=spread), rtol=1e-5, atol=1e-7)
+    np.testing.assert_allclose(
+        feature_relevance(other, X[5], spread=spread),
+        feature_relevance(solver, X[5], spread=spread),
+        rtol=1e-5,
+        atol=1e-7,
+    )

@@ -23,15 +23,18 @@ from core.features import (
 # -- delimiter and decimal separator -------------------------------------------------------------
 
 
-@pytest.mark.parametrize("text, expected", [
-    ("a,b,c\n1,2,3\n4,5,6\n", (",", ".")),
-    ("a;b;c\n1,5;2;3\n4;5,25;6\n", (";", ",")),
-    ("a;b;c\n1.5;2;3\n4;5.25;6\n", (";", ".")),
-    ("a\tb\tc\n1,5\t2\tx\n", ("\t", ",")),
-    ("a|b\n1|2\n", ("|", ".")),
-    ('name,note,y\n"Smith; J","a; b; c",1\n"Doe; K","d; e",0\n', (",", ".")),  # semicolons inside quotes
-    ("x\n1\n2\n", (",", ".")),  # a single column
-])
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("a,b,c\n1,2,3\n4,5,6\n", (",", ".")),
+        ("a;b;c\n1,5;2;3\n4;5,25;6\n", (";", ",")),
+        ("a;b;c\n1.5;2;3\n4;5.25;6\n", (";", ".")),
+        ("a\tb\tc\n1,5\t2\tx\n", ("\t", ",")),
+        ("a|b\n1|2\n", ("|", ".")),
+        ('name,note,y\n"Smith; J","a; b; c",1\n"Doe; K","d; e",0\n', (",", ".")),  # semicolons inside quotes
+        ("x\n1\n2\n", (",", ".")),  # a single column
+    ],
+)
 def test_detect_format(text, expected):
     assert detect_format(text) == expected
 
@@ -43,8 +46,9 @@ def test_semicolons_and_decimal_commas_are_read_and_can_be_overridden():
     assert ds.import_options["sep"] == ";" and ds.import_options["decimal"] == ","
     with pytest.raises(DataError, match=r"non-numeric value '14,23' in column 'alcohol', row 1.*decimal commas"):
         load_csv(data, label_column="class", positive="1", decimal=".")
-    with pytest.raises(DataError, match="line 2 has 3 fields but the header has 1; the file seems to be separated "
-                                        "by semicolons"):
+    with pytest.raises(
+        DataError, match="line 2 has 3 fields but the header has 1; the file seems to be separated by semicolons"
+    ):
         load_csv(data, label_column="class", sep=",")
 
 
@@ -130,8 +134,13 @@ def test_constant_columns_are_dropped_by_default_with_a_notice_naming_them():
 
 # -- documents ----------------------------------------------------------------------------------
 
-DOCS = ["Cats purr when they are happy.", "Dogs bark at night; dogs guard the house.",
-        "A cat and a dog can live together.", "", "Quantum computers use qubits."]
+DOCS = [
+    "Cats purr when they are happy.",
+    "Dogs bark at night; dogs guard the house.",
+    "A cat and a dog can live together.",
+    "",
+    "Quantum computers use qubits.",
+]
 
 
 def test_tfidf_matches_scikit_learn_and_stays_sparse():
@@ -163,8 +172,14 @@ def test_text_columns_become_sparse_features_combined_with_numeric_ones(tmp_path
     assert sp.isspmatrix_csr(ds.X) and ds.default_kernel == "linear" and ds.display_kind == "text"
     assert ds.display_values[1] == DOCS[1]
     assert ds.notices == ["not used as features: 'id', 'title', 'year' (name them as feature columns to add them)"]
-    both = load_csv(path, label_column="included", positive="yes", text_columns=["abstract", "title"],
-                    feature_columns=["year"], text_blocks=True)
+    both = load_csv(
+        path,
+        label_column="included",
+        positive="yes",
+        text_columns=["abstract", "title"],
+        feature_columns=["year"],
+        text_blocks=True,
+    )
     assert sp.isspmatrix_csr(both.X) and both.feature_names[0] == "year"
     assert [b["kind"] for b in both.feature_blocks] == ["numeric", "tfidf", "tfidf"]
     assert both.feature_names[1].startswith("abstract:") and both.feature_names[-1].startswith("title:")
@@ -212,8 +227,9 @@ def _one_column_csv(tmp_path, titles, abstracts):
     with open(path, "w", newline="") as f:
         w = csv.writer(f)
         w.writerow(["doc", "label"])
-        w.writerows([" ".join(p for p in (t, a) if p), k % 2]
-                    for k, (t, a) in enumerate(zip(titles, abstracts, strict=True)))
+        w.writerows(
+            [" ".join(p for p in (t, a) if p), k % 2] for k, (t, a) in enumerate(zip(titles, abstracts, strict=True))
+        )
     return path
 
 
@@ -246,8 +262,9 @@ def test_standardizer_statistics_are_the_column_by_column_reductions(columns):
 def test_scaled_row_blocks_are_rows_of_the_scaled_matrix_without_scaling_all_of_it():
     rng = np.random.default_rng(5)
     dense = rng.normal(10.0, 3.0, size=(300, 4))
-    sparse = sp.hstack([sp.csr_matrix(dense[:, :2]), sp.random(300, 6, density=0.2, random_state=1, format="csr")],
-                       format="csr")
+    sparse = sp.hstack(
+        [sp.csr_matrix(dense[:, :2]), sp.random(300, 6, density=0.2, random_state=1, format="csr")], format="csr"
+    )
     pool, held = np.setdiff1d(np.arange(300), [4, 77, 150]), np.array([4, 77, 150])
     for X, numeric in ((dense, None), (dense, [0, 2]), (sparse, [0, 1]), (sparse, None)):
         for scaling in ("standard", "none"):
@@ -303,17 +320,28 @@ def test_morgan_fingerprints_match_rdkit_and_report_invalid_rows():
 
 def test_smiles_column_needs_invalid_rows_fixed_or_dropped():
     data = b"id,smiles,active\nm1,CCO,1\nm2,c1ccccc1,0\nm3,C1CC,1\nm4,CC(=O)O,0\nm5,xyz,0\n"
-    with pytest.raises(DataError, match=r"2 invalid SMILES in column 'smiles': row 3 \(line 4 of the file\): "
-                                        r"'C1CC'; row 5 \(line 6 of the file\): 'xyz'"):
+    with pytest.raises(
+        DataError,
+        match=r"2 invalid SMILES in column 'smiles': row 3 \(line 4 of the file\): "
+        r"'C1CC'; row 5 \(line 6 of the file\): 'xyz'",
+    ):
         load_csv(data, label_column="active", smiles_column="smiles", key_column="id")
-    ds = load_csv(data, label_column="active", smiles_column="smiles", key_column="id", invalid_smiles="drop",
-                  fingerprint_radius=1, fingerprint_bits=512)
+    ds = load_csv(
+        data,
+        label_column="active",
+        smiles_column="smiles",
+        key_column="id",
+        invalid_smiles="drop",
+        fingerprint_radius=1,
+        fingerprint_bits=512,
+    )
     assert ds.item_keys == ["m1", "m2", "m4"] and ds.y.tolist() == [1, -1, -1]
     assert sp.isspmatrix_csr(ds.X) and ds.X.shape == (3, 512) and set(ds.X.data) == {1.0}
     assert ds.default_kernel == "tanimoto" and ds.molecule_column == "smiles"
     assert ds.display_values == ["CCO", "c1ccccc1", "CC(=O)O"]
-    assert ds.feature_blocks == [{"kind": "morgan", "column": "smiles", "start": 0, "stop": 512, "radius": 1,
-                                  "bits": 512}]
+    assert ds.feature_blocks == [
+        {"kind": "morgan", "column": "smiles", "start": 0, "stop": 512, "radius": 1, "bits": 512}
+    ]
 
 
 def test_molecule_svg_is_an_svg_document():
@@ -373,14 +401,24 @@ def test_bundled_abstracts_and_molecules():
 def test_profile_offers_each_column_for_what_it_holds():
     from core.datasets import profile_csv
 
-    data = ("id;title;proto;smiles;size;empty\n"
-            + "".join(f"r{i};A study of item number {i} and its neighbours;{'tcp' if i % 2 else 'udp'};CCO;{i},5;\n"
-                      for i in range(30))).encode()
+    data = (
+        "id;title;proto;smiles;size;empty\n"
+        + "".join(
+            f"r{i};A study of item number {i} and its neighbours;{'tcp' if i % 2 else 'udp'};CCO;{i},5;\n"
+            for i in range(30)
+        )
+    ).encode()
     profile = profile_csv(data)
     assert (profile.sep, profile.decimal) == (";", ",")
     kinds = {c.name: c.kind for c in profile.columns}
-    assert kinds == {"id": "identifier", "title": "text", "proto": "category", "smiles": "smiles",
-                     "size": "number", "empty": "empty"}
+    assert kinds == {
+        "id": "identifier",
+        "title": "text",
+        "proto": "category",
+        "smiles": "smiles",
+        "size": "number",
+        "empty": "empty",
+    }
     assert {c.name: c.missing for c in profile.columns}["empty"] == 30
     forced = profile_csv(data, sep=",")  # an override is used as given
     assert forced.sep == "," and forced.detected_sep == ";" and len(forced.columns) == 1
@@ -394,15 +432,28 @@ def documents_run(*, dense: bool, solver: str, solver_params: dict):
     from app.services.display import ItemDisplay
     from core.loop import ActiveLearningLoop
 
-    docs = ["robot arm grasping objects", "robot legs walking on terrain", "image segmentation network",
-            "language model translation", "robot vision grasping", "speech recognition network"] * 3
+    docs = [
+        "robot arm grasping objects",
+        "robot legs walking on terrain",
+        "image segmentation network",
+        "language model translation",
+        "robot vision grasping",
+        "speech recognition network",
+    ] * 3
     X, names = tfidf_features(docs)
     X = X.toarray() if dense else X
     loop = ActiveLearningLoop(X, strategy="largest-positive", solver=solver, solver_params=solver_params, seed=0)
     display = SimpleNamespace(kind="text", image_shape=None, item_keys=None, display_values=docs)
-    items = ItemDisplay(display=display, meta={"feature_blocks": [{"kind": "tfidf", "start": 0, "stop": X.shape[1]}]},
-                        feature_names=names, raw_rows=X, scaled_rows=X, pool_rows=X, model=lambda: loop,
-                        lock=threading.RLock())
+    items = ItemDisplay(
+        display=display,
+        meta={"feature_blocks": [{"kind": "tfidf", "start": 0, "stop": X.shape[1]}]},
+        feature_names=names,
+        raw_rows=X,
+        scaled_rows=X,
+        pool_rows=X,
+        model=lambda: loop,
+        lock=threading.RLock(),
+    )
     return items, loop, docs
 
 
@@ -447,8 +498,9 @@ def test_the_review_model_s_term_contributions_add_up_to_its_decision_value_minu
 def test_terms_in_nearly_every_document_are_left_out_unless_nothing_would_remain():
     # as ASReview's features (max_df 0.95): "the" is in all 40 documents, "common" in 39 (97.5%), "usual"
     # in 38 (95%: kept); a handful of identical documents keeps its terms rather than having none
-    docs = [f"the common usual topic{k} word{k % 7}" if k >= 2 else f"the common topic{k} word{k % 7}"
-            for k in range(40)]
+    docs = [
+        f"the common usual topic{k} word{k % 7}" if k >= 2 else f"the common topic{k} word{k % 7}" for k in range(40)
+    ]
     docs[0] = "the topic0 word0"
     X, names = tfidf_features(docs)
     assert "the" not in names and "common" not in names and "usual" in names and "topic3" in names
@@ -468,9 +520,19 @@ def test_an_imputed_median_is_said_to_four_significant_digits_and_stored_exactly
     assert "'a' 1 with the median 70.57" in ds.notices[0] and "70.574" not in ds.notices[0]
 
 
-@pytest.mark.parametrize("value, said", [(70.57499999999999, "70.57"), (3.0, "3"), (-2.5, "-2.5"),
-                                         (123456.7, "123500"), (0.000123456, "0.0001235"), (0.1 + 0.2, "0.3"),
-                                         (0.0, "0"), (1e-9, "1e-09")])
+@pytest.mark.parametrize(
+    "value, said",
+    [
+        (70.57499999999999, "70.57"),
+        (3.0, "3"),
+        (-2.5, "-2.5"),
+        (123456.7, "123500"),
+        (0.000123456, "0.0001235"),
+        (0.1 + 0.2, "0.3"),
+        (0.0, "0"),
+        (1e-9, "1e-09"),
+    ],
+)
 def test_numbers_in_messages_have_four_significant_digits(value, said):
     from core.formatting import for_people
 

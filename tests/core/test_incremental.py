@@ -223,10 +223,15 @@ def dense_one_class(K, C):
     from cvxopt import matrix, solvers
 
     n = len(K)
-    sol = solvers.qp(matrix(K + 1e-12 * np.eye(n)), matrix(np.zeros(n)),
-                     matrix(np.vstack([-np.eye(n), np.eye(n)])), matrix(np.r_[np.zeros(n), C * np.ones(n)]),
-                     matrix(np.ones((1, n))), matrix(1.0),
-                     options={"show_progress": False, "abstol": 1e-12, "reltol": 1e-12, "feastol": 1e-12})
+    sol = solvers.qp(
+        matrix(K + 1e-12 * np.eye(n)),
+        matrix(np.zeros(n)),
+        matrix(np.vstack([-np.eye(n), np.eye(n)])),
+        matrix(np.r_[np.zeros(n), C * np.ones(n)]),
+        matrix(np.ones((1, n))),
+        matrix(1.0),
+        options={"show_progress": False, "abstol": 1e-12, "reltol": 1e-12, "feastol": 1e-12},
+    )
     a = np.clip(np.array(sol["x"]).ravel(), 0.0, C)
     h = K @ a
     free = (a > 1e-6 * C) & (a < C * (1 - 1e-6))
@@ -273,7 +278,7 @@ def test_one_class_unlearn_equals_retraining_and_cold_start_ranks():
     for i in range(5):
         oc.learn(i)  # cold start, infeasible phase: every a_i = C, scores still finite
         f = oc.decision_function()
-        assert np.all(np.isfinite(f)) and f[:i + 1].max() == pytest.approx(0.0, abs=1e-12)
+        assert np.all(np.isfinite(f)) and f[: i + 1].max() == pytest.approx(0.0, abs=1e-12)
     for i in range(5, len(X)):
         oc.learn(i)
     for v in (3, 17):
@@ -516,8 +521,12 @@ def test_unlearning_everything_and_learning_again():
 
 
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(seed=st.integers(0, 10_000), n=st.integers(3, 16), nu=st.sampled_from([0.1, 0.3, 0.6, 1.0]),
-       duplicates=st.booleans())
+@given(
+    seed=st.integers(0, 10_000),
+    n=st.integers(3, 16),
+    nu=st.sampled_from([0.1, 0.3, 0.6, 1.0]),
+    duplicates=st.booleans(),
+)
 def test_property_one_class(seed, n, nu, duplicates):
     rng = np.random.default_rng(seed)
     X = rng.normal(size=(n, 2))

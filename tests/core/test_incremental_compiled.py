@@ -114,8 +114,10 @@ def test_compiled_and_numpy_drives_take_the_same_steps(kernel, C, monkeypatch):
 def test_property_compiled_equals_numpy(scenario, seed, n):
     # duplicates (dependent points), collinear points, tiny and huge C, one class first
     X, y, C, kernel, order = make_problem(scenario, seed, n)
-    models = [IncrementalSVM(X, kernel=kernel, C=C, gamma=0.5, compiled=flag, max_iter=5_000,
-                             on_max_iter="raise") for flag in (True, False)]
+    models = [
+        IncrementalSVM(X, kernel=kernel, C=C, gamma=0.5, compiled=flag, max_iter=5_000, on_max_iter="raise")
+        for flag in (True, False)
+    ]
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         for s in models:  # (each learn / unlearn: status ok and KKT conditions, see traffic)
@@ -219,11 +221,14 @@ def run_sequence(solver: str, X, y, **params):
     return s
 
 
-@pytest.mark.parametrize("solver,params", [
-    ("incremental", dict(compiled=True)),
-    ("incremental", dict(compiled=False)),
-    ("active-set", {}),
-])
+@pytest.mark.parametrize(
+    "solver,params",
+    [
+        ("incremental", dict(compiled=True)),
+        ("incremental", dict(compiled=False)),
+        ("active-set", {}),
+    ],
+)
 def test_results_do_not_depend_on_the_blas_thread_count(solver, params):
     # 120 examples in 300 dimensions: the products of the per-label algebra are large enough
     # for OpenBLAS to split them across threads if it were allowed to

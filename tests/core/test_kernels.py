@@ -79,8 +79,9 @@ def test_inner_products_follow_the_reference_order_bit_for_bit(d, minsum):
     # the same through the CSR routine and in float32 storage
     assert np.array_equal(kernel(sp.csr_matrix(X), sp.csr_matrix(Y)), K)
     X32, Y32 = X.astype(np.float32), Y.astype(np.float32)
-    expected32 = np.array([[reference_kernel(kernel, a, b) if minsum else jit.stripe_reference(a, b)
-                            for b in Y32] for a in X32]).reshape(K.shape)
+    expected32 = np.array(
+        [[reference_kernel(kernel, a, b) if minsum else jit.stripe_reference(a, b) for b in Y32] for a in X32]
+    ).reshape(K.shape)
     assert np.array_equal(kernel(X32, Y32), expected32)
 
 
@@ -104,8 +105,14 @@ def test_kernel_values_follow_the_reference_for_every_kernel(name):
 
 def test_our_exp_is_within_one_ulp_of_the_c_library():
     rng = np.random.default_rng(0)
-    xs = -np.concatenate([rng.uniform(0, 1, 4000), rng.uniform(0, 60, 4000), rng.uniform(700, 746, 4000),
-                          [0.0, 5e-324, 1e-300, 708.39, 708.4, 744.44, 745.13, 745.2, 800.0, 1e300]])
+    xs = -np.concatenate(
+        [
+            rng.uniform(0, 1, 4000),
+            rng.uniform(0, 60, 4000),
+            rng.uniform(700, 746, 4000),
+            [0.0, 5e-324, 1e-300, 708.39, 708.4, 744.44, 745.13, 745.2, 800.0, 1e300],
+        ]
+    )
     K = Kernel("rbf", gamma=1.0)
     # exp(-gamma * d) with d = ||a - b||^2 = x for a = (sqrt(x)), b = 0: compute through the kernel itself
     ours = np.array([jit.kernel_value(0.0, x, 0.0, jit.RBF, 1.0, 0.0, 1) for x in -xs])
@@ -135,9 +142,17 @@ def every_path(kernel: Kernel, X, full: np.ndarray, budget: int) -> None:
         assert np.array_equal(cache.row(i), full[i])  # (a hit when the budget allows)
         cols = rng.permutation(n)[:17]
         assert np.array_equal(cache.entries(i, cols), full[i, cols])
-    for rows, cols in [((0,), range(n)), (range(n), (3,)), (range(1, 6), range(2, 9)), (range(3), range(4)),
-                       (range(4), range(3)), (range(5, 55), range(7, 70)), (range(n), range(n)),
-                       (rng.permutation(n)[:37], rng.permutation(n)[:29]), ((4, 4, 9), (9, 4))]:
+    for rows, cols in [
+        ((0,), range(n)),
+        (range(n), (3,)),
+        (range(1, 6), range(2, 9)),
+        (range(3), range(4)),
+        (range(4), range(3)),
+        (range(5, 55), range(7, 70)),
+        (range(n), range(n)),
+        (rng.permutation(n)[:37], rng.permutation(n)[:29]),
+        ((4, 4, 9), (9, 4)),
+    ]:
         rows, cols = np.asarray(list(rows)), np.asarray(list(cols))
         assert np.array_equal(cache.block(rows, cols), full[np.ix_(rows, cols)]), (len(rows), len(cols))
     assert np.array_equal(cache.rows([5, 2, 5]), full[[5, 2, 5]])
@@ -154,8 +169,7 @@ def every_path(kernel: Kernel, X, full: np.ndarray, budget: int) -> None:
 @pytest.mark.parametrize("budget", [0, 64 * 2**20])
 def test_every_path_gives_the_same_bits(name, storage, budget):
     kernel = make_kernel(name)
-    X = sample(90, 37, seed=1, nonnegative=name == "tanimoto", dtype=np.float32 if storage == "float32"
-               else np.float64)
+    X = sample(90, 37, seed=1, nonnegative=name == "tanimoto", dtype=np.float32 if storage == "float32" else np.float64)
     data = sp.csr_matrix(X) if storage == "csr" else X
     full = kernel(data, data)
     every_path(kernel, data, full, budget)
@@ -227,8 +241,9 @@ def test_thread_counts_do_not_change_a_bit(name):
             set_kernel_threads(threads)
             with threadpool_limits(1 if threads == 1 else 2):
                 cache = KernelCache(kernel, DataStore(X), 0)
-                results.append((kernel(X, X), kernel(S, S[:40]), cache.row(5), cache.block(np.arange(700),
-                                                                                           np.arange(9))))
+                results.append(
+                    (kernel(X, X), kernel(S, S[:40]), cache.row(5), cache.block(np.arange(700), np.arange(9)))
+                )
         for other in results[1:]:
             for a, b in zip(results[0], other, strict=True):
                 assert np.array_equal(a, b)
@@ -270,8 +285,10 @@ def test_the_inverted_index_gives_the_same_bits_in_any_column_order_and_pass_wid
     cols = np.random.default_rng(1).permutation(120)
     assert np.array_equal(cache.block([5, 9, 77], cols), full[np.ix_([5, 9, 77], cols)])
     assert np.array_equal(cache.row(11, keep=False), full[11])
-    assert np.array_equal(cache.decision(np.arange(120), [3, 50], [0.5, -1.5], 0.25),
-                          rows_dot(full[:, [3, 50]], np.array([0.5, -1.5])) + 0.25)
+    assert np.array_equal(
+        cache.decision(np.arange(120), [3, 50], [0.5, -1.5], 0.25),
+        rows_dot(full[:, [3, 50]], np.array([0.5, -1.5])) + 0.25,
+    )
 
 
 def test_a_tf_idf_pool_is_never_densified():
@@ -336,13 +353,17 @@ def test_tanimoto_on_bits_is_the_jaccard_index_and_k_of_zero_and_zero_is_one():
     assert np.array_equal(K, expected)  # small integers: exact
     assert K[0, 1] == 1.0 and K[0, 2] == 0.0 and np.all(np.diag(K) == 1.0)
     counts = np.random.default_rng(2).poisson(0.4, (25, 40)).astype(float)
-    np.testing.assert_allclose(Kernel("tanimoto")(counts, counts), tanimoto_reference(counts, counts),
-                               rtol=1e-15, atol=0)
+    np.testing.assert_allclose(
+        Kernel("tanimoto")(counts, counts), tanimoto_reference(counts, counts), rtol=1e-15, atol=0
+    )
 
 
 def test_tanimoto_is_positive_semi_definite_on_non_negative_data():
-    for X in (fingerprints(80, 32, seed=3), np.random.default_rng(4).random((80, 5)),
-              np.vstack([np.zeros((3, 6)), np.random.default_rng(5).poisson(1.0, (40, 6))]).astype(float)):
+    for X in (
+        fingerprints(80, 32, seed=3),
+        np.random.default_rng(4).random((80, 5)),
+        np.vstack([np.zeros((3, 6)), np.random.default_rng(5).poisson(1.0, (40, 6))]).astype(float),
+    ):
         eig = np.linalg.eigvalsh(Kernel("tanimoto")(X, X))
         assert eig.min() >= -1e-12 * eig.max()
 
@@ -351,8 +372,11 @@ def test_tanimoto_is_positive_semi_definite_on_non_negative_data():
 def test_a_negative_feature_is_refused_under_the_tanimoto_kernel(solver):
     X = fingerprints(6, 8, seed=0)
     X[4, 3] = -0.5
-    with pytest.raises(ValueError, match=r"example 4: the tanimoto kernel needs non-negative features.*feature 3 "
-                                         r"is -0\.5"):
+    with pytest.raises(
+        ValueError,
+        match=r"example 4: the tanimoto kernel needs non-negative features.*feature 3 "
+        r"is -0\.5",
+    ):
         make_solver(solver, X, kernel="tanimoto")
     with pytest.raises(ValueError, match="example 4"):
         make_solver(solver, sp.csr_matrix(X), kernel="tanimoto")
@@ -502,7 +526,6 @@ def test_the_fixed_order_sums_agree_with_each_other_and_the_reference():
         assert np.array_equal(h.view(np.int64), want.view(np.int64))
 
 
-
 @pytest.mark.parametrize("threads", [1, 2, 3])
 def test_pool_score_updates_have_the_same_bits_on_any_number_of_threads(threads):
     """The loop's two in-place updates of the pool scores: ``add_scaled_rows`` gives the bits of
@@ -634,8 +657,11 @@ def blas_thread_counts():
     cvxopt may have loaded a BLAS of its own)."""
     from threadpoolctl import threadpool_info
 
-    ours = [lib for lib in threadpool_info() if lib["user_api"] == "blas"
-            and Path(lib["filepath"]).parent.name in ("numpy.libs", "scipy.libs")]
+    ours = [
+        lib
+        for lib in threadpool_info()
+        if lib["user_api"] == "blas" and Path(lib["filepath"]).parent.name in ("numpy.libs", "scipy.libs")
+    ]
     assert ours
     return [lib["num_threads"] for lib in ours]
 

@@ -87,8 +87,9 @@ def check_invariants(s: LASVM) -> None:
 # ----------------------------------------------------------------------
 # finishing: tau-optimality and agreement with the dense QP
 # ----------------------------------------------------------------------
-@pytest.mark.parametrize("kernel,C,gamma", [("rbf", 1.0, 1.0), ("rbf", 10.0, 2.0), ("linear", 0.5, 1.0),
-                                            ("poly", 1.0, 0.5)])
+@pytest.mark.parametrize(
+    "kernel,C,gamma", [("rbf", 1.0, 1.0), ("rbf", 10.0, 2.0), ("linear", 0.5, 1.0), ("poly", 1.0, 0.5)]
+)
 @pytest.mark.parametrize("tol", [1e-3, 1e-6])
 def test_finish_matches_dense_qp(kernel, C, gamma, tol):
     X, y = moons(80, seed=1)
@@ -260,8 +261,17 @@ def test_kkt_gap_counts_the_violation_with_the_bias():
     rng = np.random.default_rng(0)
     X = rng.standard_normal((40, 3)) / 2
     y = np.sign(X[:, 0] + rng.standard_normal(40) - 0.3)
-    s = train(X, y, np.random.default_rng(13).permutation(len(X)), kernel="poly", gamma=0.5, coef0=1.0,
-              degree=3, C=1e-3, final_check=False)
+    s = train(
+        X,
+        y,
+        np.random.default_rng(13).permutation(len(X)),
+        kernel="poly",
+        gamma=0.5,
+        coef0=1.0,
+        degree=3,
+        C=1e-3,
+        final_check=False,
+    )
     sv, coef, b = s.coefficients()
     a = np.zeros(len(y))
     a[sv] = np.abs(coef)
@@ -315,8 +325,7 @@ def test_the_cache_budget_changes_the_kernel_evaluations_not_the_model(kernel, f
     order = np.random.default_rng(5).permutation(len(X))
     runs = []
     for budget in (0, 8 * 12 * 400, 1 << 30):
-        s = LASVM(X, C=3.0, gamma=1.5, kernel=kernel, degree=3, coef0=1.0, cache_bytes=budget,
-                  final_check=final_check)
+        s = LASVM(X, C=3.0, gamma=1.5, kernel=kernel, degree=3, coef0=1.0, cache_bytes=budget, final_check=final_check)
         for i in order:
             s.learn(int(i), y[i])
         for i in order[::3]:
@@ -365,9 +374,14 @@ def test_learn_sequence_refuses_bad_input_and_learns_nothing():
     X, y = moons(40, seed=1)
     s = LASVM(X, C=1.0, gamma=1.0)
     s.learn(0, y[0])
-    for idx, labels, error in [([1, 2], [1.0], ValueError), ([1, 40], [1.0, -1.0], IndexError),
-                               ([1, 0], [1.0, 1.0], ValueError), ([1, 1], [1.0, 1.0], ValueError),
-                               ([1, 2], [1.0, 0.5], ValueError), ([1.5], [1.0], ValueError)]:
+    for idx, labels, error in [
+        ([1, 2], [1.0], ValueError),
+        ([1, 40], [1.0, -1.0], IndexError),
+        ([1, 0], [1.0, 1.0], ValueError),
+        ([1, 1], [1.0, 1.0], ValueError),
+        ([1, 2], [1.0, 0.5], ValueError),
+        ([1.5], [1.0], ValueError),
+    ]:
         with pytest.raises(error):
             s.learn_sequence(idx, labels)
         assert list(s.labelled_) == [0] and np.count_nonzero(s.y) == 1
@@ -509,8 +523,7 @@ def test_iteration_cap_warns_or_raises():
 @pytest.mark.parametrize("finish", [False, True])
 def test_state_round_trip(finish):
     X, y = moons(120, seed=17)
-    s = train(X, y, np.random.default_rng(8).permutation(len(X)), finish=finish, C=4.0, gamma=1.3,
-              shrinking=False)
+    s = train(X, y, np.random.default_rng(8).permutation(len(X)), finish=finish, C=4.0, gamma=1.3, shrinking=False)
     buf = io.BytesIO()
     s.save(buf)
     buf.seek(0)
@@ -551,10 +564,9 @@ def problems(draw):
         t = np.array(draw(st.lists(ints, min_size=n, max_size=n)), dtype=float)
         X = t[:, None] * np.linspace(0.5, 1.0, d)[None, :]
     else:
-        X = np.array(draw(st.lists(st.lists(ints, min_size=d, max_size=d), min_size=n, max_size=n)),
-                     dtype=float) / 2
+        X = np.array(draw(st.lists(st.lists(ints, min_size=d, max_size=d), min_size=n, max_size=n)), dtype=float) / 2
         if shape == "duplicates":
-            X[n // 2:] = X[: n - n // 2]
+            X[n // 2 :] = X[: n - n // 2]
     y = np.array(draw(st.lists(st.sampled_from([-1.0, 1.0]), min_size=n, max_size=n)))
     order = np.array(draw(st.permutations(range(n))))
     if draw(st.booleans()):  # a single class first
@@ -768,12 +780,13 @@ def test_random_operation_sequences_keep_finish_tau_optimal(seed):
     n, d = int(rng.integers(3, 40)), int(rng.integers(1, 4))
     X = np.round(rng.standard_normal((n, d)) * 2) / 2
     if rng.random() < 0.3:
-        X[n // 2:] = X[: n - n // 2]
+        X[n // 2 :] = X[: n - n // 2]
     y = np.where(rng.random(n) < 0.5, 1.0, -1.0)
     kernel = str(rng.choice(["rbf", "linear", "poly"]))
     C = float(rng.choice([0.01, 1.0, 10.0, 100.0]))
-    s = LASVM(X, C=C, kernel=kernel, gamma=0.7, degree=2, coef0=0.0, max_iter=20_000,
-              shrinking=bool(rng.random() < 0.7))
+    s = LASVM(
+        X, C=C, kernel=kernel, gamma=0.7, degree=2, coef0=0.0, max_iter=20_000, shrinking=bool(rng.random() < 0.7)
+    )
     Kmax = float(np.max(np.abs(s.kernel(X, X))))
     learned: set[int] = set()
     with warnings.catch_warnings():

@@ -197,15 +197,18 @@ def test_skip_and_undo_skip(data):
 def test_large_pool_mode_matches_the_tracked_mode(data):
     X, y, _, _ = data
     kept = run(ActiveLearningLoop(X, strategy="randomized-search", seed=9), y, 40, undo_every=7)
-    untracked = run(ActiveLearningLoop(X, strategy="randomized-search", seed=9, track_scores=False), y, 40,
-                    undo_every=7)
+    untracked = run(
+        ActiveLearningLoop(X, strategy="randomized-search", seed=9, track_scores=False), y, 40, undo_every=7
+    )
     assert kept.events == untracked.events
     assert np.array_equal(fresh_scores(kept), fresh_scores(untracked))
     assert np.isnan(untracked.history[-1].n_in_margin)
 
 
-@pytest.mark.parametrize("strategy, solver", [("near-boundary", "incremental"), ("largest-positive", "incremental"),
-                                              ("near-boundary", "lasvm")])
+@pytest.mark.parametrize(
+    "strategy, solver",
+    [("near-boundary", "incremental"), ("largest-positive", "incremental"), ("near-boundary", "lasvm")],
+)
 def test_whole_pool_strategies_keep_scores_above_the_track_limit(data, monkeypatch, strategy, solver):
     """Above TRACK_LIMIT a whole-pool strategy still keeps its scores (no rescoring per query): the same
     queries and scores as a loop that rescores the pool for every query, with rows beyond the row
@@ -263,8 +266,9 @@ def test_rows_the_cache_does_not_keep_are_held_four_at_most_and_change_no_bit(da
         return given(f, rows, slots, weights, extra_rows, extra_deltas)
 
     monkeypatch.setattr(core.pool_scores, "add_weighted_rows", add_weighted_rows)
-    cacheless = ActiveLearningLoop(X, strategy="near-boundary", solver="incremental", seed=2,
-                                   solver_params={"cache_bytes": 0})
+    cacheless = ActiveLearningLoop(
+        X, strategy="near-boundary", solver="incremental", seed=2, solver_params={"cache_bytes": 0}
+    )
     cached = ActiveLearningLoop(X, strategy="near-boundary", solver="incremental", seed=2)
     run(cacheless, y, 40)
     run(cached, y, 40)
@@ -309,8 +313,10 @@ def test_gradient_runs_with_an_oracle():
 
 
 @settings(max_examples=8, deadline=None)
-@given(st.lists(st.sampled_from(["ask", "ask", "ask", "other", "skip", "undo"]), min_size=5, max_size=60),
-       st.sampled_from(["incremental", "lasvm"]))
+@given(
+    st.lists(st.sampled_from(["ask", "ask", "ask", "other", "skip", "undo"]), min_size=5, max_size=60),
+    st.sampled_from(["incremental", "lasvm"]),
+)
 def test_random_sequences_of_answers_keep_scores_current_and_rebuildable(data, ops, solver):
     X, y, _, _ = data
     cfg = dict(strategy="near-boundary", solver=solver, seed=1, solver_params={"C": 10.0})
@@ -387,8 +393,9 @@ def test_undo_copies_grow_with_the_model_not_with_the_pool():
     items = rng.permutation(5_000)[:60]  # the same labels, in the same order, on both pools
     kept, support = [], []
     for n in (5_000, 40_000):
-        loop = ActiveLearningLoop(X[:n], strategy="randomized-search", solver="lasvm", seed=3,
-                                  solver_params={"gamma": 0.2})  # (not "scale": the same kernel on both)
+        loop = ActiveLearningLoop(
+            X[:n], strategy="randomized-search", solver="lasvm", seed=3, solver_params={"gamma": 0.2}
+        )  # (not "scale": the same kernel on both)
         for i in items.tolist():
             loop.teach(i, int(y[i]))
         kept.append(loop._snapshot_bytes)

@@ -63,8 +63,9 @@ def test_a_saved_state_continues_as_the_loop_its_events_give(solver):
     arrays, meta = saved(solver)
     X, y, Xe, ye = pools()
     restored = ActiveLearningLoop.from_state(arrays, meta, X, eval_X=Xe, eval_y=ye)
-    rebuilt = ActiveLearningLoop.from_events(arrays["events"].tolist(), X, eval_X=Xe, eval_y=ye,
-                                             solver=solver, **CONFIG)
+    rebuilt = ActiveLearningLoop.from_events(
+        arrays["events"].tolist(), X, eval_X=Xe, eval_y=ye, solver=solver, **CONFIG
+    )
     assert restored.config() == rebuilt.config()
     for step in range(12):
         for loop in (restored, rebuilt):

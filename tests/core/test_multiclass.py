@@ -118,8 +118,9 @@ def test_add_points_grows_every_machine():
         if i % 3 == 0:
             model.learn(i, CLASSES[y[i]])
     order = [i for i in range(len(X)) if i % 3 == 0]
-    np.testing.assert_allclose(model.decision_function(), binary_reference("incremental", X, y, order),
-                               rtol=0, atol=1e-9)
+    np.testing.assert_allclose(
+        model.decision_function(), binary_reference("incremental", X, y, order), rtol=0, atol=1e-9
+    )
 
 
 def test_predict_names_the_top_class():
@@ -166,10 +167,10 @@ class TableModel:
 
 
 F_HAND = [
-    [2.0, -1.0, -1.0],   # 0: sure 'cat'
-    [0.3, 0.25, -2.0],   # 1: cat vs dog, margin 0.05 (the smallest)
-    [-0.9, -0.5, 1.5],   # 2: fox
-    [-0.2, -1.5, 0.9],   # 3: margin 1.1
+    [2.0, -1.0, -1.0],  # 0: sure 'cat'
+    [0.3, 0.25, -2.0],  # 1: cat vs dog, margin 0.05 (the smallest)
+    [-0.9, -0.5, 1.5],  # 2: fox
+    [-0.2, -1.5, 0.9],  # 3: margin 1.1
     [-1.0, 2.5, -0.05],  # 4: the largest dog; fox's nearest to its boundary
 ]
 
@@ -247,8 +248,9 @@ def test_simulation_reports_accuracy_and_macro_auc_on_the_held_out_part():
     F = run.model.decision_function(X=X[run.test])
     last = run.rows[-1]
     assert last["accuracy"] == accuracy(labels[run.test], run.model.predict(X=X[run.test]))
-    assert last["macro_auc"] == pytest.approx(np.mean([roc_auc(labels[run.test] == c, F[:, k])
-                                                       for k, c in enumerate(CLASSES)]))
+    assert last["macro_auc"] == pytest.approx(
+        np.mean([roc_auc(labels[run.test] == c, F[:, k]) for k, c in enumerate(CLASSES)])
+    )
     assert run.rows[0]["chosen_by"] == "smallest-margin"
     again = simulate(X, labels, strategy="smallest-margin", budget=30, seed=1, initial=6, eval_every=10, **PARAMS)
     assert again.asked == run.asked
@@ -265,6 +267,7 @@ def test_simulation_refuses_unknown_classes_and_strategies():
 
 
 # -- multi-label -------------------------------------------------------------------
+
 
 def label_sets(y: np.ndarray, seed: int = 7) -> list[set[str]]:
     """Each item's own class, plus every other class with probability 0.3, and some items with none."""
@@ -298,8 +301,9 @@ def test_multilabel_matches_independent_binary_solvers_and_unlearns_exactly(solv
     model = MultiLabel(CLASSES, solver, X, keep_scores=True, **PARAMS)
     for i in range(36):
         model.learn(i, sets[i])
-    np.testing.assert_allclose(model.decision_function(), multilabel_reference(solver, X, sets, range(36)),
-                               rtol=0, atol=1e-9)
+    np.testing.assert_allclose(
+        model.decision_function(), multilabel_reference(solver, X, sets, range(36)), rtol=0, atol=1e-9
+    )
     gone = [2, 11, 29]
     for i in gone:
         model.unlearn(i)
@@ -325,7 +329,8 @@ def test_multilabel_predicts_the_classes_with_positive_scores():
         model.learn(i, sets[i])
     F = model.decision_function(np.arange(45, 60))
     assert [set(p) for p in model.predict(np.arange(45, 60))] == [
-        {c for c, f in zip(CLASSES, row, strict=True) if f > 0} for row in F]
+        {c for c, f in zip(CLASSES, row, strict=True) if f > 0} for row in F
+    ]
 
 
 def test_single_choice_and_multi_label_answers_are_refused_by_the_other_model():
@@ -333,8 +338,11 @@ def test_single_choice_and_multi_label_answers_are_refused_by_the_other_model():
 
     X, _ = three_blobs()
     multi = MultiLabel(CLASSES, "incremental", X, **PARAMS)
-    with pytest.raises(ValueError, match=r"multi-label model takes a set of classes.*single class 'cat': "
-                                         r"give it as \['cat'\]"):
+    with pytest.raises(
+        ValueError,
+        match=r"multi-label model takes a set of classes.*single class 'cat': "
+        r"give it as \['cat'\]",
+    ):
         multi.learn(0, "cat")
     with pytest.raises(ValueError, match=r"class 'wolf' is not in the model"):
         multi.learn(0, ["cat", "wolf"])

@@ -22,16 +22,33 @@ def rare_csv(tmp_path_factory):
     y = np.where(np.arange(240) % 10 == 0, 1, -1)
     X = rng.normal(size=(240, 3)) + 1.5 * (y > 0)[:, None]
     path = tmp_path_factory.mktemp("priors") / "rare.csv"
-    lines = ["id,f1,f2,f3,outcome"] + [f"item-{i:03d}," + ",".join(repr(float(v)) for v in row)
-                                       + f",{'yes' if t > 0 else 'no'}"
-                                       for i, (row, t) in enumerate(zip(X, y, strict=True))]
+    lines = ["id,f1,f2,f3,outcome"] + [
+        f"item-{i:03d}," + ",".join(repr(float(v)) for v in row) + f",{'yes' if t > 0 else 'no'}"
+        for i, (row, t) in enumerate(zip(X, y, strict=True))
+    ]
     path.write_text("\n".join(lines) + "\n")
     return path, X, y
 
 
 def _compare(path, *extra):
-    return run_cli("compare", "--data", path, "--label-column", "outcome", "--positive", "yes", "--key-column", "id",
-                   "--strategies", "largest-positive,near-boundary", "--budget", "20", "--seeds", "3", *extra)
+    return run_cli(
+        "compare",
+        "--data",
+        path,
+        "--label-column",
+        "outcome",
+        "--positive",
+        "yes",
+        "--key-column",
+        "id",
+        "--strategies",
+        "largest-positive,near-boundary",
+        "--budget",
+        "20",
+        "--seeds",
+        "3",
+        *extra,
+    )
 
 
 @pytest.mark.processes  # python -m core (or python -c) in a subprocess
@@ -60,8 +77,17 @@ def test_compare_prior_records_the_same_priors_for_every_strategy_of_a_seed(rare
 def test_recall_counts_priors_as_asreview_does():
     y = np.where(np.arange(200) % 10 == 0, 1, -1)
     X = np.random.default_rng(3).normal(size=(200, 2)) + 2.0 * (y > 0)[:, None]
-    res = run_comparison(X, y, strategies=["largest-positive"], budget=60, seeds=[4], initial=0,
-                         test_fraction=0.0, prior=(2, 3), baseline=False)
+    res = run_comparison(
+        X,
+        y,
+        strategies=["largest-positive"],
+        budget=60,
+        seeds=[4],
+        initial=0,
+        test_fraction=0.0,
+        prior=(2, 3),
+        baseline=False,
+    )
     rows = res.rows
     assert rows["prior"].tolist()[:5] == [True] * 5 and not rows["prior"].iloc[5:].any()
     assert sorted(rows["label"].iloc[:5]) == [-1, -1, -1, 1, 1]
@@ -108,8 +134,14 @@ def test_prior_helpers_refuse_what_cannot_be_used():
     with pytest.raises(PriorError, match="given twice"):
         rows_of_keys([(1, "a"), (3, "a")], ["a", "b"], 2)
     with pytest.raises(PriorError, match="held-out"):
-        run_comparison(np.arange(40.0).reshape(20, 2), np.arange(20) % 4 == 0, strategies=["random"], budget=5,
-                       seeds=1, prior_items=list(range(20)))
+        run_comparison(
+            np.arange(40.0).reshape(20, 2),
+            np.arange(20) % 4 == 0,
+            strategies=["random"],
+            budget=5,
+            seeds=1,
+            prior_items=list(range(20)),
+        )
 
 
 def test_loop_records_the_provenance_of_a_prior():

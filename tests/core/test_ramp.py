@@ -62,8 +62,9 @@ def assert_ramp_invariants(solver, tol_extra=1e-9):
     s = -np.inf if solver.loss != "ramp" else solver.ramp_s
     assert np.all(a[z < s - tol_extra] == 0)
     # maintained decision values agree with a recomputation
-    np.testing.assert_allclose(solver.decision_function(L), recomputed_f(solver, L),
-                               rtol=0, atol=1e-8 * max(1, solver.C))
+    np.testing.assert_allclose(
+        solver.decision_function(L), recomputed_f(solver, L), rtol=0, atol=1e-8 * max(1, solver.C)
+    )
     # weight only inside V; KKT on V within tol
     assert np.all(solver.alpha[~solver.in_V] == 0)
     assert solver.kkt_gap() <= solver.tol + tol_extra * max(1.0, solver.C)
@@ -235,8 +236,9 @@ def test_paper_algorithm_every_step_ends_at_a_cccp_fixed_point(seed):
     # dual objective and the same decision values.
     X, y = gaussians(70, sep=1.5, seed=seed, flip=0.2)
     C = 5.0
-    s = make_solver("ramp", X, C=C, gamma=1.0, tol=1e-7, newton_steps=False, hinge_warmup=0, max_nonsv=None,
-                    progress_tol=0.0)
+    s = make_solver(
+        "ramp", X, C=C, gamma=1.0, tol=1e-7, newton_steps=False, hinge_warmup=0, max_nonsv=None, progress_tol=0.0
+    )
     rng = np.random.default_rng(seed)
     excluded_seen = False
     for step, i in enumerate(rng.permutation(len(y))):
@@ -337,7 +339,7 @@ def test_removal_step_drops_the_farthest_non_svs():
         assert len(kept_nonsv) <= m
         if len(dropped) and len(kept_nonsv):
             f = np.abs(recomputed_f(s, np.concatenate([dropped, kept_nonsv])))
-            assert f[: len(dropped)].min() >= f[len(dropped):].max() - 1e-9
+            assert f[: len(dropped)].min() >= f[len(dropped) :].max() - 1e-9
             checked += 1
     assert checked > 10
 
@@ -447,12 +449,29 @@ def test_a_step_whose_smo_stalls_in_floating_point_is_inexact_not_ok():
     assert np.all(np.isfinite(s.f)) and np.all(np.isfinite(s.alpha))
 
 
-@pytest.mark.parametrize("kw", [dict(ramp_s=1.0), dict(ramp_s=np.nan), dict(max_nonsv=-1), dict(max_nonsv=2.5),
-                                dict(progress_tol=-1.0), dict(max_cccp=0), dict(hinge_warmup=-1),
-                                dict(loss="squared"), dict(loss="l2"), dict(class_weight="auto"),
-                                dict(class_weight={2: 1.0}), dict(class_weight={1: -1.0}),
-                                dict(class_weight={1: np.nan}), dict(class_weight={-1: "x"}), dict(class_weight=[1, 2]),
-                                dict(class_weight={True: 1.0}), dict(balance_ratio=0.0), dict(balance_ratio=np.inf)])
+@pytest.mark.parametrize(
+    "kw",
+    [
+        dict(ramp_s=1.0),
+        dict(ramp_s=np.nan),
+        dict(max_nonsv=-1),
+        dict(max_nonsv=2.5),
+        dict(progress_tol=-1.0),
+        dict(max_cccp=0),
+        dict(hinge_warmup=-1),
+        dict(loss="squared"),
+        dict(loss="l2"),
+        dict(class_weight="auto"),
+        dict(class_weight={2: 1.0}),
+        dict(class_weight={1: -1.0}),
+        dict(class_weight={1: np.nan}),
+        dict(class_weight={-1: "x"}),
+        dict(class_weight=[1, 2]),
+        dict(class_weight={True: 1.0}),
+        dict(balance_ratio=0.0),
+        dict(balance_ratio=np.inf),
+    ],
+)
 def test_bad_parameters(kw):
     with pytest.raises(ValueError):
         OnlineSVMR(np.zeros((2, 2)), **kw)
@@ -520,8 +539,9 @@ def small_problems(draw):
 @given(small_problems())
 def test_property_no_nan_terminates(problem):
     X, y, C, kernel, gamma, s_param, n_unlearn, warmup = problem
-    s = make_solver("ramp", X, C=C, kernel=kernel, gamma=gamma, ramp_s=s_param, max_iter=3000,
-                    max_nonsv=4, hinge_warmup=warmup)
+    s = make_solver(
+        "ramp", X, C=C, kernel=kernel, gamma=gamma, ramp_s=s_param, max_iter=3000, max_nonsv=4, hinge_warmup=warmup
+    )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)  # documented: a cap may be hit for extreme C
         results = [s.learn(i, y[i]) for i in range(len(y))]
@@ -590,8 +610,9 @@ def test_balanced_weights_move_with_every_label_and_each_step_is_the_dense_qp_op
     X, y = imbalanced(70, seed=7, share=0.2)
     C = 0.5
     kernel = dict(kernel="rbf", gamma=0.4) if squared else dict(kernel="linear")
-    s = make_solver("ramp", X, C=C, tol=1e-8, class_weight="balanced", balance_ratio=ratio, loss=loss,
-                    max_nonsv=None, **kernel)
+    s = make_solver(
+        "ramp", X, C=C, tol=1e-8, class_weight="balanced", balance_ratio=ratio, loss=loss, max_nonsv=None, **kernel
+    )
     order = np.random.default_rng(3 if squared else 1).permutation(len(y))
     K = s.kernel(X, X)
     checked = 0
@@ -629,8 +650,9 @@ def test_balanced_weights_are_one_until_both_classes_are_learned():
     assert_ramp_invariants(s)
 
 
-@pytest.mark.parametrize(("loss", "C", "tol", "atol"),
-                         [("hinge", 0.3, 1e-6, 1e-4), ("squared_hinge", 0.11, 1e-9, 1e-7)])
+@pytest.mark.parametrize(
+    ("loss", "C", "tol", "atol"), [("hinge", 0.3, 1e-6, 1e-4), ("squared_hinge", 0.11, 1e-9, 1e-7)]
+)
 def test_linear_kernel_plus_one_with_balanced_weights_is_liblinears_weighted_svm(loss, C, tol, atol):
     # k(x, z) = <x, z> + 1 with no bias is LinearSVC's model with a penalised intercept
     # (intercept_scaling = 1); the weights of each label passed to scikit-learn explicitly.  With the
@@ -639,11 +661,29 @@ def test_linear_kernel_plus_one_with_balanced_weights_is_liblinears_weighted_svm
 
     X, y = imbalanced(90, seed=11, share=0.1)
     ratio = 9.8
-    s = make_solver("ramp", X, kernel="poly", degree=1, gamma=1.0, coef0=1.0, C=C, tol=tol,
-                    class_weight="balanced", balance_ratio=ratio, loss=loss, max_nonsv=None)
+    s = make_solver(
+        "ramp",
+        X,
+        kernel="poly",
+        degree=1,
+        gamma=1.0,
+        coef0=1.0,
+        C=C,
+        tol=tol,
+        class_weight="balanced",
+        balance_ratio=ratio,
+        loss=loss,
+        max_nonsv=None,
+    )
     learn_all(s, y)
-    ref = LinearSVC(C=C, loss=loss, intercept_scaling=1.0, tol=1e-10 if loss == "hinge" else 1e-12,
-                    max_iter=1_000_000, random_state=0)
+    ref = LinearSVC(
+        C=C,
+        loss=loss,
+        intercept_scaling=1.0,
+        tol=1e-10 if loss == "hinge" else 1e-12,
+        max_iter=1_000_000,
+        random_state=0,
+    )
     ref.fit(X, y, sample_weight=balanced_weights(y, ratio))
     np.testing.assert_allclose(s.decision_function(), ref.decision_function(X), atol=atol)
     assert_ramp_invariants(s)
@@ -769,8 +809,18 @@ def learn_and_unlearn_balanced(problem, ratio, loss_options):
     """Learn every example of a generated problem with balanced weights, then unlearn some; returns
     (X, C, the solver, every step's result, the examples learned at the end, their weights)."""
     X, y, C, kernel, gamma, _, n_unlearn, _ = problem
-    s = make_solver("ramp", X, C=C, kernel=kernel, gamma=gamma, max_iter=3000, tol=1e-6,
-                    class_weight="balanced", balance_ratio=ratio, **loss_options)
+    s = make_solver(
+        "ramp",
+        X,
+        C=C,
+        kernel=kernel,
+        gamma=gamma,
+        max_iter=3000,
+        tol=1e-6,
+        class_weight="balanced",
+        balance_ratio=ratio,
+        **loss_options,
+    )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         results = [s.learn(i, y[i]) for i in range(len(y))]
@@ -854,8 +904,17 @@ def test_squared_hinge_on_sparse_rows_equals_the_dense_rows_and_liblinear():
     rng = np.random.default_rng(4)
     dense = rng.random((80, 40)) * (rng.random((80, 40)) < 0.15)  # documents-like: mostly zeros
     y = np.where(dense[:, :5].sum(axis=1) > np.quantile(dense[:, :5].sum(axis=1), 0.85), 1.0, -1.0)
-    kw = dict(kernel="poly", degree=1, gamma=1.0, coef0=1.0, C=0.11, tol=1e-9, class_weight="balanced",
-              balance_ratio=9.8, **SQUARED)
+    kw = dict(
+        kernel="poly",
+        degree=1,
+        gamma=1.0,
+        coef0=1.0,
+        C=0.11,
+        tol=1e-9,
+        class_weight="balanced",
+        balance_ratio=9.8,
+        **SQUARED,
+    )
     order = rng.permutation(len(y))
     on_sparse = learn_all(make_solver("ramp", sp.csr_matrix(dense), **kw), y, order=order)
     on_dense = learn_all(make_solver("ramp", dense, **kw), y, order=order)
@@ -901,8 +960,18 @@ def test_squared_hinge_newton_steps_on_the_kept_gram_matrix_finish_where_smo_alo
     rng = np.random.default_rng(0)
     X = rng.normal(size=(300, 3)) @ rng.normal(size=(3, 12)) + 0.05 * rng.normal(size=(300, 12))
     y = np.where(X[:, 0] + 0.3 * rng.normal(size=300) > 1.0, 1.0, -1.0)
-    kw = dict(kernel="poly", degree=1, gamma=1.0, coef0=1.0, C=0.11, class_weight="balanced", balance_ratio=9.8,
-              tol=1e-6, max_iter=1500, **SQUARED)
+    kw = dict(
+        kernel="poly",
+        degree=1,
+        gamma=1.0,
+        coef0=1.0,
+        C=0.11,
+        class_weight="balanced",
+        balance_ratio=9.8,
+        tol=1e-6,
+        max_iter=1500,
+        **SQUARED,
+    )
     results = {}
     for newton in (True, False):
         s = make_solver("ramp", X, newton_steps=newton, **kw)
@@ -911,16 +980,26 @@ def test_squared_hinge_newton_steps_on_the_kept_gram_matrix_finish_where_smo_alo
             results[newton] = ([s.learn(i, y[i]).status for i in range(len(y))], s)
     statuses, s = results[True]
     assert set(statuses) == {"ok"} and "max_iter" in results[False][0]
-    ref = LinearSVC(C=0.11, loss="squared_hinge", intercept_scaling=1.0, tol=1e-12, max_iter=1_000_000,
-                    random_state=0).fit(X, y, sample_weight=balanced_weights(y, 9.8))
+    ref = LinearSVC(
+        C=0.11, loss="squared_hinge", intercept_scaling=1.0, tol=1e-12, max_iter=1_000_000, random_state=0
+    ).fit(X, y, sample_weight=balanced_weights(y, 9.8))
     np.testing.assert_allclose(s.decision_function(), ref.decision_function(X), atol=1e-4)
     assert_ramp_invariants(s)
 
 
 def test_learn_many_with_the_squared_hinge_is_the_optimum_of_learning_one_at_a_time():
     X, y = imbalanced(150, seed=16, share=0.15)
-    kw = dict(kernel="poly", degree=1, gamma=1.0, coef0=1.0, C=0.11, tol=1e-9, class_weight="balanced",
-              balance_ratio=9.8, **SQUARED)
+    kw = dict(
+        kernel="poly",
+        degree=1,
+        gamma=1.0,
+        coef0=1.0,
+        C=0.11,
+        tol=1e-9,
+        class_weight="balanced",
+        balance_ratio=9.8,
+        **SQUARED,
+    )
     order = np.random.default_rng(5).permutation(len(y))
     batch = make_solver("ramp", X, **kw)
     result = batch.learn_many(order, y[order])

@@ -45,8 +45,9 @@ def test_random_replay_is_compare_on_the_labelled_items_with_their_answers(data,
     X, _ = data
     rows, labels = session
     replay = run_replay(X, LabelledItems(rows, labels), strategies=["random"], seeds=[0, 1], initial=4)
-    direct = run_comparison(X[rows], labels, strategies=["random"], seeds=[0, 1], initial=4, test_fraction=0,
-                            budget=len(rows))
+    direct = run_comparison(
+        X[rows], labels, strategies=["random"], seeds=[0, 1], initial=4, test_fraction=0, budget=len(rows)
+    )
     got = replay.rows[replay.rows.strategy == "random"].drop(columns=TIMING).reset_index(drop=True)
     # (the session order has no support vectors: n_sv is a float column in a replay)
     pd.testing.assert_frame_equal(got, direct.rows.drop(columns=TIMING), check_dtype=False)
@@ -75,8 +76,9 @@ def test_the_session_order_is_one_more_curve_its_cumulative_positives(data):
 def test_the_original_heuristic_runs_as_the_reference_with_the_sessions_model(data, session):
     X, _ = data
     rows, labels = session
-    labelled = LabelledItems(rows, labels, strategy="near-boundary", solver="lasvm", solver_params={"C": 2.0},
-                             source="session 7")
+    labelled = LabelledItems(
+        rows, labels, strategy="near-boundary", solver="lasvm", solver_params={"C": 2.0}, source="session 7"
+    )
     result = run_replay(X, labelled, strategies=["random"], seeds=[0], initial=4)
     assert list(result.summary["strategy"]) == ["random", "near-boundary", SESSION_ORDER]
     assert result.config["replay"]["reference"] == "near-boundary"
@@ -89,19 +91,23 @@ def test_the_original_heuristic_runs_as_the_reference_with_the_sessions_model(da
 def test_a_replay_without_a_known_heuristic_says_there_is_no_reference(data, session):
     X, _ = data
     rows, labels = session
-    result = run_replay(X, LabelledItems(rows, labels, source="labels.csv"), strategies=["random"], seeds=[0],
-                        initial=4)
+    result = run_replay(
+        X, LabelledItems(rows, labels, source="labels.csv"), strategies=["random"], seeds=[0], initial=4
+    )
     assert result.config["replay"]["reference"] is None
     assert "no reference" in replay_text(result)
 
 
-@pytest.mark.parametrize("rows, labels, message", [
-    ([1, 2, 2, 3], [1, -1, 1, -1], "item 2 is labelled twice"),
-    ([1, 2, 3], [1, 1, 1], "positive and negative"),
-    ([1, 2, 99], [1, -1, 1], "item 99"),
-    ([1, 2, 3], [1, -1, 2], "+1 or -1"),
-    ([1, 2], [1, -1, 1], "3 answers for 2 items"),
-])
+@pytest.mark.parametrize(
+    "rows, labels, message",
+    [
+        ([1, 2, 2, 3], [1, -1, 1, -1], "item 2 is labelled twice"),
+        ([1, 2, 3], [1, 1, 1], "positive and negative"),
+        ([1, 2, 99], [1, -1, 1], "item 99"),
+        ([1, 2, 3], [1, -1, 2], "+1 or -1"),
+        ([1, 2], [1, -1, 1], "3 answers for 2 items"),
+    ],
+)
 def test_bad_labelled_items_are_refused_with_a_clear_message(data, rows, labels, message):
     X, _ = data
     with pytest.raises(ReplayError, match=message.replace("+", r"\+")):
@@ -147,12 +153,15 @@ def test_a_labels_file_by_item_number_with_label_values(tmp_path):
     assert list(labelled.rows) == [3, 0] and list(labelled.labels) == [1, -1] and labelled.skipped == 1
 
 
-@pytest.mark.parametrize("text, message", [
-    ("item_key,label\na,yes\nzz,no\n", "line 3: 'zz' is the key of no item"),
-    ("item_key,label\na,yes\nb,maybe\n", "line 3: 'maybe' is not a class"),
-    ("item_key,label\na,yes\na,no\n", "line 3: 'a' is given twice"),
-    ("item_key\na\n", "needs two columns"),
-])
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("item_key,label\na,yes\nzz,no\n", "line 3: 'zz' is the key of no item"),
+        ("item_key,label\na,yes\nb,maybe\n", "line 3: 'maybe' is not a class"),
+        ("item_key,label\na,yes\na,no\n", "line 3: 'a' is given twice"),
+        ("item_key\na\n", "needs two columns"),
+    ],
+)
 def test_a_bad_labels_file_gets_a_clear_message(tmp_path, text, message):
     path = _write(tmp_path / "labels.csv", text)
     with pytest.raises(ReplayError, match=message):
@@ -178,18 +187,40 @@ def stored_session(tmp_path, data):
     url = f"sqlite:///{tmp_path / 'replay.db'}"
     engine = storage.make_engine(url)
     storage.init_db(engine)
-    dataset_id = repo.import_dataset(engine, name="gauss", X=X, feature_names=[f"f{j}" for j in range(4)],
-                                     y_true=y.astype(int), item_keys=[f"k{i}" for i in range(len(y))])
-    session_id = repo.start_session(engine, dataset_id=dataset_id, annotator="ann", strategy="near-boundary",
-                                    solver="incremental", params={"solver_params": {"kernel": "rbf", "C": 1.0}},
-                                    seed=0)
+    dataset_id = repo.import_dataset(
+        engine,
+        name="gauss",
+        X=X,
+        feature_names=[f"f{j}" for j in range(4)],
+        y_true=y.astype(int),
+        item_keys=[f"k{i}" for i in range(len(y))],
+    )
+    session_id = repo.start_session(
+        engine,
+        dataset_id=dataset_id,
+        annotator="ann",
+        strategy="near-boundary",
+        solver="incremental",
+        params={"solver_params": {"kernel": "rbf", "C": 1.0}},
+        seed=0,
+    )
     order = np.random.default_rng(1).choice(len(y), 25, replace=False)
     events = []
     for k, item in enumerate(order):
         value = 0 if k == 5 else int(y[item])
-        events.append(repo.record_label(engine, session_id, item_index=int(item), value=value, annotator="ann",
-                                        strategy="near-boundary", solver="incremental", update_ms=1.5,
-                                        query_ms=0.5))
+        events.append(
+            repo.record_label(
+                engine,
+                session_id,
+                item_index=int(item),
+                value=value,
+                annotator="ann",
+                strategy="near-boundary",
+                solver="incremental",
+                update_ms=1.5,
+                query_ms=0.5,
+            )
+        )
     corrected = events[7]
     change_label(engine, session_id, corrected.label_id, value=-corrected.value, annotator="ann")
     engine.dispose()
@@ -201,8 +232,23 @@ def test_cli_replays_a_stored_session_with_its_corrections(stored_session, tmp_p
 
     url, session_id, order, y, corrected = stored_session
     out = tmp_path / "rows.csv"
-    code = main(["replay", "--session", str(session_id), "--database", url, "--strategies", "random",
-                 "--seeds", "2", "--initial", "4", "--out", str(out)])
+    code = main(
+        [
+            "replay",
+            "--session",
+            str(session_id),
+            "--database",
+            url,
+            "--strategies",
+            "random",
+            "--seeds",
+            "2",
+            "--initial",
+            "4",
+            "--out",
+            str(out),
+        ]
+    )
     text = capsys.readouterr().out
     assert code == 0
     assert f"session {session_id}" in text and "24 labelled items" in text and "1 skip left out" in text
@@ -222,14 +268,38 @@ def test_cli_replay_json_and_a_labels_file_against_data(tmp_path, data, capsys):
 
     X, y = data
     csv = tmp_path / "data.csv"
-    pd.DataFrame({"id": [f"k{i}" for i in range(len(y))], **{f"f{j}": X[:, j] for j in range(4)},
-                  "truth": np.where(y > 0, "yes", "no")}).to_csv(csv, index=False)
+    pd.DataFrame(
+        {
+            "id": [f"k{i}" for i in range(len(y))],
+            **{f"f{j}": X[:, j] for j in range(4)},
+            "truth": np.where(y > 0, "yes", "no"),
+        }
+    ).to_csv(csv, index=False)
     picked = np.random.default_rng(2).choice(len(y), 20, replace=False)
     labels = tmp_path / "labels.csv"
-    pd.DataFrame({"item_key": [f"k{i}" for i in picked],
-                  "label": np.where(y[picked] > 0, "yes", "no")}).to_csv(labels, index=False)
-    code = main(["replay", "--labels", str(labels), "--data", str(csv), "--key-column", "id", "--label-column",
-                 "truth", "--strategies", "random,near-boundary", "--seeds", "2", "--initial", "4", "--json"])
+    pd.DataFrame({"item_key": [f"k{i}" for i in picked], "label": np.where(y[picked] > 0, "yes", "no")}).to_csv(
+        labels, index=False
+    )
+    code = main(
+        [
+            "replay",
+            "--labels",
+            str(labels),
+            "--data",
+            str(csv),
+            "--key-column",
+            "id",
+            "--label-column",
+            "truth",
+            "--strategies",
+            "random,near-boundary",
+            "--seeds",
+            "2",
+            "--initial",
+            "4",
+            "--json",
+        ]
+    )
     assert code == 0
     payload = json.loads(capsys.readouterr().out)
     assert payload["replay"]["pool"] == 20 and payload["replay"]["reference"] is None
@@ -262,23 +332,62 @@ def test_cli_replays_a_team_project_with_its_settled_answers(tmp_path, data, cap
     engine = storage.make_engine(url)
     storage.init_db(engine)
     dataset_id = repo.import_dataset(engine, name="gauss", X=X, feature_names=[f"f{j}" for j in range(4)])
-    project = teams.create_project(engine, name="screen", dataset_id=dataset_id, strategy="near-boundary",
-                                   solver="incremental", params={"solver_params": {"kernel": "rbf"}},
-                                   labels_per_item=2, overlap_share=1.0)
+    project = teams.create_project(
+        engine,
+        name="screen",
+        dataset_id=dataset_id,
+        strategy="near-boundary",
+        solver="incremental",
+        params={"solver_params": {"kernel": "rbf"}},
+        labels_per_item=2,
+        overlap_share=1.0,
+    )
     for name in ("ann", "bo"):
         teams.add_member(engine, project, name)
     items = np.random.default_rng(4).choice(len(y), 16, replace=False)
     for k, item in enumerate(items):
-        teams.record_answer(engine, project, annotator="ann" if k % 2 else "bo", item_index=int(item),
-                            value=int(y[item]), strategy="near-boundary", solver="incremental")
+        teams.record_answer(
+            engine,
+            project,
+            annotator="ann" if k % 2 else "bo",
+            item_index=int(item),
+            value=int(y[item]),
+            strategy="near-boundary",
+            solver="incremental",
+        )
     disputed = int(items[0])
-    teams.record_answer(engine, project, annotator="ann", item_index=disputed, value=-int(y[disputed]),
-                        strategy="near-boundary", solver="incremental")
+    teams.record_answer(
+        engine,
+        project,
+        annotator="ann",
+        item_index=disputed,
+        value=-int(y[disputed]),
+        strategy="near-boundary",
+        solver="incremental",
+    )
     teams.settle(engine, project, item_index=disputed, value=-int(y[disputed]), settled_by="ann")
     engine.dispose()
     out = tmp_path / "rows.csv"
-    assert main(["replay", "--project", str(project), "--database", url, "--strategies", "random", "--seeds", "1",
-                 "--initial", "4", "--out", str(out)]) == 0
+    assert (
+        main(
+            [
+                "replay",
+                "--project",
+                str(project),
+                "--database",
+                url,
+                "--strategies",
+                "random",
+                "--seeds",
+                "1",
+                "--initial",
+                "4",
+                "--out",
+                str(out),
+            ]
+        )
+        == 0
+    )
     assert f"project {project}: 16 labelled items" in capsys.readouterr().out
     order = pd.read_csv(out).query("strategy == @SESSION_ORDER")
     assert order["label"].iloc[0] == -int(y[disputed])  # the settled answer, not the first one given

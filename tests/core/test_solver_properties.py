@@ -31,15 +31,40 @@ Y_SMALL = np.array([1.0, -1.0, 1.0, -1.0])
 
 # -- parameters ---------------------------------------------------------------------------
 BAD_PARAMETERS = [
-    ("C", float("nan")), ("C", float("inf")), ("C", 0.0), ("C", -1.0), ("C", 1e300), ("C", 1e-300),
-    ("C", "1.0"), ("C", None),
-    ("tol", float("nan")), ("tol", float("inf")), ("tol", 0.0), ("tol", -1e-3), ("tol", 1.0), ("tol", 1e300),
-    ("gamma", float("nan")), ("gamma", float("inf")), ("gamma", 0.0), ("gamma", -2.0), ("gamma", "wide"),
-    ("coef0", float("nan")), ("coef0", float("inf")), ("coef0", -float("inf")),
-    ("degree", float("nan")), ("degree", 0), ("degree", 2.5), ("degree", float("inf")),
-    ("max_iter", float("nan")), ("max_iter", float("inf")), ("max_iter", 0), ("max_iter", 2.5),
+    ("C", float("nan")),
+    ("C", float("inf")),
+    ("C", 0.0),
+    ("C", -1.0),
+    ("C", 1e300),
+    ("C", 1e-300),
+    ("C", "1.0"),
+    ("C", None),
+    ("tol", float("nan")),
+    ("tol", float("inf")),
+    ("tol", 0.0),
+    ("tol", -1e-3),
+    ("tol", 1.0),
+    ("tol", 1e300),
+    ("gamma", float("nan")),
+    ("gamma", float("inf")),
+    ("gamma", 0.0),
+    ("gamma", -2.0),
+    ("gamma", "wide"),
+    ("coef0", float("nan")),
+    ("coef0", float("inf")),
+    ("coef0", -float("inf")),
+    ("degree", float("nan")),
+    ("degree", 0),
+    ("degree", 2.5),
+    ("degree", float("inf")),
+    ("max_iter", float("nan")),
+    ("max_iter", float("inf")),
+    ("max_iter", 0),
+    ("max_iter", 2.5),
     ("max_iter", True),
-    ("cache_bytes", -1), ("cache_bytes", float("nan")), ("cache_bytes", 1.5),
+    ("cache_bytes", -1),
+    ("cache_bytes", float("nan")),
+    ("cache_bytes", 1.5),
 ]
 
 
@@ -83,13 +108,21 @@ def test_the_lasvm_hang_reproducer_of_the_issue_is_refused_up_front(solver):
 
 # -- data range -----------------------------------------------------------------------------
 @pytest.mark.parametrize("solver", SOLVER_NAMES)
-@pytest.mark.parametrize(("kernel", "scale", "C", "what"), [
-    ("rbf", 1e200, 1.0, r"example 5: its squared norm .* above 1e\+300 \(largest \|value\| 1e\+200\)"),
-    ("rbf", 1e5, 1.0, r"example 5: with the rbf kernel, gamma \* \|\|x\|\|\^2 = 1e\+10 \(gamma=0.5\) is above 1e\+09"),
-    ("linear", 1e60, 1.0, r"example 5: with the linear kernel .* K\(x, x\) = 2e\+120 is above 1e\+100"),
-    ("linear", 1e45, 1e20, r"example 5: with the linear kernel .*C \* K\(x, x\) = 2e\+110 is above 1e\+100"),
-    ("poly", 1e40, 1.0, r"example 5: with the poly kernel .* above 1e\+100"),
-])
+@pytest.mark.parametrize(
+    ("kernel", "scale", "C", "what"),
+    [
+        ("rbf", 1e200, 1.0, r"example 5: its squared norm .* above 1e\+300 \(largest \|value\| 1e\+200\)"),
+        (
+            "rbf",
+            1e5,
+            1.0,
+            r"example 5: with the rbf kernel, gamma \* \|\|x\|\|\^2 = 1e\+10 \(gamma=0.5\) is above 1e\+09",
+        ),
+        ("linear", 1e60, 1.0, r"example 5: with the linear kernel .* K\(x, x\) = 2e\+120 is above 1e\+100"),
+        ("linear", 1e45, 1e20, r"example 5: with the linear kernel .*C \* K\(x, x\) = 2e\+110 is above 1e\+100"),
+        ("poly", 1e40, 1.0, r"example 5: with the poly kernel .* above 1e\+100"),
+    ],
+)
 def test_examples_whose_kernel_values_overflow_are_refused_and_nothing_is_added(solver, kernel, scale, C, what):
     s = make_solver(solver, X_SMALL, kernel=kernel, C=C, gamma=0.5)
     s.learn(0, 1.0)
@@ -106,8 +139,11 @@ def test_examples_whose_kernel_values_overflow_are_refused_and_nothing_is_added(
 
 @pytest.mark.parametrize("solver", SOLVER_NAMES)
 def test_data_whose_kernel_values_underflow_is_refused_but_all_zero_kernel_values_are_not(solver):
-    with pytest.raises(ValueError, match=r"examples 0\.\.3: with the linear kernel .* the largest K\(x, x\) of the "
-                                         r"data is 5e-200, below 1e-100: the kernel values would underflow"):
+    with pytest.raises(
+        ValueError,
+        match=r"examples 0\.\.3: with the linear kernel .* the largest K\(x, x\) of the "
+        r"data is 5e-200, below 1e-100: the kernel values would underflow",
+    ):
         make_solver(solver, X_SMALL * 1e-100, kernel="linear")
     s = make_solver(solver, np.zeros((4, 2)), kernel="linear")  # K = 0 exactly: f is the bias alone
     for i, y in enumerate(Y_SMALL):
@@ -146,8 +182,22 @@ def test_incremental_ok_is_backed_by_the_exact_gap_when_margins_are_pinned_to_ze
     entered S by a step clipped at t = 0, or left it, had its maintained margin pinned to 0 while
     the exact one was 1e-9 away; the learn reported "ok" with a true KKT gap of 2-4 tol (in 81
     of 300 learning orders).  Now every such pin counts against the margins' error bound."""
-    X = np.array([0.12573022, -0.13210486, 0.64042265, 0.10490012, -0.53566937, 0.36159505,
-                  1.30400005, 0.94708096, -0.70373524, -1.26542147, -0.62327446, 0.04132598])[:, None]
+    X = np.array(
+        [
+            0.12573022,
+            -0.13210486,
+            0.64042265,
+            0.10490012,
+            -0.53566937,
+            0.36159505,
+            1.30400005,
+            0.94708096,
+            -0.70373524,
+            -1.26542147,
+            -0.62327446,
+            0.04132598,
+        ]
+    )[:, None]
     y = np.array([-1.0, 1.0, 1.0, -1.0, 1.0, 1.0, 1.0, -1.0, -1.0, 1.0, -1.0, 1.0])
     statuses = set()
     for seed in range(100):
@@ -175,11 +225,13 @@ def test_active_set_unlearn_reprices_when_the_rounding_floor_of_its_threshold_dr
 def test_active_set_coefficients_far_below_C_are_not_taken_for_0():
     """C K(x, x) ~ 1e50 puts the coefficients ~1e-61, far below 1e-12 C: unlearning a duplicate
     used to treat them as 0 (equality broken, gap 0.22 with status "ok")."""
-    X = np.array([[1.89053382e-21, -5.22748441e-21], [-4.13063543e-21, -2.44146738e-20],
-                  [-4.13063543e-21, -2.44146738e-20]])
+    X = np.array(
+        [[1.89053382e-21, -5.22748441e-21], [-4.13063543e-21, -2.44146738e-20], [-4.13063543e-21, -2.44146738e-20]]
+    )
     y = np.array([-1.0, 1.0, 1.0])
-    s = learn_in_order("active-set", X, y, [2, 0, 1], kernel="poly", degree=1, coef0=0.0, gamma=1e100, C=1e-10,
-                       tol=1e-10)
+    s = learn_in_order(
+        "active-set", X, y, [2, 0, 1], kernel="poly", degree=1, coef0=0.0, gamma=1e100, C=1e-10, tol=1e-10
+    )
     res = s.unlearn(2)
     assert res.status == "ok" and s.kkt_gap() <= s.tol + rounding_slack(s)
     assert abs(float(np.sum(s.dual_coef_))) <= 1e-12 * float(np.sum(np.abs(s.dual_coef_)))
@@ -247,11 +299,14 @@ def test_lasvm_finishing_ends_at_its_cap_when_the_gradients_are_nan():
     assert res.status == "max_iter" and not res.success
 
 
-@pytest.mark.parametrize(("solver", "poison"), [
-    ("incremental", lambda s: s._pg.__setitem__(slice(0, s._nL), np.nan)),
-    ("active-set", lambda s: s._fc.__setitem__(slice(0, s._n_slots), np.nan)),
-    ("ramp", lambda s: s.f.__setitem__(slice(None), np.nan)),
-])
+@pytest.mark.parametrize(
+    ("solver", "poison"),
+    [
+        ("incremental", lambda s: s._pg.__setitem__(slice(0, s._nL), np.nan)),
+        ("active-set", lambda s: s._fc.__setitem__(slice(0, s._n_slots), np.nan)),
+        ("ramp", lambda s: s.f.__setitem__(slice(None), np.nan)),
+    ],
+)
 def test_a_nan_in_the_state_ends_the_next_step_with_an_error_or_a_warning(solver, poison):
     s = trained(solver)
     poison(s)
@@ -292,9 +347,14 @@ def problems(draw):
         pick = rng.integers(0, n, size=n_dup)
         X = np.vstack([X, X[pick]])
         y = np.r_[y, rng.choice([-1.0, 1.0], size=n_dup)]
-    params = dict(kernel=draw(st.sampled_from(["linear", "rbf", "poly"])), C=draw(st.sampled_from(C_VALUES)),
-                  gamma=draw(st.sampled_from(GAMMAS)), degree=draw(st.sampled_from([1, 2, 3])),
-                  coef0=draw(st.sampled_from([0.0, 1.0, 1e3])), tol=draw(st.sampled_from([1e-10, 1e-3, 0.5])))
+    params = dict(
+        kernel=draw(st.sampled_from(["linear", "rbf", "poly"])),
+        C=draw(st.sampled_from(C_VALUES)),
+        gamma=draw(st.sampled_from(GAMMAS)),
+        degree=draw(st.sampled_from([1, 2, 3])),
+        coef0=draw(st.sampled_from([0.0, 1.0, 1e3])),
+        tol=draw(st.sampled_from([1e-10, 1e-3, 0.5])),
+    )
     return X, y, params, rng
 
 

@@ -39,12 +39,15 @@ def test_k_target_is_the_fewest_missed_positives_that_put_recall_below_target():
     assert st.k_target(0, 0, 0.95) == 1
 
 
-@pytest.mark.parametrize("n, k, urn, before", [(50, 0, 400, 95), (120, 1, 400, 95), (30, 2, 90, 40),
-                                               (200, 0, 1000, 300), (7, 0, 20, 3), (0, 0, 100, 10)])
+@pytest.mark.parametrize(
+    "n, k, urn, before",
+    [(50, 0, 400, 95), (120, 1, 400, 95), (30, 2, 90, 40), (200, 0, 1000, 300), (7, 0, 20, 3), (0, 0, 100, 10)],
+)
 def test_hypergeometric_p_value_equals_the_brute_force_sum(n, k, urn, before):
     big_k = st.k_target(before, k, 0.95)
-    assert st.hypergeometric_p_value(n, k, urn, before, 0.95) == pytest.approx(comb_p_value(n, k, urn, big_k),
-                                                                                rel=1e-9, abs=1e-15)
+    assert st.hypergeometric_p_value(n, k, urn, before, 0.95) == pytest.approx(
+        comb_p_value(n, k, urn, big_k), rel=1e-9, abs=1e-15
+    )
 
 
 def test_pass_and_fail_draws_by_brute_force():
@@ -115,8 +118,10 @@ def event_error(urn, before, level, beta, positives, target=0.95):
     while st.k_target(before, top + 1, target) <= positives:
         top += 1
     design = st.CheckDesign(urn, before, target, level, beta, "test", level, float("nan"))
-    events = sorted([(design.pass_draws(j), 0, j) for j in range(top + 1)]
-                    + [(design.fail_draws(j), 1, j) for j in range(1, top + 1) if design.fail_draws(j) >= 0])
+    events = sorted(
+        [(design.pass_draws(j), 0, j) for j in range(top + 1)]
+        + [(design.fail_draws(j), 1, j) for j in range(1, top + 1) if design.fail_draws(j) >= 0]
+    )
     dist = np.zeros(top + 1)
     dist[0] = 1.0
     at, error = 0, 0.0
@@ -154,7 +159,7 @@ def test_check_design_keeps_the_worst_error_within_its_budget():
         assert st.sequential_error(urn, before, 0.95, design.level, 0.05)[0] == pytest.approx(design.worst_error)
     # above the calibration limit: the union bound over the number of positives drawn
     big = st.check_design(st.CALIBRATE_MAX_URN + 1, 3000, 0.95, 0.045, 0.05)
-    assert big.method == "union bound" and big.level_at(0) == pytest.approx(0.045 * 6 / math.pi ** 2)
+    assert big.method == "union bound" and big.level_at(0) == pytest.approx(0.045 * 6 / math.pi**2)
     assert st.sequential_error(400, 95, 0.95, ("union", 0.045), 0.05)[0] <= 0.045
 
 
@@ -189,8 +194,9 @@ def test_recall_check_phases_and_draws_still_needed():
     check = st.recall_check(labels, drawn, [600], checking=True, pool_size=pool)
     assert check.phase == "checking" and check.draws == 30 and check.needed == planned - 30
     state = st.statistical_rule(check)
-    assert not state.stop and state.message.startswith(f"statistical: draw {planned - 30} more random items to "
-                                                       "test recall ≥ 95% at 95% confidence")
+    assert not state.stop and state.message.startswith(
+        f"statistical: draw {planned - 30} more random items to test recall ≥ 95% at 95% confidence"
+    )
     assert check.p_value == pytest.approx(comb_p_value(30, 0, 400, 6))
 
     labels, drawn = _history((heuristic, False), ([-1] * planned, True))
@@ -230,7 +236,7 @@ def test_check_suggested_agrees_with_recall_check():
     for _ in range(200):
         n = int(rng.integers(1, 400))
         labels = np.where(rng.random(n) < 0.2, 1, -1)
-        labels[n - int(rng.integers(0, n + 1)):] = -1  # a run of negatives of any length at the end
+        labels[n - int(rng.integers(0, n + 1)) :] = -1  # a run of negatives of any length at the end
         full = st.recall_check(labels, np.zeros(n, dtype=bool), [], checking=False, pool_size=500)
         assert st.check_suggested(labels, 500) == full.suggest
 
@@ -244,9 +250,19 @@ def test_two_checks_in_a_row_keep_their_own_draws():
     assert check.check_number == 2 and check.draws == 7 and check.urn == 395
 
 
-def simulate_screening(seed: int, *, pool: int = 600, positives: int = 60, hidden: float = 0.15,
-                       confidence: float = 0.95, target: float = 0.95, start: str = "knee",
-                       record: bool = False, separation: float = 3.0, hidden_at: float = 0.0):
+def simulate_screening(
+    seed: int,
+    *,
+    pool: int = 600,
+    positives: int = 60,
+    hidden: float = 0.15,
+    confidence: float = 0.95,
+    target: float = 0.95,
+    start: str = "knee",
+    record: bool = False,
+    separation: float = 3.0,
+    hidden_at: float = 0.0,
+):
     """A screening session with a fixed ranking that hides some positives among the negatives;
     the analyst follows the statistical rule (heuristic, then checks; ``start``: when a check starts).
     Returns (recall, labels) at stop, and with ``record`` the first check's (urn, positives found before it,
@@ -259,8 +275,7 @@ def simulate_screening(seed: int, *, pool: int = 600, positives: int = 60, hidde
     hide = rng.choice(np.flatnonzero(y > 0), int(hidden * positives), replace=False)
     score[hide] = rng.normal(size=len(hide)) + hidden_at  # (at 0: ranked like negatives, found late)
     order = np.argsort(-score)
-    labels, _, starts = st.follow_ranking(order, y, rng=rng, start=start, target_recall=target,
-                                          confidence=confidence)
+    labels, _, starts = st.follow_ranking(order, y, rng=rng, start=start, target_recall=target, confidence=confidence)
     first = None
     if starts:  # (urn, positives found before, positives in the urn) of the first check
         before = sum(v > 0 for v in labels[: starts[0]])
@@ -497,8 +512,16 @@ def test_the_estimate_is_never_above_the_unlabelled_items(data):
     asked = rng.normal(scale=spread, size=n) + 2.0 * labels
     target = data.draw(hs.sampled_from([0.8, 0.95]), label="target")
     confidence = data.draw(hs.sampled_from([0.9, 0.95, 0.99]), label="confidence")
-    est = st.estimate_remaining(labels, drawn, starts, pool_size=pool, unlabelled_scores=unlabelled,
-                                asked_scores=asked, target_recall=target, confidence=confidence)
+    est = st.estimate_remaining(
+        labels,
+        drawn,
+        starts,
+        pool_size=pool,
+        unlabelled_scores=unlabelled,
+        asked_scores=asked,
+        target_recall=target,
+        confidence=confidence,
+    )
     words = est.in_words()
     if est.known:
         assert 0 <= est.remaining_low <= est.remaining <= est.remaining_high <= pool - n
@@ -508,8 +531,10 @@ def test_the_estimate_is_never_above_the_unlabelled_items(data):
     else:
         assert "cannot estimate yet" in words and est.method in words
         assert not drawn.any()
-        assert min(np.sum(labels > 0), np.sum(labels < 0)) < st.MIN_CALIBRATION_LABELS or \
-            roc_auc(labels, asked) < st.MIN_CALIBRATION_AUC
+        assert (
+            min(np.sum(labels > 0), np.sum(labels < 0)) < st.MIN_CALIBRATION_LABELS
+            or roc_auc(labels, asked) < st.MIN_CALIBRATION_AUC
+        )
 
 
 def test_the_estimate_in_words_gives_shares_to_two_significant_digits():
@@ -521,16 +546,25 @@ def test_the_estimate_in_words_gives_shares_to_two_significant_digits():
     assert st._pct(0.09111) == "9.1%" and st._pct(0.1105) == "11%" and st._pct(0.0996) == "10%"
     assert st._pct(1.0) == "100%" and st._pct(0.00123) == "0.12%" and st._pct(0.0) == "0%"
     # a setting keeps its digits: a target of 97.5% is not shown as 98%
-    state = st.statistical_rule(st.recall_check([1] * 40 + [-1] * 10, [False] * 50, (), checking=False,
-                                                pool_size=500, target_recall=0.975, confidence=0.9))
+    state = st.statistical_rule(
+        st.recall_check(
+            [1] * 40 + [-1] * 10, [False] * 50, (), checking=False, pool_size=500, target_recall=0.975, confidence=0.9
+        )
+    )
     assert "recall ≥ 97.5% at 90% confidence" in state.message
 
 
 def test_the_estimate_says_it_cannot_estimate_yet_instead_of_a_number():
     rng = np.random.default_rng(3)
     labels = np.array([1, 1, 1, -1, -1, -1, -1, -1, -1, -1])  # three positives scored when asked: too few
-    est = st.estimate_remaining(labels, np.zeros(10, dtype=bool), [], pool_size=200,
-                                unlabelled_scores=rng.normal(size=190), asked_scores=rng.normal(size=10))
+    est = st.estimate_remaining(
+        labels,
+        np.zeros(10, dtype=bool),
+        [],
+        pool_size=200,
+        unlabelled_scores=rng.normal(size=190),
+        asked_scores=rng.normal(size=10),
+    )
     words = est.in_words()
     assert not est.known and words.startswith("Positives still unlabelled: cannot estimate yet.")
     assert "model-based" in words and "(3 and 7 so far)" in words and "random draws" in words
@@ -542,18 +576,24 @@ def test_the_estimate_says_it_cannot_estimate_yet_instead_of_a_number():
     assert est.known and est.method == "random draws" and est.remaining_high <= 170
     # labels asked mostly by largest-positive: the model's scores are calibrated on the top of the ranking only
     labels3 = np.array([1] * 12 + [-1] * 8)
-    args = dict(pool_size=200, unlabelled_scores=rng.normal(size=180) - 1,
-                asked_scores=2.0 * labels3 + rng.normal(size=20))
+    args = dict(
+        pool_size=200, unlabelled_scores=rng.normal(size=180) - 1, asked_scores=2.0 * labels3 + rng.normal(size=20)
+    )
     by = ["random (cold start)"] * 4 + ["largest-positive"] * 16
     est = st.estimate_remaining(labels3, np.zeros(20, dtype=bool), [], asked_by=by, **args)
     assert not est.known and "random draws" in est.in_words()
     # the heuristic in the screener's words, not its code name
     assert "Most likely relevant first" in est.in_words() and "largest-positive" not in est.in_words()
-    assert st.estimate_remaining(labels3, np.zeros(20, dtype=bool), [], asked_by=["near-boundary"] * 20,
-                                 **args).known
+    assert st.estimate_remaining(labels3, np.zeros(20, dtype=bool), [], asked_by=["near-boundary"] * 20, **args).known
     # scores when asked that do not rank the positives above the negatives calibrate nothing: not yet
-    flat = st.estimate_remaining(labels3, np.zeros(20, dtype=bool), [], pool_size=200,
-                                 unlabelled_scores=args["unlabelled_scores"], asked_scores=-labels3 * 0.5)
+    flat = st.estimate_remaining(
+        labels3,
+        np.zeros(20, dtype=bool),
+        [],
+        pool_size=200,
+        unlabelled_scores=args["unlabelled_scores"],
+        asked_scores=-labels3 * 0.5,
+    )
     assert not flat.known and "do not yet tell positives from negatives (ROC AUC 0.00" in flat.in_words()
     # no model scores kept (a pool too large): says so
     est = st.estimate_remaining(labels, np.zeros(10, dtype=bool), [], pool_size=200)
@@ -605,9 +645,15 @@ def test_parse_rules():
     specs = st.parse_rules("statistical,knee,margin,stability,consecutive:50")
     assert [str(s) for s in specs] == ["statistical", "knee", "margin", "stability", "consecutive:50"]
     assert str(st.parse_rules("margin:3")[0]) == "margin:3"
-    for bad, words in [("knee:3", "takes no parameter"), ("consecutive", "consecutive:50"),
-                       ("consecutive:x", "not a whole number"), ("consecutive:0", "at least 1"),
-                       ("oracle", "unknown stopping rule"), ("knee,knee", "twice"), ("", "at least one")]:
+    for bad, words in [
+        ("knee:3", "takes no parameter"),
+        ("consecutive", "consecutive:50"),
+        ("consecutive:x", "not a whole number"),
+        ("consecutive:0", "at least 1"),
+        ("oracle", "unknown stopping rule"),
+        ("knee,knee", "twice"),
+        ("", "at least one"),
+    ]:
         with pytest.raises(ValueError, match=words):
             st.parse_rules(bad)
     with pytest.raises(ValueError, match="target recall"):
@@ -618,9 +664,16 @@ def test_parse_rules():
 
 def test_evaluate_reports_every_rule_in_words():
     labels = np.array([1] * 40 + [-1] * 200)
-    view = st.SessionView(labels=labels, drawn=np.zeros(len(labels), dtype=bool), check_starts=(),
-                          checking=False, pool_size=2000, n_in_margin=12.0, kappas=((230, 0.95),),
-                          stop_set_size=2000)
+    view = st.SessionView(
+        labels=labels,
+        drawn=np.zeros(len(labels), dtype=bool),
+        check_starts=(),
+        checking=False,
+        pool_size=2000,
+        n_in_margin=12.0,
+        kappas=((230, 0.95),),
+        stop_set_size=2000,
+    )
     states = st.evaluate(st.DEFAULT_RULES, view)
     assert [s.rule for s in states] == ["statistical", "knee", "margin", "stability", "consecutive:50"]
     assert states[2].message == "margin: 12 unlabelled items inside the margin"
@@ -642,8 +695,10 @@ def test_with_every_item_labelled_the_statistical_rule_says_stop():
 
 
 def test_the_earlier_rules_are_kept_by_name_statistical_knee_starts_at_the_knee():
-    assert [str(s) for s in st.parse_rules("statistical-knee,statistical-run")] == ["statistical-knee",
-                                                                                    "statistical-run"]
+    assert [str(s) for s in st.parse_rules("statistical-knee,statistical-run")] == [
+        "statistical-knee",
+        "statistical-run",
+    ]
     with pytest.raises(ValueError, match="takes no parameter"):
         st.parse_rules("statistical-run:3")
     # the gain curve bends at label 100 (90 of 94 positives), then 300 labels find 4 more and 150 none: the
@@ -663,16 +718,16 @@ def test_the_earlier_rules_are_kept_by_name_statistical_knee_starts_at_the_knee(
     run = st.recall_check(labels, np.zeros(n, dtype=bool), [], checking=False, pool_size=pool, start="run")
     assert knee.suggest and not run.suggest
     assert "suggested now" in st.statistical_rule(knee).message
-    early = st.recall_check(labels[:-6], np.zeros(n - 6, dtype=bool), [], checking=False, pool_size=pool,
-                            start="knee")
+    early = st.recall_check(labels[:-6], np.zeros(n - 6, dtype=bool), [], checking=False, pool_size=pool, start="knee")
     half = math.ceil(early.gap_needed / 2)
     assert early.gap == 144 < half and not early.suggest
-    assert f"or after {half} once the gain curve shows its knee (it does); now: 144 in a row" in \
-        st.statistical_rule(early).message
+    assert (
+        f"or after {half} once the gain curve shows its knee (it does); now: 144 in a row"
+        in st.statistical_rule(early).message
+    )
     assert st.statistical_rule(run).rule == "statistical-run"
     assert st.statistical_rule(run).message.startswith("statistical-run: a recall check is suggested once")
-    view = st.SessionView(labels=labels, drawn=np.zeros(n, dtype=bool), check_starts=(), checking=False,
-                          pool_size=pool)
+    view = st.SessionView(labels=labels, drawn=np.zeros(n, dtype=bool), check_starts=(), checking=False, pool_size=pool)
     states = st.evaluate("statistical-knee,statistical-run", view)
     assert [s.rule for s in states] == ["statistical-knee", "statistical-run"]
     # after a failed check the knee (which has not moved) no longer starts one: a run of negatives does
@@ -706,13 +761,16 @@ def test_the_default_starts_at_the_knee_once_waiting_no_longer_pays_and_the_knee
     assert check.suggest and check.rule == "statistical" and "suggested now" in st.statistical_rule(check).message
     kept = st.recall_check(labels, np.zeros(n, dtype=bool), [], checking=False, pool_size=pool, start="knee")
     assert not kept.suggest and kept.rule == "statistical-knee"
-    assert ("or after 76 once the gain curve shows its knee (it does); now: 50 in a row"
-            in st.statistical_rule(kept).message)
+    assert (
+        "or after 76 once the gain curve shows its knee (it does); now: 50 in a row"
+        in st.statistical_rule(kept).message
+    )
     # 20 positives in the last 150 labels: waiting pays, and no check is suggested before half the run
     busy = piecewise_gain([(480, 600), (10, 300), (20, 100), (0, 50)])
     assert st.knee_rule(busy).stop and st.waiting_pays(busy, pool) and not st.check_suggested(busy, pool)
-    words = st.statistical_rule(st.recall_check(busy, np.zeros(len(busy), dtype=bool), [], checking=False,
-                                                pool_size=pool)).message
+    words = st.statistical_rule(
+        st.recall_check(busy, np.zeros(len(busy), dtype=bool), [], checking=False, pool_size=pool)
+    ).message
     assert "sooner at the knee once the last 150 labels find too few positives" in words
     # after a check that drew items, only the whole run suggests the next one
     assert not st.check_suggested(labels, pool, checks_done=1)
@@ -722,9 +780,12 @@ def test_the_default_starts_at_the_knee_once_waiting_no_longer_pays_and_the_knee
     assert not st.knee_rule(few).stop and st.suggested_gap(few, 3500, 0.95) == 573
     assert st.check_suggested(few, 3500) and not st.check_suggested(few, 3500, start="knee")
     assert not st.check_suggested(few[:-30], 3500)  # 280 < 290: not yet half the run (2,320 / 4 = 580)
-    assert "or after 290 while fewer than 150 positives are found; now: 280 in a row" in st.statistical_rule(
-        st.recall_check(few[:-30], np.zeros(len(few) - 30, dtype=bool), [], checking=False,
-                        pool_size=3500)).message
+    assert (
+        "or after 290 while fewer than 150 positives are found; now: 280 in a row"
+        in st.statistical_rule(
+            st.recall_check(few[:-30], np.zeros(len(few) - 30, dtype=bool), [], checking=False, pool_size=3500)
+        ).message
+    )
     with pytest.raises(ValueError, match="'yield'"):
         st.check_suggested(labels, pool, start="soon")
 
@@ -738,8 +799,11 @@ def first_check_error(seed: int, start: str, confidence: float = 0.95) -> tuple[
     urn, before, positives = first
     budget = st.check_alpha(1, confidence)
     design = st.check_design(urn, before, 0.95, budget, 1 - confidence)
-    exact = float(st._errors(urn, before, 0.95, design.level, 1 - confidence, np.array([positives]))[0]) \
-        if positives >= st.k_target(before, 0, 0.95) else 0.0
+    exact = (
+        float(st._errors(urn, before, 0.95, design.level, 1 - confidence, np.array([positives]))[0])
+        if positives >= st.k_target(before, 0, 0.95)
+        else 0.0
+    )
     return exact, recall < 0.95, n_labels
 
 
@@ -764,9 +828,14 @@ def test_sessions_stop_below_the_target_as_often_as_the_exact_hypergeometric_com
 
 
 @settings(max_examples=150, deadline=None)
-@given(segments=hs.lists(hs.tuples(hs.lists(hs.booleans(), min_size=0, max_size=120), hs.booleans()),
-                         min_size=1, max_size=4),
-       pool_extra=hs.integers(0, 400), start=hs.sampled_from(["yield", "knee", "run"]), checking=hs.booleans())
+@given(
+    segments=hs.lists(
+        hs.tuples(hs.lists(hs.booleans(), min_size=0, max_size=120), hs.booleans()), min_size=1, max_size=4
+    ),
+    pool_extra=hs.integers(0, 400),
+    start=hs.sampled_from(["yield", "knee", "run"]),
+    checking=hs.booleans(),
+)
 def test_the_rule_never_says_stop_before_its_sample_is_complete(segments, pool_extra, start, checking):
     # any history: heuristic segments and runs of random draws, a check started before each run of draws
     labels, drawn, starts = [], [], []
@@ -785,9 +854,9 @@ def test_the_rule_never_says_stop_before_its_sample_is_complete(segments, pool_e
     if state.stop:
         if check.urn > 0:  # (nothing left unlabelled: recall is 1)
             run = check.last
-            design = check.design or st.check_design(run.urn, run.found_before, 0.95,
-                                                     st.check_alpha(check.check_number - (check.design is None),
-                                                                    0.95), 0.05)
+            design = check.design or st.check_design(
+                run.urn, run.found_before, 0.95, st.check_alpha(check.check_number - (check.design is None), 0.95), 0.05
+            )
             assert run.failed_at is None and run.draws >= design.pass_draws(run.positives)
     else:
         assert state.needed is None or state.needed >= 0
@@ -831,14 +900,17 @@ def test_probable_labels_are_the_median_of_the_draws_the_check_will_need():
 
 def test_the_outlook_in_plain_words_before_during_and_after_a_check():
     heuristic = [1] * 95 + [-1] * 505
-    for draws, words in [([], "Guarantee: at least 161 random draws once a recall check starts"),
-                         ([-1] * 30, "Guarantee: 141 more random draws, if none of them is a positive"),
-                         ([-1] * 30 + [1] + [-1] * 19, "Guarantee: probably about 260 more random draws (at least 170"),
-                         ([-1] * 10 + [1, 1], "Guarantee: not yet; a new recall check")]:
+    for draws, words in [
+        ([], "Guarantee: at least 161 random draws once a recall check starts"),
+        ([-1] * 30, "Guarantee: 141 more random draws, if none of them is a positive"),
+        ([-1] * 30 + [1] + [-1] * 19, "Guarantee: probably about 260 more random draws (at least 170"),
+        ([-1] * 10 + [1, 1], "Guarantee: not yet; a new recall check"),
+    ]:
         labels, drawn = _history((heuristic, False), (draws, True))
         for start in ("yield", "knee", "run"):  # the guarantee's line does not depend on when the check started
-            check = st.recall_check(labels, drawn, [600] if draws else [], checking=bool(draws), pool_size=1000,
-                                    start=start)
+            check = st.recall_check(
+                labels, drawn, [600] if draws else [], checking=bool(draws), pool_size=1000, start=start
+            )
             assert st.outlook(check).startswith(words), (start, st.outlook(check))
     # about 260: the median, to two significant digits
     labels, drawn = _history((heuristic, False), ([-1] * 30 + [1] + [-1] * 19, True))
@@ -850,9 +922,11 @@ def test_the_outlook_says_plainly_when_a_check_now_would_read_most_of_what_is_le
     early = st.recall_check([1] * 3 + [-1] * 17, [False] * 20, [], checking=False, pool_size=400)
     share = min(early.planned, early.urn) / early.urn
     assert share > st.READ_MOST_SHARE
-    assert st.outlook(early) == (f"Guarantee: a recall check now would mean reading about {st._pct(share)} of "
-                                 f"what is left (at least {early.planned:,} random draws of {early.urn} unlabelled "
-                                 "items): keep labelling first; the check is suggested when the heuristic stalls.")
+    assert st.outlook(early) == (
+        f"Guarantee: a recall check now would mean reading about {st._pct(share)} of "
+        f"what is left (at least {early.planned:,} random draws of {early.urn} unlabelled "
+        "items): keep labelling first; the check is suggested when the heuristic stalls."
+    )
     later = st.recall_check([1] * 95 + [-1] * 505, [False] * 600, [], checking=False, pool_size=1000)
     assert later.planned <= st.READ_MOST_SHARE * later.urn
     assert st.outlook(later).startswith("Guarantee: at least 161 random draws once a recall check starts")

@@ -88,8 +88,10 @@ def test_near_boundary_equals_brute_force(values, seed):
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.lists(st.sampled_from([0.0, -0.0, 0.5, -0.5, 1.0, -2.0, np.inf, -np.inf]), min_size=1, max_size=40),
-       st.integers(0, 2**31))
+@given(
+    st.lists(st.sampled_from([0.0, -0.0, 0.5, -0.5, 1.0, -2.0, np.inf, -np.inf]), min_size=1, max_size=40),
+    st.integers(0, 2**31),
+)
 def test_kept_scores_give_the_pick_of_the_gathered_scores(values, seed):
     """With the scores kept over the whole store, near-boundary and largest-positive read them in one
     compiled pass; the pick is that of numpy's argmin / argmax over the gathered candidates, ties (many
@@ -109,8 +111,11 @@ def test_kept_scores_give_the_pick_of_the_gathered_scores(values, seed):
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.lists(st.sampled_from([0.0, -0.0, 0.5, -0.5, 1.0, -2.0, np.inf, -np.inf]), min_size=1, max_size=40),
-       st.lists(st.booleans(), min_size=40, max_size=40), st.integers(1, 4))
+@given(
+    st.lists(st.sampled_from([0.0, -0.0, 0.5, -0.5, 1.0, -2.0, np.inf, -np.inf]), min_size=1, max_size=40),
+    st.lists(st.booleans(), min_size=40, max_size=40),
+    st.integers(1, 4),
+)
 def test_masked_scans_split_across_threads_give_the_one_pass_pick(values, available, threads):
     """On a large pool the scans run on the kernel threads, each over a range; the ranges' picks
     combine into the pick of one pass (lowest index on ties across ranges, the first available item
@@ -317,8 +322,9 @@ def test_ramp_region_with_the_ramp_solver_on_a_rare_class():
     cursor, asked, passed_total = 0, 0, 0
     while asked < 60:
         cold = not ((solver.y > 0).any() and (solver.y < 0).any())
-        q = ramp_region(solver, Pool(available), order=order, cursor=cursor,
-                        threshold=np.inf if cold else 1.0, block=16)
+        q = ramp_region(
+            solver, Pool(available), order=order, cursor=cursor, threshold=np.inf if cold else 1.0, block=16
+        )
         if q is None:
             break
         walk = np.roll(order, -cursor)

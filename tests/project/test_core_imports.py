@@ -9,15 +9,17 @@ import ast
 
 from tests.project.test_import_graph import ROOT, cycles, imported, module_name, tangled
 
-LOOP_MODULES = {"core.loop", "core.pool_scores", "core.evaluation", "core.loop_state", "core.loop_records",
-                "core.undo"}
+LOOP_MODULES = {"core.loop", "core.pool_scores", "core.evaluation", "core.loop_state", "core.loop_records", "core.undo"}
 
 
 def package_graph(package: str) -> dict[str, set[str]]:
     modules = {module_name(p): p for p in sorted((ROOT / package).rglob("*.py"))}
-    return {name: imported(ast.parse(path.read_text(encoding="utf-8"), str(path)), name,
-                           path.name == "__init__.py", set(modules))
-            for name, path in modules.items()}
+    return {
+        name: imported(
+            ast.parse(path.read_text(encoding="utf-8"), str(path)), name, path.name == "__init__.py", set(modules)
+        )
+        for name, path in modules.items()
+    }
 
 
 def test_the_loop_modules_take_part_in_no_import_circle():

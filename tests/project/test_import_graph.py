@@ -48,9 +48,12 @@ def imported(tree: ast.AST, name: str, is_package: bool, modules: set[str]) -> s
 
 def import_graph() -> dict[str, set[str]]:
     modules = app_modules()
-    return {name: imported(ast.parse(path.read_text(encoding="utf-8"), str(path)), name,
-                           path.name == "__init__.py", set(modules))
-            for name, path in modules.items()}
+    return {
+        name: imported(
+            ast.parse(path.read_text(encoding="utf-8"), str(path)), name, path.name == "__init__.py", set(modules)
+        )
+        for name, path in modules.items()
+    }
 
 
 def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
@@ -133,4 +136,5 @@ def test_no_module_of_app_takes_part_in_an_import_circle():
     found = cycles(graph)
     assert not found, "import circles in app/: " + "; ".join(
         f"{' -> '.join(circle)} (tangled with it: {', '.join(part)})"
-        for circle, part in zip(found, tangled(graph), strict=True))
+        for circle, part in zip(found, tangled(graph), strict=True)
+    )

@@ -119,13 +119,17 @@ def _starts_processes(tree: ast.Module, path: Path, seen: dict[Path, set[str]]) 
     found, calls, modules = set(), {}, set()  # calls: the names each function uses
     for top in tree.body:
         inside = list(ast.walk(top))
-        modules |= {node.module for node in inside if isinstance(node, ast.ImportFrom) and node.module
-                    and node.module.startswith("tests.")}
+        modules |= {
+            node.module
+            for node in inside
+            if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("tests.")
+        }
         if not isinstance(top, ast.FunctionDef):
             continue
         calls[top.name] = {node.id for node in inside if isinstance(node, ast.Name)}
-        if any(isinstance(node, ast.Attribute) and node.attr in ("executable", "Process", "get_context")
-               for node in inside):
+        if any(
+            isinstance(node, ast.Attribute) and node.attr in ("executable", "Process", "get_context") for node in inside
+        ):
             found.add(top.name)
     starters: set[str] = set()
     for module in sorted(modules):
@@ -140,8 +144,12 @@ def _starts_processes(tree: ast.Module, path: Path, seen: dict[Path, set[str]]) 
 
 def _marks(decorators: list[ast.expr]) -> set[str]:
     """The ``pytest.mark.NAME`` names in decorators or a ``pytestmark`` value."""
-    return {node.attr for expr in decorators for node in ast.walk(expr)
-            if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Attribute) and node.value.attr == "mark"}
+    return {
+        node.attr
+        for expr in decorators
+        for node in ast.walk(expr)
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Attribute) and node.value.attr == "mark"
+    }
 
 
 #: the lanes whose tests start other Python processes (a Dask cluster's workers, AppTest's concurrent sessions)
@@ -157,8 +165,14 @@ def test_a_test_that_starts_a_python_process_is_in_the_processes_lane():
             continue
         tree = ast.parse(path.read_text(encoding="utf-8"))
         starters = _starts_processes(tree, path, seen)
-        module_marks = _marks([node.value for node in tree.body if isinstance(node, ast.Assign)
-                               and any(isinstance(t, ast.Name) and t.id == "pytestmark" for t in node.targets)])
+        module_marks = _marks(
+            [
+                node.value
+                for node in tree.body
+                if isinstance(node, ast.Assign)
+                and any(isinstance(t, ast.Name) and t.id == "pytestmark" for t in node.targets)
+            ]
+        )
         for node in tree.body:
             if isinstance(node, ast.FunctionDef) and node.name.startswith("test_") and node.name in starters:
                 if not PROCESS_LANES & (module_marks | _marks(node.decorator_list)):
@@ -167,16 +181,19 @@ def test_a_test_that_starts_a_python_process_is_in_the_processes_lane():
 
 
 def test_starts_processes_follows_helpers_and_imports():
-    tree = ast.parse("import sys, subprocess\n"
-                     "def helper():\n    return subprocess.run([sys.executable, '-c', 'pass'])\n"
-                     "def via():\n    return helper()\n"
-                     "def test_a():\n    via()\n"
-                     "def test_b():\n    from tests.core.test_cli import run_cli\n    run_cli('fit')\n"
-                     "def test_c():\n    assert 1 + 1 == 2\n")
+    tree = ast.parse(
+        "import sys, subprocess\n"
+        "def helper():\n    return subprocess.run([sys.executable, '-c', 'pass'])\n"
+        "def via():\n    return helper()\n"
+        "def test_a():\n    via()\n"
+        "def test_b():\n    from tests.core.test_cli import run_cli\n    run_cli('fit')\n"
+        "def test_c():\n    assert 1 + 1 == 2\n"
+    )
     found = _starts_processes(tree, ROOT / "tests" / "made_up.py", {})
     assert {"helper", "via", "test_a", "test_b"} <= found and "test_c" not in found
-    assert _marks(ast.parse("@pytest.mark.processes\n@pytest.mark.parametrize('a', [1])\ndef f(a): pass\n")
-                  .body[0].decorator_list) == {"processes", "parametrize"}
+    assert _marks(
+        ast.parse("@pytest.mark.processes\n@pytest.mark.parametrize('a', [1])\ndef f(a): pass\n").body[0].decorator_list
+    ) == {"processes", "parametrize"}
 
 
 def test_the_fast_lane_runs_on_workers_that_the_dev_lock_installs():
@@ -189,3 +206,20 @@ def test_the_fast_lane_runs_on_workers_that_the_dev_lock_installs():
     assert {"pytest-xdist", "execnet"} <= set(pins(ROOT / "requirements-dev.txt"))
     test_recipe = re.search(r"^test:.*\n\t(.+)$", makefile, re.MULTILINE)
     assert test_recipe and " -n " not in test_recipe.group(1)  # `make test` stays one process
+
+
+def test_the_code_is_as_ruff_formats_it_and_lint_checks_that():
+    """`make lint` checks the formatting before the lint rules, and every file is as `ruff format` writes it
+    (ruff is the lock file's, a compiled program: no Python process is started)."""
+    import subprocess
+    import sysconfig
+
+    makefile = (ROOT / "Makefile").read_text(encoding="utf-8")
+    recipe = re.search(r"^lint:.*\n((?:\t.+\n)+)", makefile, re.MULTILINE)
+    assert recipe and "ruff format --check core storage app tests benchmarks" in recipe.group(1)
+    ruff = Path(sysconfig.get_path("scripts")) / "ruff"
+    if not ruff.exists():
+        pytest.skip("ruff is not installed next to this Python (make test installs it)")
+    folders = ["core", "storage", "app", "tests", "benchmarks"]
+    done = subprocess.run([str(ruff), "format", "--check", *folders], cwd=ROOT, capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout + done.stderr

@@ -39,10 +39,16 @@ def imported_names(source: str) -> list[tuple[int, str]]:
             found += [(node.lineno, node.module or "")]
             # ``from app import auth`` imports the module app.auth
             found += [(node.lineno, f"{node.module}.{alias.name}") for alias in node.names if node.module == "app"]
-        elif (isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Constant)
-              and isinstance(node.args[0].value, str)
-              and ((isinstance(node.func, ast.Name) and node.func.id == "__import__")
-                   or (isinstance(node.func, ast.Attribute) and node.func.attr == "import_module"))):
+        elif (
+            isinstance(node, ast.Call)
+            and node.args
+            and isinstance(node.args[0], ast.Constant)
+            and isinstance(node.args[0].value, str)
+            and (
+                (isinstance(node.func, ast.Name) and node.func.id == "__import__")
+                or (isinstance(node.func, ast.Attribute) and node.func.attr == "import_module")
+            )
+        ):
             found.append((node.lineno, node.args[0].value))
     return found
 
@@ -83,18 +89,28 @@ def test_the_page_side_of_app_finds_its_modules():
 
 
 def test_imported_names_sees_imports_inside_functions_and_by_name():
-    source = ("import core.kernels\nfrom storage.errors import StorageError\n"
-              "def f():\n    from core import explain\n    import importlib\n"
-              "    importlib.import_module('storage.engine')\n    __import__('core.formatting')\n")
+    source = (
+        "import core.kernels\nfrom storage.errors import StorageError\n"
+        "def f():\n    from core import explain\n    import importlib\n"
+        "    importlib.import_module('storage.engine')\n    __import__('core.formatting')\n"
+    )
     assert [name for _, name in imported_names(source)] == [
-        "core.kernels", "storage.errors", "core", "importlib", "storage.engine", "core.formatting"]
+        "core.kernels",
+        "storage.errors",
+        "core",
+        "importlib",
+        "storage.engine",
+        "core.formatting",
+    ]
 
 
 def test_pages_and_widgets_import_neither_core_nor_storage():
-    offending = [f"{path.relative_to(ROOT).as_posix()}:{line} imports {name}"
-                 for path in page_side_modules()
-                 for line, name in imported_names(path.read_text(encoding="utf-8"))
-                 if name.split(".")[0] in BEHIND_THE_SERVICE]
+    offending = [
+        f"{path.relative_to(ROOT).as_posix()}:{line} imports {name}"
+        for path in page_side_modules()
+        for line, name in imported_names(path.read_text(encoding="utf-8"))
+        if name.split(".")[0] in BEHIND_THE_SERVICE
+    ]
     assert offending == []
 
 
@@ -112,8 +128,12 @@ def caught_names(source: str) -> list[tuple[int, str]]:
 
 def imported_from(source: str) -> dict[str, str]:
     """name -> the module it is imported from, for every ``from module import name [as alias]`` of ``source``."""
-    return {alias.asname or alias.name: f"{node.module}:{alias.name}" for node in ast.walk(ast.parse(source))
-            if isinstance(node, ast.ImportFrom) and not node.level for alias in node.names}
+    return {
+        alias.asname or alias.name: f"{node.module}:{alias.name}"
+        for node in ast.walk(ast.parse(source))
+        if isinstance(node, ast.ImportFrom) and not node.level
+        for alias in node.names
+    }
 
 
 def error_classes(value: object) -> list[type]:
@@ -127,8 +147,11 @@ def foreign_errors(value: object) -> list[str]:
     """The error classes of ``value`` that are neither Python's own nor the service's."""
     from app.services import ServiceError
 
-    return [f"{c.__module__}.{c.__qualname__}" for c in error_classes(value)
-            if c.__module__ != "builtins" and not issubclass(c, ServiceError)]
+    return [
+        f"{c.__module__}.{c.__qualname__}"
+        for c in error_classes(value)
+        if c.__module__ != "builtins" and not issubclass(c, ServiceError)
+    ]
 
 
 def test_foreign_errors_sees_storage_s_core_s_and_sqlalchemy_s_classes_in_a_tuple():
@@ -139,11 +162,17 @@ def test_foreign_errors_sees_storage_s_core_s_and_sqlalchemy_s_classes_in_a_tupl
     from storage.errors import StorageError
 
     assert foreign_errors((ServiceError, (StorageError, ValueError), DataError, SQLAlchemyError)) == [
-        "storage.errors.StorageError", "core.ingest.errors.DataError", "sqlalchemy.exc.SQLAlchemyError"]
+        "storage.errors.StorageError",
+        "core.ingest.errors.DataError",
+        "sqlalchemy.exc.SQLAlchemyError",
+    ]
     assert foreign_errors(ValueError) == foreign_errors("ServiceError") == []
-    assert [name for _, name in caught_names("try:\n    f()\nexcept (*REFUSED, ValueError) as e:\n    pass\n"
-                                             "except DataError:\n    pass\n")] == ["REFUSED", "ValueError",
-                                                                                     "DataError"]
+    assert [
+        name
+        for _, name in caught_names(
+            "try:\n    f()\nexcept (*REFUSED, ValueError) as e:\n    pass\nexcept DataError:\n    pass\n"
+        )
+    ] == ["REFUSED", "ValueError", "DataError"]
 
 
 def test_pages_and_widgets_catch_and_import_only_the_service_s_errors_and_python_s():
@@ -164,8 +193,7 @@ def test_pages_and_widgets_catch_and_import_only_the_service_s_errors_and_python
             elif hasattr(builtins, name):
                 continue
             elif "views" not in path.parts:  # a name the module sets (``PAGE_ERRORS``): what it is, imported
-                value = getattr(importlib.import_module(".".join(path.relative_to(ROOT).with_suffix("").parts)),
-                                name)
+                value = getattr(importlib.import_module(".".join(path.relative_to(ROOT).with_suffix("").parts)), name)
             else:
                 offending.append(f"{where}:{line} catches {name}, neither imported nor Python's")
                 continue

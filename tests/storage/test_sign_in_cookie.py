@@ -57,8 +57,7 @@ def every_stored_text(engine) -> str:
     meta = MetaData()
     meta.reflect(engine)
     with engine.connect() as connection:
-        return "\n".join(repr(tuple(row)) for table in meta.sorted_tables
-                         for row in connection.execute(select(table)))
+        return "\n".join(repr(tuple(row)) for table in meta.sorted_tables for row in connection.execute(select(table)))
 
 
 def test_a_browser_keeps_a_sign_in_under_a_token_the_database_holds_only_the_hash_of(svc):
@@ -174,18 +173,24 @@ def test_signing_out_in_one_tab_signs_out_another_at_its_next_run(tmp_path, monk
 # --------------------------------------------------------------------------- the endpoint, without a server
 
 
-@pytest.mark.parametrize(("headers", "allowed", "secure"), [
-    ({"origin": "http://127.0.0.1:8501", "host": "127.0.0.1:8501"}, True, False),
-    ({"origin": "http://127.0.0.1:8501", "host": "127.0.0.1:8501", "sec-fetch-site": "same-origin"}, True, False),
-    ({"origin": "https://lab.example.org", "host": "127.0.0.1:8501", "x-forwarded-host": "lab.example.org"},
-     True, True),
-    ({"origin": "https://lab.example.org", "host": "lab.example.org"}, True, True),
-    ({"origin": "http://evil.example.com", "host": "127.0.0.1:8501"}, False, None),
-    ({"origin": "http://127.0.0.1:8501", "host": "127.0.0.1:8501", "sec-fetch-site": "cross-site"}, False, None),
-    ({"origin": "http://127.0.0.1:8501", "host": "127.0.0.1:8501", "sec-fetch-site": "same-site"}, False, None),
-    ({"origin": "null", "host": "127.0.0.1:8501"}, False, None),
-    ({"host": "127.0.0.1:8501"}, False, None),
-])
+@pytest.mark.parametrize(
+    ("headers", "allowed", "secure"),
+    [
+        ({"origin": "http://127.0.0.1:8501", "host": "127.0.0.1:8501"}, True, False),
+        ({"origin": "http://127.0.0.1:8501", "host": "127.0.0.1:8501", "sec-fetch-site": "same-origin"}, True, False),
+        (
+            {"origin": "https://lab.example.org", "host": "127.0.0.1:8501", "x-forwarded-host": "lab.example.org"},
+            True,
+            True,
+        ),
+        ({"origin": "https://lab.example.org", "host": "lab.example.org"}, True, True),
+        ({"origin": "http://evil.example.com", "host": "127.0.0.1:8501"}, False, None),
+        ({"origin": "http://127.0.0.1:8501", "host": "127.0.0.1:8501", "sec-fetch-site": "cross-site"}, False, None),
+        ({"origin": "http://127.0.0.1:8501", "host": "127.0.0.1:8501", "sec-fetch-site": "same-site"}, False, None),
+        ({"origin": "null", "host": "127.0.0.1:8501"}, False, None),
+        ({"host": "127.0.0.1:8501"}, False, None),
+    ],
+)
 def test_only_a_page_of_this_server_may_ask_for_the_cookie(headers, allowed, secure):
     scope = {"type": "http", "scheme": "http", "headers": [(k.encode(), v.encode()) for k, v in headers.items()]}
     if allowed:
@@ -216,8 +221,12 @@ def ticket_on(page) -> str:
 
 
 def post_ticket(server, ticket: str, origin: str | None = None, **headers) -> requests.Response:
-    return requests.post(f"{server.url}{server_guard.SIGN_IN_PATH}", data=ticket.encode(), timeout=30,
-                         headers={"Origin": origin or server.url, "Content-Type": "text/plain", **headers})
+    return requests.post(
+        f"{server.url}{server_guard.SIGN_IN_PATH}",
+        data=ticket.encode(),
+        timeout=30,
+        headers={"Origin": origin or server.url, "Content-Type": "text/plain", **headers},
+    )
 
 
 def cookie_attributes(answer: requests.Response) -> dict[str, str]:
@@ -253,11 +262,12 @@ def test_a_ticket_from_a_signed_in_page_gets_the_cookie_once_and_the_cookie_sign
 def test_a_ticket_sent_from_another_site_gets_nothing(server):
     with WireBrowser(server.url) as browser:
         ticket = ticket_on(browser.sign_in(OWNER, OWNER_PASSWORD))
-    for refused in (post_ticket(server, ticket, origin="http://evil.example.com"),
-                    post_ticket(server, ticket, **{"Sec-Fetch-Site": "cross-site"}),
-                    requests.post(f"{server.url}{server_guard.SIGN_IN_PATH}", data=ticket, timeout=30),  # no Origin
-                    requests.get(f"{server.url}{server_guard.SIGN_IN_PATH}", timeout=30,
-                                 headers={"Origin": server.url})):
+    for refused in (
+        post_ticket(server, ticket, origin="http://evil.example.com"),
+        post_ticket(server, ticket, **{"Sec-Fetch-Site": "cross-site"}),
+        requests.post(f"{server.url}{server_guard.SIGN_IN_PATH}", data=ticket, timeout=30),  # no Origin
+        requests.get(f"{server.url}{server_guard.SIGN_IN_PATH}", timeout=30, headers={"Origin": server.url}),
+    ):
         assert refused.status_code in (403, 405) and "Set-Cookie" not in refused.headers, refused.text
     # the refused requests did not use it up: the page itself still gets its cookie, Secure on https
     answer = post_ticket(server, ticket, origin=server.url.replace("http://", "https://"))
@@ -281,5 +291,9 @@ def test_signing_out_in_one_tab_signs_out_the_tab_the_cookie_opened_and_removes_
     cleared = requests.post(f"{server.url}{server_guard.SIGN_OUT_PATH}", headers={"Origin": server.url}, timeout=30)
     assert cleared.status_code == 204
     assert cookie_attributes(cleared)["value"] == "" and cookie_attributes(cleared)["max-age"] == "0"
-    assert requests.post(f"{server.url}{server_guard.SIGN_OUT_PATH}", timeout=30,
-                         headers={"Origin": "http://evil.example.com"}).status_code == 403
+    assert (
+        requests.post(
+            f"{server.url}{server_guard.SIGN_OUT_PATH}", timeout=30, headers={"Origin": "http://evil.example.com"}
+        ).status_code
+        == 403
+    )

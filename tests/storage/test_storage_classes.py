@@ -34,9 +34,16 @@ def test_the_class_names_travel_with_the_session_settings(engine):
     assert "classes" not in SessionSettings().to_json()
 
 
-@pytest.mark.parametrize("classes, words", [
-    (("a", "b"), "3 to 9"), (("a",) * 3, "named twice"), (tuple("abcdefghij"), "at most 9"),
-    (("a", " b", "c"), "without spaces"), (("a", "", "c"), "non-empty")])
+@pytest.mark.parametrize(
+    "classes, words",
+    [
+        (("a", "b"), "3 to 9"),
+        (("a",) * 3, "named twice"),
+        (tuple("abcdefghij"), "at most 9"),
+        (("a", " b", "c"), "without spaces"),
+        (("a", "", "c"), "non-empty"),
+    ],
+)
 def test_bad_class_lists_are_refused_naming_the_problem(classes, words):
     with pytest.raises(SettingsError, match=words):
         SessionSettings(strategy="smallest-margin", classes=classes)
@@ -57,7 +64,10 @@ def test_each_answer_keeps_its_class_through_undo_change_and_removal(engine):
     label(engine, session_id, 11, value=1, answer_class=2)
     label(engine, session_id, 12, value=0)
     assert [(e.item_index, e.value, e.answer_class) for e in storage.label_events(engine, session_id)] == [
-        (10, 1, 0), (11, 1, 2), (12, 0, None)]
+        (10, 1, 0),
+        (11, 1, 2),
+        (12, 0, None),
+    ]
     # undo takes the last back; the row stays with undone_at
     undone = storage.undo_last_label(engine, session_id)
     assert (undone.item_index, undone.answer_class) == (12, None)
@@ -77,20 +87,28 @@ def test_each_answer_keeps_its_class_through_undo_change_and_removal(engine):
     assert [(e.item_index, e.answer_class) for e in storage.label_events(engine, session_id)] == [(11, 2)]
     history = storage.label_history(engine, session_id)
     assert [(e.item_index, e.answer_class, e.undone_at is not None) for e in history] == [
-        (10, 2, True), (11, 2, False), (12, None, True)]
+        (10, 2, True),
+        (11, 2, False),
+        (12, None, True),
+    ]
 
 
 def test_answers_that_do_not_fit_the_session_are_refused_and_nothing_is_written(engine):
     session_id = class_session(engine)
-    for value, answer_class, words in [(1, None, "one of its classes"), (-1, None, "one of its classes"),
-                                       (1, 3, "not one of the session's 3 classes"), (0, 1, "skip has no class"),
-                                       (-1, 0, "one of its classes")]:
+    for value, answer_class, words in [
+        (1, None, "one of its classes"),
+        (-1, None, "one of its classes"),
+        (1, 3, "not one of the session's 3 classes"),
+        (0, 1, "skip has no class"),
+        (-1, 0, "one of its classes"),
+    ]:
         with pytest.raises(InvalidLabelError, match=words):
             label(engine, session_id, 10, value=value, answer_class=answer_class)
     assert storage.label_events(engine, session_id) == []
     with pytest.raises(InvalidLabelError, match="one of its classes"):
-        storage.record_labels(engine, session_id, [(10, 1)], annotator="ada", strategy="imported", solver="x",
-                              model_version=0)
+        storage.record_labels(
+            engine, session_id, [(10, 1)], annotator="ada", strategy="imported", solver="x", model_version=0
+        )
     given = label(engine, session_id, 10, value=1, answer_class=1)
     with pytest.raises(InvalidLabelError, match="not one of the session's 3 classes"):
         storage.change_label(engine, session_id, given.label_id, value=1, answer_class=7, annotator="ada")
@@ -118,15 +136,20 @@ def test_migration_0008_adds_the_answer_class_columns_and_keeps_every_label(data
         dataset_id = small_dataset(engine)
         session_id = new_session(engine, dataset_id)
         with engine.begin() as connection:  # a label and a correction as version 7 wrote them
-            connection.execute(text(
-                "INSERT INTO labels (session_id, item_id, annotator_id, value, created_at, strategy, solver, "
-                "model_version) SELECT :s, items.id, annotators.id, 1, CURRENT_TIMESTAMP, 'random', 'lasvm', 0 "
-                "FROM items, annotators WHERE items.position = 4 AND items.dataset_id = :d"
-            ).bindparams(s=session_id, d=dataset_id))
-            connection.execute(text(
-                "INSERT INTO label_corrections (label_id, session_id, annotator_id, kind, old_value, new_value, "
-                "created_at) SELECT labels.id, :s, labels.annotator_id, 'change', 1, -1, CURRENT_TIMESTAMP "
-                "FROM labels").bindparams(s=session_id))
+            connection.execute(
+                text(
+                    "INSERT INTO labels (session_id, item_id, annotator_id, value, created_at, strategy, solver, "
+                    "model_version) SELECT :s, items.id, annotators.id, 1, CURRENT_TIMESTAMP, 'random', 'lasvm', 0 "
+                    "FROM items, annotators WHERE items.position = 4 AND items.dataset_id = :d"
+                ).bindparams(s=session_id, d=dataset_id)
+            )
+            connection.execute(
+                text(
+                    "INSERT INTO label_corrections (label_id, session_id, annotator_id, kind, old_value, new_value, "
+                    "created_at) SELECT labels.id, :s, labels.annotator_id, 'change', 1, -1, CURRENT_TIMESTAMP "
+                    "FROM labels"
+                ).bindparams(s=session_id)
+            )
         before = table_rows(engine, ["labels", "label_corrections"])
         assert storage.init_db(engine) == SCHEMA_VERSION == 8
         assert schema_differences(engine) == []
@@ -134,7 +157,8 @@ def test_migration_0008_adds_the_answer_class_columns_and_keeps_every_label(data
         assert (event.item_index, event.value, event.answer_class) == (4, -1, None)
         with engine.connect() as connection:
             assert connection.execute(select(LabelCorrection.old_class, LabelCorrection.new_class)).all() == [
-                (None, None)]
+                (None, None)
+            ]
         with engine.begin() as connection:
             command.downgrade(migrations.alembic_config(connection), "0007_browser_sign_ins")
         with engine.connect() as connection:

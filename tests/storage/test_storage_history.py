@@ -22,16 +22,23 @@ from tests.storage.test_storage_repository import database_digest, label, new_se
 def labelled_session(engine, values=(1, -1, 1, -1, 0, 1), **dataset_kw):
     dataset_id = small_dataset(engine, **dataset_kw)
     session_id = new_session(engine, dataset_id)
-    events = [label(engine, session_id, item, value=value, model_version=k, decision_value=k / 10)
-              for k, (item, value) in enumerate(zip(range(10, 10 + len(values)), values, strict=True))]
+    events = [
+        label(engine, session_id, item, value=value, model_version=k, decision_value=k / 10)
+        for k, (item, value) in enumerate(zip(range(10, 10 + len(values)), values, strict=True))
+    ]
     return dataset_id, session_id, events
 
 
 def stored_label_rows(engine, session_id):
     with engine.connect() as connection:
-        return [tuple(row) for row in connection.execute(
-            select(Label.id, Label.value, Label.created_at, Label.annotator_id, Label.decision_value)
-            .where(Label.session_id == session_id).order_by(Label.id))]
+        return [
+            tuple(row)
+            for row in connection.execute(
+                select(Label.id, Label.value, Label.created_at, Label.annotator_id, Label.decision_value)
+                .where(Label.session_id == session_id)
+                .order_by(Label.id)
+            )
+        ]
 
 
 def save_snapshots(engine, session_id, counts):
@@ -43,8 +50,9 @@ def snapshot_counts(engine, session_id):
     with engine.connect() as connection:
         from storage.models import ModelSnapshot
 
-        return sorted(connection.execute(
-            select(ModelSnapshot.n_events).where(ModelSnapshot.session_id == session_id)).scalars())
+        return sorted(
+            connection.execute(select(ModelSnapshot.n_events).where(ModelSnapshot.session_id == session_id)).scalars()
+        )
 
 
 def test_a_change_is_recorded_beside_the_label_as_given(engine):
@@ -68,7 +76,12 @@ def test_a_change_is_recorded_beside_the_label_as_given(engine):
     assert snapshot_counts(engine, session_id) == [1, 2]
     (recorded,) = storage.label_corrections(engine, session_id)
     assert (recorded.label_id, recorded.kind, recorded.old_value, recorded.new_value, recorded.annotator) == (
-        target.label_id, "change", 1, -1, "bea")
+        target.label_id,
+        "change",
+        1,
+        -1,
+        "bea",
+    )
     # counts are unchanged by a change
     info = storage.get_session(engine, session_id)
     assert (info.n_labels, info.n_skips) == (5, 1)
@@ -145,15 +158,23 @@ def test_export_writes_class_names_blank_cold_start_scores_and_who_changed_a_lab
     assert [r["changed_by"] for r in rows] == ["", "", "bea", ""]
     assert [r["label_as_given"] for r in rows] == ["", "", "malignant", ""]
     assert rows[2]["changed_at"] == storage.label_corrections(engine, session_id)[0].created_at.isoformat()
-    records = [json.loads(line) for line in storage.export_labels(engine, fmt="jsonl", dataset_id=dataset_id)
-               .splitlines()]
+    records = [
+        json.loads(line) for line in storage.export_labels(engine, fmt="jsonl", dataset_id=dataset_id).splitlines()
+    ]
     assert [(r["label"], r["label_value"], r["decision_value"]) for r in records] == [
-        ("malignant", 1, None), ("benign", -1, None), ("benign", -1, 0.125)]
+        ("malignant", 1, None),
+        ("benign", -1, None),
+        ("benign", -1, 0.125),
+    ]
     assert (records[2]["changed_by"], records[2]["label_as_given"], records[0]["changed_by"]) == (
-        "bea", "malignant", None)
+        "bea",
+        "malignant",
+        None,
+    )
     # an export still imports back as a dataset whose true labels are the labels as they stand
-    new_id = storage.import_labelled_export(engine, storage.export_labels(engine, dataset_id=dataset_id).encode(),
-                                            name="again", fmt="csv")
+    new_id = storage.import_labelled_export(
+        engine, storage.export_labels(engine, dataset_id=dataset_id).encode(), name="again", fmt="csv"
+    )
     assert storage.load_dataset_arrays(engine, new_id)[1].tolist() == [1, -1, -1]
     assert first.label_id < second.label_id
 
@@ -173,7 +194,10 @@ def test_record_labels_stores_all_or_nothing(engine):
     assert (row_counts(engine), database_digest(engine)) == before
     stored = storage.record_labels(engine, session_id, [(5, 1), (7, -1), (8, 0)], **kw)
     assert [(e.item_index, e.value, e.decision_value, e.model_version, e.strategy) for e in stored] == [
-        (5, 1, None, 1, "imported"), (7, -1, None, 2, "imported"), (8, 0, None, 3, "imported")]
+        (5, 1, None, 1, "imported"),
+        (7, -1, None, 2, "imported"),
+        (8, 0, None, 3, "imported"),
+    ]
     assert [e.item_index for e in storage.label_events(engine, session_id)] == [2, 5, 7, 8]
 
 
@@ -194,7 +218,11 @@ def test_sessions_get_names_and_a_dataset_deletion_says_what_goes(engine):
     other = small_dataset(engine, seed=9)
     contents = storage.dataset_contents(engine, dataset_id)
     assert (contents.n_sessions, contents.n_labels, contents.n_comparisons, contents.annotators) == (
-        2, 7, 1, ("ada", "bea"))
+        2,
+        7,
+        1,
+        ("ada", "bea"),
+    )
     storage.delete_dataset(engine, dataset_id)
     counts = row_counts(engine)
     assert counts["labels"] == counts["label_corrections"] == counts["labelling_sessions"] == 0

@@ -111,8 +111,15 @@ def test_a_dataset_without_keys_or_texts_is_loaded_without_a_row_per_item(engine
     assert X.shape == (50, 2) and display.item_keys is None and display.display_values is None
     per_item = [s for s in statements if "FROM items" in s and "ORDER BY" in s.upper()]  # (a row per item)
     assert per_item == [], per_item
-    keyed = storage.import_csv(engine, GOOD_CSV, name="keyed", label_column="label", positive="spam",
-                               key_column="id", feature_columns=["a", "b"])
+    keyed = storage.import_csv(
+        engine,
+        GOOD_CSV,
+        name="keyed",
+        label_column="label",
+        positive="spam",
+        key_column="id",
+        feature_columns=["a", "b"],
+    )
     display = storage.load_dataset_arrays(engine, keyed)[3]
     assert display.item_keys == ("r1", "r2", "r3") and display.display_values is None
 
@@ -272,7 +279,7 @@ def test_export_to_a_file_and_reimport_from_the_path(engine, tmp_path):
 # -- CSV cells a spreadsheet would run as formulas ----------------------------------------------
 
 ESCAPED = [
-    ("=HYPERLINK(\"http://example.com\",\"click\")", "'=HYPERLINK(\"http://example.com\",\"click\")"),
+    ('=HYPERLINK("http://example.com","click")', '\'=HYPERLINK("http://example.com","click")'),
     ("+cmd|' /C calc'!A0", "'+cmd|' /C calc'!A0"),
     ("-2+3", "'-2+3"),
     ("@SUM(A1:A9)", "'@SUM(A1:A9)"),
@@ -321,7 +328,7 @@ def test_hostile_cells_are_escaped_in_the_csv_and_come_back_unchanged_on_reimpor
     X[:, 0] = -np.abs(X[:, 0]) - 1.0  # negative numbers stay numbers
     dataset_id = storage.import_dataset(
         engine,
-        name="=IMPORTXML(\"http://example.com\",\"//a\")",
+        name='=IMPORTXML("http://example.com","//a")',
         X=X,
         feature_names=HOSTILE_FEATURES,
         item_keys=HOSTILE_KEYS,
@@ -338,7 +345,7 @@ def test_hostile_cells_are_escaped_in_the_csv_and_come_back_unchanged_on_reimpor
     assert header[7:13] == ["'=f", "'+g", "-1.5", "'@h", "''=i", "feature:label"]
     for item, row in enumerate(rows):
         cells = dict(zip(header, row, strict=True))
-        assert cells["dataset_name"] == "'=IMPORTXML(\"http://example.com\",\"//a\")"
+        assert cells["dataset_name"] == '\'=IMPORTXML("http://example.com","//a")'
         assert cells["item_key"] == ("" if HOSTILE_KEYS[item] is None else escape_cell(HOSTILE_KEYS[item]))
         assert cells["display_text"] == escape_cell(HOSTILE_TEXTS[item])
         assert (cells["annotator"], cells["strategy"], cells["solver"]) == ("'@annotator", "'=strategy", "'+solver")

@@ -160,9 +160,11 @@ def test_upgrade_of_a_schema_version_1_database_keeps_every_row(database_url):
                 assert {column: new[column] for column in old if column in new} == old, table
         with engine.connect() as connection:
             for dataset_id, blob in moved.items():
-                pieces = connection.execute(select(DatasetChunk.start, DatasetChunk.data)
-                                            .where(DatasetChunk.dataset_id == dataset_id)
-                                            .order_by(DatasetChunk.start)).all()
+                pieces = connection.execute(
+                    select(DatasetChunk.start, DatasetChunk.data)
+                    .where(DatasetChunk.dataset_id == dataset_id)
+                    .order_by(DatasetChunk.start)
+                ).all()
                 assert b"".join(bytes(data) for _, data in pieces) == bytes(blob) and pieces[0][0] == 0
 
         # and the repository reads them as before
@@ -205,15 +207,33 @@ def test_upgrade_cuts_large_matrices_into_pieces_that_read_back_bit_for_bit(data
             for k, (X, meta) in enumerate([(dense, {"feature_format": "dense"}), (sparse, {"feature_format": "csr"})]):
                 blob, _ = encode_features(X)
                 assert len(blob) > 2 * 2**20
-                rows.append(dict(id=k + 1, name=f"m{k}", source="", feature_names=[f"f{j}" for j in range(X.shape[1])],
-                                 n_rows=X.shape[0], n_features=X.shape[1], features=blob, true_labels=None,
-                                 display_kind="table", image_width=None, image_height=None, text_column=None,
-                                 content_hash=str(k) * 64, meta=meta, created_at=at))
+                rows.append(
+                    dict(
+                        id=k + 1,
+                        name=f"m{k}",
+                        source="",
+                        feature_names=[f"f{j}" for j in range(X.shape[1])],
+                        n_rows=X.shape[0],
+                        n_features=X.shape[1],
+                        features=blob,
+                        true_labels=None,
+                        display_kind="table",
+                        image_width=None,
+                        image_height=None,
+                        text_column=None,
+                        content_hash=str(k) * 64,
+                        meta=meta,
+                        created_at=at,
+                    )
+                )
             connection.execute(tables.tables["datasets"].insert(), rows)
         assert storage.init_db(engine) == SCHEMA_VERSION
         with engine.connect() as connection:
-            lengths = connection.execute(select(DatasetChunk.start, func.length(DatasetChunk.data))
-                                         .where(DatasetChunk.dataset_id == 1).order_by(DatasetChunk.start)).all()
+            lengths = connection.execute(
+                select(DatasetChunk.start, func.length(DatasetChunk.data))
+                .where(DatasetChunk.dataset_id == 1)
+                .order_by(DatasetChunk.start)
+            ).all()
         assert len(lengths) == 3 and all(n % 800 == 0 for _, n in lengths)  # whole rows of 100 float64
         X, _, _, _ = storage.load_dataset_arrays(engine, 1)
         assert X.tobytes() == dense.tobytes()
@@ -290,8 +310,10 @@ def test_migration_0006_keeps_every_account_and_moves_the_lock_to_sign_in_thrott
         teams.create_account(engine, name="olga", role="owner", password_hash=hash_password("a-long-password"))
         teams.create_account(engine, name="ann", role="annotator", password_hash=None)
         with engine.begin() as connection:  # ann was locked the way schema version 5 locked
-            connection.execute(text("UPDATE accounts SET failed_attempts = 7, locked_until = :until "
-                                    "WHERE role = 'annotator'"), {"until": dt.datetime(2030, 1, 1, tzinfo=dt.UTC)})
+            connection.execute(
+                text("UPDATE accounts SET failed_attempts = 7, locked_until = :until WHERE role = 'annotator'"),
+                {"until": dt.datetime(2030, 1, 1, tzinfo=dt.UTC)},
+            )
         before = table_rows(engine, ["accounts", "annotators"])
         assert storage.init_db(engine) == SCHEMA_VERSION
         assert schema_differences(engine) == []
@@ -309,7 +331,8 @@ def test_migration_0006_keeps_every_account_and_moves_the_lock_to_sign_in_thrott
         down = table_rows(engine, ["accounts"])["accounts"]
         assert [row.pop("locked_until") for row in down] == [None, None]
         assert [{k: v for k, v in row.items() if k != "last_sign_in_at"} for row in down] == [
-            {k: v for k, v in row.items() if k != "last_sign_in_at"} for row in after["accounts"]]
+            {k: v for k, v in row.items() if k != "last_sign_in_at"} for row in after["accounts"]
+        ]
         with engine.connect() as connection:
             assert not inspect(connection).has_table("sign_in_throttles")
             assert connection.execute(text("SELECT version FROM schema_info")).scalar_one() == 5

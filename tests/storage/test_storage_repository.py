@@ -228,8 +228,11 @@ def test_a_matrix_of_several_pieces_round_trips_and_any_row_reads_alone(engine):
     X[7, 3] = -0.0
     dataset_id = storage.import_dataset(engine, name="wide", X=X, feature_names=[f"f{j}" for j in range(100)])
     with Session(engine) as session:
-        pieces = session.execute(select(DatasetChunk.start, func.length(DatasetChunk.data))
-                                 .where(DatasetChunk.dataset_id == dataset_id).order_by(DatasetChunk.start)).all()
+        pieces = session.execute(
+            select(DatasetChunk.start, func.length(DatasetChunk.data))
+            .where(DatasetChunk.dataset_id == dataset_id)
+            .order_by(DatasetChunk.start)
+        ).all()
     rows_per_piece = FEATURE_CHUNK_BYTES // 800
     assert len(pieces) == 3 and [start for start, _ in pieces] == [0, rows_per_piece * 800, 2 * rows_per_piece * 800]
     assert all(length % 800 == 0 for _, length in pieces)  # whole rows in every piece
@@ -243,8 +246,11 @@ def test_a_matrix_of_several_pieces_round_trips_and_any_row_reads_alone(engine):
     assert storage.load_feature_rows(engine, dataset_id, edges + edges[:2]).tobytes() == X[edges + edges[:2]].tobytes()
     # a piece gone: reading says so, naming the dataset
     with Session(engine) as session, session.begin():
-        session.execute(delete(DatasetChunk).where(DatasetChunk.dataset_id == dataset_id,
-                                                   DatasetChunk.start == rows_per_piece * 800))
+        session.execute(
+            delete(DatasetChunk).where(
+                DatasetChunk.dataset_id == dataset_id, DatasetChunk.start == rows_per_piece * 800
+            )
+        )
     with pytest.raises(storage.StorageError, match=f"dataset {dataset_id}"):
         storage.load_dataset_arrays(engine, dataset_id)
     with pytest.raises(storage.StorageError, match=f"dataset {dataset_id}"):
@@ -629,13 +635,48 @@ def test_single_feature_rows_are_read_from_the_database_as_stored(engine):
 
 # the repository functions' module before it was cut into a module per thing stored
 REPOSITORY_NAMES = (
-    "Comparison", "ComparisonInfo", "DatasetInfo", "DisplayInfo", "EVENT_LABEL_FIELDS", "EngineLike",
-    "FEATURE_CHUNK_BYTES", "LabelEvent", "SNAPSHOTS_KEPT", "SessionInfo", "Snapshot", "as_engine", "close_session",
-    "current_value", "delete_dataset", "delete_session", "events_query", "get_dataset", "get_or_create_annotator",
-    "get_session", "import_dataset", "label_events", "labelled_items", "latest_snapshot", "list_annotators",
-    "list_comparisons", "list_datasets", "list_sessions", "load_comparison", "load_dataset_arrays",
-    "load_feature_rows", "reading", "record_label", "reopen_session", "save_comparison", "save_snapshot",
-    "set_session_setting", "start_session", "stored_features", "undo_last_label", "update_dataset_meta", "writing",
+    "Comparison",
+    "ComparisonInfo",
+    "DatasetInfo",
+    "DisplayInfo",
+    "EVENT_LABEL_FIELDS",
+    "EngineLike",
+    "FEATURE_CHUNK_BYTES",
+    "LabelEvent",
+    "SNAPSHOTS_KEPT",
+    "SessionInfo",
+    "Snapshot",
+    "as_engine",
+    "close_session",
+    "current_value",
+    "delete_dataset",
+    "delete_session",
+    "events_query",
+    "get_dataset",
+    "get_or_create_annotator",
+    "get_session",
+    "import_dataset",
+    "label_events",
+    "labelled_items",
+    "latest_snapshot",
+    "list_annotators",
+    "list_comparisons",
+    "list_datasets",
+    "list_sessions",
+    "load_comparison",
+    "load_dataset_arrays",
+    "load_feature_rows",
+    "reading",
+    "record_label",
+    "reopen_session",
+    "save_comparison",
+    "save_snapshot",
+    "set_session_setting",
+    "start_session",
+    "stored_features",
+    "undo_last_label",
+    "update_dataset_meta",
+    "writing",
 )
 
 

@@ -26,8 +26,9 @@ def test_a_text_dataset_is_stored_as_csr_arrays_and_loaded_without_densifying(en
     from core.datasets import load_csv
 
     expected = load_csv(DOCS, label_column="included", positive="yes", text_columns=["abstract"], key_column="id")
-    dataset_id = storage.import_csv(engine, DOCS, name="docs", label_column="included", positive="yes",
-                                    text_columns=["abstract"], key_column="id")
+    dataset_id = storage.import_csv(
+        engine, DOCS, name="docs", label_column="included", positive="yes", text_columns=["abstract"], key_column="id"
+    )
     X, y, names, display = storage.load_dataset_arrays(engine, dataset_id)
     assert sp.isspmatrix_csr(X) and X.dtype == np.float64 and X.shape == expected.X.shape
     assert (X != expected.X).nnz == 0 and names == expected.feature_names
@@ -39,8 +40,11 @@ def test_a_text_dataset_is_stored_as_csr_arrays_and_loaded_without_densifying(en
     assert info.meta["feature_blocks"][0]["kind"] == "tfidf" and info.meta["scaling"] == "standard"
     with reading(engine) as session:
         assert session.get(Dataset, dataset_id).features == b""  # (the matrix is stored in pieces)
-        blob = b"".join(session.execute(select(DatasetChunk.data).where(DatasetChunk.dataset_id == dataset_id)
-                                        .order_by(DatasetChunk.start)).scalars())
+        blob = b"".join(
+            session.execute(
+                select(DatasetChunk.data).where(DatasetChunk.dataset_id == dataset_id).order_by(DatasetChunk.start)
+            ).scalars()
+        )
     # the stored bytes are a plain-array archive of the nonzeros, far smaller than the dense matrix
     with np.load(io.BytesIO(blob), allow_pickle=False) as archive:
         assert sorted(archive.files) == ["data", "indices", "indptr", "shape"]
@@ -59,8 +63,9 @@ def test_a_large_sparse_matrix_round_trips_and_the_hash_tells_sparse_from_dense(
     np.testing.assert_array_equal(y_loaded, y)
     small = sp.csr_matrix(np.array([[0.0, 1.5], [2.0, 0.0]]))
     sparse_id = storage.import_dataset(engine, name="small", X=small, feature_names=["a", "b"], y_true=[1, -1])
-    dense_id = storage.import_dataset(engine, name="small dense", X=small.toarray(), feature_names=["a", "b"],
-                                      y_true=[1, -1])
+    dense_id = storage.import_dataset(
+        engine, name="small dense", X=small.toarray(), feature_names=["a", "b"], y_true=[1, -1]
+    )
     assert sparse_id != dense_id
     assert isinstance(storage.load_dataset_arrays(engine, dense_id)[0], np.ndarray)
     with pytest.raises(storage.DuplicateDatasetError):
@@ -76,13 +81,16 @@ def test_sparse_values_are_checked_before_anything_is_written(engine):
 
 
 def test_labels_on_a_sparse_dataset_export_with_their_feature_values(engine):
-    dataset_id = storage.import_csv(engine, DOCS, name="docs", label_column="included", positive="yes",
-                                    text_columns=["abstract"], key_column="id")
+    dataset_id = storage.import_csv(
+        engine, DOCS, name="docs", label_column="included", positive="yes", text_columns=["abstract"], key_column="id"
+    )
     X, _, names, _ = storage.load_dataset_arrays(engine, dataset_id)
-    session_id = storage.start_session(engine, dataset_id=dataset_id, annotator="ada", strategy="largest-positive",
-                                       solver="incremental")
-    storage.record_label(engine, session_id, item_index=2, value=1, annotator="ada", strategy="largest-positive",
-                         solver="incremental")
+    session_id = storage.start_session(
+        engine, dataset_id=dataset_id, annotator="ada", strategy="largest-positive", solver="incremental"
+    )
+    storage.record_label(
+        engine, session_id, item_index=2, value=1, annotator="ada", strategy="largest-positive", solver="incremental"
+    )
     import json
 
     record = json.loads(storage.export_labels(engine, fmt="jsonl", session_id=session_id).splitlines()[0])
@@ -94,15 +102,19 @@ def test_an_export_of_documents_and_table_rows_can_leave_the_terms_out(engine):
     import csv
     import json
 
-    docs_id = storage.import_csv(engine, DOCS, name="docs", label_column="included", positive="yes",
-                                 text_columns=["abstract"], key_column="id")
-    table_id = storage.import_dataset(engine, name="table", X=np.array([[1.5, -2.0], [0.25, 8.0]]),
-                                      feature_names=["width", "height"], y_true=[1, -1])
+    docs_id = storage.import_csv(
+        engine, DOCS, name="docs", label_column="included", positive="yes", text_columns=["abstract"], key_column="id"
+    )
+    table_id = storage.import_dataset(
+        engine, name="table", X=np.array([[1.5, -2.0], [0.25, 8.0]]), feature_names=["width", "height"], y_true=[1, -1]
+    )
     for dataset_id, item in ((docs_id, 2), (table_id, 1)):
-        session_id = storage.start_session(engine, dataset_id=dataset_id, annotator="ada", strategy="random",
-                                           solver="incremental")
-        storage.record_label(engine, session_id, item_index=item, value=1, annotator="ada", strategy="random",
-                             solver="incremental")
+        session_id = storage.start_session(
+            engine, dataset_id=dataset_id, annotator="ada", strategy="random", solver="incremental"
+        )
+        storage.record_label(
+            engine, session_id, item_index=item, value=1, annotator="ada", strategy="random", solver="incremental"
+        )
     rows = list(csv.DictReader(io.StringIO(storage.export_labels(engine, include_features=None))))
     assert [r["dataset_name"] for r in rows] == ["docs", "table"]
     terms = storage.load_dataset_arrays(engine, docs_id)[2]
@@ -110,8 +122,9 @@ def test_an_export_of_documents_and_table_rows_can_leave_the_terms_out(engine):
     assert "width" in header and "height" in header
     assert not set(terms) & set(header)  # no term columns
     assert rows[0]["display_text"] and rows[0]["width"] == "" and rows[1]["width"] == "0.25"
-    records = [json.loads(line) for line in storage.export_labels(engine, fmt="jsonl", include_features=None)
-               .splitlines()]
+    records = [
+        json.loads(line) for line in storage.export_labels(engine, fmt="jsonl", include_features=None).splitlines()
+    ]
     assert "features" not in records[0] and records[1]["features"] == {"width": 0.25, "height": 8.0}
     every = list(csv.DictReader(io.StringIO(storage.export_labels(engine, include_features=True))))
     assert set(terms) <= set(every[0])  # asked for: every term, one column each

@@ -64,15 +64,30 @@ def test_cohen_kappa_of_arrays_equals_that_of_lists_bit_for_bit():
             b = np.where(rng.random(n) < 0.6, a, rng.choice(values, size=n))
             arrays, lists = cohen_kappa(a, b), cohen_kappa([x.item() for x in a], [x.item() for x in b])
             assert arrays.n_items == lists.n_items == n
-            for got, want in [(arrays.value, lists.value), (arrays.observed, lists.observed),
-                              (arrays.expected, lists.expected)]:
+            for got, want in [
+                (arrays.value, lists.value),
+                (arrays.observed, lists.observed),
+                (arrays.expected, lists.expected),
+            ]:
                 assert got == want
 
 
 def test_fleiss_kappa_of_the_textbook_example():
     # Fleiss (1971) as reproduced on Wikipedia: 10 subjects, 14 raters, 5 categories
-    table = np.array([[0, 0, 0, 0, 14], [0, 2, 6, 4, 2], [0, 0, 3, 5, 6], [0, 3, 9, 2, 0], [2, 2, 8, 1, 1],
-                      [7, 7, 0, 0, 0], [3, 2, 6, 3, 0], [2, 5, 3, 2, 2], [6, 5, 2, 1, 0], [0, 2, 2, 3, 7]])
+    table = np.array(
+        [
+            [0, 0, 0, 0, 14],
+            [0, 2, 6, 4, 2],
+            [0, 0, 3, 5, 6],
+            [0, 3, 9, 2, 0],
+            [2, 2, 8, 1, 1],
+            [7, 7, 0, 0, 0],
+            [3, 2, 6, 3, 0],
+            [2, 5, 3, 2, 2],
+            [6, 5, 2, 1, 0],
+            [0, 2, 2, 3, 7],
+        ]
+    )
     kappa = fleiss_kappa(table)
     assert kappa.observed == pytest.approx(0.378, abs=5e-4)  # P_bar
     assert kappa.expected == pytest.approx(0.213, abs=5e-4)  # P_e
@@ -219,7 +234,8 @@ def guesses_at_once(svc, n: int, name: str, password: str, client: str | None = 
 
 
 def test_parallel_wrong_passwords_are_counted_in_the_database_and_lock_after_the_free_attempts(
-        svc, hasher, frozen_clock, monkeypatch):
+    svc, hasher, frozen_clock, monkeypatch
+):
     """The attack: twelve tabs sending twelve wrong passwords at once. Each attempt is counted before its
     password is checked, in the database, so only the first FREE_ATTEMPTS are checked at all, one at a
     time for one name; then the name is locked for that client, even for the right password."""
@@ -305,8 +321,7 @@ def test_a_name_without_an_account_answers_as_a_name_with_one(svc, hasher, froze
 
     known, unknown = attempts("ann", "192.0.2.1"), attempts("anne", "192.0.2.2")
     assert known == unknown
-    assert known[FREE_ATTEMPTS - 1] == ("Wrong name or password. Too many failed sign-ins: try again in 30 seconds.",
-                                        1)
+    assert known[FREE_ATTEMPTS - 1] == ("Wrong name or password. Too many failed sign-ins: try again in 30 seconds.", 1)
 
 
 @pytest.mark.slow  # many sign-ins, each checking a password hash (several seconds)
@@ -413,8 +428,10 @@ def test_two_owners_disabling_each_other_at_once_leave_one_owner(svc, monkeypatc
         except ServiceError as error:
             results[k] = str(error)
 
-    threads = [threading.Thread(target=disable, args=(0, olga, "pia")),
-               threading.Thread(target=disable, args=(1, pia, "olga"))]
+    threads = [
+        threading.Thread(target=disable, args=(0, olga, "pia")),
+        threading.Thread(target=disable, args=(1, pia, "olga")),
+    ]
     for thread in threads:
         thread.start()
     for thread in threads:
@@ -451,19 +468,28 @@ def test_a_disabled_or_reset_account_writes_nothing_more(svc):
         answers = teams.project_answers(svc.engine, project_id)[1]
         end_it()
         refused = [
-            run.answer(-1, item_index=run.shown.item_index, by=ann), run.skip(run.shown.item_index, by=ann),
-            run.undo(last_item_index=item, by=ann), run.change_label(label_id, -1, by=ann),
-            run.remove_label(label_id, by=ann), run.start_check(by=ann), run.set_stopping(rule="knee", by=ann),
-            run.close(by=ann), svc.close_session(run.session_id, by=ann),
+            run.answer(-1, item_index=run.shown.item_index, by=ann),
+            run.skip(run.shown.item_index, by=ann),
+            run.undo(last_item_index=item, by=ann),
+            run.change_label(label_id, -1, by=ann),
+            run.remove_label(label_id, by=ann),
+            run.start_check(by=ann),
+            run.set_stopping(rule="knee", by=ann),
+            run.close(by=ann),
+            svc.close_session(run.session_id, by=ann),
             svc.rename_session(run.session_id, "mine", by=ann),
-            team.answer("ann", shown.item_index, 1, shown, by=ann), team.undo("ann", by=ann),
+            team.answer("ann", shown.item_index, 1, shown, by=ann),
+            team.undo("ann", by=ann),
         ]
         assert all(not outcome.ok and outcome.message == SIGN_IN_ENDED for outcome in refused), refused
-        for action in (partial(svc.start_session, dataset_id=dataset_id, annotator="ann", strategy="random", by=ann),
-                       partial(run.import_labels, b"item_index,label\n1,1\n", key_column="item_index",
-                               label_column="label", by=ann),
-                       partial(svc.set_eval_fraction, dataset_id, 0.5, by=ann),
-                       partial(svc.change_password, ann, "ann", "another-password", current_password=PASSWORD)):
+        for action in (
+            partial(svc.start_session, dataset_id=dataset_id, annotator="ann", strategy="random", by=ann),
+            partial(
+                run.import_labels, b"item_index,label\n1,1\n", key_column="item_index", label_column="label", by=ann
+            ),
+            partial(svc.set_eval_fraction, dataset_id, 0.5, by=ann),
+            partial(svc.change_password, ann, "ann", "another-password", current_password=PASSWORD),
+        ):
             with pytest.raises(SignedOutError, match="Your sign-in has ended"):
                 action()
         assert [(e.label_id, e.value) for e in repo.label_events(svc.engine, run.session_id)] == stored
@@ -478,8 +504,7 @@ def test_a_disabled_or_reset_account_writes_nothing_more(svc):
     assert teams.get_account(svc.engine, "eve") is None
 
 
-def test_the_first_start_creates_the_owner_from_the_environment_or_prints_a_password_once(engine, monkeypatch,
-                                                                                          capsys):
+def test_the_first_start_creates_the_owner_from_the_environment_or_prints_a_password_once(engine, monkeypatch, capsys):
     svc = MarginLab(engine)
     monkeypatch.setenv("MARGINLAB_OWNER_PASSWORD", PASSWORD)
     monkeypatch.setenv("MARGINLAB_OWNER_NAME", "boss")
@@ -511,8 +536,9 @@ def project(svc: MarginLab, members=("ann", "bob"), **kw) -> int:
         if teams.get_account(svc.engine, name) is None:
             svc.create_account(me, name=name, password=PASSWORD)
     kw.setdefault("strategy", "near-boundary")
-    return svc.create_project(me, name=kw.pop("name", "team"), dataset_id=svc.datasets()[0].id, members=list(members),
-                              **kw)
+    return svc.create_project(
+        me, name=kw.pop("name", "team"), dataset_id=svc.datasets()[0].id, members=list(members), **kw
+    )
 
 
 def truth(svc: MarginLab) -> np.ndarray:
@@ -521,8 +547,9 @@ def truth(svc: MarginLab) -> np.ndarray:
 
 def fresh_model(run, labels: list[tuple[int, int]]) -> ActiveLearningLoop:
     """An independent loop taught ``labels`` in order (what the shared model must equal)."""
-    loop = ActiveLearningLoop(run.X, strategy=run.info.strategy, solver=run.info.solver,
-                              solver_params=run.solver_params, seed=run.info.seed)
+    loop = ActiveLearningLoop(
+        run.X, strategy=run.info.strategy, solver=run.info.solver, solver_params=run.solver_params, seed=run.info.seed
+    )
     for item, value in labels:
         loop.teach(item, value)
     return loop
@@ -564,8 +591,9 @@ def test_members_are_handed_different_items_and_one_model_learns_every_answer(sv
     for holder in (run, other_process):
         holder.sync()
         assert holder.model_labels == dict(in_order)
-        np.testing.assert_allclose(holder.loop.pool_scores(), fresh_model(holder, in_order).pool_scores(),
-                                   rtol=0, atol=1e-9)
+        np.testing.assert_allclose(
+            holder.loop.pool_scores(), fresh_model(holder, in_order).pool_scores(), rtol=0, atol=1e-9
+        )
     # an item answered once is refused to anyone else (no overlap asked for)
     taken = answers[0].item_index
     outcome = run.answer("bob" if answers[0].annotator != "bob" else "ann", taken, 1)
@@ -573,8 +601,15 @@ def test_members_are_handed_different_items_and_one_model_learns_every_answer(sv
     assert len(teams.project_answers(svc.engine, project_id)[1]) == len(answers)
     # and one's own double click is refused too
     with pytest.raises(DuplicateLabelError):
-        teams.record_answer(svc.engine, project_id, annotator=answers[0].annotator, item_index=taken, value=1,
-                            strategy="x", solver="incremental")
+        teams.record_answer(
+            svc.engine,
+            project_id,
+            annotator=answers[0].annotator,
+            item_index=taken,
+            value=1,
+            strategy="x",
+            solver="incremental",
+        )
 
 
 def test_a_reservation_holds_until_it_expires(svc):
@@ -643,9 +678,13 @@ def test_settling_teaches_the_model_the_settled_answer_exactly(svc, solver):
     np.testing.assert_allclose(rebuilt.loop.pool_scores(), run.loop.pool_scores(), rtol=0, atol=1e-6)
     kappa = run.agreement().cohen[("ann", "bob")]
     assert kappa.n_items == 12
-    assert kappa.value == pytest.approx(cohen_kappa_score(
-        [report.per_item[i]["ann"] for i in sorted(report.per_item)],
-        [report.per_item[i]["bob"] for i in sorted(report.per_item)]), abs=1e-12)
+    assert kappa.value == pytest.approx(
+        cohen_kappa_score(
+            [report.per_item[i]["ann"] for i in sorted(report.per_item)],
+            [report.per_item[i]["bob"] for i in sorted(report.per_item)],
+        ),
+        abs=1e-12,
+    )
 
 
 def test_undo_takes_back_only_ones_own_last_answer_and_the_model_forgets_it(svc):
@@ -723,8 +762,9 @@ def test_an_undo_after_the_snapshot_is_taken_back_or_the_snapshot_passed_over(sv
     run.sync()
     assert restarted.model_labels == run.model_labels and first_of_ann.item_index in run.model_labels
     assert last_of_ann.item_index not in run.model_labels
-    np.testing.assert_allclose(restarted.loop.pool_scores(), run.loop.pool_scores(), rtol=0,
-                               atol=1e-9 if solver == "incremental" else 0)
+    np.testing.assert_allclose(
+        restarted.loop.pool_scores(), run.loop.pool_scores(), rtol=0, atol=1e-9 if solver == "incremental" else 0
+    )
 
 
 def test_a_stopping_server_stores_the_projects_behind_their_answers_and_odd_snapshots_are_passed_over(svc):
@@ -747,8 +787,14 @@ def test_a_stopping_server_stores_the_projects_behind_their_answers_and_odd_snap
     # a snapshot made with another configuration (here: another seed) is passed over
     arrays, loop_meta = run.loop.to_state()
     loop_meta["config"]["seed"] = 99
-    teams.save_project_snapshot(svc.engine, project_id, revision=10**6, edits=0,
-                                arrays=arrays, meta={"loop": loop_meta, "project": {"format": 1, "model_labels": []}})
+    teams.save_project_snapshot(
+        svc.engine,
+        project_id,
+        revision=10**6,
+        edits=0,
+        arrays=arrays,
+        meta={"loop": loop_meta, "project": {"format": 1, "model_labels": []}},
+    )
     other = MarginLab(svc.engine).open_project(project_id)
     assert other.resume_note == "the snapshot is for another configuration: every answer learned"
     assert other.loop.n_labels == 0
@@ -757,8 +803,7 @@ def test_a_stopping_server_stores_the_projects_behind_their_answers_and_odd_snap
     # a snapshot whose labels are not its model's is passed over too
     arrays, loop_meta = run.loop.to_state()
     wrong = {"loop": loop_meta, "project": {"format": 1, "model_labels": [[0, 1]]}}
-    teams.save_project_snapshot(svc.engine, project_id, revision=10**6 + 1, edits=0,
-                                arrays=arrays, meta=wrong)
+    teams.save_project_snapshot(svc.engine, project_id, revision=10**6 + 1, edits=0, arrays=arrays, meta=wrong)
     assert MarginLab(svc.engine).open_project(project_id).resume_note.startswith("the snapshot's labels are not")
     # only the most advanced few are kept, and they go with the project
     assert len(teams.latest_project_snapshot(svc.engine, project_id).meta["project"]["model_labels"]) == 1
@@ -787,7 +832,10 @@ def test_what_to_find_is_stored_with_the_project_and_the_owner_may_change_it(svc
     assert changed.params["find"] == "open loops"
     assert run.looking_for == "open loops"  # (the run this process already holds reads it again)
     assert (changed.params["solver_params"], changed.params["strategy_params"], changed.params["scaling"]) == (
-        solver_before[0], solver_before[1], solver_before[2])
+        solver_before[0],
+        solver_before[1],
+        solver_before[2],
+    )
     assert (changed.revision, changed.edits) == (info.revision, info.edits)  # the shared model has nothing to do
     # emptied: the dataset's positive class says what Positive means (as in a session without words)
     svc.set_project_find(me, project_id, "   ")
@@ -889,13 +937,16 @@ def collect(results, workers, timeout: float = 600.0):
 def test_four_processes_label_one_project_without_losing_or_doubling_an_answer(engine, overlap):
     svc = MarginLab(engine)
     svc.ensure_demo_dataset()
-    project_id = project(svc, members=("p0", "p1", "p2", "p3"), labels_per_item=2, overlap_share=overlap,
-                         strategy="randomized-search")
+    project_id = project(
+        svc, members=("p0", "p1", "p2", "p3"), labels_per_item=2, overlap_share=overlap, strategy="randomized-search"
+    )
     url = engine.url.render_as_string(hide_password=False)
     context = multiprocessing.get_context("spawn")
     start, done, results = context.Barrier(4), context.Barrier(4), context.Queue()
-    workers = [context.Process(target=label_in_project, args=(url, project_id, f"p{k}", 12, start, done, results))
-               for k in range(4)]
+    workers = [
+        context.Process(target=label_in_project, args=(url, project_id, f"p{k}", 12, start, done, results))
+        for k in range(4)
+    ]
     for worker in workers:
         worker.start()
     try:
@@ -948,12 +999,12 @@ def test_migration_0003_adds_the_team_tables_to_a_schema_version_2_database_and_
                 connection.execute(tables.tables[name].insert(), version_1_rows()[name])
             if engine.dialect.name == "postgresql":  # rows were given their ids: move the sequences past them
                 for name in ("datasets", "items"):
-                    connection.execute(text(f"SELECT setval(pg_get_serial_sequence('{name}', 'id'), max(id)) "
-                                            f"FROM {name}"))
+                    connection.execute(
+                        text(f"SELECT setval(pg_get_serial_sequence('{name}', 'id'), max(id)) FROM {name}")
+                    )
         matrix = version_1_rows()["datasets"][0]["features"]
         session_id = repo.start_session(engine, dataset_id=1, annotator="ann", strategy="random", solver="lasvm")
-        repo.record_label(engine, session_id, item_index=1, value=1, annotator="ann", strategy="random",
-                          solver="lasvm")
+        repo.record_label(engine, session_id, item_index=1, value=1, annotator="ann", strategy="random", solver="lasvm")
         assert not inspect(engine).has_table("accounts")
         init_db(engine)
         assert recorded_revision(engine) == migrations.head_revision()  # 0002_label_history -> 0003_teams -> ...
@@ -969,9 +1020,11 @@ def test_migration_0003_adds_the_team_tables_to_a_schema_version_2_database_and_
         assert not tables & {"accounts", "projects", "project_members", "item_reservations", "adjudications"}
         # (read as that revision stores it: today's events read columns of schema version 8)
         with engine.connect() as connection:
-            assert connection.execute(text(
-                "SELECT items.position FROM labels JOIN items ON items.id = labels.item_id "
-                "WHERE labels.session_id = :s AND labels.undone_at IS NULL").bindparams(s=session_id)
+            assert connection.execute(
+                text(
+                    "SELECT items.position FROM labels JOIN items ON items.id = labels.item_id "
+                    "WHERE labels.session_id = :s AND labels.undone_at IS NULL"
+                ).bindparams(s=session_id)
             ).scalars().all() == [1]
         # (on the way down, 0004 put the matrix back where that revision kept it)
         assert "dataset_chunks" not in tables

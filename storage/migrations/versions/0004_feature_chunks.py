@@ -34,7 +34,7 @@ def pieces(blob: bytes, n_features: int, dense: bool):
     step = max(1, CHUNK_BYTES // (8 * n_features)) * 8 * n_features if dense else CHUNK_BYTES
     view = memoryview(blob)
     for start in range(0, len(view), step):
-        yield start, bytes(view[start:start + step])
+        yield start, bytes(view[start : start + step])
 
 
 def upgrade() -> None:
@@ -47,15 +47,24 @@ def upgrade() -> None:
         sa.PrimaryKeyConstraint("dataset_id", "start"),
     )
     bind = op.get_bind()
-    datasets = sa.table("datasets", sa.column("id", sa.Integer()), sa.column("n_features", sa.Integer()),
-                        sa.column("features", sa.LargeBinary()), sa.column("meta", sa.JSON()))
-    chunks = sa.table("dataset_chunks", sa.column("dataset_id", sa.Integer()), sa.column("start", sa.BigInteger()),
-                      sa.column("data", sa.LargeBinary()))
+    datasets = sa.table(
+        "datasets",
+        sa.column("id", sa.Integer()),
+        sa.column("n_features", sa.Integer()),
+        sa.column("features", sa.LargeBinary()),
+        sa.column("meta", sa.JSON()),
+    )
+    chunks = sa.table(
+        "dataset_chunks",
+        sa.column("dataset_id", sa.Integer()),
+        sa.column("start", sa.BigInteger()),
+        sa.column("data", sa.LargeBinary()),
+    )
     ids = [row[0] for row in bind.execute(sa.select(datasets.c.id).order_by(datasets.c.id))]
     for dataset_id in ids:  # one matrix in memory at a time
         n_features, blob, meta = bind.execute(
-            sa.select(datasets.c.n_features, datasets.c.features, datasets.c.meta)
-            .where(datasets.c.id == dataset_id)).one()
+            sa.select(datasets.c.n_features, datasets.c.features, datasets.c.meta).where(datasets.c.id == dataset_id)
+        ).one()
         dense = (meta or {}).get("feature_format", "dense") == "dense"
         batch = []
         for start, data in pieces(blob, n_features, dense):
@@ -73,12 +82,17 @@ def upgrade() -> None:
 def downgrade() -> None:
     bind = op.get_bind()
     datasets = sa.table("datasets", sa.column("id", sa.Integer()), sa.column("features", sa.LargeBinary()))
-    chunks = sa.table("dataset_chunks", sa.column("dataset_id", sa.Integer()), sa.column("start", sa.BigInteger()),
-                      sa.column("data", sa.LargeBinary()))
+    chunks = sa.table(
+        "dataset_chunks",
+        sa.column("dataset_id", sa.Integer()),
+        sa.column("start", sa.BigInteger()),
+        sa.column("data", sa.LargeBinary()),
+    )
     ids = [row[0] for row in bind.execute(sa.select(datasets.c.id).order_by(datasets.c.id))]
     for dataset_id in ids:
-        parts = bind.execute(sa.select(chunks.c.data).where(chunks.c.dataset_id == dataset_id)
-                             .order_by(chunks.c.start)).scalars()
+        parts = bind.execute(
+            sa.select(chunks.c.data).where(chunks.c.dataset_id == dataset_id).order_by(chunks.c.start)
+        ).scalars()
         bind.execute(datasets.update().where(datasets.c.id == dataset_id).values(features=b"".join(parts)))
     op.drop_table("dataset_chunks")
     op.execute(sa.text("UPDATE schema_info SET version = 3"))

@@ -33,7 +33,10 @@ def upgrade() -> None:
 def downgrade() -> None:
     # ALTER TABLE ... DROP COLUMN on both (SQLite from 3.35): a batch copy of ``labels`` would delete its
     # corrections through their ON DELETE CASCADE
-    for table, column in (("label_corrections", "new_class"), ("label_corrections", "old_class"),
-                          ("labels", "answer_class")):
+    for table, column in (
+        ("label_corrections", "new_class"),
+        ("label_corrections", "old_class"),
+        ("labels", "answer_class"),
+    ):
         op.execute(sa.text(f"ALTER TABLE {table} DROP COLUMN {column}"))
     op.execute(sa.text("UPDATE schema_info SET version = 7"))
