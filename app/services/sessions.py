@@ -283,7 +283,7 @@ class Sessions:
             if demo is None:
                 return None
             return self.start_session(
-                dataset_id=demo.id, annotator=name, strategy=LABEL_STRATEGIES[0], model="auto", by=by
+                dataset_id=demo.id, annotator=name, strategy=LABEL_STRATEGIES[0], model="auto", auto_hyper=True, by=by
             ).session_id
 
     def open_session(self, session_id: int) -> LabellingRun | ClassesRun:

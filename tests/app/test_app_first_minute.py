@@ -74,6 +74,9 @@ def test_the_first_owner_finds_the_demo_open_on_its_first_item_after_the_first_s
     assert demo.annotator == OWNER and demo.dataset_name == DEMO_NAME and demo.status == "active"
     assert demo.n_labels == 0 and svc.open_session(demo.id).shown.item_index == item
     assert demo.strategy == at.selectbox(key="new_strategy").value  # the New session form's defaults
+    # (C and gamma chosen from the labels, as the form's box is ticked by default)
+    assert at.checkbox(key="new_auto_hyper").value
+    assert "chosen from the labels from 20 labels on" in svc.open_session(demo.id).hyper_words
     # what a person sees: the item can be labelled at once
     click(at, "positive")
     assert [(e.item_index, e.value) for e in repo.label_events(svc.engine, demo.id)] == [(item, 1)]
