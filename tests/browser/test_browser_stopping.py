@@ -84,6 +84,7 @@ def label_page_with_a_check(db_url: str, screenshot: Path, n_labels: int = 120, 
 
 
 def test_stopping_panel_and_recall_check_in_chromium(tmp_path):
+    from app.services.vocabulary import rule_words
     from storage import repository as repo
     from storage.engine import make_engine
 
@@ -91,8 +92,9 @@ def test_stopping_panel_and_recall_check_in_chromium(tmp_path):
     seen = label_page_with_a_check(db_url, tmp_path / "stopping.png")
     before, after = seen["before"], seen["after"]
     assert "When can I stop?" in before and "positives still unlabelled" in before.lower()
-    for rule in ("statistical:", "knee:", "margin:", "stability:", "consecutive:50:"):
-        assert rule in before, (rule, before)
+    for rule in ("statistical", "knee", "margin", "stability", "consecutive:50"):  # each rule in its words
+        assert f"{rule_words(rule)}:" in before, (rule, before)
+        assert f"{rule}:" not in before, (rule, before)
     assert (
         re.search(r"draw \d[\d,]* more random items to test recall ≥ 95% at 95% confidence", after)
         or "back to the heuristic" in seen["why"]
