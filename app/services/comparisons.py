@@ -329,15 +329,16 @@ class _ProgressReport:
     """
 
     def __init__(self, progress: Callable[[float, str], None] | None, n_strategies: int, seeds: int) -> None:
+        from core.experiment import REFERENCE_TASK  # (core.experiment is loaded when a comparison runs)
+
         self.progress, self.n_strategies, self.seeds = progress, n_strategies, seeds
+        self.reference_task = REFERENCE_TASK
         self.started = time.monotonic()
         self.last_shown = -math.inf
 
     def __call__(
         self, done: int, total: int, description: str, labels: int | None = None, run_budget: int | None = None
     ) -> None:
-        from core.experiment import REFERENCE_TASK
-
         if self.progress is None:
             return
         now = time.monotonic()
@@ -347,7 +348,7 @@ class _ProgressReport:
             if now - self.last_shown < 0.25 and labels < (run_budget or 0):
                 return  # (a label takes milliseconds: the page is told a few times a second)
             within = labels / max(run_budget or 0, 1)
-            if description.startswith(REFERENCE_TASK):  # (a reference: the training items it has learned)
+            if description.startswith(self.reference_task):  # (a reference: the training items it has learned)
                 step = f"{labels:,}/{run_budget:,} training items learned"
             else:
                 step = f"label {labels}/{run_budget}"
