@@ -1308,6 +1308,128 @@ def follow_ranking(
     return labels, drawn, starts
 
 
+# --------------------------------------------------------------------------- ranked check (replays only)
+
+#: ranked check: share of its budget for a stop with no drawn positive still below the ranking's position
+#: (the rest goes to j = 1, 2, ... as 1 / j^2)
+RANKED_FIRST_SHARE = 0.85
+
+
+def ranked_level(unpassed: int, budget: float) -> float:
+    """a_j: the level of a ranked check's stop with j drawn positives still below the ranking's position.
+
+    ``RANKED_FIRST_SHARE`` of ``budget`` for j = 0, the rest as 6 / (pi^2 j^2) for j >= 1: they sum to budget.
+    """
+    if unpassed < 0:
+        raise ValueError("the drawn positives below the ranking's position cannot be negative")
+    if unpassed == 0:
+        return float(budget) * RANKED_FIRST_SHARE
+    return float(budget) * (1.0 - RANKED_FIRST_SHARE) * 6.0 / (math.pi**2 * unpassed**2)
+
+
+@functools.lru_cache(maxsize=65536)
+def ranked_draws(urn: int, found: int, unpassed: int, target_recall: float, level: float) -> int:
+    """n_j: the fewest draws at which a ranked check may stop with ``found`` positives labelled in all and
+    ``unpassed`` (j) drawn positives the ranking has not reached: P(X <= j) <= level for
+    X ~ Hypergeom(urn, m + j, n), m = K_tar(found, 0) the fewest missed positives that put recall below the
+    target (``urn + 1`` when no number of draws is enough)."""
+    big_k = k_target(found, 0, target_recall) + unpassed
+    if big_k > urn:  # the urn cannot hold that many positives below the ranking: recall is at the target
+        return unpassed
+    low, high = unpassed, urn + 1
+    while low < high:  # P(X <= j) falls as n grows (at n = urn it is 0: X = m + j > j)
+        mid = (low + high) // 2
+        if float(stats.hypergeom.cdf(unpassed, urn, big_k, mid)) <= level:
+            high = mid
+        else:
+            low = mid + 1
+    return int(low)
+
+
+def follow_ranking_ranked(
+    order,
+    y,
+    *,
+    rng: np.random.Generator,
+    start: str = "yield",
+    target_recall: float = DEFAULT_TARGET_RECALL,
+    confidence: float = DEFAULT_CONFIDENCE,
+) -> tuple[list[int], list[bool], list[int]]:
+    """A session on a fixed ranking whose recall check uses the ranking too (simulations and benchmarks).
+
+    The check starts where ``statistical`` (``start``) would start its first one; its urn is the N items
+    then unlabelled, in the ranking's order, which stays fixed (it does not learn from the draws).  Draws
+    follow one random permutation of the urn (an item the ranking labelled already is drawn free), and the
+    ranking may go on beside them.  With n drawn, ``found`` positives labelled in all and j drawn positives
+    ranked below the ranking's position, the check stops when P(X <= j) <= a_j, X ~ Hypergeom(N, m + j, n),
+    m = K_tar(found, 0) (:func:`ranked_draws`, :func:`ranked_level`).  Why that keeps
+    P(recall < target) <= sum_j a_j = 1 - confidence: with P positives in all, recall is below the target
+    only if at least m* = floor((1 - target) P) + 1 of them are missed, and a stop with j drawn positives
+    still below the ranking then means that the last m* + j positives of the urn in ranking order hold at
+    most j of the first n draws; for fixed j that event only shrinks as n grows, so whatever the stop's n
+    (never below n*_j, the fewest draws at which it could pass with m* + j) its probability is at most
+    P(Hypergeom(N, m* + j, n*_j) <= j) <= a_j; the events do not depend on when the session stops.  The
+    next label is the one that brings the cheapest stop nearest: for each j, the ranking's labels up to the
+    last drawn positive it must pass plus the draws up to n_j.  One check, the whole budget: it never ends
+    below the target on its own.  Returns (labels, drawn, check starts) up to the stop.
+    """
+    target_recall, confidence = check_target(target_recall, confidence)
+    y = np.asarray(y).reshape(-1)
+    order = np.asarray(order, dtype=np.intp).reshape(-1)
+    pool = len(y)
+    if sorted(order.tolist()) != list(range(pool)):
+        raise ValueError(f"the ranking must list each of the {pool} pool items once")
+    labelled = np.zeros(pool, dtype=bool)
+    labels: list[int] = []
+    drawn: list[bool] = []
+    cursor = 0
+
+    def label(item: int, is_draw: bool) -> None:
+        labelled[item] = True
+        labels.append(1 if y[item] > 0 else -1)
+        drawn.append(is_draw)
+
+    while len(labels) < pool and not check_suggested(labels, pool, target_recall, start=_start_rule(start)):
+        while labelled[order[cursor]]:
+            cursor += 1
+        label(int(order[cursor]), False)
+    starts = [len(labels)]
+    urn = order[~labelled[order]]  # in the ranking's order
+    size = len(urn)
+    positive = y[urn] > 0
+    permutation = rng.permutation(size)
+    sampled = np.zeros(size, dtype=bool)
+    done = np.zeros(size, dtype=bool)  # labelled since the check started, by the ranking or a draw
+    budget = 1.0 - confidence
+    n, position = 0, 0  # draws so far; the ranking's position in the urn
+    while size:
+        while position < size and done[position]:
+            position += 1  # items drawn already are passed free
+        below = np.flatnonzero(sampled[position:] & positive[position:]) + position
+        found = int(np.sum(np.asarray(labels) > 0))
+        best = None
+        for j in range(len(below), -1, -1):
+            stretch = below[len(below) - j - 1] + 1 if j < len(below) else position
+            to_rank = int(np.sum(~done[position:stretch]))
+            to_draw = max(0, ranked_draws(size, found, j, target_recall, ranked_level(j, budget)) - n)
+            if best is None or to_rank + to_draw < best[0]:
+                best = (to_rank + to_draw, to_rank)
+        assert best is not None
+        if best[0] == 0 or len(labels) >= pool:
+            break
+        if best[1] > 0 or n >= size:
+            done[position] = True
+            label(int(urn[position]), False)
+        else:
+            item = int(permutation[n])
+            n += 1
+            sampled[item] = True
+            if not done[item]:
+                done[item] = True
+                label(int(urn[item]), True)
+    return labels, drawn, starts
+
+
 # --------------------------------------------------------------------------- all rules
 
 
@@ -1773,6 +1895,7 @@ __all__ = [
     "FIRST_CHECK_SHARE",
     "FIT_VARIANCE_FACTOR",
     "follow_ranking",
+    "follow_ranking_ranked",
     "gain_curve",
     "hypergeometric_p_value",
     "k_target",
@@ -1789,6 +1912,9 @@ __all__ = [
     "pass_draws",
     "platt_scaling",
     "probable_labels",
+    "RANKED_FIRST_SHARE",
+    "ranked_draws",
+    "ranked_level",
     "READ_MOST_SHARE",
     "recall_check",
     "RecallCheck",

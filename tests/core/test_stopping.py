@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as hs
+from scipy import stats
 from sklearn.linear_model import LogisticRegression
 from sklearn.metrics import cohen_kappa_score
 
@@ -939,3 +940,74 @@ def test_a_check_cannot_start_before_a_positive_nor_with_nothing_left_and_says_w
     assert st.check_blocked(st.recall_check([1] + [-1] * 9, [False] * 10, [], checking=False, pool_size=100)) is None
     everything = st.recall_check([1] + [-1] * 9, [False] * 10, [], checking=False, pool_size=10)
     assert st.check_blocked(everything) == "Every item is labelled: there is nothing left to check."
+
+
+# --------------------------------------------------------------------------- ranked check (replays)
+
+
+def test_ranked_levels_share_the_budget():
+    budget = 0.05
+    levels = [st.ranked_level(j, budget) for j in range(20000)]
+    assert levels[0] == pytest.approx(budget * st.RANKED_FIRST_SHARE)
+    assert all(a > b for a, b in zip(levels, levels[1:], strict=False))
+    assert budget - 1e-4 * budget < sum(levels) <= budget  # the rest of the 1 / j^2 series is below 1e-4 of it
+    with pytest.raises(ValueError, match="cannot be negative"):
+        st.ranked_level(-1, budget)
+
+
+@pytest.mark.parametrize(("urn", "found", "unpassed", "level"), [(60, 19, 0, 0.05), (60, 40, 2, 0.1), (45, 0, 1, 0.3)])
+def test_ranked_draws_are_the_fewest_by_brute_force(urn, found, unpassed, level):
+    big_k = math.floor(Fraction(found) * Fraction(1, 19)) + 1 + unpassed  # missed positives below 95% recall, + j
+    fewest = next(n for n in range(unpassed, urn + 1) if comb_p_value(n, unpassed, urn, big_k) <= level)
+    assert st.ranked_draws(urn, found, unpassed, 0.95, level) == fewest
+
+
+def test_ranked_draws_need_none_when_the_urn_cannot_hold_enough_positives():
+    # 380 found: 21 missed put recall below 95%; an urn of 20 items cannot hold them
+    assert st.ranked_draws(20, 380, 0, 0.95, 0.05) == 0
+
+
+def test_the_ranked_replay_refuses_a_ranking_that_is_not_one_of_the_pool():
+    with pytest.raises(ValueError, match="each of the 4 pool items once"):
+        st.follow_ranking_ranked([0, 1, 1, 3], [1, -1, -1, 1], rng=np.random.default_rng(0))
+
+
+def ranked_misses(y: np.ndarray, confidence: float, sessions: int) -> tuple[float, float]:
+    """How often the ranked check stopped below 95% recall over seeded sessions on ``y`` ranked as it stands,
+    and the bound of its error computed with scipy: sum over j of P(X <= j), X ~ Hypergeom(N, m* + j, n*_j),
+    m* the fewest missed positives below the target and n*_j the fewest draws with that at most a_j."""
+    order, total = np.arange(len(y)), int(np.sum(y > 0))
+    missed, start = [], None
+    for seed in range(sessions):
+        labels, drawn, starts = st.follow_ranking_ranked(
+            order, y, rng=np.random.default_rng(seed), start="run", confidence=confidence
+        )
+        assert start is None or starts == [start]  # the start reads the ranking's labels only
+        start = starts[0]
+        missed.append(sum(v > 0 for v in labels) < 0.95 * total)
+    urn = len(y) - start
+    in_urn = int(np.sum(y[start:] > 0))
+    m_star = math.floor(Fraction(total, 20)) + 1
+    bound = 0.0
+    for j in range(in_urn - m_star + 1):  # the last m* + j positives of the urn must exist
+        big_k, level = m_star + j, st.ranked_level(j, 1 - confidence)
+        fewest = next(n for n in range(urn + 1) if stats.hypergeom.cdf(j, urn, big_k, n) <= level)
+        bound += float(stats.hypergeom.cdf(j, urn, big_k, fewest))
+    return float(np.mean(missed)), bound
+
+
+@pytest.mark.slow
+def test_the_ranked_check_stops_below_the_target_no_more_often_than_its_exact_bound():
+    # 50 positives among the first 60 ranked items, then 540 negatives and the missed positives: last in the
+    # ranking (the worst case: the ranking never reaches them) or spread through the rest at random
+    rng = np.random.default_rng(7)
+    for tail, spread in ((3, False), (10, True)):
+        y = np.array([1] * 50 + [-1] * 550 + [1] * tail)
+        if spread:
+            y[60:] = rng.permutation(y[60:])
+        for confidence, sessions in ((0.95, 200), (0.5, 300)):
+            rate, bound = ranked_misses(y, confidence, sessions)
+            assert bound <= 1 - confidence
+            assert rate <= bound + 4 * math.sqrt(max(bound * (1 - bound), 0.01) / sessions), (tail, confidence)
+            if confidence == 0.5:
+                assert rate > 0.1  # the simulation can see a miss
