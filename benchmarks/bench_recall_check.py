@@ -1,6 +1,7 @@
 """What the statistical guarantee costs: the recall check started at the knee once more heuristic labels no
 longer pay (``statistical``), at the knee after half the run (``statistical-knee``) and after a run of
-negatives (``statistical-run``), on the same rankings.
+negatives (``statistical-run``), and the ranked check (``ranked``, replays only: started where ``statistical``
+starts, its test reading the fixed ranking too, ``core.stopping.follow_ranking_ranked``), on the same rankings.
 
 Pools (the stopping bench's digits: the 1,797 bundled 8x8 digits and copies shifted by up to one pixel,
 64 standardised features): one digit against the rest, positives thinned to a share of the pool:
@@ -20,7 +21,8 @@ Per rule and pool: recall >= 0.95 at stop (target: >= 95% of the sessions), labe
 the check then needs (no positive among its draws), and labels at stop as a share of the pool (target on
 the 5,000-item 10% pool: <= 40%, mean over seeds).
 
-Run:  .venv/bin/python benchmarks/bench_recall_check.py [--seeds 20] [--record 1600]  (--quick: 3 seeds)
+Run:  .venv/bin/python benchmarks/bench_recall_check.py [--seeds 20] [--record 1600] [--rules ranked,...]
+(--quick: 3 seeds)
 """
 
 from __future__ import annotations
@@ -38,7 +40,7 @@ from core.loop import ActiveLearningLoop
 from core.metrics import labels_to_recall
 
 TARGET, CONFIDENCE = 0.95, 0.95
-RULES = ("statistical", "statistical-knee", "statistical-run")
+RULES = ("statistical", "statistical-knee", "statistical-run", "ranked")
 #: (name, digit, pool items, share of positives)
 POOLS = (("digits-3, 10%", 3, 5000, 0.10), ("digits-5, 5%", 5, 3500, 0.05), ("digits-9, 2%", 9, 3500, 0.02))
 
@@ -87,14 +89,15 @@ def ranking(X: np.ndarray, y: np.ndarray, seed: int, record: int) -> np.ndarray:
 
 def replay(order: np.ndarray, y: np.ndarray, rule: str, seed: int) -> tuple[int, float, int]:
     """A session that follows ``rule`` on a fixed ranking: (labels at stop, recall at stop, checks started)."""
-    labels, _, starts = st.follow_ranking(
-        order,
-        y,
-        rng=np.random.default_rng([seed, 0x57A7]),
-        start=st.CHECK_STARTS[rule],
-        target_recall=TARGET,
-        confidence=CONFIDENCE,
-    )
+    rng = np.random.default_rng([seed, 0x57A7])
+    if rule == "ranked":  # the check started where ``statistical`` starts, its test reading the ranking too
+        labels, _, starts = st.follow_ranking_ranked(
+            order, y, rng=rng, start="yield", target_recall=TARGET, confidence=CONFIDENCE
+        )
+    else:
+        labels, _, starts = st.follow_ranking(
+            order, y, rng=rng, start=st.CHECK_STARTS[rule], target_recall=TARGET, confidence=CONFIDENCE
+        )
     return len(labels), sum(v > 0 for v in labels) / int(np.sum(y > 0)), len(starts)
 
 
@@ -114,12 +117,19 @@ def main(argv=None) -> int:
     parser.add_argument("--record", type=int, default=1600, help="labels of each ranking by the loop (default 1600)")
     parser.add_argument("--quick", action="store_true", help="three seeds")
     parser.add_argument(
+        "--rules", default=",".join(RULES), help=f"the rules to replay, comma-separated (default {','.join(RULES)})"
+    )
+    parser.add_argument(
         "--rankings",
         help="an .npz file: rankings are read from it when it exists, written to it "
         "when not (to replay the rules again without the learning loop)",
     )
     args = parser.parse_args(argv)
     seeds = 3 if args.quick else args.seeds
+    rules = [r.strip() for r in args.rules.split(",") if r.strip()]
+    unknown = [r for r in rules if r not in RULES]
+    if unknown or not rules:
+        parser.error(f"--rules: choose from {', '.join(RULES)}, not {', '.join(unknown) or 'nothing'}")
     print(__doc__.split("\n\n")[0])
     print(
         f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f} at the start; target recall {TARGET}, "
@@ -137,7 +147,7 @@ def main(argv=None) -> int:
                 kept[key] = ranking(X, y, seed, args.record)
             order = kept[key]
             n95, sample = reference(order, y)
-            for rule in RULES:
+            for rule in rules:
                 n, recall, checks = replay(order, y, rule, seed)
                 rows.append(
                     {
@@ -171,7 +181,7 @@ def main(argv=None) -> int:
     print(head)
     print("|---|---|---|---|---|---|---|---|")
     for name, _, size, _ in POOLS:
-        for rule in RULES:
+        for rule in rules:
             r = df[(df.pool == name) & (df.rule == rule)]
             ok = int(np.sum(r.recall >= TARGET))
             within = int(np.sum(r.labels <= r.bound))
@@ -181,7 +191,7 @@ def main(argv=None) -> int:
                 f"{r['sample'].mean():,.0f}) | {within}/{len(r)} | {r.checks.mean():.2f} ({r.checks.max()}) |"
             )
     print()
-    for rule in RULES:
+    for rule in rules:
         r = df[df.rule == rule]
         rate = float(np.mean(r.recall >= TARGET))
         big = r[r.pool == POOLS[0][0]]
