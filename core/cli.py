@@ -1363,7 +1363,7 @@ def _stored_replay(args: argparse.Namespace):
             )
         dataset = repo.get_dataset(engine, info.dataset_id)
         X, *_ = repo.load_dataset_arrays(engine, info.dataset_id, writable=False)
-    except storage.StorageError as exc:
+    except (storage.StorageError, replay.ReplayError) as exc:
         raise CLIError(str(exc)) from None
     finally:
         engine.dispose()

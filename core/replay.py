@@ -112,10 +112,16 @@ def session_items(
     """A stored session's labelled items: ``events`` with ``item_index``, ``value`` (+1, -1, 0 for a skip: the
     answer as it stands, corrections applied), ``update_ms`` and ``query_ms``, in the order given (what
     ``storage.label_events`` returns); ``params``: the session's settings (``solver_params``,
-    ``strategy_params``)."""
+    ``strategy_params``).  A session with named classes (``params["classes"]``) is refused: its answers are
+    classes, not yes / no."""
+    params = dict(params or {})
+    if params.get("classes"):
+        raise ReplayError(
+            f"{source} has named classes ({', '.join(str(c) for c in params['classes'])}); replays are of "
+            "two-class (yes / no) sessions only"
+        )
     events = list(events)
     answered = [e for e in events if int(e.value) != 0]
-    params = dict(params or {})
 
     def timing(name):
         return np.array([np.nan if getattr(e, name) is None else float(getattr(e, name)) for e in answered])

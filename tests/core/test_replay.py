@@ -392,3 +392,44 @@ def test_cli_replays_a_team_project_with_its_settled_answers(tmp_path, data, cap
     order = pd.read_csv(out).query("strategy == @SESSION_ORDER")
     assert order["label"].iloc[0] == -int(y[disputed])  # the settled answer, not the first one given
     assert list(order["label"].iloc[1:]) == [int(y[i]) for i in items[1:]]
+
+
+def test_cli_refuses_to_replay_a_session_with_named_classes(tmp_path, data, capsys):
+    """A K-class session's answers are classes, not yes / no: the replay says so by name (not that every answer
+    is positive, which is how its stored answers would read as yes / no)."""
+    import storage
+    from core.cli import main
+    from storage import repository as repo
+
+    X, _ = data
+    url = f"sqlite:///{tmp_path / 'classes.db'}"
+    engine = storage.make_engine(url)
+    storage.init_db(engine)
+    dataset_id = repo.import_dataset(engine, name="gauss", X=X, feature_names=[f"f{j}" for j in range(4)])
+    session_id = repo.start_session(
+        engine,
+        dataset_id=dataset_id,
+        annotator="ann",
+        strategy="random",
+        solver="incremental",
+        params={"classes": ["cat", "dog", "cow"]},
+        seed=0,
+    )
+    for k in range(6):
+        repo.record_label(
+            engine,
+            session_id,
+            item_index=k,
+            value=1,
+            answer_class=k % 3,
+            annotator="ann",
+            strategy="random",
+            solver="incremental",
+        )
+    engine.dispose()
+    assert main(["replay", "--session", str(session_id), "--database", url, "--strategies", "random"]) == 2
+    err = capsys.readouterr().err
+    assert (
+        f"session {session_id} has named classes (cat, dog, cow)" in err and "two-class (yes / no) sessions only" in err
+    )
+    assert "Traceback" not in err
