@@ -27,10 +27,13 @@ import pandas as pd
 from sqlalchemy.exc import SQLAlchemyError
 
 from app.services.accounts import Accounts, Identity
+from app.services.class_stopping import target_stopping
 from app.services.common import Outcome, ServiceError, database_trouble, numeric_columns, scaled_row_blocks
 from app.services.display import ItemDisplay
 from app.services.errors import service_boundary
 from app.services.records import undo_stored, written
+from app.services.stopping import RunStopping
+from core import stopping as rules
 from core.multiclass import MULTICLASS_STRATEGIES, OneVsRest, random_class_query
 from core.settings import SessionSettings
 from core.strategies import Pool
@@ -49,6 +52,16 @@ CLASS_STRATEGY_WORDS = {
 }
 #: what the strategy recorded for an item picked at random before two classes have an answer
 CLASS_COLD_START = "random (until two classes have answers)"
+#: a recall check's draw cannot be skipped (as in a two-class session)
+SKIP_IN_CHECK = (
+    "Skip is not available during the recall check: the test needs an answer for every item it draws. "
+    "Label it, or stop the check."
+)
+#: stopping is for sessions that look for one class
+NO_STOPPING = (
+    "Stopping rules and the recall check are for sessions that look for one class (Most likely <class>); "
+    "this session's strategy looks at every class."
+)
 
 
 def strategy_words(strategy: str, target: str | None = None) -> str:
@@ -149,6 +162,11 @@ class ClassesRun:
             model=lambda: None,
             lock=self.lock,
         )
+        #: "Most likely <class>": the two-class stopping part over that class against the rest
+        #: (``app.services.class_stopping``); None for the other strategies
+        self.stopping: RunStopping | None = None
+        if self.target is not None:
+            self.stopping = target_stopping(self, self.classes.index(self.target), self.info.params)
         self.rebuild()
 
     # -- words ------------------------------------------------------------------------------------
@@ -181,6 +199,8 @@ class ClassesRun:
             try:
                 events = repo.label_events(self.engine, self.session_id)
                 self.model, self.answers = self._new_model(), []
+                if self.stopping is not None:  # the stability rule's checkpoints, read again while learning
+                    self.stopping.restore({}, 0)
                 for event in events:
                     self._learn(event.item_index, event.answer_class, event.label_id, event.strategy)
                 self.problem = self.problem_cause = None
@@ -214,6 +234,10 @@ class ClassesRun:
             step = self.model.learn(item_index, self.classes[answer_class])
             self.last_update_ms = float(step.seconds) * 1000.0
         self.answers.append(ClassAnswer(item_index, answer_class, label_id, strategy, scores))
+        if self.stopping is not None and answer_class is not None:
+            t = self.classes.index(self.target)
+            labels = [a.answer_class for a in self.answers if a.answer_class is not None]
+            self.stopping.record_checkpoint_at(len(labels), labels.count(t))
 
     def ask(self) -> None:
         """The item to show next: a function of the answers (see the module docstring)."""
@@ -225,6 +249,22 @@ class ClassesRun:
             available[a.item_index] = False
         if not available.any():
             self.shown = None
+            return
+        if self.stopping is not None and self.stopping.checking:  # a recall check: drawn at random
+            drawn = self.stopping.random_draw()
+            self.shown = (
+                None
+                if drawn is None
+                else ClassShown(
+                    item_index=drawn.item_index,
+                    pool_index=drawn.pool_index,
+                    score=drawn.score,
+                    strategy=rules.CHECK_STRATEGY,
+                    reason=drawn.reason,
+                    query_ms=None,
+                    scores=tuple(float(f) for f in self.model.decision_function(np.array([drawn.pool_index]))[0]),
+                )
+            )
             return
         rng = np.random.default_rng([self.seed, len(self.answers)])
         answered = {a.answer_class for a in self.answers if a.answer_class is not None}
@@ -296,6 +336,8 @@ class ClassesRun:
             shown = self.shown
             if shown is None:
                 return self.tell(Outcome(False, "Every item in the pool has been answered.", "warning"))
+            if k is None and shown.strategy == rules.CHECK_STRATEGY:
+                return self.tell(Outcome(False, SKIP_IN_CHECK, "warning"))
             if item_index is not None and int(item_index) != shown.item_index:
                 return self.tell(
                     Outcome(
@@ -345,8 +387,9 @@ class ClassesRun:
                 return self.tell(Outcome(False, self.problem, "error"))
             self.version += 1
             self.ask()
-            said = "skipped" if k is None else self.classes[k]
-            return self.tell(Outcome(True, f"Item {shown.item_index}: {said}."))
+            said = f"Item {shown.item_index}: {'skipped' if k is None else self.classes[k]}."
+            note = self.stopping.after_answer() if self.stopping is not None else None
+            return self.tell(Outcome(True, f"{said} {note}" if note else said))
 
     def skip(self, item_index: int | None = None, *, by: Identity | None = None) -> Outcome:
         return self.answer(None, item_index=item_index, by=by)
@@ -374,10 +417,15 @@ class ClassesRun:
                     self.model.unlearn(last.item_index)
                 self.answers.pop()
                 self.last_update_ms = None
+                if self.stopping is not None:
+                    self.stopping.forget_after_undo()
                 self.version += 1
                 self.ask()  # (the same question again: queries are a function of the answers)
             else:
                 self.rebuild()
+                if self.stopping is not None:  # (the checks started after the answers left go)
+                    self.stopping.forget_after_undo()
+                    self.ask()
             if event is None:
                 return self.tell(
                     Outcome(
@@ -428,11 +476,19 @@ class ClassesRun:
         )
 
     def remove_label(self, label_id: int, *, by: Identity | None = None) -> Outcome:
-        """Take an earlier answer back (the item can be asked about again)."""
+        """Take an earlier answer back (the item can be asked about again); the recall checks' starts after
+        it move up with the labels."""
+        labelled = [a.label_id for a in self.answers if a.answer_class is not None]
+        position = labelled.index(label_id) if label_id in labelled else None
+
+        def said(c) -> str:
+            if self.stopping is not None and position is not None:
+                self.stopping.forget_after_removal(position)
+                self.ask()
+            return f"Item {c.item_index}: the answer {self._name(c.old_class)} was removed."
+
         return self._correct(
-            lambda who: stored_history.remove_label(self.engine, self.session_id, label_id, annotator=who),
-            by,
-            lambda c: f"Item {c.item_index}: the answer {self._name(c.old_class)} was removed.",
+            lambda who: stored_history.remove_label(self.engine, self.session_id, label_id, annotator=who), by, said
         )
 
     def _name(self, answer_class: int | None) -> str:
@@ -491,6 +547,8 @@ class ClassesRun:
         """A strategy recorded with an answer (or of the item shown), in a screener's words."""
         if strategy == CLASS_COLD_START:
             return "Random (until two classes have answers)"
+        if strategy == rules.CHECK_STRATEGY:
+            return rules.CHECK_WORDS
         return strategy_words(strategy, self.target) if strategy in CLASS_STRATEGY_WORDS else strategy
 
     def import_labels(self, *args, **kwargs) -> Outcome:
@@ -552,36 +610,28 @@ class ClassesRun:
                 counts[self.classes[a.answer_class]] += 1
         return counts
 
-    #: answers in a row without the target class after which ASReview LAB's rule says stop
-    TARGET_RUN = 50
+    # -- stopping ("Most likely <class>": that class against the rest, ``app.services.class_stopping``) --------
+    @property
+    def checking(self) -> bool:
+        """A recall check is on: the items shown are drawn at random."""
+        return self.stopping is not None and self.stopping.checking
 
-    def target_stopping(self) -> list[str] | None:
-        """When can the analyst stop screening for the target class (a "Most likely <class>" session; None for
-        the other strategies): two rules over the answers, the target class counting as found and every other
-        class as not (``core.stopping``: ASReview LAB's run of answers without one, and Cormack & Grossman's knee
-        of the gain curve), in words."""
-        from core.stopping import consecutive_rule, knee_rule
+    def stopping_status(self):
+        """The two-class stopping status over the target class against the rest (None: no target class, or no
+        model)."""
+        return None if self.stopping is None else self.stopping.stopping_status()
 
-        if self.target is None:
-            return None
-        t = self.classes.index(self.target)
-        y = [1 if a.answer_class == t else -1 for a in self.answers if a.answer_class is not None]
-        found = sum(v > 0 for v in y)
-        if not found:
-            return [f"No '{self.target}' found yet: the stopping rules wait for the first one."]
-        run = consecutive_rule(y, self.TARGET_RUN)
-        knee = knee_rule(y)
-        lines = [
-            f"{int(run.value or 0)} answers in a row without '{self.target}' since the last one (stop after "
-            f"{self.TARGET_RUN}): " + ("you can stop." if run.stop else "go on."),
-            f"'{self.target}' found {found} times in {len(y)} answers; the bend (knee) of that curve: "
-            + (
-                "you can stop."
-                if knee.stop
-                else "go on" + (f" (at least {knee.needed} more answers)." if knee.needed else ".")
-            ),
-        ]
-        return lines
+    def _no_stopping(self) -> Outcome:
+        return self.tell(Outcome(False, NO_STOPPING, "warning"))
+
+    def set_stopping(self, **settings) -> Outcome:
+        return self._no_stopping() if self.stopping is None else self.stopping.set_stopping(**settings)
+
+    def start_check(self, *, by: Identity | None = None) -> Outcome:
+        return self._no_stopping() if self.stopping is None else self.stopping.start_check(by=by)
+
+    def stop_check(self, *, by: Identity | None = None) -> Outcome:
+        return self._no_stopping() if self.stopping is None else self.stopping.stop_check(by=by)
 
     def history(self) -> pd.DataFrame:
         """After each answer (skips left out): ``labels``, ``accuracy`` (the share of the answers so far whose

@@ -366,25 +366,78 @@ def test_a_k_class_session_answers_undoes_changes_and_resumes_on_both_databases(
     assert again.answers[0].answer_class == (first.answer_class + 1) % 3
 
 
-def test_a_session_looking_for_one_class_says_when_to_stop_for_it(db_url):
+def test_a_most_likely_session_stops_on_its_class_against_the_rest_as_a_two_class_session(db_url):
+    """ "Most likely <class>": the stopping rules, the estimate of that class's items still unlabelled and the
+    recall check, on the answers as that class (positive) against every other (negative), with the session's
+    target and confidence; the check's draws are stored with their provenance and resume."""
+    from core import stopping as rules
+
     svc = MarginLab.from_url(db_url)
     dataset_id, truth = three_blobs(svc)
     run = svc.start_session(
         dataset_id=dataset_id, annotator="ada", strategy="target-class", classes=CLASSES, target=CLASSES[1]
     )
-    assert run.target_stopping() == [f"No '{CLASSES[1]}' found yet: the stopping rules wait for the first one."]
-    answer_all(run, truth, 25)
-    found = sum(a.answer_class == 1 for a in run.answers)
-    since = next(k for k, a in enumerate(reversed(run.answers)) if a.answer_class == 1)
-    run_line, knee_line = run.target_stopping()
-    assert run_line == (f"{since} answers in a row without '{CLASSES[1]}' since the last one (stop after 50): go on.")
-    assert knee_line.startswith(
-        f"'{CLASSES[1]}' found {found} times in 25 answers; the bend (knee) of that curve: "
-        "go on (at least 125 more answers)."
+    assert run.set_stopping(target_recall=0.9, confidence=0.8).ok
+    answer_all(run, truth, 12)
+    assert run.skip(item_index=run.shown.item_index).ok
+    answer_all(run, truth, 3)
+    status = run.stopping_status()
+    assert (status.target_recall, status.confidence) == (0.9, 0.8)
+    # found: the answers of the class, label by label (the skip left out)
+    classes = [a.answer_class for a in run.answers if a.answer_class is not None]
+    assert list(status.gain["found"]) == list(np.cumsum([c == 1 for c in classes]))
+    # the rules and the estimate are core.stopping's over class 1 against the rest, with machine 1's scores
+    labels = np.array([1 if c == 1 else -1 for c in classes])
+    labelled = np.array([a.item_index for a in run.answers if a.answer_class is not None])
+    unlabelled = np.setdiff1d(np.arange(45), labelled)
+    expected = rules.estimate_remaining(
+        labels,
+        np.zeros(len(labels), dtype=bool),
+        (),
+        pool_size=45,
+        unlabelled_scores=run.model.decision_function()[unlabelled, 1],
+        asked_scores=np.array([a.scores[1] for a in run.answers if a.answer_class is not None]),
+        asked_by=[a.strategy for a in run.answers if a.answer_class is not None],
+        target_recall=0.9,
+        confidence=0.8,
     )
-    # the other strategies have no target class: the page says stopping is not for them
+    assert status.estimate.in_words() == expected.in_words(), (status.estimate, expected)
+    knee = rules.knee_rule(labels)
+    assert status.states[[s.rule for s in status.states].index("knee")].stop == knee.stop
+    # the recall check: random draws, no skip, provenance stored, the same state after a restart
+    assert run.start_check().ok and run.checking
+    shown = run.shown
+    assert shown.strategy == rules.CHECK_STRATEGY and "at random" in shown.reason
+    assert run.heuristic_words(shown.strategy) == rules.CHECK_WORDS
+    skip = run.skip(item_index=shown.item_index)
+    assert not skip.ok and "Skip is not available" in skip.message
+    drawn = []
+    for _ in range(3):
+        if not run.checking:
+            break
+        drawn.append(run.shown.item_index)
+        assert run.answer(int(truth[drawn[-1]]), item_index=drawn[-1]).ok
+    # undo brings back the same draw
+    last, next_item = drawn[-1], run.shown.item_index if run.shown else None
+    assert run.undo().ok and run.checking and run.shown.item_index == last
+    assert run.answer(int(truth[last]), item_index=last).ok
+    assert (run.shown.item_index if run.shown else None) == next_item
+    events = repo.label_events(svc.engine, run.session_id)
+    assert [e.item_index for e in events[16:]] == drawn
+    assert [e.strategy for e in events[16:]] == [rules.CHECK_STRATEGY] * len(drawn)
+    svc.forget_runs()
+    again = MarginLab.from_url(db_url).open_session(run.session_id)
+    assert again.checking == run.checking and again.shown.item_index == run.shown.item_index
+    assert again.stopping_status().estimate.in_words() == run.stopping_status().estimate.in_words()
+    assert [s.message for s in again.stopping_status().states] == [s.message for s in run.stopping_status().states]
+    if again.checking:
+        assert again.stop_check().ok and not again.checking
+        assert again.shown.strategy == "target-class"
+    # the other strategies have no class to find: no stopping status, and a check is refused
     other = svc.start_session(dataset_id=dataset_id, annotator="ada", strategy="random", classes=CLASSES)
-    assert other.target_stopping() is None
+    assert other.stopping_status() is None
+    outcome = other.start_check()
+    assert not outcome.ok and "Most likely" in outcome.message
 
 
 def test_the_form_starts_a_most_likely_session_for_the_class_named_and_shows_when_to_stop(db_url):
@@ -400,6 +453,22 @@ def test_the_form_starts_a_most_likely_session_for_the_class_named_and_shows_whe
     heading = [m.value for m in at.markdown if "When can I stop finding" in m.value]
     assert [as_shown(h) for h in heading] == [f"**When can I stop finding {CLASSES[2]}?**"]
     assert "\\!\\[p\\]" in heading[0]  # (the class name as written, not an image)
+    # the two-class panel, on that class against the rest: the verdict, the estimate, the rules, the check
+    words = [as_shown(c.value) for c in at.caption] + [as_shown(m.value) for m in at.markdown]
+    assert any(f"a positive is an answer {CLASSES[2]}" in w for w in words), words
+    assert any("positives still unlabelled" in w.lower() for w in words)
+    assert [i for i in at.info if "Not yet (rule: " in as_shown(i.value)]
+    assert not any("Stopping estimates (when can I stop?) are for" in w for w in words)
+    at.button(key="start_check").click().run()
+    assert not at.exception, at.exception
+    again = MarginLab.from_url(db_url).open_session(session.id)
+    assert again.checking and shown_item(at) == again.shown.item_index
+    assert any("drawn at random" in as_shown(c.value) for c in at.caption)
+    click_class(at, int(truth[shown_item(at)]))
+    assert repo.label_events(svc.engine, session.id)[-1].strategy == "random (recall check)"
+    if MarginLab.from_url(db_url).open_session(session.id).checking:  # (the draw may have ended the check)
+        at.button(key="stop_check").click().run()
+        assert not at.exception and not MarginLab.from_url(db_url).open_session(session.id).checking
     # a class to find that is not one of the classes: said in the form, nothing stored
     at.text_input(key="new_target").input("cow")
     at.selectbox(key="new_dataset").select(dataset_id)
