@@ -26,6 +26,7 @@ import numpy as np
 import pandas as pd
 from sqlalchemy.exc import SQLAlchemyError
 
+from app.services import priors
 from app.services.accounts import Accounts, Identity
 from app.services.class_stopping import target_stopping
 from app.services.common import Outcome, ServiceError, database_trouble, numeric_columns, scaled_row_blocks
@@ -33,8 +34,10 @@ from app.services.display import ItemDisplay
 from app.services.errors import service_boundary
 from app.services.records import undo_stored, written
 from app.services.stopping import RunStopping
+from app.services.vocabulary import heuristic_words
 from core import stopping as rules
 from core.multiclass import MULTICLASS_STRATEGIES, OneVsRest, random_class_query
+from core.priors import PRIOR
 from core.settings import SessionSettings
 from core.strategies import Pool
 from storage import history as stored_history
@@ -347,49 +350,108 @@ class ClassesRun:
                         "warning",
                     )
                 )
-            try:
-                stored = repo.record_label(
-                    self.engine,
-                    self.session_id,
-                    item_index=shown.item_index,
-                    value=0 if k is None else 1,
-                    answer_class=k,
-                    annotator=self.info.annotator,
-                    strategy=shown.strategy,
-                    solver=self.info.solver,
-                    decision_value=shown.score,
-                    model_version=len(self.answers),
-                    update_ms=self.last_update_ms,
-                    query_ms=shown.query_ms,
-                )
-            except DuplicateLabelError as error:
-                self.rebuild()
-                return self.tell(Outcome(False, f"{error} Nothing was recorded twice.", "warning"))
-            except StorageError as error:
-                return self.tell(Outcome(False, f"Nothing was recorded: {error}", "error"))
-            except SQLAlchemyError as error:
-                return self.tell(
-                    Outcome(
-                        False,
-                        f"Nothing was recorded: the database could not be written ({database_trouble(error)}).",
-                        "error",
-                    )
-                )
-            try:
-                self._learn(shown.item_index, k, stored.label_id, shown.strategy)
-            except Exception as error:
-                logger.exception("session %s: the model could not learn item %s", self.session_id, shown.item_index)
-                self.model, self.shown = None, None
-                self.problem = (
-                    f"Item {shown.item_index} is saved, but the model could not learn it "
-                    f"({type(error).__name__}: {error})."
-                )
-                return self.tell(Outcome(False, self.problem, "error"))
+            failed = self._store_and_learn(shown.item_index, k, shown.strategy, shown.score, shown.query_ms)
+            if failed is not None:
+                return failed
             self.version += 1
             self.ask()
             said = f"Item {shown.item_index}: {'skipped' if k is None else self.classes[k]}."
             note = self.stopping.after_answer() if self.stopping is not None else None
             return self.tell(Outcome(True, f"{said} {note}" if note else said))
+
+    def _store_and_learn(
+        self, item: int, k: int | None, strategy: str, score: float | None, query_ms: float | None
+    ) -> Outcome | None:
+        """Store an answer (class ``k``; None: a skip), then the model learns it; the refusal said, or None."""
+        try:
+            stored = repo.record_label(
+                self.engine,
+                self.session_id,
+                item_index=item,
+                value=0 if k is None else 1,
+                answer_class=k,
+                annotator=self.info.annotator,
+                strategy=strategy,
+                solver=self.info.solver,
+                decision_value=score,
+                model_version=len(self.answers),
+                update_ms=self.last_update_ms,
+                query_ms=query_ms,
+            )
+        except DuplicateLabelError as error:
+            self.rebuild()
+            return self.tell(Outcome(False, f"{error} Nothing was recorded twice.", "warning"))
+        except StorageError as error:
+            return self.tell(Outcome(False, f"Nothing was recorded: {error}", "error"))
+        except SQLAlchemyError as error:
+            return self.tell(
+                Outcome(
+                    False,
+                    f"Nothing was recorded: the database could not be written ({database_trouble(error)}).",
+                    "error",
+                )
+            )
+        try:
+            self._learn(item, k, stored.label_id, strategy)
+        except Exception as error:
+            logger.exception("session %s: the model could not learn item %s", self.session_id, item)
+            self.model, self.shown = None, None
+            self.problem = f"Item {item} is saved, but the model could not learn it ({type(error).__name__}: {error})."
+            return self.tell(Outcome(False, self.problem, "error"))
+        return None
+
+    # -- known items (the Label page's search: ``app.services.priors``) ------------------------------
+    @property
+    def pool_of_item(self) -> range:
+        """Dataset item -> its place in the pool (every item: a K-class session holds none out)."""
+        return range(len(self.pool_items))
+
+    @property
+    def search_how(self) -> str:
+        """``words``, ``substructure`` or ``column filter``: how this session's pool is searched."""
+        return priors.pool_search_how(self)
+
+    def search_pool(self, query: str) -> priors.SearchResult:
+        """The pool's items that match ``query``; a hit answered says its class (or skipped)."""
+        return priors.search_items(self, query, {a.item_index: self._name(a.answer_class) for a in self.answers})
+
+    @property
+    def n_known(self) -> int:
+        """Answers stored as known items (provenance ``prior``)."""
+        return sum(1 for a in self.answers if a.strategy == PRIOR)
+
+    def mark_known(self, item_index: int, answer_class: Any, *, by: Identity | None = None) -> Outcome:
+        """Store item ``item_index`` as known to be of a class (name or place) with the provenance ``prior``;
+        the model learns it at once (before the first question, known items are what it learns first) and
+        asks its next question."""
+        k = self.class_index(answer_class)
+        with self.lock:
+            refused = self._refusal(by)
+            if refused is not None:
+                return refused
+            item = int(item_index)
+            if not 0 <= item < len(self.pool_items):
+                return self.tell(
+                    Outcome(False, f"There is no item {item} in this dataset (0..{len(self.pool_items) - 1}).", "error")
+                )
+            already = next((a for a in self.answers if a.item_index == item), None)
+            if already is not None:
+                return self.tell(
+                    Outcome(
+                        False,
+                        f"Item {item} is already answered ({self._name(already.answer_class)}); change it on the "
+                        "History page.",
+                        "warning",
+                    )
+                )
+            if self.checking:
+                return self.tell(Outcome(False, priors.NOT_DURING_CHECK, "warning"))
+            failed = self._store_and_learn(item, k, PRIOR, None, None)
+            if failed is not None:
+                return failed
+            self.version += 1
+            self.ask()
+            return self.tell(Outcome(True, f"Item {item}: known {self.classes[k]}, learned."))
 
     def skip(self, item_index: int | None = None, *, by: Identity | None = None) -> Outcome:
         return self.answer(None, item_index=item_index, by=by)
@@ -547,9 +609,7 @@ class ClassesRun:
         """A strategy recorded with an answer (or of the item shown), in a screener's words."""
         if strategy == CLASS_COLD_START:
             return "Random (until two classes have answers)"
-        if strategy == rules.CHECK_STRATEGY:
-            return rules.CHECK_WORDS
-        return strategy_words(strategy, self.target) if strategy in CLASS_STRATEGY_WORDS else strategy
+        return strategy_words(strategy, self.target) if strategy in CLASS_STRATEGY_WORDS else heuristic_words(strategy)
 
     def import_labels(self, *args, **kwargs) -> Outcome:
         """Labels from a file are imported into two-class sessions only (for now): said, nothing stored."""

@@ -490,3 +490,81 @@ def test_a_k_class_session_whose_settings_this_version_refuses_opens_with_its_an
     outcome = again.answer(0)
     assert not outcome.ok and outcome.message == again.problem
     assert len(repo.label_events(svc.engine, run.session_id)) == 3
+
+
+def test_known_items_of_a_k_class_session_are_stored_as_priors_with_their_class_and_learned_first(db_url):
+    from core.priors import PRIOR
+
+    svc = MarginLab.from_url(db_url)
+    dataset_id, truth = three_blobs(svc)
+    run = svc.start_session(
+        dataset_id=dataset_id, annotator="ada", strategy="target-class", classes=CLASSES, target=CLASSES[1]
+    )
+    assert run.search_how == "column filter"
+    X = repo.load_dataset_arrays(svc.engine, dataset_id)[0]
+    result = run.search_pool("a > 2")
+    assert [h.item_index for h in result.hits] == list(np.flatnonzero(X[:, 0] > 2)) and result.hits
+    first, second = (int(h.item_index) for h in result.hits[:2])
+    # before the first question: two known items of two classes, then the strategy asks at once
+    assert run.mark_known(first, CLASSES[1]).ok
+    outcome = run.mark_known(0, 0)
+    assert outcome.ok and outcome.message == f"Item 0: known {CLASSES[0]}, learned."
+    assert run.n_known == 2 and run.shown.strategy == "target-class"
+    events = repo.label_events(svc.engine, run.session_id)
+    assert [(e.item_index, e.value, e.answer_class, e.strategy) for e in events] == [
+        (first, 1, 1, PRIOR),
+        (0, 1, 0, PRIOR),
+    ]
+    assert run.heuristic_words(PRIOR) == "marked as known"
+    # the hit says it is answered, with its class
+    assert next(h for h in run.search_pool("a > 2").hits if h.item_index == first).answer == CLASSES[1]
+    # the model learned them first, in the order marked
+    fresh = run._new_model()
+    fresh.learn(first, CLASSES[1])
+    fresh.learn(0, CLASSES[0])
+    np.testing.assert_array_equal(fresh.decision_function(), run.model.decision_function())
+    answer_all(run, truth, 3)
+    # refused, naming what is wrong; nothing stored
+    again = run.mark_known(first, CLASSES[2])
+    assert not again.ok and f"already answered ({CLASSES[1]})" in again.message
+    with pytest.raises(ServiceError, match="is not a class of this session"):
+        run.mark_known(second, "cow")
+    missing = run.mark_known(99, 0)
+    assert not missing.ok and "There is no item 99" in missing.message
+    assert run.start_check().ok
+    during = run.mark_known(second, 0)
+    assert not during.ok and "during the recall check" in during.message
+    assert len(repo.label_events(svc.engine, run.session_id)) == 5
+    # a restart: the same answers, model and next item
+    scores, item = run.model.decision_function(), run.shown.item_index
+    svc.forget_runs()
+    resumed = MarginLab.from_url(db_url).open_session(run.session_id)
+    np.testing.assert_array_equal(resumed.model.decision_function(), scores)
+    assert resumed.shown.item_index == item and resumed.n_known == 2
+
+
+@pytest.mark.parametrize("kind", ["text", "table", "molecule", "image"])
+def test_the_label_page_marks_known_items_with_their_class_for_every_kind_of_item(db_url, kind):
+    from tests.app.test_app_item_display import import_kind
+
+    svc = MarginLab.from_url(db_url)
+    dataset_id = import_kind(svc, kind)
+    at = start_app("olga")
+    start_classes_session(at, dataset_id, "one, two, three", strategy="random")
+    (session,) = repo.list_sessions(svc.engine, annotator="olga")
+    run = svc.open_session(session.id)
+    # (words in a text pool, a substructure in a molecule pool, a column filter in a table or an image pool)
+    query = {"text": "robot", "molecule": "CO"}.get(kind, f"{run.feature_names[0]} >= 0")
+    at.text_input(key=f"known_query_{session.id}").input(query).run()
+    assert not at.exception, at.exception
+    assert not at.error, [e.value for e in at.error]
+    hits = [t.value for t in at.text if t.value.startswith("Item ")]
+    assert hits, [c.value for c in at.caption]
+    item = int(hits[0].split()[1].rstrip(":"))
+    buttons = [b for b in at.button if b.key and b.key.startswith(f"known_{session.id}_{item}_")]
+    assert [as_shown(b.label) for b in buttons] == ["Known one", "Known two", "Known three"]
+    buttons[2].click().run()
+    assert not at.exception, at.exception
+    (event,) = repo.label_events(svc.engine, session.id)
+    assert (event.item_index, event.answer_class, event.strategy) == (item, 2, "prior")
+    assert any(t.value == "answered: three" for t in at.text)
