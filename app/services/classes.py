@@ -32,6 +32,7 @@ from app.services.class_stopping import target_stopping
 from app.services.common import Outcome, ServiceError, database_trouble, numeric_columns, scaled_row_blocks
 from app.services.display import ItemDisplay
 from app.services.errors import service_boundary
+from app.services.history import IMPORTED, items_by_key, nothing_new, plan_rows, refuse_problems, store_import
 from app.services.records import undo_stored, written
 from app.services.stopping import RunStopping
 from app.services.vocabulary import heuristic_words
@@ -60,6 +61,8 @@ SKIP_IN_CHECK = (
     "Skip is not available during the recall check: the test needs an answer for every item it draws. "
     "Label it, or stop the check."
 )
+#: a skip among an import file's answers (the classes are 0 to K - 1)
+SKIPPED = -1
 #: stopping is for sessions that look for one class
 NO_STOPPING = (
     "Stopping rules and the recall check are for sessions that look for one class (Most likely <class>); "
@@ -394,11 +397,15 @@ class ClassesRun:
         try:
             self._learn(item, k, stored.label_id, strategy)
         except Exception as error:
-            logger.exception("session %s: the model could not learn item %s", self.session_id, item)
-            self.model, self.shown = None, None
-            self.problem = f"Item {item} is saved, but the model could not learn it ({type(error).__name__}: {error})."
-            return self.tell(Outcome(False, self.problem, "error"))
+            return self._cannot_learn(f"Item {item} is", error)
         return None
+
+    def _cannot_learn(self, what: str, error: Exception, them: str = "it") -> Outcome:
+        """Answers stored (``what``: "Item 3 is") that the model could not learn: said, and no more answers."""
+        logger.exception("session %s: the model could not learn what was stored", self.session_id)
+        self.model, self.shown = None, None
+        self.problem = f"{what} saved, but the model could not learn {them} ({type(error).__name__}: {error})."
+        return self.tell(Outcome(False, self.problem, "error"))
 
     # -- known items (the Label page's search: ``app.services.priors``) ------------------------------
     @property
@@ -611,16 +618,57 @@ class ClassesRun:
             return "Random (until two classes have answers)"
         return strategy_words(strategy, self.target) if strategy in CLASS_STRATEGY_WORDS else heuristic_words(strategy)
 
-    def import_labels(self, *args, **kwargs) -> Outcome:
-        """Labels from a file are imported into two-class sessions only (for now): said, nothing stored."""
-        return self.tell(
-            Outcome(
-                False,
-                "Importing labels from a file is for two-class (Positive / Negative) "
-                "sessions only; nothing was imported.",
-                "warning",
+    def import_labels(
+        self, data: bytes, *, key_column: str, label_column: str, source: str = "the file", by: Identity | None = None
+    ) -> Outcome:
+        """Add the answers of an import file (a CSV of item key → class name, or ``skipped``) to the session, all
+        or none, under ``by``'s name (the session's annotator by default); the model learns them in the file's
+        order.  Raises ``ServiceError`` naming the labels that are not classes of the session, or listing the
+        rows that cannot be imported (as a two-class session's import: ``app.services.history``); nothing is
+        stored then."""
+        by_word = {name.strip().lower(): k for k, name in enumerate(self.classes)}
+        by_word |= {word: SKIPPED for word in ("skipped", "skip") if word not in by_word}
+        with self.lock:
+            self.accounts.acting(by)
+            if self.problem is not None:
+                raise ServiceError(self.problem)
+            plan = plan_rows(
+                data,
+                key_column=key_column,
+                label_column=label_column,
+                items=items_by_key(getattr(self.display, "item_keys", None), len(self.pool_items)),
+                answer_of=lambda word: by_word.get(word.strip().lower()),
+                name_of=lambda k: "skipped" if k == SKIPPED else self.classes[k],
+                unknown=lambda where, word: f"{where}: '{word}' is not a class of this session.",
+                current={a.item_index: SKIPPED if a.answer_class is None else a.answer_class for a in self.answers},
+                in_pool=lambda item: 0 <= item < len(self.pool_items),
+                dataset=self.dataset.name,
             )
-        )
+            if plan.unknown:
+                words = ", ".join(f"'{w}'" for w in plan.unknown)
+                raise ServiceError(
+                    f"Nothing was imported from {source}: {words} "
+                    + ("is not a class" if len(plan.unknown) == 1 else "are not classes")
+                    + f" of this session (its classes: {', '.join(self.classes)}; 'skipped' for a skip)."
+                )
+            refuse_problems(plan, source)
+            if not plan.answers:
+                return self.tell(nothing_new(plan, source))
+            stored = store_import(
+                self, [(item, 0, None) if k == SKIPPED else (item, 1, k) for item, k in plan.answers], source, by
+            )
+            try:
+                for event in stored:
+                    self._learn(event.item_index, event.answer_class, event.label_id, IMPORTED)
+            except Exception as error:
+                return self._cannot_learn(f"The {len(stored)} imported answers are", error, them="them")
+            self.last_update_ms = None
+            self.version += 1
+            self.ask()
+            counts = [(name, sum(e.answer_class == k for e in stored)) for k, name in enumerate(self.classes)]
+            skipped = sum(e.answer_class is None for e in stored)
+            said = ", ".join(f"{name} {n}" for name, n in counts if n) + (f", {skipped} skipped" if skipped else "")
+            return self.tell(Outcome(True, f"Imported {len(stored)} answers from {source} ({said.lstrip(', ')})."))
 
     def model_state(self) -> bytes:
         """The session's K machines as an .npz file (no pickle): machine k's arrays under ``class{k}/``, the

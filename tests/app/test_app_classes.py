@@ -300,7 +300,7 @@ def test_a_k_class_session_shows_every_kind_of_item(db_url, kind):
     assert (event.item_index, event.answer_class) == (first, 2)
 
 
-def test_the_model_state_holds_every_class_machine_and_a_file_import_is_refused_plainly(db_url):
+def test_the_model_state_holds_every_class_machine(db_url):
     import json
 
     from core.solvers import solver_class
@@ -326,9 +326,6 @@ def test_the_model_state_holds_every_class_machine_and_a_file_import_is_refused_
             np.testing.assert_allclose(
                 machine.decision_function(np.arange(45)), run.model.decision_function()[:, k], rtol=0, atol=1e-12
             )
-    outcome = run.import_labels(b"item_key,label\n1,cat\n", key_column="item_key", label_column="label")
-    assert not outcome.ok and "two-class" in outcome.message
-    assert len(repo.label_events(svc.engine, run.session_id)) == 9
 
 
 def test_a_session_with_named_classes_is_not_offered_for_a_yes_no_replay(db_url):
@@ -568,3 +565,77 @@ def test_the_label_page_marks_known_items_with_their_class_for_every_kind_of_ite
     (event,) = repo.label_events(svc.engine, session.id)
     assert (event.item_index, event.answer_class, event.strategy) == (item, 2, "prior")
     assert any(t.value == "answered: three" for t in at.text)
+
+
+def test_labels_from_a_file_are_imported_with_their_classes_and_unknown_classes_are_refused_by_name(db_url):
+    svc = MarginLab.from_url(db_url)
+    dataset_id, truth = three_blobs(svc)
+    run = svc.start_session(dataset_id=dataset_id, annotator="ada", strategy="smallest-margin", classes=CLASSES)
+    answer_all(run, truth, 3)
+    done = {a.item_index for a in run.answers}
+    items = [i for i in range(45) if i not in done][:4]
+    # (the dataset has no keys: items by number; class names as written, any case; 'skipped' a skip)
+    rows = [(items[0], CLASSES[0].upper()), (items[1], CLASSES[1]), (items[2], "skipped"), (items[3], CLASSES[2])]
+    good = "item_key,label\n" + "".join(f"{i},{c}\n" for i, c in rows)
+    # a file naming classes this session does not have: refused, naming them, nothing stored
+    bad = good + f"{items[0] + 1},cow\n{items[0] + 2},horse\n{items[0] + 3},cow\n"
+    with pytest.raises(ServiceError) as refused:
+        run.import_labels(bad.encode(), key_column="item_key", label_column="label", source="bad.csv")
+    message = str(refused.value)
+    assert message.startswith("Nothing was imported from bad.csv: ")
+    assert "'cow', 'horse' are not classes of this session" in message and CLASSES[2] in message
+    assert len(repo.label_events(svc.engine, run.session_id)) == 3 and len(run.answers) == 3
+    # an answer that contradicts the session's: refused by row, nothing stored
+    clash = f"item_key,label\n{run.answers[0].item_index},{CLASSES[(run.answers[0].answer_class + 1) % 3]}\n"
+    with pytest.raises(ServiceError, match="row 1: item '.*' is already"):
+        run.import_labels(clash.encode(), key_column="item_key", label_column="label")
+    outcome = run.import_labels(good.encode(), key_column="item_key", label_column="label", source="review.csv")
+    assert outcome.ok, outcome.message
+    assert outcome.message == (
+        f"Imported 4 answers from review.csv ({CLASSES[0]} 1, {CLASSES[1]} 1, {CLASSES[2]} 1, 1 skipped)."
+    )
+    events = repo.label_events(svc.engine, run.session_id)
+    assert [(e.item_index, e.answer_class, e.strategy) for e in events[3:]] == [
+        (items[0], 0, "imported"),
+        (items[1], 1, "imported"),
+        (items[2], None, "imported"),
+        (items[3], 2, "imported"),
+    ]
+    # the model learned them after the answers before, in the file's order; a restart has the same
+    fresh = run._new_model()
+    for a in run.answers:
+        if a.answer_class is not None:
+            fresh.learn(a.item_index, CLASSES[a.answer_class])
+    np.testing.assert_array_equal(fresh.decision_function(), run.model.decision_function())
+    scores, item = run.model.decision_function(), run.shown.item_index
+    svc.forget_runs()
+    again = MarginLab.from_url(db_url).open_session(run.session_id)
+    np.testing.assert_array_equal(again.model.decision_function(), scores)
+    assert again.shown.item_index == item
+    # the same file again: nothing new
+    same = again.import_labels(good.encode(), key_column="item_key", label_column="label", source="review.csv")
+    assert same.ok and "already in this session" in same.message
+
+
+def test_the_sessions_page_imports_a_file_of_classes_and_names_the_unknown_ones(db_url):
+    svc = MarginLab.from_url(db_url)
+    dataset_id, _ = three_blobs(svc)
+    at = start_app()
+    start_classes_session(at, dataset_id, ", ".join(CLASSES))
+    (session,) = repo.list_sessions(svc.engine)
+    at.switch_page("views/sessions.py").run()
+    assert not at.exception, at.exception
+    assert any("the session's class names" in as_shown(c.value) for c in at.caption)
+    bad = f"item_key,label\n40,{CLASSES[1]}\n41,cow\n".encode()
+    at.file_uploader(key=f"labels_upload_{session.id}").upload("bad.csv", bad, "text/csv").run()
+    at.button(key=f"labels_import_{session.id}").click().run()
+    assert not at.exception, at.exception
+    assert any("'cow' is not a class of this session" in as_shown(e.value) for e in at.error), [
+        e.value for e in at.error
+    ]
+    assert repo.label_events(svc.engine, session.id) == []
+    good = f"item_key,label\n40,{CLASSES[1]}\n41,{CLASSES[2]}\n".encode()
+    at.file_uploader(key=f"labels_upload_{session.id}").upload("good.csv", good, "text/csv").run()
+    at.button(key=f"labels_import_{session.id}").click().run()
+    assert any("Imported 2 answers from good.csv" in as_shown(m.value) for m in at.success)
+    assert [(e.item_index, e.answer_class) for e in repo.label_events(svc.engine, session.id)] == [(40, 1), (41, 2)]
