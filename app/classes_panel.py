@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from app import auth, charts
+from app import auth, charts, stopping_panel
 from app.ui.item import draw_panel_item, model_timings, panel_item
 from app.ui.messages import guarded, show_outcome, waiting_for_the_model
 from app.ui.text import plain, visible_cells
@@ -16,6 +16,14 @@ STOPPING_NOTE = (
     "classes that look for one class (Most likely <class>): this one shows how well the model rates "
     "the answers instead."
 )
+
+
+def target_note(target: str) -> str:
+    """What a positive is on the stopping panel of a session that looks for ``target`` (plain text)."""
+    return (
+        f"Stopping works on {plain(target)} against the other classes: a positive is an answer "
+        f"{plain(target)}, an answer of any other class a negative."
+    )
 
 
 @guarded
@@ -97,13 +105,12 @@ def show(svc, session_id: int) -> None:
         top[1].plotly_chart(charts.class_counts_figure(counts), config={"displayModeBar": False}, key="class_counts")
         st.markdown("**Confusion counts** (rows: your answer; columns: the model's best guess when it asked)")
         st.dataframe(visible_cells(run.confusion().reset_index()), hide_index=True, key="class_confusion")
-        stopping = run.target_stopping()
-        if stopping is None:
+        if run.stopping_status() is None:
             st.caption(STOPPING_NOTE)
-        else:
-            st.markdown(f"**When can I stop finding {plain(run.target)}?**")
-            for line in stopping:
-                st.caption(plain(line))
+    if run.stopping_status() is not None:  # "Most likely <class>": the two-class panel, that class vs the rest
+        st.markdown(f"**When can I stop finding {plain(run.target)}?**")
+        st.caption(target_note(run.target))
+        stopping_panel.show(svc, run)
 
 
 def key_help(classes) -> str:

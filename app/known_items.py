@@ -1,4 +1,5 @@
-"""The Label page's "Known items" panel: search the pool and mark items known to be positive or negative.
+"""The Label page's "Known items" panel: search the pool and mark items known to be positive or negative (in
+a session with named classes: known to be of a class, a button per class).
 
 What it shows and does lives in ``app.services.priors`` (``LabellingRun.search_pool``, ``mark_known``);
 this draws it. Hits are shown as plain text.
@@ -45,12 +46,24 @@ def show(svc, session_id: int, who) -> None:
             st.error(plain(str(error)))
             return
         (st.info if result.n_matches == 0 else st.caption)(plain(result.message))
+        classes = getattr(run, "classes", None) if getattr(run, "has_classes", False) else None
         for hit in result.hits:
-            text_col, pos_col, neg_col = st.columns([6, 1.4, 1.4], vertical_alignment="center")
+            widths = [5, 4] if classes else [6, 1.4, 1.4]
+            text_col, pos_col, *neg = st.columns(widths, vertical_alignment="center")
             name = f"Item {hit.item_index}" + (f" ({hit.key})" if hit.key else "")
             text_col.text(f"{name}: {hit.text}")
             if hit.answer is not None:
                 pos_col.text(f"answered: {hit.answer}")
+                continue
+            if classes:  # named classes: a button per class
+                with pos_col.container(horizontal=True):
+                    for k, name in enumerate(classes):
+                        st.button(
+                            f"Known {plain(name)}",
+                            key=f"known_{session_id}_{hit.item_index}_{k}",
+                            on_click=_mark,
+                            args=(svc, session_id, hit.item_index, k, who),
+                        )
                 continue
             pos_col.button(
                 "Known positive",
@@ -58,7 +71,7 @@ def show(svc, session_id: int, who) -> None:
                 on_click=_mark,
                 args=(svc, session_id, hit.item_index, 1, who),
             )
-            neg_col.button(
+            neg[0].button(
                 "Known negative",
                 key=f"known_neg_{session_id}_{hit.item_index}",
                 on_click=_mark,

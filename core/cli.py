@@ -1363,7 +1363,7 @@ def _stored_replay(args: argparse.Namespace):
             )
         dataset = repo.get_dataset(engine, info.dataset_id)
         X, *_ = repo.load_dataset_arrays(engine, info.dataset_id, writable=False)
-    except storage.StorageError as exc:
+    except (storage.StorageError, replay.ReplayError) as exc:
         raise CLIError(str(exc)) from None
     finally:
         engine.dispose()
@@ -1399,16 +1399,16 @@ def run_replay(args: argparse.Namespace) -> str:
             else f"give one of --{' or --'.join(given)}, not both"
         )
     strategies = [s.strip() for s in args.strategies.split(",") if s.strip()]
-    unknown = [s for s in strategies if s not in STRATEGY_NAMES]
-    if unknown or not strategies:
-        raise CLIError(
-            f"unknown heuristic {unknown[0]!r}; choose from {', '.join(STRATEGY_NAMES)}"
-            if unknown
-            else "--strategies is empty: give comma-separated heuristic names"
-        )
+    if not strategies:
+        raise CLIError("--strategies is empty: give comma-separated heuristic names")
     if args.out:
         _check_writable(args.out)
     X, labelled = _file_replay(args) if args.labels else _stored_replay(args)
+    if labelled.classes:  # a session with named classes: the K-class strategies
+        return _class_replay(args, X, labelled, strategies)
+    unknown = [s for s in strategies if s not in STRATEGY_NAMES]
+    if unknown:
+        raise CLIError(f"unknown heuristic {unknown[0]!r}; choose from {', '.join(STRATEGY_NAMES)}")
     options: dict[str, Any] = {}
     if args.model != "standard" or _model_flags_given(args):  # the model given, for every heuristic
         model_params = model_options(args, None)
@@ -1427,8 +1427,17 @@ def run_replay(args: argparse.Namespace) -> str:
                 **model_params,
             ),
         )
+    return _replayed(args, replay.run_replay, X, labelled, strategies, options, replay.CAVEAT, replay.replay_text)
+
+
+def _replayed(args: argparse.Namespace, run, X, labelled, strategies, options: dict, caveat: str, words) -> str:
+    """Run a replay (``run``: ``core.replay.run_replay`` or ``run_class_replay``), write ``--out``, and return
+    what to print: ``--json``'s record (what was replayed, the configuration, the summary, the caveat) or
+    ``words`` of the result."""
+    from core import replay
+
     try:
-        result = replay.run_replay(
+        result = run(
             X,
             labelled,
             strategies=strategies,
@@ -1449,12 +1458,25 @@ def run_replay(args: argparse.Namespace) -> str:
                     "replay": {k: v for k, v in result.config["replay"].items() if k != "rows"},
                     "config": {k: v for k, v in result.config.items() if k != "replay"},
                     "summary": result.summary.to_dict(orient="records"),
-                    "caveat": replay.CAVEAT,
+                    "caveat": caveat,
                     "out": args.out,
                 }
             )
         )
-    return replay.replay_text(result) + (f"\nrows written to {args.out}" if args.out else "")
+    return words(result) + (f"\nrows written to {args.out}" if args.out else "")
+
+
+def _class_replay(args: argparse.Namespace, X, labelled, strategies: list[str]) -> str:
+    """Replay a session with named classes (``core.replay.run_class_replay``) and return what to print."""
+    from core import replay
+
+    if args.model != "standard" or _model_flags_given(args):
+        raise CLIError(
+            f"{labelled.source} has named classes: its replay runs with the session's model (no model options)"
+        )
+    return _replayed(
+        args, replay.run_class_replay, X, labelled, strategies, {}, replay.CLASS_CAVEAT, replay.class_replay_text
+    )
 
 
 # -- entry point -------------------------------------------------------------------

@@ -74,6 +74,8 @@ class LabelledItems:
     update_ms: np.ndarray | None = None
     query_ms: np.ndarray | None = None
     strategy_params: dict[str, Any] = field(default_factory=dict)
+    #: a session with named classes: their names, and ``labels`` the class of each item (0..K-1)
+    classes: tuple[str, ...] = ()
 
     def checked(self, n_items: int) -> tuple[np.ndarray, np.ndarray]:
         """(rows, labels) as arrays, or :class:`ReplayError` naming what is wrong."""
@@ -112,17 +114,19 @@ def session_items(
     """A stored session's labelled items: ``events`` with ``item_index``, ``value`` (+1, -1, 0 for a skip: the
     answer as it stands, corrections applied), ``update_ms`` and ``query_ms``, in the order given (what
     ``storage.label_events`` returns); ``params``: the session's settings (``solver_params``,
-    ``strategy_params``)."""
+    ``strategy_params``).  A session with named classes (``params["classes"]``): ``labels`` are the classes
+    as they stand (``answer_class``, 0..K-1) and ``classes`` their names (``run_class_replay``)."""
+    params = dict(params or {})
     events = list(events)
     answered = [e for e in events if int(e.value) != 0]
-    params = dict(params or {})
+    classes = tuple(str(c) for c in params.get("classes") or ())
 
     def timing(name):
         return np.array([np.nan if getattr(e, name) is None else float(getattr(e, name)) for e in answered])
 
     return LabelledItems(
         np.array([int(e.item_index) for e in answered], dtype=np.intp),
-        np.array([int(e.value) for e in answered], dtype=int),
+        np.array([int(e.answer_class if classes else e.value) for e in answered], dtype=int),
         strategy=strategy,
         solver=solver,
         solver_params=dict(params.get("solver_params") or {}),
@@ -131,6 +135,7 @@ def session_items(
         update_ms=timing("update_ms"),
         query_ms=timing("query_ms"),
         strategy_params=dict(params.get("strategy_params") or {}),
+        classes=classes,
     )
 
 
@@ -483,17 +488,123 @@ def replay_text(result: ComparisonResult) -> str:
     )
 
 
+# --------------------------------------------------------------------------- sessions with named classes
+
+#: what a replay of a session with named classes can and cannot tell (printed with it)
+CLASS_CAVEAT = (
+    "What a replay of named classes can tell: its pool is the items the session labelled, chosen by the "
+    "session's own strategy, so it favours strategies that pick items like it; accuracy and macro AUC are "
+    "measured on a held-out part of those labelled items (as compare --classes holds out a part), so they "
+    "say nothing of the items never labelled. Compare the strategies with the session's strategy under the "
+    "same replay (the reference); the session's own order is not a curve here (it had no held-out part)."
+)
+
+
+def run_class_replay(
+    X,
+    labelled: LabelledItems,
+    *,
+    strategies: Iterable[str] | str,
+    seeds: int | Iterable[int] = 3,
+    budget: int | None = None,
+    initial: int = 10,
+    test_fraction: float = 0.3,
+    n_jobs: int = 1,
+):
+    """Replay ``labelled`` (a session with named classes: rows of ``X`` and their classes as they stand) under
+    the K-class ``strategies`` (``core.multiclass.MULTICLASS_STRATEGIES``) on ``seeds``, with the session's
+    model: ``core.class_experiment.run_class_comparison(X[rows], classes, ...)``, the session's strategy added
+    as the reference (with its class to find, for ``target-class``).  ``budget`` defaults to every item of a
+    seed's pool (the labelled items not held out).  ``config["replay"]`` says what was replayed."""
+    from core.class_experiment import run_class_comparison
+    from core.experiment import _split_rows
+    from core.multiclass import MULTICLASS_STRATEGIES
+
+    if isinstance(strategies, str):
+        strategies = [s.strip() for s in strategies.split(",") if s.strip()]
+    strategies = list(dict.fromkeys(strategies))
+    wrong = [s for s in strategies if s not in MULTICLASS_STRATEGIES]
+    if wrong or not strategies:
+        raise ReplayError(
+            f"{wrong[0]!r} is not a strategy for named classes; choose from {', '.join(MULTICLASS_STRATEGIES)}"
+            if wrong
+            else "no strategy to replay"
+        )
+    rows, classes = np.asarray(labelled.rows, dtype=np.intp), labelled.classes
+    labels = np.asarray(labelled.labels, dtype=int)
+    if len(rows) != len(labels) or len(np.unique(rows)) != len(rows):
+        raise ReplayError(f"{labelled.source}: each labelled item once, with its class")
+    reference = labelled.strategy if labelled.strategy in MULTICLASS_STRATEGIES else None
+    if reference is not None and reference not in strategies:
+        strategies.append(reference)
+    counts = np.bincount(labels, minlength=len(classes)) if len(labels) else np.zeros(len(classes), dtype=int)
+    pool = len(_split_rows(labels, 0, test_fraction)[0]) if counts.min() >= 2 else len(rows)
+    budget = pool if budget is None else min(int(budget), pool)
+    if int(initial) >= budget:
+        raise ReplayError(
+            f"{labelled.source}: the {initial} initial labels would be every one of the {budget} labels "
+            "of a run, all drawn at random: lower the initial labels"
+        )
+    params = {k: v for k, v in labelled.solver_params.items() if k != "auto"}
+    try:
+        result = run_class_comparison(
+            X[rows],
+            labels,
+            classes,
+            strategies=strategies,
+            solver=labelled.solver or "incremental",
+            solver_params=params,
+            budget=budget,
+            seeds=seeds,
+            initial=initial,
+            test_fraction=test_fraction,
+            target=labelled.strategy_params.get("target"),
+            n_jobs=n_jobs,
+        )
+    except ValueError as error:
+        raise ReplayError(f"{labelled.source}: {error}") from None
+    result.config["replay"] = {
+        "source": labelled.source,
+        "pool": int(len(rows)),
+        "classes": {name: int(n) for name, n in zip(classes, counts, strict=True)},
+        "skipped": int(labelled.skipped),
+        "reference": reference,
+        "session_strategy": labelled.strategy,
+        "session_solver": labelled.solver,
+        "rows": [int(r) for r in rows],
+    }
+    return result
+
+
+def class_replay_text(result) -> str:
+    """What ``python -m core replay`` prints for a session with named classes."""
+    replay = result.config["replay"]
+    counts = ", ".join(f"{name} {n}" for name, n in replay["classes"].items())
+    said = f"{replay['source']}: {replay['pool']} labelled items ({counts})"
+    if replay.get("skipped"):
+        said += f", {replay['skipped']} skip{'s' if replay['skipped'] != 1 else ''} left out"
+    reference = (
+        f"reference: the session's own strategy ({replay['reference']}) under the same replay"
+        if replay.get("reference")
+        else "no reference: the session's strategy is not a K-class strategy this version runs"
+    )
+    return "\n".join([said, result.summary_text(), reference, CLASS_CAVEAT])
+
+
 __all__ = [
     "CAVEAT",
+    "CLASS_CAVEAT",
     "SESSION_ORDER",
     "LabelledItems",
     "ReplayError",
+    "class_replay_text",
     "format_replay_summary",
     "project_items",
     "read_labels",
     "reference_said",
     "replay_said",
     "replay_text",
+    "run_class_replay",
     "run_replay",
     "session_features",
     "session_items",

@@ -246,7 +246,7 @@ def labels_as_given(engine: EngineLike, session_id: int) -> dict[int, int]:
 def record_labels(
     engine: EngineLike,
     session_id: int,
-    answers: Sequence[tuple[int, int]],
+    answers: Sequence[tuple[int, int]] | Sequence[tuple[int, int, int | None]],
     *,
     annotator: str,
     strategy: str,
@@ -254,15 +254,20 @@ def record_labels(
     model_version: int,
 ) -> list[LabelEvent]:
     """Record several answers ``(item_index, value)`` at once, all or none; committed when this returns.
+    In a session with named classes an answer is ``(item_index, 1, class)`` or a skip ``(item_index, 0, None)``
+    (``record_label``'s ``answer_class``).
 
     For labels given elsewhere (an import): no decision value, ``model_version``
     counting on from ``model_version``. Raises ``DuplicateLabelError`` when an
     item already has an active label in the session or appears twice, and
     ``InvalidLabelError`` for an item that does not exist; nothing is written then.
     """
-    answers = [(_item_index(i), _label_value(v)) for i, v in answers]
+    given = [
+        (_item_index(a[0]), _label_value(a[1]), None if len(a) < 3 or a[2] is None else _class_index(a[2]))
+        for a in answers
+    ]
     seen: set[int] = set()
-    for item_index, _ in answers:
+    for item_index, _, _ in given:
         if item_index in seen:
             raise DuplicateLabelError(
                 f"Item {item_index} appears twice among the labels to record.",
@@ -277,8 +282,8 @@ def record_labels(
     try:
         with writing(engine) as session:
             target = _active_session_row(session, session_id)
-            for _, value in answers:
-                check_answer(session_classes(target.solver_params), value, None)
+            for _, value, answer_class in given:
+                check_answer(session_classes(target.solver_params), value, answer_class)
             items = (
                 dict(
                     session.execute(
@@ -313,7 +318,7 @@ def record_labels(
                 )
             annotator_id = _annotator_id(session, annotator)
             events = []
-            for k, (item_index, value) in enumerate(answers):
+            for k, (item_index, value, answer_class) in enumerate(given):
                 answer: dict[str, Any] = dict(
                     value=value,
                     created_at=now,
@@ -324,6 +329,8 @@ def record_labels(
                     update_ms=None,
                     query_ms=None,
                 )
+                if answer_class is not None:
+                    answer["answer_class"] = answer_class
                 label_id = session.execute(
                     insert(Label)
                     .values(session_id=session_id, item_id=items[item_index], annotator_id=annotator_id, **answer)

@@ -26,12 +26,19 @@ import numpy as np
 import pandas as pd
 from sqlalchemy.exc import SQLAlchemyError
 
+from app.services import priors
 from app.services.accounts import Accounts, Identity
+from app.services.class_stopping import target_stopping
 from app.services.common import Outcome, ServiceError, database_trouble, numeric_columns, scaled_row_blocks
 from app.services.display import ItemDisplay
 from app.services.errors import service_boundary
+from app.services.history import IMPORTED, items_by_key, nothing_new, plan_rows, refuse_problems, store_import
 from app.services.records import undo_stored, written
+from app.services.stopping import RunStopping
+from app.services.vocabulary import heuristic_words
+from core import stopping as rules
 from core.multiclass import MULTICLASS_STRATEGIES, OneVsRest, random_class_query
+from core.priors import PRIOR
 from core.settings import SessionSettings
 from core.strategies import Pool
 from storage import history as stored_history
@@ -49,6 +56,18 @@ CLASS_STRATEGY_WORDS = {
 }
 #: what the strategy recorded for an item picked at random before two classes have an answer
 CLASS_COLD_START = "random (until two classes have answers)"
+#: a recall check's draw cannot be skipped (as in a two-class session)
+SKIP_IN_CHECK = (
+    "Skip is not available during the recall check: the test needs an answer for every item it draws. "
+    "Label it, or stop the check."
+)
+#: a skip among an import file's answers (the classes are 0 to K - 1)
+SKIPPED = -1
+#: stopping is for sessions that look for one class
+NO_STOPPING = (
+    "Stopping rules and the recall check are for sessions that look for one class (Most likely <class>); "
+    "this session's strategy looks at every class."
+)
 
 
 def strategy_words(strategy: str, target: str | None = None) -> str:
@@ -149,6 +168,11 @@ class ClassesRun:
             model=lambda: None,
             lock=self.lock,
         )
+        #: "Most likely <class>": the two-class stopping part over that class against the rest
+        #: (``app.services.class_stopping``); None for the other strategies
+        self.stopping: RunStopping | None = None
+        if self.target is not None:
+            self.stopping = target_stopping(self, self.classes.index(self.target), self.info.params)
         self.rebuild()
 
     # -- words ------------------------------------------------------------------------------------
@@ -181,6 +205,8 @@ class ClassesRun:
             try:
                 events = repo.label_events(self.engine, self.session_id)
                 self.model, self.answers = self._new_model(), []
+                if self.stopping is not None:  # the stability rule's checkpoints, read again while learning
+                    self.stopping.restore({}, 0)
                 for event in events:
                     self._learn(event.item_index, event.answer_class, event.label_id, event.strategy)
                 self.problem = self.problem_cause = None
@@ -214,6 +240,10 @@ class ClassesRun:
             step = self.model.learn(item_index, self.classes[answer_class])
             self.last_update_ms = float(step.seconds) * 1000.0
         self.answers.append(ClassAnswer(item_index, answer_class, label_id, strategy, scores))
+        if self.stopping is not None and answer_class is not None:
+            t = self.classes.index(self.target)
+            labels = [a.answer_class for a in self.answers if a.answer_class is not None]
+            self.stopping.record_checkpoint_at(len(labels), labels.count(t))
 
     def ask(self) -> None:
         """The item to show next: a function of the answers (see the module docstring)."""
@@ -225,6 +255,22 @@ class ClassesRun:
             available[a.item_index] = False
         if not available.any():
             self.shown = None
+            return
+        if self.stopping is not None and self.stopping.checking:  # a recall check: drawn at random
+            drawn = self.stopping.random_draw()
+            self.shown = (
+                None
+                if drawn is None
+                else ClassShown(
+                    item_index=drawn.item_index,
+                    pool_index=drawn.pool_index,
+                    score=drawn.score,
+                    strategy=rules.CHECK_STRATEGY,
+                    reason=drawn.reason,
+                    query_ms=None,
+                    scores=tuple(float(f) for f in self.model.decision_function(np.array([drawn.pool_index]))[0]),
+                )
+            )
             return
         rng = np.random.default_rng([self.seed, len(self.answers)])
         answered = {a.answer_class for a in self.answers if a.answer_class is not None}
@@ -296,6 +342,8 @@ class ClassesRun:
             shown = self.shown
             if shown is None:
                 return self.tell(Outcome(False, "Every item in the pool has been answered.", "warning"))
+            if k is None and shown.strategy == rules.CHECK_STRATEGY:
+                return self.tell(Outcome(False, SKIP_IN_CHECK, "warning"))
             if item_index is not None and int(item_index) != shown.item_index:
                 return self.tell(
                     Outcome(
@@ -305,48 +353,112 @@ class ClassesRun:
                         "warning",
                     )
                 )
-            try:
-                stored = repo.record_label(
-                    self.engine,
-                    self.session_id,
-                    item_index=shown.item_index,
-                    value=0 if k is None else 1,
-                    answer_class=k,
-                    annotator=self.info.annotator,
-                    strategy=shown.strategy,
-                    solver=self.info.solver,
-                    decision_value=shown.score,
-                    model_version=len(self.answers),
-                    update_ms=self.last_update_ms,
-                    query_ms=shown.query_ms,
+            failed = self._store_and_learn(shown.item_index, k, shown.strategy, shown.score, shown.query_ms)
+            if failed is not None:
+                return failed
+            self.version += 1
+            self.ask()
+            said = f"Item {shown.item_index}: {'skipped' if k is None else self.classes[k]}."
+            note = self.stopping.after_answer() if self.stopping is not None else None
+            return self.tell(Outcome(True, f"{said} {note}" if note else said))
+
+    def _store_and_learn(
+        self, item: int, k: int | None, strategy: str, score: float | None, query_ms: float | None
+    ) -> Outcome | None:
+        """Store an answer (class ``k``; None: a skip), then the model learns it; the refusal said, or None."""
+        try:
+            stored = repo.record_label(
+                self.engine,
+                self.session_id,
+                item_index=item,
+                value=0 if k is None else 1,
+                answer_class=k,
+                annotator=self.info.annotator,
+                strategy=strategy,
+                solver=self.info.solver,
+                decision_value=score,
+                model_version=len(self.answers),
+                update_ms=self.last_update_ms,
+                query_ms=query_ms,
+            )
+        except DuplicateLabelError as error:
+            self.rebuild()
+            return self.tell(Outcome(False, f"{error} Nothing was recorded twice.", "warning"))
+        except StorageError as error:
+            return self.tell(Outcome(False, f"Nothing was recorded: {error}", "error"))
+        except SQLAlchemyError as error:
+            return self.tell(
+                Outcome(
+                    False,
+                    f"Nothing was recorded: the database could not be written ({database_trouble(error)}).",
+                    "error",
                 )
-            except DuplicateLabelError as error:
-                self.rebuild()
-                return self.tell(Outcome(False, f"{error} Nothing was recorded twice.", "warning"))
-            except StorageError as error:
-                return self.tell(Outcome(False, f"Nothing was recorded: {error}", "error"))
-            except SQLAlchemyError as error:
+            )
+        try:
+            self._learn(item, k, stored.label_id, strategy)
+        except Exception as error:
+            return self._cannot_learn(f"Item {item} is", error)
+        return None
+
+    def _cannot_learn(self, what: str, error: Exception, them: str = "it") -> Outcome:
+        """Answers stored (``what``: "Item 3 is") that the model could not learn: said, and no more answers."""
+        logger.exception("session %s: the model could not learn what was stored", self.session_id)
+        self.model, self.shown = None, None
+        self.problem = f"{what} saved, but the model could not learn {them} ({type(error).__name__}: {error})."
+        return self.tell(Outcome(False, self.problem, "error"))
+
+    # -- known items (the Label page's search: ``app.services.priors``) ------------------------------
+    @property
+    def pool_of_item(self) -> range:
+        """Dataset item -> its place in the pool (every item: a K-class session holds none out)."""
+        return range(len(self.pool_items))
+
+    @property
+    def search_how(self) -> str:
+        """``words``, ``substructure`` or ``column filter``: how this session's pool is searched."""
+        return priors.pool_search_how(self)
+
+    def search_pool(self, query: str) -> priors.SearchResult:
+        """The pool's items that match ``query``; a hit answered says its class (or skipped)."""
+        return priors.search_items(self, query, {a.item_index: self._name(a.answer_class) for a in self.answers})
+
+    @property
+    def n_known(self) -> int:
+        """Answers stored as known items (provenance ``prior``)."""
+        return sum(1 for a in self.answers if a.strategy == PRIOR)
+
+    def mark_known(self, item_index: int, answer_class: Any, *, by: Identity | None = None) -> Outcome:
+        """Store item ``item_index`` as known to be of a class (name or place) with the provenance ``prior``;
+        the model learns it at once (before the first question, known items are what it learns first) and
+        asks its next question."""
+        k = self.class_index(answer_class)
+        with self.lock:
+            refused = self._refusal(by)
+            if refused is not None:
+                return refused
+            item = int(item_index)
+            if not 0 <= item < len(self.pool_items):
+                return self.tell(
+                    Outcome(False, f"There is no item {item} in this dataset (0..{len(self.pool_items) - 1}).", "error")
+                )
+            already = next((a for a in self.answers if a.item_index == item), None)
+            if already is not None:
                 return self.tell(
                     Outcome(
                         False,
-                        f"Nothing was recorded: the database could not be written ({database_trouble(error)}).",
-                        "error",
+                        f"Item {item} is already answered ({self._name(already.answer_class)}); change it on the "
+                        "History page.",
+                        "warning",
                     )
                 )
-            try:
-                self._learn(shown.item_index, k, stored.label_id, shown.strategy)
-            except Exception as error:
-                logger.exception("session %s: the model could not learn item %s", self.session_id, shown.item_index)
-                self.model, self.shown = None, None
-                self.problem = (
-                    f"Item {shown.item_index} is saved, but the model could not learn it "
-                    f"({type(error).__name__}: {error})."
-                )
-                return self.tell(Outcome(False, self.problem, "error"))
+            if self.checking:
+                return self.tell(Outcome(False, priors.NOT_DURING_CHECK, "warning"))
+            failed = self._store_and_learn(item, k, PRIOR, None, None)
+            if failed is not None:
+                return failed
             self.version += 1
             self.ask()
-            said = "skipped" if k is None else self.classes[k]
-            return self.tell(Outcome(True, f"Item {shown.item_index}: {said}."))
+            return self.tell(Outcome(True, f"Item {item}: known {self.classes[k]}, learned."))
 
     def skip(self, item_index: int | None = None, *, by: Identity | None = None) -> Outcome:
         return self.answer(None, item_index=item_index, by=by)
@@ -374,10 +486,15 @@ class ClassesRun:
                     self.model.unlearn(last.item_index)
                 self.answers.pop()
                 self.last_update_ms = None
+                if self.stopping is not None:
+                    self.stopping.forget_after_undo()
                 self.version += 1
                 self.ask()  # (the same question again: queries are a function of the answers)
             else:
                 self.rebuild()
+                if self.stopping is not None:  # (the checks started after the answers left go)
+                    self.stopping.forget_after_undo()
+                    self.ask()
             if event is None:
                 return self.tell(
                     Outcome(
@@ -428,11 +545,19 @@ class ClassesRun:
         )
 
     def remove_label(self, label_id: int, *, by: Identity | None = None) -> Outcome:
-        """Take an earlier answer back (the item can be asked about again)."""
+        """Take an earlier answer back (the item can be asked about again); the recall checks' starts after
+        it move up with the labels."""
+        labelled = [a.label_id for a in self.answers if a.answer_class is not None]
+        position = labelled.index(label_id) if label_id in labelled else None
+
+        def said(c) -> str:
+            if self.stopping is not None and position is not None:
+                self.stopping.forget_after_removal(position)
+                self.ask()
+            return f"Item {c.item_index}: the answer {self._name(c.old_class)} was removed."
+
         return self._correct(
-            lambda who: stored_history.remove_label(self.engine, self.session_id, label_id, annotator=who),
-            by,
-            lambda c: f"Item {c.item_index}: the answer {self._name(c.old_class)} was removed.",
+            lambda who: stored_history.remove_label(self.engine, self.session_id, label_id, annotator=who), by, said
         )
 
     def _name(self, answer_class: int | None) -> str:
@@ -491,18 +616,59 @@ class ClassesRun:
         """A strategy recorded with an answer (or of the item shown), in a screener's words."""
         if strategy == CLASS_COLD_START:
             return "Random (until two classes have answers)"
-        return strategy_words(strategy, self.target) if strategy in CLASS_STRATEGY_WORDS else strategy
+        return strategy_words(strategy, self.target) if strategy in CLASS_STRATEGY_WORDS else heuristic_words(strategy)
 
-    def import_labels(self, *args, **kwargs) -> Outcome:
-        """Labels from a file are imported into two-class sessions only (for now): said, nothing stored."""
-        return self.tell(
-            Outcome(
-                False,
-                "Importing labels from a file is for two-class (Positive / Negative) "
-                "sessions only; nothing was imported.",
-                "warning",
+    def import_labels(
+        self, data: bytes, *, key_column: str, label_column: str, source: str = "the file", by: Identity | None = None
+    ) -> Outcome:
+        """Add the answers of an import file (a CSV of item key → class name, or ``skipped``) to the session, all
+        or none, under ``by``'s name (the session's annotator by default); the model learns them in the file's
+        order.  Raises ``ServiceError`` naming the labels that are not classes of the session, or listing the
+        rows that cannot be imported (as a two-class session's import: ``app.services.history``); nothing is
+        stored then."""
+        by_word = {name.strip().lower(): k for k, name in enumerate(self.classes)}
+        by_word |= {word: SKIPPED for word in ("skipped", "skip") if word not in by_word}
+        with self.lock:
+            self.accounts.acting(by)
+            if self.problem is not None:
+                raise ServiceError(self.problem)
+            plan = plan_rows(
+                data,
+                key_column=key_column,
+                label_column=label_column,
+                items=items_by_key(getattr(self.display, "item_keys", None), len(self.pool_items)),
+                answer_of=lambda word: by_word.get(word.strip().lower()),
+                name_of=lambda k: "skipped" if k == SKIPPED else self.classes[k],
+                unknown=lambda where, word: f"{where}: '{word}' is not a class of this session.",
+                current={a.item_index: SKIPPED if a.answer_class is None else a.answer_class for a in self.answers},
+                in_pool=lambda item: 0 <= item < len(self.pool_items),
+                dataset=self.dataset.name,
             )
-        )
+            if plan.unknown:
+                words = ", ".join(f"'{w}'" for w in plan.unknown)
+                raise ServiceError(
+                    f"Nothing was imported from {source}: {words} "
+                    + ("is not a class" if len(plan.unknown) == 1 else "are not classes")
+                    + f" of this session (its classes: {', '.join(self.classes)}; 'skipped' for a skip)."
+                )
+            refuse_problems(plan, source)
+            if not plan.answers:
+                return self.tell(nothing_new(plan, source))
+            stored = store_import(
+                self, [(item, 0, None) if k == SKIPPED else (item, 1, k) for item, k in plan.answers], source, by
+            )
+            try:
+                for event in stored:
+                    self._learn(event.item_index, event.answer_class, event.label_id, IMPORTED)
+            except Exception as error:
+                return self._cannot_learn(f"The {len(stored)} imported answers are", error, them="them")
+            self.last_update_ms = None
+            self.version += 1
+            self.ask()
+            counts = [(name, sum(e.answer_class == k for e in stored)) for k, name in enumerate(self.classes)]
+            skipped = sum(e.answer_class is None for e in stored)
+            said = ", ".join(f"{name} {n}" for name, n in counts if n) + (f", {skipped} skipped" if skipped else "")
+            return self.tell(Outcome(True, f"Imported {len(stored)} answers from {source} ({said.lstrip(', ')})."))
 
     def model_state(self) -> bytes:
         """The session's K machines as an .npz file (no pickle): machine k's arrays under ``class{k}/``, the
@@ -552,36 +718,28 @@ class ClassesRun:
                 counts[self.classes[a.answer_class]] += 1
         return counts
 
-    #: answers in a row without the target class after which ASReview LAB's rule says stop
-    TARGET_RUN = 50
+    # -- stopping ("Most likely <class>": that class against the rest, ``app.services.class_stopping``) --------
+    @property
+    def checking(self) -> bool:
+        """A recall check is on: the items shown are drawn at random."""
+        return self.stopping is not None and self.stopping.checking
 
-    def target_stopping(self) -> list[str] | None:
-        """When can the analyst stop screening for the target class (a "Most likely <class>" session; None for
-        the other strategies): two rules over the answers, the target class counting as found and every other
-        class as not (``core.stopping``: ASReview LAB's run of answers without one, and Cormack & Grossman's knee
-        of the gain curve), in words."""
-        from core.stopping import consecutive_rule, knee_rule
+    def stopping_status(self):
+        """The two-class stopping status over the target class against the rest (None: no target class, or no
+        model)."""
+        return None if self.stopping is None else self.stopping.stopping_status()
 
-        if self.target is None:
-            return None
-        t = self.classes.index(self.target)
-        y = [1 if a.answer_class == t else -1 for a in self.answers if a.answer_class is not None]
-        found = sum(v > 0 for v in y)
-        if not found:
-            return [f"No '{self.target}' found yet: the stopping rules wait for the first one."]
-        run = consecutive_rule(y, self.TARGET_RUN)
-        knee = knee_rule(y)
-        lines = [
-            f"{int(run.value or 0)} answers in a row without '{self.target}' since the last one (stop after "
-            f"{self.TARGET_RUN}): " + ("you can stop." if run.stop else "go on."),
-            f"'{self.target}' found {found} times in {len(y)} answers; the bend (knee) of that curve: "
-            + (
-                "you can stop."
-                if knee.stop
-                else "go on" + (f" (at least {knee.needed} more answers)." if knee.needed else ".")
-            ),
-        ]
-        return lines
+    def _no_stopping(self) -> Outcome:
+        return self.tell(Outcome(False, NO_STOPPING, "warning"))
+
+    def set_stopping(self, **settings) -> Outcome:
+        return self._no_stopping() if self.stopping is None else self.stopping.set_stopping(**settings)
+
+    def start_check(self, *, by: Identity | None = None) -> Outcome:
+        return self._no_stopping() if self.stopping is None else self.stopping.start_check(by=by)
+
+    def stop_check(self, *, by: Identity | None = None) -> Outcome:
+        return self._no_stopping() if self.stopping is None else self.stopping.stop_check(by=by)
 
     def history(self) -> pd.DataFrame:
         """After each answer (skips left out): ``labels``, ``accuracy`` (the share of the answers so far whose

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import csv
 import logging
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
@@ -59,6 +60,136 @@ class ImportPlan:
     answers: list[tuple[int, int]]  # (item index, +1 / -1 / 0), in the file's order
     already: int  # rows whose item already has that answer in the session
     problems: list[str]  # one message per row that cannot be imported (empty: it can)
+    unknown: list[str] = field(default_factory=list)  # the labels that are no answer, each once, in order
+
+
+def items_by_key(item_keys, n_items: int) -> dict[str, list[int]]:
+    """Item key -> the items with that key (the item's index, as text, when the dataset has no keys)."""
+    if item_keys is None:
+        return {str(i): [i] for i in range(n_items)}
+    found: dict[str, list[int]] = {}
+    for i, key in enumerate(item_keys):
+        if key is not None:
+            found.setdefault(str(key).strip(), []).append(i)
+    return found
+
+
+def plan_rows(
+    data: bytes,
+    *,
+    key_column: str,
+    label_column: str,
+    items: dict[str, list[int]],
+    answer_of: Callable[[str], int | None],
+    name_of: Callable[[int], str],
+    unknown: Callable[[str, str], str],
+    current: dict[int, int],
+    in_pool: Callable[[int], bool],
+    dataset: str,
+) -> ImportPlan:
+    """Check an import file (a CSV of item key → label) row by row; stores nothing.  ``items``: key -> items
+    (``items_by_key``); ``answer_of``: a label's answer (None: not an answer, said by ``unknown``);
+    ``name_of``: an answer in words; ``current``: the session's answers by item; ``in_pool``: whether an item
+    can be labelled in the session."""
+    rows = csv.reader(csv_text(data.decode("utf-8-sig", errors="replace").encode()))
+    header = [h.strip() for h in next(rows, [])]
+    for column in (key_column, label_column):
+        if column not in header:
+            raise ServiceError(f"The file has no column '{column}' (its columns: {', '.join(header) or 'none'}).")
+    k_col, l_col = header.index(key_column), header.index(label_column)
+    planned: dict[int, tuple[int, int]] = {}  # item -> (value, row)
+    answers, problems, unknown_words, already = [], [], [], 0
+    for row_number, cells in enumerate(rows, start=1):
+        if not any(c.strip() for c in cells):
+            continue
+        key = cells[k_col].strip() if k_col < len(cells) else ""
+        word = cells[l_col].strip() if l_col < len(cells) else ""
+        where = f"row {row_number}"
+        if not key:
+            problems.append(f"{where}: no item key in column '{key_column}'.")
+            continue
+        found = items.get(key)
+        if found is None or (isinstance(found, list) and len(found) != 1):
+            problems.append(
+                f"{where}: key '{key}' is not an item of dataset '{dataset}'."
+                if not found
+                else f"{where}: key '{key}' names {len(found)} items of the dataset."
+            )
+            continue
+        item = found[0]
+        value = answer_of(word)
+        if value is None:
+            problems.append(unknown(where, word))
+            if word not in unknown_words:
+                unknown_words.append(word)
+            continue
+        if not in_pool(item):
+            problems.append(
+                f"{where}: item '{key}' is held out to evaluate this session (the dataset's true "
+                "labels are used there)."
+            )
+            continue
+        if item in planned:
+            if planned[item][0] != value:
+                problems.append(
+                    f"{where}: item '{key}' is '{name_of(planned[item][0])}' in row "
+                    f"{planned[item][1]} and '{name_of(value)}' here."
+                )
+            continue
+        if item in current:
+            if current[item] == value:
+                already += 1
+            else:
+                problems.append(
+                    f"{where}: item '{key}' is already '{name_of(current[item])}' in this session "
+                    "(change it in the label history)."
+                )
+            continue
+        planned[item] = (value, row_number)
+        answers.append((item, value))
+    return ImportPlan(answers=answers, already=already, problems=problems, unknown=unknown_words)
+
+
+def refuse_problems(plan: ImportPlan, source: str) -> None:
+    """A ``ServiceError`` listing the rows of ``plan`` that cannot be imported (the first few), if any."""
+    if plan.problems:
+        shown = plan.problems[:IMPORT_PROBLEMS_SHOWN]
+        more = len(plan.problems) - len(shown)
+        raise ServiceError(
+            f"Nothing was imported from {source}: {len(plan.problems)} row"
+            f"{'s' if len(plan.problems) != 1 else ''} cannot be used. "
+            + " ".join(shown)
+            + (f" … and {more} more." if more else "")
+        )
+
+
+def nothing_new(plan: ImportPlan, source: str) -> Outcome:
+    """What an import file without a new answer says."""
+    return Outcome(
+        True, f"Nothing to import from {source}: its {plan.already} labels are already in this session.", "info"
+    )
+
+
+def store_import(run, answers, source: str, by: Identity | None) -> list:
+    """Store an import file's ``answers`` in ``run``'s session (``storage.history.record_labels``: all or none,
+    with the provenance ``imported``) under ``by``'s name (the session's annotator by default); the stored
+    events, or a ``ServiceError`` saying why nothing was imported."""
+    try:
+        return stored_history.record_labels(
+            run.engine,
+            run.session_id,
+            answers,
+            annotator=by.name if by else run.info.annotator,
+            strategy=IMPORTED,
+            solver=run.info.solver,
+            model_version=len(run.answers),
+        )
+    except StorageError as error:
+        raise ServiceError(f"Nothing was imported from {source}: {error}") from None
+    except SQLAlchemyError as error:
+        raise ServiceError(
+            f"Nothing was imported from {source}: the database could not be written ({database_trouble(error)})."
+        ) from None
 
 
 class RunHistory:
@@ -234,81 +365,24 @@ class RunHistory:
     # -- labels from elsewhere --------------------------------------------------------------------
     def plan_import(self, data: bytes, *, key_column: str, label_column: str) -> ImportPlan:
         """Check an import file (a CSV of item key → label) row by row against this session; stores nothing."""
-        rows = csv.reader(csv_text(data.decode("utf-8-sig", errors="replace").encode()))
-        header = [h.strip() for h in next(rows, [])]
-        for column in (key_column, label_column):
-            if column not in header:
-                raise ServiceError(f"The file has no column '{column}' (its columns: {', '.join(header) or 'none'}).")
-        k_col, l_col = header.index(key_column), header.index(label_column)
-        items = self._items_by_key()
         answers_by_word = {word: value for word, value in ANSWER_WORDS.items()}
         for value, name in self.run.class_names.items():
             answers_by_word[name.strip().lower()] = value  # the dataset's own class names come first
         names = self.run.class_names
-        current = {a.item_index: a.value for a in self.run.answers}
-        planned: dict[int, tuple[int, int]] = {}  # item -> (value, row)
-        answers, problems, already = [], [], 0
-        for row_number, cells in enumerate(rows, start=1):
-            if not any(c.strip() for c in cells):
-                continue
-            key = cells[k_col].strip() if k_col < len(cells) else ""
-            word = cells[l_col].strip() if l_col < len(cells) else ""
-            where = f"row {row_number}"
-            if not key:
-                problems.append(f"{where}: no item key in column '{key_column}'.")
-                continue
-            found = items.get(key)
-            if found is None or (isinstance(found, list) and len(found) != 1):
-                dataset = self.run.dataset.name
-                problems.append(
-                    f"{where}: key '{key}' is not an item of dataset '{dataset}'."
-                    if not found
-                    else f"{where}: key '{key}' names {len(found)} items of the dataset."
-                )
-                continue
-            item = found[0]
-            value = answers_by_word.get(word.lower())
-            if value is None:
-                problems.append(
-                    f"{where}: label '{word}' is neither '{names[1]}' (positive) nor '{names[-1]}' (negative)."
-                )
-                continue
-            if item not in self.run.pool_of_item:
-                problems.append(
-                    f"{where}: item '{key}' is held out to evaluate this session (the dataset's true "
-                    "labels are used there)."
-                )
-                continue
-            if item in planned:
-                if planned[item][0] != value:
-                    problems.append(
-                        f"{where}: item '{key}' is '{names[planned[item][0]]}' in row "
-                        f"{planned[item][1]} and '{names[value]}' here."
-                    )
-                continue
-            if item in current:
-                if current[item] == value:
-                    already += 1
-                else:
-                    problems.append(
-                        f"{where}: item '{key}' is already '{names[current[item]]}' in this session "
-                        "(change it in the label history)."
-                    )
-                continue
-            planned[item] = (value, row_number)
-            answers.append((item, value))
-        return ImportPlan(answers=answers, already=already, problems=problems)
-
-    def _items_by_key(self) -> dict[str, list[int]]:
-        """Item key -> the items with that key (the item's index, as text, when the dataset has no keys)."""
-        keys = self.run.display.item_keys
-        if keys is None:
-            return {str(i): [i] for i in range(len(self.run.X_raw))}
-        found: dict[str, list[int]] = {}
-        for i, key in enumerate(keys):
-            if key is not None:
-                found.setdefault(str(key).strip(), []).append(i)
-        return found
+        return plan_rows(
+            data,
+            key_column=key_column,
+            label_column=label_column,
+            items=items_by_key(self.run.display.item_keys, len(self.run.X_raw)),
+            answer_of=lambda word: answers_by_word.get(word.lower()),
+            name_of=names.__getitem__,
+            unknown=lambda where, word: (
+                f"{where}: label '{word}' is neither '{names[1]}' (positive) nor '{names[-1]}' (negative)."
+            ),
+            current={a.item_index: a.value for a in self.run.answers},
+            in_pool=lambda item: item in self.run.pool_of_item,
+            dataset=self.run.dataset.name,
+        )
 
     def import_labels(
         self, data: bytes, *, key_column: str, label_column: str, source: str = "the file", by: Identity | None = None
@@ -325,40 +399,10 @@ class RunHistory:
             if self.run.problem is not None:
                 raise ServiceError(self.run.problem)
             plan = self.plan_import(data, key_column=key_column, label_column=label_column)
-            if plan.problems:
-                shown = plan.problems[:IMPORT_PROBLEMS_SHOWN]
-                more = len(plan.problems) - len(shown)
-                raise ServiceError(
-                    f"Nothing was imported from {source}: {len(plan.problems)} row"
-                    f"{'s' if len(plan.problems) != 1 else ''} cannot be used. "
-                    + " ".join(shown)
-                    + (f" … and {more} more." if more else "")
-                )
+            refuse_problems(plan, source)
             if not plan.answers:
-                return self.run.tell(
-                    Outcome(
-                        True,
-                        f"Nothing to import from {source}: its {plan.already} labels are already in this session.",
-                        "info",
-                    )
-                )
-            try:
-                stored = stored_history.record_labels(
-                    self.run.engine,
-                    self.run.session_id,
-                    plan.answers,
-                    annotator=by.name if by else self.run.info.annotator,
-                    strategy=IMPORTED,
-                    solver=self.run.info.solver,
-                    model_version=len(self.run.answers),
-                )
-            except StorageError as error:
-                raise ServiceError(f"Nothing was imported from {source}: {error}") from None
-            except SQLAlchemyError as error:
-                raise ServiceError(
-                    f"Nothing was imported from {source}: the database could not be written "
-                    f"({database_trouble(error)})."
-                ) from None
+                return self.run.tell(nothing_new(plan, source))
+            stored = store_import(self.run, plan.answers, source, by)
             self.run.answers.extend(Answer(e.item_index, e.value, None, e.label_id) for e in stored)
             try:
                 self.run.loop.replay([(self.run.pool_of_item[e.item_index], e.value) for e in stored])

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import operator
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -158,6 +158,51 @@ def match_filter(X, columns: Sequence[str], expression: str) -> tuple[np.ndarray
     return items, values[items]
 
 
+def pool_search_how(run) -> str:
+    """``words``, ``substructure`` or ``column filter``: how ``run``'s pool is searched."""
+    texts = run.display.display_values is not None
+    return search_kind(run.display.kind, dict(run.dataset.meta or {}), texts)
+
+
+def search_items(run, query: str, answered: Mapping[int, str]) -> SearchResult:
+    """The items of ``run``'s pool (a ``LabellingRun`` or a ``ClassesRun``: its ``display``, ``dataset``,
+    ``feature_names`` and ``pool_of_item``) that match ``query`` (see ``pool_search_how``); held-out items are
+    counted, not listed.  ``answered``: item -> its answer in words (what a hit says of an answered item)."""
+    query = str(query or "")
+    if len(query) > QUERY_CHARS:
+        raise ServiceError(f"A search is at most {QUERY_CHARS} characters long.")
+    how = pool_search_how(run)
+    shown: dict[int, str] = {}
+    if how == "column filter":
+        X, _, _, _ = repo.load_dataset_arrays(run.engine, run.info.dataset_id, writable=False)
+        items, values = match_filter(X, run.feature_names, query)
+        column = run.feature_names[parse_filter(query, run.feature_names)[0]]
+        shown = {int(i): f"{column} = {for_people(v)}" for i, v in zip(items, values, strict=True)}
+    elif how == "substructure":
+        items = match_substructure(run.display.display_values, query)
+    else:
+        items = match_words(run.display.display_values, query)
+    in_pool = np.asarray([int(i) in run.pool_of_item for i in items], dtype=bool)
+    pool_hits = items[in_pool] if len(items) else items
+    hits = []
+    for item in pool_hits[:MAX_HITS]:
+        item = int(item)
+        text = shown.get(item)
+        if text is None:
+            text = str(run.display.display_values[item] or "")
+            text = text if len(text) <= HIT_CHARS else text[:HIT_CHARS] + "…"
+        keys = run.display.item_keys
+        hits.append(SearchHit(item, None if keys is None else keys[item], text, answered.get(item)))
+    return SearchResult(how, tuple(hits), int(len(pool_hits)), int(np.count_nonzero(~in_pool)))
+
+
+#: a known item cannot be marked while a recall check draws (the same words for both kinds of session)
+NOT_DURING_CHECK = (
+    "Known items cannot be added during the recall check: its test needs the random draws alone. Finish or "
+    "stop the check first."
+)
+
+
 class RunPriors:
     """Search the pool and mark known items: ``LabellingRun.priors`` (see the module docstring), teaching
     the ``run``'s model (``RunState``); no item is marked during a recall check (``stopping``)."""
@@ -168,43 +213,11 @@ class RunPriors:
     @property
     def search_how(self) -> str:
         """``words``, ``substructure`` or ``column filter``: how this session's pool is searched."""
-        texts = self.run.display.display_values is not None
-        return search_kind(self.run.display.kind, dict(self.run.dataset.meta or {}), texts)
+        return pool_search_how(self.run)
 
     def search_pool(self, query: str) -> SearchResult:
         """The pool's items that match ``query`` (see ``search_how``); held-out items are counted, not listed."""
-        query = str(query or "")
-        if len(query) > QUERY_CHARS:
-            raise ServiceError(f"A search is at most {QUERY_CHARS} characters long.")
-        how = self.search_how
-        shown: dict[int, str] = {}
-        if how == "column filter":
-            X, _, _, _ = repo.load_dataset_arrays(self.run.engine, self.run.info.dataset_id, writable=False)
-            items, values = match_filter(X, self.run.feature_names, query)
-            column = self.run.feature_names[parse_filter(query, self.run.feature_names)[0]]
-            shown = {int(i): f"{column} = {for_people(v)}" for i, v in zip(items, values, strict=True)}
-        elif how == "substructure":
-            items = match_substructure(self.run.display.display_values, query)
-        else:
-            items = match_words(self.run.display.display_values, query)
-        in_pool = np.asarray([int(i) in self.run.pool_of_item for i in items], dtype=bool)
-        pool_hits = items[in_pool] if len(items) else items
-        answered = {a.item_index: a.value for a in self.run.answers}
-        hits = []
-        for item in pool_hits[:MAX_HITS]:
-            item = int(item)
-            text = shown.get(item)
-            if text is None:
-                text = str(self.run.display.display_values[item] or "")
-                text = text if len(text) <= HIT_CHARS else text[:HIT_CHARS] + "…"
-            keys = self.run.display.item_keys
-            value = answered.get(item)
-            hits.append(
-                SearchHit(
-                    item, None if keys is None else keys[item], text, None if value is None else VALUE_NAMES[value]
-                )
-            )
-        return SearchResult(how, tuple(hits), int(len(pool_hits)), int(np.count_nonzero(~in_pool)))
+        return search_items(self.run, query, {a.item_index: VALUE_NAMES[a.value] for a in self.run.answers})
 
     def mark_known(self, item_index: int, value: int, *, by: Identity | None = None) -> Outcome:
         """Store item ``item_index`` as a known positive (+1) or negative (-1) with the provenance ``prior``;
@@ -243,14 +256,7 @@ class RunPriors:
                     )
                 )
             if self.stopping.checking:
-                return self.run.tell(
-                    Outcome(
-                        False,
-                        "Known items cannot be added during the recall check: its test "
-                        "needs the random draws alone. Finish or stop the check first.",
-                        "warning",
-                    )
-                )
+                return self.run.tell(Outcome(False, NOT_DURING_CHECK, "warning"))
             pool_index = self.run.pool_of_item[item]
             score = float(self.run.loop.solver.decision_function(np.array([pool_index], dtype=np.intp))[0])
             try:
@@ -305,10 +311,13 @@ __all__ = [
     "RunPriors",
     "SearchHit",
     "SearchResult",
+    "NOT_DURING_CHECK",
     "match_filter",
     "match_substructure",
     "match_words",
     "parse_filter",
+    "pool_search_how",
     "query_terms",
+    "search_items",
     "search_kind",
 ]

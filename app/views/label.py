@@ -394,6 +394,7 @@ if not svc.is_open(st.session_state.session_id):
 open_run = svc.open_session(st.session_state.session_id)
 if getattr(open_run, "has_classes", False):  # a session with named classes: a button per class
     class_panel(st.session_state.session_id)
+    known_items.show(svc, st.session_state.session_id, who)  # search the pool, mark items known to be of a class
     st.caption(classes_panel.key_help(open_run.classes))
 else:
     labelling_panel(st.session_state.session_id)

@@ -125,8 +125,9 @@ with st.container(border=True):
 st.subheader("Import labels into this session")
 st.caption(
     "A CSV file with an item key column and a label column (the dataset's class names, positive / negative, "
-    "or +1 / -1): a review started elsewhere continues here. Every row is checked first; if any cannot be "
-    "used, the message names it and nothing is imported."
+    "or +1 / -1; for a session with named classes, the session's class names): a review started elsewhere "
+    "continues here. Every row is checked first; if any cannot be used, the message names it and nothing is "
+    "imported."
 )
 if info.status != "active":
     st.info("Reopen the session to import labels into it.")

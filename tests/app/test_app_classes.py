@@ -300,7 +300,7 @@ def test_a_k_class_session_shows_every_kind_of_item(db_url, kind):
     assert (event.item_index, event.answer_class) == (first, 2)
 
 
-def test_the_model_state_holds_every_class_machine_and_a_file_import_is_refused_plainly(db_url):
+def test_the_model_state_holds_every_class_machine(db_url):
     import json
 
     from core.solvers import solver_class
@@ -326,9 +326,6 @@ def test_the_model_state_holds_every_class_machine_and_a_file_import_is_refused_
             np.testing.assert_allclose(
                 machine.decision_function(np.arange(45)), run.model.decision_function()[:, k], rtol=0, atol=1e-12
             )
-    outcome = run.import_labels(b"item_key,label\n1,cat\n", key_column="item_key", label_column="label")
-    assert not outcome.ok and "two-class" in outcome.message
-    assert len(repo.label_events(svc.engine, run.session_id)) == 9
 
 
 def test_a_session_with_named_classes_is_not_offered_for_a_yes_no_replay(db_url):
@@ -366,25 +363,78 @@ def test_a_k_class_session_answers_undoes_changes_and_resumes_on_both_databases(
     assert again.answers[0].answer_class == (first.answer_class + 1) % 3
 
 
-def test_a_session_looking_for_one_class_says_when_to_stop_for_it(db_url):
+def test_a_most_likely_session_stops_on_its_class_against_the_rest_as_a_two_class_session(db_url):
+    """ "Most likely <class>": the stopping rules, the estimate of that class's items still unlabelled and the
+    recall check, on the answers as that class (positive) against every other (negative), with the session's
+    target and confidence; the check's draws are stored with their provenance and resume."""
+    from core import stopping as rules
+
     svc = MarginLab.from_url(db_url)
     dataset_id, truth = three_blobs(svc)
     run = svc.start_session(
         dataset_id=dataset_id, annotator="ada", strategy="target-class", classes=CLASSES, target=CLASSES[1]
     )
-    assert run.target_stopping() == [f"No '{CLASSES[1]}' found yet: the stopping rules wait for the first one."]
-    answer_all(run, truth, 25)
-    found = sum(a.answer_class == 1 for a in run.answers)
-    since = next(k for k, a in enumerate(reversed(run.answers)) if a.answer_class == 1)
-    run_line, knee_line = run.target_stopping()
-    assert run_line == (f"{since} answers in a row without '{CLASSES[1]}' since the last one (stop after 50): go on.")
-    assert knee_line.startswith(
-        f"'{CLASSES[1]}' found {found} times in 25 answers; the bend (knee) of that curve: "
-        "go on (at least 125 more answers)."
+    assert run.set_stopping(target_recall=0.9, confidence=0.8).ok
+    answer_all(run, truth, 12)
+    assert run.skip(item_index=run.shown.item_index).ok
+    answer_all(run, truth, 3)
+    status = run.stopping_status()
+    assert (status.target_recall, status.confidence) == (0.9, 0.8)
+    # found: the answers of the class, label by label (the skip left out)
+    classes = [a.answer_class for a in run.answers if a.answer_class is not None]
+    assert list(status.gain["found"]) == list(np.cumsum([c == 1 for c in classes]))
+    # the rules and the estimate are core.stopping's over class 1 against the rest, with machine 1's scores
+    labels = np.array([1 if c == 1 else -1 for c in classes])
+    labelled = np.array([a.item_index for a in run.answers if a.answer_class is not None])
+    unlabelled = np.setdiff1d(np.arange(45), labelled)
+    expected = rules.estimate_remaining(
+        labels,
+        np.zeros(len(labels), dtype=bool),
+        (),
+        pool_size=45,
+        unlabelled_scores=run.model.decision_function()[unlabelled, 1],
+        asked_scores=np.array([a.scores[1] for a in run.answers if a.answer_class is not None]),
+        asked_by=[a.strategy for a in run.answers if a.answer_class is not None],
+        target_recall=0.9,
+        confidence=0.8,
     )
-    # the other strategies have no target class: the page says stopping is not for them
+    assert status.estimate.in_words() == expected.in_words(), (status.estimate, expected)
+    knee = rules.knee_rule(labels)
+    assert status.states[[s.rule for s in status.states].index("knee")].stop == knee.stop
+    # the recall check: random draws, no skip, provenance stored, the same state after a restart
+    assert run.start_check().ok and run.checking
+    shown = run.shown
+    assert shown.strategy == rules.CHECK_STRATEGY and "at random" in shown.reason
+    assert run.heuristic_words(shown.strategy) == rules.CHECK_WORDS
+    skip = run.skip(item_index=shown.item_index)
+    assert not skip.ok and "Skip is not available" in skip.message
+    drawn = []
+    for _ in range(3):
+        if not run.checking:
+            break
+        drawn.append(run.shown.item_index)
+        assert run.answer(int(truth[drawn[-1]]), item_index=drawn[-1]).ok
+    # undo brings back the same draw
+    last, next_item = drawn[-1], run.shown.item_index if run.shown else None
+    assert run.undo().ok and run.checking and run.shown.item_index == last
+    assert run.answer(int(truth[last]), item_index=last).ok
+    assert (run.shown.item_index if run.shown else None) == next_item
+    events = repo.label_events(svc.engine, run.session_id)
+    assert [e.item_index for e in events[16:]] == drawn
+    assert [e.strategy for e in events[16:]] == [rules.CHECK_STRATEGY] * len(drawn)
+    svc.forget_runs()
+    again = MarginLab.from_url(db_url).open_session(run.session_id)
+    assert again.checking == run.checking and again.shown.item_index == run.shown.item_index
+    assert again.stopping_status().estimate.in_words() == run.stopping_status().estimate.in_words()
+    assert [s.message for s in again.stopping_status().states] == [s.message for s in run.stopping_status().states]
+    if again.checking:
+        assert again.stop_check().ok and not again.checking
+        assert again.shown.strategy == "target-class"
+    # the other strategies have no class to find: no stopping status, and a check is refused
     other = svc.start_session(dataset_id=dataset_id, annotator="ada", strategy="random", classes=CLASSES)
-    assert other.target_stopping() is None
+    assert other.stopping_status() is None
+    outcome = other.start_check()
+    assert not outcome.ok and "Most likely" in outcome.message
 
 
 def test_the_form_starts_a_most_likely_session_for_the_class_named_and_shows_when_to_stop(db_url):
@@ -400,6 +450,22 @@ def test_the_form_starts_a_most_likely_session_for_the_class_named_and_shows_whe
     heading = [m.value for m in at.markdown if "When can I stop finding" in m.value]
     assert [as_shown(h) for h in heading] == [f"**When can I stop finding {CLASSES[2]}?**"]
     assert "\\!\\[p\\]" in heading[0]  # (the class name as written, not an image)
+    # the two-class panel, on that class against the rest: the verdict, the estimate, the rules, the check
+    words = [as_shown(c.value) for c in at.caption] + [as_shown(m.value) for m in at.markdown]
+    assert any(f"a positive is an answer {CLASSES[2]}" in w for w in words), words
+    assert any("positives still unlabelled" in w.lower() for w in words)
+    assert [i for i in at.info if "Not yet (rule: " in as_shown(i.value)]
+    assert not any("Stopping estimates (when can I stop?) are for" in w for w in words)
+    at.button(key="start_check").click().run()
+    assert not at.exception, at.exception
+    again = MarginLab.from_url(db_url).open_session(session.id)
+    assert again.checking and shown_item(at) == again.shown.item_index
+    assert any("drawn at random" in as_shown(c.value) for c in at.caption)
+    click_class(at, int(truth[shown_item(at)]))
+    assert repo.label_events(svc.engine, session.id)[-1].strategy == "random (recall check)"
+    if MarginLab.from_url(db_url).open_session(session.id).checking:  # (the draw may have ended the check)
+        at.button(key="stop_check").click().run()
+        assert not at.exception and not MarginLab.from_url(db_url).open_session(session.id).checking
     # a class to find that is not one of the classes: said in the form, nothing stored
     at.text_input(key="new_target").input("cow")
     at.selectbox(key="new_dataset").select(dataset_id)
@@ -421,3 +487,155 @@ def test_a_k_class_session_whose_settings_this_version_refuses_opens_with_its_an
     outcome = again.answer(0)
     assert not outcome.ok and outcome.message == again.problem
     assert len(repo.label_events(svc.engine, run.session_id)) == 3
+
+
+def test_known_items_of_a_k_class_session_are_stored_as_priors_with_their_class_and_learned_first(db_url):
+    from core.priors import PRIOR
+
+    svc = MarginLab.from_url(db_url)
+    dataset_id, truth = three_blobs(svc)
+    run = svc.start_session(
+        dataset_id=dataset_id, annotator="ada", strategy="target-class", classes=CLASSES, target=CLASSES[1]
+    )
+    assert run.search_how == "column filter"
+    X = repo.load_dataset_arrays(svc.engine, dataset_id)[0]
+    result = run.search_pool("a > 2")
+    assert [h.item_index for h in result.hits] == list(np.flatnonzero(X[:, 0] > 2)) and result.hits
+    first, second = (int(h.item_index) for h in result.hits[:2])
+    # before the first question: two known items of two classes, then the strategy asks at once
+    assert run.mark_known(first, CLASSES[1]).ok
+    outcome = run.mark_known(0, 0)
+    assert outcome.ok and outcome.message == f"Item 0: known {CLASSES[0]}, learned."
+    assert run.n_known == 2 and run.shown.strategy == "target-class"
+    events = repo.label_events(svc.engine, run.session_id)
+    assert [(e.item_index, e.value, e.answer_class, e.strategy) for e in events] == [
+        (first, 1, 1, PRIOR),
+        (0, 1, 0, PRIOR),
+    ]
+    assert run.heuristic_words(PRIOR) == "marked as known"
+    # the hit says it is answered, with its class
+    assert next(h for h in run.search_pool("a > 2").hits if h.item_index == first).answer == CLASSES[1]
+    # the model learned them first, in the order marked
+    fresh = run._new_model()
+    fresh.learn(first, CLASSES[1])
+    fresh.learn(0, CLASSES[0])
+    np.testing.assert_array_equal(fresh.decision_function(), run.model.decision_function())
+    answer_all(run, truth, 3)
+    # refused, naming what is wrong; nothing stored
+    again = run.mark_known(first, CLASSES[2])
+    assert not again.ok and f"already answered ({CLASSES[1]})" in again.message
+    with pytest.raises(ServiceError, match="is not a class of this session"):
+        run.mark_known(second, "cow")
+    missing = run.mark_known(99, 0)
+    assert not missing.ok and "There is no item 99" in missing.message
+    assert run.start_check().ok
+    during = run.mark_known(second, 0)
+    assert not during.ok and "during the recall check" in during.message
+    assert len(repo.label_events(svc.engine, run.session_id)) == 5
+    # a restart: the same answers, model and next item
+    scores, item = run.model.decision_function(), run.shown.item_index
+    svc.forget_runs()
+    resumed = MarginLab.from_url(db_url).open_session(run.session_id)
+    np.testing.assert_array_equal(resumed.model.decision_function(), scores)
+    assert resumed.shown.item_index == item and resumed.n_known == 2
+
+
+@pytest.mark.parametrize("kind", ["text", "table", "molecule", "image"])
+def test_the_label_page_marks_known_items_with_their_class_for_every_kind_of_item(db_url, kind):
+    from tests.app.test_app_item_display import import_kind
+
+    svc = MarginLab.from_url(db_url)
+    dataset_id = import_kind(svc, kind)
+    at = start_app("olga")
+    start_classes_session(at, dataset_id, "one, two, three", strategy="random")
+    (session,) = repo.list_sessions(svc.engine, annotator="olga")
+    run = svc.open_session(session.id)
+    # (words in a text pool, a substructure in a molecule pool, a column filter in a table or an image pool)
+    query = {"text": "robot", "molecule": "CO"}.get(kind, f"{run.feature_names[0]} >= 0")
+    at.text_input(key=f"known_query_{session.id}").input(query).run()
+    assert not at.exception, at.exception
+    assert not at.error, [e.value for e in at.error]
+    hits = [t.value for t in at.text if t.value.startswith("Item ")]
+    assert hits, [c.value for c in at.caption]
+    item = int(hits[0].split()[1].rstrip(":"))
+    buttons = [b for b in at.button if b.key and b.key.startswith(f"known_{session.id}_{item}_")]
+    assert [as_shown(b.label) for b in buttons] == ["Known one", "Known two", "Known three"]
+    buttons[2].click().run()
+    assert not at.exception, at.exception
+    (event,) = repo.label_events(svc.engine, session.id)
+    assert (event.item_index, event.answer_class, event.strategy) == (item, 2, "prior")
+    assert any(t.value == "answered: three" for t in at.text)
+
+
+def test_labels_from_a_file_are_imported_with_their_classes_and_unknown_classes_are_refused_by_name(db_url):
+    svc = MarginLab.from_url(db_url)
+    dataset_id, truth = three_blobs(svc)
+    run = svc.start_session(dataset_id=dataset_id, annotator="ada", strategy="smallest-margin", classes=CLASSES)
+    answer_all(run, truth, 3)
+    done = {a.item_index for a in run.answers}
+    items = [i for i in range(45) if i not in done][:4]
+    # (the dataset has no keys: items by number; class names as written, any case; 'skipped' a skip)
+    rows = [(items[0], CLASSES[0].upper()), (items[1], CLASSES[1]), (items[2], "skipped"), (items[3], CLASSES[2])]
+    good = "item_key,label\n" + "".join(f"{i},{c}\n" for i, c in rows)
+    # a file naming classes this session does not have: refused, naming them, nothing stored
+    bad = good + f"{items[0] + 1},cow\n{items[0] + 2},horse\n{items[0] + 3},cow\n"
+    with pytest.raises(ServiceError) as refused:
+        run.import_labels(bad.encode(), key_column="item_key", label_column="label", source="bad.csv")
+    message = str(refused.value)
+    assert message.startswith("Nothing was imported from bad.csv: ")
+    assert "'cow', 'horse' are not classes of this session" in message and CLASSES[2] in message
+    assert len(repo.label_events(svc.engine, run.session_id)) == 3 and len(run.answers) == 3
+    # an answer that contradicts the session's: refused by row, nothing stored
+    clash = f"item_key,label\n{run.answers[0].item_index},{CLASSES[(run.answers[0].answer_class + 1) % 3]}\n"
+    with pytest.raises(ServiceError, match="row 1: item '.*' is already"):
+        run.import_labels(clash.encode(), key_column="item_key", label_column="label")
+    outcome = run.import_labels(good.encode(), key_column="item_key", label_column="label", source="review.csv")
+    assert outcome.ok, outcome.message
+    assert outcome.message == (
+        f"Imported 4 answers from review.csv ({CLASSES[0]} 1, {CLASSES[1]} 1, {CLASSES[2]} 1, 1 skipped)."
+    )
+    events = repo.label_events(svc.engine, run.session_id)
+    assert [(e.item_index, e.answer_class, e.strategy) for e in events[3:]] == [
+        (items[0], 0, "imported"),
+        (items[1], 1, "imported"),
+        (items[2], None, "imported"),
+        (items[3], 2, "imported"),
+    ]
+    # the model learned them after the answers before, in the file's order; a restart has the same
+    fresh = run._new_model()
+    for a in run.answers:
+        if a.answer_class is not None:
+            fresh.learn(a.item_index, CLASSES[a.answer_class])
+    np.testing.assert_array_equal(fresh.decision_function(), run.model.decision_function())
+    scores, item = run.model.decision_function(), run.shown.item_index
+    svc.forget_runs()
+    again = MarginLab.from_url(db_url).open_session(run.session_id)
+    np.testing.assert_array_equal(again.model.decision_function(), scores)
+    assert again.shown.item_index == item
+    # the same file again: nothing new
+    same = again.import_labels(good.encode(), key_column="item_key", label_column="label", source="review.csv")
+    assert same.ok and "already in this session" in same.message
+
+
+def test_the_sessions_page_imports_a_file_of_classes_and_names_the_unknown_ones(db_url):
+    svc = MarginLab.from_url(db_url)
+    dataset_id, _ = three_blobs(svc)
+    at = start_app()
+    start_classes_session(at, dataset_id, ", ".join(CLASSES))
+    (session,) = repo.list_sessions(svc.engine)
+    at.switch_page("views/sessions.py").run()
+    assert not at.exception, at.exception
+    assert any("the session's class names" in as_shown(c.value) for c in at.caption)
+    bad = f"item_key,label\n40,{CLASSES[1]}\n41,cow\n".encode()
+    at.file_uploader(key=f"labels_upload_{session.id}").upload("bad.csv", bad, "text/csv").run()
+    at.button(key=f"labels_import_{session.id}").click().run()
+    assert not at.exception, at.exception
+    assert any("'cow' is not a class of this session" in as_shown(e.value) for e in at.error), [
+        e.value for e in at.error
+    ]
+    assert repo.label_events(svc.engine, session.id) == []
+    good = f"item_key,label\n40,{CLASSES[1]}\n41,{CLASSES[2]}\n".encode()
+    at.file_uploader(key=f"labels_upload_{session.id}").upload("good.csv", good, "text/csv").run()
+    at.button(key=f"labels_import_{session.id}").click().run()
+    assert any("Imported 2 answers from good.csv" in as_shown(m.value) for m in at.success)
+    assert [(e.item_index, e.answer_class) for e in repo.label_events(svc.engine, session.id)] == [(40, 1), (41, 2)]

@@ -392,3 +392,80 @@ def test_cli_replays_a_team_project_with_its_settled_answers(tmp_path, data, cap
     order = pd.read_csv(out).query("strategy == @SESSION_ORDER")
     assert order["label"].iloc[0] == -int(y[disputed])  # the settled answer, not the first one given
     assert list(order["label"].iloc[1:]) == [int(y[i]) for i in items[1:]]
+
+
+def test_cli_replays_a_session_with_named_classes_with_its_final_classes(tmp_path, capsys):
+    """A K-class session: the pool is its labelled items (skips left out), the oracle their classes as they
+    stand (a correction applied), the K-class strategies run as ``compare --classes`` runs them (accuracy on a
+    held-out part of the labelled items), the session's own strategy as the reference."""
+    import storage
+    from core.cli import main
+    from core.replay import CLASS_CAVEAT
+    from storage import repository as repo
+    from storage.history import change_label
+
+    rng = np.random.default_rng(5)
+    group = np.repeat([0, 1, 2], 30)
+    X = np.array([[0.0, 0.0], [4.0, 0.0], [0.0, 4.0]])[group] + rng.normal(0, 0.7, (90, 2))
+    url = f"sqlite:///{tmp_path / 'classes.db'}"
+    engine = storage.make_engine(url)
+    storage.init_db(engine)
+    dataset_id = repo.import_dataset(engine, name="blobs", X=X, feature_names=["a", "b"])
+    session_id = repo.start_session(
+        engine,
+        dataset_id=dataset_id,
+        annotator="ann",
+        strategy="smallest-margin",
+        solver="incremental",
+        params={"classes": ["cat", "dog", "cow"], "solver_params": {"kernel": "rbf", "C": 1.0}},
+        seed=0,
+    )
+    order = rng.choice(90, 40, replace=False)
+    events = [
+        repo.record_label(
+            engine,
+            session_id,
+            item_index=int(item),
+            value=0 if k == 3 else 1,
+            answer_class=None if k == 3 else int(group[item]),
+            annotator="ann",
+            strategy="smallest-margin",
+            solver="incremental",
+        )
+        for k, item in enumerate(order)
+    ]
+    corrected = events[6]
+    change_label(
+        engine, session_id, corrected.label_id, value=1, answer_class=(group[order[6]] + 1) % 3, annotator="ann"
+    )
+    engine.dispose()
+    final = {int(i): int(group[i]) for k, i in enumerate(order) if k != 3}
+    final[int(order[6])] = int((group[order[6]] + 1) % 3)
+    out = tmp_path / "rows.csv"
+    args = ["replay", "--session", str(session_id), "--database", url, "--strategies", "random", "--seeds", "2"]
+    assert main([*args, "--initial", "4", "--out", str(out)]) == 0
+    text = capsys.readouterr().out
+    counts = np.bincount(list(final.values()), minlength=3)
+    assert f"session {session_id}: 39 labelled items (cat {counts[0]}, dog {counts[1]}, cow {counts[2]})" in text
+    assert "1 skip left out" in text and CLASS_CAVEAT in text
+    assert "reference: the session's own strategy (smallest-margin)" in text
+    rows = pd.read_csv(out)
+    assert set(rows["strategy"]) == {"random", "smallest-margin"} and set(rows["seed"]) == {0, 1}
+    # every item asked is one the session labelled, answered with its class as it stands
+    labelled = [i for k, i in enumerate(order) if k != 3]
+    names = ("cat", "dog", "cow")
+    assert all(names[final[int(labelled[r.item])]] == r.label for r in rows.itertuples())
+    # a K-class replay takes K-class strategies, names the wrong ones, and no model options
+    assert main([*args[:-4], "--strategies", "near-boundary"]) == 2
+    assert "'near-boundary' is not a strategy for named classes" in capsys.readouterr().err
+    assert main([*args, "--solver", "lasvm"]) == 2
+    assert "runs with the session's model" in capsys.readouterr().err
+    assert main([*args, "--json"]) == 0
+    payload = json.loads(capsys.readouterr().out)
+    assert payload["replay"]["pool"] == 39 and payload["replay"]["classes"] == {
+        "cat": int(counts[0]),
+        "dog": int(counts[1]),
+        "cow": int(counts[2]),
+    }
+    assert [r["strategy"] for r in payload["summary"]] == ["random", "smallest-margin"]
+    assert payload["caveat"] == CLASS_CAVEAT

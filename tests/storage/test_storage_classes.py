@@ -168,3 +168,34 @@ def test_migration_0008_adds_the_answer_class_columns_and_keeps_every_label(data
         assert table_rows(engine, ["labels", "label_corrections"]) == before
     finally:
         engine.dispose()
+
+
+def test_several_answers_at_once_keep_their_classes_all_or_none(engine):
+    """``record_labels`` (a file's import) with ``(item, 1, class)`` and skips ``(item, 0, None)``."""
+    session_id = class_session(engine)
+    with pytest.raises(InvalidLabelError, match="not one of the session's 3 classes"):
+        storage.record_labels(
+            engine,
+            session_id,
+            [(3, 1, 2), (4, 1, 3)],
+            annotator="ada",
+            strategy="imported",
+            solver="x",
+            model_version=0,
+        )
+    assert storage.label_events(engine, session_id) == []  # (the good first one was not written either)
+    stored = storage.record_labels(
+        engine,
+        session_id,
+        [(3, 1, 2), (4, 0, None), (5, 1, 0)],
+        annotator="ada",
+        strategy="imported",
+        solver="x",
+        model_version=0,
+    )
+    assert [(e.item_index, e.value, e.answer_class) for e in stored] == [(3, 1, 2), (4, 0, None), (5, 1, 0)]
+    assert [(e.item_index, e.value, e.answer_class) for e in storage.label_events(engine, session_id)] == [
+        (3, 1, 2),
+        (4, 0, None),
+        (5, 1, 0),
+    ]

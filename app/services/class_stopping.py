@@ -1,0 +1,99 @@
+"""Stopping for a session with named classes that looks for one class ("Most likely <class>"): the two-class
+stopping part (``app.services.stopping.RunStopping``: the rules, the estimate of the positives still unlabelled,
+the recall check and its draws) over the session read as that class against the rest.
+
+``TargetClassView`` is that reading of a ``ClassesRun``: an answer of the target class is a positive (+1),
+an answer of any other class a negative (-1), a skip a skip (0); the model's score is the target class's
+one-vs-rest machine's (``_TargetLoop``).  Everything else (the session, its lock, seed and pool, the
+settings' store, ``ask``) is the run's own, so the stopping settings, the checks' starts and the draws'
+provenance are stored as a two-class session's are.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from app.services.readouts import RunReadouts
+from app.services.records import Answer
+from app.services.stopping import RunStopping, stopping_settings
+
+
+class _TargetLoop:
+    """What ``RunStopping`` reads of a loop, for the target class's machine: its scores over the pool and
+    which items are labelled (answered with a class) or skipped."""
+
+    track_scores = True
+
+    def __init__(self, run: Any, target: int):
+        self.run, self.target = run, target
+
+    @property
+    def solver(self):
+        return self.run.model.machines[self.target]
+
+    def pool_scores(self) -> np.ndarray:
+        return self.run.model.decision_function()[:, self.target]
+
+    def _mask(self, skipped: bool) -> np.ndarray:
+        mask = np.zeros(len(self.run.pool_items), dtype=bool)
+        mask[[a.item_index for a in self.run.answers if (a.answer_class is None) == skipped]] = True
+        return mask
+
+    @property
+    def labelled_mask(self) -> np.ndarray:
+        return self._mask(skipped=False)
+
+    @property
+    def skipped_mask(self) -> np.ndarray:
+        return self._mask(skipped=True)
+
+
+class TargetClassView:
+    """A ``ClassesRun`` read as its target class against the rest (see the module docstring); what
+    ``RunStopping`` needs of a run (``app.services.records.RunState``'s part of it)."""
+
+    def __init__(self, run: Any, target: int):
+        self._run, self._target = run, target
+
+    def __getattr__(self, name: str) -> Any:  # the session, lock, seed, pool, accounts, problem, tell, ask
+        return getattr(self._run, name)
+
+    @property
+    def version(self) -> int:
+        return self._run.version
+
+    @version.setter
+    def version(self, value: int) -> None:
+        self._run.version = value
+
+    @property
+    def loop(self) -> _TargetLoop | None:
+        return None if self._run.model is None else _TargetLoop(self._run, self._target)
+
+    @property
+    def answers(self) -> list[Answer]:
+        t = self._target
+        return [
+            Answer(
+                item_index=a.item_index,
+                value=0 if a.answer_class is None else 1 if a.answer_class == t else -1,
+                score=a.scores[t] if a.scores else None,
+                label_id=a.label_id,
+                strategy=a.strategy,
+            )
+            for a in self._run.answers
+        ]
+
+
+def target_stopping(run: Any, target: int, params: dict[str, Any] | None) -> RunStopping:
+    """The stopping part of ``run`` (a ``ClassesRun``) for class ``target`` against the rest, with the
+    session's stored stopping settings (``params``: the session's)."""
+    view = TargetClassView(run, target)
+    stopping = RunStopping(view, RunReadouts(view), stopping_settings(params))  # type: ignore[arg-type]
+    stopping.restore({}, 0)
+    return stopping
+
+
+__all__ = ["TargetClassView", "target_stopping"]
