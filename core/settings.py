@@ -229,12 +229,17 @@ class SessionSettings:
     #: the session's named classes: () for a two-class (yes / no) session; 3 to ``MAX_CLASSES`` names for a
     #: K-class session (single choice), whose strategy is one of ``core.multiclass.MULTICLASS_STRATEGIES``
     classes: tuple[str, ...] = ()
+    #: a multi-label session: each answer is any subset of ``classes`` (2 to ``MAX_CLASSES`` of them; none is an
+    #: answer too), its strategy one of ``core.multiclass.MULTILABEL_STRATEGIES``; False: one class per answer
+    multi_label: bool = False
 
     # -- checks ----------------------------------------------------------------------------------
     def __post_init__(self) -> None:
-        self._set("classes", _check_classes(self.classes))
+        if not isinstance(self.multi_label, bool):
+            raise SettingsError("multi_label", f"must be true or false, got {self.multi_label!r}")
+        self._set("classes", _check_classes(self.classes, self.multi_label))
         if self.classes:
-            default_solver = _check_class_strategy(self.strategy, self.strategy_params, self.classes)
+            default_solver = _check_class_strategy(self.strategy, self.strategy_params, self.classes, self.multi_label)
         else:
             default_solver = _refuse("strategy", strategies.get, self.strategy).default_solver
         if self.solver is None:  # a named model's own solver, else the strategy's
@@ -400,6 +405,8 @@ class SessionSettings:
             out["find"] = self.find
         if self.classes:  # (a two-class session's JSON is as it always was)
             out["classes"] = list(self.classes)
+        if self.multi_label:
+            out["multi_label"] = True
         return out
 
     @classmethod
@@ -467,19 +474,32 @@ MAX_CLASSES = 9
 CLASS_SOLVER = "incremental"
 
 
-def _check_classes(classes: Any) -> tuple[str, ...]:
-    """A session's class names: () (two classes, yes / no) or 3 to ``MAX_CLASSES`` distinct non-empty names."""
+#: the fewest classes of a multi-label session (two independent yes / no questions already differ from one)
+MIN_MULTI_LABEL_CLASSES = 2
+
+
+def _check_classes(classes: Any, multi_label: bool = False) -> tuple[str, ...]:
+    """A session's class names: () (two classes, yes / no) or 3 to ``MAX_CLASSES`` distinct non-empty names
+    (2 to ``MAX_CLASSES`` for a multi-label session, which must name them)."""
     if isinstance(classes, (str, bytes)) or not hasattr(classes, "__iter__"):
         raise SettingsError("classes", f"must be a list of class names, got {classes!r}")
     names = tuple(classes)
     if not names:
+        if multi_label:
+            raise SettingsError(
+                "classes", f"a multi-label session names {MIN_MULTI_LABEL_CLASSES} to {MAX_CLASSES} classes"
+            )
         return ()
     for name in names:
         if not isinstance(name, str) or not name.strip() or name != name.strip():
             raise SettingsError(
                 "classes", f"class names must be non-empty words without spaces around them, got {name!r}"
             )
-    if len(names) < 3:
+    if multi_label and len(names) < MIN_MULTI_LABEL_CLASSES:
+        raise SettingsError(
+            "classes", f"a multi-label session has {MIN_MULTI_LABEL_CLASSES} to {MAX_CLASSES} classes, got {len(names)}"
+        )
+    if not multi_label and len(names) < 3:
         raise SettingsError(
             "classes",
             f"a session with named classes has 3 to {MAX_CLASSES} of them (two classes "
@@ -495,10 +515,19 @@ def _check_classes(classes: Any) -> tuple[str, ...]:
     return names
 
 
-def _check_class_strategy(strategy: Any, params: Any, classes: tuple[str, ...]) -> str:
+def _check_class_strategy(strategy: Any, params: Any, classes: tuple[str, ...], multi_label: bool = False) -> str:
     """A K-class session's strategy (``core.multiclass``) and its parameters; its default solver."""
-    from core.multiclass import MULTICLASS_STRATEGIES
+    from core.multiclass import MULTICLASS_STRATEGIES, MULTILABEL_STRATEGIES
 
+    if multi_label:
+        if strategy not in MULTILABEL_STRATEGIES:
+            raise SettingsError(
+                "strategy",
+                f"a multi-label session picks items by one of {', '.join(MULTILABEL_STRATEGIES)}, got {strategy!r}",
+            )
+        if params:
+            raise SettingsError("strategy_params", f"{strategy} takes no parameters, got {params!r}")
+        return CLASS_SOLVER
     if strategy not in MULTICLASS_STRATEGIES:
         raise SettingsError(
             "strategy",
@@ -551,6 +580,7 @@ def _takes(entry: solvers.Solver, name: str) -> bool:
 
 __all__ = [
     "CLASS_SOLVER",
+    "MIN_MULTI_LABEL_CLASSES",
     "LEGACY_EVAL_FRACTION",
     "MAX_CLASSES",
     "SCALINGS",

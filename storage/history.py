@@ -44,11 +44,16 @@ from storage.repository.labels import (
     _item_index,
     _label_event,
     _label_value,
+    bits_classes,
     check_answer,
+    class_bits,
+    class_set,
     current_class,
+    current_classes,
     current_value,
     events_query,
     session_classes,
+    session_multi_label,
 )
 from storage.repository.sessions import _active_session_row
 from storage.validation import rowcount, storable_text, text_length
@@ -74,13 +79,24 @@ class LabelCorrectionInfo:
     #: in a session with named classes: the class just before (None: a skip) and after a change
     old_class: int | None = None
     new_class: int | None = None
+    #: in a multi-label session: the set of classes (their places) just before (None: a skip) and after a change
+    old_classes: tuple[int, ...] | None = None
+    new_classes: tuple[int, ...] | None = None
 
 
 def change_label(
-    engine: EngineLike, session_id: int, label_id: int, *, value: int, annotator: str, answer_class: int | None = None
+    engine: EngineLike,
+    session_id: int,
+    label_id: int,
+    *,
+    value: int,
+    annotator: str,
+    answer_class: int | None = None,
+    answer_classes: Any = None,
 ) -> LabelCorrectionInfo:
     """Change an earlier label of an open session to ``value`` (+1 or -1); committed when this returns.
-    In a session with named classes: to ``value=1`` and ``answer_class`` (another of its classes).
+    In a session with named classes: to ``value=1`` and ``answer_class`` (another of its classes); in a
+    multi-label session to ``value=1`` and ``answer_classes`` (another set of its classes, maybe empty).
 
     Raises ``InvalidLabelError`` for a skip (remove it instead), for a value
     other than +1/-1 and for the value the label already has (a repeated
@@ -99,6 +115,7 @@ def change_label(
         value=value,
         annotator=annotator,
         answer_class=None if answer_class is None else _class_index(answer_class),
+        answer_classes=None if answer_classes is None else class_set(answer_classes),
     )
 
 
@@ -116,6 +133,7 @@ def _correct(
     value: int | None,
     annotator: str,
     answer_class: int | None = None,
+    answer_classes: tuple[int, ...] | None = None,
 ) -> LabelCorrectionInfo:
     annotator = _annotator_name(annotator)
     label_id = int(label_id)
@@ -123,7 +141,13 @@ def _correct(
         row = _active_session_row(session, session_id)  # open, and corrections of one session take turns
         classes = session_classes(row.solver_params)
         if kind == "change":
-            check_answer(classes, int(value or 0), answer_class)
+            check_answer(
+                classes,
+                int(value or 0),
+                answer_class,
+                answer_classes,
+                multi_label=session_multi_label(row.solver_params),
+            )
         label = session.execute(
             select(
                 Label.id,
@@ -131,6 +155,7 @@ def _correct(
                 Item.position,
                 current_value().label("value"),
                 current_class().label("answer_class"),
+                current_classes().label("answer_classes"),
             )
             .join(Item, Item.id == Label.item_id)
             .where(Label.id == label_id, Label.session_id == session_id)
@@ -141,6 +166,8 @@ def _correct(
             raise StorageError(f"Label {label_id} (item {label.position}) was undone or removed; nothing was changed.")
         old = int(label.value)
         old_class = label.answer_class
+        old_classes = bits_classes(label.answer_classes)
+        new_classes = answer_classes if kind == "change" else None
         if kind == "change":
             if old == 0:
                 raise InvalidLabelError(f"Item {label.position} was skipped: a skip can be removed, not changed.")
@@ -148,6 +175,9 @@ def _correct(
                 raise InvalidLabelError(
                     f"Item {label.position} is already {classes[answer_class]!r}; nothing was changed."
                 )
+            if answer_classes is not None and old_classes == answer_classes:
+                names = ", ".join(repr(classes[k]) for k in answer_classes) or "none of the classes"
+                raise InvalidLabelError(f"Item {label.position} is already {names}; nothing was changed.")
             if not classes and old == value:
                 raise InvalidLabelError(f"Item {label.position} is already {ANSWER_NAMES[old]}; nothing was changed.")
         position = session.execute(
@@ -166,6 +196,8 @@ def _correct(
                 created_at=now,
                 old_class=old_class,
                 new_class=answer_class if kind == "change" else None,
+                old_classes=class_bits(old_classes),
+                new_classes=class_bits(new_classes),
             )
             .returning(LabelCorrection.id)
         ).scalar_one()
@@ -189,6 +221,8 @@ def _correct(
         position=int(position),
         old_class=old_class,
         new_class=answer_class if kind == "change" else None,
+        old_classes=old_classes,
+        new_classes=new_classes,
     )
 
 
@@ -219,6 +253,8 @@ def label_corrections(engine: EngineLike, session_id: int) -> list[LabelCorrecti
             position=-1,
             old_class=c.old_class,
             new_class=c.new_class,
+            old_classes=bits_classes(c.old_classes),
+            new_classes=bits_classes(c.new_classes),
         )
         for c, position, name in rows
     ]
@@ -283,7 +319,12 @@ def record_labels(
         with writing(engine) as session:
             target = _active_session_row(session, session_id)
             for _, value, answer_class in given:
-                check_answer(session_classes(target.solver_params), value, answer_class)
+                check_answer(
+                    session_classes(target.solver_params),
+                    value,
+                    answer_class,
+                    multi_label=session_multi_label(target.solver_params),
+                )
             items = (
                 dict(
                     session.execute(

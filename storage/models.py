@@ -29,7 +29,7 @@ from sqlalchemy import (
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
 #: bump when the tables change; ``init_db`` refuses databases from a newer version
-SCHEMA_VERSION = 8
+SCHEMA_VERSION = 9
 
 DISPLAY_KINDS = ("table", "image", "text")
 SESSION_STATUSES = ("active", "closed")
@@ -199,6 +199,9 @@ class Label(Base):
     #: a session with named classes (schema version 8): the class answered, by its place among the session's
     #: classes (0-based; ``value`` is then 1, or 0 for a skip with no class); None in a two-class session
     answer_class: Mapped[int | None] = mapped_column(SmallInteger)
+    #: a multi-label session (schema version 9): the set of classes answered, bit k for the session's class k
+    #: (0: none of them; ``value`` is then 1, or 0 for a skip with no set); None in the other sessions
+    answer_classes: Mapped[int | None] = mapped_column(SmallInteger)
 
 
 #: ``Label`` columns that say how the answer was asked for; label events and exports carry them under these names
@@ -254,6 +257,10 @@ class LabelCorrection(Base):
     #: a session with named classes (schema version 8): the class just before (None: a skip) and after a change
     old_class: Mapped[int | None] = mapped_column(SmallInteger)
     new_class: Mapped[int | None] = mapped_column(SmallInteger)
+    #: a multi-label session (schema version 9): the set of classes (bits, as ``Label.answer_classes``) just
+    #: before (None: a skip) and after a change
+    old_classes: Mapped[int | None] = mapped_column(SmallInteger)
+    new_classes: Mapped[int | None] = mapped_column(SmallInteger)
 
 
 class ModelSnapshot(Base):

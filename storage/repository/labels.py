@@ -51,6 +51,9 @@ class LabelEvent:
     #: in a session with named classes: the class answered as it stands (its place among the session's
     #: classes; ``value`` is 1), None for a skip and in a two-class session
     answer_class: int | None = None
+    #: in a multi-label session: the classes answered as they stand (their places among the session's classes,
+    #: in order; () for none of them; ``value`` is 1), None for a skip and in the other sessions
+    answer_classes: tuple[int, ...] | None = None
 
     @property
     def is_skip(self) -> bool:
@@ -71,12 +74,15 @@ def record_label(
     update_ms: float | None = None,
     query_ms: float | None = None,
     answer_class: int | None = None,
+    answer_classes: Any = None,
 ) -> LabelEvent:
     """Record +1, -1 or 0 (skip) for an item; committed when this returns.
 
     In a session with named classes (its settings' ``classes``) an answer is ``value=1`` with
     ``answer_class`` (the class's place among them), or a skip (``value=0``, no class); a two-class
-    session's answers have no class. Anything else raises ``InvalidLabelError``, before any write.
+    session's answers have no class. In a multi-label session (its settings' ``multi_label``) an answer is
+    ``value=1`` with ``answer_classes``, the places of any of its classes (empty: none of them), or a skip.
+    Anything else raises ``InvalidLabelError``, before any write.
 
     Raises ``DuplicateLabelError`` when the item already has an active label in
     the session (a double submit), ``SessionClosedError`` for a closed session.
@@ -98,6 +104,8 @@ def record_label(
     )
     if answer_class is not None:
         answer["answer_class"] = _class_index(answer_class)
+    if answer_classes is not None:
+        answer["answer_classes"] = class_set(answer_classes)
     try:
         with writing(engine) as session:
             # one statement finds the session, checks it is open and finds the item
@@ -113,7 +121,13 @@ def record_label(
             ).first()
             _check_open(session_id, None if target is None else target.status)
             assert target is not None  # (_check_open refused a missing session)
-            check_answer(session_classes(target.solver_params), value, answer_class)
+            check_answer(
+                session_classes(target.solver_params),
+                value,
+                answer_class,
+                answer.get("answer_classes"),
+                multi_label=session_multi_label(target.solver_params),
+            )
             if target.item_id is None:
                 _item_id(session, target.dataset_id, item_index)  # raises, naming the valid range
             # a second active label for the item violates the partial unique index
@@ -123,7 +137,7 @@ def record_label(
                     session_id=session_id,
                     item_id=target.item_id,
                     annotator_id=_annotator_id(session, annotator),
-                    **answer,
+                    **{k: class_bits(v) if k == "answer_classes" else v for k, v in answer.items()},
                 )
                 .returning(Label.id)
             ).scalar_one()
@@ -151,9 +165,53 @@ def session_classes(params: Any) -> tuple[str, ...]:
     return tuple(str(c) for c in classes) if isinstance(classes, list) else ()
 
 
-def check_answer(classes: tuple[str, ...], value: int, answer_class: int | None) -> None:
+def session_multi_label(params: Any) -> bool:
+    """Whether a session's stored settings make it multi-label (any set of its classes per answer)."""
+    return isinstance(params, dict) and params.get("multi_label") is True
+
+
+def class_set(answer_classes: Any) -> tuple[int, ...]:
+    """A multi-label answer (class places) as a sorted tuple; anything else raises ``InvalidLabelError``."""
+    if isinstance(answer_classes, (str, bytes)) or not isinstance(answer_classes, (list, tuple, set, frozenset)):
+        raise InvalidLabelError(
+            f"A multi-label answer is a set of the session's classes (their places), got {answer_classes!r}."
+        )
+    places = [_class_index(k) for k in answer_classes]
+    if len(set(places)) != len(places):
+        raise InvalidLabelError(f"A multi-label answer names each class once, got {list(answer_classes)!r}.")
+    return tuple(sorted(places))
+
+
+def class_bits(places: tuple[int, ...] | None) -> int | None:
+    """A multi-label answer as stored: bit k for class k (0: none of them); None for none given."""
+    return None if places is None else sum(1 << k for k in places)
+
+
+def bits_classes(bits: int | None) -> tuple[int, ...] | None:
+    """The stored bits of a multi-label answer as its class places (``class_bits`` inverted)."""
+    return None if bits is None else tuple(k for k in range(int(bits).bit_length()) if bits >> k & 1)
+
+
+def check_answer(
+    classes: tuple[str, ...],
+    value: int,
+    answer_class: int | None,
+    answer_classes: tuple[int, ...] | None = None,
+    *,
+    multi_label: bool = False,
+) -> None:
     """Refuse an answer that does not fit the session: a class in a two-class session, +1 / -1 or a class
-    outside the session's classes in a session with named classes."""
+    outside the session's classes in a session with named classes, a single class or a class outside them in
+    a multi-label session, a set of classes in the others."""
+    if multi_label:
+        _check_multi_label_answer(classes, value, answer_class, answer_classes)
+        return
+    if answer_classes is not None:
+        raise InvalidLabelError(
+            "This session takes one answer per item"
+            + (f" (one of its classes: {', '.join(classes)})" if classes else " (+1 / -1)")
+            + ", not a set of classes; nothing was recorded."
+        )
     if not classes:
         if answer_class is not None:
             raise InvalidLabelError("This session has two classes (+1 / -1): an answer has no named class.")
@@ -169,6 +227,29 @@ def check_answer(classes: tuple[str, ...], value: int, answer_class: int | None)
     if not 0 <= answer_class < len(classes):
         raise InvalidLabelError(
             f"Class number {answer_class} is not one of the session's {len(classes)} classes ({', '.join(classes)})."
+        )
+
+
+def _check_multi_label_answer(
+    classes: tuple[str, ...], value: int, answer_class: int | None, answer_classes: tuple[int, ...] | None
+) -> None:
+    if answer_class is not None:
+        raise InvalidLabelError(
+            f"This session is multi-label: an answer is a set of its classes ({', '.join(classes)}), not one class."
+        )
+    if value == 0:
+        if answer_classes is not None:
+            raise InvalidLabelError("A skip has no class.")
+        return
+    if value != 1 or answer_classes is None:
+        raise InvalidLabelError(
+            f"This session's answers are a set of its classes ({', '.join(classes)}; none of them is an answer "
+            f"too) or a skip, not {value:+d}."
+        )
+    outside = [k for k in answer_classes if not 0 <= k < len(classes)]
+    if outside:
+        raise InvalidLabelError(
+            f"Class number {outside[0]} is not one of the session's {len(classes)} classes ({', '.join(classes)})."
         )
 
 
@@ -245,7 +326,14 @@ def undo_last_label(engine: EngineLike, session_id: int, *, label_id: int | None
 
 
 #: ``LabelEvent`` fields that are columns of ``Label`` under the same name
-EVENT_LABEL_FIELDS = ("value", "created_at", *LABEL_PROVENANCE_COLUMNS, "undone_at", "answer_class")
+EVENT_LABEL_FIELDS = (
+    "value",
+    "created_at",
+    *LABEL_PROVENANCE_COLUMNS,
+    "undone_at",
+    "answer_class",
+    "answer_classes",
+)
 
 
 def _as_it_stands(changed_column: Any, given_column: Any) -> Any:
@@ -271,6 +359,16 @@ def current_class() -> Any:
     return _as_it_stands(LabelCorrection.new_class, Label.answer_class)
 
 
+def current_classes() -> Any:
+    """The label's set of classes as it stands, as bits (multi-label sessions): its newest change's, else as
+    given."""
+    return _as_it_stands(LabelCorrection.new_classes, Label.answer_classes)
+
+
+#: the event columns read as they stand (after corrections)
+_AS_IT_STANDS = {"value": current_value, "answer_class": current_class, "answer_classes": current_classes}
+
+
 def events_query() -> Any:
     """Select every label event with its item index and annotator name (rows for ``_label_event``).
 
@@ -285,11 +383,7 @@ def events_query() -> Any:
             Item.position,
             Annotator.name,
             *(
-                current_value().label("value")
-                if name == "value"
-                else current_class().label("answer_class")
-                if name == "answer_class"
-                else getattr(Label, name)
+                _AS_IT_STANDS[name]().label(name) if name in _AS_IT_STANDS else getattr(Label, name)
                 for name in EVENT_LABEL_FIELDS
             ),
         )
@@ -304,8 +398,16 @@ def _label_event(row: Any) -> LabelEvent:
         session_id=row.session_id,
         item_index=row.position,
         annotator=row.name,
-        **{name: getattr(row, name) for name in EVENT_LABEL_FIELDS},
+        **_event_fields(row),
     )
+
+
+def _event_fields(row: Any) -> dict[str, Any]:
+    """The ``EVENT_LABEL_FIELDS`` of an events row (a multi-label answer's bits as its class places)."""
+    return {
+        name: bits_classes(getattr(row, name)) if name == "answer_classes" else getattr(row, name)
+        for name in EVENT_LABEL_FIELDS
+    }
 
 
 def label_events(

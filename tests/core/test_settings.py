@@ -62,11 +62,13 @@ def test_every_field_survives_the_json_round_trip():
     unchanged = [
         f.name
         for f in dataclasses.fields(SessionSettings)
-        # (auto: below, exact solvers only; classes: below, a K-class session's own strategies)
-        if f.name not in ("strategy", "solver", "model", "auto", "classes")
+        # (auto: below, exact solvers only; classes, multi_label: below, a K-class session's own strategies)
+        if f.name not in ("strategy", "solver", "model", "auto", "classes", "multi_label")
         and getattr(EVERY_FIELD, f.name) == getattr(defaults, f.name)
     ]
     assert unchanged == [], "give every field a value of its own here"
+    several = SessionSettings(strategy="least-sure-class", classes=["a", "b"], multi_label=True, C=2.0)
+    assert SessionSettings.from_json(json.loads(json.dumps(several.to_json()))) == several
     chosen = SessionSettings(strategy="near-boundary", solver="incremental", auto=["gamma", "C"])
     assert chosen.auto == ("C", "gamma") and chosen.solver_params()["auto"] == ["C", "gamma"]
     assert SessionSettings.from_json(json.loads(json.dumps(chosen.to_json()))) == chosen
