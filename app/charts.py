@@ -553,12 +553,12 @@ def gain_figure(
 # --------------------------------------------------------------------------- sessions with named classes
 
 
-def class_accuracy_figure(history: pd.DataFrame) -> Figure:
+def class_accuracy_figure(history: pd.DataFrame, *, waiting: str | None = None) -> Figure:
     """A K-class session's accuracy and macro AUC of the scores when asked, against the answers, vs labels
-    (``ClassesRun.history``)."""
+    (``ClassesRun.history``); ``waiting``: what the empty chart says it needs (answers in two classes)."""
     title = "Accuracy and macro AUC of the scores when asked vs labels"
     if history.empty or history["accuracy"].isna().all():
-        return _empty(title, "needs answers in two classes")
+        return _empty(title, waiting or "needs answers in two classes")
     x = _values(history["labels"])
     data = [
         {

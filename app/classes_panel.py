@@ -1,6 +1,9 @@
 """The Label page's panel for a session with named classes: the item, one button per class (keys 1 to 9),
 Skip and Undo, why the item was chosen, and the charts (accuracy and macro AUC of the scores when asked,
-answers per class, confusion counts).  The class names are the analyst's: shown as plain text."""
+answers per class, confusion counts).  A multi-label session has a toggle per class instead (keys 1 to 9;
+the classes picked for the item are kept in the page's state until Submit, key Enter, stores them; none
+picked is an answer: none of these) and per-class agreement counts.  The class names are the analyst's:
+shown as plain text."""
 
 from __future__ import annotations
 
@@ -27,11 +30,31 @@ def target_note(target: str) -> str:
 
 
 @guarded
-def _answer(svc, session_id: int, answer_class: int | None, item_index: int) -> None:
+def _answer(svc, session_id: int, answer_class: int | list[int] | None, item_index: int) -> None:
     with waiting_for_the_model():
         st.session_state.outcome = svc.open_session(session_id).answer(
             answer_class, item_index=item_index, by=auth.identity()
         )
+
+
+@guarded
+def _flip(session_id: int, item_index: int, k: int) -> None:
+    """Toggle class ``k`` of the item's answer being made (multi-label): picked, or not any more."""
+    key = picked_key(session_id, item_index)
+    picked = set(st.session_state.get(key, ()))
+    picked ^= {k}
+    st.session_state[key] = sorted(picked)
+
+
+def picked_key(session_id: int, item_index: int) -> str:
+    """Where the classes picked for the item shown are kept until Submit (multi-label)."""
+    return f"picked_{session_id}_{item_index}"
+
+
+@guarded
+def _submit(svc, session_id: int, item_index: int) -> None:
+    picked = st.session_state.pop(picked_key(session_id, item_index), [])
+    _answer(svc, session_id, list(picked), item_index)
 
 
 @guarded
@@ -52,17 +75,20 @@ def show(svc, session_id: int) -> None:
     with item_col:
         item_box = st.container(key="item_view")
         with st.container(horizontal=True, key="class_buttons"):
-            for k, name in enumerate(run.classes):
-                # a button's label is Markdown: the class name (the analyst's own text) is shown as it is
-                st.button(
-                    f"{plain(name)} ({k + 1})",
-                    shortcut=str(k + 1),
-                    type="primary" if k == 0 else "secondary",
-                    disabled=disabled,
-                    on_click=_answer,
-                    args=(svc, session_id, k, item),
-                    key=f"class_{k}_{item}",
-                )
+            if run.multi_label:
+                _toggles(svc, session_id, run.classes, item, disabled)
+            else:
+                for k, name in enumerate(run.classes):
+                    # a button's label is Markdown: the class name (the analyst's own text) is shown as it is
+                    st.button(
+                        f"{plain(name)} ({k + 1})",
+                        shortcut=str(k + 1),
+                        type="primary" if k == 0 else "secondary",
+                        disabled=disabled,
+                        on_click=_answer,
+                        args=(svc, session_id, k, item),
+                        key=f"class_{k}_{item}",
+                    )
             st.button(
                 "Skip",
                 shortcut="S",
@@ -92,6 +118,8 @@ def show(svc, session_id: int) -> None:
             st.caption("Labelling is paused while **New session** is open.")
         show_outcome()
         per_class = " · ".join(f"{plain(name)} {n}" for name, n in counts.items())
+        if run.multi_label:
+            per_class += f" · none of these {run.n_none}"
         st.container(key="progress").markdown(
             f"**{run.n_labels}** {'label' if run.n_labels == 1 else 'labels'} ({per_class}) · "
             f"**{run.n_skips}** {'skip' if run.n_skips == 1 else 'skips'} · pool {len(run.pool_items):,} items"
@@ -100,10 +128,18 @@ def show(svc, session_id: int) -> None:
     with chart_col:
         top = st.columns(2)
         top[0].plotly_chart(
-            charts.class_accuracy_figure(run.history()), config={"displayModeBar": False}, key="class_accuracy"
+            charts.class_accuracy_figure(
+                run.history(),
+                waiting="needs a class answered with and without it" if run.multi_label else None,
+            ),
+            config={"displayModeBar": False},
+            key="class_accuracy",
         )
         top[1].plotly_chart(charts.class_counts_figure(counts), config={"displayModeBar": False}, key="class_counts")
-        st.markdown("**Confusion counts** (rows: your answer; columns: the model's best guess when it asked)")
+        if run.multi_label:
+            st.markdown("**Agreement per class** (your answer and the model's call when it asked)")
+        else:
+            st.markdown("**Confusion counts** (rows: your answer; columns: the model's best guess when it asked)")
         st.dataframe(visible_cells(run.confusion().reset_index()), hide_index=True, key="class_confusion")
         if run.stopping_status() is None:
             st.caption(STOPPING_NOTE)
@@ -113,7 +149,38 @@ def show(svc, session_id: int) -> None:
         stopping_panel.show(svc, run)
 
 
-def key_help(classes) -> str:
+def _toggles(svc, session_id: int, classes, item: int | None, disabled: bool) -> None:
+    """A toggle per class (keys 1 to 9; picked: the primary colour and a tick) and Submit (Enter) for the
+    classes picked; none picked answers none of these."""
+    picked = set(st.session_state.get(picked_key(session_id, item), ())) if item is not None else set()
+    for k, name in enumerate(classes):
+        on = k in picked
+        st.button(
+            f"{'✓ ' if on else ''}{plain(name)} ({k + 1})",
+            shortcut=str(k + 1),
+            type="primary" if on else "secondary",
+            disabled=disabled,
+            on_click=_flip,
+            args=(session_id, item, k),
+            key=f"class_{k}_{item}",
+        )
+    st.button(
+        "Submit" if picked else "Submit: none of these",
+        shortcut="Enter",
+        type="primary",
+        disabled=disabled,
+        on_click=_submit,
+        args=(svc, session_id, item),
+        key=f"submit_{item}",
+    )
+
+
+def key_help(classes, multi_label: bool = False) -> str:
     """The keys line under the panel."""
     keys = " · ".join(f"**{k + 1}** {plain(name)}" for k, name in enumerate(classes))
+    if multi_label:
+        return (
+            f"Keys: {keys} (each picks or drops its class) · **Enter** submit (none picked: none of these) · "
+            "**S** skip · **U** undo. Every answer is saved before the next item appears."
+        )
     return f"Keys: {keys} · **S** skip · **U** undo. Every answer is saved before the next item appears."

@@ -5,7 +5,9 @@ features (one column per feature name), the label under the dataset's own
 class name (``label``, e.g. ``malignant``; ``positive`` / ``negative`` for a
 dataset imported without a label column; ``skipped`` for a skip) and as a
 number (``label_value``: +1, -1, or 0 for a skip; in a session with named
-classes the class's name and its number 1 to K, its answer key), and its provenance
+classes the class's name and its number 1 to K, its answer key; in a multi-label session the names of its
+classes joined by ``"; "`` in the session's order, ``(none)`` for none of them, and the classes as bits,
+2**(key - 1) summed, 0 for none; a skip reads ``skipped``), and its provenance
 (annotator, session, time, strategy, solver, the decision value the model
 gave the item when it was asked, model version, timings). The decision value
 is empty for items asked during the cold start (before the model had seen
@@ -62,7 +64,7 @@ from storage.models import (
     LabellingSession,
 )
 from storage.repository import EngineLike, events_query, reading, stored_features
-from storage.repository.labels import session_classes
+from storage.repository.labels import bits_classes, session_classes, session_multi_label
 from storage.validation import stored_dense
 
 EXPORT_FORMATS = ("csv", "jsonl")
@@ -76,6 +78,9 @@ RESERVED_COLUMNS = frozenset(ITEM_COLUMNS + PROVENANCE_COLUMNS + CORRECTION_COLU
 #: names of the answers of a dataset without class names, and of a skip
 DEFAULT_CLASS_NAMES = {1: "positive", -1: "negative"}
 SKIP_NAME = "skipped"
+#: a multi-label answer: its classes' names joined by this, in the session's order; none of them reads NONE_NAME
+MULTI_LABEL_SEPARATOR = "; "
+NONE_NAME = "(none)"
 #: a strategy name with this in it asked during the cold start (its decision value is a placeholder)
 COLD_START_MARK = "(cold start)"
 FEATURE_PREFIX = "feature:"
@@ -134,6 +139,7 @@ def export_labels(
             Item.display_text,
             Label.value.label("value_as_given"),
             Label.answer_class.label("class_as_given"),
+            Label.answer_classes.label("classes_as_given"),
         )
         .join(LabellingSession, LabellingSession.id == Label.session_id)
         .where(Label.undone_at.is_(None))
@@ -168,7 +174,7 @@ def export_labels(
         session_ids = sorted({row.session_id for row in rows})
         named = (
             {
-                sid: session_classes(params)
+                sid: (session_classes(params), session_multi_label(params))
                 for sid, params in session.execute(
                     select(LabellingSession.id, LabellingSession.solver_params).where(
                         LabellingSession.id.in_(session_ids)
@@ -186,7 +192,12 @@ def export_labels(
                 if name not in feature_names:
                     feature_names.append(name)
 
-    labels = _Labels(class_names, changes, {sid: names for sid, names in named.items() if names})
+    labels = _Labels(
+        class_names,
+        changes,
+        {sid: names for sid, (names, _) in named.items() if names},
+        {sid for sid, (_, multi) in named.items() if multi},
+    )
     if out is None:
         buffer = io.StringIO(newline="")
         _write(buffer, fmt, rows, datasets, feature_names, labels)
@@ -228,28 +239,36 @@ class _Labels:
     """How a row's label reads: class name, number, correction, and whether its score is a placeholder.
 
     A session with named classes (``session_classes``): the label is the class's name and ``label_value``
-    its number, 1 to K in the session's order (its answer key)."""
+    its number, 1 to K in the session's order (its answer key).  A multi-label session (``multi_label``): the
+    names of its classes joined by ``"; "`` (``(none)``: none of them) and the classes' bits."""
 
     def __init__(
         self,
         class_names: dict[int, dict[int, str]],
         changes: dict[int, tuple[str, Any]],
         session_classes: dict[int, tuple[str, ...]] | None = None,
+        multi_label: set[int] | None = None,
     ):
         self.class_names = class_names
         self.changes = changes
         self.session_classes = session_classes or {}
+        self.multi_label = multi_label or set()
 
-    def _named(self, row: Any, value: int, answer_class: int | None) -> str:
+    def _named(self, row: Any, value: int, answer_class: int | None, answer_classes: Any = None) -> str:
         classes = self.session_classes.get(row.session_id)
+        if classes and row.session_id in self.multi_label:
+            places = bits_classes(answer_classes)  # (the rows hold the stored bits)
+            return SKIP_NAME if places is None else MULTI_LABEL_SEPARATOR.join(classes[k] for k in places) or NONE_NAME
         if classes:
             return SKIP_NAME if answer_class is None else classes[answer_class]
         return self.class_names[row.dataset_id][value]
 
     def name(self, row: Any) -> str:
-        return self._named(row, row.value, row.answer_class)
+        return self._named(row, row.value, row.answer_class, row.answer_classes)
 
     def value(self, row: Any) -> int:
+        if row.session_id in self.multi_label:
+            return int(row.answer_classes or 0)
         if row.session_id in self.session_classes:
             return 0 if row.answer_class is None else int(row.answer_class) + 1
         return int(row.value)
@@ -262,7 +281,11 @@ class _Labels:
         change = self.changes.get(row.id)
         if change is None:
             return None, None, None
-        return change[0], change[1].isoformat(), self._named(row, row.value_as_given, row.class_as_given)
+        return (
+            change[0],
+            change[1].isoformat(),
+            self._named(row, row.value_as_given, row.class_as_given, row.classes_as_given),
+        )
 
 
 def _write(

@@ -54,6 +54,8 @@ CLASS_STRATEGY_WORDS = {
     "target-class": "Most likely {target}",
     "random": "Random",
 }
+#: the multi-label strategies in a screener's words
+MULTI_LABEL_STRATEGY_WORDS = {"least-sure-class": "Least sure on any class", "random": "Random"}
 #: what the strategy recorded for an item picked at random before two classes have an answer
 CLASS_COLD_START = "random (until two classes have answers)"
 #: a recall check's draw cannot be skipped (as in a two-class session)
@@ -72,7 +74,7 @@ NO_STOPPING = (
 
 def strategy_words(strategy: str, target: str | None = None) -> str:
     """A K-class strategy in a screener's words ("Most likely <class>" for ``target-class``)."""
-    words = CLASS_STRATEGY_WORDS.get(strategy, strategy)
+    words = CLASS_STRATEGY_WORDS.get(strategy) or MULTI_LABEL_STRATEGY_WORDS.get(strategy, strategy)
     return words.format(target=target if target is not None else "(a chosen class)")
 
 
@@ -91,17 +93,24 @@ class ClassShown:
 
 @dataclass(frozen=True)
 class ClassAnswer:
-    """One current answer: its item, class (None: a skip), label id, who asked and the scores when asked."""
+    """One current answer: its item, class (None: a skip), label id, who asked and the scores when asked; in a
+    multi-label run the set of classes (``answer_classes``, their places; None: a skip) and no class."""
 
     item_index: int
     answer_class: int | None
     label_id: int | None
     strategy: str
     scores: tuple[float, ...]
+    answer_classes: tuple[int, ...] | None = None
+
+    @property
+    def answered(self) -> bool:
+        """An answer, not a skip."""
+        return self.answer_class is not None or self.answer_classes is not None
 
     @property
     def value(self) -> int:
-        return 0 if self.answer_class is None else 1
+        return 1 if self.answered else 0
 
 
 @service_boundary
@@ -112,6 +121,18 @@ class ClassesRun:
 
     #: what the pages test to tell a K-class run from a two-class one
     has_classes = True
+    #: the strategies a session of this kind picks items by
+    strategies = MULTICLASS_STRATEGIES
+    #: one class per answer (``MultiLabelRun``: any set of them)
+    multi_label = False
+    #: the model: K one-vs-rest machines
+    model_class: type[OneVsRest] = OneVsRest
+    #: how the model file's machines read (``model_state``)
+    model_layout = (
+        "one-vs-rest: machine k (arrays class{k}/...) learns class k against the rest; the stored points are class0's"
+    )
+    #: what the strategy recorded for an item picked at random before the model can rate items
+    cold_start = CLASS_COLD_START
     #: no model snapshots (a resume learns every answer again): nothing to store when the server stops
     snapshot_is_behind = False
 
@@ -136,6 +157,7 @@ class ClassesRun:
             settings = SessionSettings(
                 strategy="random",
                 classes=tuple(str(c) for c in params["classes"]),
+                multi_label=self.multi_label,
                 seed=self.info.seed or 0,
                 scaling=params.get("scaling"),
             )
@@ -197,7 +219,7 @@ class ClassesRun:
         if self.settings is None:
             raise self.settings_refused or ServiceError("The session's settings could not be read.")
         params = {k: v for k, v in self.settings.solver_params().items() if k != "auto"}
-        return OneVsRest(self.classes, self.settings.solver, self.pool_X, keep_scores=True, **params)
+        return self.model_class(self.classes, self.settings.solver, self.pool_X, keep_scores=True, **params)
 
     def rebuild(self) -> None:
         """The model learned again from the stored answers in order (the database is the truth)."""
@@ -208,14 +230,14 @@ class ClassesRun:
                 if self.stopping is not None:  # the stability rule's checkpoints, read again while learning
                     self.stopping.restore({}, 0)
                 for event in events:
-                    self._learn(event.item_index, event.answer_class, event.label_id, event.strategy)
+                    self._learn(event.item_index, self._stored(event), event.label_id, event.strategy)
                 self.problem = self.problem_cause = None
             except Exception as error:  # the labels are kept: say why the model cannot be used
                 logger.exception("session %s: the model could not be rebuilt", self.session_id)
                 self.model, self.shown = None, None
                 try:
                     self.answers = [
-                        ClassAnswer(e.item_index, e.answer_class, e.label_id, e.strategy, ())
+                        self._kept(e.item_index, self._stored(e), e.label_id, e.strategy, ())
                         for e in repo.label_events(self.engine, self.session_id)
                     ]
                 except Exception:  # the database too: keep what this run knew
@@ -230,17 +252,50 @@ class ClassesRun:
             self.version += 1
             self.ask()
 
-    def _learn(self, item_index: int, answer_class: int | None, label_id: int | None, strategy: str) -> None:
+    # -- what an answer is (``MultiLabelRun``: a set of classes) --------------------------------------
+    def _stored(self, event: Any) -> Any:
+        """The answer a stored event holds: its class (None: a skip)."""
+        return event.answer_class
+
+    def _kept(self, item_index: int, answer: Any, label_id: int | None, strategy: str, scores) -> ClassAnswer:
+        """An answer as the run keeps it."""
+        return ClassAnswer(item_index, answer, label_id, strategy, scores)
+
+    def _answer_of(self, kept: ClassAnswer) -> Any:
+        """What ``_kept`` was given (None: a skip)."""
+        return kept.answer_class
+
+    def _checked(self, answer: Any) -> Any:
+        """A person's answer checked against the session (None: a skip); a ServiceError says what is wrong."""
+        return None if answer is None else self.class_index(answer)
+
+    def _stored_fields(self, answer: Any) -> dict[str, Any]:
+        """The answer as ``repo.record_label`` and ``change_label`` take it."""
+        return {"answer_class": answer}
+
+    def _corrected(self, correction: Any) -> tuple[Any, Any]:
+        """A correction's answer before and after."""
+        return correction.old_class, correction.new_class
+
+    def _model_label(self, answer: Any) -> Any:
+        """An answer as the model learns it."""
+        return self.classes[answer]
+
+    def _can_rate(self, answers: list[ClassAnswer]) -> bool:
+        """Whether the model can rate items after these answers (two classes have answers)."""
+        return len({a.answer_class for a in answers if a.answer_class is not None}) >= 2
+
+    def _learn(self, item_index: int, answer: Any, label_id: int | None, strategy: str) -> None:
         """The model learns one stored answer (a skip teaches nothing), keeping its scores when asked."""
         assert self.model is not None
         if not 0 <= item_index < len(self.pool_items):
             raise ServiceError(f"item {item_index} is not in this dataset")
         scores = tuple(float(f) for f in self.model.decision_function(np.array([item_index]))[0])
-        if answer_class is not None:
-            step = self.model.learn(item_index, self.classes[answer_class])
+        if answer is not None:
+            step = self.model.learn(item_index, self._model_label(answer))
             self.last_update_ms = float(step.seconds) * 1000.0
-        self.answers.append(ClassAnswer(item_index, answer_class, label_id, strategy, scores))
-        if self.stopping is not None and answer_class is not None:
+        self.answers.append(self._kept(item_index, answer, label_id, strategy, scores))
+        if self.stopping is not None and answer is not None:
             t = self.classes.index(self.target)
             labels = [a.answer_class for a in self.answers if a.answer_class is not None]
             self.stopping.record_checkpoint_at(len(labels), labels.count(t))
@@ -273,14 +328,13 @@ class ClassesRun:
             )
             return
         rng = np.random.default_rng([self.seed, len(self.answers)])
-        answered = {a.answer_class for a in self.answers if a.answer_class is not None}
         t0 = time.perf_counter()
-        if len(answered) < 2:
+        if not self._can_rate(self.answers):
             query = random_class_query(self.model, Pool(available), rng)
-            strategy = CLASS_COLD_START
+            strategy = self.cold_start
         else:
             params = {"target": self.target} if self.strategy == "target-class" else {}
-            query = MULTICLASS_STRATEGIES[self.strategy](self.model, Pool(available), rng, **params)
+            query = self.strategies[self.strategy](self.model, Pool(available), rng, **params)
             strategy = self.strategy
         query_ms = (time.perf_counter() - t0) * 1000.0
         if query is None:
@@ -292,19 +346,24 @@ class ClassesRun:
             pool_index=int(query.index),
             score=float(query.score) if np.isfinite(query.score) else None,
             strategy=strategy,
-            reason=self._why(strategy, query.extra, len(answered), int(available.sum())),
+            reason=self._why(strategy, query.extra, int(available.sum())),
             query_ms=query_ms,
             scores=scores,
         )
 
-    def _why(self, strategy: str, extra: dict, n_answered_classes: int, n_available: int) -> str:
+    def _cold_start_words(self, n_available: int) -> str:
+        """Why an item was drawn at random before the model can rate items."""
+        answered = {a.answer_class for a in self.answers if a.answer_class is not None}
+        return (
+            f"one of {n_available:,} unlabelled items; the model picks by its own rule once two classes "
+            f"have answers ({len(answered)} so far)."
+        )
+
+    def _why(self, strategy: str, extra: dict, n_available: int) -> str:
         """Why the item was chosen, in words, after the strategy's own words (``heuristic_words``); class names
         are the user's: the page shows this as plain text."""
-        if strategy == CLASS_COLD_START:
-            return (
-                f"one of {n_available:,} unlabelled items; the model picks by its own rule once two classes "
-                f"have answers ({n_answered_classes} so far)."
-            )
+        if strategy == self.cold_start:
+            return self._cold_start_words(n_available)
         if strategy == "smallest-margin":
             a, b = extra["classes"]
             gap = extra["scores"][a] - extra["scores"][b]
@@ -323,7 +382,7 @@ class ClassesRun:
 
     def predicted_class(self) -> str | None:
         """The class the model gives the item shown (None: no item, or before any answer)."""
-        if self.shown is None or not any(a.answer_class is not None for a in self.answers):
+        if self.shown is None or not any(a.answered for a in self.answers):
             return None
         return self.classes[int(np.argmax(self.shown.scores))]
 
@@ -334,7 +393,7 @@ class ClassesRun:
         ``item_index``: the item the person saw; an answer for another item (a double click, a second tab)
         is refused.  ``by``: the signed-in person (nothing is stored once their sign-in has ended).
         """
-        k = None if answer_class is None else self.class_index(answer_class)
+        k = self._checked(answer_class)
         with self.lock:
             refused = self._refusal(by)
             if refused is not None:
@@ -358,21 +417,22 @@ class ClassesRun:
                 return failed
             self.version += 1
             self.ask()
-            said = f"Item {shown.item_index}: {'skipped' if k is None else self.classes[k]}."
+            said = f"Item {shown.item_index}: {self._name(k)}."
             note = self.stopping.after_answer() if self.stopping is not None else None
             return self.tell(Outcome(True, f"{said} {note}" if note else said))
 
     def _store_and_learn(
-        self, item: int, k: int | None, strategy: str, score: float | None, query_ms: float | None
+        self, item: int, k: Any, strategy: str, score: float | None, query_ms: float | None
     ) -> Outcome | None:
-        """Store an answer (class ``k``; None: a skip), then the model learns it; the refusal said, or None."""
+        """Store an answer (class ``k``, or a multi-label run's set; None: a skip), then the model learns it; the
+        refusal said, or None."""
         try:
             stored = repo.record_label(
                 self.engine,
                 self.session_id,
                 item_index=item,
                 value=0 if k is None else 1,
-                answer_class=k,
+                **self._stored_fields(k),
                 annotator=self.info.annotator,
                 strategy=strategy,
                 solver=self.info.solver,
@@ -420,7 +480,7 @@ class ClassesRun:
 
     def search_pool(self, query: str) -> priors.SearchResult:
         """The pool's items that match ``query``; a hit answered says its class (or skipped)."""
-        return priors.search_items(self, query, {a.item_index: self._name(a.answer_class) for a in self.answers})
+        return priors.search_items(self, query, {a.item_index: self._name(self._answer_of(a)) for a in self.answers})
 
     @property
     def n_known(self) -> int:
@@ -446,7 +506,7 @@ class ClassesRun:
                 return self.tell(
                     Outcome(
                         False,
-                        f"Item {item} is already answered ({self._name(already.answer_class)}); change it on the "
+                        f"Item {item} is already answered ({self._name(self._answer_of(already))}); change it on the "
                         "History page.",
                         "warning",
                     )
@@ -482,7 +542,7 @@ class ClassesRun:
                 and self.model is not None
                 and self.model.machines[0].exact_unlearn
             ):
-                if last.answer_class is not None:
+                if last.answered:
                     self.model.unlearn(last.item_index)
                 self.answers.pop()
                 self.last_update_ms = None
@@ -504,7 +564,7 @@ class ClassesRun:
                         "warning",
                     )
                 )
-            said = self._name(event.answer_class)
+            said = self._name(self._stored(event))
             return self.tell(Outcome(True, f"Undid {said} on item {event.item_index}."))
 
     def _refusal(self, by: Identity | None) -> Outcome | None:
@@ -535,33 +595,36 @@ class ClassesRun:
     def change_label(self, label_id: int, answer_class: Any, *, by: Identity | None = None) -> Outcome:
         """Change an earlier answer to another class; the model then is the one that learned the corrected
         answers from the start."""
-        k = self.class_index(answer_class)
+        k = self._checked(answer_class)
+        if k is None:
+            raise ServiceError("An answer is changed to another answer; to take it back, remove it.")
         return self._correct(
             lambda who: stored_history.change_label(
-                self.engine, self.session_id, label_id, value=1, answer_class=k, annotator=who
+                self.engine, self.session_id, label_id, value=1, annotator=who, **self._stored_fields(k)
             ),
             by,
-            lambda c: f"Item {c.item_index}: changed from {self._name(c.old_class)} to {self.classes[k]}.",
+            lambda c: f"Item {c.item_index}: changed from {self._name(self._corrected(c)[0])} to {self._name(k)}.",
         )
 
     def remove_label(self, label_id: int, *, by: Identity | None = None) -> Outcome:
         """Take an earlier answer back (the item can be asked about again); the recall checks' starts after
         it move up with the labels."""
-        labelled = [a.label_id for a in self.answers if a.answer_class is not None]
+        labelled = [a.label_id for a in self.answers if a.answered]
         position = labelled.index(label_id) if label_id in labelled else None
 
         def said(c) -> str:
             if self.stopping is not None and position is not None:
                 self.stopping.forget_after_removal(position)
                 self.ask()
-            return f"Item {c.item_index}: the answer {self._name(c.old_class)} was removed."
+            return f"Item {c.item_index}: the answer {self._name(self._corrected(c)[0])} was removed."
 
         return self._correct(
             lambda who: stored_history.remove_label(self.engine, self.session_id, label_id, annotator=who), by, said
         )
 
-    def _name(self, answer_class: int | None) -> str:
-        return "skipped" if answer_class is None else self.classes[answer_class]
+    def _name(self, answer: Any) -> str:
+        """An answer in words: its class's name (the analyst's text), or skipped."""
+        return "skipped" if answer is None else self.classes[answer]
 
     def _correct(self, store, by: Identity | None, said) -> Outcome:
         with self.lock:
@@ -590,14 +653,14 @@ class ClassesRun:
             removed = any(c.kind == "remove" for c in mine)
             current = event.undone_at is None
             position += current
-            first = mine[0].old_class if mine else event.answer_class
+            first = self._corrected(mine[0])[0] if mine else self._stored(event)
             rows.append(
                 {
                     "label_id": event.label_id,
                     "#": position if current else None,
                     "item": event.item_index,
                     "key": (keys[event.item_index] if keys is not None else None) or "",
-                    "answer": self._name(event.answer_class),
+                    "answer": self._name(self._stored(event)),
                     "as given": self._name(first),
                     "status": "current" if current else "removed" if removed else "undone",
                     "when": event.created_at,
@@ -609,14 +672,15 @@ class ClassesRun:
         return pd.DataFrame(rows, columns=columns)
 
     def _change_words(self, c) -> str:
-        what = "removed it" if c.kind == "remove" else f"changed it to {self._name(c.new_class)}"
+        what = "removed it" if c.kind == "remove" else f"changed it to {self._name(self._corrected(c)[1])}"
         return f"{c.annotator} {what} ({c.created_at:%Y-%m-%d %H:%M})"
 
     def heuristic_words(self, strategy: str) -> str:
         """A strategy recorded with an answer (or of the item shown), in a screener's words."""
-        if strategy == CLASS_COLD_START:
-            return "Random (until two classes have answers)"
-        return strategy_words(strategy, self.target) if strategy in CLASS_STRATEGY_WORDS else heuristic_words(strategy)
+        if strategy == self.cold_start:
+            return self.cold_start[0].upper() + self.cold_start[1:]
+        known = strategy in CLASS_STRATEGY_WORDS or strategy in MULTI_LABEL_STRATEGY_WORDS
+        return strategy_words(strategy, self.target) if known else heuristic_words(strategy)
 
     def import_labels(
         self, data: bytes, *, key_column: str, label_column: str, source: str = "the file", by: Identity | None = None
@@ -694,8 +758,7 @@ class ClassesRun:
             "n_events": len(self.answers),
             "n_labels": self.n_labels,
             "scaling": self.scaling,
-            "layout": "one-vs-rest: machine k (arrays class{k}/...) learns class k against the rest; the "
-            "stored points are class0's",
+            "layout": self.model_layout,
         }
         buffer = io.BytesIO()
         np.savez(buffer, __meta__=np.array(json.dumps(meta)), pool_items=self.pool_items, **arrays)
@@ -704,11 +767,11 @@ class ClassesRun:
     # -- read-outs ---------------------------------------------------------------------------------
     @property
     def n_labels(self) -> int:
-        return sum(a.answer_class is not None for a in self.answers)
+        return sum(a.answered for a in self.answers)
 
     @property
     def n_skips(self) -> int:
-        return sum(a.answer_class is None for a in self.answers)
+        return sum(not a.answered for a in self.answers)
 
     def class_counts(self) -> dict[str, int]:
         """How many current answers each class has, in the session's order."""
@@ -788,4 +851,12 @@ class ClassesRun:
         return table
 
 
-__all__ = ["CLASS_COLD_START", "CLASS_STRATEGY_WORDS", "ClassAnswer", "ClassShown", "ClassesRun", "strategy_words"]
+__all__ = [
+    "CLASS_COLD_START",
+    "CLASS_STRATEGY_WORDS",
+    "MULTI_LABEL_STRATEGY_WORDS",
+    "ClassAnswer",
+    "ClassShown",
+    "ClassesRun",
+    "strategy_words",
+]

@@ -28,11 +28,19 @@ from app.services.common import (
 from app.services.datasets import Datasets
 from app.services.errors import service_boundary
 from app.services.labelling import LabellingRun
+from app.services.multi_label import MultiLabelRun
 from app.services.records import eval_share
 from app.services.snapshots import save_behind
-from core.multiclass import MULTICLASS_STRATEGIES
+from core.multiclass import MULTICLASS_STRATEGIES, MULTILABEL_STRATEGIES
 from core.presets import preset_of
-from core.settings import CLASS_SOLVER, MAX_CLASSES, STANDARD_MODEL, SessionSettings, SettingsError
+from core.settings import (
+    CLASS_SOLVER,
+    MAX_CLASSES,
+    MIN_MULTI_LABEL_CLASSES,
+    STANDARD_MODEL,
+    SessionSettings,
+    SettingsError,
+)
 from core.strategies import DEFAULT_SOLVER
 from storage import repository as repo
 from storage import teams
@@ -41,9 +49,10 @@ from storage import teams
 _demo_lock = threading.Lock()
 
 
-def class_list(classes: str | Sequence[str] | None) -> tuple[str, ...]:
+def class_list(classes: str | Sequence[str] | None, *, multi_label: bool = False) -> tuple[str, ...]:
     """Class names typed by a person (``"cat, dog, fox"``) or given as a list, checked: 3 to ``MAX_CLASSES``
-    distinct non-empty names; () for none.  A ServiceError says what is wrong."""
+    distinct non-empty names (2 to ``MAX_CLASSES`` for several classes per item); () for none.  A ServiceError
+    says what is wrong."""
     if classes is None:
         return ()
     pieces = str(classes).split(",") if isinstance(classes, str) else [str(c) for c in classes]
@@ -54,7 +63,7 @@ def class_list(classes: str | Sequence[str] | None) -> tuple[str, ...]:
         raise ServiceError("A class name is empty: separate the class names with single commas.")
     if len(names) < 2:
         raise ServiceError(f"Name at least 2 classes, separated by commas (got only {names[0]!r}).")
-    if len(names) == 2:
+    if len(names) == 2 and not multi_label:
         raise ServiceError(
             "Two classes are a yes / no session: leave Classes empty and say what a Positive "
             "answer means under 'What to find'. Named classes are 3 to "
@@ -116,6 +125,7 @@ class Sessions:
         auto_hyper: bool = False,
         classes: str | Sequence[str] | None = None,
         target: str | None = None,
+        multi_label: bool = False,
         by: Identity | None = None,
     ) -> LabellingRun | ClassesRun:
         """Store a new session and bring it to life.
@@ -135,10 +145,17 @@ class Sessions:
         default).  ``classes``: K named classes (3 to 9; a list, or names separated by commas) for a
         single-choice session (``ClassesRun``); None or empty: the dataset's classes when its label column was
         imported with every value kept, else a two-class session.  A K-class session's ``strategy`` is one of
-        ``core.multiclass.MULTICLASS_STRATEGIES`` (``target``: the class of ``target-class``)."""
+        ``core.multiclass.MULTICLASS_STRATEGIES`` (``target``: the class of ``target-class``).  ``multi_label``:
+        several classes per item (``MultiLabelRun``; 2 to 9 classes, named or the dataset's), its ``strategy``
+        one of ``core.multiclass.MULTILABEL_STRATEGIES``."""
         self.accounts.acting(by)
         dataset = self.datasets.dataset(dataset_id)
-        names = class_list(classes) or tuple(dataset.meta.get("class_names") or ())
+        names = class_list(classes, multi_label=multi_label) or tuple(dataset.meta.get("class_names") or ())
+        if multi_label and not names:
+            raise ServiceError(
+                f"Several classes per item: name the classes ({MIN_MULTI_LABEL_CLASSES} to {MAX_CLASSES}, separated "
+                "by commas)."
+            )
         if names:
             return self._start_classes(
                 dataset,
@@ -153,6 +170,7 @@ class Sessions:
                 kernel=kernel,
                 tol=tol,
                 target=target,
+                multi_label=multi_label,
             )
         if strategy not in LABEL_STRATEGIES:
             raise ServiceError(f"Unknown heuristic '{strategy}'; choose one of {', '.join(LABEL_STRATEGIES)}.")
@@ -206,12 +224,14 @@ class Sessions:
         kernel: str | None,
         tol: float | None,
         target: str | None,
+        multi_label: bool = False,
     ) -> ClassesRun:
         """A session with named classes (see ``start_session``): checked whole before anything is stored."""
-        if strategy not in MULTICLASS_STRATEGIES:
+        allowed = MULTILABEL_STRATEGIES if multi_label else MULTICLASS_STRATEGIES
+        if strategy not in allowed:
+            kind = "several classes per item" if multi_label else "named classes"
             raise ServiceError(
-                f"Unknown way to pick items for named classes '{strategy}'; choose one of "
-                f"{', '.join(MULTICLASS_STRATEGIES)}."
+                f"Unknown way to pick items for {kind} '{strategy}'; choose one of {', '.join(allowed)}."
             )
         if solver is not None and solver not in SOLVERS:
             raise ServiceError(f"Unknown solver '{solver}'; choose one of {', '.join(SOLVERS)}.")
@@ -237,6 +257,7 @@ class Sessions:
                 scaling=scaling,
                 strategy_params={"target": target} if strategy == "target-class" else {},
                 classes=names,
+                multi_label=bool(multi_label),
             )
         except SettingsError as error:
             raise ServiceError(f"The session's settings are refused: {error}.") from None
@@ -293,7 +314,9 @@ class Sessions:
             run = self._runs.get(int(session_id))
             if run is None:
                 info = repo.get_session(self.engine, session_id)
-                if info.params.get("classes"):
+                if info.params.get("multi_label") is True:
+                    run = MultiLabelRun(self.engine, session_id, accounts=self.accounts)
+                elif info.params.get("classes"):
                     run = ClassesRun(self.engine, session_id, accounts=self.accounts)
                 else:
                     run = LabellingRun(

@@ -15,7 +15,7 @@ from app.ui.tables import (
     score_cells,
     table_height,
 )
-from app.ui.text import plain, visible_cells
+from app.ui.text import plain, visible, visible_cells
 
 svc = service()
 st.title("Label history")
@@ -63,6 +63,15 @@ def _change_class(pick_key: str, answer_class: int) -> None:
     answer is the box's when the button was pressed, read now."""
     live = svc.open_session(info.id)
     state.history_outcome = live.change_label(int(state[pick_key]), answer_class, by=auth.identity())
+
+
+@guarded
+def _change_set(pick_key: str, set_key: str) -> None:
+    """Change the answer picked in the box to the classes picked in ``set_key`` (a multi-label session; none
+    picked: none of these), both read now."""
+    live = svc.open_session(info.id)
+    with waiting_for_the_model():
+        state.history_outcome = live.change_label(int(state[pick_key]), list(state[set_key]), by=auth.identity())
 
 
 @guarded
@@ -116,7 +125,25 @@ with st.container(border=True, key="history_change"):
         row = current[current["label_id"] == picked].iloc[0]
         named = getattr(run, "has_classes", False)  # a session with named classes: change to any other class
         value = 1 if named else {name: v for v, name in run.class_names.items()}[row["answer"]]
-        if named and row["answer"] != "skipped":
+        if getattr(run, "multi_label", False) and row["answer"] != "skipped":
+            now = next(a.answer_classes for a in run.answers if a.label_id == picked)
+            set_key = f"history_set_{picked}_{run.version}"
+            with st.container(horizontal=True, key="history_classes", vertical_alignment="bottom"):
+                st.multiselect(
+                    "Classes of this item",
+                    list(range(len(run.classes))),
+                    default=list(now or ()),
+                    format_func=lambda k: visible(run.classes[k]),
+                    key=set_key,
+                    placeholder="none of these",
+                )
+                st.button(
+                    "Change to these classes",
+                    key=f"change_{picked}_set",
+                    on_click=_change_set,
+                    args=(pick_key, set_key),
+                )
+        elif named and row["answer"] != "skipped":
             with st.container(horizontal=True, key="history_classes"):
                 for k, name in enumerate(run.classes):
                     if name != row["answer"]:

@@ -6,7 +6,7 @@ import streamlit as st
 
 from app import auth, charts, classes_panel, known_items, navigation, stopping_panel
 from app.services import DEFAULT_C, DEFAULT_SOLVER, LABEL_STRATEGIES, SOLVERS, STRATEGY_WORDS, ServiceError
-from app.services.classes import CLASS_STRATEGY_WORDS, strategy_words
+from app.services.classes import CLASS_STRATEGY_WORDS, MULTI_LABEL_STRATEGY_WORDS, strategy_words
 from app.services.common import FIND_CHARS
 from app.services.formatting import count
 from app.services.vocabulary import KERNEL_NAMES, LOSSES
@@ -43,13 +43,19 @@ if not sessions and not state.get("demo_asked"):
 @guarded
 def _start_session() -> None:
     """Form callback: start the session before the page is drawn again, then show it."""
+    several = state.get("new_classes_per_item") == "several"
     named = bool(str(state.get("new_classes") or "").strip()) or bool(class_names_of.get(state.new_dataset))
     try:
         run = svc.start_session(
             dataset_id=state.new_dataset,
             annotator=me,
-            strategy=state.new_class_strategy if named else state.new_strategy,
+            strategy=state.new_multi_label_strategy
+            if several
+            else state.new_class_strategy
+            if named
+            else state.new_strategy,
             classes=state.get("new_classes"),
+            multi_label=several,
             target=state.get("new_target"),
             solver=None if state.new_solver == "default" else state.new_solver,
             C=state.new_C,
@@ -137,6 +143,15 @@ with (
             "(keys 1 to 9). A dataset imported with every value of its label column kept has its "
             "classes already.",
         )
+        st.radio(
+            "Classes per item",
+            ["one", "several"],
+            key="new_classes_per_item",
+            horizontal=True,
+            format_func={"one": "One class per item", "several": "Several classes per item"}.get,
+            help="Several classes per item: each item gets any of the classes, or none of them (2 to 9 classes; "
+            "keys 1 to 9 pick or drop a class, Enter submits).",
+        )
         st.selectbox(
             "Which item next (named classes)",
             list(CLASS_STRATEGY_WORDS),
@@ -148,6 +163,14 @@ with (
             "it). Random: an unbiased sample.",
         )
         st.text_input("Class to find first (Most likely)", key="new_target", placeholder="empty: the first class")
+        st.selectbox(
+            "Which item next (several classes per item)",
+            list(MULTI_LABEL_STRATEGY_WORDS),
+            key="new_multi_label_strategy",
+            format_func=MULTI_LABEL_STRATEGY_WORDS.get,
+            help="Least sure on any class: the item whose score is nearest the boundary of any class. Random: an "
+            "unbiased sample.",
+        )
     st.radio(
         "Model",
         ["auto", "standard", "review"],
@@ -394,8 +417,9 @@ if not svc.is_open(st.session_state.session_id):
 open_run = svc.open_session(st.session_state.session_id)
 if getattr(open_run, "has_classes", False):  # a session with named classes: a button per class
     class_panel(st.session_state.session_id)
-    known_items.show(svc, st.session_state.session_id, who)  # search the pool, mark items known to be of a class
-    st.caption(classes_panel.key_help(open_run.classes))
+    if not open_run.multi_label:  # (known items are one class each: not for several classes per item)
+        known_items.show(svc, st.session_state.session_id, who)  # search the pool, mark items known to be of a class
+    st.caption(classes_panel.key_help(open_run.classes, open_run.multi_label))
 else:
     labelling_panel(st.session_state.session_id)
     known_items.show(svc, st.session_state.session_id, who)  # search the pool, mark known positives and negatives
