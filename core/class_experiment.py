@@ -166,16 +166,21 @@ def _check(
         if target not in classes:
             raise ValueError(f"target class {target!r} is not one of the classes ({', '.join(classes)})")
     seed_list = _as_seeds(seeds)
+    check_run_sizes(budget, initial, test_fraction, "K-class")
+    return y, classes, strategies, seed_list
+
+
+def check_run_sizes(budget, initial, test_fraction, kind: str) -> None:
+    """Refuse a budget under 1, a negative ``initial`` or a ``test_fraction`` outside (0, 1), naming it."""
     if int(budget) < 1:
         raise ValueError(f"budget must be at least 1 label, got {budget!r}")
     if int(initial) < 0:
         raise ValueError(f"initial must be >= 0, got {initial!r}")
     if not 0.0 < float(test_fraction) < 1.0:
         raise ValueError(
-            "a K-class comparison measures accuracy on a held-out part: test_fraction must lie in "
+            f"a {kind} comparison measures accuracy on a held-out part: test_fraction must lie in "
             f"(0, 1), got {test_fraction!r}"
         )
-    return y, classes, strategies, seed_list
 
 
 def run_class_comparison(
@@ -400,6 +405,7 @@ __all__ = [
     "ACCURACY_LEVELS",
     "CLASS_ROW_COLUMNS",
     "ClassComparisonResult",
+    "check_run_sizes",
     "class_curve",
     "class_run_table",
     "format_class_summary",

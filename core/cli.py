@@ -30,7 +30,8 @@ from core.datasets import BUNDLED, DataError, Dataset, load_bundled, load_csv, s
 from core.features import Standardizer, scale_features
 from core.kernels import KERNEL_NAMES
 from core.metrics import accuracy, roc_auc
-from core.multiclass import MULTICLASS_STRATEGIES
+from core.multi_label_experiment import SEPARATOR
+from core.multiclass import MULTICLASS_STRATEGIES, MULTILABEL_STRATEGIES
 from core.presets import PRESETS, has_documents, preset_of, suited_model, taken_by
 from core.priors import PriorError, read_keys, rows_of_keys
 from core.settings import STANDARD_MODEL, SessionSettings, SettingsError
@@ -475,6 +476,19 @@ def _compare_option_groups(cmp_: argparse.ArgumentParser) -> None:
         "held-out part",
     )
     many.add_argument("--target-class", metavar="NAME", help="the class the target-class strategy screens for")
+    many.add_argument(
+        "--multi-label",
+        action="store_true",
+        help="with --classes: each item carries any set of the classes; a label cell holds the class names "
+        "separated by --label-separator ('(none)': none of them), the strategies are "
+        + ", ".join(MULTILABEL_STRATEGIES)
+        + "; Hamming accuracy, macro AUC and per-class precision, recall, F1 and AUC on the held-out part",
+    )
+    many.add_argument(
+        "--label-separator",
+        metavar="MARK",
+        help=f"with --multi-label: what separates the class names in a label cell (default {SEPARATOR!r})",
+    )
     many.add_argument(
         "--accuracy-levels",
         metavar="0.8,0.9,...",
@@ -1092,7 +1106,12 @@ def run_compare(args: argparse.Namespace) -> str:
         raise CLIError(f"--strategies lists a strategy twice: {args.strategies}")
     if args.classes is not None:
         return run_class_compare(args, strategies)
-    for flag, value in (("--target-class", args.target_class), ("--accuracy-levels", args.accuracy_levels)):
+    for flag, value in (
+        ("--target-class", args.target_class),
+        ("--accuracy-levels", args.accuracy_levels),
+        ("--multi-label", args.multi_label or None),
+        ("--label-separator", args.label_separator),
+    ):
         if value is not None:
             raise CLIError(f"{flag} goes with --classes (every class of the label column kept)")
     if args.model == "auto":  # (resolved per dataset once its features are known)
@@ -1241,11 +1260,19 @@ def run_class_compare(args: argparse.Namespace, strategies: list[str]) -> str:
             f"{', '.join(refused)}: not for K classes (--classes) in this version; leave "
             f"{'it' if len(refused) == 1 else 'them'} out"
         )
-    unknown = [s for s in strategies if s not in MULTICLASS_STRATEGIES]
+    multi = bool(args.multi_label)
+    if args.label_separator is not None and not multi:
+        raise CLIError("--label-separator goes with --multi-label")
+    if multi and args.target_class is not None:
+        raise CLIError("--target-class screens for one class per item: not with --multi-label")
+    known = MULTILABEL_STRATEGIES if multi else MULTICLASS_STRATEGIES
+    unknown = [s for s in strategies if s not in known]
     if unknown:
         raise CLIError(
-            f"unknown K-class strategy {unknown[0]!r}; with --classes choose from {', '.join(MULTICLASS_STRATEGIES)}"
+            f"unknown {'multi-label' if multi else 'K-class'} strategy {unknown[0]!r}; with --classes"
+            f"{' --multi-label' if multi else ''} choose from {', '.join(known)}"
         )
+
     sources = args.data if isinstance(args.data, list) else [args.data]
     if len(sources) > 1:
         raise CLIError("--classes compares on one dataset: give one --data")
@@ -1257,6 +1284,8 @@ def run_class_compare(args: argparse.Namespace, strategies: list[str]) -> str:
     levels = _accuracy_levels(args.accuracy_levels)
     if args.out:
         _check_writable(args.out)
+    if multi:
+        return _multi_label_compare(args, strategies, sources[0], levels)
     ds = load_data(args, sources[0])
     assert ds.class_y is not None and ds.class_names is not None  # (read with every class kept)
     if "target-class" in strategies and args.target_class not in ds.class_names:
@@ -1267,14 +1296,7 @@ def run_class_compare(args: argparse.Namespace, strategies: list[str]) -> str:
     initial = args.initial if args.initial is not None else 10
     _warn_initial(initial, args.budget)
     solver = args.solver or class_experiment.DEFAULT_SOLVER
-    params = dict(
-        kernel=kernel_for(args, ds),
-        C=1.0 if args.C is None else args.C,
-        gamma="scale" if args.gamma is None else args.gamma,
-        degree=args.degree,
-        coef0=args.coef0,
-        tol=args.tol,
-    )
+    params = _class_params(args, ds)
     X = scale_features(ds.X, args.scale, ds.numeric_columns)
     try:
         result = class_experiment.run_class_comparison(
@@ -1294,27 +1316,104 @@ def run_class_compare(args: argparse.Namespace, strategies: list[str]) -> str:
         )
     except ValueError as exc:
         raise CLIError(str(exc)) from None
-    if args.out:
-        result.to_csv(args.out)
-    if args.json:
-        return json.dumps(
-            _jsonable(
-                {
-                    "dataset": ds.name,
-                    "classes": list(ds.class_names),
-                    "config": result.config,
-                    "summary": result.summary.to_dict(orient="records"),
-                    "runs": result.runs.to_dict(orient="records"),
-                    "curve": result.curve.to_dict(orient="records"),
-                    "out": args.out,
-                }
-            )
-        )
+    written = _class_result_written(args, ds, ds.class_names, result)
+    if written is not None:
+        return written
     names = list(ds.class_names)
     shown = ", ".join(names[:12]) + (" ..." if len(names) > 12 else "")
     text = (
         f"{ds.name}: {len(ds)} items, {len(names)} classes ({shown}); {solver}, kernel {params['kernel']}, "
         f"C {params['C']:g}, gamma {params['gamma']}\n{result.summary_text()}"
+    )
+    return text + (f"\nrows written to {args.out}" if args.out else "")
+
+
+def _class_result_written(args: argparse.Namespace, ds: Dataset, names, result, **more: Any) -> str | None:
+    """A K-class or multi-label comparison's rows to ``--out``; with ``--json`` the JSON to print (``more``:
+    keys of its own), else None."""
+    if args.out:
+        result.to_csv(args.out)
+    if not args.json:
+        return None
+    return json.dumps(
+        _jsonable(
+            {
+                "dataset": ds.name,
+                "classes": list(names),
+                **{k: v for k, v in more.items() if k != "per_class"},
+                "config": result.config,
+                "summary": result.summary.to_dict(orient="records"),
+                **({"per_class": more["per_class"]} if "per_class" in more else {}),
+                "runs": result.runs.to_dict(orient="records"),
+                "curve": result.curve.to_dict(orient="records"),
+                "out": args.out,
+            }
+        )
+    )
+
+
+def _class_params(args: argparse.Namespace, ds: Dataset) -> dict[str, Any]:
+    """The solver parameters of a K-class or multi-label comparison."""
+    return dict(
+        kernel=kernel_for(args, ds),
+        C=1.0 if args.C is None else args.C,
+        gamma="scale" if args.gamma is None else args.gamma,
+        degree=args.degree,
+        coef0=args.coef0,
+        tol=args.tol,
+    )
+
+
+def _multi_label_compare(args: argparse.Namespace, strategies: list[str], source: str, levels) -> str:
+    """``compare --classes --multi-label`` (``core.multi_label_experiment``): every distinct cell of the label
+    column read as a value, then split into class names; return what to print (summary or JSON)."""
+    from core import class_experiment, multi_label_experiment
+
+    named = [c.strip() for c in args.classes.split(",") if c.strip()] if args.classes else None
+    ds = load_data(argparse.Namespace(**{**vars(args), "classes": ""}), source)  # (the names apply to the sets)
+    assert ds.class_y is not None and ds.class_names is not None
+    separator = SEPARATOR if args.label_separator is None else args.label_separator
+    try:
+        Y, names = multi_label_experiment.label_sets([ds.class_names[k] for k in ds.class_y], separator, named)
+    except ValueError as exc:
+        raise CLIError(f"{ds.name}: {exc}") from None
+    initial = args.initial if args.initial is not None else 10
+    _warn_initial(initial, args.budget)
+    solver = args.solver or class_experiment.DEFAULT_SOLVER
+    params = _class_params(args, ds)
+    try:
+        result = multi_label_experiment.run_multi_label_comparison(
+            scale_features(ds.X, args.scale, ds.numeric_columns),
+            Y,
+            names,
+            strategies=strategies,
+            solver=solver,
+            solver_params=params,
+            budget=args.budget,
+            seeds=args.seeds,
+            initial=initial,
+            accuracy_levels=levels,
+            n_jobs=args.jobs,
+            **({"test_fraction": args.test_fraction} if args.test_fraction is not None else {}),
+        )
+    except ValueError as exc:
+        raise CLIError(str(exc)) from None
+    written = _class_result_written(
+        args,
+        ds,
+        names,
+        result,
+        multi_label=True,
+        separator=separator,
+        per_class=result.per_class.to_dict(orient="records"),
+    )
+    if written is not None:
+        return written
+    sizes = ", ".join(f"{n} {int(c)}" for n, c in zip(names, Y.sum(axis=0), strict=True))
+    text = (
+        f"{ds.name}: {len(ds)} items, {len(names)} classes, several per item ({sizes}; none of them "
+        f"{int((~Y.any(axis=1)).sum())}); {solver}, kernel {params['kernel']}, C {params['C']:g}, gamma "
+        f"{params['gamma']}\n{result.summary_text()}"
     )
     return text + (f"\nrows written to {args.out}" if args.out else "")
 
