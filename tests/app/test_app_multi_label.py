@@ -352,3 +352,21 @@ def test_a_multi_label_session_shows_every_kind_of_item(db_url, kind):
     submit(at)  # none of these
     events = repo.label_events(svc.engine, repo.list_sessions(svc.engine, annotator="olga")[0].id)
     assert [(e.item_index, e.answer_classes) for e in events] == [(first, (0, 2)), (second, ())]
+
+
+def test_a_multi_label_session_whose_settings_this_version_refuses_opens_with_its_answers_and_says_so(db_url):
+    svc = MarginLab.from_url(db_url)
+    dataset_id, truth = four_groups(svc)
+    run = svc.start_session(dataset_id=dataset_id, annotator="ada", strategy="random", classes="a, b", multi_label=True)
+    for _ in range(3):
+        item = run.shown.item_index
+        assert run.answer(["a"] if truth[item] else [], item_index=item).ok
+    repo.set_session_setting(svc.engine, run.session_id, "strategy_params", {"width": 3})  # (not random's)
+    svc.forget_runs()
+    again = svc.open_session(run.session_id)
+    assert again.multi_label and again.model is None and "could not be rebuilt" in again.problem
+    assert again.classes == ("a", "b") and again.n_labels == 3
+    assert [a.answer_classes for a in again.answers] == [a.answer_classes for a in run.answers]
+    outcome = again.answer(["a"])
+    assert not outcome.ok and outcome.message == again.problem
+    assert len(repo.label_events(svc.engine, run.session_id)) == 3
