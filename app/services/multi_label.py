@@ -21,8 +21,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from app.services.classes import ClassAnswer, ClassesRun
 from app.services.accounts import Identity
+from app.services.classes import ClassAnswer, ClassesRun
 from app.services.common import Outcome, ServiceError
 from app.services.errors import service_boundary
 from core.multiclass import MULTILABEL_STRATEGIES, MultiLabel

@@ -370,3 +370,14 @@ def test_a_multi_label_session_whose_settings_this_version_refuses_opens_with_it
     outcome = again.answer(["a"])
     assert not outcome.ok and outcome.message == again.problem
     assert len(repo.label_events(svc.engine, run.session_id)) == 3
+
+
+def test_known_items_and_labels_from_a_file_are_refused_plainly_in_a_multi_label_session(db_url):
+    svc = MarginLab.from_url(db_url)
+    dataset_id, _ = four_groups(svc)
+    run = start(svc, dataset_id, strategy="random")
+    outcome = run.mark_known(3, CLASSES[0])
+    assert not outcome.ok and outcome.message.startswith("Marking known items is for sessions with one class")
+    outcome = run.import_labels(b"item_key,label\n1,urgent\n", key_column="item_key", label_column="label")
+    assert not outcome.ok and "one class per item (not several); nothing was stored" in outcome.message
+    assert repo.label_events(svc.engine, run.session_id) == []
