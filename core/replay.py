@@ -117,6 +117,11 @@ def session_items(
     ``strategy_params``).  A session with named classes (``params["classes"]``): ``labels`` are the classes
     as they stand (``answer_class``, 0..K-1) and ``classes`` their names (``run_class_replay``)."""
     params = dict(params or {})
+    if params.get("multi_label") is True:
+        raise ReplayError(
+            f"{source} is multi-label (several classes per item): replay is for sessions with one answer per "
+            "item in this version (compare --classes --multi-label simulates multi-label strategies on a file)"
+        )
     events = list(events)
     answered = [e for e in events if int(e.value) != 0]
     classes = tuple(str(c) for c in params.get("classes") or ())

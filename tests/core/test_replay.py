@@ -469,3 +469,34 @@ def test_cli_replays_a_session_with_named_classes_with_its_final_classes(tmp_pat
     }
     assert [r["strategy"] for r in payload["summary"]] == ["random", "smallest-margin"]
     assert payload["caveat"] == CLASS_CAVEAT
+
+
+def test_cli_refuses_to_replay_a_multi_label_session_by_name(tmp_path, capsys):
+    """A multi-label session's answers are sets: replay says it is not for them, in one line."""
+    import storage
+    from core.cli import main
+    from core.settings import SessionSettings
+    from storage import repository as repo
+
+    url = f"sqlite:///{tmp_path / 'sets.db'}"
+    engine = storage.make_engine(url)
+    storage.init_db(engine)
+    X = np.random.default_rng(1).normal(size=(20, 2))
+    dataset_id = repo.import_dataset(engine, name="sets", X=X, feature_names=["a", "b"])
+    settings = SessionSettings(strategy="random", classes=("a", "b"), multi_label=True)
+    session_id = repo.start_session(engine, dataset_id=dataset_id, annotator="ann", settings=settings)
+    for item, answer in ((0, [0]), (1, []), (2, [0, 1])):
+        repo.record_label(
+            engine,
+            session_id,
+            item_index=item,
+            value=1,
+            answer_classes=answer,
+            annotator="ann",
+            strategy="random",
+            solver="incremental",
+        )
+    engine.dispose()
+    assert main(["replay", "--session", str(session_id), "--database", url, "--strategies", "random"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "is multi-label (several classes per item)" in err, err
