@@ -169,7 +169,7 @@ def export_labels(
             if take:
                 X = stored_features(session, dataset)
             datasets[did] = (dataset.name, list(dataset.feature_names) if take else [], X)
-            class_names[did] = _class_names(dataset.meta)
+            class_names[did] = dataset_class_names(dataset.meta)
         changes = _latest_changes(session, sorted({row.session_id for row in rows}))
         session_ids = sorted({row.session_id for row in rows})
         named = (
@@ -210,7 +210,7 @@ def export_labels(
     return None
 
 
-def _class_names(meta: dict[str, Any] | None) -> dict[int, str]:
+def dataset_class_names(meta: dict[str, Any] | None) -> dict[int, str]:
     """``{+1: positive class name, -1: negative class name, 0: "skipped"}`` of a dataset."""
     classes = (meta or {}).get("classes") or {}
     names = {
@@ -235,6 +235,29 @@ def _latest_changes(session: Any, session_ids: list[int]) -> dict[int, tuple[str
     return {label_id: (who, when) for label_id, who, when in found}
 
 
+def answer_name(
+    dataset_names: dict[int, str],
+    classes: tuple[str, ...],
+    value: int,
+    answer_class: int | None,
+    answer_classes: tuple[int, ...] | None,
+    *,
+    multi_label: bool = False,
+) -> str:
+    """How an answer reads, in the export and on the pages: a class's name in a session with named classes,
+    the names of its classes joined by ``"; "`` in a multi-label one (``(none)``: none of them), the dataset's
+    class name (``dataset_names``, as ``dataset_class_names`` gives them) in a two-class one; ``skipped`` for a skip."""
+    if classes and multi_label:
+        return (
+            SKIP_NAME
+            if answer_classes is None
+            else MULTI_LABEL_SEPARATOR.join(classes[k] for k in answer_classes) or NONE_NAME
+        )
+    if classes:
+        return SKIP_NAME if answer_class is None else classes[answer_class]
+    return dataset_names[value]
+
+
 class _Labels:
     """How a row's label reads: class name, number, correction, and whether its score is a placeholder.
 
@@ -255,13 +278,15 @@ class _Labels:
         self.multi_label = multi_label or set()
 
     def _named(self, row: Any, value: int, answer_class: int | None, answer_classes: Any = None) -> str:
-        classes = self.session_classes.get(row.session_id)
-        if classes and row.session_id in self.multi_label:
-            places = bits_classes(answer_classes)  # (the rows hold the stored bits)
-            return SKIP_NAME if places is None else MULTI_LABEL_SEPARATOR.join(classes[k] for k in places) or NONE_NAME
-        if classes:
-            return SKIP_NAME if answer_class is None else classes[answer_class]
-        return self.class_names[row.dataset_id][value]
+        multi_label = row.session_id in self.multi_label
+        return answer_name(
+            self.class_names[row.dataset_id],
+            self.session_classes.get(row.session_id, ()),
+            value,
+            answer_class,
+            bits_classes(answer_classes) if multi_label else None,  # (the rows hold the stored bits)
+            multi_label=multi_label,
+        )
 
     def name(self, row: Any) -> str:
         return self._named(row, row.value, row.answer_class, row.answer_classes)

@@ -13,6 +13,7 @@ from core import solvers, strategies
 from core.registry import NameList
 from core.settings import LEGACY_EVAL_FRACTION
 from core.strategies import BASELINE, DEFAULT_SOLVER, DEFAULT_STRATEGY  # (docs/design.md)
+from storage.export import dataset_class_names
 
 # The choices offered, as live views of the registries of core.strategies and core.solvers: a strategy or
 # solver registered there is offered here.
@@ -295,12 +296,9 @@ def find_words(find: object) -> str | None:
 
 
 def class_names(meta: dict[str, Any] | None) -> dict[int, str]:
-    """``{+1: positive class name, -1: negative class name, 0: "skipped"}`` of a dataset (its ``meta``)."""
-    classes = (meta or {}).get("classes") or {}
-    names = {1: str(classes.get("positive") or "positive"), -1: str(classes.get("negative") or "negative")}
-    if names[1] == names[-1]:
-        names = {1: "positive", -1: "negative"}
-    return {**names, 0: "skipped"}
+    """``{+1: positive class name, -1: negative class name, 0: "skipped"}`` of a dataset (its ``meta``): the
+    names its export writes."""
+    return dataset_class_names(meta)
 
 
 def positive_meaning(find: str | None, names: dict[int, str]) -> str | None:

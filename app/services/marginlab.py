@@ -108,7 +108,7 @@ FORWARDED: dict[str, tuple[type, tuple[str, ...]]] = {
             "settle",
             "agreement_csv",
             "own_history",
-            "own_answer_names",
+            "own_answer_words",
         ),
     ),
 }

@@ -75,6 +75,8 @@ from core.strategies import DEFAULT_SOLVER
 from storage import repository as repo
 from storage import teams
 from storage.errors import DuplicateLabelError, StorageError
+from storage.export import answer_name
+from storage.repository.labels import session_classes, session_multi_label
 
 logger = logging.getLogger(__name__)
 
@@ -686,16 +688,28 @@ class Projects:
         self.accounts.require_owner(actor, "export agreement")
         return self.open_project(project_id).agreement_csv()
 
-    def own_answer_names(self, identity: Identity) -> dict[int, dict[int, str]]:
-        """The answers' names of each of the person's sessions: its dataset's class names ("8" / "rest"), the
-        words History uses for the same answers (``class_names``)."""
+    def own_answer_words(self, identity: Identity, events: list[repo.LabelEvent]) -> list[str]:
+        """How each of the person's ``events`` reads, as History and the export say it: the class's name in a
+        session with named classes, the names of its classes in a multi-label one, the dataset's class name
+        ("8" / "rest") in a two-class one, "skipped" for a skip."""
+        sessions = {s.id: s for s in repo.list_sessions(self.engine, annotator=identity.name)}
         datasets: dict[int, dict[int, str]] = {}
-        out = {}
-        for session in repo.list_sessions(self.engine, annotator=identity.name):
+        words = []
+        for event in events:
+            session = sessions[event.session_id]
             if session.dataset_id not in datasets:
                 datasets[session.dataset_id] = class_names(repo.get_dataset(self.engine, session.dataset_id).meta)
-            out[session.id] = datasets[session.dataset_id]
-        return out
+            words.append(
+                answer_name(
+                    datasets[session.dataset_id],
+                    session_classes(session.params),
+                    event.value,
+                    event.answer_class,
+                    event.answer_classes,
+                    multi_label=session_multi_label(session.params),
+                )
+            )
+        return words
 
     def own_history(self, identity: Identity) -> list[repo.LabelEvent]:
         """Every active answer the signed-in person gave, newest first (theirs only)."""

@@ -18,19 +18,19 @@ st.title("My labels")
 events = svc.own_history(me)
 st.caption(f"{count(len(events), 'answer')} by {plain(me.name)}, newest first (undone answers are not listed).")
 if events:
-    names = svc.own_answer_names(me)  # (the dataset's class names, as History says the same answers)
+    answers = svc.own_answer_words(me, events)  # (as History and the export say the same answers)
     table = pd.DataFrame(
         [
             {
                 "item": e.item_index,
-                "answer": names.get(e.session_id, {}).get(e.value, e.value),
+                "answer": answer,
                 "when": e.created_at.strftime("%Y-%m-%d %H:%M:%S UTC"),
                 "session": e.session_id,
                 "heuristic": e.strategy,
                 "model": solver_words(e.solver),
                 "score when asked": e.decision_value,
             }
-            for e in events
+            for e, answer in zip(events, answers, strict=True)
         ]
     )
     # (the score's cells read the heuristic's code name: a cold start's has no score)

@@ -243,6 +243,14 @@ def test_label_page_history_export_and_resume_of_a_k_class_session(db_url):
     assert [r["label"] for r in rows if r["label"] != "skipped"][0] == CLASSES[new]
     assert {r["label"] for r in rows} <= {*CLASSES, "skipped"}
 
+    # My labels: each answer as the export says it (the class's name as written), not the dataset's yes / no
+    at.switch_page("views/my_labels.py").run()
+    assert not at.exception, at.exception
+    (mine,) = [d.value for d in at.dataframe if "score when asked" in d.value]
+    # (the export leaves the skip out; My labels lists it, newest first)
+    assert [a for a in mine["answer"] if a != "skipped"] == [r["label"] for r in reversed(rows)]
+    assert list(mine["answer"]).count("skipped") == 1
+
     # resume: a new server process gives the same next item
     at.switch_page("views/label.py").run()
     before = shown_item(at)

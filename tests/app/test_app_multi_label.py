@@ -14,6 +14,7 @@ import pytest
 from app.services import MarginLab, ServiceError
 from core.multiclass import MultiLabel
 from storage import repository as repo
+from storage.export import unescape_cell
 from tests.app import test_app
 from tests.app.test_app import as_shown, shown_item, start_app
 
@@ -321,6 +322,18 @@ def test_label_page_history_export_and_resume_of_a_multi_label_session(db_url):
     # Export: the class names, as written
     at.switch_page("views/export.py").run()
     assert not at.exception, at.exception
+
+    # My labels: each answer's classes as the export writes them (the first one changed to the third class)
+    exported = svc.export_labels(session_id=session.id, fmt="csv")
+    rows = list(csv.DictReader(io.StringIO(exported.decode() if isinstance(exported, bytes) else exported)))
+    at.switch_page("views/my_labels.py").run()
+    assert not at.exception, at.exception
+    (mine,) = [d.value for d in at.dataframe if "score when asked" in d.value]
+    # (the export leaves the skip out and escapes '=SUM(A1)' against formulas; My labels lists the skip, newest
+    # first, and shows the name as written)
+    assert [a for a in mine["answer"] if a != "skipped"] == [unescape_cell(r["label"]) for r in reversed(rows)]
+    assert list(mine["answer"]).count("skipped") == 1
+    assert list(mine["answer"])[-1] == CLASSES[2]
 
     # resume: a new server process gives the same next item
     at.switch_page("views/label.py").run()
