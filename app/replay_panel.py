@@ -14,6 +14,7 @@ from app import auth, charts
 from app.services import DEFAULT_STRATEGY, LABEL_STRATEGIES, ServiceError
 from app.services.comparisons import COMPARE_MAX_SEEDS
 from app.services.replay import (
+    CLASS_HELD_OUT,
     Replays,
     class_replay_rows,
     class_replay_summary,
@@ -75,6 +76,11 @@ def form(svc) -> None:
         st.caption(
             "The pool is the items the session labelled (skips left out), the oracle its answers as they "
             "stand (corrections applied); every run labels them all."
+            if set(heuristics) <= set(LABEL_STRATEGIES)
+            else "The pool is the items the session labelled (skips left out), the oracle their classes as "
+            f"they stand (corrections applied); every run learns from {100 - 100 * CLASS_HELD_OUT:.0f} % of "
+            f"them, chosen by the heuristic, and is scored on the other {100 * CLASS_HELD_OUT:.0f} % (every "
+            "class needs two labelled items)."
         )
         clicked = st.button("Replay the session", type="primary", key="replay_run")
     if st.session_state.get("replay_cancel"):  # (the click's rerun: the replay it interrupted has stopped)

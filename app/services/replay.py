@@ -5,7 +5,7 @@ A replay is stored as a comparison (``storage.repository.save_comparison``) whos
 comparisons, under the caveat ``core.replay.CAVEAT``.  A session with named classes is replayed with the
 K-class heuristics (``core.replay.run_class_replay``: accuracy and macro AUC on a held-out part of its
 labelled items) and stored the same way, its ``replay`` naming the classes (``is_class_replay``), under
-``core.replay.CLASS_CAVEAT``.  ``Replays(service)`` works over a ``MarginLab``.
+``class_caveat`` (``core.replay.CLASS_CAVEAT`` in the page's words).  ``Replays(service)`` works over a ``MarginLab``.
 """
 
 from __future__ import annotations
@@ -27,6 +27,8 @@ if TYPE_CHECKING:
     from app.services.accounts import Identity
     from app.services.marginlab import MarginLab
 
+#: the share of a session's labelled items a replay with named classes holds out to score the runs on
+CLASS_HELD_OUT = 0.3
 LARGER = "replay longer sessions with `python -m core replay --session N` (or `--project N`)"
 
 
@@ -40,20 +42,35 @@ def is_class_replay(comparison: repo.Comparison | repo.ComparisonInfo) -> bool:
     return is_replay(comparison) and bool(comparison.config["replay"].get("classes"))
 
 
+def class_caveat(test_fraction: float) -> str:
+    """What a replay of a session with named classes can and cannot tell, in the page's words
+    (``core.replay.CLASS_CAVEAT`` for the command line); ``test_fraction``: the share held out."""
+    return (
+        "What a replay of named classes can tell: its pool is the items the session labelled, chosen by the "
+        "session's own heuristic, so it favours heuristics that pick items like it. Accuracy and macro AUC are "
+        f"measured on {100 * test_fraction:.0f} % of those labelled items, held out from learning, so they say "
+        "nothing of the items never labelled. Compare the heuristics with the session's own heuristic under "
+        "the same replay (the reference); the session's own order is no curve here (it had no held-out part)."
+    )
+
+
 def replay_lines(comparison: repo.Comparison) -> list[str]:
     """What a stored replay replayed, its reference, and what it can and cannot tell."""
-    from core.replay import (
-        CAVEAT,
-        CLASS_CAVEAT,
-        class_reference_said,
-        class_replay_said,
-        reference_said,
-        replay_said,
-    )
+    from core.replay import CAVEAT, class_replay_said, reference_said, replay_said
 
     replay = comparison.config["replay"]
     if is_class_replay(comparison):
-        return [class_replay_said(replay), class_reference_said(replay), CLASS_CAVEAT]
+        reference = (
+            f"Reference: {replay_heuristic_words(comparison, replay['reference'])}, the session's own "
+            "heuristic, under the same replay."
+            if replay.get("reference")
+            else "No reference: the session's heuristic is not one this version replays."
+        )
+        return [
+            class_replay_said(replay),
+            reference,
+            class_caveat(float(comparison.config.get("test_fraction", CLASS_HELD_OUT))),
+        ]
     return [replay_said(replay), reference_said(replay), CAVEAT]
 
 
@@ -277,7 +294,7 @@ class Replays:
         try:
             common = dict(strategies=strategies, seeds=seeds, initial=initial, progress=report, label_progress=report)
             result = (  # (K-class runs: the session's model, scored on a held-out part of its labelled items)
-                run_class_replay(X, labelled, **common)
+                run_class_replay(X, labelled, **common, test_fraction=CLASS_HELD_OUT)
                 if labelled.classes
                 else run_replay(X, labelled, **common, scheduler=svc.comparison_scheduler() or "none")
             )
@@ -297,7 +314,9 @@ class Replays:
 
 
 __all__ = [
+    "CLASS_HELD_OUT",
     "Replays",
+    "class_caveat",
     "class_replay_rows",
     "class_replay_summary",
     "is_class_replay",

@@ -12,7 +12,7 @@ from app.services.vocabulary import heuristic_words
 from core.replay import CAVEAT, SESSION_ORDER
 from storage import repository as repo
 from tests.app import test_app
-from tests.app.test_app import _labelled_run, as_shown, start_app
+from tests.app.test_app import _labelled_run, as_shown, shown, start_app
 
 pytestmark = pytest.mark.app  # pages through Streamlit's AppTest (a slow lane)
 
@@ -179,7 +179,7 @@ def test_a_class_replay_from_the_service_has_the_numbers_of_run_class_replay(db_
 
 
 def test_the_compare_page_replays_a_session_with_named_classes_and_reloads_it(db_url):
-    from core.replay import CLASS_CAVEAT
+    from app.services.replay import class_caveat
 
     svc = MarginLab.from_url(db_url)
     session_id = _class_session(svc)
@@ -196,7 +196,9 @@ def test_the_compare_page_replays_a_session_with_named_classes_and_reloads_it(db
     newest = replay_from_the_page(svc, at, "replay_class_strategies")
 
     def drawn(page):
-        assert CLASS_CAVEAT in [as_shown(w.value) for w in page.warning]
+        assert class_caveat(0.3) in [as_shown(w.value) for w in page.warning]
+        said = "Reference: Least sure between two classes, the session's own heuristic"
+        assert any(said in text for text in shown(page.caption))
         assert not any("two-class" in as_shown(e.value) for e in [*page.error, *page.info, *page.caption])
         specs = [c.proto.spec for c in page.get("plotly_chart")]
         assert any("test accuracy vs labels" in s for s in specs) and any("macro AUC vs labels" in s for s in specs)
