@@ -179,8 +179,8 @@ class Replays:
             f"{s.annotator} · {s.strategy} · {s.n_labels} labels"
             + (f" · named classes: {', '.join(map(str, s.params['classes']))}" if s.params.get("classes") else "")
             for s in self.service.sessions()
-            if s.n_labels >= 2
-        }
+            if s.n_labels >= 2 and s.params.get("multi_label") is not True
+        }  # (a multi-label session: its answers are sets, not one class per item)
         for p in self.service.projects(identity):
             out[f"project:{p.id}"] = f"project {p.id} ({p.name}) · {p.dataset_name} · team · {p.strategy}"
         return out

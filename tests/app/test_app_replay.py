@@ -212,3 +212,17 @@ def test_the_compare_page_replays_a_session_with_named_classes_and_reloads_it(db
     again.selectbox(key="comparison_picker").select(newest.id).run()
     assert not again.exception, again.exception
     drawn(again)
+
+
+def test_a_multi_label_session_is_not_offered_for_a_replay_and_is_refused_by_name(db_url):
+    from tests.app.test_app_multi_label import answer_all, four_groups, start
+
+    svc = MarginLab.from_url(db_url)
+    dataset_id, truth = four_groups(svc)
+    run = start(svc, dataset_id, strategy="random")
+    answer_all(run, truth, 6)
+    replays = Replays(svc)
+    assert f"session:{run.session_id}" not in replays.replayable()
+    with pytest.raises(ServiceError, match="multi-label"):
+        replays.run_replay(f"session:{run.session_id}", strategies=["random"], seeds=1, initial=2)
+    assert svc.comparisons() == []
