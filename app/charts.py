@@ -294,6 +294,7 @@ def margin_figure(history: pd.DataFrame) -> Figure:
 METRIC_NAMES = {
     "auc": "test AUC",
     "accuracy": "test accuracy",
+    "macro_auc": "test macro AUC",
     "n_sv": "support vectors",
     "n_bound": "support vectors at the bound C",
     "n_in_margin": "unlabelled items the model is unsure of",
@@ -322,7 +323,7 @@ def _series_name(rows: pd.DataFrame) -> pd.Series:
 
 
 #: metrics that are shares: their band stays within [0, 1] (every metric here is a count or a share: >= 0)
-SHARE_METRICS = ("auc", "accuracy", "recall")
+SHARE_METRICS = ("auc", "accuracy", "macro_auc", "recall")
 SPREAD = " (mean ± std over seeds)"
 
 

@@ -2,7 +2,8 @@
 
 ``form`` is the "Replay a session" choice (which session, which heuristics, seeds); ``show`` draws a stored
 replay: the recall curves with their bands, the latency, the table against the reference, and the caveat
-of what a replay can tell.
+of what a replay can tell.  A session with named classes is replayed with the heuristics for named classes
+and drawn as accuracy and macro AUC on a held-out part of its labelled items.
 """
 
 from __future__ import annotations
@@ -12,7 +13,15 @@ import streamlit as st
 from app import auth, charts
 from app.services import DEFAULT_STRATEGY, LABEL_STRATEGIES, ServiceError
 from app.services.comparisons import COMPARE_MAX_SEEDS
-from app.services.replay import Replays, replay_lines, replay_summary
+from app.services.replay import (
+    CLASS_HELD_OUT,
+    Replays,
+    class_replay_rows,
+    class_replay_summary,
+    is_class_replay,
+    replay_lines,
+    replay_summary,
+)
 from app.ui.text import plain, visible
 
 
@@ -31,14 +40,27 @@ def form(svc) -> None:
             key="replay_session",
             help="A team project replays its settled answers, else each item's first answer.",
         )
-        strategies = st.multiselect(
-            "Heuristics",
-            list(LABEL_STRATEGIES),
-            default=[s for s in (DEFAULT_STRATEGY, "random") if s in LABEL_STRATEGIES],
-            key="replay_strategies",
-            help="The session's own heuristic runs too, with the session's model: the "
-            "reference the others are measured against.",
-        )
+        heuristics = replays.heuristics(source)
+        if set(heuristics) <= set(LABEL_STRATEGIES):
+            strategies = st.multiselect(
+                "Heuristics",
+                list(LABEL_STRATEGIES),
+                default=[s for s in (DEFAULT_STRATEGY, "random") if s in LABEL_STRATEGIES],
+                key="replay_strategies",
+                help="The session's own heuristic runs too, with the session's model: the "
+                "reference the others are measured against.",
+            )
+        else:  # a session with named classes: the heuristics for named classes (the choice is kept apart)
+            strategies = st.multiselect(
+                "Heuristics (named classes)",
+                list(heuristics),
+                default=["random"] if "random" in heuristics else [],
+                format_func=lambda name: visible(heuristics[name]),
+                key="replay_class_strategies",
+                help="The session's own heuristic runs too, with the session's model: the reference the "
+                "others are measured against. Each run learns from part of the labelled items and is "
+                "scored on the rest (30 %).",
+            )
         cols = st.columns(2)
         seeds = cols[0].number_input(
             "Seeds", min_value=1, max_value=COMPARE_MAX_SEEDS, value=3, step=1, key="replay_seeds"
@@ -54,6 +76,11 @@ def form(svc) -> None:
         st.caption(
             "The pool is the items the session labelled (skips left out), the oracle its answers as they "
             "stand (corrections applied); every run labels them all."
+            if set(heuristics) <= set(LABEL_STRATEGIES)
+            else "The pool is the items the session labelled (skips left out), the oracle their classes as "
+            f"they stand (corrections applied); every run learns from {100 - 100 * CLASS_HELD_OUT:.0f} % of "
+            f"them, chosen by the heuristic, and is scored on the other {100 * CLASS_HELD_OUT:.0f} % (every "
+            "class needs two labelled items)."
         )
         clicked = st.button("Replay the session", type="primary", key="replay_run")
     if st.session_state.get("replay_cancel"):  # (the click's rerun: the replay it interrupted has stopped)
@@ -80,24 +107,38 @@ def form(svc) -> None:
 
 
 def show(result, chosen: int) -> None:
-    """A stored replay: its caveat first, then the curves and the table."""
+    """A stored replay: its caveat first, then the curves and the table.  A session with named classes:
+    accuracy and macro AUC against labels (mean with bands over the seeds) in place of recall."""
     said, reference, caveat = replay_lines(result)
     st.caption(plain(said))
     st.warning(plain(caveat))
-    rows = result.rows
-    st.plotly_chart(charts.learning_curve_figure(rows, "recall", title="Recall vs labels"), key="replay_recall")
+    classes = is_class_replay(result)
+    if classes:
+        rows = class_replay_rows(result)
+        left, right = st.columns(2)
+        left.plotly_chart(charts.learning_curve_figure(rows, "accuracy"), key="replay_accuracy")
+        right.plotly_chart(charts.learning_curve_figure(rows, "macro_auc"), key="replay_macro_auc")
+    else:
+        rows = result.rows
+        st.plotly_chart(charts.learning_curve_figure(rows, "recall", title="Recall vs labels"), key="replay_recall")
     st.plotly_chart(charts.latency_figure(rows), key="replay_latency")
     st.subheader("Summary")
-    st.dataframe(replay_summary(result), hide_index=True, width="stretch", key="replay_summary_table")
+    table = class_replay_summary(result) if classes else replay_summary(result)
+    st.dataframe(table, hide_index=True, width="stretch", key="replay_summary_table")
     st.caption(plain(reference))
     st.download_button(
         "Download the tidy rows (CSV)",
-        lambda: rows.to_csv(index=False).encode(),
+        lambda: result.rows.to_csv(index=False).encode(),
         file_name=f"replay-{chosen}.csv",
         mime="text/csv",
         key="download_rows",
         on_click="ignore",
     )
+    _configuration(result)
+
+
+def _configuration(result) -> None:
+    """The replay's settings (without the list of replayed rows), under an expander."""
     with st.expander("Configuration"):
         st.json(
             {k: v for k, v in result.config.items() if k != "replay"}

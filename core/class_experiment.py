@@ -199,11 +199,14 @@ def run_class_comparison(
     accuracy_levels: Sequence[float] = ACCURACY_LEVELS,
     n_jobs: int = 1,
     progress: Callable[[int, int, str], None] | None = None,
+    label_progress: Callable[[int, int, str, int, int], None] | None = None,
 ) -> ClassComparisonResult:
     """Every K-class strategy over the same seeds (see the module's docstring).
 
     ``y``: the class of each row of X as an index into ``classes``; ``target``: the class the
-    ``target-class`` strategy screens for; ``n_jobs`` > 1 runs the (strategy, seed) runs in processes."""
+    ``target-class`` strategy screens for; ``n_jobs`` > 1 runs the (strategy, seed) runs in processes.
+    ``progress(done, total, run)`` after each run and ``label_progress(done, total, run, label, of)`` after
+    each label of a run in this process (as ``core.experiment.run_comparison``'s)."""
     from core.experiment import _execute
 
     y, names, chosen, seed_list = _check(y, classes, strategies, seeds, budget, initial, test_fraction, target)
@@ -234,7 +237,7 @@ def run_class_comparison(
                     ),
                 )
             )
-    results = _execute(tasks, n_jobs, None, progress, None)
+    results = _execute(tasks, n_jobs, None, progress, label_progress)
     rows = pd.DataFrame([r for res in results for r in res], columns=CLASS_ROW_COLUMNS)
     order = {s: k for k, s in enumerate(chosen)}
     rows = rows.sort_values(

@@ -515,12 +515,15 @@ def run_class_replay(
     initial: int = 10,
     test_fraction: float = 0.3,
     n_jobs: int = 1,
+    progress: Callable[[int, int, str], None] | None = None,
+    label_progress: Callable[[int, int, str, int, int], None] | None = None,
 ):
     """Replay ``labelled`` (a session with named classes: rows of ``X`` and their classes as they stand) under
     the K-class ``strategies`` (``core.multiclass.MULTICLASS_STRATEGIES``) on ``seeds``, with the session's
     model: ``core.class_experiment.run_class_comparison(X[rows], classes, ...)``, the session's strategy added
     as the reference (with its class to find, for ``target-class``).  ``budget`` defaults to every item of a
-    seed's pool (the labelled items not held out).  ``config["replay"]`` says what was replayed."""
+    seed's pool (the labelled items not held out).  ``config["replay"]`` says what was replayed; ``progress``
+    and ``label_progress`` as for ``run_class_comparison``."""
     from core.class_experiment import run_class_comparison
     from core.experiment import _split_rows
     from core.multiclass import MULTICLASS_STRATEGIES
@@ -565,6 +568,8 @@ def run_class_replay(
             test_fraction=test_fraction,
             target=labelled.strategy_params.get("target"),
             n_jobs=n_jobs,
+            progress=progress,
+            label_progress=label_progress,
         )
     except ValueError as error:
         raise ReplayError(f"{labelled.source}: {error}") from None
@@ -581,19 +586,28 @@ def run_class_replay(
     return result
 
 
-def class_replay_text(result) -> str:
-    """What ``python -m core replay`` prints for a session with named classes."""
-    replay = result.config["replay"]
+def class_replay_said(replay: dict[str, Any]) -> str:
+    """What a replay of a session with named classes replayed (its ``config["replay"]``), in one line."""
     counts = ", ".join(f"{name} {n}" for name, n in replay["classes"].items())
     said = f"{replay['source']}: {replay['pool']} labelled items ({counts})"
     if replay.get("skipped"):
         said += f", {replay['skipped']} skip{'s' if replay['skipped'] != 1 else ''} left out"
-    reference = (
+    return said
+
+
+def class_reference_said(replay: dict[str, Any]) -> str:
+    """The reference of a replay of a session with named classes, in one line."""
+    return (
         f"reference: the session's own strategy ({replay['reference']}) under the same replay"
         if replay.get("reference")
         else "no reference: the session's strategy is not a K-class strategy this version runs"
     )
-    return "\n".join([said, result.summary_text(), reference, CLASS_CAVEAT])
+
+
+def class_replay_text(result) -> str:
+    """What ``python -m core replay`` prints for a session with named classes."""
+    replay = result.config["replay"]
+    return "\n".join([class_replay_said(replay), result.summary_text(), class_reference_said(replay), CLASS_CAVEAT])
 
 
 __all__ = [
@@ -602,6 +616,8 @@ __all__ = [
     "SESSION_ORDER",
     "LabelledItems",
     "ReplayError",
+    "class_reference_said",
+    "class_replay_said",
     "class_replay_text",
     "format_replay_summary",
     "project_items",

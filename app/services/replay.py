@@ -2,7 +2,10 @@
 
 A replay is stored as a comparison (``storage.repository.save_comparison``) whose configuration holds
 ``replay`` (what was replayed, the reference); the Compare page lists, reloads and draws it with the
-comparisons, under the caveat ``core.replay.CAVEAT``.  ``Replays(service)`` works over a ``MarginLab``.
+comparisons, under the caveat ``core.replay.CAVEAT``.  A session with named classes is replayed with the
+K-class heuristics (``core.replay.run_class_replay``: accuracy and macro AUC on a held-out part of its
+labelled items) and stored the same way, its ``replay`` naming the classes (``is_class_replay``), under
+``class_caveat`` (``core.replay.CLASS_CAVEAT`` in the page's words).  ``Replays(service)`` works over a ``MarginLab``.
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ from typing import TYPE_CHECKING
 
 import pandas as pd
 
+from app.services.classes import CLASS_STRATEGY_WORDS, strategy_words
 from app.services.common import LABEL_STRATEGIES, ServiceError, whole_number
 from app.services.comparisons import COMPARE_MAX_LABELS, COMPARE_MAX_SEEDS, COMPARE_MAX_WORK, run_words
 from app.services.errors import at_the_boundary, service_boundary
@@ -23,6 +27,8 @@ if TYPE_CHECKING:
     from app.services.accounts import Identity
     from app.services.marginlab import MarginLab
 
+#: the share of a session's labelled items a replay with named classes holds out to score the runs on
+CLASS_HELD_OUT = 0.3
 LARGER = "replay longer sessions with `python -m core replay --session N` (or `--project N`)"
 
 
@@ -31,12 +37,90 @@ def is_replay(comparison: repo.Comparison | repo.ComparisonInfo) -> bool:
     return "replay" in comparison.config
 
 
+def is_class_replay(comparison: repo.Comparison | repo.ComparisonInfo) -> bool:
+    """Whether a stored comparison is a replay of a session with named classes."""
+    return is_replay(comparison) and bool(comparison.config["replay"].get("classes"))
+
+
+def class_caveat(test_fraction: float) -> str:
+    """What a replay of a session with named classes can and cannot tell, in the page's words
+    (``core.replay.CLASS_CAVEAT`` for the command line); ``test_fraction``: the share held out."""
+    return (
+        "What a replay of named classes can tell: its pool is the items the session labelled, chosen by the "
+        "session's own heuristic, so it favours heuristics that pick items like it. Accuracy and macro AUC are "
+        f"measured on {100 * test_fraction:.0f} % of those labelled items, held out from learning, so they say "
+        "nothing of the items never labelled. Compare the heuristics with the session's own heuristic under "
+        "the same replay (the reference); the session's own order is no curve here (it had no held-out part)."
+    )
+
+
 def replay_lines(comparison: repo.Comparison) -> list[str]:
     """What a stored replay replayed, its reference, and what it can and cannot tell."""
-    from core.replay import CAVEAT, reference_said, replay_said
+    from core.replay import CAVEAT, class_replay_said, reference_said, replay_said
 
     replay = comparison.config["replay"]
+    if is_class_replay(comparison):
+        reference = (
+            f"Reference: {replay_heuristic_words(comparison, replay['reference'])}, the session's own "
+            "heuristic, under the same replay."
+            if replay.get("reference")
+            else "No reference: the session's heuristic is not one this version replays."
+        )
+        return [
+            class_replay_said(replay),
+            reference,
+            class_caveat(float(comparison.config.get("test_fraction", CLASS_HELD_OUT))),
+        ]
     return [replay_said(replay), reference_said(replay), CAVEAT]
+
+
+def replay_heuristic_words(comparison: repo.Comparison | repo.ComparisonInfo, name: str) -> str:
+    """A replay's heuristic in words: a K-class one's for a session with named classes ("Most likely
+    <class>"), else a two-class one's."""
+    if is_class_replay(comparison):
+        return strategy_words(name, comparison.config.get("target"))
+    return run_words(name)
+
+
+def class_replay_rows(comparison: repo.Comparison) -> pd.DataFrame:
+    """A class replay's tidy rows with each heuristic in words (the charts' legend)."""
+    rows = comparison.rows
+    return rows.assign(strategy=[replay_heuristic_words(comparison, s) for s in rows["strategy"]])
+
+
+def class_replay_summary(comparison: repo.Comparison) -> pd.DataFrame:
+    """The per-heuristic table of a stored replay of a session with named classes: final accuracy and macro
+    AUC on the held-out part (mean ± sd over the seeds), labels to each accuracy level, time per label."""
+    frame = pd.DataFrame(comparison.summary.get("summary", []))
+    if frame.empty:
+        return frame
+    reference = comparison.config["replay"].get("reference")
+    levels = comparison.config.get("accuracy_levels", [])
+
+    def spread(a, b):
+        return [f"{x:.3f} ± {y:.3f}" for x, y in zip(frame[a], frame[b], strict=True)]
+
+    def reach(level):
+        name = round(100 * level)
+        return [
+            "never" if not k or v is None or pd.isna(v) else f"{v:.0f} ({int(k)}/{int(n)} seeds)"
+            for v, k, n in zip(frame[f"labels_acc_{name}"], frame[f"reached_acc_{name}"], frame["n_seeds"], strict=True)
+        ]
+
+    table = {
+        "heuristic": [
+            replay_heuristic_words(comparison, s) + (" (reference)" if s == reference else "")
+            for s in frame["strategy"]
+        ],
+        "final accuracy": spread("final_accuracy_mean", "final_accuracy_sd"),
+        "final macro AUC": spread("final_macro_auc_mean", "final_macro_auc_sd"),
+    }
+    table |= {f"accuracy {round(100 * level)} %": reach(level) for level in levels}
+    table["ms per label p50 / p95"] = [
+        "–" if pd.isna(x) else f"{x:.2f} / {y:.2f}"
+        for x, y in zip(frame["label_ms_median"], frame["label_ms_p95"], strict=True)
+    ]
+    return pd.DataFrame(table)
 
 
 def replay_summary(comparison: repo.Comparison) -> pd.DataFrame:
@@ -93,12 +177,28 @@ class Replays:
         out = {
             f"session:{s.id}": f"session {s.id}{f' ({s.name})' if s.name else ''} · {s.dataset_name} · "
             f"{s.annotator} · {s.strategy} · {s.n_labels} labels"
+            + (f" · named classes: {', '.join(map(str, s.params['classes']))}" if s.params.get("classes") else "")
             for s in self.service.sessions()
-            if s.n_labels >= 2 and not s.params.get("classes")
-        }  # (a session with named classes: its answers are not yes / no)
+            if s.n_labels >= 2 and s.params.get("multi_label") is not True
+        }  # (a multi-label session: its answers are sets, not one class per item)
         for p in self.service.projects(identity):
             out[f"project:{p.id}"] = f"project {p.id} ({p.name}) · {p.dataset_name} · team · {p.strategy}"
         return out
+
+    def heuristics(self, source: str) -> dict[str, str]:
+        """The heuristics a replay of ``source`` may run, name -> words: the K-class ones for a session with
+        named classes (Most likely <class> only when the session names its class), else the two-class ones."""
+        kind, _, number = str(source).rpartition(":")
+        if kind in ("", "session"):
+            params = repo.get_session(self.service.engine, int(number)).params
+            if params.get("classes"):
+                target = (params.get("strategy_params") or {}).get("target")
+                return {
+                    name: strategy_words(name, target)
+                    for name in CLASS_STRATEGY_WORDS
+                    if name != "target-class" or target is not None
+                }
+        return {name: run_words(name) for name in LABEL_STRATEGIES}
 
     def _labelled(self, source: str, by: Identity | None):
         """(dataset id, scaling, labelled items) of ``session:N`` or ``project:N`` (or a session id)."""
@@ -108,8 +208,6 @@ class Replays:
         kind, _, number = str(source).rpartition(":")
         if kind in ("", "session"):  # (one that does not exist: storage says so, ``errors``)
             info = repo.get_session(engine, int(number))
-            if info.params.get("classes"):
-                raise ServiceError(f"Session {info.id} has named classes; replays are of two-class sessions only.")
             return info, session_items(
                 repo.label_events(engine, info.id),
                 strategy=info.strategy,
@@ -147,20 +245,26 @@ class Replays:
         answers, else each item's first) under ``strategies``, its own heuristic added as the reference with
         its model; store the result as a comparison and return its id.  ``progress(fraction, text)`` as for
         ``run_comparison``; an exception it raises (the page's Cancel) stops the replay, nothing stored."""
-        from core.replay import ReplayError, run_replay, session_features
+        from core.replay import ReplayError, run_class_replay, run_replay, session_features
 
         svc = self.service
         svc.acting(by)
         strategies = list(strategies)
-        unknown = [s for s in strategies if s not in LABEL_STRATEGIES]
-        if unknown or not strategies:
-            raise ServiceError("Choose at least one heuristic among " + ", ".join(LABEL_STRATEGIES) + ".")
         seeds = whole_number(
             seeds, f"The number of seeds (at most {COMPARE_MAX_SEEDS} seeds)", low=1, high=COMPARE_MAX_SEEDS
         )
         initial = whole_number(initial, "The initial labels")
         info, labelled = self._labelled(source, by)
-        runs = len(set(strategies) | ({info.strategy} if info.strategy in LABEL_STRATEGIES else set()))
+        allowed = CLASS_STRATEGY_WORDS if labelled.classes else LABEL_STRATEGIES
+        unknown = [s for s in strategies if s not in allowed]
+        if labelled.classes and unknown:
+            raise ServiceError(
+                f"'{unknown[0]}' is not a heuristic for named classes; {labelled.source} has named classes: "
+                "choose among " + ", ".join(allowed) + "."
+            )
+        if unknown or not strategies:
+            raise ServiceError("Choose at least one heuristic among " + ", ".join(allowed) + ".")
+        runs = len(set(strategies) | ({info.strategy} if info.strategy in allowed else set()))
         pool = len(labelled.rows)
         labels = runs * seeds * pool
         if labels > COMPARE_MAX_LABELS or labels * pool > COMPARE_MAX_WORK:
@@ -188,15 +292,11 @@ class Replays:
             progress(min((done + within) / max(total, 1), 1.0), text)
 
         try:
-            result = run_replay(
-                X,
-                labelled,
-                strategies=strategies,
-                seeds=seeds,
-                initial=initial,
-                progress=report,
-                label_progress=report,
-                scheduler=svc.comparison_scheduler() or "none",
+            common = dict(strategies=strategies, seeds=seeds, initial=initial, progress=report, label_progress=report)
+            result = (  # (K-class runs: the session's model, scored on a held-out part of its labelled items)
+                run_class_replay(X, labelled, **common, test_fraction=CLASS_HELD_OUT)
+                if labelled.classes
+                else run_replay(X, labelled, **common, scheduler=svc.comparison_scheduler() or "none")
             )
         except ReplayError as error:
             raise ServiceError(
@@ -206,10 +306,22 @@ class Replays:
         summary = {
             "summary": result.summary.to_dict(orient="records"),
             "runs": result.runs.to_dict(orient="records"),
-            "references": result.references.to_dict(orient="records"),
         }
+        if not labelled.classes:
+            summary["references"] = result.references.to_dict(orient="records")
         svc.acting(by)  # (it may have run for minutes)
         return repo.save_comparison(svc.engine, info.dataset_id, config, result.rows, summary)
 
 
-__all__ = ["Replays", "is_replay", "replay_lines", "replay_summary"]
+__all__ = [
+    "CLASS_HELD_OUT",
+    "Replays",
+    "class_caveat",
+    "class_replay_rows",
+    "class_replay_summary",
+    "is_class_replay",
+    "is_replay",
+    "replay_heuristic_words",
+    "replay_lines",
+    "replay_summary",
+]

@@ -14,7 +14,7 @@ from app.services import (
 )
 from app.services.comparisons import COMPARE_MAX_BUDGET, COMPARE_MAX_SEEDS, with_decimals
 from app.services.formatting import count
-from app.services.replay import is_replay
+from app.services.replay import is_replay, replay_heuristic_words
 from app.services.stopping import RULE_CHOICES, RULE_OPTIONS
 from app.services.vocabulary import heuristic_words, rule_words, solver_words
 from app.ui.forms import comparison_problem
@@ -181,6 +181,7 @@ def _describe(c) -> str:
     n_seeds = count(len(seeds) if isinstance(seeds, list) else int(seeds or 0), "seed")
     heuristics = ", ".join(heuristic_words(s) for s in c.config.get("strategies", []))
     if is_replay(c):
+        heuristics = ", ".join(replay_heuristic_words(c, s) for s in c.config.get("strategies", []))
         return (
             f"#{c.id} · replay of {c.config['replay']['source']} · {c.config.get('dataset', '?')} · "
             f"{heuristics} × {n_seeds} · {c.created_at:%Y-%m-%d %H:%M}"

@@ -336,7 +336,7 @@ def test_the_model_state_holds_every_class_machine(db_url):
             )
 
 
-def test_a_session_with_named_classes_is_not_offered_for_a_yes_no_replay(db_url):
+def test_a_session_with_named_classes_is_replayed_with_the_heuristics_for_named_classes_only(db_url):
     from app.services.replay import Replays
 
     svc = MarginLab.from_url(db_url)
@@ -344,9 +344,9 @@ def test_a_session_with_named_classes_is_not_offered_for_a_yes_no_replay(db_url)
     run = svc.start_session(dataset_id=dataset_id, annotator="ada", strategy="random", classes=CLASSES)
     answer_all(run, truth, 6)
     replays = Replays(svc)
-    assert f"session:{run.session_id}" not in replays.replayable()
-    with pytest.raises(ServiceError, match="named classes"):
-        replays.run_replay(f"session:{run.session_id}", strategies=["random"], seeds=1)
+    assert "named classes" in replays.replayable()[f"session:{run.session_id}"]
+    with pytest.raises(ServiceError, match="not a heuristic for named classes"):
+        replays.run_replay(f"session:{run.session_id}", strategies=["near-boundary"], seeds=1)
     assert svc.comparisons() == []
 
 

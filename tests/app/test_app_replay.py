@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from app.services import MarginLab, ServiceError
@@ -11,7 +12,7 @@ from app.services.vocabulary import heuristic_words
 from core.replay import CAVEAT, SESSION_ORDER
 from storage import repository as repo
 from tests.app import test_app
-from tests.app.test_app import _labelled_run, as_shown, start_app
+from tests.app.test_app import _labelled_run, as_shown, shown, start_app
 
 pytestmark = pytest.mark.app  # pages through Streamlit's AppTest (a slow lane)
 
@@ -37,14 +38,10 @@ def test_the_service_stores_a_replay_as_a_comparison_and_refuses_an_unknown_sess
         replays.run_replay(run.session_id, strategies=["random"], initial=40)
 
 
-def test_the_compare_page_replays_a_session_and_reloads_it(db_url):
-    svc = MarginLab.from_url(db_url)
-    run = _labelled_run(svc, "near-boundary", 30)
-    at = start_app()
-    at.switch_page("views/compare.py").run()
-    at.radio(key="compare_mode").set_value("Replay a session").run()
-    assert at.selectbox(key="replay_session").value == f"session:{run.session_id}"
-    at.multiselect(key="replay_strategies").set_value(["random"])
+def replay_from_the_page(svc: MarginLab, at, heuristics_key: str):
+    """Replay the session chosen on the Compare page with Random, 2 seeds, 4 initial labels; the stored
+    replay, which the page now shows."""
+    at.multiselect(key=heuristics_key).set_value(["random"])
     at.number_input(key="replay_seeds").set_value(2)
     at.number_input(key="replay_initial").set_value(4)
     at.button(key="replay_run").click().run()
@@ -52,6 +49,17 @@ def test_the_compare_page_replays_a_session_and_reloads_it(db_url):
     assert not at.error, [e.value for e in at.error]
     (newest,) = svc.comparisons()
     assert at.selectbox(key="comparison_picker").value == newest.id
+    return newest
+
+
+def test_the_compare_page_replays_a_session_and_reloads_it(db_url):
+    svc = MarginLab.from_url(db_url)
+    run = _labelled_run(svc, "near-boundary", 30)
+    at = start_app()
+    at.switch_page("views/compare.py").run()
+    at.radio(key="compare_mode").set_value("Replay a session").run()
+    assert at.selectbox(key="replay_session").value == f"session:{run.session_id}"
+    newest = replay_from_the_page(svc, at, "replay_strategies")
     assert CAVEAT in [as_shown(w.value) for w in at.warning]
     (table,) = [df.value for df in at.dataframe if "recall 95 %" in df.value.columns]
     assert list(table["heuristic"]) == [
@@ -104,3 +112,117 @@ def test_the_service_replays_a_team_project_with_its_settled_answers(db_url):
     order = stored.rows[stored.rows["strategy"] == SESSION_ORDER]
     assert list(order["label"]) == [int(y[i]) for i in items[:-1]] + [1]  # the settled answer
     assert stored.config["replay"]["source"] == f"project {project}"
+
+
+# --------------------------------------------------------------------------- sessions with named classes
+
+
+def _class_session(svc: MarginLab, n: int = 24) -> int:
+    """A stored session with three named classes (Least sure between two classes), ``n`` items answered."""
+    from tests.app.test_app_classes import answer_all, three_blobs
+
+    dataset_id, truth = three_blobs(svc)
+    run = svc.start_session(
+        dataset_id=dataset_id, annotator="ada", strategy="smallest-margin", classes=("cat", "dog", "cow")
+    )
+    answer_all(run, truth, n)
+    return run.session_id
+
+
+def test_a_class_replay_from_the_service_has_the_numbers_of_run_class_replay(db_url):
+    """The service replays a session with named classes as ``core.replay.run_class_replay`` does: the same
+    runs, label by label (accuracy and macro AUC on the held-out part), stored and read back."""
+    from core.replay import run_class_replay, session_features, session_items
+
+    svc = MarginLab.from_url(db_url)
+    session_id = _class_session(svc)
+    replays = Replays(svc)
+    assert f"session:{session_id}" in replays.replayable()
+    stored = svc.comparison(replays.run_replay(f"session:{session_id}", strategies=["random"], seeds=2, initial=4))
+    info = repo.get_session(svc.engine, session_id)
+    X, *_ = repo.load_dataset_arrays(svc.engine, info.dataset_id)
+    labelled = session_items(
+        repo.label_events(svc.engine, session_id),
+        strategy=info.strategy,
+        solver=info.solver,
+        params=info.params,
+        source=f"session {session_id}",
+    )
+    scaling = info.params.get("scaling", svc.dataset(info.dataset_id).meta.get("scaling", "none"))
+    direct = run_class_replay(session_features(X, scaling, None), labelled, strategies=["random"], seeds=2, initial=4)
+    columns = ["strategy", "seed", "n_labels", "accuracy", "macro_auc", "item", "label"]
+    assert set(direct.rows["strategy"]) == {"random", "smallest-margin"}  # the session's own as the reference
+    pd.testing.assert_frame_equal(stored.rows[columns], direct.rows[columns], check_dtype=False)
+    assert stored.config["replay"] == direct.config["replay"]
+    assert stored.summary["summary"][0]["final_accuracy_mean"] == pytest.approx(
+        direct.summary["final_accuracy_mean"].iloc[0]
+    )
+    # progress label by label; a Cancel (an exception from it) stops the replay and nothing is stored
+
+    class Cancelled(Exception):
+        pass
+
+    said: list[str] = []
+
+    def cancel(fraction: float, text: str) -> None:
+        said.append(text)
+        if "label 3/" in text:
+            raise Cancelled
+
+    with pytest.raises(Cancelled):
+        replays.run_replay(f"session:{session_id}", strategies=["random"], seeds=2, initial=4, progress=cancel)
+    assert said[0].startswith("run 1/4: random") and len(said) == 3
+    # a binary heuristic is not one for named classes: said, nothing stored
+    with pytest.raises(ServiceError, match="named classes"):
+        replays.run_replay(f"session:{session_id}", strategies=["near-boundary"], seeds=1, initial=4)
+    assert len(svc.comparisons()) == 1
+
+
+def test_the_compare_page_replays_a_session_with_named_classes_and_reloads_it(db_url):
+    from app.services.replay import class_caveat
+
+    svc = MarginLab.from_url(db_url)
+    session_id = _class_session(svc)
+    at = start_app()
+    at.switch_page("views/compare.py").run()
+    at.radio(key="compare_mode").set_value("Replay a session").run()
+    at.selectbox(key="replay_session").select(f"session:{session_id}").run()
+    # the heuristics for named classes (no Most likely <class>: the session names no class to find)
+    assert at.multiselect(key="replay_class_strategies").options == [
+        "Least sure between two classes",
+        "Least sure class",
+        "Random",
+    ]
+    newest = replay_from_the_page(svc, at, "replay_class_strategies")
+
+    def drawn(page):
+        assert class_caveat(0.3) in [as_shown(w.value) for w in page.warning]
+        said = "Reference: Least sure between two classes, the session's own heuristic"
+        assert any(said in text for text in shown(page.caption))
+        assert not any("two-class" in as_shown(e.value) for e in [*page.error, *page.info, *page.caption])
+        specs = [c.proto.spec for c in page.get("plotly_chart")]
+        assert any("test accuracy vs labels" in s for s in specs) and any("macro AUC vs labels" in s for s in specs)
+        (table,) = [df.value for df in page.dataframe if "final accuracy" in df.value.columns]
+        assert len(table) == 2 and any("(reference)" in h for h in table["heuristic"])
+
+    drawn(at)
+    # a later visit finds it among the stored comparisons and draws it again
+    again = start_app()
+    again.switch_page("views/compare.py").run()
+    again.selectbox(key="comparison_picker").select(newest.id).run()
+    assert not again.exception, again.exception
+    drawn(again)
+
+
+def test_a_multi_label_session_is_not_offered_for_a_replay_and_is_refused_by_name(db_url):
+    from tests.app.test_app_multi_label import answer_all, four_groups, start
+
+    svc = MarginLab.from_url(db_url)
+    dataset_id, truth = four_groups(svc)
+    run = start(svc, dataset_id, strategy="random")
+    answer_all(run, truth, 6)
+    replays = Replays(svc)
+    assert f"session:{run.session_id}" not in replays.replayable()
+    with pytest.raises(ServiceError, match="multi-label"):
+        replays.run_replay(f"session:{run.session_id}", strategies=["random"], seeds=1, initial=2)
+    assert svc.comparisons() == []
