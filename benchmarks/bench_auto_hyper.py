@@ -17,7 +17,8 @@ and largest, by label count), with the values chosen ("b": the rarer class weigh
 ``--choose-cpu``: instead, per dataset and seed, the CPU time of the choice over the first 160 labels of
 an auto run, with and without the class weight (load-independent, unlike the update times).
 
-Run:  .venv/bin/python benchmarks/bench_auto_hyper.py [--seeds 5 --budget 200 --datasets digits,digits-2%]
+Run:  .venv/bin/python benchmarks/bench_auto_hyper.py [--seeds 5 --budget 200 --datasets digits,digits-2%
+      --configs fixed,auto]  (``--configs``: fixed and auto, and auto+cw unless left out)
 """
 
 from __future__ import annotations
@@ -120,7 +121,11 @@ def main() -> None:
     ap.add_argument("--budget", type=int, default=200)
     ap.add_argument("--datasets", default=",".join(DATASETS))
     ap.add_argument("--choose-cpu", action="store_true", help="time the choice at 160 labels only")
+    ap.add_argument("--configs", default=",".join(CONFIGS), help="which of fixed, auto, auto+cw to run")
     args = ap.parse_args()
+    configs = {cfg: CONFIGS[cfg] for cfg in args.configs.split(",")}
+    if "fixed" not in configs or "auto" not in configs:
+        ap.error(f"--configs needs fixed and auto (and may add auto+cw), got {args.configs!r}")
     if args.choose_cpu:
         print(f"load {os.getloadavg()[0]:.1f}")
         for name in args.datasets.split(","):
@@ -134,27 +139,36 @@ def main() -> None:
         f"incremental, 10 random labels first; held-out AUC (30% of each dataset), mean over seeds"
     )
     for name in args.datasets.split(","):
-        res = {cfg: [] for cfg in CONFIGS}
+        res: dict[str, list] = {cfg: [] for cfg in configs}
         for seed in range(args.seeds):
             X, y, kernel = data(name, seed)
-            for cfg, params in CONFIGS.items():
+            for cfg, params in configs.items():
                 res[cfg].append(run(X, y, kernel, seed, params, args.budget, checkpoints))
         print(f"\n{name}: {X.shape[0]} items, {int(np.sum(y > 0))} positives, {kernel} kernel")
+        cw = "auto+cw" in res
         print(
-            f"{'labels':>6} | {'fixed':>7} | {'auto':>7} | {'auto+cw':>7} | {'cw - auto':>9} | cw w/t/l | "
-            f"{'cw - fixed':>10}"
+            f"{'labels':>6} | {'fixed':>7} | {'auto':>7} | {'auto - fixed':>12} | auto w/t/l"
+            + (f" | {'auto+cw':>7} | {'cw - auto':>9} | cw w/t/l | {'cw - fixed':>10}" if cw else "")
         )
+
+        def wtl(d: np.ndarray) -> str:
+            return f"{int(np.sum(d > 1e-3))}/{int(np.sum(abs(d) <= 1e-3))}/{int(np.sum(d < -1e-3))}"
+
         for k, c in enumerate(checkpoints):
-            f, a, w = (np.array([r["auc"][k] for r in res[cfg]]) for cfg in CONFIGS)
-            d = w - a
-            wtl = f"{int(np.sum(d > 1e-3))}/{int(np.sum(abs(d) <= 1e-3))}/{int(np.sum(d < -1e-3))}"
-            print(
-                f"{c:>6} | {np.nanmean(f):7.4f} | {np.nanmean(a):7.4f} | {np.nanmean(w):7.4f} | "
-                f"{np.nanmean(d):+9.4f} | {wtl:>8} | {np.nanmean(w - f):+10.4f}"
+            f, a = (np.array([r["auc"][k] for r in res[cfg]]) for cfg in ("fixed", "auto"))
+            line = (
+                f"{c:>6} | {np.nanmean(f):7.4f} | {np.nanmean(a):7.4f} | {np.nanmean(a - f):+12.4f} | {wtl(a - f):>10}"
             )
+            if cw:
+                w = np.array([r["auc"][k] for r in res["auto+cw"]])
+                line += (
+                    f" | {np.nanmean(w):7.4f} | {np.nanmean(w - a):+9.4f} | {wtl(w - a):>8} | "
+                    f"{np.nanmean(w - f):+10.4f}"
+                )
+            print(line)
         med = {cfg: float(np.median(np.concatenate([r["ms"] for r in rs]))) for cfg, rs in res.items()}
         print("update ms per label, median: " + ", ".join(f"{cfg} {m:.2f}" for cfg, m in med.items()))
-        for cfg in ("auto", "auto+cw"):
+        for cfg in [c for c in ("auto", "auto+cw") if c in res]:
             rech = np.concatenate([r["rechoice_ms"] for r in res[cfg]])
             by_moment: dict[int, list[float]] = {}
             for r in res[cfg]:
@@ -165,7 +179,7 @@ def main() -> None:
                 f"{rech.max() if len(rech) else float('nan'):.0f}; by label count (median over the seeds): "
                 + ", ".join(f"{n}: {np.median(v):.0f}" for n, v in sorted(by_moment.items()))
             )
-        for cfg in ("auto", "auto+cw"):
+        for cfg in [c for c in ("auto", "auto+cw") if c in res]:
             for seed, r in enumerate(res[cfg]):
                 print(
                     f"  {cfg} seed {seed} chose (labels: C{', gamma' if kernel == 'rbf' else ''}): "
