@@ -18,8 +18,9 @@ and largest, by label count), with the values chosen ("b": the rarer class weigh
 an auto run, with and without the class weight (load-independent, unlike the update times).  With
 ``--per-choice``: per choice of an auto run, the held-out AUC of the models of the labels it was based on
 with the fixed defaults, with the grid point of the lowest leave-one-out balanced error (then the higher
-AUC), with that of the highest leave-one-out AUC (then the lower balanced error: the solver's rule) and
-with the best grid point.  ``--min-per-class`` sets the labels of each class a choice waits for.
+AUC), with that of the highest leave-one-out AUC (then the lower balanced error; the solver's rule, ``rank``,
+also puts the points of balanced error 1/2 or more last) and with the best grid point.  ``--min-per-class``
+sets the labels of each class a choice waits for.
 
 Run:  .venv/bin/python benchmarks/bench_auto_hyper.py [--seeds 5 --budget 200 --datasets digits,digits-2%
       --configs fixed,auto]  (``--configs``: fixed and auto, and auto+cw unless left out)

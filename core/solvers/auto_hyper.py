@@ -21,10 +21,11 @@ median heuristic (default 0.5, 1, 2 times 1 / median ||x_i - x_j||^2 over the la
 the rbf kernel only (for the other kernels gamma is not searched).  Without "C" in ``auto`` the
 grid's C is the given one; without "gamma", the given gamma.
 
-The criterion: the ROC AUC of the leave-one-out decision values (higher is better), then their balanced
-error rate (the mean of the two classes' error rates, lower is better: among grid points that rank the
-examples alike it prefers the one whose threshold separates them, not C = 0.1 calling every example
-negative), then the grid point nearest the current values (in log scale: no flapping between equally
+The criterion (``rank``): first the grid points whose leave-one-out values separate the classes by their
+sign better than chance (balanced error rate, the mean of the two classes' error rates, under 1/2: not
+C = 0.1 calling every example negative, which can rank them perfectly), then the ROC AUC of the
+leave-one-out decision values (higher is better), then their balanced error (lower is better), then
+the grid point nearest the current values (in log scale: no flapping between equally
 good values), then the smaller C and the smaller gamma.  Every step is deterministic, so the choice is a
 function of the labels in their learning order.  The AUC comes first because it is what the choice is
 for (ranking the pool) and it is the steadier of the two when the positives are few: on the 2%-positive
@@ -36,7 +37,7 @@ A choice waits until the labels it is based on hold ``MIN_PER_CLASS`` (3) of eac
 positive, leaving it out leaves a model without positives: every grid point has balanced error 1/2 and an
 AUC of noise, and the choice that followed (the smallest gamma, on that pool) lowered the held-out AUC at
 30 labels and anchored later ties (nearest the current values) there.  With 1, 2, 3 and 5 measured, 3
-was the smallest that kept the choice at 30 labels from being worse than the defaults.
+was the smallest that brought the held-out AUC at 30 labels level with the defaults'.
 
 The class weight (``auto`` with "class_weight"; the solver starts from ``class_weight`` None or
 "balanced", not fixed weights): after C and gamma are chosen with the class weight held now, the other
@@ -184,6 +185,13 @@ def median_heuristic(X, idx: np.ndarray) -> float:
 def enough_of_each(y: np.ndarray) -> bool:
     """Whether the labels ``y`` hold at least ``MIN_PER_CLASS`` of each class (enough to choose from)."""
     return min(int(np.count_nonzero(y > 0)), int(np.count_nonzero(y < 0))) >= MIN_PER_CLASS
+
+
+def rank(auc: float, ber: float) -> tuple[bool, float, float]:
+    """The criterion's order of a grid point's leave-one-out AUC and balanced error (smaller first): values
+    whose sign separates the classes better than chance (balanced error under 1/2) before those that do not,
+    then the higher AUC, then the lower balanced error."""
+    return (ber >= 0.5, -auc, ber)
 
 
 def balanced_error(y: np.ndarray, f: np.ndarray) -> float:
@@ -387,7 +395,7 @@ class AutoHyper:
         for C, gamma in self.grid_points(order):
             auc, ber = score(C, gamma, self.class_weight)
             distance = abs(math.log(C / C_now)) + abs(math.log(gamma / g_now))
-            key = (-auc, ber, distance, C, gamma)
+            key = (*rank(auc, ber), distance, C, gamma)
             if best_key is None or key < best_key:
                 best_key, best = key, dict(C=C, gamma=gamma, auc=auc, balanced_error=ber)
         assert best is not None, "the grid is never empty (check_grid)"
@@ -399,7 +407,7 @@ class AutoHyper:
             other = next(cw for cw in CLASS_WEIGHTS if cw != self.class_weight)
             if weights["balanced"] != {1: 1.0, -1: 1.0}:
                 auc, ber = score(best["C"], best["gamma"], other)
-                if (-auc, ber) < (-best["auc"], best["balanced_error"]):
+                if rank(auc, ber) < rank(best["auc"], best["balanced_error"]):
                     best.update(auc=auc, balanced_error=ber, class_weight=other)
         return best
 
