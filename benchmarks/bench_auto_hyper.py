@@ -15,9 +15,15 @@ held-out AUC (mean over seeds) of each, the wins/ties/losses of the class weight
 without it, and the per-label update time: median over all labels, and at the re-choice labels (median
 and largest, by label count), with the values chosen ("b": the rarer class weighted up).  With
 ``--choose-cpu``: instead, per dataset and seed, the CPU time of the choice over the first 160 labels of
-an auto run, with and without the class weight (load-independent, unlike the update times).
+an auto run, with and without the class weight (load-independent, unlike the update times).  With
+``--per-choice``: per choice of an auto run, the held-out AUC of the models of the labels it was based on
+with the fixed defaults, with the grid point of the lowest leave-one-out balanced error (then the higher
+AUC), with that of the highest leave-one-out AUC (then the lower balanced error; the solver's rule, ``rank``,
+also puts the points of balanced error 1/2 or more last) and with the best grid point.  ``--min-per-class``
+sets the labels of each class a choice waits for.
 
-Run:  .venv/bin/python benchmarks/bench_auto_hyper.py [--seeds 5 --budget 200 --datasets digits,digits-2%]
+Run:  .venv/bin/python benchmarks/bench_auto_hyper.py [--seeds 5 --budget 200 --datasets digits,digits-2%
+      --configs fixed,auto]  (``--configs``: fixed and auto, and auto+cw unless left out)
 """
 
 from __future__ import annotations
@@ -33,6 +39,8 @@ from core.datasets import load_bundled, stratified_split
 from core.features import scale_features
 from core.loop import ActiveLearningLoop
 from core.metrics import roc_auc
+from core.solvers import auto_hyper, make_solver
+from core.solvers.auto_hyper import balanced_error, loo_decision_values
 
 DATASETS = {
     "digits": ("digits", 8, "rbf"),
@@ -114,13 +122,69 @@ def choose_cpu(name: str, seed: int) -> str:
     )
 
 
+def per_choice(name: str, seed: int, budget: int) -> list[str]:
+    """For each choice of an auto run: the held-out AUC of the models of the labels it was based on with
+    each grid point and with the fixed defaults, and which point each rule picks by leave-one-out."""
+    X, y, kernel = data(name, seed)
+    train, test = stratified_split(y, 0.3, np.random.default_rng([seed, 0xE7A1]))
+    Xtr, ytr = X[train], y[train]
+    loop = ActiveLearningLoop(
+        Xtr,
+        strategy="near-boundary",
+        solver="incremental",
+        seed=seed,
+        initial=10,
+        solver_params=dict(kernel=kernel, **CONFIGS["auto"]),
+    )
+    while loop.n_labels < budget:
+        q = loop.next_query()
+        loop.teach(q.index, int(ytr[q.index]))
+    solver, order, lines = loop.solver, loop.solver.labelled_.copy(), []
+    for ch in solver.hyper_choices[1:]:
+        n, k = ch["n_labels"], ch["based_on"]
+        based = order[:k] if ch["first"] else order[n - k : n]
+        points = []  # (C, gamma, held-out AUC, LOO balanced error, LOO AUC)
+        for C, gamma in [*solver.grid_points(based), (1.0, "scale")]:
+            model = make_solver("incremental", Xtr, kernel=kernel, C=C, gamma=gamma)
+            for i in based:
+                model.learn(int(i), float(ytr[i]))
+            held = roc_auc(y[test], model.decision_function(X=X[test]))
+            labels = ytr[model.labelled_.copy()]
+            f = loo_decision_values(model)
+            points.append((C, gamma, held, balanced_error(labels, f), roc_auc(labels, f)))
+        grid, default = points[:-1], points[-1]
+        by_ber = min(grid, key=lambda p: (p[3], -p[4]))
+        by_auc = min(grid, key=lambda p: (-p[4], p[3]))
+        lines.append(
+            f"{name} seed {seed} at {n} labels ({k} based on, {int(np.sum(ytr[based] > 0))} positive): held-out AUC "
+            f"defaults {default[2]:.4f}, balanced error first {by_ber[2]:.4f}, LOO AUC first {by_auc[2]:.4f}, "
+            f"best point {max(p[2] for p in grid):.4f}"
+        )
+    return lines
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seeds", type=int, default=5)
     ap.add_argument("--budget", type=int, default=200)
     ap.add_argument("--datasets", default=",".join(DATASETS))
     ap.add_argument("--choose-cpu", action="store_true", help="time the choice at 160 labels only")
+    ap.add_argument("--configs", default=",".join(CONFIGS), help="which of fixed, auto, auto+cw to run")
+    ap.add_argument("--per-choice", action="store_true", help="each choice's grid points on the held-out items")
+    ap.add_argument(
+        "--min-per-class", type=int, default=auto_hyper.MIN_PER_CLASS, help="labels of each class a choice waits for"
+    )
     args = ap.parse_args()
+    auto_hyper.MIN_PER_CLASS = args.min_per_class  # (a measurement of the wait; the solver's is the constant)
+    if args.per_choice:
+        print(f"load {os.getloadavg()[0]:.1f}; wait for {args.min_per_class} of each class")
+        for name in args.datasets.split(","):
+            for seed in range(args.seeds):
+                print("\n".join(per_choice(name, seed, args.budget)), flush=True)
+        return
+    configs = {cfg: CONFIGS[cfg] for cfg in args.configs.split(",")}
+    if "fixed" not in configs or "auto" not in configs:
+        ap.error(f"--configs needs fixed and auto (and may add auto+cw), got {args.configs!r}")
     if args.choose_cpu:
         print(f"load {os.getloadavg()[0]:.1f}")
         for name in args.datasets.split(","):
@@ -134,27 +198,36 @@ def main() -> None:
         f"incremental, 10 random labels first; held-out AUC (30% of each dataset), mean over seeds"
     )
     for name in args.datasets.split(","):
-        res = {cfg: [] for cfg in CONFIGS}
+        res: dict[str, list] = {cfg: [] for cfg in configs}
         for seed in range(args.seeds):
             X, y, kernel = data(name, seed)
-            for cfg, params in CONFIGS.items():
+            for cfg, params in configs.items():
                 res[cfg].append(run(X, y, kernel, seed, params, args.budget, checkpoints))
         print(f"\n{name}: {X.shape[0]} items, {int(np.sum(y > 0))} positives, {kernel} kernel")
+        cw = "auto+cw" in res
         print(
-            f"{'labels':>6} | {'fixed':>7} | {'auto':>7} | {'auto+cw':>7} | {'cw - auto':>9} | cw w/t/l | "
-            f"{'cw - fixed':>10}"
+            f"{'labels':>6} | {'fixed':>7} | {'auto':>7} | {'auto - fixed':>12} | auto w/t/l"
+            + (f" | {'auto+cw':>7} | {'cw - auto':>9} | cw w/t/l | {'cw - fixed':>10}" if cw else "")
         )
+
+        def wtl(d: np.ndarray) -> str:
+            return f"{int(np.sum(d > 1e-3))}/{int(np.sum(abs(d) <= 1e-3))}/{int(np.sum(d < -1e-3))}"
+
         for k, c in enumerate(checkpoints):
-            f, a, w = (np.array([r["auc"][k] for r in res[cfg]]) for cfg in CONFIGS)
-            d = w - a
-            wtl = f"{int(np.sum(d > 1e-3))}/{int(np.sum(abs(d) <= 1e-3))}/{int(np.sum(d < -1e-3))}"
-            print(
-                f"{c:>6} | {np.nanmean(f):7.4f} | {np.nanmean(a):7.4f} | {np.nanmean(w):7.4f} | "
-                f"{np.nanmean(d):+9.4f} | {wtl:>8} | {np.nanmean(w - f):+10.4f}"
+            f, a = (np.array([r["auc"][k] for r in res[cfg]]) for cfg in ("fixed", "auto"))
+            line = (
+                f"{c:>6} | {np.nanmean(f):7.4f} | {np.nanmean(a):7.4f} | {np.nanmean(a - f):+12.4f} | {wtl(a - f):>10}"
             )
+            if cw:
+                w = np.array([r["auc"][k] for r in res["auto+cw"]])
+                line += (
+                    f" | {np.nanmean(w):7.4f} | {np.nanmean(w - a):+9.4f} | {wtl(w - a):>8} | "
+                    f"{np.nanmean(w - f):+10.4f}"
+                )
+            print(line)
         med = {cfg: float(np.median(np.concatenate([r["ms"] for r in rs]))) for cfg, rs in res.items()}
         print("update ms per label, median: " + ", ".join(f"{cfg} {m:.2f}" for cfg, m in med.items()))
-        for cfg in ("auto", "auto+cw"):
+        for cfg in [c for c in ("auto", "auto+cw") if c in res]:
             rech = np.concatenate([r["rechoice_ms"] for r in res[cfg]])
             by_moment: dict[int, list[float]] = {}
             for r in res[cfg]:
@@ -165,7 +238,7 @@ def main() -> None:
                 f"{rech.max() if len(rech) else float('nan'):.0f}; by label count (median over the seeds): "
                 + ", ".join(f"{n}: {np.median(v):.0f}" for n, v in sorted(by_moment.items()))
             )
-        for cfg in ("auto", "auto+cw"):
+        for cfg in [c for c in ("auto", "auto+cw") if c in res]:
             for seed, r in enumerate(res[cfg]):
                 print(
                     f"  {cfg} seed {seed} chose (labels: C{', gamma' if kernel == 'rbf' else ''}): "

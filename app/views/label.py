@@ -241,8 +241,9 @@ with (
             "Choose C and gamma from the labels",
             value=True,
             key="new_auto_hyper",
-            help="At 20, 40, 80 and 160 labels, the C and gamma (rbf kernel) that best predict each "
-            "label from the others (exact leave-one-out) are taken, from C 0.1-100 and 0.5-2 times "
+            help="At 20, 40, 80 and 160 labels (once 3 of each class are labelled), the C and gamma (rbf "
+            "kernel) that best rank each label among the others when it is left out (exact leave-one-out) "
+            "are taken, from C 0.1-100 and 0.5-2 times "
             "the typical distance's gamma; the values above are used until then. The incremental "
             "and active-set solvers only; the label that reaches such a count takes up to a second "
             "or two.",

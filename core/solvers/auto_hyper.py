@@ -3,8 +3,8 @@ solvers).
 
 ``auto=("C", "gamma")`` makes a solver choose its box constraint C and (rbf kernel) its width gamma
 (with "class_weight" in ``auto`` also its class weight, below) from the labels it has learned, at stated
-moments: when the number of labels first reaches 20, 40, 80 and 160 (``auto_moments``) with both
-classes among them; the choice made at 160 then stays.
+moments: when the number of labels first reaches 20, 40, 80 and 160 (``auto_moments``) with at least
+``MIN_PER_CLASS`` (3) of each class among them; the choice made at 160 then stays.
 Before the first moment the solver learns with the C and gamma it was given (the starting values).
 
 The estimator is exact leave-one-out, which the exact solvers give cheaply by decremental
@@ -21,19 +21,28 @@ median heuristic (default 0.5, 1, 2 times 1 / median ||x_i - x_j||^2 over the la
 the rbf kernel only (for the other kernels gamma is not searched).  Without "C" in ``auto`` the
 grid's C is the given one; without "gamma", the given gamma.
 
-The criterion suits few and imbalanced labels: the balanced error rate of the leave-one-out decision
-values (the mean of the two classes' error rates, so the rare class counts as much as the common one;
-lower is better), then their ROC AUC (higher is better: it separates grid points that err on the
-same examples), then the grid point nearest the current values (in log scale: no flapping between
-equally good values), then the smaller C and the smaller gamma.  The AUC alone is blind to the
-threshold: on a 60-example task it chose C = 0.1, whose model called every example negative (every
-leave-one-out value below 0, ranked well), where the balanced error chooses C = 1.  Every step is
-deterministic, so the choice is a function of the labels in their learning order.
+The criterion (``rank``): first the grid points whose leave-one-out values separate the classes by their
+sign better than chance (balanced error rate, the mean of the two classes' error rates, under 1/2: not
+C = 0.1 calling every example negative, which can rank them perfectly), then the ROC AUC of the
+leave-one-out decision values (higher is better), then their balanced error (lower is better), then
+the grid point nearest the current values (in log scale: no flapping between equally
+good values), then the smaller C and the smaller gamma.  Every step is deterministic, so the choice is a
+function of the labels in their learning order.  The AUC comes first because it is what the choice is
+for (ranking the pool) and it is the steadier of the two when the positives are few: on the 2%-positive
+digits pool (benchmarks/bench_auto_hyper.py) the balanced error first chose values worse than the fixed
+defaults at 100 and 200 labels; ranked first by the AUC, the held-out AUC there and on the other datasets
+rose (docs/benchmarks.md, "C and gamma from the labels").
+
+A choice waits until the labels it is based on hold ``MIN_PER_CLASS`` (3) of each class.  With one
+positive, leaving it out leaves a model without positives: every grid point has balanced error 1/2 and an
+AUC of noise, and the choice that followed (the smallest gamma, on that pool) lowered the held-out AUC at
+30 labels and anchored later ties (nearest the current values) there.  With 1, 2, 3 and 5 measured, 3
+was the smallest that brought the held-out AUC at 30 labels level with the defaults'.
 
 The class weight (``auto`` with "class_weight"; the solver starts from ``class_weight`` None or
 "balanced", not fixed weights): after C and gamma are chosen with the class weight held now, the other
 one of None and "balanced" is scored at the chosen C and gamma by the same leave-one-out and criterion,
-and wins only with a lower balanced error, or the same and a higher AUC (a tie keeps the one held now).
+and wins only with a higher AUC, or the same and a lower balanced error (a tie keeps the one held now).
 "balanced" is scored with the weights ``stepped_balanced_weights`` gives the labels the choice is based
 on, fixed while an example is left out (the weights, like C, are the value under test), so the choice
 stays a function of the labels in learning order; once chosen, the solver's "balanced" weights follow its
@@ -43,14 +52,14 @@ score).  The grid itself is scored with the weights the held class weight gives 
 Each choice then also stores its ``class_weight``; a choice stored without one (a state saved before the
 class weight could be chosen) leaves the class weight as it is when undone.
 
-A choice at moment m is based on the first m labels in learning order (so a batch that jumps past
-a moment, ``learn_many``, costs what the moment costs), or, when those hold one class only, on the m
-labels up to the one that brought the other class.  Each choice is kept with the number of labels
-learned when it was made and the number it was based on (``hyper_choices``, saved with the solver's
-state); unlearning below the first drops it and relearns the model with the values before it, so
-undo and corrections stay exact, and a restored solver continues exactly as the saved one.  After
-a choice the model is relearned from all its labels, in learning order, with the chosen values
-(``ClassWeights._relearn``).
+A choice at moment m is based on the first m labels in learning order (so a batch that jumps past a
+moment, ``learn_many``, costs what the moment costs), or, when those hold fewer than ``MIN_PER_CLASS``
+of a class, on the m labels up to now, at the first label with which those hold enough of each.  Each
+choice is kept with the number of labels learned when it was made and the number it was based on
+(``hyper_choices``, saved with the solver's state); unlearning below the first drops it and relearns the
+model with the values before it, so undo and corrections stay exact, and a restored solver continues
+exactly as the saved one.  After a choice the model is relearned from all its labels, in learning order,
+with the chosen values (``ClassWeights._relearn``).
 
 A re-choice costs about |grid| x (n + 2 |SV|) learn / unlearn steps at n labels, each about O(n):
 for the default grid at 160 labels, 1.2 s on a 2-core machine at load 2 (5 features), 1.3-3.2 s at
@@ -91,6 +100,8 @@ DEFAULT_MOMENTS = (20, 40, 80, 160)
 # default grid would take about 5 s.
 RECHOICE_TARGET_S = 2.0
 SECONDS_PER_POINT_LABEL2 = 4e-6
+# A choice waits until the labels it is based on hold this many of each class (see the module notes).
+MIN_PER_CLASS = 3
 
 
 def check_auto(auto) -> tuple[str, ...]:
@@ -169,6 +180,18 @@ def median_heuristic(X, idx: np.ndarray) -> float:
     upper = d2[np.triu_indices(len(sq), k=1)]
     upper = upper[upper > 1e-12 * max(1.0, float(sq.max(initial=0.0)))]
     return 1.0 / float(np.median(upper)) if len(upper) else 1.0
+
+
+def enough_of_each(y: np.ndarray) -> bool:
+    """Whether the labels ``y`` hold at least ``MIN_PER_CLASS`` of each class (enough to choose from)."""
+    return min(int(np.count_nonzero(y > 0)), int(np.count_nonzero(y < 0))) >= MIN_PER_CLASS
+
+
+def rank(auc: float, ber: float) -> tuple[bool, float, float]:
+    """The criterion's order of a grid point's leave-one-out AUC and balanced error (smaller first): values
+    whose sign separates the classes better than chance (balanced error under 1/2) before those that do not,
+    then the higher AUC, then the lower balanced error."""
+    return (ber >= 0.5, -auc, ber)
 
 
 def balanced_error(y: np.ndarray, f: np.ndarray) -> float:
@@ -308,19 +331,19 @@ class AutoHyper:
         if moment is None or self.kernel is None:
             return False
         y = self.y[self.labelled_]
-        if not (np.any(y > 0) and np.any(y < 0)):
-            return False  # one class so far: chosen at the first label with both
+        # the first `moment` labels (the cost stays that of the moment when a batch jumps past it); when
+        # they hold too few of a class, the `moment` labels up to now
+        order = self.labelled_
+        first = enough_of_each(y[:moment])
+        based = order[:moment] if first else order[-moment:]
+        if not (first or enough_of_each(y[-moment:])):
+            return False  # too few of a class: chosen at the first label with enough
         if not self.hyper_choices:
             C0, g0 = self._current()
             start = dict(n_labels=0, moment=0, C=C0, gamma=g0, auc=None, balanced_error=None, based_on=0, first=True)
             if "class_weight" in self.auto:
                 start["class_weight"] = self.class_weight
             self.hyper_choices.append(start)
-        # the first `moment` labels (the cost stays that of the moment when a batch jumps past it); when
-        # they hold one class only, the `moment` labels up to now (the newest brought the other class)
-        order = self.labelled_
-        first = bool(np.any(y[:moment] > 0) and np.any(y[:moment] < 0))
-        based = order[:moment] if first else order[-moment:]
         choice = self.choose(based)
         self.hyper_choices.append(dict(choice, n_labels=n, moment=moment, based_on=len(based), first=first))
         class_weight = choice.get("class_weight", _KEEP)
@@ -372,19 +395,19 @@ class AutoHyper:
         for C, gamma in self.grid_points(order):
             auc, ber = score(C, gamma, self.class_weight)
             distance = abs(math.log(C / C_now)) + abs(math.log(gamma / g_now))
-            key = (ber, -auc, distance, C, gamma)
+            key = (*rank(auc, ber), distance, C, gamma)
             if best_key is None or key < best_key:
                 best_key, best = key, dict(C=C, gamma=gamma, auc=auc, balanced_error=ber)
         assert best is not None, "the grid is never empty (check_grid)"
         if weighing:
-            # the other class weight wins only with a lower balanced error, or the same and a higher AUC; when
+            # the other class weight wins only with a higher AUC, or the same and a lower balanced error; when
             # the balanced weights of these labels are 1 and 1 (classes within a factor sqrt(2) of each other),
             # it is the same model, scored the same: not learned
             best["class_weight"] = self.class_weight
             other = next(cw for cw in CLASS_WEIGHTS if cw != self.class_weight)
             if weights["balanced"] != {1: 1.0, -1: 1.0}:
                 auc, ber = score(best["C"], best["gamma"], other)
-                if (ber, -auc) < (best["balanced_error"], -best["auc"]):
+                if rank(auc, ber) < rank(best["auc"], best["balanced_error"]):
                     best.update(auc=auc, balanced_error=ber, class_weight=other)
         return best
 
@@ -452,7 +475,11 @@ def describe_choices(solver) -> str | None:
     names = " and ".join(chosen) if len(chosen) < 3 else f"{', '.join(chosen[:-1])} and {chosen[-1]}"
     n = len(solver.learned_order)
     later = [m for m in solver.auto_moments if m > (choices[-1]["moment"] if choices else 0)]
-    upcoming = f" Next choice at {later[0]} labels (with both classes labelled)." if later else " No later choice."
+    upcoming = (
+        f" Next choice at {later[0]} labels (with at least {MIN_PER_CLASS} of each class labelled)."
+        if later
+        else " No later choice."
+    )
     if len(choices) < 2:
         C, gamma = float(solver.C), float(solver.kernel.gamma)
         return (
