@@ -38,7 +38,7 @@ METRIC_WORDS = {
         "ALC (area under the test-AUC learning curve, normalised)",
     ),
     "wtl": Metric(
-        "vs random: won / tied / lost",
+        "vs random: won/tied/lost",
         "on how many seeds the heuristic learned faster than random picks, as fast, or slower",
         "W / T / L (wins, ties, losses of the ALC against random)",
     ),
