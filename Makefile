@@ -8,7 +8,7 @@ BIN    := $(VENV)/bin
 .PHONY: run test test-fast lint bench browser-deps postgres-deps clean
 
 $(BIN)/python:
-	@echo "MarginLab: creating the virtual environment $(VENV) and updating its pip (first start only)"
+	@echo "MarginLab: creating the virtual environment $(VENV) and updating its pip (once)"
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --progress-bar on --upgrade pip
 
@@ -20,13 +20,13 @@ $(BIN)/python:
 INSTALL_SELF := $(BIN)/pip install --no-compile --no-deps --no-build-isolation -e .
 
 $(VENV)/.runtime: requirements.txt pyproject.toml | $(BIN)/python
-	@echo "MarginLab: installing the Python packages of requirements.txt into $(VENV) (first start only)"
+	@echo "MarginLab: installing the Python packages of requirements.txt into $(VENV) (once, and again after an upgrade or an interrupted install)"
 	$(BIN)/pip install --progress-bar on --no-compile -r requirements.txt
 	$(INSTALL_SELF)
 	touch $@
 
 $(VENV)/.dev: requirements.txt requirements-dev.txt pyproject.toml | $(BIN)/python
-	@echo "MarginLab: installing the Python packages of requirements-dev.txt into $(VENV) (once)"
+	@echo "MarginLab: installing the Python packages of requirements-dev.txt into $(VENV) (once, and again after an upgrade or an interrupted install)"
 	$(BIN)/pip install --progress-bar on -r requirements-dev.txt
 	$(INSTALL_SELF)
 	touch $@ $(VENV)/.runtime

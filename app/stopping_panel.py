@@ -83,16 +83,17 @@ def gain_chart(run, height: int | None = None) -> None:
     )
 
 
-def show(svc, run, *, above: bool = False) -> None:
-    """Draw the panel for a run that has a model (``above``: its verdict and gain curve are drawn among the
-    live charts already, as ``verdict`` and ``gain_chart``; the panel keeps the rules, the check and the settings)."""
+def show(svc, run, *, verdict_above: bool = False, gain_above: bool = False) -> None:
+    """Draw the panel for a run that has a model (``verdict_above``, ``gain_above``: its verdict, its gain curve
+    are drawn among the live charts already, as ``verdict`` and ``gain_chart``; the panel keeps the rules, the
+    check and the settings)."""
     status = run.stopping_status()
     if status is None:
         return
     left, right = st.columns([1, 1], gap="large")
     with left, st.container(key="stopping_panel"):
         st.markdown("**When can I stop?**")
-        if not above:
+        if not verdict_above:
             verdict(run)
         lines = [("✓ " if state.stop else "· ") + plain(rule_line(state)) for state in status.states]
         st.caption("  \n".join(lines))
@@ -147,6 +148,6 @@ def show(svc, run, *, above: bool = False) -> None:
                 key="stopping_confidence",
             )
             st.form_submit_button("Apply", on_click=_apply_settings, args=(svc, run.session_id))
-    if not above:
+    if not gain_above:
         with right:
             gain_chart(run)

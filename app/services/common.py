@@ -46,6 +46,8 @@ STORED_EVAL_FRACTION = LEGACY_EVAL_FRACTION
 EVAL_MAX_ITEMS = 2000
 
 DEMO_NAME = "digits: 8 vs rest"
+#: the name of the demo session the first owner finds open (``Sessions.open_demo_session``)
+DEMO_SESSION_NAME = "Demo"
 
 VALUE_NAMES = {1: "positive", -1: "negative", 0: "skip"}
 
@@ -57,6 +59,7 @@ __all__ = [
     "DEFAULT_SOLVER",
     "DEFAULT_STRATEGY",
     "DEMO_NAME",
+    "DEMO_SESSION_NAME",
     "EVAL_FRACTION",
     "EVAL_MAX_ITEMS",
     "EXACT_SOLVERS",

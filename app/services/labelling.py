@@ -632,6 +632,8 @@ FORWARDED: dict[str, tuple[type, tuple[str, ...]]] = {
             "roc",
             "model_state",
             "hyper_words",
+            "hyper_words_for_screeners",
+            "support_vector_words",
         ),
     ),
     "stopping": (RunStopping, ("checking", "stopping_status", "set_stopping", "start_check", "stop_check")),

@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 
 from app.services.common import ServiceError, positive_meaning
+from app.services.formatting import count
 from app.services.records import RunState
 from core.metrics import roc_auc, roc_curve
 
@@ -64,6 +65,26 @@ class RunReadouts:
 
         loop = self.run.loop
         return None if loop is None else describe_choices(loop.solver)
+
+    @property
+    def hyper_words_for_screeners(self) -> str | None:
+        """When the model's settings are chosen from the labels, without their values (None: set by hand)."""
+        from core.solvers.auto_hyper import describe_choices_for_screeners
+
+        loop = self.run.loop
+        return None if loop is None else describe_choices_for_screeners(loop.solver)
+
+    @property
+    def support_vector_words(self) -> str | None:
+        """The model's support vectors now, for Advanced: "57 support vectors (12 at the bound C) after 40
+        labels" (None before the first label)."""
+        history = self.history()
+        if history.empty or "n_sv" not in history:
+            return None
+        last = history.iloc[-1]
+        n_sv, n_bound = int(last["n_sv"]), last.get("n_bound")
+        at_bound = "" if n_bound is None or pd.isna(n_bound) else f" ({int(n_bound)} at the bound C)"
+        return f"{n_sv} support vectors{at_bound} after {count(int(last['n_labels']), 'label')}"
 
     @property
     def has_evaluation(self) -> bool:

@@ -11,6 +11,7 @@ from app.services.common import (
     DEFAULT_C,
     DEFAULT_GAMMA,
     DEMO_NAME,
+    DEMO_SESSION_NAME,
     EVAL_FRACTION,
     EXACT_SOLVERS,
     LABEL_STRATEGIES,
@@ -42,6 +43,7 @@ from core.settings import (
     SettingsError,
 )
 from core.strategies import DEFAULT_SOLVER
+from storage import history as stored_history
 from storage import repository as repo
 from storage import teams
 
@@ -77,6 +79,13 @@ def class_list(classes: str | Sequence[str] | None, *, multi_label: bool = False
     return names
 
 
+def untouched_demo(info: repo.SessionInfo) -> bool:
+    """The demo session as it was opened: on the demo dataset, named so, with no answer yet."""
+    return (
+        info.name == DEMO_SESSION_NAME and info.dataset_name == DEMO_NAME and info.n_labels == 0 and info.n_skips == 0
+    )
+
+
 @service_boundary
 class Sessions:
     """Labelling sessions: ``MarginLab.sessions`` (``sessions(...)`` lists them), with one live
@@ -96,12 +105,18 @@ class Sessions:
         status: str | None = None,
         *,
         solo: bool = False,
+        tidy: bool = False,
     ) -> list[repo.SessionInfo]:
-        """Sessions, most recently updated first; ``solo``: without those holding a project member's answers."""
+        """Sessions, most recently updated first; ``solo``: without those holding a project member's answers;
+        ``tidy``: without the demo while it has no answer and other sessions are listed (it stays in the
+        database and on the Sessions page; an answer, or being the only one, lists it again)."""
         found = repo.list_sessions(self.engine, dataset_id=dataset_id, annotator=annotator, status=status)
         if solo:
             in_projects = teams.project_session_ids(self.engine)
             found = [s for s in found if s.id not in in_projects]
+        if tidy:
+            others = [s for s in found if not untouched_demo(s)]
+            found = others or found
         return found
 
     def start_session(
@@ -303,9 +318,13 @@ class Sessions:
             demo = next((d for d in self.datasets() if d.name == DEMO_NAME and d.meta.get("bundled") == "digits"), None)
             if demo is None:
                 return None
-            return self.start_session(
+            run = self.start_session(
                 dataset_id=demo.id, annotator=name, strategy=LABEL_STRATEGIES[0], model="auto", auto_hyper=True, by=by
-            ).session_id
+            )
+            # named, so that its line says what it is, and so that it leaves the lists while untouched
+            stored_history.rename_session(self.engine, run.session_id, DEMO_SESSION_NAME)
+            run.info = repo.get_session(self.engine, run.session_id)
+            return run.session_id
 
     def open_session(self, session_id: int) -> LabellingRun | ClassesRun:
         """The live run of a session: the one in memory, or rebuilt from the database (a ``ClassesRun`` for a

@@ -9,6 +9,8 @@ losses.
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 from core import solvers, stopping, strategies
 from core.kernels import KERNEL_NAMES
 from core.priors import PRIOR
@@ -16,6 +18,37 @@ from core.solvers.ramp import LOSSES
 
 #: the heuristic of a label marked as known (``app.services.priors``) and of an imported one
 OTHER_HEURISTICS = {PRIOR: "marked as known", "imported": "imported from a file"}
+
+
+class Metric(NamedTuple):
+    """A measure of the Compare page: its name in words, what it means in one line, its code name (for engineers,
+    under Advanced)."""
+
+    name: str
+    meaning: str
+    code: str
+
+
+#: the Compare summary's measures, in words
+METRIC_WORDS = {
+    "alc": Metric(
+        "learning speed",
+        "how soon the model learned to rank the items, from 0 (no better than chance) to 1 (as good as with "
+        "every item labelled, from the first label on); the mean ± spread over the seeds",
+        "ALC (area under the test-AUC learning curve, normalised)",
+    ),
+    "wtl": Metric(
+        "vs random: won/tied/lost",
+        "on how many seeds the heuristic learned faster than random picks, as fast, or slower",
+        "W / T / L (wins, ties, losses of the ALC against random)",
+    ),
+    "wss_95": Metric(
+        "work saved at 95% found",
+        "the share of the items left unread once 95% of the positives were found, less the 5% that reading in "
+        "random order would save",
+        "WSS@95 (work saved over sampling at 95% recall)",
+    ),
+}
 
 
 def heuristic_words(name: str | None) -> str:
@@ -30,7 +63,7 @@ def heuristic_words(name: str | None) -> str:
 
 
 def solver_words(name: str | None) -> str:
-    """A solver in words ("the fast online model"); a name this version does not know stays as it is."""
+    """A solver in words ("the quick model"); a name this version does not know stays as it is."""
     if not name:
         return ""
     return solvers.get(name).label if name in solvers.REGISTRY else str(name)
@@ -46,4 +79,13 @@ def how_labelled(strategy: str | None, solver: str | None) -> str:
     return ", ".join(w for w in (heuristic_words(strategy), solver_words(solver)) if w)
 
 
-__all__ = ["KERNEL_NAMES", "LOSSES", "heuristic_words", "how_labelled", "rule_words", "solver_words"]
+__all__ = [
+    "KERNEL_NAMES",
+    "LOSSES",
+    "METRIC_WORDS",
+    "Metric",
+    "heuristic_words",
+    "how_labelled",
+    "rule_words",
+    "solver_words",
+]

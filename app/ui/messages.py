@@ -97,12 +97,12 @@ def waiting_for_the_model():
     progress = startup.compiled_code_progress()
     if progress.preparing_first_labels:
         text = (
-            "Preparing the model for this computer (first start only): your answer is saved, the next item "
+            "Preparing the model for this computer (once; resumes if interrupted): your answer is saved, the next item "
             "follows when the model is ready…"
         )
     elif progress.preparing_first_choice:
         text = (
-            f"Preparing the model for this computer (first start only): your answer is saved; at "
+            f"Preparing the model for this computer (once; resumes if interrupted): your answer is saved; at "
             f"{progress.first_choice_at} labels, C and gamma are chosen from your labels, and that part is still "
             "being compiled: the next item follows when it is ready…"
         )
@@ -120,7 +120,7 @@ def preparing_model_notice() -> None:
     progress = startup.compiled_code_progress()
     if progress.preparing_first_choice:
         st.caption(
-            f"Preparing the model for this computer (first start only): {progress.done} of "
+            f"Preparing the model for this computer (once; resumes if interrupted): {progress.done} of "
             f"{progress.total} parts ready. Choosing C and gamma from your labels (at "
             f"{progress.first_choice_at} labels, when set for this session) needs the first "
             f"{progress.for_choosing}: the label that reaches it may wait until they are ready; the other "
@@ -132,8 +132,8 @@ def preparing_model_notice() -> None:
     with st.container(key="preparing_model"):
         # the parts counted as the console counts them (core.solvers._compile.Reporter): of the whole plan
         st.info(
-            f"Preparing the model for this computer (first start only): {progress.done} of {progress.total} "
-            f"parts ready; labelling needs the first {progress.for_labelling} "
+            f"Preparing the model for this computer (once; resumes if interrupted): {progress.done} of "
+            f"{progress.total} parts ready; labelling needs the first {progress.for_labelling} "
             f"({progress.ready_for_labelling} ready). A label given now is saved at once; the next item "
             "follows when the model is ready (a minute or two).",
             icon=":material/hourglass_top:",

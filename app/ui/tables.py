@@ -9,7 +9,7 @@ import pandas as pd
 from app.services.common import BASELINE, EXACT_SOLVERS
 from app.services.comparisons import run_words, with_decimals
 from app.services.formatting import count, signed
-from app.services.vocabulary import heuristic_words, solver_words
+from app.services.vocabulary import METRIC_WORDS, heuristic_words, solver_words
 from app.ui.text import plain, visible
 
 
@@ -34,12 +34,23 @@ def runs_without_the_heuristic(rows: pd.DataFrame) -> str | None:
     )
 
 
-SUMMARY_NOTE = (
-    "ALC: area under the test-AUC learning curve, normalised (0 = chance, 1 = the full-data AUC from "
-    'the first label); mean ± std over seeds. "To 95 %": labels until the test AUC first reached '
-    "95 % of the full-data AUC (mean over the seeds that did; how many did). W/T/L: seeds on which "
-    "the heuristic's ALC beat, tied or lost to random."
+#: the Compare summary's measures in words, one line each (their code names: ``SUMMARY_FOR_ENGINEERS``)
+SUMMARY_NOTE = "  \n".join(
+    [f"{m.name}: {m.meaning}." for m in METRIC_WORDS.values()]
+    + [
+        '"to 50% / 80% / 95% found": labels until that share of the positives was found (the mean over the seeds '
+        "that got there; how many did)."
+    ]
 )
+
+#: the same measures' code names, for engineers (under Advanced)
+SUMMARY_FOR_ENGINEERS = (
+    "For engineers: "
+    + "; ".join(f"{m.name} is the {m.code}" for m in METRIC_WORDS.values())
+    + '. "to 95 %", "to 99 %": labels until the test AUC first reached that share of the full-data AUC.'
+)
+
+ALC, WTL, WSS_95 = (METRIC_WORDS[k].name for k in ("alc", "wtl", "wss_95"))
 
 
 def _number(value) -> float | None:
@@ -81,23 +92,23 @@ def summary_table(summary: pd.DataFrame) -> pd.DataFrame:
         rows.append(
             {
                 "heuristic": run_words(r.get("strategy")),
-                "solver": r.get("solver"),
-                "ALC": pm(r.get("alc_mean"), r.get("alc_std"), seeds),
-                **({"vs random W / T / L": wtl(r)} if against_random else {}),
+                "model": solver_words(r.get("solver")),
+                ALC: pm(r.get("alc_mean"), r.get("alc_std"), seeds),
+                **({WTL: wtl(r)} if against_random else {}),
                 # how soon the positives were found (what a reviewer asks), on screen without scrolling sideways
                 **(
                     {
-                        f"to {level} % recall": reach(
+                        f"to {level}% found": reach(
                             r.get(f"labels_recall_{level}"), r.get(f"reached_recall_{level}"), seeds
                         )
                         for level in (50, 80, 95)
                     }
-                    | {"WSS@95": _number(r.get("wss_95"))}
+                    | {WSS_95: _number(r.get("wss_95"))}
                     if "labels_recall_50" in r
                     else {}
                 ),
                 "seeds": int(seeds),
-                "ALC (log2 labels)": pm(r.get("alc_log2_mean"), r.get("alc_log2_std"), seeds),
+                f"{ALC} on log2 labels": pm(r.get("alc_log2_mean"), r.get("alc_log2_std"), seeds),
                 "to 95 %": reach(r.get("labels_95"), r.get("reached_95"), seeds),
                 "to 99 %": reach(r.get("labels_99"), r.get("reached_99"), seeds),
                 "final AUC": _number(r.get("final_auc")),
@@ -105,40 +116,40 @@ def summary_table(summary: pd.DataFrame) -> pd.DataFrame:
                 "support vectors": _number(r.get("final_n_sv")),
                 "update ms p50 / p95": pair(r.get("update_ms_median"), r.get("update_ms_p95")),
                 "query ms p50 / p95": pair(r.get("query_ms_median"), r.get("query_ms_p95")),
-                "heuristic, for engineers": r.get("strategy"),  # (the code name, under "More columns")
+                "heuristic, for engineers": r.get("strategy"),  # (the code names, under "More columns")
+                "solver, for engineers": r.get("solver"),
             }
         )
     # numbers to a fixed number of decimals, "–" where missing: the table never shows None or NaN
-    return with_decimals(pd.DataFrame(rows), {"final AUC": 3, "full-data AUC": 3, "WSS@95": 3, "support vectors": 0})
+    return with_decimals(pd.DataFrame(rows), {"final AUC": 3, "full-data AUC": 3, WSS_95: 3, "support vectors": 0})
 
 
-#: the Compare summary's columns shown at first (the others, the seeds too, are under "More columns"): what a
-#: reviewer compares, few enough (9, 10 with the solver) to fit a 1,400-pixel window without scrolling sideways
+#: the Compare summary's columns shown at first (the others, the seeds and the test AUC's too, are under "More
+#: columns"): what a reviewer compares, 7 (8 with the model: then the last one is a few characters past the edge
+#: of a 1,400-pixel window)
 SUMMARY_FIRST = (
     "heuristic",
-    "solver",
-    "ALC",
-    "vs random W / T / L",
-    "to 50 % recall",
-    "to 80 % recall",
-    "to 95 % recall",
-    "WSS@95",
-    "to 95 %",
-    "final AUC",
+    "model",
+    ALC,
+    WTL,
+    "to 50% found",
+    "to 80% found",
+    "to 95% found",
+    WSS_95,
 )
 
 
 def summary_parts(table: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame, str | None]:
-    """The summary as (the columns shown at first, the rest beside the heuristic, a note): the solver column
-    only when the runs used different solvers (else the note names the one they all used, in words)."""
+    """The summary as (the columns shown at first, the rest beside the heuristic, a note): the model column
+    only when the runs used different solvers (else the note names the one they all used)."""
     if table.empty:
         return table, table, None
     first = [c for c in SUMMARY_FIRST if c in table]
     note = None
-    if "solver" in table and table["solver"].nunique(dropna=False) == 1:
-        first.remove("solver")
-        note = f"Every heuristic ran on the same model: {solver_words(str(table['solver'].iloc[0]))}."
-    rest = [c for c in table.columns if c not in first and c != "solver"]
+    if "model" in table and table["model"].nunique(dropna=False) == 1:
+        first.remove("model")
+        note = f"Every heuristic ran on the same model: {table['model'].iloc[0]}."
+    rest = [c for c in table.columns if c not in first and c != "model"]
     return table[first], table[["heuristic", *rest]], note
 
 

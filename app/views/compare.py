@@ -19,7 +19,7 @@ from app.services.stopping import RULE_CHOICES, RULE_OPTIONS
 from app.services.vocabulary import heuristic_words, rule_words, solver_words
 from app.ui.forms import comparison_problem
 from app.ui.state import service
-from app.ui.tables import SUMMARY_NOTE, runs_without_the_heuristic, summary_parts, summary_table
+from app.ui.tables import SUMMARY_FOR_ENGINEERS, SUMMARY_NOTE, runs_without_the_heuristic, summary_parts, summary_table
 from app.ui.text import plain, visible
 
 svc = service()
@@ -84,7 +84,7 @@ else:
             key="compare_model",
             horizontal=True,
             format_func={
-                "standard": "SVM (the solver above, the dataset's kernel)",
+                "standard": "Standard model (the one chosen above)",
                 "review": "Review model: finds rare positives",
             }.get,
             help="The review model (as in New session on the Label page): a linear SVM whose "
@@ -223,23 +223,27 @@ left, right = st.columns(2)
 left.plotly_chart(
     charts.learning_curve_figure(rows, "auc", title="Test AUC vs labels", overlay=overlay), key="curve_auc"
 )
-right.plotly_chart(
-    charts.learning_curve_figure(
-        rows, "n_sv", title="Support vectors vs labels", overlay=overlay, overlay_metric="n_sv"
-    ),
-    key="curve_sv",
-)
-st.plotly_chart(charts.latency_figure(rows), key="latency")
 if "recall" in rows:
-    st.plotly_chart(charts.learning_curve_figure(rows, "recall", title="Recall vs labels"), key="curve_recall")
+    right.plotly_chart(charts.learning_curve_figure(rows, "recall", title="Recall vs labels"), key="curve_recall")
+with st.expander("Advanced: support vectors and timings"):
+    st.plotly_chart(
+        charts.learning_curve_figure(
+            rows, "n_sv", title="Support vectors vs labels", overlay=overlay, overlay_metric="n_sv"
+        ),
+        key="curve_sv",
+    )
+    st.plotly_chart(charts.latency_figure(rows), key="latency")
 
 st.subheader("Summary")
 summary, more, same_model = summary_parts(summary_table(svc.summary_frame(result)))
 st.dataframe(summary, hide_index=True, width="stretch", key="summary_table")
-st.caption(SUMMARY_NOTE + (f" {same_model}" if same_model else ""))
+st.caption(SUMMARY_NOTE + (f"  \n{same_model}" if same_model else ""))
 if len(more.columns) > 1:
-    with st.expander("Advanced: more columns (ALC on a log scale, AUCs, support vectors, timings, code names)"):
+    with st.expander(
+        "Advanced: more columns (learning speed on a log scale, AUCs, support vectors, timings, code names)"
+    ):
         st.dataframe(more, hide_index=True, width="stretch", key="summary_more")
+        st.caption(SUMMARY_FOR_ENGINEERS)
 reference = svc.reference_note(result)
 if reference:
     st.info(plain(reference))

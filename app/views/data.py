@@ -27,9 +27,6 @@ st.dataframe(
                 "features": f"{d.n_features:,}",
                 "true labels": "yes" if d.has_true_labels else "no",
                 "shown as": d.display_kind + (f" {d.image_shape[0]}×{d.image_shape[1]}" if d.image_shape else ""),
-                "scaling": d.meta.get("scaling", "none"),
-                "kernel": d.meta.get("default_kernel", "rbf"),
-                "features stored": "sparse" if d.meta.get("feature_format") == "csr" else "dense",
                 "held out for evaluation": f"{d.meta.get('eval_fraction', EVAL_FRACTION):.0%}"
                 if d.has_true_labels
                 else "–",
@@ -48,6 +45,24 @@ st.caption(
     "unless an evaluation share is set here (or asked for in New session): those items draw that curve "
     "and cannot be labelled."
 )
+with st.expander("Advanced: how the model reads each dataset"):
+    st.dataframe(
+        pd.DataFrame(
+            [
+                {
+                    "id": d.id,
+                    "name": visible(d.name),
+                    "scaling": d.meta.get("scaling", "none"),
+                    "kernel": d.meta.get("default_kernel", "rbf"),
+                    "features stored": "sparse" if d.meta.get("feature_format") == "csr" else "dense",
+                }
+                for d in datasets
+            ]
+        ),
+        hide_index=True,
+        width="stretch",
+        key="datasets_model_table",
+    )
 labelled = [d for d in datasets if d.has_true_labels]
 if labelled:
     with st.expander("Evaluation share of a dataset"):

@@ -30,14 +30,14 @@ st.title("Label")
 datasets = svc.datasets()
 who = auth.identity()  # every write is checked against it in the service (a sign-in that ended writes nothing)
 me = who.name  # every label is stored under the signed-in identity
-sessions = svc.sessions(status="active", annotator=me, solo=True)  # one's own sessions: labels go under one's name
+sessions = svc.sessions(status="active", annotator=me, solo=True, tidy=True)  # one's own: labels go under one's name
 state = st.session_state
 if not sessions and not state.get("demo_asked"):
     # a new installation's first owner finds the demo open on its first item (started once: svc.open_demo_session)
     state.demo_asked = True
     with st.spinner("Opening the demo…"):
         if svc.open_demo_session(me, by=who) is not None:
-            sessions = svc.sessions(status="active", annotator=me, solo=True)
+            sessions = svc.sessions(status="active", annotator=me, solo=True, tidy=True)
 
 
 @guarded
@@ -373,8 +373,8 @@ def labelling_panel(session_id: int) -> None:
         show_outcome()
         st.container(key="progress").markdown(progress)
         st.caption(model_timings(run, shown))
-        if run.hyper_words:
-            st.caption(plain(run.hyper_words))
+        if run.hyper_words_for_screeners:
+            st.caption(plain(run.hyper_words_for_screeners))
     # Hand the item to the browser before building the charts: the deltas above are
     # sent by the server's event loop, which the chart work below would hold up (and on a page's
     # first view the browser fetches the item's own code before Plotly's: see pause_before_charts).
@@ -391,18 +391,25 @@ def labelling_panel(session_id: int) -> None:
             charts.auc_figure(history, has_evaluation=run.has_evaluation), config={"displayModeBar": False}, key="auc"
         )
         bottom = st.columns(2)
+        with bottom[0]:
+            stopping_panel.gain_chart(run, height=260)  # (the live charts' height)
         if run.sparse_model:
-            bottom[0].plotly_chart(charts.support_vector_figure(history), config={"displayModeBar": False}, key="sv")
             bottom[1].plotly_chart(charts.margin_figure(history), config={"displayModeBar": False}, key="margin")
         else:
-            # every label is a support vector and every item inside the margin (the review model): those
-            # counts follow the labels; the positives found and whether one can stop say what matters
-            with bottom[0]:
-                stopping_panel.gain_chart(run, height=260)  # (the live charts' height)
+            # every label is a support vector and every item inside the margin (the review model): the count of
+            # items the model is unsure of follows the labels; whether one can stop says what matters
             with bottom[1]:
                 stopping_panel.verdict(run)
+        if run.sparse_model or run.hyper_words:
+            with st.expander("Advanced: the model's settings and support vectors", key="label_advanced"):
+                if run.hyper_words:
+                    st.caption(plain(run.hyper_words))
+                if run.sparse_model:
+                    if run.support_vector_words:
+                        st.caption(plain(run.support_vector_words))
+                    st.plotly_chart(charts.support_vector_figure(history), config={"displayModeBar": False}, key="sv")
     # when can the analyst stop? (estimate, rules, gain curve, recall check)
-    stopping_panel.show(svc, run, above=not run.sparse_model)
+    stopping_panel.show(svc, run, verdict_above=not run.sparse_model, gain_above=True)
 
 
 @st.fragment

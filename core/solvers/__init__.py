@@ -92,24 +92,24 @@ for _entry in (
         "core.solvers.incremental:IncrementalSVM",
         exact_unlearn=True,
         warm_up="core.solvers._incremental_jit",
-        words="the exact model",
+        words="the thorough model",
     ),
     # (lasvm's warm-up lives beside its class, its loops in _lasvm_compiled)
-    Solver("lasvm", "core.solvers.lasvm:LASVM", warm_up="core.solvers.lasvm", words="the fast online model"),
+    Solver("lasvm", "core.solvers.lasvm:LASVM", warm_up="core.solvers.lasvm", words="the quick model"),
     Solver(
         "ramp",
         "core.solvers.ramp:OnlineSVMR",
         warm_up="core.solvers._ramp_jit",
         own_params=frozenset({"balance_ratio", "loss"}),
         reference_at_once=True,
-        words="the online model that ignores outliers",
+        words="the quick model that ignores outliers",
     ),
     Solver(
         "active-set",
         "core.solvers.active_set:ActiveSetSVM",
         exact_unlearn=True,
         warm_up="core.solvers._active_set_jit",
-        words="the second exact model",
+        words="the thorough model (second method)",
     ),
     # the review model's solver on sparse rows, which core.presets.solver_for picks (not offered on its own)
     Solver(
@@ -117,7 +117,7 @@ for _entry in (
         "core.solvers.dual_cd:DualCDSVM",
         warm_up="core.solvers._dual_cd_jit",
         offered=False,
-        words="the review model's fast linear model",
+        words="the review model",
     ),
 ):
     register(_entry)

@@ -220,7 +220,8 @@ def _to_console(line: str) -> None:
 class Reporter:
     """Tells the console what is being compiled: what it is as it starts, a line per unit compiled,
     and every ``HEARTBEAT_S`` without news what is still being compiled.  Silent while everything
-    comes from the cache (a later start)."""
+    comes from the cache (a later start).  A start after an interrupted compile says, as it starts, how many
+    parts the earlier start had compiled (those it loaded from the cache until then)."""
 
     PREFIX = "MarginLab: "
 
@@ -228,17 +229,25 @@ class Reporter:
         self.total, self.intro, self._write = total, intro, write
         self._start = self._last_news = time.monotonic()
         self.announced = False
+        self.loaded = 0  # parts that came from the cache before anything was compiled
         self._lock = threading.Lock()
 
     def say(self, text: str) -> None:
         with self._lock:
             if not self.announced:
                 self.announced = True
-                self._write(self.PREFIX + self.intro)
+                resumed = (
+                    f"; resuming: {self.loaded} of {self.total} parts were compiled by an earlier start."
+                    if self.loaded
+                    else ""
+                )
+                self._write(self.PREFIX + (self.intro.removesuffix(".") + resumed if resumed else self.intro))
             self._write(self.PREFIX + text)
             self._last_news = time.monotonic()
 
     def unit_done(self, done: int, unit: Unit, seconds: float, compiled: bool) -> None:
+        if not compiled and not self.announced:
+            self.loaded += 1
         if compiled:
             self.say(f"compiled {done}/{self.total} parts: {unit.label} in {seconds:.1f} s")
 
@@ -296,7 +305,7 @@ def progress() -> Progress:
 
 
 BACKGROUND_INTRO = (
-    "compiling the model's code for this computer in the background (first start only: a few "
+    "compiling the model's code for this computer in the background (once per installation: a few "
     f"minutes; the app is ready meanwhile, a first label waits until the first {N_FOR_LABELLING} "
     f"of the {len(PLAN)} parts are ready, and the label that first chooses C and gamma from the "
     f"labels (at {AUTO_FIRST_MOMENT} labels) until the first {N_FOR_CHOOSING} are)."

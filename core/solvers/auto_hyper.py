@@ -499,3 +499,23 @@ def describe_choices(solver) -> str | None:
         f"{values(last['C'], last['gamma'], last.get('class_weight'))}, {names} chosen from {based} by "
         f"leave-one-out ({past}).{upcoming}"
     )
+
+
+def describe_choices_for_screeners(solver) -> str | None:
+    """When the model's settings are chosen from the labels, in a screener's words (no C, gamma or estimator:
+    ``describe_choices`` says those, for Advanced); None for a solver without ``auto``::
+
+        Model settings chosen from your labels at label 40; next choice at 80 labels.
+    """
+    auto = tuple(getattr(solver, "auto", ()) or ())
+    if not auto or solver.kernel is None:
+        return None
+    choices = list(solver.hyper_choices)
+    later = [m for m in solver.auto_moments if m > (choices[-1]["moment"] if choices else 0)]
+    upcoming = f"next choice at {later[0]} labels" if later else "no later choice"
+    if len(choices) < 2:
+        return (
+            f"Model settings: the usual ones until {solver.auto_moments[0]} labels, then chosen from your labels "
+            "(once both answers are among them)."
+        )
+    return f"Model settings chosen from your labels at label {choices[-1]['n_labels']}; {upcoming}."

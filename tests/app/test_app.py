@@ -17,6 +17,7 @@ from streamlit.testing.v1 import AppTest
 
 from app.services import DEFAULT_SOLVER, DEMO_NAME, MarginLab, ServiceError
 from app.services.vocabulary import heuristic_words
+from app.ui.tables import ALC, WSS_95, WTL
 from storage import repository as repo
 
 pytestmark = pytest.mark.app  # pages through Streamlit's AppTest (a slow lane)
@@ -777,14 +778,16 @@ def test_compare_summary_has_readable_headers_and_no_raw_none(db_url):
     at = start_app()
     at.switch_page("views/compare.py").run()
     assert not at.exception, at.exception
-    (table,) = [df.value for df in at.dataframe if "ALC" in df.value.columns]
+    (table,) = [df.value for df in at.dataframe if ALC in df.value.columns]
     assert list(table["heuristic"]) == [heuristic_words("near-boundary"), heuristic_words("random")]
-    for column in ("ALC", "to 95 %", "final AUC", "vs random W / T / L"):
+    for column in (ALC, "to 95% found", WTL):
         assert column in table.columns
-    assert table.loc[table["heuristic"] == heuristic_words("random"), "vs random W / T / L"].item() == "baseline"
+    (more,) = [df.value for df in at.dataframe if "final AUC" in df.value.columns]
+    assert "to 95 %" in more.columns
+    assert table.loc[table["heuristic"] == heuristic_words("random"), WTL].item() == "baseline"
     cells = table.astype(str).to_numpy().ravel()
     assert not any(c in ("None", "nan") for c in cells), cells
-    assert any(c.startswith("ALC: area under the test-AUC learning curve") for c in texts(at))
+    assert any(c.startswith(f"{ALC}: how soon the model learned") for c in texts(at))
 
 
 def test_live_charts_do_not_mislead():
@@ -975,7 +978,8 @@ def test_a_file_of_a_million_columns_is_refused_on_the_data_page_before_it_is_re
         "wide.csv: 1,000,000 columns; MarginLab reads CSV files of at most 10,000 columns "
         "(leave out the columns it does not need)"
     ]
-    assert [df for df in at.dataframe if "shown as" not in df.value.columns] == []  # no preview
+    # no preview (the datasets' tables only: what a screener reads, and under Advanced how the model reads them)
+    assert [df for df in at.dataframe if not {"shown as", "kernel"} & set(df.value.columns)] == []
 
 
 #: a name that shows backwards from the override on: "invoice_exe.pdf" on screen, "invoice_fdp.exe" in truth
@@ -1322,13 +1326,13 @@ def test_the_comparison_summary_shows_the_recall_columns_early():
     table = summary_table(summary)
     assert list(table.columns[:7]) == [
         "heuristic",
-        "solver",
-        "ALC",
-        "to 50 % recall",
-        "to 80 % recall",
-        "to 95 % recall",
-        "WSS@95",
+        "model",
+        ALC,
+        "to 50% found",
+        "to 80% found",
+        "to 95% found",
+        WSS_95,
     ]  # (no random run: no wins or losses against it)
     with_random = summary_table(pd.concat([summary, summary.assign(strategy="random")]))
-    assert list(with_random.columns[:4]) == ["heuristic", "solver", "ALC", "vs random W / T / L"]
-    assert table.iloc[0]["to 50 % recall"] == "105 (2/2 seeds)" and table.iloc[0]["to 95 % recall"] == "never"
+    assert list(with_random.columns[:4]) == ["heuristic", "model", ALC, WTL]
+    assert table.iloc[0]["to 50% found"] == "105 (2/2 seeds)" and table.iloc[0]["to 95% found"] == "never"

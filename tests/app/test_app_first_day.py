@@ -17,6 +17,7 @@ from streamlit.testing.v1 import AppTest
 
 from app.services import DEFAULT_SOLVER, DEFAULT_STRATEGY, MarginLab
 from app.services.vocabulary import heuristic_words, rule_words, solver_words
+from app.ui.tables import ALC
 from core import solvers, strategies
 from core import stopping as rules
 from storage import repository as repo
@@ -244,10 +245,10 @@ def test_compare_by_default_runs_every_heuristic_on_one_model_and_shows_no_sprea
     rows = svc.comparison(stored.id).rows
     assert set(rows["strategy"]) == {DEFAULT_STRATEGY, strategies.BASELINE}
     assert set(rows["solver"]) == {DEFAULT_SOLVER[DEFAULT_STRATEGY]}
-    (summary,) = [df.value for df in at.dataframe if "ALC" in df.value.columns]
+    (summary,) = [df.value for df in at.dataframe if ALC in df.value.columns]
     assert not any("±" in str(v) for v in summary.to_numpy().ravel())
     # few enough columns to fit the page (the rest under "More columns"), no solver column when there is one
-    assert len(summary.columns) <= 9 and "solver" not in summary.columns
+    assert len(summary.columns) <= 9 and "model" not in summary.columns
     (more,) = [df.value for df in at.dataframe if "support vectors" in df.value.columns]
     assert {"seeds", "support vectors", "update ms p50 / p95"} <= set(more.columns)
     assert any(solver_words(DEFAULT_SOLVER[DEFAULT_STRATEGY]) in as_shown(c.value) for c in at.caption)

@@ -17,7 +17,7 @@ pytestmark = pytest.mark.app  # pages through Streamlit's AppTest (a slow lane)
 
 db_url = test_app.db_url  # a temporary SQLite file in MARGINLAB_DATABASE_URL
 
-NOTICE = "Preparing the model for this computer (first start only)"
+NOTICE = "Preparing the model for this computer (once;"
 
 
 def notices(at) -> list[str]:

@@ -15,6 +15,7 @@ import storage
 from app import charts
 from app.services import MarginLab
 from app.services.vocabulary import heuristic_words
+from app.ui.tables import ALC, WTL
 from storage import repository as repo
 from tests.app import test_app
 from tests.app.test_app import click, run_comparison, start_app, start_session
@@ -45,11 +46,11 @@ def test_after_a_run_the_compare_page_shows_that_comparison(db_url):
     newest = svc.comparisons()[0].id
     assert newest != first
     assert at.selectbox(key="comparison_picker").value == newest
-    (table,) = [df.value for df in at.dataframe if "ALC" in df.value.columns]
+    (table,) = [df.value for df in at.dataframe if ALC in df.value.columns]
     assert list(table["heuristic"]) == [heuristic_words("random")]  # the summary is the new comparison's
     # choosing an older one still works
     at.selectbox(key="comparison_picker").select(first).run()
-    (table,) = [df.value for df in at.dataframe if "ALC" in df.value.columns]
+    (table,) = [df.value for df in at.dataframe if ALC in df.value.columns]
     assert list(table["heuristic"]) == [heuristic_words("near-boundary"), heuristic_words("random")]
 
 
@@ -118,8 +119,8 @@ def test_compare_overlay_is_off_and_the_win_tie_loss_column_comes_early(db_url):
     compare_page(at)
     (overlay,) = [t for t in at.toggle if t.label.startswith("Overlay the labelling sessions")]
     assert overlay.value is False
-    (table,) = [df.value for df in at.dataframe if "ALC" in df.value.columns]
-    assert list(table.columns).index("vs random W / T / L") <= 3  # on screen without scrolling sideways
+    (table,) = [df.value for df in at.dataframe if ALC in df.value.columns]
+    assert list(table.columns).index(WTL) <= 3  # on screen without scrolling sideways
 
 
 def test_session_overlay_keeps_the_axis_of_the_comparison_and_looks_different():
@@ -199,10 +200,11 @@ def test_a_wide_table_item_shows_the_features_that_matter_first(db_url):
     order = np.argsort(-relevance, kind="stable")
     assert list(table["feature"]) == [f"f{j}" for j in order]
     np.testing.assert_allclose(table["relevance"], relevance[order] / relevance.max())
-    # the New session form's and the Known items panel's: none for the features
+    # the New session form's, the model's (under the charts) and the Known items panel's: none for the features
     assert [e.label for e in at.expander] == [
         "Named classes (3 to 9): one button per class",
         "Advanced",
+        "Advanced: the model's settings and support vectors",
         "Known items (0 marked)",
     ]
     assert any(c.value.startswith("All 49 features, the ones that matter most") for c in at.caption)

@@ -345,3 +345,16 @@ def test_the_compile_command_runs_the_whole_plan_in_two_processes_and_says_so():
     assert done.returncode == 0, done.stderr[-3000:]
     last = done.stderr.strip().splitlines()[-1]
     assert last.startswith(f"MarginLab: compiled code ready: {len(PLAN)} parts ("), done.stderr[-3000:]
+
+
+def test_a_start_after_an_interrupted_compile_says_it_resumes_not_that_it_is_the_first():
+    lines: list[str] = []
+    plan = [FakeUnit("a", False), FakeUnit("b", False), FakeUnit("c", True)]  # two compiled by an earlier start
+    reporter = Reporter(len(plan), _compile.BACKGROUND_INTRO, lines.append)
+    _compile.warm_up(plan, reporter)
+    assert "first start" not in lines[0], lines[0]
+    assert "resuming: 2 of 3 parts were compiled by an earlier start" in lines[0], lines[0]
+    fresh: list[str] = []
+    first = Reporter(2, _compile.BACKGROUND_INTRO, fresh.append)
+    _compile.warm_up([FakeUnit("a", True), FakeUnit("b", True)], first)
+    assert "resuming" not in fresh[0] and "(once" in fresh[0], fresh[0]

@@ -223,3 +223,15 @@ def test_the_code_is_as_ruff_formats_it_and_lint_checks_that():
     folders = ["core", "storage", "app", "tests", "benchmarks"]
     done = subprocess.run([str(ruff), "format", "--check", *folders], cwd=ROOT, capture_output=True, text=True)
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_the_makefile_s_install_messages_do_not_promise_a_first_start_only():
+    """A start after an interrupted install, or after an upgrade of the lock files, runs an install again:
+    its message says so rather than "first start only" a second time."""
+    makefile = (ROOT / "Makefile").read_text(encoding="utf-8")
+    said = re.findall(r'^\t@echo "(MarginLab: [^"]*)"$', makefile, re.MULTILINE)
+    installs = [line for line in said if "installing" in line or "creating" in line]
+    assert len(installs) == 3, said
+    assert not [line for line in installs if "first start only" in line], installs
+    (runtime,) = [line for line in installs if "requirements.txt into" in line]
+    assert "interrupted" in runtime and "upgrade" in runtime, runtime

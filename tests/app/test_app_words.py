@@ -1,0 +1,149 @@
+"""The pages in a screener's words (what to find, which item next and why, how many found, when to stop): the
+model's own terms (support vectors, C and gamma, leave-one-out, kernels, ALC, W/T/L, WSS@95) only under
+"Advanced" or in a column "for engineers"; the untouched demo out of the way once one's own session exists.
+
+Through ``streamlit.testing.v1.AppTest`` on the real entry point, each test on its own SQLite database.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from app.services import DEMO_NAME, MarginLab
+from app.services.vocabulary import METRIC_WORDS
+from tests.app import test_app
+from tests.app.test_app import as_shown, start_session
+from tests.app.test_app_first_day import code_names, outside_advanced, shown_text
+from tests.app.test_app_first_minute import owner_signs_in
+from tests.app.test_app_pages import at_address
+
+pytestmark = pytest.mark.app  # pages through Streamlit's AppTest (a slow lane)
+
+db_url = test_app.db_url  # a temporary SQLite file in MARGINLAB_DATABASE_URL
+
+#: the model's own terms, which a screener does not read outside Advanced
+MODEL_TERMS = ("exact model", "support vector", "gamma", "leave-one-out", "kernel", "rbf", "ALC", "W / T / L", "WSS")
+
+
+def chart_titles(at: AppTest, *, advanced: bool = False) -> list[str]:
+    """The titles and axis titles of the Plotly charts outside Advanced (``advanced``: those under it)."""
+    outside = {id(node) for node in outside_advanced(at._tree)}
+    found = []
+    for chart in at.get("plotly_chart"):
+        if (id(chart) in outside) == advanced:
+            continue
+        layout = json.loads(chart.proto.spec).get("layout", {})
+        parts = [layout.get("title"), layout.get("xaxis", {}).get("title"), layout.get("yaxis", {}).get("title")]
+        found += [str(p.get("text", "")) if isinstance(p, dict) else str(p or "") for p in parts]
+    return found
+
+
+def advanced_text(at: AppTest) -> list[str]:
+    """The captions and Markdown under an expander labelled "Advanced…"."""
+    out = []
+    for expander in at.expander:
+        if str(expander.label).startswith("Advanced"):
+            out += [as_shown(c.value) for c in expander.caption] + [as_shown(m.value) for m in expander.markdown]
+    return out
+
+
+def terms_in(text: list[str]) -> list[str]:
+    return sorted({term for term in MODEL_TERMS for t in text if term.lower() in t.lower()})
+
+
+def chosen_session(db_url: str, n: int):
+    """A session on the demo, C and gamma chosen from the labels, answered ``n`` times as the true labels say."""
+    svc = MarginLab.from_url(db_url)
+    dataset_id = svc.ensure_demo_dataset() or svc.datasets()[0].id
+    run = svc.start_session(dataset_id=dataset_id, annotator="ada", strategy="near-boundary", auto_hyper=True)
+    while run.n_labels < n:
+        item = run.shown.item_index
+        run.answer(int(run.y_true[item]), item_index=item)
+    return run
+
+
+def test_the_label_page_says_the_model_s_settings_in_words_and_keeps_its_terms_under_advanced(db_url):
+    run = chosen_session(db_url, 21)
+    at = at_address(run.session_id)
+    text = shown_text(at)
+    # the session's name, the timings, the settings' line and the charts: no model term outside Advanced
+    assert terms_in(text) == [], [t for t in text if terms_in([t])]
+    assert terms_in(chart_titles(at)) == [], chart_titles(at)
+    assert any("settings chosen from your labels at label 20" in t for t in text), text
+    assert any("next choice at 40 labels" in t for t in text), text
+    # the engineer's view: the values, how they were chosen, and the support vectors (a number and a chart)
+    advanced = advanced_text(at)
+    assert any(t == run.hyper_words for t in advanced), advanced
+    n_sv = int(run.history()["n_sv"].iloc[-1])
+    assert any(t.startswith(f"{n_sv} support vectors") for t in advanced), advanced
+    assert any("Support vectors" in t for t in chart_titles(at, advanced=True))
+    # what a screener reads instead: the positives found, the items the model is unsure of
+    assert any("Positives found" in t for t in chart_titles(at))
+
+
+def test_a_session_s_line_says_how_it_picks_items_and_no_model_term(db_url):
+    run = chosen_session(db_url, 2)
+    at = at_address(run.session_id)
+    (line,) = at.selectbox(key=f"session_picker_{run.session_id}").options
+    assert "exact" not in line and terms_in([line]) == [], line
+    for page in ("sessions", "export"):
+        at.switch_page(f"views/{page}.py").run()
+        assert not at.exception, at.exception
+        assert not [t for t in shown_text(at) if "exact" in t], page
+
+
+def test_the_compare_page_names_its_measures_in_words_with_their_meaning(db_url):
+    svc = MarginLab.from_url(db_url)
+    dataset_id = svc.ensure_demo_dataset()
+    svc.run_comparison(dataset_id, strategies=["near-boundary", "random"], budget=8, seeds=2, initial=4)
+    at = test_app.start_app()
+    at.switch_page("views/compare.py").run()
+    assert not at.exception, at.exception
+    text = shown_text(at)
+    assert terms_in(text) == [], [t for t in text if terms_in([t])]
+    assert terms_in(chart_titles(at)) == [], chart_titles(at)
+    # (each heuristic on its own model: the summary names the models, in words)
+    assert sorted({name for name in code_names() for t in text if name in t}) == [], text
+    (table,) = [df.value for df in at.dataframe if METRIC_WORDS["alc"].name in df.value.columns]
+    assert table["model"].nunique() == 2, table
+    # what the test AUC says (how well the test items are ranked) stays with the engineers' columns, which
+    # leaves the table narrow enough for a 1,400-pixel window
+    assert not [c for c in table.columns if "AUC" in c or c == "to 95 %"] and len(table.columns) <= 8, table.columns
+    assert METRIC_WORDS["wtl"].name in table.columns
+    # each measure's one-line meaning is on the page; its code name is under Advanced, for engineers
+    for metric in METRIC_WORDS.values():
+        assert any(f"{metric.name}: {metric.meaning}" in t for t in text), metric
+        assert any(metric.code in t for t in advanced_text(at)), metric
+
+
+def test_the_data_page_keeps_the_kernel_under_advanced(db_url):
+    at = test_app.start_app()
+    at.switch_page("views/data.py").run()
+    assert not at.exception, at.exception
+    text = shown_text(at)
+    assert terms_in(text) == [], [t for t in text if terms_in([t])]
+    (advanced,) = [e for e in at.expander if str(e.label).startswith("Advanced")]
+    (frame,) = [df.value for df in advanced.dataframe]
+    assert list(frame["kernel"]) == ["rbf"]  # the demo's
+
+
+def test_the_untouched_demo_leaves_the_session_list_once_one_s_own_session_exists(db_url):
+    at = owner_signs_in()  # the demo, open on its first item
+    svc = MarginLab.from_url(db_url)
+    (demo,) = svc.sessions()
+    assert demo.dataset_name == DEMO_NAME and demo.n_labels == 0
+    start_session(at, "owner", "random")
+    (own,) = [s for s in svc.sessions() if s.id != demo.id]
+    (picker,) = [s for s in at.selectbox if s.key and s.key.startswith("session_picker_")]
+    assert len(picker.options) == 1 and picker.options[0].startswith(f"#{own.id} "), picker.options
+    # kept, not deleted: the Sessions page lists it, and with a label it is listed on the Label page again
+    assert {s.id for s in svc.sessions()} == {demo.id, own.id}
+    run = svc.open_session(demo.id)
+    item = run.shown.item_index
+    run.answer(int(run.y_true[item]), item_index=item)
+    again = owner_signs_in()
+    (picker,) = [s for s in again.selectbox if s.key and s.key.startswith("session_picker_")]
+    assert len(picker.options) == 2 and any(f"#{demo.id} " in o for o in picker.options), picker.options
