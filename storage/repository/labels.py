@@ -151,12 +151,12 @@ def session_classes(params: Any) -> tuple[str, ...]:
     return tuple(str(c) for c in classes) if isinstance(classes, list) else ()
 
 
-def check_answer(classes: tuple[str, ...], value: int, answer_class: int | None) -> None:
-    """Refuse an answer that does not fit the session: a class in a two-class session, +1 / -1 or a class
-    outside the session's classes in a session with named classes."""
+def check_answer(classes: tuple[str, ...], value: int, answer_class: int | None, what: str = "session") -> None:
+    """Refuse an answer that does not fit the session (or project: ``what``): a class in a two-class one, +1 /
+    -1 or a class outside its classes in one with named classes."""
     if not classes:
         if answer_class is not None:
-            raise InvalidLabelError("This session has two classes (+1 / -1): an answer has no named class.")
+            raise InvalidLabelError(f"This {what} has two classes (+1 / -1): an answer has no named class.")
         return
     if value == 0:
         if answer_class is not None:
@@ -164,11 +164,11 @@ def check_answer(classes: tuple[str, ...], value: int, answer_class: int | None)
         return
     if value != 1 or answer_class is None:
         raise InvalidLabelError(
-            f"This session's answers are one of its classes ({', '.join(classes)}) or a skip, not {value:+d}."
+            f"This {what}'s answers are one of its classes ({', '.join(classes)}) or a skip, not {value:+d}."
         )
     if not 0 <= answer_class < len(classes):
         raise InvalidLabelError(
-            f"Class number {answer_class} is not one of the session's {len(classes)} classes ({', '.join(classes)})."
+            f"Class number {answer_class} is not one of the {what}'s {len(classes)} classes ({', '.join(classes)})."
         )
 
 
