@@ -113,7 +113,12 @@ def show(svc, session_id: int) -> None:
         stopping_panel.show(svc, run)
 
 
+def class_keys(classes) -> str:
+    """The answer keys of ``classes`` (1 to K), Skip and Undo, in words (class names as plain text)."""
+    keys = " · ".join(f"**{k + 1}** {plain(name)}" for k, name in enumerate(classes))
+    return f"Keys: {keys} · **S** skip · **U** undo."
+
+
 def key_help(classes) -> str:
     """The keys line under the panel."""
-    keys = " · ".join(f"**{k + 1}** {plain(name)}" for k, name in enumerate(classes))
-    return f"Keys: {keys} · **S** skip · **U** undo. Every answer is saved before the next item appears."
+    return f"{class_keys(classes)} Every answer is saved before the next item appears."

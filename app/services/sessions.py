@@ -6,7 +6,7 @@ import threading
 from collections.abc import Sequence
 
 from app.services.accounts import Accounts, Identity
-from app.services.classes import ClassesRun
+from app.services.classes import ClassesRun, class_list
 from app.services.common import (
     DEFAULT_C,
     DEFAULT_GAMMA,
@@ -32,40 +32,13 @@ from app.services.records import eval_share
 from app.services.snapshots import save_behind
 from core.multiclass import MULTICLASS_STRATEGIES
 from core.presets import preset_of
-from core.settings import CLASS_SOLVER, MAX_CLASSES, STANDARD_MODEL, SessionSettings, SettingsError
+from core.settings import CLASS_SOLVER, STANDARD_MODEL, SessionSettings, SettingsError
 from core.strategies import DEFAULT_SOLVER
 from storage import repository as repo
 from storage import teams
 
 #: one demo session per database, even when two tabs of the first owner ask for it at the same moment
 _demo_lock = threading.Lock()
-
-
-def class_list(classes: str | Sequence[str] | None) -> tuple[str, ...]:
-    """Class names typed by a person (``"cat, dog, fox"``) or given as a list, checked: 3 to ``MAX_CLASSES``
-    distinct non-empty names; () for none.  A ServiceError says what is wrong."""
-    if classes is None:
-        return ()
-    pieces = str(classes).split(",") if isinstance(classes, str) else [str(c) for c in classes]
-    names = tuple(p.strip() for p in pieces)
-    if all(not n for n in names):
-        return ()
-    if any(not n for n in names):
-        raise ServiceError("A class name is empty: separate the class names with single commas.")
-    if len(names) < 2:
-        raise ServiceError(f"Name at least 2 classes, separated by commas (got only {names[0]!r}).")
-    if len(names) == 2:
-        raise ServiceError(
-            "Two classes are a yes / no session: leave Classes empty and say what a Positive "
-            "answer means under 'What to find'. Named classes are 3 to "
-            f"{MAX_CLASSES}."
-        )
-    if len(names) > MAX_CLASSES:
-        raise ServiceError(f"At most {MAX_CLASSES} classes (one answer key each, 1 to 9); got {len(names)}.")
-    twice = sorted({n for n in names if names.count(n) > 1})
-    if twice:
-        raise ServiceError(f"Each class needs its own name: {', '.join(repr(n) for n in twice)} is named twice.")
-    return names
 
 
 @service_boundary

@@ -18,12 +18,12 @@ st.title("My labels")
 events = svc.own_history(me)
 st.caption(f"{count(len(events), 'answer')} by {plain(me.name)}, newest first (undone answers are not listed).")
 if events:
-    names = svc.own_answer_names(me)  # (the dataset's class names, as History says the same answers)
+    words = svc.own_answer_words(me)  # (the class names, as History says the same answers)
     table = pd.DataFrame(
         [
             {
                 "item": e.item_index,
-                "answer": names.get(e.session_id, {}).get(e.value, e.value),
+                "answer": words.get(e.label_id, e.value),
                 "when": e.created_at.strftime("%Y-%m-%d %H:%M:%S UTC"),
                 "session": e.session_id,
                 "heuristic": e.strategy,

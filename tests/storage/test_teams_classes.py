@@ -141,3 +141,148 @@ def test_migration_0009_adds_the_settled_class_and_keeps_every_settlement(databa
         assert table_rows(engine, ["adjudications", "projects", "labels"]) == before
     finally:
         engine.dispose()
+
+
+# --------------------------------------------------------------------------- the service over both databases
+
+NAMES = ("cat", "dog", "=fox")  # (a class name a spreadsheet would read as a formula: escaped in the files)
+
+
+def blobs_project(svc, solver="incremental", strategy="smallest-margin", **kw):
+    """A project with three named classes over three well separated groups; its id and each item's group."""
+    import numpy as np
+
+    from tests.storage.test_teams import owner
+
+    rng = np.random.default_rng(4)
+    group = np.repeat([0, 1, 2], 15)
+    X = np.array([[0.0, 0.0], [4.0, 0.0], [0.0, 4.0]])[group] + rng.normal(0, 0.6, (45, 2))
+    dataset_id = storage.import_dataset(svc.engine, name="blobs", X=X, feature_names=["a", "b"])
+    me = owner(svc)
+    for name in ("ann", "bob"):
+        if teams.get_account(svc.engine, name) is None:
+            svc.create_account(me, name=name, password="a long enough password")
+    kw.setdefault("labels_per_item", 2)
+    kw.setdefault("overlap_share", 0.5)
+    project_id = svc.create_project(
+        me,
+        name="classes",
+        dataset_id=dataset_id,
+        strategy=strategy,
+        solver=solver,
+        classes=", ".join(NAMES),
+        members=["ann", "bob"],
+        seed=3,
+        **kw,
+    )
+    return project_id, group
+
+
+def reference_model(run):
+    """An independent OneVsRest taught, in the order of each item's first class answer as stored, the class
+    the owner settled on, else the first class answered (what the shared model must equal)."""
+    from core.multiclass import OneVsRest
+
+    _, answers = teams.project_answers(run.engine, run.project_id)
+    settled = {i: s.answer_class for i, s in teams.settlements(run.engine, run.project_id).items()}
+    params = dict(run.solver_params, random_state=run.info.seed)
+    model = OneVsRest(NAMES, run.info.solver, run.X, keep_scores=True, **params)
+    taught = set()
+    for a in answers:
+        if a.answer_class is not None and a.item_index not in taught:
+            taught.add(a.item_index)
+            model.learn(a.item_index, NAMES[settled.get(a.item_index, a.answer_class)])
+    return model
+
+
+@pytest.mark.parametrize("solver", ["incremental", "lasvm"])
+def test_a_class_project_learns_the_final_classes_settles_exports_and_resumes(engine, solver):
+    import csv
+    import io
+
+    import numpy as np
+
+    from app.services import MarginLab
+    from tests.storage.test_teams import owner
+
+    svc = MarginLab(engine)
+    project_id, group = blobs_project(svc, solver=solver)
+    run = svc.open_project(project_id)
+    assert run.has_classes and run.classes == NAMES and run.info.params["classes"] == list(NAMES)
+    disputed = None
+    for turn in range(16):
+        name = ("ann", "bob")[turn % 2]
+        shown = run.next_item(name)
+        k = int(group[shown.item_index])
+        if name == "bob" and shown.second_opinion and disputed is None:
+            k, disputed = (k + 1) % 3, shown.item_index  # bob disagrees once
+        assert run.answer(name, shown.item_index, NAMES[k], shown).ok
+    shown = run.next_item("ann")
+    assert run.answer("ann", shown.item_index, None, shown).ok  # a skip
+    assert disputed is not None
+    # the items are chosen by the project's strategy once two classes are learned, and say why in words
+    assert "f(" not in run.next_item("bob").reason
+    report = run.agreement()
+    assert report.disagreements == [disputed]
+    assert set(report.per_item[disputed].values()) == {int(group[disputed]), (int(group[disputed]) + 1) % 3}
+    np.testing.assert_array_equal(run.model.decision_function(), reference_model(run).decision_function())
+    # the owner settles on a class: the model learns it in the item's place
+    svc.settle(owner(svc), project_id, disputed, NAMES[2])
+    assert teams.settlements(engine, project_id)[disputed].answer_class == 2
+    assert run.model_labels[disputed] == 2 and run.agreement().disagreements == []
+    np.testing.assert_array_equal(run.model.decision_function(), reference_model(run).decision_function())
+    with pytest.raises(Exception, match="not a class of this project"):
+        svc.settle(owner(svc), project_id, disputed, "cow")
+    # an undo takes the answer out; the model is the one that learned the others
+    assert run.undo("ann").ok
+    np.testing.assert_array_equal(run.model.decision_function(), reference_model(run).decision_function())
+    # the exports name the classes (escaped against formulas)
+    rows = list(csv.DictReader(io.StringIO(svc.project_labels_csv(owner(svc), project_id).decode())))
+    assert {int(r["item_index"]): r["class"] for r in rows} == {
+        i: ("'" + NAMES[k] if NAMES[k].startswith("=") else NAMES[k]) for i, k in run.model_labels.items()
+    }
+    assert [r["settled"] for r in rows if int(r["item_index"]) == disputed] == ["1"]
+    agreement = svc.agreement_csv(owner(svc), project_id).decode()
+    assert "dog" in agreement and "'=fox" in agreement and ",=fox" not in agreement
+    # a new process (no snapshots for named classes) has the same model and hands out the same next item
+    scores, excluded = run.model.decision_function(), set(teams.reserved_items(engine, project_id))
+    expected = run._candidate(set(excluded))
+    again = MarginLab(engine).open_project(project_id)
+    again.sync()
+    np.testing.assert_array_equal(again.model.decision_function(), scores)
+    assert again.model_labels == run.model_labels
+    got = again._candidate(set(excluded))
+    assert (got[0], got[1], got[2].strategy if got[2] else None) == (
+        expected[0],
+        expected[1],
+        expected[2].strategy if expected[2] else None,
+    )
+
+
+@pytest.mark.parametrize(
+    "typed, words",
+    [
+        ("cat", "at least 2"),
+        ("cat, dog", "Two classes are a yes / no project"),
+        (", ".join(f"c{k}" for k in range(10)), "At most 9"),
+        ("cat, dog, cat", "'cat' is named twice"),
+        ("cat,, dog", "empty"),
+    ],
+)
+def test_bad_class_lists_for_a_project_are_refused_and_nothing_is_stored(engine, typed, words):
+    from app.services import MarginLab, ServiceError
+    from tests.storage.test_teams import owner
+
+    svc = MarginLab(engine)
+    dataset_id = small_dataset(engine)
+    me = owner(svc)
+    create = dict(name="p", dataset_id=dataset_id, members=["olga"])
+    with pytest.raises(ServiceError, match=words):
+        svc.create_project(me, strategy="smallest-margin", classes=typed, **create)
+    with pytest.raises(ServiceError, match="one of smallest-margin"):
+        svc.create_project(me, strategy="near-boundary", classes="a, b, c", **create)
+    with pytest.raises(ServiceError, match="not one of the classes"):
+        svc.create_project(me, strategy="target-class", classes="a, b, c", target="d", **create)
+    with pytest.raises(ServiceError, match="What to find is for yes / no projects"):
+        svc.create_project(me, strategy="random", classes="a, b, c", find="cats", **create)
+    assert teams.list_projects(engine) == []
