@@ -469,3 +469,12 @@ def test_cli_replays_a_session_with_named_classes_with_its_final_classes(tmp_pat
     }
     assert [r["strategy"] for r in payload["summary"]] == ["random", "smallest-margin"]
     assert payload["caveat"] == CLASS_CAVEAT
+
+
+def test_a_project_with_named_classes_is_refused_naming_why():
+    # its answers are classes (value 1 for every class): read as yes / no they would all be positive
+    from types import SimpleNamespace
+
+    answers = [SimpleNamespace(item_index=i, annotator="ann", value=1, answer_class=i % 3) for i in range(6)]
+    with pytest.raises(ReplayError, match="project 3 has named classes"):
+        project_items(answers, {}, params={"classes": ["cat", "dog", "fox"]}, source="project 3")
