@@ -175,12 +175,20 @@ def _toggles(svc, session_id: int, classes, item: int | None, disabled: bool) ->
     )
 
 
+def _keys(classes) -> str:
+    return " · ".join(f"**{k + 1}** {plain(name)}" for k, name in enumerate(classes))
+
+
+def class_keys(classes) -> str:
+    """The answer keys of ``classes`` (1 to K), Skip and Undo, in words (class names as plain text)."""
+    return f"Keys: {_keys(classes)} · **S** skip · **U** undo."
+
+
 def key_help(classes, multi_label: bool = False) -> str:
     """The keys line under the panel."""
-    keys = " · ".join(f"**{k + 1}** {plain(name)}" for k, name in enumerate(classes))
     if multi_label:
         return (
-            f"Keys: {keys} (each picks or drops its class) · **Enter** submit (none picked: none of these) · "
-            "**S** skip · **U** undo. Every answer is saved before the next item appears."
+            f"Keys: {_keys(classes)} (each picks or drops its class) · **Enter** submit (none picked: none of "
+            "these) · **S** skip · **U** undo. Every answer is saved before the next item appears."
         )
-    return f"Keys: {keys} · **S** skip · **U** undo. Every answer is saved before the next item appears."
+    return f"{class_keys(classes)} Every answer is saved before the next item appears."

@@ -103,6 +103,13 @@ class LabelledItems:
         return rows.astype(np.intp), labels.astype(int)
 
 
+def _refuse_named_classes(params: dict[str, Any] | None, source: str) -> None:
+    """A project replay is of yes / no answers: a project with named classes is refused (its answers, read
+    as yes / no, would all be positive)."""
+    if (params or {}).get("classes"):
+        raise ReplayError(f"{source} has named classes; a replay is of yes / no answers only")
+
+
 def session_items(
     events: Iterable[Any],
     *,
@@ -170,6 +177,7 @@ def project_items(
     order (what ``storage.teams.project_answers`` gives), ``settled`` item -> settled answer.  An item's answer
     is the settled one, else its first positive or negative answer (what the project's model learns); items
     come in the order first answered.  ``params``: the project's settings (``solver_params``, ...)."""
+    _refuse_named_classes(params, source)
     first: dict[int, int] = {}
     votes: dict[int, set[int]] = {}
     skipped = set()

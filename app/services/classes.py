@@ -16,9 +16,11 @@ every answer again.)
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
 import time
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -39,7 +41,7 @@ from app.services.vocabulary import heuristic_words
 from core import stopping as rules
 from core.multiclass import MULTICLASS_STRATEGIES, OneVsRest, random_class_query
 from core.priors import PRIOR
-from core.settings import SessionSettings
+from core.settings import MAX_CLASSES, SessionSettings
 from core.strategies import Pool
 from storage import history as stored_history
 from storage import repository as repo
@@ -111,6 +113,112 @@ class ClassAnswer:
     @property
     def value(self) -> int:
         return 1 if self.answered else 0
+
+
+def class_list(
+    classes: str | Sequence[str] | None, what: str = "session", *, multi_label: bool = False
+) -> tuple[str, ...]:
+    """Class names typed by a person (``"cat, dog, fox"``) or given as a list, checked: 3 to ``MAX_CLASSES``
+    distinct non-empty names (2 to ``MAX_CLASSES`` for several classes per item); () for none.  A ServiceError
+    says what is wrong (``what``: a session or a project)."""
+    if classes is None:
+        return ()
+    pieces = str(classes).split(",") if isinstance(classes, str) else [str(c) for c in classes]
+    names = tuple(p.strip() for p in pieces)
+    if all(not n for n in names):
+        return ()
+    if any(not n for n in names):
+        raise ServiceError("A class name is empty: separate the class names with single commas.")
+    if len(names) < 2:
+        raise ServiceError(f"Name at least 2 classes, separated by commas (got only {names[0]!r}).")
+    if len(names) == 2 and not multi_label:
+        raise ServiceError(
+            f"Two classes are a yes / no {what}: leave Classes empty and say what a Positive "
+            "answer means under 'What to find'. Named classes are 3 to "
+            f"{MAX_CLASSES}."
+        )
+    if len(names) > MAX_CLASSES:
+        raise ServiceError(f"At most {MAX_CLASSES} classes (one answer key each, 1 to 9); got {len(names)}.")
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        raise ServiceError(f"Each class needs its own name: {', '.join(repr(n) for n in twice)} is named twice.")
+    return names
+
+
+def class_query(
+    model: OneVsRest,
+    available: np.ndarray,
+    rng: np.random.Generator,
+    strategy: str,
+    target: str | None,
+    n_answered: int,
+    *,
+    rated: bool | None = None,
+    strategies: Mapping[str, Callable[..., Any]] = MULTICLASS_STRATEGIES,
+    cold_start: str = CLASS_COLD_START,
+    why: Callable[[str, dict, int], str] | None = None,
+) -> ClassShown | None:
+    """The item a K-class model asks about among the ``available`` ones (a mask), with ``rng``: at random until
+    the model can rate items (``rated``; by default once ``n_answered``, the classes with an answer, is two),
+    then by ``strategy`` (one of ``strategies``); None when there is none.  ``why`` says why in words
+    (``why_chosen`` by default).  What a session (``ClassesRun``, ``MultiLabelRun``) and a team project with
+    named classes ask."""
+    t0 = time.perf_counter()
+    if not (n_answered >= 2 if rated is None else rated):
+        query = random_class_query(model, Pool(available), rng)
+        strategy = cold_start
+    else:
+        params = {"target": target} if strategy == "target-class" else {}
+        query = strategies[strategy](model, Pool(available), rng, **params)
+    query_ms = (time.perf_counter() - t0) * 1000.0
+    if query is None:
+        return None
+    return ClassShown(
+        item_index=int(query.index),
+        pool_index=int(query.index),
+        score=float(query.score) if np.isfinite(query.score) else None,
+        strategy=strategy,
+        reason=(why or functools.partial(why_chosen, n_answered_classes=n_answered))(
+            strategy, query.extra, int(available.sum())
+        ),
+        query_ms=query_ms,
+        scores=tuple(float(f) for f in query.extra["scores"].values()),
+    )
+
+
+def why_chosen(strategy: str, extra: dict, n_available: int, n_answered_classes: int = 0) -> str:
+    """Why the item was chosen, in words, after the strategy's own words (``heuristic_words``); class names
+    are the user's: the page shows this as plain text."""
+    if strategy == CLASS_COLD_START:
+        return (
+            f"one of {n_available:,} unlabelled items; the model picks by its own rule once two classes "
+            f"have answers ({n_answered_classes} so far)."
+        )
+    if strategy == "smallest-margin":
+        a, b = extra["classes"]
+        gap = extra["scores"][a] - extra["scores"][b]
+        return (
+            f"the model rates '{a}' and '{b}' almost alike for this item (scores {gap:.2f} apart), the "
+            f"closest call among {n_available:,} unlabelled items."
+        )
+    if strategy == "least-certain-class":
+        return (
+            f"the model is least sure about '{extra['class']}' over the whole pool, and this item is the "
+            f"one nearest its boundary among {n_available:,} unlabelled items."
+        )
+    if strategy == "target-class":
+        return f"the highest score for '{extra['class']}' among {n_available:,} unlabelled items."
+    return f"one of {n_available:,} unlabelled items, drawn at random."
+
+
+def class_index(classes: tuple[str, ...], name_or_index: Any, what: str = "session") -> int:
+    """A class by name or place; a ServiceError naming the classes otherwise."""
+    if isinstance(name_or_index, (int, np.integer)) and not isinstance(name_or_index, bool):
+        if 0 <= int(name_or_index) < len(classes):
+            return int(name_or_index)
+    elif name_or_index in classes:
+        return classes.index(name_or_index)
+    raise ServiceError(f"{name_or_index!r} is not a class of this {what} (its classes: {', '.join(classes)}).")
 
 
 @service_boundary
@@ -205,14 +313,7 @@ class ClassesRun:
 
     def class_index(self, name_or_index: Any) -> int:
         """A class of the session by name or place; a ServiceError naming the classes otherwise."""
-        if isinstance(name_or_index, (int, np.integer)) and not isinstance(name_or_index, bool):
-            if 0 <= int(name_or_index) < len(self.classes):
-                return int(name_or_index)
-        elif name_or_index in self.classes:
-            return self.classes.index(name_or_index)
-        raise ServiceError(
-            f"{name_or_index!r} is not a class of this session (its classes: {', '.join(self.classes)})."
-        )
+        return class_index(self.classes, name_or_index)
 
     # -- the model -----------------------------------------------------------------------------
     def _new_model(self) -> OneVsRest:
@@ -328,57 +429,29 @@ class ClassesRun:
             )
             return
         rng = np.random.default_rng([self.seed, len(self.answers)])
-        t0 = time.perf_counter()
-        if not self._can_rate(self.answers):
-            query = random_class_query(self.model, Pool(available), rng)
-            strategy = self.cold_start
-        else:
-            params = {"target": self.target} if self.strategy == "target-class" else {}
-            query = self.strategies[self.strategy](self.model, Pool(available), rng, **params)
-            strategy = self.strategy
-        query_ms = (time.perf_counter() - t0) * 1000.0
-        if query is None:
-            self.shown = None
-            return
-        scores = tuple(float(f) for f in query.extra["scores"].values())
-        self.shown = ClassShown(
-            item_index=int(query.index),
-            pool_index=int(query.index),
-            score=float(query.score) if np.isfinite(query.score) else None,
-            strategy=strategy,
-            reason=self._why(strategy, query.extra, int(available.sum())),
-            query_ms=query_ms,
-            scores=scores,
+        self.shown = class_query(
+            self.model,
+            available,
+            rng,
+            self.strategy,
+            self.target,
+            0,
+            rated=self._can_rate(self.answers),
+            strategies=self.strategies,
+            cold_start=self.cold_start,
+            why=self._why,
         )
 
     def _cold_start_words(self, n_available: int) -> str:
         """Why an item was drawn at random before the model can rate items."""
         answered = {a.answer_class for a in self.answers if a.answer_class is not None}
-        return (
-            f"one of {n_available:,} unlabelled items; the model picks by its own rule once two classes "
-            f"have answers ({len(answered)} so far)."
-        )
+        return why_chosen(CLASS_COLD_START, {}, n_available, n_answered_classes=len(answered))
 
     def _why(self, strategy: str, extra: dict, n_available: int) -> str:
-        """Why the item was chosen, in words, after the strategy's own words (``heuristic_words``); class names
-        are the user's: the page shows this as plain text."""
+        """Why the item was chosen, in words (``why_chosen``; a multi-label run says its cold start its way)."""
         if strategy == self.cold_start:
             return self._cold_start_words(n_available)
-        if strategy == "smallest-margin":
-            a, b = extra["classes"]
-            gap = extra["scores"][a] - extra["scores"][b]
-            return (
-                f"the model rates '{a}' and '{b}' almost alike for this item (scores {gap:.2f} apart), the "
-                f"closest call among {n_available:,} unlabelled items."
-            )
-        if strategy == "least-certain-class":
-            return (
-                f"the model is least sure about '{extra['class']}' over the whole pool, and this item is the "
-                f"one nearest its boundary among {n_available:,} unlabelled items."
-            )
-        if strategy == "target-class":
-            return f"the highest score for '{extra['class']}' among {n_available:,} unlabelled items."
-        return f"one of {n_available:,} unlabelled items, drawn at random."
+        return why_chosen(strategy, extra, n_available)
 
     def predicted_class(self) -> str | None:
         """The class the model gives the item shown (None: no item, or before any answer)."""
@@ -858,5 +931,9 @@ __all__ = [
     "ClassAnswer",
     "ClassShown",
     "ClassesRun",
+    "class_index",
+    "class_list",
+    "class_query",
     "strategy_words",
+    "why_chosen",
 ]

@@ -40,6 +40,7 @@ import itertools
 import logging
 import threading
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -47,6 +48,7 @@ import numpy as np
 from sqlalchemy.exc import SQLAlchemyError
 
 from app.services.accounts import Accounts, Identity
+from app.services.classes import CLASS_COLD_START, class_index, class_list, class_query, strategy_words
 from app.services.common import (
     DEFAULT_C,
     DEFAULT_GAMMA,
@@ -70,6 +72,8 @@ from app.services.errors import service_boundary
 from app.services.snapshots import SNAPSHOT_EVERY, save_behind
 from core.agreement import Kappa, cohen_kappa, fleiss_kappa, rating_counts
 from core.loop import ActiveLearningLoop
+from core.multiclass import MULTICLASS_STRATEGIES, OneVsRest
+from core.settings import CLASS_SOLVER, SessionSettings, SettingsError
 from core.solvers import solver_class
 from core.strategies import DEFAULT_SOLVER
 from storage import repository as repo
@@ -117,6 +121,9 @@ class Agreement:
 class ProjectRun:
     """One project's shared model in this process, kept in step with the database."""
 
+    #: what the pages test to tell a project with named classes (``ClassProjectRun``) from a yes / no one
+    has_classes = False
+
     def __init__(self, engine, project_id: int, *, accounts: Accounts, use_snapshots: bool = True):
         self.engine, self.accounts, self.use_snapshots = engine, accounts, bool(use_snapshots)
         self.project_id = int(project_id)
@@ -156,18 +163,7 @@ class ProjectRun:
     def _reset(self, loop: ActiveLearningLoop | None = None) -> None:
         """The model and its bookkeeping before the first look at the database (``loop``: one restored
         from a snapshot, else a new one)."""
-        self.loop = (
-            loop
-            if loop is not None
-            else ActiveLearningLoop(
-                self.X,
-                strategy=self.info.strategy,
-                solver=self.info.solver,
-                solver_params=self.solver_params or None,
-                strategy_params=self.strategy_params or None,
-                seed=self.info.seed,
-            )
-        )
+        self.loop = loop if loop is not None else self._new_loop()
         self.seen: tuple[int, int] = (-1, -1)  # (revision, edits) the model reflects
         self.last_label_id = 0
         self.answers: dict[int, list[teams.ProjectAnswer]] = {}  # item -> active answers in label order
@@ -176,6 +172,16 @@ class ProjectRun:
         self.last_update_ms: float | None = None
         self.snapshot_seen: tuple[int, int] | None = None  # (revision, edits) of the last snapshot stored or read
         self.learned_since_snapshot = 0
+
+    def _new_loop(self) -> ActiveLearningLoop:
+        return ActiveLearningLoop(
+            self.X,
+            strategy=self.info.strategy,
+            solver=self.info.solver,
+            solver_params=self.solver_params or None,
+            strategy_params=self.strategy_params or None,
+            seed=self.info.seed,
+        )
 
     # -- snapshots of the shared model
     def _from_snapshot(self) -> tuple[ActiveLearningLoop, dict[int, int], tuple[int, int]] | None:
@@ -372,22 +378,31 @@ class ProjectRun:
                 excluded |= self.answered_by(name)
             raise ServiceError("Every item offered was taken by another annotator at the same moment; try again.")
 
-    def _candidate(self, excluded: set[int]) -> tuple[int | None, bool, Any]:
+    def _owed(self, excluded: set[int]) -> int | None:
+        """The oldest item that waits for another answer (a second opinion), outside ``excluded``."""
         owed = [
             item
             for item, answers in self.answers.items()
             if item not in excluded and 0 < self.given(item) < self.needed(item) and item not in self.settled
         ]
-        if owed:
-            first = min(owed, key=lambda item: self.answers[item][0].label_id)  # oldest first
-            return first, True, None
-        mask = np.zeros(self.loop.n_items, dtype=bool)
+        return min(owed, key=lambda item: self.answers[item][0].label_id) if owed else None  # oldest first
+
+    def _unavailable(self, excluded: set[int]) -> np.ndarray:
+        """The items not to hand out now: ``excluded``, and those with every answer they need (also when
+        settled)."""
+        mask = np.zeros(self.X_raw.shape[0], dtype=bool)
         if excluded:
             mask[np.fromiter(excluded, dtype=np.intp)] = True
-        for item in self.answers:  # every answer it needs is in (also when it was settled)
+        for item in self.answers:
             if self.given(item) >= self.needed(item):
                 mask[item] = True
-        query = self.loop.propose(mask)
+        return mask
+
+    def _candidate(self, excluded: set[int]) -> tuple[int | None, bool, Any]:
+        first = self._owed(excluded)
+        if first is not None:
+            return first, True, None
+        query = self.loop.propose(self._unavailable(excluded))
         return (None, False, None) if query is None else (int(query.index), False, query)
 
     def _shown(self, item: int, *, second: bool, query: Any = None) -> ProjectItem:
@@ -417,6 +432,20 @@ class ProjectRun:
         value = int(value)
         if value not in (1, -1, 0):
             raise ServiceError(f"A label is +1, -1 or 0 (skip), not {value}.")
+        return self._record(name, item, value, shown, by=by, answer_class=None, said=VALUE_NAMES[value])
+
+    def _record(
+        self,
+        name: str,
+        item: int,
+        value: int,
+        shown: ProjectItem | None,
+        *,
+        by: Identity | None,
+        answer_class: int | None,
+        said: str,
+    ) -> Outcome:
+        """Store an answer (refusals said, nothing stored), then learn what changed."""
         with self.lock:
             if ended := self.accounts.sign_in_ended(by):
                 return Outcome(False, ended, "error")
@@ -433,6 +462,7 @@ class ProjectRun:
                     model_version=len(self.model_labels),
                     update_ms=self.last_update_ms,
                     query_ms=shown.query_ms if shown else None,
+                    answer_class=answer_class,
                 )
             except DuplicateLabelError as error:
                 self.sync()
@@ -443,7 +473,7 @@ class ProjectRun:
             except StorageError as error:
                 return Outcome(False, f"Nothing was recorded: {error}", "error")
             self.sync()
-            return Outcome(True, f"Item {item}: {VALUE_NAMES[value]}.")
+            return Outcome(True, f"Item {item}: {said}.")
 
     def undo(self, name: str, *, by: Identity | None = None) -> Outcome:
         """Undo member ``name``'s most recent answer (only theirs, and only if it is still their last);
@@ -475,7 +505,10 @@ class ProjectRun:
                 item_index=event.item_index,
                 seconds=self.info.reservation_seconds,
             )
-            return Outcome(True, f"Undid {VALUE_NAMES[event.value]} on item {event.item_index}.")
+            return Outcome(True, f"Undid {self._answer_words(event)} on item {event.item_index}.")
+
+    def _answer_words(self, event) -> str:
+        return VALUE_NAMES[event.value]
 
     def settle(self, item: int, value: int, by: str, note: str = "") -> Outcome:
         with self.lock:
@@ -488,7 +521,8 @@ class ProjectRun:
         with self.lock:
             self.sync()
             per_item = {
-                item: {a.annotator: a.value for a in answers if a.value != 0} for item, answers in self.answers.items()
+                item: {a.annotator: self._vote(a) for a in answers if a.value != 0}
+                for item, answers in self.answers.items()
             }
             settled = dict(self.settled)
         overlap = {item: votes for item, votes in per_item.items() if len(votes) >= 2}
@@ -496,7 +530,7 @@ class ProjectRun:
         fleiss = None
         if k >= 2:
             rows = [list(votes.values())[:k] for votes in overlap.values() if len(votes) >= k]
-            fleiss = fleiss_kappa(rating_counts(rows, (-1, 1))) if rows else Kappa(None, 0, None, None, k)
+            fleiss = fleiss_kappa(rating_counts(rows, self._categories())) if rows else Kappa(None, 0, None, None, k)
         cohen = {}
         names = sorted({name for votes in overlap.values() for name in votes})
         for first, second in itertools.combinations(names, 2):
@@ -507,6 +541,17 @@ class ProjectRun:
             item for item, votes in overlap.items() if len(set(votes.values())) > 1 and item not in settled
         )
         return Agreement(fleiss, cohen, len(overlap), disagreements, settled, overlap)
+
+    def _vote(self, answer: teams.ProjectAnswer) -> int:
+        """An answer as agreement counts it: +1 / -1 (a class's place in a project with named classes)."""
+        return answer.value
+
+    def _categories(self) -> tuple[int, ...]:
+        return (-1, 1)
+
+    def _vote_cell(self, vote: int | str) -> int | str:
+        """A vote or settled answer as the agreement file writes it (+1 / -1; a class's name)."""
+        return vote
 
     def progress(self) -> dict[str, Any]:
         with self.lock:
@@ -520,10 +565,14 @@ class ProjectRun:
                 "answers": sum(by_member.values()),
                 "by_member": by_member,
                 "items_done": done,
-                "items": self.loop.n_items,
+                "items": self.X_raw.shape[0],
                 "learned": len(self.model_labels),
-                "positive": sum(1 for v in self.model_labels.values() if v > 0),
+                **self._learned_counts(),
             }
+
+    def _learned_counts(self) -> dict[str, Any]:
+        """``positive``: how many items the model learned as positive."""
+        return {"positive": sum(1 for v in self.model_labels.values() if v > 0)}
 
     def agreement_csv(self) -> bytes:
         """One row per item with several answers: each member's answer, whether they agree, the settled answer."""
@@ -540,9 +589,9 @@ class ProjectRun:
                 [
                     item,
                     escape_cell(self.item_display.key(item) or ""),
-                    *[votes.get(n, "") for n in names],
+                    *[self._vote_cell(votes.get(n, "")) for n in names],
                     int(len(set(votes.values())) == 1),
-                    report.settled.get(item, ""),
+                    self._vote_cell(report.settled.get(item, "")),
                 ]
             )
         writer.writerow([])
@@ -566,6 +615,210 @@ class ProjectRun:
                     escape_cell(b),
                 ]
             )
+        return out.getvalue().encode("utf-8")
+
+
+@service_boundary
+class ClassProjectRun(ProjectRun):
+    """A team project with K named classes (``params["classes"]``, 3 to 9; single choice).
+
+    Each member answers an item with one class, or skips it.  The shared model is a session's with named
+    classes (``core.multiclass.OneVsRest`` of the project's solver), taught every answered item's *final
+    class* in the order of the item's first class answer: the class the owner settled on, else the first
+    class answered.  New answers are learned as they come; an undo or a settlement learns every item again
+    in that order, as a process opening the project does, so every process holds the same model and hands
+    out the same next item (no snapshots: opening the project learns every answer again).  A settlement
+    waits for the item's first class answer.  Items are chosen as a session with named classes chooses them
+    (``classes.class_query``: at random until two classes are learned, then by the project's strategy), with
+    a generator seeded with (seed, items learned); second opinions come first, as in a yes / no project.
+    """
+
+    has_classes = True
+
+    def __init__(self, engine, project_id: int, *, accounts: Accounts, use_snapshots: bool = True):
+        super().__init__(engine, project_id, accounts=accounts, use_snapshots=False)
+        self.resume_note = "named classes: every answer learned"
+
+    @property
+    def classes(self) -> tuple[str, ...]:
+        return tuple(str(c) for c in self.info.params["classes"])
+
+    @property
+    def target(self) -> str | None:
+        return self.strategy_params.get("target")
+
+    @property
+    def strategy_name(self) -> str:
+        """The project's way of choosing items, in a screener's words."""
+        return strategy_words(self.info.strategy, self.target)
+
+    def heuristic_words(self, strategy: str) -> str:
+        if strategy == CLASS_COLD_START:
+            return "Random (until two classes have answers)"
+        return strategy_words(strategy, self.target)
+
+    def _new_loop(self):  # type: ignore[override]
+        return None
+
+    def _reset(self, loop=None) -> None:
+        super()._reset(None)
+        params = {k: v for k, v in self.solver_params.items() if k != "auto"}
+        params.setdefault("random_state", self.info.seed)
+        self.model = OneVsRest(self.classes, self.info.solver, self.X, keep_scores=True, **params)
+
+    @property
+    def snapshot_is_behind(self) -> bool:
+        return False
+
+    def save_snapshot(self) -> None:
+        return None
+
+    # -- the final classes and the model
+    def model_label(self, item: int) -> int | None:  # type: ignore[override]
+        """The class the model learns for an item (its place): the settled one, else the first class
+        answered; None before the item has a class answer."""
+        first = next((a.answer_class for a in self.answers.get(item, ()) if a.answer_class is not None), None)
+        if first is None:
+            return None
+        return self.settled.get(item, first)
+
+    def _sync_all(self) -> None:
+        seen, answers = teams.project_answers(self.engine, self.project_id)
+        settled = {
+            item: s.answer_class
+            for item, s in teams.settlements(self.engine, self.project_id).items()
+            if s.answer_class is not None
+        }
+        self._reset()
+        self.settled = settled
+        for answer in answers:
+            self.answers.setdefault(answer.item_index, []).append(answer)
+        self.last_label_id = max((a.label_id for a in answers), default=0)
+        self._teach_missing([a.item_index for a in answers if a.answer_class is not None])
+        self.seen = seen
+
+    def _teach_missing(self, items: list[int]) -> None:
+        for item in items:
+            k = self.model_label(item)
+            if k is not None and item not in self.model_labels:
+                step = self.model.learn(item, self.classes[k])
+                self.last_update_ms = float(step.seconds) * 1000.0
+                self.model_labels[item] = k
+
+    # -- what a member sees
+    def _candidate(self, excluded: set[int]) -> tuple[int | None, bool, Any]:
+        first = self._owed(excluded)
+        if first is not None:
+            return first, True, None
+        available = ~self._unavailable(excluded)
+        if not available.any():
+            return None, False, None
+        rng = np.random.default_rng([self.info.seed, len(self.model_labels)])
+        shown = class_query(
+            self.model, available, rng, self.info.strategy, self.target, len(set(self.model_labels.values()))
+        )
+        return (None, False, None) if shown is None else (shown.item_index, False, shown)
+
+    def _shown(self, item: int, *, second: bool, query: Any = None) -> ProjectItem:
+        if query is not None:
+            return ProjectItem(item, query.score, query.strategy, query.reason, query.query_ms, False)
+        return ProjectItem(
+            item,
+            None,
+            self.info.strategy,
+            "another annotator answered it; the project asks for a second opinion" if second else "reserved for you",
+            None,
+            second,
+        )
+
+    def predicted_class(self, item: int) -> str | None:
+        """The class the model rates highest for an item (None before it learned anything)."""
+        if not self.model_labels:
+            return None
+        with self.lock:
+            return self.classes[int(np.argmax(self.model.decision_function(np.array([int(item)]))[0]))]
+
+    # -- answers
+    def answer(  # type: ignore[override]
+        self, name: str, item: int, answer_class: Any, shown: ProjectItem | None = None, *, by: Identity | None = None
+    ) -> Outcome:
+        """Store member ``name``'s class (a name or place; None: a skip) for ``item``, then learn it with
+        everyone else's."""
+        k = None if answer_class is None else class_index(self.classes, answer_class, "project")
+        return self._record(
+            name,
+            item,
+            0 if k is None else 1,
+            shown,
+            by=by,
+            answer_class=k,
+            said="skipped" if k is None else self.classes[k],
+        )
+
+    def _answer_words(self, event) -> str:
+        return "skipped" if event.answer_class is None else self.classes[event.answer_class]
+
+    def settle(self, item: int, value: Any, by: str, note: str = "") -> Outcome:  # type: ignore[override]
+        """Settle an item on a class (name or place): the model learns it in the item's place."""
+        k = class_index(self.classes, value, "project")
+        with self.lock:
+            self.sync()
+            if not any(a.answer_class is not None for a in self.answers.get(int(item), ())):
+                raise ServiceError(f"Item {item} has no class answer yet; there is nothing to settle.")
+            teams.settle(
+                self.engine, self.project_id, item_index=int(item), value=1, answer_class=k, settled_by=by, note=note
+            )
+            self.sync()
+        return Outcome(True, f"Item {item} settled as {self.classes[k]}; the model learned it.")
+
+    # -- read-outs
+    def _vote(self, answer: teams.ProjectAnswer) -> int:
+        assert answer.answer_class is not None
+        return answer.answer_class
+
+    def _categories(self) -> tuple[int, ...]:
+        return tuple(range(len(self.classes)))
+
+    def _vote_cell(self, vote: int | str) -> int | str:
+        from storage.export import escape_cell
+
+        return escape_cell(self.classes[vote]) if isinstance(vote, int) else vote
+
+    def class_counts(self) -> dict[str, int]:
+        """How many items the model learned in each class (their final class), in the project's order."""
+        with self.lock:
+            self.sync()
+            return self._learned_counts()["per_class"]
+
+    def _learned_counts(self) -> dict[str, Any]:
+        """``per_class``: how many items the model learned in each class."""
+        counts = dict.fromkeys(self.classes, 0)
+        for k in self.model_labels.values():
+            counts[self.classes[k]] += 1
+        return {"per_class": counts}
+
+    def labels_csv(self) -> bytes:
+        """One row per item the model learned: its final class by name, whether the owner settled it, and
+        each member's class (skips left out); names escaped against formulas."""
+        from storage.export import escape_cell
+
+        with self.lock:
+            self.sync()
+            names = sorted({a.annotator for answers in self.answers.values() for a in answers})
+            out = io.StringIO()
+            writer = csv.writer(out, lineterminator="\r\n")
+            writer.writerow(["item_index", "item_key", "class", "settled", *[escape_cell(n) for n in names]])
+            for item, k in sorted(self.model_labels.items()):
+                votes = {a.annotator: a.answer_class for a in self.answers.get(item, ())}
+                writer.writerow(
+                    [
+                        item,
+                        escape_cell(self.item_display.key(item) or ""),
+                        escape_cell(self.classes[k]),
+                        int(item in self.settled),
+                        *[self._vote_cell(votes[n]) if votes.get(n) is not None else "" for n in names],
+                    ]
+                )
         return out.getvalue().encode("utf-8")
 
 
@@ -603,12 +856,38 @@ class Projects:
         reservation_seconds: int = RESERVATION_SECONDS,
         scaling: str | None = None,
         find: str | None = None,
+        classes: str | Sequence[str] | None = None,
+        target: str | None = None,
     ) -> int:
         """Store a new project and add its members; return its id. ``find``: what a Positive answer means,
         in the owner's words (as a session's: shown beside the answer buttons; empty: the dataset's
-        positive class)."""
+        positive class).  ``classes``: 3 to 9 named classes (a list, or names separated by commas) for a
+        project whose members answer with one of them (``ClassProjectRun``); its ``strategy`` is then one of
+        ``core.multiclass.MULTICLASS_STRATEGIES`` (``target``: the class "target-class" looks for, the first
+        by default) and its solver the K-class one by default.  Everything is checked, as for a session with
+        named classes, before anything is stored."""
         self.accounts.require_owner(actor, "create projects")
-        if strategy not in LABEL_STRATEGIES:
+        names = class_list(classes, "project")
+        strategy_params: dict[str, Any] = {}
+        if names:
+            if strategy not in MULTICLASS_STRATEGIES:
+                raise ServiceError(
+                    f"Unknown way to pick items for named classes '{strategy}'; choose one of "
+                    f"{', '.join(MULTICLASS_STRATEGIES)}."
+                )
+            if find_words(find):
+                raise ServiceError(
+                    "What to find is for yes / no projects: a project with named classes is answered with its classes."
+                )
+            if strategy == "target-class":
+                target = names[0] if target is None or not str(target).strip() else str(target).strip()
+                if target not in names:
+                    raise ServiceError(
+                        f"The class to find first, '{target}', is not one of the classes ({', '.join(names)})."
+                    )
+                strategy_params["target"] = target
+            solver = solver or CLASS_SOLVER
+        elif strategy not in LABEL_STRATEGIES:
             raise ServiceError(f"Unknown heuristic '{strategy}'; choose one of {', '.join(LABEL_STRATEGIES)}.")
         solver = solver or DEFAULT_SOLVER[strategy]
         if solver not in SOLVERS:
@@ -624,7 +903,19 @@ class Projects:
         unknown = [m for m in members if m not in known]
         if unknown:
             raise ServiceError(f"No account is named {', '.join(repr(m) for m in unknown)}; add it on the Team page.")
-        params = {"solver_params": {"kernel": "rbf", "C": C, "gamma": gamma}, "strategy_params": {}, "scaling": scaling}
+        params: dict[str, Any] = {
+            "solver_params": {"kernel": "rbf", "C": C, "gamma": gamma},
+            "strategy_params": strategy_params,
+            "scaling": scaling,
+        }
+        if names:
+            try:  # the checks of a session with named classes, on the same settings
+                SessionSettings(
+                    strategy=strategy, solver=solver, seed=seed, classes=names, strategy_params=strategy_params
+                )
+            except SettingsError as error:
+                raise ServiceError(f"The project's settings are refused: {error}.") from None
+            params["classes"] = list(names)
         find = find_words(find)
         if find:
             params["find"] = find
@@ -667,10 +958,14 @@ class Projects:
         return save_behind(self._projects, self._projects_lock, wait_s)
 
     def open_project(self, project_id: int) -> ProjectRun:
+        """The project's run in this process (a ``ClassProjectRun`` for a project with named classes)."""
         with self._projects_lock:
             run = self._projects.get(int(project_id))
             if run is None:
-                run = ProjectRun(self.engine, project_id, accounts=self.accounts, use_snapshots=self.use_snapshots)
+                kind = (
+                    ClassProjectRun if teams.get_project(self.engine, project_id).params.get("classes") else ProjectRun
+                )
+                run = kind(self.engine, project_id, accounts=self.accounts, use_snapshots=self.use_snapshots)
                 self._projects[int(project_id)] = run
         return run
 
@@ -687,6 +982,14 @@ class Projects:
     def agreement_csv(self, actor: Identity, project_id: int) -> bytes:
         self.accounts.require_owner(actor, "export agreement")
         return self.open_project(project_id).agreement_csv()
+
+    def project_labels_csv(self, actor: Identity, project_id: int) -> bytes:
+        """The final class of every item a project with named classes learned (``ClassProjectRun.labels_csv``)."""
+        self.accounts.require_owner(actor, "export project labels")
+        run = self.open_project(project_id)
+        if not isinstance(run, ClassProjectRun):
+            raise ServiceError("This export is for projects with named classes; use the agreement file.")
+        return run.labels_csv()
 
     def own_answer_words(self, identity: Identity, events: list[repo.LabelEvent]) -> list[str]:
         """How each of the person's ``events`` reads, as History and the export say it: the class's name in a

@@ -183,6 +183,8 @@ class Replays:
             if s.n_labels >= 2 and s.params.get("multi_label") is not True
         }  # (a multi-label session: its answers are sets, not one class per item)
         for p in self.service.projects(identity):
+            if p.params.get("classes"):
+                continue  # (a project with named classes: its answers are not yes / no)
             out[f"project:{p.id}"] = f"project {p.id} ({p.name}) · {p.dataset_name} · team · {p.strategy}"
         return out
 
@@ -221,6 +223,8 @@ class Replays:
         info = teams.get_project(engine, int(number))
         if info.id not in {p.id for p in self.service.projects(by)}:
             raise ServiceError(f"Project {info.id} is not one of your projects.")
+        if info.params.get("classes"):
+            raise ServiceError(f"Project {info.id} has named classes; replays are of two-class projects only.")
         settled = {item: s.value for item, s in teams.settlements(engine, info.id).items()}
         return info, project_items(
             teams.project_answers(engine, info.id)[1],

@@ -6,7 +6,7 @@ import threading
 from collections.abc import Sequence
 
 from app.services.accounts import Accounts, Identity
-from app.services.classes import ClassesRun
+from app.services.classes import ClassesRun, class_list
 from app.services.common import (
     DEFAULT_C,
     DEFAULT_GAMMA,
@@ -49,34 +49,6 @@ from storage import teams
 
 #: one demo session per database, even when two tabs of the first owner ask for it at the same moment
 _demo_lock = threading.Lock()
-
-
-def class_list(classes: str | Sequence[str] | None, *, multi_label: bool = False) -> tuple[str, ...]:
-    """Class names typed by a person (``"cat, dog, fox"``) or given as a list, checked: 3 to ``MAX_CLASSES``
-    distinct non-empty names (2 to ``MAX_CLASSES`` for several classes per item); () for none.  A ServiceError
-    says what is wrong."""
-    if classes is None:
-        return ()
-    pieces = str(classes).split(",") if isinstance(classes, str) else [str(c) for c in classes]
-    names = tuple(p.strip() for p in pieces)
-    if all(not n for n in names):
-        return ()
-    if any(not n for n in names):
-        raise ServiceError("A class name is empty: separate the class names with single commas.")
-    if len(names) < 2:
-        raise ServiceError(f"Name at least 2 classes, separated by commas (got only {names[0]!r}).")
-    if len(names) == 2 and not multi_label:
-        raise ServiceError(
-            "Two classes are a yes / no session: leave Classes empty and say what a Positive "
-            "answer means under 'What to find'. Named classes are 3 to "
-            f"{MAX_CLASSES}."
-        )
-    if len(names) > MAX_CLASSES:
-        raise ServiceError(f"At most {MAX_CLASSES} classes (one answer key each, 1 to 9); got {len(names)}.")
-    twice = sorted({n for n in names if names.count(n) > 1})
-    if twice:
-        raise ServiceError(f"Each class needs its own name: {', '.join(repr(n) for n in twice)} is named twice.")
-    return names
 
 
 def untouched_demo(info: repo.SessionInfo) -> bool:

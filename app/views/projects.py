@@ -5,6 +5,7 @@ import streamlit as st
 
 from app import auth
 from app.services import DEFAULT_C, LABEL_STRATEGIES, SOLVERS, ServiceError
+from app.services.classes import CLASS_STRATEGY_WORDS, strategy_words
 from app.services.common import FIND_CHARS
 from app.services.vocabulary import heuristic_words, how_labelled, solver_words
 from app.ui.forms import C_MIN
@@ -53,6 +54,23 @@ with (
     )
     share = right.slider("Overlap share (% of items answered that many times)", 0, 100, 20, key="project_share")
     members = st.multiselect("Members", accounts, default=[me.name], key="project_members")
+    with st.expander("Named classes (3 to 9): one button per class"):
+        classes = st.text_input(
+            "Classes",
+            key="project_classes",
+            placeholder="empty: Positive / Negative",
+            help="Names separated by commas, for example 'cat, dog, fox': each member answers an item with one "
+            "of them (keys 1 to 9); you settle disagreements on a class.",
+        )
+        class_strategy = st.selectbox(
+            "Which item next (named classes)",
+            list(CLASS_STRATEGY_WORDS),
+            key="project_class_strategy",
+            format_func=lambda name: strategy_words(name, "<class>"),
+        )
+        target = st.text_input(
+            "Class to find first (Most likely)", key="project_target", placeholder="empty: the first class"
+        )
     with st.expander("Advanced: the model"):  # (the model's own terms: kept out of a screener's way)
         low, high = st.columns(2)
         solver = low.selectbox(
@@ -63,12 +81,15 @@ with (
         )
         C = high.number_input("C", min_value=C_MIN, value=DEFAULT_C, format="%g", key="project_C")
     if st.form_submit_button("Create project", type="primary"):
+        named = bool(str(classes or "").strip())
         try:
             created = svc.create_project(
                 me,
                 name=name,
                 dataset_id=dataset_id,
-                strategy=strategy,
+                strategy=class_strategy if named else strategy,
+                classes=classes,
+                target=target,
                 solver=None if solver.startswith("default") else solver,
                 C=C,
                 labels_per_item=int(per_item),
@@ -105,27 +126,35 @@ def _save_find(project_id: int, key: str) -> None:
         st.session_state.project_find_error = str(error)
 
 
-with st.form("project_find_form", border=False):
-    left, right = st.columns([3, 1], vertical_alignment="bottom")
-    find_key = f"project_find_edit_{project_id}"
-    left.text_input(
-        "What to find",
-        value=project.find or "",
-        key=find_key,
-        max_chars=FIND_CHARS,
-        placeholder="empty: the dataset's positive class",
-        help=FIND_HELP,
-    )
-    right.form_submit_button("Save", on_click=_save_find, args=(project_id, find_key))
+if not run.has_classes:  # (a project with named classes is answered with its classes)
+    with st.form("project_find_form", border=False):
+        left, right = st.columns([3, 1], vertical_alignment="bottom")
+        find_key = f"project_find_edit_{project_id}"
+        left.text_input(
+            "What to find",
+            value=project.find or "",
+            key=find_key,
+            max_chars=FIND_CHARS,
+            placeholder="empty: the dataset's positive class",
+            help=FIND_HELP,
+        )
+        right.form_submit_button("Save", on_click=_save_find, args=(project_id, find_key))
 if st.session_state.get("project_find_error"):
     st.error(plain(st.session_state.project_find_error))
     st.session_state.project_find_error = None
 progress = run.progress()
+learned = (
+    " · ".join(f"{plain(name)} {n}" for name, n in progress["per_class"].items())
+    if run.has_classes
+    else f"{progress['positive']} positive"
+)
 
 st.subheader("Progress")
+if run.has_classes:
+    st.caption("Classes: " + " · ".join(f"**{k + 1}** {plain(name)}" for k, name in enumerate(run.classes)))
 st.caption(
     f"{progress['answers']} answers; {progress['items_done']} of {progress['items']} items have every answer "
-    f"they need; the shared model learned {progress['learned']} labels ({progress['positive']} positive). "
+    f"they need; the shared model learned {progress['learned']} labels ({learned}). "
     f"{project.labels_per_item} answers per item on {project.overlap_share:.0%} of the items."
 )
 st.dataframe(
@@ -181,6 +210,15 @@ st.download_button(
     key="download_agreement",
     on_click="ignore",
 )
+if run.has_classes:
+    st.download_button(
+        "Download each item's class (CSV)",
+        lambda: svc.project_labels_csv(me, project_id),
+        file_name=f"marginlab-project-{project_id}-classes.csv",
+        mime="text/csv",
+        key="download_project_classes",
+        on_click="ignore",
+    )
 
 st.subheader("Settle disagreements")
 if not report.disagreements:
@@ -194,6 +232,14 @@ for item in report.disagreements[:10]:
             key = run.item_display.key(item)
             st.markdown(f"**Item {item}**" + (f" · {plain(key)}" if key else ""))
             votes = report.per_item[item]
+            if run.has_classes:
+                st.markdown(" · ".join(f"{plain(n)}: **{plain(run.classes[v])}**" for n, v in sorted(votes.items())))
+                with st.container(horizontal=True):
+                    for k, class_name in enumerate(run.classes):
+                        if st.button(f"Settle as {plain(class_name)}", key=f"settle_{k}_{item}"):
+                            st.session_state.project_notice = svc.settle(me, project_id, item, k).message
+                            st.rerun()
+                continue
             st.markdown(
                 " · ".join(f"{plain(n)}: **{'positive' if v > 0 else 'negative'}**" for n, v in sorted(votes.items()))
             )

@@ -3,6 +3,7 @@
 import streamlit as st
 
 from app import auth
+from app.classes_panel import class_keys
 from app.services import ServiceError
 from app.services.vocabulary import how_labelled, solver_words
 from app.ui.item import item_view, why_chosen, why_chosen_in_detail
@@ -39,7 +40,8 @@ st.selectbox(
 
 
 @guarded
-def _answer(project_id: int, value: int, shown) -> None:
+def _answer(project_id: int, value: int | None, shown) -> None:
+    """``value``: +1 / -1 / 0 (skip) in a yes / no project; a class's place, or None (skip), in one with classes."""
     run = svc.project_for(me, project_id)
     with waiting_for_the_model():
         st.session_state.team_outcome = run.answer(me.name, shown.item_index, value, shown, by=me)
@@ -67,29 +69,42 @@ def team_panel(project_id: int) -> None:
     preparing_model_notice()  # (a first start: what labelling needs is still being compiled)
     item_box = st.container(key="item_view")
     with st.container(horizontal=True, key="team_buttons"):
-        st.button(
-            "Positive",
-            shortcut="P",
-            type="primary",
-            disabled=shown is None,
-            on_click=_answer,
-            args=(project_id, 1, shown),
-            key=f"team_positive_{item}",
-        )
-        st.button(
-            "Negative",
-            shortcut="N",
-            disabled=shown is None,
-            on_click=_answer,
-            args=(project_id, -1, shown),
-            key=f"team_negative_{item}",
-        )
+        if run.has_classes:
+            for k, name in enumerate(run.classes):
+                # a button's label is Markdown: the class name (the owner's own text) is shown as it is
+                st.button(
+                    f"{plain(name)} ({k + 1})",
+                    shortcut=str(k + 1),
+                    type="primary" if k == 0 else "secondary",
+                    disabled=shown is None,
+                    on_click=_answer,
+                    args=(project_id, k, shown),
+                    key=f"team_class_{k}_{item}",
+                )
+        else:
+            st.button(
+                "Positive",
+                shortcut="P",
+                type="primary",
+                disabled=shown is None,
+                on_click=_answer,
+                args=(project_id, 1, shown),
+                key=f"team_positive_{item}",
+            )
+            st.button(
+                "Negative",
+                shortcut="N",
+                disabled=shown is None,
+                on_click=_answer,
+                args=(project_id, -1, shown),
+                key=f"team_negative_{item}",
+            )
         st.button(
             "Skip",
             shortcut="S",
             disabled=shown is None,
             on_click=_answer,
-            args=(project_id, 0, shown),
+            args=(project_id, None if run.has_classes else 0, shown),
             key=f"team_skip_{item}",
         )
         st.button("Undo", shortcut="U", on_click=_undo, args=(project_id,), key=f"team_undo_{item}")
@@ -99,8 +114,15 @@ def team_panel(project_id: int) -> None:
         else:
             st.container(key="item_caption").markdown(f"**Item {item}**" + (f" · {plain(key)}" if key else ""))
             draw_item()
-            st.caption(why_chosen(shown), help=why_chosen_in_detail(shown))
-    looking_for = run.looking_for
+            if run.has_classes:
+                guess = run.predicted_class(item)
+                st.caption(
+                    f"Chosen by **{plain(run.heuristic_words(shown.strategy))}**: {plain(shown.reason)}"
+                    + (f" · the model's best guess: {plain(guess)}" if guess is not None else "")
+                )
+            else:
+                st.caption(why_chosen(shown), help=why_chosen_in_detail(shown))
+    looking_for = None if run.has_classes else run.looking_for
     if looking_for:
         st.container(key="looking_for").caption(f"**Positive** means: {plain(looking_for)}")
     outcome = st.session_state.get("team_outcome")
@@ -108,11 +130,15 @@ def team_panel(project_id: int) -> None:
         (st.caption if outcome.ok else st.warning)(plain(outcome.message))
     progress = run.progress()
     mine = progress["by_member"].get(me.name, 0)
+    learned = (
+        " · ".join(f"{plain(name)} {n}" for name, n in progress["per_class"].items())
+        if run.has_classes
+        else f"{progress['positive']} positive"
+    )
     st.container(key="team_progress").markdown(
         f"**{mine}** {'answer' if mine == 1 else 'answers'} by you · project: **{progress['answers']}** "
         f"{'answer' if progress['answers'] == 1 else 'answers'}, {progress['items_done']} of "
-        f"{progress['items']} items done · the shared model learned {progress['learned']} "
-        f"({progress['positive']} positive)"
+        f"{progress['items']} items done · the shared model learned {progress['learned']} ({learned})"
     )
     update = "" if run.last_update_ms is None else f"Last model update {run.last_update_ms:.1f} ms · "
     st.caption(
@@ -122,7 +148,9 @@ def team_panel(project_id: int) -> None:
 
 
 team_panel(st.session_state.team_project)
+classes = next(p for p in projects if p.id == st.session_state.team_project).params.get("classes")
 st.caption(
-    "Keys: **P** positive · **N** negative · **S** skip · **U** undo. Every answer is saved and learned by "
-    "the shared model before your next item appears; nobody else is handed your item meanwhile."
+    (class_keys(classes) if classes else "Keys: **P** positive · **N** negative · **S** skip · **U** undo.")
+    + " Every answer is saved and learned by the shared model before your next item appears; nobody else is "
+    "handed your item meanwhile."
 )

@@ -199,22 +199,23 @@ def check_answer(
     answer_classes: tuple[int, ...] | None = None,
     *,
     multi_label: bool = False,
+    what: str = "session",
 ) -> None:
-    """Refuse an answer that does not fit the session: a class in a two-class session, +1 / -1 or a class
-    outside the session's classes in a session with named classes, a single class or a class outside them in
+    """Refuse an answer that does not fit the session (or project: ``what``): a class in a two-class one, +1 /
+    -1 or a class outside its classes in one with named classes, a single class or a class outside them in
     a multi-label session, a set of classes in the others."""
     if multi_label:
         _check_multi_label_answer(classes, value, answer_class, answer_classes)
         return
     if answer_classes is not None:
         raise InvalidLabelError(
-            "This session takes one answer per item"
+            f"This {what} takes one answer per item"
             + (f" (one of its classes: {', '.join(classes)})" if classes else " (+1 / -1)")
             + ", not a set of classes; nothing was recorded."
         )
     if not classes:
         if answer_class is not None:
-            raise InvalidLabelError("This session has two classes (+1 / -1): an answer has no named class.")
+            raise InvalidLabelError(f"This {what} has two classes (+1 / -1): an answer has no named class.")
         return
     if value == 0:
         if answer_class is not None:
@@ -222,11 +223,11 @@ def check_answer(
         return
     if value != 1 or answer_class is None:
         raise InvalidLabelError(
-            f"This session's answers are one of its classes ({', '.join(classes)}) or a skip, not {value:+d}."
+            f"This {what}'s answers are one of its classes ({', '.join(classes)}) or a skip, not {value:+d}."
         )
     if not 0 <= answer_class < len(classes):
         raise InvalidLabelError(
-            f"Class number {answer_class} is not one of the session's {len(classes)} classes ({', '.join(classes)})."
+            f"Class number {answer_class} is not one of the {what}'s {len(classes)} classes ({', '.join(classes)})."
         )
 
 

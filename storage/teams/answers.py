@@ -24,7 +24,17 @@ from storage.models import (
 )
 from storage.repository.annotators import _annotator_id, _annotator_name
 from storage.repository.common import EngineLike, _non_empty, _optional_float, reading, writing
-from storage.repository.labels import LabelEvent, _item_id, _item_index, _label_event, _label_value, events_query
+from storage.repository.labels import (
+    LabelEvent,
+    _class_index,
+    _item_id,
+    _item_index,
+    _label_event,
+    _label_value,
+    check_answer,
+    events_query,
+    session_classes,
+)
 from storage.teams.projects import _locked_project, _member, answers_needed
 from storage.validation import storable_text
 
@@ -35,7 +45,8 @@ class ItemTakenError(StorageError):
 
 @dataclass(frozen=True)
 class ProjectAnswer:
-    """One active answer of a project member (skips included, as value 0)."""
+    """One active answer of a project member (skips included, as value 0); in a project with named classes
+    ``answer_class`` is the class answered (its place among the project's classes; None for a skip)."""
 
     label_id: int
     item_index: int
@@ -43,6 +54,7 @@ class ProjectAnswer:
     value: int
     session_id: int
     created_at: dt.datetime
+    answer_class: int | None = None
 
 
 @dataclass(frozen=True)
@@ -52,11 +64,14 @@ class Settlement:
     settled_by: str | None
     note: str
     created_at: dt.datetime
+    answer_class: int | None = None  # the class settled on, in a project with named classes
 
 
 def _answers_query(project_id: int) -> Any:
     return (
-        select(Label.id, Item.position, Annotator.name, Label.value, Label.session_id, Label.created_at)
+        select(
+            Label.id, Item.position, Annotator.name, Label.value, Label.session_id, Label.created_at, Label.answer_class
+        )
         .join(ProjectMember, ProjectMember.session_id == Label.session_id)
         .join(Item, Item.id == Label.item_id)
         .join(Annotator, Annotator.id == Label.annotator_id)
@@ -87,6 +102,7 @@ def project_answers(
             value=int(r.value),
             session_id=r.session_id,
             created_at=r.created_at,
+            answer_class=r.answer_class,
         )
         for r in rows
     ]
@@ -97,12 +113,21 @@ def settlements(engine: EngineLike, project_id: int) -> dict[int, Settlement]:
     """``{item index: settled answer}`` of a project."""
     with reading(engine) as session:
         rows = session.execute(
-            select(Item.position, Adjudication.value, Annotator.name, Adjudication.note, Adjudication.created_at)
+            select(
+                Item.position,
+                Adjudication.value,
+                Adjudication.answer_class,
+                Annotator.name,
+                Adjudication.note,
+                Adjudication.created_at,
+            )
             .join(Item, Item.id == Adjudication.item_id)
             .outerjoin(Annotator, Annotator.id == Adjudication.annotator_id)
             .where(Adjudication.project_id == int(project_id))
         ).all()
-    return {r.position: Settlement(r.position, int(r.value), r.name, r.note, r.created_at) for r in rows}
+    return {
+        r.position: Settlement(r.position, int(r.value), r.name, r.note, r.created_at, r.answer_class) for r in rows
+    }
 
 
 def _bump(session: Session, project: Project, *, edit: bool) -> None:
@@ -126,8 +151,12 @@ def record_answer(
     model_version: int = 0,
     update_ms: float | None = None,
     query_ms: float | None = None,
+    answer_class: int | None = None,
 ) -> LabelEvent:
     """Store a member's answer (+1, -1, or 0 to skip) to an item of the project; committed when this returns.
+    In a project with named classes (``params["classes"]``) an answer is ``value=1`` with ``answer_class``
+    (the class's place among them) or a skip; a yes / no project's answers have no class
+    (``InvalidLabelError`` otherwise, with nothing written).
 
     Refused, with nothing written: an item that already has every answer the project
     asks for (``ItemTakenError``: someone else answered it), an item this member has
@@ -148,10 +177,13 @@ def record_answer(
         update_ms=_optional_float(update_ms, "update_ms"),
         query_ms=_optional_float(query_ms, "query_ms"),
     )
+    if answer_class is not None:
+        answer["answer_class"] = _class_index(answer_class)
     with writing(engine) as session:
         project = _locked_project(session, project_id)
         if project.status != "active":
             raise StorageError(f"Project '{project.name}' is closed; it takes no more answers.")
+        check_answer(session_classes(project.params), value, answer_class, what="project")
         annotator_id, session_id = _member(session, project, annotator)
         item_id = _item_id(session, project.dataset_id, item_index)
         mine = session.execute(
@@ -217,22 +249,42 @@ def undo_answer(engine: EngineLike, project_id: int, *, annotator: str, label_id
 
 
 def settle(
-    engine: EngineLike, project_id: int, *, item_index: int, value: int, settled_by: str, note: str = ""
+    engine: EngineLike,
+    project_id: int,
+    *,
+    item_index: int,
+    value: int,
+    settled_by: str,
+    note: str = "",
+    answer_class: int | None = None,
 ) -> None:
-    """Store (or replace) the settled answer of an item."""
+    """Store (or replace) the settled answer of an item: +1 or -1, or in a project with named classes
+    ``value=1`` and ``answer_class`` (``InvalidLabelError`` for anything else, with nothing written)."""
     value = _label_value(value)
     if value == 0:
         raise InvalidLabelError("A settled answer is +1 or -1, not a skip.")
+    if answer_class is not None:
+        answer_class = _class_index(answer_class)
     item_index = _item_index(item_index)
     settled_by = _annotator_name(settled_by)
     note = storable_text(str(note or ""), "The note", error=StorageError)
     with writing(engine) as session:
         project = _locked_project(session, project_id)
+        check_answer(session_classes(project.params), value, answer_class, what="project")
         item_id = _item_id(session, project.dataset_id, item_index)
         by = _annotator_id(session, settled_by)
         session.execute(
             delete(Adjudication).where(Adjudication.project_id == project.id, Adjudication.item_id == item_id)
         )
-        session.add(Adjudication(project_id=project.id, item_id=item_id, value=value, annotator_id=by, note=note))
+        session.add(
+            Adjudication(
+                project_id=project.id,
+                item_id=item_id,
+                value=value,
+                answer_class=answer_class,
+                annotator_id=by,
+                note=note,
+            )
+        )
         session.flush()
         _bump(session, project, edit=True)

@@ -126,13 +126,9 @@ def make_project(url: str, dataset_id: int, members=("olga", "ann"), **options) 
     svc = MarginLab.from_url(url)
     try:
         me = svc.sign_in("olga", PASSWORD)
+        options.setdefault("strategy", "near-boundary")
         return svc.create_project(
-            me,
-            name=f"screening {dataset_id}",
-            dataset_id=dataset_id,
-            strategy="near-boundary",
-            members=list(members),
-            **options,
+            me, name=f"screening {dataset_id}", dataset_id=dataset_id, members=list(members), **options
         )
     finally:
         svc.engine.dispose()

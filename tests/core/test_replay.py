@@ -500,3 +500,12 @@ def test_cli_refuses_to_replay_a_multi_label_session_by_name(tmp_path, capsys):
     assert main(["replay", "--session", str(session_id), "--database", url, "--strategies", "random"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "is multi-label (several classes per item)" in err, err
+
+
+def test_a_project_with_named_classes_is_refused_naming_why():
+    # its answers are classes (value 1 for every class): read as yes / no they would all be positive
+    from types import SimpleNamespace
+
+    answers = [SimpleNamespace(item_index=i, annotator="ann", value=1, answer_class=i % 3) for i in range(6)]
+    with pytest.raises(ReplayError, match="project 3 has named classes"):
+        project_items(answers, {}, params={"classes": ["cat", "dog", "fox"]}, source="project 3")

@@ -1,0 +1,177 @@
+"""Team projects with named classes (3 to 9, single choice) in the app, through AppTest: the owner creates one
+on the Projects page (bad class lists refused, naming what is wrong, nothing stored), members answer on Label
+together with one button per class (keys 1 to 9), Skip and Undo, the owner settles a disagreement on a class
+and the shared model learns it; every kind of item on the page, for the owner and for an annotator."""
+
+from __future__ import annotations
+
+import pytest
+
+from app.services import MarginLab
+from storage import teams
+from tests.app import test_app
+from tests.app.test_app import as_shown, ensure_account, shown_item, start_app
+from tests.app.test_app_classes import CLASSES, three_blobs
+
+pytestmark = pytest.mark.app  # pages through Streamlit's AppTest (a slow lane)
+
+db_url = test_app.db_url  # a temporary SQLite file in MARGINLAB_DATABASE_URL
+
+
+def class_buttons(at) -> dict:
+    return {b.key: b for b in at.button if b.key and b.key.startswith("team_class_")}
+
+
+def answer_class(at, k: int) -> None:
+    (button,) = [b for key, b in class_buttons(at).items() if key.startswith(f"team_class_{k}_")]
+    button.click().run()
+    assert not at.exception, at.exception
+    assert not at.error, [e.value for e in at.error]
+
+
+def fill_new_project(owner, dataset_id: int, classes: str, name: str = "kinds") -> None:
+    owner.switch_page("views/projects.py").run()
+    owner.text_input(key="project_name").input(name)
+    owner.selectbox(key="project_dataset").select(dataset_id)
+    owner.text_input(key="project_classes").input(classes)
+    owner.selectbox(key="project_class_strategy").select("smallest-margin")
+    owner.multiselect(key="project_members").select("ann").select("bob")
+    owner.slider(key="project_share").set_value(100)
+    owner.button(key="FormSubmitter:new_project-Create project").click().run()
+    assert not owner.exception, owner.exception
+
+
+@pytest.mark.parametrize(
+    "typed, words",
+    [
+        ("cat, dog", "Two classes are a yes / no project"),
+        (", ".join(f"c{k}" for k in range(10)), "At most 9"),
+        ("cat, dog, cat", "'cat' is named twice"),
+        ("cat,, dog", "A class name is empty"),
+    ],
+)
+def test_the_projects_form_refuses_a_bad_class_list_naming_it_and_stores_nothing(db_url, typed, words):
+    ensure_account(db_url, "ann", role="annotator")
+    ensure_account(db_url, "bob", role="annotator")
+    svc = MarginLab.from_url(db_url)
+    dataset_id, _ = three_blobs(svc)
+    owner = start_app("olga")
+    fill_new_project(owner, dataset_id, typed)
+    assert any(words in as_shown(e.value) for e in owner.error), [e.value for e in owner.error]
+    assert teams.list_projects(svc.engine) == []
+
+
+def test_members_answer_with_classes_and_the_owner_settles_a_disagreement_on_a_class(db_url):
+    ensure_account(db_url, "ann", role="annotator")
+    ensure_account(db_url, "bob", role="annotator")
+    svc = MarginLab.from_url(db_url)
+    dataset_id, truth = three_blobs(svc)
+    owner = start_app("olga")
+    fill_new_project(owner, dataset_id, ", ".join(CLASSES))
+    assert not owner.error, [e.value for e in owner.error]
+    (project,) = teams.list_projects(svc.engine)
+    assert project.params["classes"] == list(CLASSES) and project.strategy == "smallest-margin"
+
+    ann = start_app("ann", role="annotator")
+    assert [t.value for t in ann.title] == ["Label together"]
+    # one button per class with its name as written (not as Markdown), keys 1 to 3; no Positive / Negative
+    buttons = class_buttons(ann)
+    assert [as_shown(b.label) for b in buttons.values()] == [f"{name} ({k + 1})" for k, name in enumerate(CLASSES)]
+    assert [b.proto.shortcut for b in buttons.values()] == ["1", "2", "3"]
+    labels = [b.label for b in buttons.values()]
+    assert "\\*\\*x\\*\\*" in labels[1] and "\\!\\[p\\]\\(http" in labels[2], labels
+    assert not [b for b in ann.button if b.key and b.key.startswith(("team_positive", "team_negative"))]
+    assert not [url for img in ann.get("image") for url in img.value if "h/p.png" in url]
+    assert any("**1** cat" in as_shown(c.value) and "**S** skip" in as_shown(c.value) for c in ann.caption)
+    asked = []
+    for _ in range(4):
+        item = shown_item(ann)
+        asked.append(item)
+        answer_class(ann, int(truth[item]))
+    _, answers = teams.project_answers(svc.engine, project.id)
+    assert [(a.annotator, a.item_index, a.answer_class) for a in answers] == [("ann", i, int(truth[i])) for i in asked]
+    # Undo, then Skip
+    (undo,) = [b for b in ann.button if b.key and b.key.startswith("team_undo_")]
+    undo.click().run()
+    assert shown_item(ann) == asked[-1] and len(teams.project_answers(svc.engine, project.id)[1]) == 3
+    (skip,) = [b for b in ann.button if b.key and b.key.startswith("team_skip_")]
+    skip.click().run()
+    last = teams.project_answers(svc.engine, project.id)[1][-1]
+    assert (last.item_index, last.value, last.answer_class) == (asked[-1], 0, None)
+
+    # My labels names her classes (as written) and her skip
+    ann.switch_page("views/my_labels.py").run()
+    (table,) = ann.dataframe
+    assert dict(zip(table.value["item"], table.value["answer"], strict=True)) == {
+        **{i: CLASSES[int(truth[i])] for i in asked[:-1]},
+        asked[-1]: "skipped",
+    }
+
+    # bob is handed ann's first item for a second opinion, and answers another class
+    bob = start_app("bob", role="annotator")
+    second = shown_item(bob)
+    assert second == asked[0]
+    other = (int(truth[second]) + 1) % 3
+    answer_class(bob, other)
+
+    # the owner sees the two classes by name and settles on the third
+    owner.switch_page("views/projects.py").run()
+    owner.selectbox(key="project_shown").select(project.id).run()
+    assert not owner.exception, owner.exception
+    votes = [as_shown(m.value) for m in owner.markdown if "ann: **" in as_shown(m.value)]
+    assert votes == [f"ann: **{CLASSES[int(truth[second])]}** · bob: **{CLASSES[other]}**"], votes
+    third = 3 - int(truth[second]) - other
+    (settle,) = [b for b in owner.button if b.key == f"settle_{third}_{second}"]
+    assert as_shown(settle.label) == f"Settle as {CLASSES[third]}"
+    settle.click().run()
+    assert not owner.exception, owner.exception
+    settled = teams.settlements(svc.engine, project.id)[second]
+    assert (settled.value, settled.answer_class, settled.settled_by) == (1, third, "olga")
+    run = MarginLab.from_url(db_url).open_project(project.id)
+    run.sync()
+    assert run.model_labels[second] == third
+    assert owner.get("download_button")  # (the agreement and each item's class)
+
+
+@pytest.mark.parametrize("kind", ["table", "image", "text", "molecule"])
+@pytest.mark.parametrize("role", ["owner", "annotator"])
+def test_label_together_in_a_class_project_shows_every_kind_of_item_to_every_member(db_url, kind, role):
+    from tests.app.test_app_item_display import assert_item_shown, import_kind, make_project
+
+    svc = MarginLab.from_url(db_url)
+    dataset_id = import_kind(svc, kind)
+    project_id = make_project(db_url, dataset_id, strategy="random", classes="one, two, three")
+    if role == "owner":
+        at = start_app("olga")
+        at.switch_page("views/team_label.py").run()
+    else:
+        at = start_app("ann", role="annotator")  # her landing page
+    assert [t.value for t in at.title] == ["Label together"]
+    first = shown_item(at)
+    assert_item_shown(at, kind, first, svc.engine)
+    answer_class(at, 2)
+    assert shown_item(at) != first
+    assert_item_shown(at, kind, shown_item(at), svc.engine)
+    (given,) = teams.project_answers(svc.engine, project_id)[1]
+    assert (given.annotator, given.item_index, given.answer_class) == ({"owner": "olga"}.get(role, "ann"), first, 2)
+
+
+def test_a_project_with_named_classes_is_not_offered_for_a_yes_no_replay(db_url):
+    from app.services import ServiceError
+    from app.services.replay import Replays
+    from tests.app.test_app import PASSWORD
+    from tests.app.test_app_item_display import make_project
+
+    svc = MarginLab.from_url(db_url)
+    dataset_id, truth = three_blobs(svc)
+    project_id = make_project(db_url, dataset_id, strategy="random", classes=CLASSES)
+    run = svc.open_project(project_id)
+    for _ in range(4):
+        shown = run.next_item("ann")
+        assert run.answer("ann", shown.item_index, int(truth[shown.item_index]), shown).ok
+    me = svc.sign_in("olga", PASSWORD)
+    replays = Replays(svc)
+    assert f"project:{project_id}" not in replays.replayable(me)
+    with pytest.raises(ServiceError, match="named classes"):
+        replays.run_replay(f"project:{project_id}", strategies=["random"], seeds=1, by=me)
+    assert svc.comparisons() == []
