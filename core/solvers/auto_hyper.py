@@ -516,6 +516,6 @@ def describe_choices_for_screeners(solver) -> str | None:
     if len(choices) < 2:
         return (
             f"Model settings: the usual ones until {solver.auto_moments[0]} labels, then chosen from your labels "
-            "(once both answers are among them)."
+            f"(once they hold at least {MIN_PER_CLASS} of each answer)."
         )
     return f"Model settings chosen from your labels at label {choices[-1]['n_labels']}; {upcoming}."

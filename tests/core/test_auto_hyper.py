@@ -183,6 +183,27 @@ def test_the_choices_in_plain_words():
     )
 
 
+def test_the_choices_in_a_screener_s_words_say_when_the_first_choice_can_come():
+    from core.solvers.auto_hyper import describe_choices_for_screeners
+
+    X, y = curved(60, seed=9)
+    s = make_solver("incremental", X, C=1.0, gamma=0.25, auto=("C", "gamma"), **SMALL)
+    assert describe_choices_for_screeners(make_solver("incremental", X)) is None
+    learned(s, y, range(5))
+    said = describe_choices_for_screeners(s)
+    # the wait the choice keeps (MIN_PER_CLASS of each answer), not only "both answers"; no model terms
+    assert said == (
+        f"Model settings: the usual ones until 10 labels, then chosen from your labels (once they hold at least "
+        f"{MIN_PER_CLASS} of each answer)."
+    )
+    assert not any(term in said for term in ("C ", "gamma", "leave-one-out"))
+    learned(s, y, range(5, 21))
+    assert (
+        describe_choices_for_screeners(s)
+        == "Model settings chosen from your labels at label 20; next choice at 30 labels."
+    )
+
+
 def test_a_batch_past_the_moments_chooses_from_the_first_labels_of_the_last_moment_it_passed():
     X, y = curved(60, seed=10)
     batch = make_solver("active-set", X, auto=("C", "gamma"), **SMALL)
