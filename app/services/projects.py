@@ -48,7 +48,14 @@ import numpy as np
 from sqlalchemy.exc import SQLAlchemyError
 
 from app.services.accounts import Accounts, Identity
-from app.services.classes import CLASS_COLD_START, class_index, class_list, class_query, strategy_words
+from app.services.classes import (
+    CLASS_COLD_START,
+    class_index,
+    class_list,
+    class_query,
+    class_target,
+    strategy_words,
+)
 from app.services.common import (
     DEFAULT_C,
     DEFAULT_GAMMA,
@@ -879,12 +886,8 @@ class Projects:
                 raise ServiceError(
                     "What to find is for yes / no projects: a project with named classes is answered with its classes."
                 )
-            if strategy == "target-class":
-                target = names[0] if target is None or not str(target).strip() else str(target).strip()
-                if target not in names:
-                    raise ServiceError(
-                        f"The class to find first, '{target}', is not one of the classes ({', '.join(names)})."
-                    )
+            target = class_target(strategy, target, names, refuse_unused=True)
+            if target is not None:
                 strategy_params["target"] = target
             solver = solver or CLASS_SOLVER
         elif strategy not in LABEL_STRATEGIES:

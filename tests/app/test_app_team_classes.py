@@ -29,16 +29,31 @@ def answer_class(at, k: int) -> None:
     assert not at.error, [e.value for e in at.error]
 
 
-def fill_new_project(owner, dataset_id: int, classes: str, name: str = "kinds") -> None:
+def fill_new_project(
+    owner, dataset_id: int, classes: str, name: str = "kinds", strategy: str = "smallest-margin", target: str = ""
+) -> None:
     owner.switch_page("views/projects.py").run()
     owner.text_input(key="project_name").input(name)
     owner.selectbox(key="project_dataset").select(dataset_id)
     owner.text_input(key="project_classes").input(classes)
-    owner.selectbox(key="project_class_strategy").select("smallest-margin")
+    owner.selectbox(key="project_class_strategy").select(strategy)
+    owner.text_input(key="project_target").input(target)
     owner.multiselect(key="project_members").select("ann").select("bob")
     owner.slider(key="project_share").set_value(100)
     owner.button(key="FormSubmitter:new_project-Create project").click().run()
     assert not owner.exception, owner.exception
+
+
+def submitted_form(db_url, classes: str, **form):
+    """The owner olga's app after she submitted the New project form (members ann and bob, three groups of
+    items); the app and a service on its database."""
+    ensure_account(db_url, "ann", role="annotator")
+    ensure_account(db_url, "bob", role="annotator")
+    svc = MarginLab.from_url(db_url)
+    dataset_id, _ = three_blobs(svc)
+    owner = start_app("olga")
+    fill_new_project(owner, dataset_id, classes, **form)
+    return owner, svc
 
 
 @pytest.mark.parametrize(
@@ -51,14 +66,32 @@ def fill_new_project(owner, dataset_id: int, classes: str, name: str = "kinds") 
     ],
 )
 def test_the_projects_form_refuses_a_bad_class_list_naming_it_and_stores_nothing(db_url, typed, words):
-    ensure_account(db_url, "ann", role="annotator")
-    ensure_account(db_url, "bob", role="annotator")
-    svc = MarginLab.from_url(db_url)
-    dataset_id, _ = three_blobs(svc)
-    owner = start_app("olga")
-    fill_new_project(owner, dataset_id, typed)
+    owner, svc = submitted_form(db_url, typed)
     assert any(words in as_shown(e.value) for e in owner.error), [e.value for e in owner.error]
     assert teams.list_projects(svc.engine) == []
+
+
+@pytest.mark.parametrize(
+    "strategy, target, words",
+    [
+        ("target-class", "Cat", f"The class to find first, 'Cat', is not one of the classes ({', '.join(CLASSES)})."),
+        ("target-class", "cow", f"The class to find first, 'cow', is not one of the classes ({', '.join(CLASSES)})."),
+        ("smallest-margin", "cat", "A class to find first ('cat') is only for Most likely <class>"),
+    ],
+)
+def test_the_projects_form_refuses_a_mistyped_or_unused_class_to_find_naming_the_classes(
+    db_url, strategy, target, words
+):
+    owner, svc = submitted_form(db_url, ", ".join(CLASSES), strategy=strategy, target=target)
+    assert any(words in as_shown(e.value) for e in owner.error), [e.value for e in owner.error]
+    assert teams.list_projects(svc.engine) == []
+
+
+def test_a_class_to_find_typed_as_one_of_the_classes_is_the_project_s_target(db_url):
+    owner, svc = submitted_form(db_url, ", ".join(CLASSES), strategy="target-class", target=f" {CLASSES[1]} ")
+    assert not owner.error, [e.value for e in owner.error]
+    (project,) = teams.list_projects(svc.engine)
+    assert (project.strategy, project.params["strategy_params"]["target"]) == ("target-class", CLASSES[1])
 
 
 def test_members_answer_with_classes_and_the_owner_settles_a_disagreement_on_a_class(db_url):
