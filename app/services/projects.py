@@ -45,6 +45,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+import pandas as pd
 from sqlalchemy.exc import SQLAlchemyError
 
 from app.services.accounts import Accounts, Identity
@@ -796,6 +797,19 @@ class ClassProjectRun(ProjectRun):
         with self.lock:
             self.sync()
             return self._learned_counts()["per_class"]
+
+    def class_agreement(self) -> pd.DataFrame:
+        """Agreement counts of the items answered with a class at least twice: rows the class of an item's
+        first class answer, columns the class of its second (the diagonal: the two agree); skips left out."""
+        table = pd.DataFrame(0, index=list(self.classes), columns=list(self.classes))
+        with self.lock:
+            self.sync()
+            for answers in self.answers.values():
+                given = [a.answer_class for a in answers if a.answer_class is not None]
+                if len(given) >= 2:
+                    table.iloc[given[0], given[1]] += 1
+        table.index.name = "first answer"
+        return table
 
     def _learned_counts(self) -> dict[str, Any]:
         """``per_class``: how many items the model learned in each class."""

@@ -208,3 +208,48 @@ def test_a_project_with_named_classes_is_not_offered_for_a_yes_no_replay(db_url)
     with pytest.raises(ServiceError, match="named classes"):
         replays.run_replay(f"project:{project_id}", strategies=["random"], seeds=1, by=me)
     assert svc.comparisons() == []
+
+
+def test_label_together_shows_the_items_per_class_and_to_an_owner_the_agreement_counts_of_a_class_project(db_url):
+    from tests.app.test_app_item_display import make_project
+
+    svc = MarginLab.from_url(db_url)
+    dataset_id, truth = three_blobs(svc)
+    project_id = make_project(
+        db_url,
+        dataset_id,
+        members=("olga", "ann", "bob"),
+        strategy="random",
+        classes=CLASSES,
+        labels_per_item=2,
+        overlap_share=1.0,
+    )
+    run = svc.open_project(project_id)
+    disputed = None
+    for turn in range(8):
+        name = ("ann", "bob")[turn % 2]
+        shown = run.next_item(name)
+        k = int(truth[shown.item_index])
+        if name == "bob" and disputed is None:
+            k, disputed = (k + 1) % 3, shown.item_index  # bob disagrees once
+        assert run.answer(name, shown.item_index, k, shown).ok
+    ann = start_app("ann", role="annotator")
+    assert [t.value for t in ann.title] == ["Label together"]
+    # ann sees the items learned per class; not the agreement counts, off which she would read bob's classes
+    assert any("Items learned per class" in c.proto.spec for c in ann.get("plotly_chart"))
+    assert not [m for m in ann.markdown if "Agreement counts" in as_shown(m.value)]
+    assert not [d for d in ann.dataframe if "first answer" in d.value.columns]
+    at = start_app("olga")
+    at.switch_page("views/team_label.py").run()
+    assert not at.exception, at.exception
+    heading = [as_shown(m.value) for m in at.markdown if "Agreement counts" in as_shown(m.value)]
+    assert heading and "rows: the item's first class answer" in heading[0], heading
+    (table,) = [d for d in at.dataframe if "first answer" in d.value.columns]
+    shown_table = table.value.set_index("first answer")
+    expected = MarginLab.from_url(db_url).open_project(project_id).class_agreement()
+    assert list(shown_table.columns) == list(CLASSES) and list(shown_table.index) == list(CLASSES)  # as written
+    assert shown_table.to_numpy().tolist() == expected.to_numpy().tolist()
+    first = int(truth[disputed])
+    assert expected.iloc[first, (first + 1) % 3] == 1 and int(expected.to_numpy().trace()) == 3
+    charts = at.get("plotly_chart")
+    assert any("Items learned per class" in c.proto.spec for c in charts), [c.proto.spec[:80] for c in charts]
