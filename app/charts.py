@@ -588,9 +588,9 @@ def class_accuracy_figure(history: pd.DataFrame, *, waiting: str | None = None) 
     }
 
 
-def class_counts_figure(counts: dict[str, int]) -> Figure:
-    """How many answers each class of a K-class session has (the class names are the user's: escaped)."""
-    title = "Answers per class"
+def class_counts_figure(counts: dict[str, int], title: str = "Answers per class", what: str = "answers") -> Figure:
+    """How many answers each class of a K-class session has (the class names are the user's: escaped);
+    ``title`` and ``what`` (the axis) for other counts per class, such as a project's items learned."""
     if not any(counts.values()):
         return _empty(title, "no answer yet")
     data = [
@@ -602,4 +602,4 @@ def class_counts_figure(counts: dict[str, int]) -> Figure:
             "showlegend": False,
         }
     ]
-    return {"data": data, "layout": _layout(title, ytitle="answers", yaxis={"rangemode": "tozero"})}
+    return {"data": data, "layout": _layout(title, ytitle=what, yaxis={"rangemode": "tozero"})}

@@ -7,6 +7,7 @@ shown as plain text."""
 
 from __future__ import annotations
 
+import pandas as pd
 import streamlit as st
 
 from app import auth, charts, stopping_panel
@@ -137,16 +138,22 @@ def show(svc, session_id: int) -> None:
         )
         top[1].plotly_chart(charts.class_counts_figure(counts), config={"displayModeBar": False}, key="class_counts")
         if run.multi_label:
-            st.markdown("**Agreement per class** (your answer and the model's call when it asked)")
+            heading = "**Agreement per class** (your answer and the model's call when it asked)"
         else:
-            st.markdown("**Confusion counts** (rows: your answer; columns: the model's best guess when it asked)")
-        st.dataframe(visible_cells(run.confusion().reset_index()), hide_index=True, key="class_confusion")
+            heading = "**Confusion counts** (rows: your answer; columns: the model's best guess when it asked)"
+        counts_table(heading, run.confusion(), key="class_confusion")
         if run.stopping_status() is None:
             st.caption(STOPPING_NOTE)
     if run.stopping_status() is not None:  # "Most likely <class>": the two-class panel, that class vs the rest
         st.markdown(f"**When can I stop finding {plain(run.target)}?**")
         st.caption(target_note(run.target))
         stopping_panel.show(svc, run)
+
+
+def counts_table(heading: str, table: pd.DataFrame, key: str) -> None:
+    """``heading`` (Markdown) over a table of counts per class (its index: the rows' classes), names as written."""
+    st.markdown(heading)
+    st.dataframe(visible_cells(table.reset_index()), hide_index=True, key=key)
 
 
 def _toggles(svc, session_id: int, classes, item: int | None, disabled: bool) -> None:

@@ -145,6 +145,25 @@ def class_list(
     return names
 
 
+def class_target(strategy: str, target: str | None, names: Sequence[str], *, refuse_unused: bool = False) -> str | None:
+    """The class a "target-class" session or project looks for: ``target`` as typed (surrounding spaces
+    dropped), the first of ``names`` when empty; None for another strategy.  A ServiceError names the classes
+    when ``target`` is not one of them (``refuse_unused``: and refuses a class typed for a strategy that does
+    not use one, as a person typing it means it to be used)."""
+    typed = "" if target is None else str(target).strip()
+    if strategy != "target-class":
+        if typed and refuse_unused:
+            raise ServiceError(
+                f"A class to find first ({typed!r}) is only for {strategy_words('target-class', '<class>')}: "
+                "choose that way to pick items, or leave the class to find empty."
+            )
+        return None
+    typed = typed or names[0]
+    if typed not in names:
+        raise ServiceError(f"The class to find first, '{typed}', is not one of the classes ({', '.join(names)}).")
+    return typed
+
+
 def class_query(
     model: OneVsRest,
     available: np.ndarray,
@@ -934,6 +953,7 @@ __all__ = [
     "class_index",
     "class_list",
     "class_query",
+    "class_target",
     "strategy_words",
     "why_chosen",
 ]

@@ -45,10 +45,18 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+import pandas as pd
 from sqlalchemy.exc import SQLAlchemyError
 
 from app.services.accounts import Accounts, Identity
-from app.services.classes import CLASS_COLD_START, class_index, class_list, class_query, strategy_words
+from app.services.classes import (
+    CLASS_COLD_START,
+    class_index,
+    class_list,
+    class_query,
+    class_target,
+    strategy_words,
+)
 from app.services.common import (
     DEFAULT_C,
     DEFAULT_GAMMA,
@@ -790,6 +798,19 @@ class ClassProjectRun(ProjectRun):
             self.sync()
             return self._learned_counts()["per_class"]
 
+    def class_agreement(self) -> pd.DataFrame:
+        """Agreement counts of the items answered with a class at least twice: rows the class of an item's
+        first class answer, columns the class of its second (the diagonal: the two agree); skips left out."""
+        table = pd.DataFrame(0, index=list(self.classes), columns=list(self.classes))
+        with self.lock:
+            self.sync()
+            for answers in self.answers.values():
+                given = [a.answer_class for a in answers if a.answer_class is not None]
+                if len(given) >= 2:
+                    table.iloc[given[0], given[1]] += 1
+        table.index.name = "first answer"
+        return table
+
     def _learned_counts(self) -> dict[str, Any]:
         """``per_class``: how many items the model learned in each class."""
         counts = dict.fromkeys(self.classes, 0)
@@ -879,12 +900,8 @@ class Projects:
                 raise ServiceError(
                     "What to find is for yes / no projects: a project with named classes is answered with its classes."
                 )
-            if strategy == "target-class":
-                target = names[0] if target is None or not str(target).strip() else str(target).strip()
-                if target not in names:
-                    raise ServiceError(
-                        f"The class to find first, '{target}', is not one of the classes ({', '.join(names)})."
-                    )
+            target = class_target(strategy, target, names, refuse_unused=True)
+            if target is not None:
                 strategy_params["target"] = target
             solver = solver or CLASS_SOLVER
         elif strategy not in LABEL_STRATEGIES:

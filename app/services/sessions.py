@@ -6,7 +6,7 @@ import threading
 from collections.abc import Sequence
 
 from app.services.accounts import Accounts, Identity
-from app.services.classes import ClassesRun, class_list
+from app.services.classes import ClassesRun, class_list, class_target
 from app.services.common import (
     DEFAULT_C,
     DEFAULT_GAMMA,
@@ -224,12 +224,7 @@ class Sessions:
             raise ServiceError(f"Unknown solver '{solver}'; choose one of {', '.join(SOLVERS)}.")
         if not annotator or not str(annotator).strip():
             raise ServiceError("Enter the annotator's name.")
-        if strategy == "target-class":
-            target = names[0] if target is None or not str(target).strip() else str(target).strip()
-            if target not in names:
-                raise ServiceError(
-                    f"The class to find first, '{target}', is not one of the classes ({', '.join(names)})."
-                )
+        target = class_target(strategy, target, names)
         C, gamma, seed = penalty_value(C), gamma_value(gamma), whole_number(seed, "seed")
         solver = solver or CLASS_SOLVER
         tuned = tuned_params(kernel=kernel, loss=None, tol=tol, solver=solver)
@@ -242,7 +237,7 @@ class Sessions:
                 **solver_params,
                 seed=seed,
                 scaling=scaling,
-                strategy_params={"target": target} if strategy == "target-class" else {},
+                strategy_params={} if target is None else {"target": target},
                 classes=names,
                 multi_label=bool(multi_label),
             )

@@ -69,7 +69,10 @@ with (
             format_func=lambda name: strategy_words(name, "<class>"),
         )
         target = st.text_input(
-            "Class to find first (Most likely)", key="project_target", placeholder="empty: the first class"
+            "Class to find first (Most likely)",
+            key="project_target",
+            placeholder="empty: the first class",
+            help="One of the classes above, written as there; only for Most likely <class>.",
         )
     with st.expander("Advanced: the model"):  # (the model's own terms: kept out of a screener's way)
         low, high = st.columns(2)

@@ -2,8 +2,8 @@
 
 import streamlit as st
 
-from app import auth
-from app.classes_panel import class_keys
+from app import auth, charts
+from app.classes_panel import class_keys, counts_table
 from app.services import ServiceError
 from app.services.vocabulary import how_labelled, solver_words
 from app.ui.item import item_view, why_chosen, why_chosen_in_detail
@@ -140,6 +140,21 @@ def team_panel(project_id: int) -> None:
         f"{'answer' if progress['answers'] == 1 else 'answers'}, {progress['items_done']} of "
         f"{progress['items']} items done · the shared model learned {progress['learned']} ({learned})"
     )
+    if run.has_classes:  # (what a session's panel shows beside its item; the members' agreement to owners only)
+        counts, agreement = st.columns(2, gap="large")
+        counts.plotly_chart(
+            charts.class_counts_figure(run.class_counts(), "Items learned per class", "items"),
+            config={"displayModeBar": False},
+            key="team_class_counts",
+        )
+        if me.is_owner:  # (an annotator would read another member's class off the count her answer moves)
+            with agreement:
+                counts_table(
+                    "**Agreement counts** (rows: the item's first class answer; columns: its second; the "
+                    "diagonal: the two agree)",
+                    run.class_agreement(),
+                    key="team_class_agreement",
+                )
     update = "" if run.last_update_ms is None else f"Last model update {run.last_update_ms:.1f} ms · "
     st.caption(
         f"{update}{plain(solver_words(run.info.solver))} · items are reserved for "

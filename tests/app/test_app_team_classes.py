@@ -29,16 +29,31 @@ def answer_class(at, k: int) -> None:
     assert not at.error, [e.value for e in at.error]
 
 
-def fill_new_project(owner, dataset_id: int, classes: str, name: str = "kinds") -> None:
+def fill_new_project(
+    owner, dataset_id: int, classes: str, name: str = "kinds", strategy: str = "smallest-margin", target: str = ""
+) -> None:
     owner.switch_page("views/projects.py").run()
     owner.text_input(key="project_name").input(name)
     owner.selectbox(key="project_dataset").select(dataset_id)
     owner.text_input(key="project_classes").input(classes)
-    owner.selectbox(key="project_class_strategy").select("smallest-margin")
+    owner.selectbox(key="project_class_strategy").select(strategy)
+    owner.text_input(key="project_target").input(target)
     owner.multiselect(key="project_members").select("ann").select("bob")
     owner.slider(key="project_share").set_value(100)
     owner.button(key="FormSubmitter:new_project-Create project").click().run()
     assert not owner.exception, owner.exception
+
+
+def submitted_form(db_url, classes: str, **form):
+    """The owner olga's app after she submitted the New project form (members ann and bob, three groups of
+    items); the app and a service on its database."""
+    ensure_account(db_url, "ann", role="annotator")
+    ensure_account(db_url, "bob", role="annotator")
+    svc = MarginLab.from_url(db_url)
+    dataset_id, _ = three_blobs(svc)
+    owner = start_app("olga")
+    fill_new_project(owner, dataset_id, classes, **form)
+    return owner, svc
 
 
 @pytest.mark.parametrize(
@@ -51,14 +66,32 @@ def fill_new_project(owner, dataset_id: int, classes: str, name: str = "kinds") 
     ],
 )
 def test_the_projects_form_refuses_a_bad_class_list_naming_it_and_stores_nothing(db_url, typed, words):
-    ensure_account(db_url, "ann", role="annotator")
-    ensure_account(db_url, "bob", role="annotator")
-    svc = MarginLab.from_url(db_url)
-    dataset_id, _ = three_blobs(svc)
-    owner = start_app("olga")
-    fill_new_project(owner, dataset_id, typed)
+    owner, svc = submitted_form(db_url, typed)
     assert any(words in as_shown(e.value) for e in owner.error), [e.value for e in owner.error]
     assert teams.list_projects(svc.engine) == []
+
+
+@pytest.mark.parametrize(
+    "strategy, target, words",
+    [
+        ("target-class", "Cat", f"The class to find first, 'Cat', is not one of the classes ({', '.join(CLASSES)})."),
+        ("target-class", "cow", f"The class to find first, 'cow', is not one of the classes ({', '.join(CLASSES)})."),
+        ("smallest-margin", "cat", "A class to find first ('cat') is only for Most likely <class>"),
+    ],
+)
+def test_the_projects_form_refuses_a_mistyped_or_unused_class_to_find_naming_the_classes(
+    db_url, strategy, target, words
+):
+    owner, svc = submitted_form(db_url, ", ".join(CLASSES), strategy=strategy, target=target)
+    assert any(words in as_shown(e.value) for e in owner.error), [e.value for e in owner.error]
+    assert teams.list_projects(svc.engine) == []
+
+
+def test_a_class_to_find_typed_as_one_of_the_classes_is_the_project_s_target(db_url):
+    owner, svc = submitted_form(db_url, ", ".join(CLASSES), strategy="target-class", target=f" {CLASSES[1]} ")
+    assert not owner.error, [e.value for e in owner.error]
+    (project,) = teams.list_projects(svc.engine)
+    assert (project.strategy, project.params["strategy_params"]["target"]) == ("target-class", CLASSES[1])
 
 
 def test_members_answer_with_classes_and_the_owner_settles_a_disagreement_on_a_class(db_url):
@@ -175,3 +208,48 @@ def test_a_project_with_named_classes_is_not_offered_for_a_yes_no_replay(db_url)
     with pytest.raises(ServiceError, match="named classes"):
         replays.run_replay(f"project:{project_id}", strategies=["random"], seeds=1, by=me)
     assert svc.comparisons() == []
+
+
+def test_label_together_shows_the_items_per_class_and_to_an_owner_the_agreement_counts_of_a_class_project(db_url):
+    from tests.app.test_app_item_display import make_project
+
+    svc = MarginLab.from_url(db_url)
+    dataset_id, truth = three_blobs(svc)
+    project_id = make_project(
+        db_url,
+        dataset_id,
+        members=("olga", "ann", "bob"),
+        strategy="random",
+        classes=CLASSES,
+        labels_per_item=2,
+        overlap_share=1.0,
+    )
+    run = svc.open_project(project_id)
+    disputed = None
+    for turn in range(8):
+        name = ("ann", "bob")[turn % 2]
+        shown = run.next_item(name)
+        k = int(truth[shown.item_index])
+        if name == "bob" and disputed is None:
+            k, disputed = (k + 1) % 3, shown.item_index  # bob disagrees once
+        assert run.answer(name, shown.item_index, k, shown).ok
+    ann = start_app("ann", role="annotator")
+    assert [t.value for t in ann.title] == ["Label together"]
+    # ann sees the items learned per class; not the agreement counts, off which she would read bob's classes
+    assert any("Items learned per class" in c.proto.spec for c in ann.get("plotly_chart"))
+    assert not [m for m in ann.markdown if "Agreement counts" in as_shown(m.value)]
+    assert not [d for d in ann.dataframe if "first answer" in d.value.columns]
+    at = start_app("olga")
+    at.switch_page("views/team_label.py").run()
+    assert not at.exception, at.exception
+    heading = [as_shown(m.value) for m in at.markdown if "Agreement counts" in as_shown(m.value)]
+    assert heading and "rows: the item's first class answer" in heading[0], heading
+    (table,) = [d for d in at.dataframe if "first answer" in d.value.columns]
+    shown_table = table.value.set_index("first answer")
+    expected = MarginLab.from_url(db_url).open_project(project_id).class_agreement()
+    assert list(shown_table.columns) == list(CLASSES) and list(shown_table.index) == list(CLASSES)  # as written
+    assert shown_table.to_numpy().tolist() == expected.to_numpy().tolist()
+    first = int(truth[disputed])
+    assert expected.iloc[first, (first + 1) % 3] == 1 and int(expected.to_numpy().trace()) == 3
+    charts = at.get("plotly_chart")
+    assert any("Items learned per class" in c.proto.spec for c in charts), [c.proto.spec[:80] for c in charts]

@@ -286,3 +286,35 @@ def test_bad_class_lists_for_a_project_are_refused_and_nothing_is_stored(engine,
     with pytest.raises(ServiceError, match="What to find is for yes / no projects"):
         svc.create_project(me, strategy="random", classes="a, b, c", find="cats", **create)
     assert teams.list_projects(engine) == []
+
+
+def test_the_agreement_counts_of_a_class_project_count_each_item_s_first_two_classes(engine):
+    from app.services import MarginLab
+
+    svc = MarginLab(engine)
+    project_id, group = blobs_project(svc, overlap_share=1.0)
+    run = svc.open_project(project_id)
+    assert run.class_agreement().to_numpy().sum() == 0  # nothing answered twice yet
+    for turn in range(14):
+        name = ("ann", "bob")[turn % 2]
+        shown = run.next_item(name)
+        k = int(group[shown.item_index])
+        if name == "bob" and turn % 4 == 3:
+            k = (k + 1) % 3  # bob disagrees on every other item he is handed
+        assert run.answer(name, shown.item_index, NAMES[k], shown).ok
+    shown = run.next_item("ann")
+    assert run.answer("ann", shown.item_index, None, shown).ok  # a skip counts nowhere
+    # the reference: each item's class answers as stored, in order; its first two make one count
+    _, answers = teams.project_answers(engine, project_id)
+    by_item: dict[int, list[int]] = {}
+    for a in answers:
+        if a.answer_class is not None:
+            by_item.setdefault(a.item_index, []).append(a.answer_class)
+    expected = [[0] * 3 for _ in NAMES]
+    for classes in by_item.values():
+        if len(classes) >= 2:
+            expected[classes[0]][classes[1]] += 1
+    table = run.class_agreement()
+    assert list(table.index) == list(NAMES) and list(table.columns) == list(NAMES)
+    assert table.to_numpy().tolist() == expected
+    assert sum(expected[k][k] for k in range(3)) > 0 and sum(map(sum, expected)) > sum(expected[k][k] for k in range(3))
