@@ -11,7 +11,7 @@ from __future__ import annotations
 import streamlit as st
 
 from app import auth, charts
-from app.services import DEFAULT_STRATEGY, LABEL_STRATEGIES, ServiceError
+from app.services import BASELINE, DEFAULT_STRATEGY, LABEL_STRATEGIES, ServiceError
 from app.services.comparisons import COMPARE_MAX_SEEDS
 from app.services.replay import (
     CLASS_HELD_OUT,
@@ -45,7 +45,7 @@ def form(svc) -> None:
             strategies = st.multiselect(
                 "Heuristics",
                 list(LABEL_STRATEGIES),
-                default=[s for s in (DEFAULT_STRATEGY, "random") if s in LABEL_STRATEGIES],
+                default=[s for s in (DEFAULT_STRATEGY, BASELINE) if s in LABEL_STRATEGIES],
                 key="replay_strategies",
                 help="The session's own heuristic runs too, with the session's model: the "
                 "reference the others are measured against.",
@@ -54,7 +54,7 @@ def form(svc) -> None:
             strategies = st.multiselect(
                 "Heuristics (named classes)",
                 list(heuristics),
-                default=["random"] if "random" in heuristics else [],
+                default=[BASELINE] if BASELINE in heuristics else [],  # (random: the same name for named classes)
                 format_func=lambda name: visible(heuristics[name]),
                 key="replay_class_strategies",
                 help="The session's own heuristic runs too, with the session's model: the reference the "
