@@ -122,7 +122,8 @@ def model_timings(run, shown) -> str:
     if shown is not None and shown.query_ms is not None:
         parts.append(f"next item found in {duration(shown.query_ms)}")
     parts.append(solver_words(run.info.solver))
-    return plain(" · ".join(parts))
+    line = " · ".join(parts)
+    return plain(line[:1].upper() + line[1:])  # (a sentence, whichever part comes first)
 
 
 def live_roc(run: LabellingRun):

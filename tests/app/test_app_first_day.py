@@ -327,6 +327,9 @@ def test_a_model_update_of_over_a_second_is_said_in_seconds():
     )
     run.last_update_ms = 999.94
     assert as_shown(model_timings(run, None)).startswith("Model updated in 999.9 ms")
+    # after a resume (no update yet in this process) the line opens on the next item, as a sentence does
+    run.last_update_ms = None
+    assert as_shown(model_timings(run, shown)) == f"Next item found in 12.3 ms · {solver_words('lasvm')}"
 
 
 def test_an_item_drawn_before_there_is_a_model_says_so_instead_of_a_score(db_url):
