@@ -43,7 +43,7 @@ METRIC_WORDS = {
         "W / T / L (wins, ties, losses of the ALC against random)",
     ),
     "wss_95": Metric(
-        "work saved at 95% found",
+        "work saved at 95%",
         "the share of the items left unread once 95% of the positives were found, less the 5% that reading in "
         "random order would save",
         "WSS@95 (work saved over sampling at 95% recall)",
