@@ -12,7 +12,7 @@ import streamlit as st
 
 from app import auth, charts
 from app.services.stopping import RULE_OPTIONS, check_blocked
-from app.services.vocabulary import rule_words
+from app.services.vocabulary import RULE_TERMS, rule_words
 from app.ui.messages import guarded
 from app.ui.text import plain
 
@@ -97,6 +97,8 @@ def show(svc, run, *, verdict_above: bool = False, gain_above: bool = False) -> 
             verdict(run)
         lines = [("✓ " if state.stop else "· ") + plain(rule_line(state)) for state in status.states]
         st.caption("  \n".join(lines))
+        with st.expander("Advanced: the rules in the model's terms"):
+            st.caption("  \n".join(plain(f"{words}: {term}") for words, term in RULE_TERMS.items()))
         buttons = st.container(horizontal=True)
         if status.checking:
             buttons.button(

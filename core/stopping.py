@@ -159,6 +159,15 @@ STOP_SET_SIZE = 2000
 STABILITY_STEP = 10
 STABILITY_WINDOW = 3
 STABILITY_THRESHOLD = 0.99
+#: the rules' messages say the model's terms in words (``RULE_WORDS``' readers are screeners); what each of those
+#: words is in the model's terms, for engineers (the Label page's Advanced)
+RULE_TERMS = {
+    "items the model is unsure of": "the unlabelled items inside the margin, |f(x)| < 1 (the margin rule)",
+    "agreement between the last two models": "Cohen's kappa of their predictions (the stability rule)",
+    "a fixed set of check items": (
+        f"the stability rule's stop set, up to {STOP_SET_SIZE:,} pool items drawn once at random"
+    ),
+}
 
 
 # --------------------------------------------------------------------------- rule names
@@ -276,8 +285,8 @@ def margin_rule(n_in_margin: float, labels, *, tolerance: int = 0) -> RuleState:
     items = "item" if count == 1 else "items"
     if count <= tolerance:
         said = "no unlabelled item" if count == 0 else f"{count:,} unlabelled {items} (tolerance {tolerance})"
-        return RuleState(name, True, f"{name}: {said} inside the margin — you can stop", value=count)
-    return RuleState(name, False, f"{name}: {count:,} unlabelled {items} inside the margin", value=count)
+        return RuleState(name, True, f"{name}: {said} the model is unsure of — you can stop", value=count)
+    return RuleState(name, False, f"{name}: {count:,} unlabelled {items} the model is unsure of", value=count)
 
 
 def consecutive_rule(labels, n: int) -> RuleState:
@@ -443,7 +452,7 @@ def stability_rule(
     stop_set_size: int | None = None,
 ) -> RuleState:
     """Bloodgood & Vijay-Shanker (2009): mean kappa of the last ``window`` successive comparisons >= ``threshold``."""
-    on = f" on {stop_set_size:,} stop-set items" if stop_set_size else ""
+    on = f" on a fixed set of {stop_set_size:,} check items" if stop_set_size else ""
     recent = list(kappas)[-window:]
     defined = [k for _, k in recent if np.isfinite(k)]
     if len(recent) < window or len(defined) < window:
@@ -457,8 +466,8 @@ def stability_rule(
         )
     mean = float(np.mean(defined))
     said = (
-        f"stability: Cohen's kappa of successive models{on}, mean of the last {window}: {mean:.3f}; "
-        f"stops at {threshold:g}"
+        f"stability: agreement between the last two models{on}, mean of the last {window} comparisons: "
+        f"{mean:.3f}; stops at {threshold:g}"
     )
     if mean >= threshold:
         return RuleState("stability", True, said + " — you can stop", value=mean, needed=0)
@@ -1921,6 +1930,7 @@ __all__ = [
     "RecallEstimate",
     "RULE_NAMES",
     "rule_names",
+    "RULE_TERMS",
     "RULE_WORDS",
     "rule_words",
     "RuleSpec",

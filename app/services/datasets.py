@@ -80,6 +80,9 @@ MISSING_CHOICES = {
 }
 INVALID_SMILES_CHOICES = {"error": "refuse the file (rows listed)", "drop": "leave those rows out"}
 CONSTANT_CHOICES = {"error": "refuse the file", "drop": "leave them out"}
+#: the upload's scaling, in words (``standard``: zero mean and unit variance per numeric column)
+SCALING_LABEL = "Numbers in the columns"
+SCALING_CHOICES = {"standard": "put on one scale", "none": "keep as they are"}
 FORM_CHOICE_WORDS = {
     "missing=drop": f"Missing values: '{MISSING_CHOICES['drop']}'",
     "missing=impute": f"Missing values: '{MISSING_CHOICES['impute']}'",

@@ -20,7 +20,7 @@ from app.services.classes import CLASS_STRATEGY_WORDS, strategy_words
 from app.services.common import LABEL_STRATEGIES, ServiceError, whole_number
 from app.services.comparisons import COMPARE_MAX_LABELS, COMPARE_MAX_SEEDS, COMPARE_MAX_WORK, run_words
 from app.services.errors import at_the_boundary, service_boundary
-from app.services.vocabulary import METRIC_WORDS
+from app.services.vocabulary import METRIC_WORDS, solver_words
 from storage import repository as repo
 from storage import teams
 
@@ -126,7 +126,8 @@ def class_replay_summary(comparison: repo.Comparison) -> pd.DataFrame:
 
 def replay_summary(comparison: repo.Comparison) -> pd.DataFrame:
     """The per-heuristic table of a stored replay, readable: recall levels, the work saved at 95% found
-    (WSS@95), labels to 95% against the reference's, latency (a replay holds nothing out: no AUC)."""
+    (WSS@95), labels to 95% against the reference's, latency, the model in words and by its code name (a replay
+    holds nothing out: no AUC)."""
     frame = pd.DataFrame(comparison.summary.get("summary", []))
     if frame.empty:
         return frame
@@ -153,14 +154,15 @@ def replay_summary(comparison: repo.Comparison) -> pd.DataFrame:
     return pd.DataFrame(
         {
             "heuristic": [run_words(s) + (" (reference)" if s == reference else "") for s in frame["strategy"]],
-            "solver": frame["solver"],
+            "model": [solver_words(s) for s in frame["solver"]],
             "recall 50 %": reach(50),
             "recall 80 %": reach(80),
             "recall 95 %": reach(95),
             METRIC_WORDS["wss_95"].name: ["–" if v is None or pd.isna(v) else f"{v:.3f}" for v in frame["wss_95"]],
             "to 95 % vs reference": versus,
             "update ms p50 / p95": ms("update_ms_median", "update_ms_p95"),
-            "query ms p50 / p95": ms("query_ms_median", "query_ms_p95"),
+            "next item ms p50 / p95": ms("query_ms_median", "query_ms_p95"),
+            "model, for engineers": frame["solver"],
         }
     )
 

@@ -43,7 +43,7 @@ METRIC_WORDS = {
         "W / T / L (wins, ties, losses of the ALC against random)",
     ),
     "wss_95": Metric(
-        "work saved at 95% found",
+        "work saved at 95%",
         "the share of the items left unread once 95% of the positives were found, less the 5% that reading in "
         "random order would save",
         "WSS@95 (work saved over sampling at 95% recall)",
@@ -69,6 +69,11 @@ def solver_words(name: str | None) -> str:
     return solvers.get(name).label if name in solvers.REGISTRY else str(name)
 
 
+#: what the stopping rules' words are in the model's terms ("items the model is unsure of": inside the margin), for
+#: engineers, under Advanced
+RULE_TERMS = stopping.RULE_TERMS
+
+
 def rule_words(rule: str) -> str:
     """A stopping rule in words ("stop after 50 irrelevant in a row")."""
     return stopping.rule_words(rule)
@@ -83,6 +88,7 @@ __all__ = [
     "KERNEL_NAMES",
     "LOSSES",
     "METRIC_WORDS",
+    "RULE_TERMS",
     "Metric",
     "heuristic_words",
     "how_labelled",

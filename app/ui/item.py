@@ -114,15 +114,16 @@ def duration(ms: float) -> str:
 
 
 def model_timings(run, shown) -> str:
-    """The line under the progress: how long the last model update and the query took (each only once
+    """The line under the progress: how long the last model update and finding the next item took (each only once
     there is one: after a resume the model has not updated yet in this process) and the model in words."""
     parts = []
     if run.last_update_ms is not None:
-        parts.append(f"Model update {duration(run.last_update_ms)}")
+        parts.append(f"Model updated in {duration(run.last_update_ms)}")
     if shown is not None and shown.query_ms is not None:
-        parts.append(f"next query {duration(shown.query_ms)}")
+        parts.append(f"next item found in {duration(shown.query_ms)}")
     parts.append(solver_words(run.info.solver))
-    return plain(" · ".join(parts))
+    line = " · ".join(parts)
+    return plain(line[:1].upper() + line[1:])  # (a sentence, whichever part comes first)
 
 
 def live_roc(run: LabellingRun):

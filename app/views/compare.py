@@ -69,7 +69,7 @@ else:
         # the same solver for every heuristic unless asked otherwise: a comparison of heuristics, not of solvers
         same = DEFAULT_SOLVER[DEFAULT_STRATEGY]
         solver = st.selectbox(
-            "Solver",
+            "Model",
             [same, *(s for s in SOLVERS if s != same), EACH_OWN],
             key="compare_solver",
             format_func=lambda s: EACH_OWN_WORDS if s == EACH_OWN else f"{solver_words(s)} (every heuristic)",
@@ -79,7 +79,7 @@ else:
             + " (this compares the models too).",
         )
         model = st.radio(
-            "Model",
+            "Standard or review model",
             ["standard", "review"],
             key="compare_model",
             horizontal=True,

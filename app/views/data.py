@@ -5,7 +5,13 @@ import streamlit as st
 
 from app import auth
 from app.services import EVAL_FRACTION, ServiceError
-from app.services.datasets import CONSTANT_CHOICES, INVALID_SMILES_CHOICES, MISSING_CHOICES
+from app.services.datasets import (
+    CONSTANT_CHOICES,
+    INVALID_SMILES_CHOICES,
+    MISSING_CHOICES,
+    SCALING_CHOICES,
+    SCALING_LABEL,
+)
 from app.services.reading import BUNDLED, DELIMITER_NAMES, MISSING_POLICIES
 from app.ui.forms import column_values, csv_preview, delete_dataset_panel, unreadable_csv
 from app.ui.messages import data_error_text
@@ -126,11 +132,13 @@ with bundled_tab:
         help="For digits: the digit labelled positive; every other digit is negative.",
     )
     scaling = st.radio(
-        "Scaling",
+        SCALING_LABEL,
         ["standard", "none"],
         horizontal=True,
         key="bundled_scaling",
-        help="standard: zero mean and unit variance per feature, from the data itself (no labels).",
+        format_func=SCALING_CHOICES.get,
+        help="On one scale: every feature shifted and stretched to a mean of 0 and a spread of 1, from the data "
+        "itself (no labels), so that no feature outweighs the others by its unit alone.",
     )
     if st.button("Add to the database", type="primary", key="bundled_add"):
         try:
@@ -362,12 +370,14 @@ with upload_tab:
                 format_func=MISSING_CHOICES.get,
             )
             scaling = c2.radio(
-                "Scaling",
+                SCALING_LABEL,
                 ["standard", "none"],
                 horizontal=True,
                 key="upload_scaling",
-                help="standard: zero mean and unit variance of the numeric columns, from the "
-                "data itself (no labels); text and fingerprint features are never centred.",
+                format_func=SCALING_CHOICES.get,
+                help="On one scale: every numeric column shifted and stretched to a mean of 0 and a spread of 1, "
+                "from the data itself (no labels), so that no column outweighs the others by its unit alone; "
+                "text and fingerprint features are never shifted.",
             )
             constant = c3.radio(
                 "Constant columns", ["drop", "error"], horizontal=True, format_func=CONSTANT_CHOICES.get

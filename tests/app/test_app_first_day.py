@@ -224,10 +224,10 @@ def test_a_change_in_history_during_a_first_start_s_compile_says_why_it_waits(db
 def test_a_resumed_session_shows_no_empty_model_update_time(db_url):
     run, at = opened(db_url, 5)  # a new process: the model is rebuilt, not updated
     timings = [as_shown(c.value) for c in at.caption if solver_words(run.info.solver) in as_shown(c.value)]
-    assert timings and not any("–" in t or "Model update" in t for t in timings), timings
+    assert timings and not any("–" in t or "Model updated" in t for t in timings), timings
     test_app.click(at, "positive")
     timings = [as_shown(c.value) for c in at.caption if solver_words(run.info.solver) in as_shown(c.value)]
-    assert any(re.match(r"Model update \d+\.\d ms", t) for t in timings), timings
+    assert any(re.match(r"Model updated in \d+\.\d ms", t) for t in timings), timings
 
 
 # --------------------------------------------------------------------------- Compare
@@ -321,9 +321,15 @@ def test_a_model_update_of_over_a_second_is_said_in_seconds():
 
     run = SimpleNamespace(last_update_ms=4111.9, info=SimpleNamespace(solver="lasvm"))
     shown = SimpleNamespace(query_ms=12.34)
-    assert as_shown(model_timings(run, shown)) == f"Model update 4.1 s · next query 12.3 ms · {solver_words('lasvm')}"
+    assert (
+        as_shown(model_timings(run, shown))
+        == f"Model updated in 4.1 s · next item found in 12.3 ms · {solver_words('lasvm')}"
+    )
     run.last_update_ms = 999.94
-    assert as_shown(model_timings(run, None)).startswith("Model update 999.9 ms")
+    assert as_shown(model_timings(run, None)).startswith("Model updated in 999.9 ms")
+    # after a resume (no update yet in this process) the line opens on the next item, as a sentence does
+    run.last_update_ms = None
+    assert as_shown(model_timings(run, shown)) == f"Next item found in 12.3 ms · {solver_words('lasvm')}"
 
 
 def test_an_item_drawn_before_there_is_a_model_says_so_instead_of_a_score(db_url):

@@ -8,7 +8,7 @@ import pytest
 
 from app.services import MarginLab, ServiceError
 from app.services.replay import Replays, is_replay
-from app.services.vocabulary import heuristic_words
+from app.services.vocabulary import heuristic_words, solver_words
 from core.replay import CAVEAT, SESSION_ORDER
 from storage import repository as repo
 from tests.app import test_app
@@ -67,6 +67,11 @@ def test_the_compare_page_replays_a_session_and_reloads_it(db_url):
         f"{heuristic_words('near-boundary')} (reference)",
         SESSION_ORDER,
     ]
+    # the model in words (the code name in a column for engineers), no solver, no query outside those
+    assert set(table["model"]) == {solver_words(run.info.solver)}, table
+    assert set(table["model, for engineers"]) == {run.info.solver}, table
+    plain_columns = [c for c in table.columns if not c.endswith("for engineers")]
+    assert not [c for c in plain_columns if "solver" in c or "query" in c], table.columns
     assert "replay of session" in at.selectbox(key="comparison_picker").format_func(newest.id)
     assert not [b for b in at.button if b.label == "Cancel"]  # the replay is over: nothing left to cancel
 

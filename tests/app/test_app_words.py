@@ -25,7 +25,26 @@ pytestmark = pytest.mark.app  # pages through Streamlit's AppTest (a slow lane)
 db_url = test_app.db_url  # a temporary SQLite file in MARGINLAB_DATABASE_URL
 
 #: the model's own terms, which a screener does not read outside Advanced
-MODEL_TERMS = ("exact model", "support vector", "gamma", "leave-one-out", "kernel", "rbf", "ALC", "W / T / L", "WSS")
+MODEL_TERMS = (
+    "exact model",
+    "support vector",
+    "gamma",
+    "leave-one-out",
+    "kernel",
+    "rbf",
+    "ALC",
+    "W / T / L",
+    "WSS",
+    # the stopping rules' terms ("items the model is unsure of", "agreement between the last two models", "a
+    # fixed set of check items" instead), the timing's "query", the form's "solver" and the upload's "scaling"
+    "inside the margin",
+    "kappa",
+    "stop set",
+    "stop-set",
+    "query",
+    "solver",
+    "scaling",
+)
 
 
 def chart_titles(at: AppTest, *, advanced: bool = False) -> list[str]:

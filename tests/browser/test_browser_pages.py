@@ -335,3 +335,38 @@ def test_import_labels_from_a_file_on_the_sessions_page(tmp_path):
     events = repo.label_events(svc.engine, session_id)
     assert [(e.item_index, e.value, e.strategy) for e in events] == [(i, int(run.y_true[i]), "imported") for i in pool]
     svc.engine.dispose()
+
+
+#: the Compare summary's table in the page: its grid's scrolled width and its visible width (the first table after
+#: the heading "Summary")
+SUMMARY_WIDTHS = """() => {
+    const head = [...document.querySelectorAll('h3')].find(h => h.innerText.trim() === 'Summary');
+    const after = [...document.querySelectorAll('[data-testid=stDataFrame]')].filter(
+        f => head && (head.compareDocumentPosition(f) & Node.DOCUMENT_POSITION_FOLLOWING));
+    const grid = after.length ? after[0].querySelector('.dvn-scroller') : null;
+    return grid ? [grid.scrollWidth, grid.clientWidth] : null;
+}"""
+
+
+def test_the_compare_summary_with_several_models_fits_a_1400_pixel_window(tmp_path):
+    from playwright.sync_api import sync_playwright
+
+    url, _ = prepared(tmp_path, sessions=())
+    svc = MarginLab.from_url(url)
+    # each heuristic on its own model (the model column shown), a budget that finds half the positives (long cells)
+    svc.run_comparison(
+        svc.datasets()[0].id, strategies=["near-boundary", "random", "largest-positive"], budget=160, seeds=2, initial=4
+    )
+    svc.engine.dispose()
+    with sync_playwright() as playwright:
+        browser = launch_browser(playwright)
+        try:
+            with AppServer(url, tmp_path / "server.log") as server:
+                page = open_app(browser, server.url + "/compare", user=USER)  # (a 1,400-pixel wide window)
+                page.wait_for_selector("h3:has-text('Summary')", timeout=120_000)
+                wait_for_app(page)
+                page.wait_for_function(f"({SUMMARY_WIDTHS})() !== null", timeout=60_000)
+                scrolled, visible = page.evaluate(SUMMARY_WIDTHS)
+                assert scrolled <= visible, (scrolled, visible)  # the last column is not cut
+        finally:
+            browser.close()

@@ -357,7 +357,7 @@ def test_margin_rule():
     assert not st.margin_rule(0, [-1, -1]).stop  # waits for both classes
     assert st.margin_rule(0, [1, -1]).stop
     state = st.margin_rule(12, [1, -1])
-    assert not state.stop and state.message == "margin: 12 unlabelled items inside the margin"
+    assert not state.stop and state.message == "margin: 12 unlabelled items the model is unsure of"
     assert st.margin_rule(3, [1, -1], tolerance=3).stop
     assert not st.margin_rule(float("nan"), [1, -1]).stop
 
@@ -677,7 +677,7 @@ def test_evaluate_reports_every_rule_in_words():
     )
     states = st.evaluate(st.DEFAULT_RULES, view)
     assert [s.rule for s in states] == ["statistical", "knee", "margin", "stability", "consecutive:50"]
-    assert states[2].message == "margin: 12 unlabelled items inside the margin"
+    assert states[2].message == "margin: 12 unlabelled items the model is unsure of"
     assert states[4].stop and not states[2].stop
     assert all(s.message.startswith(s.rule.split(":")[0]) for s in states)
 
