@@ -200,11 +200,13 @@ def test_a_wide_table_item_shows_the_features_that_matter_first(db_url):
     order = np.argsort(-relevance, kind="stable")
     assert list(table["feature"]) == [f"f{j}" for j in order]
     np.testing.assert_allclose(table["relevance"], relevance[order] / relevance.max())
-    # the New session form's, the model's (under the charts) and the Known items panel's: none for the features
+    # the New session form's, the model's (under the charts), the stopping panel's terms and the Known items
+    # panel's: none for the features
     assert [e.label for e in at.expander] == [
         "Named classes (3 to 9): one button per class",
         "Advanced",
         "Advanced: the model's settings and support vectors",
+        "Advanced: the rules in the model's terms",
         "Known items (0 marked)",
     ]
     assert any(c.value.startswith("All 49 features, the ones that matter most") for c in at.caption)
