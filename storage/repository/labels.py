@@ -60,6 +60,36 @@ class LabelEvent:
         return self.value == 0
 
 
+def answer_columns(
+    value: int,
+    strategy: str,
+    solver: str,
+    decision_value: float | None,
+    model_version: int,
+    update_ms: float | None,
+    query_ms: float | None,
+    answer_class: int | None = None,
+    answer_classes: Any = None,
+) -> dict[str, Any]:
+    """A label's own columns, checked (``InvalidLabelError`` otherwise), stored and returned alike: what a
+    session's label (``record_label``) and a project member's answer (``teams.record_answer``) hold."""
+    answer: dict[str, Any] = dict(
+        value=value,
+        created_at=utc_now(),
+        strategy=_non_empty(strategy, "strategy"),
+        solver=_non_empty(solver, "solver"),
+        decision_value=_optional_float(decision_value, "decision_value"),
+        model_version=int(model_version),
+        update_ms=_optional_float(update_ms, "update_ms"),
+        query_ms=_optional_float(query_ms, "query_ms"),
+    )
+    if answer_class is not None:
+        answer["answer_class"] = _class_index(answer_class)
+    if answer_classes is not None:
+        answer["answer_classes"] = class_set(answer_classes)
+    return answer
+
+
 def record_label(
     engine: EngineLike,
     session_id: int,
@@ -90,22 +120,10 @@ def record_label(
     value = _label_value(value)
     item_index = _item_index(item_index)
     annotator = _annotator_name(annotator)
-    now = utc_now()
-    # the label's own columns, stored and returned alike
-    answer: dict[str, Any] = dict(
-        value=value,
-        created_at=now,
-        strategy=_non_empty(strategy, "strategy"),
-        solver=_non_empty(solver, "solver"),
-        decision_value=_optional_float(decision_value, "decision_value"),
-        model_version=int(model_version),
-        update_ms=_optional_float(update_ms, "update_ms"),
-        query_ms=_optional_float(query_ms, "query_ms"),
+    answer = answer_columns(
+        value, strategy, solver, decision_value, model_version, update_ms, query_ms, answer_class, answer_classes
     )
-    if answer_class is not None:
-        answer["answer_class"] = _class_index(answer_class)
-    if answer_classes is not None:
-        answer["answer_classes"] = class_set(answer_classes)
+    now = answer["created_at"]
     try:
         with writing(engine) as session:
             # one statement finds the session, checks it is open and finds the item

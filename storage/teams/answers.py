@@ -23,7 +23,7 @@ from storage.models import (
     utc_now,
 )
 from storage.repository.annotators import _annotator_id, _annotator_name
-from storage.repository.common import EngineLike, _non_empty, _optional_float, reading, writing
+from storage.repository.common import EngineLike, reading, writing
 from storage.repository.labels import (
     LabelEvent,
     _class_index,
@@ -31,6 +31,7 @@ from storage.repository.labels import (
     _item_index,
     _label_event,
     _label_value,
+    answer_columns,
     check_answer,
     events_query,
     session_classes,
@@ -166,19 +167,8 @@ def record_answer(
     value = _label_value(value)
     item_index = _item_index(item_index)
     annotator = _annotator_name(annotator)
-    now = utc_now()
-    answer: dict[str, Any] = dict(
-        value=value,
-        created_at=now,
-        strategy=_non_empty(strategy, "strategy"),
-        solver=_non_empty(solver, "solver"),
-        decision_value=_optional_float(decision_value, "decision_value"),
-        model_version=int(model_version),
-        update_ms=_optional_float(update_ms, "update_ms"),
-        query_ms=_optional_float(query_ms, "query_ms"),
-    )
-    if answer_class is not None:
-        answer["answer_class"] = _class_index(answer_class)
+    answer = answer_columns(value, strategy, solver, decision_value, model_version, update_ms, query_ms, answer_class)
+    now = answer["created_at"]
     with writing(engine) as session:
         project = _locked_project(session, project_id)
         if project.status != "active":
