@@ -195,7 +195,9 @@ def class_query(
     return ClassShown(
         item_index=int(query.index),
         pool_index=int(query.index),
-        score=float(query.score) if np.isfinite(query.score) else None,
+        # (before the model can rate items its machines hold placeholders, not scores: stored as none, as a
+        # two-class session's cold-start items are exported without one)
+        score=float(query.score) if np.isfinite(query.score) and strategy != cold_start else None,
         strategy=strategy,
         reason=(why or functools.partial(why_chosen, n_answered_classes=n_answered))(
             strategy, query.extra, int(available.sum())

@@ -647,3 +647,24 @@ def test_the_sessions_page_imports_a_file_of_classes_and_names_the_unknown_ones(
     at.button(key=f"labels_import_{session.id}").click().run()
     assert any("Imported 2 answers from good.csv" in as_shown(m.value) for m in at.success)
     assert [(e.item_index, e.answer_class) for e in repo.label_events(svc.engine, session.id)] == [(40, 1), (41, 2)]
+
+
+@pytest.mark.parametrize("multi_label", [False, True])
+def test_items_asked_before_the_model_could_rate_them_are_exported_without_a_score(db_url, multi_label):
+    """The cold start's item has no score yet (the machines hold a placeholder): its decision value is empty in
+    the export, as a two-class session's cold-start items are; later items carry the model's score."""
+    svc = MarginLab.from_url(db_url)
+    dataset_id, truth = three_blobs(svc)
+    run = svc.start_session(
+        dataset_id=dataset_id, annotator="ada", strategy="random", classes=", ".join(CLASSES), multi_label=multi_label
+    )
+    for _ in range(8):
+        item = run.shown.item_index
+        answer = [int(truth[item])] if multi_label else int(truth[item])
+        assert run.answer(answer, item_index=item).ok
+    stored = repo.label_events(svc.engine, run.session_id)
+    rows = list(csv.DictReader(io.StringIO(svc.export_labels(session_id=run.session_id, fmt="csv").decode())))
+    cold = [s.strategy == run.cold_start for s in stored]
+    assert cold[0] and not cold[-1]
+    assert [r["decision_value"] == "" for r in rows] == cold
+    assert all(s.decision_value is None for s, c in zip(stored, cold, strict=True) if c)
