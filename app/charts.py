@@ -279,7 +279,7 @@ def margin_figure(history: pd.DataFrame) -> Figure:
             "y": _values(frame["n_in_margin"]),
             "mode": "lines",
             "fill": "tozeroy",
-            "name": "inside the margin",
+            "name": "items the model is unsure of",
             "line": {"color": PALETTE[2]},
             "fillcolor": _rgba(PALETTE[2], 0.2),
         }
@@ -324,7 +324,7 @@ def _series_name(rows: pd.DataFrame) -> pd.Series:
 
 #: metrics that are shares: their band stays within [0, 1] (every metric here is a count or a share: >= 0)
 SHARE_METRICS = ("auc", "accuracy", "macro_auc", "recall")
-SPREAD = " (mean ± std over seeds)"
+SPREAD = " (average over seeds; the band: ± one standard deviation)"
 
 
 def curve_bands(rows: pd.DataFrame, metric: str) -> pd.DataFrame:

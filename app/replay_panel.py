@@ -120,7 +120,10 @@ def show(result, chosen: int) -> None:
         right.plotly_chart(charts.learning_curve_figure(rows, "macro_auc"), key="replay_macro_auc")
     else:
         rows = result.rows
-        st.plotly_chart(charts.learning_curve_figure(rows, "recall", title="Recall vs labels"), key="replay_recall")
+        st.plotly_chart(
+            charts.learning_curve_figure(rows, "recall", title="Share of the positives found vs labels"),
+            key="replay_recall",
+        )
     st.plotly_chart(charts.latency_figure(rows), key="replay_latency")
     st.subheader("Summary")
     table = class_replay_summary(result) if classes else replay_summary(result)

@@ -1770,9 +1770,10 @@ def estimate_from_model(
     if auc < min_auc:
         return _finish(
             "model-based",
-            f"the model's scores when asked do not yet tell positives from negatives "
-            f"(ROC AUC {auc:.2f}, below {min_auc:g}); a recall check's random draws "
-            "give an estimate",
+            # (the share of positive-negative pairs in which the positive scored higher is the ROC AUC)
+            f"the model's scores when asked do not yet tell positives from negatives (a positive "
+            f"scored above a negative in {auc:.0%} of the pairs; the estimate needs {min_auc:.0%}); "
+            "a recall check's random draws give an estimate",
             found,
             float("nan"),
             float("nan"),

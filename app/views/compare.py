@@ -221,10 +221,15 @@ if result.dataset_id is not None and st.toggle(
 
 left, right = st.columns(2)
 left.plotly_chart(
-    charts.learning_curve_figure(rows, "auc", title="Test AUC vs labels", overlay=overlay), key="curve_auc"
+    charts.learning_curve_figure(
+        rows, "auc", title="How well held-out items are ranked (AUC, 1 = perfect) vs labels", overlay=overlay
+    ),
+    key="curve_auc",
 )
 if "recall" in rows:
-    right.plotly_chart(charts.learning_curve_figure(rows, "recall", title="Recall vs labels"), key="curve_recall")
+    right.plotly_chart(
+        charts.learning_curve_figure(rows, "recall", title="Share of the positives found vs labels"), key="curve_recall"
+    )
 with st.expander("Advanced: support vectors and timings"):
     st.plotly_chart(
         charts.learning_curve_figure(

@@ -634,6 +634,7 @@ class OnlineSolver:
     # the kernel layer itself.  Applied to every subclass that defines them.
     _SINGLE_THREADED: ClassVar[tuple[str, ...]] = (
         "learn",
+        "learn_many",  # (the review model's batch: one Newton factorisation after another, each small)
         "unlearn",
         "revisit",
         "finish",

@@ -681,7 +681,7 @@ def test_learning_curve_bands_are_mean_and_std_over_seeds():
     assert sorted(named) == sorted(charts.plotly_text(heuristic_words(s)) for s in ("near-boundary", "random"))
     assert len(figure["data"]) == 4
     # several seeds: the title says the band is a spread over them; the band stays within an AUC's [0, 1]
-    assert figure["layout"]["title"]["text"].endswith("(mean ± std over seeds)")
+    assert figure["layout"]["title"]["text"].endswith("(average over seeds; the band: ± one standard deviation)")
 
     def band_values(figure):
         return [y for trace in figure["data"] if trace.get("fill") == "toself" for y in trace["y"]]

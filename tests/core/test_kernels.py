@@ -724,3 +724,28 @@ def test_gamma_scale_of_a_large_pool_makes_no_copy_of_it(dtype):
     assert peak < X.nbytes / 4, f"{peak / 2**20:.0f} MiB allocated for a {X.nbytes / 2**20:.0f} MiB pool"
     small = X[:1000]  # small arrays keep NumPy's own computation, bit for bit
     assert resolve_gamma("scale", small) == 1.0 / (30 * float(np.asarray(small, dtype=np.float64).var()))
+
+
+def test_a_batch_learned_at_once_runs_on_one_blas_thread():
+    """``learn_many`` (the review model's Newton steps factorise the Gram matrix of all its labels; a
+    comparison's full-data reference learns the whole training split at once) runs on one BLAS thread as the
+    per-label steps do: with two threads on a loaded 2-core machine each small factorisation waited on the
+    other thread, and the comparison's reference took minutes instead of seconds."""
+    from core.solvers.ramp import OnlineSVMR
+
+    seen = []
+
+    class Probe(OnlineSVMR):
+        def _restore(self, *args, **kwargs):
+            seen.append(blas_thread_counts())
+            return super()._restore(*args, **kwargs)
+
+    rng = np.random.default_rng(1)
+    X = rng.random((40, 3))
+    y = np.where(X[:, 0] + 0.2 * rng.standard_normal(40) > 0.5, 1.0, -1.0)
+    s = Probe(X, C=1.0, loss="squared_hinge")  # (the review model's loss: all learned, then optimised once)
+    with threadpool_limits(2):
+        result = s.learn_many(np.arange(40), y)
+        after = blas_thread_counts()
+    assert result.success and seen and all(counts and set(counts) == {1} for counts in seen)
+    assert set(after) == {2}  # restored on the way out

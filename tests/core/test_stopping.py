@@ -595,7 +595,10 @@ def test_the_estimate_says_it_cannot_estimate_yet_instead_of_a_number():
         unlabelled_scores=args["unlabelled_scores"],
         asked_scores=-labels3 * 0.5,
     )
-    assert not flat.known and "do not yet tell positives from negatives (ROC AUC 0.00" in flat.in_words()
+    assert not flat.known and (
+        "do not yet tell positives from negatives (a positive scored above a negative in 0% of the pairs; the "
+        "estimate needs 70%)" in flat.in_words()
+    )
     # no model scores kept (a pool too large): says so
     est = st.estimate_remaining(labels, np.zeros(10, dtype=bool), [], pool_size=200)
     assert not est.known and "cannot estimate yet" in est.in_words()
