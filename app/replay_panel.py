@@ -38,7 +38,8 @@ def form(svc) -> None:
             list(names),
             format_func=names.get,
             key="replay_session",
-            help="A team project replays its settled answers, else each item's first answer.",
+            help="A team project replays its settled answers, else each item's first answer (with named "
+            "classes: the class settled on, else the first class answered).",
         )
         heuristics = replays.heuristics(source)
         if set(heuristics) <= set(LABEL_STRATEGIES):
@@ -50,15 +51,15 @@ def form(svc) -> None:
                 help="The session's own heuristic runs too, with the session's model: the "
                 "reference the others are measured against.",
             )
-        else:  # a session with named classes: the heuristics for named classes (the choice is kept apart)
+        else:  # named classes (a session or project): their heuristics (the choice is kept apart)
             strategies = st.multiselect(
                 "Heuristics (named classes)",
                 list(heuristics),
                 default=[BASELINE] if BASELINE in heuristics else [],  # (random: the same name for named classes)
                 format_func=lambda name: visible(heuristics[name]),
                 key="replay_class_strategies",
-                help="The session's own heuristic runs too, with the session's model: the reference the "
-                "others are measured against. Each run learns from part of the labelled items and is "
+                help="The session's (or project's) own heuristic runs too, with its model: the reference "
+                "the others are measured against. Each run learns from part of the labelled items and is "
                 "scored on the rest (30 %).",
             )
         cols = st.columns(2)
@@ -77,8 +78,9 @@ def form(svc) -> None:
             "The pool is the items the session labelled (skips left out), the oracle its answers as they "
             "stand (corrections applied); every run labels them all."
             if set(heuristics) <= set(LABEL_STRATEGIES)
-            else "The pool is the items the session labelled (skips left out), the oracle their classes as "
-            f"they stand (corrections applied); every run learns from {100 - 100 * CLASS_HELD_OUT:.0f} % of "
+            else "The pool is the items labelled (skips left out), the oracle their classes as they stand "
+            "(corrections applied; in a team project the class settled on, else the first class answered); "
+            f"every run learns from {100 - 100 * CLASS_HELD_OUT:.0f} % of "
             f"them, chosen by the heuristic, and is scored on the other {100 * CLASS_HELD_OUT:.0f} % (every "
             "class needs two labelled items)."
         )

@@ -18,7 +18,7 @@ import math
 import os
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -514,7 +514,8 @@ def _replay_parser(sub) -> None:
         "--project",
         type=int,
         metavar="N",
-        help="a stored team project (the settled answers, else each item's first answer)",
+        help="a stored team project (the settled answers, else each item's first answer; with named "
+        "classes, the settled class, else the first class answered)",
     )
     what.add_argument(
         "--labels",
@@ -1451,7 +1452,9 @@ def _stored_replay(args: argparse.Namespace):
             )
         else:
             info = teams.get_project(engine, args.project)
-            settled = {item: s.value for item, s in teams.settlements(engine, args.project).items()}
+            settled = replay.settled_answers(
+                teams.settlements(engine, args.project), classes=bool(info.params.get("classes"))
+            )
             labelled = replay.project_items(
                 teams.project_answers(engine, args.project)[1],
                 settled,
@@ -1529,10 +1532,12 @@ def run_replay(args: argparse.Namespace) -> str:
     return _replayed(args, replay.run_replay, X, labelled, strategies, options, replay.CAVEAT, replay.replay_text)
 
 
-def _replayed(args: argparse.Namespace, run, X, labelled, strategies, options: dict, caveat: str, words) -> str:
+def _replayed(
+    args: argparse.Namespace, run, X, labelled, strategies, options: dict, caveat: str | Callable[[dict], str], words
+) -> str:
     """Run a replay (``run``: ``core.replay.run_replay`` or ``run_class_replay``), write ``--out``, and return
-    what to print: ``--json``'s record (what was replayed, the configuration, the summary, the caveat) or
-    ``words`` of the result."""
+    what to print: ``--json``'s record (what was replayed, the configuration, the summary, the caveat, or
+    ``caveat`` of what was replayed) or ``words`` of the result."""
     from core import replay
 
     try:
@@ -1557,7 +1562,7 @@ def _replayed(args: argparse.Namespace, run, X, labelled, strategies, options: d
                     "replay": {k: v for k, v in result.config["replay"].items() if k != "rows"},
                     "config": {k: v for k, v in result.config.items() if k != "replay"},
                     "summary": result.summary.to_dict(orient="records"),
-                    "caveat": caveat,
+                    "caveat": caveat if isinstance(caveat, str) else caveat(result.config["replay"]),
                     "out": args.out,
                 }
             )
@@ -1566,15 +1571,24 @@ def _replayed(args: argparse.Namespace, run, X, labelled, strategies, options: d
 
 
 def _class_replay(args: argparse.Namespace, X, labelled, strategies: list[str]) -> str:
-    """Replay a session with named classes (``core.replay.run_class_replay``) and return what to print."""
+    """Replay a session or team project with named classes (``core.replay.run_class_replay``) and return
+    what to print."""
     from core import replay
 
     if args.model != "standard" or _model_flags_given(args):
         raise CLIError(
-            f"{labelled.source} has named classes: its replay runs with the session's model (no model options)"
+            f"{labelled.source} has named classes: its replay runs with the "
+            f"{'project' if labelled.team else 'session'}'s model (no model options)"
         )
     return _replayed(
-        args, replay.run_class_replay, X, labelled, strategies, {}, replay.CLASS_CAVEAT, replay.class_replay_text
+        args,
+        replay.run_class_replay,
+        X,
+        labelled,
+        strategies,
+        {},
+        replay.class_replay_caveat,
+        replay.class_replay_text,
     )
 
 

@@ -76,6 +76,8 @@ class LabelledItems:
     strategy_params: dict[str, Any] = field(default_factory=dict)
     #: a session with named classes: their names, and ``labels`` the class of each item (0..K-1)
     classes: tuple[str, ...] = ()
+    #: the labelled items of a team project (its members' answers), not of one session
+    team: bool = False
 
     def checked(self, n_items: int) -> tuple[np.ndarray, np.ndarray]:
         """(rows, labels) as arrays, or :class:`ReplayError` naming what is wrong."""
@@ -103,11 +105,24 @@ class LabelledItems:
         return rows.astype(np.intp), labels.astype(int)
 
 
-def _refuse_named_classes(params: dict[str, Any] | None, source: str) -> None:
-    """A project replay is of yes / no answers: a project with named classes is refused (its answers, read
-    as yes / no, would all be positive)."""
-    if (params or {}).get("classes"):
-        raise ReplayError(f"{source} has named classes; a replay is of yes / no answers only")
+def final_class(answers: Iterable[Any], settled: int | None) -> int | None:
+    """The class a team project with named classes learns for an item (its place among the classes): the
+    class the owner settled on, else the first class a member answered; None while the item has no class
+    answer (only skips).  ``answers``: the item's answers (``answer_class``, None for a skip) in label order;
+    ``settled``: its settled class, if any.  The project's model (``ClassProjectRun``) and its replay
+    (:func:`project_items`) both read an item's class here."""
+    first = next((a.answer_class for a in answers if a.answer_class is not None), None)
+    if first is None:
+        return None
+    return first if settled is None else int(settled)
+
+
+def settled_answers(settlements: dict[int, Any], *, classes: bool) -> dict[int, int]:
+    """item -> the owner's settled answer of a team project (``storage.teams.settlements``): the class
+    settled on (``answer_class``) in a project with named classes, else the yes / no ``value``."""
+    if classes:
+        return {item: int(s.answer_class) for item, s in settlements.items() if s.answer_class is not None}
+    return {item: int(s.value) for item, s in settlements.items()}
 
 
 def session_items(
@@ -174,23 +189,36 @@ def project_items(
     source: str = "the project",
 ) -> LabelledItems:
     """A team project's labelled items: ``answers`` with ``item_index`` and ``value`` (skips as 0) in label
-    order (what ``storage.teams.project_answers`` gives), ``settled`` item -> settled answer.  An item's answer
-    is the settled one, else its first positive or negative answer (what the project's model learns); items
-    come in the order first answered.  ``params``: the project's settings (``solver_params``, ...)."""
-    _refuse_named_classes(params, source)
-    first: dict[int, int] = {}
-    votes: dict[int, set[int]] = {}
-    skipped = set()
-    for answer in answers:
-        item, value = int(answer.item_index), int(answer.value)
-        if value == 0:
-            skipped.add(item)
-            continue
-        first.setdefault(item, value)
-        votes.setdefault(item, set()).add(value)
-    rows = list(first)
+    order (what ``storage.teams.project_answers`` gives), ``settled`` item -> settled answer
+    (:func:`settled_answers`).  An item's answer is the settled one, else its first positive or negative
+    answer (what the project's model learns); items come in the order first answered.  ``params``: the
+    project's settings (``solver_params``, ...).  A project with named classes (``params["classes"]``): each
+    item's class is :func:`final_class` (``answer_class``; ``settled`` item -> settled class), items in the
+    order of their first class answer, as its model learns them (``run_class_replay``)."""
     params = dict(params or {})
-    labels = [settled.get(i, first[i]) for i in rows]
+    if params.get("multi_label") is True:
+        raise ReplayError(
+            f"{source} is multi-label (several classes per item): replay is for projects with one answer per "
+            "item in this version"
+        )
+    classes = tuple(str(c) for c in params.get("classes") or ())
+    answers = list(answers)
+    by_item: dict[int, list[Any]] = {}
+    for answer in answers:
+        by_item.setdefault(int(answer.item_index), []).append(answer)
+
+    def given(answer) -> int | None:  # (a class's place, or +1 / -1; None for a skip)
+        if classes:
+            return None if answer.answer_class is None else int(answer.answer_class)
+        return int(answer.value) or None
+
+    # items in the order of their first answer that is not a skip (dicts keep the insertion order)
+    rows = list(dict.fromkeys(int(a.item_index) for a in answers if given(a) is not None))
+    if classes:
+        labels = [final_class(by_item[i], settled.get(i)) for i in rows]
+    else:
+        labels = [settled.get(i, next(v for a in by_item[i] if (v := given(a)) is not None)) for i in rows]
+    votes = {i: {v for a in by_item[i] if (v := given(a)) is not None} for i in rows}
     return LabelledItems(
         np.asarray(rows, dtype=np.intp),
         np.asarray(labels, dtype=int),
@@ -198,9 +226,11 @@ def project_items(
         solver=solver,
         solver_params=dict(params.get("solver_params") or {}),
         source=source,
-        skipped=len(skipped - set(first)),
+        skipped=len(by_item) - len(rows),
         unsettled=sum(1 for i in rows if len(votes[i]) > 1 and i not in settled),
         strategy_params=dict(params.get("strategy_params") or {}),
+        classes=classes,
+        team=True,
     )
 
 
@@ -586,6 +616,8 @@ def run_class_replay(
         "pool": int(len(rows)),
         "classes": {name: int(n) for name, n in zip(classes, counts, strict=True)},
         "skipped": int(labelled.skipped),
+        "unsettled": int(labelled.unsettled),
+        "team": bool(labelled.team),
         "reference": reference,
         "session_strategy": labelled.strategy,
         "session_solver": labelled.solver,
@@ -600,33 +632,56 @@ def class_replay_said(replay: dict[str, Any]) -> str:
     said = f"{replay['source']}: {replay['pool']} labelled items ({counts})"
     if replay.get("skipped"):
         said += f", {replay['skipped']} skip{'s' if replay['skipped'] != 1 else ''} left out"
+    if replay.get("unsettled"):
+        n = replay["unsettled"]
+        said += f", {n} item{'s' if n != 1 else ''} whose classes differ and were not settled (the first class stands)"
     return said
 
 
 def class_reference_said(replay: dict[str, Any]) -> str:
     """The reference of a replay of a session with named classes, in one line."""
+    whose = "project's" if replay.get("team") else "session's"
     return (
-        f"reference: the session's own strategy ({replay['reference']}) under the same replay"
+        f"reference: the {whose} own strategy ({replay['reference']}) under the same replay"
         if replay.get("reference")
-        else "no reference: the session's strategy is not a K-class strategy this version runs"
+        else f"no reference: the {whose} strategy is not a K-class strategy this version runs"
     )
 
 
+#: what a replay of a team project with named classes adds to ``CLASS_CAVEAT``: whose answers are the oracle
+TEAM_CLASS_CAVEAT = (
+    "A team project's items are those its members labelled, each with its final class: the class the owner "
+    "settled on, else the first class a member answered (what the project's model learns); an item whose "
+    "members' classes differ and that the owner did not settle counts with the first class answered."
+)
+
+
+def class_replay_caveat(replay: dict[str, Any]) -> str:
+    """What a replay with named classes can and cannot tell (its ``config["replay"]``): ``CLASS_CAVEAT``, and
+    for a team project ``TEAM_CLASS_CAVEAT``."""
+    return CLASS_CAVEAT + (" " + TEAM_CLASS_CAVEAT if replay.get("team") else "")
+
+
 def class_replay_text(result) -> str:
-    """What ``python -m core replay`` prints for a session with named classes."""
+    """What ``python -m core replay`` prints for a session or team project with named classes."""
     replay = result.config["replay"]
-    return "\n".join([class_replay_said(replay), result.summary_text(), class_reference_said(replay), CLASS_CAVEAT])
+    return "\n".join(
+        [class_replay_said(replay), result.summary_text(), class_reference_said(replay), class_replay_caveat(replay)]
+    )
 
 
 __all__ = [
     "CAVEAT",
     "CLASS_CAVEAT",
     "SESSION_ORDER",
+    "TEAM_CLASS_CAVEAT",
     "LabelledItems",
     "ReplayError",
     "class_reference_said",
+    "class_replay_caveat",
     "class_replay_said",
     "class_replay_text",
+    "final_class",
     "format_replay_summary",
     "project_items",
     "read_labels",
@@ -637,4 +692,5 @@ __all__ = [
     "run_replay",
     "session_features",
     "session_items",
+    "settled_answers",
 ]

@@ -81,6 +81,7 @@ from app.services.snapshots import SNAPSHOT_EVERY, save_behind
 from core.agreement import Kappa, cohen_kappa, fleiss_kappa, rating_counts
 from core.loop import ActiveLearningLoop
 from core.multiclass import MULTICLASS_STRATEGIES, OneVsRest
+from core.replay import final_class, settled_answers
 from core.settings import CLASS_SOLVER, SessionSettings, SettingsError
 from core.solvers import solver_class
 from core.strategies import DEFAULT_SOLVER
@@ -304,7 +305,7 @@ class ProjectRun:
 
     def _sync_all(self) -> None:
         seen, answers = teams.project_answers(self.engine, self.project_id)
-        self.settled = {item: s.value for item, s in teams.settlements(self.engine, self.project_id).items()}
+        self.settled = settled_answers(teams.settlements(self.engine, self.project_id), classes=False)
         self.answers = {}
         for answer in answers:
             self.answers.setdefault(answer.item_index, []).append(answer)
@@ -685,18 +686,11 @@ class ClassProjectRun(ProjectRun):
     def model_label(self, item: int) -> int | None:  # type: ignore[override]
         """The class the model learns for an item (its place): the settled one, else the first class
         answered; None before the item has a class answer."""
-        first = next((a.answer_class for a in self.answers.get(item, ()) if a.answer_class is not None), None)
-        if first is None:
-            return None
-        return self.settled.get(item, first)
+        return final_class(self.answers.get(item, ()), self.settled.get(item))  # (its replay reads the same)
 
     def _sync_all(self) -> None:
         seen, answers = teams.project_answers(self.engine, self.project_id)
-        settled = {
-            item: s.answer_class
-            for item, s in teams.settlements(self.engine, self.project_id).items()
-            if s.answer_class is not None
-        }
+        settled = settled_answers(teams.settlements(self.engine, self.project_id), classes=True)
         self._reset()
         self.settled = settled
         for answer in answers:

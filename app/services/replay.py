@@ -2,7 +2,8 @@
 
 A replay is stored as a comparison (``storage.repository.save_comparison``) whose configuration holds
 ``replay`` (what was replayed, the reference); the Compare page lists, reloads and draws it with the
-comparisons, under the caveat ``core.replay.CAVEAT``.  A session with named classes is replayed with the
+comparisons, under the caveat ``core.replay.CAVEAT``.  A session or team project with named classes (the
+project's final classes: ``core.replay.final_class``, what its model learns) is replayed with the
 K-class heuristics (``core.replay.run_class_replay``: accuracy and macro AUC on a held-out part of its
 labelled items) and stored the same way, its ``replay`` naming the classes (``is_class_replay``), under
 ``class_caveat`` (``core.replay.CLASS_CAVEAT`` in the page's words).  ``Replays(service)`` works over a ``MarginLab``.
@@ -43,15 +44,20 @@ def is_class_replay(comparison: repo.Comparison | repo.ComparisonInfo) -> bool:
     return is_replay(comparison) and bool(comparison.config["replay"].get("classes"))
 
 
-def class_caveat(test_fraction: float) -> str:
+def class_caveat(test_fraction: float, *, team: bool = False) -> str:
     """What a replay of a session with named classes can and cannot tell, in the page's words
-    (``core.replay.CLASS_CAVEAT`` for the command line); ``test_fraction``: the share held out."""
+    (``core.replay.CLASS_CAVEAT`` for the command line); ``test_fraction``: the share held out.  A team
+    project's (``team``) also says which class of an item counts (``core.replay.TEAM_CLASS_CAVEAT``)."""
+    from core.replay import TEAM_CLASS_CAVEAT
+
+    whose = "project" if team else "session"
     return (
-        "What a replay of named classes can tell: its pool is the items the session labelled, chosen by the "
-        "session's own heuristic, so it favours heuristics that pick items like it. Accuracy and macro AUC are "
+        f"What a replay of named classes can tell: its pool is the items the {whose} labelled, chosen by the "
+        f"{whose}'s own heuristic, so it favours heuristics that pick items like it. Accuracy and macro AUC are "
         f"measured on {100 * test_fraction:.0f} % of those labelled items, held out from learning, so they say "
-        "nothing of the items never labelled. Compare the heuristics with the session's own heuristic under "
-        "the same replay (the reference); the session's own order is no curve here (it had no held-out part)."
+        "nothing of the items never labelled. Compare the heuristics with the "
+        f"{whose}'s own heuristic under the same replay (the reference); the {whose}'s own order is no curve "
+        "here (it had no held-out part)." + (" " + TEAM_CLASS_CAVEAT if team else "")
     )
 
 
@@ -61,16 +67,18 @@ def replay_lines(comparison: repo.Comparison) -> list[str]:
 
     replay = comparison.config["replay"]
     if is_class_replay(comparison):
+        team = bool(replay.get("team"))
+        whose = "project" if team else "session"
         reference = (
-            f"Reference: {replay_heuristic_words(comparison, replay['reference'])}, the session's own "
+            f"Reference: {replay_heuristic_words(comparison, replay['reference'])}, the {whose}'s own "
             "heuristic, under the same replay."
             if replay.get("reference")
-            else "No reference: the session's heuristic is not one this version replays."
+            else f"No reference: the {whose}'s heuristic is not one this version replays."
         )
         return [
             class_replay_said(replay),
             reference,
-            class_caveat(float(comparison.config.get("test_fraction", CLASS_HELD_OUT))),
+            class_caveat(float(comparison.config.get("test_fraction", CLASS_HELD_OUT)), team=team),
         ]
     return [replay_said(replay), reference_said(replay), CAVEAT]
 
@@ -185,17 +193,21 @@ class Replays:
             if s.n_labels >= 2 and s.params.get("multi_label") is not True
         }  # (a multi-label session: its answers are sets, not one class per item)
         for p in self.service.projects(identity):
-            if p.params.get("classes"):
-                continue  # (a project with named classes: its answers are not yes / no)
-            out[f"project:{p.id}"] = f"project {p.id} ({p.name}) · {p.dataset_name} · team · {p.strategy}"
+            if p.params.get("multi_label") is True:
+                continue  # (a multi-label project: its answers are sets, not one class per item)
+            out[f"project:{p.id}"] = f"project {p.id} ({p.name}) · {p.dataset_name} · team · {p.strategy}" + (
+                f" · named classes: {', '.join(map(str, p.params['classes']))}" if p.params.get("classes") else ""
+            )
         return out
 
     def heuristics(self, source: str) -> dict[str, str]:
-        """The heuristics a replay of ``source`` may run, name -> words: the K-class ones for a session with
-        named classes (Most likely <class> only when the session names its class), else the two-class ones."""
+        """The heuristics a replay of ``source`` may run, name -> words: the K-class ones for a session or team
+        project with named classes (Most likely <class> only when it names its class), else the two-class
+        ones."""
         kind, _, number = str(source).rpartition(":")
-        if kind in ("", "session"):
-            params = repo.get_session(self.service.engine, int(number)).params
+        if kind in ("", "session", "project"):
+            engine = self.service.engine
+            params = (teams.get_project if kind == "project" else repo.get_session)(engine, int(number)).params
             if params.get("classes"):
                 target = (params.get("strategy_params") or {}).get("target")
                 return {
@@ -207,7 +219,7 @@ class Replays:
 
     def _labelled(self, source: str, by: Identity | None):
         """(dataset id, scaling, labelled items) of ``session:N`` or ``project:N`` (or a session id)."""
-        from core.replay import project_items, session_items
+        from core.replay import project_items, session_items, settled_answers
 
         engine = self.service.engine
         kind, _, number = str(source).rpartition(":")
@@ -225,9 +237,7 @@ class Replays:
         info = teams.get_project(engine, int(number))
         if info.id not in {p.id for p in self.service.projects(by)}:
             raise ServiceError(f"Project {info.id} is not one of your projects.")
-        if info.params.get("classes"):
-            raise ServiceError(f"Project {info.id} has named classes; replays are of two-class projects only.")
-        settled = {item: s.value for item, s in teams.settlements(engine, info.id).items()}
+        settled = settled_answers(teams.settlements(engine, info.id), classes=bool(info.params.get("classes")))
         return info, project_items(
             teams.project_answers(engine, info.id)[1],
             settled,
@@ -249,9 +259,10 @@ class Replays:
         by: Identity | None = None,
     ) -> int:
         """Replay a stored session (``session:N``, or its id) or team project (``project:N``: the settled
-        answers, else each item's first) under ``strategies``, its own heuristic added as the reference with
-        its model; store the result as a comparison and return its id.  ``progress(fraction, text)`` as for
-        ``run_comparison``; an exception it raises (the page's Cancel) stops the replay, nothing stored."""
+        answers, else each item's first; with named classes ``core.replay.final_class``) under ``strategies``,
+        its own heuristic added as the reference with its model; store the result as a comparison and return
+        its id.  ``progress(fraction, text)`` as for ``run_comparison``; an exception it raises (the page's
+        Cancel) stops the replay, nothing stored."""
         from core.replay import ReplayError, run_class_replay, run_replay, session_features
 
         svc = self.service

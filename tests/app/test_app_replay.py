@@ -13,6 +13,7 @@ from core.replay import CAVEAT, SESSION_ORDER
 from storage import repository as repo
 from tests.app import test_app
 from tests.app.test_app import _labelled_run, as_shown, shown, start_app
+from tests.app.test_app_classes import CLASSES
 
 pytestmark = pytest.mark.app  # pages through Streamlit's AppTest (a slow lane)
 
@@ -134,10 +135,29 @@ def _class_session(svc: MarginLab, n: int = 24) -> int:
     return run.session_id
 
 
+def has_the_numbers_of_run_class_replay(svc: MarginLab, stored, info, labelled) -> None:
+    """``stored``, a replay (Random, 2 seeds, 4 initial labels) of the session or project ``info`` with
+    named classes (smallest-margin), has the numbers of ``core.replay.run_class_replay`` called on
+    ``labelled``: the same runs label by label (accuracy and macro AUC on the held-out part), the same
+    summary, the same account of what was replayed."""
+    from core.replay import run_class_replay, session_features
+
+    X, *_ = repo.load_dataset_arrays(svc.engine, info.dataset_id)
+    scaling = info.params.get("scaling", svc.dataset(info.dataset_id).meta.get("scaling", "none"))
+    direct = run_class_replay(session_features(X, scaling, None), labelled, strategies=["random"], seeds=2, initial=4)
+    columns = ["strategy", "seed", "n_labels", "accuracy", "macro_auc", "item", "label"]
+    assert set(direct.rows["strategy"]) == {"random", "smallest-margin"}  # its own strategy as the reference
+    pd.testing.assert_frame_equal(stored.rows[columns], direct.rows[columns], check_dtype=False)
+    assert stored.config["replay"] == direct.config["replay"]
+    for mine, theirs in zip(stored.summary["summary"], direct.summary.to_dict(orient="records"), strict=True):
+        assert mine["final_accuracy_mean"] == pytest.approx(theirs["final_accuracy_mean"])
+        assert mine["final_macro_auc_mean"] == pytest.approx(theirs["final_macro_auc_mean"])
+
+
 def test_a_class_replay_from_the_service_has_the_numbers_of_run_class_replay(db_url):
     """The service replays a session with named classes as ``core.replay.run_class_replay`` does: the same
     runs, label by label (accuracy and macro AUC on the held-out part), stored and read back."""
-    from core.replay import run_class_replay, session_features, session_items
+    from core.replay import session_items
 
     svc = MarginLab.from_url(db_url)
     session_id = _class_session(svc)
@@ -145,7 +165,6 @@ def test_a_class_replay_from_the_service_has_the_numbers_of_run_class_replay(db_
     assert f"session:{session_id}" in replays.replayable()
     stored = svc.comparison(replays.run_replay(f"session:{session_id}", strategies=["random"], seeds=2, initial=4))
     info = repo.get_session(svc.engine, session_id)
-    X, *_ = repo.load_dataset_arrays(svc.engine, info.dataset_id)
     labelled = session_items(
         repo.label_events(svc.engine, session_id),
         strategy=info.strategy,
@@ -153,15 +172,7 @@ def test_a_class_replay_from_the_service_has_the_numbers_of_run_class_replay(db_
         params=info.params,
         source=f"session {session_id}",
     )
-    scaling = info.params.get("scaling", svc.dataset(info.dataset_id).meta.get("scaling", "none"))
-    direct = run_class_replay(session_features(X, scaling, None), labelled, strategies=["random"], seeds=2, initial=4)
-    columns = ["strategy", "seed", "n_labels", "accuracy", "macro_auc", "item", "label"]
-    assert set(direct.rows["strategy"]) == {"random", "smallest-margin"}  # the session's own as the reference
-    pd.testing.assert_frame_equal(stored.rows[columns], direct.rows[columns], check_dtype=False)
-    assert stored.config["replay"] == direct.config["replay"]
-    assert stored.summary["summary"][0]["final_accuracy_mean"] == pytest.approx(
-        direct.summary["final_accuracy_mean"].iloc[0]
-    )
+    has_the_numbers_of_run_class_replay(svc, stored, info, labelled)
     # progress label by label; a Cancel (an exception from it) stops the replay and nothing is stored
 
     class Cancelled(Exception):
@@ -183,16 +194,19 @@ def test_a_class_replay_from_the_service_has_the_numbers_of_run_class_replay(db_
     assert len(svc.comparisons()) == 1
 
 
-def test_the_compare_page_replays_a_session_with_named_classes_and_reloads_it(db_url):
-    from app.services.replay import class_caveat
-
-    svc = MarginLab.from_url(db_url)
-    session_id = _class_session(svc)
-    at = start_app()
+def replay_named_classes_on_the_page(
+    svc: MarginLab, source: str, user: str, *, whose: str, caveat: str, said: tuple[str, ...]
+):
+    """Choose ``source`` (named classes, smallest-margin, no class to find) on ``user``'s Compare page: the
+    heuristics for named classes are offered; replay it, then check it is drawn under ``caveat`` with the
+    ``whose`` own heuristic as the reference and every part of ``said`` in one caption, and drawn again on a
+    later visit; the stored replay."""
+    at = start_app(user)
     at.switch_page("views/compare.py").run()
     at.radio(key="compare_mode").set_value("Replay a session").run()
-    at.selectbox(key="replay_session").select(f"session:{session_id}").run()
-    # the heuristics for named classes (no Most likely <class>: the session names no class to find)
+    at.selectbox(key="replay_session").select(source).run()
+    assert not at.exception, at.exception
+    # the heuristics for named classes (no Most likely <class>: no class to find is named)
     assert at.multiselect(key="replay_class_strategies").options == [
         "Least sure between two classes",
         "Least sure class",
@@ -201,9 +215,10 @@ def test_the_compare_page_replays_a_session_with_named_classes_and_reloads_it(db
     newest = replay_from_the_page(svc, at, "replay_class_strategies")
 
     def drawn(page):
-        assert class_caveat(0.3) in [as_shown(w.value) for w in page.warning]
-        said = "Reference: Least sure between two classes, the session's own heuristic"
-        assert any(said in text for text in shown(page.caption))
+        assert caveat in [as_shown(w.value) for w in page.warning]
+        reference = f"Reference: Least sure between two classes, the {whose}'s own heuristic"
+        assert any(reference in text for text in shown(page.caption))
+        assert any(all(part in text for part in said) for text in shown(page.caption)), shown(page.caption)
         assert not any("two-class" in as_shown(e.value) for e in [*page.error, *page.info, *page.caption])
         specs = [c.proto.spec for c in page.get("plotly_chart")]
         assert any("test accuracy vs labels" in s for s in specs) and any("macro AUC vs labels" in s for s in specs)
@@ -212,11 +227,23 @@ def test_the_compare_page_replays_a_session_with_named_classes_and_reloads_it(db
 
     drawn(at)
     # a later visit finds it among the stored comparisons and draws it again
-    again = start_app()
+    again = start_app(user)
     again.switch_page("views/compare.py").run()
     again.selectbox(key="comparison_picker").select(newest.id).run()
     assert not again.exception, again.exception
     drawn(again)
+    return newest
+
+
+def test_the_compare_page_replays_a_session_with_named_classes_and_reloads_it(db_url):
+    from app.services.replay import class_caveat
+
+    svc = MarginLab.from_url(db_url)
+    session_id = _class_session(svc)
+    said = (f"session {session_id}: 24 labelled items",)
+    replay_named_classes_on_the_page(
+        svc, f"session:{session_id}", "ada", whose="session", caveat=class_caveat(0.3), said=said
+    )
 
 
 def test_a_multi_label_session_is_not_offered_for_a_replay_and_is_refused_by_name(db_url):
@@ -230,4 +257,116 @@ def test_a_multi_label_session_is_not_offered_for_a_replay_and_is_refused_by_nam
     assert f"session:{run.session_id}" not in replays.replayable()
     with pytest.raises(ServiceError, match="multi-label"):
         replays.run_replay(f"session:{run.session_id}", strategies=["random"], seeds=1, initial=2)
+    assert svc.comparisons() == []
+
+
+# --------------------------------------------------------------------------- team projects with named classes
+
+
+def _class_project(db_url, turns: int = 40):
+    """A team project of olga's with three named classes (``class_project``: members olga, ann, bob; two
+    answers per item, classes written as markdown would read them),
+    answered by ann and bob in turns with each item's group: bob gives the first item he answers another
+    class, which olga settles on the third; he gives a later one another class too, left unsettled.
+    (service, project id, its run, the item settled, the item left unsettled)."""
+    from tests.app.test_app_classes import three_blobs
+    from tests.app.test_app_team_classes import class_project
+
+    svc = MarginLab.from_url(db_url)
+    dataset_id, truth = three_blobs(svc)
+    project_id = class_project(db_url, dataset_id, strategy="smallest-margin")
+    run = svc.open_project(project_id)
+    disputed: list[int] = []
+    for turn in range(turns):
+        name = ("ann", "bob")[turn % 2]
+        shown = run.next_item(name)
+        k = int(truth[shown.item_index])
+        if name == "bob" and turn in (1, 21):
+            k = (k + 1) % 3
+            disputed.append(shown.item_index)
+        assert run.answer(name, shown.item_index, k, shown).ok
+    settled, unsettled = disputed
+    assert run.settle(settled, (int(truth[settled]) + 2) % 3, by="olga").ok
+    return svc, project_id, run, settled, unsettled
+
+
+def test_a_class_project_replay_from_the_service_has_the_numbers_of_run_class_replay(db_url):
+    """A team project with named classes is replayed as ``core.replay.run_class_replay`` replays the project's
+    final classes (those its model learned: settled, else the first class answered), stored and read back."""
+    from core.replay import LabelledItems
+    from storage import teams
+    from tests.app.test_app import PASSWORD
+
+    svc, project_id, run, settled, unsettled = _class_project(db_url)
+    me = svc.sign_in("olga", PASSWORD)
+    replays = Replays(svc)
+    assert "named classes: " + ", ".join(CLASSES) in replays.replayable(me)[f"project:{project_id}"]
+    assert list(replays.heuristics(f"project:{project_id}")) == ["smallest-margin", "least-certain-class", "random"]
+    stored = svc.comparison(
+        replays.run_replay(f"project:{project_id}", strategies=["random"], seeds=2, initial=4, by=me)
+    )
+    # the final answers: the classes the project's model learned (settled, else the first), in its order
+    info = teams.get_project(svc.engine, project_id)
+    run.sync()
+    assert run.model_labels[settled] == run.settled[settled] and unsettled not in run.settled
+    labelled = LabelledItems(
+        np.array(list(run.model_labels)),
+        np.array(list(run.model_labels.values())),
+        strategy=info.strategy,
+        solver=info.solver,
+        solver_params=info.params["solver_params"],
+        source=f"project {project_id}",
+        unsettled=1,
+        classes=run.classes,
+        team=True,
+    )
+    has_the_numbers_of_run_class_replay(svc, stored, info, labelled)
+    assert stored.config["replay"]["unsettled"] == 1 and stored.config["replay"]["team"] is True
+    # a two-class heuristic is not one for named classes: said, nothing more stored
+    with pytest.raises(
+        ServiceError, match=f"'near-boundary' is not a heuristic for named classes; project {project_id}"
+    ):
+        replays.run_replay(f"project:{project_id}", strategies=["near-boundary"], seeds=1, initial=4, by=me)
+    assert len(svc.comparisons()) == 1
+
+
+def test_the_compare_page_replays_a_team_project_with_named_classes_and_reloads_it(db_url):
+    """The owner chooses the project on the Compare page, is offered the heuristics for named classes,
+    replays it; the replay is drawn with the project's caveat (how an unsettled disagreement counts) and
+    drawn again when reloaded."""
+    from app.services.replay import class_caveat
+    from core.replay import TEAM_CLASS_CAVEAT
+
+    svc, project_id, *_ = _class_project(db_url)
+    caveat = class_caveat(0.3, team=True)
+    assert TEAM_CLASS_CAVEAT in caveat and "items the project labelled" in caveat
+    said = (f"project {project_id}: 20 labelled items", "1 item whose classes differ and were not settled")
+    newest = replay_named_classes_on_the_page(
+        svc, f"project:{project_id}", "olga", whose="project", caveat=caveat, said=said
+    )
+    assert newest.config["replay"]["source"] == f"project {project_id}" and newest.config["replay"]["unsettled"] == 1
+
+
+def test_a_multi_label_project_is_not_offered_for_a_replay_and_is_refused_by_name(db_url):
+    from storage import teams
+    from tests.app.test_app import PASSWORD
+    from tests.app.test_app_classes import three_blobs
+    from tests.app.test_app_item_display import make_project
+
+    svc = MarginLab.from_url(db_url)
+    dataset_id, _ = three_blobs(svc)
+    make_project(db_url, dataset_id)  # (the accounts)
+    project_id = teams.create_project(
+        svc.engine,
+        name="sets",
+        dataset_id=dataset_id,
+        strategy="random",
+        solver="incremental",
+        params={"classes": ["cat", "dog"], "multi_label": True},
+    )
+    me = svc.sign_in("olga", PASSWORD)
+    replays = Replays(svc)
+    assert f"project:{project_id}" not in replays.replayable(me)
+    with pytest.raises(ServiceError, match=f"project {project_id} is multi-label"):
+        replays.run_replay(f"project:{project_id}", strategies=["random"], seeds=1, initial=2, by=me)
     assert svc.comparisons() == []

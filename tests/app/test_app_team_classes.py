@@ -189,7 +189,7 @@ def test_label_together_in_a_class_project_shows_every_kind_of_item_to_every_mem
     assert (given.annotator, given.item_index, given.answer_class) == ({"owner": "olga"}.get(role, "ann"), first, 2)
 
 
-def test_a_project_with_named_classes_is_not_offered_for_a_yes_no_replay(db_url):
+def test_a_project_with_named_classes_is_offered_for_a_replay_with_the_heuristics_for_named_classes_only(db_url):
     from app.services import ServiceError
     from app.services.replay import Replays
     from tests.app.test_app import PASSWORD
@@ -204,26 +204,32 @@ def test_a_project_with_named_classes_is_not_offered_for_a_yes_no_replay(db_url)
         assert run.answer("ann", shown.item_index, int(truth[shown.item_index]), shown).ok
     me = svc.sign_in("olga", PASSWORD)
     replays = Replays(svc)
-    assert f"project:{project_id}" not in replays.replayable(me)
-    with pytest.raises(ServiceError, match="named classes"):
-        replays.run_replay(f"project:{project_id}", strategies=["random"], seeds=1, by=me)
+    assert "named classes" in replays.replayable(me)[f"project:{project_id}"]  # (its replay: tests/app/test_app_replay)
+    assert "near-boundary" not in replays.heuristics(f"project:{project_id}")
+    with pytest.raises(ServiceError, match="'near-boundary' is not a heuristic for named classes"):
+        replays.run_replay(f"project:{project_id}", strategies=["near-boundary"], seeds=1, by=me)
     assert svc.comparisons() == []
 
 
-def test_label_together_shows_the_items_per_class_and_to_an_owner_the_agreement_counts_of_a_class_project(db_url):
+def class_project(db_url, dataset_id: int, strategy: str = "random") -> int:
+    """A project of olga's with the classes ``CLASSES``, members olga, ann and bob, two answers per item."""
     from tests.app.test_app_item_display import make_project
 
-    svc = MarginLab.from_url(db_url)
-    dataset_id, truth = three_blobs(svc)
-    project_id = make_project(
+    return make_project(
         db_url,
         dataset_id,
         members=("olga", "ann", "bob"),
-        strategy="random",
+        strategy=strategy,
         classes=CLASSES,
         labels_per_item=2,
         overlap_share=1.0,
     )
+
+
+def test_label_together_shows_the_items_per_class_and_to_an_owner_the_agreement_counts_of_a_class_project(db_url):
+    svc = MarginLab.from_url(db_url)
+    dataset_id, truth = three_blobs(svc)
+    project_id = class_project(db_url, dataset_id)
     run = svc.open_project(project_id)
     disputed = None
     for turn in range(8):

@@ -321,6 +321,25 @@ def test_cli_replay_bad_input_one_line(stored_session, tmp_path, capsys):
     assert "line 3: 'frog' is not a class" in capsys.readouterr().err
 
 
+def _two_member_project(engine, dataset_id: int, strategy: str, params: dict) -> int:
+    """A stored team project (the incremental solver) whose members ann and bo both answer every item."""
+    from storage import teams
+
+    project = teams.create_project(
+        engine,
+        name="screen",
+        dataset_id=dataset_id,
+        strategy=strategy,
+        solver="incremental",
+        params=params,
+        labels_per_item=2,
+        overlap_share=1.0,
+    )
+    for name in ("ann", "bo"):
+        teams.add_member(engine, project, name)
+    return project
+
+
 def test_cli_replays_a_team_project_with_its_settled_answers(tmp_path, data, capsys):
     import storage
     from core.cli import main
@@ -332,18 +351,7 @@ def test_cli_replays_a_team_project_with_its_settled_answers(tmp_path, data, cap
     engine = storage.make_engine(url)
     storage.init_db(engine)
     dataset_id = repo.import_dataset(engine, name="gauss", X=X, feature_names=[f"f{j}" for j in range(4)])
-    project = teams.create_project(
-        engine,
-        name="screen",
-        dataset_id=dataset_id,
-        strategy="near-boundary",
-        solver="incremental",
-        params={"solver_params": {"kernel": "rbf"}},
-        labels_per_item=2,
-        overlap_share=1.0,
-    )
-    for name in ("ann", "bo"):
-        teams.add_member(engine, project, name)
+    project = _two_member_project(engine, dataset_id, "near-boundary", {"solver_params": {"kernel": "rbf"}})
     items = np.random.default_rng(4).choice(len(y), 16, replace=False)
     for k, item in enumerate(items):
         teams.record_answer(
@@ -394,23 +402,32 @@ def test_cli_replays_a_team_project_with_its_settled_answers(tmp_path, data, cap
     assert list(order["label"].iloc[1:]) == [int(y[i]) for i in items[1:]]
 
 
+def _three_blobs(path):
+    """A new database file at ``path`` holding a dataset of three groups of 30 items: (url, engine,
+    dataset id, each item's group, the generator that drew them, for the answers' order)."""
+    import storage
+    from storage import repository as repo
+
+    rng = np.random.default_rng(5)
+    group = np.repeat([0, 1, 2], 30)
+    X = np.array([[0.0, 0.0], [4.0, 0.0], [0.0, 4.0]])[group] + rng.normal(0, 0.7, (90, 2))
+    url = f"sqlite:///{path}"
+    engine = storage.make_engine(url)
+    storage.init_db(engine)
+    dataset_id = repo.import_dataset(engine, name="blobs", X=X, feature_names=["a", "b"])
+    return url, engine, dataset_id, group, rng
+
+
 def test_cli_replays_a_session_with_named_classes_with_its_final_classes(tmp_path, capsys):
     """A K-class session: the pool is its labelled items (skips left out), the oracle their classes as they
     stand (a correction applied), the K-class strategies run as ``compare --classes`` runs them (accuracy on a
     held-out part of the labelled items), the session's own strategy as the reference."""
-    import storage
     from core.cli import main
     from core.replay import CLASS_CAVEAT
     from storage import repository as repo
     from storage.history import change_label
 
-    rng = np.random.default_rng(5)
-    group = np.repeat([0, 1, 2], 30)
-    X = np.array([[0.0, 0.0], [4.0, 0.0], [0.0, 4.0]])[group] + rng.normal(0, 0.7, (90, 2))
-    url = f"sqlite:///{tmp_path / 'classes.db'}"
-    engine = storage.make_engine(url)
-    storage.init_db(engine)
-    dataset_id = repo.import_dataset(engine, name="blobs", X=X, feature_names=["a", "b"])
+    url, engine, dataset_id, group, rng = _three_blobs(tmp_path / "classes.db")
     session_id = repo.start_session(
         engine,
         dataset_id=dataset_id,
@@ -471,6 +488,83 @@ def test_cli_replays_a_session_with_named_classes_with_its_final_classes(tmp_pat
     assert payload["caveat"] == CLASS_CAVEAT
 
 
+def _class_project(tmp_path, params=None):
+    """A stored team project with three named classes (ann and bo; two answers per item): 30 items answered
+    with their group by turns, one skipped, two answered twice with a different class (the first settled on
+    the second class, the other unsettled).  (url, project id, each item's final class in order)."""
+    from storage import teams
+
+    url, engine, dataset_id, group, rng = _three_blobs(tmp_path / "team-classes.db")
+    params = params or {"classes": ["cat", "dog", "cow"], "solver_params": {"kernel": "rbf", "C": 1.0}}
+    project = _two_member_project(engine, dataset_id, "smallest-margin", params)
+
+    def answer(who, item, k):
+        teams.record_answer(
+            engine,
+            project,
+            annotator=who,
+            item_index=int(item),
+            value=0 if k is None else 1,
+            answer_class=k,
+            strategy="smallest-margin",
+            solver="incremental",
+        )
+
+    order = rng.choice(90, 31, replace=False)
+    for n, item in enumerate(order):
+        answer("ann" if n % 2 else "bo", item, None if n == 3 else int(group[item]))
+    settled, unsettled = int(order[0]), int(order[1])
+    answer("ann", settled, int((group[settled] + 1) % 3))
+    answer("bo", unsettled, int((group[unsettled] + 2) % 3))
+    teams.settle(
+        engine, project, item_index=settled, value=1, answer_class=int((group[settled] + 1) % 3), settled_by="ann"
+    )
+    engine.dispose()
+    final = {int(i): int(group[i]) for n, i in enumerate(order) if n != 3}
+    final[settled] = int((group[settled] + 1) % 3)  # the class settled on; the unsettled item keeps its first
+    return url, project, final
+
+
+def test_cli_replays_a_team_project_with_named_classes_with_its_final_classes(tmp_path, capsys):
+    """A K-class team project: the pool is the items answered with a class, the oracle each item's final class
+    (settled, else the first class answered), the project's strategy the reference; the caveat says how an
+    unsettled disagreement counts."""
+    from core.cli import main
+    from core.replay import CLASS_CAVEAT, TEAM_CLASS_CAVEAT
+
+    url, project, final = _class_project(tmp_path)
+    out = tmp_path / "rows.csv"
+    args = ["replay", "--project", str(project), "--database", url, "--strategies", "random", "--seeds", "2"]
+    assert main([*args, "--initial", "4", "--out", str(out)]) == 0
+    text = capsys.readouterr().out
+    counts = np.bincount(list(final.values()), minlength=3)
+    said = f"project {project}: 30 labelled items (cat {counts[0]}, dog {counts[1]}, cow {counts[2]}), 1 skip left out"
+    assert said in text and "1 item whose classes differ and were not settled (the first class stands)" in text
+    assert f"{CLASS_CAVEAT} {TEAM_CLASS_CAVEAT}" in text
+    assert "reference: the project's own strategy (smallest-margin)" in text
+    rows = pd.read_csv(out)
+    assert set(rows["strategy"]) == {"random", "smallest-margin"}
+    # every item asked is one the project labelled, answered with its final class, in first-answered order
+    labelled = list(final)
+    names = ("cat", "dog", "cow")
+    assert all(names[final[labelled[r.item]]] == r.label for r in rows.itertuples())
+    assert main([*args, "--json"]) == 0
+    payload = json.loads(capsys.readouterr().out)
+    assert payload["replay"]["unsettled"] == 1 and payload["replay"]["team"] is True
+    assert payload["caveat"] == f"{CLASS_CAVEAT} {TEAM_CLASS_CAVEAT}"
+    assert main([*args, "--solver", "lasvm"]) == 2
+    assert "runs with the project's model" in capsys.readouterr().err
+
+
+def test_cli_refuses_to_replay_a_multi_label_project_by_name(tmp_path, capsys):
+    from core.cli import main
+
+    url, project, _ = _class_project(tmp_path, params={"classes": ["cat", "dog", "cow"], "multi_label": True})
+    assert main(["replay", "--project", str(project), "--database", url, "--strategies", "random"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"project {project} is multi-label (several classes per item)" in err, err
+
+
 def test_cli_refuses_to_replay_a_multi_label_session_by_name(tmp_path, capsys):
     """A multi-label session's answers are sets: replay says it is not for them, in one line."""
     import storage
@@ -502,10 +596,33 @@ def test_cli_refuses_to_replay_a_multi_label_session_by_name(tmp_path, capsys):
     assert err.count("\n") == 1 and "is multi-label (several classes per item)" in err, err
 
 
-def test_a_project_with_named_classes_is_refused_naming_why():
-    # its answers are classes (value 1 for every class): read as yes / no they would all be positive
+def test_a_project_with_named_classes_replays_each_items_final_class_in_the_order_first_answered():
+    """A team project with named classes: each item's class is the owner's settled one, else the first class
+    a member answered (what the project's model learns); items in the order of their first class answer, an
+    item with only skips left out, an unsettled disagreement counted."""
     from types import SimpleNamespace
 
-    answers = [SimpleNamespace(item_index=i, annotator="ann", value=1, answer_class=i % 3) for i in range(6)]
-    with pytest.raises(ReplayError, match="project 3 has named classes"):
-        project_items(answers, {}, params={"classes": ["cat", "dog", "fox"]}, source="project 3")
+    # (item, annotator, class) in label order; None: a skip
+    given = [(4, "ann", 0), (7, "bo", 2), (4, "bo", 1), (2, "ann", None), (5, "ann", None), (5, "bo", 1), (7, "ann", 1)]
+    answers = [SimpleNamespace(item_index=i, annotator=who, value=1, answer_class=k) for i, who, k in given]
+    labelled = project_items(answers, {4: 1}, params={"classes": ["cat", "dog", "fox"]}, source="project 3")
+    assert labelled.classes == ("cat", "dog", "fox") and labelled.team
+    assert list(labelled.rows) == [4, 7, 5]  # 5: its first class answer came after 7's
+    assert list(labelled.labels) == [1, 2, 1]  # 4 settled on dog; 7's classes differ, unsettled: fox stands
+    assert labelled.skipped == 1 and labelled.unsettled == 1
+
+
+def test_final_class_is_the_settled_class_else_the_first_class_answered():
+    from types import SimpleNamespace
+
+    from core.replay import final_class
+
+    answers = [SimpleNamespace(answer_class=k) for k in (None, 2, 0)]
+    assert final_class(answers, None) == 2
+    assert final_class(answers, 0) == 0
+    assert final_class([SimpleNamespace(answer_class=None)], 1) is None  # no class answer yet: nothing learned
+
+
+def test_a_multi_label_project_is_refused_naming_why():
+    with pytest.raises(ReplayError, match="project 3 is multi-label"):
+        project_items([], {}, params={"classes": ["a", "b"], "multi_label": True}, source="project 3")
