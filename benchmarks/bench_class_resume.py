@@ -18,7 +18,6 @@ against each other (the same model and next item, bit for bit).  Both columns ar
 from __future__ import annotations
 
 import argparse
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -26,13 +25,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from _threads_info import thread_configuration  # noqa: E402
-
-from app.services import SNAPSHOT_EVERY, MarginLab  # noqa: E402
-from core.datasets import ASSETS_DIR, BUNDLED  # noqa: E402
-from storage import repository as repo  # noqa: E402
+from app.services import SNAPSHOT_EVERY, MarginLab
+from benchmarks._threads_info import thread_configuration
+from core.datasets import ASSETS_DIR, BUNDLED
+from storage import repository as repo
 
 SOLVERS = ["incremental", "lasvm"]
 
