@@ -40,9 +40,11 @@ Ties go to the lowest store index (and, for classes, to the first class named).
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -55,6 +57,10 @@ from core.threads import single_threaded_blas
 _DECISION_BLOCK_ENTRIES = 1 << 22
 # the kept scores' buffer of store rows (one per item that carried a coefficient), shared by the K machines
 ROW_BUFFER_BYTES = 256 * 2**20
+#: format of ``OneVsRest.to_state``
+MODEL_STATE_FORMAT = 1
+# kernel entries per block when a restored model computes its kept store rows again
+_RESTORE_BLOCK_ENTRIES = 1 << 22
 
 
 def check_classes(classes) -> tuple[str, ...]:
@@ -308,6 +314,110 @@ class OneVsRest:
             )
         self._F += (b - self._b)[:, None]
         self._b = b
+
+    # -- state ---------------------------------------------------------------
+    def to_state(self) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+        """The model as plain arrays + a JSON-able dict (no pickle): each machine's own state
+        (``to_state(include_data=False)``, arrays under ``class{k}.``), the labels, and with
+        ``keep_scores`` the kept scores and the bookkeeping of their updates.  The store's points are not
+        included: ``load_state`` puts the state into a model made over the same points."""
+        arrays: dict[str, np.ndarray] = {"labels": self._label.copy()}
+        machines = []
+        for k, m in enumerate(self.machines):
+            got, meta = m.to_state(include_data=False)
+            arrays.update({f"class{k}.{name}": value for name, value in got.items()})
+            machines.append(meta)
+        self._save_labels(arrays)
+        if self._F is not None:
+            slotted = np.flatnonzero(self._slot_of >= 0)
+            arrays.update(
+                scores=self._F.copy(),
+                carried=self._carried.copy(),
+                carried_coef=self._beta[:, self._carried].copy(),
+                bias=self._b.copy(),
+                row_items=slotted[np.argsort(self._slot_of[slotted])],
+            )
+        meta = {
+            "format": MODEL_STATE_FORMAT,
+            "model": type(self).__name__,
+            "classes": list(self.classes),
+            "solver": self.solver,
+            "n_points": self.n_points,
+            "machines": machines,
+        }
+        json.dumps(meta)  # fail early if anything is not JSON-able
+        return arrays, meta
+
+    def _save_labels(self, arrays: dict[str, np.ndarray]) -> None:
+        """(``MultiLabel``: each item's set of classes too.)"""
+
+    def load_state(self, arrays: dict[str, np.ndarray], meta: dict[str, Any]) -> None:
+        """Put a state saved by ``to_state`` into this model, made with the same classes, solver and
+        parameters over the same points and having learned nothing; it then continues exactly as the saved
+        model would, bit for bit, its machines still sharing one store and kernel cache.  A state that does
+        not fit (another model, classes, solver, parameters, points, or labels that are not its machines')
+        raises ValueError; the model is then to be made again."""
+        K, n = len(self.classes), self.n_points
+        if len(self.labelled_):
+            raise ValueError("a state is put into a model that has learned nothing")
+        if meta.get("format") != MODEL_STATE_FORMAT:
+            raise ValueError(f"unknown model state format {meta.get('format')!r}")
+        if meta.get("model") != type(self).__name__ or tuple(meta.get("classes", ())) != self.classes:
+            raise ValueError("the state is for another model or other classes")
+        if meta.get("solver") != self.solver or int(meta.get("n_points", -1)) != n or len(meta["machines"]) != K:
+            raise ValueError("the state is for another solver or other points")
+        for k, (m, saved) in enumerate(zip(self.machines, meta["machines"], strict=True)):
+            mine = json.loads(json.dumps(m.get_params()))
+            kernel = None if m.kernel is None else json.loads(json.dumps(m.kernel.to_dict()))
+            if saved.get("params") != mine or saved.get("kernel") != kernel:
+                raise ValueError(f"machine {k}'s state has other parameters")
+            prefix = f"class{k}."
+            m.load_state({name[len(prefix) :]: v for name, v in arrays.items() if name.startswith(prefix)}, saved)
+        label = np.asarray(arrays["labels"], dtype=np.intp)
+        if label.shape != (n,) or np.any((label < -1) | (label >= K)):
+            raise ValueError("the state's labels do not fit the model")
+        self._label = label.copy()
+        self._load_labels(arrays)
+        if self.keep_scores:
+            self._load_scores(arrays)
+
+    def _targets(self) -> np.ndarray:
+        """(K, n): what machine k learned for each item (+1 / -1; 0 for an item without a label)."""
+        targets = np.where(self._label[None, :] == np.arange(len(self.classes))[:, None], 1.0, -1.0)
+        targets[:, self._label < 0] = 0.0
+        return targets
+
+    def _load_labels(self, arrays: dict[str, np.ndarray]) -> None:
+        """The labels read back must be what every machine learned."""
+        learned = np.array([m.y for m in self.machines])
+        if not np.array_equal(learned, self._targets()):
+            raise ValueError("the state's labels are not what its machines learned")
+
+    def _load_scores(self, arrays: dict[str, np.ndarray]) -> None:
+        K, n = len(self.classes), self.n_points
+        F = np.asarray(arrays["scores"], dtype=np.float64)
+        carried = np.asarray(arrays["carried"], dtype=np.intp)
+        coef = np.asarray(arrays["carried_coef"], dtype=np.float64)
+        bias = np.asarray(arrays["bias"], dtype=np.float64)
+        rows = np.asarray(arrays["row_items"], dtype=np.intp)
+        if F.shape != (K, n) or bias.shape != (K,) or coef.shape != (K, len(carried)):
+            raise ValueError("the state's kept scores do not fit the model")
+        if (
+            np.any((carried < 0) | (carried >= n))
+            or np.any((rows < 0) | (rows >= n))
+            or len(np.unique(rows)) != len(rows)
+        ):
+            raise ValueError("the state's kept scores name items outside the store")
+        self._F = np.array(F, order="C")  # (a copy: the kept scores change in place)
+        self._beta = np.zeros((K, n))
+        self._beta[:, carried] = coef
+        self._carried, self._b = carried.copy(), bias.copy()
+        # the kept store rows, in their slots (the same bits as computed one at a time: core.kernels)
+        self._rowbuf, self._slot_of = np.empty((len(rows), n)), np.full(n, -1, dtype=np.intp)
+        step = max(1, _RESTORE_BLOCK_ENTRIES // max(n, 1))
+        for s in range(0, len(rows), step):
+            self._rowbuf[s : s + step] = self.cache.compute(rows[s : s + step], np.arange(n))
+        self._slot_of[rows] = np.arange(len(rows))
 
     # -- read-outs -----------------------------------------------------------
     @single_threaded_blas
@@ -606,6 +716,21 @@ class MultiLabel(OneVsRest):
         self._member[i] = row  # (after every machine learned: a failed learn leaves no trace)
         return step
 
+    def _save_labels(self, arrays: dict[str, np.ndarray]) -> None:
+        arrays["member"] = self._member.copy()
+
+    def _load_labels(self, arrays: dict[str, np.ndarray]) -> None:
+        member = np.asarray(arrays["member"], dtype=bool)
+        if member.shape != self._member.shape or np.any(member[self._label < 0]) or np.any(self._label > 0):
+            raise ValueError("the state's sets of classes do not fit the model")
+        self._member = member.copy()
+        super()._load_labels(arrays)
+
+    def _targets(self) -> np.ndarray:
+        targets = np.where(self._member.T, 1.0, -1.0)
+        targets[:, self._label < 0] = 0.0
+        return targets
+
     def unlearn(self, i: int) -> StepResult:
         """Take item ``i`` out of every machine (exact per class for the exact solvers)."""
         step = super().unlearn(i)
@@ -650,6 +775,7 @@ MULTILABEL_STRATEGIES: dict[str, Callable[..., Query | None]] = {
 
 
 __all__ = [
+    "MODEL_STATE_FORMAT",
     "MULTICLASS_STRATEGIES",
     "OneVsRest",
     "Simulation",

@@ -10,8 +10,10 @@ with (seed, k), at random until two classes have an answer, then by the session'
 rebuild the model from the stored answers in order, as opening the session after a restart does, so a
 resumed session has the same model and asks the same next item, bit for bit.  Undo unlearns with an exact
 solver (the model trained without the answer, to rounding: a resume after an undo has the same model to
-about 1e-12, as the two-class loop's) and rebuilds with the others.  (No model snapshots: a resume learns
-every answer again.)
+about 1e-12, as the two-class loop's) and rebuilds with the others.  Every ``SNAPSHOT_EVERY`` answers, after a
+correction and when the session is closed or the server stops, the model is stored as a snapshot
+(``app.services.class_snapshots``): a rebuild starts from the latest one that covers the first stored answers
+and learns only the answers after it.
 """
 
 from __future__ import annotations
@@ -30,12 +32,14 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from app.services import priors
 from app.services.accounts import Accounts, Identity
+from app.services.class_snapshots import SessionSnapshots
 from app.services.class_stopping import target_stopping
 from app.services.common import Outcome, ServiceError, database_trouble, numeric_columns, scaled_row_blocks
 from app.services.display import ItemDisplay
 from app.services.errors import service_boundary
 from app.services.history import IMPORTED, items_by_key, nothing_new, plan_rows, refuse_problems, store_import
 from app.services.records import undo_stored, written
+from app.services.snapshots import SNAPSHOT_EVERY
 from app.services.stopping import RunStopping
 from app.services.vocabulary import heuristic_words
 from core import stopping as rules
@@ -262,14 +266,15 @@ class ClassesRun:
     )
     #: what the strategy recorded for an item picked at random before the model can rate items
     cold_start = CLASS_COLD_START
-    #: no model snapshots (a resume learns every answer again): nothing to store when the server stops
-    snapshot_is_behind = False
 
-    def save_snapshot(self) -> None:
-        return None
-
-    def __init__(self, engine, session_id: int, *, accounts: Accounts):
+    def __init__(self, engine, session_id: int, *, accounts: Accounts, use_snapshots: bool = True):
         self.engine, self.accounts = engine, accounts
+        #: resume from the latest model snapshot (``app.services.class_snapshots``); ``resume_note`` says how
+        #: the last rebuild went, ``resumed_from`` how many answers its snapshot covered (None: none)
+        self.use_snapshots = bool(use_snapshots)
+        self.resume_note = ""
+        self.resumed_from: int | None = None
+        self.snapshots = SessionSnapshots(self)
         self.session_id = int(session_id)
         self.lock = threading.RLock()
         self.info = repo.get_session(self.engine, self.session_id)
@@ -348,10 +353,16 @@ class ClassesRun:
         with self.lock:
             try:
                 events = repo.label_events(self.engine, self.session_id)
-                self.model, self.answers = self._new_model(), []
+                self.model, self.answers = None, []
                 if self.stopping is not None:  # the stability rule's checkpoints, read again while learning
                     self.stopping.restore({}, 0)
-                for event in events:
+                self.snapshots.label_ids = None
+                self.resumed_from = self.snapshots.restore(events)  # the model and first answers, or None
+                if self.resumed_from is None:
+                    self.model, self.answers = self._new_model(), []
+                    if self.stopping is not None:
+                        self.stopping.restore({}, 0)
+                for event in events[len(self.answers) :]:
                     self._learn(event.item_index, self._stored(event), event.label_id, event.strategy)
                 self.problem = self.problem_cause = None
             except Exception as error:  # the labels are kept: say why the model cannot be used
@@ -373,6 +384,37 @@ class ClassesRun:
                 return
             self.version += 1
             self.ask()
+            if self.use_snapshots and len(self.answers) - (self.resumed_from or 0) >= SNAPSHOT_EVERY:
+                self.save_snapshot()  # the next resume need not learn these again
+
+    # -- model snapshots (``app.services.class_snapshots``) ----------------------------------------------
+    def save_snapshot(self) -> int | None:
+        """Store the model as a snapshot covering the answers so far; its id, or None (``snapshot_error``)."""
+        return self.snapshots.save()
+
+    @property
+    def snapshot_error(self) -> str | None:
+        """Why the last snapshot could not be stored (None when it was)."""
+        return self.snapshots.error
+
+    @property
+    def snapshot_events(self) -> int | None:
+        """Answers covered by the last snapshot this run saved or resumed from."""
+        return None if self.snapshots.label_ids is None else len(self.snapshots.label_ids)
+
+    @property
+    def snapshot_is_behind(self) -> bool:
+        """Whether the run has answers (or changed ones) that its latest snapshot does not cover."""
+        return self.snapshots.is_behind
+
+    def _snapshot_note(self, said: str) -> str:
+        """``said``, and that the snapshot could not be stored when it could not."""
+        if self.snapshot_error is None:
+            return said
+        return (
+            f"{said} The model snapshot could not be stored ({self.snapshot_error}); labelling goes on, and the "
+            "next start learns the answers since the last snapshot again."
+        )
 
     # -- what an answer is (``MultiLabelRun``: a set of classes) --------------------------------------
     def _stored(self, event: Any) -> Any:
@@ -513,7 +555,10 @@ class ClassesRun:
             self.ask()
             said = f"Item {shown.item_index}: {self._name(k)}."
             note = self.stopping.after_answer() if self.stopping is not None else None
-            return self.tell(Outcome(True, f"{said} {note}" if note else said))
+            said = f"{said} {note}" if note else said
+            if self.snapshot_error is not None and len(self.answers) % SNAPSHOT_EVERY == 0:
+                return self.tell(Outcome(True, self._snapshot_note(said), "warning"))
+            return self.tell(Outcome(True, said))
 
     def _store_and_learn(
         self, item: int, k: Any, strategy: str, score: float | None, query_ms: float | None
@@ -552,6 +597,8 @@ class ClassesRun:
             self._learn(item, k, stored.label_id, strategy)
         except Exception as error:
             return self._cannot_learn(f"Item {item} is", error)
+        if self.use_snapshots and len(self.answers) % SNAPSHOT_EVERY == 0:
+            self.save_snapshot()
         return None
 
     def _cannot_learn(self, what: str, error: Exception, them: str = "it") -> Outcome:
@@ -679,6 +726,9 @@ class ClassesRun:
     def close(self, *, by: Identity | None = None) -> Outcome:
         if ended := self.accounts.sign_in_ended(by):
             return self.tell(Outcome(False, ended, "error"))
+        with self.lock:
+            if self.problem is None and self.use_snapshots:
+                self.save_snapshot()
         try:
             repo.close_session(self.engine, self.session_id)
         except (StorageError, SQLAlchemyError) as error:
@@ -730,7 +780,12 @@ class ClassesRun:
             if refused is not None:
                 return refused
             self.rebuild()
-            return self.tell(Outcome(True, said(correction)))
+            said_now = said(correction)
+            if self.problem is None and self.use_snapshots and self.snapshot_is_behind:
+                self.save_snapshot()  # (the corrected answer keeps its label id: the snapshot covering it is stale)
+                if self.snapshot_error is not None:
+                    return self.tell(Outcome(True, self._snapshot_note(said_now), "warning"))
+            return self.tell(Outcome(True, said_now))
 
     def label_table(self) -> pd.DataFrame:
         """Every answer of the session in the order given, also removed and undone ones: ``label_id``, ``#``,
@@ -823,6 +878,8 @@ class ClassesRun:
             self.last_update_ms = None
             self.version += 1
             self.ask()
+            if self.use_snapshots:
+                self.save_snapshot()
             counts = [(name, sum(e.answer_class == k for e in stored)) for k, name in enumerate(self.classes)]
             skipped = sum(e.answer_class is None for e in stored)
             said = ", ".join(f"{name} {n}" for name, n in counts if n) + (f", {skipped} skipped" if skipped else "")

@@ -49,6 +49,7 @@ import pandas as pd
 from sqlalchemy.exc import SQLAlchemyError
 
 from app.services.accounts import Accounts, Identity
+from app.services.class_snapshots import ProjectSnapshots
 from app.services.classes import (
     CLASS_COLD_START,
     class_index,
@@ -636,7 +637,8 @@ class ClassProjectRun(ProjectRun):
     class* in the order of the item's first class answer: the class the owner settled on, else the first
     class answered.  New answers are learned as they come; an undo or a settlement learns every item again
     in that order, as a process opening the project does, so every process holds the same model and hands
-    out the same next item (no snapshots: opening the project learns every answer again).  A settlement
+    out the same next item: from the latest snapshot when the items it learned are the first ones
+    (``app.services.class_snapshots.ProjectSnapshots``), then the rest.  A settlement
     waits for the item's first class answer.  Items are chosen as a session with named classes chooses them
     (``classes.class_query``: at random until two classes are learned, then by the project's strategy), with
     a generator seeded with (seed, items learned); second opinions come first, as in a yes / no project.
@@ -645,8 +647,8 @@ class ClassProjectRun(ProjectRun):
     has_classes = True
 
     def __init__(self, engine, project_id: int, *, accounts: Accounts, use_snapshots: bool = True):
-        super().__init__(engine, project_id, accounts=accounts, use_snapshots=False)
-        self.resume_note = "named classes: every answer learned"
+        self.snapshots = ProjectSnapshots(self)
+        super().__init__(engine, project_id, accounts=accounts, use_snapshots=use_snapshots)
 
     @property
     def classes(self) -> tuple[str, ...]:
@@ -671,16 +673,30 @@ class ClassProjectRun(ProjectRun):
 
     def _reset(self, loop=None) -> None:
         super()._reset(None)
+        self.model = self._new_model()
+
+    def _new_model(self) -> OneVsRest:
         params = {k: v for k, v in self.solver_params.items() if k != "auto"}
         params.setdefault("random_state", self.info.seed)
-        self.model = OneVsRest(self.classes, self.info.solver, self.X, keep_scores=True, **params)
+        return OneVsRest(self.classes, self.info.solver, self.X, keep_scores=True, **params)
 
-    @property
-    def snapshot_is_behind(self) -> bool:
-        return False
-
-    def save_snapshot(self) -> None:
+    # -- snapshots (``class_snapshots.ProjectSnapshots``: read at the first sync, whose answers they must fit)
+    def _from_snapshot(self) -> None:  # type: ignore[override]
         return None
+
+    def save_snapshot(self) -> int | None:
+        return self.snapshots.save()
+
+    def _resume(self, order: list[int]) -> None:
+        """Start from the latest snapshot when the items it learned are the first of ``order``'s."""
+        snapshot = self.snapshots.latest()
+        if snapshot is not None:
+            wanted, seen = [], set()
+            for item in order:
+                if item not in seen and self.model_label(item) is not None:
+                    seen.add(item)
+                    wanted.append((item, self.model_label(item)))
+            self.snapshots.restore(snapshot, wanted)
 
     # -- the final classes and the model
     def model_label(self, item: int) -> int | None:  # type: ignore[override]
@@ -696,6 +712,7 @@ class ClassProjectRun(ProjectRun):
         for answer in answers:
             self.answers.setdefault(answer.item_index, []).append(answer)
         self.last_label_id = max((a.label_id for a in answers), default=0)
+        self._resume([a.item_index for a in answers if a.answer_class is not None])
         self._teach_missing([a.item_index for a in answers if a.answer_class is not None])
         self.seen = seen
 
@@ -706,6 +723,7 @@ class ClassProjectRun(ProjectRun):
                 step = self.model.learn(item, self.classes[k])
                 self.last_update_ms = float(step.seconds) * 1000.0
                 self.model_labels[item] = k
+                self.learned_since_snapshot += 1
 
     # -- what a member sees
     def _candidate(self, excluded: set[int]) -> tuple[int | None, bool, Any]:

@@ -301,9 +301,11 @@ class Sessions:
             if run is None:
                 info = repo.get_session(self.engine, session_id)
                 if info.params.get("multi_label") is True:
-                    run = MultiLabelRun(self.engine, session_id, accounts=self.accounts)
+                    run = MultiLabelRun(
+                        self.engine, session_id, accounts=self.accounts, use_snapshots=self.use_snapshots
+                    )
                 elif info.params.get("classes"):
-                    run = ClassesRun(self.engine, session_id, accounts=self.accounts)
+                    run = ClassesRun(self.engine, session_id, accounts=self.accounts, use_snapshots=self.use_snapshots)
                 else:
                     run = LabellingRun(
                         self.engine, session_id, accounts=self.accounts, use_snapshots=self.use_snapshots

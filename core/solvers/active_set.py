@@ -1250,6 +1250,9 @@ class ActiveSetSVM(AutoHyper, ClassWeights, OnlineSolver):
             "free": self._S.astype(np.int64),
             "free_rows": self._S_row.astype(np.int64),
             "R": np.array(self._R),
+            # H_ss^{-1} y_s as kept (solved beside another right-hand side, it rounds otherwise than alone)
+            "w": np.zeros(0) if self._w is None else np.array(self._w[1]),
+            "w_kept": np.array([self._w is not None, 0.0 if self._w is None else self._w[2]]),
             "control": np.array(
                 [
                     self._fc_size,
@@ -1362,3 +1365,6 @@ class ActiveSetSVM(AutoHyper, ClassWeights, OnlineSolver):
         )
         self._largest_violation = control[15] if len(control) > 15 else 0.0  # (older states: none recorded)
         self._w = None
+        kept = np.asarray(arrays.get("w_kept", np.zeros(2)), dtype=np.float64)
+        if kept[0] != 0.0 and len(arrays["w"]) == len(free):  # (older states: computed again when needed)
+            self._w = (self._sy[self._S].copy(), np.array(arrays["w"], dtype=np.float64), float(kept[1]))

@@ -981,15 +981,23 @@ class OnlineSolver:
             if n_data != meta["n_points"]:
                 raise ValueError(f"state has {meta['n_points']} points, X has {n_data}")
             obj.add_points(data)
-        obj.y = np.array(arrays["y"], dtype=np.float64)
-        obj.learned_order = [int(i) for i in arrays["learned_order"]]
-        obj.rng.bit_generator.state = meta["rng"]
-        if isinstance(obj, ClassWeights):
-            obj._sync_class_weights()  # a function of the labels (see ClassWeights)
-        obj._load_state_arrays({k[2:]: v for k, v in arrays.items() if k.startswith("s_")}, meta)
-        if obj.cache is not None:
-            obj.cache.n_evals = int(meta.get("kernel_evals", 0))
+        obj.load_state(arrays, meta)
         return obj
+
+    def load_state(self, arrays: dict[str, np.ndarray], meta: dict[str, Any]) -> None:
+        """Put a state saved by ``to_state`` into this solver, made with the state's parameters, holding its
+        points and having learned nothing (``from_state`` does the rest; ``core.multiclass`` restores its
+        machines, which share one store and kernel cache, this way)."""
+        if len(self.y) != int(meta["n_points"]) or len(np.asarray(arrays["y"])) != len(self.y):
+            raise ValueError(f"state has {meta['n_points']} points, the solver holds {len(self.y)}")
+        self.y = np.array(arrays["y"], dtype=np.float64)
+        self.learned_order = [int(i) for i in arrays["learned_order"]]
+        self.rng.bit_generator.state = meta["rng"]
+        if isinstance(self, ClassWeights):
+            self._sync_class_weights()  # a function of the labels (see ClassWeights)
+        self._load_state_arrays({k[2:]: v for k, v in arrays.items() if k.startswith("s_")}, meta)
+        if self.cache is not None:
+            self.cache.n_evals = int(meta.get("kernel_evals", 0))
 
     def save(self, file, include_data: bool = True) -> None:
         """Write the state with ``numpy.savez`` (meta as a JSON string; no pickle)."""

@@ -244,7 +244,7 @@ def test_a_class_project_learns_the_final_classes_settles_exports_and_resumes(en
     assert [r["settled"] for r in rows if int(r["item_index"]) == disputed] == ["1"]
     agreement = svc.agreement_csv(owner(svc), project_id).decode()
     assert "dog" in agreement and "'=fox" in agreement and ",=fox" not in agreement
-    # a new process (no snapshots for named classes) has the same model and hands out the same next item
+    # a new process has the same model and hands out the same next item
     scores, excluded = run.model.decision_function(), set(teams.reserved_items(engine, project_id))
     expected = run._candidate(set(excluded))
     again = MarginLab(engine).open_project(project_id)
