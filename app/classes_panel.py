@@ -19,17 +19,17 @@ STOPPING_NOTE = (
     "Stopping estimates (when can I stop?) work on one class against the rest: say which class you are "
     "looking for, and the rules, the estimate and the recall check follow it."
 )
-#: a session with several classes per item has no stopping rules
-STOPPING_NOTE_SETS = (
-    "Stopping estimates (when can I stop?) are for sessions with one class per item: this one shows how well "
-    "the model rates the answers instead."
-)
 #: the Label page's choice of the class looked for
 STOP_CLASS_LABEL = "Which class are you looking for? (for 'when can I stop')"
 
 
-def target_note(target: str) -> str:
+def target_note(target: str, multi_label: bool = False) -> str:
     """What a positive is on the stopping panel of a session that looks for ``target`` (plain text)."""
+    if multi_label:
+        return (
+            f"Stopping works on {plain(target)} against the other classes: a positive is an answer whose "
+            f"classes include {plain(target)}, any other answer (none of these too) a negative."
+        )
     return (
         f"Stopping works on {plain(target)} against the other classes: a positive is an answer "
         f"{plain(target)}, an answer of any other class a negative."
@@ -158,10 +158,8 @@ def _choose_stop_class(svc, session_id: int, key: str) -> None:
 
 def stopping_part(svc, run) -> None:
     """When can I stop: the class looked for (chosen here, any heuristic), then the two-class panel on that class
-    against the rest (``app.services.class_stopping``); a session with several classes per item says it has none."""
-    if run.multi_label:
-        st.caption(STOPPING_NOTE_SETS)
-        return
+    against the rest (``app.services.class_stopping``; with several classes per item, a set that holds it is a
+    positive)."""
     key = f"stop_class_{run.session_id}"
     st.session_state[key] = run.stop_class  # (the stored class: another tab may have changed it)
     st.selectbox(
@@ -181,7 +179,7 @@ def stopping_part(svc, run) -> None:
         st.caption(STOPPING_NOTE)
         return
     st.markdown(f"**When can I stop finding {plain(run.stop_class)}?**")
-    st.caption(target_note(run.stop_class))
+    st.caption(target_note(run.stop_class, run.multi_label))
     stopping_panel.show(svc, run)
 
 

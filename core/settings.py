@@ -114,7 +114,7 @@ def _refuse(field_name: str, check, *args, **kwargs):
 class StoppingSettings:
     """When the analyst may stop: the rule that says so (``core.stopping``), its target recall and
     confidence, the label counts at which recall checks were started, and whether one is on.  ``target_class``:
-    in a session with named classes (one per item), the class the rules work on against the rest (stored as
+    in a session with named classes, the class the rules work on against the rest (stored as
     ``class``, only when set; None: the class a "Most likely <class>" session looks for, else no stopping)."""
 
     rule: str = "statistical"
@@ -273,8 +273,6 @@ class SessionSettings:
         if not isinstance(self.stopping, StoppingSettings):
             raise SettingsError("stopping", f"must be a StoppingSettings record, got {self.stopping!r}")
         stop_class = self.stopping.target_class
-        if stop_class is not None and self.multi_label:
-            raise SettingsError("stopping.class", "a class to stop on is for sessions with one class per item")
         if stop_class is not None and stop_class not in self.classes:
             raise SettingsError(
                 "stopping.class",

@@ -1,11 +1,12 @@
-"""Stopping for a session with named classes (one per item) on the class the analyst is looking for: the
+"""Stopping for a session with named classes on the class the analyst is looking for: the
 two-class stopping part (``app.services.stopping.RunStopping``: the rules, the estimate of the positives still
 unlabelled, the recall check and its draws) over the session read as that class against the rest.  The class
 is the stopping settings' ``class`` (chosen at the start or later on the Label page, with any heuristic), else
 the class a "Most likely <class>" session looks for (``stop_class``).
 
 ``TargetClassView`` is that reading of a ``ClassesRun``: an answer of the target class is a positive (+1),
-an answer of any other class a negative (-1), a skip a skip (0); the model's score is the target class's
+an answer of any other class a negative (-1), a skip a skip (0) (a ``MultiLabelRun``'s: a set that holds the
+class is a positive, any other set, "none of these" too, a negative); the model's score is the target class's
 one-vs-rest machine's (``_TargetLoop``).  The heuristic that asked each answer is read as its two-class kind,
 which decides whether the model-based estimate is given (``core.stopping.estimate_remaining``): "Most likely
 <class>" for the class stopped on asks the top of that machine's ranking first, as the two-class
@@ -63,7 +64,7 @@ class _TargetLoop:
 
     def _mask(self, skipped: bool) -> np.ndarray:
         mask = np.zeros(len(self.run.pool_items), dtype=bool)
-        mask[[a.item_index for a in self.run.answers if (a.answer_class is None) == skipped]] = True
+        mask[[a.item_index for a in self.run.answers if a.answered != skipped]] = True
         return mask
 
     @property
@@ -104,7 +105,7 @@ class TargetClassView:
         return [
             Answer(
                 item_index=a.item_index,
-                value=0 if a.answer_class is None else 1 if a.answer_class == t else -1,
+                value=0 if not a.answered else 1 if a.holds(t) else -1,
                 score=a.scores[t] if a.scores else None,
                 label_id=a.label_id,
                 strategy=asked_as(a.strategy, asked_for, name),

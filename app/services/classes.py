@@ -67,11 +67,6 @@ SKIP_IN_CHECK = (
     "Skip is not available during the recall check: the test needs an answer for every item it draws. "
     "Label it, or stop the check."
 )
-#: stopping on one class is for one class per item
-NOT_FOR_SETS_STOPPING = (
-    "Stopping on one class is for sessions with one class per item; a session with several classes per item has "
-    "no stopping rules."
-)
 #: a skip among an import file's answers (the classes are 0 to K - 1)
 SKIPPED = -1
 #: stopping works on one class against the rest, once the session names it
@@ -120,6 +115,10 @@ class ClassAnswer:
     @property
     def value(self) -> int:
         return 1 if self.answered else 0
+
+    def holds(self, k: int) -> bool:
+        """The answer is class ``k`` (in a multi-label run: its set holds ``k``)."""
+        return self.answer_class == k or (self.answer_classes is not None and k in self.answer_classes)
 
 
 def class_list(
@@ -171,22 +170,13 @@ def class_target(strategy: str, target: str | None, names: Sequence[str], *, ref
     return typed
 
 
-def class_looked_for(
-    strategy: str, typed: str | None, names: Sequence[str], *, multi_label: bool = False
-) -> tuple[str | None, str | None]:
+def class_looked_for(strategy: str, typed: str | None, names: Sequence[str]) -> tuple[str | None, str | None]:
     """The class a new session looks for, as typed on the New session form (surrounding spaces dropped): (the
     class "Most likely <class>" asks about first, the class to stop on when it is not that one).  For "Most
-    likely <class>" it is both (the first class when empty); for another way to pick items it is the class the
-    stopping rules work on (None when empty: no stopping until one is named).  A ServiceError names the classes
-    when it is not one of them, and refuses it for several classes per item (nothing is dropped unsaid)."""
+    likely <class>" it is both (the first class when empty); for another way to pick items, with one class or
+    several per item, it is the class the stopping rules work on (None when empty: no stopping until one is
+    named).  A ServiceError names the classes when it is not one of them (nothing is dropped unsaid)."""
     text = "" if typed is None else str(typed).strip()
-    if multi_label:
-        if text:
-            raise ServiceError(
-                f"The class you are looking for ({text!r}) is for sessions with one class per item: stopping "
-                "rules are not for several classes per item. Leave it empty, or choose one class per item."
-            )
-        return None, None
     if strategy == MOST_LIKELY:
         return class_target(strategy, text, names), None
     if text and text not in names:
@@ -352,7 +342,7 @@ class ClassesRun:
         self.stop_class: str | None = None
         #: the two-class stopping part over ``stop_class`` against the rest; None without a class
         self.stopping: RunStopping | None = None
-        self._stop_on(None if self.multi_label else stop_class(self.strategy, self.target, self.info.params))
+        self._stop_on(stop_class(self.strategy, self.target, self.info.params))
         self.rebuild()
 
     def _stop_on(self, name: str | None) -> None:
@@ -457,8 +447,8 @@ class ClassesRun:
         self.answers.append(self._kept(item_index, answer, label_id, strategy, scores))
         if self.stopping is not None and answer is not None:
             t = self.classes.index(self.stop_class)
-            labels = [a.answer_class for a in self.answers if a.answer_class is not None]
-            self.stopping.record_checkpoint_at(len(labels), labels.count(t))
+            labels = [a for a in self.answers if a.answered]
+            self.stopping.record_checkpoint_at(len(labels), sum(a.holds(t) for a in labels))
 
     def ask(self) -> None:
         """The item to show next: a function of the answers (see the module docstring)."""
@@ -926,8 +916,6 @@ class ClassesRun:
         with self.lock:
             if ended := self.accounts.sign_in_ended(by):
                 return self.tell(Outcome(False, ended, "error"))
-            if self.multi_label:
-                return self.tell(Outcome(False, NOT_FOR_SETS_STOPPING, "warning"))
             try:
                 k = self.class_index(name)
             except ServiceError as error:

@@ -227,7 +227,7 @@ class Sessions:
             raise ServiceError(f"Unknown solver '{solver}'; choose one of {', '.join(SOLVERS)}.")
         if not annotator or not str(annotator).strip():
             raise ServiceError("Enter the annotator's name.")
-        target, stop_on = class_looked_for(strategy, target, names, multi_label=multi_label)
+        target, stop_on = class_looked_for(strategy, target, names)
         C, gamma, seed = penalty_value(C), gamma_value(gamma), whole_number(seed, "seed")
         solver = solver or CLASS_SOLVER
         tuned = tuned_params(kernel=kernel, loss=None, tol=tol, solver=solver)

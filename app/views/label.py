@@ -163,13 +163,13 @@ with (
             "below (screening for it). Random: an unbiased sample.",
         )
         st.text_input(
-            "Which class are you looking for? (for 'when can I stop'; one class per item)",
+            "Which class are you looking for? (for 'when can I stop')",
             key="new_target",
             placeholder="empty: the first class for Most likely <class>, else none yet",
             help="One of the classes above. The stopping rules, the estimate of its items still unlabelled and the "
             "recall check work on it against the others, with any way of picking items (you can name or change "
-            "it later on the Label page). Most likely <class> also picks the items most likely of it first. "
-            "Several classes per item have no stopping rules: leave it empty for them.",
+            "it later on the Label page). Most likely <class> also picks the items most likely of it first. With "
+            "several classes per item, an item is one of it when its classes include it.",
         )
         st.selectbox(
             "Which item next (several classes per item)",

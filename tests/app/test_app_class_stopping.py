@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from app.services import MarginLab
+from app.services import MarginLab, ServiceError
 from core import stopping as rules
 from storage import repository as repo
 from tests.app import test_app
@@ -20,6 +20,9 @@ from tests.app.test_app_classes import (
     start_classes_session,
     three_blobs,
 )
+from tests.app.test_app_multi_label import CLASSES as ML_CLASSES
+from tests.app.test_app_multi_label import answer_all as answer_sets
+from tests.app.test_app_multi_label import four_groups, start_multi_label_session
 
 pytestmark = pytest.mark.app
 
@@ -30,10 +33,23 @@ def two_class_copy(svc: MarginLab, run, dataset_id: int, t: int):
     """A two-class session on the same dataset and seed holding ``run``'s answers, in order, as class ``t``
     (positive) against the rest (negative)."""
     copy = svc.start_session(dataset_id=dataset_id, annotator="ada", strategy="random", seed=run.seed)
-    rows = "\n".join(f"{a.item_index},{'positive' if a.answer_class == t else 'negative'}" for a in run.answers)
+    rows = "\n".join(f"{a.item_index},{'positive' if a.holds(t) else 'negative'}" for a in run.answers)
     outcome = copy.import_labels(f"item_key,label\n{rows}\n".encode(), key_column="item_key", label_column="label")
     assert outcome.ok, outcome.message
     return copy
+
+
+def check_both(run, copy, n: int, answer, positive) -> None:
+    """A recall check started in ``run`` and its two-class ``copy``: up to ``n`` draws, the same item in both
+    (Skip refused), answered ``answer(item)`` in ``run`` and ``positive(item)`` as +1 / -1 in ``copy``."""
+    assert run.start_check().ok and copy.start_check().ok
+    for _ in range(n):
+        if not (run.checking and copy.checking):
+            break
+        item = run.shown.item_index
+        assert copy.shown.item_index == item and not run.skip(item_index=item).ok
+        assert run.answer(answer(item), item_index=item).ok
+        assert copy.answer(1 if positive(item) else -1, item_index=item).ok
 
 
 def label_only(status) -> dict[str, str]:
@@ -74,14 +90,7 @@ def test_a_k_class_session_stops_on_the_class_looked_for_as_a_two_class_session_
     assert mine.estimate.in_words() == expected.in_words()
     assert "most labels were asked by" not in mine.estimate.in_words()
     # the recall check: the same random draws as the two-class session's, the same test and estimate from them
-    assert run.start_check().ok and copy.start_check().ok
-    for _ in range(4):
-        if not (run.checking and copy.checking):
-            break
-        item = run.shown.item_index
-        assert copy.shown.item_index == item
-        assert run.answer(int(truth[item]), item_index=item).ok
-        assert copy.answer(1 if truth[item] == 1 else -1, item_index=item).ok
+    check_both(run, copy, 4, lambda item: int(truth[item]), lambda item: truth[item] == 1)
     mine, theirs = run.stopping_status(), copy.stopping_status()
     assert mine.check == theirs.check and mine.estimate.in_words() == theirs.estimate.in_words()
     assert label_only(mine) == label_only(theirs)
@@ -130,19 +139,8 @@ def test_the_class_looked_for_is_changed_kept_by_undo_and_restart_and_refused_wh
     assert again.start_check().ok
     refused = again.set_stop_class(CLASSES[0])
     assert not refused.ok and "Stop the recall check first" in refused.message and again.stop_class == CLASSES[2]
-    # a class for a session with several classes per item: refused at the start, nothing stored
     n = len(repo.list_sessions(svc.engine))
-    with pytest.raises(Exception, match="one class per item"):
-        svc.start_session(
-            dataset_id=dataset_id,
-            annotator="ada",
-            strategy="random",
-            classes=CLASSES,
-            target=CLASSES[0],
-            multi_label=True,
-        )
-    assert len(repo.list_sessions(svc.engine)) == n
-    with pytest.raises(Exception, match="is not one of the classes"):
+    with pytest.raises(ServiceError, match="is not one of the classes"):
         svc.start_session(dataset_id=dataset_id, annotator="ada", strategy="random", classes=CLASSES, target="cow")
     assert len(repo.list_sessions(svc.engine)) == n
 
@@ -150,7 +148,7 @@ def test_the_class_looked_for_is_changed_kept_by_undo_and_restart_and_refused_wh
 # --------------------------------------------------------------------------- the pages
 
 
-def test_the_form_keeps_the_class_looked_for_with_any_heuristic_and_refuses_it_for_several_classes(db_url):
+def test_the_form_keeps_the_class_looked_for_with_any_heuristic_one_class_or_several_per_item(db_url):
     svc = MarginLab.from_url(db_url)
     dataset_id, truth = three_blobs(svc)
     at = start_app()
@@ -160,12 +158,48 @@ def test_the_form_keeps_the_class_looked_for_with_any_heuristic_and_refuses_it_f
     click_class(at, int(truth[shown_item(at)]))
     heading = [as_shown(m.value) for m in at.markdown if "When can I stop finding" in m.value]
     assert heading == [f"**When can I stop finding {CLASSES[1]}?**"]
-    # several classes per item: the class typed is refused in the form, not dropped; nothing stored
-    at.radio(key="new_classes_per_item").set_value("several")
-    at.selectbox(key="new_dataset").select(dataset_id)
+    # several classes per item: the class typed is kept as well (a set that holds it is a positive)
+    start_multi_label_session(at, dataset_id, ", ".join(CLASSES), strategy="random", target=CLASSES[2])
+    several = max(repo.list_sessions(svc.engine), key=lambda s: s.id)
+    assert several.params["multi_label"] and several.params["stopping"]["class"] == CLASSES[2]
+    words = [as_shown(c.value) for c in at.caption]
+    assert any(f"an answer whose classes include {CLASSES[2]}" in w for w in words), words
+    assert at.selectbox(key=f"stop_class_{several.id}").value == CLASSES[2]
+    # a class that is not one: said in the form, nothing stored
+    at.text_input(key="new_target").input("cow")
     at.button(key="start_session").click().run()
-    assert any("one class per item" in as_shown(e.value) for e in at.error), [e.value for e in at.error]
-    assert len(repo.list_sessions(svc.engine)) == 1
+    assert any("'cow', is not one of the classes" in as_shown(e.value) for e in at.error), [e.value for e in at.error]
+    assert len(repo.list_sessions(svc.engine)) == 2
+
+
+def test_a_multi_label_session_stops_on_a_class_as_a_two_class_session_of_the_sets_that_hold_it(db_url):
+    """Several classes per item: an answer whose set holds the class is a positive, any other (none of these
+    too) a negative; the figures are the two-class session's over that reading, the recall check's draws too."""
+    svc = MarginLab.from_url(db_url)
+    dataset_id, sets = four_groups(svc)
+    run = svc.start_session(
+        dataset_id=dataset_id,
+        annotator="ada",
+        strategy="least-sure-class",
+        classes=", ".join(ML_CLASSES),
+        multi_label=True,
+        seed=2,
+    )
+    assert run.stop_class is None and run.stopping_status() is None
+    answer_sets(run, sets, 12)
+    assert run.set_stop_class(ML_CLASSES[0]).ok and run.stop_class == ML_CLASSES[0]
+    copy = two_class_copy(svc, run, dataset_id, 0)
+    mine, theirs = run.stopping_status(), copy.stopping_status()
+    assert list(mine.gain["found"]) == list(np.cumsum([0 in sets[a.item_index] for a in run.answers]))
+    assert mine.gain.equals(theirs.gain) and label_only(mine) == label_only(theirs) and mine.check == theirs.check
+    check_both(run, copy, 3, lambda item: [ML_CLASSES[k] for k in sets[item]], lambda item: 0 in sets[item])
+    mine, theirs = run.stopping_status(), copy.stopping_status()
+    assert mine.check == theirs.check and mine.estimate.in_words() == theirs.estimate.in_words()
+    # undo and a restart keep the class
+    assert run.undo().ok
+    svc.forget_runs()
+    again = MarginLab.from_url(db_url).open_session(run.session_id)
+    assert again.stop_class == ML_CLASSES[0] and again.stopping_status().gain.equals(run.stopping_status().gain)
 
 
 # (personal sessions are labelled by owners: an annotator works in team projects, whose classes have no stopping)

@@ -280,7 +280,7 @@ def test_a_refused_stopping_setting_is_named(field, value):
     assert str(refused.value).startswith((f"stopping.{field} ", f"stopping.{field}: ")), str(refused.value)
 
 
-def test_the_class_stopped_on_is_kept_for_one_class_per_item_and_refused_otherwise():
+def test_the_class_stopped_on_is_one_of_the_sessions_classes():
     classes = ("cat", "dog", "fox")
     settings = SessionSettings(strategy="random", classes=classes, stopping=StoppingSettings(target_class="dog"))
     stored = settings.to_json()
@@ -290,10 +290,10 @@ def test_the_class_stopped_on_is_kept_for_one_class_per_item_and_refused_otherwi
     assert "class" not in StoppingSettings().to_json() and StoppingSettings.from_json({}).target_class is None
     with pytest.raises(SettingsError, match=r"^stopping.class\b.*'cow'.*cat, dog, fox"):
         SessionSettings(strategy="random", classes=classes, stopping=StoppingSettings(target_class="cow"))
-    with pytest.raises(SettingsError, match=r"^stopping.class\b.*one class per item"):
-        SessionSettings(
-            strategy="random", classes=classes, multi_label=True, stopping=StoppingSettings(target_class="dog")
-        )
+    several = SessionSettings(
+        strategy="random", classes=classes, multi_label=True, stopping=StoppingSettings(target_class="dog")
+    )
+    assert SessionSettings.from_json(several.to_json(), strategy="random", solver=several.solver, seed=0) == several
     with pytest.raises(SettingsError, match=r"^stopping.class\b"):
         StoppingSettings(target_class="")
 
