@@ -94,6 +94,12 @@ class TargetClassView:
     def version(self, value: int) -> None:
         self._run.version = value
 
+    def asked_words(self, strategy: str) -> str:
+        """A heuristic as ``answers`` reads it, in words: the top-first one is "Most likely <the class>"."""
+        if strategy == rules.TOP_FIRST_HEURISTICS[0]:
+            return self._run.heuristic_words(MOST_LIKELY)
+        return self._run.heuristic_words(strategy)
+
     @property
     def loop(self) -> _TargetLoop | None:
         return None if self._run.model is None else _TargetLoop(self._run, self._target)
@@ -118,7 +124,12 @@ def target_stopping(run: Any, target: int, params: dict[str, Any] | None) -> Run
     """The stopping part of ``run`` (a ``ClassesRun``) for class ``target`` against the rest, with the
     session's stored stopping settings (``params``: the session's)."""
     view = TargetClassView(run, target)
-    stopping = RunStopping(view, RunReadouts(view), stopping_settings(params))  # type: ignore[arg-type]
+    stopping = RunStopping(
+        view,  # type: ignore[arg-type]
+        RunReadouts(view),  # type: ignore[arg-type]
+        stopping_settings(params),
+        heuristic_words=view.asked_words,
+    )
     stopping.restore({}, 0)
     return stopping
 

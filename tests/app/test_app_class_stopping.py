@@ -105,7 +105,10 @@ def test_most_likely_for_the_class_stopped_on_gives_no_model_based_estimate_as_l
     assert run.stop_class == CLASSES[0] and "class" not in run.info.params["stopping"]
     answer_all(run, truth, 16)
     words = run.stopping_status().estimate.in_words()
-    assert "cannot estimate yet" in words and "most labels were asked by" in words
+    assert (
+        "cannot estimate yet" in words
+        and f'most labels were asked by the heuristic "Most likely {CLASSES[0]}"' in words
+    )
     # stopping on another class: "Most likely cat" is not top-first for it
     assert run.set_stop_class(CLASSES[2]).ok and run.stop_class == CLASSES[2]
     assert "most labels were asked by" not in run.stopping_status().estimate.in_words()
