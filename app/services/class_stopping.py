@@ -13,9 +13,9 @@ which decides whether the model-based estimate is given (``core.stopping.estimat
 ``largest-positive`` does (under which the estimate runs high: ``core.stopping.TOP_FIRST_HEURISTICS``), so it
 is read as that; the others (least sure between two classes, least sure class, random, and "Most likely" for
 another class) are not top-first for the class stopped on, as the two-class near-boundary and random
-heuristics are not, and keep their own names (``asked_as``).  Everything else (the session, its lock, seed and pool, the
-settings' store, ``ask``) is the run's own, so the stopping settings, the checks' starts and the draws'
-provenance are stored as a two-class session's are.
+heuristics are not, and keep their own names (``asked_as``).  Everything else (the session, its lock, seed
+and pool, the settings' store, ``ask``) is the run's own, so the stopping settings, the checks' starts and the
+draws' provenance are stored as a two-class session's are.
 """
 
 from __future__ import annotations
