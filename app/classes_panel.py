@@ -13,17 +13,23 @@ import streamlit as st
 from app import auth, charts, stopping_panel
 from app.ui.item import draw_panel_item, model_timings, panel_item
 from app.ui.messages import guarded, show_outcome, waiting_for_the_model
-from app.ui.text import plain, visible_cells
+from app.ui.text import plain, visible, visible_cells
 
 STOPPING_NOTE = (
-    "Stopping estimates (when can I stop?) are for two-class sessions, and for sessions with named "
-    "classes that look for one class (Most likely <class>): this one shows how well the model rates "
-    "the answers instead."
+    "Stopping estimates (when can I stop?) work on one class against the rest: say which class you are "
+    "looking for, and the rules, the estimate and the recall check follow it."
 )
+#: the Label page's choice of the class looked for
+STOP_CLASS_LABEL = "Which class are you looking for? (for 'when can I stop')"
 
 
-def target_note(target: str) -> str:
+def target_note(target: str, multi_label: bool = False) -> str:
     """What a positive is on the stopping panel of a session that looks for ``target`` (plain text)."""
+    if multi_label:
+        return (
+            f"Stopping works on {plain(target)} against the other classes: a positive is an answer whose "
+            f"classes include {plain(target)}, any other answer (none of these too) a negative."
+        )
     return (
         f"Stopping works on {plain(target)} against the other classes: a positive is an answer "
         f"{plain(target)}, an answer of any other class a negative."
@@ -142,12 +148,39 @@ def show(svc, session_id: int) -> None:
         else:
             heading = "**Confusion counts** (rows: your answer; columns: the model's best guess when it asked)"
         counts_table(heading, run.confusion(), key="class_confusion")
-        if run.stopping_status() is None:
-            st.caption(STOPPING_NOTE)
-    if run.stopping_status() is not None:  # "Most likely <class>": the two-class panel, that class vs the rest
-        st.markdown(f"**When can I stop finding {plain(run.target)}?**")
-        st.caption(target_note(run.target))
-        stopping_panel.show(svc, run)
+    stopping_part(svc, run)
+
+
+@guarded
+def _choose_stop_class(svc, session_id: int, key: str) -> None:
+    st.session_state.outcome = svc.open_session(session_id).set_stop_class(st.session_state[key], by=auth.identity())
+
+
+def stopping_part(svc, run) -> None:
+    """When can I stop: the class looked for (chosen here, any heuristic), then the two-class panel on that class
+    against the rest (``app.services.class_stopping``; with several classes per item, a set that holds it is a
+    positive)."""
+    key = f"stop_class_{run.session_id}"
+    st.session_state[key] = run.stop_class  # (the stored class: another tab may have changed it)
+    st.selectbox(
+        STOP_CLASS_LABEL,
+        list(run.classes),
+        key=key,
+        format_func=visible,
+        placeholder="choose a class to see when you can stop",
+        on_change=_choose_stop_class,
+        args=(svc, run.session_id, key),
+        disabled=run.checking,
+        help="The stopping rules, the estimate of its items still unlabelled and the recall check work on this class "
+        "against the others, whichever way items are picked. "
+        + ("Stop the recall check to change it." if run.checking else ""),
+    )
+    if run.stopping_status() is None:
+        st.caption(STOPPING_NOTE)
+        return
+    st.markdown(f"**When can I stop finding {plain(run.stop_class)}?**")
+    st.caption(target_note(run.stop_class, run.multi_label))
+    stopping_panel.show(svc, run)
 
 
 def counts_table(heading: str, table: pd.DataFrame, key: str) -> None:

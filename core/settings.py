@@ -113,13 +113,16 @@ def _refuse(field_name: str, check, *args, **kwargs):
 @dataclass(frozen=True)
 class StoppingSettings:
     """When the analyst may stop: the rule that says so (``core.stopping``), its target recall and
-    confidence, the label counts at which recall checks were started, and whether one is on."""
+    confidence, the label counts at which recall checks were started, and whether one is on.  ``target_class``:
+    in a session with named classes, the class the rules work on against the rest (stored as
+    ``class``, only when set; None: the class a "Most likely <class>" session looks for, else no stopping)."""
 
     rule: str = "statistical"
     target_recall: float = DEFAULT_TARGET_RECALL
     confidence: float = DEFAULT_CONFIDENCE
     checks: tuple[int, ...] = ()
     checking: bool = False
+    target_class: str | None = None
 
     def __post_init__(self) -> None:
         specs = _refuse("stopping.rule", parse_rules, self.rule) if isinstance(self.rule, str) else None
@@ -145,6 +148,8 @@ class StoppingSettings:
         )
         if not isinstance(self.checking, bool):
             raise SettingsError("stopping.checking", f"must be True or False, got {self.checking!r}")
+        if self.target_class is not None and (not isinstance(self.target_class, str) or not self.target_class):
+            raise SettingsError("stopping.class", f"must be a class name or None, got {self.target_class!r}")
         object.__setattr__(self, "rule", str(specs[0]))
         object.__setattr__(self, "target_recall", target)
         object.__setattr__(self, "confidence", confidence)
@@ -157,7 +162,7 @@ class StoppingSettings:
             "confidence": self.confidence,
             "checks": list(self.checks),
             "checking": self.checking,
-        }
+        } | ({} if self.target_class is None else {"class": self.target_class})
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any] | None) -> StoppingSettings:
@@ -167,9 +172,9 @@ class StoppingSettings:
             return cls()
         if not isinstance(data, Mapping):
             raise SettingsError("stopping", f"must be a mapping of stopping settings, got {data!r}")
-        known = {f.name for f in dataclasses.fields(cls)}
+        known = {f.name for f in dataclasses.fields(cls)} - {"target_class"}
         stored: dict[str, Any] = {k: (bool(v) if k == "checking" else v) for k, v in data.items() if k in known}
-        return cls(**stored)
+        return cls(**stored, target_class=data.get("class"))
 
 
 #: the solver parameters of the record, in the order the solvers name them (kernel, C and gamma always set)
@@ -267,6 +272,13 @@ class SessionSettings:
             raise SettingsError("find", f"must be words or None, got {self.find!r}")
         if not isinstance(self.stopping, StoppingSettings):
             raise SettingsError("stopping", f"must be a StoppingSettings record, got {self.stopping!r}")
+        stop_class = self.stopping.target_class
+        if stop_class is not None and stop_class not in self.classes:
+            raise SettingsError(
+                "stopping.class",
+                f"the class to stop on, {stop_class!r}, is not one of the session's classes "
+                f"({', '.join(self.classes) or 'none named'})",
+            )
 
     def _set(self, name: str, value: Any) -> None:
         object.__setattr__(self, name, value)

@@ -110,7 +110,7 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
 
@@ -1814,6 +1814,7 @@ def estimate_remaining(
     asked_by: Sequence[str | None] | None = None,
     target_recall: float = DEFAULT_TARGET_RECALL,
     confidence: float = DEFAULT_CONFIDENCE,
+    heuristic_words: Callable[[str], str] = strategy_words,
 ) -> RecallEstimate:
     """The estimate the app and the simulations show, never above the items still unlabelled.
 
@@ -1822,8 +1823,8 @@ def estimate_remaining(
     and ``confidence``), otherwise from the model's calibrated scores
     (:func:`estimate_from_model`) unless most labels were asked by a heuristic
     of ``TOP_FIRST_HEURISTICS`` (``asked_by``: the heuristic that asked each
-    label); while neither can be had, it says so (``known`` is False) instead
-    of giving a number.
+    label; ``heuristic_words`` says one in words); while neither can be had, it
+    says so (``known`` is False) instead of giving a number.
     """
     target_recall, confidence = check_target(target_recall, confidence)
     y = _labels(labels)
@@ -1850,7 +1851,7 @@ def estimate_remaining(
             return _finish(
                 "model-based",
                 "most labels were asked by the heuristic "
-                f'"{strategy_words(top_first[-1])}", the most likely positives first, '
+                f'"{heuristic_words(top_first[-1])}", the most likely positives first, '
                 "so the model's scores are calibrated on the top of its ranking "
                 "only and would put too many positives among the rest; a recall "
                 "check's random draws give an estimate",

@@ -18,6 +18,7 @@ and learns only the answers after it.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import logging
 import threading
@@ -33,14 +34,15 @@ from sqlalchemy.exc import SQLAlchemyError
 from app.services import priors
 from app.services.accounts import Accounts, Identity
 from app.services.class_snapshots import SessionSnapshots
-from app.services.class_stopping import target_stopping
+from app.services.class_stopping import MOST_LIKELY, stop_class, target_stopping
 from app.services.common import Outcome, ServiceError, database_trouble, numeric_columns, scaled_row_blocks
 from app.services.display import ItemDisplay
 from app.services.errors import service_boundary
 from app.services.history import IMPORTED, items_by_key, nothing_new, plan_rows, refuse_problems, store_import
 from app.services.records import undo_stored, written
 from app.services.snapshots import SNAPSHOT_EVERY
-from app.services.stopping import RunStopping
+from app.services.stopping import SETTING as STOPPING_SETTING
+from app.services.stopping import RunStopping, stopping_settings
 from app.services.vocabulary import heuristic_words
 from core import stopping as rules
 from core.multiclass import MULTICLASS_STRATEGIES, OneVsRest, random_class_query
@@ -71,10 +73,10 @@ SKIP_IN_CHECK = (
 )
 #: a skip among an import file's answers (the classes are 0 to K - 1)
 SKIPPED = -1
-#: stopping is for sessions that look for one class
+#: stopping works on one class against the rest, once the session names it
 NO_STOPPING = (
-    "Stopping rules and the recall check are for sessions that look for one class (Most likely <class>); "
-    "this session's strategy looks at every class."
+    "Stopping rules and the recall check work on one class against the rest: first say which class you are "
+    "looking for (under 'When can I stop?' on the Label page)."
 )
 
 
@@ -117,6 +119,10 @@ class ClassAnswer:
     @property
     def value(self) -> int:
         return 1 if self.answered else 0
+
+    def holds(self, k: int) -> bool:
+        """The answer is class ``k`` (in a multi-label run: its set holds ``k``)."""
+        return self.answer_class == k or (self.answer_classes is not None and k in self.answer_classes)
 
 
 def class_list(
@@ -166,6 +172,20 @@ def class_target(strategy: str, target: str | None, names: Sequence[str], *, ref
     if typed not in names:
         raise ServiceError(f"The class to find first, '{typed}', is not one of the classes ({', '.join(names)}).")
     return typed
+
+
+def class_looked_for(strategy: str, typed: str | None, names: Sequence[str]) -> tuple[str | None, str | None]:
+    """The class a new session looks for, as typed on the New session form (surrounding spaces dropped): (the
+    class "Most likely <class>" asks about first, the class to stop on when it is not that one).  For "Most
+    likely <class>" it is both (the first class when empty); for another way to pick items, with one class or
+    several per item, it is the class the stopping rules work on (None when empty: no stopping until one is
+    named).  A ServiceError names the classes when it is not one of them (nothing is dropped unsaid)."""
+    text = "" if typed is None else str(typed).strip()
+    if strategy == MOST_LIKELY:
+        return class_target(strategy, text, names), None
+    if text and text not in names:
+        raise ServiceError(f"The class you are looking for, '{text}', is not one of the classes ({', '.join(names)}).")
+    return None, text or None
 
 
 def class_query(
@@ -324,12 +344,22 @@ class ClassesRun:
             model=lambda: None,
             lock=self.lock,
         )
-        #: "Most likely <class>": the two-class stopping part over that class against the rest
-        #: (``app.services.class_stopping``); None for the other strategies
+        #: the class the analyst is looking for, stopped on against the rest (``app.services.class_stopping``):
+        #: the stopping settings' class, else the class of "Most likely <class>"; None: no stopping
+        self.stop_class: str | None = None
+        #: the two-class stopping part over ``stop_class`` against the rest; None without a class
         self.stopping: RunStopping | None = None
-        if self.target is not None:
-            self.stopping = target_stopping(self, self.classes.index(self.target), self.info.params)
+        self._stop_on(stop_class(self.strategy, self.target, self.info.params))
         self.rebuild()
+
+    def _stop_on(self, name: str | None) -> None:
+        """Stopping on class ``name`` against the rest (None: no stopping), with the stored stopping settings."""
+        self.stop_class = name if name in self.classes else None
+        self.stopping = (
+            None
+            if self.stop_class is None
+            else target_stopping(self, self.classes.index(self.stop_class), self.info.params)
+        )
 
     # -- words ------------------------------------------------------------------------------------
     @property
@@ -460,9 +490,9 @@ class ClassesRun:
             self.last_update_ms = float(step.seconds) * 1000.0
         self.answers.append(self._kept(item_index, answer, label_id, strategy, scores))
         if self.stopping is not None and answer is not None:
-            t = self.classes.index(self.target)
-            labels = [a.answer_class for a in self.answers if a.answer_class is not None]
-            self.stopping.record_checkpoint_at(len(labels), labels.count(t))
+            t = self.classes.index(self.stop_class)
+            labels = [a for a in self.answers if a.answered]
+            self.stopping.record_checkpoint_at(len(labels), sum(a.holds(t) for a in labels))
 
     def ask(self) -> None:
         """The item to show next: a function of the answers (see the module docstring)."""
@@ -932,14 +962,44 @@ class ClassesRun:
                 counts[self.classes[a.answer_class]] += 1
         return counts
 
-    # -- stopping ("Most likely <class>": that class against the rest, ``app.services.class_stopping``) --------
+    # -- stopping (the class looked for against the rest, ``app.services.class_stopping``) --------
     @property
     def checking(self) -> bool:
         """A recall check is on: the items shown are drawn at random."""
         return self.stopping is not None and self.stopping.checking
 
+    def set_stop_class(self, name: Any, *, by: Identity | None = None) -> Outcome:
+        """Say which class the analyst is looking for (name or place): the stopping rules, the estimate and the
+        recall check work on it against the rest from now on (stored with the stopping settings, so a restart
+        and an undo keep it).  Refused, nothing stored, during a recall check."""
+        with self.lock:
+            if ended := self.accounts.sign_in_ended(by):
+                return self.tell(Outcome(False, ended, "error"))
+            try:
+                k = self.class_index(name)
+            except ServiceError as error:
+                return self.tell(Outcome(False, str(error), "error"))
+            chosen = self.classes[k]
+            if chosen == self.stop_class:
+                return self.tell(Outcome(True, f"Stopping already works on {chosen}."))
+            if self.checking:
+                return self.tell(
+                    Outcome(False, "Stop the recall check first: its draws test the class it started on.", "warning")
+                )
+            stored = {**stopping_settings(self.info.params), "class": chosen}
+            try:
+                params = repo.set_session_setting(self.engine, self.session_id, STOPPING_SETTING, stored)
+            except StorageError as error:
+                return self.tell(Outcome(False, f"The class was not changed: {error}", "error"))
+            except SQLAlchemyError as error:
+                return self.tell(Outcome(False, f"The class was not changed: {database_trouble(error)}", "error"))
+            self.info = dataclasses.replace(self.info, params=params)
+            self._stop_on(chosen)
+            self.rebuild()  # (the stability rule's checkpoints are read off that class's machine)
+            return self.tell(Outcome(True, f"Stopping works on {chosen} against the other classes."))
+
     def stopping_status(self):
-        """The two-class stopping status over the target class against the rest (None: no target class, or no
+        """The two-class stopping status over the class looked for against the rest (None: no class named, or no
         model)."""
         return None if self.stopping is None else self.stopping.stopping_status()
 
@@ -1011,6 +1071,7 @@ __all__ = [
     "ClassesRun",
     "class_index",
     "class_list",
+    "class_looked_for",
     "class_query",
     "class_target",
     "strategy_words",

@@ -186,10 +186,6 @@ class MultiLabelRun(ClassesRun):
         table.index.name = "class"
         return table
 
-    def target_stopping(self) -> list[str] | None:
-        """No class to find: stopping rules are not for multi-label sessions."""
-        return None
-
     # -- what is for one class per item only --------------------------------------------------------
     def mark_known(self, item_index: int, answer_class: Any, *, by: Identity | None = None) -> Outcome:
         """Known items are one class each: refused plainly in a multi-label session, nothing stored."""

@@ -6,7 +6,7 @@ import threading
 from collections.abc import Sequence
 
 from app.services.accounts import Accounts, Identity
-from app.services.classes import ClassesRun, class_list, class_target
+from app.services.classes import ClassesRun, class_list, class_looked_for
 from app.services.common import (
     DEFAULT_C,
     DEFAULT_GAMMA,
@@ -41,6 +41,7 @@ from core.settings import (
     STANDARD_MODEL,
     SessionSettings,
     SettingsError,
+    StoppingSettings,
 )
 from core.strategies import DEFAULT_SOLVER
 from storage import history as stored_history
@@ -132,7 +133,9 @@ class Sessions:
         default).  ``classes``: K named classes (3 to 9; a list, or names separated by commas) for a
         single-choice session (``ClassesRun``); None or empty: the dataset's classes when its label column was
         imported with every value kept, else a two-class session.  A K-class session's ``strategy`` is one of
-        ``core.multiclass.MULTICLASS_STRATEGIES`` (``target``: the class of ``target-class``).  ``multi_label``:
+        ``core.multiclass.MULTICLASS_STRATEGIES`` (``target``: the class looked for: "Most likely <class>" asks about it
+        first, and the stopping rules work on it against the rest with any strategy; ``classes.class_looked_for``).
+        ``multi_label``:
         several classes per item (``MultiLabelRun``; 2 to 9 classes, named or the dataset's), its ``strategy``
         one of ``core.multiclass.MULTILABEL_STRATEGIES``."""
         self.accounts.acting(by)
@@ -224,7 +227,7 @@ class Sessions:
             raise ServiceError(f"Unknown solver '{solver}'; choose one of {', '.join(SOLVERS)}.")
         if not annotator or not str(annotator).strip():
             raise ServiceError("Enter the annotator's name.")
-        target = class_target(strategy, target, names)
+        target, stop_on = class_looked_for(strategy, target, names)
         C, gamma, seed = penalty_value(C), gamma_value(gamma), whole_number(seed, "seed")
         solver = solver or CLASS_SOLVER
         tuned = tuned_params(kernel=kernel, loss=None, tol=tol, solver=solver)
@@ -240,6 +243,7 @@ class Sessions:
                 strategy_params={} if target is None else {"target": target},
                 classes=names,
                 multi_label=bool(multi_label),
+                stopping=StoppingSettings(target_class=stop_on),
             )
         except SettingsError as error:
             raise ServiceError(f"The session's settings are refused: {error}.") from None

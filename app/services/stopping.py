@@ -23,6 +23,7 @@ on its own.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -36,6 +37,7 @@ from app.services.readouts import RunReadouts
 from app.services.records import RunState, ShownItem
 from core import stopping as rules
 from core.settings import StoppingSettings
+from core.strategies import strategy_words
 from storage import repository as repo
 from storage.errors import StorageError
 
@@ -96,11 +98,19 @@ def check_settings(rule: str, target_recall: float, confidence: float) -> tuple[
 class RunStopping:
     """When the analyst can stop: ``LabellingRun.stopping``, over the ``run``'s answers and model
     (``RunState``) and its ``readouts`` (the counts; the status is cached with them).  ``settings``: the
-    session's stopping settings (``stopping_settings``); ``stability``: the stability rule's checkpoints."""
+    session's stopping settings (``stopping_settings``); ``stability``: the stability rule's checkpoints;
+    ``heuristic_words``: a heuristic that asked, in words, for the estimate's reasons (the registry's words)."""
 
-    def __init__(self, run: RunState, readouts: RunReadouts, settings: dict[str, Any]):
+    def __init__(
+        self,
+        run: RunState,
+        readouts: RunReadouts,
+        settings: dict[str, Any],
+        heuristic_words: Callable[[str], str] = strategy_words,
+    ):
         self.run, self.readouts = run, readouts
         self.settings = settings
+        self.heuristic_words = heuristic_words
         self.stability: rules.StabilityTracker | None = None  # see restore
 
     # -- reading ---------------------------------------------------------------
@@ -173,6 +183,7 @@ class RunStopping:
             asked_by=[a.strategy for a in self._labelled_answers()],
             target_recall=target,
             confidence=confidence,
+            heuristic_words=self.heuristic_words,
         )
         gain = pd.DataFrame(
             {"n_labels": np.arange(1, len(view.labels) + 1), "found": np.cumsum(view.labels > 0), "drawn": view.drawn}

@@ -159,10 +159,18 @@ with (
             format_func=lambda name: strategy_words(name, "<class>"),
             help="Least sure between two classes: the item whose two best classes score closest. Least "
             "sure class: the class the model is least sure of, then the item nearest its boundary. "
-            "Most likely <class>: the item most likely of the class named below (screening for "
-            "it). Random: an unbiased sample.",
+            "Most likely <class>: the item most likely of the class you are looking for, named "
+            "below (screening for it). Random: an unbiased sample.",
         )
-        st.text_input("Class to find first (Most likely)", key="new_target", placeholder="empty: the first class")
+        st.text_input(
+            "Which class are you looking for? (for 'when can I stop')",
+            key="new_target",
+            placeholder="empty: the first class for Most likely <class>, else none yet",
+            help="One of the classes above. The stopping rules, the estimate of its items still unlabelled and the "
+            "recall check work on it against the others, with any way of picking items (you can name or change "
+            "it later on the Label page). Most likely <class> also picks the items most likely of it first. With "
+            "several classes per item, an item is one of it when its classes include it.",
+        )
         st.selectbox(
             "Which item next (several classes per item)",
             list(MULTI_LABEL_STRATEGY_WORDS),

@@ -248,7 +248,12 @@ def submit(at) -> None:
     assert not at.exception, at.exception
 
 
-def start_multi_label_session(at, dataset_id: int, classes: str, strategy: str = "least-sure-class") -> None:
+def start_multi_label_session(
+    at, dataset_id: int, classes: str, strategy: str = "least-sure-class", target: str | None = None
+) -> None:
+    """Start a session with several classes per item on the New session form (``target``: the class looked for)."""
+    if target is not None:
+        at.text_input(key="new_target").input(target)
     at.selectbox(key="new_dataset").select(dataset_id)
     at.text_input(key="new_classes").input(classes)
     at.radio(key="new_classes_per_item").set_value("several")

@@ -280,6 +280,24 @@ def test_a_refused_stopping_setting_is_named(field, value):
     assert str(refused.value).startswith((f"stopping.{field} ", f"stopping.{field}: ")), str(refused.value)
 
 
+def test_the_class_stopped_on_is_one_of_the_sessions_classes():
+    classes = ("cat", "dog", "fox")
+    settings = SessionSettings(strategy="random", classes=classes, stopping=StoppingSettings(target_class="dog"))
+    stored = settings.to_json()
+    assert stored["stopping"]["class"] == "dog"
+    assert SessionSettings.from_json(stored, strategy="random", solver=settings.solver, seed=0) == settings
+    # a session without one writes the stopping settings as it always did
+    assert "class" not in StoppingSettings().to_json() and StoppingSettings.from_json({}).target_class is None
+    with pytest.raises(SettingsError, match=r"^stopping.class\b.*'cow'.*cat, dog, fox"):
+        SessionSettings(strategy="random", classes=classes, stopping=StoppingSettings(target_class="cow"))
+    several = SessionSettings(
+        strategy="random", classes=classes, multi_label=True, stopping=StoppingSettings(target_class="dog")
+    )
+    assert SessionSettings.from_json(several.to_json(), strategy="random", solver=several.solver, seed=0) == several
+    with pytest.raises(SettingsError, match=r"^stopping.class\b"):
+        StoppingSettings(target_class="")
+
+
 def test_a_named_model_keeps_its_own_parameters():
     with pytest.raises(SettingsError, match=r"^C\b.*review model sets"):
         SessionSettings(strategy="largest-positive", model="review", **{**DOCUMENT_REVIEW["solver_params"], "C": 1.0})
