@@ -80,6 +80,52 @@ def strategy_words(strategy: str, target: str | None = None) -> str:
     return words.format(target=target if target is not None else "(a chosen class)")
 
 
+def auc_column(k: int) -> str:
+    """The column of ``rated_history`` with class k's AUC."""
+    return f"auc_{k}"
+
+
+def top_class_accuracy(member: np.ndarray, F: np.ndarray) -> float:
+    """The share of the rated answers (rows of ``member``, one class each) whose class the model rated highest
+    (``F``: the scores when asked)."""
+    return float(np.mean(member[np.arange(len(F)), np.argmax(F, axis=1)]))
+
+
+def rated_history(
+    rated: Sequence[tuple[int, np.ndarray, np.ndarray]],
+    n_labels: int,
+    n_classes: int,
+    accuracy: Callable[[np.ndarray, np.ndarray], float],
+) -> pd.DataFrame:
+    """The live read-outs of a model with one machine per class, after each of ``n_labels`` answers: ``labels``,
+    ``accuracy`` (``accuracy(members, scores)`` of the answers rated so far), ``macro_auc`` and ``auc_<k>``
+    (``auc_column``: the AUC of class k's scores when asked against whether the answer held k, NaN until the
+    answers rated so far hold items in k and out of it; ``macro_auc`` their mean where defined).  ``rated``:
+    (answers so far when it was given, membership row, scores when asked) of each answer the model could rate,
+    in order (each scored before the model learned it: an honest read-out, not the model's fit)."""
+    from core.metrics import roc_auc
+
+    columns = ["labels", "accuracy", "macro_auc", *(auc_column(k) for k in range(n_classes))]
+    rows = []
+    for n in range(1, n_labels + 1):
+        counted = [(member, scores) for m, member, scores in rated if m <= n]
+        row: dict[str, float] = dict.fromkeys(columns, np.nan)
+        row["labels"] = n
+        if counted:
+            truth = np.array([member for member, _ in counted])
+            F = np.array([scores for _, scores in counted])
+            row["accuracy"] = accuracy(truth, F)
+            aucs = [
+                roc_auc(truth[:, k], F[:, k]) if 0 < np.count_nonzero(truth[:, k]) < len(truth) else np.nan
+                for k in range(n_classes)
+            ]
+            row.update({auc_column(k): v for k, v in enumerate(aucs)})
+            defined = [v for v in aucs if not np.isnan(v)]
+            row["macro_auc"] = float(np.mean(defined)) if defined else np.nan
+        rows.append(row)
+    return pd.DataFrame(rows, columns=columns)
+
+
 @dataclass(frozen=True)
 class ClassShown:
     """The item the panel shows, why it was chosen (in words) and the model's scores for it."""
@@ -896,37 +942,35 @@ class ClassesRun:
     def stop_check(self, *, by: Identity | None = None) -> Outcome:
         return self._no_stopping() if self.stopping is None else self.stopping.stop_check(by=by)
 
+    def _members(self, a: ClassAnswer) -> tuple[int, ...]:
+        """The classes an answer holds (their places): the one class of a single-choice answer."""
+        assert a.answer_class is not None
+        return (a.answer_class,)
+
+    def _rated(self) -> list[tuple[int, np.ndarray, np.ndarray]]:
+        """(answers so far, membership row, scores when asked) of each answer the model could rate (asked once
+        it could: ``_can_rate``), in order; skips left out."""
+        rated: list[tuple[int, np.ndarray, np.ndarray]] = []
+        before: list[ClassAnswer] = []
+        for a in self.answers:
+            if not a.answered:
+                continue
+            if self._can_rate(before):
+                member = np.zeros(len(self.classes), dtype=bool)
+                member[list(self._members(a))] = True
+                rated.append((len(before) + 1, member, np.asarray(a.scores, dtype=float)))
+            before.append(a)
+        return rated
+
+    _accuracy = staticmethod(top_class_accuracy)
+
     def history(self) -> pd.DataFrame:
         """After each answer (skips left out): ``labels``, ``accuracy`` (the share of the answers so far whose
-        class the model rated highest when it asked) and ``macro_auc`` (the mean over the classes with answers
-        in and out of them of the AUC of the scores when asked, against the answers); NaN where undefined.
-        Answers given before the model had seen two classes are not counted (it could not rate them)."""
-        from core.metrics import roc_auc
-
-        rows = []
-        counted: list[ClassAnswer] = []
-        seen: set[int] = set()
-        for a in self.answers:
-            if a.answer_class is None:
-                continue
-            if len(seen) >= 2:
-                counted.append(a)
-            seen.add(a.answer_class)
-            if not counted:
-                rows.append({"labels": len(rows) + 1, "accuracy": np.nan, "macro_auc": np.nan})
-                continue
-            truth = np.array([c.answer_class for c in counted])
-            F = np.array([c.scores for c in counted])
-            accuracy = float(np.mean(np.argmax(F, axis=1) == truth))
-            aucs = [
-                roc_auc(truth == k, F[:, k])
-                for k in range(len(self.classes))
-                if 0 < np.count_nonzero(truth == k) < len(truth)
-            ]
-            rows.append(
-                {"labels": len(rows) + 1, "accuracy": accuracy, "macro_auc": float(np.mean(aucs)) if aucs else np.nan}
-            )
-        return pd.DataFrame(rows, columns=["labels", "accuracy", "macro_auc"])
+        class the model rated highest when it asked), ``auc_<k>`` for each class k (the AUC of class k's scores
+        when asked, against the answers: undefined until the answers rated hold items in it and out of it) and
+        ``macro_auc`` (their mean over the classes where defined); NaN where undefined.  Answers given before
+        the model had seen two classes are not counted (it could not rate them): ``rated_history``."""
+        return rated_history(self._rated(), sum(a.answered for a in self.answers), len(self.classes), self._accuracy)
 
     def confusion(self) -> pd.DataFrame:
         """Confusion counts of the answers the model could rate (see ``history``): rows the class answered,
@@ -950,10 +994,13 @@ __all__ = [
     "ClassAnswer",
     "ClassShown",
     "ClassesRun",
+    "auc_column",
     "class_index",
     "class_list",
     "class_query",
     "class_target",
+    "rated_history",
     "strategy_words",
+    "top_class_accuracy",
     "why_chosen",
 ]

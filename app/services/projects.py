@@ -55,7 +55,9 @@ from app.services.classes import (
     class_list,
     class_query,
     class_target,
+    rated_history,
     strategy_words,
+    top_class_accuracy,
 )
 from app.services.common import (
     DEFAULT_C,
@@ -673,6 +675,9 @@ class ClassProjectRun(ProjectRun):
         params = {k: v for k, v in self.solver_params.items() if k != "auto"}
         params.setdefault("random_state", self.info.seed)
         self.model = OneVsRest(self.classes, self.info.solver, self.X, keep_scores=True, **params)
+        #: (items learned so far, membership row, scores just before) of each item learned once the model could
+        #: rate items (two classes learned), in the order learned: ``history``
+        self.rated: list[tuple[int, np.ndarray, np.ndarray]] = []
 
     @property
     def snapshot_is_behind(self) -> bool:
@@ -709,6 +714,11 @@ class ClassProjectRun(ProjectRun):
         for item in items:
             k = self.model_label(item)
             if k is not None and item not in self.model_labels:
+                if len(set(self.model_labels.values())) >= 2:  # scored before it is learned (as when asked)
+                    member = np.zeros(len(self.classes), dtype=bool)
+                    member[k] = True
+                    scores = np.asarray(self.model.decision_function(np.array([int(item)]))[0], dtype=float)
+                    self.rated.append((len(self.model_labels) + 1, member, scores))
                 step = self.model.learn(item, self.classes[k])
                 self.last_update_ms = float(step.seconds) * 1000.0
                 self.model_labels[item] = k
@@ -810,6 +820,14 @@ class ClassProjectRun(ProjectRun):
                     table.iloc[given[0], given[1]] += 1
         table.index.name = "first answer"
         return table
+
+    def history(self) -> pd.DataFrame:
+        """After each item the shared model learned (its final class), as a session's ``ClassesRun.history``:
+        ``labels`` (items learned), ``accuracy``, ``macro_auc`` and ``auc_<k>`` of the scores the model gave each
+        item just before it learned it, against the items' final classes (``classes.rated_history``)."""
+        with self.lock:
+            self.sync()
+            return rated_history(self.rated, len(self.model_labels), len(self.classes), top_class_accuracy)
 
     def _learned_counts(self) -> dict[str, Any]:
         """``per_class``: how many items the model learned in each class."""
