@@ -16,6 +16,7 @@ every answer again.)
 
 from __future__ import annotations
 
+import bisect
 import functools
 import logging
 import threading
@@ -85,45 +86,66 @@ def auc_column(k: int) -> str:
     return f"auc_{k}"
 
 
-def top_class_accuracy(member: np.ndarray, F: np.ndarray) -> float:
-    """The share of the rated answers (rows of ``member``, one class each) whose class the model rated highest
-    (``F``: the scores when asked)."""
-    return float(np.mean(member[np.arange(len(F)), np.argmax(F, axis=1)]))
+def top_class_hits(member: np.ndarray, F: np.ndarray) -> np.ndarray:
+    """Per rated answer (rows of ``member``, one class each): 1 when the model rated its class highest (``F``:
+    the scores when asked), else 0; their mean is the accuracy."""
+    return member[np.arange(len(F)), np.argmax(F, axis=1)].astype(float)
 
 
 def rated_history(
     rated: Sequence[tuple[int, np.ndarray, np.ndarray]],
     n_labels: int,
     n_classes: int,
-    accuracy: Callable[[np.ndarray, np.ndarray], float],
+    hits: Callable[[np.ndarray, np.ndarray], np.ndarray],
 ) -> pd.DataFrame:
     """The live read-outs of a model with one machine per class, after each of ``n_labels`` answers: ``labels``,
-    ``accuracy`` (``accuracy(members, scores)`` of the answers rated so far), ``macro_auc`` and ``auc_<k>``
-    (``auc_column``: the AUC of class k's scores when asked against whether the answer held k, NaN until the
-    answers rated so far hold items in k and out of it; ``macro_auc`` their mean where defined).  ``rated``:
+    ``accuracy`` (the mean over the answers rated so far of ``hits(members, scores)``, each answer's share
+    right), ``macro_auc`` and ``auc_<k>`` (``auc_column``: the AUC of class k's scores when asked against whether
+    the answer held k, NaN until the answers rated so far hold items in k and out of it; ``macro_auc`` their
+    mean where defined).  ``rated``:
     (answers so far when it was given, membership row, scores when asked) of each answer the model could rate,
-    in order (each scored before the model learned it: an honest read-out, not the model's fit)."""
-    from core.metrics import roc_auc
+    in order (each scored before the model learned it: an honest read-out, not the model's fit).
 
+    Each AUC is ``core.metrics.roc_auc``'s (the share of (in, out) pairs the in item outscores, ties one half),
+    kept up to date answer by answer: a new item adds its pairs with the items before it (counted in the sorted
+    scores of each side), so the whole history costs about what one AUC per answer would, not one per answer
+    and class over every answer before it."""
     columns = ["labels", "accuracy", "macro_auc", *(auc_column(k) for k in range(n_classes))]
-    rows = []
-    for n in range(1, n_labels + 1):
-        counted = [(member, scores) for m, member, scores in rated if m <= n]
-        row: dict[str, float] = dict.fromkeys(columns, np.nan)
-        row["labels"] = n
-        if counted:
-            truth = np.array([member for member, _ in counted])
-            F = np.array([scores for _, scores in counted])
-            row["accuracy"] = accuracy(truth, F)
-            aucs = [
-                roc_auc(truth[:, k], F[:, k]) if 0 < np.count_nonzero(truth[:, k]) < len(truth) else np.nan
-                for k in range(n_classes)
-            ]
-            row.update({auc_column(k): v for k, v in enumerate(aucs)})
-            defined = [v for v in aucs if not np.isnan(v)]
-            row["macro_auc"] = float(np.mean(defined)) if defined else np.nan
-        rows.append(row)
-    return pd.DataFrame(rows, columns=columns)
+    table = np.full((n_labels, len(columns)), np.nan)
+    table[:, 0] = np.arange(1, n_labels + 1)
+    if rated:
+        members = np.array([member for _, member, _ in rated], dtype=bool)
+        F = np.array([scores for _, _, scores in rated], dtype=float)
+        right = np.cumsum(hits(members, F))
+        sides: list[tuple[list[float], list[float]]] = [([], []) for _ in range(n_classes)]  # (in, out) sorted
+        wins = np.zeros(n_classes)  # (in, out) pairs the in item outscores, ties one half
+        r = 0
+        for n in range(1, n_labels + 1):
+            if r == len(rated) or rated[r][0] > n:
+                if r:
+                    table[n - 1, 1:] = table[n - 2, 1:]
+                continue
+            while r < len(rated) and rated[r][0] <= n:
+                for k in range(n_classes):
+                    f, (inside, outside) = F[r, k], sides[k]
+                    if members[r, k]:
+                        below, same = bisect.bisect_left(outside, f), bisect.bisect_right(outside, f)
+                        wins[k] += below + (same - below) / 2
+                        bisect.insort(inside, f)
+                    else:
+                        above, same = bisect.bisect_right(inside, f), bisect.bisect_left(inside, f)
+                        wins[k] += len(inside) - above + (above - same) / 2
+                        bisect.insort(outside, f)
+                r += 1
+            pairs = np.array([len(inside) * len(outside) for inside, outside in sides], dtype=float)
+            aucs = np.divide(wins, pairs, out=np.full(n_classes, np.nan), where=pairs > 0)
+            table[n - 1, 1] = right[r - 1] / r
+            table[n - 1, 3:] = aucs
+            if (pairs > 0).any():
+                table[n - 1, 2] = float(np.mean(aucs[pairs > 0]))
+    frame = pd.DataFrame(table, columns=columns)
+    frame["labels"] = frame["labels"].astype(int)
+    return frame
 
 
 @dataclass(frozen=True)
@@ -962,7 +984,7 @@ class ClassesRun:
             before.append(a)
         return rated
 
-    _accuracy = staticmethod(top_class_accuracy)
+    _hits = staticmethod(top_class_hits)
 
     def history(self) -> pd.DataFrame:
         """After each answer (skips left out): ``labels``, ``accuracy`` (the share of the answers so far whose
@@ -970,7 +992,7 @@ class ClassesRun:
         when asked, against the answers: undefined until the answers rated hold items in it and out of it) and
         ``macro_auc`` (their mean over the classes where defined); NaN where undefined.  Answers given before
         the model had seen two classes are not counted (it could not rate them): ``rated_history``."""
-        return rated_history(self._rated(), sum(a.answered for a in self.answers), len(self.classes), self._accuracy)
+        return rated_history(self._rated(), sum(a.answered for a in self.answers), len(self.classes), self._hits)
 
     def confusion(self) -> pd.DataFrame:
         """Confusion counts of the answers the model could rate (see ``history``): rows the class answered,
@@ -1001,6 +1023,6 @@ __all__ = [
     "class_target",
     "rated_history",
     "strategy_words",
-    "top_class_accuracy",
+    "top_class_hits",
     "why_chosen",
 ]

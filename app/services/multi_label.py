@@ -136,11 +136,11 @@ class MultiLabelRun(ClassesRun):
         return a.answer_classes
 
     @staticmethod
-    def _accuracy(member: np.ndarray, F: np.ndarray) -> float:
-        """The share of the rated answers' yes / no per class that the sign of the class's score when asked
+    def _hits(member: np.ndarray, F: np.ndarray) -> np.ndarray:
+        """Per rated answer, the share of its yes / no per class that the sign of the class's score when asked
         agreed with (``history``: ``ClassesRun.history``'s columns, the AUC of class k against whether the
         answer held k)."""
-        return float(np.mean((F > 0) == member))
+        return np.mean((F > 0) == member, axis=1)
 
     def confusion(self) -> pd.DataFrame:
         """Per class (rows), the answers the model could rate by your answer and the model's call when it asked

@@ -57,7 +57,7 @@ from app.services.classes import (
     class_target,
     rated_history,
     strategy_words,
-    top_class_accuracy,
+    top_class_hits,
 )
 from app.services.common import (
     DEFAULT_C,
@@ -827,7 +827,7 @@ class ClassProjectRun(ProjectRun):
         item just before it learned it, against the items' final classes (``classes.rated_history``)."""
         with self.lock:
             self.sync()
-            return rated_history(self.rated, len(self.model_labels), len(self.classes), top_class_accuracy)
+            return rated_history(self.rated, len(self.model_labels), len(self.classes), top_class_hits)
 
     def _learned_counts(self) -> dict[str, Any]:
         """``per_class``: how many items the model learned in each class."""

@@ -14,7 +14,7 @@ from sklearn.metrics import roc_auc_score
 
 from app import charts
 from app.services import MarginLab
-from app.services.classes import auc_column, rated_history, top_class_accuracy
+from app.services.classes import auc_column, rated_history, top_class_hits
 from tests.app import test_app
 from tests.app.test_app import shown_item, start_app
 from tests.app.test_app_classes import CLASSES, click_class, start_classes_session, three_blobs
@@ -83,7 +83,7 @@ def test_each_class_s_auc_of_the_scores_when_asked_is_scikit_learn_s_on_the_same
 def test_a_class_without_rated_items_in_it_and_out_of_it_has_no_auc_yet():
     rows = np.eye(3, dtype=bool)
     rated = [(3, rows[0], np.array([0.5, -1.0, -0.2])), (4, rows[2], np.array([-0.1, -0.8, 0.3]))]
-    history = rated_history(rated, 4, 3, top_class_accuracy)
+    history = rated_history(rated, 4, 3, top_class_hits)
     assert history["labels"].tolist() == [1, 2, 3, 4]
     assert history.iloc[:3][[auc_column(k) for k in range(3)]].isna().all().all()  # one item rated: no pair yet
     last = history.iloc[-1]
@@ -94,6 +94,24 @@ def test_a_class_without_rated_items_in_it_and_out_of_it_has_no_auc_yet():
     assert names == ["a", "&lt;b&gt;b&lt;/b&gt; (not yet)", "c", "average over the classes"]
     assert figure["data"][1]["y"] == [None] * 4  # not yet: no point
     assert figure["data"][0]["y"] == [None, None, None, 1.0]
+
+
+@pytest.mark.parametrize("multi_label", [False, True])
+def test_tied_scores_count_one_half_and_each_prefix_is_scikit_learn_s(multi_label):
+    from app.services.multi_label import MultiLabelRun
+
+    rng = np.random.default_rng(7)  # (any draw: the values must equal scikit-learn's on it)
+    n, K = 60, 4
+    member = rng.random((n, K)) < 0.4 if multi_label else np.eye(K, dtype=bool)[rng.integers(K, size=n)]
+    F = np.round(rng.normal(size=(n, K)), 1)  # many ties
+    rated = [(m + 3, member[m], F[m]) for m in range(n)]  # (two unrated answers first)
+    hits = MultiLabelRun._hits if multi_label else top_class_hits
+    history = rated_history(rated, n + 2, K, hits)
+    assert_matches_sklearn(history, rated, K)
+    if multi_label:
+        assert history["accuracy"].iloc[-1] == pytest.approx(np.mean((F > 0) == member))
+    else:
+        assert history["accuracy"].iloc[-1] == pytest.approx(np.mean(member[np.arange(n), F.argmax(axis=1)]))
 
 
 def test_a_multi_label_session_s_auc_per_class_is_scikit_learn_s_against_the_answers_holding_the_class(db_url):
