@@ -554,10 +554,13 @@ def gain_figure(
 # --------------------------------------------------------------------------- sessions with named classes
 
 
-def class_accuracy_figure(history: pd.DataFrame, *, waiting: str | None = None) -> Figure:
+def class_accuracy_figure(
+    history: pd.DataFrame, *, waiting: str | None = None, xtitle: str = "labels", when: str = "when asked"
+) -> Figure:
     """A K-class session's accuracy and macro AUC of the scores when asked, against the answers, vs labels
-    (``ClassesRun.history``); ``waiting``: what the empty chart says it needs (answers in two classes)."""
-    title = "Accuracy and macro AUC of the scores when asked vs labels"
+    (``ClassesRun.history``; a project's: ``xtitle`` items learned, ``when`` scored); ``waiting``: what the empty
+    chart says it needs (answers in two classes)."""
+    title = f"Accuracy and macro AUC of the scores {when} vs {xtitle}"
     if history.empty or history["accuracy"].isna().all():
         return _empty(title, waiting or "needs answers in two classes")
     x = _values(history["labels"])
@@ -582,9 +585,7 @@ def class_accuracy_figure(history: pd.DataFrame, *, waiting: str | None = None) 
     ]
     return {
         "data": data,
-        "layout": _layout(
-            title, xtitle="labels", ytitle="share / AUC", yaxis={"range": [0, 1.02]}, legend=ABOVE_LEGEND
-        ),
+        "layout": _layout(title, xtitle=xtitle, ytitle="share / AUC", yaxis={"range": [0, 1.02]}, legend=ABOVE_LEGEND),
     }
 
 
@@ -603,3 +604,83 @@ def class_counts_figure(counts: dict[str, int], title: str = "Answers per class"
         }
     ]
     return {"data": data, "layout": _layout(title, ytitle=what, yaxis={"rangemode": "tozero"})}
+
+
+#: a colour per class (up to 9 classes; ``PALETTE`` and one more) on the per-class AUC chart
+CLASS_COLORS = (*PALETTE, "#d53f8c")
+#: the macro AUC's line on the per-class AUC chart (a dark neutral no class uses)
+MACRO_COLOR = "#1a202c"
+
+
+def class_auc_figure(
+    history: pd.DataFrame,
+    classes: tuple[str, ...] | list[str],
+    *,
+    multi_label: bool = False,
+    xtitle: str = "labels",
+    when: str = "when asked",
+    waiting: str | None = None,
+) -> Figure:
+    """How well the model ranks each class first (its AUC) of the scores when asked, against the answers, vs
+    labels: a line per class (``history``'s ``auc_<k>``: ``app.services.classes.rated_history``; named with the
+    class's name as written, escaped), a point only where the class has rated answers in it and out of it
+    (before that: "not yet", no point), and the macro AUC dashed.  Values rounded to 3 places within [0, 1],
+    shown to 2 in the hover with their meaning; ``multi_label``: a class against the items without it; ``xtitle``
+    and ``when``: a project's items learned, scored just before it learned each."""
+    from app.services.classes import auc_column
+
+    title = f"How well the model ranks each class first (scores {when}) vs {xtitle}"
+    columns = [auc_column(k) for k in range(len(classes))]
+    if history.empty or not set(columns) <= set(history) or history[columns].isna().all().all():
+        return _empty(title, waiting or "needs answers in two classes", wrap=2 * LIVE_TITLE_CHARS)
+    x = _values(history["labels"])
+    than = "items without it" if multi_label else "items of other classes"
+    data = []
+    for k, (name, column) in enumerate(zip(classes, columns, strict=True)):
+        y = [None if v is None else round(min(1.0, max(0.0, v)), 3) for v in _values(history[column])]
+        shown = plotly_text(name)
+        data.append(
+            {
+                "type": "scatter",
+                "x": x,
+                "y": y,
+                "mode": "lines+markers",
+                "marker": {"size": 4},
+                "line": {"color": CLASS_COLORS[k % len(CLASS_COLORS)], "width": 1.5},
+                "connectgaps": False,
+                "name": shown if any(v is not None for v in y) else f"{shown} (not yet)",
+                # the class's name comes from the trace's name: a name holding %{...} is not read as a template
+                "hovertemplate": (
+                    "how well the model ranks %{fullData.name} first (AUC): %{y:.2f}<br>"
+                    f"its items rated above {than}: 0.5 chance, 1 always · after %{{x}} {xtitle}<extra></extra>"
+                ),
+            }
+        )
+    data.append(
+        {
+            "type": "scatter",
+            "x": x,
+            "y": [None if v is None else round(min(1.0, max(0.0, v)), 3) for v in _values(history["macro_auc"])],
+            "mode": "lines",
+            "line": {"color": MACRO_COLOR, "dash": "dash", "width": 2},
+            "name": "average over the classes",
+            "hovertemplate": (
+                "average over the classes (macro AUC): %{y:.2f}<br>0.5 chance, 1 always · after "
+                f"%{{x}} {xtitle}<extra></extra>"
+            ),
+        }
+    )
+    # the legend below the x-axis title, about two names a row on the half-page chart column; the plot keeps its
+    # height (about 180 pixels) whatever the number of classes
+    rows = -(-(len(classes) + 1) // 2)
+    layout = _layout(
+        title,
+        height=310 + 20 * rows,
+        xtitle=xtitle,
+        ytitle="ranks it first (0.5 chance, 1 always)",
+        yaxis={"range": [0, 1.02]},
+        legend={"orientation": "h", "x": 0, "y": -0.3, "xanchor": "left", "yanchor": "top", "font": {"size": 10}},
+        wrap=2 * LIVE_TITLE_CHARS,
+    )
+    layout["margin"]["b"] = 60 + 20 * rows
+    return {"data": data, "layout": layout}

@@ -133,16 +133,16 @@ def show(svc, session_id: int) -> None:
         )
         st.caption(f"{model_timings(run, shown)} · one model per class ({len(run.classes)})")
     with chart_col:
+        history = run.history()
+        waiting = "needs a class answered with and without it" if run.multi_label else None
         top = st.columns(2)
         top[0].plotly_chart(
-            charts.class_accuracy_figure(
-                run.history(),
-                waiting="needs a class answered with and without it" if run.multi_label else None,
-            ),
+            charts.class_accuracy_figure(history, waiting=waiting),
             config={"displayModeBar": False},
             key="class_accuracy",
         )
         top[1].plotly_chart(charts.class_counts_figure(counts), config={"displayModeBar": False}, key="class_counts")
+        class_auc_chart(history, run.classes, multi_label=run.multi_label, waiting=waiting, key="class_auc")
         if run.multi_label:
             heading = "**Agreement per class** (your answer and the model's call when it asked)"
         else:
@@ -181,6 +181,39 @@ def stopping_part(svc, run) -> None:
     st.markdown(f"**When can I stop finding {plain(run.stop_class)}?**")
     st.caption(target_note(run.stop_class, run.multi_label))
     stopping_panel.show(svc, run)
+
+
+def auc_caption(multi_label: bool, when: str = "when it asked", against: str = "your answers") -> str:
+    """What the per-class chart shows, in plain words, and its technical name (``Advanced``)."""
+    than = "an item without it" if multi_label else "an item of another class"
+    return (
+        f"Each line: how often the model, {when}, rated an item of the class above {than} (0.5: no better "
+        "than chance; 1: always), against "
+        f"{against}. A class's line starts once the items rated include some in it and some out of it (not yet: "
+        "no point). Advanced: the ROC AUC of each class's one-vs-rest scores; dashed, their mean (macro AUC)."
+    )
+
+
+def class_auc_chart(
+    history: pd.DataFrame,
+    classes,
+    *,
+    multi_label: bool,
+    key: str,
+    waiting: str | None = None,
+    xtitle: str = "labels",
+    scored: str = "when asked",
+    when: str = "when it asked",
+    against: str = "your answers",
+) -> None:
+    """The per-class AUC chart (a line per class, its name as written; the macro AUC) and its caption (``when``
+    the model scored the items, ``against`` what)."""
+    st.plotly_chart(
+        charts.class_auc_figure(history, classes, multi_label=multi_label, xtitle=xtitle, when=scored, waiting=waiting),
+        config={"displayModeBar": False},
+        key=key,
+    )
+    st.caption(auc_caption(multi_label, when, against))
 
 
 def counts_table(heading: str, table: pd.DataFrame, key: str) -> None:

@@ -176,6 +176,24 @@ class SessionSnapshots:
         return run.model is not None and bool(run.answers) and [a.label_id for a in run.answers] != self.label_ids
 
 
+def rated_arrays(rated: Sequence[tuple[int, np.ndarray, np.ndarray]], n_classes: int) -> dict[str, np.ndarray]:
+    """A class project's ``rated`` (items learned before, membership row, scores just before learning) as
+    arrays of a snapshot."""
+    return {
+        "rated.at": np.array([at for at, _, _ in rated], dtype=np.int64),
+        "rated.member": np.array([m for _, m, _ in rated], dtype=bool).reshape(-1, n_classes),
+        "rated.scores": np.array([f for _, _, f in rated], dtype=np.float64).reshape(-1, n_classes),
+    }
+
+
+def rated_of(arrays: dict[str, np.ndarray], n_classes: int) -> list[tuple[int, np.ndarray, np.ndarray]]:
+    """``rated`` back from a snapshot's arrays (a snapshot without them fits no more: KeyError)."""
+    at = np.asarray(arrays["rated.at"], dtype=np.int64)
+    member = np.asarray(arrays["rated.member"], dtype=bool).reshape(len(at), n_classes)
+    scores = np.asarray(arrays["rated.scores"], dtype=np.float64).reshape(len(at), n_classes)
+    return [(int(a), m.copy(), f.copy()) for a, m, f in zip(at, member, scores, strict=True)]
+
+
 class ProjectSnapshots:
     """The model snapshots of a team project with named classes (``ClassProjectRun.snapshots``): the model
     learns each item's final class in a fixed order (``model_labels``, an ordered item -> answer), so a
@@ -232,12 +250,15 @@ class ProjectSnapshots:
             if learned != [(int(i), _plain(k)) for i, k in wanted[: len(learned)]]:
                 run.resume_note = "answers were undone or settled before the snapshot: every answer learned"
                 return 0
-            run.model = restore_model(run._new_model, snapshot.arrays, snapshot.meta["model"])
+            model = restore_model(run._new_model, snapshot.arrays, snapshot.meta["model"])
+            rated = rated_of(snapshot.arrays, len(run.classes))
+            run.model = model
         except Exception as error:  # whatever is wrong with it, the stored answers rebuild the model
             run.resume_note = f"the snapshot could not be read ({type(error).__name__}: {error}): every answer learned"
             return 0
         for item, k in wanted[: len(learned)]:
             run.model_labels[item] = k
+        run.rated = rated  # (the owner's charts: the scores each learned item had just before it was learned)
         run.snapshot_seen = (snapshot.revision, snapshot.edits)
         run.resume_note = f"resumed from the snapshot after {len(learned)} labels"
         return len(learned)
@@ -250,6 +271,7 @@ class ProjectSnapshots:
             if run.seen[0] < 0 or run.model is None:
                 return None
             arrays, model_meta = model_arrays(run.model)
+            arrays.update(rated_arrays(run.rated, len(run.classes)))
             meta = {
                 "model": model_meta,
                 "project": {

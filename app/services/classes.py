@@ -18,6 +18,7 @@ and learns only the answers after it.
 
 from __future__ import annotations
 
+import bisect
 import dataclasses
 import functools
 import logging
@@ -84,6 +85,73 @@ def strategy_words(strategy: str, target: str | None = None) -> str:
     """A K-class strategy in a screener's words ("Most likely <class>" for ``target-class``)."""
     words = CLASS_STRATEGY_WORDS.get(strategy) or MULTI_LABEL_STRATEGY_WORDS.get(strategy, strategy)
     return words.format(target=target if target is not None else "(a chosen class)")
+
+
+def auc_column(k: int) -> str:
+    """The column of ``rated_history`` with class k's AUC."""
+    return f"auc_{k}"
+
+
+def top_class_hits(member: np.ndarray, F: np.ndarray) -> np.ndarray:
+    """Per rated answer (rows of ``member``, one class each): 1 when the model rated its class highest (``F``:
+    the scores when asked), else 0; their mean is the accuracy."""
+    return member[np.arange(len(F)), np.argmax(F, axis=1)].astype(float)
+
+
+def rated_history(
+    rated: Sequence[tuple[int, np.ndarray, np.ndarray]],
+    n_labels: int,
+    n_classes: int,
+    hits: Callable[[np.ndarray, np.ndarray], np.ndarray],
+) -> pd.DataFrame:
+    """The live read-outs of a model with one machine per class, after each of ``n_labels`` answers: ``labels``,
+    ``accuracy`` (the mean over the answers rated so far of ``hits(members, scores)``, each answer's share
+    right), ``macro_auc`` and ``auc_<k>`` (``auc_column``: the AUC of class k's scores when asked against whether
+    the answer held k, NaN until the answers rated so far hold items in k and out of it; ``macro_auc`` their
+    mean where defined).  ``rated``:
+    (answers so far when it was given, membership row, scores when asked) of each answer the model could rate,
+    in order (each scored before the model learned it: an honest read-out, not the model's fit).
+
+    Each AUC is ``core.metrics.roc_auc``'s (the share of (in, out) pairs the in item outscores, ties one half),
+    kept up to date answer by answer: a new item adds its pairs with the items before it (counted in the sorted
+    scores of each side), so the whole history costs about what one AUC per answer would, not one per answer
+    and class over every answer before it."""
+    columns = ["labels", "accuracy", "macro_auc", *(auc_column(k) for k in range(n_classes))]
+    table = np.full((n_labels, len(columns)), np.nan)
+    table[:, 0] = np.arange(1, n_labels + 1)
+    if rated:
+        members = np.array([member for _, member, _ in rated], dtype=bool)
+        F = np.array([scores for _, _, scores in rated], dtype=float)
+        right = np.cumsum(hits(members, F))
+        sides: list[tuple[list[float], list[float]]] = [([], []) for _ in range(n_classes)]  # (in, out) sorted
+        wins = np.zeros(n_classes)  # (in, out) pairs the in item outscores, ties one half
+        r = 0
+        for n in range(1, n_labels + 1):
+            if r == len(rated) or rated[r][0] > n:
+                if r:
+                    table[n - 1, 1:] = table[n - 2, 1:]
+                continue
+            while r < len(rated) and rated[r][0] <= n:
+                for k in range(n_classes):
+                    f, (inside, outside) = F[r, k], sides[k]
+                    if members[r, k]:
+                        below, same = bisect.bisect_left(outside, f), bisect.bisect_right(outside, f)
+                        wins[k] += below + (same - below) / 2
+                        bisect.insort(inside, f)
+                    else:
+                        above, same = bisect.bisect_right(inside, f), bisect.bisect_left(inside, f)
+                        wins[k] += len(inside) - above + (above - same) / 2
+                        bisect.insort(outside, f)
+                r += 1
+            pairs = np.array([len(inside) * len(outside) for inside, outside in sides], dtype=float)
+            aucs = np.divide(wins, pairs, out=np.full(n_classes, np.nan), where=pairs > 0)
+            table[n - 1, 1] = right[r - 1] / r
+            table[n - 1, 3:] = aucs
+            if (pairs > 0).any():
+                table[n - 1, 2] = float(np.mean(aucs[pairs > 0]))
+    frame = pd.DataFrame(table, columns=columns)
+    frame["labels"] = frame["labels"].astype(int)
+    return frame
 
 
 @dataclass(frozen=True)
@@ -1015,37 +1083,35 @@ class ClassesRun:
     def stop_check(self, *, by: Identity | None = None) -> Outcome:
         return self._no_stopping() if self.stopping is None else self.stopping.stop_check(by=by)
 
+    def _members(self, a: ClassAnswer) -> tuple[int, ...]:
+        """The classes an answer holds (their places): the one class of a single-choice answer."""
+        assert a.answer_class is not None
+        return (a.answer_class,)
+
+    def _rated(self) -> list[tuple[int, np.ndarray, np.ndarray]]:
+        """(answers so far, membership row, scores when asked) of each answer the model could rate (asked once
+        it could: ``_can_rate``), in order; skips left out."""
+        rated: list[tuple[int, np.ndarray, np.ndarray]] = []
+        before: list[ClassAnswer] = []
+        for a in self.answers:
+            if not a.answered:
+                continue
+            if self._can_rate(before):
+                member = np.zeros(len(self.classes), dtype=bool)
+                member[list(self._members(a))] = True
+                rated.append((len(before) + 1, member, np.asarray(a.scores, dtype=float)))
+            before.append(a)
+        return rated
+
+    _hits = staticmethod(top_class_hits)
+
     def history(self) -> pd.DataFrame:
         """After each answer (skips left out): ``labels``, ``accuracy`` (the share of the answers so far whose
-        class the model rated highest when it asked) and ``macro_auc`` (the mean over the classes with answers
-        in and out of them of the AUC of the scores when asked, against the answers); NaN where undefined.
-        Answers given before the model had seen two classes are not counted (it could not rate them)."""
-        from core.metrics import roc_auc
-
-        rows = []
-        counted: list[ClassAnswer] = []
-        seen: set[int] = set()
-        for a in self.answers:
-            if a.answer_class is None:
-                continue
-            if len(seen) >= 2:
-                counted.append(a)
-            seen.add(a.answer_class)
-            if not counted:
-                rows.append({"labels": len(rows) + 1, "accuracy": np.nan, "macro_auc": np.nan})
-                continue
-            truth = np.array([c.answer_class for c in counted])
-            F = np.array([c.scores for c in counted])
-            accuracy = float(np.mean(np.argmax(F, axis=1) == truth))
-            aucs = [
-                roc_auc(truth == k, F[:, k])
-                for k in range(len(self.classes))
-                if 0 < np.count_nonzero(truth == k) < len(truth)
-            ]
-            rows.append(
-                {"labels": len(rows) + 1, "accuracy": accuracy, "macro_auc": float(np.mean(aucs)) if aucs else np.nan}
-            )
-        return pd.DataFrame(rows, columns=["labels", "accuracy", "macro_auc"])
+        class the model rated highest when it asked), ``auc_<k>`` for each class k (the AUC of class k's scores
+        when asked, against the answers: undefined until the answers rated hold items in it and out of it) and
+        ``macro_auc`` (their mean over the classes where defined); NaN where undefined.  Answers given before
+        the model had seen two classes are not counted (it could not rate them): ``rated_history``."""
+        return rated_history(self._rated(), sum(a.answered for a in self.answers), len(self.classes), self._hits)
 
     def confusion(self) -> pd.DataFrame:
         """Confusion counts of the answers the model could rate (see ``history``): rows the class answered,
@@ -1069,11 +1135,14 @@ __all__ = [
     "ClassAnswer",
     "ClassShown",
     "ClassesRun",
+    "auc_column",
     "class_index",
     "class_list",
     "class_looked_for",
     "class_query",
     "class_target",
+    "rated_history",
     "strategy_words",
+    "top_class_hits",
     "why_chosen",
 ]

@@ -130,49 +130,17 @@ class MultiLabelRun(ClassesRun):
         """Answers with none of the classes."""
         return sum(a.answer_classes == () for a in self.answers)
 
-    def _rated(self) -> list[tuple[int, np.ndarray, np.ndarray]]:
-        """(answers so far, membership row, scores when asked) of each answer the model could rate (asked once
-        it could), in order; skips left out."""
-        rated, before = [], []
-        for a in self.answers:
-            if a.answer_classes is None:
-                continue
-            if self._can_rate(before):
-                member = np.zeros(len(self.classes), dtype=bool)
-                member[list(a.answer_classes)] = True
-                rated.append((len(before) + 1, member, np.asarray(a.scores, dtype=float)))
-            before.append(a)
-        return rated
+    def _members(self, a: ClassAnswer) -> tuple[int, ...]:
+        """The classes an answer holds (none of these: none)."""
+        assert a.answer_classes is not None
+        return a.answer_classes
 
-    def history(self) -> pd.DataFrame:
-        """After each answer (skips left out): ``labels``, ``accuracy`` (the share of the answers' yes / no per
-        class that the sign of the class's score when asked agreed with) and ``macro_auc`` (the mean over the
-        classes with answers with and without them of the AUC of the scores when asked); NaN where undefined.
-        Answers given before the model could rate items are not counted."""
-        from core.metrics import roc_auc
-
-        rated = self._rated()
-        rows = []
-        for n in range(1, sum(a.answer_classes is not None for a in self.answers) + 1):
-            counted = [(member, scores) for m, member, scores in rated if m <= n]
-            if not counted:
-                rows.append({"labels": n, "accuracy": np.nan, "macro_auc": np.nan})
-                continue
-            truth = np.array([member for member, _ in counted])
-            F = np.array([scores for _, scores in counted])
-            aucs = [
-                roc_auc(truth[:, k], F[:, k])
-                for k in range(len(self.classes))
-                if 0 < np.count_nonzero(truth[:, k]) < len(truth)
-            ]
-            rows.append(
-                {
-                    "labels": n,
-                    "accuracy": float(np.mean((F > 0) == truth)),
-                    "macro_auc": float(np.mean(aucs)) if aucs else np.nan,
-                }
-            )
-        return pd.DataFrame(rows, columns=["labels", "accuracy", "macro_auc"])
+    @staticmethod
+    def _hits(member: np.ndarray, F: np.ndarray) -> np.ndarray:
+        """Per rated answer, the share of its yes / no per class that the sign of the class's score when asked
+        agreed with (``history``: ``ClassesRun.history``'s columns, the AUC of class k against whether the
+        answer held k)."""
+        return np.mean((F > 0) == member, axis=1)
 
     def confusion(self) -> pd.DataFrame:
         """Per class (rows), the answers the model could rate by your answer and the model's call when it asked

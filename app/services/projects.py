@@ -56,7 +56,9 @@ from app.services.classes import (
     class_list,
     class_query,
     class_target,
+    rated_history,
     strategy_words,
+    top_class_hits,
 )
 from app.services.common import (
     DEFAULT_C,
@@ -674,6 +676,9 @@ class ClassProjectRun(ProjectRun):
     def _reset(self, loop=None) -> None:
         super()._reset(None)
         self.model = self._new_model()
+        #: (items learned so far, membership row, scores just before) of each item learned once the model could
+        #: rate items (two classes learned), in the order learned: ``history``
+        self.rated: list[tuple[int, np.ndarray, np.ndarray]] = []
 
     def _new_model(self) -> OneVsRest:
         params = {k: v for k, v in self.solver_params.items() if k != "auto"}
@@ -720,6 +725,11 @@ class ClassProjectRun(ProjectRun):
         for item in items:
             k = self.model_label(item)
             if k is not None and item not in self.model_labels:
+                if len(set(self.model_labels.values())) >= 2:  # scored before it is learned (as when asked)
+                    member = np.zeros(len(self.classes), dtype=bool)
+                    member[k] = True
+                    scores = np.asarray(self.model.decision_function(np.array([int(item)]))[0], dtype=float)
+                    self.rated.append((len(self.model_labels) + 1, member, scores))
                 step = self.model.learn(item, self.classes[k])
                 self.last_update_ms = float(step.seconds) * 1000.0
                 self.model_labels[item] = k
@@ -822,6 +832,14 @@ class ClassProjectRun(ProjectRun):
                     table.iloc[given[0], given[1]] += 1
         table.index.name = "first answer"
         return table
+
+    def history(self) -> pd.DataFrame:
+        """After each item the shared model learned (its final class), as a session's ``ClassesRun.history``:
+        ``labels`` (items learned), ``accuracy``, ``macro_auc`` and ``auc_<k>`` of the scores the model gave each
+        item just before it learned it, against the items' final classes (``classes.rated_history``)."""
+        with self.lock:
+            self.sync()
+            return rated_history(self.rated, len(self.model_labels), len(self.classes), top_class_hits)
 
     def _learned_counts(self) -> dict[str, Any]:
         """``per_class``: how many items the model learned in each class."""

@@ -3,7 +3,7 @@
 import streamlit as st
 
 from app import auth, charts
-from app.classes_panel import class_keys, counts_table
+from app.classes_panel import class_auc_chart, class_keys, counts_table
 from app.services import ServiceError
 from app.services.vocabulary import how_labelled, solver_words
 from app.ui.item import item_view, why_chosen, why_chosen_in_detail
@@ -154,6 +154,28 @@ def team_panel(project_id: int) -> None:
                     "diagonal: the two agree)",
                     run.class_agreement(),
                     key="team_class_agreement",
+                )
+            # How well the shared model rates the items, to owners only: each point is an item's first class
+            # answer scored against the model just before it learned it, so an annotator asked for the second
+            # opinion on an item another member answered could read whether that answer was the model's guess
+            # off the step it made (the answers stay blind to the other members).
+            history = run.history()
+            rated, by_class = st.columns(2, gap="large")
+            rated.plotly_chart(
+                charts.class_accuracy_figure(history, xtitle="items learned", when="before learning"),
+                config={"displayModeBar": False},
+                key="team_class_accuracy",
+            )
+            with by_class:
+                class_auc_chart(
+                    history,
+                    run.classes,
+                    multi_label=False,
+                    key="team_class_auc",
+                    xtitle="items learned",
+                    scored="before learning",
+                    when="just before it learned the item",
+                    against="the items' classes (the class the owner settled on, else the first answer)",
                 )
     update = "" if run.last_update_ms is None else f"Last model update {run.last_update_ms:.1f} ms · "
     st.caption(

@@ -215,7 +215,7 @@ def test_label_page_history_export_and_resume_of_a_k_class_session(db_url):
     # the progress line names each class as written
     (line,) = [m.value for m in at.markdown if "labels (" in as_shown(m.value)]
     assert all(name in as_shown(line) for name in CLASSES) and "\\*\\*x\\*\\*" in line
-    assert len(at.get("plotly_chart")) == 2
+    assert len(at.get("plotly_chart")) == 3  # accuracy, answers per class, each class's AUC
     # why the item was chosen, in words (no code names), and what stopping is for
     captions = [as_shown(c.value) for c in at.caption]
     chosen = "Chosen by **Least sure between two classes**: the model rates"

@@ -134,6 +134,17 @@ def make_project(url: str, dataset_id: int, members=("olga", "ann"), **options) 
         svc.engine.dispose()
 
 
+def label_together_as(role: str):
+    """Label together opened by the owner olga (a member: from the menu) or the annotator ann (her landing page)."""
+    if role == "owner":
+        at = start_app("olga")
+        at.switch_page("views/team_label.py").run()
+    else:
+        at = start_app("ann", role="annotator")
+    assert [t.value for t in at.title] == ["Label together"]
+    return at
+
+
 @pytest.mark.parametrize("kind", KINDS)
 def test_a_labelling_session_shows_every_kind_of_item(db_url, kind):
     svc = MarginLab.from_url(db_url)
@@ -153,12 +164,7 @@ def test_label_together_shows_every_kind_of_item_to_every_member(db_url, kind, r
     svc = MarginLab.from_url(db_url)
     dataset_id = import_kind(svc, kind)
     make_project(db_url, dataset_id)
-    if role == "owner":
-        at = start_app("olga")
-        at.switch_page("views/team_label.py").run()
-    else:
-        at = start_app("ann", role="annotator")  # her landing page
-    assert [t.value for t in at.title] == ["Label together"]
+    at = label_together_as(role)
     first = shown_item(at)
     assert_item_shown(at, kind, first, svc.engine)
     (button,) = [b for b in at.button if b.key == f"team_negative_{first}"]

@@ -296,7 +296,7 @@ def test_label_page_history_export_and_resume_of_a_multi_label_session(db_url):
     # the progress line names each class as written, with the answers holding none of them
     (line,) = [m.value for m in at.markdown if "labels (" in as_shown(m.value)]
     assert all(name in as_shown(line) for name in CLASSES) and "none of these" in line
-    assert len(at.get("plotly_chart")) == 2
+    assert len(at.get("plotly_chart")) == 3  # accuracy, answers per class, each class's AUC
     assert any("Agreement per class" in m.value for m in at.markdown)
     captions = [as_shown(c.value) for c in at.caption]
     assert any("**Enter** submit" in c for c in captions), captions

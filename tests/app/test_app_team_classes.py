@@ -29,6 +29,34 @@ def answer_class(at, k: int) -> None:
     assert not at.error, [e.value for e in at.error]
 
 
+def blob_project(db_url, n: int, wrong_every: int = 0):
+    """A project with named classes (``CLASSES``, random order) over three groups, ann its member answering ``n``
+    items with their group's class (every ``wrong_every``-th, from the first: another class); the service, the
+    project's id and its run."""
+    from tests.app.test_app_item_display import make_project
+
+    svc = MarginLab.from_url(db_url)
+    dataset_id, truth = three_blobs(svc)
+    project_id = make_project(db_url, dataset_id, strategy="random", classes=CLASSES)
+    run = svc.open_project(project_id)
+    for turn in range(n):
+        shown = run.next_item("ann")
+        k = int(truth[shown.item_index])
+        if wrong_every and turn % wrong_every == 0:
+            k = (k + 2) % 3
+        assert run.answer("ann", shown.item_index, k, shown).ok
+    return svc, project_id, run
+
+
+def kind_project(db_url, kind: str):
+    """A project with the classes one, two, three (random order) over a small dataset of ``kind`` items (olga's,
+    with ann); the service and the project's id."""
+    from tests.app.test_app_item_display import import_kind, make_project
+
+    svc = MarginLab.from_url(db_url)
+    return svc, make_project(db_url, import_kind(svc, kind), strategy="random", classes="one, two, three")
+
+
 def fill_new_project(
     owner, dataset_id: int, classes: str, name: str = "kinds", strategy: str = "smallest-margin", target: str = ""
 ) -> None:
@@ -169,17 +197,10 @@ def test_members_answer_with_classes_and_the_owner_settles_a_disagreement_on_a_c
 @pytest.mark.parametrize("kind", ["table", "image", "text", "molecule"])
 @pytest.mark.parametrize("role", ["owner", "annotator"])
 def test_label_together_in_a_class_project_shows_every_kind_of_item_to_every_member(db_url, kind, role):
-    from tests.app.test_app_item_display import assert_item_shown, import_kind, make_project
+    from tests.app.test_app_item_display import assert_item_shown, label_together_as
 
-    svc = MarginLab.from_url(db_url)
-    dataset_id = import_kind(svc, kind)
-    project_id = make_project(db_url, dataset_id, strategy="random", classes="one, two, three")
-    if role == "owner":
-        at = start_app("olga")
-        at.switch_page("views/team_label.py").run()
-    else:
-        at = start_app("ann", role="annotator")  # her landing page
-    assert [t.value for t in at.title] == ["Label together"]
+    svc, project_id = kind_project(db_url, kind)
+    at = label_together_as(role)
     first = shown_item(at)
     assert_item_shown(at, kind, first, svc.engine)
     answer_class(at, 2)
@@ -193,15 +214,8 @@ def test_a_project_with_named_classes_is_offered_for_a_replay_with_the_heuristic
     from app.services import ServiceError
     from app.services.replay import Replays
     from tests.app.test_app import PASSWORD
-    from tests.app.test_app_item_display import make_project
 
-    svc = MarginLab.from_url(db_url)
-    dataset_id, truth = three_blobs(svc)
-    project_id = make_project(db_url, dataset_id, strategy="random", classes=CLASSES)
-    run = svc.open_project(project_id)
-    for _ in range(4):
-        shown = run.next_item("ann")
-        assert run.answer("ann", shown.item_index, int(truth[shown.item_index]), shown).ok
+    svc, project_id, run = blob_project(db_url, 4)
     me = svc.sign_in("olga", PASSWORD)
     replays = Replays(svc)
     assert "named classes" in replays.replayable(me)[f"project:{project_id}"]  # (its replay: tests/app/test_app_replay)

@@ -7,6 +7,7 @@ database, as after a restart."""
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 import pytest
 from sqlalchemy import update
 
@@ -193,6 +194,8 @@ def assert_same_project(a, b):
         for xa, xb in zip(ma.coefficients(), mb.coefficients(), strict=True):
             np.testing.assert_array_equal(xa, xb)
     assert all(m.cache is a.model.cache for m in a.model.machines)
+    # the owner's charts: every learned item's scores just before it was learned, those a snapshot covers too
+    pd.testing.assert_frame_equal(a.history(), b.history())
     excluded = set(teams.reserved_items(a.engine, a.project_id))
     got, expected = a._candidate(set(excluded)), b._candidate(set(excluded))
     assert (got[0], got[1]) == (expected[0], expected[1])
