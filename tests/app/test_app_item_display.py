@@ -145,6 +145,18 @@ def test_a_labelling_session_shows_every_kind_of_item(db_url, kind):
     assert_item_shown(at, kind, shown_item(at), svc.engine)
 
 
+def label_together_as(role: str):
+    """Label together for the owner olga (a member: she opens the page) or the annotator ann (her landing
+    page)."""
+    if role == "owner":
+        at = start_app("olga")
+        at.switch_page("views/team_label.py").run()
+    else:
+        at = start_app("ann", role="annotator")
+    assert [t.value for t in at.title] == ["Label together"]
+    return at
+
+
 @pytest.mark.parametrize("kind", KINDS)
 @pytest.mark.parametrize("role", ["owner", "annotator"])
 def test_label_together_shows_every_kind_of_item_to_every_member(db_url, kind, role):
@@ -153,12 +165,7 @@ def test_label_together_shows_every_kind_of_item_to_every_member(db_url, kind, r
     svc = MarginLab.from_url(db_url)
     dataset_id = import_kind(svc, kind)
     make_project(db_url, dataset_id)
-    if role == "owner":
-        at = start_app("olga")
-        at.switch_page("views/team_label.py").run()
-    else:
-        at = start_app("ann", role="annotator")  # her landing page
-    assert [t.value for t in at.title] == ["Label together"]
+    at = label_together_as(role)
     first = shown_item(at)
     assert_item_shown(at, kind, first, svc.engine)
     (button,) = [b for b in at.button if b.key == f"team_negative_{first}"]
