@@ -45,12 +45,12 @@ def _answer(svc, session_id: int, answer_class: int | list[int] | None, item_ind
 
 
 @guarded
-def _flip(session_id: int, item_index: int, k: int) -> None:
-    """Toggle class ``k`` of the item's answer being made (multi-label): picked, or not any more."""
-    key = picked_key(session_id, item_index)
-    picked = set(st.session_state.get(key, ()))
+def flip(state_key: str, k: int) -> None:
+    """Toggle class ``k`` of the set being made (multi-label; kept in the page's state under ``state_key``):
+    picked, or not any more."""
+    picked = set(st.session_state.get(state_key, ()))
     picked ^= {k}
-    st.session_state[key] = sorted(picked)
+    st.session_state[state_key] = sorted(picked)
 
 
 def picked_key(session_id: int, item_index: int) -> str:
@@ -222,21 +222,32 @@ def counts_table(heading: str, table: pd.DataFrame, key: str) -> None:
     st.dataframe(visible_cells(table.reset_index()), hide_index=True, key=key)
 
 
-def _toggles(svc, session_id: int, classes, item: int | None, disabled: bool) -> None:
-    """A toggle per class (keys 1 to 9; picked: the primary colour and a tick) and Submit (Enter) for the
-    classes picked; none picked answers none of these."""
-    picked = set(st.session_state.get(picked_key(session_id, item), ())) if item is not None else set()
+def class_toggles(
+    classes, state_key: str | None, disabled: bool, keys: list[str], *, shortcuts: bool = True
+) -> set[int]:
+    """A toggle per class (``shortcuts``: keys 1 to 9; picked: the primary colour and a tick), the set being made
+    kept in the page's state under ``state_key`` (None: no item, nothing picked); returns the classes picked.
+    Class names are the person's own text: shown as it is."""
+    picked = set(st.session_state.get(state_key, ())) if state_key is not None else set()
     for k, name in enumerate(classes):
         on = k in picked
         st.button(
-            f"{'✓ ' if on else ''}{plain(name)} ({k + 1})",
-            shortcut=str(k + 1),
+            f"{'✓ ' if on else ''}{plain(name)}" + (f" ({k + 1})" if shortcuts else ""),
+            shortcut=str(k + 1) if shortcuts else None,
             type="primary" if on else "secondary",
             disabled=disabled,
-            on_click=_flip,
-            args=(session_id, item, k),
-            key=f"class_{k}_{item}",
+            on_click=flip,
+            args=(state_key, k),
+            key=keys[k],
         )
+    return picked
+
+
+def _toggles(svc, session_id: int, classes, item: int | None, disabled: bool) -> None:
+    """A toggle per class (keys 1 to 9) and Submit (Enter) for the classes picked; none picked answers none of
+    these."""
+    state_key = None if item is None else picked_key(session_id, item)
+    picked = class_toggles(classes, state_key, disabled, [f"class_{k}_{item}" for k in range(len(classes))])
     st.button(
         "Submit" if picked else "Submit: none of these",
         shortcut="Enter",
@@ -257,11 +268,15 @@ def class_keys(classes) -> str:
     return f"Keys: {_keys(classes)} · **S** skip · **U** undo."
 
 
+def set_keys(classes) -> str:
+    """The keys of a multi-label answer (1 to K pick or drop a class, Enter submits), Skip and Undo, in words."""
+    return (
+        f"Keys: {_keys(classes)} (each picks or drops its class) · **Enter** submit (none picked: none of these) "
+        "· **S** skip · **U** undo."
+    )
+
+
 def key_help(classes, multi_label: bool = False) -> str:
     """The keys line under the panel."""
-    if multi_label:
-        return (
-            f"Keys: {_keys(classes)} (each picks or drops its class) · **Enter** submit (none picked: none of "
-            "these) · **S** skip · **U** undo. Every answer is saved before the next item appears."
-        )
-    return f"{class_keys(classes)} Every answer is saved before the next item appears."
+    keys = set_keys(classes) if multi_label else class_keys(classes)
+    return f"{keys} Every answer is saved before the next item appears."

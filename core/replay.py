@@ -105,16 +105,18 @@ class LabelledItems:
         return rows.astype(np.intp), labels.astype(int)
 
 
-def final_class(answers: Iterable[Any], settled: int | None) -> int | None:
+def final_class(answers: Iterable[Any], settled: Any, given: Callable[[Any], Any] | None = None) -> Any:
     """The class a team project with named classes learns for an item (its place among the classes): the
     class the owner settled on, else the first class a member answered; None while the item has no class
     answer (only skips).  ``answers``: the item's answers (``answer_class``, None for a skip) in label order;
-    ``settled``: its settled class, if any.  The project's model (``ClassProjectRun``) and its replay
+    ``settled``: its settled class, if any.  ``given``: what an answer gave, when not its ``answer_class`` (a
+    multi-label project's set of classes).  The project's model (``ClassProjectRun``) and its replay
     (:func:`project_items`) both read an item's class here."""
-    first = next((a.answer_class for a in answers if a.answer_class is not None), None)
+    read = given or (lambda a: a.answer_class)
+    first = next((read(a) for a in answers if read(a) is not None), None)
     if first is None:
         return None
-    return first if settled is None else int(settled)
+    return first if settled is None else settled
 
 
 def settled_answers(settlements: dict[int, Any], *, classes: bool) -> dict[int, int]:

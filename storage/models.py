@@ -29,7 +29,7 @@ from sqlalchemy import (
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
 #: bump when the tables change; ``init_db`` refuses databases from a newer version
-SCHEMA_VERSION = 10
+SCHEMA_VERSION = 11
 
 DISPLAY_KINDS = ("table", "image", "text")
 SESSION_STATUSES = ("active", "closed")
@@ -470,6 +470,9 @@ class Adjudication(Base):
     #: in a project with named classes: the class settled on (its place among the project's classes; ``value``
     #: is then 1); empty in a yes / no project
     answer_class: Mapped[int | None] = mapped_column(SmallInteger)
+    #: in a multi-label project (schema version 11): the set of classes settled on, as bits (as
+    #: ``Label.answer_classes``; ``value`` is then 1); empty in the other projects
+    answer_classes: Mapped[int | None] = mapped_column(SmallInteger)
     annotator_id: Mapped[int | None] = mapped_column(ForeignKey("annotators.id", ondelete="SET NULL"))
     note: Mapped[str] = mapped_column(Text, default="")
     created_at: Mapped[dt.datetime] = mapped_column(default=utc_now)

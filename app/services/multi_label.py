@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 
 from app.services.accounts import Identity
-from app.services.classes import ClassAnswer, ClassesRun
+from app.services.classes import ClassAnswer, ClassesRun, class_index, why_chosen
 from app.services.common import Outcome, ServiceError
 from app.services.errors import service_boundary
 from core.multiclass import MULTILABEL_STRATEGIES, MultiLabel
@@ -35,6 +35,57 @@ NONE_WORDS = "none of these"
 NOT_FOR_SETS = "{what} is for sessions with one class per item (not several); nothing was stored."
 #: the columns of ``MultiLabelRun.confusion``: the answer and the model's call when it asked, per class
 AGREEMENT_COLUMNS = ("both yes", "you yes, model no", "you no, model yes", "both no")
+
+
+def class_places(classes: tuple[str, ...], answer: Any, what: str = "session") -> tuple[int, ...] | None:
+    """A set of ``classes`` (names or places) as their sorted places; None: a skip.  A single class (not in a
+    set), a class not among them or one named twice: a ServiceError saying so (``what``: a session or a
+    project)."""
+    if answer is None:
+        return None
+    if isinstance(answer, (str, bytes, int, np.integer)) or not isinstance(answer, (list, tuple, set, frozenset)):
+        raise ServiceError(
+            f"This {what} takes a set of classes per item (any of {', '.join(classes)}; an empty set for none of "
+            f"them), not {answer!r}; nothing was recorded."
+        )
+    places = [class_index(classes, a, what) for a in answer]
+    if len(set(places)) != len(places):
+        raise ServiceError(f"Each class is named once in an answer, got {list(answer)!r}; nothing was recorded.")
+    return tuple(sorted(places))
+
+
+def can_rate(sets: Any, n_classes: int) -> bool:
+    """Whether a multi-label model can rate items after the answers ``sets`` (class places; None: a skip): a
+    class has an answer with it and one without it (its machine has seen both sides)."""
+    given = [set(s) for s in sets if s is not None]
+    return any(any(k in s for s in given) and any(k not in s for s in given) for k in range(n_classes))
+
+
+def set_words(classes: tuple[str, ...], answer: Any) -> str:
+    """An answer in words: its classes' names joined by "; " (the person's text), none of these, or skipped."""
+    if answer is None:
+        return "skipped"
+    return "; ".join(classes[k] for k in answer) or NONE_WORDS
+
+
+def cold_start_words(n_available: int) -> str:
+    """Why an item was drawn at random before a multi-label model can rate items."""
+    return (
+        f"one of {n_available:,} unlabelled items; the model picks by its own rule once a class has an answer "
+        "with it and one without it."
+    )
+
+
+def why_set_chosen(strategy: str, extra: dict, n_available: int) -> str:
+    """Why a multi-label model asked about an item, in words (a session's and a project's)."""
+    if strategy == CLASS_SET_COLD_START:
+        return cold_start_words(n_available)
+    if strategy == "least-sure-class":
+        return (
+            f"the model is least sure whether this item is '{extra['class']}': the closest call on any class "
+            f"among {n_available:,} unlabelled items."
+        )
+    return why_chosen(strategy, extra, n_available)
 
 
 @service_boundary
@@ -64,17 +115,7 @@ class MultiLabelRun(ClassesRun):
     def _checked(self, answer: Any) -> Any:
         """A set of the session's classes (names or places) as their sorted places; None: a skip.  A single class
         (not in a set), a class not in the session or one named twice: a ServiceError saying so."""
-        if answer is None:
-            return None
-        if isinstance(answer, (str, bytes, int, np.integer)) or not isinstance(answer, (list, tuple, set, frozenset)):
-            raise ServiceError(
-                f"This session takes a set of classes per item (any of {', '.join(self.classes)}; an empty set for "
-                f"none of them), not {answer!r}."
-            )
-        places = [self.class_index(a) for a in answer]
-        if len(set(places)) != len(places):
-            raise ServiceError(f"Each class is named once in an answer, got {list(answer)!r}.")
-        return tuple(sorted(places))
+        return class_places(self.classes, answer)
 
     def _stored_fields(self, answer: Any) -> dict[str, Any]:
         return {"answer_classes": answer}
@@ -87,28 +128,17 @@ class MultiLabelRun(ClassesRun):
 
     def _can_rate(self, answers: list[ClassAnswer]) -> bool:
         """A class has an answer with it and one without it (its machine has seen both sides)."""
-        sets = [set(a.answer_classes) for a in answers if a.answer_classes is not None]
-        return any(any(k in s for s in sets) and any(k not in s for s in sets) for k in range(len(self.classes)))
+        return can_rate((a.answer_classes for a in answers), len(self.classes))
 
     def _name(self, answer: Any) -> str:
         """An answer in words: its classes' names joined by "; " (the analyst's text), none of these, or skipped."""
-        if answer is None:
-            return "skipped"
-        return "; ".join(self.classes[k] for k in answer) or NONE_WORDS
+        return set_words(self.classes, answer)
 
     def _cold_start_words(self, n_available: int) -> str:
-        return (
-            f"one of {n_available:,} unlabelled items; the model picks by its own rule once a class has an answer "
-            "with it and one without it."
-        )
+        return cold_start_words(n_available)
 
     def _why(self, strategy: str, extra: dict, n_available: int) -> str:
-        if strategy == "least-sure-class":
-            return (
-                f"the model is least sure whether this item is '{extra['class']}': the closest call on any class "
-                f"among {n_available:,} unlabelled items."
-            )
-        return super()._why(strategy, extra, n_available)
+        return why_set_chosen(strategy, extra, n_available)
 
     def predicted_class(self) -> str | None:
         """The classes the model gives the item shown (positive scores; none of these), None before it can rate."""
@@ -164,4 +194,14 @@ class MultiLabelRun(ClassesRun):
         return self.tell(Outcome(False, NOT_FOR_SETS.format(what="Importing labels from a file"), "warning"))
 
 
-__all__ = ["AGREEMENT_COLUMNS", "CLASS_SET_COLD_START", "NONE_WORDS", "MultiLabelRun"]
+__all__ = [
+    "AGREEMENT_COLUMNS",
+    "CLASS_SET_COLD_START",
+    "NONE_WORDS",
+    "MultiLabelRun",
+    "can_rate",
+    "class_places",
+    "cold_start_words",
+    "set_words",
+    "why_set_chosen",
+]

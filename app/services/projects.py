@@ -80,19 +80,27 @@ from app.services.common import (
 from app.services.datasets import Datasets
 from app.services.display import ItemDisplay
 from app.services.errors import service_boundary
+from app.services.multi_label import (
+    CLASS_SET_COLD_START,
+    MultiLabelRun,
+    can_rate,
+    class_places,
+    set_words,
+    why_set_chosen,
+)
 from app.services.snapshots import SNAPSHOT_EVERY, save_behind
 from core.agreement import Kappa, cohen_kappa, fleiss_kappa, rating_counts
 from core.loop import ActiveLearningLoop
-from core.multiclass import MULTICLASS_STRATEGIES, OneVsRest
+from core.multiclass import MULTICLASS_STRATEGIES, MULTILABEL_STRATEGIES, MultiLabel, OneVsRest
 from core.replay import final_class, settled_answers
-from core.settings import CLASS_SOLVER, SessionSettings, SettingsError
+from core.settings import CLASS_SOLVER, MAX_CLASSES, MIN_MULTI_LABEL_CLASSES, SessionSettings, SettingsError
 from core.solvers import solver_class
 from core.strategies import DEFAULT_SOLVER
 from storage import repository as repo
 from storage import teams
 from storage.errors import DuplicateLabelError, StorageError
 from storage.export import answer_name
-from storage.repository.labels import session_classes, session_multi_label
+from storage.repository.labels import bits_classes, session_classes, session_multi_label
 
 logger = logging.getLogger(__name__)
 
@@ -135,6 +143,8 @@ class ProjectRun:
 
     #: what the pages test to tell a project with named classes (``ClassProjectRun``) from a yes / no one
     has_classes = False
+    #: any set of the classes per item (``MultiLabelProjectRun``), not one
+    multi_label = False
 
     def __init__(self, engine, project_id: int, *, accounts: Accounts, use_snapshots: bool = True):
         self.engine, self.accounts, self.use_snapshots = engine, accounts, bool(use_snapshots)
@@ -441,10 +451,11 @@ class ProjectRun:
     ) -> Outcome:
         """Store member ``name``'s answer to ``item`` (+1, -1, 0 = skip), then learn it with everyone else's.
         ``by``: the signed-in person answering; nothing is stored once their sign-in has ended."""
+        refuse_a_set(value)
         value = int(value)
         if value not in (1, -1, 0):
             raise ServiceError(f"A label is +1, -1 or 0 (skip), not {value}.")
-        return self._record(name, item, value, shown, by=by, answer_class=None, said=VALUE_NAMES[value])
+        return self._record(name, item, value, shown, by=by, said=VALUE_NAMES[value])
 
     def _record(
         self,
@@ -454,8 +465,9 @@ class ProjectRun:
         shown: ProjectItem | None,
         *,
         by: Identity | None,
-        answer_class: int | None,
         said: str,
+        answer_class: int | None = None,
+        answer_classes: tuple[int, ...] | None = None,
     ) -> Outcome:
         """Store an answer (refusals said, nothing stored), then learn what changed."""
         with self.lock:
@@ -475,6 +487,7 @@ class ProjectRun:
                     update_ms=self.last_update_ms,
                     query_ms=shown.query_ms if shown else None,
                     answer_class=answer_class,
+                    answer_classes=answer_classes,
                 )
             except DuplicateLabelError as error:
                 self.sync()
@@ -647,6 +660,8 @@ class ClassProjectRun(ProjectRun):
     """
 
     has_classes = True
+    #: the shared model: K one-vs-rest machines (``MultiLabelProjectRun``: K independent ones)
+    model_class: type[OneVsRest] = OneVsRest
 
     def __init__(self, engine, project_id: int, *, accounts: Accounts, use_snapshots: bool = True):
         self.snapshots = ProjectSnapshots(self)
@@ -683,7 +698,7 @@ class ClassProjectRun(ProjectRun):
     def _new_model(self) -> OneVsRest:
         params = {k: v for k, v in self.solver_params.items() if k != "auto"}
         params.setdefault("random_state", self.info.seed)
-        return OneVsRest(self.classes, self.info.solver, self.X, keep_scores=True, **params)
+        return self.model_class(self.classes, self.info.solver, self.X, keep_scores=True, **params)
 
     # -- snapshots (``class_snapshots.ProjectSnapshots``: read at the first sync, whose answers they must fit)
     def _from_snapshot(self) -> None:  # type: ignore[override]
@@ -704,33 +719,54 @@ class ClassProjectRun(ProjectRun):
             self.snapshots.restore(snapshot, wanted)
 
     # -- the final classes and the model
-    def model_label(self, item: int) -> int | None:  # type: ignore[override]
-        """The class the model learns for an item (its place): the settled one, else the first class
-        answered; None before the item has a class answer."""
-        return final_class(self.answers.get(item, ()), self.settled.get(item))  # (its replay reads the same)
+    def _given(self, answer: teams.ProjectAnswer | teams.Settlement) -> Any:
+        """What an answer or settlement gave: a class's place (None: a skip)."""
+        return answer.answer_class
+
+    def _learned_as(self, given: Any) -> Any:
+        """What the model learns for what was given: the class's name."""
+        return self.classes[given]
+
+    def _member(self, given: Any) -> np.ndarray:
+        """What was given as a row of K booleans (class k in it): the charts' read-outs."""
+        member = np.zeros(len(self.classes), dtype=bool)
+        member[given] = True
+        return member
+
+    def _can_rate(self) -> bool:
+        """Whether the model can rate items: two classes learned."""
+        return len(set(self.model_labels.values())) >= 2
+
+    def model_label(self, item: int) -> Any:
+        """What the model learns for an item (a class's place): the settled one, else the first answered
+        (skips passed over); None before the item has such an answer."""
+        # (the project's replay reads an item's class with the same rule)
+        return final_class(self.answers.get(item, ()), self.settled.get(item), given=self._given)
 
     def _sync_all(self) -> None:
         seen, answers = teams.project_answers(self.engine, self.project_id)
-        settled = settled_answers(teams.settlements(self.engine, self.project_id), classes=True)
+        settled = {
+            item: self._given(s)
+            for item, s in teams.settlements(self.engine, self.project_id).items()
+            if self._given(s) is not None
+        }
         self._reset()
         self.settled = settled
         for answer in answers:
             self.answers.setdefault(answer.item_index, []).append(answer)
         self.last_label_id = max((a.label_id for a in answers), default=0)
-        self._resume([a.item_index for a in answers if a.answer_class is not None])
-        self._teach_missing([a.item_index for a in answers if a.answer_class is not None])
+        self._resume([a.item_index for a in answers if self._given(a) is not None])
+        self._teach_missing([a.item_index for a in answers if self._given(a) is not None])
         self.seen = seen
 
     def _teach_missing(self, items: list[int]) -> None:
         for item in items:
             k = self.model_label(item)
             if k is not None and item not in self.model_labels:
-                if len(set(self.model_labels.values())) >= 2:  # scored before it is learned (as when asked)
-                    member = np.zeros(len(self.classes), dtype=bool)
-                    member[k] = True
+                if self._can_rate():  # scored before it is learned (as when asked)
                     scores = np.asarray(self.model.decision_function(np.array([int(item)]))[0], dtype=float)
-                    self.rated.append((len(self.model_labels) + 1, member, scores))
-                step = self.model.learn(item, self.classes[k])
+                    self.rated.append((len(self.model_labels) + 1, self._member(k), scores))
+                step = self.model.learn(item, self._learned_as(k))
                 self.last_update_ms = float(step.seconds) * 1000.0
                 self.model_labels[item] = k
                 self.learned_since_snapshot += 1
@@ -744,10 +780,12 @@ class ClassProjectRun(ProjectRun):
         if not available.any():
             return None, False, None
         rng = np.random.default_rng([self.info.seed, len(self.model_labels)])
-        shown = class_query(
-            self.model, available, rng, self.info.strategy, self.target, len(set(self.model_labels.values()))
-        )
+        shown = class_query(self.model, available, rng, self.info.strategy, self.target, **self._query_options())
         return (None, False, None) if shown is None else (shown.item_index, False, shown)
+
+    def _query_options(self) -> dict[str, Any]:
+        """How ``class_query`` picks the next item: at random until two classes are learned."""
+        return {"n_answered": len(set(self.model_labels.values()))}
 
     def _shown(self, item: int, *, second: bool, query: Any = None) -> ProjectItem:
         if query is not None:
@@ -762,8 +800,9 @@ class ClassProjectRun(ProjectRun):
         )
 
     def predicted_class(self, item: int) -> str | None:
-        """The class the model rates highest for an item (None before it learned anything)."""
-        if not self.model_labels:
+        """The class the model rates highest for an item (None before it learned anything, and for an item it
+        learned: its guess would tell another member's answer)."""
+        if not self.model_labels or int(item) in self.model_labels:
             return None
         with self.lock:
             return self.classes[int(np.argmax(self.model.decision_function(np.array([int(item)]))[0]))]
@@ -773,33 +812,49 @@ class ClassProjectRun(ProjectRun):
         self, name: str, item: int, answer_class: Any, shown: ProjectItem | None = None, *, by: Identity | None = None
     ) -> Outcome:
         """Store member ``name``'s class (a name or place; None: a skip) for ``item``, then learn it with
-        everyone else's."""
-        k = None if answer_class is None else class_index(self.classes, answer_class, "project")
-        return self._record(
-            name,
-            item,
-            0 if k is None else 1,
-            shown,
-            by=by,
-            answer_class=k,
-            said="skipped" if k is None else self.classes[k],
-        )
+        everyone else's (``MultiLabelProjectRun``: a set of classes)."""
+        given = self._checked(answer_class)
+        fields = {} if given is None else self._fields(given)
+        return self._record(name, item, 0 if given is None else 1, shown, by=by, said=self._words(given), **fields)
+
+    def _checked(self, answer: Any) -> Any:
+        """An answer as given (a class by name or place) as stored (its place); None: a skip.  A ServiceError
+        for anything else, before any write."""
+        refuse_a_set(answer)
+        return None if answer is None else class_index(self.classes, answer, "project")
+
+    def _fields(self, given: Any) -> dict[str, Any]:
+        """The stored columns of what was given."""
+        return {"answer_class": given}
+
+    def _words(self, given: Any) -> str:
+        """What was given, in words."""
+        return "skipped" if given is None else self.classes[given]
 
     def _answer_words(self, event) -> str:
-        return "skipped" if event.answer_class is None else self.classes[event.answer_class]
+        return self._words(self._given(event))
 
     def settle(self, item: int, value: Any, by: str, note: str = "") -> Outcome:  # type: ignore[override]
-        """Settle an item on a class (name or place): the model learns it in the item's place."""
-        k = class_index(self.classes, value, "project")
+        """Settle an item on a class (name or place; ``MultiLabelProjectRun``: a set): the model learns it in
+        the item's place."""
+        given = self._checked(value)
+        if given is None:
+            raise ServiceError("A settled answer is an answer of the project, not a skip.")
         with self.lock:
             self.sync()
-            if not any(a.answer_class is not None for a in self.answers.get(int(item), ())):
-                raise ServiceError(f"Item {item} has no class answer yet; there is nothing to settle.")
+            if not any(self._given(a) is not None for a in self.answers.get(int(item), ())):
+                raise ServiceError(f"Item {item} has no answer yet that is not a skip; there is nothing to settle.")
             teams.settle(
-                self.engine, self.project_id, item_index=int(item), value=1, answer_class=k, settled_by=by, note=note
+                self.engine,
+                self.project_id,
+                item_index=int(item),
+                value=1,
+                settled_by=by,
+                note=note,
+                **self._fields(given),
             )
             self.sync()
-        return Outcome(True, f"Item {item} settled as {self.classes[k]}; the model learned it.")
+        return Outcome(True, f"Item {item} settled as {self._words(given)}; the model learned it.")
 
     # -- read-outs
     def _vote(self, answer: teams.ProjectAnswer) -> int:
@@ -810,9 +865,7 @@ class ClassProjectRun(ProjectRun):
         return tuple(range(len(self.classes)))
 
     def _vote_cell(self, vote: int | str) -> int | str:
-        from storage.export import escape_cell
-
-        return escape_cell(self.classes[vote]) if isinstance(vote, int) else vote
+        return self._cell(vote) if isinstance(vote, int) else vote
 
     def class_counts(self) -> dict[str, int]:
         """How many items the model learned in each class (their final class), in the project's order."""
@@ -839,7 +892,10 @@ class ClassProjectRun(ProjectRun):
         item just before it learned it, against the items' final classes (``classes.rated_history``)."""
         with self.lock:
             self.sync()
-            return rated_history(self.rated, len(self.model_labels), len(self.classes), top_class_hits)
+            return rated_history(self.rated, len(self.model_labels), len(self.classes), self._hits)
+
+    #: per rated item, the share of it the model's scores got right (the top class; a set: each class's sign)
+    _hits = staticmethod(top_class_hits)
 
     def _learned_counts(self) -> dict[str, Any]:
         """``per_class``: how many items the model learned in each class."""
@@ -848,9 +904,18 @@ class ClassProjectRun(ProjectRun):
             counts[self.classes[k]] += 1
         return {"per_class": counts}
 
+    #: the column of ``labels_csv`` that holds each item's final answer
+    labels_column = "class"
+
+    def _cell(self, given: Any) -> str:
+        """What was given as the files write it: the class's name, escaped against formulas."""
+        from storage.export import escape_cell
+
+        return escape_cell(self.classes[given])
+
     def labels_csv(self) -> bytes:
-        """One row per item the model learned: its final class by name, whether the owner settled it, and
-        each member's class (skips left out); names escaped against formulas."""
+        """One row per item the model learned: its final class by name (``MultiLabelProjectRun``: its set),
+        whether the owner settled it, and each member's (skips left out); names escaped against formulas."""
         from storage.export import escape_cell
 
         with self.lock:
@@ -858,19 +923,146 @@ class ClassProjectRun(ProjectRun):
             names = sorted({a.annotator for answers in self.answers.values() for a in answers})
             out = io.StringIO()
             writer = csv.writer(out, lineterminator="\r\n")
-            writer.writerow(["item_index", "item_key", "class", "settled", *[escape_cell(n) for n in names]])
-            for item, k in sorted(self.model_labels.items()):
-                votes = {a.annotator: a.answer_class for a in self.answers.get(item, ())}
+            writer.writerow(["item_index", "item_key", self.labels_column, "settled", *[escape_cell(n) for n in names]])
+            for item, final in sorted(self.model_labels.items()):
+                given = {a.annotator: self._given(a) for a in self.answers.get(item, ())}
                 writer.writerow(
                     [
                         item,
                         escape_cell(self.item_display.key(item) or ""),
-                        escape_cell(self.classes[k]),
+                        self._cell(final),
                         int(item in self.settled),
-                        *[self._vote_cell(votes[n]) if votes.get(n) is not None else "" for n in names],
+                        *[self._cell(given[n]) if given.get(n) is not None else "" for n in names],
                     ]
                 )
         return out.getvalue().encode("utf-8")
+
+
+#: the columns of ``MultiLabelProjectRun.class_agreement``: per class, the item's first two sets
+SET_AGREEMENT_COLUMNS = ("both with it", "first only", "second only", "neither")
+
+
+def refuse_a_set(answer: Any) -> None:
+    """A set of classes given to a project with one answer per item: a ServiceError, before any write."""
+    if isinstance(answer, (list, tuple, set, frozenset)):
+        raise ServiceError(
+            f"This project takes one answer per item, not a set of classes ({list(answer)!r}); nothing was recorded."
+        )
+
+
+@service_boundary
+class MultiLabelProjectRun(ClassProjectRun):
+    """A multi-label team project (``params["multi_label"]``; 2 to 9 named classes): each member answers an item
+    with any set of the classes (none of them is an answer too), or skips it.
+
+    Everything is ``ClassProjectRun``'s with a set in place of a class: the shared model is a
+    ``core.multiclass.MultiLabel`` of the project's solver taught every answered item's *final set* (the set the
+    owner settled on, else the first set answered) in the order of the item's first answer that is not a skip;
+    an undo or a settlement learns every item again in that order, as a process opening the project does.  Two
+    members agree on an item when their sets are equal.  Items are chosen as a multi-label session chooses them:
+    at random until a class has an answer with it and one without it, then by the project's strategy.
+    """
+
+    multi_label = True
+    model_class = MultiLabel
+
+    def _given(self, answer: teams.ProjectAnswer | teams.Settlement) -> Any:
+        return answer.answer_classes
+
+    def _learned_as(self, given: Any) -> Any:
+        return [self.classes[k] for k in given]
+
+    def _checked(self, answer: Any) -> Any:
+        return class_places(self.classes, answer, "project")
+
+    def _member(self, given: Any) -> np.ndarray:
+        member = np.zeros(len(self.classes), dtype=bool)
+        member[list(given)] = True
+        return member
+
+    def _can_rate(self) -> bool:
+        return can_rate(self.model_labels.values(), len(self.classes))
+
+    _hits = staticmethod(MultiLabelRun._hits)
+
+    def _fields(self, given: Any) -> dict[str, Any]:
+        return {"answer_classes": given}
+
+    def _words(self, given: Any) -> str:
+        return set_words(self.classes, given)
+
+    def _query_options(self) -> dict[str, Any]:
+        return {
+            "n_answered": 0,
+            "rated": can_rate(self.model_labels.values(), len(self.classes)),
+            "strategies": MULTILABEL_STRATEGIES,
+            "cold_start": CLASS_SET_COLD_START,
+            "why": why_set_chosen,
+        }
+
+    def heuristic_words(self, strategy: str) -> str:
+        if strategy == CLASS_SET_COLD_START:
+            return "Random (until a class has answers with and without it)"
+        return strategy_words(strategy)
+
+    def predicted_class(self, item: int) -> str | None:
+        """The classes the model gives an item (positive scores; none of these): None before it can rate items,
+        and for an item it learned (its guess would tell another member's answer)."""
+        with self.lock:
+            if int(item) in self.model_labels or not can_rate(self.model_labels.values(), len(self.classes)):
+                return None
+            scores = self.model.decision_function(np.array([int(item)]))[0]
+        return set_words(self.classes, tuple(k for k, f in enumerate(scores) if f > 0))
+
+    # -- read-outs
+    def _vote(self, answer: teams.ProjectAnswer) -> int:
+        """A set as agreement counts it: its bits (two members agree when their sets are equal)."""
+        assert answer.answer_classes is not None
+        return sum(1 << k for k in answer.answer_classes)
+
+    def _categories(self) -> tuple[int, ...]:
+        return tuple(range(1 << len(self.classes)))
+
+    labels_column = "classes"
+
+    def _vote_cell(self, vote: Any) -> int | str:
+        """A vote (its bits) or a settled set (its places) as the agreement file writes it."""
+        if isinstance(vote, tuple):
+            return self._cell(vote)
+        return self._cell(bits_classes(vote)) if isinstance(vote, int) else vote
+
+    def _cell(self, given: Any) -> str:
+        """A set as the files write it: the names joined by "; ", (none) for none of them; escaped."""
+        from storage.export import escape_cell
+
+        return escape_cell(answer_name({}, self.classes, 1, None, tuple(given), multi_label=True))
+
+    def vote_words(self, vote: int) -> str:
+        """A vote (``Agreement.per_item``'s bits) in words, as the pages show it."""
+        return set_words(self.classes, bits_classes(vote))
+
+    def _learned_counts(self) -> dict[str, Any]:
+        """``per_class``: how many items the model learned with each class; ``none``: with none of them."""
+        counts = dict.fromkeys(self.classes, 0)
+        for places in self.model_labels.values():
+            for k in places:
+                counts[self.classes[k]] += 1
+        return {"per_class": counts, "none": sum(1 for places in self.model_labels.values() if not places)}
+
+    def class_agreement(self) -> pd.DataFrame:
+        """Agreement counts per class (rows) of the items answered with a set at least twice, by the item's
+        first two sets: both with the class, the first only, the second only, neither; skips left out."""
+        table = pd.DataFrame(0, index=list(self.classes), columns=list(SET_AGREEMENT_COLUMNS))
+        with self.lock:
+            self.sync()
+            for answers in self.answers.values():
+                given = [set(a.answer_classes) for a in answers if a.answer_classes is not None]
+                if len(given) >= 2:
+                    for k in range(len(self.classes)):
+                        column = (0 if k in given[0] else 2) + (0 if k in given[1] else 1)
+                        table.iloc[k, column] += 1
+        table.index.name = "class"
+        return table
 
 
 @service_boundary
@@ -909,26 +1101,41 @@ class Projects:
         find: str | None = None,
         classes: str | Sequence[str] | None = None,
         target: str | None = None,
+        multi_label: bool = False,
     ) -> int:
         """Store a new project and add its members; return its id. ``find``: what a Positive answer means,
         in the owner's words (as a session's: shown beside the answer buttons; empty: the dataset's
         positive class).  ``classes``: 3 to 9 named classes (a list, or names separated by commas) for a
         project whose members answer with one of them (``ClassProjectRun``); its ``strategy`` is then one of
         ``core.multiclass.MULTICLASS_STRATEGIES`` (``target``: the class "target-class" looks for, the first
-        by default) and its solver the K-class one by default.  Everything is checked, as for a session with
-        named classes, before anything is stored."""
+        by default) and its solver the K-class one by default.  ``multi_label``: any set of the classes per item
+        (2 to 9 classes; ``MultiLabelProjectRun``), its ``strategy`` one of
+        ``core.multiclass.MULTILABEL_STRATEGIES``, with no class to find.  Everything is checked, as for a
+        session with named classes, before anything is stored."""
         self.accounts.require_owner(actor, "create projects")
-        names = class_list(classes, "project")
+        multi_label = bool(multi_label)
+        names = class_list(classes, "project", multi_label=multi_label)
+        if multi_label and not names:
+            raise ServiceError(
+                f"Several classes per item: name the classes ({MIN_MULTI_LABEL_CLASSES} to {MAX_CLASSES}, separated "
+                "by commas)."
+            )
         strategy_params: dict[str, Any] = {}
         if names:
-            if strategy not in MULTICLASS_STRATEGIES:
+            allowed = MULTILABEL_STRATEGIES if multi_label else MULTICLASS_STRATEGIES
+            if strategy not in allowed:
+                kind = "several classes per item" if multi_label else "named classes"
                 raise ServiceError(
-                    f"Unknown way to pick items for named classes '{strategy}'; choose one of "
-                    f"{', '.join(MULTICLASS_STRATEGIES)}."
+                    f"Unknown way to pick items for {kind} '{strategy}'; choose one of {', '.join(allowed)}."
                 )
             if find_words(find):
                 raise ServiceError(
                     "What to find is for yes / no projects: a project with named classes is answered with its classes."
+                )
+            if multi_label and target is not None and str(target).strip():
+                raise ServiceError(
+                    f"A multi-label project has no class to find first (got {str(target).strip()!r}): its items are "
+                    "answered with any of its classes; leave the class to find empty."
                 )
             target = class_target(strategy, target, names, refuse_unused=True)
             if target is not None:
@@ -958,11 +1165,18 @@ class Projects:
         if names:
             try:  # the checks of a session with named classes, on the same settings
                 SessionSettings(
-                    strategy=strategy, solver=solver, seed=seed, classes=names, strategy_params=strategy_params
+                    strategy=strategy,
+                    solver=solver,
+                    seed=seed,
+                    classes=names,
+                    strategy_params=strategy_params,
+                    multi_label=multi_label,
                 )
             except SettingsError as error:
                 raise ServiceError(f"The project's settings are refused: {error}.") from None
             params["classes"] = list(names)
+            if multi_label:
+                params["multi_label"] = True
         find = find_words(find)
         if find:
             params["find"] = find
@@ -1005,13 +1219,17 @@ class Projects:
         return save_behind(self._projects, self._projects_lock, wait_s)
 
     def open_project(self, project_id: int) -> ProjectRun:
-        """The project's run in this process (a ``ClassProjectRun`` for a project with named classes)."""
+        """The project's run in this process (a ``ClassProjectRun`` for a project with named classes, a
+        ``MultiLabelProjectRun`` for a multi-label one)."""
         with self._projects_lock:
             run = self._projects.get(int(project_id))
             if run is None:
-                kind = (
-                    ClassProjectRun if teams.get_project(self.engine, project_id).params.get("classes") else ProjectRun
-                )
+                params = teams.get_project(self.engine, project_id).params
+                kind: type[ProjectRun] = ProjectRun
+                if session_multi_label(params):
+                    kind = MultiLabelProjectRun
+                elif params.get("classes"):
+                    kind = ClassProjectRun
                 run = kind(self.engine, project_id, accounts=self.accounts, use_snapshots=self.use_snapshots)
                 self._projects[int(project_id)] = run
         return run
@@ -1031,7 +1249,8 @@ class Projects:
         return self.open_project(project_id).agreement_csv()
 
     def project_labels_csv(self, actor: Identity, project_id: int) -> bytes:
-        """The final class of every item a project with named classes learned (``ClassProjectRun.labels_csv``)."""
+        """The final class (a multi-label project: set) of every item a project with named classes learned
+        (``ClassProjectRun.labels_csv``)."""
         self.accounts.require_owner(actor, "export project labels")
         run = self.open_project(project_id)
         if not isinstance(run, ClassProjectRun):

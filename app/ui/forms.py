@@ -14,6 +14,18 @@ from app.ui.text import plain, visible
 C_MIN = 1e-12
 
 
+def classes_per_item(key: str, help: str) -> str:
+    """The New session and New project forms' choice of one class per item or several: "one" or "several"."""
+    return st.radio(
+        "Classes per item",
+        ["one", "several"],
+        key=key,
+        horizontal=True,
+        format_func={"one": "One class per item", "several": "Several classes per item"}.get,
+        help=help,
+    )
+
+
 def parse_gamma(text: str) -> float | str:
     """The gamma field of the New session form: ``scale``, ``auto`` or a positive number.
 

@@ -10,7 +10,7 @@ from app.services.classes import CLASS_STRATEGY_WORDS, MULTI_LABEL_STRATEGY_WORD
 from app.services.common import FIND_CHARS
 from app.services.formatting import count
 from app.services.vocabulary import KERNEL_NAMES, LOSSES
-from app.ui.forms import C_MIN, parse_gamma
+from app.ui.forms import C_MIN, classes_per_item, parse_gamma
 from app.ui.item import (
     draw_panel_item,
     live_roc,
@@ -143,13 +143,9 @@ with (
             "(keys 1 to 9). A dataset imported with every value of its label column kept has its "
             "classes already.",
         )
-        st.radio(
-            "Classes per item",
-            ["one", "several"],
-            key="new_classes_per_item",
-            horizontal=True,
-            format_func={"one": "One class per item", "several": "Several classes per item"}.get,
-            help="Several classes per item: each item gets any of the classes, or none of them (2 to 9 classes; "
+        classes_per_item(
+            "new_classes_per_item",
+            "Several classes per item: each item gets any of the classes, or none of them (2 to 9 classes; "
             "keys 1 to 9 pick or drop a class, Enter submits).",
         )
         st.selectbox(

@@ -4,11 +4,13 @@ import pandas as pd
 import streamlit as st
 
 from app import auth
+from app.classes_panel import class_toggles
 from app.services import DEFAULT_C, LABEL_STRATEGIES, SOLVERS, ServiceError
-from app.services.classes import CLASS_STRATEGY_WORDS, strategy_words
+from app.services.classes import CLASS_STRATEGY_WORDS, MULTI_LABEL_STRATEGY_WORDS, strategy_words
 from app.services.common import FIND_CHARS
+from app.services.multi_label import set_words
 from app.services.vocabulary import heuristic_words, how_labelled, solver_words
-from app.ui.forms import C_MIN
+from app.ui.forms import C_MIN, classes_per_item
 from app.ui.item import show_item
 from app.ui.state import service
 from app.ui.text import plain, visible
@@ -62,6 +64,11 @@ with (
             help="Names separated by commas, for example 'cat, dog, fox': each member answers an item with one "
             "of them (keys 1 to 9); you settle disagreements on a class.",
         )
+        per_item_classes = classes_per_item(
+            "project_classes_per_item",
+            "Several classes per item: each member answers an item with any of the classes, or none of them "
+            "(2 to 9 classes; keys 1 to 9 pick or drop a class, Enter submits); you settle disagreements on a set.",
+        )
         class_strategy = st.selectbox(
             "Which item next (named classes)",
             list(CLASS_STRATEGY_WORDS),
@@ -74,6 +81,12 @@ with (
             placeholder="empty: the first class",
             help="One of the classes above, written as there; only for Most likely <class>.",
         )
+        set_strategy = st.selectbox(
+            "Which item next (several classes per item)",
+            list(MULTI_LABEL_STRATEGY_WORDS),
+            key="project_multi_label_strategy",
+            format_func=MULTI_LABEL_STRATEGY_WORDS.get,
+        )
     with st.expander("Advanced: the model"):  # (the model's own terms: kept out of a screener's way)
         low, high = st.columns(2)
         solver = low.selectbox(
@@ -85,13 +98,15 @@ with (
         C = high.number_input("C", min_value=C_MIN, value=DEFAULT_C, format="%g", key="project_C")
     if st.form_submit_button("Create project", type="primary"):
         named = bool(str(classes or "").strip())
+        several = per_item_classes == "several"
         try:
             created = svc.create_project(
                 me,
                 name=name,
                 dataset_id=dataset_id,
-                strategy=class_strategy if named else strategy,
+                strategy=set_strategy if several else class_strategy if named else strategy,
                 classes=classes,
+                multi_label=several,
                 target=target,
                 solver=None if solver.startswith("default") else solver,
                 C=C,
@@ -151,6 +166,8 @@ learned = (
     if run.has_classes
     else f"{progress['positive']} positive"
 )
+if run.multi_label:
+    learned += f" · none of these {progress['none']}"
 
 st.subheader("Progress")
 if run.has_classes:
@@ -215,7 +232,7 @@ st.download_button(
 )
 if run.has_classes:
     st.download_button(
-        "Download each item's class (CSV)",
+        "Download each item's classes (CSV)" if run.multi_label else "Download each item's class (CSV)",
         lambda: svc.project_labels_csv(me, project_id),
         file_name=f"marginlab-project-{project_id}-classes.csv",
         mime="text/csv",
@@ -235,6 +252,25 @@ for item in report.disagreements[:10]:
             key = run.item_display.key(item)
             st.markdown(f"**Item {item}**" + (f" · {plain(key)}" if key else ""))
             votes = report.per_item[item]
+            if run.multi_label:  # a toggle per class, then settle on the set picked (none: none of these)
+                st.markdown(" · ".join(f"{plain(n)}: **{plain(run.vote_words(v))}**" for n, v in sorted(votes.items())))
+                picked_key = f"settle_picked_{project_id}_{item}"
+                with st.container(horizontal=True):
+                    picked = class_toggles(
+                        run.classes,
+                        picked_key,
+                        False,
+                        [f"settle_class_{k}_{item}" for k in range(len(run.classes))],
+                        shortcuts=False,
+                    )
+                    chosen = tuple(sorted(picked))
+                    if st.button(
+                        f"Settle as {plain(set_words(run.classes, chosen))}", type="primary", key=f"settle_set_{item}"
+                    ):
+                        st.session_state.pop(picked_key, None)
+                        st.session_state.project_notice = svc.settle(me, project_id, item, list(chosen)).message
+                        st.rerun()
+                continue
             if run.has_classes:
                 st.markdown(" · ".join(f"{plain(n)}: **{plain(run.classes[v])}**" for n, v in sorted(votes.items())))
                 with st.container(horizontal=True):

@@ -3,7 +3,7 @@
 import streamlit as st
 
 from app import auth, charts
-from app.classes_panel import class_auc_chart, class_keys, counts_table
+from app.classes_panel import class_auc_chart, class_keys, class_toggles, counts_table, set_keys
 from app.services import ServiceError
 from app.services.vocabulary import how_labelled, solver_words
 from app.ui.item import item_view, why_chosen, why_chosen_in_detail
@@ -47,6 +47,18 @@ def _answer(project_id: int, value: int | None, shown) -> None:
         st.session_state.team_outcome = run.answer(me.name, shown.item_index, value, shown, by=me)
 
 
+def _picked_key(project_id: int, item: int) -> str:
+    """Where the classes picked for the item shown are kept until Submit (a multi-label project)."""
+    return f"team_picked_{project_id}_{item}"
+
+
+@guarded
+def _submit(project_id: int, shown) -> None:
+    """Answer the item shown with the classes picked (a multi-label project; none picked: none of these)."""
+    picked = st.session_state.pop(_picked_key(project_id, shown.item_index), [])
+    _answer(project_id, list(picked), shown)
+
+
 @guarded
 def _undo(project_id: int) -> None:
     st.session_state.team_outcome = svc.project_for(me, project_id).undo(me.name, by=me)
@@ -69,7 +81,23 @@ def team_panel(project_id: int) -> None:
     preparing_model_notice()  # (a first start: what labelling needs is still being compiled)
     item_box = st.container(key="item_view")
     with st.container(horizontal=True, key="team_buttons"):
-        if run.has_classes:
+        if run.multi_label:  # a toggle per class (keys 1 to 9) and Submit (Enter) for the classes picked
+            picked = class_toggles(
+                run.classes,
+                None if shown is None else _picked_key(project_id, item),
+                shown is None,
+                [f"team_class_{k}_{item}" for k in range(len(run.classes))],
+            )
+            st.button(
+                "Submit" if picked else "Submit: none of these",
+                shortcut="Enter",
+                type="primary",
+                disabled=shown is None,
+                on_click=_submit,
+                args=(project_id, shown),
+                key=f"team_submit_{item}",
+            )
+        elif run.has_classes:
             for k, name in enumerate(run.classes):
                 # a button's label is Markdown: the class name (the owner's own text) is shown as it is
                 st.button(
@@ -135,6 +163,8 @@ def team_panel(project_id: int) -> None:
         if run.has_classes
         else f"{progress['positive']} positive"
     )
+    if run.multi_label:
+        learned += f" · none of these {progress['none']}"
     st.container(key="team_progress").markdown(
         f"**{mine}** {'answer' if mine == 1 else 'answers'} by you · project: **{progress['answers']}** "
         f"{'answer' if progress['answers'] == 1 else 'answers'}, {progress['items_done']} of "
@@ -150,7 +180,10 @@ def team_panel(project_id: int) -> None:
         if me.is_owner:  # (an annotator would read another member's class off the count her answer moves)
             with agreement:
                 counts_table(
-                    "**Agreement counts** (rows: the item's first class answer; columns: its second; the "
+                    "**Agreement counts per class** (the item's first two answers: both with the class, the first "
+                    "only, the second only, neither)"
+                    if run.multi_label
+                    else "**Agreement counts** (rows: the item's first class answer; columns: its second; the "
                     "diagonal: the two agree)",
                     run.class_agreement(),
                     key="team_class_agreement",
@@ -170,12 +203,14 @@ def team_panel(project_id: int) -> None:
                 class_auc_chart(
                     history,
                     run.classes,
-                    multi_label=False,
+                    multi_label=run.multi_label,
                     key="team_class_auc",
                     xtitle="items learned",
                     scored="before learning",
                     when="just before it learned the item",
-                    against="the items' classes (the class the owner settled on, else the first answer)",
+                    against="the items' sets of classes (the set the owner settled on, else the first answer)"
+                    if run.multi_label
+                    else "the items' classes (the class the owner settled on, else the first answer)",
                 )
     update = "" if run.last_update_ms is None else f"Last model update {run.last_update_ms:.1f} ms · "
     st.caption(
@@ -185,9 +220,13 @@ def team_panel(project_id: int) -> None:
 
 
 team_panel(st.session_state.team_project)
-classes = next(p for p in projects if p.id == st.session_state.team_project).params.get("classes")
+params = next(p for p in projects if p.id == st.session_state.team_project).params
+classes = params.get("classes")
+if classes and params.get("multi_label") is True:
+    keys = set_keys(classes)
+else:
+    keys = class_keys(classes) if classes else "Keys: **P** positive · **N** negative · **S** skip · **U** undo."
 st.caption(
-    (class_keys(classes) if classes else "Keys: **P** positive · **N** negative · **S** skip · **U** undo.")
-    + " Every answer is saved and learned by the shared model before your next item appears; nobody else is "
+    keys + " Every answer is saved and learned by the shared model before your next item appears; nobody else is "
     "handed your item meanwhile."
 )

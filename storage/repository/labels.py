@@ -223,7 +223,7 @@ def check_answer(
     -1 or a class outside its classes in one with named classes, a single class or a class outside them in
     a multi-label session, a set of classes in the others."""
     if multi_label:
-        _check_multi_label_answer(classes, value, answer_class, answer_classes)
+        _check_multi_label_answer(classes, value, answer_class, answer_classes, what)
         return
     if answer_classes is not None:
         raise InvalidLabelError(
@@ -250,11 +250,16 @@ def check_answer(
 
 
 def _check_multi_label_answer(
-    classes: tuple[str, ...], value: int, answer_class: int | None, answer_classes: tuple[int, ...] | None
+    classes: tuple[str, ...],
+    value: int,
+    answer_class: int | None,
+    answer_classes: tuple[int, ...] | None,
+    what: str = "session",
 ) -> None:
     if answer_class is not None:
         raise InvalidLabelError(
-            f"This session is multi-label: an answer is a set of its classes ({', '.join(classes)}), not one class."
+            f"This {what} is multi-label: an answer is a set of its classes ({', '.join(classes)}), not one class; "
+            "nothing was recorded."
         )
     if value == 0:
         if answer_classes is not None:
@@ -262,13 +267,13 @@ def _check_multi_label_answer(
         return
     if value != 1 or answer_classes is None:
         raise InvalidLabelError(
-            f"This session's answers are a set of its classes ({', '.join(classes)}; none of them is an answer "
+            f"This {what}'s answers are a set of its classes ({', '.join(classes)}; none of them is an answer "
             f"too) or a skip, not {value:+d}."
         )
     outside = [k for k in answer_classes if not 0 <= k < len(classes)]
     if outside:
         raise InvalidLabelError(
-            f"Class number {outside[0]} is not one of the session's {len(classes)} classes ({', '.join(classes)})."
+            f"Class number {outside[0]} is not one of the {what}'s {len(classes)} classes ({', '.join(classes)})."
         )
 
 

@@ -32,9 +32,13 @@ from storage.repository.labels import (
     _label_event,
     _label_value,
     answer_columns,
+    bits_classes,
     check_answer,
+    class_bits,
+    class_set,
     events_query,
     session_classes,
+    session_multi_label,
 )
 from storage.teams.projects import _locked_project, _member, answers_needed
 from storage.validation import storable_text
@@ -47,7 +51,9 @@ class ItemTakenError(StorageError):
 @dataclass(frozen=True)
 class ProjectAnswer:
     """One active answer of a project member (skips included, as value 0); in a project with named classes
-    ``answer_class`` is the class answered (its place among the project's classes; None for a skip)."""
+    ``answer_class`` is the class answered (its place among the project's classes; None for a skip), in a
+    multi-label project ``answer_classes`` the classes answered (their places in order; () for none of them;
+    None for a skip)."""
 
     label_id: int
     item_index: int
@@ -56,6 +62,7 @@ class ProjectAnswer:
     session_id: int
     created_at: dt.datetime
     answer_class: int | None = None
+    answer_classes: tuple[int, ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -66,12 +73,20 @@ class Settlement:
     note: str
     created_at: dt.datetime
     answer_class: int | None = None  # the class settled on, in a project with named classes
+    answer_classes: tuple[int, ...] | None = None  # the classes settled on, in a multi-label project
 
 
 def _answers_query(project_id: int) -> Any:
     return (
         select(
-            Label.id, Item.position, Annotator.name, Label.value, Label.session_id, Label.created_at, Label.answer_class
+            Label.id,
+            Item.position,
+            Annotator.name,
+            Label.value,
+            Label.session_id,
+            Label.created_at,
+            Label.answer_class,
+            Label.answer_classes,
         )
         .join(ProjectMember, ProjectMember.session_id == Label.session_id)
         .join(Item, Item.id == Label.item_id)
@@ -104,6 +119,7 @@ def project_answers(
             session_id=r.session_id,
             created_at=r.created_at,
             answer_class=r.answer_class,
+            answer_classes=bits_classes(r.answer_classes),
         )
         for r in rows
     ]
@@ -118,6 +134,7 @@ def settlements(engine: EngineLike, project_id: int) -> dict[int, Settlement]:
                 Item.position,
                 Adjudication.value,
                 Adjudication.answer_class,
+                Adjudication.answer_classes,
                 Annotator.name,
                 Adjudication.note,
                 Adjudication.created_at,
@@ -127,7 +144,10 @@ def settlements(engine: EngineLike, project_id: int) -> dict[int, Settlement]:
             .where(Adjudication.project_id == int(project_id))
         ).all()
     return {
-        r.position: Settlement(r.position, int(r.value), r.name, r.note, r.created_at, r.answer_class) for r in rows
+        r.position: Settlement(
+            r.position, int(r.value), r.name, r.note, r.created_at, r.answer_class, bits_classes(r.answer_classes)
+        )
+        for r in rows
     }
 
 
@@ -153,11 +173,13 @@ def record_answer(
     update_ms: float | None = None,
     query_ms: float | None = None,
     answer_class: int | None = None,
+    answer_classes: Any = None,
 ) -> LabelEvent:
     """Store a member's answer (+1, -1, or 0 to skip) to an item of the project; committed when this returns.
     In a project with named classes (``params["classes"]``) an answer is ``value=1`` with ``answer_class``
-    (the class's place among them) or a skip; a yes / no project's answers have no class
-    (``InvalidLabelError`` otherwise, with nothing written).
+    (the class's place among them) or a skip; in a multi-label one (``params["multi_label"]``) ``value=1``
+    with ``answer_classes`` (the places of any of its classes; empty: none of them) or a skip; a yes / no
+    project's answers have no class (``InvalidLabelError`` otherwise, with nothing written).
 
     Refused, with nothing written: an item that already has every answer the project
     asks for (``ItemTakenError``: someone else answered it), an item this member has
@@ -167,13 +189,22 @@ def record_answer(
     value = _label_value(value)
     item_index = _item_index(item_index)
     annotator = _annotator_name(annotator)
-    answer = answer_columns(value, strategy, solver, decision_value, model_version, update_ms, query_ms, answer_class)
+    answer = answer_columns(
+        value, strategy, solver, decision_value, model_version, update_ms, query_ms, answer_class, answer_classes
+    )
     now = answer["created_at"]
     with writing(engine) as session:
         project = _locked_project(session, project_id)
         if project.status != "active":
             raise StorageError(f"Project '{project.name}' is closed; it takes no more answers.")
-        check_answer(session_classes(project.params), value, answer_class, what="project")
+        check_answer(
+            session_classes(project.params),
+            value,
+            answer_class,
+            answer.get("answer_classes"),
+            multi_label=session_multi_label(project.params),
+            what="project",
+        )
         annotator_id, session_id = _member(session, project, annotator)
         item_id = _item_id(session, project.dataset_id, item_index)
         mine = session.execute(
@@ -205,7 +236,12 @@ def record_answer(
             )
         label_id = session.execute(
             insert(Label)
-            .values(session_id=session_id, item_id=item_id, annotator_id=annotator_id, **answer)
+            .values(
+                session_id=session_id,
+                item_id=item_id,
+                annotator_id=annotator_id,
+                **{k: class_bits(v) if k == "answer_classes" else v for k, v in answer.items()},
+            )
             .returning(Label.id)
         ).scalar_one()
         session.execute(
@@ -247,20 +283,31 @@ def settle(
     settled_by: str,
     note: str = "",
     answer_class: int | None = None,
+    answer_classes: Any = None,
 ) -> None:
     """Store (or replace) the settled answer of an item: +1 or -1, or in a project with named classes
-    ``value=1`` and ``answer_class`` (``InvalidLabelError`` for anything else, with nothing written)."""
+    ``value=1`` and ``answer_class``, in a multi-label one ``value=1`` and ``answer_classes`` (a set of its
+    classes' places; empty: none of them) (``InvalidLabelError`` for anything else, with nothing written)."""
     value = _label_value(value)
     if value == 0:
         raise InvalidLabelError("A settled answer is +1 or -1, not a skip.")
     if answer_class is not None:
         answer_class = _class_index(answer_class)
+    if answer_classes is not None:
+        answer_classes = class_set(answer_classes)
     item_index = _item_index(item_index)
     settled_by = _annotator_name(settled_by)
     note = storable_text(str(note or ""), "The note", error=StorageError)
     with writing(engine) as session:
         project = _locked_project(session, project_id)
-        check_answer(session_classes(project.params), value, answer_class, what="project")
+        check_answer(
+            session_classes(project.params),
+            value,
+            answer_class,
+            answer_classes,
+            multi_label=session_multi_label(project.params),
+            what="project",
+        )
         item_id = _item_id(session, project.dataset_id, item_index)
         by = _annotator_id(session, settled_by)
         session.execute(
@@ -272,6 +319,7 @@ def settle(
                 item_id=item_id,
                 value=value,
                 answer_class=answer_class,
+                answer_classes=class_bits(answer_classes),
                 annotator_id=by,
                 note=note,
             )

@@ -57,14 +57,38 @@ def kind_project(db_url, kind: str):
     return svc, make_project(db_url, import_kind(svc, kind), strategy="random", classes="one, two, three")
 
 
+def undo_then_skip(at, engine, project_id: int, last_item: int) -> None:
+    """Undo on Label together (the last item is handed back, its answer gone), then Skip it (stored as a skip,
+    with no class)."""
+    n = len(teams.project_answers(engine, project_id)[1])
+    (undo,) = [b for b in at.button if b.key and b.key.startswith("team_undo_")]
+    undo.click().run()
+    assert shown_item(at) == last_item and len(teams.project_answers(engine, project_id)[1]) == n - 1
+    (skip,) = [b for b in at.button if b.key and b.key.startswith("team_skip_")]
+    skip.click().run()
+    last = teams.project_answers(engine, project_id)[1][-1]
+    assert (last.item_index, last.value, last.answer_class, last.answer_classes) == (last_item, 0, None, None)
+
+
 def fill_new_project(
-    owner, dataset_id: int, classes: str, name: str = "kinds", strategy: str = "smallest-margin", target: str = ""
+    owner,
+    dataset_id: int,
+    classes: str,
+    name: str = "kinds",
+    strategy: str = "smallest-margin",
+    target: str = "",
+    several: bool = False,
 ) -> None:
+    """The owner fills the New project form (``several``: several classes per item) and submits it."""
     owner.switch_page("views/projects.py").run()
     owner.text_input(key="project_name").input(name)
     owner.selectbox(key="project_dataset").select(dataset_id)
     owner.text_input(key="project_classes").input(classes)
-    owner.selectbox(key="project_class_strategy").select(strategy)
+    if several:
+        owner.radio(key="project_classes_per_item").set_value("several")
+        owner.selectbox(key="project_multi_label_strategy").select(strategy)
+    else:
+        owner.selectbox(key="project_class_strategy").select(strategy)
     owner.text_input(key="project_target").input(target)
     owner.multiselect(key="project_members").select("ann").select("bob")
     owner.slider(key="project_share").set_value(100)
@@ -74,14 +98,14 @@ def fill_new_project(
 
 def submitted_form(db_url, classes: str, **form):
     """The owner olga's app after she submitted the New project form (members ann and bob, three groups of
-    items); the app and a service on its database."""
+    items); the app, a service on its database and each item's group."""
     ensure_account(db_url, "ann", role="annotator")
     ensure_account(db_url, "bob", role="annotator")
     svc = MarginLab.from_url(db_url)
-    dataset_id, _ = three_blobs(svc)
+    dataset_id, group = three_blobs(svc)
     owner = start_app("olga")
     fill_new_project(owner, dataset_id, classes, **form)
-    return owner, svc
+    return owner, svc, group
 
 
 @pytest.mark.parametrize(
@@ -94,7 +118,7 @@ def submitted_form(db_url, classes: str, **form):
     ],
 )
 def test_the_projects_form_refuses_a_bad_class_list_naming_it_and_stores_nothing(db_url, typed, words):
-    owner, svc = submitted_form(db_url, typed)
+    owner, svc, _ = submitted_form(db_url, typed)
     assert any(words in as_shown(e.value) for e in owner.error), [e.value for e in owner.error]
     assert teams.list_projects(svc.engine) == []
 
@@ -110,13 +134,13 @@ def test_the_projects_form_refuses_a_bad_class_list_naming_it_and_stores_nothing
 def test_the_projects_form_refuses_a_mistyped_or_unused_class_to_find_naming_the_classes(
     db_url, strategy, target, words
 ):
-    owner, svc = submitted_form(db_url, ", ".join(CLASSES), strategy=strategy, target=target)
+    owner, svc, _ = submitted_form(db_url, ", ".join(CLASSES), strategy=strategy, target=target)
     assert any(words in as_shown(e.value) for e in owner.error), [e.value for e in owner.error]
     assert teams.list_projects(svc.engine) == []
 
 
 def test_a_class_to_find_typed_as_one_of_the_classes_is_the_project_s_target(db_url):
-    owner, svc = submitted_form(db_url, ", ".join(CLASSES), strategy="target-class", target=f" {CLASSES[1]} ")
+    owner, svc, _ = submitted_form(db_url, ", ".join(CLASSES), strategy="target-class", target=f" {CLASSES[1]} ")
     assert not owner.error, [e.value for e in owner.error]
     (project,) = teams.list_projects(svc.engine)
     assert (project.strategy, project.params["strategy_params"]["target"]) == ("target-class", CLASSES[1])
@@ -151,14 +175,7 @@ def test_members_answer_with_classes_and_the_owner_settles_a_disagreement_on_a_c
         answer_class(ann, int(truth[item]))
     _, answers = teams.project_answers(svc.engine, project.id)
     assert [(a.annotator, a.item_index, a.answer_class) for a in answers] == [("ann", i, int(truth[i])) for i in asked]
-    # Undo, then Skip
-    (undo,) = [b for b in ann.button if b.key and b.key.startswith("team_undo_")]
-    undo.click().run()
-    assert shown_item(ann) == asked[-1] and len(teams.project_answers(svc.engine, project.id)[1]) == 3
-    (skip,) = [b for b in ann.button if b.key and b.key.startswith("team_skip_")]
-    skip.click().run()
-    last = teams.project_answers(svc.engine, project.id)[1][-1]
-    assert (last.item_index, last.value, last.answer_class) == (asked[-1], 0, None)
+    undo_then_skip(ann, svc.engine, project.id, asked[-1])
 
     # My labels names her classes (as written) and her skip
     ann.switch_page("views/my_labels.py").run()

@@ -49,10 +49,22 @@ def buttons_text(page) -> str:
     return page.locator(".st-key-class_buttons").inner_text(timeout=30_000).replace("\u2060", "")
 
 
-def submit_with_enter(page, item: int) -> None:
-    """Press Enter once the item's Submit button is on screen and enabled; wait for another item."""
+def pick_with_key(page, k: int, buttons: str = "class_buttons") -> None:
+    """Press the key of class ``k`` (``k + 1``); wait for its tick among the ``buttons``."""
+    page.locator("body").press(str(k + 1))
+    page.wait_for_function(
+        "([box, name]) => document.querySelector('.st-key-' + box).innerText"
+        ".replaceAll('\\u2060', '').includes('✓ ' + name)",
+        arg=[buttons, CLASSES[k]],
+        timeout=30_000,
+    )
+    wait_for_app(page)
+
+
+def submit_with_enter(page, item: int, key: str = "submit") -> None:
+    """Press Enter once the item's Submit button (``key``) is on screen and enabled; wait for another item."""
     before = item_caption(page)
-    page.wait_for_selector(f".st-key-submit_{item} button:enabled", timeout=30_000)
+    page.wait_for_selector(f".st-key-{key}_{item} button:enabled", timeout=30_000)
     page.locator("body").press("Enter")
     page.wait_for_function(
         "(old) => { const el = document.querySelector('.st-key-item_caption');"
@@ -85,14 +97,7 @@ def test_the_number_keys_pick_classes_enter_submits_and_u_undoes(tmp_path):
                     item = shown_item_index(page)
                     asked.append(item)
                     for k in GROUP_SETS[group[item]]:
-                        page.locator("body").press(str(k + 1))
-                        page.wait_for_function(
-                            "(name) => document.querySelector('.st-key-class_buttons').innerText"
-                            ".replaceAll('\\u2060', '').includes('✓ ' + name)",
-                            arg=CLASSES[k],
-                            timeout=30_000,
-                        )
-                        wait_for_app(page)
+                        pick_with_key(page, k)
                     submit_with_enter(page, item)
                     wait_for_app(page)
                 press_label_key(page, "u", item_caption(page))

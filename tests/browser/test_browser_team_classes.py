@@ -23,9 +23,10 @@ from tests.browser.test_browser_classes import CLASSES
 pytestmark = pytest.mark.browser
 
 
-def class_project(tmp_path) -> tuple[str, int, np.ndarray]:
+def class_project(tmp_path, **create) -> tuple[str, int, np.ndarray]:
     """A database with an owner, the annotator ann and a project of hers with three named classes on three
-    separated groups (no answer yet); its address, the project's id and each item's group."""
+    separated groups (no answer yet; ``create``: other options of the project); its address, the project's id
+    and each item's group."""
     from app.services import MarginLab
     from storage import repository as repo
 
@@ -37,14 +38,14 @@ def class_project(tmp_path) -> tuple[str, int, np.ndarray]:
     group = np.repeat([0, 1, 2], 15)
     X = np.array([[0.0, 0.0], [4.0, 0.0], [0.0, 4.0]])[group] + rng.normal(0, 0.6, (45, 2))
     dataset_id = repo.import_dataset(svc.engine, name="blobs", X=X, feature_names=["a", "b"])
+    create = {"strategy": "smallest-margin", "classes": CLASSES, **create}
     project_id = svc.create_project(
         svc.sign_in(OWNER, OWNER_PASSWORD),
         name="kinds",
         dataset_id=dataset_id,
-        strategy="smallest-margin",
-        classes=CLASSES,
         members=["ann"],
         overlap_share=0.0,
+        **create,
     )
     svc.engine.dispose()
     return url, project_id, group
