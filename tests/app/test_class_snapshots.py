@@ -12,6 +12,7 @@ import pytest
 from sqlalchemy import update
 
 from app.services import SNAPSHOT_EVERY, MarginLab
+from core.multiclass import MultiLabel, OneVsRest
 from storage import repository as repo
 from storage import teams
 from storage.models import ModelSnapshot
@@ -156,7 +157,7 @@ def test_a_snapshot_that_cannot_be_read_is_passed_over_and_every_answer_learned(
 # --------------------------------------------------------------------------- team projects
 
 
-def class_project(svc, dataset_id, solver):
+def class_project(svc, dataset_id, solver, multi_label=False):
     from tests.storage.test_teams import owner
 
     me = owner(svc)
@@ -167,9 +168,10 @@ def class_project(svc, dataset_id, solver):
         me,
         name="classes",
         dataset_id=dataset_id,
-        strategy="smallest-margin",
+        strategy="least-sure-class" if multi_label else "smallest-margin",
         solver=solver,
         classes=", ".join(CLASSES),
+        multi_label=multi_label,
         members=["ann", "bob"],
         seed=3,
         labels_per_item=2,
@@ -182,7 +184,10 @@ def answer_in_turn(run, group, turns):
         name = ("ann", "bob")[turn % 2]
         shown = run.next_item(name)
         k = int(group[shown.item_index])
-        assert run.answer(name, shown.item_index, None if turn % 11 == 10 else CLASSES[k], shown).ok
+        # (a multi-label project: the item's class, with the next one every third item)
+        given = [CLASSES[k], CLASSES[(k + 1) % len(CLASSES)]][: 1 + (shown.item_index % 3 == 0)]
+        answer = given if run.multi_label else CLASSES[k]
+        assert run.answer(name, shown.item_index, None if turn % 11 == 10 else answer, shown).ok
 
 
 def assert_same_project(a, b):
@@ -209,11 +214,13 @@ def reopen_project(url, project_id, use_snapshots=True):
     return run
 
 
+@pytest.mark.parametrize("multi_label", [False, True], ids=["single", "multi-label"])
 @pytest.mark.parametrize("solver", SOLVERS)
-def test_a_class_project_reopens_from_its_snapshot_as_if_it_learned_every_answer_again(lab, solver):
+def test_a_class_project_reopens_from_its_snapshot_as_if_it_learned_every_answer_again(lab, solver, multi_label):
     url, svc, dataset_id, group = lab
-    project_id = class_project(svc, dataset_id, solver)
+    project_id = class_project(svc, dataset_id, solver, multi_label)
     run = svc.open_project(project_id)
+    assert run.multi_label is multi_label and isinstance(run.model, MultiLabel if multi_label else OneVsRest)
     answer_in_turn(run, group, 40)
     stored = teams.latest_project_snapshot(svc.engine, project_id)
     assert stored is not None and len(stored.meta["project"]["model_labels"]) >= SNAPSHOT_EVERY
