@@ -498,6 +498,11 @@ def _class_project(tmp_path, params=None):
     params = params or {"classes": ["cat", "dog", "cow"], "solver_params": {"kernel": "rbf", "C": 1.0}}
     project = _two_member_project(engine, dataset_id, "smallest-margin", params)
 
+    def given(k):  # (a multi-label project's answer is a set: here the one class)
+        if k is None:
+            return {}
+        return {"answer_classes": (k,)} if params.get("multi_label") else {"answer_class": k}
+
     def answer(who, item, k):
         teams.record_answer(
             engine,
@@ -505,7 +510,7 @@ def _class_project(tmp_path, params=None):
             annotator=who,
             item_index=int(item),
             value=0 if k is None else 1,
-            answer_class=k,
+            **given(k),
             strategy="smallest-margin",
             solver="incremental",
         )
@@ -516,9 +521,7 @@ def _class_project(tmp_path, params=None):
     settled, unsettled = int(order[0]), int(order[1])
     answer("ann", settled, int((group[settled] + 1) % 3))
     answer("bo", unsettled, int((group[unsettled] + 2) % 3))
-    teams.settle(
-        engine, project, item_index=settled, value=1, answer_class=int((group[settled] + 1) % 3), settled_by="ann"
-    )
+    teams.settle(engine, project, item_index=settled, value=1, **given(int((group[settled] + 1) % 3)), settled_by="ann")
     engine.dispose()
     final = {int(i): int(group[i]) for n, i in enumerate(order) if n != 3}
     final[settled] = int((group[settled] + 1) % 3)  # the class settled on; the unsettled item keeps its first
