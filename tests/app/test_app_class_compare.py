@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from app.services import MarginLab, ServiceError
+from app.services import BASELINE, MarginLab, ServiceError
 from app.services.class_comparisons import CLASS_SOLVER, SEVERAL_CLASSES, class_summary_table, per_class_table
 from app.services.classes import strategy_words
 from app.services.common import scale_features
@@ -18,6 +18,7 @@ from core.multiclass import MULTICLASS_STRATEGIES, MULTILABEL_STRATEGIES
 from storage import repository as repo
 from tests.app import test_app
 from tests.app.test_app import start_app
+from tests.app.test_app_first_day import code_names
 
 pytestmark = pytest.mark.app  # pages through Streamlit's AppTest (a slow lane)
 
@@ -225,6 +226,10 @@ def test_the_compare_page_runs_a_k_class_comparison_stores_it_and_shows_it_again
         assert list(table["heuristic"]) == [strategy_words(s, KINDS[0]) for s in chosen]
         picker = page.selectbox(key="comparison_picker")
         assert "3 classes, one class per item" in picker.format_func(picker.value)
+        # plain words outside Advanced: no heuristic's or model's code name
+        words = [i.value for i in page.info] + [c.value for c in page.caption] + [picker.format_func(picker.value)]
+        names = code_names() + [s for s in MULTICLASS_STRATEGIES if s != BASELINE]
+        assert not [(n, w) for n in names for w in words if n in w]
 
     assert_shown(at)
     again = start_app()  # reloading the page shows the stored comparison again
@@ -263,3 +268,25 @@ def test_the_compare_page_refuses_a_label_column_of_one_value_and_stores_nothing
         "\\", ""
     ).replace("\u2060", "")
     assert svc.comparisons() == []
+
+
+def test_a_yes_no_dataset_runs_as_its_two_classes_when_asked(db_url):
+    """A label column of two values stays a yes / no dataset; asked for several classes, it runs as its two."""
+    svc = MarginLab.from_url(db_url)
+    rng = np.random.default_rng(5)
+    side = np.repeat([0, 1], 20)
+    X = np.column_stack([3.0 * side, side]) + rng.normal(0, 0.5, (40, 2))
+    text = "a,b,kind\n" + "".join(
+        f"{x:.3f},{y:.3f},{'yes' if s else 'no'}\n" for (x, y), s in zip(X, side, strict=True)
+    )
+    result = svc.import_csv(text.encode(), name="two", label_column="kind", keep_classes=True)
+    dataset = svc.dataset(result.dataset_id)
+    assert dataset.has_true_labels and "class_names" not in dataset.meta
+    chosen = [s for s in MULTICLASS_STRATEGIES if s == BASELINE]
+    stored = svc.comparison(
+        svc.run_class_comparison(result.dataset_id, strategies=chosen, budget=8, seeds=1, initial=2)
+    )
+    names = [dataset.meta["classes"]["negative"], dataset.meta["classes"]["positive"]]
+    assert stored.config["classes"] == names and sorted(names) == ["no", "yes"]
+    truth = np.where(side == 1, "yes", "no")
+    assert all(truth[item] == label for item, label in zip(stored.rows["item"], stored.rows["label"], strict=True))
