@@ -3,15 +3,12 @@ nothing stored, and a run to its end is stored and shown with its kind."""
 
 from __future__ import annotations
 
-import re
-import time
-
 import numpy as np
 import pytest
 
 from app.services import MarginLab
 from tests.browser.test_browser import AppServer, ensure_account, launch_browser, open_app, wait_for_app
-from tests.browser.test_browser_pages import USER, enter_compare_fields
+from tests.browser.test_browser_pages import USER, enter_compare_fields, progress_moves
 
 pytestmark = pytest.mark.browser
 
@@ -43,23 +40,7 @@ def test_a_k_class_comparison_shows_its_progress_cancel_stops_it_and_a_run_is_st
                 page.wait_for_selector("text=Classes: cat, dog, fox", timeout=60_000)  # (offered first)
                 enter_compare_fields(page, budget=300, seeds=10)
                 page.get_by_role("button", name="Run the comparison").click()
-                bar = page.locator("[data-testid='stProgress']")
-
-                def bar_text() -> str:
-                    return bar.inner_text(timeout=60_000).replace("\u2060", "") if bar.count() else ""
-
-                running = r"run \d+/40: .* · label \d+/300 · .* elapsed, about .* left"
-                deadline = time.monotonic() + 120
-                text = bar_text()
-                while not re.search(running, text) and time.monotonic() < deadline:
-                    page.wait_for_timeout(200)
-                    text = bar_text()
-                assert re.search(running, text), text
-                later = bar_text()
-                while later == text and time.monotonic() < deadline:  # it moves
-                    page.wait_for_timeout(200)
-                    later = bar_text()
-                assert later != text, later
+                progress_moves(page, r"run \d+/40: .* · label \d+/300 · .* elapsed, about .* left")
                 page.get_by_role("button", name="Cancel").click()
                 page.wait_for_selector("text=Comparison cancelled", timeout=30_000)
                 wait_for_app(page)
