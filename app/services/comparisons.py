@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -94,13 +95,16 @@ class Comparisons:
         return resolve_scheduler(None)
 
     @staticmethod
-    def _check_comparison(n_items: int, n_strategies: int, budget: int, seeds: int, test_fraction: float) -> None:
-        """Refuse, naming the limit, a comparison this server should not run (see COMPARE_MAX_*)."""
+    def _check_comparison(
+        n_items: int, n_strategies: int, budget: int, seeds: int, test_fraction: float, n_classes: int = 1
+    ) -> None:
+        """Refuse, naming the limit, a comparison this server should not run (see COMPARE_MAX_*); ``n_classes``:
+        the models each label updates (one per class with several classes)."""
         if not 0.0 < test_fraction < 1.0:
             raise ServiceError(f"The evaluation share must be between 0 and 1, not {test_fraction!r}.")
         training = n_items - int(round(test_fraction * n_items))
         labels = n_strategies * seeds * budget
-        work = labels * training
+        work = labels * training * n_classes
         if training > COMPARE_MAX_TRAINING_ITEMS:
             raise ServiceError(
                 f"A comparison here may use at most {COMPARE_MAX_TRAINING_ITEMS:,} training items; "
@@ -113,10 +117,25 @@ class Comparisons:
             )
         if work > COMPARE_MAX_WORK:
             raise ServiceError(
-                f"heuristics × seeds × budget × training items = {n_strategies} × {seeds} × {budget} × "
-                f"{training:,} = {work:,} is over the {COMPARE_MAX_WORK:,} a comparison here may use: lower "
+                f"heuristics × seeds × budget × training items{' × classes' if n_classes > 1 else ''} = "
+                f"{n_strategies} × {seeds} × {budget} × {training:,}{f' × {n_classes}' if n_classes > 1 else ''} "
+                f"= {work:,} is over the {COMPARE_MAX_WORK:,} a comparison here may use: lower "
                 f"one of them, or {LARGER}."
             )
+
+    def _run_sizes(
+        self, n_items: int, n_strategies: int, budget, seeds, initial, test_fraction, n_classes: int = 1
+    ) -> tuple[int, int, int]:
+        """(budget, seeds, initial) checked as whole numbers within the limits, and the comparison's size."""
+        budget = whole_number(
+            budget, f"The budget (at most {COMPARE_MAX_BUDGET} labels per run)", low=2, high=COMPARE_MAX_BUDGET
+        )
+        seeds = whole_number(
+            seeds, f"The number of seeds (at most {COMPARE_MAX_SEEDS} seeds)", low=1, high=COMPARE_MAX_SEEDS
+        )
+        initial = whole_number(initial, "The initial labels", high=budget)
+        self._check_comparison(n_items, n_strategies, budget, seeds, float(test_fraction), n_classes)
+        return budget, seeds, initial
 
     @at_the_boundary(also=(ValueError,))  # (core refusing the settings on this data: said as it is)
     def run_comparison(
@@ -163,14 +182,9 @@ class Comparisons:
             raise ServiceError("Choose at least one heuristic among " + ", ".join(COMPARE_STRATEGIES) + ".")
         C, gamma = penalty_value(C), gamma_value(gamma)
         solver, solver_params = model_choice(model, solver or None, dataset.meta, C, gamma)
-        budget = whole_number(
-            budget, f"The budget (at most {COMPARE_MAX_BUDGET} labels per run)", low=2, high=COMPARE_MAX_BUDGET
+        budget, seeds, initial = self._run_sizes(
+            dataset.n_items, len(strategies), budget, seeds, initial, test_fraction
         )
-        seeds = whole_number(
-            seeds, f"The number of seeds (at most {COMPARE_MAX_SEEDS} seeds)", low=1, high=COMPARE_MAX_SEEDS
-        )
-        initial = whole_number(initial, "The initial labels", high=budget)
-        self._check_comparison(dataset.n_items, len(strategies), budget, seeds, float(test_fraction))
         X, y, _, _ = repo.load_dataset_arrays(self.engine, dataset_id)
         X = scale_features(X, dataset.meta.get("scaling", "none"), numeric_columns(dataset.meta))
 
@@ -219,6 +233,82 @@ class Comparisons:
         }
         self.accounts.acting(by)  # (it may have run for minutes)
         return repo.save_comparison(self.engine, dataset_id, config, result.rows, summary)
+
+    @at_the_boundary(also=(ValueError,))  # (core refusing the settings on this data: said as it is)
+    def run_class_comparison(
+        self,
+        dataset_id: int,
+        *,
+        strategies: Sequence[str],
+        solver: str | None = None,
+        budget: int = 60,
+        seeds: int = 3,
+        initial: int = 10,
+        test_fraction: float = 0.3,
+        multi_label: bool = False,
+        separator: str | None = None,
+        target: str | None = None,
+        C: float = DEFAULT_C,
+        gamma: float | str = DEFAULT_GAMMA,
+        progress: Callable[[float, str], None] | None = None,
+        by: Identity | None = None,
+    ) -> int:
+        """Run a comparison with several classes, the dataset's classes as the oracle (``app.services.
+        class_comparisons``): the K-class heuristics (``core.class_experiment.run_class_comparison``) or, with
+        ``multi_label``, the multi-label ones on each item's class names split on ``separator`` (None: ``;``)
+        (``core.multi_label_experiment.run_multi_label_comparison``); store it and return its id.  ``solver``:
+        one for every heuristic (None: the K-class default); ``target``: the class ``target-class`` looks for
+        (None: the first).  ``progress`` and Cancel as :meth:`run_comparison` (within a run only for one class
+        per item: the multi-label runs tell it after each run)."""
+        from app.services import class_comparisons as kc
+        from core.class_experiment import run_class_comparison
+        from core.multi_label_experiment import run_multi_label_comparison
+
+        self.accounts.acting(by)
+        dataset = self.datasets.dataset(dataset_id)
+        names, y = kc.dataset_classes(dataset)
+        X, y_true, _, _ = repo.load_dataset_arrays(self.engine, dataset_id)
+        if not len(y):  # (a yes / no dataset: its two classes)
+            y = (np.asarray(y_true) > 0).astype(np.int64)
+        kc.check_class_values(dataset.name, names, y)
+        if multi_label:  # (each item's set of classes: its cell split on the separator)
+            separator = kc.SEPARATOR if separator is None else separator
+            Y, names = kc.multi_label_sets(dataset.name, names, y, separator)
+        chosen = kc.chosen_strategies(strategies, multi_label)
+        solver, solver_params = model_choice(
+            "standard", solver or kc.CLASS_SOLVER, dataset.meta, penalty_value(C), gamma_value(gamma)
+        )
+        budget, seeds, initial = self._run_sizes(
+            dataset.n_items, len(chosen), budget, seeds, initial, test_fraction, len(names)
+        )
+        X = scale_features(X, dataset.meta.get("scaling", "none"), numeric_columns(dataset.meta))
+        report = _ProgressReport(progress, len(chosen), seeds, words=kc.strategy_words)
+        common: dict[str, Any] = dict(
+            strategies=chosen,
+            solver=solver,
+            solver_params=solver_params,
+            budget=budget,
+            seeds=seeds,
+            initial=initial,
+            test_fraction=float(test_fraction),
+            progress=report,
+        )
+        if multi_label:
+            result = run_multi_label_comparison(X, Y, names, **common)
+        else:
+            if kc.TARGET_STRATEGY in chosen:
+                target = names[0] if target is None else target
+            result = run_class_comparison(X, y, names, target=target, label_progress=report, **common)
+        config = dict(
+            result.config,
+            class_kind=kc.SEVERAL_CLASSES if multi_label else kc.ONE_CLASS,
+            dataset=dataset.name,
+            dataset_id=dataset_id,
+            scaling=dataset.meta.get("scaling", "none"),
+            **({"separator": separator} if multi_label else {}),
+        )
+        self.accounts.acting(by)  # (it may have run for minutes)
+        return repo.save_comparison(self.engine, dataset_id, config, result.rows, kc.stored_parts(result))
 
     @staticmethod
     def summary_frame(comparison: repo.Comparison) -> pd.DataFrame:
@@ -301,7 +391,7 @@ def run_words(name: str) -> str:
     return heuristic_words(base) + (" (reference)" if reference else "")
 
 
-def _task_words(description: str) -> str:
+def _task_words(description: str, words: Callable[[str], str] = heuristic_words) -> str:
     """A run's name in a comparison's progress line in words: "near-boundary (incremental), seed 1" ->
     "Most uncertain first (the exact model), seed 1"; "full-data incremental, seed 1" -> "every training item
     (the exact model), seed 1"."""
@@ -314,9 +404,9 @@ def _task_words(description: str) -> str:
         return f"every training item ({solver_words(what.removeprefix(f'{REFERENCE_TASK} '))}), seed {seed}"
     strategy, paren, solver = what.partition(" (")
     return (
-        f"{heuristic_words(strategy)} ({solver_words(solver.removesuffix(')'))}), seed {seed}"
+        f"{words(strategy)} ({solver_words(solver.removesuffix(')'))}), seed {seed}"
         if paren
-        else f"{heuristic_words(what)}, seed {seed}"
+        else f"{words(what)}, seed {seed}"
     )
 
 
@@ -328,10 +418,16 @@ class _ProgressReport:
     in all (per seed: the heuristics chosen and a reference per solver) and the time elapsed and left.
     """
 
-    def __init__(self, progress: Callable[[float, str], None] | None, n_strategies: int, seeds: int) -> None:
+    def __init__(
+        self,
+        progress: Callable[[float, str], None] | None,
+        n_strategies: int,
+        seeds: int,
+        words: Callable[[str], str] = heuristic_words,
+    ) -> None:
         from core.experiment import REFERENCE_TASK  # (core.experiment is loaded when a comparison runs)
 
-        self.progress, self.n_strategies, self.seeds = progress, n_strategies, seeds
+        self.progress, self.n_strategies, self.seeds, self.words = progress, n_strategies, seeds, words
         self.reference_task = REFERENCE_TASK
         self.started = time.monotonic()
         self.last_shown = -math.inf
@@ -343,7 +439,7 @@ class _ProgressReport:
             return
         now = time.monotonic()
         if labels is None:
-            within, text = 0.0, f"{done}/{total} runs done · {_task_words(description)}"
+            within, text = 0.0, f"{done}/{total} runs done · {_task_words(description, self.words)}"
         else:
             if now - self.last_shown < 0.25 and labels < (run_budget or 0):
                 return  # (a label takes milliseconds: the page is told a few times a second)
@@ -352,7 +448,7 @@ class _ProgressReport:
                 step = f"{labels:,}/{run_budget:,} training items learned"
             else:
                 step = f"label {labels}/{run_budget}"
-            text = f"run {done + 1}/{total}: {_task_words(description)} · {step}"
+            text = f"run {done + 1}/{total}: {_task_words(description, self.words)} · {step}"
         self.last_shown = now
         fraction = min((done + within) / max(total, 1), 1.0)
         elapsed = now - self.started

@@ -88,6 +88,7 @@ FORWARDED: dict[str, tuple[type, tuple[str, ...]]] = {
         (
             "comparison_scheduler",
             "run_comparison",
+            "run_class_comparison",
             "summary_frame",
             "reference_note",
             "stop_summary_frame",

@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from app import auth, charts, replay_panel
+from app import auth, charts, class_compare_panel, replay_panel
 from app.services import (
     BASELINE,
     COMPARE_STRATEGIES,
@@ -12,6 +12,7 @@ from app.services import (
     SOLVERS,
     ServiceError,
 )
+from app.services.class_comparisons import class_kind
 from app.services.comparisons import COMPARE_MAX_BUDGET, COMPARE_MAX_SEEDS, with_decimals
 from app.services.formatting import count
 from app.services.replay import is_replay, replay_heuristic_words
@@ -31,20 +32,21 @@ EACH_OWN_WORDS = "each heuristic's own model (compares the models too)"
 
 labelled = [d for d in svc.datasets() if d.has_true_labels]
 REPLAY = "Replay a session"
-replaying = (
-    st.radio(
-        "What to compare",
-        ["Heuristics on a dataset with true labels", REPLAY],
-        horizontal=True,
-        index=0 if labelled else 1,
-        key="compare_mode",
-        help="A replay runs the heuristics on the items a session labelled, its answers the "
-        "oracle: no true labels needed.",
-    )
-    == REPLAY
+SEVERAL = "Several classes on a dataset with a label column"
+mode = st.radio(
+    "What to compare",
+    ["Heuristics on a dataset with true labels", SEVERAL, REPLAY],
+    horizontal=True,
+    index=0 if labelled else (1 if class_compare_panel.offered(svc) else 2),
+    key="compare_mode",
+    help="Several classes: a label column with 3 to 9 values (or a yes / no one as its two classes), "
+    "each value a class, as the oracle. A replay runs the heuristics on the items a session labelled, its "
+    "answers the oracle: no true labels needed.",
 )
-if replaying:
+if mode == REPLAY:
     replay_panel.form(svc)
+elif mode == SEVERAL:
+    class_compare_panel.form(svc)
 else:
     if not labelled:
         st.info("No dataset with true labels yet: add one on the Data page.")
@@ -180,6 +182,8 @@ def _describe(c) -> str:
     seeds = c.config.get("seeds")
     n_seeds = count(len(seeds) if isinstance(seeds, list) else int(seeds or 0), "seed")
     heuristics = ", ".join(heuristic_words(s) for s in c.config.get("strategies", []))
+    if class_kind(c):
+        return class_compare_panel.describe(c, n_seeds)
     if is_replay(c):
         heuristics = ", ".join(replay_heuristic_words(c, s) for s in c.config.get("strategies", []))
         return (
@@ -203,6 +207,9 @@ st.session_state.comparison_id = chosen
 result = svc.comparison(chosen)
 if is_replay(result):
     replay_panel.show(result, chosen)
+    st.stop()
+if class_kind(result):
+    class_compare_panel.show(result, chosen)
     st.stop()
 rows = result.rows
 

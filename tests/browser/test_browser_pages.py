@@ -171,6 +171,27 @@ def test_enter_in_a_compare_field_does_not_start_a_run(tmp_path):
             browser.close()
 
 
+def progress_moves(page, running: str, seconds: float = 120) -> None:
+    """Wait until the progress bar's text matches ``running``, then until it changes (within ``seconds``)."""
+    bar = page.locator("[data-testid='stProgress']")
+
+    def bar_text() -> str:
+        # (the bar shows its text as plain text: invisible word joiners follow each colon)
+        return bar.inner_text(timeout=60_000).replace("\u2060", "") if bar.count() else ""
+
+    deadline = time.monotonic() + seconds
+    text = bar_text()
+    while not re.search(running, text) and time.monotonic() < deadline:
+        page.wait_for_timeout(200)
+        text = bar_text()
+    assert re.search(running, text), text
+    later = bar_text()
+    while later == text and time.monotonic() < deadline:  # it moves
+        page.wait_for_timeout(200)
+        later = bar_text()
+    assert later != text, later
+
+
 def server_cpu_seconds(server) -> float:
     """CPU time (user + system) the app server's process has used so far (Linux /proc)."""
     fields = open(f"/proc/{server.process.pid}/stat").read().rsplit(")", 1)[1].split()
@@ -192,24 +213,7 @@ def test_a_running_comparison_shows_its_progress_and_cancel_stops_it(tmp_path):
                 # progress: the runs (or, in a run that lasts, its labels) done, elapsed and time left (the
                 # text within a run is checked in test_comparisons: runs on the demo data take a fraction of
                 # a second, and the bar is told a few times a second)
-                bar = page.locator("[data-testid='stProgress']")
-
-                def bar_text() -> str:
-                    # (the bar shows its text as plain text: invisible word joiners follow each colon)
-                    return bar.inner_text(timeout=60_000).replace("\u2060", "") if bar.count() else ""
-
-                running = r"(\d+/\d+ runs done|run \d+/\d+: .* · label \d+/\d+) · .* elapsed, about .* left"
-                deadline = time.monotonic() + 120
-                text = bar_text()
-                while not re.search(running, text) and time.monotonic() < deadline:
-                    page.wait_for_timeout(200)
-                    text = bar_text()
-                assert re.search(running, text), text
-                later = bar_text()
-                while later == text and time.monotonic() < deadline:  # it moves
-                    page.wait_for_timeout(200)
-                    later = bar_text()
-                assert later != text, later
+                progress_moves(page, r"(\d+/\d+ runs done|run \d+/\d+: .* · label \d+/\d+) · .* elapsed, about .* left")
                 page.get_by_role("button", name="Cancel").click()
                 page.wait_for_selector("text=Comparison cancelled", timeout=30_000)
                 wait_for_app(page)
