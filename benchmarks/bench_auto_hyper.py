@@ -20,7 +20,11 @@ an auto run, with and without the class weight (load-independent, unlike the upd
 with the fixed defaults, with the grid point of the lowest leave-one-out balanced error (then the higher
 AUC), with that of the highest leave-one-out AUC (then the lower balanced error; the solver's rule, ``rank``,
 also puts the points of balanced error 1/2 or more last) and with the best grid point.  ``--min-per-class``
-sets the labels of each class a choice waits for.
+sets the labels of each class a choice waits for.  With ``--latency``: per dataset and seed, the per-label
+update time of the labels at and after each moment (from the label that reaches it to ``--lag`` + 5 labels
+later), with the choice made and applied at the moment's label ("sync", ``auto_lag=0``) and with it computed
+in the background and applied ``--lag`` labels later ("background"), labels back to back, or ``--think`` ms
+apart (an analyst reading the next item); median and largest over those labels, and the largest outside them.
 
 Run:  .venv/bin/python benchmarks/bench_auto_hyper.py [--seeds 5 --budget 200 --datasets digits,digits-2%
       --configs fixed,auto]  (``--configs``: fixed and auto, and auto+cw unless left out)
@@ -61,18 +65,22 @@ def data(name: str, seed: int):
     return X, y, kernel
 
 
-def run(X, y, kernel, seed, params, budget, checkpoints):
-    train, test = stratified_split(y, 0.3, np.random.default_rng([seed, 0xE7A1]))
-    loop = ActiveLearningLoop(
-        X[train],
+def new_loop(X, kernel, seed, params, **evaluation) -> ActiveLearningLoop:
+    """The benchmark's loop: near-boundary, incremental solver, 10 random labels first."""
+    return ActiveLearningLoop(
+        X,
         strategy="near-boundary",
         solver="incremental",
         seed=seed,
         initial=10,
         solver_params=dict(kernel=kernel, **params),
-        eval_X=X[test],
-        eval_y=y[test],
+        **evaluation,
     )
+
+
+def run(X, y, kernel, seed, params, budget, checkpoints):
+    train, test = stratified_split(y, 0.3, np.random.default_rng([seed, 0xE7A1]))
+    loop = new_loop(X[train], kernel, seed, params, eval_X=X[test], eval_y=y[test])
     ytr = y[train]
     aucs = {}
     while loop.n_labels < budget:
@@ -163,6 +171,27 @@ def per_choice(name: str, seed: int, budget: int) -> list[str]:
     return lines
 
 
+def latency(name: str, seed: int, budget: int, lag: int, think_ms: float) -> dict[str, dict[str, np.ndarray]]:
+    """Per-label update ms (the loop's ``update_ms``) at and after each moment, and elsewhere, sync and background."""
+    X, y, kernel = data(name, seed)
+    train, _ = stratified_split(y, 0.3, np.random.default_rng([seed, 0xE7A1]))
+    out = {}
+    for mode, params in (("sync", {}), ("background", {"auto_lag": lag})):
+        loop = new_loop(X[train], kernel, seed, dict(CONFIGS["auto"], **params))
+        while loop.n_labels < budget:
+            q = loop.next_query()
+            loop.teach(q.index, int(y[train][q.index]))
+            if think_ms:
+                time.sleep(think_ms / 1000)
+        ms = np.array([r.update_ms for r in loop.history])
+        starts = [c.get("started", c["n_labels"]) for c in loop.solver.hyper_choices[1:]]
+        near = np.zeros(len(ms), dtype=bool)
+        for n in starts:  # (label n is ms[n - 1])
+            near[n - 1 : min(len(ms), n + lag + 5)] = True
+        out[mode] = {"near": ms[near], "other": ms[~near]}
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seeds", type=int, default=5)
@@ -174,7 +203,25 @@ def main() -> None:
     ap.add_argument(
         "--min-per-class", type=int, default=auto_hyper.MIN_PER_CLASS, help="labels of each class a choice waits for"
     )
+    ap.add_argument("--latency", action="store_true", help="per-label times around the moments, sync vs background")
+    ap.add_argument("--lag", type=int, default=auto_hyper.DEFAULT_LAG, help="labels from a choice's start to its use")
+    ap.add_argument("--think", type=float, default=0.0, help="ms between labels (--latency)")
     args = ap.parse_args()
+    if args.latency:
+        print(f"load {os.getloadavg()[0]:.1f}; lag {args.lag}; {args.think:g} ms between labels; update ms per label")
+        for name in args.datasets.split(","):
+            runs = [latency(name, seed, args.budget, args.lag, args.think) for seed in range(args.seeds)]
+            for mode in ("sync", "background"):
+                near = np.concatenate([r[mode]["near"] for r in runs])
+                other = np.concatenate([r[mode]["other"] for r in runs])
+                print(
+                    f"{name} {mode:>10}: at and after the moments median {np.median(near):.2f}, largest "
+                    f"{near.max():.0f}, labels over 10 ms {int(np.sum(near > 10))} of {len(near)}; elsewhere median "
+                    f"{np.median(other):.2f}, largest {other.max():.1f}",
+                    flush=True,
+                )
+        print(f"load {os.getloadavg()[0]:.1f}")
+        return
     auto_hyper.MIN_PER_CLASS = args.min_per_class  # (a measurement of the wait; the solver's is the constant)
     if args.per_choice:
         print(f"load {os.getloadavg()[0]:.1f}; wait for {args.min_per_class} of each class")
