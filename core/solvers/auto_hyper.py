@@ -66,20 +66,46 @@ for the default grid at 160 labels, 1.2 s on a 2-core machine at load 2 (5 featu
 load 14 on the datasets of benchmarks/bench_auto_hyper.py.  The class weight's point is the chosen C
 and gamma, often among the costliest of the grid: the CPU time of a re-choice at 160 labels on those
 datasets was 0.84-1.40 times the one without it (load 10-12; the estimate counts it as one point: 13
-for the default grid).  It
-runs at the label that reaches the moment, not in the background (the other labels take their usual
-time).  A grid whose estimated time at the last moment exceeds ``RECHOICE_TARGET_S`` (2 s) is refused
-when the solver is made, with a message that names the grid and the estimate.
+for the default grid).  A grid whose estimated time at the last moment exceeds ``RECHOICE_TARGET_S`` (2 s) is
+refused when the solver is made, with a message that names the grid and the estimate.
+
+In the background, a stated number of labels later (``auto_lag``).  With ``auto_lag=0`` (the default) the
+choice runs at the label that reaches the moment, which then takes the seconds above.  With ``auto_lag=L``
+(the app's sessions and ``compare``: ``DEFAULT_LAG``, 10) that label only fixes what the choice reads
+(``hyper_pending``: the moment, the label count it started at, the items it is based on and their labels,
+the values held and the box weights; JSON-able, saved with the solver's state) and queues its computation
+(``ChoiceSpec.run``) on a background thread; the choice is applied at the label count L later (recorded in
+the choice as ``n_labels``, the start as ``started``), and if it has not finished then, that label waits for
+it.  So the model stays a function of the labels in learning order, whatever the thread's timing: the
+thread's result is the one ``ChoiceSpec.run`` gives in the foreground, which a restored solver, a relearned
+one and ``auto_background=False`` compute at the label it is due at (the tests force the thread to finish
+early and late and compare the models bit for bit).  No new choice starts while one is pending.
+
+What the thread reads is its own: the rows of the items the choice is based on, copied into a ``DataStore``
+of their own (items 0..k-1 in learning order; the kernel values are the same bits), their labels, the
+solver's parameters, and kernel caches it makes; the scratch solvers it learns are its own.  The labelling
+thread goes on changing the solver, its store and its kernel cache, none of which the thread touches.
+Unlearning below the label count a pending choice started at, or unlearning or changing one of its labels,
+drops it; the thread is then given up between two of its steps (each solver lineage, which undo copies and
+relearned selves share, keeps its thread in ``_running``).  The threads are started once, with the first
+solver that has a lag (starting one made the label that started a choice wait ~10 ms on a loaded machine).
+
+The thread holds the GIL while it runs Python; the compiled steps of the incremental solver (``drive``,
+~20% of a choice's time) do not release it either.  Measured (benchmarks/bench_auto_hyper.py ``--latency``;
+docs/benchmarks.md, "C and gamma from the labels"): the labels given while a choice runs took the time of the
+labels elsewhere (their median 0.2-0.4 ms), so neither releasing the GIL in the compiled loops nor a process
+(which would have to copy the rows and parameters over without pickle) was needed.  A shorter switch interval
+while the thread runs (0.5 ms) changed nothing measurable and was left out.
 """
 
 from __future__ import annotations
 
 import itertools
 import math
-import sys
 import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -117,25 +143,17 @@ wait_hook: Callable[[tuple], None] | None = None
 _lineages = itertools.count(1)
 _running: dict[int, ChoiceJob] = {}  # the background choice of each solver lineage (undo copies share one)
 _running_lock = threading.Lock()
-# While a background choice runs, the interpreter hands the GIL over every SWITCH_S (instead of every 5 ms):
-# a label's own steps then wait at most that long for the background thread's Python code (module notes).
-SWITCH_S = 0.0005
-_switch = {"jobs": 0, "saved": 0.0}
+_pool: list[ThreadPoolExecutor] = []  # the threads that compute choices in the background, made once
 
 
-def _job_started() -> None:
+def _workers() -> ThreadPoolExecutor:
+    """The background threads, started before the first choice needs one: a label that starts a choice then
+    only queues it (starting a thread waits until the new thread has run, ~10 ms on a loaded machine)."""
     with _running_lock:
-        if _switch["jobs"] == 0:
-            _switch["saved"] = sys.getswitchinterval()
-            sys.setswitchinterval(min(_switch["saved"], SWITCH_S))
-        _switch["jobs"] += 1
-
-
-def _job_ended() -> None:
-    with _running_lock:
-        _switch["jobs"] -= 1
-        if _switch["jobs"] == 0:
-            sys.setswitchinterval(_switch["saved"])
+        if not _pool:
+            _pool.append(ThreadPoolExecutor(max_workers=2, thread_name_prefix="marginlab-rechoice"))
+            _pool[0].submit(lambda: None).result()
+        return _pool[0]
 
 
 def check_auto(auto) -> tuple[str, ...]:
@@ -398,8 +416,7 @@ class ChoiceJob:
         self._done, self._cancelled = threading.Event(), threading.Event()
         self._result: dict[str, Any] | None = None
         self._error: BaseException | None = None
-        _job_started()
-        threading.Thread(target=self._run, name="marginlab-rechoice", daemon=True).start()
+        _workers().submit(self._run)
 
     def _run(self) -> None:
         try:
@@ -414,7 +431,6 @@ class ChoiceJob:
             self._error = exc
         finally:
             self._spec = None
-            _job_ended()
             self._done.set()
 
     def done(self) -> bool:
@@ -488,6 +504,8 @@ class AutoHyper:
         # the choice started and not yet applied: its inputs (see ``_start_if_due``), JSON-able
         self.hyper_pending: dict[str, Any] | None = None if pending is None else dict(pending)
         self._lineage = next(_lineages)  # (shared by this solver's undo copies and relearned selves)
+        if self.auto_lag and self.auto_background:
+            _workers()
 
     def _auto_params(self) -> dict[str, Any]:
         params: dict[str, Any] = dict(

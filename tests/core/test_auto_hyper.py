@@ -607,3 +607,26 @@ def test_an_undone_background_choice_is_given_up_and_a_lag_is_checked(monkeypatc
     for bad in (-1, 2.5, True, "10"):
         with pytest.raises(ValueError, match="auto_lag is the number of labels"):
             make_solver("incremental", X, **dict(LAGGED, auto_lag=bad))
+
+
+@pytest.mark.parametrize("solver", EXACT)
+def test_a_class_weight_chosen_in_the_background_gives_the_foreground_s_model(solver, monkeypatch):
+    import threading
+
+    from core.solvers import auto_hyper
+
+    release = threading.Event()  # each choice finishes late, at the label it is due at
+    monkeypatch.setattr(auto_hyper, "worker_hook", lambda key: release.wait())
+    monkeypatch.setattr(auto_hyper, "wait_hook", lambda key: release.set())
+    X, y = rare(300, seed=10)
+    config = dict(WEIGHED, auto=list(WEIGHED["auto"]), auto_lag=3, class_weight="balanced")
+    fore = make_solver(solver, X, **config, auto_background=False)
+    back = make_solver(solver, X, **config)
+    for i in range(60):
+        fore.learn(i, float(y[i]))
+        back.learn(i, float(y[i]))
+        release.clear()
+        same_solver(fore, back)
+        assert back.class_weight == fore.class_weight and back.class_weights_ == fore.class_weights_
+    assert len(back.hyper_choices) >= 3  # (the starting values and two choices or more)
+    assert [c.get("started") for c in back.hyper_choices[1:]] == [c["n_labels"] - 3 for c in back.hyper_choices[1:]]
