@@ -87,13 +87,15 @@ solver's parameters, and kernel caches it makes; the scratch solvers it learns a
 thread goes on changing the solver, its store and its kernel cache, none of which the thread touches.
 Unlearning below the label count a pending choice started at, or unlearning or changing one of its labels,
 drops it; the thread is then given up between two of its steps (each solver lineage, which undo copies and
-relearned selves share, keeps its thread in ``_running``).  The threads are started once, with the first
-solver that has a lag (starting one made the label that started a choice wait ~10 ms on a loaded machine).
+relearned selves share, keeps its thread in ``_running``).  Two daemon threads serve the queued choices; they
+are started once, with the first solver that has a lag (starting one made the label that started a choice
+wait ~10 ms on a loaded machine), and a choice starts ``START_DELAY_S`` (20 ms) after it is queued, so that
+the label that queued it finishes first.
 
 The thread holds the GIL while it runs Python; the compiled steps of the incremental solver (``drive``,
 ~20% of a choice's time) do not release it either.  Measured (benchmarks/bench_auto_hyper.py ``--latency``;
 docs/benchmarks.md, "C and gamma from the labels"): the labels given while a choice runs took the time of the
-labels elsewhere (their median 0.2-0.4 ms), so neither releasing the GIL in the compiled loops nor a process
+labels elsewhere (median 0.2-0.9 ms at load 4-11), so neither releasing the GIL in the compiled loops nor a process
 (which would have to copy the rows and parameters over without pickle) was needed.  A shorter switch interval
 while the thread runs (0.5 ms) changed nothing measurable and was left out.
 """
@@ -102,10 +104,10 @@ from __future__ import annotations
 
 import itertools
 import math
+import queue
 import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -143,17 +145,29 @@ wait_hook: Callable[[tuple], None] | None = None
 _lineages = itertools.count(1)
 _running: dict[int, ChoiceJob] = {}  # the background choice of each solver lineage (undo copies share one)
 _running_lock = threading.Lock()
-_pool: list[ThreadPoolExecutor] = []  # the threads that compute choices in the background, made once
+_queue: queue.SimpleQueue[ChoiceJob] = queue.SimpleQueue()  # the choices waiting for a background thread
+_threads: list[threading.Thread] = []  # the threads that compute them, started once
+N_THREADS = 2
+# A background choice starts this long after it is queued: the label that queued it finishes first (without
+# the pause, the label that starts a choice took 1-20 ms at load 16 against 0.5 ms; measured by
+# benchmarks/bench_auto_hyper.py --latency).  Only when the choice ends depends on it, never what it is.
+START_DELAY_S = 0.02
 
 
-def _workers() -> ThreadPoolExecutor:
-    """The background threads, started before the first choice needs one: a label that starts a choice then
-    only queues it (starting a thread waits until the new thread has run, ~10 ms on a loaded machine)."""
+def _serve() -> None:
+    while True:
+        _queue.get()._run()
+
+
+def _start_threads() -> None:
+    """The background threads, started before the first choice needs one (a label that starts a choice then only
+    queues it: starting a thread waits until the new thread has run, ~10 ms on a loaded machine).  Daemon
+    threads: a process that ends does not wait for a choice it no longer needs."""
     with _running_lock:
-        if not _pool:
-            _pool.append(ThreadPoolExecutor(max_workers=2, thread_name_prefix="marginlab-rechoice"))
-            _pool[0].submit(lambda: None).result()
-        return _pool[0]
+        while len(_threads) < N_THREADS:
+            thread = threading.Thread(target=_serve, name="marginlab-rechoice", daemon=True)
+            thread.start()
+            _threads.append(thread)
 
 
 def check_auto(auto) -> tuple[str, ...]:
@@ -416,11 +430,13 @@ class ChoiceJob:
         self._done, self._cancelled = threading.Event(), threading.Event()
         self._result: dict[str, Any] | None = None
         self._error: BaseException | None = None
-        _workers().submit(self._run)
+        _start_threads()
+        _queue.put(self)
 
     def _run(self) -> None:
         try:
             assert self._spec is not None
+            self._cancelled.wait(START_DELAY_S)
             result = self._spec.run(self._cancelled)
             if worker_hook is not None:
                 worker_hook(self.key)
@@ -505,7 +521,7 @@ class AutoHyper:
         self.hyper_pending: dict[str, Any] | None = None if pending is None else dict(pending)
         self._lineage = next(_lineages)  # (shared by this solver's undo copies and relearned selves)
         if self.auto_lag and self.auto_background:
-            _workers()
+            _start_threads()
 
     def _auto_params(self) -> dict[str, Any]:
         params: dict[str, Any] = dict(
