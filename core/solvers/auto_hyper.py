@@ -82,12 +82,13 @@ one and ``auto_background=False`` compute at the label it is due at (the tests f
 early and late and compare the models bit for bit).  No new choice starts while one is pending.
 
 What the thread reads is its own: the rows of the items the choice is based on, copied into a ``DataStore``
-of their own (items 0..k-1 in learning order; the kernel values are the same bits), their labels, the
+of their own (items 0..k-1 in learning order, with or without a lag), their labels, the
 solver's parameters, and kernel caches it makes; the scratch solvers it learns are its own.  The labelling
 thread goes on changing the solver, its store and its kernel cache, none of which the thread touches.
 Unlearning below the label count a pending choice started at, or unlearning or changing one of its labels,
-drops it; the thread is then given up between two of its steps (each solver lineage, which undo copies and
-relearned selves share, keeps its thread in ``_running``).  Two daemon threads serve the queued choices; they
+drops it (a correction then starts it again at once, from the labels then, applied the lag later); its
+thread is given up between two of its steps (each solver lineage, which undo copies and relearned selves
+share, keeps its thread in ``_running``).  Two daemon threads serve the queued choices; they
 are started once, with the first solver that has a lag (starting one made the label that started a choice
 wait ~10 ms on a loaded machine), and a choice starts ``START_DELAY_S`` (20 ms) after it is queued, so that
 the label that queued it finishes first.

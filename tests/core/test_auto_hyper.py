@@ -630,3 +630,22 @@ def test_a_class_weight_chosen_in_the_background_gives_the_foreground_s_model(so
         assert back.class_weight == fore.class_weight and back.class_weights_ == fore.class_weights_
     assert len(back.hyper_choices) >= 3  # (the starting values and two choices or more)
     assert [c.get("started") for c in back.hyper_choices[1:]] == [c["n_labels"] - 3 for c in back.hyper_choices[1:]]
+
+
+def test_a_corrected_label_under_a_pending_choice_starts_it_again_from_the_labels_then():
+    X, y = curved(200, seed=11)
+    loop = ActiveLearningLoop(
+        X, strategy="near-boundary", solver="incremental", seed=1, initial=4, solver_params=LAGGED
+    )
+    answered(loop, y, 22)  # the choice of 20 labels started at 20, due at 24
+    assert loop.solver.hyper_pending["started"] == 20
+    item, label = loop.events[3]
+    loop.change_label(item, -label)  # one of the labels it is based on
+    # dropped when the label was unlearned, and started again then (21 labels) from the first 20 in learning
+    # order, which the corrected label, learned after them, is not among
+    pending = loop.solver.hyper_pending
+    assert pending["started"] == 21 and pending["due"] == 25 and item not in pending["based"]
+    based = np.asarray(pending["based"])
+    assert np.array_equal(np.asarray(pending["labels"]), loop.solver.y[based]) and loop.solver.y[item] == -label
+    answered(loop, y, 3)
+    assert [c["n_labels"] for c in loop.solver.hyper_choices] == [0, 14, 25]
