@@ -20,7 +20,12 @@ an auto run, with and without the class weight (load-independent, unlike the upd
 with the fixed defaults, with the grid point of the lowest leave-one-out balanced error (then the higher
 AUC), with that of the highest leave-one-out AUC (then the lower balanced error; the solver's rule, ``rank``,
 also puts the points of balanced error 1/2 or more last) and with the best grid point.  ``--min-per-class``
-sets the labels of each class a choice waits for.
+sets the labels of each class a choice waits for.  With ``--latency``: per dataset and seed, the per-label
+update time (median and largest) of the label that reaches each moment, of the labels while its choice runs, of
+the label it is due at, of the 5 labels after and of the others, with the choice made and applied at the
+moment's label ("sync", ``auto_lag=0``; the next ``--lag`` labels count as "during") and with it computed in
+the background and applied ``--lag`` labels later ("background"); labels back to back, or ``--think`` ms apart
+while a choice runs (an analyst reading the next item).
 
 Run:  .venv/bin/python benchmarks/bench_auto_hyper.py [--seeds 5 --budget 200 --datasets digits,digits-2%
       --configs fixed,auto]  (``--configs``: fixed and auto, and auto+cw unless left out)
@@ -61,18 +66,22 @@ def data(name: str, seed: int):
     return X, y, kernel
 
 
-def run(X, y, kernel, seed, params, budget, checkpoints):
-    train, test = stratified_split(y, 0.3, np.random.default_rng([seed, 0xE7A1]))
-    loop = ActiveLearningLoop(
-        X[train],
+def new_loop(X, kernel, seed, params, **evaluation) -> ActiveLearningLoop:
+    """The benchmark's loop: near-boundary, incremental solver, 10 random labels first."""
+    return ActiveLearningLoop(
+        X,
         strategy="near-boundary",
         solver="incremental",
         seed=seed,
         initial=10,
         solver_params=dict(kernel=kernel, **params),
-        eval_X=X[test],
-        eval_y=y[test],
+        **evaluation,
     )
+
+
+def run(X, y, kernel, seed, params, budget, checkpoints):
+    train, test = stratified_split(y, 0.3, np.random.default_rng([seed, 0xE7A1]))
+    loop = new_loop(X[train], kernel, seed, params, eval_X=X[test], eval_y=y[test])
     ytr = y[train]
     aucs = {}
     while loop.n_labels < budget:
@@ -163,6 +172,36 @@ def per_choice(name: str, seed: int, budget: int) -> list[str]:
     return lines
 
 
+PARTS = ("moment", "during", "due", "after", "elsewhere")
+
+
+def latency(name: str, seed: int, budget: int, lag: int, think_ms: float) -> dict[str, dict[str, list[float]]]:
+    """Per-label update ms (the loop's ``update_ms``) of the label that reaches each moment, of the labels while
+    the background choice runs, of the label it is due at, of the 5 labels after it, and of every other label;
+    "sync" (``auto_lag=0``: the moment's label is the one it is due at) and "background"."""
+    X, y, kernel = data(name, seed)
+    train, _ = stratified_split(y, 0.3, np.random.default_rng([seed, 0xE7A1]))
+    out: dict[str, dict[str, list[float]]] = {}
+    for mode, params in (("sync", {}), ("background", {"auto_lag": lag})):
+        loop = new_loop(X[train], kernel, seed, dict(CONFIGS["auto"], **params))
+        while loop.n_labels < budget:
+            q = loop.next_query()
+            loop.teach(q.index, int(y[train][q.index]))
+            if think_ms and getattr(loop.solver, "hyper_pending", None) is not None:
+                time.sleep(think_ms / 1000)  # (the analyst reads the next item while the choice runs)
+        ms = [r.update_ms for r in loop.history]  # (label n is ms[n - 1])
+        part = ["elsewhere"] * len(ms)
+        for c in loop.solver.hyper_choices[1:]:
+            start, due = c.get("started", c["n_labels"]), c["n_labels"]
+            for n in range(start, min(len(ms), due + 5) + 1):
+                part[n - 1] = "moment" if n == start else "during" if n < due else "due" if n == due else "after"
+            if mode == "sync":  # (the moment's label is the due label; the next lag labels count as "during")
+                for n in range(start + 1, min(len(ms), start + lag) + 1):
+                    part[n - 1] = "during"
+        out[mode] = {p: [m for m, q in zip(ms, part, strict=True) if q == p] for p in PARTS}
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seeds", type=int, default=5)
@@ -174,7 +213,22 @@ def main() -> None:
     ap.add_argument(
         "--min-per-class", type=int, default=auto_hyper.MIN_PER_CLASS, help="labels of each class a choice waits for"
     )
+    ap.add_argument("--latency", action="store_true", help="per-label times around the moments, sync vs background")
+    ap.add_argument("--lag", type=int, default=auto_hyper.DEFAULT_LAG, help="labels from a choice's start to its use")
+    ap.add_argument("--think", type=float, default=0.0, help="ms between labels (--latency)")
     args = ap.parse_args()
+    if args.latency:
+        print(f"load {os.getloadavg()[0]:.1f}; lag {args.lag}; {args.think:g} ms between labels; update ms per label")
+        for name in args.datasets.split(","):
+            runs = [latency(name, seed, args.budget, args.lag, args.think) for seed in range(args.seeds)]
+            for mode in ("sync", "background"):
+                cells = []
+                for p in PARTS:
+                    v = np.concatenate([r[mode][p] for r in runs])
+                    cells.append(f"{p} {np.median(v):.2f} / {v.max():.0f}" if len(v) else f"{p} -")
+                print(f"{name} {mode:>10} (median / largest ms): " + ", ".join(cells), flush=True)
+        print(f"load {os.getloadavg()[0]:.1f}")
+        return
     auto_hyper.MIN_PER_CLASS = args.min_per_class  # (a measurement of the wait; the solver's is the constant)
     if args.per_choice:
         print(f"load {os.getloadavg()[0]:.1f}; wait for {args.min_per_class} of each class")

@@ -37,7 +37,7 @@ from core.priors import PriorError, read_keys, rows_of_keys
 from core.settings import STANDARD_MODEL, SessionSettings, SettingsError
 from core.solvers import SOLVER_NAMES
 from core.solvers import get as solver_entry
-from core.solvers.auto_hyper import DEFAULT_MOMENTS
+from core.solvers.auto_hyper import DEFAULT_LAG, DEFAULT_MOMENTS
 from core.strategies import COLD_STARTS, DEFAULT_COLD_START, STRATEGY_NAMES
 from core.strategies import get as strategy_entry
 
@@ -711,6 +711,9 @@ def hyper_options(args: argparse.Namespace, solvers: Sequence[str | None]) -> di
         auto.append("class_weight")
     if auto:
         params["auto"] = auto
+        # chosen in the background and used DEFAULT_LAG labels later, as in the app (``fit`` takes ``auto`` only:
+        # a batch has no later labels to wait for)
+        params["auto_lag"] = DEFAULT_LAG
     return params
 
 
@@ -735,9 +738,12 @@ def describe_hyper(params: dict) -> str:
     ]
     *first, last = (str(m) for m in DEFAULT_MOMENTS)
     start = ", ".join({"C": "C 1", "gamma": "gamma scale"}.get(k, "no class weights") for k in auto)
+    lag = params.get("auto_lag") or 0
     return (
-        f"{names} chosen from the labels by exact leave-one-out at {', '.join(first)} and {last} labels "
-        f"({start} until then)" + (f"; {', '.join(fixed)}" if fixed else "")
+        f"{names} chosen from the labels by exact leave-one-out at {', '.join(first)} and {last} labels"
+        + (f", each used {lag} labels later" if lag else "")
+        + f" ({start} until then)"
+        + (f"; {', '.join(fixed)}" if fixed else "")
     )
 
 

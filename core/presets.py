@@ -107,7 +107,7 @@ def taken_by(solver: str, solver_params: dict[str, Any] | None) -> dict[str, Any
     the starting values."""
     params = dict(solver_params or {})
     if params.get("auto") and solver in solver_names() and not solver_entry(solver).exact_unlearn:
-        for key in ("auto", "auto_grid", "auto_moments"):
+        for key in ("auto", "auto_grid", "auto_moments", "auto_lag"):
             params.pop(key, None)
     return params
 

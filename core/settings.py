@@ -190,6 +190,7 @@ SOLVER_FIELDS = (
     "balance_ratio",
     "max_nonsv",
     "auto",
+    "auto_lag",
 )
 
 
@@ -223,6 +224,7 @@ class SessionSettings:
     balance_ratio: float = UNSET
     max_nonsv: int | None = UNSET
     auto: tuple[str, ...] = UNSET
+    auto_lag: int = UNSET
     strategy_params: Mapping[str, Any] = field(default_factory=FrozenDict)
     seed: int = 0
     cold_start: str = DEFAULT_COLD_START
@@ -307,6 +309,10 @@ class SessionSettings:
             from core.solvers.auto_hyper import check_auto
 
             self._set("auto", _refuse("auto", check_auto, self.auto))
+        if self.auto_lag is not UNSET:  # the labels from the start of such a choice to its use
+            from core.solvers.auto_hyper import check_lag
+
+            self._set("auto_lag", _refuse("auto_lag", check_lag, self.auto_lag))
         if self.loss is not UNSET:
             from core.solvers.ramp import LOSSES
 
@@ -329,7 +335,7 @@ class SessionSettings:
 
     def _check_solver_takes(self, solver: solvers.Solver) -> None:
         """A parameter the solver does not take is refused, naming the solvers that do."""
-        for name in ("degree", "coef0", "tol", "loss", "class_weight", "balance_ratio", "max_nonsv", "auto"):
+        for name in SOLVER_FIELDS[3:]:  # (not kernel, C and gamma, which every solver takes)
             if getattr(self, name) is not UNSET and not _takes(solver, name):
                 takers = [e.name for e in solvers.REGISTRY.entries() if e.offered and _takes(e, name)]
                 raise SettingsError(

@@ -43,6 +43,7 @@ from core.settings import (
     SettingsError,
     StoppingSettings,
 )
+from core.solvers.auto_hyper import DEFAULT_LAG
 from core.strategies import DEFAULT_SOLVER
 from storage import history as stored_history
 from storage import repository as repo
@@ -175,6 +176,7 @@ class Sessions:
         solver = solver or DEFAULT_SOLVER[strategy]
         if auto_hyper and solver in EXACT_SOLVERS and "gamma" in solver_params:  # (the SVM, not a named model)
             solver_params["auto"] = ["C", "gamma"] if solver_params["kernel"] == "rbf" else ["C"]
+            solver_params["auto_lag"] = DEFAULT_LAG  # (computed in the background, used 10 labels later)
         if eval_fraction is None:
             eval_fraction = dataset.meta.get("eval_fraction", EVAL_FRACTION)
         eval_fraction = eval_share(eval_fraction)

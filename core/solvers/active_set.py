@@ -147,6 +147,9 @@ class ActiveSetSVM(AutoHyper, ClassWeights, OnlineSolver):
         auto_grid=None,
         auto_moments=None,
         hyper_choices=None,
+        auto_lag=0,
+        auto_background=True,
+        hyper_pending=None,
         **params,
     ):
         if not (np.isfinite(pivot_tol) and 0 < pivot_tol < 1):
@@ -157,6 +160,7 @@ class ActiveSetSVM(AutoHyper, ClassWeights, OnlineSolver):
         self.shrink_margin = float(shrink_margin)
         self._init_class_weight(class_weight)
         self._init_auto(auto, auto_grid, auto_moments, hyper_choices, params.get("kernel", "rbf"))
+        self._init_lag(auto_lag, auto_background, hyper_pending)
         self._reset_slots()
         super().__init__(X, **params)
 

@@ -66,22 +66,56 @@ for the default grid at 160 labels, 1.2 s on a 2-core machine at load 2 (5 featu
 load 14 on the datasets of benchmarks/bench_auto_hyper.py.  The class weight's point is the chosen C
 and gamma, often among the costliest of the grid: the CPU time of a re-choice at 160 labels on those
 datasets was 0.84-1.40 times the one without it (load 10-12; the estimate counts it as one point: 13
-for the default grid).  It
-runs at the label that reaches the moment, not in the background (the other labels take their usual
-time).  A grid whose estimated time at the last moment exceeds ``RECHOICE_TARGET_S`` (2 s) is refused
-when the solver is made, with a message that names the grid and the estimate.
+for the default grid).  A grid whose estimated time at the last moment exceeds ``RECHOICE_TARGET_S`` (2 s) is
+refused when the solver is made, with a message that names the grid and the estimate.
+
+In the background, a stated number of labels later (``auto_lag``).  With ``auto_lag=0`` (the default) the
+choice runs at the label that reaches the moment, which then takes the seconds above.  With ``auto_lag=L``
+(the app's sessions and ``compare``: ``DEFAULT_LAG``, 10) that label only fixes what the choice reads
+(``hyper_pending``: the moment, the label count it started at, the items it is based on and their labels,
+the values held and the box weights; JSON-able, saved with the solver's state) and queues its computation
+(``ChoiceSpec.run``) on a background thread; the choice is applied at the label count L later (recorded in
+the choice as ``n_labels``, the start as ``started``), and if it has not finished then, that label waits for
+it.  So the model stays a function of the labels in learning order, whatever the thread's timing: the
+thread's result is the one ``ChoiceSpec.run`` gives in the foreground, which a restored solver, a relearned
+one and ``auto_background=False`` compute at the label it is due at (the tests force the thread to finish
+early and late and compare the models bit for bit).  No new choice starts while one is pending.
+
+What the thread reads is its own: the rows of the items the choice is based on, copied into a ``DataStore``
+of their own (items 0..k-1 in learning order, with or without a lag), their labels, the
+solver's parameters, and kernel caches it makes; the scratch solvers it learns are its own.  The labelling
+thread goes on changing the solver, its store and its kernel cache, none of which the thread touches.
+Unlearning below the label count a pending choice started at, or unlearning or changing one of its labels,
+drops it (a correction then starts it again at once, from the labels then, applied the lag later); its
+thread is given up between two of its steps (each solver lineage, which undo copies and relearned selves
+share, keeps its thread in ``_running``).  Two daemon threads serve the queued choices; they
+are started once, with the first solver that has a lag (starting one made the label that started a choice
+wait ~10 ms on a loaded machine), and a choice starts ``START_DELAY_S`` (20 ms) after it is queued, so that
+the label that queued it finishes first.
+
+The thread holds the GIL while it runs Python; the compiled steps of the incremental solver (``drive``,
+~20% of a choice's time) do not release it either.  Measured (benchmarks/bench_auto_hyper.py ``--latency``;
+docs/benchmarks.md, "C and gamma from the labels"): the labels given while a choice runs took the time of the
+labels elsewhere (median 0.2-0.9 ms at load 4-11), so neither releasing the GIL in the compiled loops nor a process
+(which would have to copy the rows and parameters over without pickle) was needed.  A shorter switch interval
+while the thread runs (0.5 ms) changed nothing measurable and was left out.
 """
 
 from __future__ import annotations
 
+import itertools
 import math
+import queue
+import threading
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
 
-from core.kernels import Kernel, KernelCache
+from core.kernels import DataStore, Kernel, KernelCache
 from core.metrics import roc_auc
 from core.solvers.base import stepped_balanced_weights
 from core.threads import single_threaded_blas
@@ -102,6 +136,39 @@ RECHOICE_TARGET_S = 2.0
 SECONDS_PER_POINT_LABEL2 = 4e-6
 # A choice waits until the labels it is based on hold this many of each class (see the module notes).
 MIN_PER_CLASS = 3
+# The labels between the label a choice starts at and the label it is applied at, in the app and the CLI's
+# labelling (``auto_lag``; the solver's own default, 0, chooses and applies at the same label).
+DEFAULT_LAG = 10
+# Test hooks (None in use): ``worker_hook(key)`` runs in the background thread after a choice is computed and
+# before it is handed over; ``wait_hook(key)`` runs in the labelling thread when it is about to wait for one.
+worker_hook: Callable[[tuple], None] | None = None
+wait_hook: Callable[[tuple], None] | None = None
+_lineages = itertools.count(1)
+_running: dict[int, ChoiceJob] = {}  # the background choice of each solver lineage (undo copies share one)
+_running_lock = threading.Lock()
+_queue: queue.SimpleQueue[ChoiceJob] = queue.SimpleQueue()  # the choices waiting for a background thread
+_threads: list[threading.Thread] = []  # the threads that compute them, started once
+N_THREADS = 2
+# A background choice starts this long after it is queued: the label that queued it finishes first (without
+# the pause, the label that starts a choice took 1-20 ms at load 16 against 0.5 ms; measured by
+# benchmarks/bench_auto_hyper.py --latency).  Only when the choice ends depends on it, never what it is.
+START_DELAY_S = 0.02
+
+
+def _serve() -> None:
+    while True:
+        _queue.get()._run()
+
+
+def _start_threads() -> None:
+    """The background threads, started before the first choice needs one (a label that starts a choice then only
+    queues it: starting a thread waits until the new thread has run, ~10 ms on a loaded machine).  Daemon
+    threads: a process that ends does not wait for a choice it no longer needs."""
+    with _running_lock:
+        while len(_threads) < N_THREADS:
+            thread = threading.Thread(target=_serve, name="marginlab-rechoice", daemon=True)
+            thread.start()
+            _threads.append(thread)
 
 
 def check_auto(auto) -> tuple[str, ...]:
@@ -132,6 +199,20 @@ def check_grid(grid) -> dict[str, tuple[float, ...]]:
             raise ValueError(f"auto_grid[{key!r}] must be one or more positive numbers, got {values!r}")
         out[key] = tuple(sorted(set(vals)))
     return out
+
+
+def check_lag(lag) -> int:
+    if isinstance(lag, (bool, np.bool_)) or not isinstance(lag, (int, np.integer)) or not 0 <= int(lag) <= 1000:
+        raise ValueError(
+            f"auto_lag is the number of labels from the start of a choice to its use: a whole number from 0 to "
+            f"1000, got {lag!r}"
+        )
+    return int(lag)
+
+
+def _key(pending: dict[str, Any]) -> tuple:
+    """What identifies a pending choice (its moment, the label count it started at and its labels)."""
+    return (pending["moment"], pending["started"], tuple(pending["based"]), tuple(pending["labels"]))
 
 
 def check_moments(moments) -> tuple[int, ...]:
@@ -165,6 +246,15 @@ def grid_size(auto: tuple[str, ...], grid: dict, kernel: str) -> int:
     n_c = len(grid["C"]) if "C" in auto else 1
     n_g = len(grid["gamma"]) if ("gamma" in auto and kernel == "rbf") else 1
     return n_c * n_g + (1 if "class_weight" in auto else 0)  # (the other class weight at the chosen values)
+
+
+def weights_of(class_weight, labels: np.ndarray) -> dict[int, float] | None:
+    """The fixed weights a class weight gives ``labels`` (None: no weights; "balanced": the weights the
+    solver's "balanced" boxes hold for these labels)."""
+    if class_weight is None:
+        return None
+    w_pos, w_neg = stepped_balanced_weights(int(np.count_nonzero(labels > 0)), int(np.count_nonzero(labels < 0)))
+    return {1: w_pos, -1: w_neg}
 
 
 def median_heuristic(X, idx: np.ndarray) -> float:
@@ -202,7 +292,7 @@ def balanced_error(y: np.ndarray, f: np.ndarray) -> float:
     return 0.5 * (err_pos + err_neg)
 
 
-def loo_decision_values(solver, shortcut: bool = True) -> np.ndarray:
+def loo_decision_values(solver, shortcut: bool = True, cancelled: threading.Event | None = None) -> np.ndarray:
     """Exact leave-one-out decision values f_{-i}(x_i) of the learned examples, in ``labelled_`` order.
 
     Each example with a coefficient is unlearned (exact decremental step), its decision value read,
@@ -219,6 +309,8 @@ def loo_decision_values(solver, shortcut: bool = True) -> np.ndarray:
     for k, (i, y) in enumerate(zip(order.tolist(), labels.tolist(), strict=True)):
         if shortcut and free and not carries[k]:
             continue
+        if cancelled is not None and cancelled.is_set():
+            raise _Cancelled
         solver.unlearn(i)
         values[k] = float(solver.decision_function([i])[0])
         solver.learn(i, y)
@@ -231,6 +323,155 @@ def _has_free_margin_vector(solver, sv, coef) -> bool:
     bounds = solver._upper_bounds(np.asarray(sv, dtype=np.intp))
     a = np.abs(np.asarray(coef, dtype=np.float64))
     return bool(np.any((a > 1e-9 * bounds) & (a < bounds * (1.0 - 1e-9))))
+
+
+class _Cancelled(Exception):
+    """A background choice given up (its labels were undone)."""
+
+
+@dataclass
+class ChoiceSpec:
+    """A choice's inputs, its own copies (``AutoHyper._choice_spec``), and its computation (``run``): the grid
+    scored by exact leave-one-out over the items 0..k-1 of ``store`` (the rows of the labels it is based on,
+    in learning order) with ``labels``.  It reads nothing a solver changes while it runs."""
+
+    solver_class: Any
+    params: dict[str, Any]
+    kernel: dict[str, Any]
+    store: DataStore
+    labels: np.ndarray
+    C_now: float
+    g_now: float
+    weights_now: tuple[float, float]
+    auto: tuple[str, ...]
+    grid: dict[str, tuple[float, ...]]
+    cache_bytes: int
+    largest_diag: Any
+
+    def grid_points(self) -> list[tuple[float, float]]:
+        Cs = self.grid["C"] if "C" in self.auto else (self.C_now,)
+        if "gamma" in self.auto and self.kernel["name"] == "rbf":
+            g0 = median_heuristic(self.store.X, np.arange(len(self.store)))
+            gammas = tuple(m * g0 for m in self.grid["gamma"])
+        else:
+            gammas = (self.g_now,)
+        return [(float(C), float(g)) for g in gammas for C in Cs]
+
+    def scratch(self, C: float, cache: KernelCache, class_weight: Any = _KEEP):
+        """A plain solver of this kind (no choice of its own) with C and the cache's kernel over this store, and
+        the solver's class weight, or ``class_weight`` (None or fixed weights) when given."""
+        params = dict(self.params, C=C, gamma=cache.kernel.gamma)
+        if class_weight is not _KEEP:
+            params["class_weight"] = class_weight
+        kernel = params.pop("kernel")
+        scratch = self.solver_class(kernel=kernel, **params)
+        scratch.store, scratch.kernel, scratch.cache = self.store, cache.kernel, cache
+        scratch._largest_kernel_diag = self.largest_diag
+        scratch.y = np.zeros(len(self.store))
+        scratch._on_store_grown(len(self.store))
+        scratch._weights = self.weights_now if class_weight is _KEEP else scratch._fixed_weights or (1.0, 1.0)
+        scratch._class_bounds_changed()
+        return scratch
+
+    @single_threaded_blas  # (once for the thousands of steps inside, which then skip setting it)
+    def run(self, cancelled: threading.Event | None = None) -> dict[str, Any]:
+        """The best grid point (see the module notes); ``cancelled`` set gives up between steps."""
+        order, labels = np.arange(len(self.store)), self.labels
+        class_weight_now = self.params.get("class_weight")
+        # with "class_weight" in auto, the grid is scored with the current class weight and the other one at
+        # the best grid point, each with its weights of these labels, fixed while leaving one out
+        weighing = "class_weight" in self.auto
+        weights = {cw: weights_of(cw, labels) for cw in CLASS_WEIGHTS} if weighing else {}
+        best: dict[str, Any] | None = None
+        best_key = None
+        caches: dict[float, KernelCache] = {}
+
+        def score(C: float, gamma: float, class_weight) -> tuple[float, float]:
+            cache = caches.get(gamma)
+            if cache is None:
+                kernel = Kernel(**{**self.kernel, "gamma": gamma})
+                cache = caches[gamma] = KernelCache(kernel, self.store, self.cache_bytes // 4)
+            scratch = self.scratch(C, cache, weights[class_weight] if weighing else _KEEP)
+            for i, y in zip(order.tolist(), labels.tolist(), strict=True):
+                if cancelled is not None and cancelled.is_set():
+                    raise _Cancelled
+                scratch.learn(i, y)
+            f = loo_decision_values(scratch, cancelled=cancelled)
+            return float(roc_auc(labels, f)), float(balanced_error(labels, f))
+
+        for C, gamma in self.grid_points():
+            auc, ber = score(C, gamma, class_weight_now)
+            distance = abs(math.log(C / self.C_now)) + abs(math.log(gamma / self.g_now))
+            key = (*rank(auc, ber), distance, C, gamma)
+            if best_key is None or key < best_key:
+                best_key, best = key, dict(C=C, gamma=gamma, auc=auc, balanced_error=ber)
+        assert best is not None, "the grid is never empty (check_grid)"
+        if weighing:
+            # the other class weight wins only with a higher AUC, or the same and a lower balanced error; when
+            # the balanced weights of these labels are 1 and 1 (classes within a factor sqrt(2) of each other),
+            # it is the same model, scored the same: not learned
+            best["class_weight"] = class_weight_now
+            other = next(cw for cw in CLASS_WEIGHTS if cw != class_weight_now)
+            if weights["balanced"] != {1: 1.0, -1: 1.0}:
+                auc, ber = score(best["C"], best["gamma"], other)
+                if rank(auc, ber) < rank(best["auc"], best["balanced_error"]):
+                    best.update(auc=auc, balanced_error=ber, class_weight=other)
+        return best
+
+
+class ChoiceJob:
+    """A choice computing in a background thread (``ChoiceSpec.run``); ``result()`` waits for it.  Copies of a
+    solver (undo) share it: ``key`` says which pending choice it is."""
+
+    __slots__ = ("key", "_spec", "_done", "_cancelled", "_result", "_error")
+
+    def __init__(self, key: tuple, spec: ChoiceSpec) -> None:
+        self.key = key
+        self._spec: ChoiceSpec | None = spec
+        self._done, self._cancelled = threading.Event(), threading.Event()
+        self._result: dict[str, Any] | None = None
+        self._error: BaseException | None = None
+        _start_threads()
+        _queue.put(self)
+
+    def _run(self) -> None:
+        try:
+            assert self._spec is not None
+            self._cancelled.wait(START_DELAY_S)
+            result = self._spec.run(self._cancelled)
+            if worker_hook is not None:
+                worker_hook(self.key)
+            if self._cancelled.is_set():
+                raise _Cancelled
+            self._result = result
+        except BaseException as exc:  # (handed to the thread that waits for the result)
+            self._error = exc
+        finally:
+            self._spec = None
+            self._done.set()
+
+    def done(self) -> bool:
+        return self._done.is_set()
+
+    def cancel(self) -> None:
+        self._cancelled.set()
+
+    def result(self) -> dict[str, Any] | None:
+        """The choice (waiting for it); None if it was given up."""
+        if not self._done.is_set() and wait_hook is not None:
+            wait_hook(self.key)
+        self._done.wait()
+        if isinstance(self._error, _Cancelled):
+            return None
+        if self._error is not None:
+            raise self._error
+        return self._result
+
+    def __copy__(self) -> ChoiceJob:
+        return self
+
+    def __deepcopy__(self, memo) -> ChoiceJob:
+        return self
 
 
 class AutoHyper:
@@ -253,7 +494,6 @@ class AutoHyper:
     _weights: Any
     _largest_kernel_diag: Any
     get_params: Any
-    _relearn: Any
     _on_store_grown: Any
     _class_bounds_changed: Any
 
@@ -270,23 +510,45 @@ class AutoHyper:
             )
         # each choice: {"n_labels", "moment", "C", "gamma", "auc", "balanced_error"} and, with "class_weight"
         # in auto, "class_weight" (None or "balanced"); the first entry, n_labels 0, holds the starting values
-        # (recorded at the first choice)
+        # (recorded at the first choice).  With a lag, also "started": the label count it started at.
         self.hyper_choices: list[dict[str, Any]] = [dict(c) for c in (hyper_choices or [])]
 
+    def _init_lag(self, auto_lag=0, auto_background=True, pending=None) -> None:
+        self.auto_lag = check_lag(auto_lag)
+        if not isinstance(auto_background, (bool, np.bool_)):
+            raise ValueError(f"auto_background must be True or False, got {auto_background!r}")
+        self.auto_background = bool(auto_background)
+        # the choice started and not yet applied: its inputs (see ``_start_if_due``), JSON-able
+        self.hyper_pending: dict[str, Any] | None = None if pending is None else dict(pending)
+        self._lineage = next(_lineages)  # (shared by this solver's undo copies and relearned selves)
+        if self.auto_lag and self.auto_background:
+            _start_threads()
+
     def _auto_params(self) -> dict[str, Any]:
-        return dict(
+        params: dict[str, Any] = dict(
             auto=list(self.auto),
             auto_grid={k: list(v) for k, v in self.auto_grid.items()},
             auto_moments=list(self.auto_moments),
             hyper_choices=[dict(c) for c in self.hyper_choices],
         )
+        if self.auto_lag or self.hyper_pending is not None:  # (a state saved before the lag reads the same)
+            params.update(auto_lag=self.auto_lag, auto_background=self.auto_background)
+            params["hyper_pending"] = None if self.hyper_pending is None else dict(self.hyper_pending)
+        return params
 
     def _rebalanced(self, result):
         result = super()._rebalanced(result)
         if not self.auto or self._relearning:
             return result
         t0 = time.perf_counter()
-        changed = self._drop_choices_above(len(self.learned_order)) or self._choose_if_due()
+        n = len(self.learned_order)
+        self._drop_pending_if_undone(n)
+        changed = self._drop_choices_above(n)
+        if not changed:
+            if self.hyper_pending is None:
+                self._start_if_due()
+            changed = self._apply_if_due()
+        self._cancel_orphans()
         if not changed:
             return result
         C, gamma = self._current()
@@ -304,6 +566,12 @@ class AutoHyper:
             extra=dict(result.extra, hyper=hyper),
         )
 
+    def _relearn(self, C: float | None = None, gamma: float | None = None):
+        lineage = self._lineage  # (the fresh solver that takes this one's place continues its lineage)
+        out = super()._relearn(C=C, gamma=gamma)  # type: ignore[misc]  # (ClassWeights, next in the bases)
+        self._lineage = lineage
+        return out
+
     # -- the choices -----------------------------------------------------------------
     def _current(self) -> tuple[float, float]:
         return float(self.C), float(self.kernel.gamma)
@@ -320,16 +588,37 @@ class AutoHyper:
         self._apply(float(back["C"]), float(back["gamma"]), back.get("class_weight", _KEEP))
         return True
 
+    def _drop_pending_if_undone(self, n: int) -> None:
+        """Unlearning below the label count a pending choice started at, or one of the labels it is based on
+        (or changing its answer): the choice is dropped (started again, from the labels then, when due)."""
+        pending = self.hyper_pending
+        if pending is None:
+            return
+        based = np.asarray(pending["based"], dtype=np.intp)
+        if n < pending["started"] or not np.array_equal(self.y[based], np.asarray(pending["labels"])):
+            self.hyper_pending = None
+
+    def _cancel_orphans(self) -> None:
+        """Give up a background choice of this lineage that no pending choice waits for (undone)."""
+        job = _running.get(self._lineage)
+        if job is not None and (self.hyper_pending is None or job.key != _key(self.hyper_pending)):
+            with _running_lock:
+                if _running.get(self._lineage) is job:
+                    del _running[self._lineage]
+            job.cancel()
+
     def _due_moment(self, n: int) -> int | None:
         done = self.hyper_choices[-1]["moment"] if self.hyper_choices else 0
         due = [m for m in self.auto_moments if done < m <= n]
         return due[-1] if due else None
 
-    def _choose_if_due(self) -> bool:
+    def _start_if_due(self) -> None:
+        """At the label that reaches a moment: fix the labels the choice is based on and the values it starts
+        from (``hyper_pending``), due ``auto_lag`` labels later; in the background unless the lag is 0."""
         n = len(self.learned_order)
         moment = self._due_moment(n)
         if moment is None or self.kernel is None:
-            return False
+            return
         y = self.y[self.labelled_]
         # the first `moment` labels (the cost stays that of the moment when a batch jumps past it); when
         # they hold too few of a class, the `moment` labels up to now
@@ -337,15 +626,74 @@ class AutoHyper:
         first = enough_of_each(y[:moment])
         based = order[:moment] if first else order[-moment:]
         if not (first or enough_of_each(y[-moment:])):
-            return False  # too few of a class: chosen at the first label with enough
+            return  # too few of a class: chosen at the first label with enough
+        C, gamma = self._current()
+        self.hyper_pending = dict(
+            moment=moment,
+            started=n,
+            due=n + self.auto_lag,
+            based=[int(i) for i in based],
+            labels=[float(v) for v in self.y[based]],
+            first=bool(first),
+            C=C,
+            gamma=gamma,
+            weights=[float(w) for w in self._weights],
+        )
+        if self.auto_lag and self.auto_background:
+            job = ChoiceJob(_key(self.hyper_pending), self._pending_spec(self.hyper_pending))
+            with _running_lock:
+                old = _running.get(self._lineage)
+                _running[self._lineage] = job
+            if old is not None:
+                old.cancel()
+
+    def _pending_spec(self, pending: dict[str, Any]) -> ChoiceSpec:
+        return self._choice_spec(
+            pending["based"], pending["labels"], pending["C"], pending["gamma"], pending["weights"]
+        )
+
+    def wait_for_choice(self) -> dict[str, Any] | None:
+        """The pending choice's result (waiting for its background computation, or computing it now); None
+        when no choice is pending."""
+        pending = self.hyper_pending
+        if pending is None:
+            return None
+        job = _running.get(self._lineage)
+        result = job.result() if job is not None and job.key == _key(pending) else None
+        if result is None:  # (no background computation: a lag of 0, a restored solver, or one given up)
+            result = self._pending_spec(pending).run()
+        return result
+
+    def _apply_if_due(self) -> bool:
+        """At (or past) the label a pending choice is due at: record it and relearn with its values."""
+        pending = self.hyper_pending
+        n = len(self.learned_order)
+        if pending is None or n < pending["due"]:
+            return False
+        choice = self.wait_for_choice()
+        assert choice is not None
+        with _running_lock:
+            _running.pop(self._lineage, None)
+        self.hyper_pending = None
         if not self.hyper_choices:
-            C0, g0 = self._current()
-            start = dict(n_labels=0, moment=0, C=C0, gamma=g0, auc=None, balanced_error=None, based_on=0, first=True)
+            start = dict(
+                n_labels=0,
+                moment=0,
+                C=pending["C"],
+                gamma=pending["gamma"],
+                auc=None,
+                balanced_error=None,
+                based_on=0,
+                first=True,
+            )
             if "class_weight" in self.auto:
                 start["class_weight"] = self.class_weight
             self.hyper_choices.append(start)
-        choice = self.choose(based)
-        self.hyper_choices.append(dict(choice, n_labels=n, moment=moment, based_on=len(based), first=first))
+        record = dict(choice, n_labels=n, moment=pending["moment"], based_on=len(pending["based"]))
+        record["first"] = pending["first"]
+        if self.auto_lag:
+            record["started"] = pending["started"]
+        self.hyper_choices.append(record)
         class_weight = choice.get("class_weight", _KEEP)
         if (choice["C"], choice["gamma"]) != self._current() or (
             class_weight is not _KEEP and class_weight != self.class_weight
@@ -365,78 +713,34 @@ class AutoHyper:
             gammas = (g_now,)
         return [(float(C), float(g)) for g in gammas for C in Cs]
 
-    @single_threaded_blas  # (once for the thousands of steps inside, which then skip setting it)
     def choose(self, items=None) -> dict[str, Any]:
         """Score every grid point by exact leave-one-out over the labelled ``items`` (default: every
         learned example; learned in this order) and return the best (``balanced_error`` and ``auc`` of
         its leave-one-out values, ``C``, ``gamma``).  The model itself is not changed."""
         order = (self.labelled_ if items is None else np.asarray(items, dtype=np.intp)).copy()
-        labels = self.y[order].copy()
-        C_now, g_now = self._current()
-        # with "class_weight" in auto, the grid is scored with the current class weight and the other one at
-        # the best grid point, each with its weights of these labels, fixed while leaving one out
-        weighing = "class_weight" in self.auto
-        weights = {cw: self._weights_of(cw, labels) for cw in CLASS_WEIGHTS} if weighing else {}
-        best: dict[str, Any] | None = None
-        best_key = None
-        caches: dict[float, KernelCache] = {}
+        return self._choice_spec(order, self.y[order], *self._current(), self._weights).run()
 
-        def score(C: float, gamma: float, class_weight) -> tuple[float, float]:
-            cache = caches.get(gamma)
-            if cache is None:
-                kernel = Kernel(**{**self.kernel.to_dict(), "gamma": gamma})
-                cache = caches[gamma] = KernelCache(kernel, self.store, self.cache_bytes // 4)
-            scratch = self._scratch(C, cache, weights[class_weight] if weighing else _KEEP)
-            for i, y in zip(order.tolist(), labels.tolist(), strict=True):
-                scratch.learn(i, y)
-            f = loo_decision_values(scratch)
-            return float(roc_auc(labels, f)), float(balanced_error(labels, f))
-
-        for C, gamma in self.grid_points(order):
-            auc, ber = score(C, gamma, self.class_weight)
-            distance = abs(math.log(C / C_now)) + abs(math.log(gamma / g_now))
-            key = (*rank(auc, ber), distance, C, gamma)
-            if best_key is None or key < best_key:
-                best_key, best = key, dict(C=C, gamma=gamma, auc=auc, balanced_error=ber)
-        assert best is not None, "the grid is never empty (check_grid)"
-        if weighing:
-            # the other class weight wins only with a higher AUC, or the same and a lower balanced error; when
-            # the balanced weights of these labels are 1 and 1 (classes within a factor sqrt(2) of each other),
-            # it is the same model, scored the same: not learned
-            best["class_weight"] = self.class_weight
-            other = next(cw for cw in CLASS_WEIGHTS if cw != self.class_weight)
-            if weights["balanced"] != {1: 1.0, -1: 1.0}:
-                auc, ber = score(best["C"], best["gamma"], other)
-                if rank(auc, ber) < rank(best["auc"], best["balanced_error"]):
-                    best.update(auc=auc, balanced_error=ber, class_weight=other)
-        return best
-
-    @staticmethod
-    def _weights_of(class_weight, labels: np.ndarray) -> dict[int, float] | None:
-        """The fixed weights a class weight gives ``labels`` (None: no weights; "balanced": the weights the
-        solver's "balanced" boxes hold for these labels)."""
-        if class_weight is None:
-            return None
-        w_pos, w_neg = stepped_balanced_weights(int(np.count_nonzero(labels > 0)), int(np.count_nonzero(labels < 0)))
-        return {1: w_pos, -1: w_neg}
-
-    def _scratch(self, C: float, cache: KernelCache, class_weight: Any = _KEEP):
-        """A plain solver of this kind (no choice of its own) with C and the cache's kernel over this store, and
-        this solver's class weight, or ``class_weight`` (None or fixed weights) when given."""
+    def _choice_spec(self, order, labels, C_now: float, g_now: float, weights_now) -> ChoiceSpec:
+        """Everything a choice over the labelled ``order`` reads, copied: the rows of those items (a store of
+        their own), their labels, the values held and the box weights (``weights_now``) when it starts, so that
+        it can run in another thread while this solver learns on."""
+        rows = self.store.X[np.asarray(order, dtype=np.intp)]
         params = self.get_params()
-        params.update(C=C, gamma=cache.kernel.gamma, auto=[], hyper_choices=[])
-        if class_weight is not _KEEP:
-            params["class_weight"] = class_weight
-        kernel = params.pop("kernel")
-        solver_class: Any = type(self)  # (an exact solver's class, which takes the kernel)
-        scratch = solver_class(kernel=kernel, **params)
-        scratch.store, scratch.kernel, scratch.cache = self.store, cache.kernel, cache
-        scratch._largest_kernel_diag = self._largest_kernel_diag
-        scratch.y = np.zeros(len(self.store))
-        scratch._on_store_grown(len(self.store))
-        scratch._weights = self._weights if class_weight is _KEEP else scratch._fixed_weights or (1.0, 1.0)
-        scratch._class_bounds_changed()
-        return scratch
+        params.update(auto=[], hyper_choices=[], hyper_pending=None, auto_lag=0)
+        return ChoiceSpec(
+            solver_class=type(self),
+            params=params,
+            kernel=self.kernel.to_dict(),
+            store=DataStore(rows, dtype=self.store.dtype),
+            labels=np.array(labels, dtype=np.float64),
+            C_now=float(C_now),
+            g_now=float(g_now),
+            weights_now=(float(weights_now[0]), float(weights_now[1])),
+            auto=tuple(self.auto),
+            grid={k: tuple(v) for k, v in self.auto_grid.items()},
+            cache_bytes=int(self.cache_bytes),
+            largest_diag=self._largest_kernel_diag,
+        )
 
     def _apply(self, C: float, gamma: float, class_weight: Any = _KEEP) -> None:
         """Relearn the labels in learning order with C and gamma (a new kernel and cache if gamma changes) and
@@ -475,11 +779,18 @@ def describe_choices(solver) -> str | None:
     names = " and ".join(chosen) if len(chosen) < 3 else f"{', '.join(chosen[:-1])} and {chosen[-1]}"
     n = len(solver.learned_order)
     later = [m for m in solver.auto_moments if m > (choices[-1]["moment"] if choices else 0)]
+    pending = getattr(solver, "hyper_pending", None)
+    lag = getattr(solver, "auto_lag", 0)
     upcoming = (
-        f" Next choice at {later[0]} labels (with at least {MIN_PER_CLASS} of each class labelled)."
+        f" Next choice at {later[0]} labels (with at least {MIN_PER_CLASS} of each class labelled)"
+        + (f", used {lag} labels later." if lag else ".")
         if later
         else " No later choice."
     )
+    if pending is not None:
+        upcoming = (
+            f" Next choice being made from the labels up to {pending['started']}, used from label {pending['due']}."
+        )
     if len(choices) < 2:
         C, gamma = float(solver.C), float(solver.kernel.gamma)
         return (
@@ -513,6 +824,11 @@ def describe_choices_for_screeners(solver) -> str | None:
     choices = list(solver.hyper_choices)
     later = [m for m in solver.auto_moments if m > (choices[-1]["moment"] if choices else 0)]
     upcoming = f"next choice at {later[0]} labels" if later else "no later choice"
+    pending = getattr(solver, "hyper_pending", None)
+    if pending is not None:
+        upcoming = f"new settings from your labels in use from label {pending['due']}"
+        if len(choices) < 2:
+            return f"Model settings: the usual ones until label {pending['due']}, then chosen from your labels."
     if len(choices) < 2:
         return (
             f"Model settings: the usual ones until {solver.auto_moments[0]} labels, then chosen from your labels "

@@ -247,6 +247,9 @@ class IncrementalSVM(AutoHyper, ClassWeights, OnlineSolver):
         auto_grid=None,
         auto_moments=None,
         hyper_choices=None,
+        auto_lag=0,
+        auto_background=True,
+        hyper_pending=None,
         **params,
     ):
         if max_learned is not None and int(max_learned) < 2:
@@ -267,6 +270,7 @@ class IncrementalSVM(AutoHyper, ClassWeights, OnlineSolver):
         self.compiled = bool(compiled)
         self._init_class_weight(class_weight)
         self._init_auto(auto, auto_grid, auto_moments, hyper_choices, params.get("kernel", "rbf"))
+        self._init_lag(auto_lag, auto_background, hyper_pending)
         self._reset_model()
         super().__init__(X, **params)
 

@@ -15,6 +15,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from app.services import DEMO_NAME, MarginLab, ServiceError
+from core.solvers.auto_hyper import DEFAULT_LAG
 from storage import repository as repo
 from tests.app import test_app
 from tests.app.test_app import (
@@ -157,7 +158,13 @@ def test_the_new_session_form_asks_what_a_screener_decides_and_keeps_the_model_u
         by_defaults.params,
         by_defaults.seed,
     )
-    assert from_form.params["solver_params"] == {"kernel": "rbf", "C": 1.0, "gamma": "scale", "auto": ["C", "gamma"]}
+    assert from_form.params["solver_params"] == {
+        "kernel": "rbf",
+        "C": 1.0,
+        "gamma": "scale",
+        "auto": ["C", "gamma"],
+        "auto_lag": DEFAULT_LAG,  # (chosen in the background, in use 10 labels later)
+    }
     plain = svc.start_session(dataset_id=dataset_id, annotator="ada", strategy="largest-positive").info
     assert plain.params["solver_params"] == {"kernel": "rbf", "C": 1.0, "gamma": "scale"}  # (the service's default)
 
@@ -392,10 +399,18 @@ def test_a_session_with_C_and_gamma_from_the_labels_says_which_and_when_and_reop
     dataset_id = svc.ensure_demo_dataset() or svc.datasets()[0].id
     run = svc.start_session(dataset_id=dataset_id, annotator="cy", strategy="near-boundary", auto_hyper=True)
     assert run.hyper_words.startswith("C 1, gamma ") and "chosen from the labels from 20 labels on" in run.hyper_words
-    for _ in range(21):
+    for _ in range(25):
         item = run.shown.item_index
         run.answer(int(run.y_true[item]), item_index=item)
-    assert [c["n_labels"] for c in run.loop.solver.hyper_choices] == [0, 20]
+    # started at label 20 (in the background), in use from label 30; a reopened session has it pending too
+    assert run.loop.solver.hyper_pending["due"] == 30
+    assert run.hyper_words.endswith("Next choice being made from the labels up to 20, used from label 30.")
+    reopened = MarginLab.from_url(db_url).open_session(run.session_id)
+    assert reopened.loop.solver.hyper_pending == run.loop.solver.hyper_pending
+    for _ in range(6):
+        item = run.shown.item_index
+        run.answer(int(run.y_true[item]), item_index=item)
+    assert [c["n_labels"] for c in run.loop.solver.hyper_choices] == [0, 30]
     assert "chosen from the first 20 labels by leave-one-out" in run.hyper_words
     assert "Next choice at 40 labels" in run.hyper_words
     scores = run.loop.solver.decision_function()

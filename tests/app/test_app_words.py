@@ -85,13 +85,13 @@ def chosen_session(db_url: str, n: int):
 
 
 def test_the_label_page_says_the_model_s_settings_in_words_and_keeps_its_terms_under_advanced(db_url):
-    run = chosen_session(db_url, 21)
+    run = chosen_session(db_url, 31)  # (chosen from the first 20 labels, in use from label 30)
     at = at_address(run.session_id)
     text = shown_text(at)
     # the session's name, the timings, the settings' line and the charts: no model term outside Advanced
     assert terms_in(text) == [], [t for t in text if terms_in([t])]
     assert terms_in(chart_titles(at)) == [], chart_titles(at)
-    assert any("settings chosen from your labels at label 20" in t for t in text), text
+    assert any("settings chosen from your labels at label 30" in t for t in text), text
     assert any("next choice at 40 labels" in t for t in text), text
     # the engineer's view: the values, how they were chosen, and the support vectors (a number and a chart)
     advanced = advanced_text(at)

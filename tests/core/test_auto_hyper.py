@@ -480,11 +480,11 @@ def test_the_class_weight_in_the_budget_and_the_plain_words():
 
 
 def test_the_class_weight_costs_one_grid_point_and_none_when_its_weights_are_one(monkeypatch):
-    from core.solvers.auto_hyper import AutoHyper
+    from core.solvers.auto_hyper import ChoiceSpec
 
     made = []
-    scratch = AutoHyper._scratch
-    monkeypatch.setattr(AutoHyper, "_scratch", lambda self, *a: made.append(a) or scratch(self, *a))
+    scratch = ChoiceSpec.scratch
+    monkeypatch.setattr(ChoiceSpec, "scratch", lambda self, *a: made.append(a) or scratch(self, *a))
     X, y = rare(120, seed=1)
     s = learned(make_solver("incremental", X, C=1.0, gamma=0.5, **dict(WEIGHED, auto_moments=[100])), y, range(30))
     made.clear()
@@ -494,3 +494,158 @@ def test_the_class_weight_costs_one_grid_point_and_none_when_its_weights_are_one
     alike = np.concatenate([np.flatnonzero(y[:30] > 0), np.flatnonzero(y[:30] < 0)[:6]])
     assert s.choose(alike)["class_weight"] is None  # 5 and 6 labels: weights 1 and 1, the same model
     assert len(made) == 4
+
+
+# -- a choice computed in the background, applied a stated number of labels later -----------------------------
+LAGGED = dict(SMALL, auto=["C", "gamma"], auto_lag=4)
+
+
+def same_solver(a, b) -> None:
+    """``a`` and ``b`` hold the same model, bit for bit, and the same choices (made and pending)."""
+    assert a.hyper_choices == b.hyper_choices
+    assert a.hyper_pending == b.hyper_pending
+    assert (a.C, a.kernel.gamma) == (b.C, b.kernel.gamma)
+    assert np.array_equal(a.decision_function(), b.decision_function())
+
+
+@pytest.mark.parametrize("solver", EXACT)
+@pytest.mark.parametrize("worker", ["late", "early"])
+def test_a_choice_in_the_background_gives_the_model_of_the_choice_computed_in_the_foreground(
+    solver, worker, monkeypatch
+):
+    import threading
+
+    from core.solvers import auto_hyper
+
+    release, waited, learning = threading.Event(), [], [False]
+    if worker == "late":  # the background choice finishes only once the label it is due at waits for it
+        monkeypatch.setattr(auto_hyper, "worker_hook", lambda key: release.wait())
+    monkeypatch.setattr(auto_hyper, "wait_hook", lambda key: waited.append(learning[0]) or release.set())
+    X, y = curved(60, seed=3)
+    fore = make_solver(solver, X, **LAGGED, auto_background=False)
+    back = make_solver(solver, X, **LAGGED)
+    for n, i in enumerate(range(40), start=1):
+        fore.learn(i, float(y[i]))
+        learning[0] = True
+        back.learn(i, float(y[i]))
+        learning[0] = False
+        release.clear()
+        if worker == "early" and back.hyper_pending is not None:
+            back.wait_for_choice()  # (the background thread finishes before the next label)
+        same_solver(fore, back)
+        if n in (10, 13):
+            assert back.hyper_pending is not None and back.hyper_pending["due"] == 14
+    # started at 10, 20 and 30 labels, applied 4 labels later, based on the first 10, 20 and 30
+    assert [(c.get("started"), c["n_labels"], c["based_on"]) for c in back.hyper_choices] == [
+        (None, 0, 0),
+        (10, 14, 10),
+        (20, 24, 20),
+        (30, 34, 30),
+    ]
+    # late: the label each choice is due at waited for it; early: none did
+    assert waited == ([True] * 3 if worker == "late" else [False] * len(waited))
+    # the same values as the choices made and applied at 10, 20 and 30 labels (the same labels, the same start)
+    at_once = learned(make_solver(solver, X, **SMALL, auto=["C", "gamma"]), y, range(40))
+    values = ("C", "gamma", "auc", "balanced_error")
+    assert [{k: c[k] for k in values} for c in back.hyper_choices] == [
+        {k: c[k] for k in values} for c in at_once.hyper_choices
+    ]
+
+
+@pytest.mark.parametrize("solver", EXACT)
+def test_a_loop_resumed_or_undone_across_a_pending_choice_continues_bit_for_bit(solver):
+    X, y = curved(300, seed=7)
+    Xe, ye = curved(80, seed=8)
+    config = dict(strategy="near-boundary", solver=solver, seed=2, initial=4, solver_params=LAGGED)
+
+    whole = answered(ActiveLearningLoop(X, eval_X=Xe, eval_y=ye, **config), y, 35)
+    assert [(c.get("started"), c["n_labels"]) for c in whole.solver.hyper_choices] == [
+        (None, 0),
+        (10, 14),
+        (20, 24),
+        (30, 34),
+    ]
+    # saved at 12 labels, a choice pending (started at 10, due at 14): the resumed loop applies it at 14
+    part = answered(ActiveLearningLoop(X, eval_X=Xe, eval_y=ye, **config), y, 12)
+    assert part.solver.hyper_pending["due"] == 14
+    resumed = ActiveLearningLoop.from_state(*part.to_state(), X, eval_X=Xe, eval_y=ye)
+    assert resumed.solver.hyper_pending == part.solver.hyper_pending
+    answered(resumed, y, 23)
+    assert resumed.events == whole.events
+    same_solver(resumed.solver, whole.solver)
+    assert np.array_equal(resumed.pool_scores(), whole.pool_scores())
+    assert [r.auc for r in resumed.history] == [r.auc for r in whole.history]
+    # undo within the pending choice's labels keeps it; below the label it started at drops it
+    back = answered(ActiveLearningLoop(X, eval_X=Xe, eval_y=ye, **config), y, 33)
+    back.undo()
+    assert back.solver.hyper_pending["started"] == 30
+    while back.n_labels > 28:
+        back.undo()
+    assert back.solver.hyper_pending is None and [c["n_labels"] for c in back.solver.hyper_choices] == [0, 14, 24]
+    # the same answers again give the same model as the loop that never undid
+    answered(back, y, 7)
+    assert back.events == whole.events
+    same_solver(back.solver, whole.solver)
+    assert np.array_equal(back.pool_scores(), whole.pool_scores())
+
+
+def test_an_undone_background_choice_is_given_up_and_a_lag_is_checked(monkeypatch):
+    import threading
+
+    from core.solvers import auto_hyper
+
+    release = threading.Event()
+    monkeypatch.setattr(auto_hyper, "worker_hook", lambda key: release.wait())
+    X, y = curved(60, seed=3)
+    s = learned(make_solver("incremental", X, **LAGGED), y, range(10))
+    job = auto_hyper._running[s._lineage]
+    assert not job.done()
+    s.unlearn(9)  # below the label the choice started at
+    release.set()
+    assert s.hyper_pending is None and s._lineage not in auto_hyper._running
+    assert job.result() is None  # given up, not handed over
+    for bad in (-1, 2.5, True, "10"):
+        with pytest.raises(ValueError, match="auto_lag is the number of labels"):
+            make_solver("incremental", X, **dict(LAGGED, auto_lag=bad))
+
+
+@pytest.mark.parametrize("solver", EXACT)
+def test_a_class_weight_chosen_in_the_background_gives_the_foreground_s_model(solver, monkeypatch):
+    import threading
+
+    from core.solvers import auto_hyper
+
+    release = threading.Event()  # each choice finishes late, at the label it is due at
+    monkeypatch.setattr(auto_hyper, "worker_hook", lambda key: release.wait())
+    monkeypatch.setattr(auto_hyper, "wait_hook", lambda key: release.set())
+    X, y = rare(300, seed=10)
+    config = dict(WEIGHED, auto=list(WEIGHED["auto"]), auto_lag=3, class_weight="balanced")
+    fore = make_solver(solver, X, **config, auto_background=False)
+    back = make_solver(solver, X, **config)
+    for i in range(60):
+        fore.learn(i, float(y[i]))
+        back.learn(i, float(y[i]))
+        release.clear()
+        same_solver(fore, back)
+        assert back.class_weight == fore.class_weight and back.class_weights_ == fore.class_weights_
+    assert len(back.hyper_choices) >= 3  # (the starting values and two choices or more)
+    assert [c.get("started") for c in back.hyper_choices[1:]] == [c["n_labels"] - 3 for c in back.hyper_choices[1:]]
+
+
+def test_a_corrected_label_under_a_pending_choice_starts_it_again_from_the_labels_then():
+    X, y = curved(200, seed=11)
+    loop = ActiveLearningLoop(
+        X, strategy="near-boundary", solver="incremental", seed=1, initial=4, solver_params=LAGGED
+    )
+    answered(loop, y, 22)  # the choice of 20 labels started at 20, due at 24
+    assert loop.solver.hyper_pending["started"] == 20
+    item, label = loop.events[3]
+    loop.change_label(item, -label)  # one of the labels it is based on
+    # dropped when the label was unlearned, and started again then (21 labels) from the first 20 in learning
+    # order, which the corrected label, learned after them, is not among
+    pending = loop.solver.hyper_pending
+    assert pending["started"] == 21 and pending["due"] == 25 and item not in pending["based"]
+    based = np.asarray(pending["based"])
+    assert np.array_equal(np.asarray(pending["labels"]), loop.solver.y[based]) and loop.solver.y[item] == -label
+    answered(loop, y, 3)
+    assert [c["n_labels"] for c in loop.solver.hyper_choices] == [0, 14, 25]

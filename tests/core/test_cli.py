@@ -898,14 +898,21 @@ def test_C_and_gamma_auto_are_parsed_and_become_the_exact_solvers_choice_from_th
 
     args = parsed("--C", "auto", "--gamma", "auto")
     assert (args.C, args.gamma) == ("auto", "auto")
-    assert hyper_options(args, ["incremental"]) == {"C": 1.0, "gamma": "scale", "auto": ["C", "gamma"]}
+    # (chosen in the background, each used DEFAULT_LAG labels later, as in the app)
+    assert hyper_options(args, ["incremental"]) == {"C": 1.0, "gamma": "scale", "auto": ["C", "gamma"], "auto_lag": 10}
     assert hyper_options(parsed("--C", "auto", "--gamma", "0.5"), ["active-set"]) == {
         "C": 1.0,
         "gamma": 0.5,
         "auto": ["C"],
+        "auto_lag": 10,
     }
     assert hyper_options(parsed("--C", "10", "--gamma", "scale"), ["incremental"]) == {"C": 10.0, "gamma": "scale"}
-    assert hyper_options(parsed(), ["incremental", "lasvm"]) == {"C": 1.0, "gamma": "scale", "auto": ["C", "gamma"]}
+    assert hyper_options(parsed(), ["incremental", "lasvm"]) == {
+        "C": 1.0,
+        "gamma": "scale",
+        "auto": ["C", "gamma"],
+        "auto_lag": 10,
+    }
     assert hyper_options(parsed(), ["lasvm"]) == {"C": 1.0, "gamma": "scale"}
     with pytest.raises(CLIError, match="--C auto: chosen from the labels by the exact solvers only"):
         hyper_options(parsed("--C", "auto"), ["incremental", "lasvm"])
@@ -917,16 +924,17 @@ def test_C_and_gamma_auto_are_parsed_and_become_the_exact_solvers_choice_from_th
         "C": 1.0,
         "gamma": "scale",
         "auto": ["C", "gamma", "class_weight"],
+        "auto_lag": 10,
     }
     assert ramp_options(weighed, ["incremental"]) == {}
     assert describe_hyper(hyper_options(weighed, ["active-set"])) == (
-        "C, gamma and the class weight chosen from the labels by exact leave-one-out at 20, 40, 80 and 160 labels "
-        "(C 1, gamma scale, no class weights until then)"
+        "C, gamma and the class weight chosen from the labels by exact leave-one-out at 20, 40, 80 and 160 labels, "
+        "each used 10 labels later (C 1, gamma scale, no class weights until then)"
     )
     with pytest.raises(CLIError, match="--class-weight auto: chosen from the labels by the exact solvers only"):
         hyper_options(weighed, ["lasvm"])
     # the non-exact solver of a run keeps the starting values
-    params = {"C": 1.0, "gamma": "scale", "auto": ["C", "gamma"]}
+    params = {"C": 1.0, "gamma": "scale", "auto": ["C", "gamma"], "auto_lag": 10}
     assert solver_for("lasvm", params, np.zeros((3, 2))) == ("lasvm", {"C": 1.0, "gamma": "scale"})
     assert solver_for("incremental", params, np.zeros((3, 2))) == ("incremental", params)
 
@@ -949,8 +957,8 @@ def test_compare_with_C_and_gamma_from_the_labels_says_so(gauss_csv):
     r = run_cli(*base)
     assert r.returncode == 0, r.stderr
     assert (
-        "model standard; C and gamma chosen from the labels by exact leave-one-out at 20, 40, 80 and 160 labels "
-        "(C 1, gamma scale until then)"
+        "model standard; C and gamma chosen from the labels by exact leave-one-out at 20, 40, 80 and 160 labels, "
+        "each used 10 labels later (C 1, gamma scale until then)"
     ) in r.stdout
     fixed = run_cli(*base, "--C", "2", "--gamma", "0.5")
     assert fixed.returncode == 0, fixed.stderr
@@ -961,7 +969,7 @@ def test_compare_with_C_and_gamma_from_the_labels_says_so(gauss_csv):
     assert weighed.returncode == 0, weighed.stderr
     assert (
         "model standard; C, gamma and the class weight chosen from the labels by exact leave-one-out at 20, 40, "
-        "80 and 160 labels (C 1, gamma scale, no class weights until then)"
+        "80 and 160 labels, each used 10 labels later (C 1, gamma scale, no class weights until then)"
     ) in weighed.stdout
 
 

@@ -62,15 +62,16 @@ def test_every_field_survives_the_json_round_trip():
     unchanged = [
         f.name
         for f in dataclasses.fields(SessionSettings)
-        # (auto: below, exact solvers only; classes, multi_label: below, a K-class session's own strategies)
-        if f.name not in ("strategy", "solver", "model", "auto", "classes", "multi_label")
+        # (auto, auto_lag: below, exact solvers only; classes, multi_label: below, a K-class session's own strategies)
+        if f.name not in ("strategy", "solver", "model", "auto", "auto_lag", "classes", "multi_label")
         and getattr(EVERY_FIELD, f.name) == getattr(defaults, f.name)
     ]
     assert unchanged == [], "give every field a value of its own here"
     several = SessionSettings(strategy="least-sure-class", classes=["a", "b"], multi_label=True, C=2.0)
     assert SessionSettings.from_json(json.loads(json.dumps(several.to_json()))) == several
-    chosen = SessionSettings(strategy="near-boundary", solver="incremental", auto=["gamma", "C"])
+    chosen = SessionSettings(strategy="near-boundary", solver="incremental", auto=["gamma", "C"], auto_lag=10)
     assert chosen.auto == ("C", "gamma") and chosen.solver_params()["auto"] == ["C", "gamma"]
+    assert chosen.solver_params()["auto_lag"] == 10
     assert SessionSettings.from_json(json.loads(json.dumps(chosen.to_json()))) == chosen
     with pytest.raises(SettingsError, match=r"^auto .*ramp"):
         SessionSettings(strategy="near-boundary", solver="ramp", auto=["C"])
@@ -248,6 +249,7 @@ def test_storage_stores_the_record_and_loads_it_and_the_dicts_it_stored_before(t
         ("class_weight", {1: -2.0}, "-2.0"),
         ("balance_ratio", 2.0, "the incremental solver"),
         ("max_nonsv", 10, "the incremental solver"),
+        ("auto_lag", -1, "a whole number from 0 to 1000"),
         ("strategy_params", {1: 2}, "{1: 2}"),
         ("seed", -1, "-1"),
         ("seed", True, "True"),
