@@ -1,6 +1,7 @@
 """Long screenings with the review model: per-label time at 200-300 and at 2,500-3,000 labels on a large pool.
 
     python benchmarks/bench_review_scale.py --pool debian|synthetic [--docs 60000] [--labels 3000] [--old-labels 30]
+                                            [--no-asreview]
 
 The review model (``core.presets.DOCUMENT_REVIEW``) on sparse TF-IDF rows is learned by the ``dual-cd``
 solver (dual coordinate descent with the weight vector kept, ``core/solvers/dual_cd.py``); before, by
@@ -18,12 +19,19 @@ prior, then ``largest-positive`` until ``--labels`` labels:
 
 1. the loop with the review model as the app runs it (``dual-cd``): per-label ``update_ms + query_ms``,
    medians at labels 200-300 and 2,500-3,000;
-2. the solvers alone on the label order of (1), each label = ``learn`` + the next document (the largest
+2. ASReview beside it in the same run (unless ``--no-asreview``; installed on first use into its own
+   virtual environment by ``bench_text_review.py``'s helper): its default model (``elas_u4``, the one
+   ``bench_text_review.py`` compares against) through ``asreview simulate`` on the same documents with the
+   same two priors, ``--n-stop`` = ``--labels``.  Its per-label time is read from its own results table:
+   ASReview stamps each label after the retraining on every label before it + the ranking of the pool
+   that chose it, so a label's time is the gap since the label before (``asreview_label_ms``);
+3. the solvers alone on the label order of (1), each label = ``learn`` + the next document (the largest
    kept score among the unlabelled): ``dual-cd``, and the ``ramp`` solver (the old path) for
    ``--old-labels`` labels from label 200 and from label 2,500, each window reached by ``learn_many``
    of the labels before it (the ramp solver's late labels cost about half a second each).
 
-ASReview is not run here (``bench_text_review.py`` runs it when it is installed).
+The table compares the medians (and p95) at labels 200-300 and 2,500-3,000 of (1) and (2); targets:
+MarginLab's median at 2,500-3,000 <= half of ASReview's, and <= 2 x its own median at 200-300.
 """
 
 from __future__ import annotations
@@ -33,6 +41,7 @@ import os
 import platform
 import subprocess
 import sys
+import tempfile
 import time
 import warnings
 from pathlib import Path
@@ -41,6 +50,13 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
 
+from benchmarks.bench_text_review import (  # noqa: E402
+    ASREVIEW_PIN,
+    asreview_label_ms,
+    ensure_asreview,
+    priors,
+    run_asreview,
+)
 from core.features import tfidf_features  # noqa: E402
 from core.loop import ActiveLearningLoop  # noqa: E402
 from core.presets import DOCUMENT_REVIEW, solver_for  # noqa: E402
@@ -76,8 +92,7 @@ def synthetic_pool(n: int, seed: int = 0) -> tuple[list[str], np.ndarray, str]:
 
 
 def loop_run(X, y: np.ndarray, labels: int) -> tuple[list[int], np.ndarray, str]:
-    rng = np.random.default_rng(0)
-    pos, neg = int(rng.choice(np.flatnonzero(y > 0))), int(rng.choice(np.flatnonzero(y < 0)))
+    pos, neg = priors(y, 0)  # the priors ASReview gets
     loop = ActiveLearningLoop(
         X,
         strategy="largest-positive",
@@ -123,12 +138,52 @@ def solver_windows(
     return medians
 
 
+def window(ms: np.ndarray, first: int, last: int) -> tuple[float, float]:
+    """Median and p95 of the per-label ms of labels ``first``..``last`` (entry i = label i + 1)."""
+    part = ms[first - 1 : last]
+    return float(np.median(part)), float(np.percentile(part, 95))
+
+
+def asreview_run(docs: list[str], y: np.ndarray, labels: int) -> tuple[np.ndarray, str] | None:
+    """ASReview's per-label ms (entry i = label i + 1) from the priors of seed 0, or None without ASReview."""
+    exe = ensure_asreview()
+    if exe is None:
+        return None
+    with tempfile.TemporaryDirectory() as tmp:
+        t0 = time.perf_counter()
+        run_asreview(exe, docs, y, 0, Path(tmp), n_stop=labels)
+        wall = time.perf_counter() - t0
+        _, ms = asreview_label_ms(Path(tmp) / "sim0" / "results.db")
+    return ms, f"{len(ms)} labels, {wall:.0f} s with its start, feature extraction and project file"
+
+
+def print_comparison(ours: np.ndarray, theirs: np.ndarray | None, late: tuple[int, int]) -> None:
+    rows = [("MarginLab review model (dual-cd): update + query", ours)]
+    if theirs is not None:
+        rows.append((f"ASReview {ASREVIEW_PIN.split('==')[1]} default (elas_u4): retrain + rank", theirs))
+    print(f"\n   per label, ms          median 200-300   p95   median {late[0]}-{late[1]}   p95   late/early")
+    for name, ms in rows:
+        (m0, p0), (m1, p1) = window(ms, 200, 300), window(ms, *late)
+        print(f"   {name}\n   {'':22}{m0:14.2f} {p0:7.2f} {m1:17.2f} {p1:7.2f} {m1 / m0:8.2f}")
+    m0, m1 = window(ours, 200, 300)[0], window(ours, *late)[0]
+    print(f"   target MarginLab late <= 2 x its own early: {m1 / m0:.2f} x ({'met' if m1 <= 2 * m0 else 'MISSED'})")
+    if theirs is None:
+        print("   target MarginLab late <= half of ASReview's: not measured (ASReview not run)")
+        return
+    a1 = window(theirs, *late)[0]
+    print(
+        f"   target MarginLab late <= half of ASReview's: {m1 / a1:.3f} of ASReview's "
+        f"({'met' if m1 <= 0.5 * a1 else 'MISSED'})"
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--pool", choices=("debian", "synthetic"), default="synthetic")
     parser.add_argument("--docs", type=int, default=60_000, help="documents of the synthetic pool")
     parser.add_argument("--labels", type=int, default=3_000)
     parser.add_argument("--old-labels", type=int, default=30, help="labels timed per window with the ramp solver")
+    parser.add_argument("--no-asreview", action="store_true", help="leave ASReview out (it is installed if needed)")
     args = parser.parse_args()
     sys.stdout.reconfigure(line_buffering=True)
     print(
@@ -153,12 +208,21 @@ def main() -> None:
         f"(ratio {np.median(ms[late[0] - 1 : late[1]]) / np.median(ms[199:300]):.2f}; target <= 2)"
     )
 
+    theirs = None
+    if not args.no_asreview:
+        result = asreview_run(docs, y, args.labels)
+        if result is not None:
+            theirs, note = result
+            print(f"2. ASReview, the same pool and priors: {note}")
+    print_comparison(ms, theirs, late)
+    print(f"   load average {os.getloadavg()[0]:.1f}")
+
     new_name, new_params = solver_for(DOCUMENT_REVIEW["solver"], DOCUMENT_REVIEW["solver_params"], X)
     windows = ((201, 300), (late[0] + 1, late[1]))
     t0 = time.perf_counter()
     new = solver_windows(X, y, order, new_name, dict(new_params, random_state=0), windows)
     print(
-        f"2. solvers alone, learn + next document, same label order; {new_name}: median labels 201-300 "
+        f"3. solvers alone, learn + next document, same label order; {new_name}: median labels 201-300 "
         f"{new[0]:.2f} ms, {windows[1][0]}-{windows[1][1]} {new[1]:.2f} ms ({time.perf_counter() - t0:.0f} s)"
     )
     old_windows = ((201, 200 + args.old_labels), (late[0] + 1, late[0] + args.old_labels))
@@ -171,6 +235,7 @@ def main() -> None:
         f"   ramp (the old path): median labels {old_windows[0][0]}-{old_windows[0][1]} {old[0]:.2f} ms, "
         f"{old_windows[1][0]}-{old_windows[1][1]} {old[1]:.2f} ms ({time.perf_counter() - t0:.0f} s{note})"
     )
+    print(f"load average at the end {os.getloadavg()[0]:.1f}")
 
 
 if __name__ == "__main__":

@@ -202,9 +202,34 @@ def ensure_asreview() -> Path | None:
     return exe
 
 
+def asreview_label_ms(results_db: Path) -> tuple[np.ndarray, np.ndarray]:
+    """Labels (+1/-1) and per-label ms from an ASReview results table, in labelling order.
+
+    ASReview stamps each label (``time``) after the retraining + ranking that chose it, so a label's
+    time is the gap since the label before: entry ``i`` is label ``i + 1``'s, NaN for the priors
+    (labelled without a model, ``training_set`` NULL).  The label after the priors also holds the
+    feature extraction.  Refuses labels that did not follow a retraining on every label before them.
+    """
+    with sqlite3.connect(results_db) as db:
+        rows = db.execute("SELECT label, training_set, time FROM results ORDER BY time, rowid").fetchall()
+    trained = np.array([np.nan if r[1] is None else r[1] for r in rows], dtype=float)
+    stamps = np.array([r[2] for r in rows], dtype=float)
+    model = ~np.isnan(trained)
+    if not np.array_equal(trained[model], np.flatnonzero(model)):
+        raise ValueError("ASReview did not retrain on every earlier label before each label (batch queries?)")
+    ms = np.full(len(rows), np.nan)
+    ms[1:] = np.diff(stamps) * 1e3
+    ms[~model] = np.nan
+    return np.where(np.array([r[0] for r in rows]) > 0, 1, -1), ms
+
+
 def run_asreview(
-    exe: Path, docs: list[str], y: np.ndarray, seed: int, folder: Path
+    exe: Path, docs: list[str], y: np.ndarray, seed: int, folder: Path, n_stop: int | None = None
 ) -> tuple[np.ndarray, list[float], float]:
+    """ASReview's default model from the priors of ``seed``: labels, per-label ms after the priors, s per label.
+
+    Until every positive is found, or ``n_stop`` labels (priors included) when given.
+    """
     titles = [d.split("\n\n", 1)[0] for d in docs]
     abstracts = [d.split("\n\n", 1)[1] if "\n\n" in d else "" for d in docs]
     data = folder / "review.csv"
@@ -221,8 +246,21 @@ def run_asreview(
     out = folder / f"sim{seed}.asreview"
     out.unlink(missing_ok=True)
     t0 = time.perf_counter()
+    stop = [] if n_stop is None else ["--n-stop", str(n_stop)]
     subprocess.run(
-        [str(exe), "simulate", str(data), "--prior-idx", str(pos), str(neg), "--seed", str(seed), "-o", str(out)],
+        [
+            str(exe),
+            "simulate",
+            str(data),
+            "--prior-idx",
+            str(pos),
+            str(neg),
+            "--seed",
+            str(seed),
+            "-o",
+            str(out),
+            *stop,
+        ],
         check=True,
         capture_output=True,
         text=True,
@@ -231,13 +269,8 @@ def run_asreview(
     wall = time.perf_counter() - t0
     with zipfile.ZipFile(out) as archive:
         archive.extract("results.db", folder / f"sim{seed}")
-    with sqlite3.connect(folder / f"sim{seed}" / "results.db") as db:
-        rows = db.execute("SELECT record_id, label, time FROM results ORDER BY time, rowid").fetchall()
-    record = np.array([r[0] for r in rows])
-    stamps = np.array([r[2] for r in rows], dtype=float)
-    # the two priors carry the same time stamp; every later label follows one retraining + ranking
-    times = (np.diff(stamps[1:]) * 1e3).tolist()
-    return np.where(np.asarray([r[1] for r in rows]) > 0, 1, -1), times, wall / max(len(record), 1)
+    labels, ms = asreview_label_ms(folder / f"sim{seed}" / "results.db")
+    return labels, ms[~np.isnan(ms)].tolist(), wall / max(len(labels), 1)
 
 
 def per_label_sparse(
