@@ -577,8 +577,8 @@ def _class_runs(
 ) -> tuple[list[str], str | None, int]:
     """(strategies, reference, budget) of a replay with named classes or sets: the ``strategies`` checked
     against ``known`` (``what`` they must be), the session's own added as the reference when it is one; the
-    budget at most a seed's pool (the labelled items not held out, ``strata`` split as the runs split them,
-    when ``split``: every stratum can give the held-out part one)."""
+    budget at most a seed's pool: the labelled items not held out, ``strata`` split as the runs split them
+    (when ``split``; else every labelled item)."""
     from core.experiment import _split_rows
 
     if isinstance(strategies, str):
@@ -789,7 +789,7 @@ def run_multi_label_replay(
         list(MULTILABEL_STRATEGIES),
         "a multi-label strategy",
         codes,
-        bool(len(rows)) and np.unique(codes, return_counts=True)[1].min() >= 2,
+        True,  # (a set given once stays in the pool: the split holds out only sets given twice or more)
         budget=budget,
         initial=initial,
         test_fraction=test_fraction,

@@ -759,6 +759,20 @@ def test_a_multi_label_replay_is_the_multi_label_comparison_on_the_labelled_item
     assert "session 9: 45 labelled items" in text and "2 skips left out" in text and MULTI_LABEL_CAVEAT in text
 
 
+def test_a_multi_label_replay_with_a_set_given_once_labels_the_whole_pool_of_a_seed():
+    """A set given once stays in every seed's pool (it cannot be held out and learned both): the budget is
+    that pool, every run labels all of it."""
+    from core.replay import run_multi_label_replay
+
+    X, Y, classes = _sets(40)
+    Y[0] = True  # (the only item with all three classes)
+    labelled = LabelledItems(np.arange(40), Y, classes=classes, multi_label=True, source="session 9")
+    result = run_multi_label_replay(X, labelled, strategies=["random"], seeds=2, initial=4)
+    pool = 1 + sum(n - round(0.3 * n) for n in (13, 13, 13))  # (the sets a, b and a-c: 13 items each)
+    assert result.config["budget"] == pool
+    assert result.rows.groupby("seed").size().tolist() == [pool, pool]
+
+
 @pytest.mark.parametrize("strategy", ["near-boundary", "smallest-margin"])
 def test_a_multi_label_replay_refuses_a_strategy_that_is_not_multi_label(strategy):
     from core.replay import run_multi_label_replay
