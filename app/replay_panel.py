@@ -79,7 +79,7 @@ def form(svc) -> None:
                 "the others are measured against. Each run learns from part of the labelled items and is "
                 "scored on the rest (30 %).",
             )
-        many, one = ("sets of classes", "set") if sets else ("classes", "class")
+        many, one = ("sets of classes", "set") if sets else ("classes", "class")  # (what an item's answer is)
         cols = st.columns(2)
         seeds = cols[0].number_input(
             "Seeds", min_value=1, max_value=COMPARE_MAX_SEEDS, value=3, step=1, key="replay_seeds"
@@ -99,8 +99,8 @@ def form(svc) -> None:
             else f"The pool is the items labelled (skips left out), the oracle their {many} as they stand "
             f"(corrections applied; in a team project the {one} settled on, else the first {one} answered); "
             f"every run learns from {100 - 100 * CLASS_HELD_OUT:.0f} % of "
-            f"them, chosen by the heuristic, and is scored on the other {100 * CLASS_HELD_OUT:.0f} % (every "
-            "class needs two labelled items)."
+            f"them, chosen by the heuristic, and is scored on the other {100 * CLASS_HELD_OUT:.0f} % ("
+            + ("a set given once is always learned from)." if sets else "every class needs two labelled items).")
         )
         clicked = st.button("Replay the session", type="primary", key="replay_run")
     if st.session_state.get("replay_cancel"):  # (the click's rerun: the replay it interrupted has stopped)

@@ -515,7 +515,8 @@ def _replay_parser(sub) -> None:
         type=int,
         metavar="N",
         help="a stored team project (the settled answers, else each item's first answer; with named "
-        "classes, the settled class, else the first class answered)",
+        "classes, the settled class, else the first class answered; with several classes per item, the "
+        "settled set, else the first set answered)",
     )
     what.add_argument(
         "--labels",
@@ -537,7 +538,11 @@ def _replay_parser(sub) -> None:
         required=True,
         metavar="a,b,c",
         help="heuristics to replay, comma-separated (the session's own is added as the reference): "
-        + ", ".join(STRATEGY_NAMES),
+        + ", ".join(STRATEGY_NAMES)
+        + "; with named classes: "
+        + ", ".join(MULTICLASS_STRATEGIES)
+        + "; with several classes per item: "
+        + ", ".join(MULTILABEL_STRATEGIES),
     )
     _model_arguments(rep, None)
     rep.add_argument("--seeds", type=_positive_int, default=3, help="number of seeds (default 3)")

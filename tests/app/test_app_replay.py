@@ -491,6 +491,7 @@ def replay_sets_on_the_page(svc: MarginLab, source: str, user: str, *, caveat: s
     at.selectbox(key="replay_session").select(source).run()
     assert not at.exception, at.exception
     assert at.multiselect(key="replay_set_strategies").options == ["Least sure on any class", "Random"]
+    assert any("their sets of classes as they stand" in text for text in shown(at.caption)), shown(at.caption)
     assert not [m for m in at.multiselect if m.key in ("replay_strategies", "replay_class_strategies")]
     newest = replay_from_the_page(svc, at, "replay_set_strategies")
 
