@@ -3,7 +3,9 @@
 ``form`` is the "Replay a session" choice (which session, which heuristics, seeds); ``show`` draws a stored
 replay: the recall curves with their bands, the latency, the table against the reference, and the caveat
 of what a replay can tell.  A session with named classes is replayed with the heuristics for named classes
-and drawn as accuracy and macro AUC on a held-out part of its labelled items.
+and drawn as accuracy and macro AUC on a held-out part of its labelled items; a multi-label one (several
+classes per item) with the multi-label heuristics, drawn the same way (accuracy: the share of item-class
+answers right) with a per-class table.
 """
 
 from __future__ import annotations
@@ -19,7 +21,10 @@ from app.services.replay import (
     class_replay_rows,
     class_replay_summary,
     is_class_replay,
+    is_multi_label_replay,
+    multi_label_replay_per_class,
     replay_lines,
+    replay_rows_csv,
     replay_summary,
 )
 from app.ui.text import plain, visible
@@ -42,7 +47,19 @@ def form(svc) -> None:
             "classes: the class settled on, else the first class answered).",
         )
         heuristics = replays.heuristics(source)
-        if set(heuristics) <= set(LABEL_STRATEGIES):
+        sets = replays.takes_sets(source)  # (a multi-label session or project: its own heuristics)
+        if sets:
+            strategies = st.multiselect(
+                "Heuristics (several classes per item)",
+                list(heuristics),
+                default=[BASELINE] if BASELINE in heuristics else [],
+                format_func=lambda name: visible(heuristics[name]),
+                key="replay_set_strategies",
+                help="The session's (or project's) own heuristic runs too, with its model: the reference "
+                "the others are measured against. Each run learns from part of the labelled items and is "
+                "scored on the rest (30 %).",
+            )
+        elif set(heuristics) <= set(LABEL_STRATEGIES):
             strategies = st.multiselect(
                 "Heuristics",
                 list(LABEL_STRATEGIES),
@@ -62,6 +79,7 @@ def form(svc) -> None:
                 "the others are measured against. Each run learns from part of the labelled items and is "
                 "scored on the rest (30 %).",
             )
+        many, one = ("sets of classes", "set") if sets else ("classes", "class")  # (what an item's answer is)
         cols = st.columns(2)
         seeds = cols[0].number_input(
             "Seeds", min_value=1, max_value=COMPARE_MAX_SEEDS, value=3, step=1, key="replay_seeds"
@@ -77,12 +95,12 @@ def form(svc) -> None:
         st.caption(
             "The pool is the items the session labelled (skips left out), the oracle its answers as they "
             "stand (corrections applied); every run labels them all."
-            if set(heuristics) <= set(LABEL_STRATEGIES)
-            else "The pool is the items labelled (skips left out), the oracle their classes as they stand "
-            "(corrections applied; in a team project the class settled on, else the first class answered); "
+            if set(heuristics) <= set(LABEL_STRATEGIES) and not sets
+            else f"The pool is the items labelled (skips left out), the oracle their {many} as they stand "
+            f"(corrections applied; in a team project the {one} settled on, else the first {one} answered); "
             f"every run learns from {100 - 100 * CLASS_HELD_OUT:.0f} % of "
-            f"them, chosen by the heuristic, and is scored on the other {100 * CLASS_HELD_OUT:.0f} % (every "
-            "class needs two labelled items)."
+            f"them, chosen by the heuristic, and is scored on the other {100 * CLASS_HELD_OUT:.0f} % ("
+            + ("a set given once is always learned from)." if sets else "every class needs two labelled items).")
         )
         clicked = st.button("Replay the session", type="primary", key="replay_run")
     if st.session_state.get("replay_cancel"):  # (the click's rerun: the replay it interrupted has stopped)
@@ -115,10 +133,12 @@ def show(result, chosen: int) -> None:
     st.caption(plain(said))
     st.warning(plain(caveat))
     classes = is_class_replay(result)
+    sets = is_multi_label_replay(result)
     if classes:
         rows = class_replay_rows(result)
         left, right = st.columns(2)
-        left.plotly_chart(charts.learning_curve_figure(rows, "accuracy"), key="replay_accuracy")
+        title = "Share of item-class answers right vs labels" if sets else None
+        left.plotly_chart(charts.learning_curve_figure(rows, "accuracy", title=title), key="replay_accuracy")
         right.plotly_chart(charts.learning_curve_figure(rows, "macro_auc"), key="replay_macro_auc")
     else:
         rows = result.rows
@@ -131,9 +151,14 @@ def show(result, chosen: int) -> None:
     table = class_replay_summary(result) if classes else replay_summary(result)
     st.dataframe(table, hide_index=True, width="stretch", key="replay_summary_table")
     st.caption(plain(reference))
+    if sets:
+        st.caption(
+            "Per class at the last label, on the held-out part (mean over the seeds; a class said yes: score above 0)."
+        )
+        st.dataframe(multi_label_replay_per_class(result), hide_index=True, width="stretch", key="replay_per_class")
     st.download_button(
         "Download the tidy rows (CSV)",
-        lambda: result.rows.to_csv(index=False).encode(),
+        lambda: replay_rows_csv(result),
         file_name=f"replay-{chosen}.csv",
         mime="text/csv",
         key="download_rows",

@@ -515,7 +515,8 @@ def _replay_parser(sub) -> None:
         type=int,
         metavar="N",
         help="a stored team project (the settled answers, else each item's first answer; with named "
-        "classes, the settled class, else the first class answered)",
+        "classes, the settled class, else the first class answered; with several classes per item, the "
+        "settled set, else the first set answered)",
     )
     what.add_argument(
         "--labels",
@@ -537,7 +538,11 @@ def _replay_parser(sub) -> None:
         required=True,
         metavar="a,b,c",
         help="heuristics to replay, comma-separated (the session's own is added as the reference): "
-        + ", ".join(STRATEGY_NAMES),
+        + ", ".join(STRATEGY_NAMES)
+        + "; with named classes: "
+        + ", ".join(MULTICLASS_STRATEGIES)
+        + "; with several classes per item: "
+        + ", ".join(MULTILABEL_STRATEGIES),
     )
     _model_arguments(rep, None)
     rep.add_argument("--seeds", type=_positive_int, default=3, help="number of seeds (default 3)")
@@ -1459,7 +1464,9 @@ def _stored_replay(args: argparse.Namespace):
         else:
             info = teams.get_project(engine, args.project)
             settled = replay.settled_answers(
-                teams.settlements(engine, args.project), classes=bool(info.params.get("classes"))
+                teams.settlements(engine, args.project),
+                classes=bool(info.params.get("classes")),
+                multi_label=info.params.get("multi_label") is True,
             )
             labelled = replay.project_items(
                 teams.project_answers(engine, args.project)[1],
@@ -1512,7 +1519,7 @@ def run_replay(args: argparse.Namespace) -> str:
     if args.out:
         _check_writable(args.out)
     X, labelled = _file_replay(args) if args.labels else _stored_replay(args)
-    if labelled.classes:  # a session with named classes: the K-class strategies
+    if labelled.classes:  # a session with named classes: the K-class (or multi-label) strategies
         return _class_replay(args, X, labelled, strategies)
     unknown = [s for s in strategies if s not in STRATEGY_NAMES]
     if unknown:
@@ -1577,8 +1584,8 @@ def _replayed(
 
 
 def _class_replay(args: argparse.Namespace, X, labelled, strategies: list[str]) -> str:
-    """Replay a session or team project with named classes (``core.replay.run_class_replay``) and return
-    what to print."""
+    """Replay a session or team project with named classes (``core.replay.run_class_replay``; a multi-label
+    one ``run_multi_label_replay``) and return what to print."""
     from core import replay
 
     if args.model != "standard" or _model_flags_given(args):
@@ -1588,7 +1595,7 @@ def _class_replay(args: argparse.Namespace, X, labelled, strategies: list[str]) 
         )
     return _replayed(
         args,
-        replay.run_class_replay,
+        replay.run_multi_label_replay if labelled.multi_label else replay.run_class_replay,
         X,
         labelled,
         strategies,

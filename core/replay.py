@@ -78,6 +78,8 @@ class LabelledItems:
     classes: tuple[str, ...] = ()
     #: the labelled items of a team project (its members' answers), not of one session
     team: bool = False
+    #: a multi-label session or project: ``labels`` is (items, K) of bool, each item's set of classes
+    multi_label: bool = False
 
     def checked(self, n_items: int) -> tuple[np.ndarray, np.ndarray]:
         """(rows, labels) as arrays, or :class:`ReplayError` naming what is wrong."""
@@ -119,9 +121,12 @@ def final_class(answers: Iterable[Any], settled: Any, given: Callable[[Any], Any
     return first if settled is None else settled
 
 
-def settled_answers(settlements: dict[int, Any], *, classes: bool) -> dict[int, int]:
+def settled_answers(settlements: dict[int, Any], *, classes: bool, multi_label: bool = False) -> dict[int, Any]:
     """item -> the owner's settled answer of a team project (``storage.teams.settlements``): the class
-    settled on (``answer_class``) in a project with named classes, else the yes / no ``value``."""
+    settled on (``answer_class``) in a project with named classes, the set settled on (``answer_classes``, a
+    tuple of places) in a multi-label one, else the yes / no ``value``."""
+    if multi_label:
+        return {item: tuple(s.answer_classes) for item, s in settlements.items() if s.answer_classes is not None}
     if classes:
         return {item: int(s.answer_class) for item, s in settlements.items() if s.answer_class is not None}
     return {item: int(s.value) for item, s in settlements.items()}
@@ -139,13 +144,11 @@ def session_items(
     answer as it stands, corrections applied), ``update_ms`` and ``query_ms``, in the order given (what
     ``storage.label_events`` returns); ``params``: the session's settings (``solver_params``,
     ``strategy_params``).  A session with named classes (``params["classes"]``): ``labels`` are the classes
-    as they stand (``answer_class``, 0..K-1) and ``classes`` their names (``run_class_replay``)."""
+    as they stand (``answer_class``, 0..K-1) and ``classes`` their names (``run_class_replay``); a multi-label
+    one (``params["multi_label"]``): ``labels`` the sets as they stand (``answer_classes``), (items, K) of
+    bool (``run_multi_label_replay``)."""
     params = dict(params or {})
-    if params.get("multi_label") is True:
-        raise ReplayError(
-            f"{source} is multi-label (several classes per item): replay is for sessions with one answer per "
-            "item in this version (compare --classes --multi-label simulates multi-label strategies on a file)"
-        )
+    multi_label = params.get("multi_label") is True
     events = list(events)
     answered = [e for e in events if int(e.value) != 0]
     classes = tuple(str(c) for c in params.get("classes") or ())
@@ -155,7 +158,9 @@ def session_items(
 
     return LabelledItems(
         np.array([int(e.item_index) for e in answered], dtype=np.intp),
-        np.array([int(e.answer_class if classes else e.value) for e in answered], dtype=int),
+        _memberships([e.answer_classes for e in answered], len(classes))
+        if multi_label
+        else np.array([int(e.answer_class if classes else e.value) for e in answered], dtype=int),
         strategy=strategy,
         solver=solver,
         solver_params=dict(params.get("solver_params") or {}),
@@ -165,7 +170,16 @@ def session_items(
         query_ms=timing("query_ms"),
         strategy_params=dict(params.get("strategy_params") or {}),
         classes=classes,
+        multi_label=multi_label,
     )
+
+
+def _memberships(sets: Sequence[Iterable[int]], n_classes: int) -> np.ndarray:
+    """(items, K) of bool: row i holds the classes (places) of ``sets[i]``."""
+    Y = np.zeros((len(sets), n_classes), dtype=bool)
+    for i, places in enumerate(sets):
+        Y[i, list(places)] = True
+    return Y
 
 
 def session_features(X, scaling: str | None, feature_blocks: Sequence[dict] | None):
@@ -196,34 +210,37 @@ def project_items(
     answer (what the project's model learns); items come in the order first answered.  ``params``: the
     project's settings (``solver_params``, ...).  A project with named classes (``params["classes"]``): each
     item's class is :func:`final_class` (``answer_class``; ``settled`` item -> settled class), items in the
-    order of their first class answer, as its model learns them (``run_class_replay``)."""
+    order of their first class answer, as its model learns them (``run_class_replay``).  A multi-label project
+    (``params["multi_label"]``): each item's set is :func:`final_class` of ``answer_classes`` (``settled`` item
+    -> settled set), ``labels`` (items, K) of bool (``run_multi_label_replay``)."""
     params = dict(params or {})
-    if params.get("multi_label") is True:
-        raise ReplayError(
-            f"{source} is multi-label (several classes per item): replay is for projects with one answer per "
-            "item in this version"
-        )
+    multi_label = params.get("multi_label") is True
     classes = tuple(str(c) for c in params.get("classes") or ())
     answers = list(answers)
     by_item: dict[int, list[Any]] = {}
     for answer in answers:
         by_item.setdefault(int(answer.item_index), []).append(answer)
 
-    def given(answer) -> int | None:  # (a class's place, or +1 / -1; None for a skip)
+    def given(answer) -> Any:  # (a set of places, a class's place, or +1 / -1; None for a skip)
+        if multi_label:
+            return None if answer.answer_classes is None else tuple(answer.answer_classes)
         if classes:
             return None if answer.answer_class is None else int(answer.answer_class)
         return int(answer.value) or None
 
     # items in the order of their first answer that is not a skip (dicts keep the insertion order)
     rows = list(dict.fromkeys(int(a.item_index) for a in answers if given(a) is not None))
-    if classes:
+    labels: Any
+    if multi_label:
+        labels = _memberships([final_class(by_item[i], settled.get(i), given=given) for i in rows], len(classes))
+    elif classes:
         labels = [final_class(by_item[i], settled.get(i)) for i in rows]
     else:
         labels = [settled.get(i, next(v for a in by_item[i] if (v := given(a)) is not None)) for i in rows]
     votes = {i: {v for a in by_item[i] if (v := given(a)) is not None} for i in rows}
     return LabelledItems(
         np.asarray(rows, dtype=np.intp),
-        np.asarray(labels, dtype=int),
+        labels if multi_label else np.asarray(labels, dtype=int),
         strategy=strategy,
         solver=solver,
         solver_params=dict(params.get("solver_params") or {}),
@@ -233,6 +250,7 @@ def project_items(
         strategy_params=dict(params.get("strategy_params") or {}),
         classes=classes,
         team=True,
+        multi_label=multi_label,
     )
 
 
@@ -545,6 +563,66 @@ CLASS_CAVEAT = (
 )
 
 
+def _class_runs(
+    labelled: LabelledItems,
+    strategies: Iterable[str] | str,
+    known: Sequence[str],
+    what: str,
+    strata: np.ndarray,
+    split: bool,
+    *,
+    budget: int | None,
+    initial: int,
+    test_fraction: float,
+) -> tuple[list[str], str | None, int]:
+    """(strategies, reference, budget) of a replay with named classes or sets: the ``strategies`` checked
+    against ``known`` (``what`` they must be), the session's own added as the reference when it is one; the
+    budget at most a seed's pool: the labelled items not held out, ``strata`` split as the runs split them
+    (when ``split``; else every labelled item)."""
+    from core.experiment import _split_rows
+
+    if isinstance(strategies, str):
+        strategies = [s.strip() for s in strategies.split(",") if s.strip()]
+    strategies = list(dict.fromkeys(strategies))
+    wrong = [s for s in strategies if s not in known]
+    if wrong or not strategies:
+        raise ReplayError(
+            f"{wrong[0]!r} is not {what}; choose from {', '.join(known)}" if wrong else "no strategy to replay"
+        )
+    rows = np.asarray(labelled.rows, dtype=np.intp)
+    if len(rows) != len(labelled.labels) or len(np.unique(rows)) != len(rows):
+        raise ReplayError(f"{labelled.source}: each labelled item once, with its answer")
+    reference = labelled.strategy if labelled.strategy in known else None
+    if reference is not None and reference not in strategies:
+        strategies.append(reference)
+    pool = len(_split_rows(strata, 0, test_fraction)[0]) if split else len(rows)
+    budget = pool if budget is None else min(int(budget), pool)
+    if int(initial) >= budget:
+        raise ReplayError(
+            f"{labelled.source}: the {initial} initial labels would be every one of the {budget} labels "
+            "of a run, all drawn at random: lower the initial labels"
+        )
+    return strategies, reference, budget
+
+
+def _class_record(labelled: LabelledItems, counts, reference: str | None, **more: Any) -> dict[str, Any]:
+    """The ``config["replay"]`` of a replay with named classes: what was replayed (``counts``: the items of
+    each class, or with it), its reference, and ``more``."""
+    return {
+        "source": labelled.source,
+        "pool": int(len(labelled.rows)),
+        "classes": {name: int(n) for name, n in zip(labelled.classes, counts, strict=True)},
+        **more,
+        "skipped": int(labelled.skipped),
+        "unsettled": int(labelled.unsettled),
+        "team": bool(labelled.team),
+        "reference": reference,
+        "session_strategy": labelled.strategy,
+        "session_solver": labelled.solver,
+        "rows": [int(r) for r in labelled.rows],
+    }
+
+
 def run_class_replay(
     X,
     labelled: LabelledItems,
@@ -565,34 +643,22 @@ def run_class_replay(
     seed's pool (the labelled items not held out).  ``config["replay"]`` says what was replayed; ``progress``
     and ``label_progress`` as for ``run_class_comparison``."""
     from core.class_experiment import run_class_comparison
-    from core.experiment import _split_rows
     from core.multiclass import MULTICLASS_STRATEGIES
 
-    if isinstance(strategies, str):
-        strategies = [s.strip() for s in strategies.split(",") if s.strip()]
-    strategies = list(dict.fromkeys(strategies))
-    wrong = [s for s in strategies if s not in MULTICLASS_STRATEGIES]
-    if wrong or not strategies:
-        raise ReplayError(
-            f"{wrong[0]!r} is not a strategy for named classes; choose from {', '.join(MULTICLASS_STRATEGIES)}"
-            if wrong
-            else "no strategy to replay"
-        )
     rows, classes = np.asarray(labelled.rows, dtype=np.intp), labelled.classes
     labels = np.asarray(labelled.labels, dtype=int)
-    if len(rows) != len(labels) or len(np.unique(rows)) != len(rows):
-        raise ReplayError(f"{labelled.source}: each labelled item once, with its class")
-    reference = labelled.strategy if labelled.strategy in MULTICLASS_STRATEGIES else None
-    if reference is not None and reference not in strategies:
-        strategies.append(reference)
     counts = np.bincount(labels, minlength=len(classes)) if len(labels) else np.zeros(len(classes), dtype=int)
-    pool = len(_split_rows(labels, 0, test_fraction)[0]) if counts.min() >= 2 else len(rows)
-    budget = pool if budget is None else min(int(budget), pool)
-    if int(initial) >= budget:
-        raise ReplayError(
-            f"{labelled.source}: the {initial} initial labels would be every one of the {budget} labels "
-            "of a run, all drawn at random: lower the initial labels"
-        )
+    strategies, reference, budget = _class_runs(
+        labelled,
+        strategies,
+        list(MULTICLASS_STRATEGIES),
+        "a strategy for named classes",
+        labels,
+        counts.min() >= 2,
+        budget=budget,
+        initial=initial,
+        test_fraction=test_fraction,
+    )
     params = {k: v for k, v in labelled.solver_params.items() if k != "auto"}
     try:
         result = run_class_comparison(
@@ -613,40 +679,37 @@ def run_class_replay(
         )
     except ValueError as error:
         raise ReplayError(f"{labelled.source}: {error}") from None
-    result.config["replay"] = {
-        "source": labelled.source,
-        "pool": int(len(rows)),
-        "classes": {name: int(n) for name, n in zip(classes, counts, strict=True)},
-        "skipped": int(labelled.skipped),
-        "unsettled": int(labelled.unsettled),
-        "team": bool(labelled.team),
-        "reference": reference,
-        "session_strategy": labelled.strategy,
-        "session_solver": labelled.solver,
-        "rows": [int(r) for r in rows],
-    }
+    result.config["replay"] = _class_record(labelled, counts, reference)
     return result
 
 
 def class_replay_said(replay: dict[str, Any]) -> str:
-    """What a replay of a session with named classes replayed (its ``config["replay"]``), in one line."""
+    """What a replay of a session with named classes (or a multi-label one) replayed (its
+    ``config["replay"]``), in one line."""
     counts = ", ".join(f"{name} {n}" for name, n in replay["classes"].items())
-    said = f"{replay['source']}: {replay['pool']} labelled items ({counts})"
+    sets = bool(replay.get("multi_label"))
+    said = f"{replay['source']}: {replay['pool']} labelled items " + (
+        f"(items with each class: {counts}; with none {replay.get('none', 0)})" if sets else f"({counts})"
+    )
     if replay.get("skipped"):
         said += f", {replay['skipped']} skip{'s' if replay['skipped'] != 1 else ''} left out"
     if replay.get("unsettled"):
-        n = replay["unsettled"]
-        said += f", {n} item{'s' if n != 1 else ''} whose classes differ and were not settled (the first class stands)"
+        n, what = replay["unsettled"], ("sets", "set") if sets else ("classes", "class")
+        said += (
+            f", {n} item{'s' if n != 1 else ''} whose {what[0]} differ and were not settled (the first {what[1]} "
+            "stands)"
+        )
     return said
 
 
 def class_reference_said(replay: dict[str, Any]) -> str:
     """The reference of a replay of a session with named classes, in one line."""
     whose = "project's" if replay.get("team") else "session's"
+    kind = "multi-label" if replay.get("multi_label") else "K-class"
     return (
         f"reference: the {whose} own strategy ({replay['reference']}) under the same replay"
         if replay.get("reference")
-        else f"no reference: the {whose} strategy is not a K-class strategy this version runs"
+        else f"no reference: the {whose} strategy is not a {kind} strategy this version runs"
     )
 
 
@@ -660,16 +723,98 @@ TEAM_CLASS_CAVEAT = (
 
 def class_replay_caveat(replay: dict[str, Any]) -> str:
     """What a replay with named classes can and cannot tell (its ``config["replay"]``): ``CLASS_CAVEAT``, and
-    for a team project ``TEAM_CLASS_CAVEAT``."""
+    for a team project ``TEAM_CLASS_CAVEAT``; a multi-label one's ``MULTI_LABEL_CAVEAT`` and ``TEAM_SET_CAVEAT``."""
+    if replay.get("multi_label"):
+        return MULTI_LABEL_CAVEAT + (" " + TEAM_SET_CAVEAT if replay.get("team") else "")
     return CLASS_CAVEAT + (" " + TEAM_CLASS_CAVEAT if replay.get("team") else "")
 
 
 def class_replay_text(result) -> str:
-    """What ``python -m core replay`` prints for a session or team project with named classes."""
+    """What ``python -m core replay`` prints for a session or team project with named classes (or a
+    multi-label one)."""
     replay = result.config["replay"]
     return "\n".join(
         [class_replay_said(replay), result.summary_text(), class_reference_said(replay), class_replay_caveat(replay)]
     )
+
+
+# --------------------------------------------------------------------------- multi-label sessions and projects
+
+#: what a replay of a multi-label session or project can and cannot tell (printed with it)
+MULTI_LABEL_CAVEAT = (
+    "What a multi-label replay can tell: its pool is the items the session labelled, chosen by the session's "
+    "own strategy, so it favours strategies that pick items like it; accuracy (the share of item-class yes / no "
+    "the model gets right) and macro AUC are measured on a held-out part of those labelled items (as compare "
+    "--classes --multi-label holds out a part), so they say nothing of the items never labelled. Compare the "
+    "strategies with the session's strategy under the same replay (the reference); the session's own order is "
+    "not a curve here (it had no held-out part)."
+)
+#: what a replay of a multi-label team project adds to ``MULTI_LABEL_CAVEAT``: whose answers are the oracle
+TEAM_SET_CAVEAT = (
+    "A team project's items are those its members labelled, each with its final set of classes: the set the "
+    "owner settled on, else the first set a member answered (what the project's model learns); an item whose "
+    "members' sets differ and that the owner did not settle counts with the first set answered."
+)
+
+
+def run_multi_label_replay(
+    X,
+    labelled: LabelledItems,
+    *,
+    strategies: Iterable[str] | str,
+    seeds: int | Iterable[int] = 3,
+    budget: int | None = None,
+    initial: int = 10,
+    test_fraction: float = 0.3,
+    n_jobs: int = 1,
+    progress: Callable[[int, int, str], None] | None = None,
+):
+    """Replay ``labelled`` (a multi-label session or team project: rows of ``X`` and their sets as they stand,
+    (items, K) of bool) under the multi-label ``strategies`` (``core.multiclass.MULTILABEL_STRATEGIES``) on
+    ``seeds``, with the session's model: ``core.multi_label_experiment.run_multi_label_comparison(X[rows], sets,
+    classes, ...)`` (Hamming accuracy and macro AUC on a held-out part of the labelled items, per-class
+    measures at the last label), the session's strategy added as the reference.  ``budget`` defaults to every
+    item of a seed's pool (the labelled items not held out).  ``config["replay"]`` says what was replayed
+    (``multi_label``: True)."""
+    from core.class_experiment import DEFAULT_SOLVER
+    from core.multi_label_experiment import _set_codes, run_multi_label_comparison
+    from core.multiclass import MULTILABEL_STRATEGIES
+
+    rows, classes = np.asarray(labelled.rows, dtype=np.intp), labelled.classes
+    Y = np.asarray(labelled.labels, dtype=bool).reshape(len(rows), len(classes))
+    codes = _set_codes(Y)
+    strategies, reference, budget = _class_runs(
+        labelled,
+        strategies,
+        list(MULTILABEL_STRATEGIES),
+        "a multi-label strategy",
+        codes,
+        True,  # (a set given once stays in the pool: the split holds out only sets given twice or more)
+        budget=budget,
+        initial=initial,
+        test_fraction=test_fraction,
+    )
+    try:
+        result = run_multi_label_comparison(
+            X[rows],
+            Y,
+            classes,
+            strategies=strategies,
+            solver=labelled.solver or DEFAULT_SOLVER,
+            solver_params={k: v for k, v in labelled.solver_params.items() if k != "auto"},
+            budget=budget,
+            seeds=seeds,
+            initial=initial,
+            test_fraction=test_fraction,
+            n_jobs=n_jobs,
+            progress=progress,
+        )
+    except ValueError as error:
+        raise ReplayError(f"{labelled.source}: {error}") from None
+    result.config["replay"] = _class_record(
+        labelled, Y.sum(axis=0), reference, none=int(np.sum(~Y.any(axis=1))), multi_label=True
+    )
+    return result
 
 
 __all__ = [
@@ -677,6 +822,8 @@ __all__ = [
     "CLASS_CAVEAT",
     "SESSION_ORDER",
     "TEAM_CLASS_CAVEAT",
+    "MULTI_LABEL_CAVEAT",
+    "TEAM_SET_CAVEAT",
     "LabelledItems",
     "ReplayError",
     "class_reference_said",
@@ -691,6 +838,7 @@ __all__ = [
     "replay_said",
     "replay_text",
     "run_class_replay",
+    "run_multi_label_replay",
     "run_replay",
     "session_features",
     "session_items",

@@ -6,7 +6,12 @@ comparisons, under the caveat ``core.replay.CAVEAT``.  A session or team project
 project's final classes: ``core.replay.final_class``, what its model learns) is replayed with the
 K-class heuristics (``core.replay.run_class_replay``: accuracy and macro AUC on a held-out part of its
 labelled items) and stored the same way, its ``replay`` naming the classes (``is_class_replay``), under
-``class_caveat`` (``core.replay.CLASS_CAVEAT`` in the page's words).  ``Replays(service)`` works over a ``MarginLab``.
+``class_caveat`` (``core.replay.CLASS_CAVEAT`` in the page's words).  A multi-label session or team project
+(each item's set as it stands; a project's settled set, else the first set answered) is replayed with the
+multi-label heuristics (``core.replay.run_multi_label_replay``: Hamming accuracy and macro AUC on a held-out
+part, per-class measures at the last label, stored as ``summary["per_class"]``), its ``replay`` saying
+``multi_label`` (``is_multi_label_replay``), under ``multi_label_caveat``.  ``Replays(service)`` works over a
+``MarginLab``.
 """
 
 from __future__ import annotations
@@ -17,7 +22,7 @@ from typing import TYPE_CHECKING
 
 import pandas as pd
 
-from app.services.classes import CLASS_STRATEGY_WORDS, strategy_words
+from app.services.classes import CLASS_STRATEGY_WORDS, MULTI_LABEL_STRATEGY_WORDS, strategy_words
 from app.services.common import LABEL_STRATEGIES, ServiceError, whole_number
 from app.services.comparisons import COMPARE_MAX_LABELS, COMPARE_MAX_SEEDS, COMPARE_MAX_WORK, run_words
 from app.services.errors import at_the_boundary, service_boundary
@@ -44,20 +49,41 @@ def is_class_replay(comparison: repo.Comparison | repo.ComparisonInfo) -> bool:
     return is_replay(comparison) and bool(comparison.config["replay"].get("classes"))
 
 
-def class_caveat(test_fraction: float, *, team: bool = False) -> str:
+def is_multi_label_replay(comparison: repo.Comparison | repo.ComparisonInfo) -> bool:
+    """Whether a stored comparison is a replay of a multi-label session or team project."""
+    return is_class_replay(comparison) and comparison.config["replay"].get("multi_label") is True
+
+
+def multi_label_caveat(test_fraction: float, *, team: bool = False) -> str:
+    """What a replay of a multi-label session or project can and cannot tell, in the page's words
+    (``core.replay.MULTI_LABEL_CAVEAT`` for the command line): ``class_caveat`` of sets."""
+    return class_caveat(test_fraction, team=team, sets=True)
+
+
+def class_caveat(test_fraction: float, *, team: bool = False, sets: bool = False) -> str:
     """What a replay of a session with named classes can and cannot tell, in the page's words
     (``core.replay.CLASS_CAVEAT`` for the command line); ``test_fraction``: the share held out.  A team
-    project's (``team``) also says which class of an item counts (``core.replay.TEAM_CLASS_CAVEAT``)."""
-    from core.replay import TEAM_CLASS_CAVEAT
+    project's (``team``) also says which class of an item counts (``core.replay.TEAM_CLASS_CAVEAT``); a
+    multi-label one's (``sets``) what its accuracy is, and which set of an item counts
+    (``core.replay.TEAM_SET_CAVEAT``)."""
+    from core.replay import TEAM_CLASS_CAVEAT, TEAM_SET_CAVEAT
 
     whose = "project" if team else "session"
+    kind, accuracy = (
+        (
+            "several classes per item",
+            "Accuracy (the share of item-class answers, has it or not, that the model gets right)",
+        )
+        if sets
+        else ("named classes", "Accuracy")
+    )
     return (
-        f"What a replay of named classes can tell: its pool is the items the {whose} labelled, chosen by the "
-        f"{whose}'s own heuristic, so it favours heuristics that pick items like it. Accuracy and macro AUC are "
+        f"What a replay of {kind} can tell: its pool is the items the {whose} labelled, chosen by the "
+        f"{whose}'s own heuristic, so it favours heuristics that pick items like it. {accuracy} and macro AUC are "
         f"measured on {100 * test_fraction:.0f} % of those labelled items, held out from learning, so they say "
         "nothing of the items never labelled. Compare the heuristics with the "
         f"{whose}'s own heuristic under the same replay (the reference); the {whose}'s own order is no curve "
-        "here (it had no held-out part)." + (" " + TEAM_CLASS_CAVEAT if team else "")
+        "here (it had no held-out part)." + (" " + (TEAM_SET_CAVEAT if sets else TEAM_CLASS_CAVEAT) if team else "")
     )
 
 
@@ -75,17 +101,20 @@ def replay_lines(comparison: repo.Comparison) -> list[str]:
             if replay.get("reference")
             else f"No reference: the {whose}'s heuristic is not one this version replays."
         )
+        caveat = multi_label_caveat if is_multi_label_replay(comparison) else class_caveat
         return [
             class_replay_said(replay),
             reference,
-            class_caveat(float(comparison.config.get("test_fraction", CLASS_HELD_OUT)), team=team),
+            caveat(float(comparison.config.get("test_fraction", CLASS_HELD_OUT)), team=team),
         ]
     return [replay_said(replay), reference_said(replay), CAVEAT]
 
 
 def replay_heuristic_words(comparison: repo.Comparison | repo.ComparisonInfo, name: str) -> str:
     """A replay's heuristic in words: a K-class one's for a session with named classes ("Most likely
-    <class>"), else a two-class one's."""
+    <class>"), a multi-label one's for a multi-label session, else a two-class one's."""
+    if is_multi_label_replay(comparison):
+        return MULTI_LABEL_STRATEGY_WORDS.get(name, name)
     if is_class_replay(comparison):
         return strategy_words(name, comparison.config.get("target"))
     return run_words(name)
@@ -95,6 +124,36 @@ def class_replay_rows(comparison: repo.Comparison) -> pd.DataFrame:
     """A class replay's tidy rows with each heuristic in words (the charts' legend)."""
     rows = comparison.rows
     return rows.assign(strategy=[replay_heuristic_words(comparison, s) for s in rows["strategy"]])
+
+
+def multi_label_replay_per_class(comparison: repo.Comparison) -> pd.DataFrame:
+    """The per-class table of a stored multi-label replay: per heuristic and class, precision, recall, F1 and
+    AUC at the last label on the held-out part (mean over the seeds), then their means over the classes
+    ("(macro)"), as ``core.multi_label_experiment.format_per_class`` prints them."""
+    frame = pd.DataFrame(comparison.summary.get("per_class", []))
+    if frame.empty:
+        return frame
+    reference = comparison.config["replay"].get("reference")
+    measures = {"precision": "precision", "recall": "recall", "f1": "F1", "auc": "AUC"}
+    parts = []
+    for strategy, g in frame.groupby("strategy", sort=False):
+        means = g.groupby("class", sort=False)[list(measures)].mean()
+        means.loc["(macro)"] = means.mean()
+        words = replay_heuristic_words(comparison, str(strategy)) + (" (reference)" if strategy == reference else "")
+        parts.append(means.rename_axis("class").reset_index().assign(heuristic=words))
+    table = pd.concat(parts, ignore_index=True).rename(columns=measures)
+    return table[["heuristic", "class", *measures.values()]].round(3)
+
+
+def replay_rows_csv(comparison: repo.Comparison) -> bytes:
+    """A stored replay's tidy rows as CSV, every text cell escaped against spreadsheet formulas (a replay with
+    named classes writes class names in ``label``)."""
+    from storage.export import escape_cell
+
+    rows = comparison.rows.copy()
+    for column in rows.columns:
+        rows[column] = [escape_cell(v) if isinstance(v, str) else v for v in rows[column]]
+    return rows.to_csv(index=False).encode()
 
 
 def class_replay_summary(comparison: repo.Comparison) -> pd.DataFrame:
@@ -175,6 +234,14 @@ def replay_summary(comparison: repo.Comparison) -> pd.DataFrame:
     )
 
 
+def _classes_said(params: dict) -> str:
+    """What a session's or project's settings say of its classes, for the list of what can be replayed."""
+    if not params.get("classes"):
+        return ""
+    many = "several classes per item" if params.get("multi_label") is True else "named classes"
+    return f" · {many}: {', '.join(map(str, params['classes']))}"
+
+
 @service_boundary
 class Replays:
     """Replay stored sessions (``core.replay``) over a service; results stored as comparisons."""
@@ -187,34 +254,42 @@ class Replays:
         ``project:N`` for the team projects ``identity`` sees (all of them for an owner) with answers."""
         out = {
             f"session:{s.id}": f"session {s.id}{f' ({s.name})' if s.name else ''} · {s.dataset_name} · "
-            f"{s.annotator} · {s.strategy} · {s.n_labels} labels"
-            + (f" · named classes: {', '.join(map(str, s.params['classes']))}" if s.params.get("classes") else "")
+            f"{s.annotator} · {s.strategy} · {s.n_labels} labels" + _classes_said(s.params)
             for s in self.service.sessions()
-            if s.n_labels >= 2 and s.params.get("multi_label") is not True
-        }  # (a multi-label session: its answers are sets, not one class per item)
+            if s.n_labels >= 2
+        }
         for p in self.service.projects(identity):
-            if p.params.get("multi_label") is True:
-                continue  # (a multi-label project: its answers are sets, not one class per item)
-            out[f"project:{p.id}"] = f"project {p.id} ({p.name}) · {p.dataset_name} · team · {p.strategy}" + (
-                f" · named classes: {', '.join(map(str, p.params['classes']))}" if p.params.get("classes") else ""
+            out[f"project:{p.id}"] = (
+                f"project {p.id} ({p.name}) · {p.dataset_name} · team · {p.strategy}" + _classes_said(p.params)
             )
         return out
 
-    def heuristics(self, source: str) -> dict[str, str]:
-        """The heuristics a replay of ``source`` may run, name -> words: the K-class ones for a session or team
-        project with named classes (Most likely <class> only when it names its class), else the two-class
-        ones."""
+    def _params(self, source: str) -> dict:
+        """The settings of ``session:N`` or ``project:N`` (nothing for anything else)."""
         kind, _, number = str(source).rpartition(":")
-        if kind in ("", "session", "project"):
-            engine = self.service.engine
-            params = (teams.get_project if kind == "project" else repo.get_session)(engine, int(number)).params
-            if params.get("classes"):
-                target = (params.get("strategy_params") or {}).get("target")
-                return {
-                    name: strategy_words(name, target)
-                    for name in CLASS_STRATEGY_WORDS
-                    if name != "target-class" or target is not None
-                }
+        if kind not in ("", "session", "project"):
+            return {}
+        engine = self.service.engine
+        return (teams.get_project if kind == "project" else repo.get_session)(engine, int(number)).params
+
+    def takes_sets(self, source: str) -> bool:
+        """Whether ``source`` is a multi-label session or team project (several classes per item)."""
+        return self._params(source).get("multi_label") is True
+
+    def heuristics(self, source: str) -> dict[str, str]:
+        """The heuristics a replay of ``source`` may run, name -> words: the multi-label ones for a multi-label
+        session or team project, the K-class ones for one with named classes (Most likely <class> only when it
+        names its class), else the two-class ones."""
+        params = self._params(source)
+        if params.get("multi_label") is True:
+            return dict(MULTI_LABEL_STRATEGY_WORDS)
+        if params.get("classes"):
+            target = (params.get("strategy_params") or {}).get("target")
+            return {
+                name: strategy_words(name, target)
+                for name in CLASS_STRATEGY_WORDS
+                if name != "target-class" or target is not None
+            }
         return {name: run_words(name) for name in LABEL_STRATEGIES}
 
     def _labelled(self, source: str, by: Identity | None):
@@ -237,7 +312,11 @@ class Replays:
         info = teams.get_project(engine, int(number))
         if info.id not in {p.id for p in self.service.projects(by)}:
             raise ServiceError(f"Project {info.id} is not one of your projects.")
-        settled = settled_answers(teams.settlements(engine, info.id), classes=bool(info.params.get("classes")))
+        settled = settled_answers(
+            teams.settlements(engine, info.id),
+            classes=bool(info.params.get("classes")),
+            multi_label=info.params.get("multi_label") is True,
+        )
         return info, project_items(
             teams.project_answers(engine, info.id)[1],
             settled,
@@ -263,7 +342,7 @@ class Replays:
         its own heuristic added as the reference with its model; store the result as a comparison and return
         its id.  ``progress(fraction, text)`` as for ``run_comparison``; an exception it raises (the page's
         Cancel) stops the replay, nothing stored."""
-        from core.replay import ReplayError, run_class_replay, run_replay, session_features
+        from core.replay import ReplayError, run_class_replay, run_multi_label_replay, run_replay, session_features
 
         svc = self.service
         svc.acting(by)
@@ -273,8 +352,19 @@ class Replays:
         )
         initial = whole_number(initial, "The initial labels")
         info, labelled = self._labelled(source, by)
-        allowed = CLASS_STRATEGY_WORDS if labelled.classes else LABEL_STRATEGIES
+        allowed = (
+            MULTI_LABEL_STRATEGY_WORDS
+            if labelled.multi_label
+            else CLASS_STRATEGY_WORDS
+            if labelled.classes
+            else LABEL_STRATEGIES
+        )
         unknown = [s for s in strategies if s not in allowed]
+        if labelled.multi_label and unknown:
+            raise ServiceError(
+                f"'{unknown[0]}' is not a heuristic for several classes per item; {labelled.source} takes several "
+                "classes per item: choose among " + ", ".join(allowed) + "."
+            )
         if labelled.classes and unknown:
             raise ServiceError(
                 f"'{unknown[0]}' is not a heuristic for named classes; {labelled.source} has named classes: "
@@ -311,8 +401,18 @@ class Replays:
 
         try:
             common = dict(strategies=strategies, seeds=seeds, initial=initial, progress=report, label_progress=report)
-            result = (  # (K-class runs: the session's model, scored on a held-out part of its labelled items)
-                run_class_replay(X, labelled, **common, test_fraction=CLASS_HELD_OUT)
+            result = (  # (K-class or multi-label runs: the session's model, scored on a held-out part)
+                run_multi_label_replay(
+                    X,
+                    labelled,
+                    strategies=strategies,
+                    seeds=seeds,
+                    initial=initial,
+                    progress=report,
+                    test_fraction=CLASS_HELD_OUT,
+                )
+                if labelled.multi_label
+                else run_class_replay(X, labelled, **common, test_fraction=CLASS_HELD_OUT)
                 if labelled.classes
                 else run_replay(X, labelled, **common, scheduler=svc.comparison_scheduler() or "none")
             )
@@ -327,6 +427,8 @@ class Replays:
         }
         if not labelled.classes:
             summary["references"] = result.references.to_dict(orient="records")
+        if labelled.multi_label:
+            summary["per_class"] = result.per_class.to_dict(orient="records")
         svc.acting(by)  # (it may have run for minutes)
         return repo.save_comparison(svc.engine, info.dataset_id, config, result.rows, summary)
 
@@ -338,8 +440,12 @@ __all__ = [
     "class_replay_rows",
     "class_replay_summary",
     "is_class_replay",
+    "is_multi_label_replay",
+    "multi_label_caveat",
+    "multi_label_replay_per_class",
     "is_replay",
     "replay_heuristic_words",
     "replay_lines",
+    "replay_rows_csv",
     "replay_summary",
 ]

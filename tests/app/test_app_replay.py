@@ -135,6 +135,20 @@ def _class_session(svc: MarginLab, n: int = 24) -> int:
     return run.session_id
 
 
+def stored_session_items(svc: MarginLab, session_id: int):
+    """(the stored session's info, its labelled items as ``core.replay.session_items`` reads them)."""
+    from core.replay import session_items
+
+    info = repo.get_session(svc.engine, session_id)
+    return info, session_items(
+        repo.label_events(svc.engine, session_id),
+        strategy=info.strategy,
+        solver=info.solver,
+        params=info.params,
+        source=f"session {session_id}",
+    )
+
+
 def has_the_numbers_of_run_class_replay(svc: MarginLab, stored, info, labelled) -> None:
     """``stored``, a replay (Random, 2 seeds, 4 initial labels) of the session or project ``info`` with
     named classes (smallest-margin), has the numbers of ``core.replay.run_class_replay`` called on
@@ -157,21 +171,12 @@ def has_the_numbers_of_run_class_replay(svc: MarginLab, stored, info, labelled) 
 def test_a_class_replay_from_the_service_has_the_numbers_of_run_class_replay(db_url):
     """The service replays a session with named classes as ``core.replay.run_class_replay`` does: the same
     runs, label by label (accuracy and macro AUC on the held-out part), stored and read back."""
-    from core.replay import session_items
-
     svc = MarginLab.from_url(db_url)
     session_id = _class_session(svc)
     replays = Replays(svc)
     assert f"session:{session_id}" in replays.replayable()
     stored = svc.comparison(replays.run_replay(f"session:{session_id}", strategies=["random"], seeds=2, initial=4))
-    info = repo.get_session(svc.engine, session_id)
-    labelled = session_items(
-        repo.label_events(svc.engine, session_id),
-        strategy=info.strategy,
-        solver=info.solver,
-        params=info.params,
-        source=f"session {session_id}",
-    )
+    info, labelled = stored_session_items(svc, session_id)
     has_the_numbers_of_run_class_replay(svc, stored, info, labelled)
     # progress label by label; a Cancel (an exception from it) stops the replay and nothing is stored
 
@@ -192,6 +197,17 @@ def test_a_class_replay_from_the_service_has_the_numbers_of_run_class_replay(db_
     with pytest.raises(ServiceError, match="named classes"):
         replays.run_replay(f"session:{session_id}", strategies=["near-boundary"], seeds=1, initial=4)
     assert len(svc.comparisons()) == 1
+
+
+def drawn_now_and_when_reloaded(at, user: str, comparison_id: int, drawn) -> None:
+    """``drawn(page)`` checks the replay on ``at`` and on a later visit of ``user``'s, which finds it among the
+    stored comparisons and draws it again."""
+    drawn(at)
+    again = start_app(user)
+    again.switch_page("views/compare.py").run()
+    again.selectbox(key="comparison_picker").select(comparison_id).run()
+    assert not again.exception, again.exception
+    drawn(again)
 
 
 def replay_named_classes_on_the_page(
@@ -225,13 +241,7 @@ def replay_named_classes_on_the_page(
         (table,) = [df.value for df in page.dataframe if "final accuracy" in df.value.columns]
         assert len(table) == 2 and any("(reference)" in h for h in table["heuristic"])
 
-    drawn(at)
-    # a later visit finds it among the stored comparisons and draws it again
-    again = start_app(user)
-    again.switch_page("views/compare.py").run()
-    again.selectbox(key="comparison_picker").select(newest.id).run()
-    assert not again.exception, again.exception
-    drawn(again)
+    drawn_now_and_when_reloaded(at, user, newest.id, drawn)
     return newest
 
 
@@ -244,20 +254,6 @@ def test_the_compare_page_replays_a_session_with_named_classes_and_reloads_it(db
     replay_named_classes_on_the_page(
         svc, f"session:{session_id}", "ada", whose="session", caveat=class_caveat(0.3), said=said
     )
-
-
-def test_a_multi_label_session_is_not_offered_for_a_replay_and_is_refused_by_name(db_url):
-    from tests.app.test_app_multi_label import answer_all, four_groups, start
-
-    svc = MarginLab.from_url(db_url)
-    dataset_id, truth = four_groups(svc)
-    run = start(svc, dataset_id, strategy="random")
-    answer_all(run, truth, 6)
-    replays = Replays(svc)
-    assert f"session:{run.session_id}" not in replays.replayable()
-    with pytest.raises(ServiceError, match="multi-label"):
-        replays.run_replay(f"session:{run.session_id}", strategies=["random"], seeds=1, initial=2)
-    assert svc.comparisons() == []
 
 
 # --------------------------------------------------------------------------- team projects with named classes
@@ -347,26 +343,210 @@ def test_the_compare_page_replays_a_team_project_with_named_classes_and_reloads_
     assert newest.config["replay"]["source"] == f"project {project_id}" and newest.config["replay"]["unsettled"] == 1
 
 
-def test_a_multi_label_project_is_not_offered_for_a_replay_and_is_refused_by_name(db_url):
-    from storage import teams
-    from tests.app.test_app import PASSWORD
-    from tests.app.test_app_classes import three_blobs
+# --------------------------------------------------------------------------- multi-label sessions and projects
+
+
+def _multi_label_session(svc: MarginLab, n: int = 24) -> int:
+    """A stored multi-label session (Least sure on any class), ``n`` items answered with their group's set."""
+    from tests.app.test_app_multi_label import answer_all, four_groups, start
+
+    dataset_id, truth = four_groups(svc)
+    run = start(svc, dataset_id, strategy=REFERENCE)
+    answer_all(run, truth, n)
+    return run.session_id
+
+
+#: the multi-label strategy the sessions and projects of these tests chose their items with
+REFERENCE = "least-sure-class"
+
+
+def _multi_label_project(db_url, turns: int = 36):
+    """A multi-label team project of olga's (members olga, ann, bob; two answers per item; Least sure on any
+    class), answered by ann and bob in turns with each item's group set: bob gives the first item he answers
+    another set, which olga settles on none of the classes, and a later one another set too, left unsettled.
+    (service, project id, its run, the item settled, the item left unsettled)."""
     from tests.app.test_app_item_display import make_project
+    from tests.app.test_app_multi_label import CLASSES as SET_CLASSES
+    from tests.app.test_app_multi_label import four_groups
 
     svc = MarginLab.from_url(db_url)
-    dataset_id, _ = three_blobs(svc)
-    make_project(db_url, dataset_id)  # (the accounts)
-    project_id = teams.create_project(
-        svc.engine,
-        name="sets",
-        dataset_id=dataset_id,
-        strategy="random",
-        solver="incremental",
-        params={"classes": ["cat", "dog"], "multi_label": True},
+    dataset_id, truth = four_groups(svc)
+    project_id = make_project(
+        db_url,
+        dataset_id,
+        members=("olga", "ann", "bob"),
+        strategy=REFERENCE,
+        classes=SET_CLASSES,
+        multi_label=True,
+        labels_per_item=2,
+        overlap_share=1.0,
     )
+    run = svc.open_project(project_id)
+    disputed: list[int] = []
+    for turn in range(turns):
+        name = ("ann", "bob")[turn % 2]
+        shown = run.next_item(name)
+        places = truth[shown.item_index]
+        if name == "bob" and turn in (1, 21):
+            places = (0, 1) if places != (0, 1) else (2,)
+            disputed.append(shown.item_index)
+        assert run.answer(name, shown.item_index, list(places), shown).ok
+    settled, unsettled = disputed
+    assert run.settle(settled, [], by="olga").ok
+    return svc, project_id, run, settled, unsettled
+
+
+def has_the_numbers_of_run_multi_label_replay(svc: MarginLab, stored, info, labelled) -> None:
+    """``stored``, a replay (Random, 2 seeds, 4 initial labels) of the multi-label session or project ``info``,
+    has the numbers of ``core.replay.run_multi_label_replay`` called on ``labelled``: the same runs label by
+    label (Hamming accuracy and macro AUC on the held-out part), the same per-class measures and summary, the
+    same account of what was replayed."""
+    from core.replay import run_multi_label_replay, session_features
+
+    X, *_ = repo.load_dataset_arrays(svc.engine, info.dataset_id)
+    scaling = info.params.get("scaling", svc.dataset(info.dataset_id).meta.get("scaling", "none"))
+    direct = run_multi_label_replay(
+        session_features(X, scaling, None), labelled, strategies=["random"], seeds=2, initial=4
+    )
+    columns = ["strategy", "seed", "n_labels", "accuracy", "macro_auc", "item", "label"]
+    assert set(direct.rows["strategy"]) == {"random", REFERENCE}  # its own strategy as the reference
+    pd.testing.assert_frame_equal(stored.rows[columns], direct.rows[columns], check_dtype=False)
+    assert stored.config["replay"] == direct.config["replay"] and stored.config["replay"]["multi_label"] is True
+    for mine, theirs in zip(stored.summary["summary"], direct.summary.to_dict(orient="records"), strict=True):
+        assert mine["final_accuracy_mean"] == pytest.approx(theirs["final_accuracy_mean"])
+        assert mine["final_macro_auc_mean"] == pytest.approx(theirs["final_macro_auc_mean"])
+    pd.testing.assert_frame_equal(
+        pd.DataFrame(stored.summary["per_class"]), direct.per_class.reset_index(drop=True), check_dtype=False
+    )
+
+
+def test_a_multi_label_session_replay_from_the_service_has_the_numbers_of_run_multi_label_replay(db_url):
+    """The service offers a multi-label session, with the multi-label heuristics only, and replays it as
+    ``core.replay.run_multi_label_replay`` does; a two-class or K-class heuristic is refused by name."""
+    from app.services.replay import is_multi_label_replay
+
+    svc = MarginLab.from_url(db_url)
+    session_id = _multi_label_session(svc)
+    replays = Replays(svc)
+    assert "several classes per item" in replays.replayable()[f"session:{session_id}"]
+    assert list(replays.heuristics(f"session:{session_id}")) == [REFERENCE, "random"]
+    stored = svc.comparison(replays.run_replay(f"session:{session_id}", strategies=["random"], seeds=2, initial=4))
+    assert is_multi_label_replay(stored)
+    info, labelled = stored_session_items(svc, session_id)
+    has_the_numbers_of_run_multi_label_replay(svc, stored, info, labelled)
+    for wrong in ("near-boundary", "smallest-margin"):
+        with pytest.raises(ServiceError, match=f"'{wrong}' is not a heuristic for several classes per item"):
+            replays.run_replay(f"session:{session_id}", strategies=[wrong], seeds=1, initial=4)
+    assert len(svc.comparisons()) == 1
+
+
+def test_a_multi_label_project_replay_from_the_service_has_the_numbers_of_run_multi_label_replay(db_url):
+    """A multi-label team project is replayed on the sets its model learned (settled, else the first set
+    answered), stored and read back; an annotator who is not its owner has no project of hers to replay."""
+    from core.replay import LabelledItems
+    from storage import teams
+    from tests.app.test_app import PASSWORD
+
+    svc, project_id, run, settled, unsettled = _multi_label_project(db_url)
     me = svc.sign_in("olga", PASSWORD)
     replays = Replays(svc)
-    assert f"project:{project_id}" not in replays.replayable(me)
-    with pytest.raises(ServiceError, match=f"project {project_id} is multi-label"):
-        replays.run_replay(f"project:{project_id}", strategies=["random"], seeds=1, initial=2, by=me)
-    assert svc.comparisons() == []
+    assert "several classes per item" in replays.replayable(me)[f"project:{project_id}"]
+    assert list(replays.heuristics(f"project:{project_id}")) == [REFERENCE, "random"]
+    stored = svc.comparison(
+        replays.run_replay(f"project:{project_id}", strategies=["random"], seeds=2, initial=4, by=me)
+    )
+    info = teams.get_project(svc.engine, project_id)
+    run.sync()
+    assert run.model_labels[settled] == () and unsettled not in run.settled
+    member = np.zeros((len(run.model_labels), len(run.classes)), dtype=bool)
+    for i, places in enumerate(run.model_labels.values()):
+        member[i, list(places)] = True
+    labelled = LabelledItems(
+        np.array(list(run.model_labels)),
+        member,
+        strategy=info.strategy,
+        solver=info.solver,
+        solver_params=info.params.get("solver_params", {}),
+        source=f"project {project_id}",
+        unsettled=1,
+        classes=run.classes,
+        team=True,
+        multi_label=True,
+    )
+    has_the_numbers_of_run_multi_label_replay(svc, stored, info, labelled)
+    assert stored.config["replay"]["unsettled"] == 1 and stored.config["replay"]["team"] is True
+    with pytest.raises(ServiceError, match="'near-boundary' is not a heuristic for several classes per item"):
+        replays.run_replay(f"project:{project_id}", strategies=["near-boundary"], seeds=1, initial=4, by=me)
+    assert len(svc.comparisons()) == 1
+
+
+def replay_sets_on_the_page(svc: MarginLab, source: str, user: str, *, caveat: str, said: tuple[str, ...]):
+    """Choose the multi-label ``source`` on ``user``'s Compare page: the multi-label heuristics only are
+    offered; replay it with Random, then check it is drawn under ``caveat`` (Hamming accuracy and macro AUC
+    curves, the table against the reference, the per-class table, every part of ``said`` in one caption),
+    and drawn again on a later visit; the stored replay."""
+    at = start_app(user)
+    at.switch_page("views/compare.py").run()
+    at.radio(key="compare_mode").set_value("Replay a session").run()
+    at.selectbox(key="replay_session").select(source).run()
+    assert not at.exception, at.exception
+    assert at.multiselect(key="replay_set_strategies").options == ["Least sure on any class", "Random"]
+    assert any("their sets of classes as they stand" in text for text in shown(at.caption)), shown(at.caption)
+    assert not [m for m in at.multiselect if m.key in ("replay_strategies", "replay_class_strategies")]
+    newest = replay_from_the_page(svc, at, "replay_set_strategies")
+
+    def drawn(page):
+        assert caveat in [as_shown(w.value) for w in page.warning]
+        assert any("Reference: Least sure on any class" in text for text in shown(page.caption))
+        assert any(all(part in text for part in said) for text in shown(page.caption)), shown(page.caption)
+        specs = [c.proto.spec for c in page.get("plotly_chart")]
+        assert any("item-class answers right vs labels" in s for s in specs)
+        assert any("macro AUC vs labels" in s for s in specs)
+        (table,) = [df.value for df in page.dataframe if "final accuracy" in df.value.columns]
+        assert len(table) == 2 and any("(reference)" in h for h in table["heuristic"])
+        (per_class,) = [df.value for df in page.dataframe if "F1" in df.value.columns]
+        assert set(per_class["heuristic"]) == {"Random", "Least sure on any class (reference)"}
+        assert "=SUM(A1)" in set(per_class["class"]) and "(macro)" in set(per_class["class"])
+
+    drawn_now_and_when_reloaded(at, user, newest.id, drawn)
+    return newest
+
+
+def test_the_compare_page_replays_a_multi_label_session_and_reloads_it(db_url):
+    from app.services.replay import multi_label_caveat
+
+    svc = MarginLab.from_url(db_url)
+    session_id = _multi_label_session(svc)
+    newest = replay_sets_on_the_page(
+        svc,
+        f"session:{session_id}",
+        "ada",
+        caveat=multi_label_caveat(0.3),
+        said=(f"session {session_id}: 24 labelled items", "items with each class"),
+    )
+    assert newest.config["replay"]["multi_label"] is True
+
+
+def test_the_compare_page_replays_a_multi_label_team_project_and_reloads_it(db_url):
+    """The owner replays a multi-label team project on the Compare page: drawn with the project's caveat
+    (how an unsettled disagreement counts) and drawn again when reloaded."""
+    from app.services.replay import multi_label_caveat
+    from core.replay import TEAM_SET_CAVEAT
+
+    svc, project_id, *_ = _multi_label_project(db_url)
+    caveat = multi_label_caveat(0.3, team=True)
+    assert TEAM_SET_CAVEAT in caveat and "items the project labelled" in caveat
+    said = (f"project {project_id}: 18 labelled items", "1 item whose sets differ and were not settled")
+    newest = replay_sets_on_the_page(svc, f"project:{project_id}", "olga", caveat=caveat, said=said)
+    assert newest.config["replay"]["unsettled"] == 1 and newest.config["replay"]["team"] is True
+
+
+def test_the_tidy_rows_of_a_replay_are_written_with_class_names_escaped_against_formulas():
+    """A set of one class whose name a spreadsheet would run is written as text; numbers stay numbers."""
+    from types import SimpleNamespace
+
+    from app.services.replay import replay_rows_csv
+
+    rows = pd.DataFrame({"strategy": ["random", "random"], "n_labels": [1, 2], "label": ["=SUM(A1)", "a; =SUM(A1)"]})
+    written = replay_rows_csv(SimpleNamespace(rows=rows)).decode().splitlines()
+    assert written == ["strategy,n_labels,label", "random,1,'=SUM(A1)", "random,2,a; =SUM(A1)"]

@@ -488,6 +488,26 @@ def test_cli_replays_a_session_with_named_classes_with_its_final_classes(tmp_pat
     assert payload["caveat"] == CLASS_CAVEAT
 
 
+def _answerer(engine, project: int, strategy: str, field: str):
+    """``answer(who, item, given)``: store a member's answer to the project, ``given`` its ``field``
+    (``answer_class`` or ``answer_classes``; None: a skip)."""
+    from storage import teams
+
+    def answer(who, item, given):
+        teams.record_answer(
+            engine,
+            project,
+            annotator=who,
+            item_index=int(item),
+            value=0 if given is None else 1,
+            strategy=strategy,
+            solver="incremental",
+            **{field: given},
+        )
+
+    return answer
+
+
 def _class_project(tmp_path, params=None):
     """A stored team project with three named classes (ann and bo; two answers per item): 30 items answered
     with their group by turns, one skipped, two answered twice with a different class (the first settled on
@@ -498,22 +518,7 @@ def _class_project(tmp_path, params=None):
     params = params or {"classes": ["cat", "dog", "cow"], "solver_params": {"kernel": "rbf", "C": 1.0}}
     project = _two_member_project(engine, dataset_id, "smallest-margin", params)
 
-    def given(k):  # (a multi-label project's answer is a set: here the one class)
-        if k is None:
-            return {}
-        return {"answer_classes": (k,)} if params.get("multi_label") else {"answer_class": k}
-
-    def answer(who, item, k):
-        teams.record_answer(
-            engine,
-            project,
-            annotator=who,
-            item_index=int(item),
-            value=0 if k is None else 1,
-            **given(k),
-            strategy="smallest-margin",
-            solver="incremental",
-        )
+    answer = _answerer(engine, project, "smallest-margin", "answer_class")
 
     order = rng.choice(90, 31, replace=False)
     for n, item in enumerate(order):
@@ -521,7 +526,9 @@ def _class_project(tmp_path, params=None):
     settled, unsettled = int(order[0]), int(order[1])
     answer("ann", settled, int((group[settled] + 1) % 3))
     answer("bo", unsettled, int((group[unsettled] + 2) % 3))
-    teams.settle(engine, project, item_index=settled, value=1, **given(int((group[settled] + 1) % 3)), settled_by="ann")
+    teams.settle(
+        engine, project, item_index=settled, value=1, answer_class=int((group[settled] + 1) % 3), settled_by="ann"
+    )
     engine.dispose()
     final = {int(i): int(group[i]) for n, i in enumerate(order) if n != 3}
     final[settled] = int((group[settled] + 1) % 3)  # the class settled on; the unsettled item keeps its first
@@ -559,44 +566,100 @@ def test_cli_replays_a_team_project_with_named_classes_with_its_final_classes(tm
     assert "runs with the project's model" in capsys.readouterr().err
 
 
-def test_cli_refuses_to_replay_a_multi_label_project_by_name(tmp_path, capsys):
-    from core.cli import main
+#: the sets of classes (places among cat, dog, cow) of each of the three blobs' groups in the multi-label tests
+GROUP_SETS = ((0,), (1,), (0, 2))
 
-    url, project, _ = _class_project(tmp_path, params={"classes": ["cat", "dog", "cow"], "multi_label": True})
-    assert main(["replay", "--project", str(project), "--database", url, "--strategies", "random"]) == 2
+
+def test_cli_replays_a_multi_label_project_with_its_final_sets(tmp_path, capsys):
+    """A multi-label team project: the pool is the items answered with a set (none of the classes is one), the
+    oracle each item's final set (settled, else the first set answered), the project's strategy the
+    reference; the Hamming accuracy and per-class measures printed, with the caveat of a team's sets."""
+    from core.cli import main
+    from core.multiclass import MULTILABEL_STRATEGIES
+    from core.replay import MULTI_LABEL_CAVEAT, TEAM_SET_CAVEAT
+    from storage import teams
+
+    reference = list(MULTILABEL_STRATEGIES)[0]
+    url, engine, dataset_id, group, rng = _three_blobs(tmp_path / "team-sets.db")
+    project = _two_member_project(
+        engine, dataset_id, reference, {"classes": ["cat", "dog", "cow"], "multi_label": True}
+    )
+
+    answer = _answerer(engine, project, reference, "answer_classes")
+
+    order = rng.choice(90, 31, replace=False)
+    for n, item in enumerate(order):
+        answer("ann" if n % 2 else "bo", item, None if n == 3 else GROUP_SETS[group[item]])
+    settled, unsettled = int(order[0]), int(order[1])
+    answer("ann", settled, ())
+    answer("bo", unsettled, (1, 2))
+    teams.settle(engine, project, item_index=settled, value=1, answer_classes=(), settled_by="ann")
+    engine.dispose()
+    out = tmp_path / "rows.csv"
+    args = ["replay", "--project", str(project), "--database", url, "--strategies", "random", "--seeds", "2"]
+    assert main([*args, "--initial", "4", "--out", str(out)]) == 0
+    text = capsys.readouterr().out
+    final = {int(i): GROUP_SETS[group[i]] for n, i in enumerate(order) if n != 3} | {settled: ()}
+    with_cat = sum(0 in s for s in final.values())
+    assert f"project {project}: 30 labelled items (items with each class: cat {with_cat}," in text
+    assert "with none 1), 1 skip left out" in text
+    assert "1 item whose sets differ and were not settled (the first set stands)" in text
+    assert f"{MULTI_LABEL_CAVEAT} {TEAM_SET_CAVEAT}" in text
+    assert f"reference: the project's own strategy ({reference})" in text and "per class at the last label" in text
+    rows = pd.read_csv(out)
+    assert set(rows["strategy"]) == {"random", reference}
+    # every item asked is one the project labelled, answered with its final set
+    labelled, names = list(final), ("cat", "dog", "cow")
+    assert all("; ".join(names[k] for k in final[labelled[r.item]]) or "(none)" == r.label for r in rows.itertuples())
+    assert main([*args, "--json"]) == 0
+    payload = json.loads(capsys.readouterr().out)
+    assert payload["replay"]["multi_label"] is True and payload["replay"]["unsettled"] == 1
+    assert payload["caveat"] == f"{MULTI_LABEL_CAVEAT} {TEAM_SET_CAVEAT}"
+    # a two-class heuristic, or a K-class one, is not a multi-label strategy: one line, named
+    assert main([*args[:-4], "--strategies", "near-boundary"]) == 2
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and f"project {project} is multi-label (several classes per item)" in err, err
+    assert err.count("\n") == 1 and "'near-boundary' is not a multi-label strategy" in err, err
 
 
-def test_cli_refuses_to_replay_a_multi_label_session_by_name(tmp_path, capsys):
-    """A multi-label session's answers are sets: replay says it is not for them, in one line."""
-    import storage
+def test_cli_replays_a_multi_label_session_with_its_sets_as_they_stand(tmp_path, capsys):
+    """A multi-label session: its answered items (a skip left out) with their sets as they stand (a correction
+    applied), replayed as ``compare --classes --multi-label`` runs on them."""
     from core.cli import main
+    from core.multiclass import MULTILABEL_STRATEGIES
+    from core.replay import MULTI_LABEL_CAVEAT
     from core.settings import SessionSettings
     from storage import repository as repo
+    from storage.history import change_label
 
-    url = f"sqlite:///{tmp_path / 'sets.db'}"
-    engine = storage.make_engine(url)
-    storage.init_db(engine)
-    X = np.random.default_rng(1).normal(size=(20, 2))
-    dataset_id = repo.import_dataset(engine, name="sets", X=X, feature_names=["a", "b"])
-    settings = SessionSettings(strategy="random", classes=("a", "b"), multi_label=True)
+    reference = list(MULTILABEL_STRATEGIES)[0]
+    url, engine, dataset_id, group, rng = _three_blobs(tmp_path / "sets.db")
+    settings = SessionSettings(strategy=reference, classes=("cat", "dog", "cow"), multi_label=True)
     session_id = repo.start_session(engine, dataset_id=dataset_id, annotator="ann", settings=settings)
-    for item, answer in ((0, [0]), (1, []), (2, [0, 1])):
-        repo.record_label(
+    order = rng.choice(90, 36, replace=False)
+    ids = {}
+    for n, item in enumerate(order):
+        event = repo.record_label(
             engine,
             session_id,
-            item_index=item,
-            value=1,
-            answer_classes=answer,
+            item_index=int(item),
+            value=0 if n == 5 else 1,
+            answer_classes=None if n == 5 else ((1,) if n == 7 else GROUP_SETS[group[item]]),
             annotator="ann",
-            strategy="random",
+            strategy=reference,
             solver="incremental",
         )
+        ids[n] = event.label_id
+    change_label(engine, session_id, ids[7], value=1, annotator="ann", answer_classes=GROUP_SETS[group[order[7]]])
     engine.dispose()
-    assert main(["replay", "--session", str(session_id), "--database", url, "--strategies", "random"]) == 2
-    err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "is multi-label (several classes per item)" in err, err
+    command = f"replay --session {session_id} --database {url} --strategies random --seeds 1 --initial 4 --json"
+    assert main(command.split()) == 0
+    payload = json.loads(capsys.readouterr().out)
+    sets = [GROUP_SETS[group[i]] for n, i in enumerate(order) if n != 5]
+    assert payload["replay"]["pool"] == 35 and payload["replay"]["skipped"] == 1
+    assert payload["replay"]["classes"] == {
+        name: sum(k in s for s in sets) for k, name in enumerate(("cat", "dog", "cow"))
+    }
+    assert payload["caveat"] == MULTI_LABEL_CAVEAT and payload["replay"]["reference"] == reference
 
 
 def test_a_project_with_named_classes_replays_each_items_final_class_in_the_order_first_answered():
@@ -626,6 +689,95 @@ def test_final_class_is_the_settled_class_else_the_first_class_answered():
     assert final_class([SimpleNamespace(answer_class=None)], 1) is None  # no class answer yet: nothing learned
 
 
-def test_a_multi_label_project_is_refused_naming_why():
-    with pytest.raises(ReplayError, match="project 3 is multi-label"):
-        project_items([], {}, params={"classes": ["a", "b"], "multi_label": True}, source="project 3")
+def test_a_multi_label_project_replays_each_items_final_set_in_the_order_first_answered():
+    """A multi-label team project: each item's set is the settled one, else the first set answered (none of
+    the classes is a set too); items in the order of their first answer that is not a skip."""
+    from types import SimpleNamespace
+
+    given = [(4, "ann", (0,)), (7, "bo", ()), (4, "bo", (1,)), (2, "ann", None), (7, "ann", (0, 1)), (5, "bo", (1,))]
+    answers = [
+        SimpleNamespace(item_index=i, annotator=who, value=0 if k is None else 1, answer_classes=k)
+        for i, who, k in given
+    ]
+    labelled = project_items(
+        answers, {4: (0, 1)}, params={"classes": ["a", "b"], "multi_label": True}, source="project 3"
+    )
+    assert labelled.multi_label and labelled.team and list(labelled.rows) == [4, 7, 5]
+    assert labelled.labels.tolist() == [[True, True], [False, False], [False, True]]
+    assert labelled.skipped == 1 and labelled.unsettled == 1
+
+
+def _sets(n: int = 60):
+    """(X, Y, classes) of ``n`` items in three groups: {a}, {b}, {a, c}."""
+    rng = np.random.default_rng(7)
+    group = np.arange(n) % 3
+    X = np.array([[0.0, 0.0], [4.0, 0.0], [0.0, 4.0]])[group] + rng.normal(0, 0.6, (n, 2))
+    Y = np.array([[True, False, False], [False, True, False], [True, False, True]])[group]
+    return X, Y, ("a", "b", "c")
+
+
+def test_a_multi_label_replay_is_the_multi_label_comparison_on_the_labelled_items():
+    """``run_multi_label_replay`` runs ``run_multi_label_comparison`` on the labelled rows and their sets, the
+    session's strategy added as the reference, every item of a seed's pool labelled: the same numbers."""
+    from core.multi_label_experiment import run_multi_label_comparison
+    from core.multiclass import MULTILABEL_STRATEGIES
+    from core.replay import MULTI_LABEL_CAVEAT, class_replay_text, run_multi_label_replay
+
+    X, Y, classes = _sets()
+    rows = np.random.default_rng(2).permutation(45)  # (15 items of each set)
+    reference = list(MULTILABEL_STRATEGIES)[0]
+    labelled = LabelledItems(
+        rows,
+        Y[rows],
+        strategy=reference,
+        solver="incremental",
+        classes=classes,
+        multi_label=True,
+        source="session 9",
+        skipped=2,
+    )
+    result = run_multi_label_replay(X, labelled, strategies=["random"], seeds=2, initial=4)
+    pool = 45 - round(0.3 * 15) * 3  # (each of the three sets holds out 30 % of its 15 items)
+    direct = run_multi_label_comparison(
+        X[rows],
+        Y[rows],
+        classes,
+        strategies=["random", reference],
+        solver="incremental",
+        budget=pool,
+        seeds=2,
+        initial=4,
+    )
+    columns = ["strategy", "seed", "n_labels", "accuracy", "macro_auc", "item", "label"]
+    pd.testing.assert_frame_equal(result.rows[columns], direct.rows[columns])
+    pd.testing.assert_frame_equal(result.per_class, direct.per_class)
+    assert result.rows.groupby(["strategy", "seed"]).size().eq(pool).all()
+    replay = result.config["replay"]
+    assert replay["multi_label"] is True and replay["reference"] == reference and replay["pool"] == 45
+    assert replay["classes"] == {"a": int(Y[rows, 0].sum()), "b": int(Y[rows, 1].sum()), "c": int(Y[rows, 2].sum())}
+    text = class_replay_text(result)
+    assert "session 9: 45 labelled items" in text and "2 skips left out" in text and MULTI_LABEL_CAVEAT in text
+
+
+def test_a_multi_label_replay_with_a_set_given_once_labels_the_whole_pool_of_a_seed():
+    """A set given once stays in every seed's pool (it cannot be held out and learned both): the budget is
+    that pool, every run labels all of it."""
+    from core.replay import run_multi_label_replay
+
+    X, Y, classes = _sets(40)
+    Y[0] = True  # (the only item with all three classes)
+    labelled = LabelledItems(np.arange(40), Y, classes=classes, multi_label=True, source="session 9")
+    result = run_multi_label_replay(X, labelled, strategies=["random"], seeds=2, initial=4)
+    pool = 1 + sum(n - round(0.3 * n) for n in (13, 13, 13))  # (the sets a, b and a-c: 13 items each)
+    assert result.config["budget"] == pool
+    assert result.rows.groupby("seed").size().tolist() == [pool, pool]
+
+
+@pytest.mark.parametrize("strategy", ["near-boundary", "smallest-margin"])
+def test_a_multi_label_replay_refuses_a_strategy_that_is_not_multi_label(strategy):
+    from core.replay import run_multi_label_replay
+
+    X, Y, classes = _sets(30)
+    labelled = LabelledItems(np.arange(30), Y, classes=classes, multi_label=True, source="session 9")
+    with pytest.raises(ReplayError, match=f"'{strategy}' is not a multi-label strategy"):
+        run_multi_label_replay(X, labelled, strategies=[strategy], seeds=1, initial=4)
