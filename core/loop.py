@@ -97,6 +97,7 @@ from core.pool_scores import KERNEL_ROW_DTYPES, ROW_AHEAD_MIN_ENTRIES, ROW_BUFFE
 from core.presets import solver_for
 from core.solvers import make_solver, solver_class
 from core.strategies import (
+    COLD_START_SUFFIX,
     COLD_STARTS,
     DEFAULT_COLD_START,
     DEFAULT_STRATEGY,
@@ -384,9 +385,11 @@ class ActiveLearningLoop:
             return None
         q.cold_start = cold
         if cold and not entry.streams:
-            q.strategy = f"{q.strategy} (cold start)" if q.strategy != "one-class" else "one-class (cold start)"
+            q.strategy = (
+                q.strategy + COLD_START_SUFFIX if q.strategy != "one-class" else "one-class" + COLD_START_SUFFIX
+            )
         elif cold:
-            q.strategy = f"{self.strategy} (cold start)"
+            q.strategy = self.strategy + COLD_START_SUFFIX
         q.query_ms = 1e3 * (time.perf_counter() - t0)
         self._pending = q
         # the item's kernel row, computed while the analyst reads the item (on a large pool)

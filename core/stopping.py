@@ -335,8 +335,9 @@ def knee_point(gain) -> int | None:
     return int(i[k]) if above[k] > 0 else None
 
 
-def knee_rule(labels, *, min_labels: int = KNEE_MIN_LABELS) -> RuleState:
-    """Cormack & Grossman (2016) knee method with the adjusted threshold and minimum effort."""
+def knee_rule(labels, *, min_labels: int = KNEE_MIN_LABELS, pool_size: int | None = None) -> RuleState:
+    """Cormack & Grossman (2016) knee method with the adjusted threshold and minimum effort (on a pool of
+    ``pool_size`` items smaller than the minimum effort it cannot fire before the end, and says so)."""
     g = gain_curve(labels)
     s, relret = len(g), int(g[-1]) if len(g) else 0
     threshold = 156 - min(relret, 150)
@@ -351,7 +352,16 @@ def knee_rule(labels, *, min_labels: int = KNEE_MIN_LABELS) -> RuleState:
             needed=max(0, min_labels - s) or None,
         )
     rho = (g[knee - 1] / knee) / ((relret - g[knee - 1] + 1) / (s - knee))  # slope before / slope after
-    said = f"slope ratio {rho:.1f} at the knee (label {knee:,}); stops at {threshold}"
+    # (the slope ratio, in words: positives per label before the knee over those after it)
+    said = f"finding slowed {rho:.1f}-fold after label {knee:,} (the knee); stops at {threshold}-fold"
+    if pool_size is not None and min_labels > pool_size:
+        return RuleState(
+            "knee",
+            False,
+            f"knee: {said}, after at least {min_labels:,} labels: more than the {pool_size:,} items of the pool, so "
+            "it cannot stop before every item is labelled",
+            value=float(rho),
+        )
     if s < min_labels:
         return RuleState(
             "knee",
@@ -1473,7 +1483,7 @@ def evaluate(
         elif spec.name == "consecutive":
             out.append(consecutive_rule(view.labels, int(spec.param or 0)))  # (parse_rules: consecutive has N)
         elif spec.name == "knee":
-            out.append(knee_rule(view.labels))
+            out.append(knee_rule(view.labels, pool_size=view.pool_size))
         elif spec.name == "stability":
             out.append(stability_rule(view.kappas, step=view.stability_step, stop_set_size=view.stop_set_size))
         else:

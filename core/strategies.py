@@ -63,6 +63,8 @@ from core.kernels import masked_argmax, masked_argmin_abs
 from core.registry import Registry
 
 COLD_STARTS = ("random", "one-class", "spread")
+#: what the loop appends to the name of the heuristic that asked during the cold start ("random (cold start)")
+COLD_START_SUFFIX = " (cold start)"
 #: how each cold start picks, in a screener's words (the app shows "... (cold start)" so)
 COLD_START_WORDS = {
     "random": "At random",
@@ -640,7 +642,7 @@ def strategy_words(name: str) -> str:
     """What the app shows for the heuristic that asked about an item: a registered strategy's words, a cold
     start's ("random (cold start)" -> "At random, while the model waits for a positive and a negative"); a
     name this version does not know stays as it is."""
-    base, cold, _ = str(name).partition(" (cold start)")
+    base, cold, _ = str(name).partition(COLD_START_SUFFIX)
     if cold:
         words = COLD_START_WORDS.get(base) or (get(base).label if base in REGISTRY else base)
         return f"{words}, while the model waits for a positive and a negative"

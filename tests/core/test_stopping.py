@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from fractions import Fraction
 
@@ -1014,3 +1015,19 @@ def test_the_ranked_check_stops_below_the_target_no_more_often_than_its_exact_bo
             assert rate <= bound + 4 * math.sqrt(max(bound * (1 - bound), 0.01) / sessions), (tail, confidence)
             if confidence == 0.5:
                 assert rate > 0.1  # the simulation can see a miss
+
+
+def test_the_knee_rule_on_a_pool_smaller_than_its_minimum_effort_says_it_cannot_stop_before_the_end():
+    """Cormack & Grossman's knee rule waits for 150 labels: on a pool of 60 items it cannot fire before every item
+    is labelled, and says so instead of "135 more" labels than the pool holds; the words read as a screener's."""
+    labels = np.array([1, 1, 1, -1, 1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1])
+    view = st.SessionView(
+        labels=labels, drawn=np.zeros(len(labels), dtype=bool), check_starts=(), checking=False, pool_size=60
+    )
+    (state,) = st.evaluate("knee", view)
+    assert not state.stop and state.needed is None
+    assert "more than the 60 items of the pool" in state.message and "more)" not in state.message
+    # on a large pool the minimum effort is still said with the labels it needs
+    (state,) = st.evaluate("knee", dataclasses.replace(view, pool_size=5000))
+    assert state.needed == 150 - len(labels) and f"({150 - len(labels)} more)" in state.message
+    assert "slope ratio" not in state.message and "finding slowed" in state.message
