@@ -817,7 +817,25 @@ def class_replay_text(result) -> str:
     multi-label one)."""
     replay = result.config["replay"]
     return "\n".join(
-        [class_replay_said(replay), result.summary_text(), class_reference_said(replay), class_replay_caveat(replay)]
+        [
+            class_replay_said(replay),
+            class_model_said(replay),
+            result.summary_text(),
+            class_reference_said(replay),
+            class_replay_caveat(replay),
+        ]
+    )
+
+
+def class_model_said(replay: dict[str, Any]) -> str:
+    """The model every run of a replay with named classes used (its ``config["replay"]``), in one line."""
+    params = replay.get("solver_params") or {}
+    settings = ", ".join(f"{k} {v:g}" if isinstance(v, float) else f"{k} {v}" for k, v in params.items())
+    whose = "project's" if replay.get("team") else "session's"
+    return (
+        f"model: {replay.get('solver')} one-vs-rest"
+        + (f" ({settings})" if settings else "")
+        + (f", the {whose} own" if replay.get("own_model") else f", in place of the {whose} own")
     )
 
 
@@ -917,6 +935,7 @@ __all__ = [
     "TEAM_SET_CAVEAT",
     "LabelledItems",
     "ReplayError",
+    "class_model_said",
     "class_reference_said",
     "class_replay_caveat",
     "class_replay_said",

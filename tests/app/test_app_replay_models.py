@@ -116,3 +116,19 @@ def test_the_compare_page_replays_a_multi_label_team_project_with_its_own_model_
         assert any(said in text and "the project's own" in text for text in shown(page.caption)), shown(page.caption)
 
     drawn_now_and_when_reloaded(at, "olga", stored.id, drawn)
+
+
+def test_the_service_replays_a_two_class_session_under_another_model(db_url):
+    """The service takes the model for a two-class replay too: every heuristic's runs use it."""
+    from core.replay import SESSION_ORDER
+    from tests.app.test_app import _labelled_run
+
+    svc = MarginLab.from_url(db_url)
+    run = _labelled_run(svc, "near-boundary", 30)
+    source = f"session:{run.session_id}"
+    assert Replays(svc).model(source)[0] != OTHER
+    stored = svc.comparison(
+        Replays(svc).run_replay(source, strategies=["random"], seeds=1, initial=4, solver=OTHER, C=2.0)
+    )
+    runs = stored.rows[stored.rows["strategy"] != SESSION_ORDER]
+    assert set(runs["solver"]) == {OTHER} and stored.config["solver_params"]["C"] == 2.0

@@ -146,6 +146,10 @@ def test_cli_replays_a_k_class_session_under_the_model_given(tmp_path, capsys):
     assert payload["replay"]["solver_params"]["C"] == 5.0 and payload["replay"]["solver_params"]["kernel"] == "rbf"
     assert payload["config"]["solver"] == "lasvm"
     assert set(pd.read_csv(out)["solver"]) == {"lasvm"}
+    assert main([*args, "--initial", "4", "--solver", "lasvm", "--C", "5"]) == 0  # the model said in the text
+    assert "model: lasvm one-vs-rest (kernel rbf, C 5), in place of the session's own" in capsys.readouterr().out
+    assert main([*args, "--classes", "a,b"]) == 2  # (a stored session names its own classes)
+    assert "--classes, --multi-label and --label-separator go with --labels FILE" in capsys.readouterr().err
     assert main([*args, "--initial", "4", "--json"]) == 0  # no model options: the session's own
     payload = json.loads(capsys.readouterr().out)
     assert payload["replay"]["solver"] == "incremental" and payload["replay"]["own_model"] is True
