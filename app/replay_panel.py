@@ -14,6 +14,7 @@ import streamlit as st
 
 from app import auth, charts
 from app.services import BASELINE, DEFAULT_STRATEGY, LABEL_STRATEGIES, ServiceError
+from app.services.common import SOLVERS
 from app.services.comparisons import COMPARE_MAX_SEEDS
 from app.services.replay import (
     CLASS_HELD_OUT,
@@ -27,6 +28,7 @@ from app.services.replay import (
     replay_rows_csv,
     replay_summary,
 )
+from app.services.vocabulary import solver_words
 from app.ui.text import plain, visible
 
 
@@ -102,6 +104,7 @@ def form(svc) -> None:
             f"them, chosen by the heuristic, and is scored on the other {100 * CLASS_HELD_OUT:.0f} % ("
             + ("a set given once is always learned from)." if sets else "every class needs two labelled items).")
         )
+        solver, C = (None, None) if set(heuristics) <= set(LABEL_STRATEGIES) and not sets else _model(replays, source)
         clicked = st.button("Replay the session", type="primary", key="replay_run")
     if st.session_state.get("replay_cancel"):  # (the click's rerun: the replay it interrupted has stopped)
         st.info("Replay cancelled: it stopped at once and nothing was stored.")
@@ -118,12 +121,39 @@ def form(svc) -> None:
             initial=int(initial),
             progress=lambda f, text: bar.progress(min(max(float(f), 0.0), 1.0), text=plain(text)),
             by=auth.identity(),
+            solver=solver,
+            C=C,
         )
         bar.progress(1.0, text="done")
     except ServiceError as error:
         bar.empty()
         st.error(plain(error))
     cancel_slot.empty()
+
+
+def _model(replays: Replays, source: str) -> tuple[str | None, float | None]:
+    """Under "Advanced": the model every run of a replay with named classes uses, the session's (or project's)
+    own by default; (solver, C) when another is chosen, else None for each (the keys name ``source``, so
+    another session starts from its own model)."""
+    own, own_C = replays.model(source)
+    options = list(SOLVERS) + ([own] if own not in SOLVERS else [])
+    with st.expander("Advanced: the model"):
+        solver = st.selectbox(
+            "Model",
+            options,
+            index=options.index(own),
+            format_func=lambda name: visible(f"{solver_words(name)} ({name})" + (" · its own" if name == own else "")),
+            key=f"replay_solver_{source}",
+            help="Every run, the reference's too, learns with this model (one per class); its own by default.",
+        )
+        C = st.number_input(
+            "C: how closely the model follows each answer",
+            min_value=1e-4,
+            value=own_C,
+            format="%g",
+            key=f"replay_C_{source}",
+        )
+    return (None if solver == own else solver), (None if float(C) == own_C else float(C))
 
 
 def show(result, chosen: int) -> None:

@@ -526,6 +526,27 @@ def _replay_parser(sub) -> None:
         "class names, positive/negative, yes/no; empty or skipped: a skip); a MarginLab export "
         "is one",
     )
+    what.add_argument(
+        "--classes",
+        nargs="?",
+        const="",
+        default=None,
+        metavar="A,B,...",
+        help="with --labels: the label column names a class per item (not positive / negative), replayed with "
+        "the strategies for named classes; with names, the classes in that order (a class not among them is "
+        "refused), else those found",
+    )
+    what.add_argument(
+        "--multi-label",
+        action="store_true",
+        help="with --labels --classes: a label cell holds an item's classes separated by --label-separator "
+        "('(none)': none of them), replayed with the multi-label strategies",
+    )
+    what.add_argument(
+        "--label-separator",
+        metavar="MARK",
+        help=f"with --multi-label: what separates the class names in a label cell (default {SEPARATOR!r})",
+    )
     rep.add_argument(
         "--database",
         metavar="URL",
@@ -1487,14 +1508,33 @@ def _stored_replay(args: argparse.Namespace):
 
 
 def _file_replay(args: argparse.Namespace):
-    """(features, labelled items) of ``--labels FILE`` against ``--data``."""
+    """(features, labelled items) of ``--labels FILE`` against ``--data`` (with ``--classes``, a class or, with
+    ``--multi-label``, a set of classes per item)."""
     from core import replay
 
     if not args.data:
         raise CLIError("--labels FILE needs --data FILE: the items the labels name")
-    ds = load_data(args, labels_required=False)  # (the analyst's data need no label column)
+    named = args.classes is not None
+    if args.multi_label and not named:
+        raise CLIError("--multi-label goes with --classes (and --labels FILE)")
+    if args.label_separator is not None and not args.multi_label:
+        raise CLIError("--label-separator goes with --multi-label")
+    # (the analyst's data need no label column; one given is kept out of the features, every value a class)
+    data_args = argparse.Namespace(**{**vars(args), "classes": "" if named and args.label_column else None})
+    ds = load_data(data_args, labels_required=False)
     try:
-        labelled = replay.read_labels(args.labels, ds.item_keys, len(ds), ds.classes, key_column=args.key_column)
+        if named:
+            labelled = replay.read_class_labels(
+                args.labels,
+                ds.item_keys,
+                len(ds),
+                names=[c.strip() for c in args.classes.split(",") if c.strip()] or None,
+                multi_label=bool(args.multi_label),
+                separator=SEPARATOR if args.label_separator is None else args.label_separator,
+                key_column=args.key_column,
+            )
+        else:
+            labelled = replay.read_labels(args.labels, ds.item_keys, len(ds), ds.classes, key_column=args.key_column)
     except replay.ReplayError as exc:
         raise CLIError(str(exc)) from None
     if args.model == "standard" and not _model_flags_given(args):
@@ -1518,6 +1558,10 @@ def run_replay(args: argparse.Namespace) -> str:
         raise CLIError("--strategies is empty: give comma-separated heuristic names")
     if args.out:
         _check_writable(args.out)
+    if not args.labels and (args.classes is not None or args.multi_label or args.label_separator is not None):
+        raise CLIError(
+            "--classes, --multi-label and --label-separator go with --labels FILE (a stored session names its classes)"
+        )
     X, labelled = _file_replay(args) if args.labels else _stored_replay(args)
     if labelled.classes:  # a session with named classes: the K-class (or multi-label) strategies
         return _class_replay(args, X, labelled, strategies)
@@ -1585,13 +1629,48 @@ def _replayed(
 
 def _class_replay(args: argparse.Namespace, X, labelled, strategies: list[str]) -> str:
     """Replay a session or team project with named classes (``core.replay.run_class_replay``; a multi-label
-    one ``run_multi_label_replay``) and return what to print."""
+    one ``run_multi_label_replay``) and return what to print: with the session's (or project's) model, or the
+    one given (one-vs-rest machines of ``--solver``; an option left out keeps the session's value)."""
     from core import replay
 
-    if args.model != "standard" or _model_flags_given(args):
+    kind = "several classes per item" if labelled.multi_label else "named classes"
+    refused = [
+        flag
+        for flag, on in (
+            (f"--model {args.model}", args.model not in ("auto", "standard")),
+            ("--class-weight", args.class_weight != "none"),
+            ("--balance-ratio", args.balance_ratio != 1.0),
+            ("--loss", args.loss is not None),
+            ("--C auto", args.C == "auto"),
+            ("--gamma auto", args.gamma == "auto"),
+        )
+        if on
+    ]
+    if refused:
         raise CLIError(
-            f"{labelled.source} has named classes: its replay runs with the "
-            f"{'project' if labelled.team else 'session'}'s model (no model options)"
+            f"{', '.join(refused)}: for two classes only; {labelled.source} has {kind} (its replay takes "
+            "--solver, --kernel, --C, --gamma, --degree, --coef0 and --tol)"
+        )
+    options: dict[str, Any] = {}
+    if _model_flags_given(args):
+        own = labelled.solver_params
+        given = {"kernel": args.kernel, "C": args.C, "gamma": args.gamma}
+        given |= {
+            name: value
+            for name, value, default in (
+                ("degree", args.degree, 3),
+                ("coef0", args.coef0, 1.0),
+                ("tol", args.tol, 1e-3),
+            )
+            if value != default
+        }
+        options = dict(
+            solver=args.solver,
+            solver_params={
+                "kernel": own.get("kernel", "rbf"),
+                **{k: v for k, v in own.items() if k not in ("auto", "auto_lag")},
+                **{k: v for k, v in given.items() if v is not None},
+            },
         )
     return _replayed(
         args,
@@ -1599,7 +1678,7 @@ def _class_replay(args: argparse.Namespace, X, labelled, strategies: list[str]) 
         X,
         labelled,
         strategies,
-        {},
+        options,
         replay.class_replay_caveat,
         replay.class_replay_text,
     )

@@ -262,20 +262,13 @@ def _column(header: list[str], names: Sequence[str]) -> int | None:
     return next((lowered.index(n) for n in names if n in lowered), None)
 
 
-def read_labels(
-    path: str | Path,
-    item_keys: Sequence[Any] | None,
-    n_items: int,
-    classes: tuple[Any, Any] | None = None,
-    key_column: str | None = None,
-) -> LabelledItems:
-    """The labelled items of a CSV file: a header row, then one row per label in the order given.
-
-    The item column is ``item_key`` / ``key`` (or ``key_column``: matched against ``item_keys``), else
-    ``item_index`` / ``index`` / ``item`` (item numbers 0..n-1), else the first column (keys when the data
-    have keys, else item numbers).  The answer column is ``label_value`` (+1, -1, 0 for a skip: a MarginLab
-    export), else ``label``, else the second column: the data's class names ``classes`` (negative,
-    positive), or +1/-1, 1/0, positive/negative, yes/no; empty or ``skipped`` is a skip (left out)."""
+def _label_cells(
+    path: str | Path, item_keys: Sequence[Any] | None, n_items: int, key_column: str | None, answers: Sequence[str]
+) -> tuple[Path, list[str], list[tuple[int, int, str]]]:
+    """(path, header, [(line, item number, answer cell)]) of a labels CSV file in the order given, every item checked
+    (a key or number of the data, given once).  The item column is ``item_key`` / ``key`` (or ``key_column``),
+    else ``item_index`` / ``index`` / ``item``, else the first column; the answer column the first of
+    ``answers`` found, else the second column."""
     path = Path(path)
     if not path.is_file():
         raise ReplayError(f"labels file not found: {path}" if not path.exists() else f"{path} is not a file")
@@ -298,23 +291,13 @@ def read_labels(
             f"{path}: column {header[item_at]!r} holds item keys, but the data have no key column "
             "(give --key-column, or item numbers in an item_index column)"
         )
-    value_at = _column(header, ("label_value",))
-    numeric = value_at is not None
-    if value_at is None:
-        value_at = _column(header, ("label",))
+    value_at = next((at for name in answers if (at := _column(header, (name,))) is not None), None)
     if value_at is None:
         value_at = 1 if item_at == 0 else 0
     keys = [str(k) for k in item_keys] if by_key and item_keys is not None else None
     index = {k: i for i, k in enumerate(keys)} if keys is not None else {str(i): i for i in range(n_items)}
-    words = {w: 1 for w in POSITIVE_WORDS} | {w: -1 for w in NEGATIVE_WORDS} | {"0": -1}
-    if numeric:
-        words["0"] = 0
-    if classes is not None:
-        words.update({str(classes[0]).strip().lower(): -1, str(classes[1]).strip().lower(): 1})
-    rows: list[int] = []
-    labels: list[int] = []
     seen: dict[str, int] = {}
-    skipped = 0
+    cells_read: list[tuple[int, int, str]] = []
     for line, cells in enumerate(body, start=2):
         if not any(c.strip() for c in cells):
             continue
@@ -327,6 +310,35 @@ def read_labels(
         if key in seen:
             raise ReplayError(f"{path}, line {line}: {key!r} is given twice (first on line {seen[key]})")
         seen[key] = line
+        cells_read.append((line, index[key], value))
+    return path, header, cells_read
+
+
+def read_labels(
+    path: str | Path,
+    item_keys: Sequence[Any] | None,
+    n_items: int,
+    classes: tuple[Any, Any] | None = None,
+    key_column: str | None = None,
+) -> LabelledItems:
+    """The labelled items of a CSV file: a header row, then one row per label in the order given.
+
+    The item column is ``item_key`` / ``key`` (or ``key_column``: matched against ``item_keys``), else
+    ``item_index`` / ``index`` / ``item`` (item numbers 0..n-1), else the first column (keys when the data
+    have keys, else item numbers).  The answer column is ``label_value`` (+1, -1, 0 for a skip: a MarginLab
+    export), else ``label``, else the second column: the data's class names ``classes`` (negative,
+    positive), or +1/-1, 1/0, positive/negative, yes/no; empty or ``skipped`` is a skip (left out)."""
+    path, header, cells = _label_cells(path, item_keys, n_items, key_column, ("label_value", "label"))
+    numeric = _column(header, ("label_value",)) is not None
+    words = {w: 1 for w in POSITIVE_WORDS} | {w: -1 for w in NEGATIVE_WORDS} | {"0": -1}
+    if numeric:
+        words["0"] = 0
+    if classes is not None:
+        words.update({str(classes[0]).strip().lower(): -1, str(classes[1]).strip().lower(): 1})
+    rows: list[int] = []
+    labels: list[int] = []
+    skipped = 0
+    for line, row, value in cells:
         answer = 0 if value.lower() in SKIP_WORDS else words.get(value.lower())
         if answer is None:
             named = (
@@ -340,10 +352,53 @@ def read_labels(
         if answer == 0:
             skipped += 1
             continue
-        rows.append(index[key])
+        rows.append(row)
         labels.append(answer)
     return LabelledItems(
         np.asarray(rows, dtype=np.intp), np.asarray(labels, dtype=int), source=path.name, skipped=skipped
+    )
+
+
+def read_class_labels(
+    path: str | Path,
+    item_keys: Sequence[Any] | None,
+    n_items: int,
+    *,
+    names: Sequence[str] | None = None,
+    multi_label: bool = False,
+    separator: str = ";",
+    key_column: str | None = None,
+) -> LabelledItems:
+    """The labelled items of a CSV file of named classes (read as :func:`read_labels` reads its items): the
+    ``label`` column (else the second) holds each item's class, or with ``multi_label`` its classes separated
+    by ``separator`` (``(none)``: none of them, as ``compare --classes --multi-label`` reads them); empty or
+    ``skipped`` is a skip (left out).  The classes are ``names`` in that order (a class not among them
+    refused), else those found, sorted.  ``labels``: each item's class (0..K-1), or (items, K) of bool."""
+    from core.multi_label_experiment import label_sets
+
+    path, _, cells = _label_cells(path, item_keys, n_items, key_column, ("label",))
+    kept = [(line, row, value) for line, row, value in cells if value.lower() not in SKIP_WORDS]
+    try:
+        if multi_label:
+            labels, classes = label_sets([value for _, _, value in kept], separator, names)
+        else:
+            found = sorted({value for _, _, value in kept})
+            classes = tuple(str(n).strip() for n in names) if names else tuple(found)
+            line, value = next(((ln, v) for ln, _, v in kept if v not in classes), (0, ""))
+            if line:
+                raise ReplayError(f"{path}, line {line}: {value!r} is not a class: give one of {', '.join(classes)}")
+            labels = np.array([classes.index(value) for _, _, value in kept], dtype=int)
+    except ValueError as error:
+        if isinstance(error, ReplayError):
+            raise
+        raise ReplayError(f"{path}: {error}") from None
+    return LabelledItems(
+        np.array([row for _, row, _ in kept], dtype=np.intp),
+        labels,
+        source=path.name,
+        skipped=len(cells) - len(kept),
+        classes=tuple(classes),
+        multi_label=multi_label,
     )
 
 
@@ -605,6 +660,32 @@ def _class_runs(
     return strategies, reference, budget
 
 
+def _replay_model(
+    labelled: LabelledItems, solver: str | None, solver_params: dict | None
+) -> tuple[str, dict[str, Any]]:
+    """(solver, solver parameters) of every run of a replay with named classes or sets (one-vs-rest machines
+    of that solver, the reference's too): ``solver`` / ``solver_params`` when given, else the session's own
+    (``labelled.solver``, ``labelled.solver_params``; the K-class default solver when it has none).  C and
+    gamma chosen from the labels (``auto``) are for two classes: the starting values stand."""
+    from core.class_experiment import DEFAULT_SOLVER
+    from core.solvers import SOLVER_NAMES
+
+    chosen = solver or labelled.solver or DEFAULT_SOLVER
+    if chosen not in SOLVER_NAMES:
+        raise ReplayError(f"{chosen!r} is not a solver; choose from {', '.join(SOLVER_NAMES)}")
+    params = dict(labelled.solver_params if solver_params is None else solver_params)
+    return chosen, {k: v for k, v in params.items() if k not in ("auto", "auto_lag")}
+
+
+def _model_record(labelled: LabelledItems, solver: str, params: dict[str, Any]) -> dict[str, Any]:
+    """What ``config["replay"]`` says of the model every run used: its solver and parameters, and whether it
+    is the session's own (``own_model``)."""
+    own = solver == (labelled.solver or solver) and params == {
+        k: v for k, v in labelled.solver_params.items() if k not in ("auto", "auto_lag")
+    }
+    return {"solver": solver, "solver_params": dict(params), "own_model": own}
+
+
 def _class_record(labelled: LabelledItems, counts, reference: str | None, **more: Any) -> dict[str, Any]:
     """The ``config["replay"]`` of a replay with named classes: what was replayed (``counts``: the items of
     each class, or with it), its reference, and ``more``."""
@@ -632,6 +713,8 @@ def run_class_replay(
     budget: int | None = None,
     initial: int = 10,
     test_fraction: float = 0.3,
+    solver: str | None = None,
+    solver_params: dict | None = None,
     n_jobs: int = 1,
     progress: Callable[[int, int, str], None] | None = None,
     label_progress: Callable[[int, int, str, int, int], None] | None = None,
@@ -659,14 +742,14 @@ def run_class_replay(
         initial=initial,
         test_fraction=test_fraction,
     )
-    params = {k: v for k, v in labelled.solver_params.items() if k != "auto"}
+    solver, params = _replay_model(labelled, solver, solver_params)
     try:
         result = run_class_comparison(
             X[rows],
             labels,
             classes,
             strategies=strategies,
-            solver=labelled.solver or "incremental",
+            solver=solver,
             solver_params=params,
             budget=budget,
             seeds=seeds,
@@ -679,7 +762,7 @@ def run_class_replay(
         )
     except ValueError as error:
         raise ReplayError(f"{labelled.source}: {error}") from None
-    result.config["replay"] = _class_record(labelled, counts, reference)
+    result.config["replay"] = _class_record(labelled, counts, reference, **_model_record(labelled, solver, params))
     return result
 
 
@@ -734,7 +817,25 @@ def class_replay_text(result) -> str:
     multi-label one)."""
     replay = result.config["replay"]
     return "\n".join(
-        [class_replay_said(replay), result.summary_text(), class_reference_said(replay), class_replay_caveat(replay)]
+        [
+            class_replay_said(replay),
+            class_model_said(replay),
+            result.summary_text(),
+            class_reference_said(replay),
+            class_replay_caveat(replay),
+        ]
+    )
+
+
+def class_model_said(replay: dict[str, Any]) -> str:
+    """The model every run of a replay with named classes used (its ``config["replay"]``), in one line."""
+    params = replay.get("solver_params") or {}
+    settings = ", ".join(f"{k} {v:g}" if isinstance(v, float) else f"{k} {v}" for k, v in params.items())
+    whose = "project's" if replay.get("team") else "session's"
+    return (
+        f"model: {replay.get('solver')} one-vs-rest"
+        + (f" ({settings})" if settings else "")
+        + (f", the {whose} own" if replay.get("own_model") else f", in place of the {whose} own")
     )
 
 
@@ -766,17 +867,19 @@ def run_multi_label_replay(
     budget: int | None = None,
     initial: int = 10,
     test_fraction: float = 0.3,
+    solver: str | None = None,
+    solver_params: dict | None = None,
     n_jobs: int = 1,
     progress: Callable[[int, int, str], None] | None = None,
 ):
     """Replay ``labelled`` (a multi-label session or team project: rows of ``X`` and their sets as they stand,
     (items, K) of bool) under the multi-label ``strategies`` (``core.multiclass.MULTILABEL_STRATEGIES``) on
-    ``seeds``, with the session's model: ``core.multi_label_experiment.run_multi_label_comparison(X[rows], sets,
+    ``seeds``, with the session's model unless ``solver`` / ``solver_params`` are given (``_replay_model``):
+    ``core.multi_label_experiment.run_multi_label_comparison(X[rows], sets,
     classes, ...)`` (Hamming accuracy and macro AUC on a held-out part of the labelled items, per-class
     measures at the last label), the session's strategy added as the reference.  ``budget`` defaults to every
     item of a seed's pool (the labelled items not held out).  ``config["replay"]`` says what was replayed
     (``multi_label``: True)."""
-    from core.class_experiment import DEFAULT_SOLVER
     from core.multi_label_experiment import _set_codes, run_multi_label_comparison
     from core.multiclass import MULTILABEL_STRATEGIES
 
@@ -794,14 +897,15 @@ def run_multi_label_replay(
         initial=initial,
         test_fraction=test_fraction,
     )
+    solver, params = _replay_model(labelled, solver, solver_params)
     try:
         result = run_multi_label_comparison(
             X[rows],
             Y,
             classes,
             strategies=strategies,
-            solver=labelled.solver or DEFAULT_SOLVER,
-            solver_params={k: v for k, v in labelled.solver_params.items() if k != "auto"},
+            solver=solver,
+            solver_params=params,
             budget=budget,
             seeds=seeds,
             initial=initial,
@@ -812,7 +916,12 @@ def run_multi_label_replay(
     except ValueError as error:
         raise ReplayError(f"{labelled.source}: {error}") from None
     result.config["replay"] = _class_record(
-        labelled, Y.sum(axis=0), reference, none=int(np.sum(~Y.any(axis=1))), multi_label=True
+        labelled,
+        Y.sum(axis=0),
+        reference,
+        none=int(np.sum(~Y.any(axis=1))),
+        multi_label=True,
+        **_model_record(labelled, solver, params),
     )
     return result
 
@@ -826,6 +935,7 @@ __all__ = [
     "TEAM_SET_CAVEAT",
     "LabelledItems",
     "ReplayError",
+    "class_model_said",
     "class_reference_said",
     "class_replay_caveat",
     "class_replay_said",
@@ -833,6 +943,7 @@ __all__ = [
     "final_class",
     "format_replay_summary",
     "project_items",
+    "read_class_labels",
     "read_labels",
     "reference_said",
     "replay_said",

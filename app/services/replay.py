@@ -103,11 +103,27 @@ def replay_lines(comparison: repo.Comparison) -> list[str]:
         )
         caveat = multi_label_caveat if is_multi_label_replay(comparison) else class_caveat
         return [
-            class_replay_said(replay),
+            class_replay_said(replay) + model_said(replay),
             reference,
             caveat(float(comparison.config.get("test_fraction", CLASS_HELD_OUT)), team=team),
         ]
     return [replay_said(replay), reference_said(replay), CAVEAT]
+
+
+def model_said(replay: dict) -> str:
+    """The model every run of a replay with named classes used, in words, and whether it is the session's (or
+    project's) own ("" for a replay stored before it was recorded)."""
+    solver = replay.get("solver")
+    if not solver:
+        return ""
+    whose = "project" if replay.get("team") else "session"
+    C = (replay.get("solver_params") or {}).get("C")
+    return (
+        f" · model: {solver_words(solver)} ({solver}"
+        + (f", C {C:g}" if isinstance(C, (int, float)) else "")
+        + ")"
+        + (f", the {whose}'s own" if replay.get("own_model") else f", not the {whose}'s own")
+    )
 
 
 def replay_heuristic_words(comparison: repo.Comparison | repo.ComparisonInfo, name: str) -> str:
@@ -180,6 +196,7 @@ def class_replay_summary(comparison: repo.Comparison) -> pd.DataFrame:
             replay_heuristic_words(comparison, s) + (" (reference)" if s == reference else "")
             for s in frame["strategy"]
         ],
+        "model": [solver_words(s) for s in frame["solver"]],
         "final accuracy": spread("final_accuracy_mean", "final_accuracy_sd"),
         "final macro AUC": spread("final_macro_auc_mean", "final_macro_auc_sd"),
     }
@@ -292,6 +309,18 @@ class Replays:
             }
         return {name: run_words(name) for name in LABEL_STRATEGIES}
 
+    def model(self, source: str) -> tuple[str, float]:
+        """The model a replay of ``source`` runs by default: the session's (or project's) own solver and C."""
+        from core.class_experiment import DEFAULT_SOLVER
+
+        kind, _, number = str(source).rpartition(":")
+        engine = self.service.engine
+        if kind not in ("", "session", "project"):
+            raise ServiceError(f"Nothing to replay is called '{source}'.")
+        info = (teams.get_project if kind == "project" else repo.get_session)(engine, int(number))
+        C = (info.params.get("solver_params") or {}).get("C", 1.0)
+        return info.solver or DEFAULT_SOLVER, float(C) if isinstance(C, (int, float)) else 1.0
+
     def _labelled(self, source: str, by: Identity | None):
         """(dataset id, scaling, labelled items) of ``session:N`` or ``project:N`` (or a session id)."""
         from core.replay import project_items, session_items, settled_answers
@@ -336,12 +365,15 @@ class Replays:
         initial: int = 10,
         progress: Callable[[float, str], None] | None = None,
         by: Identity | None = None,
+        solver: str | None = None,
+        C: float | None = None,
     ) -> int:
         """Replay a stored session (``session:N``, or its id) or team project (``project:N``: the settled
         answers, else each item's first; with named classes ``core.replay.final_class``) under ``strategies``,
-        its own heuristic added as the reference with its model; store the result as a comparison and return
-        its id.  ``progress(fraction, text)`` as for ``run_comparison``; an exception it raises (the page's
-        Cancel) stops the replay, nothing stored."""
+        its own heuristic added as the reference; every run with its model, or ``solver`` and ``C`` in its
+        place (its other settings kept); store the result as a comparison and return its id.
+        ``progress(fraction, text)`` as for ``run_comparison``; an exception it raises (the page's Cancel) stops
+        the replay, nothing stored."""
         from core.replay import ReplayError, run_class_replay, run_multi_label_replay, run_replay, session_features
 
         svc = self.service
@@ -352,6 +384,7 @@ class Replays:
         )
         initial = whole_number(initial, "The initial labels")
         info, labelled = self._labelled(source, by)
+        model = self._model_given(labelled, solver, C)
         allowed = (
             MULTI_LABEL_STRATEGY_WORDS
             if labelled.multi_label
@@ -410,11 +443,12 @@ class Replays:
                     initial=initial,
                     progress=report,
                     test_fraction=CLASS_HELD_OUT,
+                    **model,
                 )
                 if labelled.multi_label
-                else run_class_replay(X, labelled, **common, test_fraction=CLASS_HELD_OUT)
+                else run_class_replay(X, labelled, **common, **model, test_fraction=CLASS_HELD_OUT)
                 if labelled.classes
-                else run_replay(X, labelled, **common, scheduler=svc.comparison_scheduler() or "none")
+                else run_replay(X, labelled, **common, **model, scheduler=svc.comparison_scheduler() or "none")
             )
         except ReplayError as error:
             raise ServiceError(
@@ -432,6 +466,28 @@ class Replays:
         svc.acting(by)  # (it may have run for minutes)
         return repo.save_comparison(svc.engine, info.dataset_id, config, result.rows, summary)
 
+    @staticmethod
+    def _model_given(labelled, solver: str | None, C: float | None) -> dict:
+        """``run_*_replay``'s ``solver`` / ``solver_params`` for a model given in place of the session's own
+        (nothing when neither is given); a solver this version does not have or a C that is no positive
+        number is refused, named."""
+        from core.solvers import SOLVER_NAMES
+
+        if solver is None and C is None:
+            return {}
+        if solver is not None and solver not in SOLVER_NAMES:
+            raise ServiceError(f"'{solver}' is not a model this version has; choose among {', '.join(SOLVER_NAMES)}.")
+        params = dict(labelled.solver_params)
+        if C is not None:
+            try:
+                C = float(C)
+            except (TypeError, ValueError):
+                C = float("nan")
+            if not (C > 0 and C < float("inf")):
+                raise ServiceError("C (how closely the model follows each answer) must be a positive number.")
+            params = {k: v for k, v in params.items() if k != "auto"} | {"C": C}
+        return {"solver": solver or labelled.solver, "solver_params": params}
+
 
 __all__ = [
     "CLASS_HELD_OUT",
@@ -444,6 +500,7 @@ __all__ = [
     "multi_label_caveat",
     "multi_label_replay_per_class",
     "is_replay",
+    "model_said",
     "replay_heuristic_words",
     "replay_lines",
     "replay_rows_csv",

@@ -472,11 +472,11 @@ def test_cli_replays_a_session_with_named_classes_with_its_final_classes(tmp_pat
     labelled = [i for k, i in enumerate(order) if k != 3]
     names = ("cat", "dog", "cow")
     assert all(names[final[int(labelled[r.item])]] == r.label for r in rows.itertuples())
-    # a K-class replay takes K-class strategies, names the wrong ones, and no model options
+    # a K-class replay takes K-class strategies, names the wrong ones, and no two-class-only model
     assert main([*args[:-4], "--strategies", "near-boundary"]) == 2
     assert "'near-boundary' is not a strategy for named classes" in capsys.readouterr().err
-    assert main([*args, "--solver", "lasvm"]) == 2
-    assert "runs with the session's model" in capsys.readouterr().err
+    assert main([*args, "--model", "review"]) == 2
+    assert "--model review: for two classes only" in capsys.readouterr().err
     assert main([*args, "--json"]) == 0
     payload = json.loads(capsys.readouterr().out)
     assert payload["replay"]["pool"] == 39 and payload["replay"]["classes"] == {
@@ -562,8 +562,8 @@ def test_cli_replays_a_team_project_with_named_classes_with_its_final_classes(tm
     payload = json.loads(capsys.readouterr().out)
     assert payload["replay"]["unsettled"] == 1 and payload["replay"]["team"] is True
     assert payload["caveat"] == f"{CLASS_CAVEAT} {TEAM_CLASS_CAVEAT}"
-    assert main([*args, "--solver", "lasvm"]) == 2
-    assert "runs with the project's model" in capsys.readouterr().err
+    assert main([*args, "--loss", "hinge"]) == 2
+    assert "--loss: for two classes only; project" in capsys.readouterr().err
 
 
 #: the sets of classes (places among cat, dog, cow) of each of the three blobs' groups in the multi-label tests
