@@ -8,6 +8,7 @@ from app.services import EVAL_FRACTION, ServiceError
 from app.services.datasets import (
     CONSTANT_CHOICES,
     INVALID_SMILES_CHOICES,
+    MAX_CLASSES,
     MISSING_CHOICES,
     SCALING_CHOICES,
     SCALING_LABEL,
@@ -230,6 +231,8 @@ with upload_tab:
                 values = column_values(svc, data, label_column, preview.sep)
                 keep_classes = len(values) > 2 and st.checkbox(
                     f"Keep every value as a class ({len(values)} values)",
+                    # (3 to 9 values: the classes themselves, by default; one of them against the rest on request)
+                    value=len(values) <= MAX_CLASSES,
                     key="upload_keep_classes",
                     help="For 3 to 9 values: sessions on this dataset answer each item with one of them (a "
                     "button per class) instead of Positive / Negative.",

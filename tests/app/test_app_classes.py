@@ -684,3 +684,20 @@ def test_items_asked_before_the_model_could_rate_them_are_exported_without_a_sco
     assert cold[0] and not cold[-1]
     assert [r["decision_value"] == "" for r in rows] == cold
     assert all(s.decision_value is None for s, c in zip(stored, cold, strict=True) if c)
+
+
+def test_the_data_page_keeps_a_label_columns_three_to_nine_values_as_classes_unless_told_otherwise(db_url):
+    """A label column with 3 to 9 values keeps them all by default (a screener who picks "species" means the
+    species, not one of them against the rest); unticking it asks for the positive value, as before."""
+    from tests.app.test_app_findings import data_page_with
+
+    kinds = ["setosa", "versicolor", "virginica"]
+    data = ("a,b,species\n" + "".join(f"{k * 0.5:.1f},{k % 4},{kinds[k % 3]}\n" for k in range(30))).encode()
+    at = data_page_with("iris.csv", data)
+    at.selectbox[[s.label for s in at.selectbox].index("True-label column (optional)")].set_value("species").run()
+    assert not at.exception, at.exception
+    keep = at.checkbox(key="upload_keep_classes")
+    assert keep.value is True
+    assert "Positive value of the label column" not in [s.label for s in at.selectbox]
+    keep.uncheck().run()
+    assert "Positive value of the label column" in [s.label for s in at.selectbox]
