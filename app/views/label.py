@@ -122,7 +122,7 @@ with (
         "What to find",
         key="new_find",
         max_chars=FIND_CHARS,
-        placeholder="empty: the dataset's positive class",
+        placeholder="empty: the dataset's positive class (Positive / Negative)",
         help="What a Positive answer means, in your words (for example 'randomised trials in adults'). "
         "It is shown beside the answer buttons.",
     )
@@ -149,7 +149,7 @@ with (
             "keys 1 to 9 pick or drop a class, Enter submits).",
         )
         st.selectbox(
-            "Which item next (named classes)",
+            "With one class per item: which item next",
             list(CLASS_STRATEGY_WORDS),
             key="new_class_strategy",
             format_func=lambda name: strategy_words(name, "<class>"),
@@ -168,7 +168,7 @@ with (
             "several classes per item, an item is one of it when its classes include it.",
         )
         st.selectbox(
-            "Which item next (several classes per item)",
+            "With several classes per item: which item next",
             list(MULTI_LABEL_STRATEGY_WORDS),
             key="new_multi_label_strategy",
             format_func=MULTI_LABEL_STRATEGY_WORDS.get,

@@ -35,7 +35,7 @@ with (
         "What to find",
         key="project_find",
         max_chars=FIND_CHARS,
-        placeholder="empty: the dataset's positive class",
+        placeholder="empty: the dataset's positive class (Positive / Negative)",
         help=FIND_HELP,
     )
     left, right = st.columns(2)
@@ -70,7 +70,7 @@ with (
             "(2 to 9 classes; keys 1 to 9 pick or drop a class, Enter submits); you settle disagreements on a set.",
         )
         class_strategy = st.selectbox(
-            "Which item next (named classes)",
+            "With one class per item: which item next",
             list(CLASS_STRATEGY_WORDS),
             key="project_class_strategy",
             format_func=lambda name: strategy_words(name, "<class>"),
@@ -82,7 +82,7 @@ with (
             help="One of the classes above, written as there; only for Most likely <class>.",
         )
         set_strategy = st.selectbox(
-            "Which item next (several classes per item)",
+            "With several classes per item: which item next",
             list(MULTI_LABEL_STRATEGY_WORDS),
             key="project_multi_label_strategy",
             format_func=MULTI_LABEL_STRATEGY_WORDS.get,
@@ -153,7 +153,7 @@ if not run.has_classes:  # (a project with named classes is answered with its cl
             value=project.find or "",
             key=find_key,
             max_chars=FIND_CHARS,
-            placeholder="empty: the dataset's positive class",
+            placeholder="empty: the dataset's positive class (Positive / Negative)",
             help=FIND_HELP,
         )
         right.form_submit_button("Save", on_click=_save_find, args=(project_id, find_key))
