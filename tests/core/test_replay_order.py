@@ -114,3 +114,21 @@ def test_cli_text_of_a_class_replay_lists_the_session_order(tmp_path, capsys):
     assert f"{SESSION_ORDER} acc" in text and f"{SESSION_ORDER} AUC" in text  # its curve
     assert any(line.startswith(SESSION_ORDER) for line in text.splitlines())  # its summary line
     assert "not a curve here" not in text and "scored on the same held-out part" in text
+
+
+def test_a_strategy_outside_the_registry_may_not_take_a_registered_name():
+    from core.class_experiment import run_class_comparison
+    from core.multi_label_experiment import run_multi_label_comparison
+    from core.multiclass import MULTICLASS_STRATEGIES, MULTILABEL_STRATEGIES
+    from core.replay import InOrder
+
+    X, group = _blobs(30)
+    name = list(MULTICLASS_STRATEGIES)[0]
+    with pytest.raises(ValueError, match=f"'{name}' names a strategy of the registry"):
+        run_class_comparison(X, group, CLASSES, strategies=[name], budget=5, seeds=1, more_strategies={name: InOrder})
+    Y = np.eye(3, dtype=bool)[group]
+    name = list(MULTILABEL_STRATEGIES)[0]
+    with pytest.raises(ValueError, match=f"'{name}' names a strategy of the registry"):
+        run_multi_label_comparison(
+            X, Y, ("a", "b", "c"), strategies=[name], budget=5, seeds=1, more_strategies={name: InOrder}
+        )
