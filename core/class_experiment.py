@@ -19,8 +19,9 @@ parameters, seed, budget, initial, test_fraction).
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -48,6 +49,9 @@ ACCURACY_LEVELS = (0.8, 0.9, 0.95)
 DEFAULT_SOLVER = "incremental"
 #: label counts at which the printed learning curve is shown (at most this many, the budget last)
 CURVE_POINTS = 8
+#: a strategy outside the registry (``more_strategies``): a function of a seed's pool (its rows of X, in the
+#: model's store order) giving the query over (model, pool, rng); its run draws no initial labels at random
+QueryOf = Callable[[np.ndarray], Callable[..., Any]]
 
 
 def _level_name(level: float) -> str:
@@ -79,12 +83,14 @@ def run_class_strategy(
     initial: int,
     test_fraction: float,
     on_step: Callable[[int, int], None] | None = None,
+    query_of: QueryOf | None = None,
 ) -> list[dict]:
-    """One K-class run with the true classes ``y`` (indices into ``classes``) as the oracle: a dict per label."""
+    """One K-class run with the true classes ``y`` (indices into ``classes``) as the oracle: a dict per label.
+    ``query_of``: a strategy outside the registry, named ``strategy`` (see :data:`QueryOf`)."""
     from core.experiment import _split_rows
 
     train, test = _split_rows(y, seed, test_fraction)
-    choose = MULTICLASS_STRATEGIES[strategy]
+    choose = MULTICLASS_STRATEGIES[strategy] if query_of is None else query_of(train)
     rng = np.random.default_rng(seed)
     model = OneVsRest(classes, solver, X[train], keep_scores=True, **solver_params)
     available = np.ones(len(train), dtype=bool)
@@ -170,6 +176,14 @@ def _check(
     return y, classes, strategies, seed_list
 
 
+def check_more(more: Mapping[str, QueryOf], registry: Mapping[str, Any], chosen: Sequence[str]) -> list[str]:
+    """The names of ``more_strategies``, refused when one is a registered strategy's or chosen already."""
+    clash = [name for name in more if name in registry or name in chosen]
+    if clash:
+        raise ValueError(f"{clash[0]!r} names a strategy of the registry: another strategy needs another name")
+    return list(more)
+
+
 def check_run_sizes(budget, initial, test_fraction, kind: str) -> None:
     """Refuse a budget under 1, a negative ``initial`` or a ``test_fraction`` outside (0, 1), naming it."""
     if int(budget) < 1:
@@ -200,16 +214,21 @@ def run_class_comparison(
     n_jobs: int = 1,
     progress: Callable[[int, int, str], None] | None = None,
     label_progress: Callable[[int, int, str, int, int], None] | None = None,
+    more_strategies: Mapping[str, QueryOf] | None = None,
 ) -> ClassComparisonResult:
     """Every K-class strategy over the same seeds (see the module's docstring).
 
     ``y``: the class of each row of X as an index into ``classes``; ``target``: the class the
     ``target-class`` strategy screens for; ``n_jobs`` > 1 runs the (strategy, seed) runs in processes.
+    ``more_strategies``: name -> :data:`QueryOf`, run after the registry's on the same seeds and splits (a
+    replay's session order); they choose from the first label (no initial labels at random).
     ``progress(done, total, run)`` after each run and ``label_progress(done, total, run, label, of)`` after
     each label of a run in this process (as ``core.experiment.run_comparison``'s)."""
     from core.experiment import _execute
 
     y, names, chosen, seed_list = _check(y, classes, strategies, seeds, budget, initial, test_fraction, target)
+    more = dict(more_strategies or {})
+    chosen += check_more(more, MULTICLASS_STRATEGIES, chosen)
     X = np.atleast_2d(np.asarray(X, dtype=np.float64)) if not hasattr(X, "tocsr") else X.tocsr()
     if X.shape[0] != len(y):
         raise ValueError(f"X has {X.shape[0]} rows but y has {len(y)} labels")
@@ -218,10 +237,11 @@ def run_class_comparison(
     for seed in seed_list:
         for s in chosen:
             params = {"target": target} if s == "target-class" else {}
+            query_of = more.get(s)
             tasks.append(
                 (
                     f"{s} ({solver}), seed {seed}",
-                    run_class_strategy,
+                    run_class_strategy if query_of is None else partial(run_class_strategy, query_of=query_of),
                     (
                         X,
                         y,
@@ -232,7 +252,7 @@ def run_class_comparison(
                         params,
                         int(budget),
                         seed,
-                        int(initial),
+                        0 if query_of is not None else int(initial),
                         float(test_fraction),
                     ),
                 )
@@ -408,6 +428,8 @@ __all__ = [
     "ACCURACY_LEVELS",
     "CLASS_ROW_COLUMNS",
     "ClassComparisonResult",
+    "QueryOf",
+    "check_more",
     "check_run_sizes",
     "class_curve",
     "class_run_table",

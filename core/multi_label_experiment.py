@@ -21,7 +21,7 @@ initial, test_fraction).
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -32,6 +32,8 @@ from core.class_experiment import (
     CLASS_ROW_COLUMNS,
     DEFAULT_SOLVER,
     ClassComparisonResult,
+    QueryOf,
+    check_more,
     check_run_sizes,
     class_curve,
     class_run_table,
@@ -118,13 +120,14 @@ def run_multi_label_strategy(
     seed: int,
     initial: int,
     test_fraction: float,
+    query_of: QueryOf | None = None,
 ) -> tuple[list[dict], list[dict]]:
     """One multi-label run with the true sets ``Y`` as the oracle: (a dict per label, a dict per class at
-    the last label)."""
+    the last label).  ``query_of``: a strategy outside the registry, named ``strategy`` (:data:`QueryOf`)."""
     from core.experiment import _split_rows
 
     train, test = _split_rows(_set_codes(Y), seed, test_fraction)
-    choose = MULTILABEL_STRATEGIES[strategy]
+    choose = MULTILABEL_STRATEGIES[strategy] if query_of is None else query_of(train)
     rng = np.random.default_rng(seed)
     model = MultiLabel(classes, solver, X[train], keep_scores=True, **solver_params)
     available = np.ones(len(train), dtype=bool)
@@ -209,9 +212,11 @@ def run_multi_label_comparison(
     accuracy_levels: Sequence[float] = ACCURACY_LEVELS,
     n_jobs: int = 1,
     progress: Callable[[int, int, str], None] | None = None,
+    more_strategies: Mapping[str, QueryOf] | None = None,
 ) -> MultiLabelComparisonResult:
     """Every multi-label strategy over the same seeds (see the module's docstring).  ``Y``: (n, K) of bool,
-    row i's classes; ``n_jobs`` > 1 runs the (strategy, seed) runs in processes."""
+    row i's classes; ``n_jobs`` > 1 runs the (strategy, seed) runs in processes; ``more_strategies`` as for
+    :func:`core.class_experiment.run_class_comparison` (no initial labels at random)."""
     from core.experiment import _as_list, _as_seeds, _execute
 
     names = check_classes(classes)
@@ -219,6 +224,8 @@ def run_multi_label_comparison(
     if Y.ndim != 2 or Y.shape[1] != len(names) or Y.dtype != bool:
         raise ValueError(f"Y must be (items, {len(names)}) of true / false, one column per class")
     chosen = _as_list(strategies, MULTILABEL_STRATEGIES, "multi-label strategy")
+    more = dict(more_strategies or {})
+    chosen += check_more(more, MULTILABEL_STRATEGIES, chosen)
     seed_list = _as_seeds(seeds)
     check_run_sizes(budget, initial, test_fraction, "multi-label")
     X = np.atleast_2d(np.asarray(X, dtype=np.float64)) if not hasattr(X, "tocsr") else X.tocsr()
@@ -229,7 +236,19 @@ def run_multi_label_comparison(
         (
             f"{s} ({solver}), seed {seed}",
             run_multi_label_strategy,
-            (X, Y, names, s, solver, solver_params, int(budget), seed, int(initial), float(test_fraction)),
+            (
+                X,
+                Y,
+                names,
+                s,
+                solver,
+                solver_params,
+                int(budget),
+                seed,
+                0 if s in more else int(initial),
+                float(test_fraction),
+                more.get(s),
+            ),
         )
         for seed in seed_list
         for s in chosen

@@ -14,6 +14,11 @@ measures only), and every run labels the whole pool unless a budget is given.  T
 - the session's own order is one more curve, ``SESSION_ORDER`` (one run: recall is the cumulative
   positives of the stored order; latency the session's own, when stored).
 
+A replay with named classes or sets (:func:`run_class_replay`, :func:`run_multi_label_replay`) holds out a
+part of the labelled items per seed; there the session's own order is one more run per seed: the model
+learns the seed's pool in the order labelled (:class:`InOrder`, from the first label: no initial labels at
+random) and is scored on the held-out part after each label, as the heuristics' runs are.
+
 What a replay cannot tell (``CAVEAT``): its pool was chosen by the original heuristic, so it favours
 heuristics that pick items like it, and says nothing of the positives among the items never labelled.
 """
@@ -614,8 +619,30 @@ CLASS_CAVEAT = (
     "session's own strategy, so it favours strategies that pick items like it; accuracy and macro AUC are "
     "measured on a held-out part of those labelled items (as compare --classes holds out a part), so they "
     "say nothing of the items never labelled. Compare the strategies with the session's strategy under the "
-    "same replay (the reference); the session's own order is not a curve here (it had no held-out part)."
+    "same replay (the reference). '" + SESSION_ORDER + "' is the session's own order: in each seed the model "
+    "learns the items not held out in the order they were labelled, from the first (no initial labels at "
+    "random), and is scored on the same held-out part; it favours nothing: it is what happened."
 )
+
+
+@dataclass(frozen=True)
+class InOrder:
+    """The session's own order as a query over (model, pool, rng), modAL-style: the available item that came
+    first in the order labelled.  ``rows``: a seed's pool as rows of the replayed items (``X[labelled.rows]``,
+    in the order labelled, so a row is its place in the order), in the model's store order
+    (``core.class_experiment.QueryOf``: the replays with named classes pass this class itself)."""
+
+    rows: np.ndarray
+
+    def __call__(self, model, pool, rng) -> Any:
+        from core.strategies import Query
+
+        candidates = pool.candidates
+        if not len(candidates):
+            return None
+        i = int(candidates[np.argmin(np.asarray(self.rows)[candidates])])
+        F = np.asarray(model.decision_function(np.array([i])), dtype=np.float64).reshape(-1)
+        return Query(i, float(F.max()), SESSION_ORDER, "the next item in the order the items were labelled")
 
 
 def _class_runs(
@@ -722,9 +749,10 @@ def run_class_replay(
     """Replay ``labelled`` (a session with named classes: rows of ``X`` and their classes as they stand) under
     the K-class ``strategies`` (``core.multiclass.MULTICLASS_STRATEGIES``) on ``seeds``, with the session's
     model: ``core.class_experiment.run_class_comparison(X[rows], classes, ...)``, the session's strategy added
-    as the reference (with its class to find, for ``target-class``).  ``budget`` defaults to every item of a
-    seed's pool (the labelled items not held out).  ``config["replay"]`` says what was replayed; ``progress``
-    and ``label_progress`` as for ``run_class_comparison``."""
+    as the reference (with its class to find, for ``target-class``), the session's own order as one more run
+    (``SESSION_ORDER``, :class:`InOrder`).  ``budget`` defaults to every item of a seed's pool (the labelled
+    items not held out).  ``config["replay"]`` says what was replayed; ``progress`` and ``label_progress`` as
+    for ``run_class_comparison``."""
     from core.class_experiment import run_class_comparison
     from core.multiclass import MULTICLASS_STRATEGIES
 
@@ -759,6 +787,7 @@ def run_class_replay(
             n_jobs=n_jobs,
             progress=progress,
             label_progress=label_progress,
+            more_strategies={SESSION_ORDER: InOrder},
         )
     except ValueError as error:
         raise ReplayError(f"{labelled.source}: {error}") from None
@@ -847,8 +876,10 @@ MULTI_LABEL_CAVEAT = (
     "own strategy, so it favours strategies that pick items like it; accuracy (the share of item-class yes / no "
     "the model gets right) and macro AUC are measured on a held-out part of those labelled items (as compare "
     "--classes --multi-label holds out a part), so they say nothing of the items never labelled. Compare the "
-    "strategies with the session's strategy under the same replay (the reference); the session's own order is "
-    "not a curve here (it had no held-out part)."
+    "strategies with the session's strategy under the same replay (the reference). '" + SESSION_ORDER + "' is the "
+    "session's own order: in each seed the model learns the items not held out in the order they were labelled, "
+    "from the first (no initial labels at random), and is scored on the same held-out part; it favours nothing: "
+    "it is what happened."
 )
 #: what a replay of a multi-label team project adds to ``MULTI_LABEL_CAVEAT``: whose answers are the oracle
 TEAM_SET_CAVEAT = (
@@ -877,7 +908,8 @@ def run_multi_label_replay(
     ``seeds``, with the session's model unless ``solver`` / ``solver_params`` are given (``_replay_model``):
     ``core.multi_label_experiment.run_multi_label_comparison(X[rows], sets,
     classes, ...)`` (Hamming accuracy and macro AUC on a held-out part of the labelled items, per-class
-    measures at the last label), the session's strategy added as the reference.  ``budget`` defaults to every
+    measures at the last label), the session's strategy added as the reference, its own order as one more
+    run (``SESSION_ORDER``).  ``budget`` defaults to every
     item of a seed's pool (the labelled items not held out).  ``config["replay"]`` says what was replayed
     (``multi_label``: True)."""
     from core.multi_label_experiment import _set_codes, run_multi_label_comparison
@@ -912,6 +944,7 @@ def run_multi_label_replay(
             test_fraction=test_fraction,
             n_jobs=n_jobs,
             progress=progress,
+            more_strategies={SESSION_ORDER: InOrder},
         )
     except ValueError as error:
         raise ReplayError(f"{labelled.source}: {error}") from None
@@ -933,6 +966,7 @@ __all__ = [
     "TEAM_CLASS_CAVEAT",
     "MULTI_LABEL_CAVEAT",
     "TEAM_SET_CAVEAT",
+    "InOrder",
     "LabelledItems",
     "ReplayError",
     "class_model_said",

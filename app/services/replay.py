@@ -82,8 +82,10 @@ def class_caveat(test_fraction: float, *, team: bool = False, sets: bool = False
         f"{whose}'s own heuristic, so it favours heuristics that pick items like it. {accuracy} and macro AUC are "
         f"measured on {100 * test_fraction:.0f} % of those labelled items, held out from learning, so they say "
         "nothing of the items never labelled. Compare the heuristics with the "
-        f"{whose}'s own heuristic under the same replay (the reference); the {whose}'s own order is no curve "
-        "here (it had no held-out part)." + (" " + (TEAM_SET_CAVEAT if sets else TEAM_CLASS_CAVEAT) if team else "")
+        f"{whose}'s own heuristic under the same replay (the reference). {order_words(team)} is one more curve: "
+        f"the model learns the same items in the order the {whose} labelled them, from the first (no initial "
+        "labels at random), and is scored on the same held-out items; it favours nothing: it is what happened."
+        + (" " + (TEAM_SET_CAVEAT if sets else TEAM_CLASS_CAVEAT) if team else "")
     )
 
 
@@ -126,9 +128,19 @@ def model_said(replay: dict) -> str:
     )
 
 
+def order_words(team: bool) -> str:
+    """The session's (or team project's) own order, one more curve of a replay with named classes, in words."""
+    return f"The {'project' if team else 'session'}'s own order"
+
+
 def replay_heuristic_words(comparison: repo.Comparison | repo.ComparisonInfo, name: str) -> str:
     """A replay's heuristic in words: a K-class one's for a session with named classes ("Most likely
-    <class>"), a multi-label one's for a multi-label session, else a two-class one's."""
+    <class>"), a multi-label one's for a multi-label session, else a two-class one's; the session's own
+    order of a replay with named classes: ``order_words``."""
+    from core.replay import SESSION_ORDER
+
+    if name == SESSION_ORDER and is_class_replay(comparison):
+        return order_words(bool(comparison.config["replay"].get("team")))
     if is_multi_label_replay(comparison):
         return MULTI_LABEL_STRATEGY_WORDS.get(name, name)
     if is_class_replay(comparison):
@@ -406,6 +418,7 @@ class Replays:
         if unknown or not strategies:
             raise ServiceError("Choose at least one heuristic among " + ", ".join(allowed) + ".")
         runs = len(set(strategies) | ({info.strategy} if info.strategy in allowed else set()))
+        runs += 1 if labelled.classes else 0  # (with named classes the own order is one more run of the model)
         pool = len(labelled.rows)
         labels = runs * seeds * pool
         if labels > COMPARE_MAX_LABELS or labels * pool > COMPARE_MAX_WORK:

@@ -160,7 +160,8 @@ def has_the_numbers_of_run_class_replay(svc: MarginLab, stored, info, labelled) 
     scaling = info.params.get("scaling", svc.dataset(info.dataset_id).meta.get("scaling", "none"))
     direct = run_class_replay(session_features(X, scaling, None), labelled, strategies=["random"], seeds=2, initial=4)
     columns = ["strategy", "seed", "n_labels", "accuracy", "macro_auc", "item", "label"]
-    assert set(direct.rows["strategy"]) == {"random", "smallest-margin"}  # its own strategy as the reference
+    # its own strategy as the reference, its own order as one more run
+    assert set(direct.rows["strategy"]) == {"random", "smallest-margin", SESSION_ORDER}
     pd.testing.assert_frame_equal(stored.rows[columns], direct.rows[columns], check_dtype=False)
     assert stored.config["replay"] == direct.config["replay"]
     for mine, theirs in zip(stored.summary["summary"], direct.summary.to_dict(orient="records"), strict=True):
@@ -192,7 +193,7 @@ def test_a_class_replay_from_the_service_has_the_numbers_of_run_class_replay(db_
 
     with pytest.raises(Cancelled):
         replays.run_replay(f"session:{session_id}", strategies=["random"], seeds=2, initial=4, progress=cancel)
-    assert said[0].startswith("run 1/4: random") and len(said) == 3
+    assert said[0].startswith("run 1/6: random") and len(said) == 3  # (random, its own, its own order; 2 seeds)
     # a binary heuristic is not one for named classes: said, nothing stored
     with pytest.raises(ServiceError, match="named classes"):
         replays.run_replay(f"session:{session_id}", strategies=["near-boundary"], seeds=1, initial=4)
@@ -237,9 +238,13 @@ def replay_named_classes_on_the_page(
         assert any(all(part in text for part in said) for text in shown(page.caption)), shown(page.caption)
         assert not any("two-class" in as_shown(e.value) for e in [*page.error, *page.info, *page.caption])
         specs = [c.proto.spec for c in page.get("plotly_chart")]
-        assert any("test accuracy vs labels" in s for s in specs) and any("macro AUC vs labels" in s for s in specs)
+        curves = [s for s in specs if "test accuracy vs labels" in s or "macro AUC vs labels" in s]
+        # the session's (project's) own order: one more curve, named in words, and a row of the table
+        assert len(curves) == 2 and all(f"The {whose}'s own order" in s for s in curves), curves
         (table,) = [df.value for df in page.dataframe if "final accuracy" in df.value.columns]
-        assert len(table) == 2 and any("(reference)" in h for h in table["heuristic"])
+        assert len(table) == 3 and any("(reference)" in h for h in table["heuristic"])
+        assert list(table["heuristic"])[-1] == f"The {whose}'s own order"
+        assert "own order is no curve" not in " ".join(as_shown(w.value) for w in page.warning)
 
     drawn_now_and_when_reloaded(at, user, newest.id, drawn)
     return newest
@@ -409,7 +414,7 @@ def has_the_numbers_of_run_multi_label_replay(svc: MarginLab, stored, info, labe
         session_features(X, scaling, None), labelled, strategies=["random"], seeds=2, initial=4
     )
     columns = ["strategy", "seed", "n_labels", "accuracy", "macro_auc", "item", "label"]
-    assert set(direct.rows["strategy"]) == {"random", REFERENCE}  # its own strategy as the reference
+    assert set(direct.rows["strategy"]) == {"random", REFERENCE, SESSION_ORDER}  # the reference, the own order
     pd.testing.assert_frame_equal(stored.rows[columns], direct.rows[columns], check_dtype=False)
     assert stored.config["replay"] == direct.config["replay"] and stored.config["replay"]["multi_label"] is True
     for mine, theirs in zip(stored.summary["summary"], direct.summary.to_dict(orient="records"), strict=True):
@@ -500,12 +505,17 @@ def replay_sets_on_the_page(svc: MarginLab, source: str, user: str, *, caveat: s
         assert any("Reference: Least sure on any class" in text for text in shown(page.caption))
         assert any(all(part in text for part in said) for text in shown(page.caption)), shown(page.caption)
         specs = [c.proto.spec for c in page.get("plotly_chart")]
-        assert any("item-class answers right vs labels" in s for s in specs)
-        assert any("macro AUC vs labels" in s for s in specs)
+        curves = [s for s in specs if "item-class answers right vs labels" in s or "macro AUC vs labels" in s]
+        whose = "project" if source.startswith("project") else "session"
+        assert len(curves) == 2 and all(f"The {whose}'s own order" in s for s in curves), curves
         (table,) = [df.value for df in page.dataframe if "final accuracy" in df.value.columns]
-        assert len(table) == 2 and any("(reference)" in h for h in table["heuristic"])
+        assert len(table) == 3 and any("(reference)" in h for h in table["heuristic"])
         (per_class,) = [df.value for df in page.dataframe if "F1" in df.value.columns]
-        assert set(per_class["heuristic"]) == {"Random", "Least sure on any class (reference)"}
+        assert set(per_class["heuristic"]) == {
+            "Random",
+            "Least sure on any class (reference)",
+            f"The {whose}'s own order",
+        }
         assert "=SUM(A1)" in set(per_class["class"]) and "(macro)" in set(per_class["class"])
 
     drawn_now_and_when_reloaded(at, user, newest.id, drawn)
