@@ -35,9 +35,11 @@ answer of every member:
 from __future__ import annotations
 
 import csv
+import functools
 import io
 import itertools
 import logging
+import operator
 import threading
 import time
 from collections.abc import Sequence
@@ -1036,6 +1038,12 @@ class MultiLabelProjectRun(ClassProjectRun):
         from storage.export import escape_cell
 
         return escape_cell(answer_name({}, self.classes, 1, None, tuple(given), multi_label=True))
+
+    def agreed_classes(self, votes: dict[str, int]) -> tuple[int, ...]:
+        """The classes (places) every one of an item's answers has (``Agreement.per_item``'s votes, as bits): what
+        settling the item starts from."""
+        bits = functools.reduce(operator.and_, votes.values(), (1 << len(self.classes)) - 1)
+        return tuple(bits_classes(bits) or ())
 
     def vote_words(self, vote: int) -> str:
         """A vote (``Agreement.per_item``'s bits) in words, as the pages show it."""

@@ -255,6 +255,8 @@ for item in report.disagreements[:10]:
             if run.multi_label:  # a toggle per class, then settle on the set picked (none: none of these)
                 st.markdown(" · ".join(f"{plain(n)}: **{plain(run.vote_words(v))}**" for n, v in sorted(votes.items())))
                 picked_key = f"settle_picked_{project_id}_{item}"
+                # (the classes every answer has are ticked to begin with: the members' common ground)
+                st.session_state.setdefault(picked_key, list(run.agreed_classes(votes)))
                 with st.container(horizontal=True):
                     picked = class_toggles(
                         run.classes,

@@ -9,7 +9,7 @@ import pytest
 from app.services import MarginLab
 from storage import teams
 from tests.app import test_app
-from tests.app.test_app import start_app
+from tests.app.test_app import as_shown, start_app
 from tests.app.test_app_item_display import KINDS, import_kind, make_project
 
 pytestmark = pytest.mark.app  # pages through Streamlit's AppTest (a slow lane)
@@ -77,3 +77,40 @@ def test_the_projects_page_lists_every_disagreement_and_settling_one_leaves_the_
     assert not settle_buttons(at, items[0])
     for item in items[1:]:
         assert len(settle_buttons(at, item)) == 1, (item, [b.key for b in at.button])
+
+
+def test_settling_a_multi_label_item_starts_from_the_classes_every_answer_has(db_url):
+    """ann said "one", bob "one; two": the owner's toggles start with "one" ticked, the button reads the set it
+    stores, and one click stores "one" (not "none of these", which nobody answered)."""
+    svc, project_id, (item,) = disputed_project(db_url, "table", "several classes", n=1)
+    at = projects_page(project_id)
+    ticked = [as_shown(b.label) for b in at.button if b.key and b.key.startswith("settle_class_")]
+    assert ticked == ["✓ one", "two", "three"]
+    (settle,) = settle_buttons(at, item)
+    assert as_shown(settle.label) == "Settle as one"
+    settle.click().run()
+    assert not at.exception, at.exception
+    assert teams.settlements(svc.engine, project_id)[item].answer_classes == (0,)
+
+
+def test_settling_a_multi_label_item_the_answers_share_no_class_of_starts_from_none(db_url):
+    svc = MarginLab.from_url(db_url)
+    project_id = make_project(
+        db_url,
+        import_kind(svc, "table"),
+        members=("ann", "bob"),
+        labels_per_item=2,
+        overlap_share=1.0,
+        strategy="random",
+        classes=CLASSES,
+        multi_label=True,
+    )
+    run = svc.open_project(project_id)
+    asked = run.next_item("ann")
+    assert run.answer("ann", asked.item_index, [1], asked).ok
+    again = run.next_item("bob")
+    assert run.answer("bob", again.item_index, [0, 2], again).ok
+    at = projects_page(project_id)
+    assert not [b for b in at.button if b.key and b.key.startswith("settle_class_") and "✓" in b.label]
+    (settle,) = settle_buttons(at, asked.item_index)
+    assert as_shown(settle.label) == "Settle as none of these"
