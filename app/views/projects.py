@@ -128,7 +128,9 @@ projects = svc.projects(me)
 if not projects:
     st.info("No project yet.")
     st.stop()
-labels = {p.id: visible(f"{p.name} · {p.dataset_name} · {how_labelled(p.strategy, p.solver)}") for p in projects}
+labels = {
+    p.id: visible(f"{p.name} · {p.dataset_name} · {how_labelled(p.strategy, p.solver, p.params)}") for p in projects
+}
 project_id = st.selectbox("Project", list(labels), format_func=labels.get, key="project_shown")
 project = next(p for p in projects if p.id == project_id)
 run = svc.open_project(project_id)
