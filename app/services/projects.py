@@ -934,8 +934,9 @@ class ClassProjectRun(ProjectRun):
         return escape_cell(self.classes[given])
 
     def labels_csv(self) -> bytes:
-        """One row per item the model learned: its final class by name (``MultiLabelProjectRun``: its set),
-        whether the owner settled it, and each member's (skips left out); names escaped against formulas."""
+        """One row per item the model learned: its key and display text (a document, a molecule's SMILES; as a
+        session's export names them), its final class by name (``MultiLabelProjectRun``: its set), whether the owner
+        settled it, and each member's (skips left out); every text escaped against formulas."""
         from storage.export import escape_cell
 
         with self.lock:
@@ -943,13 +944,23 @@ class ClassProjectRun(ProjectRun):
             names = sorted({a.annotator for answers in self.answers.values() for a in answers})
             out = io.StringIO()
             writer = csv.writer(out, lineterminator="\r\n")
-            writer.writerow(["item_index", "item_key", self.labels_column, "settled", *[escape_cell(n) for n in names]])
+            writer.writerow(
+                [
+                    "item_index",
+                    "item_key",
+                    "display_text",
+                    self.labels_column,
+                    "settled",
+                    *[escape_cell(n) for n in names],
+                ]
+            )
             for item, final in sorted(self.model_labels.items()):
                 given = {a.annotator: self._given(a) for a in self.answers.get(item, ())}
                 writer.writerow(
                     [
                         item,
                         escape_cell(self.item_display.key(item) or ""),
+                        escape_cell(self.item_display.text(item) or ""),
                         self._cell(final),
                         int(item in self.settled),
                         *[self._cell(given[n]) if given.get(n) is not None else "" for n in names],

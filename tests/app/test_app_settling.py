@@ -114,3 +114,35 @@ def test_settling_a_multi_label_item_the_answers_share_no_class_of_starts_from_n
     assert not [b for b in at.button if b.key and b.key.startswith("settle_class_") and "✓" in b.label]
     (settle,) = settle_buttons(at, asked.item_index)
     assert as_shown(settle.label) == "Settle as none of these"
+
+
+@pytest.mark.parametrize("several", [False, True])
+def test_each_item_s_class_file_names_the_item_by_key_and_text_escaped_against_formulas(db_url, several):
+    import csv
+    import io
+
+    from storage.export import escape_cell
+
+    svc = MarginLab.from_url(db_url)
+    texts = ['=HYPERLINK("http://x")', "+1 robots", "a plain abstract", "@SUM(A1)"] * 3
+    data = "key,text\n" + "".join(
+        f'{"=k" if i == 0 else "k"}{i},"{t.replace(chr(34), chr(34) * 2)}"\n' for i, t in enumerate(texts)
+    )
+    result = svc.import_csv(data.encode(), name="abstracts", key_column="key", text_features=["text"])
+    assert result.created, result.message
+    options = {"classes": CLASSES, "multi_label": several}
+    project_id = make_project(db_url, result.dataset_id, members=("ann",), strategy="random", **options)
+    run = svc.open_project(project_id)
+    answered = []
+    for _ in range(4):
+        asked = run.next_item("ann")
+        assert run.answer("ann", asked.item_index, [1] if several else 1, asked).ok
+        answered.append(asked.item_index)
+    me = svc.sign_in("olga", test_app.PASSWORD)
+    rows = list(csv.DictReader(io.StringIO(svc.project_labels_csv(me, project_id).decode())))
+    assert sorted(int(r["item_index"]) for r in rows) == sorted(answered)
+    for row in rows:
+        i = int(row["item_index"])
+        key = f"{'=k' if i == 0 else 'k'}{i}"
+        assert (row["item_key"], row["display_text"]) == (escape_cell(key), escape_cell(texts[i])), row
+        assert not row["display_text"].startswith(("=", "+", "@")), row
