@@ -203,3 +203,18 @@ def test_the_project_lists_say_how_a_project_with_classes_picks_items_in_words(d
         assert not [line for line in shown for code in codes if code in line], shown
         for project_id, words in made.items():
             assert any(f" · {words}, " in line for line in shown), (project_id, words, shown)
+
+
+def test_the_sessions_table_says_how_a_session_with_classes_picks_items_in_words(db_url):
+    from tests.app.test_app_classes import three_blobs
+
+    svc = MarginLab.from_url(db_url)
+    dataset_id, _ = three_blobs(svc)
+    svc.start_session(
+        dataset_id=dataset_id, annotator="ada", strategy="target-class", classes="cat, dog, fox", target="dog"
+    )
+    at = start_app()
+    at.switch_page("views/sessions.py").run()
+    assert not at.exception, at.exception
+    (table,) = [d for d in at.dataframe if "heuristic" in d.value.columns]
+    assert list(table.value["heuristic"]) == ["Most likely dog"]
