@@ -44,7 +44,7 @@ from app.services.records import undo_stored, written
 from app.services.snapshots import SNAPSHOT_EVERY
 from app.services.stopping import SETTING as STOPPING_SETTING
 from app.services.stopping import RunStopping, stopping_settings
-from app.services.vocabulary import heuristic_words
+from app.services.vocabulary import CLASS_STRATEGY_WORDS, MULTI_LABEL_STRATEGY_WORDS, heuristic_words, strategy_words
 from core import stopping as rules
 from core.multiclass import MULTICLASS_STRATEGIES, OneVsRest, random_class_query
 from core.priors import PRIOR
@@ -56,15 +56,6 @@ from storage.errors import DuplicateLabelError, StorageError
 
 logger = logging.getLogger(__name__)
 
-#: the K-class strategies in a screener's words (``target-class`` names its class: ``strategy_words``)
-CLASS_STRATEGY_WORDS = {
-    "smallest-margin": "Least sure between two classes",
-    "least-certain-class": "Least sure class",
-    "target-class": "Most likely {target}",
-    "random": "Random",
-}
-#: the multi-label strategies in a screener's words
-MULTI_LABEL_STRATEGY_WORDS = {"least-sure-class": "Least sure on any class", "random": "Random"}
 #: what the strategy recorded for an item picked at random before two classes have an answer
 CLASS_COLD_START = "random (until two classes have answers)"
 #: a recall check's draw cannot be skipped (as in a two-class session)
@@ -79,12 +70,6 @@ NO_STOPPING = (
     "Stopping rules and the recall check work on one class against the rest: first say which class you are "
     "looking for (under 'When can I stop?' on the Label page)."
 )
-
-
-def strategy_words(strategy: str, target: str | None = None) -> str:
-    """A K-class strategy in a screener's words ("Most likely <class>" for ``target-class``)."""
-    words = CLASS_STRATEGY_WORDS.get(strategy) or MULTI_LABEL_STRATEGY_WORDS.get(strategy, strategy)
-    return words.format(target=target if target is not None else "(a chosen class)")
 
 
 def auc_column(k: int) -> str:

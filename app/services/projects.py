@@ -35,9 +35,11 @@ answer of every member:
 from __future__ import annotations
 
 import csv
+import functools
 import io
 import itertools
 import logging
+import operator
 import threading
 import time
 from collections.abc import Sequence
@@ -159,6 +161,8 @@ class ProjectRun:
         self.solver_params = dict(params.get("solver_params", {}))
         self.strategy_params = dict(params.get("strategy_params", {}))
         self.resume_note = "no snapshot: every answer learned"
+        #: the item last handed to each member by the model's pick, as shown then (``_held``: shown again)
+        self.handed: dict[str, ProjectItem] = {}
         resumed = self._from_snapshot()
         self._reset(None if resumed is None else resumed[0])
         if resumed is not None:
@@ -376,9 +380,9 @@ class ProjectRun:
             mine = self.answered_by(name)
             reserved = teams.reserved_items(self.engine, self.project_id)  # one read: mine and the others'
             held = next((item for item, holder in reserved.items() if holder == name), None)
-            if held is not None and held not in mine and self.given(held) < self.needed(held):
-                return self._shown(held, second=self.given(held) > 0)
             excluded = {item for item, holder in reserved.items() if holder != name} | mine
+            if held is not None and held not in mine and self.given(held) < self.needed(held):
+                return self._held(name, held, excluded)
             for _ in range(RESERVE_ATTEMPTS):
                 item, second, query = self._candidate(excluded)
                 if item is None:
@@ -390,7 +394,9 @@ class ProjectRun:
                     # since the last look could be reserved again, and the look after reserving shows it.
                     self.sync()
                     if self.given(item) < self.needed(item) and item not in self.answered_by(name):
-                        return self._shown(item, second=second, query=query)
+                        shown = self._shown(item, second=second, query=query)
+                        self.handed[name] = shown
+                        return shown
                 else:  # someone holds it: look again at what everyone holds and has answered
                     self.sync()
                     excluded |= {
@@ -399,6 +405,20 @@ class ProjectRun:
                 excluded.add(item)
                 excluded |= self.answered_by(name)
             raise ServiceError("Every item offered was taken by another annotator at the same moment; try again.")
+
+    def _held(self, name: str, item: int, excluded: set[int]) -> ProjectItem:
+        """The item member ``name`` holds, shown again (a rerun, another tab): with the reason the model had when it
+        chose it (remembered; else the model's pick now, when it is that item), or as a second opinion's."""
+        if self.given(item) > 0:  # (a second opinion: its reason tells nothing of the other member's answer)
+            return self._shown(item, second=True)
+        handed = self.handed.get(name)
+        if handed is not None and handed.item_index == item:
+            return handed
+        candidate, second, query = self._candidate(excluded)
+        if candidate == item and query is not None:  # (another process chose it: the model picks it again)
+            self.handed[name] = self._shown(item, second=second, query=query)
+            return self.handed[name]
+        return self._shown(item, second=False)
 
     def _owed(self, excluded: set[int]) -> int | None:
         """The oldest item that waits for another answer (a second opinion), outside ``excluded``."""
@@ -914,8 +934,9 @@ class ClassProjectRun(ProjectRun):
         return escape_cell(self.classes[given])
 
     def labels_csv(self) -> bytes:
-        """One row per item the model learned: its final class by name (``MultiLabelProjectRun``: its set),
-        whether the owner settled it, and each member's (skips left out); names escaped against formulas."""
+        """One row per item the model learned: its key and display text (a document, a molecule's SMILES; as a
+        session's export names them), its final class by name (``MultiLabelProjectRun``: its set), whether the owner
+        settled it, and each member's (skips left out); every text escaped against formulas."""
         from storage.export import escape_cell
 
         with self.lock:
@@ -923,13 +944,23 @@ class ClassProjectRun(ProjectRun):
             names = sorted({a.annotator for answers in self.answers.values() for a in answers})
             out = io.StringIO()
             writer = csv.writer(out, lineterminator="\r\n")
-            writer.writerow(["item_index", "item_key", self.labels_column, "settled", *[escape_cell(n) for n in names]])
+            writer.writerow(
+                [
+                    "item_index",
+                    "item_key",
+                    "display_text",
+                    self.labels_column,
+                    "settled",
+                    *[escape_cell(n) for n in names],
+                ]
+            )
             for item, final in sorted(self.model_labels.items()):
                 given = {a.annotator: self._given(a) for a in self.answers.get(item, ())}
                 writer.writerow(
                     [
                         item,
                         escape_cell(self.item_display.key(item) or ""),
+                        escape_cell(self.item_display.text(item) or ""),
                         self._cell(final),
                         int(item in self.settled),
                         *[self._cell(given[n]) if given.get(n) is not None else "" for n in names],
@@ -1036,6 +1067,12 @@ class MultiLabelProjectRun(ClassProjectRun):
         from storage.export import escape_cell
 
         return escape_cell(answer_name({}, self.classes, 1, None, tuple(given), multi_label=True))
+
+    def agreed_classes(self, votes: dict[str, int]) -> tuple[int, ...]:
+        """The classes (places) every one of an item's answers has (``Agreement.per_item``'s votes, as bits): what
+        settling the item starts from."""
+        bits = functools.reduce(operator.and_, votes.values(), (1 << len(self.classes)) - 1)
+        return tuple(bits_classes(bits) or ())
 
     def vote_words(self, vote: int) -> str:
         """A vote (``Agreement.per_item``'s bits) in words, as the pages show it."""

@@ -51,15 +51,40 @@ METRIC_WORDS = {
 }
 
 
-def heuristic_words(name: str | None) -> str:
-    """The heuristic that asked about an item, in words (a strategy, a cold start, the recall check's draws)."""
+#: the K-class strategies in a screener's words (``target-class`` names its class: ``strategy_words``)
+CLASS_STRATEGY_WORDS = {
+    "smallest-margin": "Least sure between two classes",
+    "least-certain-class": "Least sure class",
+    "target-class": "Most likely {target}",
+    "random": "Random",
+}
+#: the multi-label strategies in a screener's words
+MULTI_LABEL_STRATEGY_WORDS = {"least-sure-class": "Least sure on any class", "random": "Random"}
+
+
+def strategy_words(strategy: str, target: str | None = None) -> str:
+    """A K-class strategy in a screener's words ("Most likely <class>" for ``target-class``)."""
+    words = CLASS_STRATEGY_WORDS.get(strategy) or MULTI_LABEL_STRATEGY_WORDS.get(strategy, strategy)
+    return words.format(target=target if target is not None else "(a chosen class)")
+
+
+def heuristic_words(name: str | None, target: str | None = None) -> str:
+    """The heuristic that asked about an item, in words (a strategy, a cold start, the recall check's draws; a
+    session's or project's with named classes too, ``target`` the class "Most likely" looks for)."""
     if not name:
         return ""
     if name == stopping.CHECK_STRATEGY:
         return stopping.CHECK_WORDS
     if name in OTHER_HEURISTICS:
         return OTHER_HEURISTICS[name]
+    if name not in strategies.REGISTRY and (name in CLASS_STRATEGY_WORDS or name in MULTI_LABEL_STRATEGY_WORDS):
+        return strategy_words(name, target)
     return strategies.strategy_words(name)
+
+
+def strategy_target(params: dict | None) -> str | None:
+    """The class a session's or project's "Most likely" strategy looks for (its stored ``params``), or None."""
+    return ((params or {}).get("strategy_params") or {}).get("target")
 
 
 def solver_words(name: str | None) -> str:
@@ -79,19 +104,24 @@ def rule_words(rule: str) -> str:
     return stopping.rule_words(rule)
 
 
-def how_labelled(strategy: str | None, solver: str | None) -> str:
-    """A session's heuristic and model in words, for its line in a picker."""
-    return ", ".join(w for w in (heuristic_words(strategy), solver_words(solver)) if w)
+def how_labelled(strategy: str | None, solver: str | None, params: dict | None = None) -> str:
+    """A session's or project's heuristic and model in words, for its line in a picker (``params``: its stored
+    settings, for the class a "Most likely" strategy looks for)."""
+    return ", ".join(w for w in (heuristic_words(strategy, strategy_target(params)), solver_words(solver)) if w)
 
 
 __all__ = [
+    "CLASS_STRATEGY_WORDS",
     "KERNEL_NAMES",
     "LOSSES",
     "METRIC_WORDS",
+    "MULTI_LABEL_STRATEGY_WORDS",
     "RULE_TERMS",
     "Metric",
     "heuristic_words",
     "how_labelled",
     "rule_words",
     "solver_words",
+    "strategy_target",
+    "strategy_words",
 ]

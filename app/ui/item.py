@@ -274,7 +274,8 @@ def _document_view(items: ItemDisplay, item_index: int, text: str) -> Callable[[
         )
 
     def document() -> None:
-        with st.container(border=True, height=DOCUMENT_HEIGHT if long else "content", key="item_text"):
+        # (keyed per item: the Projects page draws several items on one page)
+        with st.container(border=True, height=DOCUMENT_HEIGHT if long else "content", key=f"item_text_{item_index}"):
             if marked is not None:
                 st.markdown(marked)
             else:

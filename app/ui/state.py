@@ -63,7 +63,7 @@ def session_label(sessions) -> dict[int, str]:
         s.id: visible(
             f"#{s.id} · "
             + (f"{s.name} · " if s.name else "")
-            + f"{s.dataset_name} · {how_labelled(s.strategy, s.solver)} · {s.annotator}"
+            + f"{s.dataset_name} · {how_labelled(s.strategy, s.solver, s.params)} · {s.annotator}"
         )
         for s in sessions
     }

@@ -5,7 +5,7 @@ import io
 import pandas as pd
 import streamlit as st
 
-from app.services.vocabulary import heuristic_words, how_labelled
+from app.services.vocabulary import heuristic_words, how_labelled, strategy_target
 from app.ui.forms import export_default_dataset
 from app.ui.state import service
 from app.ui.tables import export_preview
@@ -39,7 +39,9 @@ session_id = cols[1].selectbox(
         "all"
         if i is None
         else next(
-            visible(f"#{s.id} · {s.dataset_name} · {heuristic_words(s.strategy)} · {s.annotator}")
+            visible(
+                f"#{s.id} · {s.dataset_name} · {heuristic_words(s.strategy, strategy_target(s.params))} · {s.annotator}"
+            )
             for s in session_choices
             if s.id == i
         )
@@ -132,7 +134,7 @@ model_session = st.selectbox(
     [s.id for s in sessions],
     key="model_session",
     format_func=lambda i: next(
-        visible(f"#{s.id} · {s.dataset_name} · {how_labelled(s.strategy, s.solver)} · {s.n_labels} labels")
+        visible(f"#{s.id} · {s.dataset_name} · {how_labelled(s.strategy, s.solver, s.params)} · {s.n_labels} labels")
         for s in sessions
         if s.id == i
     ),

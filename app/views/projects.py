@@ -128,7 +128,9 @@ projects = svc.projects(me)
 if not projects:
     st.info("No project yet.")
     st.stop()
-labels = {p.id: visible(f"{p.name} · {p.dataset_name} · {how_labelled(p.strategy, p.solver)}") for p in projects}
+labels = {
+    p.id: visible(f"{p.name} · {p.dataset_name} · {how_labelled(p.strategy, p.solver, p.params)}") for p in projects
+}
 project_id = st.selectbox("Project", list(labels), format_func=labels.get, key="project_shown")
 project = next(p for p in projects if p.id == project_id)
 run = svc.open_project(project_id)
@@ -255,6 +257,8 @@ for item in report.disagreements[:10]:
             if run.multi_label:  # a toggle per class, then settle on the set picked (none: none of these)
                 st.markdown(" · ".join(f"{plain(n)}: **{plain(run.vote_words(v))}**" for n, v in sorted(votes.items())))
                 picked_key = f"settle_picked_{project_id}_{item}"
+                # (the classes every answer has are ticked to begin with: the members' common ground)
+                st.session_state.setdefault(picked_key, list(run.agreed_classes(votes)))
                 with st.container(horizontal=True):
                     picked = class_toggles(
                         run.classes,

@@ -27,7 +27,9 @@ if not projects:
     )
     st.stop()
 
-names = {p.id: visible(f"{p.name} · {p.dataset_name} · {how_labelled(p.strategy, p.solver)}") for p in projects}
+names = {
+    p.id: visible(f"{p.name} · {p.dataset_name} · {how_labelled(p.strategy, p.solver, p.params)}") for p in projects
+}
 if st.session_state.get("team_project") not in names:
     st.session_state.team_project = projects[0].id
 st.selectbox(

@@ -290,3 +290,44 @@ def test_label_together_shows_the_items_per_class_and_to_an_owner_the_agreement_
     assert expected.iloc[first, (first + 1) % 3] == 1 and int(expected.to_numpy().trace()) == 3
     charts = at.get("plotly_chart")
     assert any("Items learned per class" in c.proto.spec for c in charts), [c.proto.spec[:80] for c in charts]
+
+
+def why_line(at) -> str:
+    (why,) = [as_shown(c.value) for c in at.caption if as_shown(c.value).startswith("Chosen by")]
+    return why
+
+
+@pytest.mark.parametrize("several", [False, True])
+def test_label_together_says_why_the_model_chose_the_item_on_every_rerun(db_url, several):
+    """The item handed to ann stays reserved for her while the page reruns: each time its line says the reason
+    the model had when it chose it, not only that it is reserved for her."""
+    from tests.app.test_app_item_display import make_project
+
+    svc = MarginLab.from_url(db_url)
+    dataset_id, truth = three_blobs(svc)
+    project_id = make_project(
+        db_url,
+        dataset_id,
+        members=("ann", "bob"),
+        strategy="least-sure-class" if several else "least-certain-class",
+        classes=", ".join(CLASSES),
+        multi_label=several,
+        labels_per_item=2,
+        overlap_share=0.0,
+    )
+    run = svc.open_project(project_id)
+    for _ in range(9):  # bob's answers: the model can rate items (each class with and without answers)
+        shown = run.next_item("bob")
+        k = int(truth[shown.item_index])
+        assert run.answer("bob", shown.item_index, [k] if several else k, shown).ok
+    ann = start_app("ann", role="annotator")
+    first = why_line(ann)
+    assert "reserved for you" not in first and ": " in first, first
+    ann.run()  # (any rerun: a toggle, another tab, a reload)
+    assert not ann.exception, ann.exception
+    assert why_line(ann) == first
+    ann2 = start_app("ann", role="annotator")  # another tab of hers, the item still hers
+    assert why_line(ann2) == first
+    # another process, which did not hand the item out, gives the same reason (the model picks it again)
+    again = MarginLab.from_url(db_url).open_project(project_id).next_item("ann")
+    assert again.reason and again.reason in first and "reserved for you" not in again.reason, again

@@ -15,7 +15,7 @@ from streamlit.testing.v1 import AppTest
 from app.services import DEMO_NAME, MarginLab
 from app.services.vocabulary import METRIC_WORDS
 from tests.app import test_app
-from tests.app.test_app import as_shown, start_session
+from tests.app.test_app import as_shown, start_app, start_session
 from tests.app.test_app_first_day import code_names, outside_advanced, shown_text
 from tests.app.test_app_first_minute import owner_signs_in
 from tests.app.test_app_pages import at_address
@@ -166,3 +166,55 @@ def test_the_untouched_demo_leaves_the_session_list_once_one_s_own_session_exist
     again = owner_signs_in()
     (picker,) = [s for s in again.selectbox if s.key and s.key.startswith("session_picker_")]
     assert len(picker.options) == 2 and any(f"#{demo.id} " in o for o in picker.options), picker.options
+
+
+def test_the_project_lists_say_how_a_project_with_classes_picks_items_in_words(db_url):
+    """The Projects page's and Label together's lists of projects name a project's way of picking items as the
+    forms do ("Least sure on any class"), never by its code name ("least-sure-class")."""
+    from app.services.classes import CLASS_STRATEGY_WORDS, MULTI_LABEL_STRATEGY_WORDS
+    from tests.app.test_app import PASSWORD, ensure_account
+    from tests.app.test_app_item_display import import_kind
+
+    svc = MarginLab.from_url(db_url)
+    dataset_id = import_kind(svc, "table")
+    ensure_account(db_url, "olga")
+    me = svc.sign_in("olga", PASSWORD)
+    wanted = [(name, words.format(target="one"), False) for name, words in CLASS_STRATEGY_WORDS.items()]
+    wanted += [(name, words, True) for name, words in MULTI_LABEL_STRATEGY_WORDS.items()]
+    made = {
+        svc.create_project(
+            me,
+            name=f"project {n}",
+            dataset_id=dataset_id,
+            strategy=name,
+            classes="one, two, three",
+            multi_label=several,
+            members=["olga"],
+        ): words
+        for n, (name, words, several) in enumerate(wanted)
+    }
+    codes = [n for n in (*CLASS_STRATEGY_WORDS, *MULTI_LABEL_STRATEGY_WORDS) if n != "random"]
+    at = start_app("olga")
+    for page, key in (("projects", "project_shown"), ("team_label", "team_project")):
+        at.switch_page(f"views/{page}.py").run()
+        assert not at.exception, at.exception
+        picker = at.selectbox(key=key)
+        shown = [as_shown(line) for line in picker.options]
+        assert not [line for line in shown for code in codes if code in line], shown
+        for project_id, words in made.items():
+            assert any(f" · {words}, " in line for line in shown), (project_id, words, shown)
+
+
+def test_the_sessions_table_says_how_a_session_with_classes_picks_items_in_words(db_url):
+    from tests.app.test_app_classes import three_blobs
+
+    svc = MarginLab.from_url(db_url)
+    dataset_id, _ = three_blobs(svc)
+    svc.start_session(
+        dataset_id=dataset_id, annotator="ada", strategy="target-class", classes="cat, dog, fox", target="dog"
+    )
+    at = start_app()
+    at.switch_page("views/sessions.py").run()
+    assert not at.exception, at.exception
+    (table,) = [d for d in at.dataframe if "heuristic" in d.value.columns]
+    assert list(table.value["heuristic"]) == ["Most likely dog"]
