@@ -88,7 +88,7 @@ def show(svc, session_id: int) -> None:
                 for k, name in enumerate(run.classes):
                     # a button's label is Markdown: the class name (the analyst's own text) is shown as it is
                     st.button(
-                        f"{plain(name)} ({k + 1})",
+                        plain(name),  # its key: the hint Streamlit shows beside it
                         shortcut=str(k + 1),
                         type="primary" if k == 0 else "secondary",
                         disabled=disabled,
@@ -232,7 +232,7 @@ def class_toggles(
     for k, name in enumerate(classes):
         on = k in picked
         st.button(
-            f"{'✓ ' if on else ''}{plain(name)}" + (f" ({k + 1})" if shortcuts else ""),
+            f"{'✓ ' if on else ''}{plain(name)}",  # its key (if any): the hint Streamlit shows beside it
             shortcut=str(k + 1) if shortcuts else None,
             type="primary" if on else "secondary",
             disabled=disabled,

@@ -101,7 +101,7 @@ def team_panel(project_id: int) -> None:
             for k, name in enumerate(run.classes):
                 # a button's label is Markdown: the class name (the owner's own text) is shown as it is
                 st.button(
-                    f"{plain(name)} ({k + 1})",
+                    plain(name),  # its key: the hint Streamlit shows beside it
                     shortcut=str(k + 1),
                     type="primary" if k == 0 else "secondary",
                     disabled=shown is None,
