@@ -44,7 +44,7 @@ from app.services.records import undo_stored, written
 from app.services.snapshots import SNAPSHOT_EVERY
 from app.services.stopping import SETTING as STOPPING_SETTING
 from app.services.stopping import RunStopping, stopping_settings
-from app.services.vocabulary import heuristic_words
+from app.services.vocabulary import heuristic_words, solver_words
 from core import stopping as rules
 from core.multiclass import MULTICLASS_STRATEGIES, OneVsRest, random_class_query
 from core.priors import PRIOR
@@ -85,6 +85,24 @@ def strategy_words(strategy: str, target: str | None = None) -> str:
     """A K-class strategy in a screener's words ("Most likely <class>" for ``target-class``)."""
     words = CLASS_STRATEGY_WORDS.get(strategy) or MULTI_LABEL_STRATEGY_WORDS.get(strategy, strategy)
     return words.format(target=target if target is not None else "(a chosen class)")
+
+
+def session_strategy_words(info: repo.SessionInfo) -> str:
+    """How a stored session (``repo.SessionInfo``) picks items, in the words its New session form showed: a
+    session with named classes (one or several per item) in its own strategies' words ("Most likely <class>"),
+    a two-class one in the heuristics' words; a setting this version refuses leaves the heuristic's words."""
+    try:
+        settings = info.settings
+    except ValueError:
+        return heuristic_words(info.strategy)
+    if not settings.classes:
+        return heuristic_words(info.strategy)
+    return strategy_words(info.strategy, settings.strategy_params.get("target"))
+
+
+def session_how_labelled(info: repo.SessionInfo) -> str:
+    """A stored session's way of picking items and its model in words, for its line in a picker."""
+    return ", ".join(w for w in (session_strategy_words(info), solver_words(info.solver)) if w)
 
 
 def auc_column(k: int) -> str:

@@ -57,13 +57,13 @@ def process_service() -> MarginLab:
 def session_label(sessions) -> dict[int, str]:
     """How a session is named in the lists: number, name (if any), dataset, heuristic and model in words
     (``app.services.vocabulary``), annotator."""
-    from app.services.vocabulary import how_labelled
+    from app.services.classes import session_how_labelled
 
     return {
         s.id: visible(
             f"#{s.id} · "
             + (f"{s.name} · " if s.name else "")
-            + f"{s.dataset_name} · {how_labelled(s.strategy, s.solver)} · {s.annotator}"
+            + f"{s.dataset_name} · {session_how_labelled(s)} · {s.annotator}"
         )
         for s in sessions
     }

@@ -5,7 +5,8 @@ import streamlit as st
 
 from app import auth, navigation
 from app.services import ServiceError
-from app.services.vocabulary import heuristic_words, solver_words
+from app.services.classes import session_strategy_words
+from app.services.vocabulary import solver_words
 from app.ui.messages import data_error_text, guarded
 from app.ui.state import annotator_filter, follow_address, service, session_label, show_session
 from app.ui.text import plain, visible
@@ -32,7 +33,7 @@ st.dataframe(
                 "name": visible(s.name or ""),
                 "dataset": visible(s.dataset_name),
                 "annotator": visible(s.annotator),
-                "heuristic": heuristic_words(s.strategy),
+                "heuristic": visible(session_strategy_words(s)),  # (a class looked for: the analyst's text)
                 "model": solver_words(s.solver),
                 "labels": s.n_labels,
                 "skips": s.n_skips,
