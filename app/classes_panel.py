@@ -134,15 +134,16 @@ def show(svc, session_id: int) -> None:
         st.caption(f"{model_timings(run, shown)} · one model per class ({len(run.classes)})")
     with chart_col:
         history = run.history()
-        waiting = "needs a class answered with and without it" if run.multi_label else None
         top = st.columns(2)
         top[0].plotly_chart(
-            charts.class_accuracy_figure(history, waiting=waiting),
+            charts.class_accuracy_figure(
+                history, waiting=charts.rated_waiting(per_class=False, multi_label=run.multi_label)
+            ),
             config={"displayModeBar": False},
             key="class_accuracy",
         )
         top[1].plotly_chart(charts.class_counts_figure(counts), config={"displayModeBar": False}, key="class_counts")
-        class_auc_chart(history, run.classes, multi_label=run.multi_label, waiting=waiting, key="class_auc")
+        class_auc_chart(history, run.classes, multi_label=run.multi_label, key="class_auc")
         if run.multi_label:
             heading = "**Agreement per class** (your answer and the model's call when it asked)"
         else:

@@ -195,7 +195,12 @@ def team_panel(project_id: int) -> None:
             history = run.history()
             rated, by_class = st.columns(2, gap="large")
             rated.plotly_chart(
-                charts.class_accuracy_figure(history, xtitle="items learned", when="before learning"),
+                charts.class_accuracy_figure(
+                    history,
+                    xtitle="items learned",
+                    when="before learning",
+                    waiting=charts.rated_waiting(per_class=False, multi_label=run.multi_label, given="items learned"),
+                ),
                 config={"displayModeBar": False},
                 key="team_class_accuracy",
             )
@@ -205,6 +210,7 @@ def team_panel(project_id: int) -> None:
                     run.classes,
                     multi_label=run.multi_label,
                     key="team_class_auc",
+                    waiting=charts.rated_waiting(per_class=True, multi_label=run.multi_label, given="items learned"),
                     xtitle="items learned",
                     scored="before learning",
                     when="just before it learned the item",
