@@ -36,6 +36,8 @@ ABOVE_LEGEND = {
     "itemwidth": 30,
 }
 
+#: a legend below the plot, under the x-axis title (the figure's bottom margin holds it)
+BELOW_LEGEND = {"orientation": "h", "x": 0, "y": -0.3, "xanchor": "left", "yanchor": "top", "font": {"size": 10}}
 
 #: pixels between the figure's top edge and the first line of a title
 TITLE_PAD = 12
@@ -132,6 +134,13 @@ def _values(series) -> list:
 ROC_POINTS = 500
 
 
+def count_axis(values) -> dict[str, Any]:
+    """A count's axis (answers, items, labels): whole-number ticks only, from 0 in steps of 1, 2, 5, 10, … (about
+    five ticks up to the largest of ``values``), never 0.5 or 1.5 of a count."""
+    finite = [float(v) for v in values if v is not None and np.isfinite(v)]
+    return {"tickformat": ",d", "tick0": 0, "dtick": _step(max([1.0, *finite]))}
+
+
 def curve_points(x, y, max_points: int = ROC_POINTS) -> np.ndarray:
     """Indices of at most ``max_points`` points of the curve through ``(x, y)`` to draw it with: the
     first and the last, and the first point of each of ``max_points - 2`` equal stretches of the
@@ -216,7 +225,13 @@ def auc_figure(history: pd.DataFrame, *, has_evaluation: bool) -> Figure:
     # The axis always spans chance (0.5) to perfect (1): an autoscaled axis would blow a
     # wobble of 0.46-0.50 up to the full height of the chart.
     low = min([0.5, *(v for v in auc if v is not None)])
-    layout = _layout(title, xtitle="labels", ytitle="AUC", yaxis={"range": [max(0.0, low - 0.02), 1.02]})
+    layout = _layout(
+        title,
+        xtitle="labels",
+        ytitle="AUC",
+        xaxis=count_axis(_values(frame["n_labels"])),
+        yaxis={"range": [max(0.0, low - 0.02), 1.02]},
+    )
     layout["shapes"] = [
         {
             "type": "line",
@@ -262,7 +277,12 @@ def support_vector_figure(history: pd.DataFrame) -> Figure:
     return {
         "data": data,
         "layout": _layout(
-            title, xtitle="labels", ytitle="support vectors", yaxis={"rangemode": "tozero"}, legend=ABOVE_LEGEND
+            title,
+            xtitle="labels",
+            ytitle="support vectors",
+            xaxis=count_axis(_values(frame["n_labels"])),
+            yaxis={"rangemode": "tozero", **count_axis(_values(frame["n_sv"]))},
+            legend=ABOVE_LEGEND,
         ),
     }
 
@@ -284,7 +304,14 @@ def margin_figure(history: pd.DataFrame) -> Figure:
             "fillcolor": _rgba(PALETTE[2], 0.2),
         }
     ]
-    return {"data": data, "layout": _layout(title, xtitle="labels", ytitle="items", yaxis={"rangemode": "tozero"})}
+    layout = _layout(
+        title,
+        xtitle="labels",
+        ytitle="items",
+        xaxis=count_axis(_values(frame["n_labels"])),
+        yaxis={"rangemode": "tozero", **count_axis(_values(frame["n_in_margin"]))},
+    )
+    return {"data": data, "layout": layout}
 
 
 # --------------------------------------------------------------------------- comparisons
@@ -342,15 +369,17 @@ def learning_curve_figure(
     title: str | None = None,
     overlay: pd.DataFrame | None = None,
     overlay_metric: str | None = None,
+    wrap: int | None = None,
 ) -> Figure:
     """Mean ± std bands over seeds for each heuristic; stored sessions overlaid as dashed lines.  The title
-    says "mean ± std over seeds" only when there are several seeds; a band stays within what the metric can
-    be (a share within [0, 1], a count at 0 or more)."""
+    says "mean ± std over seeds" only when there are several seeds (``wrap``: its lines' characters at most, for
+    a half-page chart); a band stays within what the metric can be (a share within [0, 1], a count at 0 or
+    more)."""
     several = rows is not None and "seed" in rows and rows["seed"].nunique() > 1
     title = (title or f"{METRIC_NAMES.get(metric, metric)} vs labels") + (SPREAD if several else "")
     top = 1.0 if metric in SHARE_METRICS else np.inf
     if rows is None or len(rows) == 0 or metric not in rows:
-        return _empty(title, "no results", height=380, wrap=None)
+        return _empty(title, "no results", height=380, wrap=wrap)
     data: list[dict[str, Any]] = []
     bands = curve_bands(rows.dropna(subset=[metric]), metric)
     for k, (series, part) in enumerate(bands.groupby("series", sort=True)):
@@ -403,9 +432,10 @@ def learning_curve_figure(
                     "line": {"color": SESSION_COLORS[k % len(SESSION_COLORS)], "dash": "dot", "width": 2},
                 }
             )
-    layout = _layout(title, height=380, xtitle="labels", ytitle=METRIC_NAMES.get(metric, metric), wrap=None)
-    layout["xaxis"]["range"] = [low - 0.5, high + 0.5]
-    layout["margin"]["t"] = 50
+    layout = _layout(title, height=380, xtitle="labels", ytitle=METRIC_NAMES.get(metric, metric), wrap=wrap)
+    layout["xaxis"] = {**layout["xaxis"], **count_axis([high]), "range": [low - 0.5, high + 0.5]}
+    if not wrap:  # (one line of title; wrapped: room for three)
+        layout["margin"]["t"] = 50
     return {"data": data, "layout": layout}
 
 
@@ -554,15 +584,27 @@ def gain_figure(
 # --------------------------------------------------------------------------- sessions with named classes
 
 
+def rated_waiting(*, per_class: bool, multi_label: bool = False, given: str = "answers given") -> str:
+    """What an empty chart of the scores when asked waits for, in plain words (wrapped to a live chart's width):
+    ``given`` (a project's: items learned) after the model could rate items, and for a class's own line
+    (``per_class``) some in the class and some out of it (``multi_label``: with it and without it).  Answers
+    given before then have no score to check, however many classes they are in."""
+    where = ""
+    if per_class:
+        where = ", with the class and without it" if multi_label else ", in the class and out of it"
+    can = "a class has answers with and without it" if multi_label else "two classes have answers"
+    return wrap_title(f"needs {given} after the model could rate items{where} (it can once {can})", LIVE_TITLE_CHARS)
+
+
 def class_accuracy_figure(
     history: pd.DataFrame, *, waiting: str | None = None, xtitle: str = "labels", when: str = "when asked"
 ) -> Figure:
     """A K-class session's accuracy and macro AUC of the scores when asked, against the answers, vs labels
     (``ClassesRun.history``; a project's: ``xtitle`` items learned, ``when`` scored); ``waiting``: what the empty
-    chart says it needs (answers in two classes)."""
+    chart says it needs (``rated_waiting``)."""
     title = f"Accuracy and macro AUC of the scores {when} vs {xtitle}"
     if history.empty or history["accuracy"].isna().all():
-        return _empty(title, waiting or "needs answers in two classes")
+        return _empty(title, waiting or rated_waiting(per_class=False))
     x = _values(history["labels"])
     data = [
         {
@@ -583,10 +625,18 @@ def class_accuracy_figure(
             "name": "macro AUC",
         },
     ]
-    return {
-        "data": data,
-        "layout": _layout(title, xtitle=xtitle, ytitle="share / AUC", yaxis={"range": [0, 1.02]}, legend=ABOVE_LEGEND),
-    }
+    # the legend below the x-axis title, as on the per-class chart: above the plot it ran into a title of two lines
+    layout = _layout(
+        title,
+        height=290,
+        xtitle=xtitle,
+        ytitle="share / AUC",
+        xaxis=count_axis(x),
+        yaxis={"range": [0, 1.02]},
+        legend=BELOW_LEGEND,
+    )
+    layout["margin"]["b"] = 80
+    return {"data": data, "layout": layout}
 
 
 def class_counts_figure(counts: dict[str, int], title: str = "Answers per class", what: str = "answers") -> Figure:
@@ -603,7 +653,8 @@ def class_counts_figure(counts: dict[str, int], title: str = "Answers per class"
             "showlegend": False,
         }
     ]
-    return {"data": data, "layout": _layout(title, ytitle=what, yaxis={"rangemode": "tozero"})}
+    layout = _layout(title, ytitle=what, yaxis={"rangemode": "tozero", **count_axis(list(counts.values()))})
+    return {"data": data, "layout": layout}
 
 
 #: a colour per class (up to 9 classes; ``PALETTE`` and one more) on the per-class AUC chart
@@ -632,7 +683,8 @@ def class_auc_figure(
     title = f"How well the model ranks each class first (scores {when}) vs {xtitle}"
     columns = [auc_column(k) for k in range(len(classes))]
     if history.empty or not set(columns) <= set(history) or history[columns].isna().all().all():
-        return _empty(title, waiting or "needs answers in two classes", wrap=2 * LIVE_TITLE_CHARS)
+        note = waiting or rated_waiting(per_class=True, multi_label=multi_label)
+        return _empty(title, note, wrap=2 * LIVE_TITLE_CHARS)
     x = _values(history["labels"])
     than = "items without it" if multi_label else "items of other classes"
     data = []
@@ -678,8 +730,9 @@ def class_auc_figure(
         height=310 + 20 * rows,
         xtitle=xtitle,
         ytitle="ranks it first (0.5 chance, 1 always)",
+        xaxis=count_axis(x),
         yaxis={"range": [0, 1.02]},
-        legend={"orientation": "h", "x": 0, "y": -0.3, "xanchor": "left", "yanchor": "top", "font": {"size": 10}},
+        legend=BELOW_LEGEND,
         wrap=2 * LIVE_TITLE_CHARS,
     )
     layout["margin"]["b"] = 60 + 20 * rows

@@ -158,6 +158,10 @@ def _run(svc, dataset_id: int, **settings: Any) -> None:
         cancel_slot.empty()
 
 
+#: characters a title line at most on a half-page chart (at 1400 pixels)
+HALF_PAGE_TITLE = 60
+
+
 def describe(comparison, n_seeds: str) -> str:
     """A stored comparison's line in the picker, saying its kind."""
     config = comparison.config
@@ -190,8 +194,19 @@ def show(result, chosen: int) -> None:
     )
     rows = result.rows.assign(strategy=[words(s) for s in result.rows["strategy"]])
     left, right = st.columns(2)
-    left.plotly_chart(charts.learning_curve_figure(rows, "accuracy"), key="class_curve_accuracy")
-    right.plotly_chart(charts.learning_curve_figure(rows, "macro_auc"), key="class_curve_macro_auc")
+    # half-page charts: short titles in words, wrapped (a title runs off a narrow chart and is cut)
+    left.plotly_chart(
+        charts.learning_curve_figure(
+            rows, "accuracy", title="Share of held-out items right (accuracy) vs labels", wrap=HALF_PAGE_TITLE
+        ),
+        key="class_curve_accuracy",
+    )
+    right.plotly_chart(
+        charts.learning_curve_figure(
+            rows, "macro_auc", title="Ranking of held-out items per class (macro AUC) vs labels", wrap=HALF_PAGE_TITLE
+        ),
+        key="class_curve_macro_auc",
+    )
     with st.expander("Advanced: timings"):
         st.plotly_chart(charts.latency_figure(rows), key="class_latency")
     st.subheader("Summary")

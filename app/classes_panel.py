@@ -88,7 +88,7 @@ def show(svc, session_id: int) -> None:
                 for k, name in enumerate(run.classes):
                     # a button's label is Markdown: the class name (the analyst's own text) is shown as it is
                     st.button(
-                        f"{plain(name)} ({k + 1})",
+                        plain(name),  # its key: the hint Streamlit shows beside it
                         shortcut=str(k + 1),
                         type="primary" if k == 0 else "secondary",
                         disabled=disabled,
@@ -134,15 +134,16 @@ def show(svc, session_id: int) -> None:
         st.caption(f"{model_timings(run, shown)} · one model per class ({len(run.classes)})")
     with chart_col:
         history = run.history()
-        waiting = "needs a class answered with and without it" if run.multi_label else None
         top = st.columns(2)
         top[0].plotly_chart(
-            charts.class_accuracy_figure(history, waiting=waiting),
+            charts.class_accuracy_figure(
+                history, waiting=charts.rated_waiting(per_class=False, multi_label=run.multi_label)
+            ),
             config={"displayModeBar": False},
             key="class_accuracy",
         )
         top[1].plotly_chart(charts.class_counts_figure(counts), config={"displayModeBar": False}, key="class_counts")
-        class_auc_chart(history, run.classes, multi_label=run.multi_label, waiting=waiting, key="class_auc")
+        class_auc_chart(history, run.classes, multi_label=run.multi_label, key="class_auc")
         if run.multi_label:
             heading = "**Agreement per class** (your answer and the model's call when it asked)"
         else:
@@ -232,7 +233,7 @@ def class_toggles(
     for k, name in enumerate(classes):
         on = k in picked
         st.button(
-            f"{'✓ ' if on else ''}{plain(name)}" + (f" ({k + 1})" if shortcuts else ""),
+            f"{'✓ ' if on else ''}{plain(name)}",  # its key (if any): the hint Streamlit shows beside it
             shortcut=str(k + 1) if shortcuts else None,
             type="primary" if on else "secondary",
             disabled=disabled,

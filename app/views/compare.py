@@ -31,13 +31,45 @@ EACH_OWN = "each heuristic's own"
 EACH_OWN_WORDS = "each heuristic's own model (compares the models too)"
 
 labelled = [d for d in svc.datasets() if d.has_true_labels]
+HEURISTICS = "Heuristics on a dataset with true labels"
 REPLAY = "Replay a session"
 SEVERAL = "Several classes on a dataset with a label column"
+
+
+def mode_of(comparison) -> str:
+    """The mode whose form makes a stored comparison of ``comparison``'s kind."""
+    return SEVERAL if class_kind(comparison) else REPLAY if is_replay(comparison) else HEURISTICS
+
+
+def shown_comparison(stored: list):
+    """The stored comparison the page shows below (the picker's, else the one last run, else the newest)."""
+    by_id = {c.id: c for c in stored}
+    for key in ("comparison_picker", "comparison_id"):
+        if st.session_state.get(key) in by_id:
+            return by_id[st.session_state[key]]
+    return stored[0] if stored else None
+
+
+def follow_the_comparison_shown() -> None:
+    """The picker's change: the mode above becomes the one of the comparison now shown."""
+    chosen = shown_comparison(svc.comparisons())
+    if chosen is not None:
+        st.session_state.compare_mode = mode_of(chosen)
+
+
+if "compare_mode" not in st.session_state:  # (a new visit: the mode of the result shown below, else the first open)
+    shown = shown_comparison(svc.comparisons())
+    st.session_state.compare_mode = (
+        mode_of(shown)
+        if shown is not None
+        else HEURISTICS
+        if labelled
+        else (SEVERAL if class_compare_panel.offered(svc) else REPLAY)
+    )
 mode = st.radio(
     "What to compare",
-    ["Heuristics on a dataset with true labels", SEVERAL, REPLAY],
+    [HEURISTICS, SEVERAL, REPLAY],
     horizontal=True,
-    index=0 if labelled else (1 if class_compare_panel.offered(svc) else 2),
     key="compare_mode",
     help="Several classes: a label column with 3 to 9 values (or a yes / no one as its two classes), "
     "each value a class, as the oracle. A replay runs the heuristics on the items a session labelled, its "
@@ -202,7 +234,13 @@ if st.session_state.get("comparison_picker") not in labels:
     st.session_state.comparison_picker = (
         st.session_state.comparison_id if st.session_state.comparison_id in labels else next(iter(labels))
     )
-chosen = st.selectbox("Stored comparisons", list(labels), format_func=labels.get, key="comparison_picker")
+chosen = st.selectbox(
+    "Stored comparisons",
+    list(labels),
+    format_func=labels.get,
+    key="comparison_picker",
+    on_change=follow_the_comparison_shown,
+)
 st.session_state.comparison_id = chosen
 result = svc.comparison(chosen)
 if is_replay(result):

@@ -65,9 +65,57 @@ files = dict(filters, include_features=True if all_features else None)
 listing = svc.export_labels("csv", include_features=False, **filters)
 # (as the file has it: an empty cell stays empty, a key keeps its leading zeros)
 frame = pd.read_csv(io.BytesIO(listing), dtype=str, keep_default_na=False) if listing.strip() else pd.DataFrame()
+#: what a row's label and label_value hold, by the session's kind (``storage.export``)
+LABEL_COLUMNS = {
+    "two": "the label as the dataset's class name (and as +1 / -1 in label_value)",
+    "classes": (
+        "the answer as the class's name in label and as its number, 1 to {k}, in label_value (the key pressed; "
+        "0 for a skip)"
+    ),
+    "several": (
+        'the answer as the names of its classes in label, joined by "; " ("(none)" for none of them), and '
+        "in label_value as one number: 1 for the first class, 2 for the second, 4 for the third, … summed over "
+        "the classes given (0 for none)"
+    ),
+}
+#: the kinds' names when rows of several kinds match
+KIND_WORDS = {
+    "two": "from a two-class session",
+    "classes": "from a session with named classes",
+    "several": "from a session with several classes per item",
+}
+
+
+def session_kind(info) -> tuple[str, int]:
+    """A session's kind (``LABEL_COLUMNS``' keys) and its number of classes (0: two-class)."""
+    try:
+        settings = info.settings
+    except ValueError:
+        return "two", 0
+    if not settings.classes:
+        return "two", 0
+    return ("several" if settings.multi_label else "classes"), len(settings.classes)
+
+
+def label_columns(matching) -> str:
+    """What the rows' label columns hold for the sessions ``matching`` the filters: one kind's words, or each
+    kind's after its name when the rows mix kinds."""
+    kinds: dict[str, set[int]] = {}
+    for info in matching:
+        kind, k = session_kind(info)
+        kinds.setdefault(kind, set()).add(k)
+    words = {kind: LABEL_COLUMNS[kind].format(k=k.pop() if len(k) == 1 else "K") for kind, k in kinds.items()}
+    if len(words) <= 1:
+        return next(iter(words.values()), LABEL_COLUMNS["two"])
+    return "its label as its session's kind has it: " + "; ".join(
+        f"a row {KIND_WORDS[kind]}: {words[kind]}" for kind in LABEL_COLUMNS if kind in words
+    )
+
+
+matching = [s for s in session_choices if session_id is None or s.id == session_id]
 st.caption(
-    f"{len(frame)} labelled items match. Each row carries the label as the dataset's class name (and as "
-    "+1 / -1 in label_value), who labelled it and when, the heuristic and solver that asked, the score the "
+    f"{len(frame)} labelled items match. Each row carries {label_columns(matching)}. It also holds who labelled "
+    "it and when, the heuristic and solver that asked, the score the "
     "model gave it (empty during the cold start, when there was no model to ask), the model version, the "
     "timings, and who changed it later in the label history; the files add the item's numeric feature "
     "values (documents and molecules: their text, and their terms or bits only when asked for below the "

@@ -103,7 +103,7 @@ def team_panel(project_id: int) -> None:
             for k, name in enumerate(run.classes):
                 # a button's label is Markdown: the class name (the owner's own text) is shown as it is
                 st.button(
-                    f"{plain(name)} ({k + 1})",
+                    plain(name),  # its key: the hint Streamlit shows beside it
                     shortcut=str(k + 1),
                     type="primary" if k == 0 else "secondary",
                     disabled=shown is None,
@@ -197,7 +197,12 @@ def team_panel(project_id: int) -> None:
             history = run.history()
             rated, by_class = st.columns(2, gap="large")
             rated.plotly_chart(
-                charts.class_accuracy_figure(history, xtitle="items learned", when="before learning"),
+                charts.class_accuracy_figure(
+                    history,
+                    xtitle="items learned",
+                    when="before learning",
+                    waiting=charts.rated_waiting(per_class=False, multi_label=run.multi_label, given="items learned"),
+                ),
                 config={"displayModeBar": False},
                 key="team_class_accuracy",
             )
@@ -207,6 +212,7 @@ def team_panel(project_id: int) -> None:
                     run.classes,
                     multi_label=run.multi_label,
                     key="team_class_auc",
+                    waiting=charts.rated_waiting(per_class=True, multi_label=run.multi_label, given="items learned"),
                     xtitle="items learned",
                     scored="before learning",
                     when="just before it learned the item",

@@ -188,7 +188,7 @@ def test_nine_classes_have_nine_lines_with_distinct_colours_and_rounded_bounded_
     assert "%{fullData.name}" in lines[0]["hovertemplate"] and "%{y:.2f}" in lines[0]["hovertemplate"]
     assert figure["layout"]["legend"]["orientation"] == "h"
     empty = charts.class_auc_figure(history.iloc[:1], names)
-    assert empty["layout"]["annotations"][0]["text"] == "needs answers in two classes"
+    assert empty["layout"]["annotations"][0]["text"] == charts.rated_waiting(per_class=True)
 
 
 def auc_chart(at) -> dict:
@@ -200,6 +200,40 @@ def auc_chart(at) -> dict:
     return chart
 
 
+def waiting_text(at, title: str) -> str:
+    """The note of the empty chart whose title holds ``title`` ("" when it has a point), in one line."""
+    (chart,) = [
+        json.loads(c.proto.spec)
+        for c in at.get("plotly_chart")
+        if title in json.loads(c.proto.spec)["layout"]["title"]["text"].replace("<br>", " ")
+    ]
+    notes = chart["layout"].get("annotations") or [{"text": ""}]
+    return notes[0]["text"].replace("<br>", " ")
+
+
+def test_the_charts_say_they_wait_for_answers_given_once_the_model_could_rate_items(db_url):
+    svc = MarginLab.from_url(db_url)
+    dataset_id, _ = three_blobs(svc)
+    at = start_app()
+    start_classes_session(at, dataset_id, ", ".join(CLASSES), strategy="random")
+    for k in (0, 1):  # answers in two classes, both given before the model could rate an item
+        click_class(at, k)
+    accuracy = waiting_text(at, "Accuracy and macro AUC")
+    per_class = waiting_text(at, TITLE)
+    # not "needs answers in two classes" (it has them): what it waits for, in plain words
+    for note in (accuracy, per_class):
+        assert "two classes" not in note.split("(")[0] and "after the model could rate items" in note, note
+    assert "in the class and out of it" in per_class, per_class
+    click_class(at, 2)  # rated: the model had answers in two classes when it asked
+    assert waiting_text(at, "Accuracy and macro AUC") == ""
+    # the notes fit the charts: lines of at most a live chart's width
+    assert all(len(line) <= charts.LIVE_TITLE_CHARS + 5 for line in charts.rated_waiting(per_class=True).split("<br>"))
+    # several classes per item, and a project's items learned
+    several = charts.rated_waiting(per_class=True, multi_label=True)
+    assert "with the class and without it" in several.replace("<br>", " "), several
+    assert "items learned after" in charts.rated_waiting(per_class=False, given="items learned").replace("<br>", " ")
+
+
 @pytest.mark.parametrize("kind", ["table", "image", "text", "molecule"])
 def test_the_label_page_shows_each_class_s_auc_for_every_kind_of_item(db_url, kind):
     from tests.app.test_app_item_display import assert_item_shown, import_kind
@@ -209,7 +243,7 @@ def test_the_label_page_shows_each_class_s_auc_for_every_kind_of_item(db_url, ki
     at = start_app("olga")
     names = ("one", "<i>two</i>", "three")
     start_classes_session(at, dataset_id, ", ".join(names), strategy="random")
-    assert auc_chart(at)["layout"]["annotations"][0]["text"] == "needs answers in two classes"
+    assert auc_chart(at)["layout"]["annotations"][0]["text"] == charts.rated_waiting(per_class=True)
     for k in (0, 1, 2, 0):  # the last two are rated (two classes seen): "two" has none in it yet
         click_class(at, k)
     assert_item_shown(at, kind, shown_item(at), svc.engine)

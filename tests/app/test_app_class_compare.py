@@ -4,6 +4,8 @@ runs one with progress, stores it and shows it again (which kind it was, the cur
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -290,3 +292,29 @@ def test_a_yes_no_dataset_runs_as_its_two_classes_when_asked(db_url):
     assert stored.config["classes"] == names and sorted(names) == ["no", "yes"]
     truth = np.where(side == 1, "yes", "no")
     assert all(truth[item] == label for item, label in zip(stored.rows["item"], stored.rows["label"], strict=True))
+
+
+def test_after_a_reload_the_mode_follows_the_stored_comparison_shown_and_its_charts_titles_fit(db_url):
+    svc = MarginLab.from_url(db_url)
+    two_class = svc.ensure_demo_dataset() or svc.datasets()[0].id
+    older = svc.run_comparison(two_class, strategies=[BASELINE], budget=6, seeds=1, initial=2)
+    dataset_id, _ = three_kinds(svc)
+    newer = svc.run_class_comparison(dataset_id, strategies=[BASELINE], budget=8, seeds=2, initial=3)
+    at = start_app()  # a reload: a new browser session
+    class_compare_page(at)
+    assert at.selectbox(key="comparison_picker").value == newer
+    # the result shown has several classes: so has the mode above it (not "Heuristics on a dataset ...")
+    assert at.radio(key="compare_mode").value == "Several classes on a dataset with a label column"
+    # the charts' titles fit a half-page chart at 1400 pixels (about 60 characters a line at their size)
+    titles = [json.loads(c.proto.spec)["layout"]["title"]["text"] for c in at.get("plotly_chart")][:2]
+    lines = [line for title in titles for line in title.split("<br>")]
+    assert len(titles) == 2 and all(len(line) <= 60 for line in lines), titles
+    assert not [t for t in titles if "test macro AUC" in t or "test accuracy" in t], titles
+    # choosing a stored two-class comparison brings its mode; and back
+    at.selectbox(key="comparison_picker").select(older).run()
+    assert not at.exception, at.exception
+    assert at.radio(key="compare_mode").value == "Heuristics on a dataset with true labels"
+    assert not at.warning, [w.value for w in at.warning]
+    at.selectbox(key="comparison_picker").select(newer).run()
+    assert at.radio(key="compare_mode").value == "Several classes on a dataset with a label column"
+    assert not at.warning, [w.value for w in at.warning]

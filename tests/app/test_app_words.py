@@ -14,6 +14,7 @@ from streamlit.testing.v1 import AppTest
 
 from app.services import DEMO_NAME, MarginLab
 from app.services.vocabulary import METRIC_WORDS
+from core import strategies
 from tests.app import test_app
 from tests.app.test_app import as_shown, start_app, start_session
 from tests.app.test_app_first_day import code_names, outside_advanced, shown_text
@@ -218,3 +219,74 @@ def test_the_sessions_table_says_how_a_session_with_classes_picks_items_in_words
     assert not at.exception, at.exception
     (table,) = [d for d in at.dataframe if "heuristic" in d.value.columns]
     assert list(table.value["heuristic"]) == ["Most likely dog"]
+
+
+def kinds_of_sessions(db_url) -> dict[str, int]:
+    """A two-class session, one with named classes looking for a class first, and one with several classes per
+    item, on one database: their ids by kind."""
+    from app.services.classes import CLASS_STRATEGY_WORDS, MULTI_LABEL_STRATEGY_WORDS
+    from tests.app.test_app_classes import three_blobs
+    from tests.app.test_app_multi_label import four_groups
+
+    svc = MarginLab.from_url(db_url)
+    two = chosen_session(db_url, 2).session_id
+    dataset_id, _ = three_blobs(svc)
+    target_first = next(s for s, words in CLASS_STRATEGY_WORDS.items() if "{target}" in words)
+    classes = svc.start_session(
+        dataset_id=dataset_id, annotator="ada", strategy=target_first, classes="food, sport, news", target="sport"
+    ).session_id
+    dataset_id, _ = four_groups(svc)
+    least_sure = next(s for s in MULTI_LABEL_STRATEGY_WORDS if s != strategies.BASELINE)
+    several = svc.start_session(
+        dataset_id=dataset_id, annotator="ada", strategy=least_sure, classes="a, b", multi_label=True
+    ).session_id
+    return {"two": two, "classes": classes, "several": several}
+
+
+def test_the_sessions_list_says_how_each_kind_of_session_picks_items_in_words(db_url):
+    from app.services.classes import CLASS_STRATEGY_WORDS, MULTI_LABEL_STRATEGY_WORDS, strategy_words
+
+    ids = kinds_of_sessions(db_url)
+    at = at_address(ids["two"])
+    at.switch_page("views/sessions.py").run()
+    assert not at.exception, at.exception
+    table = at.dataframe[0].value.set_index("id")
+    shown = {kind: table.loc[i, "heuristic"] for kind, i in ids.items()}
+    # the words the New session form showed, not the code names
+    assert shown["classes"] == "Most likely sport", shown
+    several = next(s for s in MULTI_LABEL_STRATEGY_WORDS if s != strategies.BASELINE)
+    assert shown["several"] == strategy_words(several), shown
+    names = [*code_names(), *CLASS_STRATEGY_WORDS, *MULTI_LABEL_STRATEGY_WORDS]
+    assert not [n for n in names if n != strategies.BASELINE and any(n in v for v in shown.values())], shown
+    # and on the Export page's list of sessions
+    at.switch_page("views/export.py").run()
+    options = at.selectbox(key="export_session").options
+    assert not [n for n in names if n != strategies.BASELINE and any(n in o for o in options)], options
+
+
+def test_the_export_page_says_what_label_value_holds_for_the_session_s_kind(db_url):
+    ids = kinds_of_sessions(db_url)
+    at = at_address(ids["two"])
+    at.switch_page("views/export.py").run()
+    assert not at.exception, at.exception
+
+    def caption(session_id: int | None) -> str:
+        datasets = at.selectbox(key="export_dataset")
+        datasets.select_index(len(datasets.options) - 1).run()  # every dataset: every session to choose from
+        sessions = at.selectbox(key="export_session")
+        sessions.select_index(
+            0 if session_id is None else [o.startswith(f"#{session_id} ") for o in sessions.options].index(True)
+        ).run()
+        assert not at.exception, at.exception
+        (text,) = [as_shown(c.value) for c in at.caption if "labelled items match" in c.value]
+        return text
+
+    two = caption(ids["two"])
+    assert "+1 / -1 in label_value" in two and "1 to K" not in two, two
+    classes = caption(ids["classes"])
+    assert "+1 / -1" not in classes and "number, 1 to 3" in classes and "label_value" in classes, classes
+    several = caption(ids["several"])
+    assert "+1 / -1" not in several and "0 for none" in several and "summed" in several, several
+    # every session: what each kind's rows hold
+    every = caption(None)
+    assert "+1 / -1" in every and "summed" in every and "1 to 3" in every, every
