@@ -98,7 +98,8 @@ def load_comparison(engine: EngineLike, comparison_id: int) -> Comparison:
         result = session.get(ComparisonResult, comparison_id)
         if result is None:
             raise NotFoundError(f"Comparison {comparison_id} does not exist.")
-        rows = pd.read_csv(io.StringIO(result.rows_csv))
+        # only an empty cell is missing (to_csv writes a missing value so): a class named "NA" or "None" is a name
+        rows = pd.read_csv(io.StringIO(result.rows_csv), keep_default_na=False, na_values=[""])
         return Comparison(
             id=result.id,
             dataset_id=result.dataset_id,

@@ -572,6 +572,16 @@ def test_comparison_roundtrip(engine):
     assert storage.list_comparisons(engine, dataset_id + 1) == []
 
 
+def test_a_comparisons_text_cells_come_back_as_written_even_when_they_read_like_missing_values(engine):
+    """A class named "NA", "None" or "null" (a K-class comparison's or replay's rows name the classes) is a name,
+    not a missing value: it comes back as written; a missing number still comes back missing."""
+    dataset_id = small_dataset(engine)
+    rows = pd.DataFrame({"label": ["NA", "None", "null", "n/a"], "seed": [0, 1, 2, 3], "auc": [0.5, np.nan, 1.0, 0.25]})
+    loaded = storage.load_comparison(engine, storage.save_comparison(engine, dataset_id, {}, rows, {}))
+    assert list(loaded.rows["label"]) == ["NA", "None", "null", "n/a"]
+    pd.testing.assert_frame_equal(loaded.rows, rows, check_dtype=False)
+
+
 # -- property: any sequence of labels and undos matches a plain list -------------
 
 operations = st.lists(
