@@ -53,7 +53,13 @@ DATASETS = {
     "breast-cancer": ("breast-cancer", None, "rbf"),
     "nci-molecules": ("nci-molecules", None, "tanimoto"),
 }
-CONFIGS = {"fixed": {}, "auto": {"auto": ["C", "gamma"]}, "auto+cw": {"auto": ["C", "gamma", "class_weight"]}}
+CONFIGS = {
+    "fixed": {},
+    "auto": {"auto": ["C", "gamma"]},
+    # the app's and compare's default: each choice computed in the background, applied 10 labels later
+    "auto-lag": {"auto": ["C", "gamma"], "auto_lag": auto_hyper.DEFAULT_LAG},
+    "auto+cw": {"auto": ["C", "gamma", "class_weight"]},
+}
 
 
 def data(name: str, seed: int):
@@ -208,7 +214,7 @@ def main() -> None:
     ap.add_argument("--budget", type=int, default=200)
     ap.add_argument("--datasets", default=",".join(DATASETS))
     ap.add_argument("--choose-cpu", action="store_true", help="time the choice at 160 labels only")
-    ap.add_argument("--configs", default=",".join(CONFIGS), help="which of fixed, auto, auto+cw to run")
+    ap.add_argument("--configs", default=",".join(CONFIGS), help="which of fixed, auto, auto-lag, auto+cw to run")
     ap.add_argument("--per-choice", action="store_true", help="each choice's grid points on the held-out items")
     ap.add_argument(
         "--min-per-class", type=int, default=auto_hyper.MIN_PER_CLASS, help="labels of each class a choice waits for"
@@ -262,6 +268,7 @@ def main() -> None:
         print(
             f"{'labels':>6} | {'fixed':>7} | {'auto':>7} | {'auto - fixed':>12} | auto w/t/l"
             + (f" | {'auto+cw':>7} | {'cw - auto':>9} | cw w/t/l | {'cw - fixed':>10}" if cw else "")
+            + (f" | {'auto-lag':>8} | {'lag - fixed':>11} | lag w/t/l" if "auto-lag" in res else "")
         )
 
         def wtl(d: np.ndarray) -> str:
@@ -278,6 +285,9 @@ def main() -> None:
                     f" | {np.nanmean(w):7.4f} | {np.nanmean(w - a):+9.4f} | {wtl(w - a):>8} | "
                     f"{np.nanmean(w - f):+10.4f}"
                 )
+            if "auto-lag" in res:  # (the default in the app and compare: each choice applied 10 labels later)
+                g = np.array([r["auc"][k] for r in res["auto-lag"]])
+                line += f" | {np.nanmean(g):8.4f} | {np.nanmean(g - f):+11.4f} | {wtl(g - f):>9}"
             print(line)
         med = {cfg: float(np.median(np.concatenate([r["ms"] for r in rs]))) for cfg, rs in res.items()}
         print("update ms per label, median: " + ", ".join(f"{cfg} {m:.2f}" for cfg, m in med.items()))

@@ -307,7 +307,8 @@ def assert_item_on_screen(page, kind: str, item: int) -> None:
     assert page.locator("[data-testid='stException']").count() == 0, main_text(page)
     box = page.locator(".st-key-item_view")
     if kind == "text":
-        assert document(item) in page.locator(".st-key-item_text").inner_text(timeout=30_000), item_box_text(page)
+        shown = page.locator(f".st-key-item_text_{item}").inner_text(timeout=30_000)  # (one text box per item)
+        assert document(item) in shown, item_box_text(page)
     elif kind == "molecule":
         from core.features import molecule_svg
 
