@@ -27,6 +27,7 @@ import pandas as pd
 
 from app.services import SNAPSHOT_EVERY, MarginLab
 from benchmarks._threads_info import thread_configuration
+from benchmarks.bench_resume import best_of
 from core.datasets import ASSETS_DIR, BUNDLED
 from storage import repository as repo
 
@@ -37,15 +38,6 @@ def digits_1_to_9() -> tuple[np.ndarray, np.ndarray]:
     frame = pd.read_csv(ASSETS_DIR / BUNDLED["digits"].file)
     frame = frame[frame["digit"] != 0]
     return frame.drop(columns=["digit"]).to_numpy(dtype=np.float64), frame["digit"].to_numpy() - 1
-
-
-def best_of(fn, repeat: int):
-    times, result = [], None
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        result = fn()
-        times.append(time.perf_counter() - t0)
-    return min(times), result
 
 
 def same(a, b) -> bool:

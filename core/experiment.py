@@ -66,7 +66,7 @@ from core.metrics import (
 )
 from core.presets import taken_by
 from core.solvers import make_solver
-from core.strategies import BASELINE, DEFAULT_COLD_START, DEFAULT_SOLVER, STRATEGY_NAMES
+from core.strategies import BASELINE, COLD_START_SUFFIX, DEFAULT_COLD_START, DEFAULT_SOLVER, STRATEGY_NAMES
 
 ROW_COLUMNS = ["strategy", "solver", "seed", "n_labels", "auc", "accuracy", "n_sv", "update_ms", "query_ms"]
 EXTRA_COLUMNS = ["item", "label", "score", "n_bound", "n_in_margin", "seen", "cold_start", "recall", "prior"]
@@ -411,7 +411,7 @@ def _run_strategy(
                 "n_bound": r.n_bound,
                 "n_in_margin": r.n_in_margin,
                 "seen": r.seen,
-                "cold_start": r.asked_by.endswith("(cold start)"),
+                "cold_start": r.asked_by.endswith(COLD_START_SUFFIX),
                 "recall": found / positives,
                 "prior": is_prior,
             }

@@ -280,16 +280,23 @@ class ProjectSnapshots:
                     "model_labels": [[i, k] for i, k in run.model_labels.items()],
                 },
             }
-            try:
-                snapshot_id = teams.save_project_snapshot(
-                    run.engine, run.project_id, revision=run.seen[0], edits=run.seen[1], arrays=arrays, meta=meta
-                )
-            except (StorageError, SQLAlchemyError, OSError) as error:  # e.g. the disk is full
-                logger.warning("project %s: the model snapshot was not stored: %s", run.project_id, error)
-                return None
-            run.snapshot_seen = run.seen
-            run.learned_since_snapshot = 0
-            return snapshot_id
+            return store_project_snapshot(run, arrays, meta)
 
 
-__all__ = ["CLASS_SNAPSHOT_FORMAT", "ProjectSnapshots", "SessionSnapshots", "answer_code"]
+def store_project_snapshot(run: Any, arrays: dict[str, np.ndarray], meta: dict[str, Any]) -> int | None:
+    """Store a team project's model snapshot (``arrays``, ``meta``) as of ``run.seen`` and mark the run as
+    covered by it; the snapshot's id, or None when it could not be stored (logged; the next process learns
+    more answers again).  The caller holds ``run.lock``; every kind of project stores its snapshot here."""
+    try:
+        snapshot_id = teams.save_project_snapshot(
+            run.engine, run.project_id, revision=run.seen[0], edits=run.seen[1], arrays=arrays, meta=meta
+        )
+    except (StorageError, SQLAlchemyError, OSError) as error:  # e.g. the disk is full
+        logger.warning("project %s: the model snapshot was not stored: %s", run.project_id, error)
+        return None
+    run.snapshot_seen = run.seen
+    run.learned_since_snapshot = 0
+    return snapshot_id
+
+
+__all__ = ["CLASS_SNAPSHOT_FORMAT", "ProjectSnapshots", "SessionSnapshots", "answer_code", "store_project_snapshot"]

@@ -51,7 +51,7 @@ import pandas as pd
 from sqlalchemy.exc import SQLAlchemyError
 
 from app.services.accounts import Accounts, Identity
-from app.services.class_snapshots import ProjectSnapshots
+from app.services.class_snapshots import ProjectSnapshots, store_project_snapshot
 from app.services.classes import (
     CLASS_COLD_START,
     class_index,
@@ -287,16 +287,7 @@ class ProjectRun:
                     "model_labels": [[i, v] for i, v in self.model_labels.items()],
                 },
             }
-            try:
-                snapshot_id = teams.save_project_snapshot(
-                    self.engine, self.project_id, revision=self.seen[0], edits=self.seen[1], arrays=arrays, meta=meta
-                )
-            except (StorageError, SQLAlchemyError, OSError) as error:  # e.g. the disk is full
-                logger.warning("project %s: the model snapshot was not stored: %s", self.project_id, error)
-                return None
-            self.snapshot_seen = self.seen
-            self.learned_since_snapshot = 0
-            return snapshot_id
+            return store_project_snapshot(self, arrays, meta)
 
     # -- keeping up with the database
     def sync(self) -> None:
