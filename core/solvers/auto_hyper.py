@@ -59,7 +59,7 @@ choice is kept with the number of labels learned when it was made and the number
 (``hyper_choices``, saved with the solver's state); unlearning below the first drops it and relearns the
 model with the values before it, so undo and corrections stay exact, and a restored solver continues
 exactly as the saved one.  After a choice the model is relearned from all its labels, in learning order,
-with the chosen values (``ClassWeights._relearn``).
+with the chosen values (``ClassWeights._relearn``; with a lag, mostly in the background, below).
 
 A re-choice costs about |grid| x (n + 2 |SV|) learn / unlearn steps at n labels, each about O(n):
 for the default grid at 160 labels, 1.2 s on a 2-core machine at load 2 (5 features), 1.3-3.2 s at
@@ -80,6 +80,24 @@ it.  So the model stays a function of the labels in learning order, whatever the
 thread's result is the one ``ChoiceSpec.run`` gives in the foreground, which a restored solver, a relearned
 one and ``auto_background=False`` compute at the label it is due at (the tests force the thread to finish
 early and late and compare the models bit for bit).  No new choice starts while one is pending.
+
+The relearning with the chosen values is prebuilt in the background too (``RelearnSpec``): once the choice is
+made, the thread learns the labels learned at its start, in learning order, with the chosen values in a fresh
+solver of its own (the steps ``_relearn`` takes for those labels, with the weights ``_apply`` would set), and the
+label it is due at only continues that solver with the labels learned since, in learning order
+(``_continue_prebuilt``): ``_relearn`` learns one label at a time in learning order, so the same steps on the same
+numbers, the same model bit for bit (the kernel cache returns the same bits whatever it holds).  The label then
+costs the labels learned since the start (about the lag) instead of all of them.  It is used only when it still
+matches: the labels it learned still the first ones in learning order with the same answers, the weights the
+labels give at the due label those it used, the parameters, the store's size and its largest kernel value
+unchanged; otherwise (a label before the start corrected or unlearned under a pending choice, "balanced" weights
+moved by the labels since), and when there is no background job (a lag of 0, a restored solver), the labels are
+relearned in place as before.  Undoing or correcting labels learned after the start keeps it.  When the choice
+keeps the values, nothing is prebuilt (nothing is relearned).  The prebuilt solver reads the solver's rows
+through a store of its own over the same arrays (``_shared_rows``: not copied; the labelling thread only ever
+writes past them), has a kernel cache of its own (the solver's budget; the one the due label keeps, the old one
+then freed) and is handed over once (``ChoiceJob.take_prebuilt``); a job given up stops between two of its
+steps.
 
 What the thread reads is its own: the rows of the items the choice is based on, copied into a ``DataStore``
 of their own (items 0..k-1 in learning order, with or without a lag), their labels, the
@@ -103,6 +121,7 @@ while the thread runs (0.5 ms) changed nothing measurable and was left out.
 
 from __future__ import annotations
 
+import copy
 import itertools
 import math
 import queue
@@ -143,6 +162,9 @@ DEFAULT_LAG = 10
 # before it is handed over; ``wait_hook(key)`` runs in the labelling thread when it is about to wait for one.
 worker_hook: Callable[[tuple], None] | None = None
 wait_hook: Callable[[tuple], None] | None = None
+# ``apply_hook(prebuilt)`` runs in the labelling thread when a choice that changes the values is applied: True when
+# the model prebuilt in the background was continued, False when the labels were relearned in place.
+apply_hook: Callable[[bool], None] | None = None
 _lineages = itertools.count(1)
 _running: dict[int, ChoiceJob] = {}  # the background choice of each solver lineage (undo copies share one)
 _running_lock = threading.Lock()
@@ -419,15 +441,140 @@ class ChoiceSpec:
         return best
 
 
+def _shared_rows(store: DataStore) -> DataStore:
+    """A store over ``store``'s rows as they are now: the same arrays (not copied), read by the background thread.
+
+    The labelling thread may go on appending to ``store``: it writes past the rows held now or into new arrays,
+    never into these rows ("indices never change once given"), and this store, not owning the arrays, would copy
+    them before growing itself.  Its own are the row terms (a copy, one number a row) and the lazily made views;
+    a sparse store's inverted index is shared when it covers these rows (its arrays are never changed)."""
+    view = DataStore(dtype=store.dtype, copy=False)
+    view.n_features = store.n_features
+    view._sparse = store._sparse
+    view._dense, view._indptr, view._indices, view._data = store._dense, store._indptr, store._indices, store._data
+    view._owned = False
+    view._n = len(store)
+    view._sq = np.array(store.sq_norms, dtype=np.float64)
+    inv = store._inv
+    if inv is not None and inv[0] == len(store):
+        view._inv = inv
+    return view
+
+
+_HYPER_KEYS = ("hyper_choices", "hyper_pending")
+
+
+def _plain(params: dict[str, Any]) -> dict[str, Any]:
+    """A solver's parameters without its record of choices (what a prebuilt model must have been made with)."""
+    return {k: v for k, v in params.items() if k not in _HYPER_KEYS}
+
+
+@dataclass
+class Prebuilt:
+    """A model learned in the background with a choice's values, of the labels up to the choice's start (in
+    learning order): what ``_relearn`` would hold after those labels (``RelearnSpec.build``)."""
+
+    solver: Any
+    order: np.ndarray  # the items it learned, in this order, with these labels
+    labels: np.ndarray
+    C: float
+    gamma: float
+    class_weight: Any
+    params: dict[str, Any]  # the solver's parameters when the choice started (without its choices)
+    kernel: dict[str, Any]
+    n_store: int
+    largest_diag: Any
+
+
+@dataclass
+class RelearnSpec:
+    """What the relearning after a choice reads, copied at the choice's start (``AutoHyper._relearn_spec``): the
+    labels learned then, in learning order, the solver's parameters, kernel, box weights and class weight, and
+    its rows (``_shared_rows``).  ``build`` learns them with the chosen values in a solver of its own, with a
+    kernel cache of its own, the steps ``_relearn`` takes for the same labels."""
+
+    solver_class: Any
+    params: dict[str, Any]
+    kernel: dict[str, Any]
+    store: DataStore
+    order: np.ndarray
+    labels: np.ndarray
+    weights_now: tuple[float, float]
+    cache_bytes: int
+    largest_diag: Any
+
+    @single_threaded_blas
+    def build(self, choice: dict[str, Any], cancelled: threading.Event | None = None) -> Prebuilt | None:
+        """The prefix model with the choice's values; None when they are the values held (no relearning) or
+        it could not be built (the labelling thread then relearns in place, as without it)."""
+        C, gamma = float(choice["C"]), float(choice["gamma"])
+        class_weight_now = self.params.get("class_weight")
+        class_weight = choice.get("class_weight", _KEEP)
+        new_weight = class_weight is not _KEEP and class_weight != class_weight_now
+        if (C, gamma) == (float(self.params["C"]), float(self.kernel["gamma"])) and not new_weight:
+            return None
+        try:
+            return self._learn(C, gamma, class_weight if new_weight else class_weight_now, new_weight, cancelled)
+        except _Cancelled:
+            raise
+        except Exception:  # (relearned in place at the label it is due at, which then meets it in the open)
+            return None
+
+    def _learn(self, C, gamma, class_weight, new_weight, cancelled) -> Prebuilt:
+        # as ``ClassWeights._relearn`` after ``AutoHyper._apply``: the weights of a class weight just chosen are
+        # those of the labels (checked against the labels at the due label), else the weights held
+        if not new_weight:
+            weights = self.weights_now
+        elif class_weight is None:
+            weights = (1.0, 1.0)
+        else:
+            weights = stepped_balanced_weights(
+                int(np.count_nonzero(self.labels > 0)), int(np.count_nonzero(self.labels < 0))
+            )
+        params = dict(self.params, C=C, class_weight=class_weight)
+        if gamma != float(self.kernel["gamma"]):
+            params["gamma"] = gamma
+        name = params.pop("kernel")
+        fresh = self.solver_class(kernel=name, **params)
+        fresh.store = self.store
+        fresh.kernel = Kernel(**{**self.kernel, "gamma": gamma})
+        fresh.cache = KernelCache(fresh.kernel, self.store, self.cache_bytes)
+        fresh._largest_kernel_diag = self.largest_diag
+        fresh.y = np.zeros(len(self.store))
+        fresh._on_store_grown(len(self.store))
+        fresh._weights = weights
+        fresh._class_bounds_changed()
+        fresh._relearning = True
+        for i, y in zip(self.order.tolist(), self.labels.tolist(), strict=True):
+            if cancelled is not None and cancelled.is_set():
+                raise _Cancelled
+            fresh.learn(i, y)
+        fresh._relearning = False
+        return Prebuilt(
+            solver=fresh,
+            order=self.order,
+            labels=self.labels,
+            C=C,
+            gamma=gamma,
+            class_weight=class_weight,
+            params=_plain(self.params),
+            kernel=dict(self.kernel),
+            n_store=len(self.store),
+            largest_diag=self.largest_diag,
+        )
+
+
 class ChoiceJob:
     """A choice computing in a background thread (``ChoiceSpec.run``); ``result()`` waits for it.  Copies of a
     solver (undo) share it: ``key`` says which pending choice it is."""
 
-    __slots__ = ("key", "_spec", "_done", "_cancelled", "_result", "_error")
+    __slots__ = ("key", "_spec", "_relearn", "_prebuilt", "_done", "_cancelled", "_result", "_error")
 
-    def __init__(self, key: tuple, spec: ChoiceSpec) -> None:
+    def __init__(self, key: tuple, spec: ChoiceSpec, relearn: RelearnSpec | None = None) -> None:
         self.key = key
         self._spec: ChoiceSpec | None = spec
+        self._relearn: RelearnSpec | None = relearn
+        self._prebuilt: Prebuilt | None = None
         self._done, self._cancelled = threading.Event(), threading.Event()
         self._result: dict[str, Any] | None = None
         self._error: BaseException | None = None
@@ -439,6 +586,8 @@ class ChoiceJob:
             assert self._spec is not None
             self._cancelled.wait(START_DELAY_S)
             result = self._spec.run(self._cancelled)
+            if self._relearn is not None:
+                self._prebuilt = self._relearn.build(result, self._cancelled)
             if worker_hook is not None:
                 worker_hook(self.key)
             if self._cancelled.is_set():
@@ -447,7 +596,7 @@ class ChoiceJob:
         except BaseException as exc:  # (handed to the thread that waits for the result)
             self._error = exc
         finally:
-            self._spec = None
+            self._spec = self._relearn = None
             self._done.set()
 
     def done(self) -> bool:
@@ -466,6 +615,12 @@ class ChoiceJob:
         if self._error is not None:
             raise self._error
         return self._result
+
+    def take_prebuilt(self) -> Prebuilt | None:
+        """The model prebuilt with the choice's values (``RelearnSpec.build``), handed over once (None if none
+        was built: the values did not change, the job was given up or the build failed); call after ``result``."""
+        prebuilt, self._prebuilt = self._prebuilt, None
+        return prebuilt
 
     def __copy__(self) -> ChoiceJob:
         return self
@@ -493,6 +648,8 @@ class AutoHyper:
     _fixed_weights: Any
     _weights: Any
     _largest_kernel_diag: Any
+    rng: Any
+    n_reweighted_: int
     get_params: Any
     _on_store_grown: Any
     _class_bounds_changed: Any
@@ -640,7 +797,7 @@ class AutoHyper:
             weights=[float(w) for w in self._weights],
         )
         if self.auto_lag and self.auto_background:
-            job = ChoiceJob(_key(self.hyper_pending), self._pending_spec(self.hyper_pending))
+            job = ChoiceJob(_key(self.hyper_pending), self._pending_spec(self.hyper_pending), self._relearn_spec())
             with _running_lock:
                 old = _running.get(self._lineage)
                 _running[self._lineage] = job
@@ -652,17 +809,38 @@ class AutoHyper:
             pending["based"], pending["labels"], pending["C"], pending["gamma"], pending["weights"]
         )
 
+    def _relearn_spec(self) -> RelearnSpec:
+        """What relearning the labels learned now with a choice's values reads (see ``RelearnSpec``), copied."""
+        order = self.labelled_.copy()
+        return RelearnSpec(
+            solver_class=type(self),
+            params=copy.deepcopy(self.get_params()),
+            kernel=self.kernel.to_dict(),
+            store=_shared_rows(self.store),
+            order=order,
+            labels=self.y[order].copy(),
+            weights_now=(float(self._weights[0]), float(self._weights[1])),
+            cache_bytes=int(self.cache_bytes),
+            largest_diag=self._largest_kernel_diag,
+        )
+
     def wait_for_choice(self) -> dict[str, Any] | None:
         """The pending choice's result (waiting for its background computation, or computing it now); None
         when no choice is pending."""
+        return self._pending_result(take=False)[0]
+
+    def _pending_result(self, take: bool = True) -> tuple[dict[str, Any] | None, Prebuilt | None]:
+        """The pending choice's result and, when its background job prebuilt one (and ``take``), the model with
+        its values, taken from the job."""
         pending = self.hyper_pending
         if pending is None:
-            return None
+            return None, None
         job = _running.get(self._lineage)
         result = job.result() if job is not None and job.key == _key(pending) else None
         if result is None:  # (no background computation: a lag of 0, a restored solver, or one given up)
-            result = self._pending_spec(pending).run()
-        return result
+            return self._pending_spec(pending).run(), None
+        assert job is not None
+        return result, job.take_prebuilt() if take else None
 
     def _apply_if_due(self) -> bool:
         """At (or past) the label a pending choice is due at: record it and relearn with its values."""
@@ -670,7 +848,7 @@ class AutoHyper:
         n = len(self.learned_order)
         if pending is None or n < pending["due"]:
             return False
-        choice = self.wait_for_choice()
+        choice, prebuilt = self._pending_result()
         assert choice is not None
         with _running_lock:
             _running.pop(self._lineage, None)
@@ -698,8 +876,57 @@ class AutoHyper:
         if (choice["C"], choice["gamma"]) != self._current() or (
             class_weight is not _KEEP and class_weight != self.class_weight
         ):
-            self._apply(choice["C"], choice["gamma"], class_weight)
+            continued = prebuilt is not None and self._continue_prebuilt(prebuilt, class_weight)
+            if not continued:
+                self._apply(choice["C"], choice["gamma"], class_weight)
+            if apply_hook is not None:
+                apply_hook(continued)
         return True
+
+    def _continue_prebuilt(self, prebuilt: Prebuilt, class_weight: Any) -> bool:
+        """Take the model prebuilt in the background and learn the labels learned since the choice started, in
+        learning order: the steps ``_apply`` takes (a fresh solver learning every label in learning order with
+        the chosen values and the weights ``_apply`` sets), split in two, so the same model bit for bit.  False
+        (nothing changed) when the prebuilt model no longer matches: the labels it learned are no longer the
+        first ones in learning order with those answers (undone, unlearned or corrected), the weights the labels
+        now give differ, or the parameters, the store or its rows' largest kernel value changed."""
+        fresh = prebuilt.solver
+        order, k = self.labelled_, len(prebuilt.order)
+        if class_weight is _KEEP or class_weight == self.class_weight:
+            class_weight, weights = self.class_weight, tuple(self._weights)
+        else:
+            weights = (1.0, 1.0) if class_weight is None else self._balanced_weights()
+        if not (
+            len(order) >= k
+            and np.array_equal(order[:k], prebuilt.order)
+            and np.array_equal(self.y[prebuilt.order], prebuilt.labels)
+            and class_weight == prebuilt.class_weight
+            and weights == tuple(fresh._weights)
+            and len(self.store) == prebuilt.n_store
+            and self._largest_kernel_diag == prebuilt.largest_diag
+            and self.kernel.to_dict() == prebuilt.kernel
+            and _plain(self.get_params()) == prebuilt.params
+        ):
+            return False
+        lineage, old_cache = self._lineage, self.cache
+        fresh.store = fresh.cache.store = self.store  # (the same rows: the labelling thread's store from now on)
+        fresh.cache.n_evals += old_cache.n_evals
+        fresh.rng = self.rng
+        fresh.n_reweighted_ = self.n_reweighted_
+        fresh.hyper_choices = [dict(c) for c in self.hyper_choices]
+        fresh.hyper_pending = None
+        fresh._relearning = True
+        try:
+            for i, y in zip(order[k:].tolist(), self.y[order[k:]].tolist(), strict=True):
+                fresh.learn(i, y)
+        finally:
+            fresh._relearning = False
+        self.__dict__.update(fresh.__dict__)
+        self._lineage = lineage
+        return True
+
+    def _balanced_weights(self) -> tuple[float, float]:
+        return stepped_balanced_weights(int(np.count_nonzero(self.y > 0)), int(np.count_nonzero(self.y < 0)))
 
     def grid_points(self, items=None) -> list[tuple[float, float]]:
         """The (C, gamma) pairs searched over the labelled ``items`` (default: all; gamma from the median

@@ -3,7 +3,10 @@ leave-one-out values by exact unlearning against retraining without the example,
 weights; the choice deterministic, stored with its label count, undone below it; the model after a choice
 is the plain model with the chosen values; the loop's kept pool scores after a change of gamma; a resumed
 loop continuing bit for bit, a state saved before the class weight could be chosen among them; a grid over
-the re-choice target refused."""
+the re-choice target refused; a choice in the background, and the model with its values prebuilt in the
+background and continued at the label it is due at, bit for bit the model relearned in place (with and without
+a new gamma or class weight, after an undo, a correction and a resume), and not used when it no longer
+matches the labels."""
 
 from __future__ import annotations
 
@@ -618,18 +621,24 @@ def test_a_class_weight_chosen_in_the_background_gives_the_foreground_s_model(so
     release = threading.Event()  # each choice finishes late, at the label it is due at
     monkeypatch.setattr(auto_hyper, "worker_hook", lambda key: release.wait())
     monkeypatch.setattr(auto_hyper, "wait_hook", lambda key: release.set())
+    paths: list[bool] = []
     X, y = rare(300, seed=10)
     config = dict(WEIGHED, auto=list(WEIGHED["auto"]), auto_lag=3, class_weight="balanced")
     fore = make_solver(solver, X, **config, auto_background=False)
     back = make_solver(solver, X, **config)
     for i in range(60):
         fore.learn(i, float(y[i]))
+        monkeypatch.setattr(auto_hyper, "apply_hook", paths.append)  # (the background solver's path only)
         back.learn(i, float(y[i]))
+        monkeypatch.setattr(auto_hyper, "apply_hook", None)
         release.clear()
         same_solver(fore, back)
         assert back.class_weight == fore.class_weight and back.class_weights_ == fore.class_weights_
     assert len(back.hyper_choices) >= 3  # (the starting values and two choices or more)
     assert [c.get("started") for c in back.hyper_choices[1:]] == [c["n_labels"] - 3 for c in back.hyper_choices[1:]]
+    # the first choice's model relearned in place ("balanced" weights moved by the labels during the lag), the
+    # second's continued from the one prebuilt in the background
+    assert paths == [False, True]
 
 
 def test_a_corrected_label_under_a_pending_choice_starts_it_again_from_the_labels_then():
@@ -649,3 +658,167 @@ def test_a_corrected_label_under_a_pending_choice_starts_it_again_from_the_label
     assert np.array_equal(np.asarray(pending["labels"]), loop.solver.y[based]) and loop.solver.y[item] == -label
     answered(loop, y, 3)
     assert [c["n_labels"] for c in loop.solver.hyper_choices] == [0, 14, 25]
+
+
+# -- the relearning after a background choice, prebuilt in the background too -------------------------------------
+def applied_paths(monkeypatch) -> list[bool]:
+    """How each applied choice that changed the values was taken: True when the model prebuilt in the background
+    was continued, False when the labels were relearned in place."""
+    from core.solvers import auto_hyper
+
+    paths: list[bool] = []
+    monkeypatch.setattr(auto_hyper, "apply_hook", paths.append)
+    return paths
+
+
+@pytest.mark.parametrize("solver", EXACT)
+@pytest.mark.parametrize("auto", [["C", "gamma"], ["C"]])
+@pytest.mark.parametrize("worker", ["late", "early"])
+def test_the_model_prebuilt_in_the_background_is_the_model_relearned_in_place(solver, auto, worker, monkeypatch):
+    import threading
+
+    from core.solvers import auto_hyper
+
+    release = threading.Event()
+    if worker == "late":  # the background job (choice and prebuilt model) finishes only once its due label waits
+        monkeypatch.setattr(auto_hyper, "worker_hook", lambda key: release.wait())
+        monkeypatch.setattr(auto_hyper, "wait_hook", lambda key: release.set())
+    paths = applied_paths(monkeypatch)
+    X, y = curved(60, seed=3)
+    config = dict(LAGGED, auto=auto, auto_grid={"C": [0.5, 5.0, 50.0], "gamma": [0.5, 2.0]})
+    fore = make_solver(solver, X, **config, auto_background=False)
+    back = make_solver(solver, X, **config)
+    fore_paths, back_paths = [], []
+    for i in range(40):
+        fore.learn(i, float(y[i]))
+        fore_paths += paths
+        paths.clear()
+        back.learn(i, float(y[i]))
+        back_paths += paths
+        paths.clear()
+        release.clear()
+        if worker == "early" and back.hyper_pending is not None:
+            back.wait_for_choice()
+        same_solver(fore, back)
+    # every choice that changed the values: relearned in place in the foreground, prebuilt in the background
+    assert fore_paths and fore_paths == [False] * len(fore_paths)
+    assert back_paths == [True] * len(fore_paths)
+    gammas = {c["gamma"] for c in back.hyper_choices}
+    assert len(gammas) > 1 if auto == ["C", "gamma"] else len(gammas) == 1
+
+
+@pytest.mark.parametrize("solver", EXACT)
+def test_a_prebuilt_model_after_an_undo_a_correction_and_a_resume_is_the_model_relearned_in_place(solver, monkeypatch):
+    import threading
+
+    from core.solvers import auto_hyper
+
+    release = threading.Event()  # each background job finishes late, at the label it is due at
+    monkeypatch.setattr(auto_hyper, "worker_hook", lambda key: release.wait())
+    monkeypatch.setattr(auto_hyper, "wait_hook", lambda key: release.set())
+    paths = applied_paths(monkeypatch)
+    X, y = curved(300, seed=7)
+    params = dict(LAGGED, auto_grid={"C": [0.5, 5.0, 50.0], "gamma": [0.5, 2.0]})
+    config = dict(strategy="near-boundary", solver=solver, seed=2, initial=4)
+    fore = ActiveLearningLoop(X, **config, solver_params=dict(params, auto_background=False))
+    back = ActiveLearningLoop(X, **config, solver_params=params)
+
+    def both(step) -> list[bool]:
+        step(fore)
+        paths.clear()
+        step(back)
+        release.clear()
+        taken = list(paths)
+        same_solver(fore.solver, back.solver)
+        assert np.array_equal(fore.pool_scores(), back.pool_scores())
+        return taken
+
+    taken: list[bool] = []
+    for _ in range(22):  # the choice of 20 labels started at 20, due at 24
+        taken += both(lambda loop: answered(loop, y, 1))
+    assert back.solver.hyper_pending["started"] == 20
+    both(lambda loop: loop.undo())  # a label after the start undone
+    item, label = back.events[-1]
+    assert item not in back.solver.hyper_pending["based"]
+    both(lambda loop: loop.change_label(item, -label))  # and one corrected: the labels before the start unchanged
+    assert back.solver.hyper_pending["started"] == 20
+    for _ in range(9):
+        taken += both(lambda loop: answered(loop, y, 1))
+    assert [c["n_labels"] for c in back.solver.hyper_choices] == [0, 14, 24]
+    assert taken and all(taken)  # continued from the prebuilt model, undo and correction notwithstanding
+    # saved with a choice pending (started at 30): the restored loop has no background job and relearns in place,
+    # the loop that goes on continues its prebuilt model; the same model
+    assert back.solver.hyper_pending["started"] == 30
+    resumed = ActiveLearningLoop.from_state(*back.to_state(), X)
+    for _ in range(5):
+        answered(back, y, 1)
+        release.clear()
+        taken_back = list(paths)
+        paths.clear()
+        answered(resumed, y, 1)
+        taken_resumed = list(paths)
+        paths.clear()
+        assert taken_back == [True] * len(taken_resumed) and taken_resumed == [False] * len(taken_back)
+        same_solver(resumed.solver, back.solver)
+        assert np.array_equal(resumed.pool_scores(), back.pool_scores())
+    assert [c["n_labels"] for c in back.solver.hyper_choices] == [0, 14, 24, 34]
+
+
+def test_a_prebuilt_model_that_no_longer_matches_the_labels_is_not_used(monkeypatch):
+    import threading
+
+    from core.solvers import auto_hyper
+
+    release = threading.Event()
+    monkeypatch.setattr(auto_hyper, "worker_hook", lambda key: release.wait())
+    monkeypatch.setattr(auto_hyper, "wait_hook", lambda key: release.set())
+    paths = applied_paths(monkeypatch)
+    X, y = curved(60, seed=3)
+    config = dict(LAGGED, auto_grid={"C": [0.5, 5.0, 50.0], "gamma": [0.5, 2.0]})
+    # the first 10 labels hold fewer than 3 positives: the choice waits until the last 10 labels do, so the labels
+    # before those can be corrected under it (it is based on the last 10 only)
+    order = np.r_[np.flatnonzero(y < 0)[:9], np.flatnonzero(y > 0)[:6], np.flatnonzero(y < 0)[9:20]]
+    fore = learned(make_solver("incremental", X, **config, auto_background=False), y, order[:12])
+    back = learned(make_solver("incremental", X, **config), y, order[:12])
+    assert back.hyper_pending is not None and back.hyper_pending["started"] == 12
+    learned(fore, y, order[12:14])
+    learned(back, y, order[12:14])
+    first = int(order[0])
+    assert first not in back.hyper_pending["based"]
+    for s in (fore, back):  # the first label corrected: the labels before the start are no longer those learned
+        s.unlearn(first)
+        s.learn(first, -float(y[first]))
+    assert back.hyper_pending["started"] == 12  # (still pending: not one of its labels, not below its start)
+    for i in order[14:19]:
+        fore.learn(int(i), float(y[i]))
+        back.learn(int(i), float(y[i]))
+        release.clear()
+        same_solver(fore, back)
+    assert paths and not any(paths)  # relearned in place, both of them
+
+
+@pytest.mark.parametrize("solver", EXACT)
+@pytest.mark.parametrize(
+    ("start", "data", "seed", "chosen"),
+    [(None, curved, 12, [None, "balanced", "balanced", "balanced"]), ("balanced", rare, 11, ["balanced"] + [None] * 3)],
+)
+def test_a_class_weight_chosen_in_the_background_is_prebuilt_with_its_weights(
+    solver, start, data, seed, chosen, monkeypatch
+):
+    paths = applied_paths(monkeypatch)
+    X, y = data(300, seed)
+    config = dict(WEIGHED, auto=list(WEIGHED["auto"]), auto_lag=3, class_weight=start)
+    fore = make_solver(solver, X, **config, auto_background=False)
+    back = make_solver(solver, X, **config)
+    taken: list[bool] = []
+    for i in range(60):
+        fore.learn(i, float(y[i]))
+        paths.clear()
+        back.learn(i, float(y[i]))
+        taken += paths
+        if back.hyper_pending is not None:
+            back.wait_for_choice()  # (the background job finishes before the next label)
+        same_solver(fore, back)
+        assert back.class_weight == fore.class_weight and back.class_weights_ == fore.class_weights_
+    assert [c.get("class_weight") for c in back.hyper_choices] == chosen
+    assert taken == [True] * 3  # (each choice that changed the values: continued from the prebuilt model)
