@@ -822,3 +822,40 @@ def test_a_class_weight_chosen_in_the_background_is_prebuilt_with_its_weights(
         assert back.class_weight == fore.class_weight and back.class_weights_ == fore.class_weights_
     assert [c.get("class_weight") for c in back.hyper_choices] == chosen
     assert taken == [True] * 3  # (each choice that changed the values: continued from the prebuilt model)
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+def test_a_prebuilt_model_reads_the_rows_in_place_and_is_not_used_once_the_store_grew(sparse, monkeypatch):
+    import scipy.sparse as sp
+
+    from core.solvers import auto_hyper
+
+    paths = applied_paths(monkeypatch)
+    X, y = curved(80, seed=3)
+    if sparse:
+        X = sp.csr_matrix(np.where(np.abs(X) > 0.5, X, 0.0))
+    config = dict(LAGGED, auto_grid={"C": [0.5, 5.0, 50.0], "gamma": [0.5, 2.0]})
+    fore = make_solver("incremental", X[:60], **config, auto_background=False)
+    back = make_solver("incremental", X[:60], **config)
+    learned(fore, y, range(10))
+    learned(back, y, range(10))
+    job = auto_hyper._running[back._lineage]
+    job.result()
+    store = job._prebuilt.solver.store  # (the rows the background read: the solver's arrays, not a copy)
+    if sparse:
+        assert store._data is back.store._data and store._indices is back.store._indices
+    else:
+        assert store._dense is back.store._dense
+    learned(fore, y, range(10, 14))
+    learned(back, y, range(10, 14))
+    assert paths == [False, True]
+    same_solver(fore, back)
+    learned(fore, y, range(14, 20))
+    learned(back, y, range(14, 20))
+    for s in (fore, back):  # the store grows under the choice started at 20
+        s.add_points(X[60:])
+    paths.clear()
+    learned(fore, y, range(20, 26))
+    learned(back, y, range(20, 26))
+    assert paths == [False, False]  # (the prebuilt model's store is the smaller one: relearned in place)
+    same_solver(fore, back)
