@@ -97,7 +97,8 @@ keeps the values, nothing is prebuilt (nothing is relearned).  The prebuilt solv
 through a store of its own over the same arrays (``_shared_rows``: not copied; the labelling thread only ever
 writes past them), has a kernel cache of its own (the solver's budget; the one the due label keeps, the old one
 then freed) and is handed over once (``ChoiceJob.take_prebuilt``); a job given up stops between two of its
-steps.
+steps, and a job whose solver is gone before its due label (a session closed or dropped) lets its prebuilt
+solver go (``ChoiceJob.owner_gone``).
 
 What the thread reads is its own: the rows of the items the choice is based on, copied into a ``DataStore``
 of their own (items 0..k-1 in learning order, with or without a lag), their labels, the
@@ -127,6 +128,7 @@ import math
 import queue
 import threading
 import time
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -568,13 +570,14 @@ class ChoiceJob:
     """A choice computing in a background thread (``ChoiceSpec.run``); ``result()`` waits for it.  Copies of a
     solver (undo) share it: ``key`` says which pending choice it is."""
 
-    __slots__ = ("key", "_spec", "_relearn", "_prebuilt", "_done", "_cancelled", "_result", "_error")
+    __slots__ = ("key", "_spec", "_relearn", "_prebuilt", "_owner_gone", "_done", "_cancelled", "_result", "_error")
 
     def __init__(self, key: tuple, spec: ChoiceSpec, relearn: RelearnSpec | None = None) -> None:
         self.key = key
         self._spec: ChoiceSpec | None = spec
         self._relearn: RelearnSpec | None = relearn
         self._prebuilt: Prebuilt | None = None
+        self._owner_gone = False
         self._done, self._cancelled = threading.Event(), threading.Event()
         self._result: dict[str, Any] | None = None
         self._error: BaseException | None = None
@@ -586,8 +589,10 @@ class ChoiceJob:
             assert self._spec is not None
             self._cancelled.wait(START_DELAY_S)
             result = self._spec.run(self._cancelled)
-            if self._relearn is not None:
+            if self._relearn is not None and not self._owner_gone:
                 self._prebuilt = self._relearn.build(result, self._cancelled)
+                if self._owner_gone:  # (the solver went while it was built)
+                    self._prebuilt = None
             if worker_hook is not None:
                 worker_hook(self.key)
             if self._cancelled.is_set():
@@ -615,6 +620,13 @@ class ChoiceJob:
         if self._error is not None:
             raise self._error
         return self._result
+
+    def owner_gone(self) -> None:
+        """The solver that started the job is gone (its session closed or dropped before the due label): the
+        prebuilt model, a solver with its kernel cache, is let go (the choice itself, a few numbers, is kept for
+        the copies of that solver, which relearn in place)."""
+        self._owner_gone = True
+        self._prebuilt = None
 
     def take_prebuilt(self) -> Prebuilt | None:
         """The model prebuilt with the choice's values (``RelearnSpec.build``), handed over once (None if none
@@ -798,6 +810,7 @@ class AutoHyper:
         )
         if self.auto_lag and self.auto_background:
             job = ChoiceJob(_key(self.hyper_pending), self._pending_spec(self.hyper_pending), self._relearn_spec())
+            weakref.finalize(self, job.owner_gone)
             with _running_lock:
                 old = _running.get(self._lineage)
                 _running[self._lineage] = job

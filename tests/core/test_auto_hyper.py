@@ -859,3 +859,18 @@ def test_a_prebuilt_model_reads_the_rows_in_place_and_is_not_used_once_the_store
     learned(back, y, range(20, 26))
     assert paths == [False, False]  # (the prebuilt model's store is the smaller one: relearned in place)
     same_solver(fore, back)
+
+
+def test_a_prebuilt_model_is_let_go_with_the_solver_that_started_it():
+    import gc
+
+    from core.solvers import auto_hyper
+
+    X, y = curved(60, seed=3)
+    s = learned(make_solver("incremental", X, **dict(LAGGED, auto_grid={"C": [0.5, 5.0, 50.0]})), y, range(10))
+    job = auto_hyper._running[s._lineage]
+    job.result()
+    assert job._prebuilt is not None  # (the values change at this choice: a model is prebuilt)
+    del s
+    gc.collect()
+    assert job._prebuilt is None and job.result() is not None  # (the choice itself, a few numbers, is kept)
