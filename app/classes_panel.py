@@ -185,13 +185,16 @@ def stopping_part(svc, run) -> None:
 
 
 def auc_caption(multi_label: bool, when: str = "when it asked", against: str = "your answers") -> str:
-    """What the per-class chart shows, in plain words, and its technical name (``Advanced``)."""
+    """What the per-class chart shows, in plain words, why it reads low (the items asked are the hardest), and its
+    technical name (``Advanced``)."""
     than = "an item without it" if multi_label else "an item of another class"
     return (
         f"Each line: how often the model, {when}, rated an item of the class above {than} (0.5: no better "
         "than chance; 1: always), against "
         f"{against}. A class's line starts once the items rated include some in it and some out of it (not yet: "
-        "no point). Advanced: the ROC AUC of each class's one-vs-rest scores; dashed, their mean (macro AUC)."
+        "no point). When items are picked where the model is least sure, the items asked are the ones the model "
+        "found hardest, so this reads lower than it would on the whole pool, even below 0.5: it is not an estimate "
+        "of accuracy. Advanced: the ROC AUC of each class's one-vs-rest scores; dashed, their mean (macro AUC)."
     )
 
 
