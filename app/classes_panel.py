@@ -81,13 +81,27 @@ def show(svc, session_id: int) -> None:
     item_col, chart_col = st.columns([1, 1], gap="large")
     with item_col:
         item_box = st.container(key="item_view")
-        with st.container(horizontal=True, key="class_buttons"):
+        # several classes per item: the toggles fill a row of their own and Submit, Skip and Undo the row below,
+        # so the actions never wrap apart; one class per item: the classes, Skip and Undo in one row
+        with st.container(key="class_buttons"):
             if run.multi_label:
-                _toggles(svc, session_id, run.classes, item, disabled)
+                with st.container(horizontal=True, key="class_toggles"):
+                    picked = _toggles(run.classes, session_id, item, disabled)
+                actions = st.container(horizontal=True, key="answer_actions")
+                actions.button(
+                    "Submit" if picked else "Submit: none of these",
+                    shortcut="Enter",
+                    type="primary",
+                    disabled=disabled,
+                    on_click=_submit,
+                    args=(svc, session_id, item),
+                    key=f"submit_{item}",
+                )
             else:
+                actions = st.container(horizontal=True, key="answer_actions")
                 for k, name in enumerate(run.classes):
                     # a button's label is Markdown: the class name (the analyst's own text) is shown as it is
-                    st.button(
+                    actions.button(
                         plain(name),  # its key: the hint Streamlit shows beside it
                         shortcut=str(k + 1),
                         type="primary" if k == 0 else "secondary",
@@ -96,7 +110,7 @@ def show(svc, session_id: int) -> None:
                         args=(svc, session_id, k, item),
                         key=f"class_{k}_{item}",
                     )
-            st.button(
+            actions.button(
                 "Skip",
                 shortcut="S",
                 disabled=disabled,
@@ -104,7 +118,7 @@ def show(svc, session_id: int) -> None:
                 args=(svc, session_id, None, item),
                 key=f"skip_{item}",
             )
-            st.button(
+            actions.button(
                 "Undo",
                 shortcut="U",
                 disabled=last is None or form_open,
@@ -247,20 +261,11 @@ def class_toggles(
     return picked
 
 
-def _toggles(svc, session_id: int, classes, item: int | None, disabled: bool) -> None:
-    """A toggle per class (keys 1 to 9) and Submit (Enter) for the classes picked; none picked answers none of
-    these."""
+def _toggles(classes, session_id: int, item: int | None, disabled: bool) -> set[int]:
+    """A toggle per class (keys 1 to 9) for the set being made of ``item``; returns the classes picked (Submit, with
+    Enter, answers them; none picked answers none of these)."""
     state_key = None if item is None else picked_key(session_id, item)
-    picked = class_toggles(classes, state_key, disabled, [f"class_{k}_{item}" for k in range(len(classes))])
-    st.button(
-        "Submit" if picked else "Submit: none of these",
-        shortcut="Enter",
-        type="primary",
-        disabled=disabled,
-        on_click=_submit,
-        args=(svc, session_id, item),
-        key=f"submit_{item}",
-    )
+    return class_toggles(classes, state_key, disabled, [f"class_{k}_{item}" for k in range(len(classes))])
 
 
 def _keys(classes) -> str:
