@@ -17,7 +17,7 @@ from app.ui.text import plain, visible, visible_cells
 
 STOPPING_NOTE = (
     "Stopping estimates (when can I stop?) work on one class against the rest: say which class you are "
-    "looking for, and the rules, the estimate and the recall check follow it."
+    "looking for, and the rules, the estimate and the random check follow it."
 )
 #: the Label page's choice of the class looked for
 STOP_CLASS_LABEL = "Which class are you looking for? (for 'when can I stop')"
@@ -186,9 +186,9 @@ def stopping_part(svc, run) -> None:
         on_change=_choose_stop_class,
         args=(svc, run.session_id, key),
         disabled=run.checking,
-        help="The stopping rules, the estimate of its items still unlabelled and the recall check work on this class "
+        help="The stopping rules, the estimate of its items still unlabelled and the random check work on this class "
         "against the others, whichever way items are picked. "
-        + ("Stop the recall check to change it." if run.checking else ""),
+        + ("Stop the random check to change it." if run.checking else ""),
     )
     if run.stopping_status() is None:
         st.caption(STOPPING_NOTE)
