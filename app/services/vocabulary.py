@@ -9,6 +9,7 @@ losses.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import NamedTuple
 
 from core import solvers, stopping, strategies
@@ -77,12 +78,9 @@ MULTI_LABEL_STRATEGY_WORDS = {"least-sure-class": "Least sure on any class", "ra
 
 
 #: what each way of picking items does, in a screener's words: the forms' help reads these beside the names above
-#: (the two-class ones: the registry's words, ``core.strategies``), so a name changed there is changed here too
-STRATEGY_MEANINGS = {
-    "largest-positive": "finds the positives soonest (screening)",
-    "near-boundary": "teaches the model fastest",
-    "random": "gives an unbiased sample",
-}
+#: (the two-class ones: the registry's words and meanings, ``core.strategies``), so a name changed in its one place
+#: is changed in every list and help
+STRATEGY_MEANINGS = strategies.REGISTRY.name_table(lambda e: e.meaning, where=lambda e: bool(e.meaning))
 CLASS_STRATEGY_MEANINGS = {
     "smallest-margin": "the item whose two best classes score closest",
     "least-certain-class": "the class the model is least sure of, then the item it is least sure of for that class",
@@ -95,7 +93,7 @@ MULTI_LABEL_STRATEGY_MEANINGS = {
 }
 
 
-def choices_help(meanings: dict[str, str], words=None) -> str:
+def choices_help(meanings: Mapping[str, str], words=None) -> str:
     """A form's help for a choice of how to pick items: each choice's name (``words``: a name's words; the K-class
     and multi-label names by default, "Most likely <class>") and what it does."""
     name = words or (lambda s: strategy_words(s, "<class>"))

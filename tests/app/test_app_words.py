@@ -321,6 +321,11 @@ def test_the_screener_pages_say_how_items_are_chosen_and_the_random_check_in_wor
         said[page] = sorted({w for w in JARGON for t in text if w in t.lower() and t not in meaning})
         if page == "label":
             assert meaning, text
+            # the New session form says what each way of picking items is good for, from the registry's entries
+            picker = at.selectbox(key="new_strategy")
+            assert picker.label == "How to pick the next item"
+            said_well = [f"{e.words}: {e.meaning}." for e in strategies.REGISTRY.entries() if e.meaning]
+            assert len(said_well) >= 3 and all(w in picker.help for w in said_well), picker.help
             assert "Stop the random check" in text and "Chosen by **drawn at random to check you found enough**" in [
                 t.split(" · ")[0] for t in text
             ], text
