@@ -17,7 +17,7 @@ from app.ui.text import plain, visible, visible_cells
 
 STOPPING_NOTE = (
     "Stopping estimates (when can I stop?) work on one class against the rest: say which class you are "
-    "looking for, and the rules, the estimate and the recall check follow it."
+    "looking for, and the rules, the estimate and the random check follow it."
 )
 #: the Label page's choice of the class looked for
 STOP_CLASS_LABEL = "Which class are you looking for? (for 'when can I stop')"
@@ -81,13 +81,27 @@ def show(svc, session_id: int) -> None:
     item_col, chart_col = st.columns([1, 1], gap="large")
     with item_col:
         item_box = st.container(key="item_view")
-        with st.container(horizontal=True, key="class_buttons"):
+        # several classes per item: the toggles fill a row of their own and Submit, Skip and Undo the row below,
+        # so the actions never wrap apart; one class per item: the classes, Skip and Undo in one row
+        with st.container(key="class_buttons"):
             if run.multi_label:
-                _toggles(svc, session_id, run.classes, item, disabled)
+                with st.container(horizontal=True, key="class_toggles"):
+                    picked = _toggles(run.classes, session_id, item, disabled)
+                actions = st.container(horizontal=True, key="answer_actions")
+                actions.button(
+                    "Submit" if picked else "Submit: none of these",
+                    shortcut="Enter",
+                    type="primary",
+                    disabled=disabled,
+                    on_click=_submit,
+                    args=(svc, session_id, item),
+                    key=f"submit_{item}",
+                )
             else:
+                actions = st.container(horizontal=True, key="answer_actions")
                 for k, name in enumerate(run.classes):
                     # a button's label is Markdown: the class name (the analyst's own text) is shown as it is
-                    st.button(
+                    actions.button(
                         plain(name),  # its key: the hint Streamlit shows beside it
                         shortcut=str(k + 1),
                         type="primary" if k == 0 else "secondary",
@@ -96,7 +110,7 @@ def show(svc, session_id: int) -> None:
                         args=(svc, session_id, k, item),
                         key=f"class_{k}_{item}",
                     )
-            st.button(
+            actions.button(
                 "Skip",
                 shortcut="S",
                 disabled=disabled,
@@ -104,7 +118,7 @@ def show(svc, session_id: int) -> None:
                 args=(svc, session_id, None, item),
                 key=f"skip_{item}",
             )
-            st.button(
+            actions.button(
                 "Undo",
                 shortcut="U",
                 disabled=last is None or form_open,
@@ -172,9 +186,9 @@ def stopping_part(svc, run) -> None:
         on_change=_choose_stop_class,
         args=(svc, run.session_id, key),
         disabled=run.checking,
-        help="The stopping rules, the estimate of its items still unlabelled and the recall check work on this class "
+        help="The stopping rules, the estimate of its items still unlabelled and the random check work on this class "
         "against the others, whichever way items are picked. "
-        + ("Stop the recall check to change it." if run.checking else ""),
+        + ("Stop the random check to change it." if run.checking else ""),
     )
     if run.stopping_status() is None:
         st.caption(STOPPING_NOTE)
@@ -185,13 +199,16 @@ def stopping_part(svc, run) -> None:
 
 
 def auc_caption(multi_label: bool, when: str = "when it asked", against: str = "your answers") -> str:
-    """What the per-class chart shows, in plain words, and its technical name (``Advanced``)."""
+    """What the per-class chart shows, in plain words, why it reads low (the items asked are the hardest), and its
+    technical name (``Advanced``)."""
     than = "an item without it" if multi_label else "an item of another class"
     return (
         f"Each line: how often the model, {when}, rated an item of the class above {than} (0.5: no better "
         "than chance; 1: always), against "
         f"{against}. A class's line starts once the items rated include some in it and some out of it (not yet: "
-        "no point). Advanced: the ROC AUC of each class's one-vs-rest scores; dashed, their mean (macro AUC)."
+        "no point). When items are picked where the model is least sure, the items asked are the ones the model "
+        "found hardest, so this reads lower than it would on the whole pool, even below 0.5: it is not an estimate "
+        "of accuracy. Advanced: the ROC AUC of each class's one-vs-rest scores; dashed, their mean (macro AUC)."
     )
 
 
@@ -244,20 +261,11 @@ def class_toggles(
     return picked
 
 
-def _toggles(svc, session_id: int, classes, item: int | None, disabled: bool) -> None:
-    """A toggle per class (keys 1 to 9) and Submit (Enter) for the classes picked; none picked answers none of
-    these."""
+def _toggles(classes, session_id: int, item: int | None, disabled: bool) -> set[int]:
+    """A toggle per class (keys 1 to 9) for the set being made of ``item``; returns the classes picked (Submit, with
+    Enter, answers them; none picked answers none of these)."""
     state_key = None if item is None else picked_key(session_id, item)
-    picked = class_toggles(classes, state_key, disabled, [f"class_{k}_{item}" for k in range(len(classes))])
-    st.button(
-        "Submit" if picked else "Submit: none of these",
-        shortcut="Enter",
-        type="primary",
-        disabled=disabled,
-        on_click=_submit,
-        args=(svc, session_id, item),
-        key=f"submit_{item}",
-    )
+    return class_toggles(classes, state_key, disabled, [f"class_{k}_{item}" for k in range(len(classes))])
 
 
 def _keys(classes) -> str:

@@ -12,14 +12,14 @@ import streamlit as st
 
 from app import auth, charts
 from app.services.stopping import RULE_OPTIONS, check_blocked
-from app.services.vocabulary import RULE_TERMS, rule_words
+from app.services.vocabulary import CHECK_MEANING, RULE_TERMS, rule_words
 from app.ui.messages import guarded
 from app.ui.text import plain
 
 CHECK_HELP = (
     "Draws items at random from the unlabelled ones; each is labelled like any other. The check "
-    "passes when the draws show recall at or above the target with the stated confidence, and ends on "
-    "its own (back to the heuristic) when they show recall below it."
+    "passes when the draws show recall (the share of the positives found) at or above the target with the "
+    "stated confidence, and ends on its own (back to the model's picks) when they show recall below it."
 )
 
 
@@ -97,22 +97,23 @@ def show(svc, run, *, verdict_above: bool = False, gain_above: bool = False) -> 
             verdict(run)
         lines = [("✓ " if state.stop else "· ") + plain(rule_line(state)) for state in status.states]
         st.caption("  \n".join(lines))
+        st.caption(CHECK_MEANING)  # (the check's name in the buttons and lines above, said once in words)
         with st.expander("Advanced: the rules in the model's terms"):
             st.caption("  \n".join(plain(f"{words}: {term}") for words, term in RULE_TERMS.items()))
         buttons = st.container(horizontal=True)
         if status.checking:
             buttons.button(
-                "Stop the recall check",
+                "Stop the random check",
                 key="stop_check",
                 on_click=_stop_check,
                 args=(svc, run.session_id),
-                help="Back to the heuristic; the draws so far are kept.",
+                help="Back to the model's picks; the draws so far are kept.",
             )
         else:
             # disabled, with the reason, whenever the panel says a check cannot start (the same test)
             blocked = check_blocked(status.check)
             buttons.button(
-                "Start the recall check",
+                "Start the random check",
                 key="start_check",
                 on_click=_start_check,
                 args=(svc, run.session_id),
@@ -132,7 +133,7 @@ def show(svc, run, *, verdict_above: bool = False, gain_above: bool = False) -> 
             cols = st.columns(2)
             # in percent, as the panel says them ("recall ≥ 95% at 95% confidence"), not as 0.950
             cols[0].number_input(
-                "Target recall, %",
+                "Target recall (share of the positives to find), %",
                 min_value=50.0,
                 max_value=99.9,
                 value=_percent(status.target_recall),

@@ -142,16 +142,24 @@ CHECK_STRATEGY = "random (recall check)"
 #: each rule in a screener's words (the app shows these; the names stay for the settings under Advanced, the
 #: files and the command line); ``rule_words`` fills in a rule's number
 RULE_WORDS = {
-    "statistical": "a recall check reaches the target",
-    "statistical-run": "a recall check after irrelevant in a row",
-    "statistical-knee": "a recall check from the knee",
+    "statistical": "a random check shows you found enough",
+    "statistical-run": "a random check after irrelevant in a row",
+    "statistical-knee": "a random check once finding levels off",
     "knee": "relevant items found level off",
     "margin": "the model is sure of every item left",
     "stability": "the model has stopped changing",
     "consecutive": "stop after {n} irrelevant in a row",
 }
+#: the recall check in a screener's words (the app's buttons and messages say "random check"), and what it is, said
+#: next to it once on the stopping panel; "recall check" stays its name in the files and the design notes
+CHECK_NAME = "random check"
+CHECK_MEANING = (
+    "Random check: a check by random sample that you found enough (a recall check): items drawn at random "
+    "from those not yet labelled, which you label as any other, until they show with the stated confidence "
+    "that you found at least the target share of the positives."
+)
 #: the words of the recall check's random draws, as the heuristic that asked
-CHECK_WORDS = "drawn at random for the recall check"
+CHECK_WORDS = "drawn at random to check you found enough"
 #: knee rule: labels before the rule may fire (Cormack & Grossman's minimum effort)
 KNEE_MIN_LABELS = 150
 #: stability rule: stop-set size, labels between compared models, comparisons averaged, kappa to reach
@@ -1089,7 +1097,7 @@ def statistical_rule(check: RecallCheck) -> RuleState:
             f"{name}: the random draws found {last.positives if last else 0:,} positives in "
             f"{last.draws if last else 0:,}, which shows recall below "
             f"{_setting_pct(check.target_recall)}; "
-            "back to the heuristic, and start a new check when it stops finding positives",
+            "back to the model's picks, and start a new check when they stop finding positives",
             needed=None,
         )
     if check.phase == "heuristic" and check.urn == 0:  # nothing left unlabelled: recall is 1 exactly
@@ -1117,23 +1125,23 @@ def statistical_rule(check: RecallCheck) -> RuleState:
         if check.start == "yield":
             knee += (
                 f", sooner at the knee once the last {YIELD_WINDOW} labels find too few positives for "
-                "more heuristic labels to pay"
+                "more of the model's picks to pay"
             )
     if check.suggest:
-        when = "a recall check is suggested now"
+        when = "a random check is suggested now"
     elif check.gap_needed >= check.urn:  # a gap that long would go through every unlabelled item
         n_found = check.found_before
         why = f": one missed positive in {n_found + 1} is already below the target" if check.k_target <= 1 else ""
         when = (
-            f"too few positives found ({n_found}) for a recall check to be suggested yet{why}; start one when "
-            "the heuristic stops finding positives"
+            f"too few positives found ({n_found}) for a random check to be suggested yet{why}; start one when "
+            "the model's picks stop finding positives"
         )
     else:
         when = (
-            f"a recall check is suggested once {check.gap_needed:,} labels in a row bring no positive, or "
+            f"a random check is suggested once {check.gap_needed:,} labels in a row bring no positive, or "
             f"{knee}; now: {check.gap:,} in a row"
             if knee
-            else f"a recall check is suggested once {check.gap_needed:,} labels in a row bring no positive "
+            else f"a random check is suggested once {check.gap_needed:,} labels in a row bring no positive "
             f"(now: {check.gap:,} in a row)"
         )
     return RuleState(
@@ -1212,7 +1220,7 @@ def _probably(check: RecallCheck) -> str:
 #: reading (nearly) all that is left, rather than giving the count alone
 READ_MOST_SHARE = 0.5
 #: the outlook while no recall check can start (none before the first positive)
-CHECK_NEEDS_A_POSITIVE = "Guarantee: a recall check can start once a positive is labelled."
+CHECK_NEEDS_A_POSITIVE = "Guarantee: a random check can start once a positive is labelled."
 
 
 def check_blocked(check: RecallCheck) -> str | None:
@@ -1221,7 +1229,7 @@ def check_blocked(check: RecallCheck) -> str | None:
     if check.checking:
         return None
     if check.gap_needed is None:
-        return "A recall check can start once a positive is labelled."
+        return "A random check can start once a positive is labelled."
     if check.urn == 0:
         return "Every item is labelled: there is nothing left to check."
     return None
@@ -1250,7 +1258,7 @@ def outlook(check: RecallCheck) -> str:
         )
     if check.phase == "failed":
         return (
-            "Guarantee: not yet; a new recall check, with draws of its own, is suggested when the heuristic "
+            "Guarantee: not yet; a new random check, with draws of its own, is suggested when the model's picks "
             "stops finding positives."
         )
     if check.gap_needed is None:
@@ -1258,14 +1266,18 @@ def outlook(check: RecallCheck) -> str:
     planned = min(check.planned, check.urn)
     if check.urn and planned > READ_MOST_SHARE * check.urn:  # a check now is reading (nearly) everything
         return (
-            f"Guarantee: a recall check now would mean reading about {_pct(planned / check.urn)} of what is "
+            f"Guarantee: a random check now would mean reading about {_pct(planned / check.urn)} of what is "
             f"left (at least {count(planned, 'random draw')} of {count(check.urn, 'unlabelled item')}): keep "
-            "labelling first; the check is suggested when the heuristic stalls."
+            "labelling first; the check is suggested when the model's picks stop finding positives."
         )
     return (
-        f"Guarantee: at least {count(min(check.planned, check.urn), 'random draw')} once a recall check starts "
+        f"Guarantee: at least {count(min(check.planned, check.urn), 'random draw')} once a random check starts "
         "(more for every positive among them)"
-        + ("; a check is suggested now." if check.suggest else "; the check is suggested when the heuristic stalls.")
+        + (
+            "; a check is suggested now."
+            if check.suggest
+            else "; the check is suggested when the model's picks stop finding positives."
+        )
     )
 
 
@@ -1769,7 +1781,7 @@ def estimate_from_model(
             "model-based",
             f"the model's scores are calibrated once {min_labels} positive and "
             f"{min_labels} negative labels were scored when asked ({n_pos} and {n_neg} "
-            "so far); a recall check's random draws give an estimate at once",
+            "so far); the random draws of a random check give an estimate at once",
             found,
             float("nan"),
             float("nan"),
@@ -1783,7 +1795,7 @@ def estimate_from_model(
             # (the share of positive-negative pairs in which the positive scored higher is the ROC AUC)
             f"the model's scores when asked do not yet tell positives from negatives (a positive "
             f"scored above a negative in {auc:.0%} of the pairs; the estimate needs {min_auc:.0%}); "
-            "a recall check's random draws give an estimate",
+            "the random draws of a random check give an estimate",
             found,
             float("nan"),
             float("nan"),
@@ -1803,7 +1815,7 @@ def estimate_from_model(
     z = float(stats.norm.ppf(0.5 + confidence / 2.0))
     return _finish(
         "model-based",
-        f"{what} (no guarantee: the labelled items were chosen by the heuristic, not at random)",
+        f"{what} (no guarantee: the labelled items were picked by the model, not at random)",
         found,
         mean,
         mean - z * sd,
@@ -1848,7 +1860,8 @@ def estimate_remaining(
     if unlabelled_scores is None or asked_scores is None:
         return _finish(
             "model-based",
-            "the model's scores are not kept for a pool this large; a recall check's random draws give an estimate",
+            "the model's scores are not kept for a pool this large; the random draws of a random check give an "
+            "estimate",
             found,
             float("nan"),
             float("nan"),
@@ -1860,11 +1873,11 @@ def estimate_remaining(
         if 2 * len(top_first) > len(y):
             return _finish(
                 "model-based",
-                "most labels were asked by the heuristic "
+                "most labels were picked by "
                 f'"{heuristic_words(top_first[-1])}", the most likely positives first, '
                 "so the model's scores are calibrated on the top of its ranking "
-                "only and would put too many positives among the rest; a recall "
-                "check's random draws give an estimate",
+                "only and would put too many positives among the rest; the random "
+                "draws of a random check give an estimate",
                 found,
                 float("nan"),
                 float("nan"),
@@ -1899,6 +1912,8 @@ __all__ = [
     "CHECK_STRATEGY",
     "check_suggested",
     "check_target",
+    "CHECK_MEANING",
+    "CHECK_NAME",
     "CHECK_WORDS",
     "CheckDesign",
     "CheckRun",

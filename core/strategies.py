@@ -546,6 +546,7 @@ class Strategy:
     for labelling.  ``relevant_first``: it asks about the items most likely positive first (the
     screener's heuristic: on documents, the app's "auto" model is then the review model).
     ``words``: how it picks the next item in a screener's words (the app's New session form).
+    ``meaning``: what that way is good for, in a few words (the forms' help beside ``words``; empty: not said).
     """
 
     name: str
@@ -556,6 +557,7 @@ class Strategy:
     needs_oracle: bool = False
     relevant_first: bool = False
     words: str = ""
+    meaning: str = ""
 
     def __post_init__(self):
         if not callable(self.choose):
@@ -597,8 +599,16 @@ for _entry in (
         needs_whole_pool=True,
         relevant_first=True,
         words="Most likely relevant first",
+        meaning="finds the positives soonest (screening)",
     ),
-    Strategy("near-boundary", near_boundary, "incremental", needs_whole_pool=True, words="Most uncertain first"),
+    Strategy(
+        "near-boundary",
+        near_boundary,
+        "incremental",
+        needs_whole_pool=True,
+        words="Most uncertain first",
+        meaning="teaches the model fastest",
+    ),
     Strategy(
         "randomized-search",
         randomized_search,
@@ -613,7 +623,7 @@ for _entry in (
         streams=True,
         words="In turn, asking only about the items the model is unsure of",
     ),
-    Strategy("random", random_query, "lasvm", words="Random"),
+    Strategy("random", random_query, "lasvm", words="Random", meaning="gives an unbiased sample"),
     Strategy(
         "gradient",
         gradient,

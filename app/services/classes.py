@@ -60,14 +60,14 @@ logger = logging.getLogger(__name__)
 CLASS_COLD_START = "random (until two classes have answers)"
 #: a recall check's draw cannot be skipped (as in a two-class session)
 SKIP_IN_CHECK = (
-    "Skip is not available during the recall check: the test needs an answer for every item it draws. "
+    "Skip is not available during the random check: the test needs an answer for every item it draws. "
     "Label it, or stop the check."
 )
 #: a skip among an import file's answers (the classes are 0 to K - 1)
 SKIPPED = -1
 #: stopping works on one class against the rest, once the session names it
 NO_STOPPING = (
-    "Stopping rules and the recall check work on one class against the rest: first say which class you are "
+    "Stopping rules and the random check work on one class against the rest: first say which class you are "
     "looking for (under 'When can I stop?' on the Label page)."
 )
 
@@ -302,7 +302,7 @@ def why_chosen(strategy: str, extra: dict, n_available: int, n_answered_classes:
     if strategy == "least-certain-class":
         return (
             f"the model is least sure about '{extra['class']}' over the whole pool, and this item is the "
-            f"one nearest its boundary among {n_available:,} unlabelled items."
+            f"one it is least sure of for that class among {n_available:,} unlabelled items."
         )
     if strategy == "target-class":
         return f"the highest score for '{extra['class']}' among {n_available:,} unlabelled items."
@@ -1037,7 +1037,7 @@ class ClassesRun:
                 return self.tell(Outcome(True, f"Stopping already works on {chosen}."))
             if self.checking:
                 return self.tell(
-                    Outcome(False, "Stop the recall check first: its draws test the class it started on.", "warning")
+                    Outcome(False, "Stop the random check first: its draws test the class it started on.", "warning")
                 )
             stored = {**stopping_settings(self.info.params), "class": chosen}
             try:

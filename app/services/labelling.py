@@ -442,7 +442,7 @@ class LabellingRun:
                 return self.tell(
                     Outcome(
                         False,
-                        "Skip is not available during the recall check: the test needs an "
+                        "Skip is not available during the random check: the test needs an "
                         "answer for every item it draws. Label it, or stop the check.",
                         "warning",
                     )

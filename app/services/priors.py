@@ -198,7 +198,7 @@ def search_items(run, query: str, answered: Mapping[int, str]) -> SearchResult:
 
 #: a known item cannot be marked while a recall check draws (the same words for both kinds of session)
 NOT_DURING_CHECK = (
-    "Known items cannot be added during the recall check: its test needs the random draws alone. Finish or "
+    "Known items cannot be added during the random check: its test needs the random draws alone. Finish or "
     "stop the check first."
 )
 

@@ -611,20 +611,24 @@ class ProjectRun:
         return {"positive": sum(1 for v in self.model_labels.values() if v > 0)}
 
     def agreement_csv(self) -> bytes:
-        """One row per item with several answers: each member's answer, whether they agree, the settled answer."""
+        """One row per item with several answers: its key and display text (as the other exports name it), each
+        member's answer, whether they agree, the settled answer; every text escaped against formulas."""
         from storage.export import escape_cell
 
         report = self.agreement()
         names = sorted({name for votes in report.per_item.values() for name in votes})
         out = io.StringIO()
         writer = csv.writer(out, lineterminator="\r\n")
-        writer.writerow(["item_index", "item_key", *[escape_cell(n) for n in names], "agree", "settled"])
+        writer.writerow(
+            ["item_index", "item_key", "display_text", *[escape_cell(n) for n in names], "agree", "settled"]
+        )
         for item in sorted(report.per_item):
             votes = report.per_item[item]
             writer.writerow(
                 [
                     item,
                     escape_cell(self.item_display.key(item) or ""),
+                    escape_cell(self.item_display.text(item) or ""),
                     *[self._vote_cell(votes.get(n, "")) for n in names],
                     int(len(set(votes.values())) == 1),
                     self._vote_cell(report.settled.get(item, "")),

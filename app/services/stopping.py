@@ -251,10 +251,10 @@ class RunStopping:
             if self.run.problem is not None:
                 return self.run.tell(Outcome(False, self.run.problem, "error"))
             if self.checking:
-                return self.run.tell(Outcome(False, "A recall check is already on.", "warning"))
+                return self.run.tell(Outcome(False, "A random check is already on.", "warning"))
             if not any(a.value > 0 for a in self.run.answers):
                 return self.run.tell(
-                    Outcome(False, "A recall check needs at least one positive label first.", "warning")
+                    Outcome(False, "A random check needs at least one positive label first.", "warning")
                 )
             try:
                 self._store_stopping(checks=[*self.settings["checks"], self.readouts.n_labels], checking=True)
@@ -264,20 +264,20 @@ class RunStopping:
             return self.run.tell(
                 Outcome(
                     True,
-                    "Recall check started: the next items are drawn at random from the "
+                    "Random check started: the next items are drawn at random from the "
                     "unlabelled ones. Label each one; Skip is not available.",
                 )
             )
 
     def stop_check(
-        self, message: str = "Recall check stopped: back to the heuristic.", *, by: Identity | None = None
+        self, message: str = "Random check stopped: back to the model's picks.", *, by: Identity | None = None
     ) -> Outcome:
         """End the recall check on the analyst's word (or when its draws show recall below the target)."""
         with self.run.lock:
             if ended := self.run.accounts.sign_in_ended(by):
                 return self.run.tell(Outcome(False, ended, "error"))
             if not self.checking:
-                return self.run.tell(Outcome(False, "No recall check is on.", "warning"))
+                return self.run.tell(Outcome(False, "No random check is on.", "warning"))
             try:
                 self._store_stopping(checking=False)
             except ServiceError as error:
@@ -297,11 +297,11 @@ class RunStopping:
                 logger.warning("session %s: %s", self.run.session_id, error)
             self.run.ask()
             return (
-                "The random draws show recall below the target: back to the heuristic. Start a new check "
+                "The random draws show recall below the target: back to the model's picks. Start a new check "
                 "when it stops finding positives."
             )
         if status is not None and status.check.phase == "passed":
-            return "The recall check passed: you can stop."
+            return "The random check passed: you can stop."
         return None
 
     def forget_after_undo(self) -> None:
@@ -346,7 +346,7 @@ class RunStopping:
             pool_index=pool_index,
             score=score if np.isfinite(score) else None,
             strategy=rules.CHECK_STRATEGY,
-            reason=f"drawn at random from the {len(unlabelled):,} unlabelled items for the recall check{needed}",
+            reason=f"drawn at random from the {len(unlabelled):,} unlabelled items for the random check{needed}",
             query_ms=None,
         )
 

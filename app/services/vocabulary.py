@@ -9,12 +9,27 @@ losses.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import NamedTuple
 
 from core import solvers, stopping, strategies
 from core.kernels import KERNEL_NAMES
 from core.priors import PRIOR
 from core.solvers.ramp import LOSSES
+
+#: how items are chosen, in a screener's words, where the code says "heuristic" or "strategy": the New session and
+#: New project forms' choice, the Sessions list's column (a session's way), History's and My labels' (an answer's)
+PICK_NEXT = "How to pick the next item"
+PICKED_BY = "how items are picked"
+CHOSEN_BY = "how it was chosen"
+
+#: the team's agreement in words, its statistic's name beside it (the agreement file keeps the names alone)
+AGREEMENT_ALL = "Agreement among all members (Fleiss' kappa)"
+AGREEMENT_TWO = "agreement between the two (Cohen's kappa)"
+KAPPA_MEANING = (
+    "Agreement beyond chance: 1 when the answers always match, 0 when they match no more often than chance "
+    "would make them, below 0 when less often."
+)
 
 #: the heuristic of a label marked as known (``app.services.priors``) and of an imported one
 OTHER_HEURISTICS = {PRIOR: "marked as known", "imported": "imported from a file"}
@@ -62,6 +77,29 @@ CLASS_STRATEGY_WORDS = {
 MULTI_LABEL_STRATEGY_WORDS = {"least-sure-class": "Least sure on any class", "random": "Random"}
 
 
+#: what each way of picking items does, in a screener's words: the forms' help reads these beside the names above
+#: (the two-class ones: the registry's words and meanings, ``core.strategies``), so a name changed in its one place
+#: is changed in every list and help
+STRATEGY_MEANINGS = strategies.REGISTRY.name_table(lambda e: e.meaning, where=lambda e: bool(e.meaning))
+CLASS_STRATEGY_MEANINGS = {
+    "smallest-margin": "the item whose two best classes score closest",
+    "least-certain-class": "the class the model is least sure of, then the item it is least sure of for that class",
+    "target-class": "the item most likely of the class you are looking for, named below (screening for it)",
+    "random": "an unbiased sample",
+}
+MULTI_LABEL_STRATEGY_MEANINGS = {
+    "least-sure-class": "the item the model is least sure of on any class",
+    "random": "an unbiased sample",
+}
+
+
+def choices_help(meanings: Mapping[str, str], words=None) -> str:
+    """A form's help for a choice of how to pick items: each choice's name (``words``: a name's words; the K-class
+    and multi-label names by default, "Most likely <class>") and what it does."""
+    name = words or (lambda s: strategy_words(s, "<class>"))
+    return " ".join(f"{name(s)}: {meaning}." for s, meaning in meanings.items())
+
+
 def strategy_words(strategy: str, target: str | None = None) -> str:
     """A K-class strategy in a screener's words ("Most likely <class>" for ``target-class``)."""
     words = CLASS_STRATEGY_WORDS.get(strategy) or MULTI_LABEL_STRATEGY_WORDS.get(strategy, strategy)
@@ -94,6 +132,9 @@ def solver_words(name: str | None) -> str:
     return solvers.get(name).label if name in solvers.REGISTRY else str(name)
 
 
+#: the recall check in a screener's words ("random check") and, said once beside it, what it is
+CHECK_NAME, CHECK_MEANING = stopping.CHECK_NAME, stopping.CHECK_MEANING
+
 #: what the stopping rules' words are in the model's terms ("items the model is unsure of": inside the margin), for
 #: engineers, under Advanced
 RULE_TERMS = stopping.RULE_TERMS
@@ -111,6 +152,18 @@ def how_labelled(strategy: str | None, solver: str | None, params: dict | None =
 
 
 __all__ = [
+    "CLASS_STRATEGY_MEANINGS",
+    "MULTI_LABEL_STRATEGY_MEANINGS",
+    "STRATEGY_MEANINGS",
+    "choices_help",
+    "AGREEMENT_ALL",
+    "AGREEMENT_TWO",
+    "KAPPA_MEANING",
+    "CHOSEN_BY",
+    "PICK_NEXT",
+    "PICKED_BY",
+    "CHECK_MEANING",
+    "CHECK_NAME",
     "CLASS_STRATEGY_WORDS",
     "KERNEL_NAMES",
     "LOSSES",

@@ -115,7 +115,8 @@ def label_columns(matching) -> str:
 matching = [s for s in session_choices if session_id is None or s.id == session_id]
 st.caption(
     f"{len(frame)} labelled items match. Each row carries {label_columns(matching)}. It also holds who labelled "
-    "it and when, the heuristic and solver that asked, the score the "
+    "it and when, how the item was chosen (column strategy) and the model that asked (column solver), "
+    "the score the "
     "model gave it (empty during the cold start, when there was no model to ask), the model version, the "
     "timings, and who changed it later in the label history; the files add the item's numeric feature "
     "values (documents and molecules: their text, and their terms or bits only when asked for below the "

@@ -5,6 +5,7 @@ import streamlit as st
 
 from app import auth, navigation
 from app.services import Outcome
+from app.services.vocabulary import CHOSEN_BY
 from app.ui.messages import guarded, waiting_for_the_model
 from app.ui.state import annotator_filter, follow_address, service, session_label, show_session
 from app.ui.tables import (
@@ -202,7 +203,7 @@ if "score when asked" in table:  # (a session with named classes keeps every cla
     table = table.assign(**{"score when asked": score_cells(table)})
 # a removed or undone answer has no place: "–", not "None"
 table = table.assign(**{"#": table["#"].map(lambda p: "–" if pd.isna(p) else f"{int(p)}")})
-table = visible_cells(table.assign(**{"heuristic": heuristic_words_of(table)}))
+table = visible_cells(table.assign(**{"heuristic": heuristic_words_of(table)})).rename(columns={"heuristic": CHOSEN_BY})
 corrected = table[table["changes"].str.len() > 0]
 if len(corrected):
     st.markdown("**Changed or removed**")

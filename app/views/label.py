@@ -9,7 +9,15 @@ from app.services import DEFAULT_C, DEFAULT_SOLVER, LABEL_STRATEGIES, SOLVERS, S
 from app.services.classes import CLASS_STRATEGY_WORDS, MULTI_LABEL_STRATEGY_WORDS, strategy_words
 from app.services.common import FIND_CHARS
 from app.services.formatting import count
-from app.services.vocabulary import KERNEL_NAMES, LOSSES
+from app.services.vocabulary import (
+    CLASS_STRATEGY_MEANINGS,
+    KERNEL_NAMES,
+    LOSSES,
+    MULTI_LABEL_STRATEGY_MEANINGS,
+    PICK_NEXT,
+    STRATEGY_MEANINGS,
+    choices_help,
+)
 from app.ui.forms import C_MIN, classes_per_item, parse_gamma
 from app.ui.item import (
     draw_panel_item,
@@ -127,12 +135,11 @@ with (
         "It is shown beside the answer buttons.",
     )
     st.selectbox(
-        "How to pick the next item",
+        PICK_NEXT,
         list(LABEL_STRATEGIES),
         key="new_strategy",
         format_func=STRATEGY_WORDS.get,
-        help="Most likely relevant first finds the positives soonest (screening); most uncertain first "
-        "teaches the model fastest; random gives an unbiased sample.",
+        help=choices_help(STRATEGY_MEANINGS, STRATEGY_WORDS.__getitem__),
     )
     with st.expander("Named classes (3 to 9): one button per class"):
         st.text_input(
@@ -153,17 +160,14 @@ with (
             list(CLASS_STRATEGY_WORDS),
             key="new_class_strategy",
             format_func=lambda name: strategy_words(name, "<class>"),
-            help="Least sure between two classes: the item whose two best classes score closest. Least "
-            "sure class: the class the model is least sure of, then the item nearest its boundary. "
-            "Most likely <class>: the item most likely of the class you are looking for, named "
-            "below (screening for it). Random: an unbiased sample.",
+            help=choices_help(CLASS_STRATEGY_MEANINGS),
         )
         st.text_input(
             "Which class are you looking for? (for 'when can I stop')",
             key="new_target",
             placeholder="empty: the first class for Most likely <class>, else none yet",
             help="One of the classes above. The stopping rules, the estimate of its items still unlabelled and the "
-            "recall check work on it against the others, with any way of picking items (you can name or change "
+            "random check work on it against the others, with any way of picking items (you can name or change "
             "it later on the Label page). Most likely <class> also picks the items most likely of it first. With "
             "several classes per item, an item is one of it when its classes include it.",
         )
@@ -172,8 +176,7 @@ with (
             list(MULTI_LABEL_STRATEGY_WORDS),
             key="new_multi_label_strategy",
             format_func=MULTI_LABEL_STRATEGY_WORDS.get,
-            help="Least sure on any class: the item whose score is nearest the boundary of any class. Random: an "
-            "unbiased sample.",
+            help=choices_help(MULTI_LABEL_STRATEGY_MEANINGS),
         )
     st.radio(
         "Model",

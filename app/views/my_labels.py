@@ -6,7 +6,7 @@ import streamlit as st
 from app import auth
 from app.services import ServiceError
 from app.services.formatting import count
-from app.services.vocabulary import solver_words
+from app.services.vocabulary import CHOSEN_BY, solver_words
 from app.ui.state import service
 from app.ui.tables import heuristic_words_of, score_cells, table_height
 from app.ui.text import plain
@@ -35,6 +35,7 @@ if events:
     )
     # (the score's cells read the heuristic's code name: a cold start's has no score)
     table = table.assign(**{"score when asked": score_cells(table), "heuristic": heuristic_words_of(table)})
+    table = table.rename(columns={"heuristic": CHOSEN_BY})
     st.dataframe(table, hide_index=True, width="stretch", height=table_height(len(table)), key="my_labels")
 
 with st.expander("Change my password"), st.form("change_password", clear_on_submit=True):

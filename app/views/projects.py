@@ -9,7 +9,19 @@ from app.services import DEFAULT_C, LABEL_STRATEGIES, SOLVERS, ServiceError
 from app.services.classes import CLASS_STRATEGY_WORDS, MULTI_LABEL_STRATEGY_WORDS, strategy_words
 from app.services.common import FIND_CHARS
 from app.services.multi_label import set_words
-from app.services.vocabulary import heuristic_words, how_labelled, solver_words
+from app.services.vocabulary import (
+    AGREEMENT_ALL,
+    AGREEMENT_TWO,
+    CLASS_STRATEGY_MEANINGS,
+    KAPPA_MEANING,
+    MULTI_LABEL_STRATEGY_MEANINGS,
+    PICK_NEXT,
+    STRATEGY_MEANINGS,
+    choices_help,
+    heuristic_words,
+    how_labelled,
+    solver_words,
+)
 from app.ui.forms import C_MIN, classes_per_item
 from app.ui.item import show_item
 from app.ui.state import service
@@ -45,7 +57,13 @@ with (
         key="project_dataset",
         format_func={d.id: visible(f"{d.name} ({d.n_items:,} items)") for d in datasets}.get,
     )
-    strategy = right.selectbox("Heuristic", list(LABEL_STRATEGIES), key="project_strategy", format_func=heuristic_words)
+    strategy = right.selectbox(
+        PICK_NEXT,
+        list(LABEL_STRATEGIES),
+        key="project_strategy",
+        format_func=heuristic_words,
+        help=choices_help(STRATEGY_MEANINGS, heuristic_words),
+    )
     per_item = left.number_input(
         "Answers per item on the overlap share",
         min_value=1,
@@ -74,6 +92,7 @@ with (
             list(CLASS_STRATEGY_WORDS),
             key="project_class_strategy",
             format_func=lambda name: strategy_words(name, "<class>"),
+            help=choices_help(CLASS_STRATEGY_MEANINGS),
         )
         target = st.text_input(
             "Class to find first (Most likely)",
@@ -86,6 +105,7 @@ with (
             list(MULTI_LABEL_STRATEGY_WORDS),
             key="project_multi_label_strategy",
             format_func=MULTI_LABEL_STRATEGY_WORDS.get,
+            help=choices_help(MULTI_LABEL_STRATEGY_MEANINGS),
         )
     with st.expander("Advanced: the model"):  # (the model's own terms: kept out of a screener's way)
         low, high = st.columns(2)
@@ -196,9 +216,9 @@ report = run.agreement()
 fleiss = report.fleiss
 cols = st.columns(3)
 cols[0].metric(
-    "Fleiss' kappa",
+    AGREEMENT_ALL,
     "–" if fleiss is None or fleiss.value is None else f"{fleiss.value:.3f}",
-    help="All items with the project's number of answers, whoever gave them.",
+    help=f"{KAPPA_MEANING} All items with the project's number of answers, whoever gave them.",
 )
 cols[1].metric("Items with several answers", report.n_overlap_items)
 cols[2].metric("Waiting to be settled", len(report.disagreements))
@@ -210,8 +230,8 @@ if report.cohen:
                     "annotator A": a,
                     "annotator B": b,
                     "items both answered": k.n_items,
-                    "Cohen's kappa": "–" if k.value is None else f"{k.value:.3f}",
-                    "observed agreement": "–" if k.observed is None else f"{k.observed:.3f}",
+                    AGREEMENT_TWO: "–" if k.value is None else f"{k.value:.3f}",
+                    "share answered alike": "–" if k.observed is None else f"{k.observed:.3f}",
                 }
                 for (a, b), k in report.cohen.items()
             ]
@@ -220,9 +240,11 @@ if report.cohen:
         key="cohen_table",
     )
 undefined = [k for k in [fleiss, *report.cohen.values()] if k is None or k.value is None]
+st.caption(KAPPA_MEANING)
 if undefined:
     st.caption(
-        "Kappa is undefined (–) while every answer falls in one class, or no item has been answered by all it needs."
+        "The agreement (kappa) is undefined (–) while every answer falls in one class, or no item has been answered "
+        "by all it needs."
     )
 st.download_button(
     "Download agreement (CSV)",

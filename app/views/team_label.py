@@ -82,15 +82,19 @@ def team_panel(project_id: int) -> None:
     key = None if shown is None else run.item_display.key(item)
     preparing_model_notice()  # (a first start: what labelling needs is still being compiled)
     item_box = st.container(key="item_view")
-    with st.container(horizontal=True, key="team_buttons"):
+    # several classes per item: the toggles fill a row of their own and Submit, Skip and Undo the row below, so the
+    # actions never wrap apart (as on the Label page); otherwise the answers, Skip and Undo in one row
+    with st.container(key="team_buttons"):
         if run.multi_label:  # a toggle per class (keys 1 to 9) and Submit (Enter) for the classes picked
-            picked = class_toggles(
-                run.classes,
-                None if shown is None else _picked_key(project_id, item),
-                shown is None,
-                [f"team_class_{k}_{item}" for k in range(len(run.classes))],
-            )
-            st.button(
+            with st.container(horizontal=True, key="team_class_toggles"):
+                picked = class_toggles(
+                    run.classes,
+                    None if shown is None else _picked_key(project_id, item),
+                    shown is None,
+                    [f"team_class_{k}_{item}" for k in range(len(run.classes))],
+                )
+            actions = st.container(horizontal=True, key="team_actions")
+            actions.button(
                 "Submit" if picked else "Submit: none of these",
                 shortcut="Enter",
                 type="primary",
@@ -100,9 +104,10 @@ def team_panel(project_id: int) -> None:
                 key=f"team_submit_{item}",
             )
         elif run.has_classes:
+            actions = st.container(horizontal=True, key="team_actions")
             for k, name in enumerate(run.classes):
                 # a button's label is Markdown: the class name (the owner's own text) is shown as it is
-                st.button(
+                actions.button(
                     plain(name),  # its key: the hint Streamlit shows beside it
                     shortcut=str(k + 1),
                     type="primary" if k == 0 else "secondary",
@@ -112,7 +117,8 @@ def team_panel(project_id: int) -> None:
                     key=f"team_class_{k}_{item}",
                 )
         else:
-            st.button(
+            actions = st.container(horizontal=True, key="team_actions")
+            actions.button(
                 "Positive",
                 shortcut="P",
                 type="primary",
@@ -121,7 +127,7 @@ def team_panel(project_id: int) -> None:
                 args=(project_id, 1, shown),
                 key=f"team_positive_{item}",
             )
-            st.button(
+            actions.button(
                 "Negative",
                 shortcut="N",
                 disabled=shown is None,
@@ -129,7 +135,7 @@ def team_panel(project_id: int) -> None:
                 args=(project_id, -1, shown),
                 key=f"team_negative_{item}",
             )
-        st.button(
+        actions.button(
             "Skip",
             shortcut="S",
             disabled=shown is None,
@@ -137,7 +143,7 @@ def team_panel(project_id: int) -> None:
             args=(project_id, None if run.has_classes else 0, shown),
             key=f"team_skip_{item}",
         )
-        st.button("Undo", shortcut="U", on_click=_undo, args=(project_id,), key=f"team_undo_{item}")
+        actions.button("Undo", shortcut="U", on_click=_undo, args=(project_id,), key=f"team_undo_{item}")
     with item_box:
         if shown is None:
             st.success("Nothing is left for you in this project: every item has the answers it needs.")

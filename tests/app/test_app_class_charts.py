@@ -27,6 +27,12 @@ db_url = test_app.db_url  # a temporary SQLite file in MARGINLAB_DATABASE_URL
 
 TITLE = "How well the model ranks each class first"
 
+#: the AUC caption's reason it reads low: the items asked are the hardest
+HARDEST = (
+    "the items asked are the ones the model found hardest, so this reads lower than it would on the whole pool, "
+    "even below 0.5: it is not an estimate of accuracy"
+)
+
 
 def sklearn_aucs(member: np.ndarray, F: np.ndarray) -> list[float]:
     """Each class's AUC by scikit-learn (NaN where the rows hold no item in it or none out of it)."""
@@ -256,6 +262,8 @@ def test_the_label_page_shows_each_class_s_auc_for_every_kind_of_item(db_url, ki
     ]
     assert [len([v for v in t["y"] if v is not None]) for t in chart["data"]] == [1, 0, 1, 1]
     assert any("Advanced: the ROC AUC of each class" in c.value for c in at.caption)
+    # why it reads low (even below 0.5) when the items asked are the hardest: not an estimate of accuracy
+    assert any(HARDEST in c.value for c in at.caption), [c.value for c in at.caption]
     click_class(at, 1)
     assert [t["name"] for t in auc_chart(at)["data"]][:3] == ["one", "&lt;i&gt;two&lt;/i&gt;", "three"]
 
@@ -304,4 +312,4 @@ def test_label_together_shows_each_class_s_auc_to_the_owner_only(db_url, kind, r
     title = accuracy["layout"]["title"]["text"].replace("<br>", " ")
     assert title == "Accuracy and macro AUC of the scores before learning vs items learned"
     assert chart["layout"]["title"]["text"].replace("<br>", " ").endswith("(scores before learning) vs items learned")
-    assert any("just before it learned the item" in c.value for c in at.caption)
+    assert any("just before it learned the item" in c.value and HARDEST in c.value for c in at.caption)

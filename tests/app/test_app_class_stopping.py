@@ -110,10 +110,7 @@ def test_most_likely_for_the_class_stopped_on_gives_no_model_based_estimate_as_l
     assert run.stop_class == CLASSES[0] and "class" not in run.info.params["stopping"]
     answer_all(run, truth, 16)
     words = run.stopping_status().estimate.in_words()
-    assert (
-        "cannot estimate yet" in words
-        and f'most labels were asked by the heuristic "Most likely {CLASSES[0]}"' in words
-    )
+    assert "cannot estimate yet" in words and f'most labels were picked by "Most likely {CLASSES[0]}"' in words
     # stopping on another class: "Most likely cat" is not top-first for it
     assert run.set_stop_class(CLASSES[2]).ok and run.stop_class == CLASSES[2]
     assert "most labels were asked by" not in run.stopping_status().estimate.in_words()
@@ -146,7 +143,7 @@ def test_the_class_looked_for_is_changed_kept_by_undo_and_restart_and_refused_wh
     # during a recall check the class stays (its draws test the class it started on)
     assert again.start_check().ok
     refused = again.set_stop_class(CLASSES[0])
-    assert not refused.ok and "Stop the recall check first" in refused.message and again.stop_class == CLASSES[2]
+    assert not refused.ok and "Stop the random check first" in refused.message and again.stop_class == CLASSES[2]
     n = len(repo.list_sessions(svc.engine))
     with pytest.raises(ServiceError, match="is not one of the classes"):
         svc.start_session(dataset_id=dataset_id, annotator="ada", strategy="random", classes=CLASSES, target="cow")

@@ -561,7 +561,7 @@ def test_known_items_of_a_k_class_session_are_stored_as_priors_with_their_class_
     assert not missing.ok and "There is no item 99" in missing.message
     assert run.start_check().ok
     during = run.mark_known(second, 0)
-    assert not during.ok and "during the recall check" in during.message
+    assert not during.ok and "during the random check" in during.message
     assert len(repo.label_events(svc.engine, run.session_id)) == 5
     # a restart: the same answers, model and next item
     scores, item = run.model.decision_function(), run.shown.item_index

@@ -45,8 +45,12 @@ def test_the_projects_page_says_kappa_is_undefined_only_beside_an_undefined_kapp
     at.switch_page("views/projects.py").run()
     assert not at.exception, at.exception
     assert not any("undefined" in c.value for c in at.caption), [c.value for c in at.caption]
-    (table,) = [d for d in at.dataframe if "Cohen's kappa" in d.value]
-    assert list(table.value["Cohen's kappa"]) == ["0.545"]
+    # the statistic in words, its name beside it, and what its values mean
+    (table,) = [d for d in at.dataframe if "agreement between the two (Cohen's kappa)" in d.value]
+    assert list(table.value["agreement between the two (Cohen's kappa)"]) == ["0.545"]
+    assert any(
+        "1 when the answers always match, 0 when they match no more often than chance" in c.value for c in at.caption
+    )
 
 
 def test_after_creating_a_second_project_the_projects_page_shows_it(db_url):

@@ -144,9 +144,9 @@ def test_a_check_that_would_read_nearly_everything_is_said_plainly(db_url):
     at = at_address(run.session_id)
     said = [as_shown(m.value) for m in at.markdown if "Guarantee" in m.value]
     assert said == [
-        f"Guarantee: a recall check now would mean reading about {rules._pct(share)} of what is left "
+        f"Guarantee: a random check now would mean reading about {rules._pct(share)} of what is left "
         f"(at least {min(check.planned, check.urn):,} random draws of {check.urn:,} unlabelled items): "
-        "keep labelling first; the check is suggested when the heuristic stalls."
+        "keep labelling first; the check is suggested when the model's picks stop finding positives."
     ]
 
 
@@ -161,7 +161,7 @@ def test_the_recall_check_button_is_disabled_with_the_reason_whenever_a_check_ca
     said = [as_shown(m.value) for m in at.markdown if "Guarantee" in m.value]
     assert said == [rules.CHECK_NEEDS_A_POSITIVE]
     button = at.button(key="start_check")
-    assert button.disabled and button.help == "A recall check can start once a positive is labelled."
+    assert button.disabled and button.help == "A random check can start once a positive is labelled."
 
 
 # --------------------------------------------------------------------------- the early estimate

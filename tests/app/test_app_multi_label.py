@@ -236,6 +236,38 @@ def class_toggles(at):
     return {b.key: b for b in at.button if b.key and b.key.startswith("class_")}
 
 
+def button_rows(at) -> list[tuple[str, bool, list[str]]]:
+    """The keyed containers that hold buttons, in page order: (the container's key, whether it lays its buttons
+    out in a row, the keys of the buttons directly in it)."""
+    rows: list[tuple[str, bool, list[str]]] = []
+
+    def walk(node) -> None:
+        children = getattr(node, "children", None)
+        if not isinstance(children, dict):
+            return
+        proto = getattr(node, "proto", None)
+        block_id = str(getattr(proto, "id", "") or "")
+        keys = [c.key for c in children.values() if type(c).__name__ == "Button" and c.key]
+        if block_id and keys:
+            horizontal = proto.HasField("flex_container") and proto.flex_container.direction == 2
+            rows.append((block_id.rsplit("-", 1)[-1], horizontal, keys))
+        for child in children.values():
+            walk(child)
+
+    walk(at._tree)
+    return rows
+
+
+def assert_toggles_above_the_actions(at, toggles: str, actions: str, prefix: str = "") -> None:
+    """The class toggles fill a row of their own (container ``toggles``), Submit, Skip and Undo the row below it
+    (``actions``): with several classes the actions do not wrap apart from each other."""
+    rows = {key: (horizontal, buttons) for key, horizontal, buttons in button_rows(at)}
+    assert list(rows).index(toggles) < list(rows).index(actions), list(rows)
+    assert rows[toggles][0] and rows[actions][0], rows
+    assert all(k.startswith(f"{prefix}class_") for k in rows[toggles][1]), rows[toggles]
+    assert [k.split("_")[-2] for k in rows[actions][1]] == ["submit", "skip", "undo"], rows[actions]
+
+
 def toggle(at, k: int) -> None:
     (button,) = [b for key, b in class_toggles(at).items() if key.startswith(f"class_{k}_")]
     button.click().run()
@@ -280,6 +312,7 @@ def test_label_page_history_export_and_resume_of_a_multi_label_session(db_url):
     assert "\\*\\*billing\\*\\*" in labels[1], labels
     (button,) = [b for b in at.button if b.key and b.key.startswith("submit_")]
     assert button.proto.shortcut == "enter" and as_shown(button.label) == "Submit: none of these"
+    assert_toggles_above_the_actions(at, "class_toggles", "answer_actions")
     # a toggle picks its class and a second click drops it; nothing is stored before Submit
     toggle(at, 0)
     assert as_shown(class_toggles(at)[next(iter(class_toggles(at)))].label) == f"✓ {CLASSES[0]}"

@@ -146,3 +146,42 @@ def test_each_item_s_class_file_names_the_item_by_key_and_text_escaped_against_f
         key = f"{'=k' if i == 0 else 'k'}{i}"
         assert (row["item_key"], row["display_text"]) == (escape_cell(key), escape_cell(texts[i])), row
         assert not row["display_text"].startswith(("=", "+", "@")), row
+
+
+@pytest.mark.parametrize("kind", ["yes / no", "classes", "several"])
+def test_the_agreement_file_names_each_item_by_key_and_text_escaped_against_formulas(db_url, kind):
+    """The owner reads the agreement file without the app open: beside each item's key, the text a member read
+    (escaped as the other exports escape it, so a spreadsheet shows it and runs nothing)."""
+    import csv
+    import io
+
+    from storage.export import escape_cell
+
+    svc = MarginLab.from_url(db_url)
+    texts = ['=HYPERLINK("http://x")', "+1 robots", "a plain abstract", "@SUM(A1)"] * 3
+    data = "key,text\n" + "".join(f'k{i},"{t.replace(chr(34), chr(34) * 2)}"\n' for i, t in enumerate(texts))
+    result = svc.import_csv(data.encode(), name="abstracts", key_column="key", text_features=["text"])
+    assert result.created, result.message
+    options = {} if kind == "yes / no" else {"classes": CLASSES, "multi_label": kind == "several"}
+    project_id = make_project(
+        db_url,
+        result.dataset_id,
+        members=("ann", "bob"),
+        strategy="random",
+        labels_per_item=2,
+        overlap_share=1.0,
+        **options,
+    )
+    answer = {"yes / no": 1, "classes": 1, "several": [1]}[kind]
+    run = svc.open_project(project_id)
+    for name in ("ann", "bob") * 3:
+        asked = run.next_item(name)
+        assert run.answer(name, asked.item_index, answer, asked).ok
+    me = svc.sign_in("olga", test_app.PASSWORD)
+    table = svc.agreement_csv(me, project_id).decode().split("\r\n\r\n")[0]
+    rows = list(csv.DictReader(io.StringIO(table)))
+    assert rows and list(rows[0])[:3] == ["item_index", "item_key", "display_text"], rows
+    for row in rows:
+        i = int(row["item_index"])
+        assert (row["item_key"], row["display_text"]) == (f"k{i}", escape_cell(texts[i])), row
+        assert not row["display_text"].startswith(("=", "+", "@")), row

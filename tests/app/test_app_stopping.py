@@ -127,7 +127,7 @@ def test_draws_that_show_recall_below_target_send_the_session_back(db_url):
         item = run.shown.item_index
         outcome = run.answer(int(run.y_true[item]), item_index=item)
         said.append(outcome.message)
-    assert not run.checking and "back to the heuristic" in said[-1]
+    assert not run.checking and "back to the model's picks" in said[-1]
     status = run.stopping_status()
     assert status.check.phase == "failed" and not status.can_stop
     assert status.estimate.method == "random draws"
@@ -239,9 +239,9 @@ def test_label_page_shows_the_stopping_panel_and_runs_a_check(db_url):
     before = run.stopping_status()
     planned, urn = before.check.planned, before.check.urn
     assert before.outlook == (
-        f"Guarantee: a recall check now would mean reading about {rules._pct(planned / urn)} "
+        f"Guarantee: a random check now would mean reading about {rules._pct(planned / urn)} "
         f"of what is left (at least {planned:,} random draws of {urn:,} unlabelled items): "
-        "keep labelling first; the check is suggested when the heuristic stalls."
+        "keep labelling first; the check is suggested when the model's picks stop finding positives."
     )
     assert before.outlook in [as_shown(m.value) for m in at.markdown]
     assert len(at.get("plotly_chart")) == 5  # the four live charts and the gain curve

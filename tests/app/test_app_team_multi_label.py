@@ -12,6 +12,7 @@ from app.services import MarginLab
 from storage import teams
 from tests.app import test_app
 from tests.app.test_app import as_shown, shown_item, start_app
+from tests.app.test_app_multi_label import assert_toggles_above_the_actions
 from tests.app.test_app_team_classes import submitted_form, undo_then_skip
 
 pytestmark = pytest.mark.app  # pages through Streamlit's AppTest (a slow lane)
@@ -74,6 +75,7 @@ def test_members_answer_with_sets_blind_to_each_other_and_the_owner_settles_on_a
     assert "\\*\\*billing\\*\\*" in list(buttons.values())[1].label
     (submit,) = [b for b in ann.button if b.key and b.key.startswith("team_submit_")]
     assert (as_shown(submit.label), submit.proto.shortcut) == ("Submit: none of these", "enter")
+    assert_toggles_above_the_actions(ann, "team_class_toggles", "team_actions", prefix="team_")
     assert not [b for b in ann.button if b.key and b.key.startswith(("team_positive", "team_negative"))]
     assert any("**Enter** submit" in as_shown(c.value) for c in ann.caption)
     # a toggle picks its class (a tick), a second press drops it

@@ -84,7 +84,7 @@ def test_an_annotator_labels_in_a_project_and_sees_only_their_answers(db_url):
     # the owner sees the disagreement and settles it; the shared model learns the settled answer
     owner.switch_page("views/projects.py").run()
     owner.selectbox(key="project_shown").select(project.id).run()
-    assert [m.label for m in owner.metric][:1] == ["Fleiss' kappa"]
+    assert [m.label for m in owner.metric][:1] == ["Agreement among all members (Fleiss' kappa)"]
     settle = [b for b in owner.button if b.key == f"settle_pos_{second}"]
     assert settle, [b.key for b in owner.button]
     settle[0].click().run()

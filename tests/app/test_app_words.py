@@ -217,8 +217,8 @@ def test_the_sessions_table_says_how_a_session_with_classes_picks_items_in_words
     at = start_app()
     at.switch_page("views/sessions.py").run()
     assert not at.exception, at.exception
-    (table,) = [d for d in at.dataframe if "heuristic" in d.value.columns]
-    assert list(table.value["heuristic"]) == ["Most likely dog"]
+    (table,) = [d for d in at.dataframe if "how items are picked" in d.value.columns]
+    assert list(table.value["how items are picked"]) == ["Most likely dog"]
 
 
 def kinds_of_sessions(db_url) -> dict[str, int]:
@@ -251,7 +251,7 @@ def test_the_sessions_list_says_how_each_kind_of_session_picks_items_in_words(db
     at.switch_page("views/sessions.py").run()
     assert not at.exception, at.exception
     table = at.dataframe[0].value.set_index("id")
-    shown = {kind: table.loc[i, "heuristic"] for kind, i in ids.items()}
+    shown = {kind: table.loc[i, "how items are picked"] for kind, i in ids.items()}
     # the words the New session form showed, not the code names
     assert shown["classes"] == "Most likely sport", shown
     several = next(s for s in MULTI_LABEL_STRATEGY_WORDS if s != strategies.BASELINE)
@@ -290,3 +290,46 @@ def test_the_export_page_says_what_label_value_holds_for_the_session_s_kind(db_u
     # every session: what each kind's rows hold
     every = caption(None)
     assert "+1 / -1" in every and "summed" in every and "1 to 3" in every, every
+
+
+#: words a screener reads without knowing them (outside Advanced, and in the tooltips but the engineers' details)
+JARGON = ("heuristic", "recall check", "kappa", "seed", "near-boundary", "largest-positive")
+
+
+def tooltips(at: AppTest) -> list[str]:
+    """The tooltips of the page's elements outside Advanced (but the one "for engineers" under an item)."""
+    found = [str(getattr(node, "help", "") or "") for node in outside_advanced(at._tree)]
+    return [t for t in found if t and not t.startswith("Details for engineers")]
+
+
+def test_the_screener_pages_say_how_items_are_chosen_and_the_random_check_in_words(db_url):
+    """Label (its New session form and stopping panel), History, My labels, Sessions and Export say how an item
+    was chosen and the check by random sample in words; the check's statistical name, "recall check", only
+    beside what it is."""
+    from tests.app.test_app_pages import labelled
+
+    run = labelled(MarginLab.from_url(db_url), n=36)
+    run.start_check()
+    at = at_address(run.session_id)
+    said = {}
+    for page in ("label", "history", "my_labels", "sessions", "export"):
+        if page != "label":
+            at.switch_page(f"views/{page}.py").run()
+        assert not at.exception, (page, at.exception)
+        text = shown_text(at) + tooltips(at)
+        meaning = [t for t in text if "a check by random sample that you found enough (a recall check)" in t]
+        said[page] = sorted({w for w in JARGON for t in text if w in t.lower() and t not in meaning})
+        if page == "label":
+            assert meaning, text
+            # the New session form says what each way of picking items is good for, from the registry's entries
+            picker = at.selectbox(key="new_strategy")
+            assert picker.label == "How to pick the next item"
+            said_well = [f"{e.words}: {e.meaning}." for e in strategies.REGISTRY.entries() if e.meaning]
+            assert len(said_well) >= 3 and all(w in picker.help for w in said_well), picker.help
+            assert "Stop the random check" in text and "Chosen by **drawn at random to check you found enough**" in [
+                t.split(" · ")[0] for t in text
+            ], text
+        if page in ("history", "my_labels"):
+            (table,) = [d.value for d in at.dataframe]
+            assert "how it was chosen" in table.columns, table.columns
+    assert said == {page: [] for page in said}, said

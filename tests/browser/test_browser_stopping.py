@@ -54,7 +54,7 @@ def label_page_with_a_check(db_url: str, screenshot: Path, n_labels: int = 120, 
             with AppServer(db_url, log) as server:
                 page = open_app(browser, server.url)
                 seen["before"] = stopping_text(page)
-                page.get_by_role("button", name="Start the recall check").click()
+                page.get_by_role("button", name="Start the random check").click()
                 page.wait_for_function("() => document.body.innerText.includes('drawn at random')", timeout=60_000)
                 wait_for_app(page)
                 page.mouse.click(5, 5)
@@ -97,7 +97,7 @@ def test_stopping_panel_and_recall_check_in_chromium(tmp_path):
         assert f"{rule}:" not in before, (rule, before)
     assert (
         re.search(r"draw \d[\d,]* more random items to test recall ≥ 95% at 95% confidence", after)
-        or "back to the heuristic" in seen["why"]
+        or "back to the model's picks" in seen["why"]
         or "you can stop" in after.lower()
     ), after
     assert (tmp_path / "stopping.png").stat().st_size > 20_000

@@ -731,7 +731,7 @@ def test_the_earlier_rules_are_kept_by_name_statistical_knee_starts_at_the_knee(
         in st.statistical_rule(early).message
     )
     assert st.statistical_rule(run).rule == "statistical-run"
-    assert st.statistical_rule(run).message.startswith("statistical-run: a recall check is suggested once")
+    assert st.statistical_rule(run).message.startswith("statistical-run: a random check is suggested once")
     view = st.SessionView(labels=labels, drawn=np.zeros(n, dtype=bool), check_starts=(), checking=False, pool_size=pool)
     states = st.evaluate("statistical-knee,statistical-run", view)
     assert [s.rule for s in states] == ["statistical-knee", "statistical-run"]
@@ -906,10 +906,10 @@ def test_probable_labels_are_the_median_of_the_draws_the_check_will_need():
 def test_the_outlook_in_plain_words_before_during_and_after_a_check():
     heuristic = [1] * 95 + [-1] * 505
     for draws, words in [
-        ([], "Guarantee: at least 161 random draws once a recall check starts"),
+        ([], "Guarantee: at least 161 random draws once a random check starts"),
         ([-1] * 30, "Guarantee: 141 more random draws, if none of them is a positive"),
         ([-1] * 30 + [1] + [-1] * 19, "Guarantee: probably about 260 more random draws (at least 170"),
-        ([-1] * 10 + [1, 1], "Guarantee: not yet; a new recall check"),
+        ([-1] * 10 + [1, 1], "Guarantee: not yet; a new random check"),
     ]:
         labels, drawn = _history((heuristic, False), (draws, True))
         for start in ("yield", "knee", "run"):  # the guarantee's line does not depend on when the check started
@@ -928,18 +928,18 @@ def test_the_outlook_says_plainly_when_a_check_now_would_read_most_of_what_is_le
     share = min(early.planned, early.urn) / early.urn
     assert share > st.READ_MOST_SHARE
     assert st.outlook(early) == (
-        f"Guarantee: a recall check now would mean reading about {st._pct(share)} of "
+        f"Guarantee: a random check now would mean reading about {st._pct(share)} of "
         f"what is left (at least {early.planned:,} random draws of {early.urn} unlabelled "
-        "items): keep labelling first; the check is suggested when the heuristic stalls."
+        "items): keep labelling first; the check is suggested when the model's picks stop finding positives."
     )
     later = st.recall_check([1] * 95 + [-1] * 505, [False] * 600, [], checking=False, pool_size=1000)
     assert later.planned <= st.READ_MOST_SHARE * later.urn
-    assert st.outlook(later).startswith("Guarantee: at least 161 random draws once a recall check starts")
+    assert st.outlook(later).startswith("Guarantee: at least 161 random draws once a random check starts")
 
 
 def test_a_check_cannot_start_before_a_positive_nor_with_nothing_left_and_says_why():
     none_yet = st.recall_check([-1] * 10, [False] * 10, [], checking=False, pool_size=100)
-    assert st.check_blocked(none_yet) == "A recall check can start once a positive is labelled."
+    assert st.check_blocked(none_yet) == "A random check can start once a positive is labelled."
     assert st.outlook(none_yet) == st.CHECK_NEEDS_A_POSITIVE
     assert st.check_blocked(st.recall_check([1] + [-1] * 9, [False] * 10, [], checking=False, pool_size=100)) is None
     everything = st.recall_check([1] + [-1] * 9, [False] * 10, [], checking=False, pool_size=10)
