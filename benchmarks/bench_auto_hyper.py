@@ -25,10 +25,16 @@ update time (median and largest) of the label that reaches each moment, of the l
 the label it is due at, of the 5 labels after and of the others, with the choice made and applied at the
 moment's label ("sync", ``auto_lag=0``; the next ``--lag`` labels count as "during") and with it computed in
 the background and applied ``--lag`` labels later ("background"); labels back to back, or ``--think`` ms apart
-while a choice runs (an analyst reading the next item).
+while a choice runs (an analyst reading the next item); and per moment the seconds each background choice took
+from the label that started it to its result (the thread's 20 ms start delay included), median and largest over
+the seeds, with the number of labels it was due at that had to wait for it.  With ``--lags 2,5,10``: the choice
+applied that many labels after its moment as well (configs ``auto-lag2``, ``auto-lag5``, ``auto-lag10``;
+``auto-lag`` is the app's lag, ``DEFAULT_LAG``), each config's held-out AUC minus fixed per budget side by side
+with auto's (lag 0), and at the end the cells (dataset x budget) whose mean is below fixed: negative at four
+decimals, and by more than the tie (0.001).
 
 Run:  .venv/bin/python benchmarks/bench_auto_hyper.py [--seeds 5 --budget 200 --datasets digits,digits-2%
-      --configs fixed,auto]  (``--configs``: fixed and auto, and auto+cw unless left out)
+      --configs fixed,auto --lags 2,5]  (``--configs``: fixed and auto, and auto+cw unless left out)
 """
 
 from __future__ import annotations
@@ -36,6 +42,7 @@ from __future__ import annotations
 import argparse
 import os
 import time
+from typing import ClassVar
 
 import numpy as np
 
@@ -53,6 +60,7 @@ DATASETS = {
     "breast-cancer": ("breast-cancer", None, "rbf"),
     "nci-molecules": ("nci-molecules", None, "tanimoto"),
 }
+TIE = 1e-3  # (a seed's difference within it is a tie in the wins/ties/losses)
 CONFIGS = {
     "fixed": {},
     "auto": {"auto": ["C", "gamma"]},
@@ -60,6 +68,30 @@ CONFIGS = {
     "auto-lag": {"auto": ["C", "gamma"], "auto_lag": auto_hyper.DEFAULT_LAG},
     "auto+cw": {"auto": ["C", "gamma", "class_weight"]},
 }
+
+
+def lag_configs(lags: str) -> dict[str, dict]:
+    """``--lags 2,5,10``: the lagged config at each lag, named ``auto-lag2``, ``auto-lag5``, ``auto-lag10`` (a lag
+    of 0 is the config ``auto``)."""
+    out = {}
+    for text in filter(None, (t.strip() for t in lags.split(","))):
+        lag = auto_hyper.check_lag(int(text))
+        if lag == 0:
+            raise ValueError("a lag of 0 is the config auto (the choice applied at its moment)")
+        out[f"auto-lag{lag}"] = {"auto": ["C", "gamma"], "auto_lag": lag}
+    return out
+
+
+def below_fixed(means: list[float]) -> tuple[int, int]:
+    """Of the mean differences to fixed (one per dataset and checkpoint): how many are below fixed as
+    docs/benchmarks.md counts them (negative at four decimals) and how many by more than the tie of the
+    wins/ties/losses (0.001)."""
+    return sum(round(m, 4) < 0 for m in means), sum(m < -TIE for m in means)
+
+
+def wtl(d: np.ndarray) -> str:
+    """Wins / ties / losses of the seeds' differences (a tie: within ``TIE``)."""
+    return f"{int(np.sum(d > TIE))}/{int(np.sum(abs(d) <= TIE))}/{int(np.sum(d < -TIE))}"
 
 
 def data(name: str, seed: int):
@@ -178,6 +210,45 @@ def per_choice(name: str, seed: int, budget: int) -> list[str]:
     return lines
 
 
+def lag_of(params: dict) -> int:
+    return int(params.get("auto_lag", 0))
+
+
+def lag_table(res: dict[str, list], lagged: list[str], checkpoints: list[int], means: dict[str, list[float]]) -> None:
+    """Per checkpoint, each lagged config's mean held-out AUC difference to fixed (wins/ties/losses of the seeds),
+    side by side with auto (lag 0); each mean is added to ``means``."""
+    print(f"{'labels':>6} | " + " | ".join(f"{cfg + ' - fixed (w/t/l)':>26}" for cfg in lagged))
+    for k, c in enumerate(checkpoints):
+        f = np.array([r["auc"][k] for r in res["fixed"]])
+        cells = []
+        for cfg in lagged:
+            d = np.array([r["auc"][k] for r in res[cfg]]) - f
+            means[cfg].append(float(np.nanmean(d)))
+            cells.append(f"{np.nanmean(d):+17.4f} ({wtl(d):>6})")
+        print(f"{c:>6} | " + " | ".join(cells))
+
+
+class TimedChoiceJob(auto_hyper.ChoiceJob):
+    """A background choice (``--latency``) that notes the time it was queued (at the label that starts it) and
+    ended (its result ready, ``START_DELAY_S`` included), and whether the label it is due at found it ready."""
+
+    __slots__ = ("queued", "ended", "found_ready")
+    made: ClassVar[list[TimedChoiceJob]] = []
+
+    def __init__(self, key: tuple, spec: auto_hyper.ChoiceSpec) -> None:
+        self.queued, self.ended, self.found_ready = time.perf_counter(), 0.0, None
+        TimedChoiceJob.made.append(self)
+        super().__init__(key, spec)
+
+    def _run(self) -> None:
+        super()._run()
+        self.ended = time.perf_counter()
+
+    def result(self) -> dict | None:
+        self.found_ready = self.done()
+        return super().result()
+
+
 PARTS = ("moment", "during", "due", "after", "elsewhere")
 
 
@@ -190,11 +261,25 @@ def latency(name: str, seed: int, budget: int, lag: int, think_ms: float) -> dic
     out: dict[str, dict[str, list[float]]] = {}
     for mode, params in (("sync", {}), ("background", {"auto_lag": lag})):
         loop = new_loop(X[train], kernel, seed, dict(CONFIGS["auto"], **params))
-        while loop.n_labels < budget:
-            q = loop.next_query()
-            loop.teach(q.index, int(y[train][q.index]))
-            if think_ms and getattr(loop.solver, "hyper_pending", None) is not None:
-                time.sleep(think_ms / 1000)  # (the analyst reads the next item while the choice runs)
+        TimedChoiceJob.made.clear()
+        auto_hyper.ChoiceJob = TimedChoiceJob  # type: ignore[misc]  # (the solver makes its jobs with this name)
+        try:
+            while loop.n_labels < budget:
+                q = loop.next_query()
+                loop.teach(q.index, int(y[train][q.index]))
+                if think_ms and getattr(loop.solver, "hyper_pending", None) is not None:
+                    time.sleep(think_ms / 1000)  # (the analyst reads the next item while the choice runs)
+        finally:
+            auto_hyper.ChoiceJob = TimedChoiceJob.__bases__[0]  # type: ignore[misc]
+        while not all(job.ended for job in TimedChoiceJob.made):
+            time.sleep(0.01)  # (a choice not yet due at the budget: its time still counts)
+        if mode == "background":  # the seconds from each choice's start to its result, and the due labels that waited
+            out["choice s"], out["waited"] = {}, {}
+            for job in TimedChoiceJob.made:
+                moment = str(job.key[0])
+                out["choice s"].setdefault(moment, []).append(job.ended - job.queued)
+                if job.found_ready is not None:
+                    out["waited"].setdefault(moment, []).append(float(not job.found_ready))
         ms = [r.update_ms for r in loop.history]  # (label n is ms[n - 1])
         part = ["elsewhere"] * len(ms)
         for c in loop.solver.hyper_choices[1:]:
@@ -222,6 +307,9 @@ def main() -> None:
     ap.add_argument("--latency", action="store_true", help="per-label times around the moments, sync vs background")
     ap.add_argument("--lag", type=int, default=auto_hyper.DEFAULT_LAG, help="labels from a choice's start to its use")
     ap.add_argument("--think", type=float, default=0.0, help="ms between labels (--latency)")
+    ap.add_argument(
+        "--lags", default="", help="also the lagged config at these lags (2,5,10: configs auto-lag2, auto-lag5, ...)"
+    )
     args = ap.parse_args()
     if args.latency:
         print(f"load {os.getloadavg()[0]:.1f}; lag {args.lag}; {args.think:g} ms between labels; update ms per label")
@@ -233,6 +321,11 @@ def main() -> None:
                     v = np.concatenate([r[mode][p] for r in runs])
                     cells.append(f"{p} {np.median(v):.2f} / {v.max():.0f}" if len(v) else f"{p} -")
                 print(f"{name} {mode:>10} (median / largest ms): " + ", ".join(cells), flush=True)
+            print(f"{name} background choice s from its start to its result, median / largest (due labels that waited)")
+            for moment in sorted({m for r in runs for m in r["choice s"]}, key=int):
+                v = np.concatenate([r["choice s"].get(moment, []) for r in runs])
+                w = np.concatenate([r["waited"].get(moment, []) for r in runs])
+                print(f"  at {moment}: {np.median(v):.2f} / {v.max():.2f} ({int(w.sum())} of {len(w)})", flush=True)
         print(f"load {os.getloadavg()[0]:.1f}")
         return
     auto_hyper.MIN_PER_CLASS = args.min_per_class  # (a measurement of the wait; the solver's is the constant)
@@ -243,6 +336,10 @@ def main() -> None:
                 print("\n".join(per_choice(name, seed, args.budget)), flush=True)
         return
     configs = {cfg: CONFIGS[cfg] for cfg in args.configs.split(",")}
+    try:
+        configs.update(lag_configs(args.lags))
+    except ValueError as exc:
+        ap.error(f"--lags: {exc}")
     if "fixed" not in configs or "auto" not in configs:
         ap.error(f"--configs needs fixed and auto (and may add auto+cw), got {args.configs!r}")
     if args.choose_cpu:
@@ -257,6 +354,8 @@ def main() -> None:
         f"load {os.getloadavg()[0]:.1f}; seeds 0..{args.seeds - 1}; budget {args.budget}; near-boundary, "
         f"incremental, 10 random labels first; held-out AUC (30% of each dataset), mean over seeds"
     )
+    lagged = ["auto", *sorted((c for c in configs if c.startswith("auto-lag")), key=lambda c: lag_of(configs[c]))]
+    means: dict[str, list[float]] = {cfg: [] for cfg in lagged}  # (mean difference to fixed, per cell)
     for name in args.datasets.split(","):
         res: dict[str, list] = {cfg: [] for cfg in configs}
         for seed in range(args.seeds):
@@ -270,9 +369,6 @@ def main() -> None:
             + (f" | {'auto+cw':>7} | {'cw - auto':>9} | cw w/t/l | {'cw - fixed':>10}" if cw else "")
             + (f" | {'auto-lag':>8} | {'lag - fixed':>11} | lag w/t/l" if "auto-lag" in res else "")
         )
-
-        def wtl(d: np.ndarray) -> str:
-            return f"{int(np.sum(d > 1e-3))}/{int(np.sum(abs(d) <= 1e-3))}/{int(np.sum(d < -1e-3))}"
 
         for k, c in enumerate(checkpoints):
             f, a = (np.array([r["auc"][k] for r in res[cfg]]) for cfg in ("fixed", "auto"))
@@ -289,6 +385,8 @@ def main() -> None:
                 g = np.array([r["auc"][k] for r in res["auto-lag"]])
                 line += f" | {np.nanmean(g):8.4f} | {np.nanmean(g - f):+11.4f} | {wtl(g - f):>9}"
             print(line)
+        if len(lagged) > 1:
+            lag_table(res, lagged, checkpoints, means)
         med = {cfg: float(np.median(np.concatenate([r["ms"] for r in rs]))) for cfg, rs in res.items()}
         print("update ms per label, median: " + ", ".join(f"{cfg} {m:.2f}" for cfg, m in med.items()))
         for cfg in [c for c in ("auto", "auto+cw") if c in res]:
@@ -311,6 +409,15 @@ def main() -> None:
                         for n, C, g, cw in r["chosen"]
                     )
                 )
+    if len(lagged) > 1:
+        print(
+            f"\ncells below fixed (mean difference negative at 4 decimals; by more than the tie {TIE:g}), of "
+            f"{len(means['auto'])}: "
+            + ", ".join(
+                "{} (lag {}) {} ({} beyond the tie)".format(cfg, lag_of(configs[cfg]), *below_fixed(means[cfg]))
+                for cfg in lagged
+            )
+        )
     print(f"\n{time.perf_counter() - t_start:.0f} s")
 
 
