@@ -20,14 +20,15 @@ an auto run, with and without the class weight (load-independent, unlike the upd
 with the fixed defaults, with the grid point of the lowest leave-one-out balanced error (then the higher
 AUC), with that of the highest leave-one-out AUC (then the lower balanced error; the solver's rule, ``rank``,
 also puts the points of balanced error 1/2 or more last) and with the best grid point.  ``--min-per-class``
-sets the labels of each class a choice waits for.  With ``--latency``: per dataset and seed, the per-label
-update time (median and largest) of the label that reaches each moment, of the labels while its choice runs, of
-the label it is due at, of the 5 labels after and of the others, with the choice made and applied at the
-moment's label ("sync", ``auto_lag=0``; the next ``--lag`` labels count as "during") and with it computed in
-the background and applied ``--lag`` labels later ("background"); labels back to back, or ``--think`` ms apart
-while a choice runs (an analyst reading the next item); and per moment the seconds each background choice took
-from the label that started it to its result (the thread's 20 ms start delay included), median and largest over
-the seeds, with the number of labels it was due at that had to wait for it.  With ``--lags 2,5,10``: the choice
+sets the labels of each class a choice waits for. With ``--latency``: per dataset and seed, the per-label update
+time (median and largest) of the label that reaches each moment, of the labels while its choice runs, of the label
+it is due at, of the 5 labels after and of the others (the labels while it runs split: "fed", given once its
+background job has finished and fed into its prebuilt model, and "during", the others), with the choice made and
+applied at the moment's label ("sync", ``auto_lag=0``; the next ``--lag`` labels count as "during") and with it
+computed in the background and applied ``--lag`` labels later ("background"); labels back to back, or ``--think``
+ms apart while a choice runs (an analyst reading the next item); and per moment the seconds each background choice
+took from the label that started it to its result (the thread's 20 ms start delay included), median and largest
+over the seeds, with the number of labels it was due at that had to wait for it. With ``--lags 2,5,10``: the choice
 applied that many labels after its moment as well (configs ``auto-lag2``, ``auto-lag5``, ``auto-lag10``;
 ``auto-lag`` is the app's lag, ``DEFAULT_LAG``), each config's held-out AUC minus fixed per budget side by side
 with auto's (lag 0), and at the end the cells (dataset x budget) whose mean is below fixed: negative at four
@@ -235,10 +236,10 @@ class TimedChoiceJob(auto_hyper.ChoiceJob):
     __slots__ = ("queued", "ended", "found_ready")
     made: ClassVar[list[TimedChoiceJob]] = []
 
-    def __init__(self, key: tuple, spec: auto_hyper.ChoiceSpec) -> None:
+    def __init__(self, key: tuple, spec: auto_hyper.ChoiceSpec, relearn: auto_hyper.RelearnSpec | None = None) -> None:
         self.queued, self.ended, self.found_ready = time.perf_counter(), 0.0, None
         TimedChoiceJob.made.append(self)
-        super().__init__(key, spec)
+        super().__init__(key, spec, relearn)
 
     def _run(self) -> None:
         super()._run()
@@ -249,13 +250,14 @@ class TimedChoiceJob(auto_hyper.ChoiceJob):
         return super().result()
 
 
-PARTS = ("moment", "during", "due", "after", "elsewhere")
+PARTS = ("moment", "during", "fed", "due", "after", "elsewhere")
 
 
 def latency(name: str, seed: int, budget: int, lag: int, think_ms: float) -> dict[str, dict[str, list[float]]]:
     """Per-label update ms (the loop's ``update_ms``) of the label that reaches each moment, of the labels while
-    the background choice runs, of the label it is due at, of the 5 labels after it, and of every other label;
-    "sync" (``auto_lag=0``: the moment's label is the one it is due at) and "background"."""
+    the background choice runs (those given after its job finished, fed into its prebuilt model, apart), of the
+    label it is due at, of the 5 labels after it, and of every other label; "sync" (``auto_lag=0``: the moment's
+    label is the one it is due at) and "background"."""
     X, y, kernel = data(name, seed)
     train, _ = stratified_split(y, 0.3, np.random.default_rng([seed, 0xE7A1]))
     out: dict[str, dict[str, list[float]]] = {}
@@ -263,10 +265,15 @@ def latency(name: str, seed: int, budget: int, lag: int, think_ms: float) -> dic
         loop = new_loop(X[train], kernel, seed, dict(CONFIGS["auto"], **params))
         TimedChoiceJob.made.clear()
         auto_hyper.ChoiceJob = TimedChoiceJob  # type: ignore[misc]  # (the solver makes its jobs with this name)
+        fed: set[int] = set()  # (the labels fed into a finished job's prebuilt model: that job done before the label)
         try:
             while loop.n_labels < budget:
                 q = loop.next_query()
+                job = auto_hyper._running.get(getattr(loop.solver, "_lineage", None))
+                feeds = job is not None and job.done() and job._prebuilt is not None
                 loop.teach(q.index, int(y[train][q.index]))
+                if feeds:
+                    fed.add(loop.n_labels)
                 if think_ms and getattr(loop.solver, "hyper_pending", None) is not None:
                     time.sleep(think_ms / 1000)  # (the analyst reads the next item while the choice runs)
         finally:
@@ -285,7 +292,12 @@ def latency(name: str, seed: int, budget: int, lag: int, think_ms: float) -> dic
         for c in loop.solver.hyper_choices[1:]:
             start, due = c.get("started", c["n_labels"]), c["n_labels"]
             for n in range(start, min(len(ms), due + 5) + 1):
-                part[n - 1] = "moment" if n == start else "during" if n < due else "due" if n == due else "after"
+                if n == start:
+                    part[n - 1] = "moment"
+                elif n < due:
+                    part[n - 1] = "fed" if n in fed else "during"
+                else:
+                    part[n - 1] = "due" if n == due else "after"
             if mode == "sync":  # (the moment's label is the due label; the next lag labels count as "during")
                 for n in range(start + 1, min(len(ms), start + lag) + 1):
                     part[n - 1] = "during"

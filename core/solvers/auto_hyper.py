@@ -92,7 +92,13 @@ matches: the labels it learned still the first ones in learning order with the s
 labels give at the due label those it used, the parameters, the store's size and its largest kernel value
 unchanged; otherwise (a label before the start corrected or unlearned under a pending choice, "balanced" weights
 moved by the labels since), and when there is no background job (a lag of 0, a restored solver), the labels are
-relearned in place as before.  Undoing or correcting labels learned after the start keeps it.  When the choice
+relearned in place as before.  Undoing or correcting labels learned after the start keeps it while they are not
+fed (below).  Once the job is done (checked without waiting), each label the labelling thread learns also feeds
+the labels learned since into the prebuilt solver, in learning order (``Prebuilt.feed``, the same steps taken
+earlier, so the same bits), and the due label has only its own label left to learn.  A label fed and then undone,
+unlearned or corrected is not unlearned there (an exact solver's unlearning is exact in value, not in bits): the
+prebuilt solver is let go and the due label relearns in place.  The pool is still rescored at the due label (its
+scores are of the model with the due label learned).  When the choice
 keeps the values, nothing is prebuilt (nothing is relearned).  The prebuilt solver reads the solver's rows
 through a store of its own over the same arrays (``_shared_rows``: not copied; the labelling thread only ever
 writes past them), has a kernel cache of its own (the solver's budget; the one the due label keeps, the old one
@@ -487,6 +493,38 @@ class Prebuilt:
     n_store: int
     largest_diag: Any
 
+    def feed(self, solver) -> bool:
+        """Learn into the prebuilt solver the labels ``solver`` has learned beyond those it holds, in learning order
+        (the labelling thread, once the job is done: the steps ``AutoHyper._continue_prebuilt`` would take at the
+        due label, taken one label at a time as they come, so the same model bit for bit).  False when it no longer
+        matches ``solver``'s labels (a label it learned unlearned, undone or corrected, fewer labels than it holds,
+        the store grown) or a step failed: not usable, the due label relearns in place.  An exact solver's
+        unlearning is exact in value, not in bits, so a label fed is never unlearned here."""
+        order, k = solver.labelled_, len(self.order)
+        if not (
+            len(order) >= k
+            and len(solver.store) == self.n_store
+            and np.array_equal(order[:k], self.order)
+            and np.array_equal(solver.y[self.order], self.labels)
+        ):
+            return False
+        if len(order) == k:
+            return True
+        items = order[k:].copy()
+        labels = solver.y[items].copy()
+        fresh = self.solver
+        fresh._relearning = True
+        try:
+            for i, y in zip(items.tolist(), labels.tolist(), strict=True):
+                fresh.learn(i, y)
+        except Exception:  # (half fed: not usable; the due label relearns in place and meets it in the open)
+            return False
+        finally:
+            fresh._relearning = False
+        self.order = np.concatenate([self.order, items])
+        self.labels = np.concatenate([self.labels, labels])
+        return True
+
 
 @dataclass
 class RelearnSpec:
@@ -621,6 +659,15 @@ class ChoiceJob:
             raise self._error
         return self._result
 
+    def feed(self, solver) -> None:
+        """Once done: the labels ``solver`` learned since, fed into the prebuilt model (``Prebuilt.feed``), which
+        is let go when it no longer matches them."""
+        prebuilt = self._prebuilt
+        if prebuilt is None or not self._done.is_set() or self._error is not None:
+            return
+        if not prebuilt.feed(solver):
+            self._prebuilt = None
+
     def owner_gone(self) -> None:
         """The solver that started the job is gone (its session closed or dropped before the due label): the
         prebuilt model, a solver with its kernel cache, is let go (the choice itself, a few numbers, is kept for
@@ -717,6 +764,8 @@ class AutoHyper:
             if self.hyper_pending is None:
                 self._start_if_due()
             changed = self._apply_if_due()
+            if not changed:
+                self._feed_prebuilt()
         self._cancel_orphans()
         if not changed:
             return result
@@ -854,6 +903,14 @@ class AutoHyper:
             return self._pending_spec(pending).run(), None
         assert job is not None
         return result, job.take_prebuilt() if take else None
+
+    def _feed_prebuilt(self) -> None:
+        """Under a pending choice whose background job is done (checked without waiting): the labels learned since
+        fed into its prebuilt model now, label by label, so that the due label has only its own left to learn."""
+        pending = self.hyper_pending
+        job = _running.get(self._lineage)
+        if pending is not None and job is not None and job.done() and job.key == _key(pending):
+            job.feed(self)
 
     def _apply_if_due(self) -> bool:
         """At (or past) the label a pending choice is due at: record it and relearn with its values."""

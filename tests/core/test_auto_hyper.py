@@ -6,7 +6,8 @@ loop continuing bit for bit, a state saved before the class weight could be chos
 the re-choice target refused; a choice in the background, and the model with its values prebuilt in the
 background and continued at the label it is due at, bit for bit the model relearned in place (with and without
 a new gamma or class weight, after an undo, a correction and a resume), and not used when it no longer
-matches the labels."""
+matches the labels; the labels given once its job finished fed into it one by one, the same bits, and a label fed
+then undone or corrected sending the due label back to relearning in place."""
 
 from __future__ import annotations
 
@@ -707,16 +708,10 @@ def test_the_model_prebuilt_in_the_background_is_the_model_relearned_in_place(so
     assert len(gammas) > 1 if auto == ["C", "gamma"] else len(gammas) == 1
 
 
-@pytest.mark.parametrize("solver", EXACT)
-def test_a_prebuilt_model_after_an_undo_a_correction_and_a_resume_is_the_model_relearned_in_place(solver, monkeypatch):
-    import threading
-
-    from core.solvers import auto_hyper
-
-    release = threading.Event()  # each background job finishes late, at the label it is due at
-    monkeypatch.setattr(auto_hyper, "worker_hook", lambda key: release.wait())
-    monkeypatch.setattr(auto_hyper, "wait_hook", lambda key: release.set())
-    paths = applied_paths(monkeypatch)
+def side_by_side(solver, paths: list[bool], after_back):
+    """Two loops over the same items, one applying each choice in the foreground, one in the background, and
+    ``both(step)``: the step taken by each (``after_back(back)`` after the background one's), then the same model
+    and pool scores checked; it returns how the background loop applied its choices meanwhile (``paths``)."""
     X, y = curved(300, seed=7)
     params = dict(LAGGED, auto_grid={"C": [0.5, 5.0, 50.0], "gamma": [0.5, 2.0]})
     config = dict(strategy="near-boundary", solver=solver, seed=2, initial=4)
@@ -727,11 +722,26 @@ def test_a_prebuilt_model_after_an_undo_a_correction_and_a_resume_is_the_model_r
         step(fore)
         paths.clear()
         step(back)
-        release.clear()
+        after_back(back)
         taken = list(paths)
         same_solver(fore.solver, back.solver)
         assert np.array_equal(fore.pool_scores(), back.pool_scores())
         return taken
+
+    return X, y, fore, back, both
+
+
+@pytest.mark.parametrize("solver", EXACT)
+def test_a_prebuilt_model_after_an_undo_a_correction_and_a_resume_is_the_model_relearned_in_place(solver, monkeypatch):
+    import threading
+
+    from core.solvers import auto_hyper
+
+    release = threading.Event()  # each background job finishes late, at the label it is due at
+    monkeypatch.setattr(auto_hyper, "worker_hook", lambda key: release.wait())
+    monkeypatch.setattr(auto_hyper, "wait_hook", lambda key: release.set())
+    paths = applied_paths(monkeypatch)
+    X, y, fore, back, both = side_by_side(solver, paths, lambda back: release.clear())
 
     taken: list[bool] = []
     for _ in range(22):  # the choice of 20 labels started at 20, due at 24
@@ -874,3 +884,81 @@ def test_a_prebuilt_model_is_let_go_with_the_solver_that_started_it():
     del s
     gc.collect()
     assert job._prebuilt is None and job.result() is not None  # (the choice itself, a few numbers, is kept)
+
+
+# -- the labels given after the background job finished, fed into its prebuilt model as they come -----------------
+@pytest.mark.parametrize("solver", EXACT)
+@pytest.mark.parametrize("auto", [["C", "gamma"], ["C"]])
+def test_the_labels_given_after_the_job_finished_are_fed_into_the_prebuilt_model_one_by_one(solver, auto, monkeypatch):
+    from core.solvers import auto_hyper
+
+    paths = applied_paths(monkeypatch)
+    X, y = curved(60, seed=3)
+    config = dict(LAGGED, auto=auto, auto_grid={"C": [0.5, 5.0, 50.0], "gamma": [0.5, 2.0]})
+    fore = make_solver(solver, X, **config, auto_background=False)
+    back = make_solver(solver, X, **config)
+    held, taken = [], []  # (the labels the prebuilt model holds before each label under a pending choice)
+    for i in range(40):
+        fore.learn(i, float(y[i]))
+        job = auto_hyper._running.get(back._lineage)
+        if back.hyper_pending is not None and job is not None and job._prebuilt is not None:
+            held.append((len(back.labelled_), len(job._prebuilt.order)))
+        paths.clear()
+        back.learn(i, float(y[i]))
+        taken += paths
+        if back.hyper_pending is not None:
+            back.wait_for_choice()  # (the job finishes before the next label: each label after it is fed)
+        same_solver(fore, back)
+    # before each label after a choice's start the prebuilt model already held every label learned
+    assert held and all(n == k for n, k in held)
+    ch = back.hyper_choices  # (a model is prebuilt for each choice that changed the values)
+    starts = [c["started"] for a, c in zip(ch, ch[1:], strict=False) if (a["C"], a["gamma"]) != (c["C"], c["gamma"])]
+    assert starts and sorted({n for n, _ in held}) == [n for s in starts for n in range(s, s + 4)]
+    assert taken == [True] * len(starts)
+
+
+@pytest.mark.parametrize("solver", EXACT)
+def test_an_undo_or_a_correction_of_a_label_fed_sends_the_due_label_back_to_relearning_in_place(solver, monkeypatch):
+    paths = applied_paths(monkeypatch)
+
+    def finished(back) -> None:
+        if back.solver.hyper_pending is not None:
+            back.solver.wait_for_choice()  # (the job finishes at once: each label after it is fed)
+
+    X, y, fore, back, both = side_by_side(solver, paths, finished)
+
+    taken: list[bool] = []
+    for _ in range(12):  # the choice of 10 labels started at 10, due at 14; labels 11 and 12 fed
+        taken += both(lambda loop: answered(loop, y, 1))
+    assert back.solver.hyper_pending["started"] == 10 and not taken
+    item, label = back.events[-1]
+    both(lambda loop: loop.change_label(item, -label))  # a label fed corrected: not unlearned there (not in bits)
+    assert back.solver.hyper_pending["started"] == 10
+    for _ in range(2):
+        taken += both(lambda loop: answered(loop, y, 1))
+    assert [c["n_labels"] for c in back.solver.hyper_choices] == [0, 14] and taken == [False]
+    for _ in range(8):  # the choice of 20 labels started at 20, due at 24; labels 21 and 22 fed
+        taken += both(lambda loop: answered(loop, y, 1))
+    both(lambda loop: loop.undo())  # a label fed undone
+    assert back.solver.hyper_pending["started"] == 20
+    for _ in range(3):
+        taken += both(lambda loop: answered(loop, y, 1))
+    assert [c["n_labels"] for c in back.solver.hyper_choices] == [0, 14, 24] and taken == [False, False]
+    # resumed with a choice pending and labels fed: the restored loop relearns in place, the one that goes on
+    # continues its fed model; the same model
+    for _ in range(8):  # (the choice of 30 labels: fed 31 and 32)
+        taken += both(lambda loop: answered(loop, y, 1))
+    assert back.solver.hyper_pending["started"] == 30
+    resumed = ActiveLearningLoop.from_state(*back.to_state(), X)
+    taken_back, taken_resumed = [], []
+    for _ in range(2):
+        paths.clear()
+        answered(back, y, 1)
+        taken_back += paths
+        paths.clear()
+        answered(resumed, y, 1)
+        taken_resumed += paths
+        same_solver(resumed.solver, back.solver)
+        assert np.array_equal(resumed.pool_scores(), back.pool_scores())
+    assert [c["n_labels"] for c in back.solver.hyper_choices] == [0, 14, 24, 34]
+    assert taken_back == [True] and taken_resumed == [False]
