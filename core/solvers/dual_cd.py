@@ -49,7 +49,7 @@ from typing import Any, ClassVar
 import numpy as np
 import scipy.sparse as sp
 
-from core.solvers._dual_cd_jit import BUDGET, dcd_passes, weight_vector
+from core.solvers._dual_cd_jit import BUDGET, block_append, dcd_passes, weight_vector
 from core.solvers.base import NumericalError, OnlineSolver, RatioClassWeights, StepResult, StepTimer
 
 # times w is recomputed from a and the KKT conditions checked with it before a step gives up as inexact
@@ -106,6 +106,8 @@ class DualCDSVM(RatioClassWeights, OnlineSolver):
         self.n_passes_ = 0  # coordinate passes over the learned rows, since made or loaded
         self._local: np.ndarray | None = None  # the compiled passes' scratch space (``_scratch``)
         self._touched = np.zeros(0, dtype=np.int64)  # the features of the labelled rows (where w is not 0)
+        self._block: tuple | None = None  # the learned rows copied for the passes (``_block_for``)
+        self._block_map: np.ndarray | None = None  # the block's number of each feature (-1: not in it)
         super().__init__(X, **params)
         if self.dtype != "float64":
             raise ValueError(f"the dual-cd solver works on float64 rows, got dtype={self.dtype!r}")
@@ -167,6 +169,35 @@ class DualCDSVM(RatioClassWeights, OnlineSolver):
         gamma, coef0 = self._map
         self.f = gamma * (X @ self.w) + coef0 * self.s
 
+    def _block_for(self, L: np.ndarray) -> tuple:
+        """The block of the learned rows ``L`` for the passes (``block_append``): the one of the previous
+        call extended by the rows learned since, or made again when the rows before changed (unlearning)
+        or the vocabulary did; the same block either way.  Returns (ptr, idx, val, feats, n_feats)."""
+        X = self.store.X
+        d = X.shape[1]
+        block = self._block
+        start = 0
+        if block is not None:
+            rows, ptr, idx, val, feats, n_feats = block
+            m = len(rows)
+            # (a stored row never changes: the store only grows)
+            if len(self._block_map) == d and m <= len(L) and np.array_equal(rows, L[:m]):  # type: ignore[arg-type]
+                start = m
+            else:
+                if len(self._block_map) == d:  # type: ignore[arg-type]
+                    self._block_map[feats[:n_feats]] = -1  # type: ignore[index]
+                block = None
+        if block is None:
+            if self._block_map is None or len(self._block_map) != d:
+                self._block_map = np.full(d, -1, dtype=np.int32)
+            ptr, idx, val = np.zeros(len(L) + 1, dtype=np.int64), np.zeros(0, dtype=np.int32), np.zeros(0)
+            feats, n_feats = np.zeros(0, dtype=np.int64), 0
+        ptr, idx, val, feats, n_feats = block_append(
+            X.indptr, X.indices, X.data, L, start, ptr, idx, val, feats, n_feats, self._block_map
+        )
+        self._block = (L.copy(), ptr, idx, val, feats, n_feats)
+        return ptr, idx, val, feats, n_feats
+
     def _scratch(self) -> np.ndarray:
         """The compiled passes' renumbering space: -1 for every feature (they leave it so)."""
         d = len(self.w)
@@ -186,7 +217,6 @@ class DualCDSVM(RatioClassWeights, OnlineSolver):
         status, message, passes = "ok", "", 0
         gap = 0.0
         if len(L):
-            X = self.store.X
             gamma, coef0 = self._map
             ridge = self._ridge(L)
             qdiag = gamma * self.store.sq_norms[L] + coef0 + ridge
@@ -197,11 +227,13 @@ class DualCDSVM(RatioClassWeights, OnlineSolver):
             for _ in range(_CHECKS):
                 budget = self.max_iter - passes
                 seed = int(self.rng.integers(1, 2**62))
-                taken, code, _moved, feats = dcd_passes(
-                    X.indptr,
-                    X.indices,
-                    X.data,
-                    L,
+                ptr, idx, val, feats, n_feats = self._block_for(L)
+                taken, code, _moved = dcd_passes(
+                    ptr,
+                    idx,
+                    val,
+                    feats,
+                    n_feats,
                     yL,
                     aL,
                     qdiag,
@@ -213,13 +245,12 @@ class DualCDSVM(RatioClassWeights, OnlineSolver):
                     self.tol,
                     budget,
                     seed,
-                    self._scratch(),
                 )
                 passes += taken
                 self.alpha[L] = aL
                 # w (recomputed from a by the passes), s and f from a: no drift, a state restores bit for bit
                 # (w's nonzeros: the learned rows' features, a superset of the last ones: the same store)
-                self._touched = feats
+                self._touched = feats[:n_feats]
                 self._recompute(L, w_done=True)
                 gap = float(self._violations(L).max())
                 if code == BUDGET:
@@ -330,11 +361,13 @@ class DualCDSVM(RatioClassWeights, OnlineSolver):
         w is a function of a, recomputed when the copy is brought back (the same bits)."""
         state = self.__dict__.copy()
         state["_local"] = None
+        state["_block"] = state["_block_map"] = None  # (made again by the next passes: the same block)
         state["w"] = None
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
+        self._block = self._block_map = None
         if self.w is None:
             self.w = np.zeros(0)
             if self.store is not None and self.store.n_features:

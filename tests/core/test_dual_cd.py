@@ -225,27 +225,54 @@ def random_sparse(seed: int, n: int = 400, d: int = 300) -> tuple[sp.csr_matrix,
 
 
 def test_the_passes_leave_w_as_weight_vector_makes_it_from_the_weights():
-    """The compiled passes end with w made again from a (the bits ``weight_vector`` gives), and report
-    the rows' features: where w may be nonzero."""
-    from core.solvers._dual_cd_jit import dcd_passes, weight_vector
+    """The compiled passes end with w made again from a (the bits ``weight_vector`` gives), over the
+    block of the rows, which is the same made in one call or extended row by row."""
+    from core.solvers._dual_cd_jit import block_append, dcd_passes, weight_vector
 
     X, y = random_sparse(5)
     rows = np.arange(0, 300, 2, dtype=np.intp)
+    empty = (np.zeros(1, np.int64), np.zeros(0, np.int32), np.zeros(0), np.zeros(0, np.int64), 0)
+    whole = block_append(X.indptr, X.indices, X.data, rows, 0, *empty, np.full(X.shape[1], -1, np.int32))
+    grown, local = empty, np.full(X.shape[1], -1, np.int32)
+    done = 0
+    for m in (1, 2, 40, 41, len(rows)):  # (one row, one more, then several at once)
+        grown = block_append(X.indptr, X.indices, X.data, rows[:m], done, *grown, local)
+        done = m
+    ptr, idx, val, feats, n_feats = whole
+    assert n_feats == grown[4] and np.array_equal(feats[:n_feats], grown[3][:n_feats])
+    assert np.array_equal(ptr[: len(rows) + 1], grown[0][: len(rows) + 1])
+    nnz = ptr[len(rows)]
+    assert np.array_equal(idx[:nnz], grown[1][:nnz]) and np.array_equal(val[:nnz], grown[2][:nnz])
+    assert np.array_equal(feats[idx[:nnz]], X[rows].indices) and np.array_equal(val[:nnz], X[rows].data)
+
     yr = y[rows]
     ridge = np.full(len(rows), 0.5)
     qdiag = np.asarray(X.multiply(X).sum(axis=1)).ravel()[rows] + 1.0 + ridge
     alpha, w, s = np.zeros(len(rows)), np.zeros(X.shape[1]), np.zeros(1)
-    local = np.full(X.shape[1], -1, dtype=np.int64)
-    passes, code, moved, feats = dcd_passes(
-        X.indptr, X.indices, X.data, rows, yr, alpha, qdiag, ridge, w, s, 1.0, 1.0, 1e-6, 1000, 3, local
-    )
-    assert code == 0 and passes > 1 and moved > 0 and np.all(local == -1)
+    passes, code, moved = dcd_passes(*whole, yr, alpha, qdiag, ridge, w, s, 1.0, 1.0, 1e-6, 1000, 3)
+    assert code == 0 and passes > 1 and moved > 0
     again = np.zeros(X.shape[1])
-    expected = weight_vector(X.indptr, X.indices, X.data, rows, alpha * yr, again, np.zeros(0, np.int64), local)
+    scratch = np.full(X.shape[1], -1, dtype=np.int64)
+    weight_vector(X.indptr, X.indices, X.data, rows, alpha * yr, again, np.zeros(0, np.int64), scratch)
     assert np.array_equal(w, again)
-    assert np.array_equal(np.sort(feats), np.sort(expected)) and np.array_equal(
-        np.sort(feats), np.unique(X[rows].indices)
-    )
+
+
+def test_the_kept_block_gives_the_bits_of_a_fresh_one():
+    """A solver that kept its block over the labels (and made it again after unlearning) and one made from
+    its saved state, whose first passes copy all the learned rows at once: the same bits."""
+    X, y = random_sparse(7)
+    order = np.random.default_rng(3).permutation(X.shape[0])[:90]
+    dcd = make_solver("dual-cd", X, kernel="linear", C=0.5, tol=1e-6, class_weight="balanced", random_state=4)
+    for i in order[:60]:
+        dcd.learn(int(i), y[i])
+    dcd.unlearn(int(order[10]))
+    arrays, meta = dcd.to_state()
+    back = DualCDSVM.from_state(arrays, meta)
+    assert back._block is None and dcd._block is not None
+    for i in order[60:]:
+        dcd.learn(int(i), y[i])
+        back.learn(int(i), y[i])
+        assert np.array_equal(back.alpha, dcd.alpha) and np.array_equal(back.f, dcd.f)
 
 
 @pytest.mark.parametrize("class_weight", [None, "balanced"])
