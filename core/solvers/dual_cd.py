@@ -18,12 +18,15 @@ After every label the weights a of the previous label are the warm start: with `
 weights every C_i moves, so D moves, and the passes restore the KKT conditions from there (a stays
 feasible: the squared hinge has no upper bound).  The passes stop when a whole pass meets every
 learned example with |projected gradient| <= tol (the single-variable KKT violation that ``kkt_gap``
-reports, as for the ramp solver); the compiled call then makes w again from a in a fixed order, over
-the block of learned rows it copied for its passes (the bits ``weight_vector`` gives over the store's
-rows, without reading them again), so that rounding cannot build up over a long run and a restored
-state continues bit for bit; the KKT conditions are checked again with it, and the decision values
-of the whole store are one sparse product, f = gamma X w + coef0 s.  A label thus costs a few passes
-over the learned rows and one product over the store, whatever the number of labels.
+reports, as for the ramp solver).  The passes read the learned rows from a block, their features
+renumbered, that the solver keeps between labels and extends by the rows learned since
+(``_block_for``; made again after an unlearning and by a restored copy: the same block either way);
+at its end the compiled call makes w again from a in a fixed order over that block (the bits
+``weight_vector`` gives over the store's rows, without reading them again), so that rounding cannot
+build up over a long run and a restored state continues bit for bit; the KKT conditions are checked
+again with it, and the decision values of the whole store are one sparse product, f = gamma X w +
+coef0 s.  A label thus costs a few passes over the learned rows and one product over the store,
+whatever the number of labels.
 
 No shrinking (Hsieh et al. 2008, section 3.2: coordinates at a_i = 0 with a large gradient left out
 of the passes until a full pass checks them): with the squared hinge and the review model's small C
