@@ -100,6 +100,17 @@ class PoolScores:
         # delta over the items that carry a coefficient before or after (ascending, as over the
         # whole pool): a label costs the support vectors, not passes over the pool
         sv = np.asarray(sv, dtype=np.intp)
+        if solver.keeps_store_scores:
+            # the solver's own f of every pool item, kept by it from the changes it made (the ramp
+            # solver: with class weights that follow the labels, every bounded coefficient changes
+            # at each label, and it moves them with one pass per class; the rows are not needed here,
+            # nor the change of the coefficients: beta and carried as below, without merging the two sets)
+            self.beta[self.carried] = 0.0
+            self.beta[sv] = coef
+            self.carried = np.sort(sv[np.asarray(coef) != 0.0])
+            np.copyto(f, solver.store_scores()[: self.n])
+            self.b = float(b)
+            return
         carried = np.union1d(self.carried, sv)
         after = np.zeros(len(carried))
         after[np.searchsorted(carried, sv)] = coef
@@ -108,13 +119,6 @@ class PoolScores:
         changed, delta = carried[moved], delta_c[moved]
         self.beta[carried] = after
         self.carried = carried[after != 0.0]
-        if solver.keeps_store_scores:
-            # the solver's own f of every pool item, kept by it from the changes it made (the ramp
-            # solver: with class weights that follow the labels, every bounded coefficient changes
-            # at each label, and it moves them with one pass per class; the rows are not needed here)
-            np.copyto(f, solver.store_scores()[: self.n])
-            self.b = float(b)
-            return
         if len(changed):
             self._add_changed_rows(solver, f, changed, delta)
         db = float(b) - self.b

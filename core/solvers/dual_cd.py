@@ -18,11 +18,23 @@ After every label the weights a of the previous label are the warm start: with `
 weights every C_i moves, so D moves, and the passes restore the KKT conditions from there (a stays
 feasible: the squared hinge has no upper bound).  The passes stop when a whole pass meets every
 learned example with |projected gradient| <= tol (the single-variable KKT violation that ``kkt_gap``
-reports, as for the ramp solver); w is then recomputed from a in a fixed order (one pass over the
-learned rows) so that rounding cannot build up over a long run and a restored state continues bit
-for bit, the KKT conditions are checked again with it, and the decision values of the whole store
-are one sparse product, f = gamma X w + coef0 s.  A label thus costs a few passes over the learned
-rows and one product over the store, whatever the number of labels.
+reports, as for the ramp solver).  The passes read the learned rows from a block, their features
+renumbered, that the solver keeps between labels and extends by the rows learned since
+(``_block_for``; made again after an unlearning and by a restored copy: the same block either way);
+at its end the compiled call makes w again from a in a fixed order over that block (the bits
+``weight_vector`` gives over the store's rows, without reading them again), so that rounding cannot
+build up over a long run and a restored state continues bit for bit; the KKT conditions are checked
+again with it, and the decision values of the whole store are one sparse product, f = gamma X w +
+coef0 s.  A label thus costs a few passes over the learned rows and one product over the store,
+whatever the number of labels.
+
+No shrinking (Hsieh et al. 2008, section 3.2: coordinates at a_i = 0 with a large gradient left out
+of the passes until a full pass checks them): with the squared hinge and the review model's small C
+almost every learned example keeps a_i > 0 (7 of 2,700 at 2,700 labels on the Debian package
+descriptions of ``benchmarks/bench_review_scale.py``), so there is nothing to leave out; every
+coordinate moves in every pass, and a late label's passes are about 13 (from a KKT violation of about
+1.7 at the new example, 5e-4 elsewhere after the class weights follow the labels, to tol 1e-6; about 7
+without the constant feature of coef0, whose coupling of all the examples is the slow part).
 
 The dual is strictly concave (the D_ii), so its optimum is unique: unlearning (a_i -> 0, then the
 passes from the warm start) gives the model of retraining without the example, to the tolerance.
@@ -40,7 +52,7 @@ from typing import Any, ClassVar
 import numpy as np
 import scipy.sparse as sp
 
-from core.solvers._dual_cd_jit import BUDGET, dcd_passes, weight_vector
+from core.solvers._dual_cd_jit import BUDGET, block_append, dcd_passes, weight_vector
 from core.solvers.base import NumericalError, OnlineSolver, RatioClassWeights, StepResult, StepTimer
 
 # times w is recomputed from a and the KKT conditions checked with it before a step gives up as inexact
@@ -97,6 +109,8 @@ class DualCDSVM(RatioClassWeights, OnlineSolver):
         self.n_passes_ = 0  # coordinate passes over the learned rows, since made or loaded
         self._local: np.ndarray | None = None  # the compiled passes' scratch space (``_scratch``)
         self._touched = np.zeros(0, dtype=np.int64)  # the features of the labelled rows (where w is not 0)
+        self._block: tuple | None = None  # the learned rows copied for the passes (``_block_for``)
+        self._block_map: np.ndarray | None = None  # the block's number of each feature (-1: not in it)
         super().__init__(X, **params)
         if self.dtype != "float64":
             raise ValueError(f"the dual-cd solver works on float64 rows, got dtype={self.dtype!r}")
@@ -141,18 +155,51 @@ class DualCDSVM(RatioClassWeights, OnlineSolver):
     def _learned(self) -> np.ndarray:
         return np.asarray(self.learned_order, dtype=np.intp)
 
-    def _recompute(self) -> None:
-        """w and s from a (learned examples in learning order), then f of the whole store."""
-        L = self._learned()
+    def _recompute(self, L: np.ndarray | None = None, w_done: bool = False) -> None:
+        """w and s from a (learned examples ``L``, default all, in learning order), then f of the whole
+        store; ``w_done``: w is already so (the passes recompute it over the learned rows at their end)."""
+        if L is None:
+            L = self._learned()
         X = self.store.X
         c = self.alpha[L] * self.y[L]
         if len(self.w) != X.shape[1]:
             self.w, self._touched = np.zeros(X.shape[1]), np.zeros(0, dtype=np.int64)
-        # (over the labelled rows' features only: w is as long as the vocabulary, and is not copied per label)
-        self._touched = weight_vector(X.indptr, X.indices, X.data, L, c, self.w, self._touched, self._scratch())
+            w_done = False
+        if not w_done:
+            # (over the labelled rows' features only: w is as long as the vocabulary, not copied per label)
+            self._touched = weight_vector(X.indptr, X.indices, X.data, L, c, self.w, self._touched, self._scratch())
         self.s = float(c.sum()) if len(L) else 0.0
         gamma, coef0 = self._map
         self.f = gamma * (X @ self.w) + coef0 * self.s
+
+    def _block_for(self, L: np.ndarray) -> tuple:
+        """The block of the learned rows ``L`` for the passes (``block_append``): the one of the previous
+        call extended by the rows learned since, or made again when the rows before changed (unlearning)
+        or the vocabulary did; the same block either way.  Returns (ptr, idx, val, feats, n_feats)."""
+        X = self.store.X
+        d = X.shape[1]
+        block = self._block
+        start = 0
+        if block is not None:
+            rows, ptr, idx, val, feats, n_feats = block
+            m = len(rows)
+            # (a stored row never changes: the store only grows)
+            if len(self._block_map) == d and m <= len(L) and np.array_equal(rows, L[:m]):  # type: ignore[arg-type]
+                start = m
+            else:
+                if len(self._block_map) == d:  # type: ignore[arg-type]
+                    self._block_map[feats[:n_feats]] = -1  # type: ignore[index]
+                block = None
+        if block is None:
+            if self._block_map is None or len(self._block_map) != d:
+                self._block_map = np.full(d, -1, dtype=np.int32)
+            ptr, idx, val = np.zeros(len(L) + 1, dtype=np.int64), np.zeros(0, dtype=np.int32), np.zeros(0)
+            feats, n_feats = np.zeros(0, dtype=np.int64), 0
+        ptr, idx, val, feats, n_feats = block_append(
+            X.indptr, X.indices, X.data, L, start, ptr, idx, val, feats, n_feats, self._block_map
+        )
+        self._block = (L.copy(), ptr, idx, val, feats, n_feats)
+        return ptr, idx, val, feats, n_feats
 
     def _scratch(self) -> np.ndarray:
         """The compiled passes' renumbering space: -1 for every feature (they leave it so)."""
@@ -173,7 +220,6 @@ class DualCDSVM(RatioClassWeights, OnlineSolver):
         status, message, passes = "ok", "", 0
         gap = 0.0
         if len(L):
-            X = self.store.X
             gamma, coef0 = self._map
             ridge = self._ridge(L)
             qdiag = gamma * self.store.sq_norms[L] + coef0 + ridge
@@ -184,11 +230,13 @@ class DualCDSVM(RatioClassWeights, OnlineSolver):
             for _ in range(_CHECKS):
                 budget = self.max_iter - passes
                 seed = int(self.rng.integers(1, 2**62))
+                ptr, idx, val, feats, n_feats = self._block_for(L)
                 taken, code, _moved = dcd_passes(
-                    X.indptr,
-                    X.indices,
-                    X.data,
-                    L,
+                    ptr,
+                    idx,
+                    val,
+                    feats,
+                    n_feats,
                     yL,
                     aL,
                     qdiag,
@@ -200,11 +248,13 @@ class DualCDSVM(RatioClassWeights, OnlineSolver):
                     self.tol,
                     budget,
                     seed,
-                    self._scratch(),
                 )
                 passes += taken
                 self.alpha[L] = aL
-                self._recompute()  # w, s and f from a: no drift, and a state restores bit for bit
+                # w (recomputed from a by the passes), s and f from a: no drift, a state restores bit for bit
+                # (w's nonzeros: the learned rows' features, a superset of the last ones: the same store)
+                self._touched = feats[:n_feats]
+                self._recompute(L, w_done=True)
                 gap = float(self._violations(L).max())
                 if code == BUDGET:
                     status, message = "max_iter", self._iteration_cap("coordinate descent", passes)
@@ -314,11 +364,13 @@ class DualCDSVM(RatioClassWeights, OnlineSolver):
         w is a function of a, recomputed when the copy is brought back (the same bits)."""
         state = self.__dict__.copy()
         state["_local"] = None
+        state["_block"] = state["_block_map"] = None  # (made again by the next passes: the same block)
         state["w"] = None
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
+        self._block = self._block_map = None
         if self.w is None:
             self.w = np.zeros(0)
             if self.store is not None and self.store.n_features:

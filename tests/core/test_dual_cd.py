@@ -207,3 +207,103 @@ def test_a_loop_saved_with_the_ramp_solver_resumes_with_it(abstracts):
     back = ActiveLearningLoop.from_state(*old.to_state(), X)
     assert back.solver.name == "ramp"
     assert read_order(back, y, 5) == read_order(old, y, 5)
+
+
+def random_sparse(seed: int, n: int = 400, d: int = 300) -> tuple[sp.csr_matrix, np.ndarray]:
+    """Short sparse rows (2-12 nonzeros over d features), labels from a sparse linear rule with noise."""
+    rng = np.random.default_rng(seed)
+    rows, cols, vals = [], [], []
+    for i in range(n):
+        k = int(rng.integers(2, 13))
+        rows += [i] * k
+        cols += rng.choice(d, k, replace=False).tolist()
+        vals += rng.random(k).tolist()
+    X = sp.csr_matrix((vals, (rows, cols)), shape=(n, d))
+    truth = np.where(rng.random(d) < 0.1, rng.normal(size=d), 0.0)
+    y = np.where(X @ truth + 0.1 * rng.normal(size=n) > 0, 1.0, -1.0)
+    return X, y
+
+
+def test_the_passes_leave_w_as_weight_vector_makes_it_from_the_weights():
+    """The compiled passes end with w made again from a (the bits ``weight_vector`` gives), over the
+    block of the rows, which is the same made in one call or extended row by row."""
+    from core.solvers._dual_cd_jit import block_append, dcd_passes, weight_vector
+
+    X, y = random_sparse(5)
+    rows = np.arange(0, 300, 2, dtype=np.intp)
+    empty = (np.zeros(1, np.int64), np.zeros(0, np.int32), np.zeros(0), np.zeros(0, np.int64), 0)
+    whole = block_append(X.indptr, X.indices, X.data, rows, 0, *empty, np.full(X.shape[1], -1, np.int32))
+    grown, local = empty, np.full(X.shape[1], -1, np.int32)
+    done = 0
+    for m in (1, 2, 40, 41, len(rows)):  # (one row, one more, then several at once)
+        grown = block_append(X.indptr, X.indices, X.data, rows[:m], done, *grown, local)
+        done = m
+    ptr, idx, val, feats, n_feats = whole
+    assert n_feats == grown[4] and np.array_equal(feats[:n_feats], grown[3][:n_feats])
+    assert np.array_equal(ptr[: len(rows) + 1], grown[0][: len(rows) + 1])
+    nnz = ptr[len(rows)]
+    assert np.array_equal(idx[:nnz], grown[1][:nnz]) and np.array_equal(val[:nnz], grown[2][:nnz])
+    assert np.array_equal(feats[idx[:nnz]], X[rows].indices) and np.array_equal(val[:nnz], X[rows].data)
+
+    yr = y[rows]
+    ridge = np.full(len(rows), 0.5)
+    qdiag = np.asarray(X.multiply(X).sum(axis=1)).ravel()[rows] + 1.0 + ridge
+    alpha, w, s = np.zeros(len(rows)), np.zeros(X.shape[1]), np.zeros(1)
+    passes, code, moved = dcd_passes(*whole, yr, alpha, qdiag, ridge, w, s, 1.0, 1.0, 1e-6, 1000, 3)
+    assert code == 0 and passes > 1 and moved > 0
+    again = np.zeros(X.shape[1])
+    scratch = np.full(X.shape[1], -1, dtype=np.int64)
+    weight_vector(X.indptr, X.indices, X.data, rows, alpha * yr, again, np.zeros(0, np.int64), scratch)
+    assert np.array_equal(w, again)
+
+
+def test_the_kept_block_gives_the_bits_of_a_fresh_one():
+    """A solver that kept its block over the labels (and made it again after unlearning) and one made from
+    its saved state, whose first passes copy all the learned rows at once: the same bits."""
+    X, y = random_sparse(7)
+    order = np.random.default_rng(3).permutation(X.shape[0])[:90]
+    dcd = make_solver("dual-cd", X, kernel="linear", C=0.5, tol=1e-6, class_weight="balanced", random_state=4)
+    for i in order[:60]:
+        dcd.learn(int(i), y[i])
+    dcd.unlearn(int(order[10]))
+    arrays, meta = dcd.to_state()
+    back = DualCDSVM.from_state(arrays, meta)
+    assert back._block is None and dcd._block is not None
+    for i in order[60:]:
+        dcd.learn(int(i), y[i])
+        back.learn(int(i), y[i])
+        assert np.array_equal(back.alpha, dcd.alpha) and np.array_equal(back.f, dcd.f)
+
+
+@pytest.mark.parametrize("class_weight", [None, "balanced"])
+def test_random_sparse_problems_against_liblinear_after_learning_unlearning_and_resuming(class_weight, tmp_path):
+    """KKT within tol after every step, decision values of liblinear's LinearSVC (squared hinge, dual, no
+    intercept; the class weights as sample weights), after unlearning too, and a saved state that
+    continues bit for bit."""
+    from sklearn.svm import LinearSVC
+
+    X, y = random_sparse(11)
+    params = dict(kernel="linear", C=0.5, tol=1e-6, class_weight=class_weight, balance_ratio=3.0)
+    dcd = make_solver("dual-cd", X, **params, random_state=2)
+    order = np.random.default_rng(1).permutation(X.shape[0])[:150]
+
+    def reference(learned: np.ndarray) -> np.ndarray:
+        w_pos, w_neg = dcd.class_weights_
+        weight = np.where(y[learned] > 0, w_pos, w_neg)
+        model = LinearSVC(C=0.5, loss="squared_hinge", dual=True, fit_intercept=False, tol=1e-10, max_iter=10**6)
+        return model.fit(X[learned], y[learned], sample_weight=weight).decision_function(X)
+
+    for i in order[:120]:
+        step = dcd.learn(int(i), y[i])
+        assert step.status == "ok" and step.kkt_gap <= 1e-6 and dcd.kkt_gap() <= 1e-6
+    assert np.abs(dcd.decision_function() - reference(order[:120])).max() < 1e-5
+    for i in order[:120:9]:
+        assert dcd.unlearn(int(i)).status == "ok" and dcd.kkt_gap() <= 1e-6
+    kept = np.array([i for i in order[:120] if i not in set(order[:120:9].tolist())])
+    assert np.abs(dcd.decision_function() - reference(kept)).max() < 1e-5
+    dcd.save(tmp_path / "s.npz")
+    back = OnlineSolver.load(tmp_path / "s.npz")
+    for i in order[120:]:
+        dcd.learn(int(i), y[i])
+        back.learn(int(i), y[i])
+    assert np.array_equal(back.alpha, dcd.alpha) and np.array_equal(back.f, dcd.f) and np.array_equal(back.w, dcd.w)
