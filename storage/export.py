@@ -81,7 +81,8 @@ SKIP_NAME = "skipped"
 #: a multi-label answer: its classes' names joined by this, in the session's order; none of them reads NONE_NAME
 MULTI_LABEL_SEPARATOR = "; "
 NONE_NAME = "(none)"
-#: a strategy name with this in it asked during the cold start (its decision value is a placeholder)
+#: a strategy name with this in it asked during the cold start (its decision value is a placeholder); the
+#: storage layer does not import core, so core.strategies.COLD_START_SUFFIX is written here once more
 COLD_START_MARK = "(cold start)"
 FEATURE_PREFIX = "feature:"
 

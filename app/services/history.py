@@ -25,13 +25,12 @@ from app.services.readouts import RunReadouts
 from app.services.records import Answer, RunState, csv_text
 from app.services.snapshots import RunSnapshots
 from app.services.stopping import RunStopping
+from core.strategies import COLD_START_SUFFIX
 from storage import history as stored_history
 from storage.errors import StorageError
 
 logger = logging.getLogger(__name__)
 
-#: a strategy name with this in it asked during the cold start: its score is a placeholder, not shown
-COLD_START_MARK = "(cold start)"
 #: the heuristic recorded for labels imported from a file
 IMPORTED = "imported"
 #: at most this many row problems are listed in an import's message
@@ -234,7 +233,7 @@ class RunHistory:
                     "status": "current" if current else ("removed" if removed else "undone"),
                     "when": event.created_at,
                     "heuristic": event.strategy,
-                    "score when asked": None if COLD_START_MARK in event.strategy else event.decision_value,
+                    "score when asked": None if COLD_START_SUFFIX in event.strategy else event.decision_value,
                     "changes": "; ".join(self._describe(c) for c in mine),
                 }
             )
