@@ -45,6 +45,15 @@ TITLE_PAD = 12
 LIVE_TITLE_CHARS = 30
 
 
+#: why the AUC of the scores when asked can read low (no evaluation split: the live charts read the items asked)
+ASKED_AUC_NOTE = (
+    "AUC here: how often the model, when it asked, rated a positive above a negative (0.5: no better than "
+    'chance; 1: always), against your answers. The items asked are the ones the model picked, with "Most '
+    'uncertain first" the ones it found hardest, so this reads lower than it would on the whole pool, even below '
+    "0.5: it is not an estimate of accuracy."
+)
+
+
 def wrap_title(title: str, width: int | None) -> str:
     """Break a chart title into lines of at most ``width`` characters at spaces (Plotly
     does not wrap titles: a long one runs off a narrow chart and is cut)."""

@@ -361,7 +361,14 @@ def knee_rule(labels, *, min_labels: int = KNEE_MIN_LABELS, pool_size: int | Non
         )
     rho = (g[knee - 1] / knee) / ((relret - g[knee - 1] + 1) / (s - knee))  # slope before / slope after
     # (the slope ratio, in words: positives per label before the knee over those after it)
-    said = f"finding slowed {rho:.1f}-fold after label {knee:,} (the knee); stops at {threshold}-fold"
+    if rho >= 1:
+        said = f"positives came {rho:.1f}× as often before label {knee:,} as after it; it stops at {threshold}×"
+    else:
+        # (below 1 only through the rule's adjustment, one more positive counted after the knee)
+        said = (
+            f"finding has not slowed after label {knee:,}; it stops when positives came {threshold}× as often "
+            "before a label as after it"
+        )
     if pool_size is not None and min_labels > pool_size:
         return RuleState(
             "knee",

@@ -397,6 +397,8 @@ def labelling_panel(session_id: int) -> None:
         top[1].plotly_chart(
             charts.auc_figure(history, has_evaluation=run.has_evaluation), config={"displayModeBar": False}, key="auc"
         )
+        if not run.has_evaluation:
+            st.caption(charts.ASKED_AUC_NOTE)
         bottom = st.columns(2)
         with bottom[0]:
             stopping_panel.gain_chart(run, height=260)  # (the live charts' height)

@@ -224,6 +224,25 @@ def test_stability_checkpoints_resume_from_a_snapshot_and_from_a_replay_alike(db
 # --------------------------------------------------------------------------- the page
 
 
+def test_the_label_page_says_why_the_auc_of_the_scores_when_asked_can_read_below_chance(db_url):
+    """Without an evaluation split the two live AUC charts read the scores when asked; under "Most uncertain
+    first" the items asked are the hardest and a new user read "AUC 0.364" as a model worse than chance: a caption
+    says why and that it is not an estimate of accuracy (as the per-class chart's does); with an evaluation split
+    the charts read held-out items and the caption is not shown."""
+    svc = service(db_url)
+    labelled_run(svc, 12, strategy="near-boundary")
+    at = start_app("cy")
+    said = [as_shown(c.value) for c in at.caption]
+    assert any("hardest" in w and "below 0.5" in w and "not an estimate of accuracy" in w for w in said), said
+
+
+def test_the_auc_caption_is_not_shown_when_the_charts_read_held_out_items(db_url):
+    svc = service(db_url)
+    labelled_run(svc, 12, strategy="near-boundary", eval_fraction=0.2)
+    at = start_app("cy")
+    assert not [c for c in at.caption if "not an estimate of accuracy" in as_shown(c.value)]
+
+
 def test_label_page_shows_the_stopping_panel_and_runs_a_check(db_url):
     svc = service(db_url)
     run = labelled_run(svc, 20)

@@ -1030,4 +1030,20 @@ def test_the_knee_rule_on_a_pool_smaller_than_its_minimum_effort_says_it_cannot_
     # on a large pool the minimum effort is still said with the labels it needs
     (state,) = st.evaluate("knee", dataclasses.replace(view, pool_size=5000))
     assert state.needed == 150 - len(labels) and f"({150 - len(labels)} more)" in state.message
-    assert "slope ratio" not in state.message and "finding slowed" in state.message
+    assert "slope ratio" not in state.message and "as often before label" in state.message
+
+
+def test_the_knee_rule_says_finding_has_not_slowed_when_its_adjusted_ratio_is_below_one():
+    """Eight positives in nine labels, then a negative: the rule's adjusted slope ratio (one positive added after
+    the knee) is 0.89, which was said as "finding slowed 0.9-fold"; the words say it has not slowed."""
+    labels = np.array([1, 1, 1, -1, 1, 1, 1, 1, 1, -1])
+    view = st.SessionView(
+        labels=labels, drawn=np.zeros(len(labels), dtype=bool), check_starts=(), checking=False, pool_size=5000
+    )
+    (state,) = st.evaluate("knee", view)
+    assert state.value is not None and state.value < 1
+    assert "fold" not in state.message and "slowed 0" not in state.message
+    assert "finding has not slowed after label 9" in state.message
+    # a real slowing says how many times as often the positives came before
+    (slow,) = st.evaluate("knee", dataclasses.replace(view, labels=np.array([1, 1, -1, 1, 1, 1, 1, 1, -1, -1])))
+    assert slow.value is not None and slow.value > 1 and f"{slow.value:.1f}× as often before label" in slow.message
