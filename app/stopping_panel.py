@@ -83,18 +83,16 @@ def gain_chart(run, height: int | None = None) -> None:
     )
 
 
-def show(svc, run, *, verdict_above: bool = False, gain_above: bool = False) -> None:
-    """Draw the panel for a run that has a model (``verdict_above``, ``gain_above``: its verdict, its gain curve
-    are drawn among the live charts already, as ``verdict`` and ``gain_chart``; the panel keeps the rules, the
-    check and the settings)."""
+def show(svc, run, *, gain_above: bool = False) -> None:
+    """Draw the panel for a run that has a model, its verdict under its heading (``gain_above``: its gain curve is
+    drawn among the live charts already, as ``gain_chart``)."""
     status = run.stopping_status()
     if status is None:
         return
     left, right = st.columns([1, 1], gap="large")
     with left, st.container(key="stopping_panel"):
         st.markdown("**When can I stop?**")
-        if not verdict_above:
-            verdict(run)
+        verdict(run)
         lines = [("✓ " if state.stop else "· ") + plain(rule_line(state)) for state in status.states]
         st.caption("  \n".join(lines))
         st.caption(CHECK_MEANING)  # (the check's name in the buttons and lines above, said once in words)

@@ -399,16 +399,16 @@ def labelling_panel(session_id: int) -> None:
         )
         if not run.has_evaluation:
             st.caption(charts.ASKED_AUC_NOTE)
-        bottom = st.columns(2)
-        with bottom[0]:
-            stopping_panel.gain_chart(run, height=260)  # (the live charts' height)
         if run.sparse_model:
+            bottom = st.columns(2)
+            with bottom[0]:
+                stopping_panel.gain_chart(run, height=260)  # (the live charts' height)
             bottom[1].plotly_chart(charts.margin_figure(history), config={"displayModeBar": False}, key="margin")
         else:
             # every label is a support vector and every item inside the margin (the review model): the count of
-            # items the model is unsure of follows the labels; whether one can stop says what matters
-            with bottom[1]:
-                stopping_panel.verdict(run)
+            # items the model is unsure of follows the labels, so the positives found take the row (whether one
+            # can stop stays in the panel below, with its heading and rules)
+            stopping_panel.gain_chart(run, height=260)
         if run.sparse_model or run.hyper_words:
             with st.expander("Advanced: the model's settings and support vectors", key="label_advanced"):
                 if run.hyper_words:
@@ -418,7 +418,7 @@ def labelling_panel(session_id: int) -> None:
                         st.caption(plain(run.support_vector_words))
                     st.plotly_chart(charts.support_vector_figure(history), config={"displayModeBar": False}, key="sv")
     # when can the analyst stop? (estimate, rules, gain curve, recall check)
-    stopping_panel.show(svc, run, verdict_above=not run.sparse_model, gain_above=True)
+    stopping_panel.show(svc, run, gain_above=True)
 
 
 @st.fragment

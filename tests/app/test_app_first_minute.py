@@ -262,7 +262,7 @@ def test_with_the_review_model_the_label_page_shows_positives_found_and_the_stop
     keys = chart_keys(at)
     assert "sv" not in keys and "margin" not in keys, keys
     assert {"roc", "auc", "gain"} <= set(keys), keys
-    # the stopping state stands beside the positives found (and once: the panel below keeps the rules)
+    # the stopping state is said once, in the panel below with its heading and rules
     assert len(at.get("plotly_chart")) == 3
     said = [text for text in shown([*at.info, *at.success]) if "(rule: " in text]
     assert len(said) == 1, said

@@ -324,3 +324,36 @@ def test_the_gain_charts_axis_fits_what_was_found_and_the_estimates_interval():
     assert not unknown.known
     low, high = charts.gain_figure(gain, unknown, 0.95)["layout"]["yaxis"]["range"]
     assert low == 0 and 30 <= high <= 33
+
+
+def test_in_a_document_session_the_stopping_panel_is_drawn_in_one_place(db_url):
+    # a screener's session: titles and abstracts, most likely relevant first (the review model, suited to them)
+    topics = ["Robot arm grasping", "Protein folding", "Speech recognition", "Graph networks for molecules"]
+    rows = "".join(
+        f"d{i},{topics[i % 4]} {i},A study of {topics[i % 4].lower()} in {i} settings,{'yes' if i % 4 == 0 else 'no'}\n"
+        for i in range(60)
+    )
+    svc = service(db_url)
+    dataset_id = svc.import_csv(
+        f"key,title,abstract,relevant\n{rows}".encode(),
+        name="abstracts",
+        label_column="relevant",
+        positive="yes",
+        key_column="key",
+        text_features=["title", "abstract"],
+    ).dataset_id
+    run = svc.start_session(dataset_id=dataset_id, annotator="cy", strategy="largest-positive", model="auto")
+    assert not run.sparse_model  # (the review model: no support-vector or margin chart)
+    answer(run, 10)
+    at = start_app("cy")
+    # the heading, the verdict, the estimate, the guarantee and the rules together, the heading first
+    panel = at.get_by_key("stopping_panel")
+    said = [as_shown(e.value) for e in panel if e.type in ("markdown", "caption", "info", "success")]
+    assert said[0] == "**When can I stop?**", said
+    assert any(s.startswith("Not yet (rule: ") for s in said), said
+    assert any("positives still unlabelled" in s.lower() for s in said), said
+    assert any(s.startswith("Guarantee: ") for s in said), said
+    assert any(f"{rules.rule_words('statistical')}:" in s for s in said), said
+    # and once on the page
+    verdicts = [as_shown(e.value) for e in [*at.info, *at.success] if "(rule: " in as_shown(e.value)]
+    assert len(verdicts) == 1, verdicts
