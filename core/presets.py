@@ -59,6 +59,7 @@ DOCUMENT_REVIEW: dict[str, Any] = {
         "balance_ratio": 9.8,
     },
     "sparse": False,
+    "words": "the review model",
 }
 
 PRESETS: dict[str, dict[str, Any]] = {"review": DOCUMENT_REVIEW}
@@ -74,6 +75,12 @@ def preset_of(solver: str, solver_params: dict[str, Any] | None) -> str | None:
         ),
         None,
     )
+
+
+def preset_words(name: str | None) -> str | None:
+    """A preset's name in a screener's words ("the review model"), whichever solver learns it (``solver_for``);
+    None for a name that is not a preset's ("standard": the SVM, named by its solver)."""
+    return PRESETS[name]["words"] if name in PRESETS else None
 
 
 def has_documents(feature_blocks: list[dict[str, Any]]) -> bool:
@@ -133,6 +140,7 @@ __all__ = [
     "is_sparse",
     "has_documents",
     "preset_of",
+    "preset_words",
     "solver_for",
     "suited_model",
     "taken_by",

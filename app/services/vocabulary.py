@@ -14,6 +14,7 @@ from typing import NamedTuple
 
 from core import solvers, stopping, strategies
 from core.kernels import KERNEL_NAMES
+from core.presets import preset_words
 from core.priors import PRIOR
 from core.solvers.ramp import LOSSES
 
@@ -132,6 +133,13 @@ def solver_words(name: str | None) -> str:
     return solvers.get(name).label if name in solvers.REGISTRY else str(name)
 
 
+def model_words(solver: str | None, params: dict | None = None) -> str:
+    """The model a session or project runs, in words: a named model of ``core.presets`` (its stored ``params``'
+    ``"model"``, "review") by the preset's words, whichever solver learns it on the rows
+    (``core.presets.solver_for``: ``dual-cd`` for documents, though ``solver`` says ``ramp``); else the solver's."""
+    return preset_words((params or {}).get("model")) or solver_words(solver)
+
+
 #: the recall check in a screener's words ("random check") and, said once beside it, what it is
 CHECK_NAME, CHECK_MEANING = stopping.CHECK_NAME, stopping.CHECK_MEANING
 
@@ -148,7 +156,7 @@ def rule_words(rule: str) -> str:
 def how_labelled(strategy: str | None, solver: str | None, params: dict | None = None) -> str:
     """A session's or project's heuristic and model in words, for its line in a picker (``params``: its stored
     settings, for the class a "Most likely" strategy looks for)."""
-    return ", ".join(w for w in (heuristic_words(strategy, strategy_target(params)), solver_words(solver)) if w)
+    return ", ".join(w for w in (heuristic_words(strategy, strategy_target(params)), model_words(solver, params)) if w)
 
 
 __all__ = [
@@ -173,6 +181,7 @@ __all__ = [
     "Metric",
     "heuristic_words",
     "how_labelled",
+    "model_words",
     "rule_words",
     "solver_words",
     "strategy_target",

@@ -14,7 +14,7 @@ import streamlit as st
 from app.services import LabellingRun
 from app.services.display import ItemDisplay, most_relevant
 from app.services.formatting import signed
-from app.services.vocabulary import heuristic_words, solver_words
+from app.services.vocabulary import heuristic_words, model_words
 from app.ui.text import plain, visible
 
 #: seconds the Label panel waits after the item's elements before it builds the charts: the browser
@@ -121,7 +121,7 @@ def model_timings(run, shown) -> str:
         parts.append(f"Model updated in {duration(run.last_update_ms)}")
     if shown is not None and shown.query_ms is not None:
         parts.append(f"next item found in {duration(shown.query_ms)}")
-    parts.append(solver_words(run.info.solver))
+    parts.append(model_words(run.info.solver, run.info.params))
     line = " · ".join(parts)
     return plain(line[:1].upper() + line[1:])  # (a sentence, whichever part comes first)
 

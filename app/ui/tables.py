@@ -9,7 +9,7 @@ import pandas as pd
 from app.services.common import BASELINE, EXACT_SOLVERS
 from app.services.comparisons import run_words, with_decimals
 from app.services.formatting import count, signed
-from app.services.vocabulary import METRIC_WORDS, heuristic_words, solver_words
+from app.services.vocabulary import METRIC_WORDS, heuristic_words, model_words, solver_words
 from app.ui.text import plain, visible
 
 
@@ -198,9 +198,10 @@ def _to_the_second(value) -> str:
     return when.strftime("%Y-%m-%d %H:%M:%S")
 
 
-def correction_note(solver: str) -> str:
-    """How a change of an earlier answer reaches the model, for the History page."""
-    model = solver_words(solver)
+def correction_note(solver: str, params: dict | None = None) -> str:
+    """How a change of an earlier answer reaches the model (``params``: the session's stored settings, for a named
+    model's words), for the History page."""
+    model = model_words(solver, params)
     model = model[:1].upper() + model[1:]
     if solver in EXACT_SOLVERS:
         return (
@@ -212,14 +213,14 @@ def correction_note(solver: str) -> str:
     )
 
 
-def history_summary(table: pd.DataFrame, solver: str) -> str:
+def history_summary(table: pd.DataFrame, solver: str, params: dict | None = None) -> str:
     current = table[table["status"] == "current"]
     labels = int((current["answer"] != "skipped").sum())
     changed = int((current["changes"].str.len() > 0).sum())
     removed = int((table["status"] == "removed").sum())
     return (
         f"{count(labels, 'label')} and {count(len(current) - labels, 'skip')} as they stand · {changed} changed · "
-        f"{removed} removed · {plain(solver_words(solver))}"
+        f"{removed} removed · {plain(model_words(solver, params))}"
     )
 
 

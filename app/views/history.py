@@ -55,7 +55,7 @@ if run.problem is not None:
     st.error(plain(run.problem))
 table = run.label_table()
 current = table[table["status"] == "current"]
-st.caption(history_summary(table, run.info.solver))
+st.caption(history_summary(table, run.info.solver, run.info.params))
 
 
 @guarded
@@ -175,7 +175,7 @@ with st.container(border=True, key="history_change"):
             help="Takes the answer back (the item can be asked about again); the original row and "
             "who removed it when are kept.",
         )
-        cols[2].caption(correction_note(run.info.solver))
+        cols[2].caption(correction_note(run.info.solver, run.info.params))
     outcome = state.get("history_outcome")
     if outcome is not None:
         (

@@ -5,7 +5,7 @@ import streamlit as st
 
 from app import auth, navigation
 from app.services import ServiceError
-from app.services.vocabulary import PICKED_BY, heuristic_words, solver_words, strategy_target
+from app.services.vocabulary import PICKED_BY, heuristic_words, model_words, strategy_target
 from app.ui.messages import data_error_text, guarded
 from app.ui.state import annotator_filter, follow_address, service, session_label, show_session
 from app.ui.text import plain, visible
@@ -33,7 +33,7 @@ st.dataframe(
                 "dataset": visible(s.dataset_name),
                 "annotator": visible(s.annotator),
                 PICKED_BY: heuristic_words(s.strategy, strategy_target(s.params)),
-                "model": solver_words(s.solver),
+                "model": model_words(s.solver, s.params),
                 "labels": s.n_labels,
                 "skips": s.n_skips,
                 "status": s.status,

@@ -5,7 +5,7 @@ import streamlit as st
 from app import auth, charts
 from app.classes_panel import class_auc_chart, class_keys, class_toggles, counts_table, set_keys
 from app.services import ServiceError
-from app.services.vocabulary import how_labelled, solver_words
+from app.services.vocabulary import how_labelled, model_words
 from app.ui.item import item_view, why_chosen, why_chosen_in_detail
 from app.ui.messages import guarded, page_part, preparing_model_notice, waiting_for_the_model
 from app.ui.state import service
@@ -228,7 +228,7 @@ def team_panel(project_id: int) -> None:
                 )
     update = "" if run.last_update_ms is None else f"Last model update {run.last_update_ms:.1f} ms · "
     st.caption(
-        f"{update}{plain(solver_words(run.info.solver))} · items are reserved for "
+        f"{update}{plain(model_words(run.info.solver, run.info.params))} · items are reserved for "
         f"{run.info.reservation_seconds // 60} min for whoever they are handed to"
     )
 

@@ -319,7 +319,7 @@ def test_a_model_update_of_over_a_second_is_said_in_seconds():
 
     from app.ui.item import model_timings
 
-    run = SimpleNamespace(last_update_ms=4111.9, info=SimpleNamespace(solver="lasvm"))
+    run = SimpleNamespace(last_update_ms=4111.9, info=SimpleNamespace(solver="lasvm", params={}))
     shown = SimpleNamespace(query_ms=12.34)
     assert (
         as_shown(model_timings(run, shown))

@@ -333,3 +333,28 @@ def test_the_screener_pages_say_how_items_are_chosen_and_the_random_check_in_wor
             (table,) = [d.value for d in at.dataframe]
             assert "how it was chosen" in table.columns, table.columns
     assert said == {page: [] for page in said}, said
+
+
+def test_a_document_session_of_the_model_suited_to_the_data_is_named_by_the_model_that_runs(db_url):
+    from app.services.vocabulary import model_words, solver_words
+    from app.ui.tables import correction_note
+    from core.presets import PRESETS
+    from tests.app.test_app_item_display import import_kind
+
+    svc = MarginLab.from_url(db_url)
+    dataset = import_kind(svc, "text")  # (documents: TF-IDF rows)
+    run = svc.start_session(dataset_id=dataset, annotator="ada", strategy="largest-positive", model="auto")
+    # stored: the review model on the ramp solver's name (learned by another solver on the documents' rows)
+    assert run.info.params["model"] == "review" and run.info.solver == "ramp"
+    review, ramp = PRESETS["review"]["words"], solver_words("ramp")
+    assert model_words(run.info.solver, run.info.params) == review != ramp
+    at = at_address(run.session_id)
+    (line,) = at.selectbox(key=f"session_picker_{run.session_id}").options
+    assert review in line and ramp not in line, line
+    text = shown_text(at)
+    assert any(review in t.lower() for t in text) and not [t for t in text if ramp in t.lower()], text
+    assert correction_note(run.info.solver, run.info.params).startswith(review.capitalize()), "on the History page"
+    at.switch_page("views/sessions.py").run()
+    assert not at.exception, at.exception
+    (model,) = at.dataframe[0].value["model"]
+    assert model == review, model
