@@ -18,6 +18,37 @@ from core.settings import MAX_CLASSES
 from storage import repository as repo
 from storage.errors import DuplicateDatasetError
 
+#: header names (any case) that say a column holds the answer: the upload suggests the first as its true-label
+#: column and never suggests one as a feature; the labels upload of a session suggests one as its label column
+LABEL_COLUMN_NAMES = (
+    "label",
+    "labels",
+    "class",
+    "target",
+    "y",
+    "included",
+    "relevant",
+    "answer",
+    "decision",
+    "true_label",
+    "true label",
+)
+
+
+def _header_word(column: str) -> str:
+    return column.strip().lstrip("\ufeff").casefold()
+
+
+def looks_like_label(column: str) -> bool:
+    """Whether a header names a column of answers (``LABEL_COLUMN_NAMES``, any case)."""
+    return _header_word(column) in LABEL_COLUMN_NAMES
+
+
+def label_column_guess(header: Sequence[str]) -> str | None:
+    """The column of a header most likely to hold the answers (``LABEL_COLUMN_NAMES``, in its order), or None."""
+    named = [c for c in header if looks_like_label(c)]
+    return min(named, key=lambda c: LABEL_COLUMN_NAMES.index(_header_word(c)), default=None)
+
 
 @dataclass
 class ImportResult:
@@ -41,6 +72,10 @@ class CsvPreview:
     def of(self, kind: str) -> list[str]:
         """Columns of one kind: number, category, text, smiles, empty."""
         return [c.name for c in self.columns if c.kind == kind]
+
+    def label_like(self) -> list[str]:
+        """The columns named like answers (``looks_like_label``): never suggested as features."""
+        return [c for c in self.header if looks_like_label(c)]
 
     @property
     def missing(self) -> dict[str, int]:

@@ -12,6 +12,7 @@ from app.services.datasets import (
     MISSING_CHOICES,
     SCALING_CHOICES,
     SCALING_LABEL,
+    label_column_guess,
 )
 from app.services.reading import BUNDLED, DELIMITER_NAMES, MISSING_POLICIES
 from app.ui.forms import column_values, csv_preview, delete_dataset_panel, unreadable_csv
@@ -213,6 +214,8 @@ with upload_tab:
                 )
             )
         columns = preview.header
+        answers = preview.label_like()  # named like the answer: the label column, never a suggested feature
+        guess = label_column_guess(columns)
         text_like, categories, smiles_like = preview.of("text"), preview.of("category"), preview.of("smiles")
         # Plain widgets, not a form: the fields that matter appear as the choices are made
         # (the positive value lists the label column's values; image or text fields only
@@ -222,6 +225,7 @@ with upload_tab:
             label_column = st.selectbox(
                 "True-label column (optional)",
                 ["(none)", *columns],
+                index=1 + columns.index(guess) if guess else 0,
                 help="Used for evaluation and simulations only, never shown to the labeller.",
             )
             positive = None
@@ -264,7 +268,7 @@ with upload_tab:
             text_features = st.multiselect(
                 "Documents: free-text features (TF-IDF, word uni- and bigrams)",
                 others,
-                default=[c for c in text_like if c in others],
+                default=[c for c in text_like if c in others and c not in answers],
                 key=f"upload_text_{upload.name}",
                 help="Documents: titles, abstracts, log lines. Kept sparse; the item is shown as its text.",
             )
@@ -315,7 +319,7 @@ with upload_tab:
             special = {label_column, key_column, smiles_column, *text_features}
             one_hot_candidates = [c for c in categories if c not in special]
             one_hot = []
-            if one_hot_candidates:
+            if one_hot_candidates:  # (one named like an answer is never in the hint: only chosen on purpose)
                 one_hot = st.multiselect(
                     "One-hot encode (columns holding a few text values)",
                     one_hot_candidates,
@@ -323,15 +327,15 @@ with upload_tab:
                     key=f"upload_onehot_{upload.name}",
                     help="Each value becomes a 0/1 feature. Not chosen: the column must be left out of the features.",
                 )
-                st.caption(
-                    plain(
-                        "Text-valued columns: "
-                        + ", ".join(
-                            f"'{c.name}' ({c.distinct} values)" for c in preview.columns if c.name in one_hot_candidates
+                hinted = [c for c in preview.columns if c.name in one_hot_candidates and c.name not in answers]
+                if hinted:
+                    st.caption(
+                        plain(
+                            "Text-valued columns: "
+                            + ", ".join(f"'{c.name}' ({c.distinct} values)" for c in hinted)
+                            + " — encode them one-hot here, or leave them out of the feature columns."
                         )
-                        + " — encode them one-hot here, or leave them out of the feature columns."
                     )
-                )
             display = st.radio(
                 "Show each item as",
                 ["table", "image", "text"],
@@ -361,9 +365,11 @@ with upload_tab:
             features = st.multiselect(
                 f"Numeric feature columns (empty: {numeric_default})",
                 [c for c in columns if c not in special],
-                help="Empty: every column except the label, key and text columns (none when text or SMILES "
-                "columns are the features).",
+                help="Empty: every column except the label, key and text columns and those named like an answer "
+                "(none when text or SMILES columns are the features).",
             )
+            if not features and not (text_features or smiles_column) and set(answers) - special:
+                features = [c for c in columns if c not in special and c not in answers]
             c1, c2, c3 = st.columns(3)
             missing = c1.radio(
                 "Missing values",

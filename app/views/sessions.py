@@ -5,6 +5,7 @@ import streamlit as st
 
 from app import auth, navigation
 from app.services import ServiceError
+from app.services.datasets import label_column_guess
 from app.services.vocabulary import PICKED_BY, heuristic_words, model_words, strategy_target
 from app.ui.messages import data_error_text, guarded
 from app.ui.state import annotator_filter, follow_address, service, session_label, show_session
@@ -145,7 +146,7 @@ if upload is not None:
         st.error(plain(f"{upload.name}: the file is empty (a header row and data rows are needed)."))
         st.stop()
     key_guess = next((h for h in ("item_key", "key", "id", "item_index") if h in header), header[0])
-    label_guess = next((h for h in ("label", "class", "answer") if h in header), header[min(1, len(header) - 1)])
+    label_guess = label_column_guess(header) or header[min(1, len(header) - 1)]
     cols = st.columns(2)
     key_column = cols[0].selectbox(
         "Item key column",

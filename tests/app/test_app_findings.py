@@ -292,3 +292,37 @@ def test_counts_are_written_in_their_number():
     assert count(1, "match", "matches") == "1 match" and count(3, "match", "matches") == "3 matches"
     message = stopping.consecutive_rule(np.array([1, -1]), n=50).message
     assert "1 negative in a row" in message and "1 negatives" not in message
+
+
+def test_a_column_named_like_the_answer_is_the_true_label_and_never_suggested_as_a_feature(db_url):
+    rows = "".join(
+        f"paper {k} on topic {k % 3},an abstract about the topic number {k},"
+        f"{'include' if k % 3 == 0 else 'exclude'},{'yes' if k % 2 else 'no'},{'a' if k % 4 else 'b'}\n"
+        for k in range(12)
+    )
+    data = f"title,abstract,Label,Decision,venue\n{rows}".encode()
+    at = data_page_with("tryout.csv", data)
+    label = [s for s in at.selectbox if s.label == "True-label column (optional)"][0]
+    assert label.value == "Label"  # suggested, whatever its case
+    (hint,) = [c for c in map(test_app.as_shown, (c.value for c in at.caption)) if "Text-valued columns" in c]
+    assert "'venue'" in hint and "Label" not in hint and "Decision" not in hint
+    assert at.multiselect(key="upload_text_tryout.csv").value == ["title", "abstract"]
+    label.select("(none)").run()  # not the label: still never suggested as a feature
+    (hint,) = [c for c in map(test_app.as_shown, (c.value for c in at.caption)) if "Text-valued columns" in c]
+    assert "Label" not in hint and "Decision" not in hint
+    svc = MarginLab.from_url(db_url)
+    for choice in ({"one_hot": ["Label"]}, {"feature_columns": ["Label"]}, {"text_features": ["Label"]}):
+        with pytest.raises(Exception, match="'Label'") as refused:  # both the label and a feature: refused
+            svc.import_csv(data, name="both", label_column="Label", positive="include", **choice)
+        assert "label column" in str(refused.value)
+    assert not [d for d in svc.datasets() if d.name == "both"]
+    numbers = "".join(f"{k},{k * k % 7},{k % 2}\n" for k in range(12)).encode()
+    at = data_page_with("numbers.csv", b"x1,x2,y\n" + numbers)
+    label = [s for s in at.selectbox if s.label == "True-label column (optional)"][0]
+    assert label.value == "y"
+    label.select("(none)").run()
+    at.text_input(key="upload_name_numbers.csv").input("unlabelled").run()
+    [b for b in at.button if b.key == "upload_import"][0].click().run()
+    assert not at.exception, at.exception
+    (dataset,) = [d for d in svc.datasets() if d.name == "unlabelled"]
+    assert list(svc.dataset(dataset.id).feature_names) == ["x1", "x2"]  # 'y' is no feature unless named
