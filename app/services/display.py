@@ -116,8 +116,11 @@ class ItemDisplay:
         # features too large for the arithmetic have no ranking to offer
         return relevance if relevance is not None and np.all(np.isfinite(relevance)) else None
 
-    def term_contributions(self, item: int, k: int = 12) -> list[tuple[str, float]] | None:
-        """The terms of an item that pushed its score most, as (term, w_t x_t), largest |w_t x_t| first.
+    def term_contributions(self, item: int, k: int | None = 12) -> list[tuple[str, float]] | None:
+        """The terms of an item that pushed its score most, as (term, w_t x_t), largest |w_t x_t| first
+        (``k`` of them; None: all).  One entry per distinct term: columns kept as separate TF-IDF blocks
+        name their terms "title:call" and "abstract:call"; these are the document's one word "call",
+        with the two moves summed.
 
         Exact for a linear kernel on TF-IDF features: f(x) = sum_t w_t x_t + b with w = sum_i
         coef_i x_i over the support vectors, so the contributions of all terms add up to f(x) - b.
@@ -148,7 +151,15 @@ class ItemDisplay:
         mask = np.zeros(len(w), dtype=bool)
         for b in blocks:
             mask[int(b["start"]) : int(b["stop"])] = True
-        return term_contributions(row, np.where(mask, w, 0.0), self.feature_names, k=k)
+        every = term_contributions(row, np.where(mask, w, 0.0), self.feature_names, k=len(w))
+        # (one block: its terms carry no column's name)
+        prefixes = [f"{b.get('column')}:" for b in blocks] if len(blocks) > 1 else []
+        merged: dict[str, float] = {}
+        for name, value in every:
+            term = next((name[len(p) :] for p in prefixes if name.startswith(p)), name)
+            merged[term] = merged.get(term, 0.0) + value
+        ranked = sorted(merged.items(), key=lambda tv: -abs(tv[1]))  # (stable: ties keep their order)
+        return ranked if k is None else ranked[:k]
 
     def warm(self, item: int) -> None:
         """Compute now, and keep, what showing the item reads the first time: a table item's stored

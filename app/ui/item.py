@@ -3,6 +3,7 @@ asked about it, and what the Label panel draws after it (the live ROC curve, onc
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -178,17 +179,43 @@ DOCUMENT_HEIGHT = 360
 _WORD = re.compile(r"\w\w+")
 
 
-#: a term is highlighted when it moved the score by at least this share of the largest move in the item
-NOTABLE_SHARE = 0.02
+#: a term is listed and highlighted when it moved the item's score by at least this share of all its
+#: terms' moves together (sum of |w_t x_t|)
+NOTABLE_SHARE = 0.05
+#: terms listed (and highlighted) each way at most
+TERMS_SHOWN = 6
 
 
 def notable_terms(contributions: list[tuple[str, float]] | None) -> list[tuple[str, float]] | None:
-    """The terms worth highlighting: those that moved the item's score by at least ``NOTABLE_SHARE`` of
-    the largest move (common words with weights near zero, shown as "-0.000", are left plain)."""
+    """The terms worth listing and highlighting, given all the item's terms: those that moved its score
+    by at least ``NOTABLE_SHARE`` of the total movement (the sum of every term's |move|), at most
+    ``TERMS_SHOWN`` up and as many down, the largest first.  A share of the total rather than of the
+    largest move: when a document's score comes from many terms each moving it a little (common words,
+    numbers), none stands out and the list is empty, rather than the least small of them."""
     if not contributions:
         return contributions
-    largest = max(abs(v) for _, v in contributions)
-    return [(t, v) for t, v in contributions if abs(v) >= NOTABLE_SHARE * largest]
+    total = sum(abs(v) for _, v in contributions)
+    kept = sorted(((t, v) for t, v in contributions if abs(v) >= NOTABLE_SHARE * total), key=lambda tv: -abs(tv[1]))
+    return [tv for tv in kept if tv[1] > 0][:TERMS_SHOWN] + [tv for tv in kept if tv[1] < 0][:TERMS_SHOWN]
+
+
+def _two_digits(value: float) -> str:
+    """A term's move with its sign to two significant digits: 0.4 -> "+0.40", -0.004567 -> "-0.0046"."""
+    magnitude = math.floor(math.log10(abs(value))) if value else 0
+    return f"{value:+.{max(1 - magnitude, 0)}f}"
+
+
+def why_terms(notable: list[tuple[str, float]]) -> str:
+    """The line under a document that says which terms (:func:`notable_terms`) moved its score, each
+    in quotes so that a two-word term reads as one (“and call”), or that none stands out."""
+    if not notable:
+        return plain(
+            "No single term stands out: the score comes from many terms, each moving it by less than "
+            f"{NOTABLE_SHARE:.0%} of their total."
+        )
+    ups = [f"“{plain(t)}” ({plain(_two_digits(v))})" for t, v in notable if v > 0]
+    downs = [f"“{plain(t)}” ({plain(_two_digits(v))})" for t, v in notable if v < 0]
+    return "Terms that pushed the score up: " + (", ".join(ups) or "none") + " · down: " + (", ".join(downs) or "none")
 
 
 #: highlighted document terms: the page's text colour on green (they pushed the score up) or on red (down).
@@ -262,16 +289,11 @@ def item_view(items: ItemDisplay, item_index: int) -> Callable[[], None]:
 
 
 def _document_view(items: ItemDisplay, item_index: int, text: str) -> Callable[[], None]:
-    contributions = notable_terms(items.term_contributions(item_index))
+    every = items.term_contributions(item_index, k=None)
+    contributions = notable_terms(every)
     long = len(text) > 700 or text.count("\n") > 12
     marked = highlighted_markdown(text, contributions) if contributions else None
-    terms = None
-    if contributions:
-        ups = [f"{plain(t)} (+{v:.3f})" for t, v in contributions if v > 0][:6]
-        downs = [f"{plain(t)} ({v:.3f})" for t, v in contributions if v < 0][:6]
-        terms = (
-            "Terms that pushed the score up: " + (", ".join(ups) or "none") + " · down: " + (", ".join(downs) or "none")
-        )
+    terms = why_terms(contributions or []) if every else None  # (no model yet, or none of its terms)
 
     def document() -> None:
         # (keyed per item: the Projects page draws several items on one page)

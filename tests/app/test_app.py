@@ -1254,11 +1254,32 @@ def test_a_warm_started_item_view_reads_nothing_more_from_the_database(tmp_path,
 
 
 def test_words_that_barely_moved_the_score_are_not_highlighted():
-    from app.ui.item import notable_terms
+    from app.ui.item import NOTABLE_SHARE, notable_terms
 
+    # a term is notable when it moved the score by NOTABLE_SHARE (5%) of all the terms' moves together
     terms = [("robot", 0.4), ("grasping", -0.1), ("the", -0.0004), ("of", 0.003), ("arm", 0.008)]
-    assert notable_terms(terms) == [("robot", 0.4), ("grasping", -0.1), ("arm", 0.008)]
+    assert NOTABLE_SHARE == 0.05
+    assert notable_terms(terms) == [("robot", 0.4), ("grasping", -0.1)]  # "arm": 1.6% of the total
     assert notable_terms([]) == [] and notable_terms(None) is None
+    # many common words each moving the score a little: none stands out (the largest is 4.8%)
+    noise = [("43", 0.002)] + [(f"word{i}", -0.001) for i in range(40)]
+    assert notable_terms(noise) == []
+    # at most six each way, the largest first
+    many = [(f"up{i}", 1.0 - i / 100) for i in range(8)] + [(f"down{i}", -1.0 + i / 100) for i in range(8)]
+    assert notable_terms(many) == many[:6] + many[8:14]
+
+
+def test_the_why_line_quotes_each_term_to_two_significant_digits_or_says_none_stands_out():
+    from app.ui.item import why_terms
+
+    line = as_shown(why_terms([("robot", 0.4), ("and call", -0.01234), ("for", -0.0046)]))
+    assert line == "Terms that pushed the score up: “robot” (+0.40) · down: “and call” (-0.012), “for” (-0.0046)"
+    assert (
+        as_shown(why_terms([("and call", -0.5)])) == "Terms that pushed the score up: none · down: “and call” (-0.50)"
+    )
+    assert as_shown(why_terms([])) == (
+        "No single term stands out: the score comes from many terms, each moving it by less than 5% of their total."
+    )
 
 
 def test_a_comparison_says_which_runs_never_left_the_cold_start():

@@ -495,6 +495,41 @@ def test_the_review_model_s_term_contributions_add_up_to_its_decision_value_minu
     assert items.term_contributions(4) is None
 
 
+def test_a_word_in_two_text_blocks_is_one_term_with_its_two_contributions_summed():
+    """Columns kept as separate blocks name their terms "title:call" and "abstract:call": shown as one
+    "call", the document's word, with the sum of both moves (the sum over all terms is unchanged)."""
+    import threading
+    from types import SimpleNamespace
+
+    from app.services.display import ItemDisplay
+
+    names = ["title:call", "title:robot", "abstract:call", "abstract:for"]
+    row = sp.csr_matrix(np.array([[0.5, 0.5, 0.4, 0.3]]))
+    solver = SimpleNamespace(
+        kernel=SimpleNamespace(name="linear"), coefficients=lambda: (np.array([0]), np.array([1.0]), 0.0)
+    )
+    weights = np.array([0.2, 1.0, 0.1, -0.1])
+    items = ItemDisplay(
+        display=SimpleNamespace(kind="text", image_shape=None, item_keys=None, display_values=["Robot call for"]),
+        meta={
+            "feature_blocks": [
+                {"kind": "tfidf", "column": "title", "start": 0, "stop": 2},
+                {"kind": "tfidf", "column": "abstract", "start": 2, "stop": 4},
+            ]
+        },
+        feature_names=names,
+        raw_rows=row,
+        scaled_rows=row,
+        pool_rows=row,
+        model=lambda: SimpleNamespace(solver=solver, X=sp.csr_matrix(weights[None, :])),
+        lock=threading.RLock(),
+    )
+    top = items.term_contributions(0, k=None)
+    assert [t for t, _ in top] == ["robot", "call", "for"]
+    assert np.allclose([v for _, v in top], [0.5, 0.5 * 0.2 + 0.4 * 0.1, -0.03])
+    assert [t for t, _ in items.term_contributions(0, k=1)] == ["robot"]
+
+
 def test_terms_in_nearly_every_document_are_left_out_unless_nothing_would_remain():
     # as ASReview's features (max_df 0.95): "the" is in all 40 documents, "common" in 39 (97.5%), "usual"
     # in 38 (95%: kept); a handful of identical documents keeps its terms rather than having none
