@@ -11,7 +11,7 @@ from __future__ import annotations
 import streamlit as st
 
 from app import auth, charts
-from app.services.stopping import RULE_OPTIONS, check_blocked
+from app.services.stopping import RULE_OPTIONS, check_blocked, check_caution
 from app.services.vocabulary import CHECK_MEANING, RULE_TERMS, rule_words
 from app.ui.messages import guarded
 from app.ui.text import plain
@@ -99,6 +99,7 @@ def show(svc, run, *, gain_above: bool = False) -> None:
         with st.expander("Advanced: the rules in the model's terms"):
             st.caption("  \n".join(plain(f"{words}: {term}") for words, term in RULE_TERMS.items()))
         buttons = st.container(horizontal=True)
+        caution = None
         if status.checking:
             buttons.button(
                 "Stop the random check",
@@ -110,13 +111,15 @@ def show(svc, run, *, gain_above: bool = False) -> None:
         else:
             # disabled, with the reason, whenever the panel says a check cannot start (the same test)
             blocked = check_blocked(status.check)
+            # usable even when a check now would read nearly all that is left (the analyst's choice), but said
+            caution = None if blocked else check_caution(status.check)
             buttons.button(
                 "Start the random check",
                 key="start_check",
                 on_click=_start_check,
                 args=(svc, run.session_id),
                 disabled=blocked is not None,
-                help=blocked or CHECK_HELP,
+                help=blocked or (f"{caution} {CHECK_HELP}" if caution else CHECK_HELP),
                 type="primary" if status.check.suggest else "secondary",
             )
         with buttons.popover("Stopping settings", icon=":material/tune:"), st.form("stopping_settings", border=False):
@@ -149,6 +152,8 @@ def show(svc, run, *, gain_above: bool = False) -> None:
                 key="stopping_confidence",
             )
             st.form_submit_button("Apply", on_click=_apply_settings, args=(svc, run.session_id))
+        if caution:
+            st.caption(plain(caution))
     if not gain_above:
         with right:
             gain_chart(run)

@@ -1242,6 +1242,40 @@ def check_blocked(check: RecallCheck) -> str | None:
     return None
 
 
+#: the outlook's words when a later check needs more draws than the first would (its stricter level, check_alpha)
+STRICTER_CHECK = (
+    "more than the first: each new check must pass a stricter test so that the guarantee holds over all of them"
+)
+
+
+def _stricter(check: RecallCheck) -> bool:
+    """A check not started yet needs more draws than the first check of the session would on the same urn: a
+    later check spends a smaller share of the error budget (:func:`check_alpha`)."""
+    if check.check_number <= 1 or check.design is not None:
+        return False
+    first = pass_draws(check.urn, check.found_before, 0, check.target_recall, check_alpha(1, check.confidence))
+    return min(check.planned, check.urn) > min(first, check.urn)
+
+
+def _reads_most(check: RecallCheck) -> bool:
+    """Before a check (one can start): a check now would draw more than ``READ_MOST_SHARE`` of what is left."""
+    return (
+        check.phase == "heuristic"
+        and check.gap_needed is not None
+        and check.urn > 0
+        and min(check.planned, check.urn) > READ_MOST_SHARE * check.urn
+    )
+
+
+def check_caution(check: RecallCheck) -> str | None:
+    """One line for the start button when the outlook says a check now would read (nearly) all that is left, or
+    None (the button stays usable: starting a check is the analyst's choice)."""
+    if not _reads_most(check):
+        return None
+    share = _pct(min(check.planned, check.urn) / check.urn)
+    return f"A check now would mean reading about {share} of what is left: keep labelling first (your choice)."
+
+
 def outlook(check: RecallCheck) -> str:
     """How many more labels the guarantee will probably need, in plain words (the Label page's panel)."""
     if check.phase == "passed" or (check.phase == "heuristic" and check.urn == 0):
@@ -1271,15 +1305,16 @@ def outlook(check: RecallCheck) -> str:
     if check.gap_needed is None:
         return CHECK_NEEDS_A_POSITIVE
     planned = min(check.planned, check.urn)
-    if check.urn and planned > READ_MOST_SHARE * check.urn:  # a check now is reading (nearly) everything
+    stricter = f"; {STRICTER_CHECK}" if _stricter(check) else ""
+    if _reads_most(check):  # a check now is reading (nearly) everything
         return (
             f"Guarantee: a random check now would mean reading about {_pct(planned / check.urn)} of what is "
-            f"left (at least {count(planned, 'random draw')} of {count(check.urn, 'unlabelled item')}): keep "
-            "labelling first; the check is suggested when the model's picks stop finding positives."
+            f"left (at least {count(planned, 'random draw')} of {count(check.urn, 'unlabelled item')}{stricter}): "
+            "keep labelling first; the check is suggested when the model's picks stop finding positives."
         )
     return (
-        f"Guarantee: at least {count(min(check.planned, check.urn), 'random draw')} once a random check starts "
-        "(more for every positive among them)"
+        f"Guarantee: at least {count(planned, 'random draw')} once a random check starts "
+        f"(more for every positive among them{stricter})"
         + (
             "; a check is suggested now."
             if check.suggest
@@ -1543,6 +1578,7 @@ class RecallEstimate:
     confidence: float
     positives_drawn: int | None = None  # for an estimate from random draws
     unlabelled: float = float("inf")  # items still unlabelled when it was made (inf: not said)
+    draws: int | None = None  # for an estimate from random draws: how many
 
     @property
     def known(self) -> bool:
@@ -1551,16 +1587,16 @@ class RecallEstimate:
 
     @property
     def too_early(self) -> bool:
-        """A model-based estimate whose interval spans more than ``USEFUL_SPAN_SHARE`` of the unlabelled items
-        and is wider than the estimate itself (on the demo, "about 392, 0–867" with 1,761 left; not "about
-        170, 137–190" with 190 left, nor "about 2, 0–6" near the end): known, but a number that says nothing
-        yet.  The app says "too early to estimate" instead, and its gain chart leaves it out (its axis fits
-        what was found).  Estimates from random draws are always shown: they are unbiased, their interval is
-        exact."""
+        """An estimate whose interval spans more than ``USEFUL_SPAN_SHARE`` of the unlabelled items and is wider
+        than the estimate itself (on the demo, "about 392, 0–867" with 1,761 left; not "about 170, 137–190"
+        with 190 left, nor "about 2, 0–6" near the end): known, but a number that says nothing yet.  The app
+        says "too early to estimate" instead, and its gain chart leaves it out (its axis fits what was found).
+        The same for an estimate from random draws (unbiased, its interval exact, but after 3 draws of a check
+        stopped early "0–1,249 (95% interval)" of 1,767 says nothing either): only its words change."""
         span = self.remaining_high - self.remaining_low
         return (
             self.known
-            and self.method == "model-based"
+            and self.method in ("model-based", "random draws")
             and np.isfinite(self.unlabelled)
             and span > USEFUL_SPAN_SHARE * self.unlabelled
             and span > self.remaining
@@ -1571,6 +1607,11 @@ class RecallEstimate:
         "cannot estimate yet" and why, instead of a number, while there is none."""
         if not self.known:
             return f"Positives still unlabelled: cannot estimate yet. Method: {self.method} — {self.description}."
+        if self.too_early and self.method == "random draws":
+            return (
+                f"Positives still unlabelled: too early to estimate from {count(self.draws or 0, 'random draw')}; "
+                f"draw more in a random check. Method: {self.method} — {self.description}."
+            )
         if self.too_early:
             return (
                 f"Positives still unlabelled: too early to estimate (the model's range still spans more than "
@@ -1606,6 +1647,7 @@ def _finish(
     positives_drawn: int | None = None,
     *,
     unlabelled: int | None = None,
+    draws: int | None = None,
 ) -> RecallEstimate:
     """The estimate with ``0 <= low <= remaining <= high <= unlabelled`` (NaN stays NaN: not estimated)."""
     top = float("inf") if unlabelled is None else float(max(0, unlabelled))
@@ -1626,6 +1668,7 @@ def _finish(
         confidence=confidence,
         positives_drawn=positives_drawn,
         unlabelled=top,
+        draws=draws,
     )
 
 
@@ -1656,12 +1699,13 @@ def urn_interval(urn: int, draws: int, positives: int, confidence: float) -> tup
 
 
 def estimate_from_draws(
-    run: CheckRun, *, found: int, unlabelled: int, confidence: float = DEFAULT_CONFIDENCE
+    run: CheckRun, *, found: int, unlabelled: int, confidence: float = DEFAULT_CONFIDENCE, stopped: bool = False
 ) -> RecallEstimate:
     """From a check's random draws: positives the urn held (exact interval), less those labelled since.
 
     ``found``: positives labelled now (all of the session); every positive
-    labelled since the check started came out of its urn.
+    labelled since the check started came out of its urn.  ``stopped``: the check was stopped before it
+    passed or failed (the description says so; the numbers are the same).
     """
     since = found - run.found_before
     point_k = run.positives * run.urn / run.draws
@@ -1671,7 +1715,9 @@ def estimate_from_draws(
     high = float(min(max(0, k_high - since), unlabelled))
     description = (
         f"{run.positives} positive{'s' if run.positives != 1 else ''} in {run.draws:,} items drawn at "
-        f"random from the {run.urn:,} unlabelled when the check started; exact hypergeometric interval"
+        f"random from the {run.urn:,} unlabelled when the check started"
+        + (", a check stopped before it ended" if stopped else "")
+        + "; exact hypergeometric interval"
     )
     return _finish(
         "random draws",
@@ -1683,6 +1729,7 @@ def estimate_from_draws(
         confidence,
         positives_drawn=run.positives,
         unlabelled=unlabelled,
+        draws=run.draws,
     )
 
 
@@ -1731,7 +1778,7 @@ def platt_scaling(scores, labels, *, max_iter: int = 100) -> tuple[float, float]
 MIN_CALIBRATION_LABELS = 5
 #: model-based estimate: the fit's variance counts this many times in the interval (its standard deviation twice)
 FIT_VARIANCE_FACTOR = 4.0
-#: model-based estimate: an interval wider than this share of the unlabelled items (and than the estimate
+#: an estimate's interval (model-based or from draws) wider than this share of the unlabelled items (and the estimate
 #: itself) is "too early to estimate" in the app (``RecallEstimate.too_early``): on the demo after 36 labels,
 #: "about 392, 0–867" of 1,761 unlabelled items (49%; 163 positives were left) said nothing but filled the gain
 #: chart's axis.  The numbers themselves (and benchmarks/bench_estimate.py's coverage) are the same either way
@@ -1844,6 +1891,7 @@ def estimate_remaining(
     target_recall: float = DEFAULT_TARGET_RECALL,
     confidence: float = DEFAULT_CONFIDENCE,
     heuristic_words: Callable[[str], str] = strategy_words,
+    checking: bool | None = None,
 ) -> RecallEstimate:
     """The estimate the app and the simulations show, never above the items still unlabelled.
 
@@ -1853,7 +1901,8 @@ def estimate_remaining(
     (:func:`estimate_from_model`) unless most labels were asked by a heuristic
     of ``TOP_FIRST_HEURISTICS`` (``asked_by``: the heuristic that asked each
     label; ``heuristic_words`` says one in words); while neither can be had, it
-    says so (``known`` is False) instead of giving a number.
+    says so (``known`` is False) instead of giving a number.  ``checking``: whether a check is on now (False:
+    the draws of a check that neither passed nor failed were stopped, and the words say so; None: not said).
     """
     target_recall, confidence = check_target(target_recall, confidence)
     y = _labels(labels)
@@ -1863,7 +1912,14 @@ def estimate_remaining(
         return _finish("all labelled", "every pool item is labelled", found, 0.0, 0.0, 0.0, confidence, unlabelled=0)
     runs = [r for r in check_runs(y, drawn, check_starts, pool_size, target_recall, confidence) if r.draws > 0]
     if runs:
-        return estimate_from_draws(runs[-1], found=found, unlabelled=unlabelled, confidence=confidence)
+        last = runs[-1]
+        stopped = checking is False and last.failed_at is None
+        if stopped:  # not when it passed (its check's design: the same as recall_check's, cached)
+            design = check_design(
+                last.urn, last.found_before, target_recall, check_alpha(len(runs), confidence), 1.0 - confidence
+            )
+            stopped = last.draws < design.pass_draws(last.positives)
+        return estimate_from_draws(last, found=found, unlabelled=unlabelled, confidence=confidence, stopped=stopped)
     if unlabelled_scores is None or asked_scores is None:
         return _finish(
             "model-based",
@@ -1912,6 +1968,7 @@ __all__ = [
     "CALIBRATE_MAX_URN",
     "check_alpha",
     "check_blocked",
+    "check_caution",
     "check_design",
     "CHECK_NEEDS_A_POSITIVE",
     "check_runs",

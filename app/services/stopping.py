@@ -184,6 +184,7 @@ class RunStopping:
             target_recall=target,
             confidence=confidence,
             heuristic_words=self.heuristic_words,
+            checking=view.checking,
         )
         gain = pd.DataFrame(
             {"n_labels": np.arange(1, len(view.labels) + 1), "found": np.cumsum(view.labels > 0), "drawn": view.drawn}
@@ -380,6 +381,8 @@ class RunStopping:
 
 #: why a recall check cannot start now, in words, or None (``core.stopping.check_blocked``)
 check_blocked = rules.check_blocked
+#: one line for the start button when a check now would read (nearly) all that is left, or None
+check_caution = rules.check_caution
 
 __all__ = [
     "DEFAULTS",
@@ -389,6 +392,7 @@ __all__ = [
     "RunStopping",
     "StoppingStatus",
     "check_blocked",
+    "check_caution",
     "check_settings",
     "stopping_settings",
 ]

@@ -190,9 +190,15 @@ def test_an_estimate_wider_than_half_the_unlabelled_items_is_too_early_and_left_
     useful = rules._finish("model-based", "test", 17, 40.0, 20.0, 70.0, 0.95, unlabelled=1761)
     assert not useful.too_early and useful.in_words().startswith("About 40 positives still unlabelled")
     assert len(charts.gain_figure(gain, useful, 0.95)["data"]) == 3
-    # the draws of a recall check are exact: never "too early"
-    drawn = rules._finish("random draws", "test", 17, 392.0, 0.0, 867.0, 0.95, positives_drawn=3, unlabelled=1761)
-    assert not drawn.too_early
+    # the draws of a recall check follow the same rule: their interval is exact, but as wide it says nothing yet
+    drawn = rules._finish(
+        "random draws", "test", 17, 392.0, 0.0, 867.0, 0.95, positives_drawn=3, unlabelled=1761, draws=3
+    )
+    assert drawn.too_early and drawn.in_words().startswith(
+        "Positives still unlabelled: too early to estimate from 3 random draws; draw more in a random check."
+    )
+    narrow = rules._finish("random draws", "test", 17, 40.0, 20.0, 70.0, 0.95, positives_drawn=3, unlabelled=1761)
+    assert not narrow.too_early
 
 
 # --------------------------------------------------------------------------- History while the model is prepared

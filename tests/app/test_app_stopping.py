@@ -173,7 +173,9 @@ def test_the_estimate_uses_the_sessions_target_and_confidence(db_url):
     assert run.set_stopping(confidence=0.8).ok and run.start_check().ok
     answer(run, 5)
     est = run.stopping_status().estimate
-    assert est.method == "random draws" and est.confidence == 0.8 and "80% interval" in est.in_words()
+    assert est.method == "random draws" and est.confidence == 0.8
+    # (a few draws: an interval this wide is "too early" in words; its numbers below)
+    assert est.too_early and f"too early to estimate from {est.draws} random draw" in est.in_words()
     view = run.stopping.view()
     at = {
         c: rules.estimate_remaining(view.labels, view.drawn, view.check_starts, pool_size=view.pool_size, confidence=c)
@@ -281,6 +283,38 @@ def test_label_page_shows_the_stopping_panel_and_runs_a_check(db_url):
     assert any("Skip is not available" in as_shown(w.value) for w in at.warning)
     at.button(key="stop_check").click().run()
     assert not at.exception and not service(db_url).open_session(run.session_id).checking
+
+
+def test_after_a_few_draws_of_a_stopped_check_the_panel_says_too_early_and_why_the_next_needs_more(db_url):
+    """The tryout's: three draws, "Stop the random check", then "0–1,249 (95% interval)" and "at least 1,760"
+    where the first check needed 1,688, unexplained."""
+    svc = service(db_url)
+    run = labelled_run(svc, 20)
+    first = run.stopping_status().check.planned
+    assert run.start_check().ok
+    answer(run, 3)
+    assert run.stop_check().ok
+    status = run.stopping_status()
+    assert status.check.check_number == 2 and status.check.planned > first
+    words = status.estimate.in_words()
+    assert words.startswith("Positives still unlabelled: too early to estimate from 3 random draws"), words
+    assert "stopped" in words
+    assert "each new check must pass a stricter test" in status.outlook
+    at = start_app("cy")
+    shown = [as_shown(m.value) for m in at.markdown]
+    assert words in shown and status.outlook in shown
+
+
+def test_the_start_button_stays_usable_and_says_when_a_check_now_would_read_most_of_what_is_left(db_url):
+    svc = service(db_url)
+    run = labelled_run(svc, 20)
+    status = run.stopping_status()
+    caution = rules.check_caution(status.check)
+    assert caution and "keep labelling first" in caution
+    at = start_app("cy")
+    button = at.button(key="start_check")
+    assert not button.disabled and button.help.startswith(caution)
+    assert caution in [as_shown(c.value) for c in at.caption]
 
 
 def test_compare_page_shows_the_rules_and_recall_curves(db_url):

@@ -937,6 +937,71 @@ def test_the_outlook_says_plainly_when_a_check_now_would_read_most_of_what_is_le
     assert st.outlook(later).startswith("Guarantee: at least 161 random draws once a random check starts")
 
 
+STRICTER = "more than the first: each new check must pass a stricter test so that the guarantee holds over all of them"
+
+
+def test_a_later_check_needs_more_draws_than_the_first_and_the_outlook_says_why():
+    """A new user saw "at least 1,688" before the first check and "at least 1,760" after three draws of a check
+    stopped early: the second check spends a smaller share of the error budget (``check_alpha``), so it must
+    pass a stricter test, and the outlook says so."""
+    heuristic = [1] * 10 + [-1] * 20
+    first = st.recall_check(heuristic, [False] * 30, [], checking=False, pool_size=1800)
+    labels, drawn = _history((heuristic, False), ([-1] * 3, True))
+    second = st.recall_check(labels, drawn, [30], checking=False, pool_size=1800)
+    assert (first.check_number, second.check_number) == (1, 2) and second.phase == "heuristic"
+    # the reason is the stricter level alone: the first check's level on the same urn needs fewer draws
+    as_first = st.pass_draws(second.urn, second.found_before, 0, 0.95, st.check_alpha(1, 0.95))
+    assert as_first < first.planned < second.planned
+    assert second.alpha == st.check_alpha(2, 0.95) < st.check_alpha(1, 0.95)
+    assert STRICTER in st.outlook(second) and STRICTER not in st.outlook(first)
+    assert f"at least {second.planned:,} random draws" in st.outlook(second)
+    # (a later check on a pool where the guarantee needs few draws: the same words, in the other sentence)
+    heuristic = [1] * 300 + [-1] * 300
+    labels, drawn = _history((heuristic, False), ([-1] * 3, True), ([-1] * 10, False))
+    later = st.recall_check(labels, drawn, [600], checking=False, pool_size=1000)
+    assert later.check_number == 2 and later.planned <= st.READ_MOST_SHARE * later.urn
+    assert st.outlook(later).startswith(f"Guarantee: at least {later.planned:,} random draws once a random check")
+    assert STRICTER in st.outlook(later)
+
+
+def test_an_estimate_from_a_few_draws_of_a_stopped_check_is_too_early_its_numbers_unchanged():
+    """Three draws of a check stopped early gave "0–1,249 (95% interval); recall 1.2%–100%": the estimate from
+    draws follows the model-based estimate's rule (``too_early``) in words; its numbers stay as they were."""
+    heuristic = [1] * 10 + [-1] * 20
+    labels, drawn = _history((heuristic, False), ([-1] * 3, True))
+    stopped = st.estimate_remaining(labels, drawn, [30], pool_size=1800, checking=False)
+    low, high = st.urn_interval(1770, 3, 0, 0.95)
+    assert (stopped.remaining, stopped.remaining_low, stopped.remaining_high) == (0.0, low, high)
+    assert stopped.method == "random draws" and stopped.too_early
+    words = stopped.in_words()
+    assert words.startswith(
+        "Positives still unlabelled: too early to estimate from 3 random draws; draw more in a random check."
+    ), words
+    assert f"{high:,}" not in words and "stopped" in words
+    # while the check is on, the same words without "stopped"; the same numbers
+    on = st.estimate_remaining(labels, drawn, [30], pool_size=1800, checking=True)
+    assert on.too_early and "stopped" not in on.in_words()
+    assert (on.remaining_low, on.remaining_high) == (low, high)
+    # many draws: the numbers, as before
+    labels, drawn = _history(([1] * 95 + [-1] * 505, False), ([-1] * 99 + [1], True))
+    enough = st.estimate_remaining(labels, drawn, [600], pool_size=1000, checking=False)
+    assert not enough.too_early and enough.in_words().startswith("About 3 positives still unlabelled")
+    assert "stopped" in enough.description
+
+
+def test_the_start_button_is_told_when_a_check_now_would_read_most_of_what_is_left():
+    early = st.recall_check([1] * 3 + [-1] * 17, [False] * 20, [], checking=False, pool_size=400)
+    share = st._pct(min(early.planned, early.urn) / early.urn)
+    assert st.check_caution(early) == (
+        f"A check now would mean reading about {share} of what is left: keep labelling first (your choice)."
+    )
+    assert st.check_blocked(early) is None  # not blocked: the analyst may still start it
+    later = st.recall_check([1] * 95 + [-1] * 505, [False] * 600, [], checking=False, pool_size=1000)
+    assert st.check_caution(later) is None
+    none_yet = st.recall_check([-1] * 10, [False] * 10, [], checking=False, pool_size=100)
+    assert st.check_caution(none_yet) is None
+
+
 def test_a_check_cannot_start_before_a_positive_nor_with_nothing_left_and_says_why():
     none_yet = st.recall_check([-1] * 10, [False] * 10, [], checking=False, pool_size=100)
     assert st.check_blocked(none_yet) == "A random check can start once a positive is labelled."
