@@ -104,7 +104,6 @@ def show(svc, session_id: int) -> None:
                     actions.button(
                         plain(name),  # its key: the hint Streamlit shows beside it
                         shortcut=str(k + 1),
-                        type="primary" if k == 0 else "secondary",
                         disabled=disabled,
                         on_click=_answer,
                         args=(svc, session_id, k, item),

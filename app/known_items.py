@@ -32,8 +32,8 @@ def show(svc, session_id: int, who) -> None:
     with st.expander(f"Known items ({run.n_known} marked)", icon=":material/search:"):
         st.caption(
             "Search the pool for items you already know and mark them: they are stored as labels "
-            "with the provenance 'prior' and the model learns them at once (before the first "
-            "question, they are its start)."
+            "known beforehand (not asked by the model) and the model learns them at once (before the "
+            "first question, they are its start)."
         )
         query = st.text_input(
             label, key=f"known_query_{session_id}", max_chars=QUERY_CHARS, help=help_text, placeholder=help_text

@@ -310,6 +310,26 @@ def positive_meaning(find: str | None, names: dict[int, str]) -> str | None:
     return find or (names[1] if names[1] != "positive" else None)
 
 
+#: the Label page's answer buttons (a two-class session)
+ANSWER_BUTTONS = {1: "Positive", -1: "Negative", 0: "Skip"}
+
+
+def answer_words(value: int, names: dict[int, str]) -> str:
+    """A two-class answer as the pages say it: the Label page's button, with the dataset's own class name
+    beside it when it has one ("Positive (8)", "Negative (rest)"); ``names[0]`` ("skipped") for a skip."""
+    if value == 0:
+        return names[0]
+    button = ANSWER_BUTTONS[value]
+    return button if names[value].lower() == button.lower() else f"{button} ({names[value]})"
+
+
+def find_placeholder(names: dict[int, str]) -> str:
+    """The placeholder of "What to find" for a dataset with these class names: what an empty field leaves."""
+    if names[1].lower() == ANSWER_BUTTONS[1].lower():
+        return "empty: just Positive / Negative"
+    return f"empty: the dataset's own classes, {answer_words(1, names)} / {answer_words(-1, names)}"
+
+
 def forwarded(part: str, name: str, source: type):
     """What ``owner.name`` is when ``owner.part`` (a ``source``) does it: a method handing its arguments
     on (with ``source.name``'s signature and docstring), or a read-only property for an attribute.

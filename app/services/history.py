@@ -20,7 +20,7 @@ import pandas as pd
 from sqlalchemy.exc import SQLAlchemyError
 
 from app.services.accounts import Identity
-from app.services.common import Outcome, ServiceError, database_trouble
+from app.services.common import Outcome, ServiceError, answer_words, database_trouble
 from app.services.readouts import RunReadouts
 from app.services.records import Answer, RunState, csv_text
 from app.services.snapshots import RunSnapshots
@@ -254,8 +254,15 @@ class RunHistory:
             ],
         )
 
-    def _describe(self, correction) -> str:
+    def _answers_said(self) -> dict[int, str]:
+        """``{value: words}``: how a change reads, as the Label page says a two-class answer ("Positive (8)")."""
         names = self.run.class_names
+        if getattr(self.run, "has_classes", False):
+            return names
+        return {value: answer_words(value, names) for value in names}
+
+    def _describe(self, correction) -> str:
+        names = self._answers_said()
         when = f"{correction.created_at:%Y-%m-%d %H:%M:%S}"
         if correction.kind == "remove":
             return f"removed by {correction.annotator} at {when}"
@@ -290,7 +297,7 @@ class RunHistory:
                         "warning",
                     )
                 )
-            names = self.run.class_names
+            names = self._answers_said()
             old = answer.value
             try:
                 if value is None:

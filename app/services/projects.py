@@ -70,6 +70,7 @@ from app.services.common import (
     VALUE_NAMES,
     Outcome,
     ServiceError,
+    answer_words,
     class_names,
     find_words,
     gamma_value,
@@ -1290,9 +1291,9 @@ class Projects:
         return run.labels_csv()
 
     def own_answer_words(self, identity: Identity, events: list[repo.LabelEvent]) -> list[str]:
-        """How each of the person's ``events`` reads, as History and the export say it: the class's name in a
-        session with named classes, the names of its classes in a multi-label one, the dataset's class name
-        ("8" / "rest") in a two-class one, "skipped" for a skip."""
+        """How each of the person's ``events`` reads, as History says it: the class's name in a session with
+        named classes, the names of its classes in a multi-label one, the Label page's answer with the dataset's
+        class name ("Positive (8)" / "Negative (rest)") in a two-class one, "skipped" for a skip."""
         sessions = {s.id: s for s in repo.list_sessions(self.engine, annotator=identity.name)}
         datasets: dict[int, dict[int, str]] = {}
         words = []
@@ -1300,15 +1301,18 @@ class Projects:
             session = sessions[event.session_id]
             if session.dataset_id not in datasets:
                 datasets[session.dataset_id] = class_names(repo.get_dataset(self.engine, session.dataset_id).meta)
+            classes = session_classes(session.params)
             words.append(
                 answer_name(
                     datasets[session.dataset_id],
-                    session_classes(session.params),
+                    classes,
                     event.value,
                     event.answer_class,
                     event.answer_classes,
                     multi_label=session_multi_label(session.params),
                 )
+                if classes
+                else answer_words(event.value, datasets[session.dataset_id])
             )
         return words
 

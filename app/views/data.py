@@ -266,18 +266,21 @@ with upload_tab:
             )
             others = [c for c in columns if c not in (label_column, key_column)]
             text_features = st.multiselect(
-                "Documents: free-text features (TF-IDF, word uni- and bigrams)",
+                "Documents: free-text features (words and word pairs)",
                 others,
                 default=[c for c in text_like if c in others and c not in answers],
                 key=f"upload_text_{upload.name}",
-                help="Documents: titles, abstracts, log lines. Kept sparse; the item is shown as its text.",
+                help="Documents: titles, abstracts, log lines. Each text's words and word pairs become its "
+                "features, a word frequent in it but rare in the others weighing more (TF-IDF). Kept sparse; the "
+                "item is shown as its text.",
             )
             smiles_column = st.selectbox(
-                "Molecules: SMILES as Morgan fingerprints (optional)",
+                "Molecules: SMILES column (optional)",
                 ["(none)", *others],
                 index=1 + others.index(smiles_like[0]) if smiles_like and smiles_like[0] in others else 0,
                 key=f"upload_smiles_{upload.name}",
-                help="Molecules: the item is drawn with RDKit.",
+                help="Molecules written as SMILES: each molecule's small substructures become its features "
+                "(Morgan fingerprints); the item is drawn with RDKit.",
             )
             smiles_column = None if smiles_column == "(none)" else smiles_column
             text_analyzer, text_svd, text_blocks = "word", 0, False
@@ -292,7 +295,13 @@ with upload_tab:
                     format_func={"word": "words and word pairs", "char": "character 2–5-grams (URLs, identifiers)"}.get,
                 )
                 text_svd = t2.number_input(
-                    "Dense reduction (SVD components, 0: keep sparse)", min_value=0, value=0, step=50, key="upload_svd"
+                    "Compress the terms (0: keep every term)",
+                    min_value=0,
+                    value=0,
+                    step=50,
+                    key="upload_svd",
+                    help="A number of columns: the terms summed up in that many (a compressed summary, dense; SVD "
+                    "components). 0 keeps every term as its own sparse column.",
                 )
                 if len(text_features) > 1:
                     text_blocks = st.checkbox(

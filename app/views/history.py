@@ -5,6 +5,7 @@ import streamlit as st
 
 from app import auth, navigation
 from app.services import Outcome
+from app.services.common import answer_words
 from app.services.vocabulary import CHOSEN_BY
 from app.ui.messages import guarded, waiting_for_the_model
 from app.ui.state import annotator_filter, follow_address, service, session_label, show_session
@@ -55,6 +56,19 @@ if run.problem is not None:
     st.error(plain(run.problem))
 table = run.label_table()
 current = table[table["status"] == "current"]
+#: a two-class answer as the Label page says it, with the dataset's class name ("Positive (8)"); a class's name as it is
+said = (
+    {}
+    if getattr(run, "has_classes", False)
+    else {name: answer_words(value, run.class_names) for value, name in run.class_names.items()}
+)
+
+
+def in_words(answers: pd.Series) -> pd.Series:
+    """Stored answers (the dataset's class names) as the pages say them."""
+    return answers.map(lambda name: said.get(name, name))
+
+
 st.caption(history_summary(table, run.info.solver, run.info.params))
 
 
@@ -107,7 +121,7 @@ with st.container(border=True, key="history_change"):
     elif current.empty:
         st.info("No answer yet in this session.")
     else:
-        choices = history_choices(current)
+        choices = history_choices(current.assign(answer=in_words(current["answer"])))
         options = list(choices)
         remembered = state.get("history_picked")
         # a new widget after every change of the session, so that the box shows the answer as it now stands
@@ -156,7 +170,7 @@ with st.container(border=True, key="history_change"):
                         )
         cols = st.columns([1, 1, 2], vertical_alignment="center")
         if value != 0 and not named:
-            other = run.class_names[-value]
+            other = answer_words(-value, run.class_names)
             # a button's label is Markdown: the class name (the dataset's own text) is shown as it is
             cols[0].button(
                 f"Change to {plain(other)}",
@@ -202,6 +216,7 @@ COLUMNS = {
 if "score when asked" in table:  # (a session with named classes keeps every class's score: not shown here)
     table = table.assign(**{"score when asked": score_cells(table)})
 # a removed or undone answer has no place: "–", not "None"
+table = table.assign(answer=in_words(table["answer"]), **{"as given": in_words(table["as given"])})
 table = table.assign(**{"#": table["#"].map(lambda p: "–" if pd.isna(p) else f"{int(p)}")})
 table = visible_cells(table.assign(**{"heuristic": heuristic_words_of(table)})).rename(columns={"heuristic": CHOSEN_BY})
 corrected = table[table["changes"].str.len() > 0]

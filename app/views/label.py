@@ -7,7 +7,7 @@ import streamlit as st
 from app import auth, charts, classes_panel, known_items, navigation, stopping_panel
 from app.services import DEFAULT_C, DEFAULT_SOLVER, LABEL_STRATEGIES, SOLVERS, STRATEGY_WORDS, ServiceError
 from app.services.classes import CLASS_STRATEGY_WORDS, MULTI_LABEL_STRATEGY_WORDS, strategy_words
-from app.services.common import FIND_CHARS
+from app.services.common import ANSWER_BUTTONS, FIND_CHARS, class_names, find_placeholder
 from app.services.formatting import count
 from app.services.vocabulary import (
     CLASS_STRATEGY_MEANINGS,
@@ -89,6 +89,16 @@ def _start_session() -> None:
 
 #: the classes of each dataset imported with every value of its label column kept (a session on it has them)
 class_names_of = {d.id: d.meta.get("class_names") for d in datasets}
+meta_of = {d.id: d.meta for d in datasets}
+
+
+def target_placeholder(dataset_id: int | None) -> str:
+    """The placeholder of the class looked for: the dataset's own first class as an example, else plain words."""
+    first = next(iter(class_names_of.get(dataset_id) or []), None)
+    if first is None:
+        return "empty: the first class when the items most likely of a class come first, else none yet"
+    return f"for example {first} (empty: the first class for {strategy_words('target-class', first)}, else none yet)"
+
 
 # -- choose a session: the one the address names, else the one shown before, else the most recent -----
 follow_address(sessions)
@@ -113,24 +123,23 @@ if mine:
         on_change=lambda k=key: show_session(state[k]),
     )
 
-with (
-    top_right.popover(
-        "New session", icon=":material/add:", width="stretch", key="new_session_popover", on_change="rerun"
-    ),
-    st.form("new_session", border=False),
-):
-    # what a screener decides first; how the model learns under Advanced, with the defaults it always had
-    st.selectbox(
-        "Dataset",
-        [d.id for d in datasets],
-        key="new_dataset",
-        format_func={d.id: visible(f"{d.name} ({d.n_items:,} items)") for d in datasets}.get,
-    )
+new_session = top_right.popover(
+    "New session", icon=":material/add:", width="stretch", key="new_session_popover", on_change="rerun"
+)
+# what a screener decides first; how the model learns under Advanced, with the defaults it always had. The
+# dataset is picked outside the form: the fields below then give examples from its own classes at once.
+chosen_dataset = new_session.selectbox(
+    "Dataset",
+    [d.id for d in datasets],
+    key="new_dataset",
+    format_func={d.id: visible(f"{d.name} ({d.n_items:,} items)") for d in datasets}.get,
+)
+with new_session, st.form("new_session", border=False):
     st.text_input(
         "What to find",
         key="new_find",
         max_chars=FIND_CHARS,
-        placeholder="empty: the dataset's positive class (Positive / Negative)",
+        placeholder=visible(find_placeholder(class_names(meta_of.get(chosen_dataset)))),
         help="What a Positive answer means, in your words (for example 'randomised trials in adults'). "
         "It is shown beside the answer buttons.",
     )
@@ -165,10 +174,10 @@ with (
         st.text_input(
             "Which class are you looking for? (for 'when can I stop')",
             key="new_target",
-            placeholder="empty: the first class for Most likely <class>, else none yet",
+            placeholder=visible(target_placeholder(chosen_dataset)),
             help="One of the classes above. The stopping rules, the estimate of its items still unlabelled and the "
             "random check work on it against the others, with any way of picking items (you can name or change "
-            "it later on the Label page). Most likely <class> also picks the items most likely of it first. With "
+            "it later on the Label page). 'Most likely' a class also picks the items most likely of it first. With "
             "several classes per item, an item is one of it when its classes include it.",
         )
         st.selectbox(
@@ -336,17 +345,17 @@ def labelling_panel(session_id: int) -> None:
         # after the next item was drawn belongs to a button that no longer exists and is
         # dropped; one that arrives before carries the old item and the service refuses it.
         with st.container(horizontal=True, key="answer_buttons"):
+            # equal weight: neither answer is highlighted (a highlighted one would nudge towards it)
             st.button(
-                "Positive",
+                ANSWER_BUTTONS[1],
                 shortcut="P",
-                type="primary",
                 disabled=disabled,
                 on_click=_answer,
                 args=(session_id, 1, item),
                 key=f"positive_{item}",
             )
             st.button(
-                "Negative",
+                ANSWER_BUTTONS[-1],
                 shortcut="N",
                 disabled=disabled,
                 on_click=_answer,
@@ -354,7 +363,7 @@ def labelling_panel(session_id: int) -> None:
                 key=f"negative_{item}",
             )
             st.button(
-                "Skip",
+                ANSWER_BUTTONS[0],
                 shortcut="S",
                 disabled=disabled,
                 on_click=_answer,

@@ -18,7 +18,7 @@ st.title("My labels")
 events = svc.own_history(me)
 st.caption(f"{count(len(events), 'answer')} by {plain(me.name)}, newest first (undone answers are not listed).")
 if events:
-    answers = svc.own_answer_words(me, events)  # (as History and the export say the same answers)
+    answers = svc.own_answer_words(me, events)  # (as History says the same answers)
     table = pd.DataFrame(
         [
             {

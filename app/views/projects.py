@@ -7,7 +7,7 @@ from app import auth
 from app.classes_panel import class_toggles
 from app.services import DEFAULT_C, LABEL_STRATEGIES, SOLVERS, ServiceError
 from app.services.classes import CLASS_STRATEGY_WORDS, MULTI_LABEL_STRATEGY_WORDS, strategy_words
-from app.services.common import FIND_CHARS
+from app.services.common import FIND_CHARS, class_names, find_placeholder
 from app.services.multi_label import set_words
 from app.services.vocabulary import (
     AGREEMENT_ALL,
@@ -47,7 +47,7 @@ with (
         "What to find",
         key="project_find",
         max_chars=FIND_CHARS,
-        placeholder="empty: the dataset's positive class (Positive / Negative)",
+        placeholder="empty: the dataset's own positive class",
         help=FIND_HELP,
     )
     left, right = st.columns(2)
@@ -175,7 +175,7 @@ if not run.has_classes:  # (a project with named classes is answered with its cl
             value=project.find or "",
             key=find_key,
             max_chars=FIND_CHARS,
-            placeholder="empty: the dataset's positive class (Positive / Negative)",
+            placeholder=visible(find_placeholder(class_names(run.dataset_meta))),
             help=FIND_HELP,
         )
         right.form_submit_button("Save", on_click=_save_find, args=(project_id, find_key))

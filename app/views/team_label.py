@@ -110,7 +110,6 @@ def team_panel(project_id: int) -> None:
                 actions.button(
                     plain(name),  # its key: the hint Streamlit shows beside it
                     shortcut=str(k + 1),
-                    type="primary" if k == 0 else "secondary",
                     disabled=shown is None,
                     on_click=_answer,
                     args=(project_id, k, shown),
@@ -118,10 +117,10 @@ def team_panel(project_id: int) -> None:
                 )
         else:
             actions = st.container(horizontal=True, key="team_actions")
+            # equal weight: neither answer is highlighted (a highlighted one would nudge towards it)
             actions.button(
                 "Positive",
                 shortcut="P",
-                type="primary",
                 disabled=shown is None,
                 on_click=_answer,
                 args=(project_id, 1, shown),

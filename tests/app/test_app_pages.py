@@ -14,6 +14,7 @@ from streamlit.testing.v1 import AppTest
 import storage
 from app import charts
 from app.services import MarginLab
+from app.services.common import answer_words
 from app.services.vocabulary import heuristic_words
 from app.ui.tables import ALC, WTL
 from storage import repository as repo
@@ -287,8 +288,8 @@ def test_the_history_page_changes_and_removes_answers(db_url):
     (picker,) = [s for s in at.selectbox if s.label == "Answer to change"]
     target = run.answers[2]
     picker.select(target.label_id).run()
-    names = run.class_names
-    (change,) = [b for b in at.button if b.label == f"Change to {names[-target.value]}"]
+    names = {value: answer_words(value, run.class_names) for value in run.class_names}  # ("Positive (8)")
+    (change,) = [b for b in at.button if test_app.as_shown(b.label) == f"Change to {names[-target.value]}"]
     change.click().run()
     assert not at.exception, at.exception
     assert any(
@@ -318,9 +319,9 @@ def test_a_change_clicked_before_the_page_caught_up_with_the_pick_changes_the_an
     (picker,) = [s for s in at.selectbox if s.label == "Answer to change"]
     drawn_for = picker.value
     target = next(a for a in run.answers[:5] if a.value == run.answers[-1].value and a.label_id != drawn_for)
-    names = run.class_names
+    names = {value: answer_words(value, run.class_names) for value in run.class_names}  # ("Positive (8)")
     picker.select(target.label_id)  # not run: the click below goes with it
-    (change,) = [b for b in at.button if b.label == f"Change to {names[-target.value]}"]
+    (change,) = [b for b in at.button if test_app.as_shown(b.label) == f"Change to {names[-target.value]}"]
     change.click().run()
     assert not at.exception, at.exception
     assert any(f"Item {target.item_index} changed from" in s for s in test_app.shown(at.success))
@@ -353,7 +354,7 @@ def test_class_and_annotator_names_are_plain_text_in_buttons_and_tooltips(db_url
     at.switch_page("views/history.py").run()
     assert not at.exception, at.exception
     (change,) = [b for b in at.button if b.key and b.key.startswith("change_")]
-    other = run.class_names[-run.answers[-1].value]
+    other = answer_words(-run.answers[-1].value, run.class_names)
     assert change.label == f"Change to {plain(other)}"  # every punctuation mark escaped: no image, no link
     assert test_app.as_shown(change.label) == f"Change to {other}"
     # the toggle between one's own sessions and everyone's names the signed-in person in its tooltip

@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 from app.services import MarginLab
+from app.services.common import answer_words
 from core.loop import ActiveLearningLoop
 from storage import history as stored_history
 from storage import repository as repo
@@ -255,7 +256,7 @@ def test_change_a_label_made_20_labels_ago_in_the_label_history(tmp_path, strate
         run.answer(int(run.y_true[item]), item_index=item)
     target = [a for a in run.answers if a.value != 0][-21]  # 20 labels were given after it
     session_id, old = run.session_id, target.value
-    names = run.class_names
+    names = {value: answer_words(value, run.class_names) for value in run.class_names}  # (as History says them)
     svc.engine.dispose()
     with sync_playwright() as playwright:
         browser = launch_browser(playwright)
