@@ -108,6 +108,7 @@ FORWARDED: dict[str, tuple[type, tuple[str, ...]]] = {
             "project_for",
             "settle",
             "agreement_csv",
+            "agreement_summary_csv",
             "project_labels_csv",
             "own_history",
             "own_answer_words",

@@ -92,6 +92,7 @@ from app.services.multi_label import (
     why_set_chosen,
 )
 from app.services.snapshots import SNAPSHOT_EVERY, save_behind
+from app.services.vocabulary import kappa_strength
 from core.agreement import Kappa, cohen_kappa, fleiss_kappa, rating_counts
 from core.loop import ActiveLearningLoop
 from core.multiclass import MULTICLASS_STRATEGIES, MULTILABEL_STRATEGIES, MultiLabel, OneVsRest
@@ -587,8 +588,12 @@ class ProjectRun:
         return (-1, 1)
 
     def _vote_cell(self, vote: int | str) -> int | str:
-        """A vote or settled answer as the agreement file writes it (+1 / -1; a class's name)."""
-        return vote
+        """A vote or settled answer as the agreement file writes it: the dataset's class name (positive / negative
+        unless it names them, as the session export writes ``label``), escaped; a class's name in a project with
+        named classes."""
+        from storage.export import escape_cell
+
+        return escape_cell(class_names(self.dataset_meta)[vote]) if isinstance(vote, int) else vote
 
     def progress(self) -> dict[str, Any]:
         with self.lock:
@@ -612,8 +617,10 @@ class ProjectRun:
         return {"positive": sum(1 for v in self.model_labels.values() if v > 0)}
 
     def agreement_csv(self) -> bytes:
-        """One row per item with several answers: its key and display text (as the other exports name it), each
-        member's answer, whether they agree, the settled answer; every text escaped against formulas."""
+        """One row per item with several answers, and nothing else (the same columns on every row): its key and
+        display text (as the other exports name them), each member's answer in words (the dataset's class names, as
+        the session export writes them; a class's name, a set's names), ``agree`` (yes / no), the settled answer;
+        every text escaped against formulas.  The kappas are in ``agreement_summary_csv``."""
         from storage.export import escape_cell
 
         report = self.agreement()
@@ -631,29 +638,39 @@ class ProjectRun:
                     escape_cell(self.item_display.key(item) or ""),
                     escape_cell(self.item_display.text(item) or ""),
                     *[self._vote_cell(votes.get(n, "")) for n in names],
-                    int(len(set(votes.values())) == 1),
+                    "yes" if len(set(votes.values())) == 1 else "no",
                     self._vote_cell(report.settled.get(item, "")),
                 ]
             )
-        writer.writerow([])
-        fleiss = report.fleiss
-        writer.writerow(
-            [
-                "fleiss_kappa",
-                "" if fleiss is None or fleiss.value is None else f"{fleiss.value:.6f}",
-                "items",
-                0 if fleiss is None else fleiss.n_items,
-            ]
-        )
-        for (a, b), kappa in report.cohen.items():
+        return out.getvalue().encode("utf-8")
+
+    def agreement_summary_csv(self) -> bytes:
+        """The agreement in one small table (the same columns on every row): ``statistic`` (``fleiss_kappa`` over
+        all members, ``cohen_kappa`` for each pair), the pair (``member_a``, ``member_b``; empty for Fleiss'),
+        ``value`` (empty when undefined), ``strength`` (Landis & Koch's 1977 word, ``vocabulary.kappa_strength``),
+        ``items`` it counted, ``observed_agreement`` (Cohen's p_o, Fleiss' P-bar); names escaped against formulas."""
+        from storage.export import escape_cell
+
+        def number(x: float | None) -> str:
+            return "" if x is None else f"{x:.6f}"
+
+        report = self.agreement()
+        out = io.StringIO()
+        writer = csv.writer(out, lineterminator="\r\n")
+        writer.writerow(["statistic", "member_a", "member_b", "value", "strength", "items", "observed_agreement"])
+        pairs: list[tuple[str, str, str, Kappa | None]] = [("fleiss_kappa", "", "", report.fleiss)]
+        pairs += [("cohen_kappa", a, b, kappa) for (a, b), kappa in report.cohen.items()]
+        for statistic, a, b, kappa in pairs:
+            value = None if kappa is None else kappa.value
             writer.writerow(
                 [
-                    "cohen_kappa",
-                    "" if kappa.value is None else f"{kappa.value:.6f}",
-                    "items",
-                    kappa.n_items,
+                    statistic,
                     escape_cell(a),
                     escape_cell(b),
+                    number(value),
+                    kappa_strength(value),
+                    0 if kappa is None else kappa.n_items,
+                    number(None if kappa is None else kappa.observed),
                 ]
             )
         return out.getvalue().encode("utf-8")
@@ -1280,6 +1297,10 @@ class Projects:
     def agreement_csv(self, actor: Identity, project_id: int) -> bytes:
         self.accounts.require_owner(actor, "export agreement")
         return self.open_project(project_id).agreement_csv()
+
+    def agreement_summary_csv(self, actor: Identity, project_id: int) -> bytes:
+        self.accounts.require_owner(actor, "export agreement")
+        return self.open_project(project_id).agreement_summary_csv()
 
     def project_labels_csv(self, actor: Identity, project_id: int) -> bytes:
         """The final class (a multi-label project: set) of every item a project with named classes learned

@@ -31,6 +31,28 @@ KAPPA_MEANING = (
     "Agreement beyond chance: 1 when the answers always match, 0 when they match no more often than chance "
     "would make them, below 0 when less often."
 )
+#: the plain word beside a kappa (Landis & Koch 1977, "The measurement of observer agreement for categorical
+#: data", Biometrics 33(1)): the upper end of each band, and its word; below 0 "poor"
+KAPPA_BANDS = ((0.20, "slight"), (0.40, "fair"), (0.60, "moderate"), (0.80, "substantial"), (1.0, "almost perfect"))
+KAPPA_SCALE = (
+    "The word beside a value follows Landis & Koch (1977): below 0 poor, 0 to 0.20 slight, 0.21 to 0.40 fair, "
+    "0.41 to 0.60 moderate, 0.61 to 0.80 substantial, 0.81 to 1 almost perfect."
+)
+
+
+def kappa_strength(value: float | None) -> str:
+    """A kappa's plain word on Landis & Koch's (1977) scale (``KAPPA_BANDS``); "" when it is undefined."""
+    if value is None:
+        return ""
+    if value < 0:
+        return "poor"
+    return next((word for top, word in KAPPA_BANDS if round(value, 2) <= top), KAPPA_BANDS[-1][1])
+
+
+def kappa_words(value: float | None) -> str:
+    """A kappa as the pages show it: three decimals and its word (``kappa_strength``); "–" when undefined."""
+    return "–" if value is None else f"{value:.3f} {kappa_strength(value)}"
+
 
 #: the heuristic of a label marked as known (``app.services.priors``) and of an imported one
 OTHER_HEURISTICS = {PRIOR: "marked as known", "imported": "imported from a file"}
@@ -167,6 +189,10 @@ __all__ = [
     "AGREEMENT_ALL",
     "AGREEMENT_TWO",
     "KAPPA_MEANING",
+    "KAPPA_BANDS",
+    "KAPPA_SCALE",
+    "kappa_strength",
+    "kappa_words",
     "CHOSEN_BY",
     "PICK_NEXT",
     "PICKED_BY",

@@ -14,12 +14,14 @@ from app.services.vocabulary import (
     AGREEMENT_TWO,
     CLASS_STRATEGY_MEANINGS,
     KAPPA_MEANING,
+    KAPPA_SCALE,
     MULTI_LABEL_STRATEGY_MEANINGS,
     PICK_NEXT,
     STRATEGY_MEANINGS,
     choices_help,
     heuristic_words,
     how_labelled,
+    kappa_words,
     solver_words,
 )
 from app.ui.forms import C_MIN, classes_per_item
@@ -196,7 +198,9 @@ if run.has_classes:
     st.caption("Classes: " + " · ".join(f"**{k + 1}** {plain(name)}" for k, name in enumerate(run.classes)))
 st.caption(
     f"{progress['answers']} answers; {progress['items_done']} of {progress['items']} items have every answer "
-    f"they need; the shared model learned {progress['learned']} labels ({learned}). "
+    f"they need; the shared model learned {progress['learned']} labels ({learned}): it learns each item once, "
+    "the owner's settled answer, else its first answer; second opinions count as answers but are not learned again, "
+    "skips are not learned. "
     f"{project.labels_per_item} answers per item on {project.overlap_share:.0%} of the items."
 )
 st.dataframe(
@@ -217,8 +221,8 @@ fleiss = report.fleiss
 cols = st.columns(3)
 cols[0].metric(
     AGREEMENT_ALL,
-    "–" if fleiss is None or fleiss.value is None else f"{fleiss.value:.3f}",
-    help=f"{KAPPA_MEANING} All items with the project's number of answers, whoever gave them.",
+    kappa_words(None if fleiss is None else fleiss.value),
+    help=f"{KAPPA_MEANING} {KAPPA_SCALE} All items with the project's number of answers, whoever gave them.",
 )
 cols[1].metric("Items with several answers", report.n_overlap_items)
 cols[2].metric("Waiting to be settled", len(report.disagreements))
@@ -230,7 +234,7 @@ if report.cohen:
                     "annotator A": a,
                     "annotator B": b,
                     "items both answered": k.n_items,
-                    AGREEMENT_TWO: "–" if k.value is None else f"{k.value:.3f}",
+                    AGREEMENT_TWO: kappa_words(k.value),
                     "share answered alike": "–" if k.observed is None else f"{k.observed:.3f}",
                 }
                 for (a, b), k in report.cohen.items()
@@ -240,20 +244,25 @@ if report.cohen:
         key="cohen_table",
     )
 undefined = [k for k in [fleiss, *report.cohen.values()] if k is None or k.value is None]
-st.caption(KAPPA_MEANING)
+st.caption(f"{KAPPA_MEANING} {KAPPA_SCALE}")
 if undefined:
     st.caption(
         "The agreement (kappa) is undefined (–) while every answer falls in one class, or no item has been answered "
         "by all it needs."
     )
-st.download_button(
-    "Download agreement (CSV)",
-    lambda: svc.agreement_csv(me, project_id),
-    file_name=f"marginlab-project-{project_id}-agreement.csv",
-    mime="text/csv",
-    key="download_agreement",
-    on_click="ignore",
-)
+# two files, one table each (a spreadsheet reads either whole): the items, and the kappas
+for label, export, name in (
+    ("Download agreement per item (CSV)", svc.agreement_csv, "agreement"),
+    ("Download agreement summary (CSV)", svc.agreement_summary_csv, "agreement_summary"),
+):
+    st.download_button(
+        label,
+        lambda export=export: export(me, project_id),
+        file_name=f"marginlab-project-{project_id}-{name.replace('_', '-')}.csv",
+        mime="text/csv",
+        key=f"download_{name}",
+        on_click="ignore",
+    )
 if run.has_classes:
     st.download_button(
         "Download each item's classes (CSV)" if run.multi_label else "Download each item's class (CSV)",

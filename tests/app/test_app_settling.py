@@ -178,10 +178,54 @@ def test_the_agreement_file_names_each_item_by_key_and_text_escaped_against_form
         asked = run.next_item(name)
         assert run.answer(name, asked.item_index, answer, asked).ok
     me = svc.sign_in("olga", test_app.PASSWORD)
-    table = svc.agreement_csv(me, project_id).decode().split("\r\n\r\n")[0]
+    table = svc.agreement_csv(me, project_id).decode()
     rows = list(csv.DictReader(io.StringIO(table)))
     assert rows and list(rows[0])[:3] == ["item_index", "item_key", "display_text"], rows
+    # only item rows, every one with the header's columns (a spreadsheet or pandas reads it as one table)
+    assert all(None not in row and None not in row.values() for row in rows), rows
+    words = {"yes / no": "positive", "classes": CLASSES.split(", ")[1], "several": CLASSES.split(", ")[1]}[kind]
+    assert {(row["ann"], row["bob"], row["agree"]) for row in rows} == {(words, words, "yes")}, rows
     for row in rows:
         i = int(row["item_index"])
         assert (row["item_key"], row["display_text"]) == (f"k{i}", escape_cell(texts[i])), row
         assert not row["display_text"].startswith(("=", "+", "@")), row
+
+
+def test_the_agreement_summary_is_a_file_of_its_own_and_the_page_words_each_kappa(db_url):
+    """ann answered Positive and bob Negative on two items: every answer differs, Fleiss' kappa is -1 (poor) and
+    Cohen's 0 (slight), on Landis & Koch's scale; the summary file is one table (same columns every row), offered
+    beside the item file; the progress says why the model learned fewer labels than there are answers."""
+    import csv
+    import io
+
+    svc, project_id, items = disputed_project(db_url, "table", "two-class", n=2)
+    me = svc.sign_in("olga", test_app.PASSWORD)
+    rows = list(csv.DictReader(io.StringIO(svc.agreement_summary_csv(me, project_id).decode())))
+    assert all(None not in row and None not in row.values() for row in rows), rows
+    by_statistic = {row["statistic"]: row for row in rows}
+    assert by_statistic["fleiss_kappa"]["value"] == "-1.000000"
+    assert by_statistic["fleiss_kappa"]["strength"] == "poor"
+    assert by_statistic["fleiss_kappa"]["items"] == "2"
+    cohen = by_statistic["cohen_kappa"]
+    assert (cohen["member_a"], cohen["member_b"], cohen["value"], cohen["strength"]) == (
+        "ann",
+        "bob",
+        "0.000000",
+        "slight",
+    )
+    assert cohen["observed_agreement"] == "0.000000"
+    item_rows = list(csv.DictReader(io.StringIO(svc.agreement_csv(me, project_id).decode())))
+    assert sorted(int(r["item_index"]) for r in item_rows) == sorted(items)
+    # the answers by the dataset's class names (its label column "tall": yes / no), as the session export names them
+    assert {(r["ann"], r["bob"], r["agree"], r["settled"]) for r in item_rows} == {("yes", "no", "no", "")}
+    at = projects_page(project_id)
+    assert [as_shown(m.value) for m in at.metric][:1] == ["-1.000 poor"]
+    (cohen_table,) = [d.value for d in at.dataframe if "annotator A" in d.value.columns]
+    assert cohen_table.iloc[0, 3] == "0.000 slight", cohen_table
+    assert any("Landis & Koch (1977)" in c.value for c in at.caption)
+    assert {b.proto.label for b in at.get("download_button")} >= {
+        "Download agreement per item (CSV)",
+        "Download agreement summary (CSV)",
+    }
+    (progress,) = [c.value for c in at.caption if "answers;" in c.value]
+    assert "learned 2 labels" in progress and "once" in progress and "first answer" in progress, progress

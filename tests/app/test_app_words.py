@@ -358,3 +358,26 @@ def test_a_document_session_of_the_model_suited_to_the_data_is_named_by_the_mode
     assert not at.exception, at.exception
     (model,) = at.dataframe[0].value["model"]
     assert model == review, model
+
+
+@pytest.mark.parametrize(
+    "value, word",
+    [
+        (-0.3, "poor"),
+        (0.0, "slight"),
+        (0.2, "slight"),
+        (0.21, "fair"),
+        (0.4, "fair"),
+        (0.524, "moderate"),
+        (0.61, "substantial"),
+        (0.8, "substantial"),
+        (0.81, "almost perfect"),
+        (1.0, "almost perfect"),
+        (None, ""),
+    ],
+)
+def test_a_kappa_gets_landis_and_koch_s_word(value, word):
+    from app.services.vocabulary import kappa_strength, kappa_words
+
+    assert kappa_strength(value) == word
+    assert kappa_words(value) == ("–" if value is None else f"{value:.3f} {word}")

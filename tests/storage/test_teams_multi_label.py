@@ -248,7 +248,7 @@ def test_a_multi_label_project_learns_the_final_sets_settles_exports_and_resumes
     assert [r["settled"] for r in rows if int(r["item_index"]) == disputed] == ["1"]
     agreement = list(csv.reader(io.StringIO(svc.agreement_csv(owner(svc), project_id).decode())))
     (row,) = [r for r in agreement if r and r[0] == str(disputed)]
-    assert row[3:] == [_set_cell(first), _set_cell(sorted({*first, 1})), "0", "dog; =fox"]
+    assert row[3:] == [_set_cell(first), _set_cell(sorted({*first, 1})), "no", "dog; =fox"]
     assert not any(cell.startswith("=") for r in agreement for cell in r)
     # a new process has the same model and hands out the same next item
     assert_a_new_process_agrees(run)
