@@ -47,7 +47,7 @@ def test_the_projects_page_says_kappa_is_undefined_only_beside_an_undefined_kapp
     assert not any("undefined" in c.value for c in at.caption), [c.value for c in at.caption]
     # the statistic in words, its name beside it, and what its values mean
     (table,) = [d for d in at.dataframe if "agreement between the two (Cohen's kappa)" in d.value]
-    assert list(table.value["agreement between the two (Cohen's kappa)"]) == ["0.545"]
+    assert list(table.value["agreement between the two (Cohen's kappa)"]) == ["0.545 moderate"]  # Landis & Koch's word
     assert any(
         "1 when the answers always match, 0 when they match no more often than chance" in c.value for c in at.caption
     )
