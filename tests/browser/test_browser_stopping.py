@@ -14,6 +14,8 @@ from tests.browser.test_browser import (
     item_caption,
     launch_browser,
     open_app,
+    press_label_key,
+    progress_labels,
     shown_item_index,
     wait_for_app,
 )
@@ -58,16 +60,21 @@ def label_page_with_a_check(db_url: str, screenshot: Path, n_labels: int = 120, 
                 page.wait_for_function("() => document.body.innerText.includes('drawn at random')", timeout=60_000)
                 wait_for_app(page)
                 page.mouse.click(5, 5)
+                labelled = progress_labels(page)
                 for _ in range(draws):
-                    caption = item_caption(page)
                     key = "p" if truth[shown_item_index(page)] > 0 else "n"
-                    page.locator("body").press(key)
+                    press_label_key(page, key, item_caption(page))
+                    # each answer counted before the next key: a caption redrawn without an answer (a rerun
+                    # of the page) must not let the next key fall into a run that drops it
+                    labelled += 1
                     page.wait_for_function(
-                        "(old) => { const el = document.querySelector('.st-key-item_caption');"
-                        " return el && el.innerText.trim() !== old; }",
-                        arg=caption,
+                        "(n) => { const el = document.querySelector('.st-key-progress');"
+                        " const m = el && el.innerText.match(/([\\d,]+)\\s+labels?\\b/);"
+                        " return m && Number(m[1].replace(/,/g, '')) === n; }",
+                        arg=labelled,
                         timeout=30_000,
                     )
+                    wait_for_app(page)
                 time.sleep(0.5)
                 wait_for_app(page)
                 seen["after"] = stopping_text(page)
